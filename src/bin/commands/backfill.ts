@@ -1,0 +1,40 @@
+import { parseArgs } from "node:util";
+import { loadConfig } from "../../config/index.js";
+import { createRedisMirror } from "../../mirror/redis-store.js";
+import { createRedisConnection } from "../../queue/connection.js";
+import { sweepAll } from "../../sync/reconcile.js";
+import type { SyncedKind } from "../../sync/resources.js";
+import { upstreamFromConfig } from "../../runtime/upstream.js";
+import { UsageError } from "../usage-error.js";
+
+export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items]
+
+Sweeps every order, booking and menu item through the API into the mirror, within the shared
+rate budget (it runs at low priority, so webhook refreshes keep their share). Needs REDIS_URL,
+API_BASE_URL and API_KEY.`;
+
+const KINDS: SyncedKind[] = ["orders", "bookings", "menu-items"];
+
+export async function run(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { kinds: { type: "string" } }, strict: true });
+  const kinds = values.kinds ? values.kinds.split(",").map((k) => k.trim()) : KINDS;
+  const wrong = kinds.filter((k) => !KINDS.includes(k as SyncedKind));
+  if (wrong.length > 0) throw new UsageError(`--kinds takes ${KINDS.join(", ")}; not ${wrong.join(", ")}`);
+
+  const config = loadConfig({ ...process.env, ROLE: "worker" });
+  if (!config.api) throw new UsageError("backfill needs API_BASE_URL and API_KEY");
+  const connection = createRedisConnection(config.redisUrl, "worker");
+  try {
+    const { api } = upstreamFromConfig(config.api, connection, config.queuePrefix);
+    const totals = await sweepAll({
+      api,
+      mirror: createRedisMirror(connection, config.queuePrefix),
+      kinds: kinds as SyncedKind[],
+      priority: "low",
+      onProgress: (p) => process.stderr.write(`\r${p.kind}: ${p.records} records, ${p.pages} pages${p.done ? " — done\n" : ""}`),
+    });
+    console.log(JSON.stringify({ backfilled: totals }));
+  } finally {
+    await connection.quit();
+  }
+}

@@ -1,0 +1,77 @@
+import { parseArgs } from "node:util";
+import { createLogger } from "../../logging/logger.js";
+import { createSandbox, type WebhookEndpoint } from "../../sandbox/index.js";
+import { UsageError } from "../usage-error.js";
+
+export const help = `svc-webhooks sandbox [options]
+
+A local stand-in for the upstream API (every endpoint of the spec, in memory), which signs and
+delivers webhooks with retries and can simulate live traffic.
+  --port <n>             default 4010
+  --host <h>             default 127.0.0.1
+  --api-key <svc_live_…> the accepted key (default: a generated one, printed)
+  --webhook-url <url>    a subscriber endpoint; repeat for several
+  --webhook-secret <s>   its signing secret; repeat to pair with each url, or give one for all
+  --thin                 send only { id, restaurantId } as event data
+  --simulate             move orders through the kitchen, create bookings, reviews, menu edits
+  --interval-ms <n>      simulation step (default 1000)
+  --rate-max <n>         requests per window per key (default 120)
+  --rate-window-ms <n>   rate window (default 60000)
+  --seed <n>             seed data seed (default 1)`;
+
+const int = (value: string | undefined, flag: string, fallback: number, min = 0) => {
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} must be a whole number ≥ ${min}, not "${value}"`);
+  return Number(value);
+};
+
+export async function run(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      port: { type: "string" },
+      host: { type: "string" },
+      "api-key": { type: "string" },
+      "webhook-url": { type: "string", multiple: true },
+      "webhook-secret": { type: "string", multiple: true },
+      thin: { type: "boolean" },
+      simulate: { type: "boolean" },
+      "interval-ms": { type: "string" },
+      "rate-max": { type: "string" },
+      "rate-window-ms": { type: "string" },
+      seed: { type: "string" },
+    },
+  });
+  const urls = values["webhook-url"] ?? [];
+  const secrets = values["webhook-secret"] ?? [];
+  if (urls.length > 0 && secrets.length === 0) throw new UsageError("--webhook-url needs --webhook-secret");
+  if (secrets.length > 1 && secrets.length !== urls.length) throw new UsageError("give one --webhook-secret for all urls, or one per --webhook-url");
+  for (const url of urls) if (!URL.canParse(url)) throw new UsageError(`--webhook-url "${url}" is not a URL`);
+  const apiKey = values["api-key"];
+  if (apiKey !== undefined && !/^svc_live_\S+$/.test(apiKey)) throw new UsageError("--api-key must be svc_live_ followed by the key body");
+  const webhooks: WebhookEndpoint[] = urls.map((url, i) => ({ url, secret: secrets[secrets.length === 1 ? 0 : i]!, thin: values.thin ?? false }));
+
+  const logger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [...secrets, ...(apiKey ? [apiKey] : [])] });
+  const sandbox = createSandbox({
+    ...(apiKey ? { apiKeys: [apiKey] } : {}),
+    webhooks,
+    rateLimit: { max: int(values["rate-max"], "--rate-max", 120, 1), windowMs: int(values["rate-window-ms"], "--rate-window-ms", 60_000, 1) },
+    seed: int(values.seed, "--seed", 1),
+    simulate: values.simulate ? { intervalMs: int(values["interval-ms"], "--interval-ms", 1000, 10) } : false,
+    logger,
+  });
+  const url = await sandbox.listen({ port: int(values.port, "--port", 4010), host: values.host ?? "127.0.0.1" });
+  process.stdout.write(
+    [
+      `sandbox API      ${url}/api/v1`,
+      `API key          ${apiKey ? "(as given)" : sandbox.apiKey}`,
+      `webhooks         ${urls.length > 0 ? urls.join(", ") : "none (POST /_sandbox/webhooks to add one)"}`,
+      `simulation       ${values.simulate ? "on" : "off"}`,
+      "",
+    ].join("\n"),
+  );
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => void sandbox.close().then(() => logger.flush()));
+  }
+}

@@ -1,0 +1,41 @@
+import { parseArgs } from "node:util";
+import { loadConfig, secretsOf } from "../../config/index.js";
+import { createLogger } from "../../logging/logger.js";
+import { createService } from "../../service.js";
+import { loadHandlersModule } from "../../sync/load-handlers.js";
+
+export const help = `svc-webhooks serve [--role all|web|worker]
+
+Starts the service from the environment (see the README's configuration table).
+  --role   overrides ROLE: all (edge and worker, default), web (edge only), worker (worker only)
+Stops gracefully on SIGTERM or SIGINT: stops accepting, finishes in-flight work, closes Redis.`;
+
+export async function run(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { role: { type: "string" } }, strict: true });
+  const config = loadConfig({ ...process.env, ...(values.role ? { ROLE: values.role } : {}) });
+  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
+  const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];
+  const service = createService({ config, logger, handlers });
+  await service.start();
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    service
+      .stop()
+      .then(() => {
+        logger.info("stopped");
+        logger.flush();
+        process.exitCode = 0;
+      })
+      .catch((err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        logger.flush();
+        process.exitCode = 1;
+      });
+  };
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.once("SIGINT", () => shutdown("SIGINT"));
+}

@@ -1,0 +1,52 @@
+import * as z from "zod";
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+
+/** Secrets: the schema's messages never include the value (zod's defaults do not either). */
+const secretList = z
+  .string({ error: "is required" })
+  .transform((s) => s.split(",").map((part) => part.trim()))
+  .refine((parts) => parts.every((p) => p.length > 0), "must be a comma-separated list of non-empty secrets");
+
+const optionalSecret = (message: string, test: (s: string) => boolean) =>
+  z.string().optional().transform((s) => (s === "" ? undefined : s)).refine((s) => s === undefined || test(s), message);
+
+export const ROLES = ["all", "web", "worker"] as const;
+export type Role = (typeof ROLES)[number];
+
+export const configSchema = z
+  .object({
+    ROLE: z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` }).default("all"),
+    HOST: z.string().min(1).default("127.0.0.1"),
+    PORT: int(0, 65535).default(3000),
+    REDIS_URL: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).default("redis://127.0.0.1:6379"),
+    QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_{}-]+$/, "may hold letters, digits, _ - { } only").default("svc"),
+    SIGNING_SECRET: secretList.optional(),
+    MAX_BODY_BYTES: int(1, 64 * 1024 * 1024).default(1024 * 1024),
+    DEDUP_WINDOW_SECONDS: int(1).default(7 * 24 * 3600),
+    KEEP_COMPLETED_JOBS: int(0).default(1000),
+    KEEP_COMPLETED_SECONDS: int(0).default(3600),
+    KEEP_FAILED_JOBS: int(0).default(10_000),
+    KEEP_FAILED_SECONDS: int(0).default(14 * 24 * 3600),
+    ENQUEUE_TIMEOUT_MS: int(100, 9000).default(2000),
+    SHUTDOWN_TIMEOUT_MS: int(0).default(25_000),
+    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+    API_BASE_URL: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
+    API_KEY: optionalSecret("must start with svc_live_ followed by the key body", (s) => /^svc_live_\S+$/.test(s)),
+    ADMIN_TOKEN: optionalSecret("must be at least 16 characters", (s) => s.length >= 16),
+    HANDLERS_MODULE: z.string().min(1).optional(),
+    API_RATE: int(1).default(120),
+    API_RATE_WINDOW_SECONDS: int(1).default(60),
+    API_RATE_SAFETY_MS: int(0).default(1000),
+    API_TIMEOUT_MS: int(100).default(10_000),
+    WORKER_CONCURRENCY: int(1, 1000).default(10),
+    JOB_ATTEMPTS: int(1, 100).default(10),
+    JOB_BACKOFF_MS: int(1).default(1000),
+    JOB_LOCK_MS: int(1000).default(30_000),
+    JOB_MAX_STALLS: int(1, 100).default(5),
+    SYNC_DEBOUNCE_MS: int(0, 60_000).default(1000),
+    RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
+  });
+
+export type EnvInput = z.input<typeof configSchema>;

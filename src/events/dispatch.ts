@@ -1,0 +1,42 @@
+import { isKnownEventType, parseKnownEvent, type AnyEvent } from "./catalog.js";
+import type { HandlerRegistry } from "./registry.js";
+
+export interface HandlerFailure {
+  key: string;
+  error: unknown;
+}
+
+export interface DispatchResult {
+  /** Keys of the handlers that succeeded in this run. */
+  succeeded: string[];
+  failures: HandlerFailure[];
+}
+
+/**
+ * Runs every handler for the event except those already done (on an earlier attempt), all of
+ * them even when some fail, and reports each outcome; one failing handler never stops another.
+ * A known type is validated first and its handlers get the typed event; '*' handlers get it as is.
+ */
+export async function dispatchEvent<Ctx>(
+  registry: HandlerRegistry<Ctx>,
+  event: AnyEvent,
+  ctx: Ctx,
+  alreadyDone: ReadonlySet<string> = new Set(),
+  onSuccess?: (key: string) => Promise<void>,
+): Promise<DispatchResult> {
+  const typed = isKnownEventType(event.type) ? parseKnownEvent(event.type, event) : event;
+  const pending = registry.handlersFor(event.type).filter((h) => !alreadyDone.has(h.key));
+  const result: DispatchResult = { succeeded: [], failures: [] };
+  await Promise.all(
+    pending.map(async ({ key, type, handler }) => {
+      try {
+        await (handler as (e: unknown, c: Ctx) => unknown)(type === "*" ? event : typed, ctx);
+        result.succeeded.push(key);
+        await onSuccess?.(key);
+      } catch (error) {
+        result.failures.push({ key, error });
+      }
+    }),
+  );
+  return result;
+}

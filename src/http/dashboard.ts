@@ -1,0 +1,20 @@
+import { createBullBoard } from "@bull-board/api";
+import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
+import { HonoAdapter } from "@bull-board/hono";
+import { serveStatic } from "@hono/node-server/serve-static";
+import type { Queue } from "bullmq";
+import type { Hono } from "hono";
+
+export const DASHBOARD_PATH = "/admin/queues";
+
+/** bull-board's queue dashboard as Hono routes (the caller puts the admin token in front). */
+export function dashboardRoutes(queues: readonly Queue[]): Hono {
+  const adapter = new HonoAdapter(serveStatic);
+  adapter.setBasePath(DASHBOARD_PATH);
+  createBullBoard({
+    queues: queues.map((q) => new BullMQAdapter(q)),
+    serverAdapter: adapter,
+    options: { uiConfig: { boardTitle: "svc-webhooks" } },
+  });
+  return adapter.registerPlugin();
+}

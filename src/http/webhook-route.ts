@@ -1,0 +1,83 @@
+import { Hono } from "hono";
+import { parseEnvelope } from "../events/envelope.js";
+import { SIGNATURE_HEADER, verifySignature } from "../events/signature.js";
+import type { EventSink } from "../queue/event-job.js";
+import type { AppEnv } from "./context.js";
+import { PayloadTooLargeError, readRawBody } from "./raw-body.js";
+
+/** Why the edge refused a delivery, for metrics. */
+export type RejectReason = "too_large" | "invalid_signature" | "invalid_event" | "queue_unavailable";
+
+/** Hooks for metrics; the edge works the same without them. */
+export interface WebhookObserver {
+  accepted?(info: { type: string; secretIndex: number; duplicate: boolean; enqueueMs: number }): void;
+  rejected?(reason: RejectReason): void;
+}
+
+export interface WebhookRouteOptions {
+  sink: EventSink;
+  signingSecrets: readonly string[];
+  maxBodyBytes: number;
+  observer?: WebhookObserver;
+}
+
+/**
+ * POST /webhooks: read the raw bytes (capped), verify the signature over exactly those bytes,
+ * only then parse, then enqueue and answer 200 once Redis has acknowledged the job.
+ */
+export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
+  const { sink, signingSecrets, observer } = options;
+  const maxBytes = options.maxBodyBytes;
+  const route = new Hono<AppEnv>();
+
+  route.post(
+    "/",
+    async function receiveWebhook(c) {
+      let raw: Uint8Array;
+      try {
+        raw = await readRawBody(c, maxBytes);
+      } catch (err) {
+        if (err instanceof PayloadTooLargeError) observer?.rejected?.("too_large");
+        throw err;
+      }
+      let secretIndex: number;
+      try {
+        secretIndex = verifySignature(raw, c.req.header(SIGNATURE_HEADER), signingSecrets);
+      } catch (err) {
+        observer?.rejected?.("invalid_signature");
+        throw err;
+      }
+      let envelope;
+      try {
+        envelope = parseEnvelope(raw);
+      } catch (err) {
+        observer?.rejected?.("invalid_event");
+        throw err;
+      }
+      c.set("eventId", envelope.id);
+      c.set("eventType", envelope.type);
+      const start = performance.now();
+      let result;
+      try {
+        result = await sink.enqueue({
+          id: envelope.id,
+          type: envelope.type,
+          receivedAt: new Date().toISOString(),
+          payload: envelope.payload,
+        });
+      } catch (err) {
+        observer?.rejected?.("queue_unavailable");
+        throw err;
+      }
+      c.set("duplicate", result.duplicate);
+      observer?.accepted?.({
+        type: envelope.type,
+        secretIndex,
+        duplicate: result.duplicate,
+        enqueueMs: performance.now() - start,
+      });
+      return c.json({ received: true, id: envelope.id, duplicate: result.duplicate }, 200);
+    },
+  );
+  return route;
+}

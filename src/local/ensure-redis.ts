@@ -1,0 +1,26 @@
+import { Redis } from "ioredis";
+import { startRedisServer, type RedisServer } from "./redis-server.js";
+
+/** Does a Redis answer PING at `url` within a second? */
+export async function redisAnswers(url: string): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    return (await client.ping()) === "PONG";
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * The local stack's Redis: `url` when it answers, else a redis-server of our own on a free port
+ * (throws with the install command when there is none).
+ */
+export async function ensureRedis(url: string | undefined): Promise<{ url: string; started?: RedisServer }> {
+  if (url && (await redisAnswers(url))) return { url };
+  const started = await startRedisServer({ appendOnly: true });
+  return { url: started.url, started };
+}

@@ -1,0 +1,100 @@
+/** Starting a redis-server of our own: for the local dev stack and the tests, never for production. */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const REDIS_INSTALL_HINT =
+  "redis-server was not found on PATH. Install it with `apt-get install -y redis-server` " +
+  "(Debian/Ubuntu) or `brew install redis` (macOS), or set REDIS_URL to a Redis you own.";
+
+/** A free TCP port on 127.0.0.1, chosen by the OS. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export function hasRedisServer(): boolean {
+  return spawnSync("redis-server", ["--version"], { stdio: "ignore" }).status === 0;
+}
+
+export interface RedisServerOptions {
+  port?: number;
+  /** Keep an append-only file (fsync every second), as production should. */
+  appendOnly?: boolean;
+}
+
+export interface RedisServer {
+  url: string;
+  port: number;
+  /** Stops the server (SIGTERM, waits for exit). Data on disk stays for `start()`. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and directory. */
+  start(): Promise<void>;
+  /** Kills it for good and removes its directory. */
+  destroy(): Promise<void>;
+}
+
+/** A throwaway redis-server on a free loopback port, in its own temp directory. */
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  if (!hasRedisServer()) throw new Error(REDIS_INSTALL_HINT);
+  const port = options.port ?? (await freePort());
+  const dir = mkdtempSync(join(tmpdir(), "svc-webhooks-redis-"));
+  let child: ChildProcess | undefined;
+
+  const start = async () => {
+    if (child && child.exitCode === null) return; // already running
+    const args = [
+      "--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
+      "--appendonly", options.appendOnly ? "yes" : "no", "--appendfsync", "everysec",
+      "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "warning",
+    ];
+    const proc = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
+    child = proc;
+    let output = "";
+    proc.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+    proc.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+    await waitForPong(port, proc, () => output);
+  };
+
+  const stop = async () => {
+    const proc = child;
+    child = undefined;
+    if (!proc || proc.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+    proc.kill("SIGTERM");
+    await exited;
+  };
+
+  await start();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    stop,
+    start,
+    async destroy() {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function waitForPong(port: number, proc: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`redis-server exited early: ${output()}`);
+    const res = spawnSync("redis-cli", ["-p", String(port), "ping"], { encoding: "utf8" });
+    if (res.stdout?.trim() === "PONG") return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`redis-server on port ${port} did not answer PING within 10 s: ${output()}`);
+}

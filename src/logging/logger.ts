@@ -1,0 +1,61 @@
+import { pino, type DestinationStream, type Logger } from "pino";
+
+export type { Logger } from "pino";
+
+export interface LoggerOptions {
+  level?: string;
+  /** Values that must never appear in a log line (signing secrets, API key, admin token). */
+  secrets?: readonly string[];
+  /** Where lines go; stdout by default. Tests pass a stream to capture lines. */
+  destination?: DestinationStream;
+  name?: string;
+}
+
+const REDACTED = "[Redacted]";
+
+// Header names as Hono and Node give them (lower-case); pino's redact paths are case-sensitive.
+const REDACT_PATHS = [
+  "req.headers.authorization",
+  'req.headers["x-svc-signature"]',
+  "headers.authorization",
+  'headers["x-svc-signature"]',
+  "authorization",
+  "signature",
+  "apiKey",
+  "secret",
+  "secrets",
+  "token",
+  "*.apiKey",
+  "*.secret",
+  "*.token",
+];
+
+/**
+ * A pino logger that redacts known secret-bearing paths and, as a last line of defence, replaces
+ * any occurrence of a configured secret value in the serialized line (an error message or a
+ * stray field can carry one where no redact path would catch it).
+ */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const secrets = (options.secrets ?? []).filter((s) => s.length >= 4);
+  const scrub = secrets.length === 0
+    ? undefined
+    : (line: string) => {
+        let out = line;
+        for (const secret of secrets) {
+          if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+          // JSON escaping can change how a secret with quotes or backslashes appears in the line.
+          const escaped = JSON.stringify(secret).slice(1, -1);
+          if (escaped !== secret && out.includes(escaped)) out = out.split(escaped).join(REDACTED);
+        }
+        return out;
+      };
+  return pino(
+    {
+      level: options.level ?? "info",
+      ...(options.name ? { name: options.name } : {}),
+      redact: { paths: REDACT_PATHS, censor: REDACTED },
+      ...(scrub ? { hooks: { streamWrite: scrub } } : {}),
+    },
+    options.destination ?? pino.destination({ sync: false }),
+  );
+}

@@ -1,0 +1,39 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+
+/**
+ * The service's Prometheus metrics, on a registry of its own (never prom-client's global one), so
+ * several instances in one process do not collide. Gauges that reflect Redis state are filled by
+ * collectors at scrape time (see `addCollector`).
+ */
+export function createMetrics() {
+  const registry = new Registry();
+  const collectors: (() => Promise<void>)[] = [];
+  const opts = { registers: [registry] };
+
+  const metrics = {
+    registry,
+    eventsReceived: new Counter({ name: "svc_webhook_events_received_total", help: "Events accepted (200), by type and by the index of the signing secret that matched", labelNames: ["type", "secret"], ...opts }),
+    eventsDeduplicated: new Counter({ name: "svc_webhook_events_deduplicated_total", help: "Accepted redeliveries of an event id already seen within the window", labelNames: ["type"], ...opts }),
+    eventsRejected: new Counter({ name: "svc_webhook_events_rejected_total", help: "Deliveries refused, by reason", labelNames: ["reason"], ...opts }),
+    enqueueSeconds: new Histogram({ name: "svc_webhook_enqueue_seconds", help: "Time for Redis to acknowledge an event", buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], ...opts }),
+    jobs: new Counter({ name: "svc_jobs_total", help: "Jobs finished, by queue, job name (event type) and outcome", labelNames: ["queue", "name", "outcome"], ...opts }),
+    jobSeconds: new Histogram({ name: "svc_job_duration_seconds", help: "Time to run a job's handlers, by queue and job name", labelNames: ["queue", "name"], buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60], ...opts }),
+    queueDepth: new Gauge({ name: "svc_queue_jobs", help: "Jobs in each queue by state", labelNames: ["queue", "state"], ...opts }),
+    upstreamRequests: new Counter({ name: "svc_upstream_requests_total", help: "Requests to the upstream API by route and status", labelNames: ["method", "route", "status"], ...opts }),
+    upstreamRateLimited: new Counter({ name: "svc_upstream_rate_limited_total", help: "429 answers from the upstream API", ...opts }),
+    rateBudgetRemaining: new Gauge({ name: "svc_upstream_rate_budget_remaining", help: "Requests left in the shared window of the API key", ...opts }),
+    upstreamPausedSeconds: new Gauge({ name: "svc_upstream_pause_seconds", help: "Seconds left in a shared Retry-After pause", ...opts }),
+    mirrorLag: new Gauge({ name: "svc_mirror_last_write_age_seconds", help: "Seconds since the mirror last took a write, by kind", labelNames: ["kind"], ...opts }),
+    /** Runs `collect` before each scrape; a failing collector leaves its gauges as they were. */
+    addCollector(collect: () => Promise<void>) {
+      collectors.push(collect);
+    },
+    async render(): Promise<{ contentType: string; body: string }> {
+      await Promise.all(collectors.map((c) => c().catch(() => {})));
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+  };
+  return metrics;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,24 @@
+/** What the edge stores for one event: the job's data in the events queue. */
+export interface EventJobData {
+  /** The event id (envelope `id`, else SHA-256 of the raw body): also the deduplication id. */
+  id: string;
+  type: string;
+  /** ISO 8601 time the edge accepted the event. */
+  receivedAt: string;
+  /** The whole verified body as parsed, unknown fields included. */
+  payload: Record<string, unknown>;
+}
+
+export interface EnqueueResult {
+  /** The BullMQ job holding this event (the earlier one's, for a duplicate). */
+  jobId: string;
+  /** True when the event id was already seen within the deduplication window. */
+  duplicate: boolean;
+}
+
+/** Where the edge hands verified events: BullMQ in production, anything in tests and benches. */
+export interface EventSink {
+  enqueue(event: EventJobData): Promise<EnqueueResult>;
+  /** Resolves when the sink can accept events (Redis answers); rejects otherwise. */
+  ping(): Promise<void>;
+}

@@ -1,0 +1,34 @@
+/**
+ * Group commit: callers hand in one item each and get their own result, while the items that
+ * arrive during one I/O turn, or while the previous batch is in flight, are written together in
+ * one round trip. A lone item costs one deferral (setImmediate), never a timer.
+ */
+export function groupCommit<T, R>(flush: (items: T[]) => Promise<R[]>, maxBatch: number): (item: T) => Promise<R> {
+  type Waiter = { item: T; resolve: (r: R) => void; reject: (e: unknown) => void };
+  let waiting: Waiter[] = [];
+  let scheduled = false;
+
+  const drain = async () => {
+    while (waiting.length > 0) {
+      const batch = waiting.slice(0, maxBatch);
+      waiting = waiting.slice(batch.length);
+      try {
+        const results = await flush(batch.map((w) => w.item));
+        batch.forEach((w, i) => w.resolve(results[i]!));
+      } catch (err) {
+        // The whole batch is one MULTI: none of it is acknowledged, every caller sees the error.
+        for (const w of batch) w.reject(err);
+      }
+    }
+    scheduled = false;
+  };
+
+  return (item) =>
+    new Promise<R>((resolve, reject) => {
+      waiting.push({ item, resolve, reject });
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(() => void drain());
+      }
+    });
+}

@@ -1,0 +1,82 @@
+import { randomUUID } from "node:crypto";
+import { Queue, type DefaultJobOptions } from "bullmq";
+import type { Redis } from "ioredis";
+import type { EnqueueResult, EventJobData, EventSink } from "./event-job.js";
+import { groupCommit } from "./group-commit.js";
+import { withTimeout } from "./with-timeout.js";
+import { EVENTS_QUEUE } from "./names.js";
+import type { Config } from "../config/config.js";
+
+export interface EventProducerOptions {
+  /** A "producer" connection (createRedisConnection): fails fast while Redis is away. */
+  connection: Redis;
+  prefix: string;
+  queueName?: string;
+  dedupWindowSeconds: number;
+  /** Deadline for Redis to acknowledge one event. */
+  timeoutMs: number;
+  jobOptions?: DefaultJobOptions;
+  /** Most events written in one round trip (default 256). */
+  maxBatch?: number;
+  /** Connection errors of the queue (BullMQ emits them; an unheard "error" would crash the process). */
+  onError?: (err: Error) => void;
+}
+
+export interface EventProducer extends EventSink {
+  queue: Queue<EventJobData>;
+  close(): Promise<void>;
+}
+
+/** Retries: exponential with jitter; with the defaults (10 attempts from 1 s) about 17 minutes. */
+export function retryJobOptions(attempts: number, backoffMs: number): DefaultJobOptions {
+  return { attempts, backoff: { type: "exponential", delay: backoffMs, jitter: 0.5 } };
+}
+
+/** BullMQ keep-options from the config's retention (count 0 removes a job as it finishes). */
+export function retentionJobOptions(retention: Config["retention"]): DefaultJobOptions {
+  const keep = ({ count, ageSeconds }: { count: number; ageSeconds: number }) =>
+    count === 0 ? true : { count, age: ageSeconds };
+  return { removeOnComplete: keep(retention.completed), removeOnFail: keep(retention.failed) };
+}
+
+/**
+ * Enqueues verified events into BullMQ, once per event id within the deduplication window.
+ * BullMQ's throttle-mode deduplication (`{ id, ttl }`) is atomic with the add and keeps its key
+ * for the whole ttl even after the job is removed, so a redelivery is dropped whether the first
+ * copy is waiting, running or long finished — and an event is only marked seen once it is
+ * durably enqueued. Each add carries a fresh job id: when Redis answers with another id, the
+ * event was a duplicate. Two duplicates in one batch are still one job: the MULTI runs the adds in
+ * order, and the second sees the first's deduplication key.
+ */
+export function createEventProducer(options: EventProducerOptions): EventProducer {
+  const queue = new Queue<EventJobData>(options.queueName ?? EVENTS_QUEUE, {
+    connection: options.connection,
+    prefix: options.prefix,
+    defaultJobOptions: { ...retryJobOptions(10, 1000), ...options.jobOptions },
+    streams: { events: { maxLen: 1000 } },
+  });
+  queue.on("error", options.onError ?? (() => {}));
+  const ttl = options.dedupWindowSeconds * 1000;
+  // Concurrent requests share one addBulk (one MULTI round trip); each still answers only once
+  // Redis has acknowledged the batch holding its event.
+  const add = groupCommit(
+    (events: EventJobData[]) =>
+      queue.addBulk(events.map((event) => ({ name: event.type, data: event, opts: { jobId: randomUUID(), deduplication: { id: event.id, ttl } } }))),
+    options.maxBatch ?? 256,
+  );
+
+  return {
+    queue,
+    async enqueue(event) {
+      const job = await withTimeout(add(event), options.timeoutMs, "enqueue");
+      const jobId = job.opts.jobId!;
+      return { jobId: job.id ?? jobId, duplicate: job.id !== undefined && job.id !== jobId } satisfies EnqueueResult;
+    },
+    async ping() {
+      await withTimeout(options.connection.ping(), options.timeoutMs, "ping");
+    },
+    async close() {
+      await queue.close();
+    },
+  };
+}

@@ -1,0 +1,21 @@
+import type { Redis } from "ioredis";
+import type { Config } from "../config/config.js";
+import { apiKeyId, createApiClient, createRateLimiter, type ApiClient, type ApiClientOptions, type RateLimiter } from "../upstream/index.js";
+
+/** The API client and its shared limiter, as the config describes them (worker and backfill alike). */
+export function upstreamFromConfig(
+  api: NonNullable<Config["api"]>,
+  redis: Redis,
+  prefix: string,
+  extra: Pick<ApiClientOptions, "onResponse" | "logger"> = {},
+): { api: ApiClient; limiter: RateLimiter } {
+  const limiter = createRateLimiter({
+    redis,
+    keyId: apiKeyId(api.apiKey),
+    max: api.rate,
+    windowMs: api.rateWindowMs,
+    safetyMs: api.rateSafetyMs,
+    prefix,
+  });
+  return { limiter, api: createApiClient({ baseUrl: api.baseUrl, apiKey: api.apiKey, timeoutMs: api.timeoutMs, limiter, ...extra }) };
+}

@@ -1,0 +1,143 @@
+import { createHash } from "node:crypto";
+import { Hono, type Context } from "hono";
+import type { createFaults } from "./faults.js";
+import { paginate, parseLimit } from "./pagination.js";
+import type { SandboxStore } from "./store.js";
+import { SandboxError, type Booking, type Order } from "./types.js";
+
+export interface ApiRequestRecord {
+  at: number;
+  method: string;
+  path: string;
+  query: string;
+  status: number;
+  keyHash: string | null;
+}
+
+const ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED", "REFUNDED"];
+const ORDER_TYPES = ["DINE_IN", "TAKEAWAY", "DELIVERY"];
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+const keyHash = (key: string) => createHash("sha256").update(key).digest("hex").slice(0, 12);
+
+function oneOf(value: string | undefined, allowed: string[], name: string): string | undefined {
+  if (value !== undefined && !allowed.includes(value)) throw new SandboxError(400, "invalid_request", `${name} must be one of ${allowed.join(", ")}`);
+  return value;
+}
+
+function day(value: string | undefined, name: string): string | undefined {
+  if (value !== undefined && (!DAY.test(value) || Number.isNaN(Date.parse(value)))) throw new SandboxError(400, "invalid_request", `${name} must be a date YYYY-MM-DD`);
+  return value;
+}
+
+async function jsonBody(c: Context): Promise<Record<string, unknown>> {
+  try {
+    const body = (await c.req.json()) as unknown;
+    if (typeof body === "object" && body !== null && !Array.isArray(body)) return body as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw new SandboxError(400, "invalid_request", "body must be a JSON object");
+}
+
+/** /api/v1: auth, rate limit, fault rules, then spec part 4's endpoints. */
+export function apiRoutes(deps: {
+  store: SandboxStore;
+  apiKeys: ReadonlySet<string>;
+  admit: (key: string) => number;
+  faults: ReturnType<typeof createFaults>;
+  requestLog: ApiRequestRecord[];
+}): Hono {
+  const { store, faults } = deps;
+  const api = new Hono();
+
+  api.use("*", async (c, next) => {
+    const record: ApiRequestRecord = { at: Date.now(), method: c.req.method, path: c.req.path, query: new URL(c.req.url).search, status: 0, keyHash: null };
+    deps.requestLog.push(record);
+    try {
+      const match = /^Bearer (\S+)$/.exec(c.req.header("authorization") ?? "");
+      if (match) record.keyHash = keyHash(match[1]!);
+      if (!match || !match[1]!.startsWith("svc_live_") || !deps.apiKeys.has(match[1]!)) {
+        throw new SandboxError(401, "unauthorized", "a valid Authorization: Bearer svc_live_… key is required");
+      }
+      const retryAfter = deps.admit(match[1]!);
+      if (retryAfter > 0) {
+        c.header("Retry-After", String(retryAfter));
+        throw new SandboxError(429, "rate_limited", "rate limit exceeded: 120 requests per minute per key");
+      }
+      const fault = faults.match(c.req.method, c.req.path);
+      if (fault?.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
+      if (fault?.status) {
+        if (fault.status === 429) c.header("Retry-After", String(fault.retryAfterSeconds ?? 1));
+        throw new SandboxError(fault.status as 500, fault.status === 429 ? "rate_limited" : "internal", `injected fault ${fault.status}`);
+      }
+    } catch (err) {
+      const e = err as SandboxError;
+      record.status = e.status;
+      return c.json({ error: { code: e.code, message: e.message } }, e.status);
+    }
+    await next();
+    record.status = c.res.status;
+  });
+
+  api.get("/orders", (c) => {
+    const q = c.req.query();
+    const status = oneOf(q.status, ORDER_STATUSES, "status");
+    const type = oneOf(q.type, ORDER_TYPES, "type");
+    const limit = parseLimit(q.limit);
+    const rows = [...store.orders.values()].filter(
+      (o) => (!q.restaurantId || o.restaurantId === q.restaurantId) && (!status || o.status === status) && (!type || o.type === type),
+    );
+    // Newest first.
+    return c.json(paginate<Order>(rows, (o) => [o.createdAt, o.id], -1, limit, q.cursor));
+  });
+
+  api.patch("/orders/:id/status", async (c) => {
+    const body = await jsonBody(c);
+    if (typeof body.status !== "string") throw new SandboxError(400, "invalid_request", "status is required");
+    return c.json(store.actions.updateOrderStatus(c.req.param("id"), body.status));
+  });
+
+  api.post("/orders/:id/refund", async (c) => {
+    const body = await jsonBody(c);
+    return c.json(store.actions.refundOrder(c.req.param("id"), body.reason));
+  });
+
+  api.get("/bookings", (c) => {
+    const q = c.req.query();
+    const from = day(q.from, "from");
+    const to = day(q.to, "to");
+    const limit = parseLimit(q.limit);
+    const rows = [...store.bookings.values()].filter(
+      (b) => (!q.restaurantId || b.restaurantId === q.restaurantId) && (!q.status || b.status === q.status) && (!from || b.date.slice(0, 10) >= from) && (!to || b.date.slice(0, 10) <= to),
+    );
+    return c.json(paginate<Booking>(rows, (b) => [b.date, b.time, b.id], 1, limit, q.cursor));
+  });
+
+  api.post("/bookings", async (c) => {
+    const body = await jsonBody(c);
+    const diner = body.diner as { name?: unknown; email?: unknown } | undefined;
+    const problems = [
+      typeof body.restaurantId !== "string" && "restaurantId",
+      (typeof body.date !== "string" || !DAY.test(body.date)) && "date (YYYY-MM-DD)",
+      (typeof body.time !== "string" || !/^([01]\d|2[0-3]):[0-5]\d$/.test(body.time)) && "time (HH:MM)",
+      (!Number.isInteger(body.partySize) || (body.partySize as number) < 1 || (body.partySize as number) > 50) && "partySize (1..50)",
+      (typeof diner?.name !== "string" || typeof diner?.email !== "string") && "diner { name, email }",
+    ].filter(Boolean);
+    if (problems.length > 0) throw new SandboxError(400, "invalid_request", `invalid or missing: ${problems.join(", ")}`);
+    const booking = store.actions.createBooking(body as Parameters<SandboxStore["actions"]["createBooking"]>[0]);
+    return c.json(booking, 201);
+  });
+
+  api.get("/menu-items", (c) => {
+    const q = c.req.query();
+    const limit = parseLimit(q.limit);
+    const rows = [...store.menuItems.values()].filter((m) => !q.restaurantId || m.restaurantId === q.restaurantId);
+    return c.json(paginate(rows, (m) => [m.id], 1, limit, q.cursor));
+  });
+
+  api.all("*", () => {
+    throw new SandboxError(404, "not_found", "no such endpoint");
+  });
+  return api;
+}

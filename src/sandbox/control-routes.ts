@@ -1,0 +1,57 @@
+import { Hono } from "hono";
+import type { createFaults, FaultRule } from "./faults.js";
+import type { ApiRequestRecord } from "./api-routes.js";
+import type { SandboxStore } from "./store.js";
+import { SandboxError } from "./types.js";
+import type { WebhookEndpoint } from "./webhook-sender.js";
+
+/**
+ * /_sandbox: controls for tests, demos and the CLI. Not part of the API: no auth, not rate
+ * limited, not in the request log.
+ */
+export function controlRoutes(deps: {
+  store: SandboxStore;
+  snapshot: () => unknown;
+  requestLog: ApiRequestRecord[];
+  faults: ReturnType<typeof createFaults>;
+  addWebhook: (endpoint: WebhookEndpoint) => void;
+}): Hono {
+  const control = new Hono();
+  control.get("/state", (c) => c.json(deps.snapshot()));
+  control.get("/requests", (c) => c.json(deps.requestLog));
+  control.post("/webhooks", async (c) => {
+    const body = (await c.req.json().catch(() => ({}))) as Partial<WebhookEndpoint>;
+    if (typeof body.url !== "string" || typeof body.secret !== "string" || !URL.canParse(body.url)) {
+      throw new SandboxError(400, "invalid_request", "url (http URL) and secret are required");
+    }
+    deps.addWebhook({ url: body.url, secret: body.secret, thin: body.thin === true });
+    return c.json({ registered: body.url }, 201);
+  });
+  control.post("/faults", async (c) => {
+    const rule = (await c.req.json().catch(() => ({}))) as FaultRule;
+    if (typeof rule.path !== "string") throw new SandboxError(400, "invalid_request", "path is required");
+    deps.faults.add(rule);
+    return c.json({ added: rule }, 201);
+  });
+  control.delete("/faults", (c) => {
+    deps.faults.clear();
+    return c.body(null, 204);
+  });
+  control.post("/actions/:name", async (c) => {
+    const args = (await c.req.json().catch(() => ({}))) as Record<string, unknown>;
+    const a = deps.store.actions;
+    const run: Record<string, () => unknown> = {
+      createOrder: () => a.createOrder(args as Parameters<typeof a.createOrder>[0]),
+      updateOrderStatus: () => a.updateOrderStatus(String(args.id), String(args.status)),
+      refundOrder: () => a.refundOrder(String(args.id), args.reason),
+      createBooking: () => a.createBooking(args as Parameters<typeof a.createBooking>[0]),
+      cancelBooking: () => a.cancelBooking(String(args.id)),
+      createReview: () => a.createReview(args as Parameters<typeof a.createReview>[0]),
+      updateMenuItem: () => a.updateMenuItem(String(args.id), args as Parameters<typeof a.updateMenuItem>[1]),
+    };
+    const action = run[c.req.param("name")];
+    if (!action) throw new SandboxError(404, "not_found", `actions are ${Object.keys(run).join(", ")}`);
+    return c.json(action());
+  });
+  return control;
+}

@@ -1,0 +1,146 @@
+import { randomBytes } from "node:crypto";
+import { serve, type ServerType } from "@hono/node-server";
+import { Hono } from "hono";
+import type { Logger } from "pino";
+import { apiRoutes, type ApiRequestRecord } from "./api-routes.js";
+import { controlRoutes } from "./control-routes.js";
+import { createFaults, type FaultRule } from "./faults.js";
+import { seededRandom } from "./random.js";
+import { createKeyRateLimit } from "./rate-limit.js";
+import { startSimulation } from "./simulation.js";
+import { createStore } from "./store.js";
+import { SandboxError, type Booking, type MenuItem, type Order, type Review } from "./types.js";
+import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type DeliveryRecord, type WebhookEndpoint } from "./webhook-sender.js";
+
+export type { ApiRequestRecord, DeliveryRecord, FaultRule, WebhookEndpoint };
+export type { Booking, MenuItem, Order, OrderItem, Review, Restaurant } from "./types.js";
+export { SandboxError } from "./types.js";
+
+export interface SandboxOptions {
+  /** Accepted keys (each svc_live_…); default one generated key. */
+  apiKeys?: string[];
+  rateLimit?: { max: number; windowMs: number };
+  webhooks?: WebhookEndpoint[];
+  delivery?: { timeoutMs?: number; retryDelaysMs?: number[] };
+  /** Same seed, same seed data (default 1). */
+  seed?: number;
+  restaurants?: number;
+  simulate?: { intervalMs: number } | false;
+  logger?: Logger;
+}
+
+export interface Sandbox {
+  app: Hono;
+  apiKey: string;
+  url: string | undefined;
+  listen(opts?: { port?: number; host?: string }): Promise<string>;
+  close(): Promise<void>;
+  requestLog: ApiRequestRecord[];
+  deliveries: DeliveryRecord[];
+  faults: { add(rule: FaultRule): void; clear(): void };
+  addWebhook(endpoint: WebhookEndpoint): void;
+  removeWebhooks(): void;
+  /** Stops the simulated traffic (if any); the API and deliveries go on. */
+  stopSimulation(): void;
+  /** Resolves when no webhook delivery is in flight or waiting for a retry. */
+  idle(): Promise<void>;
+  state: {
+    restaurants(): { id: string; name: string }[];
+    orders(): Order[];
+    bookings(): Booking[];
+    menuItems(): MenuItem[];
+    reviews(): Review[];
+  };
+  actions: ReturnType<typeof createStore>["actions"];
+}
+
+/**
+ * A local, in-memory stand-in for the upstream API (like stripe-mock): every endpoint of the
+ * spec with the decisions of docs/upstream.md, signed webhooks with retries, per-key rate limit,
+ * failure injection and a live simulation. Never imported by the production path.
+ */
+export function createSandbox(options: SandboxOptions = {}): Sandbox {
+  const apiKeys = options.apiKeys ?? [`svc_live_${randomBytes(16).toString("hex")}`];
+  for (const key of apiKeys) if (!key.startsWith("svc_live_")) throw new SandboxError(400, "invalid_request", "sandbox API keys must start with svc_live_");
+  const random = seededRandom(options.seed ?? 1);
+  const sender = createWebhookSender({
+    timeoutMs: options.delivery?.timeoutMs ?? 10_000,
+    retryDelaysMs: options.delivery?.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  for (const endpoint of options.webhooks ?? []) sender.add(endpoint);
+  const store = createStore(random, (type, resource) => sender.send(type, resource), () => new Date());
+  store.seed(options.restaurants ?? 3);
+  const requestLog: ApiRequestRecord[] = [];
+  const faults = createFaults();
+  const rate = options.rateLimit ?? { max: 120, windowMs: 60_000 };
+  const copy = <T>(map: Map<string, T>) => [...map.values()].map((v) => structuredClone(v));
+  const state = {
+    restaurants: () => store.restaurants.map((r) => ({ ...r })),
+    orders: () => copy(store.orders),
+    bookings: () => copy(store.bookings),
+    menuItems: () => copy(store.menuItems),
+    reviews: () => copy(store.reviews),
+  };
+
+  const app = new Hono();
+  app.route("/api/v1", apiRoutes({ store, apiKeys: new Set(apiKeys), admit: createKeyRateLimit(rate.max, rate.windowMs), faults, requestLog }));
+  app.route("/_sandbox", controlRoutes({
+    store,
+    snapshot: () => ({ restaurants: state.restaurants(), orders: state.orders(), bookings: state.bookings(), menuItems: state.menuItems(), reviews: state.reviews() }),
+    requestLog,
+    faults,
+    addWebhook: sender.add,
+  }));
+  app.notFound((c) => c.json({ error: { code: "not_found", message: "no such endpoint" } }, 404));
+  app.onError((err, c) => {
+    if (err instanceof SandboxError) return c.json({ error: { code: err.code, message: err.message } }, err.status);
+    options.logger?.error({ err }, "sandbox error");
+    return c.json({ error: { code: "internal", message: "internal error" } }, 500);
+  });
+
+  let stopSimulation = options.simulate ? startSimulation(store, random, options.simulate.intervalMs, options.logger) : undefined;
+  let server: ServerType | undefined;
+  let closed = false;
+
+  const sandbox: Sandbox = {
+    app,
+    apiKey: apiKeys[0]!,
+    url: undefined,
+    listen({ port = 0, host = "127.0.0.1" } = {}) {
+      return new Promise((resolve, reject) => {
+        server = serve({ fetch: app.fetch, port, hostname: host }, (info) => {
+          sandbox.url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${info.port}`;
+          resolve(sandbox.url);
+        });
+        server.once("error", reject);
+      });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      stopSimulation?.();
+      sender.close();
+      if (server) {
+        const s = server as import("node:http").Server;
+        await new Promise<void>((resolve) => {
+          s.close(() => resolve());
+          s.closeAllConnections();
+        });
+      }
+    },
+    requestLog,
+    deliveries: sender.deliveries,
+    faults: { add: faults.add, clear: faults.clear },
+    addWebhook: sender.add,
+    removeWebhooks: sender.removeAll,
+    stopSimulation() {
+      stopSimulation?.();
+      stopSimulation = undefined;
+    },
+    idle: sender.idle,
+    state,
+    actions: store.actions,
+  };
+  return sandbox;
+}

@@ -1,0 +1,45 @@
+import { SandboxError } from "./types.js";
+
+/** `limit` from the query: 1..100, default 50 (docs/upstream.md). */
+export function parseLimit(value: string | undefined): number {
+  if (value === undefined) return 50;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 100) throw new SandboxError(400, "invalid_request", "limit must be a whole number from 1 to 100");
+  return n;
+}
+
+type Key = (string | number)[];
+
+const compareKeys = (a: Key, b: Key): number => {
+  for (let i = 0; i < a.length; i++) {
+    if (a[i]! < b[i]!) return -1;
+    if (a[i]! > b[i]!) return 1;
+  }
+  return 0;
+};
+
+/**
+ * One page of a list sorted by `keyOf` (`direction` -1: descending). The cursor is
+ * opaque to clients: the sort key of the page's last item, so a page boundary stays valid while
+ * items change or arrive. A cursor that does not decode → 400.
+ */
+export function paginate<T>(items: T[], keyOf: (item: T) => Key, direction: 1 | -1, limit: number, cursor: string | undefined): { data: T[]; nextCursor: string | null } {
+  const sorted = [...items].sort((a, b) => direction * compareKeys(keyOf(a), keyOf(b)));
+  const width = items.length > 0 ? keyOf(items[0]!).length : undefined;
+  let rest = sorted;
+  if (cursor !== undefined) {
+    let after: Key;
+    try {
+      const decoded = Buffer.from(cursor, "base64url").toString("utf8");
+      if (!decoded.startsWith("v1:")) throw new Error("version");
+      after = JSON.parse(decoded.slice(3)) as Key;
+      if (!Array.isArray(after) || (width !== undefined && after.length !== width)) throw new Error("shape");
+    } catch {
+      throw new SandboxError(400, "invalid_request", "cursor is not valid");
+    }
+    rest = sorted.filter((item) => direction * compareKeys(keyOf(item), after) > 0);
+  }
+  const data = rest.slice(0, limit);
+  const more = rest.length > limit;
+  return { data, nextCursor: more ? Buffer.from(`v1:${JSON.stringify(keyOf(data[data.length - 1]!))}`).toString("base64url") : null };
+}

@@ -1,0 +1,160 @@
+import { checkRefund, checkStatusMove } from "./state-machine.js";
+import type { Random } from "./random.js";
+import { SandboxError, type Booking, type MenuItem, type Order, type OrderItem, type OrderType, type Restaurant, type Review } from "./types.js";
+
+export type EmitEvent = (type: string, resource: { id: string; restaurantId: string }) => void;
+
+const money = (n: number) => Math.round(n * 100) / 100;
+const DISHES = ["Margherita", "Ramen", "Caesar salad", "Bibimbap", "Falafel wrap", "Tiramisu", "Pho", "Burger", "Dal", "Paella"];
+const ALLERGENS = ["gluten", "dairy", "egg", "nuts", "soy", "fish"];
+const TAGS = ["vegan", "vegetarian", "spicy", "new", "chef-pick"];
+const NAMES = ["Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances"];
+
+/**
+ * The sandbox's state and every change the API (or the simulation) can make to it. Each change
+ * emits the webhook event the real service would send.
+ */
+export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
+  const restaurants: Restaurant[] = [];
+  const orders = new Map<string, Order>();
+  const bookings = new Map<string, Booking>();
+  const menuItems = new Map<string, MenuItem>();
+  const reviews = new Map<string, Review>();
+  let sequence = 0;
+  // Strictly increasing createdAt, so "newest first" is a total order.
+  const stamp = () => new Date(now().getTime() + sequence++).toISOString();
+
+  const find = <T>(map: Map<string, T>, id: string, what: string): T => {
+    const found = map.get(id);
+    if (!found) throw new SandboxError(404, "not_found", `no ${what} ${id}`);
+    return found;
+  };
+  const restaurantId = (id?: string) => {
+    if (id === undefined) return random.pick(restaurants).id;
+    if (!restaurants.some((r) => r.id === id)) throw new SandboxError(404, "not_found", `no restaurant ${id}`);
+    return id;
+  };
+
+  function buildOrder(input: { restaurantId?: string; type?: OrderType; paid?: boolean; bookingId?: string | null }): Order {
+    const rid = restaurantId(input.restaurantId);
+    const menu = [...menuItems.values()].filter((m) => m.restaurantId === rid);
+    const items: OrderItem[] = Array.from({ length: random.int(1, 3) }, () => {
+      const dish = random.pick(menu);
+      return { id: random.id("oi"), menuItemId: dish.id, name: dish.name, quantity: random.int(1, 3), price: dish.price, notes: random.chance(0.2) ? "no onions" : null };
+    });
+    const subtotal = money(items.reduce((s, i) => s + i.price * i.quantity, 0));
+    const tax = money(subtotal * 0.1);
+    const tip = money(random.int(0, 5));
+    const createdAt = stamp();
+    return {
+      id: random.id("ord"), restaurantId: rid, bookingId: input.bookingId ?? null, type: input.type ?? random.pick(["DINE_IN", "TAKEAWAY", "DELIVERY"] as const),
+      status: "PENDING", subtotal, tax, tip, total: money(subtotal + tax + tip), currency: "EUR",
+      paidAt: (input.paid ?? random.chance(0.6)) ? createdAt : null, refundedAt: null, createdAt, items,
+    };
+  }
+
+  function buildBooking(input: { restaurantId: string; date: string; time: string; partySize: number; diner: { name: string; email: string } }): Booking {
+    return {
+      id: random.id("bk"), restaurantId: restaurantId(input.restaurantId), date: `${input.date}T00:00:00.000Z`, time: input.time,
+      partySize: input.partySize, status: "CONFIRMED", confirmCode: Array.from({ length: 6 }, () => random.pick([..."ABCDEFGHJKLMNPQRSTUVWXYZ23456789"])).join(""),
+      diner: { ...input.diner }, createdAt: stamp(),
+    };
+  }
+
+  const actions = {
+    createOrder(input: { restaurantId?: string; type?: OrderType; paid?: boolean; bookingId?: string | null } = {}): Order {
+      const order = buildOrder(input);
+      orders.set(order.id, order);
+      emit("order.created", order);
+      return order;
+    },
+    updateOrderStatus(id: string, status: string): Order {
+      const order = find(orders, id, "order");
+      order.status = checkStatusMove(order.status, status);
+      emit("order.status_changed", order);
+      return order;
+    },
+    refundOrder(id: string, reason?: unknown): Order {
+      if (reason !== undefined && (typeof reason !== "string" || reason.length > 500)) {
+        throw new SandboxError(400, "invalid_request", "reason must be a string of at most 500 characters");
+      }
+      const order = find(orders, id, "order");
+      checkRefund(order);
+      order.status = "REFUNDED";
+      order.refundedAt = stamp();
+      emit("order.refunded", order);
+      return order;
+    },
+    createBooking(input: { restaurantId: string; date: string; time: string; partySize: number; diner: { name: string; email: string } }): Booking {
+      const booking = buildBooking(input);
+      bookings.set(booking.id, booking);
+      emit("booking.created", booking);
+      return booking;
+    },
+    cancelBooking(id: string): Booking {
+      const booking = find(bookings, id, "booking");
+      if (booking.status === "CANCELLED") throw new SandboxError(409, "invalid_transition", "booking is already cancelled");
+      booking.status = "CANCELLED";
+      emit("booking.status_changed", booking);
+      return booking;
+    },
+    createReview(input: { restaurantId?: string; rating?: number; comment?: string | null; author?: string } = {}): Review {
+      const review: Review = {
+        id: random.id("rev"), restaurantId: restaurantId(input.restaurantId), rating: input.rating ?? random.int(1, 5),
+        comment: input.comment === undefined ? "Lovely evening" : input.comment, author: input.author ?? random.pick(NAMES), createdAt: stamp(),
+      };
+      reviews.set(review.id, review);
+      emit("review.created", review);
+      return review;
+    },
+    updateMenuItem(id: string, patch: { price?: number; description?: string; stock?: number | null }): MenuItem {
+      const item = find(menuItems, id, "menu item");
+      if (patch.price !== undefined) item.price = money(patch.price);
+      if (patch.description !== undefined) item.description = patch.description;
+      if (patch.stock !== undefined) item.stock = patch.stock;
+      item.updatedAt = stamp();
+      emit("menu_item.updated", item);
+      return item;
+    },
+  };
+
+  /** A few restaurants with menus, orders in every state and bookings; emits nothing. */
+  function seed(count: number) {
+    for (let r = 1; r <= count; r++) {
+      const rid = `rest_${r}`;
+      restaurants.push({ id: rid, name: `Restaurant ${r}` });
+      for (let m = 0; m < 6; m++) {
+        const item: MenuItem = {
+          id: random.id("mi"), restaurantId: rid, name: DISHES[(r + m) % DISHES.length]!, description: "House favourite",
+          price: money(6 + random.int(0, 1800) / 100), currency: "EUR", allergens: ALLERGENS.filter(() => random.chance(0.3)),
+          tags: TAGS.filter(() => random.chance(0.25)), stock: random.chance(0.5) ? random.int(0, 40) : null, updatedAt: stamp(),
+        };
+        menuItems.set(item.id, item);
+      }
+      const rbookings: Booking[] = [];
+      for (let b = 0; b < 5; b++) {
+        const day = new Date(now().getTime() + (b - 2) * 86_400_000).toISOString().slice(0, 10);
+        const booking = buildBooking({ restaurantId: rid, date: day, time: `${18 + (b % 4)}:${b % 2 ? "30" : "00"}`, partySize: random.int(1, 8), diner: { name: random.pick(NAMES), email: `guest${r}${b}@example.com` } });
+        if (b === 4) booking.status = "CANCELLED";
+        bookings.set(booking.id, booking);
+        rbookings.push(booking);
+      }
+      const path = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
+      for (let o = 0; o < 12; o++) {
+        const order = buildOrder({ restaurantId: rid, paid: o % 3 !== 0, bookingId: o < 2 ? rbookings[o]!.id : null });
+        if (o < 10) order.status = path[o % path.length]!;
+        else if (o === 10) order.status = "CANCELLED";
+        else {
+          order.paidAt ??= order.createdAt;
+          order.status = "REFUNDED";
+          order.refundedAt = stamp();
+        }
+        orders.set(order.id, order);
+      }
+    }
+  }
+
+  return { restaurants, orders, bookings, menuItems, reviews, actions, seed };
+}
+
+export type SandboxStore = ReturnType<typeof createStore>;

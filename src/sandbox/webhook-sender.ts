@@ -1,0 +1,115 @@
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import { signPayload } from "../events/signature.js";
+
+export interface WebhookEndpoint {
+  url: string;
+  secret: string;
+  /** Send only `{ id, restaurantId }` as data. */
+  thin?: boolean;
+}
+
+export interface DeliveryRecord {
+  eventId: string;
+  type: string;
+  url: string;
+  attempt: number;
+  status: number | null;
+  error?: string;
+  at: number;
+}
+
+export const DEFAULT_RETRY_DELAYS_MS = [1000, 2000, 4000, 8000, 16_000, 32_000, 64_000];
+
+/**
+ * Signs and POSTs each event to every endpoint, retrying a non-2xx answer or a timeout after
+ * each of `retryDelaysMs` (docs/upstream.md). Deliveries run concurrently; the same event keeps
+ * its id on every attempt.
+ */
+export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: readonly number[]; logger?: Logger }) {
+  const endpoints: WebhookEndpoint[] = [];
+  const deliveries: DeliveryRecord[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+  const controllers = new Set<AbortController>();
+  let pending = 0;
+  let idleWaiters: (() => void)[] = [];
+  let closed = false;
+
+  const settle = () => {
+    if (pending > 0 && --pending === 0) {
+      const waiters = idleWaiters;
+      idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  };
+
+  async function attempt(endpoint: WebhookEndpoint, eventId: string, type: string, body: string, n: number): Promise<void> {
+    if (closed) return settle();
+    const controller = new AbortController();
+    controllers.add(controller);
+    const timeout = setTimeout(() => controller.abort(), opts.timeoutMs);
+    let status: number | null = null;
+    let error: string | undefined;
+    try {
+      const res = await fetch(endpoint.url, {
+        method: "POST",
+        body,
+        headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, endpoint.secret), "user-agent": "svc-sandbox-webhooks" },
+        signal: controller.signal,
+      });
+      status = res.status;
+      await res.arrayBuffer().catch(() => {});
+    } catch (err) {
+      error = controller.signal.aborted ? "timeout" : (err as Error).message;
+    } finally {
+      clearTimeout(timeout);
+      controllers.delete(controller);
+    }
+    deliveries.push({ eventId, type, url: endpoint.url, attempt: n, status, ...(error ? { error } : {}), at: Date.now() });
+    const ok = status !== null && status >= 200 && status < 300;
+    const delay = opts.retryDelaysMs[n - 1];
+    if (ok || closed || delay === undefined) {
+      if (!ok && !closed) opts.logger?.warn({ eventId, url: endpoint.url, attempts: n }, "webhook dropped after the last retry");
+      return settle();
+    }
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      void attempt(endpoint, eventId, type, body, n + 1);
+    }, delay);
+    timers.add(timer);
+  }
+
+  return {
+    endpoints,
+    deliveries,
+    add(endpoint: WebhookEndpoint) {
+      endpoints.push(endpoint);
+    },
+    removeAll() {
+      endpoints.length = 0;
+    },
+    send(type: string, resource: { id: string; restaurantId: string }) {
+      if (closed || endpoints.length === 0) return;
+      const envelope = { id: `evt_${randomUUID().replace(/-/g, "")}`, type, createdAt: new Date().toISOString() };
+      const full = JSON.stringify({ ...envelope, data: structuredClone(resource) });
+      const thin = JSON.stringify({ ...envelope, data: { id: resource.id, restaurantId: resource.restaurantId } });
+      for (const endpoint of endpoints) {
+        pending++;
+        void attempt(endpoint, envelope.id, type, endpoint.thin ? thin : full, 1);
+      }
+    },
+    idle(): Promise<void> {
+      return pending === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve));
+    },
+    close() {
+      closed = true;
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      for (const c of controllers) c.abort();
+      pending = 0;
+      const waiters = idleWaiters;
+      idleWaiters = [];
+      for (const w of waiters) w();
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import type { Logger } from "pino";
+import type { MirrorStore } from "../mirror/store.js";
+import type { ApiClient } from "../upstream/index.js";
+import type { RefreshScheduler } from "./refresh-scheduler.js";
+import { LISTERS, TRACKS_IDS, type SyncedKind } from "./resources.js";
+
+export interface RefreshOutcome {
+  calls: number;
+  written: number;
+  /** Ids an event named that a whole sweep of the restaurant did not find. */
+  missing: string[];
+}
+
+/**
+ * Re-reads a restaurant's records through the API (the source of truth) into the mirror. The spec
+ * has no GET by id, so one list sweep serves every pending id of the restaurant, page by page,
+ * and stops as soon as all of them were seen (the sandbox lists newest first, so usually page 1).
+ */
+export async function refreshRestaurant(deps: {
+  api: ApiClient;
+  mirror: MirrorStore;
+  scheduler: RefreshScheduler;
+  logger: Logger;
+  kind: SyncedKind;
+  restaurantId: string;
+}): Promise<RefreshOutcome> {
+  const { api, mirror, scheduler, kind, restaurantId } = deps;
+  const ids = await scheduler.pending(kind, restaurantId);
+  if (ids.length === 0) return { calls: 0, written: 0, missing: [] };
+  const wanted = new Set(TRACKS_IDS[kind] ? ids : []);
+  const outcome: RefreshOutcome = { calls: 0, written: 0, missing: [] };
+  let cursor: string | undefined;
+  do {
+    const fetchedAt = Date.now();
+    const page = await LISTERS[kind](api, restaurantId, cursor, "high");
+    outcome.calls++;
+    outcome.written += (await mirror.upsert(kind, page.data, fetchedAt)).written;
+    for (const record of page.data) wanted.delete(record.id);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor && (!TRACKS_IDS[kind] || wanted.size > 0));
+  outcome.missing = [...wanted].filter((id) => id !== "*");
+  if (outcome.missing.length > 0) deps.logger.warn({ kind, restaurantId, missing: outcome.missing }, "records named by events were not found upstream");
+  await scheduler.settle(kind, restaurantId, ids);
+  return outcome;
+}

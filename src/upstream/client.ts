@@ -1,0 +1,186 @@
+import type { Logger } from "pino";
+import type * as z from "zod";
+import { parseApiKey } from "./api-key.js";
+import {
+  errorFromResponse,
+  UpstreamError,
+  UpstreamNetworkError,
+  UpstreamRateLimitError,
+  UpstreamRequestError,
+  UpstreamResponseError,
+  UpstreamTimeoutError,
+} from "./errors.js";
+import {
+  bookingSchema,
+  menuItemSchema,
+  orderSchema,
+  pageSchema,
+  type Booking,
+  type CreateBookingInput,
+  type MenuItem,
+  type Order,
+  type Page,
+  type SettableOrderStatus,
+} from "./models.js";
+import type { Priority, RateLimiter } from "./rate-limiter.js";
+import { paginate } from "./paginate.js";
+import { backoffMs, parseRetryAfter } from "./retry.js";
+import { sleep } from "./sleep.js";
+
+export interface ApiClientOptions {
+  baseUrl: string;
+  apiKey: string;
+  /** The shared budget; without one, nothing limits this client's rate. */
+  limiter?: RateLimiter;
+  timeoutMs?: number;
+  /** Retries of a GET after a network error, timeout or 5xx. Writes are never re-sent after those. */
+  readRetries?: number;
+  retryBaseMs?: number;
+  /** 429s waited out (shared pause) and retried before UpstreamRateLimitError is thrown. */
+  maxRateLimitRetries?: number;
+  userAgent?: string;
+  onResponse?: (info: { method: string; route: string; status: number | "timeout" | "network"; durationMs: number }) => void;
+  logger?: Logger;
+}
+
+export interface ListOptions {
+  priority?: Priority;
+}
+export interface OrderQuery { restaurantId?: string; status?: string; type?: string; limit?: number; cursor?: string }
+export interface BookingQuery { restaurantId?: string; status?: string; from?: string; to?: string; limit?: number; cursor?: string }
+export interface MenuItemQuery { restaurantId?: string; limit?: number; cursor?: string }
+
+export interface ApiClient {
+  listOrders(query?: OrderQuery, opts?: ListOptions): Promise<Page<Order>>;
+  iterateOrders(query?: Omit<OrderQuery, "cursor">, opts?: ListOptions): AsyncIterable<Order>;
+  listBookings(query?: BookingQuery, opts?: ListOptions): Promise<Page<Booking>>;
+  iterateBookings(query?: Omit<BookingQuery, "cursor">, opts?: ListOptions): AsyncIterable<Booking>;
+  listMenuItems(query?: MenuItemQuery, opts?: ListOptions): Promise<Page<MenuItem>>;
+  iterateMenuItems(query?: Omit<MenuItemQuery, "cursor">, opts?: ListOptions): AsyncIterable<MenuItem>;
+  updateOrderStatus(id: string, status: SettableOrderStatus): Promise<Order>;
+  refundOrder(id: string, reason?: string): Promise<Order>;
+  createBooking(input: CreateBookingInput): Promise<Booking>;
+}
+
+interface Call<T> {
+  method: "GET" | "POST" | "PATCH";
+  path: string;
+  /** A low-cardinality name for metrics ("/api/v1/orders/{id}/status"). */
+  route: string;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  schema: z.ZodType<T>;
+  priority?: Priority;
+}
+
+/** The typed client of the upstream API (spec part 4, decisions in docs/upstream.md). */
+export function createApiClient(options: ApiClientOptions): ApiClient {
+  const apiKey = parseApiKey(options.apiKey);
+  const baseUrl = options.baseUrl.replace(/\/+$/, "");
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const readRetries = options.readRetries ?? 3;
+  const retryBaseMs = options.retryBaseMs ?? 200;
+  const maxRateLimitRetries = options.maxRateLimitRetries ?? 5;
+  const headers = {
+    authorization: `Bearer ${apiKey}`,
+    accept: "application/json",
+    "user-agent": options.userAgent ?? "svc-webhooks",
+  };
+
+  async function send<T>(call: Call<T>): Promise<T> {
+    const url = new URL(baseUrl + call.path);
+    for (const [k, v] of Object.entries(call.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
+    let failures = 0;
+    let rateLimited = 0;
+    for (;;) {
+      await options.limiter?.acquire({ priority: call.priority ?? "high" });
+      try {
+        return await once(call, url);
+      } catch (err) {
+        if (err instanceof UpstreamRateLimitError) {
+          // Nobody sharing the key sends until Retry-After has passed; a 429 was not processed,
+          // so even a write is safe to send again.
+          await options.limiter?.pause(err.retryAfterMs);
+          if (++rateLimited > maxRateLimitRetries) throw err;
+          if (!options.limiter) await sleep(err.retryAfterMs);
+          continue;
+        }
+        const retryable = call.method === "GET" && err instanceof UpstreamError && err.retryable;
+        if (!retryable || ++failures > readRetries) throw err;
+        await sleep(backoffMs(failures - 1, retryBaseMs));
+      }
+    }
+  }
+
+  async function once<T>(call: Call<T>, url: URL): Promise<T> {
+    const started = performance.now();
+    const report = (status: number | "timeout" | "network") =>
+      options.onResponse?.({ method: call.method, route: call.route, status, durationMs: performance.now() - started });
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: call.method,
+        headers: call.body === undefined ? headers : { ...headers, "content-type": "application/json" },
+        ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      const timedOut = (err as Error).name === "TimeoutError";
+      report(timedOut ? "timeout" : "network");
+      if (timedOut) throw new UpstreamTimeoutError(`${call.method} ${call.route} timed out after ${timeoutMs} ms`);
+      throw new UpstreamNetworkError(`${call.method} ${call.route} failed: ${(err as Error).message}`, err);
+    }
+    report(res.status);
+    const text = await res.text();
+    if (!res.ok) {
+      throw errorFromResponse({ status: res.status, body: text, retryAfterMs: parseRetryAfter(res.headers.get("retry-after")), context: `${call.method} ${call.route}` });
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new UpstreamResponseError(`${call.method} ${call.route} answered non-JSON`, { status: res.status });
+    }
+    const parsed = call.schema.safeParse(json);
+    if (!parsed.success) {
+      const detail = parsed.error.issues.slice(0, 3).map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+      throw new UpstreamResponseError(`${call.method} ${call.route} answered an unexpected shape: ${detail}`, { status: res.status });
+    }
+    return parsed.data;
+  }
+
+  const checkLimit = (limit: number | undefined) => {
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 100)) {
+      throw new UpstreamRequestError(`limit must be a whole number from 1 to 100, not ${limit}`);
+    }
+  };
+
+  function lister<T, Q extends { limit?: number; cursor?: string }>(path: string, schema: z.ZodType<T>) {
+    const pages = pageSchema(schema) as unknown as z.ZodType<Page<T>>;
+    const list = async (query: Q = {} as Q, opts: ListOptions = {}) => {
+      checkLimit(query.limit);
+      return send({ method: "GET", path, route: path, query: query as Record<string, string | number | undefined>, schema: pages, ...(opts.priority ? { priority: opts.priority } : {}) });
+    };
+    const iterate = (query: Omit<Q, "cursor"> = {} as Q, opts: ListOptions = {}) =>
+      paginate((cursor) => list({ ...query, ...(cursor ? { cursor } : {}) } as Q, opts));
+    return { list, iterate };
+  }
+
+  const orders = lister<Order, OrderQuery>("/api/v1/orders", orderSchema as z.ZodType<Order>);
+  const bookings = lister<Booking, BookingQuery>("/api/v1/bookings", bookingSchema as z.ZodType<Booking>);
+  const menuItems = lister<MenuItem, MenuItemQuery>("/api/v1/menu-items", menuItemSchema as z.ZodType<MenuItem>);
+
+  return {
+    listOrders: orders.list,
+    iterateOrders: orders.iterate,
+    listBookings: bookings.list,
+    iterateBookings: bookings.iterate,
+    listMenuItems: menuItems.list,
+    iterateMenuItems: menuItems.iterate,
+    updateOrderStatus: (id, status) =>
+      send({ method: "PATCH", path: `/api/v1/orders/${encodeURIComponent(id)}/status`, route: "/api/v1/orders/{id}/status", body: { status }, schema: orderSchema as z.ZodType<Order> }),
+    refundOrder: (id, reason) =>
+      send({ method: "POST", path: `/api/v1/orders/${encodeURIComponent(id)}/refund`, route: "/api/v1/orders/{id}/refund", body: reason === undefined ? {} : { reason }, schema: orderSchema as z.ZodType<Order> }),
+    createBooking: (input) => send({ method: "POST", path: "/api/v1/bookings", route: "/api/v1/bookings", body: input, schema: bookingSchema as z.ZodType<Booking> }),
+  };
+}

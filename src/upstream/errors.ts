@@ -1,0 +1,135 @@
+// Every failure of an API call is one of these: a status (when the API answered), a stable
+// `code` (from the error body when it has one) and whether the same call may succeed later.
+// Messages name the method and route, never the API key.
+
+export interface UpstreamErrorInit {
+  status?: number | undefined;
+  code: string;
+  retryable: boolean;
+  cause?: unknown;
+}
+
+export class UpstreamError extends Error {
+  readonly status: number | undefined;
+  readonly code: string;
+  /** Whether the same call may succeed later (429, 5xx, timeout, network). */
+  readonly retryable: boolean;
+
+  constructor(message: string, init: UpstreamErrorInit) {
+    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = new.target.name;
+    this.status = init.status;
+    this.code = init.code;
+    this.retryable = init.retryable;
+  }
+}
+
+/** What the API says about a failed call: its status and the error body's code. */
+interface Answer {
+  status?: number;
+  code?: string;
+}
+
+/** 400 (and 422): a malformed parameter or body. */
+export class UpstreamBadRequestError extends UpstreamError {
+  constructor(message: string, { status = 400, code = "invalid_request" }: Answer = {}) {
+    super(message, { status, code, retryable: false });
+  }
+}
+
+/** 401 / 403: the key is missing, malformed, unknown or not allowed. */
+export class UpstreamAuthError extends UpstreamError {
+  constructor(message: string, { status = 401, code = "unauthorized" }: Answer = {}) {
+    super(message, { status, code, retryable: false });
+  }
+}
+
+export class UpstreamNotFoundError extends UpstreamError {
+  constructor(message: string, { status = 404, code = "not_found" }: Answer = {}) {
+    super(message, { status, code, retryable: false });
+  }
+}
+
+/** 409: `invalid_transition` or `not_refundable` (docs/upstream.md). */
+export class UpstreamConflictError extends UpstreamError {
+  constructor(message: string, { status = 409, code = "conflict" }: Answer = {}) {
+    super(message, { status, code, retryable: false });
+  }
+}
+
+/** 429 that outlasted the client's retries; `retryAfterMs` is what the API asked for last. */
+export class UpstreamRateLimitError extends UpstreamError {
+  readonly retryAfterMs: number;
+  constructor(message: string, { retryAfterMs, code = "rate_limited" }: { retryAfterMs: number; code?: string }) {
+    super(message, { status: 429, code, retryable: true });
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+export class UpstreamServerError extends UpstreamError {
+  constructor(message: string, { status = 500, code = "internal" }: Answer = {}) {
+    super(message, { status, code, retryable: true });
+  }
+}
+
+/** No answer within the client's timeout: for a write, whether it happened is unknown. */
+export class UpstreamTimeoutError extends UpstreamError {
+  constructor(message: string) {
+    super(message, { code: "timeout", retryable: true });
+  }
+}
+
+/** The connection failed (refused, reset, DNS): for a write, whether it happened is unknown. */
+export class UpstreamNetworkError extends UpstreamError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { code: "network", retryable: true, cause });
+  }
+}
+
+/** A success answer whose body is not JSON or not the shape the spec promises. */
+export class UpstreamResponseError extends UpstreamError {
+  constructor(message: string, { status, code = "invalid_response" }: Answer = {}) {
+    super(message, { status, code, retryable: false });
+  }
+}
+
+/** A call refused before it was sent, because the API would refuse it (e.g. `limit` > 100). */
+export class UpstreamRequestError extends UpstreamError {
+  constructor(message: string, { code = "invalid_request" }: { code?: string } = {}) {
+    super(message, { code, retryable: false });
+  }
+}
+
+/**
+ * The typed error for an error answer. `body` is the raw response text: `{ error: { code,
+ * message } }` (docs/upstream.md) gives the code and detail, anything else gives `http_<status>`.
+ */
+export function errorFromResponse(res: { status: number; body: string; retryAfterMs: number; context: string }): UpstreamError {
+  const { status } = res;
+  let code = `http_${status}`;
+  let message = `${res.context} answered ${status}`;
+  try {
+    const parsed = JSON.parse(res.body) as { error?: { code?: unknown; message?: unknown } } | null;
+    if (typeof parsed?.error?.code === "string" && parsed.error.code) code = parsed.error.code;
+    if (typeof parsed?.error?.message === "string") message += `: ${parsed.error.message}`;
+  } catch {
+    // Not the documented shape (a proxy's HTML page, an empty body): keep the generic code.
+  }
+  const answer = { status, code };
+  if (status === 429) return new UpstreamRateLimitError(message, { retryAfterMs: res.retryAfterMs, code });
+  if (status === 400 || status === 422) return new UpstreamBadRequestError(message, answer);
+  if (status === 401 || status === 403) return new UpstreamAuthError(message, answer);
+  if (status === 404) return new UpstreamNotFoundError(message, answer);
+  if (status === 409) return new UpstreamConflictError(message, answer);
+  if (status >= 500) return new UpstreamServerError(message, answer);
+  return new UpstreamError(message, { status, code, retryable: false });
+}
+
+/**
+ * True when no retry can fix the failure: a 4xx other than 429, or a call refused before it was
+ * sent (what the API would have answered 400). Queue consumers stop retrying on these.
+ */
+export function isPermanentUpstreamError(err: unknown): boolean {
+  if (err instanceof UpstreamRequestError) return true;
+  return err instanceof UpstreamError && err.status !== undefined && err.status >= 400 && err.status < 500 && err.status !== 429;
+}

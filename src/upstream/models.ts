@@ -1,0 +1,106 @@
+import * as z from "zod";
+
+// The API's resources (spec part 2, decisions in docs/upstream.md). Strict on the fields the
+// spec shows, lenient on the rest: `z.looseObject` keeps fields we do not know (they reach the
+// mirror unchanged), and where the spec leaves a value open (booking status) any string goes.
+
+export const ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED", "REFUNDED"] as const;
+export type OrderStatus = (typeof ORDER_STATUSES)[number];
+
+/** The values the status operation accepts (part 3 rule 1): never PENDING or REFUNDED. */
+export const SETTABLE_ORDER_STATUSES = ["CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED"] as const;
+export type SettableOrderStatus = (typeof SETTABLE_ORDER_STATUSES)[number];
+
+export const ORDER_TYPES = ["DINE_IN", "TAKEAWAY", "DELIVERY"] as const;
+export type OrderType = (typeof ORDER_TYPES)[number];
+
+/**
+ * Every allowed order transition strictly increases this rank (docs/upstream.md), so a record
+ * with a lower rank than the one held is an older view and must not overwrite it.
+ */
+export const ORDER_STATUS_RANK = {
+  PENDING: 0,
+  CONFIRMED: 1,
+  PREPARING: 2,
+  READY: 3,
+  DELIVERED: 4,
+  CANCELLED: 5,
+  REFUNDED: 6,
+} as const satisfies Record<OrderStatus, number>;
+
+export const orderItemSchema = z.looseObject({
+  id: z.string(),
+  menuItemId: z.string(),
+  name: z.string(),
+  quantity: z.number().int(),
+  price: z.number(),
+  notes: z.string().nullable(),
+});
+
+export const orderSchema = z.looseObject({
+  id: z.string(),
+  restaurantId: z.string(),
+  bookingId: z.string().nullable(),
+  type: z.enum(ORDER_TYPES),
+  status: z.enum(ORDER_STATUSES),
+  subtotal: z.number(),
+  tax: z.number(),
+  tip: z.number(),
+  total: z.number(),
+  currency: z.string(),
+  paidAt: z.string().nullable(),
+  refundedAt: z.string().nullable(),
+  createdAt: z.string(),
+  items: z.array(orderItemSchema),
+});
+
+export const bookingSchema = z.looseObject({
+  id: z.string(),
+  restaurantId: z.string(),
+  date: z.string(),
+  time: z.string(),
+  partySize: z.number().int(),
+  // The spec names CONFIRMED and "a cancelled state" but not the full set.
+  status: z.string(),
+  confirmCode: z.string(),
+  diner: z.looseObject({ name: z.string(), email: z.string() }),
+});
+
+// The spec names only price, allergens, tags and stock; their types come from docs/upstream.md.
+export const menuItemSchema = z.looseObject({
+  id: z.string(),
+  restaurantId: z.string(),
+  price: z.number(),
+  allergens: z.array(z.string()),
+  tags: z.array(z.string()),
+  /** null: stock is not tracked for this item. */
+  stock: z.number().nullable(),
+});
+
+// No review field is shown by the spec, and there is no review endpoint: keep everything.
+export const reviewSchema = z.looseObject({ id: z.string(), restaurantId: z.string() });
+
+/** One page of a list endpoint; `nextCursor` is opaque and null on the last page. */
+export const pageSchema = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), nextCursor: z.string().nullable() });
+
+export type Order = z.infer<typeof orderSchema>;
+export type OrderItem = z.infer<typeof orderItemSchema>;
+export type Booking = z.infer<typeof bookingSchema>;
+export type MenuItem = z.infer<typeof menuItemSchema>;
+export type Review = z.infer<typeof reviewSchema>;
+export interface Page<T> {
+  data: T[];
+  nextCursor: string | null;
+}
+
+/** Body of POST /api/v1/bookings (docs/upstream.md). */
+export interface CreateBookingInput {
+  restaurantId: string;
+  /** YYYY-MM-DD */
+  date: string;
+  /** HH:MM */
+  time: string;
+  /** 1..50 */
+  partySize: number;
+  diner: { name: string; email: string };
+}

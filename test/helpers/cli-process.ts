@@ -1,0 +1,56 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface CliProcess {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  /** Resolves with the first stdout JSON log line whose msg matches. */
+  waitForLog(msg: string): Promise<Record<string, unknown>>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Runs `svc-webhooks <args>` from the TypeScript sources (as `npm run dev` does). */
+export function runCli(args: string[], env: Record<string, string | undefined>): CliProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/bin/cli.ts", ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  const waiters: { msg: string; resolve: (r: Record<string, unknown>) => void }[] = [];
+  child.stdout!.on("data", (d: Buffer) => {
+    out += d.toString();
+    for (const line of out.split("\n")) {
+      if (!line.startsWith("{")) continue;
+      let record: Record<string, unknown>;
+      try {
+        record = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        continue;
+      }
+      for (const w of waiters.filter((w) => w.msg === record.msg)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(record);
+      }
+    }
+  });
+  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitForLog: (msg) =>
+      new Promise((resolve, reject) => {
+        waiters.push({ msg, resolve });
+        void exited.then(({ code }) => reject(new Error(`process exited (${code}) before logging "${msg}": ${err}${out}`)));
+      }),
+  };
+}

@@ -1,0 +1,62 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { inject } from "vitest";
+import { loadConfig } from "../../src/config/index.js";
+import { createLogger } from "../../src/logging/logger.js";
+import { createService, type Service } from "../../src/service.js";
+import type { EventHandlers } from "../../src/sync/context.js";
+import { signPayload } from "../../src/events/signature.js";
+import { captureLogs } from "./log-capture.js";
+import { TEST_SECRET } from "./edge.js";
+
+export const ADMIN_TOKEN = "admin-token-for-tests-0123456789";
+
+export interface TestService {
+  url: string;
+  service: Service;
+  prefix: string;
+  logs: ReturnType<typeof captureLogs>;
+  redis: Redis;
+  /** POSTs a body signed with TEST_SECRET to /webhooks. */
+  deliver(body: string | object): Promise<Response>;
+  admin(path: string): Promise<Response>;
+  stop(): Promise<void>;
+}
+
+/** A whole service (edge and worker unless ROLE says otherwise), isolated by its own prefix. */
+export async function startService(env: Record<string, string> = {}, handlers: EventHandlers[] = []): Promise<TestService> {
+  const prefix = `test-${randomUUID().slice(0, 8)}`;
+  const config = loadConfig({
+    HOST: "127.0.0.1",
+    PORT: "0",
+    REDIS_URL: inject("redisUrl"),
+    QUEUE_PREFIX: prefix,
+    SIGNING_SECRET: TEST_SECRET,
+    ADMIN_TOKEN,
+    LOG_LEVEL: "debug",
+    RECONCILE_INTERVAL_SECONDS: "0",
+    SYNC_DEBOUNCE_MS: "100",
+    ...env,
+  });
+  const logs = captureLogs();
+  const logger = createLogger({ level: config.logLevel, destination: logs.stream, secrets: [...config.signingSecrets, ADMIN_TOKEN, ...(config.api ? [config.api.apiKey] : [])] });
+  const service = createService({ config, logger, handlers });
+  const url = await service.start();
+  const redis = new Redis(config.redisUrl);
+  return {
+    url,
+    service,
+    prefix,
+    logs,
+    redis,
+    deliver(body) {
+      const text = typeof body === "string" ? body : JSON.stringify(body);
+      return fetch(`${url}/webhooks`, { method: "POST", body: text, headers: { "content-type": "application/json", "x-svc-signature": signPayload(text, TEST_SECRET) } });
+    },
+    admin: (path) => fetch(`${url}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
+    async stop() {
+      await service.stop();
+      await redis.quit();
+    },
+  };
+}

@@ -1,0 +1,51 @@
+import { createSandbox, type Sandbox, type SandboxOptions } from "../../src/sandbox/index.js";
+import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { SYNC_QUEUE } from "../../src/sync/sync-worker.js";
+import { TEST_SECRET } from "./edge.js";
+import { startService, type TestService } from "./service.js";
+import { waitFor } from "./wait-for.js";
+
+export interface Stack {
+  sandbox: Sandbox;
+  svc: TestService;
+  /** Resolves once the sandbox delivered everything and both queues are empty. */
+  drained(): Promise<void>;
+  /** Records of a kind in the mirror vs. in the sandbox (the truth), sorted by id. */
+  compare(kind: "orders" | "bookings" | "menu-items"): Promise<{ mirror: unknown[]; truth: unknown[] }>;
+  apiCalls(): number;
+  stop(): Promise<void>;
+}
+
+/** The sandbox (upstream) delivering its own webhooks to a whole service (edge + worker). */
+export async function startStack(opts: { thin?: boolean; deliver?: boolean; sandbox?: SandboxOptions; env?: Record<string, string> } = {}): Promise<Stack> {
+  const sandbox = createSandbox({ delivery: { retryDelaysMs: [50, 100, 200] }, ...opts.sandbox });
+  const apiUrl = await sandbox.listen();
+  const svc = await startService({ API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, ...opts.env });
+  if (opts.deliver !== false) sandbox.addWebhook({ url: `${svc.url}/webhooks`, secret: TEST_SECRET, thin: opts.thin ?? false });
+  const queues = [svc.service.producer!.queue, svc.service.worker!.syncQueue];
+  const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
+  return {
+    sandbox,
+    svc,
+    async drained() {
+      await sandbox.idle();
+      await waitFor(async () => {
+        for (const q of queues) {
+          const c = await q.getJobCounts("waiting", "active", "delayed", "prioritized");
+          if (Object.values(c).some((n) => n > 0)) return false;
+        }
+        return true;
+      }, { timeoutMs: 60_000, what: `${EVENTS_QUEUE} and ${SYNC_QUEUE} queues to drain` });
+    },
+    async compare(kind) {
+      const truth = (kind === "orders" ? sandbox.state.orders() : kind === "bookings" ? sandbox.state.bookings() : sandbox.state.menuItems()) as { id: string }[];
+      const mirror = (await svc.service.mirror.all(kind)) as { id: string }[];
+      return { mirror: [...mirror].sort(byId), truth: [...truth].sort(byId) };
+    },
+    apiCalls: () => sandbox.requestLog.length,
+    async stop() {
+      await svc.stop();
+      await sandbox.close();
+    },
+  };
+}

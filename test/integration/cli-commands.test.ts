@@ -1,0 +1,60 @@
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import { runCli, type CliProcess } from "../helpers/cli-process.js";
+import { TEST_SECRET } from "../helpers/edge.js";
+import { nextJob } from "../helpers/job-events.js";
+import { startService, type TestService } from "../helpers/service.js";
+
+let svc: TestService | undefined;
+let sandbox: Sandbox | undefined;
+let proc: CliProcess | undefined;
+afterEach(async () => {
+  await svc?.stop();
+  await sandbox?.close();
+  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+  svc = sandbox = proc = undefined;
+});
+
+describe("svc-webhooks trigger", () => {
+  it("sends a signed sample event that the service accepts and stores", async () => {
+    svc = await startService();
+    const done = nextJob(svc.service.worker!.eventWorker, "completed");
+    proc = runCli(["trigger", "review.created", "--url", `${svc.url}/webhooks`, "--data", '{"id":"rev_cli","rating":2}'], { SIGNING_SECRET: TEST_SECRET });
+    expect((await proc.exited).code).toBe(0);
+    expect(JSON.parse(proc.stdout())).toMatchObject({ status: 200, sent: { type: "review.created", data: { id: "rev_cli", rating: 2 } } });
+    await done;
+    expect(await svc.service.mirror.get("reviews", "rev_cli")).toMatchObject({ rating: 2, restaurantId: "rest_1" });
+  });
+
+  it.each([
+    [["trigger"], "one event type"],
+    [["trigger", "order.created", "--data", "[1]"], "--data must be a JSON object"],
+    [["trigger", "order.created", "--bogus"], "Unknown option"],
+    [["nope"], 'unknown command "nope"'],
+  ])("exits 2 with a clear message for %j", async (args, message) => {
+    proc = runCli(args, { SIGNING_SECRET: TEST_SECRET });
+    expect((await proc.exited).code).toBe(2);
+    expect(proc.stderr()).toContain(message);
+  });
+
+  it("refuses to sign without a secret", async () => {
+    proc = runCli(["trigger", "order.created"], {});
+    expect((await proc.exited).code).toBe(2);
+    expect(proc.stderr()).toContain("SIGNING_SECRET");
+  });
+});
+
+describe("svc-webhooks backfill", () => {
+  it("sweeps every order, booking and menu item into the mirror, showing progress", async () => {
+    sandbox = createSandbox();
+    const apiUrl = await sandbox.listen();
+    svc = await startService({ ROLE: "web" });
+    proc = runCli(["backfill"], { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: svc.prefix, API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, API_RATE: "1000" });
+    expect((await proc.exited).code).toBe(0);
+    expect(proc.stderr()).toContain("orders: 36 records");
+    expect(JSON.parse(proc.stdout())).toEqual({ backfilled: { orders: 36, bookings: 15, "menu-items": 18 } });
+    const mirrored = await svc.service.mirror.all("orders");
+    expect(mirrored.map((o) => o.id).sort()).toEqual(sandbox.state.orders().map((o) => o.id).sort());
+    expect(proc.stdout() + proc.stderr()).not.toContain(sandbox.apiKey);
+  });
+});

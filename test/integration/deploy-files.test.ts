@@ -1,0 +1,112 @@
+import { execFileSync, spawn } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse } from "smol-toml";
+import { describe, expect, inject, it } from "vitest";
+import { ROLES } from "../../src/config/index.js";
+import { signPayload } from "../../src/events/signature.js";
+import { freePort } from "../helpers/redis-server.js";
+import { startService } from "../helpers/service.js";
+import { waitFor } from "../helpers/wait-for.js";
+import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const dockerfile = readFileSync(join(ROOT, "Dockerfile"), "utf8");
+const fly = parse(readFileSync(join(ROOT, "fly.toml"), "utf8")) as {
+  kill_signal: string;
+  kill_timeout: number;
+  env: Record<string, string>;
+  processes: Record<string, string>;
+  http_service: { internal_port: number; processes: string[]; checks: { path: string }[] };
+};
+
+const instruction = (name: string) => dockerfile.split("\n").filter((l) => l.startsWith(`${name} `)).map((l) => l.slice(name.length + 1).trim());
+const cmd = JSON.parse(instruction("CMD")[0]!) as string[];
+
+describe("Dockerfile and fly.toml", () => {
+  it("build on a supported LTS Node major, the one CI also tests on", () => {
+    const image = /NODE_IMAGE=node:(\d+)-/.exec(dockerfile)?.[1];
+    expect(Number(image)).toBeGreaterThanOrEqual(22);
+    expect(Number(image) % 2).toBe(0); // even majors are the LTS ones
+    expect(readFileSync(join(ROOT, ".ci/run"), "utf8")).toContain(`node@${image}`);
+    expect(instruction("FROM").every((f) => f.startsWith("${NODE_IMAGE}"))).toBe(true);
+  });
+
+  it("run as a non-root user behind an init, with the default port exposed", () => {
+    expect(instruction("USER")).toEqual(["node"]);
+    expect(instruction("ENTRYPOINT")[0]).toContain("tini");
+    expect(instruction("EXPOSE")).toEqual([String(fly.http_service.internal_port)]);
+    expect(dockerfile).toMatch(new RegExp(`PORT=${fly.http_service.internal_port}\\b`));
+    expect(fly.env.PORT).toBe(String(fly.http_service.internal_port));
+  });
+
+  it("keep secrets out of every layer and out of fly.toml", () => {
+    for (const line of [...instruction("ENV"), ...instruction("ARG"), ...dockerfile.split("\n")]) {
+      expect(line).not.toMatch(/SIGNING_SECRET|API_KEY|ADMIN_TOKEN|PASSWORD|REDIS_URL=/);
+    }
+    expect(Object.keys(fly.env).filter((k) => /SECRET|KEY|TOKEN|REDIS_URL/.test(k))).toEqual([]);
+    expect(readFileSync(join(ROOT, ".dockerignore"), "utf8").split("\n")[1]).toBe("*");
+  });
+
+  it("start processes that exist: web and worker roles of the same CMD", () => {
+    expect(cmd).toEqual(["node", "dist/bin/cli.js", "serve"]);
+    expect(Object.keys(fly.processes).sort()).toEqual(["web", "worker"]);
+    for (const [group, command] of Object.entries(fly.processes)) {
+      const parts = command.split(" ");
+      expect(parts.slice(0, 3)).toEqual(cmd);
+      expect(parts.slice(3)).toEqual(["--role", group]);
+      expect(ROLES).toContain(group);
+    }
+    expect(fly.http_service.processes).toEqual(["web"]);
+  });
+
+  it("give graceful shutdown the time it needs", () => {
+    expect(fly.kill_signal).toBe("SIGTERM");
+    expect(fly.kill_timeout * 1000).toBeGreaterThan(Number(fly.env.SHUTDOWN_TIMEOUT_MS));
+    expect(instruction("STOPSIGNAL")).toEqual(["SIGTERM"]);
+  });
+
+  it("health-check a path the service answers", async () => {
+    const svc = await startService({ ROLE: "web" });
+    try {
+      for (const check of fly.http_service.checks) expect((await fetch(`${svc.url}${check.path}`)).status).toBe(200);
+    } finally {
+      await svc.stop();
+    }
+  });
+});
+
+describe("the production tree, built as the Dockerfile builds it", () => {
+  it("installs, builds, prunes dev dependencies, and serves with its CMD", { timeout: 240_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-image-"));
+    // The build stage's COPY lines, then its RUN lines.
+    for (const f of ["package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json", "src"]) cpSync(join(ROOT, f), join(dir, f), { recursive: true });
+    const npm = (args: string[]) => execFileSync("npm", args, { cwd: dir, stdio: "pipe", env: { ...process.env, npm_config_update_notifier: "false" } });
+    npm(["install", "--no-audit", "--no-fund"]);
+    npm(["run", "build"]);
+    npm(["prune", "--omit=dev", "--no-audit", "--no-fund"]);
+    // (typescript may stay: an optional peer of a production dependency keeps it.)
+    for (const dev of ["vitest", "tsx", "express", "playwright-core"]) expect(existsSync(join(dir, "node_modules", dev)), dev).toBe(false);
+    expect(existsSync(join(dir, cmd[1]!))).toBe(true);
+
+    const port = await freePort();
+    const child = spawn(cmd[0] === "node" ? process.execPath : cmd[0]!, cmd.slice(1), {
+      cwd: dir,
+      env: { PATH: process.env.PATH, NODE_ENV: "production", HOST: "127.0.0.1", PORT: String(port), REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: `test-image-${port}`, SIGNING_SECRET: TEST_SECRET, RECONCILE_INTERVAL_SECONDS: "0" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    try {
+      const url = `http://127.0.0.1:${port}`;
+      await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, { what: "the built service to be ready" });
+      const body = JSON.stringify(sampleEvent());
+      const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
+      expect(res.status).toBe(200);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
+  });
+});

@@ -1,0 +1,228 @@
+import { createHmac } from "node:crypto";
+import { Worker } from "bullmq";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { signPayload } from "../../src/events/signature.js";
+import { sampleEvent, startEdge, TEST_SECRET, TEST_SECRET_2, type TestEdge } from "../helpers/edge.js";
+
+let edge: TestEdge;
+beforeEach(async () => {
+  edge = await startEdge({ MAX_BODY_BYTES: "4096" });
+});
+afterEach(async () => {
+  await edge.stop();
+});
+
+const jobCount = () => edge.queue.getJobCountByTypes("waiting", "active", "completed", "failed", "delayed");
+
+async function errorOf(res: Response) {
+  return ((await res.json()) as { error: { code: string; message: string } }).error;
+}
+
+describe("POST /webhooks: signatures", () => {
+  it("accepts a hex signature and enqueues the event with its whole payload", async () => {
+    const event = sampleEvent({ extra: { kept: true } });
+    const res = await edge.postSigned(event);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ received: true, id: event.id, duplicate: false });
+    const [job] = await edge.queue.getJobs(["waiting"]);
+    expect(job?.name).toBe("order.created");
+    expect(job?.data).toMatchObject({ id: event.id, type: "order.created", payload: event });
+  });
+
+  it("accepts a base64 signature", async () => {
+    const body = JSON.stringify(sampleEvent());
+    const b64 = createHmac("sha256", TEST_SECRET).update(body).digest("base64");
+    expect((await edge.post(body, { "x-svc-signature": `sha256=${b64}` })).status).toBe(200);
+    expect(await jobCount()).toBe(1);
+  });
+
+  it("accepts either secret while one is rotated", async () => {
+    expect((await edge.postSigned(sampleEvent(), TEST_SECRET)).status).toBe(200);
+    expect((await edge.postSigned(sampleEvent(), TEST_SECRET_2)).status).toBe(200);
+    expect(await jobCount()).toBe(2);
+  });
+
+  it.each([
+    ["no signature", () => ({})],
+    ["an empty signature", () => ({ "x-svc-signature": "" })],
+    ["a digest without sha256=", (b: string) => ({ "x-svc-signature": createHmac("sha256", TEST_SECRET).update(b).digest("hex") })],
+    ["a truncated digest", (b: string) => ({ "x-svc-signature": signPayload(b, TEST_SECRET).slice(0, -2) })],
+    ["another secret", (b: string) => ({ "x-svc-signature": signPayload(b, "whsec_not_ours") })],
+    ["the signature of re-serialized JSON", (b: string) => ({ "x-svc-signature": signPayload(JSON.stringify(JSON.parse(b), null, 2), TEST_SECRET) })],
+  ])("answers 401 for %s and enqueues nothing", async (_name, headers) => {
+    const body = JSON.stringify(sampleEvent());
+    const res = await edge.post(body, headers(body));
+    expect(res.status).toBe(401);
+    expect((await errorOf(res)).code).toBe("invalid_signature");
+    expect(await jobCount()).toBe(0);
+  });
+
+  it("refuses a signed body whose bytes were changed in transit", async () => {
+    const body = JSON.stringify(sampleEvent());
+    const res = await edge.post(body.replace("order.created", "order.refunded"), { "x-svc-signature": signPayload(body, TEST_SECRET) });
+    expect(res.status).toBe(401);
+    expect(await jobCount()).toBe(0);
+  });
+});
+
+describe("POST /webhooks: envelope", () => {
+  it.each([
+    ["not JSON", "{not json"],
+    ["a JSON array", "[1,2]"],
+    ["an object without type", '{"id":"evt_x","data":{}}'],
+    ["a non-string type", '{"type":42}'],
+    ["a non-string id", '{"type":"order.created","id":{"a":1}}'],
+  ])("answers 400 for a signed body that is %s", async (_name, body) => {
+    const res = await edge.post(body, { "x-svc-signature": signPayload(body, TEST_SECRET) });
+    expect(res.status).toBe(400);
+    expect((await errorOf(res)).code).toBe("invalid_event");
+    expect(await jobCount()).toBe(0);
+  });
+
+  it("checks the signature before parsing: unsigned garbage is a 401, not a 400", async () => {
+    expect((await edge.post("{not json")).status).toBe(401);
+  });
+
+  it("accepts and enqueues an unknown event type", async () => {
+    const res = await edge.postSigned(sampleEvent({ type: "loyalty.points_awarded" }));
+    expect(res.status).toBe(200);
+    const [job] = await edge.queue.getJobs(["waiting"]);
+    expect(job?.name).toBe("loyalty.points_awarded");
+  });
+
+  it("uses the SHA-256 of the body as the id of an event without one", async () => {
+    const body = JSON.stringify({ type: "review.created", data: { id: "rev_1" } });
+    const first = (await (await edge.postSigned(body)).json()) as { id: string; duplicate: boolean };
+    const second = (await (await edge.postSigned(body)).json()) as { id: string; duplicate: boolean };
+    expect(first.id).toMatch(/^[0-9a-f]{64}$/);
+    expect(second).toEqual({ received: true, id: first.id, duplicate: true });
+    expect(await jobCount()).toBe(1);
+  });
+});
+
+describe("POST /webhooks: size cap", () => {
+  it("answers 413 when Content-Length is over MAX_BODY_BYTES", async () => {
+    const body = JSON.stringify(sampleEvent({ data: { pad: "x".repeat(5000) } }));
+    const res = await edge.postSigned(body);
+    expect(res.status).toBe(413);
+    expect((await errorOf(res)).code).toBe("payload_too_large");
+    expect(await jobCount()).toBe(0);
+  });
+
+  it("answers 413 for a chunked body without Content-Length that grows over the cap", async () => {
+    const chunk = new TextEncoder().encode("x".repeat(1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 8) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const res = await fetch(`${edge.url}/webhooks`, {
+      method: "POST",
+      body: stream,
+      headers: { "x-svc-signature": signPayload("irrelevant", TEST_SECRET) },
+      duplex: "half",
+    } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(await jobCount()).toBe(0);
+  });
+
+  it("accepts a chunked body under the cap", async () => {
+    const body = JSON.stringify(sampleEvent());
+    const bytes = new TextEncoder().encode(body);
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(bytes.slice(0, 10));
+        controller.enqueue(bytes.slice(10));
+        controller.close();
+      },
+    });
+    const res = await fetch(`${edge.url}/webhooks`, {
+      method: "POST",
+      body: stream,
+      headers: { "x-svc-signature": signPayload(body, TEST_SECRET) },
+      duplex: "half",
+    } as RequestInit);
+    expect(res.status).toBe(200);
+  });
+});
+
+describe("POST /webhooks: idempotency", () => {
+  it("enqueues a redelivery once while the first copy waits", async () => {
+    const event = sampleEvent();
+    expect(await (await edge.postSigned(event)).json()).toMatchObject({ duplicate: false });
+    const again = await edge.postSigned(event);
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ duplicate: true });
+    expect(await jobCount()).toBe(1);
+  });
+
+  it("enqueues concurrent duplicates exactly once", async () => {
+    const event = sampleEvent();
+    const answers = await Promise.all(Array.from({ length: 25 }, () => edge.postSigned(event)));
+    expect(answers.map((r) => r.status)).toEqual(Array(25).fill(200));
+    const bodies = (await Promise.all(answers.map((r) => r.json()))) as { duplicate: boolean }[];
+    expect(bodies.filter((b) => !b.duplicate)).toHaveLength(1);
+    expect(await jobCount()).toBe(1);
+  });
+
+  it("still drops a redelivery after the first copy finished and was removed", async () => {
+    await edge.stop();
+    edge = await startEdge({ KEEP_COMPLETED_JOBS: "0" });
+    const event = sampleEvent();
+    await edge.postSigned(event);
+    const worker = new Worker(EVENTS_QUEUE, async () => "done", { connection: edge.redis.duplicate(), prefix: edge.prefix });
+    await new Promise((resolve) => worker.once("completed", resolve));
+    await worker.close();
+    expect(await jobCount()).toBe(0);
+    const again = await edge.postSigned(event);
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({ duplicate: true });
+    expect(await jobCount()).toBe(0);
+  });
+
+  it("enqueues the same id again once the window has passed", async () => {
+    await edge.stop();
+    edge = await startEdge({ DEDUP_WINDOW_SECONDS: "1" });
+    const event = sampleEvent();
+    await edge.postSigned(event);
+    const dedupKey = `${edge.prefix}:events:de:${event.id}`;
+    const redis = edge.redis;
+    expect(await redis.pttl(dedupKey)).toBeGreaterThan(0);
+    await redis.del(dedupKey); // what the ttl does after DEDUP_WINDOW_SECONDS
+    expect(await (await edge.postSigned(event)).json()).toMatchObject({ duplicate: false });
+    expect(await jobCount()).toBe(2);
+  });
+});
+
+describe("health and logs", () => {
+  it("answers /healthz and /readyz", async () => {
+    expect((await fetch(`${edge.url}/healthz`)).status).toBe(200);
+    expect(await (await fetch(`${edge.url}/readyz`)).json()).toEqual({ status: "ready" });
+  });
+
+  it("answers unknown routes with a JSON 404", async () => {
+    const res = await fetch(`${edge.url}/nope`);
+    expect(res.status).toBe(404);
+    expect((await errorOf(res)).code).toBe("not_found");
+  });
+
+  it("logs one line per request with the event, and no secret or signature", async () => {
+    const event = sampleEvent();
+    const body = JSON.stringify(event);
+    const signature = signPayload(body, TEST_SECRET);
+    await edge.post(body, { "x-svc-signature": signature, authorization: "Bearer svc_live_should_not_leak" });
+    await edge.postSigned(sampleEvent(), "whsec_wrong");
+    const lines = edge.logs.records().filter((r) => r.msg === "request");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatchObject({ method: "POST", path: "/webhooks", status: 200, eventId: event.id, eventType: "order.created" });
+    expect(typeof lines[0]!.ms).toBe("number");
+    expect(lines[1]).toMatchObject({ status: 401 });
+    const text = edge.logs.text();
+    for (const secret of [TEST_SECRET, TEST_SECRET_2, signature.slice(7), "svc_live_should_not_leak"]) {
+      expect(text).not.toContain(secret);
+    }
+  });
+});

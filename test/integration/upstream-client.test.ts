@@ -1,0 +1,144 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import {
+  apiKeyId,
+  createApiClient,
+  createRateLimiter,
+  UpstreamAuthError,
+  UpstreamBadRequestError,
+  UpstreamConflictError,
+  UpstreamNotFoundError,
+  UpstreamRequestError,
+  UpstreamServerError,
+  UpstreamTimeoutError,
+  type ApiClient,
+  type ApiClientOptions,
+} from "../../src/upstream/index.js";
+
+let sandbox: Sandbox;
+let conns: Redis[] = [];
+afterEach(async () => {
+  await sandbox?.close();
+  await Promise.all(conns.map((c) => c.quit()));
+  conns = [];
+});
+
+async function setup(sandboxOptions: Parameters<typeof createSandbox>[0] = {}) {
+  sandbox = createSandbox(sandboxOptions);
+  return sandbox.listen();
+}
+
+/** A client with its own Redis connection and limiter, as a separate process would have. */
+function client(baseUrl: string, extra: Partial<ApiClientOptions> & { rate?: { max: number; windowMs: number; safetyMs: number }; prefix?: string } = {}): ApiClient {
+  const redis = new Redis(inject("redisUrl"));
+  conns.push(redis);
+  const { rate, prefix, ...rest } = extra;
+  return createApiClient({
+    baseUrl,
+    apiKey: sandbox.apiKey,
+    limiter: createRateLimiter({ redis, keyId: apiKeyId(sandbox.apiKey), prefix: prefix ?? `test-${randomUUID().slice(0, 8)}`, ...(rate ?? { max: 1000, windowMs: 1000, safetyMs: 0 }) }),
+    retryBaseMs: 10,
+    ...rest,
+  });
+}
+
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
+describe("upstream client against the sandbox", () => {
+  it.each([1, 7, 100])("iterates every order exactly once at page size %i", async (limit) => {
+    const api = client(await setup());
+    const orders = await collect(api.iterateOrders({ limit }));
+    const truth = sandbox.state.orders();
+    expect(orders.map((o) => o.id).sort()).toEqual(truth.map((o) => o.id).sort());
+    expect(new Set(orders.map((o) => o.id)).size).toBe(truth.length);
+    expect(sandbox.requestLog).toHaveLength(Math.ceil(truth.length / limit));
+  });
+
+  it("passes every filter through", async () => {
+    const api = client(await setup());
+    const orders = await api.listOrders({ restaurantId: "rest_1", status: "READY", type: undefined, limit: 100 });
+    expect(orders.data.every((o) => o.restaurantId === "rest_1" && o.status === "READY")).toBe(true);
+    const bookings = await collect(api.iterateBookings({ restaurantId: "rest_2", status: "CONFIRMED", from: "2000-01-01", to: "2999-12-31", limit: 2 }));
+    expect(bookings.map((b) => b.id).sort()).toEqual(sandbox.state.bookings().filter((b) => b.restaurantId === "rest_2" && b.status === "CONFIRMED").map((b) => b.id).sort());
+    const menu = await collect(api.iterateMenuItems({ restaurantId: "rest_3", limit: 4 }));
+    expect(menu).toHaveLength(6);
+    expect(menu[0]).toMatchObject({ allergens: expect.any(Array), tags: expect.any(Array) });
+    // Fields the spec does not show are kept.
+    expect(menu[0]).toHaveProperty("description");
+  });
+
+  it("writes: status moves, refunds and bookings", async () => {
+    const api = client(await setup());
+    const order = sandbox.actions.createOrder({ paid: true });
+    expect((await api.updateOrderStatus(order.id, "CONFIRMED")).status).toBe("CONFIRMED");
+    expect(await api.refundOrder(order.id, "wrong table")).toMatchObject({ status: "REFUNDED", refundedAt: expect.any(String) });
+    const booking = await api.createBooking({ restaurantId: "rest_1", date: "2026-12-24", time: "20:00", partySize: 2, diner: { name: "Ada", email: "ada@example.com" } });
+    expect(booking.confirmCode).toMatch(/^[A-Z0-9]{6}$/);
+  });
+
+  it("refuses limit > 100 before sending anything", async () => {
+    const api = client(await setup());
+    await expect(api.listOrders({ limit: 101 })).rejects.toBeInstanceOf(UpstreamRequestError);
+    expect(sandbox.requestLog).toHaveLength(0);
+  });
+
+  it("maps each error to its typed class", async () => {
+    const baseUrl = await setup();
+    const api = client(baseUrl);
+    const unpaid = sandbox.actions.createOrder({ paid: false });
+    await expect(createApiClient({ baseUrl, apiKey: "svc_live_wrong" }).listOrders()).rejects.toMatchObject({ name: "UpstreamAuthError", status: 401, code: "unauthorized" });
+    await expect(api.updateOrderStatus("ord_missing", "CONFIRMED")).rejects.toBeInstanceOf(UpstreamNotFoundError);
+    await expect(api.updateOrderStatus(unpaid.id, "READY")).rejects.toMatchObject({ constructor: UpstreamConflictError, code: "invalid_transition" });
+    await expect(api.refundOrder(unpaid.id)).rejects.toMatchObject({ status: 409, code: "not_refundable" });
+    await expect(api.createBooking({ restaurantId: "rest_1", date: "soon", time: "x", partySize: 0, diner: { name: "", email: "" } })).rejects.toBeInstanceOf(UpstreamBadRequestError);
+    sandbox.faults.add({ path: "/api/v1/menu-items", status: 502 });
+    await expect(api.listMenuItems()).rejects.toMatchObject({ constructor: UpstreamServerError, status: 502 });
+    sandbox.faults.clear();
+    sandbox.faults.add({ path: "/api/v1/bookings", delayMs: 300 });
+    await expect(client(baseUrl, { timeoutMs: 50, readRetries: 0 }).listBookings()).rejects.toBeInstanceOf(UpstreamTimeoutError);
+    expect(new UpstreamAuthError("x")).toBeInstanceOf(Error);
+  });
+
+  it("retries a read after a 5xx, and never re-sends a write after one", async () => {
+    const api = client(await setup());
+    sandbox.faults.add({ method: "GET", path: "/api/v1/orders", status: 503, times: 1 });
+    expect((await api.listOrders()).data.length).toBeGreaterThan(0);
+    expect(sandbox.requestLog.map((r) => r.status)).toEqual([503, 200]);
+
+    const order = sandbox.actions.createOrder();
+    sandbox.faults.add({ method: "PATCH", path: "/api/v1/orders", status: 500, times: 1 });
+    await expect(api.updateOrderStatus(order.id, "CONFIRMED")).rejects.toBeInstanceOf(UpstreamServerError);
+    expect(sandbox.requestLog.filter((r) => r.method === "PATCH")).toHaveLength(1);
+  });
+
+  it("waits out Retry-After after a 429, sending nothing meanwhile, then succeeds", async () => {
+    const api = client(await setup());
+    sandbox.faults.add({ path: "/api/v1/orders", status: 429, retryAfterSeconds: 1, times: 1 });
+    const order = sandbox.actions.createOrder();
+    await expect(api.updateOrderStatus(order.id, "CONFIRMED")).resolves.toMatchObject({ status: "CONFIRMED" });
+    const [limited, next] = sandbox.requestLog;
+    expect(limited!.status).toBe(429);
+    expect(next!.status).toBe(200);
+    expect(next!.at - limited!.at).toBeGreaterThanOrEqual(1000);
+  });
+
+  it("keeps two clients sharing one key under the sandbox's limit: no 429, no window over it", async () => {
+    const baseUrl = await setup({ rateLimit: { max: 10, windowMs: 1000 } });
+    const prefix = `test-${randomUUID().slice(0, 8)}`;
+    const rate = { max: 10, windowMs: 1000, safetyMs: 100 };
+    const a = client(baseUrl, { rate, prefix });
+    const b = client(baseUrl, { rate, prefix });
+    await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).listMenuItems({ limit: 1 })));
+    const log = sandbox.requestLog;
+    expect(log).toHaveLength(30);
+    expect(log.filter((r) => r.status === 429)).toHaveLength(0);
+    const times = log.map((r) => r.at).sort((x, y) => x - y);
+    for (let i = 10; i < times.length; i++) expect(times[i]! - times[i - 10]!).toBeGreaterThanOrEqual(1000);
+  });
+});

@@ -1,0 +1,150 @@
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { UnrecoverableError } from "bullmq";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import type { AnyEvent } from "../../src/events/catalog.js";
+import type { EventHandlers, HandlerContext } from "../../src/sync/context.js";
+import { HandlersModuleError, loadHandlersModule } from "../../src/sync/load-handlers.js";
+import { runCli, type CliProcess } from "../helpers/cli-process.js";
+import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
+import { nextJob } from "../helpers/job-events.js";
+import { startService, type TestService } from "../helpers/service.js";
+import { waitFor } from "../helpers/wait-for.js";
+import { signPayload } from "../../src/events/signature.js";
+
+let svc: TestService | undefined;
+let proc: CliProcess | undefined;
+afterEach(async () => {
+  await svc?.stop();
+  svc = undefined;
+  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+  proc = undefined;
+});
+
+const review = (id = `rev_${Math.random().toString(36).slice(2)}`) =>
+  sampleEvent({ type: "review.created", data: { id, restaurantId: "rest_1", rating: 5, comment: "great" } });
+
+describe("worker: handlers", () => {
+  it("gives a typed handler the event and a context; '*' gets every event, unknown types included", async () => {
+    const seen: { type: string; attempt: number; hasMirror: boolean }[] = [];
+    const handlers: EventHandlers = {
+      "review.created": async (e, ctx: HandlerContext) => void seen.push({ type: `typed:${e.data.id}`, attempt: ctx.attempt, hasMirror: !!ctx.mirror }),
+      "*": async (e: AnyEvent) => void seen.push({ type: `any:${e.type}`, attempt: 0, hasMirror: true }),
+    };
+    svc = await startService({}, [handlers]);
+    const worker = svc.service.worker!.eventWorker;
+    const done = nextJob(worker, "completed", (j) => j.name === "loyalty.points_awarded");
+    const ev = review("rev_typed");
+    const reviewDone = nextJob(worker, "completed", (j) => j.data.id === ev.id);
+    await svc.deliver(ev);
+    await svc.deliver(sampleEvent({ type: "loyalty.points_awarded", data: { points: 5 } }));
+    await Promise.all([done, reviewDone]);
+    expect(seen).toEqual(expect.arrayContaining([
+      { type: "typed:rev_typed", attempt: 1, hasMirror: true },
+      { type: "any:review.created", attempt: 0, hasMirror: true },
+      { type: "any:loyalty.points_awarded", attempt: 0, hasMirror: true },
+    ]));
+    // The built-in review handler stored it as delivered.
+    expect(await svc.service.mirror.get("reviews", "rev_typed")).toMatchObject({ rating: 5 });
+  });
+
+  it("completes an unknown event type with no handler for it, without retrying", async () => {
+    svc = await startService();
+    const done = nextJob(svc.service.worker!.eventWorker, "completed");
+    await svc.deliver(sampleEvent({ type: "something.new" }));
+    expect((await done).attemptsMade).toBe(1); // one attempt, the first
+  });
+
+  it("retries only the handler that failed; the others ran once", async () => {
+    let steady = 0;
+    let flaky = 0;
+    svc = await startService({ JOB_BACKOFF_MS: "20" }, [
+      { "review.created": async () => void steady++ },
+      {
+        "review.created": async () => {
+          flaky++;
+          if (flaky === 1) throw new Error("transient");
+        },
+      },
+    ]);
+    const ev = review("rev_retry");
+    const done = nextJob(svc.service.worker!.eventWorker, "completed", (j) => j.data.id === ev.id);
+    await svc.deliver(ev);
+    const job = await done;
+    expect(job.attemptsMade).toBe(2);
+    expect({ steady, flaky }).toEqual({ steady: 1, flaky: 2 });
+    expect(await svc.service.mirror.get("reviews", "rev_retry")).toBeDefined();
+  });
+
+  it("does not let a throwing custom handler block the built-in handler", async () => {
+    svc = await startService({ JOB_ATTEMPTS: "1" }, [{ "review.created": async () => { throw new Error("custom bug"); } }]);
+    const ev = review("rev_blocked");
+    const failed = nextJob(svc.service.worker!.eventWorker, "failed", (j) => j.data.id === ev.id);
+    await svc.deliver(ev);
+    expect((await failed).failedReason).toContain("custom bug");
+    expect(await svc.service.mirror.get("reviews", "rev_blocked")).toMatchObject({ id: "rev_blocked" });
+  });
+
+  it("fails a job for good on a permanent error, and replays it from the CLI", async () => {
+    let calls = 0;
+    svc = await startService({}, [{
+      "review.created": async () => {
+        calls++;
+        if (calls === 1) throw new UnrecoverableError("bad data upstream");
+      },
+    }]);
+    const worker = svc.service.worker!.eventWorker;
+    const ev = review("rev_replay");
+    const failed = nextJob(worker, "failed", (j) => j.data.id === ev.id);
+    await svc.deliver(ev);
+    const job = await failed;
+    expect(job.attemptsMade).toBe(1);
+    expect(await svc.service.producer!.queue.getFailedCount()).toBe(1);
+
+    const completed = nextJob(worker, "completed", (j) => j.data.id === ev.id);
+    proc = runCli(["replay", job.id!], { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: svc.prefix });
+    expect((await proc.exited).code).toBe(0);
+    await completed;
+    expect(calls).toBe(2);
+    expect(await svc.service.producer!.queue.getFailedCount()).toBe(0);
+  });
+});
+
+describe("HANDLERS_MODULE", () => {
+  it("loads a module from outside the project that imports nothing from it, and calls it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-handlers-"));
+    const out = join(dir, "seen.txt");
+    const file = join(dir, "handlers.mjs");
+    writeFileSync(file, `import { appendFileSync } from "node:fs";
+export default {
+  "order.created": async (event, ctx) => { appendFileSync(${JSON.stringify(out)}, "order " + event.data.id + " attempt " + ctx.attempt + "\\n"); },
+  "*": async (event) => { appendFileSync(${JSON.stringify(out)}, "any " + event.type + "\\n"); },
+};
+`);
+    proc = runCli(["serve"], {
+      PORT: "0",
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: `test-hm-${process.pid}`,
+      SIGNING_SECRET: TEST_SECRET,
+      HANDLERS_MODULE: file,
+    });
+    const { url } = (await proc.waitForLog("listening")) as { url: string };
+    const body = JSON.stringify(sampleEvent({ data: { id: "ord_mod", restaurantId: "rest_1" } }));
+    const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
+    expect(res.status).toBe(200);
+    const text = await waitFor(() => (existsSync(out) && readFileSync(out, "utf8").split("\n").length > 2 ? readFileSync(out, "utf8") : undefined), { what: "the module's handlers to run" });
+    expect(text.split("\n").filter(Boolean).sort()).toEqual(["any order.created", "order ord_mod attempt 1"]);
+  });
+
+  it("refuses a module whose default export is not a map of functions, naming what is wrong", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-handlers-"));
+    const bad = join(dir, "bad.mjs");
+    writeFileSync(bad, `export default { "order.created": "not a function" };`);
+    await expect(loadHandlersModule(bad)).rejects.toThrow(/order\.created are not functions/);
+    const none = join(dir, "none.mjs");
+    writeFileSync(none, `export const x = 1;`);
+    await expect(loadHandlersModule(none)).rejects.toBeInstanceOf(HandlersModuleError);
+    await expect(loadHandlersModule(join(dir, "missing.mjs"))).rejects.toThrow(/could not be loaded/);
+  });
+});

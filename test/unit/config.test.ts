@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../src/config/index.js";
+
+function problems(env: Record<string, string>): string {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).message;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("loadConfig", () => {
+  it("applies the documented defaults", () => {
+    const config = loadConfig({ SIGNING_SECRET: "a,b" });
+    expect(config).toMatchObject({
+      role: "all",
+      port: 3000,
+      redisUrl: "redis://127.0.0.1:6379",
+      signingSecrets: ["a", "b"],
+      maxBodyBytes: 1024 * 1024,
+      dedupWindowSeconds: 7 * 24 * 3600,
+      logLevel: "info",
+    });
+  });
+
+  it("names every wrong variable in one message", () => {
+    const message = problems({ PORT: "http", MAX_BODY_BYTES: "-1", ROLE: "both", REDIS_URL: "localhost" });
+    for (const name of ["PORT", "MAX_BODY_BYTES", "ROLE", "REDIS_URL"]) expect(message).toContain(name);
+  });
+
+  it("requires SIGNING_SECRET for the edge but not for a worker", () => {
+    expect(problems({})).toContain("SIGNING_SECRET is required");
+    expect(loadConfig({ ROLE: "worker" }).signingSecrets).toEqual([]);
+  });
+
+  it("refuses empty secrets in the rotation list", () => {
+    expect(problems({ SIGNING_SECRET: "one,,two" })).toContain("SIGNING_SECRET");
+  });
+
+  it("never echoes a secret value", () => {
+    const message = problems({ SIGNING_SECRET: "s3cret-value,", API_KEY: "sk_test_hunter2hunter2", API_BASE_URL: "http://x", ADMIN_TOKEN: "short-tok" });
+    expect(message).toContain("API_KEY");
+    expect(message).toContain("ADMIN_TOKEN");
+    for (const value of ["s3cret-value", "hunter2", "short-tok"]) expect(message).not.toContain(value);
+  });
+
+  it("wants API_BASE_URL and API_KEY together", () => {
+    expect(problems({ SIGNING_SECRET: "a", API_BASE_URL: "http://127.0.0.1:4010" })).toContain("API_KEY is required");
+  });
+});

@@ -1,0 +1,31 @@
+import { createHash } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { EnvelopeError, parseEnvelope } from "../../src/events/envelope.js";
+
+const bytes = (s: string) => new TextEncoder().encode(s);
+
+describe("parseEnvelope", () => {
+  it("keeps the id and every field the sender put in", () => {
+    const env = parseEnvelope(bytes('{"id":"evt_1","type":"order.created","extra":{"a":1}}'));
+    expect(env).toEqual({ id: "evt_1", type: "order.created", payload: { id: "evt_1", type: "order.created", extra: { a: 1 } } });
+  });
+
+  it("derives the id from the SHA-256 of the raw body when there is none", () => {
+    const raw = '{"type":"review.created"}';
+    expect(parseEnvelope(bytes(raw)).id).toBe(createHash("sha256").update(raw).digest("hex"));
+  });
+
+  it.each([
+    ["not JSON", "{nope"],
+    ["invalid UTF-8", Buffer.from([0x7b, 0xff, 0x7d])],
+    ["an array", '[{"type":"x"}]'],
+    ["a string", '"order.created"'],
+    ["null", "null"],
+    ["no type", '{"id":"evt_1"}'],
+    ["an empty type", '{"type":""}'],
+    ["a numeric type", '{"type":7}'],
+    ["a numeric id", '{"type":"x","id":7}'],
+  ])("refuses %s", (_name, raw) => {
+    expect(() => parseEnvelope(typeof raw === "string" ? bytes(raw) : raw)).toThrow(EnvelopeError);
+  });
+});

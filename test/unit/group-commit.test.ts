@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { groupCommit } from "../../src/queue/group-commit.js";
+
+describe("groupCommit", () => {
+  it("writes items that arrive together in one batch, each caller getting its own result", async () => {
+    const batches: number[][] = [];
+    const add = groupCommit(async (items: number[]) => {
+      batches.push(items);
+      return items.map((i) => i * 10);
+    }, 100);
+    expect(await Promise.all([add(1), add(2), add(3)])).toEqual([10, 20, 30]);
+    expect(batches).toEqual([[1, 2, 3]]);
+  });
+
+  it("queues items behind a batch in flight and splits at maxBatch", async () => {
+    const batches: number[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const add = groupCommit(async (items: number[]) => {
+      batches.push(items);
+      if (batches.length === 1) await gate;
+      return items;
+    }, 2);
+    const first = add(1);
+    await new Promise((r) => setImmediate(r));
+    const rest = [add(2), add(3), add(4)];
+    release();
+    expect(await Promise.all([first, ...rest])).toEqual([1, 2, 3, 4]);
+    expect(batches).toEqual([[1], [2, 3], [4]]);
+  });
+
+  it("rejects every caller of a failed batch and carries on with the next", async () => {
+    let calls = 0;
+    const add = groupCommit(async (items: string[]) => {
+      if (++calls === 1) throw new Error("redis down");
+      return items;
+    }, 10);
+    const failed = await Promise.allSettled([add("a"), add("b")]);
+    expect(failed.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(await add("c")).toBe("c");
+  });
+});

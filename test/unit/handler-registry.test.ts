@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import { EventDataError, type AnyEvent } from "../../src/events/catalog.js";
+import { dispatchEvent } from "../../src/events/dispatch.js";
+import { createHandlerRegistry } from "../../src/events/registry.js";
+
+const order = (data: Record<string, unknown> = { id: "ord_1", restaurantId: "rest_1" }): AnyEvent => ({ id: "evt_1", type: "order.created", data });
+
+describe("handler registry and dispatch", () => {
+  it("runs the type's handlers and every '*' handler, each with the event", async () => {
+    const seen: string[] = [];
+    const registry = createHandlerRegistry<{ tag: string }>();
+    registry.on("order.created", (e, ctx) => void seen.push(`typed:${e.data.id}:${ctx.tag}`));
+    registry.onAny((e) => void seen.push(`any:${e.type}`));
+    registry.on("booking.created", () => void seen.push("wrong"));
+    const result = await dispatchEvent(registry, order(), { tag: "ctx" });
+    expect(seen.sort()).toEqual(["any:order.created", "typed:ord_1:ctx"]);
+    expect(result.failures).toEqual([]);
+    expect(result.succeeded.sort()).toEqual(["app:*:0", "app:order.created:0"]);
+  });
+
+  it("sends unknown types to '*' only", async () => {
+    const seen: string[] = [];
+    const registry = createHandlerRegistry<object>();
+    registry.onAny((e) => void seen.push(e.type));
+    const result = await dispatchEvent(registry, { id: "e", type: "loyalty.points_awarded" }, {});
+    expect(seen).toEqual(["loyalty.points_awarded"]);
+    expect(result.failures).toEqual([]);
+  });
+
+  it("runs every handler when one throws, and reports each outcome", async () => {
+    const seen: string[] = [];
+    const registry = createHandlerRegistry<object>();
+    registry.use({ "order.created": () => Promise.reject(new Error("boom")) }, "user");
+    registry.use({ "order.created": () => void seen.push("sync ran") }, "sync");
+    const result = await dispatchEvent(registry, order(), {});
+    expect(seen).toEqual(["sync ran"]);
+    expect(result.succeeded).toEqual(["sync:order.created:0"]);
+    expect(result.failures.map((f) => f.key)).toEqual(["user:order.created:0"]);
+  });
+
+  it("skips handlers that already succeeded on an earlier attempt", async () => {
+    let runs = 0;
+    const registry = createHandlerRegistry<object>();
+    registry.use({ "order.created": () => void runs++ }, "sync");
+    await dispatchEvent(registry, order(), {}, new Set(["sync:order.created:0"]));
+    expect(runs).toBe(0);
+  });
+
+  it("refuses a known event whose data lacks its identifiers, before any handler runs", async () => {
+    let runs = 0;
+    const registry = createHandlerRegistry<object>();
+    registry.onAny(() => void runs++);
+    await expect(dispatchEvent(registry, order({ id: "ord_1" }), {})).rejects.toBeInstanceOf(EventDataError);
+    expect(runs).toBe(0);
+  });
+
+  it("accepts a thin payload and keeps unknown fields of a full one", async () => {
+    const got: unknown[] = [];
+    const registry = createHandlerRegistry<object>();
+    registry.on("order.status_changed", (e) => void got.push(e.data));
+    await dispatchEvent(registry, { id: "e1", type: "order.status_changed", data: { id: "o", restaurantId: "r" } }, {});
+    await dispatchEvent(registry, { id: "e2", type: "order.status_changed", data: { id: "o", restaurantId: "r", status: "READY", extra: 1 } }, {});
+    expect(got).toEqual([{ id: "o", restaurantId: "r" }, { id: "o", restaurantId: "r", status: "READY", extra: 1 }]);
+  });
+
+  it("refuses a handler that is not a function", () => {
+    const registry = createHandlerRegistry<object>();
+    expect(() => registry.use({ "order.created": "nope" as never }, "user")).toThrow(/must be a function/);
+  });
+});
