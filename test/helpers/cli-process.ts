@@ -7,7 +7,7 @@ export interface CliProcess {
   child: ChildProcess;
   stdout: () => string;
   stderr: () => string;
-  /** Resolves with the first stdout JSON log line whose msg matches. */
+  /** Resolves with the first stdout JSON log line whose msg matches, logged before or after the call. */
   waitForLog(msg: string): Promise<Record<string, unknown>>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -21,10 +21,16 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
   });
   let out = "";
   let err = "";
+  let partial = "";
+  const records: Record<string, unknown>[] = [];
   const waiters: { msg: string; resolve: (r: Record<string, unknown>) => void }[] = [];
+  // Parse each complete line once, so a long, chatty run stays linear.
   child.stdout!.on("data", (d: Buffer) => {
-    out += d.toString();
-    for (const line of out.split("\n")) {
+    const text = d.toString();
+    out += text;
+    const lines = (partial + text).split("\n");
+    partial = lines.pop()!;
+    for (const line of lines) {
       if (!line.startsWith("{")) continue;
       let record: Record<string, unknown>;
       try {
@@ -32,6 +38,7 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
       } catch {
         continue;
       }
+      records.push(record);
       for (const w of waiters.filter((w) => w.msg === record.msg)) {
         waiters.splice(waiters.indexOf(w), 1);
         w.resolve(record);
@@ -49,6 +56,8 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
     exited,
     waitForLog: (msg) =>
       new Promise((resolve, reject) => {
+        const seen = records.find((r) => r.msg === msg);
+        if (seen) return resolve(seen);
         waiters.push({ msg, resolve });
         void exited.then(({ code }) => reject(new Error(`process exited (${code}) before logging "${msg}": ${err}${out}`)));
       }),
