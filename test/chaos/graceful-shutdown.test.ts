@@ -1,0 +1,66 @@
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import { parse } from "smol-toml";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { signPayload } from "../../src/events/signature.js";
+import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { runCli, type CliProcess } from "../helpers/cli-process.js";
+
+const SECRET = "whsec_chaos_shutdown_01ab";
+const killTimeoutS = (parse(readFileSync(new URL("../../fly.toml", import.meta.url), "utf8")) as { kill_timeout: number }).kill_timeout;
+let proc: CliProcess | undefined;
+afterAll(() => {
+  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+});
+
+describe("graceful shutdown under load", () => {
+  it(`loses no accepted event and exits 0 within fly's kill_timeout (${killTimeoutS} s)`, async () => {
+    const prefix = `chaos-stop-${randomUUID().slice(0, 6)}`;
+    proc = runCli(["serve", "--role", "web"], { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix, SIGNING_SECRET: SECRET, PORT: "0", LOG_LEVEL: "info" });
+    const { url } = (await proc.waitForLog("listening")) as { url: string };
+    const accepted = new Set<string>();
+    let refused = 0;
+    let signalledAt = 0;
+    let n = 0;
+    // 30 senders that never retry: whatever got a 200 must be in Redis.
+    const sender = async () => {
+      for (;;) {
+        const id = `evt_stop_${n++}`;
+        const body = JSON.stringify({ id, type: "order.created", data: { id: "o", restaurantId: "r" } });
+        try {
+          const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, SECRET) } });
+          await res.arrayBuffer();
+          if (res.status === 200) accepted.add(id);
+        } catch {
+          refused++;
+          if (signalledAt) return; // the server stopped accepting
+        }
+        if (accepted.size >= 2000 && !signalledAt) {
+          signalledAt = Date.now();
+          proc!.child.kill("SIGTERM");
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 30 }, sender));
+    const { code } = await proc.exited;
+    const seconds = (Date.now() - signalledAt) / 1000;
+    expect(code).toBe(0);
+    expect(seconds).toBeLessThan(killTimeoutS);
+
+    const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
+    const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
+    try {
+      const jobs = await queue.getJobs(["waiting"], 0, -1);
+      const stored = new Set(jobs.map((j) => (j.data as { id: string }).id));
+      const lost = [...accepted].filter((id) => !stored.has(id));
+      console.log(`CHAOS graceful-shutdown ${JSON.stringify({ accepted: accepted.size, refusedAfterSignal: refused, lost: lost.length, exitCode: code, secondsToExit: seconds })}`);
+      expect(lost).toEqual([]);
+      await queue.obliterate({ force: true });
+    } finally {
+      await queue.close();
+      await redis.quit();
+    }
+  });
+});

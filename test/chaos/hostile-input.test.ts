@@ -1,0 +1,158 @@
+import { randomUUID } from "node:crypto";
+import { request } from "node:http";
+import { readFileSync } from "node:fs";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import fc from "fast-check";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { signPayload } from "../../src/events/signature.js";
+import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { runCli, type CliProcess } from "../helpers/cli-process.js";
+
+const SECRET = "whsec_chaos_fuzz_51e0aa";
+const MAX = 16 * 1024;
+let proc: CliProcess | undefined;
+afterAll(() => {
+  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+});
+
+interface Shot {
+  body: Uint8Array;
+  headers: Record<string, string | string[]>;
+  /** Send the body in two parts with a pause between, without Content-Length. */
+  slow: boolean;
+  /** Declare more bytes than are sent, then hang up. */
+  truncated: boolean;
+  signedValid: boolean;
+  /** A signed, complete, well-formed event within the cap: it must be accepted. */
+  mustAccept: boolean;
+}
+
+const durations: number[] = [];
+const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+
+function shoot(port: number, shot: Shot): Promise<number | "reset"> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const done = resolve;
+    resolve = (v) => {
+      durations.push(Date.now() - started);
+      done(v);
+    };
+    const headers: Record<string, string | string[] | number> = { ...shot.headers };
+    if (!shot.slow) headers["content-length"] = shot.truncated ? shot.body.length + 100 : shot.body.length;
+    const req = request({ host: "127.0.0.1", port, method: "POST", path: "/webhooks", headers, agent: false }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+      res.on("error", () => resolve("reset"));
+    });
+    req.on("error", () => resolve("reset"));
+    // A destroyed request may close without an error event.
+    req.on("close", () => setImmediate(() => resolve("reset")));
+    req.setTimeout(5000, () => req.destroy());
+    if (shot.truncated) {
+      req.write(shot.body);
+      setTimeout(() => req.destroy(), 20);
+    } else if (shot.slow) {
+      const half = Math.floor(shot.body.length / 2);
+      req.write(shot.body.subarray(0, half));
+      setTimeout(() => req.end(shot.body.subarray(half)), 30);
+    } else req.end(shot.body);
+  });
+}
+
+function isEvent(body: Uint8Array): boolean {
+  try {
+    const v = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body)) as unknown;
+    return typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v as { type?: unknown }).type === "string" && (v as { type: string }).type !== "";
+  } catch {
+    return false;
+  }
+}
+
+const validEvent = fc.record({ type: fc.constantFrom("order.created", "review.created", "x.y"), n: fc.nat() }).map(({ type, n }) =>
+  Buffer.from(JSON.stringify({ id: `evt_fuzz_${n}_${randomUUID()}`, type, data: { id: `o${n}`, restaurantId: "r" } })),
+);
+const bodies = fc.oneof(
+  fc.uint8Array({ maxLength: 2048 }),
+  validEvent,
+  validEvent.map((b) => b.subarray(0, Math.max(1, b.length - 7))),
+  fc.constantFrom(Buffer.from("[]"), Buffer.from("null"), Buffer.from('{"type":1}'), Buffer.from("{}"), Buffer.alloc(0)),
+  fc.nat({ max: 3 }).map((k) => Buffer.alloc(MAX + 1 + k * 10_000, 0x61)),
+);
+const contentTypes = fc.constantFrom("application/json", "text/plain", "application/xml", "multipart/form-data; boundary=x", "", "application/json; charset=latin1");
+const shots = fc
+  .record({
+    body: bodies,
+    signature: fc.constantFrom("valid", "missing", "garbage", "wrong-secret", "other-body", "uppercase-prefix", "twice", "long"),
+    contentType: contentTypes,
+    slow: fc.boolean(),
+    truncated: fc.boolean(),
+  })
+  .map(({ body, signature, contentType, slow, truncated }): Shot => {
+    const sig =
+      signature === "valid" ? signPayload(body, SECRET)
+      : signature === "garbage" ? "sha256=not hex at all ✗".replace("✗", "x")
+      : signature === "wrong-secret" ? signPayload(body, "whsec_other")
+      : signature === "other-body" ? signPayload(Buffer.concat([body, Buffer.from(" ")]), SECRET)
+      : signature === "uppercase-prefix" ? signPayload(body, SECRET).replace("sha256=", "SHA256=")
+      : signature === "long" ? "sha256=" + "a".repeat(6000)
+      : undefined;
+    const headers: Record<string, string | string[]> = {};
+    if (contentType) headers["content-type"] = contentType;
+    if (sig) headers["x-svc-signature"] = signature === "twice" ? [sig, sig] : sig;
+    if (signature === "twice") headers["x-svc-signature"] = [signPayload(body, SECRET), "sha256=00"];
+    const signedValid = signature === "valid" || signature === "uppercase-prefix";
+    const isTruncated = truncated && body.length > 0;
+    return { body, headers, slow: slow && !isTruncated, truncated: isTruncated, signedValid, mustAccept: signedValid && !isTruncated && body.length <= MAX && isEvent(body) };
+  });
+
+describe("hostile input", () => {
+  it("never answers 5xx (but 503), never crashes, never enqueues an unsigned event, keeps memory flat", async () => {
+    const prefix = `chaos-fuzz-${randomUUID().slice(0, 6)}`;
+    proc = runCli(["serve", "--role", "web"], { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix, SIGNING_SECRET: SECRET, PORT: "0", MAX_BODY_BYTES: String(MAX), LOG_LEVEL: "info" });
+    const { url } = (await proc.waitForLog("listening")) as { url: string };
+    const port = Number(new URL(url).port);
+    const pid = proc.child.pid!;
+
+    const statuses = new Map<string, number>();
+    const acceptedIds = new Set<string>();
+    let requests = 0;
+    const run = (numRuns: number) =>
+      fc.assert(
+        fc.asyncProperty(shots, async (shot) => {
+          const status = await shoot(port, shot);
+          requests++;
+          statuses.set(String(status), (statuses.get(String(status)) ?? 0) + 1);
+          if (status !== "reset") expect(status < 500 || status === 503, `status ${status}`).toBe(true);
+          if (shot.mustAccept) expect(status).toBe(200);
+          if (status === 200) {
+            expect(shot.signedValid).toBe(true);
+            acceptedIds.add(JSON.parse(Buffer.from(shot.body).toString("utf8")).id as string);
+          }
+        }),
+        { numRuns, seed: 20261122 },
+      );
+    await run(200); // warm-up, so the baseline includes JIT-compiled code
+    const before = rssMiB(pid);
+    await run(1500);
+    const after = rssMiB(pid);
+
+    expect(proc.child.exitCode).toBeNull();
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
+    const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
+    try {
+      const jobs = await queue.getJobs(["waiting", "active", "completed", "delayed", "failed", "prioritized"], 0, -1);
+      const enqueued = new Set(jobs.map((j) => (j.data as { id: string }).id));
+      expect([...enqueued].filter((id) => !acceptedIds.has(id))).toEqual([]);
+      expect(enqueued.size).toBe(acceptedIds.size);
+      await queue.obliterate({ force: true });
+    } finally {
+      await queue.close();
+      await redis.quit();
+    }
+    console.log(`CHAOS hostile-input ${JSON.stringify({ requests, slowestShotMs: Math.max(...durations), statuses: Object.fromEntries(statuses), accepted: acceptedIds.size, rssBeforeMiB: before.toFixed(1), rssAfterMiB: after.toFixed(1) })}`);
+    expect(after).toBeLessThan(before * 1.5);
+  });
+});
