@@ -13,10 +13,13 @@ export interface RefreshScheduler {
    * will run within `debounceMs`: a burst of events for one restaurant shares one list sweep.
    */
   request(kind: SyncedKind, restaurantId: string, id?: string): Promise<void>;
-  /** The ids waiting for a refresh (a job reads them when it starts). */
-  pending(kind: SyncedKind, restaurantId: string): Promise<string[]>;
-  /** Forgets ids a refresh has handled; ids noted meanwhile stay for the next refresh. */
-  settle(kind: SyncedKind, restaurantId: string, ids: readonly string[]): Promise<void>;
+  /** The ids waiting for a refresh (a job reads them when it starts), each with its version. */
+  pending(kind: SyncedKind, restaurantId: string): Promise<PendingIds>;
+  /**
+   * Forgets the ids a refresh has handled, unless one was noted again since `pending` read it:
+   * that change may have happened after the sweep read its record, so it stays for the next job.
+   */
+  settle(kind: SyncedKind, restaurantId: string, handled: PendingIds): Promise<void>;
   /**
    * Called as a refresh job starts: from here on a new event schedules a new job rather than
    * being absorbed by this one, which may already have read past its record.
@@ -24,8 +27,19 @@ export interface RefreshScheduler {
   release(kind: SyncedKind, restaurantId: string): Promise<void>;
 }
 
-/** The marker a menu refresh leaves in the pending set: menus are refreshed whole. */
+/** Pending ids and the version each was last noted at (a counter bumped on every event). */
+export type PendingIds = ReadonlyMap<string, string>;
+
+/** The marker a menu refresh leaves in the pending ids: menus are refreshed whole. */
 export const WHOLE = "*";
+
+/** Deletes each id only if its version is still the one the refresh read (compare-and-delete). */
+const SETTLE = `
+for i = 1, #ARGV, 2 do
+  if redis.call("HGET", KEYS[1], ARGV[i]) == ARGV[i + 1] then redis.call("HDEL", KEYS[1], ARGV[i]) end
+end
+return 0
+`;
 
 export function createRefreshScheduler(opts: { redis: Redis; queue: Queue<RefreshJobData>; prefix: string; debounceMs: number }): RefreshScheduler {
   const { redis, queue, prefix, debounceMs } = opts;
@@ -35,17 +49,18 @@ export function createRefreshScheduler(opts: { redis: Redis; queue: Queue<Refres
 
   return {
     async request(kind, restaurantId, id = WHOLE) {
-      // Note the id first, then schedule: a job that starts in between still sees the id.
-      await redis.sadd(pendingKey(kind, restaurantId), id);
+      // Note the id first, then schedule: a job that starts in between still sees the id. The
+      // version bump keeps it pending if a running sweep already read past it.
+      await redis.hincrby(pendingKey(kind, restaurantId), id, 1);
       await queue.add(
         "refresh",
         { kind, restaurantId },
         debounceMs > 0 ? { delay: debounceMs, deduplication: { id: dedupId(kind, restaurantId), ttl: debounceMs } } : {},
       );
     },
-    pending: (kind, restaurantId) => redis.smembers(pendingKey(kind, restaurantId)),
-    async settle(kind, restaurantId, ids) {
-      if (ids.length > 0) await redis.srem(pendingKey(kind, restaurantId), ...ids);
+    pending: async (kind, restaurantId) => new Map(Object.entries(await redis.hgetall(pendingKey(kind, restaurantId)))),
+    async settle(kind, restaurantId, handled) {
+      if (handled.size > 0) await redis.eval(SETTLE, 1, pendingKey(kind, restaurantId), ...[...handled].flat());
     },
     async release(kind, restaurantId) {
       await queue.removeDeduplicationKey(dedupId(kind, restaurantId));

@@ -25,9 +25,9 @@ export async function refreshRestaurant(deps: {
   restaurantId: string;
 }): Promise<RefreshOutcome> {
   const { api, mirror, scheduler, kind, restaurantId } = deps;
-  const ids = await scheduler.pending(kind, restaurantId);
-  if (ids.length === 0) return { calls: 0, written: 0, missing: [] };
-  const wanted = new Set(TRACKS_IDS[kind] ? ids : []);
+  const pending = await scheduler.pending(kind, restaurantId);
+  if (pending.size === 0) return { calls: 0, written: 0, missing: [] };
+  const wanted = new Set(TRACKS_IDS[kind] ? pending.keys() : []);
   const outcome: RefreshOutcome = { calls: 0, written: 0, missing: [] };
   let cursor: string | undefined;
   do {
@@ -40,6 +40,6 @@ export async function refreshRestaurant(deps: {
   } while (cursor && (!TRACKS_IDS[kind] || wanted.size > 0));
   outcome.missing = [...wanted].filter((id) => id !== "*");
   if (outcome.missing.length > 0) deps.logger.warn({ kind, restaurantId, missing: outcome.missing }, "records named by events were not found upstream");
-  await scheduler.settle(kind, restaurantId, ids);
+  await scheduler.settle(kind, restaurantId, pending);
   return outcome;
 }
