@@ -1,0 +1,48 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  /** Resident set size in MiB, from /proc. */
+  rssMiB(): number;
+  stop(): Promise<void>;
+}
+
+/** Starts a bench server (its own process, so load and server do not share an event loop). */
+export function startServerProcess(script: string, env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", script], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  return new Promise((resolve, reject) => {
+    let err = "";
+    const timer = setTimeout(() => reject(new Error(`${script} did not start: ${err}`)), 20_000);
+    child.stderr!.on("data", (d: Buffer) => {
+      err += d.toString();
+      const m = /READY (\S+)/.exec(err);
+      if (!m) return;
+      clearTimeout(timer);
+      resolve({
+        url: m[1]!,
+        child,
+        rssMiB() {
+          const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
+          return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+        },
+        stop: () =>
+          new Promise<void>((done) => {
+            if (child.exitCode !== null) return done();
+            child.once("exit", () => done());
+            child.kill("SIGTERM");
+            setTimeout(() => child.kill("SIGKILL"), 5000).unref();
+          }),
+      });
+    });
+    child.once("exit", (code) => reject(new Error(`${script} exited (${code}): ${err}`)));
+  });
+}

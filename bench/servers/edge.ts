@@ -1,0 +1,11 @@
+// (c) Our full edge: verify + durable enqueue into BullMQ, exactly as `serve --role web` builds it.
+import { loadConfig } from "../../src/config/index.js";
+import { createLogger } from "../../src/logging/logger.js";
+import { createService } from "../../src/service.js";
+import { BENCH_SECRET } from "../lib/pool.js";
+
+const config = loadConfig({ ...process.env, ROLE: process.env.ROLE ?? "web", HOST: "127.0.0.1", PORT: "0", SIGNING_SECRET: BENCH_SECRET });
+const service = createService({ config, logger: createLogger({ level: config.logLevel, secrets: [BENCH_SECRET] }) });
+service.start().then((url) => console.error(`READY ${url}`));
+process.on("SIGTERM", () => void service.stop().then(() => process.exit(0)));
+for (const s of ["SIGINT"] as const) process.once(s, () => process.exit(0));
