@@ -1,3 +1,4 @@
+import { ORDER_STATUS_RANK } from "../upstream/models.js";
 import type { MirrorKind, MirrorRecord } from "./store.js";
 
 /**
@@ -5,15 +6,7 @@ import type { MirrorKind, MirrorRecord } from "./store.js";
  * transition increases the rank, and a cancelled booking never comes back. The mirror refuses a
  * write with a lower rank than it holds.
  */
-const ORDER_RANK: Record<string, number> = {
-  PENDING: 0,
-  CONFIRMED: 1,
-  PREPARING: 2,
-  READY: 3,
-  DELIVERED: 4,
-  CANCELLED: 5,
-  REFUNDED: 6,
-};
+const ORDER_RANK: Record<string, number> = ORDER_STATUS_RANK;
 const BOOKING_RANK: Record<string, number> = { CANCELLED: 1 };
 
 export function rankOf(kind: MirrorKind, record: MirrorRecord): number {
