@@ -50,6 +50,7 @@ export async function benchSync(opts: { redisUrl: string; events: number; restau
       const mirror = (await service.mirror.all("orders")).sort((x, y) => x.id.localeCompare(y.id));
       const truth = sandbox.state.orders().sort((x, y) => x.id.localeCompare(y.id));
       if (isDeepStrictEqual(mirror, truth)) break;
+      if (performance.now() - started > 180_000) throw new Error(`sync bench: the mirror did not equal the sandbox within 180 s (N = ${opts.events})`);
       await new Promise((r) => setTimeout(r, 50));
     }
     const seconds = (performance.now() - started) / 1000;
