@@ -41,11 +41,22 @@ end
 return 0
 `;
 
+interface Scripts {
+  svcSettlePending(key: string, ...idVersionPairs: string[]): Promise<number>;
+}
+
+/** As the rate limiter does: defined once per connection, sent as EVALSHA after the first call. */
+function withScripts(redis: Redis): Scripts {
+  if (!("svcSettlePending" in redis)) redis.defineCommand("svcSettlePending", { numberOfKeys: 1, lua: SETTLE });
+  return redis as unknown as Scripts;
+}
+
 export function createRefreshScheduler(opts: { redis: Redis; queue: Queue<RefreshJobData>; prefix: string; debounceMs: number }): RefreshScheduler {
   const { redis, queue, prefix, debounceMs } = opts;
   // The braces keep a restaurant's keys in one Redis Cluster slot.
   const pendingKey = (kind: SyncedKind, restaurantId: string) => `${prefix}:sync:pending:${kind}:{${restaurantId}}`;
   const dedupId = (kind: SyncedKind, restaurantId: string) => `refresh-${kind}-${restaurantId}`;
+  const scripts = withScripts(redis);
 
   return {
     async request(kind, restaurantId, id = WHOLE) {
@@ -60,7 +71,7 @@ export function createRefreshScheduler(opts: { redis: Redis; queue: Queue<Refres
     },
     pending: async (kind, restaurantId) => new Map(Object.entries(await redis.hgetall(pendingKey(kind, restaurantId)))),
     async settle(kind, restaurantId, handled) {
-      if (handled.size > 0) await redis.eval(SETTLE, 1, pendingKey(kind, restaurantId), ...[...handled].flat());
+      if (handled.size > 0) await scripts.svcSettlePending(pendingKey(kind, restaurantId), ...[...handled].flat());
     },
     async release(kind, restaurantId) {
       await queue.removeDeduplicationKey(dedupId(kind, restaurantId));
