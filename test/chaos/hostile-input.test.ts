@@ -1,13 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { request } from "node:http";
-import { readFileSync } from "node:fs";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import fc from "fast-check";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { parseEnvelope } from "../../src/events/envelope.js";
 import { signPayload } from "../../src/events/signature.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
+import { rssMiB } from "../helpers/rss.js";
 
 const SECRET = "whsec_chaos_fuzz_51e0aa";
 const MAX = 16 * 1024;
@@ -28,15 +29,17 @@ interface Shot {
   mustAccept: boolean;
 }
 
-const durations: number[] = [];
-const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+let slowestShotMs = 0;
 
 function shoot(port: number, shot: Shot): Promise<number | "reset"> {
-  return new Promise((resolve) => {
+  return new Promise((done) => {
     const started = Date.now();
-    const done = resolve;
-    resolve = (v) => {
-      durations.push(Date.now() - started);
+    let settled = false;
+    // "end", "error" and "close" may all fire: the first one counts.
+    const resolve = (v: number | "reset") => {
+      if (settled) return;
+      settled = true;
+      slowestShotMs = Math.max(slowestShotMs, Date.now() - started);
       done(v);
     };
     const headers: Record<string, string | string[] | number> = { ...shot.headers };
@@ -61,12 +64,12 @@ function shoot(port: number, shot: Shot): Promise<number | "reset"> {
   });
 }
 
-function isEvent(body: Uint8Array): boolean {
+/** The event id when the edge's own parser takes `body` (unit-tested in envelope.test.ts). */
+function eventId(body: Uint8Array): string | undefined {
   try {
-    const v = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body)) as unknown;
-    return typeof v === "object" && v !== null && !Array.isArray(v) && typeof (v as { type?: unknown }).type === "string" && (v as { type: string }).type !== "";
+    return parseEnvelope(body).id;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -92,26 +95,27 @@ const shots = fc
   .map(({ body, signature, contentType, slow, truncated }): Shot => {
     const sig =
       signature === "valid" ? signPayload(body, SECRET)
-      : signature === "garbage" ? "sha256=not hex at all ✗".replace("✗", "x")
+      : signature === "garbage" ? "sha256=not hex at all"
       : signature === "wrong-secret" ? signPayload(body, "whsec_other")
       : signature === "other-body" ? signPayload(Buffer.concat([body, Buffer.from(" ")]), SECRET)
       : signature === "uppercase-prefix" ? signPayload(body, SECRET).replace("sha256=", "SHA256=")
       : signature === "long" ? "sha256=" + "a".repeat(6000)
+      // Two header lines, one valid: Node joins them into one value, which is refused.
+      : signature === "twice" ? [signPayload(body, SECRET), "sha256=00"]
       : undefined;
     const headers: Record<string, string | string[]> = {};
     if (contentType) headers["content-type"] = contentType;
-    if (sig) headers["x-svc-signature"] = signature === "twice" ? [sig, sig] : sig;
-    if (signature === "twice") headers["x-svc-signature"] = [signPayload(body, SECRET), "sha256=00"];
+    if (sig) headers["x-svc-signature"] = sig;
     const signedValid = signature === "valid" || signature === "uppercase-prefix";
     const isTruncated = truncated && body.length > 0;
-    return { body, headers, slow: slow && !isTruncated, truncated: isTruncated, signedValid, mustAccept: signedValid && !isTruncated && body.length <= MAX && isEvent(body) };
+    return { body, headers, slow: slow && !isTruncated, truncated: isTruncated, signedValid, mustAccept: signedValid && !isTruncated && body.length <= MAX && eventId(body) !== undefined };
   });
 
 describe("hostile input", () => {
   it("never answers 5xx (but 503), never crashes, never enqueues an unsigned event, keeps memory flat", async () => {
     const prefix = `chaos-fuzz-${randomUUID().slice(0, 6)}`;
-    proc = runCli(["serve", "--role", "web"], { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix, SIGNING_SECRET: SECRET, PORT: "0", MAX_BODY_BYTES: String(MAX), LOG_LEVEL: "info" });
-    const { url } = (await proc.waitForLog("listening")) as { url: string };
+    proc = runCli(["serve", "--role", "web"], { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix, SIGNING_SECRET: SECRET, PORT: "0", MAX_BODY_BYTES: String(MAX) });
+    const url = await proc.listening();
     const port = Number(new URL(url).port);
     const pid = proc.child.pid!;
 
@@ -128,7 +132,7 @@ describe("hostile input", () => {
           if (shot.mustAccept) expect(status).toBe(200);
           if (status === 200) {
             expect(shot.signedValid).toBe(true);
-            acceptedIds.add(JSON.parse(Buffer.from(shot.body).toString("utf8")).id as string);
+            acceptedIds.add(eventId(shot.body)!);
           }
         }),
         { numRuns, seed: 20261122 },
@@ -152,7 +156,7 @@ describe("hostile input", () => {
       await queue.close();
       await redis.quit();
     }
-    console.log(`CHAOS hostile-input ${JSON.stringify({ requests, slowestShotMs: Math.max(...durations), statuses: Object.fromEntries(statuses), accepted: acceptedIds.size, rssBeforeMiB: before.toFixed(1), rssAfterMiB: after.toFixed(1) })}`);
+    console.log(`CHAOS hostile-input ${JSON.stringify({ requests, slowestShotMs, statuses: Object.fromEntries(statuses), accepted: acceptedIds.size, rssBeforeMiB: before.toFixed(1), rssAfterMiB: after.toFixed(1) })}`);
     expect(after).toBeLessThan(before * 1.5);
   });
 });

@@ -18,7 +18,7 @@ describe("secrets and access", () => {
       // An API that refuses connections: the worker logs errors that carry request details.
       API_BASE_URL: "http://127.0.0.1:9", API_KEY, RECONCILE_INTERVAL_SECONDS: "1", API_TIMEOUT_MS: "200", LOG_LEVEL: "debug",
     });
-    const { url } = (await proc.waitForLog("listening")) as { url: string };
+    const url = await proc.listening();
     for (const path of ["/metrics", "/mirror/orders/x", "/admin/queues", "/admin/queues/api/queues"]) {
       for (const auth of [undefined, "Bearer wrong", `Bearer ${ADMIN.slice(0, -1)}`, `Basic ${Buffer.from(`x:${ADMIN}x`).toString("base64")}`]) {
         const res = await fetch(`${url}${path}`, auth ? { headers: { authorization: auth } } : {});

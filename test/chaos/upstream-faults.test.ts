@@ -6,7 +6,7 @@ import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { SYNC_QUEUE } from "../../src/sync/sync-worker.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
-import { waitFor } from "../helpers/wait-for.js";
+import { waitForQueuesIdle } from "../helpers/queues-idle.js";
 import { sendAll } from "./retrying-sender.js";
 
 const SECRET = "whsec_chaos_upstream_88d1";
@@ -14,6 +14,7 @@ const RATE = { max: 20, windowMs: 2000 };
 // The production default margin: what absorbs the jitter between taking a slot (Redis clock) and
 // the request's arrival, which a cold tsx process can stretch past 100 ms.
 const SAFETY_MS = 1000;
+const RETRY_AFTER_S = 1;
 let sandbox: Sandbox | undefined;
 const procs: CliProcess[] = [];
 afterAll(async () => {
@@ -29,19 +30,19 @@ describe("upstream faults with two workers sharing one key", () => {
     sandbox.faults.add({ method: "GET", path: "/api/v1/orders", status: 503, after: 2, times: 3 });
     sandbox.faults.add({ method: "GET", path: "/api/v1/bookings", delayMs: 1500, times: 2 });
     // The storm starts once the processes are warm, so it measures the steady state.
-    sandbox.faults.add({ method: "GET", path: "/api/v1/", status: 429, retryAfterSeconds: 1, after: 40, times: 8 });
+    sandbox.faults.add({ method: "GET", path: "/api/v1/", status: 429, retryAfterSeconds: RETRY_AFTER_S, after: 40, times: 8 });
     sandbox.faults.add({ method: "GET", path: "/api/v1/menu-items", status: 500 }); // a permanent outage: those jobs end dead-lettered
 
     const prefix = `chaos-up-${randomUUID().slice(0, 6)}`;
     const env = {
       REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix, SIGNING_SECRET: SECRET, PORT: "0", API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey,
       API_RATE: String(RATE.max), API_RATE_WINDOW_SECONDS: String(RATE.windowMs / 1000), API_RATE_SAFETY_MS: String(SAFETY_MS), API_TIMEOUT_MS: "500",
-      JOB_ATTEMPTS: "4", JOB_BACKOFF_MS: "200", SYNC_DEBOUNCE_MS: "200", RECONCILE_INTERVAL_SECONDS: "0", LOG_LEVEL: "info",
+      JOB_ATTEMPTS: "4", JOB_BACKOFF_MS: "200", SYNC_DEBOUNCE_MS: "200", RECONCILE_INTERVAL_SECONDS: "0",
     };
     const start = async (role: string) => {
       const p = runCli(["serve", "--role", role], env);
       procs.push(p);
-      return ((await p.waitForLog("listening")) as { url: string }).url;
+      return p.listening();
     };
     const web = await start("web");
     await start("worker");
@@ -61,13 +62,7 @@ describe("upstream faults with two workers sharing one key", () => {
     const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
     const queues = [new Queue(EVENTS_QUEUE, { connection: redis, prefix }), new Queue(SYNC_QUEUE, { connection: redis, prefix })];
     try {
-      await waitFor(async () => {
-        for (const q of queues) {
-          const c = await q.getJobCounts("waiting", "active", "delayed", "prioritized");
-          if (Object.values(c).some((n) => n > 0)) return false;
-        }
-        return true;
-      }, { timeoutMs: 240_000, intervalMs: 500, what: "both queues to settle" });
+      await waitForQueuesIdle(queues, { timeoutMs: 240_000, intervalMs: 500, what: "both queues to settle" });
       const failed = [...(await queues[0]!.getFailed(0, -1)), ...(await queues[1]!.getFailed(0, -1))];
       for (const job of failed) expect(job.failedReason, `job ${job.id}`).toMatch(/\S/);
       const failedReasons = [...new Set(failed.map((j) => j.failedReason.replace(/\d+/g, "#")))];
@@ -84,7 +79,7 @@ describe("upstream faults with two workers sharing one key", () => {
       const limited = log.filter((r) => r.status === 429);
       // A request already on the wire when the 429 was sent may still land just after it.
       const inFlightGraceMs = 50;
-      const insidePause = limited.flatMap((l) => log.filter((r) => r.at > l.at + inFlightGraceMs && r.at < l.at + 1000).map((r) => ({ path: r.path, status: r.status, msAfter429: r.at - l.at })));
+      const insidePause = limited.flatMap((l) => log.filter((r) => r.at > l.at + inFlightGraceMs && r.at < l.at + RETRY_AFTER_S * 1000).map((r) => ({ path: r.path, status: r.status, msAfter429: r.at - l.at })));
       console.log(`CHAOS upstream-faults ${JSON.stringify({ events: events.length, apiRequests: log.length, rateLimited: limited.length, worstWindow, rate: RATE, requestsInsideRetryAfter: insidePause.length, failedJobs: failed.length, failedReasons })}`);
       expect(limited.length).toBeGreaterThanOrEqual(8); // the whole injected storm was met
       expect(worstWindow).toBeLessThanOrEqual(RATE.max);

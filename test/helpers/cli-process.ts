@@ -9,6 +9,8 @@ export interface CliProcess {
   stderr: () => string;
   /** Resolves with the first stdout JSON log line whose msg matches, logged before or after the call. */
   waitForLog(msg: string): Promise<Record<string, unknown>>;
+  /** The URL of the "listening" line (logged at info: LOG_LEVEL must not be above it). */
+  listening(): Promise<string>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
@@ -49,17 +51,19 @@ export function runCli(args: string[], env: Record<string, string | undefined>):
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
   );
+  const waitForLog = (msg: string) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const seen = records.find((r) => r.msg === msg);
+      if (seen) return resolve(seen);
+      waiters.push({ msg, resolve });
+      void exited.then(({ code }) => reject(new Error(`process exited (${code}) before logging "${msg}": ${err}${out}`)));
+    });
   return {
     child,
     stdout: () => out,
     stderr: () => err,
     exited,
-    waitForLog: (msg) =>
-      new Promise((resolve, reject) => {
-        const seen = records.find((r) => r.msg === msg);
-        if (seen) return resolve(seen);
-        waiters.push({ msg, resolve });
-        void exited.then(({ code }) => reject(new Error(`process exited (${code}) before logging "${msg}": ${err}${out}`)));
-      }),
+    waitForLog,
+    listening: async () => String((await waitForLog("listening")).url),
   };
 }

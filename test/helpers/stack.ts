@@ -3,7 +3,7 @@ import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { SYNC_QUEUE } from "../../src/sync/sync-worker.js";
 import { TEST_SECRET } from "./edge.js";
 import { startService, type TestService } from "./service.js";
-import { waitFor } from "./wait-for.js";
+import { waitForQueuesIdle } from "./queues-idle.js";
 
 export interface Stack {
   sandbox: Sandbox;
@@ -29,13 +29,7 @@ export async function startStack(opts: { thin?: boolean; deliver?: boolean; sand
     svc,
     async drained() {
       await sandbox.idle();
-      await waitFor(async () => {
-        for (const q of queues) {
-          const c = await q.getJobCounts("waiting", "active", "delayed", "prioritized");
-          if (Object.values(c).some((n) => n > 0)) return false;
-        }
-        return true;
-      }, { timeoutMs: 60_000, what: `${EVENTS_QUEUE} and ${SYNC_QUEUE} queues to drain` });
+      await waitForQueuesIdle(queues, { timeoutMs: 60_000, what: `${EVENTS_QUEUE} and ${SYNC_QUEUE} queues to drain` });
     },
     async compare(kind) {
       const truth = (kind === "orders" ? sandbox.state.orders() : kind === "bookings" ? sandbox.state.bookings() : sandbox.state.menuItems()) as { id: string }[];

@@ -30,7 +30,7 @@ describe("svc-webhooks serve (a real process)", () => {
 
   it("finishes an in-flight request on SIGTERM, refuses new ones, and exits 0", async () => {
     proc = runCli(["serve"], baseEnv());
-    const { url } = (await proc.waitForLog("listening")) as { url: string };
+    const url = await proc.listening();
     const body = JSON.stringify(sampleEvent());
     const { port } = new URL(url);
 

@@ -129,7 +129,7 @@ export default {
       SIGNING_SECRET: TEST_SECRET,
       HANDLERS_MODULE: file,
     });
-    const { url } = (await proc.waitForLog("listening")) as { url: string };
+    const url = await proc.listening();
     const body = JSON.stringify(sampleEvent({ data: { id: "ord_mod", restaurantId: "rest_1" } }));
     const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
     expect(res.status).toBe(200);
