@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
+import { EVENTS_QUEUE } from "../src/queue/names.js";
 import { writeRequestPool } from "./lib/pool.js";
 import { startServerProcess } from "./lib/server-process.js";
 import { runWrk, type WrkResult } from "./lib/wrk.js";
@@ -28,19 +29,20 @@ export async function benchIngest(opts: { redisUrl: string; seconds: number; war
   const dir = join(tmpdir(), `svc-bench-${randomUUID().slice(0, 8)}`);
   const rows: Record<string, IngestRow> = {};
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
+  // Unique events for warm-up and run, written once: each server gets its own queue prefix, so
+  // the same ids are new to each and no 200 is a deduplicated redelivery.
+  const warmPool = `${dir}-warm`;
+  const runPool = `${dir}-run`;
+  writeRequestPool(warmPool, 40_000, "w");
+  writeRequestPool(runPool, Math.max(60_000, opts.seconds * 15_000), "r");
   try {
     for (const server of SERVERS) {
       const prefix = `bench-${server.key}-${randomUUID().slice(0, 6)}`;
-      // Fresh unique events for warm-up and run, so no 200 is a deduplicated redelivery.
-      const warmPool = `${dir}-${server.key}-warm`;
-      const runPool = `${dir}-${server.key}-run`;
-      writeRequestPool(warmPool, 40_000, `${server.key}w`);
-      writeRequestPool(runPool, Math.max(60_000, opts.seconds * 15_000), `${server.key}r`);
       opts.log(`ingest ${server.name}: starting`);
       const proc = await startServerProcess(server.script, { REDIS_URL: opts.redisUrl, QUEUE_PREFIX: prefix });
       try {
         await runWrk(`${proc.url}/webhooks`, warmPool, { seconds: opts.warmupSeconds, connections: opts.connections, threads: 1 });
-        const queue = new Queue("events", { connection: redis, prefix });
+        const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
         // Requests still in flight when the warm-up stopped land a moment later: count once settled.
         const before = server.durable ? await settledCount(queue) : 0;
         const result = await runWrk(`${proc.url}/webhooks`, runPool, { seconds: opts.seconds, connections: opts.connections, threads: 1 });
@@ -52,12 +54,12 @@ export async function benchIngest(opts: { redisUrl: string; seconds: number; war
         await queue.close();
       } finally {
         await proc.stop();
-        rmSync(warmPool, { force: true });
-        rmSync(runPool, { force: true });
       }
     }
   } finally {
     await redis.quit();
+    rmSync(warmPool, { force: true });
+    rmSync(runPool, { force: true });
   }
   return rows;
 }

@@ -1,6 +1,7 @@
 // npm run bench: ingest, worker, sync and memory, measured in one run on this machine, with the
 // load generator (wrk) on loopback. Prints a table and writes JSON under bench/results/.
 import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { ensureRedis } from "../src/local/ensure-redis.js";
 import { benchIngest } from "./ingest.js";
@@ -23,7 +24,7 @@ const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFracti
 assertWrk();
 // A Redis of the bench's own (AOF on, as production), unless REDIS_URL is given.
 const redis = await ensureRedis(process.env.BENCH_REDIS_URL);
-const results: Record<string, unknown> = { at: new Date().toISOString(), node: process.version, cpus: (await import("node:os")).cpus().length };
+const results: Record<string, unknown> = { at: new Date().toISOString(), node: process.version, cpus: cpus().length };
 try {
   if (want("ingest")) {
     const rows = await benchIngest({ redisUrl: redis.url, seconds: Number(values.seconds), warmupSeconds: 3, connections: 50, log });

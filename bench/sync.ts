@@ -5,6 +5,7 @@ import { createLogger } from "../src/logging/logger.js";
 import { createSandbox } from "../src/sandbox/index.js";
 import { createService } from "../src/service.js";
 import { sweepAll } from "../src/sync/reconcile.js";
+import { waitFor } from "../test/helpers/wait-for.js";
 import { BENCH_SECRET } from "./lib/pool.js";
 
 export interface SyncRow {
@@ -46,13 +47,11 @@ export async function benchSync(opts: { redisUrl: string; events: number; restau
       a.updateOrderStatus(o.id, "READY");
     }
     await sandbox.idle();
-    for (;;) {
-      const mirror = (await service.mirror.all("orders")).sort((x, y) => x.id.localeCompare(y.id));
-      const truth = sandbox.state.orders().sort((x, y) => x.id.localeCompare(y.id));
-      if (isDeepStrictEqual(mirror, truth)) break;
-      if (performance.now() - started > 180_000) throw new Error(`sync bench: the mirror did not equal the sandbox within 180 s (N = ${opts.events})`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const byId = (x: { id: string }, y: { id: string }) => x.id.localeCompare(y.id);
+    await waitFor(
+      async () => isDeepStrictEqual((await service.mirror.all("orders")).sort(byId), sandbox.state.orders().sort(byId)),
+      { timeoutMs: 180_000, intervalMs: 50, what: `the mirror to equal the sandbox (N = ${opts.events})` },
+    );
     const seconds = (performance.now() - started) / 1000;
     const log = sandbox.requestLog.slice(before);
     return {

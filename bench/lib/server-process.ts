@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { rssMiB } from "../../test/helpers/rss.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -30,10 +30,7 @@ export function startServerProcess(script: string, env: Record<string, string>):
       resolve({
         url: m[1]!,
         child,
-        rssMiB() {
-          const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
-          return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
-        },
+        rssMiB: () => rssMiB(child.pid!),
         stop: () =>
           new Promise<void>((done) => {
             if (child.exitCode !== null) return done();

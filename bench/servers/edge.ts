@@ -8,4 +8,4 @@ const config = loadConfig({ ...process.env, ROLE: process.env.ROLE ?? "web", HOS
 const service = createService({ config, logger: createLogger({ level: config.logLevel, secrets: [BENCH_SECRET] }) });
 service.start().then((url) => console.error(`READY ${url}`));
 process.on("SIGTERM", () => void service.stop().then(() => process.exit(0)));
-for (const s of ["SIGINT"] as const) process.once(s, () => process.exit(0));
+process.once("SIGINT", () => process.exit(0));

@@ -3,10 +3,12 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { Queue } from "bullmq";
 import express from "express";
 import { Redis } from "ioredis";
+import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { BENCH_SECRET } from "../lib/pool.js";
 
 const connection = new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: 1 });
-const queue = new Queue("events", { connection, prefix: process.env.QUEUE_PREFIX! });
+// The same queue name as ours, so the bench counts its jobs the same way.
+const queue = new Queue(EVENTS_QUEUE, { connection, prefix: process.env.QUEUE_PREFIX! });
 const app = express();
 app.post("/webhooks", express.raw({ type: "*/*", limit: "1mb" }), async (req, res) => {
   const body = req.body as Buffer;
