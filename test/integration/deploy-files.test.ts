@@ -84,7 +84,7 @@ describe("the production tree, built as the Dockerfile builds it", () => {
     // The build stage's COPY lines, then its RUN lines.
     for (const f of ["package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json", "src"]) cpSync(join(ROOT, f), join(dir, f), { recursive: true });
     const npm = (args: string[]) => execFileSync("npm", args, { cwd: dir, stdio: "pipe", env: { ...process.env, npm_config_update_notifier: "false" } });
-    npm(["install", "--no-audit", "--no-fund"]);
+    npm(["ci", "--no-audit", "--no-fund"]);
     npm(["run", "build"]);
     npm(["prune", "--omit=dev", "--no-audit", "--no-fund"]);
     // (typescript may stay: an optional peer of a production dependency keeps it.)
