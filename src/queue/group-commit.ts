@@ -16,7 +16,8 @@ export function groupCommit<T, R>(flush: (items: T[]) => Promise<R[]>, maxBatch:
         const results = await flush(batch.map((w) => w.item));
         batch.forEach((w, i) => w.resolve(results[i]!));
       } catch (err) {
-        // The whole batch is one MULTI: none of it is acknowledged, every caller sees the error.
+        // A failed batch is not acknowledged, even if Redis ran some of its adds: every caller sees
+        // the error, the sender retries after our 503, and the retry is deduplicated by event id.
         for (const w of batch) w.reject(err);
       }
     }

@@ -45,8 +45,8 @@ export function retentionJobOptions(retention: Config["retention"]): DefaultJobO
  * for the whole ttl even after the job is removed, so a redelivery is dropped whether the first
  * copy is waiting, running or long finished — and an event is only marked seen once it is
  * durably enqueued. Each add carries a fresh job id: when Redis answers with another id, the
- * event was a duplicate. Two duplicates in one batch are still one job: the MULTI runs the adds in
- * order, and the second sees the first's deduplication key.
+ * event was a duplicate. Two duplicates in one batch are still one job: addBulk sends the batch as
+ * one pipeline whose add scripts Redis runs in order, and the second sees the first's key.
  */
 export function createEventProducer(options: EventProducerOptions): EventProducer {
   const queue = new Queue<EventJobData>(options.queueName ?? EVENTS_QUEUE, {
@@ -57,8 +57,8 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
   });
   queue.on("error", options.onError ?? (() => {}));
   const ttl = options.dedupWindowSeconds * 1000;
-  // Concurrent requests share one addBulk (one MULTI round trip); each still answers only once
-  // Redis has acknowledged the batch holding its event.
+  // Concurrent requests share one addBulk (one pipelined round trip); each still answers only
+  // once Redis has acknowledged the batch holding its event.
   const add = groupCommit(
     (events: EventJobData[]) =>
       queue.addBulk(events.map((event) => ({ name: event.type, data: event, opts: { jobId: randomUUID(), deduplication: { id: event.id, ttl } } }))),
