@@ -36,17 +36,18 @@ const REDACT_PATHS = [
  * stray field can carry one where no redact path would catch it).
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  const secrets = (options.secrets ?? []).filter((s) => s.length >= 4);
-  const scrub = secrets.length === 0
+  // Each secret as it appears raw and, where JSON escaping changes it (quotes, backslashes), escaped.
+  const needles = (options.secrets ?? [])
+    .filter((s) => s.length >= 4)
+    .flatMap((secret) => {
+      const escaped = JSON.stringify(secret).slice(1, -1);
+      return escaped === secret ? [secret] : [secret, escaped];
+    });
+  const scrub = needles.length === 0
     ? undefined
     : (line: string) => {
         let out = line;
-        for (const secret of secrets) {
-          if (out.includes(secret)) out = out.split(secret).join(REDACTED);
-          // JSON escaping can change how a secret with quotes or backslashes appears in the line.
-          const escaped = JSON.stringify(secret).slice(1, -1);
-          if (escaped !== secret && out.includes(escaped)) out = out.split(escaped).join(REDACTED);
-        }
+        for (const needle of needles) if (out.includes(needle)) out = out.split(needle).join(REDACTED);
         return out;
       };
   return pino(
