@@ -7,53 +7,84 @@ import { Redis } from "ioredis";
 import { EVENTS_QUEUE } from "../src/queue/names.js";
 import { writeRequestPool } from "./lib/pool.js";
 import { startServerProcess } from "./lib/server-process.js";
+import { exitedChildrenCpuSeconds, processCpuSeconds, redisCpu } from "./lib/cpu.js";
 import { runWrk, type WrkResult } from "./lib/wrk.js";
 
-export interface IngestRow extends WrkResult {
-  name: string;
-  /** Jobs found in Redis after the run (durable servers only). */
-  jobsInRedis?: number;
+/** One measured run of one server. */
+export interface IngestRun extends WrkResult {
   /** 200s answered (requests − errors), to compare with jobsInRedis. */
   ok: number;
+  /** Jobs found in Redis after the run (durable servers only). */
+  jobsInRedis?: number;
+  /** CPU per request answered, in µs: the server process, wrk, and Redis (durable servers). */
+  cpu: { serverUs: number; wrkUs: number; redisUs?: number; addScriptUs?: number };
 }
 
-const SERVERS = [
+export interface IngestRow {
+  name: string;
+  runs: IngestRun[];
+}
+
+export type IngestKey = "a" | "b" | "c" | "d";
+
+const SERVERS: readonly { key: IngestKey; name: string; script: string; durable: boolean }[] = [
   { key: "a", name: "(a) plain Hono, read body", script: "bench/servers/plain.ts", durable: false },
   { key: "b", name: "(b) our edge, verify only", script: "bench/servers/verify-only.ts", durable: false },
   { key: "c", name: "(c) our edge, verify + enqueue", script: "bench/servers/edge.ts", durable: true },
   { key: "d", name: "(d) Express + raw + queue.add", script: "bench/servers/express-peer.ts", durable: true },
-] as const;
+];
 
-/** Ingest throughput of the four servers, one after the other, in one run. */
-export async function benchIngest(opts: { redisUrl: string; seconds: number; warmupSeconds: number; connections: number; log: (s: string) => void }): Promise<Record<string, IngestRow>> {
+/**
+ * Ingest throughput of the four servers in one run: `rounds` rounds of a, b, c, d one after the
+ * other, so each ratio compares runs minutes apart at most and the spread shows the machine's noise.
+ */
+export async function benchIngest(opts: { redisUrl: string; rounds: number; seconds: number; warmupSeconds: number; connections: number; log: (s: string) => void }): Promise<Record<IngestKey, IngestRow>> {
   const dir = join(tmpdir(), `svc-bench-${randomUUID().slice(0, 8)}`);
-  const rows: Record<string, IngestRow> = {};
+  const rows = Object.fromEntries(SERVERS.map((s) => [s.key, { name: s.name, runs: [] as IngestRun[] }])) as Record<IngestKey, IngestRow>;
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
-  // Unique events for warm-up and run, written once: each server gets its own queue prefix, so
-  // the same ids are new to each and no 200 is a deduplicated redelivery.
+  // Unique events for warm-up and run, written once: each run gets its own queue prefix, so the
+  // same ids are new to it and no 200 is a deduplicated redelivery.
   const warmPool = `${dir}-warm`;
   const runPool = `${dir}-run`;
   writeRequestPool(warmPool, 40_000, "w");
   writeRequestPool(runPool, Math.max(60_000, opts.seconds * 15_000), "r");
+  const wrkOptions = (seconds: number) => ({ seconds, connections: opts.connections, threads: 1 });
   try {
-    for (const server of SERVERS) {
-      const prefix = `bench-${server.key}-${randomUUID().slice(0, 6)}`;
-      opts.log(`ingest ${server.name}: starting`);
-      const proc = await startServerProcess(server.script, { REDIS_URL: opts.redisUrl, QUEUE_PREFIX: prefix });
-      try {
-        await runWrk(`${proc.url}/webhooks`, warmPool, { seconds: opts.warmupSeconds, connections: opts.connections, threads: 1 });
+    for (let round = 1; round <= opts.rounds; round++) {
+      for (const server of SERVERS) {
+        const prefix = `bench-${server.key}-${randomUUID().slice(0, 6)}`;
+        const proc = await startServerProcess(server.script, { REDIS_URL: opts.redisUrl, QUEUE_PREFIX: prefix });
         const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
-        // Requests still in flight when the warm-up stopped land a moment later: count once settled.
-        const before = server.durable ? await settledCount(queue) : 0;
-        const result = await runWrk(`${proc.url}/webhooks`, runPool, { seconds: opts.seconds, connections: opts.connections, threads: 1 });
-        const row: IngestRow = { name: server.name, ...result, ok: result.requests - result.errors };
-        if (server.durable) row.jobsInRedis = (await settledCount(queue)) - before;
-        rows[server.key] = row;
-        opts.log(`ingest ${server.name}: ${Math.round(row.rps)} req/s, p50 ${row.p50Ms.toFixed(2)} ms, p99 ${row.p99Ms.toFixed(2)} ms, errors ${row.errors}${row.jobsInRedis !== undefined ? `, jobs ${row.jobsInRedis}` : ""}`);
-        await queue.obliterate({ force: true }).catch(() => {});
-        await queue.close();
-      } finally {
-        await proc.stop();
+        try {
+          await runWrk(`${proc.url}/webhooks`, warmPool, wrkOptions(opts.warmupSeconds));
+          // Requests still in flight when the warm-up stopped land a moment later: count once settled.
+          const jobsBefore = server.durable ? await settledCount(queue) : 0;
+          const serverCpu = processCpuSeconds(proc.child.pid!);
+          const wrkCpu = exitedChildrenCpuSeconds();
+          const redisBefore = await redisCpu(redis);
+          const result = await runWrk(`${proc.url}/webhooks`, runPool, wrkOptions(opts.seconds));
+          const serverSeconds = processCpuSeconds(proc.child.pid!) - serverCpu;
+          const wrkSeconds = exitedChildrenCpuSeconds() - wrkCpu;
+          const ok = result.requests - result.errors;
+          const run: IngestRun = { ...result, ok, cpu: { serverUs: (serverSeconds / result.requests) * 1e6, wrkUs: (wrkSeconds / result.requests) * 1e6 } };
+          if (server.durable) {
+            run.jobsInRedis = (await settledCount(queue)) - jobsBefore;
+            const redisAfter = await redisCpu(redis);
+            run.cpu.redisUs = ((redisAfter.seconds - redisBefore.seconds) / run.jobsInRedis) * 1e6;
+            run.cpu.addScriptUs = (redisAfter.evalshaUsec - redisBefore.evalshaUsec) / (redisAfter.evalshaCalls - redisBefore.evalshaCalls);
+          }
+          rows[server.key].runs.push(run);
+          opts.log(
+            `ingest round ${round} ${server.name}: ${Math.round(run.rps)} req/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms, errors ${run.errors}` +
+              (run.jobsInRedis !== undefined ? `, jobs ${run.jobsInRedis}` : "") +
+              `, CPU µs/req server ${run.cpu.serverUs.toFixed(0)} wrk ${run.cpu.wrkUs.toFixed(0)}` +
+              (run.cpu.redisUs !== undefined ? ` redis ${run.cpu.redisUs.toFixed(0)} (add script ${run.cpu.addScriptUs!.toFixed(0)})` : ""),
+          );
+          await queue.obliterate({ force: true }).catch(() => {});
+        } finally {
+          await queue.close();
+          await proc.stop();
+        }
       }
     }
   } finally {
@@ -62,6 +93,13 @@ export async function benchIngest(opts: { redisUrl: string; seconds: number; war
     rmSync(runPool, { force: true });
   }
   return rows;
+}
+
+/** The median of `values` (the mean of the middle two for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /** The job count once two reads 200 ms apart agree (nothing still arriving). */
