@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { defineScripts } from "../redis/define-scripts.js";
 import { rankOf } from "./rank.js";
 import type { MirrorKind, MirrorRecord, MirrorStore } from "./store.js";
 
@@ -30,17 +31,14 @@ type UpsertArgs = [dataKey: string, metaKey: string, indexKey: string, lastKey: 
 export function createRedisMirror(redis: Redis, prefix = "svc"): MirrorStore {
   const base = (kind: MirrorKind) => `${prefix}:mirror:${kind}`;
   const dataKey = (kind: MirrorKind) => `${base(kind)}:data`;
-  // EVALSHA under the hood, with a fallback to EVAL when the script cache was flushed.
-  if (!("svcMirrorUpsert" in redis)) redis.defineCommand("svcMirrorUpsert", { numberOfKeys: 4, lua: UPSERT_SCRIPT });
-  const upsertOne = (...args: UpsertArgs) =>
-    (redis as unknown as { svcMirrorUpsert(...a: UpsertArgs): Promise<number> }).svcMirrorUpsert(...args);
+  const scripts = defineScripts<{ svcMirrorUpsert(...a: UpsertArgs): Promise<number> }>(redis, { svcMirrorUpsert: { numberOfKeys: 4, lua: UPSERT_SCRIPT } });
 
   return {
     async upsert(kind, records, fetchedAt) {
       const now = Date.now();
       const outcomes = await Promise.all(
         records.map((r) =>
-          upsertOne(dataKey(kind), `${base(kind)}:meta`, `${base(kind)}:r:${r.restaurantId}`, `${base(kind)}:last-write`, r.id, fetchedAt, rankOf(kind, r), JSON.stringify(r), now),
+          scripts.svcMirrorUpsert(dataKey(kind), `${base(kind)}:meta`, `${base(kind)}:r:${r.restaurantId}`, `${base(kind)}:last-write`, r.id, fetchedAt, rankOf(kind, r), JSON.stringify(r), now),
         ),
       );
       const written = outcomes.filter((o) => o === 1).length;

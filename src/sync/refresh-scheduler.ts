@@ -1,5 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
+import { defineScripts } from "../redis/define-scripts.js";
 import type { SyncedKind } from "./resources.js";
 
 export interface RefreshJobData {
@@ -45,18 +46,12 @@ interface Scripts {
   svcSettlePending(key: string, ...idVersionPairs: string[]): Promise<number>;
 }
 
-/** As the rate limiter does: defined once per connection, sent as EVALSHA after the first call. */
-function withScripts(redis: Redis): Scripts {
-  if (!("svcSettlePending" in redis)) redis.defineCommand("svcSettlePending", { numberOfKeys: 1, lua: SETTLE });
-  return redis as unknown as Scripts;
-}
-
 export function createRefreshScheduler(opts: { redis: Redis; queue: Queue<RefreshJobData>; prefix: string; debounceMs: number }): RefreshScheduler {
   const { redis, queue, prefix, debounceMs } = opts;
   // The braces keep a restaurant's keys in one Redis Cluster slot.
   const pendingKey = (kind: SyncedKind, restaurantId: string) => `${prefix}:sync:pending:${kind}:{${restaurantId}}`;
   const dedupId = (kind: SyncedKind, restaurantId: string) => `refresh-${kind}-${restaurantId}`;
-  const scripts = withScripts(redis);
+  const scripts = defineScripts<Scripts>(redis, { svcSettlePending: { numberOfKeys: 1, lua: SETTLE } });
 
   return {
     async request(kind, restaurantId, id = WHOLE) {

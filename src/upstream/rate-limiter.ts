@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
+import { defineScripts } from "../redis/define-scripts.js";
 import { sleep } from "./sleep.js";
 
 // Each decision is one Lua script, so it is atomic across every process sharing the key, and
@@ -101,16 +102,6 @@ interface Scripts {
   svcUpstreamState(log: string, pause: string, windowMs: number): Promise<[number, number]>;
 }
 
-function withScripts(redis: Redis | Cluster): Scripts {
-  // defineCommand is per connection; defining it twice is harmless but needless.
-  if (!("svcUpstreamAcquire" in redis)) {
-    redis.defineCommand("svcUpstreamAcquire", { numberOfKeys: 3, lua: ACQUIRE });
-    redis.defineCommand("svcUpstreamPause", { numberOfKeys: 1, lua: PAUSE });
-    redis.defineCommand("svcUpstreamState", { numberOfKeys: 2, lua: STATE });
-  }
-  return redis as unknown as Scripts;
-}
-
 /**
  * One request budget for every process that shares an API key: a sliding log of acquisitions
  * in Redis over `windowMs + safetyMs` holding at most `max`, with a minimum gap of
@@ -133,7 +124,11 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // The braces are a hash tag: the three keys land in one Redis Cluster slot, as a script needs.
   const base = `${options.prefix ?? "svc"}:upstream:{${options.keyId}}`;
   const keys = { log: `${base}:log`, pause: `${base}:pause`, last: `${base}:last` };
-  const scripts = withScripts(options.redis);
+  const scripts = defineScripts<Scripts>(options.redis, {
+    svcUpstreamAcquire: { numberOfKeys: 3, lua: ACQUIRE },
+    svcUpstreamPause: { numberOfKeys: 1, lua: PAUSE },
+    svcUpstreamState: { numberOfKeys: 2, lua: STATE },
+  });
 
   return {
     async acquire({ priority = "high", signal } = {}) {
