@@ -1,12 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { Queue } from "bullmq";
-import { Redis } from "ioredis";
 import { parse } from "smol-toml";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { signPayload } from "../../src/events/signature.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
+import { inspectQueues } from "../helpers/inspect-queues.js";
 
 const SECRET = "whsec_chaos_shutdown_01ab";
 const killTimeoutS = (parse(readFileSync(new URL("../../fly.toml", import.meta.url), "utf8")) as { kill_timeout: number }).kill_timeout;
@@ -49,18 +48,14 @@ describe("graceful shutdown under load", () => {
     expect(code).toBe(0);
     expect(seconds).toBeLessThan(killTimeoutS);
 
-    const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
-    const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
+    const inspected = inspectQueues(inject("redisUrl"), prefix, [EVENTS_QUEUE]);
     try {
-      const jobs = await queue.getJobs(["waiting"], 0, -1);
-      const stored = new Set(jobs.map((j) => (j.data as { id: string }).id));
+      const stored = await inspected.eventIds(["waiting"]);
       const lost = [...accepted].filter((id) => !stored.has(id));
       console.log(`CHAOS graceful-shutdown ${JSON.stringify({ accepted: accepted.size, refusedAfterSignal: refused, lost: lost.length, exitCode: code, secondsToExit: seconds })}`);
       expect(lost).toEqual([]);
-      await queue.obliterate({ force: true });
     } finally {
-      await queue.close();
-      await redis.quit();
+      await inspected.close();
     }
   });
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
@@ -18,11 +18,13 @@ const EVENTS = 10_000;
 
 let redis: RedisServer | undefined;
 let sandbox: Sandbox | undefined;
+let dir: string | undefined;
 const procs: CliProcess[] = [];
 afterAll(async () => {
   for (const p of procs) if (p.child.exitCode === null) p.child.kill("SIGKILL");
   await sandbox?.close();
   await redis?.destroy();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe("no loss through faults", () => {
@@ -30,7 +32,7 @@ describe("no loss through faults", () => {
     redis = await startRedisServer({ appendOnly: true });
     sandbox = createSandbox({ restaurants: 3 });
     const apiUrl = await sandbox.listen();
-    const dir = mkdtempSync(join(tmpdir(), "svc-chaos-"));
+    dir = mkdtempSync(join(tmpdir(), "svc-chaos-"));
     const record = join(dir, "handled.txt");
     const handlers = join(dir, "handlers.mjs");
     writeFileSync(handlers, `import { appendFileSync } from "node:fs";

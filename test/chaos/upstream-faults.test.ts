@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { Queue } from "bullmq";
-import { Redis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { SYNC_QUEUE } from "../../src/sync/sync-worker.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
+import { inspectQueues } from "../helpers/inspect-queues.js";
 import { waitForQueuesIdle } from "../helpers/queues-idle.js";
 import { sendAll } from "./retrying-sender.js";
 
@@ -59,8 +58,8 @@ describe("upstream faults with two workers sharing one key", () => {
     const report = await sendAll(`${web}/webhooks`, events, SECRET, { concurrency: 20, deadlineMs: 60_000 });
     expect(report.accepted.size).toBe(events.length);
 
-    const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
-    const queues = [new Queue(EVENTS_QUEUE, { connection: redis, prefix }), new Queue(SYNC_QUEUE, { connection: redis, prefix })];
+    const inspected = inspectQueues(inject("redisUrl"), prefix, [EVENTS_QUEUE, SYNC_QUEUE]);
+    const { queues } = inspected;
     try {
       await waitForQueuesIdle(queues, { timeoutMs: 240_000, intervalMs: 500, what: "both queues to settle" });
       const failed = [...(await queues[0]!.getFailed(0, -1)), ...(await queues[1]!.getFailed(0, -1))];
@@ -91,8 +90,7 @@ describe("upstream faults with two workers sharing one key", () => {
       expect(output).toContain("job failed for good");
       for (const secret of [SECRET, sandbox.apiKey]) expect(output).not.toContain(secret);
     } finally {
-      await Promise.all(queues.map((q) => q.close()));
-      await redis.quit();
+      await inspected.close();
     }
   });
 });
