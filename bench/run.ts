@@ -8,7 +8,7 @@ import { benchIngest, median, type IngestKey, type IngestRun } from "./ingest.js
 import { assertWrk } from "./lib/wrk.js";
 import { benchMemory } from "./memory.js";
 import { benchSync } from "./sync.js";
-import { benchWorker } from "./worker.js";
+import { benchWorker } from "./event-worker-throughput.js";
 
 const { values } = parseArgs({
   options: {

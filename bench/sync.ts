@@ -4,7 +4,7 @@ import { loadConfig } from "../src/config/index.js";
 import { createLogger } from "../src/logging/logger.js";
 import { createSandbox } from "../src/sandbox/index.js";
 import { createService } from "../src/service.js";
-import { sweepAll } from "../src/sync/reconcile.js";
+import { sweepAll } from "../src/worker/sync/sweep-all.js";
 import { waitFor } from "../test/helpers/wait-for.js";
 import { BENCH_SECRET } from "./lib/pool.js";
 

@@ -13,13 +13,13 @@ import { mirrorRoutes } from "./http/mirror-routes.js";
 import type { WebhookObserver } from "./http/webhook-route.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
 import { createRedisMirror } from "./mirror/redis-store.js";
-import { MIRROR_KINDS, type MirrorStore } from "./mirror/store.js";
-import { createRedisConnection } from "./queue/connection.js";
-import { EVENTS_QUEUE } from "./queue/names.js";
-import { createEventProducer, retentionJobOptions, retryJobOptions, type EventProducer } from "./queue/producer.js";
-import { createWorkerRuntime, type WorkerRuntime } from "./runtime/worker.js";
-import type { EventHandlers } from "./sync/context.js";
-import { SYNC_QUEUE } from "./sync/sync-worker.js";
+import { MIRROR_KINDS, type MirrorKind, type MirrorStore } from "./mirror/store.js";
+import { createRedisConnection } from "./redis/connection.js";
+import { createEventProducer, type EventProducer } from "./queue/event-producer.js";
+import { retentionJobOptions, retryJobOptions } from "./queue/job-options.js";
+import { createWorkerRole, type WorkerRole } from "./worker/worker-role.js";
+import type { EventHandlers } from "./worker/handler-context.js";
+import { EVENTS_QUEUE, SYNC_QUEUE } from "./queue/names.js";
 
 export interface ServiceOptions {
   config: Config;
@@ -33,7 +33,7 @@ export interface Service {
   /** HTTP: the webhook edge (roles all, web) and ops routes (every role). */
   app: Hono<AppEnv>;
   producer: EventProducer | undefined;
-  worker: WorkerRuntime | undefined;
+  worker: WorkerRole | undefined;
   mirror: MirrorStore;
   metrics: Metrics;
   /** Starts the workers (roles all, worker) and HTTP; resolves with the base URL. */
@@ -48,7 +48,7 @@ export interface Service {
  */
 export function createService({ config, logger, handlers = [] }: ServiceOptions): Service {
   const connections: Redis[] = [];
-  const connect = (kind: "producer" | "worker") => {
+  const connect = (kind: "web" | "worker") => {
     const connection = createRedisConnection(config.redisUrl, kind);
     connection.on("error", (err) => logger.warn({ err: err.message, kind }, "redis connection error"));
     connections.push(connection);
@@ -57,17 +57,17 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
   const prefix = config.queuePrefix;
   const metrics = createMetrics();
   const workerConnection = config.role !== "web" ? connect("worker") : undefined;
-  const edgeConnection = config.role !== "worker" ? connect("producer") : undefined;
-  const anyConnection = (workerConnection ?? edgeConnection)!;
+  const webConnection = config.role !== "worker" ? connect("web") : undefined;
+  const anyConnection = (workerConnection ?? webConnection)!;
   const mirror = createRedisMirror(anyConnection, prefix);
 
   const worker = workerConnection
-    ? createWorkerRuntime({ config, logger, connection: workerConnection, mirror, handlers: ([] as EventHandlers[]).concat(handlers), metrics })
+    ? createWorkerRole({ config, logger, connection: workerConnection, mirror, handlers: ([] as EventHandlers[]).concat(handlers), metrics })
     : undefined;
 
-  const producer = edgeConnection
+  const producer = webConnection
     ? createEventProducer({
-        connection: edgeConnection,
+        connection: webConnection,
         prefix,
         dedupWindowSeconds: config.dedupWindowSeconds,
         timeoutMs: config.enqueueTimeoutMs,
@@ -122,7 +122,7 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
       if (!adminToken) return;
       const guard = requireAdminToken(adminToken);
       root.use("/mirror/*", guard);
-      root.route("/mirror", mirrorRoutes(mirror));
+      root.route("/mirror", mirrorRoutes({ kinds: MIRROR_KINDS, get: (k, id) => mirror.get(k as MirrorKind, id), list: (k, r) => mirror.list(k as MirrorKind, r) }));
       root.use("/metrics", guard);
       root.get("/metrics", async (c) => {
         const { contentType, body } = await metrics.render();

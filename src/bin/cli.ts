@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { ConfigError } from "../config/index.js";
-import { HandlersModuleError } from "../sync/load-handlers.js";
+import { HandlersModuleError } from "../worker/load-handlers-module.js";
 import { UsageError } from "./usage-error.js";
 
 interface Command {

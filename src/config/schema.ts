@@ -1,4 +1,6 @@
 import * as z from "zod";
+import { isApiKey } from "../upstream/api-key.js";
+import { DEFAULTS } from "./defaults.js";
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
@@ -21,7 +23,7 @@ export const configSchema = z
     HOST: z.string().min(1).default("127.0.0.1"),
     PORT: int(0, 65535).default(3000),
     REDIS_URL: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).default("redis://127.0.0.1:6379"),
-    QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_{}-]+$/, "may hold letters, digits, _ - { } only").default("svc"),
+    QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_{}-]+$/, "may hold letters, digits, _ - { } only").default(DEFAULTS.queuePrefix),
     SIGNING_SECRET: secretList.optional(),
     MAX_BODY_BYTES: int(1, 64 * 1024 * 1024).default(1024 * 1024),
     DEDUP_WINDOW_SECONDS: int(1).default(7 * 24 * 3600),
@@ -33,18 +35,18 @@ export const configSchema = z
     SHUTDOWN_TIMEOUT_MS: int(0).default(25_000),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     API_BASE_URL: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
-    API_KEY: optionalSecret("must start with svc_live_ followed by the key body", (s) => /^svc_live_\S+$/.test(s)),
+    API_KEY: optionalSecret("must start with svc_live_ followed by the key body", isApiKey),
     ADMIN_TOKEN: optionalSecret("must be at least 16 characters", (s) => s.length >= 16),
     HANDLERS_MODULE: z.string().min(1).optional(),
-    API_RATE: int(1).default(120),
-    API_RATE_WINDOW_SECONDS: int(1).default(60),
-    API_RATE_SAFETY_MS: int(0).default(1000),
-    API_TIMEOUT_MS: int(100).default(10_000),
+    API_RATE: int(1).default(DEFAULTS.apiRate),
+    API_RATE_WINDOW_SECONDS: int(1).default(DEFAULTS.apiRateWindowMs / 1000),
+    API_RATE_SAFETY_MS: int(0).default(DEFAULTS.apiRateSafetyMs),
+    API_TIMEOUT_MS: int(100).default(DEFAULTS.apiTimeoutMs),
     WORKER_CONCURRENCY: int(1, 1000).default(10),
-    JOB_ATTEMPTS: int(1, 100).default(10),
-    JOB_BACKOFF_MS: int(1).default(1000),
-    JOB_LOCK_MS: int(1000).default(30_000),
-    JOB_MAX_STALLS: int(1, 100).default(5),
+    JOB_ATTEMPTS: int(1, 100).default(DEFAULTS.jobAttempts),
+    JOB_BACKOFF_MS: int(1).default(DEFAULTS.jobBackoffMs),
+    JOB_LOCK_MS: int(1000).default(DEFAULTS.jobLockMs),
+    JOB_MAX_STALLS: int(1, 100).default(DEFAULTS.jobMaxStalls),
     SYNC_DEBOUNCE_MS: int(0, 60_000).default(1000),
     RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
   });

@@ -4,11 +4,11 @@ import { errorBody } from "./errors.js";
 
 /** What the mirror routes need to read; the mirror store provides it (http never imports it). */
 export interface MirrorReader {
+  /** The kinds it keeps (the mirror's MIRROR_KINDS). */
+  kinds: readonly string[];
   get(kind: string, id: string): Promise<unknown>;
   list(kind: string, restaurantId: string): Promise<unknown[]>;
 }
-
-const KINDS = new Set(["orders", "bookings", "menu-items", "reviews"]);
 
 /**
  * GET /mirror/{kind}/{id} and GET /mirror/{kind}?restaurantId=… for operators (mounted behind
@@ -16,6 +16,7 @@ const KINDS = new Set(["orders", "bookings", "menu-items", "reviews"]);
  */
 export function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
+  const KINDS = new Set(mirror.kinds);
   route.use("/:kind/*", async (c, next) => {
     if (!KINDS.has(c.req.param("kind"))) return c.json(errorBody("not_found", `mirror kinds are ${[...KINDS].join(", ")}`), 404);
     await next();

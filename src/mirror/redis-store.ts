@@ -1,3 +1,4 @@
+import { DEFAULTS } from "../config/defaults.js";
 import type { Redis } from "ioredis";
 import { defineScripts } from "../redis/define-scripts.js";
 import { rankOf } from "./rank.js";
@@ -28,7 +29,7 @@ return 1
 type UpsertArgs = [dataKey: string, metaKey: string, indexKey: string, lastKey: string, id: string, fetchedAt: number, rank: number, json: string, now: number];
 
 /** The default mirror: one Redis hash per kind, a set per restaurant, guarded upserts in Lua. */
-export function createRedisMirror(redis: Redis, prefix = "svc"): MirrorStore {
+export function createRedisMirror(redis: Redis, prefix: string = DEFAULTS.queuePrefix): MirrorStore {
   const base = (kind: MirrorKind) => `${prefix}:mirror:${kind}`;
   const dataKey = (kind: MirrorKind) => `${base(kind)}:data`;
   const scripts = defineScripts<{ svcMirrorUpsert(...a: UpsertArgs): Promise<number> }>(redis, { svcMirrorUpsert: { numberOfKeys: 4, lua: UPSERT_SCRIPT } });

@@ -11,6 +11,11 @@ export class ApiKeyError extends Error {
   }
 }
 
+/** The key's form (spec part 5): `svc_live_` then a body without whitespace. */
+export function isApiKey(key: string): boolean {
+  return key.startsWith(API_KEY_PREFIX) && /^\S+$/.test(key.slice(API_KEY_PREFIX.length));
+}
+
 /** Checks the key's form (spec part 5: `svc_live_` then the key body) and returns it unchanged. */
 export function parseApiKey(key: string): string {
   if (typeof key !== "string" || !key.startsWith(API_KEY_PREFIX)) {

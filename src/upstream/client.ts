@@ -1,3 +1,4 @@
+import { DEFAULTS } from "../config/defaults.js";
 import type { Logger } from "pino";
 import type * as z from "zod";
 import { parseApiKey } from "./api-key.js";
@@ -77,7 +78,7 @@ interface Call<T> {
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const apiKey = parseApiKey(options.apiKey);
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
-  const timeoutMs = options.timeoutMs ?? 10_000;
+  const timeoutMs = options.timeoutMs ?? DEFAULTS.apiTimeoutMs;
   const readRetries = options.readRetries ?? 3;
   const retryBaseMs = options.retryBaseMs ?? 200;
   const maxRateLimitRetries = options.maxRateLimitRetries ?? 5;
@@ -95,7 +96,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     for (;;) {
       await options.limiter?.acquire({ priority: call.priority ?? "high" });
       try {
-        return await once(call, url);
+        return await sendAttempt(call, url);
       } catch (err) {
         if (err instanceof UpstreamRateLimitError) {
           // Nobody sharing the key sends until Retry-After has passed; a 429 was not processed,
@@ -112,7 +113,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     }
   }
 
-  async function once<T>(call: Call<T>, url: URL): Promise<T> {
+  async function sendAttempt<T>(call: Call<T>, url: URL): Promise<T> {
     const started = performance.now();
     const report = (status: number | "timeout" | "network") =>
       options.onResponse?.({ method: call.method, route: call.route, status, durationMs: performance.now() - started });

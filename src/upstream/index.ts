@@ -1,6 +1,6 @@
 export { createApiClient, type ApiClient, type ApiClientOptions, type BookingQuery, type ListOptions, type MenuItemQuery, type OrderQuery } from "./client.js";
 export { createRateLimiter, type Priority, type RateLimiter, type RateLimiterOptions } from "./rate-limiter.js";
-export { apiKeyId, parseApiKey, ApiKeyError, API_KEY_PREFIX } from "./api-key.js";
+export { apiKeyId, isApiKey, parseApiKey, ApiKeyError, API_KEY_PREFIX } from "./api-key.js";
 export { parseRetryAfter, backoffMs } from "./retry.js";
 export * from "./errors.js";
 export * from "./models.js";

@@ -1,3 +1,4 @@
+import { DEFAULTS } from "../config/defaults.js";
 import { randomUUID } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import { defineScripts } from "../redis/define-scripts.js";
@@ -113,16 +114,16 @@ interface Scripts {
  * await limiter.acquire({ priority: "low" });
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
-  const max = options.max ?? 120;
-  const windowMs = options.windowMs ?? 60_000;
-  const effectiveWindowMs = windowMs + (options.safetyMs ?? 1000);
+  const max = options.max ?? DEFAULTS.apiRate;
+  const windowMs = options.windowMs ?? DEFAULTS.apiRateWindowMs;
+  const effectiveWindowMs = windowMs + (options.safetyMs ?? DEFAULTS.apiRateSafetyMs);
   const minGapMs = Math.floor(windowMs / max / 2);
   // At least one slot, or low priority could never go at all.
   const lowCap = Math.max(1, Math.floor(max * (options.lowPriorityShare ?? 0.75)));
   if (!Number.isInteger(max) || max < 1) throw new RangeError("rate limiter max must be a whole number ≥ 1");
   if (!(windowMs > 0)) throw new RangeError("rate limiter windowMs must be > 0");
   // The braces are a hash tag: the three keys land in one Redis Cluster slot, as a script needs.
-  const base = `${options.prefix ?? "svc"}:upstream:{${options.keyId}}`;
+  const base = `${options.prefix ?? DEFAULTS.queuePrefix}:upstream:{${options.keyId}}`;
   const keys = { log: `${base}:log`, pause: `${base}:pause`, last: `${base}:last` };
   const scripts = defineScripts<Scripts>(options.redis, {
     svcUpstreamAcquire: { numberOfKeys: 3, lua: ACQUIRE },

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { isDeepStrictEqual } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { sweepAll } from "../../src/sync/reconcile.js";
+import { sweepAll } from "../../src/worker/sync/sweep-all.js";
 import { startStack, type Stack } from "../helpers/stack.js";
 import { waitFor } from "../helpers/wait-for.js";
 

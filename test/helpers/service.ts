@@ -4,7 +4,7 @@ import { inject } from "vitest";
 import { loadConfig } from "../../src/config/index.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createService, type Service } from "../../src/service.js";
-import type { EventHandlers } from "../../src/sync/context.js";
+import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { signPayload } from "../../src/events/signature.js";
 import { captureLogs } from "./log-capture.js";
 import { TEST_SECRET } from "./edge.js";

@@ -1,6 +1,6 @@
 import { createSandbox, type Sandbox, type SandboxOptions } from "../../src/sandbox/index.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
-import { SYNC_QUEUE } from "../../src/sync/sync-worker.js";
+import { SYNC_QUEUE } from "../../src/queue/names.js";
 import { TEST_SECRET } from "./edge.js";
 import { startService, type TestService } from "./service.js";
 import { waitForQueuesIdle } from "./queues-idle.js";

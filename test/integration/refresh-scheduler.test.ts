@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { createRefreshScheduler, WHOLE, type RefreshJobData, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
+import { createRefreshScheduler, WHOLE_MENU, type RefreshJobData, type RefreshScheduler } from "../../src/worker/sync/refresh-scheduler.js";
 
 let redis: Redis;
 let queue: Queue<RefreshJobData>;
@@ -42,11 +42,11 @@ describe("refresh scheduler", () => {
   it("keeps a whole-menu refresh requested while one was running", async () => {
     await scheduler.request("menu-items", "rest_2");
     const seen = await scheduler.pending("menu-items", "rest_2");
-    expect([...seen.keys()]).toEqual([WHOLE]);
+    expect([...seen.keys()]).toEqual([WHOLE_MENU]);
     await scheduler.release("menu-items", "rest_2");
     await scheduler.request("menu-items", "rest_2");
     await scheduler.settle("menu-items", "rest_2", seen);
-    expect([...(await scheduler.pending("menu-items", "rest_2")).keys()]).toEqual([WHOLE]);
+    expect([...(await scheduler.pending("menu-items", "rest_2")).keys()]).toEqual([WHOLE_MENU]);
     // And, released, the second request scheduled a job of its own.
     expect(await queue.getDelayedCount()).toBe(2);
   });

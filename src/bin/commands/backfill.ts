@@ -1,10 +1,10 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../../config/index.js";
 import { createRedisMirror } from "../../mirror/redis-store.js";
-import { createRedisConnection } from "../../queue/connection.js";
-import { sweepAll } from "../../sync/reconcile.js";
-import type { SyncedKind } from "../../sync/resources.js";
-import { upstreamFromConfig } from "../../runtime/upstream.js";
+import { createRedisConnection } from "../../redis/connection.js";
+import { sweepAll } from "../../worker/sync/sweep-all.js";
+import { SYNCED_KINDS, type SyncedKind } from "../../worker/sync/synced-kinds.js";
+import { upstreamFromConfig } from "../../worker/upstream-from-config.js";
 import { UsageError } from "../usage-error.js";
 
 export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items]
@@ -13,7 +13,7 @@ Sweeps every order, booking and menu item through the API into the mirror, withi
 rate budget (it runs at low priority, so webhook refreshes keep their share). Needs REDIS_URL,
 API_BASE_URL and API_KEY.`;
 
-const KINDS: SyncedKind[] = ["orders", "bookings", "menu-items"];
+const KINDS = SYNCED_KINDS;
 
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { kinds: { type: "string" } }, strict: true });

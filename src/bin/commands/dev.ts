@@ -5,7 +5,7 @@ import { ensureRedis } from "../../local/ensure-redis.js";
 import { createLogger } from "../../logging/logger.js";
 import { createSandbox } from "../../sandbox/index.js";
 import { createService } from "../../service.js";
-import { loadHandlersModule } from "../../sync/load-handlers.js";
+import { loadHandlersModule } from "../../worker/load-handlers-module.js";
 import { UsageError } from "../usage-error.js";
 
 export const help = `svc-webhooks dev [--port <n>] [--sandbox-port <n>] [--interval-ms <n>] [--no-simulate]

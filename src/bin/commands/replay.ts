@@ -1,9 +1,9 @@
 import { parseArgs } from "node:util";
 import { Queue } from "bullmq";
 import { loadConfig } from "../../config/index.js";
-import { createRedisConnection } from "../../queue/connection.js";
+import { createRedisConnection } from "../../redis/connection.js";
 import { EVENTS_QUEUE } from "../../queue/names.js";
-import { SYNC_QUEUE } from "../../sync/sync-worker.js";
+import { SYNC_QUEUE } from "../../queue/names.js";
 import { UsageError } from "../usage-error.js";
 
 export const help = `svc-webhooks replay list | <job-id> | all [--queue events|sync]

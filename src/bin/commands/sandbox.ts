@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { createLogger } from "../../logging/logger.js";
 import { createSandbox, type WebhookEndpoint } from "../../sandbox/index.js";
+import { isApiKey } from "../../upstream/api-key.js";
 import { UsageError } from "../usage-error.js";
 
 export const help = `svc-webhooks sandbox [options]
@@ -49,7 +50,7 @@ export async function run(argv: string[]): Promise<void> {
   if (secrets.length > 1 && secrets.length !== urls.length) throw new UsageError("give one --webhook-secret for all urls, or one per --webhook-url");
   for (const url of urls) if (!URL.canParse(url)) throw new UsageError(`--webhook-url "${url}" is not a URL`);
   const apiKey = values["api-key"];
-  if (apiKey !== undefined && !/^svc_live_\S+$/.test(apiKey)) throw new UsageError("--api-key must be svc_live_ followed by the key body");
+  if (apiKey !== undefined && !isApiKey(apiKey)) throw new UsageError("--api-key must be svc_live_ followed by the key body");
   const webhooks: WebhookEndpoint[] = urls.map((url, i) => ({ url, secret: secrets[secrets.length === 1 ? 0 : i]!, thin: values.thin ?? false }));
 
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [...secrets, ...(apiKey ? [apiKey] : [])] });

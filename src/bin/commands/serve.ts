@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { loadConfig, secretsOf } from "../../config/index.js";
 import { createLogger } from "../../logging/logger.js";
 import { createService } from "../../service.js";
-import { loadHandlersModule } from "../../sync/load-handlers.js";
+import { loadHandlersModule } from "../../worker/load-handlers-module.js";
 
 export const help = `svc-webhooks serve [--role all|web|worker]
 

@@ -1,3 +1,4 @@
+import { DEFAULTS } from "../config/defaults.js";
 import { UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
@@ -53,8 +54,8 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
         throw err;
       }
       if (result.failures.length === 0) return { handled: done.size };
-      for (const f of result.failures) log.warn({ handler: f.key, err: describe(f.error) }, "handler failed");
-      const summary = result.failures.map((f: HandlerFailure) => `${f.key}: ${describe(f.error)}`).join("; ");
+      for (const f of result.failures) log.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
+      const summary = result.failures.map((f: HandlerFailure) => `${f.key}: ${errorMessage(f.error)}`).join("; ");
       if (result.failures.every((f) => permanent(f.error))) throw new UnrecoverableError(summary);
       throw new Error(summary);
     },
@@ -65,13 +66,13 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
       autorun: false,
       ...(options.lockMs ? { lockDuration: options.lockMs, stalledInterval: options.lockMs } : {}),
       // BullMQ's default (1) fails a job whose worker crashed twice: a crash is not the job's fault.
-      maxStalledCount: options.maxStalls ?? 5,
+      maxStalledCount: options.maxStalls ?? DEFAULTS.jobMaxStalls,
     },
   );
   worker.on("error", (err) => logger.warn({ err: err.message }, "event worker error"));
   return worker;
 }
 
-function describe(err: unknown): string {
+function errorMessage(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }

@@ -1,5 +1,5 @@
-import type { MirrorKind, MirrorRecord } from "../mirror/store.js";
-import type { ApiClient } from "../upstream/index.js";
+import type { MirrorKind, MirrorRecord } from "../../mirror/store.js";
+import type { ApiClient } from "../../upstream/index.js";
 
 export type SyncedKind = Exclude<MirrorKind, "reviews">;
 export type Priority = "high" | "low";
@@ -18,6 +18,9 @@ export const LISTERS: Record<SyncedKind, (api: ApiClient, restaurantId: string |
   "menu-items": (api, restaurantId, cursor, priority) =>
     api.listMenuItems({ ...(restaurantId ? { restaurantId } : {}), limit: 100, ...(cursor ? { cursor } : {}) }, { priority }),
 };
+
+/** Every kind read through the API, in sweep order: the one list backfill and reconcile use. */
+export const SYNCED_KINDS = Object.keys(LISTERS) as SyncedKind[];
 
 /** Kinds whose events name one record (refreshed until found); menu items refresh whole menus. */
 export const TRACKS_IDS: Record<SyncedKind, boolean> = { orders: true, bookings: true, "menu-items": false };

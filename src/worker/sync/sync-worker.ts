@@ -1,14 +1,12 @@
 import { UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import type { MirrorStore } from "../mirror/store.js";
-import { isPermanentUpstreamError, UpstreamRateLimitError, type ApiClient } from "../upstream/index.js";
-import { sweepAll } from "./reconcile.js";
-import { refreshRestaurant } from "./refresh.js";
+import { SYNC_QUEUE } from "../../queue/names.js";
+import type { MirrorStore } from "../../mirror/store.js";
+import { isPermanentUpstreamError, UpstreamRateLimitError, type ApiClient } from "../../upstream/index.js";
+import { sweepAll } from "./sweep-all.js";
+import { refreshRestaurant } from "./refresh-restaurant.js";
 import type { RefreshJobData, RefreshScheduler } from "./refresh-scheduler.js";
-
-/** The queue of refresh and reconcile jobs, apart from the events queue so a 429 pauses only it. */
-export const SYNC_QUEUE = "sync";
 
 export type SyncJobData = RefreshJobData | Record<string, never>;
 

@@ -6,16 +6,17 @@ import { isKnownEventType } from "../events/catalog.js";
 import { createHandlerRegistry } from "../events/registry.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { MirrorStore } from "../mirror/store.js";
-import { createEventWorker } from "../queue/consumer.js";
-import { retentionJobOptions, retryJobOptions } from "../queue/producer.js";
-import type { EventHandlers, HandlerContext } from "../sync/context.js";
-import { createRefreshScheduler, type RefreshJobData } from "../sync/refresh-scheduler.js";
-import { createSyncHandlers } from "../sync/sync-handlers.js";
-import { createSyncWorker, SYNC_QUEUE, type SyncJobData } from "../sync/sync-worker.js";
+import { createEventWorker } from "../queue/event-worker.js";
+import { retentionJobOptions, retryJobOptions } from "../queue/job-options.js";
+import type { EventHandlers, HandlerContext } from "./handler-context.js";
+import { createRefreshScheduler, type RefreshJobData } from "./sync/refresh-scheduler.js";
+import { createSyncHandlers } from "./sync/sync-handlers.js";
+import { createSyncWorker, type SyncJobData } from "./sync/sync-worker.js";
+import { SYNC_QUEUE } from "../queue/names.js";
 import { isPermanentUpstreamError, type ApiClient } from "../upstream/index.js";
-import { upstreamFromConfig } from "./upstream.js";
+import { upstreamFromConfig } from "./upstream-from-config.js";
 
-export interface WorkerRuntime {
+export interface WorkerRole {
   api: ApiClient | undefined;
   syncQueue: Queue<SyncJobData>;
   eventWorker: Worker;
@@ -29,14 +30,14 @@ export interface WorkerRuntime {
  * The worker side: typed handlers per event (built-in sync plus the user's), and the sync queue
  * whose refresh and reconcile jobs read the API into the mirror.
  */
-export function createWorkerRuntime(deps: {
+export function createWorkerRole(deps: {
   config: Config;
   logger: Logger;
   connection: Redis;
   mirror: MirrorStore;
   handlers: readonly EventHandlers[];
   metrics: Metrics;
-}): WorkerRuntime {
+}): WorkerRole {
   const { config, logger, connection, mirror, metrics } = deps;
   const prefix = config.queuePrefix;
 

@@ -1,7 +1,7 @@
 import type { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { defineScripts } from "../redis/define-scripts.js";
-import type { SyncedKind } from "./resources.js";
+import { defineScripts } from "../../redis/define-scripts.js";
+import type { SyncedKind } from "./synced-kinds.js";
 
 export interface RefreshJobData {
   kind: SyncedKind;
@@ -32,7 +32,7 @@ export interface RefreshScheduler {
 export type PendingIds = ReadonlyMap<string, string>;
 
 /** The marker a menu refresh leaves in the pending ids: menus are refreshed whole. */
-export const WHOLE = "*";
+export const WHOLE_MENU = "whole-menu";
 
 /** Deletes each id only if its version is still the one the refresh read (compare-and-delete). */
 const SETTLE = `
@@ -54,7 +54,7 @@ export function createRefreshScheduler(opts: { redis: Redis; queue: Queue<Refres
   const scripts = defineScripts<Scripts>(redis, { svcSettlePending: { numberOfKeys: 1, lua: SETTLE } });
 
   return {
-    async request(kind, restaurantId, id = WHOLE) {
+    async request(kind, restaurantId, id = WHOLE_MENU) {
       // Note the id first, then schedule: a job that starts in between still sees the id. The
       // version bump keeps it pending if a running sweep already read past it.
       await redis.hincrby(pendingKey(kind, restaurantId), id, 1);

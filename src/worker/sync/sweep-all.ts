@@ -1,6 +1,6 @@
-import type { MirrorStore } from "../mirror/store.js";
-import type { ApiClient } from "../upstream/index.js";
-import { LISTERS, type Priority, type SyncedKind } from "./resources.js";
+import type { MirrorStore } from "../../mirror/store.js";
+import type { ApiClient } from "../../upstream/index.js";
+import { LISTERS, SYNCED_KINDS, type Priority, type SyncedKind } from "./synced-kinds.js";
 
 export interface SweepProgress {
   kind: SyncedKind;
@@ -21,7 +21,7 @@ export async function sweepAll(deps: {
   priority?: Priority;
   onProgress?: (progress: SweepProgress) => void;
 }): Promise<Record<SyncedKind, number>> {
-  const kinds = deps.kinds ?? (["orders", "bookings", "menu-items"] as const);
+  const kinds = deps.kinds ?? SYNCED_KINDS;
   const totals = { orders: 0, bookings: 0, "menu-items": 0 };
   for (const kind of kinds) {
     let cursor: string | undefined;

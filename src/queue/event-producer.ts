@@ -1,3 +1,4 @@
+import { DEFAULTS } from "../config/defaults.js";
 import { randomUUID } from "node:crypto";
 import { Queue, type DefaultJobOptions } from "bullmq";
 import type { Redis } from "ioredis";
@@ -5,10 +6,10 @@ import type { EnqueueResult, EventJobData, EventSink } from "./event-job.js";
 import { groupCommit } from "./group-commit.js";
 import { withTimeout } from "./with-timeout.js";
 import { EVENTS_QUEUE } from "./names.js";
-import type { Config } from "../config/config.js";
+import { retryJobOptions } from "./job-options.js";
 
 export interface EventProducerOptions {
-  /** A "producer" connection (createRedisConnection): fails fast while Redis is away. */
+  /** A "web" connection (createRedisConnection): fails fast while Redis is away. */
   connection: Redis;
   prefix: string;
   queueName?: string;
@@ -27,18 +28,6 @@ export interface EventProducer extends EventSink {
   close(): Promise<void>;
 }
 
-/** Retries: exponential with jitter; with the defaults (10 attempts from 1 s) about 17 minutes. */
-export function retryJobOptions(attempts: number, backoffMs: number): DefaultJobOptions {
-  return { attempts, backoff: { type: "exponential", delay: backoffMs, jitter: 0.5 } };
-}
-
-/** BullMQ keep-options from the config's retention (count 0 removes a job as it finishes). */
-export function retentionJobOptions(retention: Config["retention"]): DefaultJobOptions {
-  const keep = ({ count, ageSeconds }: { count: number; ageSeconds: number }) =>
-    count === 0 ? true : { count, age: ageSeconds };
-  return { removeOnComplete: keep(retention.completed), removeOnFail: keep(retention.failed) };
-}
-
 /**
  * Enqueues verified events into BullMQ, once per event id within the deduplication window.
  * BullMQ's throttle-mode deduplication (`{ id, ttl }`) is atomic with the add and keeps its key
@@ -52,7 +41,7 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
   const queue = new Queue<EventJobData>(options.queueName ?? EVENTS_QUEUE, {
     connection: options.connection,
     prefix: options.prefix,
-    defaultJobOptions: { ...retryJobOptions(10, 1000), ...options.jobOptions },
+    defaultJobOptions: { ...retryJobOptions(DEFAULTS.jobAttempts, DEFAULTS.jobBackoffMs), ...options.jobOptions },
     streams: { events: { maxLen: 1000 } },
   });
   queue.on("error", options.onError ?? (() => {}));

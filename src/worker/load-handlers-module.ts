@@ -1,6 +1,6 @@
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { EventHandlers } from "./context.js";
+import type { EventHandlers } from "./handler-context.js";
 
 export class HandlersModuleError extends Error {
   readonly code = "invalid_handlers_module";

@@ -1,4 +1,4 @@
-import type { EventHandlers } from "./context.js";
+import type { EventHandlers } from "../handler-context.js";
 import type { RefreshScheduler } from "./refresh-scheduler.js";
 
 /**

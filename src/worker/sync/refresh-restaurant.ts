@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
-import type { MirrorStore } from "../mirror/store.js";
-import type { ApiClient } from "../upstream/index.js";
-import type { RefreshScheduler } from "./refresh-scheduler.js";
-import { LISTERS, TRACKS_IDS, type SyncedKind } from "./resources.js";
+import type { MirrorStore } from "../../mirror/store.js";
+import type { ApiClient } from "../../upstream/index.js";
+import { WHOLE_MENU, type RefreshScheduler } from "./refresh-scheduler.js";
+import { LISTERS, TRACKS_IDS, type SyncedKind } from "./synced-kinds.js";
 
 export interface RefreshOutcome {
   calls: number;
@@ -38,7 +38,7 @@ export async function refreshRestaurant(deps: {
     for (const record of page.data) wanted.delete(record.id);
     cursor = page.nextCursor ?? undefined;
   } while (cursor && (!TRACKS_IDS[kind] || wanted.size > 0));
-  outcome.missing = [...wanted].filter((id) => id !== "*");
+  outcome.missing = [...wanted].filter((id) => id !== WHOLE_MENU);
   if (outcome.missing.length > 0) deps.logger.warn({ kind, restaurantId, missing: outcome.missing }, "records named by events were not found upstream");
   await scheduler.settle(kind, restaurantId, pending);
   return outcome;
