@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { signPayload } from "../../src/events/signature.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
@@ -37,15 +36,5 @@ describe("secrets and access", () => {
     const output = proc.stdout() + proc.stderr();
     expect(output).toContain('"msg":"request"');
     for (const secret of [SECRET, "whsec_second_secret_77", ADMIN, API_KEY]) expect(output).not.toContain(secret);
-  });
-
-  it("compares signatures and tokens in constant time", () => {
-    const signature = readFileSync(new URL("../../src/events/signature.ts", import.meta.url), "utf8");
-    const admin = readFileSync(new URL("../../src/http/admin-auth.ts", import.meta.url), "utf8");
-    expect(signature).toMatch(/timingSafeEqual\(actual, expected\)/);
-    expect(admin).toMatch(/timingSafeEqual\(digest\(presented\), expected\)/);
-    // No plain equality on secret material anywhere near them.
-    expect(signature).not.toMatch(/digest\(\S*\)\s*===|===\s*expected/);
-    expect(admin).not.toMatch(/presented\s*===\s*token|token\s*===\s*presented/);
   });
 });

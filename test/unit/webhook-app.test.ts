@@ -1,0 +1,145 @@
+import { createHash, createHmac } from "node:crypto";
+import { pino } from "pino";
+import { beforeEach, describe, expect, it } from "vitest";
+import { signPayload } from "../../src/events/signature.js";
+import { createApp } from "../../src/http/app.js";
+import { QueueUnavailableError } from "../../src/queue/errors.js";
+import type { EventJobData, EventSink } from "../../src/queue/event-job.js";
+
+// The edge's rules, tested in memory with app.request() as hono's own suite does: no socket,
+// no Redis. The sink below keeps events in an array and deduplicates by id like the real one.
+const SECRETS = ["whsec_unit_primary", "whsec_unit_rotated"];
+const MAX_BODY_BYTES = 1024;
+
+let stored: EventJobData[];
+let failing: boolean;
+const sink: EventSink = {
+  enqueue(event) {
+    if (failing) return Promise.reject(new QueueUnavailableError("enqueue timed out"));
+    const duplicate = stored.some((e) => e.id === event.id);
+    if (!duplicate) stored.push(event);
+    return Promise.resolve({ jobId: `job-${stored.length}`, duplicate });
+  },
+  ping: () => Promise.resolve(),
+};
+const app = createApp({
+  logger: pino({ level: "silent" }),
+  ready: () => Promise.resolve(),
+  webhooks: { sink, signingSecrets: SECRETS, maxBodyBytes: MAX_BODY_BYTES },
+});
+
+beforeEach(() => {
+  stored = [];
+  failing = false;
+});
+
+const post = (body: string | Uint8Array | ReadableStream<Uint8Array>, headers: Record<string, string> = {}) =>
+  app.request("/webhooks", { method: "POST", body, headers, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) } as RequestInit);
+const postSigned = (body: string, secret = SECRETS[0]!) => post(body, { "x-svc-signature": signPayload(body, secret) });
+const event = (fields: Record<string, unknown> = {}) =>
+  JSON.stringify({ id: "evt_1", type: "order.created", createdAt: "2026-11-23T10:00:00Z", data: { id: "ord_1", restaurantId: "rest_1" }, ...fields });
+
+describe("signatures", () => {
+  it("accepts a hex signature and stores the whole payload", async () => {
+    const res = await postSigned(event({ extra: { kept: true } }));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ received: true, id: "evt_1", duplicate: false });
+    expect(stored[0]).toMatchObject({ id: "evt_1", type: "order.created", payload: { extra: { kept: true } } });
+  });
+
+  it("accepts standard and URL-safe base64 digests", async () => {
+    const body = event();
+    const digest = createHmac("sha256", SECRETS[0]!).update(body).digest("base64");
+    expect((await post(body, { "x-svc-signature": `sha256=${digest}` })).status).toBe(200);
+    const urlSafe = digest.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    expect((await post(body, { "x-svc-signature": `sha256=${urlSafe}` })).status).toBe(200);
+  });
+
+  it("accepts either secret while one is rotated", async () => {
+    expect((await postSigned(event({ id: "a" }), SECRETS[1])).status).toBe(200);
+    expect((await postSigned(event({ id: "b" }), "whsec_someone_else")).status).toBe(401);
+  });
+
+  it.each([
+    ["missing", {}],
+    ["malformed", { "x-svc-signature": "sha256=not-a-digest" }],
+    ["without the sha256= prefix", { "x-svc-signature": "0".repeat(64) }],
+  ])("refuses a %s signature with 401 and stores nothing", async (_what, headers) => {
+    const res = await post(event(), headers);
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ error: { code: "invalid_signature" } });
+    expect(stored).toEqual([]);
+  });
+
+  it("refuses a signed body whose bytes changed in transit", async () => {
+    const body = event();
+    expect((await post(body.replace("rest_1", "rest_2"), { "x-svc-signature": signPayload(body, SECRETS[0]!) })).status).toBe(401);
+  });
+
+  it("checks the signature before parsing: unsigned garbage is a 401, not a 400", async () => {
+    expect((await post("{not json", { "x-svc-signature": signPayload("other", SECRETS[0]!) })).status).toBe(401);
+  });
+});
+
+describe("envelope", () => {
+  it.each([
+    ["not JSON", "{nope"],
+    ["not an object", "[1,2]"],
+    ["without a type", JSON.stringify({ id: "x" })],
+    ["with a non-string id", JSON.stringify({ id: 7, type: "order.created" })],
+  ])("answers 400 to a signed body %s", async (_what, body) => {
+    const res = await postSigned(body);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: { code: "invalid_event" } });
+    expect(stored).toEqual([]);
+  });
+
+  it("accepts an unknown event type (refusing it would make the sender retry forever)", async () => {
+    expect((await postSigned(event({ type: "table.wiped" }))).status).toBe(200);
+    expect(stored.map((e) => e.type)).toEqual(["table.wiped"]);
+  });
+
+  it("uses the SHA-256 of the body as the id of an event without one", async () => {
+    const body = JSON.stringify({ type: "review.created", data: {} });
+    const res = await postSigned(body);
+    expect(await res.json()).toMatchObject({ id: createHash("sha256").update(body).digest("hex") });
+  });
+});
+
+describe("size cap", () => {
+  it("answers 413 when Content-Length is over MAX_BODY_BYTES", async () => {
+    const body = event({ pad: "x".repeat(MAX_BODY_BYTES) });
+    const res = await post(body, { "x-svc-signature": signPayload(body, SECRETS[0]!), "content-length": String(Buffer.byteLength(body)) });
+    expect(res.status).toBe(413);
+    expect(stored).toEqual([]);
+  });
+
+  it("answers 413 for a streamed body without Content-Length that grows over the cap", async () => {
+    const chunk = new TextEncoder().encode("x".repeat(300));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 10) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    expect((await post(stream, { "x-svc-signature": signPayload("x", SECRETS[0]!) })).status).toBe(413);
+  });
+});
+
+describe("enqueue", () => {
+  it("answers a redelivery 200 with duplicate: true and stores it once", async () => {
+    await postSigned(event());
+    const again = await postSigned(event());
+    expect(await again.json()).toMatchObject({ duplicate: true });
+    expect(stored).toHaveLength(1);
+  });
+
+  it("answers 503 with Retry-After, never 200, when the queue cannot take the event", async () => {
+    failing = true;
+    const res = await postSigned(event());
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("5");
+    expect(await res.json()).toMatchObject({ error: { code: "queue_unavailable" } });
+  });
+});
