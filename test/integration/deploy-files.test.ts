@@ -47,7 +47,12 @@ describe("Dockerfile and fly.toml", () => {
       expect(line).not.toMatch(/SIGNING_SECRET|API_KEY|ADMIN_TOKEN|PASSWORD|REDIS_URL=/);
     }
     expect(Object.keys(fly.env).filter((k) => /SECRET|KEY|TOKEN|REDIS_URL/.test(k))).toEqual([]);
-    expect(readFileSync(join(ROOT, ".dockerignore"), "utf8").split("\n")[1]).toBe("*");
+    // The context is an allow-list: everything is ignored, then only build inputs are let back in.
+    const rules = readFileSync(join(ROOT, ".dockerignore"), "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+    expect(rules[0]).toBe("*");
+    for (const rule of rules.slice(1)) {
+      expect(rule).toMatch(/^!(package(-lock)?\.json|tsconfig(\.build)?\.json|src\/\*\*)$/);
+    }
   });
 
   it("start processes that exist: web and worker roles of the same CMD", () => {
