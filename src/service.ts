@@ -109,7 +109,13 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
     },
     rejected: (reason) => metrics.eventsRejected.inc({ reason }),
   };
-  const ping = () => (producer ? producer.ping() : anyConnection.ping().then(() => undefined));
+  // The worker connection queues commands while Redis is away and never gives up on them: ask it
+  // only when it is connected, so a readiness probe never adds to that queue (/readyz also bounds it).
+  const ping = async () => {
+    if (producer) return producer.ping();
+    if (anyConnection.status !== "ready") throw new Error(`Redis connection is ${anyConnection.status}`);
+    await anyConnection.ping();
+  };
   const adminToken = config.adminToken;
   const app = createApp({
     logger,

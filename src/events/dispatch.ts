@@ -9,13 +9,20 @@ export interface HandlerFailure {
 export interface DispatchResult {
   /** Keys of the handlers that succeeded in this run. */
   succeeded: string[];
+  /** Handlers that threw. */
   failures: HandlerFailure[];
+  /**
+   * Handlers that succeeded but whose success `onSuccess` could not record: they are in
+   * `succeeded`, never in `failures`, and may run again if the event is retried.
+   */
+  unsaved: HandlerFailure[];
 }
 
 /**
  * Runs every handler for the event except those already done (on an earlier attempt), all of
  * them even when some fail, and reports each outcome; one failing handler never stops another.
  * A known type is validated first and its handlers get the typed event; '*' handlers get it as is.
+ * `onSuccess` records a success (for a retry to skip it); its own failure is reported apart.
  */
 export async function dispatchEvent<Ctx>(
   registry: HandlerRegistry<Ctx>,
@@ -26,15 +33,21 @@ export async function dispatchEvent<Ctx>(
 ): Promise<DispatchResult> {
   const typed = isKnownEventType(event.type) ? parseKnownEvent(event.type, event) : event;
   const pending = registry.handlersFor(event.type).filter((h) => !alreadyDone.has(h.key));
-  const result: DispatchResult = { succeeded: [], failures: [] };
+  const result: DispatchResult = { succeeded: [], failures: [], unsaved: [] };
   await Promise.all(
     pending.map(async ({ key, type, handler }) => {
       try {
         await (handler as (e: unknown, c: Ctx) => unknown)(type === "*" ? event : typed, ctx);
-        result.succeeded.push(key);
-        await onSuccess?.(key);
       } catch (error) {
         result.failures.push({ key, error });
+        return;
+      }
+      result.succeeded.push(key);
+      // Outside the handler's try: a failed save must not turn its success into a failure.
+      try {
+        await onSuccess?.(key);
+      } catch (error) {
+        result.unsaved.push({ key, error });
       }
     }),
   );

@@ -53,6 +53,7 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
         if (err instanceof EventDataError) throw new UnrecoverableError(err.message);
         throw err;
       }
+      for (const u of result.unsaved) log.warn({ handler: u.key, err: errorMessage(u.error) }, "handler succeeded but its progress was not saved: a retry runs it again");
       if (result.failures.length === 0) return { handled: done.size };
       for (const f of result.failures) log.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
       const summary = result.failures.map((f: HandlerFailure) => `${f.key}: ${errorMessage(f.error)}`).join("; ");

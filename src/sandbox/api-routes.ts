@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { Hono, type Context } from "hono";
-import type { createFaults } from "./faults.js";
+import { stallBody, type createFaults, type FaultRule } from "./faults.js";
 import { paginate, parseLimit } from "./pagination.js";
 import type { SandboxStore } from "./store.js";
 import { SandboxError, type Booking, type Order } from "./types.js";
@@ -40,6 +40,9 @@ async function jsonBody(c: Context): Promise<Record<string, unknown>> {
   throw new SandboxError(400, "invalid_request", "body must be a JSON object");
 }
 
+/** The fault matched for a request, for the routes whose answer it changes (repeatCursor). */
+type ApiEnv = { Variables: { fault: FaultRule | undefined } };
+
 /** /api/v1: auth, rate limit, fault rules, then spec part 4's endpoints. */
 export function apiRoutes(deps: {
   store: SandboxStore;
@@ -47,13 +50,14 @@ export function apiRoutes(deps: {
   admit: (key: string) => number;
   faults: ReturnType<typeof createFaults>;
   requestLog: ApiRequestRecord[];
-}): Hono {
+}): Hono<ApiEnv> {
   const { store, faults } = deps;
-  const api = new Hono();
+  const api = new Hono<ApiEnv>();
 
   api.use("*", async (c, next) => {
     const record: ApiRequestRecord = { at: Date.now(), method: c.req.method, path: c.req.path, query: new URL(c.req.url).search, status: 0, keyHash: null };
     deps.requestLog.push(record);
+    let fault: FaultRule | undefined;
     try {
       const match = /^Bearer (\S+)$/.exec(c.req.header("authorization") ?? "");
       if (match) record.keyHash = keyHash(match[1]!);
@@ -65,8 +69,9 @@ export function apiRoutes(deps: {
         c.header("Retry-After", String(retryAfter));
         throw new SandboxError(429, "rate_limited", "rate limit exceeded: 120 requests per minute per key");
       }
-      const fault = faults.match(c.req.method, c.req.path);
-      if (fault?.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
+      fault = faults.match(c.req.method, c.req.path);
+      const delayMs = fault?.delayMs;
+      if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
       if (fault?.status) {
         if (fault.status === 429) c.header("Retry-After", String(fault.retryAfterSeconds ?? 1));
         throw new SandboxError(fault.status as 500, fault.status === 429 ? "rate_limited" : "internal", `injected fault ${fault.status}`);
@@ -76,8 +81,10 @@ export function apiRoutes(deps: {
       record.status = e.status;
       return c.json({ error: { code: e.code, message: e.message } }, e.status);
     }
+    c.set("fault", fault);
     await next();
     record.status = c.res.status;
+    if (fault?.stallBodyMs) c.res = await stallBody(c.res, fault.stallBodyMs);
   });
 
   api.get("/orders", (c) => {
@@ -89,7 +96,7 @@ export function apiRoutes(deps: {
       (o) => (!q.restaurantId || o.restaurantId === q.restaurantId) && (!status || o.status === status) && (!type || o.type === type),
     );
     // Newest first.
-    return c.json(paginate<Order>(rows, (o) => [o.createdAt, o.id], -1, limit, q.cursor));
+    return c.json(paginate<Order>(rows, (o) => [o.createdAt, o.id], -1, limit, q.cursor, c.get("fault")?.repeatCursor));
   });
 
   api.patch("/orders/:id/status", async (c) => {
@@ -111,7 +118,7 @@ export function apiRoutes(deps: {
     const rows = [...store.bookings.values()].filter(
       (b) => (!q.restaurantId || b.restaurantId === q.restaurantId) && (!q.status || b.status === q.status) && (!from || b.date.slice(0, 10) >= from) && (!to || b.date.slice(0, 10) <= to),
     );
-    return c.json(paginate<Booking>(rows, (b) => [b.date, b.time, b.id], 1, limit, q.cursor));
+    return c.json(paginate<Booking>(rows, (b) => [b.date, b.time, b.id], 1, limit, q.cursor, c.get("fault")?.repeatCursor));
   });
 
   api.post("/bookings", async (c) => {
@@ -133,7 +140,7 @@ export function apiRoutes(deps: {
     const q = c.req.query();
     const limit = parseLimit(q.limit);
     const rows = [...store.menuItems.values()].filter((m) => !q.restaurantId || m.restaurantId === q.restaurantId);
-    return c.json(paginate(rows, (m) => [m.id], 1, limit, q.cursor));
+    return c.json(paginate(rows, (m) => [m.id], 1, limit, q.cursor, c.get("fault")?.repeatCursor));
   });
 
   api.all("*", () => {

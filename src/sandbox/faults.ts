@@ -9,6 +9,16 @@ export interface FaultRule {
   retryAfterSeconds?: number;
   /** Wait this long before answering (to exceed a client's timeout). */
   delayMs?: number;
+  /**
+   * Send the status, the headers and the first bytes of the body at once, then wait this long
+   * before the rest: a body that stalls past a client's timeout after the headers arrived.
+   */
+  stallBodyMs?: number;
+  /**
+   * A list answers with the cursor the request sent as its nextCursor (a first page: the cursor
+   * after its own last item, even when nothing follows): an upstream stuck on one page.
+   */
+  repeatCursor?: boolean;
   /** Skip the first `after` matching requests. */
   after?: number;
   /** Apply to this many matching requests, then expire; unlimited when absent. */
@@ -39,4 +49,27 @@ export function createFaults() {
       return undefined;
     },
   };
+}
+
+/**
+ * The same answer, but only its status, headers and first bytes are sent at once; the rest
+ * follows after `ms` (unless the client went away first).
+ */
+export async function stallBody(res: Response, ms: number): Promise<Response> {
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  const split = Math.max(1, Math.floor(bytes.length / 2));
+  let timer: NodeJS.Timeout | undefined;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(bytes.subarray(0, split));
+      timer = setTimeout(() => {
+        controller.enqueue(bytes.subarray(split));
+        controller.close();
+      }, ms);
+    },
+    cancel() {
+      clearTimeout(timer);
+    },
+  });
+  return new Response(body, { status: res.status, headers: res.headers });
 }

@@ -21,9 +21,17 @@ const compareKeys = (a: Key, b: Key): number => {
 /**
  * One page of a list sorted by `keyOf` (`direction` -1: descending). The cursor is
  * opaque to clients: the sort key of the page's last item, so a page boundary stays valid while
- * items change or arrive. A cursor that does not decode → 400.
+ * items change or arrive. A cursor that does not decode → 400. `repeatCursor` (a fault) hands back
+ * the request's cursor instead of the next one.
  */
-export function paginate<T>(items: T[], keyOf: (item: T) => Key, direction: 1 | -1, limit: number, cursor: string | undefined): { data: T[]; nextCursor: string | null } {
+export function paginate<T>(
+  items: T[],
+  keyOf: (item: T) => Key,
+  direction: 1 | -1,
+  limit: number,
+  cursor: string | undefined,
+  repeatCursor = false,
+): { data: T[]; nextCursor: string | null } {
   const sorted = [...items].sort((a, b) => direction * compareKeys(keyOf(a), keyOf(b)));
   const width = items.length > 0 ? keyOf(items[0]!).length : undefined;
   let rest = sorted;
@@ -40,6 +48,7 @@ export function paginate<T>(items: T[], keyOf: (item: T) => Key, direction: 1 | 
     rest = sorted.filter((item) => direction * compareKeys(keyOf(item), after) > 0);
   }
   const data = rest.slice(0, limit);
-  const more = rest.length > limit;
-  return { data, nextCursor: more ? Buffer.from(`v1:${JSON.stringify(keyOf(data[data.length - 1]!))}`).toString("base64url") : null };
+  const after = data.length > 0 ? Buffer.from(`v1:${JSON.stringify(keyOf(data[data.length - 1]!))}`).toString("base64url") : null;
+  if (repeatCursor) return { data, nextCursor: cursor ?? after };
+  return { data, nextCursor: rest.length > limit ? after : null };
 }

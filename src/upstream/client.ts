@@ -117,7 +117,10 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     const started = performance.now();
     const report = (status: number | "timeout" | "network") =>
       options.onResponse?.({ method: call.method, route: call.route, status, durationMs: performance.now() - started });
+    // The timeout covers the whole answer, body included: a body that stalls after the headers
+    // is a timeout like any other (retried for a GET), never a raw DOMException.
     let res: Response;
+    let text: string;
     try {
       res = await fetch(url, {
         method: call.method,
@@ -125,6 +128,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
         signal: AbortSignal.timeout(timeoutMs),
       });
+      text = await res.text();
     } catch (err) {
       const timedOut = (err as Error).name === "TimeoutError";
       report(timedOut ? "timeout" : "network");
@@ -132,7 +136,6 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       throw new UpstreamNetworkError(`${call.method} ${call.route} failed: ${(err as Error).message}`, err);
     }
     report(res.status);
-    const text = await res.text();
     if (!res.ok) {
       throw errorFromResponse({ status: res.status, body: text, retryAfterMs: parseRetryAfter(res.headers.get("retry-after")), context: `${call.method} ${call.route}` });
     }

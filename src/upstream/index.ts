@@ -2,5 +2,6 @@ export { createApiClient, type ApiClient, type ApiClientOptions, type BookingQue
 export { createRateLimiter, type Priority, type RateLimiter, type RateLimiterOptions } from "./rate-limiter.js";
 export { apiKeyId, isApiKey, parseApiKey, ApiKeyError, API_KEY_PREFIX } from "./api-key.js";
 export { parseRetryAfter, backoffMs } from "./retry.js";
+export { paginate, paginatePages } from "./paginate.js";
 export * from "./errors.js";
 export * from "./models.js";

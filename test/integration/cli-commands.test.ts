@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
@@ -56,5 +57,21 @@ describe("svc-webhooks backfill", () => {
     const mirrored = await svc.service.mirror.all("orders");
     expect(mirrored.map((o) => o.id).sort()).toEqual(sandbox.state.orders().map((o) => o.id).sort());
     expect(proc.stdout() + proc.stderr()).not.toContain(sandbox.apiKey);
+  });
+});
+
+describe("svc-webhooks dev", () => {
+  it("with a list of signing secrets, the sandbox signs with the first and its deliveries are accepted", async () => {
+    proc = runCli(["dev", "--port", "0", "--sandbox-port", "0", "--interval-ms", "20"], {
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: `test-dev-${randomUUID().slice(0, 8)}`,
+      SIGNING_SECRET: "whsec_dev_newest_0123456789,whsec_dev_oldest_0123456789",
+    });
+    // The first request the service logs is the sandbox's first webhook delivery.
+    const delivery = await proc.waitForLog("request");
+    expect(delivery).toMatchObject({ method: "POST", path: "/webhooks", status: 200 });
+    proc.child.kill("SIGTERM");
+    expect((await proc.exited).code).toBe(0);
+    expect(proc.stdout()).not.toMatch(/whsec_dev_(newest|oldest)/); // the log, not the banner
   });
 });

@@ -117,6 +117,20 @@ describe("upstream client against the sandbox", () => {
     expect(sandbox.requestLog.filter((r) => r.method === "PATCH")).toHaveLength(1);
   });
 
+  it("retries a read whose body stalls past the timeout after the headers came, and succeeds", async () => {
+    const api = client(await setup(), { timeoutMs: 300 });
+    sandbox.faults.add({ method: "GET", path: "/api/v1/orders", stallBodyMs: 5000, times: 1 });
+    expect((await api.listOrders()).data.length).toBe(sandbox.state.orders().length);
+    expect(sandbox.requestLog.map((r) => r.status)).toEqual([200, 200]);
+  });
+
+  it("fails a read whose body keeps stalling with UpstreamTimeoutError after its retries", async () => {
+    const api = client(await setup(), { timeoutMs: 200, readRetries: 2 });
+    sandbox.faults.add({ method: "GET", path: "/api/v1/menu-items", stallBodyMs: 5000 });
+    await expect(api.listMenuItems()).rejects.toMatchObject({ constructor: UpstreamTimeoutError, message: expect.stringContaining("GET /api/v1/menu-items") });
+    expect(sandbox.requestLog).toHaveLength(3);
+  });
+
   it("waits out Retry-After after a 429, sending nothing meanwhile, then succeeds", async () => {
     const api = client(await setup());
     sandbox.faults.add({ path: "/api/v1/orders", status: 429, retryAfterSeconds: 1, times: 1 });

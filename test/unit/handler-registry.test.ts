@@ -38,6 +38,16 @@ describe("handler registry and dispatch", () => {
     expect(result.failures.map((f) => f.key)).toEqual(["user:order.created:0"]);
   });
 
+  it("reports a handler that succeeded but whose progress could not be saved once, as succeeded, with the save failure apart", async () => {
+    const registry = createHandlerRegistry<object>();
+    registry.use({ "order.created": () => undefined }, "sync");
+    const saveFailed = new Error("progress not saved");
+    const result = await dispatchEvent(registry, order(), {}, new Set(), () => Promise.reject(saveFailed));
+    expect(result.succeeded).toEqual(["sync:order.created:0"]);
+    expect(result.failures).toEqual([]);
+    expect(result.unsaved).toEqual([{ key: "sync:order.created:0", error: saveFailed }]);
+  });
+
   it("skips handlers that already succeeded on an earlier attempt", async () => {
     let runs = 0;
     const registry = createHandlerRegistry<object>();

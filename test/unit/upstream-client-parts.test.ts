@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { apiKeyId, parseApiKey } from "../../src/upstream/api-key.js";
 import { errorFromResponse, isPermanentUpstreamError, UpstreamAuthError, UpstreamConflictError, UpstreamRateLimitError, UpstreamServerError, UpstreamTimeoutError } from "../../src/upstream/errors.js";
 import { orderSchema } from "../../src/upstream/models.js";
-import { paginate } from "../../src/upstream/paginate.js";
+import { paginate, paginatePages } from "../../src/upstream/paginate.js";
 import { backoffMs, parseRetryAfter } from "../../src/upstream/retry.js";
 
 describe("Retry-After and backoff", () => {
@@ -89,6 +89,14 @@ describe("error answers and pagination", () => {
     for await (const n of paginate(async (c) => pages[c ?? "start"]!)) seen.push(n);
     expect(seen).toEqual([1, 2, 3]);
     const stuck = paginate(async () => ({ data: [1], nextCursor: "same" }), "same");
-    await expect((async () => { for await (const _ of stuck); })()).rejects.toThrow(/same nextCursor/);
+    await expect((async () => { for await (const _ of stuck); })()).rejects.toMatchObject({ code: "repeated_cursor" });
+  });
+
+  it("refuses a cursor that comes back after others (a cycle), after yielding the page that named it", async () => {
+    const cycle: Record<string, { data: string[]; nextCursor: string | null }> = { start: { data: ["p1"], nextCursor: "a" }, a: { data: ["p2"], nextCursor: "b" }, b: { data: ["p3"], nextCursor: "a" } };
+    const seen: string[] = [];
+    const walk = (async () => { for await (const page of paginatePages(async (c) => cycle[c ?? "start"]!)) seen.push(...page.data); })();
+    await expect(walk).rejects.toThrow(/same cursor again after 3 page/);
+    expect(seen).toEqual(["p1", "p2", "p3"]);
   });
 });

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
-import { loadConfig, secretsOf } from "../../config/index.js";
+import { loadConfig, newestSigningSecret, secretsOf } from "../../config/index.js";
 import { ensureRedis } from "../../local/ensure-redis.js";
 import { createLogger } from "../../logging/logger.js";
 import { createSandbox } from "../../sandbox/index.js";
@@ -30,10 +30,13 @@ export async function run(argv: string[]): Promise<void> {
   if (!Number.isInteger(intervalMs) || intervalMs < 10) throw new UsageError("--interval-ms must be a whole number ≥ 10");
 
   const redis = await ensureRedis(process.env.REDIS_URL);
-  // Local secrets for this run only; nothing here is a production secret.
-  const signingSecret = process.env.SIGNING_SECRET ?? `whsec_dev_${randomBytes(12).toString("hex")}`;
+  // Local secrets for this run only; nothing here is a production secret. SIGNING_SECRET may be a
+  // rotation list: the service accepts each secret, the sandbox signs with the newest (the first).
+  const signingSecrets = process.env.SIGNING_SECRET ?? `whsec_dev_${randomBytes(12).toString("hex")}`;
+  const signingSecret = newestSigningSecret(signingSecrets);
+  if (!signingSecret) throw new UsageError("SIGNING_SECRET must be a comma-separated list of non-empty secrets, the newest first");
   const adminToken = process.env.ADMIN_TOKEN ?? `dev-admin-${randomBytes(12).toString("hex")}`;
-  const devLogger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [signingSecret, adminToken] });
+  const devLogger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [...signingSecrets.split(",").map((s) => s.trim()), adminToken] });
 
   const sandbox = createSandbox({ simulate: values["no-simulate"] ? false : { intervalMs }, logger: devLogger.child({ component: "sandbox" }) });
   const sandboxUrl = await sandbox.listen({ port: Number(values["sandbox-port"] ?? 4010) });
@@ -42,7 +45,7 @@ export async function run(argv: string[]): Promise<void> {
     ...process.env,
     ROLE: "all",
     REDIS_URL: redis.url,
-    SIGNING_SECRET: signingSecret,
+    SIGNING_SECRET: signingSecrets,
     ADMIN_TOKEN: adminToken,
     API_BASE_URL: sandboxUrl,
     API_KEY: sandbox.apiKey,
@@ -66,7 +69,7 @@ export async function run(argv: string[]): Promise<void> {
       `  admin token        ${adminToken}  (local, generated for this run; set ADMIN_TOKEN to choose)`,
       `  sandbox API        ${sandboxUrl}/api/v1   state: ${sandboxUrl}/_sandbox/state`,
       `  redis              ${redis.url}${redis.started ? " (started for this run)" : ""}`,
-      `  signing secret     ${signingSecret}  (local, for this run; set SIGNING_SECRET to choose)`,
+      `  signing secret     ${signingSecret}  (the sandbox signs with it; set SIGNING_SECRET to choose)`,
       `  try                SIGNING_SECRET=${signingSecret} npm run cli -- trigger review.created --url ${url}/webhooks`,
       `                     curl -H "Authorization: Bearer ${adminToken}" ${url}/mirror/reviews?restaurantId=rest_1`,
       "Ctrl-C stops everything.",

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import { KNOWN_EVENT_TYPES } from "../../events/catalog.js";
+import { newestSigningSecret } from "../../config/index.js";
 import { signPayload } from "../../events/signature.js";
 import { UsageError } from "../usage-error.js";
 
@@ -33,7 +34,7 @@ export async function run(argv: string[]): Promise<void> {
   });
   const [type, ...extra] = positionals;
   if (!type || extra.length > 0) throw new UsageError(`trigger takes one event type\n\n${help}`);
-  const secret = values.secret ?? process.env.SIGNING_SECRET?.split(",")[0]?.trim();
+  const secret = values.secret ?? newestSigningSecret(process.env.SIGNING_SECRET);
   if (!secret) throw new UsageError("no signing secret: pass --secret or set SIGNING_SECRET");
   let overrides: Record<string, unknown> = {};
   if (values.data !== undefined) {

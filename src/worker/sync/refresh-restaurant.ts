@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { MirrorStore } from "../../mirror/store.js";
-import type { ApiClient } from "../../upstream/index.js";
+import { paginatePages, type ApiClient } from "../../upstream/index.js";
 import { WHOLE_MENU, type RefreshScheduler } from "./refresh-scheduler.js";
 import { LISTERS, TRACKS_IDS, type SyncedKind } from "./synced-kinds.js";
 
@@ -29,15 +29,17 @@ export async function refreshRestaurant(deps: {
   if (pending.size === 0) return { calls: 0, written: 0, missing: [] };
   const wanted = new Set(TRACKS_IDS[kind] ? pending.keys() : []);
   const outcome: RefreshOutcome = { calls: 0, written: 0, missing: [] };
-  let cursor: string | undefined;
-  do {
+  const read = async (cursor: string | undefined) => {
     const fetchedAt = Date.now();
-    const page = await LISTERS[kind](api, restaurantId, cursor, "high");
+    return { ...(await LISTERS[kind](api, restaurantId, cursor, "high")), fetchedAt };
+  };
+  // The guarded iterator: a cursor handed back again throws, and the pending ids stay unsettled.
+  for await (const page of paginatePages(read)) {
     outcome.calls++;
-    outcome.written += (await mirror.upsert(kind, page.data, fetchedAt)).written;
+    outcome.written += (await mirror.upsert(kind, page.data, page.fetchedAt)).written;
     for (const record of page.data) wanted.delete(record.id);
-    cursor = page.nextCursor ?? undefined;
-  } while (cursor && (!TRACKS_IDS[kind] || wanted.size > 0));
+    if (TRACKS_IDS[kind] && wanted.size === 0) break;
+  }
   outcome.missing = [...wanted].filter((id) => id !== WHOLE_MENU);
   if (outcome.missing.length > 0) deps.logger.warn({ kind, restaurantId, missing: outcome.missing }, "records named by events were not found upstream");
   await scheduler.settle(kind, restaurantId, pending);

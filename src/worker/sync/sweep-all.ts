@@ -1,5 +1,5 @@
 import type { MirrorStore } from "../../mirror/store.js";
-import type { ApiClient } from "../../upstream/index.js";
+import { paginatePages, type ApiClient } from "../../upstream/index.js";
 import { LISTERS, SYNCED_KINDS, type Priority, type SyncedKind } from "./synced-kinds.js";
 
 export interface SweepProgress {
@@ -12,7 +12,8 @@ export interface SweepProgress {
 /**
  * Sweeps every order, booking and menu item of the company into the mirror: the backfill command
  * and the scheduled reconciliation that catches what webhooks missed. Runs at low priority so
- * webhook-driven refreshes keep their share of the rate budget.
+ * webhook-driven refreshes keep their share of the rate budget. Pages through the guarded
+ * iterator: an upstream that hands back a cursor again fails the sweep instead of looping.
  */
 export async function sweepAll(deps: {
   api: ApiClient;
@@ -24,17 +25,17 @@ export async function sweepAll(deps: {
   const kinds = deps.kinds ?? SYNCED_KINDS;
   const totals = { orders: 0, bookings: 0, "menu-items": 0 };
   for (const kind of kinds) {
-    let cursor: string | undefined;
     let pages = 0;
-    do {
+    const read = async (cursor: string | undefined) => {
       const fetchedAt = Date.now();
-      const page = await LISTERS[kind](deps.api, undefined, cursor, deps.priority ?? "low");
-      await deps.mirror.upsert(kind, page.data, fetchedAt);
+      return { ...(await LISTERS[kind](deps.api, undefined, cursor, deps.priority ?? "low")), fetchedAt };
+    };
+    for await (const page of paginatePages(read)) {
+      await deps.mirror.upsert(kind, page.data, page.fetchedAt);
       pages++;
       totals[kind] += page.data.length;
-      cursor = page.nextCursor ?? undefined;
-      deps.onProgress?.({ kind, pages, records: totals[kind], done: !cursor });
-    } while (cursor);
+      deps.onProgress?.({ kind, pages, records: totals[kind], done: page.nextCursor === null });
+    }
   }
   return totals;
 }

@@ -1,0 +1,65 @@
+import { randomUUID } from "node:crypto";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import pino from "pino";
+import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import { createRedisMirror } from "../../src/mirror/redis-store.js";
+import type { MirrorStore } from "../../src/mirror/store.js";
+import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import { createApiClient, UpstreamResponseError, type ApiClient } from "../../src/upstream/index.js";
+import { refreshRestaurant } from "../../src/worker/sync/refresh-restaurant.js";
+import { createRefreshScheduler, type RefreshJobData } from "../../src/worker/sync/refresh-scheduler.js";
+import { sweepAll } from "../../src/worker/sync/sweep-all.js";
+
+// Both sweeps page through the sandbox over real HTTP into a mirror on the test Redis.
+let sandbox: Sandbox;
+let redis: Redis;
+let queue: Queue<RefreshJobData>;
+let prefix: string;
+let api: ApiClient;
+let mirror: MirrorStore;
+beforeEach(async () => {
+  sandbox = createSandbox();
+  const url = await sandbox.listen();
+  api = createApiClient({ baseUrl: url, apiKey: sandbox.apiKey, retryBaseMs: 10 });
+  prefix = `test-paging-${randomUUID().slice(0, 8)}`;
+  redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
+  queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
+  mirror = createRedisMirror(redis, prefix);
+});
+afterEach(async () => {
+  await sandbox.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  await redis.quit();
+});
+
+describe("sweeps against an upstream that hands back the same cursor", () => {
+  it("backfill stops with a repeated-cursor error after the second page instead of paging forever", async () => {
+    sandbox.faults.add({ path: "/api/v1/orders", repeatCursor: true });
+    const error = await sweepAll({ api, mirror, kinds: ["orders"] }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(UpstreamResponseError);
+    expect(error).toMatchObject({ code: "repeated_cursor", message: expect.stringMatching(/same cursor/) });
+    expect(sandbox.requestLog).toHaveLength(2);
+    // What the pages held before the guard tripped is in the mirror.
+    expect((await mirror.all("orders")).length).toBe(sandbox.state.orders().length);
+  });
+
+  it("a restaurant refresh looking for a record that is not there stops the same way", async () => {
+    sandbox.faults.add({ path: "/api/v1/bookings", repeatCursor: true });
+    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    await scheduler.request("bookings", "rest_1", "bkg_not_upstream");
+    const run = refreshRestaurant({ api, mirror, scheduler, logger: pino({ level: "silent" }), kind: "bookings", restaurantId: "rest_1" });
+    await expect(run).rejects.toMatchObject({ code: "repeated_cursor" });
+    expect(sandbox.requestLog).toHaveLength(2);
+    // Not settled: the id stays pending for the next refresh.
+    expect([...(await scheduler.pending("bookings", "rest_1")).keys()]).toEqual(["bkg_not_upstream"]);
+  });
+
+  it("pages to the end of a list that spans several pages (no fault)", async () => {
+    for (let i = 0; i < 120; i++) sandbox.actions.createOrder();
+    const totals = await sweepAll({ api, mirror, kinds: ["orders"] });
+    expect(totals.orders).toBe(sandbox.state.orders().length);
+    expect(sandbox.requestLog).toHaveLength(Math.ceil(sandbox.state.orders().length / 100));
+  });
+});

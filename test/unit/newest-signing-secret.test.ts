@@ -1,0 +1,15 @@
+import { describe, expect, it } from "vitest";
+import { newestSigningSecret } from "../../src/config/newest-signing-secret.js";
+
+describe("newestSigningSecret", () => {
+  it.each([
+    ["one", "one"],
+    ["new,old", "new"],
+    [" new , old ", "new"],
+    [undefined, undefined],
+    ["", undefined],
+    [",old", undefined],
+  ])("of %j is %j", (list, secret) => {
+    expect(newestSigningSecret(list)).toBe(secret);
+  });
+});
