@@ -1,6 +1,5 @@
 import { Queue } from "bullmq";
 import type { Hono } from "hono";
-import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { Config } from "./config/config.js";
 import { isKnownEventType } from "./events/catalog.js";
@@ -14,7 +13,7 @@ import type { WebhookObserver } from "./http/webhook-route.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
 import { createRedisMirror } from "./mirror/redis-store.js";
 import { MIRROR_KINDS, type MirrorKind, type MirrorStore } from "./mirror/store.js";
-import { createRedisConnection } from "./redis/connection.js";
+import { createRedisConnection, type ConnectionKind, type RedisClient } from "./redis/connection.js";
 import { createEventProducer, type EventProducer } from "./queue/event-producer.js";
 import { retentionJobOptions, retryJobOptions } from "./queue/job-options.js";
 import { createWorkerRole, type WorkerRole } from "./worker/worker-role.js";
@@ -47,9 +46,9 @@ export interface Service {
  * run several isolated instances in one process.
  */
 export function createService({ config, logger, handlers = [] }: ServiceOptions): Service {
-  const connections: Redis[] = [];
-  const connect = (kind: "web" | "worker") => {
-    const connection = createRedisConnection(config.redisUrl, kind);
+  const connections: RedisClient[] = [];
+  const connect = (kind: ConnectionKind) => {
+    const connection = createRedisConnection(config.redisUrl, kind, { cluster: config.redisCluster });
     connection.on("error", (err) => logger.warn({ err: err.message, kind }, "redis connection error"));
     connections.push(connection);
     return connection;
@@ -172,7 +171,7 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
   };
 }
 
-function untilReady(connection: Redis): Promise<void> {
+function untilReady(connection: RedisClient): Promise<void> {
   if (connection.status === "ready") return Promise.resolve();
   return new Promise((resolve) => connection.once("ready", () => resolve()));
 }

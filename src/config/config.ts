@@ -5,8 +5,14 @@ export interface Config {
   role: Role;
   host: string;
   port: number;
+  /** One Redis, or with `redisCluster` one seed node of a Redis Cluster. */
   redisUrl: string;
-  /** BullMQ key prefix; wrap it in braces (`{svc}`) for Redis Cluster. */
+  /** REDIS_CLUSTER: connect as a Redis Cluster client, starting from the node `redisUrl` names. */
+  redisCluster: boolean;
+  /**
+   * The prefix of every Redis key (BullMQ's and ours). On a cluster it always holds a hash tag
+   * (`svc` is used as `{svc}`), so each queue's keys share one slot, as BullMQ's scripts need.
+   */
   queuePrefix: string;
   /** Every secret accepted for X-SVC-Signature; more than one during a rotation. */
   signingSecrets: string[];

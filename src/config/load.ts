@@ -1,3 +1,4 @@
+import { hashTagOf } from "../redis/hash-tag.js";
 import { configSchema } from "./schema.js";
 import type { Config } from "./config.js";
 
@@ -26,7 +27,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST,
     port: e.PORT,
     redisUrl: e.REDIS_URL,
-    queuePrefix: e.QUEUE_PREFIX,
+    redisCluster: e.REDIS_CLUSTER,
+    queuePrefix: e.REDIS_CLUSTER ? clusterPrefix(e.QUEUE_PREFIX) : e.QUEUE_PREFIX,
     signingSecrets: e.SIGNING_SECRET ?? [],
     maxBodyBytes: e.MAX_BODY_BYTES,
     dedupWindowSeconds: e.DEDUP_WINDOW_SECONDS,
@@ -61,7 +63,28 @@ function crossFieldProblems(input: Record<string, string | undefined>): string[]
   if (role !== "worker" && !input.SIGNING_SECRET) problems.push(`SIGNING_SECRET is required when ROLE is ${role}`);
   if (input.API_BASE_URL && !input.API_KEY) problems.push("API_KEY is required when API_BASE_URL is set");
   if (input.API_KEY && !input.API_BASE_URL) problems.push("API_BASE_URL is required when API_KEY is set");
+  if (input.REDIS_CLUSTER === "true") problems.push(...clusterProblems(input));
   return problems;
+}
+
+/**
+ * On a Redis Cluster every key of one BullMQ queue must share a slot, so the prefix needs a hash
+ * tag. A plain prefix is wrapped (`svc` → `{svc}`); one that has braces but no usable tag (`{svc`,
+ * `{}svc`) is refused rather than guessed at.
+ */
+function clusterProblems(input: Record<string, string | undefined>): string[] {
+  const problems: string[] = [];
+  const prefix = input.QUEUE_PREFIX;
+  if (prefix && /[{}]/.test(prefix) && hashTagOf(prefix) === undefined) {
+    problems.push("QUEUE_PREFIX needs a hash tag such as {svc} (a non-empty {…}) when REDIS_CLUSTER is true; or give it without braces to have it wrapped");
+  }
+  const db = URL.canParse(input.REDIS_URL ?? "") ? new URL(input.REDIS_URL!).pathname.replace(/^\//, "") : "";
+  if (db !== "" && db !== "0") problems.push("REDIS_URL may not select a database (/N) when REDIS_CLUSTER is true: a Redis Cluster has only database 0");
+  return problems;
+}
+
+function clusterPrefix(prefix: string): string {
+  return hashTagOf(prefix) === undefined ? `{${prefix}}` : prefix;
 }
 
 /** Every secret value in a config, for the logger's last-line scrubber. */

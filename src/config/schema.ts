@@ -23,6 +23,7 @@ export const configSchema = z
     HOST: z.string().min(1).default("127.0.0.1"),
     PORT: int(0, 65535).default(3000),
     REDIS_URL: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).default("redis://127.0.0.1:6379"),
+    REDIS_CLUSTER: z.enum(["true", "false"], { error: "must be true or false" }).default("false").transform((v) => v === "true"),
     QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_{}-]+$/, "may hold letters, digits, _ - { } only").default(DEFAULTS.queuePrefix),
     SIGNING_SECRET: secretList.optional(),
     MAX_BODY_BYTES: int(1, 64 * 1024 * 1024).default(1024 * 1024),

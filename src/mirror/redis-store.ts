@@ -1,8 +1,9 @@
 import { DEFAULTS } from "../config/defaults.js";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { defineScripts } from "../redis/define-scripts.js";
+import { redisKeys } from "../redis/keys.js";
 import { rankOf } from "./rank.js";
-import type { MirrorKind, MirrorRecord, MirrorStore } from "./store.js";
+import type { MirrorRecord, MirrorStore } from "./store.js";
 
 // Writes one record unless the stored copy is further along (rank) or was read later (fetchedAt).
 // KEYS: data hash, meta hash, restaurant index set, last-write key.
@@ -29,38 +30,40 @@ return 1
 type UpsertArgs = [dataKey: string, metaKey: string, indexKey: string, lastKey: string, id: string, fetchedAt: number, rank: number, json: string, now: number];
 
 /** The default mirror: one Redis hash per kind, a set per restaurant, guarded upserts in Lua. */
-export function createRedisMirror(redis: Redis, prefix: string = DEFAULTS.queuePrefix): MirrorStore {
-  const base = (kind: MirrorKind) => `${prefix}:mirror:${kind}`;
-  const dataKey = (kind: MirrorKind) => `${base(kind)}:data`;
+export function createRedisMirror(redis: Redis | Cluster, prefix: string = DEFAULTS.queuePrefix): MirrorStore {
+  // The upsert script's four keys share the tag {kind}: one Redis Cluster slot.
+  const keys = redisKeys(prefix);
   const scripts = defineScripts<{ svcMirrorUpsert(...a: UpsertArgs): Promise<number> }>(redis, { svcMirrorUpsert: { numberOfKeys: 4, lua: UPSERT_SCRIPT } });
 
   return {
     async upsert(kind, records, fetchedAt) {
+      const k = keys.mirror(kind);
       const now = Date.now();
       const outcomes = await Promise.all(
         records.map((r) =>
-          scripts.svcMirrorUpsert(dataKey(kind), `${base(kind)}:meta`, `${base(kind)}:r:${r.restaurantId}`, `${base(kind)}:last-write`, r.id, fetchedAt, rankOf(kind, r), JSON.stringify(r), now),
+          scripts.svcMirrorUpsert(k.data, k.meta, k.byRestaurant(r.restaurantId), k.lastWrite, r.id, fetchedAt, rankOf(kind, r), JSON.stringify(r), now),
         ),
       );
       const written = outcomes.filter((o) => o === 1).length;
       return { written, skipped: records.length - written };
     },
     async get(kind, id) {
-      const json = await redis.hget(dataKey(kind), id);
+      const json = await redis.hget(keys.mirror(kind).data, id);
       return json ? (JSON.parse(json) as MirrorRecord) : undefined;
     },
     async list(kind, restaurantId) {
-      const ids = await redis.smembers(`${base(kind)}:r:${restaurantId}`);
+      const k = keys.mirror(kind);
+      const ids = await redis.smembers(k.byRestaurant(restaurantId));
       if (ids.length === 0) return [];
-      const rows = await redis.hmget(dataKey(kind), ...ids.sort());
+      const rows = await redis.hmget(k.data, ...ids.sort());
       return rows.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as MirrorRecord);
     },
     async all(kind) {
-      const rows = await redis.hvals(dataKey(kind));
+      const rows = await redis.hvals(keys.mirror(kind).data);
       return rows.map((r) => JSON.parse(r) as MirrorRecord).sort((a, b) => a.id.localeCompare(b.id));
     },
     async lastWriteAt(kind) {
-      const value = await redis.get(`${base(kind)}:last-write`);
+      const value = await redis.get(keys.mirror(kind).lastWrite);
       return value ? Number(value) : undefined;
     },
   };

@@ -1,7 +1,7 @@
 import { DEFAULTS } from "../config/defaults.js";
 import { randomUUID } from "node:crypto";
 import { Queue, type DefaultJobOptions } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/connection.js";
 import type { EnqueueResult, EventJobData, EventSink } from "./event-job.js";
 import { groupCommit } from "./group-commit.js";
 import { withTimeout } from "./with-timeout.js";
@@ -10,7 +10,7 @@ import { retryJobOptions } from "./job-options.js";
 
 export interface EventProducerOptions {
   /** A "web" connection (createRedisConnection): fails fast while Redis is away. */
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   queueName?: string;
   dedupWindowSeconds: number;

@@ -1,6 +1,6 @@
 import { DEFAULTS } from "../config/defaults.js";
 import { UnrecoverableError, Worker, type Job } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/connection.js";
 import type { Logger } from "pino";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
 import { dispatchEvent, type HandlerFailure } from "../events/dispatch.js";
@@ -10,7 +10,7 @@ import { EVENTS_QUEUE } from "./names.js";
 
 export interface EventWorkerOptions<Ctx> {
   /** A "worker" connection (maxRetriesPerRequest: null). */
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   queueName?: string;
   registry: HandlerRegistry<Ctx>;

@@ -2,6 +2,7 @@ import { DEFAULTS } from "../config/defaults.js";
 import { randomUUID } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import { defineScripts } from "../redis/define-scripts.js";
+import { redisKeys } from "../redis/keys.js";
 import { sleep } from "./sleep.js";
 
 // Each decision is one Lua script, so it is atomic across every process sharing the key, and
@@ -122,9 +123,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const lowCap = Math.max(1, Math.floor(max * (options.lowPriorityShare ?? 0.75)));
   if (!Number.isInteger(max) || max < 1) throw new RangeError("rate limiter max must be a whole number ≥ 1");
   if (!(windowMs > 0)) throw new RangeError("rate limiter windowMs must be > 0");
-  // The braces are a hash tag: the three keys land in one Redis Cluster slot, as a script needs.
-  const base = `${options.prefix ?? DEFAULTS.queuePrefix}:upstream:{${options.keyId}}`;
-  const keys = { log: `${base}:log`, pause: `${base}:pause`, last: `${base}:last` };
+  // One hash tag for the three keys: one Redis Cluster slot, as the scripts need.
+  const keys = redisKeys(options.prefix).upstreamBudget(options.keyId);
   const scripts = defineScripts<Scripts>(options.redis, {
     svcUpstreamAcquire: { numberOfKeys: 3, lua: ACQUIRE },
     svcUpstreamPause: { numberOfKeys: 1, lua: PAUSE },

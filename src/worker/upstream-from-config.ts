@@ -1,11 +1,11 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/connection.js";
 import type { Config } from "../config/config.js";
 import { apiKeyId, createApiClient, createRateLimiter, type ApiClient, type ApiClientOptions, type RateLimiter } from "../upstream/index.js";
 
 /** The API client and its shared limiter, as the config describes them (worker and backfill alike). */
 export function upstreamFromConfig(
   api: NonNullable<Config["api"]>,
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   extra: Pick<ApiClientOptions, "onResponse" | "logger"> = {},
 ): { api: ApiClient; limiter: RateLimiter } {

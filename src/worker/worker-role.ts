@@ -1,5 +1,5 @@
 import { Queue, type Worker } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../redis/connection.js";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { isKnownEventType } from "../events/catalog.js";
@@ -33,7 +33,7 @@ export interface WorkerRole {
 export function createWorkerRole(deps: {
   config: Config;
   logger: Logger;
-  connection: Redis;
+  connection: RedisClient;
   mirror: MirrorStore;
   handlers: readonly EventHandlers[];
   metrics: Metrics;

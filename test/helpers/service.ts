@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import { inject } from "vitest";
 import { loadConfig } from "../../src/config/index.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createService, type Service } from "../../src/service.js";
+import { createRedisConnection, type RedisClient } from "../../src/redis/connection.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { signPayload } from "../../src/events/signature.js";
 import { captureLogs } from "./log-capture.js";
@@ -14,9 +14,11 @@ export const ADMIN_TOKEN = "admin-token-for-tests-0123456789";
 export interface TestService {
   url: string;
   service: Service;
+  /** The queue prefix in use (wrapped in braces on a cluster). */
   prefix: string;
   logs: ReturnType<typeof captureLogs>;
-  redis: Redis;
+  /** A separate connection to the same Redis (or cluster). */
+  redis: RedisClient;
   /** POSTs a body signed with TEST_SECRET to /webhooks. */
   deliver(body: string | object): Promise<Response>;
   admin(path: string): Promise<Response>;
@@ -42,11 +44,11 @@ export async function startService(env: Record<string, string> = {}, handlers: E
   const logger = createLogger({ level: config.logLevel, destination: logs.stream, secrets: [...config.signingSecrets, ADMIN_TOKEN, ...(config.api ? [config.api.apiKey] : [])] });
   const service = createService({ config, logger, handlers });
   const url = await service.start();
-  const redis = new Redis(config.redisUrl);
+  const redis = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
   return {
     url,
     service,
-    prefix,
+    prefix: config.queuePrefix,
     logs,
     redis,
     deliver(body) {

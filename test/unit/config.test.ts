@@ -49,4 +49,36 @@ describe("loadConfig", () => {
   it("wants API_BASE_URL and API_KEY together", () => {
     expect(problems({ SIGNING_SECRET: "a", API_BASE_URL: "http://127.0.0.1:4010" })).toContain("API_KEY is required");
   });
+
+  describe("REDIS_CLUSTER", () => {
+    const base = { SIGNING_SECRET: "a", REDIS_CLUSTER: "true", REDIS_URL: "redis://10.0.0.5:7000" };
+
+    it("is off by default and leaves the prefix alone", () => {
+      expect(loadConfig({ SIGNING_SECRET: "a" })).toMatchObject({ redisCluster: false, queuePrefix: "svc" });
+    });
+
+    it("wraps a plain prefix in a hash tag, so each queue's keys share one slot", () => {
+      expect(loadConfig(base)).toMatchObject({ redisCluster: true, redisUrl: "redis://10.0.0.5:7000", queuePrefix: "{svc}" });
+      expect(loadConfig({ ...base, QUEUE_PREFIX: "orders-prod" }).queuePrefix).toBe("{orders-prod}");
+    });
+
+    it("keeps a prefix that already has a tag", () => {
+      expect(loadConfig({ ...base, QUEUE_PREFIX: "{svc}" }).queuePrefix).toBe("{svc}");
+      expect(loadConfig({ ...base, QUEUE_PREFIX: "eu-{svc}" }).queuePrefix).toBe("eu-{svc}");
+    });
+
+    it("refuses a prefix whose braces make no tag", () => {
+      for (const prefix of ["{svc", "svc}", "{}svc"]) expect(problems({ ...base, QUEUE_PREFIX: prefix })).toContain("QUEUE_PREFIX needs a hash tag");
+      expect(loadConfig({ SIGNING_SECRET: "a", QUEUE_PREFIX: "{svc" }).queuePrefix).toBe("{svc"); // only checked on a cluster
+    });
+
+    it("refuses a database number, which a cluster does not have", () => {
+      expect(problems({ ...base, REDIS_URL: "redis://10.0.0.5:7000/2" })).toContain("REDIS_URL may not select a database");
+      expect(loadConfig({ ...base, REDIS_URL: "redis://10.0.0.5:7000/0" }).redisCluster).toBe(true);
+    });
+
+    it("takes only true or false", () => {
+      expect(problems({ ...base, REDIS_CLUSTER: "yes" })).toContain("REDIS_CLUSTER must be true or false");
+    });
+  });
 });

@@ -23,7 +23,7 @@ export async function run(argv: string[]): Promise<void> {
 
   const config = loadConfig({ ...process.env, ROLE: "worker" });
   if (!config.api) throw new UsageError("backfill needs API_BASE_URL and API_KEY");
-  const connection = createRedisConnection(config.redisUrl, "worker");
+  const connection = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
   try {
     const { api } = upstreamFromConfig(config.api, connection, config.queuePrefix);
     const totals = await sweepAll({

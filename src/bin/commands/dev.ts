@@ -45,6 +45,8 @@ export async function run(argv: string[]): Promise<void> {
     ...process.env,
     ROLE: "all",
     REDIS_URL: redis.url,
+    // The redis-server dev starts for itself is a single node, whatever REDIS_CLUSTER said.
+    REDIS_CLUSTER: redis.started ? "false" : process.env.REDIS_CLUSTER,
     SIGNING_SECRET: signingSecrets,
     ADMIN_TOKEN: adminToken,
     API_BASE_URL: sandboxUrl,

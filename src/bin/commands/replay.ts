@@ -22,7 +22,7 @@ export async function run(argv: string[]): Promise<void> {
   if (!queueName) throw new UsageError(`--queue must be events or sync, not "${values.queue}"`);
 
   const config = loadConfig({ ...process.env, ROLE: "worker" });
-  const connection = createRedisConnection(config.redisUrl, "worker");
+  const connection = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
   const queue = new Queue(queueName, { connection, prefix: config.queuePrefix });
   try {
     if (what === "list") {

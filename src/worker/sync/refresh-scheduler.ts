@@ -1,6 +1,7 @@
 import type { Queue } from "bullmq";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { defineScripts } from "../../redis/define-scripts.js";
+import { redisKeys } from "../../redis/keys.js";
 import type { SyncedKind } from "./synced-kinds.js";
 
 export interface RefreshJobData {
@@ -46,10 +47,9 @@ interface Scripts {
   svcSettlePending(key: string, ...idVersionPairs: string[]): Promise<number>;
 }
 
-export function createRefreshScheduler(opts: { redis: Redis; queue: Queue<RefreshJobData>; prefix: string; debounceMs: number }): RefreshScheduler {
+export function createRefreshScheduler(opts: { redis: Redis | Cluster; queue: Queue<RefreshJobData>; prefix: string; debounceMs: number }): RefreshScheduler {
   const { redis, queue, prefix, debounceMs } = opts;
-  // The braces keep a restaurant's keys in one Redis Cluster slot.
-  const pendingKey = (kind: SyncedKind, restaurantId: string) => `${prefix}:sync:pending:${kind}:{${restaurantId}}`;
+  const keys = redisKeys(prefix);
   const dedupId = (kind: SyncedKind, restaurantId: string) => `refresh-${kind}-${restaurantId}`;
   const scripts = defineScripts<Scripts>(redis, { svcSettlePending: { numberOfKeys: 1, lua: SETTLE } });
 
@@ -57,16 +57,16 @@ export function createRefreshScheduler(opts: { redis: Redis; queue: Queue<Refres
     async request(kind, restaurantId, id = WHOLE_MENU) {
       // Note the id first, then schedule: a job that starts in between still sees the id. The
       // version bump keeps it pending if a running sweep already read past it.
-      await redis.hincrby(pendingKey(kind, restaurantId), id, 1);
+      await redis.hincrby(keys.pendingRefresh(kind, restaurantId), id, 1);
       await queue.add(
         "refresh",
         { kind, restaurantId },
         debounceMs > 0 ? { delay: debounceMs, deduplication: { id: dedupId(kind, restaurantId), ttl: debounceMs } } : {},
       );
     },
-    pending: async (kind, restaurantId) => new Map(Object.entries(await redis.hgetall(pendingKey(kind, restaurantId)))),
+    pending: async (kind, restaurantId) => new Map(Object.entries(await redis.hgetall(keys.pendingRefresh(kind, restaurantId)))),
     async settle(kind, restaurantId, handled) {
-      if (handled.size > 0) await scripts.svcSettlePending(pendingKey(kind, restaurantId), ...[...handled].flat());
+      if (handled.size > 0) await scripts.svcSettlePending(keys.pendingRefresh(kind, restaurantId), ...[...handled].flat());
     },
     async release(kind, restaurantId) {
       await queue.removeDeduplicationKey(dedupId(kind, restaurantId));

@@ -1,5 +1,5 @@
 import { UnrecoverableError, Worker, type Job } from "bullmq";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../redis/connection.js";
 import type { Logger } from "pino";
 import { SYNC_QUEUE } from "../../queue/names.js";
 import type { MirrorStore } from "../../mirror/store.js";
@@ -11,7 +11,7 @@ import type { RefreshJobData, RefreshScheduler } from "./refresh-scheduler.js";
 export type SyncJobData = RefreshJobData | Record<string, never>;
 
 export interface SyncWorkerOptions {
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   api: ApiClient;
   mirror: MirrorStore;

@@ -1,0 +1,59 @@
+import calculateSlot from "cluster-key-slot";
+import { describe, expect, it } from "vitest";
+import { hashTagOf } from "../../src/redis/hash-tag.js";
+import { redisKeys } from "../../src/redis/keys.js";
+
+const slotsOf = (keys: string[]) => new Set(keys.map((k) => calculateSlot(k)));
+
+/** Every group of keys one Lua script (or one future script) touches together. */
+function scriptKeyGroups(prefix: string): Record<string, string[]> {
+  const keys = redisKeys(prefix);
+  const budget = keys.upstreamBudget("0123456789abcdef");
+  const mirror = keys.mirror("orders");
+  return {
+    "rate limiter acquire": [budget.log, budget.pause, budget.last],
+    "rate limiter state": [budget.log, budget.pause],
+    "refresh scheduler settle": [keys.pendingRefresh("orders", "rest_1")],
+    "mirror upsert": [mirror.data, mirror.meta, mirror.byRestaurant("rest_1"), mirror.byRestaurant("rest_2"), mirror.lastWrite],
+    "ingest (stream + dedup)": [keys.eventStream, keys.dedup("evt_1"), keys.dedup("evt_{odd}"), keys.dedup("evt:2")],
+  };
+}
+
+describe("Redis key names", () => {
+  for (const prefix of ["svc", "{svc}", "test-1a2b", "{test-1a2b}"]) {
+    it(`puts every key one script touches in one cluster slot (prefix ${prefix})`, () => {
+      for (const [script, keys] of Object.entries(scriptKeyGroups(prefix))) {
+        expect(slotsOf(keys).size, script).toBe(1);
+      }
+    });
+  }
+
+  it("lets a hash-tagged prefix put every key of a deployment in the queue's slot", () => {
+    const all = Object.values(scriptKeyGroups("{svc}")).flat();
+    // BullMQ's own keys under the same prefix, e.g. the events queue and its dedup keys.
+    expect(slotsOf([...all, "{svc}:events:wait", "{svc}:events:de:evt_1", "{svc}:sync:delayed"]).size).toBe(1);
+  });
+
+  it("spreads groups over slots when the prefix has no tag", () => {
+    const keys = redisKeys("svc");
+    expect(calculateSlot(keys.upstreamBudget("k1").log)).not.toBe(calculateSlot(keys.upstreamBudget("k2").log));
+  });
+
+  it("keeps today's names for the budget and the pending ids", () => {
+    const keys = redisKeys("svc");
+    expect(keys.upstreamBudget("k1")).toEqual({ log: "svc:upstream:{k1}:log", pause: "svc:upstream:{k1}:pause", last: "svc:upstream:{k1}:last" });
+    expect(keys.pendingRefresh("orders", "r1")).toBe("svc:sync:pending:orders:{r1}");
+  });
+});
+
+describe("hashTagOf", () => {
+  it("follows Redis: the first {…} when not empty, else none", () => {
+    expect(hashTagOf("{svc}:events")).toBe("svc");
+    expect(hashTagOf("a:{b}:{c}")).toBe("b");
+    expect(hashTagOf("svc:{}:{x}")).toBeUndefined();
+    expect(hashTagOf("{svc:events")).toBeUndefined();
+    expect(hashTagOf("svc")).toBeUndefined();
+    // Agrees with the cluster's own slot function.
+    expect(calculateSlot("x{svc}y")).toBe(calculateSlot("svc"));
+  });
+});
