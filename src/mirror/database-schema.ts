@@ -20,7 +20,7 @@ export type RawRecord = Record<string, unknown>;
 interface MirrorBookkeeping {
   raw: Jsonb<RawRecord>;
   /** How far along its state machine the record is (mirror/rank.ts). */
-  rank: number;
+  rank: Generated<number>;
   /** The shared clock (the database's) taken before the upstream read that produced this copy. */
   read_at: Timestamp;
   /** When this row was last written, by the database's clock. */

@@ -1,7 +1,20 @@
 import type { Redis } from "ioredis";
 import { defineScripts } from "../redis/define-scripts.js";
 import { rankOf } from "./rank.js";
-import type { MirrorKind, MirrorRecord, MirrorStore } from "./store.js";
+import type { MirrorKind, MirrorRecord } from "./store.js";
+
+/**
+ * The Redis mirror's own interface: the MirrorStore of before issue 14 (epoch-ms `fetchedAt` from
+ * each process's clock, lists by restaurant only). Kept until the service is wired to the
+ * PostgreSQL mirror, then deleted with this file.
+ */
+export interface RedisMirrorStore {
+  upsert(kind: MirrorKind, records: readonly MirrorRecord[], fetchedAt: number): Promise<{ written: number; skipped: number }>;
+  get(kind: MirrorKind, id: string): Promise<MirrorRecord | undefined>;
+  list(kind: MirrorKind, restaurantId: string): Promise<MirrorRecord[]>;
+  all(kind: MirrorKind): Promise<MirrorRecord[]>;
+  lastWriteAt(kind: MirrorKind): Promise<number | undefined>;
+}
 
 // Writes one record unless the stored copy is further along (rank) or was read later (fetchedAt).
 // KEYS: data hash, meta hash, restaurant index set, last-write key.
@@ -28,7 +41,7 @@ return 1
 type UpsertArgs = [dataKey: string, metaKey: string, indexKey: string, lastKey: string, id: string, fetchedAt: number, rank: number, json: string, now: number];
 
 /** The default mirror: one Redis hash per kind, a set per restaurant, guarded upserts in Lua. */
-export function createRedisMirror(redis: Redis, prefix = "svc"): MirrorStore {
+export function createRedisMirror(redis: Redis, prefix = "svc"): RedisMirrorStore {
   const base = (kind: MirrorKind) => `${prefix}:mirror:${kind}`;
   const dataKey = (kind: MirrorKind) => `${base(kind)}:data`;
   const scripts = defineScripts<{ svcMirrorUpsert(...a: UpsertArgs): Promise<number> }>(redis, { svcMirrorUpsert: { numberOfKeys: 4, lua: UPSERT_SCRIPT } });

@@ -9,6 +9,10 @@ import { sql, type Kysely } from "kysely";
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations see the schema as it was then, not today's types
 type AnyDb = Kysely<any>;
 
+// Ids compare bytewise ("C" collation): lists page by id, and the order must be the same on every
+// server and in the embedded database whatever their locale.
+const ID = sql`text collate "C"`;
+
 const bookkeeping = (table: ReturnType<AnyDb["schema"]["createTable"]>) =>
   table
     .addColumn("raw", "jsonb", (c) => c.notNull())
@@ -20,7 +24,7 @@ export async function up(db: AnyDb): Promise<void> {
   await bookkeeping(
     db.schema
       .createTable("orders")
-      .addColumn("id", "text", (c) => c.primaryKey())
+      .addColumn("id", ID, (c) => c.primaryKey())
       .addColumn("restaurant_id", "text", (c) => c.notNull())
       .addColumn("booking_id", "text")
       .addColumn("type", "text", (c) => c.notNull())
@@ -37,8 +41,8 @@ export async function up(db: AnyDb): Promise<void> {
 
   await db.schema
     .createTable("order_items")
-    .addColumn("order_id", "text", (c) => c.notNull().references("orders.id").onDelete("cascade"))
-    .addColumn("id", "text", (c) => c.notNull())
+    .addColumn("order_id", ID, (c) => c.notNull().references("orders.id").onDelete("cascade"))
+    .addColumn("id", ID, (c) => c.notNull())
     .addColumn("menu_item_id", "text", (c) => c.notNull())
     .addColumn("name", "text", (c) => c.notNull())
     .addColumn("quantity", "integer", (c) => c.notNull())
@@ -51,7 +55,7 @@ export async function up(db: AnyDb): Promise<void> {
   await bookkeeping(
     db.schema
       .createTable("bookings")
-      .addColumn("id", "text", (c) => c.primaryKey())
+      .addColumn("id", ID, (c) => c.primaryKey())
       .addColumn("restaurant_id", "text", (c) => c.notNull())
       .addColumn("date", "date", (c) => c.notNull())
       .addColumn("time", "time", (c) => c.notNull())
@@ -65,7 +69,7 @@ export async function up(db: AnyDb): Promise<void> {
   await bookkeeping(
     db.schema
       .createTable("menu_items")
-      .addColumn("id", "text", (c) => c.primaryKey())
+      .addColumn("id", ID, (c) => c.primaryKey())
       .addColumn("restaurant_id", "text", (c) => c.notNull())
       .addColumn("name", "text")
       .addColumn("price", "numeric")
@@ -77,7 +81,7 @@ export async function up(db: AnyDb): Promise<void> {
   await bookkeeping(
     db.schema
       .createTable("reviews")
-      .addColumn("id", "text", (c) => c.primaryKey())
+      .addColumn("id", ID, (c) => c.primaryKey())
       .addColumn("restaurant_id", "text", (c) => c.notNull()),
   ).execute();
 

@@ -10,7 +10,7 @@ type AnyDb = Kysely<any>;
 export async function up(db: AnyDb): Promise<void> {
   await db.schema
     .createTable("events")
-    .addColumn("id", "text", (c) => c.primaryKey())
+    .addColumn("id", sql`text collate "C"`, (c) => c.primaryKey())
     .addColumn("type", "text", (c) => c.notNull())
     .addColumn("received_at", "timestamptz", (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
     .addColumn("status", "text", (c) => c.notNull().defaultTo("received").check(sql`status in ('received', 'handled', 'failed')`))
