@@ -12,7 +12,9 @@ export async function up(db: AnyDb): Promise<void> {
     .createTable("events")
     .addColumn("id", sql`text collate "C"`, (c) => c.primaryKey())
     .addColumn("type", "text", (c) => c.notNull())
-    .addColumn("received_at", "timestamptz", (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+    // Millisecond precision, truncated (a timestamptz(3) alone would round up into the future), so
+    // a JavaScript Date — a filter bound or a page cursor — holds a stored instant exactly.
+    .addColumn("received_at", sql`timestamptz(3)`, (c) => c.notNull().defaultTo(sql`date_trunc('milliseconds', clock_timestamp())`))
     .addColumn("status", "text", (c) => c.notNull().defaultTo("received").check(sql`status in ('received', 'handled', 'failed')`))
     .addColumn("payload", "jsonb", (c) => c.notNull())
     .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(1))
