@@ -17,6 +17,8 @@ export interface DatabaseOptions {
   logger?: Logger;
   /** Connections in the server pool. Default 10. */
   poolSize?: number;
+  /** Embedded only: a PGlite data-directory dump to start from instead of running initdb (tests: ~1 s instead of ~3–10). */
+  embeddedTemplate?: Blob;
 }
 
 export interface Database {
@@ -58,7 +60,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
   if (!SCHEMA_NAME.test(schema)) {
     throw new DatabaseConfigError(`DATABASE_SCHEMA must be a lower-case identifier (letters, digits, _; at most 63; not pg_…), got ${JSON.stringify(schema.slice(0, 80))}`);
   }
-  return options.url === undefined || options.url === "" ? openEmbedded(options.dataDir, schema, options.logger) : openServer(options.url, schema, options);
+  return options.url === undefined || options.url === "" ? openEmbedded(options.dataDir, schema, options) : openServer(options.url, schema, options);
 }
 
 function openServer(urlText: string, schema: string, options: DatabaseOptions): Database {
@@ -85,12 +87,12 @@ function openServer(urlText: string, schema: string, options: DatabaseOptions): 
   return { db, driver: "server", schema, close: () => db.destroy() };
 }
 
-async function openEmbedded(dataDir: string, schema: string, logger: Logger | undefined): Promise<Database> {
+async function openEmbedded(dataDir: string, schema: string, { logger, embeddedTemplate }: DatabaseOptions): Promise<Database> {
   const inMemory = dataDir.startsWith("memory://");
   const lock: DataDirLock | undefined = inMemory ? undefined : lockDataDir(dataDir);
   let pglite: PGlite;
   try {
-    pglite = await PGlite.create(inMemory ? dataDir : embeddedDirectory(dataDir));
+    pglite = await PGlite.create(inMemory ? dataDir : embeddedDirectory(dataDir), embeddedTemplate ? { loadDataDir: embeddedTemplate } : {});
     // One session for the life of the instance, so a session setting holds for every query.
     await pglite.exec(`SET search_path TO ${schema}`);
   } catch (error) {

@@ -1,5 +1,8 @@
 /** Gives a test file its own database: each driver, each file its own schema, migrated. */
 import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
 import { inject } from "vitest";
 import { sql } from "kysely";
 import { createDatabase, type Database } from "../../src/mirror/database.js";
@@ -14,6 +17,31 @@ export function testDrivers(): TestDriver[] {
 
 /** A fresh schema name per file (and per call), so files run in parallel on one server. */
 export const randomSchema = () => `t_${randomBytes(6).toString("hex")}`;
+
+const CACHE_DIR = join(process.cwd(), "node_modules", ".cache", "svc-webhooks");
+
+/**
+ * A freshly initdb'd PGlite data directory, dumped once per machine and PGlite version: loading
+ * it takes about a second, where each new in-memory PGlite would run initdb again (3–10 s on
+ * this machine). Written to a temp name and renamed, so files starting together never read half a dump.
+ */
+export async function pgliteTemplate(): Promise<Blob> {
+  const manifest = join(process.cwd(), "node_modules", "@electric-sql", "pglite", "package.json");
+  const version = (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
+  const file = join(CACHE_DIR, `pglite-${version}.tar`);
+  try {
+    return new Blob([readFileSync(file)]);
+  } catch {
+    const pglite = await PGlite.create("memory://");
+    const dump = await pglite.dumpDataDir("none");
+    await pglite.close();
+    mkdirSync(CACHE_DIR, { recursive: true });
+    const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
+    writeFileSync(temp, Buffer.from(await dump.arrayBuffer()));
+    renameSync(temp, file);
+    return dump;
+  }
+}
 
 export interface TestDatabase extends Database {
   /** Empties every table (between tests of one file). */
@@ -34,7 +62,7 @@ export interface OpenOptions {
  */
 export async function openTestDatabase(driver: TestDriver, options: OpenOptions = {}): Promise<TestDatabase> {
   const schema = options.schema ?? randomSchema();
-  const database = await createDatabase(driver === "server" ? { url: inject("databaseUrl"), dataDir: "", schema, poolSize: 4 } : { dataDir: options.dataDir ?? "memory://", schema });
+  const database = await createDatabase(driver === "server" ? { url: inject("databaseUrl"), dataDir: "", schema, poolSize: 4 } : { dataDir: options.dataDir ?? "memory://", schema, embeddedTemplate: await pgliteTemplate() });
   if (options.migrations !== 0) await migrateToLatest(database, options.migrations === undefined ? {} : { count: options.migrations });
   return {
     ...database,

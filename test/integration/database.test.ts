@@ -8,7 +8,7 @@ import { DataDirLockedError, lockDataDir } from "../../src/mirror/data-dir-lock.
 import { createDatabase, DatabaseConfigError } from "../../src/mirror/database.js";
 import { migrateToLatest } from "../../src/mirror/migrate.js";
 import { MIGRATIONS } from "../../src/mirror/migrations/index.js";
-import { openTestDatabase, randomSchema, testDrivers } from "../helpers/postgres.js";
+import { openTestDatabase, pgliteTemplate, randomSchema, testDrivers } from "../helpers/postgres.js";
 
 const tempDirs: string[] = [];
 const tempDir = () => {
@@ -23,10 +23,11 @@ afterAll(() => {
 const ALL = Object.keys(MIGRATIONS);
 
 describe.each(testDrivers())("migrations (%s)", (driver) => {
-  it("migrate an empty database: every table in the configured schema, money numeric, times timestamptz", async () => {
+  it("migrate an empty database (two migrators at once): every table in the configured schema, money numeric, times timestamptz", async () => {
     const database = await openTestDatabase(driver, { migrations: 0 });
     try {
-      expect(await migrateToLatest(database)).toEqual(ALL);
+      const applied = await Promise.all([migrateToLatest(database), migrateToLatest(database)]);
+      expect(applied.flat().sort()).toEqual(ALL);
       expect(await migrateToLatest(database)).toEqual([]);
       const { rows } = await sql<{ table_name: string; column_name: string; data_type: string }>`
         select table_name, column_name, data_type from information_schema.columns
@@ -107,7 +108,7 @@ describe("database options", () => {
 describe("embedded data directory", () => {
   it("keeps data across a restart, and a second opener fails naming DATABASE_URL", async () => {
     const dataDir = tempDir();
-    const first = await createDatabase({ dataDir, schema: "svc" });
+    const first = await createDatabase({ dataDir, schema: "svc", embeddedTemplate: await pgliteTemplate() });
     await migrateToLatest(first);
     await first.db.insertInto("reviews").values({ id: "rev_1", restaurant_id: "r1", raw: JSON.stringify({ id: "rev_1" }), read_at: new Date() }).execute();
     const second = await createDatabase({ dataDir, schema: "svc" }).catch((e: unknown) => e);
