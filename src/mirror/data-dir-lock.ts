@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** The embedded database's directory is in use by another live process. */
@@ -9,7 +9,7 @@ export class DataDirLockedError extends Error {
     readonly pid: number,
   ) {
     super(
-      `the embedded database in ${dataDir} is already open in process ${pid}; it serves one process only. ` +
+      `the embedded database in ${dataDir} is already open in process ${pid} (lock file ${join(dataDir, LOCK_FILE)}); it serves one process only. ` +
         `Run web and worker in one process (ROLE=all), or give every process DATABASE_URL=postgres://… (a PostgreSQL server).`,
     );
     this.name = "DataDirLockedError";
@@ -22,6 +22,11 @@ export interface DataDirLock {
 
 const LOCK_FILE = "postgres.lock";
 
+// Lock files this process holds. Process-wide on purpose: it is what tells "this process opened
+// the directory twice" apart from "a previous run that had our pid (a restarted container's pid 1)
+// left its file behind".
+const heldHere = new Set<string>();
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -33,25 +38,34 @@ function isAlive(pid: number): boolean {
 }
 
 /**
- * Takes `<dataDir>/postgres.lock` exclusively (created with O_EXCL, our pid inside). A lock left
- * by a process that no longer runs is stale and taken over; one held by a live process —
- * this one included, since PGlite cannot share a directory between two instances — fails.
+ * Takes `<dataDir>/postgres.lock` exclusively: our pid is written to a private file first, then
+ * hard-linked to the lock name (link fails if the name exists), so the lock never exists without
+ * its complete pid in it. A lock left by a process that no longer runs is stale and taken over;
+ * one held by a live process — this one included, since PGlite cannot share a directory between
+ * two instances — fails. (A stale pid reused by an unrelated live process reads as held: remove
+ * the file by hand then; the error names it.)
  */
 export function lockDataDir(dataDir: string): DataDirLock {
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, LOCK_FILE);
   for (let attempt = 0; attempt < 3; attempt++) {
+    const mine = `${file}.${process.pid}`;
+    writeFileSync(mine, String(process.pid));
     try {
-      writeFileSync(file, String(process.pid), { flag: "wx" });
+      linkSync(mine, file);
+      rmSync(mine, { force: true });
+      heldHere.add(file);
       let released = false;
       return {
         release() {
           if (released) return;
           released = true;
+          heldHere.delete(file);
           rmSync(file, { force: true });
         },
       };
     } catch (error) {
+      rmSync(mine, { force: true });
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     }
     let holder = Number.NaN;
@@ -60,11 +74,13 @@ export function lockDataDir(dataDir: string): DataDirLock {
     } catch {
       continue; // removed between our attempt and the read: try again
     }
-    if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) throw new DataDirLockedError(dataDir, holder);
-    // Stale (dead pid, or a torn write): remove it, but only if it still names the dead holder, so
-    // a process that took the lock since we read it keeps it (a window of one read remains).
+    const ours = holder === process.pid;
+    if (Number.isInteger(holder) && holder > 0 && (ours ? heldHere.has(file) : isAlive(holder))) throw new DataDirLockedError(dataDir, holder);
+    // Stale (dead pid, our pid from an earlier run, or not a pid at all): remove it, but only if it still holds what we read,
+    // so a process that took the lock since keeps it (a window of one read remains).
     try {
-      if (readFileSync(file, "utf8") === String(Number.isNaN(holder) ? "" : holder) || Number.isNaN(holder)) rmSync(file, { force: true });
+      const now = readFileSync(file, "utf8");
+      if (Number.isNaN(holder) ? !/^\d+$/.test(now) : now === String(holder)) rmSync(file, { force: true });
     } catch {
       // gone already
     }

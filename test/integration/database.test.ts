@@ -132,4 +132,12 @@ describe("embedded data directory", () => {
     lock.release();
     lockDataDir(dataDir).release();
   });
+
+  it("takes over a lock with this process's pid that this process does not hold (a restarted container's pid 1)", () => {
+    const dataDir = tempDir();
+    writeFileSync(join(dataDir, "postgres.lock"), String(process.pid));
+    const lock = lockDataDir(dataDir);
+    expect(() => lockDataDir(dataDir)).toThrow(DataDirLockedError);
+    lock.release();
+  });
 });
