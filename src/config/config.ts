@@ -43,6 +43,10 @@ export interface Config {
     /** 0 turns the scheduled reconciliation off. */
     reconcileIntervalMs: number;
   };
+  /** PostgreSQL for the mirror and the event log: a server at `url`, else embedded under `dataDir`. */
+  database: { url?: string | undefined; dataDir: string; schema: string };
+  /** Events older than this are pruned from the event log. */
+  eventRetentionDays: number;
   adminToken?: string;
   handlersModule?: string;
 }

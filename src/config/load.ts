@@ -51,6 +51,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       syncDebounceMs: e.SYNC_DEBOUNCE_MS,
       reconcileIntervalMs: e.RECONCILE_INTERVAL_SECONDS * 1000,
     },
+    database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DATABASE_SCHEMA },
+    eventRetentionDays: e.EVENT_RETENTION_DAYS,
     ...(e.ADMIN_TOKEN ? { adminToken: e.ADMIN_TOKEN } : {}),
     ...(e.HANDLERS_MODULE ? { handlersModule: e.HANDLERS_MODULE } : {}),
   };
@@ -89,5 +91,6 @@ function clusterPrefix(prefix: string): string {
 
 /** Every secret value in a config, for the logger's last-line scrubber. */
 export function secretsOf(config: Config): string[] {
-  return [...config.signingSecrets, config.api?.apiKey, config.adminToken].filter((s): s is string => !!s);
+  const dbPassword = config.database.url ? decodeURIComponent(new URL(config.database.url).password) : undefined;
+  return [...config.signingSecrets, config.api?.apiKey, config.adminToken, config.database.url, dbPassword].filter((s): s is string => !!s);
 }

@@ -50,6 +50,11 @@ export const configSchema = z
     JOB_MAX_STALLS: int(1, 100).default(DEFAULTS.jobMaxStalls),
     SYNC_DEBOUNCE_MS: int(0, 60_000).default(1000),
     RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
+    // The URL may carry a password: messages never echo it (zod's own do not either).
+    DATABASE_URL: optionalSecret("must be a postgres:// or postgresql:// URL", (s) => /^postgres(ql)?:\/\//.test(s) && URL.canParse(s)),
+    DATA_DIR: z.string().min(1).default("./.data"),
+    DATABASE_SCHEMA: z.string().regex(/^(?!pg_)[a-z_][a-z0-9_]{0,62}$/, "must be a lower-case SQL identifier (letters, digits, _), not starting with pg_").default("svc"),
+    EVENT_RETENTION_DAYS: int(1).default(30),
   });
 
 export type EnvInput = z.input<typeof configSchema>;

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { createRedisMirror } from "../../src/mirror/redis-store.js";
-import type { MirrorStore } from "../../src/mirror/store.js";
+import type { RedisMirrorStore as MirrorStore } from "../../src/mirror/redis-store.js";
 
 let redis: Redis;
 let mirror: MirrorStore;

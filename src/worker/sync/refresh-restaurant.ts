@@ -30,13 +30,13 @@ export async function refreshRestaurant(deps: {
   const wanted = new Set(TRACKS_IDS[kind] ? pending.keys() : []);
   const outcome: RefreshOutcome = { calls: 0, written: 0, missing: [] };
   const read = async (cursor: string | undefined) => {
-    const fetchedAt = Date.now();
-    return { ...(await LISTERS[kind](api, restaurantId, cursor, "high")), fetchedAt };
+    const readAt = await mirror.clock();
+    return { ...(await LISTERS[kind](api, restaurantId, cursor, "high")), readAt };
   };
   // The guarded iterator: a cursor handed back again throws, and the pending ids stay unsettled.
   for await (const page of paginatePages(read)) {
     outcome.calls++;
-    outcome.written += (await mirror.upsert(kind, page.data, page.fetchedAt)).written;
+    outcome.written += (await mirror.upsert(kind, page.data, page.readAt)).written;
     for (const record of page.data) wanted.delete(record.id);
     if (TRACKS_IDS[kind] && wanted.size === 0) break;
   }

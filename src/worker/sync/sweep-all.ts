@@ -27,11 +27,12 @@ export async function sweepAll(deps: {
   for (const kind of kinds) {
     let pages = 0;
     const read = async (cursor: string | undefined) => {
-      const fetchedAt = Date.now();
-      return { ...(await LISTERS[kind](deps.api, undefined, cursor, deps.priority ?? "low")), fetchedAt };
+      // The shared clock, read before the request is sent: what this page can be trusted as of.
+      const readAt = await deps.mirror.clock();
+      return { ...(await LISTERS[kind](deps.api, undefined, cursor, deps.priority ?? "low")), readAt };
     };
     for await (const page of paginatePages(read)) {
-      await deps.mirror.upsert(kind, page.data, page.fetchedAt);
+      await deps.mirror.upsert(kind, page.data, page.readAt);
       pages++;
       totals[kind] += page.data.length;
       deps.onProgress?.({ kind, pages, records: totals[kind], done: page.nextCursor === null });

@@ -8,8 +8,7 @@ import type { RefreshScheduler } from "./refresh-scheduler.js";
  */
 export function createSyncHandlers(scheduler: RefreshScheduler, { withApi }: { withApi: boolean }): EventHandlers {
   const storeReview: EventHandlers["review.created"] = async (e, ctx) => {
-    const deliveredAt = e.createdAt ? Date.parse(e.createdAt) : NaN;
-    await ctx.mirror.upsert("reviews", [e.data], Number.isNaN(deliveredAt) ? Date.now() : deliveredAt);
+    await ctx.mirror.upsert("reviews", [e.data], await ctx.mirror.clock());
   };
   if (!withApi) return { "review.created": storeReview };
   const order = async (e: { data: { id: string; restaurantId: string } }) => scheduler.request("orders", e.data.restaurantId, e.data.id);

@@ -1,0 +1,112 @@
+import type { ColumnType, Generated } from "kysely";
+
+// The tables as Kysely sees them (docs: migrations/0001_mirror.ts and 0002_event_log.ts are the
+// truth; these types follow them). Both drivers read `numeric` as a string ('12.30'),
+// `timestamptz` as a Date, `text[]` as an array and `jsonb` as a parsed value; writes take
+// money as a decimal string and jsonb as JSON text, so no amount ever passes through a float.
+
+/** Money and other exact decimals: read as the database's string, written as a decimal string. */
+export type Numeric = ColumnType<string, string, string>;
+/** timestamptz: read as a Date; written as a Date or an ISO-8601 string. */
+export type Timestamp = ColumnType<Date, Date | string, Date | string>;
+/** jsonb: read as the parsed value; written as JSON text (drivers would turn arrays into SQL arrays). */
+export type Jsonb<T> = ColumnType<T, string, string>;
+/** `date` and `time` columns are kept as the API's text ('2026-11-20', '19:30'). */
+export type DateText = ColumnType<string, string, string>;
+
+export type RawRecord = Record<string, unknown>;
+
+/** What every mirror table has besides its typed columns. */
+interface MirrorBookkeeping {
+  raw: Jsonb<RawRecord>;
+  /** How far along its state machine the record is (mirror/rank.ts). */
+  rank: Generated<number>;
+  /** The shared clock (the database's) taken before the upstream read that produced this copy. */
+  read_at: Timestamp;
+  /** When this row was last written, by the database's clock. */
+  synced_at: Generated<Date>;
+}
+
+export interface OrdersTable extends MirrorBookkeeping {
+  id: string;
+  restaurant_id: string;
+  booking_id: string | null;
+  type: string;
+  status: string;
+  subtotal: Numeric;
+  tax: Numeric;
+  tip: Numeric;
+  total: Numeric;
+  currency: string;
+  paid_at: Timestamp | null;
+  refunded_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
+export interface OrderItemsTable {
+  order_id: string;
+  id: string;
+  menu_item_id: string;
+  name: string;
+  quantity: number;
+  price: Numeric;
+  notes: string | null;
+  /** The item's place in the order's `items` array, so reads can keep the API's order. */
+  position: number;
+}
+
+export interface BookingsTable extends MirrorBookkeeping {
+  id: string;
+  restaurant_id: string;
+  date: DateText;
+  time: DateText;
+  party_size: number;
+  status: string;
+  confirm_code: string;
+  diner_name: string;
+  diner_email: string;
+}
+
+/** The spec shows only price, allergens, tags and stock by name: every typed column but the keys is nullable. */
+export interface MenuItemsTable extends MirrorBookkeeping {
+  id: string;
+  restaurant_id: string;
+  name: string | null;
+  price: Numeric | null;
+  allergens: string[] | null;
+  tags: string[] | null;
+  stock: number | null;
+}
+
+export interface ReviewsTable extends MirrorBookkeeping {
+  id: string;
+  restaurant_id: string;
+}
+
+export type EventStatus = "received" | "handled" | "failed";
+export interface HandlerOutcome {
+  status: "ok" | "failed";
+  error?: string;
+  attempts: number;
+}
+
+export interface EventsTable {
+  id: string;
+  type: string;
+  received_at: Timestamp;
+  status: EventStatus;
+  payload: Jsonb<unknown>;
+  /** Deliveries of this event to a worker (1 on first sight; a retry or replay adds one). */
+  attempts: number;
+  handlers: Jsonb<Record<string, HandlerOutcome>>;
+  updated_at: Timestamp;
+}
+
+export interface DatabaseSchema {
+  orders: OrdersTable;
+  order_items: OrderItemsTable;
+  bookings: BookingsTable;
+  menu_items: MenuItemsTable;
+  reviews: ReviewsTable;
+  events: EventsTable;
+}

@@ -1,0 +1,19 @@
+import type { Migration, MigrationProvider } from "kysely/migration";
+import * as m0001 from "./0001_mirror.js";
+import * as m0002 from "./0002_event_log.js";
+
+/**
+ * Every migration, by name, imported statically so the same list runs from `src/` under tsx and
+ * from `dist/` (a folder scan would depend on file extensions and the working directory).
+ * Append new migrations; never edit or rename a released one.
+ */
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
+  "0001_mirror": m0001,
+  "0002_event_log": m0002,
+};
+
+/** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */
+export function staticMigrationProvider(count = Object.keys(MIGRATIONS).length): MigrationProvider {
+  const selected = Object.fromEntries(Object.entries(MIGRATIONS).slice(0, count));
+  return { getMigrations: async () => selected };
+}

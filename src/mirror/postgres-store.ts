@@ -1,0 +1,151 @@
+import { sql, type Kysely, type Transaction } from "kysely";
+import type { DatabaseSchema } from "./database-schema.js";
+import { encodeCursor, RANGE_FIELD, validateFilter } from "./mirror-filter.js";
+import { MirrorRecordError } from "./mirror-record-error.js";
+import { prepareRecord, TABLE_OF, type PreparedRecord } from "./mirror-rows.js";
+import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, UpsertResult } from "./store.js";
+
+// Kysely types one table at a time; the mirror's four tables share the columns used here
+// (id, restaurant_id, raw, rank, read_at, synced_at), so queries over "any mirror table" are
+// written against `orders` and run against the kind's table.
+type AnyMirrorDb = Kysely<Pick<DatabaseSchema, "orders" | "order_items">>;
+
+/** Records per statement: keeps parameters far below PostgreSQL's 65,535 for pages of any size. */
+const CHUNK = 200;
+
+const validDate = (d: unknown): d is Date => d instanceof Date && !Number.isNaN(d.getTime());
+/** A date-only bound means midnight UTC, whatever the session's TimeZone. */
+const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bound);
+
+/**
+ * One copy per id from a batch: the furthest along wins, and on equal rank the first (they share a
+ * read instant, and the tie rule keeps what was there first). The rest count as skipped.
+ */
+function dedupe(prepared: PreparedRecord[]): PreparedRecord[] {
+  const byId = new Map<string, PreparedRecord>();
+  for (const p of prepared) {
+    const held = byId.get(p.id);
+    if (!held || p.rank > held.rank) byId.set(p.id, p);
+  }
+  return [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/**
+ * The stale-write guard, in the upsert itself: the incoming copy replaces the stored one iff
+ * (incoming.rank, incoming.read_at) > (stored.rank, stored.read_at), compared lexicographically —
+ * further along the state machine wins whatever the read time; at the same rank the later read by
+ * the shared clock wins; on an exact tie the stored row stays (so the outcome does not depend on
+ * which of two equal writers commits first). A written copy whose content equals the stored one
+ * still advances read_at (and synced_at): otherwise an older read, arriving later, could pass the
+ * guard against the stale read_at and overwrite data confirmed since. Such a write is not a change.
+ */
+async function upsertChunk(tx: Transaction<DatabaseSchema>, kind: MirrorKind, chunk: PreparedRecord[]): Promise<{ written: number; changes: MirrorChange[] }> {
+  const table = TABLE_OF[kind] as "orders";
+  const ids = chunk.map((p) => p.id);
+  const db = tx as unknown as AnyMirrorDb;
+  // Writers of the same ids queue here (transaction-scoped advisory locks, taken in one global
+  // order so two batches cannot deadlock). The next statement's snapshot is then taken after the
+  // previous writer committed, so the pre-image below is the row this write actually replaces —
+  // also when two writers both see a record for the first time.
+  await sql`select pg_advisory_xact_lock(k) from (select distinct hashtextextended(${`mirror:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k) as locks`.execute(tx);
+  const columns = Object.keys(chunk[0]!.row).filter((c) => c !== "id");
+  const set = Object.fromEntries([...columns.map((c) => [c, sql.ref(`excluded.${c}`)]), ["synced_at", sql`clock_timestamp()`]]);
+  const rows = await db
+    // The pre-image: a plain read, as all parts of the statement share one snapshot (FOR UPDATE
+    // here would skip the very rows the insert below updates; the advisory lock already holds them).
+    .with("old", (q) => q.selectFrom(table).select(["id", "raw"]).where("id", "in", ids))
+    .with("up", (q) =>
+      q
+        .insertInto(table)
+        .values(chunk.map((p) => p.row) as never)
+        .onConflict((oc) =>
+          oc
+            .column("id")
+            .doUpdateSet(set as never)
+            .where(sql<boolean>`(excluded.rank, excluded.read_at) > (${sql.table(table)}.rank, ${sql.table(table)}.read_at)`),
+        )
+        .returning(["id", "raw"]),
+    )
+    .selectFrom("up")
+    .leftJoin("old", "old.id", "up.id")
+    .select([
+      "up.id",
+      "up.raw as after",
+      sql<boolean>`old.raw is distinct from up.raw`.as("content_changed"),
+      "old.raw as before",
+      sql<string[]>`array(select key from jsonb_each(up.raw) as n(key, value) full join jsonb_each(old.raw) as o(key, value) using (key) where n.value is distinct from o.value order by key collate "C")`.as("changed"),
+    ])
+    .orderBy("up.id")
+    .execute();
+
+  // Line items are part of the content: they change only when it does.
+  const changes = rows.filter((r) => r.content_changed).map((r): MirrorChange => ({ kind, id: r.id, before: (r.before as MirrorRecord | null) ?? null, after: r.after as MirrorRecord, changed: r.changed }));
+  if (kind === "orders" && changes.length > 0) {
+    const changed = new Set(changes.map((c) => c.id));
+    await db.deleteFrom("order_items").where("order_id", "in", [...changed]).execute();
+    const items = chunk.filter((p) => changed.has(p.id)).flatMap((p) => p.items ?? []);
+    if (items.length > 0) await db.insertInto("order_items").values(items).execute();
+  }
+  return { written: rows.length, changes };
+}
+
+/** The mirror in PostgreSQL (server or embedded): see MirrorStore for the guarantees. */
+export function createPostgresMirror(database: Kysely<DatabaseSchema>): MirrorStore {
+  const db = database as unknown as AnyMirrorDb;
+  const tableOf = (kind: MirrorKind) => TABLE_OF[kind] as "orders";
+
+  return {
+    async clock() {
+      const { now } = await sql<{ now: Date }>`select clock_timestamp() as now`.execute(database).then((r) => r.rows[0]!);
+      return now;
+    },
+
+    async upsert(kind, records, readAt, options = {}): Promise<UpsertResult> {
+      if (!validDate(readAt)) throw new MirrorRecordError(kind, undefined, "readAt", "a valid Date from the shared clock (MirrorStore.clock)");
+      if (records.length === 0) return { written: 0, skipped: 0, changes: [] };
+      const prepared = dedupe(records.map((r) => prepareRecord(kind, r, readAt)));
+      return database.transaction().execute(async (tx) => {
+        const changes: MirrorChange[] = [];
+        let written = 0;
+        for (let i = 0; i < prepared.length; i += CHUNK) {
+          const chunk = prepared.slice(i, i + CHUNK);
+          const outcome = await upsertChunk(tx, kind, chunk);
+          written += outcome.written;
+          changes.push(...outcome.changes);
+        }
+        if (changes.length > 0 && options.onChanges) await options.onChanges(tx, changes);
+        return { written, skipped: records.length - written, changes };
+      });
+    },
+
+    async get(kind, id) {
+      const row = await db.selectFrom(tableOf(kind)).select("raw").where("id", "=", id).executeTakeFirst();
+      return row?.raw as MirrorRecord | undefined;
+    },
+
+    async list(kind, filter) {
+      const f = validateFilter(kind, filter);
+      let query = db.selectFrom(tableOf(kind)).select(["id", "raw"]).orderBy("id").limit(f.limit + 1);
+      if (f.restaurantId !== undefined) query = query.where("restaurant_id", "=", f.restaurantId);
+      if (f.status !== undefined) query = query.where("status", "=", f.status);
+      // Half-open ranges: from inclusive, to exclusive (pages of days compose without overlap).
+      const range = RANGE_FIELD[kind];
+      if (range && f.from !== undefined) query = query.where(sql.ref(range.column), ">=", range.column === "created_at" ? utc(f.from) : f.from);
+      if (range && f.to !== undefined) query = query.where(sql.ref(range.column), "<", range.column === "created_at" ? utc(f.to) : f.to);
+      if (f.after !== undefined) query = query.where("id", ">", f.after);
+      const rows = await query.execute();
+      const page = rows.slice(0, f.limit);
+      return { data: page.map((r) => r.raw as MirrorRecord), nextCursor: rows.length > f.limit ? encodeCursor(page[page.length - 1]!.id) : null };
+    },
+
+    async all(kind) {
+      const rows = await db.selectFrom(tableOf(kind)).select("raw").orderBy("id").execute();
+      return rows.map((r) => r.raw as MirrorRecord);
+    },
+
+    async lastWriteAt(kind) {
+      const row = await db.selectFrom(tableOf(kind)).select((eb) => eb.fn.max("synced_at").as("at")).executeTakeFirst();
+      return row?.at ? new Date(row.at).getTime() : undefined;
+    },
+  };
+}

@@ -1,0 +1,83 @@
+/** A throwaway PostgreSQL server from the installed binaries, for the test run only. */
+import { execFile } from "node:child_process";
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { freePort } from "../../src/local/redis-server.js";
+
+const run = promisify(execFile);
+
+export const POSTGRES_INSTALL_HINT = "PostgreSQL binaries (initdb, pg_ctl) not found: only the embedded database is tested. Install them with `apt-get install -y postgresql` or set TEST_DATABASE_URL.";
+
+export interface PostgresServer {
+  url: string;
+  /** Stops the server (immediate mode: nothing here needs to survive) and removes its directory. */
+  destroy(): Promise<void>;
+}
+
+/** The directory holding initdb and pg_ctl: on PATH, else the newest /usr/lib/postgresql/<major>/bin. */
+export function findPostgresBin(): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(":")) {
+    if (dir && existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl"))) return dir;
+  }
+  const root = "/usr/lib/postgresql";
+  if (!existsSync(root)) return undefined;
+  const majors = readdirSync(root)
+    .filter((v) => /^\d+$/.test(v))
+    .sort((a, b) => Number(b) - Number(a));
+  return majors.map((v) => join(root, v, "bin")).find((dir) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl")));
+}
+
+/** initdb refuses to run as root: as root, run the binaries as the `postgres` user in a directory it owns. */
+async function asServerUser(): Promise<{ wrap: (cmd: string, args: string[]) => [string, string[]]; own: (path: string) => void }> {
+  if (process.getuid?.() !== 0) return { wrap: (cmd, args) => [cmd, args], own: () => {} };
+  const { stdout: uid } = await run("id", ["-u", "postgres"]).catch(() => {
+    throw new Error("running as root, and there is no `postgres` user to run initdb as (apt-get install -y postgresql creates it)");
+  });
+  const { stdout: gid } = await run("id", ["-g", "postgres"]);
+  return {
+    wrap: (cmd, args) => ["runuser", ["-u", "postgres", "--", cmd, ...args]],
+    own: (path) => chownSync(path, Number(uid.trim()), Number(gid.trim())),
+  };
+}
+
+/**
+ * initdb into a fresh temp directory, then pg_ctl start on a free loopback port with durability
+ * off (fsync, synchronous_commit: a test server loses nothing it needs on a crash). Trust auth,
+ * loopback only, its socket inside its own directory.
+ */
+export async function startPostgresServer(bin: string): Promise<PostgresServer> {
+  const user = await asServerUser();
+  const dir = mkdtempSync(join(tmpdir(), "svc-webhooks-pg-"));
+  user.own(dir);
+  const data = join(dir, "data");
+  const exec = (tool: string, args: string[]) => {
+    const [cmd, argv] = user.wrap(join(bin, tool), args);
+    return run(cmd, argv, { cwd: dir });
+  };
+  try {
+    await exec("initdb", ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"]);
+    // The free port can be taken between the probe and the start: try a few.
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      const settings = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+      try {
+        await exec("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-w", "-t", "60", "-o", settings, "start"]);
+      } catch (error) {
+        if (attempt < 3) continue;
+        throw error;
+      }
+      return {
+        url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+        async destroy() {
+          await exec("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => undefined);
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    }
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}

@@ -1,0 +1,77 @@
+/** Gives a test file its own database: each driver, each file its own schema, migrated. */
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { inject } from "vitest";
+import { sql } from "kysely";
+import { createDatabase, type Database } from "../../src/mirror/database.js";
+import { migrateToLatest } from "../../src/mirror/migrate.js";
+
+export type TestDriver = Database["driver"];
+
+/** The drivers this run can test: the embedded store always, a server when global setup has one. */
+export function testDrivers(): TestDriver[] {
+  return inject("databaseUrl") ? ["embedded", "server"] : ["embedded"];
+}
+
+/** A fresh schema name per file (and per call), so files run in parallel on one server. */
+export const randomSchema = () => `t_${randomBytes(6).toString("hex")}`;
+
+const CACHE_DIR = join(process.cwd(), "node_modules", ".cache", "svc-webhooks");
+
+/**
+ * A freshly initdb'd PGlite data directory, dumped once per machine and PGlite version: loading
+ * it takes about a second, where each new in-memory PGlite would run initdb again (3–10 s on
+ * this machine). Written to a temp name and renamed, so files starting together never read half a dump.
+ */
+export async function pgliteTemplate(): Promise<Blob> {
+  const manifest = join(process.cwd(), "node_modules", "@electric-sql", "pglite", "package.json");
+  const version = (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
+  const file = join(CACHE_DIR, `pglite-${version}.tar`);
+  try {
+    return new Blob([readFileSync(file)]);
+  } catch {
+    const pglite = await PGlite.create("memory://");
+    const dump = await pglite.dumpDataDir("none");
+    await pglite.close();
+    mkdirSync(CACHE_DIR, { recursive: true });
+    const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
+    writeFileSync(temp, Buffer.from(await dump.arrayBuffer()));
+    renameSync(temp, file);
+    return dump;
+  }
+}
+
+export interface TestDatabase extends Database {
+  /** Empties every table (between tests of one file). */
+  truncate(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** Migrate to latest (default), to the first `count` migrations, or not at all (0). */
+  migrations?: number;
+  schema?: string;
+  /** Embedded only: a data directory on disk instead of memory. */
+  dataDir?: string;
+}
+
+/**
+ * Opens a database for one test file. The server variant uses its own random schema on the
+ * run's server and drops it on close; the embedded one is in memory unless `dataDir` is given.
+ */
+export async function openTestDatabase(driver: TestDriver, options: OpenOptions = {}): Promise<TestDatabase> {
+  const schema = options.schema ?? randomSchema();
+  const database = await createDatabase(driver === "server" ? { url: inject("databaseUrl"), dataDir: "", schema, poolSize: 4 } : { dataDir: options.dataDir ?? "memory://", schema, embeddedTemplate: await pgliteTemplate() });
+  if (options.migrations !== 0) await migrateToLatest(database, options.migrations === undefined ? {} : { count: options.migrations });
+  return {
+    ...database,
+    async truncate() {
+      await sql`truncate orders, order_items, bookings, menu_items, reviews, events`.execute(database.db);
+    },
+    async close() {
+      if (driver === "server") await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(database.db);
+      await database.close();
+    },
+  };
+}

@@ -1,0 +1,143 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sql } from "kysely";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { DataDirLockedError, lockDataDir } from "../../src/mirror/data-dir-lock.js";
+import { createDatabase, DatabaseConfigError } from "../../src/mirror/database.js";
+import { migrateToLatest } from "../../src/mirror/migrate.js";
+import { MIGRATIONS } from "../../src/mirror/migrations/index.js";
+import { openTestDatabase, pgliteTemplate, randomSchema, testDrivers } from "../helpers/postgres.js";
+
+const tempDirs: string[] = [];
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "svc-db-test-"));
+  tempDirs.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const ALL = Object.keys(MIGRATIONS);
+
+describe.each(testDrivers())("migrations (%s)", (driver) => {
+  it("migrate an empty database (two migrators at once): every table in the configured schema, money numeric, times timestamptz", async () => {
+    const database = await openTestDatabase(driver, { migrations: 0 });
+    try {
+      const applied = await Promise.all([migrateToLatest(database), migrateToLatest(database)]);
+      expect(applied.flat().sort()).toEqual(ALL);
+      expect(await migrateToLatest(database)).toEqual([]);
+      const { rows } = await sql<{ table_name: string; column_name: string; data_type: string }>`
+        select table_name, column_name, data_type from information_schema.columns
+        where table_schema = ${database.schema} and column_name in ('total', 'price', 'created_at', 'read_at', 'raw', 'allergens', 'received_at')`.execute(database.db);
+      const types = Object.fromEntries(rows.map((r) => [`${r.table_name}.${r.column_name}`, r.data_type]));
+      expect(types).toMatchObject({
+        "orders.total": "numeric",
+        "order_items.price": "numeric",
+        "menu_items.price": "numeric",
+        "orders.created_at": "timestamp with time zone",
+        "orders.read_at": "timestamp with time zone",
+        "orders.raw": "jsonb",
+        "menu_items.allergens": "ARRAY",
+        "events.received_at": "timestamp with time zone",
+      });
+      const inPublic = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = 'public' and table_name = 'orders'`.execute(database.db);
+      expect(inPublic.rows[0]?.n).toBe(0);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it("upgrading from 0001_mirror to latest keeps the data", async () => {
+    const database = await openTestDatabase(driver, { migrations: 1 });
+    try {
+      await database.db
+        .insertInto("orders")
+        .values({ id: "ord_1", restaurant_id: "r1", type: "DINE_IN", status: "PAID", subtotal: "10.10", tax: "0.81", tip: "0", total: "10.91", currency: "EUR", created_at: "2026-11-20T10:00:00Z", raw: JSON.stringify({ id: "ord_1", total: 10.91 }), read_at: new Date() })
+        .execute();
+      expect(await migrateToLatest(database)).toEqual(ALL.slice(1));
+      const order = await database.db.selectFrom("orders").select(["id", "total", "raw"]).executeTakeFirstOrThrow();
+      expect(order).toEqual({ id: "ord_1", total: "10.91", raw: { id: "ord_1", total: 10.91 } });
+      expect(await database.db.selectFrom("events").selectAll().execute()).toEqual([]);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe.runIf(testDrivers().includes("server"))("migrations on a server", () => {
+  it("two migrators starting together: one applies everything, the other finds it done", async () => {
+    const schema = randomSchema();
+    const open = () => createDatabase({ url: inject("databaseUrl"), dataDir: "", schema, poolSize: 2 });
+    const [a, b] = await Promise.all([open(), open()]);
+    try {
+      const applied = await Promise.all([migrateToLatest(a), migrateToLatest(b)]);
+      expect(applied.flat().sort()).toEqual(ALL);
+      expect(applied.some((list) => list.length === 0)).toBe(true);
+    } finally {
+      await sql`drop schema ${sql.id(schema)} cascade`.execute(a.db);
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it("a bad DATABASE_URL fails with an error that does not echo the password", async () => {
+    const database = await createDatabase({ url: "postgres://svc:hunter2-secret@127.0.0.1:1/nope", dataDir: "", schema: randomSchema() });
+    const error: unknown = await migrateToLatest(database).catch((e: unknown) => e);
+    await database.close();
+    expect(error).toBeInstanceOf(Error);
+    expect(String((error as Error).message)).not.toContain("hunter2");
+  });
+});
+
+describe("database options", () => {
+  it("refuses a schema that is not a plain identifier, before connecting", async () => {
+    for (const schema of ["Svc", "svc;drop", "pg_x", "", "a".repeat(64)]) {
+      await expect(createDatabase({ dataDir: "memory://", schema })).rejects.toBeInstanceOf(DatabaseConfigError);
+    }
+  });
+
+  it("refuses a URL that is not postgres:// without echoing it", async () => {
+    const error = await createDatabase({ url: "mysql://u:hunter2@h/db", dataDir: "", schema: "svc" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DatabaseConfigError);
+    expect((error as Error).message).not.toContain("hunter2");
+  });
+});
+
+describe("embedded data directory", () => {
+  it("keeps data across a restart, and a second opener fails naming DATABASE_URL", async () => {
+    const dataDir = tempDir();
+    const first = await createDatabase({ dataDir, schema: "svc", embeddedTemplate: await pgliteTemplate() });
+    await migrateToLatest(first);
+    await first.db.insertInto("reviews").values({ id: "rev_1", restaurant_id: "r1", raw: JSON.stringify({ id: "rev_1" }), read_at: new Date() }).execute();
+    const second = await createDatabase({ dataDir, schema: "svc" }).catch((e: unknown) => e);
+    expect(second).toBeInstanceOf(DataDirLockedError);
+    expect((second as Error).message).toContain("DATABASE_URL");
+    await first.close();
+
+    const again = await createDatabase({ dataDir, schema: "svc" });
+    expect(await migrateToLatest(again)).toEqual([]);
+    expect(await again.db.selectFrom("reviews").select("id").execute()).toEqual([{ id: "rev_1" }]);
+    await again.close();
+  });
+
+  it("takes over a lock left by a process that is gone, and releases it on close", () => {
+    const dataDir = tempDir();
+    const dead = spawnSync(process.execPath, ["-e", ""]).pid;
+    writeFileSync(join(dataDir, "postgres.lock"), String(dead));
+    const lock = lockDataDir(dataDir);
+    expect(readFileSync(join(dataDir, "postgres.lock"), "utf8")).toBe(String(process.pid));
+    expect(() => lockDataDir(dataDir)).toThrow(DataDirLockedError);
+    lock.release();
+    lockDataDir(dataDir).release();
+  });
+
+  it("takes over a lock with this process's pid that this process does not hold (a restarted container's pid 1)", () => {
+    const dataDir = tempDir();
+    writeFileSync(join(dataDir, "postgres.lock"), String(process.pid));
+    const lock = lockDataDir(dataDir);
+    expect(() => lockDataDir(dataDir)).toThrow(DataDirLockedError);
+    lock.release();
+  });
+});

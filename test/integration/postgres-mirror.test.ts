@@ -1,0 +1,133 @@
+import { sql } from "kysely";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { MirrorRecordError } from "../../src/mirror/mirror-record-error.js";
+import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
+import type { MirrorStore } from "../../src/mirror/store.js";
+import { bookingRecord, later, menuItemRecord, orderRecord, reviewRecord } from "../helpers/mirror-records.js";
+import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
+
+describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
+  let database: TestDatabase;
+  let mirror: MirrorStore;
+  let t0: Date;
+  beforeAll(async () => {
+    database = await openTestDatabase(driver);
+    mirror = createPostgresMirror(database.db);
+  });
+  afterAll(() => database.close());
+  beforeEach(async () => {
+    await database.truncate();
+    t0 = await mirror.clock();
+  });
+
+  it("stores every kind and reads back the record as given, unknown fields kept in raw", async () => {
+    const order = orderRecord("ord_1", { futureField: { nested: [1, "two"] }, loyaltyTier: "gold" });
+    expect(await mirror.upsert("orders", [order], t0)).toMatchObject({ written: 1, skipped: 0 });
+    await mirror.upsert("bookings", [bookingRecord("bk_1")], t0);
+    await mirror.upsert("menu-items", [menuItemRecord("mi_1", { stock: 3 })], t0);
+    await mirror.upsert("reviews", [reviewRecord("rev_1", { unknownScore: 0.5 })], t0);
+    expect(await mirror.get("orders", "ord_1")).toEqual(order);
+    expect(await mirror.get("reviews", "rev_1")).toEqual(reviewRecord("rev_1", { unknownScore: 0.5 }));
+    expect(await mirror.get("orders", "nope")).toBeUndefined();
+    const booking = await database.db.selectFrom("bookings").select(["diner_email", "party_size", sql<string>`date::text`.as("date"), sql<string>`time::text`.as("time")]).executeTakeFirstOrThrow();
+    expect(booking).toEqual({ diner_email: "ada@example.com", party_size: 4, date: "2026-11-21", time: "19:30:00" });
+    const menu = await database.db.selectFrom("menu_items").select(["allergens", "tags", "stock", "price"]).executeTakeFirstOrThrow();
+    expect(menu).toEqual({ allergens: ["celery"], tags: ["vegan"], stock: 3, price: "8.5" });
+    expect((await mirror.all("orders")).map((o) => o.id)).toEqual(["ord_1"]);
+    expect(await mirror.lastWriteAt("orders")).toBeGreaterThanOrEqual(t0.getTime());
+    expect(await mirror.lastWriteAt("reviews")).toBeTypeOf("number");
+  });
+
+  it("keeps money exact: decimal strings stay as given and sums are decimal, not float", async () => {
+    await mirror.upsert("orders", [orderRecord("ord_a", { total: 0.1 }), orderRecord("ord_b", { total: 0.2 }), orderRecord("ord_c", { total: "12.30", tip: "0.07" })], t0);
+    const { rows } = await sql<{ sum: string }>`select sum(total)::text as sum from orders where id in ('ord_a', 'ord_b')`.execute(database.db);
+    expect(rows[0]!.sum).toBe("0.3");
+    const c = await database.db.selectFrom("orders").select(["total", "tip"]).where("id", "=", "ord_c").executeTakeFirstOrThrow();
+    expect(c).toEqual({ total: "12.30", tip: "0.07" });
+    const items = await database.db.selectFrom("order_items").select(sql<string>`sum(price * quantity)::text`.as("value")).where("order_id", "=", "ord_a").executeTakeFirstOrThrow();
+    expect(items.value).toBe("20.5");
+  });
+
+  it("webhook with older read does not override newer data", async () => {
+    await mirror.upsert("orders", [orderRecord("ord_1", { tip: 2 })], later(t0, 2000));
+    const result = await mirror.upsert("orders", [orderRecord("ord_1", { tip: 1 })], later(t0, 1000));
+    expect(result).toEqual({ written: 0, skipped: 1, changes: [] });
+    expect(await mirror.get("orders", "ord_1")).toMatchObject({ tip: 2 });
+  });
+
+  it("never moves an order back on its state machine, even from a later read; a further-along earlier read wins", async () => {
+    await mirror.upsert("orders", [orderRecord("ord_1", { status: "DELIVERED" })], later(t0, 1000));
+    expect((await mirror.upsert("orders", [orderRecord("ord_1", { status: "PREPARING" })], later(t0, 2000))).skipped).toBe(1);
+    expect(await mirror.get("orders", "ord_1")).toMatchObject({ status: "DELIVERED" });
+    expect((await mirror.upsert("orders", [orderRecord("ord_1", { status: "REFUNDED" })], later(t0, 500))).written).toBe(1);
+    expect(await mirror.get("orders", "ord_1")).toMatchObject({ status: "REFUNDED" });
+  });
+
+  it("on an exact tie (same rank, same read instant) keeps the stored copy", async () => {
+    await mirror.upsert("menu-items", [menuItemRecord("mi_1", { price: 1 })], t0);
+    expect(await mirror.upsert("menu-items", [menuItemRecord("mi_1", { price: 2 })], t0)).toEqual({ written: 0, skipped: 1, changes: [] });
+    expect(await mirror.get("menu-items", "mi_1")).toMatchObject({ price: 1 });
+    // Within one batch (one read instant) the first copy of an id is the stored one.
+    await mirror.upsert("menu-items", [menuItemRecord("mi_2", { price: 3 }), menuItemRecord("mi_2", { price: 4 })], t0);
+    expect(await mirror.get("menu-items", "mi_2")).toMatchObject({ price: 3 });
+  });
+
+  it("20 concurrent writers of one record: the latest read wins, and exactly one saw it first", async () => {
+    const reads = Array.from({ length: 20 }, (_, i) => i).sort(() => Math.random() - 0.5);
+    const results = await Promise.all(reads.map((i) => mirror.upsert("orders", [orderRecord("ord_race", { tip: i, status: "CONFIRMED" })], later(t0, i + 1))));
+    expect(await mirror.get("orders", "ord_race")).toMatchObject({ tip: 19 });
+    const changes = results.flatMap((r) => r.changes);
+    expect(changes.filter((c) => c.before === null)).toHaveLength(1);
+    // Each change's pre-image is the copy it replaced: the chain of changes links up.
+    for (const change of changes.filter((c) => c.before !== null)) expect(changes.some((other) => other.after.tip === change.before!.tip)).toBe(true);
+    const { rows } = await sql<{ read_at: Date }>`select read_at from orders where id = 'ord_race'`.execute(database.db);
+    expect(rows[0]!.read_at.getTime()).toBe(later(t0, 20).getTime());
+  });
+
+  it("replaces an order's line items with the order, and leaves them when the write is refused", async () => {
+    await mirror.upsert("orders", [orderRecord("ord_1")], later(t0, 1));
+    const items = [{ id: "ord_1_i9", menuItemId: "mi_9", name: "Cake", quantity: 3, price: "4.10", notes: null }];
+    await mirror.upsert("orders", [orderRecord("ord_1", { items })], later(t0, 3));
+    await mirror.upsert("orders", [orderRecord("ord_1")], later(t0, 2));
+    const stored = await database.db.selectFrom("order_items").select(["order_id", "id", "menu_item_id", "quantity", "price", "position"]).execute();
+    expect(stored).toEqual([{ order_id: "ord_1", id: "ord_1_i9", menu_item_id: "mi_9", quantity: 3, price: "4.10", position: 0 }]);
+  });
+
+  it("reports before, after and the changed fields; a rewrite of the same content is no change but confirms the read", async () => {
+    const first = await mirror.upsert("orders", [orderRecord("ord_1")], later(t0, 1));
+    expect(first.changes).toEqual([{ kind: "orders", id: "ord_1", before: null, after: orderRecord("ord_1"), changed: Object.keys(orderRecord("ord_1")).sort() }]);
+    const second = await mirror.upsert("orders", [orderRecord("ord_1", { status: "CONFIRMED", tip: 1.5 })], later(t0, 2));
+    expect(second.changes).toEqual([{ kind: "orders", id: "ord_1", before: orderRecord("ord_1"), after: orderRecord("ord_1", { status: "CONFIRMED", tip: 1.5 }), changed: ["status", "tip"] }]);
+    const same = await mirror.upsert("orders", [orderRecord("ord_1", { status: "CONFIRMED", tip: 1.5 })], later(t0, 4));
+    expect(same).toEqual({ written: 1, skipped: 0, changes: [] });
+    // The confirmed read moved read_at on, so a read taken before it and delivered late is refused.
+    const late = await mirror.upsert("orders", [orderRecord("ord_1", { status: "CONFIRMED", tip: 9 })], later(t0, 3));
+    expect(late).toEqual({ written: 0, skipped: 1, changes: [] });
+  });
+
+  it("runs onChanges inside the write's transaction: its rows commit with the write, its failure undoes it", async () => {
+    await mirror.upsert("reviews", [reviewRecord("rev_1")], later(t0, 1), {
+      onChanges: async (tx, changes) => {
+        await tx.insertInto("events").values({ id: `outbox_${changes[0]!.id}`, type: "review.changed", payload: JSON.stringify(changes), received_at: t0, status: "received", attempts: 1, handlers: "{}", updated_at: t0 }).execute();
+      },
+    });
+    expect(await database.db.selectFrom("events").select("id").execute()).toEqual([{ id: "outbox_rev_1" }]);
+    const failing = mirror.upsert("reviews", [reviewRecord("rev_1", { rating: 1 })], later(t0, 2), { onChanges: async () => Promise.reject(new Error("outbox down")) });
+    await expect(failing).rejects.toThrow("outbox down");
+    expect(await mirror.get("reviews", "rev_1")).toMatchObject({ rating: 5 });
+    let called = false;
+    await mirror.upsert("reviews", [reviewRecord("rev_1")], later(t0, 3), { onChanges: async () => void (called = true) });
+    expect(called).toBe(false);
+  });
+
+  it("refuses a batch with a malformed record, naming the field, and writes none of it", async () => {
+    const bad = orderRecord("ord_bad", { total: "12,30" });
+    const error = await mirror.upsert("orders", [orderRecord("ord_ok"), bad], t0).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MirrorRecordError);
+    expect((error as MirrorRecordError).field).toBe("total");
+    expect(await mirror.all("orders")).toEqual([]);
+    await expect(mirror.upsert("bookings", [bookingRecord("bk_1", { diner: { name: "x" } })], t0)).rejects.toThrow(/diner\.email/);
+    await expect(mirror.upsert("orders", [orderRecord("o", { items: [{ id: "a", menuItemId: "m", name: "n", quantity: 1.5, price: 1, notes: null }] })], t0)).rejects.toThrow(/items\[0\]\.quantity/);
+    await expect(mirror.upsert("orders", [orderRecord("o")], new Date(Number.NaN))).rejects.toBeInstanceOf(MirrorRecordError);
+  });
+});
