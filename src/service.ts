@@ -117,7 +117,7 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
     logger,
     ready: ping,
     ...(producer
-      ? { webhooks: { sink: producer, signingSecrets: config.signingSecrets, maxBodyBytes: config.maxBodyBytes, observer } }
+      ? { webhooks: { sink: producer, signingSecrets: config.signingSecrets, maxBodyBytes: config.maxBodyBytes, maxBufferedBodyBytes: config.http.maxBufferedBodyBytes, observer } }
       : {}),
     mount: (root) => {
       // Operator routes exist only with an ADMIN_TOKEN: nothing is exposed by default.
@@ -153,7 +153,7 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
       // when Redis is there, but never wait on a Redis that is down (the edge answers 503 then).
       await Promise.race([Promise.all(connections.map(untilReady)), new Promise((r) => setTimeout(r, 2000).unref())]);
       await worker?.start();
-      server = await listen(app, config.host, config.port);
+      server = await listen(app, config.host, config.port, config.http);
       logger.info({ url: server.url, role: config.role }, "listening");
       return server.url;
     },
