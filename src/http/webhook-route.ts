@@ -2,6 +2,7 @@ import { Hono, type Context } from "hono";
 import { parseEnvelope } from "../events/envelope.js";
 import { SIGNATURE_HEADER, verifySignature } from "../events/signature.js";
 import type { EventSink } from "../queue/event-job.js";
+import { UnstorableEventError } from "../queue/errors.js";
 import type { AppEnv } from "./context.js";
 import { createBodyBudget, ServerBusyError, type BodyReservation } from "./body-budget.js";
 import { PayloadTooLargeError, readRawBody } from "./raw-body.js";
@@ -79,7 +80,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
         payload: envelope.payload,
       });
     } catch (err) {
-      observer?.rejected?.("queue_unavailable");
+      observer?.rejected?.(err instanceof UnstorableEventError ? "invalid_event" : "queue_unavailable");
       throw err;
     }
     c.set("duplicate", result.duplicate);
