@@ -3,7 +3,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    exclude: ["test/chaos/**", "node_modules/**"],
+    // Chaos and browser suites have their own configs (npm run test:chaos, npm run test:browser).
+    exclude: ["test/chaos/**", "test/browser/**", "node_modules/**"],
     globalSetup: ["test/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -5,6 +5,8 @@ import type { Config } from "./config/config.js";
 import { isKnownEventType } from "./events/catalog.js";
 import { requireAdminToken } from "./http/admin-auth.js";
 import { createApp } from "./http/app.js";
+import { denyFraming } from "./http/deny-framing.js";
+import { requireSameOrigin } from "./http/same-origin.js";
 import type { AppEnv } from "./http/context.js";
 import { DASHBOARD_PATH, dashboardRoutes } from "./http/dashboard.js";
 import { listen, type RunningServer } from "./http/listen.js";
@@ -120,21 +122,23 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
     logger,
     ready: ping,
     ...(producer
-      ? { webhooks: { sink: producer, signingSecrets: config.signingSecrets, maxBodyBytes: config.maxBodyBytes, observer } }
+      ? { webhooks: { sink: producer, signingSecrets: config.signingSecrets, maxBodyBytes: config.maxBodyBytes, maxBufferedBodyBytes: config.http.maxBufferedBodyBytes, observer } }
       : {}),
     mount: (root) => {
       // Operator routes exist only with an ADMIN_TOKEN: nothing is exposed by default.
       if (!adminToken) return;
-      const guard = requireAdminToken(adminToken);
-      root.use("/mirror/*", guard);
+      // Framing denied on every operator answer; the token first (401 tells nothing more), then
+      // the cross-site check, so a page the operator visits cannot act with their credentials.
+      const guard = [denyFraming(), requireAdminToken(adminToken), requireSameOrigin()] as const;
+      root.use("/mirror/*", ...guard);
       root.route("/mirror", mirrorRoutes({ kinds: MIRROR_KINDS, get: (k, id) => mirror.get(k as MirrorKind, id), list: (k, r) => mirror.list(k as MirrorKind, r) }));
-      root.use("/metrics", guard);
+      root.use("/metrics", ...guard);
       root.get("/metrics", async (c) => {
         const { contentType, body } = await metrics.render();
         return c.body(body, 200, { "Content-Type": contentType });
       });
-      root.use(`${DASHBOARD_PATH}/*`, guard);
-      root.use(DASHBOARD_PATH, guard);
+      root.use(`${DASHBOARD_PATH}/*`, ...guard);
+      root.use(DASHBOARD_PATH, ...guard);
       root.route(DASHBOARD_PATH, dashboardRoutes(queues));
     },
   });
@@ -154,7 +158,7 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
       // when Redis is there, but never wait on a Redis that is down (the edge answers 503 then).
       await Promise.race([Promise.all(connections.map(untilReady)), new Promise((r) => setTimeout(r, 2000).unref())]);
       await worker?.start();
-      server = await listen(app, config.host, config.port);
+      server = await listen(app, config.host, config.port, config.http);
       logger.info({ url: server.url, role: config.role }, "listening");
       return server.url;
     },

@@ -1,5 +1,20 @@
 import type { Role } from "./schema.js";
 
+export interface HttpLimits {
+  /** Whole request (headers and body); past it Node answers 408 and closes. */
+  requestTimeoutMs: number;
+  /** Request headers, from the request's first byte; at most requestTimeoutMs. */
+  headersTimeoutMs: number;
+  /** How long an idle keep-alive socket stays open (above a load balancer's idle timeout). */
+  keepAliveTimeoutMs: number;
+  /** Connections beyond this are dropped on accept. */
+  maxConnections: number;
+  /** Request line and headers together (Node's maxHeaderSize); over it Node answers 431. */
+  maxHeaderBytes: number;
+  /** Body bytes buffered across all in-flight requests; beyond it the edge answers 503. */
+  maxBufferedBodyBytes: number;
+}
+
 /** The service's configuration, parsed once at start (see loadConfig). */
 export interface Config {
   role: Role;
@@ -17,6 +32,8 @@ export interface Config {
   /** Every secret accepted for X-SVC-Signature; more than one during a rotation. */
   signingSecrets: string[];
   maxBodyBytes: number;
+  /** What the HTTP server tolerates from clients (slow, many, large); see docs/security.md. */
+  http: HttpLimits;
   dedupWindowSeconds: number;
   /** How many finished jobs to keep, and for how long (Redis memory stays flat). */
   retention: {

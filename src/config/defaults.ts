@@ -12,4 +12,15 @@ export const DEFAULTS = {
   jobBackoffMs: 1000,
   jobLockMs: 30_000,
   jobMaxStalls: 5,
+  /** Whole request, headers and body; the upstream wants an answer within 10 s. */
+  httpRequestTimeoutMs: 10_000,
+  /** Request headers, counted from the request's first byte (Node ≥ 18), not from idle time. */
+  httpHeadersTimeoutMs: 5_000,
+  /** Idle keep-alive sockets: above the 60 s idle timeout of fly's proxy and ALB. */
+  httpKeepAliveTimeoutMs: 65_000,
+  httpMaxConnections: 1024,
+  /** Node's default is 16 KB; no legitimate request here comes near 8 KB of headers. */
+  httpMaxHeaderBytes: 8 * 1024,
+  /** Request bodies held in memory across all requests at once. */
+  maxBufferedBodyBytes: 32 * 1024 * 1024,
 } as const;

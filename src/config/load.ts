@@ -20,6 +20,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const parsed = configSchema.safeParse(input);
   const problems = parsed.success ? [] : parsed.error.issues.map((issue) => `${issue.path.join(".") || "environment"} ${issue.message}`);
   problems.push(...crossFieldProblems(input));
+  if (parsed.success) problems.push(...limitProblems(parsed.data));
   if (!parsed.success || problems.length > 0) throw new ConfigError([...new Set(problems)]);
   const e = parsed.data;
   return {
@@ -31,6 +32,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     queuePrefix: e.REDIS_CLUSTER ? clusterPrefix(e.QUEUE_PREFIX) : e.QUEUE_PREFIX,
     signingSecrets: e.SIGNING_SECRET ?? [],
     maxBodyBytes: e.MAX_BODY_BYTES,
+    http: {
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+      keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      maxConnections: e.HTTP_MAX_CONNECTIONS,
+      maxHeaderBytes: e.HTTP_MAX_HEADER_BYTES,
+      maxBufferedBodyBytes: e.MAX_BUFFERED_BODY_BYTES,
+    },
     dedupWindowSeconds: e.DEDUP_WINDOW_SECONDS,
     retention: {
       completed: { count: e.KEEP_COMPLETED_JOBS, ageSeconds: e.KEEP_COMPLETED_SECONDS },
@@ -87,6 +96,15 @@ function clusterProblems(input: Record<string, string | undefined>): string[] {
 
 function clusterPrefix(prefix: string): string {
   return hashTagOf(prefix) === undefined ? `{${prefix}}` : prefix;
+}
+
+/** Rules between limits, checked on parsed values so defaults take part. */
+function limitProblems(e: { HTTP_HEADERS_TIMEOUT_MS: number; HTTP_REQUEST_TIMEOUT_MS: number; MAX_BUFFERED_BODY_BYTES: number; MAX_BODY_BYTES: number }): string[] {
+  const problems: string[] = [];
+  // Node refuses a header timeout above the request timeout.
+  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) problems.push("HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS");
+  if (e.MAX_BUFFERED_BODY_BYTES < e.MAX_BODY_BYTES) problems.push("MAX_BUFFERED_BODY_BYTES must be at least MAX_BODY_BYTES, or no body of the largest size is ever accepted");
+  return problems;
 }
 
 /** Every secret value in a config, for the logger's last-line scrubber. */

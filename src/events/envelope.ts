@@ -20,10 +20,49 @@ export class EnvelopeError extends Error {
   }
 }
 
-const decoder = new TextDecoder("utf-8", { fatal: true });
+/** A valid JSON body nested deeper than this cannot be stored (BullMQ's JSON.stringify overflows
+ * its stack a few thousand levels down) and no real event comes near it. */
+export const MAX_JSON_DEPTH = 256;
 
-/** Parses verified body bytes into an envelope; throws EnvelopeError on anything else. */
+/** Nested deeper than MAX_JSON_DEPTH: refused at once (400), never retried into the queue. */
+export class PayloadTooDeepError extends Error {
+  readonly code = "payload_too_deep";
+  constructor(readonly maxDepth: number) {
+    super(`body nests objects and arrays deeper than ${maxDepth} levels`);
+    this.name = "PayloadTooDeepError";
+  }
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPENERS = new Set([0x5b, 0x7b]);
+const CLOSERS = new Set([0x5d, 0x7d]);
+
+/** Whether raw JSON bytes open more than `limit` nested containers (strings skipped): one pass,
+ * no recursion, before JSON.parse builds the structure. */
+function nestsDeeperThan(raw: Uint8Array, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < raw.length; i++) {
+    const byte = raw[i]!;
+    if (inString) {
+      if (byte === BACKSLASH) i++;
+      else if (byte === QUOTE) inString = false;
+    } else if (byte === QUOTE) inString = true;
+    else if (OPENERS.has(byte)) {
+      if (++depth > limit) return true;
+    } else if (CLOSERS.has(byte)) depth--;
+  }
+  return false;
+}
+
+/**
+ * Parses verified body bytes into an envelope; throws PayloadTooDeepError past MAX_JSON_DEPTH,
+ * EnvelopeError on anything else.
+ */
 export function parseEnvelope(raw: Uint8Array): EventEnvelope {
+  if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) throw new PayloadTooDeepError(MAX_JSON_DEPTH);
   let body: unknown;
   try {
     body = JSON.parse(decoder.decode(raw));

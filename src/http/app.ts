@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { AppEnv } from "./context.js";
 import { errorBody, toHttpFailure } from "./errors.js";
 import { healthRoutes } from "./health-routes.js";
-import { requestLog } from "./request-log.js";
+import { boundedPath, requestLog } from "./request-log.js";
 import { webhookRoute, type WebhookRouteOptions } from "./webhook-route.js";
 
 export interface CreateAppOptions {
@@ -23,7 +23,7 @@ export function createApp(options: CreateAppOptions): Hono<AppEnv> {
   app.route("/", healthRoutes(options.ready));
   if (options.webhooks) app.route("/webhooks", webhookRoute(options.webhooks));
   options.mount?.(app);
-  app.notFound((c) => c.json(errorBody("not_found", `no route for ${c.req.method} ${c.req.path}`), 404));
+  app.notFound((c) => c.json(errorBody("not_found", `no route for ${c.req.method} ${boundedPath(c.req.path)}`), 404));
   app.onError((err, c) => {
     const failure = toHttpFailure(err);
     if (failure.status >= 500 && failure.status !== 503) options.logger.error({ err }, "unhandled error");

@@ -1,9 +1,10 @@
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { EnvelopeError } from "../events/envelope.js";
+import { EnvelopeError, PayloadTooDeepError } from "../events/envelope.js";
 import { WebhookSignatureError } from "../events/signature.js";
-import { QueueUnavailableError } from "../queue/errors.js";
-import { PayloadTooLargeError } from "./raw-body.js";
+import { QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
+import { ServerBusyError } from "./body-budget.js";
+import { PayloadTooLargeError, RequestAbortedError } from "./raw-body.js";
 
 export interface ErrorBody {
   error: { code: string; message: string };
@@ -24,7 +25,13 @@ export const errorBody = (code: string, message: string): ErrorBody => ({ error:
 export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof WebhookSignatureError) return { status: 401, body: errorBody(err.code, err.message) };
   if (err instanceof PayloadTooLargeError) return { status: 413, body: errorBody(err.code, err.message) };
-  if (err instanceof EnvelopeError) return { status: 400, body: errorBody(err.code, err.message) };
+  if (err instanceof EnvelopeError || err instanceof PayloadTooDeepError) return { status: 400, body: errorBody(err.code, err.message) };
+  if (err instanceof UnstorableEventError) return { status: 422, body: errorBody(err.code, "the event cannot be stored") };
+  // Nobody reads this answer (the client is gone); the status is for the request log.
+  if (err instanceof RequestAbortedError) return { status: 400, body: errorBody(err.code, err.message) };
+  if (err instanceof ServerBusyError) {
+    return { status: 503, body: errorBody(err.code, "too many request bodies in flight; retry later"), headers: { "Retry-After": String(RETRY_AFTER_SECONDS) } };
+  }
   if (err instanceof QueueUnavailableError) {
     return {
       status: 503,

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
+import { ServerBusyError, type BodyReservation } from "./body-budget.js";
 
 export class PayloadTooLargeError extends Error {
   readonly code = "payload_too_large";
@@ -9,25 +10,51 @@ export class PayloadTooLargeError extends Error {
   }
 }
 
+/** The client went away before its body was complete: its error, not ours (logged at debug). */
+export class RequestAbortedError extends Error {
+  readonly code = "request_aborted";
+  constructor(options?: { cause?: unknown }) {
+    super("the client closed the connection before the body was complete", options);
+    this.name = "RequestAbortedError";
+  }
+}
+
+const NO_RESERVATION: BodyReservation = { take() {}, close() {} };
+
 /**
- * The request body as raw bytes, at most `maxBytes`. With Content-Length the size is known
+ * The request body as raw bytes, at most `maxBytes`, counted against `reservation` (a share of
+ * the budget across all requests) as they are accepted. With Content-Length the size is known
  * before reading and the bytes come straight from the Node request (hono's bodyLimit would build
  * a web Request and stream per request, about a third of the throughput). Without it (chunked),
  * bytes are counted as they arrive and reading stops at the cap.
  */
-export async function readRawBody(c: Context, maxBytes: number): Promise<Uint8Array> {
+export async function readRawBody(c: Context, maxBytes: number, reservation = NO_RESERVATION): Promise<Uint8Array> {
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  try {
+    return await readCapped(c, incoming, maxBytes, reservation);
+  } catch (err) {
+    // Our own refusals pass; anything else while the body is incomplete is the socket closing
+    // mid-body (Node rejects the read with "aborted", ECONNRESET).
+    if (err instanceof PayloadTooLargeError || err instanceof ServerBusyError) throw err;
+    if (incoming && !incoming.complete) throw new RequestAbortedError({ cause: err });
+    throw err;
+  }
+}
+
+async function readCapped(c: Context, incoming: IncomingMessage | undefined, maxBytes: number, reservation: BodyReservation): Promise<Uint8Array> {
   const declared = c.req.header("content-length");
   if (declared !== undefined) {
     const length = Number(declared);
     if (!Number.isSafeInteger(length) || length < 0 || length > maxBytes) throw new PayloadTooLargeError(maxBytes);
+    reservation.take(length);
     return new Uint8Array(await c.req.arrayBuffer());
   }
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   const chunks: Uint8Array[] = [];
   let size = 0;
   const take = (chunk: Uint8Array) => {
     size += chunk.byteLength;
     if (size > maxBytes) throw new PayloadTooLargeError(maxBytes);
+    reservation.take(chunk.byteLength);
     chunks.push(chunk);
   };
   if (incoming) {

@@ -1,9 +1,18 @@
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import type { AppEnv } from "./context.js";
+import { RequestAbortedError } from "./raw-body.js";
+
+/** Longest path written to a log line: a flood of 8 KB URLs must not become 8 KB lines. */
+export const LOGGED_PATH_CHARS = 256;
+
+/** The path cut to LOGGED_PATH_CHARS, with a marker saying how much was left out. */
+export function boundedPath(path: string, max = LOGGED_PATH_CHARS): string {
+  return path.length <= max ? path : `${path.slice(0, max)}…[+${path.length - max} chars]`;
+}
 
 /**
- * One line per request: method, path, status, duration and the event it carried. No headers are
+ * One line per request: method, path (bounded), status, duration and the event it carried. No headers are
  * logged at all, so neither the signature nor an Authorization header can leak.
  */
 export function requestLog(logger: Logger): MiddlewareHandler<AppEnv> {
@@ -13,14 +22,16 @@ export function requestLog(logger: Logger): MiddlewareHandler<AppEnv> {
     const status = c.res.status;
     const line = {
       method: c.req.method,
-      path: c.req.path,
+      path: boundedPath(c.req.path),
       status,
       ms: Math.round((performance.now() - start) * 100) / 100,
       eventId: c.get("eventId"),
       eventType: c.get("eventType"),
       duplicate: c.get("duplicate"),
     };
-    if (status >= 500) logger.warn(line, "request");
+    // A client that went away mid-body is its own failure, not an alert (it costs nothing to send).
+    if (c.error instanceof RequestAbortedError) logger.debug({ ...line, aborted: true }, "request");
+    else if (status >= 500) logger.warn(line, "request");
     else logger.info(line, "request");
   };
 }

@@ -1,12 +1,14 @@
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { parseEnvelope } from "../events/envelope.js";
 import { SIGNATURE_HEADER, verifySignature } from "../events/signature.js";
 import type { EventSink } from "../queue/event-job.js";
+import { UnstorableEventError } from "../queue/errors.js";
 import type { AppEnv } from "./context.js";
+import { createBodyBudget, ServerBusyError, type BodyReservation } from "./body-budget.js";
 import { PayloadTooLargeError, readRawBody } from "./raw-body.js";
 
 /** Why the edge refused a delivery, for metrics. */
-export type RejectReason = "too_large" | "invalid_signature" | "invalid_event" | "queue_unavailable";
+export type RejectReason = "too_large" | "busy" | "invalid_signature" | "invalid_event" | "queue_unavailable";
 
 /** Hooks for metrics; the edge works the same without them. */
 export interface WebhookObserver {
@@ -18,6 +20,8 @@ export interface WebhookRouteOptions {
   sink: EventSink;
   signingSecrets: readonly string[];
   maxBodyBytes: number;
+  /** Body bytes buffered across all in-flight requests (default: 32 × maxBodyBytes). */
+  maxBufferedBodyBytes?: number;
   observer?: WebhookObserver;
 }
 
@@ -28,56 +32,65 @@ export interface WebhookRouteOptions {
 export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
   const { sink, signingSecrets, observer } = options;
   const maxBytes = options.maxBodyBytes;
+  const budget = createBodyBudget(options.maxBufferedBodyBytes ?? 32 * maxBytes);
   const route = new Hono<AppEnv>();
 
-  route.post(
-    "/",
-    async function receiveWebhook(c) {
-      let raw: Uint8Array;
-      try {
-        raw = await readRawBody(c, maxBytes);
-      } catch (err) {
-        if (err instanceof PayloadTooLargeError) observer?.rejected?.("too_large");
-        throw err;
-      }
-      let secretIndex: number;
-      try {
-        secretIndex = verifySignature(raw, c.req.header(SIGNATURE_HEADER), signingSecrets);
-      } catch (err) {
-        observer?.rejected?.("invalid_signature");
-        throw err;
-      }
-      let envelope;
-      try {
-        envelope = parseEnvelope(raw);
-      } catch (err) {
-        observer?.rejected?.("invalid_event");
-        throw err;
-      }
-      c.set("eventId", envelope.id);
-      c.set("eventType", envelope.type);
-      const start = performance.now();
-      let result;
-      try {
-        result = await sink.enqueue({
-          id: envelope.id,
-          type: envelope.type,
-          receivedAt: new Date().toISOString(),
-          payload: envelope.payload,
-        });
-      } catch (err) {
-        observer?.rejected?.("queue_unavailable");
-        throw err;
-      }
-      c.set("duplicate", result.duplicate);
-      observer?.accepted?.({
+  route.post("/", async function receiveWebhook(c) {
+    // The bytes stay counted until the answer: the body is held in memory until then.
+    const reservation = budget.open();
+    try {
+      return await receive(c, reservation);
+    } finally {
+      reservation.close();
+    }
+  });
+
+  async function receive(c: Context<AppEnv>, reservation: BodyReservation) {
+    let raw: Uint8Array;
+    try {
+      raw = await readRawBody(c, maxBytes, reservation);
+    } catch (err) {
+      if (err instanceof PayloadTooLargeError) observer?.rejected?.("too_large");
+      if (err instanceof ServerBusyError) observer?.rejected?.("busy");
+      throw err;
+    }
+    let secretIndex: number;
+    try {
+      secretIndex = verifySignature(raw, c.req.header(SIGNATURE_HEADER), signingSecrets);
+    } catch (err) {
+      observer?.rejected?.("invalid_signature");
+      throw err;
+    }
+    let envelope;
+    try {
+      envelope = parseEnvelope(raw);
+    } catch (err) {
+      observer?.rejected?.("invalid_event");
+      throw err;
+    }
+    c.set("eventId", envelope.id);
+    c.set("eventType", envelope.type);
+    const start = performance.now();
+    let result;
+    try {
+      result = await sink.enqueue({
+        id: envelope.id,
         type: envelope.type,
-        secretIndex,
-        duplicate: result.duplicate,
-        enqueueMs: performance.now() - start,
+        receivedAt: new Date().toISOString(),
+        payload: envelope.payload,
       });
-      return c.json({ received: true, id: envelope.id, duplicate: result.duplicate }, 200);
-    },
-  );
+    } catch (err) {
+      observer?.rejected?.(err instanceof UnstorableEventError ? "invalid_event" : "queue_unavailable");
+      throw err;
+    }
+    c.set("duplicate", result.duplicate);
+    observer?.accepted?.({
+      type: envelope.type,
+      secretIndex,
+      duplicate: result.duplicate,
+      enqueueMs: performance.now() - start,
+    });
+    return c.json({ received: true, id: envelope.id, duplicate: result.duplicate }, 200);
+  }
   return route;
 }

@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger } from "pino";
+import { createLogDestination } from "./log-destination.js";
 
 export type { Logger } from "pino";
 
@@ -6,7 +7,7 @@ export interface LoggerOptions {
   level?: string;
   /** Values that must never appear in a log line (signing secrets, API key, admin token). */
   secrets?: readonly string[];
-  /** Where lines go; stdout by default. Tests pass a stream to capture lines. */
+  /** Where lines go; stdout by default (bounded: see createLogDestination). Tests pass a stream to capture lines. */
   destination?: DestinationStream;
   name?: string;
 }
@@ -57,6 +58,6 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       redact: { paths: REDACT_PATHS, censor: REDACTED },
       ...(scrub ? { hooks: { streamWrite: scrub } } : {}),
     },
-    options.destination ?? pino.destination({ sync: false }),
+    options.destination ?? createLogDestination(),
   );
 }

@@ -6,3 +6,12 @@ export class QueueUnavailableError extends Error {
     this.name = "QueueUnavailableError";
   }
 }
+
+/** An event the queue cannot store (it does not serialise to JSON): the sender's fault, a 4xx. */
+export class UnstorableEventError extends Error {
+  readonly code = "unstorable_event";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "UnstorableEventError";
+  }
+}

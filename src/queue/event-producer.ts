@@ -5,6 +5,7 @@ import type { RedisClient } from "../redis/connection.js";
 import type { EnqueueResult, EventJobData, EventSink } from "./event-job.js";
 import { groupCommit } from "./group-commit.js";
 import { withTimeout } from "./with-timeout.js";
+import { UnstorableEventError } from "./errors.js";
 import { EVENTS_QUEUE } from "./names.js";
 import { retryJobOptions } from "./job-options.js";
 
@@ -46,6 +47,8 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
   });
   queue.on("error", options.onError ?? (() => {}));
   const ttl = options.dedupWindowSeconds * 1000;
+  // Each event is serialised alone before it joins a batch: one that cannot be (too deep, a
+  // cycle, a BigInt) fails its own caller with a 4xx, never the whole batch with a 503.
   // Concurrent requests share one addBulk (one pipelined round trip); each still answers only
   // once Redis has acknowledged the batch holding its event.
   const add = groupCommit(
@@ -57,6 +60,7 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
   return {
     queue,
     async enqueue(event) {
+      assertStorable(event);
       const job = await withTimeout(add(event), options.timeoutMs, "enqueue");
       const jobId = job.opts.jobId!;
       return { jobId: job.id ?? jobId, duplicate: job.id !== undefined && job.id !== jobId } satisfies EnqueueResult;
@@ -68,4 +72,13 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
       await queue.close();
     },
   };
+}
+
+/** Throws UnstorableEventError when BullMQ could not serialise the event (it JSON.stringifies data). */
+function assertStorable(event: EventJobData): void {
+  try {
+    JSON.stringify(event);
+  } catch (err) {
+    throw new UnstorableEventError(`event ${event.id} cannot be stored: ${(err as Error).message}`, { cause: err });
+  }
 }

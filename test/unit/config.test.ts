@@ -25,6 +25,22 @@ describe("loadConfig", () => {
     });
   });
 
+  it("bounds slow and greedy clients by default, under the upstream's 10 s answer deadline", () => {
+    expect(loadConfig({ SIGNING_SECRET: "a" }).http).toEqual({
+      requestTimeoutMs: 10_000,
+      headersTimeoutMs: 5_000,
+      keepAliveTimeoutMs: 65_000,
+      maxConnections: 1024,
+      maxHeaderBytes: 8192,
+      maxBufferedBodyBytes: 32 * 1024 * 1024,
+    });
+  });
+
+  it("refuses a header timeout above the request timeout, and a body budget below one body", () => {
+    expect(problems({ SIGNING_SECRET: "a", HTTP_HEADERS_TIMEOUT_MS: "20000" })).toContain("HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS");
+    expect(problems({ SIGNING_SECRET: "a", MAX_BODY_BYTES: "2048", MAX_BUFFERED_BODY_BYTES: "1024" })).toContain("MAX_BUFFERED_BODY_BYTES must be at least MAX_BODY_BYTES");
+  });
+
   it("names every wrong variable in one message", () => {
     const message = problems({ PORT: "http", MAX_BODY_BYTES: "-1", ROLE: "both", REDIS_URL: "localhost" });
     for (const name of ["PORT", "MAX_BODY_BYTES", "ROLE", "REDIS_URL"]) expect(message).toContain(name);

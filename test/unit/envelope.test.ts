@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { EnvelopeError, parseEnvelope } from "../../src/events/envelope.js";
+import { EnvelopeError, MAX_JSON_DEPTH, parseEnvelope, PayloadTooDeepError } from "../../src/events/envelope.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -27,5 +27,23 @@ describe("parseEnvelope", () => {
     ["a numeric id", '{"type":"x","id":7}'],
   ])("refuses %s", (_name, raw) => {
     expect(() => parseEnvelope(typeof raw === "string" ? bytes(raw) : raw)).toThrow(EnvelopeError);
+  });
+});
+
+describe("parseEnvelope: nesting", () => {
+  const nested = (depth: number) => `{"type":"x","data":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`;
+
+  it("accepts nesting up to MAX_JSON_DEPTH", () => {
+    expect(parseEnvelope(bytes(nested(MAX_JSON_DEPTH))).type).toBe("x");
+  });
+
+  it("refuses nesting deeper than MAX_JSON_DEPTH with payload_too_deep", () => {
+    expect(() => parseEnvelope(bytes(nested(MAX_JSON_DEPTH + 1)))).toThrow(PayloadTooDeepError);
+    expect(() => parseEnvelope(bytes(nested(100_000)))).toThrow(expect.objectContaining({ code: "payload_too_deep" }));
+  });
+
+  it("does not count brackets inside strings, escaped quotes included", () => {
+    const deepText = JSON.stringify({ type: "x", note: `\\"${"[{".repeat(5000)}` });
+    expect(parseEnvelope(bytes(deepText)).type).toBe("x");
   });
 });

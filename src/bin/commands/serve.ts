@@ -16,8 +16,6 @@ export async function run(argv: string[]): Promise<void> {
   const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
   const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];
   const service = createService({ config, logger, handlers });
-  await service.start();
-
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -36,6 +34,16 @@ export async function run(argv: string[]): Promise<void> {
         process.exitCode = 1;
       });
   };
-  process.once("SIGTERM", () => shutdown("SIGTERM"));
-  process.once("SIGINT", () => shutdown("SIGINT"));
+  // Handlers go in before start: "listening" is written while start() is still returning, and a
+  // supervisor that reads it and sends SIGTERM at once must not meet Node's default (die at once).
+  // A signal during start is kept and acted on once start is done.
+  let started = false;
+  let pending: string | undefined;
+  const onSignal = (signal: string) => (started ? shutdown(signal) : (pending ??= signal));
+  process.once("SIGTERM", () => onSignal("SIGTERM"));
+  process.once("SIGINT", () => onSignal("SIGINT"));
+  await service.start();
+  started = true;
+
+  if (pending) shutdown(pending);
 }

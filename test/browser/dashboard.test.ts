@@ -1,3 +1,5 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
 import { launchChromium } from "../helpers/browser.js";
@@ -7,14 +9,19 @@ import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.
 
 let browser: Browser;
 let svc: TestService;
+let attacker: Server;
+let attackerUrl: string;
 beforeAll(async () => {
   browser = await launchChromium();
   svc = await startService();
+  attacker = await startAttackerSite(() => svc.url);
+  attackerUrl = `http://127.0.0.1:${(attacker.address() as AddressInfo).port}`;
   const done = nextJob(svc.service.worker!.eventWorker, "completed");
   await svc.deliver(sampleEvent({ type: "review.created", data: { id: "rev_browser", restaurantId: "rest_1" } }));
   await done;
 });
 afterAll(async () => {
+  await new Promise((r) => attacker?.close(r));
   await browser?.close();
   await svc?.stop();
 });
@@ -63,6 +70,63 @@ describe("queue dashboard in a real headless Chromium", () => {
       const page = await context.newPage();
       await page.goto(`${svc.url}/metrics`);
       expect(await page.textContent("body")).toContain('svc_webhook_events_received_total{type="review.created",secret="0"} 1');
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+const ADD_PATH = "/admin/queues/api/queues/events/add";
+const FORGED = "forged.by.another.site";
+
+/**
+ * Another origin (a second loopback port) whose page makes the visitor's browser post a job to
+ * the dashboard API: a text/plain form (no CORS preflight) whose body is JSON, sent with whatever
+ * credentials the browser holds for the dashboard.
+ */
+function startAttackerSite(target: () => string): Promise<Server> {
+  const server = createServer((_req, res) => {
+    const field = `{"name":"${FORGED}","data":{"forged":true},"options":{},"pad":"`;
+    res.setHeader("content-type", "text/html; charset=utf-8");
+    res.end(`<!doctype html><title>cats</title>
+<form id="f" method="POST" enctype="text/plain" action="${target()}${ADD_PATH}">
+<input type="hidden" name='${field}' value='"}'></form>
+<script>document.getElementById("f").submit()</script>`);
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+const forgedJobs = async () =>
+  (await svc.service.producer!.queue.getJobs(["waiting", "active", "completed", "failed", "delayed", "prioritized"])).filter((j) => j.name === FORGED);
+
+describe("the dashboard against a page on another origin", () => {
+  it("refuses the forged job a cross-origin page posts with the operator's credentials", async () => {
+    const context = await browser.newContext({ httpCredentials: { username: "ops", password: ADMIN_TOKEN } });
+    try {
+      const page = await context.newPage();
+      // The operator has the dashboard open: the browser holds the Basic credentials.
+      expect((await page.goto(`${svc.url}/admin/queues`))?.status()).toBe(200);
+      const posted = page.waitForResponse((res) => res.url().endsWith(ADD_PATH));
+      await page.goto(attackerUrl);
+      const answer = await posted;
+      expect(answer.request().headers()["authorization"] ?? (await answer.request().allHeaders())["authorization"]).toMatch(/^Basic /);
+      expect(answer.status()).toBe(403);
+      expect(await forgedJobs()).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("still lets the dashboard's own page add a job (same origin, JSON)", async () => {
+    const context = await browser.newContext({ httpCredentials: { username: "ops", password: ADMIN_TOKEN } });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${svc.url}/admin/queues`);
+      const status = await page.evaluate(async (path) => {
+        const res = await fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "added.by.operator", data: {}, options: {} }) });
+        return res.status;
+      }, ADD_PATH);
+      expect(status).toBe(200);
     } finally {
       await context.close();
     }

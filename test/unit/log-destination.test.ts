@@ -1,0 +1,42 @@
+import { execFileSync } from "node:child_process";
+import { constants, mkdtempSync, openSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { EventEmitter } from "node:events";
+import { afterEach, describe, expect, it } from "vitest";
+import { createLogDestination } from "../../src/logging/log-destination.js";
+import { createLogger } from "../../src/logging/logger.js";
+
+let dir: string | undefined;
+afterEach(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+describe("createLogDestination", () => {
+  it("holds at most maxBufferBytes while nobody reads the log, dropping the rest", () => {
+    // A pipe nobody reads, like a stdout whose log shipper has stalled: it fills (64 KiB on
+    // Linux), then every write would wait.
+    dir = mkdtempSync(join(tmpdir(), "log-destination-"));
+    const fifo = join(dir, "stdout");
+    execFileSync("mkfifo", [fifo]);
+    const fd = openSync(fifo, constants.O_RDWR | constants.O_NONBLOCK);
+    const maxBufferBytes = 256 * 1024;
+    const destination = createLogDestination({ fd, maxBufferBytes });
+    let dropped = 0;
+    (destination as unknown as EventEmitter).on("drop", (data: string) => (dropped += Buffer.byteLength(data)));
+    const logger = createLogger({ destination });
+    const path = "/".padEnd(1000, "a");
+    let written = 0;
+    for (let i = 0; i < 10_000; i++) {
+      logger.info({ path }, "request");
+      written += 1050;
+    }
+    // About 10 MB offered; what was kept is one pipe's worth plus the buffer, not all of it.
+    expect(written - dropped).toBeLessThan(maxBufferBytes + 1024 * 1024);
+    expect(dropped).toBeGreaterThan(0);
+    // destroy() closes the fd; a retry still scheduled then fails on it, which is expected here.
+    (destination as unknown as EventEmitter).on("error", () => {});
+    (destination as unknown as { destroy(): void }).destroy();
+  });
+});
