@@ -17,7 +17,12 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
-    PORT=3000
+    PORT=3000 \
+    DATA_DIR=/data
+# The embedded database (used when DATABASE_URL is not set: one container, one process) lives
+# on /data; mount a volume there to keep it. Separate web and worker processes need DATABASE_URL.
+RUN mkdir -p /data && chown node:node /data
+VOLUME ["/data"]
 WORKDIR /app
 COPY --from=build --chown=node:node /app/package.json ./package.json
 COPY --from=build --chown=node:node /app/node_modules ./node_modules

@@ -21,7 +21,7 @@ export async function benchWorker(opts: { redisUrl: string; jobs: number; concur
     );
   }
   const config = loadConfig({ ROLE: "worker", REDIS_URL: opts.redisUrl, QUEUE_PREFIX: prefix, WORKER_CONCURRENCY: String(opts.concurrency), RECONCILE_INTERVAL_SECONDS: "0", SIGNING_SECRET: BENCH_SECRET, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn" });
-  const service = createService({ config, logger: createLogger({ level: "error" }) });
+  const service = await createService({ config, logger: createLogger({ level: "error" }) });
   let done = 0;
   const finished = new Promise<void>((resolve) => {
     service.worker!.eventWorker.on("completed", () => {

@@ -31,7 +31,7 @@ export async function benchSync(opts: { redisUrl: string; events: number; restau
     ROLE: "all", HOST: "127.0.0.1", PORT: "0", REDIS_URL: opts.redisUrl, QUEUE_PREFIX: `bench-s-${randomUUID().slice(0, 6)}`,
     SIGNING_SECRET: BENCH_SECRET, API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, RECONCILE_INTERVAL_SECONDS: "0", LOG_LEVEL: "warn",
   });
-  const service = createService({ config, logger: createLogger({ level: "warn" }) });
+  const service = await createService({ config, logger: createLogger({ level: "warn" }) });
   const url = await service.start();
   try {
     await sweepAll({ api: service.worker!.api!, mirror: service.mirror });

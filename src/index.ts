@@ -1,4 +1,7 @@
-/** The library API: build isolated instances of the service or its parts. */
+/**
+ * The library API: build isolated instances of the service or its parts. Everything public is
+ * named here; the zod schemas behind the types stay internal (test/typescript-validate.ts pins this).
+ */
 export { loadConfig, ConfigError, type Config } from "./config/index.js";
 export { createLogger, type Logger, type LoggerOptions } from "./logging/logger.js";
 export { createService, type Service, type ServiceOptions } from "./service.js";
@@ -8,10 +11,32 @@ export { createEventProducer, type EventProducer } from "./queue/event-producer.
 export type { EventJobData, EventSink, EnqueueResult } from "./queue/event-job.js";
 export { signPayload, verifySignature, WebhookSignatureError } from "./events/signature.js";
 export { parseEnvelope, EnvelopeError, type EventEnvelope } from "./events/envelope.js";
-export { eventSchemas, KNOWN_EVENT_TYPES, type AnyEvent, type EventOf, type KnownEventType } from "./events/catalog.js";
+export { KNOWN_EVENT_TYPES, type AnyEvent, type EventOf, type KnownEventType } from "./events/catalog.js";
 export { createHandlerRegistry, type Handler, type HandlerMap, type HandlerRegistry } from "./events/registry.js";
 export type { EventHandler, EventHandlers, HandlerContext } from "./worker/handler-context.js";
 export { loadHandlersModule, HandlersModuleError } from "./worker/load-handlers-module.js";
-export { createRedisMirror } from "./mirror/redis-store.js";
-export type { MirrorKind, MirrorRecord, MirrorStore, UpsertResult } from "./mirror/store.js";
-export * from "./upstream/index.js";
+export { createDatabase, DatabaseConfigError, type Database, type DatabaseOptions } from "./mirror/database.js";
+export { migrateToLatest, MigrationError } from "./mirror/migrate.js";
+export { createPostgresMirror } from "./mirror/postgres-store.js";
+export { createEventLog, type EventLog, type EventPage, type EventQuery, type LoggedEvent } from "./mirror/event-log.js";
+export { MIRROR_KINDS } from "./mirror/store.js";
+export type { MirrorChange, MirrorKind, MirrorListFilter, MirrorPage, MirrorRecord, MirrorStore, UpsertResult } from "./mirror/store.js";
+export { createApiClient, type ApiClient, type ApiClientOptions, type BookingQuery, type ListOptions, type MenuItemQuery, type OrderQuery } from "./upstream/client.js";
+export { createRateLimiter, type Priority, type RateLimiter, type RateLimiterOptions } from "./upstream/rate-limiter.js";
+export { apiKeyId, isApiKey, parseApiKey, ApiKeyError, API_KEY_PREFIX } from "./upstream/api-key.js";
+export {
+  UpstreamError,
+  UpstreamBadRequestError,
+  UpstreamAuthError,
+  UpstreamNotFoundError,
+  UpstreamConflictError,
+  UpstreamRateLimitError,
+  UpstreamServerError,
+  UpstreamTimeoutError,
+  UpstreamNetworkError,
+  UpstreamResponseError,
+  UpstreamRequestError,
+  isPermanentUpstreamError,
+} from "./upstream/errors.js";
+export { ORDER_STATUSES, ORDER_TYPES, SETTABLE_ORDER_STATUSES } from "./upstream/models.js";
+export type { Booking, CreateBookingInput, MenuItem, Order, OrderItem, OrderStatus, OrderType, Page, Review, SettableOrderStatus } from "./upstream/models.js";

@@ -2,31 +2,33 @@ import { Queue } from "bullmq";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { Config } from "./config/config.js";
-import { isKnownEventType } from "./events/catalog.js";
-import { requireAdminToken } from "./http/admin-auth.js";
 import { createApp } from "./http/app.js";
-import { denyFraming } from "./http/deny-framing.js";
-import { requireSameOrigin } from "./http/same-origin.js";
 import type { AppEnv } from "./http/context.js";
-import { DASHBOARD_PATH, dashboardRoutes } from "./http/dashboard.js";
 import { listen, type RunningServer } from "./http/listen.js";
-import { mirrorRoutes } from "./http/mirror-routes.js";
-import type { WebhookObserver } from "./http/webhook-route.js";
+import { mountOperatorRoutes } from "./http/operator-routes.js";
+import { collectMirrorLag, collectQueueDepths } from "./metrics/collectors.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
-import { createRedisMirror } from "./mirror/redis-store.js";
+import { webhookMetrics } from "./metrics/webhook-metrics.js";
+import type { Database } from "./mirror/database.js";
+import type { EventLog } from "./mirror/event-log.js";
+import { eventQueryFromParams } from "./mirror/event-query.js";
+import { filterFromQuery } from "./mirror/mirror-filter.js";
+import { openStorage, type Storage } from "./mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind, type MirrorStore } from "./mirror/store.js";
-import { createRedisConnection, type ConnectionKind, type RedisClient } from "./redis/connection.js";
 import { createEventProducer, type EventProducer } from "./queue/event-producer.js";
 import { retentionJobOptions, retryJobOptions } from "./queue/job-options.js";
-import { createWorkerRole, type WorkerRole } from "./worker/worker-role.js";
-import type { EventHandlers } from "./worker/handler-context.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "./queue/names.js";
+import { createRedisConnection, type ConnectionKind, type RedisClient } from "./redis/connection.js";
+import type { EventHandlers } from "./worker/handler-context.js";
+import { createWorkerRole, type WorkerRole } from "./worker/worker-role.js";
 
 export interface ServiceOptions {
   config: Config;
   logger: Logger;
   /** Custom handlers, run beside the built-in sync handlers (HANDLERS_MODULE is loaded by the CLI). */
   handlers?: EventHandlers | readonly EventHandlers[];
+  /** A database opened by the caller (tests, embedding apps) instead of the one the config names; not closed by `stop()`. */
+  database?: Database;
 }
 
 export interface Service {
@@ -36,18 +38,20 @@ export interface Service {
   producer: EventProducer | undefined;
   worker: WorkerRole | undefined;
   mirror: MirrorStore;
+  eventLog: EventLog;
   metrics: Metrics;
-  /** Starts the workers (roles all, worker) and HTTP; resolves with the base URL. */
+  /** Migrates the database, starts the workers (roles all, worker) and HTTP; resolves with the base URL. */
   start(): Promise<string>;
-  /** Graceful stop: stop accepting, finish in-flight requests and jobs, close Redis. Idempotent. */
+  /** Graceful stop: stop accepting, finish in-flight requests and jobs, close Redis and the database. Idempotent. */
   stop(): Promise<void>;
 }
 
 /**
  * Builds the whole service from an injected config: no globals, so tests and library users can
- * run several isolated instances in one process.
+ * run several isolated instances in one process. Redis carries the queues; PostgreSQL (a server,
+ * or embedded) the mirror and the event log.
  */
-export function createService({ config, logger, handlers = [] }: ServiceOptions): Service {
+export async function createService({ config, logger, handlers = [], database }: ServiceOptions): Promise<Service> {
   const connections: RedisClient[] = [];
   const connect = (kind: ConnectionKind) => {
     const connection = createRedisConnection(config.redisUrl, kind, { cluster: config.redisCluster });
@@ -57,15 +61,15 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
   };
   const prefix = config.queuePrefix;
   const metrics = createMetrics();
+  const storage: Storage = await openStorage(config.database, { logger, ...(database ? { database } : {}) });
+  const { mirror, eventLog } = storage;
   const workerConnection = config.role !== "web" ? connect("worker") : undefined;
   const webConnection = config.role !== "worker" ? connect("web") : undefined;
   const anyConnection = (workerConnection ?? webConnection)!;
-  const mirror = createRedisMirror(anyConnection, prefix);
 
   const worker = workerConnection
-    ? createWorkerRole({ config, logger, connection: workerConnection, mirror, handlers: ([] as EventHandlers[]).concat(handlers), metrics })
+    ? createWorkerRole({ config, logger, connection: workerConnection, mirror, eventLog, handlers: ([] as EventHandlers[]).concat(handlers), metrics })
     : undefined;
-
   const producer = webConnection
     ? createEventProducer({
         connection: webConnection,
@@ -87,60 +91,44 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
     return q;
   };
   const queues = [queueHandle(EVENTS_QUEUE, producer?.queue), queueHandle(SYNC_QUEUE, worker?.syncQueue)];
-  metrics.addCollector(async () => {
-    for (const q of queues) {
-      const counts = await q.getJobCounts("waiting", "active", "delayed", "failed", "completed", "prioritized");
-      for (const [state, n] of Object.entries(counts)) metrics.queueDepth.set({ queue: q.name, state }, n);
-    }
-  });
-  metrics.addCollector(async () => {
-    const now = Date.now();
-    for (const kind of MIRROR_KINDS) {
-      const at = await mirror.lastWriteAt(kind);
-      if (at !== undefined) metrics.mirrorLag.set({ kind }, (now - at) / 1000);
-    }
-  });
+  collectQueueDepths(metrics, queues);
+  collectMirrorLag(metrics, MIRROR_KINDS, (kind) => mirror.lastWriteAt(kind as MirrorKind));
 
-  const observer: WebhookObserver = {
-    accepted({ type, secretIndex, duplicate, enqueueMs }) {
-      const label = isKnownEventType(type) ? type : "other";
-      metrics.eventsReceived.inc({ type: label, secret: String(secretIndex) });
-      if (duplicate) metrics.eventsDeduplicated.inc({ type: label });
-      metrics.enqueueSeconds.observe(enqueueMs / 1000);
-    },
-    rejected: (reason) => metrics.eventsRejected.inc({ reason }),
-  };
-  // The worker connection queues commands while Redis is away and never gives up on them: ask it
-  // only when it is connected, so a readiness probe never adds to that queue (/readyz also bounds it).
-  const ping = async () => {
+  // The edge depends on Redis only; a worker also needs the database to record and write.
+  const redisReady = async () => {
     if (producer) return producer.ping();
+    // The worker connection queues commands while Redis is away and never gives up on them: ask
+    // it only when connected, so a probe never adds to that queue (/readyz also bounds the wait).
     if (anyConnection.status !== "ready") throw new Error(`Redis connection is ${anyConnection.status}`);
     await anyConnection.ping();
   };
-  const adminToken = config.adminToken;
   const app = createApp({
     logger,
-    ready: ping,
+    ready: config.role === "worker" ? () => Promise.all([redisReady(), storage.ping()]).then(() => undefined) : redisReady,
     ...(producer
-      ? { webhooks: { sink: producer, signingSecrets: config.signingSecrets, maxBodyBytes: config.maxBodyBytes, maxBufferedBodyBytes: config.http.maxBufferedBodyBytes, observer } }
+      ? {
+          webhooks: {
+            sink: producer,
+            signingSecrets: config.signingSecrets,
+            maxBodyBytes: config.maxBodyBytes,
+            maxBufferedBodyBytes: config.http.maxBufferedBodyBytes,
+            observer: webhookMetrics(metrics),
+          },
+        }
       : {}),
-    mount: (root) => {
-      // Operator routes exist only with an ADMIN_TOKEN: nothing is exposed by default.
-      if (!adminToken) return;
-      // Framing denied on every operator answer; the token first (401 tells nothing more), then
-      // the cross-site check, so a page the operator visits cannot act with their credentials.
-      const guard = [denyFraming(), requireAdminToken(adminToken), requireSameOrigin()] as const;
-      root.use("/mirror/*", ...guard);
-      root.route("/mirror", mirrorRoutes({ kinds: MIRROR_KINDS, get: (k, id) => mirror.get(k as MirrorKind, id), list: (k, r) => mirror.list(k as MirrorKind, r) }));
-      root.use("/metrics", ...guard);
-      root.get("/metrics", async (c) => {
-        const { contentType, body } = await metrics.render();
-        return c.body(body, 200, { "Content-Type": contentType });
-      });
-      root.use(`${DASHBOARD_PATH}/*`, ...guard);
-      root.use(DASHBOARD_PATH, ...guard);
-      root.route(DASHBOARD_PATH, dashboardRoutes(queues));
-    },
+    // Operator routes exist only with an ADMIN_TOKEN: nothing is exposed by default.
+    ...(config.adminToken
+      ? {
+          mount: (root: Hono<AppEnv>) =>
+            mountOperatorRoutes(root, {
+              adminToken: config.adminToken!,
+              mirror: { kinds: MIRROR_KINDS, get: (k, id) => mirror.get(k as MirrorKind, id), list: (k, q) => mirror.list(k as MirrorKind, filterFromQuery(q)) },
+              events: { get: (id) => eventLog.get(id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
+              metrics: () => metrics.render(),
+              queues,
+            }),
+        }
+      : {}),
   });
 
   let server: RunningServer | undefined;
@@ -152,8 +140,17 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
     producer,
     worker,
     mirror,
+    eventLog,
     metrics,
     async start() {
+      try {
+        const applied = await storage.migrate();
+        if (applied.length > 0) logger.info({ migrations: applied }, "database migrated");
+      } catch (err) {
+        // The edge needs Redis only: a web process keeps accepting webhooks while the database is away.
+        if (config.role !== "web") throw err;
+        logger.error({ err: (err as Error).message }, "database migration failed; the operator's mirror and event routes fail until it is reachable");
+      }
       // Readiness follows Redis; give the first connection a moment so /readyz is true at once
       // when Redis is there, but never wait on a Redis that is down (the edge answers 503 then).
       await Promise.race([Promise.all(connections.map(untilReady)), new Promise((r) => setTimeout(r, 2000).unref())]);
@@ -169,6 +166,7 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
         await worker?.stop(config.shutdownTimeoutMs);
         await Promise.all(ownQueues.map((q) => q.close()));
         await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
+        await storage.close();
       })();
       return stopping;
     },

@@ -23,5 +23,11 @@ export const handlers: EventHandlers = {
 // @ts-expect-error a handler must be a function
 export const wrong: EventHandlers = { "order.created": "not a function" };
 
-export const build = (config: Parameters<typeof createService>[0]["config"]) =>
+export const build = async (config: Parameters<typeof createService>[0]["config"]) =>
   createService({ config, logger: undefined as never, handlers });
+
+// Internal schemas are not part of the public API: their shape may change in any release.
+// @ts-expect-error the zod event schemas stay internal
+export { eventSchemas } from "../src/index.js";
+// @ts-expect-error the zod resource schemas stay internal
+export { orderSchema } from "../src/index.js";

@@ -16,6 +16,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   trigger: () => import("./commands/trigger.js"),
   replay: () => import("./commands/replay.js"),
   backfill: () => import("./commands/backfill.js"),
+  migrate: () => import("./commands/migrate.js"),
 };
 
 const USAGE = `Usage: svc-webhooks <command> [options]
@@ -25,8 +26,9 @@ Commands:
   dev        run a local stack: Redis if needed, then the service
   sandbox    run a local upstream API with signed webhooks and simulated traffic
   trigger    send a signed sample event of a type to an endpoint
-  replay     list failed jobs, or run one or all of them again
+  replay     replay events from the event log (by time, type, status, handler), or failed jobs
   backfill   sweep every order, booking and menu item into the mirror
+  migrate    apply pending database migrations
 
 Run svc-webhooks <command> --help for a command's options.`;
 

@@ -14,7 +14,18 @@ export function dashboardRoutes(queues: readonly Queue[]): Hono {
   createBullBoard({
     queues: queues.map((q) => new BullMQAdapter(q)),
     serverAdapter: adapter,
-    options: { uiConfig: { boardTitle: "svc-webhooks" } },
+    options: {
+      uiConfig: {
+        boardTitle: "svc-webhooks",
+        // The event log and the mirror sit beside the queues (same admin token).
+        miscLinks: [
+          { text: "Event log", url: "/events" },
+          { text: "Failed events", url: "/events?status=failed" },
+          { text: "Mirror: orders", url: "/mirror/orders" },
+          { text: "Metrics", url: "/metrics" },
+        ],
+      },
+    },
   });
   return adapter.registerPlugin();
 }

@@ -83,3 +83,30 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
   if (query.cursor !== undefined) valid.after = decodeEventCursor(query.cursor);
   return valid;
 }
+
+/**
+ * An event query from text parameters (URL query, CLI flags): dates as ISO 8601, `limit` as a
+ * number. Unknown parameters are refused, so a typo is a 400 rather than an unfiltered log.
+ */
+export function eventQueryFromParams(params: Record<string, string | undefined>): EventQuery {
+  const known = ["since", "until", "type", "status", "handler", "handlerStatus", "limit", "cursor"];
+  for (const name of Object.keys(params)) if (!known.includes(name)) throw invalid(name, `unknown filter ${name}; filters are ${known.join(", ")}`);
+  const query: EventQuery = {};
+  for (const bound of ["since", "until"] as const) {
+    const text = params[bound];
+    if (text === undefined) continue;
+    const date = new Date(text);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(text) || !validDate(date)) throw invalid(bound, `${bound} must be an ISO 8601 date or timestamp (2026-11-23 or 2026-11-23T10:00:00Z)`);
+    query[bound] = date;
+  }
+  if (params.type !== undefined) query.type = params.type;
+  if (params.status !== undefined) query.status = params.status as EventStatus;
+  if (params.handler !== undefined) query.handler = params.handler;
+  if (params.handlerStatus !== undefined) query.handlerStatus = params.handlerStatus as "ok" | "failed";
+  if (params.cursor !== undefined) query.cursor = params.cursor;
+  if (params.limit !== undefined) {
+    if (!/^\d{1,4}$/.test(params.limit)) throw invalid("limit", `limit must be an integer from 1 to ${MAX_EVENT_LIMIT}`);
+    query.limit = Number(params.limit);
+  }
+  return query;
+}

@@ -54,7 +54,10 @@ function fieldReader(kind: MirrorKind, record: Record<string, unknown>, id: stri
   const isTimestamp = (v: unknown) => typeof v === "string" && ISO_TIMESTAMP.test(v) && !Number.isNaN(Date.parse(v));
   const timestamp = (field: string) => get(field, false, "an ISO-8601 timestamp", isTimestamp) as string;
   const optTimestamp = (field: string) => get(field, true, "an ISO-8601 timestamp", isTimestamp) as string | null;
-  const date = (field: string) => get(field, false, "a date YYYY-MM-DD", (v) => typeof v === "string" && DATE.test(v) && !Number.isNaN(Date.parse(v))) as string;
+  // Spec part 2: a booking's date is "an ISO 8601 timestamp of the booking day": the day is the
+  // date as written (its first ten characters), never shifted by a time zone.
+  const date = (field: string) =>
+    (get(field, false, "a date (YYYY-MM-DD, or an ISO 8601 timestamp of the day)", (v) => typeof v === "string" && (DATE.test(v) || isTimestamp(v)) && !Number.isNaN(Date.parse(v.slice(0, 10)))) as string).slice(0, 10);
   const time = (field: string) => get(field, false, "a time HH:MM", (v) => typeof v === "string" && TIME.test(v)) as string;
   const optTextArray = (field: string) => get(field, true, "an array of strings", (v) => Array.isArray(v) && v.every((s) => typeof s === "string")) as string[] | null;
   return { fail, text, optText, decimal, optDecimal, integer, optInteger, timestamp, optTimestamp, date, time, optTextArray };

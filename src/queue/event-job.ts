@@ -7,6 +7,8 @@ export interface EventJobData {
   receivedAt: string;
   /** The whole verified body as parsed, unknown fields included. */
   payload: Record<string, unknown>;
+  /** A replay aimed at some handlers: only these handler keys run. */
+  only?: string[];
 }
 
 export interface EnqueueResult {

@@ -1,45 +1,55 @@
 import { Queue, type Worker } from "bullmq";
-import type { RedisClient } from "../redis/connection.js";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
-import { isKnownEventType } from "../events/catalog.js";
 import { createHandlerRegistry } from "../events/registry.js";
+import { collectRateBudget } from "../metrics/collectors.js";
 import type { Metrics } from "../metrics/metrics.js";
+import type { EventLog } from "../mirror/event-log.js";
 import type { MirrorStore } from "../mirror/store.js";
 import { createEventWorker } from "../queue/event-worker.js";
 import { retentionJobOptions, retryJobOptions } from "../queue/job-options.js";
-import type { EventHandlers, HandlerContext } from "./handler-context.js";
-import { createRefreshScheduler, type RefreshJobData } from "./sync/refresh-scheduler.js";
-import { createSyncHandlers } from "./sync/sync-handlers.js";
-import { createSyncWorker, type SyncJobData } from "./sync/sync-worker.js";
 import { SYNC_QUEUE } from "../queue/names.js";
+import type { RedisClient } from "../redis/connection.js";
 import { isPermanentUpstreamError, type ApiClient } from "../upstream/index.js";
+import type { EventHandlers, HandlerContext } from "./handler-context.js";
+import { observeJobs } from "./job-observers.js";
+import { pruneEventLog } from "./prune-event-log.js";
+import { refreshRestaurant } from "./sync/refresh-restaurant.js";
+import { createRefreshScheduler, type RefreshJobData } from "./sync/refresh-scheduler.js";
+import { sweepAll } from "./sync/sweep-all.js";
+import { createSyncHandlers } from "./sync/sync-handlers.js";
+import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync/sync-worker.js";
 import { upstreamFromConfig } from "./upstream-from-config.js";
 
 export interface WorkerRole {
   api: ApiClient | undefined;
   syncQueue: Queue<SyncJobData>;
   eventWorker: Worker;
-  syncWorker: Worker | undefined;
+  syncWorker: Worker;
   start(): Promise<void>;
   /** Waits for active jobs up to `deadlineMs`, then closes anyway (their locks expire and they rerun). */
   stop(deadlineMs: number): Promise<void>;
 }
 
+const PRUNE_EVERY_MS = 3600_000;
+
 /**
- * The worker side: typed handlers per event (built-in sync plus the user's), and the sync queue
- * whose refresh and reconcile jobs read the API into the mirror.
+ * The worker side: typed handlers per event (built-in sync plus the user's), every event and
+ * handler outcome recorded in the event log, and the sync queue whose refresh and reconcile jobs
+ * read the API into the mirror (and whose hourly job prunes the event log).
  */
 export function createWorkerRole(deps: {
   config: Config;
   logger: Logger;
   connection: RedisClient;
   mirror: MirrorStore;
+  eventLog: EventLog;
   handlers: readonly EventHandlers[];
   metrics: Metrics;
 }): WorkerRole {
-  const { config, logger, connection, mirror, metrics } = deps;
+  const { config, logger, connection, mirror, eventLog, metrics } = deps;
   const prefix = config.queuePrefix;
+  const { concurrency, lockMs, maxStalls } = config.worker;
 
   const upstream = config.api
     ? upstreamFromConfig(config.api, connection, prefix, {
@@ -51,15 +61,8 @@ export function createWorkerRole(deps: {
       })
     : undefined;
   const api = upstream?.api;
-  const limiter = upstream?.limiter;
-  if (limiter && config.api) {
-    const max = config.api.rate;
-    metrics.addCollector(async () => {
-      const state = await limiter.state();
-      metrics.rateBudgetRemaining.set(Math.max(0, max - state.inWindow));
-      metrics.upstreamPausedSeconds.set(state.pausedForMs / 1000);
-    });
-  }
+  if (upstream && config.api) collectRateBudget(metrics, config.api.rate, () => upstream.limiter.state());
+  if (!api) logger.warn("API_BASE_URL/API_KEY not set: orders, bookings and menus are not synced into the mirror");
 
   const syncQueue = new Queue<SyncJobData>(SYNC_QUEUE, {
     connection,
@@ -73,47 +76,44 @@ export function createWorkerRole(deps: {
     streams: { events: { maxLen: 1000 } },
   });
   syncQueue.on("error", (err) => logger.warn({ err: err.message }, "sync queue error"));
-  const scheduler = createRefreshScheduler({
-    redis: connection,
-    queue: syncQueue as Queue<RefreshJobData>,
-    prefix,
-    debounceMs: config.worker.syncDebounceMs,
-  });
+  const scheduler = createRefreshScheduler({ redis: connection, queue: syncQueue as Queue<RefreshJobData>, prefix, debounceMs: config.worker.syncDebounceMs });
 
   const registry = createHandlerRegistry<HandlerContext>();
   registry.use(createSyncHandlers(scheduler, { withApi: api !== undefined }), "sync");
-  if (!api) logger.warn("API_BASE_URL/API_KEY not set: orders, bookings and menus are not synced into the mirror");
   deps.handlers.forEach((map, i) => registry.use(map, deps.handlers.length > 1 ? `user${i}` : "user"));
 
   const eventWorker = createEventWorker<HandlerContext>({
     connection,
     prefix,
     registry,
-    concurrency: config.worker.concurrency,
-    lockMs: config.worker.lockMs,
-    maxStalls: config.worker.maxStalls,
+    concurrency,
+    lockMs,
+    maxStalls,
     logger,
+    journal: eventLog,
     makeContext: (job, _event, log) => ({ api, mirror, logger: log, attempt: job.attemptsMade + 1 }),
     isPermanent: isPermanentUpstreamError,
   });
-  const syncWorker = api
-    ? createSyncWorker({ connection, prefix, api, mirror, scheduler, concurrency: config.worker.concurrency, lockMs: config.worker.lockMs, maxStalls: config.worker.maxStalls, logger })
-    : undefined;
 
-  const workers = [eventWorker, ...(syncWorker ? [syncWorker] : [])];
-  for (const w of workers) {
-    w.on("completed", (job) => {
-      metrics.jobs.inc({ queue: w.name, name: jobLabel(job.name), outcome: "completed" });
-      if (job.processedOn && job.finishedOn) metrics.jobSeconds.observe({ queue: w.name, name: jobLabel(job.name) }, (job.finishedOn - job.processedOn) / 1000);
-    });
-    w.on("failed", (job, err) => {
-      if (!job) return;
-      const final = job.attemptsMade >= (job.opts.attempts ?? 1) || job.finishedOn !== undefined;
-      metrics.jobs.inc({ queue: w.name, name: jobLabel(job.name), outcome: final ? "failed" : "retried" });
-      // One line per failed attempt; "failed for good" is the dead letter an operator replays.
-      logger.warn({ queue: w.name, jobId: job.id, job: job.name, attempt: job.attemptsMade, err: err.message }, final ? "job failed for good" : "job failed, will retry");
-    });
+  const processors: SyncJobProcessors = {
+    "prune-events": async () => ({ pruned: await pruneEventLog(eventLog, config.eventRetentionDays) }),
+  };
+  if (api) {
+    processors.refresh = async (job) => {
+      const { kind, restaurantId } = job.data as RefreshJobData;
+      await scheduler.release(kind, restaurantId);
+      return refreshRestaurant({ api, mirror, scheduler, logger, kind, restaurantId });
+    };
+    processors.reconcile = async () => {
+      const totals = await sweepAll({ api, mirror, priority: "low" });
+      logger.info({ totals }, "reconciliation done");
+      return totals;
+    };
   }
+  const syncWorker = createSyncWorker({ connection, prefix, processors, concurrency, lockMs, maxStalls, logger });
+
+  const workers = [eventWorker, syncWorker];
+  observeJobs(workers, { metrics, logger });
   return {
     api,
     syncQueue,
@@ -125,6 +125,7 @@ export function createWorkerRole(deps: {
       } else {
         await syncQueue.removeJobScheduler("reconcile");
       }
+      await syncQueue.upsertJobScheduler("prune-events", { every: PRUNE_EVERY_MS }, { name: "prune-events", data: {} });
       for (const w of workers) {
         w.run().catch((err: unknown) => logger.error({ err }, "worker stopped unexpectedly"));
       }
@@ -142,9 +143,4 @@ export function createWorkerRole(deps: {
       await syncQueue.close();
     },
   };
-}
-
-/** Job names are event types, which senders choose: keep the label set bounded. */
-function jobLabel(name: string): string {
-  return isKnownEventType(name) || name === "refresh" || name === "reconcile" ? name : "other";
 }

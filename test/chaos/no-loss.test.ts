@@ -3,12 +3,15 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
-import { Redis } from "ioredis";
-import { afterAll, describe, expect, it } from "vitest";
-import { createRedisMirror } from "../../src/mirror/redis-store.js";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { createDatabase } from "../../src/mirror/database.js";
+import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
+import { POSTGRES_INSTALL_HINT } from "../helpers/postgres-server.js";
+import { randomSchema } from "../helpers/postgres.js";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+import { sandboxAsSql, sqlMirror } from "../helpers/sql-mirror.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { sendAll } from "./retrying-sender.js";
 
@@ -29,6 +32,10 @@ afterAll(async () => {
 
 describe("no loss through faults", () => {
   it(`handles every one of ${EVENTS} accepted events at least once through a Redis restart and two worker SIGKILLs`, async () => {
+    // Separate web and worker processes share one PostgreSQL server (the embedded store is one process's).
+    const databaseUrl = inject("databaseUrl");
+    if (!databaseUrl) throw new Error(`the no-loss test runs web and worker apart and needs a PostgreSQL server: ${POSTGRES_INSTALL_HINT}`);
+    const schema = randomSchema();
     redis = await startRedisServer({ appendOnly: true });
     sandbox = createSandbox({ restaurants: 3 });
     const apiUrl = await sandbox.listen();
@@ -41,6 +48,7 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
     const env = {
       REDIS_URL: redis.url, QUEUE_PREFIX: prefix, SIGNING_SECRET: SECRET, ADMIN_TOKEN: ADMIN, PORT: "0",
       API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, HANDLERS_MODULE: handlers, CHAOS_RECORD_FILE: record,
+      DATABASE_URL: databaseUrl, DATABASE_SCHEMA: schema,
       JOB_LOCK_MS: "3000", ENQUEUE_TIMEOUT_MS: "1000", WORKER_CONCURRENCY: "50", SYNC_DEBOUNCE_MS: "300", RECONCILE_INTERVAL_SECONDS: "0", JOB_BACKOFF_MS: "200",
     };
     const start = async (role: "web" | "worker") => {
@@ -97,18 +105,21 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
     const losses = [...report.accepted].filter((id) => !unique.has(id)).length;
 
     // The built-in sync stayed correct: every order it was told about equals the API's.
-    const inspect = new Redis(redis.url);
+    const database = await createDatabase({ url: databaseUrl, dataDir: "", schema });
     try {
-      const mirror = createRedisMirror(inspect, prefix);
+      const mirror = createPostgresMirror(database.db);
       await waitFor(async () => {
         const truth = new Map(sandbox!.state.orders().map((o) => [o.id, o]));
         const mirrored = await mirror.all("orders");
         return mirrored.length === truth.size && mirrored.every((o) => isDeepStrictEqual(o, truth.get(o.id)));
       }, { timeoutMs: 120_000, intervalMs: 250, what: "the mirror to equal the sandbox" });
-      const reviewIds = new Set(events.filter((e) => e.body.includes("review.created")).map((e) => JSON.parse(e.body).data.id));
+      // As SQL holds it too: typed columns, amounts as decimals, line items.
+      expect((await sqlMirror(database.db)).orders).toEqual(sandboxAsSql(sandbox.state).orders);
+      const reviewIds = new Set(events.filter((e) => e.body.includes("review.created")).map((e) => (JSON.parse(e.body) as { data: { id: string } }).data.id));
       expect((await mirror.all("reviews")).length).toBe(reviewIds.size);
     } finally {
-      await inspect.quit();
+      await database.db.schema.dropSchema(schema).ifExists().cascade().execute();
+      await database.close();
     }
 
     const figures = { sent: EVENTS, accepted: report.accepted.size, attempts: report.attempts, non200: report.non200, handled: all.length, duplicatesHandled: all.length - unique.size, losses, faults, seconds: (Date.now() - started) / 1000 };

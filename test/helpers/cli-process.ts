@@ -1,5 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { databaseEnv } from "./postgres.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -14,11 +18,16 @@ export interface CliProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Runs `svc-webhooks <args>` from the TypeScript sources (as `npm run dev` does). */
+/**
+ * Runs `svc-webhooks <args>` from the TypeScript sources (as `npm run dev` does). Unless `env`
+ * names a database, the process gets one of its own (a schema on the run's server, else an
+ * embedded one in a fresh directory), never the checkout's ./.data.
+ */
 export function runCli(args: string[], env: Record<string, string | undefined>): CliProcess {
+  const database = env.DATABASE_URL || env.DATA_DIR ? {} : databaseEnv(() => mkdtempSync(join(tmpdir(), "svc-cli-db-")));
   const child = spawn(process.execPath, ["--import", "tsx", "src/bin/cli.ts", ...args], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...database, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

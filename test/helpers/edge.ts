@@ -8,6 +8,7 @@ import { createService, type Service } from "../../src/service.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { signPayload } from "../../src/events/signature.js";
 import { captureLogs } from "./log-capture.js";
+import { openTestDatabase, preferredDriver } from "./postgres.js";
 
 export const TEST_SECRET = "whsec_test_primary_5b0d1c7e";
 export const TEST_SECRET_2 = "whsec_test_rotated_9f3a2b61";
@@ -41,7 +42,8 @@ export async function startEdge(env: Record<string, string> = {}): Promise<TestE
   });
   const logs = captureLogs();
   const logger = createLogger({ level: config.logLevel, destination: logs.stream, secrets: config.signingSecrets });
-  const service = createService({ config, logger });
+  const database = await openTestDatabase(preferredDriver(), { migrations: 0 });
+  const service = await createService({ config, logger, database });
   const url = (await service.start())!;
   const inspector = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue(EVENTS_QUEUE, { connection: inspector, prefix });
@@ -61,6 +63,7 @@ export async function startEdge(env: Record<string, string> = {}): Promise<TestE
     },
     async stop() {
       await service.stop();
+      await database.close();
       await queue.obliterate({ force: true }).catch(() => {});
       await queue.close();
       await inspector.quit();

@@ -15,6 +15,25 @@ export function testDrivers(): TestDriver[] {
   return inject("databaseUrl") ? ["embedded", "server"] : ["embedded"];
 }
 
+/** The faster driver for tests that just need a database: the run's server when there is one. */
+export function preferredDriver(): TestDriver {
+  return inject("databaseUrl") ? "server" : "embedded";
+}
+
+/**
+ * Environment for a service started as its own process (CLI tests, chaos): a schema of its own
+ * on the run's server, else an embedded database in a fresh directory (one process only).
+ */
+export function databaseEnv(dataDir: () => string): Record<string, string> {
+  const url = inject("databaseUrl");
+  return url ? { DATABASE_URL: url, DATABASE_SCHEMA: randomSchema() } : { DATA_DIR: dataDir() };
+}
+
+/** Opens the database a CLI process was pointed at by `databaseEnv` (migrated by that process). */
+export function openDatabaseOfEnv(env: Record<string, string>): Promise<Database> {
+  return env.DATABASE_URL ? createDatabase({ url: env.DATABASE_URL, dataDir: "", schema: env.DATABASE_SCHEMA ?? "svc" }) : createDatabase({ dataDir: env.DATA_DIR! });
+}
+
 /** A fresh schema name per file (and per call), so files run in parallel on one server. */
 export const randomSchema = () => `t_${randomBytes(6).toString("hex")}`;
 

@@ -7,6 +7,7 @@ import { createRedisConnection, type RedisClient } from "../../src/redis/connect
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { signPayload } from "../../src/events/signature.js";
 import { captureLogs } from "./log-capture.js";
+import { openTestDatabase, preferredDriver, type TestDatabase } from "./postgres.js";
 import { TEST_SECRET } from "./edge.js";
 
 export const ADMIN_TOKEN = "admin-token-for-tests-0123456789";
@@ -17,6 +18,8 @@ export interface TestService {
   /** The queue prefix in use (wrapped in braces on a cluster). */
   prefix: string;
   logs: ReturnType<typeof captureLogs>;
+  /** The service's own database (a schema of its own on the run's server, else embedded in memory). */
+  database: TestDatabase;
   /** A separate connection to the same Redis (or cluster). */
   redis: RedisClient;
   /** POSTs a body signed with TEST_SECRET to /webhooks. */
@@ -42,12 +45,14 @@ export async function startService(env: Record<string, string> = {}, handlers: E
   });
   const logs = captureLogs();
   const logger = createLogger({ level: config.logLevel, destination: logs.stream, secrets: [...config.signingSecrets, ADMIN_TOKEN, ...(config.api ? [config.api.apiKey] : [])] });
-  const service = createService({ config, logger, handlers });
+  const database: TestDatabase = await openTestDatabase(preferredDriver(), { migrations: 0 });
+  const service = await createService({ config, logger, handlers, database });
   const url = await service.start();
   const redis = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
   return {
     url,
     service,
+    database,
     prefix: config.queuePrefix,
     logs,
     redis,
@@ -59,6 +64,7 @@ export async function startService(env: Record<string, string> = {}, handlers: E
     async stop() {
       await service.stop();
       await redis.quit();
+      await database.close();
     },
   };
 }

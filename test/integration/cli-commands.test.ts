@@ -1,6 +1,11 @@
 import { randomUUID } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
+import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import { databaseEnv, openDatabaseOfEnv } from "../helpers/postgres.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { nextJob } from "../helpers/job-events.js";
@@ -49,13 +54,19 @@ describe("svc-webhooks backfill", () => {
   it("sweeps every order, booking and menu item into the mirror, showing progress", async () => {
     sandbox = createSandbox();
     const apiUrl = await sandbox.listen();
-    svc = await startService({ ROLE: "web" });
-    proc = runCli(["backfill"], { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: svc.prefix, API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, API_RATE: "1000" });
+    const database = databaseEnv(() => mkdtempSync(join(tmpdir(), "svc-backfill-")));
+    proc = runCli(["backfill"], { ...database, REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: `test-backfill-${process.pid}`, API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, API_RATE: "1000" });
     expect((await proc.exited).code).toBe(0);
     expect(proc.stderr()).toContain("orders: 36 records");
     expect(JSON.parse(proc.stdout())).toEqual({ backfilled: { orders: 36, bookings: 15, "menu-items": 18 } });
-    const mirrored = await svc.service.mirror.all("orders");
-    expect(mirrored.map((o) => o.id).sort()).toEqual(sandbox.state.orders().map((o) => o.id).sort());
+    // The process migrated its database and wrote the mirror there; read it back as the service would.
+    const db = await openDatabaseOfEnv(database);
+    try {
+      const mirrored = await createPostgresMirror(db.db).all("orders");
+      expect(mirrored.map((o) => o.id).sort()).toEqual(sandbox.state.orders().map((o) => o.id).sort());
+    } finally {
+      await db.close();
+    }
     expect(proc.stdout() + proc.stderr()).not.toContain(sandbox.apiKey);
   });
 });

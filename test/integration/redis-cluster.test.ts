@@ -3,7 +3,6 @@ import { Queue } from "bullmq";
 import calculateSlot from "cluster-key-slot";
 import { Cluster } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createRedisMirror } from "../../src/mirror/redis-store.js";
 import { createRedisConnection, type RedisClient } from "../../src/redis/connection.js";
 import { redisKeys } from "../../src/redis/keys.js";
 import { createRateLimiter } from "../../src/upstream/rate-limiter.js";
@@ -80,7 +79,7 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
     expect((await svc.admin("/readyz")).status).toBe(200);
   });
 
-  it("keeps the mirror equal to the API through refreshes (scheduler, rate limiter, Lua upserts)", async () => {
+  it("keeps the mirror equal to the API through refreshes (scheduler, rate limiter)", async () => {
     stack = await startStack({ thin: true, env: clusterEnv() });
     const a = stack.sandbox.actions;
     const orders = Array.from({ length: 4 }, (_, i) => a.createOrder({ restaurantId: `rest_${(i % 2) + 1}`, paid: true }));
@@ -128,15 +127,6 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
     await scheduler.request("orders", "rest_1", "ord_2"); // noted again while "refreshing"
     await scheduler.settle("orders", "rest_1", seen);
     expect([...(await scheduler.pending("orders", "rest_1")).keys()]).toEqual(["ord_2"]);
-  });
-
-  it("runs the mirror's four-key upsert script with a prefix that has no tag", async () => {
-    const redis = await connect();
-    const mirror = createRedisMirror(redis, `test-${randomUUID().slice(0, 8)}`);
-    const order = { id: "ord_1", restaurantId: "rest_1", status: "READY" };
-    expect(await mirror.upsert("orders", [order], 2)).toEqual({ written: 1, skipped: 0 });
-    expect(await mirror.upsert("orders", [{ ...order, status: "PENDING" }], 1)).toEqual({ written: 0, skipped: 1 });
-    expect(await mirror.list("orders", "rest_1")).toEqual([order]);
   });
 
   it("fails fast on the edge's connection while no node answers", async () => {

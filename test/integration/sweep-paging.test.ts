@@ -3,21 +3,23 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { createRedisMirror } from "../../src/mirror/redis-store.js";
+import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, UpstreamResponseError, type ApiClient } from "../../src/upstream/index.js";
 import { refreshRestaurant } from "../../src/worker/sync/refresh-restaurant.js";
 import { createRefreshScheduler, type RefreshJobData } from "../../src/worker/sync/refresh-scheduler.js";
 import { sweepAll } from "../../src/worker/sync/sweep-all.js";
+import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
-// Both sweeps page through the sandbox over real HTTP into a mirror on the test Redis.
+// Both sweeps page through the sandbox over real HTTP into a mirror in the test database.
 let sandbox: Sandbox;
 let redis: Redis;
 let queue: Queue<RefreshJobData>;
 let prefix: string;
 let api: ApiClient;
 let mirror: MirrorStore;
+let database: TestDatabase;
 beforeEach(async () => {
   sandbox = createSandbox();
   const url = await sandbox.listen();
@@ -25,13 +27,15 @@ beforeEach(async () => {
   prefix = `test-paging-${randomUUID().slice(0, 8)}`;
   redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
   queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
-  mirror = createRedisMirror(redis, prefix);
+  database = await openTestDatabase(preferredDriver());
+  mirror = createPostgresMirror(database.db);
 });
 afterEach(async () => {
   await sandbox.close();
   await queue.obliterate({ force: true });
   await queue.close();
   await redis.quit();
+  await database.close();
 });
 
 describe("sweeps against an upstream that hands back the same cursor", () => {

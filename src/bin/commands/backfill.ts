@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../../config/index.js";
-import { createRedisMirror } from "../../mirror/redis-store.js";
+import { openMigratedStorage } from "../open-storage-from-env.js";
 import { createRedisConnection } from "../../redis/connection.js";
 import { sweepAll } from "../../worker/sync/sweep-all.js";
 import { SYNCED_KINDS, type SyncedKind } from "../../worker/sync/synced-kinds.js";
@@ -11,7 +11,7 @@ export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items]
 
 Sweeps every order, booking and menu item through the API into the mirror, within the shared
 rate budget (it runs at low priority, so webhook refreshes keep their share). Needs REDIS_URL,
-API_BASE_URL and API_KEY.`;
+API_BASE_URL and API_KEY, and the database (DATABASE_URL, or the embedded one under DATA_DIR).`;
 
 const KINDS = SYNCED_KINDS;
 
@@ -23,12 +23,13 @@ export async function run(argv: string[]): Promise<void> {
 
   const config = loadConfig({ ...process.env, ROLE: "worker" });
   if (!config.api) throw new UsageError("backfill needs API_BASE_URL and API_KEY");
+  const storage = await openMigratedStorage(config);
   const connection = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
   try {
     const { api } = upstreamFromConfig(config.api, connection, config.queuePrefix);
     const totals = await sweepAll({
       api,
-      mirror: createRedisMirror(connection, config.queuePrefix),
+      mirror: storage.mirror,
       kinds: kinds as SyncedKind[],
       priority: "low",
       onProgress: (p) => process.stderr.write(`\r${p.kind}: ${p.records} records, ${p.pages} pages${p.done ? " — done\n" : ""}`),
@@ -36,5 +37,6 @@ export async function run(argv: string[]): Promise<void> {
     console.log(JSON.stringify({ backfilled: totals }));
   } finally {
     await connection.quit();
+    await storage.close();
   }
 }

@@ -56,7 +56,7 @@ export async function run(argv: string[]): Promise<void> {
   });
   const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
   const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];
-  const service = createService({ config, logger, handlers });
+  const service = await createService({ config, logger, handlers });
   const url = await service.start();
   sandbox.addWebhook({ url: `${url}/webhooks`, secret: signingSecret });
 

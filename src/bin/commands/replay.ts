@@ -1,27 +1,106 @@
 import { parseArgs } from "node:util";
 import { Queue } from "bullmq";
+import { SingleBar } from "cli-progress";
+import type { Config } from "../../config/config.js";
 import { loadConfig } from "../../config/index.js";
+import { eventQueryFromParams } from "../../mirror/event-query.js";
+import type { EventJobData } from "../../queue/event-job.js";
+import { retentionJobOptions, retryJobOptions } from "../../queue/job-options.js";
+import { EVENTS_QUEUE, SYNC_QUEUE } from "../../queue/names.js";
 import { createRedisConnection } from "../../redis/connection.js";
-import { EVENTS_QUEUE } from "../../queue/names.js";
-import { SYNC_QUEUE } from "../../queue/names.js";
+import { replayEvents } from "../../worker/replay-events.js";
+import { openMigratedStorage } from "../open-storage-from-env.js";
 import { UsageError } from "../usage-error.js";
 
-export const help = `svc-webhooks replay list | <job-id> | all [--queue events|sync]
+export const help = `svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
+                    [--status received|handled|failed] [--handler <key>] [--dry-run]
+svc-webhooks replay list | <job-id> | all [--queue events|sync]
 
-Failed jobs are kept (KEEP_FAILED_JOBS / KEEP_FAILED_SECONDS) and can be run again:
+From the event log (no positional argument): queues every logged event that matches again, as a
+deliberate redelivery (it bypasses the deduplication window), and says how many it queued.
+  --since, --until  received at or after / before (ISO 8601: 2026-11-23 or 2026-11-23T10:00:00Z)
+  --type            an event type (order.created) or a family (order.*)
+  --status          the event's status in the log (failed: its last attempt failed for good)
+  --handler         only events on which this handler key failed, and run only that handler
+                    (keys as in the log and in GET /events, e.g. user:order.created:0)
+  --dry-run         count and list what would be queued; queue nothing
+
+Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS):
   list       prints the failed jobs: id, event type, event id, attempts, reason
   <job-id>   moves that failed job back to the queue
-  all        moves every failed job back, with progress
+  all        moves every failed job back
   --queue    events (default) or sync`;
 
 export async function run(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args: argv, options: { queue: { type: "string", default: "events" } }, allowPositionals: true, strict: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      queue: { type: "string", default: "events" },
+      since: { type: "string" },
+      until: { type: "string" },
+      type: { type: "string" },
+      status: { type: "string" },
+      handler: { type: "string" },
+      "dry-run": { type: "boolean", default: false },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  const config = loadConfig({ ...process.env, ROLE: "worker" });
+  if (positionals.length === 0) return replayFromLog(config, values);
   const [what, ...extra] = positionals;
-  if (!what || extra.length > 0) throw new UsageError(`replay takes one of: list, <job-id>, all\n\n${help}`);
+  if (!what || extra.length > 0) throw new UsageError(`replay takes one of: list, <job-id>, all — or filters for the event log\n\n${help}`);
   const queueName = values.queue === "sync" ? SYNC_QUEUE : values.queue === "events" ? EVENTS_QUEUE : undefined;
   if (!queueName) throw new UsageError(`--queue must be events or sync, not "${values.queue}"`);
+  return replayFailedJobs(config, queueName, what);
+}
 
-  const config = loadConfig({ ...process.env, ROLE: "worker" });
+async function replayFromLog(config: Config, flags: { since?: string; until?: string; type?: string; status?: string; handler?: string; "dry-run": boolean }): Promise<void> {
+  const params: Record<string, string> = {};
+  for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) params[name] = flags[name];
+  if (flags.handler !== undefined) params.handlerStatus = "failed";
+  let query;
+  try {
+    query = eventQueryFromParams(params);
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/handlerStatus/g, "--handler"));
+  }
+  const storage = await openMigratedStorage(config);
+  const connection = flags["dry-run"] ? undefined : createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
+  const queue = connection
+    ? new Queue<EventJobData>(EVENTS_QUEUE, {
+        connection,
+        prefix: config.queuePrefix,
+        defaultJobOptions: { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) },
+      })
+    : undefined;
+  const bar = process.stderr.isTTY ? new SingleBar({ format: "replaying {bar} {value} events", stream: process.stderr }) : undefined;
+  bar?.start(0, 0);
+  let count = 0;
+  try {
+    count = await replayEvents(
+      { eventLog: storage.eventLog, queue },
+      {
+        query,
+        handler: flags.handler,
+        dryRun: flags["dry-run"],
+        onProgress: (n, page) => {
+          if (flags["dry-run"]) for (const event of page) console.log([event.id, event.type, event.status, event.receivedAt.toISOString()].join("\t"));
+          bar?.setTotal(n);
+          bar?.update(n);
+        },
+      },
+    );
+  } finally {
+    bar?.stop();
+    await queue?.close();
+    await connection?.quit();
+    await storage.close();
+  }
+  console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: count } : { queued: count }));
+}
+
+async function replayFailedJobs(config: Config, queueName: string, what: string): Promise<void> {
   const connection = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
   const queue = new Queue(queueName, { connection, prefix: config.queuePrefix });
   try {
@@ -35,15 +114,13 @@ export async function run(argv: string[]): Promise<void> {
     } else if (what === "all") {
       const total = await queue.getFailedCount();
       let done = 0;
-      // retryJobs moves them in batches; count as they go so a long replay shows progress.
       while (done < total) {
         const batch = await queue.getFailed(0, 99);
         if (batch.length === 0) break;
         for (const job of batch) await job.retry("failed");
         done += batch.length;
-        process.stderr.write(`\rreplayed ${done}/${total}`);
       }
-      process.stderr.write(`\rreplayed ${done}/${total} failed job(s) of ${queueName}\n`);
+      console.error(`replayed ${done}/${total} failed job(s) of ${queueName}`);
     } else {
       const job = await queue.getJob(what);
       if (!job) throw new UsageError(`no job ${what} in ${queueName}`);

@@ -15,7 +15,7 @@ export async function run(argv: string[]): Promise<void> {
   const config = loadConfig({ ...process.env, ...(values.role ? { ROLE: values.role } : {}) });
   const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
   const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];
-  const service = createService({ config, logger, handlers });
+  const service = await createService({ config, logger, handlers });
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

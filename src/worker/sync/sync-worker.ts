@@ -1,21 +1,19 @@
 import { UnrecoverableError, Worker, type Job } from "bullmq";
-import type { RedisClient } from "../../redis/connection.js";
 import type { Logger } from "pino";
 import { SYNC_QUEUE } from "../../queue/names.js";
-import type { MirrorStore } from "../../mirror/store.js";
-import { isPermanentUpstreamError, UpstreamRateLimitError, type ApiClient } from "../../upstream/index.js";
-import { sweepAll } from "./sweep-all.js";
-import { refreshRestaurant } from "./refresh-restaurant.js";
-import type { RefreshJobData, RefreshScheduler } from "./refresh-scheduler.js";
+import type { RedisClient } from "../../redis/connection.js";
+import { isPermanentUpstreamError, UpstreamRateLimitError } from "../../upstream/index.js";
+import type { RefreshJobData } from "./refresh-scheduler.js";
 
 export type SyncJobData = RefreshJobData | Record<string, never>;
+
+/** What runs each named job of the sync queue: a table, not a switch. */
+export type SyncJobProcessors = Record<string, (job: Job<SyncJobData>) => Promise<unknown>>;
 
 export interface SyncWorkerOptions {
   connection: RedisClient;
   prefix: string;
-  api: ApiClient;
-  mirror: MirrorStore;
-  scheduler: RefreshScheduler;
+  processors: SyncJobProcessors;
   /** At least 2, so a webhook refresh never waits behind a long reconciliation sweep. */
   concurrency: number;
   lockMs: number;
@@ -23,27 +21,21 @@ export interface SyncWorkerOptions {
   logger: Logger;
 }
 
+/**
+ * The worker of the sync queue (refresh, reconcile and maintenance jobs). A 429 that outlived the
+ * client's own waiting parks the whole queue for Retry-After without spending an attempt; an error
+ * no retry can fix (a 4xx) fails the job at once.
+ */
 export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData> {
-  const { api, mirror, scheduler, logger } = options;
+  const { processors, logger } = options;
   const worker: Worker<SyncJobData> = new Worker<SyncJobData>(
     SYNC_QUEUE,
     async function processSync(job: Job<SyncJobData>) {
+      const processor = processors[job.name];
+      if (!processor) throw new UnrecoverableError(`no processor for sync job "${job.name}" in this worker`);
       try {
-        if (job.name === "refresh") {
-          const { kind, restaurantId } = job.data as RefreshJobData;
-          await scheduler.release(kind, restaurantId);
-          const outcome = await refreshRestaurant({ api, mirror, scheduler, logger, kind, restaurantId });
-          return outcome;
-        }
-        if (job.name === "reconcile") {
-          const totals = await sweepAll({ api, mirror, priority: "low" });
-          logger.info({ totals }, "reconciliation done");
-          return totals;
-        }
-        throw new UnrecoverableError(`unknown sync job "${job.name}"`);
+        return await processor(job);
       } catch (err) {
-        // The client already waited out shared pauses; if the API still says 429, park the whole
-        // queue for Retry-After without spending one of the job's attempts.
         if (err instanceof UpstreamRateLimitError) {
           await worker.rateLimit(err.retryAfterMs);
           throw Worker.RateLimitError();

@@ -1,0 +1,32 @@
+import type { Queue } from "bullmq";
+import type { Metrics } from "./metrics.js";
+
+/** Queue depth by state, read at scrape time. */
+export function collectQueueDepths(metrics: Metrics, queues: readonly Queue[]): void {
+  metrics.addCollector(async () => {
+    for (const q of queues) {
+      const counts = await q.getJobCounts("waiting", "active", "delayed", "failed", "completed", "prioritized");
+      for (const [state, n] of Object.entries(counts)) metrics.queueDepth.set({ queue: q.name, state }, n);
+    }
+  });
+}
+
+/** Seconds since the mirror last took a write, by kind. */
+export function collectMirrorLag(metrics: Metrics, kinds: readonly string[], lastWriteAt: (kind: string) => Promise<number | undefined>): void {
+  metrics.addCollector(async () => {
+    const now = Date.now();
+    for (const kind of kinds) {
+      const at = await lastWriteAt(kind);
+      if (at !== undefined) metrics.mirrorLag.set({ kind }, (now - at) / 1000);
+    }
+  });
+}
+
+/** What is left of the shared upstream rate budget, and of a shared Retry-After pause. */
+export function collectRateBudget(metrics: Metrics, max: number, state: () => Promise<{ inWindow: number; pausedForMs: number }>): void {
+  metrics.addCollector(async () => {
+    const now = await state();
+    metrics.rateBudgetRemaining.set(Math.max(0, max - now.inWindow));
+    metrics.upstreamPausedSeconds.set(now.pausedForMs / 1000);
+  });
+}
