@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { loadConfig, newestSigningSecret, secretsOf } from "../../config/index.js";
 import { ensureRedis } from "../../local/ensure-redis.js";
 import { createLogger } from "../../logging/logger.js";
+import { prettyDestinationForTerminal } from "../../logging/pretty-destination.js";
 import { createSandbox } from "../../sandbox/index.js";
 import { createService } from "../../service.js";
 import { loadHandlersModule } from "../../worker/load-handlers-module.js";
@@ -36,7 +37,9 @@ export async function run(argv: string[]): Promise<void> {
   const signingSecret = newestSigningSecret(signingSecrets);
   if (!signingSecret) throw new UsageError("SIGNING_SECRET must be a comma-separated list of non-empty secrets, the newest first");
   const adminToken = process.env.ADMIN_TOKEN ?? `dev-admin-${randomBytes(12).toString("hex")}`;
-  const devLogger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [...signingSecrets.split(",").map((s) => s.trim()), adminToken] });
+  // A person reads these: pretty lines on a terminal (secrets are scrubbed before they are formatted).
+  const destination = await prettyDestinationForTerminal();
+  const devLogger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [...signingSecrets.split(",").map((s) => s.trim()), adminToken], ...(destination ? { destination } : {}) });
 
   const sandbox = createSandbox({ simulate: values["no-simulate"] ? false : { intervalMs }, logger: devLogger.child({ component: "sandbox" }) });
   const sandboxUrl = await sandbox.listen({ port: Number(values["sandbox-port"] ?? 4010) });
@@ -54,7 +57,7 @@ export async function run(argv: string[]): Promise<void> {
     PORT: values.port ?? process.env.PORT ?? "3000",
     RECONCILE_INTERVAL_SECONDS: process.env.RECONCILE_INTERVAL_SECONDS ?? "300",
   });
-  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
+  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config), ...(destination ? { destination } : {}) });
   const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];
   const service = await createService({ config, logger, handlers });
   const url = await service.start();
