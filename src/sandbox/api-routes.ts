@@ -41,7 +41,7 @@ async function jsonBody(c: Context): Promise<Record<string, unknown>> {
 }
 
 /** The fault matched for a request, for the routes whose answer it changes (repeatCursor). */
-type ApiEnv = { Variables: { fault: FaultRule | undefined } };
+interface ApiEnv { Variables: { fault: FaultRule | undefined } }
 
 /** /api/v1: auth, rate limit, fault rules, then spec part 4's endpoints. */
 export function apiRoutes(deps: {

@@ -41,13 +41,13 @@ export function controlRoutes(deps: {
     const args = (await c.req.json().catch(() => ({}))) as Record<string, unknown>;
     const a = deps.store.actions;
     const run: Record<string, () => unknown> = {
-      createOrder: () => a.createOrder(args as Parameters<typeof a.createOrder>[0]),
+      createOrder: () => a.createOrder(args),
       updateOrderStatus: () => a.updateOrderStatus(String(args.id), String(args.status)),
       refundOrder: () => a.refundOrder(String(args.id), args.reason),
       createBooking: () => a.createBooking(args as Parameters<typeof a.createBooking>[0]),
       cancelBooking: () => a.cancelBooking(String(args.id)),
-      createReview: () => a.createReview(args as Parameters<typeof a.createReview>[0]),
-      updateMenuItem: () => a.updateMenuItem(String(args.id), args as Parameters<typeof a.updateMenuItem>[1]),
+      createReview: () => a.createReview(args),
+      updateMenuItem: () => a.updateMenuItem(String(args.id), args),
     };
     const action = run[c.req.param("name")];
     if (!action) throw new SandboxError(404, "not_found", `actions are ${Object.keys(run).join(", ")}`);

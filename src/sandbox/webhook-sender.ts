@@ -44,7 +44,7 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
   };
 
   async function attempt(endpoint: WebhookEndpoint, eventId: string, type: string, body: string, n: number): Promise<void> {
-    if (closed) return settle();
+    if (closed) { settle(); return; }
     const controller = new AbortController();
     controllers.add(controller);
     const timeout = setTimeout(() => controller.abort(), opts.timeoutMs);
@@ -70,7 +70,7 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
     const delay = opts.retryDelaysMs[n - 1];
     if (ok || closed || delay === undefined) {
       if (!ok && !closed) opts.logger?.warn({ eventId, url: endpoint.url, attempts: n }, "webhook dropped after the last retry");
-      return settle();
+      settle(); return;
     }
     const timer = setTimeout(() => {
       timers.delete(timer);

@@ -163,16 +163,16 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     const pages = pageSchema(schema) as unknown as z.ZodType<Page<T>>;
     const list = async (query: Q = {} as Q, opts: ListOptions = {}) => {
       checkLimit(query.limit);
-      return send({ method: "GET", path, route: path, query: query as Record<string, string | number | undefined>, schema: pages, ...(opts.priority ? { priority: opts.priority } : {}) });
+      return send({ method: "GET", path, route: path, query: query, schema: pages, ...(opts.priority ? { priority: opts.priority } : {}) });
     };
     const iterate = (query: Omit<Q, "cursor"> = {} as Q, opts: ListOptions = {}) =>
       paginate((cursor) => list({ ...query, ...(cursor ? { cursor } : {}) } as Q, opts));
     return { list, iterate };
   }
 
-  const orders = lister<Order, OrderQuery>("/api/v1/orders", orderSchema as z.ZodType<Order>);
-  const bookings = lister<Booking, BookingQuery>("/api/v1/bookings", bookingSchema as z.ZodType<Booking>);
-  const menuItems = lister<MenuItem, MenuItemQuery>("/api/v1/menu-items", menuItemSchema as z.ZodType<MenuItem>);
+  const orders = lister<Order, OrderQuery>("/api/v1/orders", orderSchema);
+  const bookings = lister<Booking, BookingQuery>("/api/v1/bookings", bookingSchema);
+  const menuItems = lister<MenuItem, MenuItemQuery>("/api/v1/menu-items", menuItemSchema);
 
   return {
     listOrders: orders.list,
@@ -182,9 +182,9 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     listMenuItems: menuItems.list,
     iterateMenuItems: menuItems.iterate,
     updateOrderStatus: (id, status) =>
-      send({ method: "PATCH", path: `/api/v1/orders/${encodeURIComponent(id)}/status`, route: "/api/v1/orders/{id}/status", body: { status }, schema: orderSchema as z.ZodType<Order> }),
+      send({ method: "PATCH", path: `/api/v1/orders/${encodeURIComponent(id)}/status`, route: "/api/v1/orders/{id}/status", body: { status }, schema: orderSchema }),
     refundOrder: (id, reason) =>
-      send({ method: "POST", path: `/api/v1/orders/${encodeURIComponent(id)}/refund`, route: "/api/v1/orders/{id}/refund", body: reason === undefined ? {} : { reason }, schema: orderSchema as z.ZodType<Order> }),
-    createBooking: (input) => send({ method: "POST", path: "/api/v1/bookings", route: "/api/v1/bookings", body: input, schema: bookingSchema as z.ZodType<Booking> }),
+      send({ method: "POST", path: `/api/v1/orders/${encodeURIComponent(id)}/refund`, route: "/api/v1/orders/{id}/refund", body: reason === undefined ? {} : { reason }, schema: orderSchema }),
+    createBooking: (input) => send({ method: "POST", path: "/api/v1/bookings", route: "/api/v1/bookings", body: input, schema: bookingSchema }),
   };
 }

@@ -1,7 +1,7 @@
 /** Waits `ms`, or rejects with the signal's reason as soon as it aborts (no timer left behind). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
+    if (signal?.aborted) { reject(signal.reason); return; }
     const onAbort = () => {
       clearTimeout(timer);
       reject(signal!.reason);
