@@ -89,7 +89,8 @@ function clusterProblems(input: Record<string, string | undefined>): string[] {
   if (prefix && /[{}]/.test(prefix) && hashTagOf(prefix) === undefined) {
     problems.push("QUEUE_PREFIX needs a hash tag such as {svc} (a non-empty {…}) when REDIS_CLUSTER is true; or give it without braces to have it wrapped");
   }
-  const db = URL.canParse(input.REDIS_URL ?? "") ? new URL(input.REDIS_URL!).pathname.replace(/^\//, "") : "";
+  const redisUrl = input.REDIS_URL ?? "";
+  const db = URL.canParse(redisUrl) ? new URL(redisUrl).pathname.replace(/^\//, "") : "";
   if (db !== "" && db !== "0") problems.push("REDIS_URL may not select a database (/N) when REDIS_CLUSTER is true: a Redis Cluster has only database 0");
   return problems;
 }

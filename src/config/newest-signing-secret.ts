@@ -6,5 +6,5 @@
  */
 export function newestSigningSecret(list: string | undefined): string | undefined {
   const first = list?.split(",")[0]?.trim();
-  return first ? first : undefined;
+  return first || undefined;
 }

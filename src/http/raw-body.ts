@@ -19,7 +19,8 @@ export class RequestAbortedError extends Error {
   }
 }
 
-const NO_RESERVATION: BodyReservation = { take() {}, close() {} };
+// Without a shared budget nothing is counted.
+const NO_RESERVATION: BodyReservation = { take: () => undefined, close: () => undefined };
 
 /**
  * The request body as raw bytes, at most `maxBytes`, counted against `reservation` (a share of
@@ -58,7 +59,7 @@ async function readCapped(c: Context, incoming: IncomingMessage | undefined, max
     chunks.push(chunk);
   };
   if (incoming) {
-    for await (const chunk of incoming) take(chunk as Buffer);
+    for await (const chunk of incoming as AsyncIterable<Buffer>) take(chunk);
   } else if (c.req.raw.body) {
     // In memory (app.request() in tests, other runtimes): the web stream.
     const reader = c.req.raw.body.getReader();

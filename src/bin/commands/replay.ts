@@ -76,7 +76,7 @@ async function replayFromLog(config: Config, flags: { since?: string; until?: st
     : undefined;
   const bar = process.stderr.isTTY ? new SingleBar({ format: "replaying {bar} {value} events", stream: process.stderr }) : undefined;
   bar?.start(0, 0);
-  let count = 0;
+  let count: number;
   try {
     count = await replayEvents(
       { eventLog: storage.eventLog, queue },

@@ -51,7 +51,7 @@ export async function run(argv: string[]): Promise<void> {
   for (const url of urls) if (!URL.canParse(url)) throw new UsageError(`--webhook-url "${url}" is not a URL`);
   const apiKey = values["api-key"];
   if (apiKey !== undefined && !isApiKey(apiKey)) throw new UsageError("--api-key must be svc_live_ followed by the key body");
-  const webhooks: WebhookEndpoint[] = urls.map((url, i) => ({ url, secret: secrets[secrets.length === 1 ? 0 : i]!, thin: values.thin ?? false }));
+  const webhooks: WebhookEndpoint[] = urls.map((url, i) => ({ url, secret: secrets[secrets.length === 1 ? 0 : i] ?? "", thin: values.thin ?? false }));
 
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [...secrets, ...(apiKey ? [apiKey] : [])] });
   const sandbox = createSandbox({
