@@ -16,7 +16,8 @@ import { createRedisMirror } from "./mirror/redis-store.js";
 import { MIRROR_KINDS, type MirrorStore } from "./mirror/store.js";
 import { createRedisConnection } from "./queue/connection.js";
 import { EVENTS_QUEUE } from "./queue/names.js";
-import { createEventProducer, retentionJobOptions, retryJobOptions, type EventProducer } from "./queue/producer.js";
+import { readStreamBacklog } from "./queue/stream-backlog.js";
+import { createStreamSink, type StreamSink } from "./queue/stream-sink.js";
 import { createWorkerRuntime, type WorkerRuntime } from "./runtime/worker.js";
 import type { EventHandlers } from "./sync/context.js";
 import { SYNC_QUEUE } from "./sync/sync-worker.js";
@@ -32,7 +33,10 @@ export interface Service {
   config: Config;
   /** HTTP: the webhook edge (roles all, web) and ops routes (every role). */
   app: Hono<AppEnv>;
-  producer: EventProducer | undefined;
+  /** The edge's hot path: verified events go to the ingest stream (roles all, web). */
+  sink: StreamSink | undefined;
+  /** The events queue (a handle in every role), where the stream pump moves events. */
+  eventsQueue: Queue;
   worker: WorkerRuntime | undefined;
   mirror: MirrorStore;
   metrics: Metrics;
@@ -65,15 +69,8 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
     ? createWorkerRuntime({ config, logger, connection: workerConnection, mirror, handlers: ([] as EventHandlers[]).concat(handlers), metrics })
     : undefined;
 
-  const producer = edgeConnection
-    ? createEventProducer({
-        connection: edgeConnection,
-        prefix,
-        dedupWindowSeconds: config.dedupWindowSeconds,
-        timeoutMs: config.enqueueTimeoutMs,
-        jobOptions: { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) },
-        onError: (err) => logger.warn({ err: err.message }, "queue error"),
-      })
+  const sink = edgeConnection
+    ? createStreamSink({ connection: edgeConnection, prefix, dedupWindowSeconds: config.dedupWindowSeconds, timeoutMs: config.enqueueTimeoutMs, maxBacklog: config.ingest.maxBacklog })
     : undefined;
 
   // The dashboard and the depth gauges show both queues whatever this process runs.
@@ -85,7 +82,12 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
     ownQueues.push(q);
     return q;
   };
-  const queues = [queueHandle(EVENTS_QUEUE, producer?.queue), queueHandle(SYNC_QUEUE, worker?.syncQueue)];
+  const queues = [queueHandle(EVENTS_QUEUE, worker?.pump.queue), queueHandle(SYNC_QUEUE, worker?.syncQueue)];
+  metrics.addCollector(async () => {
+    const backlog = await readStreamBacklog(anyConnection, prefix);
+    metrics.streamBacklog.set(backlog.length);
+    metrics.pumpLag.set(backlog.oldestAgeMs / 1000);
+  });
   metrics.addCollector(async () => {
     for (const q of queues) {
       const counts = await q.getJobCounts("waiting", "active", "delayed", "failed", "completed", "prioritized");
@@ -109,13 +111,13 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
     },
     rejected: (reason) => metrics.eventsRejected.inc({ reason }),
   };
-  const ping = () => (producer ? producer.ping() : anyConnection.ping().then(() => undefined));
+  const ping = () => (sink ? sink.ping() : anyConnection.ping().then(() => undefined));
   const adminToken = config.adminToken;
   const app = createApp({
     logger,
     ready: ping,
-    ...(producer
-      ? { webhooks: { sink: producer, signingSecrets: config.signingSecrets, maxBodyBytes: config.maxBodyBytes, observer } }
+    ...(sink
+      ? { webhooks: { sink, signingSecrets: config.signingSecrets, maxBodyBytes: config.maxBodyBytes, observer } }
       : {}),
     mount: (root) => {
       // Operator routes exist only with an ADMIN_TOKEN: nothing is exposed by default.
@@ -140,7 +142,8 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
   return {
     config,
     app,
-    producer,
+    sink,
+    eventsQueue: queues[0]!,
     worker,
     mirror,
     metrics,
@@ -156,7 +159,6 @@ export function createService({ config, logger, handlers = [] }: ServiceOptions)
     stop() {
       stopping ??= (async () => {
         await server?.close(config.shutdownTimeoutMs);
-        await producer?.close();
         await worker?.stop(config.shutdownTimeoutMs);
         await Promise.all(ownQueues.map((q) => q.close()));
         await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));

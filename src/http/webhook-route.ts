@@ -1,12 +1,13 @@
 import { Hono } from "hono";
 import { parseEnvelope } from "../events/envelope.js";
 import { SIGNATURE_HEADER, verifySignature } from "../events/signature.js";
+import { BacklogFullError } from "../queue/errors.js";
 import type { EventSink } from "../queue/event-job.js";
 import type { AppEnv } from "./context.js";
 import { PayloadTooLargeError, readRawBody } from "./raw-body.js";
 
 /** Why the edge refused a delivery, for metrics. */
-export type RejectReason = "too_large" | "invalid_signature" | "invalid_event" | "queue_unavailable";
+export type RejectReason = "too_large" | "invalid_signature" | "invalid_event" | "queue_unavailable" | "backlog_full";
 
 /** Hooks for metrics; the edge works the same without them. */
 export interface WebhookObserver {
@@ -66,7 +67,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
           payload: envelope.payload,
         });
       } catch (err) {
-        observer?.rejected?.("queue_unavailable");
+        observer?.rejected?.(err instanceof BacklogFullError ? "backlog_full" : "queue_unavailable");
         throw err;
       }
       c.set("duplicate", result.duplicate);

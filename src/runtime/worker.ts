@@ -8,6 +8,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { MirrorStore } from "../mirror/store.js";
 import { createEventWorker } from "../queue/consumer.js";
 import { retentionJobOptions, retryJobOptions } from "../queue/producer.js";
+import { createStreamPump, type StreamPump } from "../queue/stream-pump.js";
 import type { EventHandlers, HandlerContext } from "../sync/context.js";
 import { createRefreshScheduler, type RefreshJobData } from "../sync/refresh-scheduler.js";
 import { createSyncHandlers } from "../sync/sync-handlers.js";
@@ -20,6 +21,8 @@ export interface WorkerRuntime {
   syncQueue: Queue<SyncJobData>;
   eventWorker: Worker;
   syncWorker: Worker | undefined;
+  /** Moves events from the edge's ingest stream into the events queue. */
+  pump: StreamPump;
   start(): Promise<void>;
   /** Waits for active jobs up to `deadlineMs`, then closes anyway (their locks expire and they rerun). */
   stop(deadlineMs: number): Promise<void>;
@@ -99,6 +102,17 @@ export function createWorkerRuntime(deps: {
     ? createSyncWorker({ connection, prefix, api, mirror, scheduler, concurrency: config.worker.concurrency, lockMs: config.worker.lockMs, maxStalls: config.worker.maxStalls, logger })
     : undefined;
 
+  const pump = createStreamPump({
+    connection,
+    prefix,
+    dedupWindowSeconds: config.dedupWindowSeconds,
+    jobOptions: { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) },
+    batchSize: config.ingest.pumpBatchSize,
+    claimIdleMs: config.ingest.pumpClaimIdleMs,
+    logger,
+    onMoved: (n) => metrics.eventsPumped.inc(n),
+  });
+
   const workers = [eventWorker, ...(syncWorker ? [syncWorker] : [])];
   for (const w of workers) {
     w.on("completed", (job) => {
@@ -118,6 +132,7 @@ export function createWorkerRuntime(deps: {
     syncQueue,
     eventWorker,
     syncWorker,
+    pump,
     async start() {
       if (api && config.worker.reconcileIntervalMs > 0) {
         await syncQueue.upsertJobScheduler("reconcile", { every: config.worker.reconcileIntervalMs }, { name: "reconcile", data: {} });
@@ -128,8 +143,11 @@ export function createWorkerRuntime(deps: {
         w.run().catch((err: unknown) => logger.error({ err }, "worker stopped unexpectedly"));
       }
       await Promise.all(workers.map((w) => w.waitUntilReady()));
+      await pump.start();
     },
     async stop(deadlineMs) {
+      // First stop feeding the queue: the pump finishes (moves and acknowledges) the batch in hand.
+      await pump.stop();
       const graceful = Promise.all(workers.map((w) => w.close()));
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), deadlineMs)));

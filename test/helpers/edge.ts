@@ -8,6 +8,9 @@ import { createService, type Service } from "../../src/service.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { signPayload } from "../../src/events/signature.js";
 import { captureLogs } from "./log-capture.js";
+import { streamEvents } from "./ingest-stream.js";
+import { streamKeys } from "../../src/queue/stream-keys.js";
+import type { EventJobData } from "../../src/queue/event-job.js";
 
 export const TEST_SECRET = "whsec_test_primary_5b0d1c7e";
 export const TEST_SECRET_2 = "whsec_test_rotated_9f3a2b61";
@@ -21,6 +24,8 @@ export interface TestEdge {
   queue: Queue;
   /** A plain Redis connection to the same server. */
   redis: Redis;
+  /** Every event the edge stored: in the ingest stream (no pump runs beside a web edge) or in the events queue. */
+  stored(): Promise<EventJobData[]>;
   post(body: string | Uint8Array, headers?: Record<string, string>): Promise<Response>;
   postSigned(body: string | object, secret?: string): Promise<Response>;
   stop(): Promise<void>;
@@ -54,6 +59,10 @@ export async function startEdge(env: Record<string, string> = {}): Promise<TestE
     logs,
     queue,
     redis: inspector,
+    async stored() {
+      const jobs = await queue.getJobs(["waiting", "active", "completed", "failed", "delayed"]);
+      return [...(await streamEvents(inspector, prefix)), ...jobs.map((j) => j.data as EventJobData)];
+    },
     post,
     postSigned(body, secret = TEST_SECRET) {
       const text = typeof body === "string" ? body : JSON.stringify(body);
@@ -62,6 +71,7 @@ export async function startEdge(env: Record<string, string> = {}): Promise<TestE
     async stop() {
       await service.stop();
       await queue.obliterate({ force: true }).catch(() => {});
+      await inspector.del(streamKeys(prefix).stream);
       await queue.close();
       await inspector.quit();
     },
