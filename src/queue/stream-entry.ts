@@ -36,6 +36,23 @@ export function decodeEntry(text: string): EventJobData {
   return e as EventJobData;
 }
 
+/** What the pump hands BullMQ for one entry (one element of an addBulk). */
+export interface EntryJob {
+  name: string;
+  data: EventJobData;
+  opts: { jobId: string; deduplication: { id: string; ttl: number } };
+}
+
+/**
+ * The job of a stream entry. Moving one entry twice (a pump died before acknowledging it) adds
+ * nothing the second time: the job id is the entry's, and BullMQ's throttle deduplication on the
+ * event id keeps its key for `dedupTtlMs` even after the job was completed and removed.
+ */
+export function jobOfEntry(entryId: string, text: string, dedupTtlMs: number): EntryJob {
+  const data = decodeEntry(text);
+  return { name: data.type, data, opts: { jobId: jobIdOfEntry(entryId), deduplication: { id: data.id, ttl: dedupTtlMs } } };
+}
+
 /**
  * The BullMQ job id of a stream entry: the entry id (`<ms>-<seq>`) never holds ":" and is never
  * all digits, as BullMQ requires. Deterministic, so the pump moving an entry twice names one job.

@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import { defineScripts } from "../redis/define-scripts.js";
 import type { EventJobData } from "./event-job.js";
 import { EVENTS_QUEUE } from "./names.js";
-import { decodeEntry, ENTRY_FIELD, jobIdOfEntry } from "./stream-entry.js";
+import { ENTRY_FIELD, jobOfEntry, type EntryJob } from "./stream-entry.js";
 import { streamKeys } from "./stream-keys.js";
 
 export interface StreamPumpOptions {
@@ -85,14 +85,13 @@ export function createStreamPump(options: StreamPumpOptions): StreamPump {
   };
 
   const move = async (entries: Entry[]) => {
-    const jobs = [];
+    const jobs: EntryJob[] = [];
     const ids: string[] = [];
     for (const [id, fields] of entries) {
       ids.push(id);
       const text = fields[fields.indexOf(ENTRY_FIELD) + 1];
       try {
-        const data = decodeEntry(text ?? "");
-        jobs.push({ name: data.type, data, opts: { jobId: jobIdOfEntry(id), deduplication: { id: data.id, ttl } } });
+        jobs.push(jobOfEntry(id, text ?? "", ttl));
       } catch (err) {
         // Only this service writes the stream; an unreadable entry can never become a job.
         logger.error({ entryId: id, err: (err as Error).message }, "dropping an unreadable stream entry");

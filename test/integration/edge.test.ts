@@ -3,8 +3,7 @@ import { Worker } from "bullmq";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { streamKeys } from "../../src/queue/stream-keys.js";
-import { createStreamPump } from "../../src/queue/stream-pump.js";
-import { createLogger } from "../../src/logging/logger.js";
+import { startPump } from "../helpers/pump.js";
 import { signPayload } from "../../src/events/signature.js";
 import { sampleEvent, startEdge, TEST_SECRET, TEST_SECRET_2, type TestEdge } from "../helpers/edge.js";
 
@@ -18,20 +17,6 @@ afterEach(async () => {
 
 /** Events stored, in the ingest stream or (once a pump moved them) in the events queue. */
 const jobCount = async () => (await edge.stored()).length;
-
-/** A stream pump beside the edge (the worker role's first stage), with a connection of its own. */
-function startPump(e: TestEdge): { stop(): Promise<void> } {
-  const connection = e.redis.duplicate({ maxRetriesPerRequest: null });
-  const pump = createStreamPump({ connection, prefix: e.prefix, dedupWindowSeconds: 3600, jobOptions: { removeOnComplete: true }, claimIdleMs: 30_000, logger: createLogger({ level: "silent" }) });
-  const started = pump.start();
-  return {
-    async stop() {
-      await started;
-      await pump.stop();
-      await connection.quit();
-    },
-  };
-}
 
 async function errorOf(res: Response) {
   return ((await res.json()) as { error: { code: string; message: string } }).error;
@@ -191,7 +176,7 @@ describe("POST /webhooks: idempotency", () => {
     const event = sampleEvent();
     await edge.postSigned(event);
     // The worker role's two stages: the pump moves the event into BullMQ, a worker completes it.
-    const pump = startPump(edge);
+    const pump = startPump(edge.redis, edge.prefix);
     const worker = new Worker(EVENTS_QUEUE, async () => "done", { connection: edge.redis.duplicate(), prefix: edge.prefix });
     await new Promise((resolve) => worker.once("completed", resolve));
     await worker.close();
