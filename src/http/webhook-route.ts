@@ -65,6 +65,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
           type: envelope.type,
           receivedAt: new Date().toISOString(),
           payload: envelope.payload,
+          payloadJson: envelope.text,
         });
       } catch (err) {
         observer?.rejected?.(err instanceof BacklogFullError ? "backlog_full" : "queue_unavailable");

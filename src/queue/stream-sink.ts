@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import { defineScripts } from "../redis/define-scripts.js";
 import { BacklogFullError } from "./errors.js";
-import type { EnqueueResult, EventJobData, EventSink } from "./event-job.js";
+import type { EnqueueInput, EnqueueResult, EventSink } from "./event-job.js";
 import { groupCommit } from "./group-commit.js";
 import { encodeEntry, ENTRY_FIELD, jobIdOfEntry } from "./stream-entry.js";
 import { streamKeys } from "./stream-keys.js";
@@ -20,14 +20,7 @@ export interface StreamSinkOptions {
   maxBatch?: number;
 }
 
-/** An event for the stream, with the verified body's text when the caller has it. */
-export interface StreamEvent extends EventJobData {
-  payloadJson?: string;
-}
-
-export interface StreamSink extends EventSink {
-  enqueue(event: StreamEvent): Promise<EnqueueResult>;
-}
+export type StreamSink = EventSink;
 
 // KEYS[1] the stream, KEYS[2..] the seen key of each event; ARGV[1] window ms, ARGV[2] max
 // backlog, ARGV[3..] each event's entry. Per event: "d<entry id>" seen within the window (the first
@@ -66,7 +59,7 @@ export function createStreamSink(options: StreamSinkOptions): StreamSink {
   const redis = defineScripts<SinkCommands>(options.connection, { svcStreamAppend: { lua: APPEND_EVENTS } });
   const windowMs = String(options.dedupWindowSeconds * 1000);
   const maxBacklog = String(options.maxBacklog);
-  const append = groupCommit(async (events: StreamEvent[]) => {
+  const append = groupCommit(async (events: EnqueueInput[]) => {
     const args: string[] = [keys.stream];
     for (const e of events) args.push(keys.seen(e.id));
     args.push(windowMs, maxBacklog);
