@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { EVENTS_QUEUE } from "../src/queue/names.js";
+import { redisKeys } from "../src/redis/keys.js";
 import { writeRequestPool } from "./lib/pool.js";
 import { startServerProcess } from "./lib/server-process.js";
 import { exitedChildrenCpuSeconds, processCpuSeconds, redisCpu } from "./lib/cpu.js";
@@ -14,7 +15,7 @@ import { runWrk, type WrkResult } from "./lib/wrk.js";
 export interface IngestRun extends WrkResult {
   /** 200s answered (requests − errors), to compare with jobsInRedis. */
   ok: number;
-  /** Jobs found in Redis after the run (durable servers only). */
+  /** Events found in Redis after the run (durable servers only): jobs, or stream entries for ours. */
   jobsInRedis?: number;
   /** CPU per request answered, in µs: the server process, wrk, and Redis (durable servers). */
   cpu: { serverUs: number; wrkUs: number; redisUs?: number; addScriptUs?: number };
@@ -25,13 +26,17 @@ export interface IngestRow {
   runs: IngestRun[];
 }
 
-export type IngestKey = "a" | "b" | "c" | "d";
+export type IngestKey = "a" | "b" | "c" | "d" | "e" | "f";
+/** The receivers users would write themselves; "ours ÷ best peer" compares against the fastest. */
+export const PEERS = ["d", "e", "f"] as const;
 
-const SERVERS: readonly { key: IngestKey; name: string; script: string; durable: boolean }[] = [
-  { key: "a", name: "(a) plain Hono, read body", script: "bench/servers/plain.ts", durable: false },
+export const SERVERS: readonly { key: IngestKey; name: string; script: string; durable: boolean }[] = [
+  { key: "a", name: "(a) plain Hono, read body (ceiling)", script: "bench/servers/plain.ts", durable: false },
   { key: "b", name: "(b) our edge, verify only", script: "bench/servers/verify-only.ts", durable: false },
-  { key: "c", name: "(c) our edge, verify + enqueue", script: "bench/servers/edge.ts", durable: true },
-  { key: "d", name: "(d) Express + raw + queue.add", script: "bench/servers/express-peer.ts", durable: true },
+  { key: "c", name: "(c) **ours**: edge, verify + stream append", script: "bench/servers/edge.ts", durable: true },
+  { key: "d", name: "(d) Express + raw + verify + queue.add", script: "bench/servers/express-peer.ts", durable: true },
+  { key: "e", name: "(e) node:http + octokit verify + queue.add", script: "bench/servers/octokit-peer.ts", durable: true },
+  { key: "f", name: "(f) Hono + HMAC + JSON.parse + queue.add", script: "bench/servers/hono-peer.ts", durable: true },
 ];
 
 /**
@@ -42,6 +47,8 @@ export async function benchIngest(opts: { redisUrl: string; rounds: number; seco
   const dir = join(tmpdir(), `svc-bench-${randomUUID().slice(0, 8)}`);
   const rows = Object.fromEntries(SERVERS.map((s) => [s.key, { name: s.name, runs: [] as IngestRun[] }])) as Record<IngestKey, IngestRow>;
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
+  // Stored events: BullMQ jobs for the peers; for ours (no pump runs beside the edge here) the stream.
+  const stored = (key: IngestKey, queue: Queue, prefix: string) => (key === "c" ? redis.xlen(redisKeys(prefix).ingest.stream) : countJobs(queue));
   // Unique events for warm-up and run, written once: each run gets its own queue prefix, so the
   // same ids are new to it and no 200 is a deduplicated redelivery.
   const warmPool = `${dir}-warm`;
@@ -53,12 +60,16 @@ export async function benchIngest(opts: { redisUrl: string; rounds: number; seco
     for (let round = 1; round <= opts.rounds; round++) {
       for (const server of SERVERS) {
         const prefix = `bench-${server.key}-${randomUUID().slice(0, 6)}`;
-        const proc = await startServerProcess(server.script, { REDIS_URL: opts.redisUrl, QUEUE_PREFIX: prefix });
+        // No pump drains our stream in this table (the end-to-end run has one), so its backlog
+        // grows past the default MAX_BACKLOG within a run; a refusal there would be backpressure
+        // working, not the edge's speed.
+        const proc = await startServerProcess(server.script, { REDIS_URL: opts.redisUrl, QUEUE_PREFIX: prefix, MAX_BACKLOG: "100000000" });
         const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
         try {
           await runWrk(`${proc.url}/webhooks`, warmPool, wrkOptions(opts.warmupSeconds));
           // Requests still in flight when the warm-up stopped land a moment later: count once settled.
-          const jobsBefore = server.durable ? await settledCount(queue) : 0;
+          const count = () => stored(server.key, queue, prefix);
+          const jobsBefore = server.durable ? await settledCount(count) : 0;
           const serverCpu = processCpuSeconds(proc.child.pid!);
           const wrkCpu = exitedChildrenCpuSeconds();
           const redisBefore = await redisCpu(redis);
@@ -68,7 +79,7 @@ export async function benchIngest(opts: { redisUrl: string; rounds: number; seco
           const ok = result.requests - result.errors;
           const run: IngestRun = { ...result, ok, cpu: { serverUs: (serverSeconds / result.requests) * 1e6, wrkUs: (wrkSeconds / result.requests) * 1e6 } };
           if (server.durable) {
-            run.jobsInRedis = (await settledCount(queue)) - jobsBefore;
+            run.jobsInRedis = (await settledCount(count)) - jobsBefore;
             const redisAfter = await redisCpu(redis);
             run.cpu.redisUs = ((redisAfter.seconds - redisBefore.seconds) / run.jobsInRedis) * 1e6;
             run.cpu.addScriptUs = (redisAfter.evalshaUsec - redisBefore.evalshaUsec) / (redisAfter.evalshaCalls - redisBefore.evalshaCalls);
@@ -81,6 +92,7 @@ export async function benchIngest(opts: { redisUrl: string; rounds: number; seco
               (run.cpu.redisUs !== undefined ? ` redis ${run.cpu.redisUs.toFixed(0)} (add script ${run.cpu.addScriptUs!.toFixed(0)})` : ""),
           );
           await queue.obliterate({ force: true }).catch(() => {});
+          await redis.del(redisKeys(prefix).ingest.stream);
         } finally {
           await queue.close();
           await proc.stop();
@@ -103,11 +115,11 @@ export function median(values: readonly number[]): number {
 }
 
 /** The job count once two reads 200 ms apart agree (nothing still arriving). */
-async function settledCount(queue: Queue): Promise<number> {
-  let last = await countJobs(queue);
+async function settledCount(count: () => Promise<number>): Promise<number> {
+  let last = await count();
   for (;;) {
     await new Promise((r) => setTimeout(r, 200));
-    const now = await countJobs(queue);
+    const now = await count();
     if (now === last) return now;
     last = now;
   }

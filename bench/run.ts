@@ -4,7 +4,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { ensureRedis } from "../src/local/ensure-redis.js";
-import { benchIngest, median, type IngestKey, type IngestRun } from "./ingest.js";
+import { benchEndToEnd, OURS_E2E, type EndToEndPair } from "./e2e.js";
+import { benchIngest, type IngestKey } from "./ingest.js";
+import { endToEndReport, ingestReport } from "./report.js";
 import { assertWrk } from "./lib/wrk.js";
 import { benchMemory } from "./memory.js";
 import { benchSync } from "./sync.js";
@@ -36,40 +38,41 @@ assertWrk();
 // A Redis of the bench's own (AOF on, as production), unless REDIS_URL is given.
 const redis = await ensureRedis(process.env.BENCH_REDIS_URL);
 const results: Record<string, unknown> = { at: new Date().toISOString(), node: process.version, cpus: cpus().length };
+// The table goes to stdout and to bench/results/latest.md (committed); the figures to latest.json.
+const md: string[] = [`# npm run bench — ${String(results.at)}`, "", `Node ${process.version}, ${cpus().length} CPUs, \`npm run bench -- ${process.argv.slice(2).join(" ")}\``, ""];
+const out = (...lines: string[]) => {
+  for (const l of lines) console.log(l);
+  md.push(...lines, "");
+};
+// The peer the end-to-end run compares against: the best of the ingest table, else the Hono tutorial.
+let bestPeerKey: IngestKey = "f";
+const E2E_PEERS: Partial<Record<IngestKey, EndToEndPair>> = {
+  d: { name: "Express peer + plain BullMQ Worker, no-op processor", receiver: "bench/servers/express-peer.ts", worker: "bench/servers/peer-worker.ts" },
+  e: { name: "octokit peer (node:http) + plain BullMQ Worker, no-op processor", receiver: "bench/servers/octokit-peer.ts", worker: "bench/servers/peer-worker.ts" },
+  f: { name: "Hono tutorial peer + plain BullMQ Worker, no-op processor", receiver: "bench/servers/hono-peer.ts", worker: "bench/servers/peer-worker.ts" },
+};
 try {
   if (want("ingest")) {
     const rows = await benchIngest({ redisUrl: redis.url, rounds, seconds, warmupSeconds: 3, connections: 50, log });
-    // Ratios pair the runs of one round (minutes apart at most); the table shows medians.
-    const ratio = (x: IngestKey, y: IngestKey) => rows[x].runs.map((run, i) => run.rps / rows[y].runs[i]!.rps);
-    const ratios = { cOverA: ratio("c", "a"), cOverB: ratio("c", "b"), cOverD: ratio("c", "d") };
-    results.ingest = { rows, ratios };
-    const med = (key: IngestKey, pick: (run: IngestRun) => number | undefined) => {
-      const found = rows[key].runs.map(pick).filter((v): v is number => v !== undefined);
-      return found.length ? median(found) : undefined;
-    };
-    const us = (v: number | undefined) => (v === undefined ? "—" : fmt(v));
-    const spread = (r: number[]) => `${fmt(median(r), 2)} (${fmt(Math.min(...r), 2)}–${fmt(Math.max(...r), 2)})`;
-    console.log("\nIngest: signed ~1 KB unique events, 50 connections, %s rounds of %ss after a 3 s warm-up; medians", rounds, seconds);
-    console.log("| server | req/s | p50 ms | p99 ms | non-200 | jobs in Redis / 200s | CPU µs per request: server | wrk | Redis (add script) |");
-    console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (const key of ["a", "b", "c", "d"] as const) {
-      const runs = rows[key].runs;
-      const jobs = runs.every((r) => r.jobsInRedis !== undefined) ? `${fmt(runs.reduce((n, r) => n + r.jobsInRedis!, 0))} / ${fmt(runs.reduce((n, r) => n + r.ok, 0))}` : "—";
-      const redisUs = med(key, (r) => r.cpu.redisUs);
-      console.log(
-        `| ${rows[key].name} | ${fmt(med(key, (r) => r.rps)!)} | ${fmt(med(key, (r) => r.p50Ms)!, 2)} | ${fmt(med(key, (r) => r.p99Ms)!, 2)} | ${runs.reduce((n, r) => n + r.errors, 0)} | ${jobs} | ${us(med(key, (r) => r.cpu.serverUs))} | ${us(med(key, (r) => r.cpu.wrkUs))} | ${redisUs === undefined ? "—" : `${fmt(redisUs)} (${us(med(key, (r) => r.cpu.addScriptUs))})`} |`,
-      );
-    }
-    console.log(`ratios, median (range) of ${rounds} rounds: c/a ${spread(ratios.cOverA)} (target ≥ 0.65), c/b ${spread(ratios.cOverB)}, c/d ${spread(ratios.cOverD)} (target ≥ 3); p99 of c ${fmt(med("c", (r) => r.p99Ms)!, 1)} ms (target ≤ 30)`);
-    const total = (key: IngestKey) => med(key, (r) => r.cpu.serverUs + r.cpu.wrkUs + (r.cpu.redisUs ?? 0))!;
-    console.log(`CPU per request, server + wrk + Redis: a ${fmt(total("a"))}, b ${fmt(total("b"))}, c ${fmt(total("c"))}, d ${fmt(total("d"))} µs (a/c ${fmt(total("a") / total("c"), 2)}, d/c ${fmt(total("d") / total("c"), 2)})`);
-    console.log("jobs in Redis can exceed 200s: wrk drops the answers still in flight when it stops.");
+    const report = ingestReport(rows, { rounds, seconds, connections: 50 });
+    results.ingest = { rows, ratios: report.ratios, bestPeer: report.best };
+    bestPeerKey = report.best;
+    out("## Ingest", "", ...report.lines);
+  }
+  if (want("e2e")) {
+    const peer = E2E_PEERS[bestPeerKey] ?? E2E_PEERS.f!;
+    const concurrency = 10;
+    const pairs = [OURS_E2E, peer];
+    const runs = await benchEndToEnd({ redisUrl: redis.url, pairs, rounds, seconds, warmupSeconds: 3, connections: 50, concurrency, log });
+    const report = endToEndReport(pairs, runs, { rounds, seconds, concurrency });
+    results.e2e = { pairs, runs, ratio: report.ratio };
+    out("## End to end", "", ...report.lines);
   }
   if (want("worker")) {
     log("worker: draining 20,000 review.created jobs");
     const w = await benchWorker({ redisUrl: redis.url, jobs: 20_000, concurrency: 50 });
     results.worker = w;
-    console.log(`\nWorker: ${fmt(w.jobs)} review.created jobs (no API call, one mirror write each), concurrency 50: ${fmt(w.jobsPerSecond)} jobs/s (${fmt(w.seconds, 1)} s)`);
+    out(`Worker: ${fmt(w.jobs)} review.created jobs (no API call, one mirror write each), concurrency 50: ${fmt(w.jobsPerSecond)} jobs/s (${fmt(w.seconds, 1)} s)`);
   }
   if (want("sync")) {
     const rows = [];
@@ -78,21 +81,19 @@ try {
       rows.push(await benchSync({ redisUrl: redis.url, events, restaurants: 5 }));
     }
     results.sync = rows;
-    console.log("\nSync: a burst of N order events across 5 restaurants, sandbox at 120 requests/min");
-    console.log("| N | API calls | events per call | 429s | mirror equal after | naive calls | naive time at 120/min |");
-    console.log("|---:|---:|---:|---:|---:|---:|---:|");
-    for (const r of rows) console.log(`| ${fmt(r.events)} | ${r.apiCalls} | ${fmt(r.eventsPerCall, 1)} | ${r.rateLimited} | ${fmt(r.secondsToMirrorEqual, 1)} s | ${fmt(r.naiveCalls)} | ${fmt(r.naiveSecondsAtLimit)} s |`);
+    out("Sync: a burst of N order events across 5 restaurants, sandbox at 120 requests/min", "", "| N | API calls | events per call | 429s | mirror equal after | naive calls | naive time at 120/min |", "|---:|---:|---:|---:|---:|---:|---:|");
+    for (const r of rows) out(`| ${fmt(r.events)} | ${r.apiCalls} | ${fmt(r.eventsPerCall, 1)} | ${r.rateLimited} | ${fmt(r.secondsToMirrorEqual, 1)} s | ${fmt(r.naiveCalls)} | ${fmt(r.naiveSecondsAtLimit)} s |`);
   }
   if (want("memory")) {
     log(`memory: ${memorySeconds} s of sustained load`);
     const m = await benchMemory({ redisUrl: redis.url, seconds: memorySeconds, connections: 20, log });
     results.memory = m;
-    console.log(`\nMemory (ROLE=all, ${memorySeconds} s at ${fmt(m.rps)} req/s, 20 connections): RSS ${fmt(m.rssBeforeMiB, 1)} MiB before, ${fmt(m.rssPeakMiB, 1)} MiB peak, ${fmt(m.rssAfterMiB, 1)} MiB 15 s after (${fmt(m.afterVsBefore * 100 - 100, 1)} % vs before; target within 20 %)`);
+    out(`Memory (ROLE=all, ${memorySeconds} s at ${fmt(m.rps)} req/s, 20 connections): RSS ${fmt(m.rssBeforeMiB, 1)} MiB before, ${fmt(m.rssPeakMiB, 1)} MiB peak, ${fmt(m.rssAfterMiB, 1)} MiB 15 s after (${fmt(m.afterVsBefore * 100 - 100, 1)} % vs before; target within 20 %)`);
   }
 } finally {
   await redis.started?.destroy();
 }
 mkdirSync("bench/results", { recursive: true });
-const file = `bench/results/${String(results.at).replace(/[:.]/g, "-")}.json`;
-writeFileSync(file, JSON.stringify(results, null, 2));
-console.log(`\nfull figures: ${file}`);
+writeFileSync("bench/results/latest.md", md.join("\n"));
+writeFileSync("bench/results/latest.json", JSON.stringify(results, null, 2));
+console.log("\nwritten: bench/results/latest.md (table), bench/results/latest.json (every run)");

@@ -6,7 +6,7 @@ import { createApp } from "./http/app.js";
 import type { AppEnv } from "./http/context.js";
 import { listen, type RunningServer } from "./http/listen.js";
 import { mountOperatorRoutes } from "./http/operator-routes.js";
-import { collectMirrorLag, collectQueueDepths } from "./metrics/collectors.js";
+import { collectIngestBacklog, collectMirrorLag, collectQueueDepths } from "./metrics/collectors.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
 import { webhookMetrics } from "./metrics/webhook-metrics.js";
 import type { Database } from "./mirror/database.js";
@@ -15,8 +15,8 @@ import { eventQueryFromParams } from "./mirror/event-query.js";
 import { filterFromQuery } from "./mirror/mirror-filter.js";
 import { openStorage, type Storage } from "./mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind, type MirrorStore } from "./mirror/store.js";
-import { createEventProducer, type EventProducer } from "./queue/event-producer.js";
-import { retentionJobOptions, retryJobOptions } from "./queue/job-options.js";
+import { readStreamBacklog } from "./queue/stream-backlog.js";
+import { createStreamSink, type StreamSink } from "./queue/stream-sink.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "./queue/names.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient } from "./redis/connection.js";
 import type { EventHandlers } from "./worker/handler-context.js";
@@ -35,7 +35,10 @@ export interface Service {
   config: Config;
   /** HTTP: the webhook edge (roles all, web) and ops routes (every role). */
   app: Hono<AppEnv>;
-  producer: EventProducer | undefined;
+  /** The edge's hot path: verified events go to the ingest stream (roles all, web). */
+  sink: StreamSink | undefined;
+  /** The events queue (a handle in every role), where the worker's pump moves events. */
+  eventsQueue: Queue;
   worker: WorkerRole | undefined;
   mirror: MirrorStore;
   eventLog: EventLog;
@@ -70,15 +73,8 @@ export async function createService({ config, logger, handlers = [], database }:
   const worker = workerConnection
     ? createWorkerRole({ config, logger, connection: workerConnection, mirror, eventLog, handlers: ([] as EventHandlers[]).concat(handlers), metrics })
     : undefined;
-  const producer = webConnection
-    ? createEventProducer({
-        connection: webConnection,
-        prefix,
-        dedupWindowSeconds: config.dedupWindowSeconds,
-        timeoutMs: config.enqueueTimeoutMs,
-        jobOptions: { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) },
-        onError: (err) => logger.warn({ err: err.message }, "queue error"),
-      })
+  const sink = webConnection
+    ? createStreamSink({ connection: webConnection, prefix, dedupWindowSeconds: config.dedupWindowSeconds, timeoutMs: config.enqueueTimeoutMs, maxBacklog: config.ingest.maxBacklog })
     : undefined;
 
   // The dashboard and the depth gauges show both queues whatever this process runs.
@@ -90,13 +86,14 @@ export async function createService({ config, logger, handlers = [], database }:
     ownQueues.push(q);
     return q;
   };
-  const queues = [queueHandle(EVENTS_QUEUE, producer?.queue), queueHandle(SYNC_QUEUE, worker?.syncQueue)];
+  const queues = [queueHandle(EVENTS_QUEUE, worker?.pump.queue), queueHandle(SYNC_QUEUE, worker?.syncQueue)];
   collectQueueDepths(metrics, queues);
+  collectIngestBacklog(metrics, () => readStreamBacklog(anyConnection, prefix));
   collectMirrorLag(metrics, MIRROR_KINDS, (kind) => mirror.lastWriteAt(kind as MirrorKind));
 
   // The edge depends on Redis only; a worker also needs the database to record and write.
   const redisReady = async () => {
-    if (producer) return producer.ping();
+    if (sink) return sink.ping();
     // The worker connection queues commands while Redis is away and never gives up on them: ask
     // it only when connected, so a probe never adds to that queue (/readyz also bounds the wait).
     if (anyConnection.status !== "ready") throw new Error(`Redis connection is ${anyConnection.status}`);
@@ -105,10 +102,10 @@ export async function createService({ config, logger, handlers = [], database }:
   const app = createApp({
     logger,
     ready: config.role === "worker" ? () => Promise.all([redisReady(), storage.ping()]).then(() => undefined) : redisReady,
-    ...(producer
+    ...(sink
       ? {
           webhooks: {
-            sink: producer,
+            sink,
             signingSecrets: config.signingSecrets,
             maxBodyBytes: config.maxBodyBytes,
             maxBufferedBodyBytes: config.http.maxBufferedBodyBytes,
@@ -137,7 +134,8 @@ export async function createService({ config, logger, handlers = [], database }:
   return {
     config,
     app,
-    producer,
+    sink,
+    eventsQueue: queues[0]!,
     worker,
     mirror,
     eventLog,
@@ -162,7 +160,6 @@ export async function createService({ config, logger, handlers = [], database }:
     stop() {
       stopping ??= (async () => {
         await server?.close(config.shutdownTimeoutMs);
-        await producer?.close();
         await worker?.stop(config.shutdownTimeoutMs);
         await Promise.all(ownQueues.map((q) => q.close()));
         await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));

@@ -42,6 +42,15 @@ export interface Config {
   };
   /** How long the edge waits for Redis to acknowledge an event before answering 503. */
   enqueueTimeoutMs: number;
+  /** The ingest stream between the edge and BullMQ (see queue/stream-sink, queue/stream-pump). */
+  ingest: {
+    /** Events waiting in the stream above which the edge answers 503 (backpressure). */
+    maxBacklog: number;
+    /** Most events the pump moves into BullMQ per addBulk. */
+    pumpBatchSize: number;
+    /** A dead pump's unacknowledged entries are taken over after this long. */
+    pumpClaimIdleMs: number;
+  };
   shutdownTimeoutMs: number;
   logLevel: string;
   /** The upstream API; without it the worker runs handlers but syncs nothing. */

@@ -10,6 +10,8 @@ export interface EventEnvelope {
   type: string;
   /** The whole parsed body, unknown fields included. */
   payload: Record<string, unknown>;
+  /** The body as text (valid JSON of `payload`): stored as is, so the edge need not re-serialize it. */
+  text: string;
 }
 
 export class EnvelopeError extends Error {
@@ -64,8 +66,10 @@ function nestsDeeperThan(raw: Uint8Array, limit: number): boolean {
 export function parseEnvelope(raw: Uint8Array): EventEnvelope {
   if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) throw new PayloadTooDeepError(MAX_JSON_DEPTH);
   let body: unknown;
+  let text: string;
   try {
-    body = JSON.parse(decoder.decode(raw));
+    text = decoder.decode(raw);
+    body = JSON.parse(text);
   } catch {
     throw new EnvelopeError("body is not valid UTF-8 JSON");
   }
@@ -80,5 +84,5 @@ export function parseEnvelope(raw: Uint8Array): EventEnvelope {
     throw new EnvelopeError('"id", when present, must be a non-empty string');
   }
   const id = (payload.id as string | undefined) ?? createHash("sha256").update(raw).digest("hex");
-  return { id, type: payload.type, payload };
+  return { id, type: payload.type, payload, text };
 }

@@ -35,7 +35,7 @@ export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof QueueUnavailableError) {
     return {
       status: 503,
-      body: errorBody(err.code, "the event queue is unavailable; retry later"),
+      body: errorBody(err.code, err.code === "backlog_full" ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later"),
       headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
     };
   }

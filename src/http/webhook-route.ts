@@ -1,14 +1,14 @@
 import { Hono, type Context } from "hono";
 import { parseEnvelope } from "../events/envelope.js";
 import { SIGNATURE_HEADER, verifySignature } from "../events/signature.js";
+import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
 import type { EventSink } from "../queue/event-job.js";
-import { UnstorableEventError } from "../queue/errors.js";
 import type { AppEnv } from "./context.js";
 import { createBodyBudget, ServerBusyError, type BodyReservation } from "./body-budget.js";
 import { PayloadTooLargeError, readRawBody } from "./raw-body.js";
 
 /** Why the edge refused a delivery, for metrics. */
-export type RejectReason = "too_large" | "busy" | "invalid_signature" | "invalid_event" | "queue_unavailable";
+export type RejectReason = "too_large" | "busy" | "invalid_signature" | "invalid_event" | "queue_unavailable" | "backlog_full";
 
 /** Hooks for metrics; the edge works the same without them. */
 export interface WebhookObserver {
@@ -78,9 +78,10 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
         type: envelope.type,
         receivedAt: new Date().toISOString(),
         payload: envelope.payload,
+        payloadJson: envelope.text,
       });
     } catch (err) {
-      observer?.rejected?.(err instanceof UnstorableEventError ? "invalid_event" : "queue_unavailable");
+      observer?.rejected?.(err instanceof UnstorableEventError ? "invalid_event" : err instanceof BacklogFullError ? "backlog_full" : "queue_unavailable");
       throw err;
     }
     c.set("duplicate", result.duplicate);

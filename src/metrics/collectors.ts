@@ -30,3 +30,12 @@ export function collectRateBudget(metrics: Metrics, max: number, state: () => Pr
     metrics.upstreamPausedSeconds.set(now.pausedForMs / 1000);
   });
 }
+
+/** The ingest stream's backlog (events accepted, not yet moved into the queue) and the pump's lag. */
+export function collectIngestBacklog(metrics: Metrics, read: () => Promise<{ length: number; oldestAgeMs: number }>): void {
+  metrics.addCollector(async () => {
+    const backlog = await read();
+    metrics.streamBacklog.set(backlog.length);
+    metrics.pumpLag.set(backlog.oldestAgeMs / 1000);
+  });
+}

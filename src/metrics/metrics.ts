@@ -23,6 +23,9 @@ export function createMetrics() {
     upstreamRateLimited: new Counter({ name: "svc_upstream_rate_limited_total", help: "429 answers from the upstream API", ...opts }),
     rateBudgetRemaining: new Gauge({ name: "svc_upstream_rate_budget_remaining", help: "Requests left in the shared window of the API key", ...opts }),
     upstreamPausedSeconds: new Gauge({ name: "svc_upstream_pause_seconds", help: "Seconds left in a shared Retry-After pause", ...opts }),
+    streamBacklog: new Gauge({ name: "svc_ingest_backlog_events", help: "Events accepted by the edge and not yet moved into the events queue", ...opts }),
+    pumpLag: new Gauge({ name: "svc_ingest_pump_lag_seconds", help: "Age of the oldest event not yet moved into the events queue (0 when none)", ...opts }),
+    eventsPumped: new Counter({ name: "svc_ingest_pumped_total", help: "Events the stream pump moved into the events queue", ...opts }),
     mirrorLag: new Gauge({ name: "svc_mirror_last_write_age_seconds", help: "Seconds since the mirror last took a write, by kind", labelNames: ["kind"], ...opts }),
     /** Runs `collect` before each scrape; a failing collector leaves its gauges as they were. */
     addCollector(collect: () => Promise<void>) {

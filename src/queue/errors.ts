@@ -1,6 +1,6 @@
 /** The queue could not acknowledge an event in time: the edge answers 503 and the sender retries. */
 export class QueueUnavailableError extends Error {
-  readonly code = "queue_unavailable";
+  readonly code: string = "queue_unavailable";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "QueueUnavailableError";
@@ -13,5 +13,18 @@ export class UnstorableEventError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "UnstorableEventError";
+  }
+}
+
+/**
+ * The ingest stream holds more than MAX_BACKLOG events (they arrive faster than they reach the
+ * queue): the edge refuses new ones with a 503 instead of filling Redis. A QueueUnavailableError,
+ * so every place that answers 503 for an unavailable queue answers it for this too.
+ */
+export class BacklogFullError extends QueueUnavailableError {
+  override readonly code = "backlog_full";
+  constructor(readonly backlog: number) {
+    super(`the ingest backlog is full (${backlog} events)`);
+    this.name = "BacklogFullError";
   }
 }

@@ -18,9 +18,14 @@ export interface EnqueueResult {
   duplicate: boolean;
 }
 
+/** An event as the edge hands it over: with the verified body's text, which a sink may store as is. */
+export interface EnqueueInput extends EventJobData {
+  payloadJson?: string;
+}
+
 /** Where the edge hands verified events: BullMQ in production, anything in tests and benches. */
 export interface EventSink {
-  enqueue(event: EventJobData): Promise<EnqueueResult>;
+  enqueue(event: EnqueueInput): Promise<EnqueueResult>;
   /** Resolves when the sink can accept events (Redis answers); rejects otherwise. */
   ping(): Promise<void>;
 }

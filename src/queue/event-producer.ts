@@ -2,7 +2,7 @@ import { DEFAULTS } from "../config/defaults.js";
 import { randomUUID } from "node:crypto";
 import { Queue, type DefaultJobOptions } from "bullmq";
 import type { RedisClient } from "../redis/connection.js";
-import type { EnqueueResult, EventJobData, EventSink } from "./event-job.js";
+import type { EnqueueInput, EnqueueResult, EventJobData, EventSink } from "./event-job.js";
 import { groupCommit } from "./group-commit.js";
 import { withTimeout } from "./with-timeout.js";
 import { UnstorableEventError } from "./errors.js";
@@ -52,8 +52,9 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
   // Concurrent requests share one addBulk (one pipelined round trip); each still answers only
   // once Redis has acknowledged the batch holding its event.
   const add = groupCommit(
-    (events: EventJobData[]) =>
-      queue.addBulk(events.map((event) => ({ name: event.type, data: event, opts: { jobId: randomUUID(), deduplication: { id: event.id, ttl } } }))),
+    (events: EnqueueInput[]) =>
+      // The job holds the parsed payload; the body text a caller may pass is not stored twice.
+      queue.addBulk(events.map(({ payloadJson: _text, ...event }) => ({ name: event.type, data: event, opts: { jobId: randomUUID(), deduplication: { id: event.id, ttl } } }))),
     options.maxBatch ?? 256,
   );
 

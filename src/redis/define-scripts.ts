@@ -1,7 +1,8 @@
 import type { Cluster, Redis } from "ioredis";
 
 export interface ScriptDefinition {
-  numberOfKeys: number;
+  /** Omitted when it varies per call: the caller then passes the key count as the first argument. */
+  numberOfKeys?: number;
   lua: string;
 }
 

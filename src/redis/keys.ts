@@ -15,16 +15,13 @@ export interface RedisKeys {
   upstreamBudget(keyId: string): { log: string; pause: string; last: string };
   /** The ids of one restaurant waiting for a refresh (a hash); tag `{restaurantId}` (the settle script). */
   pendingRefresh(kind: string, restaurantId: string): string;
-  /** The mirror of one kind; tag `{kind}` (the upsert script touches all four). */
-  mirror(kind: string): { data: string; meta: string; lastWrite: string; byRestaurant(restaurantId: string): string };
   /**
-   * Reserved for the Redis-stream ingest path: the stream the edge appends verified events to. It
-   * shares the tag `{ingest}` with `dedup`, so one script may `SET NX PX` a dedup key and `XADD` to
-   * the stream atomically. The stream's consumer group is a name inside the stream, not a key.
+   * The ingest path (queue/stream-sink.ts, queue/stream-pump.ts): the stream the edge appends
+   * verified events to and the pump reads, and each event id's "seen" key. The edge's script
+   * touches both, so they share the tag `{ingest}` (the prefix's own tag when it has one). The
+   * consumer group is a name inside the stream, not a key.
    */
-  readonly eventStream: string;
-  /** Reserved for the ingest path: "event id seen" (`SET NX PX`); same slot as `eventStream`. */
-  dedup(eventId: string): string;
+  readonly ingest: { stream: string; group: string; seen(eventId: string): string };
 }
 
 /**
@@ -43,11 +40,6 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
       return { log: `${base}:log`, pause: `${base}:pause`, last: `${base}:last` };
     },
     pendingRefresh: (kind, restaurantId) => `${prefix}:sync:pending:${kind}:{${restaurantId}}`,
-    mirror(kind) {
-      const base = `${prefix}:mirror:{${kind}}`;
-      return { data: `${base}:data`, meta: `${base}:meta`, lastWrite: `${base}:last-write`, byRestaurant: (restaurantId) => `${base}:r:${restaurantId}` };
-    },
-    eventStream: `${ingest}:events`,
-    dedup: (eventId) => `${ingest}:dedup:${eventId}`,
+    ingest: { stream: `${ingest}:events`, group: "pump", seen: (eventId) => `${ingest}:seen:${eventId}` },
   };
 }

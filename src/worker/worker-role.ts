@@ -9,6 +9,7 @@ import type { MirrorStore } from "../mirror/store.js";
 import { createEventWorker } from "../queue/event-worker.js";
 import { retentionJobOptions, retryJobOptions } from "../queue/job-options.js";
 import { SYNC_QUEUE } from "../queue/names.js";
+import { createStreamPump, type StreamPump } from "../queue/stream-pump.js";
 import type { RedisClient } from "../redis/connection.js";
 import { isPermanentUpstreamError, type ApiClient } from "../upstream/index.js";
 import type { EventHandlers, HandlerContext } from "./handler-context.js";
@@ -26,6 +27,8 @@ export interface WorkerRole {
   syncQueue: Queue<SyncJobData>;
   eventWorker: Worker;
   syncWorker: Worker;
+  /** Moves events from the edge's ingest stream into the events queue. */
+  pump: StreamPump;
   start(): Promise<void>;
   /** Waits for active jobs up to `deadlineMs`, then closes anyway (their locks expire and they rerun). */
   stop(deadlineMs: number): Promise<void>;
@@ -112,6 +115,17 @@ export function createWorkerRole(deps: {
   }
   const syncWorker = createSyncWorker({ connection, prefix, processors, concurrency, lockMs, maxStalls, logger });
 
+  const pump = createStreamPump({
+    connection,
+    prefix,
+    dedupWindowSeconds: config.dedupWindowSeconds,
+    jobOptions: { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) },
+    batchSize: config.ingest.pumpBatchSize,
+    claimIdleMs: config.ingest.pumpClaimIdleMs,
+    logger,
+    onMoved: (n) => metrics.eventsPumped.inc(n),
+  });
+
   const workers = [eventWorker, syncWorker];
   observeJobs(workers, { metrics, logger });
   return {
@@ -119,6 +133,7 @@ export function createWorkerRole(deps: {
     syncQueue,
     eventWorker,
     syncWorker,
+    pump,
     async start() {
       if (api && config.worker.reconcileIntervalMs > 0) {
         await syncQueue.upsertJobScheduler("reconcile", { every: config.worker.reconcileIntervalMs }, { name: "reconcile", data: {} });
@@ -130,8 +145,11 @@ export function createWorkerRole(deps: {
         w.run().catch((err: unknown) => logger.error({ err }, "worker stopped unexpectedly"));
       }
       await Promise.all(workers.map((w) => w.waitUntilReady()));
+      await pump.start();
     },
     async stop(deadlineMs) {
+      // First stop feeding the queue: the pump moves and acknowledges the batch in hand.
+      await pump.stop();
       const graceful = Promise.all(workers.map((w) => w.close()));
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), deadlineMs)));

@@ -97,7 +97,7 @@ function startAttackerSite(target: () => string): Promise<Server> {
 }
 
 const forgedJobs = async () =>
-  (await svc.service.producer!.queue.getJobs(["waiting", "active", "completed", "failed", "delayed", "prioritized"])).filter((j) => j.name === FORGED);
+  (await svc.service.eventsQueue.getJobs(["waiting", "active", "completed", "failed", "delayed", "prioritized"])).filter((j) => j.name === FORGED);
 
 describe("the dashboard against a page on another origin", () => {
   it("refuses the forged job a cross-origin page posts with the operator's credentials", async () => {

@@ -3,9 +3,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
+import { Redis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { createDatabase } from "../../src/mirror/database.js";
 import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
+import { redisKeys } from "../../src/redis/keys.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { POSTGRES_INSTALL_HINT } from "../helpers/postgres-server.js";
@@ -31,7 +33,7 @@ afterAll(async () => {
 });
 
 describe("no loss through faults", () => {
-  it(`handles every one of ${EVENTS} accepted events at least once through a Redis restart and two worker SIGKILLs`, async () => {
+  it(`handles every one of ${EVENTS} accepted events at least once through a Redis restart and two worker (and stream pump) SIGKILLs`, async () => {
     // Separate web and worker processes share one PostgreSQL server (the embedded store is one process's).
     const databaseUrl = inject("databaseUrl");
     if (!databaseUrl) throw new Error(`the no-loss test runs web and worker apart and needs a PostgreSQL server: ${POSTGRES_INSTALL_HINT}`);
@@ -49,7 +51,7 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
       REDIS_URL: redis.url, QUEUE_PREFIX: prefix, SIGNING_SECRET: SECRET, ADMIN_TOKEN: ADMIN, PORT: "0",
       API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, HANDLERS_MODULE: handlers, CHAOS_RECORD_FILE: record,
       DATABASE_URL: databaseUrl, DATABASE_SCHEMA: schema,
-      JOB_LOCK_MS: "3000", ENQUEUE_TIMEOUT_MS: "1000", WORKER_CONCURRENCY: "50", SYNC_DEBOUNCE_MS: "300", RECONCILE_INTERVAL_SECONDS: "0", JOB_BACKOFF_MS: "200",
+      JOB_LOCK_MS: "3000", PUMP_CLAIM_IDLE_MS: "2000", PUMP_BATCH_SIZE: "100", ENQUEUE_TIMEOUT_MS: "1000", WORKER_CONCURRENCY: "50", SYNC_DEBOUNCE_MS: "300", RECONCILE_INTERVAL_SECONDS: "0", JOB_BACKOFF_MS: "200",
     };
     const start = async (role: "web" | "worker") => {
       const p = runCli(["serve", "--role", role], env);
@@ -71,9 +73,17 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
     });
 
     const faults: string[] = [];
+    // The worker role runs the stream pump: aim each kill at a moment its consumer holds read,
+    // unacknowledged entries (mid-batch), and count what it left for the next pump to claim.
+    const { stream, group } = redisKeys(prefix).ingest;
+    const watcher = new Redis(redis.url, { maxRetriesPerRequest: null });
+    const pendingOf = async () => Number(((await watcher.xpending(stream, group).catch(() => [0])) as [number])[0]);
+    const leftPending: number[] = [];
     const killWorker = async () => {
+      for (let tries = 0; tries < 400 && (await pendingOf()) === 0; tries++);
       worker.proc.child.kill("SIGKILL");
       await worker.proc.exited;
+      leftPending.push(await pendingOf());
       faults.push("worker SIGKILL");
       worker = await start("worker");
     };
@@ -122,7 +132,8 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
       await database.close();
     }
 
-    const figures = { sent: EVENTS, accepted: report.accepted.size, attempts: report.attempts, non200: report.non200, handled: all.length, duplicatesHandled: all.length - unique.size, losses, faults, seconds: (Date.now() - started) / 1000 };
+    await watcher.quit();
+    const figures = { leftPendingByKills: leftPending, sent: EVENTS, accepted: report.accepted.size, attempts: report.attempts, non200: report.non200, handled: all.length, duplicatesHandled: all.length - unique.size, losses, faults, seconds: (Date.now() - started) / 1000 };
     console.log(`CHAOS no-loss ${JSON.stringify(figures)}`);
     expect(losses).toBe(0);
 

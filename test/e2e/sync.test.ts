@@ -95,7 +95,7 @@ describe("sync: the sandbox's webhooks keep the mirror equal to the API", () => 
       const truth = new Map(stack.sandbox.state.orders().map((o) => [o.id, o]));
       for (const o of await stack.svc.service.mirror.all("orders")) expect(o).toEqual(truth.get(o.id));
       // Each event was enqueued once; its copies were answered 200 as duplicates.
-      const received = await stack.svc.service.producer!.queue.getJobCounts("completed");
+      const received = await stack.svc.service.eventsQueue.getJobCounts("completed");
       expect(received.completed).toBe(captured.length);
     } finally {
       capture.close();

@@ -9,6 +9,9 @@ import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { signPayload } from "../../src/events/signature.js";
 import { captureLogs } from "./log-capture.js";
 import { openTestDatabase, preferredDriver } from "./postgres.js";
+import { streamEvents } from "./ingest-stream.js";
+import { redisKeys } from "../../src/redis/keys.js";
+import type { EventJobData } from "../../src/queue/event-job.js";
 
 export const TEST_SECRET = "whsec_test_primary_5b0d1c7e";
 export const TEST_SECRET_2 = "whsec_test_rotated_9f3a2b61";
@@ -22,6 +25,8 @@ export interface TestEdge {
   queue: Queue;
   /** A plain Redis connection to the same server. */
   redis: Redis;
+  /** Every event the edge stored: in the ingest stream (no pump runs beside a web edge) or in the events queue. */
+  stored(): Promise<EventJobData[]>;
   post(body: string | Uint8Array, headers?: Record<string, string>): Promise<Response>;
   postSigned(body: string | object, secret?: string): Promise<Response>;
   stop(): Promise<void>;
@@ -56,6 +61,10 @@ export async function startEdge(env: Record<string, string> = {}): Promise<TestE
     logs,
     queue,
     redis: inspector,
+    async stored() {
+      const jobs = await queue.getJobs(["waiting", "active", "completed", "failed", "delayed"]);
+      return [...(await streamEvents(inspector, prefix)), ...jobs.map((j) => j.data as EventJobData)];
+    },
     post,
     postSigned(body, secret = TEST_SECRET) {
       const text = typeof body === "string" ? body : JSON.stringify(body);
@@ -65,6 +74,7 @@ export async function startEdge(env: Record<string, string> = {}): Promise<TestE
       await service.stop();
       await database.close();
       await queue.obliterate({ force: true }).catch(() => {});
+      await inspector.del(redisKeys(prefix).ingest.stream);
       await queue.close();
       await inspector.quit();
     },

@@ -1,10 +1,12 @@
 import { Queue, type JobType } from "bullmq";
 import { Redis } from "ioredis";
+import { redisKeys } from "../../src/redis/keys.js";
+import { streamEvents } from "./ingest-stream.js";
 
 /** Another process's queues, opened on a connection of their own to look at what it stored. */
 export interface InspectedQueues {
   queues: Queue[];
-  /** The event ids carried by the jobs in `states` of the first queue. */
+  /** The event ids carried by the jobs in `states` of the first queue, and by the ingest stream (accepted, not yet moved). */
   eventIds(states: JobType[]): Promise<Set<string>>;
   /** Empties the queues (the shared test Redis keeps nothing) and closes the connection. */
   close(): Promise<void>;
@@ -17,13 +19,15 @@ export function inspectQueues(redisUrl: string, prefix: string, names: readonly 
     queues,
     async eventIds(states) {
       const jobs = await queues[0]!.getJobs(states, 0, -1);
-      return new Set(jobs.map((j) => (j.data as { id: string }).id));
+      const pending = await streamEvents(redis, prefix);
+      return new Set([...jobs.map((j) => (j.data as { id: string }).id), ...pending.map((e) => e.id)]);
     },
     async close() {
       for (const q of queues) {
         await q.obliterate({ force: true }).catch(() => {});
         await q.close();
       }
+      await redis.del(redisKeys(prefix).ingest.stream);
       await redis.quit();
     },
   };

@@ -1,6 +1,8 @@
 import { createSandbox, type Sandbox, type SandboxOptions } from "../../src/sandbox/index.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
+import { redisKeys } from "../../src/redis/keys.js";
+import { waitFor } from "./wait-for.js";
 import { TEST_SECRET } from "./edge.js";
 import { startService, type TestService } from "./service.js";
 import { waitForQueuesIdle } from "./queues-idle.js";
@@ -22,13 +24,14 @@ export async function startStack(opts: { thin?: boolean; deliver?: boolean; sand
   const apiUrl = await sandbox.listen();
   const svc = await startService({ API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, ...opts.env });
   if (opts.deliver !== false) sandbox.addWebhook({ url: `${svc.url}/webhooks`, secret: TEST_SECRET, thin: opts.thin ?? false });
-  const queues = [svc.service.producer!.queue, svc.service.worker!.syncQueue];
+  const queues = [svc.service.eventsQueue, svc.service.worker!.syncQueue];
   const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
   return {
     sandbox,
     svc,
     async drained() {
       await sandbox.idle();
+      await waitFor(async () => (await svc.redis.xlen(redisKeys(svc.prefix).ingest.stream)) === 0, { timeoutMs: 60_000, what: "the ingest stream to drain" });
       await waitForQueuesIdle(queues, { timeoutMs: 60_000, what: `${EVENTS_QUEUE} and ${SYNC_QUEUE} queues to drain` });
     },
     async compare(kind) {

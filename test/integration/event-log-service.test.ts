@@ -49,7 +49,7 @@ describe("the event log, as the service keeps it", () => {
     // Replaying yesterday's failures, aimed at the handler that failed: a deliberate redelivery
     // the dedup window does not drop, and the handler that succeeded does not run again.
     broken = false;
-    const queue = svc.service.producer!.queue;
+    const queue = svc.service.eventsQueue;
     expect(await replayEvents({ eventLog: svc.service.eventLog, queue }, { query: { status: "failed" }, dryRun: true })).toBe(1);
     expect(await queue.getWaitingCount()).toBe(0);
     const handled = nextJob(worker, "completed");

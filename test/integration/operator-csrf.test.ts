@@ -13,7 +13,7 @@ afterAll(async () => {
 const ADD = "/admin/queues/api/queues/events/add";
 const forged = (name: string) => JSON.stringify({ name, data: { type: name, payload: { forged: true } }, options: {} });
 const basic = `Basic ${Buffer.from(`ops:${ADMIN_TOKEN}`).toString("base64")}`;
-const jobNames = async () => (await svc.service.producer!.queue.getJobs(["waiting", "delayed", "prioritized"])).map((j) => j.name);
+const jobNames = async () => (await svc.service.eventsQueue.getJobs(["waiting", "delayed", "prioritized"])).map((j) => j.name);
 
 describe("operator surface against cross-site request forgery", () => {
   it("refuses the forged cross-site form post that adds a job past the signature check", async () => {

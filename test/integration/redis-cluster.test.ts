@@ -73,7 +73,7 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
 
     expect(seen).toEqual(["rev_cluster"]);
     expect(await svc.service.mirror.get("reviews", "rev_cluster")).toMatchObject({ rating: 4 });
-    expect(await svc.service.producer!.queue.getJobCounts("waiting", "active", "delayed", "completed", "failed")).toEqual({
+    expect(await svc.service.eventsQueue.getJobCounts("waiting", "active", "delayed", "completed", "failed")).toEqual({
       waiting: 0, active: 0, delayed: 0, completed: 1, failed: 0,
     });
     expect((await svc.admin("/readyz")).status).toBe(200);

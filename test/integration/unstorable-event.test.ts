@@ -1,4 +1,5 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
+import { createEventProducer } from "../../src/queue/event-producer.js";
 import { UnstorableEventError } from "../../src/queue/errors.js";
 import { sampleEvent, startEdge, type TestEdge } from "../helpers/edge.js";
 
@@ -24,11 +25,13 @@ describe("a payload that cannot be stored", () => {
     expect(refused.status).toBe(400);
     expect(refused.headers.get("retry-after")).toBeNull();
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("payload_too_deep");
-    expect(await edge.queue.count()).toBe(100);
+    expect(await edge.stored()).toHaveLength(100);
   });
 
   it("fails only its own caller in the producer's shared batch, never as a 503", async () => {
-    const producer = edge.service.producer!;
+    // The direct BullMQ producer (createEventProducer, for library users who enqueue without the stream).
+    const producer = createEventProducer({ connection: edge.redis, prefix: edge.prefix, dedupWindowSeconds: 60, timeoutMs: 2000 });
+    onTestFinished(() => producer.close());
     const event = (payload: Record<string, unknown>) => ({ id: `evt_${Math.random().toString(36).slice(2)}`, type: "order.created", receivedAt: new Date().toISOString(), payload });
     const valid = Array.from({ length: 100 }, () => producer.enqueue(event(sampleEvent())));
     const deep = producer.enqueue(event({ data: nestedObject(20_000) })).then(() => undefined, (err: unknown) => err);

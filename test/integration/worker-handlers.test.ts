@@ -100,14 +100,14 @@ describe("worker: handlers", () => {
     await svc.deliver(ev);
     const job = await failed;
     expect(job.attemptsMade).toBe(1);
-    expect(await svc.service.producer!.queue.getFailedCount()).toBe(1);
+    expect(await svc.service.eventsQueue.getFailedCount()).toBe(1);
 
     const completed = nextJob(worker, "completed", (j) => j.data.id === ev.id);
     proc = runCli(["replay", job.id!], { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: svc.prefix });
     expect((await proc.exited).code).toBe(0);
     await completed;
     expect(calls).toBe(2);
-    expect(await svc.service.producer!.queue.getFailedCount()).toBe(0);
+    expect(await svc.service.eventsQueue.getFailedCount()).toBe(0);
   });
 });
 

@@ -6,8 +6,14 @@ const bytes = (s: string) => new TextEncoder().encode(s);
 
 describe("parseEnvelope", () => {
   it("keeps the id and every field the sender put in", () => {
-    const env = parseEnvelope(bytes('{"id":"evt_1","type":"order.created","extra":{"a":1}}'));
-    expect(env).toEqual({ id: "evt_1", type: "order.created", payload: { id: "evt_1", type: "order.created", extra: { a: 1 } } });
+    const text = '{"id":"evt_1","type":"order.created","extra":{"a":1}}';
+    const env = parseEnvelope(bytes(text));
+    expect(env).toEqual({ id: "evt_1", type: "order.created", payload: { id: "evt_1", type: "order.created", extra: { a: 1 } }, text });
+  });
+
+  it("gives the body text without a byte order mark, so it stays valid JSON to store", () => {
+    const env = parseEnvelope(new Uint8Array([0xef, 0xbb, 0xbf, ...bytes('{"type":"a"}')]));
+    expect(JSON.parse(env.text)).toEqual(env.payload);
   });
 
   it("derives the id from the SHA-256 of the raw body when there is none", () => {

@@ -9,13 +9,11 @@ const slotsOf = (keys: string[]) => new Set(keys.map((k) => calculateSlot(k)));
 function scriptKeyGroups(prefix: string): Record<string, string[]> {
   const keys = redisKeys(prefix);
   const budget = keys.upstreamBudget("0123456789abcdef");
-  const mirror = keys.mirror("orders");
   return {
     "rate limiter acquire": [budget.log, budget.pause, budget.last],
     "rate limiter state": [budget.log, budget.pause],
     "refresh scheduler settle": [keys.pendingRefresh("orders", "rest_1")],
-    "mirror upsert": [mirror.data, mirror.meta, mirror.byRestaurant("rest_1"), mirror.byRestaurant("rest_2"), mirror.lastWrite],
-    "ingest (stream + dedup)": [keys.eventStream, keys.dedup("evt_1"), keys.dedup("evt_{odd}"), keys.dedup("evt:2")],
+    "ingest (stream + seen keys)": [keys.ingest.stream, keys.ingest.seen("evt_1"), keys.ingest.seen("evt_{odd}"), keys.ingest.seen("evt:2")],
   };
 }
 

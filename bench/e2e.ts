@@ -1,0 +1,111 @@
+import { randomUUID } from "node:crypto";
+import { rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { processCpuSeconds, redisCpu } from "./lib/cpu.js";
+import { writeRequestPool } from "./lib/pool.js";
+import { startServerProcess, type ServerProcess } from "./lib/server-process.js";
+import { runWrk } from "./lib/wrk.js";
+
+/** One end-to-end run: a receiver and a worker process side by side, under the same load. */
+export interface EndToEndRun {
+  /** 200s answered during the load (wrk's requests − errors). */
+  accepted: number;
+  /** Jobs the worker finished because of this load. */
+  processed: number;
+  /** processed ÷ seconds from the load's start to the last job finishing: the sustained rate. */
+  eventsPerSecond: number;
+  /** processed by the time the load stopped, ÷ its seconds. */
+  duringLoadPerSecond: number;
+  edgeRps: number;
+  p99Ms: number;
+  /** CPU µs per processed event: receiver, worker, Redis. */
+  cpu: { receiverUs: number; workerUs: number; redisUs: number };
+}
+
+export interface EndToEndPair {
+  name: string;
+  receiver: string;
+  worker: string;
+}
+
+export const OURS_E2E: EndToEndPair = { name: "ours: `--role web` + `--role worker` (stream pump + event worker), no-op handler", receiver: "bench/servers/edge.ts", worker: "bench/servers/edge-worker.ts" };
+
+/** Events fully processed per second, ours against a peer, in interleaved rounds on one Redis. */
+export async function benchEndToEnd(opts: {
+  redisUrl: string;
+  pairs: readonly EndToEndPair[];
+  rounds: number;
+  seconds: number;
+  warmupSeconds: number;
+  connections: number;
+  concurrency: number;
+  log: (s: string) => void;
+}): Promise<EndToEndRun[][]> {
+  const dir = join(tmpdir(), `svc-bench-e2e-${randomUUID().slice(0, 8)}`);
+  const warmPool = `${dir}-warm`;
+  const runPool = `${dir}-run`;
+  writeRequestPool(warmPool, 40_000, "ew");
+  writeRequestPool(runPool, Math.max(60_000, opts.seconds * 15_000), "er");
+  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
+  const runs: EndToEndRun[][] = opts.pairs.map(() => []);
+  const wrkOptions = (seconds: number) => ({ seconds, connections: opts.connections, threads: 1 });
+  try {
+    for (let round = 1; round <= opts.rounds; round++) {
+      for (const [i, pair] of opts.pairs.entries()) {
+        const env = { REDIS_URL: opts.redisUrl, QUEUE_PREFIX: `bench-e2e-${randomUUID().slice(0, 6)}`, WORKER_CONCURRENCY: String(opts.concurrency) };
+        const procs: ServerProcess[] = [];
+        try {
+          const receiver = await startServerProcess(pair.receiver, env);
+          procs.push(receiver);
+          const worker = await startServerProcess(pair.worker, env);
+          procs.push(worker);
+          const processed = async () => (await (await fetch(worker.url)).json()) as { count: number; lastAt: number };
+          await runWrk(`${receiver.url}/webhooks`, warmPool, wrkOptions(opts.warmupSeconds));
+          const before = await settled(processed);
+          const cpu0 = [processCpuSeconds(receiver.child.pid!), processCpuSeconds(worker.child.pid!), (await redisCpu(redis)).seconds];
+          const startedAt = Date.now();
+          const load = await runWrk(`${receiver.url}/webhooks`, runPool, wrkOptions(opts.seconds));
+          const atLoadEnd = await processed();
+          const after = await settled(processed);
+          const cpu1 = [processCpuSeconds(receiver.child.pid!), processCpuSeconds(worker.child.pid!), (await redisCpu(redis)).seconds];
+          const done = after.count - before.count;
+          const us = (k: number) => ((cpu1[k]! - cpu0[k]!) / done) * 1e6;
+          const run: EndToEndRun = {
+            accepted: load.requests - load.errors,
+            processed: done,
+            eventsPerSecond: done / ((after.lastAt - startedAt) / 1000),
+            duringLoadPerSecond: (atLoadEnd.count - before.count) / opts.seconds,
+            edgeRps: load.rps,
+            p99Ms: load.p99Ms,
+            cpu: { receiverUs: us(0), workerUs: us(1), redisUs: us(2) },
+          };
+          runs[i]!.push(run);
+          opts.log(`e2e round ${round} ${pair.name}: ${Math.round(run.eventsPerSecond)} events/s processed (${Math.round(run.duringLoadPerSecond)}/s during the load), edge ${Math.round(run.edgeRps)} req/s, accepted ${run.accepted}, processed ${run.processed}, CPU µs/event receiver ${run.cpu.receiverUs.toFixed(0)} worker ${run.cpu.workerUs.toFixed(0)} redis ${run.cpu.redisUs.toFixed(0)}`);
+        } finally {
+          for (const p of procs.reverse()) await p.stop();
+          const keys = await redis.keys(`${env.QUEUE_PREFIX}:*`);
+          for (let k = 0; k < keys.length; k += 1000) await redis.del(...keys.slice(k, k + 1000));
+        }
+      }
+    }
+  } finally {
+    await redis.quit();
+    rmSync(warmPool, { force: true });
+    rmSync(runPool, { force: true });
+  }
+  return runs;
+}
+
+/** The worker's count once it stops moving (two reads 500 ms apart agree), bounded at 180 s. */
+async function settled(read: () => Promise<{ count: number; lastAt: number }>): Promise<{ count: number; lastAt: number }> {
+  const deadline = Date.now() + 180_000;
+  let last = await read();
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = await read();
+    if (now.count === last.count || Date.now() > deadline) return now;
+    last = now;
+  }
+}

@@ -1,0 +1,62 @@
+import type { EventJobData } from "./event-job.js";
+
+/** The one stream field an event is stored in. */
+export const ENTRY_FIELD = "e";
+
+/**
+ * The stream entry of an event: the EventJobData as JSON. `payloadJson`, when the caller has it
+ * (the verified body's text, already known to be a JSON object), is spliced in as is, which spares
+ * re-serializing the whole payload on the hot path.
+ */
+export function encodeEntry(event: EventJobData, payloadJson?: string): string {
+  if (payloadJson === undefined) return JSON.stringify(event);
+  return `{"id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"receivedAt":${JSON.stringify(event.receivedAt)},"payload":${payloadJson}}`;
+}
+
+export class EntryDecodeError extends Error {
+  readonly code = "invalid_entry";
+  constructor(message: string) {
+    super(message);
+    this.name = "EntryDecodeError";
+  }
+}
+
+/** Reads back what encodeEntry wrote; throws EntryDecodeError on anything else. */
+export function decodeEntry(text: string): EventJobData {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new EntryDecodeError("entry is not JSON");
+  }
+  const e = value as Partial<EventJobData> | null;
+  if (!e || typeof e !== "object" || typeof e.id !== "string" || typeof e.type !== "string" || typeof e.receivedAt !== "string" || !e.payload || typeof e.payload !== "object") {
+    throw new EntryDecodeError("entry lacks id, type, receivedAt or payload");
+  }
+  return e as EventJobData;
+}
+
+/** What the pump hands BullMQ for one entry (one element of an addBulk). */
+export interface EntryJob {
+  name: string;
+  data: EventJobData;
+  opts: { jobId: string; deduplication: { id: string; ttl: number } };
+}
+
+/**
+ * The job of a stream entry. Moving one entry twice (a pump died before acknowledging it) adds
+ * nothing the second time: the job id is the entry's, and BullMQ's throttle deduplication on the
+ * event id keeps its key for `dedupTtlMs` even after the job was completed and removed.
+ */
+export function jobOfEntry(entryId: string, text: string, dedupTtlMs: number): EntryJob {
+  const data = decodeEntry(text);
+  return { name: data.type, data, opts: { jobId: jobIdOfEntry(entryId), deduplication: { id: data.id, ttl: dedupTtlMs } } };
+}
+
+/**
+ * The BullMQ job id of a stream entry: the entry id (`<ms>-<seq>`) never holds ":" and is never
+ * all digits, as BullMQ requires. Deterministic, so the pump moving an entry twice names one job.
+ */
+export function jobIdOfEntry(entryId: string): string {
+  return entryId;
+}

@@ -1,0 +1,161 @@
+import { Queue, Worker } from "bullmq";
+import { afterEach, describe, expect, it } from "vitest";
+import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { ENTRY_FIELD, jobOfEntry } from "../../src/queue/stream-entry.js";
+import { redisKeys } from "../../src/redis/keys.js";
+import type { EventHandlers } from "../../src/worker/handler-context.js";
+import { sampleEvent, startEdge, type TestEdge } from "../helpers/edge.js";
+import { startPump, streamDrained } from "../helpers/pump.js";
+import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
+import { waitForQueuesIdle } from "../helpers/queues-idle.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+const edgeFor = async (env: Record<string, string> = {}) => {
+  const edge = await startEdge(env);
+  cleanups.push(() => edge.stop());
+  return edge;
+};
+const serviceFor = async (env: Record<string, string>, handlers: EventHandlers[]) => {
+  const svc = await startService(env, handlers);
+  cleanups.push(() => svc.stop());
+  return svc;
+};
+/** Handler runs per event id, counted by a '*' handler. */
+const counting = () => {
+  const runs = new Map<string, number>();
+  return { runs, handlers: { "*": async (e: { id: string }) => void runs.set(e.id, (runs.get(e.id) ?? 0) + 1) } as EventHandlers };
+};
+/** Once the stream is empty, every event is in BullMQ; once the queue is idle too, nothing more runs. */
+const settled = async (svc: TestService) => {
+  await streamDrained(svc.redis, svc.prefix);
+  await waitForQueuesIdle([svc.service.eventsQueue], { timeoutMs: 15_000, what: "the events queue to be idle" });
+};
+
+describe("ingest stream: acknowledgement and deduplication", () => {
+  it("answers 200 only once the event and its seen key are in Redis", async () => {
+    const edge = await edgeFor({ DEDUP_WINDOW_SECONDS: "600" });
+    const event = sampleEvent();
+    const res = await edge.postSigned(event);
+    expect(res.status).toBe(200);
+    const [entry] = await edge.redis.xrange(redisKeys(edge.prefix).ingest.stream, "-", "+");
+    expect(JSON.parse(entry![1][entry![1].indexOf(ENTRY_FIELD) + 1]!)).toMatchObject({ id: event.id, payload: event });
+    const seen = redisKeys(edge.prefix).ingest.seen(event.id);
+    expect(await edge.redis.get(seen)).toBe(entry![0]);
+    expect(await edge.redis.pttl(seen)).toBeGreaterThan(590_000);
+  });
+
+  it("fires the same event 20 times at once: one 200 that is not a duplicate, one job, one handler run", async () => {
+    const { runs, handlers } = counting();
+    const svc = await serviceFor({}, [handlers]);
+    const event = sampleEvent({ type: "loyalty.points_awarded" });
+    const answers = await Promise.all(Array.from({ length: 20 }, () => svc.deliver(event)));
+    expect(answers.map((r) => r.status)).toEqual(Array(20).fill(200));
+    const bodies = (await Promise.all(answers.map((r) => r.json()))) as { duplicate: boolean }[];
+    expect(bodies.filter((b) => !b.duplicate)).toHaveLength(1);
+    await settled(svc);
+    expect(runs.get(event.id)).toBe(1);
+    expect(await svc.service.eventsQueue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(1);
+  });
+});
+
+describe("ingest stream: a pump that dies", () => {
+  /** What a pump that died mid-batch leaves: entries read by its consumer, never acknowledged. */
+  const readAsDeadPump = async (edge: TestEdge) => {
+    const { stream, group } = redisKeys(edge.prefix).ingest;
+    await edge.redis.xgroup("CREATE", stream, group, "0", "MKSTREAM");
+    const reply = (await edge.redis.xreadgroup("GROUP", group, "dead-pump", "COUNT", 100, "STREAMS", stream, ">")) as [string, [string, string[]][]][];
+    return reply[0]![1];
+  };
+
+  it("entries it read are claimed by another pump and handled", async () => {
+    const edge = await edgeFor();
+    const events = [sampleEvent(), sampleEvent(), sampleEvent()];
+    for (const e of events) expect((await edge.postSigned(e)).status).toBe(200);
+    expect(await readAsDeadPump(edge)).toHaveLength(3);
+
+    const handled: string[] = [];
+    const worker = new Worker(EVENTS_QUEUE, async (job) => void handled.push(job.data.id), { connection: edge.redis.duplicate({ maxRetriesPerRequest: null }), prefix: edge.prefix });
+    cleanups.push(() => worker.close());
+    const pump = startPump(edge.redis, edge.prefix, { claimIdleMs: 100 });
+    cleanups.push(() => pump.stop());
+    await streamDrained(edge.redis, edge.prefix);
+    await waitForQueuesIdle([edge.queue], { timeoutMs: 15_000, what: "the events queue to be idle" });
+    expect(handled.sort()).toEqual(events.map((e) => e.id).sort());
+  });
+
+  it("between addBulk and XACK: the claimed entry is moved again and still handled once, though its job was removed", async () => {
+    const edge = await edgeFor();
+    const event = sampleEvent();
+    expect((await edge.postSigned(event)).status).toBe(200);
+    const [[entryId, fields]] = (await readAsDeadPump(edge)) as [[string, string[]]];
+    // The dead pump's addBulk got through; its XACK never did.
+    const deadQueue = new Queue(EVENTS_QUEUE, { connection: edge.redis, prefix: edge.prefix, defaultJobOptions: { removeOnComplete: true } });
+    cleanups.push(() => deadQueue.close());
+    await deadQueue.addBulk([jobOfEntry(entryId, fields[fields.indexOf(ENTRY_FIELD) + 1]!, 3_600_000)]);
+
+    let runs = 0;
+    const worker = new Worker(EVENTS_QUEUE, async () => void runs++, { connection: edge.redis.duplicate({ maxRetriesPerRequest: null }), prefix: edge.prefix });
+    cleanups.push(() => worker.close());
+    await new Promise((resolve) => worker.once("completed", resolve));
+    expect(await edge.queue.getJob(entryId)).toBeUndefined(); // removed on completion
+
+    const pump = startPump(edge.redis, edge.prefix, { claimIdleMs: 100 });
+    cleanups.push(() => pump.stop());
+    await streamDrained(edge.redis, edge.prefix);
+    await waitForQueuesIdle([edge.queue], { timeoutMs: 15_000, what: "the events queue to be idle" });
+    expect(runs).toBe(1);
+    expect(await edge.queue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(0);
+  });
+});
+
+describe("ingest stream: backpressure", () => {
+  it("answers 503 with Retry-After past MAX_BACKLOG, keeps /readyz 200, shows the backlog, and accepts again once drained", async () => {
+    const edge = await edgeFor({ MAX_BACKLOG: "3", ADMIN_TOKEN });
+    const events = [sampleEvent(), sampleEvent(), sampleEvent()];
+    for (const e of events) expect((await edge.postSigned(e)).status).toBe(200);
+    const extra = sampleEvent();
+    const refused = await edge.postSigned(extra);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("backlog_full");
+    // A redelivery adds nothing, so it is still answered.
+    expect(await (await edge.postSigned(events[0]!)).json()).toMatchObject({ duplicate: true });
+    expect((await fetch(`${edge.url}/readyz`)).status).toBe(200);
+    const metrics = await (await fetch(`${edge.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+    expect(metrics).toMatch(/^svc_ingest_backlog_events 3$/m);
+    expect(Number(/^svc_ingest_pump_lag_seconds (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(0);
+    expect(metrics).toMatch(/svc_webhook_events_rejected_total\{reason="backlog_full"\} 1/);
+
+    const pump = startPump(edge.redis, edge.prefix);
+    cleanups.push(() => pump.stop());
+    await streamDrained(edge.redis, edge.prefix);
+    expect((await edge.postSigned(extra)).status).toBe(200);
+  });
+});
+
+describe("ingest stream: graceful stop of the pump", () => {
+  it("leaves every event either moved into BullMQ or still in the stream, none read and dropped", async () => {
+    const edge = await edgeFor();
+    const events = Array.from({ length: 600 }, () => sampleEvent());
+    const statuses = await Promise.all(events.map(async (e) => (await edge.postSigned(e)).status));
+    expect(new Set(statuses)).toEqual(new Set([200]));
+
+    let moved = 0;
+    let firstBatch!: () => void;
+    const someMoved = new Promise<void>((r) => (firstBatch = r));
+    const pump = startPump(edge.redis, edge.prefix, { batchSize: 50, onMoved: (n) => ((moved += n), firstBatch()) });
+    await someMoved;
+    await pump.stop();
+
+    const { stream, group } = redisKeys(edge.prefix).ingest;
+    expect(Number(((await edge.redis.xpending(stream, group)) as [number])[0])).toBe(0);
+    const inStream = await edge.redis.xlen(stream);
+    const ids = new Set((await edge.stored()).map((e) => e.id));
+    expect(ids.size).toBe(events.length);
+    expect(inStream + moved).toBe(events.length);
+    expect(inStream).toBeLessThan(events.length);
+  });
+});
