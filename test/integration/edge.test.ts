@@ -1,4 +1,3 @@
-import { createHmac } from "node:crypto";
 import { Worker } from "bullmq";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
@@ -22,6 +21,8 @@ async function errorOf(res: Response) {
   return ((await res.json()) as { error: { code: string; message: string } }).error;
 }
 
+// The edge's pure rules (every signature, envelope and size case) are tested in memory in
+// test/unit/webhook-app.test.ts; here what needs a socket and a real Redis.
 describe("POST /webhooks: signatures", () => {
   it("accepts a hex signature and enqueues the event with its whole payload", async () => {
     const event = sampleEvent({ extra: { kept: true } });
@@ -32,67 +33,15 @@ describe("POST /webhooks: signatures", () => {
     expect(stored).toMatchObject({ id: event.id, type: "order.created", payload: event });
   });
 
-  it("accepts a base64 signature", async () => {
-    const body = JSON.stringify(sampleEvent());
-    const b64 = createHmac("sha256", TEST_SECRET).update(body).digest("base64");
-    expect((await edge.post(body, { "x-svc-signature": `sha256=${b64}` })).status).toBe(200);
-    expect(await jobCount()).toBe(1);
-  });
-
   it("accepts either secret while one is rotated", async () => {
     expect((await edge.postSigned(sampleEvent(), TEST_SECRET)).status).toBe(200);
     expect((await edge.postSigned(sampleEvent(), TEST_SECRET_2)).status).toBe(200);
     expect(await jobCount()).toBe(2);
   });
 
-  it.each([
-    ["no signature", () => ({})],
-    ["an empty signature", () => ({ "x-svc-signature": "" })],
-    ["a digest without sha256=", (b: string) => ({ "x-svc-signature": createHmac("sha256", TEST_SECRET).update(b).digest("hex") })],
-    ["a truncated digest", (b: string) => ({ "x-svc-signature": signPayload(b, TEST_SECRET).slice(0, -2) })],
-    ["another secret", (b: string) => ({ "x-svc-signature": signPayload(b, "whsec_not_ours") })],
-    ["the signature of re-serialized JSON", (b: string) => ({ "x-svc-signature": signPayload(JSON.stringify(JSON.parse(b), null, 2), TEST_SECRET) })],
-  ])("answers 401 for %s and enqueues nothing", async (_name, headers) => {
-    const body = JSON.stringify(sampleEvent());
-    const res = await edge.post(body, headers(body));
-    expect(res.status).toBe(401);
-    expect((await errorOf(res)).code).toBe("invalid_signature");
-    expect(await jobCount()).toBe(0);
-  });
-
-  it("refuses a signed body whose bytes were changed in transit", async () => {
-    const body = JSON.stringify(sampleEvent());
-    const res = await edge.post(body.replace("order.created", "order.refunded"), { "x-svc-signature": signPayload(body, TEST_SECRET) });
-    expect(res.status).toBe(401);
-    expect(await jobCount()).toBe(0);
-  });
 });
 
-describe("POST /webhooks: envelope", () => {
-  it.each([
-    ["not JSON", "{not json"],
-    ["a JSON array", "[1,2]"],
-    ["an object without type", '{"id":"evt_x","data":{}}'],
-    ["a non-string type", '{"type":42}'],
-    ["a non-string id", '{"type":"order.created","id":{"a":1}}'],
-  ])("answers 400 for a signed body that is %s", async (_name, body) => {
-    const res = await edge.post(body, { "x-svc-signature": signPayload(body, TEST_SECRET) });
-    expect(res.status).toBe(400);
-    expect((await errorOf(res)).code).toBe("invalid_event");
-    expect(await jobCount()).toBe(0);
-  });
-
-  it("checks the signature before parsing: unsigned garbage is a 401, not a 400", async () => {
-    expect((await edge.post("{not json")).status).toBe(401);
-  });
-
-  it("accepts and enqueues an unknown event type", async () => {
-    const res = await edge.postSigned(sampleEvent({ type: "loyalty.points_awarded" }));
-    expect(res.status).toBe(200);
-    const [stored] = await edge.stored();
-    expect(stored?.type).toBe("loyalty.points_awarded");
-  });
-
+describe("POST /webhooks: event ids", () => {
   it("uses the SHA-256 of the body as the id of an event without one", async () => {
     const body = JSON.stringify({ type: "review.created", data: { id: "rev_1" } });
     const first = (await (await edge.postSigned(body)).json()) as { id: string; duplicate: boolean };
@@ -104,14 +53,6 @@ describe("POST /webhooks: envelope", () => {
 });
 
 describe("POST /webhooks: size cap", () => {
-  it("answers 413 when Content-Length is over MAX_BODY_BYTES", async () => {
-    const body = JSON.stringify(sampleEvent({ data: { pad: "x".repeat(5000) } }));
-    const res = await edge.postSigned(body);
-    expect(res.status).toBe(413);
-    expect((await errorOf(res)).code).toBe("payload_too_large");
-    expect(await jobCount()).toBe(0);
-  });
-
   it("answers 413 for a chunked body without Content-Length that grows over the cap", async () => {
     const chunk = new TextEncoder().encode("x".repeat(1024));
     let sent = 0;

@@ -61,11 +61,15 @@ describe("signatures", () => {
   });
 
   it.each([
-    ["missing", {}],
-    ["malformed", { "x-svc-signature": "sha256=not-a-digest" }],
-    ["without the sha256= prefix", { "x-svc-signature": "0".repeat(64) }],
+    ["missing", () => ({})],
+    ["empty", () => ({ "x-svc-signature": "" })],
+    ["malformed", () => ({ "x-svc-signature": "sha256=not-a-digest" })],
+    ["sha256=-less", (b: string) => ({ "x-svc-signature": createHmac("sha256", SECRETS[0]!).update(b).digest("hex") })],
+    ["truncated", (b: string) => ({ "x-svc-signature": signPayload(b, SECRETS[0]!).slice(0, -2) })],
+    ["re-serialized-JSON", (b: string) => ({ "x-svc-signature": signPayload(JSON.stringify(JSON.parse(b), null, 2), SECRETS[0]!) })],
   ])("refuses a %s signature with 401 and stores nothing", async (_what, headers) => {
-    const res = await post(event(), headers);
+    const body = event();
+    const res = await post(body, headers(body));
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({ error: { code: "invalid_signature" } });
     expect(stored).toEqual([]);
@@ -86,6 +90,7 @@ describe("envelope", () => {
     ["not JSON", "{nope"],
     ["not an object", "[1,2]"],
     ["without a type", JSON.stringify({ id: "x" })],
+    ["with a non-string type", JSON.stringify({ type: 42 })],
     ["with a non-string id", JSON.stringify({ id: 7, type: "order.created" })],
   ])("answers 400 to a signed body %s", async (_what, body) => {
     const res = await postSigned(body);
