@@ -23,6 +23,8 @@ export function createMetrics() {
     upstreamRateLimited: new Counter({ name: "svc_upstream_rate_limited_total", help: "429 answers from the upstream API", ...opts }),
     rateBudgetRemaining: new Gauge({ name: "svc_upstream_rate_budget_remaining", help: "Requests left in the shared window of the API key", ...opts }),
     upstreamPausedSeconds: new Gauge({ name: "svc_upstream_pause_seconds", help: "Seconds left in a shared Retry-After pause", ...opts }),
+    mirrorChanges: new Counter({ name: "svc_mirror_changes_total", help: "Change events recorded with mirror writes, by kind and source (webhook, reconcile, backfill)", labelNames: ["kind", "source"], ...opts }),
+    missedWebhooks: new Counter({ name: "svc_missed_webhooks_total", help: "Changes found by the reconciliation sweep that no webhook announced, by kind", labelNames: ["kind"], ...opts }),
     mirrorLag: new Gauge({ name: "svc_mirror_last_write_age_seconds", help: "Seconds since the mirror last took a write, by kind", labelNames: ["kind"], ...opts }),
     /** Runs `collect` before each scrape; a failing collector leaves its gauges as they were. */
     addCollector(collect: () => Promise<void>) {
