@@ -12,8 +12,23 @@ export type { EventJobData, EventSink, EnqueueResult } from "./queue/event-job.j
 export { signPayload, verifySignature, WebhookSignatureError } from "./events/signature.js";
 export { parseEnvelope, EnvelopeError, type EventEnvelope } from "./events/envelope.js";
 export { KNOWN_EVENT_TYPES, type AnyEvent, type EventOf, type KnownEventType } from "./events/catalog.js";
+export {
+  matchesChange,
+  CHANGE_EVENT_TYPES,
+  CHANGE_KINDS,
+  CHANGE_SOURCES,
+  type ChangeData,
+  type ChangeEvent,
+  type ChangeEventOf,
+  type ChangeEventType,
+  type ChangeFilter,
+  type ChangeKind,
+  type ChangeModels,
+  type ChangeSource,
+} from "./events/change-events.js";
+export { ReservedEventTypeError } from "./events/reserved-event-type-error.js";
 export { createHandlerRegistry, type Handler, type HandlerMap, type HandlerRegistry } from "./events/registry.js";
-export type { EventHandler, EventHandlers, HandlerContext } from "./worker/handler-context.js";
+export { onChange, type EventHandler, type EventHandlers, type HandlerContext } from "./worker/handler-context.js";
 export { loadHandlersModule, HandlersModuleError } from "./worker/load-handlers-module.js";
 export { createDatabase, DatabaseConfigError, type Database, type DatabaseOptions } from "./mirror/database.js";
 export { migrateToLatest, MigrationError } from "./mirror/migrate.js";

@@ -71,7 +71,7 @@ export async function createService({ config, logger, handlers = [], database }:
   const anyConnection = (workerConnection ?? webConnection)!;
 
   const worker = workerConnection
-    ? createWorkerRole({ config, logger, connection: workerConnection, mirror, eventLog, handlers: ([] as EventHandlers[]).concat(handlers), metrics })
+    ? createWorkerRole({ config, logger, connection: workerConnection, mirror, eventLog, changeOutbox: storage.changeOutbox, handlers: ([] as EventHandlers[]).concat(handlers), metrics })
     : undefined;
   const sink = webConnection
     ? createStreamSink({ connection: webConnection, prefix, dedupWindowSeconds: config.dedupWindowSeconds, timeoutMs: config.enqueueTimeoutMs, maxBacklog: config.ingest.maxBacklog })

@@ -1,5 +1,5 @@
 // Never executed: `npm test` type-checks it, pinning the public handler types (like octokit's).
-import { createService, type EventHandlers, type HandlerContext } from "../src/index.js";
+import { createService, onChange, type ChangeEvent, type ChangeSource, type EventHandler, type EventHandlers, type HandlerContext, type Order } from "../src/index.js";
 
 export const handlers: EventHandlers = {
   "order.status_changed": async (event, ctx: HandlerContext) => {
@@ -31,3 +31,59 @@ export const build = async (config: Parameters<typeof createService>[0]["config"
 export { eventSchemas } from "../src/index.js";
 // @ts-expect-error the zod resource schemas stay internal
 export { orderSchema } from "../src/index.js";
+
+// Change events: before/after typed as the upstream models, changed a list of field names.
+export const changeHandlers: EventHandlers = {
+  "change.order": async (event, ctx: HandlerContext) => {
+    const id: string = event.id;
+    const before: Order | null = event.data.before;
+    const after: Order = event.data.after;
+    const status: "PENDING" | "CONFIRMED" | "PREPARING" | "READY" | "DELIVERED" | "CANCELLED" | "REFUNDED" = after.status;
+    const changed: string[] = event.data.changed;
+    const source: ChangeSource = event.data.source;
+    const kind: "order" = event.data.kind;
+    ctx.logger.info({ id, was: before?.status, status, changed, source, kind }, "order changed");
+    // @ts-expect-error before is null on first sight
+    const total: number = event.data.before.total;
+    void total;
+  },
+  "change.booking": (event) => {
+    const size: number = event.data.after.partySize;
+    void size;
+  },
+  "change.menu_item": (event) => {
+    const stock: number | null = event.data.after.stock;
+    // @ts-expect-error a menu item change carries menu items, not orders
+    const status: string = event.data.after.status;
+    void stock;
+    void status;
+  },
+  "*": (event) => {
+    // '*' sees change events too, untyped.
+    const type: string = event.type;
+    void type;
+  },
+};
+
+// onChange: a handler map entry, its event typed by the kind, its filter field checked loosely.
+export const ready: EventHandlers = {
+  ...onChange("order", { field: "status", from: "PREPARING", to: "READY" }, async (event, ctx) => {
+    const order: Order = event.data.after;
+    const attempt: number = ctx.attempt;
+    ctx.logger.info({ order: order.id, attempt }, "ready");
+  }),
+  ...onChange("booking", { field: "status", to: "CANCELLED" }, (event) => {
+    const email: string = event.data.after.diner.email;
+    void email;
+  }),
+};
+// @ts-expect-error the kind must be one of order, booking, menu_item
+export const wrongKind = onChange("review", { field: "rating" }, () => {});
+export const wrongEntry: EventHandlers = {
+  // @ts-expect-error a change.order handler gets order changes, not booking changes
+  "change.order": (event: ChangeEvent<"booking">) => void event,
+};
+export const typedHandler: EventHandler<"change.menu_item"> = (event) => {
+  const price: number = event.data.after.price;
+  void price;
+};

@@ -68,6 +68,12 @@ export interface Config {
     syncDebounceMs: number;
     /** 0 turns the scheduled reconciliation off. */
     reconcileIntervalMs: number;
+    /**
+     * How often the change relay looks for change events left in the outbox (by other processes
+     * or a crash); it is also poked right after every write that recorded changes. 0: this
+     * process never relays (another worker must).
+     */
+    changeRelayIntervalMs: number;
   };
   /** PostgreSQL for the mirror and the event log: a server at `url`, else embedded under `dataDir`. */
   database: { url?: string | undefined; dataDir: string; schema: string };

@@ -60,6 +60,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxStalls: e.JOB_MAX_STALLS,
       syncDebounceMs: e.SYNC_DEBOUNCE_MS,
       reconcileIntervalMs: e.RECONCILE_INTERVAL_SECONDS * 1000,
+      changeRelayIntervalMs: e.CHANGE_RELAY_INTERVAL_MS,
     },
     database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DATABASE_SCHEMA },
     eventRetentionDays: e.EVENT_RETENTION_DAYS,

@@ -59,6 +59,7 @@ export const configSchema = z
     JOB_MAX_STALLS: int(1, 100).default(DEFAULTS.jobMaxStalls),
     SYNC_DEBOUNCE_MS: int(0, 60_000).default(1000),
     RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
+    CHANGE_RELAY_INTERVAL_MS: int(0, 600_000).default(1000),
     // The URL may carry a password: messages never echo it (zod's own do not either).
     DATABASE_URL: optionalSecret("must be a postgres:// or postgresql:// URL", (s) => /^postgres(ql)?:\/\//.test(s) && URL.canParse(s)),
     DATA_DIR: z.string().min(1).default("./.data"),

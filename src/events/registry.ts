@@ -1,10 +1,13 @@
 import type { AnyEvent, EventOf, KnownEventType } from "./catalog.js";
+import type { ChangeEventOf, ChangeEventType } from "./change-events.js";
 
 export type Handler<E, Ctx> = (event: E, ctx: Ctx) => Promise<void> | void;
 
 /** A map of event type (or '*') to handler: the shape of a HANDLERS_MODULE's default export. */
 export type HandlerMap<Ctx> = {
   [T in KnownEventType]?: Handler<EventOf<T>, Ctx>;
+} & {
+  [T in ChangeEventType]?: Handler<ChangeEventOf<T>, Ctx>;
 } & {
   "*"?: Handler<AnyEvent, Ctx>;
   [type: string]: Handler<never, Ctx> | undefined;
@@ -19,6 +22,7 @@ export interface RegisteredHandler<Ctx> {
 
 export interface HandlerRegistry<Ctx> {
   on<T extends KnownEventType>(type: T, handler: Handler<EventOf<T>, Ctx>, source?: string): void;
+  on<T extends ChangeEventType>(type: T, handler: Handler<ChangeEventOf<T>, Ctx>, source?: string): void;
   on(type: string, handler: Handler<AnyEvent, Ctx>, source?: string): void;
   /** Receives every event, known and unknown types alike (like octokit's onAny). */
   onAny(handler: Handler<AnyEvent, Ctx>, source?: string): void;

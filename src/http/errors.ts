@@ -1,6 +1,7 @@
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { EnvelopeError, PayloadTooDeepError } from "../events/envelope.js";
+import { ReservedEventTypeError } from "../events/reserved-event-type-error.js";
 import { WebhookSignatureError } from "../events/signature.js";
 import { QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
 import { ServerBusyError } from "./body-budget.js";
@@ -25,7 +26,7 @@ export const errorBody = (code: string, message: string): ErrorBody => ({ error:
 export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof WebhookSignatureError) return { status: 401, body: errorBody(err.code, err.message) };
   if (err instanceof PayloadTooLargeError) return { status: 413, body: errorBody(err.code, err.message) };
-  if (err instanceof EnvelopeError || err instanceof PayloadTooDeepError) return { status: 400, body: errorBody(err.code, err.message) };
+  if (err instanceof EnvelopeError || err instanceof PayloadTooDeepError || err instanceof ReservedEventTypeError) return { status: 400, body: errorBody(err.code, err.message) };
   if (err instanceof UnstorableEventError) return { status: 422, body: errorBody(err.code, "the event cannot be stored") };
   // Nobody reads this answer (the client is gone); the status is for the request log.
   if (err instanceof RequestAbortedError) return { status: 400, body: errorBody(err.code, err.message) };

@@ -1,5 +1,7 @@
 import { Hono, type Context } from "hono";
+import { isChangeEventType } from "../events/change-events.js";
 import { parseEnvelope } from "../events/envelope.js";
+import { ReservedEventTypeError } from "../events/reserved-event-type-error.js";
 import { SIGNATURE_HEADER, verifySignature } from "../events/signature.js";
 import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
 import type { EventSink } from "../queue/event-job.js";
@@ -8,7 +10,7 @@ import { createBodyBudget, ServerBusyError, type BodyReservation } from "./body-
 import { PayloadTooLargeError, readRawBody } from "./raw-body.js";
 
 /** Why the edge refused a delivery, for metrics. */
-export type RejectReason = "too_large" | "busy" | "invalid_signature" | "invalid_event" | "queue_unavailable" | "backlog_full";
+export type RejectReason = "too_large" | "busy" | "invalid_signature" | "invalid_event" | "reserved_event_type" | "queue_unavailable" | "backlog_full";
 
 /** Hooks for metrics; the edge works the same without them. */
 export interface WebhookObserver {
@@ -67,6 +69,11 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
     } catch (err) {
       observer?.rejected?.("invalid_event");
       throw err;
+    }
+    // Change events come from the mirror only: a sender must not be able to forge one.
+    if (isChangeEventType(envelope.type)) {
+      observer?.rejected?.("reserved_event_type");
+      throw new ReservedEventTypeError(envelope.type);
     }
     c.set("eventId", envelope.id);
     c.set("eventType", envelope.type);

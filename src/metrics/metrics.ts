@@ -26,6 +26,8 @@ export function createMetrics() {
     streamBacklog: new Gauge({ name: "svc_ingest_backlog_events", help: "Events accepted by the edge and not yet moved into the events queue", ...opts }),
     pumpLag: new Gauge({ name: "svc_ingest_pump_lag_seconds", help: "Age of the oldest event not yet moved into the events queue (0 when none)", ...opts }),
     eventsPumped: new Counter({ name: "svc_ingest_pumped_total", help: "Events the stream pump moved into the events queue", ...opts }),
+    mirrorChanges: new Counter({ name: "svc_mirror_changes_total", help: "Change events recorded with mirror writes, by kind and source (webhook, reconcile, backfill)", labelNames: ["kind", "source"], ...opts }),
+    missedWebhooks: new Counter({ name: "svc_missed_webhooks_total", help: "Changes found by the reconciliation sweep that no webhook announced, by kind", labelNames: ["kind"], ...opts }),
     mirrorLag: new Gauge({ name: "svc_mirror_last_write_age_seconds", help: "Seconds since the mirror last took a write, by kind", labelNames: ["kind"], ...opts }),
     /** Runs `collect` before each scrape; a failing collector leaves its gauges as they were. */
     addCollector(collect: () => Promise<void>) {

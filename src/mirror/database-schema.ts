@@ -109,4 +109,15 @@ export interface DatabaseSchema {
   menu_items: MenuItemsTable;
   reviews: ReviewsTable;
   events: EventsTable;
+  change_outbox: ChangeOutboxTable;
+}
+
+/** Changes written with the mirror, waiting for the relay (migrations/0003_change_outbox.ts). */
+export interface ChangeOutboxTable {
+  /** bigserial: read back as a string by both drivers. */
+  seq: Generated<string>;
+  id: string;
+  type: string;
+  payload: Jsonb<Record<string, unknown>>;
+  created_at: Generated<Date>;
 }

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
+import { createChangeOutbox, type ChangeOutbox } from "./change-outbox.js";
 import { createDatabase, type Database } from "./database.js";
 import { createEventLog, type EventLog } from "./event-log.js";
 import { migrateToLatest } from "./migrate.js";
@@ -11,6 +12,8 @@ export interface Storage {
   database: Database;
   mirror: MirrorStore;
   eventLog: EventLog;
+  /** Change events written with the mirror, waiting for the relay. */
+  changeOutbox: ChangeOutbox;
   /** Applies pending migrations (under the migration lock); returns the names it applied. */
   migrate(): Promise<string[]>;
   /** Answers when the database does (a readiness check). */
@@ -32,6 +35,7 @@ export async function openStorage(config: Config["database"], options: { logger?
     database,
     mirror: createPostgresMirror(database.db),
     eventLog: createEventLog(database.db),
+    changeOutbox: createChangeOutbox(database.db),
     migrate: () => migrateToLatest(database),
     async ping() {
       await database.db.selectNoFrom((eb) => eb.val(1).as("one")).execute();

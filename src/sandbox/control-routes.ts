@@ -15,10 +15,15 @@ export function controlRoutes(deps: {
   requestLog: ApiRequestRecord[];
   faults: ReturnType<typeof createFaults>;
   addWebhook: (endpoint: WebhookEndpoint) => void;
+  history: (id: string) => unknown[];
+  silently: <T>(change: () => T) => T;
 }): Hono {
   const control = new Hono();
   control.get("/state", (c) => c.json(deps.snapshot()));
   control.get("/requests", (c) => c.json(deps.requestLog));
+  // Every state the record has had, oldest first: what really happened, to compare with what a
+  // mirror observed.
+  control.get("/history/:id", (c) => c.json(deps.history(c.req.param("id"))));
   control.post("/webhooks", async (c) => {
     const body = (await c.req.json().catch(() => ({}))) as Partial<WebhookEndpoint>;
     if (typeof body.url !== "string" || typeof body.secret !== "string" || !URL.canParse(body.url)) {
@@ -51,7 +56,8 @@ export function controlRoutes(deps: {
     };
     const action = run[c.req.param("name")];
     if (!action) throw new SandboxError(404, "not_found", `actions are ${Object.keys(run).join(", ")}`);
-    return c.json(action());
+    // "silent": true makes the change without sending its webhook (a delivery lost for good).
+    return c.json(args.silent === true ? deps.silently(action) : action());
   });
   return control;
 }

@@ -44,12 +44,22 @@ export interface Sandbox {
   stopSimulation(): void;
   /** Resolves when no webhook delivery is in flight or waiting for a retry. */
   idle(): Promise<void>;
+  /**
+   * Runs `change` (actions on the sandbox) without sending their webhooks: the upstream changed
+   * and nobody was told, as when a real delivery is lost for good. Its history still records it.
+   */
+  silently<T>(change: () => T): T;
   state: {
     restaurants(): { id: string; name: string }[];
     orders(): Order[];
     bookings(): Booking[];
     menuItems(): MenuItem[];
     reviews(): Review[];
+    /**
+     * Every state a record (order, booking, menu item or review) has had, oldest first: its seeded
+     * or created state, then one copy after each change. Empty for an unknown id.
+     */
+    history(id: string): unknown[];
   };
   actions: ReturnType<typeof createStore>["actions"];
 }
@@ -69,8 +79,33 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     ...(options.logger ? { logger: options.logger } : {}),
   });
   for (const endpoint of options.webhooks ?? []) sender.add(endpoint);
-  const store = createStore(random, (type, resource) => sender.send(type, resource), () => new Date());
+  // Every state of every record, and a switch that keeps a change's webhook from being sent.
+  const history = new Map<string, unknown[]>();
+  const remember = (resource: { id: string }) => {
+    const states = history.get(resource.id) ?? [];
+    states.push(structuredClone(resource));
+    history.set(resource.id, states);
+  };
+  let silent = false;
+  const store = createStore(
+    random,
+    (type, resource) => {
+      remember(resource);
+      if (!silent) sender.send(type, resource);
+    },
+    () => new Date(),
+  );
   store.seed(options.restaurants ?? 3);
+  for (const map of [store.orders, store.bookings, store.menuItems, store.reviews] as Map<string, { id: string }>[]) for (const record of map.values()) remember(record);
+  const silently = <T>(change: () => T): T => {
+    const was = silent;
+    silent = true;
+    try {
+      return change();
+    } finally {
+      silent = was;
+    }
+  };
   const requestLog: ApiRequestRecord[] = [];
   const faults = createFaults();
   const rate = options.rateLimit ?? { max: 120, windowMs: 60_000 };
@@ -81,6 +116,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     bookings: () => copy(store.bookings),
     menuItems: () => copy(store.menuItems),
     reviews: () => copy(store.reviews),
+    history: (id: string) => structuredClone(history.get(id) ?? []),
   };
 
   const app = new Hono();
@@ -91,6 +127,8 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     requestLog,
     faults,
     addWebhook: sender.add,
+    history: state.history,
+    silently,
   }));
   app.notFound((c) => c.json({ error: { code: "not_found", message: "no such endpoint" } }, 404));
   app.onError((err, c) => {
@@ -139,6 +177,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       stopSimulation = undefined;
     },
     idle: sender.idle,
+    silently,
     state,
     actions: store.actions,
   };

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { AnyEvent, EventOf, KnownEventType } from "../events/catalog.js";
+import { onChange as onChangeWith, type ChangeEvent, type ChangeEventOf, type ChangeEventType, type ChangeFilter, type ChangeKind } from "../events/change-events.js";
 import type { Handler, HandlerMap } from "../events/registry.js";
 import type { MirrorStore } from "../mirror/store.js";
 import type { ApiClient } from "../upstream/index.js";
@@ -15,6 +16,26 @@ export interface HandlerContext {
   attempt: number;
 }
 
-export type EventHandler<T extends KnownEventType | "*"> = Handler<T extends KnownEventType ? EventOf<T> : AnyEvent, HandlerContext>;
+export type EventHandler<T extends KnownEventType | ChangeEventType | "*"> = Handler<
+  T extends KnownEventType ? EventOf<T> : T extends ChangeEventType ? ChangeEventOf<T> : AnyEvent,
+  HandlerContext
+>;
 /** The shape of a HANDLERS_MODULE's default export and of `createService({ handlers })`. */
 export type EventHandlers = HandlerMap<HandlerContext>;
+
+/**
+ * A handler map entry that runs `handler` only for the changes of `kind` matching `filter`: the
+ * field changed, from `from` (when given) to `to` (when given).
+ *
+ * @example
+ * const handlers: EventHandlers = {
+ *   ...onChange("order", { field: "status", to: "READY" }, async (event, { logger }) => {
+ *     logger.info({ order: event.data.id, was: event.data.before?.status }, "order ready");
+ *   }),
+ * };
+ */
+export const onChange: <K extends ChangeKind>(
+  kind: K,
+  filter: ChangeFilter<K>,
+  handler: Handler<ChangeEvent<K>, HandlerContext>,
+) => { [T in `change.${K}`]: Handler<ChangeEvent<K>, HandlerContext> } = onChangeWith;

@@ -4,6 +4,7 @@ import type { Config } from "../config/config.js";
 import { createHandlerRegistry } from "../events/registry.js";
 import { collectRateBudget } from "../metrics/collectors.js";
 import type { Metrics } from "../metrics/metrics.js";
+import type { ChangeOutbox } from "../mirror/change-outbox.js";
 import type { EventLog } from "../mirror/event-log.js";
 import type { MirrorStore } from "../mirror/store.js";
 import { createEventWorker } from "../queue/event-worker.js";
@@ -12,11 +13,13 @@ import { SYNC_QUEUE } from "../queue/names.js";
 import { createStreamPump, type StreamPump } from "../queue/stream-pump.js";
 import type { RedisClient } from "../redis/connection.js";
 import { isPermanentUpstreamError, type ApiClient } from "../upstream/index.js";
+import { createChangeRelay, type ChangeRelay } from "./change-relay.js";
 import type { EventHandlers, HandlerContext } from "./handler-context.js";
 import { observeJobs } from "./job-observers.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import { refreshRestaurant } from "./sync/refresh-restaurant.js";
 import { createRefreshScheduler, type RefreshJobData } from "./sync/refresh-scheduler.js";
+import { createMirrorWriter } from "./sync/mirror-writer.js";
 import { sweepAll } from "./sync/sweep-all.js";
 import { createSyncHandlers } from "./sync/sync-handlers.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync/sync-worker.js";
@@ -29,6 +32,8 @@ export interface WorkerRole {
   syncWorker: Worker;
   /** Moves events from the edge's ingest stream into the events queue. */
   pump: StreamPump;
+  /** Moves change events from the outbox into the events queue. */
+  changeRelay: ChangeRelay;
   start(): Promise<void>;
   /** Waits for active jobs up to `deadlineMs`, then closes anyway (their locks expire and they rerun). */
   stop(deadlineMs: number): Promise<void>;
@@ -47,6 +52,7 @@ export function createWorkerRole(deps: {
   connection: RedisClient;
   mirror: MirrorStore;
   eventLog: EventLog;
+  changeOutbox: ChangeOutbox;
   handlers: readonly EventHandlers[];
   metrics: Metrics;
 }): WorkerRole {
@@ -81,6 +87,27 @@ export function createWorkerRole(deps: {
   syncQueue.on("error", (err) => logger.warn({ err: err.message }, "sync queue error"));
   const scheduler = createRefreshScheduler({ redis: connection, queue: syncQueue as Queue<RefreshJobData>, prefix, debounceMs: config.worker.syncDebounceMs });
 
+  // Change events: recorded with each mirror write, relayed into the events queue like any event.
+  const changeRelay = createChangeRelay({
+    outbox: deps.changeOutbox,
+    connection,
+    prefix,
+    dedupWindowMs: config.dedupWindowSeconds * 1000,
+    intervalMs: config.worker.changeRelayIntervalMs,
+    jobOptions: { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) },
+    logger,
+  });
+  const writer = createMirrorWriter(mirror, {
+    onRecorded(changes) {
+      for (const { data } of changes) {
+        metrics.mirrorChanges.inc({ kind: data.kind, source: data.source });
+        if (data.source === "reconcile") metrics.missedWebhooks.inc({ kind: data.kind });
+      }
+      logger.info({ changes: changes.length }, "mirror changes recorded");
+      changeRelay.poke();
+    },
+  });
+
   const registry = createHandlerRegistry<HandlerContext>();
   registry.use(createSyncHandlers(scheduler, { withApi: api !== undefined }), "sync");
   deps.handlers.forEach((map, i) => registry.use(map, deps.handlers.length > 1 ? `user${i}` : "user"));
@@ -105,10 +132,10 @@ export function createWorkerRole(deps: {
     processors.refresh = async (job) => {
       const { kind, restaurantId } = job.data as RefreshJobData;
       await scheduler.release(kind, restaurantId);
-      return refreshRestaurant({ api, mirror, scheduler, logger, kind, restaurantId });
+      return refreshRestaurant({ api, mirror, scheduler, writer, logger, kind, restaurantId });
     };
     processors.reconcile = async () => {
-      const totals = await sweepAll({ api, mirror, priority: "low" });
+      const totals = await sweepAll({ api, mirror, priority: "low", changes: { writer, source: "reconcile", pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId) } });
       logger.info({ totals }, "reconciliation done");
       return totals;
     };
@@ -134,6 +161,7 @@ export function createWorkerRole(deps: {
     eventWorker,
     syncWorker,
     pump,
+    changeRelay,
     async start() {
       if (api && config.worker.reconcileIntervalMs > 0) {
         await syncQueue.upsertJobScheduler("reconcile", { every: config.worker.reconcileIntervalMs }, { name: "reconcile", data: {} });
@@ -146,6 +174,7 @@ export function createWorkerRole(deps: {
       }
       await Promise.all(workers.map((w) => w.waitUntilReady()));
       await pump.start();
+      changeRelay.start();
     },
     async stop(deadlineMs) {
       // First stop feeding the queue: the pump moves and acknowledges the batch in hand.
@@ -158,6 +187,8 @@ export function createWorkerRole(deps: {
         await Promise.all(workers.map((w) => w.close(true)));
       }
       clearTimeout(timer);
+      // After the workers: a sync job finishing above may still record (and poke) changes.
+      await changeRelay.stop();
       await syncQueue.close();
     },
   };

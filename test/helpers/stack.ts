@@ -3,6 +3,7 @@ import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
 import { redisKeys } from "../../src/redis/keys.js";
 import { waitFor } from "./wait-for.js";
+import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { TEST_SECRET } from "./edge.js";
 import { startService, type TestService } from "./service.js";
 import { waitForQueuesIdle } from "./queues-idle.js";
@@ -19,10 +20,10 @@ export interface Stack {
 }
 
 /** The sandbox (upstream) delivering its own webhooks to a whole service (edge + worker). */
-export async function startStack(opts: { thin?: boolean; deliver?: boolean; sandbox?: SandboxOptions; env?: Record<string, string> } = {}): Promise<Stack> {
+export async function startStack(opts: { thin?: boolean; deliver?: boolean; sandbox?: SandboxOptions; env?: Record<string, string>; handlers?: EventHandlers[] } = {}): Promise<Stack> {
   const sandbox = createSandbox({ delivery: { retryDelaysMs: [50, 100, 200] }, ...opts.sandbox });
   const apiUrl = await sandbox.listen();
-  const svc = await startService({ API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, ...opts.env });
+  const svc = await startService({ API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, ...opts.env }, opts.handlers);
   if (opts.deliver !== false) sandbox.addWebhook({ url: `${svc.url}/webhooks`, secret: TEST_SECRET, thin: opts.thin ?? false });
   const queues = [svc.service.eventsQueue, svc.service.worker!.syncQueue];
   const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);

@@ -104,6 +104,21 @@ describe("envelope", () => {
     expect(stored.map((e) => e.type)).toEqual(["table.wiped"]);
   });
 
+  it.each(["change.order", "change.booking", "change.menu_item", "change.anything_else"])(
+    "refuses a signed delivery of the reserved type %s with 400 reserved_event_type (only the mirror produces change events)",
+    async (type) => {
+      const res = await postSigned(event({ type }));
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ error: { code: "reserved_event_type" } });
+      expect(stored).toEqual([]);
+    },
+  );
+
+  it("still accepts a type that merely contains change (changelog.updated, order.changed)", async () => {
+    expect((await postSigned(event({ id: "a", type: "changelog.updated" }))).status).toBe(200);
+    expect((await postSigned(event({ id: "b", type: "order.changed" }))).status).toBe(200);
+  });
+
   it("uses the SHA-256 of the body as the id of an event without one", async () => {
     const body = JSON.stringify({ type: "review.created", data: {} });
     const res = await postSigned(body);

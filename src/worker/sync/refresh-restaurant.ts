@@ -3,6 +3,7 @@ import type { MirrorStore } from "../../mirror/store.js";
 import { paginatePages, type ApiClient } from "../../upstream/index.js";
 import { WHOLE_MENU, type RefreshScheduler } from "./refresh-scheduler.js";
 import { LISTERS, TRACKS_IDS, type SyncedKind } from "./synced-kinds.js";
+import type { MirrorWriter } from "./mirror-writer.js";
 
 export interface RefreshOutcome {
   calls: number;
@@ -20,6 +21,8 @@ export async function refreshRestaurant(deps: {
   api: ApiClient;
   mirror: MirrorStore;
   scheduler: RefreshScheduler;
+  /** Writes with change events (source `webhook`); without it, plain upserts that emit none. */
+  writer?: MirrorWriter;
   logger: Logger;
   kind: SyncedKind;
   restaurantId: string;
@@ -36,7 +39,8 @@ export async function refreshRestaurant(deps: {
   // The guarded iterator: a cursor handed back again throws, and the pending ids stay unsettled.
   for await (const page of paginatePages(read)) {
     outcome.calls++;
-    outcome.written += (await mirror.upsert(kind, page.data, page.readAt)).written;
+    const result = deps.writer ? await deps.writer.write(kind, page.data, page.readAt, "webhook") : await mirror.upsert(kind, page.data, page.readAt);
+    outcome.written += result.written;
     for (const record of page.data) wanted.delete(record.id);
     if (TRACKS_IDS[kind] && wanted.size === 0) break;
   }

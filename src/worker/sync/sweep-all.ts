@@ -1,6 +1,21 @@
-import type { MirrorStore } from "../../mirror/store.js";
+import type { ChangeSource } from "../../events/change-events.js";
+import type { MirrorChange, MirrorStore } from "../../mirror/store.js";
 import { paginatePages, type ApiClient } from "../../upstream/index.js";
+import type { MirrorWriter } from "./mirror-writer.js";
+import type { PendingIds } from "./refresh-scheduler.js";
+import { WHOLE_MENU } from "./refresh-scheduler.js";
 import { LISTERS, SYNCED_KINDS, type Priority, type SyncedKind } from "./synced-kinds.js";
+
+/** How a sweep's writes produce change events. */
+export interface SweepChanges {
+  writer: MirrorWriter;
+  source: Extract<ChangeSource, "reconcile" | "backfill">;
+  /**
+   * Reconcile: the ids waiting for a webhook refresh. A change to a record an event already named
+   * (or to a menu with a refresh pending) is no missed webhook: it counts as `webhook`.
+   */
+  pending?: (kind: SyncedKind, restaurantId: string) => Promise<PendingIds>;
+}
 
 export interface SweepProgress {
   kind: SyncedKind;
@@ -20,6 +35,8 @@ export async function sweepAll(deps: {
   mirror: MirrorStore;
   kinds?: readonly SyncedKind[];
   priority?: Priority;
+  /** Without it, writes emit no change events (tests, and backfill --no-changes). */
+  changes?: SweepChanges;
   onProgress?: (progress: SweepProgress) => void;
 }): Promise<Record<SyncedKind, number>> {
   const kinds = deps.kinds ?? SYNCED_KINDS;
@@ -32,11 +49,20 @@ export async function sweepAll(deps: {
       return { ...(await LISTERS[kind](deps.api, undefined, cursor, deps.priority ?? "low")), readAt };
     };
     for await (const page of paginatePages(read)) {
-      await deps.mirror.upsert(kind, page.data, page.readAt);
+      if (deps.changes) await deps.changes.writer.write(kind, page.data, page.readAt, sourceOf(deps.changes, kind));
+      else await deps.mirror.upsert(kind, page.data, page.readAt);
       pages++;
       totals[kind] += page.data.length;
       deps.onProgress?.({ kind, pages, records: totals[kind], done: page.nextCursor === null });
     }
   }
   return totals;
+}
+
+function sourceOf({ source, pending }: SweepChanges, kind: SyncedKind): ChangeSource | ((change: MirrorChange) => Promise<ChangeSource>) {
+  if (!pending) return source;
+  return async (change) => {
+    const ids = await pending(kind, change.after.restaurantId);
+    return ids.has(kind === "menu-items" ? WHOLE_MENU : change.id) ? "webhook" : source;
+  };
 }

@@ -1,0 +1,99 @@
+import { randomUUID } from "node:crypto";
+import { sql, type Kysely, type Transaction } from "kysely";
+import type { ChangeData, ChangeEvent, ChangeKind, ChangeSource } from "../events/change-events.js";
+import type { DatabaseSchema } from "./database-schema.js";
+import type { MirrorChange, MirrorKind } from "./store.js";
+
+/** The change kind of each mirror kind that produces change events (reviews are stored as delivered: none). */
+export const CHANGE_KIND_OF: Partial<Record<MirrorKind, ChangeKind>> = { orders: "order", bookings: "booking", "menu-items": "menu_item" };
+
+/** A change as recorded in the outbox, with its id and the source it was attributed to. */
+export type RecordedChange = ChangeEvent;
+
+/** A fresh change id: `chg_` and 32 hex digits (a valid BullMQ job id: no `:`, not all digits). */
+export const newChangeId = () => `chg_${randomUUID().replace(/-/g, "")}`;
+
+/**
+ * Inserts one outbox row per change, inside the mirror write's transaction (`tx`): the change
+ * exists iff the write committed. Returns the change events as recorded (kinds without change
+ * events are skipped). `sourceOf` attributes each change (webhook, reconcile or backfill).
+ */
+export async function insertChanges(
+  tx: Transaction<DatabaseSchema>,
+  changes: readonly MirrorChange[],
+  sourceOf: (change: MirrorChange) => ChangeSource | Promise<ChangeSource>,
+): Promise<RecordedChange[]> {
+  const recorded: RecordedChange[] = [];
+  for (const change of changes) {
+    const kind = CHANGE_KIND_OF[change.kind];
+    if (!kind) continue;
+    const data: ChangeData = {
+      kind,
+      id: change.id,
+      restaurantId: change.after.restaurantId,
+      before: change.before as ChangeData["before"],
+      after: change.after as ChangeData["after"],
+      changed: change.changed,
+      source: await sourceOf(change),
+    };
+    recorded.push({ id: newChangeId(), type: `change.${kind}`, createdAt: "", data });
+  }
+  if (recorded.length === 0) return recorded;
+  // In write order (the changes come in id order within one write): seq follows the array.
+  const rows = await tx
+    .insertInto("change_outbox")
+    .values(recorded.map((c) => ({ id: c.id, type: c.type, payload: JSON.stringify(c.data) })))
+    .returning(["id", "created_at"])
+    .execute();
+  const at = new Map(rows.map((r) => [r.id, new Date(r.created_at).toISOString()]));
+  for (const c of recorded) c.createdAt = at.get(c.id)!;
+  return recorded;
+}
+
+export interface OutboxRow {
+  seq: string;
+  id: string;
+  type: string;
+  payload: Record<string, unknown>;
+  createdAt: string;
+}
+
+export interface ChangeOutbox {
+  /**
+   * Takes up to `limit` of the oldest rows, hands them to `send` and deletes them, all in one
+   * transaction: rows whose `send` failed stay for the next try. One taker at a time (a lock per
+   * schema), so rows always leave in `seq` order. Returns how many rows were sent.
+   */
+  relayBatch(limit: number, send: (rows: OutboxRow[]) => Promise<void>): Promise<number>;
+  /** Rows waiting (tests, metrics). */
+  pending(): Promise<number>;
+}
+
+export function createChangeOutbox(db: Kysely<DatabaseSchema>): ChangeOutbox {
+  return {
+    relayBatch(limit, send) {
+      return db.transaction().execute(async (tx) => {
+        // Serialise relays across processes: with two taking different rows at once, a later
+        // change of a record could reach the queue before an earlier one.
+        await sql`select pg_advisory_xact_lock(hashtextextended('svc:change-relay:' || current_schema(), 0))`.execute(tx);
+        const rows = await tx
+          .selectFrom("change_outbox")
+          .select(["seq", "id", "type", "payload", "created_at"])
+          .orderBy("seq")
+          .limit(limit)
+          .forUpdate()
+          .skipLocked()
+          .execute();
+        if (rows.length === 0) return 0;
+        await send(rows.map((r) => ({ seq: r.seq, id: r.id, type: r.type, payload: r.payload, createdAt: new Date(r.created_at).toISOString() })));
+        await tx.deleteFrom("change_outbox").where("seq", "in", rows.map((r) => r.seq)).execute();
+        return rows.length;
+      });
+    },
+    async pending() {
+      const row = await db.selectFrom("change_outbox").select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+  };
+}
+

@@ -1,0 +1,114 @@
+import { Queue, type DefaultJobOptions } from "bullmq";
+import type { Logger } from "pino";
+import type { ChangeOutbox, OutboxRow } from "../mirror/change-outbox.js";
+import type { EventJobData } from "../queue/event-job.js";
+import { EVENTS_QUEUE } from "../queue/names.js";
+import type { RedisClient } from "../redis/connection.js";
+
+export interface ChangeRelayOptions {
+  outbox: ChangeOutbox;
+  /** A "worker" connection. */
+  connection: RedisClient;
+  prefix: string;
+  /** The event deduplication window: a re-sent change id is dropped for this long after its first add. */
+  dedupWindowMs: number;
+  /** Poll for rows written by other processes or left by a crash; 0: this process never relays. */
+  intervalMs: number;
+  jobOptions?: DefaultJobOptions;
+  /** Rows per transaction (default 100). */
+  batchSize?: number;
+  logger: Logger;
+  /** Test seam: runs after the rows were added to the queue, before they are deleted; a throw rolls the delete back. */
+  afterAdd?: (rows: readonly OutboxRow[]) => Promise<void>;
+}
+
+export interface ChangeRelay {
+  /** Starts the poll (no-op when intervalMs is 0). */
+  start(): void;
+  /** Relays soon: called right after a write recorded changes. */
+  poke(): void;
+  /** Relays until the outbox is empty (or a batch fails); resolves with the rows sent. */
+  drain(): Promise<number>;
+  /** Stops polling and waits for the batch in hand. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Moves change events from the outbox (written in the mirror's transactions) into the events
+ * queue, oldest first. Each job's id and deduplication id is the change id, so a batch sent again
+ * after a crash between the add and the delete is dropped by BullMQ, whether the first job still
+ * exists or was already removed. One batch at a time per process, and one per database (the
+ * outbox's lock): the queue receives changes in the order they were written.
+ */
+export function createChangeRelay(options: ChangeRelayOptions): ChangeRelay {
+  const { outbox, logger, intervalMs } = options;
+  const enabled = intervalMs > 0;
+  const batchSize = options.batchSize ?? 100;
+  const queue = new Queue<EventJobData>(EVENTS_QUEUE, { connection: options.connection, prefix: options.prefix, ...(options.jobOptions ? { defaultJobOptions: options.jobOptions } : {}) });
+  queue.on("error", (err) => logger.warn({ err: err.message }, "change relay queue error"));
+  const ttl = options.dedupWindowMs;
+
+  const send = async (rows: OutboxRow[]) => {
+    const receivedAt = new Date().toISOString();
+    await queue.addBulk(
+      rows.map((row) => ({
+        name: row.type,
+        data: { id: row.id, type: row.type, receivedAt, payload: { id: row.id, type: row.type, createdAt: row.createdAt, data: row.payload } },
+        opts: { jobId: row.id, deduplication: { id: row.id, ttl } },
+      })),
+    );
+    await options.afterAdd?.(rows);
+  };
+
+  let running: Promise<number> | undefined;
+  let again = false;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  // One loop at a time; a poke while it runs makes it look again before it ends. The loop clears
+  // `running` in the same step as its last look, so no poke falls between the two.
+  const drain = (): Promise<number> => {
+    again = true;
+    running ??= (async () => {
+      let sent = 0;
+      try {
+        while (again && !stopped) {
+          again = false;
+          for (;;) {
+            const n = await outbox.relayBatch(batchSize, send);
+            sent += n;
+            if (n < batchSize || stopped) break;
+          }
+        }
+      } finally {
+        running = undefined;
+      }
+      if (sent > 0) logger.debug({ changes: sent }, "changes relayed");
+      return sent;
+    })();
+    return running;
+  };
+
+  return {
+    start() {
+      if (!enabled || timer) return;
+      timer = setInterval(() => relaySafely(), intervalMs);
+      timer.unref();
+      relaySafely();
+    },
+    poke() {
+      if (enabled && !stopped) relaySafely();
+    },
+    drain,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running?.catch(() => {});
+      await queue.close();
+    },
+  };
+
+  function relaySafely() {
+    drain().catch((err: unknown) => logger.warn({ err: (err as Error).message }, "change relay failed; the changes stay in the outbox and are sent again"));
+  }
+}

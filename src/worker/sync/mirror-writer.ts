@@ -1,0 +1,34 @@
+import type { ChangeSource } from "../../events/change-events.js";
+import { insertChanges, type RecordedChange } from "../../mirror/change-outbox.js";
+import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, UpsertResult } from "../../mirror/store.js";
+
+/** Who made the mirror read the records: one source for the whole write, or decided per change. */
+export type SourceOf = ChangeSource | ((change: MirrorChange) => ChangeSource | Promise<ChangeSource>);
+
+/** How sync code writes the mirror: the upsert plus, in its transaction, the change events it made. */
+export interface MirrorWriter {
+  write(kind: MirrorKind, records: readonly MirrorRecord[], readAt: Date, source: SourceOf): Promise<UpsertResult>;
+}
+
+/**
+ * A writer that records a change event (an outbox row) for every change a write makes, in the
+ * write's own transaction, then reports them once committed (`onRecorded`: metrics and a poke to
+ * the relay). Without `record` (`backfill --no-changes`), writes produce no change events.
+ */
+export function createMirrorWriter(mirror: MirrorStore, options: { record?: boolean; onRecorded?: (changes: readonly RecordedChange[]) => void } = {}): MirrorWriter {
+  const record = options.record ?? true;
+  return {
+    async write(kind, records, readAt, source) {
+      if (!record) return mirror.upsert(kind, records, readAt);
+      const sourceOf = typeof source === "function" ? source : () => source;
+      let recorded: RecordedChange[] = [];
+      const result = await mirror.upsert(kind, records, readAt, {
+        onChanges: async (tx, changes) => {
+          recorded = await insertChanges(tx, changes, sourceOf);
+        },
+      });
+      if (recorded.length > 0) options.onRecorded?.(recorded);
+      return result;
+    },
+  };
+}

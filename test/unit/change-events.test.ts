@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { isChangeEventType, matchesChange, type ChangeData, type ChangeEvent } from "../../src/events/change-events.js";
+import { onChange, type HandlerContext } from "../../src/worker/handler-context.js";
+import type { Order } from "../../src/upstream/models.js";
+
+const order = (fields: Partial<Order> = {}): Order => ({
+  id: "ord_1", restaurantId: "rest_1", bookingId: null, type: "DINE_IN", status: "PREPARING", subtotal: 10, tax: 1, tip: 0, total: 11,
+  currency: "EUR", paidAt: null, refundedAt: null, createdAt: "2026-11-23T10:00:00.000Z", items: [], ...fields,
+});
+const change = (before: Order | null, after: Order, changed: string[]): ChangeEvent<"order"> => ({
+  id: "chg_1", type: "change.order", createdAt: "2026-11-23T10:00:01.000Z",
+  data: { kind: "order", id: after.id, restaurantId: after.restaurantId, before, after, changed, source: "webhook" } satisfies ChangeData<"order">,
+});
+const ctx = {} as HandlerContext;
+
+describe("onChange: a filtered change handler", () => {
+  it("returns the entry for the kind's change type", () => {
+    expect(Object.keys(onChange("order", { field: "status" }, () => {}))).toEqual(["change.order"]);
+    expect(Object.keys(onChange("menu_item", { field: "stock" }, () => {}))).toEqual(["change.menu_item"]);
+  });
+
+  it("runs the handler only when the field changed to `to`, from `from`", async () => {
+    const seen: string[] = [];
+    const entry = onChange("order", { field: "status", from: "PREPARING", to: "READY" }, (e) => void seen.push(e.id));
+    const run = (e: ChangeEvent<"order">) => entry["change.order"](e, ctx);
+    await run({ ...change(order(), order({ status: "READY" }), ["status"]), id: "match" });
+    await run({ ...change(order({ status: "CONFIRMED" }), order({ status: "READY" }), ["status"]), id: "other-from" });
+    await run({ ...change(order(), order({ status: "DELIVERED" }), ["status"]), id: "other-to" });
+    await run({ ...change(null, order({ status: "READY" }), ["status"]), id: "first-sight" });
+    await run({ ...change(order({ status: "READY", tip: 0 }), order({ status: "READY", tip: 2 }), ["tip"]), id: "tip-only" });
+    expect(seen).toEqual(["match"]);
+  });
+
+  it("without from/to, matches any change of the field (first sight included)", () => {
+    expect(matchesChange(change(null, order(), ["id", "status"]).data, { field: "status" })).toBe(true);
+    expect(matchesChange(change(order(), order({ tip: 1 }), ["tip"]).data, { field: "status" })).toBe(false);
+  });
+
+  it("compares values deeply (arrays and objects)", () => {
+    const items = [{ id: "oi_1", menuItemId: "mi_1", name: "Pho", quantity: 2, price: 9, notes: null }];
+    expect(matchesChange(change(order(), order({ items }), ["items"]).data, { field: "items", to: structuredClone(items) })).toBe(true);
+  });
+
+  it("a handler's failure propagates (so its job is retried)", async () => {
+    const entry = onChange("order", { field: "status" }, () => Promise.reject(new Error("down")));
+    await expect(entry["change.order"](change(order(), order({ status: "READY" }), ["status"]), ctx)).rejects.toThrow("down");
+  });
+});
+
+describe("the reserved change namespace", () => {
+  it("is every type starting with change.", () => {
+    expect(["change.order", "change.booking", "change.menu_item", "change.x"].every(isChangeEventType)).toBe(true);
+    expect(["order.changed", "changelog.updated", "review.created"].some(isChangeEventType)).toBe(false);
+  });
+});
