@@ -58,7 +58,9 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       "--appendonly", options.appendOnly ? "yes" : "no", "--appendfsync", "everysec",
       "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "warning",
     ];
-    const proc = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
+    // Its own process group: a Ctrl-C at the terminal (which signals the whole foreground group)
+    // must not stop Redis before the service using it has shut down; stop() ends it.
+    const proc = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
     child = proc;
     let output = "";
     proc.stdout?.on("data", (d: Buffer) => (output += d.toString()));

@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
 import { Queue, type DefaultJobOptions } from "bullmq";
 import { Cluster } from "ioredis";
+import { setTimeout as delay } from "node:timers/promises";
 import type { RedisClient } from "../redis/connection.js";
 import type { Logger } from "pino";
 import { defineScripts } from "../redis/define-scripts.js";
@@ -9,6 +10,9 @@ import type { EventJobData } from "./event-job.js";
 import { EVENTS_QUEUE } from "./names.js";
 import { ENTRY_FIELD, jobOfEntry, type EntryJob } from "./stream-entry.js";
 import { redisKeys } from "../redis/keys.js";
+
+/** How long stop() waits for the loop before it disconnects the blocked reader. */
+const STOP_BOUND_MS = 3000;
 
 export interface StreamPumpOptions {
   /** A "worker" connection (maxRetriesPerRequest: null); the pump duplicates it for its blocking reads. */
@@ -159,7 +163,13 @@ export function createStreamPump(options: StreamPumpOptions): StreamPump {
     async stop() {
       stopping = true;
       wake?.();
-      await running;
+      // The blocking read returns within its BLOCK time; if Redis is gone it never does: cut the
+      // reader loose after a bound. What was read and not acknowledged stays pending, claimed later.
+      if ((await Promise.race([running, delay(STOP_BOUND_MS).then(() => "late" as const)])) === "late") {
+        logger.warn("stream pump did not stop in time (Redis unreachable?); its unacknowledged entries will be claimed by another pump");
+        reader?.disconnect();
+        await Promise.race([running, delay(STOP_BOUND_MS)]);
+      }
       // Anything read has been moved and acknowledged; what is unread stays in the stream.
       await reader?.quit().catch(() => reader?.disconnect());
       await queue.close();

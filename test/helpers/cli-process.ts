@@ -23,12 +23,14 @@ export interface CliProcess {
  * names a database, the process gets one of its own (a schema on the run's server, else an
  * embedded one in a fresh directory), never the checkout's ./.data.
  */
-export function runCli(args: string[], env: Record<string, string | undefined>): CliProcess {
+export function runCli(args: string[], env: Record<string, string | undefined>, options: { ownProcessGroup?: boolean } = {}): CliProcess {
   const database = env.DATABASE_URL || env.DATA_DIR ? {} : databaseEnv(() => mkdtempSync(join(tmpdir(), "svc-cli-db-")));
   const child = spawn(process.execPath, ["--import", "tsx", "src/bin/cli.ts", ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...database, ...env },
     stdio: ["ignore", "pipe", "pipe"],
+    // A group of its own, so a test can signal it as a terminal does (the whole foreground group).
+    detached: options.ownProcessGroup ?? false,
   });
   let out = "";
   let err = "";

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
@@ -85,4 +85,14 @@ describe("svc-webhooks dev", () => {
     expect((await proc.exited).code).toBe(0);
     expect(proc.stdout()).not.toMatch(/whsec_dev_(newest|oldest)/); // the log, not the banner
   });
+
+  it("stops everything on Ctrl-C (SIGINT to its whole process group), closing the embedded database", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "svc-dev-data-"));
+    proc = runCli(["dev", "--port", "0", "--sandbox-port", "0", "--interval-ms", "20"], { DATA_DIR: dataDir, QUEUE_PREFIX: `test-dev-${randomUUID().slice(0, 8)}` }, { ownProcessGroup: true });
+    await proc.waitForLog("mirror changes recorded");
+    process.kill(-proc.child.pid!, "SIGINT"); // as a terminal does: the service, tsx and its redis-server alike
+    expect((await proc.exited).code).toBe(0);
+    // The database was closed, not abandoned: its lock is gone and the next start opens it.
+    expect(existsSync(join(dataDir, "postgres.lock"))).toBe(false);
+  }, 90_000); // a new embedded database runs initdb first (several seconds on a busy machine)
 });

@@ -84,13 +84,16 @@ export async function run(argv: string[]): Promise<void> {
 
   let stopping = false;
   const stop = async () => {
-    await sandbox.close();
+    // The service first, so no refresh job is cut off by its upstream vanishing mid-request.
     await service.stop();
+    await sandbox.close();
     await redis.started?.destroy();
     logger.flush();
   };
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.once(signal, () => {
+    // `on`, not `once`: Ctrl-C reaches this process twice (from the terminal's process group and
+    // forwarded by tsx); the second must not kill it before the database is closed.
+    process.on(signal, () => {
       if (stopping) return;
       stopping = true;
       stop().then(
