@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { ensureRedis } from "../src/local/ensure-redis.js";
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { findPostgresBin, startPostgresServer, type PostgresServer } from "../test/helpers/postgres-server.js";
@@ -65,7 +66,7 @@ async function benchDatabase(): Promise<BenchDatabase & { server?: PostgresServe
   if (!bin) throw new Error("the end-to-end bench needs PostgreSQL: install it (apt-get install -y postgresql) or set BENCH_DATABASE_URL");
   const server = await startPostgresServer(bin, { durable: true });
   const pid = Number(readFileSync(join(server.dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
-  const version = bin.split("/").at(-2) ?? "";
+  const version = /\d+(\.\d+)?/.exec(spawnSync(join(bin, "postgres"), ["--version"], { encoding: "utf8" }).stdout)?.[0] ?? "";
   return { url: server.url, pid, server, label: `PostgreSQL ${version} server started by the bench on loopback (fsync and synchronous_commit on, defaults otherwise)` };
 }
 
