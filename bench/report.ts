@@ -45,18 +45,35 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
   return { lines, ratios, best };
 }
 
+/** The Redis commands costing most per event, medians over the runs. */
+function redisBreakdown(runs: EndToEndRun[]): string {
+  const names = [...new Set(runs.flatMap((r) => Object.keys(r.redisCommands)))];
+  const rows = names.map((c) => ({ c, calls: median(runs.map((r) => r.redisCommands[c]?.calls ?? 0)), us: median(runs.map((r) => r.redisCommands[c]?.us ?? 0)) }));
+  return rows
+    .filter((r) => r.us >= 0.5)
+    .sort((a, b) => b.us - a.us)
+    .slice(0, 6)
+    .map((r) => `${r.c} ${fmt(r.calls, 2)}× ${fmt(r.us)} µs`)
+    .join(", ");
+}
+
 /** The end-to-end table in Markdown. */
-export function endToEndReport(pairs: readonly EndToEndPair[], runs: EndToEndRun[][], opts: { rounds: number; seconds: number; concurrency: number }) {
+export function endToEndReport(pairs: readonly EndToEndPair[], runs: EndToEndRun[][], opts: { rounds: number; seconds: number; concurrency: number; database: string }) {
   const med = (i: number, pick: (r: EndToEndRun) => number) => median(runs[i]!.map(pick));
   const ratio = runs[0]!.map((run, k) => run.eventsPerSecond / runs[1]![k]!.eventsPerSecond);
   const lines = [
     `End to end: the same load for ${opts.seconds} s (${opts.rounds} interleaved rounds, medians), receiver and worker in two processes, no-op handler, worker concurrency ${opts.concurrency}; events fully processed per second, from the load's start to the last job finishing.`,
     "",
-    "| pipeline | events processed/s | during the load /s | edge req/s | edge p99 ms | CPU µs per event: receiver | worker | Redis |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ...pairs.map((p, i) => `| ${p.name} | ${fmt(med(i, (r) => r.eventsPerSecond))} | ${fmt(med(i, (r) => r.duringLoadPerSecond))} | ${fmt(med(i, (r) => r.edgeRps))} | ${fmt(med(i, (r) => r.p99Ms), 2)} | ${fmt(med(i, (r) => r.cpu.receiverUs))} | ${fmt(med(i, (r) => r.cpu.workerUs))} | ${fmt(med(i, (r) => r.cpu.redisUs))} |`),
+    "| pipeline | events processed/s | during the load /s | edge req/s | edge p99 ms | CPU µs per event: receiver | worker | Redis | PostgreSQL |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...pairs.map(
+      (p, i) =>
+        `| ${p.name} | ${fmt(med(i, (r) => r.eventsPerSecond))} | ${fmt(med(i, (r) => r.duringLoadPerSecond))} | ${fmt(med(i, (r) => r.edgeRps))} | ${fmt(med(i, (r) => r.p99Ms), 2)} | ${fmt(med(i, (r) => r.cpu.receiverUs))} | ${fmt(med(i, (r) => r.cpu.workerUs))} | ${fmt(med(i, (r) => r.cpu.redisUs))} | ${p.usesDatabase && runs[i]!.every((r) => r.cpu.postgresUs !== undefined) ? fmt(med(i, (r) => r.cpu.postgresUs!)) : "—"} |`,
+    ),
     "",
     `**ours ÷ best peer, end to end: ${spread(ratio)}** (target ≥ 1).`,
+    "",
+    `Database (ours: event log and mirror, shared by the web and worker processes, a fresh schema per run): ${opts.database}. Redis per event, ours (median calls × and µs inside Redis): ${redisBreakdown(runs[0]!)}; peer: ${redisBreakdown(runs[1]!)}.`,
   ];
   return { lines, ratio };
 }

@@ -4,7 +4,11 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { ensureRedis } from "../src/local/ensure-redis.js";
-import { benchEndToEnd, OURS_E2E, type EndToEndPair } from "./e2e.js";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { findPostgresBin, startPostgresServer, type PostgresServer } from "../test/helpers/postgres-server.js";
+import { benchEndToEnd, OURS_E2E, type BenchDatabase, type EndToEndPair } from "./e2e.js";
 import { benchIngest, type IngestKey } from "./ingest.js";
 import { endToEndReport, ingestReport } from "./report.js";
 import { assertWrk } from "./lib/wrk.js";
@@ -51,6 +55,21 @@ const E2E_PEERS: Partial<Record<IngestKey, EndToEndPair>> = {
   e: { name: "octokit peer (node:http) + plain BullMQ Worker, no-op processor", receiver: "bench/servers/octokit-peer.ts", worker: "bench/servers/peer-worker.ts" },
   f: { name: "Hono tutorial peer + plain BullMQ Worker, no-op processor", receiver: "bench/servers/hono-peer.ts", worker: "bench/servers/peer-worker.ts" },
 };
+/**
+ * Our web and worker processes share a PostgreSQL server (the embedded PGlite admits one process):
+ * BENCH_DATABASE_URL, else a throwaway server from the installed binaries with production
+ * durability (fsync and synchronous_commit on), as Redis runs with AOF.
+ */
+async function benchDatabase(): Promise<BenchDatabase & { server?: PostgresServer }> {
+  if (process.env.BENCH_DATABASE_URL) return { url: process.env.BENCH_DATABASE_URL, label: "PostgreSQL at BENCH_DATABASE_URL (its CPU not measured)" };
+  const bin = findPostgresBin();
+  if (!bin) throw new Error("the end-to-end bench needs PostgreSQL: install it (apt-get install -y postgresql) or set BENCH_DATABASE_URL");
+  const server = await startPostgresServer(bin, { durable: true });
+  const pid = Number(readFileSync(join(server.dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
+  const version = /\d+(\.\d+)?/.exec(spawnSync(join(bin, "postgres"), ["--version"], { encoding: "utf8" }).stdout)?.[0] ?? "";
+  return { url: server.url, pid, server, label: `PostgreSQL ${version} server started by the bench on loopback (fsync and synchronous_commit on, defaults otherwise)` };
+}
+
 try {
   if (want("ingest")) {
     const rows = await benchIngest({ redisUrl: redis.url, rounds, seconds, warmupSeconds: 3, connections: 50, log });
@@ -63,8 +82,14 @@ try {
     const peer = E2E_PEERS[bestPeerKey] ?? E2E_PEERS.f!;
     const concurrency = 10;
     const pairs = [OURS_E2E, peer];
-    const runs = await benchEndToEnd({ redisUrl: redis.url, pairs, rounds, seconds, warmupSeconds: 3, connections: 50, concurrency, log });
-    const report = endToEndReport(pairs, runs, { rounds, seconds, concurrency });
+    const database = await benchDatabase();
+    let runs;
+    try {
+      runs = await benchEndToEnd({ redisUrl: redis.url, pairs, rounds, seconds, warmupSeconds: 3, connections: 50, concurrency, database, log });
+    } finally {
+      await database.server?.destroy();
+    }
+    const report = endToEndReport(pairs, runs, { rounds, seconds, concurrency, database: database.label });
     results.e2e = { pairs, runs, ratio: report.ratio };
     out("## End to end", "", ...report.lines);
   }

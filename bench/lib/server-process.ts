@@ -14,7 +14,9 @@ export interface ServerProcess {
 
 /** Starts a bench server (its own process, so load and server do not share an event loop). */
 export function startServerProcess(script: string, env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", script], {
+  // BENCH_CPU_PROF=<dir>: each server process writes a V8 CPU profile there when it stops.
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, "--import", "tsx", script], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "ignore", "pipe"],

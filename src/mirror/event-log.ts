@@ -2,6 +2,7 @@ import { sql, type Kysely, type Selectable } from "kysely";
 import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database-schema.js";
 import { EventLogError } from "./event-log-error.js";
 import { encodeEventCursor, validateEventQuery, type EventQuery } from "./event-query.js";
+import { groupCommit } from "../queue/group-commit.js";
 
 export type { EventQuery } from "./event-query.js";
 export type { EventStatus, HandlerOutcome } from "./database-schema.js";
@@ -27,12 +28,26 @@ export interface EventPage {
   nextCursor: string | null;
 }
 
+/** What one attempt at an event did, recorded once when the attempt ends. */
+export interface EventAttempt {
+  id: string;
+  type: string;
+  /** The payload as delivered; stored on the event's first record only. */
+  payload: unknown;
+  /** `handled`, `failed` (for good), or `received` (this attempt failed and the job will retry). */
+  status: EventStatus;
+  /** The outcome of each handler this attempt ran (those done on an earlier attempt are not run again). */
+  handlers: Record<string, { status: "ok" | "failed"; error?: string }>;
+}
+
 export interface EventLog {
-  /** Records a delivery: inserts the event, or on a re-delivery counts an attempt and sets status back to `received`. */
-  received(event: { id: string; type: string; payload: unknown }): Promise<LoggedEvent>;
-  /** Records one handler's outcome; its `attempts` counts the outcomes recorded for it. */
-  handlerOutcome(id: string, key: string, outcome: { status: "ok" | "failed"; error?: string }): Promise<void>;
-  finish(id: string, status: Exclude<EventStatus, "received">): Promise<void>;
+  /**
+   * Records one attempt: inserts the event (attempts 1), or on a later attempt counts one more,
+   * sets the status and merges these handler outcomes into the stored ones (each handler's
+   * `attempts` counting the outcomes recorded for it). Concurrent calls are written together in
+   * one statement (group commit); each call resolves or rejects with the statement that held it.
+   */
+  recordAttempt(attempt: EventAttempt): Promise<void>;
   get(id: string): Promise<LoggedEvent | undefined>;
   /** Oldest first, by (receivedAt, id). */
   query(query?: EventQuery): Promise<EventPage>;
@@ -52,56 +67,118 @@ const toEvent = (row: Selectable<EventsTable>): LoggedEvent => ({
 });
 
 const MAX_ERROR_LENGTH = 2000;
+const STATUSES: readonly string[] = ["received", "handled", "failed"];
+
+/** One attempt as a JSON object of the statement's recordset: validated and serialized per attempt, so one bad payload fails only its own call. */
+interface Row {
+  id: string;
+  json: string;
+}
+
+function attemptRow(attempt: EventAttempt): Row {
+  const id = checkId(attempt.id);
+  checkId(attempt.type, "type");
+  if (!STATUSES.includes(attempt.status))
+    throw new EventLogError("invalid_event", "status", "an attempt ends received (to be retried), handled or failed");
+  const handlers: Record<string, { status: "ok" | "failed"; error?: string; attempts: 1 }> = {};
+  for (const [key, outcome] of Object.entries(attempt.handlers)) {
+    checkId(key, "key");
+    if (outcome.status !== "ok" && outcome.status !== "failed")
+      throw new EventLogError("invalid_event", "status", "a handler outcome is ok or failed");
+    handlers[key] =
+      outcome.error === undefined
+        ? { status: outcome.status, attempts: 1 }
+        : { status: outcome.status, error: String(outcome.error).slice(0, MAX_ERROR_LENGTH), attempts: 1 };
+  }
+  let json: string | undefined;
+  try {
+    json = JSON.stringify({ id, type: attempt.type, status: attempt.status, handlers, payload: attempt.payload });
+  } catch {
+    // a cycle or a BigInt: fall through to the error below
+  }
+  if (json === undefined || attempt.payload === undefined)
+    throw new EventLogError("invalid_event", "payload", "payload must be JSON-serializable");
+  return { id, json };
+}
+
+/**
+ * The rows split into runs in which no id repeats (one INSERT … ON CONFLICT may not touch a row
+ * twice), each id's attempts kept in the order they ended.
+ */
+function distinctIds(rows: Row[]): Row[][] {
+  const parts: { ids: Set<string>; rows: Row[] }[] = [];
+  for (const row of rows) {
+    let i = parts.length;
+    // After the last part already holding this id: its attempts stay in order.
+    while (i > 0 && !parts[i - 1]?.ids.has(row.id)) i--;
+    const part = parts[i] ?? (parts[i] = { ids: new Set(), rows: [] });
+    part.ids.add(row.id);
+    part.rows.push(row);
+  }
+  return parts.map((p) => p.rows);
+}
+
+/**
+ * One statement for many attempts: the rows travel as one jsonb array. A new event is inserted with
+ * each handler's attempts at 1; a known one counts an attempt, takes the new status and merges
+ * the outcomes, each handler's attempts counted on from its stored outcome. The payload and
+ * received_at stay as first recorded.
+ */
+async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): Promise<void> {
+  const json = `[${rows.map((r) => r.json).join(",")}]`;
+  await sql`
+    insert into events as e (id, type, payload, status, attempts, handlers, received_at, updated_at)
+    select v.id, v.type, v.payload, v.status, 1, v.handlers, date_trunc('milliseconds', clock_timestamp()), clock_timestamp()
+    from jsonb_to_recordset(${json}::jsonb) as v(id text, type text, payload jsonb, status text, handlers jsonb)
+    on conflict (id) do update set
+      attempts = e.attempts + 1,
+      status = excluded.status,
+      handlers = e.handlers || coalesce((
+        select jsonb_object_agg(h.key, h.value || jsonb_build_object('attempts', coalesce((e.handlers -> h.key ->> 'attempts')::int, 0) + 1))
+        from jsonb_each(excluded.handlers) as h
+      ), '{}'::jsonb),
+      updated_at = clock_timestamp()`.execute(db);
+}
 
 function checkId(id: unknown, field = "id"): string {
-  if (typeof id !== "string" || id === "" || id.length > 200) throw new EventLogError("invalid_event", field, `${field} must be a non-empty string of at most 200 characters`);
+  if (typeof id !== "string" || id === "" || id.length > 200)
+    throw new EventLogError("invalid_event", field, `${field} must be a non-empty string of at most 200 characters`);
   return id;
 }
 
 /** The event log in the `events` table: what every worker took and what each handler did with it. */
-export function createEventLog(db: Kysely<DatabaseSchema>): EventLog {
-  const notFound = (id: string) => new EventLogError("not_found", "id", `no event ${JSON.stringify(id)} in the event log`);
+export function createEventLog(db: Kysely<DatabaseSchema>, options: { maxBatch?: number } = {}): EventLog {
+  // Each call learns whether the statement holding its row committed. A refused multi-row
+  // statement is retried row by row, so one row the database cannot take (a payload holding
+  // \u0000, which jsonb refuses) fails only its own attempt, not every attempt batched with it.
+  const record = groupCommit(async (rows: Row[]) => {
+    const outcome = new Map<Row, unknown>();
+    for (const part of distinctIds(rows)) {
+      const error = await upsertAttempts(db, part).then(
+        () => undefined,
+        (err: unknown) => err ?? new Error("event log write failed"),
+      );
+      if (error === undefined || part.length === 1) {
+        for (const row of part) outcome.set(row, error);
+        continue;
+      }
+      for (const row of part) {
+        outcome.set(
+          row,
+          await upsertAttempts(db, [row]).then(
+            () => undefined,
+            (err: unknown) => err ?? new Error("event log write failed"),
+          ),
+        );
+      }
+    }
+    return rows.map((row) => outcome.get(row));
+  }, options.maxBatch ?? 200);
 
   return {
-    async received(event) {
-      checkId(event.id);
-      checkId(event.type, "type");
-      let payload: string | undefined;
-      try {
-        payload = JSON.stringify(event.payload);
-      } catch {
-        // a cycle or a BigInt: fall through to the error below
-      }
-      if (payload === undefined) throw new EventLogError("invalid_event", "payload", "payload must be JSON-serializable");
-      const row = await db
-        .insertInto("events")
-        .values({ id: event.id, type: event.type, payload, status: "received", attempts: 1, handlers: "{}", received_at: sql`date_trunc('milliseconds', clock_timestamp())`, updated_at: sql`clock_timestamp()` })
-        .onConflict((oc) => oc.column("id").doUpdateSet({ attempts: sql`events.attempts + 1`, status: "received", updated_at: sql`clock_timestamp()` }))
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      return toEvent(row);
-    },
-
-    async handlerOutcome(id, key, outcome) {
-      checkId(key, "key");
-      if (outcome.status !== "ok" && outcome.status !== "failed") throw new EventLogError("invalid_event", "status", "a handler outcome is ok or failed");
-      const error = outcome.error === undefined ? null : String(outcome.error).slice(0, MAX_ERROR_LENGTH);
-      // One statement: the new outcome, with this handler's attempts counted on from the stored one.
-      const result = await db
-        .updateTable("events")
-        .set({
-          handlers: sql`handlers || jsonb_build_object(${key}::text, jsonb_strip_nulls(jsonb_build_object('status', ${outcome.status}::text, 'error', ${error}::text, 'attempts', coalesce((handlers -> ${key}::text ->> 'attempts')::int, 0) + 1)))`,
-          updated_at: sql`clock_timestamp()`,
-        })
-        .where("id", "=", id)
-        .executeTakeFirst();
-      if (result.numUpdatedRows === 0n) throw notFound(id);
-    },
-
-    async finish(id, status) {
-      if (status !== "handled" && status !== "failed") throw new EventLogError("invalid_event", "status", "an event finishes handled or failed");
-      const result = await db.updateTable("events").set({ status, updated_at: sql`clock_timestamp()` }).where("id", "=", id).executeTakeFirst();
-      if (result.numUpdatedRows === 0n) throw notFound(id);
+    async recordAttempt(attempt) {
+      const error = await record(attemptRow(attempt));
+      if (error !== undefined) throw error instanceof Error ? error : new Error("event log write failed", { cause: error });
     },
 
     async get(id) {
@@ -111,13 +188,19 @@ export function createEventLog(db: Kysely<DatabaseSchema>): EventLog {
 
     async query(query) {
       const q = validateEventQuery(query);
-      let select = db.selectFrom("events").selectAll().orderBy("received_at").orderBy("id").limit(q.limit + 1);
+      let select = db
+        .selectFrom("events")
+        .selectAll()
+        .orderBy("received_at")
+        .orderBy("id")
+        .limit(q.limit + 1);
       if (q.since) select = select.where("received_at", ">=", q.since);
       if (q.until) select = select.where("received_at", "<", q.until);
       if (q.type !== undefined) select = q.typeIsPattern ? select.where("type", "like", q.type) : select.where("type", "=", q.type);
       if (q.status) select = select.where("status", "=", q.status);
       if (q.handler !== undefined) select = select.where(sql<boolean>`handlers -> ${q.handler}::text is not null`);
-      if (q.handler !== undefined && q.handlerStatus) select = select.where(sql<boolean>`handlers -> ${q.handler}::text ->> 'status' = ${q.handlerStatus}::text`);
+      if (q.handler !== undefined && q.handlerStatus)
+        select = select.where(sql<boolean>`handlers -> ${q.handler}::text ->> 'status' = ${q.handlerStatus}::text`);
       if (q.after) select = select.where(sql<boolean>`(received_at, id) > (${q.after.receivedAt}::timestamptz, ${q.after.id}::text)`);
       const rows = await select.execute();
       const page = rows.slice(0, q.limit).map(toEvent);
@@ -126,15 +209,26 @@ export function createEventLog(db: Kysely<DatabaseSchema>): EventLog {
     },
 
     async prune(olderThan, batchSize = 500) {
-      if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime())) throw new EventLogError("invalid_filter", "olderThan", "olderThan must be a valid date");
-      if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) throw new EventLogError("invalid_filter", "batchSize", "batchSize must be an integer from 1 to 10000");
+      if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime()))
+        throw new EventLogError("invalid_filter", "olderThan", "olderThan must be a valid date");
+      if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
+        throw new EventLogError("invalid_filter", "batchSize", "batchSize must be an integer from 1 to 10000");
       // Small batches, each its own statement (and transaction): short locks, no long table scan
       // under one lock; SKIP LOCKED lets two pruners run at once without waiting on each other.
       let total = 0;
       for (;;) {
         const result = await db
           .deleteFrom("events")
-          .where("id", "in", (eb) => eb.selectFrom("events").select("id").where("received_at", "<", olderThan).orderBy("received_at").limit(batchSize).forUpdate().skipLocked())
+          .where("id", "in", (eb) =>
+            eb
+              .selectFrom("events")
+              .select("id")
+              .where("received_at", "<", olderThan)
+              .orderBy("received_at")
+              .limit(batchSize)
+              .forUpdate()
+              .skipLocked(),
+          )
           .executeTakeFirst();
         const deleted = Number(result.numDeletedRows);
         total += deleted;

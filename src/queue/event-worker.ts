@@ -29,6 +29,16 @@ export interface EventWorkerOptions<Ctx> {
 
 interface Progress {
   done?: string[];
+  /**
+   * Outcomes of handlers in `done` that no recorded attempt holds yet (their attempt's record
+   * failed, or its worker died): the next attempt records them, since it does not run them again.
+   */
+  unrecorded?: Record<string, Outcome>;
+}
+
+interface Outcome {
+  status: "ok" | "failed";
+  error?: string;
 }
 
 /**
@@ -45,43 +55,60 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
     async function processEvent(job) {
       const event: AnyEvent = { ...job.data.payload, id: job.data.id, type: job.data.type };
       const log = logger.child({ eventId: event.id, eventType: event.type, jobId: job.id, attempt: job.attemptsMade + 1 });
-      const done = new Set((job.progress as Progress | undefined)?.done ?? []);
+      const progress = (job.progress && typeof job.progress === "object" ? job.progress : {}) as Progress;
+      const done = new Set(progress.done ?? []);
       // A replay aimed at some handlers counts every other one as done already.
       if (job.data.only) for (const h of registry.handlersFor(event.type)) if (!job.data.only.includes(h.key)) done.add(h.key);
       const final = () => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-      await journal?.received({ id: event.id, type: event.type, payload: job.data.payload });
+      // The attempt is recorded once, when it ends (one upsert, group-committed with the attempts
+      // that end alongside). Its failure fails the attempt, so the job retries: nothing is handled
+      // unrecorded.
+      const outcomes: Record<string, Outcome> = { ...progress.unrecorded };
+      let unrecordedSaved = Object.keys(outcomes).length > 0;
+      const record = async (status: "received" | "handled" | "failed") => {
+        await journal?.recordAttempt({ id: event.id, type: event.type, payload: job.data.payload, status, handlers: outcomes });
+      };
       let result;
-      // A success is recorded only while another handler of this run may still fail: the last
-      // one to succeed when all others did completes the job instead (one Redis script fewer per
-      // job, a third of the worker's Redis work with a single handler).
+      // A success is saved in the job's progress only while another handler of this run may still
+      // fail: the last one to succeed when all others did completes the job instead (one Redis
+      // script fewer per job, a third of the worker's Redis work with a single handler).
       const pending = registry.handlersFor(event.type).filter((h) => !done.has(h.key)).length;
       let succeeded = 0;
       try {
         result = await dispatchEvent(registry, event, options.makeContext(job, event, log), done, async (key) => {
           done.add(key);
-          await journal?.handlerOutcome(event.id, key, { status: "ok" });
+          outcomes[key] = { status: "ok" };
           if (++succeeded === pending) return;
-          await job.updateProgress({ done: [...done] } satisfies Progress);
+          unrecordedSaved = true;
+          await job.updateProgress({ done: [...done], unrecorded: { ...outcomes } } satisfies Progress);
         });
       } catch (err) {
         if (err instanceof EventDataError) {
-          await journal?.finish(event.id, "failed");
+          await record("failed");
           throw new UnrecoverableError(err.message);
         }
         throw err;
       }
-      for (const u of result.unsaved) log.warn({ handler: u.key, err: errorMessage(u.error) }, "handler succeeded but its progress was not saved: a retry runs it again");
+      for (const u of result.unsaved)
+        log.warn({ handler: u.key, err: errorMessage(u.error) }, "handler succeeded but its progress was not saved: a retry runs it again");
       if (result.failures.length === 0) {
-        await journal?.finish(event.id, "handled");
+        await record("handled");
         return { handled: done.size };
       }
       for (const f of result.failures) {
         log.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
-        await journal?.handlerOutcome(event.id, f.key, { status: "failed", error: errorMessage(f.error) });
+        outcomes[f.key] = { status: "failed", error: errorMessage(f.error) };
       }
       const summary = result.failures.map((f: HandlerFailure) => `${f.key}: ${errorMessage(f.error)}`).join("; ");
       const givingUp = result.failures.every((f) => permanent(f.error));
-      if (givingUp || final()) await journal?.finish(event.id, "failed");
+      const retrying = !givingUp && !final();
+      await record(retrying ? "received" : "failed");
+      // Recorded now: the retry must not record these outcomes a second time (if this save fails,
+      // a handler's attempts may count one too many, never one too few).
+      if (retrying && unrecordedSaved)
+        await job
+          .updateProgress({ done: [...done] } satisfies Progress)
+          .catch((err: unknown) => log.warn({ err: errorMessage(err) }, "could not clear the recorded outcomes from the job's progress"));
       if (givingUp) throw new UnrecoverableError(summary);
       throw new Error(summary);
     },

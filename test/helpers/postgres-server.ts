@@ -12,6 +12,8 @@ export const POSTGRES_INSTALL_HINT = "PostgreSQL binaries (initdb, pg_ctl) not f
 
 export interface PostgresServer {
   url: string;
+  /** The server's data directory (its postmaster.pid names the server process). */
+  dataDir: string;
   /** Stops the server (immediate mode: nothing here needs to survive) and removes its directory. */
   destroy(): Promise<void>;
 }
@@ -44,10 +46,11 @@ async function asServerUser(): Promise<{ wrap: (cmd: string, args: string[]) => 
 
 /**
  * initdb into a fresh temp directory, then pg_ctl start on a free loopback port with durability
- * off (fsync, synchronous_commit: a test server loses nothing it needs on a crash). Trust auth,
- * loopback only, its socket inside its own directory.
+ * off (fsync, synchronous_commit: a test server loses nothing it needs on a crash), unless
+ * `durable` (the bench: commits cost what they cost in production). Trust auth, loopback only,
+ * its socket inside its own directory.
  */
-export async function startPostgresServer(bin: string): Promise<PostgresServer> {
+export async function startPostgresServer(bin: string, options: { durable?: boolean } = {}): Promise<PostgresServer> {
   const user = await asServerUser();
   const dir = mkdtempSync(join(tmpdir(), "svc-webhooks-pg-"));
   user.own(dir);
@@ -61,7 +64,8 @@ export async function startPostgresServer(bin: string): Promise<PostgresServer> 
     // The free port can be taken between the probe and the start: try a few.
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
-      const settings = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+      const durability = options.durable ? "" : " -c fsync=off -c synchronous_commit=off -c full_page_writes=off";
+      const settings = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir}${durability} -c max_connections=200`;
       try {
         await exec("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-w", "-t", "60", "-o", settings, "start"]);
       } catch (error) {
@@ -70,6 +74,7 @@ export async function startPostgresServer(bin: string): Promise<PostgresServer> 
       }
       return {
         url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+        dataDir: data,
         async destroy() {
           await exec("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => undefined);
           rmSync(dir, { recursive: true, force: true });

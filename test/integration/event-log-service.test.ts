@@ -1,4 +1,5 @@
 import { UnrecoverableError } from "bullmq";
+import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
 import { replayEvents } from "../../src/worker/replay-events.js";
 import { sampleEvent } from "../helpers/edge.js";
@@ -34,10 +35,16 @@ describe("the event log, as the service keeps it", () => {
     const logged = await svc.service.eventLog.get("evt_rev_log");
     expect(logged).toMatchObject({ type: "review.created", status: "failed", attempts: 1 });
     expect(logged!.handlers["user0:review.created:0"]).toMatchObject({ status: "ok" });
-    expect(logged!.handlers["user1:review.created:0"]).toMatchObject({ status: "failed", error: expect.stringContaining("receipt printer") as unknown });
+    expect(logged!.handlers["user1:review.created:0"]).toMatchObject({
+      status: "failed",
+      error: expect.stringContaining("receipt printer") as unknown,
+    });
     expect(logged!.payload).toMatchObject({ data: { id: "rev_log" } });
 
-    const page = (await (await svc.admin("/events?type=review.*&status=failed")).json()) as { data: { id: string }[]; nextCursor: string | null };
+    const page = (await (await svc.admin("/events?type=review.*&status=failed")).json()) as {
+      data: { id: string }[];
+      nextCursor: string | null;
+    };
     expect(page.data.map((e) => e.id)).toEqual(["evt_rev_log"]);
     expect(await (await svc.admin("/events/evt_rev_log")).json()).toMatchObject({ id: "evt_rev_log", status: "failed" });
     expect((await svc.admin("/events/evt_nope")).status).toBe(404);
@@ -54,11 +61,41 @@ describe("the event log, as the service keeps it", () => {
     expect(await queue.getWaitingCount()).toBe(0);
     const handled = nextJob(worker, "completed");
     expect(
-      await replayEvents({ eventLog: svc.service.eventLog, queue }, { query: { status: "failed", handler: "user1:review.created:0", handlerStatus: "failed" }, handler: "user1:review.created:0" }),
+      await replayEvents(
+        { eventLog: svc.service.eventLog, queue },
+        { query: { status: "failed", handler: "user1:review.created:0", handlerStatus: "failed" }, handler: "user1:review.created:0" },
+      ),
     ).toBe(1);
     await handled;
     expect(calls).toEqual({ flaky: 2, steady: 1 });
     expect(await svc.service.eventLog.get("evt_rev_log")).toMatchObject({ status: "handled", attempts: 2 });
+  });
+
+  it("fails an attempt the log cannot record, so the job retries; the retry records it", async () => {
+    let runs = 0;
+    svc = await startService({ JOB_BACKOFF_MS: "50" }, [
+      {
+        "review.created": () => {
+          runs++;
+        },
+      },
+    ]);
+    const worker = svc.service.worker!.eventWorker;
+    // The log's table is away (a real database error, not a stub) while the first attempt ends.
+    await sql`alter table events rename to events_away`.execute(svc.database.db);
+    const failed = nextJob(worker, "failed");
+    const completed = nextJob(worker, "completed");
+    await svc.deliver(review("rev_unrecorded"));
+    expect((await failed).failedReason).toMatch(/events/);
+    await sql`alter table events_away rename to events`.execute(svc.database.db);
+    await completed;
+    // The retry records every handler's outcome, also of one it did not run again because the
+    // failed attempt had saved its success in the job's progress.
+    expect(runs).toBeGreaterThanOrEqual(1);
+    const logged = await svc.service.eventLog.get("evt_rev_unrecorded");
+    expect(logged).toMatchObject({ status: "handled", attempts: 1 });
+    expect(Object.keys(logged!.handlers).sort()).toEqual(["sync:review.created:0", "user:review.created:0"]);
+    expect(Object.values(logged!.handlers).every((h) => h.status === "ok" && h.attempts === 1)).toBe(true);
   });
 
   it("answers 400 for a mirror filter it cannot apply, and pages the mirror with a cursor", async () => {
@@ -69,9 +106,15 @@ describe("the event log, as the service keeps it", () => {
       await svc.deliver(review(id));
       await done;
     }
-    const first = (await (await svc.admin("/mirror/reviews?restaurantId=rest_1&limit=2")).json()) as { data: { id: string }[]; nextCursor: string };
+    const first = (await (await svc.admin("/mirror/reviews?restaurantId=rest_1&limit=2")).json()) as {
+      data: { id: string }[];
+      nextCursor: string;
+    };
     expect(first.data.map((r) => r.id)).toEqual(["rev_a", "rev_b"]);
-    const second = (await (await svc.admin(`/mirror/reviews?restaurantId=rest_1&limit=2&cursor=${first.nextCursor}`)).json()) as { data: { id: string }[]; nextCursor: string | null };
+    const second = (await (await svc.admin(`/mirror/reviews?restaurantId=rest_1&limit=2&cursor=${first.nextCursor}`)).json()) as {
+      data: { id: string }[];
+      nextCursor: string | null;
+    };
     expect(second).toMatchObject({ data: [{ id: "rev_c" }], nextCursor: null });
     for (const query of ["status=NOT_A_STATUS", "from=yesterday", "limit=500", "colour=red"]) {
       const res = await svc.admin(`/mirror/orders?${query}`);

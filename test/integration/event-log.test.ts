@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createEventLog, type EventLog, type EventQuery } from "../../src/mirror/event-log.js";
+import { createEventLog, type EventAttempt, type EventLog, type EventQuery } from "../../src/mirror/event-log.js";
 import { EventLogError } from "../../src/mirror/event-log-error.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 
@@ -18,44 +18,115 @@ describe.each(testDrivers())("event log (%s)", (driver) => {
   afterAll(() => database.close());
   beforeEach(() => database.truncate());
 
-  it("records an event as delivered; a re-delivery counts an attempt and keeps the first payload", async () => {
-    const first = await log.received({ id: "evt_1", type: "order.created", payload: { id: "evt_1", data: { total: 12.3 } } });
-    expect(first).toMatchObject({ id: "evt_1", type: "order.created", status: "received", attempts: 1, handlers: {}, payload: { id: "evt_1", data: { total: 12.3 } } });
-    await log.handlerOutcome("evt_1", "sync", { status: "failed", error: "upstream 503" });
-    await log.finish("evt_1", "failed");
-    const again = await log.received({ id: "evt_1", type: "order.created", payload: { changed: true } });
-    expect(again).toMatchObject({ status: "received", attempts: 2, payload: { id: "evt_1", data: { total: 12.3 } }, receivedAt: first.receivedAt });
-    await log.handlerOutcome("evt_1", "sync", { status: "ok" });
-    await log.handlerOutcome("evt_1", "audit", { status: "ok" });
-    await log.finish("evt_1", "handled");
-    expect(await log.get("evt_1")).toMatchObject({ status: "handled", attempts: 2, handlers: { sync: { status: "ok", attempts: 2 }, audit: { status: "ok", attempts: 1 } } });
+  const attempt = (
+    id: string,
+    status: EventAttempt["status"],
+    handlers: EventAttempt["handlers"] = {},
+    type = "order.created",
+    payload: unknown = {},
+  ): EventAttempt => ({ id, type, payload, status, handlers });
+
+  it("records each attempt once: the first inserts, a later one counts an attempt, merges outcomes and keeps the first payload", async () => {
+    await log.recordAttempt(
+      attempt("evt_1", "received", { sync: { status: "failed", error: "upstream 503" } }, "order.created", {
+        id: "evt_1",
+        data: { total: 12.3 },
+      }),
+    );
+    const first = (await log.get("evt_1"))!;
+    expect(first).toMatchObject({
+      id: "evt_1",
+      type: "order.created",
+      status: "received",
+      attempts: 1,
+      handlers: { sync: { status: "failed", error: "upstream 503", attempts: 1 } },
+      payload: { id: "evt_1", data: { total: 12.3 } },
+    });
+    await log.recordAttempt(
+      attempt("evt_1", "handled", { sync: { status: "ok" }, audit: { status: "ok" } }, "order.created", { changed: true }),
+    );
+    const again = (await log.get("evt_1"))!;
+    expect(again).toMatchObject({
+      status: "handled",
+      attempts: 2,
+      payload: { id: "evt_1", data: { total: 12.3 } },
+      receivedAt: first.receivedAt,
+    });
+    // An ok outcome replaces the failed one whole: no stale error is left behind.
+    expect(again.handlers).toEqual({ sync: { status: "ok", attempts: 2 }, audit: { status: "ok", attempts: 1 } });
+    // A replay aimed at one handler records only that one; the others keep their outcomes.
+    await log.recordAttempt(attempt("evt_1", "failed", { audit: { status: "failed", error: "x".repeat(5000) } }));
+    const third = (await log.get("evt_1"))!;
+    expect(third).toMatchObject({
+      status: "failed",
+      attempts: 3,
+      handlers: { sync: { status: "ok", attempts: 2 }, audit: { status: "failed", attempts: 2 } },
+    });
+    expect(third.handlers.audit!.error).toHaveLength(2000);
     expect(await log.get("evt_missing")).toBeUndefined();
   });
 
-  it("refuses outcomes for unknown events and malformed input, changing nothing", async () => {
-    await expect(log.handlerOutcome("evt_nope", "sync", { status: "ok" })).rejects.toMatchObject({ code: "not_found" });
-    await expect(log.finish("evt_nope", "handled")).rejects.toMatchObject({ code: "not_found" });
-    await expect(log.received({ id: "", type: "order.created", payload: {} })).rejects.toBeInstanceOf(EventLogError);
-    await expect(log.received({ id: "evt_x", type: "t", payload: { n: 1n } })).rejects.toMatchObject({ field: "payload" });
-    await log.received({ id: "evt_2", type: "order.created", payload: {} });
-    await expect(log.finish("evt_2", "received" as "handled")).rejects.toMatchObject({ field: "status" });
-    expect(await log.get("evt_2")).toMatchObject({ status: "received" });
-    expect(await sql<{ n: number }>`select count(*)::int as n from events`.execute(database.db).then((r) => r.rows[0]!.n)).toBe(1);
+  it("group-commits attempts that end together, the same event's attempts in order, each call told its own outcome", async () => {
+    const calls = [
+      ...Array.from({ length: 30 }, (_, i) => attempt(`evt_g${i}`, "handled", { sync: { status: "ok" } })),
+      // One event's attempts ending together (a replay beside a retry): one statement may not touch a row twice.
+      attempt("evt_dup", "received", { sync: { status: "failed", error: "first" } }),
+      attempt("evt_dup", "received", { sync: { status: "failed", error: "second" } }),
+      attempt("evt_dup", "handled", { sync: { status: "ok" } }),
+    ];
+    await Promise.all(calls.map((c) => log.recordAttempt(c)));
+    expect(
+      await sql<{ n: number }>`select count(*)::int as n from events where status = 'handled'`
+        .execute(database.db)
+        .then((r) => r.rows[0]!.n),
+    ).toBe(31);
+    expect(await log.get("evt_dup")).toMatchObject({ status: "handled", attempts: 3, handlers: { sync: { status: "ok", attempts: 3 } } });
+    // A bad attempt among good ones fails alone, before any statement.
+    const mixed = await Promise.allSettled([
+      log.recordAttempt(attempt("evt_ok", "handled")),
+      log.recordAttempt(attempt("evt_bad", "handled", {}, "t", { n: 1n })),
+    ]);
+    expect(mixed.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
+    expect(await log.get("evt_ok")).toMatchObject({ status: "handled", attempts: 1, handlers: {} });
+  });
+
+  it("refuses malformed attempts, changing nothing; a row the database refuses fails only its own call", async () => {
+    await expect(log.recordAttempt(attempt("", "handled"))).rejects.toBeInstanceOf(EventLogError);
+    await expect(log.recordAttempt(attempt("evt_x", "handled", {}, "t", { n: 1n }))).rejects.toMatchObject({ field: "payload" });
+    await expect(log.recordAttempt(attempt("evt_x", "done" as "handled"))).rejects.toMatchObject({ field: "status" });
+    await expect(log.recordAttempt(attempt("evt_x", "handled", { sync: { status: "maybe" as "ok" } }))).rejects.toMatchObject({
+      field: "status",
+    });
+    await expect(log.recordAttempt(attempt("evt_x", "handled", { "": { status: "ok" } }))).rejects.toMatchObject({ field: "key" });
+    expect(await sql<{ n: number }>`select count(*)::int as n from events`.execute(database.db).then((r) => r.rows[0]!.n)).toBe(0);
+    // jsonb cannot hold \u0000: the database refuses the batched statement, then that row alone.
+    const refused = await Promise.allSettled([
+      log.recordAttempt(attempt("evt_a", "handled")),
+      log.recordAttempt(attempt("evt_b", "handled", {}, "t", { s: "\u0000" })),
+      log.recordAttempt(attempt("evt_c", "handled")),
+    ]);
+    expect(refused.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(await log.get("evt_a")).toMatchObject({ status: "handled", attempts: 1 });
+    expect(await log.get("evt_b")).toBeUndefined();
   });
 
   it("queries by time, type pattern, status and handler, oldest first, page by page", async () => {
-    await log.received({ id: "e1", type: "order.created", payload: {} });
-    await log.received({ id: "e2", type: "order.status_changed", payload: {} });
-    await log.received({ id: "e3", type: "orders_x.created", payload: {} });
-    await log.received({ id: "e4", type: "booking.created", payload: {} });
-    await log.received({ id: "e5", type: "order.refunded", payload: {} });
-    for (const [id, at] of [["e1", "2026-11-20T10:00:00Z"], ["e2", "2026-11-20T10:00:00.999Z"], ["e3", "2026-11-20T10:00:01Z"], ["e4", "2026-11-20T10:00:01Z"], ["e5", "2026-11-21T00:00:00Z"]] as const) await receivedAt(id, at);
+    await log.recordAttempt(attempt("e1", "handled", {}, "order.created"));
+    await log.recordAttempt(attempt("e2", "failed", { sync: { status: "failed", error: "boom" } }, "order.status_changed"));
+    await log.recordAttempt(attempt("e3", "handled", {}, "orders_x.created"));
+    await log.recordAttempt(attempt("e4", "handled", {}, "booking.created"));
+    await log.recordAttempt(
+      attempt("e5", "failed", { sync: { status: "ok" }, mail: { status: "failed", error: "smtp" } }, "order.refunded"),
+    );
+    for (const [id, at] of [
+      ["e1", "2026-11-20T10:00:00Z"],
+      ["e2", "2026-11-20T10:00:00.999Z"],
+      ["e3", "2026-11-20T10:00:01Z"],
+      ["e4", "2026-11-20T10:00:01Z"],
+      ["e5", "2026-11-21T00:00:00Z"],
+    ] as const)
+      await receivedAt(id, at);
     const middle = new Date("2026-11-20T10:00:01Z");
-    await log.handlerOutcome("e2", "sync", { status: "failed", error: "boom" });
-    await log.finish("e2", "failed");
-    await log.handlerOutcome("e5", "sync", { status: "ok" });
-    await log.handlerOutcome("e5", "mail", { status: "failed", error: "smtp" });
-    await log.finish("e5", "failed");
 
     expect(await ids({ type: "order.*" })).toEqual(["e1", "e2", "e5"]);
     expect(await ids({ type: "order.created" })).toEqual(["e1"]);
@@ -88,12 +159,13 @@ describe.each(testDrivers())("event log (%s)", (driver) => {
       [{ since: new Date("nope") }, "since"],
       [{ cursor: "garbage!" }, "cursor"],
     ];
-    for (const [query, field] of bad) await expect(log.query(query), JSON.stringify(query)).rejects.toMatchObject({ code: "invalid_filter", field });
+    for (const [query, field] of bad)
+      await expect(log.query(query), JSON.stringify(query)).rejects.toMatchObject({ code: "invalid_filter", field });
   });
 
   it("prunes events received before a time, in batches, and keeps the rest", async () => {
-    for (let i = 0; i < 7; i++) await log.received({ id: `old_${i}`, type: "order.created", payload: { i } });
-    await log.received({ id: "new_1", type: "order.created", payload: {} });
+    await Promise.all(Array.from({ length: 7 }, (_, i) => log.recordAttempt(attempt(`old_${i}`, "handled", {}, "order.created", { i }))));
+    await log.recordAttempt(attempt("new_1", "handled"));
     await database.db.updateTable("events").set({ received_at: "2026-10-01T00:00:00Z" }).where("id", "like", "old_%").execute();
     const cutoff = new Date((await log.get("new_1"))!.receivedAt.getTime() - 24 * 3600_000);
     expect(await log.prune(cutoff, 3)).toBe(7);
