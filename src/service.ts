@@ -71,10 +71,25 @@ export async function createService({ config, logger, handlers = [], database }:
   const anyConnection = (workerConnection ?? webConnection)!;
 
   const worker = workerConnection
-    ? createWorkerRole({ config, logger, connection: workerConnection, mirror, eventLog, changeOutbox: storage.changeOutbox, handlers: ([] as EventHandlers[]).concat(handlers), metrics })
+    ? createWorkerRole({
+        config,
+        logger,
+        connection: workerConnection,
+        mirror,
+        eventLog,
+        changeOutbox: storage.changeOutbox,
+        handlers: ([] as EventHandlers[]).concat(handlers),
+        metrics,
+      })
     : undefined;
   const sink = webConnection
-    ? createStreamSink({ connection: webConnection, prefix, dedupWindowSeconds: config.dedupWindowSeconds, timeoutMs: config.enqueueTimeoutMs, maxBacklog: config.ingest.maxBacklog })
+    ? createStreamSink({
+        connection: webConnection,
+        prefix,
+        dedupWindowSeconds: config.dedupWindowSeconds,
+        timeoutMs: config.enqueueTimeoutMs,
+        maxBacklog: config.ingest.maxBacklog,
+      })
     : undefined;
 
   // The dashboard and the depth gauges show both queues whatever this process runs.
@@ -119,7 +134,11 @@ export async function createService({ config, logger, handlers = [], database }:
           mount: (root: Hono<AppEnv>) =>
             mountOperatorRoutes(root, {
               adminToken: config.adminToken!,
-              mirror: { kinds: MIRROR_KINDS, get: (k, id) => mirror.get(k as MirrorKind, id), list: (k, q) => mirror.list(k as MirrorKind, filterFromQuery(q)) },
+              mirror: {
+                kinds: MIRROR_KINDS,
+                get: (k, id) => mirror.get(k as MirrorKind, id),
+                list: (k, q) => mirror.list(k as MirrorKind, filterFromQuery(q)),
+              },
               events: { get: (id) => eventLog.get(id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
               metrics: () => metrics.render(),
               queues,
@@ -147,7 +166,10 @@ export async function createService({ config, logger, handlers = [], database }:
       } catch (err) {
         // The edge needs Redis only: a web process keeps accepting webhooks while the database is away.
         if (config.role !== "web") throw err;
-        logger.error({ err: (err as Error).message }, "database migration failed; the operator's mirror and event routes fail until it is reachable");
+        logger.error(
+          { err: (err as Error).message },
+          "database migration failed; the operator's mirror and event routes fail until it is reachable",
+        );
       }
       // Readiness follows Redis; give the first connection a moment so /readyz is true at once
       // when Redis is there, but never wait on a Redis that is down (the edge answers 503 then).

@@ -1,5 +1,14 @@
 // Never executed: `npm test` type-checks it, pinning the public handler types (like octokit's).
-import { createService, onChange, type ChangeEvent, type ChangeSource, type EventHandler, type EventHandlers, type HandlerContext, type Order } from "../src/index.js";
+import {
+  createService,
+  onChange,
+  type ChangeEvent,
+  type ChangeSource,
+  type EventHandler,
+  type EventHandlers,
+  type HandlerContext,
+  type Order,
+} from "../src/index.js";
 
 export const handlers: EventHandlers = {
   "order.status_changed": async (event, ctx: HandlerContext) => {

@@ -22,7 +22,22 @@ export function assertWrk(): void {
 /** Runs wrk against `url` for `seconds` with requests from `poolFile`. Bounded: wrk stops itself. */
 export function runWrk(url: string, poolFile: string, opts: { seconds: number; connections: number; threads: number }): Promise<WrkResult> {
   return new Promise((resolve, reject) => {
-    const args = ["-t", String(opts.threads), "-c", String(opts.connections), "-d", `${opts.seconds}s`, "--timeout", "5s", "-s", LUA, url, "--", poolFile, String(opts.threads)];
+    const args = [
+      "-t",
+      String(opts.threads),
+      "-c",
+      String(opts.connections),
+      "-d",
+      `${opts.seconds}s`,
+      "--timeout",
+      "5s",
+      "-s",
+      LUA,
+      url,
+      "--",
+      poolFile,
+      String(opts.threads),
+    ];
     const child = spawn("wrk", args, { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));

@@ -26,22 +26,31 @@ export const errorBody = (code: string, message: string): ErrorBody => ({ error:
 export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof WebhookSignatureError) return { status: 401, body: errorBody(err.code, err.message) };
   if (err instanceof PayloadTooLargeError) return { status: 413, body: errorBody(err.code, err.message) };
-  if (err instanceof EnvelopeError || err instanceof PayloadTooDeepError || err instanceof ReservedEventTypeError) return { status: 400, body: errorBody(err.code, err.message) };
+  if (err instanceof EnvelopeError || err instanceof PayloadTooDeepError || err instanceof ReservedEventTypeError)
+    return { status: 400, body: errorBody(err.code, err.message) };
   if (err instanceof UnstorableEventError) return { status: 422, body: errorBody(err.code, "the event cannot be stored") };
   // Nobody reads this answer (the client is gone); the status is for the request log.
   if (err instanceof RequestAbortedError) return { status: 400, body: errorBody(err.code, err.message) };
   if (err instanceof ServerBusyError) {
-    return { status: 503, body: errorBody(err.code, "too many request bodies in flight; retry later"), headers: { "Retry-After": String(RETRY_AFTER_SECONDS) } };
+    return {
+      status: 503,
+      body: errorBody(err.code, "too many request bodies in flight; retry later"),
+      headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
+    };
   }
   if (err instanceof QueueUnavailableError) {
     return {
       status: 503,
-      body: errorBody(err.code, err.code === "backlog_full" ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later"),
+      body: errorBody(
+        err.code,
+        err.code === "backlog_full" ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later",
+      ),
       headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
     };
   }
   const coded = codeOf(err);
-  if (coded !== undefined && coded in STATUS_BY_CODE) return { status: STATUS_BY_CODE[coded]!, body: errorBody(coded, (err as Error).message) };
+  if (coded !== undefined && coded in STATUS_BY_CODE)
+    return { status: STATUS_BY_CODE[coded]!, body: errorBody(coded, (err as Error).message) };
   if (err instanceof HTTPException) {
     return { status: err.status as ContentfulStatusCode, body: errorBody(`http_${err.status}`, err.message || "request failed") };
   }

@@ -42,7 +42,12 @@ export async function readRawBody(c: Context, maxBytes: number, reservation = NO
   }
 }
 
-async function readCapped(c: Context, incoming: IncomingMessage | undefined, maxBytes: number, reservation: BodyReservation): Promise<Uint8Array> {
+async function readCapped(
+  c: Context,
+  incoming: IncomingMessage | undefined,
+  maxBytes: number,
+  reservation: BodyReservation,
+): Promise<Uint8Array> {
   const declared = c.req.header("content-length");
   if (declared !== undefined) {
     const length = Number(declared);

@@ -54,9 +54,24 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const start = async () => {
     if (child && child.exitCode === null) return; // already running
     const args = [
-      "--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
-      "--appendonly", options.appendOnly ? "yes" : "no", "--appendfsync", "everysec",
-      "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "warning",
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--dir",
+      dir,
+      "--save",
+      "",
+      "--appendonly",
+      options.appendOnly ? "yes" : "no",
+      "--appendfsync",
+      "everysec",
+      "--maxmemory-policy",
+      "noeviction",
+      "--daemonize",
+      "no",
+      "--loglevel",
+      "warning",
     ];
     const proc = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
     child = proc;

@@ -44,13 +44,14 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       const escaped = JSON.stringify(secret).slice(1, -1);
       return escaped === secret ? [secret] : [secret, escaped];
     });
-  const scrub = needles.length === 0
-    ? undefined
-    : (line: string) => {
-        let out = line;
-        for (const needle of needles) if (out.includes(needle)) out = out.split(needle).join(REDACTED);
-        return out;
-      };
+  const scrub =
+    needles.length === 0
+      ? undefined
+      : (line: string) => {
+          let out = line;
+          for (const needle of needles) if (out.includes(needle)) out = out.split(needle).join(REDACTED);
+          return out;
+        };
   return pino(
     {
       level: options.level ?? "info",

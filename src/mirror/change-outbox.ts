@@ -85,15 +85,26 @@ export function createChangeOutbox(db: Kysely<DatabaseSchema>): ChangeOutbox {
           .skipLocked()
           .execute();
         if (rows.length === 0) return 0;
-        await send(rows.map((r) => ({ seq: r.seq, id: r.id, type: r.type, payload: r.payload, createdAt: new Date(r.created_at).toISOString() })));
-        await tx.deleteFrom("change_outbox").where("seq", "in", rows.map((r) => r.seq)).execute();
+        await send(
+          rows.map((r) => ({ seq: r.seq, id: r.id, type: r.type, payload: r.payload, createdAt: new Date(r.created_at).toISOString() })),
+        );
+        await tx
+          .deleteFrom("change_outbox")
+          .where(
+            "seq",
+            "in",
+            rows.map((r) => r.seq),
+          )
+          .execute();
         return rows.length;
       });
     },
     async pending() {
-      const row = await db.selectFrom("change_outbox").select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow();
+      const row = await db
+        .selectFrom("change_outbox")
+        .select((eb) => eb.fn.countAll<string>().as("n"))
+        .executeTakeFirstOrThrow();
       return Number(row.n);
     },
   };
 }
-

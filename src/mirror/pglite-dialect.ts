@@ -36,7 +36,9 @@ function createPGliteDriver(pglite: PGlite): Driver {
   const connection: DatabaseConnection = {
     async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
       const result = await pglite.query<R>(query.sql, [...query.parameters], { rowMode: "object" });
-      return result.affectedRows === undefined ? { rows: result.rows } : { rows: result.rows, numAffectedRows: BigInt(result.affectedRows) };
+      return result.affectedRows === undefined
+        ? { rows: result.rows }
+        : { rows: result.rows, numAffectedRows: BigInt(result.affectedRows) };
     },
     // eslint-disable-next-line require-yield
     async *streamQuery() {

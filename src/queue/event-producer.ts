@@ -54,7 +54,13 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
   const add = groupCommit(
     (events: EnqueueInput[]) =>
       // The job holds the parsed payload; the body text a caller may pass is not stored twice.
-      queue.addBulk(events.map(({ payloadJson: _text, ...event }) => ({ name: event.type, data: event, opts: { jobId: randomUUID(), deduplication: { id: event.id, ttl } } }))),
+      queue.addBulk(
+        events.map(({ payloadJson: _text, ...event }) => ({
+          name: event.type,
+          data: event,
+          opts: { jobId: randomUUID(), deduplication: { id: event.id, ttl } },
+        })),
+      ),
     options.maxBatch ?? 256,
   );
 

@@ -107,7 +107,10 @@ export function createStreamPump(options: StreamPumpOptions): StreamPump {
   const claimAbandoned = async (r: RedisClient) => {
     let cursor = "0-0";
     do {
-      const [next, entries] = (await r.xautoclaim(keys.stream, keys.group, consumer, options.claimIdleMs, cursor, "COUNT", batch)) as [string, (Entry | null)[]];
+      const [next, entries] = (await r.xautoclaim(keys.stream, keys.group, consumer, options.claimIdleMs, cursor, "COUNT", batch)) as [
+        string,
+        (Entry | null)[],
+      ];
       const live = entries.filter((e): e is Entry => e !== null);
       if (live.length > 0) {
         logger.info({ count: live.length }, "claimed stream entries another pump left pending");
@@ -126,7 +129,8 @@ export function createStreamPump(options: StreamPumpOptions): StreamPump {
           await claimAbandoned(r);
           nextClaimAt = Date.now() + Math.max(100, options.claimIdleMs / 2);
         }
-        const reply = (await r.xreadgroup("GROUP", keys.group, consumer, "COUNT", batch, "BLOCK", blockMs, "STREAMS", keys.stream, ">")) as [string, Entry[]][] | null;
+        const reply = (await r.xreadgroup("GROUP", keys.group, consumer, "COUNT", batch, "BLOCK", blockMs, "STREAMS", keys.stream, ">")) as
+          [string, Entry[]][] | null;
         const entries = reply?.[0]?.[1] ?? [];
         if (entries.length > 0) await move(entries);
         failures = 0;

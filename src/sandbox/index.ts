@@ -71,7 +71,8 @@ export interface Sandbox {
  */
 export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const apiKeys = options.apiKeys ?? [`svc_live_${randomBytes(16).toString("hex")}`];
-  for (const key of apiKeys) if (!key.startsWith("svc_live_")) throw new SandboxError(400, "invalid_request", "sandbox API keys must start with svc_live_");
+  for (const key of apiKeys)
+    if (!key.startsWith("svc_live_")) throw new SandboxError(400, "invalid_request", "sandbox API keys must start with svc_live_");
   const random = seededRandom(options.seed ?? 1);
   const sender = createWebhookSender({
     timeoutMs: options.delivery?.timeoutMs ?? 10_000,
@@ -96,7 +97,8 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     () => new Date(),
   );
   store.seed(options.restaurants ?? 3);
-  for (const map of [store.orders, store.bookings, store.menuItems, store.reviews] as Map<string, { id: string }>[]) for (const record of map.values()) remember(record);
+  for (const map of [store.orders, store.bookings, store.menuItems, store.reviews] as Map<string, { id: string }>[])
+    for (const record of map.values()) remember(record);
   const silently = <T>(change: () => T): T => {
     const was = silent;
     silent = true;
@@ -120,16 +122,28 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   };
 
   const app = new Hono();
-  app.route("/api/v1", apiRoutes({ store, apiKeys: new Set(apiKeys), admit: createKeyRateLimit(rate.max, rate.windowMs), faults, requestLog }));
-  app.route("/_sandbox", controlRoutes({
-    store,
-    snapshot: () => ({ restaurants: state.restaurants(), orders: state.orders(), bookings: state.bookings(), menuItems: state.menuItems(), reviews: state.reviews() }),
-    requestLog,
-    faults,
-    addWebhook: sender.add,
-    history: state.history,
-    silently,
-  }));
+  app.route(
+    "/api/v1",
+    apiRoutes({ store, apiKeys: new Set(apiKeys), admit: createKeyRateLimit(rate.max, rate.windowMs), faults, requestLog }),
+  );
+  app.route(
+    "/_sandbox",
+    controlRoutes({
+      store,
+      snapshot: () => ({
+        restaurants: state.restaurants(),
+        orders: state.orders(),
+        bookings: state.bookings(),
+        menuItems: state.menuItems(),
+        reviews: state.reviews(),
+      }),
+      requestLog,
+      faults,
+      addWebhook: sender.add,
+      history: state.history,
+      silently,
+    }),
+  );
   app.notFound((c) => c.json({ error: { code: "not_found", message: "no such endpoint" } }, 404));
   app.onError((err, c) => {
     if (err instanceof SandboxError) return c.json({ error: { code: err.code, message: err.message } }, err.status);

@@ -4,7 +4,8 @@ import { SandboxError } from "./types.js";
 export function parseLimit(value: string | undefined): number {
   if (value === undefined) return 50;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 100) throw new SandboxError(400, "invalid_request", "limit must be a whole number from 1 to 100");
+  if (!/^\d+$/.test(value) || n < 1 || n > 100)
+    throw new SandboxError(400, "invalid_request", "limit must be a whole number from 1 to 100");
   return n;
 }
 

@@ -13,7 +13,10 @@ export function seededRandom(seed: number) {
     int: (min: number, max: number) => min + Math.floor(next() * (max - min + 1)),
     pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!,
     chance: (p: number) => next() < p,
-    id: (prefix: string) => `${prefix}_${Math.floor(next() * 36 ** 8).toString(36).padStart(8, "0")}`,
+    id: (prefix: string) =>
+      `${prefix}_${Math.floor(next() * 36 ** 8)
+        .toString(36)
+        .padStart(8, "0")}`,
   };
 }
 export type Random = ReturnType<typeof seededRandom>;

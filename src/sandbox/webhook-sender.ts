@@ -44,7 +44,10 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
   };
 
   async function attempt(endpoint: WebhookEndpoint, eventId: string, type: string, body: string, n: number): Promise<void> {
-    if (closed) { settle(); return; }
+    if (closed) {
+      settle();
+      return;
+    }
     const controller = new AbortController();
     controllers.add(controller);
     const timeout = setTimeout(() => controller.abort(), opts.timeoutMs);
@@ -54,7 +57,11 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
       const res = await fetch(endpoint.url, {
         method: "POST",
         body,
-        headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, endpoint.secret), "user-agent": "svc-sandbox-webhooks" },
+        headers: {
+          "content-type": "application/json",
+          "x-svc-signature": signPayload(body, endpoint.secret),
+          "user-agent": "svc-sandbox-webhooks",
+        },
         signal: controller.signal,
       });
       status = res.status;
@@ -70,7 +77,8 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
     const delay = opts.retryDelaysMs[n - 1];
     if (ok || closed || delay === undefined) {
       if (!ok && !closed) opts.logger?.warn({ eventId, url: endpoint.url, attempts: n }, "webhook dropped after the last retry");
-      settle(); return;
+      settle();
+      return;
     }
     const timer = setTimeout(() => {
       timers.delete(timer);

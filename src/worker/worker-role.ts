@@ -85,7 +85,12 @@ export function createWorkerRole(deps: {
     streams: { events: { maxLen: 1000 } },
   });
   syncQueue.on("error", (err) => logger.warn({ err: err.message }, "sync queue error"));
-  const scheduler = createRefreshScheduler({ redis: connection, queue: syncQueue as Queue<RefreshJobData>, prefix, debounceMs: config.worker.syncDebounceMs });
+  const scheduler = createRefreshScheduler({
+    redis: connection,
+    queue: syncQueue as Queue<RefreshJobData>,
+    prefix,
+    debounceMs: config.worker.syncDebounceMs,
+  });
 
   // Change events: recorded with each mirror write, relayed into the events queue like any event.
   const changeRelay = createChangeRelay({
@@ -135,7 +140,12 @@ export function createWorkerRole(deps: {
       return refreshRestaurant({ api, mirror, scheduler, writer, logger, kind, restaurantId });
     };
     processors.reconcile = async () => {
-      const totals = await sweepAll({ api, mirror, priority: "low", changes: { writer, source: "reconcile", pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId) } });
+      const totals = await sweepAll({
+        api,
+        mirror,
+        priority: "low",
+        changes: { writer, source: "reconcile", pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId) },
+      });
       logger.info({ totals }, "reconciliation done");
       return totals;
     };

@@ -36,7 +36,10 @@ describe("queue dashboard in a real headless Chromium", () => {
       await page.getByText("events", { exact: true }).first().waitFor();
       await page.getByText("sync", { exact: true }).first().waitFor();
       await page.getByText("events", { exact: true }).first().click();
-      await page.getByText(/completed/i).first().waitFor();
+      await page
+        .getByText(/completed/i)
+        .first()
+        .waitFor();
       expect(await page.title()).toContain("svc-webhooks");
       await page.screenshot({ path: "test-results/dashboard.png" });
     } finally {
@@ -97,7 +100,9 @@ function startAttackerSite(target: () => string): Promise<Server> {
 }
 
 const forgedJobs = async () =>
-  (await svc.service.eventsQueue.getJobs(["waiting", "active", "completed", "failed", "delayed", "prioritized"])).filter((j) => j.name === FORGED);
+  (await svc.service.eventsQueue.getJobs(["waiting", "active", "completed", "failed", "delayed", "prioritized"])).filter(
+    (j) => j.name === FORGED,
+  );
 
 describe("the dashboard against a page on another origin", () => {
   it("refuses the forged job a cross-origin page posts with the operator's credentials", async () => {
@@ -123,7 +128,11 @@ describe("the dashboard against a page on another origin", () => {
       const page = await context.newPage();
       await page.goto(`${svc.url}/admin/queues`);
       const status = await page.evaluate(async (path) => {
-        const res = await fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "added.by.operator", data: {}, options: {} }) });
+        const res = await fetch(path, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ name: "added.by.operator", data: {}, options: {} }),
+        });
         return res.status;
       }, ADD_PATH);
       expect(status).toBe(200);

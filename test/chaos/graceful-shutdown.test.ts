@@ -52,7 +52,9 @@ describe("graceful shutdown under load", () => {
     try {
       const stored = await inspected.eventIds(["waiting"]);
       const lost = [...accepted].filter((id) => !stored.has(id));
-      console.log(`CHAOS graceful-shutdown ${JSON.stringify({ accepted: accepted.size, refusedAfterSignal: refused, lost: lost.length, exitCode: code, secondsToExit: seconds })}`);
+      console.log(
+        `CHAOS graceful-shutdown ${JSON.stringify({ accepted: accepted.size, refusedAfterSignal: refused, lost: lost.length, exitCode: code, secondsToExit: seconds })}`,
+      );
       expect(lost).toEqual([]);
     } finally {
       await inspected.close();

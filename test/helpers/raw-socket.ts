@@ -38,7 +38,9 @@ export function openRawSocket(baseUrl: string): Promise<RawSocket> {
               }
             };
             listeners.add(check);
-            void closed.then(() => (listeners.has(check) ? fail(new Error(`closed before ${String(text)}; got ${data.slice(0, 200)}`)) : undefined));
+            void closed.then(() =>
+              listeners.has(check) ? fail(new Error(`closed before ${String(text)}; got ${data.slice(0, 200)}`)) : undefined,
+            );
             check();
           }),
       }),

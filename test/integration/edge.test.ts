@@ -38,7 +38,6 @@ describe("POST /webhooks: signatures", () => {
     expect((await edge.postSigned(sampleEvent(), TEST_SECRET_2)).status).toBe(200);
     expect(await jobCount()).toBe(2);
   });
-
 });
 
 describe("POST /webhooks: event ids", () => {

@@ -66,7 +66,10 @@ describe("ingest stream: a pump that dies", () => {
   const readAsDeadPump = async (edge: TestEdge) => {
     const { stream, group } = redisKeys(edge.prefix).ingest;
     await edge.redis.xgroup("CREATE", stream, group, "0", "MKSTREAM");
-    const reply = (await edge.redis.xreadgroup("GROUP", group, "dead-pump", "COUNT", 100, "STREAMS", stream, ">")) as [string, [string, string[]][]][];
+    const reply = (await edge.redis.xreadgroup("GROUP", group, "dead-pump", "COUNT", 100, "STREAMS", stream, ">")) as [
+      string,
+      [string, string[]][],
+    ][];
     return reply[0]![1];
   };
 
@@ -77,7 +80,10 @@ describe("ingest stream: a pump that dies", () => {
     expect(await readAsDeadPump(edge)).toHaveLength(3);
 
     const handled: string[] = [];
-    const worker = new Worker(EVENTS_QUEUE, async (job) => void handled.push(job.data.id), { connection: edge.redis.duplicate({ maxRetriesPerRequest: null }), prefix: edge.prefix });
+    const worker = new Worker(EVENTS_QUEUE, async (job) => void handled.push(job.data.id), {
+      connection: edge.redis.duplicate({ maxRetriesPerRequest: null }),
+      prefix: edge.prefix,
+    });
     cleanups.push(() => worker.close());
     const pump = startPump(edge.redis, edge.prefix, { claimIdleMs: 100 });
     cleanups.push(() => pump.stop());
@@ -92,12 +98,19 @@ describe("ingest stream: a pump that dies", () => {
     expect((await edge.postSigned(event)).status).toBe(200);
     const [[entryId, fields]] = (await readAsDeadPump(edge)) as [[string, string[]]];
     // The dead pump's addBulk got through; its XACK never did.
-    const deadQueue = new Queue(EVENTS_QUEUE, { connection: edge.redis, prefix: edge.prefix, defaultJobOptions: { removeOnComplete: true } });
+    const deadQueue = new Queue(EVENTS_QUEUE, {
+      connection: edge.redis,
+      prefix: edge.prefix,
+      defaultJobOptions: { removeOnComplete: true },
+    });
     cleanups.push(() => deadQueue.close());
     await deadQueue.addBulk([jobOfEntry(entryId, fields[fields.indexOf(ENTRY_FIELD) + 1]!, 3_600_000)]);
 
     let runs = 0;
-    const worker = new Worker(EVENTS_QUEUE, async () => void runs++, { connection: edge.redis.duplicate({ maxRetriesPerRequest: null }), prefix: edge.prefix });
+    const worker = new Worker(EVENTS_QUEUE, async () => void runs++, {
+      connection: edge.redis.duplicate({ maxRetriesPerRequest: null }),
+      prefix: edge.prefix,
+    });
     cleanups.push(() => worker.close());
     await new Promise((resolve) => worker.once("completed", resolve));
     expect(await edge.queue.getJob(entryId)).toBeUndefined(); // removed on completion

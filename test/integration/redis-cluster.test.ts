@@ -74,7 +74,11 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
     expect(seen).toEqual(["rev_cluster"]);
     expect(await svc.service.mirror.get("reviews", "rev_cluster")).toMatchObject({ rating: 4 });
     expect(await svc.service.eventsQueue.getJobCounts("waiting", "active", "delayed", "completed", "failed")).toEqual({
-      waiting: 0, active: 0, delayed: 0, completed: 1, failed: 0,
+      waiting: 0,
+      active: 0,
+      delayed: 0,
+      completed: 1,
+      failed: 0,
     });
     expect((await svc.admin("/readyz")).status).toBe(200);
   });
@@ -84,11 +88,19 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
     const a = stack.sandbox.actions;
     const orders = Array.from({ length: 4 }, (_, i) => a.createOrder({ restaurantId: `rest_${(i % 2) + 1}`, paid: true }));
     for (const o of orders) a.updateOrderStatus(o.id, "CONFIRMED");
-    const booking = a.createBooking({ restaurantId: "rest_2", date: "2026-12-24", time: "19:30", partySize: 4, diner: { name: "Ada", email: "ada@example.com" } });
+    const booking = a.createBooking({
+      restaurantId: "rest_2",
+      date: "2026-12-24",
+      time: "19:30",
+      partySize: 4,
+      diner: { name: "Ada", email: "ada@example.com" },
+    });
     await stack.drained();
     const truth = new Map(stack.sandbox.state.orders().map((o) => [o.id, o]));
     for (const o of orders) expect(await stack.svc.service.mirror.get("orders", o.id)).toEqual(truth.get(o.id));
-    expect(await stack.svc.service.mirror.get("bookings", booking.id)).toEqual(stack.sandbox.state.bookings().find((b) => b.id === booking.id));
+    expect(await stack.svc.service.mirror.get("bookings", booking.id)).toEqual(
+      stack.sandbox.state.bookings().find((b) => b.id === booking.id),
+    );
     expect(stack.svc.logs.records().filter((r) => Number(r.level) >= 50)).toEqual([]);
   });
 

@@ -18,8 +18,13 @@ async function start(options: Parameters<typeof createSandbox>[0] = {}) {
 }
 const get = (path: string, key = sandbox.apiKey) => fetch(`${url}${path}`, { headers: { authorization: `Bearer ${key}` } });
 const send = (method: string, path: string, body: unknown) =>
-  fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${sandbox.apiKey}`, "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) });
-const json = async (res: Response) => (await res.json()) as Record<string, unknown> & { data: Record<string, unknown>[]; nextCursor: string | null; error: { code: string } };
+  fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${sandbox.apiKey}`, "content-type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+const json = async (res: Response) =>
+  (await res.json()) as Record<string, unknown> & { data: Record<string, unknown>[]; nextCursor: string | null; error: { code: string } };
 
 /** A local receiver that answers with `statuses` in turn (then 200) and records each delivery. */
 async function startReceiver(statuses: number[] = []) {
@@ -57,7 +62,22 @@ describe("sandbox API", () => {
     expect(page.data.length).toBeGreaterThan(0);
     for (const o of page.data) expect(o).toMatchObject({ restaurantId: "rest_2", status: "DELIVERED" });
     expect(Object.keys(page.data[0]!).sort()).toEqual(
-      ["bookingId", "createdAt", "currency", "id", "items", "paidAt", "refundedAt", "restaurantId", "status", "subtotal", "tax", "tip", "total", "type"].sort(),
+      [
+        "bookingId",
+        "createdAt",
+        "currency",
+        "id",
+        "items",
+        "paidAt",
+        "refundedAt",
+        "restaurantId",
+        "status",
+        "subtotal",
+        "tax",
+        "tip",
+        "total",
+        "type",
+      ].sort(),
     );
     const dineIn = await json(await get("/api/v1/orders?type=DINE_IN&limit=100"));
     expect(dineIn.data.every((o) => o.type === "DINE_IN")).toBe(true);
@@ -79,7 +99,12 @@ describe("sandbox API", () => {
     expect((await get("/api/v1/bookings?from=22-11-2026")).status).toBe(400);
     const menu = await json(await get("/api/v1/menu-items?restaurantId=rest_3"));
     expect(menu.data.length).toBe(6);
-    expect(menu.data[0]).toMatchObject({ restaurantId: "rest_3", price: expect.any(Number), allergens: expect.any(Array), tags: expect.any(Array) });
+    expect(menu.data[0]).toMatchObject({
+      restaurantId: "rest_3",
+      price: expect.any(Number),
+      allergens: expect.any(Array),
+      tags: expect.any(Array),
+    });
   });
 
   it("moves orders along the state machine and refunds paid ones", async () => {
@@ -103,9 +128,19 @@ describe("sandbox API", () => {
 
   it("creates bookings with a confirmation code", async () => {
     await start();
-    const res = await send("POST", "/api/v1/bookings", { restaurantId: "rest_1", date: "2026-12-24", time: "19:30", partySize: 4, diner: { name: "Ada", email: "ada@example.com" } });
+    const res = await send("POST", "/api/v1/bookings", {
+      restaurantId: "rest_1",
+      date: "2026-12-24",
+      time: "19:30",
+      partySize: 4,
+      diner: { name: "Ada", email: "ada@example.com" },
+    });
     expect(res.status).toBe(201);
-    expect(await res.json()).toMatchObject({ status: "CONFIRMED", confirmCode: expect.stringMatching(/^[A-Z0-9]{6}$/), date: "2026-12-24T00:00:00.000Z" });
+    expect(await res.json()).toMatchObject({
+      status: "CONFIRMED",
+      confirmCode: expect.stringMatching(/^[A-Z0-9]{6}$/),
+      date: "2026-12-24T00:00:00.000Z",
+    });
     const bad = await send("POST", "/api/v1/bookings", { restaurantId: "rest_1", date: "tomorrow", partySize: 0 });
     expect(bad.status).toBe(400);
   });
@@ -130,7 +165,9 @@ describe("sandbox API", () => {
     expect((await get("/api/v1/menu-items")).headers.get("retry-after")).toBe("7");
     sandbox.faults.clear();
     sandbox.faults.add({ path: "/api/v1/bookings", delayMs: 200, times: 1 });
-    await expect(fetch(`${url}/api/v1/bookings`, { headers: { authorization: `Bearer ${sandbox.apiKey}` }, signal: AbortSignal.timeout(50) })).rejects.toThrow();
+    await expect(
+      fetch(`${url}/api/v1/bookings`, { headers: { authorization: `Bearer ${sandbox.apiKey}` }, signal: AbortSignal.timeout(50) }),
+    ).rejects.toThrow();
   });
 });
 
@@ -147,7 +184,11 @@ describe("sandbox webhooks", () => {
     for (const d of full.got) expect(verifySignature(Buffer.from(d.body), d.signature, ["s-full"])).toBe(0);
     const events = full.got.map((d) => JSON.parse(d.body) as { id: string; type: string; data: Record<string, unknown> });
     expect(events.map((e) => e.type).sort()).toEqual(["order.created", "order.status_changed", "review.created"]);
-    expect(events.find((e) => e.type === "order.status_changed")!.data).toMatchObject({ id: order.id, status: "CONFIRMED", items: expect.any(Array) });
+    expect(events.find((e) => e.type === "order.status_changed")!.data).toMatchObject({
+      id: order.id,
+      status: "CONFIRMED",
+      items: expect.any(Array),
+    });
 
     sandbox.removeWebhooks();
     const thin = await startReceiver();
@@ -168,7 +209,11 @@ describe("sandbox webhooks", () => {
     const ids = flaky.got.map((d) => (JSON.parse(d.body) as { id: string }).id);
     expect(ids).toHaveLength(3);
     expect(new Set(ids).size).toBe(1);
-    expect(sandbox.deliveries.map((d) => [d.attempt, d.status])).toEqual([[1, 500], [2, 503], [3, 200]]);
+    expect(sandbox.deliveries.map((d) => [d.attempt, d.status])).toEqual([
+      [1, 500],
+      [2, 503],
+      [3, 200],
+    ]);
   });
 
   it("gives up after the last retry", async () => {

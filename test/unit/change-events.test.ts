@@ -4,12 +4,35 @@ import { onChange, type HandlerContext } from "../../src/worker/handler-context.
 import type { Order } from "../../src/upstream/models.js";
 
 const order = (fields: Partial<Order> = {}): Order => ({
-  id: "ord_1", restaurantId: "rest_1", bookingId: null, type: "DINE_IN", status: "PREPARING", subtotal: 10, tax: 1, tip: 0, total: 11,
-  currency: "EUR", paidAt: null, refundedAt: null, createdAt: "2026-11-23T10:00:00.000Z", items: [], ...fields,
+  id: "ord_1",
+  restaurantId: "rest_1",
+  bookingId: null,
+  type: "DINE_IN",
+  status: "PREPARING",
+  subtotal: 10,
+  tax: 1,
+  tip: 0,
+  total: 11,
+  currency: "EUR",
+  paidAt: null,
+  refundedAt: null,
+  createdAt: "2026-11-23T10:00:00.000Z",
+  items: [],
+  ...fields,
 });
 const change = (before: Order | null, after: Order, changed: string[]): ChangeEvent<"order"> => ({
-  id: "chg_1", type: "change.order", createdAt: "2026-11-23T10:00:01.000Z",
-  data: { kind: "order", id: after.id, restaurantId: after.restaurantId, before, after, changed, source: "webhook" } satisfies ChangeData<"order">,
+  id: "chg_1",
+  type: "change.order",
+  createdAt: "2026-11-23T10:00:01.000Z",
+  data: {
+    kind: "order",
+    id: after.id,
+    restaurantId: after.restaurantId,
+    before,
+    after,
+    changed,
+    source: "webhook",
+  } satisfies ChangeData<"order">,
 });
 const ctx = {} as HandlerContext;
 

@@ -10,7 +10,10 @@ export interface Page {
 }
 
 /** How each synced kind is listed: one table instead of a switch. Pages of 100, the API's most. */
-export const LISTERS: Record<SyncedKind, (api: ApiClient, restaurantId: string | undefined, cursor: string | undefined, priority: Priority) => Promise<Page>> = {
+export const LISTERS: Record<
+  SyncedKind,
+  (api: ApiClient, restaurantId: string | undefined, cursor: string | undefined, priority: Priority) => Promise<Page>
+> = {
   orders: (api, restaurantId, cursor, priority) =>
     api.listOrders({ ...(restaurantId ? { restaurantId } : {}), limit: 100, ...(cursor ? { cursor } : {}) }, { priority }),
   bookings: (api, restaurantId, cursor, priority) =>
