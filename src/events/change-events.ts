@@ -91,9 +91,9 @@ export function onChange<K extends ChangeKind, Ctx>(
   kind: K,
   filter: ChangeFilter<K>,
   handler: ChangeHandler<K, Ctx>,
-): { [T in `change.${K}`]: ChangeHandler<K, Ctx> } {
+): Record<`change.${K}`, ChangeHandler<K, Ctx>> {
   const filtered: ChangeHandler<K, Ctx> = async function onMatchingChange(event, ctx) {
     if (matchesChange(event.data, filter)) await handler(event, ctx);
   };
-  return { [`change.${kind}`]: filtered } as { [T in `change.${K}`]: ChangeHandler<K, Ctx> };
+  return { [`change.${kind}`]: filtered } as Record<`change.${K}`, ChangeHandler<K, Ctx>>;
 }

@@ -97,7 +97,8 @@ export function createMetrics() {
       collectors.push(collect);
     },
     async render(): Promise<{ contentType: string; body: string }> {
-      await Promise.all(collectors.map((c) => c().catch(() => {})));
+      // A failed collector is skipped: the scrape still answers, with that collector's gauges unchanged.
+      await Promise.all(collectors.map((c) => c().catch(() => undefined)));
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
   };

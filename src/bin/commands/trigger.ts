@@ -58,15 +58,16 @@ export async function run(argv: string[]): Promise<void> {
   if (!type || extra.length > 0) throw new UsageError(`trigger takes one event type\n\n${help}`);
   const secret = values.secret ?? newestSigningSecret(process.env.SIGNING_SECRET);
   if (!secret) throw new UsageError("no signing secret: pass --secret or set SIGNING_SECRET");
-  let overrides: Record<string, unknown> = {};
+  let overrides: object = {};
   if (values.data !== undefined) {
+    let parsed: unknown;
     try {
-      overrides = JSON.parse(values.data) as Record<string, unknown>;
+      parsed = JSON.parse(values.data);
     } catch {
       throw new UsageError("--data must be a JSON object");
     }
-    if (typeof overrides !== "object" || overrides === null || Array.isArray(overrides))
-      throw new UsageError("--data must be a JSON object");
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new UsageError("--data must be a JSON object");
+    overrides = parsed;
   }
   const url = values.url ?? `http://127.0.0.1:${process.env.PORT ?? 3000}/webhooks`;
   if (!URL.canParse(url)) throw new UsageError(`--url "${url}" is not a URL`);
