@@ -68,7 +68,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
       rmSync(mine, { force: true });
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     }
-    let holder = Number.NaN;
+    let holder: number;
     try {
       holder = Number.parseInt(readFileSync(file, "utf8"), 10);
     } catch {

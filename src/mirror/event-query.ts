@@ -2,6 +2,7 @@ import type { EventStatus } from "./database-schema.js";
 import { EventLogError } from "./event-log-error.js";
 
 export const EVENT_STATUSES = ["received", "handled", "failed"] as const satisfies readonly EventStatus[];
+const HANDLER_STATUSES = ["ok", "failed"] as const;
 export const DEFAULT_EVENT_LIMIT = 100;
 export const MAX_EVENT_LIMIT = 1000;
 
@@ -16,7 +17,7 @@ export interface EventQuery {
   /** Only events for which this handler recorded an outcome… */
   handler?: string;
   /** …and that outcome was this one (needs `handler`). */
-  handlerStatus?: "ok" | "failed";
+  handlerStatus?: (typeof HANDLER_STATUSES)[number];
   /** 1..1000, default 100. */
   limit?: number;
   /** `nextCursor` of the previous page. */
@@ -78,7 +79,7 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
   }
   if (query.handlerStatus !== undefined) {
     if (valid.handler === undefined) throw invalid("handlerStatus", "handlerStatus needs handler");
-    if (query.handlerStatus !== "ok" && query.handlerStatus !== "failed")
+    if (!(HANDLER_STATUSES as readonly string[]).includes(query.handlerStatus))
       throw invalid("handlerStatus", "handlerStatus must be ok or failed");
     valid.handlerStatus = query.handlerStatus;
   }
@@ -111,7 +112,7 @@ export function eventQueryFromParams(params: Record<string, string | undefined>)
   if (params.type !== undefined) query.type = params.type;
   if (params.status !== undefined) query.status = params.status as EventStatus;
   if (params.handler !== undefined) query.handler = params.handler;
-  if (params.handlerStatus !== undefined) query.handlerStatus = params.handlerStatus as "ok" | "failed";
+  if (params.handlerStatus !== undefined) query.handlerStatus = params.handlerStatus as EventQuery["handlerStatus"];
   if (params.cursor !== undefined) query.cursor = params.cursor;
   if (params.limit !== undefined) {
     if (!/^\d{1,4}$/.test(params.limit)) throw invalid("limit", `limit must be an integer from 1 to ${MAX_EVENT_LIMIT}`);

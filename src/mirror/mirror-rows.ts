@@ -40,9 +40,12 @@ function fieldReader(kind: MirrorKind, record: Record<string, unknown>, id: stri
   const text = (field: string) => get(field, false, "a non-empty string", (v) => typeof v === "string" && v !== "") as string;
   const optText = (field: string) => get(field, true, "a string", (v) => typeof v === "string") as string | null;
   const isDecimal = (v: unknown) => (typeof v === "number" && Number.isFinite(v)) || (typeof v === "string" && DECIMAL.test(v));
-  const decimal = (field: string) => String(get(field, false, "a decimal amount (number or decimal string)", isDecimal));
+  const decimal = (field: string) => {
+    const v = get(field, false, "a decimal amount (number or decimal string)", isDecimal) as number | string;
+    return String(v);
+  };
   const optDecimal = (field: string) => {
-    const v = get(field, true, "a decimal amount (number or decimal string)", isDecimal);
+    const v = get(field, true, "a decimal amount (number or decimal string)", isDecimal) as number | string | null;
     return v === null ? null : String(v);
   };
   const integer = (field: string) => get(field, false, "an integer", Number.isSafeInteger) as number;
@@ -92,7 +95,9 @@ function orderItems(record: MirrorRecord, orderId: string): Insertable<OrderItem
 
 /** Checks one record and builds its row; throws MirrorRecordError naming the field. */
 export function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Date): PreparedRecord {
-  if (typeof record !== "object" || record === null || Array.isArray(record))
+  // Typed callers cannot pass a non-object; JavaScript callers and bad casts can.
+  const value: unknown = record;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
     throw new MirrorRecordError(kind, undefined, "(record)", "an object");
   const id = typeof record.id === "string" && record.id !== "" ? record.id : undefined;
   const f = fieldReader(kind, record, id);

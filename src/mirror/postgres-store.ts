@@ -1,4 +1,5 @@
-import { sql, type Kysely, type Transaction } from "kysely";
+import { sql, type Expression, type Kysely, type Transaction } from "kysely";
+import { expectDefined } from "../expect-defined.js";
 import type { DatabaseSchema } from "./database-schema.js";
 import { encodeCursor, RANGE_FIELD, validateFilter } from "./mirror-filter.js";
 import { MirrorRecordError } from "./mirror-record-error.js";
@@ -54,8 +55,11 @@ async function upsertChunk(
   await sql`select pg_advisory_xact_lock(k) from (select distinct hashtextextended(${`mirror:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k) as locks`.execute(
     tx,
   );
-  const columns = Object.keys(chunk[0]!.row).filter((c) => c !== "id");
-  const set = Object.fromEntries([...columns.map((c) => [c, sql.ref(`excluded.${c}`)]), ["synced_at", sql`clock_timestamp()`]]);
+  const columns = Object.keys(expectDefined(chunk[0], "upsertChunk needs a non-empty chunk").row).filter((c) => c !== "id");
+  const set: Record<string, Expression<unknown>> = Object.fromEntries([
+    ...columns.map((c) => [c, sql.ref(`excluded.${c}`)] as const),
+    ["synced_at", sql`clock_timestamp()`] as const,
+  ]);
   const rows = await db
     // The pre-image: a plain read, as all parts of the statement share one snapshot (FOR UPDATE
     // here would skip the very rows the insert below updates; the advisory lock already holds them).
@@ -117,7 +121,9 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>): MirrorSt
 
   return {
     async clock() {
-      const { now } = await sql<{ now: Date }>`select clock_timestamp() as now`.execute(database).then((r) => r.rows[0]!);
+      const { now } = await sql<{ now: Date }>`select clock_timestamp() as now`
+        .execute(database)
+        .then((r) => expectDefined(r.rows[0], "select clock_timestamp() returned no row"));
       return now;
     },
 
@@ -164,7 +170,7 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>): MirrorSt
       const page = rows.slice(0, f.limit);
       return {
         data: page.map((r) => r.raw as MirrorRecord),
-        nextCursor: rows.length > f.limit ? encodeCursor(page[page.length - 1]!.id) : null,
+        nextCursor: rows.length > f.limit ? encodeCursor(expectDefined(page.at(-1), "a full page has a last row").id) : null,
       };
     },
 

@@ -31,10 +31,10 @@ export async function openStorage(config: Config["database"], options: { logger?
   const database =
     options.database ??
     (await createDatabase({
-      ...(config.url ? { url: config.url } : {}),
+      url: config.url,
       dataDir: config.dataDir,
       schema: config.schema,
-      ...(options.logger ? { logger: options.logger } : {}),
+      logger: options.logger,
     }));
   return {
     database,
