@@ -70,12 +70,12 @@ export function apiRoutes(deps: {
     deps.requestLog.push(record);
     let fault: FaultRule | undefined;
     try {
-      const match = /^Bearer (\S+)$/.exec(c.req.header("authorization") ?? "");
-      if (match) record.keyHash = keyHash(match[1]!);
-      if (!match || !match[1]!.startsWith("svc_live_") || !deps.apiKeys.has(match[1]!)) {
+      const key = /^Bearer (\S+)$/.exec(c.req.header("authorization") ?? "")?.[1];
+      if (key !== undefined) record.keyHash = keyHash(key);
+      if (key === undefined || !key.startsWith("svc_live_") || !deps.apiKeys.has(key)) {
         throw new SandboxError(401, "unauthorized", "a valid Authorization: Bearer svc_live_… key is required");
       }
-      const retryAfter = deps.admit(match[1]!);
+      const retryAfter = deps.admit(key);
       if (retryAfter > 0) {
         c.header("Retry-After", String(retryAfter));
         throw new SandboxError(429, "rate_limited", "rate limit exceeded: 120 requests per minute per key");
@@ -144,7 +144,7 @@ export function apiRoutes(deps: {
       (typeof body.date !== "string" || !DAY.test(body.date)) && "date (YYYY-MM-DD)",
       (typeof body.time !== "string" || !/^([01]\d|2[0-3]):[0-5]\d$/.test(body.time)) && "time (HH:MM)",
       (!Number.isInteger(body.partySize) || (body.partySize as number) < 1 || (body.partySize as number) > 50) && "partySize (1..50)",
-      (typeof diner?.name !== "string" || typeof diner?.email !== "string") && "diner { name, email }",
+      (typeof diner?.name !== "string" || typeof diner.email !== "string") && "diner { name, email }",
     ].filter(Boolean);
     if (problems.length > 0) throw new SandboxError(400, "invalid_request", `invalid or missing: ${problems.join(", ")}`);
     const booking = store.actions.createBooking(body as Parameters<SandboxStore["actions"]["createBooking"]>[0]);

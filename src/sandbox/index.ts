@@ -11,6 +11,7 @@ import { startSimulation } from "./simulation.js";
 import { createStore } from "./store.js";
 import { SandboxError, type Booking, type MenuItem, type Order, type Review } from "./types.js";
 import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type DeliveryRecord, type WebhookEndpoint } from "./webhook-sender.js";
+import { expectDefined } from "../expect-defined.js";
 
 export type { ApiRequestRecord, DeliveryRecord, FaultRule, WebhookEndpoint };
 export type { Booking, MenuItem, Order, OrderItem, Review, Restaurant } from "./types.js";
@@ -77,7 +78,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const sender = createWebhookSender({
     timeoutMs: options.delivery?.timeoutMs ?? 10_000,
     retryDelaysMs: options.delivery?.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
-    ...(options.logger ? { logger: options.logger } : {}),
+    logger: options.logger,
   });
   for (const endpoint of options.webhooks ?? []) sender.add(endpoint);
   // Every state of every record, and a switch that keeps a change's webhook from being sent.
@@ -157,7 +158,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
 
   const sandbox: Sandbox = {
     app,
-    apiKey: apiKeys[0]!,
+    apiKey: expectDefined(apiKeys[0], "the sandbox needs at least one API key"),
     url: undefined,
     listen({ port = 0, host = "127.0.0.1" } = {}) {
       return new Promise((resolve, reject) => {

@@ -12,7 +12,8 @@ export function startSimulation(store: SandboxStore, random: Random, intervalMs:
       if (roll < 0.3 || open.length === 0) store.actions.createOrder({ paid: random.chance(0.7) });
       else if (roll < 0.65) {
         const order = random.pick(open);
-        store.actions.updateOrderStatus(order.id, nextStatus(order.status)!);
+        const next = nextStatus(order.status);
+        if (next) store.actions.updateOrderStatus(order.id, next);
       } else if (roll < 0.7) store.actions.updateOrderStatus(random.pick(open).id, "CANCELLED");
       else if (roll < 0.75) {
         const paid = [...store.orders.values()].filter((o) => o.paidAt && o.status !== "REFUNDED");

@@ -10,10 +10,13 @@ import {
   type Restaurant,
   type Review,
 } from "./types.js";
+import { expectDefined } from "../expect-defined.js";
 
 export type EmitEvent = (type: string, resource: { id: string; restaurantId: string }) => void;
 
 const money = (n: number) => Math.round(n * 100) / 100;
+// ASCII only, so splitting by code unit is splitting by character.
+const CONFIRM_CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789".split("");
 const DISHES = ["Margherita", "Ramen", "Caesar salad", "Bibimbap", "Falafel wrap", "Tiramisu", "Pho", "Burger", "Dal", "Paella"];
 const ALLERGENS = ["gluten", "dairy", "egg", "nuts", "soy", "fish"];
 const TAGS = ["vegan", "vegetarian", "spicy", "new", "chef-pick"];
@@ -94,7 +97,7 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
       time: input.time,
       partySize: input.partySize,
       status: "CONFIRMED",
-      confirmCode: Array.from({ length: 6 }, () => random.pick([..."ABCDEFGHJKLMNPQRSTUVWXYZ23456789"])).join(""),
+      confirmCode: Array.from({ length: 6 }, () => random.pick(CONFIRM_CODE_CHARS)).join(""),
       diner: { ...input.diner },
       createdAt: stamp(),
     };
@@ -176,7 +179,7 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
         const item: MenuItem = {
           id: random.id("mi"),
           restaurantId: rid,
-          name: DISHES[(r + m) % DISHES.length]!,
+          name: expectDefined(DISHES[(r + m) % DISHES.length], "an index within DISHES"),
           description: "House favourite",
           price: money(6 + random.int(0, 1800) / 100),
           currency: "EUR",
@@ -203,8 +206,12 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
       }
       const path = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
       for (let o = 0; o < 12; o++) {
-        const order = buildOrder({ restaurantId: rid, paid: o % 3 !== 0, bookingId: o < 2 ? rbookings[o]!.id : null });
-        if (o < 10) order.status = path[o % path.length]!;
+        const order = buildOrder({
+          restaurantId: rid,
+          paid: o % 3 !== 0,
+          bookingId: o < 2 ? expectDefined(rbookings[o], "a seeded booking").id : null,
+        });
+        if (o < 10) order.status = expectDefined(path[o % path.length], "an index within path");
         else if (o === 10) order.status = "CANCELLED";
         else {
           order.paidAt ??= order.createdAt;
