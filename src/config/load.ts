@@ -73,8 +73,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DATABASE_SCHEMA },
     eventRetentionDays: e.EVENT_RETENTION_DAYS,
-    ...(e.ADMIN_TOKEN ? { adminToken: e.ADMIN_TOKEN } : {}),
-    ...(e.HANDLERS_MODULE ? { handlersModule: e.HANDLERS_MODULE } : {}),
+    adminToken: e.ADMIN_TOKEN,
+    handlersModule: e.HANDLERS_MODULE,
   };
 }
 

@@ -55,7 +55,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   return pino(
     {
       level: options.level ?? "info",
-      ...(options.name ? { name: options.name } : {}),
+      name: options.name,
       redact: { paths: REDACT_PATHS, censor: REDACTED },
       ...(scrub ? { hooks: { streamWrite: scrub } } : {}),
     },

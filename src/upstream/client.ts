@@ -188,7 +188,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     const pages = pageSchema(schema) as unknown as z.ZodType<Page<T>>;
     const list = async (query: Q = {} as Q, opts: ListOptions = {}) => {
       checkLimit(query.limit);
-      return send({ method: "GET", path, route: path, query: query, schema: pages, ...(opts.priority ? { priority: opts.priority } : {}) });
+      return send({ method: "GET", path, route: path, query, schema: pages, priority: opts.priority });
     };
     const iterate = (query: Omit<Q, "cursor"> = {} as Q, opts: ListOptions = {}) =>
       paginate((cursor) => list({ ...query, ...(cursor ? { cursor } : {}) } as Q, opts));

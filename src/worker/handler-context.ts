@@ -45,4 +45,4 @@ export const onChange: <K extends ChangeKind>(
   kind: K,
   filter: ChangeFilter<K>,
   handler: Handler<ChangeEvent<K>, HandlerContext>,
-) => { [T in `change.${K}`]: Handler<ChangeEvent<K>, HandlerContext> } = onChangeWith;
+) => Record<`change.${K}`, Handler<ChangeEvent<K>, HandlerContext>> = onChangeWith;

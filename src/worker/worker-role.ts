@@ -150,7 +150,7 @@ export function createWorkerRole(deps: {
       return totals;
     };
   }
-  const syncWorker = createSyncWorker({ connection, prefix, processors, concurrency, lockMs, maxStalls, logger });
+  const syncWorker = createSyncWorker({ connection, prefix, queue: syncQueue, processors, concurrency, lockMs, maxStalls, logger });
 
   const pump = createStreamPump({
     connection,

@@ -39,7 +39,7 @@ describe.each(testDrivers())("PostgreSQL mirror: operator lists (%s)", (driver) 
     const seen: string[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 10; page++) {
-      const result = await mirror.list("orders", { limit: 3, ...(cursor ? { cursor } : {}) });
+      const result = await mirror.list("orders", { limit: 3, cursor });
       seen.push(...result.data.map((r) => r.id));
       if (!result.nextCursor) break;
       cursor = result.nextCursor;

@@ -47,7 +47,7 @@ export async function run(argv: string[]): Promise<void> {
   const devLogger = createLogger({
     level: process.env.LOG_LEVEL ?? "info",
     secrets: [...signingSecrets.split(",").map((s) => s.trim()), adminToken],
-    ...(destination ? { destination } : {}),
+    destination,
   });
 
   const sandbox = createSandbox({
@@ -69,7 +69,7 @@ export async function run(argv: string[]): Promise<void> {
     PORT: values.port ?? process.env.PORT ?? "3000",
     RECONCILE_INTERVAL_SECONDS: process.env.RECONCILE_INTERVAL_SECONDS ?? "300",
   });
-  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config), ...(destination ? { destination } : {}) });
+  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config), destination });
   const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];
   const service = await createService({ config, logger, handlers });
   const url = await service.start();

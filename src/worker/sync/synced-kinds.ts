@@ -14,12 +14,9 @@ export const LISTERS: Record<
   SyncedKind,
   (api: ApiClient, restaurantId: string | undefined, cursor: string | undefined, priority: Priority) => Promise<Page>
 > = {
-  orders: (api, restaurantId, cursor, priority) =>
-    api.listOrders({ ...(restaurantId ? { restaurantId } : {}), limit: 100, ...(cursor ? { cursor } : {}) }, { priority }),
-  bookings: (api, restaurantId, cursor, priority) =>
-    api.listBookings({ ...(restaurantId ? { restaurantId } : {}), limit: 100, ...(cursor ? { cursor } : {}) }, { priority }),
-  "menu-items": (api, restaurantId, cursor, priority) =>
-    api.listMenuItems({ ...(restaurantId ? { restaurantId } : {}), limit: 100, ...(cursor ? { cursor } : {}) }, { priority }),
+  orders: (api, restaurantId, cursor, priority) => api.listOrders({ restaurantId, limit: 100, cursor }, { priority }),
+  bookings: (api, restaurantId, cursor, priority) => api.listBookings({ restaurantId, limit: 100, cursor }, { priority }),
+  "menu-items": (api, restaurantId, cursor, priority) => api.listMenuItems({ restaurantId, limit: 100, cursor }, { priority }),
 };
 
 /** Every kind read through the API, in sweep order: the one list backfill and reconcile use. */
