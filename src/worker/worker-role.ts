@@ -1,4 +1,5 @@
 import { Queue, type Worker } from "bullmq";
+import type { EventJobData } from "../queue/event-job.js";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { createHandlerRegistry } from "../events/registry.js";
@@ -28,7 +29,7 @@ import { upstreamFromConfig } from "./upstream-from-config.js";
 export interface WorkerRole {
   api: ApiClient | undefined;
   syncQueue: Queue<SyncJobData>;
-  eventWorker: Worker;
+  eventWorker: Worker<EventJobData>;
   syncWorker: Worker;
   /** Moves events from the edge's ingest stream into the events queue. */
   pump: StreamPump;

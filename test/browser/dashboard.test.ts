@@ -11,19 +11,22 @@ let browser: Browser;
 let svc: TestService;
 let attacker: Server;
 let attackerUrl: string;
+// What beforeAll opened, closed last to first (a beforeAll that failed half-way leaves only that).
+const teardown: (() => Promise<unknown>)[] = [];
 beforeAll(async () => {
   browser = await launchChromium();
+  teardown.push(() => browser.close());
   svc = await startService();
+  teardown.push(() => svc.stop());
   attacker = await startAttackerSite(() => svc.url);
+  teardown.push(() => new Promise((r) => attacker.close(r)));
   attackerUrl = `http://127.0.0.1:${(attacker.address() as AddressInfo).port}`;
   const done = nextJob(svc.service.worker!.eventWorker, "completed");
   await svc.deliver(sampleEvent({ type: "review.created", data: { id: "rev_browser", restaurantId: "rest_1" } }));
   await done;
 });
 afterAll(async () => {
-  await new Promise((r) => attacker?.close(r));
-  await browser?.close();
-  await svc?.stop();
+  for (const step of teardown.reverse()) await step();
 });
 
 describe("queue dashboard in a real headless Chromium", () => {
@@ -57,7 +60,10 @@ describe("queue dashboard in a real headless Chromium", () => {
         // Chromium's own error page, so page.content() would race with that navigation.
         const outcome = await page.goto(`${svc.url}/admin/queues`).then(
           async (res) => ({ status: res?.status(), body: (await res?.text()) ?? "" }),
-          (err: Error) => ({ status: /ERR_INVALID_AUTH_CREDENTIALS/.exec(err.message)?.[0] ?? err.message, body: "" }),
+          (err: unknown) => {
+            const message = err instanceof Error ? err.message : String(err);
+            return { status: /ERR_INVALID_AUTH_CREDENTIALS/.exec(message)?.[0] ?? message, body: "" };
+          },
         );
         expect([401, "ERR_INVALID_AUTH_CREDENTIALS"]).toContain(outcome.status);
         expect(outcome.body).not.toContain("bull-board");
@@ -114,7 +120,7 @@ describe("the dashboard against a page on another origin", () => {
       const posted = page.waitForResponse((res) => res.url().endsWith(ADD_PATH));
       await page.goto(attackerUrl);
       const answer = await posted;
-      expect(answer.request().headers()["authorization"] ?? (await answer.request().allHeaders())["authorization"]).toMatch(/^Basic /);
+      expect(answer.request().headers().authorization ?? (await answer.request().allHeaders()).authorization).toMatch(/^Basic /);
       expect(answer.status()).toBe(403);
       expect(await forgedJobs()).toEqual([]);
     } finally {

@@ -18,7 +18,7 @@ let proc: CliProcess | undefined;
 afterEach(async () => {
   await svc?.stop();
   svc = undefined;
-  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+  if (proc?.child.exitCode === null) proc.child.kill("SIGKILL");
   proc = undefined;
 });
 
@@ -29,9 +29,9 @@ describe("worker: handlers", () => {
   it("gives a typed handler the event and a context; '*' gets every event, unknown types included", async () => {
     const seen: { type: string; attempt: number; hasMirror: boolean }[] = [];
     const handlers: EventHandlers = {
-      "review.created": async (e, ctx: HandlerContext) =>
+      "review.created": (e, ctx: HandlerContext) =>
         void seen.push({ type: `typed:${e.data.id}`, attempt: ctx.attempt, hasMirror: !!ctx.mirror }),
-      "*": async (e: AnyEvent) => void seen.push({ type: `any:${e.type}`, attempt: 0, hasMirror: true }),
+      "*": (e: AnyEvent) => void seen.push({ type: `any:${e.type}`, attempt: 0, hasMirror: true }),
     };
     svc = await startService({}, [handlers]);
     const worker = svc.service.worker!.eventWorker;
@@ -63,9 +63,13 @@ describe("worker: handlers", () => {
     let steady = 0;
     let flaky = 0;
     svc = await startService({ JOB_BACKOFF_MS: "20" }, [
-      { "review.created": async () => void steady++ },
       {
-        "review.created": async () => {
+        "review.created": () => {
+          steady++;
+        },
+      },
+      {
+        "review.created": () => {
           flaky++;
           if (flaky === 1) throw new Error("transient");
         },
@@ -83,7 +87,7 @@ describe("worker: handlers", () => {
   it("does not let a throwing custom handler block the built-in handler", async () => {
     svc = await startService({ JOB_ATTEMPTS: "1" }, [
       {
-        "review.created": async () => {
+        "review.created": () => {
           throw new Error("custom bug");
         },
       },
@@ -99,7 +103,7 @@ describe("worker: handlers", () => {
     let calls = 0;
     svc = await startService({}, [
       {
-        "review.created": async () => {
+        "review.created": () => {
           calls++;
           if (calls === 1) throw new UnrecoverableError("bad data upstream");
         },
