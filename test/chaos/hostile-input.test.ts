@@ -13,7 +13,7 @@ const SECRET = "whsec_chaos_fuzz_51e0aa";
 const MAX = 16 * 1024;
 let proc: CliProcess | undefined;
 afterAll(() => {
-  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+  if (proc?.child.exitCode === null) proc.child.kill("SIGKILL");
 });
 
 interface Shot {

@@ -96,7 +96,7 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
     // unacknowledged entries (mid-batch), and count what it left for the next pump to claim.
     const { stream, group } = redisKeys(prefix).ingest;
     const watcher = new Redis(redis.url, { maxRetriesPerRequest: null });
-    const pendingOf = async () => Number(((await watcher.xpending(stream, group).catch(() => [0])) as [number])[0]);
+    const pendingOf = async () => ((await watcher.xpending(stream, group).catch(() => [0])) as [number])[0];
     const leftPending: number[] = [];
     const killWorker = async () => {
       for (let tries = 0; tries < 400 && (await pendingOf()) === 0; tries++);

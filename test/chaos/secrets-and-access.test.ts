@@ -7,7 +7,7 @@ const ADMIN = "chaos-admin-token-secrets-5d1c";
 const API_KEY = "svc_live_chaos_key_do_not_log_99";
 let proc: CliProcess | undefined;
 afterAll(() => {
-  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+  if (proc?.child.exitCode === null) proc.child.kill("SIGKILL");
 });
 
 describe("secrets and access", () => {

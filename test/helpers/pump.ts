@@ -39,7 +39,7 @@ export function streamDrained(redis: RedisClient, prefix: string): Promise<true>
         redis.xlen(stream),
         redis.xpending(stream, group).catch(() => [0]) as Promise<[number]>,
       ]);
-      return length === 0 && Number(pending[0]) === 0;
+      return length === 0 && pending[0] === 0;
     },
     { what: "the ingest stream to drain" },
   );

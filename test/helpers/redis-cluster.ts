@@ -78,13 +78,13 @@ function startNode(dir: string, port: number): Promise<ChildProcess> {
     let output = "";
     const onData = (d: Buffer) => {
       output += d.toString();
-      if (/Ready to accept connections/.test(output)) {
-        child.stdout?.off("data", onData);
+      if (output.includes("Ready to accept connections")) {
+        child.stdout.off("data", onData);
         resolve(child);
       }
     };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+    child.stdout.on("data", onData);
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
     child.once("exit", (code) => reject(new Error(`redis-server on port ${port} exited (${code}): ${output}`)));
     child.once("error", reject);
   });

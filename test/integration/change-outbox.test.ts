@@ -132,7 +132,14 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
     await expect(crashAgain.drain()).rejects.toThrow();
     await crashAgain.stop();
     const handled: string[] = [];
-    const worker = new Worker<EventJobData>(EVENTS_QUEUE, async (job) => void handled.push(job.id!), { connection: redis, prefix });
+    const worker = new Worker<EventJobData>(
+      EVENTS_QUEUE,
+      (job) => {
+        handled.push(job.id!);
+        return Promise.resolve();
+      },
+      { connection: redis, prefix },
+    );
     try {
       await waitFor(async () => handled.includes(third.id) && (await queue.getJob(third.id)) === undefined, {
         what: "the job to complete and be removed",

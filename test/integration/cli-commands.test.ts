@@ -17,7 +17,7 @@ let proc: CliProcess | undefined;
 afterEach(async () => {
   await svc?.stop();
   await sandbox?.close();
-  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+  if (proc?.child.exitCode === null) proc.child.kill("SIGKILL");
   svc = sandbox = proc = undefined;
 });
 

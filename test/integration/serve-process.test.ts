@@ -6,7 +6,7 @@ import { runCli, type CliProcess } from "../helpers/cli-process.js";
 
 let proc: CliProcess | undefined;
 afterEach(() => {
-  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+  if (proc?.child.exitCode === null) proc.child.kill("SIGKILL");
   proc = undefined;
 });
 

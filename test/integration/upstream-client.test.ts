@@ -18,15 +18,19 @@ import {
 } from "../../src/upstream/index.js";
 
 let sandbox: Sandbox;
+// Every sandbox opened, closed after each test (one that failed before opening any leaves none).
+let opened: Sandbox[] = [];
 let conns: Redis[] = [];
 afterEach(async () => {
-  await sandbox?.close();
+  await Promise.all(opened.map((s) => s.close()));
+  opened = [];
   await Promise.all(conns.map((c) => c.quit()));
   conns = [];
 });
 
 async function setup(sandboxOptions: Parameters<typeof createSandbox>[0] = {}) {
   sandbox = createSandbox(sandboxOptions);
+  opened.push(sandbox);
   return sandbox.listen();
 }
 
@@ -84,7 +88,7 @@ describe("upstream client against the sandbox", () => {
     );
     const menu = await collect(api.iterateMenuItems({ restaurantId: "rest_3", limit: 4 }));
     expect(menu).toHaveLength(6);
-    expect(menu[0]).toMatchObject({ allergens: expect.any(Array), tags: expect.any(Array) });
+    expect(menu[0]).toMatchObject({ allergens: expect.any(Array) as unknown, tags: expect.any(Array) as unknown });
     // Fields the spec does not show are kept.
     expect(menu[0]).toHaveProperty("description");
   });
@@ -93,7 +97,7 @@ describe("upstream client against the sandbox", () => {
     const api = client(await setup());
     const order = sandbox.actions.createOrder({ paid: true });
     expect((await api.updateOrderStatus(order.id, "CONFIRMED")).status).toBe("CONFIRMED");
-    expect(await api.refundOrder(order.id, "wrong table")).toMatchObject({ status: "REFUNDED", refundedAt: expect.any(String) });
+    expect(await api.refundOrder(order.id, "wrong table")).toMatchObject({ status: "REFUNDED", refundedAt: expect.any(String) as unknown });
     const booking = await api.createBooking({
       restaurantId: "rest_1",
       date: "2026-12-24",
@@ -160,7 +164,7 @@ describe("upstream client against the sandbox", () => {
     sandbox.faults.add({ method: "GET", path: "/api/v1/menu-items", stallBodyMs: 5000 });
     await expect(api.listMenuItems()).rejects.toMatchObject({
       constructor: UpstreamTimeoutError,
-      message: expect.stringContaining("GET /api/v1/menu-items"),
+      message: expect.stringContaining("GET /api/v1/menu-items") as unknown,
     });
     expect(sandbox.requestLog).toHaveLength(3);
   });

@@ -38,8 +38,8 @@ const ctx = {} as HandlerContext;
 
 describe("onChange: a filtered change handler", () => {
   it("returns the entry for the kind's change type", () => {
-    expect(Object.keys(onChange("order", { field: "status" }, () => {}))).toEqual(["change.order"]);
-    expect(Object.keys(onChange("menu_item", { field: "stock" }, () => {}))).toEqual(["change.menu_item"]);
+    expect(Object.keys(onChange("order", { field: "status" }, () => undefined))).toEqual(["change.order"]);
+    expect(Object.keys(onChange("menu_item", { field: "stock" }, () => undefined))).toEqual(["change.menu_item"]);
   });
 
   it("runs the handler only when the field changed to `to`, from `from`", async () => {

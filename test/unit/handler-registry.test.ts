@@ -55,7 +55,14 @@ describe("handler registry and dispatch", () => {
   it("skips handlers that already succeeded on an earlier attempt", async () => {
     let runs = 0;
     const registry = createHandlerRegistry<object>();
-    registry.use({ "order.created": () => void runs++ }, "sync");
+    registry.use(
+      {
+        "order.created": () => {
+          runs++;
+        },
+      },
+      "sync",
+    );
     await dispatchEvent(registry, order(), {}, new Set(["sync:order.created:0"]));
     expect(runs).toBe(0);
   });
@@ -63,7 +70,9 @@ describe("handler registry and dispatch", () => {
   it("refuses a known event whose data lacks its identifiers, before any handler runs", async () => {
     let runs = 0;
     const registry = createHandlerRegistry<object>();
-    registry.onAny(() => void runs++);
+    registry.onAny(() => {
+      runs++;
+    });
     await expect(dispatchEvent(registry, order({ id: "ord_1" }), {})).rejects.toBeInstanceOf(EventDataError);
     expect(runs).toBe(0);
   });

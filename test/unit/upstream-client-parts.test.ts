@@ -117,9 +117,9 @@ describe("error answers and pagination", () => {
       b: { data: [3], nextCursor: null },
     };
     const seen: number[] = [];
-    for await (const n of paginate(async (c) => pages[c ?? "start"]!)) seen.push(n);
+    for await (const n of paginate((c) => Promise.resolve(pages[c ?? "start"]!))) seen.push(n);
     expect(seen).toEqual([1, 2, 3]);
-    const stuck = paginate(async () => ({ data: [1], nextCursor: "same" }), "same");
+    const stuck = paginate(() => Promise.resolve({ data: [1], nextCursor: "same" }), "same");
     await expect(
       (async () => {
         for await (const _ of stuck);
@@ -135,7 +135,7 @@ describe("error answers and pagination", () => {
     };
     const seen: string[] = [];
     const walk = (async () => {
-      for await (const page of paginatePages(async (c) => cycle[c ?? "start"]!)) seen.push(...page.data);
+      for await (const page of paginatePages((c) => Promise.resolve(cycle[c ?? "start"]!))) seen.push(...page.data);
     })();
     await expect(walk).rejects.toThrow(/same cursor again after 3 page/);
     expect(seen).toEqual(["p1", "p2", "p3"]);

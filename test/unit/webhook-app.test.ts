@@ -34,7 +34,7 @@ beforeEach(() => {
 });
 
 const post = (body: string | Uint8Array | ReadableStream<Uint8Array>, headers: Record<string, string> = {}) =>
-  app.request("/webhooks", { method: "POST", body, headers, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) } as RequestInit);
+  app.request("/webhooks", { method: "POST", body, headers, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) });
 const postSigned = (body: string, secret = SECRETS[0]!) => post(body, { "x-svc-signature": signPayload(body, secret) });
 const event = (fields: Record<string, unknown> = {}) =>
   JSON.stringify({
