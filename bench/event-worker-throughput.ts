@@ -56,7 +56,8 @@ export async function benchWorker(opts: {
   await finished;
   const seconds = (performance.now() - started) / 1000;
   await service.stop();
-  await queue.obliterate({ force: true }).catch(() => {});
+  // Best-effort cleanup between runs.
+  await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close();
   await redis.quit();
   return { jobs: opts.jobs, seconds, jobsPerSecond: opts.jobs / seconds };

@@ -103,7 +103,8 @@ export async function benchIngest(opts: {
               `, CPU µs/req server ${run.cpu.serverUs.toFixed(0)} wrk ${run.cpu.wrkUs.toFixed(0)}` +
               (run.cpu.redisUs !== undefined ? ` redis ${run.cpu.redisUs.toFixed(0)} (add script ${run.cpu.addScriptUs!.toFixed(0)})` : ""),
           );
-          await queue.obliterate({ force: true }).catch(() => {});
+          // Best-effort cleanup between runs.
+          await queue.obliterate({ force: true }).catch(() => undefined);
           await redis.del(redisKeys(prefix).ingest.stream);
         } finally {
           await queue.close();

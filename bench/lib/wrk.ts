@@ -45,7 +45,10 @@ export function runWrk(url: string, poolFile: string, opts: { seconds: number; c
     child.on("error", reject);
     child.on("exit", () => {
       const line = out.split("\n").find((l) => l.startsWith("WRK_JSON "));
-      if (!line) return reject(new Error(`wrk printed no summary:\n${out}`));
+      if (!line) {
+        reject(new Error(`wrk printed no summary:\n${out}`));
+        return;
+      }
       const s = JSON.parse(line.slice(9)) as Record<string, number>;
       resolve({
         requests: s.requests!,
