@@ -43,12 +43,20 @@ export const SERVERS: readonly { key: IngestKey; name: string; script: string; d
  * Ingest throughput of the four servers in one run: `rounds` rounds of a, b, c, d one after the
  * other, so each ratio compares runs minutes apart at most and the spread shows the machine's noise.
  */
-export async function benchIngest(opts: { redisUrl: string; rounds: number; seconds: number; warmupSeconds: number; connections: number; log: (s: string) => void }): Promise<Record<IngestKey, IngestRow>> {
+export async function benchIngest(opts: {
+  redisUrl: string;
+  rounds: number;
+  seconds: number;
+  warmupSeconds: number;
+  connections: number;
+  log: (s: string) => void;
+}): Promise<Record<IngestKey, IngestRow>> {
   const dir = join(tmpdir(), `svc-bench-${randomUUID().slice(0, 8)}`);
   const rows = Object.fromEntries(SERVERS.map((s) => [s.key, { name: s.name, runs: [] as IngestRun[] }])) as Record<IngestKey, IngestRow>;
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
   // Stored events: BullMQ jobs for the peers; for ours (no pump runs beside the edge here) the stream.
-  const stored = (key: IngestKey, queue: Queue, prefix: string) => (key === "c" ? redis.xlen(redisKeys(prefix).ingest.stream) : countJobs(queue));
+  const stored = (key: IngestKey, queue: Queue, prefix: string) =>
+    key === "c" ? redis.xlen(redisKeys(prefix).ingest.stream) : countJobs(queue);
   // Unique events for warm-up and run, written once: each run gets its own queue prefix, so the
   // same ids are new to it and no 200 is a deduplicated redelivery.
   const warmPool = `${dir}-warm`;
@@ -77,7 +85,11 @@ export async function benchIngest(opts: { redisUrl: string; rounds: number; seco
           const serverSeconds = processCpuSeconds(proc.child.pid!) - serverCpu;
           const wrkSeconds = exitedChildrenCpuSeconds() - wrkCpu;
           const ok = result.requests - result.errors;
-          const run: IngestRun = { ...result, ok, cpu: { serverUs: (serverSeconds / result.requests) * 1e6, wrkUs: (wrkSeconds / result.requests) * 1e6 } };
+          const run: IngestRun = {
+            ...result,
+            ok,
+            cpu: { serverUs: (serverSeconds / result.requests) * 1e6, wrkUs: (wrkSeconds / result.requests) * 1e6 },
+          };
           if (server.durable) {
             run.jobsInRedis = (await settledCount(count)) - jobsBefore;
             const redisAfter = await redisCpu(redis);
@@ -91,7 +103,8 @@ export async function benchIngest(opts: { redisUrl: string; rounds: number; seco
               `, CPU µs/req server ${run.cpu.serverUs.toFixed(0)} wrk ${run.cpu.wrkUs.toFixed(0)}` +
               (run.cpu.redisUs !== undefined ? ` redis ${run.cpu.redisUs.toFixed(0)} (add script ${run.cpu.addScriptUs!.toFixed(0)})` : ""),
           );
-          await queue.obliterate({ force: true }).catch(() => {});
+          // Best-effort cleanup between runs.
+          await queue.obliterate({ force: true }).catch(() => undefined);
           await redis.del(redisKeys(prefix).ingest.stream);
         } finally {
           await queue.close();

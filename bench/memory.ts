@@ -19,14 +19,24 @@ export interface MemoryRow {
  * RSS of the whole service (edge and worker, ROLE=all) before, during and after a sustained load.
  * "Before" is taken after a warm-up, so it includes JIT-compiled code and warmed pools.
  */
-export async function benchMemory(opts: { redisUrl: string; seconds: number; connections: number; log: (s: string) => void }): Promise<MemoryRow> {
+export async function benchMemory(opts: {
+  redisUrl: string;
+  seconds: number;
+  connections: number;
+  log: (s: string) => void;
+}): Promise<MemoryRow> {
   const tag = randomUUID().slice(0, 6);
   const warmPool = join(tmpdir(), `svc-mem-warm-${tag}`);
   const runPool = join(tmpdir(), `svc-mem-run-${tag}`);
   writeRequestPool(warmPool, 20_000, `mw${tag}`);
   // The pool wraps around when the load outlasts it: later copies then take the dedup path.
   writeRequestPool(runPool, 150_000, `mr${tag}`);
-  const proc = await startServerProcess("bench/servers/edge.ts", { REDIS_URL: opts.redisUrl, QUEUE_PREFIX: `bench-m-${tag}`, ROLE: "all", KEEP_COMPLETED_JOBS: "1000" });
+  const proc = await startServerProcess("bench/servers/edge.ts", {
+    REDIS_URL: opts.redisUrl,
+    QUEUE_PREFIX: `bench-m-${tag}`,
+    ROLE: "all",
+    KEEP_COMPLETED_JOBS: "1000",
+  });
   try {
     await runWrk(`${proc.url}/webhooks`, warmPool, { seconds: 5, connections: opts.connections, threads: 1 });
     await new Promise((r) => setTimeout(r, 5000));
@@ -38,7 +48,14 @@ export async function benchMemory(opts: { redisUrl: string; seconds: number; con
     opts.log(`memory: load done (${Math.round(load.rps)} req/s), letting the worker drain`);
     await new Promise((r) => setTimeout(r, 15_000));
     const after = proc.rssMiB();
-    return { rssBeforeMiB: before, rssPeakMiB: peak, rssAfterMiB: after, afterVsBefore: after / before, requests: load.requests, rps: load.rps };
+    return {
+      rssBeforeMiB: before,
+      rssPeakMiB: peak,
+      rssAfterMiB: after,
+      afterVsBefore: after / before,
+      requests: load.requests,
+      rps: load.rps,
+    };
   } finally {
     await proc.stop();
     rmSync(warmPool, { force: true });

@@ -28,8 +28,16 @@ export async function benchSync(opts: { redisUrl: string; events: number; restau
   const sandbox = createSandbox({ restaurants: opts.restaurants, delivery: { retryDelaysMs: [200, 400, 800, 1600] } });
   const apiUrl = await sandbox.listen();
   const config = loadConfig({
-    ROLE: "all", HOST: "127.0.0.1", PORT: "0", REDIS_URL: opts.redisUrl, QUEUE_PREFIX: `bench-s-${randomUUID().slice(0, 6)}`,
-    SIGNING_SECRET: BENCH_SECRET, API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, RECONCILE_INTERVAL_SECONDS: "0", LOG_LEVEL: "warn",
+    ROLE: "all",
+    HOST: "127.0.0.1",
+    PORT: "0",
+    REDIS_URL: opts.redisUrl,
+    QUEUE_PREFIX: `bench-s-${randomUUID().slice(0, 6)}`,
+    SIGNING_SECRET: BENCH_SECRET,
+    API_BASE_URL: apiUrl,
+    API_KEY: sandbox.apiKey,
+    RECONCILE_INTERVAL_SECONDS: "0",
+    LOG_LEVEL: "warn",
   });
   const service = await createService({ config, logger: createLogger({ level: "warn" }) });
   const url = await service.start();
@@ -48,10 +56,11 @@ export async function benchSync(opts: { redisUrl: string; events: number; restau
     }
     await sandbox.idle();
     const byId = (x: { id: string }, y: { id: string }) => x.id.localeCompare(y.id);
-    await waitFor(
-      async () => isDeepStrictEqual((await service.mirror.all("orders")).sort(byId), sandbox.state.orders().sort(byId)),
-      { timeoutMs: 180_000, intervalMs: 50, what: `the mirror to equal the sandbox (N = ${opts.events})` },
-    );
+    await waitFor(async () => isDeepStrictEqual((await service.mirror.all("orders")).sort(byId), sandbox.state.orders().sort(byId)), {
+      timeoutMs: 180_000,
+      intervalMs: 50,
+      what: `the mirror to equal the sandbox (N = ${opts.events})`,
+    });
     const seconds = (performance.now() - started) / 1000;
     const log = sandbox.requestLog.slice(before);
     return {

@@ -36,7 +36,15 @@ export { createPostgresMirror } from "./mirror/postgres-store.js";
 export { createEventLog, type EventLog, type EventPage, type EventQuery, type LoggedEvent } from "./mirror/event-log.js";
 export { MIRROR_KINDS } from "./mirror/store.js";
 export type { MirrorChange, MirrorKind, MirrorListFilter, MirrorPage, MirrorRecord, MirrorStore, UpsertResult } from "./mirror/store.js";
-export { createApiClient, type ApiClient, type ApiClientOptions, type BookingQuery, type ListOptions, type MenuItemQuery, type OrderQuery } from "./upstream/client.js";
+export {
+  createApiClient,
+  type ApiClient,
+  type ApiClientOptions,
+  type BookingQuery,
+  type ListOptions,
+  type MenuItemQuery,
+  type OrderQuery,
+} from "./upstream/client.js";
 export { createRateLimiter, type Priority, type RateLimiter, type RateLimiterOptions } from "./upstream/rate-limiter.js";
 export { apiKeyId, isApiKey, parseApiKey, ApiKeyError, API_KEY_PREFIX } from "./upstream/api-key.js";
 export {
@@ -54,4 +62,15 @@ export {
   isPermanentUpstreamError,
 } from "./upstream/errors.js";
 export { ORDER_STATUSES, ORDER_TYPES, SETTABLE_ORDER_STATUSES } from "./upstream/models.js";
-export type { Booking, CreateBookingInput, MenuItem, Order, OrderItem, OrderStatus, OrderType, Page, Review, SettableOrderStatus } from "./upstream/models.js";
+export type {
+  Booking,
+  CreateBookingInput,
+  MenuItem,
+  Order,
+  OrderItem,
+  OrderStatus,
+  OrderType,
+  Page,
+  Review,
+  SettableOrderStatus,
+} from "./upstream/models.js";

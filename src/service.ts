@@ -21,6 +21,7 @@ import { EVENTS_QUEUE, SYNC_QUEUE } from "./queue/names.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient } from "./redis/connection.js";
 import type { EventHandlers } from "./worker/handler-context.js";
 import { createWorkerRole, type WorkerRole } from "./worker/worker-role.js";
+import { expectDefined } from "./expect-defined.js";
 
 export interface ServiceOptions {
   config: Config;
@@ -58,23 +59,38 @@ export async function createService({ config, logger, handlers = [], database }:
   const connections: RedisClient[] = [];
   const connect = (kind: ConnectionKind) => {
     const connection = createRedisConnection(config.redisUrl, kind, { cluster: config.redisCluster });
-    connection.on("error", (err) => logger.warn({ err: err.message, kind }, "redis connection error"));
+    connection.on("error", (err: Error) => logger.warn({ err: err.message, kind }, "redis connection error"));
     connections.push(connection);
     return connection;
   };
   const prefix = config.queuePrefix;
   const metrics = createMetrics();
-  const storage: Storage = await openStorage(config.database, { logger, ...(database ? { database } : {}) });
+  const storage: Storage = await openStorage(config.database, { logger, database });
   const { mirror, eventLog } = storage;
   const workerConnection = config.role !== "web" ? connect("worker") : undefined;
   const webConnection = config.role !== "worker" ? connect("web") : undefined;
-  const anyConnection = (workerConnection ?? webConnection)!;
+  const anyConnection = expectDefined(workerConnection ?? webConnection, "every role opens a Redis connection");
 
   const worker = workerConnection
-    ? createWorkerRole({ config, logger, connection: workerConnection, mirror, eventLog, changeOutbox: storage.changeOutbox, handlers: ([] as EventHandlers[]).concat(handlers), metrics })
+    ? createWorkerRole({
+        config,
+        logger,
+        connection: workerConnection,
+        mirror,
+        eventLog,
+        changeOutbox: storage.changeOutbox,
+        handlers: ([] as EventHandlers[]).concat(handlers),
+        metrics,
+      })
     : undefined;
   const sink = webConnection
-    ? createStreamSink({ connection: webConnection, prefix, dedupWindowSeconds: config.dedupWindowSeconds, timeoutMs: config.enqueueTimeoutMs, maxBacklog: config.ingest.maxBacklog })
+    ? createStreamSink({
+        connection: webConnection,
+        prefix,
+        dedupWindowSeconds: config.dedupWindowSeconds,
+        timeoutMs: config.enqueueTimeoutMs,
+        maxBacklog: config.ingest.maxBacklog,
+      })
     : undefined;
 
   // The dashboard and the depth gauges show both queues whatever this process runs.
@@ -82,11 +98,13 @@ export async function createService({ config, logger, handlers = [], database }:
   const queueHandle = (name: string, existing: Queue | undefined) => {
     if (existing) return existing;
     const q = new Queue(name, { connection: anyConnection, prefix });
-    q.on("error", () => {});
+    // A read-only handle (dashboard, depth gauges): its connection's errors are logged above.
+    q.on("error", () => undefined);
     ownQueues.push(q);
     return q;
   };
-  const queues = [queueHandle(EVENTS_QUEUE, worker?.pump.queue), queueHandle(SYNC_QUEUE, worker?.syncQueue)];
+  const eventsQueue = queueHandle(EVENTS_QUEUE, worker?.pump.queue);
+  const queues = [eventsQueue, queueHandle(SYNC_QUEUE, worker?.syncQueue)];
   collectQueueDepths(metrics, queues);
   collectIngestBacklog(metrics, () => readStreamBacklog(anyConnection, prefix));
   collectMirrorLag(metrics, MIRROR_KINDS, (kind) => mirror.lastWriteAt(kind as MirrorKind));
@@ -99,6 +117,7 @@ export async function createService({ config, logger, handlers = [], database }:
     if (anyConnection.status !== "ready") throw new Error(`Redis connection is ${anyConnection.status}`);
     await anyConnection.ping();
   };
+  const { adminToken } = config;
   const app = createApp({
     logger,
     ready: config.role === "worker" ? () => Promise.all([redisReady(), storage.ping()]).then(() => undefined) : redisReady,
@@ -114,12 +133,16 @@ export async function createService({ config, logger, handlers = [], database }:
         }
       : {}),
     // Operator routes exist only with an ADMIN_TOKEN: nothing is exposed by default.
-    ...(config.adminToken
+    ...(adminToken
       ? {
           mount: (root: Hono<AppEnv>) =>
             mountOperatorRoutes(root, {
-              adminToken: config.adminToken!,
-              mirror: { kinds: MIRROR_KINDS, get: (k, id) => mirror.get(k as MirrorKind, id), list: (k, q) => mirror.list(k as MirrorKind, filterFromQuery(q)) },
+              adminToken,
+              mirror: {
+                kinds: MIRROR_KINDS,
+                get: (k, id) => mirror.get(k as MirrorKind, id),
+                list: (k, q) => mirror.list(k as MirrorKind, filterFromQuery(q)),
+              },
               events: { get: (id) => eventLog.get(id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
               metrics: () => metrics.render(),
               queues,
@@ -135,7 +158,7 @@ export async function createService({ config, logger, handlers = [], database }:
     config,
     app,
     sink,
-    eventsQueue: queues[0]!,
+    eventsQueue,
     worker,
     mirror,
     eventLog,
@@ -147,7 +170,10 @@ export async function createService({ config, logger, handlers = [], database }:
       } catch (err) {
         // The edge needs Redis only: a web process keeps accepting webhooks while the database is away.
         if (config.role !== "web") throw err;
-        logger.error({ err: (err as Error).message }, "database migration failed; the operator's mirror and event routes fail until it is reachable");
+        logger.error(
+          { err: (err as Error).message },
+          "database migration failed; the operator's mirror and event routes fail until it is reachable",
+        );
       }
       // Readiness follows Redis; give the first connection a moment so /readyz is true at once
       // when Redis is there, but never wait on a Redis that is down (the edge answers 503 then).

@@ -1,5 +1,14 @@
 // Never executed: `npm test` type-checks it, pinning the public handler types (like octokit's).
-import { createService, onChange, type ChangeEvent, type ChangeSource, type EventHandler, type EventHandlers, type HandlerContext, type Order } from "../src/index.js";
+import {
+  createService,
+  onChange,
+  type ChangeEvent,
+  type ChangeSource,
+  type EventHandler,
+  type EventHandlers,
+  type HandlerContext,
+  type Order,
+} from "../src/index.js";
 
 export const handlers: EventHandlers = {
   "order.status_changed": async (event, ctx: HandlerContext) => {
@@ -11,12 +20,10 @@ export const handlers: EventHandlers = {
   },
   "review.created": (event) => {
     // @ts-expect-error data fields are typed: rating is a number when present
-    const rating: string = event.data.rating;
-    void rating;
+    const _rating: string = event.data.rating;
   },
-  "*": async (event) => {
-    const type: string = event.type;
-    void type;
+  "*": (event) => {
+    const _type: string = event.type;
   },
 };
 
@@ -34,7 +41,7 @@ export { orderSchema } from "../src/index.js";
 
 // Change events: before/after typed as the upstream models, changed a list of field names.
 export const changeHandlers: EventHandlers = {
-  "change.order": async (event, ctx: HandlerContext) => {
+  "change.order": (event, ctx: HandlerContext) => {
     const id: string = event.id;
     const before: Order | null = event.data.before;
     const after: Order = event.data.after;
@@ -44,46 +51,39 @@ export const changeHandlers: EventHandlers = {
     const kind: "order" = event.data.kind;
     ctx.logger.info({ id, was: before?.status, status, changed, source, kind }, "order changed");
     // @ts-expect-error before is null on first sight
-    const total: number = event.data.before.total;
-    void total;
+    const _total: number = event.data.before.total;
   },
   "change.booking": (event) => {
-    const size: number = event.data.after.partySize;
-    void size;
+    const _size: number = event.data.after.partySize;
   },
   "change.menu_item": (event) => {
-    const stock: number | null = event.data.after.stock;
+    const _stock: number | null = event.data.after.stock;
     // @ts-expect-error a menu item change carries menu items, not orders
-    const status: string = event.data.after.status;
-    void stock;
-    void status;
+    const _status: string = event.data.after.status;
   },
   "*": (event) => {
     // '*' sees change events too, untyped.
-    const type: string = event.type;
-    void type;
+    const _type: string = event.type;
   },
 };
 
 // onChange: a handler map entry, its event typed by the kind, its filter field checked loosely.
 export const ready: EventHandlers = {
-  ...onChange("order", { field: "status", from: "PREPARING", to: "READY" }, async (event, ctx) => {
+  ...onChange("order", { field: "status", from: "PREPARING", to: "READY" }, (event, ctx) => {
     const order: Order = event.data.after;
     const attempt: number = ctx.attempt;
     ctx.logger.info({ order: order.id, attempt }, "ready");
   }),
   ...onChange("booking", { field: "status", to: "CANCELLED" }, (event) => {
-    const email: string = event.data.after.diner.email;
-    void email;
+    const _email: string = event.data.after.diner.email;
   }),
 };
 // @ts-expect-error the kind must be one of order, booking, menu_item
-export const wrongKind = onChange("review", { field: "rating" }, () => {});
+export const wrongKind = onChange("review", { field: "rating" }, () => undefined);
 export const wrongEntry: EventHandlers = {
   // @ts-expect-error a change.order handler gets order changes, not booking changes
-  "change.order": (event: ChangeEvent<"booking">) => void event,
+  "change.order": (_event: ChangeEvent<"booking">) => undefined,
 };
 export const typedHandler: EventHandler<"change.menu_item"> = (event) => {
-  const price: number = event.data.after.price;
-  void price;
+  const _price: number = event.data.after.price;
 };

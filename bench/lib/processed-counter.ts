@@ -8,7 +8,9 @@ import { createServer } from "node:http";
 export function serveProcessedCount(): { completed(): void } {
   let count = 0;
   let lastAt = 0;
-  const server = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ count, lastAt })));
+  const server = createServer((_req, res) =>
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ count, lastAt })),
+  );
   server.listen(0, "127.0.0.1", () => {
     const address = server.address();
     console.error(`READY http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`);

@@ -24,7 +24,7 @@ export function startServerProcess(script: string, env: Record<string, string>):
   return new Promise((resolve, reject) => {
     let err = "";
     const timer = setTimeout(() => reject(new Error(`${script} did not start: ${err}`)), 20_000);
-    child.stderr!.on("data", (d: Buffer) => {
+    child.stderr.on("data", (d: Buffer) => {
       err += d.toString();
       const m = /READY (\S+)/.exec(err);
       if (!m) return;
@@ -35,7 +35,10 @@ export function startServerProcess(script: string, env: Record<string, string>):
         rssMiB: () => rssMiB(child.pid!),
         stop: () =>
           new Promise<void>((done) => {
-            if (child.exitCode !== null) return done();
+            if (child.exitCode !== null) {
+              done();
+              return;
+            }
             child.once("exit", () => done());
             child.kill("SIGTERM");
             setTimeout(() => child.kill("SIGKILL"), 5000).unref();

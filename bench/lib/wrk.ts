@@ -22,7 +22,22 @@ export function assertWrk(): void {
 /** Runs wrk against `url` for `seconds` with requests from `poolFile`. Bounded: wrk stops itself. */
 export function runWrk(url: string, poolFile: string, opts: { seconds: number; connections: number; threads: number }): Promise<WrkResult> {
   return new Promise((resolve, reject) => {
-    const args = ["-t", String(opts.threads), "-c", String(opts.connections), "-d", `${opts.seconds}s`, "--timeout", "5s", "-s", LUA, url, "--", poolFile, String(opts.threads)];
+    const args = [
+      "-t",
+      String(opts.threads),
+      "-c",
+      String(opts.connections),
+      "-d",
+      `${opts.seconds}s`,
+      "--timeout",
+      "5s",
+      "-s",
+      LUA,
+      url,
+      "--",
+      poolFile,
+      String(opts.threads),
+    ];
     const child = spawn("wrk", args, { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
@@ -30,7 +45,10 @@ export function runWrk(url: string, poolFile: string, opts: { seconds: number; c
     child.on("error", reject);
     child.on("exit", () => {
       const line = out.split("\n").find((l) => l.startsWith("WRK_JSON "));
-      if (!line) return reject(new Error(`wrk printed no summary:\n${out}`));
+      if (!line) {
+        reject(new Error(`wrk printed no summary:\n${out}`));
+        return;
+      }
       const s = JSON.parse(line.slice(9)) as Record<string, number>;
       resolve({
         requests: s.requests!,

@@ -7,7 +7,11 @@ import { serveProcessedCount } from "../lib/processed-counter.js";
 
 const counter = serveProcessedCount();
 const config = loadConfig({ ...process.env, ROLE: "worker", HOST: "127.0.0.1", PORT: "0", RECONCILE_INTERVAL_SECONDS: "0" });
-const service = await createService({ config, logger: createLogger({ level: config.logLevel }), handlers: [{ "*": async () => {} }] });
+const service = await createService({
+  config,
+  logger: createLogger({ level: config.logLevel }),
+  handlers: [{ "*": () => Promise.resolve() }],
+});
 service.worker!.eventWorker.on("completed", () => counter.completed());
 void service.start();
 process.on("SIGTERM", () => void service.stop().then(() => process.exit(0)));

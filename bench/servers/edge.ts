@@ -6,6 +6,6 @@ import { BENCH_SECRET } from "../lib/pool.js";
 
 const config = loadConfig({ ...process.env, ROLE: process.env.ROLE ?? "web", HOST: "127.0.0.1", PORT: "0", SIGNING_SECRET: BENCH_SECRET });
 const service = await createService({ config, logger: createLogger({ level: config.logLevel, secrets: [BENCH_SECRET] }) });
-service.start().then((url) => console.error(`READY ${url}`));
+void service.start().then((url) => console.error(`READY ${url}`));
 process.on("SIGTERM", () => void service.stop().then(() => process.exit(0)));
 process.once("SIGINT", () => process.exit(0));

@@ -14,7 +14,8 @@ app.post("/webhooks", express.raw({ type: "*/*", limit: "1mb" }), async (req, re
   const body = req.body as Buffer;
   const header = String(req.headers["x-svc-signature"] ?? "");
   const expected = Buffer.from("sha256=" + createHmac("sha256", BENCH_SECRET).update(body).digest("hex"));
-  if (header.length !== expected.length || !timingSafeEqual(Buffer.from(header), expected)) return res.status(401).json({ error: "bad signature" });
+  if (header.length !== expected.length || !timingSafeEqual(Buffer.from(header), expected))
+    return res.status(401).json({ error: "bad signature" });
   const event = JSON.parse(body.toString("utf8")) as { id: string; type: string };
   try {
     await queue.add(event.type, event, { jobId: event.id });

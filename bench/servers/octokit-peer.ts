@@ -9,12 +9,14 @@ import { BENCH_SECRET } from "../lib/pool.js";
 
 const connection = new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: 1 });
 const queue = new Queue(EVENTS_QUEUE, { connection, prefix: process.env.QUEUE_PREFIX! });
-queue.on("error", () => {});
+// An "error" event without a listener would throw; a failed add answers 503 below.
+queue.on("error", () => undefined);
 const server = createServer((req, res) => {
   if (req.method !== "POST" || req.url !== "/webhooks") return void res.writeHead(404).end();
   const chunks: Buffer[] = [];
   req.on("data", (c: Buffer) => chunks.push(c));
-  req.on("end", async () => {
+  req.on("end", () => void answer());
+  async function answer() {
     const payload = Buffer.concat(chunks).toString("utf8");
     const signature = String(req.headers["x-svc-signature"] ?? "");
     if (!signature || !(await verify(BENCH_SECRET, payload, signature))) return void res.writeHead(401).end("bad signature");
@@ -25,7 +27,7 @@ const server = createServer((req, res) => {
     } catch {
       res.writeHead(503).end("queue unavailable");
     }
-  });
+  }
 });
 server.listen(0, "127.0.0.1", () => {
   const address = server.address();

@@ -7,10 +7,10 @@ import { BENCH_SECRET } from "../lib/pool.js";
 
 let n = 0;
 const sink: EventSink = {
-  enqueue: async () => ({ jobId: String(++n), duplicate: false }),
-  ping: async () => {},
+  enqueue: () => Promise.resolve({ jobId: String(++n), duplicate: false }),
+  ping: () => Promise.resolve(),
 };
 const logger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [BENCH_SECRET] });
-const app = createApp({ logger, ready: sink.ping, webhooks: { sink, signingSecrets: [BENCH_SECRET], maxBodyBytes: 1024 * 1024 } });
+const app = createApp({ logger, ready: () => sink.ping(), webhooks: { sink, signingSecrets: [BENCH_SECRET], maxBodyBytes: 1024 * 1024 } });
 serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, (info) => console.error(`READY http://127.0.0.1:${info.port}`));
 for (const s of ["SIGINT", "SIGTERM"] as const) process.once(s, () => process.exit(0));

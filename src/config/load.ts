@@ -50,7 +50,16 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,
     ...(e.API_BASE_URL && e.API_KEY
-      ? { api: { baseUrl: e.API_BASE_URL, apiKey: e.API_KEY, rate: e.API_RATE, rateWindowMs: e.API_RATE_WINDOW_SECONDS * 1000, rateSafetyMs: e.API_RATE_SAFETY_MS, timeoutMs: e.API_TIMEOUT_MS } }
+      ? {
+          api: {
+            baseUrl: e.API_BASE_URL,
+            apiKey: e.API_KEY,
+            rate: e.API_RATE,
+            rateWindowMs: e.API_RATE_WINDOW_SECONDS * 1000,
+            rateSafetyMs: e.API_RATE_SAFETY_MS,
+            timeoutMs: e.API_TIMEOUT_MS,
+          },
+        }
       : {}),
     worker: {
       concurrency: e.WORKER_CONCURRENCY,
@@ -64,8 +73,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DATABASE_SCHEMA },
     eventRetentionDays: e.EVENT_RETENTION_DAYS,
-    ...(e.ADMIN_TOKEN ? { adminToken: e.ADMIN_TOKEN } : {}),
-    ...(e.HANDLERS_MODULE ? { handlersModule: e.HANDLERS_MODULE } : {}),
+    adminToken: e.ADMIN_TOKEN,
+    handlersModule: e.HANDLERS_MODULE,
   };
 }
 
@@ -89,11 +98,14 @@ function clusterProblems(input: Record<string, string | undefined>): string[] {
   const problems: string[] = [];
   const prefix = input.QUEUE_PREFIX;
   if (prefix && /[{}]/.test(prefix) && hashTagOf(prefix) === undefined) {
-    problems.push("QUEUE_PREFIX needs a hash tag such as {svc} (a non-empty {…}) when REDIS_CLUSTER is true; or give it without braces to have it wrapped");
+    problems.push(
+      "QUEUE_PREFIX needs a hash tag such as {svc} (a non-empty {…}) when REDIS_CLUSTER is true; or give it without braces to have it wrapped",
+    );
   }
   const redisUrl = input.REDIS_URL ?? "";
   const db = URL.canParse(redisUrl) ? new URL(redisUrl).pathname.replace(/^\//, "") : "";
-  if (db !== "" && db !== "0") problems.push("REDIS_URL may not select a database (/N) when REDIS_CLUSTER is true: a Redis Cluster has only database 0");
+  if (db !== "" && db !== "0")
+    problems.push("REDIS_URL may not select a database (/N) when REDIS_CLUSTER is true: a Redis Cluster has only database 0");
   return problems;
 }
 
@@ -102,11 +114,18 @@ function clusterPrefix(prefix: string): string {
 }
 
 /** Rules between limits, checked on parsed values so defaults take part. */
-function limitProblems(e: { HTTP_HEADERS_TIMEOUT_MS: number; HTTP_REQUEST_TIMEOUT_MS: number; MAX_BUFFERED_BODY_BYTES: number; MAX_BODY_BYTES: number }): string[] {
+function limitProblems(e: {
+  HTTP_HEADERS_TIMEOUT_MS: number;
+  HTTP_REQUEST_TIMEOUT_MS: number;
+  MAX_BUFFERED_BODY_BYTES: number;
+  MAX_BODY_BYTES: number;
+}): string[] {
   const problems: string[] = [];
   // Node refuses a header timeout above the request timeout.
-  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS) problems.push("HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS");
-  if (e.MAX_BUFFERED_BODY_BYTES < e.MAX_BODY_BYTES) problems.push("MAX_BUFFERED_BODY_BYTES must be at least MAX_BODY_BYTES, or no body of the largest size is ever accepted");
+  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS)
+    problems.push("HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS");
+  if (e.MAX_BUFFERED_BODY_BYTES < e.MAX_BODY_BYTES)
+    problems.push("MAX_BUFFERED_BODY_BYTES must be at least MAX_BODY_BYTES, or no body of the largest size is ever accepted");
   return problems;
 }
 

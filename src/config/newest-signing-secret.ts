@@ -6,5 +6,6 @@
  */
 export function newestSigningSecret(list: string | undefined): string | undefined {
   const first = list?.split(",")[0]?.trim();
-  return first || undefined;
+  // An empty first entry means "no secret", as an absent list does.
+  return first === "" ? undefined : first;
 }

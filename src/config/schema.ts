@@ -3,7 +3,11 @@ import { isApiKey } from "../upstream/api-key.js";
 import { DEFAULTS } from "./defaults.js";
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
-  z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(min, `must be at least ${min}`).max(max, `must be at most ${max}`);
+  z.coerce
+    .number({ error: "must be a whole number" })
+    .int("must be a whole number")
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`);
 
 /** Secrets: the schema's messages never include the value (zod's defaults do not either). */
 const secretList = z
@@ -12,59 +16,71 @@ const secretList = z
   .refine((parts) => parts.every((p) => p.length > 0), "must be a comma-separated list of non-empty secrets");
 
 const optionalSecret = (message: string, test: (s: string) => boolean) =>
-  z.string().optional().transform((s) => (s === "" ? undefined : s)).refine((s) => s === undefined || test(s), message);
+  z
+    .string()
+    .optional()
+    .transform((s) => (s === "" ? undefined : s))
+    .refine((s) => s === undefined || test(s), message);
 
 export const ROLES = ["all", "web", "worker"] as const;
 export type Role = (typeof ROLES)[number];
 
-export const configSchema = z
-  .object({
-    ROLE: z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` }).default("all"),
-    HOST: z.string().min(1).default("127.0.0.1"),
-    PORT: int(0, 65535).default(3000),
-    REDIS_URL: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).default("redis://127.0.0.1:6379"),
-    REDIS_CLUSTER: z.enum(["true", "false"], { error: "must be true or false" }).default("false").transform((v) => v === "true"),
-    QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9_{}-]+$/, "may hold letters, digits, _ - { } only").default(DEFAULTS.queuePrefix),
-    SIGNING_SECRET: secretList.optional(),
-    MAX_BODY_BYTES: int(1, 64 * 1024 * 1024).default(1024 * 1024),
-    DEDUP_WINDOW_SECONDS: int(1).default(7 * 24 * 3600),
-    KEEP_COMPLETED_JOBS: int(0).default(1000),
-    KEEP_COMPLETED_SECONDS: int(0).default(3600),
-    KEEP_FAILED_JOBS: int(0).default(10_000),
-    KEEP_FAILED_SECONDS: int(0).default(14 * 24 * 3600),
-    MAX_BUFFERED_BODY_BYTES: int(1, 4 * 1024 * 1024 * 1024).default(DEFAULTS.maxBufferedBodyBytes),
-    HTTP_REQUEST_TIMEOUT_MS: int(100, 300_000).default(DEFAULTS.httpRequestTimeoutMs),
-    HTTP_HEADERS_TIMEOUT_MS: int(100, 300_000).default(DEFAULTS.httpHeadersTimeoutMs),
-    HTTP_KEEP_ALIVE_TIMEOUT_MS: int(0, 600_000).default(DEFAULTS.httpKeepAliveTimeoutMs),
-    HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(DEFAULTS.httpMaxConnections),
-    HTTP_MAX_HEADER_BYTES: int(1024, 64 * 1024).default(DEFAULTS.httpMaxHeaderBytes),
-    ENQUEUE_TIMEOUT_MS: int(100, 9000).default(2000),
-    MAX_BACKLOG: int(1).default(100_000),
-    PUMP_BATCH_SIZE: int(1, 5000).default(500),
-    PUMP_CLAIM_IDLE_MS: int(100).default(30_000),
-    SHUTDOWN_TIMEOUT_MS: int(0).default(25_000),
-    LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-    API_BASE_URL: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
-    API_KEY: optionalSecret("must start with svc_live_ followed by the key body", isApiKey),
-    ADMIN_TOKEN: optionalSecret("must be at least 16 characters", (s) => s.length >= 16),
-    HANDLERS_MODULE: z.string().min(1).optional(),
-    API_RATE: int(1).default(DEFAULTS.apiRate),
-    API_RATE_WINDOW_SECONDS: int(1).default(DEFAULTS.apiRateWindowMs / 1000),
-    API_RATE_SAFETY_MS: int(0).default(DEFAULTS.apiRateSafetyMs),
-    API_TIMEOUT_MS: int(100).default(DEFAULTS.apiTimeoutMs),
-    WORKER_CONCURRENCY: int(1, 1000).default(10),
-    JOB_ATTEMPTS: int(1, 100).default(DEFAULTS.jobAttempts),
-    JOB_BACKOFF_MS: int(1).default(DEFAULTS.jobBackoffMs),
-    JOB_LOCK_MS: int(1000).default(DEFAULTS.jobLockMs),
-    JOB_MAX_STALLS: int(1, 100).default(DEFAULTS.jobMaxStalls),
-    SYNC_DEBOUNCE_MS: int(0, 60_000).default(1000),
-    RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
-    CHANGE_RELAY_INTERVAL_MS: int(0, 600_000).default(1000),
-    // The URL may carry a password: messages never echo it (zod's own do not either).
-    DATABASE_URL: optionalSecret("must be a postgres:// or postgresql:// URL", (s) => /^postgres(ql)?:\/\//.test(s) && URL.canParse(s)),
-    DATA_DIR: z.string().min(1).default("./.data"),
-    DATABASE_SCHEMA: z.string().regex(/^(?!pg_)[a-z_][a-z0-9_]{0,62}$/, "must be a lower-case SQL identifier (letters, digits, _), not starting with pg_").default("svc"),
-    EVENT_RETENTION_DAYS: int(1).default(30),
-  });
+export const configSchema = z.object({
+  ROLE: z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` }).default("all"),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PORT: int(0, 65535).default(3000),
+  REDIS_URL: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).default("redis://127.0.0.1:6379"),
+  REDIS_CLUSTER: z
+    .enum(["true", "false"], { error: "must be true or false" })
+    .default("false")
+    .transform((v) => v === "true"),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_{}-]+$/, "may hold letters, digits, _ - { } only")
+    .default(DEFAULTS.queuePrefix),
+  SIGNING_SECRET: secretList.optional(),
+  MAX_BODY_BYTES: int(1, 64 * 1024 * 1024).default(1024 * 1024),
+  DEDUP_WINDOW_SECONDS: int(1).default(7 * 24 * 3600),
+  KEEP_COMPLETED_JOBS: int(0).default(1000),
+  KEEP_COMPLETED_SECONDS: int(0).default(3600),
+  KEEP_FAILED_JOBS: int(0).default(10_000),
+  KEEP_FAILED_SECONDS: int(0).default(14 * 24 * 3600),
+  MAX_BUFFERED_BODY_BYTES: int(1, 4 * 1024 * 1024 * 1024).default(DEFAULTS.maxBufferedBodyBytes),
+  HTTP_REQUEST_TIMEOUT_MS: int(100, 300_000).default(DEFAULTS.httpRequestTimeoutMs),
+  HTTP_HEADERS_TIMEOUT_MS: int(100, 300_000).default(DEFAULTS.httpHeadersTimeoutMs),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: int(0, 600_000).default(DEFAULTS.httpKeepAliveTimeoutMs),
+  HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(DEFAULTS.httpMaxConnections),
+  HTTP_MAX_HEADER_BYTES: int(1024, 64 * 1024).default(DEFAULTS.httpMaxHeaderBytes),
+  ENQUEUE_TIMEOUT_MS: int(100, 9000).default(2000),
+  MAX_BACKLOG: int(1).default(100_000),
+  PUMP_BATCH_SIZE: int(1, 5000).default(500),
+  PUMP_CLAIM_IDLE_MS: int(100).default(30_000),
+  SHUTDOWN_TIMEOUT_MS: int(0).default(25_000),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  API_BASE_URL: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
+  API_KEY: optionalSecret("must start with svc_live_ followed by the key body", isApiKey),
+  ADMIN_TOKEN: optionalSecret("must be at least 16 characters", (s) => s.length >= 16),
+  HANDLERS_MODULE: z.string().min(1).optional(),
+  API_RATE: int(1).default(DEFAULTS.apiRate),
+  API_RATE_WINDOW_SECONDS: int(1).default(DEFAULTS.apiRateWindowMs / 1000),
+  API_RATE_SAFETY_MS: int(0).default(DEFAULTS.apiRateSafetyMs),
+  API_TIMEOUT_MS: int(100).default(DEFAULTS.apiTimeoutMs),
+  WORKER_CONCURRENCY: int(1, 1000).default(10),
+  JOB_ATTEMPTS: int(1, 100).default(DEFAULTS.jobAttempts),
+  JOB_BACKOFF_MS: int(1).default(DEFAULTS.jobBackoffMs),
+  JOB_LOCK_MS: int(1000).default(DEFAULTS.jobLockMs),
+  JOB_MAX_STALLS: int(1, 100).default(DEFAULTS.jobMaxStalls),
+  SYNC_DEBOUNCE_MS: int(0, 60_000).default(1000),
+  RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
+  CHANGE_RELAY_INTERVAL_MS: int(0, 600_000).default(1000),
+  // The URL may carry a password: messages never echo it (zod's own do not either).
+  DATABASE_URL: optionalSecret("must be a postgres:// or postgresql:// URL", (s) => /^postgres(ql)?:\/\//.test(s) && URL.canParse(s)),
+  DATA_DIR: z.string().min(1).default("./.data"),
+  DATABASE_SCHEMA: z
+    .string()
+    .regex(/^(?!pg_)[a-z_][a-z0-9_]{0,62}$/, "must be a lower-case SQL identifier (letters, digits, _), not starting with pg_")
+    .default("svc"),
+  EVENT_RETENTION_DAYS: int(1).default(30),
+});
 
 export type EnvInput = z.input<typeof configSchema>;

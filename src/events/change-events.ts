@@ -87,9 +87,13 @@ type ChangeHandler<K extends ChangeKind, Ctx> = (event: ChangeEvent<K>, ctx: Ctx
  * One entry per kind: spreading two `onChange` of the same kind keeps only the last; write one
  * handler with `matchesChange` for several filters of one kind.
  */
-export function onChange<K extends ChangeKind, Ctx>(kind: K, filter: ChangeFilter<K>, handler: ChangeHandler<K, Ctx>): { [T in `change.${K}`]: ChangeHandler<K, Ctx> } {
+export function onChange<K extends ChangeKind, Ctx>(
+  kind: K,
+  filter: ChangeFilter<K>,
+  handler: ChangeHandler<K, Ctx>,
+): Record<`change.${K}`, ChangeHandler<K, Ctx>> {
   const filtered: ChangeHandler<K, Ctx> = async function onMatchingChange(event, ctx) {
     if (matchesChange(event.data, filter)) await handler(event, ctx);
   };
-  return { [`change.${kind}`]: filtered } as { [T in `change.${K}`]: ChangeHandler<K, Ctx> };
+  return { [`change.${kind}`]: filtered } as Record<`change.${K}`, ChangeHandler<K, Ctx>>;
 }

@@ -46,10 +46,11 @@ const CLOSERS = new Set([0x5d, 0x7d]);
 function nestsDeeperThan(raw: Uint8Array, limit: number): boolean {
   let depth = 0;
   let inString = false;
-  for (let i = 0; i < raw.length; i++) {
-    const byte = raw[i]!;
+  let escaped = false;
+  for (const byte of raw) {
     if (inString) {
-      if (byte === BACKSLASH) i++;
+      if (escaped) escaped = false;
+      else if (byte === BACKSLASH) escaped = true;
       else if (byte === QUOTE) inString = false;
     } else if (byte === QUOTE) inString = true;
     else if (OPENERS.has(byte)) {
@@ -83,6 +84,6 @@ export function parseEnvelope(raw: Uint8Array): EventEnvelope {
   if (payload.id !== undefined && (typeof payload.id !== "string" || payload.id.length === 0)) {
     throw new EnvelopeError('"id", when present, must be a non-empty string');
   }
-  const id = (payload.id as string | undefined) ?? createHash("sha256").update(raw).digest("hex");
+  const id = payload.id ?? createHash("sha256").update(raw).digest("hex");
   return { id, type: payload.type, payload, text };
 }

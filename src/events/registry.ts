@@ -47,10 +47,10 @@ export function createHandlerRegistry<Ctx>(): HandlerRegistry<Ctx> {
       add(type, handler, source);
     },
     onAny(handler, source = "app") {
-      add("*", handler as Handler<never, Ctx>, source);
+      add("*", handler, source);
     },
     use(map, source) {
-      for (const [type, handler] of Object.entries(map)) if (handler) add(type, handler as Handler<never, Ctx>, source);
+      for (const [type, handler] of Object.entries(map)) if (handler) add(type, handler, source);
     },
     handlersFor(type) {
       return [...(type === "*" ? [] : (byType.get(type) ?? [])), ...(byType.get("*") ?? [])];

@@ -49,8 +49,8 @@ export function verifySignature(body: Uint8Array, header: string | undefined, se
   if (header === undefined || header.trim() === "") throw new WebhookSignatureError("missing");
   const expected = parseSignatureHeader(header);
   if (!expected) throw new WebhookSignatureError("malformed");
-  for (let i = 0; i < secrets.length; i++) {
-    const actual = createHmac("sha256", secrets[i]!).update(body).digest();
+  for (const [i, secret] of secrets.entries()) {
+    const actual = createHmac("sha256", secret).update(body).digest();
     if (timingSafeEqual(actual, expected)) return i;
   }
   throw new WebhookSignatureError("mismatch");

@@ -26,24 +26,33 @@ export const errorBody = (code: string, message: string): ErrorBody => ({ error:
 export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof WebhookSignatureError) return { status: 401, body: errorBody(err.code, err.message) };
   if (err instanceof PayloadTooLargeError) return { status: 413, body: errorBody(err.code, err.message) };
-  if (err instanceof EnvelopeError || err instanceof PayloadTooDeepError || err instanceof ReservedEventTypeError) return { status: 400, body: errorBody(err.code, err.message) };
+  if (err instanceof EnvelopeError || err instanceof PayloadTooDeepError || err instanceof ReservedEventTypeError)
+    return { status: 400, body: errorBody(err.code, err.message) };
   if (err instanceof UnstorableEventError) return { status: 422, body: errorBody(err.code, "the event cannot be stored") };
   // Nobody reads this answer (the client is gone); the status is for the request log.
   if (err instanceof RequestAbortedError) return { status: 400, body: errorBody(err.code, err.message) };
   if (err instanceof ServerBusyError) {
-    return { status: 503, body: errorBody(err.code, "too many request bodies in flight; retry later"), headers: { "Retry-After": String(RETRY_AFTER_SECONDS) } };
+    return {
+      status: 503,
+      body: errorBody(err.code, "too many request bodies in flight; retry later"),
+      headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
+    };
   }
   if (err instanceof QueueUnavailableError) {
     return {
       status: 503,
-      body: errorBody(err.code, err.code === "backlog_full" ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later"),
+      body: errorBody(
+        err.code,
+        err.code === "backlog_full" ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later",
+      ),
       headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
     };
   }
-  const coded = codeOf(err);
-  if (coded !== undefined && coded in STATUS_BY_CODE) return { status: STATUS_BY_CODE[coded]!, body: errorBody(coded, (err as Error).message) };
+  const coded = codedError(err);
+  const codedStatus = coded && STATUS_BY_CODE.get(coded.code);
+  if (coded && codedStatus !== undefined) return { status: codedStatus, body: errorBody(coded.code, coded.message) };
   if (err instanceof HTTPException) {
-    return { status: err.status as ContentfulStatusCode, body: errorBody(`http_${err.status}`, err.message || "request failed") };
+    return { status: err.status, body: errorBody(`http_${err.status}`, err.message || "request failed") };
   }
   return { status: 500, body: errorBody("internal", "internal error") };
 }
@@ -52,9 +61,10 @@ export function toHttpFailure(err: unknown): HttpFailure {
  * Typed errors from below the edge (the mirror's filters, the event log) that are the caller's
  * fault, by their stable `code`: http maps them without importing the modules that raise them.
  */
-const STATUS_BY_CODE: Record<string, ContentfulStatusCode> = { invalid_filter: 400 };
+const STATUS_BY_CODE: ReadonlyMap<string, ContentfulStatusCode> = new Map([["invalid_filter", 400]]);
 
-function codeOf(err: unknown): string | undefined {
-  const code: unknown = err instanceof Error ? (err as Error & { code?: unknown }).code : undefined;
-  return typeof code === "string" ? code : undefined;
+function codedError(err: unknown): { code: string; message: string } | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const code: unknown = (err as Error & { code?: unknown }).code;
+  return typeof code === "string" ? { code, message: err.message } : undefined;
 }

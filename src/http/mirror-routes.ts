@@ -28,7 +28,8 @@ export function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
   });
   route.get("/:kind/:id", async (c) => {
     const record = await mirror.get(c.req.param("kind"), c.req.param("id"));
-    if (record === undefined) return c.json(errorBody("not_found", `no ${c.req.param("kind")} record ${c.req.param("id")} in the mirror`), 404);
+    if (record === undefined)
+      return c.json(errorBody("not_found", `no ${c.req.param("kind")} record ${c.req.param("id")} in the mirror`), 404);
     return c.json(record);
   });
   return route;

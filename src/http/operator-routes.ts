@@ -25,7 +25,8 @@ export interface OperatorRoutesOptions {
  */
 export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOptions): void {
   const guard = [denyFraming(), requireAdminToken(options.adminToken), requireSameOrigin()] as const;
-  for (const path of ["/mirror", "/mirror/*", "/events", "/events/*", "/metrics", DASHBOARD_PATH, `${DASHBOARD_PATH}/*`]) app.use(path, ...guard);
+  for (const path of ["/mirror", "/mirror/*", "/events", "/events/*", "/metrics", DASHBOARD_PATH, `${DASHBOARD_PATH}/*`])
+    app.use(path, ...guard);
   app.route("/mirror", mirrorRoutes(options.mirror));
   app.route("/events", eventRoutes(options.events));
   app.get("/metrics", async (c) => {

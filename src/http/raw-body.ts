@@ -42,7 +42,12 @@ export async function readRawBody(c: Context, maxBytes: number, reservation = NO
   }
 }
 
-async function readCapped(c: Context, incoming: IncomingMessage | undefined, maxBytes: number, reservation: BodyReservation): Promise<Uint8Array> {
+async function readCapped(
+  c: Context,
+  incoming: IncomingMessage | undefined,
+  maxBytes: number,
+  reservation: BodyReservation,
+): Promise<Uint8Array> {
   const declared = c.req.header("content-length");
   if (declared !== undefined) {
     const length = Number(declared);
@@ -62,7 +67,8 @@ async function readCapped(c: Context, incoming: IncomingMessage | undefined, max
     for await (const chunk of incoming as AsyncIterable<Buffer>) take(chunk);
   } else if (c.req.raw.body) {
     // In memory (app.request() in tests, other runtimes): the web stream.
-    const reader = c.req.raw.body.getReader();
+    // Node's types leave the chunk type open (`any`); a Request body stream yields Uint8Array by the Fetch spec.
+    const reader = (c.req.raw.body as ReadableStream<Uint8Array>).getReader();
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;

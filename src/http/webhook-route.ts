@@ -10,7 +10,8 @@ import { createBodyBudget, ServerBusyError, type BodyReservation } from "./body-
 import { PayloadTooLargeError, readRawBody } from "./raw-body.js";
 
 /** Why the edge refused a delivery, for metrics. */
-export type RejectReason = "too_large" | "busy" | "invalid_signature" | "invalid_event" | "reserved_event_type" | "queue_unavailable" | "backlog_full";
+export type RejectReason =
+  "too_large" | "busy" | "invalid_signature" | "invalid_event" | "reserved_event_type" | "queue_unavailable" | "backlog_full";
 
 /** Hooks for metrics; the edge works the same without them. */
 export interface WebhookObserver {
@@ -88,7 +89,9 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
         payloadJson: envelope.text,
       });
     } catch (err) {
-      observer?.rejected?.(err instanceof UnstorableEventError ? "invalid_event" : err instanceof BacklogFullError ? "backlog_full" : "queue_unavailable");
+      observer?.rejected?.(
+        err instanceof UnstorableEventError ? "invalid_event" : err instanceof BacklogFullError ? "backlog_full" : "queue_unavailable",
+      );
       throw err;
     }
     c.set("duplicate", result.duplicate);

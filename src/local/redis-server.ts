@@ -52,26 +52,41 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   let child: ChildProcess | undefined;
 
   const start = async () => {
-    if (child && child.exitCode === null) return; // already running
+    if (child?.exitCode === null) return; // already running
     const args = [
-      "--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
-      "--appendonly", options.appendOnly ? "yes" : "no", "--appendfsync", "everysec",
-      "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "warning",
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--dir",
+      dir,
+      "--save",
+      "",
+      "--appendonly",
+      options.appendOnly ? "yes" : "no",
+      "--appendfsync",
+      "everysec",
+      "--maxmemory-policy",
+      "noeviction",
+      "--daemonize",
+      "no",
+      "--loglevel",
+      "warning",
     ];
     // Its own process group: a Ctrl-C at the terminal (which signals the whole foreground group)
     // must not stop Redis before the service using it has shut down; stop() ends it.
     const proc = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
     child = proc;
     let output = "";
-    proc.stdout?.on("data", (d: Buffer) => (output += d.toString()));
-    proc.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+    proc.stdout.on("data", (d: Buffer) => (output += d.toString()));
+    proc.stderr.on("data", (d: Buffer) => (output += d.toString()));
     await waitForPong(port, proc, () => output);
   };
 
   const stop = async () => {
     const proc = child;
     child = undefined;
-    if (!proc || proc.exitCode !== null) return;
+    if (proc?.exitCode !== null) return;
     const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
     proc.kill("SIGTERM");
     await exited;
@@ -95,7 +110,7 @@ async function waitForPong(port: number, proc: ChildProcess, output: () => strin
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) throw new Error(`redis-server exited early: ${output()}`);
     const res = spawnSync("redis-cli", ["-p", String(port), "ping"], { encoding: "utf8" });
-    if (res.stdout?.trim() === "PONG") return;
+    if (res.stdout.trim() === "PONG") return;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`redis-server on port ${port} did not answer PING within 10 s: ${output()}`);

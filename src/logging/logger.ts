@@ -44,17 +44,18 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       const escaped = JSON.stringify(secret).slice(1, -1);
       return escaped === secret ? [secret] : [secret, escaped];
     });
-  const scrub = needles.length === 0
-    ? undefined
-    : (line: string) => {
-        let out = line;
-        for (const needle of needles) if (out.includes(needle)) out = out.split(needle).join(REDACTED);
-        return out;
-      };
+  const scrub =
+    needles.length === 0
+      ? undefined
+      : (line: string) => {
+          let out = line;
+          for (const needle of needles) if (out.includes(needle)) out = out.split(needle).join(REDACTED);
+          return out;
+        };
   return pino(
     {
       level: options.level ?? "info",
-      ...(options.name ? { name: options.name } : {}),
+      name: options.name,
       redact: { paths: REDACT_PATHS, censor: REDACTED },
       ...(scrub ? { hooks: { streamWrite: scrub } } : {}),
     },

@@ -12,7 +12,11 @@ export function collectQueueDepths(metrics: Metrics, queues: readonly Queue[]): 
 }
 
 /** Seconds since the mirror last took a write, by kind. */
-export function collectMirrorLag(metrics: Metrics, kinds: readonly string[], lastWriteAt: (kind: string) => Promise<number | undefined>): void {
+export function collectMirrorLag(
+  metrics: Metrics,
+  kinds: readonly string[],
+  lastWriteAt: (kind: string) => Promise<number | undefined>,
+): void {
   metrics.addCollector(async () => {
     const now = Date.now();
     for (const kind of kinds) {

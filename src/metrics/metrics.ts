@@ -12,29 +12,93 @@ export function createMetrics() {
 
   const metrics = {
     registry,
-    eventsReceived: new Counter({ name: "svc_webhook_events_received_total", help: "Events accepted (200), by type and by the index of the signing secret that matched", labelNames: ["type", "secret"], ...opts }),
-    eventsDeduplicated: new Counter({ name: "svc_webhook_events_deduplicated_total", help: "Accepted redeliveries of an event id already seen within the window", labelNames: ["type"], ...opts }),
-    eventsRejected: new Counter({ name: "svc_webhook_events_rejected_total", help: "Deliveries refused, by reason", labelNames: ["reason"], ...opts }),
-    enqueueSeconds: new Histogram({ name: "svc_webhook_enqueue_seconds", help: "Time for Redis to acknowledge an event", buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5], ...opts }),
-    jobs: new Counter({ name: "svc_jobs_total", help: "Jobs finished, by queue, job name (event type) and outcome", labelNames: ["queue", "name", "outcome"], ...opts }),
-    jobSeconds: new Histogram({ name: "svc_job_duration_seconds", help: "Time to run a job's handlers, by queue and job name", labelNames: ["queue", "name"], buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60], ...opts }),
+    eventsReceived: new Counter({
+      name: "svc_webhook_events_received_total",
+      help: "Events accepted (200), by type and by the index of the signing secret that matched",
+      labelNames: ["type", "secret"],
+      ...opts,
+    }),
+    eventsDeduplicated: new Counter({
+      name: "svc_webhook_events_deduplicated_total",
+      help: "Accepted redeliveries of an event id already seen within the window",
+      labelNames: ["type"],
+      ...opts,
+    }),
+    eventsRejected: new Counter({
+      name: "svc_webhook_events_rejected_total",
+      help: "Deliveries refused, by reason",
+      labelNames: ["reason"],
+      ...opts,
+    }),
+    enqueueSeconds: new Histogram({
+      name: "svc_webhook_enqueue_seconds",
+      help: "Time for Redis to acknowledge an event",
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      ...opts,
+    }),
+    jobs: new Counter({
+      name: "svc_jobs_total",
+      help: "Jobs finished, by queue, job name (event type) and outcome",
+      labelNames: ["queue", "name", "outcome"],
+      ...opts,
+    }),
+    jobSeconds: new Histogram({
+      name: "svc_job_duration_seconds",
+      help: "Time to run a job's handlers, by queue and job name",
+      labelNames: ["queue", "name"],
+      buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60],
+      ...opts,
+    }),
     queueDepth: new Gauge({ name: "svc_queue_jobs", help: "Jobs in each queue by state", labelNames: ["queue", "state"], ...opts }),
-    upstreamRequests: new Counter({ name: "svc_upstream_requests_total", help: "Requests to the upstream API by route and status", labelNames: ["method", "route", "status"], ...opts }),
+    upstreamRequests: new Counter({
+      name: "svc_upstream_requests_total",
+      help: "Requests to the upstream API by route and status",
+      labelNames: ["method", "route", "status"],
+      ...opts,
+    }),
     upstreamRateLimited: new Counter({ name: "svc_upstream_rate_limited_total", help: "429 answers from the upstream API", ...opts }),
-    rateBudgetRemaining: new Gauge({ name: "svc_upstream_rate_budget_remaining", help: "Requests left in the shared window of the API key", ...opts }),
+    rateBudgetRemaining: new Gauge({
+      name: "svc_upstream_rate_budget_remaining",
+      help: "Requests left in the shared window of the API key",
+      ...opts,
+    }),
     upstreamPausedSeconds: new Gauge({ name: "svc_upstream_pause_seconds", help: "Seconds left in a shared Retry-After pause", ...opts }),
-    streamBacklog: new Gauge({ name: "svc_ingest_backlog_events", help: "Events accepted by the edge and not yet moved into the events queue", ...opts }),
-    pumpLag: new Gauge({ name: "svc_ingest_pump_lag_seconds", help: "Age of the oldest event not yet moved into the events queue (0 when none)", ...opts }),
+    streamBacklog: new Gauge({
+      name: "svc_ingest_backlog_events",
+      help: "Events accepted by the edge and not yet moved into the events queue",
+      ...opts,
+    }),
+    pumpLag: new Gauge({
+      name: "svc_ingest_pump_lag_seconds",
+      help: "Age of the oldest event not yet moved into the events queue (0 when none)",
+      ...opts,
+    }),
     eventsPumped: new Counter({ name: "svc_ingest_pumped_total", help: "Events the stream pump moved into the events queue", ...opts }),
-    mirrorChanges: new Counter({ name: "svc_mirror_changes_total", help: "Change events recorded with mirror writes, by kind and source (webhook, reconcile, backfill)", labelNames: ["kind", "source"], ...opts }),
-    missedWebhooks: new Counter({ name: "svc_missed_webhooks_total", help: "Changes found by the reconciliation sweep that no webhook announced, by kind", labelNames: ["kind"], ...opts }),
-    mirrorLag: new Gauge({ name: "svc_mirror_last_write_age_seconds", help: "Seconds since the mirror last took a write, by kind", labelNames: ["kind"], ...opts }),
+    mirrorChanges: new Counter({
+      name: "svc_mirror_changes_total",
+      help: "Change events recorded with mirror writes, by kind and source (webhook, reconcile, backfill)",
+      labelNames: ["kind", "source"],
+      ...opts,
+    }),
+    missedWebhooks: new Counter({
+      name: "svc_missed_webhooks_total",
+      help: "Changes found by the reconciliation sweep that no webhook announced, by kind",
+      labelNames: ["kind"],
+      ...opts,
+    }),
+    mirrorLag: new Gauge({
+      name: "svc_mirror_last_write_age_seconds",
+      help: "Seconds since the mirror last took a write, by kind",
+      labelNames: ["kind"],
+      ...opts,
+    }),
     /** Runs `collect` before each scrape; a failing collector leaves its gauges as they were. */
     addCollector(collect: () => Promise<void>) {
       collectors.push(collect);
     },
     async render(): Promise<{ contentType: string; body: string }> {
-      await Promise.all(collectors.map((c) => c().catch(() => {})));
+      // A failed collector is skipped: the scrape still answers, with that collector's gauges unchanged.
+      await Promise.all(collectors.map((c) => c().catch(() => undefined)));
       return { contentType: registry.contentType, body: await registry.metrics() };
     },
   };

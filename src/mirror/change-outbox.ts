@@ -3,6 +3,7 @@ import { sql, type Kysely, type Transaction } from "kysely";
 import type { ChangeData, ChangeEvent, ChangeKind, ChangeSource } from "../events/change-events.js";
 import type { DatabaseSchema } from "./database-schema.js";
 import type { MirrorChange, MirrorKind } from "./store.js";
+import { expectDefined } from "../expect-defined.js";
 
 /** The change kind of each mirror kind that produces change events (reviews are stored as delivered: none). */
 export const CHANGE_KIND_OF: Partial<Record<MirrorKind, ChangeKind>> = { orders: "order", bookings: "booking", "menu-items": "menu_item" };
@@ -46,7 +47,7 @@ export async function insertChanges(
     .returning(["id", "created_at"])
     .execute();
   const at = new Map(rows.map((r) => [r.id, new Date(r.created_at).toISOString()]));
-  for (const c of recorded) c.createdAt = at.get(c.id)!;
+  for (const c of recorded) c.createdAt = expectDefined(at.get(c.id), `the outbox returned no row for change ${c.id}`);
   return recorded;
 }
 
@@ -85,15 +86,26 @@ export function createChangeOutbox(db: Kysely<DatabaseSchema>): ChangeOutbox {
           .skipLocked()
           .execute();
         if (rows.length === 0) return 0;
-        await send(rows.map((r) => ({ seq: r.seq, id: r.id, type: r.type, payload: r.payload, createdAt: new Date(r.created_at).toISOString() })));
-        await tx.deleteFrom("change_outbox").where("seq", "in", rows.map((r) => r.seq)).execute();
+        await send(
+          rows.map((r) => ({ seq: r.seq, id: r.id, type: r.type, payload: r.payload, createdAt: new Date(r.created_at).toISOString() })),
+        );
+        await tx
+          .deleteFrom("change_outbox")
+          .where(
+            "seq",
+            "in",
+            rows.map((r) => r.seq),
+          )
+          .execute();
         return rows.length;
       });
     },
     async pending() {
-      const row = await db.selectFrom("change_outbox").select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow();
+      const row = await db
+        .selectFrom("change_outbox")
+        .select((eb) => eb.fn.countAll<string>().as("n"))
+        .executeTakeFirstOrThrow();
       return Number(row.n);
     },
   };
 }
-

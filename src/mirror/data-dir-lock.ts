@@ -68,14 +68,15 @@ export function lockDataDir(dataDir: string): DataDirLock {
       rmSync(mine, { force: true });
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     }
-    let holder = Number.NaN;
+    let holder: number;
     try {
       holder = Number.parseInt(readFileSync(file, "utf8"), 10);
     } catch {
       continue; // removed between our attempt and the read: try again
     }
     const ours = holder === process.pid;
-    if (Number.isInteger(holder) && holder > 0 && (ours ? heldHere.has(file) : isAlive(holder))) throw new DataDirLockedError(dataDir, holder);
+    if (Number.isInteger(holder) && holder > 0 && (ours ? heldHere.has(file) : isAlive(holder)))
+      throw new DataDirLockedError(dataDir, holder);
     // Stale (dead pid, our pid from an earlier run, or not a pid at all): remove it, but only if it still holds what we read,
     // so a process that took the lock since keeps it (a window of one read remains).
     try {

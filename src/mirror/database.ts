@@ -58,9 +58,13 @@ function describeServer(url: URL): string {
 export async function createDatabase(options: DatabaseOptions): Promise<Database> {
   const schema = options.schema ?? DEFAULT_SCHEMA;
   if (!SCHEMA_NAME.test(schema)) {
-    throw new DatabaseConfigError(`DATABASE_SCHEMA must be a lower-case identifier (letters, digits, _; at most 63; not pg_…), got ${JSON.stringify(schema.slice(0, 80))}`);
+    throw new DatabaseConfigError(
+      `DATABASE_SCHEMA must be a lower-case identifier (letters, digits, _; at most 63; not pg_…), got ${JSON.stringify(schema.slice(0, 80))}`,
+    );
   }
-  return options.url === undefined || options.url === "" ? openEmbedded(options.dataDir, schema, options) : openServer(options.url, schema, options);
+  return options.url === undefined || options.url === ""
+    ? openEmbedded(options.dataDir, schema, options)
+    : openServer(options.url, schema, options);
 }
 
 function openServer(urlText: string, schema: string, options: DatabaseOptions): Database {
@@ -81,7 +85,12 @@ function openServer(urlText: string, schema: string, options: DatabaseOptions): 
   });
   const where = describeServer(url);
   // An idle client's connection dropped (server restart): pg emits this and drops the client; without a listener it crashes the process.
-  pool.on("error", (error) => options.logger?.warn({ err: { message: error.message, code: (error as { code?: string }).code }, database: where }, "idle database connection failed"));
+  pool.on("error", (error) =>
+    options.logger?.warn(
+      { err: { message: error.message, code: (error as { code?: string }).code }, database: where },
+      "idle database connection failed",
+    ),
+  );
   const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
   options.logger?.info({ database: where, schema, driver: "server" }, "database opened");
   return { db, driver: "server", schema, close: () => db.destroy() };
@@ -92,7 +101,10 @@ async function openEmbedded(dataDir: string, schema: string, { logger, embeddedT
   const lock: DataDirLock | undefined = inMemory ? undefined : lockDataDir(dataDir);
   let pglite: PGlite;
   try {
-    pglite = await PGlite.create(inMemory ? dataDir : embeddedDirectory(dataDir), embeddedTemplate ? { loadDataDir: embeddedTemplate } : {});
+    pglite = await PGlite.create(
+      inMemory ? dataDir : embeddedDirectory(dataDir),
+      embeddedTemplate ? { loadDataDir: embeddedTemplate } : {},
+    );
     // One session for the life of the instance, so a session setting holds for every query.
     await pglite.exec(`SET search_path TO ${schema}`);
   } catch (error) {

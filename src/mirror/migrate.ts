@@ -14,7 +14,10 @@ export class MigrationError extends Error {
     readonly migration: string | undefined,
     options: { cause: unknown },
   ) {
-    super(`database migration ${migration ?? "(setup)"} failed: ${options.cause instanceof Error ? options.cause.message : String(options.cause)}`, options);
+    super(
+      `database migration ${migration ?? "(setup)"} failed: ${options.cause instanceof Error ? options.cause.message : String(options.cause)}`,
+      options,
+    );
     this.name = "MigrationError";
   }
 }

@@ -13,11 +13,7 @@ export const TABLE_OF = { orders: "orders", bookings: "bookings", "menu-items": 
 export type MirrorTable = (typeof TABLE_OF)[MirrorKind];
 
 type Bookkeeping = "raw" | "rank" | "read_at" | "synced_at";
-export type MirrorRow =
-  | Insertable<OrdersTable>
-  | Insertable<BookingsTable>
-  | Insertable<MenuItemsTable>
-  | Insertable<ReviewsTable>;
+export type MirrorRow = Insertable<OrdersTable> | Insertable<BookingsTable> | Insertable<MenuItemsTable> | Insertable<ReviewsTable>;
 
 export interface PreparedRecord {
   id: string;
@@ -44,9 +40,12 @@ function fieldReader(kind: MirrorKind, record: Record<string, unknown>, id: stri
   const text = (field: string) => get(field, false, "a non-empty string", (v) => typeof v === "string" && v !== "") as string;
   const optText = (field: string) => get(field, true, "a string", (v) => typeof v === "string") as string | null;
   const isDecimal = (v: unknown) => (typeof v === "number" && Number.isFinite(v)) || (typeof v === "string" && DECIMAL.test(v));
-  const decimal = (field: string) => String(get(field, false, "a decimal amount (number or decimal string)", isDecimal));
+  const decimal = (field: string) => {
+    const v = get(field, false, "a decimal amount (number or decimal string)", isDecimal) as number | string;
+    return String(v);
+  };
   const optDecimal = (field: string) => {
-    const v = get(field, true, "a decimal amount (number or decimal string)", isDecimal);
+    const v = get(field, true, "a decimal amount (number or decimal string)", isDecimal) as number | string | null;
     return v === null ? null : String(v);
   };
   const integer = (field: string) => get(field, false, "an integer", Number.isSafeInteger) as number;
@@ -57,9 +56,17 @@ function fieldReader(kind: MirrorKind, record: Record<string, unknown>, id: stri
   // Spec part 2: a booking's date is "an ISO 8601 timestamp of the booking day": the day is the
   // date as written (its first ten characters), never shifted by a time zone.
   const date = (field: string) =>
-    (get(field, false, "a date (YYYY-MM-DD, or an ISO 8601 timestamp of the day)", (v) => typeof v === "string" && (DATE.test(v) || isTimestamp(v)) && !Number.isNaN(Date.parse(v.slice(0, 10)))) as string).slice(0, 10);
+    (
+      get(
+        field,
+        false,
+        "a date (YYYY-MM-DD, or an ISO 8601 timestamp of the day)",
+        (v) => typeof v === "string" && (DATE.test(v) || isTimestamp(v)) && !Number.isNaN(Date.parse(v.slice(0, 10))),
+      ) as string
+    ).slice(0, 10);
   const time = (field: string) => get(field, false, "a time HH:MM", (v) => typeof v === "string" && TIME.test(v)) as string;
-  const optTextArray = (field: string) => get(field, true, "an array of strings", (v) => Array.isArray(v) && v.every((s) => typeof s === "string")) as string[] | null;
+  const optTextArray = (field: string) =>
+    get(field, true, "an array of strings", (v) => Array.isArray(v) && v.every((s) => typeof s === "string")) as string[] | null;
   return { fail, text, optText, decimal, optDecimal, integer, optInteger, timestamp, optTimestamp, date, time, optTextArray };
 }
 
@@ -73,18 +80,32 @@ function orderItems(record: MirrorRecord, orderId: string): Insertable<OrderItem
     const id = f.text("id");
     if (seen.has(id)) f.fail("id", "unique within the order");
     seen.add(id);
-    return { order_id: orderId, id, menu_item_id: f.text("menuItemId"), name: f.text("name"), quantity: f.integer("quantity"), price: f.decimal("price"), notes: f.optText("notes"), position };
+    return {
+      order_id: orderId,
+      id,
+      menu_item_id: f.text("menuItemId"),
+      name: f.text("name"),
+      quantity: f.integer("quantity"),
+      price: f.decimal("price"),
+      notes: f.optText("notes"),
+      position,
+    };
   });
 }
 
 /** Checks one record and builds its row; throws MirrorRecordError naming the field. */
 export function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Date): PreparedRecord {
-  if (typeof record !== "object" || record === null || Array.isArray(record)) throw new MirrorRecordError(kind, undefined, "(record)", "an object");
+  // Typed callers cannot pass a non-object; JavaScript callers and bad casts can.
+  const value: unknown = record;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new MirrorRecordError(kind, undefined, "(record)", "an object");
   const id = typeof record.id === "string" && record.id !== "" ? record.id : undefined;
   const f = fieldReader(kind, record, id);
   if (id === undefined) return f.fail("id", "a non-empty string");
   const rank = rankOf(kind, record);
-  const common = { id, restaurant_id: f.text("restaurantId"), raw: JSON.stringify(record), rank, read_at: readAt } satisfies Partial<Record<Bookkeeping | "id" | "restaurant_id", unknown>>;
+  const common = { id, restaurant_id: f.text("restaurantId"), raw: JSON.stringify(record), rank, read_at: readAt } satisfies Partial<
+    Record<Bookkeeping | "id" | "restaurant_id", unknown>
+  >;
   switch (kind) {
     case "orders": {
       const row: Insertable<OrdersTable> = {
@@ -107,11 +128,27 @@ export function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Da
       const diner = record.diner;
       if (typeof diner !== "object" || diner === null) return f.fail("diner", "an object with name and email");
       const d = fieldReader(kind, diner as Record<string, unknown>, id, "diner.");
-      const row: Insertable<BookingsTable> = { ...common, date: f.date("date"), time: f.time("time"), party_size: f.integer("partySize"), status: f.text("status"), confirm_code: f.text("confirmCode"), diner_name: d.text("name"), diner_email: d.text("email") };
+      const row: Insertable<BookingsTable> = {
+        ...common,
+        date: f.date("date"),
+        time: f.time("time"),
+        party_size: f.integer("partySize"),
+        status: f.text("status"),
+        confirm_code: f.text("confirmCode"),
+        diner_name: d.text("name"),
+        diner_email: d.text("email"),
+      };
       return { id, rank, row };
     }
     case "menu-items": {
-      const row: Insertable<MenuItemsTable> = { ...common, name: f.optText("name"), price: f.optDecimal("price"), allergens: f.optTextArray("allergens"), tags: f.optTextArray("tags"), stock: f.optInteger("stock") };
+      const row: Insertable<MenuItemsTable> = {
+        ...common,
+        name: f.optText("name"),
+        price: f.optDecimal("price"),
+        allergens: f.optTextArray("allergens"),
+        tags: f.optTextArray("tags"),
+        stock: f.optInteger("stock"),
+      };
       return { id, rank, row };
     }
     case "reviews":

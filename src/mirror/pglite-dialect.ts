@@ -36,10 +36,11 @@ function createPGliteDriver(pglite: PGlite): Driver {
   const connection: DatabaseConnection = {
     async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
       const result = await pglite.query<R>(query.sql, [...query.parameters], { rowMode: "object" });
-      return result.affectedRows === undefined ? { rows: result.rows } : { rows: result.rows, numAffectedRows: BigInt(result.affectedRows) };
+      return result.affectedRows === undefined
+        ? { rows: result.rows }
+        : { rows: result.rows, numAffectedRows: BigInt(result.affectedRows) };
     },
-    // eslint-disable-next-line require-yield
-    async *streamQuery() {
+    streamQuery() {
       throw new Error("streaming queries are not supported by the embedded database");
     },
   };
@@ -48,7 +49,8 @@ function createPGliteDriver(pglite: PGlite): Driver {
   let release: (() => void) | undefined;
 
   return {
-    async init() {},
+    // The PGlite instance is handed over open: nothing to set up.
+    init: () => Promise.resolve(),
     async acquireConnection() {
       const previous = tail;
       let done!: () => void;
@@ -57,10 +59,11 @@ function createPGliteDriver(pglite: PGlite): Driver {
       release = done;
       return connection;
     },
-    async releaseConnection() {
+    releaseConnection() {
       const done = release;
       release = undefined;
       done?.();
+      return Promise.resolve();
     },
     async beginTransaction(conn: DatabaseConnection, settings: TransactionSettings) {
       const mode = [settings.isolationLevel && `isolation level ${settings.isolationLevel}`, settings.accessMode].filter(Boolean).join(" ");

@@ -1,4 +1,5 @@
-import { sql, type Kysely, type Transaction } from "kysely";
+import { sql, type Expression, type Kysely, type Transaction } from "kysely";
+import { expectDefined } from "../expect-defined.js";
 import type { DatabaseSchema } from "./database-schema.js";
 import { encodeCursor, RANGE_FIELD, validateFilter } from "./mirror-filter.js";
 import { MirrorRecordError } from "./mirror-record-error.js";
@@ -39,7 +40,11 @@ function dedupe(prepared: PreparedRecord[]): PreparedRecord[] {
  * still advances read_at (and synced_at): otherwise an older read, arriving later, could pass the
  * guard against the stale read_at and overwrite data confirmed since. Such a write is not a change.
  */
-async function upsertChunk(tx: Transaction<DatabaseSchema>, kind: MirrorKind, chunk: PreparedRecord[]): Promise<{ written: number; changes: MirrorChange[] }> {
+async function upsertChunk(
+  tx: Transaction<DatabaseSchema>,
+  kind: MirrorKind,
+  chunk: PreparedRecord[],
+): Promise<{ written: number; changes: MirrorChange[] }> {
   const table = TABLE_OF[kind] as "orders";
   const ids = chunk.map((p) => p.id);
   const db = tx as unknown as AnyMirrorDb;
@@ -47,9 +52,14 @@ async function upsertChunk(tx: Transaction<DatabaseSchema>, kind: MirrorKind, ch
   // order so two batches cannot deadlock). The next statement's snapshot is then taken after the
   // previous writer committed, so the pre-image below is the row this write actually replaces —
   // also when two writers both see a record for the first time.
-  await sql`select pg_advisory_xact_lock(k) from (select distinct hashtextextended(${`mirror:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k) as locks`.execute(tx);
-  const columns = Object.keys(chunk[0]!.row).filter((c) => c !== "id");
-  const set = Object.fromEntries([...columns.map((c) => [c, sql.ref(`excluded.${c}`)]), ["synced_at", sql`clock_timestamp()`]]);
+  await sql`select pg_advisory_xact_lock(k) from (select distinct hashtextextended(${`mirror:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k) as locks`.execute(
+    tx,
+  );
+  const columns = Object.keys(expectDefined(chunk[0], "upsertChunk needs a non-empty chunk").row).filter((c) => c !== "id");
+  const set: Record<string, Expression<unknown>> = Object.fromEntries([
+    ...columns.map((c) => [c, sql.ref(`excluded.${c}`)] as const),
+    ["synced_at", sql`clock_timestamp()`] as const,
+  ]);
   const rows = await db
     // The pre-image: a plain read, as all parts of the statement share one snapshot (FOR UPDATE
     // here would skip the very rows the insert below updates; the advisory lock already holds them).
@@ -73,16 +83,31 @@ async function upsertChunk(tx: Transaction<DatabaseSchema>, kind: MirrorKind, ch
       "up.raw as after",
       sql<boolean>`old.raw is distinct from up.raw`.as("content_changed"),
       "old.raw as before",
-      sql<string[]>`array(select key from jsonb_each(up.raw) as n(key, value) full join jsonb_each(old.raw) as o(key, value) using (key) where n.value is distinct from o.value order by key collate "C")`.as("changed"),
+      sql<
+        string[]
+      >`array(select key from jsonb_each(up.raw) as n(key, value) full join jsonb_each(old.raw) as o(key, value) using (key) where n.value is distinct from o.value order by key collate "C")`.as(
+        "changed",
+      ),
     ])
     .orderBy("up.id")
     .execute();
 
   // Line items are part of the content: they change only when it does.
-  const changes = rows.filter((r) => r.content_changed).map((r): MirrorChange => ({ kind, id: r.id, before: (r.before as MirrorRecord | null) ?? null, after: r.after as MirrorRecord, changed: r.changed }));
+  const changes = rows
+    .filter((r) => r.content_changed)
+    .map((r): MirrorChange => ({
+      kind,
+      id: r.id,
+      before: (r.before as MirrorRecord | null) ?? null,
+      after: r.after as MirrorRecord,
+      changed: r.changed,
+    }));
   if (kind === "orders" && changes.length > 0) {
     const changed = new Set(changes.map((c) => c.id));
-    await db.deleteFrom("order_items").where("order_id", "in", [...changed]).execute();
+    await db
+      .deleteFrom("order_items")
+      .where("order_id", "in", [...changed])
+      .execute();
     const items = chunk.filter((p) => changed.has(p.id)).flatMap((p) => p.items ?? []);
     if (items.length > 0) await db.insertInto("order_items").values(items).execute();
   }
@@ -96,12 +121,15 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>): MirrorSt
 
   return {
     async clock() {
-      const { now } = await sql<{ now: Date }>`select clock_timestamp() as now`.execute(database).then((r) => r.rows[0]!);
+      const { now } = await sql<{ now: Date }>`select clock_timestamp() as now`
+        .execute(database)
+        .then((r) => expectDefined(r.rows[0], "select clock_timestamp() returned no row"));
       return now;
     },
 
     async upsert(kind, records, readAt, options = {}): Promise<UpsertResult> {
-      if (!validDate(readAt)) throw new MirrorRecordError(kind, undefined, "readAt", "a valid Date from the shared clock (MirrorStore.clock)");
+      if (!validDate(readAt))
+        throw new MirrorRecordError(kind, undefined, "readAt", "a valid Date from the shared clock (MirrorStore.clock)");
       if (records.length === 0) return { written: 0, skipped: 0, changes: [] };
       const prepared = dedupe(records.map((r) => prepareRecord(kind, r, readAt)));
       return database.transaction().execute(async (tx) => {
@@ -125,17 +153,25 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>): MirrorSt
 
     async list(kind, filter) {
       const f = validateFilter(kind, filter);
-      let query = db.selectFrom(tableOf(kind)).select(["id", "raw"]).orderBy("id").limit(f.limit + 1);
+      let query = db
+        .selectFrom(tableOf(kind))
+        .select(["id", "raw"])
+        .orderBy("id")
+        .limit(f.limit + 1);
       if (f.restaurantId !== undefined) query = query.where("restaurant_id", "=", f.restaurantId);
       if (f.status !== undefined) query = query.where("status", "=", f.status);
       // Half-open ranges: from inclusive, to exclusive (pages of days compose without overlap).
       const range = RANGE_FIELD[kind];
-      if (range && f.from !== undefined) query = query.where(sql.ref(range.column), ">=", range.column === "created_at" ? utc(f.from) : f.from);
+      if (range && f.from !== undefined)
+        query = query.where(sql.ref(range.column), ">=", range.column === "created_at" ? utc(f.from) : f.from);
       if (range && f.to !== undefined) query = query.where(sql.ref(range.column), "<", range.column === "created_at" ? utc(f.to) : f.to);
       if (f.after !== undefined) query = query.where("id", ">", f.after);
       const rows = await query.execute();
       const page = rows.slice(0, f.limit);
-      return { data: page.map((r) => r.raw as MirrorRecord), nextCursor: rows.length > f.limit ? encodeCursor(page[page.length - 1]!.id) : null };
+      return {
+        data: page.map((r) => r.raw as MirrorRecord),
+        nextCursor: rows.length > f.limit ? encodeCursor(expectDefined(page.at(-1), "a full page has a last row").id) : null,
+      };
     },
 
     async all(kind) {
@@ -144,7 +180,10 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>): MirrorSt
     },
 
     async lastWriteAt(kind) {
-      const row = await db.selectFrom(tableOf(kind)).select((eb) => eb.fn.max("synced_at").as("at")).executeTakeFirst();
+      const row = await db
+        .selectFrom(tableOf(kind))
+        .select((eb) => eb.fn.max("synced_at").as("at"))
+        .executeTakeFirst();
       return row?.at ? new Date(row.at).getTime() : undefined;
     },
   };

@@ -30,7 +30,12 @@ export async function openStorage(config: Config["database"], options: { logger?
   const owned = options.database === undefined;
   const database =
     options.database ??
-    (await createDatabase({ ...(config.url ? { url: config.url } : {}), dataDir: config.dataDir, schema: config.schema, ...(options.logger ? { logger: options.logger } : {}) }));
+    (await createDatabase({
+      url: config.url,
+      dataDir: config.dataDir,
+      schema: config.schema,
+      logger: options.logger,
+    }));
   return {
     database,
     mirror: createPostgresMirror(database.db),

@@ -8,6 +8,7 @@ import { withTimeout } from "./with-timeout.js";
 import { UnstorableEventError } from "./errors.js";
 import { EVENTS_QUEUE } from "./names.js";
 import { retryJobOptions } from "./job-options.js";
+import { expectDefined } from "../expect-defined.js";
 
 export interface EventProducerOptions {
   /** A "web" connection (createRedisConnection): fails fast while Redis is away. */
@@ -45,7 +46,8 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
     defaultJobOptions: { ...retryJobOptions(DEFAULTS.jobAttempts, DEFAULTS.jobBackoffMs), ...options.jobOptions },
     streams: { events: { maxLen: 1000 } },
   });
-  queue.on("error", options.onError ?? (() => {}));
+  // An "error" event without a listener would throw; a failed add still fails its own caller.
+  queue.on("error", options.onError ?? (() => undefined));
   const ttl = options.dedupWindowSeconds * 1000;
   // Each event is serialised alone before it joins a batch: one that cannot be (too deep, a
   // cycle, a BigInt) fails its own caller with a 4xx, never the whole batch with a 503.
@@ -54,7 +56,13 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
   const add = groupCommit(
     (events: EnqueueInput[]) =>
       // The job holds the parsed payload; the body text a caller may pass is not stored twice.
-      queue.addBulk(events.map(({ payloadJson: _text, ...event }) => ({ name: event.type, data: event, opts: { jobId: randomUUID(), deduplication: { id: event.id, ttl } } }))),
+      queue.addBulk(
+        events.map(({ payloadJson: _text, ...event }) => ({
+          name: event.type,
+          data: event,
+          opts: { jobId: randomUUID(), deduplication: { id: event.id, ttl } },
+        })),
+      ),
     options.maxBatch ?? 256,
   );
 
@@ -63,7 +71,7 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
     async enqueue(event) {
       assertStorable(event);
       const job = await withTimeout(add(event), options.timeoutMs, "enqueue");
-      const jobId = job.opts.jobId!;
+      const jobId = expectDefined(job.opts.jobId, "addBulk returned a job without the jobId it was given");
       return { jobId: job.id ?? jobId, duplicate: job.id !== undefined && job.id !== jobId } satisfies EnqueueResult;
     },
     async ping() {

@@ -8,7 +8,6 @@ export function retryJobOptions(attempts: number, backoffMs: number): DefaultJob
 
 /** BullMQ keep-options from the config's retention (count 0 removes a job as it finishes). */
 export function retentionJobOptions(retention: Config["retention"]): DefaultJobOptions {
-  const keep = ({ count, ageSeconds }: { count: number; ageSeconds: number }) =>
-    count === 0 ? true : { count, age: ageSeconds };
+  const keep = ({ count, ageSeconds }: { count: number; ageSeconds: number }) => (count === 0 ? true : { count, age: ageSeconds });
   return { removeOnComplete: keep(retention.completed), removeOnFail: keep(retention.failed) };
 }

@@ -30,7 +30,15 @@ export function decodeEntry(text: string): EventJobData {
     throw new EntryDecodeError("entry is not JSON");
   }
   const e = value as Partial<EventJobData> | null;
-  if (!e || typeof e !== "object" || typeof e.id !== "string" || typeof e.type !== "string" || typeof e.receivedAt !== "string" || !e.payload || typeof e.payload !== "object") {
+  if (
+    !e ||
+    typeof e !== "object" ||
+    typeof e.id !== "string" ||
+    typeof e.type !== "string" ||
+    typeof e.receivedAt !== "string" ||
+    !e.payload ||
+    typeof e.payload !== "object"
+  ) {
     throw new EntryDecodeError("entry lacks id, type, receivedAt or payload");
   }
   return e as EventJobData;

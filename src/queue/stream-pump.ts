@@ -84,8 +84,8 @@ export function createStreamPump(options: StreamPumpOptions): StreamPump {
 
   const ensureGroup = async () => {
     // "0": the edge may have appended before any pump existed.
-    await options.connection.xgroup("CREATE", keys.stream, keys.group, "0", "MKSTREAM").catch((err: Error) => {
-      if (!err.message.includes("BUSYGROUP")) throw err;
+    await options.connection.xgroup("CREATE", keys.stream, keys.group, "0", "MKSTREAM").catch((err: unknown) => {
+      if (!(err instanceof Error) || !err.message.includes("BUSYGROUP")) throw err;
     });
   };
 
@@ -111,7 +111,10 @@ export function createStreamPump(options: StreamPumpOptions): StreamPump {
   const claimAbandoned = async (r: RedisClient) => {
     let cursor = "0-0";
     do {
-      const [next, entries] = (await r.xautoclaim(keys.stream, keys.group, consumer, options.claimIdleMs, cursor, "COUNT", batch)) as [string, (Entry | null)[]];
+      const [next, entries] = (await r.xautoclaim(keys.stream, keys.group, consumer, options.claimIdleMs, cursor, "COUNT", batch)) as [
+        string,
+        (Entry | null)[],
+      ];
       const live = entries.filter((e): e is Entry => e !== null);
       if (live.length > 0) {
         logger.info({ count: live.length }, "claimed stream entries another pump left pending");
@@ -121,8 +124,7 @@ export function createStreamPump(options: StreamPumpOptions): StreamPump {
     } while (cursor !== "0-0" && !stopping);
   };
 
-  const loop = async () => {
-    const r = reader!;
+  const loop = async (r: RedisClient) => {
     let failures = 0;
     while (!stopping) {
       try {
@@ -130,14 +132,16 @@ export function createStreamPump(options: StreamPumpOptions): StreamPump {
           await claimAbandoned(r);
           nextClaimAt = Date.now() + Math.max(100, options.claimIdleMs / 2);
         }
-        const reply = (await r.xreadgroup("GROUP", keys.group, consumer, "COUNT", batch, "BLOCK", blockMs, "STREAMS", keys.stream, ">")) as [string, Entry[]][] | null;
+        const reply = (await r.xreadgroup("GROUP", keys.group, consumer, "COUNT", batch, "BLOCK", blockMs, "STREAMS", keys.stream, ">")) as
+          [string, Entry[]][] | null;
         const entries = reply?.[0]?.[1] ?? [];
         if (entries.length > 0) await move(entries);
         failures = 0;
       } catch (err) {
         const message = (err as Error).message;
         // The group (or the stream) vanished: a flushed or replaced Redis. Make it again.
-        if (message.includes("NOGROUP")) await ensureGroup().catch(() => {});
+        // A failed re-creation shows up as the next read's error, and is retried after it.
+        if (message.includes("NOGROUP")) await ensureGroup().catch(() => undefined);
         logger.warn({ err: message }, "stream pump error; retrying");
         failures++;
         await new Promise<void>((resolve) => {
@@ -156,9 +160,9 @@ export function createStreamPump(options: StreamPumpOptions): StreamPump {
       const connection = options.connection;
       const own: RedisClient = connection instanceof Cluster ? connection.duplicate() : connection.duplicate();
       reader = own;
-      own.on("error", (err) => logger.warn({ err: err.message }, "stream pump connection error"));
+      own.on("error", (err: Error) => logger.warn({ err: err.message }, "stream pump connection error"));
       await ensureGroup();
-      running = loop();
+      running = loop(own);
     },
     async stop() {
       stopping = true;

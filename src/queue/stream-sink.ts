@@ -71,7 +71,7 @@ export function createStreamSink(options: StreamSinkOptions): StreamSink {
     async enqueue(event) {
       const answer = await withTimeout(append(event), options.timeoutMs, "enqueue");
       if (answer === "f") throw new BacklogFullError(options.maxBacklog);
-      return { jobId: jobIdOfEntry(answer.slice(1)), duplicate: answer[0] === "d" } satisfies EnqueueResult;
+      return { jobId: jobIdOfEntry(answer.slice(1)), duplicate: answer.startsWith("d") } satisfies EnqueueResult;
     },
     async ping() {
       await withTimeout(options.connection.ping(), options.timeoutMs, "ping");

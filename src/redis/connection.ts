@@ -32,7 +32,9 @@ export function createRedisConnection(url: string, kind: ConnectionKind, options
   const common: RedisOptions = { connectTimeout: CONNECT_TIMEOUT_MS, retryStrategy: reconnectDelay };
   return new Redis(
     url,
-    failFast ? { ...common, enableOfflineQueue: false, maxRetriesPerRequest: 1 } : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true },
+    failFast
+      ? { ...common, enableOfflineQueue: false, maxRetriesPerRequest: 1 }
+      : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true },
   );
 }
 

@@ -21,12 +21,14 @@ const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const keyHash = (key: string) => createHash("sha256").update(key).digest("hex").slice(0, 12);
 
 function oneOf(value: string | undefined, allowed: string[], name: string): string | undefined {
-  if (value !== undefined && !allowed.includes(value)) throw new SandboxError(400, "invalid_request", `${name} must be one of ${allowed.join(", ")}`);
+  if (value !== undefined && !allowed.includes(value))
+    throw new SandboxError(400, "invalid_request", `${name} must be one of ${allowed.join(", ")}`);
   return value;
 }
 
 function day(value: string | undefined, name: string): string | undefined {
-  if (value !== undefined && (!DAY.test(value) || Number.isNaN(Date.parse(value)))) throw new SandboxError(400, "invalid_request", `${name} must be a date YYYY-MM-DD`);
+  if (value !== undefined && (!DAY.test(value) || Number.isNaN(Date.parse(value))))
+    throw new SandboxError(400, "invalid_request", `${name} must be a date YYYY-MM-DD`);
   return value;
 }
 
@@ -41,7 +43,9 @@ async function jsonBody(c: Context): Promise<Record<string, unknown>> {
 }
 
 /** The fault matched for a request, for the routes whose answer it changes (repeatCursor). */
-interface ApiEnv { Variables: { fault: FaultRule | undefined } }
+interface ApiEnv {
+  Variables: { fault: FaultRule | undefined };
+}
 
 /** /api/v1: auth, rate limit, fault rules, then spec part 4's endpoints. */
 export function apiRoutes(deps: {
@@ -55,16 +59,23 @@ export function apiRoutes(deps: {
   const api = new Hono<ApiEnv>();
 
   api.use("*", async (c, next) => {
-    const record: ApiRequestRecord = { at: Date.now(), method: c.req.method, path: c.req.path, query: new URL(c.req.url).search, status: 0, keyHash: null };
+    const record: ApiRequestRecord = {
+      at: Date.now(),
+      method: c.req.method,
+      path: c.req.path,
+      query: new URL(c.req.url).search,
+      status: 0,
+      keyHash: null,
+    };
     deps.requestLog.push(record);
     let fault: FaultRule | undefined;
     try {
-      const match = /^Bearer (\S+)$/.exec(c.req.header("authorization") ?? "");
-      if (match) record.keyHash = keyHash(match[1]!);
-      if (!match || !match[1]!.startsWith("svc_live_") || !deps.apiKeys.has(match[1]!)) {
+      const key = /^Bearer (\S+)$/.exec(c.req.header("authorization") ?? "")?.[1];
+      if (key !== undefined) record.keyHash = keyHash(key);
+      if (key === undefined || !key.startsWith("svc_live_") || !deps.apiKeys.has(key)) {
         throw new SandboxError(401, "unauthorized", "a valid Authorization: Bearer svc_live_… key is required");
       }
-      const retryAfter = deps.admit(match[1]!);
+      const retryAfter = deps.admit(key);
       if (retryAfter > 0) {
         c.header("Retry-After", String(retryAfter));
         throw new SandboxError(429, "rate_limited", "rate limit exceeded: 120 requests per minute per key");
@@ -116,7 +127,11 @@ export function apiRoutes(deps: {
     const to = day(q.to, "to");
     const limit = parseLimit(q.limit);
     const rows = [...store.bookings.values()].filter(
-      (b) => (!q.restaurantId || b.restaurantId === q.restaurantId) && (!q.status || b.status === q.status) && (!from || b.date.slice(0, 10) >= from) && (!to || b.date.slice(0, 10) <= to),
+      (b) =>
+        (!q.restaurantId || b.restaurantId === q.restaurantId) &&
+        (!q.status || b.status === q.status) &&
+        (!from || b.date.slice(0, 10) >= from) &&
+        (!to || b.date.slice(0, 10) <= to),
     );
     return c.json(paginate<Booking>(rows, (b) => [b.date, b.time, b.id], 1, limit, q.cursor, c.get("fault")?.repeatCursor));
   });
@@ -129,7 +144,7 @@ export function apiRoutes(deps: {
       (typeof body.date !== "string" || !DAY.test(body.date)) && "date (YYYY-MM-DD)",
       (typeof body.time !== "string" || !/^([01]\d|2[0-3]):[0-5]\d$/.test(body.time)) && "time (HH:MM)",
       (!Number.isInteger(body.partySize) || (body.partySize as number) < 1 || (body.partySize as number) > 50) && "partySize (1..50)",
-      (typeof diner?.name !== "string" || typeof diner?.email !== "string") && "diner { name, email }",
+      (typeof diner?.name !== "string" || typeof diner.email !== "string") && "diner { name, email }",
     ].filter(Boolean);
     if (problems.length > 0) throw new SandboxError(400, "invalid_request", `invalid or missing: ${problems.join(", ")}`);
     const booking = store.actions.createBooking(body as Parameters<SandboxStore["actions"]["createBooking"]>[0]);

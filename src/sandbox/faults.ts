@@ -28,10 +28,11 @@ export interface FaultRule {
 export function createFaults() {
   let rules: { rule: FaultRule; seen: number; applied: number }[] = [];
   return {
-    add(rule: FaultRule) {
+    // Arrow properties, not methods: the sandbox hands them out unbound.
+    add: (rule: FaultRule) => {
       rules.push({ rule, seen: 0, applied: 0 });
     },
-    clear() {
+    clear: () => {
       rules = [];
     },
     /** The rule to apply to this request, if any (counting it). */

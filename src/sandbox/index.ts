@@ -11,6 +11,7 @@ import { startSimulation } from "./simulation.js";
 import { createStore } from "./store.js";
 import { SandboxError, type Booking, type MenuItem, type Order, type Review } from "./types.js";
 import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type DeliveryRecord, type WebhookEndpoint } from "./webhook-sender.js";
+import { expectDefined } from "../expect-defined.js";
 
 export type { ApiRequestRecord, DeliveryRecord, FaultRule, WebhookEndpoint };
 export type { Booking, MenuItem, Order, OrderItem, Review, Restaurant } from "./types.js";
@@ -71,12 +72,13 @@ export interface Sandbox {
  */
 export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const apiKeys = options.apiKeys ?? [`svc_live_${randomBytes(16).toString("hex")}`];
-  for (const key of apiKeys) if (!key.startsWith("svc_live_")) throw new SandboxError(400, "invalid_request", "sandbox API keys must start with svc_live_");
+  for (const key of apiKeys)
+    if (!key.startsWith("svc_live_")) throw new SandboxError(400, "invalid_request", "sandbox API keys must start with svc_live_");
   const random = seededRandom(options.seed ?? 1);
   const sender = createWebhookSender({
     timeoutMs: options.delivery?.timeoutMs ?? 10_000,
     retryDelaysMs: options.delivery?.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
-    ...(options.logger ? { logger: options.logger } : {}),
+    logger: options.logger,
   });
   for (const endpoint of options.webhooks ?? []) sender.add(endpoint);
   // Every state of every record, and a switch that keeps a change's webhook from being sent.
@@ -96,7 +98,8 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     () => new Date(),
   );
   store.seed(options.restaurants ?? 3);
-  for (const map of [store.orders, store.bookings, store.menuItems, store.reviews] as Map<string, { id: string }>[]) for (const record of map.values()) remember(record);
+  for (const map of [store.orders, store.bookings, store.menuItems, store.reviews] as Map<string, { id: string }>[])
+    for (const record of map.values()) remember(record);
   const silently = <T>(change: () => T): T => {
     const was = silent;
     silent = true;
@@ -120,16 +123,28 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   };
 
   const app = new Hono();
-  app.route("/api/v1", apiRoutes({ store, apiKeys: new Set(apiKeys), admit: createKeyRateLimit(rate.max, rate.windowMs), faults, requestLog }));
-  app.route("/_sandbox", controlRoutes({
-    store,
-    snapshot: () => ({ restaurants: state.restaurants(), orders: state.orders(), bookings: state.bookings(), menuItems: state.menuItems(), reviews: state.reviews() }),
-    requestLog,
-    faults,
-    addWebhook: sender.add,
-    history: state.history,
-    silently,
-  }));
+  app.route(
+    "/api/v1",
+    apiRoutes({ store, apiKeys: new Set(apiKeys), admit: createKeyRateLimit(rate.max, rate.windowMs), faults, requestLog }),
+  );
+  app.route(
+    "/_sandbox",
+    controlRoutes({
+      store,
+      snapshot: () => ({
+        restaurants: state.restaurants(),
+        orders: state.orders(),
+        bookings: state.bookings(),
+        menuItems: state.menuItems(),
+        reviews: state.reviews(),
+      }),
+      requestLog,
+      faults,
+      addWebhook: sender.add,
+      history: state.history,
+      silently,
+    }),
+  );
   app.notFound((c) => c.json({ error: { code: "not_found", message: "no such endpoint" } }, 404));
   app.onError((err, c) => {
     if (err instanceof SandboxError) return c.json({ error: { code: err.code, message: err.message } }, err.status);
@@ -143,7 +158,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
 
   const sandbox: Sandbox = {
     app,
-    apiKey: apiKeys[0]!,
+    apiKey: expectDefined(apiKeys[0], "the sandbox needs at least one API key"),
     url: undefined,
     listen({ port = 0, host = "127.0.0.1" } = {}) {
       return new Promise((resolve, reject) => {

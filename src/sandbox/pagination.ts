@@ -4,16 +4,19 @@ import { SandboxError } from "./types.js";
 export function parseLimit(value: string | undefined): number {
   if (value === undefined) return 50;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 100) throw new SandboxError(400, "invalid_request", "limit must be a whole number from 1 to 100");
+  if (!/^\d+$/.test(value) || n < 1 || n > 100)
+    throw new SandboxError(400, "invalid_request", "limit must be a whole number from 1 to 100");
   return n;
 }
 
 type Key = (string | number)[];
 
 const compareKeys = (a: Key, b: Key): number => {
-  for (let i = 0; i < a.length; i++) {
-    if (a[i]! < b[i]!) return -1;
-    if (a[i]! > b[i]!) return 1;
+  for (const [i, x] of a.entries()) {
+    const y = b[i];
+    if (y === undefined) break; // a shorter key ties on what it has (paginate checks a cursor's width)
+    if (x < y) return -1;
+    if (x > y) return 1;
   }
   return 0;
 };
@@ -33,7 +36,8 @@ export function paginate<T>(
   repeatCursor = false,
 ): { data: T[]; nextCursor: string | null } {
   const sorted = [...items].sort((a, b) => direction * compareKeys(keyOf(a), keyOf(b)));
-  const width = items.length > 0 ? keyOf(items[0]!).length : undefined;
+  const first = items[0];
+  const width = first === undefined ? undefined : keyOf(first).length;
   let rest = sorted;
   if (cursor !== undefined) {
     let after: Key;
@@ -48,7 +52,8 @@ export function paginate<T>(
     rest = sorted.filter((item) => direction * compareKeys(keyOf(item), after) > 0);
   }
   const data = rest.slice(0, limit);
-  const after = data.length > 0 ? Buffer.from(`v1:${JSON.stringify(keyOf(data[data.length - 1]!))}`).toString("base64url") : null;
+  const last = data.at(-1);
+  const after = last === undefined ? null : Buffer.from(`v1:${JSON.stringify(keyOf(last))}`).toString("base64url");
   if (repeatCursor) return { data, nextCursor: cursor ?? after };
   return { data, nextCursor: rest.length > limit ? after : null };
 }

@@ -1,3 +1,5 @@
+import { expectDefined } from "../expect-defined.js";
+
 /** mulberry32: a tiny seeded PRNG, so the same seed gives the same sandbox. */
 export function seededRandom(seed: number) {
   let a = seed >>> 0;
@@ -11,9 +13,12 @@ export function seededRandom(seed: number) {
   return {
     next,
     int: (min: number, max: number) => min + Math.floor(next() * (max - min + 1)),
-    pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!,
+    pick: <T>(items: readonly T[]): T => expectDefined(items[Math.floor(next() * items.length)], "pick() needs a non-empty list"),
     chance: (p: number) => next() < p,
-    id: (prefix: string) => `${prefix}_${Math.floor(next() * 36 ** 8).toString(36).padStart(8, "0")}`,
+    id: (prefix: string) =>
+      `${prefix}_${Math.floor(next() * 36 ** 8)
+        .toString(36)
+        .padStart(8, "0")}`,
   };
 }
 export type Random = ReturnType<typeof seededRandom>;

@@ -12,6 +12,8 @@ export function createKeyRateLimit(max: number, windowMs: number, now: () => num
       log.push(t);
       return 0;
     }
-    return Math.max(1, Math.ceil((log[0]! + windowMs - t) / 1000));
+    // With max 0 nothing was ever accepted: wait a whole window.
+    const oldest = log[0] ?? t;
+    return Math.max(1, Math.ceil((oldest + windowMs - t) / 1000));
   };
 }

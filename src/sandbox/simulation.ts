@@ -12,7 +12,8 @@ export function startSimulation(store: SandboxStore, random: Random, intervalMs:
       if (roll < 0.3 || open.length === 0) store.actions.createOrder({ paid: random.chance(0.7) });
       else if (roll < 0.65) {
         const order = random.pick(open);
-        store.actions.updateOrderStatus(order.id, nextStatus(order.status)!);
+        const next = nextStatus(order.status);
+        if (next) store.actions.updateOrderStatus(order.id, next);
       } else if (roll < 0.7) store.actions.updateOrderStatus(random.pick(open).id, "CANCELLED");
       else if (roll < 0.75) {
         const paid = [...store.orders.values()].filter((o) => o.paidAt && o.status !== "REFUNDED");
@@ -20,7 +21,13 @@ export function startSimulation(store: SandboxStore, random: Random, intervalMs:
       } else if (roll < 0.85) {
         const restaurant = random.pick(store.restaurants);
         const date = new Date(Date.now() + random.int(0, 14) * 86_400_000).toISOString().slice(0, 10);
-        store.actions.createBooking({ restaurantId: restaurant.id, date, time: `${random.int(12, 21)}:${random.pick(["00", "30"])}`, partySize: random.int(1, 8), diner: { name: "Sim Guest", email: "guest@example.com" } });
+        store.actions.createBooking({
+          restaurantId: restaurant.id,
+          date,
+          time: `${random.int(12, 21)}:${random.pick(["00", "30"])}`,
+          partySize: random.int(1, 8),
+          diner: { name: "Sim Guest", email: "guest@example.com" },
+        });
       } else if (roll < 0.9) {
         const confirmed = [...store.bookings.values()].filter((b) => b.status === "CONFIRMED");
         if (confirmed.length > 0) store.actions.cancelBooking(random.pick(confirmed).id);

@@ -2,7 +2,12 @@ import { SandboxError, type Order, type OrderStatus } from "./types.js";
 
 /** The values the status operation accepts (spec part 3 rule 1). */
 export const SETTABLE: readonly OrderStatus[] = ["CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED"];
-const NEXT: Partial<Record<OrderStatus, OrderStatus>> = { PENDING: "CONFIRMED", CONFIRMED: "PREPARING", PREPARING: "READY", READY: "DELIVERED" };
+const NEXT: Partial<Record<OrderStatus, OrderStatus>> = {
+  PENDING: "CONFIRMED",
+  CONFIRMED: "PREPARING",
+  PREPARING: "READY",
+  READY: "DELIVERED",
+};
 export const TERMINAL: readonly OrderStatus[] = ["DELIVERED", "CANCELLED", "REFUNDED"];
 
 /** Throws the API's error for a status move docs/upstream.md does not allow. */

@@ -1,10 +1,22 @@
 import { checkRefund, checkStatusMove } from "./state-machine.js";
 import type { Random } from "./random.js";
-import { SandboxError, type Booking, type MenuItem, type Order, type OrderItem, type OrderType, type Restaurant, type Review } from "./types.js";
+import {
+  SandboxError,
+  type Booking,
+  type MenuItem,
+  type Order,
+  type OrderItem,
+  type OrderType,
+  type Restaurant,
+  type Review,
+} from "./types.js";
+import { expectDefined } from "../expect-defined.js";
 
 export type EmitEvent = (type: string, resource: { id: string; restaurantId: string }) => void;
 
 const money = (n: number) => Math.round(n * 100) / 100;
+// ASCII only, so splitting by code unit is splitting by character.
+const CONFIRM_CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789".split("");
 const DISHES = ["Margherita", "Ramen", "Caesar salad", "Bibimbap", "Falafel wrap", "Tiramisu", "Pho", "Burger", "Dal", "Paella"];
 const ALLERGENS = ["gluten", "dairy", "egg", "nuts", "soy", "fish"];
 const TAGS = ["vegan", "vegetarian", "spicy", "new", "chef-pick"];
@@ -40,24 +52,54 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
     const menu = [...menuItems.values()].filter((m) => m.restaurantId === rid);
     const items: OrderItem[] = Array.from({ length: random.int(1, 3) }, () => {
       const dish = random.pick(menu);
-      return { id: random.id("oi"), menuItemId: dish.id, name: dish.name, quantity: random.int(1, 3), price: dish.price, notes: random.chance(0.2) ? "no onions" : null };
+      return {
+        id: random.id("oi"),
+        menuItemId: dish.id,
+        name: dish.name,
+        quantity: random.int(1, 3),
+        price: dish.price,
+        notes: random.chance(0.2) ? "no onions" : null,
+      };
     });
     const subtotal = money(items.reduce((s, i) => s + i.price * i.quantity, 0));
     const tax = money(subtotal * 0.1);
     const tip = money(random.int(0, 5));
     const createdAt = stamp();
     return {
-      id: random.id("ord"), restaurantId: rid, bookingId: input.bookingId ?? null, type: input.type ?? random.pick(["DINE_IN", "TAKEAWAY", "DELIVERY"] as const),
-      status: "PENDING", subtotal, tax, tip, total: money(subtotal + tax + tip), currency: "EUR",
-      paidAt: (input.paid ?? random.chance(0.6)) ? createdAt : null, refundedAt: null, createdAt, items,
+      id: random.id("ord"),
+      restaurantId: rid,
+      bookingId: input.bookingId ?? null,
+      type: input.type ?? random.pick(["DINE_IN", "TAKEAWAY", "DELIVERY"] as const),
+      status: "PENDING",
+      subtotal,
+      tax,
+      tip,
+      total: money(subtotal + tax + tip),
+      currency: "EUR",
+      paidAt: (input.paid ?? random.chance(0.6)) ? createdAt : null,
+      refundedAt: null,
+      createdAt,
+      items,
     };
   }
 
-  function buildBooking(input: { restaurantId: string; date: string; time: string; partySize: number; diner: { name: string; email: string } }): Booking {
+  function buildBooking(input: {
+    restaurantId: string;
+    date: string;
+    time: string;
+    partySize: number;
+    diner: { name: string; email: string };
+  }): Booking {
     return {
-      id: random.id("bk"), restaurantId: restaurantId(input.restaurantId), date: `${input.date}T00:00:00.000Z`, time: input.time,
-      partySize: input.partySize, status: "CONFIRMED", confirmCode: Array.from({ length: 6 }, () => random.pick([..."ABCDEFGHJKLMNPQRSTUVWXYZ23456789"])).join(""),
-      diner: { ...input.diner }, createdAt: stamp(),
+      id: random.id("bk"),
+      restaurantId: restaurantId(input.restaurantId),
+      date: `${input.date}T00:00:00.000Z`,
+      time: input.time,
+      partySize: input.partySize,
+      status: "CONFIRMED",
+      confirmCode: Array.from({ length: 6 }, () => random.pick(CONFIRM_CODE_CHARS)).join(""),
+      diner: { ...input.diner },
+      createdAt: stamp(),
     };
   }
 
@@ -85,7 +127,13 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
       emit("order.refunded", order);
       return order;
     },
-    createBooking(input: { restaurantId: string; date: string; time: string; partySize: number; diner: { name: string; email: string } }): Booking {
+    createBooking(input: {
+      restaurantId: string;
+      date: string;
+      time: string;
+      partySize: number;
+      diner: { name: string; email: string };
+    }): Booking {
       const booking = buildBooking(input);
       bookings.set(booking.id, booking);
       emit("booking.created", booking);
@@ -100,8 +148,12 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
     },
     createReview(input: { restaurantId?: string; rating?: number; comment?: string | null; author?: string } = {}): Review {
       const review: Review = {
-        id: random.id("rev"), restaurantId: restaurantId(input.restaurantId), rating: input.rating ?? random.int(1, 5),
-        comment: input.comment === undefined ? "Lovely evening" : input.comment, author: input.author ?? random.pick(NAMES), createdAt: stamp(),
+        id: random.id("rev"),
+        restaurantId: restaurantId(input.restaurantId),
+        rating: input.rating ?? random.int(1, 5),
+        comment: input.comment === undefined ? "Lovely evening" : input.comment,
+        author: input.author ?? random.pick(NAMES),
+        createdAt: stamp(),
       };
       reviews.set(review.id, review);
       emit("review.created", review);
@@ -125,24 +177,41 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
       restaurants.push({ id: rid, name: `Restaurant ${r}` });
       for (let m = 0; m < 6; m++) {
         const item: MenuItem = {
-          id: random.id("mi"), restaurantId: rid, name: DISHES[(r + m) % DISHES.length]!, description: "House favourite",
-          price: money(6 + random.int(0, 1800) / 100), currency: "EUR", allergens: ALLERGENS.filter(() => random.chance(0.3)),
-          tags: TAGS.filter(() => random.chance(0.25)), stock: random.chance(0.5) ? random.int(0, 40) : null, updatedAt: stamp(),
+          id: random.id("mi"),
+          restaurantId: rid,
+          name: expectDefined(DISHES[(r + m) % DISHES.length], "an index within DISHES"),
+          description: "House favourite",
+          price: money(6 + random.int(0, 1800) / 100),
+          currency: "EUR",
+          allergens: ALLERGENS.filter(() => random.chance(0.3)),
+          tags: TAGS.filter(() => random.chance(0.25)),
+          stock: random.chance(0.5) ? random.int(0, 40) : null,
+          updatedAt: stamp(),
         };
         menuItems.set(item.id, item);
       }
       const rbookings: Booking[] = [];
       for (let b = 0; b < 5; b++) {
         const day = new Date(now().getTime() + (b - 2) * 86_400_000).toISOString().slice(0, 10);
-        const booking = buildBooking({ restaurantId: rid, date: day, time: `${18 + (b % 4)}:${b % 2 ? "30" : "00"}`, partySize: random.int(1, 8), diner: { name: random.pick(NAMES), email: `guest${r}${b}@example.com` } });
+        const booking = buildBooking({
+          restaurantId: rid,
+          date: day,
+          time: `${18 + (b % 4)}:${b % 2 ? "30" : "00"}`,
+          partySize: random.int(1, 8),
+          diner: { name: random.pick(NAMES), email: `guest${r}${b}@example.com` },
+        });
         if (b === 4) booking.status = "CANCELLED";
         bookings.set(booking.id, booking);
         rbookings.push(booking);
       }
       const path = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
       for (let o = 0; o < 12; o++) {
-        const order = buildOrder({ restaurantId: rid, paid: o % 3 !== 0, bookingId: o < 2 ? rbookings[o]!.id : null });
-        if (o < 10) order.status = path[o % path.length]!;
+        const order = buildOrder({
+          restaurantId: rid,
+          paid: o % 3 !== 0,
+          bookingId: o < 2 ? expectDefined(rbookings[o], "a seeded booking").id : null,
+        });
+        if (o < 10) order.status = expectDefined(path[o % path.length], "an index within path");
         else if (o === 10) order.status = "CANCELLED";
         else {
           order.paidAt ??= order.createdAt;

@@ -69,7 +69,11 @@ export interface Restaurant {
 
 /** Failures of the sandbox's API and actions, with the status and code of docs/upstream.md. */
 export class SandboxError extends Error {
-  constructor(readonly status: 400 | 401 | 404 | 409 | 429 | 500 | 502 | 503, readonly code: string, message: string) {
+  constructor(
+    readonly status: 400 | 401 | 404 | 409 | 429 | 500 | 502 | 503,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
     this.name = "SandboxError";
   }

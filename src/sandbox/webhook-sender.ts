@@ -44,7 +44,10 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
   };
 
   async function attempt(endpoint: WebhookEndpoint, eventId: string, type: string, body: string, n: number): Promise<void> {
-    if (closed) { settle(); return; }
+    if (closed) {
+      settle();
+      return;
+    }
     const controller = new AbortController();
     controllers.add(controller);
     const timeout = setTimeout(() => controller.abort(), opts.timeoutMs);
@@ -54,23 +57,34 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
       const res = await fetch(endpoint.url, {
         method: "POST",
         body,
-        headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, endpoint.secret), "user-agent": "svc-sandbox-webhooks" },
+        headers: {
+          "content-type": "application/json",
+          "x-svc-signature": signPayload(body, endpoint.secret),
+          "user-agent": "svc-sandbox-webhooks",
+        },
         signal: controller.signal,
       });
       status = res.status;
-      await res.arrayBuffer().catch(() => {});
+      // Read only to free the connection: the status is the answer, a broken body changes nothing.
+      await res.arrayBuffer().catch(() => undefined);
     } catch (err) {
       error = controller.signal.aborted ? "timeout" : (err as Error).message;
     } finally {
       clearTimeout(timeout);
       controllers.delete(controller);
     }
-    deliveries.push({ eventId, type, url: endpoint.url, attempt: n, status, ...(error ? { error } : {}), at: Date.now() });
+    deliveries.push({ eventId, type, url: endpoint.url, attempt: n, status, error, at: Date.now() });
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- close() may have run during the await above; TS keeps the narrowing of the check at the top
+    if (closed) {
+      settle();
+      return;
+    }
     const ok = status !== null && status >= 200 && status < 300;
     const delay = opts.retryDelaysMs[n - 1];
-    if (ok || closed || delay === undefined) {
-      if (!ok && !closed) opts.logger?.warn({ eventId, url: endpoint.url, attempts: n }, "webhook dropped after the last retry");
-      settle(); return;
+    if (ok || delay === undefined) {
+      if (!ok) opts.logger?.warn({ eventId, url: endpoint.url, attempts: n }, "webhook dropped after the last retry");
+      settle();
+      return;
     }
     const timer = setTimeout(() => {
       timers.delete(timer);
@@ -82,10 +96,11 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
   return {
     endpoints,
     deliveries,
-    add(endpoint: WebhookEndpoint) {
+    // Arrow properties, not methods: the sandbox hands them out unbound.
+    add: (endpoint: WebhookEndpoint) => {
       endpoints.push(endpoint);
     },
-    removeAll() {
+    removeAll: () => {
       endpoints.length = 0;
     },
     send(type: string, resource: { id: string; restaurantId: string }) {
@@ -98,9 +113,7 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
         void attempt(endpoint, envelope.id, type, endpoint.thin ? thin : full, 1);
       }
     },
-    idle(): Promise<void> {
-      return pending === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve));
-    },
+    idle: (): Promise<void> => (pending === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve))),
     close() {
       closed = true;
       for (const t of timers) clearTimeout(t);

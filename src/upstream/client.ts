@@ -47,9 +47,26 @@ export interface ApiClientOptions {
 export interface ListOptions {
   priority?: Priority;
 }
-export interface OrderQuery { restaurantId?: string; status?: string; type?: string; limit?: number; cursor?: string }
-export interface BookingQuery { restaurantId?: string; status?: string; from?: string; to?: string; limit?: number; cursor?: string }
-export interface MenuItemQuery { restaurantId?: string; limit?: number; cursor?: string }
+export interface OrderQuery {
+  restaurantId?: string;
+  status?: string;
+  type?: string;
+  limit?: number;
+  cursor?: string;
+}
+export interface BookingQuery {
+  restaurantId?: string;
+  status?: string;
+  from?: string;
+  to?: string;
+  limit?: number;
+  cursor?: string;
+}
+export interface MenuItemQuery {
+  restaurantId?: string;
+  limit?: number;
+  cursor?: string;
+}
 
 export interface ApiClient {
   listOrders(query?: OrderQuery, opts?: ListOptions): Promise<Page<Order>>;
@@ -137,7 +154,12 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     }
     report(res.status);
     if (!res.ok) {
-      throw errorFromResponse({ status: res.status, body: text, retryAfterMs: parseRetryAfter(res.headers.get("retry-after")), context: `${call.method} ${call.route}` });
+      throw errorFromResponse({
+        status: res.status,
+        body: text,
+        retryAfterMs: parseRetryAfter(res.headers.get("retry-after")),
+        context: `${call.method} ${call.route}`,
+      });
     }
     let json: unknown;
     try {
@@ -147,7 +169,10 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     }
     const parsed = call.schema.safeParse(json);
     if (!parsed.success) {
-      const detail = parsed.error.issues.slice(0, 3).map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+      const detail = parsed.error.issues
+        .slice(0, 3)
+        .map((i) => `${i.path.join(".")}: ${i.message}`)
+        .join("; ");
       throw new UpstreamResponseError(`${call.method} ${call.route} answered an unexpected shape: ${detail}`, { status: res.status });
     }
     return parsed.data;
@@ -163,7 +188,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     const pages = pageSchema(schema) as unknown as z.ZodType<Page<T>>;
     const list = async (query: Q = {} as Q, opts: ListOptions = {}) => {
       checkLimit(query.limit);
-      return send({ method: "GET", path, route: path, query: query, schema: pages, ...(opts.priority ? { priority: opts.priority } : {}) });
+      return send({ method: "GET", path, route: path, query, schema: pages, priority: opts.priority });
     };
     const iterate = (query: Omit<Q, "cursor"> = {} as Q, opts: ListOptions = {}) =>
       paginate((cursor) => list({ ...query, ...(cursor ? { cursor } : {}) } as Q, opts));
@@ -182,9 +207,22 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     listMenuItems: menuItems.list,
     iterateMenuItems: menuItems.iterate,
     updateOrderStatus: (id, status) =>
-      send({ method: "PATCH", path: `/api/v1/orders/${encodeURIComponent(id)}/status`, route: "/api/v1/orders/{id}/status", body: { status }, schema: orderSchema }),
+      send({
+        method: "PATCH",
+        path: `/api/v1/orders/${encodeURIComponent(id)}/status`,
+        route: "/api/v1/orders/{id}/status",
+        body: { status },
+        schema: orderSchema,
+      }),
     refundOrder: (id, reason) =>
-      send({ method: "POST", path: `/api/v1/orders/${encodeURIComponent(id)}/refund`, route: "/api/v1/orders/{id}/refund", body: reason === undefined ? {} : { reason }, schema: orderSchema }),
-    createBooking: (input) => send({ method: "POST", path: "/api/v1/bookings", route: "/api/v1/bookings", body: input, schema: bookingSchema }),
+      send({
+        method: "POST",
+        path: `/api/v1/orders/${encodeURIComponent(id)}/refund`,
+        route: "/api/v1/orders/{id}/refund",
+        body: reason === undefined ? {} : { reason },
+        schema: orderSchema,
+      }),
+    createBooking: (input) =>
+      send({ method: "POST", path: "/api/v1/bookings", route: "/api/v1/bookings", body: input, schema: bookingSchema }),
   };
 }

@@ -1,4 +1,12 @@
-export { createApiClient, type ApiClient, type ApiClientOptions, type BookingQuery, type ListOptions, type MenuItemQuery, type OrderQuery } from "./client.js";
+export {
+  createApiClient,
+  type ApiClient,
+  type ApiClientOptions,
+  type BookingQuery,
+  type ListOptions,
+  type MenuItemQuery,
+  type OrderQuery,
+} from "./client.js";
 export { createRateLimiter, type Priority, type RateLimiter, type RateLimiterOptions } from "./rate-limiter.js";
 export { apiKeyId, isApiKey, parseApiKey, ApiKeyError, API_KEY_PREFIX } from "./api-key.js";
 export { parseRetryAfter, backoffMs } from "./retry.js";

@@ -20,10 +20,13 @@ export async function* paginatePages<P extends { nextCursor: string | null }>(
     yield page;
     if (page.nextCursor === null) return;
     if (seen.has(page.nextCursor)) {
-      throw new UpstreamResponseError(`the API handed back the same cursor again after ${pages} page(s): stopped a list that would never end`, {
-        status: 200,
-        code: "repeated_cursor",
-      });
+      throw new UpstreamResponseError(
+        `the API handed back the same cursor again after ${pages} page(s): stopped a list that would never end`,
+        {
+          status: 200,
+          code: "repeated_cursor",
+        },
+      );
     }
     seen.add(page.nextCursor);
     cursor = page.nextCursor;
@@ -31,6 +34,9 @@ export async function* paginatePages<P extends { nextCursor: string | null }>(
 }
 
 /** Every item of a cursor-paginated list, through `paginatePages` (same guard). */
-export async function* paginate<T>(fetchPage: (cursor: string | undefined) => Promise<Page<T>>, cursor?: string): AsyncGenerator<T, void, undefined> {
+export async function* paginate<T>(
+  fetchPage: (cursor: string | undefined) => Promise<Page<T>>,
+  cursor?: string,
+): AsyncGenerator<T, void, undefined> {
   for await (const page of paginatePages(fetchPage, cursor)) yield* page.data;
 }

@@ -99,7 +99,15 @@ export interface RateLimiter {
 }
 
 interface Scripts {
-  svcUpstreamAcquire(log: string, pause: string, last: string, cap: number, windowMs: number, gapMs: number, member: string): Promise<[number, number]>;
+  svcUpstreamAcquire(
+    log: string,
+    pause: string,
+    last: string,
+    cap: number,
+    windowMs: number,
+    gapMs: number,
+    member: string,
+  ): Promise<[number, number]>;
   svcUpstreamPause(pause: string, ms: number): Promise<number>;
   svcUpstreamState(log: string, pause: string, windowMs: number): Promise<[number, number]>;
 }
@@ -136,7 +144,15 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       const cap = priority === "low" ? lowCap : max;
       for (;;) {
         signal?.throwIfAborted();
-        const [granted, value] = await scripts.svcUpstreamAcquire(keys.log, keys.pause, keys.last, cap, effectiveWindowMs, minGapMs, randomUUID());
+        const [granted, value] = await scripts.svcUpstreamAcquire(
+          keys.log,
+          keys.pause,
+          keys.last,
+          cap,
+          effectiveWindowMs,
+          minGapMs,
+          randomUUID(),
+        );
         if (granted === 1) return value;
         // The script says exactly when the blocking condition can end: sleep that long, re-ask.
         await sleep(value, signal);

@@ -1,6 +1,13 @@
 import type { Logger } from "pino";
 import type { AnyEvent, EventOf, KnownEventType } from "../events/catalog.js";
-import { onChange as onChangeWith, type ChangeEvent, type ChangeEventOf, type ChangeEventType, type ChangeFilter, type ChangeKind } from "../events/change-events.js";
+import {
+  onChange as onChangeWith,
+  type ChangeEvent,
+  type ChangeEventOf,
+  type ChangeEventType,
+  type ChangeFilter,
+  type ChangeKind,
+} from "../events/change-events.js";
 import type { Handler, HandlerMap } from "../events/registry.js";
 import type { MirrorStore } from "../mirror/store.js";
 import type { ApiClient } from "../upstream/index.js";
@@ -38,4 +45,4 @@ export const onChange: <K extends ChangeKind>(
   kind: K,
   filter: ChangeFilter<K>,
   handler: Handler<ChangeEvent<K>, HandlerContext>,
-) => { [T in `change.${K}`]: Handler<ChangeEvent<K>, HandlerContext> } = onChangeWith;
+) => Record<`change.${K}`, Handler<ChangeEvent<K>, HandlerContext>> = onChangeWith;

@@ -13,13 +13,17 @@ export function observeJobs(workers: readonly Worker[], { metrics, logger }: { m
   for (const w of workers) {
     w.on("completed", (job) => {
       metrics.jobs.inc({ queue: w.name, name: jobLabel(job.name), outcome: "completed" });
-      if (job.processedOn && job.finishedOn) metrics.jobSeconds.observe({ queue: w.name, name: jobLabel(job.name) }, (job.finishedOn - job.processedOn) / 1000);
+      if (job.processedOn && job.finishedOn)
+        metrics.jobSeconds.observe({ queue: w.name, name: jobLabel(job.name) }, (job.finishedOn - job.processedOn) / 1000);
     });
     w.on("failed", (job, err) => {
       if (!job) return;
       const final = job.attemptsMade >= (job.opts.attempts ?? 1) || job.finishedOn !== undefined;
       metrics.jobs.inc({ queue: w.name, name: jobLabel(job.name), outcome: final ? "failed" : "retried" });
-      logger.warn({ queue: w.name, jobId: job.id, job: job.name, attempt: job.attemptsMade, err: err.message }, final ? "job failed for good" : "job failed, will retry");
+      logger.warn(
+        { queue: w.name, jobId: job.id, job: job.name, attempt: job.attemptsMade, err: err.message },
+        final ? "job failed for good" : "job failed, will retry",
+      );
     });
   }
 }

@@ -26,7 +26,9 @@ export async function loadHandlersModule(path: string, cwd = process.cwd()): Pro
   if (typeof map !== "object" || map === null || Array.isArray(map)) {
     throw new HandlersModuleError(`HANDLERS_MODULE ${path} must export default an object mapping event types to functions`);
   }
-  const wrong = Object.entries(map).filter(([, v]) => typeof v !== "function").map(([k]) => k);
+  const wrong = Object.entries(map)
+    .filter(([, v]) => typeof v !== "function")
+    .map(([k]) => k);
   if (wrong.length > 0) throw new HandlersModuleError(`HANDLERS_MODULE ${path}: the handlers for ${wrong.join(", ")} are not functions`);
   return map as EventHandlers;
 }

@@ -20,7 +20,10 @@ const PAGE = 500;
  * Queues logged events again as deliberate redeliveries: each gets a fresh job id and no
  * deduplication, so the edge's window does not drop it. Returns how many it queued (or would).
  */
-export async function replayEvents(deps: { eventLog: Pick<EventLog, "query">; queue: Queue<EventJobData> | undefined }, options: ReplayOptions): Promise<number> {
+export async function replayEvents(
+  deps: { eventLog: Pick<EventLog, "query">; queue: Queue<EventJobData> | undefined },
+  options: ReplayOptions,
+): Promise<number> {
   let count = 0;
   let cursor: string | undefined;
   do {

@@ -1,6 +1,13 @@
 import type { RedisClient } from "../redis/connection.js";
 import type { Config } from "../config/config.js";
-import { apiKeyId, createApiClient, createRateLimiter, type ApiClient, type ApiClientOptions, type RateLimiter } from "../upstream/index.js";
+import {
+  apiKeyId,
+  createApiClient,
+  createRateLimiter,
+  type ApiClient,
+  type ApiClientOptions,
+  type RateLimiter,
+} from "../upstream/index.js";
 
 /** The API client and its shared limiter, as the config describes them (worker and backfill alike). */
 export function upstreamFromConfig(

@@ -1,4 +1,5 @@
 import { Queue, type Worker } from "bullmq";
+import type { EventJobData } from "../queue/event-job.js";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { createHandlerRegistry } from "../events/registry.js";
@@ -28,7 +29,7 @@ import { upstreamFromConfig } from "./upstream-from-config.js";
 export interface WorkerRole {
   api: ApiClient | undefined;
   syncQueue: Queue<SyncJobData>;
-  eventWorker: Worker;
+  eventWorker: Worker<EventJobData>;
   syncWorker: Worker;
   /** Moves events from the edge's ingest stream into the events queue. */
   pump: StreamPump;
@@ -85,7 +86,12 @@ export function createWorkerRole(deps: {
     streams: { events: { maxLen: 1000 } },
   });
   syncQueue.on("error", (err) => logger.warn({ err: err.message }, "sync queue error"));
-  const scheduler = createRefreshScheduler({ redis: connection, queue: syncQueue as Queue<RefreshJobData>, prefix, debounceMs: config.worker.syncDebounceMs });
+  const scheduler = createRefreshScheduler({
+    redis: connection,
+    queue: syncQueue as Queue<RefreshJobData>,
+    prefix,
+    debounceMs: config.worker.syncDebounceMs,
+  });
 
   // Change events: recorded with each mirror write, relayed into the events queue like any event.
   const changeRelay = createChangeRelay({
@@ -135,12 +141,17 @@ export function createWorkerRole(deps: {
       return refreshRestaurant({ api, mirror, scheduler, writer, logger, kind, restaurantId });
     };
     processors.reconcile = async () => {
-      const totals = await sweepAll({ api, mirror, priority: "low", changes: { writer, source: "reconcile", pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId) } });
+      const totals = await sweepAll({
+        api,
+        mirror,
+        priority: "low",
+        changes: { writer, source: "reconcile", pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId) },
+      });
       logger.info({ totals }, "reconciliation done");
       return totals;
     };
   }
-  const syncWorker = createSyncWorker({ connection, prefix, processors, concurrency, lockMs, maxStalls, logger });
+  const syncWorker = createSyncWorker({ connection, prefix, queue: syncQueue, processors, concurrency, lockMs, maxStalls, logger });
 
   const pump = createStreamPump({
     connection,

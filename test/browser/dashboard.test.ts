@@ -11,19 +11,22 @@ let browser: Browser;
 let svc: TestService;
 let attacker: Server;
 let attackerUrl: string;
+// What beforeAll opened, closed last to first (a beforeAll that failed half-way leaves only that).
+const teardown: (() => Promise<unknown>)[] = [];
 beforeAll(async () => {
   browser = await launchChromium();
+  teardown.push(() => browser.close());
   svc = await startService();
+  teardown.push(() => svc.stop());
   attacker = await startAttackerSite(() => svc.url);
+  teardown.push(() => new Promise((r) => attacker.close(r)));
   attackerUrl = `http://127.0.0.1:${(attacker.address() as AddressInfo).port}`;
   const done = nextJob(svc.service.worker!.eventWorker, "completed");
   await svc.deliver(sampleEvent({ type: "review.created", data: { id: "rev_browser", restaurantId: "rest_1" } }));
   await done;
 });
 afterAll(async () => {
-  await new Promise((r) => attacker?.close(r));
-  await browser?.close();
-  await svc?.stop();
+  for (const step of teardown.reverse()) await step();
 });
 
 describe("queue dashboard in a real headless Chromium", () => {
@@ -36,7 +39,10 @@ describe("queue dashboard in a real headless Chromium", () => {
       await page.getByText("events", { exact: true }).first().waitFor();
       await page.getByText("sync", { exact: true }).first().waitFor();
       await page.getByText("events", { exact: true }).first().click();
-      await page.getByText(/completed/i).first().waitFor();
+      await page
+        .getByText(/completed/i)
+        .first()
+        .waitFor();
       expect(await page.title()).toContain("svc-webhooks");
       await page.screenshot({ path: "test-results/dashboard.png" });
     } finally {
@@ -54,7 +60,10 @@ describe("queue dashboard in a real headless Chromium", () => {
         // Chromium's own error page, so page.content() would race with that navigation.
         const outcome = await page.goto(`${svc.url}/admin/queues`).then(
           async (res) => ({ status: res?.status(), body: (await res?.text()) ?? "" }),
-          (err: Error) => ({ status: /ERR_INVALID_AUTH_CREDENTIALS/.exec(err.message)?.[0] ?? err.message, body: "" }),
+          (err: unknown) => {
+            const message = err instanceof Error ? err.message : String(err);
+            return { status: /ERR_INVALID_AUTH_CREDENTIALS/.exec(message)?.[0] ?? message, body: "" };
+          },
         );
         expect([401, "ERR_INVALID_AUTH_CREDENTIALS"]).toContain(outcome.status);
         expect(outcome.body).not.toContain("bull-board");
@@ -97,7 +106,9 @@ function startAttackerSite(target: () => string): Promise<Server> {
 }
 
 const forgedJobs = async () =>
-  (await svc.service.eventsQueue.getJobs(["waiting", "active", "completed", "failed", "delayed", "prioritized"])).filter((j) => j.name === FORGED);
+  (await svc.service.eventsQueue.getJobs(["waiting", "active", "completed", "failed", "delayed", "prioritized"])).filter(
+    (j) => j.name === FORGED,
+  );
 
 describe("the dashboard against a page on another origin", () => {
   it("refuses the forged job a cross-origin page posts with the operator's credentials", async () => {
@@ -109,7 +120,7 @@ describe("the dashboard against a page on another origin", () => {
       const posted = page.waitForResponse((res) => res.url().endsWith(ADD_PATH));
       await page.goto(attackerUrl);
       const answer = await posted;
-      expect(answer.request().headers()["authorization"] ?? (await answer.request().allHeaders())["authorization"]).toMatch(/^Basic /);
+      expect(answer.request().headers().authorization ?? (await answer.request().allHeaders()).authorization).toMatch(/^Basic /);
       expect(answer.status()).toBe(403);
       expect(await forgedJobs()).toEqual([]);
     } finally {
@@ -123,7 +134,11 @@ describe("the dashboard against a page on another origin", () => {
       const page = await context.newPage();
       await page.goto(`${svc.url}/admin/queues`);
       const status = await page.evaluate(async (path) => {
-        const res = await fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "added.by.operator", data: {}, options: {} }) });
+        const res = await fetch(path, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ name: "added.by.operator", data: {}, options: {} }),
+        });
         return res.status;
       }, ADD_PATH);
       expect(status).toBe(200);

@@ -11,7 +11,7 @@ const SECRET = "whsec_chaos_shutdown_01ab";
 const killTimeoutS = (parse(readFileSync(new URL("../../fly.toml", import.meta.url), "utf8")) as { kill_timeout: number }).kill_timeout;
 let proc: CliProcess | undefined;
 afterAll(() => {
-  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+  if (proc?.child.exitCode === null) proc.child.kill("SIGKILL");
 });
 
 describe("graceful shutdown under load", () => {
@@ -52,7 +52,9 @@ describe("graceful shutdown under load", () => {
     try {
       const stored = await inspected.eventIds(["waiting"]);
       const lost = [...accepted].filter((id) => !stored.has(id));
-      console.log(`CHAOS graceful-shutdown ${JSON.stringify({ accepted: accepted.size, refusedAfterSignal: refused, lost: lost.length, exitCode: code, secondsToExit: seconds })}`);
+      console.log(
+        `CHAOS graceful-shutdown ${JSON.stringify({ accepted: accepted.size, refusedAfterSignal: refused, lost: lost.length, exitCode: code, secondsToExit: seconds })}`,
+      );
       expect(lost).toEqual([]);
     } finally {
       await inspected.close();

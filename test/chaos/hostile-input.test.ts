@@ -13,7 +13,7 @@ const SECRET = "whsec_chaos_fuzz_51e0aa";
 const MAX = 16 * 1024;
 let proc: CliProcess | undefined;
 afterAll(() => {
-  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+  if (proc?.child.exitCode === null) proc.child.kill("SIGKILL");
 });
 
 interface Shot {
@@ -72,9 +72,11 @@ function eventId(body: Uint8Array): string | undefined {
   }
 }
 
-const validEvent = fc.record({ type: fc.constantFrom("order.created", "review.created", "x.y"), n: fc.nat() }).map(({ type, n }) =>
-  Buffer.from(JSON.stringify({ id: `evt_fuzz_${n}_${randomUUID()}`, type, data: { id: `o${n}`, restaurantId: "r" } })),
-);
+const validEvent = fc
+  .record({ type: fc.constantFrom("order.created", "review.created", "x.y"), n: fc.nat() })
+  .map(({ type, n }) =>
+    Buffer.from(JSON.stringify({ id: `evt_fuzz_${n}_${randomUUID()}`, type, data: { id: `o${n}`, restaurantId: "r" } })),
+  );
 const bodies = fc.oneof(
   fc.uint8Array({ maxLength: 2048 }),
   validEvent,
@@ -82,7 +84,14 @@ const bodies = fc.oneof(
   fc.constantFrom(Buffer.from("[]"), Buffer.from("null"), Buffer.from('{"type":1}'), Buffer.from("{}"), Buffer.alloc(0)),
   fc.nat({ max: 3 }).map((k) => Buffer.alloc(MAX + 1 + k * 10_000, 0x61)),
 );
-const contentTypes = fc.constantFrom("application/json", "text/plain", "application/xml", "multipart/form-data; boundary=x", "", "application/json; charset=latin1");
+const contentTypes = fc.constantFrom(
+  "application/json",
+  "text/plain",
+  "application/xml",
+  "multipart/form-data; boundary=x",
+  "",
+  "application/json; charset=latin1",
+);
 const shots = fc
   .record({
     body: bodies,
@@ -93,27 +102,47 @@ const shots = fc
   })
   .map(({ body, signature, contentType, slow, truncated }): Shot => {
     const sig =
-      signature === "valid" ? signPayload(body, SECRET)
-      : signature === "garbage" ? "sha256=not hex at all"
-      : signature === "wrong-secret" ? signPayload(body, "whsec_other")
-      : signature === "other-body" ? signPayload(Buffer.concat([body, Buffer.from(" ")]), SECRET)
-      : signature === "uppercase-prefix" ? signPayload(body, SECRET).replace("sha256=", "SHA256=")
-      : signature === "long" ? "sha256=" + "a".repeat(6000)
-      // Two header lines, one valid: Node joins them into one value, which is refused.
-      : signature === "twice" ? [signPayload(body, SECRET), "sha256=00"]
-      : undefined;
+      signature === "valid"
+        ? signPayload(body, SECRET)
+        : signature === "garbage"
+          ? "sha256=not hex at all"
+          : signature === "wrong-secret"
+            ? signPayload(body, "whsec_other")
+            : signature === "other-body"
+              ? signPayload(Buffer.concat([body, Buffer.from(" ")]), SECRET)
+              : signature === "uppercase-prefix"
+                ? signPayload(body, SECRET).replace("sha256=", "SHA256=")
+                : signature === "long"
+                  ? "sha256=" + "a".repeat(6000)
+                  : // Two header lines, one valid: Node joins them into one value, which is refused.
+                    signature === "twice"
+                    ? [signPayload(body, SECRET), "sha256=00"]
+                    : undefined;
     const headers: Record<string, string | string[]> = {};
     if (contentType) headers["content-type"] = contentType;
     if (sig) headers["x-svc-signature"] = sig;
     const signedValid = signature === "valid" || signature === "uppercase-prefix";
     const isTruncated = truncated && body.length > 0;
-    return { body, headers, slow: slow && !isTruncated, truncated: isTruncated, signedValid, mustAccept: signedValid && !isTruncated && body.length <= MAX && eventId(body) !== undefined };
+    return {
+      body,
+      headers,
+      slow: slow && !isTruncated,
+      truncated: isTruncated,
+      signedValid,
+      mustAccept: signedValid && !isTruncated && body.length <= MAX && eventId(body) !== undefined,
+    };
   });
 
 describe("hostile input", () => {
   it("never answers 5xx (but 503), never crashes, never enqueues an unsigned event, keeps memory flat", async () => {
     const prefix = `chaos-fuzz-${randomUUID().slice(0, 6)}`;
-    proc = runCli(["serve", "--role", "web"], { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix, SIGNING_SECRET: SECRET, PORT: "0", MAX_BODY_BYTES: String(MAX) });
+    proc = runCli(["serve", "--role", "web"], {
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: prefix,
+      SIGNING_SECRET: SECRET,
+      PORT: "0",
+      MAX_BODY_BYTES: String(MAX),
+    });
     const url = await proc.listening();
     const port = Number(new URL(url).port);
     const pid = proc.child.pid!;
@@ -151,7 +180,9 @@ describe("hostile input", () => {
     } finally {
       await inspected.close();
     }
-    console.log(`CHAOS hostile-input ${JSON.stringify({ requests, slowestShotMs, statuses: Object.fromEntries(statuses), accepted: acceptedIds.size, rssBeforeMiB: before.toFixed(1), rssAfterMiB: after.toFixed(1) })}`);
+    console.log(
+      `CHAOS hostile-input ${JSON.stringify({ requests, slowestShotMs, statuses: Object.fromEntries(statuses), accepted: acceptedIds.size, rssBeforeMiB: before.toFixed(1), rssAfterMiB: after.toFixed(1) })}`,
+    );
     expect(after).toBeLessThan(before * 1.5);
   });
 });

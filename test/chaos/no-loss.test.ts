@@ -44,14 +44,32 @@ describe("no loss through faults", () => {
     dir = mkdtempSync(join(tmpdir(), "svc-chaos-"));
     const record = join(dir, "handled.txt");
     const handlers = join(dir, "handlers.mjs");
-    writeFileSync(handlers, `import { appendFileSync } from "node:fs";
-export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD_FILE, event.id + "\\n"); } };\n`);
+    writeFileSync(
+      handlers,
+      `import { appendFileSync } from "node:fs";
+export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD_FILE, event.id + "\\n"); } };\n`,
+    );
     const prefix = `chaos-${randomUUID().slice(0, 6)}`;
     const env = {
-      REDIS_URL: redis.url, QUEUE_PREFIX: prefix, SIGNING_SECRET: SECRET, ADMIN_TOKEN: ADMIN, PORT: "0",
-      API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, HANDLERS_MODULE: handlers, CHAOS_RECORD_FILE: record,
-      DATABASE_URL: databaseUrl, DATABASE_SCHEMA: schema,
-      JOB_LOCK_MS: "3000", PUMP_CLAIM_IDLE_MS: "2000", PUMP_BATCH_SIZE: "100", ENQUEUE_TIMEOUT_MS: "1000", WORKER_CONCURRENCY: "50", SYNC_DEBOUNCE_MS: "300", RECONCILE_INTERVAL_SECONDS: "0", JOB_BACKOFF_MS: "200",
+      REDIS_URL: redis.url,
+      QUEUE_PREFIX: prefix,
+      SIGNING_SECRET: SECRET,
+      ADMIN_TOKEN: ADMIN,
+      PORT: "0",
+      API_BASE_URL: apiUrl,
+      API_KEY: sandbox.apiKey,
+      HANDLERS_MODULE: handlers,
+      CHAOS_RECORD_FILE: record,
+      DATABASE_URL: databaseUrl,
+      DATABASE_SCHEMA: schema,
+      JOB_LOCK_MS: "3000",
+      PUMP_CLAIM_IDLE_MS: "2000",
+      PUMP_BATCH_SIZE: "100",
+      ENQUEUE_TIMEOUT_MS: "1000",
+      WORKER_CONCURRENCY: "50",
+      SYNC_DEBOUNCE_MS: "300",
+      RECONCILE_INTERVAL_SECONDS: "0",
+      JOB_BACKOFF_MS: "200",
     };
     const start = async (role: "web" | "worker") => {
       const p = runCli(["serve", "--role", role], env);
@@ -66,9 +84,10 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
     const events = Array.from({ length: EVENTS }, (_, i) => {
       const id = `evt_chaos_${i}_${randomUUID().slice(0, 8)}`;
       const order = orders[i % orders.length]!;
-      const body = i % 10 < 7
-        ? { id, type: "order.status_changed", data: { id: order.id, restaurantId: order.restaurantId } }
-        : { id, type: "review.created", data: { id: `rev_${i}`, restaurantId: "rest_1", rating: 1 + (i % 5) } };
+      const body =
+        i % 10 < 7
+          ? { id, type: "order.status_changed", data: { id: order.id, restaurantId: order.restaurantId } }
+          : { id, type: "review.created", data: { id: `rev_${i}`, restaurantId: "rest_1", rating: 1 + (i % 5) } };
       return { id, body: JSON.stringify(body) };
     });
 
@@ -77,7 +96,7 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
     // unacknowledged entries (mid-batch), and count what it left for the next pump to claim.
     const { stream, group } = redisKeys(prefix).ingest;
     const watcher = new Redis(redis.url, { maxRetriesPerRequest: null });
-    const pendingOf = async () => Number(((await watcher.xpending(stream, group).catch(() => [0])) as [number])[0]);
+    const pendingOf = async () => ((await watcher.xpending(stream, group).catch(() => [0])) as [number])[0];
     const leftPending: number[] = [];
     const killWorker = async () => {
       for (let tries = 0; tries < 400 && (await pendingOf()) === 0; tries++);
@@ -106,10 +125,13 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
     expect(faults).toEqual(["worker SIGKILL", "redis stopped", "redis restarted", "worker SIGKILL"]);
 
     const handled = () => (existsSync(record) ? readFileSync(record, "utf8").split("\n").filter(Boolean) : []);
-    await waitFor(() => {
-      const seen = new Set(handled());
-      return [...report.accepted].every((id) => seen.has(id));
-    }, { timeoutMs: 180_000, intervalMs: 250, what: "every accepted event to be handled" });
+    await waitFor(
+      () => {
+        const seen = new Set(handled());
+        return [...report.accepted].every((id) => seen.has(id));
+      },
+      { timeoutMs: 180_000, intervalMs: 250, what: "every accepted event to be handled" },
+    );
     const all = handled();
     const unique = new Set(all);
     const losses = [...report.accepted].filter((id) => !unique.has(id)).length;
@@ -118,14 +140,19 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
     const database = await createDatabase({ url: databaseUrl, dataDir: "", schema });
     try {
       const mirror = createPostgresMirror(database.db);
-      await waitFor(async () => {
-        const truth = new Map(sandbox!.state.orders().map((o) => [o.id, o]));
-        const mirrored = await mirror.all("orders");
-        return mirrored.length === truth.size && mirrored.every((o) => isDeepStrictEqual(o, truth.get(o.id)));
-      }, { timeoutMs: 120_000, intervalMs: 250, what: "the mirror to equal the sandbox" });
+      await waitFor(
+        async () => {
+          const truth = new Map(sandbox!.state.orders().map((o) => [o.id, o]));
+          const mirrored = await mirror.all("orders");
+          return mirrored.length === truth.size && mirrored.every((o) => isDeepStrictEqual(o, truth.get(o.id)));
+        },
+        { timeoutMs: 120_000, intervalMs: 250, what: "the mirror to equal the sandbox" },
+      );
       // As SQL holds it too: typed columns, amounts as decimals, line items.
       expect((await sqlMirror(database.db)).orders).toEqual(sandboxAsSql(sandbox.state).orders);
-      const reviewIds = new Set(events.filter((e) => e.body.includes("review.created")).map((e) => (JSON.parse(e.body) as { data: { id: string } }).data.id));
+      const reviewIds = new Set(
+        events.filter((e) => e.body.includes("review.created")).map((e) => (JSON.parse(e.body) as { data: { id: string } }).data.id),
+      );
       expect((await mirror.all("reviews")).length).toBe(reviewIds.size);
     } finally {
       await database.db.schema.dropSchema(schema).ifExists().cascade().execute();
@@ -133,7 +160,18 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
     }
 
     await watcher.quit();
-    const figures = { leftPendingByKills: leftPending, sent: EVENTS, accepted: report.accepted.size, attempts: report.attempts, non200: report.non200, handled: all.length, duplicatesHandled: all.length - unique.size, losses, faults, seconds: (Date.now() - started) / 1000 };
+    const figures = {
+      leftPendingByKills: leftPending,
+      sent: EVENTS,
+      accepted: report.accepted.size,
+      attempts: report.attempts,
+      non200: report.non200,
+      handled: all.length,
+      duplicatesHandled: all.length - unique.size,
+      losses,
+      faults,
+      seconds: (Date.now() - started) / 1000,
+    };
     console.log(`CHAOS no-loss ${JSON.stringify(figures)}`);
     expect(losses).toBe(0);
 

@@ -26,7 +26,12 @@ export async function sendAll(
         if (Date.now() > deadline) throw new Error(`sender deadline passed with ${report.accepted.size} of ${events.length} accepted`);
         report.attempts++;
         try {
-          const res = await fetch(url, { method: "POST", body: event.body, headers: { "content-type": "application/json", "x-svc-signature": signPayload(event.body, secret) }, signal: AbortSignal.timeout(10_000) });
+          const res = await fetch(url, {
+            method: "POST",
+            body: event.body,
+            headers: { "content-type": "application/json", "x-svc-signature": signPayload(event.body, secret) },
+            signal: AbortSignal.timeout(10_000),
+          });
           await res.arrayBuffer();
           if (res.status === 200) {
             report.accepted.add(event.id);

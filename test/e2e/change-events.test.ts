@@ -85,7 +85,9 @@ function expectChain(events: ChangeEvent[], start: unknown, history: unknown[], 
     const { before, after, changed } = e.data;
     expect(isDeepStrictEqual(before, after), `${id}: a change that changes nothing`).toBe(false);
     const keys = [...new Set([...Object.keys(before ?? {}), ...Object.keys(after)])];
-    const differing = keys.filter((k) => !isDeepStrictEqual((before as Record<string, unknown> | null)?.[k], (after as Record<string, unknown>)[k]));
+    const differing = keys.filter(
+      (k) => !isDeepStrictEqual((before as Record<string, unknown> | null)?.[k], (after as Record<string, unknown>)[k]),
+    );
     expect([...changed].sort(), `${id}: changed`).toEqual(differing.sort());
     const next = history.findIndex((h, n) => n > at && isDeepStrictEqual(h, after));
     expect(next, `${id}: after is a later state from the sandbox's history`).toBeGreaterThan(at);
@@ -102,7 +104,8 @@ describe("change events: handlers get what actually changed in the mirror", () =
     // A first import that emits nothing: the chains start from what it stored.
     await sweepAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror });
     const start = new Map<string, unknown>();
-    for (const kind of ["orders", "bookings", "menu-items"] as const) for (const r of await s.svc.service.mirror.all(kind)) start.set(r.id, r);
+    for (const kind of ["orders", "bookings", "menu-items"] as const)
+      for (const r of await s.svc.service.mirror.all(kind)) start.set(r.id, r);
 
     // Capture the sandbox's deliveries, to send them back in a hostile order.
     const captured: { body: string; signature: string }[] = [];
@@ -121,7 +124,12 @@ describe("change events: handlers get what actually changed in the mirror", () =
     /** Every delivery so far (earlier steps' included: stale now), twice each, shuffled. */
     const replayAll = async (seed: number) => {
       await s.sandbox.idle();
-      const statuses = await Promise.all(shuffled(captured.flatMap((d) => [d, d]), seed).map(post));
+      const statuses = await Promise.all(
+        shuffled(
+          captured.flatMap((d) => [d, d]),
+          seed,
+        ).map(post),
+      );
       expect(new Set(statuses)).toEqual(new Set([200]));
       await settled(s);
     };
@@ -131,7 +139,11 @@ describe("change events: handlers get what actually changed in the mirror", () =
     const menuItem = s.sandbox.state.menuItems()[0]!;
     const booking = s.sandbox.state.bookings().find((b) => b.status === "CONFIRMED")!;
     // Step 1: new records, a seeded one moves, a menu item changes.
-    const orders = [a.createOrder({ restaurantId: "rest_1", paid: true }), a.createOrder({ restaurantId: "rest_2", paid: true }), a.createOrder({ restaurantId: "rest_1" })];
+    const orders = [
+      a.createOrder({ restaurantId: "rest_1", paid: true }),
+      a.createOrder({ restaurantId: "rest_2", paid: true }),
+      a.createOrder({ restaurantId: "rest_1" }),
+    ];
     a.updateOrderStatus(seeded.id, "CONFIRMED");
     a.updateMenuItem(menuItem.id, { price: 12.5, stock: 7 });
     await replayAll(1);
@@ -165,7 +177,9 @@ describe("change events: handlers get what actually changed in the mirror", () =
     const before = events.length;
     await replayAll(4);
     expect(events.length).toBe(before);
-    expect(await metric(s, 'svc_mirror_changes_total{kind="order",source="webhook"}')).toBe(events.filter((e) => e.type === "change.order").length);
+    expect(await metric(s, 'svc_mirror_changes_total{kind="order",source="webhook"}')).toBe(
+      events.filter((e) => e.type === "change.order").length,
+    );
     expect(await metric(s, 'svc_missed_webhooks_total{kind="order"}')).toBe(0);
   });
 
@@ -182,7 +196,10 @@ describe("change events: handlers get what actually changed in the mirror", () =
     const stored = await s.svc.service.mirror.get("orders", quiet!.id);
 
     // Over the sandbox's HTTP control surface: the change happens, no webhook is sent.
-    const res = await fetch(`${s.sandbox.url}/_sandbox/actions/updateOrderStatus`, { method: "POST", body: JSON.stringify({ id: quiet!.id, status: "CONFIRMED", silent: true }) });
+    const res = await fetch(`${s.sandbox.url}/_sandbox/actions/updateOrderStatus`, {
+      method: "POST",
+      body: JSON.stringify({ id: quiet!.id, status: "CONFIRMED", silent: true }),
+    });
     expect(res.status).toBe(200);
     s.sandbox.actions.updateOrderStatus(loud!.id, "CONFIRMED");
     await settled(s);
@@ -195,7 +212,10 @@ describe("change events: handlers get what actually changed in the mirror", () =
     await settled(s);
     const found = events.filter((e) => e.data.id === quiet!.id);
     expect(found).toHaveLength(1);
-    expect(found[0]).toMatchObject({ type: "change.order", data: { kind: "order", source: "reconcile", before: stored, after: history[1], changed: ["status"] } });
+    expect(found[0]).toMatchObject({
+      type: "change.order",
+      data: { kind: "order", source: "reconcile", before: stored, after: history[1], changed: ["status"] },
+    });
     // The sweep re-read the other order too: no change, so no event.
     expect(events).toHaveLength(2);
     expect(await metric(s, 'svc_missed_webhooks_total{kind="order"}')).toBe(1);

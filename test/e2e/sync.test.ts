@@ -22,9 +22,21 @@ function liveTraffic(s: Stack) {
   }
   a.updateOrderStatus(created[1]!.id, "CANCELLED");
   a.refundOrder(created[0]!.id, "cold soup");
-  const booking = a.createBooking({ restaurantId: "rest_2", date: "2026-12-24", time: "19:30", partySize: 4, diner: { name: "Ada", email: "ada@example.com" } });
+  const booking = a.createBooking({
+    restaurantId: "rest_2",
+    date: "2026-12-24",
+    time: "19:30",
+    partySize: 4,
+    diner: { name: "Ada", email: "ada@example.com" },
+  });
   a.cancelBooking(booking.id);
-  a.createBooking({ restaurantId: "rest_3", date: "2026-12-31", time: "20:00", partySize: 2, diner: { name: "Ken", email: "ken@example.com" } });
+  a.createBooking({
+    restaurantId: "rest_3",
+    date: "2026-12-31",
+    time: "20:00",
+    partySize: 2,
+    diner: { name: "Ken", email: "ken@example.com" },
+  });
   const menuItem = s.sandbox.state.menuItems()[0]!;
   a.updateMenuItem(menuItem.id, { price: 99.5, stock: 3 });
   return a.createReview({ restaurantId: "rest_1", rating: 5, comment: "superb" });
@@ -85,7 +97,9 @@ describe("sync: the sandbox's webhooks keep the mirror equal to the API", () => 
       // Send the newest first and let it sync, then the rest, stale snapshots included.
       const [newest, ...rest] = replay;
       const post = (d: { body: string; signature: string }) =>
-        fetch(`${stack!.svc.url}/webhooks`, { method: "POST", body: d.body, headers: { "x-svc-signature": d.signature } }).then((r) => r.status);
+        fetch(`${stack!.svc.url}/webhooks`, { method: "POST", body: d.body, headers: { "x-svc-signature": d.signature } }).then(
+          (r) => r.status,
+        );
       expect(await post(newest!)).toBe(200);
       await stack.drained();
       const statuses = await Promise.all(rest.map(post));
@@ -137,13 +151,16 @@ describe("sync: the sandbox's webhooks keep the mirror equal to the API", () => 
   it("the scheduled reconciliation catches what webhooks missed", async () => {
     stack = await startStack({ deliver: false, env: { RECONCILE_INTERVAL_SECONDS: "1" } });
     const order = stack.sandbox.actions.createOrder({ restaurantId: "rest_2" });
-    await waitFor(async () => {
-      for (const kind of ["orders", "bookings", "menu-items"] as const) {
-        const { mirror, truth } = await stack!.compare(kind);
-        if (!isDeepStrictEqual(mirror, truth)) return false;
-      }
-      return true;
-    }, { what: "reconciliation to mirror every record" });
+    await waitFor(
+      async () => {
+        for (const kind of ["orders", "bookings", "menu-items"] as const) {
+          const { mirror, truth } = await stack!.compare(kind);
+          if (!isDeepStrictEqual(mirror, truth)) return false;
+        }
+        return true;
+      },
+      { what: "reconciliation to mirror every record" },
+    );
     expect(await stack.svc.service.mirror.get("orders", order.id)).toMatchObject({ id: order.id });
   });
 });

@@ -38,7 +38,7 @@ export function runCli(args: string[], env: Record<string, string | undefined>, 
   const records: Record<string, unknown>[] = [];
   const waiters: { msg: string; resolve: (r: Record<string, unknown>) => void }[] = [];
   // Parse each complete line once, so a long, chatty run stays linear.
-  child.stdout!.on("data", (d: Buffer) => {
+  child.stdout.on("data", (d: Buffer) => {
     const text = d.toString();
     out += text;
     const lines = (partial + text).split("\n");
@@ -58,14 +58,17 @@ export function runCli(args: string[], env: Record<string, string | undefined>, 
       }
     }
   });
-  child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (err += d.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
   );
   const waitForLog = (msg: string) =>
     new Promise<Record<string, unknown>>((resolve, reject) => {
       const seen = records.find((r) => r.msg === msg);
-      if (seen) return resolve(seen);
+      if (seen) {
+        resolve(seen);
+        return;
+      }
       waiters.push({ msg, resolve });
       void exited.then(({ code }) => reject(new Error(`process exited (${code}) before logging "${msg}": ${err}${out}`)));
     });

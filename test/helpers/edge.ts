@@ -49,7 +49,7 @@ export async function startEdge(env: Record<string, string> = {}): Promise<TestE
   const logger = createLogger({ level: config.logLevel, destination: logs.stream, secrets: config.signingSecrets });
   const database = await openTestDatabase(preferredDriver(), { migrations: 0 });
   const service = await createService({ config, logger, database });
-  const url = (await service.start())!;
+  const url = await service.start();
   const inspector = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
   const queue = new Queue(EVENTS_QUEUE, { connection: inspector, prefix });
   const post = (body: string | Uint8Array, headers: Record<string, string> = {}) =>
@@ -73,7 +73,8 @@ export async function startEdge(env: Record<string, string> = {}): Promise<TestE
     async stop() {
       await service.stop();
       await database.close();
-      await queue.obliterate({ force: true }).catch(() => {});
+      // Best-effort cleanup: the queue may already be gone.
+      await queue.obliterate({ force: true }).catch(() => undefined);
       await inspector.del(redisKeys(prefix).ingest.stream);
       await queue.close();
       await inspector.quit();

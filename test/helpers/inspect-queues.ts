@@ -24,7 +24,8 @@ export function inspectQueues(redisUrl: string, prefix: string, names: readonly 
     },
     async close() {
       for (const q of queues) {
-        await q.obliterate({ force: true }).catch(() => {});
+        // Best-effort cleanup: the queue may already be gone.
+        await q.obliterate({ force: true }).catch(() => undefined);
         await q.close();
       }
       await redis.del(redisKeys(prefix).ingest.stream);

@@ -49,7 +49,15 @@ export const menuItemRecord = (id: string, extra: Record<string, unknown> = {}):
   ...extra,
 });
 
-export const reviewRecord = (id: string, extra: Record<string, unknown> = {}): MirrorRecord => ({ id, restaurantId: "rest_1", rating: 5, comment: null, author: "Ada", createdAt: "2026-11-20T11:00:00.000Z", ...extra });
+export const reviewRecord = (id: string, extra: Record<string, unknown> = {}): MirrorRecord => ({
+  id,
+  restaurantId: "rest_1",
+  rating: 5,
+  comment: null,
+  author: "Ada",
+  createdAt: "2026-11-20T11:00:00.000Z",
+  ...extra,
+});
 
 /** `base` moved on by `ms` milliseconds: distinct read instants without waiting for a clock. */
 export const later = (base: Date, ms: number) => new Date(base.getTime() + ms);

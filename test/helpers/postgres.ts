@@ -31,7 +31,9 @@ export function databaseEnv(dataDir: () => string): Record<string, string> {
 
 /** Opens the database a CLI process was pointed at by `databaseEnv` (migrated by that process). */
 export function openDatabaseOfEnv(env: Record<string, string>): Promise<Database> {
-  return env.DATABASE_URL ? createDatabase({ url: env.DATABASE_URL, dataDir: "", schema: env.DATABASE_SCHEMA ?? "svc" }) : createDatabase({ dataDir: env.DATA_DIR! });
+  return env.DATABASE_URL
+    ? createDatabase({ url: env.DATABASE_URL, dataDir: "", schema: env.DATABASE_SCHEMA ?? "svc" })
+    : createDatabase({ dataDir: env.DATA_DIR! });
 }
 
 /** A fresh schema name per file (and per call), so files run in parallel on one server. */
@@ -81,7 +83,11 @@ export interface OpenOptions {
  */
 export async function openTestDatabase(driver: TestDriver, options: OpenOptions = {}): Promise<TestDatabase> {
   const schema = options.schema ?? randomSchema();
-  const database = await createDatabase(driver === "server" ? { url: inject("databaseUrl"), dataDir: "", schema, poolSize: 4 } : { dataDir: options.dataDir ?? "memory://", schema, embeddedTemplate: await pgliteTemplate() });
+  const database = await createDatabase(
+    driver === "server"
+      ? { url: inject("databaseUrl"), dataDir: "", schema, poolSize: 4 }
+      : { dataDir: options.dataDir ?? "memory://", schema, embeddedTemplate: await pgliteTemplate() },
+  );
   if (options.migrations !== 0) await migrateToLatest(database, options.migrations === undefined ? {} : { count: options.migrations });
   return {
     ...database,

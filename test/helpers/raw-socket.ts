@@ -20,7 +20,8 @@ export function openRawSocket(baseUrl: string): Promise<RawSocket> {
     data += chunk.toString("latin1");
     for (const l of [...listeners]) l();
   });
-  socket.on("error", () => {});
+  // A reset is what some tests provoke; the "close" below reports it.
+  socket.on("error", () => undefined);
   const closed = new Promise<string>((resolve) => socket.on("close", () => resolve(data)));
   return new Promise((resolve, reject) => {
     socket.once("error", reject);
@@ -38,7 +39,9 @@ export function openRawSocket(baseUrl: string): Promise<RawSocket> {
               }
             };
             listeners.add(check);
-            void closed.then(() => (listeners.has(check) ? fail(new Error(`closed before ${String(text)}; got ${data.slice(0, 200)}`)) : undefined));
+            void closed.then(() =>
+              listeners.has(check) ? fail(new Error(`closed before ${String(text)}; got ${data.slice(0, 200)}`)) : undefined,
+            );
             check();
           }),
       }),
@@ -50,7 +53,10 @@ export function openRawSocket(baseUrl: string): Promise<RawSocket> {
 export function trickle(socket: Socket, text: string, everyMs: number): () => void {
   let i = 0;
   const timer = setInterval(() => {
-    if (socket.destroyed || i >= text.length) return clearInterval(timer);
+    if (socket.destroyed || i >= text.length) {
+      clearInterval(timer);
+      return;
+    }
     socket.write(text[i++]!);
   }, everyMs);
   socket.once("close", () => clearInterval(timer));

@@ -52,22 +52,39 @@ export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
 /** Resolves once the node logs that it accepts connections; rejects with its output if it exits. */
 function startNode(dir: string, port: number): Promise<ChildProcess> {
   const args = [
-    "--port", String(port), "--bind", "127.0.0.1", "--dir", dir,
-    "--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`,
-    "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction", "--daemonize", "no", "--loglevel", "notice",
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    dir,
+    "--cluster-enabled",
+    "yes",
+    "--cluster-config-file",
+    `nodes-${port}.conf`,
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--maxmemory-policy",
+    "noeviction",
+    "--daemonize",
+    "no",
+    "--loglevel",
+    "notice",
   ];
   const child = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
   return new Promise((resolve, reject) => {
     let output = "";
     const onData = (d: Buffer) => {
       output += d.toString();
-      if (/Ready to accept connections/.test(output)) {
-        child.stdout?.off("data", onData);
+      if (output.includes("Ready to accept connections")) {
+        child.stdout.off("data", onData);
         resolve(child);
       }
     };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+    child.stdout.on("data", onData);
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
     child.once("exit", (code) => reject(new Error(`redis-server on port ${port} exited (${code}): ${output}`)));
     child.once("error", reject);
   });
@@ -87,7 +104,9 @@ function run(command: string, args: string[]): Promise<string> {
     child.stdout.on("data", (d: Buffer) => (output += d.toString()));
     child.stderr.on("data", (d: Buffer) => (output += d.toString()));
     child.once("error", reject);
-    child.once("exit", (code) => (code === 0 ? resolve(output) : reject(new Error(`${command} ${args.join(" ")} exited ${code}: ${output}`))));
+    child.once("exit", (code) =>
+      code === 0 ? resolve(output) : reject(new Error(`${command} ${args.join(" ")} exited ${code}: ${output}`)),
+    );
   });
 }
 

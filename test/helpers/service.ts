@@ -44,7 +44,11 @@ export async function startService(env: Record<string, string> = {}, handlers: E
     ...env,
   });
   const logs = captureLogs();
-  const logger = createLogger({ level: config.logLevel, destination: logs.stream, secrets: [...config.signingSecrets, ADMIN_TOKEN, ...(config.api ? [config.api.apiKey] : [])] });
+  const logger = createLogger({
+    level: config.logLevel,
+    destination: logs.stream,
+    secrets: [...config.signingSecrets, ADMIN_TOKEN, ...(config.api ? [config.api.apiKey] : [])],
+  });
   const database: TestDatabase = await openTestDatabase(preferredDriver(), { migrations: 0 });
   const service = await createService({ config, logger, handlers, database });
   const url = await service.start();
@@ -58,7 +62,11 @@ export async function startService(env: Record<string, string> = {}, handlers: E
     redis,
     deliver(body) {
       const text = typeof body === "string" ? body : JSON.stringify(body);
-      return fetch(`${url}/webhooks`, { method: "POST", body: text, headers: { "content-type": "application/json", "x-svc-signature": signPayload(text, TEST_SECRET) } });
+      return fetch(`${url}/webhooks`, {
+        method: "POST",
+        body: text,
+        headers: { "content-type": "application/json", "x-svc-signature": signPayload(text, TEST_SECRET) },
+      });
     },
     admin: (path) => fetch(`${url}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
     async stop() {

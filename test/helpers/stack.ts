@@ -20,7 +20,9 @@ export interface Stack {
 }
 
 /** The sandbox (upstream) delivering its own webhooks to a whole service (edge + worker). */
-export async function startStack(opts: { thin?: boolean; deliver?: boolean; sandbox?: SandboxOptions; env?: Record<string, string>; handlers?: EventHandlers[] } = {}): Promise<Stack> {
+export async function startStack(
+  opts: { thin?: boolean; deliver?: boolean; sandbox?: SandboxOptions; env?: Record<string, string>; handlers?: EventHandlers[] } = {},
+): Promise<Stack> {
   const sandbox = createSandbox({ delivery: { retryDelaysMs: [50, 100, 200] }, ...opts.sandbox });
   const apiUrl = await sandbox.listen();
   const svc = await startService({ API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, ...opts.env }, opts.handlers);
@@ -32,11 +34,16 @@ export async function startStack(opts: { thin?: boolean; deliver?: boolean; sand
     svc,
     async drained() {
       await sandbox.idle();
-      await waitFor(async () => (await svc.redis.xlen(redisKeys(svc.prefix).ingest.stream)) === 0, { timeoutMs: 60_000, what: "the ingest stream to drain" });
+      await waitFor(async () => (await svc.redis.xlen(redisKeys(svc.prefix).ingest.stream)) === 0, {
+        timeoutMs: 60_000,
+        what: "the ingest stream to drain",
+      });
       await waitForQueuesIdle(queues, { timeoutMs: 60_000, what: `${EVENTS_QUEUE} and ${SYNC_QUEUE} queues to drain` });
     },
     async compare(kind) {
-      const truth = (kind === "orders" ? sandbox.state.orders() : kind === "bookings" ? sandbox.state.bookings() : sandbox.state.menuItems()) as { id: string }[];
+      const truth = (
+        kind === "orders" ? sandbox.state.orders() : kind === "bookings" ? sandbox.state.bookings() : sandbox.state.menuItems()
+      ) as { id: string }[];
       const mirror = (await svc.service.mirror.all(kind)) as { id: string }[];
       return { mirror: [...mirror].sort(byId), truth: [...truth].sort(byId) };
     },

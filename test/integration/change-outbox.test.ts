@@ -65,7 +65,12 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
       ["change.order", "ord_2", "reconcile", ["status"]],
       ["change.menu_item", "mi_1", "backfill", Object.keys(menuItemRecord("mi_1")).sort()],
     ]);
-    expect(rows[2]!.payload).toMatchObject({ kind: "order", restaurantId: "rest_1", before: orderRecord("ord_2"), after: orderRecord("ord_2", { status: "READY" }) });
+    expect(rows[2]!.payload).toMatchObject({
+      kind: "order",
+      restaurantId: "rest_1",
+      before: orderRecord("ord_2"),
+      after: orderRecord("ord_2", { status: "READY" }),
+    });
     expect(rows.every((r) => /^chg_[0-9a-f]{32}$/.test(r.id))).toBe(true);
   });
 
@@ -77,7 +82,9 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
 
   it("a failed mirror write leaves no change behind (same transaction)", async () => {
     const writer = createMirrorWriter(mirror);
-    await expect(writer.write("orders", [orderRecord("ord_1"), orderRecord("ord_2", { total: "not money" })], t0, "webhook")).rejects.toThrow();
+    await expect(
+      writer.write("orders", [orderRecord("ord_1"), orderRecord("ord_2", { total: "not money" })], t0, "webhook"),
+    ).rejects.toThrow();
     expect(await outbox.pending()).toBe(0);
   });
 
@@ -91,7 +98,10 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
     const jobs = await waitingJobs();
     expect(jobs.map((j) => j.id)).toEqual(ids);
     expect(jobs.map((j) => (j.data.payload.data as { after: { tip: number } }).after.tip)).toEqual([1, 2, 3, 4, 5]);
-    expect(jobs[0]).toMatchObject({ name: "change.order", data: { id: ids[0], type: "change.order", payload: { id: ids[0], type: "change.order", data: { kind: "order", source: "webhook" } } } });
+    expect(jobs[0]).toMatchObject({
+      name: "change.order",
+      data: { id: ids[0], type: "change.order", payload: { id: ids[0], type: "change.order", data: { kind: "order", source: "webhook" } } },
+    });
     expect(await outbox.pending()).toBe(0);
   });
 
@@ -122,9 +132,18 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
     await expect(crashAgain.drain()).rejects.toThrow();
     await crashAgain.stop();
     const handled: string[] = [];
-    const worker = new Worker<EventJobData>(EVENTS_QUEUE, async (job) => void handled.push(job.id!), { connection: redis, prefix });
+    const worker = new Worker<EventJobData>(
+      EVENTS_QUEUE,
+      (job) => {
+        handled.push(job.id!);
+        return Promise.resolve();
+      },
+      { connection: redis, prefix },
+    );
     try {
-      await waitFor(async () => handled.includes(third.id) && (await queue.getJob(third.id)) === undefined, { what: "the job to complete and be removed" });
+      await waitFor(async () => handled.includes(third.id) && (await queue.getJob(third.id)) === undefined, {
+        what: "the job to complete and be removed",
+      });
       const resend = relay({ jobOptions: { removeOnComplete: true } });
       expect(await resend.drain()).toBe(1);
       await resend.stop();
@@ -150,7 +169,13 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
     const held = new Promise<void>((r) => (release = r));
     let added!: () => void;
     const inHand = new Promise<void>((r) => (added = r));
-    const slow = relay({ intervalMs: 60_000, afterAdd: async () => { added(); await held; } });
+    const slow = relay({
+      intervalMs: 60_000,
+      afterAdd: async () => {
+        added();
+        await held;
+      },
+    });
     slow.start(); // relays at once, then every minute
     await inHand;
     let stopped = false;

@@ -13,7 +13,10 @@ import { waitFor } from "../helpers/wait-for.js";
 // Two worker processes must share one database: only a PostgreSQL server allows that (the
 // embedded store is one process only).
 const databaseUrl = inject("databaseUrl");
-if (!databaseUrl) console.warn("change-relay-crash: skipped — needs two processes on one database, and this run has no PostgreSQL server (install postgresql or set TEST_DATABASE_URL)");
+if (!databaseUrl)
+  console.warn(
+    "change-relay-crash: skipped — needs two processes on one database, and this run has no PostgreSQL server (install postgresql or set TEST_DATABASE_URL)",
+  );
 
 const procs: CliProcess[] = [];
 let sandbox: Sandbox | undefined;
@@ -90,13 +93,21 @@ export default {
     const seen = await waitFor(
       () => {
         if (!existsSync(changesFile)) return false;
-        const lines = readFileSync(changesFile, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { id: string; record: string; source: string });
+        const lines = readFileSync(changesFile, "utf8")
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l) as { id: string; record: string; source: string });
         const ids = new Set(lines.map((l) => l.id));
         return left.every((r) => ids.has(r.id)) ? lines : false;
       },
       { timeoutMs: 20_000, what: "every outbox change to reach the second worker's handlers" },
     );
-    expect(seen.find((l) => l.record === order.id)).toEqual({ id: orderChange!.id, type: "change.order", record: order.id, source: "webhook" });
+    expect(seen.find((l) => l.record === order.id)).toEqual({
+      id: orderChange!.id,
+      type: "change.order",
+      record: order.id,
+      source: "webhook",
+    });
     expect(await database.db.selectFrom("change_outbox").select("id").execute()).toEqual([]);
     second.child.kill("SIGTERM");
     expect((await second.exited).code).toBe(0);

@@ -17,7 +17,7 @@ let proc: CliProcess | undefined;
 afterEach(async () => {
   await svc?.stop();
   await sandbox?.close();
-  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+  if (proc?.child.exitCode === null) proc.child.kill("SIGKILL");
   svc = sandbox = proc = undefined;
 });
 
@@ -25,7 +25,9 @@ describe("svc-webhooks trigger", () => {
   it("sends a signed sample event that the service accepts and stores", async () => {
     svc = await startService();
     const done = nextJob(svc.service.worker!.eventWorker, "completed");
-    proc = runCli(["trigger", "review.created", "--url", `${svc.url}/webhooks`, "--data", '{"id":"rev_cli","rating":2}'], { SIGNING_SECRET: TEST_SECRET });
+    proc = runCli(["trigger", "review.created", "--url", `${svc.url}/webhooks`, "--data", '{"id":"rev_cli","rating":2}'], {
+      SIGNING_SECRET: TEST_SECRET,
+    });
     expect((await proc.exited).code).toBe(0);
     expect(JSON.parse(proc.stdout())).toMatchObject({ status: 200, sent: { type: "review.created", data: { id: "rev_cli", rating: 2 } } });
     await done;
@@ -55,7 +57,14 @@ describe("svc-webhooks backfill", () => {
     sandbox = createSandbox();
     const apiUrl = await sandbox.listen();
     const database = databaseEnv(() => mkdtempSync(join(tmpdir(), "svc-backfill-")));
-    proc = runCli(["backfill"], { ...database, REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: `test-backfill-${process.pid}`, API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, API_RATE: "1000" });
+    proc = runCli(["backfill"], {
+      ...database,
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: `test-backfill-${process.pid}`,
+      API_BASE_URL: apiUrl,
+      API_KEY: sandbox.apiKey,
+      API_RATE: "1000",
+    });
     expect((await proc.exited).code).toBe(0);
     expect(proc.stderr()).toContain("orders: 36 records");
     expect(JSON.parse(proc.stdout())).toEqual({ backfilled: { orders: 36, bookings: 15, "menu-items": 18 } });
@@ -63,7 +72,12 @@ describe("svc-webhooks backfill", () => {
     const db = await openDatabaseOfEnv(database);
     try {
       const mirrored = await createPostgresMirror(db.db).all("orders");
-      expect(mirrored.map((o) => o.id).sort()).toEqual(sandbox.state.orders().map((o) => o.id).sort());
+      expect(mirrored.map((o) => o.id).sort()).toEqual(
+        sandbox.state
+          .orders()
+          .map((o) => o.id)
+          .sort(),
+      );
     } finally {
       await db.close();
     }

@@ -31,7 +31,9 @@ describe.each(testDrivers())("migrations (%s)", (driver) => {
       expect(await migrateToLatest(database)).toEqual([]);
       const { rows } = await sql<{ table_name: string; column_name: string; data_type: string }>`
         select table_name, column_name, data_type from information_schema.columns
-        where table_schema = ${database.schema} and column_name in ('total', 'price', 'created_at', 'read_at', 'raw', 'allergens', 'received_at')`.execute(database.db);
+        where table_schema = ${database.schema} and column_name in ('total', 'price', 'created_at', 'read_at', 'raw', 'allergens', 'received_at')`.execute(
+        database.db,
+      );
       const types = Object.fromEntries(rows.map((r) => [`${r.table_name}.${r.column_name}`, r.data_type]));
       expect(types).toMatchObject({
         "orders.total": "numeric",
@@ -43,7 +45,11 @@ describe.each(testDrivers())("migrations (%s)", (driver) => {
         "menu_items.allergens": "ARRAY",
         "events.received_at": "timestamp with time zone",
       });
-      const inPublic = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_schema = 'public' and table_name = 'orders'`.execute(database.db);
+      const inPublic = await sql<{
+        n: number;
+      }>`select count(*)::int as n from information_schema.tables where table_schema = 'public' and table_name = 'orders'`.execute(
+        database.db,
+      );
       expect(inPublic.rows[0]?.n).toBe(0);
     } finally {
       await database.close();
@@ -55,7 +61,20 @@ describe.each(testDrivers())("migrations (%s)", (driver) => {
     try {
       await database.db
         .insertInto("orders")
-        .values({ id: "ord_1", restaurant_id: "r1", type: "DINE_IN", status: "PAID", subtotal: "10.10", tax: "0.81", tip: "0", total: "10.91", currency: "EUR", created_at: "2026-11-20T10:00:00Z", raw: JSON.stringify({ id: "ord_1", total: 10.91 }), read_at: new Date() })
+        .values({
+          id: "ord_1",
+          restaurant_id: "r1",
+          type: "DINE_IN",
+          status: "PAID",
+          subtotal: "10.10",
+          tax: "0.81",
+          tip: "0",
+          total: "10.91",
+          currency: "EUR",
+          created_at: "2026-11-20T10:00:00Z",
+          raw: JSON.stringify({ id: "ord_1", total: 10.91 }),
+          read_at: new Date(),
+        })
         .execute();
       expect(await migrateToLatest(database)).toEqual(ALL.slice(1));
       const order = await database.db.selectFrom("orders").select(["id", "total", "raw"]).executeTakeFirstOrThrow();
@@ -87,7 +106,7 @@ describe.runIf(testDrivers().includes("server"))("migrations on a server", () =>
     const error: unknown = await migrateToLatest(database).catch((e: unknown) => e);
     await database.close();
     expect(error).toBeInstanceOf(Error);
-    expect(String((error as Error).message)).not.toContain("hunter2");
+    expect((error as Error).message).not.toContain("hunter2");
   });
 });
 
@@ -110,7 +129,10 @@ describe("embedded data directory", () => {
     const dataDir = tempDir();
     const first = await createDatabase({ dataDir, schema: "svc", embeddedTemplate: await pgliteTemplate() });
     await migrateToLatest(first);
-    await first.db.insertInto("reviews").values({ id: "rev_1", restaurant_id: "r1", raw: JSON.stringify({ id: "rev_1" }), read_at: new Date() }).execute();
+    await first.db
+      .insertInto("reviews")
+      .values({ id: "rev_1", restaurant_id: "r1", raw: JSON.stringify({ id: "rev_1" }), read_at: new Date() })
+      .execute();
     const second = await createDatabase({ dataDir, schema: "svc" }).catch((e: unknown) => e);
     expect(second).toBeInstanceOf(DataDirLockedError);
     expect((second as Error).message).toContain("DATABASE_URL");

@@ -22,7 +22,11 @@ const fly = parse(readFileSync(join(ROOT, "fly.toml"), "utf8")) as {
   http_service: { internal_port: number; processes: string[]; checks: { path: string }[] };
 };
 
-const instruction = (name: string) => dockerfile.split("\n").filter((l) => l.startsWith(`${name} `)).map((l) => l.slice(name.length + 1).trim());
+const instruction = (name: string) =>
+  dockerfile
+    .split("\n")
+    .filter((l) => l.startsWith(`${name} `))
+    .map((l) => l.slice(name.length + 1).trim());
 const cmd = JSON.parse(instruction("CMD")[0]!) as string[];
 
 describe("Dockerfile and fly.toml", () => {
@@ -48,7 +52,10 @@ describe("Dockerfile and fly.toml", () => {
     }
     expect(Object.keys(fly.env).filter((k) => /SECRET|KEY|TOKEN|REDIS_URL/.test(k))).toEqual([]);
     // The context is an allow-list: everything is ignored, then only build inputs are let back in.
-    const rules = readFileSync(join(ROOT, ".dockerignore"), "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+    const rules = readFileSync(join(ROOT, ".dockerignore"), "utf8")
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith("#"));
     expect(rules[0]).toBe("*");
     for (const rule of rules.slice(1)) {
       expect(rule).toMatch(/^!(package(-lock)?\.json|tsconfig(\.build)?\.json|src\/\*\*)$/);
@@ -87,8 +94,10 @@ describe("the production tree, built as the Dockerfile builds it", () => {
   it("installs, builds, prunes dev dependencies, and serves with its CMD", { timeout: 240_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-image-"));
     // The build stage's COPY lines, then its RUN lines.
-    for (const f of ["package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json", "src"]) cpSync(join(ROOT, f), join(dir, f), { recursive: true });
-    const npm = (args: string[]) => execFileSync("npm", args, { cwd: dir, stdio: "pipe", env: { ...process.env, npm_config_update_notifier: "false" } });
+    for (const f of ["package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json", "src"])
+      cpSync(join(ROOT, f), join(dir, f), { recursive: true });
+    const npm = (args: string[]) =>
+      execFileSync("npm", args, { cwd: dir, stdio: "pipe", env: { ...process.env, npm_config_update_notifier: "false" } });
     npm(["ci", "--no-audit", "--no-fund"]);
     npm(["run", "build"]);
     npm(["prune", "--omit=dev", "--no-audit", "--no-fund"]);
@@ -99,7 +108,16 @@ describe("the production tree, built as the Dockerfile builds it", () => {
     const port = await freePort();
     const child = spawn(cmd[0] === "node" ? process.execPath : cmd[0]!, cmd.slice(1), {
       cwd: dir,
-      env: { PATH: process.env.PATH, NODE_ENV: "production", HOST: "127.0.0.1", PORT: String(port), REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: `test-image-${port}`, SIGNING_SECRET: TEST_SECRET, RECONCILE_INTERVAL_SECONDS: "0" },
+      env: {
+        PATH: process.env.PATH,
+        NODE_ENV: "production",
+        HOST: "127.0.0.1",
+        PORT: String(port),
+        REDIS_URL: inject("redisUrl"),
+        QUEUE_PREFIX: `test-image-${port}`,
+        SIGNING_SECRET: TEST_SECRET,
+        RECONCILE_INTERVAL_SECONDS: "0",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));

@@ -30,7 +30,9 @@ describe("the edge against long URLs", () => {
     // The 404 answer itself echoes no path either.
     expect(longest).toBeLessThan(1024);
     expect(String(lines[0]!.path)).toMatch(/^\/a{255}…\[\+\d+ chars\]$/);
-    console.info(`LIMITS rss before/after 200 × 7 KB URLs: ${(rssBefore / 2 ** 20).toFixed(0)} / ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB, longest log line ${longest} B`);
+    console.info(
+      `LIMITS rss before/after 200 × 7 KB URLs: ${(rssBefore / 2 ** 20).toFixed(0)} / ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB, longest log line ${longest} B`,
+    );
   });
 
   it("answers 431 to request headers over 8 KB", async () => {
@@ -84,12 +86,15 @@ describe("the edge against slow clients", () => {
   it("answers 503 with Retry-After while buffered bodies use the whole budget, and recovers", async () => {
     edge = await startEdge({ MAX_BODY_BYTES: "2048", MAX_BUFFERED_BODY_BYTES: "2048" });
     const hog = await openRawSocket(edge.url);
-    hog.socket.write("POST /webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n{\"pad\":\"");
+    hog.socket.write('POST /webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n{"pad":"');
     const body = JSON.stringify(sampleEvent());
-    const refused = await waitFor(async () => {
-      const res = await edge!.postSigned(body);
-      return res.status === 503 ? res : (await res.arrayBuffer(), false);
-    }, { what: "a 503 while the budget is held" });
+    const refused = await waitFor(
+      async () => {
+        const res = await edge!.postSigned(body);
+        return res.status === 503 ? res : (await res.arrayBuffer(), false);
+      },
+      { what: "a 503 while the budget is held" },
+    );
     expect(refused.headers.get("retry-after")).toBeTruthy();
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("server_busy");
     hog.socket.destroy();
@@ -101,7 +106,9 @@ describe("an aborted upload", () => {
   it("is a client error logged at debug, never an error-level line", async () => {
     edge = await startEdge();
     const raw = await openRawSocket(edge.url);
-    raw.socket.write("POST /webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n" + "x".repeat(100));
+    raw.socket.write(
+      "POST /webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n" + "x".repeat(100),
+    );
     // end() sends the half body, then FIN: the server sees the request, then the client go away.
     raw.socket.end();
     await waitFor(() => edge!.logs.records().some((r) => r.path === "/webhooks"), { what: "the request log line" });

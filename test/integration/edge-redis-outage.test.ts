@@ -52,10 +52,13 @@ describe("when Redis is down or slow", () => {
 
     await redis.start();
     // The sender retries the same event until we answer 200; no restart of the edge.
-    const accepted = await waitFor(async () => {
-      const retry = await postWithin3s(event);
-      return retry.status === 200 ? retry : undefined;
-    }, { what: "the edge to accept events again" });
+    const accepted = await waitFor(
+      async () => {
+        const retry = await postWithin3s(event);
+        return retry.status === 200 ? retry : undefined;
+      },
+      { what: "the edge to accept events again" },
+    );
     expect(await accepted.json()).toMatchObject({ id: event.id });
     expect((await fetch(`${edge.url}/readyz`)).status).toBe(200);
     // Accepted means stored: in the ingest stream (this edge runs no pump).

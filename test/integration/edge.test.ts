@@ -38,7 +38,6 @@ describe("POST /webhooks: signatures", () => {
     expect((await edge.postSigned(sampleEvent(), TEST_SECRET_2)).status).toBe(200);
     expect(await jobCount()).toBe(2);
   });
-
 });
 
 describe("POST /webhooks: event ids", () => {
@@ -67,7 +66,7 @@ describe("POST /webhooks: size cap", () => {
       body: stream,
       headers: { "x-svc-signature": signPayload("irrelevant", TEST_SECRET) },
       duplex: "half",
-    } as RequestInit);
+    });
     expect(res.status).toBe(413);
     expect(await jobCount()).toBe(0);
   });
@@ -87,7 +86,7 @@ describe("POST /webhooks: size cap", () => {
       body: stream,
       headers: { "x-svc-signature": signPayload(body, TEST_SECRET) },
       duplex: "half",
-    } as RequestInit);
+    });
     expect(res.status).toBe(200);
   });
 });
@@ -118,7 +117,7 @@ describe("POST /webhooks: idempotency", () => {
     await edge.postSigned(event);
     // The worker role's two stages: the pump moves the event into BullMQ, a worker completes it.
     const pump = startPump(edge.redis, edge.prefix);
-    const worker = new Worker(EVENTS_QUEUE, async () => "done", { connection: edge.redis.duplicate(), prefix: edge.prefix });
+    const worker = new Worker(EVENTS_QUEUE, () => Promise.resolve("done"), { connection: edge.redis.duplicate(), prefix: edge.prefix });
     await new Promise((resolve) => worker.once("completed", resolve));
     await worker.close();
     await pump.stop();

@@ -8,6 +8,7 @@ import { sampleEvent, startEdge, type TestEdge } from "../helpers/edge.js";
 import { startPump, streamDrained } from "../helpers/pump.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { waitForQueuesIdle } from "../helpers/queues-idle.js";
+import type { EventJobData } from "../../src/queue/event-job.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -26,7 +27,7 @@ const serviceFor = async (env: Record<string, string>, handlers: EventHandlers[]
 /** Handler runs per event id, counted by a '*' handler. */
 const counting = () => {
   const runs = new Map<string, number>();
-  return { runs, handlers: { "*": async (e: { id: string }) => void runs.set(e.id, (runs.get(e.id) ?? 0) + 1) } as EventHandlers };
+  return { runs, handlers: { "*": (e: { id: string }) => void runs.set(e.id, (runs.get(e.id) ?? 0) + 1) } as EventHandlers };
 };
 /** Once the stream is empty, every event is in BullMQ; once the queue is idle too, nothing more runs. */
 const settled = async (svc: TestService) => {
@@ -66,7 +67,10 @@ describe("ingest stream: a pump that dies", () => {
   const readAsDeadPump = async (edge: TestEdge) => {
     const { stream, group } = redisKeys(edge.prefix).ingest;
     await edge.redis.xgroup("CREATE", stream, group, "0", "MKSTREAM");
-    const reply = (await edge.redis.xreadgroup("GROUP", group, "dead-pump", "COUNT", 100, "STREAMS", stream, ">")) as [string, [string, string[]][]][];
+    const reply = (await edge.redis.xreadgroup("GROUP", group, "dead-pump", "COUNT", 100, "STREAMS", stream, ">")) as [
+      string,
+      [string, string[]][],
+    ][];
     return reply[0]![1];
   };
 
@@ -77,7 +81,17 @@ describe("ingest stream: a pump that dies", () => {
     expect(await readAsDeadPump(edge)).toHaveLength(3);
 
     const handled: string[] = [];
-    const worker = new Worker(EVENTS_QUEUE, async (job) => void handled.push(job.data.id), { connection: edge.redis.duplicate({ maxRetriesPerRequest: null }), prefix: edge.prefix });
+    const worker = new Worker<EventJobData>(
+      EVENTS_QUEUE,
+      (job) => {
+        handled.push(job.data.id);
+        return Promise.resolve();
+      },
+      {
+        connection: edge.redis.duplicate({ maxRetriesPerRequest: null }),
+        prefix: edge.prefix,
+      },
+    );
     cleanups.push(() => worker.close());
     const pump = startPump(edge.redis, edge.prefix, { claimIdleMs: 100 });
     cleanups.push(() => pump.stop());
@@ -92,12 +106,26 @@ describe("ingest stream: a pump that dies", () => {
     expect((await edge.postSigned(event)).status).toBe(200);
     const [[entryId, fields]] = (await readAsDeadPump(edge)) as [[string, string[]]];
     // The dead pump's addBulk got through; its XACK never did.
-    const deadQueue = new Queue(EVENTS_QUEUE, { connection: edge.redis, prefix: edge.prefix, defaultJobOptions: { removeOnComplete: true } });
+    const deadQueue = new Queue(EVENTS_QUEUE, {
+      connection: edge.redis,
+      prefix: edge.prefix,
+      defaultJobOptions: { removeOnComplete: true },
+    });
     cleanups.push(() => deadQueue.close());
     await deadQueue.addBulk([jobOfEntry(entryId, fields[fields.indexOf(ENTRY_FIELD) + 1]!, 3_600_000)]);
 
     let runs = 0;
-    const worker = new Worker(EVENTS_QUEUE, async () => void runs++, { connection: edge.redis.duplicate({ maxRetriesPerRequest: null }), prefix: edge.prefix });
+    const worker = new Worker(
+      EVENTS_QUEUE,
+      () => {
+        runs++;
+        return Promise.resolve();
+      },
+      {
+        connection: edge.redis.duplicate({ maxRetriesPerRequest: null }),
+        prefix: edge.prefix,
+      },
+    );
     cleanups.push(() => worker.close());
     await new Promise((resolve) => worker.once("completed", resolve));
     expect(await edge.queue.getJob(entryId)).toBeUndefined(); // removed on completion
@@ -146,12 +174,18 @@ describe("ingest stream: graceful stop of the pump", () => {
     let moved = 0;
     let firstBatch!: () => void;
     const someMoved = new Promise<void>((r) => (firstBatch = r));
-    const pump = startPump(edge.redis, edge.prefix, { batchSize: 50, onMoved: (n) => ((moved += n), firstBatch()) });
+    const pump = startPump(edge.redis, edge.prefix, {
+      batchSize: 50,
+      onMoved: (n) => {
+        moved += n;
+        firstBatch();
+      },
+    });
     await someMoved;
     await pump.stop();
 
     const { stream, group } = redisKeys(edge.prefix).ingest;
-    expect(Number(((await edge.redis.xpending(stream, group)) as [number])[0])).toBe(0);
+    expect(((await edge.redis.xpending(stream, group)) as [number])[0]).toBe(0);
     const inStream = await edge.redis.xlen(stream);
     const ids = new Set((await edge.stored()).map((e) => e.id));
     expect(ids.size).toBe(events.length);

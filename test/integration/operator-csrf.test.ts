@@ -35,7 +35,11 @@ describe("operator surface against cross-site request forgery", () => {
       body: forged("order.cancelled"),
     });
     expect(crossOrigin.status).toBe(403);
-    const plain = await fetch(`${svc.url}${ADD}`, { method: "POST", headers: { authorization: basic, "content-type": "text/plain" }, body: forged("order.cancelled") });
+    const plain = await fetch(`${svc.url}${ADD}`, {
+      method: "POST",
+      headers: { authorization: basic, "content-type": "text/plain" },
+      body: forged("order.cancelled"),
+    });
     expect(plain.status).toBe(415);
     expect(await jobNames()).not.toContain("order.cancelled");
   });
@@ -47,7 +51,10 @@ describe("operator surface against cross-site request forgery", () => {
       body: forged("menu.updated"),
     });
     expect(fromPage.status).toBe(200);
-    const fromScript = await fetch(`${svc.url}/admin/queues/api/queues/events/pause`, { method: "PUT", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const fromScript = await fetch(`${svc.url}/admin/queues/api/queues/events/pause`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     expect(fromScript.status).toBe(200);
     expect(await jobNames()).toContain("menu.updated");
   });

@@ -39,7 +39,7 @@ describe.each(testDrivers())("PostgreSQL mirror: operator lists (%s)", (driver) 
     const seen: string[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < 10; page++) {
-      const result = await mirror.list("orders", { limit: 3, ...(cursor ? { cursor } : {}) });
+      const result = await mirror.list("orders", { limit: 3, cursor });
       seen.push(...result.data.map((r) => r.id));
       if (!result.nextCursor) break;
       cursor = result.nextCursor;
@@ -66,7 +66,7 @@ describe.each(testDrivers())("PostgreSQL mirror: operator lists (%s)", (driver) 
   });
 
   it("refuses a filter it cannot apply with a MirrorFilterError naming the field", async () => {
-    const cases: Array<[MirrorKind, MirrorListFilter, string]> = [
+    const cases: [MirrorKind, MirrorListFilter, string][] = [
       ["orders", { status: "PAID" }, "status"],
       ["orders", { from: "yesterday" }, "from"],
       ["orders", { to: "2026-11-20T10:00:00" }, "to"],

@@ -29,7 +29,10 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
     expect(await mirror.get("orders", "ord_1")).toEqual(order);
     expect(await mirror.get("reviews", "rev_1")).toEqual(reviewRecord("rev_1", { unknownScore: 0.5 }));
     expect(await mirror.get("orders", "nope")).toBeUndefined();
-    const booking = await database.db.selectFrom("bookings").select(["diner_email", "party_size", sql<string>`date::text`.as("date"), sql<string>`time::text`.as("time")]).executeTakeFirstOrThrow();
+    const booking = await database.db
+      .selectFrom("bookings")
+      .select(["diner_email", "party_size", sql<string>`date::text`.as("date"), sql<string>`time::text`.as("time")])
+      .executeTakeFirstOrThrow();
     expect(booking).toEqual({ diner_email: "ada@example.com", party_size: 4, date: "2026-11-21", time: "19:30:00" });
     const menu = await database.db.selectFrom("menu_items").select(["allergens", "tags", "stock", "price"]).executeTakeFirstOrThrow();
     expect(menu).toEqual({ allergens: ["celery"], tags: ["vegan"], stock: 3, price: "8.5" });
@@ -39,12 +42,22 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
   });
 
   it("keeps money exact: decimal strings stay as given and sums are decimal, not float", async () => {
-    await mirror.upsert("orders", [orderRecord("ord_a", { total: 0.1 }), orderRecord("ord_b", { total: 0.2 }), orderRecord("ord_c", { total: "12.30", tip: "0.07" })], t0);
-    const { rows } = await sql<{ sum: string }>`select sum(total)::text as sum from orders where id in ('ord_a', 'ord_b')`.execute(database.db);
+    await mirror.upsert(
+      "orders",
+      [orderRecord("ord_a", { total: 0.1 }), orderRecord("ord_b", { total: 0.2 }), orderRecord("ord_c", { total: "12.30", tip: "0.07" })],
+      t0,
+    );
+    const { rows } = await sql<{ sum: string }>`select sum(total)::text as sum from orders where id in ('ord_a', 'ord_b')`.execute(
+      database.db,
+    );
     expect(rows[0]!.sum).toBe("0.3");
     const c = await database.db.selectFrom("orders").select(["total", "tip"]).where("id", "=", "ord_c").executeTakeFirstOrThrow();
     expect(c).toEqual({ total: "12.30", tip: "0.07" });
-    const items = await database.db.selectFrom("order_items").select(sql<string>`sum(price * quantity)::text`.as("value")).where("order_id", "=", "ord_a").executeTakeFirstOrThrow();
+    const items = await database.db
+      .selectFrom("order_items")
+      .select(sql<string>`sum(price * quantity)::text`.as("value"))
+      .where("order_id", "=", "ord_a")
+      .executeTakeFirstOrThrow();
     expect(items.value).toBe("20.5");
   });
 
@@ -74,12 +87,15 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
 
   it("20 concurrent writers of one record: the latest read wins, and exactly one saw it first", async () => {
     const reads = Array.from({ length: 20 }, (_, i) => i).sort(() => Math.random() - 0.5);
-    const results = await Promise.all(reads.map((i) => mirror.upsert("orders", [orderRecord("ord_race", { tip: i, status: "CONFIRMED" })], later(t0, i + 1))));
+    const results = await Promise.all(
+      reads.map((i) => mirror.upsert("orders", [orderRecord("ord_race", { tip: i, status: "CONFIRMED" })], later(t0, i + 1))),
+    );
     expect(await mirror.get("orders", "ord_race")).toMatchObject({ tip: 19 });
     const changes = results.flatMap((r) => r.changes);
     expect(changes.filter((c) => c.before === null)).toHaveLength(1);
     // Each change's pre-image is the copy it replaced: the chain of changes links up.
-    for (const change of changes.filter((c) => c.before !== null)) expect(changes.some((other) => other.after.tip === change.before!.tip)).toBe(true);
+    for (const change of changes.filter((c) => c.before !== null))
+      expect(changes.some((other) => other.after.tip === change.before!.tip)).toBe(true);
     const { rows } = await sql<{ read_at: Date }>`select read_at from orders where id = 'ord_race'`.execute(database.db);
     expect(rows[0]!.read_at.getTime()).toBe(later(t0, 20).getTime());
   });
@@ -89,15 +105,28 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
     const items = [{ id: "ord_1_i9", menuItemId: "mi_9", name: "Cake", quantity: 3, price: "4.10", notes: null }];
     await mirror.upsert("orders", [orderRecord("ord_1", { items })], later(t0, 3));
     await mirror.upsert("orders", [orderRecord("ord_1")], later(t0, 2));
-    const stored = await database.db.selectFrom("order_items").select(["order_id", "id", "menu_item_id", "quantity", "price", "position"]).execute();
+    const stored = await database.db
+      .selectFrom("order_items")
+      .select(["order_id", "id", "menu_item_id", "quantity", "price", "position"])
+      .execute();
     expect(stored).toEqual([{ order_id: "ord_1", id: "ord_1_i9", menu_item_id: "mi_9", quantity: 3, price: "4.10", position: 0 }]);
   });
 
   it("reports before, after and the changed fields; a rewrite of the same content is no change but confirms the read", async () => {
     const first = await mirror.upsert("orders", [orderRecord("ord_1")], later(t0, 1));
-    expect(first.changes).toEqual([{ kind: "orders", id: "ord_1", before: null, after: orderRecord("ord_1"), changed: Object.keys(orderRecord("ord_1")).sort() }]);
+    expect(first.changes).toEqual([
+      { kind: "orders", id: "ord_1", before: null, after: orderRecord("ord_1"), changed: Object.keys(orderRecord("ord_1")).sort() },
+    ]);
     const second = await mirror.upsert("orders", [orderRecord("ord_1", { status: "CONFIRMED", tip: 1.5 })], later(t0, 2));
-    expect(second.changes).toEqual([{ kind: "orders", id: "ord_1", before: orderRecord("ord_1"), after: orderRecord("ord_1", { status: "CONFIRMED", tip: 1.5 }), changed: ["status", "tip"] }]);
+    expect(second.changes).toEqual([
+      {
+        kind: "orders",
+        id: "ord_1",
+        before: orderRecord("ord_1"),
+        after: orderRecord("ord_1", { status: "CONFIRMED", tip: 1.5 }),
+        changed: ["status", "tip"],
+      },
+    ]);
     const same = await mirror.upsert("orders", [orderRecord("ord_1", { status: "CONFIRMED", tip: 1.5 })], later(t0, 4));
     expect(same).toEqual({ written: 1, skipped: 0, changes: [] });
     // The confirmed read moved read_at on, so a read taken before it and delivered late is refused.
@@ -108,15 +137,34 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
   it("runs onChanges inside the write's transaction: its rows commit with the write, its failure undoes it", async () => {
     await mirror.upsert("reviews", [reviewRecord("rev_1")], later(t0, 1), {
       onChanges: async (tx, changes) => {
-        await tx.insertInto("events").values({ id: `outbox_${changes[0]!.id}`, type: "review.changed", payload: JSON.stringify(changes), received_at: t0, status: "received", attempts: 1, handlers: "{}", updated_at: t0 }).execute();
+        await tx
+          .insertInto("events")
+          .values({
+            id: `outbox_${changes[0]!.id}`,
+            type: "review.changed",
+            payload: JSON.stringify(changes),
+            received_at: t0,
+            status: "received",
+            attempts: 1,
+            handlers: "{}",
+            updated_at: t0,
+          })
+          .execute();
       },
     });
     expect(await database.db.selectFrom("events").select("id").execute()).toEqual([{ id: "outbox_rev_1" }]);
-    const failing = mirror.upsert("reviews", [reviewRecord("rev_1", { rating: 1 })], later(t0, 2), { onChanges: async () => Promise.reject(new Error("outbox down")) });
+    const failing = mirror.upsert("reviews", [reviewRecord("rev_1", { rating: 1 })], later(t0, 2), {
+      onChanges: async () => Promise.reject(new Error("outbox down")),
+    });
     await expect(failing).rejects.toThrow("outbox down");
     expect(await mirror.get("reviews", "rev_1")).toMatchObject({ rating: 5 });
     let called = false;
-    await mirror.upsert("reviews", [reviewRecord("rev_1")], later(t0, 3), { onChanges: async () => void (called = true) });
+    await mirror.upsert("reviews", [reviewRecord("rev_1")], later(t0, 3), {
+      onChanges: () => {
+        called = true;
+        return Promise.resolve();
+      },
+    });
     expect(called).toBe(false);
   });
 
@@ -127,7 +175,13 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
     expect((error as MirrorRecordError).field).toBe("total");
     expect(await mirror.all("orders")).toEqual([]);
     await expect(mirror.upsert("bookings", [bookingRecord("bk_1", { diner: { name: "x" } })], t0)).rejects.toThrow(/diner\.email/);
-    await expect(mirror.upsert("orders", [orderRecord("o", { items: [{ id: "a", menuItemId: "m", name: "n", quantity: 1.5, price: 1, notes: null }] })], t0)).rejects.toThrow(/items\[0\]\.quantity/);
+    await expect(
+      mirror.upsert(
+        "orders",
+        [orderRecord("o", { items: [{ id: "a", menuItemId: "m", name: "n", quantity: 1.5, price: 1, notes: null }] })],
+        t0,
+      ),
+    ).rejects.toThrow(/items\[0\]\.quantity/);
     await expect(mirror.upsert("orders", [orderRecord("o")], new Date(Number.NaN))).rejects.toBeInstanceOf(MirrorRecordError);
   });
 });

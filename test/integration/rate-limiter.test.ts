@@ -41,9 +41,7 @@ describe("shared rate limiter", () => {
     const a = limiter({ max: 5, windowMs: 500 });
     const b = limiter({ max: 5, windowMs: 500 });
     const times: number[] = [];
-    await Promise.all(
-      Array.from({ length: 15 }, (_, i) => (i % 2 ? a : b).acquire().then((grantedAt) => times.push(grantedAt))),
-    );
+    await Promise.all(Array.from({ length: 15 }, (_, i) => (i % 2 ? a : b).acquire().then((grantedAt) => times.push(grantedAt))));
     expect(times).toHaveLength(15);
     expect(maxInAnyWindow(times, 500)).toBeLessThanOrEqual(5);
     const sorted = times.sort((x, y) => x - y);

@@ -16,7 +16,7 @@ import { startService, type TestService } from "../helpers/service.js";
 import { startStack, type Stack } from "../helpers/stack.js";
 
 // One three-master cluster for this file only; every other file uses the single test Redis.
-let cluster: RedisCluster;
+let cluster: RedisCluster | undefined;
 beforeAll(async () => {
   cluster = await startRedisCluster();
 }, 60_000);
@@ -38,11 +38,11 @@ afterEach(async () => {
   queues = [];
 });
 
-const clusterEnv = () => ({ REDIS_URL: cluster.url, REDIS_CLUSTER: "true" });
+const clusterEnv = () => ({ REDIS_URL: cluster!.url, REDIS_CLUSTER: "true" });
 
 /** A worker-kind cluster connection, ready, closed after the test. */
 async function connect(): Promise<RedisClient> {
-  const conn = createRedisConnection(cluster.url, "worker", { cluster: true });
+  const conn = createRedisConnection(cluster!.url, "worker", { cluster: true });
   conns.push(conn);
   if (conn.status !== "ready") await new Promise((resolve) => conn.once("ready", resolve));
   return conn;
@@ -57,7 +57,7 @@ function masterOf(conn: RedisClient, key: string): string {
 describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
   it("runs the whole service: accepts signed webhooks, drops a redelivery, runs the handlers", async () => {
     const seen: string[] = [];
-    const handlers: EventHandlers = { "review.created": async (e) => void seen.push(e.data.id) };
+    const handlers: EventHandlers = { "review.created": (e) => void seen.push(e.data.id) };
     svc = await startService(clusterEnv(), [handlers]);
     expect(svc.prefix).toMatch(/^\{test-[0-9a-f]{8}\}$/);
     const event = sampleEvent({ type: "review.created", data: { id: "rev_cluster", restaurantId: "rest_1", rating: 4, comment: "ok" } });
@@ -74,7 +74,11 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
     expect(seen).toEqual(["rev_cluster"]);
     expect(await svc.service.mirror.get("reviews", "rev_cluster")).toMatchObject({ rating: 4 });
     expect(await svc.service.eventsQueue.getJobCounts("waiting", "active", "delayed", "completed", "failed")).toEqual({
-      waiting: 0, active: 0, delayed: 0, completed: 1, failed: 0,
+      waiting: 0,
+      active: 0,
+      delayed: 0,
+      completed: 1,
+      failed: 0,
     });
     expect((await svc.admin("/readyz")).status).toBe(200);
   });
@@ -84,11 +88,19 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
     const a = stack.sandbox.actions;
     const orders = Array.from({ length: 4 }, (_, i) => a.createOrder({ restaurantId: `rest_${(i % 2) + 1}`, paid: true }));
     for (const o of orders) a.updateOrderStatus(o.id, "CONFIRMED");
-    const booking = a.createBooking({ restaurantId: "rest_2", date: "2026-12-24", time: "19:30", partySize: 4, diner: { name: "Ada", email: "ada@example.com" } });
+    const booking = a.createBooking({
+      restaurantId: "rest_2",
+      date: "2026-12-24",
+      time: "19:30",
+      partySize: 4,
+      diner: { name: "Ada", email: "ada@example.com" },
+    });
     await stack.drained();
     const truth = new Map(stack.sandbox.state.orders().map((o) => [o.id, o]));
     for (const o of orders) expect(await stack.svc.service.mirror.get("orders", o.id)).toEqual(truth.get(o.id));
-    expect(await stack.svc.service.mirror.get("bookings", booking.id)).toEqual(stack.sandbox.state.bookings().find((b) => b.id === booking.id));
+    expect(await stack.svc.service.mirror.get("bookings", booking.id)).toEqual(
+      stack.sandbox.state.bookings().find((b) => b.id === booking.id),
+    );
     expect(stack.svc.logs.records().filter((r) => Number(r.level) >= 50)).toEqual([]);
   });
 
@@ -131,7 +143,7 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
 
   it("fails fast on the edge's connection while no node answers", async () => {
     const nowhere = createRedisConnection(`redis://127.0.0.1:${await freePort()}`, "web", { cluster: true });
-    nowhere.on("error", () => {});
+    nowhere.on("error", () => undefined); // refused: the test expects exactly that
     try {
       await expect(nowhere.ping()).rejects.toThrow(/enableOfflineQueue|isn't ready|closed/i);
     } finally {

@@ -4,27 +4,35 @@ import { verifySignature } from "../../src/events/signature.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 
 let sandbox: Sandbox;
+// Every sandbox opened, closed after each test (one that failed before opening any leaves none).
+let opened: Sandbox[] = [];
 let url: string;
 let receiver: Server | undefined;
 afterEach(async () => {
-  await sandbox?.close();
+  await Promise.all(opened.map((s) => s.close()));
+  opened = [];
   receiver?.close();
   receiver = undefined;
 });
 
 async function start(options: Parameters<typeof createSandbox>[0] = {}) {
   sandbox = createSandbox(options);
+  opened.push(sandbox);
   url = await sandbox.listen();
 }
 const get = (path: string, key = sandbox.apiKey) => fetch(`${url}${path}`, { headers: { authorization: `Bearer ${key}` } });
 const send = (method: string, path: string, body: unknown) =>
-  fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${sandbox.apiKey}`, "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) });
-const json = async (res: Response) => (await res.json()) as Record<string, unknown> & { data: Record<string, unknown>[]; nextCursor: string | null; error: { code: string } };
+  fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${sandbox.apiKey}`, "content-type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+const json = async (res: Response) =>
+  (await res.json()) as Record<string, unknown> & { data: Record<string, unknown>[]; nextCursor: string | null; error: { code: string } };
 
 /** A local receiver that answers with `statuses` in turn (then 200) and records each delivery. */
 async function startReceiver(statuses: number[] = []) {
   const got: { body: string; signature: string }[] = [];
-  let resolveNext: (() => void) | undefined;
   receiver = createServer((req, res) => {
     let body = "";
     req.on("data", (d: Buffer) => (body += d.toString()));
@@ -32,7 +40,6 @@ async function startReceiver(statuses: number[] = []) {
       got.push({ body, signature: String(req.headers["x-svc-signature"]) });
       res.statusCode = statuses.shift() ?? 200;
       res.end();
-      resolveNext?.();
     });
   });
   await new Promise<void>((r) => receiver!.listen(0, "127.0.0.1", () => r()));
@@ -57,7 +64,22 @@ describe("sandbox API", () => {
     expect(page.data.length).toBeGreaterThan(0);
     for (const o of page.data) expect(o).toMatchObject({ restaurantId: "rest_2", status: "DELIVERED" });
     expect(Object.keys(page.data[0]!).sort()).toEqual(
-      ["bookingId", "createdAt", "currency", "id", "items", "paidAt", "refundedAt", "restaurantId", "status", "subtotal", "tax", "tip", "total", "type"].sort(),
+      [
+        "bookingId",
+        "createdAt",
+        "currency",
+        "id",
+        "items",
+        "paidAt",
+        "refundedAt",
+        "restaurantId",
+        "status",
+        "subtotal",
+        "tax",
+        "tip",
+        "total",
+        "type",
+      ].sort(),
     );
     const dineIn = await json(await get("/api/v1/orders?type=DINE_IN&limit=100"));
     expect(dineIn.data.every((o) => o.type === "DINE_IN")).toBe(true);
@@ -79,7 +101,12 @@ describe("sandbox API", () => {
     expect((await get("/api/v1/bookings?from=22-11-2026")).status).toBe(400);
     const menu = await json(await get("/api/v1/menu-items?restaurantId=rest_3"));
     expect(menu.data.length).toBe(6);
-    expect(menu.data[0]).toMatchObject({ restaurantId: "rest_3", price: expect.any(Number), allergens: expect.any(Array), tags: expect.any(Array) });
+    expect(menu.data[0]).toMatchObject({
+      restaurantId: "rest_3",
+      price: expect.any(Number) as unknown,
+      allergens: expect.any(Array) as unknown,
+      tags: expect.any(Array) as unknown,
+    });
   });
 
   it("moves orders along the state machine and refunds paid ones", async () => {
@@ -93,7 +120,7 @@ describe("sandbox API", () => {
     expect((await send("PATCH", `/api/v1/orders/${order.id}/status`, "not json")).status).toBe(400);
     expect((await send("PATCH", `/api/v1/orders/ord_missing/status`, { status: "CONFIRMED" })).status).toBe(404);
     const refunded = await json(await send("POST", `/api/v1/orders/${order.id}/refund`, { reason: "late" }));
-    expect(refunded).toMatchObject({ status: "REFUNDED", refundedAt: expect.any(String) });
+    expect(refunded).toMatchObject({ status: "REFUNDED", refundedAt: expect.any(String) as unknown });
     const again = await send("POST", `/api/v1/orders/${order.id}/refund`, {});
     expect([again.status, (await json(again)).error.code]).toEqual([409, "not_refundable"]);
     const unpaid = sandbox.actions.createOrder({ paid: false });
@@ -103,9 +130,19 @@ describe("sandbox API", () => {
 
   it("creates bookings with a confirmation code", async () => {
     await start();
-    const res = await send("POST", "/api/v1/bookings", { restaurantId: "rest_1", date: "2026-12-24", time: "19:30", partySize: 4, diner: { name: "Ada", email: "ada@example.com" } });
+    const res = await send("POST", "/api/v1/bookings", {
+      restaurantId: "rest_1",
+      date: "2026-12-24",
+      time: "19:30",
+      partySize: 4,
+      diner: { name: "Ada", email: "ada@example.com" },
+    });
     expect(res.status).toBe(201);
-    expect(await res.json()).toMatchObject({ status: "CONFIRMED", confirmCode: expect.stringMatching(/^[A-Z0-9]{6}$/), date: "2026-12-24T00:00:00.000Z" });
+    expect(await res.json()).toMatchObject({
+      status: "CONFIRMED",
+      confirmCode: expect.stringMatching(/^[A-Z0-9]{6}$/) as unknown,
+      date: "2026-12-24T00:00:00.000Z",
+    });
     const bad = await send("POST", "/api/v1/bookings", { restaurantId: "rest_1", date: "tomorrow", partySize: 0 });
     expect(bad.status).toBe(400);
   });
@@ -130,7 +167,9 @@ describe("sandbox API", () => {
     expect((await get("/api/v1/menu-items")).headers.get("retry-after")).toBe("7");
     sandbox.faults.clear();
     sandbox.faults.add({ path: "/api/v1/bookings", delayMs: 200, times: 1 });
-    await expect(fetch(`${url}/api/v1/bookings`, { headers: { authorization: `Bearer ${sandbox.apiKey}` }, signal: AbortSignal.timeout(50) })).rejects.toThrow();
+    await expect(
+      fetch(`${url}/api/v1/bookings`, { headers: { authorization: `Bearer ${sandbox.apiKey}` }, signal: AbortSignal.timeout(50) }),
+    ).rejects.toThrow();
   });
 });
 
@@ -147,7 +186,11 @@ describe("sandbox webhooks", () => {
     for (const d of full.got) expect(verifySignature(Buffer.from(d.body), d.signature, ["s-full"])).toBe(0);
     const events = full.got.map((d) => JSON.parse(d.body) as { id: string; type: string; data: Record<string, unknown> });
     expect(events.map((e) => e.type).sort()).toEqual(["order.created", "order.status_changed", "review.created"]);
-    expect(events.find((e) => e.type === "order.status_changed")!.data).toMatchObject({ id: order.id, status: "CONFIRMED", items: expect.any(Array) });
+    expect(events.find((e) => e.type === "order.status_changed")!.data).toMatchObject({
+      id: order.id,
+      status: "CONFIRMED",
+      items: expect.any(Array) as unknown,
+    });
 
     sandbox.removeWebhooks();
     const thin = await startReceiver();
@@ -168,7 +211,11 @@ describe("sandbox webhooks", () => {
     const ids = flaky.got.map((d) => (JSON.parse(d.body) as { id: string }).id);
     expect(ids).toHaveLength(3);
     expect(new Set(ids).size).toBe(1);
-    expect(sandbox.deliveries.map((d) => [d.attempt, d.status])).toEqual([[1, 500], [2, 503], [3, 200]]);
+    expect(sandbox.deliveries.map((d) => [d.attempt, d.status])).toEqual([
+      [1, 500],
+      [2, 503],
+      [3, 200],
+    ]);
   });
 
   it("gives up after the last retry", async () => {

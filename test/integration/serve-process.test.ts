@@ -6,7 +6,7 @@ import { runCli, type CliProcess } from "../helpers/cli-process.js";
 
 let proc: CliProcess | undefined;
 afterEach(() => {
-  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+  if (proc?.child.exitCode === null) proc.child.kill("SIGKILL");
   proc = undefined;
 });
 
@@ -37,15 +37,24 @@ describe("svc-webhooks serve (a real process)", () => {
     // Start a request and hold back the end of its body while the signal arrives.
     let answer!: (v: { status: number; body: string }) => void;
     const answered = new Promise<{ status: number; body: string }>((r) => (answer = r));
-    const req = request({ host: "127.0.0.1", port, method: "POST", path: "/webhooks", headers: {
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(body),
-      "x-svc-signature": signPayload(body, TEST_SECRET),
-    } }, (res) => {
-      let text = "";
-      res.on("data", (d: Buffer) => (text += d.toString()));
-      res.on("end", () => answer({ status: res.statusCode ?? 0, body: text }));
-    });
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port,
+        method: "POST",
+        path: "/webhooks",
+        headers: {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(body),
+          "x-svc-signature": signPayload(body, TEST_SECRET),
+        },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (d: Buffer) => (text += d.toString()));
+        res.on("end", () => answer({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
     req.write(body.slice(0, 10));
     await new Promise((r) => req.once("socket", (s) => s.once("connect", r)));
 

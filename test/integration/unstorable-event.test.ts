@@ -32,9 +32,17 @@ describe("a payload that cannot be stored", () => {
     // The direct BullMQ producer (createEventProducer, for library users who enqueue without the stream).
     const producer = createEventProducer({ connection: edge.redis, prefix: edge.prefix, dedupWindowSeconds: 60, timeoutMs: 2000 });
     onTestFinished(() => producer.close());
-    const event = (payload: Record<string, unknown>) => ({ id: `evt_${Math.random().toString(36).slice(2)}`, type: "order.created", receivedAt: new Date().toISOString(), payload });
+    const event = (payload: Record<string, unknown>) => ({
+      id: `evt_${Math.random().toString(36).slice(2)}`,
+      type: "order.created",
+      receivedAt: new Date().toISOString(),
+      payload,
+    });
     const valid = Array.from({ length: 100 }, () => producer.enqueue(event(sampleEvent())));
-    const deep = producer.enqueue(event({ data: nestedObject(20_000) })).then(() => undefined, (err: unknown) => err);
+    const deep = producer.enqueue(event({ data: nestedObject(20_000) })).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     const results = await Promise.allSettled(valid);
     expect(results.filter((r) => r.status === "rejected")).toEqual([]);
     const err = await deep;

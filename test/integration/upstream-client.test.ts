@@ -18,27 +18,39 @@ import {
 } from "../../src/upstream/index.js";
 
 let sandbox: Sandbox;
+// Every sandbox opened, closed after each test (one that failed before opening any leaves none).
+let opened: Sandbox[] = [];
 let conns: Redis[] = [];
 afterEach(async () => {
-  await sandbox?.close();
+  await Promise.all(opened.map((s) => s.close()));
+  opened = [];
   await Promise.all(conns.map((c) => c.quit()));
   conns = [];
 });
 
 async function setup(sandboxOptions: Parameters<typeof createSandbox>[0] = {}) {
   sandbox = createSandbox(sandboxOptions);
+  opened.push(sandbox);
   return sandbox.listen();
 }
 
 /** A client with its own Redis connection and limiter, as a separate process would have. */
-function client(baseUrl: string, extra: Partial<ApiClientOptions> & { rate?: { max: number; windowMs: number; safetyMs: number }; prefix?: string } = {}): ApiClient {
+function client(
+  baseUrl: string,
+  extra: Partial<ApiClientOptions> & { rate?: { max: number; windowMs: number; safetyMs: number }; prefix?: string } = {},
+): ApiClient {
   const redis = new Redis(inject("redisUrl"));
   conns.push(redis);
   const { rate, prefix, ...rest } = extra;
   return createApiClient({
     baseUrl,
     apiKey: sandbox.apiKey,
-    limiter: createRateLimiter({ redis, keyId: apiKeyId(sandbox.apiKey), prefix: prefix ?? `test-${randomUUID().slice(0, 8)}`, ...(rate ?? { max: 1000, windowMs: 1000, safetyMs: 0 }) }),
+    limiter: createRateLimiter({
+      redis,
+      keyId: apiKeyId(sandbox.apiKey),
+      prefix: prefix ?? `test-${randomUUID().slice(0, 8)}`,
+      ...(rate ?? { max: 1000, windowMs: 1000, safetyMs: 0 }),
+    }),
     retryBaseMs: 10,
     ...rest,
   });
@@ -64,11 +76,19 @@ describe("upstream client against the sandbox", () => {
     const api = client(await setup());
     const orders = await api.listOrders({ restaurantId: "rest_1", status: "READY", type: undefined, limit: 100 });
     expect(orders.data.every((o) => o.restaurantId === "rest_1" && o.status === "READY")).toBe(true);
-    const bookings = await collect(api.iterateBookings({ restaurantId: "rest_2", status: "CONFIRMED", from: "2000-01-01", to: "2999-12-31", limit: 2 }));
-    expect(bookings.map((b) => b.id).sort()).toEqual(sandbox.state.bookings().filter((b) => b.restaurantId === "rest_2" && b.status === "CONFIRMED").map((b) => b.id).sort());
+    const bookings = await collect(
+      api.iterateBookings({ restaurantId: "rest_2", status: "CONFIRMED", from: "2000-01-01", to: "2999-12-31", limit: 2 }),
+    );
+    expect(bookings.map((b) => b.id).sort()).toEqual(
+      sandbox.state
+        .bookings()
+        .filter((b) => b.restaurantId === "rest_2" && b.status === "CONFIRMED")
+        .map((b) => b.id)
+        .sort(),
+    );
     const menu = await collect(api.iterateMenuItems({ restaurantId: "rest_3", limit: 4 }));
     expect(menu).toHaveLength(6);
-    expect(menu[0]).toMatchObject({ allergens: expect.any(Array), tags: expect.any(Array) });
+    expect(menu[0]).toMatchObject({ allergens: expect.any(Array) as unknown, tags: expect.any(Array) as unknown });
     // Fields the spec does not show are kept.
     expect(menu[0]).toHaveProperty("description");
   });
@@ -77,8 +97,14 @@ describe("upstream client against the sandbox", () => {
     const api = client(await setup());
     const order = sandbox.actions.createOrder({ paid: true });
     expect((await api.updateOrderStatus(order.id, "CONFIRMED")).status).toBe("CONFIRMED");
-    expect(await api.refundOrder(order.id, "wrong table")).toMatchObject({ status: "REFUNDED", refundedAt: expect.any(String) });
-    const booking = await api.createBooking({ restaurantId: "rest_1", date: "2026-12-24", time: "20:00", partySize: 2, diner: { name: "Ada", email: "ada@example.com" } });
+    expect(await api.refundOrder(order.id, "wrong table")).toMatchObject({ status: "REFUNDED", refundedAt: expect.any(String) as unknown });
+    const booking = await api.createBooking({
+      restaurantId: "rest_1",
+      date: "2026-12-24",
+      time: "20:00",
+      partySize: 2,
+      diner: { name: "Ada", email: "ada@example.com" },
+    });
     expect(booking.confirmCode).toMatch(/^[A-Z0-9]{6}$/);
   });
 
@@ -92,11 +118,20 @@ describe("upstream client against the sandbox", () => {
     const baseUrl = await setup();
     const api = client(baseUrl);
     const unpaid = sandbox.actions.createOrder({ paid: false });
-    await expect(createApiClient({ baseUrl, apiKey: "svc_live_wrong" }).listOrders()).rejects.toMatchObject({ name: "UpstreamAuthError", status: 401, code: "unauthorized" });
+    await expect(createApiClient({ baseUrl, apiKey: "svc_live_wrong" }).listOrders()).rejects.toMatchObject({
+      name: "UpstreamAuthError",
+      status: 401,
+      code: "unauthorized",
+    });
     await expect(api.updateOrderStatus("ord_missing", "CONFIRMED")).rejects.toBeInstanceOf(UpstreamNotFoundError);
-    await expect(api.updateOrderStatus(unpaid.id, "READY")).rejects.toMatchObject({ constructor: UpstreamConflictError, code: "invalid_transition" });
+    await expect(api.updateOrderStatus(unpaid.id, "READY")).rejects.toMatchObject({
+      constructor: UpstreamConflictError,
+      code: "invalid_transition",
+    });
     await expect(api.refundOrder(unpaid.id)).rejects.toMatchObject({ status: 409, code: "not_refundable" });
-    await expect(api.createBooking({ restaurantId: "rest_1", date: "soon", time: "x", partySize: 0, diner: { name: "", email: "" } })).rejects.toBeInstanceOf(UpstreamBadRequestError);
+    await expect(
+      api.createBooking({ restaurantId: "rest_1", date: "soon", time: "x", partySize: 0, diner: { name: "", email: "" } }),
+    ).rejects.toBeInstanceOf(UpstreamBadRequestError);
     sandbox.faults.add({ path: "/api/v1/menu-items", status: 502 });
     await expect(api.listMenuItems()).rejects.toMatchObject({ constructor: UpstreamServerError, status: 502 });
     sandbox.faults.clear();
@@ -127,7 +162,10 @@ describe("upstream client against the sandbox", () => {
   it("fails a read whose body keeps stalling with UpstreamTimeoutError after its retries", async () => {
     const api = client(await setup(), { timeoutMs: 200, readRetries: 2 });
     sandbox.faults.add({ method: "GET", path: "/api/v1/menu-items", stallBodyMs: 5000 });
-    await expect(api.listMenuItems()).rejects.toMatchObject({ constructor: UpstreamTimeoutError, message: expect.stringContaining("GET /api/v1/menu-items") });
+    await expect(api.listMenuItems()).rejects.toMatchObject({
+      constructor: UpstreamTimeoutError,
+      message: expect.stringContaining("GET /api/v1/menu-items") as unknown,
+    });
     expect(sandbox.requestLog).toHaveLength(3);
   });
 

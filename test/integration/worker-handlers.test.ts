@@ -18,7 +18,7 @@ let proc: CliProcess | undefined;
 afterEach(async () => {
   await svc?.stop();
   svc = undefined;
-  if (proc && proc.child.exitCode === null) proc.child.kill("SIGKILL");
+  if (proc?.child.exitCode === null) proc.child.kill("SIGKILL");
   proc = undefined;
 });
 
@@ -29,8 +29,9 @@ describe("worker: handlers", () => {
   it("gives a typed handler the event and a context; '*' gets every event, unknown types included", async () => {
     const seen: { type: string; attempt: number; hasMirror: boolean }[] = [];
     const handlers: EventHandlers = {
-      "review.created": async (e, ctx: HandlerContext) => void seen.push({ type: `typed:${e.data.id}`, attempt: ctx.attempt, hasMirror: !!ctx.mirror }),
-      "*": async (e: AnyEvent) => void seen.push({ type: `any:${e.type}`, attempt: 0, hasMirror: true }),
+      "review.created": (e, ctx: HandlerContext) =>
+        void seen.push({ type: `typed:${e.data.id}`, attempt: ctx.attempt, hasMirror: !!ctx.mirror }),
+      "*": (e: AnyEvent) => void seen.push({ type: `any:${e.type}`, attempt: 0, hasMirror: true }),
     };
     svc = await startService({}, [handlers]);
     const worker = svc.service.worker!.eventWorker;
@@ -40,11 +41,13 @@ describe("worker: handlers", () => {
     await svc.deliver(ev);
     await svc.deliver(sampleEvent({ type: "loyalty.points_awarded", data: { points: 5 } }));
     await Promise.all([done, reviewDone]);
-    expect(seen).toEqual(expect.arrayContaining([
-      { type: "typed:rev_typed", attempt: 1, hasMirror: true },
-      { type: "any:review.created", attempt: 0, hasMirror: true },
-      { type: "any:loyalty.points_awarded", attempt: 0, hasMirror: true },
-    ]));
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        { type: "typed:rev_typed", attempt: 1, hasMirror: true },
+        { type: "any:review.created", attempt: 0, hasMirror: true },
+        { type: "any:loyalty.points_awarded", attempt: 0, hasMirror: true },
+      ]),
+    );
     // The built-in review handler stored it as delivered.
     expect(await svc.service.mirror.get("reviews", "rev_typed")).toMatchObject({ rating: 5 });
   });
@@ -60,9 +63,13 @@ describe("worker: handlers", () => {
     let steady = 0;
     let flaky = 0;
     svc = await startService({ JOB_BACKOFF_MS: "20" }, [
-      { "review.created": async () => void steady++ },
       {
-        "review.created": async () => {
+        "review.created": () => {
+          steady++;
+        },
+      },
+      {
+        "review.created": () => {
           flaky++;
           if (flaky === 1) throw new Error("transient");
         },
@@ -78,7 +85,13 @@ describe("worker: handlers", () => {
   });
 
   it("does not let a throwing custom handler block the built-in handler", async () => {
-    svc = await startService({ JOB_ATTEMPTS: "1" }, [{ "review.created": async () => { throw new Error("custom bug"); } }]);
+    svc = await startService({ JOB_ATTEMPTS: "1" }, [
+      {
+        "review.created": () => {
+          throw new Error("custom bug");
+        },
+      },
+    ]);
     const ev = review("rev_blocked");
     const failed = nextJob(svc.service.worker!.eventWorker, "failed", (j) => j.data.id === ev.id);
     await svc.deliver(ev);
@@ -88,12 +101,14 @@ describe("worker: handlers", () => {
 
   it("fails a job for good on a permanent error, and replays it from the CLI", async () => {
     let calls = 0;
-    svc = await startService({}, [{
-      "review.created": async () => {
-        calls++;
-        if (calls === 1) throw new UnrecoverableError("bad data upstream");
+    svc = await startService({}, [
+      {
+        "review.created": () => {
+          calls++;
+          if (calls === 1) throw new UnrecoverableError("bad data upstream");
+        },
       },
-    }]);
+    ]);
     const worker = svc.service.worker!.eventWorker;
     const ev = review("rev_replay");
     const failed = nextJob(worker, "failed", (j) => j.data.id === ev.id);
@@ -116,12 +131,15 @@ describe("HANDLERS_MODULE", () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-handlers-"));
     const out = join(dir, "seen.txt");
     const file = join(dir, "handlers.mjs");
-    writeFileSync(file, `import { appendFileSync } from "node:fs";
+    writeFileSync(
+      file,
+      `import { appendFileSync } from "node:fs";
 export default {
   "order.created": async (event, ctx) => { appendFileSync(${JSON.stringify(out)}, "order " + event.data.id + " attempt " + ctx.attempt + "\\n"); },
   "*": async (event) => { appendFileSync(${JSON.stringify(out)}, "any " + event.type + "\\n"); },
 };
-`);
+`,
+    );
     proc = runCli(["serve"], {
       PORT: "0",
       REDIS_URL: inject("redisUrl"),
@@ -133,7 +151,10 @@ export default {
     const body = JSON.stringify(sampleEvent({ data: { id: "ord_mod", restaurantId: "rest_1" } }));
     const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
     expect(res.status).toBe(200);
-    const text = await waitFor(() => (existsSync(out) && readFileSync(out, "utf8").split("\n").length > 2 ? readFileSync(out, "utf8") : undefined), { what: "the module's handlers to run" });
+    const text = await waitFor(
+      () => (existsSync(out) && readFileSync(out, "utf8").split("\n").length > 2 ? readFileSync(out, "utf8") : undefined),
+      { what: "the module's handlers to run" },
+    );
     expect(text.split("\n").filter(Boolean).sort()).toEqual(["any order.created", "order ord_mod attempt 1"]);
   });
 

@@ -10,7 +10,7 @@ let svc: TestService;
 beforeAll(async () => {
   redis = await startRedisServer();
   svc = await startService({ ROLE: "worker", REDIS_URL: redis.url });
-  svc.redis.on("error", () => {}); // the test's own client, refused while Redis is stopped
+  svc.redis.on("error", () => undefined); // the test's own client, refused while Redis is stopped
 });
 afterAll(async () => {
   await redis.start();
@@ -24,7 +24,7 @@ describe("/readyz in the worker role", () => {
     await redis.stop();
     const res = await fetch(`${svc.url}/readyz`);
     expect(res.status).toBe(503);
-    expect(await res.json()).toEqual({ error: { code: "not_ready", message: expect.stringMatching(/Redis/) } });
+    expect(await res.json()).toEqual({ error: { code: "not_ready", message: expect.stringMatching(/Redis/) as unknown } });
 
     await redis.start();
     // The service's connection reconnects by itself; /readyz follows without a restart.
@@ -37,7 +37,9 @@ describe("/readyz in the worker role", () => {
     try {
       const res = await fetch(`${svc.url}/readyz`);
       expect(res.status).toBe(503);
-      expect(await res.json()).toEqual({ error: { code: "not_ready", message: expect.stringMatching(/Redis did not answer within/) } });
+      expect(await res.json()).toEqual({
+        error: { code: "not_ready", message: expect.stringMatching(/Redis did not answer within/) as unknown },
+      });
     } finally {
       await svc.redis.client("UNPAUSE");
     }

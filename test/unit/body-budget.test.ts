@@ -41,7 +41,7 @@ describe("createBodyBudget", () => {
         release = () => controller.close();
       },
     });
-    const slow = app.request("/", { method: "POST", body: held, duplex: "half" } as RequestInit);
+    const slow = app.request("/", { method: "POST", body: held, duplex: "half" });
     await waitFor(() => budget.inUse === 8, { what: "the first body held" });
     const refused = await app.request("/", { method: "POST", body: "12345" });
     expect(refused.status).toBe(503);

@@ -37,8 +37,12 @@ describe("loadConfig", () => {
   });
 
   it("refuses a header timeout above the request timeout, and a body budget below one body", () => {
-    expect(problems({ SIGNING_SECRET: "a", HTTP_HEADERS_TIMEOUT_MS: "20000" })).toContain("HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS");
-    expect(problems({ SIGNING_SECRET: "a", MAX_BODY_BYTES: "2048", MAX_BUFFERED_BODY_BYTES: "1024" })).toContain("MAX_BUFFERED_BODY_BYTES must be at least MAX_BODY_BYTES");
+    expect(problems({ SIGNING_SECRET: "a", HTTP_HEADERS_TIMEOUT_MS: "20000" })).toContain(
+      "HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS",
+    );
+    expect(problems({ SIGNING_SECRET: "a", MAX_BODY_BYTES: "2048", MAX_BUFFERED_BODY_BYTES: "1024" })).toContain(
+      "MAX_BUFFERED_BODY_BYTES must be at least MAX_BODY_BYTES",
+    );
   });
 
   it("names every wrong variable in one message", () => {
@@ -56,7 +60,12 @@ describe("loadConfig", () => {
   });
 
   it("never echoes a secret value", () => {
-    const message = problems({ SIGNING_SECRET: "s3cret-value,", API_KEY: "sk_test_hunter2hunter2", API_BASE_URL: "http://x", ADMIN_TOKEN: "short-tok" });
+    const message = problems({
+      SIGNING_SECRET: "s3cret-value,",
+      API_KEY: "sk_test_hunter2hunter2",
+      API_BASE_URL: "http://x",
+      ADMIN_TOKEN: "short-tok",
+    });
     expect(message).toContain("API_KEY");
     expect(message).toContain("ADMIN_TOKEN");
     for (const value of ["s3cret-value", "hunter2", "short-tok"]) expect(message).not.toContain(value);
@@ -84,7 +93,8 @@ describe("loadConfig", () => {
     });
 
     it("refuses a prefix whose braces make no tag", () => {
-      for (const prefix of ["{svc", "svc}", "{}svc"]) expect(problems({ ...base, QUEUE_PREFIX: prefix })).toContain("QUEUE_PREFIX needs a hash tag");
+      for (const prefix of ["{svc", "svc}", "{}svc"])
+        expect(problems({ ...base, QUEUE_PREFIX: prefix })).toContain("QUEUE_PREFIX needs a hash tag");
       expect(loadConfig({ SIGNING_SECRET: "a", QUEUE_PREFIX: "{svc" }).queuePrefix).toBe("{svc"); // only checked on a cluster
     });
 

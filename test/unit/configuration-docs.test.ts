@@ -4,9 +4,7 @@ import { configSchema } from "../../src/config/schema.js";
 
 // docs/configuration.md is the one page that lists every variable: it must match the schema.
 const page = readFileSync(new URL("../../docs/configuration.md", import.meta.url), "utf8");
-const rows = new Map(
-  [...page.matchAll(/^\| `([A-Z0-9_]+)` \| ([^|]+) \|/gm)].map(([, name, cell]) => [name!, cell!.trim()] as const),
-);
+const rows = new Map([...page.matchAll(/^\| `([A-Z0-9_]+)` \| ([^|]+) \|/gm)].map(([, name, cell]) => [name!, cell!.trim()] as const));
 
 /** The schema's default for a variable, as the table writes it: `value`, or — when there is none. */
 function documentedDefault(name: keyof typeof configSchema.shape): string {

@@ -4,9 +4,9 @@ import { groupCommit } from "../../src/queue/group-commit.js";
 describe("groupCommit", () => {
   it("writes items that arrive together in one batch, each caller getting its own result", async () => {
     const batches: number[][] = [];
-    const add = groupCommit(async (items: number[]) => {
+    const add = groupCommit((items: number[]) => {
       batches.push(items);
-      return items.map((i) => i * 10);
+      return Promise.resolve(items.map((i) => i * 10));
     }, 100);
     expect(await Promise.all([add(1), add(2), add(3)])).toEqual([10, 20, 30]);
     expect(batches).toEqual([[1, 2, 3]]);
@@ -31,10 +31,7 @@ describe("groupCommit", () => {
 
   it("rejects every caller of a failed batch and carries on with the next", async () => {
     let calls = 0;
-    const add = groupCommit(async (items: string[]) => {
-      if (++calls === 1) throw new Error("redis down");
-      return items;
-    }, 10);
+    const add = groupCommit((items: string[]) => (++calls === 1 ? Promise.reject(new Error("redis down")) : Promise.resolve(items)), 10);
     const failed = await Promise.allSettled([add("a"), add("b")]);
     expect(failed.map((r) => r.status)).toEqual(["rejected", "rejected"]);
     expect(await add("c")).toBe("c");

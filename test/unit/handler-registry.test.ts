@@ -3,7 +3,11 @@ import { EventDataError, type AnyEvent } from "../../src/events/catalog.js";
 import { dispatchEvent } from "../../src/events/dispatch.js";
 import { createHandlerRegistry } from "../../src/events/registry.js";
 
-const order = (data: Record<string, unknown> = { id: "ord_1", restaurantId: "rest_1" }): AnyEvent => ({ id: "evt_1", type: "order.created", data });
+const order = (data: Record<string, unknown> = { id: "ord_1", restaurantId: "rest_1" }): AnyEvent => ({
+  id: "evt_1",
+  type: "order.created",
+  data,
+});
 
 describe("handler registry and dispatch", () => {
   it("runs the type's handlers and every '*' handler, each with the event", async () => {
@@ -51,7 +55,14 @@ describe("handler registry and dispatch", () => {
   it("skips handlers that already succeeded on an earlier attempt", async () => {
     let runs = 0;
     const registry = createHandlerRegistry<object>();
-    registry.use({ "order.created": () => void runs++ }, "sync");
+    registry.use(
+      {
+        "order.created": () => {
+          runs++;
+        },
+      },
+      "sync",
+    );
     await dispatchEvent(registry, order(), {}, new Set(["sync:order.created:0"]));
     expect(runs).toBe(0);
   });
@@ -59,7 +70,9 @@ describe("handler registry and dispatch", () => {
   it("refuses a known event whose data lacks its identifiers, before any handler runs", async () => {
     let runs = 0;
     const registry = createHandlerRegistry<object>();
-    registry.onAny(() => void runs++);
+    registry.onAny(() => {
+      runs++;
+    });
     await expect(dispatchEvent(registry, order({ id: "ord_1" }), {})).rejects.toBeInstanceOf(EventDataError);
     expect(runs).toBe(0);
   });
@@ -69,8 +82,15 @@ describe("handler registry and dispatch", () => {
     const registry = createHandlerRegistry<object>();
     registry.on("order.status_changed", (e) => void got.push(e.data));
     await dispatchEvent(registry, { id: "e1", type: "order.status_changed", data: { id: "o", restaurantId: "r" } }, {});
-    await dispatchEvent(registry, { id: "e2", type: "order.status_changed", data: { id: "o", restaurantId: "r", status: "READY", extra: 1 } }, {});
-    expect(got).toEqual([{ id: "o", restaurantId: "r" }, { id: "o", restaurantId: "r", status: "READY", extra: 1 }]);
+    await dispatchEvent(
+      registry,
+      { id: "e2", type: "order.status_changed", data: { id: "o", restaurantId: "r", status: "READY", extra: 1 } },
+      {},
+    );
+    expect(got).toEqual([
+      { id: "o", restaurantId: "r" },
+      { id: "o", restaurantId: "r", status: "READY", extra: 1 },
+    ]);
   });
 
   it("refuses a handler that is not a function", () => {

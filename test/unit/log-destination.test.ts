@@ -36,7 +36,7 @@ describe("createLogDestination", () => {
     expect(written - dropped).toBeLessThan(maxBufferBytes + 1024 * 1024);
     expect(dropped).toBeGreaterThan(0);
     // destroy() closes the fd; a retry still scheduled then fails on it, which is expected here.
-    (destination as unknown as EventEmitter).on("error", () => {});
+    (destination as unknown as EventEmitter).on("error", () => undefined);
     (destination as unknown as { destroy(): void }).destroy();
   });
 });

@@ -5,7 +5,7 @@ import { createLogger } from "../../src/logging/logger.js";
 function capture(secrets: string[]) {
   const lines: string[] = [];
   const destination = new Writable({
-    write(chunk, _enc, done) {
+    write(chunk: Buffer, _enc, done) {
       lines.push(chunk.toString());
       done();
     },

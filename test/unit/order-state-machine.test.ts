@@ -33,7 +33,7 @@ describe("order state machine (docs/upstream.md)", () => {
     ["DELIVERED", "CANCELLED", "409 invalid_transition"], // from terminal
     ["CANCELLED", "CONFIRMED", "409 invalid_transition"],
     ["REFUNDED", "CANCELLED", "409 invalid_transition"],
-    ["PAID" as OrderStatus, "REFUNDED", "400 invalid_request"], // REFUNDED only via refund
+    ["PAID", "REFUNDED", "400 invalid_request"], // REFUNDED only via refund
     ["PENDING", "PENDING", "400 invalid_request"],
     ["PENDING", "shipped", "400 invalid_request"],
   ])("refuses %s → %s with %s", (from, to, expected) => {

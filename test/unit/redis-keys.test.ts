@@ -13,7 +13,12 @@ function scriptKeyGroups(prefix: string): Record<string, string[]> {
     "rate limiter acquire": [budget.log, budget.pause, budget.last],
     "rate limiter state": [budget.log, budget.pause],
     "refresh scheduler settle": [keys.pendingRefresh("orders", "rest_1")],
-    "ingest (stream + seen keys)": [keys.ingest.stream, keys.ingest.seen("evt_1"), keys.ingest.seen("evt_{odd}"), keys.ingest.seen("evt:2")],
+    "ingest (stream + seen keys)": [
+      keys.ingest.stream,
+      keys.ingest.seen("evt_1"),
+      keys.ingest.seen("evt_{odd}"),
+      keys.ingest.seen("evt:2"),
+    ],
   };
 }
 
@@ -39,7 +44,11 @@ describe("Redis key names", () => {
 
   it("keeps today's names for the budget and the pending ids", () => {
     const keys = redisKeys("svc");
-    expect(keys.upstreamBudget("k1")).toEqual({ log: "svc:upstream:{k1}:log", pause: "svc:upstream:{k1}:pause", last: "svc:upstream:{k1}:last" });
+    expect(keys.upstreamBudget("k1")).toEqual({
+      log: "svc:upstream:{k1}:log",
+      pause: "svc:upstream:{k1}:pause",
+      last: "svc:upstream:{k1}:last",
+    });
     expect(keys.pendingRefresh("orders", "r1")).toBe("svc:sync:pending:orders:{r1}");
   });
 });

@@ -2,7 +2,12 @@ import { describe, expect, it } from "vitest";
 import { decodeEntry, encodeEntry, EntryDecodeError, jobOfEntry } from "../../src/queue/stream-entry.js";
 import { redisKeys } from "../../src/redis/keys.js";
 
-const event = { id: "evt_1", type: "order.created", receivedAt: "2026-11-22T12:00:00.000Z", payload: { id: "evt_1", type: "order.created", data: { note: 'a "quoted" \u2028 line' } } };
+const event = {
+  id: "evt_1",
+  type: "order.created",
+  receivedAt: "2026-11-22T12:00:00.000Z",
+  payload: { id: "evt_1", type: "order.created", data: { note: 'a "quoted" \u2028 line' } },
+};
 
 describe("stream entries", () => {
   it("splices the verified body's text in as the payload, reading back as JSON.stringify would", () => {
@@ -16,13 +21,21 @@ describe("stream entries", () => {
     expect(decodeEntry(encodeEntry(odd, JSON.stringify(odd.payload)))).toEqual(odd);
   });
 
-  it.each([["not JSON", "{"], ["no payload", '{"id":"a","type":"b","receivedAt":"c"}'], ["a number id", '{"id":1,"type":"b","receivedAt":"c","payload":{}}']])("refuses %s", (_n, text) => {
+  it.each([
+    ["not JSON", "{"],
+    ["no payload", '{"id":"a","type":"b","receivedAt":"c"}'],
+    ["a number id", '{"id":1,"type":"b","receivedAt":"c","payload":{}}'],
+  ])("refuses %s", (_n, text) => {
     expect(() => decodeEntry(text)).toThrow(EntryDecodeError);
   });
 
   it("names the job after the entry and deduplicates on the event id for the window", () => {
     const job = jobOfEntry("1795447573734-0", encodeEntry(event), 5000);
-    expect(job).toEqual({ name: "order.created", data: event, opts: { jobId: "1795447573734-0", deduplication: { id: "evt_1", ttl: 5000 } } });
+    expect(job).toEqual({
+      name: "order.created",
+      data: event,
+      opts: { jobId: "1795447573734-0", deduplication: { id: "evt_1", ttl: 5000 } },
+    });
     expect(job.opts.jobId).not.toMatch(/:|^\d+$/); // BullMQ refuses both
   });
 });

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { apiKeyId, parseApiKey } from "../../src/upstream/api-key.js";
-import { errorFromResponse, isPermanentUpstreamError, UpstreamAuthError, UpstreamConflictError, UpstreamRateLimitError, UpstreamServerError, UpstreamTimeoutError } from "../../src/upstream/errors.js";
+import {
+  errorFromResponse,
+  isPermanentUpstreamError,
+  UpstreamAuthError,
+  UpstreamConflictError,
+  UpstreamRateLimitError,
+  UpstreamServerError,
+  UpstreamTimeoutError,
+} from "../../src/upstream/errors.js";
 import { orderSchema } from "../../src/upstream/models.js";
 import { paginate, paginatePages } from "../../src/upstream/paginate.js";
 import { backoffMs, parseRetryAfter } from "../../src/upstream/retry.js";
@@ -51,8 +59,20 @@ describe("API key", () => {
 
 describe("models and errors", () => {
   const order = {
-    id: "ord_1", restaurantId: "r", bookingId: null, type: "DELIVERY", status: "READY", subtotal: 1, tax: 0.1, tip: 0, total: 1.1,
-    currency: "EUR", paidAt: null, refundedAt: null, createdAt: "2026-11-22T10:00:00Z", items: [],
+    id: "ord_1",
+    restaurantId: "r",
+    bookingId: null,
+    type: "DELIVERY",
+    status: "READY",
+    subtotal: 1,
+    tax: 0.1,
+    tip: 0,
+    total: 1.1,
+    currency: "EUR",
+    paidAt: null,
+    refundedAt: null,
+    createdAt: "2026-11-22T10:00:00Z",
+    items: [],
   };
 
   it("keeps fields the spec does not show", () => {
@@ -74,28 +94,49 @@ describe("models and errors", () => {
 
 describe("error answers and pagination", () => {
   it("types an error answer by status and keeps the documented code and message", () => {
-    const err = errorFromResponse({ status: 409, body: '{"error":{"code":"not_refundable","message":"unpaid"}}', retryAfterMs: 0, context: "POST /r" });
+    const err = errorFromResponse({
+      status: 409,
+      body: '{"error":{"code":"not_refundable","message":"unpaid"}}',
+      retryAfterMs: 0,
+      context: "POST /r",
+    });
     expect(err).toBeInstanceOf(UpstreamConflictError);
     expect(err).toMatchObject({ status: 409, code: "not_refundable", message: "POST /r answered 409: unpaid", retryable: false });
     const proxy = errorFromResponse({ status: 403, body: "<html>nope</html>", retryAfterMs: 0, context: "GET /r" });
     expect(proxy).toBeInstanceOf(UpstreamAuthError);
     expect(proxy.code).toBe("http_403");
-    expect(errorFromResponse({ status: 429, body: "", retryAfterMs: 4000, context: "GET /r" })).toMatchObject({ constructor: UpstreamRateLimitError, retryAfterMs: 4000 });
+    expect(errorFromResponse({ status: 429, body: "", retryAfterMs: 4000, context: "GET /r" })).toMatchObject({
+      constructor: UpstreamRateLimitError,
+      retryAfterMs: 4000,
+    });
   });
 
   it("walks pages in order and refuses a cursor handed back unchanged", async () => {
-    const pages: Record<string, { data: number[]; nextCursor: string | null }> = { start: { data: [1, 2], nextCursor: "b" }, b: { data: [3], nextCursor: null } };
+    const pages: Record<string, { data: number[]; nextCursor: string | null }> = {
+      start: { data: [1, 2], nextCursor: "b" },
+      b: { data: [3], nextCursor: null },
+    };
     const seen: number[] = [];
-    for await (const n of paginate(async (c) => pages[c ?? "start"]!)) seen.push(n);
+    for await (const n of paginate((c) => Promise.resolve(pages[c ?? "start"]!))) seen.push(n);
     expect(seen).toEqual([1, 2, 3]);
-    const stuck = paginate(async () => ({ data: [1], nextCursor: "same" }), "same");
-    await expect((async () => { for await (const _ of stuck); })()).rejects.toMatchObject({ code: "repeated_cursor" });
+    const stuck = paginate(() => Promise.resolve({ data: [1], nextCursor: "same" }), "same");
+    await expect(
+      (async () => {
+        for await (const _ of stuck);
+      })(),
+    ).rejects.toMatchObject({ code: "repeated_cursor" });
   });
 
   it("refuses a cursor that comes back after others (a cycle), after yielding the page that named it", async () => {
-    const cycle: Record<string, { data: string[]; nextCursor: string | null }> = { start: { data: ["p1"], nextCursor: "a" }, a: { data: ["p2"], nextCursor: "b" }, b: { data: ["p3"], nextCursor: "a" } };
+    const cycle: Record<string, { data: string[]; nextCursor: string | null }> = {
+      start: { data: ["p1"], nextCursor: "a" },
+      a: { data: ["p2"], nextCursor: "b" },
+      b: { data: ["p3"], nextCursor: "a" },
+    };
     const seen: string[] = [];
-    const walk = (async () => { for await (const page of paginatePages(async (c) => cycle[c ?? "start"]!)) seen.push(...page.data); })();
+    const walk = (async () => {
+      for await (const page of paginatePages((c) => Promise.resolve(cycle[c ?? "start"]!))) seen.push(...page.data);
+    })();
     await expect(walk).rejects.toThrow(/same cursor again after 3 page/);
     expect(seen).toEqual(["p1", "p2", "p3"]);
   });

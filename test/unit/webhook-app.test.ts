@@ -34,10 +34,16 @@ beforeEach(() => {
 });
 
 const post = (body: string | Uint8Array | ReadableStream<Uint8Array>, headers: Record<string, string> = {}) =>
-  app.request("/webhooks", { method: "POST", body, headers, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) } as RequestInit);
+  app.request("/webhooks", { method: "POST", body, headers, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) });
 const postSigned = (body: string, secret = SECRETS[0]!) => post(body, { "x-svc-signature": signPayload(body, secret) });
 const event = (fields: Record<string, unknown> = {}) =>
-  JSON.stringify({ id: "evt_1", type: "order.created", createdAt: "2026-11-23T10:00:00Z", data: { id: "ord_1", restaurantId: "rest_1" }, ...fields });
+  JSON.stringify({
+    id: "evt_1",
+    type: "order.created",
+    createdAt: "2026-11-23T10:00:00Z",
+    data: { id: "ord_1", restaurantId: "rest_1" },
+    ...fields,
+  });
 
 describe("signatures", () => {
   it("accepts a hex signature and stores the whole payload", async () => {

@@ -25,7 +25,12 @@ export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     strict: true,
-    options: { port: { type: "string" }, "sandbox-port": { type: "string" }, "interval-ms": { type: "string" }, "no-simulate": { type: "boolean" } },
+    options: {
+      port: { type: "string" },
+      "sandbox-port": { type: "string" },
+      "interval-ms": { type: "string" },
+      "no-simulate": { type: "boolean" },
+    },
   });
   const intervalMs = Number(values["interval-ms"] ?? 1000);
   if (!Number.isInteger(intervalMs) || intervalMs < 10) throw new UsageError("--interval-ms must be a whole number ≥ 10");
@@ -39,9 +44,16 @@ export async function run(argv: string[]): Promise<void> {
   const adminToken = process.env.ADMIN_TOKEN ?? `dev-admin-${randomBytes(12).toString("hex")}`;
   // A person reads these: pretty lines on a terminal (secrets are scrubbed before they are formatted).
   const destination = await prettyDestinationForTerminal();
-  const devLogger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [...signingSecrets.split(",").map((s) => s.trim()), adminToken], ...(destination ? { destination } : {}) });
+  const devLogger = createLogger({
+    level: process.env.LOG_LEVEL ?? "info",
+    secrets: [...signingSecrets.split(",").map((s) => s.trim()), adminToken],
+    destination,
+  });
 
-  const sandbox = createSandbox({ simulate: values["no-simulate"] ? false : { intervalMs }, logger: devLogger.child({ component: "sandbox" }) });
+  const sandbox = createSandbox({
+    simulate: values["no-simulate"] ? false : { intervalMs },
+    logger: devLogger.child({ component: "sandbox" }),
+  });
   const sandboxUrl = await sandbox.listen({ port: Number(values["sandbox-port"] ?? 4010) });
 
   const config = loadConfig({
@@ -57,7 +69,7 @@ export async function run(argv: string[]): Promise<void> {
     PORT: values.port ?? process.env.PORT ?? "3000",
     RECONCILE_INTERVAL_SECONDS: process.env.RECONCILE_INTERVAL_SECONDS ?? "300",
   });
-  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config), ...(destination ? { destination } : {}) });
+  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config), destination });
   const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];
   const service = await createService({ config, logger, handlers });
   const url = await service.start();

@@ -55,7 +55,10 @@ export async function run(argv: string[]): Promise<void> {
   return replayFailedJobs(config, queueName, what);
 }
 
-async function replayFromLog(config: Config, flags: { since?: string; until?: string; type?: string; status?: string; handler?: string; "dry-run": boolean }): Promise<void> {
+async function replayFromLog(
+  config: Config,
+  flags: { since?: string; until?: string; type?: string; status?: string; handler?: string; "dry-run": boolean },
+): Promise<void> {
   const params: Record<string, string> = {};
   for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) params[name] = flags[name];
   if (flags.handler !== undefined) params.handlerStatus = "failed";
@@ -71,7 +74,10 @@ async function replayFromLog(config: Config, flags: { since?: string; until?: st
     ? new Queue<EventJobData>(EVENTS_QUEUE, {
         connection,
         prefix: config.queuePrefix,
-        defaultJobOptions: { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) },
+        defaultJobOptions: {
+          ...retryJobOptions(config.worker.attempts, config.worker.backoffMs),
+          ...retentionJobOptions(config.retention),
+        },
       })
     : undefined;
   const bar = process.stderr.isTTY ? new SingleBar({ format: "replaying {bar} {value} events", stream: process.stderr }) : undefined;
@@ -85,7 +91,8 @@ async function replayFromLog(config: Config, flags: { since?: string; until?: st
         handler: flags.handler,
         dryRun: flags["dry-run"],
         onProgress: (n, page) => {
-          if (flags["dry-run"]) for (const event of page) console.log([event.id, event.type, event.status, event.receivedAt.toISOString()].join("\t"));
+          if (flags["dry-run"])
+            for (const event of page) console.log([event.id, event.type, event.status, event.receivedAt.toISOString()].join("\t"));
           bar?.setTotal(n);
           bar?.update(n);
         },

@@ -47,17 +47,25 @@ export async function run(argv: string[]): Promise<void> {
   const urls = values["webhook-url"] ?? [];
   const secrets = values["webhook-secret"] ?? [];
   if (urls.length > 0 && secrets.length === 0) throw new UsageError("--webhook-url needs --webhook-secret");
-  if (secrets.length > 1 && secrets.length !== urls.length) throw new UsageError("give one --webhook-secret for all urls, or one per --webhook-url");
+  if (secrets.length > 1 && secrets.length !== urls.length)
+    throw new UsageError("give one --webhook-secret for all urls, or one per --webhook-url");
   for (const url of urls) if (!URL.canParse(url)) throw new UsageError(`--webhook-url "${url}" is not a URL`);
   const apiKey = values["api-key"];
   if (apiKey !== undefined && !isApiKey(apiKey)) throw new UsageError("--api-key must be svc_live_ followed by the key body");
-  const webhooks: WebhookEndpoint[] = urls.map((url, i) => ({ url, secret: secrets[secrets.length === 1 ? 0 : i] ?? "", thin: values.thin ?? false }));
+  const webhooks: WebhookEndpoint[] = urls.map((url, i) => ({
+    url,
+    secret: secrets[secrets.length === 1 ? 0 : i] ?? "",
+    thin: values.thin ?? false,
+  }));
 
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [...secrets, ...(apiKey ? [apiKey] : [])] });
   const sandbox = createSandbox({
     ...(apiKey ? { apiKeys: [apiKey] } : {}),
     webhooks,
-    rateLimit: { max: int(values["rate-max"], "--rate-max", 120, 1), windowMs: int(values["rate-window-ms"], "--rate-window-ms", 60_000, 1) },
+    rateLimit: {
+      max: int(values["rate-max"], "--rate-max", 120, 1),
+      windowMs: int(values["rate-window-ms"], "--rate-window-ms", 60_000, 1),
+    },
     seed: int(values.seed, "--seed", 1),
     simulate: values.simulate ? { intervalMs: int(values["interval-ms"], "--interval-ms", 1000, 10) } : false,
     logger,

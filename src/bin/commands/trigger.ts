@@ -16,12 +16,34 @@ Types: ${KNOWN_EVENT_TYPES.join(", ")} (any other type is sent with empty data).
 
 const now = () => new Date().toISOString();
 const SAMPLES: Record<string, () => Record<string, unknown>> = {
-  "order.created": () => ({ id: `ord_${randomUUID().slice(0, 8)}`, restaurantId: "rest_1", status: "PENDING", type: "TAKEAWAY", total: 23.1, currency: "EUR", createdAt: now() }),
+  "order.created": () => ({
+    id: `ord_${randomUUID().slice(0, 8)}`,
+    restaurantId: "rest_1",
+    status: "PENDING",
+    type: "TAKEAWAY",
+    total: 23.1,
+    currency: "EUR",
+    createdAt: now(),
+  }),
   "order.status_changed": () => ({ id: "ord_1", restaurantId: "rest_1", status: "PREPARING" }),
   "order.refunded": () => ({ id: "ord_1", restaurantId: "rest_1", status: "REFUNDED", refundedAt: now() }),
-  "booking.created": () => ({ id: `bk_${randomUUID().slice(0, 8)}`, restaurantId: "rest_1", date: now().slice(0, 10) + "T00:00:00.000Z", time: "19:30", partySize: 2, status: "CONFIRMED" }),
+  "booking.created": () => ({
+    id: `bk_${randomUUID().slice(0, 8)}`,
+    restaurantId: "rest_1",
+    date: now().slice(0, 10) + "T00:00:00.000Z",
+    time: "19:30",
+    partySize: 2,
+    status: "CONFIRMED",
+  }),
   "booking.status_changed": () => ({ id: "bk_1", restaurantId: "rest_1", status: "CANCELLED" }),
-  "review.created": () => ({ id: `rev_${randomUUID().slice(0, 8)}`, restaurantId: "rest_1", rating: 5, comment: "Sent by svc-webhooks trigger", author: "trigger", createdAt: now() }),
+  "review.created": () => ({
+    id: `rev_${randomUUID().slice(0, 8)}`,
+    restaurantId: "rest_1",
+    rating: 5,
+    comment: "Sent by svc-webhooks trigger",
+    author: "trigger",
+    createdAt: now(),
+  }),
   "menu_item.updated": () => ({ id: "mi_1", restaurantId: "rest_1", price: 12.5, stock: 4 }),
 };
 
@@ -36,21 +58,32 @@ export async function run(argv: string[]): Promise<void> {
   if (!type || extra.length > 0) throw new UsageError(`trigger takes one event type\n\n${help}`);
   const secret = values.secret ?? newestSigningSecret(process.env.SIGNING_SECRET);
   if (!secret) throw new UsageError("no signing secret: pass --secret or set SIGNING_SECRET");
-  let overrides: Record<string, unknown> = {};
+  let overrides: object = {};
   if (values.data !== undefined) {
+    let parsed: unknown;
     try {
-      overrides = JSON.parse(values.data) as Record<string, unknown>;
+      parsed = JSON.parse(values.data);
     } catch {
       throw new UsageError("--data must be a JSON object");
     }
-    if (typeof overrides !== "object" || overrides === null || Array.isArray(overrides)) throw new UsageError("--data must be a JSON object");
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new UsageError("--data must be a JSON object");
+    overrides = parsed;
   }
   const url = values.url ?? `http://127.0.0.1:${process.env.PORT ?? 3000}/webhooks`;
   if (!URL.canParse(url)) throw new UsageError(`--url "${url}" is not a URL`);
 
-  const event = { id: values.id ?? `evt_${randomUUID().replace(/-/g, "")}`, type, createdAt: now(), data: { ...(SAMPLES[type]?.() ?? {}), ...overrides } };
+  const event = {
+    id: values.id ?? `evt_${randomUUID().replace(/-/g, "")}`,
+    type,
+    createdAt: now(),
+    data: { ...(SAMPLES[type]?.() ?? {}), ...overrides },
+  };
   const body = JSON.stringify(event);
-  const res = await fetch(url, { method: "POST", body, headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, secret) } });
+  const res = await fetch(url, {
+    method: "POST",
+    body,
+    headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, secret) },
+  });
   const answer = await res.text();
   console.log(JSON.stringify({ sent: event, status: res.status, answer: safeJson(answer) }, null, 2));
   if (!res.ok) process.exitCode = 1;

@@ -86,7 +86,7 @@ export async function up(db: AnyDb): Promise<void> {
   ).execute();
 
   // Lists page by id within a filter, so each filter column leads an index ending in id.
-  const indexes: Array<[table: string, name: string, columns: string[]]> = [
+  const indexes: [table: string, name: string, columns: string[]][] = [
     ["orders", "orders_restaurant_idx", ["restaurant_id", "id"]],
     ["orders", "orders_status_idx", ["status", "id"]],
     ["orders", "orders_created_at_idx", ["created_at"]],

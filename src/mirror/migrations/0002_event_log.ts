@@ -15,7 +15,12 @@ export async function up(db: AnyDb): Promise<void> {
     // Millisecond precision, truncated (a timestamptz(3) alone would round up into the future), so
     // a JavaScript Date — a filter bound or a page cursor — holds a stored instant exactly.
     .addColumn("received_at", sql`timestamptz(3)`, (c) => c.notNull().defaultTo(sql`date_trunc('milliseconds', clock_timestamp())`))
-    .addColumn("status", "text", (c) => c.notNull().defaultTo("received").check(sql`status in ('received', 'handled', 'failed')`))
+    .addColumn("status", "text", (c) =>
+      c
+        .notNull()
+        .defaultTo("received")
+        .check(sql`status in ('received', 'handled', 'failed')`),
+    )
     .addColumn("payload", "jsonb", (c) => c.notNull())
     .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(1))
     .addColumn("handlers", "jsonb", (c) => c.notNull().defaultTo(sql`'{}'::jsonb`))
@@ -24,7 +29,11 @@ export async function up(db: AnyDb): Promise<void> {
   // Queries page by (received_at, id); prune walks received_at; replays filter by status and type.
   await db.schema.createIndex("events_received_at_idx").on("events").columns(["received_at", "id"]).execute();
   await db.schema.createIndex("events_status_idx").on("events").columns(["status", "received_at"]).execute();
-  await db.schema.createIndex("events_type_idx").on("events").expression(sql`type text_pattern_ops, received_at`).execute();
+  await db.schema
+    .createIndex("events_type_idx")
+    .on("events")
+    .column(sql`type text_pattern_ops, received_at`)
+    .execute();
 }
 
 export async function down(db: AnyDb): Promise<void> {

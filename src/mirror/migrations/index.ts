@@ -17,5 +17,5 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */
 export function staticMigrationProvider(count = Object.keys(MIGRATIONS).length): MigrationProvider {
   const selected = Object.fromEntries(Object.entries(MIGRATIONS).slice(0, count));
-  return { getMigrations: async () => selected };
+  return { getMigrations: () => Promise.resolve(selected) };
 }

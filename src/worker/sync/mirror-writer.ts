@@ -15,7 +15,10 @@ export interface MirrorWriter {
  * write's own transaction, then reports them once committed (`onRecorded`: metrics and a poke to
  * the relay). Without `record` (`backfill --no-changes`), writes produce no change events.
  */
-export function createMirrorWriter(mirror: MirrorStore, options: { record?: boolean; onRecorded?: (changes: readonly RecordedChange[]) => void } = {}): MirrorWriter {
+export function createMirrorWriter(
+  mirror: MirrorStore,
+  options: { record?: boolean; onRecorded?: (changes: readonly RecordedChange[]) => void } = {},
+): MirrorWriter {
   const record = options.record ?? true;
   return {
     async write(kind, records, readAt, source) {

@@ -39,13 +39,16 @@ export async function refreshRestaurant(deps: {
   // The guarded iterator: a cursor handed back again throws, and the pending ids stay unsettled.
   for await (const page of paginatePages(read)) {
     outcome.calls++;
-    const result = deps.writer ? await deps.writer.write(kind, page.data, page.readAt, "webhook") : await mirror.upsert(kind, page.data, page.readAt);
+    const result = deps.writer
+      ? await deps.writer.write(kind, page.data, page.readAt, "webhook")
+      : await mirror.upsert(kind, page.data, page.readAt);
     outcome.written += result.written;
     for (const record of page.data) wanted.delete(record.id);
     if (TRACKS_IDS[kind] && wanted.size === 0) break;
   }
   outcome.missing = [...wanted].filter((id) => id !== WHOLE_MENU);
-  if (outcome.missing.length > 0) deps.logger.warn({ kind, restaurantId, missing: outcome.missing }, "records named by events were not found upstream");
+  if (outcome.missing.length > 0)
+    deps.logger.warn({ kind, restaurantId, missing: outcome.missing }, "records named by events were not found upstream");
   await scheduler.settle(kind, restaurantId, pending);
   return outcome;
 }

@@ -47,7 +47,12 @@ interface Scripts {
   svcSettlePending(key: string, ...idVersionPairs: string[]): Promise<number>;
 }
 
-export function createRefreshScheduler(opts: { redis: Redis | Cluster; queue: Queue<RefreshJobData>; prefix: string; debounceMs: number }): RefreshScheduler {
+export function createRefreshScheduler(opts: {
+  redis: Redis | Cluster;
+  queue: Queue<RefreshJobData>;
+  prefix: string;
+  debounceMs: number;
+}): RefreshScheduler {
   const { redis, queue, prefix, debounceMs } = opts;
   const keys = redisKeys(prefix);
   const dedupId = (kind: SyncedKind, restaurantId: string) => `refresh-${kind}-${restaurantId}`;

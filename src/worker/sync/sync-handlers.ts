@@ -12,7 +12,8 @@ export function createSyncHandlers(scheduler: RefreshScheduler, { withApi }: { w
   };
   if (!withApi) return { "review.created": storeReview };
   const order = async (e: { data: { id: string; restaurantId: string } }) => scheduler.request("orders", e.data.restaurantId, e.data.id);
-  const booking = async (e: { data: { id: string; restaurantId: string } }) => scheduler.request("bookings", e.data.restaurantId, e.data.id);
+  const booking = async (e: { data: { id: string; restaurantId: string } }) =>
+    scheduler.request("bookings", e.data.restaurantId, e.data.id);
   return {
     "order.created": order,
     "order.status_changed": order,

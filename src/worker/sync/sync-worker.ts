@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker, type Job } from "bullmq";
+import { UnrecoverableError, Worker, type Job, type Queue } from "bullmq";
 import type { Logger } from "pino";
 import { SYNC_QUEUE } from "../../queue/names.js";
 import type { RedisClient } from "../../redis/connection.js";
@@ -13,6 +13,8 @@ export type SyncJobProcessors = Record<string, (job: Job<SyncJobData>) => Promis
 export interface SyncWorkerOptions {
   connection: RedisClient;
   prefix: string;
+  /** The sync queue this worker serves: a 429 parks it with `rateLimit`. */
+  queue: Pick<Queue, "rateLimit">;
   processors: SyncJobProcessors;
   /** At least 2, so a webhook refresh never waits behind a long reconciliation sweep. */
   concurrency: number;
@@ -37,7 +39,7 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
         return await processor(job);
       } catch (err) {
         if (err instanceof UpstreamRateLimitError) {
-          await worker.rateLimit(err.retryAfterMs);
+          await options.queue.rateLimit(err.retryAfterMs);
           throw Worker.RateLimitError();
         }
         if (isPermanentUpstreamError(err)) throw new UnrecoverableError((err as Error).message);
@@ -52,7 +54,7 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
       lockDuration: options.lockMs,
       stalledInterval: options.lockMs,
       maxStalledCount: options.maxStalls,
-      // BullMQ only honours worker.rateLimit() when a limiter is configured; the real budget is
+      // BullMQ only honours a queue's rateLimit() in a worker when a limiter is configured; the real budget is
       // the shared Redis limiter in the API client, so this one is set far above it.
       limiter: { max: 10_000, duration: 1000 },
     },

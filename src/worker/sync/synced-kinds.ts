@@ -10,13 +10,13 @@ export interface Page {
 }
 
 /** How each synced kind is listed: one table instead of a switch. Pages of 100, the API's most. */
-export const LISTERS: Record<SyncedKind, (api: ApiClient, restaurantId: string | undefined, cursor: string | undefined, priority: Priority) => Promise<Page>> = {
-  orders: (api, restaurantId, cursor, priority) =>
-    api.listOrders({ ...(restaurantId ? { restaurantId } : {}), limit: 100, ...(cursor ? { cursor } : {}) }, { priority }),
-  bookings: (api, restaurantId, cursor, priority) =>
-    api.listBookings({ ...(restaurantId ? { restaurantId } : {}), limit: 100, ...(cursor ? { cursor } : {}) }, { priority }),
-  "menu-items": (api, restaurantId, cursor, priority) =>
-    api.listMenuItems({ ...(restaurantId ? { restaurantId } : {}), limit: 100, ...(cursor ? { cursor } : {}) }, { priority }),
+export const LISTERS: Record<
+  SyncedKind,
+  (api: ApiClient, restaurantId: string | undefined, cursor: string | undefined, priority: Priority) => Promise<Page>
+> = {
+  orders: (api, restaurantId, cursor, priority) => api.listOrders({ restaurantId, limit: 100, cursor }, { priority }),
+  bookings: (api, restaurantId, cursor, priority) => api.listBookings({ restaurantId, limit: 100, cursor }, { priority }),
+  "menu-items": (api, restaurantId, cursor, priority) => api.listMenuItems({ restaurantId, limit: 100, cursor }, { priority }),
 };
 
 /** Every kind read through the API, in sweep order: the one list backfill and reconcile use. */
