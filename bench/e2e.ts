@@ -44,7 +44,12 @@ export interface BenchDatabase {
   pid?: number;
 }
 
-export const OURS_E2E: EndToEndPair = { name: "ours: `--role web` + `--role worker` (stream pump + event worker), no-op handler", receiver: "bench/servers/edge.ts", worker: "bench/servers/edge-worker.ts", usesDatabase: true };
+export const OURS_E2E: EndToEndPair = {
+  name: "ours: `--role web` + `--role worker` (stream pump + event worker), no-op handler",
+  receiver: "bench/servers/edge.ts",
+  worker: "bench/servers/edge-worker.ts",
+  usesDatabase: true,
+};
 
 /** Events fully processed per second, ours against a peer, in interleaved rounds on one Redis. */
 export async function benchEndToEnd(opts: {
@@ -69,7 +74,11 @@ export async function benchEndToEnd(opts: {
   try {
     for (let round = 1; round <= opts.rounds; round++) {
       for (const [i, pair] of opts.pairs.entries()) {
-        const env: Record<string, string> = { REDIS_URL: opts.redisUrl, QUEUE_PREFIX: `bench-e2e-${randomUUID().slice(0, 6)}`, WORKER_CONCURRENCY: String(opts.concurrency) };
+        const env: Record<string, string> = {
+          REDIS_URL: opts.redisUrl,
+          QUEUE_PREFIX: `bench-e2e-${randomUUID().slice(0, 6)}`,
+          WORKER_CONCURRENCY: String(opts.concurrency),
+        };
         // Web and worker are separate processes: they share one PostgreSQL server (an embedded
         // PGlite admits one process), each run in a schema of its own, dropped afterwards.
         const schema = `bench_${randomUUID().replaceAll("-", "").slice(0, 10)}`;
@@ -84,13 +93,23 @@ export async function benchEndToEnd(opts: {
           const processed = async () => (await (await fetch(worker.url)).json()) as { count: number; lastAt: number };
           await runWrk(`${receiver.url}/webhooks`, warmPool, wrkOptions(opts.warmupSeconds));
           const before = await settled(processed);
-          const cpu0 = [processCpuSeconds(receiver.child.pid!), processCpuSeconds(worker.child.pid!), (await redisCpu(redis)).seconds, pgCpu()];
+          const cpu0 = [
+            processCpuSeconds(receiver.child.pid!),
+            processCpuSeconds(worker.child.pid!),
+            (await redisCpu(redis)).seconds,
+            pgCpu(),
+          ];
           const commands0 = await redisCommandStats(redis);
           const startedAt = Date.now();
           const load = await runWrk(`${receiver.url}/webhooks`, runPool, wrkOptions(opts.seconds));
           const atLoadEnd = await processed();
           const after = await settled(processed);
-          const cpu1 = [processCpuSeconds(receiver.child.pid!), processCpuSeconds(worker.child.pid!), (await redisCpu(redis)).seconds, pgCpu()];
+          const cpu1 = [
+            processCpuSeconds(receiver.child.pid!),
+            processCpuSeconds(worker.child.pid!),
+            (await redisCpu(redis)).seconds,
+            pgCpu(),
+          ];
           const commands1 = await redisCommandStats(redis);
           const done = after.count - before.count;
           const us = (k: number) => ((cpu1[k]! - cpu0[k]!) / done) * 1e6;
@@ -101,11 +120,24 @@ export async function benchEndToEnd(opts: {
             duringLoadPerSecond: (atLoadEnd.count - before.count) / opts.seconds,
             edgeRps: load.rps,
             p99Ms: load.p99Ms,
-            cpu: { receiverUs: us(0), workerUs: us(1), redisUs: us(2), ...(pair.usesDatabase && opts.database.pid ? { postgresUs: us(3) } : {}) },
+            cpu: {
+              receiverUs: us(0),
+              workerUs: us(1),
+              redisUs: us(2),
+              ...(pair.usesDatabase && opts.database.pid ? { postgresUs: us(3) } : {}),
+            },
             redisCommands: perEvent(commands0, commands1, done),
           };
           runs[i]!.push(run);
-          opts.log(`e2e round ${round} ${pair.name}: ${Math.round(run.eventsPerSecond)} events/s processed (${Math.round(run.duringLoadPerSecond)}/s during the load), edge ${Math.round(run.edgeRps)} req/s, accepted ${run.accepted}, processed ${run.processed}, CPU µs/event receiver ${run.cpu.receiverUs.toFixed(0)} worker ${run.cpu.workerUs.toFixed(0)} redis ${run.cpu.redisUs.toFixed(0)}${run.cpu.postgresUs === undefined ? "" : ` postgres ${run.cpu.postgresUs.toFixed(0)}`}; redis per event: ${Object.entries(run.redisCommands).sort((a, b) => b[1].us - a[1].us).slice(0, 8).map(([c, v]) => `${c} ${v.calls.toFixed(2)}×/${v.us.toFixed(1)}µs`).join(", ")}`);
+          opts.log(
+            `e2e round ${round} ${pair.name}: ${Math.round(run.eventsPerSecond)} events/s processed (${Math.round(run.duringLoadPerSecond)}/s during the load), edge ${Math.round(run.edgeRps)} req/s, accepted ${run.accepted}, processed ${run.processed}, CPU µs/event receiver ${run.cpu.receiverUs.toFixed(0)} worker ${run.cpu.workerUs.toFixed(0)} redis ${run.cpu.redisUs.toFixed(0)}${run.cpu.postgresUs === undefined ? "" : ` postgres ${run.cpu.postgresUs.toFixed(0)}`}; redis per event: ${Object.entries(
+              run.redisCommands,
+            )
+              .sort((a, b) => b[1].us - a[1].us)
+              .slice(0, 8)
+              .map(([c, v]) => `${c} ${v.calls.toFixed(2)}×/${v.us.toFixed(1)}µs`)
+              .join(", ")}`,
+          );
         } finally {
           for (const p of procs.reverse()) await p.stop();
           const keys = await redis.keys(`${env.QUEUE_PREFIX}:*`);

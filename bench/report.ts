@@ -16,9 +16,14 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
     return found.length ? median(found) : undefined;
   };
   const us = (v: number | undefined) => (v === undefined ? "—" : fmt(v));
-  const paired = (x: IngestKey, y: IngestKey, pick: (r: IngestRun) => number) => rows[x].runs.map((run, i) => pick(run) / pick(rows[y].runs[i]!));
+  const paired = (x: IngestKey, y: IngestKey, pick: (r: IngestRun) => number) =>
+    rows[x].runs.map((run, i) => pick(run) / pick(rows[y].runs[i]!));
   const best = bestPeer(rows);
-  const ratios = { oursOverPlain: paired("c", "a", (r) => r.rps), oursOverBestPeer: paired("c", best, (r) => r.rps), p99OursOverBestPeer: paired("c", best, (r) => r.p99Ms) };
+  const ratios = {
+    oursOverPlain: paired("c", "a", (r) => r.rps),
+    oursOverBestPeer: paired("c", best, (r) => r.rps),
+    p99OursOverBestPeer: paired("c", best, (r) => r.p99Ms),
+  };
   const lines = [
     `Ingest: signed ~1 KB unique events, wrk -t1 -c${opts.connections}, ${opts.rounds} interleaved rounds of ${opts.seconds} s after a 3 s warm-up; medians.`,
     "",
@@ -29,16 +34,30 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
   for (const { key } of SERVERS) {
     const runs = rows[key].runs;
     if (runs.length === 0) continue;
-    const stored = runs.every((r) => r.jobsInRedis !== undefined) ? `${fmt(runs.reduce((n, r) => n + r.jobsInRedis!, 0))} / ${fmt(runs.reduce((n, r) => n + r.ok, 0))}` : "—";
+    const stored = runs.every((r) => r.jobsInRedis !== undefined)
+      ? `${fmt(runs.reduce((n, r) => n + r.jobsInRedis!, 0))} / ${fmt(runs.reduce((n, r) => n + r.ok, 0))}`
+      : "—";
     const redisUs = med(key, (r) => r.cpu.redisUs);
     const rps = med(key, (r) => r.rps)!;
     lines.push(
-      `| ${rows[key].name}${key === best ? " — best peer" : ""} | ${fmt(rps)} | ${fmt(rps / plain, 2)} | ${fmt(med(key, (r) => r.p50Ms)!, 2)} | ${fmt(med(key, (r) => r.p99Ms)!, 2)} | ${runs.reduce((n, r) => n + r.errors, 0)} | ${stored} | ${us(med(key, (r) => r.cpu.serverUs))} | ${us(med(key, (r) => r.cpu.wrkUs))} | ${redisUs === undefined ? "—" : `${fmt(redisUs)} (${us(med(key, (r) => r.cpu.addScriptUs))})`} |`,
+      `| ${rows[key].name}${key === best ? " — best peer" : ""} | ${fmt(rps)} | ${fmt(rps / plain, 2)} | ${fmt(
+        med(key, (r) => r.p50Ms)!,
+        2,
+      )} | ${fmt(
+        med(key, (r) => r.p99Ms)!,
+        2,
+      )} | ${runs.reduce((n, r) => n + r.errors, 0)} | ${stored} | ${us(med(key, (r) => r.cpu.serverUs))} | ${us(med(key, (r) => r.cpu.wrkUs))} | ${redisUs === undefined ? "—" : `${fmt(redisUs)} (${us(med(key, (r) => r.cpu.addScriptUs))})`} |`,
     );
   }
   lines.push(
     "",
-    `**ours ÷ best peer (${rows[best].name}), req/s: ${spread(ratios.oursOverBestPeer)}** (target ≥ 1.5); p99 ours ${fmt(med("c", (r) => r.p99Ms)!, 2)} ms vs best peer ${fmt(med(best, (r) => r.p99Ms)!, 2)} ms (ratio per round ${spread(ratios.p99OursOverBestPeer)}, target ≤ 1); ours ÷ plain ${spread(ratios.oursOverPlain)}. Ratios: median (range) of the rounds, each round's runs paired.`,
+    `**ours ÷ best peer (${rows[best].name}), req/s: ${spread(ratios.oursOverBestPeer)}** (target ≥ 1.5); p99 ours ${fmt(
+      med("c", (r) => r.p99Ms)!,
+      2,
+    )} ms vs best peer ${fmt(
+      med(best, (r) => r.p99Ms)!,
+      2,
+    )} ms (ratio per round ${spread(ratios.p99OursOverBestPeer)}, target ≤ 1); ours ÷ plain ${spread(ratios.oursOverPlain)}. Ratios: median (range) of the rounds, each round's runs paired.`,
     "",
     "Stored: jobs in BullMQ for the peers, stream entries for ours (no pump runs in this table, so MAX_BACKLOG is lifted for it); it can exceed the 200s because wrk drops answers still in flight when it stops. Redis CPU is per stored event; in brackets the µs per EVALSHA call (one per job for the peers, one per group-committed batch for ours).",
   );
@@ -48,7 +67,11 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
 /** The Redis commands costing most per event, medians over the runs. */
 function redisBreakdown(runs: EndToEndRun[]): string {
   const names = [...new Set(runs.flatMap((r) => Object.keys(r.redisCommands)))];
-  const rows = names.map((c) => ({ c, calls: median(runs.map((r) => r.redisCommands[c]?.calls ?? 0)), us: median(runs.map((r) => r.redisCommands[c]?.us ?? 0)) }));
+  const rows = names.map((c) => ({
+    c,
+    calls: median(runs.map((r) => r.redisCommands[c]?.calls ?? 0)),
+    us: median(runs.map((r) => r.redisCommands[c]?.us ?? 0)),
+  }));
   return rows
     .filter((r) => r.us >= 0.5)
     .sort((a, b) => b.us - a.us)
@@ -58,7 +81,11 @@ function redisBreakdown(runs: EndToEndRun[]): string {
 }
 
 /** The end-to-end table in Markdown. */
-export function endToEndReport(pairs: readonly EndToEndPair[], runs: EndToEndRun[][], opts: { rounds: number; seconds: number; concurrency: number; database: string }) {
+export function endToEndReport(
+  pairs: readonly EndToEndPair[],
+  runs: EndToEndRun[][],
+  opts: { rounds: number; seconds: number; concurrency: number; database: string },
+) {
   const med = (i: number, pick: (r: EndToEndRun) => number) => median(runs[i]!.map(pick));
   const ratio = runs[0]!.map((run, k) => run.eventsPerSecond / runs[1]![k]!.eventsPerSecond);
   const lines = [
@@ -68,7 +95,10 @@ export function endToEndReport(pairs: readonly EndToEndPair[], runs: EndToEndRun
     "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...pairs.map(
       (p, i) =>
-        `| ${p.name} | ${fmt(med(i, (r) => r.eventsPerSecond))} | ${fmt(med(i, (r) => r.duringLoadPerSecond))} | ${fmt(med(i, (r) => r.edgeRps))} | ${fmt(med(i, (r) => r.p99Ms), 2)} | ${fmt(med(i, (r) => r.cpu.receiverUs))} | ${fmt(med(i, (r) => r.cpu.workerUs))} | ${fmt(med(i, (r) => r.cpu.redisUs))} | ${p.usesDatabase && runs[i]!.every((r) => r.cpu.postgresUs !== undefined) ? fmt(med(i, (r) => r.cpu.postgresUs!)) : "—"} |`,
+        `| ${p.name} | ${fmt(med(i, (r) => r.eventsPerSecond))} | ${fmt(med(i, (r) => r.duringLoadPerSecond))} | ${fmt(med(i, (r) => r.edgeRps))} | ${fmt(
+          med(i, (r) => r.p99Ms),
+          2,
+        )} | ${fmt(med(i, (r) => r.cpu.receiverUs))} | ${fmt(med(i, (r) => r.cpu.workerUs))} | ${fmt(med(i, (r) => r.cpu.redisUs))} | ${p.usesDatabase && runs[i]!.every((r) => r.cpu.postgresUs !== undefined) ? fmt(med(i, (r) => r.cpu.postgresUs!)) : "—"} |`,
     ),
     "",
     `**ours ÷ best peer, end to end: ${spread(ratio)}** (target ≥ 1).`,

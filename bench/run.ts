@@ -43,7 +43,12 @@ assertWrk();
 const redis = await ensureRedis(process.env.BENCH_REDIS_URL);
 const results: Record<string, unknown> = { at: new Date().toISOString(), node: process.version, cpus: cpus().length };
 // The table goes to stdout and to bench/results/latest.md (committed); the figures to latest.json.
-const md: string[] = [`# npm run bench — ${String(results.at)}`, "", `Node ${process.version}, ${cpus().length} CPUs, \`npm run bench -- ${process.argv.slice(2).join(" ")}\``, ""];
+const md: string[] = [
+  `# npm run bench — ${String(results.at)}`,
+  "",
+  `Node ${process.version}, ${cpus().length} CPUs, \`npm run bench -- ${process.argv.slice(2).join(" ")}\``,
+  "",
+];
 const out = (...lines: string[]) => {
   for (const l of lines) console.log(l);
   md.push(...lines, "");
@@ -51,9 +56,21 @@ const out = (...lines: string[]) => {
 // The peer the end-to-end run compares against: the best of the ingest table, else the Hono tutorial.
 let bestPeerKey: IngestKey = "f";
 const E2E_PEERS: Partial<Record<IngestKey, EndToEndPair>> = {
-  d: { name: "Express peer + plain BullMQ Worker, no-op processor", receiver: "bench/servers/express-peer.ts", worker: "bench/servers/peer-worker.ts" },
-  e: { name: "octokit peer (node:http) + plain BullMQ Worker, no-op processor", receiver: "bench/servers/octokit-peer.ts", worker: "bench/servers/peer-worker.ts" },
-  f: { name: "Hono tutorial peer + plain BullMQ Worker, no-op processor", receiver: "bench/servers/hono-peer.ts", worker: "bench/servers/peer-worker.ts" },
+  d: {
+    name: "Express peer + plain BullMQ Worker, no-op processor",
+    receiver: "bench/servers/express-peer.ts",
+    worker: "bench/servers/peer-worker.ts",
+  },
+  e: {
+    name: "octokit peer (node:http) + plain BullMQ Worker, no-op processor",
+    receiver: "bench/servers/octokit-peer.ts",
+    worker: "bench/servers/peer-worker.ts",
+  },
+  f: {
+    name: "Hono tutorial peer + plain BullMQ Worker, no-op processor",
+    receiver: "bench/servers/hono-peer.ts",
+    worker: "bench/servers/peer-worker.ts",
+  },
 };
 /**
  * Our web and worker processes share a PostgreSQL server (the embedded PGlite admits one process):
@@ -61,13 +78,19 @@ const E2E_PEERS: Partial<Record<IngestKey, EndToEndPair>> = {
  * durability (fsync and synchronous_commit on), as Redis runs with AOF.
  */
 async function benchDatabase(): Promise<BenchDatabase & { server?: PostgresServer }> {
-  if (process.env.BENCH_DATABASE_URL) return { url: process.env.BENCH_DATABASE_URL, label: "PostgreSQL at BENCH_DATABASE_URL (its CPU not measured)" };
+  if (process.env.BENCH_DATABASE_URL)
+    return { url: process.env.BENCH_DATABASE_URL, label: "PostgreSQL at BENCH_DATABASE_URL (its CPU not measured)" };
   const bin = findPostgresBin();
   if (!bin) throw new Error("the end-to-end bench needs PostgreSQL: install it (apt-get install -y postgresql) or set BENCH_DATABASE_URL");
   const server = await startPostgresServer(bin, { durable: true });
   const pid = Number(readFileSync(join(server.dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
   const version = /\d+(\.\d+)?/.exec(spawnSync(join(bin, "postgres"), ["--version"], { encoding: "utf8" }).stdout)?.[0] ?? "";
-  return { url: server.url, pid, server, label: `PostgreSQL ${version} server started by the bench on loopback (fsync and synchronous_commit on, defaults otherwise)` };
+  return {
+    url: server.url,
+    pid,
+    server,
+    label: `PostgreSQL ${version} server started by the bench on loopback (fsync and synchronous_commit on, defaults otherwise)`,
+  };
 }
 
 try {
@@ -85,7 +108,17 @@ try {
     const database = await benchDatabase();
     let runs;
     try {
-      runs = await benchEndToEnd({ redisUrl: redis.url, pairs, rounds, seconds, warmupSeconds: 3, connections: 50, concurrency, database, log });
+      runs = await benchEndToEnd({
+        redisUrl: redis.url,
+        pairs,
+        rounds,
+        seconds,
+        warmupSeconds: 3,
+        connections: 50,
+        concurrency,
+        database,
+        log,
+      });
     } finally {
       await database.server?.destroy();
     }
@@ -97,7 +130,9 @@ try {
     log("worker: draining 20,000 review.created jobs");
     const w = await benchWorker({ redisUrl: redis.url, jobs: 20_000, concurrency: 50 });
     results.worker = w;
-    out(`Worker: ${fmt(w.jobs)} review.created jobs (no API call, one mirror write each), concurrency 50: ${fmt(w.jobsPerSecond)} jobs/s (${fmt(w.seconds, 1)} s)`);
+    out(
+      `Worker: ${fmt(w.jobs)} review.created jobs (no API call, one mirror write each), concurrency 50: ${fmt(w.jobsPerSecond)} jobs/s (${fmt(w.seconds, 1)} s)`,
+    );
   }
   if (want("sync")) {
     const rows = [];
@@ -106,14 +141,24 @@ try {
       rows.push(await benchSync({ redisUrl: redis.url, events, restaurants: 5 }));
     }
     results.sync = rows;
-    out("Sync: a burst of N order events across 5 restaurants, sandbox at 120 requests/min", "", "| N | API calls | events per call | 429s | mirror equal after | naive calls | naive time at 120/min |", "|---:|---:|---:|---:|---:|---:|---:|");
-    for (const r of rows) out(`| ${fmt(r.events)} | ${r.apiCalls} | ${fmt(r.eventsPerCall, 1)} | ${r.rateLimited} | ${fmt(r.secondsToMirrorEqual, 1)} s | ${fmt(r.naiveCalls)} | ${fmt(r.naiveSecondsAtLimit)} s |`);
+    out(
+      "Sync: a burst of N order events across 5 restaurants, sandbox at 120 requests/min",
+      "",
+      "| N | API calls | events per call | 429s | mirror equal after | naive calls | naive time at 120/min |",
+      "|---:|---:|---:|---:|---:|---:|---:|",
+    );
+    for (const r of rows)
+      out(
+        `| ${fmt(r.events)} | ${r.apiCalls} | ${fmt(r.eventsPerCall, 1)} | ${r.rateLimited} | ${fmt(r.secondsToMirrorEqual, 1)} s | ${fmt(r.naiveCalls)} | ${fmt(r.naiveSecondsAtLimit)} s |`,
+      );
   }
   if (want("memory")) {
     log(`memory: ${memorySeconds} s of sustained load`);
     const m = await benchMemory({ redisUrl: redis.url, seconds: memorySeconds, connections: 20, log });
     results.memory = m;
-    out(`Memory (ROLE=all, ${memorySeconds} s at ${fmt(m.rps)} req/s, 20 connections): RSS ${fmt(m.rssBeforeMiB, 1)} MiB before, ${fmt(m.rssPeakMiB, 1)} MiB peak, ${fmt(m.rssAfterMiB, 1)} MiB 15 s after (${fmt(m.afterVsBefore * 100 - 100, 1)} % vs before; target within 20 %)`);
+    out(
+      `Memory (ROLE=all, ${memorySeconds} s at ${fmt(m.rps)} req/s, 20 connections): RSS ${fmt(m.rssBeforeMiB, 1)} MiB before, ${fmt(m.rssPeakMiB, 1)} MiB peak, ${fmt(m.rssAfterMiB, 1)} MiB 15 s after (${fmt(m.afterVsBefore * 100 - 100, 1)} % vs before; target within 20 %)`,
+    );
   }
 } finally {
   await redis.started?.destroy();

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { Config } from "./config/config.js";
 import { createApp } from "./http/app.js";
 import type { AppEnv } from "./http/context.js";
+import { NotReadyError } from "./http/health-routes.js";
 import { listen, type RunningServer } from "./http/listen.js";
 import { mountOperatorRoutes } from "./http/operator-routes.js";
 import { collectIngestBacklog, collectMirrorLag, collectQueueDepths } from "./metrics/collectors.js";
@@ -118,9 +119,13 @@ export async function createService({ config, logger, handlers = [], database }:
     await anyConnection.ping();
   };
   const { adminToken } = config;
+  const databaseReady = () =>
+    storage.ping().catch(() => {
+      throw new NotReadyError("the database does not answer: events wait in the queue and are handled once it is back");
+    });
   const app = createApp({
     logger,
-    ready: config.role === "worker" ? () => Promise.all([redisReady(), storage.ping()]).then(() => undefined) : redisReady,
+    ready: config.role === "worker" ? () => Promise.all([redisReady(), databaseReady()]).then(() => undefined) : redisReady,
     ...(sink
       ? {
           webhooks: {

@@ -68,6 +68,7 @@ export type CommandStats = Record<string, { calls: number; usec: number }>;
 /** INFO commandstats as calls and µs per command (EVALSHA: every script BullMQ or we run). */
 export async function redisCommandStats(redis: Redis): Promise<CommandStats> {
   const out: CommandStats = {};
-  for (const m of (await redis.info("commandstats")).matchAll(/cmdstat_([^:]+):calls=(\d+),usec=(\d+)/g)) out[m[1]!] = { calls: Number(m[2]), usec: Number(m[3]) };
+  for (const m of (await redis.info("commandstats")).matchAll(/cmdstat_([^:]+):calls=(\d+),usec=(\d+)/g))
+    out[m[1]!] = { calls: Number(m[2]), usec: Number(m[3]) };
   return out;
 }

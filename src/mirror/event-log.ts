@@ -83,12 +83,13 @@ function attemptRow(attempt: EventAttempt): Row {
   const handlers: Record<string, { status: "ok" | "failed"; error?: string; attempts: 1 }> = {};
   for (const [key, outcome] of Object.entries(attempt.handlers)) {
     checkId(key, "key");
-    if (outcome.status !== "ok" && outcome.status !== "failed")
-      throw new EventLogError("invalid_event", "status", "a handler outcome is ok or failed");
+    // Callers may be untyped JavaScript: check what the type promises.
+    const status: unknown = outcome.status;
+    if (status !== "ok" && status !== "failed") throw new EventLogError("invalid_event", "status", "a handler outcome is ok or failed");
     handlers[key] =
       outcome.error === undefined
         ? { status: outcome.status, attempts: 1 }
-        : { status: outcome.status, error: String(outcome.error).slice(0, MAX_ERROR_LENGTH), attempts: 1 };
+        : { status: outcome.status, error: outcome.error.slice(0, MAX_ERROR_LENGTH), attempts: 1 };
   }
   let json: string | undefined;
   try {

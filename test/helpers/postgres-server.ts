@@ -8,7 +8,8 @@ import { freePort } from "../../src/local/redis-server.js";
 
 const run = promisify(execFile);
 
-export const POSTGRES_INSTALL_HINT = "PostgreSQL binaries (initdb, pg_ctl) not found: only the embedded database is tested. Install them with `apt-get install -y postgresql` or set TEST_DATABASE_URL.";
+export const POSTGRES_INSTALL_HINT =
+  "PostgreSQL binaries (initdb, pg_ctl) not found: only the embedded database is tested. Install them with `apt-get install -y postgresql` or set TEST_DATABASE_URL.";
 
 export interface PostgresServer {
   url: string;
@@ -33,7 +34,7 @@ export function findPostgresBin(): string | undefined {
 
 /** initdb refuses to run as root: as root, run the binaries as the `postgres` user in a directory it owns. */
 async function asServerUser(): Promise<{ wrap: (cmd: string, args: string[]) => [string, string[]]; own: (path: string) => void }> {
-  if (process.getuid?.() !== 0) return { wrap: (cmd, args) => [cmd, args], own: () => {} };
+  if (process.getuid?.() !== 0) return { wrap: (cmd, args) => [cmd, args], own: () => undefined }; // not root: the files are ours already
   const { stdout: uid } = await run("id", ["-u", "postgres"]).catch(() => {
     throw new Error("running as root, and there is no `postgres` user to run initdb as (apt-get install -y postgresql creates it)");
   });

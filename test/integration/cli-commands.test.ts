@@ -102,7 +102,11 @@ describe("svc-webhooks dev", () => {
 
   it("stops everything on Ctrl-C (SIGINT to its whole process group), closing the embedded database", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "svc-dev-data-"));
-    proc = runCli(["dev", "--port", "0", "--sandbox-port", "0", "--interval-ms", "20"], { DATA_DIR: dataDir, QUEUE_PREFIX: `test-dev-${randomUUID().slice(0, 8)}` }, { ownProcessGroup: true });
+    proc = runCli(
+      ["dev", "--port", "0", "--sandbox-port", "0", "--interval-ms", "20"],
+      { DATA_DIR: dataDir, QUEUE_PREFIX: `test-dev-${randomUUID().slice(0, 8)}` },
+      { ownProcessGroup: true },
+    );
     await proc.waitForLog("mirror changes recorded");
     process.kill(-proc.child.pid!, "SIGINT"); // as a terminal does: the service, tsx and its redis-server alike
     expect((await proc.exited).code).toBe(0);

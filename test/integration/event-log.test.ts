@@ -150,7 +150,7 @@ describe.each(testDrivers())("event log (%s)", (driver) => {
   });
 
   it("refuses a query it cannot apply, naming the field", async () => {
-    const bad: Array<[EventQuery, string]> = [
+    const bad: [EventQuery, string][] = [
       [{ type: "order.%" }, "type"],
       [{ type: "ORDER.*" }, "type"],
       [{ status: "done" as "handled" }, "status"],

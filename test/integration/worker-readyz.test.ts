@@ -38,7 +38,7 @@ describe("/readyz in the worker role", () => {
       const res = await fetch(`${svc.url}/readyz`);
       expect(res.status).toBe(503);
       expect(await res.json()).toEqual({
-        error: { code: "not_ready", message: expect.stringMatching(/Redis did not answer within/) as unknown },
+        error: { code: "not_ready", message: expect.stringMatching(/did not answer within/) as unknown },
       });
     } finally {
       await svc.redis.client("UNPAUSE");
