@@ -1,4 +1,4 @@
-import { Migrator, type MigrationResult } from "kysely/migration";
+import { Migrator, type MigrationResult } from "kysely";
 import type { Database } from "./database.js";
 import { staticMigrationProvider } from "./migrations/index.js";
 

@@ -32,7 +32,7 @@ export async function up(db: AnyDb): Promise<void> {
   await db.schema
     .createIndex("events_type_idx")
     .on("events")
-    .column(sql`type text_pattern_ops, received_at`)
+    .expression(sql`type text_pattern_ops, received_at`)
     .execute();
 }
 

@@ -1,4 +1,4 @@
-import type { Migration, MigrationProvider } from "kysely/migration";
+import type { Migration, MigrationProvider } from "kysely";
 import * as m0001 from "./0001_mirror.js";
 import * as m0002 from "./0002_event_log.js";
 import * as m0003 from "./0003_change_outbox.js";
