@@ -11,3 +11,8 @@ export function retentionJobOptions(retention: Config["retention"]): DefaultJobO
   const keep = ({ count, ageSeconds }: { count: number; ageSeconds: number }) => (count === 0 ? true : { count, age: ageSeconds });
   return { removeOnComplete: keep(retention.completed), removeOnFail: keep(retention.failed) };
 }
+
+/** The options every job of ours gets from the config: its retries and how long it is kept. */
+export function configuredJobOptions(config: Pick<Config, "worker" | "retention">): DefaultJobOptions {
+  return { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) };
+}

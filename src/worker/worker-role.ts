@@ -9,7 +9,7 @@ import type { ChangeOutbox } from "../mirror/change-outbox.js";
 import type { EventLog } from "../mirror/event-log.js";
 import type { MirrorStore } from "../mirror/store.js";
 import { createEventWorker } from "../queue/event-worker.js";
-import { retentionJobOptions, retryJobOptions } from "../queue/job-options.js";
+import { configuredJobOptions } from "../queue/job-options.js";
 import { SYNC_QUEUE } from "../queue/names.js";
 import { createStreamPump, type StreamPump } from "../queue/stream-pump.js";
 import type { RedisClient } from "../redis/connection.js";
@@ -78,8 +78,7 @@ export function createWorkerRole(deps: {
     connection,
     prefix,
     defaultJobOptions: {
-      ...retryJobOptions(config.worker.attempts, config.worker.backoffMs),
-      ...retentionJobOptions(config.retention),
+      ...configuredJobOptions(config),
       // A finished refresh leaves nothing worth keeping; its outcome is logged.
       removeOnComplete: true,
     },
@@ -100,7 +99,7 @@ export function createWorkerRole(deps: {
     prefix,
     dedupWindowMs: config.dedupWindowSeconds * 1000,
     intervalMs: config.worker.changeRelayIntervalMs,
-    jobOptions: { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) },
+    jobOptions: configuredJobOptions(config),
     logger,
   });
   const writer = createMirrorWriter(mirror, {
@@ -109,7 +108,8 @@ export function createWorkerRole(deps: {
         metrics.mirrorChanges.inc({ kind: data.kind, source: data.source });
         if (data.source === "reconcile") metrics.missedWebhooks.inc({ kind: data.kind });
       }
-      logger.info({ changes: changes.length }, "mirror changes recorded");
+      // Debug: a busy sync records changes on every write; the metrics above count them.
+      logger.debug({ changes: changes.length }, "mirror changes recorded");
       changeRelay.poke();
     },
   });
@@ -157,7 +157,7 @@ export function createWorkerRole(deps: {
     connection,
     prefix,
     dedupWindowSeconds: config.dedupWindowSeconds,
-    jobOptions: { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) },
+    jobOptions: configuredJobOptions(config),
     batchSize: config.ingest.pumpBatchSize,
     claimIdleMs: config.ingest.pumpClaimIdleMs,
     logger,

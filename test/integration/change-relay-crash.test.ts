@@ -63,7 +63,7 @@ export default {
       JOB_LOCK_MS: "1000",
       HOST: "127.0.0.1",
       PORT: "0",
-      LOG_LEVEL: "info",
+      LOG_LEVEL: "debug", // "mirror changes recorded" is a debug line
       HANDLERS_MODULE: handlersModule,
       CHANGES_FILE: changesFile,
     };

@@ -104,7 +104,7 @@ describe("svc-webhooks dev", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "svc-dev-data-"));
     proc = runCli(
       ["dev", "--port", "0", "--sandbox-port", "0", "--interval-ms", "20"],
-      { DATA_DIR: dataDir, QUEUE_PREFIX: `test-dev-${randomUUID().slice(0, 8)}` },
+      { DATA_DIR: dataDir, QUEUE_PREFIX: `test-dev-${randomUUID().slice(0, 8)}`, LOG_LEVEL: "debug" },
       { ownProcessGroup: true },
     );
     await proc.waitForLog("mirror changes recorded");

@@ -5,7 +5,7 @@ import type { Config } from "../../config/config.js";
 import { loadConfig } from "../../config/index.js";
 import { eventQueryFromParams } from "../../mirror/event-query.js";
 import type { EventJobData } from "../../queue/event-job.js";
-import { retentionJobOptions, retryJobOptions } from "../../queue/job-options.js";
+import { configuredJobOptions } from "../../queue/job-options.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../../queue/names.js";
 import { createRedisConnection } from "../../redis/connection.js";
 import { replayEvents } from "../../worker/replay-events.js";
@@ -74,10 +74,7 @@ async function replayFromLog(
     ? new Queue<EventJobData>(EVENTS_QUEUE, {
         connection,
         prefix: config.queuePrefix,
-        defaultJobOptions: {
-          ...retryJobOptions(config.worker.attempts, config.worker.backoffMs),
-          ...retentionJobOptions(config.retention),
-        },
+        defaultJobOptions: configuredJobOptions(config),
       })
     : undefined;
   const bar = process.stderr.isTTY ? new SingleBar({ format: "replaying {bar} {value} events", stream: process.stderr }) : undefined;
