@@ -45,7 +45,7 @@ export interface BenchDatabase {
 }
 
 export const OURS_E2E: EndToEndPair = {
-  name: "ours: `--role web` + `--role worker` (stream pump + event worker), no-op handler",
+  name: "ours: `--role web` + `--role worker` (handlers straight from the ingest stream), no-op handler",
   receiver: "bench/servers/edge.ts",
   worker: "bench/servers/edge-worker.ts",
   usesDatabase: true,

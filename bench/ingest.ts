@@ -54,7 +54,7 @@ export async function benchIngest(opts: {
   const dir = join(tmpdir(), `svc-bench-${randomUUID().slice(0, 8)}`);
   const rows = Object.fromEntries(SERVERS.map((s) => [s.key, { name: s.name, runs: [] as IngestRun[] }])) as Record<IngestKey, IngestRow>;
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
-  // Stored events: BullMQ jobs for the peers; for ours (no pump runs beside the edge here) the stream.
+  // Stored events: BullMQ jobs for the peers; for ours (no worker runs beside the edge here) the stream.
   const stored = (key: IngestKey, queue: Queue, prefix: string) =>
     key === "c" ? redis.xlen(redisKeys(prefix).ingest.stream) : countJobs(queue);
   // Unique events for warm-up and run, written once: each run gets its own queue prefix, so the
@@ -68,7 +68,7 @@ export async function benchIngest(opts: {
     for (let round = 1; round <= opts.rounds; round++) {
       for (const server of SERVERS) {
         const prefix = `bench-${server.key}-${randomUUID().slice(0, 6)}`;
-        // No pump drains our stream in this table (the end-to-end run has one), so its backlog
+        // No worker drains our stream in this table (the end-to-end run has one), so its backlog
         // grows past the default MAX_BACKLOG within a run; a refusal there would be backpressure
         // working, not the edge's speed.
         const proc = await startServerProcess(server.script, { REDIS_URL: opts.redisUrl, QUEUE_PREFIX: prefix, MAX_BACKLOG: "100000000" });

@@ -59,7 +59,7 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
       2,
     )} ms (ratio per round ${spread(ratios.p99OursOverBestPeer)}, target ≤ 1); ours ÷ plain ${spread(ratios.oursOverPlain)}. Ratios: median (range) of the rounds, each round's runs paired.`,
     "",
-    "Stored: jobs in BullMQ for the peers, stream entries for ours (no pump runs in this table, so MAX_BACKLOG is lifted for it); it can exceed the 200s because wrk drops answers still in flight when it stops. Redis CPU is per stored event; in brackets the µs per EVALSHA call (one per job for the peers, one per group-committed batch for ours).",
+    "Stored: jobs in BullMQ for the peers, stream entries for ours (no worker runs in this table, so MAX_BACKLOG is lifted for it); it can exceed the 200s because wrk drops answers still in flight when it stops. Redis CPU is per stored event; in brackets the µs per EVALSHA call (one per job for the peers, one per group-committed batch for ours).",
   );
   return { lines, ratios, best };
 }

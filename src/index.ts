@@ -30,6 +30,7 @@ export { ReservedEventTypeError } from "./events/reserved-event-type-error.js";
 export { createHandlerRegistry, type Handler, type HandlerMap, type HandlerRegistry } from "./events/registry.js";
 export { onChange, type EventHandler, type EventHandlers, type HandlerContext } from "./worker/handler-context.js";
 export { loadHandlersModule, HandlersModuleError } from "./worker/load-handlers-module.js";
+export type { SettledEvent, WorkerRole } from "./worker/worker-role.js";
 export { createDatabase, DatabaseConfigError, type Database, type DatabaseOptions } from "./mirror/database.js";
 export { migrateToLatest, MigrationError } from "./mirror/migrate.js";
 export { createPostgresMirror } from "./mirror/postgres-store.js";

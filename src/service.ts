@@ -39,7 +39,7 @@ export interface Service {
   app: Hono<AppEnv>;
   /** The edge's hot path: verified events go to the ingest stream (roles all, web). */
   sink: StreamSink | undefined;
-  /** The events queue (a handle in every role), where the worker's pump moves events. */
+  /** The events queue (a handle in every role): retries, dead letters, replays and change events. */
   eventsQueue: Queue;
   worker: WorkerRole | undefined;
   mirror: MirrorStore;
@@ -104,7 +104,7 @@ export async function createService({ config, logger, handlers = [], database }:
     ownQueues.push(q);
     return q;
   };
-  const eventsQueue = queueHandle(EVENTS_QUEUE, worker?.pump.queue);
+  const eventsQueue = queueHandle(EVENTS_QUEUE, worker?.eventsQueue);
   const queues = [eventsQueue, queueHandle(SYNC_QUEUE, worker?.syncQueue)];
   collectQueueDepths(metrics, queues);
   collectIngestBacklog(metrics, () => readStreamBacklog(anyConnection, prefix));

@@ -8,6 +8,7 @@ import {
   type EventHandlers,
   type HandlerContext,
   type Order,
+  type SettledEvent,
 } from "../src/index.js";
 
 export const handlers: EventHandlers = {
@@ -32,6 +33,16 @@ export const wrong: EventHandlers = { "order.created": "not a function" };
 
 export const build = async (config: Parameters<typeof createService>[0]["config"]) =>
   createService({ config, logger: undefined as never, handlers });
+
+// Every event a worker settles, on the stream's first attempt or as a job of the events queue.
+export const watch = async (config: Parameters<typeof createService>[0]["config"]) => {
+  const service = await build(config);
+  return service.worker?.onSettled((event: SettledEvent) => {
+    const outcome: "completed" | "failed" | "retried" = event.outcome;
+    const via: "stream" | "queue" = event.via;
+    console.log(event.id, event.type, outcome, via);
+  });
+};
 
 // Internal schemas are not part of the public API: their shape may change in any release.
 // @ts-expect-error the zod event schemas stay internal

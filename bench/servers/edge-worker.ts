@@ -1,4 +1,4 @@
-// Our second half for the end-to-end bench: `serve --role worker` (stream pump + event worker)
+// Our second half for the end-to-end bench: `serve --role worker` (handlers straight from the ingest stream)
 // with a no-op handler for every event, exactly as the service builds it.
 import { loadConfig } from "../../src/config/index.js";
 import { createLogger } from "../../src/logging/logger.js";
@@ -12,7 +12,9 @@ const service = await createService({
   logger: createLogger({ level: config.logLevel }),
   handlers: [{ "*": () => Promise.resolve() }],
 });
-service.worker!.eventWorker.on("completed", () => counter.completed());
+service.worker!.onSettled((e) => {
+  if (e.outcome === "completed") counter.completed();
+});
 void service.start();
 process.on("SIGTERM", () => void service.stop().then(() => process.exit(0)));
 process.once("SIGINT", () => process.exit(0));

@@ -42,14 +42,14 @@ export interface Config {
   };
   /** How long the edge waits for Redis to acknowledge an event before answering 503. */
   enqueueTimeoutMs: number;
-  /** The ingest stream between the edge and BullMQ (see queue/stream-sink, queue/stream-pump). */
+  /** The ingest stream between the edge and the workers (see queue/stream-sink, queue/stream-consumer). */
   ingest: {
     /** Events waiting in the stream above which the edge answers 503 (backpressure). */
     maxBacklog: number;
-    /** Most events the pump moves into BullMQ per addBulk. */
-    pumpBatchSize: number;
-    /** A dead pump's unacknowledged entries are taken over after this long. */
-    pumpClaimIdleMs: number;
+    /** Most events a worker reads and handles per batch. */
+    batchSize: number;
+    /** A dead consumer's unacknowledged entries are taken over (into the events queue) after this long. */
+    claimIdleMs: number;
   };
   shutdownTimeoutMs: number;
   logLevel: string;

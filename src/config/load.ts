@@ -46,7 +46,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       failed: { count: e.KEEP_FAILED_JOBS, ageSeconds: e.KEEP_FAILED_SECONDS },
     },
     enqueueTimeoutMs: e.ENQUEUE_TIMEOUT_MS,
-    ingest: { maxBacklog: e.MAX_BACKLOG, pumpBatchSize: e.PUMP_BATCH_SIZE, pumpClaimIdleMs: e.PUMP_CLAIM_IDLE_MS },
+    ingest: { maxBacklog: e.MAX_BACKLOG, batchSize: e.INGEST_BATCH_SIZE, claimIdleMs: e.INGEST_CLAIM_IDLE_MS },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     logLevel: e.LOG_LEVEL,
     ...(e.API_BASE_URL && e.API_KEY

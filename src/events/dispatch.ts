@@ -53,3 +53,8 @@ export async function dispatchEvent<Ctx>(
   );
   return result;
 }
+
+/** A handler's error as the event log and the logs show it. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}

@@ -35,11 +35,11 @@ export function collectRateBudget(metrics: Metrics, max: number, state: () => Pr
   });
 }
 
-/** The ingest stream's backlog (events accepted, not yet moved into the queue) and the pump's lag. */
+/** The ingest stream's backlog (events accepted that no worker finished with) and its lag. */
 export function collectIngestBacklog(metrics: Metrics, read: () => Promise<{ length: number; oldestAgeMs: number }>): void {
   metrics.addCollector(async () => {
     const backlog = await read();
     metrics.streamBacklog.set(backlog.length);
-    metrics.pumpLag.set(backlog.oldestAgeMs / 1000);
+    metrics.consumerLag.set(backlog.oldestAgeMs / 1000);
   });
 }

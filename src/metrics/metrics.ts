@@ -65,15 +65,24 @@ export function createMetrics() {
     upstreamPausedSeconds: new Gauge({ name: "svc_upstream_pause_seconds", help: "Seconds left in a shared Retry-After pause", ...opts }),
     streamBacklog: new Gauge({
       name: "svc_ingest_backlog_events",
-      help: "Events accepted by the edge and not yet moved into the events queue",
+      help: "Events accepted by the edge that no worker has finished with yet (unread, or read and unacknowledged)",
       ...opts,
     }),
-    pumpLag: new Gauge({
-      name: "svc_ingest_pump_lag_seconds",
-      help: "Age of the oldest event not yet moved into the events queue (0 when none)",
+    consumerLag: new Gauge({
+      name: "svc_ingest_lag_seconds",
+      help: "Age of the oldest event in the ingest stream (0 when none)",
       ...opts,
     }),
-    eventsPumped: new Counter({ name: "svc_ingest_pumped_total", help: "Events the stream pump moved into the events queue", ...opts }),
+    eventsConsumed: new Counter({
+      name: "svc_ingest_consumed_total",
+      help: "Events workers took from the ingest stream and settled",
+      ...opts,
+    }),
+    eventsClaimed: new Counter({
+      name: "svc_ingest_claimed_total",
+      help: "Events a stopped worker left unacknowledged, moved into the events queue by another",
+      ...opts,
+    }),
     mirrorChanges: new Counter({
       name: "svc_mirror_changes_total",
       help: "Change events recorded with mirror writes, by kind and source (webhook, reconcile, backfill)",

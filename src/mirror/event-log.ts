@@ -174,7 +174,7 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: { maxBatch?:
       }
     }
     return rows.map((row) => outcome.get(row));
-  }, options.maxBatch ?? 200);
+  }, options.maxBatch ?? 1000);
 
   return {
     async recordAttempt(attempt) {

@@ -7,8 +7,24 @@ export interface EventJobData {
   receivedAt: string;
   /** The whole verified body as parsed, unknown fields included. */
   payload: Record<string, unknown>;
-  /** A replay aimed at some handlers: only these handler keys run. */
+  /** A replay aimed at some handlers (or a retry of those that failed): only these handler keys run. */
   only?: string[];
+  /** Attempts made before this job (its first ran straight from the ingest stream): 0 when absent. */
+  attemptsBefore?: number;
+  /**
+   * The event already failed for good on its first attempt (from the ingest stream), for this
+   * reason: the job's own first run fails with it at once, without running or recording anything,
+   * which puts the event in the failed set (the dead letter) for `replay <jobId>`.
+   */
+  deadLetter?: string;
+  /** Handler outcomes of an earlier attempt that the event log does not hold yet: the job records them. */
+  unrecorded?: Record<string, HandlerOutcomeData>;
+}
+
+/** One handler's outcome in one attempt. */
+export interface HandlerOutcomeData {
+  status: "ok" | "failed";
+  error?: string;
 }
 
 export interface EnqueueResult {

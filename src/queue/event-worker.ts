@@ -1,11 +1,11 @@
 import { DEFAULTS } from "../config/defaults.js";
-import { UnrecoverableError, Worker, type Job } from "bullmq";
+import { UnrecoverableError, Worker } from "bullmq";
 import type { RedisClient } from "../redis/connection.js";
 import type { Logger } from "pino";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
-import { dispatchEvent, type HandlerFailure } from "../events/dispatch.js";
+import { dispatchEvent, errorMessage, type HandlerFailure } from "../events/dispatch.js";
 import type { HandlerRegistry } from "../events/registry.js";
-import type { EventJobData } from "./event-job.js";
+import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
 import type { EventJournal } from "./event-journal.js";
 import { EVENTS_QUEUE } from "./names.js";
 
@@ -20,7 +20,8 @@ export interface EventWorkerOptions<Ctx> {
   lockMs?: number;
   maxStalls?: number;
   logger: Logger;
-  makeContext(job: Job<EventJobData>, event: AnyEvent, logger: Logger): Ctx;
+  /** `attempt` is 1 on an event's first run, 2 on its first retry, … */
+  makeContext(event: AnyEvent, attempt: number, logger: Logger): Ctx;
   /** Errors that no retry can fix (a 4xx from the API other than 429). */
   isPermanent?(err: unknown): boolean;
   /** The event log: every event taken and each handler's outcome. */
@@ -36,11 +37,6 @@ interface Progress {
   unrecorded?: Record<string, Outcome>;
 }
 
-interface Outcome {
-  status: "ok" | "failed";
-  error?: string;
-}
-
 /**
  * Runs the registry's handlers for each event job. Every handler runs even when another fails;
  * the keys of those that succeeded are kept in the job's progress, so a retry re-runs only the
@@ -48,14 +44,20 @@ interface Outcome {
  */
 export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker<EventJobData> {
   const { registry, logger, journal } = options;
-  const permanent = (err: unknown) => err instanceof UnrecoverableError || (options.isPermanent?.(err) ?? false);
+  const permanent = (err: unknown) => isPermanentFailure(err, options);
 
   const worker = new Worker<EventJobData>(
     options.queueName ?? EVENTS_QUEUE,
     async function processEvent(job) {
+      if (isDeadLetterPlacement(job)) throw new UnrecoverableError(job.data.deadLetter ?? "");
       const event: AnyEvent = { ...job.data.payload, id: job.data.id, type: job.data.type };
-      const log = logger.child({ eventId: event.id, eventType: event.type, jobId: job.id, attempt: job.attemptsMade + 1 });
+      // A dead letter's placement (its first run) ran no handler: it is not an attempt.
+      const attempt = (job.data.attemptsBefore ?? 0) + job.attemptsMade + 1 - (job.data.deadLetter === undefined ? 0 : 1);
+      const log = logger.child({ eventId: event.id, eventType: event.type, jobId: job.id, attempt });
       const progress = (job.progress && typeof job.progress === "object" ? job.progress : {}) as Progress;
+      // Outcomes the job was created with (its attempt from the stream could not record them)
+      // count until an attempt of the job saved progress of its own.
+      const unrecorded = progress.done ? progress.unrecorded : job.data.unrecorded;
       const done = new Set(progress.done ?? []);
       // A replay aimed at some handlers counts every other one as done already.
       if (job.data.only) for (const h of registry.handlersFor(event.type)) if (!job.data.only.includes(h.key)) done.add(h.key);
@@ -63,7 +65,7 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
       // The attempt is recorded once, when it ends (one upsert, group-committed with the attempts
       // that end alongside). Its failure fails the attempt, so the job retries: nothing is handled
       // unrecorded.
-      const outcomes: Record<string, Outcome> = { ...progress.unrecorded };
+      const outcomes: Record<string, Outcome> = { ...unrecorded };
       let unrecordedSaved = Object.keys(outcomes).length > 0;
       const record = async (status: "received" | "handled" | "failed") => {
         await journal?.recordAttempt({ id: event.id, type: event.type, payload: job.data.payload, status, handlers: outcomes });
@@ -75,7 +77,7 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
       const pending = registry.handlersFor(event.type).filter((h) => !done.has(h.key)).length;
       let succeeded = 0;
       try {
-        result = await dispatchEvent(registry, event, options.makeContext(job, event, log), done, async (key) => {
+        result = await dispatchEvent(registry, event, options.makeContext(event, attempt, log), done, async (key) => {
           done.add(key);
           outcomes[key] = { status: "ok" };
           if (++succeeded === pending) return;
@@ -126,6 +128,15 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
   return worker;
 }
 
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+/**
+ * A job that only places an event that already failed for good into the failed set (see
+ * EventJobData.deadLetter): true until it ran once, so a replay of it runs the handlers.
+ */
+export function isDeadLetterPlacement(job: { data: EventJobData; attemptsMade: number }, ran = false): boolean {
+  return job.data.deadLetter !== undefined && job.attemptsMade === (ran ? 1 : 0);
+}
+
+/** Whether no retry can fix a handler's error: BullMQ's UnrecoverableError, or what the options' `isPermanent` says. */
+export function isPermanentFailure(err: unknown, options: { isPermanent?(err: unknown): boolean }): boolean {
+  return err instanceof UnrecoverableError || (options.isPermanent?.(err) ?? false);
 }

@@ -2,15 +2,15 @@ import type { RedisClient } from "../redis/connection.js";
 import { redisKeys } from "../redis/keys.js";
 
 export interface StreamBacklog {
-  /** Events in the ingest stream: accepted and not yet in BullMQ (unread or read and unacknowledged). */
+  /** Events in the ingest stream: accepted and not yet settled by a worker (unread, or read and unacknowledged). */
   length: number;
-  /** Age of the oldest of them, from its entry id's time (0 when there is none): the pump's lag. */
+  /** Age of the oldest of them, from its entry id's time (0 when there is none): the consumers' lag. */
   oldestAgeMs: number;
 }
 
 /**
- * How far the pump is behind the edge. The pump deletes what it acknowledged, so the stream holds
- * exactly the events not yet moved, and its first entry is the oldest. Two O(1)-ish reads.
+ * How far the workers are behind the edge. A consumer deletes what it acknowledged, so the stream
+ * holds exactly the events not yet settled, and its first entry is the oldest. Two O(1)-ish reads.
  */
 export async function readStreamBacklog(redis: RedisClient, prefix: string, now = Date.now()): Promise<StreamBacklog> {
   const { stream } = redisKeys(prefix).ingest;

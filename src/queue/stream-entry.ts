@@ -44,7 +44,7 @@ export function decodeEntry(text: string): EventJobData {
   return e as EventJobData;
 }
 
-/** What the pump hands BullMQ for one entry (one element of an addBulk). */
+/** What a consumer hands BullMQ for one entry (one element of an addBulk). */
 export interface EntryJob {
   name: string;
   data: EventJobData;
@@ -52,7 +52,7 @@ export interface EntryJob {
 }
 
 /**
- * The job of a stream entry. Moving one entry twice (a pump died before acknowledging it) adds
+ * The job of a stream entry. Moving one entry twice (a consumer died before acknowledging it) adds
  * nothing the second time: the job id is the entry's, and BullMQ's throttle deduplication on the
  * event id keeps its key for `dedupTtlMs` even after the job was completed and removed.
  */
@@ -63,7 +63,7 @@ export function jobOfEntry(entryId: string, text: string, dedupTtlMs: number): E
 
 /**
  * The BullMQ job id of a stream entry: the entry id (`<ms>-<seq>`) never holds ":" and is never
- * all digits, as BullMQ requires. Deterministic, so the pump moving an entry twice names one job.
+ * all digits, as BullMQ requires. Deterministic, so moving an entry twice names one job.
  */
 export function jobIdOfEntry(entryId: string): string {
   return entryId;

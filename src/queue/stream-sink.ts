@@ -51,7 +51,7 @@ interface SinkCommands {
 /**
  * The edge's hot path: appends each verified event to the ingest stream and marks its id seen
  * for the deduplication window, atomically, in one small script per group-committed batch. The
- * caller answers 200 only once this resolves (Redis acknowledged); the stream pump moves events
+ * caller answers 200 only once this resolves (Redis acknowledged); the workers' stream consumers handle events
  * into BullMQ later. An event is marked seen in the same script that stores it, never before.
  */
 export function createStreamSink(options: StreamSinkOptions): StreamSink {

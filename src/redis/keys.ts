@@ -16,8 +16,8 @@ export interface RedisKeys {
   /** The ids of one restaurant waiting for a refresh (a hash); tag `{restaurantId}` (the settle script). */
   pendingRefresh(kind: string, restaurantId: string): string;
   /**
-   * The ingest path (queue/stream-sink.ts, queue/stream-pump.ts): the stream the edge appends
-   * verified events to and the pump reads, and each event id's "seen" key. The edge's script
+   * The ingest path (queue/stream-sink.ts, queue/stream-consumer.ts): the stream the edge appends
+   * verified events to and the workers read, and each event id's "seen" key. The edge's script
    * touches both, so they share the tag `{ingest}` (the prefix's own tag when it has one). The
    * consumer group is a name inside the stream, not a key.
    */

@@ -1,11 +1,18 @@
-import type { Worker } from "bullmq";
+import type { Job, Worker } from "bullmq";
 import type { Logger } from "pino";
 import { isKnownEventType } from "../events/catalog.js";
 import type { Metrics } from "../metrics/metrics.js";
+import type { EventJobData } from "../queue/event-job.js";
+import { isDeadLetterPlacement } from "../queue/event-worker.js";
 
 /** Job names are event types, which senders choose: keep the label set bounded. */
-function jobLabel(name: string): string {
+export function jobLabel(name: string): string {
   return isKnownEventType(name) || name.startsWith("change.") || ["refresh", "reconcile", "prune-events"].includes(name) ? name : "other";
+}
+
+/** Whether a failed attempt was the job's last (no retry follows). */
+export function isFinalFailure(job: Job): boolean {
+  return job.attemptsMade >= (job.opts.attempts ?? 1) || job.finishedOn !== undefined;
 }
 
 /** Counts and times every finished job, and logs each failed attempt ("failed for good" is the dead letter). */
@@ -17,8 +24,9 @@ export function observeJobs(workers: readonly Worker[], { metrics, logger }: { m
         metrics.jobSeconds.observe({ queue: w.name, name: jobLabel(job.name) }, (job.finishedOn - job.processedOn) / 1000);
     });
     w.on("failed", (job, err) => {
-      if (!job) return;
-      const final = job.attemptsMade >= (job.opts.attempts ?? 1) || job.finishedOn !== undefined;
+      // Counted and logged when the event failed on the ingest stream.
+      if (!job || isDeadLetterPlacement(job as Job<EventJobData>, true)) return;
+      const final = isFinalFailure(job);
       metrics.jobs.inc({ queue: w.name, name: jobLabel(job.name), outcome: final ? "failed" : "retried" });
       logger.warn(
         { queue: w.name, jobId: job.id, job: job.name, attempt: job.attemptsMade, err: err.message },

@@ -8,15 +8,15 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { ChangeOutbox } from "../mirror/change-outbox.js";
 import type { EventLog } from "../mirror/event-log.js";
 import type { MirrorStore } from "../mirror/store.js";
-import { createEventWorker } from "../queue/event-worker.js";
+import { createEventWorker, isDeadLetterPlacement } from "../queue/event-worker.js";
 import { configuredJobOptions } from "../queue/job-options.js";
-import { SYNC_QUEUE } from "../queue/names.js";
-import { createStreamPump, type StreamPump } from "../queue/stream-pump.js";
+import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/names.js";
+import { createStreamConsumer, type StreamConsumer } from "../queue/stream-consumer.js";
 import type { RedisClient } from "../redis/connection.js";
 import { isPermanentUpstreamError, type ApiClient } from "../upstream/index.js";
 import { createChangeRelay, type ChangeRelay } from "./change-relay.js";
 import type { EventHandlers, HandlerContext } from "./handler-context.js";
-import { observeJobs } from "./job-observers.js";
+import { isFinalFailure, jobLabel, observeJobs } from "./job-observers.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import { refreshRestaurant } from "./sync/refresh-restaurant.js";
 import { createRefreshScheduler, type RefreshJobData } from "./sync/refresh-scheduler.js";
@@ -26,15 +26,30 @@ import { createSyncHandlers } from "./sync/sync-handlers.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync/sync-worker.js";
 import { upstreamFromConfig } from "./upstream-from-config.js";
 
+/** One event that a worker finished with, on either path. */
+export interface SettledEvent {
+  id: string;
+  type: string;
+  /** completed (every handler ok), failed (for good), or retried (it runs again later from the events queue). */
+  outcome: "completed" | "failed" | "retried";
+  /** stream: its first attempt, straight from the ingest stream; queue: a job of the events queue. */
+  via: "stream" | "queue";
+}
+
 export interface WorkerRole {
   api: ApiClient | undefined;
+  /** Retries, replays, change events and entries a dead consumer left. */
+  eventsQueue: Queue<EventJobData>;
   syncQueue: Queue<SyncJobData>;
+  /** Handles events straight from the edge's ingest stream (their first attempt). */
+  streamConsumer: StreamConsumer;
+  /** Handles the events queue's jobs. */
   eventWorker: Worker<EventJobData>;
   syncWorker: Worker;
-  /** Moves events from the edge's ingest stream into the events queue. */
-  pump: StreamPump;
   /** Moves change events from the outbox into the events queue. */
   changeRelay: ChangeRelay;
+  /** Calls `listener` for every event this process settles; returns the unsubscribe function. */
+  onSettled(listener: (event: SettledEvent) => void): () => void;
   start(): Promise<void>;
   /** Waits for active jobs up to `deadlineMs`, then closes anyway (their locks expire and they rerun). */
   stop(deadlineMs: number): Promise<void>;
@@ -74,6 +89,13 @@ export function createWorkerRole(deps: {
   if (upstream && config.api) collectRateBudget(metrics, config.api.rate, () => upstream.limiter.state());
   if (!api) logger.warn("API_BASE_URL/API_KEY not set: orders, bookings and menus are not synced into the mirror");
 
+  const eventsQueue = new Queue<EventJobData>(EVENTS_QUEUE, {
+    connection,
+    prefix,
+    defaultJobOptions: configuredJobOptions(config),
+    streams: { events: { maxLen: 1000 } },
+  });
+  eventsQueue.on("error", (err) => logger.warn({ err: err.message }, "events queue error"));
   const syncQueue = new Queue<SyncJobData>(SYNC_QUEUE, {
     connection,
     prefix,
@@ -127,7 +149,7 @@ export function createWorkerRole(deps: {
     maxStalls,
     logger,
     journal: eventLog,
-    makeContext: (job, _event, log) => ({ api, mirror, logger: log, attempt: job.attemptsMade + 1 }),
+    makeContext: (_event, attempt, log) => ({ api, mirror, logger: log, attempt }),
     isPermanent: isPermanentUpstreamError,
   });
 
@@ -153,26 +175,56 @@ export function createWorkerRole(deps: {
   }
   const syncWorker = createSyncWorker({ connection, prefix, queue: syncQueue, processors, concurrency, lockMs, maxStalls, logger });
 
-  const pump = createStreamPump({
+  const streamConsumer = createStreamConsumer<HandlerContext>({
     connection,
     prefix,
+    queue: eventsQueue,
+    registry,
+    concurrency,
+    attempts: config.worker.attempts,
+    backoffMs: config.worker.backoffMs,
     dedupWindowSeconds: config.dedupWindowSeconds,
-    jobOptions: configuredJobOptions(config),
-    batchSize: config.ingest.pumpBatchSize,
-    claimIdleMs: config.ingest.pumpClaimIdleMs,
+    makeContext: (_event, attempt, log) => ({ api, mirror, logger: log, attempt }),
+    isPermanent: isPermanentUpstreamError,
+    journal: eventLog,
+    batchSize: config.ingest.batchSize,
+    claimIdleMs: config.ingest.claimIdleMs,
     logger,
-    onMoved: (n) => metrics.eventsPumped.inc(n),
+    // Counted as the events queue's jobs are, so one set of metrics covers both paths.
+    onSettled: ({ id, type, outcome, seconds }) => {
+      const name = jobLabel(type);
+      metrics.jobs.inc({ queue: EVENTS_QUEUE, name, outcome });
+      if (outcome !== "retried") metrics.jobSeconds.observe({ queue: EVENTS_QUEUE, name }, seconds);
+      metrics.eventsConsumed.inc();
+      settle({ id, type, outcome, via: "stream" });
+    },
+    onClaimed: (n) => metrics.eventsClaimed.inc(n),
+  });
+
+  const listeners = new Set<(event: SettledEvent) => void>();
+  const settle = (event: SettledEvent) => {
+    for (const listener of listeners) listener(event);
+  };
+  eventWorker.on("completed", (job) => settle({ id: job.data.id, type: job.data.type, outcome: "completed", via: "queue" }));
+  eventWorker.on("failed", (job) => {
+    if (!job || isDeadLetterPlacement(job, true)) return;
+    settle({ id: job.data.id, type: job.data.type, outcome: isFinalFailure(job) ? "failed" : "retried", via: "queue" });
   });
 
   const workers = [eventWorker, syncWorker];
   observeJobs(workers, { metrics, logger });
   return {
     api,
+    eventsQueue,
     syncQueue,
+    streamConsumer,
     eventWorker,
     syncWorker,
-    pump,
     changeRelay,
+    onSettled(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     async start() {
       if (api && config.worker.reconcileIntervalMs > 0) {
         await syncQueue.upsertJobScheduler("reconcile", { every: config.worker.reconcileIntervalMs }, { name: "reconcile", data: {} });
@@ -184,12 +236,15 @@ export function createWorkerRole(deps: {
         w.run().catch((err: unknown) => logger.error({ err }, "worker stopped unexpectedly"));
       }
       await Promise.all(workers.map((w) => w.waitUntilReady()));
-      await pump.start();
+      await streamConsumer.start();
       changeRelay.start();
     },
     async stop(deadlineMs) {
-      // First stop feeding the queue: the pump moves and acknowledges the batch in hand.
-      await pump.stop();
+      // The stream first: the batch in hand is handled, recorded and acknowledged (or left pending
+      // for another consumer if it cannot be within the deadline).
+      const started = Date.now();
+      await streamConsumer.stop(deadlineMs);
+      deadlineMs = Math.max(0, deadlineMs - (Date.now() - started));
       const graceful = Promise.all(workers.map((w) => w.close()));
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), deadlineMs)));
@@ -200,7 +255,7 @@ export function createWorkerRole(deps: {
       clearTimeout(timer);
       // After the workers: a sync job finishing above may still record (and poke) changes.
       await changeRelay.stop();
-      await syncQueue.close();
+      await Promise.all([eventsQueue.close(), syncQueue.close()]);
     },
   };
 }

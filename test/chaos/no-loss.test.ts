@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 describe("no loss through faults", () => {
-  it(`handles every one of ${EVENTS} accepted events at least once through a Redis restart and two worker (and stream pump) SIGKILLs`, async () => {
+  it(`handles every one of ${EVENTS} accepted events at least once through a Redis restart and two worker SIGKILLs (mid-batch on the ingest stream)`, async () => {
     // Separate web and worker processes share one PostgreSQL server (the embedded store is one process's).
     const databaseUrl = inject("databaseUrl");
     if (!databaseUrl) throw new Error(`the no-loss test runs web and worker apart and needs a PostgreSQL server: ${POSTGRES_INSTALL_HINT}`);
@@ -63,8 +63,8 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
       DATABASE_URL: databaseUrl,
       DATABASE_SCHEMA: schema,
       JOB_LOCK_MS: "3000",
-      PUMP_CLAIM_IDLE_MS: "2000",
-      PUMP_BATCH_SIZE: "100",
+      INGEST_CLAIM_IDLE_MS: "2000",
+      INGEST_BATCH_SIZE: "100",
       ENQUEUE_TIMEOUT_MS: "1000",
       WORKER_CONCURRENCY: "50",
       SYNC_DEBOUNCE_MS: "300",
@@ -92,8 +92,8 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
     });
 
     const faults: string[] = [];
-    // The worker role runs the stream pump: aim each kill at a moment its consumer holds read,
-    // unacknowledged entries (mid-batch), and count what it left for the next pump to claim.
+    // The worker role handles events from the ingest stream: aim each kill at a moment its consumer holds read,
+    // unacknowledged entries (mid-batch), and count what it left for the next worker to claim.
     const { stream, group } = redisKeys(prefix).ingest;
     const watcher = new Redis(redis.url, { maxRetriesPerRequest: null });
     const pendingOf = async () => ((await watcher.xpending(stream, group).catch(() => [0])) as [number])[0];

@@ -6,7 +6,7 @@ import { createChangeOutbox } from "../../src/mirror/change-outbox.js";
 import { sweepAll } from "../../src/worker/sync/sweep-all.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { TEST_SECRET } from "../helpers/edge.js";
-import { nextJob } from "../helpers/job-events.js";
+import { nextJob, nextSettled } from "../helpers/job-events.js";
 import { startStack, type Stack } from "../helpers/stack.js";
 import { waitFor } from "../helpers/wait-for.js";
 
@@ -229,7 +229,7 @@ describe("change events: handlers get what actually changed in the mirror", () =
     const s = stack;
     await sweepAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror });
     const order = s.sandbox.state.orders().find((o) => o.status === "PENDING")!;
-    const eventHandled = nextJob(s.svc.service.worker!.eventWorker, "completed", (j) => j.name === "order.status_changed");
+    const eventHandled = nextSettled(s.svc.service.worker!, "completed", (e) => e.type === "order.status_changed");
     s.sandbox.actions.updateOrderStatus(order.id, "CONFIRMED");
     await eventHandled;
     const swept = nextJob(s.svc.service.worker!.syncWorker, "completed", (j) => j.name === "reconcile");

@@ -25,7 +25,7 @@ export interface TestEdge {
   queue: Queue;
   /** A plain Redis connection to the same server. */
   redis: Redis;
-  /** Every event the edge stored: in the ingest stream (no pump runs beside a web edge) or in the events queue. */
+  /** Every event the edge stored: in the ingest stream (no worker runs beside a web edge) or in the events queue. */
   stored(): Promise<EventJobData[]>;
   post(body: string | Uint8Array, headers?: Record<string, string>): Promise<Response>;
   postSigned(body: string | object, secret?: string): Promise<Response>;

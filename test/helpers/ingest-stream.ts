@@ -3,7 +3,7 @@ import type { EventJobData } from "../../src/queue/event-job.js";
 import { decodeEntry, ENTRY_FIELD } from "../../src/queue/stream-entry.js";
 import { redisKeys } from "../../src/redis/keys.js";
 
-/** The events the edge accepted that no pump has moved into BullMQ yet, oldest first. */
+/** The events the edge accepted that no worker has taken yet, oldest first. */
 export async function streamEvents(redis: Redis, prefix: string): Promise<(EventJobData & { entryId: string })[]> {
   const entries = await redis.xrange(redisKeys(prefix).ingest.stream, "-", "+");
   return entries.map(([entryId, fields]) => ({ ...decodeEntry(fields[fields.indexOf(ENTRY_FIELD) + 1]!), entryId }));

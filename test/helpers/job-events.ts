@@ -1,4 +1,5 @@
 import type { Job, Worker } from "bullmq";
+import type { SettledEvent, WorkerRole } from "../../src/worker/worker-role.js";
 
 /** Resolves with the next job of `worker` that finishes as `outcome` and matches `where`. */
 export function nextJob<D>(
@@ -13,5 +14,20 @@ export function nextJob<D>(
       resolve(job);
     };
     worker.on(outcome, listener);
+  });
+}
+
+/** Resolves with the next event `role` settles as `outcome` (on either path) that matches `where`. */
+export function nextSettled(
+  role: WorkerRole,
+  outcome: SettledEvent["outcome"],
+  where: (event: SettledEvent) => boolean = () => true,
+): Promise<SettledEvent> {
+  return new Promise((resolve) => {
+    const off = role.onSettled((event) => {
+      if (event.outcome !== outcome || !where(event)) return;
+      off();
+      resolve(event);
+    });
   });
 }

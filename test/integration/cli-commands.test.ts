@@ -8,7 +8,7 @@ import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { databaseEnv, openDatabaseOfEnv } from "../helpers/postgres.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { TEST_SECRET } from "../helpers/edge.js";
-import { nextJob } from "../helpers/job-events.js";
+import { nextSettled } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
 
 let svc: TestService | undefined;
@@ -24,7 +24,7 @@ afterEach(async () => {
 describe("svc-webhooks trigger", () => {
   it("sends a signed sample event that the service accepts and stores", async () => {
     svc = await startService();
-    const done = nextJob(svc.service.worker!.eventWorker, "completed");
+    const done = nextSettled(svc.service.worker!, "completed");
     proc = runCli(["trigger", "review.created", "--url", `${svc.url}/webhooks`, "--data", '{"id":"rev_cli","rating":2}'], {
       SIGNING_SECRET: TEST_SECRET,
     });

@@ -61,7 +61,7 @@ describe("when Redis is down or slow", () => {
     );
     expect(await accepted.json()).toMatchObject({ id: event.id });
     expect((await fetch(`${edge.url}/readyz`)).status).toBe(200);
-    // Accepted means stored: in the ingest stream (this edge runs no pump).
+    // Accepted means stored: in the ingest stream (this edge runs no worker).
     const ids = (await streamEvents(edge.redis, edge.prefix)).map((e) => e.id);
     expect(ids).toContain(event.id);
   });

@@ -1,8 +1,6 @@
-import { Worker } from "bullmq";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { redisKeys } from "../../src/redis/keys.js";
-import { startPump } from "../helpers/pump.js";
+import { startConsumer, streamDrained } from "../helpers/stream-consumer.js";
 import { signPayload } from "../../src/events/signature.js";
 import { sampleEvent, startEdge, TEST_SECRET, TEST_SECRET_2, type TestEdge } from "../helpers/edge.js";
 
@@ -14,7 +12,7 @@ afterEach(async () => {
   await edge.stop();
 });
 
-/** Events stored, in the ingest stream or (once a pump moved them) in the events queue. */
+/** Events stored, in the ingest stream or (once a worker moved them) in the events queue. */
 const jobCount = async () => (await edge.stored()).length;
 
 async function errorOf(res: Response) {
@@ -115,12 +113,10 @@ describe("POST /webhooks: idempotency", () => {
     edge = await startEdge({ KEEP_COMPLETED_JOBS: "0" });
     const event = sampleEvent();
     await edge.postSigned(event);
-    // The worker role's two stages: the pump moves the event into BullMQ, a worker completes it.
-    const pump = startPump(edge.redis, edge.prefix);
-    const worker = new Worker(EVENTS_QUEUE, () => Promise.resolve("done"), { connection: edge.redis.duplicate(), prefix: edge.prefix });
-    await new Promise((resolve) => worker.once("completed", resolve));
-    await worker.close();
-    await pump.stop();
+    // The worker role's consumer handles the event straight from the stream and deletes its entry.
+    const consumer = startConsumer(edge.redis, edge.prefix, { handlers: { "*": () => undefined } });
+    await streamDrained(edge.redis, edge.prefix);
+    await consumer.stop();
     expect(await jobCount()).toBe(0);
     const again = await edge.postSigned(event);
     expect(again.status).toBe(200);

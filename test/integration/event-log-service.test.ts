@@ -3,7 +3,7 @@ import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
 import { replayEvents } from "../../src/worker/replay-events.js";
 import { sampleEvent } from "../helpers/edge.js";
-import { nextJob } from "../helpers/job-events.js";
+import { nextJob, nextSettled } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
 
 let svc: TestService | undefined;
@@ -89,7 +89,10 @@ describe("the event log, as the service keeps it", () => {
     await sql`alter table events rename to events_away`.execute(svc.database.db);
     const failed = nextJob(worker, "failed");
     const completed = nextJob(worker, "completed");
+    // The first attempt runs from the ingest stream; unrecorded, the event continues in the queue.
+    const continued = nextSettled(svc.service.worker!, "retried");
     await svc.deliver(review("rev_unrecorded"));
+    expect(await continued).toMatchObject({ via: "stream" });
     expect((await failed).failedReason).toMatch(/events/);
     await sql`alter table events_away rename to events`.execute(svc.database.db);
     await completed;
@@ -104,9 +107,9 @@ describe("the event log, as the service keeps it", () => {
 
   it("answers 400 for a mirror filter it cannot apply, and pages the mirror with a cursor", async () => {
     svc = await startService();
-    const worker = svc.service.worker!.eventWorker;
+    const worker = svc.service.worker!;
     for (const id of ["rev_a", "rev_b", "rev_c"]) {
-      const done = nextJob(worker, "completed", (j) => (j.data as { id: string }).id === `evt_${id}`);
+      const done = nextSettled(worker, "completed", (e) => e.id === `evt_${id}`);
       await svc.deliver(review(id));
       await done;
     }
@@ -129,7 +132,7 @@ describe("the event log, as the service keeps it", () => {
 
   it("keeps no mirror record in Redis: only queue state, dedup keys, the rate budget and pending ids", async () => {
     svc = await startService();
-    const done = nextJob(svc.service.worker!.eventWorker, "completed");
+    const done = nextSettled(svc.service.worker!, "completed");
     await svc.deliver(review("rev_where"));
     await done;
     expect(await svc.service.mirror.get("reviews", "rev_where")).toMatchObject({ rating: 3 });

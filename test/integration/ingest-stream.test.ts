@@ -5,7 +5,7 @@ import { ENTRY_FIELD, jobOfEntry } from "../../src/queue/stream-entry.js";
 import { redisKeys } from "../../src/redis/keys.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { sampleEvent, startEdge, type TestEdge } from "../helpers/edge.js";
-import { startPump, streamDrained } from "../helpers/pump.js";
+import { startConsumer, streamDrained } from "../helpers/stream-consumer.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { waitForQueuesIdle } from "../helpers/queues-idle.js";
 import type { EventJobData } from "../../src/queue/event-job.js";
@@ -29,7 +29,7 @@ const counting = () => {
   const runs = new Map<string, number>();
   return { runs, handlers: { "*": (e: { id: string }) => void runs.set(e.id, (runs.get(e.id) ?? 0) + 1) } as EventHandlers };
 };
-/** Once the stream is empty, every event is in BullMQ; once the queue is idle too, nothing more runs. */
+/** Once the stream is empty, every event settled or is in BullMQ; once the queue is idle too, nothing more runs. */
 const settled = async (svc: TestService) => {
   await streamDrained(svc.redis, svc.prefix);
   await waitForQueuesIdle([svc.service.eventsQueue], { timeoutMs: 15_000, what: "the events queue to be idle" });
@@ -48,7 +48,7 @@ describe("ingest stream: acknowledgement and deduplication", () => {
     expect(await edge.redis.pttl(seen)).toBeGreaterThan(590_000);
   });
 
-  it("fires the same event 20 times at once: one 200 that is not a duplicate, one job, one handler run", async () => {
+  it("fires the same event 20 times at once: one 200 that is not a duplicate, one handler run, one attempt logged", async () => {
     const { runs, handlers } = counting();
     const svc = await serviceFor({}, [handlers]);
     const event = sampleEvent({ type: "loyalty.points_awarded" });
@@ -58,27 +58,29 @@ describe("ingest stream: acknowledgement and deduplication", () => {
     expect(bodies.filter((b) => !b.duplicate)).toHaveLength(1);
     await settled(svc);
     expect(runs.get(event.id)).toBe(1);
-    expect(await svc.service.eventsQueue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(1);
+    expect(await svc.service.eventLog.get(event.id)).toMatchObject({ status: "handled", attempts: 1 });
+    // Handled straight from the stream: no BullMQ job was needed.
+    expect(await svc.service.eventsQueue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(0);
   });
 });
 
-describe("ingest stream: a pump that dies", () => {
-  /** What a pump that died mid-batch leaves: entries read by its consumer, never acknowledged. */
-  const readAsDeadPump = async (edge: TestEdge) => {
+describe("ingest stream: a consumer that dies", () => {
+  /** What a worker that died mid-batch leaves: entries read by its consumer, never acknowledged. */
+  const readAsDeadConsumer = async (edge: TestEdge) => {
     const { stream, group } = redisKeys(edge.prefix).ingest;
     await edge.redis.xgroup("CREATE", stream, group, "0", "MKSTREAM");
-    const reply = (await edge.redis.xreadgroup("GROUP", group, "dead-pump", "COUNT", 100, "STREAMS", stream, ">")) as [
+    const reply = (await edge.redis.xreadgroup("GROUP", group, "dead-consumer", "COUNT", 100, "STREAMS", stream, ">")) as [
       string,
       [string, string[]][],
     ][];
     return reply[0]![1];
   };
 
-  it("entries it read are claimed by another pump and handled", async () => {
+  it("entries it read are claimed by another consumer and handled in the events queue", async () => {
     const edge = await edgeFor();
     const events = [sampleEvent(), sampleEvent(), sampleEvent()];
     for (const e of events) expect((await edge.postSigned(e)).status).toBe(200);
-    expect(await readAsDeadPump(edge)).toHaveLength(3);
+    expect(await readAsDeadConsumer(edge)).toHaveLength(3);
 
     const handled: string[] = [];
     const worker = new Worker<EventJobData>(
@@ -93,19 +95,21 @@ describe("ingest stream: a pump that dies", () => {
       },
     );
     cleanups.push(() => worker.close());
-    const pump = startPump(edge.redis, edge.prefix, { claimIdleMs: 100 });
-    cleanups.push(() => pump.stop());
+    let claimed = 0;
+    const consumer = startConsumer(edge.redis, edge.prefix, { claimIdleMs: 100, onClaimed: (n) => (claimed += n) });
+    cleanups.push(() => consumer.stop());
     await streamDrained(edge.redis, edge.prefix);
     await waitForQueuesIdle([edge.queue], { timeoutMs: 15_000, what: "the events queue to be idle" });
     expect(handled.sort()).toEqual(events.map((e) => e.id).sort());
+    expect(claimed).toBe(3);
   });
 
-  it("between addBulk and XACK: the claimed entry is moved again and still handled once, though its job was removed", async () => {
+  it("claimed, moved, then the claimer died before XACK: moved again and still handled once, though its job was removed", async () => {
     const edge = await edgeFor();
     const event = sampleEvent();
     expect((await edge.postSigned(event)).status).toBe(200);
-    const [[entryId, fields]] = (await readAsDeadPump(edge)) as [[string, string[]]];
-    // The dead pump's addBulk got through; its XACK never did.
+    const [[entryId, fields]] = (await readAsDeadConsumer(edge)) as [[string, string[]]];
+    // The claiming consumer's addBulk got through; its XACK never did.
     const deadQueue = new Queue(EVENTS_QUEUE, {
       connection: edge.redis,
       prefix: edge.prefix,
@@ -130,11 +134,51 @@ describe("ingest stream: a pump that dies", () => {
     await new Promise((resolve) => worker.once("completed", resolve));
     expect(await edge.queue.getJob(entryId)).toBeUndefined(); // removed on completion
 
-    const pump = startPump(edge.redis, edge.prefix, { claimIdleMs: 100 });
-    cleanups.push(() => pump.stop());
+    const consumer = startConsumer(edge.redis, edge.prefix, { claimIdleMs: 100 });
+    cleanups.push(() => consumer.stop());
     await streamDrained(edge.redis, edge.prefix);
     await waitForQueuesIdle([edge.queue], { timeoutMs: 15_000, what: "the events queue to be idle" });
     expect(runs).toBe(1);
+    expect(await edge.queue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(0);
+  });
+});
+
+describe("ingest stream: a consumer whose handlers run long", () => {
+  it("keeps its batch (as a lock is extended): another consumer does not take it over while it runs", async () => {
+    const edge = await edgeFor();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let running!: () => void;
+    const inHandler = new Promise<void>((r) => (running = r));
+    let runs = 0;
+    const outcomes: string[] = [];
+    const slow = startConsumer(edge.redis, edge.prefix, {
+      claimIdleMs: 200,
+      handlers: {
+        "*": async () => {
+          runs++;
+          running();
+          await gate;
+        },
+      },
+      onSettled: (e) => outcomes.push(e.outcome),
+    });
+    cleanups.push(() => slow.stop());
+    expect((await edge.postSigned(sampleEvent())).status).toBe(200);
+    await inHandler;
+    let claimed = 0;
+    const other = startConsumer(edge.redis, edge.prefix, { claimIdleMs: 200, onClaimed: (n) => (claimed += n) });
+    cleanups.push(() => other.stop());
+    // Five claim periods pass while the handler still runs: nothing happens, which is the point.
+    await new Promise((r) => setTimeout(r, 1000));
+    const { stream, group } = redisKeys(edge.prefix).ingest;
+    const [[, , idleMs, deliveries]] = (await edge.redis.xpending(stream, group, "-", "+", 10)) as [[string, string, number, number]];
+    expect(idleMs).toBeLessThan(200);
+    expect(deliveries).toBe(1);
+    expect(claimed).toBe(0);
+    release();
+    await streamDrained(edge.redis, edge.prefix);
+    expect({ runs, claimed, outcomes }).toEqual({ runs: 1, claimed: 0, outcomes: ["completed"] });
     expect(await edge.queue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(0);
   });
 });
@@ -154,42 +198,42 @@ describe("ingest stream: backpressure", () => {
     expect((await fetch(`${edge.url}/readyz`)).status).toBe(200);
     const metrics = await (await fetch(`${edge.url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
     expect(metrics).toMatch(/^svc_ingest_backlog_events 3$/m);
-    expect(Number(/^svc_ingest_pump_lag_seconds (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(0);
+    expect(Number(/^svc_ingest_lag_seconds (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(0);
     expect(metrics).toMatch(/svc_webhook_events_rejected_total\{reason="backlog_full"\} 1/);
 
-    const pump = startPump(edge.redis, edge.prefix);
-    cleanups.push(() => pump.stop());
+    const consumer = startConsumer(edge.redis, edge.prefix);
+    cleanups.push(() => consumer.stop());
     await streamDrained(edge.redis, edge.prefix);
     expect((await edge.postSigned(extra)).status).toBe(200);
   });
 });
 
-describe("ingest stream: graceful stop of the pump", () => {
-  it("leaves every event either moved into BullMQ or still in the stream, none read and dropped", async () => {
+describe("ingest stream: graceful stop of the consumer", () => {
+  it("leaves every event either settled or still in the stream, none read and dropped", async () => {
     const edge = await edgeFor();
     const events = Array.from({ length: 600 }, () => sampleEvent());
     const statuses = await Promise.all(events.map(async (e) => (await edge.postSigned(e)).status));
     expect(new Set(statuses)).toEqual(new Set([200]));
 
-    let moved = 0;
+    const settled = new Set<string>();
     let firstBatch!: () => void;
-    const someMoved = new Promise<void>((r) => (firstBatch = r));
-    const pump = startPump(edge.redis, edge.prefix, {
+    const someSettled = new Promise<void>((r) => (firstBatch = r));
+    const consumer = startConsumer(edge.redis, edge.prefix, {
       batchSize: 50,
-      onMoved: (n) => {
-        moved += n;
+      onSettled: (e) => {
+        settled.add(e.id);
         firstBatch();
       },
     });
-    await someMoved;
-    await pump.stop();
+    await someSettled;
+    await consumer.stop();
 
     const { stream, group } = redisKeys(edge.prefix).ingest;
     expect(((await edge.redis.xpending(stream, group)) as [number])[0]).toBe(0);
     const inStream = await edge.redis.xlen(stream);
-    const ids = new Set((await edge.stored()).map((e) => e.id));
-    expect(ids.size).toBe(events.length);
-    expect(inStream + moved).toBe(events.length);
+    const unsettled = (await edge.stored()).map((e) => e.id);
+    expect(unsettled.filter((id) => settled.has(id))).toEqual([]);
+    expect(inStream + settled.size).toBe(events.length);
     expect(inStream).toBeLessThan(events.length);
   });
 });

@@ -8,7 +8,7 @@ import type { EventHandlers, HandlerContext } from "../../src/worker/handler-con
 import { HandlersModuleError, loadHandlersModule } from "../../src/worker/load-handlers-module.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
-import { nextJob } from "../helpers/job-events.js";
+import { nextJob, nextSettled } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { signPayload } from "../../src/events/signature.js";
@@ -34,10 +34,10 @@ describe("worker: handlers", () => {
       "*": (e: AnyEvent) => void seen.push({ type: `any:${e.type}`, attempt: 0, hasMirror: true }),
     };
     svc = await startService({}, [handlers]);
-    const worker = svc.service.worker!.eventWorker;
-    const done = nextJob(worker, "completed", (j) => j.name === "loyalty.points_awarded");
+    const worker = svc.service.worker!;
+    const done = nextSettled(worker, "completed", (e) => e.type === "loyalty.points_awarded");
     const ev = review("rev_typed");
-    const reviewDone = nextJob(worker, "completed", (j) => j.data.id === ev.id);
+    const reviewDone = nextSettled(worker, "completed", (e) => e.id === ev.id);
     await svc.deliver(ev);
     await svc.deliver(sampleEvent({ type: "loyalty.points_awarded", data: { points: 5 } }));
     await Promise.all([done, reviewDone]);
@@ -54,9 +54,11 @@ describe("worker: handlers", () => {
 
   it("completes an unknown event type with no handler for it, without retrying", async () => {
     svc = await startService();
-    const done = nextJob(svc.service.worker!.eventWorker, "completed");
-    await svc.deliver(sampleEvent({ type: "something.new" }));
-    expect((await done).attemptsMade).toBe(1); // one attempt, the first
+    const done = nextSettled(svc.service.worker!, "completed");
+    const ev = sampleEvent({ type: "something.new" });
+    await svc.deliver(ev);
+    expect(await done).toMatchObject({ id: ev.id, via: "stream" }); // one attempt, the first
+    expect(await svc.service.eventLog.get(ev.id)).toMatchObject({ status: "handled", attempts: 1, handlers: {} });
   });
 
   it("retries only the handler that failed; the others ran once", async () => {
@@ -76,11 +78,18 @@ describe("worker: handlers", () => {
       },
     ]);
     const ev = review("rev_retry");
-    const done = nextJob(svc.service.worker!.eventWorker, "completed", (j) => j.data.id === ev.id);
+    const retried = nextSettled(svc.service.worker!, "retried", (e) => e.id === ev.id);
+    const done = nextSettled(svc.service.worker!, "completed", (e) => e.id === ev.id);
     await svc.deliver(ev);
-    const job = await done;
-    expect(job.attemptsMade).toBe(2);
+    // The first attempt ran from the ingest stream; the retry is a job of the events queue.
+    expect(await retried).toMatchObject({ via: "stream" });
+    expect(await done).toMatchObject({ via: "queue" });
     expect({ steady, flaky }).toEqual({ steady: 1, flaky: 2 });
+    expect(await svc.service.eventLog.get(ev.id)).toMatchObject({
+      status: "handled",
+      attempts: 2,
+      handlers: { "user0:review.created:0": { status: "ok", attempts: 1 }, "user1:review.created:0": { status: "ok", attempts: 2 } },
+    });
     expect(await svc.service.mirror.get("reviews", "rev_retry")).toBeDefined();
   });
 
@@ -95,6 +104,7 @@ describe("worker: handlers", () => {
     const ev = review("rev_blocked");
     const failed = nextJob(svc.service.worker!.eventWorker, "failed", (j) => j.data.id === ev.id);
     await svc.deliver(ev);
+    // Failed for good on its first attempt: placed in the failed set (the dead letter) with its reason.
     expect((await failed).failedReason).toContain("custom bug");
     expect(await svc.service.mirror.get("reviews", "rev_blocked")).toMatchObject({ id: "rev_blocked" });
   });
@@ -114,8 +124,9 @@ describe("worker: handlers", () => {
     const failed = nextJob(worker, "failed", (j) => j.data.id === ev.id);
     await svc.deliver(ev);
     const job = await failed;
-    expect(job.attemptsMade).toBe(1);
+    expect(job.failedReason).toContain("bad data upstream");
     expect(await svc.service.eventsQueue.getFailedCount()).toBe(1);
+    expect(await svc.service.eventLog.get(ev.id)).toMatchObject({ status: "failed", attempts: 1 });
 
     const completed = nextJob(worker, "completed", (j) => j.data.id === ev.id);
     proc = runCli(["replay", job.id!], { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: svc.prefix });
@@ -123,6 +134,7 @@ describe("worker: handlers", () => {
     await completed;
     expect(calls).toBe(2);
     expect(await svc.service.eventsQueue.getFailedCount()).toBe(0);
+    expect(await svc.service.eventLog.get(ev.id)).toMatchObject({ status: "handled", attempts: 2 });
   });
 });
 
