@@ -8,6 +8,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { findPostgresBin, startPostgresServer, type PostgresServer } from "../test/helpers/postgres-server.js";
+import { writeReadmeSection } from "./lib/readme-section.js";
 import { benchEndToEnd, OURS_E2E, type BenchDatabase, type EndToEndPair } from "./e2e.js";
 import { benchIngest, type IngestKey } from "./ingest.js";
 import { endToEndReport, ingestReport } from "./report.js";
@@ -53,6 +54,8 @@ const out = (...lines: string[]) => {
   for (const l of lines) console.log(l);
   md.push(...lines, "");
 };
+// The README's performance section: the ingest and end-to-end tables of a run that made both.
+const readme: string[] = [];
 // The peer the end-to-end run compares against: the best of the ingest table, else the Hono tutorial.
 let bestPeerKey: IngestKey = "f";
 const E2E_PEERS: Partial<Record<IngestKey, EndToEndPair>> = {
@@ -100,6 +103,7 @@ try {
     results.ingest = { rows, ratios: report.ratios, bestPeer: report.best };
     bestPeerKey = report.best;
     out("## Ingest", "", ...report.lines);
+    readme.push(...report.lines, "");
   }
   if (want("e2e")) {
     const peer = E2E_PEERS[bestPeerKey] ?? E2E_PEERS.f!;
@@ -125,6 +129,7 @@ try {
     const report = endToEndReport(pairs, runs, { rounds, seconds, concurrency, database: database.label });
     results.e2e = { pairs, runs, ratio: report.ratio };
     out("## End to end", "", ...report.lines);
+    readme.push(...report.lines);
   }
   if (want("worker")) {
     log("worker: draining 20,000 review.created jobs");
@@ -167,3 +172,7 @@ mkdirSync("bench/results", { recursive: true });
 writeFileSync("bench/results/latest.md", md.join("\n"));
 writeFileSync("bench/results/latest.json", JSON.stringify(results, null, 2));
 console.log("\nwritten: bench/results/latest.md (table), bench/results/latest.json (every run)");
+if (want("ingest") && want("e2e") && readme.length > 0) {
+  const head = `Latest \`npm run bench -- ${process.argv.slice(2).join(" ")}\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;
+  if (writeReadmeSection("README.md", [head, "", ...readme])) console.log("written: README.md (performance section)");
+}
