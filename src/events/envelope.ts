@@ -38,24 +38,29 @@ export class PayloadTooDeepError extends Error {
 const decoder = new TextDecoder("utf-8", { fatal: true });
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
-const OPENERS = new Set([0x5b, 0x7b]);
-const CLOSERS = new Set([0x5d, 0x7d]);
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
 
 /** Whether raw JSON bytes open more than `limit` nested containers (strings skipped): one pass,
- * no recursion, before JSON.parse builds the structure. */
+ * no recursion, before JSON.parse builds the structure. An indexed loop of plain comparisons: it
+ * runs over every byte of every event, so no Set lookups or iterator here. */
 function nestsDeeperThan(raw: Uint8Array, limit: number): boolean {
   let depth = 0;
-  let inString = false;
-  let escaped = false;
-  for (const byte of raw) {
-    if (inString) {
-      if (escaped) escaped = false;
-      else if (byte === BACKSLASH) escaped = true;
-      else if (byte === QUOTE) inString = false;
-    } else if (byte === QUOTE) inString = true;
-    else if (OPENERS.has(byte)) {
+  const n = raw.length;
+  for (let i = 0; i < n; i++) {
+    const byte = raw[i];
+    if (byte === QUOTE) {
+      // Skip the string: to the next quote not escaped by a backslash.
+      for (i++; i < n; i++) {
+        const c = raw[i];
+        if (c === BACKSLASH) i++;
+        else if (c === QUOTE) break;
+      }
+    } else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
       if (++depth > limit) return true;
-    } else if (CLOSERS.has(byte)) depth--;
+    } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) depth--;
   }
   return false;
 }

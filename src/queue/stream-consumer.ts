@@ -1,37 +1,30 @@
 import { hostname } from "node:os";
 import { randomUUID } from "node:crypto";
-import type { JobsOptions, Queue } from "bullmq";
+import type { Queue } from "bullmq";
 import { Cluster } from "ioredis";
 import { setTimeout as delay } from "node:timers/promises";
-import type { Logger } from "pino";
-import { EventDataError, type AnyEvent } from "../events/catalog.js";
-import { dispatchEvent, errorMessage } from "../events/dispatch.js";
-import type { HandlerRegistry } from "../events/registry.js";
+import { errorMessage } from "../events/dispatch.js";
 import type { RedisClient } from "../redis/connection.js";
 import { defineScripts } from "../redis/define-scripts.js";
 import { redisKeys } from "../redis/keys.js";
-import type { EventJobData, HandlerOutcomeData } from "./event-job.js";
-import type { EventAttempt, EventJournal } from "./event-journal.js";
-import { isPermanentFailure } from "./event-worker.js";
-import { remainingRetryOptions } from "./job-options.js";
+import { continuationOf, type ContinuationOptions } from "./continuation.js";
+import type { EventJobData } from "./event-job.js";
+import type { EventJournal } from "./event-journal.js";
+import { runFirstAttempt, type FirstAttempt, type FirstAttemptOptions } from "./first-attempt.js";
 import { decodeEntry, ENTRY_FIELD, jobOfEntry, type EntryJob } from "./stream-entry.js";
 
-export interface StreamConsumerOptions<Ctx> {
+/** With FirstAttemptOptions: the registry, attempts in all, makeContext, isPermanent, logger. */
+export interface StreamConsumerOptions<Ctx> extends FirstAttemptOptions<Ctx> {
   /** A "worker" connection (maxRetriesPerRequest: null); the consumer duplicates it for its blocking reads. */
   connection: RedisClient;
   prefix: string;
-  /** The events queue: retries, and entries a dead consumer left, continue there. */
+  /** The events queue: retries, dead letters, and entries a dead consumer left, continue there. */
   queue: Queue<EventJobData>;
-  registry: HandlerRegistry<Ctx>;
   /** Handlers of this many events run at once (as a BullMQ worker's concurrency). */
   concurrency: number;
-  /** Attempts per event in all (the first runs here) and the first retry's backoff. */
-  attempts: number;
+  /** The first retry's backoff (the first attempt runs here, the rest in the queue). */
   backoffMs: number;
   dedupWindowSeconds: number;
-  makeContext(event: AnyEvent, attempt: number, logger: Logger): Ctx;
-  /** Errors that no retry can fix (a 4xx from the API other than 429), beside BullMQ's UnrecoverableError. */
-  isPermanent?(err: unknown): boolean;
   /** The event log: every event taken and each handler's outcome. */
   journal?: EventJournal;
   /** Most entries read (and handled) per batch (default 500). */
@@ -40,7 +33,6 @@ export interface StreamConsumerOptions<Ctx> {
   blockMs?: number;
   /** Entries another consumer read but did not acknowledge for this long are taken over (it died). */
   claimIdleMs: number;
-  logger: Logger;
   /** Called once per event the batch settled: handled, failed for good, or handed to the queue to retry. */
   onSettled?(event: SettledEvent): void;
   /** Called with the number of entries claimed from a dead consumer and moved into the events queue. */
@@ -62,18 +54,6 @@ export interface StreamConsumer {
 }
 
 type Entry = [id: string, fields: string[]];
-
-/** What one event's first attempt did, before it is recorded. */
-interface Attempt {
-  entryId: string;
-  data: EventJobData;
-  record: EventAttempt;
-  /** Handlers to run again (retryable failures): the event continues in the events queue. */
-  retry: string[] | undefined;
-  /** Why the event failed for good: it is placed in the events queue's failed set. */
-  deadLetter?: string;
-  started: number;
-}
 
 // Acknowledge and delete in one call, so the stream holds exactly the events no consumer finished.
 const ACK_DELETE = `
@@ -105,7 +85,6 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
   const blockMs = options.blockMs ?? 1000;
   const dedupTtlMs = options.dedupWindowSeconds * 1000;
   const consumer = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-  const permanent = (err: unknown) => isPermanentFailure(err, options);
   const redis = defineScripts<ConsumerCommands>(options.connection, { svcStreamAckDelete: { numberOfKeys: 1, lua: ACK_DELETE } });
   // Blocking reads get a connection of their own: they would hold up every command behind them.
   let reader: RedisClient | undefined;
@@ -121,9 +100,8 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
     });
   };
 
-  /** Runs one event's handlers; undefined for an entry that can never be an event. */
-  const attempt = async (entryId: string, fields: string[]): Promise<Attempt | undefined> => {
-    const started = performance.now();
+  /** The first attempt of one entry's event; undefined for an entry that can never be an event. */
+  const attempt = async (entryId: string, fields: string[]): Promise<FirstAttempt | undefined> => {
     let data: EventJobData;
     try {
       data = decodeEntry(fields[fields.indexOf(ENTRY_FIELD) + 1] ?? "");
@@ -132,58 +110,14 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
       logger.error({ entryId, err: (err as Error).message }, "dropping an unreadable stream entry");
       return undefined;
     }
-    const event: AnyEvent = { ...data.payload, id: data.id, type: data.type };
-    const log = logger.child({ eventId: event.id, eventType: event.type, entryId, attempt: 1 });
-    const handlers: Record<string, HandlerOutcomeData> = {};
-    const record = (status: EventAttempt["status"]): EventAttempt => ({
-      id: data.id,
-      type: data.type,
-      payload: data.payload,
-      status,
-      handlers,
-    });
-    let result;
-    try {
-      result = await dispatchEvent(registry, event, options.makeContext(event, 1, log));
-    } catch (err) {
-      if (!(err instanceof EventDataError)) throw err;
-      log.warn({ err: err.message }, "event failed for good");
-      return { entryId, data, record: record("failed"), retry: undefined, deadLetter: err.message, started };
-    }
-    for (const key of result.succeeded) handlers[key] = { status: "ok" };
-    for (const f of result.failures) {
-      log.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
-      handlers[f.key] = { status: "failed", error: errorMessage(f.error) };
-    }
-    if (result.failures.length === 0) return { entryId, data, record: record("handled"), retry: undefined, started };
-    const retrying = options.attempts > 1 && !result.failures.every((f) => permanent(f.error));
-    const summary = result.failures.map((f) => `${f.key}: ${errorMessage(f.error)}`).join("; ");
-    log.warn({ err: summary }, retrying ? "event failed, will retry" : "event failed for good");
-    const failed = result.failures.map((f) => f.key);
-    return retrying
-      ? { entryId, data, record: record("received"), retry: failed, started }
-      : { entryId, data, record: record("failed"), retry: undefined, deadLetter: summary, started };
+    return runFirstAttempt(options, entryId, data);
   };
-
-  /**
-   * The events queue job that carries an event on after its first attempt: a retry of the
-   * handlers in `only` (with outcomes the log does not hold yet), or a dead letter.
-   */
-  const continuation = (
-    a: Attempt,
-    only: string[],
-    extra: Pick<EventJobData, "unrecorded" | "deadLetter"> = {},
-  ): EntryJob & { opts: JobsOptions } => ({
-    name: a.data.type,
-    data: { ...a.data, only, attemptsBefore: 1, ...extra },
-    opts: {
-      ...(extra.deadLetter !== undefined
-        ? { attempts: 1 }
-        : (remainingRetryOptions(options.attempts, options.backoffMs) ?? { attempts: 1, delay: options.backoffMs })),
-      jobId: a.entryId,
-      deduplication: { id: a.data.id, ttl: dedupTtlMs },
-    },
-  });
+  const continuationOptions: ContinuationOptions = {
+    attempts: options.attempts,
+    backoffMs: options.backoffMs,
+    dedupTtlMs,
+    handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key),
+  };
 
   const handleBatch = async (entries: Entry[]) => {
     const ids = entries.map(([id]) => id);
@@ -193,7 +127,7 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
       Math.max(50, options.claimIdleMs / 3),
     );
     try {
-      const attempts: (Attempt | undefined)[] = new Array<Attempt | undefined>(entries.length);
+      const attempts: (FirstAttempt | undefined)[] = new Array<FirstAttempt | undefined>(entries.length);
       let next = 0;
       await Promise.all(
         Array.from({ length: Math.min(options.concurrency, entries.length) }, async () => {
@@ -218,36 +152,13 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
           }
         }),
       );
-      const jobs: (EntryJob & { opts: JobsOptions })[] = [];
-      const outcomes: SettledEvent["outcome"][] = [];
-      attempts.forEach((a, i) => {
-        if (!a) return;
-        if (!recorded[i]) {
-          // Whatever the attempt's status, the queue runs the handlers that did not succeed again
-          // (a permanent failure fails again) and records the outcomes of those that did.
-          const ok = Object.entries(a.record.handlers).filter(([, o]) => o.status === "ok");
-          const others = registry
-            .handlersFor(a.data.type)
-            .map((h) => h.key)
-            .filter((k) => a.record.handlers[k]?.status !== "ok");
-          jobs.push(continuation(a, others, { unrecorded: Object.fromEntries(ok) }));
-          outcomes[i] = "retried";
-        } else if (a.retry) {
-          jobs.push(continuation(a, a.retry));
-          outcomes[i] = "retried";
-        } else if (a.deadLetter !== undefined) {
-          const failed = Object.keys(a.record.handlers).filter((k) => a.record.handlers[k]?.status === "failed");
-          jobs.push(continuation(a, failed, { deadLetter: a.deadLetter }));
-          outcomes[i] = "failed";
-        } else {
-          outcomes[i] = "completed";
-        }
-      });
+      const continuations = attempts.map((a, i) => (a ? continuationOf(a, recorded[i] ?? false, continuationOptions) : undefined));
+      const jobs = continuations.flatMap((c) => (c?.job ? [c.job] : []));
       if (jobs.length > 0) await queue.addBulk(jobs);
       await redis.svcStreamAckDelete(keys.stream, keys.group, ...ids);
       const now = performance.now();
       attempts.forEach((a, i) => {
-        const outcome = outcomes[i];
+        const outcome = continuations[i]?.outcome;
         if (a && outcome)
           options.onSettled?.({ id: a.data.id, type: a.data.type, entryId: a.entryId, outcome, seconds: (now - a.started) / 1000 });
       });

@@ -8,7 +8,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { ChangeOutbox } from "../mirror/change-outbox.js";
 import type { EventLog } from "../mirror/event-log.js";
 import type { MirrorStore } from "../mirror/store.js";
-import { createEventWorker, isDeadLetterPlacement } from "../queue/event-worker.js";
+import { createEventWorker } from "../queue/event-worker.js";
 import { configuredJobOptions } from "../queue/job-options.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/names.js";
 import { createStreamConsumer, type StreamConsumer } from "../queue/stream-consumer.js";
@@ -16,7 +16,8 @@ import type { RedisClient } from "../redis/connection.js";
 import { isPermanentUpstreamError, type ApiClient } from "../upstream/index.js";
 import { createChangeRelay, type ChangeRelay } from "./change-relay.js";
 import type { EventHandlers, HandlerContext } from "./handler-context.js";
-import { isFinalFailure, jobLabel, observeJobs } from "./job-observers.js";
+import { jobLabel, observeJobs } from "./job-observers.js";
+import { createSettledEvents, type SettledEvent } from "./settled-events.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import { refreshRestaurant } from "./sync/refresh-restaurant.js";
 import { createRefreshScheduler, type RefreshJobData } from "./sync/refresh-scheduler.js";
@@ -25,16 +26,6 @@ import { sweepAll } from "./sync/sweep-all.js";
 import { createSyncHandlers } from "./sync/sync-handlers.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync/sync-worker.js";
 import { upstreamFromConfig } from "./upstream-from-config.js";
-
-/** One event that a worker finished with, on either path. */
-export interface SettledEvent {
-  id: string;
-  type: string;
-  /** completed (every handler ok), failed (for good), or retried (it runs again later from the events queue). */
-  outcome: "completed" | "failed" | "retried";
-  /** stream: its first attempt, straight from the ingest stream; queue: a job of the events queue. */
-  via: "stream" | "queue";
-}
 
 export interface WorkerRole {
   api: ApiClient | undefined;
@@ -175,6 +166,7 @@ export function createWorkerRole(deps: {
   }
   const syncWorker = createSyncWorker({ connection, prefix, queue: syncQueue, processors, concurrency, lockMs, maxStalls, logger });
 
+  const settled = createSettledEvents(eventWorker);
   const streamConsumer = createStreamConsumer<HandlerContext>({
     connection,
     prefix,
@@ -196,19 +188,9 @@ export function createWorkerRole(deps: {
       metrics.jobs.inc({ queue: EVENTS_QUEUE, name, outcome });
       if (outcome !== "retried") metrics.jobSeconds.observe({ queue: EVENTS_QUEUE, name }, seconds);
       metrics.eventsConsumed.inc();
-      settle({ id, type, outcome, via: "stream" });
+      settled.emit({ id, type, outcome, via: "stream" });
     },
     onClaimed: (n) => metrics.eventsClaimed.inc(n),
-  });
-
-  const listeners = new Set<(event: SettledEvent) => void>();
-  const settle = (event: SettledEvent) => {
-    for (const listener of listeners) listener(event);
-  };
-  eventWorker.on("completed", (job) => settle({ id: job.data.id, type: job.data.type, outcome: "completed", via: "queue" }));
-  eventWorker.on("failed", (job) => {
-    if (!job || isDeadLetterPlacement(job, true)) return;
-    settle({ id: job.data.id, type: job.data.type, outcome: isFinalFailure(job) ? "failed" : "retried", via: "queue" });
   });
 
   const workers = [eventWorker, syncWorker];
@@ -221,10 +203,7 @@ export function createWorkerRole(deps: {
     eventWorker,
     syncWorker,
     changeRelay,
-    onSettled(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
+    onSettled: (listener) => settled.on(listener),
     async start() {
       if (api && config.worker.reconcileIntervalMs > 0) {
         await syncQueue.upsertJobScheduler("reconcile", { every: config.worker.reconcileIntervalMs }, { name: "reconcile", data: {} });

@@ -1,5 +1,6 @@
 import type { Job, Worker } from "bullmq";
-import type { SettledEvent, WorkerRole } from "../../src/worker/worker-role.js";
+import type { SettledEvent } from "../../src/worker/settled-events.js";
+import type { WorkerRole } from "../../src/worker/worker-role.js";
 
 /** Resolves with the next job of `worker` that finishes as `outcome` and matches `where`. */
 export function nextJob<D>(

@@ -48,6 +48,12 @@ describe("parseEnvelope: nesting", () => {
     expect(() => parseEnvelope(bytes(nested(100_000)))).toThrow(expect.objectContaining({ code: "payload_too_deep" }));
   });
 
+  it("ends a string at a quote after an escaped backslash, and counts the brackets after it", () => {
+    const text = `{"type":"x","s":"a\\\\","d":${"[".repeat(MAX_JSON_DEPTH)}${"]".repeat(MAX_JSON_DEPTH)}}`;
+    expect(JSON.parse(text)).toMatchObject({ s: "a\\" });
+    expect(() => parseEnvelope(bytes(text))).toThrow(PayloadTooDeepError);
+  });
+
   it("does not count brackets inside strings, escaped quotes included", () => {
     const deepText = JSON.stringify({ type: "x", note: `\\"${"[{".repeat(5000)}` });
     expect(parseEnvelope(bytes(deepText)).type).toBe("x");

@@ -1,0 +1,70 @@
+import type { Logger } from "pino";
+import { EventDataError, type AnyEvent } from "../events/catalog.js";
+import { dispatchEvent, errorMessage } from "../events/dispatch.js";
+import type { HandlerRegistry } from "../events/registry.js";
+import type { EventJobData, HandlerOutcomeData } from "./event-job.js";
+import type { EventAttempt } from "./event-journal.js";
+import { isPermanentFailure } from "./event-worker.js";
+
+/** What an event's first attempt (straight from the ingest stream) did, before it is recorded. */
+export interface FirstAttempt {
+  entryId: string;
+  data: EventJobData;
+  /** What the event log records: status and each handler's outcome. */
+  record: EventAttempt;
+  /** Handlers to run again (retryable failures): the event continues in the events queue. */
+  retry?: string[];
+  /** Why the event failed for good: it is placed in the events queue's failed set. */
+  deadLetter?: string;
+  /** performance.now() when the attempt began. */
+  started: number;
+}
+
+export interface FirstAttemptOptions<Ctx> {
+  registry: HandlerRegistry<Ctx>;
+  /** Attempts per event in all: with 1, a failure is final. */
+  attempts: number;
+  makeContext(event: AnyEvent, attempt: number, logger: Logger): Ctx;
+  /** Errors that no retry can fix, beside BullMQ's UnrecoverableError. */
+  isPermanent?(err: unknown): boolean;
+  logger: Logger;
+}
+
+/**
+ * Runs every handler of the event once, each failure isolated (dispatchEvent), and says what
+ * follows: handled; retried (some failure a retry may fix, attempts left); or failed for good
+ * (every failure permanent, the data does not match its schema, or no attempt left).
+ */
+export async function runFirstAttempt<Ctx>(options: FirstAttemptOptions<Ctx>, entryId: string, data: EventJobData): Promise<FirstAttempt> {
+  const started = performance.now();
+  const event: AnyEvent = { ...data.payload, id: data.id, type: data.type };
+  const log = options.logger.child({ eventId: event.id, eventType: event.type, entryId, attempt: 1 });
+  const handlers: Record<string, HandlerOutcomeData> = {};
+  const record = (status: EventAttempt["status"]): EventAttempt => ({
+    id: data.id,
+    type: data.type,
+    payload: data.payload,
+    status,
+    handlers,
+  });
+  let result;
+  try {
+    result = await dispatchEvent(options.registry, event, options.makeContext(event, 1, log));
+  } catch (err) {
+    if (!(err instanceof EventDataError)) throw err;
+    log.warn({ err: err.message }, "event failed for good");
+    return { entryId, data, record: record("failed"), deadLetter: err.message, started };
+  }
+  for (const key of result.succeeded) handlers[key] = { status: "ok" };
+  for (const f of result.failures) {
+    log.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
+    handlers[f.key] = { status: "failed", error: errorMessage(f.error) };
+  }
+  if (result.failures.length === 0) return { entryId, data, record: record("handled"), started };
+  const retrying = options.attempts > 1 && !result.failures.every((f) => isPermanentFailure(f.error, options));
+  const summary = result.failures.map((f) => `${f.key}: ${errorMessage(f.error)}`).join("; ");
+  log.warn({ err: summary }, retrying ? "event failed, will retry" : "event failed for good");
+  return retrying
+    ? { entryId, data, record: record("received"), retry: result.failures.map((f) => f.key), started }
+    : { entryId, data, record: record("failed"), deadLetter: summary, started };
+}
