@@ -254,10 +254,10 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
       // The blocking read returns within its BLOCK time, a batch once its handlers end; if Redis is
       // gone neither does: cut the reader loose after the deadline. What was read and not
       // acknowledged stays pending, and another consumer claims it.
-      if ((await Promise.race([running, delay(deadlineMs).then(() => "late" as const)])) === "late") {
+      if ((await Promise.race([running, delay(deadlineMs, undefined, { ref: false }).then(() => "late" as const)])) === "late") {
         logger.warn("stream consumer did not stop in time; its unacknowledged entries will be claimed by another consumer");
         reader?.disconnect();
-        await Promise.race([running, delay(1000)]);
+        await Promise.race([running, delay(1000, undefined, { ref: false })]);
       }
       await reader?.quit().catch(() => reader?.disconnect());
     },

@@ -209,6 +209,16 @@ describe("ingest stream: backpressure", () => {
 });
 
 describe("ingest stream: graceful stop of the consumer", () => {
+  it("leaves no timer of its own holding the process open once stopped (npm run dev exits on Ctrl-C)", async () => {
+    const edge = await edgeFor();
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    const before = timers();
+    const consumer = startConsumer(edge.redis, edge.prefix);
+    await consumer.stop();
+    // stop() raced the loop against a 3 s deadline timer: a ref'd one kept `npm run dev` alive 25 s.
+    expect(timers()).toBeLessThanOrEqual(before);
+  });
+
   it("leaves every event either settled or still in the stream, none read and dropped", async () => {
     const edge = await edgeFor();
     const events = Array.from({ length: 600 }, () => sampleEvent());
