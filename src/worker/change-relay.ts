@@ -1,20 +1,16 @@
-import { Queue, type DefaultJobOptions } from "bullmq";
+import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { ChangeOutbox, OutboxRow } from "../mirror/change-outbox.js";
 import type { EventJobData } from "../queue/event-job.js";
-import { EVENTS_QUEUE } from "../queue/names.js";
-import type { RedisClient } from "../redis/connection.js";
 
 export interface ChangeRelayOptions {
   outbox: ChangeOutbox;
-  /** A "worker" connection. */
-  connection: RedisClient;
-  prefix: string;
+  /** The events queue (its owner closes it), whose job options the changes get. */
+  queue: Queue<EventJobData>;
   /** The event deduplication window: a re-sent change id is dropped for this long after its first add. */
   dedupWindowMs: number;
   /** Poll for rows written by other processes or left by a crash; 0: this process never relays. */
   intervalMs: number;
-  jobOptions?: DefaultJobOptions;
   /** Rows per transaction (default 100). */
   batchSize?: number;
   logger: Logger;
@@ -44,12 +40,7 @@ export function createChangeRelay(options: ChangeRelayOptions): ChangeRelay {
   const { outbox, logger, intervalMs } = options;
   const enabled = intervalMs > 0;
   const batchSize = options.batchSize ?? 100;
-  const queue = new Queue<EventJobData>(EVENTS_QUEUE, {
-    connection: options.connection,
-    prefix: options.prefix,
-    defaultJobOptions: options.jobOptions,
-  });
-  queue.on("error", (err) => logger.warn({ err: err.message }, "change relay queue error"));
+  const { queue } = options;
   const ttl = options.dedupWindowMs;
 
   const send = async (rows: OutboxRow[]) => {
@@ -115,7 +106,6 @@ export function createChangeRelay(options: ChangeRelayOptions): ChangeRelay {
       clearInterval(timer);
       // Its failure reaches drain()'s own callers (relaySafely logs it); stopping goes on.
       await running?.catch(() => undefined);
-      await queue.close();
     },
   };
 

@@ -108,11 +108,9 @@ export function createWorkerRole(deps: {
   // Change events: recorded with each mirror write, relayed into the events queue like any event.
   const changeRelay = createChangeRelay({
     outbox: deps.changeOutbox,
-    connection,
-    prefix,
+    queue: eventsQueue,
     dedupWindowMs: config.dedupWindowSeconds * 1000,
     intervalMs: config.worker.changeRelayIntervalMs,
-    jobOptions: configuredJobOptions(config),
     logger,
   });
   const writer = createMirrorWriter(mirror, {

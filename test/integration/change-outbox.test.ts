@@ -46,7 +46,7 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
   });
 
   const relay = (extra: Partial<ChangeRelayOptions> = {}) =>
-    createChangeRelay({ outbox, connection: redis, prefix, dedupWindowMs: 60_000, intervalMs: 0, logger: silent, ...extra });
+    createChangeRelay({ outbox, queue, dedupWindowMs: 60_000, intervalMs: 0, logger: silent, ...extra });
   const outboxRows = () => database.db.selectFrom("change_outbox").select(["id", "type", "payload"]).orderBy("seq").execute();
   const waitingJobs = async () => (await queue.getJobs(["waiting"], 0, -1, true)).map((j) => ({ id: j.id, name: j.name, data: j.data }));
 
@@ -128,7 +128,9 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
     // The first job was handled and removed on completion; the same row sent once more is dropped too.
     await writer.write("orders", [orderRecord("ord_3")], t0, "webhook");
     const third = (await outboxRows())[0]!;
-    const crashAgain = relay({ jobOptions: { removeOnComplete: true }, afterAdd: () => Promise.reject(new Error("crashed again")) });
+    // A queue whose jobs are removed on completion, as a deployment's retention may do.
+    const removing = new Queue<EventJobData>(EVENTS_QUEUE, { connection: redis, prefix, defaultJobOptions: { removeOnComplete: true } });
+    const crashAgain = relay({ queue: removing, afterAdd: () => Promise.reject(new Error("crashed again")) });
     await expect(crashAgain.drain()).rejects.toThrow();
     await crashAgain.stop();
     const handled: string[] = [];
@@ -144,7 +146,7 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
       await waitFor(async () => handled.includes(third.id) && (await queue.getJob(third.id)) === undefined, {
         what: "the job to complete and be removed",
       });
-      const resend = relay({ jobOptions: { removeOnComplete: true } });
+      const resend = relay({ queue: removing });
       expect(await resend.drain()).toBe(1);
       await resend.stop();
       expect(await queue.getJob(third.id)).toBeUndefined();
@@ -152,6 +154,7 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
       expect(handled.filter((id) => id === third.id)).toHaveLength(1);
     } finally {
       await worker.close();
+      await removing.close();
     }
     expect(await outbox.pending()).toBe(0);
   });
