@@ -34,12 +34,13 @@ export interface StreamConsumerOptions<Ctx> extends FirstAttemptOptions<Ctx> {
   /** Entries another consumer read but did not acknowledge for this long are taken over (it died). */
   claimIdleMs: number;
   /** Called once per event the batch settled: handled, failed for good, or handed to the queue to retry. */
-  onSettled?(event: SettledEvent): void;
+  onSettled?(event: StreamSettled): void;
   /** Called with the number of entries claimed from a dead consumer and moved into the events queue. */
   onClaimed?(count: number): void;
 }
 
-export interface SettledEvent {
+/** One event the consumer finished with (worker/settled-events.ts turns it into the role's SettledEvent). */
+export interface StreamSettled {
   id: string;
   type: string;
   entryId: string;
