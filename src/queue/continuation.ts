@@ -2,6 +2,7 @@ import type { JobsOptions } from "bullmq";
 import type { EventJobData, HandlerOutcomeData } from "./event-job.js";
 import type { FirstAttempt } from "./first-attempt.js";
 import { remainingRetryOptions } from "./job-options.js";
+import { entryJobIdentity } from "./stream-entry.js";
 
 /** An events queue job that carries an event on after its first attempt. */
 export interface ContinuationJob {
@@ -32,8 +33,8 @@ export interface ContinuationOptions {
  * - a retryable failure: a job retries the handlers that failed, with the rest of the backoff;
  * - failed for good: a job that fails at once with the reason (a dead letter for `replay`);
  * - handled: nothing.
- * Each job is named after the stream entry and deduplicated on the event id for the window, so
- * a consumer that dies after adding it and before acknowledging the entry adds nothing twice.
+ * Each job carries the entry's identity (entryJobIdentity), so a consumer that dies after adding
+ * it and before acknowledging the entry adds nothing twice.
  */
 export function continuationOf(attempt: FirstAttempt, recorded: boolean, options: ContinuationOptions): Continuation {
   const { data, record } = attempt;
@@ -44,8 +45,7 @@ export function continuationOf(attempt: FirstAttempt, recorded: boolean, options
       ...(extra.deadLetter !== undefined
         ? { attempts: 1 }
         : (remainingRetryOptions(options.attempts, options.backoffMs) ?? { attempts: 1, delay: options.backoffMs })),
-      jobId: attempt.entryId,
-      deduplication: { id: data.id, ttl: options.dedupTtlMs },
+      ...entryJobIdentity(attempt.entryId, data.id, options.dedupTtlMs),
     },
   });
   const keysWith = (status: HandlerOutcomeData["status"]) =>

@@ -58,7 +58,16 @@ export interface EntryJob {
  */
 export function jobOfEntry(entryId: string, text: string, dedupTtlMs: number): EntryJob {
   const data = decodeEntry(text);
-  return { name: data.type, data, opts: { jobId: jobIdOfEntry(entryId), deduplication: { id: data.id, ttl: dedupTtlMs } } };
+  return { name: data.type, data, opts: entryJobIdentity(entryId, data.id, dedupTtlMs) };
+}
+
+/**
+ * The options that make every job carrying a stream entry's event the same job: named after the
+ * entry, deduplicated on the event id for the window (a move after a claim, a retry or a dead
+ * letter added by a consumer that died before its acknowledgement).
+ */
+export function entryJobIdentity(entryId: string, eventId: string, dedupTtlMs: number): EntryJob["opts"] {
+  return { jobId: jobIdOfEntry(entryId), deduplication: { id: eventId, ttl: dedupTtlMs } };
 }
 
 /**
