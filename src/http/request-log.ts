@@ -16,6 +16,10 @@ export function boundedPath(path: string, max = LOGGED_PATH_CHARS): string {
  * logged at all, so neither the signature nor an Authorization header can leak.
  */
 export function requestLog(logger: Logger): MiddlewareHandler<AppEnv> {
+  // The line's fields are fixed and none is a header or a credential, so the logger's redaction
+  // paths have nothing to find in it: walking them cost ~2.5 µs of every request's ~75. The scrub
+  // of configured secret values (a stream hook the child keeps) still runs over the line.
+  const lines = logger.child({}, { redact: [] });
   return async function logRequest(c, next) {
     const start = performance.now();
     await next();
@@ -30,8 +34,8 @@ export function requestLog(logger: Logger): MiddlewareHandler<AppEnv> {
       duplicate: c.get("duplicate"),
     };
     // A client that went away mid-body is its own failure, not an alert (it costs nothing to send).
-    if (c.error instanceof RequestAbortedError) logger.debug({ ...line, aborted: true }, "request");
-    else if (status >= 500) logger.warn(line, "request");
-    else logger.info(line, "request");
+    if (c.error instanceof RequestAbortedError) lines.debug({ ...line, aborted: true }, "request");
+    else if (status >= 500) lines.warn(line, "request");
+    else lines.info(line, "request");
   };
 }

@@ -156,8 +156,11 @@ describe("health and logs", () => {
     const signature = signPayload(body, TEST_SECRET);
     await edge.post(body, { "x-svc-signature": signature, authorization: "Bearer svc_live_should_not_leak" });
     await edge.postSigned(sampleEvent(), "whsec_wrong");
+    // A sender-chosen value that carries a configured secret is scrubbed from the request line too.
+    await edge.postSigned({ ...sampleEvent(), id: `evt_${TEST_SECRET}` });
     const lines = edge.logs.records().filter((r) => r.msg === "request");
-    expect(lines).toHaveLength(2);
+    expect(lines).toHaveLength(3);
+    expect(lines[2]).toMatchObject({ status: 200, eventId: "evt_[Redacted]" });
     expect(lines[0]).toMatchObject({ method: "POST", path: "/webhooks", status: 200, eventId: event.id, eventType: "order.created" });
     expect(typeof lines[0]!.ms).toBe("number");
     expect(lines[1]).toMatchObject({ status: 401 });
