@@ -54,6 +54,11 @@ describe("parseEnvelope: nesting", () => {
     expect(() => parseEnvelope(bytes(text))).toThrow(PayloadTooDeepError);
   });
 
+  it("accepts more containers than MAX_JSON_DEPTH side by side (the bracket count is only a bound)", () => {
+    const wide = JSON.stringify({ type: "x", items: Array.from({ length: 3 * MAX_JSON_DEPTH }, () => ({ tags: [] })) });
+    expect(parseEnvelope(bytes(wide)).type).toBe("x");
+  });
+
   it("does not count brackets inside strings, escaped quotes included", () => {
     const deepText = JSON.stringify({ type: "x", note: `\\"${"[{".repeat(5000)}` });
     expect(parseEnvelope(bytes(deepText)).type).toBe("x");
