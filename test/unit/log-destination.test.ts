@@ -1,11 +1,12 @@
 import { execFileSync } from "node:child_process";
-import { constants, mkdtempSync, openSync, rmSync } from "node:fs";
+import { constants, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { EventEmitter } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogDestination } from "../../src/logging/log-destination.js";
 import { createLogger } from "../../src/logging/logger.js";
+import { waitFor } from "../helpers/wait-for.js";
 
 let dir: string | undefined;
 afterEach(() => {
@@ -38,5 +39,30 @@ describe("createLogDestination", () => {
     // destroy() closes the fd; a retry still scheduled then fails on it, which is expected here.
     (destination as unknown as EventEmitter).on("error", () => undefined);
     (destination as unknown as { destroy(): void }).destroy();
+  });
+
+  it("writes a lone line, smaller than a batch, without more lines coming after it", async () => {
+    dir = mkdtempSync(join(tmpdir(), "log-destination-"));
+    const file = join(dir, "stdout");
+    const destination = createLogDestination({ fd: openSync(file, "w") });
+    createLogger({ destination }).info({ note: "alone" }, "quiet moment");
+    await waitFor(() => readFileSync(file, "utf8").includes('"note":"alone"'), { what: "the buffered line to be flushed" });
+    (destination as unknown as { destroy(): void }).destroy();
+  });
+
+  it("writes what is still buffered when the process exits", () => {
+    // Exits right after logging: no flush timer has run, the exit hook must write the line.
+    const stdout = execFileSync(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "--input-type=module",
+        "-e",
+        'import { createLogger } from "./src/logging/logger.js"; createLogger().info({ note: "bye" }, "last line"); process.exit(0);',
+      ],
+      { encoding: "utf8" },
+    );
+    expect(stdout).toContain('"note":"bye"');
   });
 });
