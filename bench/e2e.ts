@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { processCpuSeconds, processTreeCpuSeconds, redisCommandStats, redisCpu, type CommandStats } from "./lib/cpu.js";
-import { writeRequestPool } from "./lib/pool.js";
+import { assertPoolNotWrapped, POOL_EVENTS_PER_SECOND, writeRequestPool } from "./lib/pool.js";
 import { startServerProcess, type ServerProcess } from "./lib/server-process.js";
 import { runWrk } from "./lib/wrk.js";
 
@@ -67,7 +67,8 @@ export async function benchEndToEnd(opts: {
   const warmPool = `${dir}-warm`;
   const runPool = `${dir}-run`;
   writeRequestPool(warmPool, 40_000, "ew");
-  writeRequestPool(runPool, Math.max(60_000, opts.seconds * 15_000), "er");
+  const runPoolSize = Math.max(60_000, opts.seconds * POOL_EVENTS_PER_SECOND);
+  writeRequestPool(runPool, runPoolSize, "er");
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
   const runs: EndToEndRun[][] = opts.pairs.map(() => []);
   const wrkOptions = (seconds: number) => ({ seconds, connections: opts.connections, threads: 1 });
@@ -102,6 +103,7 @@ export async function benchEndToEnd(opts: {
           const commands0 = await redisCommandStats(redis);
           const startedAt = Date.now();
           const load = await runWrk(`${receiver.url}/webhooks`, runPool, wrkOptions(opts.seconds));
+          assertPoolNotWrapped(load.requests, runPoolSize, pair.name);
           const atLoadEnd = await processed();
           const after = await settled(processed);
           const cpu1 = [

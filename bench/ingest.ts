@@ -6,7 +6,7 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { EVENTS_QUEUE } from "../src/queue/names.js";
 import { redisKeys } from "../src/redis/keys.js";
-import { writeRequestPool } from "./lib/pool.js";
+import { assertPoolNotWrapped, POOL_EVENTS_PER_SECOND, writeRequestPool } from "./lib/pool.js";
 import { startServerProcess } from "./lib/server-process.js";
 import { exitedChildrenCpuSeconds, processCpuSeconds, redisCpu } from "./lib/cpu.js";
 import { runWrk, type WrkResult } from "./lib/wrk.js";
@@ -62,7 +62,8 @@ export async function benchIngest(opts: {
   const warmPool = `${dir}-warm`;
   const runPool = `${dir}-run`;
   writeRequestPool(warmPool, 40_000, "w");
-  writeRequestPool(runPool, Math.max(60_000, opts.seconds * 15_000), "r");
+  const runPoolSize = Math.max(60_000, opts.seconds * POOL_EVENTS_PER_SECOND);
+  writeRequestPool(runPool, runPoolSize, "r");
   const wrkOptions = (seconds: number) => ({ seconds, connections: opts.connections, threads: 1 });
   try {
     for (let round = 1; round <= opts.rounds; round++) {
@@ -82,6 +83,7 @@ export async function benchIngest(opts: {
           const wrkCpu = exitedChildrenCpuSeconds();
           const redisBefore = await redisCpu(redis);
           const result = await runWrk(`${proc.url}/webhooks`, runPool, wrkOptions(opts.seconds));
+          if (server.durable) assertPoolNotWrapped(result.requests, runPoolSize, server.name);
           const serverSeconds = processCpuSeconds(proc.child.pid!) - serverCpu;
           const wrkSeconds = exitedChildrenCpuSeconds() - wrkCpu;
           const ok = result.requests - result.errors;

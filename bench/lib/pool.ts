@@ -4,6 +4,19 @@ import { signPayload } from "../../src/events/signature.js";
 
 export const BENCH_SECRET = "whsec_bench_0123456789abcdef";
 
+/**
+ * Unique events written per second of a measured run: above what any durable server here
+ * accepts, so no run sends an event twice (a repeat is a cheap duplicate and would inflate it).
+ */
+export const POOL_EVENTS_PER_SECOND = 30_000;
+
+/** Throws when a run sent more requests than its pool holds: some were repeats. */
+export function assertPoolNotWrapped(sent: number, poolSize: number, server: string): void {
+  if (sent > poolSize) {
+    throw new Error(`${server} was sent ${sent} requests from a pool of ${poolSize} unique events: raise POOL_EVENTS_PER_SECOND`);
+  }
+}
+
 /** A signed order event of about 1 KB, unique by id. */
 export function benchEvent(n: number, tag: string): string {
   return JSON.stringify({
