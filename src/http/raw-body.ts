@@ -53,7 +53,9 @@ async function readCapped(
     const length = Number(declared);
     if (!Number.isSafeInteger(length) || length < 0 || length > maxBytes) throw new PayloadTooLargeError(maxBytes);
     reservation.take(length);
-    return new Uint8Array(await c.req.arrayBuffer());
+    // Node's parser hands over exactly Content-Length bytes. Read from the Node request itself:
+    // the adapter's arrayBuffer() copies them into a new ArrayBuffer per request (~2 % of the edge's CPU).
+    return incoming ? readDeclared(incoming) : new Uint8Array(await c.req.arrayBuffer());
   }
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -81,4 +83,22 @@ async function readCapped(
     }
   }
   return Buffer.concat(chunks, size);
+}
+
+/** A Node request's whole body (its length already checked), one chunk as is, several joined. */
+function readDeclared(incoming: IncomingMessage): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const settle = (err?: Error) => {
+      incoming.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
+      const [first, ...rest] = chunks;
+      if (err) reject(err);
+      else resolve(first && rest.length === 0 ? first : Buffer.concat(chunks));
+    };
+    const onData = (chunk: Buffer) => void chunks.push(chunk);
+    const onEnd = () => settle();
+    // Closed before "end": the client went away mid-body (readRawBody turns it into RequestAbortedError).
+    const onClose = () => settle(new Error("the request closed before its body ended"));
+    incoming.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
+  });
 }
