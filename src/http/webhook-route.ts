@@ -37,6 +37,18 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
   const maxBytes = options.maxBodyBytes;
   const budget = createBodyBudget(options.maxBufferedBodyBytes ?? 32 * maxBytes);
   const route = new Hono<AppEnv>();
+  // The time of receipt, formatted once per millisecond: toISOString costs ~1 µs, ~1.5 % of a
+  // request, and every request within one millisecond gets the same string from it anyway.
+  let stampedAt = -1;
+  let stamp = "";
+  const receivedAt = () => {
+    const now = Date.now();
+    if (now !== stampedAt) {
+      stampedAt = now;
+      stamp = new Date(now).toISOString();
+    }
+    return stamp;
+  };
 
   route.post("/", async function receiveWebhook(c) {
     // The bytes stay counted until the answer: the body is held in memory until then.
@@ -84,7 +96,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
       result = await sink.enqueue({
         id: envelope.id,
         type: envelope.type,
-        receivedAt: new Date().toISOString(),
+        receivedAt: receivedAt(),
         payload: envelope.payload,
         payloadJson: envelope.text,
       });
