@@ -4,6 +4,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 export const SIGNATURE_HEADER = "x-svc-signature";
 const PREFIX = "sha256=";
 const HEX_DIGEST = /^[0-9a-fA-F]{64}$/;
+const CANONICAL_LENGTH = PREFIX.length + 64;
 // Standard or URL-safe base64 of 32 bytes: 43 characters plus one optional "=".
 const BASE64_DIGEST = /^[A-Za-z0-9+/_-]{43}=?$/;
 
@@ -30,6 +31,12 @@ export function signPayload(body: string | Uint8Array, secret: string): string {
 
 /** Decodes the digest of a `sha256=…` header, hex or base64; undefined when malformed. */
 export function parseSignatureHeader(header: string): Buffer | undefined {
+  // The form the upstream sends, `sha256=` and 64 hex digits, decoded at once (hex decoding stops
+  // at the first non-hex digit, so 32 bytes out means all 64 were hex); anything else below.
+  if (header.length === CANONICAL_LENGTH && header.startsWith(PREFIX)) {
+    const digest = Buffer.from(header.slice(PREFIX.length), "hex");
+    if (digest.length === 32) return digest;
+  }
   const value = header.trim();
   if (value.length <= PREFIX.length || value.slice(0, PREFIX.length).toLowerCase() !== PREFIX) return undefined;
   const digest = value.slice(PREFIX.length);

@@ -20,6 +20,7 @@ describe("verifySignature", () => {
   it("accepts the hex digest the upstream sends, in either case", () => {
     expect(verifySignature(body, signPayload(body, secret), [secret])).toBe(0);
     expect(verifySignature(body, `sha256=${digest.toString("hex").toUpperCase()}`, [secret])).toBe(0);
+    expect(verifySignature(body, ` SHA256=${digest.toString("hex")} `, [secret])).toBe(0);
   });
 
   it("accepts base64, padded or not, standard or URL-safe", () => {
@@ -40,6 +41,7 @@ describe("verifySignature", () => {
     expect(reason(() => verifySignature(body, "sha1=" + digest.toString("hex"), [secret]))).toBe("malformed");
     expect(reason(() => verifySignature(body, "sha256=" + digest.toString("hex").slice(2), [secret]))).toBe("malformed");
     expect(reason(() => verifySignature(body, "sha256=zz" + digest.toString("hex").slice(2), [secret]))).toBe("malformed");
+    expect(reason(() => verifySignature(body, "sha256=" + digest.toString("hex").slice(0, 62) + "zz", [secret]))).toBe("malformed");
     expect(reason(() => verifySignature(body, signPayload(body, "other"), [secret]))).toBe("mismatch");
     expect(reason(() => verifySignature(Buffer.concat([body, Buffer.from(" ")]), signPayload(body, secret), [secret]))).toBe("mismatch");
   });
