@@ -161,6 +161,8 @@ describe("health and logs", () => {
     const lines = edge.logs.records().filter((r) => r.msg === "request");
     expect(lines).toHaveLength(3);
     expect(lines[2]).toMatchObject({ status: 200, eventId: "evt_[Redacted]" });
+    // An accepted delivery is a debug line (this edge logs at debug); a refusal is info.
+    expect(lines.map((l) => l.level)).toEqual([20, 30, 20]);
     expect(lines[0]).toMatchObject({ method: "POST", path: "/webhooks", status: 200, eventId: event.id, eventType: "order.created" });
     expect(typeof lines[0]!.ms).toBe("number");
     expect(lines[1]).toMatchObject({ status: 401 });

@@ -44,8 +44,11 @@ export async function run(argv: string[]): Promise<void> {
   const adminToken = process.env.ADMIN_TOKEN ?? `dev-admin-${randomBytes(12).toString("hex")}`;
   // A person reads these: pretty lines on a terminal (secrets are scrubbed before they are formatted).
   const destination = await prettyDestinationForTerminal();
+  // Debug by default: a person watching the local stack wants a line per accepted delivery,
+  // which production logs at debug (see http/request-log.ts).
+  const logLevel = process.env.LOG_LEVEL ?? "debug";
   const devLogger = createLogger({
-    level: process.env.LOG_LEVEL ?? "info",
+    level: logLevel,
     secrets: [...signingSecrets.split(",").map((s) => s.trim()), adminToken],
     destination,
   });
@@ -68,6 +71,7 @@ export async function run(argv: string[]): Promise<void> {
     API_KEY: sandbox.apiKey,
     PORT: values.port ?? process.env.PORT ?? "3000",
     RECONCILE_INTERVAL_SECONDS: process.env.RECONCILE_INTERVAL_SECONDS ?? "300",
+    LOG_LEVEL: logLevel,
   });
   const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config), destination });
   const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];

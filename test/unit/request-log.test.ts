@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import { signPayload } from "../../src/events/signature.js";
+import { createApp } from "../../src/http/app.js";
+import { createLogger } from "../../src/logging/logger.js";
+import type { EventSink } from "../../src/queue/event-job.js";
+import { captureLogs } from "../helpers/log-capture.js";
+
+const SECRET = "whsec_request_log";
+const sink: EventSink = { enqueue: () => Promise.resolve({ jobId: "1", duplicate: false }), ping: () => Promise.resolve() };
+
+function appAt(level: string) {
+  const logs = captureLogs();
+  const app = createApp({
+    logger: createLogger({ level, destination: logs.stream }),
+    ready: () => Promise.resolve(),
+    webhooks: { sink, signingSecrets: [SECRET], maxBodyBytes: 1024 },
+  });
+  const post = (body: string, signature: string) =>
+    app.request("/webhooks", { method: "POST", body, headers: { "x-svc-signature": signature } });
+  return { logs, post };
+}
+
+describe("the request log", () => {
+  const body = JSON.stringify({ id: "evt_log_1", type: "order.created" });
+
+  it("at info, writes refusals but not accepted deliveries", async () => {
+    const { logs, post } = appAt("info");
+    expect((await post(body, signPayload(body, SECRET))).status).toBe(200);
+    expect((await post(body, signPayload(body, "whsec_other"))).status).toBe(401);
+    expect(logs.records().filter((r) => r.msg === "request")).toEqual([expect.objectContaining({ level: 30, status: 401 })]);
+  });
+
+  it("at debug, writes accepted deliveries too, with their event", async () => {
+    const { logs, post } = appAt("debug");
+    await post(body, signPayload(body, SECRET));
+    expect(logs.records().filter((r) => r.msg === "request")).toEqual([
+      expect.objectContaining({ level: 20, status: 200, eventId: "evt_log_1", eventType: "order.created", duplicate: false }),
+    ]);
+  });
+});
