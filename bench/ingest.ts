@@ -26,14 +26,30 @@ export interface IngestRow {
   runs: IngestRun[];
 }
 
-export type IngestKey = "a" | "b" | "c" | "d" | "e" | "f";
+export type IngestKey = "a" | "b" | "c" | "g" | "d" | "e" | "f";
 /** The receivers users would write themselves; "ours ÷ best peer" compares against the fastest. */
 export const PEERS = ["d", "e", "f"] as const;
 
-export const SERVERS: readonly { key: IngestKey; name: string; script: string; durable: boolean }[] = [
+/** `durable`: stores events in Redis (counted after each run): in BullMQ, or in our ingest stream. */
+export const SERVERS: readonly {
+  key: IngestKey;
+  name: string;
+  script: string;
+  durable: boolean;
+  stream?: true;
+  env?: Record<string, string>;
+}[] = [
   { key: "a", name: "(a) plain Hono, read body (ceiling)", script: "bench/servers/plain.ts", durable: false },
   { key: "b", name: "(b) our edge, verify only", script: "bench/servers/verify-only.ts", durable: false },
-  { key: "c", name: "(c) **ours**: edge, verify + stream append", script: "bench/servers/edge.ts", durable: true },
+  { key: "c", name: "(c) **ours**: edge, verify + stream append", script: "bench/servers/edge.ts", durable: true, stream: true },
+  {
+    key: "g",
+    name: "(c′) ours at LOG_LEVEL=debug: also a log line per accepted delivery",
+    script: "bench/servers/edge.ts",
+    durable: true,
+    stream: true,
+    env: { LOG_LEVEL: "debug" },
+  },
   { key: "d", name: "(d) Express + raw + verify + queue.add", script: "bench/servers/express-peer.ts", durable: true },
   { key: "e", name: "(e) node:http + octokit verify + queue.add", script: "bench/servers/octokit-peer.ts", durable: true },
   { key: "f", name: "(f) Hono + HMAC + JSON.parse + queue.add", script: "bench/servers/hono-peer.ts", durable: true },
@@ -55,8 +71,8 @@ export async function benchIngest(opts: {
   const rows = Object.fromEntries(SERVERS.map((s) => [s.key, { name: s.name, runs: [] as IngestRun[] }])) as Record<IngestKey, IngestRow>;
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null });
   // Stored events: BullMQ jobs for the peers; for ours (no worker runs beside the edge here) the stream.
-  const stored = (key: IngestKey, queue: Queue, prefix: string) =>
-    key === "c" ? redis.xlen(redisKeys(prefix).ingest.stream) : countJobs(queue);
+  const stored = (stream: boolean, queue: Queue, prefix: string) =>
+    stream ? redis.xlen(redisKeys(prefix).ingest.stream) : countJobs(queue);
   // Unique events for warm-up and run, written once: each run gets its own queue prefix, so the
   // same ids are new to it and no 200 is a deduplicated redelivery.
   const warmPool = `${dir}-warm`;
@@ -72,12 +88,17 @@ export async function benchIngest(opts: {
         // No worker drains our stream in this table (the end-to-end run has one), so its backlog
         // grows past the default MAX_BACKLOG within a run; a refusal there would be backpressure
         // working, not the edge's speed.
-        const proc = await startServerProcess(server.script, { REDIS_URL: opts.redisUrl, QUEUE_PREFIX: prefix, MAX_BACKLOG: "100000000" });
+        const proc = await startServerProcess(server.script, {
+          REDIS_URL: opts.redisUrl,
+          QUEUE_PREFIX: prefix,
+          MAX_BACKLOG: "100000000",
+          ...server.env,
+        });
         const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
         try {
           await runWrk(`${proc.url}/webhooks`, warmPool, wrkOptions(opts.warmupSeconds));
           // Requests still in flight when the warm-up stopped land a moment later: count once settled.
-          const count = () => stored(server.key, queue, prefix);
+          const count = () => stored(server.stream ?? false, queue, prefix);
           const jobsBefore = server.durable ? await settledCount(count) : 0;
           const serverCpu = processCpuSeconds(proc.child.pid!);
           const wrkCpu = exitedChildrenCpuSeconds();
