@@ -15,10 +15,11 @@ export function boundedPath(path: string, max = LOGGED_PATH_CHARS): string {
  * One line per request: method, path (bounded), status, duration and the event it carried. No headers are
  * logged at all, so neither the signature nor an Authorization header can leak.
  *
- * A delivery the edge accepted is logged at debug: it is stored in Redis, counted by the metrics and
- * recorded in the event log once handled, and an info line per event was the edge's largest cost we
- * control (13–18 % of its CPU under load in two interleaved measurements) and as many log lines
- * as events; LOG_LEVEL=debug brings them back (`npm run dev` runs at debug). Refusals and every other route are info, 5xx warn, a client gone mid-body debug.
+ * A delivery the edge accepted is logged at debug: it is stored in Redis, counted by the metrics
+ * and recorded in the event log once handled, and an info line per event was the edge's largest
+ * cost we control (13–18 % of its CPU under load in two interleaved measurements) and as many log
+ * lines as events; LOG_LEVEL=debug brings them back (`npm run dev` runs at debug). Refusals and
+ * every other route are info, 5xx warn, a client gone mid-body debug.
  */
 export function requestLog(logger: Logger): MiddlewareHandler<AppEnv> {
   // The line's fields are fixed and none is a header or a credential, so the logger's redaction

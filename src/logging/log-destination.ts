@@ -23,8 +23,8 @@ export const LOG_FLUSH_INTERVAL_MS = 200;
  * pino's asynchronous writer, batched (LOG_BATCH_BYTES, LOG_FLUSH_INTERVAL_MS; what is buffered is
  * written synchronously when the process exits) and bounded: when whoever reads our stdout
  * falls behind, lines are held up to `maxBufferBytes` and dropped beyond it, rather than held
- * without limit (a flood of requests once took RSS from 100 to 700 MiB this way). Losing log lines under a flood beats
- * losing the process.
+ * without limit (a flood of requests once took RSS from 100 to 700 MiB this way). Losing log
+ * lines under a flood beats losing the process.
  *
  * @example createLogger({ destination: createLogDestination({ maxBufferBytes: 1 << 20 }) })
  */
