@@ -64,13 +64,14 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
         })),
       ),
     options.maxBatch ?? 256,
+    { ms: options.timeoutMs, what: "enqueue" },
   );
 
   return {
     queue,
     async enqueue(event) {
       assertStorable(event);
-      const job = await withTimeout(add(event), options.timeoutMs, "enqueue");
+      const job = await add(event);
       const jobId = expectDefined(job.opts.jobId, "addBulk returned a job without the jobId it was given");
       return { jobId: job.id ?? jobId, duplicate: job.id !== undefined && job.id !== jobId } satisfies EnqueueResult;
     },

@@ -1,12 +1,11 @@
 import type { RedisClient } from "../redis/connection.js";
 import { defineScripts } from "../redis/define-scripts.js";
-import { BacklogFullError, QueueUnavailableError } from "./errors.js";
+import { BacklogFullError } from "./errors.js";
 import type { EnqueueInput, EnqueueResult, EventSink } from "./event-job.js";
 import { groupCommit } from "./group-commit.js";
 import { encodeEntry, ENTRY_FIELD, jobIdOfEntry } from "./stream-entry.js";
 import { redisKeys } from "../redis/keys.js";
 import { withTimeout } from "./with-timeout.js";
-import { expectDefined } from "../expect-defined.js";
 
 export interface StreamSinkOptions {
   /** A "web" connection (createRedisConnection): fails fast while Redis is away. */
@@ -22,12 +21,6 @@ export interface StreamSinkOptions {
 }
 
 export type StreamSink = EventSink;
-
-/** An event waiting for its batch, with the time by which Redis must have acknowledged it. */
-interface Pending {
-  event: EnqueueInput;
-  deadline: number;
-}
 
 // KEYS[1] the stream, KEYS[2..] the seen key of each event; ARGV[1] window ms, ARGV[2] max
 // backlog, ARGV[3..] each event's entry. Per event: "d<entry id>" seen within the window (the first
@@ -66,25 +59,22 @@ export function createStreamSink(options: StreamSinkOptions): StreamSink {
   const redis = defineScripts<SinkCommands>(options.connection, { svcStreamAppend: { lua: APPEND_EVENTS } });
   const windowMs = String(options.dedupWindowSeconds * 1000);
   const maxBacklog = String(options.maxBacklog);
-  // One deadline per batch, not per event (a timer and a race per request were ~2 % of the edge's
-  // CPU): a batch must be acknowledged by its oldest event's deadline, which is no later than any
-  // other event's in it. Events queued behind a slow batch keep their own deadlines: by the time
-  // their batch goes out the time left is theirs, and none left refuses them without a round trip.
-  const append = groupCommit(async (pending: Pending[]) => {
-    const left = expectDefined(pending[0], "a batch is never empty").deadline - performance.now();
-    if (left <= 0) throw new QueueUnavailableError(`enqueue timed out after ${options.timeoutMs} ms`);
-    const args: string[] = [keys.stream];
-    for (const { event: e } of pending) args.push(keys.seen(e.id));
-    args.push(windowMs, maxBacklog);
-    for (const { event: e } of pending) {
-      args.push(encodeEntry({ id: e.id, type: e.type, receivedAt: e.receivedAt, payload: e.payload }, e.payloadJson));
-    }
-    return withTimeout(redis.svcStreamAppend(pending.length + 1, ...args), left, "enqueue");
-  }, options.maxBatch ?? 256);
+  const append = groupCommit(
+    async (events: EnqueueInput[]) => {
+      const args: string[] = [keys.stream];
+      for (const e of events) args.push(keys.seen(e.id));
+      args.push(windowMs, maxBacklog);
+      for (const e of events)
+        args.push(encodeEntry({ id: e.id, type: e.type, receivedAt: e.receivedAt, payload: e.payload }, e.payloadJson));
+      return redis.svcStreamAppend(events.length + 1, ...args);
+    },
+    options.maxBatch ?? 256,
+    { ms: options.timeoutMs, what: "enqueue" },
+  );
 
   return {
     async enqueue(event) {
-      const answer = await append({ event, deadline: performance.now() + options.timeoutMs });
+      const answer = await append(event);
       if (answer === "f") throw new BacklogFullError(options.maxBacklog);
       return { jobId: jobIdOfEntry(answer.slice(1)), duplicate: answer.startsWith("d") } satisfies EnqueueResult;
     },

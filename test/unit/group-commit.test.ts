@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { QueueUnavailableError } from "../../src/queue/errors.js";
 import { groupCommit } from "../../src/queue/group-commit.js";
 
 describe("groupCommit", () => {
@@ -35,5 +36,28 @@ describe("groupCommit", () => {
     const failed = await Promise.allSettled([add("a"), add("b")]);
     expect(failed.map((r) => r.status)).toEqual(["rejected", "rejected"]);
     expect(await add("c")).toBe("c");
+  });
+
+  it("with a deadline, refuses every caller of a batch never acknowledged, and of the batch queued behind it", async () => {
+    const batches: string[][] = [];
+    // A write that never answers, like a Redis that stopped responding.
+    const add = groupCommit(
+      (items: string[]) => {
+        batches.push(items);
+        return new Promise<string[]>(() => undefined);
+      },
+      10,
+      { ms: 50, what: "enqueue" },
+    );
+    const first = add("a");
+    await new Promise((r) => setImmediate(r));
+    const queued = add("b");
+    await Promise.all([
+      expect(first).rejects.toBeInstanceOf(QueueUnavailableError),
+      expect(queued).rejects.toBeInstanceOf(QueueUnavailableError),
+    ]);
+    // The queued item went out on its own deadline (or was refused without a write if none was left).
+    expect(batches[0]).toEqual(["a"]);
+    expect(batches.length).toBeLessThanOrEqual(2);
   });
 });
