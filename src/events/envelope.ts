@@ -35,6 +35,34 @@ export class PayloadTooDeepError extends Error {
   }
 }
 
+/** Longest event `id` or `type` accepted: the event log's limit, and far above any real one. */
+export const MAX_IDENTIFIER_LENGTH = 200;
+
+/**
+ * An `id` or `type` that cannot serve as an identifier: longer than MAX_IDENTIFIER_LENGTH, a control
+ * character (C0, DEL, C1), or a lone UTF-16 surrogate. Such an event could be neither deduplicated,
+ * routed nor recorded (PostgreSQL refuses \u0000 and lone surrogates), so it is refused at once
+ * (400) rather than answered 200 and then lost. The message names the rule, never the value.
+ */
+export class EventIdentifierError extends Error {
+  readonly code: "invalid_event_id" | "invalid_event_type";
+  constructor(readonly field: "id" | "type") {
+    super(`"${field}" must be at most ${MAX_IDENTIFIER_LENGTH} characters, with no control characters or unpaired surrogates`);
+    this.name = "EventIdentifierError";
+    this.code = field === "id" ? "invalid_event_id" : "invalid_event_type";
+  }
+}
+
+// C0 controls, DEL and C1 controls (never part of an id or a type; terminal escapes in logs), or
+// a UTF-16 surrogate without its pair. No `u` flag: the regex sees code units, lone halves included.
+// eslint-disable-next-line no-control-regex
+const NOT_IN_IDENTIFIER = /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Whether a string can be an event identifier: one regex over at most 200 characters. */
+function isIdentifier(value: string): boolean {
+  return value.length <= MAX_IDENTIFIER_LENGTH && !NOT_IN_IDENTIFIER.test(value);
+}
+
 const decoder = new TextDecoder("utf-8", { fatal: true });
 const NOT_JSON = "body is not valid UTF-8 JSON";
 const QUOTE = 0x22;
@@ -78,7 +106,9 @@ function nestsDeeperThan(raw: Uint8Array, limit: number): boolean {
 
 /**
  * Parses verified body bytes into an envelope; throws PayloadTooDeepError past MAX_JSON_DEPTH,
- * EnvelopeError on anything else.
+ * EventIdentifierError for an id or type that cannot be one, EnvelopeError on anything else.
+ * Strings elsewhere in the body may hold anything JSON can (\u0000, lone surrogates): the event
+ * log stores such a payload in an escaped form (mirror/stored-payload.ts).
  */
 export function parseEnvelope(raw: Uint8Array): EventEnvelope {
   let text: string;
@@ -104,6 +134,8 @@ export function parseEnvelope(raw: Uint8Array): EventEnvelope {
   if (payload.id !== undefined && (typeof payload.id !== "string" || payload.id.length === 0)) {
     throw new EnvelopeError('"id", when present, must be a non-empty string');
   }
+  if (!isIdentifier(payload.type)) throw new EventIdentifierError("type");
+  if (payload.id !== undefined && !isIdentifier(payload.id)) throw new EventIdentifierError("id");
   const id = payload.id ?? createHash("sha256").update(raw).digest("hex");
   return { id, type: payload.type, payload, text };
 }

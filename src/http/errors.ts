@@ -1,6 +1,6 @@
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { EnvelopeError, PayloadTooDeepError } from "../events/envelope.js";
+import { EnvelopeError, EventIdentifierError, PayloadTooDeepError } from "../events/envelope.js";
 import { ReservedEventTypeError } from "../events/reserved-event-type-error.js";
 import { WebhookSignatureError } from "../events/signature.js";
 import { QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
@@ -26,7 +26,12 @@ export const errorBody = (code: string, message: string): ErrorBody => ({ error:
 export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof WebhookSignatureError) return { status: 401, body: errorBody(err.code, err.message) };
   if (err instanceof PayloadTooLargeError) return { status: 413, body: errorBody(err.code, err.message) };
-  if (err instanceof EnvelopeError || err instanceof PayloadTooDeepError || err instanceof ReservedEventTypeError)
+  if (
+    err instanceof EnvelopeError ||
+    err instanceof EventIdentifierError ||
+    err instanceof PayloadTooDeepError ||
+    err instanceof ReservedEventTypeError
+  )
     return { status: 400, body: errorBody(err.code, err.message) };
   if (err instanceof UnstorableEventError) return { status: 422, body: errorBody(err.code, "the event cannot be stored") };
   // Nobody reads this answer (the client is gone); the status is for the request log.

@@ -3,6 +3,7 @@ import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from ".
 import { EventLogError } from "./event-log-error.js";
 import { encodeEventCursor, validateEventQuery, type EventQuery } from "./event-query.js";
 import { groupCommit } from "../queue/group-commit.js";
+import { fromStoredPayload, needsEscapedForm, storableText, toEscapedForm } from "./stored-payload.js";
 
 export type { EventQuery } from "./event-query.js";
 export type { EventStatus, HandlerOutcome } from "./database-schema.js";
@@ -60,7 +61,7 @@ const toEvent = (row: Selectable<EventsTable>): LoggedEvent => ({
   type: row.type,
   receivedAt: row.received_at,
   status: row.status,
-  payload: row.payload,
+  payload: fromStoredPayload(row.payload),
   attempts: row.attempts,
   handlers: row.handlers,
   updatedAt: row.updated_at,
@@ -86,14 +87,16 @@ function attemptRow(attempt: EventAttempt): Row {
     // Callers may be untyped JavaScript: check what the type promises.
     const status: unknown = outcome.status;
     if (status !== "ok" && status !== "failed") throw new EventLogError("invalid_event", "status", "a handler outcome is ok or failed");
-    handlers[key] =
-      outcome.error === undefined
-        ? { status: outcome.status, attempts: 1 }
-        : { status: outcome.status, error: outcome.error.slice(0, MAX_ERROR_LENGTH), attempts: 1 };
+    handlers[key] = { status: outcome.status, attempts: 1 };
+    // Error text is free text (a message may quote the payload): bounded, and made storable in jsonb.
+    if (outcome.error !== undefined) handlers[key].error = storableText(outcome.error.slice(0, MAX_ERROR_LENGTH));
   }
   let json: string | undefined;
   try {
-    json = JSON.stringify({ id, type: attempt.type, status: attempt.status, handlers, payload: attempt.payload });
+    const row = (payload: unknown) => JSON.stringify({ id, type: attempt.type, status: attempt.status, handlers, payload });
+    json = row(attempt.payload);
+    // jsonb refuses \u0000 and lone surrogates: such a payload is kept as JSON text (stored-payload.ts).
+    if (needsEscapedForm(attempt.payload, json)) json = row(toEscapedForm(JSON.stringify(attempt.payload)));
   } catch {
     // a cycle or a BigInt: fall through to the error below
   }

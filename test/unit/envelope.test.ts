@@ -1,6 +1,13 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { EnvelopeError, MAX_JSON_DEPTH, parseEnvelope, PayloadTooDeepError } from "../../src/events/envelope.js";
+import {
+  EnvelopeError,
+  EventIdentifierError,
+  MAX_IDENTIFIER_LENGTH,
+  MAX_JSON_DEPTH,
+  parseEnvelope,
+  PayloadTooDeepError,
+} from "../../src/events/envelope.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -33,6 +40,30 @@ describe("parseEnvelope", () => {
     ["a numeric id", '{"type":"x","id":7}'],
   ])("refuses %s", (_name, raw) => {
     expect(() => parseEnvelope(typeof raw === "string" ? bytes(raw) : raw)).toThrow(EnvelopeError);
+  });
+});
+
+describe("parseEnvelope: identifiers", () => {
+  const body = (fields: Record<string, string>) => bytes(JSON.stringify({ ...fields, data: { note: "\u0000 \ud800 is fine here" } }));
+
+  it.each([
+    ["id", { id: "x".repeat(MAX_IDENTIFIER_LENGTH + 1), type: "a" }, "invalid_event_id"],
+    ["id", { id: "evt\u0000", type: "a" }, "invalid_event_id"],
+    ["id", { id: "evt\u009b", type: "a" }, "invalid_event_id"],
+    ["id", { id: "evt\udc00", type: "a" }, "invalid_event_id"],
+    ["type", { type: "t".repeat(MAX_IDENTIFIER_LENGTH + 1) }, "invalid_event_type"],
+    ["type", { type: "order\u001b[2J" }, "invalid_event_type"],
+    ["type", { type: "order\u007f" }, "invalid_event_type"],
+    ["type", { type: "order\ud800" }, "invalid_event_type"],
+  ])("refuses an %s that cannot be an identifier", (field, fields, code) => {
+    expect(() => parseEnvelope(body(fields))).toThrow(EventIdentifierError);
+    expect(() => parseEnvelope(body(fields))).toThrow(expect.objectContaining({ code, field }));
+  });
+
+  it("accepts identifiers of MAX_IDENTIFIER_LENGTH, any script and emoji, and any string in the data", () => {
+    const id = "é".repeat(MAX_IDENTIFIER_LENGTH - 2) + "🙂";
+    const env = parseEnvelope(body({ id, type: "注文.作成" }));
+    expect(env).toMatchObject({ id, type: "注文.作成", payload: { data: { note: "\u0000 \ud800 is fine here" } } });
   });
 });
 
