@@ -58,3 +58,33 @@ export async function dispatchEvent<Ctx>(
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
+
+/** Longest stack kept of one handler's error: its top frames, where the handler's own code is. */
+export const MAX_STACK_LENGTH = 4000;
+
+/** A handler's error's stack (bounded), pointing at the handler's code; undefined for a non-Error throw. */
+export function errorStack(err: unknown): string | undefined {
+  if (!(err instanceof Error) || typeof err.stack !== "string" || err.stack === "") return undefined;
+  return err.stack.length <= MAX_STACK_LENGTH ? err.stack : `${err.stack.slice(0, MAX_STACK_LENGTH)}\n    …`;
+}
+
+/** A failed handler's outcome as the event log keeps it: the message, and the stack when there is one. */
+export function failedOutcome(err: unknown): { status: "failed"; error: string; stack?: string } {
+  const stack = errorStack(err);
+  return stack === undefined ? { status: "failed", error: errorMessage(err) } : { status: "failed", error: errorMessage(err), stack };
+}
+
+/** The stacks of the handler errors an event's failure sums up, each under its handler's key. */
+export function handlerStacks(failures: readonly HandlerFailure[]): string {
+  return failures.map((f) => `[${f.key}] ${errorStack(f.error) ?? errorMessage(f.error)}`).join("\n");
+}
+
+/**
+ * Gives the error that fails an event's job the handlers' stacks (handlerStacks) in place of its
+ * own: BullMQ keeps a failed job's `err.stack` (job.stacktrace, shown by the dashboard), which
+ * would otherwise point at the worker's throw rather than at the code that failed.
+ */
+export function withHandlerStacks<E extends Error>(err: E, stacks: string | undefined): E {
+  if (stacks) err.stack = `${err.name}: ${err.message}\n${stacks}`;
+  return err;
+}

@@ -87,6 +87,8 @@ export type EventStatus = "received" | "handled" | "failed";
 export interface HandlerOutcome {
   status: "ok" | "failed";
   error?: string;
+  /** The failed handler's error's stack (bounded), when it threw an Error. */
+  stack?: string;
   attempts: number;
 }
 

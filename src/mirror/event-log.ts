@@ -38,7 +38,7 @@ export interface EventAttempt {
   /** `handled`, `failed` (for good), or `received` (this attempt failed and the job will retry). */
   status: EventStatus;
   /** The outcome of each handler this attempt ran (those done on an earlier attempt are not run again). */
-  handlers: Record<string, { status: "ok" | "failed"; error?: string }>;
+  handlers: Record<string, { status: "ok" | "failed"; error?: string; stack?: string }>;
 }
 
 export interface EventLog {
@@ -68,6 +68,7 @@ const toEvent = (row: Selectable<EventsTable>): LoggedEvent => ({
 });
 
 const MAX_ERROR_LENGTH = 2000;
+const MAX_STACK_LENGTH = 5000;
 const STATUSES: readonly string[] = ["received", "handled", "failed"];
 
 /** One attempt as a JSON object of the statement's recordset: validated and serialized per attempt, so one bad payload fails only its own call. */
@@ -81,7 +82,7 @@ function attemptRow(attempt: EventAttempt): Row {
   checkId(attempt.type, "type");
   if (!STATUSES.includes(attempt.status))
     throw new EventLogError("invalid_event", "status", "an attempt ends received (to be retried), handled or failed");
-  const handlers: Record<string, { status: "ok" | "failed"; error?: string; attempts: 1 }> = {};
+  const handlers: Record<string, { status: "ok" | "failed"; error?: string; stack?: string; attempts: 1 }> = {};
   for (const [key, outcome] of Object.entries(attempt.handlers)) {
     checkId(key, "key");
     // Callers may be untyped JavaScript: check what the type promises.
@@ -90,6 +91,7 @@ function attemptRow(attempt: EventAttempt): Row {
     handlers[key] = { status: outcome.status, attempts: 1 };
     // Error text is free text (a message may quote the payload): bounded, and made storable in jsonb.
     if (outcome.error !== undefined) handlers[key].error = storableText(outcome.error.slice(0, MAX_ERROR_LENGTH));
+    if (typeof outcome.stack === "string") handlers[key].stack = storableText(outcome.stack.slice(0, MAX_STACK_LENGTH));
   }
   let json: string | undefined;
   try {

@@ -38,7 +38,7 @@ export interface ContinuationOptions {
  */
 export function continuationOf(attempt: FirstAttempt, recorded: boolean, options: ContinuationOptions): Continuation {
   const { data, record } = attempt;
-  const job = (only: string[], extra: Pick<EventJobData, "unrecorded" | "deadLetter"> = {}): ContinuationJob => ({
+  const job = (only: string[], extra: Pick<EventJobData, "unrecorded" | "deadLetter" | "deadLetterStack"> = {}): ContinuationJob => ({
     name: data.type,
     data: { ...data, only, attemptsBefore: 1, ...extra },
     opts: {
@@ -62,6 +62,10 @@ export function continuationOf(attempt: FirstAttempt, recorded: boolean, options
     };
   }
   if (attempt.retry) return { outcome: "retried", job: job(attempt.retry) };
-  if (attempt.deadLetter !== undefined) return { outcome: "failed", job: job(keysWith("failed"), { deadLetter: attempt.deadLetter }) };
+  if (attempt.deadLetter !== undefined)
+    return {
+      outcome: "failed",
+      job: job(keysWith("failed"), { deadLetter: attempt.deadLetter, deadLetterStack: attempt.deadLetterStack }),
+    };
   return { outcome: "completed" };
 }

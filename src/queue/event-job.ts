@@ -17,6 +17,8 @@ export interface EventJobData {
    * which puts the event in the failed set (the dead letter) for `replay <jobId>`.
    */
   deadLetter?: string;
+  /** The stacks of the handler errors behind `deadLetter`: the dead letter's job.stacktrace. */
+  deadLetterStack?: string;
   /** Handler outcomes of an earlier attempt that the event log does not hold yet: the job records them. */
   unrecorded?: Record<string, HandlerOutcomeData>;
 }
@@ -25,6 +27,8 @@ export interface EventJobData {
 export interface HandlerOutcomeData {
   status: "ok" | "failed";
   error?: string;
+  /** The failed handler's error's stack (bounded): where in its code it failed. */
+  stack?: string;
 }
 
 export interface EnqueueResult {

@@ -3,7 +3,7 @@ import { UnrecoverableError, Worker } from "bullmq";
 import type { RedisClient } from "../redis/connection.js";
 import type { Logger } from "pino";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
-import { dispatchEvent, errorMessage, type HandlerFailure } from "../events/dispatch.js";
+import { dispatchEvent, errorMessage, failedOutcome, handlerStacks, withHandlerStacks, type HandlerFailure } from "../events/dispatch.js";
 import type { HandlerRegistry } from "../events/registry.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
 import type { EventJournal } from "./event-journal.js";
@@ -49,7 +49,7 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
   const worker = new Worker<EventJobData>(
     options.queueName ?? EVENTS_QUEUE,
     async function processEvent(job) {
-      if (isDeadLetterPlacement(job)) throw new UnrecoverableError(job.data.deadLetter ?? "");
+      if (isDeadLetterPlacement(job)) throw withHandlerStacks(new UnrecoverableError(job.data.deadLetter ?? ""), job.data.deadLetterStack);
       const event: AnyEvent = { ...job.data.payload, id: job.data.id, type: job.data.type };
       // A dead letter's placement (its first run) ran no handler: it is not an attempt.
       const attempt = (job.data.attemptsBefore ?? 0) + job.attemptsMade + 1 - (job.data.deadLetter === undefined ? 0 : 1);
@@ -99,7 +99,7 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
       }
       for (const f of result.failures) {
         log.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
-        outcomes[f.key] = { status: "failed", error: errorMessage(f.error) };
+        outcomes[f.key] = failedOutcome(f.error);
       }
       const summary = result.failures.map((f: HandlerFailure) => `${f.key}: ${errorMessage(f.error)}`).join("; ");
       const givingUp = result.failures.every((f) => permanent(f.error));
@@ -111,8 +111,10 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
         await job
           .updateProgress({ done: [...done] } satisfies Progress)
           .catch((err: unknown) => log.warn({ err: errorMessage(err) }, "could not clear the recorded outcomes from the job's progress"));
-      if (givingUp) throw new UnrecoverableError(summary);
-      throw new Error(summary);
+      // The job's stacktrace (the dashboard's) shows where each handler failed, not this throw.
+      const stacks = handlerStacks(result.failures);
+      if (givingUp) throw withHandlerStacks(new UnrecoverableError(summary), stacks);
+      throw withHandlerStacks(new Error(summary), stacks);
     },
     {
       connection: options.connection,

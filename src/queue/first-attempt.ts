@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
-import { dispatchEvent, errorMessage } from "../events/dispatch.js";
+import { dispatchEvent, errorMessage, failedOutcome, handlerStacks } from "../events/dispatch.js";
 import type { HandlerRegistry } from "../events/registry.js";
 import type { EventJobData, HandlerOutcomeData } from "./event-job.js";
 import type { EventAttempt } from "./event-journal.js";
@@ -16,6 +16,8 @@ export interface FirstAttempt {
   retry?: string[];
   /** Why the event failed for good: it is placed in the events queue's failed set. */
   deadLetter?: string;
+  /** The stacks of the handler errors behind `deadLetter` (the dead letter's job.stacktrace). */
+  deadLetterStack?: string;
   /** performance.now() when the attempt began. */
   started: number;
 }
@@ -58,7 +60,7 @@ export async function runFirstAttempt<Ctx>(options: FirstAttemptOptions<Ctx>, en
   for (const key of result.succeeded) handlers[key] = { status: "ok" };
   for (const f of result.failures) {
     log.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
-    handlers[f.key] = { status: "failed", error: errorMessage(f.error) };
+    handlers[f.key] = failedOutcome(f.error);
   }
   if (result.failures.length === 0) return { entryId, data, record: record("handled"), started };
   const retrying = options.attempts > 1 && !result.failures.every((f) => isPermanentFailure(f.error, options));
@@ -66,5 +68,5 @@ export async function runFirstAttempt<Ctx>(options: FirstAttemptOptions<Ctx>, en
   log.warn({ err: summary }, retrying ? "event failed, will retry" : "event failed for good");
   return retrying
     ? { entryId, data, record: record("received"), retry: result.failures.map((f) => f.key), started }
-    : { entryId, data, record: record("failed"), deadLetter: summary, started };
+    : { entryId, data, record: record("failed"), deadLetter: summary, deadLetterStack: handlerStacks(result.failures), started };
 }
