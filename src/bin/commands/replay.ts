@@ -10,6 +10,7 @@ import { EVENTS_QUEUE, SYNC_QUEUE } from "../../queue/names.js";
 import { createRedisConnection } from "../../redis/connection.js";
 import { replayEvents } from "../../worker/replay-events.js";
 import { openMigratedStorage } from "../open-storage-from-env.js";
+import { printable } from "../printable.js";
 import { UsageError } from "../usage-error.js";
 
 export const help = `svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
@@ -89,7 +90,8 @@ async function replayFromLog(
         dryRun: flags["dry-run"],
         onProgress: (n, page) => {
           if (flags["dry-run"])
-            for (const event of page) console.log([event.id, event.type, event.status, event.receivedAt.toISOString()].join("\t"));
+            for (const event of page)
+              console.log([printable(event.id), printable(event.type), event.status, event.receivedAt.toISOString()].join("\t"));
           bar?.setTotal(n);
           bar?.update(n);
         },
@@ -112,7 +114,14 @@ async function replayFailedJobs(config: Config, queueName: string, what: string)
       const jobs = await queue.getFailed(0, 999);
       for (const job of jobs) {
         const data = job.data as { id?: string };
-        console.log([job.id, job.name, data.id ?? "-", `attempts=${job.attemptsMade}`, job.failedReason].join("\t"));
+        const fields = [
+          job.id ?? "-",
+          job.name,
+          typeof data.id === "string" ? data.id : "-",
+          `attempts=${job.attemptsMade}`,
+          job.failedReason,
+        ];
+        console.log(fields.map(printable).join("\t"));
       }
       console.error(`${jobs.length} failed job(s) in ${queueName}${jobs.length === 1000 ? " (first 1000 shown)" : ""}`);
     } else if (what === "all") {
