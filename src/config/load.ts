@@ -1,6 +1,7 @@
 import { hashTagOf } from "../redis/hash-tag.js";
 import { configSchema } from "./schema.js";
 import type { Config } from "./config.js";
+import { failsToDecode, postgresUrlPassword, decodedUrlCredentials } from "./url-credentials.js";
 
 export class ConfigError extends Error {
   readonly code = "invalid_config";
@@ -86,6 +87,23 @@ function crossFieldProblems(input: Record<string, string | undefined>): string[]
   if (input.API_BASE_URL && !input.API_KEY) problems.push("API_KEY is required when API_BASE_URL is set");
   if (input.API_KEY && !input.API_BASE_URL) problems.push("API_BASE_URL is required when API_KEY is set");
   if (input.REDIS_CLUSTER === "true") problems.push(...clusterProblems(input));
+  problems.push(...urlCredentialProblems(input));
+  return problems;
+}
+
+/**
+ * A URL whose user name or password the client cannot percent-decode would crash start-up with a
+ * bare URIError. DATABASE_URL is read as pg reads it (a `%` that starts no escape is a literal
+ * `%`), so only what pg itself refuses is reported; ioredis decodes strictly, so REDIS_URL must
+ * write a literal `%` as `%25`. Never echoes the value.
+ */
+function urlCredentialProblems(input: Record<string, string | undefined>): string[] {
+  const problems: string[] = [];
+  const { DATABASE_URL: db, REDIS_URL: redis } = input;
+  if (db && URL.canParse(db) && failsToDecode(() => postgresUrlPassword(db)))
+    problems.push("DATABASE_URL has a password that is not valid percent-encoding (a %-escape of bytes that are not UTF-8)");
+  if (redis && URL.canParse(redis) && failsToDecode(() => decodedUrlCredentials(redis)))
+    problems.push("REDIS_URL has a user name or password with a % that is not percent-encoding: write a literal % as %25");
   return problems;
 }
 
@@ -129,8 +147,28 @@ function limitProblems(e: {
   return problems;
 }
 
-/** Every secret value in a config, for the logger's last-line scrubber. */
+/**
+ * Every secret value in a config, for the logger's last-line scrubber: the signing secrets, API
+ * key and admin token, and each URL that carries a password (DATABASE_URL, REDIS_URL,
+ * API_BASE_URL) whole, with its password both as written and as decoded.
+ */
 export function secretsOf(config: Config): string[] {
-  const dbPassword = config.database.url ? decodeURIComponent(new URL(config.database.url).password) : undefined;
-  return [...config.signingSecrets, config.api?.apiKey, config.adminToken, config.database.url, dbPassword].filter((s): s is string => !!s);
+  const db = config.database.url;
+  return [
+    ...config.signingSecrets,
+    config.api?.apiKey,
+    config.adminToken,
+    db,
+    ...(db ? urlSecrets(db, postgresUrlPassword) : []),
+    ...urlSecrets(config.redisUrl, (u) => decodedUrlCredentials(u).password),
+    ...(config.api ? urlSecrets(config.api.baseUrl, (u) => decodedUrlCredentials(u).password) : []),
+  ].filter((s): s is string => !!s);
+}
+
+/** A URL and its password (raw and decoded), when it has one. */
+function urlSecrets(url: string, decodedPassword: (url: string) => string): string[] {
+  const raw = URL.canParse(url) ? new URL(url).password : "";
+  if (raw === "") return [];
+  // A password that does not decode (only possible where no check above refused it) is scrubbed as written.
+  return failsToDecode(() => decodedPassword(url)) ? [url, raw] : [url, raw, decodedPassword(url)];
 }
