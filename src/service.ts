@@ -14,6 +14,7 @@ import type { Database } from "./mirror/database.js";
 import type { EventLog } from "./mirror/event-log.js";
 import { eventQueryFromParams } from "./mirror/event-query.js";
 import { filterFromQuery } from "./mirror/mirror-filter.js";
+import { createRejectionReporter } from "./mirror/rejection-reporter.js";
 import { openStorage, type Storage } from "./mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind, type MirrorStore } from "./mirror/store.js";
 import { readStreamBacklog } from "./queue/stream-backlog.js";
@@ -66,7 +67,11 @@ export async function createService({ config, logger, handlers = [], database }:
   };
   const prefix = config.queuePrefix;
   const metrics = createMetrics();
-  const storage: Storage = await openStorage(config.database, { logger, database });
+  const storage: Storage = await openStorage(config.database, {
+    logger,
+    database,
+    onRejected: createRejectionReporter({ logger, counter: metrics.mirrorRejected }),
+  });
   const { mirror, eventLog } = storage;
   const workerConnection = config.role !== "web" ? connect("worker") : undefined;
   const webConnection = config.role !== "worker" ? connect("web") : undefined;

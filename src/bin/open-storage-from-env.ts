@@ -1,9 +1,13 @@
 import type { Config } from "../config/config.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
+import type { RejectedRecord } from "../mirror/store.js";
 
 /** The database a one-off command works on, migrated first (commands may run before any server did). */
-export async function openMigratedStorage(config: Config): Promise<Storage> {
-  const storage = await openStorage(config.database);
+export async function openMigratedStorage(
+  config: Config,
+  options: { onRejected?: (rejected: readonly RejectedRecord[]) => void } = {},
+): Promise<Storage> {
+  const storage = await openStorage(config.database, options);
   try {
     await storage.migrate();
     return storage;

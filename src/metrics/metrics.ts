@@ -95,6 +95,12 @@ export function createMetrics() {
       labelNames: ["kind"],
       ...opts,
     }),
+    mirrorRejected: new Counter({
+      name: "svc_mirror_rejected_records_total",
+      help: "Records read from the API that the mirror could not hold (set aside in rejected_records), by kind and reason",
+      labelNames: ["kind", "reason"],
+      ...opts,
+    }),
     mirrorLag: new Gauge({
       name: "svc_mirror_last_write_age_seconds",
       help: "Seconds since the mirror last took a write, by kind",

@@ -112,6 +112,7 @@ export interface DatabaseSchema {
   reviews: ReviewsTable;
   events: EventsTable;
   change_outbox: ChangeOutboxTable;
+  rejected_records: RejectedRecordsTable;
 }
 
 /** Changes written with the mirror, waiting for the relay (migrations/0003_change_outbox.ts). */
@@ -122,4 +123,21 @@ export interface ChangeOutboxTable {
   type: string;
   payload: Jsonb<Record<string, unknown>>;
   created_at: Generated<Date>;
+}
+
+/** Records the mirror refused, one row per kind and id (migrations/0004_rejected_records.ts). */
+export interface RejectedRecordsTable {
+  kind: string;
+  /** The record's id; escaped (and shortened with a hash) when it cannot be a key as it is. */
+  id: string;
+  restaurant_id: string | null;
+  /** A stable reason code (mirror/postgres-values.ts UnstorableReason). */
+  reason: string;
+  /** The sentence naming the field and what it must be; never the value. */
+  detail: string;
+  /** The record as read, as JSON text with NUL and lone surrogates escaped. */
+  raw: string;
+  first_seen: Generated<Date>;
+  last_seen: Generated<Date>;
+  count: Generated<number>;
 }

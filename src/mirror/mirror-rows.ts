@@ -1,12 +1,25 @@
 import type { Insertable } from "kysely";
 import type { BookingsTable, MenuItemsTable, OrderItemsTable, OrdersTable, ReviewsTable } from "./database-schema.js";
 import { MirrorRecordError } from "./mirror-record-error.js";
+import {
+  findUnstorableString,
+  fitsKey,
+  isCalendarDate,
+  isInt32,
+  isTimeOfDay,
+  isTimestamp,
+  MAX_DECIMAL_CHARS,
+  MAX_KEY_BYTES,
+  type UnstorableReason,
+} from "./postgres-values.js";
 import { rankOf } from "./rank.js";
 import type { MirrorKind, MirrorRecord } from "./store.js";
 
 // A record in the API's shape → the row of its table. Typed columns are read from the record
-// with a check each (a wrong type fails the whole batch before anything is written); the record
-// itself goes to `raw` unchanged, unknown fields included. Money leaves here as a decimal string:
+// with a check each, and every value PostgreSQL would refuse (NUL or a lone surrogate in any
+// string, raw included; 2026-02-30; an integer beyond int32; an id too long for its index) is
+// caught here, per record, before any SQL runs; the record itself goes to `raw` unchanged,
+// unknown fields included. Money leaves here as a decimal string:
 // a JSON number's shortest form (what the API sent, as JavaScript parsed it) or the string given.
 
 export const TABLE_OF = { orders: "orders", bookings: "bookings", "menu-items": "menu_items", reviews: "reviews" } as const;
@@ -24,22 +37,33 @@ export interface PreparedRecord {
 }
 
 const DECIMAL = /^-?\d+(\.\d+)?$/;
-const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const TIME = /^\d{2}:\d{2}(:\d{2})?$/;
 
 function fieldReader(kind: MirrorKind, record: Record<string, unknown>, id: string | undefined, prefix = "") {
-  const fail = (field: string, expected: string): never => {
-    throw new MirrorRecordError(kind, id, prefix + field, expected);
+  const fail = (field: string, expected: string, reason: UnstorableReason = "invalid_field"): never => {
+    throw new MirrorRecordError(kind, id, prefix + field, expected, reason);
   };
-  const get = (field: string, nullable: boolean, expected: string, ok: (v: unknown) => boolean) => {
+  /** `ok` answers true, or the reason the present value is refused ("invalid_field": wrong type or form). */
+  const get = (field: string, nullable: boolean, expected: string, ok: (v: unknown) => true | UnstorableReason) => {
     const value = record[field];
     if (value === null || value === undefined) return nullable ? null : fail(field, expected);
-    return ok(value) ? value : fail(field, expected + (nullable ? " or null" : ""));
+    const verdict = ok(value);
+    return verdict === true ? value : fail(field, expected + (nullable ? " or null" : ""), verdict);
   };
-  const text = (field: string) => get(field, false, "a non-empty string", (v) => typeof v === "string" && v !== "") as string;
-  const optText = (field: string) => get(field, true, "a string", (v) => typeof v === "string") as string | null;
-  const isDecimal = (v: unknown) => (typeof v === "number" && Number.isFinite(v)) || (typeof v === "string" && DECIMAL.test(v));
+  const check = (test: boolean, reason: UnstorableReason = "invalid_field") => (test ? true : reason);
+  const isString = (v: unknown): v is string => typeof v === "string";
+  const text = (field: string) => get(field, false, "a non-empty string", (v) => check(isString(v) && v !== "")) as string;
+  const optText = (field: string) => get(field, true, "a string", (v) => check(isString(v))) as string | null;
+  /** A text column that is indexed: bounded in bytes (a btree entry has a size limit). */
+  const key = (field: string) =>
+    get(field, false, `a non-empty string of at most ${MAX_KEY_BYTES} bytes`, (v) =>
+      !isString(v) || v === "" ? "invalid_field" : check(fitsKey(v), "too_long"),
+    ) as string;
+  const isDecimal = (v: unknown) =>
+    typeof v === "number"
+      ? check(Number.isFinite(v))
+      : !isString(v) || !DECIMAL.test(v)
+        ? "invalid_field"
+        : check(v.length <= MAX_DECIMAL_CHARS, "out_of_range");
   const decimal = (field: string) => {
     const v = get(field, false, "a decimal amount (number or decimal string)", isDecimal) as number | string;
     return String(v);
@@ -48,26 +72,25 @@ function fieldReader(kind: MirrorKind, record: Record<string, unknown>, id: stri
     const v = get(field, true, "a decimal amount (number or decimal string)", isDecimal) as number | string | null;
     return v === null ? null : String(v);
   };
-  const integer = (field: string) => get(field, false, "an integer", Number.isSafeInteger) as number;
-  const optInteger = (field: string) => get(field, true, "an integer", Number.isSafeInteger) as number | null;
-  const isTimestamp = (v: unknown) => typeof v === "string" && ISO_TIMESTAMP.test(v) && !Number.isNaN(Date.parse(v));
-  const timestamp = (field: string) => get(field, false, "an ISO-8601 timestamp", isTimestamp) as string;
-  const optTimestamp = (field: string) => get(field, true, "an ISO-8601 timestamp", isTimestamp) as string | null;
+  const isInteger = (v: unknown) => (Number.isSafeInteger(v) ? check(isInt32(v), "out_of_range") : "invalid_field");
+  const integer = (field: string) => get(field, false, "an integer within ±2^31", isInteger) as number;
+  const optInteger = (field: string) => get(field, true, "an integer within ±2^31", isInteger) as number | null;
+  const isTimestampValue = (v: unknown) => (isString(v) ? check(isTimestamp(v), "invalid_timestamp") : "invalid_field");
+  const timestamp = (field: string) => get(field, false, "an ISO-8601 timestamp", isTimestampValue) as string;
+  const optTimestamp = (field: string) => get(field, true, "an ISO-8601 timestamp", isTimestampValue) as string | null;
   // Spec part 2: a booking's date is "an ISO 8601 timestamp of the booking day": the day is the
   // date as written (its first ten characters), never shifted by a time zone.
   const date = (field: string) =>
     (
-      get(
-        field,
-        false,
-        "a date (YYYY-MM-DD, or an ISO 8601 timestamp of the day)",
-        (v) => typeof v === "string" && (DATE.test(v) || isTimestamp(v)) && !Number.isNaN(Date.parse(v.slice(0, 10))),
+      get(field, false, "a date (YYYY-MM-DD, or an ISO 8601 timestamp of the day)", (v) =>
+        isString(v) ? check(isCalendarDate(v) || isTimestamp(v), "invalid_date") : "invalid_field",
       ) as string
     ).slice(0, 10);
-  const time = (field: string) => get(field, false, "a time HH:MM", (v) => typeof v === "string" && TIME.test(v)) as string;
+  const time = (field: string) =>
+    get(field, false, "a time HH:MM", (v) => (isString(v) ? check(isTimeOfDay(v), "invalid_time") : "invalid_field")) as string;
   const optTextArray = (field: string) =>
-    get(field, true, "an array of strings", (v) => Array.isArray(v) && v.every((s) => typeof s === "string")) as string[] | null;
-  return { fail, text, optText, decimal, optDecimal, integer, optInteger, timestamp, optTimestamp, date, time, optTextArray };
+    get(field, true, "an array of strings", (v) => check(Array.isArray(v) && v.every((s) => typeof s === "string"))) as string[] | null;
+  return { fail, text, optText, key, decimal, optDecimal, integer, optInteger, timestamp, optTimestamp, date, time, optTextArray };
 }
 
 function orderItems(record: MirrorRecord, orderId: string): Insertable<OrderItemsTable>[] {
@@ -77,13 +100,13 @@ function orderItems(record: MirrorRecord, orderId: string): Insertable<OrderItem
   return items.map((item: unknown, position) => {
     if (typeof item !== "object" || item === null) throw new MirrorRecordError("orders", orderId, `items[${position}]`, "an object");
     const f = fieldReader("orders", item as Record<string, unknown>, orderId, `items[${position}].`);
-    const id = f.text("id");
+    const id = f.key("id");
     if (seen.has(id)) f.fail("id", "unique within the order");
     seen.add(id);
     return {
       order_id: orderId,
       id,
-      menu_item_id: f.text("menuItemId"),
+      menu_item_id: f.key("menuItemId"),
       name: f.text("name"),
       quantity: f.integer("quantity"),
       price: f.decimal("price"),
@@ -93,7 +116,7 @@ function orderItems(record: MirrorRecord, orderId: string): Insertable<OrderItem
   });
 }
 
-/** Checks one record and builds its row; throws MirrorRecordError naming the field. */
+/** Checks one record and builds its row; throws MirrorRecordError naming the field and the reason. */
 export function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Date): PreparedRecord {
   // Typed callers cannot pass a non-object; JavaScript callers and bad casts can.
   const value: unknown = record;
@@ -102,8 +125,12 @@ export function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Da
   const id = typeof record.id === "string" && record.id !== "" ? record.id : undefined;
   const f = fieldReader(kind, record, id);
   if (id === undefined) return f.fail("id", "a non-empty string");
+  f.key("id");
+  // Any string anywhere (raw is jsonb, which refuses what text refuses), so typed columns need not check again.
+  const unstorable = findUnstorableString(record);
+  if (unstorable) f.fail(unstorable.path, "free of NUL characters and lone surrogates", unstorable.reason);
   const rank = rankOf(kind, record);
-  const common = { id, restaurant_id: f.text("restaurantId"), raw: JSON.stringify(record), rank, read_at: readAt } satisfies Partial<
+  const common = { id, restaurant_id: f.key("restaurantId"), raw: JSON.stringify(record), rank, read_at: readAt } satisfies Partial<
     Record<Bookkeeping | "id" | "restaurant_id", unknown>
   >;
   switch (kind) {
@@ -112,7 +139,7 @@ export function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Da
         ...common,
         booking_id: f.optText("bookingId"),
         type: f.text("type"),
-        status: f.text("status"),
+        status: f.key("status"),
         subtotal: f.decimal("subtotal"),
         tax: f.decimal("tax"),
         tip: f.decimal("tip"),
@@ -133,7 +160,7 @@ export function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Da
         date: f.date("date"),
         time: f.time("time"),
         party_size: f.integer("partySize"),
-        status: f.text("status"),
+        status: f.key("status"),
         confirm_code: f.text("confirmCode"),
         diner_name: d.text("name"),
         diner_email: d.text("email"),

@@ -4,7 +4,8 @@ import type { DatabaseSchema } from "./database-schema.js";
 import { encodeCursor, RANGE_FIELD, validateFilter } from "./mirror-filter.js";
 import { MirrorRecordError } from "./mirror-record-error.js";
 import { prepareRecord, TABLE_OF, type PreparedRecord } from "./mirror-rows.js";
-import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, UpsertResult } from "./store.js";
+import { clearRejections, listRejections, recordRejections, toRejection, type Rejection } from "./rejected-records.js";
+import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, RejectedRecord, UpsertResult } from "./store.js";
 
 // Kysely types one table at a time; the mirror's four tables share the columns used here
 // (id, restaurant_id, raw, rank, read_at, synced_at), so queries over "any mirror table" are
@@ -17,6 +18,41 @@ const CHUNK = 200;
 const validDate = (d: unknown): d is Date => d instanceof Date && !Number.isNaN(d.getTime());
 /** A date-only bound means midnight UTC, whatever the session's TimeZone. */
 const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bound);
+
+/**
+ * Each record checked on its own: the ones the mirror can hold become rows, the others are set
+ * aside with their reason (one refused record never fails the batch). A refused copy of an id
+ * that also came clean in the same batch is dropped: the clean copy is written.
+ */
+function prepareAll(kind: MirrorKind, records: readonly MirrorRecord[], readAt: Date) {
+  const prepared: PreparedRecord[] = [];
+  const refused: { rejected: RejectedRecord; record: unknown }[] = [];
+  for (const record of records) {
+    try {
+      prepared.push(prepareRecord(kind, record, readAt));
+    } catch (err) {
+      if (!(err instanceof MirrorRecordError)) throw err;
+      refused.push({ rejected: { kind, id: err.id, reason: err.reason, field: err.field, message: err.message }, record });
+    }
+  }
+  const clean = new Set(prepared.map((p) => p.id));
+  const rejected = refused.filter((r) => r.rejected.id === undefined || !clean.has(r.rejected.id));
+  // One row per id in the table (the last copy read); records without an id are reported only.
+  const rows = new Map<string, Rejection>();
+  for (const { rejected: r, record } of rejected) if (r.id !== undefined) rows.set(r.id, toRejection({ ...r, id: r.id }, record));
+  return { prepared, rejected: rejected.map((r) => r.rejected), rejections: [...rows.values()] };
+}
+
+/**
+ * Transaction-scoped advisory locks on every id a write touches, taken in one statement in one
+ * global order (by lock key, across the whole write, not per chunk): two writes over overlapping
+ * ids, however large and in whatever order, queue behind each other instead of deadlocking.
+ */
+async function lockIds(tx: Transaction<DatabaseSchema>, kind: MirrorKind, ids: readonly string[]): Promise<void> {
+  await sql`select pg_advisory_xact_lock(k) from (select distinct hashtextextended(${`mirror:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k) as locks`.execute(
+    tx,
+  );
+}
 
 /**
  * One copy per id from a batch: the furthest along wins, and on equal rank the first (they share a
@@ -48,13 +84,10 @@ async function upsertChunk(
   const table = TABLE_OF[kind] as "orders";
   const ids = chunk.map((p) => p.id);
   const db = tx as unknown as AnyMirrorDb;
-  // Writers of the same ids queue here (transaction-scoped advisory locks, taken in one global
-  // order so two batches cannot deadlock). The next statement's snapshot is then taken after the
-  // previous writer committed, so the pre-image below is the row this write actually replaces —
-  // also when two writers both see a record for the first time.
-  await sql`select pg_advisory_xact_lock(k) from (select distinct hashtextextended(${`mirror:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k) as locks`.execute(
-    tx,
-  );
+  // The caller holds the advisory locks of every id (lockIds): writers of the same ids queued
+  // there, so this statement's snapshot is taken after the previous writer committed, and the
+  // pre-image below is the row this write actually replaces — also when two writers both see a
+  // record for the first time.
   const columns = Object.keys(expectDefined(chunk[0], "upsertChunk needs a non-empty chunk").row).filter((c) => c !== "id");
   const set: Record<string, Expression<unknown>> = Object.fromEntries([
     ...columns.map((c) => [c, sql.ref(`excluded.${c}`)] as const),
@@ -115,7 +148,15 @@ async function upsertChunk(
 }
 
 /** The mirror in PostgreSQL (server or embedded): see MirrorStore for the guarantees. */
-export function createPostgresMirror(database: Kysely<DatabaseSchema>): MirrorStore {
+export interface PostgresMirrorOptions {
+  /**
+   * Told of the records each upsert set aside, after it committed (a log line and a metric:
+   * rejection-reporter.ts). Must not throw.
+   */
+  onRejected?: (rejected: readonly RejectedRecord[]) => void;
+}
+
+export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOptions: PostgresMirrorOptions = {}): MirrorStore {
   const db = database as unknown as AnyMirrorDb;
   const tableOf = (kind: MirrorKind) => TABLE_OF[kind] as "orders";
 
@@ -130,9 +171,11 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>): MirrorSt
     async upsert(kind, records, readAt, options = {}): Promise<UpsertResult> {
       if (!validDate(readAt))
         throw new MirrorRecordError(kind, undefined, "readAt", "a valid Date from the shared clock (MirrorStore.clock)");
-      if (records.length === 0) return { written: 0, skipped: 0, changes: [] };
-      const prepared = dedupe(records.map((r) => prepareRecord(kind, r, readAt)));
-      return database.transaction().execute(async (tx) => {
+      if (records.length === 0) return { written: 0, skipped: 0, changes: [], rejected: [] };
+      const all = prepareAll(kind, records, readAt);
+      const prepared = dedupe(all.prepared);
+      const result = await database.transaction().execute(async (tx) => {
+        await lockIds(tx, kind, [...prepared.map((p) => p.id), ...all.rejections.map((r) => r.key)]);
         const changes: MirrorChange[] = [];
         let written = 0;
         for (let i = 0; i < prepared.length; i += CHUNK) {
@@ -141,9 +184,18 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>): MirrorSt
           written += outcome.written;
           changes.push(...outcome.changes);
         }
+        await recordRejections(tx, kind, all.rejections);
+        // A record that reads clean again is no longer rejected (whether or not this copy won the guard).
+        await clearRejections(
+          tx,
+          kind,
+          prepared.map((p) => p.id),
+        );
         if (changes.length > 0 && options.onChanges) await options.onChanges(tx, changes);
-        return { written, skipped: records.length - written, changes };
+        return { written, skipped: records.length - written - all.rejected.length, changes, rejected: all.rejected };
       });
+      if (result.rejected.length > 0) mirrorOptions.onRejected?.(result.rejected);
+      return result;
     },
 
     async get(kind, id) {
@@ -178,6 +230,8 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>): MirrorSt
       const rows = await db.selectFrom(tableOf(kind)).select("raw").orderBy("id").execute();
       return rows.map((r) => r.raw as MirrorRecord);
     },
+
+    rejections: (kind) => listRejections(database, kind),
 
     async lastWriteAt(kind) {
       const row = await db

@@ -5,7 +5,7 @@ import { createDatabase, type Database } from "./database.js";
 import { createEventLog, type EventLog } from "./event-log.js";
 import { migrateToLatest } from "./migrate.js";
 import { createPostgresMirror } from "./postgres-store.js";
-import type { MirrorStore } from "./store.js";
+import type { MirrorStore, RejectedRecord } from "./store.js";
 
 /** The service's system of record: the mirror and the event log, in one PostgreSQL database. */
 export interface Storage {
@@ -26,7 +26,15 @@ export interface Storage {
  * `DATA_DIR`), or wraps one the caller opened (`database`: tests, library users); a wrapped
  * database is not closed by `close()`.
  */
-export async function openStorage(config: Config["database"], options: { logger?: Logger; database?: Database } = {}): Promise<Storage> {
+export async function openStorage(
+  config: Config["database"],
+  options: {
+    logger?: Logger;
+    database?: Database;
+    /** Told of the records a mirror write set aside (rejection-reporter.ts). */
+    onRejected?: (rejected: readonly RejectedRecord[]) => void;
+  } = {},
+): Promise<Storage> {
   const owned = options.database === undefined;
   const database =
     options.database ??
@@ -38,7 +46,7 @@ export async function openStorage(config: Config["database"], options: { logger?
     }));
   return {
     database,
-    mirror: createPostgresMirror(database.db),
+    mirror: createPostgresMirror(database.db, { onRejected: options.onRejected }),
     eventLog: createEventLog(database.db),
     changeOutbox: createChangeOutbox(database.db),
     migrate: () => migrateToLatest(database),

@@ -1,5 +1,6 @@
 import type { Transaction } from "kysely";
 import type { DatabaseSchema } from "./database-schema.js";
+import type { UnstorableReason } from "./postgres-values.js";
 
 /** What the mirror keeps: the API's resources as last read, and reviews as delivered. */
 export const MIRROR_KINDS = ["orders", "bookings", "menu-items", "reviews"] as const;
@@ -30,6 +31,39 @@ export interface UpsertResult {
   skipped: number;
   /** The written records whose content changed, in id order. */
   changes: MirrorChange[];
+  /**
+   * Records the mirror cannot hold (a value PostgreSQL refuses, a field missing or mistyped): set
+   * aside in the rejected records with their reason, while the rest of the batch was written.
+   */
+  rejected: RejectedRecord[];
+}
+
+/** One record an upsert set aside. Nothing here holds the record's values, so it is safe to log. */
+export interface RejectedRecord {
+  kind: MirrorKind;
+  /** undefined when the record had no usable id (then it is reported, but not kept in the table). */
+  id: string | undefined;
+  /** A stable code for metrics and alerts. */
+  reason: UnstorableReason;
+  /** The field's path (`diner.name`, `items[0].price`). */
+  field: string;
+  /** The sentence naming the field and what it must be. */
+  message: string;
+}
+
+/** A rejected record as the mirror keeps it (until the record reads clean again). */
+export interface RejectionRow {
+  kind: MirrorKind;
+  id: string;
+  restaurantId: string | null;
+  reason: string;
+  detail: string;
+  /** The record as read: JSON text, NUL and lone surrogates escaped. */
+  raw: string;
+  firstSeen: Date;
+  lastSeen: Date;
+  /** Reads that found it refused. */
+  count: number;
 }
 
 /** Runs inside the upsert's transaction, after the rows are written; query through `tx` only. */
@@ -66,11 +100,12 @@ export interface MirrorPage {
  * The mirror's storage (PostgreSQL: mirror/postgres-store.ts). The guarantee every
  * implementation keeps: a stored record is replaced only by a copy that is further along its
  * state machine (rank, mirror/rank.ts) or, at the same rank, read strictly later by the shared
- * clock (`clock()`, read before the upstream GET is sent). On an exact tie the stored copy stays.
+ * clock (`clock()`, read per attempt as the upstream GET is sent, after its rate-limit slot was
+ * taken). On an exact tie the stored copy stays.
  * So duplicated, late or reordered refreshes can never regress the mirror.
  */
 export interface MirrorStore {
-  /** The clock shared by every worker (the database's). Read it before sending the upstream read. */
+  /** The clock shared by every worker (the database's). Read it as the upstream read is sent (ApiClient's `clock` option). */
   clock(): Promise<Date>;
   upsert(kind: MirrorKind, records: readonly MirrorRecord[], readAt: Date, options?: UpsertOptions): Promise<UpsertResult>;
   get(kind: MirrorKind, id: string): Promise<MirrorRecord | undefined>;
@@ -79,4 +114,6 @@ export interface MirrorStore {
   all(kind: MirrorKind): Promise<MirrorRecord[]>;
   /** Epoch ms of the last write of a kind (database clock), for a mirror-lag metric. */
   lastWriteAt(kind: MirrorKind): Promise<number | undefined>;
+  /** The rejected records (of a kind, or all), by kind and id: what the mirror could not hold, and why. */
+  rejections(kind?: MirrorKind): Promise<RejectionRow[]>;
 }

@@ -42,6 +42,26 @@ export function controlRoutes(deps: {
     deps.faults.clear();
     return c.body(null, 204);
   });
+  // Overwrites fields of a stored record with whatever JSON gives (top level; a nested object is
+  // replaced whole), with no checks and no webhook: an upstream that serves a record our mirror may
+  // refuse (a NUL in a diner's name, a paidAt that is no timestamp, a date like 2026-02-30).
+  control.post("/records/:kind/:id", async (c) => {
+    const maps: Record<string, Map<string, object>> = {
+      orders: deps.store.orders,
+      bookings: deps.store.bookings,
+      "menu-items": deps.store.menuItems,
+    };
+    const map = maps[c.req.param("kind")];
+    if (!map) throw new SandboxError(404, "not_found", `kinds are ${Object.keys(maps).join(", ")}`);
+    const record = map.get(c.req.param("id"));
+    if (!record) throw new SandboxError(404, "not_found", `no ${c.req.param("kind")} record ${c.req.param("id")}`);
+    const patch: unknown = await c.req.json().catch(() => undefined);
+    if (typeof patch !== "object" || patch === null || Array.isArray(patch))
+      throw new SandboxError(400, "invalid_request", "the body is a JSON object of the fields to set");
+    if ("id" in patch || "restaurantId" in patch) throw new SandboxError(400, "invalid_request", "id and restaurantId cannot be changed");
+    Object.assign(record, patch);
+    return c.json(record);
+  });
   control.post("/actions/:name", async (c) => {
     const args = (await c.req.json().catch(() => ({}))) as Record<string, unknown>;
     const a = deps.store.actions;

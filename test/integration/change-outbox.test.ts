@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
+import { sql } from "kysely";
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { createChangeOutbox, type ChangeOutbox } from "../../src/mirror/change-outbox.js";
@@ -82,10 +83,16 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
 
   it("a failed mirror write leaves no change behind (same transaction)", async () => {
     const writer = createMirrorWriter(mirror);
-    await expect(
-      writer.write("orders", [orderRecord("ord_1"), orderRecord("ord_2", { total: "not money" })], t0, "webhook"),
-    ).rejects.toThrow();
+    // A malformed record no longer fails a write (it is set aside): fail this one at commit
+    // instead, after its change rows were inserted, with a deferred constraint the two orders break.
+    await sql`alter table orders add constraint one_total unique (total) deferrable initially deferred`.execute(database.db);
+    try {
+      await expect(writer.write("orders", [orderRecord("ord_1"), orderRecord("ord_2")], t0, "webhook")).rejects.toThrow(/one_total/);
+    } finally {
+      await sql`alter table orders drop constraint one_total`.execute(database.db);
+    }
     expect(await outbox.pending()).toBe(0);
+    expect(await mirror.all("orders")).toEqual([]);
   });
 
   it("relays in write order, with the change id as job id and event id, and empties the outbox", async () => {

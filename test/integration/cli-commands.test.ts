@@ -67,7 +67,7 @@ describe("svc-webhooks backfill", () => {
     });
     expect((await proc.exited).code).toBe(0);
     expect(proc.stderr()).toContain("orders: 36 records");
-    expect(JSON.parse(proc.stdout())).toEqual({ backfilled: { orders: 36, bookings: 15, "menu-items": 18 } });
+    expect(JSON.parse(proc.stdout())).toEqual({ backfilled: { orders: 36, bookings: 15, "menu-items": 18 }, rejected: {} });
     // The process migrated its database and wrote the mirror there; read it back as the service would.
     const db = await openDatabaseOfEnv(database);
     try {

@@ -64,7 +64,7 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
   it("webhook with older read does not override newer data", async () => {
     await mirror.upsert("orders", [orderRecord("ord_1", { tip: 2 })], later(t0, 2000));
     const result = await mirror.upsert("orders", [orderRecord("ord_1", { tip: 1 })], later(t0, 1000));
-    expect(result).toEqual({ written: 0, skipped: 1, changes: [] });
+    expect(result).toEqual({ written: 0, skipped: 1, changes: [], rejected: [] });
     expect(await mirror.get("orders", "ord_1")).toMatchObject({ tip: 2 });
   });
 
@@ -78,7 +78,12 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
 
   it("on an exact tie (same rank, same read instant) keeps the stored copy", async () => {
     await mirror.upsert("menu-items", [menuItemRecord("mi_1", { price: 1 })], t0);
-    expect(await mirror.upsert("menu-items", [menuItemRecord("mi_1", { price: 2 })], t0)).toEqual({ written: 0, skipped: 1, changes: [] });
+    expect(await mirror.upsert("menu-items", [menuItemRecord("mi_1", { price: 2 })], t0)).toEqual({
+      written: 0,
+      skipped: 1,
+      changes: [],
+      rejected: [],
+    });
     expect(await mirror.get("menu-items", "mi_1")).toMatchObject({ price: 1 });
     // Within one batch (one read instant) the first copy of an id is the stored one.
     await mirror.upsert("menu-items", [menuItemRecord("mi_2", { price: 3 }), menuItemRecord("mi_2", { price: 4 })], t0);
@@ -128,10 +133,10 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
       },
     ]);
     const same = await mirror.upsert("orders", [orderRecord("ord_1", { status: "CONFIRMED", tip: 1.5 })], later(t0, 4));
-    expect(same).toEqual({ written: 1, skipped: 0, changes: [] });
+    expect(same).toEqual({ written: 1, skipped: 0, changes: [], rejected: [] });
     // The confirmed read moved read_at on, so a read taken before it and delivered late is refused.
     const late = await mirror.upsert("orders", [orderRecord("ord_1", { status: "CONFIRMED", tip: 9 })], later(t0, 3));
-    expect(late).toEqual({ written: 0, skipped: 1, changes: [] });
+    expect(late).toEqual({ written: 0, skipped: 1, changes: [], rejected: [] });
   });
 
   it("runs onChanges inside the write's transaction: its rows commit with the write, its failure undoes it", async () => {
@@ -168,20 +173,71 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
     expect(called).toBe(false);
   });
 
-  it("refuses a batch with a malformed record, naming the field, and writes none of it", async () => {
-    const bad = orderRecord("ord_bad", { total: "12,30" });
-    const error = await mirror.upsert("orders", [orderRecord("ord_ok"), bad], t0).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(MirrorRecordError);
-    expect((error as MirrorRecordError).field).toBe("total");
-    expect(await mirror.all("orders")).toEqual([]);
-    await expect(mirror.upsert("bookings", [bookingRecord("bk_1", { diner: { name: "x" } })], t0)).rejects.toThrow(/diner\.email/);
-    await expect(
-      mirror.upsert(
-        "orders",
-        [orderRecord("o", { items: [{ id: "a", menuItemId: "m", name: "n", quantity: 1.5, price: 1, notes: null }] })],
-        t0,
-      ),
-    ).rejects.toThrow(/items\[0\]\.quantity/);
+  it("sets a malformed record aside, naming the field, and writes the rest of the batch", async () => {
+    const result = await mirror.upsert("orders", [orderRecord("ord_ok"), orderRecord("ord_bad", { total: "12,30" })], t0);
+    expect(result).toMatchObject({ written: 1, skipped: 0 });
+    expect(result.rejected).toEqual([
+      {
+        kind: "orders",
+        id: "ord_bad",
+        field: "total",
+        reason: "invalid_field",
+        message: expect.stringMatching(/field total must be/) as unknown,
+      },
+    ]);
+    expect((await mirror.all("orders")).map((o) => o.id)).toEqual(["ord_ok"]);
+    expect((await mirror.upsert("bookings", [bookingRecord("bk_1", { diner: { name: "x" } })], t0)).rejected[0]?.message).toMatch(
+      /diner\.email/,
+    );
+    const items = [{ id: "a", menuItemId: "m", name: "n", quantity: 1.5, price: 1, notes: null }];
+    expect((await mirror.upsert("orders", [orderRecord("o", { items })], t0)).rejected[0]?.field).toBe("items[0].quantity");
     await expect(mirror.upsert("orders", [orderRecord("o")], new Date(Number.NaN))).rejects.toBeInstanceOf(MirrorRecordError);
+  });
+
+  it("sets aside every value PostgreSQL would refuse, one record at a time, and writes the others in the same batch", async () => {
+    const longId = "o".repeat(3000);
+    const cases: [record: ReturnType<typeof orderRecord>, reason: string, field: string][] = [
+      [orderRecord("nul_unknown", { note: { deep: ["ok", "a\u0000b"] } }), "nul_character", "note.deep[1]"],
+      [orderRecord("nul_key", { ["k\u0000"]: 1 }), "nul_character", "(a key)"],
+      [orderRecord("surrogate", { currency: "EU\ud800" }), "lone_surrogate", "currency"],
+      [orderRecord("feb30", { createdAt: "2026-02-30T10:00:00Z" }), "invalid_timestamp", "createdAt"],
+      [orderRecord("year0", { paidAt: "0000-01-01T00:00:00Z" }), "invalid_timestamp", "paidAt"],
+      [orderRecord("hour25", { paidAt: "2026-01-01T25:00:00Z" }), "invalid_timestamp", "paidAt"],
+      [
+        orderRecord("big_qty", { items: [{ id: "a", menuItemId: "m", name: "n", quantity: 2 ** 31, price: 1, notes: null }] }),
+        "out_of_range",
+        "items[0].quantity",
+      ],
+      [orderRecord("long_decimal", { total: "1".repeat(5000) }), "out_of_range", "total"],
+      [orderRecord(longId), "too_long", "id"],
+      [orderRecord("long_status", { status: "S".repeat(5000) }), "too_long", "status"],
+    ];
+    const result = await mirror.upsert("orders", [orderRecord("clean_1"), ...cases.map(([r]) => r), orderRecord("clean_2")], t0);
+    expect(result.written).toBe(2);
+    expect(result.rejected.map((r) => [r.id === longId ? "(long)" : r.id, r.reason, r.field])).toEqual(
+      cases.map(([r, reason, field]) => [r.id === longId ? "(long)" : r.id, reason, field]),
+    );
+    expect((await mirror.all("orders")).map((o) => o.id)).toEqual(["clean_1", "clean_2"]);
+    const rows = await mirror.rejections("orders");
+    expect(rows).toHaveLength(cases.length);
+    // An id too long to be a key is kept shortened, with a hash of the whole.
+    expect(rows.find((r) => r.id.startsWith("ooo"))?.id).toMatch(/^o{200}…sha256:[0-9a-f]{64}$/);
+
+    const bookings = await mirror.upsert(
+      "bookings",
+      [
+        bookingRecord("b_date", { date: "2026-02-30" }),
+        bookingRecord("b_time", { time: "24:30" }),
+        bookingRecord("b_party", { partySize: 1e12 }),
+        bookingRecord("b_ok"),
+      ],
+      t0,
+    );
+    expect(bookings.rejected.map((r) => [r.id, r.reason])).toEqual([
+      ["b_date", "invalid_date"],
+      ["b_time", "invalid_time"],
+      ["b_party", "out_of_range"],
+    ]);
+    expect(bookings.written).toBe(1);
   });
 });

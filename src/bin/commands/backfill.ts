@@ -14,7 +14,9 @@ Sweeps every order, booking and menu item through the API into the mirror, withi
 rate budget (it runs at low priority, so webhook refreshes keep their share). Needs REDIS_URL,
 API_BASE_URL and API_KEY, and the database (DATABASE_URL, or the embedded one under DATA_DIR).
 Every record it changes produces a change event (source "backfill"), relayed to your handlers by
-the running workers.
+the running workers. A record the mirror cannot hold (a NUL in a string, a date like 2026-02-30)
+is set aside in rejected_records with its reason, named on stderr and counted in the summary
+("rejected"); the rest is written and the command still exits 0.
   --no-changes   write the mirror without producing change events (a first import)`;
 
 const KINDS = SYNCED_KINDS;
@@ -27,7 +29,17 @@ export async function run(argv: string[]): Promise<void> {
 
   const config = loadConfig({ ...process.env, ROLE: "worker" });
   if (!config.api) throw new UsageError("backfill needs API_BASE_URL and API_KEY");
-  const storage = await openMigratedStorage(config);
+  // A record the mirror cannot hold is set aside (rejected_records) and the sweep goes on: one
+  // line each on stderr (id shortened, never the values), a count in the summary, exit 0.
+  const rejected: Record<string, number> = {};
+  const storage = await openMigratedStorage(config, {
+    onRejected(records) {
+      for (const r of records) {
+        rejected[r.kind] = (rejected[r.kind] ?? 0) + 1;
+        process.stderr.write(`\nrefused (${r.reason}): ${r.message}\n`);
+      }
+    },
+  });
   const connection = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
   try {
     const { api } = upstreamFromConfig(config.api, connection, config.queuePrefix);
@@ -39,7 +51,7 @@ export async function run(argv: string[]): Promise<void> {
       ...(values["no-changes"] ? {} : { changes: { writer: createMirrorWriter(storage.mirror), source: "backfill" as const } }),
       onProgress: (p) => process.stderr.write(`\r${p.kind}: ${p.records} records, ${p.pages} pages${p.done ? " — done\n" : ""}`),
     });
-    console.log(JSON.stringify({ backfilled: totals }));
+    console.log(JSON.stringify({ backfilled: totals, rejected }));
   } finally {
     await connection.quit();
     await storage.close();
