@@ -35,6 +35,15 @@ export type PendingIds = ReadonlyMap<string, string>;
 /** The marker a menu refresh leaves in the pending ids: menus are refreshed whole. */
 export const WHOLE_MENU = "whole-menu";
 
+/**
+ * How long a restaurant's pending ids outlive the last event that noted one (the TTL is set again
+ * on every request). A live refresh reads and settles them within its job's retries — seconds to
+ * minutes, hours under a long 429 pause — so a week never loses one; what it bounds is the hash a
+ * refresh that failed for good (a 4xx) or a restaurant that went away would otherwise leave
+ * forever. The reconciliation sweep rereads everything anyway.
+ */
+export const PENDING_REFRESH_TTL_MS = 7 * 24 * 3600_000;
+
 /** Deletes each id only if its version is still the one the refresh read (compare-and-delete). */
 const SETTLE = `
 for i = 1, #ARGV, 2 do
@@ -52,8 +61,11 @@ export function createRefreshScheduler(opts: {
   queue: Queue<RefreshJobData>;
   prefix: string;
   debounceMs: number;
+  /** @defaultValue PENDING_REFRESH_TTL_MS */
+  pendingTtlMs?: number;
 }): RefreshScheduler {
   const { redis, queue, prefix, debounceMs } = opts;
+  const pendingTtlMs = opts.pendingTtlMs ?? PENDING_REFRESH_TTL_MS;
   const keys = redisKeys(prefix);
   const dedupId = (kind: SyncedKind, restaurantId: string) => `refresh-${kind}-${restaurantId}`;
   const scripts = defineScripts<Scripts>(redis, { svcSettlePending: { numberOfKeys: 1, lua: SETTLE } });
@@ -62,7 +74,9 @@ export function createRefreshScheduler(opts: {
     async request(kind, restaurantId, id = WHOLE_MENU) {
       // Note the id first, then schedule: a job that starts in between still sees the id. The
       // version bump keeps it pending if a running sweep already read past it.
-      await redis.hincrby(keys.pendingRefresh(kind, restaurantId), id, 1);
+      // One transaction (one key, one slot): the hash never exists without its expiry.
+      const key = keys.pendingRefresh(kind, restaurantId);
+      await redis.multi().hincrby(key, id, 1).pexpire(key, pendingTtlMs).exec();
       await queue.add(
         "refresh",
         { kind, restaurantId },
