@@ -46,7 +46,22 @@ export interface ApiClientOptions {
 
 export interface ListOptions {
   priority?: Priority;
+  /**
+   * The read time of each attempt (the mirror passes its shared clock, `MirrorStore.clock`).
+   * Called after the attempt's rate-limit slot was taken, right before its request is sent, so a
+   * wait for the budget, a Retry-After pause or a retry never makes a read look older than it is.
+   * The page carries the time of the attempt that answered it. @defaultValue `new Date()` then
+   */
+  clock?: () => Promise<Date>;
 }
+
+/**
+ * A page with the time its request was sent (after its rate-limit slot): a lower bound of the
+ * instant the API served it. Send time, not answer time, is what stale-read comparisons need: a
+ * read sent after a change always sees it, while a slow answer to a request sent before the
+ * change may not, and must not look newer than a read sent later.
+ */
+export type ReadPage<T> = Page<T> & { readAt: Date };
 export interface OrderQuery {
   restaurantId?: string;
   status?: string;
@@ -69,11 +84,11 @@ export interface MenuItemQuery {
 }
 
 export interface ApiClient {
-  listOrders(query?: OrderQuery, opts?: ListOptions): Promise<Page<Order>>;
+  listOrders(query?: OrderQuery, opts?: ListOptions): Promise<ReadPage<Order>>;
   iterateOrders(query?: Omit<OrderQuery, "cursor">, opts?: ListOptions): AsyncIterable<Order>;
-  listBookings(query?: BookingQuery, opts?: ListOptions): Promise<Page<Booking>>;
+  listBookings(query?: BookingQuery, opts?: ListOptions): Promise<ReadPage<Booking>>;
   iterateBookings(query?: Omit<BookingQuery, "cursor">, opts?: ListOptions): AsyncIterable<Booking>;
-  listMenuItems(query?: MenuItemQuery, opts?: ListOptions): Promise<Page<MenuItem>>;
+  listMenuItems(query?: MenuItemQuery, opts?: ListOptions): Promise<ReadPage<MenuItem>>;
   iterateMenuItems(query?: Omit<MenuItemQuery, "cursor">, opts?: ListOptions): AsyncIterable<MenuItem>;
   updateOrderStatus(id: string, status: SettableOrderStatus): Promise<Order>;
   refundOrder(id: string, reason?: string): Promise<Order>;
@@ -89,6 +104,7 @@ interface Call<T> {
   body?: unknown;
   schema: z.ZodType<T>;
   priority?: Priority;
+  clock?: () => Promise<Date>;
 }
 
 /** The typed client of the upstream API (spec part 4, decisions in docs/upstream.md). */
@@ -105,7 +121,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     "user-agent": options.userAgent ?? "svc-webhooks",
   };
 
-  async function send<T>(call: Call<T>): Promise<T> {
+  /** The answer, and when the attempt that got it was sent (see ReadPage). */
+  async function send<T>(call: Call<T>): Promise<{ value: T; sentAt: Date }> {
     const url = new URL(baseUrl + call.path);
     for (const [k, v] of Object.entries(call.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
     let failures = 0;
@@ -113,7 +130,9 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     for (;;) {
       await options.limiter?.acquire({ priority: call.priority ?? "high" });
       try {
-        return await sendAttempt(call, url);
+        // Per attempt, after the slot: the time of the request actually sent, not of the first try.
+        const sentAt = call.clock ? await call.clock() : new Date();
+        return { value: await sendAttempt(call, url), sentAt };
       } catch (err) {
         if (err instanceof UpstreamRateLimitError) {
           // Nobody sharing the key sends until Retry-After has passed; a 429 was not processed,
@@ -178,6 +197,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     return parsed.data;
   }
 
+  const sendValue = async <T>(call: Call<T>): Promise<T> => (await send(call)).value;
+
   const checkLimit = (limit: number | undefined) => {
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 100)) {
       throw new UpstreamRequestError(`limit must be a whole number from 1 to 100, not ${limit}`);
@@ -186,9 +207,18 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
 
   function lister<T, Q extends { limit?: number; cursor?: string }>(path: string, schema: z.ZodType<T>) {
     const pages = pageSchema(schema) as unknown as z.ZodType<Page<T>>;
-    const list = async (query: Q = {} as Q, opts: ListOptions = {}) => {
+    const list = async (query: Q = {} as Q, opts: ListOptions = {}): Promise<ReadPage<T>> => {
       checkLimit(query.limit);
-      return send({ method: "GET", path, route: path, query, schema: pages, priority: opts.priority });
+      const { value, sentAt } = await send({
+        method: "GET",
+        path,
+        route: path,
+        query,
+        schema: pages,
+        priority: opts.priority,
+        clock: opts.clock,
+      });
+      return { ...value, readAt: sentAt };
     };
     const iterate = (query: Omit<Q, "cursor"> = {} as Q, opts: ListOptions = {}) =>
       paginate((cursor) => list({ ...query, ...(cursor ? { cursor } : {}) } as Q, opts));
@@ -207,7 +237,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     listMenuItems: menuItems.list,
     iterateMenuItems: menuItems.iterate,
     updateOrderStatus: (id, status) =>
-      send({
+      sendValue({
         method: "PATCH",
         path: `/api/v1/orders/${encodeURIComponent(id)}/status`,
         route: "/api/v1/orders/{id}/status",
@@ -215,7 +245,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         schema: orderSchema,
       }),
     refundOrder: (id, reason) =>
-      send({
+      sendValue({
         method: "POST",
         path: `/api/v1/orders/${encodeURIComponent(id)}/refund`,
         route: "/api/v1/orders/{id}/refund",
@@ -223,6 +253,6 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         schema: orderSchema,
       }),
     createBooking: (input) =>
-      send({ method: "POST", path: "/api/v1/bookings", route: "/api/v1/bookings", body: input, schema: bookingSchema }),
+      sendValue({ method: "POST", path: "/api/v1/bookings", route: "/api/v1/bookings", body: input, schema: bookingSchema }),
   };
 }

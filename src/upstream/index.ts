@@ -6,6 +6,7 @@ export {
   type ListOptions,
   type MenuItemQuery,
   type OrderQuery,
+  type ReadPage,
 } from "./client.js";
 export { createRateLimiter, type Priority, type RateLimiter, type RateLimiterOptions } from "./rate-limiter.js";
 export { apiKeyId, isApiKey, parseApiKey, ApiKeyError, API_KEY_PREFIX } from "./api-key.js";

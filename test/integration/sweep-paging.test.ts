@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
+import { sql } from "kysely";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { createApiClient, UpstreamResponseError, type ApiClient } from "../../src/upstream/index.js";
+import { apiKeyId, createApiClient, createRateLimiter, UpstreamResponseError, type ApiClient } from "../../src/upstream/index.js";
 import { refreshRestaurant } from "../../src/worker/sync/refresh-restaurant.js";
 import { createRefreshScheduler, type RefreshJobData } from "../../src/worker/sync/refresh-scheduler.js";
 import { sweepAll } from "../../src/worker/sync/sweep-all.js";
@@ -58,6 +59,21 @@ describe("sweeps against an upstream that hands back the same cursor", () => {
     expect(sandbox.requestLog).toHaveLength(2);
     // Not settled: the id stays pending for the next refresh.
     expect([...(await scheduler.pending("bookings", "rest_1")).keys()]).toEqual(["bkg_not_upstream"]);
+  });
+
+  it("a page read after a 429's Retry-After is stored with a read time after the wait, not before the first try", async () => {
+    const limited = createApiClient({
+      baseUrl: sandbox.url!,
+      apiKey: sandbox.apiKey,
+      limiter: createRateLimiter({ redis, keyId: apiKeyId(sandbox.apiKey), prefix, max: 1000, windowMs: 1000, safetyMs: 0 }),
+    });
+    sandbox.faults.add({ path: "/api/v1/menu-items", status: 429, retryAfterSeconds: 1, times: 1 });
+    const before = await mirror.clock();
+    await sweepAll({ api: limited, mirror, kinds: ["menu-items"] });
+    expect(sandbox.requestLog.map((r) => r.status)).toEqual([429, 200]);
+    const { rows } = await sql<{ read_at: Date }>`select min(read_at) as read_at from menu_items`.execute(database.db);
+    // The shared pause was 1 s: the read that answered was sent at least that long after the sweep began.
+    expect(rows[0]!.read_at.getTime()).toBeGreaterThanOrEqual(before.getTime() + 1000);
   });
 
   it("pages to the end of a list that spans several pages (no fault)", async () => {

@@ -180,6 +180,26 @@ describe("upstream client against the sandbox", () => {
     expect(next!.at - limited!.at).toBeGreaterThanOrEqual(1000);
   });
 
+  it("stamps a list's read time per attempt, after the rate-limit slot: a read that waited out Retry-After is not dated before the wait", async () => {
+    const api = client(await setup());
+    sandbox.faults.add({ path: "/api/v1/orders", status: 429, retryAfterSeconds: 1, times: 1 });
+    const stamps: Date[] = [];
+    const clock = () => {
+      const now = new Date();
+      stamps.push(now);
+      return Promise.resolve(now);
+    };
+    const page = await api.listOrders({ limit: 5 }, { clock });
+    const [limited, answered] = sandbox.requestLog;
+    expect([limited!.status, answered!.status]).toEqual([429, 200]);
+    // One stamp per request sent, each taken before its request left; the page carries the second.
+    expect(stamps).toHaveLength(2);
+    expect(stamps[0]!.getTime()).toBeLessThanOrEqual(limited!.at);
+    expect(stamps[1]!.getTime()).toBeGreaterThanOrEqual(limited!.at + 1000);
+    expect(stamps[1]!.getTime()).toBeLessThanOrEqual(answered!.at);
+    expect(page.readAt).toBe(stamps[1]);
+  });
+
   it("keeps two clients sharing one key under the sandbox's limit: no 429, no window over it", async () => {
     const baseUrl = await setup({ rateLimit: { max: 10, windowMs: 1000 } });
     const prefix = `test-${randomUUID().slice(0, 8)}`;

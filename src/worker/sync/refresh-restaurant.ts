@@ -32,10 +32,8 @@ export async function refreshRestaurant(deps: {
   if (pending.size === 0) return { calls: 0, written: 0, missing: [] };
   const wanted = new Set(TRACKS_IDS[kind] ? pending.keys() : []);
   const outcome: RefreshOutcome = { calls: 0, written: 0, missing: [] };
-  const read = async (cursor: string | undefined) => {
-    const readAt = await mirror.clock();
-    return { ...(await LISTERS[kind](api, restaurantId, cursor, "high")), readAt };
-  };
+  // Each attempt stamped by the shared clock after its rate-limit slot (ApiClient ListOptions.clock).
+  const read = (cursor: string | undefined) => LISTERS[kind](api, restaurantId, cursor, "high", () => mirror.clock());
   // The guarded iterator: a cursor handed back again throws, and the pending ids stay unsettled.
   for await (const page of paginatePages(read)) {
     outcome.calls++;

@@ -43,11 +43,9 @@ export async function sweepAll(deps: {
   const totals = { orders: 0, bookings: 0, "menu-items": 0 };
   for (const kind of kinds) {
     let pages = 0;
-    const read = async (cursor: string | undefined) => {
-      // The shared clock, read before the request is sent: what this page can be trusted as of.
-      const readAt = await deps.mirror.clock();
-      return { ...(await LISTERS[kind](deps.api, undefined, cursor, deps.priority ?? "low")), readAt };
-    };
+    // The shared clock, read as each attempt is sent (after its rate-limit slot): what the page can be trusted as of.
+    const read = (cursor: string | undefined) =>
+      LISTERS[kind](deps.api, undefined, cursor, deps.priority ?? "low", () => deps.mirror.clock());
     for await (const page of paginatePages(read)) {
       if (deps.changes) await deps.changes.writer.write(kind, page.data, page.readAt, sourceOf(deps.changes, kind));
       else await deps.mirror.upsert(kind, page.data, page.readAt);

@@ -7,16 +7,28 @@ export type Priority = "high" | "low";
 export interface Page {
   data: MirrorRecord[];
   nextCursor: string | null;
+  /** When the request that answered this page was sent, by `clock` (ApiClient ListOptions.clock). */
+  readAt: Date;
 }
 
-/** How each synced kind is listed: one table instead of a switch. Pages of 100, the API's most. */
+/**
+ * How each synced kind is listed: one table instead of a switch. Pages of 100, the API's most.
+ * `clock` stamps each attempt after its rate-limit slot (the mirror's shared clock).
+ */
 export const LISTERS: Record<
   SyncedKind,
-  (api: ApiClient, restaurantId: string | undefined, cursor: string | undefined, priority: Priority) => Promise<Page>
+  (
+    api: ApiClient,
+    restaurantId: string | undefined,
+    cursor: string | undefined,
+    priority: Priority,
+    clock: () => Promise<Date>,
+  ) => Promise<Page>
 > = {
-  orders: (api, restaurantId, cursor, priority) => api.listOrders({ restaurantId, limit: 100, cursor }, { priority }),
-  bookings: (api, restaurantId, cursor, priority) => api.listBookings({ restaurantId, limit: 100, cursor }, { priority }),
-  "menu-items": (api, restaurantId, cursor, priority) => api.listMenuItems({ restaurantId, limit: 100, cursor }, { priority }),
+  orders: (api, restaurantId, cursor, priority, clock) => api.listOrders({ restaurantId, limit: 100, cursor }, { priority, clock }),
+  bookings: (api, restaurantId, cursor, priority, clock) => api.listBookings({ restaurantId, limit: 100, cursor }, { priority, clock }),
+  "menu-items": (api, restaurantId, cursor, priority, clock) =>
+    api.listMenuItems({ restaurantId, limit: 100, cursor }, { priority, clock }),
 };
 
 /** Every kind read through the API, in sweep order: the one list backfill and reconcile use. */
