@@ -5,7 +5,7 @@ import { encodeCursor, RANGE_FIELD, validateFilter } from "./mirror-filter.js";
 import { MirrorRecordError } from "./mirror-record-error.js";
 import { prepareRecord, TABLE_OF, type PreparedRecord } from "./mirror-rows.js";
 import { clearRejections, listRejections, recordRejections, toRejection, type Rejection } from "./rejected-records.js";
-import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, RejectedRecord, UpsertResult } from "./store.js";
+import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord, RejectedRecord, UpsertResult } from "./store.js";
 
 // Kysely types one table at a time; the mirror's four tables share the columns used here
 // (id, restaurant_id, raw, rank, read_at, synced_at), so queries over "any mirror table" are
@@ -24,9 +24,14 @@ const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bou
  * aside with their reason (one refused record never fails the batch). A refused copy of an id
  * that also came clean in the same batch is dropped: the clean copy is written.
  */
-function prepareAll(kind: MirrorKind, records: readonly MirrorRecord[], readAt: Date) {
+function prepareAll(kind: MirrorKind, records: readonly MirrorRecord[], readAt: Date, upstream: readonly RefusedUpstreamRecord[] = []) {
   const prepared: PreparedRecord[] = [];
-  const refused: { rejected: RejectedRecord; record: unknown }[] = [];
+  const refused: { rejected: RejectedRecord; record: unknown }[] = upstream.map(({ record, field, message }) => {
+    const id = (record as { id?: unknown } | null)?.id;
+    const known = typeof id === "string" && id !== "" ? id : undefined;
+    const error = new MirrorRecordError(kind, known, field, `as the API spec shows it (${message})`);
+    return { rejected: { kind, id: known, reason: error.reason, field, message: error.message }, record };
+  });
   for (const record of records) {
     try {
       prepared.push(prepareRecord(kind, record, readAt));
@@ -40,7 +45,8 @@ function prepareAll(kind: MirrorKind, records: readonly MirrorRecord[], readAt: 
   // One row per id in the table (the last copy read); records without an id are reported only.
   const rows = new Map<string, Rejection>();
   for (const { rejected: r, record } of rejected) if (r.id !== undefined) rows.set(r.id, toRejection({ ...r, id: r.id }, record));
-  return { prepared, rejected: rejected.map((r) => r.rejected), rejections: [...rows.values()] };
+  const ofRecords = rejected.filter((r) => !upstream.some((u) => u.record === r.record)).length;
+  return { prepared, rejected: rejected.map((r) => r.rejected), rejections: [...rows.values()], ofRecords };
 }
 
 /**
@@ -171,8 +177,8 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     async upsert(kind, records, readAt, options = {}): Promise<UpsertResult> {
       if (!validDate(readAt))
         throw new MirrorRecordError(kind, undefined, "readAt", "a valid Date from the shared clock (MirrorStore.clock)");
-      if (records.length === 0) return { written: 0, skipped: 0, changes: [], rejected: [] };
-      const all = prepareAll(kind, records, readAt);
+      if (records.length === 0 && !options.refused?.length) return { written: 0, skipped: 0, changes: [], rejected: [] };
+      const all = prepareAll(kind, records, readAt, options.refused);
       const prepared = dedupe(all.prepared);
       const result = await database.transaction().execute(async (tx) => {
         await lockIds(tx, kind, [...prepared.map((p) => p.id), ...all.rejections.map((r) => r.key)]);
@@ -192,7 +198,7 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
           prepared.map((p) => p.id),
         );
         if (changes.length > 0 && options.onChanges) await options.onChanges(tx, changes);
-        return { written, skipped: records.length - written - all.rejected.length, changes, rejected: all.rejected };
+        return { written, skipped: records.length - written - all.ofRecords, changes, rejected: all.rejected };
       });
       if (result.rejected.length > 0) mirrorOptions.onRejected?.(result.rejected);
       return result;

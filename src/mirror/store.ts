@@ -69,7 +69,16 @@ export interface RejectionRow {
 /** Runs inside the upsert's transaction, after the rows are written; query through `tx` only. */
 export type OnMirrorChanges = (tx: Transaction<DatabaseSchema>, changes: readonly MirrorChange[]) => Promise<void>;
 
+/** A record the API client already found out of shape (ApiClient's `refused`): kept with the rejected. */
+export interface RefusedUpstreamRecord {
+  record: unknown;
+  field: string;
+  message: string;
+}
+
 export interface UpsertOptions {
+  /** Records of the same read that the client refused: set aside with the write's own (reason `invalid_field`). */
+  refused?: readonly RefusedUpstreamRecord[];
   /** Called once per upsert that changed something (the change-event outbox goes here). A throw rolls the whole upsert back. */
   onChanges?: OnMirrorChanges;
 }

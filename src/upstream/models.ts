@@ -83,6 +83,33 @@ export const reviewSchema = z.looseObject({ id: z.string(), restaurantId: z.stri
 /** One page of a list endpoint; `nextCursor` is opaque and null on the last page. */
 export const pageSchema = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), nextCursor: z.string().nullable() });
 
+/** A list page whose records are checked one by one (`splitRecords`), so one bad record never fails the page. */
+export const looseRecordsPageSchema = z.object({ data: z.array(z.unknown()), nextCursor: z.string().nullable() });
+
+/** A record of a page that does not have the shape the spec promises: kept aside with the first issue. */
+export interface RefusedRecord {
+  record: unknown;
+  /** The path of the first issue (`status`, `items.0.price`). */
+  field: string;
+  message: string;
+}
+
+/** The records of a page that have the item's shape, and the others with why. */
+export function splitRecords<T>(item: z.ZodType<T>, data: readonly unknown[]): { data: T[]; refused: RefusedRecord[] } {
+  const valid: T[] = [];
+  const refused: RefusedRecord[] = [];
+  for (const record of data) {
+    const parsed = item.safeParse(record);
+    if (parsed.success) valid.push(parsed.data);
+    else {
+      const issue = parsed.error.issues[0];
+      const path = issue?.path.join(".") ?? "";
+      refused.push({ record, field: path === "" ? "(record)" : path, message: issue?.message ?? "invalid" });
+    }
+  }
+  return { data: valid, refused };
+}
+
 export type Order = z.infer<typeof orderSchema>;
 export type OrderItem = z.infer<typeof orderItemSchema>;
 export type Booking = z.infer<typeof bookingSchema>;

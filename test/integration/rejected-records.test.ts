@@ -123,6 +123,27 @@ describe.each(testDrivers())("records the mirror cannot hold (%s)", (driver) => 
     }
   });
 
+  it("a record out of the spec's shape (an unknown order status, a price that is no number) is set aside the same way, not the page", async () => {
+    const [, second] = sandbox.state.orders();
+    const [menuItem] = sandbox.state.menuItems();
+    await corrupt(url, "orders", second!.id, { status: "ON_HOLD" });
+    await corrupt(url, "menu-items", menuItem!.id, { price: "free" });
+    const totals = await sweepAll({ api, mirror, kinds: ["orders", "menu-items"] });
+    expect(totals).toEqual({ orders: 12, bookings: 0, "menu-items": 6 });
+    expect((await mirror.all("orders")).length).toBe(10);
+    expect(ids(await mirror.all("menu-items"))).toEqual(ids(sandbox.state.menuItems().filter((m) => m.id !== menuItem!.id)));
+    const rejections = await mirror.rejections();
+    expect(
+      rejections
+        .filter((r) => r.reason === "invalid_field")
+        .map((r) => [r.kind, r.id, r.detail.includes(r.kind === "orders" ? "status" : "price")]),
+    ).toEqual([
+      ["menu-items", menuItem!.id, true],
+      ["orders", second!.id, true],
+    ]);
+    expect(JSON.parse(rejections.find((r) => r.id === menuItem!.id)!.raw)).toMatchObject({ price: "free" });
+  });
+
   it("a refused record that later reads clean is written and its rejection cleared", async () => {
     await sweepAll({ api, mirror, kinds: ["orders"] });
     expect(await mirror.get("orders", bad.badOrder)).toBeUndefined();

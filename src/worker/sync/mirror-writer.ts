@@ -1,13 +1,20 @@
 import type { ChangeSource } from "../../events/change-events.js";
 import { insertChanges, type RecordedChange } from "../../mirror/change-outbox.js";
-import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, UpsertResult } from "../../mirror/store.js";
+import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord, UpsertResult } from "../../mirror/store.js";
 
 /** Who made the mirror read the records: one source for the whole write, or decided per change. */
 export type SourceOf = ChangeSource | ((change: MirrorChange) => ChangeSource | Promise<ChangeSource>);
 
 /** How sync code writes the mirror: the upsert plus, in its transaction, the change events it made. */
 export interface MirrorWriter {
-  write(kind: MirrorKind, records: readonly MirrorRecord[], readAt: Date, source: SourceOf): Promise<UpsertResult>;
+  /** `refused`: records of the same read the client found out of shape (set aside with the write). */
+  write(
+    kind: MirrorKind,
+    records: readonly MirrorRecord[],
+    readAt: Date,
+    source: SourceOf,
+    refused?: readonly RefusedUpstreamRecord[],
+  ): Promise<UpsertResult>;
 }
 
 /**
@@ -21,11 +28,12 @@ export function createMirrorWriter(
 ): MirrorWriter {
   const record = options.record ?? true;
   return {
-    async write(kind, records, readAt, source) {
-      if (!record) return mirror.upsert(kind, records, readAt);
+    async write(kind, records, readAt, source, refused = []) {
+      if (!record) return mirror.upsert(kind, records, readAt, { refused });
       const sourceOf = typeof source === "function" ? source : () => source;
       let recorded: RecordedChange[] = [];
       const result = await mirror.upsert(kind, records, readAt, {
+        refused,
         onChanges: async (tx, changes) => {
           recorded = await insertChanges(tx, changes, sourceOf);
         },

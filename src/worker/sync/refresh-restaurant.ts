@@ -38,10 +38,12 @@ export async function refreshRestaurant(deps: {
   for await (const page of paginatePages(read)) {
     outcome.calls++;
     const result = deps.writer
-      ? await deps.writer.write(kind, page.data, page.readAt, "webhook")
-      : await mirror.upsert(kind, page.data, page.readAt);
+      ? await deps.writer.write(kind, page.data, page.readAt, "webhook", page.refused)
+      : await mirror.upsert(kind, page.data, page.readAt, { refused: page.refused });
     outcome.written += result.written;
+    // A record set aside was read all the same: its id is settled (reported, not retried forever).
     for (const record of page.data) wanted.delete(record.id);
+    for (const { id } of result.rejected) if (id !== undefined) wanted.delete(id);
     if (TRACKS_IDS[kind] && wanted.size === 0) break;
   }
   outcome.missing = [...wanted].filter((id) => id !== WHOLE_MENU);

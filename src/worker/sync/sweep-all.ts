@@ -47,10 +47,10 @@ export async function sweepAll(deps: {
     const read = (cursor: string | undefined) =>
       LISTERS[kind](deps.api, undefined, cursor, deps.priority ?? "low", () => deps.mirror.clock());
     for await (const page of paginatePages(read)) {
-      if (deps.changes) await deps.changes.writer.write(kind, page.data, page.readAt, sourceOf(deps.changes, kind));
-      else await deps.mirror.upsert(kind, page.data, page.readAt);
+      if (deps.changes) await deps.changes.writer.write(kind, page.data, page.readAt, sourceOf(deps.changes, kind), page.refused);
+      else await deps.mirror.upsert(kind, page.data, page.readAt, { refused: page.refused });
       pages++;
-      totals[kind] += page.data.length;
+      totals[kind] += page.data.length + page.refused.length;
       deps.onProgress?.({ kind, pages, records: totals[kind], done: page.nextCursor === null });
     }
   }

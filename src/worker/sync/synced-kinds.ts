@@ -1,4 +1,4 @@
-import type { MirrorKind, MirrorRecord } from "../../mirror/store.js";
+import type { MirrorKind, MirrorRecord, RefusedUpstreamRecord } from "../../mirror/store.js";
 import type { ApiClient } from "../../upstream/index.js";
 
 export type SyncedKind = Exclude<MirrorKind, "reviews">;
@@ -9,6 +9,8 @@ export interface Page {
   nextCursor: string | null;
   /** When the request that answered this page was sent, by `clock` (ApiClient ListOptions.clock). */
   readAt: Date;
+  /** Records the client found out of shape: set aside in the mirror's rejected records with the page. */
+  refused: RefusedUpstreamRecord[];
 }
 
 /**
