@@ -13,7 +13,7 @@ import { webhookMetrics } from "./metrics/webhook-metrics.js";
 import type { Database } from "./mirror/database.js";
 import type { EventLog } from "./mirror/event-log.js";
 import { eventQueryFromParams } from "./mirror/event-query.js";
-import { filterFromQuery } from "./mirror/mirror-filter.js";
+import { filterFromQuery, validateRecordId } from "./mirror/mirror-filter.js";
 import { createRejectionReporter } from "./mirror/rejection-reporter.js";
 import { openStorage, type Storage } from "./mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind, type MirrorStore } from "./mirror/store.js";
@@ -150,7 +150,7 @@ export async function createService({ config, logger, handlers = [], database }:
               adminToken,
               mirror: {
                 kinds: MIRROR_KINDS,
-                get: (k, id) => mirror.get(k as MirrorKind, id),
+                get: (k, id) => mirror.get(k as MirrorKind, validateRecordId(id)),
                 list: (k, q) => mirror.list(k as MirrorKind, filterFromQuery(q)),
               },
               events: { get: (id) => eventLog.get(id), query: (q) => eventLog.query(eventQueryFromParams(q)) },

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable } from "kysely";
 import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database-schema.js";
 import { EventLogError } from "./event-log-error.js";
+import { idProblem } from "./id-text.js";
 import { encodeEventCursor, validateEventQuery, type EventQuery } from "./event-query.js";
 import { groupCommit } from "../queue/group-commit.js";
 import { fromStoredPayload, needsEscapedForm, storableText, toEscapedForm } from "./stored-payload.js";
@@ -188,6 +189,8 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: { maxBatch?:
     },
 
     async get(id) {
+      const problem = idProblem(id);
+      if (problem) throw new EventLogError("invalid_filter", "id", `id ${problem}`);
       const row = await db.selectFrom("events").selectAll().where("id", "=", id).executeTakeFirst();
       return row ? toEvent(row) : undefined;
     },

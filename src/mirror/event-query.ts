@@ -1,5 +1,7 @@
 import type { EventStatus } from "./database-schema.js";
 import { EventLogError } from "./event-log-error.js";
+import { idProblem } from "./id-text.js";
+import { isStorableDate, parseIsoInstant } from "./iso-instant.js";
 
 export const EVENT_STATUSES = ["received", "handled", "failed"] as const satisfies readonly EventStatus[];
 const HANDLER_STATUSES = ["ok", "failed"] as const;
@@ -36,18 +38,31 @@ const TYPE = /^(\*|[a-z][a-z0-9_]*(\.[a-z0-9_]+)*(\.\*)?)$/;
 const HANDLER_KEY = /^[\w.:*-]{1,100}$/;
 
 const invalid = (field: string, message: string) => new EventLogError("invalid_filter", field, message);
-const validDate = (d: unknown): d is Date => d instanceof Date && !Number.isNaN(d.getTime());
 
 export const encodeEventCursor = (receivedAt: Date, id: string) =>
   Buffer.from(`${receivedAt.toISOString()}|${id}`, "utf8").toString("base64url");
 
-function decodeEventCursor(cursor: string): { receivedAt: Date; id: string } {
-  const text = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8") : "";
-  const sep = text.indexOf("|");
-  const receivedAt = new Date(text.slice(0, sep));
-  if (sep < 0 || !validDate(receivedAt) || sep === text.length - 1)
-    throw invalid("cursor", "cursor is not one this log returned (pass nextCursor unchanged)");
-  return { receivedAt, id: text.slice(sep + 1) };
+// What encodeEventCursor writes: a millisecond UTC timestamp (years 0001–9999), a bar, an event id.
+const CURSOR_TEXT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([^]+)$/;
+
+/** A cursor must decode to what this log could have written: a valid time and a storable id. */
+export function decodeEventCursor(cursor: string): { receivedAt: Date; id: string } {
+  const refuse = (why: string) => invalid("cursor", `cursor is not one this log returned (${why}); pass nextCursor unchanged`);
+  if (!/^[A-Za-z0-9_-]{1,2000}$/.test(cursor)) throw refuse("not base64url text");
+  const parts = CURSOR_TEXT.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  if (!parts?.[1] || parts[2] === undefined) throw refuse("not a time and an id");
+  const time = parseIsoInstant(parts[1]);
+  if (!time.ok) throw refuse(`its time ${time.problem}`);
+  const problem = idProblem(parts[2]);
+  if (problem) throw refuse(`its id ${problem}`);
+  return { receivedAt: time.instant, id: parts[2] };
+}
+
+/** A since/until parameter, strictly: see parseIsoInstant. */
+function parseBound(field: "since" | "until", text: string): Date {
+  const parsed = parseIsoInstant(text);
+  if (!parsed.ok) throw invalid(field, `${field} ${parsed.problem}`);
+  return parsed.instant;
 }
 
 /** Checks an event query; throws EventLogError (invalid_filter) naming the first bad field. */
@@ -55,7 +70,7 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
   const valid: ValidEventQuery = { typeIsPattern: false, limit: DEFAULT_EVENT_LIMIT };
   for (const bound of ["since", "until"] as const) {
     if (query[bound] === undefined) continue;
-    if (!validDate(query[bound])) throw invalid(bound, `${bound} must be a valid date`);
+    if (!isStorableDate(query[bound])) throw invalid(bound, `${bound} must be a valid date in the years 0001–9999`);
     valid[bound] = query[bound];
   }
   if (query.type !== undefined) {
@@ -103,11 +118,7 @@ export function eventQueryFromParams(params: Record<string, string | undefined>)
   const query: EventQuery = {};
   for (const bound of ["since", "until"] as const) {
     const text = params[bound];
-    if (text === undefined) continue;
-    const date = new Date(text);
-    if (!/^\d{4}-\d{2}-\d{2}/.test(text) || !validDate(date))
-      throw invalid(bound, `${bound} must be an ISO 8601 date or timestamp (2026-11-23 or 2026-11-23T10:00:00Z)`);
-    query[bound] = date;
+    if (text !== undefined) query[bound] = parseBound(bound, text);
   }
   if (params.type !== undefined) query.type = params.type;
   if (params.status !== undefined) query.status = params.status as EventStatus;

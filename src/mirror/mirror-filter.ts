@@ -1,4 +1,6 @@
 import { ORDER_STATUSES } from "../upstream/models.js";
+import { idProblem } from "./id-text.js";
+import { parseIsoInstant } from "./iso-instant.js";
 import { MirrorFilterError } from "./mirror-filter-error.js";
 import type { MirrorKind, MirrorListFilter } from "./store.js";
 
@@ -15,28 +17,47 @@ export interface ValidFilter {
   after?: string;
 }
 
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2}))?$/;
+/** Mirror ids are the API's: no length of their own, but a URL's worth at most. */
+export const MAX_RECORD_ID_LENGTH = 1000;
 const BOOKING_STATUS = /^[A-Z][A-Z_]{0,39}$/;
 const CURSOR_PREFIX = "id:";
 
 export const encodeCursor = (lastId: string) => Buffer.from(CURSOR_PREFIX + lastId, "utf8").toString("base64url");
 
 function decodeCursor(cursor: string): string {
-  const text = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8") : "";
-  if (!text.startsWith(CURSOR_PREFIX) || text.length === CURSOR_PREFIX.length)
-    throw new MirrorFilterError("cursor", "cursor is not one this API returned (pass nextCursor unchanged)");
-  return text.slice(CURSOR_PREFIX.length);
+  const text = /^[A-Za-z0-9_-]{1,8000}$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8") : "";
+  const id = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length) : "";
+  const problem = idProblem(id, MAX_RECORD_ID_LENGTH);
+  if (problem) throw new MirrorFilterError("cursor", `cursor is not one this API returned (its id ${problem}); pass nextCursor unchanged`);
+  return id;
+}
+
+/** A record id from a path (GET /mirror/{kind}/{id}): one the database could hold, else a 400 naming why. */
+export function validateRecordId(id: string): string {
+  const problem = idProblem(id, MAX_RECORD_ID_LENGTH);
+  if (problem) throw new MirrorFilterError("id", `id ${problem}`);
+  return id;
+}
+
+/** A from/to bound of `kind`: a real calendar date (bookings), or a date or timestamp with zone (orders). */
+function checkBound(kind: MirrorKind, bound: "from" | "to", value: unknown): string {
+  const range = RANGE_FIELD[kind];
+  if (!range) throw new MirrorFilterError(bound, `${kind} cannot be filtered by date (from/to apply to orders and bookings)`);
+  if (typeof value !== "string") throw new MirrorFilterError(bound, `${bound} must be ${range.describe}`);
+  const parsed = parseIsoInstant(value);
+  if (!parsed.ok) throw new MirrorFilterError(bound, `${bound} ${parsed.problem} (${range.describe})`);
+  if (range.dateOnly && !parsed.dateOnly) throw new MirrorFilterError(bound, `${bound} must be ${range.describe}`);
+  return value;
 }
 
 /** The column `from`/`to` bound, per kind: orders by creation time, bookings by their date, others none. */
-export const RANGE_FIELD: Partial<Record<MirrorKind, { column: "created_at" | "date"; format: RegExp; describe: string }>> = {
+export const RANGE_FIELD: Partial<Record<MirrorKind, { column: "created_at" | "date"; dateOnly: boolean; describe: string }>> = {
   orders: {
     column: "created_at",
-    format: TIMESTAMP,
+    dateOnly: false,
     describe: "an ISO-8601 date or timestamp with zone (2026-11-20 or 2026-11-20T08:00:00Z)",
   },
-  bookings: { column: "date", format: DATE, describe: "a date YYYY-MM-DD" },
+  bookings: { column: "date", dateOnly: true, describe: "a date YYYY-MM-DD" },
 };
 
 function checkStatus(kind: MirrorKind, status: string): string {
@@ -53,19 +74,13 @@ function checkStatus(kind: MirrorKind, status: string): string {
 export function validateFilter(kind: MirrorKind, filter: MirrorListFilter = {}): ValidFilter {
   const valid: ValidFilter = { limit: DEFAULT_LIMIT };
   if (filter.restaurantId !== undefined) {
-    if (typeof filter.restaurantId !== "string" || filter.restaurantId === "" || filter.restaurantId.length > 200)
-      throw new MirrorFilterError("restaurantId", "restaurantId must be a non-empty id");
+    const problem = typeof filter.restaurantId === "string" ? idProblem(filter.restaurantId) : "must be a string";
+    if (problem) throw new MirrorFilterError("restaurantId", `restaurantId ${problem}`);
     valid.restaurantId = filter.restaurantId;
   }
   if (filter.status !== undefined) valid.status = checkStatus(kind, filter.status);
   for (const bound of ["from", "to"] as const) {
-    const value = filter[bound];
-    if (value === undefined) continue;
-    const range = RANGE_FIELD[kind];
-    if (!range) throw new MirrorFilterError(bound, `${kind} cannot be filtered by date (from/to apply to orders and bookings)`);
-    if (typeof value !== "string" || !range.format.test(value) || Number.isNaN(Date.parse(value)))
-      throw new MirrorFilterError(bound, `${bound} must be ${range.describe}`);
-    valid[bound] = value;
+    if (filter[bound] !== undefined) valid[bound] = checkBound(kind, bound, filter[bound]);
   }
   if (filter.limit !== undefined) {
     if (!Number.isInteger(filter.limit) || filter.limit < 1 || filter.limit > MAX_LIMIT)
