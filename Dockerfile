@@ -8,6 +8,11 @@
 ARG NODE_IMAGE=node:24.20.0-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
+# os-lock (the embedded database's directory lock, an OS file lock) is a small C addon that
+# node-gyp builds at install: the build stage needs a compiler; the runtime stage gets the result.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund

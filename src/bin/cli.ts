@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { ConfigError } from "../config/index.js";
+import { DataDirLockedError } from "../mirror/data-dir-lock.js";
 import { HandlersModuleError } from "../worker/load-handlers-module.js";
 import { UsageError } from "./usage-error.js";
 
@@ -52,6 +53,11 @@ main(process.argv.slice(2)).catch((err: unknown) => {
   if (err instanceof ConfigError || err instanceof HandlersModuleError) {
     console.error(err.message);
     process.exit(2);
+  }
+  // A second process on an embedded database's directory: the message says what to do; a stack would bury it.
+  if (err instanceof DataDirLockedError) {
+    console.error(`svc-webhooks: ${err.message}`);
+    process.exit(1);
   }
   if (err instanceof UsageError || String((err as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS")) {
     console.error(`svc-webhooks: ${(err as Error).message}`);

@@ -1,15 +1,17 @@
-import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, constants, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { lock } from "os-lock";
 
 /** The embedded database's directory is in use by another live process. */
 export class DataDirLockedError extends Error {
   readonly code = "data_dir_locked";
   constructor(
     readonly dataDir: string,
-    readonly pid: number,
+    /** The pid the holder wrote into the lock file (in its own PID namespace: another container's pid means nothing here). */
+    readonly pid: number | undefined,
   ) {
     super(
-      `the embedded database in ${dataDir} is already open in process ${pid} (lock file ${join(dataDir, LOCK_FILE)}); it serves one process only. ` +
+      `the embedded database in ${dataDir} is already open in another process${pid === undefined ? "" : ` (pid ${pid} as it recorded)`}; it serves one process only. ` +
         `Run web and worker in one process (ROLE=all), or give every process DATABASE_URL=postgres://… (a PostgreSQL server).`,
     );
     this.name = "DataDirLockedError";
@@ -22,69 +24,57 @@ export interface DataDirLock {
 
 const LOCK_FILE = "postgres.lock";
 
-// Lock files this process holds. Process-wide on purpose: it is what tells "this process opened
-// the directory twice" apart from "a previous run that had our pid (a restarted container's pid 1)
-// left its file behind".
+// Lock files this process holds. POSIX record locks belong to the process, so the kernel would
+// let this process lock the file a second time — and closing that second descriptor would drop
+// the first lock. Refusing here keeps "one PGlite per directory" within the process too.
 const heldHere = new Set<string>();
 
-function isAlive(pid: number): boolean {
+function recordedPid(file: string): number | undefined {
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists but belongs to someone else — still alive.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    const pid = Number.parseInt(readFileSync(file, "utf8"), 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
   }
 }
 
 /**
- * Takes `<dataDir>/postgres.lock` exclusively: our pid is written to a private file first, then
- * hard-linked to the lock name (link fails if the name exists), so the lock never exists without
- * its complete pid in it. A lock left by a process that no longer runs is stale and taken over;
- * one held by a live process — this one included, since PGlite cannot share a directory between
- * two instances — fails. (A stale pid reused by an unrelated live process reads as held: remove
- * the file by hand then; the error names it.)
+ * Takes an exclusive OS lock (fcntl, through os-lock) on `<dataDir>/postgres.lock`, held by this
+ * process's open descriptor. The kernel releases it when the process ends however it ends
+ * (SIGKILL, OOM kill, a crashed container), so there is no staleness to judge: no pid is compared,
+ * which is what went wrong across PID namespaces, and whatever a file holds (an old-format pid with
+ * a newline, nothing) does not matter. The lock is on the file's inode, so it holds between
+ * containers sharing the volume. The file is never deleted (a deleted file lets a newcomer lock a
+ * fresh inode beside a live holder); our pid is written into it for the error message only.
  */
-export function lockDataDir(dataDir: string): DataDirLock {
+export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, LOCK_FILE);
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const mine = `${file}.${process.pid}`;
-    writeFileSync(mine, String(process.pid));
-    try {
-      linkSync(mine, file);
-      rmSync(mine, { force: true });
-      heldHere.add(file);
-      let released = false;
-      return {
-        release() {
-          if (released) return;
-          released = true;
-          heldHere.delete(file);
-          rmSync(file, { force: true });
-        },
-      };
-    } catch (error) {
-      rmSync(mine, { force: true });
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    }
-    let holder: number;
-    try {
-      holder = Number.parseInt(readFileSync(file, "utf8"), 10);
-    } catch {
-      continue; // removed between our attempt and the read: try again
-    }
-    const ours = holder === process.pid;
-    if (Number.isInteger(holder) && holder > 0 && (ours ? heldHere.has(file) : isAlive(holder)))
-      throw new DataDirLockedError(dataDir, holder);
-    // Stale (dead pid, our pid from an earlier run, or not a pid at all): remove it, but only if it still holds what we read,
-    // so a process that took the lock since keeps it (a window of one read remains).
-    try {
-      const now = readFileSync(file, "utf8");
-      if (Number.isNaN(holder) ? !/^\d+$/.test(now) : now === String(holder)) rmSync(file, { force: true });
-    } catch {
-      // gone already
-    }
+  if (heldHere.has(file)) throw new DataDirLockedError(dataDir, process.pid);
+  // Claimed before the first await, so two opens in this process cannot both get past the check.
+  heldHere.add(file);
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, constants.O_RDWR | constants.O_CREAT, 0o644);
+    await lock(fd, { exclusive: true, immediate: true });
+  } catch (error) {
+    heldHere.delete(file);
+    // Closing drops no lock of ours: this process holds none on the file (heldHere said so).
+    if (fd !== undefined) closeSync(fd);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EAGAIN" || code === "EACCES") throw new DataDirLockedError(dataDir, recordedPid(file));
+    throw error;
   }
-  throw new Error(`could not take the lock file ${file}: it keeps reappearing with no live owner`);
+  ftruncateSync(fd, 0);
+  writeSync(fd, `${process.pid}\n`, 0);
+  let released = false;
+  const held = fd;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      heldHere.delete(file);
+      closeSync(held); // the kernel drops the lock with the descriptor
+    },
+  };
 }

@@ -98,7 +98,7 @@ function openServer(urlText: string, schema: string, options: DatabaseOptions): 
 
 async function openEmbedded(dataDir: string, schema: string, { logger, embeddedTemplate }: DatabaseOptions): Promise<Database> {
   const inMemory = dataDir.startsWith("memory://");
-  const lock: DataDirLock | undefined = inMemory ? undefined : lockDataDir(dataDir);
+  const lock: DataDirLock | undefined = inMemory ? undefined : await lockDataDir(dataDir);
   let pglite: PGlite;
   try {
     pglite = await PGlite.create(

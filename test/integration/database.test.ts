@@ -1,10 +1,9 @@
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { DataDirLockedError, lockDataDir } from "../../src/mirror/data-dir-lock.js";
+import { DataDirLockedError } from "../../src/mirror/data-dir-lock.js";
 import { createDatabase, DatabaseConfigError } from "../../src/mirror/database.js";
 import { migrateToLatest } from "../../src/mirror/migrate.js";
 import { MIGRATIONS } from "../../src/mirror/migrations/index.js";
@@ -142,24 +141,5 @@ describe("embedded data directory", () => {
     expect(await migrateToLatest(again)).toEqual([]);
     expect(await again.db.selectFrom("reviews").select("id").execute()).toEqual([{ id: "rev_1" }]);
     await again.close();
-  });
-
-  it("takes over a lock left by a process that is gone, and releases it on close", () => {
-    const dataDir = tempDir();
-    const dead = spawnSync(process.execPath, ["-e", ""]).pid;
-    writeFileSync(join(dataDir, "postgres.lock"), String(dead));
-    const lock = lockDataDir(dataDir);
-    expect(readFileSync(join(dataDir, "postgres.lock"), "utf8")).toBe(String(process.pid));
-    expect(() => lockDataDir(dataDir)).toThrow(DataDirLockedError);
-    lock.release();
-    lockDataDir(dataDir).release();
-  });
-
-  it("takes over a lock with this process's pid that this process does not hold (a restarted container's pid 1)", () => {
-    const dataDir = tempDir();
-    writeFileSync(join(dataDir, "postgres.lock"), String(process.pid));
-    const lock = lockDataDir(dataDir);
-    expect(() => lockDataDir(dataDir)).toThrow(DataDirLockedError);
-    lock.release();
   });
 });
