@@ -150,8 +150,8 @@ export async function createService({ config, logger, handlers = [], database }:
               adminToken,
               mirror: {
                 kinds: MIRROR_KINDS,
-                get: (k, id) => mirror.get(k as MirrorKind, validateRecordId(id)),
-                list: (k, q) => mirror.list(k as MirrorKind, filterFromQuery(q)),
+                get: (k, id) => storage.operatorMirror.get(k as MirrorKind, validateRecordId(id)),
+                list: (k, q) => storage.operatorMirror.list(k as MirrorKind, filterFromQuery(q)),
               },
               events: { get: (id) => eventLog.get(id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
               metrics: () => metrics.render(),

@@ -76,7 +76,13 @@ export interface Config {
     changeRelayIntervalMs: number;
   };
   /** PostgreSQL for the mirror and the event log: a server at `url`, else embedded under `dataDir`. */
-  database: { url?: string | undefined; dataDir: string; schema: string };
+  database: {
+    url?: string | undefined;
+    dataDir: string;
+    schema: string;
+    /** Operator reads (GET /events, /mirror) end after this long: a server cancels the statement, the embedded store stops its scan. */
+    operatorQueryTimeoutMs: number;
+  };
   /** Events older than this are pruned from the event log. */
   eventRetentionDays: number;
   adminToken?: string;

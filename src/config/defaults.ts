@@ -23,4 +23,6 @@ export const DEFAULTS = {
   httpMaxHeaderBytes: 8 * 1024,
   /** Request bodies held in memory across all requests at once. */
   maxBufferedBodyBytes: 32 * 1024 * 1024,
+  /** Operator reads (GET /events, /mirror): a server cancels them past this; the embedded store stops its scan. */
+  operatorQueryTimeoutMs: 5000,
 } as const;

@@ -72,7 +72,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       reconcileIntervalMs: e.RECONCILE_INTERVAL_SECONDS * 1000,
       changeRelayIntervalMs: e.CHANGE_RELAY_INTERVAL_MS,
     },
-    database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DATABASE_SCHEMA },
+    database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DATABASE_SCHEMA, operatorQueryTimeoutMs: e.OPERATOR_QUERY_TIMEOUT_MS },
     eventRetentionDays: e.EVENT_RETENTION_DAYS,
     adminToken: e.ADMIN_TOKEN,
     handlersModule: e.HANDLERS_MODULE,

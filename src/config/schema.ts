@@ -81,6 +81,7 @@ export const configSchema = z.object({
     .regex(/^(?!pg_)[a-z_][a-z0-9_]{0,62}$/, "must be a lower-case SQL identifier (letters, digits, _), not starting with pg_")
     .default("svc"),
   EVENT_RETENTION_DAYS: int(1).default(30),
+  OPERATOR_QUERY_TIMEOUT_MS: int(100, 600_000).default(DEFAULTS.operatorQueryTimeoutMs),
 });
 
 export type EnvInput = z.input<typeof configSchema>;

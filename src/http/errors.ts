@@ -66,7 +66,11 @@ export function toHttpFailure(err: unknown): HttpFailure {
  * Typed errors from below the edge (the mirror's filters, the event log) that are the caller's
  * fault, by their stable `code`: http maps them without importing the modules that raise them.
  */
-const STATUS_BY_CODE: ReadonlyMap<string, ContentfulStatusCode> = new Map([["invalid_filter", 400]]);
+const STATUS_BY_CODE: ReadonlyMap<string, ContentfulStatusCode> = new Map([
+  ["invalid_filter", 400],
+  // An operator read cancelled at OPERATOR_QUERY_TIMEOUT_MS: the server is fine, this query was too broad.
+  ["query_timeout", 503],
+]);
 
 function codedError(err: unknown): { code: string; message: string } | undefined {
   if (!(err instanceof Error)) return undefined;

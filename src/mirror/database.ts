@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
+import { DEFAULTS } from "../config/defaults.js";
 import type { Logger } from "../logging/logger.js";
 import { lockDataDir, type DataDirLock } from "./data-dir-lock.js";
 import type { DatabaseSchema } from "./database-schema.js";
@@ -17,12 +18,25 @@ export interface DatabaseOptions {
   logger?: Logger;
   /** Connections in the server pool. Default 10. */
   poolSize?: number;
+  /**
+   * Operator reads (`operatorDb`) end after this long: on a server each statement is cancelled
+   * (statement_timeout); the embedded store, which cannot cancel, stops its scan between
+   * windows. Default 5000.
+   */
+  operatorQueryTimeoutMs?: number;
   /** Embedded only: a PGlite data-directory dump to start from instead of running initdb (tests: ~1 s instead of ~3–10). */
   embeddedTemplate?: Blob;
 }
 
 export interface Database {
   db: Kysely<DatabaseSchema>;
+  /**
+   * For operator reads (GET /events, /mirror): on a server a pool of its own (OPERATOR_POOL_SIZE
+   * connections, statement_timeout set), so a slow read neither holds the worker's connections
+   * nor runs unbounded; embedded, the one connection (`db` itself).
+   */
+  operatorDb: Kysely<DatabaseSchema>;
+  operatorQueryTimeoutMs: number;
   driver: "server" | "embedded";
   schema: string;
   close(): Promise<void>;
@@ -38,6 +52,8 @@ export class DatabaseConfigError extends Error {
 }
 
 export const DEFAULT_SCHEMA = "svc";
+/** Connections of the operator-read pool on a server: reads queue there, never in the worker's pool. */
+export const OPERATOR_POOL_SIZE = 2;
 // Lower-case so it needs no quoting anywhere (psql, search_path, other tools); no pg_ prefix (reserved).
 const SCHEMA_NAME = /^(?!pg_)[a-z_][a-z0-9_]{0,62}$/;
 
@@ -77,26 +93,38 @@ function openServer(urlText: string, schema: string, options: DatabaseOptions): 
   if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
     throw new DatabaseConfigError(`DATABASE_URL must start with postgres:// or postgresql://, not ${url.protocol}//`);
   }
-  const pool = new pg.Pool({
-    connectionString: urlText,
-    max: options.poolSize ?? 10,
-    // A startup parameter, so the path is set before the first query of every new connection.
-    options: `-c search_path=${schema}`,
-  });
   const where = describeServer(url);
-  // An idle client's connection dropped (server restart): pg emits this and drops the client; without a listener it crashes the process.
-  pool.on("error", (error) =>
-    options.logger?.warn(
-      { err: { message: error.message, code: (error as { code?: string }).code }, database: where },
-      "idle database connection failed",
-    ),
-  );
-  const db = new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
+  const timeoutMs = options.operatorQueryTimeoutMs ?? DEFAULTS.operatorQueryTimeoutMs;
+  const openPool = (max: number, startup: string) => {
+    // A startup parameter, so the setting holds from the first query of every new connection.
+    const pool = new pg.Pool({ connectionString: urlText, max, options: `-c search_path=${schema}${startup}` });
+    // An idle client's connection dropped (server restart): pg emits this and drops the client; without a listener it crashes the process.
+    pool.on("error", (error) =>
+      options.logger?.warn(
+        { err: { message: error.message, code: (error as { code?: string }).code }, database: where },
+        "idle database connection failed",
+      ),
+    );
+    return new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
+  };
+  const db = openPool(options.poolSize ?? 10, "");
+  const operatorDb = openPool(OPERATOR_POOL_SIZE, ` -c statement_timeout=${timeoutMs}`);
   options.logger?.info({ database: where, schema, driver: "server" }, "database opened");
-  return { db, driver: "server", schema, close: () => db.destroy() };
+  return {
+    db,
+    operatorDb,
+    operatorQueryTimeoutMs: timeoutMs,
+    driver: "server",
+    schema,
+    close: () => Promise.all([db.destroy(), operatorDb.destroy()]).then(() => undefined),
+  };
 }
 
-async function openEmbedded(dataDir: string, schema: string, { logger, embeddedTemplate }: DatabaseOptions): Promise<Database> {
+async function openEmbedded(
+  dataDir: string,
+  schema: string,
+  { logger, embeddedTemplate, operatorQueryTimeoutMs }: DatabaseOptions,
+): Promise<Database> {
   const inMemory = dataDir.startsWith("memory://");
   const lock: DataDirLock | undefined = inMemory ? undefined : await lockDataDir(dataDir);
   let pglite: PGlite;
@@ -115,6 +143,9 @@ async function openEmbedded(dataDir: string, schema: string, { logger, embeddedT
   logger?.info({ dataDir: inMemory ? "memory" : dataDir, schema, driver: "embedded" }, "database opened");
   return {
     db,
+    // One connection: operator reads share it, bounded by the event log's windowed scan instead.
+    operatorDb: db,
+    operatorQueryTimeoutMs: operatorQueryTimeoutMs ?? DEFAULTS.operatorQueryTimeoutMs,
     driver: "embedded",
     schema,
     async close() {

@@ -2,11 +2,16 @@ import { sql, type Kysely, type Selectable } from "kysely";
 import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database-schema.js";
 import { EventLogError } from "./event-log-error.js";
 import { idProblem } from "./id-text.js";
-import { encodeEventCursor, validateEventQuery, type EventQuery } from "./event-query.js";
+import { EMBEDDED_WINDOW_ROWS, listEvents, MAX_PAGE_BYTES, type EventListBounds, type EventPage } from "./event-list.js";
+import { validateEventQuery } from "./event-query.js";
+import { withOperatorTimeout } from "./operator-query-timeout-error.js";
+import { DEFAULTS } from "../config/defaults.js";
 import { groupCommit } from "../queue/group-commit.js";
 import { fromStoredPayload, needsEscapedForm, storableText, toEscapedForm } from "./stored-payload.js";
 
+import type { EventQuery } from "./event-query.js";
 export type { EventQuery } from "./event-query.js";
+export type { EventPage, EventSummary } from "./event-list.js";
 export type { EventStatus, HandlerOutcome } from "./database-schema.js";
 
 /** One event as the log holds it. */
@@ -23,11 +28,6 @@ export interface LoggedEvent {
   /** Each handler's latest outcome, by handler key. */
   handlers: Record<string, HandlerOutcome>;
   updatedAt: Date;
-}
-
-export interface EventPage {
-  data: LoggedEvent[];
-  nextCursor: string | null;
 }
 
 /** What one attempt at an event did, recorded once when the attempt ends. */
@@ -50,8 +50,12 @@ export interface EventLog {
    * one statement (group commit); each call resolves or rejects with the statement that held it.
    */
   recordAttempt(attempt: EventAttempt): Promise<void>;
+  /** One event whole, payload included. */
   get(id: string): Promise<LoggedEvent | undefined>;
-  /** Oldest first, by (receivedAt, id). */
+  /**
+   * Oldest first, by (receivedAt, id): summaries without payloads (fetch one with `get`), a page
+   * bounded by `limit` and by bytes, an operator read bounded in time (see EventLogOptions).
+   */
   query(query?: EventQuery): Promise<EventPage>;
   /** Deletes events received before `olderThan`, `batchSize` rows per statement; returns how many. */
   prune(olderThan: Date, batchSize?: number): Promise<number>;
@@ -153,8 +157,24 @@ function checkId(id: unknown, field = "id"): string {
   return id;
 }
 
+export interface EventLogOptions {
+  maxBatch?: number;
+  /** Where `get` and `query` read (operator reads: a server's operator pool); default `db`. */
+  reader?: Kysely<DatabaseSchema>;
+  /** How `query` is bounded; default: MAX_PAGE_BYTES, 5 s, one statement. */
+  bounds?: Partial<EventListBounds>;
+}
+
+/** The bounds an operator read of `database` gets: windows on the embedded store, one cancellable statement on a server. */
+export const operatorBounds = (database: { driver: "server" | "embedded"; operatorQueryTimeoutMs: number }): Partial<EventListBounds> => ({
+  timeoutMs: database.operatorQueryTimeoutMs,
+  windowRows: database.driver === "embedded" ? EMBEDDED_WINDOW_ROWS : undefined,
+});
+
 /** The event log in the `events` table: what every worker took and what each handler did with it. */
-export function createEventLog(db: Kysely<DatabaseSchema>, options: { maxBatch?: number } = {}): EventLog {
+export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOptions = {}): EventLog {
+  const reader = options.reader ?? db;
+  const bounds: EventListBounds = { maxPageBytes: MAX_PAGE_BYTES, timeoutMs: DEFAULTS.operatorQueryTimeoutMs, ...options.bounds };
   // Each call learns whether the statement holding its row committed. A refused multi-row
   // statement is retried row by row, so one row the database cannot take (a payload holding
   // \u0000, which jsonb refuses) fails only its own attempt, not every attempt batched with it.
@@ -191,30 +211,14 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: { maxBatch?:
     async get(id) {
       const problem = idProblem(id);
       if (problem) throw new EventLogError("invalid_filter", "id", `id ${problem}`);
-      const row = await db.selectFrom("events").selectAll().where("id", "=", id).executeTakeFirst();
+      const row = await withOperatorTimeout(bounds.timeoutMs, () =>
+        reader.selectFrom("events").selectAll().where("id", "=", id).executeTakeFirst(),
+      );
       return row ? toEvent(row) : undefined;
     },
 
     async query(query) {
-      const q = validateEventQuery(query);
-      let select = db
-        .selectFrom("events")
-        .selectAll()
-        .orderBy("received_at")
-        .orderBy("id")
-        .limit(q.limit + 1);
-      if (q.since) select = select.where("received_at", ">=", q.since);
-      if (q.until) select = select.where("received_at", "<", q.until);
-      if (q.type !== undefined) select = q.typeIsPattern ? select.where("type", "like", q.type) : select.where("type", "=", q.type);
-      if (q.status) select = select.where("status", "=", q.status);
-      if (q.handler !== undefined) select = select.where(sql<boolean>`handlers -> ${q.handler}::text is not null`);
-      if (q.handler !== undefined && q.handlerStatus)
-        select = select.where(sql<boolean>`handlers -> ${q.handler}::text ->> 'status' = ${q.handlerStatus}::text`);
-      if (q.after) select = select.where(sql<boolean>`(received_at, id) > (${q.after.receivedAt}::timestamptz, ${q.after.id}::text)`);
-      const rows = await select.execute();
-      const page = rows.slice(0, q.limit).map(toEvent);
-      const last = page[page.length - 1];
-      return { data: page, nextCursor: rows.length > q.limit && last ? encodeEventCursor(last.receivedAt, last.id) : null };
+      return listEvents(reader, validateEventQuery(query), bounds);
     },
 
     async prune(olderThan, batchSize = 500) {

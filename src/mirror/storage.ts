@@ -2,8 +2,9 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { createChangeOutbox, type ChangeOutbox } from "./change-outbox.js";
 import { createDatabase, type Database } from "./database.js";
-import { createEventLog, type EventLog } from "./event-log.js";
+import { createEventLog, operatorBounds, type EventLog } from "./event-log.js";
 import { migrateToLatest } from "./migrate.js";
+import { withOperatorTimeout } from "./operator-query-timeout-error.js";
 import { createPostgresMirror } from "./postgres-store.js";
 import type { MirrorStore, RejectedRecord } from "./store.js";
 
@@ -11,6 +12,8 @@ import type { MirrorStore, RejectedRecord } from "./store.js";
 export interface Storage {
   database: Database;
   mirror: MirrorStore;
+  /** The mirror for operator reads (GET /mirror): a server's operator pool, cancelled past OPERATOR_QUERY_TIMEOUT_MS. */
+  operatorMirror: Pick<MirrorStore, "get" | "list">;
   eventLog: EventLog;
   /** Change events written with the mirror, waiting for the relay. */
   changeOutbox: ChangeOutbox;
@@ -42,12 +45,15 @@ export async function openStorage(
       url: config.url,
       dataDir: config.dataDir,
       schema: config.schema,
+      operatorQueryTimeoutMs: config.operatorQueryTimeoutMs,
       logger: options.logger,
     }));
   return {
     database,
     mirror: createPostgresMirror(database.db, { onRejected: options.onRejected }),
-    eventLog: createEventLog(database.db),
+    operatorMirror: operatorReads(createPostgresMirror(database.operatorDb), database.operatorQueryTimeoutMs),
+    // Operator reads go through the operator pool (a server) or the windowed scan (embedded).
+    eventLog: createEventLog(database.db, { reader: database.operatorDb, bounds: operatorBounds(database) }),
     changeOutbox: createChangeOutbox(database.db),
     migrate: () => migrateToLatest(database),
     async ping() {
@@ -56,5 +62,13 @@ export async function openStorage(
     async close() {
       if (owned) await database.close();
     },
+  };
+}
+
+/** A mirror's reads with a statement timeout turned into OperatorQueryTimeoutError (HTTP 503). */
+function operatorReads(mirror: MirrorStore, timeoutMs: number): Pick<MirrorStore, "get" | "list"> {
+  return {
+    get: (kind, id) => withOperatorTimeout(timeoutMs, () => mirror.get(kind, id)),
+    list: (kind, filter) => withOperatorTimeout(timeoutMs, () => mirror.list(kind, filter)),
   };
 }
