@@ -12,7 +12,7 @@ export interface EventSummary {
   receivedAt: Date;
   status: EventStatus;
   attempts: number;
-  /** Each handler's latest outcome; an error longer than SUMMARY_ERROR_LENGTH is cut (the event itself has it whole). */
+  /** Each handler's latest status and attempts, its error cut to SUMMARY_ERROR_LENGTH (the event itself has it whole, with any stack). */
   handlers: Record<string, HandlerOutcome>;
   updatedAt: Date;
 }
@@ -60,11 +60,12 @@ interface SummaryRow {
 function toSummary(row: SummaryRow): EventSummary {
   const handlers: Record<string, HandlerOutcome> = {};
   for (const [key, outcome] of Object.entries(row.handlers)) {
-    const error = outcome.error;
+    // Status, attempts and the start of the error only: anything longer (a stack) is in GET /events/{id}.
+    const { status, attempts, error } = outcome;
     handlers[key] =
-      error !== undefined && error.length > SUMMARY_ERROR_LENGTH
-        ? { ...outcome, error: `${error.slice(0, SUMMARY_ERROR_LENGTH)}…` }
-        : outcome;
+      error === undefined
+        ? { status, attempts }
+        : { status, attempts, error: error.length > SUMMARY_ERROR_LENGTH ? `${error.slice(0, SUMMARY_ERROR_LENGTH)}…` : error };
   }
   return {
     id: row.id,
