@@ -64,6 +64,8 @@ export interface Config {
     lockMs: number;
     /** How many times a job may be found stalled (its worker died) before it fails. */
     maxStalls: number;
+    /** How long one attempt's handlers may run before it counts as a retryable failure; 0: no deadline. */
+    handlerTimeoutMs: number;
     /** How long a refresh waits so that a burst of events shares one list sweep. */
     syncDebounceMs: number;
     /** 0 turns the scheduled reconciliation off. */

@@ -70,6 +70,7 @@ export const configSchema = z.object({
   JOB_BACKOFF_MS: int(1).default(DEFAULTS.jobBackoffMs),
   JOB_LOCK_MS: int(1000).default(DEFAULTS.jobLockMs),
   JOB_MAX_STALLS: int(1, 100).default(DEFAULTS.jobMaxStalls),
+  HANDLER_TIMEOUT_MS: int(0, 24 * 3600 * 1000).default(DEFAULTS.handlerTimeoutMs),
   SYNC_DEBOUNCE_MS: int(0, 60_000).default(1000),
   RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
   CHANGE_RELAY_INTERVAL_MS: int(0, 600_000).default(1000),

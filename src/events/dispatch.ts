@@ -1,4 +1,5 @@
 import { isKnownEventType, parseKnownEvent, type AnyEvent } from "./catalog.js";
+import { untilAborted } from "./handler-deadline.js";
 import type { HandlerRegistry } from "./registry.js";
 
 export interface HandlerFailure {
@@ -23,6 +24,8 @@ export interface DispatchResult {
  * them even when some fail, and reports each outcome; one failing handler never stops another.
  * A known type is validated first and its handlers get the typed event; '*' handlers get it as is.
  * `onSuccess` records a success (for a retry to skip it); its own failure is reported apart.
+ * Once `deadline` is aborted, every handler still running fails with its reason (a
+ * HandlerTimeoutError) and the dispatch returns without waiting for them.
  */
 export async function dispatchEvent<Ctx>(
   registry: HandlerRegistry<Ctx>,
@@ -30,6 +33,7 @@ export async function dispatchEvent<Ctx>(
   ctx: Ctx,
   alreadyDone: ReadonlySet<string> = new Set(),
   onSuccess?: (key: string) => Promise<void>,
+  deadline?: AbortSignal,
 ): Promise<DispatchResult> {
   const typed = isKnownEventType(event.type) ? parseKnownEvent(event.type, event) : event;
   const pending = registry.handlersFor(event.type).filter((h) => !alreadyDone.has(h.key));
@@ -37,7 +41,8 @@ export async function dispatchEvent<Ctx>(
   await Promise.all(
     pending.map(async ({ key, type, handler }) => {
       try {
-        await (handler as (e: unknown, c: Ctx) => unknown)(type === "*" ? event : typed, ctx);
+        const run = (handler as (e: unknown, c: Ctx) => unknown)(type === "*" ? event : typed, ctx);
+        await untilAborted(Promise.resolve(run), deadline);
       } catch (error) {
         result.failures.push({ key, error });
         return;

@@ -4,6 +4,7 @@ import type { RedisClient } from "../redis/connection.js";
 import type { Logger } from "pino";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
 import { dispatchEvent, errorMessage, failedOutcome, handlerStacks, withHandlerStacks, type HandlerFailure } from "../events/dispatch.js";
+import { startHandlerDeadline } from "../events/handler-deadline.js";
 import type { HandlerRegistry } from "../events/registry.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
 import type { EventJournal } from "./event-journal.js";
@@ -20,8 +21,10 @@ export interface EventWorkerOptions<Ctx> {
   lockMs?: number;
   maxStalls?: number;
   logger: Logger;
-  /** `attempt` is 1 on an event's first run, 2 on its first retry, … */
-  makeContext(event: AnyEvent, attempt: number, logger: Logger): Ctx;
+  /** `attempt` is 1 on an event's first run, 2 on its first retry, …; `signal` aborts at the deadline. */
+  makeContext(event: AnyEvent, attempt: number, logger: Logger, signal: AbortSignal): Ctx;
+  /** How long an attempt's handlers may run (HANDLER_TIMEOUT_MS); past it they fail, retryably. 0 or unset: no deadline. */
+  handlerTimeoutMs?: number;
   /** Errors that no retry can fix (a 4xx from the API other than 429). */
   isPermanent?(err: unknown): boolean;
   /** The event log: every event taken and each handler's outcome. */
@@ -76,20 +79,25 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
       // script fewer per job, a third of the worker's Redis work with a single handler).
       const pending = registry.handlersFor(event.type).filter((h) => !done.has(h.key)).length;
       let succeeded = 0;
+      const deadline = startHandlerDeadline(options.handlerTimeoutMs ?? 0);
       try {
-        result = await dispatchEvent(registry, event, options.makeContext(event, attempt, log), done, async (key) => {
+        const ctx = options.makeContext(event, attempt, log, deadline.signal);
+        const onSuccess = async (key: string) => {
           done.add(key);
           outcomes[key] = { status: "ok" };
           if (++succeeded === pending) return;
           unrecordedSaved = true;
           await job.updateProgress({ done: [...done], unrecorded: { ...outcomes } } satisfies Progress);
-        });
+        };
+        result = await dispatchEvent(registry, event, ctx, done, onSuccess, deadline.signal);
       } catch (err) {
         if (err instanceof EventDataError) {
           await record("failed");
           throw new UnrecoverableError(err.message);
         }
         throw err;
+      } finally {
+        deadline.clear();
       }
       for (const u of result.unsaved)
         log.warn({ handler: u.key, err: errorMessage(u.error) }, "handler succeeded but its progress was not saved: a retry runs it again");

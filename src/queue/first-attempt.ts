@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
 import { dispatchEvent, errorMessage, failedOutcome, handlerStacks } from "../events/dispatch.js";
+import { startHandlerDeadline } from "../events/handler-deadline.js";
 import type { HandlerRegistry } from "../events/registry.js";
 import type { EventJobData, HandlerOutcomeData } from "./event-job.js";
 import type { EventAttempt } from "./event-journal.js";
@@ -26,7 +27,10 @@ export interface FirstAttemptOptions<Ctx> {
   registry: HandlerRegistry<Ctx>;
   /** Attempts per event in all: with 1, a failure is final. */
   attempts: number;
-  makeContext(event: AnyEvent, attempt: number, logger: Logger): Ctx;
+  /** `signal` is aborted when the attempt's deadline (`handlerTimeoutMs`) passes. */
+  makeContext(event: AnyEvent, attempt: number, logger: Logger, signal: AbortSignal): Ctx;
+  /** How long the event's handlers may run (HANDLER_TIMEOUT_MS); 0 or unset: no deadline. */
+  handlerTimeoutMs?: number;
   /** Errors that no retry can fix, beside BullMQ's UnrecoverableError. */
   isPermanent?(err: unknown): boolean;
   logger: Logger;
@@ -35,7 +39,8 @@ export interface FirstAttemptOptions<Ctx> {
 /**
  * Runs every handler of the event once, each failure isolated (dispatchEvent), and says what
  * follows: handled; retried (some failure a retry may fix, attempts left); or failed for good
- * (every failure permanent, the data does not match its schema, or no attempt left).
+ * (every failure permanent, the data does not match its schema, or no attempt left). A handler
+ * still running at the deadline is a retryable failure; the attempt does not wait for it.
  */
 export async function runFirstAttempt<Ctx>(options: FirstAttemptOptions<Ctx>, entryId: string, data: EventJobData): Promise<FirstAttempt> {
   const started = performance.now();
@@ -50,12 +55,22 @@ export async function runFirstAttempt<Ctx>(options: FirstAttemptOptions<Ctx>, en
     handlers,
   });
   let result;
+  const deadline = startHandlerDeadline(options.handlerTimeoutMs ?? 0);
   try {
-    result = await dispatchEvent(options.registry, event, options.makeContext(event, 1, log));
+    result = await dispatchEvent(
+      options.registry,
+      event,
+      options.makeContext(event, 1, log, deadline.signal),
+      undefined,
+      undefined,
+      deadline.signal,
+    );
   } catch (err) {
     if (!(err instanceof EventDataError)) throw err;
     log.warn({ err: err.message }, "event failed for good");
     return { entryId, data, record: record("failed"), deadLetter: err.message, started };
+  } finally {
+    deadline.clear();
   }
   for (const key of result.succeeded) handlers[key] = { status: "ok" };
   for (const f of result.failures) {

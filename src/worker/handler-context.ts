@@ -21,6 +21,12 @@ export interface HandlerContext {
   logger: Logger;
   /** 1 on the first run of the event's job, 2 on its first retry, … */
   attempt: number;
+  /**
+   * Aborted when the attempt's deadline (HANDLER_TIMEOUT_MS) passes: pass it to fetch and other
+   * cancellable work. The attempt then counts as a retryable failure whether or not the handler
+   * stops; its result, if it ever ends, is ignored.
+   */
+  signal: AbortSignal;
 }
 
 export type EventHandler<T extends KnownEventType | ChangeEventType | "*"> = Handler<

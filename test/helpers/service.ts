@@ -7,7 +7,7 @@ import { createRedisConnection, type RedisClient } from "../../src/redis/connect
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { signPayload } from "../../src/events/signature.js";
 import { captureLogs } from "./log-capture.js";
-import { openTestDatabase, preferredDriver, type TestDatabase } from "./postgres.js";
+import { openTestDatabase, preferredDriver, type TestDatabase, type TestDriver } from "./postgres.js";
 import { TEST_SECRET } from "./edge.js";
 
 export const ADMIN_TOKEN = "admin-token-for-tests-0123456789";
@@ -29,7 +29,11 @@ export interface TestService {
 }
 
 /** A whole service (edge and worker unless ROLE says otherwise), isolated by its own prefix. */
-export async function startService(env: Record<string, string> = {}, handlers: EventHandlers[] = []): Promise<TestService> {
+export async function startService(
+  env: Record<string, string> = {},
+  handlers: EventHandlers[] = [],
+  options: { driver?: TestDriver } = {},
+): Promise<TestService> {
   const prefix = `test-${randomUUID().slice(0, 8)}`;
   const config = loadConfig({
     HOST: "127.0.0.1",
@@ -49,7 +53,7 @@ export async function startService(env: Record<string, string> = {}, handlers: E
     destination: logs.stream,
     secrets: [...config.signingSecrets, ADMIN_TOKEN, ...(config.api ? [config.api.apiKey] : [])],
   });
-  const database: TestDatabase = await openTestDatabase(preferredDriver(), { migrations: 0 });
+  const database: TestDatabase = await openTestDatabase(options.driver ?? preferredDriver(), { migrations: 0 });
   const service = await createService({ config, logger, handlers, database });
   const url = await service.start();
   const redis = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
