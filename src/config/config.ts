@@ -66,6 +66,8 @@ export interface Config {
     maxStalls: number;
     /** How long one attempt's handlers may run before it counts as a retryable failure; 0: no deadline. */
     handlerTimeoutMs: number;
+    /** Stream entry bytes a worker holds in flight at most (at least one entry always runs). */
+    maxInflightBytes: number;
     /** How long a refresh waits so that a burst of events shares one list sweep. */
     syncDebounceMs: number;
     /** 0 turns the scheduled reconciliation off. */

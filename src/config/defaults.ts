@@ -30,4 +30,10 @@ export const DEFAULTS = {
    * rate-limit window of waiting and then some), since it only has to catch a handler that hangs.
    */
   handlerTimeoutMs: 300_000,
+  /**
+   * Stream entries (event JSON) a worker holds in flight. 16 MiB: 16 events at the 1 MiB body
+   * limit, each costing a few times its size once parsed and recorded, stays well inside a 512 MB
+   * VM (see docs/reliability.md); small events are bounded by WORKER_CONCURRENCY long before this.
+   */
+  workerMaxInflightBytes: 16 * 1024 * 1024,
 } as const;

@@ -69,6 +69,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       lockMs: e.JOB_LOCK_MS,
       maxStalls: e.JOB_MAX_STALLS,
       handlerTimeoutMs: e.HANDLER_TIMEOUT_MS,
+      maxInflightBytes: e.WORKER_MAX_INFLIGHT_BYTES,
       syncDebounceMs: e.SYNC_DEBOUNCE_MS,
       reconcileIntervalMs: e.RECONCILE_INTERVAL_SECONDS * 1000,
       changeRelayIntervalMs: e.CHANGE_RELAY_INTERVAL_MS,

@@ -71,6 +71,7 @@ export const configSchema = z.object({
   JOB_LOCK_MS: int(1000).default(DEFAULTS.jobLockMs),
   JOB_MAX_STALLS: int(1, 100).default(DEFAULTS.jobMaxStalls),
   HANDLER_TIMEOUT_MS: int(0, 24 * 3600 * 1000).default(DEFAULTS.handlerTimeoutMs),
+  WORKER_MAX_INFLIGHT_BYTES: int(1024).default(DEFAULTS.workerMaxInflightBytes),
   SYNC_DEBOUNCE_MS: int(0, 60_000).default(1000),
   RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
   CHANGE_RELAY_INTERVAL_MS: int(0, 600_000).default(1000),

@@ -7,33 +7,41 @@ import { errorMessage } from "../events/dispatch.js";
 import type { RedisClient } from "../redis/connection.js";
 import { defineScripts } from "../redis/define-scripts.js";
 import { redisKeys } from "../redis/keys.js";
-import { continuationOf, type ContinuationOptions } from "./continuation.js";
+import { DEFAULTS } from "../config/defaults.js";
+import { continuationOf, type ContinuationJob, type ContinuationOptions } from "./continuation.js";
+import { groupCommit } from "./group-commit.js";
+import { createInflightEntries, type InflightFigures } from "./inflight-entries.js";
+import { recordUntilTaken } from "./record-until-taken.js";
 import type { EventJobData } from "./event-job.js";
 import type { EventJournal } from "./event-journal.js";
 import { runFirstAttempt, type FirstAttempt, type FirstAttemptOptions } from "./first-attempt.js";
 import { decodeEntry, ENTRY_FIELD, jobOfEntry, type EntryJob } from "./stream-entry.js";
 
-/** With FirstAttemptOptions: the registry, attempts in all, makeContext, isPermanent, logger. */
+/** With FirstAttemptOptions: the registry, attempts in all, makeContext, handlerTimeoutMs, isPermanent, logger. */
 export interface StreamConsumerOptions<Ctx> extends FirstAttemptOptions<Ctx> {
   /** A "worker" connection (maxRetriesPerRequest: null); the consumer duplicates it for its blocking reads. */
   connection: RedisClient;
   prefix: string;
   /** The events queue: retries, dead letters, and entries a dead consumer left, continue there. */
   queue: Queue<EventJobData>;
-  /** Handlers of this many events run at once (as a BullMQ worker's concurrency). */
+  /** Entries in flight at once (as a BullMQ worker's concurrency): each is acknowledged on its own. */
   concurrency: number;
+  /** Entry bytes in flight at once (default DEFAULTS.workerMaxInflightBytes); one entry always runs. */
+  maxInflightBytes?: number;
+  /** The largest an entry can be (default 1 MiB + 4 KiB: the default body limit and the envelope). */
+  largestEntryBytes?: number;
   /** The first retry's backoff (the first attempt runs here, the rest in the queue). */
   backoffMs: number;
   dedupWindowSeconds: number;
   /** The event log: every event taken and each handler's outcome. */
   journal?: EventJournal;
-  /** Most entries read (and handled) per batch (default 500). */
+  /** Most entries read, or claimed from a dead consumer, per call (default 500). */
   batchSize?: number;
   /** How long one read waits for new entries (default 1000). */
   blockMs?: number;
   /** Entries another consumer read but did not acknowledge for this long are taken over (it died). */
   claimIdleMs: number;
-  /** Called once per event the batch settled: handled, failed for good, or handed to the queue to retry. */
+  /** Called once per event the consumer settled: handled, failed for good, or handed to the queue to retry. */
   onSettled?(event: StreamSettled): void;
   /** Called with the number of entries claimed from a dead consumer and moved into the events queue. */
   onClaimed?(count: number): void;
@@ -50,11 +58,18 @@ export interface StreamSettled {
 
 export interface StreamConsumer {
   start(): Promise<void>;
-  /** Finishes the batch in hand (handled, recorded, acknowledged) within `deadlineMs`, then stops reading. */
+  /** Finishes the entries in hand (handled, recorded, acknowledged) within `deadlineMs`, then stops reading. */
   stop(deadlineMs?: number): Promise<void>;
+  /** True while some attempt waits for the event log to take it (the database is away): for readiness. */
+  waitingOnLog(): boolean;
+  /** Entries (and their bytes) read and not yet acknowledged, and the most bytes held at once. */
+  inflight(): InflightFigures;
 }
 
 type Entry = [id: string, fields: string[]];
+
+/** The default body limit (MAX_BODY_BYTES) and room for the envelope (id, type, receivedAt). */
+const LARGEST_ENTRY_BYTES = 1024 * 1024 + 4096;
 
 // Acknowledge and delete in one call, so the stream holds exactly the events no consumer finished.
 const ACK_DELETE = `
@@ -67,32 +82,58 @@ interface ConsumerCommands {
 
 /**
  * The worker's hot path: handles events straight from the ingest stream the edge appends to. It
- * reads a batch with a consumer group, runs each event's handlers (`concurrency` events at a
- * time), records every attempt in the event log (group-committed: one statement for the batch),
- * hands the events that must run again to the events queue in one addBulk, and only then
- * acknowledges and deletes the batch. So an event that succeeds first time costs no BullMQ job;
- * retries with backoff, dead letters, replays and change events stay BullMQ's.
+ * keeps up to `concurrency` entries in flight (and no more than `maxInflightBytes` of them), reads
+ * with a consumer group whenever a slot is free, and settles each entry on its own: runs its
+ * handlers (under the handler deadline), records the attempt in the event log (group-committed
+ * with the attempts that end alongside), hands an event that must run again to the events queue,
+ * and only then acknowledges and deletes that entry. A slow or hung handler holds one slot, never
+ * the stream. An event that succeeds first time costs no BullMQ job; retries with backoff, dead
+ * letters, replays and change events stay BullMQ's.
  *
- * While a batch runs, its entries are re-claimed (XCLAIM JUSTID) every third of `claimIdleMs`,
- * as a BullMQ worker extends its lock. A consumer that dies leaves its entries pending: after
+ * While an entry is in flight it is re-claimed (XCLAIM JUSTID) every third of `claimIdleMs`, as a
+ * BullMQ worker extends its lock. A consumer that dies leaves its entries pending: after
  * `claimIdleMs` any consumer claims them (XAUTOCLAIM) and moves them into the events queue, where
  * they run again (at least once, as a crashed BullMQ job does). That move names the job after the
  * entry and deduplicates on the event id for the window, so moving an entry twice adds one job.
+ *
+ * While the event log cannot take an attempt, its entry holds its slot (recordUntilTaken): with
+ * every slot waiting, nothing new is read, the stream grows, and the edge answers 503.
  */
 export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): StreamConsumer {
   const keys = redisKeys(options.prefix).ingest;
-  const { logger, registry, queue } = options;
+  const { logger, queue } = options;
   const batchSize = options.batchSize ?? 500;
   const blockMs = options.blockMs ?? 1000;
   const dedupTtlMs = options.dedupWindowSeconds * 1000;
   const consumer = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const redis = defineScripts<ConsumerCommands>(options.connection, { svcStreamAckDelete: { numberOfKeys: 1, lua: ACK_DELETE } });
+  const maxBytes = options.maxInflightBytes ?? DEFAULTS.workerMaxInflightBytes;
+  const largestEntryBytes = options.largestEntryBytes ?? LARGEST_ENTRY_BYTES;
+  const inflight = createInflightEntries({ concurrency: options.concurrency, maxBytes, largestEntryBytes });
+  // Claimed entries are held until they are in the queue: at most what one byte budget holds.
+  const claimCount = Math.max(1, Math.min(batchSize, Math.floor(maxBytes / largestEntryBytes)));
+  // Entries that settle together are acknowledged together, and their jobs added in one addBulk:
+  // one round trip each per I/O turn, while no entry waits for another's handlers.
+  const ackDelete = groupCommit<string, string>(async (ids) => {
+    await redis.svcStreamAckDelete(keys.stream, keys.group, ...ids);
+    return ids;
+  }, 500);
+  const addJob = groupCommit<ContinuationJob, unknown>((jobs) => queue.addBulk(jobs), 500);
+  const continuationOptions: ContinuationOptions = {
+    attempts: options.attempts,
+    backoffMs: options.backoffMs,
+    dedupTtlMs,
+    handlerKeys: (type) => options.registry.handlersFor(type).map((h) => h.key),
+  };
   // Blocking reads get a connection of their own: they would hold up every command behind them.
   let reader: RedisClient | undefined;
   let stopping = false;
   let running: Promise<void> | undefined;
-  let wake: (() => void) | undefined;
+  let heartbeat: NodeJS.Timeout | undefined;
   let nextClaimAt = 0;
+  let waitingOnLog = 0;
+  const stopped = new AbortController();
+  const pause = (ms: number) => delay(ms, undefined, { ref: false, signal: stopped.signal }).catch(() => undefined);
 
   const ensureGroup = async () => {
     // "0": the edge may have appended before any consumer existed.
@@ -102,10 +143,10 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
   };
 
   /** The first attempt of one entry's event; undefined for an entry that can never be an event. */
-  const attempt = async (entryId: string, fields: string[]): Promise<FirstAttempt | undefined> => {
+  const attempt = async (entryId: string, text: string): Promise<FirstAttempt | undefined> => {
     let data: EventJobData;
     try {
-      data = decodeEntry(fields[fields.indexOf(ENTRY_FIELD) + 1] ?? "");
+      data = decodeEntry(text);
     } catch (err) {
       // Only this service writes the stream; an unreadable entry can never be handled.
       logger.error({ entryId, err: (err as Error).message }, "dropping an unreadable stream entry");
@@ -113,59 +154,51 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
     }
     return runFirstAttempt(options, entryId, data);
   };
-  const continuationOptions: ContinuationOptions = {
-    attempts: options.attempts,
-    backoffMs: options.backoffMs,
-    dedupTtlMs,
-    handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key),
+
+  /** Whether the log took the attempt (false: it refused the event); undefined when stopping first. */
+  const record = async (a: FirstAttempt): Promise<boolean | undefined> => {
+    if (!options.journal) return true;
+    const outcome = await recordUntilTaken(a.record, {
+      journal: options.journal,
+      logger,
+      stopping: () => stopping,
+      sleep: pause,
+      onWaiting: (waiting) => (waitingOnLog += waiting ? 1 : -1),
+    });
+    return outcome === "stopped" ? undefined : outcome === "recorded";
   };
 
-  const handleBatch = async (entries: Entry[]) => {
-    const ids = entries.map(([id]) => id);
-    // Keep the batch ours while its handlers run (a BullMQ worker's lock extension).
-    const heartbeat = setInterval(
-      () => void options.connection.call("XCLAIM", keys.stream, keys.group, consumer, "0", ...ids, "JUSTID").catch(() => undefined),
-      Math.max(50, options.claimIdleMs / 3),
-    );
-    try {
-      const attempts: (FirstAttempt | undefined)[] = new Array<FirstAttempt | undefined>(entries.length);
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: Math.min(options.concurrency, entries.length) }, async () => {
-          for (let i = next++, entry = entries[i]; entry; i = next++, entry = entries[i]) attempts[i] = await attempt(entry[0], entry[1]);
-        }),
-      );
-      // One group-committed write for the batch. An attempt the log refused is not lost: its
-      // event continues in the queue, which records it (nothing is handled unrecorded).
-      const { journal } = options;
-      const recorded = await Promise.all(
-        attempts.map(async (a) => {
-          if (!a || !journal) return true;
-          try {
-            await journal.recordAttempt(a.record);
-            return true;
-          } catch (err) {
-            logger.warn(
-              { eventId: a.data.id, err: errorMessage(err) },
-              "could not record the event's attempt; the events queue retries it",
-            );
-            return false;
-          }
-        }),
-      );
-      const continuations = attempts.map((a, i) => (a ? continuationOf(a, recorded[i] ?? false, continuationOptions) : undefined));
-      const jobs = continuations.flatMap((c) => (c?.job ? [c.job] : []));
-      if (jobs.length > 0) await queue.addBulk(jobs);
-      await redis.svcStreamAckDelete(keys.stream, keys.group, ...ids);
-      const now = performance.now();
-      attempts.forEach((a, i) => {
-        const outcome = continuations[i]?.outcome;
-        if (a && outcome)
-          options.onSettled?.({ id: a.data.id, type: a.data.type, entryId: a.entryId, outcome, seconds: (now - a.started) / 1000 });
-      });
-    } finally {
-      clearInterval(heartbeat);
+  /** One entry, start to end: attempt, record, continue in the queue if need be, acknowledge. */
+  const settle = async (entryId: string, text: string) => {
+    const a = await attempt(entryId, text);
+    if (!a) {
+      await ackDelete(entryId);
+      return;
     }
+    const recorded = await record(a);
+    // Stopping while the log is away: left pending, another consumer claims it into the queue.
+    if (recorded === undefined) return;
+    const { outcome, job } = continuationOf(a, recorded, continuationOptions);
+    if (job) await addJob(job);
+    await ackDelete(entryId);
+    options.onSettled?.({ id: a.data.id, type: a.data.type, entryId, outcome, seconds: (performance.now() - a.started) / 1000 });
+  };
+
+  const begin = ([entryId, fields]: Entry) => {
+    const text = fields[fields.indexOf(ENTRY_FIELD) + 1] ?? "";
+    inflight.add(entryId, Buffer.byteLength(text));
+    settle(entryId, text)
+      // A step that failed (Redis away) leaves the entry pending: no longer kept by the heartbeat,
+      // it is claimed after claimIdleMs and runs again from the events queue.
+      .catch((err: unknown) => logger.warn({ entryId, err: errorMessage(err) }, "could not settle a stream entry; it will be claimed"))
+      .finally(() => inflight.remove(entryId));
+  };
+
+  /** Keeps the entries in flight ours (a BullMQ worker's lock extension); settled ones drop out. */
+  const extendClaims = () => {
+    const ids = inflight.ids();
+    if (ids.length === 0) return;
+    void options.connection.call("XCLAIM", keys.stream, keys.group, consumer, "0", ...ids, "JUSTID").catch(() => undefined);
   };
 
   /** Moves entries a dead consumer (or this one, before a lost reply) left pending into the events queue. */
@@ -179,25 +212,39 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
         options.claimIdleMs,
         cursor,
         "COUNT",
-        batchSize,
+        claimCount,
       )) as [string, (Entry | null)[]];
-      const live = entries.filter((e): e is Entry => e !== null);
-      if (live.length > 0) {
-        logger.info({ count: live.length }, "claimed stream entries a stopped consumer left pending; they continue in the events queue");
-        const jobs: EntryJob[] = [];
-        for (const [id, fields] of live) {
-          try {
-            jobs.push(jobOfEntry(id, fields[fields.indexOf(ENTRY_FIELD) + 1] ?? "", dedupTtlMs));
-          } catch (err) {
-            logger.error({ entryId: id, err: (err as Error).message }, "dropping an unreadable stream entry");
-          }
-        }
-        if (jobs.length > 0) await queue.addBulk(jobs);
-        await redis.svcStreamAckDelete(keys.stream, keys.group, ...live.map(([id]) => id));
-        options.onClaimed?.(jobs.length);
-      }
+      const live = entries.filter((e): e is Entry => e !== null && !inflight.has(e[0]));
+      if (live.length > 0) await moveToQueue(live);
       cursor = nextCursor;
     } while (cursor !== "0-0" && !stopping);
+  };
+
+  const moveToQueue = async (live: Entry[]) => {
+    logger.info({ count: live.length }, "claimed stream entries a stopped consumer left pending; they continue in the events queue");
+    const jobs: EntryJob[] = [];
+    for (const [id, fields] of live) {
+      try {
+        jobs.push(jobOfEntry(id, fields[fields.indexOf(ENTRY_FIELD) + 1] ?? "", dedupTtlMs));
+      } catch (err) {
+        logger.error({ entryId: id, err: (err as Error).message }, "dropping an unreadable stream entry");
+      }
+    }
+    if (jobs.length > 0) await queue.addBulk(jobs);
+    await redis.svcStreamAckDelete(keys.stream, keys.group, ...live.map(([id]) => id));
+    options.onClaimed?.(jobs.length);
+  };
+
+  /** Reads as many new entries as there is room for (blocking up to blockMs) and starts each. */
+  const readStep = async (r: RedisClient) => {
+    const room = Math.min(inflight.room(), batchSize);
+    if (room === 0) {
+      await inflight.whenRoom(blockMs);
+      return;
+    }
+    const reply = (await r.xreadgroup("GROUP", keys.group, consumer, "COUNT", room, "BLOCK", blockMs, "STREAMS", keys.stream, ">")) as
+      [string, Entry[]][] | null;
+    for (const entry of reply?.[0]?.[1] ?? []) begin(entry);
   };
 
   const loop = async (r: RedisClient) => {
@@ -208,34 +255,16 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
           await claimAbandoned(r);
           nextClaimAt = Date.now() + Math.max(100, options.claimIdleMs / 2);
         }
-        const reply = (await r.xreadgroup(
-          "GROUP",
-          keys.group,
-          consumer,
-          "COUNT",
-          batchSize,
-          "BLOCK",
-          blockMs,
-          "STREAMS",
-          keys.stream,
-          ">",
-        )) as [string, Entry[]][] | null;
-        const entries = reply?.[0]?.[1] ?? [];
-        if (entries.length > 0) await handleBatch(entries);
+        await readStep(r);
         failures = 0;
       } catch (err) {
         const message = errorMessage(err);
         // The group (or the stream) vanished: a flushed or replaced Redis. Make it again.
         // A failed re-creation shows up as the next read's error, and is retried after it.
         if (message.includes("NOGROUP")) await ensureGroup().catch(() => undefined);
-        // A batch that failed part way stays pending: claimed after claimIdleMs, it runs again in the queue.
         logger.warn({ err: message }, "stream consumer error; retrying");
         failures++;
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-          setTimeout(resolve, Math.min(50 * 2 ** Math.min(failures, 5), 1000)).unref();
-        });
-        wake = undefined;
+        await pause(Math.min(50 * 2 ** Math.min(failures, 5), 1000));
       }
     }
   };
@@ -247,20 +276,30 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
       reader = own;
       own.on("error", (err: Error) => logger.warn({ err: err.message }, "stream consumer connection error"));
       await ensureGroup();
+      heartbeat = setInterval(extendClaims, Math.max(50, options.claimIdleMs / 3));
+      heartbeat.unref();
       running = loop(own);
     },
     async stop(deadlineMs = 3000) {
       stopping = true;
-      wake?.();
-      // The blocking read returns within its BLOCK time, a batch once its handlers end; if Redis is
-      // gone neither does: cut the reader loose after the deadline. What was read and not
-      // acknowledged stays pending, and another consumer claims it.
-      if ((await Promise.race([running, delay(deadlineMs, undefined, { ref: false }).then(() => "late" as const)])) === "late") {
+      stopped.abort();
+      inflight.wake();
+      // The blocking read returns within its BLOCK time, an entry once its handlers end (or their
+      // deadline passes); if Redis is gone neither does: cut the reader loose after the deadline.
+      // What was read and not acknowledged stays pending, and another consumer claims it.
+      const finished = (async () => {
+        await running;
+        await inflight.whenEmpty();
+      })();
+      if ((await Promise.race([finished, delay(deadlineMs, undefined, { ref: false }).then(() => "late" as const)])) === "late") {
         logger.warn("stream consumer did not stop in time; its unacknowledged entries will be claimed by another consumer");
         reader?.disconnect();
         await Promise.race([running, delay(1000, undefined, { ref: false })]);
       }
+      clearInterval(heartbeat);
       await reader?.quit().catch(() => reader?.disconnect());
     },
+    waitingOnLog: () => waitingOnLog > 0,
+    inflight: () => inflight.figures(),
   };
 }

@@ -172,6 +172,9 @@ export function createWorkerRole(deps: {
     queue: eventsQueue,
     registry,
     concurrency,
+    maxInflightBytes: config.worker.maxInflightBytes,
+    // The edge's body limit plus the envelope: a read never asks for more than the budget holds.
+    largestEntryBytes: config.maxBodyBytes + 4096,
     handlerTimeoutMs: config.worker.handlerTimeoutMs,
     attempts: config.worker.attempts,
     backoffMs: config.worker.backoffMs,

@@ -4,7 +4,7 @@ import { createHandlerRegistry, type HandlerMap } from "../../src/events/registr
 import { createLogger } from "../../src/logging/logger.js";
 import type { EventJobData } from "../../src/queue/event-job.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
-import { createStreamConsumer, type StreamConsumerOptions } from "../../src/queue/stream-consumer.js";
+import { createStreamConsumer, type StreamConsumer, type StreamConsumerOptions } from "../../src/queue/stream-consumer.js";
 import type { RedisClient } from "../../src/redis/connection.js";
 import { redisKeys } from "../../src/redis/keys.js";
 import { waitFor } from "./wait-for.js";
@@ -17,7 +17,7 @@ export function startConsumer(
   redis: Redis,
   prefix: string,
   extra: Partial<StreamConsumerOptions<object>> & { handlers?: HandlerMap<object> } = {},
-): { stop(): Promise<void> } {
+): { consumer: StreamConsumer; stop(): Promise<void> } {
   const connection = redis.duplicate({ maxRetriesPerRequest: null });
   const queue = new Queue<EventJobData>(EVENTS_QUEUE, { connection, prefix, defaultJobOptions: { removeOnComplete: true } });
   const registry = createHandlerRegistry<object>();
@@ -38,6 +38,7 @@ export function startConsumer(
   });
   const started = consumer.start();
   return {
+    consumer,
     async stop() {
       await started;
       await consumer.stop();

@@ -144,7 +144,7 @@ describe("ingest stream: a consumer that dies", () => {
 });
 
 describe("ingest stream: a consumer whose handlers run long", () => {
-  it("keeps its batch (as a lock is extended): another consumer does not take it over while it runs", async () => {
+  it("keeps an entry in flight (as a lock is extended): another consumer does not take it over while it runs", async () => {
     const edge = await edgeFor();
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));

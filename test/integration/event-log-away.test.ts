@@ -1,0 +1,59 @@
+import { sql } from "kysely";
+import { afterEach, describe, expect, it } from "vitest";
+import { redisKeys } from "../../src/redis/keys.js";
+import type { EventHandlers } from "../../src/worker/handler-context.js";
+import { sampleEvent } from "../helpers/edge.js";
+import { waitForQueuesIdle } from "../helpers/queues-idle.js";
+import { testDrivers } from "../helpers/postgres.js";
+import { startService, type TestService } from "../helpers/service.js";
+import { streamDrained } from "../helpers/stream-consumer.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+let svc: TestService | undefined;
+afterEach(async () => {
+  await svc?.stop();
+  svc = undefined;
+});
+
+/** Makes the event log refuse every write as a database that is away would (not the event's fault), and back. */
+const eventsTable = (s: TestService) => ({
+  away: () => sql`alter table ${sql.id(s.database.schema, "events")} rename to events_away`.execute(s.database.db),
+  back: () => sql`alter table ${sql.id(s.database.schema, "events_away")} rename to events`.execute(s.database.db),
+});
+
+describe.each(testDrivers())("the event log away while events arrive (%s)", (driver) => {
+  it("holds the attempts, lets the stream grow until the edge answers 503, then records every event once", async () => {
+    const runs = new Map<string, number>();
+    const handlers: EventHandlers = { "*": (e) => void runs.set(e.id, (runs.get(e.id) ?? 0) + 1) };
+    svc = await startService({ MAX_BACKLOG: "8", WORKER_CONCURRENCY: "3", LOG_LEVEL: "info" }, [handlers], { driver });
+    const table = eventsTable(svc);
+    await table.away();
+
+    const accepted: string[] = [];
+    let refused: Response | undefined;
+    for (let i = 0; i < 40 && !refused; i++) {
+      const event = sampleEvent({ type: "loyalty.points_awarded" });
+      const res = await svc.deliver(event);
+      if (res.status === 200) accepted.push(event.id);
+      else refused = res;
+    }
+    // Nothing was acknowledged into the events queue: the attempts wait, holding their entries.
+    expect(refused?.status).toBe(503);
+    expect(refused?.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(await svc.redis.xlen(redisKeys(svc.prefix).ingest.stream)).toBe(accepted.length);
+    expect(await svc.service.eventsQueue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(0);
+    expect(svc.service.worker!.streamConsumer.waitingOnLog()).toBe(true);
+    expect(svc.logs.text()).toContain("holding it until the event log answers");
+
+    await table.back();
+    await streamDrained(svc.redis, svc.prefix);
+    await waitForQueuesIdle([svc.service.eventsQueue], { timeoutMs: 15_000, what: "the events queue to be idle" });
+    await waitFor(() => !svc!.service.worker!.streamConsumer.waitingOnLog(), { what: "the consumer to stop waiting on the log" });
+    for (const id of accepted) {
+      expect(await svc.service.eventLog.get(id)).toMatchObject({ status: "handled", attempts: 1 });
+      // Held, not rerun: each handler ran once.
+      expect(runs.get(id)).toBe(1);
+    }
+    expect(await svc.service.eventsQueue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(0);
+  });
+});

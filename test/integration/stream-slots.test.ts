@@ -1,0 +1,90 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { redisKeys } from "../../src/redis/keys.js";
+import { sampleEvent, startEdge } from "../helpers/edge.js";
+import { startConsumer, streamDrained } from "../helpers/stream-consumer.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+const never = () => new Promise<never>(() => undefined);
+
+describe("stream consumer: a handler that never returns holds one slot, not the stream", () => {
+  it("handles all 50 events posted after one whose '*' handler never returns (no deadline)", async () => {
+    const edge = await startEdge();
+    cleanups.push(() => edge.stop());
+    const hung = sampleEvent();
+    const handled = new Set<string>();
+    let hungStarted!: () => void;
+    const inHungHandler = new Promise<void>((r) => (hungStarted = r));
+    const consumed = startConsumer(edge.redis, edge.prefix, {
+      handlerTimeoutMs: 0,
+      handlers: {
+        "*": async (e: { id: string }) => {
+          if (e.id !== hung.id) return;
+          hungStarted();
+          await never();
+        },
+      },
+      onSettled: (e) => {
+        if (e.outcome === "completed") handled.add(e.id);
+      },
+    });
+    cleanups.push(() => consumed.stop());
+    expect((await edge.postSigned(hung)).status).toBe(200);
+    await inHungHandler;
+    const after = Array.from({ length: 50 }, () => sampleEvent());
+    for (const e of after) expect((await edge.postSigned(e)).status).toBe(200);
+    await waitFor(() => after.every((e) => handled.has(e.id)), { what: "every event after the hung one to be handled" });
+    expect(handled.has(hung.id)).toBe(false);
+    // Only the hung entry is still held (and kept claimed), the rest acknowledged and deleted.
+    expect(consumed.consumer.inflight().entries).toBe(1);
+    expect(await edge.redis.xlen(redisKeys(edge.prefix).ingest.stream)).toBe(1);
+  });
+});
+
+describe("stream consumer: bytes in flight", () => {
+  it("holds no more than WORKER_MAX_INFLIGHT_BYTES of ~1 MB events at once, and handles them and a small one behind them", async () => {
+    const edge = await startEdge();
+    cleanups.push(() => edge.stop());
+    const budget = 4 * 1024 * 1024;
+    const big = Array.from({ length: 12 }, () => sampleEvent({ type: "loyalty.points_awarded", data: { blob: "x".repeat(1_000_000) } }));
+    const small = sampleEvent({ type: "loyalty.points_awarded" });
+    for (const e of [...big, small]) expect((await edge.postSigned(e)).status).toBe(200);
+    const { stream, group } = redisKeys(edge.prefix).ingest;
+    // What the consumer holds, as Redis sees it: entries read and not yet acknowledged.
+    let mostPending = 0;
+    const handled = new Set<string>();
+    const consumed = startConsumer(edge.redis, edge.prefix, {
+      maxInflightBytes: budget,
+      handlers: {
+        "*": async () => {
+          const [pending] = (await edge.redis.xpending(stream, group)) as [number];
+          mostPending = Math.max(mostPending, pending);
+        },
+      },
+      onSettled: (e) => handled.add(e.id),
+    });
+    cleanups.push(() => consumed.stop());
+    await waitFor(() => handled.size === big.length + 1, { what: "every event to be settled" });
+    expect(handled).toEqual(new Set([...big, small].map((e) => e.id)));
+    const entryBytes = JSON.stringify(big[0]).length;
+    expect(mostPending * entryBytes).toBeLessThanOrEqual(budget);
+    expect(consumed.consumer.inflight().peakBytes).toBeLessThanOrEqual(budget);
+    expect(consumed.consumer.inflight()).toMatchObject({ entries: 0, bytes: 0 });
+  });
+
+  it("still runs a single event larger than the whole budget", async () => {
+    const edge = await startEdge();
+    cleanups.push(() => edge.stop());
+    const event = sampleEvent({ type: "loyalty.points_awarded", data: { blob: "y".repeat(100_000) } });
+    expect((await edge.postSigned(event)).status).toBe(200);
+    const handled: string[] = [];
+    const consumed = startConsumer(edge.redis, edge.prefix, { maxInflightBytes: 1024, onSettled: (e) => handled.push(e.id) });
+    cleanups.push(() => consumed.stop());
+    await waitFor(() => handled.length > 0, { what: "the event to be settled" });
+    expect(handled).toEqual([event.id]);
+    await streamDrained(edge.redis, edge.prefix);
+  });
+});
