@@ -15,6 +15,10 @@ export interface PostgresServer {
   url: string;
   /** The server's data directory (its postmaster.pid names the server process). */
   dataDir: string;
+  /** Stops the server (fast mode: connections are cut, data kept) and resolves once it is down. */
+  stop(): Promise<void>;
+  /** Starts the stopped server again on the same port, resolving once it accepts connections. */
+  start(): Promise<void>;
   /** Stops the server (immediate mode: nothing here needs to survive) and removes its directory. */
   destroy(): Promise<void>;
 }
@@ -76,6 +80,12 @@ export async function startPostgresServer(bin: string, options: { durable?: bool
       return {
         url: `postgres://postgres@127.0.0.1:${port}/postgres`,
         dataDir: data,
+        async stop() {
+          await exec("pg_ctl", ["-D", data, "-m", "fast", "-w", "stop"]);
+        },
+        async start() {
+          await exec("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-w", "-t", "60", "-o", settings, "start"]);
+        },
         async destroy() {
           await exec("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]).catch(() => undefined);
           rmSync(dir, { recursive: true, force: true });

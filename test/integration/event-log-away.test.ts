@@ -1,8 +1,15 @@
+import { randomUUID } from "node:crypto";
 import { sql } from "kysely";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { loadConfig } from "../../src/config/index.js";
+import { signPayload } from "../../src/events/signature.js";
+import { createLogger } from "../../src/logging/logger.js";
+import { createRedisConnection } from "../../src/redis/connection.js";
+import { createService } from "../../src/service.js";
 import { redisKeys } from "../../src/redis/keys.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
-import { sampleEvent } from "../helpers/edge.js";
+import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
+import { findPostgresBin, startPostgresServer } from "../helpers/postgres-server.js";
 import { waitForQueuesIdle } from "../helpers/queues-idle.js";
 import { testDrivers } from "../helpers/postgres.js";
 import { startService, type TestService } from "../helpers/service.js";
@@ -55,5 +62,61 @@ describe.each(testDrivers())("the event log away while events arrive (%s)", (dri
       expect(runs.get(id)).toBe(1);
     }
     expect(await svc.service.eventsQueue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(0);
+  });
+});
+
+describe("the PostgreSQL server stopped while events arrive", () => {
+  const bin = findPostgresBin();
+  // Without PostgreSQL binaries (an embedded-only run) the renamed-table case above stands in.
+  it.skipIf(!bin)("holds the attempts while connections are refused, and records every event once when the server is back", async () => {
+    const server = await startPostgresServer(bin!);
+    const runs = new Map<string, number>();
+    const handlers: EventHandlers = { "*": (e) => void runs.set(e.id, (runs.get(e.id) ?? 0) + 1) };
+    const prefix = `test-${randomUUID().slice(0, 8)}`;
+    const config = loadConfig({
+      HOST: "127.0.0.1",
+      PORT: "0",
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: prefix,
+      SIGNING_SECRET: TEST_SECRET,
+      DATABASE_URL: server.url,
+      MAX_BACKLOG: "8",
+      WORKER_CONCURRENCY: "3",
+      RECONCILE_INTERVAL_SECONDS: "0",
+    });
+    const service = await createService({ config, logger: createLogger({ level: "silent" }), handlers: [handlers] });
+    const redis = createRedisConnection(config.redisUrl, "worker");
+    try {
+      const url = await service.start();
+      const deliver = (event: object) => {
+        const body = JSON.stringify(event);
+        return fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
+      };
+      await server.stop();
+      const accepted: string[] = [];
+      let refused: Response | undefined;
+      for (let i = 0; i < 40 && !refused; i++) {
+        const event = sampleEvent({ type: "loyalty.points_awarded" });
+        const res = await deliver(event);
+        if (res.status === 200) accepted.push(event.id);
+        else refused = res;
+      }
+      expect(refused?.status).toBe(503);
+      expect(await redis.xlen(redisKeys(prefix).ingest.stream)).toBe(accepted.length);
+      expect(await service.eventsQueue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(0);
+      expect(service.worker!.streamConsumer.waitingOnLog()).toBe(true);
+
+      await server.start();
+      await streamDrained(redis, prefix);
+      for (const id of accepted) {
+        expect(await service.eventLog.get(id)).toMatchObject({ status: "handled", attempts: 1 });
+        expect(runs.get(id)).toBe(1);
+      }
+      expect(await service.eventsQueue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(0);
+    } finally {
+      await service.stop();
+      await redis.quit();
+      await server.destroy();
+    }
   });
 });
