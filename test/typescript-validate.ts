@@ -18,6 +18,9 @@ export const handlers: EventHandlers = {
     const attempt: number = ctx.attempt;
     ctx.logger.info({ id, restaurant, attempt }, "order moved");
     await ctx.mirror.get("orders", id);
+    // Aborted at the attempt's deadline (HANDLER_TIMEOUT_MS): hand it to cancellable work.
+    const signal: AbortSignal = ctx.signal;
+    signal.throwIfAborted();
   },
   "review.created": (event) => {
     // @ts-expect-error data fields are typed: rating is a number when present
