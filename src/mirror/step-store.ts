@@ -1,0 +1,172 @@
+import { sql, type Kysely } from "kysely";
+import type { DatabaseSchema } from "./database-schema.js";
+import { EventLogError } from "./event-log-error.js";
+
+/** Which step of which handler of which event. */
+export interface StepKey {
+  eventId: string;
+  handlerKey: string;
+  name: string;
+}
+
+/** One durable step as the store holds it (GET /events/{id} shows these). */
+export interface StepRecord {
+  handler: string;
+  name: string;
+  /** `done`: the result is stored; `failed`: its function threw (it runs again); `started`: running, or its process died. */
+  status: "started" | "done" | "failed";
+  /** How many times its function was started (above 1: it ran again after a throw or a crash). */
+  runs: number;
+  /** The attempt of the event that last started it. */
+  attempt: number;
+  startedAt: Date;
+  finishedAt: Date | null;
+  /** Of the last run. */
+  durationMs: number | null;
+  /** Bytes of the stored JSON result (null until done, or when the step returned undefined). */
+  resultBytes: number | null;
+  error: string | null;
+}
+
+/** What `claim` found: a stored result to return, or a run to make (`recovery`: an earlier run did not finish). */
+export type StepClaim = { state: "done"; json: string | undefined } | { state: "run"; recovery: boolean; startedAt: Date };
+
+export interface StepStore {
+  /**
+   * Returns the stored result of a done step; otherwise marks the step started (committed before
+   * the step's function runs) and says whether an earlier run started it without finishing.
+   */
+  claim(key: StepKey, attempt: number): Promise<StepClaim>;
+  /**
+   * Stores the result (`json` undefined: the step returned undefined) and returns the JSON the
+   * step now holds: this one, or that of a concurrent run that was stored first.
+   */
+  complete(key: StepKey, json: string | undefined, durationMs: number): Promise<string | undefined>;
+  /** Notes that the step's function threw; nothing is stored, so it runs again. */
+  fail(key: StepKey, error: string, durationMs: number): Promise<void>;
+  /** Every step of an event, in the order they started. */
+  forEvent(eventId: string): Promise<StepRecord[]>;
+  /** Deletes the steps of these events, of one handler when given (replay --fresh); returns how many rows went. */
+  forget(eventIds: readonly string[], handlerKey?: string): Promise<number>;
+  /** Deletes steps started before `olderThan`, `batchSize` rows per statement; returns how many. */
+  prune(olderThan: Date, batchSize?: number): Promise<number>;
+}
+
+const MAX_ERROR_LENGTH = 2000;
+
+interface StepRow {
+  handler_key: string;
+  name: string;
+  status: StepRecord["status"];
+  runs: number;
+  attempt: number;
+  started_at: Date;
+  finished_at: Date | null;
+  duration_ms: number | null;
+  result_bytes: number | null;
+  error: string | null;
+}
+
+const toRecord = (row: StepRow): StepRecord => ({
+  handler: row.handler_key,
+  name: row.name,
+  status: row.status,
+  runs: row.runs,
+  attempt: row.attempt,
+  startedAt: row.started_at,
+  finishedAt: row.finished_at,
+  durationMs: row.duration_ms,
+  resultBytes: row.result_bytes,
+  error: row.error,
+});
+
+/**
+ * Durable steps in the `steps` table. Each call is one statement (its own transaction), as the
+ * event log's writes are: the `started` mark is committed before the step's function runs, the
+ * result when it returns.
+ */
+export function createStepStore(db: Kysely<DatabaseSchema>): StepStore {
+  // result::text tells a stored jsonb null (the step returned null) from SQL NULL (undefined).
+  const storedResult = async ({ eventId, handlerKey, name }: StepKey) => {
+    const { rows } = await sql<{ status: string; result: string | null }>`
+      select status, result::text as result from steps
+      where event_id = ${eventId} and handler_key = ${handlerKey} and name = ${name}`.execute(db);
+    return rows[0];
+  };
+
+  return {
+    async claim(key, attempt) {
+      const { eventId, handlerKey, name } = key;
+      // A done step is left as it is (no row returned): its result is read below.
+      const { rows } = await sql<{ runs: number; started_at: Date }>`
+        insert into steps as s (event_id, handler_key, name, status, attempt)
+        values (${eventId}, ${handlerKey}, ${name}, 'started', ${attempt})
+        on conflict (event_id, handler_key, name) do update
+          set status = 'started', runs = s.runs + 1, attempt = excluded.attempt, error = null
+          where s.status <> 'done'
+        returning runs, started_at`.execute(db);
+      const row = rows[0];
+      if (row) return { state: "run", recovery: row.runs > 1, startedAt: row.started_at };
+      const stored = await storedResult(key);
+      // Forgotten (replay --fresh) between the two statements: claim it afresh.
+      if (stored?.status !== "done") return this.claim(key, attempt);
+      return { state: "done", json: stored.result ?? undefined };
+    },
+
+    async complete(key, json, durationMs) {
+      const { eventId, handlerKey, name } = key;
+      const bytes = json === undefined ? null : Buffer.byteLength(json);
+      const { rows } = await sql<{ done: boolean }>`
+        insert into steps as s (event_id, handler_key, name, status, attempt, result, result_bytes, finished_at, duration_ms)
+        values (${eventId}, ${handlerKey}, ${name}, 'done', 0, ${json ?? null}::jsonb, ${bytes}, clock_timestamp(), ${Math.round(durationMs)})
+        on conflict (event_id, handler_key, name) do update
+          set status = 'done', result = excluded.result, result_bytes = excluded.result_bytes,
+              finished_at = excluded.finished_at, duration_ms = excluded.duration_ms, error = null
+          where s.status <> 'done'
+        returning true as done`.execute(db);
+      if (rows.length > 0) return json;
+      // Another run of the same step stored its result first: every caller returns that one.
+      const stored = await storedResult(key);
+      return stored?.result ?? undefined;
+    },
+
+    async fail({ eventId, handlerKey, name }, error, durationMs) {
+      await sql`
+        update steps set status = 'failed', error = ${error.slice(0, MAX_ERROR_LENGTH)},
+          finished_at = clock_timestamp(), duration_ms = ${Math.round(durationMs)}
+        where event_id = ${eventId} and handler_key = ${handlerKey} and name = ${name} and status <> 'done'`.execute(db);
+    },
+
+    async forEvent(eventId) {
+      const { rows } = await sql<StepRow>`
+        select handler_key, name, status, runs, attempt, started_at, finished_at, duration_ms, result_bytes, error
+        from steps where event_id = ${eventId} order by started_at, handler_key, name`.execute(db);
+      return rows.map(toRecord);
+    },
+
+    async forget(eventIds, handlerKey) {
+      if (eventIds.length === 0) return 0;
+      const ofHandler = handlerKey === undefined ? sql`` : sql`and handler_key = ${handlerKey}`;
+      const result = await sql`delete from steps where event_id = any(${[...eventIds]}::text[]) ${ofHandler}`.execute(db);
+      return Number(result.numAffectedRows ?? 0);
+    },
+
+    async prune(olderThan, batchSize = 500) {
+      if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime()))
+        throw new EventLogError("invalid_filter", "olderThan", "olderThan must be a valid date");
+      if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
+        throw new EventLogError("invalid_filter", "batchSize", "batchSize must be an integer from 1 to 10000");
+      let total = 0;
+      for (;;) {
+        // Small batches, each its own statement: short locks, and two pruners skip each other's rows.
+        const result = await sql`
+          delete from steps where ctid in (
+            select ctid from steps where started_at < ${olderThan} order by started_at limit ${batchSize} for update skip locked
+          )`.execute(db);
+        const deleted = Number(result.numAffectedRows ?? 0);
+        total += deleted;
+        if (deleted < batchSize) return total;
+      }
+    },
+  };
+}
