@@ -85,6 +85,7 @@ export async function createService({ config, logger, handlers = [], database }:
         mirror,
         eventLog,
         changeOutbox: storage.changeOutbox,
+        steps: storage.steps,
         handlers: ([] as EventHandlers[]).concat(handlers),
         metrics,
       })
@@ -153,7 +154,7 @@ export async function createService({ config, logger, handlers = [], database }:
                 get: (k, id) => storage.operatorMirror.get(k as MirrorKind, validateRecordId(id)),
                 list: (k, q) => storage.operatorMirror.list(k as MirrorKind, filterFromQuery(q)),
               },
-              events: { get: (id) => eventLog.get(id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
+              events: { get: (id) => eventWithSteps(eventLog, storage.steps, id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
               metrics: () => metrics.render(),
               queues,
             }),
@@ -204,6 +205,12 @@ export async function createService({ config, logger, handlers = [], database }:
       return stopping;
     },
   };
+}
+
+/** An event of the log with its durable steps (outcome, runs, duration, result size), as GET /events/{id} shows it. */
+async function eventWithSteps(eventLog: EventLog, steps: Storage["steps"], id: string) {
+  const event = await eventLog.get(id);
+  return event && { ...event, steps: await steps.forEvent(id) };
 }
 
 function untilReady(connection: RedisClient): Promise<void> {

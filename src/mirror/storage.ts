@@ -3,6 +3,7 @@ import type { Config } from "../config/config.js";
 import { createChangeOutbox, type ChangeOutbox } from "./change-outbox.js";
 import { createDatabase, type Database } from "./database.js";
 import { createEventLog, operatorBounds, type EventLog } from "./event-log.js";
+import { createStepStore, type StepStore } from "./step-store.js";
 import { migrateToLatest } from "./migrate.js";
 import { withOperatorTimeout } from "./operator-query-timeout-error.js";
 import { createPostgresMirror } from "./postgres-store.js";
@@ -17,6 +18,8 @@ export interface Storage {
   eventLog: EventLog;
   /** Change events written with the mirror, waiting for the relay. */
   changeOutbox: ChangeOutbox;
+  /** Durable steps' results (ctx.step). */
+  steps: StepStore;
   /** Applies pending migrations (under the migration lock); returns the names it applied. */
   migrate(): Promise<string[]>;
   /** Answers when the database does (a readiness check). */
@@ -55,6 +58,7 @@ export async function openStorage(
     // Operator reads go through the operator pool (a server) or the windowed scan (embedded).
     eventLog: createEventLog(database.db, { reader: database.operatorDb, bounds: operatorBounds(database) }),
     changeOutbox: createChangeOutbox(database.db),
+    steps: createStepStore(database.db),
     migrate: () => migrateToLatest(database),
     async ping() {
       await database.db.selectNoFrom((eb) => eb.val(1).as("one")).execute();

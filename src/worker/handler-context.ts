@@ -11,12 +11,21 @@ import {
 import type { Handler, HandlerMap } from "../events/registry.js";
 import type { MirrorStore } from "../mirror/store.js";
 import type { ApiClient } from "../upstream/index.js";
+import type { StepFunction } from "./durable-steps.js";
 
 /** What every handler receives beside the event. */
 export interface HandlerContext {
   /** The upstream client (undefined when API_BASE_URL/API_KEY are not configured). */
   api: ApiClient | undefined;
   mirror: MirrorStore;
+  /**
+   * A durable step: runs `fn` once per (event, handler, name) and stores its JSON result; a retry
+   * or a replay of the event gets the stored result back without running `fn` (docs/handlers.md).
+   *
+   * @example
+   * const booking = await ctx.step("create booking", () => ctx.api!.createBooking(input));
+   */
+  step: StepFunction;
   /** A child logger bound to the event's id and type. */
   logger: Logger;
   /** 1 on the first run of the event's job, 2 on its first retry, … */
@@ -35,6 +44,10 @@ export type EventHandler<T extends KnownEventType | ChangeEventType | "*"> = Han
 >;
 /** The shape of a HANDLERS_MODULE's default export and of `createService({ handlers })`. */
 export type EventHandlers = HandlerMap<HandlerContext>;
+export type { StepFunction } from "./durable-steps.js";
+
+/** The context an attempt makes for all its handlers, before each gets its own `step`. */
+export type SharedHandlerContext = Omit<HandlerContext, "step">;
 
 /**
  * A handler map entry that runs `handler` only for the changes of `kind` matching `filter`: the

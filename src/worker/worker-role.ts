@@ -15,7 +15,12 @@ import { createStreamConsumer, type StreamConsumer } from "../queue/stream-consu
 import type { RedisClient } from "../redis/connection.js";
 import { isPermanentUpstreamError, type ApiClient } from "../upstream/index.js";
 import { createChangeRelay, type ChangeRelay } from "./change-relay.js";
-import type { EventHandlers, HandlerContext } from "./handler-context.js";
+import type { AnyEvent } from "../events/catalog.js";
+import { perHandlerContext } from "../events/per-handler-context.js";
+import type { StepStore } from "../mirror/step-store.js";
+import { createDurableSteps } from "./durable-steps.js";
+import type { EventHandlers, HandlerContext, SharedHandlerContext } from "./handler-context.js";
+import { stepAwareApi } from "./step-aware-api.js";
 import { jobLabel, observeJobs } from "./job-observers.js";
 import { createSettledEvents, type SettledEvent } from "./settled-events.js";
 import { pruneEventLog } from "./prune-event-log.js";
@@ -60,6 +65,8 @@ export function createWorkerRole(deps: {
   mirror: MirrorStore;
   eventLog: EventLog;
   changeOutbox: ChangeOutbox;
+  /** Durable steps' results (ctx.step). */
+  steps: StepStore;
   handlers: readonly EventHandlers[];
   metrics: Metrics;
 }): WorkerRole {
@@ -79,6 +86,16 @@ export function createWorkerRole(deps: {
   const api = upstream?.api;
   if (upstream && config.api) collectRateBudget(metrics, config.api.rate, () => upstream.limiter.state());
   if (!api) logger.warn("API_BASE_URL/API_KEY not set: orders, bookings and menus are not synced into the mirror");
+
+  // Each handler gets its own `step` (steps are keyed by handler) and, inside a step that runs
+  // again after an unrecorded run, an API whose writes look for their own effect first.
+  const steps = createDurableSteps(deps.steps);
+  const handlerApi = api && stepAwareApi(api, { current: steps.current, mirror });
+  const withSteps = (ctx: SharedHandlerContext, handlerKey: string, event: AnyEvent): HandlerContext => ({
+    ...ctx,
+    api: handlerApi,
+    step: steps.forHandler({ eventId: event.id, handlerKey, attempt: ctx.attempt, logger: ctx.logger }),
+  });
 
   const eventsQueue = new Queue<EventJobData>(EVENTS_QUEUE, {
     connection,
@@ -129,10 +146,10 @@ export function createWorkerRole(deps: {
   registry.use(createSyncHandlers(scheduler, { withApi: api !== undefined }), "sync");
   deps.handlers.forEach((map, i) => registry.use(map, deps.handlers.length > 1 ? `user${i}` : "user"));
 
-  const eventWorker = createEventWorker<HandlerContext>({
+  const eventWorker = createEventWorker<SharedHandlerContext>({
     connection,
     prefix,
-    registry,
+    registry: perHandlerContext(registry, withSteps),
     concurrency,
     lockMs,
     maxStalls,
@@ -144,7 +161,11 @@ export function createWorkerRole(deps: {
   });
 
   const processors: SyncJobProcessors = {
-    "prune-events": async () => ({ pruned: await pruneEventLog(eventLog, config.eventRetentionDays) }),
+    // Steps go with their events: by when they started, under the same retention.
+    "prune-events": async () => ({
+      pruned: await pruneEventLog(eventLog, config.eventRetentionDays),
+      prunedSteps: await pruneEventLog(deps.steps, config.eventRetentionDays),
+    }),
   };
   if (api) {
     processors.refresh = async (job) => {
@@ -166,11 +187,11 @@ export function createWorkerRole(deps: {
   const syncWorker = createSyncWorker({ connection, prefix, queue: syncQueue, processors, concurrency, lockMs, maxStalls, logger });
 
   const settled = createSettledEvents(eventWorker);
-  const streamConsumer = createStreamConsumer<HandlerContext>({
+  const streamConsumer = createStreamConsumer<SharedHandlerContext>({
     connection,
     prefix,
     queue: eventsQueue,
-    registry,
+    registry: perHandlerContext(registry, withSteps),
     concurrency,
     maxInflightBytes: config.worker.maxInflightBytes,
     // The edge's body limit plus the envelope: a read never asks for more than the budget holds.
