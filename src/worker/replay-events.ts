@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Queue } from "bullmq";
 import type { EventLog, EventQuery, EventSummary, LoggedEvent } from "../mirror/event-log.js";
 import type { EventJobData } from "../queue/event-job.js";
+import type { StepStore } from "../mirror/step-store.js";
 
 export interface ReplayOptions {
   /** Which logged events to replay (time range, type or family, status, handler outcome). */
@@ -10,6 +11,11 @@ export interface ReplayOptions {
   handler?: string | undefined;
   /** Count and report, queue nothing. */
   dryRun?: boolean;
+  /**
+   * Forget the events' durable steps in this store (of `handler` only, when given) before queuing
+   * them, so the replay runs every step again instead of returning the stored results (--fresh).
+   */
+  fresh?: Pick<StepStore, "forget">;
   /** Called after each page with the running count (a progress bar, a log line). */
   onProgress?: (count: number, page: readonly EventSummary[]) => void;
 }
@@ -30,6 +36,11 @@ export async function replayEvents(
   let cursor: string | undefined;
   do {
     const page = await deps.eventLog.query({ ...options.query, limit: PAGE, ...(cursor ? { cursor } : {}) });
+    if (options.fresh && !options.dryRun)
+      await options.fresh.forget(
+        page.data.map((event) => event.id),
+        options.handler,
+      );
     if (!options.dryRun && page.data.length > 0) {
       if (!deps.queue) throw new Error("replayEvents needs a queue unless dryRun is set");
       count += await queuePage(deps.eventLog, deps.queue, page.data, options.handler);

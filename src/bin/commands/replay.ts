@@ -14,7 +14,7 @@ import { printable } from "../printable.js";
 import { UsageError } from "../usage-error.js";
 
 export const help = `svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
-                    [--status received|handled|failed] [--handler <key>] [--dry-run]
+                    [--status received|handled|failed] [--handler <key>] [--fresh] [--dry-run]
 svc-webhooks replay list | <job-id> | all [--queue events|sync]
 
 From the event log (no positional argument): queues every logged event that matches again, as a
@@ -24,6 +24,8 @@ deliberate redelivery (it bypasses the deduplication window), and says how many 
   --status          the event's status in the log (failed: its last attempt failed for good)
   --handler         only events on which this handler key failed, and run only that handler
                     (keys as in the log and in GET /events, e.g. user:order.created:0)
+  --fresh           run the events' durable steps (ctx.step) again instead of returning their
+                    stored results (with --handler: only that handler's steps)
   --dry-run         count and list what would be queued; queue nothing
 
 Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS):
@@ -43,6 +45,7 @@ export async function run(argv: string[]): Promise<void> {
       status: { type: "string" },
       handler: { type: "string" },
       "dry-run": { type: "boolean", default: false },
+      fresh: { type: "boolean", default: false },
     },
     allowPositionals: true,
     strict: true,
@@ -51,6 +54,7 @@ export async function run(argv: string[]): Promise<void> {
   if (positionals.length === 0) return replayFromLog(config, values);
   const [what, ...extra] = positionals;
   if (!what || extra.length > 0) throw new UsageError(`replay takes one of: list, <job-id>, all — or filters for the event log\n\n${help}`);
+  if (values.fresh) throw new UsageError("--fresh applies to replays from the event log (no list, <job-id> or all)");
   const queueName = values.queue === "sync" ? SYNC_QUEUE : values.queue === "events" ? EVENTS_QUEUE : undefined;
   if (!queueName) throw new UsageError(`--queue must be events or sync, not "${values.queue}"`);
   return replayFailedJobs(config, queueName, what);
@@ -58,7 +62,7 @@ export async function run(argv: string[]): Promise<void> {
 
 async function replayFromLog(
   config: Config,
-  flags: { since?: string; until?: string; type?: string; status?: string; handler?: string; "dry-run": boolean },
+  flags: { since?: string; until?: string; type?: string; status?: string; handler?: string; "dry-run": boolean; fresh: boolean },
 ): Promise<void> {
   const params: Record<string, string> = {};
   for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) params[name] = flags[name];
@@ -88,6 +92,7 @@ async function replayFromLog(
         query,
         handler: flags.handler,
         dryRun: flags["dry-run"],
+        fresh: flags.fresh ? storage.steps : undefined,
         onProgress: (n, page) => {
           if (flags["dry-run"])
             for (const event of page)
