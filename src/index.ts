@@ -28,7 +28,9 @@ export {
 } from "./events/change-events.js";
 export { ReservedEventTypeError } from "./events/reserved-event-type-error.js";
 export { createHandlerRegistry, type Handler, type HandlerMap, type HandlerRegistry } from "./events/registry.js";
-export { onChange, type EventHandler, type EventHandlers, type HandlerContext } from "./worker/handler-context.js";
+export { onChange, type EventHandler, type EventHandlers, type HandlerContext, type StepFunction } from "./worker/handler-context.js";
+export { StepError, type StepErrorCode } from "./worker/step-error.js";
+export { createStepStore, type StepRecord, type StepStore } from "./mirror/step-store.js";
 export { loadHandlersModule, HandlersModuleError } from "./worker/load-handlers-module.js";
 export type { WorkerRole } from "./worker/worker-role.js";
 export type { SettledEvent } from "./worker/settled-events.js";

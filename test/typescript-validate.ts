@@ -9,6 +9,8 @@ import {
   type HandlerContext,
   type Order,
   type SettledEvent,
+  type StepError,
+  type StepFunction,
 } from "../src/index.js";
 
 export const handlers: EventHandlers = {
@@ -101,3 +103,31 @@ export const wrongEntry: EventHandlers = {
 export const typedHandler: EventHandler<"change.menu_item"> = (event) => {
   const _price: number = event.data.after.price;
 };
+
+// Durable steps: step<T>(name, fn: () => Promise<T>): Promise<T>, the result typed as fn's.
+export const stepHandlers: EventHandlers = {
+  "booking.created": async (event, ctx: HandlerContext) => {
+    const step: StepFunction = ctx.step;
+    const booking = await step("create booking", () =>
+      ctx.api!.createBooking({
+        restaurantId: event.data.restaurantId,
+        date: "2026-12-24",
+        time: "19:30",
+        partySize: 2,
+        diner: { name: "Ada", email: "ada@example.com" },
+      }),
+    );
+    const code: string = booking.confirmCode;
+    const sent: boolean = await ctx.step("notify", () => Promise.resolve(code.length > 0));
+    // @ts-expect-error the result has fn's type: a booking has no total
+    const _total: number = booking.total;
+    // @ts-expect-error fn returns a promise
+    await ctx.step("sync", () => 1);
+    // @ts-expect-error a step has a name
+    await ctx.step(() => Promise.resolve(1));
+    console.log(sent);
+  },
+};
+export const stepErrorCode = (
+  err: StepError,
+): "invalid_step_name" | "duplicate_step" | "step_result_not_json" | "step_result_too_large" | "step_unbound" => err.code;
