@@ -75,6 +75,53 @@ describe("durable steps: ctx.step", () => {
     expect(page.steps[0]!.durationMs).toEqual(expect.any(Number));
   });
 
+  it("a step rerun after its write threw finds the order already moved or refunded and does not send again", async () => {
+    let pendingId = "";
+    let paidId = "";
+    // Each step's write reaches the API, then the step throws (an answer lost to a timeout), once.
+    const lostAnswer = (attempt: number, when: number) => {
+      if (attempt === when) throw new Error(`the answer was lost (attempt ${attempt})`);
+    };
+    stack = await startStack({
+      deliver: false,
+      env: { JOB_ATTEMPTS: "5", JOB_BACKOFF_MS: "20" },
+      handlers: [
+        {
+          "guest.left": async (_event: AnyEvent, ctx: HandlerContext) => {
+            await ctx.step("confirm order", async () => {
+              const order = await ctx.api!.updateOrderStatus(pendingId, "CONFIRMED");
+              lostAnswer(ctx.attempt, 1);
+              return order.status;
+            });
+            await ctx.step("refund order", async () => {
+              const order = await ctx.api!.refundOrder(paidId, "guest left");
+              lostAnswer(ctx.attempt, 2);
+              return order.status;
+            });
+          },
+        },
+      ],
+    });
+    const { sandbox, svc } = stack;
+    const orders = sandbox.state.orders();
+    pendingId = orders.find((o) => o.status === "PENDING")!.id;
+    paidId = orders.find((o) => o.paidAt !== null && o.status !== "REFUNDED" && o.id !== pendingId)!.id;
+    const ev = sampleEvent({ type: "guest.left", data: { id: "guest_3", restaurantId: "rest_1" } });
+    const settled = Promise.race([
+      nextSettled(svc.service.worker!, "completed", (e) => e.id === ev.id),
+      nextSettled(svc.service.worker!, "failed", (e) => e.id === ev.id),
+    ]);
+    await svc.deliver(ev);
+    expect(await settled).toMatchObject({ outcome: "completed" });
+    const writes = sandbox.requestLog.filter((r) => r.method !== "GET").map((r) => `${r.method} ${r.path} ${r.status}`);
+    expect(writes).toEqual([`PATCH /api/v1/orders/${pendingId}/status 200`, `POST /api/v1/orders/${paidId}/refund 200`]);
+    const steps = (await (await svc.admin(`/events/${ev.id}`)).json()) as { steps: { name: string; status: string; runs: number }[] };
+    expect(steps.steps.map(({ name, status, runs }) => ({ name, status, runs }))).toEqual([
+      { name: "confirm order", status: "done", runs: 2 },
+      { name: "refund order", status: "done", runs: 2 },
+    ]);
+  });
+
   const databaseUrl = inject("databaseUrl");
   // The CLI is its own process: it shares the service's database only on a PostgreSQL server.
   it.skipIf(!databaseUrl)(
