@@ -21,6 +21,11 @@ export interface EventJobData {
   deadLetterStack?: string;
   /** Handler outcomes of an earlier attempt that the event log does not hold yet: the job records them. */
   unrecorded?: Record<string, HandlerOutcomeData>;
+  /**
+   * The W3C trace context of the delivery (its edge span), present only when tracing is on: the
+   * handlers of every attempt, retry and replay of the event join the delivery's trace.
+   */
+  traceparent?: string;
 }
 
 /** One handler's outcome in one attempt. */

@@ -10,7 +10,9 @@ export const ENTRY_FIELD = "e";
  */
 export function encodeEntry(event: EventJobData, payloadJson?: string): string {
   if (payloadJson === undefined) return JSON.stringify(event);
-  return `{"id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"receivedAt":${JSON.stringify(event.receivedAt)},"payload":${payloadJson}}`;
+  // The trace context only when tracing is on (see EventJobData.traceparent): no bytes otherwise.
+  const trace = event.traceparent === undefined ? "" : `,"traceparent":${JSON.stringify(event.traceparent)}`;
+  return `{"id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"receivedAt":${JSON.stringify(event.receivedAt)}${trace},"payload":${payloadJson}}`;
 }
 
 export class EntryDecodeError extends Error {
