@@ -23,6 +23,8 @@ import { EVENTS_QUEUE, SYNC_QUEUE } from "./queue/names.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient } from "./redis/connection.js";
 import type { EventHandlers } from "./worker/handler-context.js";
 import { createWorkerRole, type WorkerRole } from "./worker/worker-role.js";
+import { activeTraceparent } from "./tracing/trace-context.js";
+import type { Tracing } from "./tracing/tracing.js";
 import { expectDefined } from "./expect-defined.js";
 
 export interface ServiceOptions {
@@ -32,6 +34,8 @@ export interface ServiceOptions {
   handlers?: EventHandlers | readonly EventHandlers[];
   /** A database opened by the caller (tests, embedding apps) instead of the one the config names; not closed by `stop()`. */
   database?: Database;
+  /** Given when tracing is on (startTracing): spans at the edge, in handlers and upstream calls. */
+  tracing?: Tracing;
 }
 
 export interface Service {
@@ -57,7 +61,7 @@ export interface Service {
  * run several isolated instances in one process. Redis carries the queues; PostgreSQL (a server,
  * or embedded) the mirror and the event log.
  */
-export async function createService({ config, logger, handlers = [], database }: ServiceOptions): Promise<Service> {
+export async function createService({ config, logger, handlers = [], database, tracing }: ServiceOptions): Promise<Service> {
   const connections: RedisClient[] = [];
   const connect = (kind: ConnectionKind) => {
     const connection = createRedisConnection(config.redisUrl, kind, { cluster: config.redisCluster });
@@ -88,6 +92,7 @@ export async function createService({ config, logger, handlers = [], database }:
         steps: storage.steps,
         handlers: ([] as EventHandlers[]).concat(handlers),
         metrics,
+        tracing,
       })
     : undefined;
   const sink = webConnection
@@ -97,6 +102,7 @@ export async function createService({ config, logger, handlers = [], database }:
         dedupWindowSeconds: config.dedupWindowSeconds,
         timeoutMs: config.enqueueTimeoutMs,
         maxBacklog: config.ingest.maxBacklog,
+        ...(tracing ? { traceparent: activeTraceparent } : {}),
       })
     : undefined;
 
@@ -131,6 +137,7 @@ export async function createService({ config, logger, handlers = [], database }:
     });
   const app = createApp({
     logger,
+    ...(tracing ? { tracer: tracing.tracer } : {}),
     ready: config.role === "worker" ? () => Promise.all([redisReady(), databaseReady()]).then(() => undefined) : redisReady,
     ...(sink
       ? {

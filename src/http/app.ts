@@ -1,8 +1,10 @@
-import { Hono } from "hono";
+import type { Tracer } from "@opentelemetry/api";
+import { Hono, type Context } from "hono";
 import type { Logger } from "pino";
 import type { AppEnv } from "./context.js";
 import { errorBody, toHttpFailure } from "./errors.js";
 import { healthRoutes } from "./health-routes.js";
+import { serverSpan } from "../tracing/server-span.js";
 import { boundedPath, requestLog } from "./request-log.js";
 import { webhookRoute, type WebhookRouteOptions } from "./webhook-route.js";
 
@@ -14,11 +16,16 @@ export interface CreateAppOptions {
   logger: Logger;
   /** Extra routes (admin, mirror, metrics) mounted by the caller. */
   mount?: (app: Hono<AppEnv>) => void;
+  /** Given only when tracing is on: each delivery gets a server span, the root of its trace. */
+  tracer?: Tracer;
 }
 
 /** The HTTP edge. One factory serves production, tests and benches. */
 export function createApp(options: CreateAppOptions): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  // Outside the request log, so the delivery's log line carries the span's trace id.
+  if (options.tracer && options.webhooks)
+    app.use("/webhooks", serverSpan(options.tracer, { route: "/webhooks", attributes: deliveryAttributes }));
   app.use(requestLog(options.logger));
   app.route("/", healthRoutes(options.ready));
   if (options.webhooks) app.route("/webhooks", webhookRoute(options.webhooks));
@@ -30,4 +37,8 @@ export function createApp(options: CreateAppOptions): Hono<AppEnv> {
     return c.json(failure.body, failure.status, failure.headers);
   });
   return app;
+}
+
+function deliveryAttributes(c: Context<AppEnv>) {
+  return { "svc.event.id": c.get("eventId"), "svc.event.type": c.get("eventType"), "svc.event.duplicate": c.get("duplicate") };
 }

@@ -10,6 +10,8 @@ export interface LoggerOptions {
   /** Where lines go; stdout by default (bounded: see createLogDestination). Tests pass a stream to capture lines. */
   destination?: DestinationStream;
   name?: string;
+  /** Fields added to every line (the active trace's ids when tracing is on); none by default. */
+  mixin?: () => object;
 }
 
 const REDACTED = "[Redacted]";
@@ -56,6 +58,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     {
       level: options.level ?? "info",
       name: options.name,
+      ...(options.mixin ? { mixin: options.mixin } : {}),
       redact: { paths: REDACT_PATHS, censor: REDACTED },
       ...(scrub ? { hooks: { streamWrite: scrub } } : {}),
     },

@@ -9,6 +9,7 @@ import type { HandlerRegistry } from "../events/registry.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
 import type { EventJournal } from "./event-journal.js";
 import { EVENTS_QUEUE } from "./names.js";
+import { withCarriedTrace } from "../tracing/trace-context.js";
 
 export interface EventWorkerOptions<Ctx> {
   /** A "worker" connection (maxRetriesPerRequest: null). */
@@ -89,7 +90,8 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
           unrecordedSaved = true;
           await job.updateProgress({ done: [...done], unrecorded: { ...outcomes } } satisfies Progress);
         };
-        result = await dispatchEvent(registry, event, ctx, done, onSuccess, deadline.signal);
+        // Retries and replays join the delivery's trace when its event carries one (tracing on).
+        result = await withCarriedTrace(job.data.traceparent, () => dispatchEvent(registry, event, ctx, done, onSuccess, deadline.signal));
       } catch (err) {
         if (err instanceof EventDataError) {
           await record("failed");

@@ -6,6 +6,7 @@ import type { HandlerRegistry } from "../events/registry.js";
 import type { EventJobData, HandlerOutcomeData } from "./event-job.js";
 import type { EventAttempt } from "./event-journal.js";
 import { isPermanentFailure } from "./event-worker.js";
+import { withCarriedTrace } from "../tracing/trace-context.js";
 
 /** What an event's first attempt (straight from the ingest stream) did, before it is recorded. */
 export interface FirstAttempt {
@@ -57,13 +58,9 @@ export async function runFirstAttempt<Ctx>(options: FirstAttemptOptions<Ctx>, en
   let result;
   const deadline = startHandlerDeadline(options.handlerTimeoutMs ?? 0);
   try {
-    result = await dispatchEvent(
-      options.registry,
-      event,
-      options.makeContext(event, 1, log, deadline.signal),
-      undefined,
-      undefined,
-      deadline.signal,
+    // The handlers join the delivery's trace when the edge stored one (tracing on).
+    result = await withCarriedTrace(data.traceparent, () =>
+      dispatchEvent(options.registry, event, options.makeContext(event, 1, log, deadline.signal), undefined, undefined, deadline.signal),
     );
   } catch (err) {
     if (!(err instanceof EventDataError)) throw err;

@@ -18,6 +18,11 @@ export interface StreamSinkOptions {
   maxBacklog: number;
   /** Most events appended by one script call (default 256). */
   maxBatch?: number;
+  /**
+   * The trace context to store with each event (the edge's span), given only when tracing is on:
+   * called in the request's context as the event is handed over.
+   */
+  traceparent?: () => string | undefined;
 }
 
 export type StreamSink = EventSink;
@@ -65,16 +70,19 @@ export function createStreamSink(options: StreamSinkOptions): StreamSink {
       for (const e of events) args.push(keys.seen(e.id));
       args.push(windowMs, maxBacklog);
       for (const e of events)
-        args.push(encodeEntry({ id: e.id, type: e.type, receivedAt: e.receivedAt, payload: e.payload }, e.payloadJson));
+        args.push(
+          encodeEntry({ id: e.id, type: e.type, receivedAt: e.receivedAt, payload: e.payload, traceparent: e.traceparent }, e.payloadJson),
+        );
       return redis.svcStreamAppend(events.length + 1, ...args);
     },
     options.maxBatch ?? 256,
     { ms: options.timeoutMs, what: "enqueue" },
   );
 
+  const { traceparent } = options;
   return {
     async enqueue(event) {
-      const answer = await append(event);
+      const answer = await append(traceparent ? { ...event, traceparent: traceparent() } : event);
       if (answer === "f") throw new BacklogFullError(options.maxBacklog);
       return { jobId: jobIdOfEntry(answer.slice(1)), duplicate: answer.startsWith("d") } satisfies EnqueueResult;
     },

@@ -12,6 +12,8 @@ export interface ApiRequestRecord {
   query: string;
   status: number;
   keyHash: string | null;
+  /** The W3C trace context the client sent, if any (a test checks the service's traces reach the API). */
+  traceparent: string | null;
 }
 
 const ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED", "REFUNDED"];
@@ -66,6 +68,7 @@ export function apiRoutes(deps: {
       query: new URL(c.req.url).search,
       status: 0,
       keyHash: null,
+      traceparent: c.req.header("traceparent") ?? null,
     };
     deps.requestLog.push(record);
     let fault: FaultRule | undefined;

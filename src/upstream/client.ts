@@ -1,4 +1,6 @@
+import { SpanKind, SpanStatusCode, type Span, type Tracer } from "@opentelemetry/api";
 import { DEFAULTS } from "../config/defaults.js";
+import { formatTraceparent } from "../tracing/traceparent.js";
 import type { Logger } from "pino";
 import type * as z from "zod";
 import { parseApiKey } from "./api-key.js";
@@ -44,6 +46,11 @@ export interface ApiClientOptions {
   userAgent?: string;
   onResponse?: (info: { method: string; route: string; status: number | "timeout" | "network"; durationMs: number }) => void;
   logger?: Logger;
+  /**
+   * Given only when tracing is on: each call is a CLIENT span (its budget waits and retries as
+   * events) and every request sends the span's W3C `traceparent`.
+   */
+  tracer?: Tracer;
 }
 
 export interface ListOptions {
@@ -128,19 +135,42 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   };
 
   /** The answer, and when the attempt that got it was sent (see ReadPage). */
-  async function send<T>(call: Call<T>): Promise<{ value: T; sentAt: Date }> {
+  function send<T>(call: Call<T>): Promise<{ value: T; sentAt: Date }> {
+    const { tracer } = options;
+    if (!tracer) return sendWithRetries(call);
+    return tracer.startActiveSpan(
+      `${call.method} ${call.route}`,
+      { kind: SpanKind.CLIENT, attributes: { "http.request.method": call.method, "url.template": call.route } },
+      async (span) => {
+        try {
+          return await sendWithRetries(call, span);
+        } catch (err) {
+          span.recordException(err as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+          throw err;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  }
+
+  async function sendWithRetries<T>(call: Call<T>, span?: Span): Promise<{ value: T; sentAt: Date }> {
     const url = new URL(baseUrl + call.path);
     for (const [k, v] of Object.entries(call.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
     let failures = 0;
     let rateLimited = 0;
     for (;;) {
+      const waitStarted = span ? performance.now() : 0;
       await options.limiter?.acquire({ priority: call.priority ?? "high" });
+      span?.addEvent("rate budget acquired", { "svc.budget.wait_ms": Math.round(performance.now() - waitStarted) });
       try {
         // Per attempt, after the slot: the time of the request actually sent, not of the first try.
         const sentAt = call.clock ? await call.clock() : new Date();
-        return { value: await sendAttempt(call, url), sentAt };
+        return { value: await sendAttempt(call, url, span), sentAt };
       } catch (err) {
         if (err instanceof UpstreamRateLimitError) {
+          span?.addEvent("rate limited", { "svc.retry_after_ms": err.retryAfterMs });
           // Nobody sharing the key sends until Retry-After has passed; a 429 was not processed,
           // so even a write is safe to send again.
           await options.limiter?.pause(err.retryAfterMs);
@@ -150,12 +180,13 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         }
         const retryable = call.method === "GET" && err instanceof UpstreamError && err.retryable;
         if (!retryable || ++failures > readRetries) throw err;
+        span?.addEvent("retry", { "svc.retry.reason": (err as Error).message });
         await sleep(backoffMs(failures - 1, retryBaseMs));
       }
     }
   }
 
-  async function sendAttempt<T>(call: Call<T>, url: URL): Promise<T> {
+  async function sendAttempt<T>(call: Call<T>, url: URL, span?: Span): Promise<T> {
     const started = performance.now();
     const report = (status: number | "timeout" | "network") =>
       options.onResponse?.({ method: call.method, route: call.route, status, durationMs: performance.now() - started });
@@ -163,10 +194,13 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     // is a timeout like any other (retried for a GET), never a raw DOMException.
     let res: Response;
     let text: string;
+    // The API sees the call's trace context (W3C), so its own traces can join ours.
+    const traceparent = span ? formatTraceparent(span.spanContext()) : undefined;
+    const sent = traceparent === undefined ? headers : { ...headers, traceparent };
     try {
       res = await fetch(url, {
         method: call.method,
-        headers: call.body === undefined ? headers : { ...headers, "content-type": "application/json" },
+        headers: call.body === undefined ? sent : { ...sent, "content-type": "application/json" },
         ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
         signal: AbortSignal.timeout(timeoutMs),
       });
@@ -178,6 +212,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       throw new UpstreamNetworkError(`${call.method} ${call.route} failed: ${(err as Error).message}`, err);
     }
     report(res.status);
+    span?.setAttribute("http.response.status_code", res.status);
     if (!res.ok) {
       throw errorFromResponse({
         status: res.status,

@@ -31,6 +31,8 @@ import { sweepAll } from "./sync/sweep-all.js";
 import { createSyncHandlers } from "./sync/sync-handlers.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync/sync-worker.js";
 import { upstreamFromConfig } from "./upstream-from-config.js";
+import { tracedHandlers } from "../tracing/traced-handlers.js";
+import type { Tracing } from "../tracing/tracing.js";
 
 export interface WorkerRole {
   api: ApiClient | undefined;
@@ -69,14 +71,17 @@ export function createWorkerRole(deps: {
   steps: StepStore;
   handlers: readonly EventHandlers[];
   metrics: Metrics;
+  /** Given when tracing is on: a span per handler, the refresh job in its event's trace, upstream spans. */
+  tracing?: Tracing;
 }): WorkerRole {
-  const { config, logger, connection, mirror, eventLog, metrics } = deps;
+  const { config, logger, connection, mirror, eventLog, metrics, tracing } = deps;
   const prefix = config.queuePrefix;
   const { concurrency, lockMs, maxStalls } = config.worker;
 
   const upstream = config.api
     ? upstreamFromConfig(config.api, connection, prefix, {
         logger,
+        ...(tracing ? { tracer: tracing.tracer } : {}),
         onResponse: ({ method, route, status }) => {
           metrics.upstreamRequests.inc({ method, route, status: String(status) });
           if (status === 429) metrics.upstreamRateLimited.inc();
@@ -113,6 +118,8 @@ export function createWorkerRole(deps: {
       removeOnComplete: true,
     },
     streams: { events: { maxLen: 1000 } },
+    // A refresh job carries the trace of the event that scheduled it (bullmq-otel).
+    ...(tracing ? { telemetry: tracing.bullmq } : {}),
   });
   syncQueue.on("error", (err) => logger.warn({ err: err.message }, "sync queue error"));
   const scheduler = createRefreshScheduler({
@@ -143,8 +150,9 @@ export function createWorkerRole(deps: {
   });
 
   const registry = createHandlerRegistry<HandlerContext>();
-  registry.use(createSyncHandlers(scheduler, { withApi: api !== undefined }), "sync");
-  deps.handlers.forEach((map, i) => registry.use(map, deps.handlers.length > 1 ? `user${i}` : "user"));
+  const use = (map: EventHandlers, source: string) => registry.use(tracing ? tracedHandlers(map, source, tracing.tracer) : map, source);
+  use(createSyncHandlers(scheduler, { withApi: api !== undefined }), "sync");
+  deps.handlers.forEach((map, i) => use(map, deps.handlers.length > 1 ? `user${i}` : "user"));
 
   const eventWorker = createEventWorker<SharedHandlerContext>({
     connection,
@@ -184,7 +192,17 @@ export function createWorkerRole(deps: {
       return totals;
     };
   }
-  const syncWorker = createSyncWorker({ connection, prefix, queue: syncQueue, processors, concurrency, lockMs, maxStalls, logger });
+  const syncWorker = createSyncWorker({
+    connection,
+    prefix,
+    queue: syncQueue,
+    processors,
+    concurrency,
+    lockMs,
+    maxStalls,
+    logger,
+    ...(tracing ? { telemetry: tracing.bullmq } : {}),
+  });
 
   const settled = createSettledEvents(eventWorker);
   const streamConsumer = createStreamConsumer<SharedHandlerContext>({

@@ -2,6 +2,8 @@ import { parseArgs } from "node:util";
 import { loadConfig, secretsOf } from "../../config/index.js";
 import { createLogger } from "../../logging/logger.js";
 import { createService } from "../../service.js";
+import { traceLogFields } from "../../tracing/log-correlation.js";
+import { startTracing } from "../../tracing/start-tracing.js";
 import { loadHandlersModule } from "../../worker/load-handlers-module.js";
 
 export const help = `svc-webhooks serve [--role all|web|worker]
@@ -13,9 +15,11 @@ Stops gracefully on SIGTERM or SIGINT: stops accepting, finishes in-flight work,
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { role: { type: "string" } }, strict: true });
   const config = loadConfig({ ...process.env, ...(values.role ? { ROLE: values.role } : {}) });
-  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
+  // Before anything that traces is built; undefined (nothing loaded) without an OTLP endpoint.
+  const tracing = await startTracing(process.env);
+  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config), ...(tracing ? { mixin: traceLogFields } : {}) });
   const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];
-  const service = await createService({ config, logger, handlers });
+  const service = await createService({ config, logger, handlers, tracing });
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -23,6 +27,8 @@ export async function run(argv: string[]): Promise<void> {
     logger.info({ signal }, "shutting down");
     service
       .stop()
+      // The spans of the last deliveries are exported before the process exits.
+      .then(() => tracing?.shutdown())
       .then(() => {
         logger.info("stopped");
         logger.flush();

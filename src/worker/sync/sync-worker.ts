@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker, type Job, type Queue } from "bullmq";
+import { UnrecoverableError, Worker, type Job, type Queue, type Telemetry } from "bullmq";
 import type { Logger } from "pino";
 import { SYNC_QUEUE } from "../../queue/names.js";
 import type { RedisClient } from "../../redis/connection.js";
@@ -21,6 +21,8 @@ export interface SyncWorkerOptions {
   lockMs: number;
   maxStalls: number;
   logger: Logger;
+  /** BullMQ telemetry when tracing is on: each job runs in the trace of whoever added it. */
+  telemetry?: Telemetry;
 }
 
 /**
@@ -57,6 +59,7 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
       // BullMQ only honours a queue's rateLimit() in a worker when a limiter is configured; the real budget is
       // the shared Redis limiter in the API client, so this one is set far above it.
       limiter: { max: 10_000, duration: 1000 },
+      ...(options.telemetry ? { telemetry: options.telemetry } : {}),
     },
   );
   worker.on("error", (err) => logger.warn({ err: err.message }, "sync worker error"));

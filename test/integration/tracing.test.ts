@@ -1,0 +1,121 @@
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import { runCli, type CliProcess } from "../helpers/cli-process.js";
+import { TEST_SECRET } from "../helpers/edge.js";
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../helpers/otlp-receiver.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+const SERVER = 2;
+const CLIENT = 3;
+
+let proc: CliProcess | undefined;
+let sandbox: Sandbox | undefined;
+let receiver: OtlpReceiver | undefined;
+afterEach(async () => {
+  if (proc?.child.exitCode === null) {
+    proc.child.kill("SIGTERM");
+    await proc.exited;
+  }
+  await sandbox?.close();
+  await receiver?.close();
+  proc = sandbox = receiver = undefined;
+});
+
+/** A whole service (edge and worker) as a real process, syncing from the sandbox, which sends it webhooks. */
+async function serveWithSandbox(env: Record<string, string>) {
+  sandbox = createSandbox({ delivery: { retryDelaysMs: [50, 100, 200] } });
+  const apiUrl = await sandbox.listen({ host: "127.0.0.1" });
+  proc = runCli(["serve"], {
+    ROLE: "all",
+    PORT: "0",
+    HOST: "127.0.0.1",
+    REDIS_URL: inject("redisUrl"),
+    QUEUE_PREFIX: `test-trace-${process.pid}-${Date.now()}`,
+    SIGNING_SECRET: TEST_SECRET,
+    API_BASE_URL: apiUrl,
+    API_KEY: sandbox.apiKey,
+    SYNC_DEBOUNCE_MS: "50",
+    RECONCILE_INTERVAL_SECONDS: "0",
+    LOG_LEVEL: "debug",
+    ...env,
+  });
+  const url = await proc.listening();
+  sandbox.addWebhook({ url: `${url}/webhooks`, secret: TEST_SECRET });
+  return sandbox;
+}
+
+/** The lines the process logged, as JSON records. */
+function logLines(p: CliProcess): Record<string, unknown>[] {
+  return p
+    .stdout()
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe("tracing (OpenTelemetry, a real serve process)", () => {
+  it("puts one webhook's edge, handler and upstream call in one trace, sends the API its traceparent, and logs the trace id", async () => {
+    receiver = await startOtlpReceiver();
+    const s = await serveWithSandbox({
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_SERVICE_NAME: "svc-webhooks-test",
+      OTEL_BSP_SCHEDULE_DELAY: "50",
+    });
+    const order = s.actions.createOrder({ restaurantId: s.state.restaurants()[0]!.id, paid: true });
+
+    // The refresh the webhook scheduled reads the orders of its restaurant, with a traceparent.
+    const call = await waitFor(() => s.requestLog.find((r) => r.path === "/api/v1/orders" && r.status === 200), {
+      timeoutMs: 30_000,
+      what: "the refresh's upstream read",
+    });
+    const traceparent = call.traceparent;
+    expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    const traceId = traceparent!.split("-")[1]!;
+
+    const inTrace = (pred: (span: ReceivedSpan) => boolean) => () => receiver!.spans.find((sp) => sp.traceId === traceId && pred(sp));
+    const edge = await waitFor(
+      inTrace((sp) => sp.kind === SERVER && sp.name === "POST /webhooks"),
+      { what: "the edge's server span" },
+    );
+    const handler = await waitFor(
+      inTrace((sp) => sp.name === "handler sync order.created"),
+      { what: "the handler's span" },
+    );
+    const upstream = await waitFor(
+      inTrace((sp) => sp.kind === CLIENT && sp.name === "GET /api/v1/orders"),
+      { what: "the upstream call's span" },
+    );
+    expect(edge.attributes["svc.event.type"]).toBe("order.created");
+    expect(edge.serviceName).toBe("svc-webhooks-test");
+    expect(handler.attributes["svc.event.id"]).toBe(edge.attributes["svc.event.id"]);
+    // The API saw the upstream call's own span as the parent of its request.
+    expect(traceparent!.split("-")[2]).toBe(upstream.spanId);
+    // Every export was OTLP/HTTP JSON, as OTEL_EXPORTER_OTLP_PROTOCOL asked.
+    expect(receiver.contentTypes.every((t) => t.startsWith("application/json"))).toBe(true);
+
+    // The delivery's request line (debug) carries the trace id; so do the refresh's lines.
+    // Log lines reach the pipe a little after the answers they describe.
+    await waitFor(() => logLines(proc!).some((l) => l.msg === "request" && l.trace_id === traceId), {
+      what: "the delivery's log line with its trace id",
+    });
+    const traced = logLines(proc!).filter((l) => l.trace_id === traceId);
+    expect(traced.find((l) => l.msg === "request")?.eventId).toBe(edge.attributes["svc.event.id"]);
+    expect(traced.every((l) => typeof l.span_id === "string")).toBe(true);
+    expect(order.id).toBeTruthy();
+  });
+
+  it("sends no traceparent and logs no trace id when no OTLP endpoint is set", async () => {
+    const s = await serveWithSandbox({});
+    s.actions.createOrder({ restaurantId: s.state.restaurants()[0]!.id, paid: true });
+    const call = await waitFor(() => s.requestLog.find((r) => r.path === "/api/v1/orders" && r.status === 200), {
+      timeoutMs: 30_000,
+      what: "the refresh's upstream read",
+    });
+    expect(call.traceparent).toBeNull();
+    // Log lines reach the pipe a little after the answers they describe.
+    await waitFor(() => logLines(proc!).some((l) => l.msg === "request" && l.eventId !== undefined), { what: "the delivery's log line" });
+    const lines = logLines(proc!);
+    expect(lines.some((l) => "trace_id" in l || "span_id" in l)).toBe(false);
+  });
+});
