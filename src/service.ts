@@ -7,7 +7,7 @@ import type { AppEnv } from "./http/context.js";
 import { NotReadyError } from "./http/health-routes.js";
 import { listen, type RunningServer } from "./http/listen.js";
 import { mountOperatorRoutes } from "./http/operator-routes.js";
-import { collectIngestBacklog, collectMirrorLag, collectQueueDepths } from "./metrics/collectors.js";
+import { collectDatabaseHealth, collectIngestBacklog, collectMirrorLag, collectQueueDepths } from "./metrics/collectors.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
 import { webhookMetrics } from "./metrics/webhook-metrics.js";
 import type { Database } from "./mirror/database.js";
@@ -121,6 +121,7 @@ export async function createService({ config, logger, handlers = [], database, t
   collectQueueDepths(metrics, queues);
   collectIngestBacklog(metrics, () => readStreamBacklog(anyConnection, prefix));
   collectMirrorLag(metrics, MIRROR_KINDS, (kind) => mirror.lastWriteAt(kind as MirrorKind));
+  collectDatabaseHealth(metrics, () => storage.ping());
 
   // The edge depends on Redis only; a worker also needs the database to record and write.
   const redisReady = async () => {
@@ -135,8 +136,10 @@ export async function createService({ config, logger, handlers = [], database, t
     storage.ping().catch(() => {
       throw new NotReadyError("the database does not answer: events wait in the queue and are handled once it is back");
     });
+  metrics.role.set({ role: config.role }, 1);
   const app = createApp({
     logger,
+    onServerError: (status) => metrics.httpServerErrors.inc({ status: String(status) }),
     ...(tracing ? { tracer: tracing.tracer } : {}),
     ready: config.role === "worker" ? () => Promise.all([redisReady(), databaseReady()]).then(() => undefined) : redisReady,
     ...(sink

@@ -18,6 +18,8 @@ export interface CreateAppOptions {
   mount?: (app: Hono<AppEnv>) => void;
   /** Given only when tracing is on: each delivery gets a server span, the root of its trace. */
   tracer?: Tracer;
+  /** Called with the status of every 5xx answer (for metrics). */
+  onServerError?: (status: number) => void;
 }
 
 /** The HTTP edge. One factory serves production, tests and benches. */
@@ -33,6 +35,7 @@ export function createApp(options: CreateAppOptions): Hono<AppEnv> {
   app.notFound((c) => c.json(errorBody("not_found", `no route for ${c.req.method} ${boundedPath(c.req.path)}`), 404));
   app.onError((err, c) => {
     const failure = toHttpFailure(err);
+    if (failure.status >= 500) options.onServerError?.(failure.status);
     if (failure.status >= 500 && failure.status !== 503) options.logger.error({ err }, "unhandled error");
     return c.json(failure.body, failure.status, failure.headers);
   });

@@ -43,3 +43,22 @@ export function collectIngestBacklog(metrics: Metrics, read: () => Promise<{ len
     metrics.consumerLag.set(backlog.oldestAgeMs / 1000);
   });
 }
+
+/** Whether the database answers within `timeoutMs` (a scrape must not hang on it), and how fast, at scrape time. */
+export function collectDatabaseHealth(metrics: Metrics, ping: () => Promise<void>, timeoutMs = 2000): void {
+  metrics.addCollector(async () => {
+    const started = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<0>((resolve) => (timer = setTimeout(() => resolve(0), timeoutMs)));
+    const up = await Promise.race([
+      ping().then(
+        () => 1 as const,
+        () => 0 as const,
+      ),
+      late,
+    ]);
+    clearTimeout(timer);
+    metrics.databaseUp.set(up);
+    if (up) metrics.databasePingSeconds.set((performance.now() - started) / 1000);
+  });
+}

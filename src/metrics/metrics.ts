@@ -107,6 +107,33 @@ export function createMetrics() {
       labelNames: ["kind"],
       ...opts,
     }),
+    httpServerErrors: new Counter({
+      name: "svc_http_server_errors_total",
+      help: "Answers with a 5xx status (503: Redis away, backlog full or body budget spent), by status",
+      labelNames: ["status"],
+      ...opts,
+    }),
+    reconcileLastSuccess: new Gauge({
+      name: "svc_reconcile_last_success_timestamp_seconds",
+      help: "When the last reconciliation sweep finished (the worker's start until one has; 0 where none is scheduled)",
+      ...opts,
+    }),
+    role: new Gauge({
+      name: "svc_role_info",
+      help: "1 for the role this process runs (all, web or worker): a worker that stops being scraped is absent",
+      labelNames: ["role"],
+      ...opts,
+    }),
+    databaseUp: new Gauge({
+      name: "svc_database_up",
+      help: "1 when the database (mirror and event log) answered a ping at scrape time, else 0",
+      ...opts,
+    }),
+    databasePingSeconds: new Gauge({
+      name: "svc_database_ping_seconds",
+      help: "How long the database took to answer the scrape's ping",
+      ...opts,
+    }),
     /** Runs `collect` before each scrape; a failing collector leaves its gauges as they were. */
     addCollector(collect: () => Promise<void>) {
       collectors.push(collect);

@@ -181,6 +181,8 @@ export function createWorkerRole(deps: {
       await scheduler.release(kind, restaurantId);
       return refreshRestaurant({ api, mirror, scheduler, writer, logger, kind, restaurantId });
     };
+    // Fresh from the start, so "stalled" means no sweep finished for a while, not "none yet".
+    if (config.worker.reconcileIntervalMs > 0) metrics.reconcileLastSuccess.setToCurrentTime();
     processors.reconcile = async () => {
       const totals = await sweepAll({
         api,
@@ -189,6 +191,7 @@ export function createWorkerRole(deps: {
         changes: { writer, source: "reconcile", pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId) },
       });
       logger.info({ totals }, "reconciliation done");
+      metrics.reconcileLastSuccess.setToCurrentTime();
       return totals;
     };
   }
