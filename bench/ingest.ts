@@ -7,6 +7,7 @@ import { Redis } from "ioredis";
 import { EVENTS_QUEUE } from "../src/queue/names.js";
 import { redisKeys } from "../src/redis/keys.js";
 import { assertPoolNotWrapped, POOL_EVENTS_PER_SECOND, writeRequestPool } from "./lib/pool.js";
+import { startOtlpSink } from "./lib/otlp-sink.js";
 import { startServerProcess } from "./lib/server-process.js";
 import { exitedChildrenCpuSeconds, processCpuSeconds, redisCpu } from "./lib/cpu.js";
 import { runWrk, type WrkResult } from "./lib/wrk.js";
@@ -26,7 +27,7 @@ export interface IngestRow {
   runs: IngestRun[];
 }
 
-export type IngestKey = "a" | "b" | "c" | "g" | "d" | "e" | "f";
+export type IngestKey = "a" | "b" | "c" | "g" | "t" | "d" | "e" | "f";
 /** The receivers users would write themselves; "ours ÷ best peer" compares against the fastest. */
 export const PEERS = ["d", "e", "f"] as const;
 
@@ -38,6 +39,8 @@ export const SERVERS: readonly {
   durable: boolean;
   stream?: true;
   env?: Record<string, string>;
+  /** Export traces (OTLP/HTTP, the SDK's default protobuf) to a local sink that drops them. */
+  tracing?: true;
 }[] = [
   { key: "a", name: "(a) plain Hono, read body (ceiling)", script: "bench/servers/plain.ts", durable: false },
   { key: "b", name: "(b) our edge, verify only", script: "bench/servers/verify-only.ts", durable: false },
@@ -49,6 +52,14 @@ export const SERVERS: readonly {
     durable: true,
     stream: true,
     env: { LOG_LEVEL: "debug" },
+  },
+  {
+    key: "t",
+    name: "(c″) ours with tracing on: a span per delivery, OTLP/HTTP to a local sink",
+    script: "bench/servers/edge.ts",
+    durable: true,
+    stream: true,
+    tracing: true,
   },
   { key: "d", name: "(d) Express + raw + verify + queue.add", script: "bench/servers/express-peer.ts", durable: true },
   { key: "e", name: "(e) node:http + octokit verify + queue.add", script: "bench/servers/octokit-peer.ts", durable: true },
@@ -66,6 +77,8 @@ export async function benchIngest(opts: {
   warmupSeconds: number;
   connections: number;
   log: (s: string) => void;
+  /** Only these rows (a quick look at some of them); all by default. */
+  only?: readonly IngestKey[];
 }): Promise<Record<IngestKey, IngestRow>> {
   const dir = join(tmpdir(), `svc-bench-${randomUUID().slice(0, 8)}`);
   const rows = Object.fromEntries(SERVERS.map((s) => [s.key, { name: s.name, runs: [] as IngestRun[] }])) as Record<IngestKey, IngestRow>;
@@ -81,9 +94,11 @@ export async function benchIngest(opts: {
   const runPoolSize = Math.max(60_000, opts.seconds * POOL_EVENTS_PER_SECOND);
   writeRequestPool(runPool, runPoolSize, "r");
   const wrkOptions = (seconds: number) => ({ seconds, connections: opts.connections, threads: 1 });
+  const servers = SERVERS.filter((s) => !opts.only || opts.only.includes(s.key));
+  const sink = await startOtlpSink();
   try {
     for (let round = 1; round <= opts.rounds; round++) {
-      for (const server of SERVERS) {
+      for (const server of servers) {
         const prefix = `bench-${server.key}-${randomUUID().slice(0, 6)}`;
         // No worker drains our stream in this table (the end-to-end run has one), so its backlog
         // grows past the default MAX_BACKLOG within a run; a refusal there would be backpressure
@@ -93,6 +108,7 @@ export async function benchIngest(opts: {
           QUEUE_PREFIX: prefix,
           MAX_BACKLOG: "100000000",
           ...server.env,
+          ...(server.tracing ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: "svc-webhooks-bench" } : {}),
         });
         const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
         try {
@@ -136,6 +152,7 @@ export async function benchIngest(opts: {
       }
     }
   } finally {
+    await sink.close();
     await redis.quit();
     rmSync(warmPool, { force: true });
     rmSync(runPool, { force: true });

@@ -24,6 +24,8 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
     oursOverBestPeer: paired("c", best, (r) => r.rps),
     p99OursOverBestPeer: paired("c", best, (r) => r.p99Ms),
     oursAtDebugOverBestPeer: paired("g", best, (r) => r.rps),
+    tracingOnOverOff: paired("t", "c", (r) => r.rps),
+    tracingOnOverOffCpu: paired("t", "c", (r) => r.cpu.serverUs),
   };
   const lines = [
     `Ingest: signed ~1 KB unique events, wrk -t1 -c${opts.connections}, ${opts.rounds} interleaved rounds of ${opts.seconds} s after a 3 s warm-up; medians.`,
@@ -58,7 +60,9 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
     )} ms vs best peer ${fmt(
       med(best, (r) => r.p99Ms)!,
       2,
-    )} ms (ratio per round ${spread(ratios.p99OursOverBestPeer)}, target ≤ 1); ours ÷ plain ${spread(ratios.oursOverPlain)}; ours at LOG_LEVEL=debug ÷ best peer ${spread(ratios.oursAtDebugOverBestPeer)}. Ratios: median (range) of the rounds, each round's runs paired.`,
+    )} ms (ratio per round ${spread(ratios.p99OursOverBestPeer)}, target ≤ 1); ours ÷ plain ${spread(ratios.oursOverPlain)}; ours at LOG_LEVEL=debug ÷ best peer ${spread(ratios.oursAtDebugOverBestPeer)}; tracing on ÷ off (c″ ÷ c): req/s ${spread(ratios.tracingOnOverOff)}, server CPU per request ${spread(ratios.tracingOnOverOffCpu)}. Ratios: median (range) of the rounds, each round's runs paired.`,
+    "",
+    "Tracing off (c) is the edge as shipped with no OTEL_EXPORTER_OTLP_ENDPOINT: the SDK is not loaded and the request path has no span, no context and no extra field (the hooks are not installed), so (c) is the cost of tracing off.",
     "",
     "Stored: jobs in BullMQ for the peers, stream entries for ours (no worker runs in this table, so MAX_BACKLOG is lifted for it); it can exceed the 200s because wrk drops answers still in flight when it stops. Redis CPU is per stored event; in brackets the µs per EVALSHA call (one per job for the peers, one per group-committed batch for ours).",
   );

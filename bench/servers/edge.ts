@@ -2,10 +2,22 @@
 import { loadConfig } from "../../src/config/index.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createService } from "../../src/service.js";
+import { traceLogFields } from "../../src/tracing/log-correlation.js";
+import { startTracing } from "../../src/tracing/start-tracing.js";
 import { BENCH_SECRET } from "../lib/pool.js";
 
 const config = loadConfig({ ...process.env, ROLE: process.env.ROLE ?? "web", HOST: "127.0.0.1", PORT: "0", SIGNING_SECRET: BENCH_SECRET });
-const service = await createService({ config, logger: createLogger({ level: config.logLevel, secrets: [BENCH_SECRET] }) });
+// As `serve` does: tracing only with an OTLP endpoint in the environment (row c″), else nothing loaded.
+const tracing = await startTracing(process.env);
+const logger = createLogger({ level: config.logLevel, secrets: [BENCH_SECRET], ...(tracing ? { mixin: traceLogFields } : {}) });
+const service = await createService({ config, logger, tracing });
 void service.start().then((url) => console.error(`READY ${url}`));
-process.on("SIGTERM", () => void service.stop().then(() => process.exit(0)));
+process.on(
+  "SIGTERM",
+  () =>
+    void service
+      .stop()
+      .then(() => tracing?.shutdown())
+      .then(() => process.exit(0)),
+);
 process.once("SIGINT", () => process.exit(0));
