@@ -32,6 +32,7 @@ import { createSyncHandlers } from "./sync/sync-handlers.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync/sync-worker.js";
 import { upstreamFromConfig } from "./upstream-from-config.js";
 import { tracedHandlers } from "../tracing/traced-handlers.js";
+import { tracedMirror } from "../tracing/traced-mirror.js";
 import type { Tracing } from "../tracing/tracing.js";
 
 export interface WorkerRole {
@@ -74,7 +75,9 @@ export function createWorkerRole(deps: {
   /** Given when tracing is on: a span per handler, the refresh job in its event's trace, upstream spans. */
   tracing?: Tracing;
 }): WorkerRole {
-  const { config, logger, connection, mirror, eventLog, metrics, tracing } = deps;
+  const { config, logger, connection, eventLog, metrics, tracing } = deps;
+  // With tracing on, each mirror write (refreshes, sweeps, handlers) is a span of its trace.
+  const mirror = tracing ? tracedMirror(deps.mirror, tracing.tracer) : deps.mirror;
   const prefix = config.queuePrefix;
   const { concurrency, lockMs, maxStalls } = config.worker;
 

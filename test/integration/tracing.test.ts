@@ -54,7 +54,7 @@ function logLines(p: CliProcess): Record<string, unknown>[] {
 }
 
 describe("tracing (OpenTelemetry, a real serve process)", () => {
-  it("puts one webhook's edge, handler and upstream call in one trace, sends the API its traceparent, and logs the trace id", async () => {
+  it("puts one webhook's edge, handler, upstream call and mirror write in one trace, sends the API its traceparent, and logs the trace id", async () => {
     receiver = await startOtlpReceiver();
     const s = await serveWithSandbox({
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
@@ -86,6 +86,11 @@ describe("tracing (OpenTelemetry, a real serve process)", () => {
       inTrace((sp) => sp.kind === CLIENT && sp.name === "GET /api/v1/orders"),
       { what: "the upstream call's span" },
     );
+    const write = await waitFor(
+      inTrace((sp) => sp.name === "mirror upsert orders"),
+      { what: "the mirror write's span" },
+    );
+    expect(write.attributes["svc.mirror.written"]).toBeGreaterThan(0);
     expect(edge.attributes["svc.event.type"]).toBe("order.created");
     expect(edge.serviceName).toBe("svc-webhooks-test");
     expect(handler.attributes["svc.event.id"]).toBe(edge.attributes["svc.event.id"]);
