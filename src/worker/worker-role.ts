@@ -25,7 +25,7 @@ import { jobLabel, observeJobs } from "./job-observers.js";
 import { createSettledEvents, type SettledEvent } from "./settled-events.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import { refreshRestaurant } from "./sync/refresh-restaurant.js";
-import { createRefreshScheduler, type RefreshJobData } from "./sync/refresh-scheduler.js";
+import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { createMirrorWriter } from "./sync/mirror-writer.js";
 import { sweepAll } from "./sync/sweep-all.js";
 import { createSyncHandlers } from "./sync/sync-handlers.js";
@@ -33,6 +33,7 @@ import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sy
 import { upstreamFromConfig } from "./upstream-from-config.js";
 import { tracedHandlers } from "../tracing/traced-handlers.js";
 import { tracedMirror } from "../tracing/traced-mirror.js";
+import { createRefreshLinks } from "../tracing/refresh-links.js";
 import type { Tracing } from "../tracing/tracing.js";
 
 export interface WorkerRole {
@@ -154,7 +155,20 @@ export function createWorkerRole(deps: {
 
   const registry = createHandlerRegistry<HandlerContext>();
   const use = (map: EventHandlers, source: string) => registry.use(tracing ? tracedHandlers(map, source, tracing.tracer) : map, source);
-  use(createSyncHandlers(scheduler, { withApi: api !== undefined }), "sync");
+  // With tracing on, each event that asks for a refresh is linked from the refresh's span.
+  const refreshLinks = tracing
+    ? createRefreshLinks({ redis: connection, prefix, tracer: tracing.tracer, ttlMs: Math.max(600_000, 10 * config.worker.syncDebounceMs) })
+    : undefined;
+  const requestRefresh: RefreshScheduler = refreshLinks
+    ? {
+        ...scheduler,
+        request: async (kind, restaurantId, id) => {
+          await refreshLinks.note(kind, restaurantId);
+          await scheduler.request(kind, restaurantId, id);
+        },
+      }
+    : scheduler;
+  use(createSyncHandlers(requestRefresh, { withApi: api !== undefined }), "sync");
   deps.handlers.forEach((map, i) => use(map, deps.handlers.length > 1 ? `user${i}` : "user"));
 
   const eventWorker = createEventWorker<SharedHandlerContext>({
@@ -182,7 +196,8 @@ export function createWorkerRole(deps: {
     processors.refresh = async (job) => {
       const { kind, restaurantId } = job.data as RefreshJobData;
       await scheduler.release(kind, restaurantId);
-      return refreshRestaurant({ api, mirror, scheduler, writer, logger, kind, restaurantId });
+      const refresh = () => refreshRestaurant({ api, mirror, scheduler, writer, logger, kind, restaurantId });
+      return refreshLinks ? refreshLinks.traced(kind, restaurantId, refresh) : refresh();
     };
     // Fresh from the start, so "stalled" means no sweep finished for a while, not "none yet".
     if (config.worker.reconcileIntervalMs > 0) metrics.reconcileLastSuccess.setToCurrentTime();

@@ -10,6 +10,8 @@ export interface ReceivedSpan {
   /** OTLP SpanKind: 1 internal, 2 server, 3 client, 4 producer, 5 consumer. */
   kind: number;
   attributes: Record<string, unknown>;
+  /** The spans this one links to (a coalesced refresh links the events that asked for it). */
+  links?: { traceId: string; spanId: string }[];
   serviceName: string | undefined;
 }
 

@@ -53,74 +53,121 @@ function logLines(p: CliProcess): Record<string, unknown>[] {
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
+// A real process (web and worker) on a machine shared with other suites: each test gets a budget
+// that fits the waits inside it.
+const PROCESS_TEST_MS = 90_000;
+
 describe("tracing (OpenTelemetry, a real serve process)", () => {
-  it("puts one webhook's edge, handler, upstream call and mirror write in one trace, sends the API its traceparent, and logs the trace id", async () => {
-    receiver = await startOtlpReceiver();
-    const s = await serveWithSandbox({
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
-      OTEL_SERVICE_NAME: "svc-webhooks-test",
-      OTEL_BSP_SCHEDULE_DELAY: "50",
-    });
-    const order = s.actions.createOrder({ restaurantId: s.state.restaurants()[0]!.id, paid: true });
+  it(
+    "puts one webhook's edge, handler, upstream call and mirror write in one trace, sends the API its traceparent, and logs the trace id",
+    async () => {
+      receiver = await startOtlpReceiver();
+      const s = await serveWithSandbox({
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+        OTEL_SERVICE_NAME: "svc-webhooks-test",
+        OTEL_BSP_SCHEDULE_DELAY: "50",
+      });
+      const order = s.actions.createOrder({ restaurantId: s.state.restaurants()[0]!.id, paid: true });
 
-    // The refresh the webhook scheduled reads the orders of its restaurant, with a traceparent.
-    const call = await waitFor(() => s.requestLog.find((r) => r.path === "/api/v1/orders" && r.status === 200), {
-      timeoutMs: 30_000,
-      what: "the refresh's upstream read",
-    });
-    const traceparent = call.traceparent;
-    expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
-    const traceId = traceparent!.split("-")[1]!;
+      // The refresh the webhook scheduled reads the orders of its restaurant, with a traceparent.
+      const call = await waitFor(() => s.requestLog.find((r) => r.path === "/api/v1/orders" && r.status === 200), {
+        timeoutMs: 30_000,
+        what: "the refresh's upstream read",
+      });
+      const traceparent = call.traceparent;
+      expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+      const traceId = traceparent!.split("-")[1]!;
 
-    const inTrace = (pred: (span: ReceivedSpan) => boolean) => () => receiver!.spans.find((sp) => sp.traceId === traceId && pred(sp));
-    const edge = await waitFor(
-      inTrace((sp) => sp.kind === SERVER && sp.name === "POST /webhooks"),
-      { what: "the edge's server span" },
-    );
-    const handler = await waitFor(
-      inTrace((sp) => sp.name === "handler sync order.created"),
-      { what: "the handler's span" },
-    );
-    const upstream = await waitFor(
-      inTrace((sp) => sp.kind === CLIENT && sp.name === "GET /api/v1/orders"),
-      { what: "the upstream call's span" },
-    );
-    const write = await waitFor(
-      inTrace((sp) => sp.name === "mirror upsert orders"),
-      { what: "the mirror write's span" },
-    );
-    expect(write.attributes["svc.mirror.written"]).toBeGreaterThan(0);
-    expect(edge.attributes["svc.event.type"]).toBe("order.created");
-    expect(edge.serviceName).toBe("svc-webhooks-test");
-    expect(handler.attributes["svc.event.id"]).toBe(edge.attributes["svc.event.id"]);
-    // The API saw the upstream call's own span as the parent of its request.
-    expect(traceparent!.split("-")[2]).toBe(upstream.spanId);
-    // Every export was OTLP/HTTP JSON, as OTEL_EXPORTER_OTLP_PROTOCOL asked.
-    expect(receiver.contentTypes.every((t) => t.startsWith("application/json"))).toBe(true);
+      const inTrace = (pred: (span: ReceivedSpan) => boolean) => () => receiver!.spans.find((sp) => sp.traceId === traceId && pred(sp));
+      const edge = await waitFor(
+        inTrace((sp) => sp.kind === SERVER && sp.name === "POST /webhooks"),
+        { what: "the edge's server span" },
+      );
+      const handler = await waitFor(
+        inTrace((sp) => sp.name === "handler sync order.created"),
+        { what: "the handler's span" },
+      );
+      const upstream = await waitFor(
+        inTrace((sp) => sp.kind === CLIENT && sp.name === "GET /api/v1/orders"),
+        { what: "the upstream call's span" },
+      );
+      const write = await waitFor(
+        inTrace((sp) => sp.name === "mirror upsert orders"),
+        { what: "the mirror write's span" },
+      );
+      expect(write.attributes["svc.mirror.written"]).toBeGreaterThan(0);
+      expect(edge.attributes["svc.event.type"]).toBe("order.created");
+      expect(edge.serviceName).toBe("svc-webhooks-test");
+      expect(handler.attributes["svc.event.id"]).toBe(edge.attributes["svc.event.id"]);
+      // The API saw the upstream call's own span as the parent of its request.
+      expect(traceparent!.split("-")[2]).toBe(upstream.spanId);
+      // Every export was OTLP/HTTP JSON, as OTEL_EXPORTER_OTLP_PROTOCOL asked.
+      expect(receiver.contentTypes.every((t) => t.startsWith("application/json"))).toBe(true);
 
-    // The delivery's request line (debug) carries the trace id; so do the refresh's lines.
-    // Log lines reach the pipe a little after the answers they describe.
-    await waitFor(() => logLines(proc!).some((l) => l.msg === "request" && l.trace_id === traceId), {
-      what: "the delivery's log line with its trace id",
-    });
-    const traced = logLines(proc!).filter((l) => l.trace_id === traceId);
-    expect(traced.find((l) => l.msg === "request")?.eventId).toBe(edge.attributes["svc.event.id"]);
-    expect(traced.every((l) => typeof l.span_id === "string")).toBe(true);
-    expect(order.id).toBeTruthy();
-  });
+      // The delivery's request line (debug) carries the trace id; so do the refresh's lines.
+      // Log lines reach the pipe a little after the answers they describe.
+      await waitFor(() => logLines(proc!).some((l) => l.msg === "request" && l.trace_id === traceId), {
+        what: "the delivery's log line with its trace id",
+      });
+      const traced = logLines(proc!).filter((l) => l.trace_id === traceId);
+      expect(traced.find((l) => l.msg === "request")?.eventId).toBe(edge.attributes["svc.event.id"]);
+      expect(traced.every((l) => typeof l.span_id === "string")).toBe(true);
+      expect(order.id).toBeTruthy();
+    },
+    PROCESS_TEST_MS,
+  );
 
-  it("sends no traceparent and logs no trace id when no OTLP endpoint is set", async () => {
-    const s = await serveWithSandbox({});
-    s.actions.createOrder({ restaurantId: s.state.restaurants()[0]!.id, paid: true });
-    const call = await waitFor(() => s.requestLog.find((r) => r.path === "/api/v1/orders" && r.status === 200), {
-      timeoutMs: 30_000,
-      what: "the refresh's upstream read",
-    });
-    expect(call.traceparent).toBeNull();
-    // Log lines reach the pipe a little after the answers they describe.
-    await waitFor(() => logLines(proc!).some((l) => l.msg === "request" && l.eventId !== undefined), { what: "the delivery's log line" });
-    const lines = logLines(proc!);
-    expect(lines.some((l) => "trace_id" in l || "span_id" in l)).toBe(false);
-  });
+  it(
+    "links the one refresh a burst of a restaurant's events shares to the trace of every event in it",
+    async () => {
+      receiver = await startOtlpReceiver();
+      // A long debounce, so both events fall into one refresh.
+      const s = await serveWithSandbox({
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+        OTEL_BSP_SCHEDULE_DELAY: "50",
+        SYNC_DEBOUNCE_MS: "3000",
+      });
+      const restaurantId = s.state.restaurants()[0]!.id;
+      s.actions.createOrder({ restaurantId, paid: true });
+      s.actions.createOrder({ restaurantId, paid: true });
+      const edges = await waitFor(
+        () => {
+          const found = receiver!.spans.filter((sp) => sp.kind === SERVER && sp.attributes["svc.event.type"] === "order.created");
+          return found.length === 2 && found;
+        },
+        { timeoutMs: 30_000, what: "both deliveries' edge spans" },
+      );
+      const refresh = await waitFor(() => receiver!.spans.find((sp) => sp.name === "refresh orders"), {
+        timeoutMs: 30_000,
+        what: "the refresh's span",
+      });
+      // The refresh runs in one event's trace and links the other's.
+      const traces = edges.map((e) => e.traceId);
+      expect(traces).toContain(refresh.traceId);
+      const other = traces.find((t) => t !== refresh.traceId);
+      expect(refresh.links?.map((l) => l.traceId)).toContain(other);
+      expect(receiver.spans.filter((sp) => sp.name === "refresh orders")).toHaveLength(1);
+    },
+    PROCESS_TEST_MS,
+  );
+
+  it(
+    "sends no traceparent and logs no trace id when no OTLP endpoint is set",
+    async () => {
+      const s = await serveWithSandbox({});
+      s.actions.createOrder({ restaurantId: s.state.restaurants()[0]!.id, paid: true });
+      const call = await waitFor(() => s.requestLog.find((r) => r.path === "/api/v1/orders" && r.status === 200), {
+        timeoutMs: 30_000,
+        what: "the refresh's upstream read",
+      });
+      expect(call.traceparent).toBeNull();
+      // Log lines reach the pipe a little after the answers they describe.
+      await waitFor(() => logLines(proc!).some((l) => l.msg === "request" && l.eventId !== undefined), { what: "the delivery's log line" });
+      const lines = logLines(proc!);
+      expect(lines.some((l) => "trace_id" in l || "span_id" in l)).toBe(false);
+    },
+    PROCESS_TEST_MS,
+  );
 });
