@@ -32,5 +32,14 @@ export async function startTracing(env: Env): Promise<Tracing | undefined> {
     logRecordProcessors: [],
   });
   sdk.start();
-  return createTracing(() => sdk.shutdown());
+  return createTracing(() => shutdownWithin(sdk.shutdown(), SHUTDOWN_MS));
+}
+
+/** How long a stopping process waits to export its last spans: a collector that is away must not hold the exit. */
+const SHUTDOWN_MS = 5000;
+
+async function shutdownWithin(shutdown: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([shutdown.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }

@@ -6,6 +6,8 @@ import { createLogger } from "../../logging/logger.js";
 import { prettyDestinationForTerminal } from "../../logging/pretty-destination.js";
 import { createSandbox } from "../../sandbox/index.js";
 import { createService } from "../../service.js";
+import { traceLogFields } from "../../tracing/log-correlation.js";
+import { startTracing } from "../../tracing/start-tracing.js";
 import { loadHandlersModule } from "../../worker/load-handlers-module.js";
 import { UsageError } from "../usage-error.js";
 
@@ -73,9 +75,16 @@ export async function run(argv: string[]): Promise<void> {
     RECONCILE_INTERVAL_SECONDS: process.env.RECONCILE_INTERVAL_SECONDS ?? "300",
     LOG_LEVEL: logLevel,
   });
-  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config), destination });
+  // As `serve`: traces to a local collector (e.g. Jaeger's OTLP port) when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  const tracing = await startTracing(process.env);
+  const logger = createLogger({
+    level: config.logLevel,
+    secrets: secretsOf(config),
+    destination,
+    ...(tracing ? { mixin: traceLogFields } : {}),
+  });
   const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];
-  const service = await createService({ config, logger, handlers });
+  const service = await createService({ config, logger, handlers, tracing });
   const url = await service.start();
   sandbox.addWebhook({ url: `${url}/webhooks`, secret: signingSecret });
 
@@ -102,6 +111,7 @@ export async function run(argv: string[]): Promise<void> {
   const stop = async () => {
     // The service first, so no refresh job is cut off by its upstream vanishing mid-request.
     await service.stop();
+    await tracing?.shutdown();
     await sandbox.close();
     await redis.started?.destroy();
     logger.flush();
