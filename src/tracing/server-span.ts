@@ -1,6 +1,6 @@
 import { SpanKind, SpanStatusCode, type Tracer } from "@opentelemetry/api";
 import type { Context, MiddlewareHandler } from "hono";
-import { contextOfTraceparent } from "./traceparent.js";
+import { parseTraceparent } from "./traceparent.js";
 
 /** What the span reads off the request once the route ran (the event the delivery carried). */
 export interface ServerSpanOptions {
@@ -10,15 +10,18 @@ export interface ServerSpanOptions {
 }
 
 /**
- * The edge's SERVER span around a route, continuing a sender's W3C `traceparent` when it sends
- * one (Standard Webhooks senders may). Installed only when tracing is on.
+ * The edge's SERVER span around a route: the root of the delivery's trace. A sender's W3C
+ * `traceparent` (Standard Webhooks senders may send one) becomes a link, not the parent: the
+ * endpoint is public, and an unauthenticated header must not decide whether or where we trace
+ * (its sampled flag would switch our sampling on or off). Installed only when tracing is on.
  */
 export function serverSpan(tracer: Tracer, options: ServerSpanOptions): MiddlewareHandler {
   return async function traceRequest(c, next) {
-    const parent = contextOfTraceparent(c.req.header("traceparent"));
+    const sender = parseTraceparent(c.req.header("traceparent"));
     const name = `${c.req.method} ${options.route}`;
     const attributes = { "http.request.method": c.req.method, "http.route": options.route };
-    await tracer.startActiveSpan(name, { kind: SpanKind.SERVER, attributes }, parent, async (span) => {
+    const links = sender ? [{ context: sender }] : [];
+    await tracer.startActiveSpan(name, { kind: SpanKind.SERVER, attributes, links, root: true }, async (span) => {
       try {
         await next();
       } finally {

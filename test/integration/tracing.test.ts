@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
-import { TEST_SECRET } from "../helpers/edge.js";
+import { signPayload } from "../../src/events/signature.js";
+import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../helpers/otlp-receiver.js";
 import { waitFor } from "../helpers/wait-for.js";
 
@@ -11,6 +12,7 @@ const CLIENT = 3;
 let proc: CliProcess | undefined;
 let sandbox: Sandbox | undefined;
 let receiver: OtlpReceiver | undefined;
+let edgeUrl: string | undefined;
 afterEach(async () => {
   if (proc?.child.exitCode === null) {
     proc.child.kill("SIGTERM");
@@ -40,6 +42,7 @@ async function serveWithSandbox(env: Record<string, string>) {
     ...env,
   });
   const url = await proc.listening();
+  edgeUrl = url;
   sandbox.addWebhook({ url: `${url}/webhooks`, secret: TEST_SECRET });
   return sandbox;
 }
@@ -114,6 +117,28 @@ describe("tracing (OpenTelemetry, a real serve process)", () => {
       expect(traced.find((l) => l.msg === "request")?.eventId).toBe(edge.attributes["svc.event.id"]);
       expect(traced.every((l) => typeof l.span_id === "string")).toBe(true);
       expect(order.id).toBeTruthy();
+
+      // A sender's traceparent (here: "not sampled") is linked, never the parent: an unauthenticated
+      // header must not decide whether or where we trace.
+      const senderTrace = "ab".repeat(16);
+      const body = JSON.stringify(sampleEvent());
+      const res = await fetch(`${edgeUrl!}/webhooks`, {
+        method: "POST",
+        body,
+        headers: {
+          "content-type": "application/json",
+          "x-svc-signature": signPayload(body, TEST_SECRET),
+          traceparent: `00-${senderTrace}-${"cd".repeat(8)}-00`,
+        },
+      });
+      expect(res.status).toBe(200);
+      const { id } = (await res.json()) as { id: string };
+      const linked = await waitFor(() => receiver!.spans.find((sp) => sp.kind === SERVER && sp.attributes["svc.event.id"] === id), {
+        what: "the edge span of a delivery that came with a traceparent",
+      });
+      expect(linked.traceId).not.toBe(senderTrace);
+      expect(linked.parentSpanId ?? "").toBe("");
+      expect(linked.links?.map((l) => l.traceId)).toEqual([senderTrace]);
     },
     PROCESS_TEST_MS,
   );
