@@ -40,13 +40,21 @@ export interface EventAttempt {
   status: EventStatus;
   /** The outcome of each handler this attempt ran (those done on an earlier attempt are not run again). */
   handlers: Record<string, { status: "ok" | "failed"; error?: string; stack?: string }>;
+  /**
+   * The attempt starts a new round (a replay's first run): its status replaces whatever the log
+   * holds. Otherwise a status only moves forward (received → failed → handled), so an attempt
+   * whose record lands late never undoes a later one's outcome.
+   */
+  newRound?: boolean;
 }
 
 export interface EventLog {
   /**
    * Records one attempt: inserts the event (attempts 1), or on a later attempt counts one more,
    * sets the status and merges these handler outcomes into the stored ones (each handler's
-   * `attempts` counting the outcomes recorded for it). Concurrent calls are written together in
+   * `attempts` counting the outcomes recorded for it). Within a round the status never goes back
+   * (received < failed < handled): a late write that would lower it counts its attempt and adds
+   * outcomes of handlers the log does not hold yet, and changes nothing else. Concurrent calls are written together in
    * one statement (group commit); each call resolves or rejects with the statement that held it.
    */
   recordAttempt(attempt: EventAttempt): Promise<void>;
@@ -100,7 +108,8 @@ function attemptRow(attempt: EventAttempt): Row {
   }
   let json: string | undefined;
   try {
-    const row = (payload: unknown) => JSON.stringify({ id, type: attempt.type, status: attempt.status, handlers, payload });
+    const row = (payload: unknown) =>
+      JSON.stringify({ id, type: attempt.type, status: attempt.status, handlers, payload, new_round: attempt.newRound === true });
     json = row(attempt.payload);
     // jsonb refuses \u0000 and lone surrogates: such a payload is kept as JSON text (stored-payload.ts).
     if (needsEscapedForm(attempt.payload, json)) json = row(toEscapedForm(JSON.stringify(attempt.payload)));
@@ -132,20 +141,31 @@ function distinctIds(rows: Row[]): Row[][] {
 /**
  * One statement for many attempts: the rows travel as one jsonb array. A new event is inserted with
  * each handler's attempts at 1; a known one counts an attempt, takes the new status and merges
- * the outcomes, each handler's attempts counted on from its stored outcome. The payload and
- * received_at stay as first recorded.
+ * the outcomes, each handler's attempts counted on from its stored outcome. A stale attempt (one
+ * that would lower the status within its round: it ended before the stored one but its record
+ * landed after) takes neither the status nor the outcomes of handlers the log already holds.
+ * The payload and received_at stay as first recorded.
  */
 async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): Promise<void> {
   const json = `[${rows.map((r) => r.json).join(",")}]`;
+  // The ids of one statement are distinct (distinctIds), so `v` has one row per conflicting id.
+  const rank = (status: string) => `array_position(array['received', 'failed', 'handled'], ${status})`;
+  const stale = sql.raw(`(not (select v.new_round from v where v.id = excluded.id) and ${rank("excluded.status")} < ${rank("e.status")})`);
   await sql`
+    with v as (
+      select * from jsonb_to_recordset(${json}::jsonb) as v(id text, type text, payload jsonb, status text, handlers jsonb, new_round boolean)
+    )
     insert into events as e (id, type, payload, status, attempts, handlers, received_at, updated_at)
     select v.id, v.type, v.payload, v.status, 1, v.handlers, date_trunc('milliseconds', clock_timestamp()), clock_timestamp()
-    from jsonb_to_recordset(${json}::jsonb) as v(id text, type text, payload jsonb, status text, handlers jsonb)
+    from v
     on conflict (id) do update set
       attempts = e.attempts + 1,
-      status = excluded.status,
+      status = case when ${stale} then e.status else excluded.status end,
       handlers = e.handlers || coalesce((
-        select jsonb_object_agg(h.key, h.value || jsonb_build_object('attempts', coalesce((e.handlers -> h.key ->> 'attempts')::int, 0) + 1))
+        select jsonb_object_agg(
+          h.key,
+          (case when ${stale} then coalesce(e.handlers -> h.key, h.value) else h.value end)
+            || jsonb_build_object('attempts', coalesce((e.handlers -> h.key ->> 'attempts')::int, 0) + 1))
         from jsonb_each(excluded.handlers) as h
       ), '{}'::jsonb),
       updated_at = clock_timestamp()`.execute(db);

@@ -55,7 +55,7 @@ describe.each(testDrivers())("event log (%s)", (driver) => {
     // An ok outcome replaces the failed one whole: no stale error is left behind.
     expect(again.handlers).toEqual({ sync: { status: "ok", attempts: 2 }, audit: { status: "ok", attempts: 1 } });
     // A replay aimed at one handler records only that one; the others keep their outcomes.
-    await log.recordAttempt(attempt("evt_1", "failed", { audit: { status: "failed", error: "x".repeat(5000) } }));
+    await log.recordAttempt({ ...attempt("evt_1", "failed", { audit: { status: "failed", error: "x".repeat(5000) } }), newRound: true });
     const third = (await log.get("evt_1"))!;
     expect(third).toMatchObject({
       status: "failed",
@@ -88,6 +88,33 @@ describe.each(testDrivers())("event log (%s)", (driver) => {
     ]);
     expect(mixed.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
     expect(await log.get("evt_ok")).toMatchObject({ status: "handled", attempts: 1, handlers: {} });
+  });
+
+  it.each([
+    ["the retry's record lands first", ["handled", "received"]],
+    ["the late first attempt's record lands first", ["received", "handled"]],
+  ] as const)("never lets a late attempt lower the status within a round (%s)", async (_, order) => {
+    const outcomes = {
+      received: attempt("evt_race", "received", { sync: { status: "failed", error: "timeout" } }),
+      handled: attempt("evt_race", "handled", { sync: { status: "ok" } }),
+    };
+    // Both writes at once: one group-committed batch, in this order.
+    await Promise.all(order.map((status) => log.recordAttempt(outcomes[status])));
+    expect(await log.get("evt_race")).toMatchObject({ status: "handled", attempts: 2, handlers: { sync: { status: "ok", attempts: 2 } } });
+    // And in separate statements, the late one last.
+    await log.recordAttempt(attempt("evt_race2", "failed", { sync: { status: "failed", error: "gone" } }));
+    await log.recordAttempt(attempt("evt_race2", "received", { sync: { status: "failed", error: "late" }, audit: { status: "ok" } }));
+    expect(await log.get("evt_race2")).toMatchObject({
+      status: "failed",
+      attempts: 2,
+      handlers: { sync: { status: "failed", error: "gone", attempts: 2 }, audit: { status: "ok", attempts: 1 } },
+    });
+  });
+
+  it("lets a replay's first attempt start a new round, whose status replaces a final one", async () => {
+    await log.recordAttempt(attempt("evt_round", "handled", { sync: { status: "ok" } }));
+    await log.recordAttempt({ ...attempt("evt_round", "received", { sync: { status: "failed", error: "503" } }), newRound: true });
+    expect(await log.get("evt_round")).toMatchObject({ status: "received", handlers: { sync: { status: "failed", attempts: 2 } } });
   });
 
   it("refuses malformed attempts, changing nothing; a row the database refuses fails only its own call", async () => {
