@@ -45,7 +45,7 @@ export function continuationOf(attempt: FirstAttempt, recorded: boolean, options
       ...(extra.deadLetter !== undefined
         ? { attempts: 1 }
         : (remainingRetryOptions(options.attempts, options.backoffMs) ?? { attempts: 1, delay: options.backoffMs })),
-      ...entryJobIdentity(attempt.entryId, data.id, options.dedupTtlMs),
+      ...entryJobIdentity(attempt.entryId, options.dedupTtlMs),
     },
   });
   const keysWith = (status: HandlerOutcomeData["status"]) =>

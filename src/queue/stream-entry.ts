@@ -56,20 +56,24 @@ export interface EntryJob {
 /**
  * The job of a stream entry. Moving one entry twice (a consumer died before acknowledging it) adds
  * nothing the second time: the job id is the entry's, and BullMQ's throttle deduplication on the
- * event id keeps its key for `dedupTtlMs` even after the job was completed and removed.
+ * entry keeps its key for `dedupTtlMs` even after the job was completed and removed.
  */
 export function jobOfEntry(entryId: string, text: string, dedupTtlMs: number): EntryJob {
   const data = decodeEntry(text);
-  return { name: data.type, data, opts: entryJobIdentity(entryId, data.id, dedupTtlMs) };
+  return { name: data.type, data, opts: entryJobIdentity(entryId, dedupTtlMs) };
 }
 
 /**
  * The options that make every job carrying a stream entry's event the same job: named after the
- * entry, deduplicated on the event id for the window (a move after a claim, a retry or a dead
- * letter added by a consumer that died before its acknowledgement).
+ * entry and deduplicated on the entry (a move after a claim, a retry or a dead letter added by a
+ * consumer that died before its acknowledgement). Never on the event id: the edge already dropped
+ * every copy of the event within its window, which starts when it accepted the first; a copy it
+ * appended is a sender's retry after that window, and its own entry, which must run. (Keyed on
+ * the event id from the time a continuation was added, the queue's window outlasted the edge's and
+ * silently dropped such a retry's continuation while the consumer reported it retried.)
  */
-export function entryJobIdentity(entryId: string, eventId: string, dedupTtlMs: number): EntryJob["opts"] {
-  return { jobId: jobIdOfEntry(entryId), deduplication: { id: eventId, ttl: dedupTtlMs } };
+export function entryJobIdentity(entryId: string, dedupTtlMs: number): EntryJob["opts"] {
+  return { jobId: jobIdOfEntry(entryId), deduplication: { id: `entry-${entryId}`, ttl: dedupTtlMs } };
 }
 
 /**

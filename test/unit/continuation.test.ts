@@ -16,7 +16,7 @@ const attempt = (over: Partial<FirstAttempt>, handlers: FirstAttempt["record"]["
   started: 0,
   ...over,
 });
-const identity = { jobId: "1700000000000-0", deduplication: { id: "evt_1", ttl: 60_000 } };
+const identity = { jobId: "1700000000000-0", deduplication: { id: "entry-1700000000000-0", ttl: 60_000 } };
 
 describe("continuationOf: what follows an event's first attempt", () => {
   it("nothing when every handler succeeded and the log took the attempt", () => {
@@ -49,6 +49,19 @@ describe("continuationOf: what follows an event's first attempt", () => {
     expect(outcome).toBe("failed");
     expect(job?.data).toMatchObject({ only: ["user:review.created:0"], deadLetter: "user:review.created:0: UnrecoverableError: bad data" });
     expect(job?.opts).toEqual({ ...identity, attempts: 1 });
+  });
+
+  it("deduplicates on the stream entry, so a sender's retry the edge appended after its window (a new entry) is never dropped", () => {
+    const failing = (entryId: string) =>
+      continuationOf(
+        attempt({ entryId, retry: ["user:review.created:0"] }, { "user:review.created:0": { status: "failed", error: "503" } }, "received"),
+        true,
+        options,
+      ).job?.opts.deduplication?.id;
+    // The same event accepted twice (its first copy's window over at the edge): two entries, two jobs.
+    expect(failing("1700000000000-0")).not.toBe(failing("1700000061000-0"));
+    // One entry moved twice (a consumer died before its acknowledgement): one job.
+    expect(failing("1700000000000-0")).toBe(failing("1700000000000-0"));
   });
 
   it("when the log refused the attempt: every handler that did not succeed runs again, the successes travel as unrecorded", () => {

@@ -29,12 +29,12 @@ describe("stream entries", () => {
     expect(() => decodeEntry(text)).toThrow(EntryDecodeError);
   });
 
-  it("names the job after the entry and deduplicates on the event id for the window", () => {
+  it("names the job after the entry and deduplicates on the entry for the window", () => {
     const job = jobOfEntry("1795447573734-0", encodeEntry(event), 5000);
     expect(job).toEqual({
       name: "order.created",
       data: event,
-      opts: { jobId: "1795447573734-0", deduplication: { id: "evt_1", ttl: 5000 } },
+      opts: { jobId: "1795447573734-0", deduplication: { id: "entry-1795447573734-0", ttl: 5000 } },
     });
     expect(job.opts.jobId).not.toMatch(/:|^\d+$/); // BullMQ refuses both
   });
