@@ -1,4 +1,4 @@
-import { isKnownEventType, parseKnownEvent, type AnyEvent } from "./catalog.js";
+import { EventDataError, isKnownEventType, parseKnownEvent, type AnyEvent } from "./catalog.js";
 import { untilAborted } from "./handler-deadline.js";
 import type { HandlerRegistry } from "./registry.js";
 
@@ -23,7 +23,10 @@ export interface DispatchResult {
  * Runs every handler for the event except those already done (on an earlier attempt), all of
  * them even when some fail, and reports each outcome; one failing handler never stops another.
  * A known type is validated first and its handlers get the typed event; '*' handlers get it as is.
- * `onSuccess` records a success (for a retry to skip it); its own failure is reported apart.
+ * Data that does not match its type's schema fails that type's handlers (with the EventDataError,
+ * a permanent failure) without running them, while '*' handlers still get the event as is, as a
+ * catch-all does. `onSuccess` records a success (for a retry to skip it); its own failure is
+ * reported apart.
  * Once `deadline` is aborted, every handler still running fails with its reason (a
  * HandlerTimeoutError) and the dispatch returns without waiting for them.
  */
@@ -35,11 +38,15 @@ export async function dispatchEvent<Ctx>(
   onSuccess?: (key: string) => Promise<void>,
   deadline?: AbortSignal,
 ): Promise<DispatchResult> {
-  const typed = isKnownEventType(event.type) ? parseKnownEvent(event.type, event) : event;
+  const { typed, dataError } = typedEvent(event);
   const pending = registry.handlersFor(event.type).filter((h) => !alreadyDone.has(h.key));
   const result: DispatchResult = { succeeded: [], failures: [], unsaved: [] };
   await Promise.all(
     pending.map(async ({ key, type, handler }) => {
+      if (dataError && type !== "*") {
+        result.failures.push({ key, error: dataError });
+        return;
+      }
       try {
         const run = (handler as (e: unknown, c: Ctx) => unknown)(type === "*" ? event : typed, ctx);
         await untilAborted(Promise.resolve(run), deadline);
@@ -57,6 +64,17 @@ export async function dispatchEvent<Ctx>(
     }),
   );
   return result;
+}
+
+/** The event as its type's handlers get it, or why its data does not match the type's schema. */
+function typedEvent(event: AnyEvent): { typed: unknown; dataError?: EventDataError } {
+  if (!isKnownEventType(event.type)) return { typed: event };
+  try {
+    return { typed: parseKnownEvent(event.type, event) };
+  } catch (err) {
+    if (err instanceof EventDataError) return { typed: undefined, dataError: err };
+    throw err;
+  }
 }
 
 /** A handler's error as the event log and the logs show it. */

@@ -31,16 +31,20 @@ export interface ContinuationOptions {
  * - unrecorded: a job runs the handlers that did not succeed again (a permanent failure fails
  *   again) and records the outcomes of those that did, which it carries;
  * - a retryable failure: a job retries the handlers that failed, with the rest of the backoff;
- * - failed for good: a job that fails at once with the reason (a dead letter for `replay`);
+ * - failed for good: a job that fails at once with the reason (a dead letter for `replay`, which
+ *   runs the handlers that failed, or every handler when none ran);
  * - handled: nothing.
  * Each job carries the entry's identity (entryJobIdentity), so a consumer that dies after adding
  * it and before acknowledging the entry adds nothing twice.
  */
 export function continuationOf(attempt: FirstAttempt, recorded: boolean, options: ContinuationOptions): Continuation {
   const { data, record } = attempt;
-  const job = (only: string[], extra: Pick<EventJobData, "unrecorded" | "deadLetter" | "deadLetterStack"> = {}): ContinuationJob => ({
+  const job = (
+    only: string[] | undefined,
+    extra: Pick<EventJobData, "unrecorded" | "deadLetter" | "deadLetterStack"> = {},
+  ): ContinuationJob => ({
     name: data.type,
-    data: { ...data, only, attemptsBefore: 1, ...extra },
+    data: { ...data, ...(only ? { only } : {}), attemptsBefore: 1, ...extra },
     opts: {
       ...(extra.deadLetter !== undefined
         ? { attempts: 1 }
@@ -62,10 +66,15 @@ export function continuationOf(attempt: FirstAttempt, recorded: boolean, options
     };
   }
   if (attempt.retry) return { outcome: "retried", job: job(attempt.retry) };
-  if (attempt.deadLetter !== undefined)
+  // Its replay runs the handlers that failed; when the attempt holds none (a first attempt that
+  // ran no handler), every handler of the type: an empty `only` would replay as a no-op recorded
+  // `handled`.
+  if (attempt.deadLetter !== undefined) {
+    const failed = keysWith("failed");
     return {
       outcome: "failed",
-      job: job(keysWith("failed"), { deadLetter: attempt.deadLetter, deadLetterStack: attempt.deadLetterStack }),
+      job: job(failed.length > 0 ? failed : undefined, { deadLetter: attempt.deadLetter, deadLetterStack: attempt.deadLetterStack }),
     };
+  }
   return { outcome: "completed" };
 }

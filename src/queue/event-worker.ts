@@ -74,13 +74,13 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
       const record = async (status: "received" | "handled" | "failed") => {
         await journal?.recordAttempt({ id: event.id, type: event.type, payload: job.data.payload, status, handlers: outcomes });
       };
-      let result;
       // A success is saved in the job's progress only while another handler of this run may still
       // fail: the last one to succeed when all others did completes the job instead (one Redis
       // script fewer per job, a third of the worker's Redis work with a single handler).
       const pending = registry.handlersFor(event.type).filter((h) => !done.has(h.key)).length;
       let succeeded = 0;
       const deadline = startHandlerDeadline(options.handlerTimeoutMs ?? 0);
+      let result;
       try {
         const ctx = options.makeContext(event, attempt, log, deadline.signal);
         const onSuccess = async (key: string) => {
@@ -92,12 +92,6 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
         };
         // Retries and replays join the delivery's trace when its event carries one (tracing on).
         result = await withCarriedTrace(job.data.traceparent, () => dispatchEvent(registry, event, ctx, done, onSuccess, deadline.signal));
-      } catch (err) {
-        if (err instanceof EventDataError) {
-          await record("failed");
-          throw new UnrecoverableError(err.message);
-        }
-        throw err;
       } finally {
         deadline.clear();
       }
@@ -150,5 +144,6 @@ export function isDeadLetterPlacement(job: { data: EventJobData; attemptsMade: n
 
 /** Whether no retry can fix a handler's error: BullMQ's UnrecoverableError, or what the options' `isPermanent` says. */
 export function isPermanentFailure(err: unknown, options: { isPermanent?(err: unknown): boolean }): boolean {
-  return err instanceof UnrecoverableError || (options.isPermanent?.(err) ?? false);
+  // An event whose data does not match its type's schema fails the same way on every retry.
+  return err instanceof UnrecoverableError || err instanceof EventDataError || (options.isPermanent?.(err) ?? false);
 }

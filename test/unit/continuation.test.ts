@@ -51,6 +51,15 @@ describe("continuationOf: what follows an event's first attempt", () => {
     expect(job?.opts).toEqual({ ...identity, attempts: 1 });
   });
 
+  it("a dead letter from data that fails its schema (no handler ran) replays every handler of the type, not none", () => {
+    const a = attempt({ deadLetter: "order.created: data.id: Invalid input" }, {}, "failed");
+    const { outcome, job } = continuationOf(a, true, options);
+    expect(outcome).toBe("failed");
+    expect(job?.data.deadLetter).toBe("order.created: data.id: Invalid input");
+    // `only: []` counted every handler done: the replay ran nothing and was recorded handled.
+    expect(job?.data.only).toBeUndefined();
+  });
+
   it("deduplicates on the stream entry, so a sender's retry the edge appended after its window (a new entry) is never dropped", () => {
     const failing = (entryId: string) =>
       continuationOf(

@@ -67,14 +67,17 @@ describe("handler registry and dispatch", () => {
     expect(runs).toBe(0);
   });
 
-  it("refuses a known event whose data lacks its identifiers, before any handler runs", async () => {
-    let runs = 0;
+  it("fails a known event's typed handlers without running them when its data lacks its identifiers, and still runs '*' handlers", async () => {
+    const seen: string[] = [];
     const registry = createHandlerRegistry<object>();
-    registry.onAny(() => {
-      runs++;
-    });
-    await expect(dispatchEvent(registry, order({ id: "ord_1" }), {})).rejects.toBeInstanceOf(EventDataError);
-    expect(runs).toBe(0);
+    registry.on("order.created", () => void seen.push("typed"), "user");
+    registry.onAny((e) => void seen.push(`any:${e.id}`), "user");
+    const result = await dispatchEvent(registry, order({ id: "ord_1" }), {});
+    // The catch-all sees the event as delivered, as it sees an unknown type.
+    expect(seen).toEqual(["any:evt_1"]);
+    expect(result.succeeded).toEqual(["user:*:0"]);
+    expect(result.failures.map((f) => f.key)).toEqual(["user:order.created:0"]);
+    expect(result.failures[0]?.error).toBeInstanceOf(EventDataError);
   });
 
   it("accepts a thin payload and keeps unknown fields of a full one", async () => {
