@@ -9,6 +9,8 @@ export interface EventJobData {
   payload: Record<string, unknown>;
   /** A replay aimed at some handlers (or a retry of those that failed): only these handler keys run. */
   only?: string[];
+  /** A deliberate redelivery (`replay`): its first run starts a new round in the event log. */
+  replay?: true;
   /** Attempts made before this job (its first ran straight from the ingest stream): 0 when absent. */
   attemptsBefore?: number;
   /**

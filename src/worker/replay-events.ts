@@ -87,6 +87,7 @@ function replayJob(event: LoggedEvent, handler: string | undefined) {
     type: event.type,
     receivedAt: new Date().toISOString(),
     payload: event.payload as Record<string, unknown>,
+    replay: true,
     ...(handler ? { only: [handler] } : {}),
   };
   return { name: event.type, data, opts: { jobId: `replay-${randomUUID()}` } };
