@@ -19,6 +19,7 @@ import { openStorage, type Storage } from "./mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind, type MirrorStore } from "./mirror/store.js";
 import { readStreamBacklog } from "./queue/stream-backlog.js";
 import { createStreamSink, type StreamSink } from "./queue/stream-sink.js";
+import { withTimeout } from "./queue/with-timeout.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "./queue/names.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient } from "./redis/connection.js";
 import type { EventHandlers } from "./worker/handler-context.js";
@@ -26,6 +27,9 @@ import { createWorkerRole, type WorkerRole } from "./worker/worker-role.js";
 import { activeTraceparent } from "./tracing/trace-context.js";
 import type { Tracing } from "./tracing/tracing.js";
 import { expectDefined } from "./expect-defined.js";
+
+/** How long /readyz waits for the database server's `select 1` (under READY_TIMEOUT_MS). */
+const DATABASE_PROBE_MS = 1000;
 
 export interface ServiceOptions {
   config: Config;
@@ -132,16 +136,23 @@ export async function createService({ config, logger, handlers = [], database, t
     await anyConnection.ping();
   };
   const { adminToken } = config;
-  const databaseReady = () =>
-    storage.ping().catch(() => {
+  const databaseReady = async () => {
+    if (worker?.recordingFails())
+      throw new NotReadyError("the event log cannot record: events wait in the queue and are handled once the database is back");
+    // The embedded store is in-process: its one connection may be busy (a long operator query), which
+    // is not down; what it cannot write shows in the recording above.
+    if (storage.database.driver === "embedded") return;
+    await withTimeout(storage.ping(), DATABASE_PROBE_MS, "database probe").catch(() => {
       throw new NotReadyError("the database does not answer: events wait in the queue and are handled once it is back");
     });
+  };
   metrics.role.set({ role: config.role }, 1);
   const app = createApp({
     logger,
     onServerError: (status) => metrics.httpServerErrors.inc({ status: String(status) }),
     ...(tracing ? { tracer: tracing.tracer } : {}),
-    ready: config.role === "worker" ? () => Promise.all([redisReady(), databaseReady()]).then(() => undefined) : redisReady,
+    // Every role that runs a worker needs the database to record what it handles.
+    ready: worker ? () => Promise.all([redisReady(), databaseReady()]).then(() => undefined) : redisReady,
     ...(sink
       ? {
           webhooks: {

@@ -24,6 +24,7 @@ import { stepAwareApi } from "./step-aware-api.js";
 import { jobLabel, observeJobs } from "./job-observers.js";
 import { createSettledEvents, type SettledEvent } from "./settled-events.js";
 import { pruneEventLog } from "./prune-event-log.js";
+import { watchRecording } from "./recording-health.js";
 import { refreshRestaurant } from "./sync/refresh-restaurant.js";
 import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { createMirrorWriter } from "./sync/mirror-writer.js";
@@ -48,6 +49,8 @@ export interface WorkerRole {
   syncWorker: Worker;
   /** Moves change events from the outbox into the events queue. */
   changeRelay: ChangeRelay;
+  /** True while the event log refuses this process's attempts (the database is away or full). */
+  recordingFails(): boolean;
   /** Calls `listener` for every event this process settles; returns the unsubscribe function. */
   onSettled(listener: (event: SettledEvent) => void): () => void;
   start(): Promise<void>;
@@ -153,6 +156,7 @@ export function createWorkerRole(deps: {
     },
   });
 
+  const recording = watchRecording(eventLog);
   const registry = createHandlerRegistry<HandlerContext>();
   const use = (map: EventHandlers, source: string) => registry.use(tracing ? tracedHandlers(map, source, tracing.tracer) : map, source);
   // With tracing on, each event that asks for a refresh is linked from the refresh's span.
@@ -180,7 +184,8 @@ export function createWorkerRole(deps: {
     maxStalls,
     handlerTimeoutMs: config.worker.handlerTimeoutMs,
     logger,
-    journal: eventLog,
+    journal: recording.journal,
+    recordRetryMs: config.worker.backoffMs,
     makeContext: (_event, attempt, log, signal) => ({ api, mirror, logger: log, attempt, signal }),
     isPermanent: isPermanentUpstreamError,
   });
@@ -241,7 +246,7 @@ export function createWorkerRole(deps: {
     dedupWindowSeconds: config.dedupWindowSeconds,
     makeContext: (_event, attempt, log, signal) => ({ api, mirror, logger: log, attempt, signal }),
     isPermanent: isPermanentUpstreamError,
-    journal: eventLog,
+    journal: recording.journal,
     batchSize: config.ingest.batchSize,
     claimIdleMs: config.ingest.claimIdleMs,
     logger,
@@ -266,6 +271,7 @@ export function createWorkerRole(deps: {
     eventWorker,
     syncWorker,
     changeRelay,
+    recordingFails: () => recording.failing(),
     onSettled: (listener) => settled.on(listener),
     async start() {
       if (api && config.worker.reconcileIntervalMs > 0) {
