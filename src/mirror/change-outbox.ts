@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { sql, type Kysely, type Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { ChangeData, ChangeEvent, ChangeKind, ChangeSource } from "../events/change-events.js";
 import type { DatabaseSchema } from "./database-schema.js";
 import type { MirrorChange, MirrorKind } from "./store.js";
@@ -61,9 +61,12 @@ export interface OutboxRow {
 
 export interface ChangeOutbox {
   /**
-   * Takes up to `limit` of the oldest rows, hands them to `send` and deletes them, all in one
-   * transaction: rows whose `send` failed stay for the next try. One taker at a time (a lock per
-   * schema), so rows always leave in `seq` order. Returns how many rows were sent.
+   * Reads up to `limit` of the oldest rows, hands them to `send`, then deletes them: rows whose
+   * `send` failed stay for the next try. No transaction or lock is held while `send` runs (it
+   * waits on Redis, and the embedded store has one connection that every database user shares).
+   * Two takers at once send the oldest rows left, in `seq` order, so a row reaches the queue
+   * before any later one; one they both send is added once (its job and deduplication id are the
+   * change id). Returns how many rows were sent.
    */
   relayBatch(limit: number, send: (rows: OutboxRow[]) => Promise<void>): Promise<number>;
   /** Rows waiting (tests, metrics). */
@@ -72,33 +75,26 @@ export interface ChangeOutbox {
 
 export function createChangeOutbox(db: Kysely<DatabaseSchema>): ChangeOutbox {
   return {
-    relayBatch(limit, send) {
-      return db.transaction().execute(async (tx) => {
-        // Serialise relays across processes: with two taking different rows at once, a later
-        // change of a record could reach the queue before an earlier one.
-        await sql`select pg_advisory_xact_lock(hashtextextended('svc:change-relay:' || current_schema(), 0))`.execute(tx);
-        const rows = await tx
-          .selectFrom("change_outbox")
-          .select(["seq", "id", "type", "payload", "created_at"])
-          .orderBy("seq")
-          .limit(limit)
-          .forUpdate()
-          .skipLocked()
-          .execute();
-        if (rows.length === 0) return 0;
-        await send(
-          rows.map((r) => ({ seq: r.seq, id: r.id, type: r.type, payload: r.payload, createdAt: new Date(r.created_at).toISOString() })),
-        );
-        await tx
-          .deleteFrom("change_outbox")
-          .where(
-            "seq",
-            "in",
-            rows.map((r) => r.seq),
-          )
-          .execute();
-        return rows.length;
-      });
+    async relayBatch(limit, send) {
+      const rows = await db
+        .selectFrom("change_outbox")
+        .select(["seq", "id", "type", "payload", "created_at"])
+        .orderBy("seq")
+        .limit(limit)
+        .execute();
+      if (rows.length === 0) return 0;
+      await send(
+        rows.map((r) => ({ seq: r.seq, id: r.id, type: r.type, payload: r.payload, createdAt: new Date(r.created_at).toISOString() })),
+      );
+      await db
+        .deleteFrom("change_outbox")
+        .where(
+          "seq",
+          "in",
+          rows.map((r) => r.seq),
+        )
+        .execute();
+      return rows.length;
     },
     async pending() {
       const row = await db

@@ -14,7 +14,7 @@ export interface ChangeRelayOptions {
   /** Rows per transaction (default 100). */
   batchSize?: number;
   logger: Logger;
-  /** Test seam: runs after the rows were added to the queue, before they are deleted; a throw rolls the delete back. */
+  /** Test seam: runs after the rows were added to the queue, before they are deleted; a throw leaves them in the outbox. */
   afterAdd?: (rows: readonly OutboxRow[]) => Promise<void>;
 }
 
@@ -33,8 +33,9 @@ export interface ChangeRelay {
  * Moves change events from the outbox (written in the mirror's transactions) into the events
  * queue, oldest first. Each job's id and deduplication id is the change id, so a batch sent again
  * after a crash between the add and the delete is dropped by BullMQ, whether the first job still
- * exists or was already removed. One batch at a time per process, and one per database (the
- * outbox's lock): the queue receives changes in the order they were written.
+ * exists or was already removed. One batch at a time per process; the outbox holds no lock or
+ * transaction while a batch is sent (a Redis outage must not stall the database), and relays
+ * always send the oldest rows left, so the queue receives changes in the order they were written.
  */
 export function createChangeRelay(options: ChangeRelayOptions): ChangeRelay {
   const { outbox, logger, intervalMs } = options;

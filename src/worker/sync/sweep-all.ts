@@ -47,7 +47,8 @@ export async function sweepAll(deps: {
     const read = (cursor: string | undefined) =>
       LISTERS[kind](deps.api, undefined, cursor, deps.priority ?? "low", () => deps.mirror.clock());
     for await (const page of paginatePages(read)) {
-      if (deps.changes) await deps.changes.writer.write(kind, page.data, page.readAt, sourceOf(deps.changes, kind), page.refused);
+      if (deps.changes)
+        await deps.changes.writer.write(kind, page.data, page.readAt, await sourceOf(deps.changes, kind, page.data), page.refused);
       else await deps.mirror.upsert(kind, page.data, page.readAt, { refused: page.refused });
       pages++;
       totals[kind] += page.data.length + page.refused.length;
@@ -57,10 +58,21 @@ export async function sweepAll(deps: {
   return totals;
 }
 
-function sourceOf({ source, pending }: SweepChanges, kind: SyncedKind): ChangeSource | ((change: MirrorChange) => Promise<ChangeSource>) {
+/**
+ * Each change's source. The pending ids live in Redis: they are read for the page's restaurants
+ * before the write, never from inside its transaction, where a slow or absent Redis would hold a
+ * database connection (the embedded store's only one) and stall every other database user.
+ */
+async function sourceOf(
+  { source, pending }: SweepChanges,
+  kind: SyncedKind,
+  records: readonly { restaurantId: string }[],
+): Promise<ChangeSource | ((change: MirrorChange) => ChangeSource)> {
   if (!pending) return source;
-  return async (change) => {
-    const ids = await pending(kind, change.after.restaurantId);
-    return ids.has(kind === "menu-items" ? WHOLE_MENU : change.id) ? "webhook" : source;
+  const restaurants = [...new Set(records.map((r) => r.restaurantId))];
+  const byRestaurant = new Map(await Promise.all(restaurants.map(async (id) => [id, await pending(kind, id)] as const)));
+  return (change) => {
+    const ids = byRestaurant.get(change.after.restaurantId);
+    return ids?.has(kind === "menu-items" ? WHOLE_MENU : change.id) ? "webhook" : source;
   };
 }
