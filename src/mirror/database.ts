@@ -105,6 +105,14 @@ function openServer(urlText: string, schema: string, options: DatabaseOptions): 
         "idle database connection failed",
       ),
     );
+    // The same for a client checked out but between queries when the server goes away (it stops,
+    // restarts): the pool listens on idle clients only, and the error would crash the worker. The
+    // client is no longer queryable, so the pool discards it on release.
+    pool.on("connect", (client) =>
+      client.on("error", (error) =>
+        options.logger?.warn({ err: { message: error.message }, database: where }, "database connection failed while checked out"),
+      ),
+    );
     return new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
   };
   const db = openPool(options.poolSize ?? 10, "");
