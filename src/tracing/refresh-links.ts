@@ -1,5 +1,6 @@
-import { SpanStatusCode, trace, type Link, type Tracer } from "@opentelemetry/api";
+import { trace, type Link, type Tracer } from "@opentelemetry/api";
 import type { RedisClient } from "../redis/connection.js";
+import { inSpan } from "./in-span.js";
 import { activeTraceparent } from "./trace-context.js";
 import { parseTraceparent } from "./traceparent.js";
 
@@ -53,17 +54,7 @@ export function createRefreshLinks(options: { redis: RedisClient; prefix: string
     async traced(kind, restaurantId, refresh) {
       const links = await take(kind, restaurantId).catch(() => []);
       const attributes = { "svc.mirror.kind": kind, "svc.restaurant.id": restaurantId, "svc.refresh.linked_traces": links.length };
-      return tracer.startActiveSpan(`refresh ${kind}`, { links, attributes }, async (span) => {
-        try {
-          return await refresh();
-        } catch (err) {
-          span.recordException(err as Error);
-          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-          throw err;
-        } finally {
-          span.end();
-        }
-      });
+      return inSpan(tracer, `refresh ${kind}`, { links, attributes }, () => refresh());
     },
   };
 }

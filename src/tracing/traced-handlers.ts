@@ -1,5 +1,6 @@
-import { SpanStatusCode, type Tracer } from "@opentelemetry/api";
+import type { Tracer } from "@opentelemetry/api";
 import type { Handler, HandlerMap } from "../events/registry.js";
+import { inSpan } from "./in-span.js";
 
 /**
  * The same handler map with each handler run in a span of its own ("handler <source> <type>"), a
@@ -11,18 +12,10 @@ export function tracedHandlers<Ctx>(map: HandlerMap<Ctx>, source: string, tracer
     if (!handler) continue;
     const name = `handler ${source} ${type}`;
     traced[type] = (event: never, ctx: Ctx) =>
-      tracer.startActiveSpan(name, { attributes: { "svc.handler.source": source, "svc.event.type": type } }, async (span) => {
+      inSpan(tracer, name, { attributes: { "svc.handler.source": source, "svc.event.type": type } }, async (span) => {
         const { id } = event as { id?: unknown };
         if (typeof id === "string") span.setAttribute("svc.event.id", id);
-        try {
-          await handler(event, ctx);
-        } catch (err) {
-          span.recordException(err as Error);
-          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-          throw err;
-        } finally {
-          span.end();
-        }
+        await handler(event, ctx);
       });
   }
   return traced;

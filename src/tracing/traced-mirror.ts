@@ -1,4 +1,5 @@
-import { SpanStatusCode, type Tracer } from "@opentelemetry/api";
+import type { Tracer } from "@opentelemetry/api";
+import { inSpan } from "./in-span.js";
 import type { MirrorStore } from "../mirror/store.js";
 
 /**
@@ -10,25 +11,18 @@ export function tracedMirror(mirror: MirrorStore, tracer: Tracer): MirrorStore {
   return {
     ...mirror,
     upsert: (kind, records, readAt, options) =>
-      tracer.startActiveSpan(
+      inSpan(
+        tracer,
         `mirror upsert ${kind}`,
         { attributes: { "svc.mirror.kind": kind, "svc.mirror.records": records.length } },
         async (span) => {
-          try {
-            const result = await mirror.upsert(kind, records, readAt, options);
-            span.setAttributes({
-              "svc.mirror.written": result.written,
-              "svc.mirror.skipped": result.skipped,
-              "svc.mirror.changed": result.changes.length,
-            });
-            return result;
-          } catch (err) {
-            span.recordException(err as Error);
-            span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-            throw err;
-          } finally {
-            span.end();
-          }
+          const result = await mirror.upsert(kind, records, readAt, options);
+          span.setAttributes({
+            "svc.mirror.written": result.written,
+            "svc.mirror.skipped": result.skipped,
+            "svc.mirror.changed": result.changes.length,
+          });
+          return result;
         },
       ),
   };

@@ -1,6 +1,7 @@
-import { SpanKind, SpanStatusCode, type Span, type Tracer } from "@opentelemetry/api";
+import { SpanKind, type Span, type Tracer } from "@opentelemetry/api";
 import { DEFAULTS } from "../config/defaults.js";
 import { formatTraceparent } from "../tracing/traceparent.js";
+import { inSpan } from "../tracing/in-span.js";
 import type { Logger } from "pino";
 import type * as z from "zod";
 import { parseApiKey } from "./api-key.js";
@@ -138,20 +139,11 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   function send<T>(call: Call<T>): Promise<{ value: T; sentAt: Date }> {
     const { tracer } = options;
     if (!tracer) return sendWithRetries(call);
-    return tracer.startActiveSpan(
+    return inSpan(
+      tracer,
       `${call.method} ${call.route}`,
       { kind: SpanKind.CLIENT, attributes: { "http.request.method": call.method, "url.template": call.route } },
-      async (span) => {
-        try {
-          return await sendWithRetries(call, span);
-        } catch (err) {
-          span.recordException(err as Error);
-          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-          throw err;
-        } finally {
-          span.end();
-        }
-      },
+      (span) => sendWithRetries(call, span),
     );
   }
 
