@@ -2,6 +2,7 @@ import { sql, type Kysely, type Selectable } from "kysely";
 import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database-schema.js";
 import { EventLogError } from "./event-log-error.js";
 import { idProblem } from "./id-text.js";
+import { pruneInBatches } from "./prune-in-batches.js";
 import { EMBEDDED_WINDOW_ROWS, listEvents, MAX_PAGE_BYTES, type EventListBounds, type EventPage } from "./event-list.js";
 import { validateEventQuery } from "./event-query.js";
 import { withOperatorTimeout } from "./operator-query-timeout-error.js";
@@ -241,15 +242,8 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
       return listEvents(reader, validateEventQuery(query), bounds);
     },
 
-    async prune(olderThan, batchSize = 500) {
-      if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime()))
-        throw new EventLogError("invalid_filter", "olderThan", "olderThan must be a valid date");
-      if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
-        throw new EventLogError("invalid_filter", "batchSize", "batchSize must be an integer from 1 to 10000");
-      // Small batches, each its own statement (and transaction): short locks, no long table scan
-      // under one lock; SKIP LOCKED lets two pruners run at once without waiting on each other.
-      let total = 0;
-      for (;;) {
+    prune(olderThan, batchSize = 500) {
+      return pruneInBatches(olderThan, batchSize, async (limit) => {
         const result = await db
           .deleteFrom("events")
           .where("id", "in", (eb) =>
@@ -258,15 +252,13 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
               .select("id")
               .where("received_at", "<", olderThan)
               .orderBy("received_at")
-              .limit(batchSize)
+              .limit(limit)
               .forUpdate()
               .skipLocked(),
           )
           .executeTakeFirst();
-        const deleted = Number(result.numDeletedRows);
-        total += deleted;
-        if (deleted < batchSize) return total;
-      }
+        return Number(result.numDeletedRows);
+      });
     },
   };
 }

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from "kysely";
 import type { DatabaseSchema } from "./database-schema.js";
-import { EventLogError } from "./event-log-error.js";
+import { pruneInBatches } from "./prune-in-batches.js";
 
 /** Which step of which handler of which event. */
 export interface StepKey {
@@ -151,22 +151,14 @@ export function createStepStore(db: Kysely<DatabaseSchema>): StepStore {
       return Number(result.numAffectedRows ?? 0);
     },
 
-    async prune(olderThan, batchSize = 500) {
-      if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime()))
-        throw new EventLogError("invalid_filter", "olderThan", "olderThan must be a valid date");
-      if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
-        throw new EventLogError("invalid_filter", "batchSize", "batchSize must be an integer from 1 to 10000");
-      let total = 0;
-      for (;;) {
-        // Small batches, each its own statement: short locks, and two pruners skip each other's rows.
+    prune(olderThan, batchSize = 500) {
+      return pruneInBatches(olderThan, batchSize, async (limit) => {
         const result = await sql`
           delete from steps where ctid in (
-            select ctid from steps where started_at < ${olderThan} order by started_at limit ${batchSize} for update skip locked
+            select ctid from steps where started_at < ${olderThan} order by started_at limit ${limit} for update skip locked
           )`.execute(db);
-        const deleted = Number(result.numAffectedRows ?? 0);
-        total += deleted;
-        if (deleted < batchSize) return total;
-      }
+        return Number(result.numAffectedRows ?? 0);
+      });
     },
   };
 }
