@@ -5,10 +5,9 @@ import type { Logger } from "pino";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
 import { dispatchEvent, errorMessage, failedOutcome, handlerStacks, withHandlerStacks, type HandlerFailure } from "../events/dispatch.js";
 import { startHandlerDeadline } from "../events/handler-deadline.js";
-import { EventLogError } from "../mirror/event-log-error.js";
 import type { HandlerRegistry } from "../events/registry.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
-import type { EventJournal } from "./event-journal.js";
+import { isRefusedAttempt, type EventJournal } from "./event-journal.js";
 import { EVENTS_QUEUE } from "./names.js";
 import { withCarriedTrace } from "../tracing/trace-context.js";
 
@@ -158,7 +157,7 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
         await journal?.recordAttempt({ id: event.id, type: event.type, payload: job.data.payload, status, handlers: outcomes, newRound });
       } catch (err) {
         // The event's own fault (it can never be stored) fails the attempt as any error does.
-        if (err instanceof EventLogError && err.code === "invalid_event") throw err;
+        if (isRefusedAttempt(err)) throw err;
         throw new UnrecordedAttemptError(outcomes, [...done], { cause: err });
       }
     };

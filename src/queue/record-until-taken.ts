@@ -1,7 +1,6 @@
 import type { Logger } from "pino";
 import { errorMessage } from "../events/dispatch.js";
-import { EventLogError } from "../mirror/event-log-error.js";
-import type { EventAttempt, EventJournal } from "./event-journal.js";
+import { isRefusedAttempt, type EventAttempt, type EventJournal } from "./event-journal.js";
 
 /** How recording an attempt ended: taken by the log, refused as the event's own fault, or given up at a stop. */
 export type RecordOutcome = "recorded" | "refused" | "stopped";
@@ -39,7 +38,7 @@ export async function recordUntilTaken(attempt: EventAttempt, options: RecordUnt
         if (waiting) logger.info({ eventId: attempt.id }, "the event log took the held attempt");
         return "recorded";
       } catch (err) {
-        if (err instanceof EventLogError && err.code === "invalid_event") {
+        if (isRefusedAttempt(err)) {
           logger.warn(
             { eventId: attempt.id, err: errorMessage(err) },
             "the event log refused the event's attempt; the events queue retries it",
