@@ -1,6 +1,6 @@
 export interface InflightLimits {
-  /** Entries at once (WORKER_CONCURRENCY). */
-  concurrency: number;
+  /** Entries read ahead and not yet acknowledged, at most (INGEST_BATCH_SIZE). */
+  maxEntries: number;
   /** Entry bytes at once (WORKER_MAX_INFLIGHT_BYTES). */
   maxBytes: number;
   /** The largest an unread entry can be: a read asks for no more entries than the bytes left hold at this size. */
@@ -32,8 +32,8 @@ export interface InflightEntries {
 }
 
 /**
- * The slots of a stream consumer: as a BullMQ worker's concurrency, a slow entry holds one slot,
- * never the others. Entries are sized only once read, so a read asks for as many as the bytes left
+ * What a stream consumer holds: entries read and not yet acknowledged, each settled on its own, so
+ * a slow one never holds up the others. Entries are sized only once read, so a read asks for as many as the bytes left
  * could hold at the largest size an entry can have; one entry always fits when none is held, so a
  * single event larger than the whole budget still runs.
  */
@@ -50,7 +50,7 @@ export function createInflightEntries(limits: InflightLimits): InflightEntries {
   };
   return {
     room() {
-      const free = limits.concurrency - held.size;
+      const free = limits.maxEntries - held.size;
       const fits = Math.floor((limits.maxBytes - bytes) / Math.max(1, limits.largestEntryBytes));
       if (held.size === 0) return Math.max(1, Math.min(free, fits));
       return Math.max(0, Math.min(free, fits));

@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import pLimit from "p-limit";
 import { randomUUID } from "node:crypto";
 import type { Queue } from "bullmq";
 import { Cluster } from "ioredis";
@@ -24,7 +25,7 @@ export interface StreamConsumerOptions<Ctx> extends FirstAttemptOptions<Ctx> {
   prefix: string;
   /** The events queue: retries, dead letters, and entries a dead consumer left, continue there. */
   queue: Queue<EventJobData>;
-  /** Entries in flight at once (as a BullMQ worker's concurrency): each is acknowledged on its own. */
+  /** Events whose handlers run at once (as a BullMQ worker's concurrency); a hung one holds one slot. */
   concurrency: number;
   /** Entry bytes in flight at once (default DEFAULTS.workerMaxInflightBytes); one entry always runs. */
   maxInflightBytes?: number;
@@ -35,7 +36,7 @@ export interface StreamConsumerOptions<Ctx> extends FirstAttemptOptions<Ctx> {
   dedupWindowSeconds: number;
   /** The event log: every event taken and each handler's outcome. */
   journal?: EventJournal;
-  /** Most entries read, or claimed from a dead consumer, per call (default 500). */
+  /** Most entries held (read ahead, each acknowledged on its own) and claimed from a dead consumer per call (default 500). */
   batchSize?: number;
   /** How long one read waits for new entries (default 1000). */
   blockMs?: number;
@@ -82,12 +83,12 @@ interface ConsumerCommands {
 
 /**
  * The worker's hot path: handles events straight from the ingest stream the edge appends to. It
- * keeps up to `concurrency` entries in flight (and no more than `maxInflightBytes` of them), reads
- * with a consumer group whenever a slot is free, and settles each entry on its own: runs its
- * handlers (under the handler deadline), records the attempt in the event log (group-committed
+ * holds up to `batchSize` entries (and no more than `maxInflightBytes` of them), reads with a
+ * consumer group whenever there is room, runs the handlers of `concurrency` events at once, and
+ * settles each entry on its own: runs its handlers (under the handler deadline), records the attempt in the event log (group-committed
  * with the attempts that end alongside), hands an event that must run again to the events queue,
- * and only then acknowledges and deletes that entry. A slow or hung handler holds one slot, never
- * the stream. An event that succeeds first time costs no BullMQ job; retries with backoff, dead
+ * and only then acknowledges and deletes that entry. A slow or hung handler holds one handler slot,
+ * never the stream; entries read ahead keep the log's group commit and the acknowledgements batched. An event that succeeds first time costs no BullMQ job; retries with backoff, dead
  * letters, replays and change events stay BullMQ's.
  *
  * While an entry is in flight it is re-claimed (XCLAIM JUSTID) every third of `claimIdleMs`, as a
@@ -109,7 +110,10 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
   const redis = defineScripts<ConsumerCommands>(options.connection, { svcStreamAckDelete: { numberOfKeys: 1, lua: ACK_DELETE } });
   const maxBytes = options.maxInflightBytes ?? DEFAULTS.workerMaxInflightBytes;
   const largestEntryBytes = options.largestEntryBytes ?? LARGEST_ENTRY_BYTES;
-  const inflight = createInflightEntries({ concurrency: options.concurrency, maxBytes, largestEntryBytes });
+  const inflight = createInflightEntries({ maxEntries: batchSize, maxBytes, largestEntryBytes });
+  // Handlers of `concurrency` events run at once; the entries read ahead wait for a slot, so the
+  // log's group commit and the acknowledgements still batch (a hung handler holds one slot).
+  const handlerSlots = pLimit(options.concurrency);
   // Claimed entries are held until they are in the queue: at most what one byte budget holds.
   const claimCount = Math.max(1, Math.min(batchSize, Math.floor(maxBytes / largestEntryBytes)));
   // Entries that settle together are acknowledged together, and their jobs added in one addBulk:
@@ -152,7 +156,7 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
       logger.error({ entryId, err: (err as Error).message }, "dropping an unreadable stream entry");
       return undefined;
     }
-    return runFirstAttempt(options, entryId, data);
+    return handlerSlots(() => runFirstAttempt(options, entryId, data));
   };
 
   /** Whether the log took the attempt (false: it refused the event); undefined when stopping first. */

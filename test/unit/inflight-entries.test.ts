@@ -4,8 +4,8 @@ import { createInflightEntries } from "../../src/queue/inflight-entries.js";
 const MiB = 1024 * 1024;
 
 describe("in-flight stream entries", () => {
-  it("offers as many slots as are free while bytes are far from the budget", () => {
-    const slots = createInflightEntries({ concurrency: 10, maxBytes: 16 * MiB, largestEntryBytes: 1000 });
+  it("offers as much room as entries are free while bytes are far from the budget", () => {
+    const slots = createInflightEntries({ maxEntries: 10, maxBytes: 16 * MiB, largestEntryBytes: 1000 });
     expect(slots.room()).toBe(10);
     slots.add("1-0", 500);
     slots.add("2-0", 500);
@@ -16,7 +16,7 @@ describe("in-flight stream entries", () => {
   });
 
   it("asks for no more entries than the bytes left hold at the largest entry size", () => {
-    const slots = createInflightEntries({ concurrency: 10, maxBytes: 4 * MiB, largestEntryBytes: MiB });
+    const slots = createInflightEntries({ maxEntries: 10, maxBytes: 4 * MiB, largestEntryBytes: MiB });
     expect(slots.room()).toBe(4);
     slots.add("1-0", MiB);
     slots.add("2-0", MiB);
@@ -27,14 +27,14 @@ describe("in-flight stream entries", () => {
   });
 
   it("always lets one entry run when none is held, even one larger than the whole budget", () => {
-    const slots = createInflightEntries({ concurrency: 10, maxBytes: 1024, largestEntryBytes: MiB });
+    const slots = createInflightEntries({ maxEntries: 10, maxBytes: 1024, largestEntryBytes: MiB });
     expect(slots.room()).toBe(1);
     slots.add("1-0", MiB);
     expect(slots.room()).toBe(0);
   });
 
   it("wakes a reader waiting for room when an entry is removed, and reports empty", async () => {
-    const slots = createInflightEntries({ concurrency: 1, maxBytes: MiB, largestEntryBytes: 10 });
+    const slots = createInflightEntries({ maxEntries: 1, maxBytes: MiB, largestEntryBytes: 10 });
     slots.add("1-0", 10);
     const room = slots.whenRoom(60_000);
     const empty = slots.whenEmpty();
