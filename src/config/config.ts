@@ -70,6 +70,12 @@ export interface Config {
     maxInflightBytes: number;
     /** How long a refresh waits so that a burst of events shares one list sweep. */
     syncDebounceMs: number;
+    /** How long an id the upstream does not list yet stays pending (with backoff) before it is reported. */
+    syncUnlistedGiveUpMs: number;
+    /** Pages one refresh read may walk when the list order cannot stop it earlier. */
+    syncRefreshMaxPages: number;
+    /** The bookings list's upper date bound parameter (the spec does not show its name). */
+    syncBookingsUpperBoundParam: string;
     /** 0 turns the scheduled reconciliation off. */
     reconcileIntervalMs: number;
     /**

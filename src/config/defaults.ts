@@ -36,4 +36,10 @@ export const DEFAULTS = {
    * VM (see docs/reliability.md); small events are bounded by WORKER_CONCURRENCY long before this.
    */
   workerMaxInflightBytes: 16 * 1024 * 1024,
+  /** An id the upstream does not list yet is retried with backoff this long, then reported. */
+  syncUnlistedGiveUpSeconds: 600,
+  /** Pages one refresh read walks at most when the list's order cannot tell it to stop. */
+  syncRefreshMaxPages: 10,
+  /** The spec does not name the bookings list's upper date bound; the sandbox calls it `to`. */
+  syncBookingsUpperBoundParam: "to",
 } as const;

@@ -73,6 +73,12 @@ export const configSchema = z.object({
   HANDLER_TIMEOUT_MS: int(0, 24 * 3600 * 1000).default(DEFAULTS.handlerTimeoutMs),
   WORKER_MAX_INFLIGHT_BYTES: int(1024).default(DEFAULTS.workerMaxInflightBytes),
   SYNC_DEBOUNCE_MS: int(0, 60_000).default(1000),
+  SYNC_UNLISTED_GIVE_UP_SECONDS: int(1).default(DEFAULTS.syncUnlistedGiveUpSeconds),
+  SYNC_REFRESH_MAX_PAGES: int(1, 10_000).default(DEFAULTS.syncRefreshMaxPages),
+  SYNC_BOOKINGS_UPPER_BOUND_PARAM: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, "must be a query parameter name (letters, digits, _)")
+    .default(DEFAULTS.syncBookingsUpperBoundParam),
   RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
   CHANGE_RELAY_INTERVAL_MS: int(0, 600_000).default(1000),
   // The URL may carry a password: messages never echo it (zod's own do not either).

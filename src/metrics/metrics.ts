@@ -95,6 +95,18 @@ export function createMetrics() {
       labelNames: ["kind"],
       ...opts,
     }),
+    syncUnlisted: new Counter({
+      name: "svc_sync_unlisted_total",
+      help: "Ids events named that the API did not list within SYNC_UNLISTED_GIVE_UP_SECONDS (reported in unlisted_records), by kind",
+      labelNames: ["kind"],
+      ...opts,
+    }),
+    syncRefreshReads: new Counter({
+      name: "svc_sync_refresh_reads_total",
+      help: "List reads planned by webhook refreshes, by kind and scope (company or restaurant)",
+      labelNames: ["kind", "scope"],
+      ...opts,
+    }),
     mirrorRejected: new Counter({
       name: "svc_mirror_rejected_records_total",
       help: "Records read from the API that the mirror could not hold (set aside in rejected_records), by kind and reason",

@@ -113,6 +113,7 @@ export interface DatabaseSchema {
   events: EventsTable;
   change_outbox: ChangeOutboxTable;
   rejected_records: RejectedRecordsTable;
+  unlisted_records: UnlistedRecordsTable;
 }
 
 /** Changes written with the mirror, waiting for the relay (migrations/0003_change_outbox.ts). */
@@ -140,4 +141,15 @@ export interface RejectedRecordsTable {
   first_seen: Generated<Date>;
   last_seen: Generated<Date>;
   count: Generated<number>;
+}
+
+/** Ids events named that the API never listed in time (migrations/0009_unlisted_records.ts). */
+export interface UnlistedRecordsTable {
+  kind: string;
+  id: string;
+  restaurant_id: string;
+  event_ids: string[];
+  first_noted_at: Timestamp;
+  given_up_at: Generated<Date>;
+  attempts: number;
 }

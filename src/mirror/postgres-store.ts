@@ -5,6 +5,7 @@ import { encodeCursor, RANGE_FIELD, validateFilter } from "./mirror-filter.js";
 import { MirrorRecordError } from "./mirror-record-error.js";
 import { prepareRecord, TABLE_OF, type PreparedRecord } from "./mirror-rows.js";
 import { clearRejections, listRejections, recordRejections, toRejection, type Rejection } from "./rejected-records.js";
+import { clearUnlisted, listUnlisted, recordUnlisted } from "./unlisted-records.js";
 import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord, RejectedRecord, UpsertResult } from "./store.js";
 
 // Kysely types one table at a time; the mirror's four tables share the columns used here
@@ -197,6 +198,12 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
           kind,
           prepared.map((p) => p.id),
         );
+        // An id once reported as never listed is listed after all.
+        await clearUnlisted(
+          tx,
+          kind,
+          prepared.map((p) => p.id),
+        );
         if (changes.length > 0 && options.onChanges) await options.onChanges(tx, changes);
         return { written, skipped: records.length - written - all.ofRecords, changes, rejected: all.rejected };
       });
@@ -238,6 +245,8 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     },
 
     rejections: (kind) => listRejections(database, kind),
+    recordUnlisted: (row) => recordUnlisted(database, row),
+    unlisted: (kind) => listUnlisted(database, kind),
 
     async lastWriteAt(kind) {
       const row = await db

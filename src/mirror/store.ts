@@ -66,6 +66,20 @@ export interface RejectionRow {
   count: number;
 }
 
+/** An id an event named that the API did not list within the give-up time: reported, never dropped silently. */
+export interface UnlistedRecord {
+  kind: MirrorKind;
+  id: string;
+  restaurantId: string;
+  /** The first events that named it (at most 20). */
+  eventIds: string[];
+  firstNotedAt: Date;
+  /** Set by the store when the row is written (ignored on write). */
+  givenUpAt?: Date;
+  /** Refresh rounds that looked for it. */
+  attempts: number;
+}
+
 /** Runs inside the upsert's transaction, after the rows are written; query through `tx` only. */
 export type OnMirrorChanges = (tx: Transaction<DatabaseSchema>, changes: readonly MirrorChange[]) => Promise<void>;
 
@@ -125,4 +139,8 @@ export interface MirrorStore {
   lastWriteAt(kind: MirrorKind): Promise<number | undefined>;
   /** The rejected records (of a kind, or all), by kind and id: what the mirror could not hold, and why. */
   rejections(kind?: MirrorKind): Promise<RejectionRow[]>;
+  /** Reports an id the API never listed in time (a row until the record is written). */
+  recordUnlisted(row: UnlistedRecord): Promise<void>;
+  /** The ids given up on (of a kind, or all), by kind and id. */
+  unlisted(kind?: MirrorKind): Promise<UnlistedRecord[]>;
 }

@@ -16,6 +16,13 @@ export interface RedisKeys {
   /** The ids of one restaurant waiting for a refresh (a hash); tag `{restaurantId}` (the settle script). */
   pendingRefresh(kind: string, restaurantId: string): string;
   /**
+   * What the events said of each pending id (status, dates, event ids, misses): a hash beside
+   * `pendingRefresh`, same tag `{restaurantId}` (the scheduler's scripts touch both).
+   */
+  pendingNotes(kind: string, restaurantId: string): string;
+  /** The restaurants with pending ids of a kind (a sorted set, score bumped by every request); its own slot. */
+  pendingIndex(kind: string): string;
+  /**
    * The ingest path (queue/stream-sink.ts, queue/stream-consumer.ts): the stream the edge appends
    * verified events to and the workers read, and each event id's "seen" key. The edge's script
    * touches both, so they share the tag `{ingest}` (the prefix's own tag when it has one). The
@@ -40,6 +47,8 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
       return { log: `${base}:log`, pause: `${base}:pause`, last: `${base}:last` };
     },
     pendingRefresh: (kind, restaurantId) => `${prefix}:sync:pending:${kind}:{${restaurantId}}`,
+    pendingNotes: (kind, restaurantId) => `${prefix}:sync:pending-notes:${kind}:{${restaurantId}}`,
+    pendingIndex: (kind) => `${prefix}:sync:pending-index:${kind}`,
     ingest: { stream: `${ingest}:events`, group: "pump", seen: (eventId) => `${ingest}:seen:${eventId}` },
   };
 }

@@ -8,24 +8,24 @@ import { parseTraceparent } from "./traceparent.js";
 const MAX_LINKS = 128;
 
 /**
- * Span links for the coalesced refresh. Many events of a restaurant share one refresh job, which
+ * Span links for the coalesced refresh. Many events of a kind (every restaurant) share one refresh job, which
  * carries the trace of the first (bullmq-otel); each event notes its own trace context here when it
  * schedules the refresh, and the refresh's span links to every trace noted since the last one ran.
  * Best-effort and bounded: a lost note loses a link, never a refresh.
  */
 export interface RefreshLinks {
-  /** Remembers the active span (the handler's) for the next refresh of this restaurant's kind. */
-  note(kind: string, restaurantId: string): Promise<void>;
+  /** Remembers the active span (the handler's) for the next refresh of this kind. */
+  note(kind: string): Promise<void>;
   /** Runs a refresh in a span linked to every event that asked for it since the last one. */
-  traced<T>(kind: string, restaurantId: string, refresh: () => Promise<T>): Promise<T>;
+  traced<T>(kind: string, refresh: () => Promise<T>): Promise<T>;
 }
 
 export function createRefreshLinks(options: { redis: RedisClient; prefix: string; tracer: Tracer; ttlMs: number }): RefreshLinks {
   const { redis, tracer } = options;
-  const key = (kind: string, restaurantId: string) => `${options.prefix}:trace-links:${kind}:${restaurantId}`;
+  const key = (kind: string) => `${options.prefix}:trace-links:${kind}`;
 
-  const take = async (kind: string, restaurantId: string): Promise<Link[]> => {
-    const k = key(kind, restaurantId);
+  const take = async (kind: string): Promise<Link[]> => {
+    const k = key(kind);
     const replies = await redis.multi().lrange(k, 0, -1).del(k).exec();
     const noted = (replies?.[0]?.[1] ?? []) as string[];
     const own = trace.getActiveSpan()?.spanContext().traceId;
@@ -39,10 +39,10 @@ export function createRefreshLinks(options: { redis: RedisClient; prefix: string
   };
 
   return {
-    async note(kind, restaurantId) {
+    async note(kind) {
       const traceparent = activeTraceparent();
       if (!traceparent) return;
-      const k = key(kind, restaurantId);
+      const k = key(kind);
       await redis
         .multi()
         .rpush(k, traceparent)
@@ -51,9 +51,9 @@ export function createRefreshLinks(options: { redis: RedisClient; prefix: string
         .exec()
         .catch(() => undefined);
     },
-    async traced(kind, restaurantId, refresh) {
-      const links = await take(kind, restaurantId).catch(() => []);
-      const attributes = { "svc.mirror.kind": kind, "svc.restaurant.id": restaurantId, "svc.refresh.linked_traces": links.length };
+    async traced(kind, refresh) {
+      const links = await take(kind).catch(() => []);
+      const attributes = { "svc.mirror.kind": kind, "svc.refresh.linked_traces": links.length };
       return inSpan(tracer, `refresh ${kind}`, { links, attributes }, () => refresh());
     },
   };

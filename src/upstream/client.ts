@@ -52,6 +52,11 @@ export interface ApiClientOptions {
    * events) and every request sends the span's W3C `traceparent`.
    */
   tracer?: Tracer;
+  /**
+   * The query parameter the bookings list reads as its upper date bound (`BookingQuery.to`): the
+   * spec does not show its name. @defaultValue "to" (the sandbox's)
+   */
+  bookingsUpperBoundParam?: string;
 }
 
 export interface ListOptions {
@@ -238,7 +243,11 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     }
   };
 
-  function lister<T, Q extends { limit?: number; cursor?: string }>(path: string, schema: z.ZodType<T>) {
+  function lister<T, Q extends { limit?: number; cursor?: string }>(
+    path: string,
+    schema: z.ZodType<T>,
+    toParams: (query: Q) => Record<string, string | number | undefined> = (query) => query,
+  ) {
     const list = async (query: Q = {} as Q, opts: ListOptions = {}): Promise<ReadPage<T>> => {
       checkLimit(query.limit);
       const pages = looseRecordsPageSchema;
@@ -246,7 +255,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         method: "GET",
         path,
         route: path,
-        query,
+        query: toParams(query),
         schema: pages,
         priority: opts.priority,
         clock: opts.clock,
@@ -260,7 +269,10 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   }
 
   const orders = lister<Order, OrderQuery>("/api/v1/orders", orderSchema);
-  const bookings = lister<Booking, BookingQuery>("/api/v1/bookings", bookingSchema);
+  const upperBound = options.bookingsUpperBoundParam ?? "to";
+  const bookings = lister<Booking, BookingQuery>("/api/v1/bookings", bookingSchema, ({ to, ...rest }) =>
+    to === undefined ? rest : { ...rest, [upperBound]: to },
+  );
   const menuItems = lister<MenuItem, MenuItemQuery>("/api/v1/menu-items", menuItemSchema);
 
   return {

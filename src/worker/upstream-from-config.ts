@@ -14,7 +14,7 @@ export function upstreamFromConfig(
   api: NonNullable<Config["api"]>,
   redis: RedisClient,
   prefix: string,
-  extra: Pick<ApiClientOptions, "onResponse" | "logger" | "tracer"> = {},
+  extra: Pick<ApiClientOptions, "onResponse" | "logger" | "tracer" | "bookingsUpperBoundParam"> = {},
 ): { api: ApiClient; limiter: RateLimiter } {
   const limiter = createRateLimiter({
     redis,

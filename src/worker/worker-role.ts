@@ -25,7 +25,7 @@ import { jobLabel, observeJobs } from "./job-observers.js";
 import { createSettledEvents, type SettledEvent } from "./settled-events.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import { watchRecording } from "./recording-health.js";
-import { refreshRestaurant } from "./sync/refresh-restaurant.js";
+import { refreshKind } from "./sync/refresh-kind.js";
 import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { createMirrorWriter } from "./sync/mirror-writer.js";
 import { sweepAll } from "./sync/sweep-all.js";
@@ -89,6 +89,7 @@ export function createWorkerRole(deps: {
     ? upstreamFromConfig(config.api, connection, prefix, {
         logger,
         ...(tracing ? { tracer: tracing.tracer } : {}),
+        bookingsUpperBoundParam: config.worker.syncBookingsUpperBoundParam,
         onResponse: ({ method, route, status }) => {
           metrics.upstreamRequests.inc({ method, route, status: String(status) });
           if (status === 429) metrics.upstreamRateLimited.inc();
@@ -166,9 +167,9 @@ export function createWorkerRole(deps: {
   const requestRefresh: RefreshScheduler = refreshLinks
     ? {
         ...scheduler,
-        request: async (kind, restaurantId, id) => {
-          await refreshLinks.note(kind, restaurantId);
-          await scheduler.request(kind, restaurantId, id);
+        request: async (kind, restaurantId, id, note) => {
+          await refreshLinks.note(kind);
+          await scheduler.request(kind, restaurantId, id, note);
         },
       }
     : scheduler;
@@ -199,10 +200,23 @@ export function createWorkerRole(deps: {
   };
   if (api) {
     processors.refresh = async (job) => {
-      const { kind, restaurantId } = job.data as RefreshJobData;
-      await scheduler.release(kind, restaurantId);
-      const refresh = () => refreshRestaurant({ api, mirror, scheduler, writer, logger, kind, restaurantId });
-      return refreshLinks ? refreshLinks.traced(kind, restaurantId, refresh) : refresh();
+      // Kind-wide: a job queued by an older version with a restaurant id serves the whole kind too.
+      const { kind } = job.data as RefreshJobData;
+      await scheduler.release(kind);
+      const refresh = () =>
+        refreshKind({
+          api,
+          mirror,
+          scheduler,
+          writer,
+          logger,
+          kind,
+          maxPages: config.worker.syncRefreshMaxPages,
+          giveUpMs: config.worker.syncUnlistedGiveUpMs,
+          onRead: ({ scope }) => metrics.syncRefreshReads.inc({ kind, scope }),
+          onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
+        });
+      return refreshLinks ? refreshLinks.traced(kind, refresh) : refresh();
     };
     // Fresh from the start, so "stalled" means no sweep finished for a while, not "none yet".
     if (config.worker.reconcileIntervalMs > 0) metrics.reconcileLastSuccess.setToCurrentTime();

@@ -70,7 +70,7 @@ describe("refresh scheduler", () => {
     await scheduler.request("menu-items", "rest_2");
     const seen = await scheduler.pending("menu-items", "rest_2");
     expect([...seen.keys()]).toEqual([WHOLE_MENU]);
-    await scheduler.release("menu-items", "rest_2");
+    await scheduler.release("menu-items");
     await scheduler.request("menu-items", "rest_2");
     await scheduler.settle("menu-items", "rest_2", seen);
     expect([...(await scheduler.pending("menu-items", "rest_2")).keys()]).toEqual([WHOLE_MENU]);

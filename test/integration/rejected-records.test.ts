@@ -10,7 +10,7 @@ import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorStore, RejectedRecord } from "../../src/mirror/store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
-import { refreshRestaurant } from "../../src/worker/sync/refresh-restaurant.js";
+import { refreshKind } from "../../src/worker/sync/refresh-kind.js";
 import { createRefreshScheduler, type RefreshJobData } from "../../src/worker/sync/refresh-scheduler.js";
 import { sweepAll } from "../../src/worker/sync/sweep-all.js";
 import { runCli } from "../helpers/cli-process.js";
@@ -104,13 +104,14 @@ describe.each(testDrivers())("records the mirror cannot hold (%s)", (driver) => 
     try {
       const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
       await scheduler.request("orders", "rest_1", bad.badOrder);
-      const outcome = await refreshRestaurant({
+      const outcome = await refreshKind({
         api,
         mirror,
         scheduler,
         logger: pino({ level: "silent" }),
         kind: "orders",
-        restaurantId: "rest_1",
+        maxPages: 10,
+        giveUpMs: 600_000,
       });
       expect(outcome.missing).toEqual([]);
       expect(await scheduler.pending("orders", "rest_1")).toEqual(new Map());

@@ -8,7 +8,7 @@ import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { apiKeyId, createApiClient, createRateLimiter, UpstreamResponseError, type ApiClient } from "../../src/upstream/index.js";
-import { refreshRestaurant } from "../../src/worker/sync/refresh-restaurant.js";
+import { refreshKind } from "../../src/worker/sync/refresh-kind.js";
 import { createRefreshScheduler, type RefreshJobData } from "../../src/worker/sync/refresh-scheduler.js";
 import { sweepAll } from "../../src/worker/sync/sweep-all.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
@@ -54,7 +54,15 @@ describe("sweeps against an upstream that hands back the same cursor", () => {
     sandbox.faults.add({ path: "/api/v1/bookings", repeatCursor: true });
     const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
     await scheduler.request("bookings", "rest_1", "bkg_not_upstream");
-    const run = refreshRestaurant({ api, mirror, scheduler, logger: pino({ level: "silent" }), kind: "bookings", restaurantId: "rest_1" });
+    const run = refreshKind({
+      api,
+      mirror,
+      scheduler,
+      logger: pino({ level: "silent" }),
+      kind: "bookings",
+      maxPages: 10,
+      giveUpMs: 600_000,
+    });
     await expect(run).rejects.toMatchObject({ code: "repeated_cursor" });
     expect(sandbox.requestLog).toHaveLength(2);
     // Not settled: the id stays pending for the next refresh.

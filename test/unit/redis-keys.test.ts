@@ -12,7 +12,8 @@ function scriptKeyGroups(prefix: string): Record<string, string[]> {
   return {
     "rate limiter acquire": [budget.log, budget.pause, budget.last],
     "rate limiter state": [budget.log, budget.pause],
-    "refresh scheduler settle": [keys.pendingRefresh("orders", "rest_1")],
+    "refresh scheduler note and settle": [keys.pendingRefresh("orders", "rest_1"), keys.pendingNotes("orders", "rest_1")],
+    "refresh scheduler forget an idle restaurant": [keys.pendingIndex("orders")],
     "ingest (stream + seen keys)": [
       keys.ingest.stream,
       keys.ingest.seen("evt_1"),

@@ -2,31 +2,80 @@ import type { Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import { defineScripts } from "../../redis/define-scripts.js";
 import { redisKeys } from "../../redis/keys.js";
+import { ORDER_STATUS_RANK } from "../../upstream/models.js";
 import type { SyncedKind } from "./synced-kinds.js";
 
+/**
+ * One refresh job per kind, company-wide: it takes every pending id of the kind and plans its reads
+ * (read-plan.ts). `restaurantId` only on jobs an older version queued; they run kind-wide too.
+ */
 export interface RefreshJobData {
   kind: SyncedKind;
+  restaurantId?: string;
+}
+
+/** What an event said about the record it named: hints for the narrowest read, never trusted as data. */
+export interface RefreshNote {
+  eventId?: string;
+  /** orders: the status the event carried (a lower bound: the state machine only moves forward). */
+  status?: string;
+  /** orders: when the order was created (where a newest-first list can stop looking). */
+  createdAt?: string;
+  /** bookings: the booking's date. */
+  date?: string;
+}
+
+/** What the scheduler keeps of a pending id besides its version: the events' hints and the retry state. */
+export interface PendingNote {
+  /** Epoch ms of the first event that named the id since it was last settled. */
+  firstNotedAt: number;
+  /** The first events that named it (at most 20): what a report of an unlisted id names. */
+  eventIds?: string[];
+  status?: string;
+  createdAt?: string;
+  date?: string;
+  /** Rounds that looked for the id and did not find it. */
+  misses?: number;
+  /** Epoch ms before which no refresh looks for it again (backoff after a miss). */
+  retryAt?: number;
+}
+
+/** One restaurant's pending ids of a kind, as a refresh job takes them. */
+export interface PendingRestaurant {
   restaurantId: string;
+  ids: PendingIds;
+  notes: ReadonlyMap<string, PendingNote>;
+  /** The restaurant's score in the index when read: `forgetIfIdle` removes it only if unchanged. */
+  score: string;
 }
 
 export interface RefreshScheduler {
   /**
-   * Notes that `id` (or the whole menu) of a restaurant changed and makes sure one refresh job
-   * will run within `debounceMs`: a burst of events for one restaurant shares one list sweep.
+   * Notes that `id` (or the whole menu) of a restaurant changed, with what the event said of it,
+   * and makes sure one refresh job of the kind runs within `debounceMs`: a burst of events of
+   * every restaurant shares one job, and its reads.
    */
-  request(kind: SyncedKind, restaurantId: string, id?: string): Promise<void>;
-  /** The ids waiting for a refresh (a job reads them when it starts), each with its version. */
+  request(kind: SyncedKind, restaurantId: string, id?: string, note?: RefreshNote): Promise<void>;
+  /** The ids of one restaurant waiting for a refresh, each with its version (reconcile tells webhook from missed by it). */
   pending(kind: SyncedKind, restaurantId: string): Promise<PendingIds>;
+  /** Every restaurant with pending ids of the kind, with the ids' notes (what a refresh job starts from). */
+  pendingAll(kind: SyncedKind): Promise<PendingRestaurant[]>;
   /**
    * Forgets the ids a refresh has handled, unless one was noted again since `pending` read it:
-   * that change may have happened after the sweep read its record, so it stays for the next job.
+   * that change may have happened after the read saw its record, so it stays for the next job.
    */
   settle(kind: SyncedKind, restaurantId: string, handled: PendingIds): Promise<void>;
+  /** Keeps an id pending with a new note (a miss and its retry time), unless an event noted it again meanwhile. */
+  defer(kind: SyncedKind, restaurantId: string, id: string, version: string, note: PendingNote): Promise<void>;
+  /** Drops a restaurant from the kind's index when it has no pending id left and no request came since `score`. */
+  forgetIfIdle(kind: SyncedKind, restaurantId: string, score: string): Promise<void>;
   /**
    * Called as a refresh job starts: from here on a new event schedules a new job rather than
    * being absorbed by this one, which may already have read past its record.
    */
-  release(kind: SyncedKind, restaurantId: string): Promise<void>;
+  release(kind: SyncedKind): Promise<void>;
+  /** Schedules a job for ids waiting out a backoff (its own deduplication: events are never held up by it). */
+  retryLater(kind: SyncedKind, delayMs: number): Promise<void>;
 }
 
 /** Pending ids and the version each was last noted at (a counter bumped on every event). */
@@ -37,24 +86,77 @@ export const WHOLE_MENU = "whole-menu";
 
 /**
  * How long a restaurant's pending ids outlive the last event that noted one (the TTL is set again
- * on every request). A live refresh reads and settles them within its job's retries — seconds to
- * minutes, hours under a long 429 pause — so a week never loses one; what it bounds is the hash a
- * refresh that failed for good (a 4xx) or a restaurant that went away would otherwise leave
- * forever. The reconciliation sweep rereads everything anyway.
+ * on every request). A live refresh reads and settles them, or reports them as unlisted, within
+ * SYNC_UNLISTED_GIVE_UP_SECONDS; what it bounds is the hash a refresh that failed for good (a 4xx)
+ * would otherwise leave forever. The reconciliation sweep rereads everything anyway.
  */
 export const PENDING_REFRESH_TTL_MS = 7 * 24 * 3600_000;
 
-/** Deletes each id only if its version is still the one the refresh read (compare-and-delete). */
+/** Event ids kept per pending id (a flood of events for one order must not grow the note). */
+const MAX_EVENT_IDS = 20;
+
+/**
+ * Bumps the id's version and merges the event's hints into its note: the furthest order status
+ * seen (a later one is a tighter lower bound), the latest dates, the first event ids; a new event
+ * clears any backoff (the record changed: look at once).
+ * KEYS: pending, notes. ARGV: id, ttlMs, nowMs, eventId, status, statusRank, createdAt, date.
+ */
+const NOTE = `
+redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
+redis.call("PEXPIRE", KEYS[1], ARGV[2])
+local raw = redis.call("HGET", KEYS[2], ARGV[1])
+local n = raw and cjson.decode(raw) or { firstNotedAt = tonumber(ARGV[3]) }
+if ARGV[4] ~= "" then
+  local ids = n.eventIds or {}
+  if #ids < ${MAX_EVENT_IDS} then ids[#ids + 1] = ARGV[4] end
+  n.eventIds = ids
+end
+if ARGV[5] ~= "" and (n.rank == nil or tonumber(ARGV[6]) > n.rank) then
+  n.status = ARGV[5]
+  n.rank = tonumber(ARGV[6])
+end
+if ARGV[7] ~= "" then n.createdAt = ARGV[7] end
+if ARGV[8] ~= "" then n.date = ARGV[8] end
+n.retryAt = nil
+redis.call("HSET", KEYS[2], ARGV[1], cjson.encode(n))
+redis.call("PEXPIRE", KEYS[2], ARGV[2])
+return 0
+`;
+
+/** Deletes each id (and its note) only if its version is still the one the refresh read (compare-and-delete). */
 const SETTLE = `
 for i = 1, #ARGV, 2 do
-  if redis.call("HGET", KEYS[1], ARGV[i]) == ARGV[i + 1] then redis.call("HDEL", KEYS[1], ARGV[i]) end
+  if redis.call("HGET", KEYS[1], ARGV[i]) == ARGV[i + 1] then
+    redis.call("HDEL", KEYS[1], ARGV[i])
+    redis.call("HDEL", KEYS[2], ARGV[i])
+  end
 end
 return 0
 `;
 
+/** Replaces an id's note only if no event noted the id since the refresh read it. ARGV: id, version, note. */
+const DEFER = `
+if redis.call("HGET", KEYS[1], ARGV[1]) == ARGV[2] then redis.call("HSET", KEYS[2], ARGV[1], ARGV[3]) end
+return 0
+`;
+
+/** Removes a restaurant from the index if its score is the one read (no request since). */
+const FORGET = `
+if redis.call("ZSCORE", KEYS[1], ARGV[1]) == ARGV[2] then redis.call("ZREM", KEYS[1], ARGV[1]) end
+return 0
+`;
+
 interface Scripts {
-  svcSettlePending(key: string, ...idVersionPairs: string[]): Promise<number>;
+  svcNotePendingId(pending: string, notes: string, ...args: string[]): Promise<number>;
+  svcSettlePendingIds(pending: string, notes: string, ...idVersionPairs: string[]): Promise<number>;
+  svcDeferPendingId(pending: string, notes: string, id: string, version: string, note: string): Promise<number>;
+  svcForgetIdleRestaurant(index: string, restaurantId: string, score: string): Promise<number>;
 }
+
+const rankOf = (status: string | undefined): string =>
+  status !== undefined && Object.hasOwn(ORDER_STATUS_RANK, status)
+    ? String(ORDER_STATUS_RANK[status as keyof typeof ORDER_STATUS_RANK])
+    : "";
 
 export function createRefreshScheduler(opts: {
   redis: Redis | Cluster;
@@ -63,32 +165,107 @@ export function createRefreshScheduler(opts: {
   debounceMs: number;
   /** @defaultValue PENDING_REFRESH_TTL_MS */
   pendingTtlMs?: number;
+  /** @defaultValue Date.now */
+  now?: () => number;
 }): RefreshScheduler {
   const { redis, queue, prefix, debounceMs } = opts;
   const pendingTtlMs = opts.pendingTtlMs ?? PENDING_REFRESH_TTL_MS;
+  const now = opts.now ?? Date.now;
   const keys = redisKeys(prefix);
-  const dedupId = (kind: SyncedKind, restaurantId: string) => `refresh-${kind}-${restaurantId}`;
-  const scripts = defineScripts<Scripts>(redis, { svcSettlePending: { numberOfKeys: 1, lua: SETTLE } });
+  const dedupId = (kind: SyncedKind) => `refresh-${kind}`;
+  const scripts = defineScripts<Scripts>(redis, {
+    svcNotePendingId: { numberOfKeys: 2, lua: NOTE },
+    svcSettlePendingIds: { numberOfKeys: 2, lua: SETTLE },
+    svcDeferPendingId: { numberOfKeys: 2, lua: DEFER },
+    svcForgetIdleRestaurant: { numberOfKeys: 1, lua: FORGET },
+  });
+  const hashes = (kind: SyncedKind, restaurantId: string) =>
+    [keys.pendingRefresh(kind, restaurantId), keys.pendingNotes(kind, restaurantId)] as const;
+
+  const pending = async (kind: SyncedKind, restaurantId: string): Promise<PendingIds> =>
+    new Map(Object.entries(await redis.hgetall(keys.pendingRefresh(kind, restaurantId))));
 
   return {
-    async request(kind, restaurantId, id = WHOLE_MENU) {
-      // Note the id first, then schedule: a job that starts in between still sees the id. The
-      // version bump keeps it pending if a running sweep already read past it.
-      // One transaction (one key, one slot): the hash never exists without its expiry.
-      const key = keys.pendingRefresh(kind, restaurantId);
-      await redis.multi().hincrby(key, id, 1).pexpire(key, pendingTtlMs).exec();
+    async request(kind, restaurantId, id = WHOLE_MENU, note = {}) {
+      // Note the id first, then index the restaurant, then schedule: a job that starts in between
+      // still sees the id. The version bump keeps it pending if a running read already passed it.
+      const status = kind === "orders" ? rankOf(note.status) : "";
+      await scripts.svcNotePendingId(
+        ...hashes(kind, restaurantId),
+        id,
+        String(pendingTtlMs),
+        String(now()),
+        note.eventId ?? "",
+        status === "" ? "" : (note.status ?? ""),
+        status,
+        note.createdAt ?? "",
+        note.date ?? "",
+      );
+      const index = keys.pendingIndex(kind);
+      await redis.multi().zincrby(index, 1, restaurantId).pexpire(index, pendingTtlMs).exec();
       await queue.add(
         "refresh",
-        { kind, restaurantId },
-        debounceMs > 0 ? { delay: debounceMs, deduplication: { id: dedupId(kind, restaurantId), ttl: debounceMs } } : {},
+        { kind },
+        debounceMs > 0 ? { delay: debounceMs, deduplication: { id: dedupId(kind), ttl: debounceMs } } : {},
       );
     },
-    pending: async (kind, restaurantId) => new Map(Object.entries(await redis.hgetall(keys.pendingRefresh(kind, restaurantId)))),
-    async settle(kind, restaurantId, handled) {
-      if (handled.size > 0) await scripts.svcSettlePending(keys.pendingRefresh(kind, restaurantId), ...[...handled].flat());
+    pending,
+    async pendingAll(kind) {
+      const restaurants = withScores(await redis.zrange(keys.pendingIndex(kind), "0", "-1", "WITHSCORES"));
+      return Promise.all(
+        restaurants.map(async ({ restaurantId, score }) => {
+          const [ids, rawNotes] = await Promise.all([pending(kind, restaurantId), redis.hgetall(keys.pendingNotes(kind, restaurantId))]);
+          const notes = new Map<string, PendingNote>();
+          for (const [id, raw] of Object.entries(rawNotes)) notes.set(id, parseNote(raw));
+          return { restaurantId, ids, notes, score };
+        }),
+      );
     },
-    async release(kind, restaurantId) {
-      await queue.removeDeduplicationKey(dedupId(kind, restaurantId));
+    async settle(kind, restaurantId, handled) {
+      if (handled.size > 0) await scripts.svcSettlePendingIds(...hashes(kind, restaurantId), ...[...handled].flat());
+    },
+    async defer(kind, restaurantId, id, version, note) {
+      await scripts.svcDeferPendingId(...hashes(kind, restaurantId), id, version, JSON.stringify(note));
+    },
+    async forgetIfIdle(kind, restaurantId, score) {
+      if ((await redis.hlen(keys.pendingRefresh(kind, restaurantId))) > 0) return;
+      await scripts.svcForgetIdleRestaurant(keys.pendingIndex(kind), restaurantId, score);
+    },
+    async release(kind) {
+      await queue.removeDeduplicationKey(dedupId(kind));
+    },
+    async retryLater(kind, delayMs) {
+      const delay = Math.max(1, Math.ceil(delayMs));
+      await queue.add("refresh", { kind }, { delay, deduplication: { id: `refresh-retry-${kind}`, ttl: delay } });
     },
   };
+}
+
+/**
+ * ZRANGE … WITHSCORES as (member, score) pairs: a flat list under RESP2, pairs (the score a
+ * number) under RESP3, which ioredis 6 speaks by default. Scores are whole numbers (ZINCRBY 1), so
+ * both print alike, as the forget script's ZSCORE compares them.
+ */
+function withScores(reply: unknown[]): { restaurantId: string; score: string }[] {
+  const out: { restaurantId: string; score: string }[] = [];
+  if (reply.every(Array.isArray)) {
+    for (const pair of reply as [unknown, unknown][]) out.push({ restaurantId: String(pair[0]), score: String(pair[1]) });
+    return out;
+  }
+  for (let i = 0; i + 1 < reply.length; i += 2) out.push({ restaurantId: String(reply[i]), score: String(reply[i + 1]) });
+  return out;
+}
+
+/** A note as stored; one that does not parse (written by hand, or damaged) counts as first noted now. */
+function parseNote(raw: string): PendingNote {
+  try {
+    const value = JSON.parse(raw) as Partial<PendingNote> | null;
+    if (typeof value?.firstNotedAt === "number") {
+      // cjson writes an empty Lua table as {}, never []: keep only a real list.
+      return { ...value, firstNotedAt: value.firstNotedAt, eventIds: Array.isArray(value.eventIds) ? value.eventIds : [] };
+    }
+  } catch {
+    // fall through
+  }
+  return { firstNotedAt: Date.now() };
 }

@@ -11,9 +11,16 @@ export function createSyncHandlers(scheduler: RefreshScheduler, { withApi }: { w
     await ctx.mirror.upsert("reviews", [e.data], await ctx.mirror.clock());
   };
   if (!withApi) return { "review.created": storeReview };
-  const order = async (e: { data: { id: string; restaurantId: string } }) => scheduler.request("orders", e.data.restaurantId, e.data.id);
-  const booking = async (e: { data: { id: string; restaurantId: string } }) =>
-    scheduler.request("bookings", e.data.restaurantId, e.data.id);
+  // What the event says of the record (status, dates) is a hint for the narrowest read, never data.
+  const text = (value: unknown) => (typeof value === "string" ? value : undefined);
+  const order = async (e: { id: string; data: { id: string; restaurantId: string; status?: string | undefined; createdAt?: unknown } }) =>
+    scheduler.request("orders", e.data.restaurantId, e.data.id, {
+      eventId: e.id,
+      status: e.data.status,
+      createdAt: text(e.data.createdAt),
+    });
+  const booking = async (e: { id: string; data: { id: string; restaurantId: string; date?: string | undefined } }) =>
+    scheduler.request("bookings", e.data.restaurantId, e.data.id, { eventId: e.id, date: e.data.date });
   return {
     "order.created": order,
     "order.status_changed": order,

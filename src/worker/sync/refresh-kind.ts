@@ -1,0 +1,194 @@
+import type { Logger } from "pino";
+import type { MirrorStore } from "../../mirror/store.js";
+import { ORDER_STATUS_RANK } from "../../upstream/models.js";
+import { candidatesFor, planNextRead, type PlannedRead, type Target } from "./read-plan.js";
+import { runRead, type RefreshReadContext } from "./refresh-read.js";
+import { refreshMenus } from "./refresh-menus.js";
+import type { PendingNote, PendingRestaurant, RefreshScheduler } from "./refresh-scheduler.js";
+import type { SyncedKind } from "./synced-kinds.js";
+
+export interface RefreshKindDeps extends Omit<RefreshReadContext, "kind"> {
+  scheduler: RefreshScheduler;
+  logger: Logger;
+  kind: SyncedKind;
+  /** How long an id the API does not list stays pending (with backoff) before it is reported. */
+  giveUpMs: number;
+  /** Told of every read made (metrics). */
+  onRead?: (read: { kind: SyncedKind; scope: "company" | "restaurant" }) => void;
+  /** Told of every id given up on, after its row was written (the metric). */
+  onUnlisted?: (kind: SyncedKind) => void;
+  /** @defaultValue Date.now */
+  now?: () => number;
+}
+
+export interface RefreshOutcome {
+  calls: number;
+  reads: number;
+  written: number;
+  /** Pending ids this job read. */
+  found: number;
+  /** Ids no read found this round: kept pending with backoff. */
+  missing: string[];
+  /** Ids given up on this round (reported in unlisted_records). */
+  unlisted: string[];
+}
+
+/** Reads a job makes at most; ids left over wait for the next job, scheduled at once (not counted as misses). */
+export const MAX_READS_PER_JOB = 50;
+/** Backoff between rounds that miss an id: 1 s, 2 s, 4 s … at most a minute. */
+export const backoffAfterMiss = (misses: number) => Math.min(60_000, 1000 * 2 ** Math.max(0, misses - 1));
+
+/** One pending id as this job works on it. */
+interface Work extends Target {
+  version: string;
+  note: PendingNote;
+}
+
+/**
+ * The `refresh` job of one kind, company-wide: takes every pending id of the kind, lets the
+ * planner (read-plan.ts) choose the reads that cover most of them per call (company-wide by status
+ * or date window when they span restaurants, per restaurant when one holds them), runs them
+ * (refresh-read.ts) and settles what was read. An id no candidate read found stays pending with
+ * backoff, and after `giveUpMs` is reported (a row, a warning, a metric) and settled.
+ */
+export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome> {
+  const restaurants = await deps.scheduler.pendingAll(deps.kind);
+  if (deps.kind === "menu-items") return refreshMenus(deps, restaurants);
+  const now = (deps.now ?? Date.now)();
+  const { work, waitingUntil } = await collectWork(deps, restaurants, now);
+  const outcome: RefreshOutcome = { calls: 0, reads: 0, written: 0, found: 0, missing: [], unlisted: [] };
+  const seen = new Set<string>();
+  let plan: PlannedRead | undefined;
+  while (outcome.reads < MAX_READS_PER_JOB && (plan = planNextRead(work.filter((w) => !seen.has(w.id))))) {
+    const read = await runRead(deps, plan);
+    deps.onRead?.({ kind: deps.kind, scope: plan.restaurantId === undefined ? "company" : "restaurant" });
+    outcome.reads++;
+    outcome.calls += read.calls;
+    outcome.written += read.written;
+    for (const id of read.seen) seen.add(id);
+    for (const target of plan.targets) if (!seen.has(target.id)) target.next++;
+    if (read.upperBoundIgnored) deps.logger.debug({ kind: deps.kind }, "the bookings list ignores its upper date bound");
+  }
+  const found = work.filter((w) => seen.has(w.id));
+  outcome.found = found.length;
+  await settleFound(deps, found);
+  const unresolved = work.filter((w) => !seen.has(w.id));
+  const exhausted = unresolved.filter((w) => w.next >= w.candidates.length);
+  const retryAt = await handleMisses(deps, exhausted, now, outcome);
+  await Promise.all(restaurants.map((r) => deps.scheduler.forgetIfIdle(deps.kind, r.restaurantId, r.score)));
+  // Left over by the read cap: again at once. Missed or waiting: when the first backoff ends.
+  const next = unresolved.length > exhausted.length ? now : Math.min(retryAt, waitingUntil);
+  if (Number.isFinite(next)) await deps.scheduler.retryLater(deps.kind, next - now);
+  return outcome;
+}
+
+/** The pending ids to look for now, with their candidate reads; those waiting out a backoff are left for later. */
+async function collectWork(
+  deps: RefreshKindDeps,
+  restaurants: readonly PendingRestaurant[],
+  now: number,
+): Promise<{ work: Work[]; waitingUntil: number }> {
+  const work: Work[] = [];
+  let waitingUntil = Infinity;
+  for (const { restaurantId, ids, notes } of restaurants) {
+    for (const [id, version] of ids) {
+      const note = notes.get(id) ?? { firstNotedAt: now };
+      if (note.retryAt !== undefined && note.retryAt > now) {
+        waitingUntil = Math.min(waitingUntil, note.retryAt);
+        continue;
+      }
+      const hint = await hintOf(deps.mirror, deps.kind, id, note);
+      work.push({ id, restaurantId, version, note, sortKey: hint.sortKey, candidates: candidatesFor(deps.kind, hint, now), next: 0 });
+    }
+  }
+  return { work, waitingUntil };
+}
+
+const rank = (status: unknown): number =>
+  typeof status === "string" && Object.hasOwn(ORDER_STATUS_RANK, status) ? ORDER_STATUS_RANK[status as keyof typeof ORDER_STATUS_RANK] : -1;
+
+/**
+ * Where to look for an id: the events' hints, completed from the mirror's copy (a thin event
+ * carries only id and restaurant). Both statuses are lower bounds of the current one, so the
+ * furthest wins.
+ */
+async function hintOf(
+  mirror: MirrorStore,
+  kind: SyncedKind,
+  id: string,
+  note: PendingNote,
+): Promise<{ status?: string; day?: number; sortKey?: number }> {
+  const needsMirror = kind === "orders" ? note.status === undefined || note.createdAt === undefined : note.date === undefined;
+  const stored = needsMirror ? await mirror.get(kind, id) : undefined;
+  if (kind === "orders") {
+    const status = rank(stored?.status) > rank(note.status) ? (stored?.status as string) : note.status;
+    const createdAt = note.createdAt ?? (typeof stored?.createdAt === "string" ? stored.createdAt : undefined);
+    const sortKey = createdAt === undefined ? undefined : Date.parse(createdAt);
+    return { ...(status === undefined ? {} : { status }), ...(sortKey === undefined || Number.isNaN(sortKey) ? {} : { sortKey }) };
+  }
+  const date = note.date ?? (typeof stored?.date === "string" ? stored.date : undefined);
+  const day = date === undefined ? NaN : Date.parse(date);
+  return Number.isNaN(day) ? {} : { day, sortKey: day };
+}
+
+/** Settles every id that was read, per restaurant, by the versions this job took (compare-and-delete). */
+async function settleFound(deps: RefreshKindDeps, found: readonly Work[]): Promise<void> {
+  const byRestaurant = new Map<string, Map<string, string>>();
+  for (const w of found) {
+    const handled = byRestaurant.get(w.restaurantId) ?? new Map<string, string>();
+    handled.set(w.id, w.version);
+    byRestaurant.set(w.restaurantId, handled);
+  }
+  await Promise.all([...byRestaurant].map(([restaurantId, handled]) => deps.scheduler.settle(deps.kind, restaurantId, handled)));
+}
+
+/**
+ * Ids every candidate read missed: kept pending with the next backoff, or, once pending for
+ * `giveUpMs`, reported (row, warning, metric) and settled. Returns when the first retry is due.
+ */
+async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now: number, outcome: RefreshOutcome): Promise<number> {
+  let retryAt = Infinity;
+  for (const w of missed) {
+    const misses = (w.note.misses ?? 0) + 1;
+    if (now - w.note.firstNotedAt >= deps.giveUpMs) {
+      await reportUnlisted(deps, w, misses);
+      outcome.unlisted.push(w.id);
+      continue;
+    }
+    const at = now + backoffAfterMiss(misses);
+    retryAt = Math.min(retryAt, at);
+    await deps.scheduler.defer(deps.kind, w.restaurantId, w.id, w.version, { ...w.note, misses, retryAt: at });
+    outcome.missing.push(w.id);
+  }
+  if (outcome.missing.length > 0)
+    deps.logger.debug(
+      { kind: deps.kind, missing: outcome.missing.length },
+      "records named by events are not listed yet; retrying with backoff",
+    );
+  return retryAt;
+}
+
+async function reportUnlisted(deps: RefreshKindDeps, w: Work, attempts: number): Promise<void> {
+  const eventIds = w.note.eventIds ?? [];
+  await deps.mirror.recordUnlisted({
+    kind: deps.kind,
+    id: w.id,
+    restaurantId: w.restaurantId,
+    eventIds,
+    firstNotedAt: new Date(w.note.firstNotedAt),
+    attempts,
+  });
+  deps.onUnlisted?.(deps.kind);
+  deps.logger.warn(
+    {
+      kind: deps.kind,
+      id: w.id,
+      restaurantId: w.restaurantId,
+      eventIds,
+      attempts,
+      pendingSeconds: Math.round((Date.now() - w.note.firstNotedAt) / 1000),
+    },
+    "a record events named was never listed by the API: reported in unlisted_records, no longer looked for",
+  );
+  await deps.scheduler.settle(deps.kind, w.restaurantId, new Map([[w.id, w.version]]));
+}

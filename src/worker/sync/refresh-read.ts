@@ -1,0 +1,91 @@
+import type { MirrorRecord, MirrorStore } from "../../mirror/store.js";
+import { paginatePages, type ApiClient } from "../../upstream/index.js";
+import { createListOrder, type ListDirection } from "./list-order.js";
+import type { MirrorWriter } from "./mirror-writer.js";
+import type { PlannedRead } from "./read-plan.js";
+import type { Page, SyncedKind } from "./synced-kinds.js";
+
+/** What a refresh read needs: the API, the mirror and how it writes (source `webhook`). */
+export interface RefreshReadContext {
+  api: ApiClient;
+  mirror: MirrorStore;
+  /** Writes with change events (source `webhook`); without it, plain upserts that emit none. */
+  writer?: MirrorWriter;
+  kind: SyncedKind;
+  /** Pages one read walks at most when the list's order cannot stop it (SYNC_REFRESH_MAX_PAGES). */
+  maxPages: number;
+}
+
+export interface ReadOutcome {
+  calls: number;
+  written: number;
+  /** Every id the read met (written, or set aside as rejected: read all the same). */
+  seen: Set<string>;
+  /** The read stopped at `maxPages`, not at the end of its list or by its order. */
+  capped: boolean;
+  direction: ListDirection;
+  /** A booking past the window's upper bound came back: the API ignores that parameter. */
+  upperBoundIgnored: boolean;
+}
+
+/** The position of a record in its list's sort order (epoch ms), by kind; NaN when it has none. */
+export const SORT_KEY: Record<SyncedKind, (record: MirrorRecord) => number> = {
+  orders: (r) => (typeof r.createdAt === "string" ? Date.parse(r.createdAt) : NaN),
+  bookings: (r) => (typeof r.date === "string" ? Date.parse(r.date) : NaN),
+  "menu-items": () => NaN,
+};
+
+/** One page of a filtered list at high priority, stamped by the mirror's clock after its rate-limit slot. */
+function readPage(ctx: RefreshReadContext, plan: Pick<PlannedRead, "restaurantId" | "filter">, cursor: string | undefined): Promise<Page> {
+  const { api, mirror } = ctx;
+  const { restaurantId, filter } = plan;
+  const opts = { priority: "high" as const, clock: () => mirror.clock() };
+  const base = { restaurantId, limit: 100, cursor };
+  if (ctx.kind === "orders") return api.listOrders({ ...base, status: filter.status }, opts);
+  if (ctx.kind === "bookings") return api.listBookings({ ...base, from: filter.from, to: filter.to }, opts);
+  return api.listMenuItems(base, opts);
+}
+
+/**
+ * Runs one planned read: pages the list, writes every page through the mirror writer, and stops as
+ * soon as it can: every target seen; the list ended; its order (read off the data, never assumed)
+ * shows every target still missing would already have come; or `maxPages`. A booking list that
+ * ignores the window's upper bound is detected (records past it) and stopped by its order the same
+ * way once it runs past the bound.
+ */
+export async function runRead(ctx: RefreshReadContext, plan: PlannedRead): Promise<ReadOutcome> {
+  const sortKey = SORT_KEY[ctx.kind];
+  const order = createListOrder();
+  const outcome: ReadOutcome = { calls: 0, written: 0, seen: new Set(), capped: false, direction: "unknown", upperBoundIgnored: false };
+  const upper = plan.filter.to === undefined ? undefined : Date.parse(plan.filter.to) + 86_400_000 - 1;
+  const missing = () => plan.targets.filter((t) => !outcome.seen.has(t.id));
+  for await (const page of paginatePages((cursor) => readPage(ctx, plan, cursor))) {
+    outcome.calls++;
+    outcome.written += await writePage(ctx, page, outcome.seen);
+    const keys = page.data.map(sortKey);
+    order.observe(keys);
+    outcome.direction = order.direction;
+    if (upper !== undefined && keys.some((k) => k > upper)) outcome.upperBoundIgnored = true;
+    if (page.nextCursor === null) break;
+    // No targets (a whole menu): the whole list. Else: until every target is seen or passed.
+    const left = missing();
+    if (plan.targets.length > 0 && left.every((t) => t.sortKey !== undefined && order.passed(t.sortKey))) break;
+    if (upper !== undefined && order.passed(upper)) break;
+    if (outcome.calls >= ctx.maxPages) {
+      outcome.capped = true;
+      break;
+    }
+  }
+  return outcome;
+}
+
+/** Writes a page (source `webhook`) and adds the ids it read to `seen`, rejected ones too. */
+async function writePage(ctx: RefreshReadContext, page: Page, seen: Set<string>): Promise<number> {
+  const result = ctx.writer
+    ? await ctx.writer.write(ctx.kind, page.data, page.readAt, "webhook", page.refused)
+    : await ctx.mirror.upsert(ctx.kind, page.data, page.readAt, { refused: page.refused });
+  for (const record of page.data) seen.add(record.id);
+  // A record set aside was read all the same: its id is settled (reported, not retried forever).
+  for (const { id } of result.rejected) if (id !== undefined) seen.add(id);
+  return result.written;
+}

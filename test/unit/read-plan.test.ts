@@ -1,0 +1,75 @@
+import { describe, expect, it } from "vitest";
+import { candidatesFor, planNextRead, statusesFrom, type Target } from "../../src/worker/sync/read-plan.js";
+
+const NOW = Date.parse("2026-11-24T12:00:00Z");
+const order = (id: string, restaurantId: string, status?: string): Target => ({
+  id,
+  restaurantId,
+  candidates: candidatesFor("orders", status === undefined ? {} : { status }, NOW),
+  next: 0,
+});
+const booking = (id: string, restaurantId: string, date?: string): Target => ({
+  id,
+  restaurantId,
+  candidates: candidatesFor("bookings", date === undefined ? {} : { day: Date.parse(date) }, NOW),
+  next: 0,
+});
+
+describe("candidate reads", () => {
+  it("looks for an order in the status it carried, then only in the states the machine can reach from it", () => {
+    expect(statusesFrom("PENDING")).toEqual(["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED", "REFUNDED"]);
+    expect(statusesFrom("READY")).toEqual(["READY", "DELIVERED", "CANCELLED", "REFUNDED"]);
+    expect(statusesFrom("DELIVERED")).toEqual(["DELIVERED", "REFUNDED"]);
+    expect(statusesFrom("CANCELLED")).toEqual(["CANCELLED", "REFUNDED"]);
+    expect(statusesFrom("REFUNDED")).toEqual(["REFUNDED"]);
+    // A status the spec does not know: no filter can be trusted.
+    expect(statusesFrom("ON_HOLD")).toBeUndefined();
+    expect(candidatesFor("orders", { status: "ON_HOLD" }, NOW)).toEqual([{}]);
+    expect(candidatesFor("orders", {}, NOW)).toEqual([{}]);
+  });
+
+  it("looks for a booking from the day before to the day after its date; no date: from yesterday on, then everything", () => {
+    expect(candidatesFor("bookings", { day: Date.parse("2026-03-10T00:00:00.000Z") }, NOW)).toEqual([
+      { from: "2026-03-09", to: "2026-03-11" },
+    ]);
+    expect(candidatesFor("bookings", {}, NOW)).toEqual([{ from: "2026-11-23" }, {}]);
+  });
+});
+
+describe("the read planner", () => {
+  it("serves the ids of several restaurants in one status with one company-wide read", () => {
+    const targets = [
+      order("o1", "r1", "REFUNDED"),
+      order("o2", "r2", "REFUNDED"),
+      order("o3", "r3", "REFUNDED"),
+      order("o4", "r1", "READY"),
+    ];
+    const read = planNextRead(targets);
+    expect(read).toEqual({ filter: { status: "REFUNDED" }, targets: targets.slice(0, 3) });
+    expect(read).not.toHaveProperty("restaurantId");
+  });
+
+  it("reads one restaurant's list when only that restaurant holds the ids", () => {
+    const targets = [order("o1", "r1", "PREPARING"), order("o2", "r1", "PREPARING"), order("o3", "r2", "READY")];
+    expect(planNextRead(targets)).toMatchObject({ restaurantId: "r1", filter: { status: "PREPARING" } });
+  });
+
+  it("moves an id on to its next candidate, and is done when every one was tried", () => {
+    const target = order("o1", "r1", "DELIVERED");
+    expect(planNextRead([target])?.filter).toEqual({ status: "DELIVERED" });
+    target.next++;
+    expect(planNextRead([target])?.filter).toEqual({ status: "REFUNDED" });
+    target.next++;
+    expect(planNextRead([target])).toBeUndefined();
+  });
+
+  it("merges booking windows of nearby days into one read, and keeps far ones apart", () => {
+    const near = [booking("b1", "r1", "2026-03-10"), booking("b2", "r2", "2026-03-12"), booking("b3", "r3", "2026-03-14")];
+    const far = booking("b4", "r1", "2026-07-01");
+    const read = planNextRead([...near, far]);
+    expect(read?.filter).toEqual({ from: "2026-03-09", to: "2026-03-15" });
+    expect(read?.targets.map((t) => t.id)).toEqual(["b1", "b2", "b3"]);
+    expect(read?.restaurantId).toBeUndefined();
+    expect(planNextRead([far])).toEqual({ restaurantId: "r1", filter: { from: "2026-06-30", to: "2026-07-02" }, targets: [far] });
+  });
+});
