@@ -50,16 +50,29 @@ const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 /** Widest booking window one read covers when ids of nearby days are merged into it. */
 export const MAX_WINDOW_DAYS = 7;
 
+export interface CandidateHint {
+  /** orders: the furthest status known (a lower bound of the current one). */
+  status?: string;
+  /** orders: `status` is the mirror's copy, older than the change an event announced: try the later states first. */
+  movedOn?: boolean;
+  /** bookings: the booking's date (epoch ms). */
+  day?: number;
+}
+
 /**
  * The reads that may list a record, narrowest first. Orders: by the status it was last known in
  * and each later one; no known status, the unfiltered list. Bookings: the day before to the day
  * after its date; no known date, from yesterday on (new bookings are for today or later), then
  * the unfiltered list.
  */
-export function candidatesFor(kind: SyncedKind, hint: { status?: string; day?: number }, nowMs: number): ReadFilter[] {
+export function candidatesFor(kind: SyncedKind, hint: CandidateHint, nowMs: number): ReadFilter[] {
   if (kind === "orders") {
     const statuses = hint.status === undefined ? undefined : statusesFrom(hint.status);
-    return statuses ? statuses.map((status) => ({ status })) : [{}];
+    if (!statuses) return [{}];
+    // Known only from the mirror while an event says it changed: it has most likely moved on.
+    const [known, ...later] = statuses;
+    const ordered = hint.movedOn && known !== undefined ? [...later, known] : statuses;
+    return ordered.map((status) => ({ status }));
   }
   if (kind === "bookings") {
     if (hint.day !== undefined && !Number.isNaN(hint.day)) return [{ from: dayOf(hint.day - DAY_MS), to: dayOf(hint.day + DAY_MS) }];

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { MirrorStore } from "../../mirror/store.js";
 import { ORDER_STATUS_RANK } from "../../upstream/models.js";
-import { candidatesFor, planNextRead, type PlannedRead, type Target } from "./read-plan.js";
+import { candidatesFor, planNextRead, type CandidateHint, type PlannedRead, type Target } from "./read-plan.js";
 import { runRead, type RefreshReadContext } from "./refresh-read.js";
 import { refreshMenus } from "./refresh-menus.js";
 import type { PendingNote, PendingRestaurant, RefreshScheduler } from "./refresh-scheduler.js";
@@ -112,19 +112,18 @@ const rank = (status: unknown): number =>
  * carries only id and restaurant). Both statuses are lower bounds of the current one, so the
  * furthest wins.
  */
-async function hintOf(
-  mirror: MirrorStore,
-  kind: SyncedKind,
-  id: string,
-  note: PendingNote,
-): Promise<{ status?: string; day?: number; sortKey?: number }> {
+async function hintOf(mirror: MirrorStore, kind: SyncedKind, id: string, note: PendingNote): Promise<CandidateHint & { sortKey?: number }> {
   const needsMirror = kind === "orders" ? note.status === undefined || note.createdAt === undefined : note.date === undefined;
   const stored = needsMirror ? await mirror.get(kind, id) : undefined;
   if (kind === "orders") {
-    const status = rank(stored?.status) > rank(note.status) ? (stored?.status as string) : note.status;
+    const fromMirror = rank(stored?.status) > rank(note.status);
+    const status = fromMirror ? (stored?.status as string) : note.status;
     const createdAt = note.createdAt ?? (typeof stored?.createdAt === "string" ? stored.createdAt : undefined);
-    const sortKey = createdAt === undefined ? undefined : Date.parse(createdAt);
-    return { ...(status === undefined ? {} : { status }), ...(sortKey === undefined || Number.isNaN(sortKey) ? {} : { sortKey }) };
+    const sortKey = createdAt === undefined ? NaN : Date.parse(createdAt);
+    return {
+      ...(status === undefined ? {} : { status, movedOn: fromMirror && note.status === undefined }),
+      ...(Number.isNaN(sortKey) ? {} : { sortKey }),
+    };
   }
   const date = note.date ?? (typeof stored?.date === "string" ? stored.date : undefined);
   const day = date === undefined ? NaN : Date.parse(date);

@@ -24,7 +24,8 @@ export function createSyncHandlers(scheduler: RefreshScheduler, { withApi }: { w
   return {
     "order.created": order,
     "order.status_changed": order,
-    "order.refunded": order,
+    // Fired by the refund operation only (spec part 6): the order is REFUNDED even when the event is thin.
+    "order.refunded": (e) => order({ ...e, data: { ...e.data, status: e.data.status ?? "REFUNDED" } }),
     "booking.created": booking,
     "booking.status_changed": booking,
     "menu_item.updated": (e) => scheduler.request("menu-items", e.data.restaurantId),

@@ -1,0 +1,305 @@
+import { randomUUID } from "node:crypto";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import pino from "pino";
+import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
+import type { MirrorRecord, MirrorStore } from "../../src/mirror/store.js";
+import { createSandbox, type Order, type Sandbox } from "../../src/sandbox/index.js";
+import { createApiClient } from "../../src/upstream/index.js";
+import { refreshKind, type RefreshOutcome } from "../../src/worker/sync/refresh-kind.js";
+import {
+  createRefreshScheduler,
+  type RefreshJobData,
+  type RefreshNote,
+  type RefreshScheduler,
+} from "../../src/worker/sync/refresh-scheduler.js";
+import type { SyncedKind } from "../../src/worker/sync/synced-kinds.js";
+import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
+
+// The planner against the sandbox over real HTTP, a real Redis and the test database. Costs are
+// API calls counted from the sandbox's request log, never times.
+
+let redis: Redis;
+let queue: Queue<RefreshJobData>;
+let prefix: string;
+let database: TestDatabase;
+let mirror: MirrorStore;
+const sandboxes: Sandbox[] = [];
+beforeEach(async () => {
+  prefix = `test-planner-${randomUUID().slice(0, 8)}`;
+  redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
+  queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
+  database = await openTestDatabase(preferredDriver());
+  mirror = createPostgresMirror(database.db);
+}, 60_000);
+afterEach(async () => {
+  for (const s of sandboxes.splice(0)) await s.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  await redis.quit();
+  await database.close();
+});
+
+/** A sandbox with no webhook subscriber (history is made silently) and no rate limit in the way. */
+async function upstream(restaurants: number, seed = 7): Promise<{ sandbox: Sandbox; url: string }> {
+  const sandbox = createSandbox({ restaurants, seed, rateLimit: { max: 1_000_000, windowMs: 60_000 } });
+  sandboxes.push(sandbox);
+  return { sandbox, url: await sandbox.listen() };
+}
+
+/** Runs refresh jobs (as the sync worker would, ignoring backoff waits) until nothing is pending. */
+async function refreshUntilSettled(
+  deps: { url: string; apiKey: string; scheduler: RefreshScheduler; kind: SyncedKind; upperBound?: string },
+  rounds = 5,
+): Promise<RefreshOutcome[]> {
+  const api = createApiClient({ baseUrl: deps.url, apiKey: deps.apiKey, bookingsUpperBoundParam: deps.upperBound ?? "to" });
+  const outcomes: RefreshOutcome[] = [];
+  for (let i = 0; i < rounds; i++) {
+    outcomes.push(
+      await refreshKind({
+        api,
+        mirror,
+        scheduler: deps.scheduler,
+        logger: pino({ level: "silent" }),
+        kind: deps.kind,
+        maxPages: 10,
+        giveUpMs: 600_000,
+      }),
+    );
+    if ((await deps.scheduler.pendingAll(deps.kind)).every((r) => r.ids.size === 0)) break;
+  }
+  return outcomes;
+}
+
+/** A copy of a sandbox record as the mirror would hold it from an earlier sync. */
+const asStored = (record: object) => JSON.parse(JSON.stringify(record)) as MirrorRecord;
+
+const FORWARD = ["CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
+
+/** `size` orders of history, oldest first: finished ones (delivered, some cancelled, 1 % refunded), the newest 40 in flight. */
+function makeHistory(sandbox: Sandbox, size: number): Order[] {
+  const orders: Order[] = [];
+  for (let i = 0; i < size; i++) {
+    const order = sandbox.actions.createOrder({ paid: i % 3 !== 0 });
+    const inFlight = i >= size - 40;
+    const cancelled = !inFlight && i % 10 === 5;
+    const steps = inFlight ? i % 4 : cancelled ? 1 : 4;
+    for (const status of FORWARD.slice(0, steps)) sandbox.actions.updateOrderStatus(order.id, status);
+    if (cancelled) sandbox.actions.updateOrderStatus(order.id, "CANCELLED");
+    if (!inFlight && i % 100 === 7 && order.paidAt !== null) sandbox.actions.refundOrder(order.id);
+    orders.push(order);
+  }
+  return orders;
+}
+
+/**
+ * ~30 status changes of random orders over the whole history, each noted as its event would be:
+ * refunds of old delivered orders (some with thin events, whose hints come from the mirror's
+ * copy), in-flight orders moving on or cancelled. Returns the ids changed.
+ */
+async function makeChanges(sandbox: Sandbox, scheduler: RefreshScheduler, history: Order[], seed: number): Promise<string[]> {
+  let state = seed;
+  const random = () => (state = (state * 48271) % 2147483647) / 2147483647;
+  const note = (order: Order, thin: boolean): RefreshNote =>
+    thin ? { eventId: `evt_${order.id}` } : { eventId: `evt_${order.id}`, status: order.status, createdAt: order.createdAt };
+  const changed: string[] = [];
+  const old = history.slice(0, -40).filter((o) => o.status === "DELIVERED" && o.paidAt !== null);
+  for (let i = 0; i < 15; i++) {
+    const order = old[Math.floor(random() * old.length)]!;
+    if (order.status === "REFUNDED") continue;
+    const thin = i % 3 === 0;
+    // A thin event's hints come from the mirror's copy: the service has it from earlier syncs.
+    if (thin) await mirror.upsert("orders", [asStored(order)], await mirror.clock());
+    sandbox.actions.refundOrder(order.id);
+    // order.refunded carries REFUNDED even when thin (sync-handlers.ts).
+    await scheduler.request(
+      "orders",
+      order.restaurantId,
+      order.id,
+      thin ? { ...note(order, true), status: "REFUNDED" } : note(order, false),
+    );
+    changed.push(order.id);
+  }
+  for (const order of history.slice(-40).slice(0, 15)) {
+    const next = FORWARD.find((s) => FORWARD.indexOf(s) === FORWARD.indexOf(order.status as (typeof FORWARD)[number]) + 1) ?? "CONFIRMED";
+    const thin = changed.length % 4 === 0;
+    if (thin) await mirror.upsert("orders", [asStored(order)], await mirror.clock());
+    sandbox.actions.updateOrderStatus(order.id, random() < 0.2 ? "CANCELLED" : next);
+    await scheduler.request("orders", order.restaurantId, order.id, note(order, thin));
+    changed.push(order.id);
+  }
+  return changed;
+}
+
+async function measureOrders(size: number): Promise<{ calls: number; events: number }> {
+  const { sandbox, url } = await upstream(8);
+  const history = makeHistory(sandbox, size);
+  const scheduler = createRefreshScheduler({ redis, queue, prefix: `${prefix}-${size}`, debounceMs: 60_000 });
+  const changed = await makeChanges(sandbox, scheduler, history, 11);
+  sandbox.requestLog.length = 0;
+  await refreshUntilSettled({ url, apiKey: sandbox.apiKey, scheduler, kind: "orders" });
+  // Every change reached the mirror.
+  for (const id of changed) {
+    const truth = sandbox.state.orders().find((o) => o.id === id)!;
+    expect((await mirror.get("orders", id))?.status, id).toBe(truth.status);
+  }
+  expect((await scheduler.pendingAll("orders")).flatMap((r) => [...r.ids.keys()])).toEqual([]);
+  return { calls: sandbox.requestLog.length, events: changed.length };
+}
+
+describe("narrow reads chosen by the planner", () => {
+  it("30 status changes spread over the history cost ≤ 1 call per event at 20,000 orders, at most twice the cost at 400", async () => {
+    const small = await measureOrders(400);
+    const large = await measureOrders(20_000);
+    expect(small.events).toBeGreaterThanOrEqual(25);
+    expect(large.calls / large.events).toBeLessThanOrEqual(1.0);
+    expect(large.calls).toBeLessThanOrEqual(2 * small.calls);
+  }, 240_000);
+
+  it("an old booking's status change costs a call or two, not a walk through the booking history", async () => {
+    const { sandbox, url } = await upstream(2);
+    const diner = { name: "Ada", email: "ada@example.com" };
+    const start = Date.parse("2024-01-01");
+    const bookings = Array.from({ length: 1500 }, (_, i) =>
+      sandbox.actions.createBooking({
+        restaurantId: "rest_1",
+        date: new Date(start + i * 43_200_000).toISOString().slice(0, 10),
+        time: "19:00",
+        partySize: 2,
+        diner,
+      }),
+    );
+    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const [full, thin] = [bookings[200]!, bookings[900]!];
+    // The thin one is known to the mirror from an earlier sync: its date comes from there.
+    await mirror.upsert("bookings", [asStored(thin)], await mirror.clock());
+    sandbox.actions.cancelBooking(full.id);
+    sandbox.actions.cancelBooking(thin.id);
+    await scheduler.request("bookings", "rest_1", full.id, { eventId: "evt_1", date: full.date });
+    await scheduler.request("bookings", "rest_1", thin.id, { eventId: "evt_2" });
+    sandbox.requestLog.length = 0;
+    await refreshUntilSettled({ url, apiKey: sandbox.apiKey, scheduler, kind: "bookings" });
+    expect((await mirror.get("bookings", full.id))?.status).toBe("CANCELLED");
+    expect((await mirror.get("bookings", thin.id))?.status).toBe("CANCELLED");
+    expect(sandbox.requestLog.length).toBeLessThanOrEqual(2);
+    // Date windows, never the unfiltered list.
+    for (const request of sandbox.requestLog) expect(request.query).toMatch(/from=\d{4}-\d{2}-\d{2}.*to=\d{4}-\d{2}-\d{2}/);
+  }, 120_000);
+
+  it("an upstream that ignores the upper date bound is caught from the data: the oldest-first list stops past the window", async () => {
+    const { sandbox, url } = await upstream(1);
+    const diner = { name: "Ada", email: "ada@example.com" };
+    const start = Date.parse("2024-01-01");
+    const bookings = Array.from({ length: 1500 }, (_, i) =>
+      sandbox.actions.createBooking({
+        restaurantId: "rest_1",
+        date: new Date(start + i * 43_200_000).toISOString().slice(0, 10),
+        time: "19:00",
+        partySize: 2,
+        diner,
+      }),
+    );
+    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const target = bookings[100]!;
+    sandbox.actions.cancelBooking(target.id);
+    await scheduler.request("bookings", "rest_1", target.id, { eventId: "evt_1", date: target.date });
+    sandbox.requestLog.length = 0;
+    // The sandbox does not know `until`: it answers everything from `from` on, by date ascending.
+    const [outcome] = await refreshUntilSettled({ url, apiKey: sandbox.apiKey, scheduler, kind: "bookings", upperBound: "until" });
+    expect(sandbox.requestLog[0]?.query).toContain("until=");
+    expect((await mirror.get("bookings", target.id))?.status).toBe("CANCELLED");
+    // Found on the first page; the walk stopped there, not at the page cap or the history's end.
+    expect(outcome?.calls).toBe(1);
+    expect(sandbox.requestLog).toHaveLength(1);
+  }, 120_000);
+
+  it("events over many restaurants at once cost far fewer calls than there are restaurants", async () => {
+    const { sandbox, url } = await upstream(20);
+    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const restaurants = sandbox.state.restaurants();
+    for (const { id } of restaurants) {
+      const order = sandbox.actions.createOrder({ restaurantId: id });
+      await scheduler.request("orders", id, order.id, { eventId: `evt_${order.id}`, status: "PENDING", createdAt: order.createdAt });
+      sandbox.actions.updateOrderStatus(order.id, "CONFIRMED");
+      await scheduler.request("orders", id, order.id, { eventId: `evt_2${order.id}`, status: "CONFIRMED", createdAt: order.createdAt });
+    }
+    sandbox.requestLog.length = 0;
+    const [outcome] = await refreshUntilSettled({ url, apiKey: sandbox.apiKey, scheduler, kind: "orders" });
+    expect(outcome?.found).toBe(restaurants.length);
+    // 40 events over 20 restaurants: one company-wide read of the CONFIRMED orders.
+    expect(sandbox.requestLog.length).toBeLessThanOrEqual(2);
+    expect(sandbox.requestLog[0]?.query).not.toContain("restaurantId");
+    for (const { id } of restaurants)
+      expect((await mirror.list("orders", { restaurantId: id, status: "CONFIRMED" })).data.length).toBeGreaterThan(0);
+  }, 120_000);
+});
+
+describe("an id the upstream does not list", () => {
+  it("stays pending with backoff, is reported after the give-up time, and never holds up the other ids", async () => {
+    const { sandbox, url } = await upstream(2);
+    let now = Date.parse("2026-11-24T10:00:00Z");
+    const clock = () => now;
+    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000, now: clock });
+    const api = createApiClient({ baseUrl: url, apiKey: sandbox.apiKey });
+    const unlisted: SyncedKind[] = [];
+    const run = () =>
+      refreshKind({
+        api,
+        mirror,
+        scheduler,
+        logger: pino({ level: "silent" }),
+        kind: "orders",
+        maxPages: 10,
+        giveUpMs: 600_000,
+        now: clock,
+        onUnlisted: (kind) => unlisted.push(kind),
+      });
+    const real = sandbox.actions.createOrder({ restaurantId: "rest_1" });
+    await scheduler.request("orders", "rest_1", "ord_ghost", {
+      eventId: "evt_ghost",
+      status: "PENDING",
+      createdAt: new Date(now).toISOString(),
+    });
+    await scheduler.request("orders", "rest_1", real.id, { eventId: "evt_real", status: "PENDING", createdAt: real.createdAt });
+
+    const first = await run();
+    expect(first.found).toBe(1);
+    expect(first.missing).toEqual(["ord_ghost"]);
+    expect(await mirror.get("orders", real.id)).toBeDefined();
+    expect([...(await scheduler.pending("orders", "rest_1")).keys()]).toEqual(["ord_ghost"]);
+    // A retry job waits for the backoff (1 s), under its own deduplication.
+    expect(await queue.getDelayedCount()).toBeGreaterThanOrEqual(1);
+
+    // Within the backoff: nothing read.
+    sandbox.requestLog.length = 0;
+    now += 500;
+    expect((await run()).calls).toBe(0);
+    expect(sandbox.requestLog).toHaveLength(0);
+
+    // A new order meanwhile is not held up by the waiting one.
+    const other = sandbox.actions.createOrder({ restaurantId: "rest_2" });
+    await scheduler.request("orders", "rest_2", other.id, { eventId: "evt_other", status: "PENDING", createdAt: other.createdAt });
+    expect((await run()).found).toBe(1);
+    expect(await mirror.get("orders", other.id)).toBeDefined();
+
+    // After the backoff it is looked for again, and missed again: the next wait is longer.
+    now += 1000;
+    expect((await run()).missing).toEqual(["ord_ghost"]);
+    const note = (await scheduler.pendingAll("orders")).flatMap((r) => [...r.notes.entries()]).find(([id]) => id === "ord_ghost")?.[1];
+    expect(note?.misses).toBe(2);
+    expect(note?.retryAt).toBe(now + 2000);
+
+    // Past the give-up time: reported (row, metric), settled, never looked for again.
+    now += 600_000;
+    const last = await run();
+    expect(last.unlisted).toEqual(["ord_ghost"]);
+    expect(unlisted).toEqual(["orders"]);
+    expect(await scheduler.pending("orders", "rest_1")).toEqual(new Map());
+    const rows = await mirror.unlisted("orders");
+    expect(rows).toMatchObject([{ kind: "orders", id: "ord_ghost", restaurantId: "rest_1", eventIds: ["evt_ghost"], attempts: 3 }]);
+    expect(rows[0]?.firstNotedAt.getTime()).toBe(Date.parse("2026-11-24T10:00:00Z"));
+    sandbox.requestLog.length = 0;
+    expect((await run()).calls).toBe(0);
+  }, 120_000);
+});
