@@ -125,7 +125,7 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
     expect(masters.size).toBeGreaterThan(1);
   });
 
-  it("runs the refresh scheduler: request, pending, settle, with one debounced job per restaurant", async () => {
+  it("runs the refresh scheduler: request, pending, settle, with one debounced job per kind", async () => {
     const prefix = `{test-${randomUUID().slice(0, 8)}}`;
     const redis = await connect();
     const queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
@@ -133,7 +133,12 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
     const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
     await scheduler.request("orders", "rest_1", "ord_1");
     await scheduler.request("orders", "rest_1", "ord_2");
+    await scheduler.request("orders", "rest_2", "ord_3", { eventId: "evt_3", status: "READY" });
     expect(await queue.getDelayedCount()).toBe(1);
+    expect((await scheduler.pendingAll("orders")).map((r) => [r.restaurantId, r.notes.get("ord_3")?.status])).toEqual([
+      ["rest_1", undefined],
+      ["rest_2", "READY"],
+    ]);
     const seen = await scheduler.pending("orders", "rest_1");
     expect([...seen.keys()].sort()).toEqual(["ord_1", "ord_2"]);
     await scheduler.request("orders", "rest_1", "ord_2"); // noted again while "refreshing"

@@ -77,4 +77,37 @@ describe("refresh scheduler", () => {
     // And, released, the second request scheduled a job of its own.
     expect(await queue.getDelayedCount()).toBe(2);
   });
+
+  it("schedules one job per kind for every restaurant, and keeps what the events said of each id", async () => {
+    await scheduler.request("orders", "rest_1", "ord_1", { eventId: "evt_1", status: "CONFIRMED", createdAt: "2026-01-01T00:00:00.000Z" });
+    // A stale delivery (an earlier status) never lowers the status noted; the event ids add up.
+    await scheduler.request("orders", "rest_1", "ord_1", { eventId: "evt_0", status: "PENDING" });
+    await scheduler.request("orders", "rest_2", "ord_2", { eventId: "evt_2" });
+    await scheduler.request("bookings", "rest_2", "bkg_1", { eventId: "evt_3", date: "2026-12-24T00:00:00.000Z" });
+    // One job per kind, whichever restaurant asked.
+    expect((await queue.getDelayed()).map((j) => j.data).sort((a, b) => a.kind.localeCompare(b.kind))).toEqual([
+      { kind: "bookings" },
+      { kind: "orders" },
+    ]);
+    const orders = await scheduler.pendingAll("orders");
+    expect(orders.map((r) => r.restaurantId).sort()).toEqual(["rest_1", "rest_2"]);
+    const note = orders.find((r) => r.restaurantId === "rest_1")?.notes.get("ord_1");
+    expect(note).toMatchObject({ status: "CONFIRMED", createdAt: "2026-01-01T00:00:00.000Z", eventIds: ["evt_1", "evt_0"] });
+    expect((await scheduler.pendingAll("bookings"))[0]?.notes.get("bkg_1")).toMatchObject({ date: "2026-12-24T00:00:00.000Z" });
+  });
+
+  it("drops a restaurant from the kind's index once settled, unless a request came after the job read it", async () => {
+    await scheduler.request("orders", "rest_1", "ord_1");
+    const [taken] = await scheduler.pendingAll("orders");
+    await scheduler.settle("orders", "rest_1", taken!.ids);
+    // A request after the job read the index (and settled since): the restaurant stays.
+    await scheduler.request("orders", "rest_1", "ord_2");
+    await scheduler.settle("orders", "rest_1", (await scheduler.pendingAll("orders"))[0]!.ids);
+    await scheduler.forgetIfIdle("orders", "rest_1", taken!.score);
+    expect((await scheduler.pendingAll("orders")).map((r) => r.restaurantId)).toEqual(["rest_1"]);
+    // With the score it read last, and nothing pending: gone.
+    const [again] = await scheduler.pendingAll("orders");
+    await scheduler.forgetIfIdle("orders", "rest_1", again!.score);
+    expect(await scheduler.pendingAll("orders")).toEqual([]);
+  });
 });
