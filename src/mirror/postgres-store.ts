@@ -245,6 +245,20 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     },
 
     rejections: (kind) => listRejections(database, kind),
+    async countOrdersNewer(since, { restaurantId, max }) {
+      // Bounded: the index walk stops at `max` rows however deep the record sits.
+      let inner = db
+        .selectFrom("orders")
+        .select(sql`1`.as("one"))
+        .where("created_at", ">", since)
+        .limit(max);
+      if (restaurantId !== undefined) inner = inner.where("restaurant_id", "=", restaurantId);
+      const row = await database
+        .selectFrom(inner.as("newer"))
+        .select((eb) => eb.fn.countAll<string | number>().as("n"))
+        .executeTakeFirst();
+      return Number(row?.n ?? 0);
+    },
     recordUnlisted: (row) => recordUnlisted(database, row),
     unlisted: (kind) => listUnlisted(database, kind),
 

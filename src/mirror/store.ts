@@ -139,6 +139,11 @@ export interface MirrorStore {
   lastWriteAt(kind: MirrorKind): Promise<number | undefined>;
   /** The rejected records (of a kind, or all), by kind and id: what the mirror could not hold, and why. */
   rejections(kind?: MirrorKind): Promise<RejectionRow[]>;
+  /**
+   * How many stored orders were created after `since` (of one restaurant, or all), counted up to
+   * `max`: where a record sits in a newest-first list, as far as the mirror knows (refresh planning).
+   */
+  countOrdersNewer(since: Date, options: { restaurantId?: string; max: number }): Promise<number>;
   /** Reports an id the API never listed in time (a row until the record is written). */
   recordUnlisted(row: UnlistedRecord): Promise<void>;
   /** The ids given up on (of a kind, or all), by kind and id. */

@@ -72,4 +72,20 @@ describe("the read planner", () => {
     expect(read?.restaurantId).toBeUndefined();
     expect(planNextRead([far])).toEqual({ restaurantId: "r1", filter: { from: "2026-06-30", to: "2026-07-02" }, targets: [far] });
   });
+
+  it("bets on the first page of the newest orders when it likely holds at least as many ids as any status read", () => {
+    const recent = (id: string, restaurantId: string, status: string, company: number): Target => ({
+      ...order(id, restaurantId, status),
+      recent: { company, restaurant: company },
+    });
+    const burst = [recent("o1", "r1", "PENDING", 3), recent("o2", "r2", "CONFIRMED", 10), recent("o3", "r1", "PREPARING", 40)];
+    const old = recent("o4", "r2", "DELIVERED", 5000);
+    expect(planNextRead([...burst, old])).toEqual({ filter: {}, targets: burst, recent: true });
+    // Missed once: not bet on again this round; the status candidates follow.
+    for (const t of burst) t.recentTried = true;
+    expect(planNextRead([...burst, old])?.recent).toBeUndefined();
+    // One recent id alone: the bet too (a status read would miss it if it moved on meanwhile).
+    const lone = recent("o5", "r1", "READY", 1);
+    expect(planNextRead([lone])).toEqual({ restaurantId: "r1", filter: {}, targets: [lone], recent: true });
+  });
 });

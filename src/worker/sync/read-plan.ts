@@ -19,6 +19,14 @@ export interface Target {
   candidates: readonly ReadFilter[];
   /** The candidate to try next; `candidates.length` when every one was tried this round. */
   next: number;
+  /**
+   * orders: how many orders the mirror holds that are newer (company-wide, in its restaurant),
+   * counted up to RECENT_REACH: under it, the first page of the unfiltered newest-first list
+   * likely holds it, whatever its status now.
+   */
+  recent?: { company: number; restaurant: number };
+  /** The first-page bet was made for it this round (and missed). */
+  recentTried?: boolean;
 }
 
 export interface PlannedRead {
@@ -27,7 +35,12 @@ export interface PlannedRead {
   filter: ReadFilter;
   /** The ids this read is for (others it meets on the way are settled too). */
   targets: Target[];
+  /** The first page of the unfiltered list only: a bet that it holds these recent ids. */
+  recent?: boolean;
 }
+
+/** Positions in a newest-first list (by the mirror's count) that its first page of 100 likely holds, with a margin for lag. */
+export const RECENT_REACH = 80;
 
 const FORWARD = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"];
 
@@ -102,10 +115,38 @@ export function planNextRead(targets: readonly Target[]): PlannedRead | undefine
   const merged = mergeWindows([...groups.values()]);
   let best: Group | undefined;
   for (const group of merged) if (!best || group.targets.length > best.targets.length) best = group;
+  const recent = recentRead(targets);
+  // The bet costs one call and finds its ids whatever their status now (a status read misses an order that moved on): taken on a tie.
+  if (recent && (!best || recent.targets.length >= best.targets.length)) return recent;
   if (!best) return undefined;
   const restaurants = new Set(best.targets.map((t) => t.restaurantId));
   const [only] = restaurants;
   return { ...(restaurants.size === 1 && only !== undefined ? { restaurantId: only } : {}), filter: best.filter, targets: best.targets };
+}
+
+/**
+ * The best first-page bet: the company's newest orders, or one restaurant's, whichever page
+ * likely holds more of the ids still looked for (orders the mirror counts under RECENT_REACH newer).
+ */
+function recentRead(targets: readonly Target[]): PlannedRead | undefined {
+  const open = targets.filter((t) => t.recent !== undefined && !t.recentTried && t.next < t.candidates.length);
+  const company = open.filter((t) => (t.recent?.company ?? Infinity) < RECENT_REACH);
+  let best: PlannedRead = { filter: {}, targets: company, recent: true };
+  const byRestaurant = new Map<string, Target[]>();
+  for (const t of open) {
+    if ((t.recent?.restaurant ?? Infinity) >= RECENT_REACH) continue;
+    const list = byRestaurant.get(t.restaurantId) ?? [];
+    list.push(t);
+    byRestaurant.set(t.restaurantId, list);
+  }
+  for (const [restaurantId, list] of byRestaurant)
+    if (list.length > best.targets.length) best = { restaurantId, filter: {}, targets: list, recent: true };
+  if (best.targets.length === 0) return undefined;
+  // One restaurant's ids: its own first page holds them too (they are at least as near its top).
+  const [first] = best.targets;
+  if (best.restaurantId === undefined && first && best.targets.every((t) => t.restaurantId === first.restaurantId))
+    return { ...best, restaurantId: first.restaurantId };
+  return best;
 }
 
 interface Group {

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { MirrorStore } from "../../mirror/store.js";
 import { ORDER_STATUS_RANK } from "../../upstream/models.js";
-import { candidatesFor, planNextRead, type CandidateHint, type PlannedRead, type Target } from "./read-plan.js";
+import { candidatesFor, planNextRead, RECENT_REACH, type CandidateHint, type PlannedRead, type Target } from "./read-plan.js";
 import { runRead, type RefreshReadContext } from "./refresh-read.js";
 import { refreshMenus } from "./refresh-menus.js";
 import type { PendingNote, PendingRestaurant, RefreshScheduler } from "./refresh-scheduler.js";
@@ -60,13 +60,18 @@ export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome
   const seen = new Set<string>();
   let plan: PlannedRead | undefined;
   while (outcome.reads < MAX_READS_PER_JOB && (plan = planNextRead(work.filter((w) => !seen.has(w.id))))) {
-    const read = await runRead(deps, plan);
+    const read = await runRead(plan.recent ? { ...deps, maxPages: 1 } : deps, plan);
     deps.onRead?.({ kind: deps.kind, scope: plan.restaurantId === undefined ? "company" : "restaurant" });
     outcome.reads++;
     outcome.calls += read.calls;
     outcome.written += read.written;
     for (const id of read.seen) seen.add(id);
-    for (const target of plan.targets) if (!seen.has(target.id)) target.next++;
+    for (const target of plan.targets) {
+      if (seen.has(target.id)) continue;
+      // A missed first-page bet leaves the candidates as they were; a missed candidate moves on.
+      if (plan.recent) target.recentTried = true;
+      else target.next++;
+    }
     if (read.upperBoundIgnored) deps.logger.debug({ kind: deps.kind }, "the bookings list ignores its upper date bound");
   }
   const found = work.filter((w) => seen.has(w.id));
@@ -98,10 +103,31 @@ async function collectWork(
         continue;
       }
       const hint = await hintOf(deps.mirror, deps.kind, id, note);
-      work.push({ id, restaurantId, version, note, sortKey: hint.sortKey, candidates: candidatesFor(deps.kind, hint, now), next: 0 });
+      const recent =
+        deps.kind === "orders" && hint.sortKey !== undefined ? await recencyOf(deps.mirror, restaurantId, hint.sortKey) : undefined;
+      work.push({
+        id,
+        restaurantId,
+        version,
+        note,
+        sortKey: hint.sortKey,
+        candidates: candidatesFor(deps.kind, hint, now),
+        next: 0,
+        ...(recent ? { recent } : {}),
+      });
     }
   }
   return { work, waitingUntil };
+}
+
+/** Where an order sits in the newest-first lists (company, restaurant) as far as the mirror knows, counted up to RECENT_REACH. */
+async function recencyOf(mirror: MirrorStore, restaurantId: string, createdAt: number): Promise<{ company: number; restaurant: number }> {
+  const since = new Date(createdAt);
+  const [company, restaurant] = await Promise.all([
+    mirror.countOrdersNewer(since, { max: RECENT_REACH }),
+    mirror.countOrdersNewer(since, { restaurantId, max: RECENT_REACH }),
+  ]);
+  return { company, restaurant };
 }
 
 const rank = (status: unknown): number =>
