@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { stallBody, type createFaults, type FaultRule } from "./faults.js";
 import { paginate, parseLimit } from "./pagination.js";
-import type { SandboxStore } from "./store.js";
-import { SandboxError, type Booking, type Order } from "./types.js";
+import { LIST_KEYS, partitionFor, type SandboxStore } from "./store.js";
+import { SandboxError } from "./types.js";
 
 export interface ApiRequestRecord {
   at: number;
@@ -44,6 +44,16 @@ async function jsonBody(c: Context): Promise<Record<string, unknown>> {
   throw new SandboxError(400, "invalid_request", "body must be a JSON object");
 }
 
+/** How the lists answer, where the spec leaves it open (docs/upstream.md). */
+export interface ListBehaviour {
+  /** Order of GET /orders; default newest first. */
+  orders?: "newest-first" | "oldest-first";
+  /** Order of GET /bookings; default by date ascending. */
+  bookings?: "date-ascending" | "date-descending";
+  /** The bookings list's upper date bound: its parameter name (default `to`), and whether it is honoured at all (default yes). */
+  bookingsUpperBound?: { name?: string; honoured?: boolean };
+}
+
 /** The fault matched for a request, for the routes whose answer it changes (repeatCursor). */
 interface ApiEnv {
   Variables: { fault: FaultRule | undefined };
@@ -56,8 +66,12 @@ export function apiRoutes(deps: {
   admit: (key: string) => number;
   faults: ReturnType<typeof createFaults>;
   requestLog: ApiRequestRecord[];
+  lists?: ListBehaviour;
 }): Hono<ApiEnv> {
   const { store, faults } = deps;
+  const lists = deps.lists ?? {};
+  const upperName = lists.bookingsUpperBound?.name ?? "to";
+  const upperHonoured = lists.bookingsUpperBound?.honoured ?? true;
   const api = new Hono<ApiEnv>();
 
   api.use("*", async (c, next) => {
@@ -106,11 +120,14 @@ export function apiRoutes(deps: {
     const status = oneOf(q.status, ORDER_STATUSES, "status");
     const type = oneOf(q.type, ORDER_TYPES, "type");
     const limit = parseLimit(q.limit);
-    const rows = [...store.orders.values()].filter(
-      (o) => (!q.restaurantId || o.restaurantId === q.restaurantId) && (!status || o.status === status) && (!type || o.type === type),
-    );
-    // Newest first.
-    return c.json(paginate<Order>(rows, (o) => [o.createdAt, o.id], -1, limit, q.cursor, c.get("fault")?.repeatCursor));
+    const filter = type ? (o: { type: string }) => o.type === type : undefined;
+    const query = {
+      partition: partitionFor(q.restaurantId, status),
+      direction: lists.orders === "oldest-first" ? 1 : -1,
+      limit,
+      filter,
+    } as const;
+    return c.json(paginate(store.indexes.orders, query, LIST_KEYS.orders, q.cursor, c.get("fault")?.repeatCursor));
   });
 
   api.patch("/orders/:id/status", async (c) => {
@@ -127,16 +144,17 @@ export function apiRoutes(deps: {
   api.get("/bookings", (c) => {
     const q = c.req.query();
     const from = day(q.from, "from");
-    const to = day(q.to, "to");
+    const to = day(q[upperName], upperName);
     const limit = parseLimit(q.limit);
-    const rows = [...store.bookings.values()].filter(
-      (b) =>
-        (!q.restaurantId || b.restaurantId === q.restaurantId) &&
-        (!q.status || b.status === q.status) &&
-        (!from || b.date.slice(0, 10) >= from) &&
-        (!to || b.date.slice(0, 10) <= to),
-    );
-    return c.json(paginate<Booking>(rows, (b) => [b.date, b.time, b.id], 1, limit, q.cursor, c.get("fault")?.repeatCursor));
+    const query = {
+      partition: partitionFor(q.restaurantId, q.status),
+      direction: lists.bookings === "date-descending" ? -1 : 1,
+      limit,
+      // A day bounds every timestamp of that day: "YYYY-MM-DD" ≤ its dates < "YYYY-MM-DD\uffff".
+      ...(from ? { lower: [from] } : {}),
+      ...(to && upperHonoured ? { upper: [`${to}\uffff`] } : {}),
+    } as const;
+    return c.json(paginate(store.indexes.bookings, query, LIST_KEYS.bookings, q.cursor, c.get("fault")?.repeatCursor));
   });
 
   api.post("/bookings", async (c) => {
@@ -157,8 +175,8 @@ export function apiRoutes(deps: {
   api.get("/menu-items", (c) => {
     const q = c.req.query();
     const limit = parseLimit(q.limit);
-    const rows = [...store.menuItems.values()].filter((m) => !q.restaurantId || m.restaurantId === q.restaurantId);
-    return c.json(paginate(rows, (m) => [m.id], 1, limit, q.cursor, c.get("fault")?.repeatCursor));
+    const query = { partition: partitionFor(q.restaurantId, undefined), direction: 1, limit } as const;
+    return c.json(paginate(store.indexes.menuItems, query, LIST_KEYS.menuItems, q.cursor, c.get("fault")?.repeatCursor));
   });
 
   api.all("*", () => {

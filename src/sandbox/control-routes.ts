@@ -60,6 +60,7 @@ export function controlRoutes(deps: {
       throw new SandboxError(400, "invalid_request", "the body is a JSON object of the fields to set");
     if ("id" in patch || "restaurantId" in patch) throw new SandboxError(400, "invalid_request", "id and restaurantId cannot be changed");
     Object.assign(record, patch);
+    deps.store.relist(c.req.param("kind") as "orders", record);
     return c.json(record);
   });
   control.post("/actions/:name", async (c) => {

@@ -2,18 +2,30 @@ import { randomBytes } from "node:crypto";
 import { serve, type ServerType } from "@hono/node-server";
 import { Hono } from "hono";
 import type { Logger } from "pino";
-import { apiRoutes, type ApiRequestRecord } from "./api-routes.js";
+import { apiRoutes, type ApiRequestRecord, type ListBehaviour } from "./api-routes.js";
 import { controlRoutes } from "./control-routes.js";
 import { createFaults, type FaultRule } from "./faults.js";
 import { seededRandom } from "./random.js";
 import { createKeyRateLimit } from "./rate-limit.js";
+import { seedHistory, type HistoryOptions } from "./seed-history.js";
 import { startSimulation } from "./simulation.js";
 import { createStore } from "./store.js";
+import { startTraffic, type Traffic, type TrafficChange, type TrafficOptions } from "./traffic.js";
 import { SandboxError, type Booking, type MenuItem, type Order, type Review } from "./types.js";
 import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type DeliveryRecord, type WebhookEndpoint } from "./webhook-sender.js";
 import { expectDefined } from "../expect-defined.js";
 
-export type { ApiRequestRecord, DeliveryRecord, FaultRule, WebhookEndpoint };
+export type {
+  ApiRequestRecord,
+  DeliveryRecord,
+  FaultRule,
+  HistoryOptions,
+  ListBehaviour,
+  Traffic,
+  TrafficChange,
+  TrafficOptions,
+  WebhookEndpoint,
+};
 export type { Booking, MenuItem, Order, OrderItem, Review, Restaurant } from "./types.js";
 export { SandboxError } from "./types.js";
 
@@ -26,6 +38,14 @@ export interface SandboxOptions {
   /** Same seed, same seed data (default 1). */
   seed?: number;
   restaurants?: number;
+  /**
+   * A company's history ending now instead of the small sample: `orders` over `days` (old ones
+   * finished, the last hour's in flight), bookings over those days and two weeks ahead. Seeded
+   * straight into the store: no webhooks. Menus: `menuItems` per restaurant (default 6).
+   */
+  history?: HistoryOptions & { menuItems?: number };
+  /** List order and the bookings' upper date bound, where the spec is silent (defaults as docs/upstream.md). */
+  lists?: ListBehaviour;
   simulate?: { intervalMs: number } | false;
   logger?: Logger;
 }
@@ -43,6 +63,11 @@ export interface Sandbox {
   removeWebhooks(): void;
   /** Stops the simulated traffic (if any); the API and deliveries go on. */
   stopSimulation(): void;
+  /**
+   * Starts live traffic of a company's shape through the same actions (webhooks as usual);
+   * `stop()` ends it. Its `changes` list what it did and when, for freshness measurements.
+   */
+  startTraffic(options: TrafficOptions): Traffic;
   /** Resolves when no webhook delivery is in flight or waiting for a retry. */
   idle(): Promise<void>;
   /**
@@ -81,7 +106,9 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     logger: options.logger,
   });
   for (const endpoint of options.webhooks ?? []) sender.add(endpoint);
-  // Every state of every record, and a switch that keeps a change's webhook from being sent.
+  // Every state of every changed record (from its state before the first change, or its creation),
+  // and a switch that keeps a change's webhook from being sent. A record never changed has its
+  // current state as its history, so a seeded history of a million records costs no copies.
   const history = new Map<string, unknown[]>();
   const remember = (resource: { id: string }) => {
     const states = history.get(resource.id) ?? [];
@@ -96,10 +123,14 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       if (!silent) sender.send(type, resource);
     },
     () => new Date(),
+    (before) => {
+      if (!history.has(before.id)) remember(before);
+    },
   );
-  store.seed(options.restaurants ?? 3);
-  for (const map of [store.orders, store.bookings, store.menuItems, store.reviews] as Map<string, { id: string }>[])
-    for (const record of map.values()) remember(record);
+  if (options.history) {
+    store.seedRestaurants(options.restaurants ?? 3, options.history.menuItems ?? 6);
+    seedHistory(store, options.history);
+  } else store.seed(options.restaurants ?? 3);
   const silently = <T>(change: () => T): T => {
     const was = silent;
     silent = true;
@@ -119,13 +150,23 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     bookings: () => copy(store.bookings),
     menuItems: () => copy(store.menuItems),
     reviews: () => copy(store.reviews),
-    history: (id: string) => structuredClone(history.get(id) ?? []),
+    history: (id: string) => {
+      const current = store.orders.get(id) ?? store.bookings.get(id) ?? store.menuItems.get(id) ?? store.reviews.get(id);
+      return structuredClone(history.get(id) ?? (current ? [current] : []));
+    },
   };
 
   const app = new Hono();
   app.route(
     "/api/v1",
-    apiRoutes({ store, apiKeys: new Set(apiKeys), admit: createKeyRateLimit(rate.max, rate.windowMs), faults, requestLog }),
+    apiRoutes({
+      store,
+      apiKeys: new Set(apiKeys),
+      admit: createKeyRateLimit(rate.max, rate.windowMs),
+      faults,
+      requestLog,
+      ...(options.lists ? { lists: options.lists } : {}),
+    }),
   );
   app.route(
     "/_sandbox",
@@ -153,6 +194,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   });
 
   let stopSimulation = options.simulate ? startSimulation(store, random, options.simulate.intervalMs, options.logger) : undefined;
+  const traffics: Traffic[] = [];
   let server: ServerType | undefined;
   let closed = false;
 
@@ -173,6 +215,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       if (closed) return;
       closed = true;
       stopSimulation?.();
+      for (const t of traffics) t.stop();
       sender.close();
       if (server) {
         const s = server as import("node:http").Server;
@@ -190,6 +233,12 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     stopSimulation() {
       stopSimulation?.();
       stopSimulation = undefined;
+    },
+    startTraffic(trafficOptions) {
+      if (!(trafficOptions.eventsPerSecond > 0)) throw new SandboxError(400, "invalid_request", "eventsPerSecond must be above 0");
+      const traffic = startTraffic({ store, silently, ...(options.logger ? { logger: options.logger } : {}) }, trafficOptions);
+      traffics.push(traffic);
+      return traffic;
     },
     idle: sender.idle,
     silently,

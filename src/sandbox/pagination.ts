@@ -1,3 +1,4 @@
+import type { Key, ListIndex, PageQuery } from "./list-index.js";
 import { SandboxError } from "./types.js";
 
 /** `limit` from the query: 1..100, default 50 (docs/upstream.md). */
@@ -9,51 +10,41 @@ export function parseLimit(value: string | undefined): number {
   return n;
 }
 
-type Key = (string | number)[];
+const encodeCursor = (key: Key) => Buffer.from(`v1:${JSON.stringify(key)}`).toString("base64url");
 
-const compareKeys = (a: Key, b: Key): number => {
-  for (const [i, x] of a.entries()) {
-    const y = b[i];
-    if (y === undefined) break; // a shorter key ties on what it has (paginate checks a cursor's width)
-    if (x < y) return -1;
-    if (x > y) return 1;
+/** The sort key a cursor carries; 400 unless it is one of ours of the list's key width. */
+function decodeCursor(cursor: string, width: number): Key {
+  try {
+    const decoded = Buffer.from(cursor, "base64url").toString("utf8");
+    if (!decoded.startsWith("v1:")) throw new Error("version");
+    const after = JSON.parse(decoded.slice(3)) as unknown;
+    if (!Array.isArray(after) || after.length !== width || !after.every((k) => typeof k === "string" || typeof k === "number"))
+      throw new Error("shape");
+    return after;
+  } catch {
+    throw new SandboxError(400, "invalid_request", "cursor is not valid");
   }
-  return 0;
-};
+}
 
 /**
- * One page of a list sorted by `keyOf` (`direction` -1: descending). The cursor is
- * opaque to clients: the sort key of the page's last item, so a page boundary stays valid while
- * items change or arrive. A cursor that does not decode → 400. `repeatCursor` (a fault) hands back
- * the request's cursor instead of the next one.
+ * One page of an indexed list. The cursor is opaque to clients: the sort key of the page's last
+ * item, found again by binary search, so a page boundary stays valid while items change, arrive
+ * or leave. A cursor that does not decode → 400. `repeatCursor` (a fault) hands back the
+ * request's cursor instead of the next one (on a first page: the cursor after its own last item,
+ * even when nothing follows).
  */
-export function paginate<T>(
-  items: T[],
-  keyOf: (item: T) => Key,
-  direction: 1 | -1,
-  limit: number,
+export function paginate<T extends { id: string }>(
+  index: ListIndex<T>,
+  query: Omit<PageQuery<T>, "after">,
+  list: { keyOf: (item: T) => Key; width: number },
   cursor: string | undefined,
   repeatCursor = false,
 ): { data: T[]; nextCursor: string | null } {
-  const sorted = [...items].sort((a, b) => direction * compareKeys(keyOf(a), keyOf(b)));
-  const first = items[0];
-  const width = first === undefined ? undefined : keyOf(first).length;
-  let rest = sorted;
-  if (cursor !== undefined) {
-    let after: Key;
-    try {
-      const decoded = Buffer.from(cursor, "base64url").toString("utf8");
-      if (!decoded.startsWith("v1:")) throw new Error("version");
-      after = JSON.parse(decoded.slice(3)) as Key;
-      if (!Array.isArray(after) || (width !== undefined && after.length !== width)) throw new Error("shape");
-    } catch {
-      throw new SandboxError(400, "invalid_request", "cursor is not valid");
-    }
-    rest = sorted.filter((item) => direction * compareKeys(keyOf(item), after) > 0);
-  }
-  const data = rest.slice(0, limit);
-  const last = data.at(-1);
-  const after = last === undefined ? null : Buffer.from(`v1:${JSON.stringify(keyOf(last))}`).toString("base64url");
-  if (repeatCursor) return { data, nextCursor: cursor ?? after };
-  return { data, nextCursor: rest.length > limit ? after : null };
+  const { keyOf, width } = list;
+  const after = cursor === undefined ? undefined : decodeCursor(cursor, width);
+  const { items, more } = index.page({ ...query, ...(after ? { after } : {}) });
+  const last = items.at(-1);
+  const next = last === undefined ? null : encodeCursor(keyOf(last));
+  if (repeatCursor) return { data: items, nextCursor: cursor ?? next };
+  return { data: items, nextCursor: more ? next : null };
 }

@@ -1,3 +1,4 @@
+import { createListIndex } from "./list-index.js";
 import { checkRefund, checkStatusMove } from "./state-machine.js";
 import type { Random } from "./random.js";
 import {
@@ -22,16 +23,67 @@ const ALLERGENS = ["gluten", "dairy", "egg", "nuts", "soy", "fish"];
 const TAGS = ["vegan", "vegetarian", "spicy", "new", "chef-pick"];
 const NAMES = ["Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances"];
 
+/** The partitions a record is listed under: everything, its restaurant, its status, both. */
+const partitionsOf = (r: { restaurantId: string; status?: string }) =>
+  r.status === undefined
+    ? ["all", `r:${r.restaurantId}`]
+    : ["all", `r:${r.restaurantId}`, `s:${r.status}`, `r:${r.restaurantId}|s:${r.status}`];
+
+/** Each list's sort key (what its cursors carry) and the key's width. */
+export const LIST_KEYS = {
+  orders: { keyOf: (o: Order) => [o.createdAt, o.id], width: 2 },
+  bookings: { keyOf: (b: Booking) => [b.date, b.time, b.id], width: 3 },
+  menuItems: { keyOf: (m: MenuItem) => [m.id], width: 1 },
+};
+
+/** The partition holding exactly the records of a restaurant and/or status filter. */
+export function partitionFor(restaurantId: string | undefined, status: string | undefined): string {
+  if (restaurantId && status) return `r:${restaurantId}|s:${status}`;
+  if (restaurantId) return `r:${restaurantId}`;
+  return status ? `s:${status}` : "all";
+}
+
+/** The sorted lists the API pages through (ascending keys; the routes choose the direction). */
+export function createListIndexes() {
+  return {
+    orders: createListIndex<Order>({ keyOf: LIST_KEYS.orders.keyOf, partitionsOf }),
+    bookings: createListIndex<Booking>({ keyOf: LIST_KEYS.bookings.keyOf, partitionsOf }),
+    menuItems: createListIndex<MenuItem>({ keyOf: LIST_KEYS.menuItems.keyOf, partitionsOf }),
+  };
+}
+
 /**
  * The sandbox's state and every change the API (or the simulation) can make to it. Each change
- * emits the webhook event the real service would send.
+ * emits the webhook event the real service would send. `willChange` sees a record just before a
+ * change to it (the sandbox keeps a record's history from there).
  */
-export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
+export function createStore(
+  random: Random,
+  emit: EmitEvent,
+  now: () => Date,
+  willChange: (record: { id: string }) => void = () => undefined,
+) {
   const restaurants: Restaurant[] = [];
   const orders = new Map<string, Order>();
   const bookings = new Map<string, Booking>();
   const menuItems = new Map<string, MenuItem>();
   const reviews = new Map<string, Review>();
+  const indexes = createListIndexes();
+  /** Puts a new or changed record in its map and its lists. */
+  const store = {
+    order(o: Order) {
+      orders.set(o.id, o);
+      indexes.orders.upsert(o);
+    },
+    booking(b: Booking) {
+      bookings.set(b.id, b);
+      indexes.bookings.upsert(b);
+    },
+    menuItem(m: MenuItem) {
+      menuItems.set(m.id, m);
+      indexes.menuItems.upsert(m);
+    },
+  };
   let sequence = 0;
   // Strictly increasing createdAt, so "newest first" is a total order.
   const stamp = () => new Date(now().getTime() + sequence++).toISOString();
@@ -106,13 +158,16 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
   const actions = {
     createOrder(input: { restaurantId?: string; type?: OrderType; paid?: boolean; bookingId?: string | null } = {}): Order {
       const order = buildOrder(input);
-      orders.set(order.id, order);
+      store.order(order);
       emit("order.created", order);
       return order;
     },
     updateOrderStatus(id: string, status: string): Order {
       const order = find(orders, id, "order");
-      order.status = checkStatusMove(order.status, status);
+      const next = checkStatusMove(order.status, status);
+      willChange(order);
+      order.status = next;
+      store.order(order);
       emit("order.status_changed", order);
       return order;
     },
@@ -122,8 +177,10 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
       }
       const order = find(orders, id, "order");
       checkRefund(order);
+      willChange(order);
       order.status = "REFUNDED";
       order.refundedAt = stamp();
+      store.order(order);
       emit("order.refunded", order);
       return order;
     },
@@ -135,14 +192,16 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
       diner: { name: string; email: string };
     }): Booking {
       const booking = buildBooking(input);
-      bookings.set(booking.id, booking);
+      store.booking(booking);
       emit("booking.created", booking);
       return booking;
     },
     cancelBooking(id: string): Booking {
       const booking = find(bookings, id, "booking");
       if (booking.status === "CANCELLED") throw new SandboxError(409, "invalid_transition", "booking is already cancelled");
+      willChange(booking);
       booking.status = "CANCELLED";
+      store.booking(booking);
       emit("booking.status_changed", booking);
       return booking;
     },
@@ -161,35 +220,49 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
     },
     updateMenuItem(id: string, patch: { price?: number; description?: string; stock?: number | null }): MenuItem {
       const item = find(menuItems, id, "menu item");
+      willChange(item);
       if (patch.price !== undefined) item.price = money(patch.price);
       if (patch.description !== undefined) item.description = patch.description;
       if (patch.stock !== undefined) item.stock = patch.stock;
       item.updatedAt = stamp();
+      store.menuItem(item);
       emit("menu_item.updated", item);
       return item;
     },
   };
+
+  /** Restaurant number `r`'s menu of `count` items; emits nothing. */
+  function seedMenu(r: number, count: number) {
+    for (let m = 0; m < count; m++) {
+      store.menuItem({
+        id: random.id("mi"),
+        restaurantId: `rest_${r}`,
+        name: expectDefined(DISHES[(r + m) % DISHES.length], "an index within DISHES"),
+        description: "House favourite",
+        price: money(6 + random.int(0, 1800) / 100),
+        currency: "EUR",
+        allergens: ALLERGENS.filter(() => random.chance(0.3)),
+        tags: TAGS.filter(() => random.chance(0.25)),
+        stock: random.chance(0.5) ? random.int(0, 40) : null,
+        updatedAt: stamp(),
+      });
+    }
+  }
+
+  /** Restaurants and their menus only (a seeded history fills in the rest); emits nothing. */
+  function seedRestaurants(count: number, menuItemsEach: number) {
+    for (let r = 1; r <= count; r++) {
+      restaurants.push({ id: `rest_${r}`, name: `Restaurant ${r}` });
+      seedMenu(r, menuItemsEach);
+    }
+  }
 
   /** A few restaurants with menus, orders in every state and bookings; emits nothing. */
   function seed(count: number) {
     for (let r = 1; r <= count; r++) {
       const rid = `rest_${r}`;
       restaurants.push({ id: rid, name: `Restaurant ${r}` });
-      for (let m = 0; m < 6; m++) {
-        const item: MenuItem = {
-          id: random.id("mi"),
-          restaurantId: rid,
-          name: expectDefined(DISHES[(r + m) % DISHES.length], "an index within DISHES"),
-          description: "House favourite",
-          price: money(6 + random.int(0, 1800) / 100),
-          currency: "EUR",
-          allergens: ALLERGENS.filter(() => random.chance(0.3)),
-          tags: TAGS.filter(() => random.chance(0.25)),
-          stock: random.chance(0.5) ? random.int(0, 40) : null,
-          updatedAt: stamp(),
-        };
-        menuItems.set(item.id, item);
-      }
+      seedMenu(r, 6);
       const rbookings: Booking[] = [];
       for (let b = 0; b < 5; b++) {
         const day = new Date(now().getTime() + (b - 2) * 86_400_000).toISOString().slice(0, 10);
@@ -201,7 +274,7 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
           diner: { name: random.pick(NAMES), email: `guest${r}${b}@example.com` },
         });
         if (b === 4) booking.status = "CANCELLED";
-        bookings.set(booking.id, booking);
+        store.booking(booking);
         rbookings.push(booking);
       }
       const path = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
@@ -218,12 +291,22 @@ export function createStore(random: Random, emit: EmitEvent, now: () => Date) {
           order.status = "REFUNDED";
           order.refundedAt = stamp();
         }
-        orders.set(order.id, order);
+        store.order(order);
       }
     }
   }
 
-  return { restaurants, orders, bookings, menuItems, reviews, actions, seed };
+  /**
+   * Re-lists a record changed from outside the actions (the control route that overwrites fields,
+   * a seeded history): its position follows its new sort key and status.
+   */
+  const relist = (kind: "orders" | "bookings" | "menu-items", record: object) => {
+    if (kind === "orders") store.order(record as Order);
+    else if (kind === "bookings") store.booking(record as Booking);
+    else store.menuItem(record as MenuItem);
+  };
+
+  return { restaurants, orders, bookings, menuItems, reviews, indexes, actions, seed, seedRestaurants, relist, random, now };
 }
 
 export type SandboxStore = ReturnType<typeof createStore>;

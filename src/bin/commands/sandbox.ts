@@ -18,7 +18,15 @@ delivers webhooks with retries and can simulate live traffic.
   --interval-ms <n>      simulation step (default 1000)
   --rate-max <n>         requests per window per key (default 120)
   --rate-window-ms <n>   rate window (default 60000)
-  --seed <n>             seed data seed (default 1)`;
+  --seed <n>             seed data seed (default 1)
+  --orders <n>           seed a company history of n orders (instead of the small sample)
+  --days <n>             ... spread over n days ending now (default 365)
+  --bookings <n>         ... and n bookings (default orders / 4)
+  --restaurants <n>      restaurants (default 3)
+  --traffic <events/s>   live traffic of the same shape (new orders through the kitchen, refunds,
+                         bookings, menu edits)
+  --orders-order <o>     newest-first (default) or oldest-first
+  --bookings-order <o>   date-ascending (default) or date-descending`;
 
 const int = (value: string | undefined, flag: string, fallback: number, min = 0) => {
   if (value === undefined) return fallback;
@@ -42,6 +50,13 @@ export async function run(argv: string[]): Promise<void> {
       "rate-max": { type: "string" },
       "rate-window-ms": { type: "string" },
       seed: { type: "string" },
+      orders: { type: "string" },
+      days: { type: "string" },
+      bookings: { type: "string" },
+      restaurants: { type: "string" },
+      traffic: { type: "string" },
+      "orders-order": { type: "string" },
+      "bookings-order": { type: "string" },
     },
   });
   const urls = values["webhook-url"] ?? [];
@@ -58,6 +73,19 @@ export async function run(argv: string[]): Promise<void> {
     thin: values.thin ?? false,
   }));
 
+  const ordersOrder = values["orders-order"] ?? "newest-first";
+  if (ordersOrder !== "newest-first" && ordersOrder !== "oldest-first")
+    throw new UsageError(`--orders-order must be newest-first or oldest-first, not "${ordersOrder}"`);
+  const bookingsOrder = values["bookings-order"] ?? "date-ascending";
+  if (bookingsOrder !== "date-ascending" && bookingsOrder !== "date-descending")
+    throw new UsageError(`--bookings-order must be date-ascending or date-descending, not "${bookingsOrder}"`);
+  const orders = values.orders === undefined ? undefined : int(values.orders, "--orders", 0);
+  if (orders === undefined && (values.days !== undefined || values.bookings !== undefined))
+    throw new UsageError("--days and --bookings go with --orders");
+  const traffic = values.traffic === undefined ? undefined : Number(values.traffic);
+  if (traffic !== undefined && !(traffic > 0 && traffic <= 1000))
+    throw new UsageError(`--traffic must be a number of events per second above 0 (at most 1000), not "${values.traffic}"`);
+
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [...secrets, ...(apiKey ? [apiKey] : [])] });
   const sandbox = createSandbox({
     ...(apiKey ? { apiKeys: [apiKey] } : {}),
@@ -67,9 +95,21 @@ export async function run(argv: string[]): Promise<void> {
       windowMs: int(values["rate-window-ms"], "--rate-window-ms", 60_000, 1),
     },
     seed: int(values.seed, "--seed", 1),
+    restaurants: int(values.restaurants, "--restaurants", 3, 1),
+    ...(orders === undefined
+      ? {}
+      : {
+          history: {
+            orders,
+            days: int(values.days, "--days", 365, 1),
+            ...(values.bookings === undefined ? {} : { bookings: int(values.bookings, "--bookings", 0) }),
+          },
+        }),
+    lists: { orders: ordersOrder, bookings: bookingsOrder },
     simulate: values.simulate ? { intervalMs: int(values["interval-ms"], "--interval-ms", 1000, 10) } : false,
     logger,
   });
+  if (traffic !== undefined) sandbox.startTraffic({ eventsPerSecond: traffic });
   const url = await sandbox.listen({ port: int(values.port, "--port", 4010), host: values.host ?? "127.0.0.1" });
   process.stdout.write(
     [
@@ -77,6 +117,8 @@ export async function run(argv: string[]): Promise<void> {
       `API key          ${apiKey ? "(as given)" : sandbox.apiKey}`,
       `webhooks         ${urls.length > 0 ? urls.join(", ") : "none (POST /_sandbox/webhooks to add one)"}`,
       `simulation       ${values.simulate ? "on" : "off"}`,
+      `history          ${orders === undefined ? "small sample" : `${orders} orders, ${sandbox.state.bookings().length} bookings`}`,
+      `traffic          ${traffic === undefined ? "off" : `${traffic} events/s`}`,
       "",
     ].join("\n"),
   );

@@ -1,0 +1,158 @@
+import type { Logger } from "pino";
+import type { SandboxStore } from "./store.js";
+
+export interface TrafficOptions {
+  /** Webhook events per second, all kinds together (on average). */
+  eventsPerSecond: number;
+  /** From a new order's PENDING to DELIVERED (four steps, evenly apart); default 180,000 (3 min). */
+  orderLifetimeMs?: number;
+  /** Share of the changes made without their webhook (deliveries lost for good); default 0. */
+  missedShare?: number;
+  /**
+   * Relative weights of the changes that start on their own (a new order also brings its four
+   * later steps); defaults: new orders 0.55, refunds of old orders 0.15, bookings made 0.15,
+   * bookings cancelled 0.05, menu edits 0.1.
+   */
+  mix?: Partial<Record<TrafficKind, number>>;
+}
+
+export type TrafficKind = "newOrders" | "refunds" | "bookings" | "cancellations" | "menuEdits";
+
+/** One change the traffic made, with the sandbox's time of it. */
+export interface TrafficChange {
+  at: number;
+  type: string;
+  id: string;
+  restaurantId: string;
+  /** The record's status after the change (orders and bookings). */
+  status?: string;
+  /** Made without its webhook. */
+  missed: boolean;
+}
+
+export interface Traffic {
+  /** Every change made so far, oldest first. */
+  changes: TrafficChange[];
+  stop(): void;
+}
+
+const DEFAULT_MIX: Record<TrafficKind, number> = { newOrders: 0.55, refunds: 0.15, bookings: 0.15, cancellations: 0.05, menuEdits: 0.1 };
+const STEPS = ["CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
+const TICK_MS = 50;
+
+/**
+ * Live traffic of a company's shape through the store's own actions (webhooks delivered as usual,
+ * or not at all for `missedShare` of them): new orders that move through the kitchen over a few
+ * minutes (some cancelled on the way), refunds of old paid orders, bookings made and cancelled,
+ * menu edits.
+ */
+export function startTraffic(
+  deps: { store: SandboxStore; silently: <T>(change: () => T) => T; logger?: Logger },
+  opts: TrafficOptions,
+): Traffic {
+  const { store } = deps;
+  const { random } = store;
+  const lifetime = opts.orderLifetimeMs ?? 180_000;
+  const mix = { ...DEFAULT_MIX, ...opts.mix };
+  const weights = Object.entries(mix) as [TrafficKind, number][];
+  const totalWeight = weights.reduce((s, [, w]) => s + w, 0);
+  // A new order brings four more events: start fewer changes so that all of them make the rate.
+  const startsPerSecond = opts.eventsPerSecond / (1 + (mix.newOrders / totalWeight) * STEPS.length);
+  const changes: TrafficChange[] = [];
+  const steps: { at: number; id: string; status: string }[] = [];
+
+  const record = (type: string, r: { id: string; restaurantId: string; status?: string }, missed: boolean) =>
+    changes.push({ at: Date.now(), type, id: r.id, restaurantId: r.restaurantId, ...(r.status ? { status: r.status } : {}), missed });
+  const act = (type: string, change: () => { id: string; restaurantId: string; status?: string }) => {
+    const missed = random.chance(opts.missedShare ?? 0);
+    record(type, missed ? deps.silently(change) : change(), missed);
+  };
+
+  const start: Record<TrafficKind, () => void> = {
+    newOrders() {
+      act("order.created", () => {
+        const order = store.actions.createOrder({ paid: random.chance(0.6) });
+        const cancelAt = random.chance(0.05) ? random.int(0, STEPS.length - 1) : -1;
+        STEPS.forEach((status, i) => {
+          if (cancelAt >= 0 && i > cancelAt) return;
+          steps.push({ at: Date.now() + ((i + 1) * lifetime) / STEPS.length, id: order.id, status: i === cancelAt ? "CANCELLED" : status });
+        });
+        return order;
+      });
+    },
+    refunds() {
+      // An old delivered order, paid: a few tries at random positions of the DELIVERED list.
+      for (let i = 0; i < 10; i++) {
+        const order = store.indexes.orders.pick("s:DELIVERED", random.next());
+        if (order?.paidAt) {
+          act("order.refunded", () => store.actions.refundOrder(order.id, "traffic refund"));
+          return;
+        }
+      }
+    },
+    bookings() {
+      const day = new Date(Date.now() + random.int(0, 14) * 86_400_000).toISOString().slice(0, 10);
+      act("booking.created", () =>
+        store.actions.createBooking({
+          restaurantId: random.pick(store.restaurants).id,
+          date: day,
+          time: `${random.int(12, 21)}:${random.pick(["00", "30"])}`,
+          partySize: random.int(1, 8),
+          diner: { name: "Traffic Guest", email: "guest@example.com" },
+        }),
+      );
+    },
+    cancellations() {
+      const today = new Date().toISOString().slice(0, 10);
+      const booking = store.indexes.bookings.pick("s:CONFIRMED", random.next(), [today]);
+      if (booking) act("booking.status_changed", () => store.actions.cancelBooking(booking.id));
+    },
+    menuEdits() {
+      const item = random.pick([...store.menuItems.values()]);
+      act("menu_item.updated", () =>
+        store.actions.updateMenuItem(item.id, { stock: random.int(0, 40), price: Math.max(1, item.price + random.pick([-0.5, 0.5])) }),
+      );
+    },
+  };
+
+  const startOne = () => {
+    let roll = random.next() * totalWeight;
+    for (const [kind, w] of weights) {
+      if ((roll -= w) < 0) {
+        start[kind]();
+        return;
+      }
+    }
+  };
+
+  const guarded = (change: () => void) => {
+    try {
+      change();
+    } catch (err) {
+      deps.logger?.warn({ err: (err as Error).message }, "traffic step failed");
+    }
+  };
+
+  const runDueSteps = (now: number) => {
+    const due = steps.filter((s) => s.at <= now);
+    if (due.length === 0) return;
+    steps.splice(0, steps.length, ...steps.filter((s) => s.at > now));
+    for (const step of due) {
+      const order = store.orders.get(step.id);
+      // Changed by someone else meanwhile (cancelled, refunded): its remaining steps lapse.
+      if (!order || ["DELIVERED", "CANCELLED", "REFUNDED"].includes(order.status)) continue;
+      guarded(() => act("order.status_changed", () => store.actions.updateOrderStatus(step.id, step.status)));
+    }
+  };
+
+  let credit = 0;
+  let last = Date.now();
+  const timer = setInterval(() => {
+    const now = Date.now();
+    runDueSteps(now);
+    credit += ((now - last) / 1000) * startsPerSecond;
+    last = now;
+    for (; credit >= 1; credit--) guarded(startOne);
+  }, TICK_MS);
+  return { changes, stop: () => clearInterval(timer) };
+}
