@@ -15,6 +15,7 @@ import { endToEndReport, ingestReport } from "./report.js";
 import { assertWrk } from "./lib/wrk.js";
 import { benchMemory } from "./memory.js";
 import { benchSync } from "./sync.js";
+import { syncReport } from "./sync-report.js";
 import { benchWorker } from "./event-worker-throughput.js";
 
 const { values } = parseArgs({
@@ -56,6 +57,8 @@ const out = (...lines: string[]) => {
 };
 // The README's performance section: the ingest and end-to-end tables of a run that made both.
 const readme: string[] = [];
+// The README's sync section: the tables of a run that made the sync part.
+const syncSection: string[] = [];
 // The peer the end-to-end run compares against: the best of the ingest table, else the Hono tutorial.
 let bestPeerKey: IngestKey = "f";
 const E2E_PEERS: Partial<Record<IngestKey, EndToEndPair>> = {
@@ -140,22 +143,18 @@ try {
     );
   }
   if (want("sync")) {
-    const rows = [];
-    for (const events of [100, 1000]) {
-      log(`sync: burst of ${events} events`);
-      rows.push(await benchSync({ redisUrl: redis.url, events, restaurants: 5 }));
+    log("sync: issue 22's workload (about 8 minutes)");
+    const database = await benchDatabase();
+    let r;
+    try {
+      r = await benchSync({ redisUrl: redis.url, databaseUrl: database.url, log });
+    } finally {
+      await database.server?.destroy();
     }
-    results.sync = rows;
-    out(
-      "Sync: a burst of N order events across 5 restaurants, sandbox at 120 requests/min",
-      "",
-      "| N | API calls | events per call | 429s | mirror equal after | naive calls | naive time at 120/min |",
-      "|---:|---:|---:|---:|---:|---:|---:|",
-    );
-    for (const r of rows)
-      out(
-        `| ${fmt(r.events)} | ${r.apiCalls} | ${fmt(r.eventsPerCall, 1)} | ${r.rateLimited} | ${fmt(r.secondsToMirrorEqual, 1)} s | ${fmt(r.naiveCalls)} | ${fmt(r.naiveSecondsAtLimit)} s |`,
-      );
+    results.sync = r;
+    const lines = syncReport(r);
+    out("## Sync", "", ...lines);
+    syncSection.push(...lines);
   }
   if (want("memory")) {
     log(`memory: ${memorySeconds} s of sustained load`);
@@ -172,6 +171,10 @@ mkdirSync("bench/results", { recursive: true });
 writeFileSync("bench/results/latest.md", md.join("\n"));
 writeFileSync("bench/results/latest.json", JSON.stringify(results, null, 2));
 console.log("\nwritten: bench/results/latest.md (table), bench/results/latest.json (every run)");
+if (syncSection.length > 0) {
+  const head = `Latest \`npm run bench -- --only sync\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;
+  if (writeReadmeSection("README.md", [head, "", ...syncSection], "sync")) console.log("written: README.md (sync section)");
+}
 if (want("ingest") && want("e2e") && readme.length > 0) {
   const head = `Latest \`npm run bench -- ${process.argv.slice(2).join(" ")}\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;
   if (writeReadmeSection("README.md", [head, "", ...readme])) console.log("written: README.md (performance section)");

@@ -1,79 +1,378 @@
-import { randomUUID } from "node:crypto";
-import { isDeepStrictEqual } from "node:util";
+import { spawn } from "node:child_process";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { loadConfig } from "../src/config/index.js";
 import { createLogger } from "../src/logging/logger.js";
-import { createSandbox } from "../src/sandbox/index.js";
-import { createService } from "../src/service.js";
-import { sweepAll } from "../src/worker/sync/sweep-all.js";
+import { createSandbox, type Order, type Sandbox, type TrafficChange } from "../src/sandbox/index.js";
+import { createService, type Service } from "../src/service.js";
+import type { EventHandlers } from "../src/worker/handler-context.js";
 import { waitFor } from "../test/helpers/wait-for.js";
 import { BENCH_SECRET } from "./lib/pool.js";
 
-export interface SyncRow {
+// Issue 22's workload, measured through the service's public surface only (env config, the
+// webhook endpoint, the mirror, change events, the `backfill` command), so the same bench runs
+// before and after the sync's internals change.
+
+const RESTAURANTS = 40;
+/** The active tier's interval the bench asks for (an unknown env var is ignored by older code). */
+const ACTIVE_INTERVAL_SECONDS = 60;
+const RANK: Record<string, number> = { PENDING: 0, CONFIRMED: 1, PREPARING: 2, READY: 3, DELIVERED: 4, CANCELLED: 4, REFUNDED: 5 };
+const keyHash = (key: string) => createHash("sha256").update(key).digest("hex").slice(0, 12);
+const newKey = () => `svc_live_${randomBytes(16).toString("hex")}`;
+
+export interface CostRow {
+  historyOrders: number;
   events: number;
   apiCalls: number;
-  eventsPerCall: number;
+  callsPerEvent: number;
   rateLimited: number;
-  secondsToMirrorEqual: number;
-  /** The naive design: one list call per event, at 120 calls/min. */
-  naiveCalls: number;
-  naiveSecondsAtLimit: number;
+  secondsToMirror: number;
+}
+export interface FreshnessResult {
+  historyOrders: number;
+  seconds: number;
+  changes: number;
+  eventsPerSecond: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  lost: number;
+  rateLimited: number;
+  callsPerMinute: number;
+}
+export interface MissedResult {
+  reachedAfterSeconds: number | null;
+  source: string | null;
+  waitedSeconds: number;
+}
+export interface FullPassResult {
+  records: number;
+  seconds: number;
+  secondsPer10k: number;
+  callsPerMinute: number;
+}
+export interface SyncBenchResult {
+  cost: CostRow[];
+  costRatio: number;
+  freshness: FreshnessResult;
+  missed: MissedResult;
+  fullPass: FullPassResult;
+  seconds: number;
 }
 
-/**
- * A burst of N order events across several restaurants, delivered by the sandbox to the whole
- * service under the API's real limit (120/min): API calls spent and time until the mirror equals
- * the sandbox.
- */
-export async function benchSync(opts: { redisUrl: string; events: number; restaurants: number }): Promise<SyncRow> {
-  const sandbox = createSandbox({ restaurants: opts.restaurants, delivery: { retryDelaysMs: [200, 400, 800, 1600] } });
+/** One company: a sandbox with a seeded history, a key held to 120/min and an unmetered import key. */
+interface Company {
+  sandbox: Sandbox;
+  apiUrl: string;
+  importKey: string;
+  /** The company's own schema in the bench's PostgreSQL server. */
+  schema: string;
+  prefix: string;
+  /** API calls made with the metered key since `from` (an index into the request log). */
+  calls(from: number): { count: number; rateLimited: number };
+  close(): Promise<void>;
+}
+
+async function startCompany(orders: number, seed: number): Promise<Company> {
+  const importKey = newKey();
+  const sandbox = createSandbox({
+    seed,
+    restaurants: RESTAURANTS,
+    history: { orders, days: 365 },
+    unmeteredKeys: [importKey],
+    delivery: { retryDelaysMs: [200, 400, 800, 1600, 3200] },
+  });
   const apiUrl = await sandbox.listen();
+  const id = randomUUID().replace(/-/g, "").slice(0, 8);
+  const metered = keyHash(sandbox.apiKey);
+  return {
+    sandbox,
+    apiUrl,
+    importKey,
+    schema: `bench_sync_${id}`,
+    prefix: `bench-s-${id}`,
+    calls(from) {
+      const log = sandbox.requestLog.slice(from).filter((r) => r.keyHash === metered);
+      return { count: log.length, rateLimited: log.filter((r) => r.status === 429).length };
+    },
+    async close() {
+      await sandbox.close();
+    },
+  };
+}
+
+/** Where the runs meet: Redis and a PostgreSQL server (a fresh embedded one costs an initdb per run). */
+export interface SyncBenchTargets {
+  redisUrl: string;
+  databaseUrl: string;
+}
+
+const baseEnv = (c: Company, t: SyncBenchTargets) => ({
+  REDIS_URL: t.redisUrl,
+  DATABASE_URL: t.databaseUrl,
+  DATABASE_SCHEMA: c.schema,
+  QUEUE_PREFIX: c.prefix,
+  SIGNING_SECRET: BENCH_SECRET,
+  API_BASE_URL: c.apiUrl,
+  LOG_LEVEL: "warn",
+});
+
+/** `svc-webhooks backfill` as a user runs it; resolves with its summary and how long it took. */
+function backfill(env: Record<string, string>, args: string[]): Promise<{ seconds: number; summary: Record<string, unknown> }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/bin/cli.ts", "backfill", ...args], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      const line = out.trim().split("\n").at(-1) ?? "";
+      if (code !== 0) {
+        reject(new Error(`backfill exited ${code}: ${err.slice(-500)}`));
+        return;
+      }
+      try {
+        resolve({ seconds: (performance.now() - started) / 1000, summary: JSON.parse(line) as Record<string, unknown> });
+      } catch {
+        reject(new Error(`backfill printed no summary: ${out.slice(-300)}`));
+      }
+    });
+  });
+}
+
+/** The first import, fast (unmetered key, no change events), so the runs start from a full mirror. */
+const importHistory = (c: Company, t: SyncBenchTargets) =>
+  backfill({ ...baseEnv(c, t), API_KEY: c.importKey, API_RATE: "1000000" }, ["--no-changes"]);
+
+/** A change event as the bench's handler saw it. */
+interface SeenChange {
+  id: string;
+  status: string | undefined;
+  source: string;
+  at: number;
+}
+
+async function startService(c: Company, t: SyncBenchTargets, env: Record<string, string>, seen?: SeenChange[]): Promise<Service> {
+  const record = (event: { createdAt: string; data: { id: string; source: string; after: unknown } }) => {
+    const after = event.data.after as { status?: string } | null;
+    seen?.push({ id: event.data.id, status: after?.status, source: event.data.source, at: Date.parse(event.createdAt) || Date.now() });
+    return Promise.resolve();
+  };
+  const handlers = { "change.order": record, "change.booking": record, "change.menu_item": record } as unknown as EventHandlers;
   const config = loadConfig({
     ROLE: "all",
     HOST: "127.0.0.1",
     PORT: "0",
-    REDIS_URL: opts.redisUrl,
-    QUEUE_PREFIX: `bench-s-${randomUUID().slice(0, 6)}`,
-    SIGNING_SECRET: BENCH_SECRET,
-    API_BASE_URL: apiUrl,
-    API_KEY: sandbox.apiKey,
-    RECONCILE_INTERVAL_SECONDS: "0",
-    LOG_LEVEL: "warn",
+    ...baseEnv(c, t),
+    API_KEY: c.sandbox.apiKey,
+    ...env,
   });
-  const service = await createService({ config, logger: createLogger({ level: "warn" }) });
+  const service = await createService({ config, logger: createLogger({ level: "warn" }), handlers });
   const url = await service.start();
-  try {
-    await sweepAll({ api: service.worker!.api!, mirror: service.mirror });
-    sandbox.addWebhook({ url: `${url}/webhooks`, secret: BENCH_SECRET });
-    const before = sandbox.requestLog.length;
-    const started = performance.now();
-    // Each order: created, then moved 3 steps → 4 events.
-    const a = sandbox.actions;
-    for (let i = 0; i < opts.events / 4; i++) {
-      const o = a.createOrder({ restaurantId: `rest_${(i % opts.restaurants) + 1}` });
-      a.updateOrderStatus(o.id, "CONFIRMED");
-      a.updateOrderStatus(o.id, "PREPARING");
-      a.updateOrderStatus(o.id, "READY");
-    }
-    await sandbox.idle();
-    const byId = (x: { id: string }, y: { id: string }) => x.id.localeCompare(y.id);
-    await waitFor(async () => isDeepStrictEqual((await service.mirror.all("orders")).sort(byId), sandbox.state.orders().sort(byId)), {
-      timeoutMs: 180_000,
-      intervalMs: 50,
-      what: `the mirror to equal the sandbox (N = ${opts.events})`,
-    });
-    const seconds = (performance.now() - started) / 1000;
-    const log = sandbox.requestLog.slice(before);
-    return {
-      events: opts.events,
-      apiCalls: log.length,
-      eventsPerCall: opts.events / log.length,
-      rateLimited: log.filter((r) => r.status === 429).length,
-      secondsToMirrorEqual: seconds,
-      naiveCalls: opts.events,
-      naiveSecondsAtLimit: (opts.events / 120) * 60,
-    };
-  } finally {
-    await service.stop();
-    await sandbox.close();
+  c.sandbox.addWebhook({ url: `${url}/webhooks`, secret: BENCH_SECRET });
+  return service;
+}
+
+/** ~30 order events over the whole history: 6 new orders moved twice, 12 refunds of old orders. */
+function costWorkload(sandbox: Sandbox): (() => Order)[] {
+  const a = sandbox.actions;
+  const refundable = sandbox.state
+    .orders()
+    .filter((o) => o.status === "DELIVERED" && o.paidAt)
+    .sort((x, y) => (x.createdAt < y.createdAt ? -1 : 1));
+  const steps: (() => Order)[] = [];
+  for (let i = 0; i < 12; i++) {
+    const old = refundable[Math.floor(((i + 0.5) * refundable.length) / 12)];
+    if (old) steps.push(() => a.refundOrder(old.id, "bench"));
   }
+  for (let i = 0; i < 6; i++) {
+    let id = "";
+    steps.splice(i * 3, 0, () => {
+      const o = a.createOrder({ restaurantId: `rest_${((i * 7) % RESTAURANTS) + 1}`, paid: true });
+      id = o.id;
+      return o;
+    });
+    steps.push(() => a.updateOrderStatus(id, "CONFIRMED"));
+    steps.push(() => a.updateOrderStatus(id, "PREPARING"));
+  }
+  return steps;
+}
+
+/** API calls per event for ~30 order events, reconciliation off. */
+async function benchCost(t: SyncBenchTargets, historyOrders: number, log: (s: string) => void): Promise<CostRow> {
+  const c = await startCompany(historyOrders, 22);
+  try {
+    await importHistory(c, t);
+    const service = await startService(c, t, { RECONCILE_INTERVAL_SECONDS: "0" });
+    try {
+      const from = c.sandbox.requestLog.length;
+      const started = performance.now();
+      const touched = new Map<string, Order>();
+      for (const step of costWorkload(c.sandbox)) {
+        const o = step();
+        touched.set(o.id, o);
+        await new Promise((r) => setTimeout(r, 500)); // paced: one event every half second
+      }
+      log(`sync cost (${historyOrders} orders): ${touched.size} orders changed, waiting for the mirror`);
+      await waitFor(
+        async () => {
+          for (const o of touched.values())
+            if (((await service.mirror.get("orders", o.id)) as { status?: string } | undefined)?.status !== o.status) return false;
+          return true;
+        },
+        { timeoutMs: 420_000, intervalMs: 200, what: `the mirror to hold the changed orders (${historyOrders} orders of history)` },
+      );
+      const { count, rateLimited } = c.calls(from);
+      const events = c.sandbox.deliveries.filter((d) => d.attempt === 1).length;
+      return {
+        historyOrders,
+        events,
+        apiCalls: count,
+        callsPerEvent: count / events,
+        rateLimited,
+        secondsToMirror: (performance.now() - started) / 1000,
+      };
+    } finally {
+      await service.stop();
+    }
+  } finally {
+    await c.close();
+  }
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+
+/** When the service's change event for a sandbox change was recorded (undefined: not yet). */
+function reachedAt(change: TrafficChange, seen: SeenChange[]): number | undefined {
+  const wanted = change.status === undefined ? undefined : (RANK[change.status] ?? (change.status === "CANCELLED" ? 1 : 0));
+  const booking = change.type.startsWith("booking.");
+  for (const s of seen) {
+    if (s.id !== change.id) continue;
+    if (wanted === undefined) {
+      if (s.at >= change.at - 1000) return s.at; // a menu edit: the first change seen after it
+      continue;
+    }
+    const rank = booking ? (s.status === "CANCELLED" ? 1 : 0) : (RANK[s.status ?? ""] ?? -1);
+    const want = booking ? (change.status === "CANCELLED" ? 1 : 0) : wanted;
+    if (rank >= want) return s.at;
+  }
+  return undefined;
+}
+
+/**
+ * Freshness under live traffic at the real budget, reconciliation at its defaults; then, quiet, a
+ * change to an active order made without its webhook.
+ */
+async function benchLive(
+  t: SyncBenchTargets,
+  opts: { historyOrders: number; eventsPerSecond: number; seconds: number },
+  log: (s: string) => void,
+): Promise<{ freshness: FreshnessResult; missed: MissedResult }> {
+  const c = await startCompany(opts.historyOrders, 23);
+  try {
+    await importHistory(c, t);
+    const seen: SeenChange[] = [];
+    const service = await startService(c, t, { RECONCILE_ACTIVE_INTERVAL_SECONDS: String(ACTIVE_INTERVAL_SECONDS) }, seen);
+    try {
+      const from = c.sandbox.requestLog.length;
+      log(`sync freshness: ${opts.eventsPerSecond} events/s for ${opts.seconds} s over ${opts.historyOrders} orders of history`);
+      const traffic = c.sandbox.startTraffic({ eventsPerSecond: opts.eventsPerSecond });
+      await new Promise((r) => setTimeout(r, opts.seconds * 1000));
+      traffic.stop();
+      const windowCalls = c.calls(from);
+      const changes = traffic.changes.filter((ch) => !ch.missed);
+      // Drain: every change should reach the mirror; give up on the rest after 90 s.
+      await waitFor(() => changes.every((ch) => reachedAt(ch, seen) !== undefined), { timeoutMs: 90_000, intervalMs: 500 }).catch(
+        () => undefined,
+      );
+      const delays = changes
+        .map((ch) => reachedAt(ch, seen))
+        .map((at, i) => (at === undefined ? undefined : Math.max(0, at - changes[i]!.at) / 1000))
+        .filter((d): d is number => d !== undefined)
+        .sort((x, y) => x - y);
+      const freshness: FreshnessResult = {
+        historyOrders: opts.historyOrders,
+        seconds: opts.seconds,
+        changes: changes.length,
+        eventsPerSecond: changes.length / opts.seconds,
+        p50: percentile(delays, 50),
+        p90: percentile(delays, 90),
+        p99: percentile(delays, 99),
+        max: delays.at(-1) ?? NaN,
+        lost: changes.length - delays.length,
+        rateLimited: c.calls(from).rateLimited,
+        callsPerMinute: windowCalls.count / (opts.seconds / 60),
+      };
+      return { freshness, missed: await benchMissed(c, seen, log) };
+    } finally {
+      await service.stop();
+    }
+  } finally {
+    await c.close();
+  }
+}
+
+/** An active order moves on upstream and its webhook never comes: when does the mirror see it? */
+async function benchMissed(c: Company, seen: SeenChange[], log: (s: string) => void): Promise<MissedResult> {
+  const active = c.sandbox.state
+    .orders()
+    .filter((o) => ["PENDING", "CONFIRMED", "PREPARING"].includes(o.status))
+    .sort((x, y) => (x.createdAt < y.createdAt ? 1 : -1))[0];
+  const waitedSeconds = 2 * ACTIVE_INTERVAL_SECONDS;
+  if (!active) return { reachedAfterSeconds: null, source: null, waitedSeconds: 0 };
+  const next = { PENDING: "CONFIRMED", CONFIRMED: "PREPARING", PREPARING: "READY" }[active.status as "PENDING"];
+  log(`sync missed webhook: ${active.id} ${active.status} → ${next} silently; waiting up to ${waitedSeconds} s`);
+  const at = Date.now();
+  c.sandbox.silently(() => c.sandbox.actions.updateOrderStatus(active.id, next));
+  const found = await waitFor(
+    () => seen.find((s) => s.id === active.id && s.at >= at - 1000 && (RANK[s.status ?? ""] ?? -1) >= RANK[next]!),
+    {
+      timeoutMs: waitedSeconds * 1000,
+      intervalMs: 250,
+    },
+  ).catch(() => undefined);
+  return { reachedAfterSeconds: found ? (found.at - at) / 1000 : null, source: found?.source ?? null, waitedSeconds };
+}
+
+/** A full pass over a seeded history through `backfill` at the real budget (120/min, its low-priority share). */
+async function benchFullPass(t: SyncBenchTargets, historyOrders: number, log: (s: string) => void): Promise<FullPassResult> {
+  const c = await startCompany(historyOrders, 24);
+  try {
+    log(`sync full pass: backfill of ${historyOrders} orders of history at 120 calls/min`);
+    const from = c.sandbox.requestLog.length;
+    const { seconds, summary } = await backfill({ ...baseEnv(c, t), API_KEY: c.sandbox.apiKey }, []);
+    const totals = (summary.backfilled ?? {}) as Record<string, number | { records?: number }>;
+    const records = Object.values(totals).reduce<number>((n, v) => n + (typeof v === "number" ? v : (v.records ?? 0)), 0);
+    return { records, seconds, secondsPer10k: (seconds / records) * 10_000, callsPerMinute: c.calls(from).count / (seconds / 60) };
+  } finally {
+    await c.close();
+  }
+}
+
+/**
+ * `npm run bench -- --only sync`: issue 22's figures in one run. The cost runs and the full pass
+ * are bound by their own sandboxes' budgets, so they run side by side; the live run comes after,
+ * alone, so its latencies are not the other runs' CPU.
+ */
+export async function benchSync(opts: SyncBenchTargets & { log: (s: string) => void }): Promise<SyncBenchResult> {
+  const started = performance.now();
+  const [small, large, fullPass] = await Promise.all([
+    benchCost(opts, 400, opts.log),
+    benchCost(opts, 20_000, opts.log),
+    benchFullPass(opts, 10_000, opts.log),
+  ]);
+  const live = await benchLive(opts, { historyOrders: 20_000, eventsPerSecond: 7, seconds: 150 }, opts.log);
+  return {
+    cost: [small, large],
+    costRatio: large.callsPerEvent / small.callsPerEvent,
+    freshness: live.freshness,
+    missed: live.missed,
+    fullPass,
+    seconds: (performance.now() - started) / 1000,
+  };
 }

@@ -1,14 +1,13 @@
 import { readFileSync, writeFileSync } from "node:fs";
 
-const START = "<!-- bench:start -->";
-const END = "<!-- bench:end -->";
-
 /**
- * Replaces what stands between the bench markers in `path` (the README's performance section)
- * with `lines`, so its figures are always a run's own, never edited by hand. False when the
- * markers are missing.
+ * Replaces what stands between the bench markers in `path` (the README's performance section,
+ * or the section `name`: `<!-- bench:name:start -->`) with `lines`, so its figures are always a
+ * run's own, never edited by hand. False when the markers are missing.
  */
-export function writeReadmeSection(path: string, lines: readonly string[]): boolean {
+export function writeReadmeSection(path: string, lines: readonly string[], name?: string): boolean {
+  const START = name ? `<!-- bench:${name}:start -->` : "<!-- bench:start -->";
+  const END = name ? `<!-- bench:${name}:end -->` : "<!-- bench:end -->";
   const text = readFileSync(path, "utf8");
   const start = text.indexOf(START);
   const end = text.indexOf(END);

@@ -33,6 +33,11 @@ export interface SandboxOptions {
   /** Accepted keys (each svc_live_…); default one generated key. */
   apiKeys?: string[];
   rateLimit?: { max: number; windowMs: number };
+  /**
+   * More accepted keys that the rate limit does not meter (each svc_live_…): a bench's or a test's
+   * fast import beside a key held to the real budget.
+   */
+  unmeteredKeys?: string[];
   webhooks?: WebhookEndpoint[];
   delivery?: { timeoutMs?: number; retryDelaysMs?: number[] };
   /** Same seed, same seed data (default 1). */
@@ -97,7 +102,8 @@ export interface Sandbox {
  */
 export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const apiKeys = options.apiKeys ?? [`svc_live_${randomBytes(16).toString("hex")}`];
-  for (const key of apiKeys)
+  const unmetered = new Set(options.unmeteredKeys ?? []);
+  for (const key of [...apiKeys, ...unmetered])
     if (!key.startsWith("svc_live_")) throw new SandboxError(400, "invalid_request", "sandbox API keys must start with svc_live_");
   const random = seededRandom(options.seed ?? 1);
   const sender = createWebhookSender({
@@ -156,13 +162,14 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     },
   };
 
+  const meter = createKeyRateLimit(rate.max, rate.windowMs);
   const app = new Hono();
   app.route(
     "/api/v1",
     apiRoutes({
       store,
-      apiKeys: new Set(apiKeys),
-      admit: createKeyRateLimit(rate.max, rate.windowMs),
+      apiKeys: new Set([...apiKeys, ...unmetered]),
+      admit: (key) => (unmetered.has(key) ? 0 : meter(key)),
       faults,
       requestLog,
       ...(options.lists ? { lists: options.lists } : {}),

@@ -10,7 +10,7 @@ export interface TrafficOptions {
   missedShare?: number;
   /**
    * Relative weights of the changes that start on their own (a new order also brings its four
-   * later steps); defaults: new orders 0.55, refunds of old orders 0.15, bookings made 0.15,
+   * later steps); a kind left out of a given mix never starts. Default: new orders 0.55, refunds of old orders 0.15, bookings made 0.15,
    * bookings cancelled 0.05, menu edits 0.1.
    */
   mix?: Partial<Record<TrafficKind, number>>;
@@ -53,11 +53,9 @@ export function startTraffic(
   const { store } = deps;
   const { random } = store;
   const lifetime = opts.orderLifetimeMs ?? 180_000;
-  const mix = { ...DEFAULT_MIX, ...opts.mix };
+  const mix = opts.mix ?? DEFAULT_MIX; // given: it replaces the defaults (a kind left out never starts)
   const weights = Object.entries(mix) as [TrafficKind, number][];
   const totalWeight = weights.reduce((s, [, w]) => s + w, 0);
-  // A new order brings four more events: start fewer changes so that all of them make the rate.
-  const startsPerSecond = opts.eventsPerSecond / (1 + (mix.newOrders / totalWeight) * STEPS.length);
   const changes: TrafficChange[] = [];
   const steps: { at: number; id: string; status: string }[] = [];
 
@@ -145,14 +143,16 @@ export function startTraffic(
     }
   };
 
-  let credit = 0;
-  let last = Date.now();
+  // The rate counts every change, the steps of orders in flight too: new changes start only to
+  // fill what the steps leave, so the rate holds from the first second (no ramp-up while the
+  // first orders are young) and the mix settles to its weights.
+  const began = Date.now();
   const timer = setInterval(() => {
     const now = Date.now();
     runDueSteps(now);
-    credit += ((now - last) / 1000) * startsPerSecond;
-    last = now;
-    for (; credit >= 1; credit--) guarded(startOne);
+    const target = Math.floor(((now - began) / 1000) * opts.eventsPerSecond);
+    // Bounded: a start that finds nothing to change (no refundable order) makes no change.
+    for (let tries = target - changes.length + 5; changes.length < target && tries > 0; tries--) guarded(startOne);
   }, TICK_MS);
   return { changes, stop: () => clearInterval(timer) };
 }

@@ -203,6 +203,21 @@ describe("sandbox list options", () => {
   });
 });
 
+describe("sandbox keys", () => {
+  it("meters its keys but not the unmetered ones (a fast import beside the real budget)", async () => {
+    const importKey = "svc_live_import0000000000000000";
+    const sandbox = createSandbox({ rateLimit: { max: 2, windowMs: 60_000 }, unmeteredKeys: [importKey] });
+    opened.push(sandbox);
+    const url = await sandbox.listen();
+    const status = async (key: string) => (await fetch(`${url}/api/v1/menu-items`, { headers: { authorization: `Bearer ${key}` } })).status;
+    const metered = [await status(sandbox.apiKey), await status(sandbox.apiKey), await status(sandbox.apiKey)];
+    const unmetered = [await status(importKey), await status(importKey), await status(importKey)];
+    expect(metered).toEqual([200, 200, 429]);
+    expect(unmetered).toEqual([200, 200, 200]);
+    expect(() => createSandbox({ unmeteredKeys: ["sk_live_x"] })).toThrow(/svc_live_/);
+  });
+});
+
 describe("sandbox traffic", () => {
   it("moves new orders through the kitchen and refunds old ones, with a webhook per change", async () => {
     const hook = await startReceiver();
