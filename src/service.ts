@@ -24,6 +24,10 @@ import { EVENTS_QUEUE, SYNC_QUEUE } from "./queue/names.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient } from "./redis/connection.js";
 import type { EventHandlers } from "./worker/handler-context.js";
 import { createWorkerRole, type WorkerRole } from "./worker/worker-role.js";
+import { trackBulkReplays } from "./worker/bulk-replay-progress.js";
+import { createOperatorActions } from "./worker/operator-actions.js";
+import { configuredJobOptions } from "./queue/job-options.js";
+import type { EventJobData } from "./queue/event-job.js";
 import { activeTraceparent } from "./tracing/trace-context.js";
 import type { Tracing } from "./tracing/tracing.js";
 import { expectDefined } from "./expect-defined.js";
@@ -123,6 +127,20 @@ export async function createService({ config, logger, handlers = [], database, t
   const eventsQueue = queueHandle(EVENTS_QUEUE, worker?.eventsQueue);
   const queues = [eventsQueue, queueHandle(SYNC_QUEUE, worker?.syncQueue)];
   collectQueueDepths(metrics, queues);
+  if (worker) trackBulkReplays(worker.eventWorker, anyConnection, prefix);
+  // The operator's write API: replays, reconcile, backfill (one home for the CLI and HTTP).
+  const operatorActions = createOperatorActions({
+    eventLog,
+    eventsQueue: eventsQueue as Queue<EventJobData>,
+    syncQueue: expectDefined(queues[1], "the sync queue handle"),
+    syncJobOptions: { ...configuredJobOptions(config), removeOnComplete: true },
+    redis: anyConnection,
+    prefix,
+    ...(worker ? { handlerKeys: (type: string) => worker.handlerKeys(type) } : {}),
+    steps: storage.steps,
+    syncAvailable: config.api !== undefined,
+    logger,
+  });
   collectIngestBacklog(metrics, () => readStreamBacklog(anyConnection, prefix));
   collectMirrorLag(metrics, MIRROR_KINDS, (kind) => mirror.lastWriteAt(kind as MirrorKind));
   collectDatabaseHealth(metrics, () => storage.ping());
@@ -178,6 +196,7 @@ export async function createService({ config, logger, handlers = [], database, t
               events: { get: (id) => eventWithSteps(eventLog, storage.steps, id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
               metrics: () => metrics.render(),
               queues,
+              actions: { port: operatorActions, logger },
             }),
         }
       : {}),

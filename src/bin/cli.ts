@@ -2,6 +2,7 @@
 import { ConfigError } from "../config/index.js";
 import { DataDirLockedError } from "../mirror/data-dir-lock.js";
 import { HandlersModuleError } from "../worker/load-handlers-module.js";
+import { CommandError } from "./command-error.js";
 import { UsageError } from "./usage-error.js";
 
 interface Command {
@@ -17,6 +18,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   trigger: () => import("./commands/trigger.js"),
   replay: () => import("./commands/replay.js"),
   backfill: () => import("./commands/backfill.js"),
+  reconcile: () => import("./commands/reconcile.js"),
   migrate: () => import("./commands/migrate.js"),
 };
 
@@ -27,8 +29,9 @@ Commands:
   dev        run a local stack: Redis if needed, then the service
   sandbox    run a local upstream API with signed webhooks and simulated traffic
   trigger    send a signed sample event of a type to an endpoint
-  replay     replay events from the event log (by time, type, status, handler), or failed jobs
+  replay     replay an event by id, or events from the log (by time, type, status, handler), or failed jobs
   backfill   sweep every order, booking and menu item into the mirror
+  reconcile  ask the workers for a reconciliation sweep now
   migrate    apply pending database migrations
 
 Run svc-webhooks <command> --help for a command's options.`;
@@ -55,7 +58,7 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     process.exit(2);
   }
   // A second process on an embedded database's directory: the message says what to do; a stack would bury it.
-  if (err instanceof DataDirLockedError) {
+  if (err instanceof DataDirLockedError || err instanceof CommandError) {
     console.error(`svc-webhooks: ${err.message}`);
     process.exit(1);
   }

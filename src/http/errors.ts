@@ -68,6 +68,12 @@ export function toHttpFailure(err: unknown): HttpFailure {
  */
 const STATUS_BY_CODE: ReadonlyMap<string, ContentfulStatusCode> = new Map([
   ["invalid_filter", 400],
+  // The operator API (worker/operator-actions.ts, http/operator-action-routes.ts).
+  ["invalid_request", 400],
+  ["unknown_handler", 400],
+  ["event_not_found", 404],
+  ["replay_not_found", 404],
+  ["sync_unavailable", 409],
   // An operator read cancelled at OPERATOR_QUERY_TIMEOUT_MS: the server is fine, this query was too broad.
   ["query_timeout", 503],
 ]);

@@ -6,6 +6,8 @@ import { DASHBOARD_PATH, dashboardRoutes } from "./dashboard.js";
 import { denyFraming } from "./deny-framing.js";
 import { eventRoutes, type EventLogReader } from "./event-routes.js";
 import { mirrorRoutes, type MirrorReader } from "./mirror-routes.js";
+import type { Logger } from "pino";
+import { operatorActionRoutes, type OperatorActionsPort } from "./operator-action-routes.js";
 import { requireSameOrigin } from "./same-origin.js";
 
 export interface OperatorRoutesOptions {
@@ -16,6 +18,8 @@ export interface OperatorRoutesOptions {
   metrics: () => Promise<{ contentType: string; body: string }>;
   /** The queues the dashboard shows. */
   queues: readonly Queue[];
+  /** The write API (replays, reconcile, backfill) and the logger its audit lines go to. */
+  actions?: { port: OperatorActionsPort; logger: Logger };
 }
 
 /**
@@ -25,9 +29,11 @@ export interface OperatorRoutesOptions {
  */
 export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOptions): void {
   const guard = [denyFraming(), requireAdminToken(options.adminToken), requireSameOrigin()] as const;
-  for (const path of ["/mirror", "/mirror/*", "/events", "/events/*", "/metrics", DASHBOARD_PATH, `${DASHBOARD_PATH}/*`])
+  for (const path of ["/mirror", "/mirror/*", "/events", "/events/*", "/metrics", "/sync/*", DASHBOARD_PATH, `${DASHBOARD_PATH}/*`])
     app.use(path, ...guard);
   app.route("/mirror", mirrorRoutes(options.mirror));
+  // Before the event log's routes: /events/replay and /events/replays/{id} are not event ids.
+  if (options.actions) app.route("/", operatorActionRoutes(options.actions.port, options.actions.logger));
   app.route("/events", eventRoutes(options.events));
   app.get("/metrics", async (c) => {
     const { contentType, body } = await options.metrics();

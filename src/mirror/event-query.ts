@@ -84,7 +84,7 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
   }
   if (query.status !== undefined) {
     if (!(EVENT_STATUSES as readonly string[]).includes(query.status))
-      throw invalid("status", `status must be one of ${EVENT_STATUSES.join(", ")}`);
+      throw invalid("status", `status must be one of ${EVENT_STATUSES.join(", ")}, retrying`);
     valid.status = query.status;
   }
   if (query.handler !== undefined) {
@@ -121,7 +121,8 @@ export function eventQueryFromParams(params: Record<string, string | undefined>)
     if (text !== undefined) query[bound] = parseBound(bound, text);
   }
   if (params.type !== undefined) query.type = params.type;
-  if (params.status !== undefined) query.status = params.status as EventStatus;
+  // "retrying": the last attempt failed and the job will try again, which the log records as "received".
+  if (params.status !== undefined) query.status = (params.status === "retrying" ? "received" : params.status) as EventStatus;
   if (params.handler !== undefined) query.handler = params.handler;
   if (params.handlerStatus !== undefined) query.handlerStatus = params.handlerStatus as EventQuery["handlerStatus"];
   if (params.cursor !== undefined) query.cursor = params.cursor;

@@ -11,6 +11,8 @@ export interface EventJobData {
   only?: string[];
   /** A deliberate redelivery (`replay`): its first run starts a new round in the event log. */
   replay?: true;
+  /** The bulk replay (operator API) this job belongs to: its progress counts the job once it ends. */
+  bulk?: string;
   /** Attempts made before this job (its first ran straight from the ingest stream): 0 when absent. */
   attemptsBefore?: number;
   /**

@@ -29,6 +29,8 @@ export interface RedisKeys {
    * consumer group is a name inside the stream, not a key.
    */
   readonly ingest: { stream: string; group: string; seen(eventId: string): string };
+  /** The operator API (worker/operator-actions.ts): a bulk replay's progress (a hash), an Idempotency-Key's answer. */
+  readonly operator: { bulkReplay(id: string): string; idempotency(digest: string): string };
 }
 
 /**
@@ -50,5 +52,9 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
     pendingNotes: (kind, restaurantId) => `${prefix}:sync:pending-notes:${kind}:{${restaurantId}}`,
     pendingIndex: (kind) => `${prefix}:sync:pending-index:${kind}`,
     ingest: { stream: `${ingest}:events`, group: "pump", seen: (eventId) => `${ingest}:seen:${eventId}` },
+    operator: {
+      bulkReplay: (id) => `${prefix}:operator:replay:${id}`,
+      idempotency: (digest) => `${prefix}:operator:idempotency:${digest}`,
+    },
   };
 }

@@ -3,6 +3,8 @@ import type { Queue } from "bullmq";
 import type { EventLog, EventQuery, EventSummary, LoggedEvent } from "../mirror/event-log.js";
 import type { EventJobData } from "../queue/event-job.js";
 import type { StepStore } from "../mirror/step-store.js";
+import { EventLogError } from "../mirror/event-log-error.js";
+import { eventQueryFromParams } from "../mirror/event-query.js";
 
 export interface ReplayOptions {
   /** Which logged events to replay (time range, type or family, status, handler outcome). */
@@ -16,6 +18,13 @@ export interface ReplayOptions {
    * them, so the replay runs every step again instead of returning the stored results (--fresh).
    */
   fresh?: Pick<StepStore, "forget">;
+  /** The bulk replay these jobs belong to (its progress counts them as they end). */
+  bulk?: string;
+  /**
+   * Settles what BullMQ still holds of the replayed events (their failed jobs), page by page, so
+   * a later retry of a failed job cannot run a handler the replay already ran.
+   */
+  settle?: (eventIds: readonly string[]) => Promise<unknown>;
   /** Called after each page with the running count (a progress bar, a log line). */
   onProgress?: (count: number, page: readonly EventSummary[]) => void;
 }
@@ -43,7 +52,8 @@ export async function replayEvents(
       );
     if (!options.dryRun && page.data.length > 0) {
       if (!deps.queue) throw new Error("replayEvents needs a queue unless dryRun is set");
-      count += await queuePage(deps.eventLog, deps.queue, page.data, options.handler);
+      await options.settle?.(page.data.map((event) => event.id));
+      count += await queuePage(deps.eventLog, deps.queue, page.data, options);
     } else count += page.data.length;
     options.onProgress?.(count, page.data);
     cursor = page.nextCursor ?? undefined;
@@ -59,7 +69,7 @@ async function queuePage(
   eventLog: Pick<EventLog, "get">,
   queue: Queue<EventJobData>,
   page: readonly EventSummary[],
-  handler: string | undefined,
+  options: Pick<ReplayOptions, "handler" | "bulk">,
 ): Promise<number> {
   let batch: ReturnType<typeof replayJob>[] = [];
   let bytes = 0;
@@ -73,7 +83,7 @@ async function queuePage(
   for (const summary of page) {
     const event = await eventLog.get(summary.id);
     if (!event) continue;
-    batch.push(replayJob(event, handler));
+    batch.push(replayJob(event, options));
     bytes += JSON.stringify(event.payload).length;
     if (bytes >= BATCH_BYTES) await flush();
   }
@@ -81,7 +91,24 @@ async function queuePage(
   return queued;
 }
 
-function replayJob(event: LoggedEvent, handler: string | undefined) {
+/**
+ * The query a replay by filter runs: `handler` selects the events on which that handler failed
+ * (and the replay runs only it). The same parser as GET /events: strict, a bad value throws
+ * invalid_filter naming the field.
+ */
+export function replayQueryFromFilter(filter: Record<string, string | undefined>): EventQuery {
+  const params: Record<string, string> = {};
+  for (const [name, value] of Object.entries(filter)) if (value !== undefined) params[name] = value;
+  if (params.handler !== undefined) params.handlerStatus = "failed";
+  for (const name of ["limit", "cursor", "handlerStatus"] as const)
+    if (name in filter)
+      throw new EventLogError("invalid_filter", name, `a replay filter takes type, status, handler, since, until; not ${name}`);
+  return eventQueryFromParams(params);
+}
+
+/** A replay job of one logged event: a fresh job id, no deduplication (a deliberate redelivery). */
+export function replayJob(event: Pick<LoggedEvent, "id" | "type" | "payload">, options: Pick<ReplayOptions, "handler" | "bulk"> = {}) {
+  const { handler, bulk } = options;
   const data: EventJobData = {
     id: event.id,
     type: event.type,
@@ -89,6 +116,7 @@ function replayJob(event: LoggedEvent, handler: string | undefined) {
     payload: event.payload as Record<string, unknown>,
     replay: true,
     ...(handler ? { only: [handler] } : {}),
+    ...(bulk ? { bulk } : {}),
   };
   return { name: event.type, data, opts: { jobId: `replay-${randomUUID()}` } };
 }

@@ -51,6 +51,8 @@ export interface WorkerRole {
   changeRelay: ChangeRelay;
   /** True while the event log refuses this process's attempts (the database is away or full). */
   recordingFails(): boolean;
+  /** The keys of the handlers an event of `type` runs (what a replay may aim at). */
+  handlerKeys(type: string): string[];
   /** Calls `listener` for every event this process settles; returns the unsubscribe function. */
   onSettled(listener: (event: SettledEvent) => void): () => void;
   start(): Promise<void>;
@@ -286,6 +288,7 @@ export function createWorkerRole(deps: {
     syncWorker,
     changeRelay,
     recordingFails: () => recording.failing(),
+    handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key),
     onSettled: (listener) => settled.on(listener),
     async start() {
       if (api && config.worker.reconcileIntervalMs > 0) {

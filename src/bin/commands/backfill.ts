@@ -1,14 +1,20 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../../config/index.js";
 import { openMigratedStorage } from "../open-storage-from-env.js";
-import { createRedisConnection } from "../../redis/connection.js";
+import { openCliRedis } from "../cli-redis.js";
+import { operatorClient, operatorUrl } from "../operator-client.js";
 import { createMirrorWriter } from "../../worker/sync/mirror-writer.js";
 import { sweepAll } from "../../worker/sync/sweep-all.js";
 import { SYNCED_KINDS, type SyncedKind } from "../../worker/sync/synced-kinds.js";
 import { upstreamFromConfig } from "../../worker/upstream-from-config.js";
 import { UsageError } from "../usage-error.js";
 
-export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--no-changes]
+export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--no-changes] [--url <url>]
+
+With a service running (--url, default http://127.0.0.1:$PORT, with ADMIN_TOKEN) it asks the
+service's workers for the sweep (POST /sync/backfill) and prints the job; asked again while that
+job waits, it answers the same job. Only when nothing listens there (or with --no-changes) does
+it run the sweep itself, as follows.
 
 Sweeps every order, booking and menu item through the API into the mirror, within the shared
 rate budget (it runs at low priority, so webhook refreshes keep their share). Needs REDIS_URL,
@@ -22,12 +28,23 @@ is set aside in rejected_records with its reason, named on stderr and counted in
 const KINDS = SYNCED_KINDS;
 
 export async function run(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { kinds: { type: "string" }, "no-changes": { type: "boolean" } }, strict: true });
+  const { values } = parseArgs({
+    args: argv,
+    options: { kinds: { type: "string" }, "no-changes": { type: "boolean" }, url: { type: "string" } },
+    strict: true,
+  });
   const kinds = values.kinds ? values.kinds.split(",").map((k) => k.trim()) : KINDS;
   const wrong = kinds.filter((k) => !KINDS.includes(k as SyncedKind));
   if (wrong.length > 0) throw new UsageError(`--kinds takes ${KINDS.join(", ")}; not ${wrong.join(", ")}`);
+  const url = operatorUrl(values.url);
 
   const config = loadConfig({ ...process.env, ROLE: "worker" });
+  // --no-changes is a first import by hand: the service's sweep always produces change events.
+  const client = values["no-changes"] ? undefined : await operatorClient(url, process.env.ADMIN_TOKEN);
+  if (client) {
+    console.log(JSON.stringify(await client.call("POST", "/sync/backfill", values.kinds ? { kinds } : {})));
+    return;
+  }
   if (!config.api) throw new UsageError("backfill needs API_BASE_URL and API_KEY");
   // A record the mirror cannot hold is set aside (rejected_records) and the sweep goes on: one
   // line each on stderr (id shortened, never the values), a count in the summary, exit 0.
@@ -40,7 +57,13 @@ export async function run(argv: string[]): Promise<void> {
       }
     },
   });
-  const connection = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
+  let connection;
+  try {
+    connection = await openCliRedis(config);
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
   try {
     const { api } = upstreamFromConfig(config.api, connection, config.queuePrefix);
     const totals = await sweepAll({

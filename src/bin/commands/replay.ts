@@ -3,42 +3,66 @@ import { Queue } from "bullmq";
 import { SingleBar } from "cli-progress";
 import type { Config } from "../../config/config.js";
 import { loadConfig } from "../../config/index.js";
-import { eventQueryFromParams } from "../../mirror/event-query.js";
-import type { EventJobData } from "../../queue/event-job.js";
-import { configuredJobOptions } from "../../queue/job-options.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../../queue/names.js";
-import { createRedisConnection } from "../../redis/connection.js";
-import { replayEvents } from "../../worker/replay-events.js";
+import { OperatorActionError } from "../../worker/operator-action-error.js";
+import { replayEvents, replayQueryFromFilter } from "../../worker/replay-events.js";
+import { settleFailedJobs } from "../../worker/settle-failed-jobs.js";
+import { openCliRedis } from "../cli-redis.js";
+import { CommandError } from "../command-error.js";
+import { directOperatorActions } from "../direct-operator-actions.js";
+import { operatorClient, operatorUrl } from "../operator-client.js";
 import { openMigratedStorage } from "../open-storage-from-env.js";
 import { printable } from "../printable.js";
 import { UsageError } from "../usage-error.js";
 
-export const help = `svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
-                    [--status received|handled|failed] [--handler <key>] [--fresh] [--dry-run]
+export const help = `svc-webhooks replay --id <event-id> [--handler <key>]
+svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
+                    [--status received|retrying|handled|failed] [--handler <key>] [--fresh] [--dry-run]
 svc-webhooks replay list | <job-id> | all [--queue events|sync]
 
-From the event log (no positional argument): queues every logged event that matches again, as a
+Replays ask the running service's operator API (--url, default http://127.0.0.1:$PORT, with
+ADMIN_TOKEN), so they work beside \`npm run dev\` on the embedded database; only when nothing
+listens there do they open the event log and Redis themselves. A replay removes the replayed
+events' failed jobs, so an old dead letter cannot run a handler once more.
+  --id              replay this one event (all its handlers, or --handler's); asked again while
+                    the first replay still waits, it queues nothing more
+  --url             the service (default http://127.0.0.1:$PORT, PORT default 3000)
+
+By filter (no positional argument): queues every logged event that matches again, as a
 deliberate redelivery (it bypasses the deduplication window), and says how many it queued.
   --since, --until  received at or after / before (ISO 8601: 2026-11-23 or 2026-11-23T10:00:00Z)
   --type            an event type (order.created) or a family (order.*)
-  --status          the event's status in the log (failed: its last attempt failed for good)
+  --status          the event's status in the log (failed: its last attempt failed for good;
+                    retrying: its last attempt failed and it will be tried again)
   --handler         only events on which this handler key failed, and run only that handler
                     (keys as in the log and in GET /events, e.g. user:order.created:0)
   --fresh           run the events' durable steps (ctx.step) again instead of returning their
                     stored results (with --handler: only that handler's steps)
-  --dry-run         count and list what would be queued; queue nothing
+  --dry-run         count (and, without a service, list) what would be queued; queue nothing
 
-Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS):
+Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (REDIS_URL):
   list       prints the failed jobs: id, event type, event id, attempts, reason
   <job-id>   moves that failed job back to the queue
   all        moves every failed job back
   --queue    events (default) or sync`;
+
+interface Flags {
+  since?: string;
+  until?: string;
+  type?: string;
+  status?: string;
+  handler?: string;
+  "dry-run": boolean;
+  fresh: boolean;
+}
 
 export async function run(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
       queue: { type: "string", default: "events" },
+      id: { type: "string" },
+      url: { type: "string" },
       since: { type: "string" },
       until: { type: "string" },
       type: { type: "string" },
@@ -51,7 +75,15 @@ export async function run(argv: string[]): Promise<void> {
     strict: true,
   });
   const config = loadConfig({ ...process.env, ROLE: "worker" });
-  if (positionals.length === 0) return replayFromLog(config, values);
+  if (values.id !== undefined) {
+    if (positionals.length > 0) throw new UsageError("--id replays one event; no list, <job-id> or all with it");
+    const others = (["since", "until", "type", "status", "dry-run", "fresh"] as const).filter(
+      (f) => values[f] !== undefined && values[f] !== false,
+    );
+    if (others.length > 0) throw new UsageError(`--id takes only --handler and --url; not --${others.join(", --")}`);
+    return replayOne(config, values.id, values.handler, operatorUrl(values.url));
+  }
+  if (positionals.length === 0) return replayMatching(config, values, operatorUrl(values.url));
   const [what, ...extra] = positionals;
   if (!what || extra.length > 0) throw new UsageError(`replay takes one of: list, <job-id>, all — or filters for the event log\n\n${help}`);
   if (values.fresh) throw new UsageError("--fresh applies to replays from the event log (no list, <job-id> or all)");
@@ -60,28 +92,50 @@ export async function run(argv: string[]): Promise<void> {
   return replayFailedJobs(config, queueName, what);
 }
 
-async function replayFromLog(
-  config: Config,
-  flags: { since?: string; until?: string; type?: string; status?: string; handler?: string; "dry-run": boolean; fresh: boolean },
-): Promise<void> {
-  const params: Record<string, string> = {};
-  for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) params[name] = flags[name];
-  if (flags.handler !== undefined) params.handlerStatus = "failed";
+/** One event by id: through the service, else on the stores. */
+async function replayOne(config: Config, id: string, handler: string | undefined, url: string): Promise<void> {
+  const client = await operatorClient(url, process.env.ADMIN_TOKEN);
+  if (client) {
+    const answer = await client.call("POST", `/events/${encodeURIComponent(id)}/replay`, handler ? { handler } : {});
+    console.log(JSON.stringify(answer));
+    return;
+  }
+  const direct = await directOperatorActions(config, { withStorage: true });
+  try {
+    console.log(JSON.stringify(await direct.actions.replayEvent(id, handler ? { handler } : {})));
+  } catch (err) {
+    if (err instanceof OperatorActionError || (err as { code?: unknown }).code === "invalid_filter")
+      throw new CommandError(`${(err as { code: string }).code}: ${(err as Error).message}`);
+    throw err;
+  } finally {
+    await direct.close();
+  }
+}
+
+/** Every event matching the flags: through the service (a bulk replay there), else from the log here. */
+async function replayMatching(config: Config, flags: Flags, url: string): Promise<void> {
+  const filter: Record<string, string> = {};
+  for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) filter[name] = flags[name];
   let query;
   try {
-    query = eventQueryFromParams(params);
+    query = replayQueryFromFilter(filter);
   } catch (err) {
     throw new UsageError((err as Error).message.replace(/handlerStatus/g, "--handler"));
   }
-  const storage = await openMigratedStorage(config);
-  const connection = flags["dry-run"] ? undefined : createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
-  const queue = connection
-    ? new Queue<EventJobData>(EVENTS_QUEUE, {
-        connection,
-        prefix: config.queuePrefix,
-        defaultJobOptions: configuredJobOptions(config),
-      })
-    : undefined;
+  const client = await operatorClient(url, process.env.ADMIN_TOKEN);
+  if (client) {
+    const answer = await client.call<{ id?: string; count: number }>("POST", "/events/replay", {
+      filter,
+      ...(flags["dry-run"] ? { dryRun: true } : {}),
+      ...(flags.fresh ? { fresh: true } : {}),
+    });
+    console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: answer.count } : { queued: answer.count, bulk: answer.id }));
+    if (answer.id) console.error(`progress: GET ${client.url}/events/replays/${answer.id}`);
+    return;
+  }
+  const direct = flags["dry-run"] ? undefined : await directOperatorActions(config, { withStorage: true });
+  const storage = direct?.storage ?? (await openMigratedStorage(config));
+  const queue = direct?.eventsQueue;
   const bar = process.stderr.isTTY ? new SingleBar({ format: "replaying {bar} {value} events", stream: process.stderr }) : undefined;
   bar?.start(0, 0);
   let count: number;
@@ -93,6 +147,7 @@ async function replayFromLog(
         handler: flags.handler,
         dryRun: flags["dry-run"],
         fresh: flags.fresh ? storage.steps : undefined,
+        ...(queue ? { settle: (ids: readonly string[]) => settleFailedJobs(queue, ids) } : {}),
         onProgress: (n, page) => {
           if (flags["dry-run"])
             for (const event of page)
@@ -104,16 +159,16 @@ async function replayFromLog(
     );
   } finally {
     bar?.stop();
-    await queue?.close();
-    await connection?.quit();
-    await storage.close();
+    if (direct) await direct.close();
+    else await storage.close();
   }
   console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: count } : { queued: count }));
 }
 
 async function replayFailedJobs(config: Config, queueName: string, what: string): Promise<void> {
-  const connection = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
+  const connection = await openCliRedis(config);
   const queue = new Queue(queueName, { connection, prefix: config.queuePrefix });
+  queue.on("error", () => undefined);
   try {
     if (what === "list") {
       const jobs = await queue.getFailed(0, 999);

@@ -1,0 +1,62 @@
+import { Queue } from "bullmq";
+import type { Config } from "../config/config.js";
+import { createLogger } from "../logging/logger.js";
+import type { EventJobData } from "../queue/event-job.js";
+import { configuredJobOptions } from "../queue/job-options.js";
+import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/names.js";
+import type { Storage } from "../mirror/storage.js";
+import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
+import { openCliRedis } from "./cli-redis.js";
+import { openMigratedStorage } from "./open-storage-from-env.js";
+
+/**
+ * The operator actions on the stores themselves, for a command run while no service answers:
+ * Redis (bounded wait) and, when `withStorage`, the database (the embedded one's lock is free
+ * then). `close` releases all of it.
+ */
+export async function directOperatorActions(
+  config: Config,
+  options: { withStorage: boolean },
+): Promise<{ actions: OperatorActions; storage: Storage | undefined; eventsQueue: Queue<EventJobData>; close(): Promise<void> }> {
+  const connection = await openCliRedis(config);
+  let storage: Storage | undefined;
+  try {
+    storage = options.withStorage ? await openMigratedStorage(config) : undefined;
+  } catch (err) {
+    connection.disconnect();
+    throw err;
+  }
+  const eventsQueue = new Queue<EventJobData>(EVENTS_QUEUE, {
+    connection,
+    prefix: config.queuePrefix,
+    defaultJobOptions: configuredJobOptions(config),
+  });
+  const syncQueue = new Queue(SYNC_QUEUE, { connection, prefix: config.queuePrefix });
+  for (const q of [eventsQueue, syncQueue]) q.on("error", () => undefined);
+  const noEventLog = {
+    get: () => Promise.reject(new Error("no event log opened")),
+    query: () => Promise.reject(new Error("no event log opened")),
+  };
+  const actions = createOperatorActions({
+    eventLog: storage?.eventLog ?? noEventLog,
+    eventsQueue,
+    syncQueue,
+    syncJobOptions: { ...configuredJobOptions(config), removeOnComplete: true },
+    redis: connection,
+    prefix: config.queuePrefix,
+    ...(storage ? { steps: storage.steps } : {}),
+    syncAvailable: config.api !== undefined,
+    // Nothing here logs in a one-off command (bulk replays run in the foreground through replayEvents).
+    logger: createLogger({ level: "silent" }),
+  });
+  return {
+    actions,
+    storage,
+    eventsQueue,
+    async close() {
+      await Promise.all([eventsQueue.close(), syncQueue.close()]);
+      await connection.quit().catch(() => connection.disconnect());
+      await storage?.close();
+    },
+  };
+}
