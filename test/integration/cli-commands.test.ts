@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdtempSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
@@ -11,6 +13,8 @@ import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { nextSettled } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
+import { waitFor } from "../helpers/wait-for.js";
+import { redisAnswers } from "../../src/local/ensure-redis.js";
 
 let svc: TestService | undefined;
 let sandbox: Sandbox | undefined;
@@ -99,7 +103,55 @@ describe("svc-webhooks dev", () => {
     proc.child.kill("SIGTERM");
     expect((await proc.exited).code).toBe(0);
     expect(proc.stdout()).not.toMatch(/whsec_dev_(newest|oldest)/); // the log, not the banner
-  });
+  }, 120_000);
+
+  it("prints the console URL, the secrets it generated and an export block with which the CLI reaches the stack", async () => {
+    const running = runCli(["dev", "--port", "0", "--sandbox-port", "0", "--no-simulate"], {
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: `test-dev-${randomUUID().slice(0, 8)}`,
+      SIGNING_SECRET: "whsec_dev_chosen_0123456789",
+    });
+    proc = running;
+    const banner = await waitFor(() => running.stderr().includes("Ctrl-C stops everything.") && running.stderr(), {
+      timeoutMs: 120_000,
+      what: "the dev banner",
+    });
+    expect(banner).toMatch(/console +http:\/\/127\.0\.0\.1:\d+\/console/);
+    expect(banner).toContain("ADMIN_TOKEN generated for this run");
+    expect(banner).not.toContain("SIGNING_SECRET and ADMIN_TOKEN generated");
+    const exported = Object.fromEntries(
+      [...banner.matchAll(/^ {2}export (.+)$/gm)].flatMap((m) => m[1]!.split(" ").map((pair) => pair.split("=", 2) as [string, string])),
+    );
+    expect(Object.keys(exported)).toEqual(expect.arrayContaining(["REDIS_URL", "API_BASE_URL", "API_KEY", "ADMIN_TOKEN", "PORT"]));
+    expect(exported.API_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    // The CLI with only that environment asks this stack's service (the service holds the embedded database).
+    const client = runCli(["replay", "--status", "failed", "--dry-run"], exported);
+    expect((await client.exited).code, client.stderr()).toBe(0);
+    expect(JSON.parse(client.stdout())).toEqual({ wouldQueue: 0 });
+    running.child.kill("SIGTERM");
+    expect((await running.exited).code).toBe(0);
+  }, 240_000);
+
+  it("that fails to start (its port is taken) says so in one line and leaves no redis-server behind", async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const noRedis = createServer();
+      await new Promise<void>((r) => noRedis.listen(0, "127.0.0.1", r));
+      const closedRedis = `redis://127.0.0.1:${(noRedis.address() as AddressInfo).port}`;
+      await new Promise((r) => noRedis.close(r));
+      proc = runCli(["dev", "--port", String(port), "--sandbox-port", "0", "--no-simulate"], { REDIS_URL: closedRedis });
+      expect((await proc.exited).code).toBe(1);
+      const own = /redis-server started at (redis:\/\/\S+)/.exec(proc.stderr())?.[1];
+      expect(own, proc.stderr()).toBeDefined();
+      expect(proc.stderr()).toContain(`port ${port} is in use`);
+      expect(proc.stderr()).not.toMatch(/^\s+at /m);
+      expect(await redisAnswers(own!)).toBe(false);
+    } finally {
+      await new Promise((r) => taken.close(r));
+    }
+  }, 180_000);
 
   it("stops everything on Ctrl-C (SIGINT to its whole process group), closing the embedded database", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "svc-dev-data-"));

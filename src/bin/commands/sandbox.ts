@@ -114,11 +114,15 @@ export async function run(argv: string[]): Promise<void> {
   process.stdout.write(
     [
       `sandbox API      ${url}/api/v1`,
+      `API_BASE_URL     ${url}   (what the service expects: without /api/v1)`,
       `API key          ${apiKey ? "(as given)" : sandbox.apiKey}`,
       `webhooks         ${urls.length > 0 ? urls.join(", ") : "none (POST /_sandbox/webhooks to add one)"}`,
       `simulation       ${values.simulate ? "on" : "off"}`,
       `history          ${orders === undefined ? "small sample" : `${orders} orders, ${sandbox.state.bookings().length} bookings`}`,
       `traffic          ${traffic === undefined ? "off" : `${traffic} events/s`}`,
+      "",
+      "Point the service (and the CLI) at it with:",
+      `  export API_BASE_URL=${url}${apiKey ? "" : ` API_KEY=${sandbox.apiKey}`}`,
       "",
     ].join("\n"),
   );
