@@ -4,7 +4,7 @@ import type { EventLog, EventQuery, EventSummary, LoggedEvent } from "../mirror/
 import type { EventJobData } from "../queue/event-job.js";
 import type { StepStore } from "../mirror/step-store.js";
 import { EventLogError } from "../mirror/event-log-error.js";
-import { eventQueryFromParams } from "../mirror/event-query.js";
+import { eventQueryFromParams, validateEventQuery } from "../mirror/event-query.js";
 
 export interface ReplayOptions {
   /** Which logged events to replay (time range, type or family, status, handler outcome). */
@@ -103,7 +103,10 @@ export function replayQueryFromFilter(filter: Record<string, string | undefined>
   for (const name of ["limit", "cursor", "handlerStatus"] as const)
     if (name in filter)
       throw new EventLogError("invalid_filter", name, `a replay filter takes type, status, handler, since, until; not ${name}`);
-  return eventQueryFromParams(params);
+  const query = eventQueryFromParams(params);
+  // Checked now (statuses, type patterns), not when the first page is read: a bad value is the caller's error.
+  validateEventQuery(query);
+  return query;
 }
 
 /** A replay job of one logged event: a fresh job id, no deduplication (a deliberate redelivery). */

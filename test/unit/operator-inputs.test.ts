@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { printableRedisUrl } from "../../src/bin/cli-redis.js";
+import { operatorUrl } from "../../src/bin/operator-client.js";
+import { replayQueryFromFilter } from "../../src/worker/replay-events.js";
+
+describe("replayQueryFromFilter", () => {
+  it("turns handler into 'the events on which it failed' and retrying into the log's received", () => {
+    expect(replayQueryFromFilter({ handler: "user:order.created:0", status: "retrying" })).toEqual({
+      handler: "user:order.created:0",
+      handlerStatus: "failed",
+      status: "received",
+    });
+  });
+
+  it.each([
+    [{ limit: "5" }, "limit"],
+    [{ cursor: "abc" }, "cursor"],
+    [{ handlerStatus: "ok" }, "handlerStatus"],
+    [{ status: "lost" }, "status must be one of received, handled, failed, retrying"],
+    [{ since: "last tuesday" }, "since"],
+    [{ colour: "red" }, "unknown filter colour"],
+  ])("refuses %j naming the field", (filter, message) => {
+    expect(() => replayQueryFromFilter(filter)).toThrow(message);
+  });
+});
+
+describe("operatorUrl", () => {
+  it("defaults to 127.0.0.1 on PORT (3000 without it) and drops a trailing slash", () => {
+    expect(operatorUrl(undefined, {})).toBe("http://127.0.0.1:3000");
+    expect(operatorUrl(undefined, { PORT: "8080" })).toBe("http://127.0.0.1:8080");
+    expect(operatorUrl("https://ops.example/", {})).toBe("https://ops.example");
+  });
+
+  it.each(["localhost:3000", "ftp://host", "not a url"])("refuses %s as a usage error", (url) => {
+    expect(() => operatorUrl(url, {})).toThrow("is not an http(s) URL");
+  });
+});
+
+describe("printableRedisUrl", () => {
+  it("keeps host and port, never the credentials", () => {
+    expect(printableRedisUrl("redis://user:s3cret-pass@cache.internal:6380/0")).toBe("redis://cache.internal:6380");
+  });
+});
