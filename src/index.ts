@@ -49,7 +49,7 @@ export {
   type MenuItemQuery,
   type OrderQuery,
 } from "./upstream/client.js";
-export { createRateLimiter, type Priority, type RateLimiter, type RateLimiterOptions } from "./upstream/rate-limiter.js";
+export { createRateLimiter, BUDGET_CLASSES, type BudgetClass, type RateLimiter, type RateLimiterOptions } from "./upstream/rate-limiter.js";
 export { apiKeyId, isApiKey, parseApiKey, ApiKeyError, API_KEY_PREFIX } from "./upstream/api-key.js";
 export {
   UpstreamError,

@@ -54,7 +54,17 @@ export interface Config {
   shutdownTimeoutMs: number;
   logLevel: string;
   /** The upstream API; without it the worker runs handlers but syncs nothing. */
-  api?: { baseUrl: string; apiKey: string; rate: number; rateWindowMs: number; rateSafetyMs: number; timeoutMs: number };
+  api?: {
+    baseUrl: string;
+    apiKey: string;
+    rate: number;
+    rateWindowMs: number;
+    rateSafetyMs: number;
+    timeoutMs: number;
+    /** Shares of the window the active tier, and the full tier with backfill, may hold (upstream/rate-limiter.ts). */
+    budgetActiveShare: number;
+    budgetFullShare: number;
+  };
   worker: {
     concurrency: number;
     attempts: number;
@@ -76,8 +86,12 @@ export interface Config {
     syncRefreshMaxPages: number;
     /** The bookings list's upper date bound parameter (the spec does not show its name). */
     syncBookingsUpperBoundParam: string;
-    /** 0 turns the scheduled reconciliation off. */
+    /** How often a full pass starts (after the previous one started); 0 turns all reconciliation off. */
     reconcileIntervalMs: number;
+    /** How often the active tier re-reads what can still change; 0 turns the active tier off. */
+    reconcileActiveIntervalMs: number;
+    /** Pages one full-tier slice (one job) reads at most before it saves and ends. */
+    reconcileFullSlicePages: number;
     /**
      * How often the change relay looks for change events left in the outbox (by other processes
      * or a crash); it is also poked right after every write that recorded changes. 0: this

@@ -59,6 +59,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
             rateWindowMs: e.API_RATE_WINDOW_SECONDS * 1000,
             rateSafetyMs: e.API_RATE_SAFETY_MS,
             timeoutMs: e.API_TIMEOUT_MS,
+            budgetActiveShare: e.API_BUDGET_ACTIVE_SHARE,
+            budgetFullShare: e.API_BUDGET_FULL_SHARE,
           },
         }
       : {}),
@@ -75,6 +77,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       syncRefreshMaxPages: e.SYNC_REFRESH_MAX_PAGES,
       syncBookingsUpperBoundParam: e.SYNC_BOOKINGS_UPPER_BOUND_PARAM,
       reconcileIntervalMs: e.RECONCILE_INTERVAL_SECONDS * 1000,
+      reconcileActiveIntervalMs: e.RECONCILE_ACTIVE_INTERVAL_SECONDS * 1000,
+      reconcileFullSlicePages: e.RECONCILE_FULL_SLICE_PAGES,
       changeRelayIntervalMs: e.CHANGE_RELAY_INTERVAL_MS,
     },
     database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DATABASE_SCHEMA, operatorQueryTimeoutMs: e.OPERATOR_QUERY_TIMEOUT_MS },

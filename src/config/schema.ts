@@ -9,6 +9,9 @@ const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .min(min, `must be at least ${min}`)
     .max(max, `must be at most ${max}`);
 
+/** A share of the rate budget: more than 0, at most 1. */
+const share = () => z.coerce.number({ error: "must be a number" }).gt(0, "must be more than 0").max(1, "must be at most 1");
+
 /** Secrets: the schema's messages never include the value (zod's defaults do not either). */
 const secretList = z
   .string({ error: "is required" })
@@ -80,6 +83,10 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, "must be a query parameter name (letters, digits, _)")
     .default(DEFAULTS.syncBookingsUpperBoundParam),
   RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
+  RECONCILE_ACTIVE_INTERVAL_SECONDS: int(0).default(120),
+  RECONCILE_FULL_SLICE_PAGES: int(1, 10_000).default(30),
+  API_BUDGET_ACTIVE_SHARE: share().default(DEFAULTS.apiBudgetActiveShare),
+  API_BUDGET_FULL_SHARE: share().default(DEFAULTS.apiBudgetFullShare),
   CHANGE_RELAY_INTERVAL_MS: int(0, 600_000).default(1000),
   // The URL may carry a password: messages never echo it (zod's own do not either).
   DATABASE_URL: optionalSecret("must be a postgres:// or postgresql:// URL", (s) => /^postgres(ql)?:\/\//.test(s) && URL.canParse(s)),

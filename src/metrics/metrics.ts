@@ -127,7 +127,44 @@ export function createMetrics() {
     }),
     reconcileLastSuccess: new Gauge({
       name: "svc_reconcile_last_success_timestamp_seconds",
-      help: "When the last reconciliation sweep finished (the worker's start until one has; 0 where none is scheduled)",
+      help: "When the last complete full reconciliation pass (every kind) finished (the worker's start until one has; 0 where none is scheduled)",
+      ...opts,
+    }),
+    budgetSlots: new Counter({
+      name: "svc_upstream_budget_slots_total",
+      help: "Slots of the shared rate budget taken, by budget class (webhook, active, full)",
+      labelNames: ["class"],
+      ...opts,
+    }),
+    budgetWaitSeconds: new Histogram({
+      name: "svc_upstream_budget_wait_seconds",
+      help: "Time a call waited for its slot of the shared rate budget (pauses included), by budget class",
+      labelNames: ["class"],
+      buckets: [0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      ...opts,
+    }),
+    budgetRateLimited: new Counter({
+      name: "svc_upstream_budget_rate_limited_total",
+      help: "429 answers from the upstream API, by the budget class of the call (every class pauses)",
+      labelNames: ["class"],
+      ...opts,
+    }),
+    fullPassRecords: new Gauge({
+      name: "svc_reconcile_full_pass_records",
+      help: "Records the running (or last) full reconciliation pass has read, by kind",
+      labelNames: ["kind"],
+      ...opts,
+    }),
+    fullPassPages: new Gauge({
+      name: "svc_reconcile_full_pass_pages",
+      help: "Pages the running (or last) full reconciliation pass has read, by kind",
+      labelNames: ["kind"],
+      ...opts,
+    }),
+    reconcileLastCompletePass: new Gauge({
+      name: "svc_reconcile_last_complete_pass_timestamp_seconds",
+      help: "When the last complete pass of a reconciliation tier finished (full: the oldest kind's), by tier (active, full)",
+      labelNames: ["tier"],
       ...opts,
     }),
     role: new Gauge({

@@ -28,7 +28,7 @@ import {
   type Page,
   type SettableOrderStatus,
 } from "./models.js";
-import type { Priority, RateLimiter } from "./rate-limiter.js";
+import type { BudgetClass, RateLimiter } from "./rate-limiter.js";
 import { paginate } from "./paginate.js";
 import { backoffMs, parseRetryAfter } from "./retry.js";
 import { sleep } from "./sleep.js";
@@ -45,7 +45,14 @@ export interface ApiClientOptions {
   /** 429s waited out (shared pause) and retried before UpstreamRateLimitError is thrown. */
   maxRateLimitRetries?: number;
   userAgent?: string;
-  onResponse?: (info: { method: string; route: string; status: number | "timeout" | "network"; durationMs: number }) => void;
+  onResponse?: (info: {
+    method: string;
+    route: string;
+    status: number | "timeout" | "network";
+    durationMs: number;
+    /** The budget class the call was sent under. */
+    budget: BudgetClass;
+  }) => void;
   logger?: Logger;
   /**
    * Given only when tracing is on: each call is a CLIENT span (its budget waits and retries as
@@ -60,7 +67,8 @@ export interface ApiClientOptions {
 }
 
 export interface ListOptions {
-  priority?: Priority;
+  /** The budget class the read is sent under (upstream/rate-limiter.ts). @defaultValue "webhook" */
+  priority?: BudgetClass;
   /**
    * The read time of each attempt (the mirror passes its shared clock, `MirrorStore.clock`).
    * Called after the attempt's rate-limit slot was taken, right before its request is sent, so a
@@ -122,7 +130,7 @@ interface Call<T> {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
   schema: z.ZodType<T>;
-  priority?: Priority;
+  priority?: BudgetClass;
   clock?: () => Promise<Date>;
 }
 
@@ -159,7 +167,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     let rateLimited = 0;
     for (;;) {
       const waitStarted = span ? performance.now() : 0;
-      await options.limiter?.acquire({ priority: call.priority ?? "high" });
+      await options.limiter?.acquire({ priority: call.priority ?? "webhook" });
       span?.addEvent("rate budget acquired", { "svc.budget.wait_ms": Math.round(performance.now() - waitStarted) });
       try {
         // Per attempt, after the slot: the time of the request actually sent, not of the first try.
@@ -186,7 +194,13 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   async function sendAttempt<T>(call: Call<T>, url: URL, span?: Span): Promise<T> {
     const started = performance.now();
     const report = (status: number | "timeout" | "network") =>
-      options.onResponse?.({ method: call.method, route: call.route, status, durationMs: performance.now() - started });
+      options.onResponse?.({
+        method: call.method,
+        route: call.route,
+        status,
+        durationMs: performance.now() - started,
+        budget: call.priority ?? "webhook",
+      });
     // The timeout covers the whole answer, body included: a body that stalls after the headers
     // is a timeout like any other (retried for a GET), never a raw DOMException.
     let res: Response;

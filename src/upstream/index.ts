@@ -8,7 +8,14 @@ export {
   type OrderQuery,
   type ReadPage,
 } from "./client.js";
-export { createRateLimiter, type Priority, type RateLimiter, type RateLimiterOptions } from "./rate-limiter.js";
+export {
+  createRateLimiter,
+  BUDGET_CLASSES,
+  type BudgetClass,
+  type OnSlot,
+  type RateLimiter,
+  type RateLimiterOptions,
+} from "./rate-limiter.js";
 export { apiKeyId, isApiKey, parseApiKey, ApiKeyError, API_KEY_PREFIX } from "./api-key.js";
 export { parseRetryAfter, backoffMs } from "./retry.js";
 export { paginate, paginatePages } from "./paginate.js";

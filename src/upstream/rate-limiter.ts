@@ -11,7 +11,7 @@ import { sleep } from "./sleep.js";
 /**
  * Take one slot, or say how long to wait.
  * KEYS: log (sorted set of acquisition times), pause, last (time of the latest acquisition).
- * ARGV: cap (max, or the low-priority share of it), window (ms, safety margin included),
+ * ARGV: cap (max, or the caller's budget class's share of it), window (ms, safety margin included),
  *       minimum gap (ms), a unique member.
  * Returns { 1, now } when the slot was taken, { 0, waitMs } otherwise.
  */
@@ -53,7 +53,17 @@ local count = redis.call("ZCOUNT", KEYS[1], "(" .. (now - tonumber(ARGV[1])), "+
 return { count, math.max(0, redis.call("PTTL", KEYS[2])) }
 `;
 
-export type Priority = "high" | "low";
+/**
+ * Who is asking, in the order they are served: `webhook` (refreshes an event asked for: the whole
+ * budget), `active` (the active reconciliation tier), `full` (the full tier and backfill). One
+ * sliding log for all: a class takes a slot only while the window holds fewer than its cap, so a
+ * lower class never holds more than its share and always leaves the rest to the classes above.
+ */
+export type BudgetClass = "webhook" | "active" | "full";
+export const BUDGET_CLASSES: readonly BudgetClass[] = ["webhook", "active", "full"];
+
+/** Told of every slot taken: its class and how long the caller waited for it (pauses included). */
+export type OnSlot = (taken: { budget: BudgetClass; waitedMs: number }) => void;
 
 export interface RateLimiterOptions {
   /** Any connection; the scripts are defined on it (EVALSHA, falling back to EVAL). */
@@ -72,11 +82,17 @@ export interface RateLimiterOptions {
   /** @defaultValue "svc" */
   prefix?: string;
   /**
-   * Low-priority callers (backfill, reconciliation sweeps) may only take a slot while the window
-   * holds fewer than floor(max · share), so webhook-driven refetches are never starved.
-   * @defaultValue 0.75
+   * The active tier may only take a slot while the window holds fewer than floor(max · share).
+   * @defaultValue DEFAULTS.apiBudgetActiveShare (0.5)
    */
-  lowPriorityShare?: number;
+  activeShare?: number;
+  /**
+   * The full tier and backfill may only take a slot while the window holds fewer than
+   * floor(max · share): never more than this share of any window. @defaultValue DEFAULTS.apiBudgetFullShare (0.25)
+   */
+  fullShare?: number;
+  /** Per-class metrics (slots taken, time waited). */
+  onSlot?: OnSlot;
 }
 
 export interface RateLimitState {
@@ -91,11 +107,13 @@ export interface RateLimiter {
    * Resolves with the time the slot was taken, epoch ms on Redis's clock. Rejects with the
    * signal's reason if it aborts first.
    */
-  acquire(opts?: { priority?: Priority; signal?: AbortSignal }): Promise<number>;
+  acquire(opts?: { priority?: BudgetClass; signal?: AbortSignal }): Promise<number>;
   /** Nobody sharing the key gets a slot for `ms` (a 429's Retry-After). Only ever extends. */
   pause(ms: number): Promise<void>;
   /** For a metric of the budget left. */
   state(): Promise<RateLimitState>;
+  /** The most slots of one window each class may hold. */
+  caps: Readonly<Record<BudgetClass, number>>;
 }
 
 interface Scripts {
@@ -120,17 +138,16 @@ interface Scripts {
  *
  * @example
  * const limiter = createRateLimiter({ redis, keyId: apiKeyId(key) });
- * await limiter.acquire({ priority: "low" });
+ * await limiter.acquire({ priority: "full" });
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const max = options.max ?? DEFAULTS.apiRate;
   const windowMs = options.windowMs ?? DEFAULTS.apiRateWindowMs;
   const effectiveWindowMs = windowMs + (options.safetyMs ?? DEFAULTS.apiRateSafetyMs);
   const minGapMs = Math.floor(windowMs / max / 2);
-  // At least one slot, or low priority could never go at all.
-  const lowCap = Math.max(1, Math.floor(max * (options.lowPriorityShare ?? 0.75)));
   if (!Number.isInteger(max) || max < 1) throw new RangeError("rate limiter max must be a whole number ≥ 1");
   if (!(windowMs > 0)) throw new RangeError("rate limiter windowMs must be > 0");
+  const caps = budgetCaps(max, options.activeShare ?? DEFAULTS.apiBudgetActiveShare, options.fullShare ?? DEFAULTS.apiBudgetFullShare);
   // One hash tag for the three keys: one Redis Cluster slot, as the scripts need.
   const keys = redisKeys(options.prefix).upstreamBudget(options.keyId);
   const scripts = defineScripts<Scripts>(options.redis, {
@@ -140,8 +157,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   });
 
   return {
-    async acquire({ priority = "high", signal } = {}) {
-      const cap = priority === "low" ? lowCap : max;
+    caps,
+    async acquire({ priority = "webhook", signal } = {}) {
+      const cap = caps[priority];
+      const started = performance.now();
       for (;;) {
         signal?.throwIfAborted();
         const [granted, value] = await scripts.svcUpstreamAcquire(
@@ -153,7 +172,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
           minGapMs,
           randomUUID(),
         );
-        if (granted === 1) return value;
+        if (granted === 1) {
+          options.onSlot?.({ budget: priority, waitedMs: performance.now() - started });
+          return value;
+        }
         // The script says exactly when the blocking condition can end: sleep that long, re-ask.
         await sleep(value, signal);
       }
@@ -166,4 +188,18 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       return { inWindow, max, pausedForMs };
     },
   };
+}
+
+/**
+ * Each class's cap: webhook the whole window, active and full their shares (at least one slot, or
+ * the class could never go at all), a lower class never above a higher one.
+ */
+export function budgetCaps(max: number, activeShare: number, fullShare: number): Record<BudgetClass, number> {
+  for (const [name, share] of [
+    ["active", activeShare],
+    ["full", fullShare],
+  ] as const)
+    if (!(share > 0 && share <= 1)) throw new RangeError(`rate limiter ${name} share must be > 0 and ≤ 1`);
+  const active = Math.max(1, Math.floor(max * activeShare));
+  return { webhook: max, active, full: Math.min(active, Math.max(1, Math.floor(max * fullShare))) };
 }

@@ -7,6 +7,7 @@ import {
   type ApiClient,
   type ApiClientOptions,
   type RateLimiter,
+  type RateLimiterOptions,
 } from "../upstream/index.js";
 
 /** The API client and its shared limiter, as the config describes them (worker and backfill alike). */
@@ -14,7 +15,7 @@ export function upstreamFromConfig(
   api: NonNullable<Config["api"]>,
   redis: RedisClient,
   prefix: string,
-  extra: Pick<ApiClientOptions, "onResponse" | "logger" | "tracer" | "bookingsUpperBoundParam"> = {},
+  extra: Pick<ApiClientOptions, "onResponse" | "logger" | "tracer" | "bookingsUpperBoundParam"> & Pick<RateLimiterOptions, "onSlot"> = {},
 ): { api: ApiClient; limiter: RateLimiter } {
   const limiter = createRateLimiter({
     redis,
@@ -23,6 +24,13 @@ export function upstreamFromConfig(
     windowMs: api.rateWindowMs,
     safetyMs: api.rateSafetyMs,
     prefix,
+    activeShare: api.budgetActiveShare,
+    fullShare: api.budgetFullShare,
+    ...(extra.onSlot ? { onSlot: extra.onSlot } : {}),
   });
-  return { limiter, api: createApiClient({ baseUrl: api.baseUrl, apiKey: api.apiKey, timeoutMs: api.timeoutMs, limiter, ...extra }) };
+  const { onSlot: _onSlot, ...clientExtra } = extra;
+  return {
+    limiter,
+    api: createApiClient({ baseUrl: api.baseUrl, apiKey: api.apiKey, timeoutMs: api.timeoutMs, limiter, ...clientExtra }),
+  };
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { createRateLimiter, type RateLimiter } from "../../src/upstream/rate-limiter.js";
+import { createRateLimiter, type BudgetClass, type RateLimiter } from "../../src/upstream/rate-limiter.js";
 
 let conns: Redis[] = [];
 let prefix: string;
@@ -14,7 +14,7 @@ afterEach(async () => {
 });
 
 /** A limiter on its own Redis connection, as another process would have. */
-function limiter(opts: { max: number; windowMs: number; safetyMs?: number; lowPriorityShare?: number }): RateLimiter {
+function limiter(opts: { max: number; windowMs: number; safetyMs?: number; activeShare?: number; fullShare?: number }): RateLimiter {
   const redis = new Redis(inject("redisUrl"));
   conns.push(redis);
   return createRateLimiter({ redis, keyId: "k1", prefix, safetyMs: 0, ...opts });
@@ -65,15 +65,93 @@ describe("shared rate limiter", () => {
     expect((await a.state()).pausedForMs).toBeGreaterThan(4000);
   });
 
-  it("keeps the last share of the window for high priority", async () => {
-    const a = limiter({ max: 4, windowMs: 60_000, lowPriorityShare: 0.5 });
-    await a.acquire({ priority: "low" });
-    await a.acquire({ priority: "low" });
+  it("keeps the rest of the window for webhooks once the full class holds its share", async () => {
+    const a = limiter({ max: 4, windowMs: 60_000, fullShare: 0.5 });
+    await a.acquire({ priority: "full" });
+    await a.acquire({ priority: "full" });
     const aborted = new AbortController();
-    const low = a.acquire({ priority: "low", signal: aborted.signal });
-    await a.acquire({ priority: "high" });
+    const full = a.acquire({ priority: "full", signal: aborted.signal });
+    await a.acquire({ priority: "webhook" });
     expect((await a.state()).inWindow).toBe(3);
     aborted.abort();
-    await expect(low).rejects.toBeDefined();
+    await expect(full).rejects.toBeDefined();
+  });
+
+  it("serves the classes in order: full stops at its cap, active at its own, webhook takes the whole window", async () => {
+    // A window long enough that nothing leaves it during the test (the minimum gap is window / max / 2 = 1 s).
+    const a = limiter({ max: 8, windowMs: 16_000, activeShare: 0.5, fullShare: 0.25 });
+    expect(a.caps).toEqual({ webhook: 8, active: 4, full: 2 });
+    await a.acquire({ priority: "full" });
+    await a.acquire({ priority: "full" });
+    const stopFull = new AbortController();
+    const full = a.acquire({ priority: "full", signal: stopFull.signal });
+    await a.acquire({ priority: "active" });
+    await a.acquire({ priority: "active" });
+    const stopActive = new AbortController();
+    const active = a.acquire({ priority: "active", signal: stopActive.signal });
+    for (let i = 0; i < 4; i++) await a.acquire({ priority: "webhook" });
+    expect((await a.state()).inWindow).toBe(8);
+    stopFull.abort();
+    stopActive.abort();
+    await expect(full).rejects.toBeDefined();
+    await expect(active).rejects.toBeDefined();
+  });
+
+  it("never lets the full class hold more than its share of any window while webhooks and the active tier still get slots", async () => {
+    const windowMs = 1000;
+    const slots: Record<BudgetClass, number> = { webhook: 0, active: 0, full: 0 };
+    const a = limiter({
+      max: 20,
+      windowMs,
+      activeShare: 0.5,
+      fullShare: 0.25,
+    });
+    const b = limiter({ max: 20, windowMs, activeShare: 0.5, fullShare: 0.25 });
+    const times: Record<BudgetClass, number[]> = { webhook: [], active: [], full: [] };
+    // Two processes, each class asking for more than its share, all at once.
+    const ask = (l: RateLimiter, budget: BudgetClass, n: number) =>
+      (async () => {
+        for (let i = 0; i < n; i++) {
+          times[budget].push(await l.acquire({ priority: budget }));
+          slots[budget]++;
+        }
+      })();
+    await Promise.all([
+      ask(a, "full", 6),
+      ask(b, "full", 6),
+      ask(a, "active", 6),
+      ask(b, "active", 6),
+      ask(a, "webhook", 6),
+      ask(b, "webhook", 6),
+    ]);
+    expect(slots).toEqual({ webhook: 12, active: 12, full: 12 });
+    // By Redis's clock, the limiter's own: at most 5 (a quarter of 20) full slots in any window.
+    expect(maxInAnyWindow(times.full, windowMs)).toBeLessThanOrEqual(5);
+    expect(maxInAnyWindow([...times.full, ...times.active], windowMs)).toBeLessThanOrEqual(10);
+    expect(maxInAnyWindow([...times.full, ...times.active, ...times.webhook], windowMs)).toBeLessThanOrEqual(20);
+  });
+
+  it("tells who took each slot (per-class metrics)", async () => {
+    const taken: BudgetClass[] = [];
+    const redis = new Redis(inject("redisUrl"));
+    conns.push(redis);
+    const l = createRateLimiter({
+      redis,
+      keyId: "k1",
+      prefix,
+      max: 100,
+      windowMs: 1000,
+      safetyMs: 0,
+      onSlot: ({ budget }) => taken.push(budget),
+    });
+    await l.acquire({ priority: "full" });
+    await l.acquire();
+    await l.acquire({ priority: "active" });
+    expect(taken).toEqual(["full", "webhook", "active"]);
+  });
+
+  it("refuses a share outside (0, 1]", () => {
+    expect(() => limiter({ max: 10, windowMs: 1000, fullShare: 0 })).toThrow(/full share/);
+    expect(() => limiter({ max: 10, windowMs: 1000, activeShare: 1.5 })).toThrow(/active share/);
   });
 });

@@ -1,8 +1,7 @@
 import type { MirrorKind, MirrorRecord, RefusedUpstreamRecord } from "../../mirror/store.js";
-import type { ApiClient } from "../../upstream/index.js";
+import type { ApiClient, BudgetClass } from "../../upstream/index.js";
 
 export type SyncedKind = Exclude<MirrorKind, "reviews">;
-export type Priority = "high" | "low";
 
 export interface Page {
   data: MirrorRecord[];
@@ -23,7 +22,7 @@ export const LISTERS: Record<
     api: ApiClient,
     restaurantId: string | undefined,
     cursor: string | undefined,
-    priority: Priority,
+    priority: BudgetClass,
     clock: () => Promise<Date>,
   ) => Promise<Page>
 > = {
