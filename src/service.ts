@@ -98,6 +98,7 @@ export async function createService({ config, logger, handlers = [], database, t
         eventLog,
         changeOutbox: storage.changeOutbox,
         steps: storage.steps,
+        checkpoints: storage.checkpoints,
         handlers: ([] as EventHandlers[]).concat(handlers),
         metrics,
         tracing,

@@ -114,6 +114,7 @@ export interface DatabaseSchema {
   change_outbox: ChangeOutboxTable;
   rejected_records: RejectedRecordsTable;
   unlisted_records: UnlistedRecordsTable;
+  sync_checkpoints: SyncCheckpointsTable;
 }
 
 /** Changes written with the mirror, waiting for the relay (migrations/0003_change_outbox.ts). */
@@ -152,4 +153,17 @@ export interface UnlistedRecordsTable {
   first_noted_at: Timestamp;
   given_up_at: Generated<Date>;
   attempts: number;
+/** Where each resumable list walk stands (migrations/0007_sync_checkpoints.ts). */
+export interface SyncCheckpointsTable {
+  tier: string;
+  cursor: string | null;
+  pass_started_at: Timestamp;
+  pass_completed_at: Timestamp | null;
+  /** bigint: read back as a string by both drivers. */
+  records: ColumnType<string, number | string, number | string>;
+  pages: number;
+  first_import: boolean;
+  since: string | null;
+  last_complete_at: Timestamp | null;
+  updated_at: Timestamp;
 }

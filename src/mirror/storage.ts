@@ -4,6 +4,7 @@ import { createChangeOutbox, type ChangeOutbox } from "./change-outbox.js";
 import { createDatabase, type Database } from "./database.js";
 import { createEventLog, operatorBounds, type EventLog } from "./event-log.js";
 import { createStepStore, type StepStore } from "./step-store.js";
+import { createSyncCheckpoints, type SyncCheckpoints } from "./sync-checkpoints.js";
 import { migrateToLatest } from "./migrate.js";
 import { withOperatorTimeout } from "./operator-query-timeout-error.js";
 import { createPostgresMirror } from "./postgres-store.js";
@@ -20,6 +21,8 @@ export interface Storage {
   changeOutbox: ChangeOutbox;
   /** Durable steps' results (ctx.step). */
   steps: StepStore;
+  /** Where the full reconciliation tier and backfill stand, per kind. */
+  checkpoints: SyncCheckpoints;
   /** Applies pending migrations (under the migration lock); returns the names it applied. */
   migrate(): Promise<string[]>;
   /** Answers when the database does (a readiness check). */
@@ -59,6 +62,7 @@ export async function openStorage(
     eventLog: createEventLog(database.db, { reader: database.operatorDb, bounds: operatorBounds(database) }),
     changeOutbox: createChangeOutbox(database.db),
     steps: createStepStore(database.db),
+    checkpoints: createSyncCheckpoints(database.db),
     migrate: () => migrateToLatest(database),
     async ping() {
       await database.db.selectNoFrom((eb) => eb.val(1).as("one")).execute();

@@ -3,11 +3,16 @@ import type { Logger } from "pino";
 import { isKnownEventType } from "../events/catalog.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { EventJobData } from "../queue/event-job.js";
+import { RECONCILE_JOBS } from "./sync/reconcile-jobs.js";
 import { isDeadLetterPlacement } from "../queue/event-worker.js";
 
 /** Job names are event types, which senders choose: keep the label set bounded. */
 export function jobLabel(name: string): string {
-  return isKnownEventType(name) || name.startsWith("change.") || ["refresh", "reconcile", "prune-events"].includes(name) ? name : "other";
+  return isKnownEventType(name) ||
+    name.startsWith("change.") ||
+    ["refresh", "reconcile", "prune-events", ...Object.values(RECONCILE_JOBS)].includes(name)
+    ? name
+    : "other";
 }
 
 /** Whether a failed attempt was the job's last (no retry follows). */

@@ -28,7 +28,8 @@ import { watchRecording } from "./recording-health.js";
 import { refreshKind } from "./sync/refresh-kind.js";
 import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { createMirrorWriter } from "./sync/mirror-writer.js";
-import { sweepAll } from "./sync/sweep-all.js";
+import { collectFullTier, reconcileProcessors, scheduleReconcile } from "./sync/reconcile-jobs.js";
+import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { createSyncHandlers } from "./sync/sync-handlers.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync/sync-worker.js";
 import { upstreamFromConfig } from "./upstream-from-config.js";
@@ -76,6 +77,8 @@ export function createWorkerRole(deps: {
   changeOutbox: ChangeOutbox;
   /** Durable steps' results (ctx.step). */
   steps: StepStore;
+  /** Where the full reconciliation tier and backfill stand (sync_checkpoints). */
+  checkpoints: SyncCheckpoints;
   handlers: readonly EventHandlers[];
   metrics: Metrics;
   /** Given when tracing is on: a span per handler, the refresh job in its event's trace, upstream spans. */
@@ -92,9 +95,16 @@ export function createWorkerRole(deps: {
         logger,
         ...(tracing ? { tracer: tracing.tracer } : {}),
         bookingsUpperBoundParam: config.worker.syncBookingsUpperBoundParam,
-        onResponse: ({ method, route, status }) => {
+        onResponse: ({ method, route, status, budget }) => {
           metrics.upstreamRequests.inc({ method, route, status: String(status) });
-          if (status === 429) metrics.upstreamRateLimited.inc();
+          if (status === 429) {
+            metrics.upstreamRateLimited.inc();
+            metrics.budgetRateLimited.inc({ class: budget });
+          }
+        },
+        onSlot: ({ budget, waitedMs }) => {
+          metrics.budgetSlots.inc({ class: budget });
+          metrics.budgetWaitSeconds.observe({ class: budget }, waitedMs / 1000);
         },
       })
     : undefined;
@@ -220,19 +230,22 @@ export function createWorkerRole(deps: {
         });
       return refreshLinks ? refreshLinks.traced(kind, refresh) : refresh();
     };
-    // Fresh from the start, so "stalled" means no sweep finished for a while, not "none yet".
-    if (config.worker.reconcileIntervalMs > 0) metrics.reconcileLastSuccess.setToCurrentTime();
-    processors.reconcile = async () => {
-      const totals = await sweepAll({
+    // Fresh from the start, so "stalled" means no full pass completed for a while, not "none yet".
+    if (config.worker.reconcileIntervalMs > 0) collectFullTier(metrics, deps.checkpoints, Date.now());
+    Object.assign(
+      processors,
+      reconcileProcessors({
         api,
         mirror,
-        priority: "low",
-        changes: { writer, source: "reconcile", pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId) },
-      });
-      logger.info({ totals }, "reconciliation done");
-      metrics.reconcileLastSuccess.setToCurrentTime();
-      return totals;
-    };
+        checkpoints: deps.checkpoints,
+        writer,
+        pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId),
+        queue: syncQueue,
+        config: config.worker,
+        metrics,
+        logger,
+      }),
+    );
   }
   const syncWorker = createSyncWorker({
     connection,
@@ -291,11 +304,7 @@ export function createWorkerRole(deps: {
     handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key),
     onSettled: (listener) => settled.on(listener),
     async start() {
-      if (api && config.worker.reconcileIntervalMs > 0) {
-        await syncQueue.upsertJobScheduler("reconcile", { every: config.worker.reconcileIntervalMs }, { name: "reconcile", data: {} });
-      } else {
-        await syncQueue.removeJobScheduler("reconcile");
-      }
+      await scheduleReconcile(syncQueue, config.worker, api !== undefined);
       await syncQueue.upsertJobScheduler("prune-events", { every: PRUNE_EVERY_MS }, { name: "prune-events", data: {} });
       for (const w of workers) {
         w.run().catch((err: unknown) => logger.error({ err }, "worker stopped unexpectedly"));

@@ -4,45 +4,63 @@ import { openMigratedStorage } from "../open-storage-from-env.js";
 import { openCliRedis } from "../cli-redis.js";
 import { operatorClient, operatorUrl } from "../operator-client.js";
 import { createMirrorWriter } from "../../worker/sync/mirror-writer.js";
-import { sweepAll } from "../../worker/sync/sweep-all.js";
+import { runBackfill } from "../../worker/sync/resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "../../worker/sync/synced-kinds.js";
 import { upstreamFromConfig } from "../../worker/upstream-from-config.js";
+import { createBackfillProgress } from "../backfill-progress.js";
 import { UsageError } from "../usage-error.js";
 
-export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--no-changes] [--url <url>]
+export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes] [--url <url>]
 
 With a service running (--url, default http://127.0.0.1:$PORT, with ADMIN_TOKEN) it asks the
 service's workers for the sweep (POST /sync/backfill) and prints the job; asked again while that
 job waits, it answers the same job. Only when nothing listens there (or with --no-changes) does
 it run the sweep itself, as follows.
 
-Sweeps every order, booking and menu item through the API into the mirror, within the shared
-rate budget (it runs at low priority, so webhook refreshes keep their share). Needs REDIS_URL,
-API_BASE_URL and API_KEY, and the database (DATABASE_URL, or the embedded one under DATA_DIR).
+Reads every order, booking and menu item through the API into the mirror, within the shared
+rate budget (class "full": never more than API_BUDGET_FULL_SHARE of a window, so webhook
+refreshes keep theirs). Needs REDIS_URL, API_BASE_URL and API_KEY, and the database
+(DATABASE_URL, or the embedded one under DATA_DIR).
+
+Resumable: where each kind stands is saved in the database after every page. Run it again after
+Ctrl-C or a crash and it goes on at the saved page; a kind that run finished is not read again.
+Once every kind has finished, the next run starts fresh.
 Every record it changes produces a change event (source "backfill"), relayed to your handlers by
 the running workers. A record the mirror cannot hold (a NUL in a string, a date like 2026-02-30)
 is set aside in rejected_records with its reason, named on stderr and counted in the summary
-("rejected"); the rest is written and the command still exits 0.
-  --no-changes   write the mirror without producing change events (a first import)`;
+("rejected"); the rest is written and the command still exits 0. Ctrl-C stops after the page in
+hand is saved (exit 130); a second Ctrl-C stops at once.
+  --since DAY    only orders created on or after DAY, bookings dated on or after it (menus whole);
+                 a different window than the saved one starts fresh
+  --restart      start every kind from the top, whatever was saved
+  --no-changes   write the mirror without producing change events`;
 
 const KINDS = SYNCED_KINDS;
 
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { kinds: { type: "string" }, "no-changes": { type: "boolean" }, url: { type: "string" } },
+    options: {
+      kinds: { type: "string" },
+      since: { type: "string" },
+      restart: { type: "boolean" },
+      "no-changes": { type: "boolean" },
+      url: { type: "string" },
+    },
     strict: true,
   });
   const kinds = values.kinds ? values.kinds.split(",").map((k) => k.trim()) : KINDS;
   const wrong = kinds.filter((k) => !KINDS.includes(k as SyncedKind));
   if (wrong.length > 0) throw new UsageError(`--kinds takes ${KINDS.join(", ")}; not ${wrong.join(", ")}`);
   const url = operatorUrl(values.url);
+  const since = values.since;
+  if (since !== undefined && !isDay(since)) throw new UsageError(`--since takes a date YYYY-MM-DD, not "${since}"`);
 
   const config = loadConfig({ ...process.env, ROLE: "worker" });
   // --no-changes is a first import by hand: the service's sweep always produces change events.
   const client = values["no-changes"] ? undefined : await operatorClient(url, process.env.ADMIN_TOKEN);
   if (client) {
-    console.log(JSON.stringify(await client.call("POST", "/sync/backfill", values.kinds ? { kinds } : {})));
+    console.log(JSON.stringify(await client.call("POST", "/sync/backfill", { ...(values.kinds ? { kinds } : {}), ...(since ? { since } : {}), ...(values.restart ? { restart: true } : {}) })));
     return;
   }
   if (!config.api) throw new UsageError("backfill needs API_BASE_URL and API_KEY");
@@ -64,19 +82,57 @@ export async function run(argv: string[]): Promise<void> {
     await storage.close();
     throw err;
   }
+  const stop = new AbortController();
+  const onSigint = () => {
+    if (stop.signal.aborted) process.exit(130);
+    process.stderr.write("\nstopping after the page in hand (Ctrl-C again to stop at once)\n");
+    stop.abort();
+  };
+  process.on("SIGINT", onSigint);
   try {
-    const { api } = upstreamFromConfig(config.api, connection, config.queuePrefix);
-    const totals = await sweepAll({
+    const { api, limiter } = upstreamFromConfig(config.api, connection, config.queuePrefix);
+    const expected = await expectedRecords(storage.checkpoints, since ?? null);
+    const windowSeconds = (config.api.rateWindowMs + config.api.rateSafetyMs) / 1000;
+    const line = createBackfillProgress({
+      budgetRecordsPerSecond: (limiter.caps.full * 100) / windowSeconds,
+      expected: (k) => expected.get(k),
+    });
+    const tty = process.stderr.isTTY;
+    const outcome = await runBackfill({
       api,
       mirror: storage.mirror,
+      checkpoints: storage.checkpoints,
       kinds: kinds as SyncedKind[],
-      priority: "low",
-      ...(values["no-changes"] ? {} : { changes: { writer: createMirrorWriter(storage.mirror), source: "backfill" as const } }),
-      onProgress: (p) => process.stderr.write(`\r${p.kind}: ${p.records} records, ${p.pages} pages${p.done ? " — done\n" : ""}`),
+      since: since ?? null,
+      restart: values.restart === true,
+      ...(values["no-changes"] ? {} : { writer: createMirrorWriter(storage.mirror) }),
+      signal: stop.signal,
+      // On a terminal one line rewritten in place; in a log, a line per page.
+      onProgress: (p) => process.stderr.write(tty && !p.done ? `\r${line(p)}` : `${tty ? "\r" : ""}${line(p)}\n`),
     });
-    console.log(JSON.stringify({ backfilled: totals, rejected }));
+    console.log(JSON.stringify({ backfilled: outcome.totals, rejected, state: outcome.state }));
+    if (outcome.state === "interrupted") {
+      process.stderr.write("stopped: run backfill again to go on where it stopped\n");
+      process.exitCode = 130;
+    }
   } finally {
+    process.off("SIGINT", onSigint);
     await connection.quit();
     await storage.close();
   }
+}
+
+const isDay = (s: string) => /^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(Date.parse(s)) && new Date(s).toISOString().startsWith(s);
+
+/** Each kind's size from its last complete pass (a backfill of the same window, or the full tier when no window). */
+async function expectedRecords(
+  checkpoints: Awaited<ReturnType<typeof openMigratedStorage>>["checkpoints"],
+  since: string | null,
+): Promise<Map<string, number>> {
+  const sizes = new Map<string, number>();
+  const complete = [...(since === null ? await checkpoints.list("full") : []), ...(await checkpoints.list("backfill"))].filter(
+    (c) => c.passCompletedAt !== null && c.since === since,
+  );
+  for (const c of complete) sizes.set(c.kind, Math.max(sizes.get(c.kind) ?? 0, c.records));
+  return sizes;
 }

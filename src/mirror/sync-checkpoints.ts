@@ -1,0 +1,138 @@
+import { sql, type Kysely } from "kysely";
+import type { DatabaseSchema } from "./database-schema.js";
+import { expectDefined } from "../expect-defined.js";
+
+/** The resumable walks: the full reconciliation tier and the backfill command. */
+export type CheckpointTier = "full" | "backfill";
+
+/** Where one walk of one kind's whole list stands (one row of sync_checkpoints). */
+export interface SyncCheckpoint {
+  tier: CheckpointTier;
+  kind: string;
+  /** The upstream's cursor of the next page; null at the top of a pass, and once it completed. */
+  cursor: string | null;
+  passStartedAt: Date;
+  /** null while the pass runs. */
+  passCompletedAt: Date | null;
+  /** Records and pages read so far in this pass. */
+  records: number;
+  pages: number;
+  /** The mirror held nothing of this kind when the pass began: its writes are `backfill` changes. */
+  firstImport: boolean;
+  /** backfill --since (YYYY-MM-DD) the pass was started with. */
+  since: string | null;
+  /** When the last pass that reached the end of the list completed. */
+  lastCompleteAt: Date | null;
+}
+
+/** Where a pass stands after a page: the next cursor and the counts so far. */
+export interface CheckpointProgress {
+  cursor: string | null;
+  records: number;
+  pages: number;
+}
+
+export interface SyncCheckpoints {
+  get(tier: CheckpointTier, kind: string): Promise<SyncCheckpoint | undefined>;
+  /** Every checkpoint of a tier, by kind. */
+  list(tier: CheckpointTier): Promise<SyncCheckpoint[]>;
+  /** Starts a new pass at the top (counts at 0, started now by the database's clock); keeps lastCompleteAt. */
+  start(tier: CheckpointTier, kind: string, pass: { firstImport: boolean; since?: string | null }): Promise<SyncCheckpoint>;
+  /**
+   * Saves the position after a page, only if the row is still where `from` left it (same pass,
+   * same cursor): a second walker of the same pass (an overlapping slice, two backfills) loses
+   * and stops instead of interleaving. Returns whether it saved.
+   */
+  advance(from: SyncCheckpoint, to: CheckpointProgress): Promise<boolean>;
+  /** Marks the pass complete (same guard as `advance`); returns the row as saved, or undefined if it lost. */
+  complete(from: SyncCheckpoint, to: CheckpointProgress): Promise<SyncCheckpoint | undefined>;
+  /** Whether a first import of this kind (full pass or backfill into an empty mirror) is still running. */
+  importing(kind: string): Promise<boolean>;
+}
+
+type Row = DatabaseSchema["sync_checkpoints"] extends infer T ? { [K in keyof T]: unknown } : never;
+
+function fromRow(row: Row): SyncCheckpoint {
+  return {
+    tier: row.tier as CheckpointTier,
+    kind: row.kind as string,
+    cursor: (row.cursor as string | null) ?? null,
+    passStartedAt: row.pass_started_at as Date,
+    passCompletedAt: (row.pass_completed_at as Date | null) ?? null,
+    records: Number(row.records),
+    pages: Number(row.pages),
+    firstImport: row.first_import as boolean,
+    since: (row.since as string | null) ?? null,
+    lastCompleteAt: (row.last_complete_at as Date | null) ?? null,
+  };
+}
+
+/**
+ * The checkpoints in PostgreSQL (migrations/0007_sync_checkpoints.ts): both drivers, one
+ * statement each, the database's clock for every timestamp so workers on other hosts agree.
+ */
+export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoints {
+  const table = db.selectFrom("sync_checkpoints").selectAll();
+  const samePass = (from: SyncCheckpoint) =>
+    db
+      .updateTable("sync_checkpoints")
+      .where("tier", "=", from.tier)
+      .where("kind", "=", from.kind)
+      .where("pass_started_at", "=", from.passStartedAt)
+      .where("pass_completed_at", "is", null)
+      .where(sql<boolean>`cursor is not distinct from ${from.cursor}`);
+  return {
+    async get(tier, kind) {
+      const row = await table.where("tier", "=", tier).where("kind", "=", kind).executeTakeFirst();
+      return row && fromRow(row);
+    },
+    async list(tier) {
+      return (await table.where("tier", "=", tier).orderBy("kind").execute()).map(fromRow);
+    },
+    async start(tier, kind, { firstImport, since = null }) {
+      const values = {
+        cursor: null,
+        // Whole milliseconds: the pass is named by it (advance's guard), and a JS Date holds no finer.
+        pass_started_at: sql<Date>`date_trunc('milliseconds', clock_timestamp())`,
+        pass_completed_at: null,
+        records: 0,
+        pages: 0,
+        first_import: firstImport,
+        since,
+        updated_at: sql<Date>`clock_timestamp()`,
+      };
+      const row = await db
+        .insertInto("sync_checkpoints")
+        .values({ tier, kind, ...values })
+        .onConflict((oc) => oc.columns(["tier", "kind"]).doUpdateSet(values))
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return fromRow(row);
+    },
+    async advance(from, to) {
+      const result = await samePass(from)
+        .set({ cursor: to.cursor, records: to.records, pages: to.pages, updated_at: sql<Date>`clock_timestamp()` } as never)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows) === 1;
+    },
+    async complete(from, to) {
+      const row = await samePass(from)
+        .set({
+          cursor: null,
+          records: to.records,
+          pages: to.pages,
+          pass_completed_at: sql<Date>`clock_timestamp()`,
+          last_complete_at: sql<Date>`clock_timestamp()`,
+          updated_at: sql<Date>`clock_timestamp()`,
+        } as never)
+        .returningAll()
+        .executeTakeFirst();
+      return row && fromRow(row);
+    },
+    async importing(kind) {
+      const { rows } = await sql<{ n: string | number }>`select count(*) as n from sync_checkpoints
+        where kind = ${kind} and first_import and pass_completed_at is null`.execute(db);
+      return Number(expectDefined(rows[0], "count(*) returned no row").n) > 0;
+    },
+  };
+}

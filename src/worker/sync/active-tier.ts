@@ -1,0 +1,131 @@
+import type { Logger } from "pino";
+import type { MirrorRecord, MirrorStore } from "../../mirror/store.js";
+import type { SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
+import { paginatePages, type ApiClient } from "../../upstream/index.js";
+import { isFirstImport, sourceOf, type SweepChanges } from "./change-source.js";
+import type { Page, SyncedKind } from "./synced-kinds.js";
+
+/** Order statuses that can still change (the state machine only moves forward from these). */
+export const OPEN_ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY"] as const;
+/** Where an open order ends: read back when an open order of the mirror left every open list. */
+export const FINAL_ORDER_STATUSES = ["DELIVERED", "CANCELLED", "REFUNDED"] as const;
+/** Pages of one final-status list an active pass reads at most looking for orders that left the open lists. */
+export const MAX_FINAL_PAGES = 10;
+
+export interface ActivePassOptions {
+  api: ApiClient;
+  mirror: MirrorStore;
+  checkpoints: SyncCheckpoints;
+  /** `reconcile` changes (or `webhook` when an event already asked; `backfill` on a first import). */
+  changes: SweepChanges;
+  logger?: Logger;
+  /** @defaultValue MAX_FINAL_PAGES */
+  maxFinalPages?: number;
+}
+
+export interface ActivePassOutcome {
+  /** API calls the pass made: it follows the active set, not the history. */
+  calls: number;
+  records: number;
+  /** Open orders of the mirror that no open list returned (they moved to a final state). */
+  leftOpen: number;
+  /** Of those, the ones found in a final list and written. */
+  recovered: number;
+}
+
+type Read = (cursor: string | undefined) => Promise<Page>;
+
+/**
+ * One pass of the active tier, in the `active` budget class: what can still change, re-read
+ * company-wide so its cost follows the active set and not the history — orders in each open
+ * status, bookings from today on, every menu item — then the orders the mirror holds as open that
+ * no open list returned: they moved to a final state while their webhook was missed, and are read
+ * back from the final lists (newest first, stopping once past the oldest of them by createdAt).
+ */
+export async function runActivePass(options: ActivePassOptions): Promise<ActivePassOutcome> {
+  const { api, mirror } = options;
+  const startedAt = await mirror.clock();
+  const outcome: ActivePassOutcome = { calls: 0, records: 0, leftOpen: 0, recovered: 0 };
+  const opts = { priority: "active" as const, clock: () => mirror.clock() };
+  const seen = new Set<string>();
+  for (const status of OPEN_ORDER_STATUSES)
+    await readAll(options, outcome, "orders", (cursor) => api.listOrders({ status, limit: 100, cursor }, opts), seen);
+  // Today by UTC, the API's own zone for timestamps (spec part 2).
+  const today = startedAt.toISOString().slice(0, 10);
+  await readAll(options, outcome, "bookings", (cursor) => api.listBookings({ from: today, limit: 100, cursor }, opts));
+  await readAll(options, outcome, "menu-items", (cursor) => api.listMenuItems({ limit: 100, cursor }, opts));
+
+  const leftOpen = (await openOrdersOfMirror(mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
+  outcome.leftOpen = leftOpen.length;
+  if (leftOpen.length > 0) outcome.recovered = await readBackFinished(options, outcome, leftOpen);
+  if (outcome.recovered < outcome.leftOpen)
+    options.logger?.warn(
+      { missing: outcome.leftOpen - outcome.recovered },
+      "open orders of the mirror were in no list the active tier read: the full tier will find them",
+    );
+  return outcome;
+}
+
+/** Reads every page of one list into the mirror; notes the ids it saw. */
+async function readAll(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, read: Read, seen?: Set<string>) {
+  const firstImport = await isFirstImport(options, kind);
+  for await (const page of paginatePages(read)) {
+    await writePage(options, outcome, kind, page, firstImport);
+    for (const r of page.data) seen?.add(r.id);
+  }
+}
+
+async function writePage(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, page: Page, firstImport: boolean) {
+  outcome.calls++;
+  outcome.records += page.data.length + page.refused.length;
+  const source = firstImport ? "backfill" : await sourceOf(options.changes, kind, page.data);
+  await options.changes.writer.write(kind, page.data, page.readAt, source, page.refused);
+}
+
+/**
+ * Reads the final lists until every order that left the open lists was found, or the list shows
+ * it runs newest first and went below the oldest of them by createdAt, or MAX_FINAL_PAGES.
+ */
+async function readBackFinished(options: ActivePassOptions, outcome: ActivePassOutcome, leftOpen: MirrorRecord[]): Promise<number> {
+  const wanted = new Set(leftOpen.map((o) => o.id));
+  const oldest = Math.min(...leftOpen.map((o) => Date.parse(String(o.createdAt))));
+  const maxPages = options.maxFinalPages ?? MAX_FINAL_PAGES;
+  const firstImport = await isFirstImport(options, "orders");
+  const opts = { priority: "active" as const, clock: () => options.mirror.clock() };
+  for (const status of FINAL_ORDER_STATUSES) {
+    let pages = 0;
+    let last: number | undefined;
+    let descending: boolean | undefined;
+    const read: Read = (cursor) => options.api.listOrders({ status, limit: 100, cursor }, opts);
+    for await (const page of paginatePages(read)) {
+      await writePage(options, outcome, "orders", page, firstImport);
+      for (const r of page.data) {
+        wanted.delete(r.id);
+        const t = Date.parse(String(r.createdAt));
+        if (Number.isNaN(t)) continue;
+        if (last !== undefined && t !== last) descending = (descending ?? true) && t < last;
+        last = t;
+      }
+      if (wanted.size === 0) return leftOpen.length;
+      if (++pages >= maxPages || (descending === true && last !== undefined && last < oldest)) break;
+    }
+  }
+  return leftOpen.length - wanted.size;
+}
+
+/** Every order the mirror holds in an open status (the mirror's own pages, by id). */
+async function openOrdersOfMirror(mirror: MirrorStore): Promise<MirrorRecord[]> {
+  const open: MirrorRecord[] = [];
+  for (const status of OPEN_ORDER_STATUSES) {
+    let cursor: string | undefined;
+    do {
+      const page = await mirror.list("orders", { status, limit: 100, ...(cursor ? { cursor } : {}) });
+      open.push(...page.data);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+  }
+  return open;
+}
+
+/** Only an order created before the open lists were read could have been in them. */
+const createdBefore = (order: MirrorRecord, at: Date) => Date.parse(String(order.createdAt)) < at.getTime();

@@ -1,0 +1,52 @@
+import type { ChangeSource } from "../../events/change-events.js";
+import type { MirrorChange, MirrorStore } from "../../mirror/store.js";
+import type { SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
+import type { PendingIds } from "./refresh-scheduler.js";
+import { WHOLE_MENU } from "./refresh-scheduler.js";
+import type { SyncedKind } from "./synced-kinds.js";
+import type { MirrorWriter, SourceOf } from "./mirror-writer.js";
+
+/** How a sweep's writes produce change events. */
+export interface SweepChanges {
+  writer: MirrorWriter;
+  source: Extract<ChangeSource, "reconcile" | "backfill">;
+  /**
+   * Reconcile: the ids waiting for a webhook refresh. A change to a record an event already named
+   * (or to a menu with a refresh pending) is no missed webhook: it counts as `webhook`.
+   */
+  pending?: (kind: SyncedKind, restaurantId: string) => Promise<PendingIds>;
+}
+
+/**
+ * Each change's source. The pending ids live in Redis: they are read for the page's restaurants
+ * before the write, never from inside its transaction, where a slow or absent Redis would hold a
+ * database connection (the embedded store's only one) and stall every other database user.
+ */
+export async function sourceOf(
+  { source, pending }: Pick<SweepChanges, "source" | "pending">,
+  kind: SyncedKind,
+  records: readonly { restaurantId: string }[],
+): Promise<SourceOf> {
+  if (!pending) return source;
+  const restaurants = [...new Set(records.map((r) => r.restaurantId))];
+  const byRestaurant = new Map(await Promise.all(restaurants.map(async (id) => [id, await pending(kind, id)] as const)));
+  return (change: MirrorChange) => {
+    const ids = byRestaurant.get(change.after.restaurantId);
+    return ids?.has(kind === "menu-items" ? WHOLE_MENU : change.id) ? "webhook" : source;
+  };
+}
+
+/** Whether the mirror holds nothing of a kind yet: a walk that starts then is its first import. */
+export async function mirrorIsEmpty(mirror: Pick<MirrorStore, "list">, kind: SyncedKind): Promise<boolean> {
+  return (await mirror.list(kind, { limit: 1 })).data.length === 0;
+}
+
+/**
+ * A reconciliation write is a first import (`backfill`, no missed webhooks) while the mirror of
+ * its kind is empty, or while a full pass or backfill that began on an empty mirror is still
+ * running: otherwise the active tier, which runs every few minutes, would call the rest of the
+ * first import's records missed webhooks the moment its first page landed.
+ */
+export async function isFirstImport(deps: { mirror: Pick<MirrorStore, "list">; checkpoints: SyncCheckpoints }, kind: SyncedKind) {
+  return (await deps.checkpoints.importing(kind)) || (await mirrorIsEmpty(deps.mirror, kind));
+}

@@ -1,0 +1,95 @@
+import type { Logger } from "pino";
+import type { MirrorStore } from "../../mirror/store.js";
+import type { SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
+import type { ApiClient } from "../../upstream/index.js";
+import { isFirstImport, type SweepChanges } from "./change-source.js";
+import { SYNCED_KINDS, type SyncedKind } from "./synced-kinds.js";
+import { walkList, type WalkOutcome } from "./walk-list.js";
+
+export interface FullSliceOptions {
+  api: ApiClient;
+  mirror: MirrorStore;
+  checkpoints: SyncCheckpoints;
+  /** Writes with change events: `reconcile` unless an event already asked (pending), `backfill` on a first import. */
+  changes: SweepChanges;
+  /** A kind's new pass starts this long after its previous pass started, once that one completed. */
+  intervalMs: number;
+  /** Pages this slice reads at most, over all kinds. */
+  maxPages: number;
+  /** Start a pass now for every kind not running one (an operator's request), whatever the interval says. */
+  force?: boolean;
+  kinds?: readonly SyncedKind[];
+  signal?: AbortSignal;
+  logger?: Logger;
+}
+
+export interface FullSliceOutcome {
+  /** Pages read by this slice. */
+  pages: number;
+  /** Each kind's checkpoint after the slice (kinds not due are absent). */
+  kinds: Partial<Record<SyncedKind, { state: WalkOutcome["state"]; checkpoint: SyncCheckpoint }>>;
+}
+
+/**
+ * One bounded slice of the full reconciliation tier: continues each kind's unfinished pass from
+ * its checkpoint, or starts the pass that is due, and reads at most `maxPages` pages (class
+ * `full`) before it ends, saving after every page. Run again and again (a job every minute), the
+ * slices walk a history of any size to its end within the full class's share of the budget.
+ */
+export async function runFullSlice(options: FullSliceOptions): Promise<FullSliceOutcome> {
+  const outcome: FullSliceOutcome = { pages: 0, kinds: {} };
+  for (const kind of options.kinds ?? SYNCED_KINDS) {
+    const left = options.maxPages - outcome.pages;
+    if (left <= 0 || options.signal?.aborted) break;
+    const checkpoint = await runningOrDuePass(options, kind);
+    if (!checkpoint) continue;
+    const walked = await walkList({
+      api: options.api,
+      mirror: options.mirror,
+      checkpoints: options.checkpoints,
+      kind,
+      checkpoint,
+      budget: "full",
+      changes: options.changes,
+      maxPages: left,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+    outcome.pages += walked.pages;
+    outcome.kinds[kind] = { state: walked.state, checkpoint: walked.checkpoint };
+    if (walked.state === "complete")
+      options.logger?.info(
+        { kind, records: walked.checkpoint.records, pages: walked.checkpoint.pages },
+        "full reconciliation pass complete",
+      );
+    // Another slice holds this pass: leave the rest of the work to it.
+    if (walked.state === "lost") break;
+  }
+  return outcome;
+}
+
+/** The kind's unfinished pass, or a new one when it is due (never before the previous one completed). */
+async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Promise<SyncCheckpoint | undefined> {
+  const { checkpoints } = options;
+  const current = await checkpoints.get("full", kind);
+  if (current?.passCompletedAt === null) return current;
+  if (current && !options.force) {
+    const now = await options.mirror.clock();
+    if (now.getTime() < current.passStartedAt.getTime() + options.intervalMs) return undefined;
+  }
+  return checkpoints.start("full", kind, { firstImport: await isFirstImport(options, kind) });
+}
+
+/**
+ * When the last complete full pass of every kind was (the oldest kind's), or undefined until each
+ * kind has completed one: "the mirror was checked against the whole upstream by then".
+ */
+export function lastCompleteFullPass(checkpoints: readonly SyncCheckpoint[], kinds: readonly string[] = SYNCED_KINDS): Date | undefined {
+  let oldest: Date | undefined;
+  for (const kind of kinds) {
+    const at = checkpoints.find((c) => c.kind === kind)?.lastCompleteAt;
+    if (!at) return undefined;
+    if (!oldest || at < oldest) oldest = at;
+  }
+  return oldest;
+}

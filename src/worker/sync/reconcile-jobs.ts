@@ -1,0 +1,160 @@
+import type { Job, Queue } from "bullmq";
+import type { Logger } from "pino";
+import type { Config } from "../../config/config.js";
+import type { Metrics } from "../../metrics/metrics.js";
+import type { MirrorStore } from "../../mirror/store.js";
+import type { SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
+import type { ApiClient } from "../../upstream/index.js";
+import { runActivePass } from "./active-tier.js";
+import type { SweepChanges } from "./change-source.js";
+import { lastCompleteFullPass, runFullSlice } from "./full-tier.js";
+import type { MirrorWriter } from "./mirror-writer.js";
+import { runBackfill } from "./resumable-backfill.js";
+import { SYNCED_KINDS, type SyncedKind } from "./synced-kinds.js";
+
+/**
+ * The job names of the reconciliation tiers and backfill on the sync queue, for whoever enqueues
+ * them (the schedulers below, the operator API):
+ * - `reconcile-active`: one active pass (data: none);
+ * - `reconcile-full`: starts the full tier's next slice (data `{ force: true }` starts a pass now);
+ * - `backfill`: a resumable backfill in the worker (data: BackfillJobData).
+ */
+export const RECONCILE_JOBS = {
+  active: "reconcile-active",
+  full: "reconcile-full",
+  fullSlice: "reconcile-full-slice",
+  backfill: "backfill",
+} as const;
+
+export interface FullJobData {
+  force?: boolean;
+}
+export interface BackfillJobData {
+  kinds?: SyncedKind[];
+  since?: string;
+  restart?: boolean;
+}
+
+/** How often the full tier looks whether a pass is due (slices of a running pass chain on their own). */
+export const FULL_TICK_MS = 60_000;
+
+export interface ReconcileDeps {
+  api: ApiClient;
+  mirror: MirrorStore;
+  checkpoints: SyncCheckpoints;
+  writer: MirrorWriter;
+  pending: NonNullable<SweepChanges["pending"]>;
+  queue: Pick<Queue, "add">;
+  config: Config["worker"];
+  metrics: Metrics;
+  logger: Logger;
+}
+
+/** The processors of the reconciliation and backfill jobs (sync-worker.ts runs them by name). */
+export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: Job) => Promise<unknown>> {
+  const changes: SweepChanges = { writer: deps.writer, source: "reconcile", pending: deps.pending };
+  const fullSlice = async (job: Job) => {
+    const outcome = await runFullSlice({
+      api: deps.api,
+      mirror: deps.mirror,
+      checkpoints: deps.checkpoints,
+      changes,
+      intervalMs: deps.config.reconcileIntervalMs,
+      maxPages: deps.config.reconcileFullSlicePages,
+      force: (job.data as FullJobData).force === true,
+      logger: deps.logger,
+    });
+    const paused = Object.values(outcome.kinds).find((k) => k.state === "paused");
+    // More to read: the next slice right away (a position-named job, so two slices never queue for one position).
+    if (paused) await addSlice(deps.queue, paused.checkpoint);
+    return { pages: outcome.pages, kinds: Object.fromEntries(Object.entries(outcome.kinds).map(([k, v]) => [k, v.state])) };
+  };
+  return {
+    [RECONCILE_JOBS.active]: async () => {
+      const outcome = await runActivePass({
+        api: deps.api,
+        mirror: deps.mirror,
+        checkpoints: deps.checkpoints,
+        changes,
+        logger: deps.logger,
+      });
+      deps.metrics.reconcileLastCompletePass.setToCurrentTime({ tier: "active" });
+      deps.logger.info(outcome, "active reconciliation pass done");
+      return outcome;
+    },
+    // The tick: a slice when a pass runs or is due (an operator's `force` starts one now).
+    [RECONCILE_JOBS.full]: async (job) => ((job.data as FullJobData).force ? fullSlice(job) : tick(deps)),
+    [RECONCILE_JOBS.fullSlice]: fullSlice,
+    // Jobs named `reconcile` (the single sweep before the tiers) left in a queue run as a tick.
+    reconcile: () => tick(deps),
+    [RECONCILE_JOBS.backfill]: async (job) => {
+      const data = job.data as BackfillJobData;
+      const outcome = await runBackfill({
+        api: deps.api,
+        mirror: deps.mirror,
+        checkpoints: deps.checkpoints,
+        kinds: data.kinds ?? SYNCED_KINDS,
+        since: data.since ?? null,
+        restart: data.restart === true,
+        writer: deps.writer,
+        logger: deps.logger,
+      });
+      deps.logger.info(outcome, "backfill done");
+      return outcome;
+    },
+  };
+}
+
+/** Adds the full tier's slice when some kind's pass runs or is due; nothing otherwise (one database read). */
+async function tick(deps: ReconcileDeps): Promise<{ slice: boolean }> {
+  const saved = await deps.checkpoints.list("full");
+  const now = (await deps.mirror.clock()).getTime();
+  const running = saved.find((c) => c.passCompletedAt === null);
+  const due = SYNCED_KINDS.some((kind) => {
+    const c = saved.find((s) => s.kind === kind);
+    return !c || (c.passCompletedAt !== null && now >= c.passStartedAt.getTime() + deps.config.reconcileIntervalMs);
+  });
+  if (running) await addSlice(deps.queue, running);
+  else if (due)
+    await deps.queue.add(RECONCILE_JOBS.fullSlice, {}, { jobId: `full-start-${saved.map((c) => c.passStartedAt.getTime()).join("-")}` });
+  return { slice: running !== undefined || due };
+}
+
+const addSlice = (queue: Pick<Queue, "add">, at: SyncCheckpoint) =>
+  queue.add(RECONCILE_JOBS.fullSlice, {}, { jobId: `full-${at.kind}-${at.passStartedAt.getTime()}-${at.pages}` });
+
+/** Keeps the schedulers of the tiers as the config says: RECONCILE_INTERVAL_SECONDS=0 turns every tier off. */
+export async function scheduleReconcile(queue: Queue, config: Config["worker"], enabled: boolean): Promise<void> {
+  // The single hourly sweep the tiers replace.
+  await queue.removeJobScheduler("reconcile");
+  const on = enabled && config.reconcileIntervalMs > 0;
+  if (on)
+    await queue.upsertJobScheduler(
+      RECONCILE_JOBS.full,
+      { every: Math.min(FULL_TICK_MS, config.reconcileIntervalMs) },
+      { name: RECONCILE_JOBS.full, data: {} },
+    );
+  else await queue.removeJobScheduler(RECONCILE_JOBS.full);
+  if (on && config.reconcileActiveIntervalMs > 0)
+    await queue.upsertJobScheduler(
+      RECONCILE_JOBS.active,
+      { every: config.reconcileActiveIntervalMs },
+      { name: RECONCILE_JOBS.active, data: {} },
+    );
+  else await queue.removeJobScheduler(RECONCILE_JOBS.active);
+}
+
+/** The full tier's progress and the age of its last complete pass, read at scrape time from the checkpoints. */
+export function collectFullTier(metrics: Metrics, checkpoints: SyncCheckpoints, startedAt: number): void {
+  metrics.addCollector(async () => {
+    const saved = await checkpoints.list("full");
+    for (const c of saved) {
+      metrics.fullPassRecords.set({ kind: c.kind }, c.records);
+      metrics.fullPassPages.set({ kind: c.kind }, c.pages);
+    }
+    const complete = lastCompleteFullPass(saved);
+    if (complete) metrics.reconcileLastCompletePass.set({ tier: "full" }, complete.getTime() / 1000);
+    // "A complete pass", as before the tiers; the worker's start until one has completed.
+    metrics.reconcileLastSuccess.set(Math.max(startedAt, complete?.getTime() ?? 0) / 1000);
+  });
+}

@@ -1,0 +1,103 @@
+import type { Logger } from "pino";
+import type { MirrorStore } from "../../mirror/store.js";
+import type { SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
+import type { ApiClient } from "../../upstream/index.js";
+import { isFirstImport } from "./change-source.js";
+import type { MirrorWriter } from "./mirror-writer.js";
+import type { SyncedKind } from "./synced-kinds.js";
+import { walkList } from "./walk-list.js";
+
+export interface BackfillOptions {
+  api: ApiClient;
+  mirror: MirrorStore;
+  checkpoints: SyncCheckpoints;
+  kinds: readonly SyncedKind[];
+  /** YYYY-MM-DD: orders created on or after it, bookings dated on or after it; menus whole. */
+  since?: string | null;
+  /** Start every kind from the top, whatever its checkpoint says. */
+  restart?: boolean;
+  /** Writes with `backfill` change events; without it, none (`--no-changes`). */
+  writer?: MirrorWriter;
+  signal?: AbortSignal;
+  logger?: Logger;
+  /** Once as each kind starts (`resumed`: from a saved page) and after every page. */
+  onProgress?: (progress: BackfillProgress) => void;
+}
+
+export interface BackfillProgress {
+  kind: SyncedKind;
+  checkpoint: SyncCheckpoint;
+  /** Records this run read of the kind (the checkpoint counts the whole pass, earlier runs included). */
+  records: number;
+  /** The pass went on from a page a stopped run saved. */
+  resumed: boolean;
+  /** The kind had already finished in the interrupted run: not read again. */
+  skipped: boolean;
+  done: boolean;
+}
+
+export interface BackfillOutcome {
+  /** Records read by this run, by kind. */
+  totals: Record<SyncedKind, number>;
+  /** complete: every kind reached its end; interrupted: the signal stopped it (the checkpoints hold where). */
+  state: "complete" | "interrupted";
+}
+
+/**
+ * The backfill command's walk, checkpointed per kind in PostgreSQL after every page. A run goes
+ * on where a stopped one (Ctrl-C, a crash) left off: an unfinished kind resumes at its saved
+ * page, a kind that run finished is not read again. Once every asked kind has completed, the next
+ * run starts fresh (a backfill is asked for to re-read); `restart` forces that, and so does a
+ * different `since`. Runs in the `full` budget class.
+ */
+export async function runBackfill(options: BackfillOptions): Promise<BackfillOutcome> {
+  const since = options.since ?? null;
+  const saved = new Map(await Promise.all(options.kinds.map(async (k) => [k, await options.checkpoints.get("backfill", k)] as const)));
+  const sameWindow = (cp: SyncCheckpoint | undefined): cp is SyncCheckpoint => cp?.since === since;
+  const allDone = options.kinds.every((k) => {
+    const cp = saved.get(k);
+    return sameWindow(cp) && cp.passCompletedAt !== null;
+  });
+  const fresh = options.restart === true || allDone;
+  const totals: Record<SyncedKind, number> = { orders: 0, bookings: 0, "menu-items": 0 };
+  for (const kind of options.kinds) {
+    if (options.signal?.aborted) return { totals, state: "interrupted" };
+    const cp = saved.get(kind);
+    if (!fresh && sameWindow(cp) && cp.passCompletedAt !== null) {
+      options.onProgress?.({ kind, checkpoint: cp, records: 0, resumed: false, skipped: true, done: true });
+      continue;
+    }
+    const resumed = !fresh && sameWindow(cp) && cp.passCompletedAt === null;
+    const checkpoint = resumed
+      ? cp
+      : await options.checkpoints.start("backfill", kind, { firstImport: await isFirstImport(options, kind), since });
+    options.onProgress?.({ kind, checkpoint, records: 0, resumed, skipped: false, done: false });
+    const walked = await walkList({
+      api: options.api,
+      mirror: options.mirror,
+      checkpoints: options.checkpoints,
+      kind,
+      checkpoint,
+      budget: "full",
+      ...(options.writer ? { changes: { writer: options.writer, source: "backfill" as const } } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+      onPage(at, page) {
+        totals[kind] += page.records;
+        options.onProgress?.({ kind, checkpoint: at, records: totals[kind], resumed, skipped: false, done: at.passCompletedAt !== null });
+      },
+    });
+    if (walked.state === "lost") throw new BackfillConflictError(kind);
+    if (walked.state !== "complete") return { totals, state: "interrupted" };
+  }
+  return { totals, state: "complete" };
+}
+
+/** Another backfill saved the same kind's pass first: two runs at once would interleave. */
+export class BackfillConflictError extends Error {
+  readonly code = "backfill_conflict";
+  constructor(readonly kind: SyncedKind) {
+    super(`another backfill is walking ${kind} at the same time: stopped this one (its pages are saved)`);
+    this.name = "BackfillConflictError";
+  }
+}

@@ -1,0 +1,139 @@
+import type { Logger } from "pino";
+import type { MirrorStore } from "../../mirror/store.js";
+import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
+import { UpstreamBadRequestError, type ApiClient, type BudgetClass } from "../../upstream/index.js";
+import { sourceOf, type SweepChanges } from "./change-source.js";
+import type { Page, SyncedKind } from "./synced-kinds.js";
+
+/** One page of a kind's whole list, company-wide, from `cursor`; `since` narrows bookings (`from`). */
+type ReadWholeList = (
+  api: ApiClient,
+  q: { cursor: string | undefined; since: string | null },
+  opts: { priority: BudgetClass; clock: () => Promise<Date> },
+) => Promise<Page>;
+
+/** How each kind's whole list is read: bookings take `from` for a window; orders are cut by createdAt (see `pastSince`). */
+const WHOLE_LISTS: Record<SyncedKind, ReadWholeList> = {
+  orders: (api, { cursor }, opts) => api.listOrders({ limit: 100, cursor }, opts),
+  bookings: (api, { cursor, since }, opts) => api.listBookings({ limit: 100, cursor, ...(since ? { from: since } : {}) }, opts),
+  "menu-items": (api, { cursor }, opts) => api.listMenuItems({ limit: 100, cursor }, opts),
+};
+
+export interface WalkOptions {
+  api: ApiClient;
+  mirror: MirrorStore;
+  checkpoints: SyncCheckpoints;
+  kind: SyncedKind;
+  /** A running pass (checkpoints.start, or one found unfinished). */
+  checkpoint: SyncCheckpoint;
+  budget: BudgetClass;
+  /** Without it, writes emit no change events (backfill --no-changes). */
+  changes?: SweepChanges;
+  /** A slice's bound: pages to read at most. @defaultValue Infinity */
+  maxPages?: number;
+  /** Stops before the next page once aborted (Ctrl-C); the page in hand is written and saved first. */
+  signal?: AbortSignal;
+  logger?: Logger;
+  onPage?: (checkpoint: SyncCheckpoint, page: { records: number }) => void;
+}
+
+export interface WalkOutcome {
+  checkpoint: SyncCheckpoint;
+  /** Pages read by this walk (not the whole pass). */
+  pages: number;
+  /** complete: reached the end; paused: bound or abort; lost: another walker of the same pass saved first. */
+  state: "complete" | "paused" | "lost";
+}
+
+/**
+ * Walks one kind's whole list from the checkpoint's cursor, writing each page into the mirror
+ * and saving the position after it, so a crash or Ctrl-C costs at most the page in flight. A
+ * cursor the upstream refuses (400) starts the kind's pass again from the top, once per walk:
+ * cursors may expire, and the mirror's guarded upsert makes re-reading harmless.
+ */
+export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
+  const { checkpoints, kind, budget } = options;
+  const maxPages = options.maxPages ?? Number.POSITIVE_INFINITY;
+  let checkpoint = options.checkpoint;
+  let pages = 0;
+  let restarted = false;
+  let order: OrderTrace = { last: undefined, descending: undefined };
+  while (pages < maxPages && !options.signal?.aborted) {
+    let page: Page;
+    try {
+      page = await WHOLE_LISTS[kind](
+        options.api,
+        { cursor: checkpoint.cursor ?? undefined, since: checkpoint.since },
+        { priority: budget, clock: () => options.mirror.clock() },
+      );
+    } catch (err) {
+      if (!(err instanceof UpstreamBadRequestError) || checkpoint.cursor === null || restarted) throw err;
+      options.logger?.warn(
+        { kind, tier: checkpoint.tier, err: err.message },
+        "the upstream refused the saved cursor: the pass starts again",
+      );
+      restarted = true;
+      order = { last: undefined, descending: undefined };
+      checkpoint = await checkpoints.start(checkpoint.tier, kind, { firstImport: checkpoint.firstImport, since: checkpoint.since });
+      continue;
+    }
+    pages++;
+    const cut = kind === "orders" && checkpoint.since !== null ? cutOrders(page, checkpoint.since, order) : { page, past: false, order };
+    order = cut.order;
+    await writePage(options, checkpoint, cut.page);
+    const progress: CheckpointProgress = {
+      cursor: page.nextCursor,
+      records: checkpoint.records + cut.page.data.length + cut.page.refused.length,
+      pages: checkpoint.pages + 1,
+    };
+    if (page.nextCursor === null || cut.past) {
+      const done = await checkpoints.complete(checkpoint, progress);
+      if (!done) return { checkpoint, pages, state: "lost" };
+      options.onPage?.(done, { records: cut.page.data.length });
+      return { checkpoint: done, pages, state: "complete" };
+    }
+    if (!(await checkpoints.advance(checkpoint, progress))) return { checkpoint, pages, state: "lost" };
+    checkpoint = { ...checkpoint, ...progress };
+    options.onPage?.(checkpoint, { records: cut.page.data.length });
+  }
+  return { checkpoint, pages, state: "paused" };
+}
+
+async function writePage(options: WalkOptions, checkpoint: SyncCheckpoint, page: Page): Promise<void> {
+  const { changes, kind, mirror } = options;
+  if (!changes) {
+    await mirror.upsert(kind, page.data, page.readAt, { refused: page.refused });
+    return;
+  }
+  // A first import's writes are `backfill`, whatever the walker: no missed-webhook storm.
+  const source = checkpoint.firstImport ? "backfill" : await sourceOf(changes, kind, page.data);
+  await changes.writer.write(kind, page.data, page.readAt, source, page.refused);
+}
+
+/** The list order as seen so far: the last createdAt read, and whether it runs newest first. */
+interface OrderTrace {
+  last: number | undefined;
+  descending: boolean | undefined;
+}
+
+/**
+ * backfill --since for orders, which the API cannot filter by date: keeps the records created on
+ * or after `since`, and says the walk is past the window once the data shows the list runs newest
+ * first (createdAt falls along it) and this page went below `since`. Never assumes an order: a
+ * list that runs oldest first, or no order at all, is walked to its end.
+ */
+function cutOrders(page: Page, since: string, trace: OrderTrace): { page: Page; past: boolean; order: OrderTrace } {
+  const bound = Date.parse(since);
+  const times = page.data.map((r) => Date.parse(String(r.createdAt))).filter((t) => !Number.isNaN(t));
+  let { last, descending } = trace;
+  for (const t of times) {
+    if (last !== undefined && t !== last) {
+      const falling = t < last;
+      descending = descending === undefined ? falling : descending && falling;
+    }
+    last = t;
+  }
+  const kept = page.data.filter((r) => !(Date.parse(String(r.createdAt)) < bound));
+  const past = descending === true && last !== undefined && last < bound;
+  return { page: { ...page, data: kept }, past, order: { last, descending } };
+}

@@ -1,0 +1,220 @@
+import { randomUUID } from "node:crypto";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import pino from "pino";
+import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import type { ChangeEvent } from "../../src/events/change-events.js";
+import { createMetrics } from "../../src/metrics/metrics.js";
+import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
+import type { MirrorStore } from "../../src/mirror/store.js";
+import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
+import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
+import { runActivePass } from "../../src/worker/sync/active-tier.js";
+import type { SweepChanges } from "../../src/worker/sync/change-source.js";
+import { runFullSlice } from "../../src/worker/sync/full-tier.js";
+import { createMirrorWriter } from "../../src/worker/sync/mirror-writer.js";
+import { collectFullTier } from "../../src/worker/sync/reconcile-jobs.js";
+import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "../../src/worker/sync/refresh-scheduler.js";
+import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
+
+// The tiers page through the sandbox over real HTTP into a mirror in the test database, with
+// their checkpoints in the same database: embedded, and the run's server when there is one.
+let sandbox: Sandbox;
+let redis: Redis;
+let queue: Queue<RefreshJobData>;
+let scheduler: RefreshScheduler;
+let api: ApiClient;
+let mirror: MirrorStore;
+let checkpoints: SyncCheckpoints;
+let database: TestDatabase;
+let recorded: ChangeEvent[];
+let changes: SweepChanges;
+const logger = pino({ level: "silent" });
+
+async function open(options: Parameters<typeof createSandbox>[0] = {}) {
+  sandbox = createSandbox(options);
+  api = createApiClient({ baseUrl: await sandbox.listen(), apiKey: sandbox.apiKey, retryBaseMs: 10, readRetries: 0 });
+}
+
+const full = (extra: Partial<Parameters<typeof runFullSlice>[0]> = {}) =>
+  runFullSlice({ api, mirror, checkpoints, changes, intervalMs: 3600_000, maxPages: 1000, logger, ...extra });
+const active = () => runActivePass({ api, mirror, checkpoints, changes, logger });
+const sourcesOf = (events: ChangeEvent[]) =>
+  events.reduce<Record<string, number>>((n, e) => ({ ...n, [e.data.source]: (n[e.data.source] ?? 0) + 1 }), {});
+const orderRequests = () => sandbox.requestLog.filter((r) => r.path === "/api/v1/orders");
+const cursorOf = (query: string) => new URLSearchParams(query).get("cursor");
+
+/** `n` orders of history that went all the way (DELIVERED), without a webhook. */
+function finishedHistory(n: number) {
+  sandbox.silently(() => {
+    for (let i = 0; i < n; i++) {
+      const { id } = sandbox.actions.createOrder();
+      for (const status of ["CONFIRMED", "PREPARING", "READY", "DELIVERED"]) sandbox.actions.updateOrderStatus(id, status);
+    }
+  });
+}
+
+describe.each(testDrivers())("on the %s database", (driver) => {
+  beforeEach(async () => {
+    const prefix = `test-tiers-${randomUUID().slice(0, 8)}`;
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
+    queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
+    scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    database = await openTestDatabase(driver);
+    mirror = createPostgresMirror(database.db);
+    checkpoints = createSyncCheckpoints(database.db);
+    recorded = [];
+    const writer = createMirrorWriter(mirror, { onRecorded: (c) => recorded.push(...c) });
+    changes = { writer, source: "reconcile", pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId) };
+    await open();
+  });
+  afterEach(async () => {
+    await sandbox.close();
+    await queue.obliterate({ force: true });
+    await queue.close();
+    await redis.quit();
+    await database.close();
+  });
+
+  describe("first import", () => {
+    it("a full pass into an empty mirror records its changes as backfill, not missed webhooks", async () => {
+      const outcome = await full();
+      expect(Object.values(outcome.kinds).map((k) => k.state)).toEqual(["complete", "complete", "complete"]);
+      expect(sourcesOf(recorded)).toEqual({ backfill: 36 + 15 + 18 });
+    });
+
+    it("the active tier running while the first full pass is unfinished still writes backfill", async () => {
+      finishedHistory(250);
+      await full({ maxPages: 1 }); // one page of orders: the pass is running
+      await active();
+      expect(Object.keys(sourcesOf(recorded))).toEqual(["backfill"]);
+    });
+  });
+
+  describe("active tier", () => {
+    it("catches a missed change to an open order, and a missed READY → DELIVERED, as reconcile", async () => {
+      await full();
+      recorded = [];
+      const orders = sandbox.state.orders();
+      const pending = orders.find((o) => o.status === "PENDING")!;
+      const ready = orders.find((o) => o.status === "READY")!;
+      const announced = orders.find((o) => o.status === "PREPARING")!;
+      sandbox.silently(() => {
+        sandbox.actions.updateOrderStatus(pending.id, "CONFIRMED");
+        sandbox.actions.updateOrderStatus(ready.id, "DELIVERED");
+        sandbox.actions.updateOrderStatus(announced.id, "READY");
+      });
+      // An event already asked for this one: its change is no missed webhook.
+      await scheduler.request("orders", announced.restaurantId, announced.id);
+
+      const outcome = await active();
+      const byId = new Map(recorded.map((e) => [e.data.after.id, e.data]));
+      expect(byId.get(pending.id)).toMatchObject({ source: "reconcile", after: { status: "CONFIRMED" } });
+      expect(byId.get(ready.id)).toMatchObject({ source: "reconcile", after: { status: "DELIVERED" } });
+      expect(byId.get(announced.id)).toMatchObject({ source: "webhook", after: { status: "READY" } });
+      expect(recorded).toHaveLength(3);
+      expect(outcome).toMatchObject({ leftOpen: 1, recovered: 1 });
+      expect((await mirror.get("orders", ready.id))?.status).toBe("DELIVERED");
+    });
+
+    it("costs the same number of calls with 5,000 finished orders of history as with 100", async () => {
+      const callsWith = async (history: number) => {
+        await sandbox.close();
+        await database.truncate();
+        await open();
+        finishedHistory(history);
+        await full();
+        sandbox.requestLog.length = 0;
+        const outcome = await active();
+        expect(outcome.calls).toBe(sandbox.requestLog.length);
+        return outcome.calls;
+      };
+      const small = await callsWith(100);
+      const large = await callsWith(5000);
+      // Four open-status lists, bookings from today, menus: one page each here, whatever the history.
+      expect(small).toBe(6);
+      expect(large).toBe(small);
+    });
+  });
+
+  describe("full tier", () => {
+    it("walks in bounded slices, resumes each from its checkpoint, reads no page twice and completes", async () => {
+      finishedHistory(414); // 450 orders: 5 pages
+      const slices = [];
+      for (let i = 0; i < 3; i++) slices.push(await full({ kinds: ["orders"], maxPages: 2 }));
+      expect(slices.map((s) => s.pages)).toEqual([2, 2, 1]);
+      expect(slices.map((s) => s.kinds.orders?.state)).toEqual(["paused", "paused", "complete"]);
+      const cursors = orderRequests().map((r) => cursorOf(r.query));
+      expect(cursors).toHaveLength(5);
+      expect(new Set(cursors).size).toBe(5);
+      expect(await checkpoints.get("full", "orders")).toMatchObject({
+        records: 450,
+        pages: 5,
+        cursor: null,
+        passCompletedAt: expect.any(Date) as unknown,
+      });
+      expect((await mirror.all("orders")).length).toBe(450);
+    });
+
+    it("a slice that fails after k pages leaves the checkpoint at page k; the next one goes on from there", async () => {
+      finishedHistory(414);
+      sandbox.faults.add({ path: "/api/v1/orders", status: 500, after: 3 });
+      await expect(full({ kinds: ["orders"] })).rejects.toThrow();
+      expect(await checkpoints.get("full", "orders")).toMatchObject({ pages: 3, passCompletedAt: null });
+      sandbox.faults.clear();
+      const outcome = await full({ kinds: ["orders"] });
+      expect(outcome.kinds.orders?.state).toBe("complete");
+      const answered = orderRequests()
+        .filter((r) => r.status === 200)
+        .map((r) => cursorOf(r.query));
+      expect(answered).toHaveLength(5);
+      expect(new Set(answered).size).toBe(5);
+      expect(await checkpoints.get("full", "orders")).toMatchObject({ records: 450, pages: 5 });
+    });
+
+    it("a cursor the upstream refuses (400) starts the kind's pass again from the top", async () => {
+      finishedHistory(214);
+      await full({ kinds: ["orders"], maxPages: 1 });
+      const running = (await checkpoints.get("full", "orders"))!;
+      expect(await checkpoints.advance(running, { cursor: "not-a-cursor", records: running.records, pages: running.pages })).toBe(true);
+      const outcome = await full({ kinds: ["orders"] });
+      expect(outcome.kinds.orders?.state).toBe("complete");
+      expect(orderRequests().map((r) => r.status)).toEqual([200, 400, 200, 200, 200]);
+      expect(await checkpoints.get("full", "orders")).toMatchObject({ records: 250, pages: 3 });
+    });
+
+    it("starts the next pass only once the interval since the last one started has passed, or when forced", async () => {
+      await full();
+      sandbox.requestLog.length = 0;
+      expect((await full()).pages).toBe(0);
+      expect(sandbox.requestLog).toHaveLength(0);
+      const order = sandbox.state.orders().find((o) => o.status === "PENDING")!;
+      sandbox.silently(() => sandbox.actions.updateOrderStatus(order.id, "CONFIRMED"));
+      recorded = [];
+      expect((await full({ intervalMs: 0 })).pages).toBe(3);
+      // The mirror held the kind: a change the second pass finds is a missed webhook.
+      expect(recorded.map((e) => [e.data.after.id, e.data.source])).toEqual([[order.id, "reconcile"]]);
+      expect((await full({ force: true })).pages).toBe(3);
+    });
+
+    it("shows each kind's progress and the time of the last complete pass as metrics", async () => {
+      finishedHistory(214);
+      const metrics = createMetrics();
+      const startedAt = Date.now();
+      collectFullTier(metrics, checkpoints, startedAt);
+      await full({ kinds: ["orders"], maxPages: 2 });
+      let text = (await metrics.render()).body;
+      expect(text).toContain('svc_reconcile_full_pass_records{kind="orders"} 200');
+      expect(text).toContain('svc_reconcile_full_pass_pages{kind="orders"} 2');
+      expect(text).not.toMatch(/svc_reconcile_last_complete_pass_timestamp_seconds\{tier="full"\}/);
+      await full();
+      text = (await metrics.render()).body;
+      expect(text).toContain('svc_reconcile_full_pass_records{kind="orders"} 250');
+      const complete = /svc_reconcile_last_complete_pass_timestamp_seconds\{tier="full"\} (\S+)/.exec(text)?.[1];
+      expect(Number(complete)).toBeGreaterThan(0);
+      const success = /^svc_reconcile_last_success_timestamp_seconds (\S+)/m.exec(text)?.[1];
+      expect(Number(success)).toBe(Math.max(startedAt / 1000, Number(complete)));
+    });
+  });
+});
