@@ -8,6 +8,7 @@ import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { nextJob, nextSettled } from "../helpers/job-events.js";
 import { startStack, type Stack } from "../helpers/stack.js";
+import { RECONCILE_JOBS } from "../../src/worker/sync/reconcile-jobs.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 let stack: Stack | undefined;
@@ -183,7 +184,7 @@ describe("change events: handlers get what actually changed in the mirror", () =
     expect(await metric(s, 'svc_missed_webhooks_total{kind="order"}')).toBe(0);
   });
 
-  it("a change made with its webhook suppressed reaches handlers as source reconcile after a sweep, and counts as a missed webhook", async () => {
+  it("a change made with its webhook suppressed reaches handlers as source reconcile after a full pass, and counts as a missed webhook", async () => {
     const { events, handlers } = collector();
     stack = await startStack({ handlers: [handlers] });
     const s = stack;
@@ -208,7 +209,8 @@ describe("change events: handlers get what actually changed in the mirror", () =
     expect(events.map((e) => [e.data.id, e.data.source])).toEqual([[loud!.id, "webhook"]]);
     expect(await s.svc.service.mirror.get("orders", quiet!.id)).toEqual(stored);
 
-    await s.svc.service.worker!.syncQueue.add("reconcile", {});
+    // What the operator API enqueues: a full pass now (the mirror held the kind, so not a first import).
+    await s.svc.service.worker!.syncQueue.add(RECONCILE_JOBS.full, { force: true });
     await settled(s);
     const found = events.filter((e) => e.data.id === quiet!.id);
     expect(found).toHaveLength(1);
@@ -232,8 +234,8 @@ describe("change events: handlers get what actually changed in the mirror", () =
     const eventHandled = nextSettled(s.svc.service.worker!, "completed", (e) => e.type === "order.status_changed");
     s.sandbox.actions.updateOrderStatus(order.id, "CONFIRMED");
     await eventHandled;
-    const swept = nextJob(s.svc.service.worker!.syncWorker, "completed", (j) => j.name === "reconcile");
-    await s.svc.service.worker!.syncQueue.add("reconcile", {});
+    const swept = nextJob(s.svc.service.worker!.syncWorker, "completed", (j) => j.name === RECONCILE_JOBS.full);
+    await s.svc.service.worker!.syncQueue.add(RECONCILE_JOBS.full, { force: true });
     await swept;
     await waitFor(() => events.length === 1, { what: "the change event" });
     expect(events[0]!.data).toMatchObject({ id: order.id, source: "webhook", changed: ["status"] });

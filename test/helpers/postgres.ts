@@ -92,7 +92,9 @@ export async function openTestDatabase(driver: TestDriver, options: OpenOptions 
   return {
     ...database,
     async truncate() {
-      await sql`truncate orders, order_items, bookings, menu_items, reviews, events, change_outbox, rejected_records, sync_checkpoints`.execute(database.db);
+      await sql`truncate orders, order_items, bookings, menu_items, reviews, events, change_outbox, rejected_records, sync_checkpoints`.execute(
+        database.db,
+      );
     },
     async close() {
       if (driver === "server") await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(database.db);

@@ -72,7 +72,11 @@ describe("svc-webhooks backfill", () => {
     });
     expect((await proc.exited).code).toBe(0);
     expect(proc.stderr()).toContain("orders: 36 records");
-    expect(JSON.parse(proc.stdout())).toEqual({ backfilled: { orders: 36, bookings: 15, "menu-items": 18 }, rejected: {} });
+    expect(JSON.parse(proc.stdout())).toEqual({
+      backfilled: { orders: 36, bookings: 15, "menu-items": 18 },
+      rejected: {},
+      state: "complete",
+    });
     // The process migrated its database and wrote the mirror there; read it back as the service would.
     const db = await openDatabaseOfEnv(database);
     try {

@@ -14,7 +14,7 @@ import { runActivePass } from "../../src/worker/sync/active-tier.js";
 import type { SweepChanges } from "../../src/worker/sync/change-source.js";
 import { runFullSlice } from "../../src/worker/sync/full-tier.js";
 import { createMirrorWriter } from "../../src/worker/sync/mirror-writer.js";
-import { collectFullTier } from "../../src/worker/sync/reconcile-jobs.js";
+import { collectFullTier, scheduleReconcile } from "../../src/worker/sync/reconcile-jobs.js";
 import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "../../src/worker/sync/refresh-scheduler.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 
@@ -216,5 +216,28 @@ describe.each(testDrivers())("on the %s database", (driver) => {
       const success = /^svc_reconcile_last_success_timestamp_seconds (\S+)/m.exec(text)?.[1];
       expect(Number(success)).toBe(Math.max(startedAt / 1000, Number(complete)));
     });
+  });
+});
+
+describe("schedules", () => {
+  it("RECONCILE_INTERVAL_SECONDS=0 turns every tier off; otherwise the full tick and the active tier are scheduled", async () => {
+    const connection = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
+    const sync = new Queue("sync", { connection, prefix: `test-sched-${randomUUID().slice(0, 8)}` });
+    try {
+      const worker = { reconcileIntervalMs: 3600_000, reconcileActiveIntervalMs: 120_000 } as Parameters<typeof scheduleReconcile>[1];
+      // The single hourly sweep of before the tiers, left by an older version: removed.
+      await sync.upsertJobScheduler("reconcile", { every: 3600_000 }, { name: "reconcile", data: {} });
+      await scheduleReconcile(sync, worker, true);
+      const every = async () => Object.fromEntries((await sync.getJobSchedulers()).map((s) => [s.key, s.every]));
+      expect(await every()).toEqual({ "reconcile-full": 60_000, "reconcile-active": 120_000 });
+      await scheduleReconcile(sync, { ...worker, reconcileActiveIntervalMs: 0 }, true);
+      expect(await every()).toEqual({ "reconcile-full": 60_000 });
+      await scheduleReconcile(sync, { ...worker, reconcileIntervalMs: 0 }, true);
+      expect(await every()).toEqual({});
+    } finally {
+      await sync.obliterate({ force: true });
+      await sync.close();
+      await connection.quit();
+    }
   });
 });

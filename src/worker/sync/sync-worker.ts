@@ -4,8 +4,10 @@ import { SYNC_QUEUE } from "../../queue/names.js";
 import type { RedisClient } from "../../redis/connection.js";
 import { isPermanentUpstreamError, UpstreamRateLimitError } from "../../upstream/index.js";
 import type { RefreshJobData } from "./refresh-scheduler.js";
+import type { BackfillJobData, FullJobData } from "./reconcile-jobs.js";
 
-export type SyncJobData = RefreshJobData | Record<string, never>;
+/** What the operator API and the schedulers put in reconcile and backfill jobs (reconcile-jobs.ts). */
+export type SyncJobData = RefreshJobData | FullJobData | BackfillJobData | Record<string, never>;
 
 /** What runs each named job of the sync queue: a table, not a switch. */
 export type SyncJobProcessors = Record<string, (job: Job<SyncJobData>) => Promise<unknown>>;
