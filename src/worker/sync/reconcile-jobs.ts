@@ -44,7 +44,7 @@ export interface ReconcileDeps {
   checkpoints: SyncCheckpoints;
   writer: MirrorWriter;
   pending: NonNullable<SweepChanges["pending"]>;
-  queue: Pick<Queue, "add">;
+  queue: Pick<Queue, "add" | "getJob">;
   config: Config["worker"];
   metrics: Metrics;
   logger: Logger;
@@ -115,13 +115,23 @@ async function tick(deps: ReconcileDeps): Promise<{ slice: boolean }> {
     return !c || (c.passCompletedAt !== null && now >= c.passStartedAt.getTime() + deps.config.reconcileIntervalMs);
   });
   if (running) await addSlice(deps.queue, running);
-  else if (due)
-    await deps.queue.add(RECONCILE_JOBS.fullSlice, {}, { jobId: `full-start-${saved.map((c) => c.passStartedAt.getTime()).join("-")}` });
+  else if (due) await addOnce(deps.queue, `full-start-${saved.map((c) => c.passStartedAt.getTime()).join("-")}`);
   return { slice: running !== undefined || due };
 }
 
-const addSlice = (queue: Pick<Queue, "add">, at: SyncCheckpoint) =>
-  queue.add(RECONCILE_JOBS.fullSlice, {}, { jobId: `full-${at.kind}-${at.passStartedAt.getTime()}-${at.pages}` });
+const addSlice = (queue: Pick<Queue, "add" | "getJob">, at: SyncCheckpoint) =>
+  addOnce(queue, `full-${at.kind}-${at.passStartedAt.getTime()}-${at.pages}`);
+
+/**
+ * A slice named by its position: added once while it waits or runs. One that failed for good (the
+ * API away through all its attempts) would keep its id in the failed set and block that position
+ * for as long as failed jobs are kept, so it is removed and the slice added again (the next tick).
+ */
+async function addOnce(queue: Pick<Queue, "add" | "getJob">, jobId: string): Promise<void> {
+  const existing = await queue.getJob(jobId);
+  if (existing && (await existing.isFailed())) await existing.remove();
+  await queue.add(RECONCILE_JOBS.fullSlice, {}, { jobId });
+}
 
 /** Keeps the schedulers of the tiers as the config says: RECONCILE_INTERVAL_SECONDS=0 turns every tier off. */
 export async function scheduleReconcile(queue: Queue, config: Config["worker"], enabled: boolean): Promise<void> {
