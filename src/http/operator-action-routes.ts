@@ -15,7 +15,10 @@ export interface OperatorActionsPort {
     options: { dryRun?: boolean; fresh?: boolean; idempotencyKey?: string },
   ): Promise<{ id?: string; count: number }>;
   bulkProgress(id: string): Promise<{ id: string; total: number; done: number; failed: number; state: "running" | "done" }>;
-  requestSync(request: "reconcile" | "backfill", options: { kinds?: string[]; since?: string }): Promise<{ job: string }>;
+  requestSync(
+    request: "reconcile" | "backfill",
+    options: { kinds?: string[]; since?: string; restart?: boolean },
+  ): Promise<{ job: string }>;
 }
 
 const ReplayOne = z.strictObject({ handler: z.string().min(1).max(100).optional() });
@@ -32,7 +35,7 @@ const ReplayMany = z.strictObject({
   dryRun: z.boolean().optional(),
   fresh: z.boolean().optional(),
 });
-const Backfill = z.strictObject({ kinds: z.array(z.string()).optional(), since: z.string().optional() });
+const Backfill = z.strictObject({ kinds: z.array(z.string()).optional(), since: z.string().optional(), restart: z.boolean().optional() });
 const Empty = z.strictObject({});
 
 class InvalidRequestError extends Error {

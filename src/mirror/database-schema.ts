@@ -153,9 +153,12 @@ export interface UnlistedRecordsTable {
   first_noted_at: Timestamp;
   given_up_at: Generated<Date>;
   attempts: number;
+}
+
 /** Where each resumable list walk stands (migrations/0007_sync_checkpoints.ts). */
 export interface SyncCheckpointsTable {
   tier: string;
+  kind: string;
   cursor: string | null;
   pass_started_at: Timestamp;
   pass_completed_at: Timestamp | null;

@@ -73,3 +73,7 @@ export function isStorableDate(value: unknown): value is Date {
   const year = value.getUTCFullYear();
   return year >= MIN_YEAR && year <= MAX_YEAR;
 }
+
+/** A calendar day written YYYY-MM-DD (2026-02-30 is none): backfill's `--since` and the operator API's. */
+export const isCalendarDay = (s: string): boolean =>
+  /^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(Date.parse(s)) && new Date(s).toISOString().startsWith(s);

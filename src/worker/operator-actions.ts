@@ -2,7 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import type { JobsOptions, Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { EventLog } from "../mirror/event-log.js";
-import { parseIsoInstant } from "../mirror/iso-instant.js";
+import { isCalendarDay } from "../mirror/iso-instant.js";
 import type { StepStore } from "../mirror/step-store.js";
 import type { EventJobData } from "../queue/event-job.js";
 import type { RedisClient } from "../redis/connection.js";
@@ -11,6 +11,7 @@ import { bulkReplayProgress, BULK_REPLAY_TTL_SECONDS, type BulkReplayProgress } 
 import { OperatorActionError } from "./operator-action-error.js";
 import { replayEvents, replayJob, replayQueryFromFilter } from "./replay-events.js";
 import { settleFailedJobs } from "./settle-failed-jobs.js";
+import { RECONCILE_JOBS } from "./sync/reconcile-jobs.js";
 import { SYNCED_KINDS, type SyncedKind } from "./sync/synced-kinds.js";
 
 /**
@@ -18,7 +19,8 @@ import { SYNCED_KINDS, type SyncedKind } from "./sync/synced-kinds.js";
  * covers every kind); a backfill's `kinds` and `since` travel in the job's data for a processor
  * that honours them.
  */
-export const OPERATOR_SYNC_JOBS = { reconcile: "reconcile", backfill: "reconcile" } as const;
+/** "Reconcile now" runs an active pass (what can still change); a backfill reads everything, resumably. */
+export const OPERATOR_SYNC_JOBS = { reconcile: RECONCILE_JOBS.active, backfill: RECONCILE_JOBS.backfill } as const;
 export type OperatorSyncRequest = keyof typeof OPERATOR_SYNC_JOBS;
 
 /** How long an Idempotency-Key's answer is kept (as Stripe does: a day). */
@@ -129,7 +131,10 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
      * Asks the workers for a reconciliation or a backfill: one job on the sync queue. Asked again
      * while that job waits or runs, it answers the same job.
      */
-    async requestSync(request: OperatorSyncRequest, options: { kinds?: string[]; since?: string } = {}): Promise<{ job: string }> {
+    async requestSync(
+      request: OperatorSyncRequest,
+      options: { kinds?: string[]; since?: string; restart?: boolean } = {},
+    ): Promise<{ job: string }> {
       if (!deps.syncAvailable) throw new OperatorActionError("sync_unavailable", "no upstream API is configured (API_BASE_URL, API_KEY)");
       const data: Record<string, unknown> = { requestedBy: "operator", request };
       if (options.kinds !== undefined) {
@@ -142,10 +147,11 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
         data.kinds = options.kinds;
       }
       if (options.since !== undefined) {
-        const since = parseIsoInstant(options.since);
-        if (!since.ok) throw new OperatorActionError("invalid_request", `since ${since.problem}`);
-        data.since = since.instant.toISOString();
+        if (!isCalendarDay(options.since))
+          throw new OperatorActionError("invalid_request", `since takes a date YYYY-MM-DD, not "${options.since}"`);
+        data.since = options.since;
       }
+      if (options.restart === true) data.restart = true;
       const job = await deps.syncQueue.add(OPERATOR_SYNC_JOBS[request], data, {
         ...deps.syncJobOptions,
         deduplication: { id: `operator-${request}` },

@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../../config/index.js";
+import { isCalendarDay } from "../../mirror/iso-instant.js";
 import { openMigratedStorage } from "../open-storage-from-env.js";
 import { openCliRedis } from "../cli-redis.js";
 import { operatorClient, operatorUrl } from "../operator-client.js";
@@ -54,13 +55,21 @@ export async function run(argv: string[]): Promise<void> {
   if (wrong.length > 0) throw new UsageError(`--kinds takes ${KINDS.join(", ")}; not ${wrong.join(", ")}`);
   const url = operatorUrl(values.url);
   const since = values.since;
-  if (since !== undefined && !isDay(since)) throw new UsageError(`--since takes a date YYYY-MM-DD, not "${since}"`);
+  if (since !== undefined && !isCalendarDay(since)) throw new UsageError(`--since takes a date YYYY-MM-DD, not "${since}"`);
 
   const config = loadConfig({ ...process.env, ROLE: "worker" });
   // --no-changes is a first import by hand: the service's sweep always produces change events.
   const client = values["no-changes"] ? undefined : await operatorClient(url, process.env.ADMIN_TOKEN);
   if (client) {
-    console.log(JSON.stringify(await client.call("POST", "/sync/backfill", { ...(values.kinds ? { kinds } : {}), ...(since ? { since } : {}), ...(values.restart ? { restart: true } : {}) })));
+    console.log(
+      JSON.stringify(
+        await client.call("POST", "/sync/backfill", {
+          ...(values.kinds ? { kinds } : {}),
+          ...(since ? { since } : {}),
+          ...(values.restart ? { restart: true } : {}),
+        }),
+      ),
+    );
     return;
   }
   if (!config.api) throw new UsageError("backfill needs API_BASE_URL and API_KEY");
@@ -121,8 +130,6 @@ export async function run(argv: string[]): Promise<void> {
     await storage.close();
   }
 }
-
-const isDay = (s: string) => /^\d{4}-\d{2}-\d{2}$/.test(s) && !Number.isNaN(Date.parse(s)) && new Date(s).toISOString().startsWith(s);
 
 /** Each kind's size from its last complete pass (a backfill of the same window, or the full tier when no window). */
 async function expectedRecords(

@@ -39,7 +39,7 @@ export const SORT_KEY: Record<SyncedKind, (record: MirrorRecord) => number> = {
 function readPage(ctx: RefreshReadContext, plan: Pick<PlannedRead, "restaurantId" | "filter">, cursor: string | undefined): Promise<Page> {
   const { api, mirror } = ctx;
   const { restaurantId, filter } = plan;
-  const opts = { priority: "high" as const, clock: () => mirror.clock() };
+  const opts = { priority: "webhook" as const, clock: () => mirror.clock() };
   const base = { restaurantId, limit: 100, cursor };
   if (ctx.kind === "orders") return api.listOrders({ ...base, status: filter.status }, opts);
   if (ctx.kind === "bookings") return api.listBookings({ ...base, from: filter.from, to: filter.to }, opts);
