@@ -136,7 +136,7 @@ describe("replay and reconcile without a service", () => {
     });
     const waiting = await events.getWaiting();
     expect(waiting.map((j) => (j.data as { id: string }).id)).toEqual(["evt_direct"]);
-    expect((await sync.getWaiting()).map((j) => [j.id, j.name])).toEqual([[job, "reconcile"]]);
+    expect((await sync.getWaiting()).map((j) => [j.id, j.name])).toEqual([[job, "reconcile-active"]]);
   }, 180_000);
 });
 

@@ -230,7 +230,7 @@ describe("POST /sync/reconcile and /sync/backfill", () => {
     const syncQueue = new Queue(SYNC_QUEUE, { connection: svc.redis, prefix: svc.prefix });
     try {
       const jobs = await syncQueue.getJobs(["waiting", "prioritized", "delayed"]);
-      expect(jobs.map((j) => [j.id, j.name])).toEqual([[job, "reconcile"]]);
+      expect(jobs.map((j) => [j.id, j.name])).toEqual([[job, "reconcile-active"]]);
     } finally {
       await syncQueue.close();
     }
