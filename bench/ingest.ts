@@ -8,6 +8,7 @@ import { EVENTS_QUEUE } from "../src/queue/names.js";
 import { redisKeys } from "../src/redis/keys.js";
 import { assertPoolNotWrapped, POOL_EVENTS_PER_SECOND, writeRequestPool } from "./lib/pool.js";
 import { startOtlpSink } from "./lib/otlp-sink.js";
+import { BEFORE_TRACING, extractBaselineTree } from "./lib/baseline-tree.js";
 import { startServerProcess } from "./lib/server-process.js";
 import { exitedChildrenCpuSeconds, processCpuSeconds, redisCpu } from "./lib/cpu.js";
 import { runWrk, type WrkResult } from "./lib/wrk.js";
@@ -25,9 +26,11 @@ export interface IngestRun extends WrkResult {
 export interface IngestRow {
   name: string;
   runs: IngestRun[];
+  /** Why the row was not run (the A/B row without git or its commit). */
+  skipped?: string;
 }
 
-export type IngestKey = "a" | "b" | "c" | "g" | "t" | "d" | "e" | "f";
+export type IngestKey = "a" | "b" | "c" | "p" | "g" | "t" | "d" | "e" | "f";
 /** The receivers users would write themselves; "ours ÷ best peer" compares against the fastest. */
 export const PEERS = ["d", "e", "f"] as const;
 
@@ -41,10 +44,20 @@ export const SERVERS: readonly {
   env?: Record<string, string>;
   /** Export traces (OTLP/HTTP, the SDK's default protobuf) to a local sink that drops them. */
   tracing?: true;
+  /** Run `script` from the commit before tracing landed (BEFORE_TRACING), not from this checkout. */
+  beforeTracing?: true;
 }[] = [
   { key: "a", name: "(a) plain Hono, read body (ceiling)", script: "bench/servers/plain.ts", durable: false },
   { key: "b", name: "(b) our edge, verify only", script: "bench/servers/verify-only.ts", durable: false },
   { key: "c", name: "(c) **ours**: edge, verify + stream append", script: "bench/servers/edge.ts", durable: true, stream: true },
+  {
+    key: "p",
+    name: `(c₀) ours before tracing (${BEFORE_TRACING}): the same edge, no tracing in the code`,
+    script: "bench/servers/edge.ts",
+    durable: true,
+    stream: true,
+    beforeTracing: true,
+  },
   {
     key: "g",
     name: "(c′) ours at LOG_LEVEL=debug: also a log line per accepted delivery",
@@ -94,22 +107,34 @@ export async function benchIngest(opts: {
   const runPoolSize = Math.max(60_000, opts.seconds * POOL_EVENTS_PER_SECOND);
   writeRequestPool(runPool, runPoolSize, "r");
   const wrkOptions = (seconds: number) => ({ seconds, connections: opts.connections, threads: 1 });
-  const servers = SERVERS.filter((s) => !opts.only || opts.only.includes(s.key));
+  let servers = SERVERS.filter((s) => !opts.only || opts.only.includes(s.key));
+  // The A/B row runs the edge of the commit before tracing, extracted for this run only.
+  const baseline = servers.some((s) => s.beforeTracing) ? extractBaselineTree() : undefined;
+  if (baseline && "skipped" in baseline) {
+    opts.log(`ingest: row (c₀) skipped: ${baseline.skipped}`);
+    rows.p.skipped = baseline.skipped;
+    servers = servers.filter((s) => !s.beforeTracing);
+  }
+  const baselineDir = baseline && "dir" in baseline ? baseline.dir : undefined;
   const sink = await startOtlpSink();
   try {
     for (let round = 1; round <= opts.rounds; round++) {
-      for (const server of servers) {
+      for (const server of abOrder(servers, round)) {
         const prefix = `bench-${server.key}-${randomUUID().slice(0, 6)}`;
         // No worker drains our stream in this table (the end-to-end run has one), so its backlog
         // grows past the default MAX_BACKLOG within a run; a refusal there would be backpressure
         // working, not the edge's speed.
-        const proc = await startServerProcess(server.script, {
-          REDIS_URL: opts.redisUrl,
-          QUEUE_PREFIX: prefix,
-          MAX_BACKLOG: "100000000",
-          ...server.env,
-          ...(server.tracing ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: "svc-webhooks-bench" } : {}),
-        });
+        const proc = await startServerProcess(
+          server.script,
+          {
+            REDIS_URL: opts.redisUrl,
+            QUEUE_PREFIX: prefix,
+            MAX_BACKLOG: "100000000",
+            ...server.env,
+            ...(server.tracing ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_SERVICE_NAME: "svc-webhooks-bench" } : {}),
+          },
+          server.beforeTracing ? { cwd: baselineDir, startMs: 180_000 } : {},
+        );
         const queue = new Queue(EVENTS_QUEUE, { connection: redis, prefix });
         try {
           await runWrk(`${proc.url}/webhooks`, warmPool, wrkOptions(opts.warmupSeconds));
@@ -152,12 +177,26 @@ export async function benchIngest(opts: {
       }
     }
   } finally {
+    if (baseline && "dir" in baseline) baseline.remove();
     await sink.close();
     await redis.quit();
     rmSync(warmPool, { force: true });
     rmSync(runPool, { force: true });
   }
   return rows;
+}
+
+/**
+ * The servers in the order of `round`: the A/B pair, (c) and (c₀), swaps places every other round,
+ * so neither always runs right after the other (a machine warming up or calming down would
+ * otherwise favour one side).
+ */
+function abOrder<T extends { key: IngestKey }>(servers: readonly T[], round: number): T[] {
+  const order = [...servers];
+  const c = order.findIndex((s) => s.key === "c");
+  const p = order.findIndex((s) => s.key === "p");
+  if (round % 2 === 0 && c >= 0 && p >= 0) [order[c], order[p]] = [order[p]!, order[c]!];
+  return order;
 }
 
 /** The median of `values` (the mean of the middle two for an even count). */

@@ -1,8 +1,14 @@
 import type { EndToEndPair, EndToEndRun } from "./e2e.js";
+import { BEFORE_TRACING } from "./lib/baseline-tree.js";
 import { median, PEERS, SERVERS, type IngestKey, type IngestRow, type IngestRun } from "./ingest.js";
 
 const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const spread = (r: number[]) => `${fmt(median(r), 2)} (${fmt(Math.min(...r), 2)}–${fmt(Math.max(...r), 2)})`;
+/** Median and range of a ratio, the worst round first: the lowest when higher is better, else the highest. */
+const worstFirst = (r: number[], higherIsBetter: boolean) => {
+  const [worst, best] = higherIsBetter ? [Math.min(...r), Math.max(...r)] : [Math.max(...r), Math.min(...r)];
+  return `${fmt(median(r), 2)} (${fmt(worst, 2)}–${fmt(best, 2)})`;
+};
 
 /** The peer with the highest median req/s. */
 export function bestPeer(rows: Record<IngestKey, IngestRow>): IngestKey {
@@ -17,7 +23,7 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
   };
   const us = (v: number | undefined) => (v === undefined ? "—" : fmt(v));
   const paired = (x: IngestKey, y: IngestKey, pick: (r: IngestRun) => number) =>
-    rows[x].runs.map((run, i) => pick(run) / pick(rows[y].runs[i]!));
+    rows[y].runs.length === rows[x].runs.length ? rows[x].runs.map((run, i) => pick(run) / pick(rows[y].runs[i]!)) : [];
   const best = bestPeer(rows);
   const ratios = {
     oursOverPlain: paired("c", "a", (r) => r.rps),
@@ -26,6 +32,10 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
     oursAtDebugOverBestPeer: paired("g", best, (r) => r.rps),
     tracingOnOverOff: paired("t", "c", (r) => r.rps),
     tracingOnOverOffCpu: paired("t", "c", (r) => r.cpu.serverUs),
+    // The A/B: tracing off at this commit ÷ the edge before tracing landed.
+    offOverBeforeTracing: paired("c", "p", (r) => r.rps),
+    p99OffOverBeforeTracing: paired("c", "p", (r) => r.p99Ms),
+    cpuOffOverBeforeTracing: paired("c", "p", (r) => r.cpu.serverUs),
   };
   const lines = [
     `Ingest: signed ~1 KB unique events, wrk -t1 -c${opts.connections}, ${opts.rounds} interleaved rounds of ${opts.seconds} s after a 3 s warm-up; medians.`,
@@ -36,6 +46,7 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
   const plain = med("a", (r) => r.rps)!;
   for (const { key } of SERVERS) {
     const runs = rows[key].runs;
+    if (rows[key].skipped) lines.push(`| ${rows[key].name} | skipped: ${rows[key].skipped} | | | | | | | | |`);
     if (runs.length === 0) continue;
     const stored = runs.every((r) => r.jobsInRedis !== undefined)
       ? `${fmt(runs.reduce((n, r) => n + r.jobsInRedis!, 0))} / ${fmt(runs.reduce((n, r) => n + r.ok, 0))}`
@@ -62,7 +73,7 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
       2,
     )} ms (ratio per round ${spread(ratios.p99OursOverBestPeer)}, target ≤ 1); ours ÷ plain ${spread(ratios.oursOverPlain)}; ours at LOG_LEVEL=debug ÷ best peer ${spread(ratios.oursAtDebugOverBestPeer)}; tracing on ÷ off (c″ ÷ c): req/s ${spread(ratios.tracingOnOverOff)}, server CPU per request ${spread(ratios.tracingOnOverOffCpu)}. Ratios: median (range) of the rounds, each round's runs paired.`,
     "",
-    "Tracing off (c) is the edge as shipped with no OTEL_EXPORTER_OTLP_ENDPOINT: the SDK is not loaded and the request path has no span, no context and no extra field (the hooks are not installed), so (c) is the cost of tracing off.",
+    abLine(rows, ratios),
     "",
     "Stored: jobs in BullMQ for the peers, stream entries for ours (no worker runs in this table, so MAX_BACKLOG is lifted for it); it can exceed the 200s because wrk drops answers still in flight when it stops. Redis CPU is per stored event; in brackets the µs per EVALSHA call (one per job for the peers, one per group-committed batch for ours).",
   );
@@ -111,4 +122,19 @@ export function endToEndReport(
     `Database (ours: event log and mirror, shared by the web and worker processes, a fresh schema per run): ${opts.database}. Redis per event, ours (median calls × and µs inside Redis): ${redisBreakdown(runs[0]!)}; peer: ${redisBreakdown(runs[1]!)}.`,
   ];
   return { lines, ratio };
+}
+
+/** The A/B of tracing off: (c) at this commit against (c₀), the same edge before tracing landed. */
+function abLine(
+  rows: Record<IngestKey, IngestRow>,
+  ratios: Record<"offOverBeforeTracing" | "p99OffOverBeforeTracing" | "cpuOffOverBeforeTracing", number[]>,
+) {
+  const head =
+    "Tracing off (c) is the edge as shipped with no OTEL_EXPORTER_OTLP_ENDPOINT: the SDK is not loaded and the request path has no span, no context and no extra field (the hooks are not installed).";
+  if (rows.p.skipped) return `${head} The A/B against the edge before tracing (c₀) was skipped: ${rows.p.skipped}.`;
+  if (ratios.offOverBeforeTracing.length === 0) return head;
+  return `${head} **A/B, tracing off ÷ before tracing (c ÷ c₀), median (worst–best round): req/s ${worstFirst(ratios.offOverBeforeTracing, true)}, p99 ${worstFirst(
+    ratios.p99OffOverBeforeTracing,
+    false,
+  )}, server CPU µs per request ${worstFirst(ratios.cpuOffOverBeforeTracing, false)}**; (c) and (c₀) run back to back in each round, their order swapped every other round. (c₀) also lacks every other change made to the edge since ${BEFORE_TRACING}.`;
 }

@@ -12,18 +12,31 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-/** Starts a bench server (its own process, so load and server do not share an event loop). */
-export function startServerProcess(script: string, env: Record<string, string>): Promise<ServerProcess> {
+/**
+ * Starts a bench server (its own process, so load and server do not share an event loop).
+ * `cwd`: the checkout `script` belongs to, this one by default (the A/B row runs an older commit's).
+ * `startMs`: how long it may take to print READY (a first start in a fresh checkout creates its
+ * embedded database, which takes a minute on a loaded machine).
+ */
+export function startServerProcess(
+  script: string,
+  env: Record<string, string>,
+  { cwd = ROOT, startMs = 60_000 }: { cwd?: string; startMs?: number } = {},
+): Promise<ServerProcess> {
   // BENCH_CPU_PROF=<dir>: each server process writes a V8 CPU profile there when it stops.
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const child = spawn(process.execPath, [...profile, "--import", "tsx", script], {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
   return new Promise((resolve, reject) => {
     let err = "";
-    const timer = setTimeout(() => reject(new Error(`${script} did not start: ${err}`)), 20_000);
+    const timer = setTimeout(() => {
+      // Stop it too, or it would go on writing (its data directory, say) while the bench cleans up.
+      child.kill("SIGKILL");
+      reject(new Error(`${script} did not start within ${startMs / 1000} s: ${err}`));
+    }, startMs);
     child.stderr.on("data", (d: Buffer) => {
       err += d.toString();
       const m = /READY (\S+)/.exec(err);
