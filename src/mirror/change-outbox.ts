@@ -18,11 +18,13 @@ export const newChangeId = () => `chg_${randomUUID().replace(/-/g, "")}`;
  * Inserts one outbox row per change, inside the mirror write's transaction (`tx`): the change
  * exists iff the write committed. Returns the change events as recorded (kinds without change
  * events are skipped). `sourceOf` attributes each change (webhook, reconcile or backfill).
+ * `traceparent`: the trace context of the write (tracing on only), stored for the relay.
  */
 export async function insertChanges(
   tx: Transaction<DatabaseSchema>,
   changes: readonly MirrorChange[],
   sourceOf: (change: MirrorChange) => ChangeSource | Promise<ChangeSource>,
+  traceparent?: string,
 ): Promise<RecordedChange[]> {
   const recorded: RecordedChange[] = [];
   for (const change of changes) {
@@ -43,7 +45,7 @@ export async function insertChanges(
   // In write order (the changes come in id order within one write): seq follows the array.
   const rows = await tx
     .insertInto("change_outbox")
-    .values(recorded.map((c) => ({ id: c.id, type: c.type, payload: JSON.stringify(c.data) })))
+    .values(recorded.map((c) => ({ id: c.id, type: c.type, payload: JSON.stringify(c.data), traceparent: traceparent ?? null })))
     .returning(["id", "created_at"])
     .execute();
   const at = new Map(rows.map((r) => [r.id, new Date(r.created_at).toISOString()]));
@@ -57,6 +59,8 @@ export interface OutboxRow {
   type: string;
   payload: Record<string, unknown>;
   createdAt: string;
+  /** The trace context of the write that recorded the change, when tracing was on. */
+  traceparent?: string;
 }
 
 export interface ChangeOutbox {
@@ -78,13 +82,20 @@ export function createChangeOutbox(db: Kysely<DatabaseSchema>): ChangeOutbox {
     async relayBatch(limit, send) {
       const rows = await db
         .selectFrom("change_outbox")
-        .select(["seq", "id", "type", "payload", "created_at"])
+        .select(["seq", "id", "type", "payload", "created_at", "traceparent"])
         .orderBy("seq")
         .limit(limit)
         .execute();
       if (rows.length === 0) return 0;
       await send(
-        rows.map((r) => ({ seq: r.seq, id: r.id, type: r.type, payload: r.payload, createdAt: new Date(r.created_at).toISOString() })),
+        rows.map((r) => ({
+          seq: r.seq,
+          id: r.id,
+          type: r.type,
+          payload: r.payload,
+          createdAt: new Date(r.created_at).toISOString(),
+          ...(r.traceparent === null ? {} : { traceparent: r.traceparent }),
+        })),
       );
       await db
         .deleteFrom("change_outbox")

@@ -125,6 +125,8 @@ export interface ChangeOutboxTable {
   type: string;
   payload: Jsonb<Record<string, unknown>>;
   created_at: Generated<Date>;
+  /** The W3C trace context of the write that recorded it; null when tracing was off (migrations/0008_outbox_trace.ts). */
+  traceparent: string | null;
 }
 
 /** Records the mirror refused, one row per kind and id (migrations/0004_rejected_records.ts). */

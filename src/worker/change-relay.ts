@@ -1,7 +1,9 @@
+import type { Tracer } from "@opentelemetry/api";
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { ChangeOutbox, OutboxRow } from "../mirror/change-outbox.js";
 import type { EventJobData } from "../queue/event-job.js";
+import { relaySpans } from "../tracing/relay-spans.js";
 
 export interface ChangeRelayOptions {
   outbox: ChangeOutbox;
@@ -14,6 +16,11 @@ export interface ChangeRelayOptions {
   /** Rows per transaction (default 100). */
   batchSize?: number;
   logger: Logger;
+  /**
+   * Given only when tracing is on: each change recorded with a trace context is sent in a span of
+   * that trace ("change relay <type>"), and its job carries the span, so its handlers join the trace.
+   */
+  tracer?: Tracer;
   /** Test seam: runs after the rows were added to the queue, before they are deleted; a throw leaves them in the outbox. */
   afterAdd?: (rows: readonly OutboxRow[]) => Promise<void>;
 }
@@ -46,17 +53,22 @@ export function createChangeRelay(options: ChangeRelayOptions): ChangeRelay {
 
   const send = async (rows: OutboxRow[]) => {
     const receivedAt = new Date().toISOString();
-    await queue.addBulk(
-      rows.map((row) => ({
-        name: row.type,
-        data: {
-          id: row.id,
-          type: row.type,
-          receivedAt,
-          payload: { id: row.id, type: row.type, createdAt: row.createdAt, data: row.payload },
-        },
-        opts: { jobId: row.id, deduplication: { id: row.id, ttl } },
-      })),
+    const spans = options.tracer ? relaySpans(options.tracer, rows) : undefined;
+    await (spans ?? noSpans).around(() =>
+      queue.addBulk(
+        rows.map((row) => ({
+          name: row.type,
+          data: {
+            id: row.id,
+            type: row.type,
+            receivedAt,
+            payload: { id: row.id, type: row.type, createdAt: row.createdAt, data: row.payload },
+            // The relay's span when tracing is on, else the write's context as recorded (if any).
+            ...withTrace(spans?.traceparentOf(row) ?? row.traceparent),
+          },
+          opts: { jobId: row.id, deduplication: { id: row.id, ttl } },
+        })),
+      ),
     );
     await options.afterAdd?.(rows);
   };
@@ -116,3 +128,6 @@ export function createChangeRelay(options: ChangeRelayOptions): ChangeRelay {
     );
   }
 }
+
+const noSpans = { around: <T>(fn: () => Promise<T>) => fn() };
+const withTrace = (traceparent: string | undefined) => (traceparent === undefined ? {} : { traceparent });

@@ -37,6 +37,7 @@ import { tracedHandlers } from "../tracing/traced-handlers.js";
 import { tracedMirror } from "../tracing/traced-mirror.js";
 import { createRefreshLinks } from "../tracing/refresh-links.js";
 import type { Tracing } from "../tracing/tracing.js";
+import { activeTraceparent } from "../tracing/trace-context.js";
 
 export interface WorkerRole {
   api: ApiClient | undefined;
@@ -156,8 +157,11 @@ export function createWorkerRole(deps: {
     dedupWindowMs: config.dedupWindowSeconds * 1000,
     intervalMs: config.worker.changeRelayIntervalMs,
     logger,
+    ...(tracing ? { tracer: tracing.tracer } : {}),
   });
   const writer = createMirrorWriter(mirror, {
+    // With tracing on, a change event's handlers continue the trace of the write that made it.
+    ...(tracing ? { traceparent: activeTraceparent } : {}),
     onRecorded(changes) {
       for (const { data } of changes) {
         metrics.mirrorChanges.inc({ kind: data.kind, source: data.source });

@@ -112,6 +112,22 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
     expect(await outbox.pending()).toBe(0);
   });
 
+  it("keeps the trace context of the write that recorded a change for its job; a write outside any trace stores and sends none", async () => {
+    const traceparent = `00-${"a1".repeat(16)}-${"b2".repeat(8)}-01`;
+    await createMirrorWriter(mirror, { traceparent: () => traceparent }).write("orders", [orderRecord("ord_1")], t0, "webhook");
+    await createMirrorWriter(mirror, { traceparent: () => undefined }).write("orders", [orderRecord("ord_2")], t0, "webhook");
+    await createMirrorWriter(mirror).write("orders", [orderRecord("ord_3")], t0, "webhook");
+    const stored = await database.db.selectFrom("change_outbox").select(["traceparent"]).orderBy("seq").execute();
+    expect(stored.map((r) => r.traceparent)).toEqual([traceparent, null, null]);
+    // Tracing off in the relaying process (no tracer): the job carries the recorded context as is.
+    const r = relay();
+    expect(await r.drain()).toBe(3);
+    await r.stop();
+    const jobs = await waitingJobs();
+    expect(jobs.map((j) => j.data.traceparent)).toEqual([traceparent, undefined, undefined]);
+    expect(jobs.map((j) => "traceparent" in j.data)).toEqual([true, false, false]);
+  });
+
   it("a crash between the add and the delete re-sends the batch, and BullMQ drops it whether the first jobs still exist or were removed", async () => {
     const writer = createMirrorWriter(mirror);
     await writer.write("orders", [orderRecord("ord_1"), orderRecord("ord_2")], t0, "webhook");

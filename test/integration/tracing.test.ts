@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
@@ -8,6 +11,7 @@ import { waitFor } from "../helpers/wait-for.js";
 
 const SERVER = 2;
 const CLIENT = 3;
+const PRODUCER = 4;
 
 let proc: CliProcess | undefined;
 let sandbox: Sandbox | undefined;
@@ -174,6 +178,58 @@ describe("tracing (OpenTelemetry, a real serve process)", () => {
       const other = traces.find((t) => t !== refresh.traceId);
       expect(refresh.links?.map((l) => l.traceId)).toContain(other);
       expect(receiver.spans.filter((sp) => sp.name === "refresh orders")).toHaveLength(1);
+    },
+    PROCESS_TEST_MS,
+  );
+
+  it(
+    "continues a webhook's trace through the refresh into the change event it causes and that event's handler",
+    async () => {
+      receiver = await startOtlpReceiver();
+      // A user's handlers module with a change event handler (needs nothing from the package).
+      const dir = mkdtempSync(join(tmpdir(), "svc-trace-changes-"));
+      const handlersModule = join(dir, "handlers.mjs");
+      writeFileSync(handlersModule, `export default { "change.order": () => {} };\n`);
+      const s = await serveWithSandbox({
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+        OTEL_BSP_SCHEDULE_DELAY: "50",
+        HANDLERS_MODULE: handlersModule,
+      });
+      const order = s.actions.createOrder({ restaurantId: s.state.restaurants()[0]!.id, paid: true });
+      const edge = await waitFor(
+        () => receiver!.spans.find((sp) => sp.kind === SERVER && sp.attributes["svc.event.type"] === "order.created"),
+        { timeoutMs: 30_000, what: "the delivery's edge span" },
+      );
+      const inTrace = (pred: (span: ReceivedSpan) => boolean) => () =>
+        receiver!.spans.find((sp) => sp.traceId === edge.traceId && pred(sp));
+      const handler = await waitFor(
+        inTrace((sp) => sp.name === "handler user change.order"),
+        { timeoutMs: 30_000, what: "the change event handler's span, in the webhook's trace" },
+      );
+      const relay = await waitFor(
+        inTrace((sp) => sp.name === "change relay change.order"),
+        { what: "the relay's span" },
+      );
+      const refresh = await waitFor(
+        inTrace((sp) => sp.name === "refresh orders"),
+        { what: "the refresh's span" },
+      );
+      // webhook → … → refresh (the write that recorded the change) → relay (producer) → handler.
+      expect(relay.parentSpanId).toBe(refresh.spanId);
+      expect(relay.kind).toBe(PRODUCER);
+      expect(handler.parentSpanId).toBe(relay.spanId);
+      expect(handler.attributes["svc.event.id"]).toBe(relay.attributes["svc.event.id"]);
+      expect(String(relay.attributes["svc.event.id"])).toMatch(/^chg_/);
+      // The refresh's write recorded a change for every order of the restaurant it mirrored (the
+      // first read of it): each change's handler ran in the trace, under its own relay span.
+      const named = (name: string) => receiver!.spans.filter((sp) => sp.traceId === edge.traceId && sp.name === name);
+      await waitFor(() => named("handler user change.order").length === named("change relay change.order").length, {
+        what: "a handler span for every change relayed in the trace",
+      });
+      const relaySpanIds = new Set(named("change relay change.order").map((sp) => sp.spanId));
+      expect(named("handler user change.order").every((sp) => relaySpanIds.has(sp.parentSpanId ?? ""))).toBe(true);
+      expect(order.id).toBeTruthy();
     },
     PROCESS_TEST_MS,
   );

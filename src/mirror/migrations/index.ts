@@ -6,6 +6,7 @@ import * as m0004 from "./0004_rejected_records.js";
 import * as m0005 from "./0005_event_log_indexes.js";
 import * as m0006 from "./0006_steps.js";
 import * as m0007 from "./0007_sync_checkpoints.js";
+import * as m0008 from "./0008_outbox_trace.js";
 import * as m0009 from "./0009_unlisted_records.js";
 
 /**
@@ -21,6 +22,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0005_event_log_indexes": m0005,
   "0006_steps": m0006,
   "0007_sync_checkpoints": m0007,
+  "0008_outbox_trace": m0008,
   "0009_unlisted_records": m0009,
 };
 

@@ -24,18 +24,28 @@ export interface MirrorWriter {
  */
 export function createMirrorWriter(
   mirror: MirrorStore,
-  options: { record?: boolean; onRecorded?: (changes: readonly RecordedChange[]) => void } = {},
+  options: {
+    record?: boolean;
+    onRecorded?: (changes: readonly RecordedChange[]) => void;
+    /**
+     * Given only when tracing is on: the trace context of the write (the refresh, sweep or handler
+     * span it runs in), stored with its changes so their events continue that trace.
+     */
+    traceparent?: () => string | undefined;
+  } = {},
 ): MirrorWriter {
   const record = options.record ?? true;
   return {
     async write(kind, records, readAt, source, refused = []) {
       if (!record) return mirror.upsert(kind, records, readAt, { refused });
       const sourceOf = typeof source === "function" ? source : () => source;
+      // Read here, in the caller's span, rather than inside the database's transaction callback.
+      const traceparent = options.traceparent?.();
       let recorded: RecordedChange[] = [];
       const result = await mirror.upsert(kind, records, readAt, {
         refused,
         onChanges: async (tx, changes) => {
-          recorded = await insertChanges(tx, changes, sourceOf);
+          recorded = await insertChanges(tx, changes, sourceOf, traceparent);
         },
       });
       if (recorded.length > 0) options.onRecorded?.(recorded);
