@@ -7,7 +7,13 @@ import type { AppEnv } from "./http/context.js";
 import { NotReadyError } from "./http/health-routes.js";
 import { listen, type RunningServer } from "./http/listen.js";
 import { mountOperatorRoutes } from "./http/operator-routes.js";
-import { collectDatabaseHealth, collectIngestBacklog, collectMirrorLag, collectQueueDepths } from "./metrics/collectors.js";
+import {
+  collectDatabaseHealth,
+  collectIngestBacklog,
+  collectMirrorLag,
+  collectQueueDepths,
+  collectStreamConsumer,
+} from "./metrics/collectors.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
 import { webhookMetrics } from "./metrics/webhook-metrics.js";
 import type { Database } from "./mirror/database.js";
@@ -145,6 +151,7 @@ export async function createService({ config, logger, handlers = [], database, t
   collectIngestBacklog(metrics, () => readStreamBacklog(anyConnection, prefix));
   collectMirrorLag(metrics, MIRROR_KINDS, (kind) => mirror.lastWriteAt(kind as MirrorKind));
   collectDatabaseHealth(metrics, () => storage.ping());
+  if (worker) collectStreamConsumer(metrics, worker.streamConsumer);
 
   // The edge depends on Redis only; a worker also needs the database to record and write.
   const redisReady = async () => {

@@ -44,6 +44,24 @@ export function collectIngestBacklog(metrics: Metrics, read: () => Promise<{ len
   });
 }
 
+/**
+ * What one worker's stream consumer holds, read at scrape time: entries read and not yet
+ * acknowledged, their bytes (each bounded: INGEST_BATCH_SIZE, WORKER_MAX_INFLIGHT_BYTES), and the
+ * attempts among them waiting for the event log to take their record.
+ */
+export function collectStreamConsumer(
+  metrics: Metrics,
+  consumer: { inflight(): { entries: number; bytes: number }; attemptsWaitingOnLog(): number },
+): void {
+  metrics.addCollector(() => {
+    const { entries, bytes } = consumer.inflight();
+    metrics.inflightEntries.set(entries);
+    metrics.inflightBytes.set(bytes);
+    metrics.attemptsWaitingOnLog.set(consumer.attemptsWaitingOnLog());
+    return Promise.resolve();
+  });
+}
+
 /** Whether the database answers within `timeoutMs` (a scrape must not hang on it), and how fast, at scrape time. */
 export function collectDatabaseHealth(metrics: Metrics, ping: () => Promise<void>, timeoutMs = 2000): void {
   metrics.addCollector(async () => {

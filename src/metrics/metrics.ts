@@ -83,6 +83,21 @@ export function createMetrics() {
       help: "Events a stopped worker left unacknowledged, moved into the events queue by another",
       ...opts,
     }),
+    inflightEntries: new Gauge({
+      name: "svc_ingest_inflight_entries",
+      help: "Ingest stream entries this worker read and has not acknowledged yet (at most INGEST_BATCH_SIZE)",
+      ...opts,
+    }),
+    inflightBytes: new Gauge({
+      name: "svc_ingest_inflight_bytes",
+      help: "Bytes of the ingest stream entries this worker holds (at most WORKER_MAX_INFLIGHT_BYTES, or one entry)",
+      ...opts,
+    }),
+    attemptsWaitingOnLog: new Gauge({
+      name: "svc_event_log_waiting_attempts",
+      help: "Attempts handled from the ingest stream that wait for the event log to record them (the database is away or refuses writes)",
+      ...opts,
+    }),
     mirrorChanges: new Counter({
       name: "svc_mirror_changes_total",
       help: "Change events recorded with mirror writes, by kind and source (webhook, reconcile, backfill)",

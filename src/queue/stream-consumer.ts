@@ -63,6 +63,8 @@ export interface StreamConsumer {
   stop(deadlineMs?: number): Promise<void>;
   /** True while some attempt waits for the event log to take it (the database is away): for readiness. */
   waitingOnLog(): boolean;
+  /** How many attempts wait for the event log to take them (metrics). */
+  attemptsWaitingOnLog(): number;
   /** Entries (and their bytes) read and not yet acknowledged, and the most bytes held at once. */
   inflight(): InflightFigures;
 }
@@ -304,6 +306,7 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
       await reader?.quit().catch(() => reader?.disconnect());
     },
     waitingOnLog: () => waitingOnLog > 0,
+    attemptsWaitingOnLog: () => waitingOnLog,
     inflight: () => inflight.figures(),
   };
 }

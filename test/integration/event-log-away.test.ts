@@ -28,6 +28,17 @@ const eventsTable = (s: TestService) => ({
   back: () => sql`alter table ${sql.id(s.database.schema, "events_away")} rename to events`.execute(s.database.db),
 });
 
+/** The stream consumer's gauges, as a scrape of /metrics shows them. */
+async function gauges(s: TestService) {
+  const text = (await s.service.metrics.render()).body;
+  const value = (name: string) => Number(/^(\S+) (\S+)$/m.exec(text.split("\n").find((l) => l.startsWith(`${name} `)) ?? "")?.[2] ?? NaN);
+  return {
+    svc_event_log_waiting_attempts: value("svc_event_log_waiting_attempts"),
+    svc_ingest_inflight_entries: value("svc_ingest_inflight_entries"),
+    svc_ingest_inflight_bytes: value("svc_ingest_inflight_bytes"),
+  };
+}
+
 describe.each(testDrivers())("the event log away while events arrive (%s)", (driver) => {
   it("holds the attempts, lets the stream grow until the edge answers 503, then records every event once", async () => {
     const runs = new Map<string, number>();
@@ -51,11 +62,18 @@ describe.each(testDrivers())("the event log away while events arrive (%s)", (dri
     expect(await svc.service.eventsQueue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(0);
     expect(svc.service.worker!.streamConsumer.waitingOnLog()).toBe(true);
     expect(svc.logs.text()).toContain("holding it until the event log answers");
+    // The scrape shows what the consumer holds and how many attempts wait on the log.
+    const held = await gauges(svc);
+    expect(held.svc_event_log_waiting_attempts).toBeGreaterThan(0);
+    expect(held.svc_ingest_inflight_entries).toBeGreaterThanOrEqual(held.svc_event_log_waiting_attempts);
+    expect(held.svc_ingest_inflight_bytes).toBeGreaterThan(0);
 
     await table.back();
     await streamDrained(svc.redis, svc.prefix);
     await waitForQueuesIdle([svc.service.eventsQueue], { timeoutMs: 15_000, what: "the events queue to be idle" });
     await waitFor(() => !svc!.service.worker!.streamConsumer.waitingOnLog(), { what: "the consumer to stop waiting on the log" });
+    await waitFor(async () => (await gauges(svc!)).svc_ingest_inflight_entries === 0, { what: "the consumer to hold nothing" });
+    expect(await gauges(svc)).toMatchObject({ svc_event_log_waiting_attempts: 0, svc_ingest_inflight_bytes: 0 });
     for (const id of accepted) {
       expect(await svc.service.eventLog.get(id)).toMatchObject({ status: "handled", attempts: 1 });
       // Held, not rerun: each handler ran once.
