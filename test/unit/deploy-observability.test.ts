@@ -66,6 +66,7 @@ describe("deploy/: alert rules and the Grafana dashboard", () => {
         "SvcMissedWebhooksRising",
         "SvcReconciliationStalled",
         "SvcWorkersAbsent",
+        "SvcEventLogNotRecording",
       ]),
     );
   });
