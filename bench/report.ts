@@ -25,6 +25,8 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
   const paired = (x: IngestKey, y: IngestKey, pick: (r: IngestRun) => number) =>
     rows[y].runs.length === rows[x].runs.length ? rows[x].runs.map((run, i) => pick(run) / pick(rows[y].runs[i]!)) : [];
   const best = bestPeer(rows);
+  // A run of some rows only (--rows): no ceiling or peer to compare with.
+  const partial = rows.a.runs.length === 0 || PEERS.some((k) => rows[k].runs.length === 0);
   const ratios = {
     oursOverPlain: paired("c", "a", (r) => r.rps),
     oursOverBestPeer: paired("c", best, (r) => r.rps),
@@ -43,7 +45,7 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
     "| server | req/s | × plain | p50 ms | p99 ms | non-200 | stored / 200s | CPU µs per request: server | wrk | Redis (per script call) |",
     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
-  const plain = med("a", (r) => r.rps)!;
+  const plain = med("a", (r) => r.rps);
   for (const { key } of SERVERS) {
     const runs = rows[key].runs;
     if (rows[key].skipped) lines.push(`| ${rows[key].name} | skipped: ${rows[key].skipped} | | | | | | | | |`);
@@ -54,7 +56,7 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
     const redisUs = med(key, (r) => r.cpu.redisUs);
     const rps = med(key, (r) => r.rps)!;
     lines.push(
-      `| ${rows[key].name}${key === best ? " — best peer" : ""} | ${fmt(rps)} | ${fmt(rps / plain, 2)} | ${fmt(
+      `| ${rows[key].name}${key === best && !partial ? " — best peer" : ""} | ${fmt(rps)} | ${plain === undefined ? "—" : fmt(rps / plain, 2)} | ${fmt(
         med(key, (r) => r.p50Ms)!,
         2,
       )} | ${fmt(
@@ -63,15 +65,18 @@ export function ingestReport(rows: Record<IngestKey, IngestRow>, opts: { rounds:
       )} | ${runs.reduce((n, r) => n + r.errors, 0)} | ${stored} | ${us(med(key, (r) => r.cpu.serverUs))} | ${us(med(key, (r) => r.cpu.wrkUs))} | ${redisUs === undefined ? "—" : `${fmt(redisUs)} (${us(med(key, (r) => r.cpu.addScriptUs))})`} |`,
     );
   }
+  if (!partial)
+    lines.push(
+      "",
+      `**ours ÷ best peer (${rows[best].name}), req/s: ${spread(ratios.oursOverBestPeer)}** (target ≥ 1.5); p99 ours ${fmt(
+        med("c", (r) => r.p99Ms)!,
+        2,
+      )} ms vs best peer ${fmt(
+        med(best, (r) => r.p99Ms)!,
+        2,
+      )} ms (ratio per round ${spread(ratios.p99OursOverBestPeer)}, target ≤ 1); ours ÷ plain ${spread(ratios.oursOverPlain)}; ours at LOG_LEVEL=debug ÷ best peer ${spread(ratios.oursAtDebugOverBestPeer)}; tracing on ÷ off (c″ ÷ c): req/s ${spread(ratios.tracingOnOverOff)}, server CPU per request ${spread(ratios.tracingOnOverOffCpu)}. Ratios: median (range) of the rounds, each round's runs paired.`,
+    );
   lines.push(
-    "",
-    `**ours ÷ best peer (${rows[best].name}), req/s: ${spread(ratios.oursOverBestPeer)}** (target ≥ 1.5); p99 ours ${fmt(
-      med("c", (r) => r.p99Ms)!,
-      2,
-    )} ms vs best peer ${fmt(
-      med(best, (r) => r.p99Ms)!,
-      2,
-    )} ms (ratio per round ${spread(ratios.p99OursOverBestPeer)}, target ≤ 1); ours ÷ plain ${spread(ratios.oursOverPlain)}; ours at LOG_LEVEL=debug ÷ best peer ${spread(ratios.oursAtDebugOverBestPeer)}; tracing on ÷ off (c″ ÷ c): req/s ${spread(ratios.tracingOnOverOff)}, server CPU per request ${spread(ratios.tracingOnOverOffCpu)}. Ratios: median (range) of the rounds, each round's runs paired.`,
     "",
     abLine(rows, ratios),
     "",

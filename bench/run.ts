@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { findPostgresBin, startPostgresServer, type PostgresServer } from "../test/helpers/postgres-server.js";
 import { writeReadmeSection } from "./lib/readme-section.js";
 import { benchEndToEnd, OURS_E2E, type BenchDatabase, type EndToEndPair } from "./e2e.js";
-import { benchIngest, type IngestKey } from "./ingest.js";
+import { benchIngest, SERVERS, type IngestKey } from "./ingest.js";
 import { endToEndReport, ingestReport } from "./report.js";
 import { assertWrk } from "./lib/wrk.js";
 import { benchMemory } from "./memory.js";
@@ -21,6 +21,7 @@ import { benchWorker } from "./event-worker-throughput.js";
 const { values } = parseArgs({
   options: {
     only: { type: "string" },
+    rows: { type: "string" },
     rounds: { type: "string", default: "3" },
     seconds: { type: "string", default: "10" },
     "memory-seconds": { type: "string", default: "60" },
@@ -36,6 +37,13 @@ function wholeNumber(name: "rounds" | "seconds" | "memory-seconds"): number {
 const rounds = wholeNumber("rounds");
 const seconds = wholeNumber("seconds");
 const memorySeconds = wholeNumber("memory-seconds");
+// --rows: some ingest rows only (say c,p for the A/B of tracing off); all by default.
+const ingestRows = values.rows?.split(",").map((k) => k.trim());
+const unknownRow = ingestRows?.find((k) => !SERVERS.some((s) => s.key === k));
+if (unknownRow !== undefined) {
+  process.stderr.write(`bench: --rows takes ingest row keys (${SERVERS.map((s) => s.key).join(",")}), got "${unknownRow}"\n`);
+  process.exit(2);
+}
 const want = (part: string) => !values.only || values.only.split(",").includes(part);
 const log = (s: string) => process.stderr.write(`${s}\n`);
 const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
@@ -101,10 +109,18 @@ async function benchDatabase(): Promise<BenchDatabase & { server?: PostgresServe
 
 try {
   if (want("ingest")) {
-    const rows = await benchIngest({ redisUrl: redis.url, rounds, seconds, warmupSeconds: 3, connections: 50, log });
+    const rows = await benchIngest({
+      redisUrl: redis.url,
+      rounds,
+      seconds,
+      warmupSeconds: 3,
+      connections: 50,
+      log,
+      ...(ingestRows ? { only: ingestRows as IngestKey[] } : {}),
+    });
     const report = ingestReport(rows, { rounds, seconds, connections: 50 });
     results.ingest = { rows, ratios: report.ratios, bestPeer: report.best };
-    bestPeerKey = report.best;
+    if (!ingestRows) bestPeerKey = report.best;
     out("## Ingest", "", ...report.lines);
     readme.push(...report.lines, "");
   }
