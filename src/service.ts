@@ -14,6 +14,9 @@ import {
   collectQueueDepths,
   collectStreamConsumer,
 } from "./metrics/collectors.js";
+import { mountConsole } from "./http/console/console-routes.js";
+import type { MirrorReader } from "./http/mirror-routes.js";
+import { createConsoleSources } from "./console-sources.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
 import { webhookMetrics } from "./metrics/webhook-metrics.js";
 import type { Database } from "./mirror/database.js";
@@ -193,19 +196,23 @@ export async function createService({ config, logger, handlers = [], database, t
     // Operator routes exist only with an ADMIN_TOKEN: nothing is exposed by default.
     ...(adminToken
       ? {
-          mount: (root: Hono<AppEnv>) =>
+          mount: (root: Hono<AppEnv>) => {
+            const mirrorReader: MirrorReader = {
+              kinds: MIRROR_KINDS,
+              get: (k, id) => storage.operatorMirror.get(k as MirrorKind, validateRecordId(id)),
+              list: (k, q) => storage.operatorMirror.list(k as MirrorKind, filterFromQuery(q)),
+            };
             mountOperatorRoutes(root, {
               adminToken,
-              mirror: {
-                kinds: MIRROR_KINDS,
-                get: (k, id) => storage.operatorMirror.get(k as MirrorKind, validateRecordId(id)),
-                list: (k, q) => storage.operatorMirror.list(k as MirrorKind, filterFromQuery(q)),
-              },
+              mirror: mirrorReader,
               events: { get: (id) => eventWithSteps(eventLog, storage.steps, id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
               metrics: () => metrics.render(),
               queues,
               actions: { port: operatorActions, logger },
-            }),
+            });
+            const sources = createConsoleSources({ storage, mirror: mirrorReader, metrics, rateMax: config.api?.rate });
+            mountConsole(root, { adminToken, sources, logger });
+          },
         }
       : {}),
   });

@@ -19,6 +19,7 @@ export function dashboardRoutes(queues: readonly Queue[]): Hono {
         boardTitle: "svc-webhooks",
         // The event log and the mirror sit beside the queues (same admin token).
         miscLinks: [
+          { text: "Console", url: "/console" },
           { text: "Event log", url: "/events" },
           { text: "Failed events", url: "/events?status=failed" },
           { text: "Mirror: orders", url: "/mirror/orders" },

@@ -83,15 +83,24 @@ interface Position {
   id: string;
 }
 
-/** Where in the (received_at, id) order to look: the query's time range, past `after`, up to `through`. */
-function range(q: Pick<ValidEventQuery, "since" | "until">, after: Position | undefined, through?: Position): RawBuilder<unknown>[] {
+/** Where in the (received_at, id) order to look: the query's time range, past `after`, up to `through` (in the query's direction). */
+function range(
+  q: Pick<ValidEventQuery, "since" | "until" | "newestFirst">,
+  after: Position | undefined,
+  through?: Position,
+): RawBuilder<unknown>[] {
   const where: RawBuilder<unknown>[] = [];
+  const [past, upTo] = q.newestFirst ? [sql.raw("<"), sql.raw(">=")] : [sql.raw(">"), sql.raw("<=")];
   if (q.since) where.push(sql`received_at >= ${q.since}::timestamptz`);
   if (q.until) where.push(sql`received_at < ${q.until}::timestamptz`);
-  if (after) where.push(sql`(received_at, id) > (${after.receivedAt}::timestamptz, ${after.id}::text)`);
-  if (through) where.push(sql`(received_at, id) <= (${through.receivedAt}::timestamptz, ${through.id}::text)`);
+  if (after) where.push(sql`(received_at, id) ${past} (${after.receivedAt}::timestamptz, ${after.id}::text)`);
+  if (through) where.push(sql`(received_at, id) ${upTo} (${through.receivedAt}::timestamptz, ${through.id}::text)`);
   return where;
 }
+
+/** The page's order: oldest first unless the query asks for newest first (the console). */
+const logOrder = (q: Pick<ValidEventQuery, "newestFirst">) =>
+  q.newestFirst ? sql.raw("order by received_at desc, id desc") : sql.raw("order by received_at, id");
 
 /** The query's other filters as SQL conditions. */
 function filters(q: ValidEventQuery): RawBuilder<unknown>[] {
@@ -110,13 +119,13 @@ const whereClause = (where: RawBuilder<unknown>[]) => (where.length > 0 ? sql`wh
 /** The statement a page runs (exported so a test can EXPLAIN exactly it). */
 export function summaryStatement(q: ValidEventQuery, count: number, after = q.after, through?: Position): RawBuilder<SummaryRow> {
   return sql<SummaryRow>`select id, type, received_at, status, attempts, handlers, updated_at from events
-    ${whereClause([...range(q, after, through), ...filters(q)])} order by received_at, id limit ${count}`;
+    ${whereClause([...range(q, after, through), ...filters(q)])} ${logOrder(q)} limit ${count}`;
 }
 
 /** The last position of the next window of `rows` rows after `after` (by time bounds only), or undefined when fewer remain. */
 async function windowEnd(db: Kysely<DatabaseSchema>, q: ValidEventQuery, after: Position | undefined, rows: number) {
   const { rows: found } = await sql<{ received_at: Date; id: string }>`select received_at, id from events ${whereClause(range(q, after))}
-    order by received_at, id offset ${rows - 1} limit 1`.execute(db);
+    ${logOrder(q)} offset ${rows - 1} limit 1`.execute(db);
   const row = found[0];
   return row ? { receivedAt: row.received_at, id: row.id } : undefined;
 }
@@ -188,7 +197,7 @@ async function listInWindows(
   }
 }
 
-/** One page of the log, oldest first, as summaries bounded by count and bytes. */
+/** One page of the log, oldest first (newest first when the query says so), as summaries bounded by count and bytes. */
 export function listEvents(db: Kysely<DatabaseSchema>, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
   return bounds.windowRows === undefined ? listInOneStatement(db, q, bounds) : listInWindows(db, q, bounds, bounds.windowRows);
 }

@@ -24,6 +24,8 @@ export interface EventQuery {
   limit?: number;
   /** `nextCursor` of the previous page. */
   cursor?: string;
+  /** Newest first (the console's order); default oldest first. A cursor keeps the order it was made in. */
+  newestFirst?: boolean;
 }
 
 export interface ValidEventQuery extends Omit<EventQuery, "type" | "cursor" | "limit"> {
@@ -104,6 +106,7 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
     valid.limit = query.limit;
   }
   if (query.cursor !== undefined) valid.after = decodeEventCursor(query.cursor);
+  if (query.newestFirst === true) valid.newestFirst = true;
   return valid;
 }
 
@@ -112,7 +115,7 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
  * number. Unknown parameters are refused, so a typo is a 400 rather than an unfiltered log.
  */
 export function eventQueryFromParams(params: Record<string, string | undefined>): EventQuery {
-  const known = ["since", "until", "type", "status", "handler", "handlerStatus", "limit", "cursor"];
+  const known = ["since", "until", "type", "status", "handler", "handlerStatus", "limit", "cursor", "order"];
   for (const name of Object.keys(params))
     if (!known.includes(name)) throw invalid(name, `unknown filter ${name}; filters are ${known.join(", ")}`);
   const query: EventQuery = {};
@@ -126,6 +129,10 @@ export function eventQueryFromParams(params: Record<string, string | undefined>)
   if (params.handler !== undefined) query.handler = params.handler;
   if (params.handlerStatus !== undefined) query.handlerStatus = params.handlerStatus as EventQuery["handlerStatus"];
   if (params.cursor !== undefined) query.cursor = params.cursor;
+  if (params.order !== undefined) {
+    if (params.order !== "newest" && params.order !== "oldest") throw invalid("order", "order must be newest or oldest");
+    query.newestFirst = params.order === "newest";
+  }
   if (params.limit !== undefined) {
     if (!/^\d{1,4}$/.test(params.limit)) throw invalid("limit", `limit must be an integer from 1 to ${MAX_EVENT_LIMIT}`);
     query.limit = Number(params.limit);

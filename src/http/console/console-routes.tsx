@@ -1,0 +1,119 @@
+import { Hono, type Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { Logger } from "pino";
+import { requireAdminToken } from "../admin-auth.js";
+import type { AppEnv } from "../context.js";
+import { toHttpFailure } from "../errors.js";
+import { requireSameOrigin } from "../same-origin.js";
+import { consoleHeaders } from "./console-headers.js";
+import { CONSOLE_SCRIPT } from "./console-script.js";
+import type { ConsoleSources } from "./console-sources.js";
+import { CONSOLE_STYLE } from "./console-style.js";
+import { EventPage } from "./event-page.js";
+import { EventsPage, logQueryOf, parseEventFilters } from "./events-page.js";
+import { FailuresPage } from "./failures-page.js";
+import { HealthPage } from "./health-page.js";
+import { CONSOLE_PATH, Layout } from "./layout.js";
+import { MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters } from "./mirror-page.js";
+import { parseRangePreset, presetSince, refuseUnknown } from "./time-range.js";
+
+export interface ConsoleOptions {
+  adminToken: string;
+  sources: ConsoleSources;
+  /** Where a page's unexpected failure (a 500) is logged. */
+  logger: Logger;
+  /** The clock pages measure "ago" against (tests); default the system's. */
+  now?: () => Date;
+}
+
+const asset = (body: string, type: string) => (c: Context<AppEnv>) =>
+  c.body(body, 200, { "Content-Type": type, "Cache-Control": "private, max-age=300" });
+
+/**
+ * Mounts the operator console at /console: server-rendered pages (hono/jsx) over the event log,
+ * the mirror and the metrics, behind the operator auth and CSRF rules, with a strict CSP. Its
+ * buttons call the operator API (POST /events/{id}/replay, POST /events/replay,
+ * GET /events/replays/{id}) from its one same-origin script.
+ */
+export function mountConsole(app: Hono<AppEnv>, options: ConsoleOptions): void {
+  const now = options.now ?? (() => new Date());
+  for (const path of [CONSOLE_PATH, `${CONSOLE_PATH}/*`])
+    app.use(path, consoleHeaders(), requireAdminToken(options.adminToken), requireSameOrigin());
+  app.route(CONSOLE_PATH, consoleRoutes(options.sources, now, options.logger));
+}
+
+function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger): Hono<AppEnv> {
+  const route = new Hono<AppEnv>();
+  route.get("/", (c) => c.redirect(`${CONSOLE_PATH}/events`));
+  route.get("/assets/console.css", asset(CONSOLE_STYLE, "text/css; charset=utf-8"));
+  route.get("/assets/console.js", asset(CONSOLE_SCRIPT, "text/javascript; charset=utf-8"));
+
+  route.get("/events", async (c) => {
+    const filters = parseEventFilters(c.req.query());
+    if (filters.id !== undefined) {
+      const found = await sources.events.get(filters.id);
+      if (found) return c.redirect(`${CONSOLE_PATH}/events/${encodeURIComponent(found.id)}`);
+      const page = await sources.events.query(logQueryOf({ range: "all" }, now()));
+      return c.html(<EventsPage filters={filters} page={page} now={now()} notice={`No event ${filters.id} in the log.`} />, 404);
+    }
+    const page = await sources.events.query(logQueryOf(filters, now()));
+    return c.html(<EventsPage filters={filters} page={page} now={now()} />);
+  });
+
+  route.get("/events/:id", async (c) => {
+    refuseUnknown(c.req.query(), []);
+    const event = await sources.events.get(c.req.param("id"));
+    if (!event) return errorPage(c, 404, `No event ${c.req.param("id")} in the log.`);
+    return c.html(<EventPage event={event} changes={await sources.changesAfter(event)} now={now()} />);
+  });
+
+  route.get("/failures", async (c) => {
+    refuseUnknown(c.req.query(), ["range"]);
+    const range = parseRangePreset(c.req.query("range"), "24h");
+    const at = now();
+    const since = presetSince(range === "all" ? "7d" : range, at) ?? at;
+    const groups = await sources.failureGroups({ since });
+    return c.html(<FailuresPage groups={groups} range={range === "all" ? "7d" : range} since={since} now={at} />);
+  });
+
+  route.get("/mirror", (c) => c.redirect(`${CONSOLE_PATH}/mirror/${sources.mirror.kinds[0] ?? "orders"}`));
+  route.get("/mirror/:kind", async (c) => {
+    const kind = c.req.param("kind");
+    if (!sources.mirror.kinds.includes(kind)) return errorPage(c, 404, `Mirror kinds are ${sources.mirror.kinds.join(", ")}.`);
+    const filters = parseMirrorFilters(c.req.query());
+    const page = await sources.mirror.list(kind, { ...filters, limit: String(MIRROR_PAGE_SIZE) });
+    const records = page.data as Record<string, unknown>[];
+    const times = await sources.mirror.bookkeeping(
+      kind,
+      records.map((r) => String(r.id)),
+    );
+    const rows = records.map((record) => ({ record, ...times.get(String(record.id)) }));
+    return c.html(
+      <MirrorPage kinds={sources.mirror.kinds} kind={kind} filters={filters} rows={rows} nextCursor={page.nextCursor} now={now()} />,
+    );
+  });
+
+  route.get("/health", async (c) => c.html(<HealthPage summary={await sources.summary()} now={now()} />));
+  route.get("/health.json", async (c) => c.json(await sources.summary()));
+
+  route.notFound((c) => errorPage(c, 404, `No console page at ${c.req.path.slice(0, 200)}.`));
+  // Bad filters (400), a query past its time budget (503) and the rest, as a page rather than JSON.
+  route.onError((err, c) => {
+    const failure = toHttpFailure(err);
+    if (failure.status >= 500 && failure.status !== 503) logger.error({ err }, "console page failed");
+    return errorPage(c, failure.status, failure.body.error.message);
+  });
+  return route;
+}
+
+function errorPage(c: Context<AppEnv>, status: ContentfulStatusCode, message: string) {
+  return c.html(
+    <Layout title={status >= 500 ? "Could not load this page" : "Not here"} section="events">
+      <p class="notice">{message}</p>
+      <p>
+        <a href={`${CONSOLE_PATH}/events`}>Back to the events</a>
+      </p>
+    </Layout>,
+    status,
+  );
+}

@@ -1,0 +1,66 @@
+import type { OpsSummary } from "../../metrics/ops-summary.js";
+import type { MirrorReader } from "../mirror-routes.js";
+
+/** A handler's latest outcome, as the event log keeps it. */
+export interface ConsoleHandlerOutcome {
+  status: "ok" | "failed";
+  error?: string;
+  stack?: string;
+  attempts: number;
+}
+
+/** One event of the log as the console shows it (the log's own shape, steps added). */
+export interface ConsoleEvent {
+  id: string;
+  type: string;
+  receivedAt: Date;
+  status: string;
+  payload: unknown;
+  attempts: number;
+  handlers: Record<string, ConsoleHandlerOutcome>;
+  updatedAt: Date;
+  steps?: readonly unknown[];
+}
+
+export type ConsoleEventSummary = Omit<ConsoleEvent, "payload" | "steps">;
+
+export interface ConsoleChange {
+  id: string;
+  receivedAt: Date;
+  kind: string;
+  recordId: string;
+  before: unknown;
+  after: unknown;
+  changed: string[];
+  source: string;
+}
+
+export interface ConsoleFailureGroup {
+  handler: string;
+  error: string;
+  status: "failed" | "received";
+  events: number;
+  firstAt: Date;
+  lastAt: Date;
+  sampleId: string;
+}
+
+/**
+ * What the console reads; the service wires the event log, the mirror and the metrics in (http
+ * imports none of them). Every read is an operator read: bounded in time, a coded error on bad input.
+ */
+export interface ConsoleSources {
+  events: {
+    get(id: string): Promise<ConsoleEvent | undefined>;
+    /** GET /events's query: its parameters, strictly (a bad one throws invalid_filter). */
+    query(query: Record<string, string>): Promise<{ data: ConsoleEventSummary[]; nextCursor: string | null }>;
+  };
+  /** Change events recorded for the record an event named, after it (see mirror/caused-changes.ts). */
+  changesAfter(event: ConsoleEvent): Promise<ConsoleChange[]>;
+  failureGroups(range: { since: Date; until?: Date | undefined }): Promise<ConsoleFailureGroup[]>;
+  mirror: MirrorReader & {
+    /** When each listed record was last read from the API and written here. */
+    bookkeeping(kind: string, ids: readonly string[]): Promise<Map<string, { readAt: Date; syncedAt: Date }>>;
+  };
+  summary(): Promise<OpsSummary>;
+}

@@ -1,0 +1,157 @@
+import type { ConsoleChange, ConsoleEvent } from "./console-sources.js";
+import { CONSOLE_PATH, Layout, StatusPill, When } from "./layout.js";
+
+const json = (value: unknown) => JSON.stringify(value, null, 2);
+
+/** One event: its envelope and payload, each handler's outcome with error and stack, its steps, the changes after it, replay buttons. */
+export function EventPage(props: { event: ConsoleEvent; changes: ConsoleChange[]; now: Date }) {
+  const { event, now } = props;
+  const handlers = Object.entries(event.handlers);
+  return (
+    <Layout title={`Event ${event.id}`} section="events">
+      <div class="cards">
+        <div class="card">
+          <h2>Envelope</h2>
+          <dl class="kv">
+            <dt>id</dt>
+            <dd class="mono">{event.id}</dd>
+            <dt>type</dt>
+            <dd class="mono">
+              <a href={`${CONSOLE_PATH}/events?type=${encodeURIComponent(event.type)}`}>{event.type}</a>
+            </dd>
+            <dt>status</dt>
+            <dd>
+              <StatusPill status={event.status} />
+            </dd>
+            <dt>received</dt>
+            <dd>
+              <When at={event.receivedAt} now={now} />
+            </dd>
+            <dt>attempts</dt>
+            <dd data-testid="attempts">{event.attempts}</dd>
+            <dt>last attempt ended</dt>
+            <dd>
+              <When at={event.updatedAt} now={now} />
+            </dd>
+          </dl>
+        </div>
+        <div class="card">
+          <h2>Replay</h2>
+          <p class="muted">Runs the event again through the queue; the new attempt shows here when it ends.</p>
+          <p>
+            <button type="button" class="primary" data-replay-event={event.id} data-attempts={String(event.attempts)}>
+              Replay all handlers
+            </button>
+          </p>
+          {handlers.map(([key]) => (
+            <p>
+              <button type="button" data-replay-event={event.id} data-handler={key} data-attempts={String(event.attempts)}>
+                Replay only {key}
+              </button>
+            </p>
+          ))}
+          <p id="replay-status" role="status"></p>
+        </div>
+      </div>
+      <h2>Handlers</h2>
+      <HandlerTable event={event} />
+      {event.steps && event.steps.length > 0 ? (
+        <>
+          <h2>Durable steps</h2>
+          <pre>{json(event.steps)}</pre>
+        </>
+      ) : null}
+      <h2>Changes that followed</h2>
+      <ChangeTable changes={props.changes} now={now} />
+      <h2>Payload</h2>
+      <pre data-testid="payload">{json(event.payload)}</pre>
+    </Layout>
+  );
+}
+
+function HandlerTable(props: { event: ConsoleEvent }) {
+  const handlers = Object.entries(props.event.handlers);
+  if (handlers.length === 0) return <p class="muted">No handler outcome recorded (no handler is registered for this type).</p>;
+  return (
+    <table>
+      <thead>
+        <tr>
+          <th>Handler</th>
+          <th>Latest outcome</th>
+          <th class="num">Attempts</th>
+          <th>Error</th>
+        </tr>
+      </thead>
+      <tbody>
+        {handlers.map(([key, h]) => (
+          <tr>
+            <td class="mono">{key}</td>
+            <td class={`status-${h.status}`}>{h.status}</td>
+            <td class="num">{h.attempts}</td>
+            <td>
+              {h.error ?? <span class="muted">—</span>}
+              {h.stack ? (
+                <details>
+                  <summary>stack</summary>
+                  <pre>{h.stack}</pre>
+                </details>
+              ) : null}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function ChangeTable(props: { changes: ConsoleChange[]; now: Date }) {
+  if (props.changes.length === 0)
+    return (
+      <p class="muted">
+        No change event recorded for the record this event names since it was received (the refresh found nothing new, or it has not run
+        yet).
+      </p>
+    );
+  return (
+    <>
+      <p class="muted">
+        Change events for the record named in the payload's <code>data.id</code>, recorded at or after this event was received (by record
+        and time: a later event or sweep touching the same record shows here too; <em>source</em> says which kind of read wrote it).
+      </p>
+      <table>
+        <thead>
+          <tr>
+            <th>Change</th>
+            <th>Record</th>
+            <th>Source</th>
+            <th>Changed fields</th>
+            <th>Recorded</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.changes.map((c) => (
+            <tr>
+              <td class="mono">
+                <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(c.id)}`}>{c.id}</a>
+              </td>
+              <td class="mono">
+                {c.kind} {c.recordId}
+              </td>
+              <td>{c.source}</td>
+              <td>
+                <span class="mono">{c.changed.join(", ")}</span>
+                <details>
+                  <summary>before / after</summary>
+                  <pre>{json({ before: c.before, after: c.after })}</pre>
+                </details>
+              </td>
+              <td>
+                <When at={c.receivedAt} now={props.now} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}
