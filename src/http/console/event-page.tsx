@@ -9,7 +9,7 @@ export function EventPage(props: { event: ConsoleEvent; changes: ConsoleChange[]
   const handlers = Object.entries(event.handlers);
   return (
     <Layout title={`Event ${event.id}`} section="events">
-      <div class="cards">
+      <div class="cards wide">
         <div class="card">
           <h2>Envelope</h2>
           <dl class="kv">

@@ -109,7 +109,7 @@ export function HealthPage(props: { summary: OpsSummary; now: Date }) {
               <tr>
                 <th>Queue</th>
                 <th class="num">Failed</th>
-                <th class="num">Retrying (delayed)</th>
+                <th class="num">Delayed</th>
                 <th class="num">Waiting</th>
                 <th class="num">Active</th>
               </tr>

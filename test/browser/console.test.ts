@@ -1,0 +1,254 @@
+import { mkdirSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Browser, BrowserContext, Page, Request } from "playwright-core";
+import { createChangeOutbox } from "../../src/mirror/change-outbox.js";
+import { launchChromium } from "../helpers/browser.js";
+import { sampleEvent } from "../helpers/edge.js";
+import { ADMIN_TOKEN } from "../helpers/service.js";
+import { startStack, type Stack } from "../helpers/stack.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+// The console in a real headless Chromium against a whole stack (sandbox upstream, edge, worker):
+// every page, an event found by id, its replay buttons, a bulk dry run, and no request to any
+// other host. Screenshots go to docs/img/console-*.png (docs/operations.md shows them).
+
+const SHOTS = "docs/img";
+const PRINTER = "kitchen printer offline";
+const HOSTILE = "<img src=x onerror=alert(1)>";
+
+let browser: Browser;
+let stack: Stack;
+let failing = true;
+let failedId: string;
+const teardown: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  browser = await launchChromium();
+  teardown.push(() => browser.close());
+  stack = await startStack({
+    env: { JOB_ATTEMPTS: "1" },
+    handlers: [
+      {
+        // A user handler that fails while the printer is "offline": the failed event to find and replay.
+        "order.created": () => {
+          if (failing) throw new Error(`${PRINTER}: ECONNREFUSED 10.0.0.7:9100`);
+        },
+      },
+    ],
+  });
+  teardown.push(() => stack.stop());
+  const { sandbox } = stack;
+  const restaurantId = sandbox.state.restaurants()[0]!.id;
+  for (let i = 0; i < 3; i++) sandbox.actions.createOrder({ restaurantId });
+  sandbox.actions.createBooking({
+    restaurantId,
+    date: "2026-12-24",
+    time: "19:30",
+    partySize: 4,
+    diner: { name: "Ada", email: "ada@example.com" },
+  });
+  const item = sandbox.state.menuItems().find((m) => m.restaurantId === restaurantId)!;
+  sandbox.actions.updateMenuItem(item.id, { price: 12.5 });
+  await stack.svc.deliver(sampleEvent({ type: "review.created", data: { id: "rev_hostile", restaurantId, comment: HOSTILE } }));
+  const outbox = createChangeOutbox(stack.svc.database.db);
+  await stack.drained();
+  await waitFor(async () => (await outbox.pending()) === 0, { what: "the change outbox to empty" });
+  await stack.drained();
+  const failed = await stack.svc.service.eventLog.query({ type: "order.created", status: "failed" });
+  failedId = failed.data[0]!.id;
+});
+afterAll(async () => {
+  for (const step of teardown.reverse()) await step();
+});
+
+/**
+ * A browser context holding the operator's Basic credentials, refusing (and noting) every request
+ * to another origin. A request the page's CSP stops never reaches the network (nor the route): the
+ * browser's console report of it counts as a foreign request too.
+ */
+async function operatorContext(): Promise<{ context: BrowserContext; foreign: string[]; own: string[] }> {
+  const context = await browser.newContext({
+    httpCredentials: { username: "ops", password: ADMIN_TOKEN },
+    viewport: { width: 1180, height: 760 },
+  });
+  const origin = new URL(stack.svc.url).origin;
+  const foreign: string[] = [];
+  const own: string[] = [];
+  await context.route("**/*", (route) => {
+    const url = route.request().url();
+    if (new URL(url).origin === origin) {
+      own.push(url);
+      return route.continue();
+    }
+    foreign.push(url);
+    return route.abort("blockedbyclient");
+  });
+  // Injected by the browser's devtools, so the page's CSP does not apply to this listener.
+  await context.exposeBinding("reportCspViolation", (_source, blocked: string) => void foreign.push(`CSP: ${blocked}`));
+  await context.addInitScript(`document.addEventListener("securitypolicyviolation", (e) => void window.reportCspViolation(e.blockedURI));`);
+
+  return { context, foreign, own };
+}
+
+async function withOperator(use: (page: Page, seen: { foreign: string[]; own: string[] }) => Promise<void>) {
+  const { context, foreign, own } = await operatorContext();
+  try {
+    const page = await context.newPage();
+    const dialogs: string[] = [];
+    page.on("dialog", (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
+    await use(page, { foreign, own });
+    expect(foreign, "requests to another host").toEqual([]);
+    expect(dialogs, "script run from data").toEqual([]);
+  } finally {
+    await context.close();
+  }
+}
+
+const url = (path: string) => `${stack.svc.url}${path}`;
+
+describe("the console in a real headless Chromium", () => {
+  it("walks every page, loading nothing from another host, and takes the docs' screenshots", async () => {
+    await withOperator(async (page, seen) => {
+      const pages = [
+        ["events", "/console/events?range=24h&type=order.*", "Events"],
+        ["event", `/console/events/${failedId}`, `Event ${failedId}`],
+        ["failures", "/console/failures", "Failures"],
+        ["mirror", "/console/mirror/orders", "Mirror: orders"],
+        ["mirror-bookings", "/console/mirror/bookings", "Mirror: bookings"],
+        ["mirror-menu-items", "/console/mirror/menu-items", "Mirror: menu-items"],
+        ["health", "/console/health", "Health"],
+      ] as const;
+      for (const [name, path, heading] of pages) {
+        const response = await page.goto(url(path));
+        expect(response?.status(), path).toBe(200);
+        await page.getByRole("heading", { level: 1, name: heading }).waitFor();
+        if (!name.startsWith("mirror-")) await page.screenshot({ path: `${SHOTS}/console-${name}.png` });
+      }
+      // The interception saw the pages' own stylesheet and script: it watched every request.
+      expect(seen.own.some((u) => u.endsWith("/console/assets/console.css"))).toBe(true);
+      expect(seen.own.some((u) => u.endsWith("/console/assets/console.js"))).toBe(true);
+    });
+  });
+
+  it("fails a page that requests another host (the interception is not blind)", async () => {
+    const { context, foreign } = await operatorContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(url("/console/events"));
+      // A fetch the CSP refuses, then a navigation (which no CSP of ours governs) the route refuses.
+      await page.evaluate(() => fetch("http://198.51.100.7/font.woff2").catch(() => undefined));
+      await waitFor(() => foreign.length === 1, { what: "the CSP report of the refused fetch" });
+      await page.goto("http://198.51.100.7/").catch(() => undefined);
+      expect(foreign[0]).toBe("CSP: http://198.51.100.7/font.woff2");
+      expect(foreign[1]).toBe("http://198.51.100.7/");
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("finds an event by its id and shows the handler's error, its stack and the change it caused", async () => {
+    await withOperator(async (page) => {
+      await page.goto(url("/console/events"));
+      await page.getByLabel("Event id").fill(failedId);
+      await page.getByRole("button", { name: "Find" }).click();
+      await page.waitForURL(url(`/console/events/${failedId}`));
+      await page
+        .locator("td")
+        .filter({ hasText: `${PRINTER}: ECONNREFUSED` })
+        .first()
+        .waitFor();
+      await page.getByText("stack").first().click();
+      expect(await page.locator("details pre").first().textContent()).toMatch(/^Error: kitchen printer offline/);
+      const change = page.locator("table").filter({ hasText: "Changed fields" });
+      expect(await change.textContent()).toContain("webhook");
+      expect(await page.getByTestId("attempts").textContent()).toBe("1");
+    });
+  });
+
+  it("filters with a wildcard type and the last-hour preset, newest first", async () => {
+    await withOperator(async (page) => {
+      await page.goto(url("/console/events"));
+      await page.getByRole("link", { name: "last hour" }).click();
+      await page.waitForURL(/range=1h/);
+      await page.getByLabel("Type").fill("order.*");
+      await page.getByRole("button", { name: "Filter" }).click();
+      await page.waitForURL(/type=order/);
+      const types = await page.locator("tbody tr td:nth-child(2)").allTextContents();
+      expect(types.length).toBeGreaterThan(0);
+      expect(types.every((t) => t.startsWith("order."))).toBe(true);
+    });
+  });
+
+  it("shows a hostile payload as text, running nothing", async () => {
+    await withOperator(async (page) => {
+      await page.goto(url("/console/events?type=review.created"));
+      await page.locator("tbody a").first().click();
+      expect(await page.getByTestId("payload").textContent()).toContain(HOSTILE);
+      expect(await page.locator("main img").count()).toBe(0);
+    });
+  });
+
+  it("sends POST /events/{id}/replay with {} for all handlers, and with the handler for one", async () => {
+    await withOperator(async (page) => {
+      await page.goto(url(`/console/events/${failedId}`));
+      const sent: Request[] = [];
+      page.on("request", (r) => {
+        if (r.method() === "POST") sent.push(r);
+      });
+      await page.getByRole("button", { name: "Replay all handlers" }).click();
+      await page.getByRole("button", { name: /^Replay only user:order\.created/ }).click();
+      await waitFor(() => sent.length === 2, { what: "both replay requests" });
+      expect(sent.map((r): [string, unknown] => [r.url(), r.postDataJSON()])).toEqual([
+        [url(`/events/${failedId}/replay`), {}],
+        [url(`/events/${failedId}/replay`), { handler: "user:order.created:0" }],
+      ]);
+      expect(sent[0]!.headers()["content-type"]).toBe("application/json");
+    });
+  });
+
+  it("counts a failure group's bulk replay with a dry run before anything runs", async () => {
+    await withOperator(async (page) => {
+      await page.goto(url("/console/failures"));
+      await page.locator("td").filter({ hasText: PRINTER }).first().waitFor();
+      const request = page.waitForRequest((r) => r.method() === "POST" && r.url() === url("/events/replay"));
+      await page.locator("tbody").getByRole("button", { name: "Count…" }).first().click();
+      const body = (await request).postDataJSON() as { filter: Record<string, string>; dryRun: boolean };
+      expect(body.dryRun).toBe(true);
+      expect(body.filter).toMatchObject({ status: "failed", handler: "user:order.created:0" });
+      expect(Date.parse(body.filter.since!)).toBeLessThan(Date.now());
+    });
+  });
+
+  // Needs the operator API of issue 23 item 2 (branch opsapi): POST /events/{id}/replay → 202
+  // {"event","replay":{"id","handlers"}}, and GET /events/{id} counting the new attempt. Enable
+  // (drop .skip) once it is merged; nothing here is stubbed.
+  it.skip("replays the failed event from its page and shows the new attempt", async () => {
+    failing = false;
+    await withOperator(async (page) => {
+      await page.goto(url(`/console/events/${failedId}`));
+      await page.getByRole("button", { name: "Replay all handlers" }).click();
+      await page.waitForFunction(`document.querySelector("[data-testid=attempts]")?.textContent === "2"`, undefined, { timeout: 30_000 });
+      await page.getByRole("heading", { level: 1 }).waitFor();
+      expect(await page.locator("td.status-ok").count()).toBeGreaterThan(0);
+      await page.screenshot({ path: `${SHOTS}/console-replayed.png` });
+    });
+  });
+
+  // Needs POST /events/replay {"filter","dryRun"} → 200 {"count"} / 202 {"id","count"} and
+  // GET /events/replays/{id} → {"id","total","done","failed","state"} (branch opsapi). Enable once merged.
+  it.skip("bulk-replays a failure group: the count first, then progress to the end", async () => {
+    failing = false;
+    await withOperator(async (page) => {
+      await page.goto(url("/console/failures"));
+      const box = page.locator("tbody [data-bulk]").first();
+      await box.getByRole("button", { name: "Count…" }).click();
+      await box.getByText("Will replay 3 events.").waitFor();
+      await box.getByRole("button", { name: "Replay 3 now" }).click();
+      await box.getByText(/3 done, 0 failed of 3/).waitFor({ timeout: 30_000 });
+    });
+  });
+});
