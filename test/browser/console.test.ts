@@ -223,32 +223,37 @@ describe("the console in a real headless Chromium", () => {
     });
   });
 
-  // Needs the operator API of issue 23 item 2 (branch opsapi): POST /events/{id}/replay → 202
-  // {"event","replay":{"id","handlers"}}, and GET /events/{id} counting the new attempt. Enable
-  // (drop .skip) once it is merged; nothing here is stubbed.
-  it.skip("replays the failed event from its page and shows the new attempt", async () => {
+  // The operator API: POST /events/{id}/replay → 202, then the page counts the new attempt.
+  it("replays the failed event from its page and shows the new attempt", async () => {
     failing = false;
+    // The test above sent two real replays (which failed again): let them settle first.
+    await stack.drained();
     await withOperator(async (page) => {
       await page.goto(url(`/console/events/${failedId}`));
+      const attempts = async () => Number(await page.locator("[data-testid=attempts]").textContent());
+      const before = await attempts();
       await page.getByRole("button", { name: "Replay all handlers" }).click();
-      await page.waitForFunction(`document.querySelector("[data-testid=attempts]")?.textContent === "2"`, undefined, { timeout: 30_000 });
+      // The page polls the log and reloads once it counts the new attempt.
+      await waitFor(async () => (await attempts()) === before + 1, { timeoutMs: 30_000, what: "the page to show the new attempt" });
       await page.getByRole("heading", { level: 1 }).waitFor();
       expect(await page.locator("td.status-ok").count()).toBeGreaterThan(0);
       await page.screenshot({ path: `${SHOTS}/console-replayed.png` });
     });
   });
 
-  // Needs POST /events/replay {"filter","dryRun"} → 200 {"count"} / 202 {"id","count"} and
-  // GET /events/replays/{id} → {"id","total","done","failed","state"} (branch opsapi). Enable once merged.
-  it.skip("bulk-replays a failure group: the count first, then progress to the end", async () => {
+  // POST /events/replay with dryRun, then for real, and GET /events/replays/{id} for its progress.
+  it("bulk-replays a failure group: the count first, then progress to the end", async () => {
     failing = false;
     await withOperator(async (page) => {
       await page.goto(url("/console/failures"));
       const box = page.locator("tbody [data-bulk]").first();
       await box.getByRole("button", { name: "Count…" }).click();
-      await box.getByText("Will replay 3 events.").waitFor();
-      await box.getByRole("button", { name: "Replay 3 now" }).click();
-      await box.getByText(/3 done, 0 failed of 3/).waitFor({ timeout: 30_000 });
+      // The events still failed (the test above replayed one of the three).
+      const remaining = (await stack.svc.service.eventLog.query({ type: "order.created", status: "failed" })).data.length;
+      expect(remaining).toBeGreaterThan(0);
+      await box.getByText(`Will replay ${remaining} event${remaining === 1 ? "" : "s"}.`).waitFor();
+      await box.getByRole("button", { name: `Replay ${remaining} now` }).click();
+      await box.getByText(new RegExp(`${remaining} done, 0 failed of ${remaining}`)).waitFor({ timeout: 30_000 });
     });
   });
 });
