@@ -171,6 +171,7 @@ describe.each(testDrivers())("records the mirror cannot hold (%s)", (driver) => 
     expect(JSON.parse(proc.stdout())).toEqual({
       backfilled: { orders: 12, bookings: 5, "menu-items": 6 },
       rejected: { orders: 1, bookings: 2 },
+      state: "complete",
     });
     expect(proc.stderr()).toContain(`refused (invalid_timestamp): orders record "${bad.badOrder}": field paidAt`);
     expect(proc.stderr()).not.toContain("\u0000");
