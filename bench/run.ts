@@ -183,10 +183,12 @@ try {
 } finally {
   await redis.started?.destroy();
 }
+// A run of the sync part alone keeps its own files, so it does not wipe the ingest and e2e tables.
+const resultsName = values.only === "sync" ? "sync" : "latest";
 mkdirSync("bench/results", { recursive: true });
-writeFileSync("bench/results/latest.md", md.join("\n"));
-writeFileSync("bench/results/latest.json", JSON.stringify(results, null, 2));
-console.log("\nwritten: bench/results/latest.md (table), bench/results/latest.json (every run)");
+writeFileSync(`bench/results/${resultsName}.md`, md.join("\n"));
+writeFileSync(`bench/results/${resultsName}.json`, JSON.stringify(results, null, 2));
+console.log(`\nwritten: bench/results/${resultsName}.md (table), bench/results/${resultsName}.json (every run)`);
 if (syncSection.length > 0) {
   const head = `Latest \`npm run bench -- --only sync\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;
   if (writeReadmeSection("README.md", [head, "", ...syncSection], "sync")) console.log("written: README.md (sync section)");
