@@ -245,7 +245,7 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     },
 
     rejections: (kind) => listRejections(database, kind),
-    async countOrdersNewer(since, { restaurantId, max }) {
+    async countOrdersNewer(since, { restaurantId, status, max }) {
       // Bounded: the index walk stops at `max` rows however deep the record sits.
       let inner = db
         .selectFrom("orders")
@@ -253,6 +253,7 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
         .where("created_at", ">", since)
         .limit(max);
       if (restaurantId !== undefined) inner = inner.where("restaurant_id", "=", restaurantId);
+      if (status !== undefined) inner = inner.where("status", "=", status);
       const row = await database
         .selectFrom(inner.as("newer"))
         .select((eb) => eb.fn.countAll<string | number>().as("n"))

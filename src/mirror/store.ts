@@ -142,8 +142,9 @@ export interface MirrorStore {
   /**
    * How many stored orders were created after `since` (of one restaurant, or all), counted up to
    * `max`: where a record sits in a newest-first list, as far as the mirror knows (refresh planning).
+   * With `status`, only orders the mirror holds in that status (where it sits in a list filtered by it).
    */
-  countOrdersNewer(since: Date, options: { restaurantId?: string; max: number }): Promise<number>;
+  countOrdersNewer(since: Date, options: { restaurantId?: string; status?: string; max: number }): Promise<number>;
   /** Reports an id the API never listed in time (a row until the record is written). */
   recordUnlisted(row: UnlistedRecord): Promise<void>;
   /** The ids given up on (of a kind, or all), by kind and id. */
