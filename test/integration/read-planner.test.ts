@@ -303,3 +303,63 @@ describe("an id the upstream does not list", () => {
     expect((await run()).calls).toBe(0);
   }, 120_000);
 });
+
+describe("reads priced by estimated pages (the bench's shape)", () => {
+  /**
+   * The bench's `syncCost` workload: 40 restaurants, 20,000 orders over a year, the mirror holding
+   * them all; 12 refunds of old orders spread over the whole history and 6 new orders moved on.
+   */
+  async function measureCompany(): Promise<{ calls: number; events: number }> {
+    const sandbox = createSandbox({
+      seed: 22,
+      restaurants: 40,
+      history: { orders: 20_000, days: 365 },
+      rateLimit: { max: 1_000_000, windowMs: 60_000 },
+    });
+    sandboxes.push(sandbox);
+    const url = await sandbox.listen();
+    const all = sandbox.state.orders();
+    for (let i = 0; i < all.length; i += 1000) await mirror.upsert("orders", all.slice(i, i + 1000).map(asStored), await mirror.clock());
+    const scheduler = createRefreshScheduler({ redis, queue, prefix: `${prefix}-company`, debounceMs: 60_000 });
+    const refundable = all.filter((o) => o.status === "DELIVERED" && o.paidAt).sort((x, y) => (x.createdAt < y.createdAt ? -1 : 1));
+    // Paced as the bench paces them (an event every half second): a refresh job takes the few that its debounce gathered.
+    const steps: (() => Order)[] = [];
+    for (let i = 0; i < 12; i++)
+      steps.push(() => sandbox.actions.refundOrder(refundable[Math.floor(((i + 0.5) * refundable.length) / 12)]!.id));
+    for (let i = 0; i < 6; i++) {
+      let id = "";
+      steps.splice(i * 3, 0, () => {
+        const created = sandbox.actions.createOrder({ restaurantId: `rest_${((i * 7) % 40) + 1}`, paid: true });
+        id = created.id;
+        return created;
+      });
+      steps.push(() => sandbox.actions.updateOrderStatus(id, "CONFIRMED"));
+      steps.push(() => sandbox.actions.updateOrderStatus(id, "PREPARING"));
+    }
+    sandbox.requestLog.length = 0;
+    const events: Order[] = [];
+    for (const [i, step] of steps.entries()) {
+      const order = structuredClone(step());
+      events.push(order);
+      await scheduler.request("orders", order.restaurantId, order.id, {
+        eventId: `evt_${i}`,
+        status: order.status,
+        createdAt: order.createdAt,
+      });
+      if (i % 3 === 2) await refreshUntilSettled({ url, apiKey: sandbox.apiKey, scheduler, kind: "orders" });
+    }
+    for (const order of events) {
+      const truth = sandbox.state.orders().find((o) => o.id === order.id)!;
+      expect((await mirror.get("orders", order.id))?.status, order.id).toBe(truth.status);
+    }
+    expect((await scheduler.pendingAll("orders")).flatMap((r) => [...r.ids.keys()])).toEqual([]);
+    return { calls: sandbox.requestLog.length, events: events.length };
+  }
+
+  it("refunds of old orders over 40 restaurants and 20,000 orders cost ≤ 1 call per event", async () => {
+    // Before pricing by pages: 33 calls, company-wide REFUNDED walks of up to 6 pages for 2 or 3 ids.
+    const { calls, events } = await measureCompany();
+    expect(events).toBe(30);
+    expect(calls / events).toBeLessThanOrEqual(1.0);
+  }, 240_000);
+});

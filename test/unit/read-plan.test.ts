@@ -89,3 +89,33 @@ describe("the read planner", () => {
     expect(planNextRead([lone])).toEqual({ restaurantId: "r1", filter: {}, targets: [lone], recent: true });
   });
 });
+
+describe("reads priced by estimated pages", () => {
+  /** A refunded order `company` deep in the company's REFUNDED list and `restaurant` deep in its restaurant's. */
+  const priced = (id: string, restaurantId: string, company: number, restaurant: number): Target => ({
+    ...order(id, restaurantId, "REFUNDED"),
+    sortKey: NOW,
+    depth: { "REFUNDED||": { company, restaurant } },
+  });
+
+  it("reads deep ids of a few restaurants in their own lists, not down the company's", () => {
+    // Company-wide: 6 pages to reach the deeper one (3 for the other alone); per restaurant: one page each.
+    const targets = [priced("o1", "r1", 520, 10), priced("o2", "r2", 250, 3)];
+    expect(planNextRead(targets)).toEqual({ restaurantId: "r1", filter: { status: "REFUNDED" }, targets: [targets[0]] });
+    expect(planNextRead([targets[1]!])).toEqual({ restaurantId: "r2", filter: { status: "REFUNDED" }, targets: [targets[1]] });
+  });
+
+  it("splits: shallow ids company-wide in one page, a deep one in its restaurant", () => {
+    const shallow = [priced("o1", "r1", 5, 1), priced("o2", "r2", 40, 2), priced("o3", "r3", 80, 3)];
+    const deep = priced("o4", "r4", 1500, 20);
+    expect(planNextRead([...shallow, deep])).toEqual({ filter: { status: "REFUNDED" }, targets: shallow });
+    expect(planNextRead([deep])?.restaurantId).toBe("r4");
+  });
+
+  it("keeps the company-wide read when it is as cheap (an empty mirror) or an id has no known depth", () => {
+    const empty = [priced("o1", "r1", 0, 0), priced("o2", "r2", 0, 0)];
+    expect(planNextRead(empty)).toEqual({ filter: { status: "REFUNDED" }, targets: empty });
+    const unknown = [priced("o1", "r1", 520, 10), order("o2", "r2", "REFUNDED")];
+    expect(planNextRead(unknown)).toEqual({ filter: { status: "REFUNDED" }, targets: unknown });
+  });
+});

@@ -27,6 +27,18 @@ export interface Target {
   recent?: { company: number; restaurant: number };
   /** The first-page bet was made for it this round (and missed). */
   recentTried?: boolean;
+  /**
+   * orders: where it sits in the list each candidate filter reads (by `filterKey`), as the mirror
+   * counts the orders newer than it in that list (up to DEPTH_REACH), company-wide and in its
+   * restaurant: what the planner prices a read by. Absent: the read is chosen without a price.
+   */
+  depth?: Record<string, Depth>;
+}
+
+/** Orders newer than a target in one filtered list, company-wide and in its restaurant. */
+export interface Depth {
+  company: number;
+  restaurant: number;
 }
 
 export interface PlannedRead {
@@ -38,6 +50,15 @@ export interface PlannedRead {
   /** The first page of the unfiltered list only: a bet that it holds these recent ids. */
   recent?: boolean;
 }
+
+/** Orders a list page holds (refresh reads ask for the spec's maximum). */
+export const PAGE_SIZE = 100;
+
+/** How deep the mirror counts for a price: past it, every read is dear and the cheaper scope is still told apart. */
+export const DEPTH_REACH = 2000;
+
+/** Pages a newest-first read walks to reach the record with `newer` records above it. */
+export const pagesTo = (newer: number): number => Math.floor(newer / PAGE_SIZE) + 1;
 
 /** Positions in a newest-first list (by the mirror's count) that its first page of 100 likely holds, with a margin for lag. */
 export const RECENT_REACH = 80;
@@ -94,12 +115,13 @@ export function candidatesFor(kind: SyncedKind, hint: CandidateHint, nowMs: numb
   return [{}];
 }
 
-const keyOf = (filter: ReadFilter) => `${filter.status ?? ""}|${filter.from ?? ""}|${filter.to ?? ""}`;
+/** A filter as a key: what `Target.depth` is indexed by. */
+export const filterKey = (filter: ReadFilter): string => `${filter.status ?? ""}|${filter.from ?? ""}|${filter.to ?? ""}`;
 
 /**
  * The next read: the candidate filter that covers most of the ids still looked for (ties: the
- * filter met first), company-wide when those ids span several restaurants, else for their one
- * restaurant. Booking windows of nearby days are merged into one (at most MAX_WINDOW_DAYS wide).
+ * filter met first), in the scope `scopeRead` prices cheapest (company-wide or per restaurant).
+ * Booking windows of nearby days are merged into one (at most MAX_WINDOW_DAYS wide).
  * Undefined when every id was found or ran out of candidates.
  */
 export function planNextRead(targets: readonly Target[]): PlannedRead | undefined {
@@ -107,7 +129,7 @@ export function planNextRead(targets: readonly Target[]): PlannedRead | undefine
   for (const target of targets) {
     const filter = target.candidates[target.next];
     if (!filter) continue;
-    const key = keyOf(filter);
+    const key = filterKey(filter);
     const group = groups.get(key) ?? { filter, targets: [] };
     group.targets.push(target);
     groups.set(key, group);
@@ -119,9 +141,66 @@ export function planNextRead(targets: readonly Target[]): PlannedRead | undefine
   // The bet costs one call and finds its ids whatever their status now (a status read misses an order that moved on): taken on a tie.
   if (recent && (!best || recent.targets.length >= best.targets.length)) return recent;
   if (!best) return undefined;
-  const restaurants = new Set(best.targets.map((t) => t.restaurantId));
+  return scopeRead(best);
+}
+
+/**
+ * Where to read a group: one restaurant's ids, that restaurant's list. Ids of several restaurants
+ * with a known depth each: the cheapest split by estimated pages, a company-wide read down to the
+ * k-th page for the ids it reaches by then, each other restaurant's own list for the rest (k = 0:
+ * all per restaurant; ties go to the company read). Returns that split's first read; the ids left
+ * are planned again after it. Without every depth (no createdAt known): company-wide.
+ */
+export function scopeRead(group: { filter: ReadFilter; targets: Target[] }): PlannedRead {
+  const { filter, targets } = group;
+  const restaurants = new Set(targets.map((t) => t.restaurantId));
   const [only] = restaurants;
-  return { ...(restaurants.size === 1 && only !== undefined ? { restaurantId: only } : {}), filter: best.filter, targets: best.targets };
+  if (restaurants.size === 1 && only !== undefined) return { restaurantId: only, filter, targets };
+  const key = filterKey(filter);
+  const priced = targets.map((t) => ({ t, depth: t.depth?.[key] }));
+  if (priced.some((p) => p.depth === undefined)) return { filter, targets };
+  const pageOf = (t: Target) => pagesTo(t.depth?.[key]?.company ?? 0);
+  const thresholds = [...new Set(targets.map(pageOf))].sort((a, b) => b - a);
+  let best = { pages: Infinity, reach: 0 };
+  for (const reach of [...thresholds, 0]) {
+    const pages =
+      reach +
+      restaurantPages(
+        targets.filter((t) => pageOf(t) > reach),
+        key,
+      );
+    if (pages < best.pages) best = { pages, reach };
+  }
+  if (best.reach > 0) return { filter, targets: targets.filter((t) => pageOf(t) <= best.reach) };
+  return cheapestRestaurantRead(targets, key, filter);
+}
+
+/** Per restaurant, the deepest of its ids in its own list. */
+function deepestByRestaurant(targets: readonly Target[], key: string): Map<string, { pages: number; targets: Target[] }> {
+  const by = new Map<string, { pages: number; targets: Target[] }>();
+  for (const t of targets) {
+    const entry = by.get(t.restaurantId) ?? { pages: 0, targets: [] };
+    entry.pages = Math.max(entry.pages, pagesTo(t.depth?.[key]?.restaurant ?? 0));
+    entry.targets.push(t);
+    by.set(t.restaurantId, entry);
+  }
+  return by;
+}
+
+/** Pages the per-restaurant reads of these ids cost together. */
+function restaurantPages(targets: readonly Target[], key: string): number {
+  let pages = 0;
+  for (const entry of deepestByRestaurant(targets, key).values()) pages += entry.pages;
+  return pages;
+}
+
+/** The restaurant read that serves most ids per estimated page (ties: the restaurant met first). */
+function cheapestRestaurantRead(targets: readonly Target[], key: string, filter: ReadFilter): PlannedRead {
+  let best: { restaurantId: string; pages: number; targets: Target[] } | undefined;
+  for (const [restaurantId, entry] of deepestByRestaurant(targets, key))
+    if (!best || entry.targets.length * best.pages > best.targets.length * entry.pages) best = { restaurantId, ...entry };
+  // deepestByRestaurant of a non-empty list has an entry.
+  return { restaurantId: best?.restaurantId, filter, targets: best?.targets ?? [...targets] };
 }
 
 /**

@@ -1,7 +1,16 @@
 import type { Logger } from "pino";
 import type { MirrorStore } from "../../mirror/store.js";
 import { ORDER_STATUS_RANK } from "../../upstream/models.js";
-import { candidatesFor, planNextRead, RECENT_REACH, type CandidateHint, type PlannedRead, type Target } from "./read-plan.js";
+import {
+  candidatesFor,
+  DEPTH_REACH,
+  filterKey,
+  planNextRead,
+  RECENT_REACH,
+  type CandidateHint,
+  type PlannedRead,
+  type Target,
+} from "./read-plan.js";
 import { runRead, type RefreshReadContext } from "./refresh-read.js";
 import { refreshMenus } from "./refresh-menus.js";
 import type { PendingNote, PendingRestaurant, RefreshScheduler } from "./refresh-scheduler.js";
@@ -59,7 +68,10 @@ export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome
   const outcome: RefreshOutcome = { calls: 0, reads: 0, written: 0, found: 0, missing: [], unlisted: [] };
   const seen = new Set<string>();
   let plan: PlannedRead | undefined;
-  while (outcome.reads < MAX_READS_PER_JOB && (plan = planNextRead(work.filter((w) => !seen.has(w.id))))) {
+  const open = () => work.filter((w) => !seen.has(w.id));
+  while (outcome.reads < MAX_READS_PER_JOB) {
+    await priceReads(deps, open());
+    if (!(plan = planNextRead(open()))) break;
     const read = await runRead(plan.recent ? { ...deps, maxPages: 1 } : deps, plan);
     deps.onRead?.({ kind: deps.kind, scope: plan.restaurantId === undefined ? "company" : "restaurant" });
     outcome.reads++;
@@ -118,6 +130,30 @@ async function collectWork(
     }
   }
   return { work, waitingUntil };
+}
+
+/**
+ * Orders: where each id sits in the list its next candidate reads, as the mirror counts (one
+ * bounded count company-wide and one in its restaurant, once per id and filter): the planner's
+ * price of a company-wide read against per-restaurant ones. Ids without a createdAt stay unpriced.
+ */
+async function priceReads(deps: RefreshKindDeps, targets: readonly Target[]): Promise<void> {
+  if (deps.kind !== "orders") return;
+  await Promise.all(
+    targets.map(async (t) => {
+      const filter = t.candidates[t.next];
+      if (!filter || t.sortKey === undefined) return;
+      const key = filterKey(filter);
+      if (t.depth?.[key]) return;
+      const since = new Date(t.sortKey);
+      const options = { max: DEPTH_REACH, ...(filter.status === undefined ? {} : { status: filter.status }) };
+      const [company, restaurant] = await Promise.all([
+        deps.mirror.countOrdersNewer(since, options),
+        deps.mirror.countOrdersNewer(since, { ...options, restaurantId: t.restaurantId }),
+      ]);
+      t.depth = { ...t.depth, [key]: { company, restaurant } };
+    }),
+  );
 }
 
 /** Where an order sits in the newest-first lists (company, restaurant) as far as the mirror knows, counted up to RECENT_REACH. */
