@@ -105,19 +105,24 @@ async function collectWork(
   restaurants: readonly PendingRestaurant[],
   now: number,
 ): Promise<{ work: Work[]; waitingUntil: number }> {
-  const work: Work[] = [];
   let waitingUntil = Infinity;
+  const due: { restaurantId: string; id: string; version: string; note: PendingNote }[] = [];
   for (const { restaurantId, ids, notes } of restaurants) {
     for (const [id, version] of ids) {
       const note = notes.get(id) ?? { firstNotedAt: now };
-      if (note.retryAt !== undefined && note.retryAt > now) {
-        waitingUntil = Math.min(waitingUntil, note.retryAt);
-        continue;
-      }
+      if (note.retryAt !== undefined && note.retryAt > now) waitingUntil = Math.min(waitingUntil, note.retryAt);
+      else due.push({ restaurantId, id, version, note });
+    }
+  }
+  // Each id's mirror reads are independent: all at once, not one id after another on the refresh's path.
+  const work = await Promise.all(
+    due.map(async ({ restaurantId, id, version, note }): Promise<Work> => {
       const hint = await hintOf(deps.mirror, deps.kind, id, note);
       const recent =
-        deps.kind === "orders" && hint.sortKey !== undefined ? await recencyOf(deps.mirror, restaurantId, hint.sortKey) : undefined;
-      work.push({
+        deps.kind === "orders" && hint.sortKey !== undefined
+          ? await ordersNewer(deps.mirror, hint.sortKey, restaurantId, { max: RECENT_REACH })
+          : undefined;
+      return {
         id,
         restaurantId,
         version,
@@ -126,9 +131,9 @@ async function collectWork(
         candidates: candidatesFor(deps.kind, hint, now),
         next: 0,
         ...(recent ? { recent } : {}),
-      });
-    }
-  }
+      };
+    }),
+  );
   return { work, waitingUntil };
 }
 
@@ -145,23 +150,23 @@ async function priceReads(deps: RefreshKindDeps, targets: readonly Target[]): Pr
       if (!filter || t.sortKey === undefined) return;
       const key = filterKey(filter);
       if (t.depth?.[key]) return;
-      const since = new Date(t.sortKey);
       const options = { max: DEPTH_REACH, ...(filter.status === undefined ? {} : { status: filter.status }) };
-      const [company, restaurant] = await Promise.all([
-        deps.mirror.countOrdersNewer(since, options),
-        deps.mirror.countOrdersNewer(since, { ...options, restaurantId: t.restaurantId }),
-      ]);
-      t.depth = { ...t.depth, [key]: { company, restaurant } };
+      t.depth = { ...t.depth, [key]: await ordersNewer(deps.mirror, t.sortKey, t.restaurantId, options) };
     }),
   );
 }
 
-/** Where an order sits in the newest-first lists (company, restaurant) as far as the mirror knows, counted up to RECENT_REACH. */
-async function recencyOf(mirror: MirrorStore, restaurantId: string, createdAt: number): Promise<{ company: number; restaurant: number }> {
+/** How many orders the mirror holds newer than `createdAt` (in `status`, if given), company-wide and in its restaurant, counted up to `max`. */
+async function ordersNewer(
+  mirror: MirrorStore,
+  createdAt: number,
+  restaurantId: string,
+  options: { max: number; status?: string },
+): Promise<{ company: number; restaurant: number }> {
   const since = new Date(createdAt);
   const [company, restaurant] = await Promise.all([
-    mirror.countOrdersNewer(since, { max: RECENT_REACH }),
-    mirror.countOrdersNewer(since, { restaurantId, max: RECENT_REACH }),
+    mirror.countOrdersNewer(since, options),
+    mirror.countOrdersNewer(since, { ...options, restaurantId }),
   ]);
   return { company, restaurant };
 }
