@@ -12,7 +12,7 @@ import { DEFAULTS } from "../config/defaults.js";
 export interface RedisKeys {
   readonly prefix: string;
   /** The shared upstream rate budget of one API key id; one slot, tag `{keyId}` (the limiter's scripts). */
-  upstreamBudget(keyId: string): { log: string; pause: string; last: string };
+  upstreamBudget(keyId: string): { log: string; pause: string; last: string; activeLog: string; fullLog: string };
   /** The ids of one restaurant waiting for a refresh (a hash); tag `{restaurantId}` (the settle script). */
   pendingRefresh(kind: string, restaurantId: string): string;
   /**
@@ -22,6 +22,8 @@ export interface RedisKeys {
   pendingNotes(kind: string, restaurantId: string): string;
   /** The restaurants with pending ids of a kind (a sorted set, score bumped by every request); its own slot. */
   pendingIndex(kind: string): string;
+  /** Who runs the kind's refresh now (a string: the holder's token, with a TTL); its own slot. */
+  refreshLease(kind: string): string;
   /**
    * The ingest path (queue/stream-sink.ts, queue/stream-consumer.ts): the stream the edge appends
    * verified events to and the workers read, and each event id's "seen" key. The edge's script
@@ -46,11 +48,18 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
     prefix,
     upstreamBudget(keyId) {
       const base = `${prefix}:upstream:{${keyId}}`;
-      return { log: `${base}:log`, pause: `${base}:pause`, last: `${base}:last` };
+      return {
+        log: `${base}:log`,
+        pause: `${base}:pause`,
+        last: `${base}:last`,
+        activeLog: `${base}:log:active`,
+        fullLog: `${base}:log:full`,
+      };
     },
     pendingRefresh: (kind, restaurantId) => `${prefix}:sync:pending:${kind}:{${restaurantId}}`,
     pendingNotes: (kind, restaurantId) => `${prefix}:sync:pending-notes:${kind}:{${restaurantId}}`,
     pendingIndex: (kind) => `${prefix}:sync:pending-index:${kind}`,
+    refreshLease: (kind) => `${prefix}:sync:refresh-lease:${kind}`,
     ingest: { stream: `${ingest}:events`, group: "pump", seen: (eventId) => `${ingest}:seen:${eventId}` },
     operator: {
       bulkReplay: (id) => `${prefix}:operator:replay:${id}`,

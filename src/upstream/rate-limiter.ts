@@ -10,9 +10,15 @@ import { sleep } from "./sleep.js";
 
 /**
  * Take one slot, or say how long to wait.
- * KEYS: log (sorted set of acquisition times), pause, last (time of the latest acquisition).
- * ARGV: cap (max, or the caller's budget class's share of it), window (ms, safety margin included),
- *       minimum gap (ms), a unique member.
+ * KEYS: log (sorted set of every class's acquisition times), pause, last (time of the latest
+ *       acquisition), active log, full log (each lower class's own acquisitions).
+ * ARGV: limit (max for webhook; max minus the reserve for a lower class), window (ms, safety margin
+ *       included), minimum gap (ms), a unique member, class, class cap (its share of max),
+ *       webhook slots from which webhooks are paced, their paced gap (ms), a lower class's own gap
+ *       (ms: the rate that holds its share, so it never takes its share in a burst), the active cap
+ *       (which the full class's slots count toward too).
+ * A lower class's cap counts its own slots and those of the classes below it (active: active and
+ * full; full: full), so it holds at most its share, of what the classes above leave.
  * Returns { 1, now } when the slot was taken, { 0, waitMs } otherwise.
  */
 const ACQUIRE = `
@@ -20,20 +26,65 @@ local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local paused = redis.call("PTTL", KEYS[2])
 if paused > 0 then return { 0, paused } end
-local cap = tonumber(ARGV[1])
+local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local gap = tonumber(ARGV[3])
-redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now - window)
+local class = ARGV[5]
+local cap = tonumber(ARGV[6])
+for _, log in ipairs({ KEYS[1], KEYS[4], KEYS[5] }) do redis.call("ZREMRANGEBYSCORE", log, "-inf", now - window) end
+-- Under n again once the (count - n + 1) oldest entries of the log have left the window.
+local function waitFor(log, count, n)
+  local oldest = redis.call("ZRANGE", log, count - n, count - n, "WITHSCORES")
+  return math.max(1, tonumber(oldest[2]) + window - now)
+end
 local count = redis.call("ZCARD", KEYS[1])
-if count >= cap then
-  -- Below cap again once the (count - cap + 1) oldest entries have left the window.
-  local oldest = redis.call("ZRANGE", KEYS[1], count - cap, count - cap, "WITHSCORES")
-  return { 0, math.max(1, tonumber(oldest[2]) + window - now) }
+if count >= limit then return { 0, waitFor(KEYS[1], count, limit) } end
+-- A lower class is spread at the rate its share sustains, after its own newest slot.
+local function ownGap(log)
+  local newest = redis.call("ZRANGE", log, -1, -1, "WITHSCORES")
+  local due = tonumber(newest[2] or "0") + tonumber(ARGV[9])
+  if now < due then return due - now end
+  return 0
+end
+if class == "full" then
+  local own = redis.call("ZCARD", KEYS[5])
+  if own >= cap then return { 0, waitFor(KEYS[5], own, cap) } end
+  -- Nor may it push the two lower classes together past the active cap.
+  local lower = own + redis.call("ZCARD", KEYS[4])
+  if lower >= tonumber(ARGV[10]) then
+    local a = redis.call("ZRANGE", KEYS[4], 0, 0, "WITHSCORES")
+    local f = redis.call("ZRANGE", KEYS[5], 0, 0, "WITHSCORES")
+    return { 0, math.max(1, math.min(tonumber(a[2] or now), tonumber(f[2] or now)) + window - now) }
+  end
+  local wait = ownGap(KEYS[5])
+  if wait > 0 then return { 0, wait } end
+elseif class == "active" then
+  local own = redis.call("ZCARD", KEYS[4]) + redis.call("ZCARD", KEYS[5])
+  -- Two logs: wait for the older of their oldest entries, then ask again.
+  if own >= cap then
+    local a = redis.call("ZRANGE", KEYS[4], 0, 0, "WITHSCORES")
+    local f = redis.call("ZRANGE", KEYS[5], 0, 0, "WITHSCORES")
+    local oldest = math.min(tonumber(a[2] or now), tonumber(f[2] or now))
+    return { 0, math.max(1, oldest + window - now) }
+  end
+  local wait = ownGap(KEYS[4])
+  if wait > 0 then return { 0, wait } end
+end
+if class == "webhook" then
+  -- Past its paced share, the webhook class is spread at the rate that share sustains:
+  -- a window filled in a burst would block everyone until its oldest slots leave (tens of seconds).
+  local own = count - redis.call("ZCARD", KEYS[4]) - redis.call("ZCARD", KEYS[5])
+  if own >= tonumber(ARGV[7]) then gap = math.max(gap, tonumber(ARGV[8])) end
 end
 local last = tonumber(redis.call("GET", KEYS[3]) or "0")
 if now < last + gap then return { 0, last + gap - now } end
 redis.call("ZADD", KEYS[1], now, ARGV[4])
 redis.call("PEXPIRE", KEYS[1], window)
+if class == "active" or class == "full" then
+  local own = class == "active" and KEYS[4] or KEYS[5]
+  redis.call("ZADD", own, now, ARGV[4])
+  redis.call("PEXPIRE", own, window)
+end
 redis.call("SET", KEYS[3], now, "PX", window)
 return { 1, now }
 `;
@@ -45,12 +96,19 @@ if redis.call("PTTL", KEYS[1]) < ms then redis.call("SET", KEYS[1], "1", "PX", m
 return redis.call("PTTL", KEYS[1])
 `;
 
-/** Read-only: acquisitions inside the window, and the pause left. */
+/**
+ * Read-only: acquisitions inside the window (all, active, full), the pause left, and all
+ * acquisitions of the last ARGV[2] ms (the recent rate). KEYS: log, pause, active log, full log.
+ */
 const STATE = `
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local count = redis.call("ZCOUNT", KEYS[1], "(" .. (now - tonumber(ARGV[1])), "+inf")
-return { count, math.max(0, redis.call("PTTL", KEYS[2])) }
+local since = "(" .. (now - tonumber(ARGV[1]))
+local count = redis.call("ZCOUNT", KEYS[1], since, "+inf")
+local active = redis.call("ZCOUNT", KEYS[3], since, "+inf")
+local full = redis.call("ZCOUNT", KEYS[4], since, "+inf")
+local recent = redis.call("ZCOUNT", KEYS[1], "(" .. (now - tonumber(ARGV[2])), "+inf")
+return { count, math.max(0, redis.call("PTTL", KEYS[2])), active, full, recent }
 `;
 
 /**
@@ -82,24 +140,48 @@ export interface RateLimiterOptions {
   /** @defaultValue "svc" */
   prefix?: string;
   /**
-   * The active tier may only take a slot while the window holds fewer than floor(max · share).
+   * The active tier (with the full tier's slots) holds at most floor(max · share) of any window.
    * @defaultValue DEFAULTS.apiBudgetActiveShare (0.5)
    */
   activeShare?: number;
   /**
-   * The full tier and backfill may only take a slot while the window holds fewer than
-   * floor(max · share): never more than this share of any window. @defaultValue DEFAULTS.apiBudgetFullShare (0.25)
+   * The full tier and backfill hold at most floor(max · share) of any window, of what the classes
+   * above leave. @defaultValue DEFAULTS.apiBudgetFullShare (0.25)
    */
   fullShare?: number;
+  /**
+   * The webhook class's sustained share: past it in a window, its slots are spaced at the
+   * rate this share of `max` sustains (1: never spaced beyond the minimum gap).
+   * @defaultValue DEFAULTS.syncRefreshPaceShare (0.75)
+   */
+  webhookPaceShare?: number;
+  /**
+   * Spread each lower class at the rate its share sustains (window / cap between its slots).
+   * @defaultValue true; false leaves only the caps (tests that fill a share at once).
+   */
+  spreadLowerClasses?: boolean;
   /** Per-class metrics (slots taken, time waited). */
   onSlot?: OnSlot;
 }
 
 export interface RateLimitState {
   inWindow: number;
+  /** Slots of the window by class. */
+  byClass: Record<BudgetClass, number>;
+  /**
+   * Every class's slots of the last RECENT_MS, scaled to a whole window: the rate the budget is
+   * spent at now, which a window's count shows only a minute late.
+   */
+  recentPerWindow: number;
   max: number;
   pausedForMs: number;
 }
+
+/** How far back `state().recentPerWindow` looks. */
+export const RECENT_MS = 15_000;
+
+/** Share of the window the lower classes never take: what a burst of webhook refreshes finds free. */
+export const WEBHOOK_RESERVE_SHARE = 0.25;
 
 export interface RateLimiter {
   /**
@@ -121,20 +203,39 @@ interface Scripts {
     log: string,
     pause: string,
     last: string,
-    cap: number,
+    activeLog: string,
+    fullLog: string,
+    limit: number,
     windowMs: number,
     gapMs: number,
     member: string,
+    budget: BudgetClass,
+    cap: number,
+    pacedFrom: number,
+    pacedGapMs: number,
+    classGapMs: number,
+    activeCap: number,
   ): Promise<[number, number]>;
   svcUpstreamPause(pause: string, ms: number): Promise<number>;
-  svcUpstreamState(log: string, pause: string, windowMs: number): Promise<[number, number]>;
+  svcUpstreamState(
+    log: string,
+    pause: string,
+    activeLog: string,
+    fullLog: string,
+    windowMs: number,
+    recentMs: number,
+  ): Promise<[number, number, number, number, number]>;
 }
 
 /**
  * One request budget for every process that shares an API key: a sliding log of acquisitions
  * in Redis over `windowMs + safetyMs` holding at most `max`, with a minimum gap of
  * `windowMs / max / 2` between acquisitions so a burst is spread over the window instead of
- * being sent at once. A shared pause (from a 429) stops everyone.
+ * being sent at once; past its paced share, the webhook class is spread at the rate that share
+ * sustains, and each lower class always at the rate of its share. A shared pause (from a 429)
+ * stops everyone. The lower classes hold at most
+ * their shares and never the last WEBHOOK_RESERVE_SHARE of the window: the full tier progresses at
+ * its share while webhooks leave room, and webhooks always find room.
  *
  * @example
  * const limiter = createRateLimiter({ redis, keyId: apiKeyId(key) });
@@ -148,12 +249,17 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   if (!Number.isInteger(max) || max < 1) throw new RangeError("rate limiter max must be a whole number ≥ 1");
   if (!(windowMs > 0)) throw new RangeError("rate limiter windowMs must be > 0");
   const caps = budgetCaps(max, options.activeShare ?? DEFAULTS.apiBudgetActiveShare, options.fullShare ?? DEFAULTS.apiBudgetFullShare);
-  // One hash tag for the three keys: one Redis Cluster slot, as the scripts need.
+  const lowerLimit = max - Math.min(max - 1, Math.ceil(max * WEBHOOK_RESERVE_SHARE));
+  const paceShare = options.webhookPaceShare ?? DEFAULTS.syncRefreshPaceShare;
+  const pacedSlots = Math.max(1, Math.floor(max * paceShare));
+  const pacedFrom = paceShare >= 1 ? max : pacedSlots;
+  const pacedGapMs = paceShare >= 1 ? 0 : Math.floor(effectiveWindowMs / pacedSlots);
+  // One hash tag for the keys: one Redis Cluster slot, as the scripts need.
   const keys = redisKeys(options.prefix).upstreamBudget(options.keyId);
   const scripts = defineScripts<Scripts>(options.redis, {
-    svcUpstreamAcquire: { numberOfKeys: 3, lua: ACQUIRE },
+    svcUpstreamAcquire: { numberOfKeys: 5, lua: ACQUIRE },
     svcUpstreamPause: { numberOfKeys: 1, lua: PAUSE },
-    svcUpstreamState: { numberOfKeys: 2, lua: STATE },
+    svcUpstreamState: { numberOfKeys: 4, lua: STATE },
   });
 
   return {
@@ -167,10 +273,18 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
           keys.log,
           keys.pause,
           keys.last,
-          cap,
+          keys.activeLog,
+          keys.fullLog,
+          priority === "webhook" ? max : lowerLimit,
           effectiveWindowMs,
           minGapMs,
           randomUUID(),
+          priority,
+          cap,
+          pacedFrom,
+          pacedGapMs,
+          priority === "webhook" || options.spreadLowerClasses === false ? 0 : Math.floor(effectiveWindowMs / cap),
+          caps.active,
         );
         if (granted === 1) {
           options.onSlot?.({ budget: priority, waitedMs: performance.now() - started });
@@ -184,8 +298,22 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       if (ms > 0) await scripts.svcUpstreamPause(keys.pause, Math.ceil(ms));
     },
     async state() {
-      const [inWindow, pausedForMs] = await scripts.svcUpstreamState(keys.log, keys.pause, effectiveWindowMs);
-      return { inWindow, max, pausedForMs };
+      const recentMs = Math.min(RECENT_MS, effectiveWindowMs);
+      const [inWindow, pausedForMs, active, full, recent] = await scripts.svcUpstreamState(
+        keys.log,
+        keys.pause,
+        keys.activeLog,
+        keys.fullLog,
+        effectiveWindowMs,
+        recentMs,
+      );
+      return {
+        inWindow,
+        byClass: { webhook: inWindow - active - full, active, full },
+        recentPerWindow: Math.round((recent * effectiveWindowMs) / recentMs),
+        max,
+        pausedForMs,
+      };
     },
   };
 }

@@ -15,7 +15,8 @@ export function upstreamFromConfig(
   api: NonNullable<Config["api"]>,
   redis: RedisClient,
   prefix: string,
-  extra: Pick<ApiClientOptions, "onResponse" | "logger" | "tracer" | "bookingsUpperBoundParam"> & Pick<RateLimiterOptions, "onSlot"> = {},
+  extra: Pick<ApiClientOptions, "onResponse" | "logger" | "tracer" | "bookingsUpperBoundParam"> &
+    Pick<RateLimiterOptions, "onSlot" | "webhookPaceShare"> = {},
 ): { api: ApiClient; limiter: RateLimiter } {
   const limiter = createRateLimiter({
     redis,
@@ -27,8 +28,9 @@ export function upstreamFromConfig(
     activeShare: api.budgetActiveShare,
     fullShare: api.budgetFullShare,
     ...(extra.onSlot ? { onSlot: extra.onSlot } : {}),
+    ...(extra.webhookPaceShare === undefined ? {} : { webhookPaceShare: extra.webhookPaceShare }),
   });
-  const { onSlot: _onSlot, ...clientExtra } = extra;
+  const { onSlot: _onSlot, webhookPaceShare: _share, ...clientExtra } = extra;
   return {
     limiter,
     api: createApiClient({ baseUrl: api.baseUrl, apiKey: api.apiKey, timeoutMs: api.timeoutMs, limiter, ...clientExtra }),

@@ -14,7 +14,15 @@ afterEach(async () => {
 });
 
 /** A limiter on its own Redis connection, as another process would have. */
-function limiter(opts: { max: number; windowMs: number; safetyMs?: number; activeShare?: number; fullShare?: number }): RateLimiter {
+function limiter(opts: {
+  max: number;
+  windowMs: number;
+  safetyMs?: number;
+  activeShare?: number;
+  fullShare?: number;
+  webhookPaceShare?: number;
+  spreadLowerClasses?: boolean;
+}): RateLimiter {
   const redis = new Redis(inject("redisUrl"));
   conns.push(redis);
   return createRateLimiter({ redis, keyId: "k1", prefix, safetyMs: 0, ...opts });
@@ -66,7 +74,7 @@ describe("shared rate limiter", () => {
   });
 
   it("keeps the rest of the window for webhooks once the full class holds its share", async () => {
-    const a = limiter({ max: 4, windowMs: 60_000, fullShare: 0.5 });
+    const a = limiter({ max: 4, windowMs: 60_000, fullShare: 0.5, spreadLowerClasses: false });
     await a.acquire({ priority: "full" });
     await a.acquire({ priority: "full" });
     const aborted = new AbortController();
@@ -79,7 +87,7 @@ describe("shared rate limiter", () => {
 
   it("serves the classes in order: full stops at its cap, active at its own, webhook takes the whole window", async () => {
     // A window long enough that nothing leaves it during the test (the minimum gap is window / max / 2 = 1 s).
-    const a = limiter({ max: 8, windowMs: 16_000, activeShare: 0.5, fullShare: 0.25 });
+    const a = limiter({ max: 8, windowMs: 16_000, activeShare: 0.5, fullShare: 0.25, spreadLowerClasses: false });
     expect(a.caps).toEqual({ webhook: 8, active: 4, full: 2 });
     await a.acquire({ priority: "full" });
     await a.acquire({ priority: "full" });
@@ -129,6 +137,51 @@ describe("shared rate limiter", () => {
     expect(maxInAnyWindow(times.full, windowMs)).toBeLessThanOrEqual(5);
     expect(maxInAnyWindow([...times.full, ...times.active], windowMs)).toBeLessThanOrEqual(10);
     expect(maxInAnyWindow([...times.full, ...times.active, ...times.webhook], windowMs)).toBeLessThanOrEqual(20);
+  });
+
+  it("gives the full class its share of what webhooks leave, and never the reserve kept for them", async () => {
+    // max 20: the lower classes never take the window's last 5 slots (25 %); full holds at most 5.
+    // A window long enough that nothing leaves it during the test (the minimum gap is 400 ms).
+    const a = limiter({ max: 20, windowMs: 16_000, activeShare: 0.5, fullShare: 0.25, spreadLowerClasses: false });
+    for (let i = 0; i < 8; i++) await a.acquire({ priority: "webhook" });
+    // 8 of the window are webhooks': the full class still gets its whole share (5 of 20).
+    for (let i = 0; i < 5; i++) await a.acquire({ priority: "full" });
+    const stopFull = new AbortController();
+    const sixth = a.acquire({ priority: "full", signal: stopFull.signal });
+    // The active class: up to the reserve (15 in the window), well short of its share with the full slots (10).
+    for (let i = 0; i < 2; i++) await a.acquire({ priority: "active" });
+    const stopActive = new AbortController();
+    const reserved = a.acquire({ priority: "active", signal: stopActive.signal });
+    // 15 in the window: the last 5 are webhooks' alone.
+    for (let i = 0; i < 5; i++) await a.acquire({ priority: "webhook" });
+    expect(await a.state()).toMatchObject({ inWindow: 20, byClass: { webhook: 13, active: 2, full: 5 } });
+    stopFull.abort();
+    stopActive.abort();
+    await expect(sixth).rejects.toBeDefined();
+    await expect(reserved).rejects.toBeDefined();
+  });
+
+  it("spreads webhook slots past their paced share at the rate that share sustains", async () => {
+    // Paced share 0.25 of 20 = 5 slots per 2 s window: from the 6th slot on, one per 400 ms.
+    const a = limiter({ max: 20, windowMs: 2000, webhookPaceShare: 0.25 });
+    const times: number[] = [];
+    for (let i = 0; i < 8; i++) times.push(await a.acquire({ priority: "webhook" }));
+    for (let i = 6; i < 8; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(400);
+  });
+
+  it("spreads a lower class at the rate its share sustains, never in a burst", async () => {
+    // Full share 0.25 of 20 per 2 s window: 5 slots, one per 400 ms at most.
+    const a = limiter({ max: 20, windowMs: 2000, fullShare: 0.25 });
+    const times: number[] = [];
+    for (let i = 0; i < 4; i++) times.push(await a.acquire({ priority: "full" }));
+    for (let i = 1; i < 4; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(400);
+  });
+
+  it("tells the window's slots by class and the rate they are spent at now", async () => {
+    const a = limiter({ max: 100, windowMs: 60_000, webhookPaceShare: 1, spreadLowerClasses: false });
+    for (const priority of ["webhook", "webhook", "active", "full"] as const) await a.acquire({ priority });
+    // Four slots in the last 15 s: 16 a window at this rate.
+    expect(await a.state()).toMatchObject({ inWindow: 4, byClass: { webhook: 2, active: 1, full: 1 }, recentPerWindow: 16 });
   });
 
   it("tells who took each slot (per-class metrics)", async () => {

@@ -10,10 +10,11 @@ function scriptKeyGroups(prefix: string): Record<string, string[]> {
   const keys = redisKeys(prefix);
   const budget = keys.upstreamBudget("0123456789abcdef");
   return {
-    "rate limiter acquire": [budget.log, budget.pause, budget.last],
-    "rate limiter state": [budget.log, budget.pause],
+    "rate limiter acquire": [budget.log, budget.pause, budget.last, budget.activeLog, budget.fullLog],
+    "rate limiter state": [budget.log, budget.pause, budget.activeLog, budget.fullLog],
     "refresh scheduler note and settle": [keys.pendingRefresh("orders", "rest_1"), keys.pendingNotes("orders", "rest_1")],
     "refresh scheduler forget an idle restaurant": [keys.pendingIndex("orders")],
+    "refresh lease (hold, renew, let go)": [keys.refreshLease("orders")],
     "ingest (stream + seen keys)": [
       keys.ingest.stream,
       keys.ingest.seen("evt_1"),
@@ -49,6 +50,8 @@ describe("Redis key names", () => {
       log: "svc:upstream:{k1}:log",
       pause: "svc:upstream:{k1}:pause",
       last: "svc:upstream:{k1}:last",
+      activeLog: "svc:upstream:{k1}:log:active",
+      fullLog: "svc:upstream:{k1}:log:full",
     });
     expect(keys.pendingRefresh("orders", "r1")).toBe("svc:sync:pending:orders:{r1}");
   });
