@@ -84,6 +84,10 @@ export interface Config {
     syncUnlistedGiveUpMs: number;
     /** Pages one refresh read may walk when the list order cannot stop it earlier. */
     syncRefreshMaxPages: number;
+    /** Share of the rate refreshes fill before they wait for room (1: no pacing). */
+    syncRefreshPaceShare: number;
+    /** The longest a refresh waits for room in the budget. */
+    syncRefreshPaceMaxWaitMs: number;
     /** The bookings list's upper date bound parameter (the spec does not show its name). */
     syncBookingsUpperBoundParam: string;
     /** How often a full pass starts (after the previous one started); 0 turns all reconciliation off. */

@@ -75,6 +75,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       syncDebounceMs: e.SYNC_DEBOUNCE_MS,
       syncUnlistedGiveUpMs: e.SYNC_UNLISTED_GIVE_UP_SECONDS * 1000,
       syncRefreshMaxPages: e.SYNC_REFRESH_MAX_PAGES,
+      syncRefreshPaceShare: e.SYNC_REFRESH_PACE_SHARE,
+      syncRefreshPaceMaxWaitMs: e.SYNC_REFRESH_PACE_MAX_WAIT_MS,
       syncBookingsUpperBoundParam: e.SYNC_BOOKINGS_UPPER_BOUND_PARAM,
       reconcileIntervalMs: e.RECONCILE_INTERVAL_SECONDS * 1000,
       reconcileActiveIntervalMs: e.RECONCILE_ACTIVE_INTERVAL_SECONDS * 1000,

@@ -78,6 +78,8 @@ export const configSchema = z.object({
   SYNC_DEBOUNCE_MS: int(0, 60_000).default(1000),
   SYNC_UNLISTED_GIVE_UP_SECONDS: int(1).default(DEFAULTS.syncUnlistedGiveUpSeconds),
   SYNC_REFRESH_MAX_PAGES: int(1, 10_000).default(DEFAULTS.syncRefreshMaxPages),
+  SYNC_REFRESH_PACE_SHARE: share().default(DEFAULTS.syncRefreshPaceShare),
+  SYNC_REFRESH_PACE_MAX_WAIT_MS: int(0, 60_000).default(DEFAULTS.syncRefreshPaceMaxWaitMs),
   SYNC_BOOKINGS_UPPER_BOUND_PARAM: z
     .string()
     .regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, "must be a query parameter name (letters, digits, _)")

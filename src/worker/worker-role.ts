@@ -26,11 +26,14 @@ import { createSettledEvents, type SettledEvent } from "./settled-events.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import { watchRecording } from "./recording-health.js";
 import { refreshKind } from "./sync/refresh-kind.js";
+import { createRefreshLease, waitForLease } from "./sync/refresh-lease.js";
+import { createRefreshPace } from "./sync/refresh-pace.js";
 import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { createMirrorWriter } from "./sync/mirror-writer.js";
 import { collectFullTier, reconcileProcessors, scheduleReconcile } from "./sync/reconcile-jobs.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { createSyncHandlers } from "./sync/sync-handlers.js";
+import type { SyncedKind } from "./sync/synced-kinds.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync/sync-worker.js";
 import { upstreamFromConfig } from "./upstream-from-config.js";
 import { tracedHandlers } from "../tracing/traced-handlers.js";
@@ -96,6 +99,7 @@ export function createWorkerRole(deps: {
         logger,
         ...(tracing ? { tracer: tracing.tracer } : {}),
         bookingsUpperBoundParam: config.worker.syncBookingsUpperBoundParam,
+        webhookPaceShare: config.worker.syncRefreshPaceShare,
         onResponse: ({ method, route, status, budget }) => {
           metrics.upstreamRequests.inc({ method, route, status: String(status) });
           if (status === 429) {
@@ -215,25 +219,39 @@ export function createWorkerRole(deps: {
     }),
   };
   if (api) {
-    processors.refresh = async (job) => {
+    const leases = createRefreshLease({ redis: connection, prefix, ttlMs: lockMs });
+    const pace = createRefreshPace({
+      state: () => upstream.limiter.state(),
+      share: config.worker.syncRefreshPaceShare,
+      maxWaitMs: config.worker.syncRefreshPaceMaxWaitMs,
+    });
+    processors.refresh = async (job, token) => {
       // Kind-wide: a job queued by an older version with a restaurant id serves the whole kind too.
       const { kind } = job.data as RefreshJobData;
-      await scheduler.release(kind);
-      const refresh = () =>
-        refreshKind({
-          api,
-          mirror,
-          scheduler,
-          writer,
-          logger,
-          kind,
-          maxPages: config.worker.syncRefreshMaxPages,
-          giveUpMs: config.worker.syncUnlistedGiveUpMs,
-          onRead: ({ scope }) => metrics.syncRefreshReads.inc({ kind, scope }),
-          onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
-        });
-      return refreshLinks ? refreshLinks.traced(kind, refresh) : refresh();
+      const lease = await leases.hold(kind, token ?? job.id ?? "");
+      if (!lease) return waitForLease(job, token);
+      try {
+        // Waits for room in the budget with the lease held: events meanwhile join this job's batch.
+        await pace.admit();
+        await scheduler.release(kind);
+        return await (refreshLinks ? refreshLinks.traced(kind, refresh(kind)) : refresh(kind)());
+      } finally {
+        await lease.letGo();
+      }
     };
+    const refresh = (kind: SyncedKind) => () =>
+      refreshKind({
+        api,
+        mirror,
+        scheduler,
+        writer,
+        logger,
+        kind,
+        maxPages: config.worker.syncRefreshMaxPages,
+        giveUpMs: config.worker.syncUnlistedGiveUpMs,
+        onRead: ({ scope }) => metrics.syncRefreshReads.inc({ kind, scope }),
+        onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
+      });
     // Fresh from the start, so "stalled" means no full pass completed for a while, not "none yet".
     if (config.worker.reconcileIntervalMs > 0) collectFullTier(metrics, deps.checkpoints, Date.now());
     Object.assign(

@@ -10,7 +10,7 @@ import type { BackfillJobData, FullJobData } from "./reconcile-jobs.js";
 export type SyncJobData = RefreshJobData | FullJobData | BackfillJobData | Record<string, never>;
 
 /** What runs each named job of the sync queue: a table, not a switch. */
-export type SyncJobProcessors = Record<string, (job: Job<SyncJobData>) => Promise<unknown>>;
+export type SyncJobProcessors = Record<string, (job: Job<SyncJobData>, token?: string) => Promise<unknown>>;
 
 export interface SyncWorkerOptions {
   connection: RedisClient;
@@ -36,11 +36,11 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
   const { processors, logger } = options;
   const worker: Worker<SyncJobData> = new Worker<SyncJobData>(
     SYNC_QUEUE,
-    async function processSync(job: Job<SyncJobData>) {
+    async function processSync(job: Job<SyncJobData>, token?: string) {
       const processor = processors[job.name];
       if (!processor) throw new UnrecoverableError(`no processor for sync job "${job.name}" in this worker`);
       try {
-        return await processor(job);
+        return await processor(job, token);
       } catch (err) {
         if (err instanceof UpstreamRateLimitError) {
           await options.queue.rateLimit(err.retryAfterMs);

@@ -1,0 +1,44 @@
+import { sleep, type RateLimitState } from "../../upstream/index.js";
+
+/**
+ * Refreshes paced by the budget, so that cost per event falls as the rate rises. A refresh job
+ * waits before it takes its ids for longer the faster the budget is spent now (every class, the
+ * last 15 s scaled to a window: a window's own count would tell a minute late): nothing below a
+ * third of `share`, `maxWaitMs` at `share` and above, in proportion between. While it waits, the events that keep coming join its batch: a busy minute makes
+ * fewer, fuller reads (one status page for many orders) instead of one small job a second, and
+ * the budget settles below the share instead of filling the window in bursts (a sliding window
+ * that fills blocks every caller until its oldest slots leave it: tens of seconds). The wait is
+ * bounded by `maxWaitMs`: the freshness traded for calls never exceeds it.
+ */
+export interface RefreshPace {
+  /** Waits as the budget's use says (0 … `maxWaitMs`); resolves with the ms waited. */
+  admit(): Promise<number>;
+}
+
+export interface RefreshPaceOptions {
+  /** The shared budget's window (every process). */
+  state: () => Promise<Pick<RateLimitState, "recentPerWindow" | "max">>;
+  /** Share of the rate refreshes aim to keep the budget under (SYNC_REFRESH_PACE_SHARE); 1 turns pacing off. */
+  share: number;
+  /** The longest wait, at the share and above (SYNC_REFRESH_PACE_MAX_WAIT_MS). */
+  maxWaitMs: number;
+}
+
+/** The wait at a rate of `used` slots per window when the share is `high` slots: 0 up to a third of it, `maxWaitMs` from it on. */
+export function paceWaitMs(used: number, high: number, maxWaitMs: number): number {
+  const low = high / 3;
+  if (high <= 0 || used <= low) return 0;
+  return Math.round(maxWaitMs * Math.min(1, (used - low) / (high - low)));
+}
+
+export function createRefreshPace(options: RefreshPaceOptions): RefreshPace {
+  return {
+    async admit() {
+      if (options.share >= 1 || options.maxWaitMs <= 0) return 0;
+      const { recentPerWindow, max } = await options.state();
+      const wait = paceWaitMs(recentPerWindow, Math.floor(max * options.share), options.maxWaitMs);
+      if (wait > 0) await sleep(wait);
+      return wait;
+    },
+  };
+}

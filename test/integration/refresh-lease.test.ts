@@ -1,0 +1,100 @@
+import { randomUUID } from "node:crypto";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import { createRefreshLease } from "../../src/worker/sync/refresh-lease.js";
+import { createRefreshScheduler, type RefreshJobData } from "../../src/worker/sync/refresh-scheduler.js";
+import { redisKeys } from "../../src/redis/keys.js";
+import { startService, type TestService } from "../helpers/service.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+// One refresh of a kind at a time: two jobs taking the same pending ids at once would make the
+// same reads twice, and under a saturated budget (long jobs) that doubling fed itself.
+
+const cleanup: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const close of cleanup.splice(0).reverse()) await close();
+});
+
+function redisClient(): Redis {
+  const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
+  cleanup.push(() => redis.quit());
+  return redis;
+}
+
+describe("refresh lease", () => {
+  it("admits one holder per kind, and only the holder lets go", async () => {
+    const redis = redisClient();
+    const prefix = `test-lease-${randomUUID().slice(0, 8)}`;
+    const leases = createRefreshLease({ redis, prefix, ttlMs: 30_000 });
+    const first = await leases.hold("orders", "job-a");
+    expect(first).toBeDefined();
+    expect(await leases.hold("orders", "job-b")).toBeUndefined();
+    // Another kind has its own lease.
+    const bookings = await leases.hold("bookings", "job-c");
+    expect(bookings).toBeDefined();
+    await bookings?.letGo();
+
+    // The first holder's lease lapsed (as after a crash) and another job took it: the first one's
+    // letting go must not free the new holder's lease.
+    await redis.del(redisKeys(prefix).refreshLease("orders"));
+    const second = await leases.hold("orders", "job-b");
+    expect(second).toBeDefined();
+    await first?.letGo();
+    expect(await redis.get(redisKeys(prefix).refreshLease("orders"))).toBe("job-b");
+    await second?.letGo();
+    expect(await leases.hold("orders", "job-d")).toBeDefined();
+  });
+
+  it("keeps a running holder's lease past its TTL by renewing it", async () => {
+    const redis = redisClient();
+    const prefix = `test-lease-${randomUUID().slice(0, 8)}`;
+    const key = redisKeys(prefix).refreshLease("orders");
+    const held = await createRefreshLease({ redis, prefix, ttlMs: 300 }).hold("orders", "job-a");
+    const started = Date.now();
+    // Three TTLs go by; the lease is there at every look.
+    await waitFor(
+      async () => {
+        expect(await redis.get(key)).toBe("job-a");
+        return Date.now() - started > 900;
+      },
+      { timeoutMs: 10_000, intervalMs: 50, what: "three TTLs to pass" },
+    );
+    await held?.letGo();
+    expect(await redis.exists(key)).toBe(0);
+  });
+
+  it("runs two refresh jobs of a kind one after the other: the second finds the ids read and calls nothing", async () => {
+    const sandbox: Sandbox = createSandbox({ restaurants: 3, seed: 5, rateLimit: { max: 1_000_000, windowMs: 60_000 } });
+    cleanup.push(() => sandbox.close());
+    const apiUrl = await sandbox.listen();
+    const svc: TestService = await startService({ API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, WORKER_CONCURRENCY: "10" });
+    cleanup.push(() => svc.stop());
+    // Slow lists: without the lease the second job would start while the first still reads.
+    sandbox.faults.add({ method: "GET", path: "/api/v1/orders", delayMs: 300 });
+
+    const orders = [1, 2, 3].map((n) => sandbox.silently(() => sandbox.actions.createOrder({ restaurantId: `rest_${n}` })));
+    const redis = redisClient();
+    const queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix: svc.prefix });
+    cleanup.push(() => queue.close());
+    // No debounce: each request queues a job of its own at once, as two processes' requests could.
+    const scheduler = createRefreshScheduler({ redis, queue, prefix: svc.prefix, debounceMs: 0 });
+    const from = sandbox.requestLog.length;
+    await Promise.all(orders.map((o) => scheduler.request("orders", o.restaurantId, o.id, { status: o.status, createdAt: o.createdAt })));
+    const refreshes = await waitFor(
+      async () => {
+        const done = (await queue.getCompleted()).filter((j) => j.name === "refresh");
+        return done.length === 3 && done;
+      },
+      { timeoutMs: 30_000, what: "the three refresh jobs to complete" },
+    );
+    const calls = refreshes.map((j) => (j.returnvalue as { calls: number }).calls);
+    const made = sandbox.requestLog.slice(from).filter((r) => r.path === "/api/v1/orders").length;
+    // One job read them all; the others, run after it, found nothing pending.
+    expect(calls.filter((n) => n > 0)).toEqual([made]);
+    expect(made).toBeGreaterThan(0);
+    for (const o of orders)
+      expect(((await svc.service.mirror.get("orders", o.id)) as { status?: string } | undefined)?.status).toBe(o.status);
+  });
+});
