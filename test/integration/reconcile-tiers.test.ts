@@ -198,6 +198,22 @@ describe.each(testDrivers())("on the %s database", (driver) => {
       expect((await full({ force: true })).pages).toBe(3);
     });
 
+    it("counts a complete backfill of the whole list as the last full pass; one with --since does not", async () => {
+      const backfilled = async (kind: string, since: string | null) => {
+        const started = await checkpoints.start("backfill", kind, { firstImport: false, since });
+        await checkpoints.complete(started, { cursor: null, records: 1, pages: 1 });
+      };
+      for (const kind of ["orders", "bookings", "menu-items"]) await backfilled(kind, null);
+      // Just backfilled: no pass is due, nothing is read.
+      expect((await full()).pages).toBe(0);
+      expect(sandbox.requestLog).toHaveLength(0);
+      // A backfill of a window read only part of the list: the kind's full pass is due.
+      await backfilled("orders", "2026-01-01");
+      const afterWindow = await full();
+      expect(Object.keys(afterWindow.kinds)).toEqual(["orders"]);
+      expect(afterWindow.pages).toBeGreaterThan(0);
+    });
+
     it("shows each kind's progress and the time of the last complete pass as metrics", async () => {
       finishedHistory(214);
       const metrics = createMetrics();

@@ -73,11 +73,24 @@ async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Pr
   const { checkpoints } = options;
   const current = await checkpoints.get("full", kind);
   if (current?.passCompletedAt === null) return current;
-  if (current && !options.force) {
+  const last = lastWholePassStart(current, await checkpoints.get("backfill", kind));
+  if (last !== undefined && !options.force) {
     const now = await options.mirror.clock();
-    if (now.getTime() < current.passStartedAt.getTime() + options.intervalMs) return undefined;
+    if (now.getTime() < last + options.intervalMs) return undefined;
   }
   return checkpoints.start("full", kind, { firstImport: await isFirstImport(options, kind) });
+}
+
+/**
+ * When the last complete walk of a kind's whole list started (epoch ms): its last full pass, or a
+ * backfill of the whole list (no `--since`) that completed later — it read the same pages, so a
+ * service started after its first import does not read the history again at once.
+ */
+export function lastWholePassStart(full: SyncCheckpoint | undefined, backfill: SyncCheckpoint | undefined): number | undefined {
+  const starts = [full, backfill]
+    .filter((c): c is SyncCheckpoint => c !== undefined && c.passCompletedAt !== null && (c.tier === "full" || c.since === null))
+    .map((c) => c.passStartedAt.getTime());
+  return starts.length > 0 ? Math.max(...starts) : undefined;
 }
 
 /**

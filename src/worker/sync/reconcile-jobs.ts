@@ -7,7 +7,7 @@ import type { SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoi
 import type { ApiClient } from "../../upstream/index.js";
 import { runActivePass } from "./active-tier.js";
 import type { SweepChanges } from "./change-source.js";
-import { lastCompleteFullPass, runFullSlice } from "./full-tier.js";
+import { lastCompleteFullPass, lastWholePassStart, runFullSlice } from "./full-tier.js";
 import type { MirrorWriter } from "./mirror-writer.js";
 import { runBackfill } from "./resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "./synced-kinds.js";
@@ -107,12 +107,15 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
 
 /** Adds the full tier's slice when some kind's pass runs or is due; nothing otherwise (one database read). */
 async function tick(deps: ReconcileDeps): Promise<{ slice: boolean }> {
-  const saved = await deps.checkpoints.list("full");
+  const [saved, backfills] = await Promise.all([deps.checkpoints.list("full"), deps.checkpoints.list("backfill")]);
   const now = (await deps.mirror.clock()).getTime();
   const running = saved.find((c) => c.passCompletedAt === null);
   const due = SYNCED_KINDS.some((kind) => {
-    const c = saved.find((s) => s.kind === kind);
-    return !c || (c.passCompletedAt !== null && now >= c.passStartedAt.getTime() + deps.config.reconcileIntervalMs);
+    const last = lastWholePassStart(
+      saved.find((s) => s.kind === kind),
+      backfills.find((s) => s.kind === kind),
+    );
+    return last === undefined || now >= last + deps.config.reconcileIntervalMs;
   });
   if (running) await addSlice(deps.queue, running);
   else if (due) await addOnce(deps.queue, `full-start-${saved.map((c) => c.passStartedAt.getTime()).join("-")}`);
