@@ -1,6 +1,6 @@
 // npm run bench: ingest, worker, sync and memory, measured in one run on this machine, with the
 // load generator (wrk) on loopback. Prints a table and writes JSON under bench/results/.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { ensureRedis } from "../src/local/ensure-redis.js";
@@ -14,8 +14,8 @@ import { benchIngest, SERVERS, type IngestKey } from "./ingest.js";
 import { endToEndReport, ingestReport } from "./report.js";
 import { assertWrk } from "./lib/wrk.js";
 import { benchMemory } from "./memory.js";
-import { benchSync } from "./sync.js";
-import { syncReport } from "./sync-report.js";
+import { benchLive, benchSync, type SyncBenchResult } from "./sync.js";
+import { SYNC_RUNS_HEADER, syncFullReport, syncReport, syncRunLine } from "./sync-report.js";
 import { benchWorker } from "./event-worker-throughput.js";
 
 const { values } = parseArgs({
@@ -67,6 +67,7 @@ const out = (...lines: string[]) => {
 const readme: string[] = [];
 // The README's sync section: the tables of a run that made the sync part.
 const syncSection: string[] = [];
+const syncFullSection: string[] = [];
 // The peer the end-to-end run compares against: the best of the ingest table, else the Hono tutorial.
 let bestPeerKey: IngestKey = "f";
 const E2E_PEERS: Partial<Record<IngestKey, EndToEndPair>> = {
@@ -172,6 +173,25 @@ try {
     out("## Sync", "", ...lines);
     syncSection.push(...lines);
   }
+  // Long (the pass reads every record at the full class's share): run only when asked for by name.
+  if (values.only?.split(",").includes("sync-full")) {
+    log("sync-full: a full pass over 100,000 orders of history under live traffic at 3.5 events/s (about an hour)");
+    const database = await benchDatabase();
+    let r;
+    try {
+      r = await benchLive(
+        { redisUrl: redis.url, databaseUrl: database.url },
+        { historyOrders: 100_000, eventsPerSecond: 3.5, seconds: 90 * 60, untilFullPass: true, seed: 26 },
+        log,
+      );
+    } finally {
+      await database.server?.destroy();
+    }
+    results.syncFull = r;
+    const lines = syncFullReport(r);
+    out("## Sync: a full pass under live traffic", "", ...lines);
+    syncFullSection.push(...lines);
+  }
   if (want("memory")) {
     log(`memory: ${memorySeconds} s of sustained load`);
     const m = await benchMemory({ redisUrl: redis.url, seconds: memorySeconds, connections: 20, log });
@@ -184,14 +204,27 @@ try {
   await redis.started?.destroy();
 }
 // A run of the sync part alone keeps its own files, so it does not wipe the ingest and e2e tables.
-const resultsName = values.only === "sync" ? "sync" : "latest";
+const resultsName = values.only === "sync" || values.only === "sync-full" ? values.only : "latest";
 mkdirSync("bench/results", { recursive: true });
 writeFileSync(`bench/results/${resultsName}.md`, md.join("\n"));
 writeFileSync(`bench/results/${resultsName}.json`, JSON.stringify(results, null, 2));
 console.log(`\nwritten: bench/results/${resultsName}.md (table), bench/results/${resultsName}.json (every run)`);
-if (syncSection.length > 0) {
+if (syncSection.length > 0 && results.sync) {
   const head = `Latest \`npm run bench -- --only sync\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;
   if (writeReadmeSection("README.md", [head, "", ...syncSection], "sync")) console.log("written: README.md (sync section)");
+  if (writeReadmeSection("docs/sync-and-mirror.md", [head, "", ...syncSection], "sync"))
+    console.log("written: docs/sync-and-mirror.md (sync section)");
+  const runs = "bench/results/sync-runs.md";
+  if (!existsSync(runs)) writeFileSync(runs, `${SYNC_RUNS_HEADER.join("\n")}\n`);
+  const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).stdout.trim() || "?";
+  const dirty = spawnSync("git", ["status", "--porcelain", "--untracked-files=no"], { encoding: "utf8" }).stdout.trim() ? "+changes" : "";
+  appendFileSync(runs, `${syncRunLine(results.sync as SyncBenchResult, String(results.at), commit + dirty)}\n`);
+  console.log(`appended: ${runs}`);
+}
+if (syncFullSection.length > 0) {
+  const head = `Latest \`npm run bench -- --only sync-full\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;
+  if (writeReadmeSection("docs/sync-and-mirror.md", [head, "", ...syncFullSection], "sync-full"))
+    console.log("written: docs/sync-and-mirror.md (sync-full section)");
 }
 if (want("ingest") && want("e2e") && readme.length > 0) {
   const head = `Latest \`npm run bench -- ${process.argv.slice(2).join(" ")}\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;

@@ -1,4 +1,41 @@
-import type { SyncBenchResult } from "./sync.js";
+import type { FreshnessResult, SyncBenchResult, TrafficFullPass } from "./sync.js";
+
+/** `--only sync-full`: a full pass over a large history while live traffic runs. */
+export function syncFullReport(r: { freshness: FreshnessResult; fullPass?: TrafficFullPass }): string[] {
+  const f = r.freshness;
+  const p = r.fullPass;
+  return [
+    `Full pass under live traffic: sandbox at 120 calls/min, 40 restaurants, ${fmt(f.historyOrders)} orders of history imported, then reconciliation at its defaults (its full pass due at start) while ${fmt(f.eventsPerSecond, 1)} events/s of live traffic run for ${fmt(f.seconds / 60, 1)} min.`,
+    "",
+    p
+      ? `Full pass: **${p.completed ? "completed" : "not complete"}** after ${fmt(p.seconds / 60, 1)} min: ${fmt(p.records)} records in ${fmt(p.pages)} pages (${fmt(p.pages / (p.seconds / 60), 1)} calls/min; ${fmt((p.seconds / Math.max(1, p.records)) * 10_000, 1)} s per 10,000 records).`
+      : "Full pass: not measured.",
+    "",
+    `Meanwhile, change → change event **p50 ${fmt(f.p50, 1)} s, p90 ${fmt(f.p90, 1)} s, p99 ${fmt(f.p99, 1)} s** (max ${fmt(f.max, 1)} s); ${fmt(f.changes)} changes, **${f.lost} lost**, ${f.rateLimited} 429s, ${fmt(f.callsPerMinute)} calls/min (${Object.entries(
+      f.callsPerMinuteByClass,
+    )
+      .map(([c, n]) => `${c} ${fmt(n, 1)}`)
+      .join(", ")}).`,
+  ];
+}
+
+/** One line of bench/results/sync-runs.md: every run's headline figures, so runs far apart compare. */
+export function syncRunLine(r: SyncBenchResult, at: string, commit: string): string {
+  const f = r.freshness;
+  const [small, large] = r.cost;
+  const missed =
+    r.missed.reachedAfterSeconds === null ? "not caught" : `${fmt(r.missed.reachedAfterSeconds, 1)} s (${r.missed.source ?? "?"})`;
+  return `| ${at.slice(0, 16).replace("T", " ")} | ${commit} | ${fmt(small?.callsPerEvent ?? NaN, 2)} → ${fmt(large?.callsPerEvent ?? NaN, 2)} (×${fmt(r.costRatio, 2)}) | ${fmt(f.p50, 1)} / ${fmt(f.p90, 1)} / ${fmt(f.p99, 1)} s (${fmt(f.max, 1)}) | ${f.lost} of ${fmt(f.changes)} | ${f.rateLimited} | ${fmt(f.callsPerMinute)} | ${missed} | ${fmt(r.fullPass.secondsPer10k, 1)} s |`;
+}
+
+export const SYNC_RUNS_HEADER = [
+  "# Sync bench runs",
+  "",
+  "Every `npm run bench -- --only sync` appends its headline figures here (bench/sync-report.ts), so two runs far apart compare. Targets (issue 22): calls per event ≤ 1.0 at 20,000 and ≤ ×2; p99 ≤ 10 s; none lost; no 429; the missed change caught within the active interval (60 s in the bench) as `reconcile`.",
+  "",
+  "| run (UTC) | commit | calls/event 400 → 20,000 | freshness p50 / p90 / p99 (max) | lost | 429 | calls/min | missed change on an active order | full pass per 10,000 |",
+  "|---|---|---|---|---|---|---:|---|---:|",
+];
 
 const fmt = (n: number, digits = 0) =>
   Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "—";
@@ -22,6 +59,17 @@ export function syncReport(r: SyncBenchResult): string[] {
     `**Calls per event, ${fmt(large?.historyOrders ?? NaN)} ÷ ${fmt(small?.historyOrders ?? NaN)} orders of history: ×${fmt(r.costRatio, 2)}** (target: ≤ 1.0 per event at 20,000 and ≤ ×2).`,
     "",
     `Freshness under live traffic (${fmt(f.historyOrders)} orders of history, ${fmt(f.eventsPerSecond, 1)} events/s for ${f.seconds} s: new orders through the kitchen, refunds of old orders, bookings, menu edits; reconciliation at its defaults): change → the service's change event **p50 ${fmt(f.p50, 1)} s, p90 ${fmt(f.p90, 1)} s, p99 ${fmt(f.p99, 1)} s** (max ${fmt(f.max, 1)} s); ${fmt(f.changes)} changes, **${f.lost} lost**, ${f.rateLimited} 429s, ${fmt(f.callsPerMinute)} calls/min (targets: none lost, p99 ≤ 10 s, no 429). Naive (one call per event): ${fmt(naiveCallsPerMinute)} calls/min, ${fmt(naiveCallsPerMinute / 120, 1)}× the budget, so its backlog grows without bound.`,
+    "",
+    `Where the live window's calls went, by budget class: ${Object.entries(f.callsPerMinuteByClass)
+      .map(([c, n]) => `${c} ${fmt(n, 1)}/min`)
+      .join(", ")}. By read (calls/min): ${f.callsPerMinuteByRead
+      .slice(0, 8)
+      .map(([read, n]) => `${read} ${fmt(n, 1)}`)
+      .join("; ")}.`,
+    "",
+    `Freshness by change (p50 / p99, worst first): ${f.freshnessByChange
+      .map(([type, v]) => `${type} ${fmt(v.p50, 1)} / ${fmt(v.p99, 1)} s (${v.changes})`)
+      .join("; ")}.`,
     "",
     `Missed webhook (an active order moved on upstream, its webhook never sent; \`RECONCILE_ACTIVE_INTERVAL_SECONDS=60\`): ${
       m.reachedAfterSeconds === null

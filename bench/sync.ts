@@ -1,4 +1,8 @@
 import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import pg from "pg";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { loadConfig } from "../src/config/index.js";
 import { createLogger } from "../src/logging/logger.js";
@@ -39,6 +43,12 @@ export interface FreshnessResult {
   lost: number;
   rateLimited: number;
   callsPerMinute: number;
+  /** Calls per minute in the live window, by the service's budget class (its own metric). */
+  callsPerMinuteByClass: Record<string, number>;
+  /** Calls per minute in the live window, by what was read (kind, filter, scope), most first. */
+  callsPerMinuteByRead: [string, number][];
+  /** Freshness by the kind of change (`order → READY`, `booking.created`), worst p99 first. */
+  freshnessByChange: [string, { changes: number; p50: number; p99: number }][];
 }
 export interface MissedResult {
   reachedAfterSeconds: number | null;
@@ -70,6 +80,8 @@ interface Company {
   prefix: string;
   /** API calls made with the metered key since `from` (an index into the request log). */
   calls(from: number): { count: number; rateLimited: number };
+  /** Those calls by what they read: kind, filter and scope (`orders status=READY company`). */
+  callsByRead(from: number, to?: number): Map<string, number>;
   close(): Promise<void>;
 }
 
@@ -95,10 +107,32 @@ async function startCompany(orders: number, seed: number): Promise<Company> {
       const log = sandbox.requestLog.slice(from).filter((r) => r.keyHash === metered);
       return { count: log.length, rateLimited: log.filter((r) => r.status === 429).length };
     },
+    callsByRead(from, to) {
+      const by = new Map<string, number>();
+      for (const r of sandbox.requestLog.slice(from, to)) {
+        if (r.keyHash !== metered) continue;
+        const read = describeRead(r.path, r.query);
+        by.set(read, (by.get(read) ?? 0) + 1);
+      }
+      return by;
+    },
     async close() {
       await sandbox.close();
     },
   };
+}
+
+/** A list call as what it read: `orders status=READY company`, `bookings from..to restaurant`. */
+function describeRead(path: string, query: string): string {
+  const params = new URLSearchParams(query);
+  const kind = /\/(orders|bookings|menu)\b/.exec(path)?.[1] ?? path;
+  const scope = /\/restaurants\/[^/]+\//.test(path) || params.has("restaurantId") ? "restaurant" : "company";
+  const filters = [
+    params.has("status") ? `status=${params.get("status")}` : "",
+    params.has("from") || params.has("to") ? "window" : "",
+    params.has("cursor") ? "next page" : "first page",
+  ].filter(Boolean);
+  return [kind, ...filters, scope].join(" ");
 }
 
 /** Where the runs meet: Redis and a PostgreSQL server (a fresh embedded one costs an initdb per run). */
@@ -265,55 +299,169 @@ function reachedAt(change: TrafficChange, seen: SeenChange[]): number | undefine
 }
 
 /**
- * Freshness under live traffic at the real budget, reconciliation at its defaults; then, quiet, a
- * change to an active order made without its webhook.
+ * Freshness under live traffic at the real budget, reconciliation at its defaults (the import was
+ * a whole backfill, so no full pass is due yet); then, quiet, a change to an active order made
+ * without its webhook.
  */
-async function benchLive(
+export async function benchLive(
   t: SyncBenchTargets,
-  opts: { historyOrders: number; eventsPerSecond: number; seconds: number },
+  opts: {
+    historyOrders: number;
+    /** The sandbox's seed (another one for another run's company). @defaultValue 23 */
+    seed?: number;
+    eventsPerSecond: number;
+    seconds: number;
+    /** Keep the traffic on until the full tier's pass (due at start) completed, or `seconds` passed; no missed-webhook step. */
+    untilFullPass?: boolean;
+  },
   log: (s: string) => void,
-): Promise<{ freshness: FreshnessResult; missed: MissedResult }> {
-  const c = await startCompany(opts.historyOrders, 23);
+): Promise<{ freshness: FreshnessResult; missed?: MissedResult; fullPass?: TrafficFullPass }> {
+  const c = await startCompany(opts.historyOrders, opts.seed ?? 23);
   try {
     await importHistory(c, t);
     const seen: SeenChange[] = [];
     const service = await startService(c, t, { RECONCILE_ACTIVE_INTERVAL_SECONDS: String(ACTIVE_INTERVAL_SECONDS) }, seen);
     try {
       const from = c.sandbox.requestLog.length;
-      log(`sync freshness: ${opts.eventsPerSecond} events/s for ${opts.seconds} s over ${opts.historyOrders} orders of history`);
+      log(
+        `sync freshness: ${opts.eventsPerSecond} events/s ${opts.untilFullPass ? "until the full pass completes, at most" : "for"} ${opts.seconds} s over ${opts.historyOrders} orders of history`,
+      );
+      const began = Date.now();
+      // The import was a whole backfill, which counts as a full pass: ask for one now, as an operator would.
+      if (opts.untilFullPass) await startFullPass(t, c.prefix);
       const traffic = c.sandbox.startTraffic({ eventsPerSecond: opts.eventsPerSecond });
-      await new Promise((r) => setTimeout(r, opts.seconds * 1000));
+      let fullPass: TrafficFullPass | undefined;
+      if (opts.untilFullPass) fullPass = await waitForFullPass(t, c.schema, began, opts.seconds * 1000, log);
+      else await new Promise((r) => setTimeout(r, opts.seconds * 1000));
       traffic.stop();
+      const seconds = (Date.now() - began) / 1000;
       const windowCalls = c.calls(from);
+      const windowEnd = c.sandbox.requestLog.length;
+      const perMinute = (n: number) => n / (seconds / 60);
+      const slots = (await service.metrics.budgetSlots.get()).values;
+      const callsPerMinuteByClass = Object.fromEntries(slots.map((v) => [String(v.labels.class), perMinute(v.value)]));
+      const callsPerMinuteByRead = [...c.callsByRead(from, windowEnd)]
+        .map(([read, n]): [string, number] => [read, perMinute(n)])
+        .sort((a, b) => b[1] - a[1]);
       const changes = traffic.changes.filter((ch) => !ch.missed);
       // Drain: every change should reach the mirror; give up on the rest after 90 s.
       await waitFor(() => changes.every((ch) => reachedAt(ch, seen) !== undefined), { timeoutMs: 90_000, intervalMs: 500 }).catch(
         () => undefined,
       );
-      const delays = changes
-        .map((ch) => reachedAt(ch, seen))
-        .map((at, i) => (at === undefined ? undefined : Math.max(0, at - changes[i]!.at) / 1000))
-        .filter((d): d is number => d !== undefined)
-        .sort((x, y) => x - y);
+      const delayOf = changes.map((ch) => {
+        const at = reachedAt(ch, seen);
+        return at === undefined ? undefined : Math.max(0, at - ch.at) / 1000;
+      });
+      const delays = delayOf.filter((d): d is number => d !== undefined).sort((x, y) => x - y);
+      const byType = new Map<string, number[]>();
+      changes.forEach((ch, i) => {
+        const d = delayOf[i];
+        const type = ch.type === "order.status_changed" ? `order → ${ch.status}` : ch.type;
+        if (d !== undefined) byType.set(type, [...(byType.get(type) ?? []), d]);
+      });
+      const freshnessByChange = [...byType]
+        .map(([type, ds]): [string, { changes: number; p50: number; p99: number }] => {
+          ds.sort((x, y) => x - y);
+          return [type, { changes: ds.length, p50: percentile(ds, 50), p99: percentile(ds, 99) }];
+        })
+        .sort((a, b) => b[1].p99 - a[1].p99);
+      // BENCH_SYNC_TIMELINE=file: every call and change of the live window with its time, to see when the budget went where.
+      if (process.env.BENCH_SYNC_TIMELINE) {
+        writeFileSync(
+          process.env.BENCH_SYNC_TIMELINE,
+          JSON.stringify({
+            t0: c.sandbox.requestLog[from]?.at,
+            log: c.sandbox.requestLog
+              .slice(from, windowEnd + 200)
+              .map((r) => ({ at: r.at, read: describeRead(r.path, r.query), status: r.status })),
+            changes: changes.map((ch, i) => ({ at: ch.at, type: ch.type, status: ch.status, d: delayOf[i] })),
+          }),
+        );
+      }
       const freshness: FreshnessResult = {
         historyOrders: opts.historyOrders,
-        seconds: opts.seconds,
+        seconds,
         changes: changes.length,
-        eventsPerSecond: changes.length / opts.seconds,
+        eventsPerSecond: changes.length / seconds,
         p50: percentile(delays, 50),
         p90: percentile(delays, 90),
         p99: percentile(delays, 99),
         max: delays.at(-1) ?? NaN,
         lost: changes.length - delays.length,
         rateLimited: c.calls(from).rateLimited,
-        callsPerMinute: windowCalls.count / (opts.seconds / 60),
+        callsPerMinute: perMinute(windowCalls.count),
+        callsPerMinuteByClass,
+        callsPerMinuteByRead,
+        freshnessByChange,
       };
+      if (fullPass) return { freshness, fullPass };
       return { freshness, missed: await benchMissed(c, seen, log) };
     } finally {
       await service.stop();
     }
   } finally {
     await c.close();
+  }
+}
+
+/** The full tier's pass during live traffic: did it complete, in how long, over how many records. */
+export interface TrafficFullPass {
+  completed: boolean;
+  seconds: number;
+  records: number;
+  pages: number;
+}
+
+/** Queues a forced full pass (`reconcile-full` with `force`), the job the tier's tick runs. */
+async function startFullPass(t: SyncBenchTargets, prefix: string): Promise<void> {
+  const connection = new Redis(t.redisUrl, { maxRetriesPerRequest: null });
+  const queue = new Queue("sync", { connection, prefix });
+  try {
+    await queue.add("reconcile-full", { force: true });
+  } finally {
+    await queue.close();
+    await connection.quit();
+  }
+}
+
+/** Waits until every kind's full-tier pass that started after `since` completed (its checkpoints), or `maxMs`. */
+async function waitForFullPass(
+  t: SyncBenchTargets,
+  schema: string,
+  since: number,
+  maxMs: number,
+  log: (s: string) => void,
+): Promise<TrafficFullPass> {
+  const client = new pg.Client({ connectionString: t.databaseUrl });
+  await client.connect();
+  try {
+    const read = async () =>
+      (
+        await client.query<{ kind: string; started: Date; completed: Date | null; records: string; pages: number }>(
+          `select kind, pass_started_at as started, pass_completed_at as completed, records, pages from "${schema}".sync_checkpoints where tier = 'full'`,
+        )
+      ).rows.filter((r) => r.started.getTime() >= since - 120_000);
+    let rows = await read();
+    let lastLog = Date.now();
+    while (Date.now() - since < maxMs) {
+      rows = await read();
+      if (rows.length === 3 && rows.every((r) => r.completed)) break;
+      if (Date.now() - lastLog > 60_000) {
+        log(`sync full pass under traffic: ${rows.map((r) => `${r.kind} ${r.records} records${r.completed ? " (done)" : ""}`).join(", ")}`);
+        lastLog = Date.now();
+      }
+      await new Promise((r) => setTimeout(r, 5000));
+    }
+    const completed = rows.length === 3 && rows.every((r) => r.completed);
+    const end = completed ? Math.max(...rows.map((r) => r.completed!.getTime())) : Date.now();
+    return {
+      completed,
+      seconds: (end - Math.min(...rows.map((r) => r.started.getTime()), end)) / 1000,
+      records: rows.reduce((n, r) => n + Number(r.records), 0),
+      pages: rows.reduce((n, r) => n + r.pages, 0),
+    };
+  } finally {
+    await client.end();
   }
 }
 
@@ -371,7 +519,7 @@ export async function benchSync(opts: SyncBenchTargets & { log: (s: string) => v
     cost: [small, large],
     costRatio: large.callsPerEvent / small.callsPerEvent,
     freshness: live.freshness,
-    missed: live.missed,
+    missed: live.missed ?? { reachedAfterSeconds: null, source: null, waitedSeconds: 0 },
     fullPass,
     seconds: (performance.now() - started) / 1000,
   };
