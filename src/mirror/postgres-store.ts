@@ -260,6 +260,16 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
         .executeTakeFirst();
       return Number(row?.n ?? 0);
     },
+    async countBookingsByDay(from, to) {
+      const rows = await database
+        .selectFrom("bookings")
+        .select([sql<string>`to_char(date, 'YYYY-MM-DD')`.as("day"), (eb) => eb.fn.countAll<string | number>().as("n")])
+        .where("date", ">=", from)
+        .where("date", "<=", to)
+        .groupBy("date")
+        .execute();
+      return new Map(rows.map((r) => [r.day, Number(r.n)]));
+    },
     recordUnlisted: (row) => recordUnlisted(database, row),
     unlisted: (kind) => listUnlisted(database, kind),
 

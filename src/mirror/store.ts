@@ -145,6 +145,11 @@ export interface MirrorStore {
    * With `status`, only orders the mirror holds in that status (where it sits in a list filtered by it).
    */
   countOrdersNewer(since: Date, options: { restaurantId?: string; status?: string; max: number }): Promise<number>;
+  /**
+   * Stored bookings per day (YYYY-MM-DD) from `from` to `to`, inclusive, company-wide: what a
+   * booking list by date window would page through, as far as the mirror knows (refresh planning).
+   */
+  countBookingsByDay(from: string, to: string): Promise<Map<string, number>>;
   /** Reports an id the API never listed in time (a row until the record is written). */
   recordUnlisted(row: UnlistedRecord): Promise<void>;
   /** The ids given up on (of a kind, or all), by kind and id. */

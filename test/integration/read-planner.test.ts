@@ -214,6 +214,31 @@ describe("narrow reads chosen by the planner", () => {
     expect(sandbox.requestLog).toHaveLength(1);
   }, 120_000);
 
+  it("booking events over two weeks and many restaurants share one window read when the mirror says it is no dearer", async () => {
+    const { sandbox, url } = await upstream(10);
+    const diner = { name: "Ada", email: "ada@example.com" };
+    const day = (n: number) => new Date(Date.parse("2026-12-01") + n * 86_400_000).toISOString().slice(0, 10);
+    // 10 bookings a day for 15 days (150: two pages company-wide), all in the mirror from an earlier sync.
+    const bookings = Array.from({ length: 150 }, (_, i) =>
+      sandbox.actions.createBooking({ restaurantId: `rest_${(i % 10) + 1}`, date: day(i % 15), time: "19:00", partySize: 2, diner }),
+    );
+    await mirror.upsert("bookings", bookings.map(asStored), await mirror.clock());
+    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    // Five changes on days 0, 3, 7, 10 and 14, in five restaurants: five 3-day windows of one page each apart.
+    const changed = [0, 48, 97, 145, 149].map((i) => bookings[i]!);
+    for (const b of changed) {
+      sandbox.actions.cancelBooking(b.id);
+      await scheduler.request("bookings", b.restaurantId, b.id, { eventId: `evt_${b.id}`, date: b.date });
+    }
+    sandbox.requestLog.length = 0;
+    const [outcome] = await refreshUntilSettled({ url, apiKey: sandbox.apiKey, scheduler, kind: "bookings" });
+    expect(outcome?.found).toBe(5);
+    for (const b of changed) expect((await mirror.get("bookings", b.id))?.status).toBe("CANCELLED");
+    // One company-wide read of the merged window (day −1 to day 15: two pages), not five.
+    expect(sandbox.requestLog.length).toBeLessThanOrEqual(2);
+    for (const request of sandbox.requestLog) expect(request.query).not.toContain("restaurantId");
+  }, 120_000);
+
   it("events over many restaurants at once cost far fewer calls than there are restaurants", async () => {
     const { sandbox, url } = await upstream(20);
     const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { candidatesFor, planNextRead, statusesFrom, type Target } from "../../src/worker/sync/read-plan.js";
+import { candidatesFor, planNextRead, statusesFrom, windowPages, type Target } from "../../src/worker/sync/read-plan.js";
 
 const NOW = Date.parse("2026-11-24T12:00:00Z");
 const order = (id: string, restaurantId: string, status?: string): Target => ({
@@ -71,6 +71,18 @@ describe("the read planner", () => {
     expect(read?.targets.map((t) => t.id)).toEqual(["b1", "b2", "b3"]);
     expect(read?.restaurantId).toBeUndefined();
     expect(planNextRead([far])).toEqual({ restaurantId: "r1", filter: { from: "2026-06-30", to: "2026-07-02" }, targets: [far] });
+  });
+
+  it("merges booking windows while the merged one costs no more pages than the two apart, by the mirror's bookings per day", () => {
+    const spread = [booking("b1", "r1", "2026-03-10"), booking("b2", "r2", "2026-03-20"), booking("b3", "r3", "2026-03-30")];
+    // 5 a day: the whole span (22 days, 110 bookings) is two pages, as much as two windows apart.
+    const few = new Map(Array.from({ length: 40 }, (_, i) => [`2026-03-${String(i + 1).padStart(2, "0")}`, 5] as const));
+    expect(planNextRead(spread, { bookingsByDay: few })?.filter).toEqual({ from: "2026-03-09", to: "2026-03-31" });
+    // 60 a day: each 3-day window is two pages, and merging only adds pages.
+    const many = new Map([...few.keys()].map((d) => [d, 60] as const));
+    expect(planNextRead(spread, { bookingsByDay: many })?.targets.map((t) => t.id)).toEqual(["b1"]);
+    expect(windowPages({ from: "2026-03-01", to: "2026-03-20" }, few)).toBe(1);
+    expect(windowPages({ from: "2026-03-01", to: "2026-03-21" }, few)).toBe(2);
   });
 
   it("bets on the first page of the newest orders when it likely holds at least as many ids as any status read", () => {

@@ -81,8 +81,20 @@ export function statusesFrom(status: string): string[] | undefined {
 const DAY_MS = 86_400_000;
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
-/** Widest booking window one read covers when ids of nearby days are merged into it. */
+/** Widest booking window one read covers when ids of nearby days are merged into it (without a price). */
 export const MAX_WINDOW_DAYS = 7;
+
+/**
+ * Widest window a merge by price may make: the mirror's counts are only an estimate (a mirror
+ * still importing holds fewer bookings than the API lists), so far-apart days are never merged on
+ * their word.
+ */
+export const MAX_PRICED_WINDOW_DAYS = 31;
+
+/** What the mirror says reads will cost, where it knows: bookings per day company-wide (YYYY-MM-DD). */
+export interface ReadPrices {
+  bookingsByDay?: ReadonlyMap<string, number>;
+}
 
 export interface CandidateHint {
   /** orders: the furthest status known (a lower bound of the current one). */
@@ -121,10 +133,11 @@ export const filterKey = (filter: ReadFilter): string => `${filter.status ?? ""}
 /**
  * The next read: the candidate filter that covers most of the ids still looked for (ties: the
  * filter met first), in the scope `scopeRead` prices cheapest (company-wide or per restaurant).
- * Booking windows of nearby days are merged into one (at most MAX_WINDOW_DAYS wide).
- * Undefined when every id was found or ran out of candidates.
+ * Booking windows are merged while one read of the merged window costs no more pages than the
+ * two apart (by the mirror's bookings per day, at most MAX_PRICED_WINDOW_DAYS wide); without
+ * those counts, nearby windows (at most MAX_WINDOW_DAYS wide). Undefined when every id was found or ran out of candidates.
  */
-export function planNextRead(targets: readonly Target[]): PlannedRead | undefined {
+export function planNextRead(targets: readonly Target[], prices: ReadPrices = {}): PlannedRead | undefined {
   const groups = new Map<string, Group>();
   for (const target of targets) {
     const filter = target.candidates[target.next];
@@ -134,7 +147,7 @@ export function planNextRead(targets: readonly Target[]): PlannedRead | undefine
     group.targets.push(target);
     groups.set(key, group);
   }
-  const merged = mergeWindows([...groups.values()]);
+  const merged = mergeWindows([...groups.values()], prices.bookingsByDay);
   let best: Group | undefined;
   for (const group of merged) if (!best || group.targets.length > best.targets.length) best = group;
   const recent = recentRead(targets);
@@ -237,8 +250,19 @@ interface Group {
 const windowOf = (filter: ReadFilter): { from: string; to: string } | undefined =>
   filter.from !== undefined && filter.to !== undefined && filter.status === undefined ? { from: filter.from, to: filter.to } : undefined;
 
-/** Merges groups whose filters are closed date windows into windows of at most MAX_WINDOW_DAYS. */
-function mergeWindows(groups: Group[]): Group[] {
+/** Pages a company-wide read of a date window costs, by the bookings the mirror holds per day in it. */
+export function windowPages(window: { from: string; to: string }, byDay: ReadonlyMap<string, number>): number {
+  let n = 0;
+  for (let day = Date.parse(window.from); day <= Date.parse(window.to); day += DAY_MS) n += byDay.get(dayOf(day)) ?? 0;
+  return pagesTo(Math.max(0, n - 1));
+}
+
+/**
+ * Merges groups whose filters are closed date windows: by price when the mirror's counts are
+ * known (one read of the merged window costs no more pages than the two apart), else windows of
+ * at most MAX_WINDOW_DAYS.
+ */
+function mergeWindows(groups: Group[], byDay?: ReadonlyMap<string, number>): Group[] {
   const windows: { window: { from: string; to: string }; group: Group }[] = [];
   const rest: Group[] = [];
   for (const group of groups) {
@@ -250,7 +274,13 @@ function mergeWindows(groups: Group[]): Group[] {
   const out: { window: { from: string; to: string }; targets: Target[] }[] = [];
   for (const { window, group } of windows) {
     const open = out.at(-1);
-    if (open && (Date.parse(window.to) - Date.parse(open.window.from)) / DAY_MS <= MAX_WINDOW_DAYS) {
+    const mergedWindow = open && { from: open.window.from, to: window.to > open.window.to ? window.to : open.window.to };
+    const span = open ? (Date.parse(window.to) - Date.parse(open.window.from)) / DAY_MS : Infinity;
+    const cheaper =
+      open && mergedWindow && byDay
+        ? span <= MAX_PRICED_WINDOW_DAYS && windowPages(mergedWindow, byDay) <= windowPages(open.window, byDay) + windowPages(window, byDay)
+        : span <= MAX_WINDOW_DAYS;
+    if (open && cheaper) {
       if (window.to > open.window.to) open.window.to = window.to;
       open.targets.push(...group.targets);
     } else out.push({ window: { ...window }, targets: [...group.targets] });

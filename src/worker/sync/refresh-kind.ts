@@ -9,6 +9,7 @@ import {
   RECENT_REACH,
   type CandidateHint,
   type PlannedRead,
+  type ReadPrices,
   type Target,
 } from "./read-plan.js";
 import { runRead, type RefreshReadContext } from "./refresh-read.js";
@@ -69,9 +70,10 @@ export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome
   const seen = new Set<string>();
   let plan: PlannedRead | undefined;
   const open = () => work.filter((w) => !seen.has(w.id));
+  const prices = await bookingPrices(deps, work);
   while (outcome.reads < MAX_READS_PER_JOB) {
     await priceReads(deps, open());
-    if (!(plan = planNextRead(open()))) break;
+    if (!(plan = planNextRead(open(), prices))) break;
     const read = await runRead(plan.recent ? { ...deps, maxPages: 1 } : deps, plan);
     deps.onRead?.({ kind: deps.kind, scope: plan.restaurantId === undefined ? "company" : "restaurant" });
     outcome.reads++;
@@ -154,6 +156,15 @@ async function priceReads(deps: RefreshKindDeps, targets: readonly Target[]): Pr
       t.depth = { ...t.depth, [key]: await ordersNewer(deps.mirror, t.sortKey, t.restaurantId, options) };
     }),
   );
+}
+
+/** Bookings: the mirror's bookings per day over the windows the ids may be read in (one query per job), what merging windows is priced by. */
+async function bookingPrices(deps: RefreshKindDeps, work: readonly Work[]): Promise<ReadPrices> {
+  if (deps.kind !== "bookings") return {};
+  const days = work.flatMap((w) => w.candidates.flatMap((f) => (f.from !== undefined && f.to !== undefined ? [f.from, f.to] : [])));
+  if (days.length === 0) return {};
+  days.sort();
+  return { bookingsByDay: await deps.mirror.countBookingsByDay(days[0] ?? "", days.at(-1) ?? "") };
 }
 
 /** How many orders the mirror holds newer than `createdAt` (in `status`, if given), company-wide and in its restaurant, counted up to `max`. */
