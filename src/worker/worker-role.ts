@@ -26,7 +26,8 @@ import { createSettledEvents, type SettledEvent } from "./settled-events.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import { watchRecording } from "./recording-health.js";
 import { refreshKind } from "./sync/refresh-kind.js";
-import { createRefreshLease, waitForLease } from "./sync/refresh-lease.js";
+import { createRefreshJob } from "./sync/refresh-job.js";
+import { createRefreshLease } from "./sync/refresh-lease.js";
 import { createRefreshPace } from "./sync/refresh-pace.js";
 import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { createMirrorWriter } from "./sync/mirror-writer.js";
@@ -219,26 +220,6 @@ export function createWorkerRole(deps: {
     }),
   };
   if (api) {
-    const leases = createRefreshLease({ redis: connection, prefix, ttlMs: lockMs });
-    const pace = createRefreshPace({
-      state: () => upstream.limiter.state(),
-      share: config.worker.syncRefreshPaceShare,
-      maxWaitMs: config.worker.syncRefreshPaceMaxWaitMs,
-    });
-    processors.refresh = async (job, token) => {
-      // Kind-wide: a job queued by an older version with a restaurant id serves the whole kind too.
-      const { kind } = job.data as RefreshJobData;
-      const lease = await leases.hold(kind, token ?? job.id ?? "");
-      if (!lease) return waitForLease(job, token);
-      try {
-        // Waits for room in the budget with the lease held: events meanwhile join this job's batch.
-        await pace.admit();
-        await scheduler.release(kind);
-        return await (refreshLinks ? refreshLinks.traced(kind, refresh(kind)) : refresh(kind)());
-      } finally {
-        await lease.letGo();
-      }
-    };
     const refresh = (kind: SyncedKind) => () =>
       refreshKind({
         api,
@@ -252,6 +233,16 @@ export function createWorkerRole(deps: {
         onRead: ({ scope }) => metrics.syncRefreshReads.inc({ kind, scope }),
         onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
       });
+    processors.refresh = createRefreshJob({
+      leases: createRefreshLease({ redis: connection, prefix, ttlMs: lockMs }),
+      pace: createRefreshPace({
+        state: () => upstream.limiter.state(),
+        share: config.worker.syncRefreshPaceShare,
+        maxWaitMs: config.worker.syncRefreshPaceMaxWaitMs,
+      }),
+      scheduler,
+      refresh: (kind) => (refreshLinks ? refreshLinks.traced(kind, refresh(kind)) : refresh(kind)()),
+    });
     // Fresh from the start, so "stalled" means no full pass completed for a while, not "none yet".
     if (config.worker.reconcileIntervalMs > 0) collectFullTier(metrics, deps.checkpoints, Date.now());
     Object.assign(

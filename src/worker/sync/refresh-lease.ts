@@ -8,7 +8,7 @@ import type { SyncedKind } from "./synced-kinds.js";
  * One refresh of a kind at a time, across every worker process. A refresh takes every pending id
  * of its kind: two at once would make the same reads for the same ids, and under a saturated
  * budget (long jobs) that doubling feeds itself. A job that finds the lease taken waits for it
- * (`waitForLease`); the ids noted meanwhile are all read by the next holder, in fewer calls.
+ * (`waitForLease`, refresh-job.ts); the ids noted meanwhile are all read by the next holder, in fewer calls.
  */
 export interface RefreshLease {
   /** Takes the kind's lease for `token`; undefined when another job holds it. */
