@@ -52,6 +52,10 @@ assertWrk();
 // A Redis of the bench's own (AOF on, as production), unless REDIS_URL is given.
 const redis = await ensureRedis(process.env.BENCH_REDIS_URL);
 const results: Record<string, unknown> = { at: new Date().toISOString(), node: process.version, cpus: cpus().length };
+// The code measured: the commit at the start, "+changes" when the tracked files differed from it then.
+const measuredTree =
+  (spawnSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).stdout.trim() || "?") +
+  (spawnSync("git", ["status", "--porcelain", "--untracked-files=no"], { encoding: "utf8" }).stdout.trim() ? "+changes" : "");
 // The table goes to stdout and to bench/results/latest.md (committed); the figures to latest.json.
 const md: string[] = [
   `# npm run bench — ${String(results.at)}`,
@@ -216,9 +220,7 @@ if (syncSection.length > 0 && results.sync) {
     console.log("written: docs/sync-and-mirror.md (sync section)");
   const runs = "bench/results/sync-runs.md";
   if (!existsSync(runs)) writeFileSync(runs, `${SYNC_RUNS_HEADER.join("\n")}\n`);
-  const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).stdout.trim() || "?";
-  const dirty = spawnSync("git", ["status", "--porcelain", "--untracked-files=no"], { encoding: "utf8" }).stdout.trim() ? "+changes" : "";
-  appendFileSync(runs, `${syncRunLine(results.sync as SyncBenchResult, String(results.at), commit + dirty)}\n`);
+  appendFileSync(runs, `${syncRunLine(results.sync as SyncBenchResult, String(results.at), measuredTree)}\n`);
   console.log(`appended: ${runs}`);
 }
 if (syncFullSection.length > 0) {
