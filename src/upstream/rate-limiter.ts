@@ -12,7 +12,7 @@ import { sleep } from "./sleep.js";
  * Take one slot, or say how long to wait.
  * KEYS: log (sorted set of every class's acquisition times), pause, last (time of the latest
  *       acquisition), active log, full log (each lower class's own acquisitions).
- * ARGV: limit (max for webhook; max minus the reserve for a lower class), window (ms, safety margin
+ * ARGV: limit (max for webhook; less each lower class's reserve for it), window (ms, safety margin
  *       included), minimum gap (ms), a unique member, class, class cap (its share of max),
  *       webhook slots from which webhooks are paced, their paced gap (ms), a lower class's own gap
  *       (ms: the rate that holds its share, so it never takes its share in a burst), the active cap
@@ -180,8 +180,12 @@ export interface RateLimitState {
 /** How far back `state().recentPerWindow` looks. */
 export const RECENT_MS = 15_000;
 
-/** Share of the window the lower classes never take: what a burst of webhook refreshes finds free. */
-export const WEBHOOK_RESERVE_SHARE = 0.25;
+/**
+ * Share of the window each lower class leaves to webhooks: what a burst of refreshes finds free.
+ * The active tier leaves a quarter; the full tier only a tenth, since it is spread at its own
+ * share anyway, so a pass progresses under steady webhook traffic instead of waiting for a lull.
+ */
+export const WEBHOOK_RESERVE_SHARE: Readonly<Record<BudgetClass, number>> = { webhook: 0, active: 0.25, full: 0.1 };
 
 export interface RateLimiter {
   /**
@@ -234,8 +238,8 @@ interface Scripts {
  * being sent at once; past its paced share, the webhook class is spread at the rate that share
  * sustains, and each lower class always at the rate of its share. A shared pause (from a 429)
  * stops everyone. The lower classes hold at most
- * their shares and never the last WEBHOOK_RESERVE_SHARE of the window: the full tier progresses at
- * its share while webhooks leave room, and webhooks always find room.
+ * their shares and never their WEBHOOK_RESERVE_SHARE of the window: the full tier progresses at
+ * its share under steady webhook traffic, and webhooks always find room.
  *
  * @example
  * const limiter = createRateLimiter({ redis, keyId: apiKeyId(key) });
@@ -249,7 +253,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   if (!Number.isInteger(max) || max < 1) throw new RangeError("rate limiter max must be a whole number ≥ 1");
   if (!(windowMs > 0)) throw new RangeError("rate limiter windowMs must be > 0");
   const caps = budgetCaps(max, options.activeShare ?? DEFAULTS.apiBudgetActiveShare, options.fullShare ?? DEFAULTS.apiBudgetFullShare);
-  const lowerLimit = max - Math.min(max - 1, Math.ceil(max * WEBHOOK_RESERVE_SHARE));
+  const limitOf = (budget: BudgetClass) => max - Math.min(max - 1, Math.ceil(max * WEBHOOK_RESERVE_SHARE[budget]));
+  const limits: Record<BudgetClass, number> = { webhook: max, active: limitOf("active"), full: limitOf("full") };
   const paceShare = options.webhookPaceShare ?? DEFAULTS.syncRefreshPaceShare;
   const pacedSlots = Math.max(1, Math.floor(max * paceShare));
   const pacedFrom = paceShare >= 1 ? max : pacedSlots;
@@ -275,7 +280,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
           keys.last,
           keys.activeLog,
           keys.fullLog,
-          priority === "webhook" ? max : lowerLimit,
+          limits[priority],
           effectiveWindowMs,
           minGapMs,
           randomUUID(),

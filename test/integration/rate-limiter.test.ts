@@ -161,6 +161,23 @@ describe("shared rate limiter", () => {
     await expect(reserved).rejects.toBeDefined();
   });
 
+  it("keeps a quarter of the window from the active class and a tenth from the full class", async () => {
+    const a = limiter({ max: 20, windowMs: 16_000, activeShare: 0.5, fullShare: 0.25, spreadLowerClasses: false });
+    for (let i = 0; i < 15; i++) await a.acquire({ priority: "webhook" });
+    const stopActive = new AbortController();
+    const active = a.acquire({ priority: "active", signal: stopActive.signal });
+    // The full class still goes on, up to the window's last tenth (18 of 20).
+    for (let i = 0; i < 3; i++) await a.acquire({ priority: "full" });
+    const stopFull = new AbortController();
+    const full = a.acquire({ priority: "full", signal: stopFull.signal });
+    for (let i = 0; i < 2; i++) await a.acquire({ priority: "webhook" });
+    expect(await a.state()).toMatchObject({ inWindow: 20, byClass: { webhook: 17, active: 0, full: 3 } });
+    stopActive.abort();
+    stopFull.abort();
+    await expect(active).rejects.toBeDefined();
+    await expect(full).rejects.toBeDefined();
+  });
+
   it("spreads webhook slots past their paced share at the rate that share sustains", async () => {
     // Paced share 0.25 of 20 = 5 slots per 2 s window: from the 6th slot on, one per 400 ms.
     const a = limiter({ max: 20, windowMs: 2000, webhookPaceShare: 0.25 });
