@@ -152,7 +152,7 @@ export interface RateLimiterOptions {
   /**
    * The webhook class's sustained share: past it in a window, its slots are spaced at the
    * rate this share of `max` sustains (1: never spaced beyond the minimum gap).
-   * @defaultValue DEFAULTS.syncRefreshPaceShare (0.75)
+   * @defaultValue DEFAULTS.syncRefreshPaceShare (0.8)
    */
   webhookPaceShare?: number;
   /**
