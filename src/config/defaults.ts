@@ -48,9 +48,9 @@ export const DEFAULTS = {
   /** Pages one refresh read walks at most when the list's order cannot tell it to stop. */
   syncRefreshMaxPages: 10,
   /** Refreshes wait for the budget once the window holds this share of the rate (refresh-pace.ts). */
-  syncRefreshPaceShare: 0.8,
+  syncRefreshPaceShare: 0.75,
   /** The longest a refresh waits for room in the budget: the freshness paid for fewer calls. */
-  syncRefreshPaceMaxWaitMs: 3000,
+  syncRefreshPaceMaxWaitMs: 4000,
   /** The spec does not name the bookings list's upper date bound; the sandbox calls it `to`. */
   syncBookingsUpperBoundParam: "to",
 } as const;

@@ -75,7 +75,7 @@ export const configSchema = z.object({
   JOB_MAX_STALLS: int(1, 100).default(DEFAULTS.jobMaxStalls),
   HANDLER_TIMEOUT_MS: int(0, 24 * 3600 * 1000).default(DEFAULTS.handlerTimeoutMs),
   WORKER_MAX_INFLIGHT_BYTES: int(1024).default(DEFAULTS.workerMaxInflightBytes),
-  SYNC_DEBOUNCE_MS: int(0, 60_000).default(500),
+  SYNC_DEBOUNCE_MS: int(0, 60_000).default(1000),
   SYNC_UNLISTED_GIVE_UP_SECONDS: int(1).default(DEFAULTS.syncUnlistedGiveUpSeconds),
   SYNC_REFRESH_MAX_PAGES: int(1, 10_000).default(DEFAULTS.syncRefreshMaxPages),
   SYNC_REFRESH_PACE_SHARE: share().default(DEFAULTS.syncRefreshPaceShare),

@@ -152,7 +152,7 @@ export interface RateLimiterOptions {
   /**
    * The webhook class's sustained share: past it in a window, its slots are spaced at the
    * rate this share of `max` sustains (1: never spaced beyond the minimum gap).
-   * @defaultValue DEFAULTS.syncRefreshPaceShare (0.8)
+   * @defaultValue DEFAULTS.syncRefreshPaceShare (0.75)
    */
   webhookPaceShare?: number;
   /**
@@ -234,8 +234,9 @@ interface Scripts {
 /**
  * One request budget for every process that shares an API key: a sliding log of acquisitions
  * in Redis over `windowMs + safetyMs` holding at most `max`, with a minimum gap of
- * `windowMs / max / 2` between acquisitions so a burst is spread over the window instead of
- * being sent at once; past its paced share, the webhook class is spread at the rate that share
+ * `windowMs / max / 4` between acquisitions so a burst is spread instead of being sent at once
+ * (short enough that a refresh's few reads are not held back by it: the budget's bursts are
+ * paced by the refresh jobs and by the spacing below); past its paced share, the webhook class is spread at the rate that share
  * sustains, and each lower class always at the rate of its share. A shared pause (from a 429)
  * stops everyone. The lower classes hold at most
  * their shares and never their WEBHOOK_RESERVE_SHARE of the window: the full tier progresses at
@@ -249,7 +250,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const max = options.max ?? DEFAULTS.apiRate;
   const windowMs = options.windowMs ?? DEFAULTS.apiRateWindowMs;
   const effectiveWindowMs = windowMs + (options.safetyMs ?? DEFAULTS.apiRateSafetyMs);
-  const minGapMs = Math.floor(windowMs / max / 2);
+  const minGapMs = Math.floor(windowMs / max / 4);
   if (!Number.isInteger(max) || max < 1) throw new RangeError("rate limiter max must be a whole number ≥ 1");
   if (!(windowMs > 0)) throw new RangeError("rate limiter windowMs must be > 0");
   const caps = budgetCaps(max, options.activeShare ?? DEFAULTS.apiBudgetActiveShare, options.fullShare ?? DEFAULTS.apiBudgetFullShare);

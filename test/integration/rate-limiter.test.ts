@@ -53,9 +53,9 @@ describe("shared rate limiter", () => {
     expect(times).toHaveLength(15);
     expect(maxInAnyWindow(times, 500)).toBeLessThanOrEqual(5);
     const sorted = times.sort((x, y) => x - y);
-    // minimum gap = window / max / 2 = 50 ms
+    // minimum gap = window / max / 4 = 25 ms
     const gaps = sorted.slice(1).map((t, i) => t - sorted[i]!);
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(50);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(25);
   });
 
   it("makes every process wait out a pause set by one of them", async () => {
@@ -86,7 +86,7 @@ describe("shared rate limiter", () => {
   });
 
   it("serves the classes in order: full stops at its cap, active at its own, webhook takes the whole window", async () => {
-    // A window long enough that nothing leaves it during the test (the minimum gap is window / max / 2 = 1 s).
+    // A window long enough that nothing leaves it during the test (the minimum gap is window / max / 4 = 0.5 s).
     const a = limiter({ max: 8, windowMs: 16_000, activeShare: 0.5, fullShare: 0.25, spreadLowerClasses: false });
     expect(a.caps).toEqual({ webhook: 8, active: 4, full: 2 });
     await a.acquire({ priority: "full" });
@@ -141,7 +141,7 @@ describe("shared rate limiter", () => {
 
   it("gives the full class its share of what webhooks leave, and never the reserve kept for them", async () => {
     // max 20: the lower classes never take the window's last 5 slots (25 %); full holds at most 5.
-    // A window long enough that nothing leaves it during the test (the minimum gap is 400 ms).
+    // A window long enough that nothing leaves it during the test (the minimum gap is 200 ms).
     const a = limiter({ max: 20, windowMs: 16_000, activeShare: 0.5, fullShare: 0.25, spreadLowerClasses: false });
     for (let i = 0; i < 8; i++) await a.acquire({ priority: "webhook" });
     // 8 of the window are webhooks': the full class still gets its whole share (5 of 20).
