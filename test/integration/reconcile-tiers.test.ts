@@ -214,6 +214,18 @@ describe.each(testDrivers())("on the %s database", (driver) => {
       expect(afterWindow.pages).toBeGreaterThan(0);
     });
 
+    it("a forced pass starts every kind's pass, even when its first slice reaches only one kind", async () => {
+      for (const kind of ["orders", "bookings", "menu-items"]) {
+        const started = await checkpoints.start("backfill", kind, { firstImport: false });
+        await checkpoints.complete(started, { cursor: null, records: 1, pages: 1 });
+      }
+      expect((await full({ force: true, maxPages: 1 })).pages).toBe(1);
+      expect((await checkpoints.list("full")).map((c) => c.kind).sort()).toEqual(["bookings", "menu-items", "orders"]);
+      // The slices after it are not forced, and still complete every kind's pass.
+      await full();
+      expect((await checkpoints.list("full")).every((c) => c.passCompletedAt !== null)).toBe(true);
+    });
+
     it("shows each kind's progress and the time of the last complete pass as metrics", async () => {
       finishedHistory(214);
       const metrics = createMetrics();

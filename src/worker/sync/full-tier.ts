@@ -38,7 +38,11 @@ export interface FullSliceOutcome {
  */
 export async function runFullSlice(options: FullSliceOptions): Promise<FullSliceOutcome> {
   const outcome: FullSliceOutcome = { pages: 0, kinds: {} };
-  for (const kind of options.kinds ?? SYNCED_KINDS) {
+  const kinds = options.kinds ?? SYNCED_KINDS;
+  // Forced: every kind's pass starts now, not only the kinds this slice's pages reach (the slices
+  // after it are not forced, and a kind a whole backfill covered would not be due yet).
+  if (options.force) for (const kind of kinds) await runningOrDuePass(options, kind);
+  for (const kind of kinds) {
     const left = options.maxPages - outcome.pages;
     if (left <= 0 || options.signal?.aborted) break;
     const checkpoint = await runningOrDuePass(options, kind);
