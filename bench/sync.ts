@@ -1,13 +1,12 @@
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { Queue } from "bullmq";
-import { Redis } from "ioredis";
 import pg from "pg";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { loadConfig } from "../src/config/index.js";
 import { createLogger } from "../src/logging/logger.js";
 import { createSandbox, type Order, type Sandbox, type TrafficChange } from "../src/sandbox/index.js";
 import { createService, type Service } from "../src/service.js";
+import { RECONCILE_JOBS } from "../src/worker/sync/reconcile-jobs.js";
 import type { EventHandlers } from "../src/worker/handler-context.js";
 import { waitFor } from "../test/helpers/wait-for.js";
 import { BENCH_SECRET } from "./lib/pool.js";
@@ -328,7 +327,7 @@ export async function benchLive(
       );
       const began = Date.now();
       // The import was a whole backfill, which counts as a full pass: ask for one now, as an operator would.
-      if (opts.untilFullPass) await startFullPass(t, c.prefix);
+      if (opts.untilFullPass) await service.worker?.syncQueue.add(RECONCILE_JOBS.full, { force: true });
       const traffic = c.sandbox.startTraffic({ eventsPerSecond: opts.eventsPerSecond });
       let fullPass: TrafficFullPass | undefined;
       if (opts.untilFullPass) fullPass = await waitForFullPass(t, c.schema, began, opts.seconds * 1000, log);
@@ -410,18 +409,6 @@ export interface TrafficFullPass {
   seconds: number;
   records: number;
   pages: number;
-}
-
-/** Queues a forced full pass (`reconcile-full` with `force`), the job the tier's tick runs. */
-async function startFullPass(t: SyncBenchTargets, prefix: string): Promise<void> {
-  const connection = new Redis(t.redisUrl, { maxRetriesPerRequest: null });
-  const queue = new Queue("sync", { connection, prefix });
-  try {
-    await queue.add("reconcile-full", { force: true });
-  } finally {
-    await queue.close();
-    await connection.quit();
-  }
 }
 
 /** Waits until every kind's full-tier pass that started after `since` completed (its checkpoints), or `maxMs`. */

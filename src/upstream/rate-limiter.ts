@@ -49,25 +49,16 @@ end
 if class == "full" then
   local own = redis.call("ZCARD", KEYS[5])
   if own >= cap then return { 0, waitFor(KEYS[5], own, cap) } end
-  -- Nor may it push the two lower classes together past the active cap.
-  local lower = own + redis.call("ZCARD", KEYS[4])
-  if lower >= tonumber(ARGV[10]) then
+end
+if class ~= "webhook" then
+  -- Both lower classes together stay under the active cap. Two logs: wait for the older of
+  -- their oldest entries, then ask again.
+  if redis.call("ZCARD", KEYS[4]) + redis.call("ZCARD", KEYS[5]) >= tonumber(ARGV[10]) then
     local a = redis.call("ZRANGE", KEYS[4], 0, 0, "WITHSCORES")
     local f = redis.call("ZRANGE", KEYS[5], 0, 0, "WITHSCORES")
     return { 0, math.max(1, math.min(tonumber(a[2] or now), tonumber(f[2] or now)) + window - now) }
   end
-  local wait = ownGap(KEYS[5])
-  if wait > 0 then return { 0, wait } end
-elseif class == "active" then
-  local own = redis.call("ZCARD", KEYS[4]) + redis.call("ZCARD", KEYS[5])
-  -- Two logs: wait for the older of their oldest entries, then ask again.
-  if own >= cap then
-    local a = redis.call("ZRANGE", KEYS[4], 0, 0, "WITHSCORES")
-    local f = redis.call("ZRANGE", KEYS[5], 0, 0, "WITHSCORES")
-    local oldest = math.min(tonumber(a[2] or now), tonumber(f[2] or now))
-    return { 0, math.max(1, oldest + window - now) }
-  end
-  local wait = ownGap(KEYS[4])
+  local wait = ownGap(class == "active" and KEYS[4] or KEYS[5])
   if wait > 0 then return { 0, wait } end
 end
 if class == "webhook" then
@@ -255,7 +246,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   if (!(windowMs > 0)) throw new RangeError("rate limiter windowMs must be > 0");
   const caps = budgetCaps(max, options.activeShare ?? DEFAULTS.apiBudgetActiveShare, options.fullShare ?? DEFAULTS.apiBudgetFullShare);
   const limitOf = (budget: BudgetClass) => max - Math.min(max - 1, Math.ceil(max * WEBHOOK_RESERVE_SHARE[budget]));
-  const limits: Record<BudgetClass, number> = { webhook: max, active: limitOf("active"), full: limitOf("full") };
+  const limits = Object.fromEntries(BUDGET_CLASSES.map((c) => [c, limitOf(c)])) as Record<BudgetClass, number>;
   const paceShare = options.webhookPaceShare ?? DEFAULTS.syncRefreshPaceShare;
   const pacedSlots = Math.max(1, Math.floor(max * paceShare));
   const pacedFrom = paceShare >= 1 ? max : pacedSlots;
