@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import pg from "pg";
+import { pino } from "pino";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { loadConfig } from "../src/config/index.js";
 import { createLogger } from "../src/logging/logger.js";
@@ -205,7 +206,12 @@ async function startService(c: Company, t: SyncBenchTargets, env: Record<string,
     API_KEY: c.sandbox.apiKey,
     ...env,
   });
-  const service = await createService({ config, logger: createLogger({ level: "warn" }), handlers });
+  // With a timeline, the service's debug lines (a line per refresh job) go beside it.
+  const timeline = process.env.BENCH_SYNC_TIMELINE;
+  const logger = timeline
+    ? createLogger({ level: "debug", destination: pino.destination({ dest: `${timeline}.log`, append: true }) })
+    : createLogger({ level: "warn" });
+  const service = await createService({ config, logger, handlers });
   const url = await service.start();
   c.sandbox.addWebhook({ url: `${url}/webhooks`, secret: BENCH_SECRET });
   return service;

@@ -241,6 +241,7 @@ export function createWorkerRole(deps: {
         maxWaitMs: config.worker.syncRefreshPaceMaxWaitMs,
       }),
       scheduler,
+      logger,
       refresh: (kind) => (refreshLinks ? refreshLinks.traced(kind, refresh(kind)) : refresh(kind)()),
     });
     // Fresh from the start, so "stalled" means no full pass completed for a while, not "none yet".

@@ -1,4 +1,5 @@
 import type { Job } from "bullmq";
+import type { Logger } from "pino";
 import type { RefreshOutcome } from "./refresh-kind.js";
 import { waitForLease, type RefreshLease } from "./refresh-lease.js";
 import type { RefreshPace } from "./refresh-pace.js";
@@ -17,6 +18,8 @@ export function createRefreshJob(deps: {
   scheduler: Pick<RefreshScheduler, "release">;
   /** The kind's refresh (refresh-kind.ts), in its trace when tracing is on. */
   refresh: (kind: SyncedKind) => Promise<RefreshOutcome>;
+  /** A debug line per job: how long it was paced, how long its reads took, what they found. */
+  logger: Logger;
 }): (job: Job, token?: string) => Promise<RefreshOutcome> {
   return async (job, token) => {
     // Kind-wide: a job queued by an older version with a restaurant id serves the whole kind too.
@@ -24,9 +27,13 @@ export function createRefreshJob(deps: {
     const lease = await deps.leases.hold(kind, token ?? job.id ?? "");
     if (!lease) return waitForLease(job, token);
     try {
-      await deps.pace.admit();
+      const pacedMs = await deps.pace.admit();
       await deps.scheduler.release(kind);
-      return await deps.refresh(kind);
+      const started = Date.now();
+      const outcome = await deps.refresh(kind);
+      const { calls, reads, found, written } = outcome;
+      deps.logger.debug({ kind, pacedMs, ms: Date.now() - started, calls, reads, found, written }, "refresh done");
+      return outcome;
     } finally {
       await lease.letGo();
     }
