@@ -205,6 +205,8 @@ async function startService(c: Company, t: SyncBenchTargets, env: Record<string,
     ...baseEnv(c, t),
     API_KEY: c.sandbox.apiKey,
     ...env,
+    // BENCH_SYNC_ENV='{"SYNC_REFRESH_PACE_MAX_WAIT_MS":"5000"}': settings to try, over the bench's own.
+    ...(JSON.parse(process.env.BENCH_SYNC_ENV ?? "{}") as Record<string, string>),
   });
   // With a timeline, the service's debug lines (a line per refresh job) go beside it.
   const timeline = process.env.BENCH_SYNC_TIMELINE;
