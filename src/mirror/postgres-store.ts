@@ -270,6 +270,24 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
         .execute();
       return new Map(rows.map((r) => [r.day, Number(r.n)]));
     },
+    async countBookingsByRestaurantDay(from, to, restaurantIds) {
+      const out = new Map<string, Map<string, number>>();
+      if (restaurantIds.length === 0) return out;
+      const rows = await database
+        .selectFrom("bookings")
+        .select(["restaurant_id", sql<string>`to_char(date, 'YYYY-MM-DD')`.as("day"), (eb) => eb.fn.countAll<string | number>().as("n")])
+        .where("restaurant_id", "in", [...restaurantIds])
+        .where("date", ">=", from)
+        .where("date", "<=", to)
+        .groupBy(["restaurant_id", "date"])
+        .execute();
+      for (const r of rows) {
+        const byDay = out.get(r.restaurant_id) ?? new Map<string, number>();
+        byDay.set(r.day, Number(r.n));
+        out.set(r.restaurant_id, byDay);
+      }
+      return out;
+    },
     recordUnlisted: (row) => recordUnlisted(database, row),
     unlisted: (kind) => listUnlisted(database, kind),
 

@@ -150,6 +150,8 @@ export interface MirrorStore {
    * booking list by date window would page through, as far as the mirror knows (refresh planning).
    */
   countBookingsByDay(from: string, to: string): Promise<Map<string, number>>;
+  /** The same per restaurant, for these restaurants only: restaurant id → day → bookings. */
+  countBookingsByRestaurantDay(from: string, to: string, restaurantIds: readonly string[]): Promise<Map<string, Map<string, number>>>;
   /** Reports an id the API never listed in time (a row until the record is written). */
   recordUnlisted(row: UnlistedRecord): Promise<void>;
   /** The ids given up on (of a kind, or all), by kind and id. */

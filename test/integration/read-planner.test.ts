@@ -239,6 +239,31 @@ describe("narrow reads chosen by the planner", () => {
     for (const request of sandbox.requestLog) expect(request.query).not.toContain("restaurantId");
   }, 120_000);
 
+  it("booking events in a busy company's few restaurants read those restaurants' windows, not the company's", async () => {
+    const { sandbox, url } = await upstream(30);
+    const diner = { name: "Ada", email: "ada@example.com" };
+    const day = (n: number) => new Date(Date.parse("2026-12-01") + n * 86_400_000).toISOString().slice(0, 10);
+    // 120 bookings a day for 5 days over 30 restaurants: a 3-day window is 360 company-wide (four pages), 12 in one restaurant.
+    const bookings = Array.from({ length: 600 }, (_, i) =>
+      sandbox.actions.createBooking({ restaurantId: `rest_${(i % 30) + 1}`, date: day(i % 5), time: "19:00", partySize: 2, diner }),
+    );
+    await mirror.upsert("bookings", bookings.map(asStored), await mirror.clock());
+    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const changed = [bookings[2]!, bookings[3]!, bookings[7]!];
+    expect(new Set(changed.map((b) => b.restaurantId)).size).toBe(3);
+    for (const b of changed) {
+      sandbox.actions.cancelBooking(b.id);
+      await scheduler.request("bookings", b.restaurantId, b.id, { eventId: `evt_${b.id}`, date: b.date });
+    }
+    sandbox.requestLog.length = 0;
+    const [outcome] = await refreshUntilSettled({ url, apiKey: sandbox.apiKey, scheduler, kind: "bookings" });
+    expect(outcome?.found).toBe(3);
+    for (const b of changed) expect((await mirror.get("bookings", b.id))?.status).toBe("CANCELLED");
+    // One read per restaurant (a page each), not the company's window (pages of 100 up to the dates).
+    expect(sandbox.requestLog).toHaveLength(3);
+    for (const request of sandbox.requestLog) expect(request.query).toContain("restaurantId");
+  }, 120_000);
+
   it("events over many restaurants at once cost far fewer calls than there are restaurants", async () => {
     const { sandbox, url } = await upstream(20);
     const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });

@@ -85,6 +85,27 @@ describe("the read planner", () => {
     expect(windowPages({ from: "2026-03-01", to: "2026-03-21" }, few)).toBe(2);
   });
 
+  it("reads a booking window per restaurant when those reads cost fewer pages together than the company-wide one", () => {
+    const two = [booking("b1", "r1", "2026-03-10"), booking("b2", "r2", "2026-03-10"), booking("b3", "r2", "2026-03-11")];
+    const days = ["2026-03-09", "2026-03-10", "2026-03-11", "2026-03-12"];
+    // 60 a day company-wide: the window (09 to 12) is three pages; each restaurant's own, a few bookings: one page each.
+    const company = new Map(days.map((d) => [d, 60] as const));
+    const own = new Map(days.map((d) => [d, 2] as const));
+    const perRestaurant = new Map([
+      ["r1", own],
+      ["r2", own],
+    ]);
+    // Two restaurant reads (2 pages) instead of one company read of 3: the restaurant with more ids first.
+    const read = planNextRead(two, { bookingsByDay: company, bookingsByRestaurantDay: perRestaurant });
+    expect(read).toMatchObject({ restaurantId: "r2", filter: { from: "2026-03-09", to: "2026-03-12" } });
+    expect(read?.targets.map((t) => t.id)).toEqual(["b2", "b3"]);
+    // A quiet company (5 a day: one page): one company read serves both restaurants.
+    const quiet = new Map(days.map((d) => [d, 5] as const));
+    expect(planNextRead(two, { bookingsByDay: quiet, bookingsByRestaurantDay: perRestaurant })?.restaurantId).toBeUndefined();
+    // Without the restaurants' counts, company-wide as before.
+    expect(planNextRead(two, { bookingsByDay: company })?.restaurantId).toBeUndefined();
+  });
+
   it("bets on the first page of the newest orders when it likely holds at least as many ids as any status read", () => {
     const recent = (id: string, restaurantId: string, status: string, company: number): Target => ({
       ...order(id, restaurantId, status),

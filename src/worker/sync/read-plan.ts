@@ -91,9 +91,10 @@ export const MAX_WINDOW_DAYS = 7;
  */
 export const MAX_PRICED_WINDOW_DAYS = 31;
 
-/** What the mirror says reads will cost, where it knows: bookings per day company-wide (YYYY-MM-DD). */
+/** What the mirror says reads will cost, where it knows: bookings per day (YYYY-MM-DD) company-wide, and in the restaurants ids wait in. */
 export interface ReadPrices {
   bookingsByDay?: ReadonlyMap<string, number>;
+  bookingsByRestaurantDay?: ReadonlyMap<string, ReadonlyMap<string, number>>;
 }
 
 export interface CandidateHint {
@@ -154,7 +155,32 @@ export function planNextRead(targets: readonly Target[], prices: ReadPrices = {}
   // The bet costs one call and finds its ids whatever their status now (a status read misses an order that moved on): taken on a tie.
   if (recent && (!best || recent.targets.length >= best.targets.length)) return recent;
   if (!best) return undefined;
-  return scopeRead(best);
+  return windowRead(best, prices) ?? scopeRead(best);
+}
+
+/**
+ * A booking window of ids in several restaurants, priced both ways by the mirror's counts: each
+ * restaurant's own read of the window when those cost fewer pages together than the company-wide
+ * read (a busy company's three days can be two pages where each restaurant's are a few bookings),
+ * the restaurant serving most ids per page first. Undefined where the counts are not known, or
+ * the company read is cheaper (ties: it, one read covers all).
+ */
+function windowRead(group: Group, prices: ReadPrices): PlannedRead | undefined {
+  const window = windowOf(group.filter);
+  const { bookingsByDay, bookingsByRestaurantDay } = prices;
+  if (!window || !bookingsByDay || !bookingsByRestaurantDay) return undefined;
+  const byRestaurant = new Map<string, Target[]>();
+  for (const t of group.targets) byRestaurant.set(t.restaurantId, [...(byRestaurant.get(t.restaurantId) ?? []), t]);
+  if (byRestaurant.size < 2) return undefined;
+  let pages = 0;
+  let best: { restaurantId: string; pages: number; targets: Target[] } | undefined;
+  for (const [restaurantId, targets] of byRestaurant) {
+    const own = windowPages(window, bookingsByRestaurantDay.get(restaurantId) ?? new Map<string, number>());
+    pages += own;
+    if (!best || targets.length * best.pages > best.targets.length * own) best = { restaurantId, pages: own, targets };
+  }
+  if (!best || pages >= windowPages(window, bookingsByDay)) return undefined;
+  return { restaurantId: best.restaurantId, filter: group.filter, targets: best.targets };
 }
 
 /**

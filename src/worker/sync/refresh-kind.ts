@@ -158,13 +158,23 @@ async function priceReads(deps: RefreshKindDeps, targets: readonly Target[]): Pr
   );
 }
 
-/** Bookings: the mirror's bookings per day over the windows the ids may be read in (one query per job), what merging windows is priced by. */
+/**
+ * Bookings: the mirror's bookings per day over the windows the ids may be read in, company-wide
+ * and in the ids' restaurants (two queries per job): what merging windows and choosing a
+ * company-wide or per-restaurant read are priced by.
+ */
 async function bookingPrices(deps: RefreshKindDeps, work: readonly Work[]): Promise<ReadPrices> {
   if (deps.kind !== "bookings") return {};
   const days = work.flatMap((w) => w.candidates.flatMap((f) => (f.from !== undefined && f.to !== undefined ? [f.from, f.to] : [])));
   if (days.length === 0) return {};
   days.sort();
-  return { bookingsByDay: await deps.mirror.countBookingsByDay(days[0] ?? "", days.at(-1) ?? "") };
+  const [from, to] = [days[0] ?? "", days.at(-1) ?? ""];
+  const restaurants = [...new Set(work.map((w) => w.restaurantId))];
+  const [bookingsByDay, bookingsByRestaurantDay] = await Promise.all([
+    deps.mirror.countBookingsByDay(from, to),
+    deps.mirror.countBookingsByRestaurantDay(from, to, restaurants),
+  ]);
+  return { bookingsByDay, bookingsByRestaurantDay };
 }
 
 /** How many orders the mirror holds newer than `createdAt` (in `status`, if given), company-wide and in its restaurant, counted up to `max`. */
