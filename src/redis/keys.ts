@@ -12,7 +12,7 @@ import { DEFAULTS } from "../config/defaults.js";
 export interface RedisKeys {
   readonly prefix: string;
   /** The shared upstream rate budget of one API key id; one slot, tag `{keyId}` (the limiter's scripts). */
-  upstreamBudget(keyId: string): { log: string; pause: string; last: string; activeLog: string; fullLog: string };
+  upstreamBudget(keyId: string): { log: string; pause: string; last: string; activeLog: string; fullLog: string; webhookTat: string };
   /** The ids of one restaurant waiting for a refresh (a hash); tag `{restaurantId}` (the settle script). */
   pendingRefresh(kind: string, restaurantId: string): string;
   /**
@@ -54,6 +54,7 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
         last: `${base}:last`,
         activeLog: `${base}:log:active`,
         fullLog: `${base}:log:full`,
+        webhookTat: `${base}:webhook-tat`,
       };
     },
     pendingRefresh: (kind, restaurantId) => `${prefix}:sync:pending:${kind}:{${restaurantId}}`,

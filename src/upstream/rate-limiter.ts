@@ -11,12 +11,14 @@ import { sleep } from "./sleep.js";
 /**
  * Take one slot, or say how long to wait.
  * KEYS: log (sorted set of every class's acquisition times), pause, last (time of the latest
- *       acquisition), active log, full log (each lower class's own acquisitions).
+ *       acquisition), active log, full log (each lower class's own acquisitions), the webhook
+ *       class's theoretical arrival time (its cell-rate state).
  * ARGV: limit (max for webhook; less each lower class's reserve for it), window (ms, safety margin
  *       included), minimum gap (ms), a unique member, class, class cap (its share of max),
- *       webhook slots from which webhooks are paced, their paced gap (ms), a lower class's own gap
- *       (ms: the rate that holds its share, so it never takes its share in a burst), the active cap
- *       (which the full class's slots count toward too).
+ *       the webhook class's burst (slots) and its emission interval (ms: the rate of its paced
+ *       share; 0 for none), a lower class's own gap (ms: the rate that holds its share, so it
+ *       never takes its share in a burst), the active cap (which the full class's slots count
+ *       toward too).
  * A lower class's cap counts its own slots and those of the classes below it (active: active and
  * full; full: full), so it holds at most its share, of what the classes above leave.
  * Returns { 1, now } when the slot was taken, { 0, waitMs } otherwise.
@@ -61,14 +63,19 @@ if class ~= "webhook" then
   local wait = ownGap(class == "active" and KEYS[4] or KEYS[5])
   if wait > 0 then return { 0, wait } end
 end
-if class == "webhook" then
-  -- Past its paced share, the webhook class is spread at the rate that share sustains:
-  -- a window filled in a burst would block everyone until its oldest slots leave (tens of seconds).
-  local own = count - redis.call("ZCARD", KEYS[4]) - redis.call("ZCARD", KEYS[5])
-  if own >= tonumber(ARGV[7]) then gap = math.max(gap, tonumber(ARGV[8])) end
-end
+-- The webhook class is a cell rate (GCRA): a burst of ARGV[7] slots, then one per ARGV[8] ms,
+-- the rate of its paced share; time it leaves unused earns the burst back. So a window never
+-- holds more than burst + window / interval of its slots: it cannot fill in a burst and block
+-- everyone until its oldest slots leave (tens of seconds), and a refresh's few reads after a
+-- quiet moment go at once instead of one per interval.
+local interval = class == "webhook" and tonumber(ARGV[8]) or 0
+local tat = now
+if interval > 0 then tat = math.max(now, tonumber(redis.call("GET", KEYS[6]) or "0")) end
+local wait = tat - (tonumber(ARGV[7]) - 1) * interval - now
 local last = tonumber(redis.call("GET", KEYS[3]) or "0")
-if now < last + gap then return { 0, last + gap - now } end
+wait = math.max(wait, last + gap - now)
+if wait > 0 then return { 0, wait } end
+if interval > 0 then redis.call("SET", KEYS[6], tat + interval, "PX", window) end
 redis.call("ZADD", KEYS[1], now, ARGV[4])
 redis.call("PEXPIRE", KEYS[1], window)
 if class == "active" or class == "full" then
@@ -141,9 +148,9 @@ export interface RateLimiterOptions {
    */
   fullShare?: number;
   /**
-   * The webhook class's sustained share: past it in a window, its slots are spaced at the
-   * rate this share of `max` sustains (1: never spaced beyond the minimum gap).
-   * @defaultValue DEFAULTS.syncRefreshPaceShare (0.75)
+   * The webhook class's sustained share: its slots go at the rate this share of `max` sustains,
+   * after a burst of what the full class's limit leaves above it (1: never spaced beyond the minimum gap).
+   * @defaultValue WEBHOOK_SUSTAINED_SHARE (0.85)
    */
   webhookPaceShare?: number;
   /**
@@ -178,6 +185,14 @@ export const RECENT_MS = 15_000;
  */
 export const WEBHOOK_RESERVE_SHARE: Readonly<Record<BudgetClass, number>> = { webhook: 0, active: 0.25, full: 0.1 };
 
+/**
+ * The webhook class's sustained rate, as a share of the window (102 a minute at 120): above the
+ * refreshes' pace share (0.75, what they aim to stay under) so that while they run at it their
+ * reads are not spaced at exactly the rate they need (a queue at full utilisation), and under the
+ * full class's limit (0.9) by a burst of a job's few reads.
+ */
+export const WEBHOOK_SUSTAINED_SHARE = 0.85;
+
 export interface RateLimiter {
   /**
    * Waits (never fails for lack of budget) until a request may be sent, and takes the slot.
@@ -200,14 +215,15 @@ interface Scripts {
     last: string,
     activeLog: string,
     fullLog: string,
+    webhookTat: string,
     limit: number,
     windowMs: number,
     gapMs: number,
     member: string,
     budget: BudgetClass,
     cap: number,
-    pacedFrom: number,
-    pacedGapMs: number,
+    webhookBurst: number,
+    webhookIntervalMs: number,
     classGapMs: number,
     activeCap: number,
   ): Promise<[number, number]>;
@@ -227,9 +243,9 @@ interface Scripts {
  * in Redis over `windowMs + safetyMs` holding at most `max`, with a minimum gap of
  * `windowMs / max / 4` between acquisitions so a burst is spread instead of being sent at once
  * (short enough that a refresh's few reads are not held back by it: the budget's bursts are
- * paced by the refresh jobs and by the spacing below); past its paced share, the webhook class is spread at the rate that share
- * sustains, and each lower class always at the rate of its share. A shared pause (from a 429)
- * stops everyone. The lower classes hold at most
+ * paced by the refresh jobs and by the rates below). The webhook class is a cell rate at its
+ * paced share (a burst, then that share's rate), so it never fills the window in a burst; each
+ * lower class is spread at the rate of its share. A shared pause (from a 429) stops everyone. The lower classes hold at most
  * their shares and never their WEBHOOK_RESERVE_SHARE of the window: the full tier progresses at
  * its share under steady webhook traffic, and webhooks always find room.
  *
@@ -247,14 +263,16 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const caps = budgetCaps(max, options.activeShare ?? DEFAULTS.apiBudgetActiveShare, options.fullShare ?? DEFAULTS.apiBudgetFullShare);
   const limitOf = (budget: BudgetClass) => max - Math.min(max - 1, Math.ceil(max * WEBHOOK_RESERVE_SHARE[budget]));
   const limits = Object.fromEntries(BUDGET_CLASSES.map((c) => [c, limitOf(c)])) as Record<BudgetClass, number>;
-  const paceShare = options.webhookPaceShare ?? DEFAULTS.syncRefreshPaceShare;
+  const paceShare = options.webhookPaceShare ?? WEBHOOK_SUSTAINED_SHARE;
   const pacedSlots = Math.max(1, Math.floor(max * paceShare));
-  const pacedFrom = paceShare >= 1 ? max : pacedSlots;
-  const pacedGapMs = paceShare >= 1 ? 0 : Math.floor(effectiveWindowMs / pacedSlots);
+  // Webhooks: the paced share's rate, with a burst of what the full class's limit leaves above it
+  // (so a window holds at most that limit of webhook slots; the rest is the lower classes').
+  const webhookIntervalMs = paceShare >= 1 ? 0 : Math.floor(effectiveWindowMs / pacedSlots);
+  const webhookBurst = Math.max(1, limits.full - pacedSlots);
   // One hash tag for the keys: one Redis Cluster slot, as the scripts need.
   const keys = redisKeys(options.prefix).upstreamBudget(options.keyId);
   const scripts = defineScripts<Scripts>(options.redis, {
-    svcUpstreamAcquire: { numberOfKeys: 5, lua: ACQUIRE },
+    svcUpstreamAcquire: { numberOfKeys: 6, lua: ACQUIRE },
     svcUpstreamPause: { numberOfKeys: 1, lua: PAUSE },
     svcUpstreamState: { numberOfKeys: 4, lua: STATE },
   });
@@ -272,14 +290,15 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
           keys.last,
           keys.activeLog,
           keys.fullLog,
+          keys.webhookTat,
           limits[priority],
           effectiveWindowMs,
           minGapMs,
           randomUUID(),
           priority,
           cap,
-          pacedFrom,
-          pacedGapMs,
+          webhookBurst,
+          webhookIntervalMs,
           priority === "webhook" || options.spreadLowerClasses === false ? 0 : Math.floor(effectiveWindowMs / cap),
           caps.active,
         );

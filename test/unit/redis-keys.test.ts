@@ -10,7 +10,7 @@ function scriptKeyGroups(prefix: string): Record<string, string[]> {
   const keys = redisKeys(prefix);
   const budget = keys.upstreamBudget("0123456789abcdef");
   return {
-    "rate limiter acquire": [budget.log, budget.pause, budget.last, budget.activeLog, budget.fullLog],
+    "rate limiter acquire": [budget.log, budget.pause, budget.last, budget.activeLog, budget.fullLog, budget.webhookTat],
     "rate limiter state": [budget.log, budget.pause, budget.activeLog, budget.fullLog],
     "refresh scheduler note and settle": [keys.pendingRefresh("orders", "rest_1"), keys.pendingNotes("orders", "rest_1")],
     "refresh scheduler forget an idle restaurant": [keys.pendingIndex("orders")],
@@ -52,6 +52,7 @@ describe("Redis key names", () => {
       last: "svc:upstream:{k1}:last",
       activeLog: "svc:upstream:{k1}:log:active",
       fullLog: "svc:upstream:{k1}:log:full",
+      webhookTat: "svc:upstream:{k1}:webhook-tat",
     });
     expect(keys.pendingRefresh("orders", "r1")).toBe("svc:sync:pending:orders:{r1}");
   });
