@@ -5,7 +5,7 @@ import pino from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorRecord, MirrorStore } from "../../src/mirror/store.js";
-import { createSandbox, type Order, type Sandbox } from "../../src/sandbox/index.js";
+import { createSandbox, type Booking, type Order, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient } from "../../src/upstream/index.js";
 import { refreshKind, type RefreshOutcome } from "../../src/worker/sync/refresh-kind.js";
 import {
@@ -216,24 +216,11 @@ describe("narrow reads chosen by the planner", () => {
 
   it("booking events over two weeks and many restaurants share one window read when the mirror says it is no dearer", async () => {
     const { sandbox, url } = await upstream(10);
-    const diner = { name: "Ada", email: "ada@example.com" };
-    const day = (n: number) => new Date(Date.parse("2026-12-01") + n * 86_400_000).toISOString().slice(0, 10);
     // 10 bookings a day for 15 days (150: two pages company-wide), all in the mirror from an earlier sync.
-    const bookings = Array.from({ length: 150 }, (_, i) =>
-      sandbox.actions.createBooking({ restaurantId: `rest_${(i % 10) + 1}`, date: day(i % 15), time: "19:00", partySize: 2, diner }),
-    );
-    await mirror.upsert("bookings", bookings.map(asStored), await mirror.clock());
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const bookings = await bookingsSynced(sandbox, { count: 150, restaurants: 10, days: 15 });
     // Five changes on days 0, 3, 7, 10 and 14, in five restaurants: five 3-day windows of one page each apart.
     const changed = [0, 48, 97, 145, 149].map((i) => bookings[i]!);
-    for (const b of changed) {
-      sandbox.actions.cancelBooking(b.id);
-      await scheduler.request("bookings", b.restaurantId, b.id, { eventId: `evt_${b.id}`, date: b.date });
-    }
-    sandbox.requestLog.length = 0;
-    const [outcome] = await refreshUntilSettled({ url, apiKey: sandbox.apiKey, scheduler, kind: "bookings" });
-    expect(outcome?.found).toBe(5);
-    for (const b of changed) expect((await mirror.get("bookings", b.id))?.status).toBe("CANCELLED");
+    await cancelAndRefresh(sandbox, url, changed);
     // One company-wide read of the merged window (day −1 to day 15: two pages), not five.
     expect(sandbox.requestLog.length).toBeLessThanOrEqual(2);
     for (const request of sandbox.requestLog) expect(request.query).not.toContain("restaurantId");
@@ -241,24 +228,11 @@ describe("narrow reads chosen by the planner", () => {
 
   it("booking events in a busy company's few restaurants read those restaurants' windows, not the company's", async () => {
     const { sandbox, url } = await upstream(30);
-    const diner = { name: "Ada", email: "ada@example.com" };
-    const day = (n: number) => new Date(Date.parse("2026-12-01") + n * 86_400_000).toISOString().slice(0, 10);
     // 120 bookings a day for 5 days over 30 restaurants: a 3-day window is 360 company-wide (four pages), 12 in one restaurant.
-    const bookings = Array.from({ length: 600 }, (_, i) =>
-      sandbox.actions.createBooking({ restaurantId: `rest_${(i % 30) + 1}`, date: day(i % 5), time: "19:00", partySize: 2, diner }),
-    );
-    await mirror.upsert("bookings", bookings.map(asStored), await mirror.clock());
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const bookings = await bookingsSynced(sandbox, { count: 600, restaurants: 30, days: 5 });
     const changed = [bookings[2]!, bookings[3]!, bookings[7]!];
     expect(new Set(changed.map((b) => b.restaurantId)).size).toBe(3);
-    for (const b of changed) {
-      sandbox.actions.cancelBooking(b.id);
-      await scheduler.request("bookings", b.restaurantId, b.id, { eventId: `evt_${b.id}`, date: b.date });
-    }
-    sandbox.requestLog.length = 0;
-    const [outcome] = await refreshUntilSettled({ url, apiKey: sandbox.apiKey, scheduler, kind: "bookings" });
-    expect(outcome?.found).toBe(3);
-    for (const b of changed) expect((await mirror.get("bookings", b.id))?.status).toBe("CANCELLED");
+    await cancelAndRefresh(sandbox, url, changed);
     // One read per restaurant (a page each), not the company's window (pages of 100 up to the dates).
     expect(sandbox.requestLog).toHaveLength(3);
     for (const request of sandbox.requestLog) expect(request.query).toContain("restaurantId");
@@ -413,3 +387,33 @@ describe("reads priced by estimated pages (the bench's shape)", () => {
     expect(calls / events).toBeLessThanOrEqual(1.0);
   }, 240_000);
 });
+
+/** `count` bookings spread over `restaurants` and `days` from 2026-12-01, also in the mirror (an earlier sync). */
+async function bookingsSynced(sandbox: Sandbox, opts: { count: number; restaurants: number; days: number }): Promise<Booking[]> {
+  const diner = { name: "Ada", email: "ada@example.com" };
+  const day = (n: number) => new Date(Date.parse("2026-12-01") + n * 86_400_000).toISOString().slice(0, 10);
+  const bookings = Array.from({ length: opts.count }, (_, i) =>
+    sandbox.actions.createBooking({
+      restaurantId: `rest_${(i % opts.restaurants) + 1}`,
+      date: day(i % opts.days),
+      time: "19:00",
+      partySize: 2,
+      diner,
+    }),
+  );
+  await mirror.upsert("bookings", bookings.map(asStored), await mirror.clock());
+  return bookings;
+}
+
+/** Cancels the bookings upstream, notes their events, refreshes until settled (request log reset first) and checks all were read. */
+async function cancelAndRefresh(sandbox: Sandbox, url: string, changed: readonly Booking[]): Promise<void> {
+  const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+  for (const b of changed) {
+    sandbox.actions.cancelBooking(b.id);
+    await scheduler.request("bookings", b.restaurantId, b.id, { eventId: `evt_${b.id}`, date: b.date });
+  }
+  sandbox.requestLog.length = 0;
+  const [outcome] = await refreshUntilSettled({ url, apiKey: sandbox.apiKey, scheduler, kind: "bookings" });
+  expect(outcome?.found).toBe(changed.length);
+  for (const b of changed) expect((await mirror.get("bookings", b.id))?.status).toBe("CANCELLED");
+}
