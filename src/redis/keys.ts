@@ -22,7 +22,7 @@ export interface RedisKeys {
   pendingNotes(kind: string, restaurantId: string): string;
   /** The restaurants with pending ids of a kind (a sorted set, score bumped by every request); its own slot. */
   pendingIndex(kind: string): string;
-  /** Who runs the kind's refresh now (a string: the holder's token, with a TTL); its own slot. */
+  /** Who runs the kind's refresh (or, as `reconcile-active`, the active pass) now (a string: the holder's token, with a TTL); its own slot. */
   refreshLease(kind: string): string;
   /**
    * The ingest path (queue/stream-sink.ts, queue/stream-consumer.ts): the stream the edge appends

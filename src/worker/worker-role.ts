@@ -149,6 +149,8 @@ export function createWorkerRole(deps: {
     ...(tracing ? { telemetry: tracing.bullmq } : {}),
   });
   syncQueue.on("error", (err) => logger.warn({ err: err.message }, "sync queue error"));
+  // One refresh per kind, and one active pass, at a time across every worker (refresh-lease.ts).
+  const leases = createRefreshLease({ redis: connection, prefix, ttlMs: lockMs });
   const scheduler = createRefreshScheduler({
     redis: connection,
     queue: syncQueue as Queue<RefreshJobData>,
@@ -235,7 +237,7 @@ export function createWorkerRole(deps: {
         onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
       });
     processors.refresh = createRefreshJob({
-      leases: createRefreshLease({ redis: connection, prefix, ttlMs: lockMs }),
+      leases,
       pace: createRefreshPace({
         state: () => upstream.limiter.state(),
         share: config.worker.syncRefreshPaceShare,
@@ -255,6 +257,7 @@ export function createWorkerRole(deps: {
         checkpoints: deps.checkpoints,
         writer,
         pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId),
+        leases,
         queue: syncQueue,
         config: config.worker,
         metrics,

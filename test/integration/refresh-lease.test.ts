@@ -78,10 +78,11 @@ describe("refresh lease", () => {
     const redis = redisClient();
     const queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix: svc.prefix });
     cleanup.push(() => queue.close());
-    // No debounce: each request queues a job of its own at once, as two processes' requests could.
     const scheduler = createRefreshScheduler({ redis, queue, prefix: svc.prefix, debounceMs: 0 });
     const from = sandbox.requestLog.length;
     await Promise.all(orders.map((o) => scheduler.request("orders", o.restaurantId, o.id, { status: o.status, createdAt: o.createdAt })));
+    // Two more jobs of the kind at once, as a retry's job or one an older version queued could be.
+    await queue.addBulk([1, 2].map(() => ({ name: "refresh", data: { kind: "orders" as const } })));
     const refreshes = await waitFor(
       async () => {
         const done = (await queue.getCompleted()).filter((j) => j.name === "refresh");
@@ -96,5 +97,41 @@ describe("refresh lease", () => {
     expect(made).toBeGreaterThan(0);
     for (const o of orders)
       expect(((await svc.service.mirror.get("orders", o.id)) as { status?: string } | undefined)?.status).toBe(o.status);
+  });
+});
+
+describe("active pass lease", () => {
+  it("runs one active pass at a time: a tick while one runs is skipped, not run beside it", async () => {
+    const sandbox: Sandbox = createSandbox({ restaurants: 3, seed: 6, rateLimit: { max: 1_000_000, windowMs: 60_000 } });
+    cleanup.push(() => sandbox.close());
+    const apiUrl = await sandbox.listen();
+    const svc: TestService = await startService({
+      API_BASE_URL: apiUrl,
+      API_KEY: sandbox.apiKey,
+      WORKER_CONCURRENCY: "10",
+      RECONCILE_INTERVAL_SECONDS: "3600",
+      RECONCILE_ACTIVE_INTERVAL_SECONDS: "3600",
+    });
+    cleanup.push(() => svc.stop());
+    // Slow lists: a pass takes seconds, so the ticks below find it running.
+    sandbox.faults.add({ method: "GET", path: "/api/v1/orders", delayMs: 300 });
+    const queue = new Queue("sync", { connection: redisClient(), prefix: svc.prefix });
+    cleanup.push(() => queue.close());
+    const ticks = await queue.addBulk([1, 2, 3].map(() => ({ name: "reconcile-active", data: {} })));
+    const done = await waitFor(
+      async () => {
+        const jobs = await Promise.all(ticks.map((t) => queue.getJob(t.id ?? "")));
+        return jobs.every((j) => j?.finishedOn !== undefined) && jobs;
+      },
+      { timeoutMs: 30_000, what: "the three ticks to finish" },
+    );
+    const passes = done.filter((j) => !(j?.returnvalue as { skipped?: string } | undefined)?.skipped);
+    // Every pass, the scheduler's own included, ran alone: none started before another ended.
+    const all = (await queue.getCompleted()).filter(
+      (j) => j.name === "reconcile-active" && !(j.returnvalue as { skipped?: string } | undefined)?.skipped,
+    );
+    const spans = all.map((j) => [j.processedOn ?? 0, j.finishedOn ?? 0] as const).sort((a, b) => a[0] - b[0]);
+    for (let i = 1; i < spans.length; i++) expect(spans[i]?.[0]).toBeGreaterThanOrEqual(spans[i - 1]?.[1] ?? 0);
+    expect(passes.length).toBeLessThan(3);
   });
 });

@@ -10,12 +10,14 @@ import {
   type RefreshJobData,
   type RefreshScheduler,
 } from "../../src/worker/sync/refresh-scheduler.js";
+import { waitFor } from "../helpers/wait-for.js";
 
 let redis: Redis;
 let queue: Queue<RefreshJobData>;
 let scheduler: RefreshScheduler;
+let prefix: string;
 beforeEach(() => {
-  const prefix = `test-sched-${randomUUID().slice(0, 8)}`;
+  prefix = `test-sched-${randomUUID().slice(0, 8)}`;
   redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
   queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
   scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 1000 });
@@ -94,6 +96,22 @@ describe("refresh scheduler", () => {
     const note = orders.find((r) => r.restaurantId === "rest_1")?.notes.get("ord_1");
     expect(note).toMatchObject({ status: "CONFIRMED", createdAt: "2026-01-01T00:00:00.000Z", eventIds: ["evt_1", "evt_0"] });
     expect((await scheduler.pendingAll("bookings"))[0]?.notes.get("bkg_1")).toMatchObject({ date: "2026-12-24T00:00:00.000Z" });
+  });
+
+  it("keeps one job of a kind waiting however long it waits, until it starts (release)", async () => {
+    // A short debounce: the job's start is what ends the deduplication, not the debounce's time.
+    const quick = createRefreshScheduler({ redis, queue, prefix, debounceMs: 20 });
+    await quick.request("orders", "rest_1", "ord_1");
+    const first = Date.now();
+    await waitFor(() => Promise.resolve(Date.now() - first > 200), { timeoutMs: 5_000, intervalMs: 20, what: "ten debounces to pass" });
+    await quick.request("orders", "rest_2", "ord_2");
+    await quick.request("orders", "rest_3", "ord_3");
+    // Before, a request past the debounce queued a job of its own: behind a holder paced 4 s, one more every second.
+    expect(await queue.getDelayedCount()).toBe(1);
+    // Once the job starts, an event may have come after its reads: the next request queues the next job.
+    await quick.release("orders");
+    await quick.request("orders", "rest_1", "ord_4");
+    expect(await queue.getDelayedCount()).toBe(2);
   });
 
   it("drops a restaurant from the kind's index once settled, unless a request came after the job read it", async () => {

@@ -9,6 +9,7 @@ import { runActivePass } from "./active-tier.js";
 import type { SweepChanges } from "./change-source.js";
 import { lastCompleteFullPass, lastWholePassStart, runFullSlice } from "./full-tier.js";
 import type { MirrorWriter } from "./mirror-writer.js";
+import { ACTIVE_PASS_LEASE, type RefreshLease } from "./refresh-lease.js";
 import { runBackfill } from "./resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "./synced-kinds.js";
 
@@ -44,6 +45,8 @@ export interface ReconcileDeps {
   checkpoints: SyncCheckpoints;
   writer: MirrorWriter;
   pending: NonNullable<SweepChanges["pending"]>;
+  /** One active pass at a time: a tick that finds one running is skipped. */
+  leases: RefreshLease;
   queue: Pick<Queue, "add" | "getJob">;
   config: Config["worker"];
   metrics: Metrics;
@@ -51,7 +54,7 @@ export interface ReconcileDeps {
 }
 
 /** The processors of the reconciliation and backfill jobs (sync-worker.ts runs them by name). */
-export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: Job) => Promise<unknown>> {
+export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: Job, token?: string) => Promise<unknown>> {
   const changes: SweepChanges = { writer: deps.writer, source: "reconcile", pending: deps.pending };
   const fullSlice = async (job: Job) => {
     const outcome = await runFullSlice({
@@ -70,17 +73,24 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
     return { pages: outcome.pages, kinds: Object.fromEntries(Object.entries(outcome.kinds).map(([k, v]) => [k, v.state])) };
   };
   return {
-    [RECONCILE_JOBS.active]: async () => {
-      const outcome = await runActivePass({
-        api: deps.api,
-        mirror: deps.mirror,
-        checkpoints: deps.checkpoints,
-        changes,
-        logger: deps.logger,
-      });
-      deps.metrics.reconcileLastCompletePass.setToCurrentTime({ tier: "active" });
-      deps.logger.info(outcome, "active reconciliation pass done");
-      return outcome;
+    [RECONCILE_JOBS.active]: async (job, token) => {
+      // The pass still running reads what this one would: this tick is skipped, not queued.
+      const lease = await deps.leases.hold(ACTIVE_PASS_LEASE, token ?? job.id ?? "");
+      if (!lease) return { skipped: "an active pass is running" };
+      try {
+        const outcome = await runActivePass({
+          api: deps.api,
+          mirror: deps.mirror,
+          checkpoints: deps.checkpoints,
+          changes,
+          logger: deps.logger,
+        });
+        deps.metrics.reconcileLastCompletePass.setToCurrentTime({ tier: "active" });
+        deps.logger.info(outcome, "active reconciliation pass done");
+        return outcome;
+      } finally {
+        await lease.letGo();
+      }
     },
     // The tick: a slice when a pass runs or is due (an operator's `force` starts one now).
     [RECONCILE_JOBS.full]: async (job) => ((job.data as FullJobData).force ? fullSlice(job) : tick(deps)),

@@ -11,9 +11,17 @@ import type { SyncedKind } from "./synced-kinds.js";
  * (`waitForLease`, refresh-job.ts); the ids noted meanwhile are all read by the next holder, in fewer calls.
  */
 export interface RefreshLease {
-  /** Takes the kind's lease for `token`; undefined when another job holds it. */
-  hold(kind: SyncedKind, token: string): Promise<HeldLease | undefined>;
+  /** Takes the kind's lease (or the active pass's) for `token`; undefined when another job holds it. */
+  hold(kind: SyncedKind | typeof ACTIVE_PASS_LEASE, token: string): Promise<HeldLease | undefined>;
 }
+
+/**
+ * The active reconciliation pass's lease: one pass at a time. Passes are scheduled every
+ * interval whether the last one finished or not; under a busy budget a pass outlasts the interval,
+ * and overlapping passes split the active class's share, each slower, until they held every slot
+ * of the sync queue and refreshes waited behind them.
+ */
+export const ACTIVE_PASS_LEASE = "reconcile-active";
 
 export interface HeldLease {
   /** Gives the lease back (only if still ours) and stops renewing it. */

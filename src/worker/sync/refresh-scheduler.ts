@@ -53,7 +53,8 @@ export interface RefreshScheduler {
   /**
    * Notes that `id` (or the whole menu) of a restaurant changed, with what the event said of it,
    * and makes sure one refresh job of the kind runs within `debounceMs`: a burst of events of
-   * every restaurant shares one job, and its reads.
+   * every restaurant shares one job, and its reads. At most one job of the kind waits at a time
+   * (until it starts, see `release`), besides the one running.
    */
   request(kind: SyncedKind, restaurantId: string, id?: string, note?: RefreshNote): Promise<void>;
   /** The ids of one restaurant waiting for a refresh, each with its version (reconcile tells webhook from missed by it). */
@@ -203,11 +204,11 @@ export function createRefreshScheduler(opts: {
       );
       const index = keys.pendingIndex(kind);
       await redis.multi().zincrby(index, 1, restaurantId).pexpire(index, pendingTtlMs).exec();
-      await queue.add(
-        "refresh",
-        { kind },
-        debounceMs > 0 ? { delay: debounceMs, deduplication: { id: dedupId(kind), ttl: debounceMs } } : {},
-      );
+      // Deduplicated until the job takes its kind's lease (release) or ends: one job waits per kind,
+      // however long the running one holds the lease. A key that expired after the debounce let a
+      // job in every second behind a paced holder (4 s each): hundreds, polling for the lease, took
+      // the sync queue's slots from other kinds' refreshes and the reconciliation passes.
+      await queue.add("refresh", { kind }, { ...(debounceMs > 0 ? { delay: debounceMs } : {}), deduplication: { id: dedupId(kind) } });
     },
     pending,
     async pendingAll(kind) {
