@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Browser, BrowserContext, Page, Request } from "playwright-core";
+import type { Browser, BrowserContext, Page, Route } from "playwright-core";
 import { createChangeOutbox } from "../../src/mirror/change-outbox.js";
 import { launchChromium } from "../helpers/browser.js";
 import { sampleEvent } from "../helpers/edge.js";
@@ -195,18 +195,24 @@ describe("the console in a real headless Chromium", () => {
   it("sends POST /events/{id}/replay with {} for all handlers, and with the handler for one", async () => {
     await withOperator(async (page) => {
       await page.goto(url(`/console/events/${failedId}`));
-      const sent: Request[] = [];
-      page.on("request", (r) => {
-        if (r.method() === "POST") sent.push(r);
+      // Each request is held until both were sent: an answered replay polls the event and reloads
+      // the page once its attempt is recorded, which could otherwise swallow the second click.
+      const held: Route[] = [];
+      await page.route(url(`/events/${failedId}/replay`), (route) => {
+        held.push(route);
       });
       await page.getByRole("button", { name: "Replay all handlers" }).click();
+      await waitFor(() => held.length === 1, { what: "the first replay request" });
       await page.getByRole("button", { name: /^Replay only user:order\.created/ }).click();
-      await waitFor(() => sent.length === 2, { what: "both replay requests" });
-      expect(sent.map((r): [string, unknown] => [r.url(), r.postDataJSON()])).toEqual([
-        [url(`/events/${failedId}/replay`), {}],
-        [url(`/events/${failedId}/replay`), { handler: "user:order.created:0" }],
+      await waitFor(() => held.length === 2, { what: "both replay requests" });
+      const sent = held.map((r) => r.request());
+      expect(sent.map((r): [string, string, unknown] => [r.method(), r.url(), r.postDataJSON()])).toEqual([
+        ["POST", url(`/events/${failedId}/replay`), {}],
+        ["POST", url(`/events/${failedId}/replay`), { handler: "user:order.created:0" }],
       ]);
       expect(sent[0]!.headers()["content-type"]).toBe("application/json");
+      await Promise.all(held.map((r) => r.continue()));
+      await page.unrouteAll({ behavior: "wait" });
     });
   });
 
