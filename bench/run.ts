@@ -15,7 +15,7 @@ import { endToEndReport, ingestReport } from "./report.js";
 import { assertWrk } from "./lib/wrk.js";
 import { benchMemory } from "./memory.js";
 import { benchLive, benchSync, type SyncBenchResult } from "./sync.js";
-import { SYNC_RUNS_HEADER, syncFullReport, syncReport, syncRunLine } from "./sync-report.js";
+import { SYNC_FULL_RUNS_HEADER, SYNC_RUNS_HEADER, syncFullReport, syncFullRunLine, syncReport, syncRunLine } from "./sync-report.js";
 import { benchWorker } from "./event-worker-throughput.js";
 
 const { values } = parseArgs({
@@ -48,7 +48,8 @@ const want = (part: string) => !values.only || values.only.split(",").includes(p
 const log = (s: string) => process.stderr.write(`${s}\n`);
 const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-assertWrk();
+// Only the ingest, e2e and memory parts drive load with wrk; the sync parts do not need it.
+if (want("ingest") || want("e2e") || want("memory")) assertWrk();
 // A Redis of the bench's own (AOF on, as production), unless REDIS_URL is given.
 const redis = await ensureRedis(process.env.BENCH_REDIS_URL);
 const results: Record<string, unknown> = { at: new Date().toISOString(), node: process.version, cpus: cpus().length };
@@ -227,6 +228,10 @@ if (syncFullSection.length > 0) {
   const head = `Latest \`npm run bench -- --only sync-full\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;
   if (writeReadmeSection("docs/sync-and-mirror.md", [head, "", ...syncFullSection], "sync-full"))
     console.log("written: docs/sync-and-mirror.md (sync-full section)");
+  const runs = "bench/results/sync-full-runs.md";
+  if (!existsSync(runs)) writeFileSync(runs, `${SYNC_FULL_RUNS_HEADER.join("\n")}\n`);
+  appendFileSync(runs, `${syncFullRunLine(results.syncFull as Parameters<typeof syncFullRunLine>[0], String(results.at), measuredTree)}\n`);
+  console.log(`appended: ${runs}`);
 }
 if (want("ingest") && want("e2e") && readme.length > 0) {
   const head = `Latest \`npm run bench -- ${process.argv.slice(2).join(" ")}\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;

@@ -28,6 +28,25 @@ export function syncRunLine(r: SyncBenchResult, at: string, commit: string): str
   return `| ${at.slice(0, 16).replace("T", " ")} | ${commit} | ${fmt(small?.callsPerEvent ?? NaN, 2)} → ${fmt(large?.callsPerEvent ?? NaN, 2)} (×${fmt(r.costRatio, 2)}) | ${fmt(f.p50, 1)} / ${fmt(f.p90, 1)} / ${fmt(f.p99, 1)} s (${fmt(f.max, 1)}) | ${f.lost} of ${fmt(f.changes)} | ${f.rateLimited} | ${fmt(f.callsPerMinute)} | ${missed} | ${fmt(r.fullPass.secondsPer10k, 1)} s |`;
 }
 
+/** One line of bench/results/sync-full-runs.md: a full pass's headline figures, every run kept. */
+export function syncFullRunLine(r: { freshness: FreshnessResult; fullPass?: TrafficFullPass }, at: string, commit: string): string {
+  const f = r.freshness;
+  const p = r.fullPass;
+  const pass = p
+    ? `${p.completed ? "completed" : "not complete"} after ${fmt(p.seconds / 60, 1)} min, ${fmt(p.records)} records | ${fmt((p.seconds / Math.max(1, p.records)) * 10_000, 1)} s`
+    : "not measured | —";
+  return `| ${at.slice(0, 16).replace("T", " ")} | ${commit} | ${pass} | ${fmt(f.p50, 1)} / ${fmt(f.p90, 1)} / ${fmt(f.p99, 1)} s (${fmt(f.max, 1)}) | ${f.lost} of ${fmt(f.changes)} | ${f.rateLimited} | ${fmt(f.callsPerMinute)} |`;
+}
+
+export const SYNC_FULL_RUNS_HEADER = [
+  "# Sync full-pass runs",
+  "",
+  "Every `npm run bench -- --only sync-full` appends its headline figures here (bench/sync-report.ts). Targets (issue 22): the pass over 100,000 orders of history completes while webhooks stay fresh (p99 ≤ 10 s, none lost, no 429).",
+  "",
+  "| run (UTC) | commit | full pass | per 10,000 records | freshness p50 / p90 / p99 (max) | lost | 429 | calls/min |",
+  "|---|---|---|---:|---|---|---|---:|",
+];
+
 export const SYNC_RUNS_HEADER = [
   "# Sync bench runs",
   "",
