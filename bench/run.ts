@@ -71,8 +71,9 @@ const out = (...lines: string[]) => {
 // The README's performance section: the ingest and end-to-end tables of a run that made both.
 const readme: string[] = [];
 // The README's sync section: the tables of a run that made the sync part.
-const syncSection: string[] = [];
-const syncFullSection: string[] = [];
+// The sync parts' results, typed: their sections and runs' lines are written from them at the end.
+let syncRun: SyncBenchResult | undefined;
+let syncFullRun: Awaited<ReturnType<typeof benchLive>> | undefined;
 // The peer the end-to-end run compares against: the best of the ingest table, else the Hono tutorial.
 let bestPeerKey: IngestKey = "f";
 const E2E_PEERS: Partial<Record<IngestKey, EndToEndPair>> = {
@@ -173,10 +174,8 @@ try {
     } finally {
       await database.server?.destroy();
     }
-    results.sync = r;
-    const lines = syncReport(r);
-    out("## Sync", "", ...lines);
-    syncSection.push(...lines);
+    results.sync = syncRun = r;
+    out("## Sync", "", ...syncReport(r));
   }
   // Long (the pass reads every record at the full class's share): run only when asked for by name.
   if (values.only?.split(",").includes("sync-full")) {
@@ -192,10 +191,8 @@ try {
     } finally {
       await database.server?.destroy();
     }
-    results.syncFull = r;
-    const lines = syncFullReport(r);
-    out("## Sync: a full pass under live traffic", "", ...lines);
-    syncFullSection.push(...lines);
+    results.syncFull = syncFullRun = r;
+    out("## Sync: a full pass under live traffic", "", ...syncFullReport(r));
   }
   if (want("memory")) {
     log(`memory: ${memorySeconds} s of sustained load`);
@@ -214,24 +211,31 @@ mkdirSync("bench/results", { recursive: true });
 writeFileSync(`bench/results/${resultsName}.md`, md.join("\n"));
 writeFileSync(`bench/results/${resultsName}.json`, JSON.stringify(results, null, 2));
 console.log(`\nwritten: bench/results/${resultsName}.md (table), bench/results/${resultsName}.json (every run)`);
-if (syncSection.length > 0 && results.sync) {
-  const head = `Latest \`npm run bench -- --only sync\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;
-  if (writeReadmeSection("README.md", [head, "", ...syncSection], "sync")) console.log("written: README.md (sync section)");
-  if (writeReadmeSection("docs/sync-and-mirror.md", [head, "", ...syncSection], "sync"))
-    console.log("written: docs/sync-and-mirror.md (sync section)");
-  const runs = "bench/results/sync-runs.md";
-  if (!existsSync(runs)) writeFileSync(runs, `${SYNC_RUNS_HEADER.join("\n")}\n`);
-  appendFileSync(runs, `${syncRunLine(results.sync as SyncBenchResult, String(results.at), measuredTree)}\n`);
-  console.log(`appended: ${runs}`);
+/** Appends a run's headline line to a runs' history (bench/results/*-runs.md), which starts with its header. */
+function appendRunLine(path: string, header: string[], line: string) {
+  if (!existsSync(path)) writeFileSync(path, `${header.join("\n")}\n`);
+  appendFileSync(path, `${line}\n`);
+  console.log(`appended: ${path}`);
 }
-if (syncFullSection.length > 0) {
-  const head = `Latest \`npm run bench -- --only sync-full\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;
-  if (writeReadmeSection("docs/sync-and-mirror.md", [head, "", ...syncFullSection], "sync-full"))
+if (syncRun) {
+  const section = [
+    `Latest \`npm run bench -- --only sync\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`,
+    "",
+    ...syncReport(syncRun),
+  ];
+  if (writeReadmeSection("README.md", section, "sync")) console.log("written: README.md (sync section)");
+  if (writeReadmeSection("docs/sync-and-mirror.md", section, "sync")) console.log("written: docs/sync-and-mirror.md (sync section)");
+  appendRunLine("bench/results/sync-runs.md", SYNC_RUNS_HEADER, syncRunLine(syncRun, String(results.at), measuredTree));
+}
+if (syncFullRun) {
+  const section = [
+    `Latest \`npm run bench -- --only sync-full\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`,
+    "",
+    ...syncFullReport(syncFullRun),
+  ];
+  if (writeReadmeSection("docs/sync-and-mirror.md", section, "sync-full"))
     console.log("written: docs/sync-and-mirror.md (sync-full section)");
-  const runs = "bench/results/sync-full-runs.md";
-  if (!existsSync(runs)) writeFileSync(runs, `${SYNC_FULL_RUNS_HEADER.join("\n")}\n`);
-  appendFileSync(runs, `${syncFullRunLine(results.syncFull as Parameters<typeof syncFullRunLine>[0], String(results.at), measuredTree)}\n`);
-  console.log(`appended: ${runs}`);
+  appendRunLine("bench/results/sync-full-runs.md", SYNC_FULL_RUNS_HEADER, syncFullRunLine(syncFullRun, String(results.at), measuredTree));
 }
 if (want("ingest") && want("e2e") && readme.length > 0) {
   const head = `Latest \`npm run bench -- ${process.argv.slice(2).join(" ")}\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;

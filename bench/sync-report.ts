@@ -8,7 +8,7 @@ export function syncFullReport(r: { freshness: FreshnessResult; fullPass?: Traff
     `Full pass under live traffic: sandbox at 120 calls/min, 40 restaurants, ${fmt(f.historyOrders)} orders of history imported, then reconciliation at its defaults (its full pass due at start) while ${fmt(f.eventsPerSecond, 1)} events/s of live traffic run for ${fmt(f.seconds / 60, 1)} min.`,
     "",
     p
-      ? `Full pass: **${p.completed ? "completed" : "not complete"}** after ${fmt(p.seconds / 60, 1)} min: ${fmt(p.records)} records in ${fmt(p.pages)} pages (${fmt(p.pages / (p.seconds / 60), 1)} calls/min; ${fmt((p.seconds / Math.max(1, p.records)) * 10_000, 1)} s per 10,000 records).`
+      ? `Full pass: **${p.completed ? "completed" : "not complete"}** after ${fmt(p.seconds / 60, 1)} min: ${fmt(p.records)} records in ${fmt(p.pages)} pages (${fmt(p.pages / (p.seconds / 60), 1)} calls/min; ${fmt(secondsPer10k(p), 1)} s per 10,000 records).`
       : "Full pass: not measured.",
     "",
     `Meanwhile, change → change event **p50 ${fmt(f.p50, 1)} s, p90 ${fmt(f.p90, 1)} s, p99 ${fmt(f.p99, 1)} s** (max ${fmt(f.max, 1)} s); ${fmt(f.changes)} changes, **${f.lost} lost**, ${f.rateLimited} 429s, ${fmt(f.callsPerMinute)} calls/min (${Object.entries(
@@ -25,7 +25,7 @@ export function syncRunLine(r: SyncBenchResult, at: string, commit: string): str
   const [small, large] = r.cost;
   const missed =
     r.missed.reachedAfterSeconds === null ? "not caught" : `${fmt(r.missed.reachedAfterSeconds, 1)} s (${r.missed.source ?? "?"})`;
-  return `| ${at.slice(0, 16).replace("T", " ")} | ${commit} | ${fmt(small?.callsPerEvent ?? NaN, 2)} → ${fmt(large?.callsPerEvent ?? NaN, 2)} (×${fmt(r.costRatio, 2)}) | ${fmt(f.p50, 1)} / ${fmt(f.p90, 1)} / ${fmt(f.p99, 1)} s (${fmt(f.max, 1)}) | ${f.lost} of ${fmt(f.changes)} | ${f.rateLimited} | ${fmt(f.callsPerMinute)} | ${missed} | ${fmt(r.fullPass.secondsPer10k, 1)} s |`;
+  return `| ${runAt(at)} | ${commit} | ${fmt(small?.callsPerEvent ?? NaN, 2)} → ${fmt(large?.callsPerEvent ?? NaN, 2)} (×${fmt(r.costRatio, 2)}) | ${freshnessCell(f)} | ${f.lost} of ${fmt(f.changes)} | ${f.rateLimited} | ${fmt(f.callsPerMinute)} | ${missed} | ${fmt(r.fullPass.secondsPer10k, 1)} s |`;
 }
 
 /** One line of bench/results/sync-full-runs.md: a full pass's headline figures, every run kept. */
@@ -33,9 +33,9 @@ export function syncFullRunLine(r: { freshness: FreshnessResult; fullPass?: Traf
   const f = r.freshness;
   const p = r.fullPass;
   const pass = p
-    ? `${p.completed ? "completed" : "not complete"} after ${fmt(p.seconds / 60, 1)} min, ${fmt(p.records)} records | ${fmt((p.seconds / Math.max(1, p.records)) * 10_000, 1)} s`
+    ? `${p.completed ? "completed" : "not complete"} after ${fmt(p.seconds / 60, 1)} min, ${fmt(p.records)} records | ${fmt(secondsPer10k(p), 1)} s`
     : "not measured | —";
-  return `| ${at.slice(0, 16).replace("T", " ")} | ${commit} | ${pass} | ${fmt(f.p50, 1)} / ${fmt(f.p90, 1)} / ${fmt(f.p99, 1)} s (${fmt(f.max, 1)}) | ${f.lost} of ${fmt(f.changes)} | ${f.rateLimited} | ${fmt(f.callsPerMinute)} |`;
+  return `| ${runAt(at)} | ${commit} | ${pass} | ${freshnessCell(f)} | ${f.lost} of ${fmt(f.changes)} | ${f.rateLimited} | ${fmt(f.callsPerMinute)} |`;
 }
 
 export const SYNC_FULL_RUNS_HEADER = [
@@ -58,6 +58,11 @@ export const SYNC_RUNS_HEADER = [
 
 const fmt = (n: number, digits = 0) =>
   Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "—";
+/** A run's start as the runs' tables show it: "2026-11-24 21:58" (UTC). */
+const runAt = (at: string) => at.slice(0, 16).replace("T", " ");
+/** Freshness in a runs' table cell: p50 / p90 / p99 (max). */
+const freshnessCell = (f: FreshnessResult) => `${fmt(f.p50, 1)} / ${fmt(f.p90, 1)} / ${fmt(f.p99, 1)} s (${fmt(f.max, 1)})`;
+const secondsPer10k = (p: TrafficFullPass) => (p.seconds / Math.max(1, p.records)) * 10_000;
 
 /** The sync part's tables in Markdown (bench/results/latest.md and the README's sync section). */
 export function syncReport(r: SyncBenchResult): string[] {
