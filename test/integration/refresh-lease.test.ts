@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Queue } from "bullmq";
+import { Queue, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
@@ -125,11 +125,10 @@ describe("active pass lease", () => {
       },
       { timeoutMs: 30_000, what: "the three ticks to finish" },
     );
-    const passes = done.filter((j) => !(j?.returnvalue as { skipped?: string } | undefined)?.skipped);
+    const ranPass = (j: Job | undefined) => !(j?.returnvalue as { skipped?: string } | undefined)?.skipped;
+    const passes = done.filter(ranPass);
     // Every pass, the scheduler's own included, ran alone: none started before another ended.
-    const all = (await queue.getCompleted()).filter(
-      (j) => j.name === "reconcile-active" && !(j.returnvalue as { skipped?: string } | undefined)?.skipped,
-    );
+    const all = (await queue.getCompleted()).filter((j) => j.name === "reconcile-active" && ranPass(j));
     const spans = all.map((j) => [j.processedOn ?? 0, j.finishedOn ?? 0] as const).sort((a, b) => a[0] - b[0]);
     for (let i = 1; i < spans.length; i++) expect(spans[i]?.[0]).toBeGreaterThanOrEqual(spans[i - 1]?.[1] ?? 0);
     expect(passes.length).toBeLessThan(3);
