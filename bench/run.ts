@@ -17,6 +17,7 @@ import { benchMemory } from "./memory.js";
 import { benchLive, benchSync, type SyncBenchResult } from "./sync.js";
 import { SYNC_FULL_RUNS_HEADER, SYNC_RUNS_HEADER, syncFullReport, syncFullRunLine, syncReport, syncRunLine } from "./sync-report.js";
 import { benchWorker } from "./event-worker-throughput.js";
+import { benchGaps, GAPS_RUNS_HEADER, gapsReport, gapsRunLine, type GapsBenchResult } from "./sync-gaps.js";
 
 const { values } = parseArgs({
   options: {
@@ -73,6 +74,7 @@ const readme: string[] = [];
 // The README's sync section: the tables of a run that made the sync part.
 // The sync parts' results, typed: their sections and runs' lines are written from them at the end.
 let syncRun: SyncBenchResult | undefined;
+let gapsRun: GapsBenchResult | undefined;
 let syncFullRun: Awaited<ReturnType<typeof benchLive>> | undefined;
 // The peer the end-to-end run compares against: the best of the ingest table, else the Hono tutorial.
 let bestPeerKey: IngestKey = "f";
@@ -177,6 +179,18 @@ try {
     results.sync = syncRun = r;
     out("## Sync", "", ...syncReport(r));
   }
+  if (want("sync") || want("sync-gaps")) {
+    log("sync-gaps: a first day at 20,000 orders, a 2-minute outage at 20,000 and 100,000 (about 20 minutes)");
+    const database = await benchDatabase();
+    let r;
+    try {
+      r = await benchGaps({ redisUrl: redis.url, databaseUrl: database.url, log });
+    } finally {
+      await database.server?.destroy();
+    }
+    results.syncGaps = gapsRun = r;
+    out("## Sync: first day and outages", "", ...gapsReport(r));
+  }
   // Long (the pass reads every record at the full class's share): run only when asked for by name.
   if (values.only?.split(",").includes("sync-full")) {
     log("sync-full: a full pass over 100,000 orders of history under live traffic at 3.5 events/s (about an hour)");
@@ -206,7 +220,7 @@ try {
   await redis.started?.destroy();
 }
 // A run of the sync part alone keeps its own files, so it does not wipe the ingest and e2e tables.
-const resultsName = values.only === "sync" || values.only === "sync-full" ? values.only : "latest";
+const resultsName = values.only === "sync" || values.only === "sync-full" || values.only === "sync-gaps" ? values.only : "latest";
 mkdirSync("bench/results", { recursive: true });
 writeFileSync(`bench/results/${resultsName}.md`, md.join("\n"));
 writeFileSync(`bench/results/${resultsName}.json`, JSON.stringify(results, null, 2));
@@ -226,6 +240,16 @@ if (syncRun) {
   if (writeReadmeSection("README.md", section, "sync")) console.log("written: README.md (sync section)");
   if (writeReadmeSection("docs/sync-and-mirror.md", section, "sync")) console.log("written: docs/sync-and-mirror.md (sync section)");
   appendRunLine("bench/results/sync-runs.md", SYNC_RUNS_HEADER, syncRunLine(syncRun, String(results.at), measuredTree));
+}
+if (gapsRun) {
+  const section = [
+    `Latest \`npm run bench -- --only sync-gaps\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`,
+    "",
+    ...gapsReport(gapsRun),
+  ];
+  if (writeReadmeSection("docs/sync-and-mirror.md", section, "sync-gaps"))
+    console.log("written: docs/sync-and-mirror.md (sync-gaps section)");
+  appendRunLine("bench/results/sync-gaps-runs.md", GAPS_RUNS_HEADER, gapsRunLine(gapsRun, String(results.at), measuredTree));
 }
 if (syncFullRun) {
   const section = [

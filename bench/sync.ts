@@ -16,7 +16,7 @@ import { BENCH_SECRET } from "./lib/pool.js";
 // webhook endpoint, the mirror, change events, the `backfill` command), so the same bench runs
 // before and after the sync's internals change.
 
-const RESTAURANTS = 40;
+export const RESTAURANTS = 40;
 /** The active tier's interval the bench asks for (an unknown env var is ignored by older code). */
 const ACTIVE_INTERVAL_SECONDS = 60;
 const RANK: Record<string, number> = { PENDING: 0, CONFIRMED: 1, PREPARING: 2, READY: 3, DELIVERED: 4, CANCELLED: 4, REFUNDED: 5 };
@@ -71,7 +71,7 @@ export interface SyncBenchResult {
 }
 
 /** One company: a sandbox with a seeded history, a key held to 120/min and an unmetered import key. */
-interface Company {
+export interface Company {
   sandbox: Sandbox;
   apiUrl: string;
   importKey: string;
@@ -85,12 +85,12 @@ interface Company {
   close(): Promise<void>;
 }
 
-async function startCompany(orders: number, seed: number): Promise<Company> {
+export async function startCompany(orders: number, seed: number, days = 365): Promise<Company> {
   const importKey = newKey();
   const sandbox = createSandbox({
     seed,
     restaurants: RESTAURANTS,
-    history: { orders, days: 365 },
+    history: { orders, days },
     unmeteredKeys: [importKey],
     delivery: { retryDelaysMs: [200, 400, 800, 1600, 3200] },
   });
@@ -141,7 +141,7 @@ export interface SyncBenchTargets {
   databaseUrl: string;
 }
 
-const baseEnv = (c: Company, t: SyncBenchTargets) => ({
+export const baseEnv = (c: Company, t: SyncBenchTargets) => ({
   REDIS_URL: t.redisUrl,
   DATABASE_URL: t.databaseUrl,
   DATABASE_SCHEMA: c.schema,
@@ -152,7 +152,7 @@ const baseEnv = (c: Company, t: SyncBenchTargets) => ({
 });
 
 /** `svc-webhooks backfill` as a user runs it; resolves with its summary and how long it took. */
-function backfill(env: Record<string, string>, args: string[]): Promise<{ seconds: number; summary: Record<string, unknown> }> {
+export function backfill(env: Record<string, string>, args: string[]): Promise<{ seconds: number; summary: Record<string, unknown> }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", "src/bin/cli.ts", "backfill", ...args], {
@@ -180,18 +180,18 @@ function backfill(env: Record<string, string>, args: string[]): Promise<{ second
 }
 
 /** The first import, fast (unmetered key, no change events), so the runs start from a full mirror. */
-const importHistory = (c: Company, t: SyncBenchTargets) =>
+export const importHistory = (c: Company, t: SyncBenchTargets) =>
   backfill({ ...baseEnv(c, t), API_KEY: c.importKey, API_RATE: "1000000" }, ["--no-changes"]);
 
 /** A change event as the bench's handler saw it. */
-interface SeenChange {
+export interface SeenChange {
   id: string;
   status: string | undefined;
   source: string;
   at: number;
 }
 
-async function startService(c: Company, t: SyncBenchTargets, env: Record<string, string>, seen?: SeenChange[]): Promise<Service> {
+export async function startService(c: Company, t: SyncBenchTargets, env: Record<string, string>, seen?: SeenChange[]): Promise<Service> {
   const record = (event: { createdAt: string; data: { id: string; source: string; after: unknown } }) => {
     const after = event.data.after as { status?: string } | null;
     seen?.push({ id: event.data.id, status: after?.status, source: event.data.source, at: Date.parse(event.createdAt) || Date.now() });
@@ -286,10 +286,11 @@ async function benchCost(t: SyncBenchTargets, historyOrders: number, log: (s: st
   }
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+export const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 /** When the service's change event for a sandbox change was recorded (undefined: not yet). */
-function reachedAt(change: TrafficChange, seen: SeenChange[]): number | undefined {
+export function reachedAt(change: TrafficChange, seen: SeenChange[]): number | undefined {
   const wanted = change.status === undefined ? undefined : (RANK[change.status] ?? (change.status === "CANCELLED" ? 1 : 0));
   const booking = change.type.startsWith("booking.");
   for (const s of seen) {

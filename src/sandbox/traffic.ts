@@ -14,6 +14,11 @@ export interface TrafficOptions {
    * bookings cancelled 0.05, menu edits 0.1.
    */
   mix?: Partial<Record<TrafficKind, number>>;
+  /**
+   * Refunds pick delivered orders created within this many ms of now (recent orders, as after a
+   * busy evening); default: any delivered order of the whole history.
+   */
+  refundsWithinMs?: number;
 }
 
 export type TrafficKind = "newOrders" | "refunds" | "bookings" | "cancellations" | "menuEdits";
@@ -79,9 +84,10 @@ export function startTraffic(
       });
     },
     refunds() {
-      // An old delivered order, paid: a few tries at random positions of the DELIVERED list.
+      // A delivered order, paid (any, or a recent one): a few tries at random positions of the DELIVERED list.
       for (let i = 0; i < 10; i++) {
-        const order = store.indexes.orders.pick("s:DELIVERED", random.next());
+        const lower = opts.refundsWithinMs === undefined ? undefined : [new Date(Date.now() - opts.refundsWithinMs).toISOString()];
+        const order = store.indexes.orders.pick("s:DELIVERED", random.next(), lower);
         if (order?.paidAt) {
           act("order.refunded", () => store.actions.refundOrder(order.id, "traffic refund"));
           return;

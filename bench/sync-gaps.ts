@@ -1,0 +1,299 @@
+import type { TrafficChange } from "../src/sandbox/index.js";
+import type { Service } from "../src/service.js";
+import { waitFor } from "../test/helpers/wait-for.js";
+import {
+  backfill,
+  baseEnv,
+  importHistory,
+  percentile,
+  reachedAt,
+  startCompany,
+  startService,
+  type Company,
+  type SeenChange,
+  type SyncBenchTargets,
+} from "./sync.js";
+
+// Issue 32's rows: where the mirror may be wrong (a company's first day, an outage of the
+// endpoint) and how fast the service makes it right again, against the physical limit of the
+// API: 120 calls a minute × 100 records a page.
+
+/** Records a minute the API can hand out at most: 120 calls × 100 records a page. */
+export const PHYSICAL_RECORDS_PER_MINUTE = 120 * 100;
+
+export interface FirstDayResult {
+  historyOrders: number;
+  records: number;
+  seconds: number;
+  recordsPerMinute: number;
+  /** recordsPerMinute ÷ PHYSICAL_RECORDS_PER_MINUTE. */
+  ofPhysicalLimit: number;
+  callsPerMinute: number;
+  /** Calls to the company's unfiltered order list (first and next pages): one walk is the list's pages. */
+  orderListCalls: number;
+  rateLimited: number;
+  /** Live webhooks during the backfill: change → change event. */
+  liveChanges: number;
+  liveP99: number;
+  liveMax: number;
+  liveLost: number;
+}
+
+export interface OutageResult {
+  historyOrders: number;
+  outageSeconds: number;
+  /** Records changed upstream while every process was down (no webhook reached the service). */
+  changedRecords: number;
+  /** From the restart until the mirror held every change made meanwhile (null: not within the wait). */
+  secondsToRight: number | null;
+  /** API calls from the restart until then (or until the wait ended). */
+  calls: number;
+  /** Records still wrong when the wait ended (0 when it succeeded). */
+  stillWrong: number;
+  rateLimited: number;
+}
+
+/** The unfiltered company-wide order list: what a whole-list walk of orders reads. */
+const isOrderListCall = (path: string, query: string) => {
+  const q = new URLSearchParams(query);
+  return path.endsWith("/orders") && !q.has("status") && !q.has("restaurantId");
+};
+
+/**
+ * A company's first day: the service runs with reconciliation at its defaults over an empty mirror
+ * while light live traffic arrives, and the operator runs `backfill` at the real 120 calls/min.
+ * Records a minute of the backfill as a share of the physical limit, and the webhooks' freshness
+ * meanwhile.
+ */
+export async function benchFirstDay(t: SyncBenchTargets, historyOrders: number, log: (s: string) => void): Promise<FirstDayResult> {
+  const c = await startCompany(historyOrders, 27, 30);
+  try {
+    const seen: SeenChange[] = [];
+    const service = await startService(c, t, { RECONCILE_ACTIVE_INTERVAL_SECONDS: "60" }, seen);
+    try {
+      log(`sync first day: backfill of ${historyOrders} orders (30 days) at 120 calls/min, 1 event/s of live traffic`);
+      const from = c.sandbox.requestLog.length;
+      const traffic = c.sandbox.startTraffic({ eventsPerSecond: 1 });
+      let result: { seconds: number; summary: Record<string, unknown> };
+      try {
+        result = await backfill({ ...baseEnv(c, t), API_KEY: c.sandbox.apiKey }, []);
+      } finally {
+        traffic.stop();
+      }
+      const records = summedRecords(result.summary);
+      const calls = c.calls(from);
+      const orderListCalls = c.sandbox.requestLog.slice(from).filter((r) => isOrderListCall(r.path, r.query)).length;
+      const live = await liveFreshness(traffic.changes, seen);
+      const recordsPerMinute = records / (result.seconds / 60);
+      return {
+        historyOrders,
+        records,
+        seconds: result.seconds,
+        recordsPerMinute,
+        ofPhysicalLimit: recordsPerMinute / PHYSICAL_RECORDS_PER_MINUTE,
+        callsPerMinute: calls.count / (result.seconds / 60),
+        orderListCalls,
+        rateLimited: calls.rateLimited,
+        ...live,
+      };
+    } finally {
+      await service.stop();
+    }
+  } finally {
+    await c.close();
+  }
+}
+
+/** Freshness of the webhook-borne changes among `changes` (30 s to drain after the load). */
+async function liveFreshness(changes: TrafficChange[], seen: SeenChange[]) {
+  const live = changes.filter((ch) => !ch.missed);
+  await waitFor(() => live.every((ch) => reachedAt(ch, seen) !== undefined), { timeoutMs: 30_000, intervalMs: 500 }).catch(() => undefined);
+  const delays = live
+    .map((ch) => {
+      const at = reachedAt(ch, seen);
+      return at === undefined ? undefined : Math.max(0, at - ch.at) / 1000;
+    })
+    .filter((d): d is number => d !== undefined)
+    .sort((a, b) => a - b);
+  return {
+    liveChanges: live.length,
+    liveP99: percentile(delays, 99),
+    liveMax: delays.at(-1) ?? NaN,
+    liveLost: live.length - delays.length,
+  };
+}
+
+const summedRecords = (summary: Record<string, unknown>) =>
+  Object.values((summary.backfilled ?? {}) as Record<string, number | { records?: number }>).reduce<number>(
+    (n, v) => n + (typeof v === "number" ? v : (v.records ?? 0)),
+    0,
+  );
+
+/**
+ * An outage: the service runs over an imported history with live traffic, every process stops for
+ * `outageSeconds` while the upstream goes on (new orders through the kitchen, recent orders
+ * refunded, bookings, menu edits; no webhook reaches anyone), then the service starts again.
+ * Measures the seconds and API calls from the restart until the mirror holds every change made
+ * meanwhile, while the traffic (and its webhooks) goes on.
+ */
+export async function benchOutage(
+  t: SyncBenchTargets,
+  opts: { historyOrders: number; outageSeconds: number; seed: number },
+  log: (s: string) => void,
+): Promise<OutageResult> {
+  const c = await startCompany(opts.historyOrders, opts.seed, 30);
+  try {
+    await importHistory(c, t);
+    const env = { RECONCILE_ACTIVE_INTERVAL_SECONDS: "60" };
+    // Refunds of orders from the last 12 hours: a refund below the catch-up's horizon is the full pass's.
+    const traffic = c.sandbox.startTraffic({ eventsPerSecond: 2, refundsWithinMs: 12 * 3_600_000 });
+    try {
+      let service: Service = await startService(c, t, env);
+      await sleep(30_000);
+      await service.stop();
+      c.sandbox.removeWebhooks();
+      const down = Date.now();
+      log(`sync outage (${opts.historyOrders} orders): every process down for ${opts.outageSeconds} s`);
+      await sleep(opts.outageSeconds * 1000);
+      const up = Date.now();
+      const changed = changedDuring(c, traffic.changes, down, up);
+      const from = c.sandbox.requestLog.length;
+      service = await startService(c, t, env);
+      try {
+        const wrong = () => stillWrong(c, service, changed);
+        const right = await waitFor(async () => (await wrong()) === 0, { timeoutMs: 600_000, intervalMs: 500 }).then(
+          () => true,
+          () => false,
+        );
+        const secondsToRight = right ? (Date.now() - up) / 1000 : null;
+        const calls = c.calls(from);
+        return {
+          historyOrders: opts.historyOrders,
+          outageSeconds: opts.outageSeconds,
+          changedRecords: changed.length,
+          secondsToRight,
+          calls: calls.count,
+          stillWrong: right ? 0 : await wrong(),
+          rateLimited: calls.rateLimited,
+        };
+      } finally {
+        await service.stop();
+      }
+    } finally {
+      traffic.stop();
+    }
+  } finally {
+    await c.close();
+  }
+}
+
+/** A record changed during the outage, and how many states it had had by the restart. */
+interface ChangedRecord {
+  kind: "orders" | "bookings" | "menu-items";
+  id: string;
+  statesAtRestart: number;
+}
+
+/** The records the traffic changed between `from` and `to`, once each. */
+function changedDuring(c: Company, changes: TrafficChange[], from: number, to: number): ChangedRecord[] {
+  const byId = new Map<string, ChangedRecord>();
+  for (const ch of changes) {
+    if (ch.at < from || ch.at > to) continue;
+    const kind = ch.type.startsWith("order.") ? "orders" : ch.type.startsWith("booking.") ? "bookings" : "menu-items";
+    byId.set(ch.id, { kind, id: ch.id, statesAtRestart: c.sandbox.state.history(ch.id).length });
+  }
+  return [...byId.values()];
+}
+
+/** What must match between the upstream's current record and the mirror's copy. */
+const FIELDS: Record<ChangedRecord["kind"], string[]> = {
+  orders: ["status", "refundedAt"],
+  bookings: ["status", "date", "time"],
+  "menu-items": ["price", "stock"],
+};
+
+/**
+ * How many of `records` the mirror still holds wrong: right is the state the record had at the
+ * restart, or any later one (live traffic goes on after the restart, and its webhooks are not the
+ * catch-up's job to wait for).
+ */
+async function stillWrong(c: Company, service: Service, records: ChangedRecord[]): Promise<number> {
+  let wrong = 0;
+  for (const r of records) {
+    const states = c.sandbox.state.history(r.id).slice(r.statesAtRestart - 1) as Record<string, unknown>[];
+    const mirror = (await service.mirror.get(r.kind, r.id)) as Record<string, unknown> | undefined;
+    const same = (s: Record<string, unknown>) =>
+      FIELDS[r.kind].every((f) => JSON.stringify(mirror?.[f] ?? null) === JSON.stringify(s[f] ?? null));
+    if (!mirror || !states.some(same)) wrong++;
+  }
+  return wrong;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface GapsBenchResult {
+  firstDay: FirstDayResult;
+  outages: OutageResult[];
+  seconds: number;
+}
+
+/**
+ * `npm run bench -- --only sync-gaps`: the first day at 20,000 orders, then a 2-minute outage at
+ * 20,000 and at 100,000 orders of history (30 days each). One at a time: each is bound by its own
+ * sandbox's budget, but their CPU would bend the others' seconds.
+ */
+export async function benchGaps(t: SyncBenchTargets & { log: (s: string) => void }): Promise<GapsBenchResult> {
+  const started = performance.now();
+  const firstDay = await benchFirstDay(t, 20_000, t.log);
+  const outages: OutageResult[] = [];
+  for (const [historyOrders, seed] of [
+    [20_000, 28],
+    [100_000, 29],
+  ] as const)
+    outages.push(await benchOutage(t, { historyOrders, outageSeconds: 120, seed }, t.log));
+  return { firstDay, outages, seconds: (performance.now() - started) / 1000 };
+}
+
+const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "—";
+
+/** The gaps part's tables in Markdown (bench/results and the docs' sync-gaps section). */
+export function gapsReport(r: GapsBenchResult): string[] {
+  const d = r.firstDay;
+  return [
+    `Where the mirror may be wrong: sandbox at 120 calls/min, 40 restaurants, histories of 30 days ending now (whole run ${fmt(r.seconds / 60, 1)} min). Physical limit: 120 calls × 100 records = ${fmt(PHYSICAL_RECORDS_PER_MINUTE)} records/min.`,
+    "",
+    `**First day**: the service running over an empty mirror (reconciliation at its defaults) while 1 event/s of live traffic arrives; \`svc-webhooks backfill\` of ${fmt(d.records)} records (${fmt(d.historyOrders)} orders, bookings, menu items) took ${fmt(d.seconds, 1)} s: **${fmt(d.recordsPerMinute)} records/min, ${fmt(d.ofPhysicalLimit, 2)} of the physical limit** (target ≥ 0.8); ${fmt(d.callsPerMinute)} calls/min, ${d.rateLimited} 429s, ${fmt(d.orderListCalls)} calls to the company's order list (one walk is ${fmt(Math.ceil(d.historyOrders / 100))} pages). Webhooks meanwhile: ${fmt(d.liveChanges)} changes, **p99 ${fmt(d.liveP99, 1)} s** (max ${fmt(d.liveMax, 1)} s), ${d.liveLost} lost (target p99 ≤ 10 s).`,
+    "",
+    "| outage (every process down, upstream going on, no webhook) | history | records changed meanwhile | restart → mirror right again | API calls until then | 429s | target |",
+    "|---|---:|---:|---:|---:|---:|---|",
+    ...r.outages.map(
+      (o, i) =>
+        `| ${fmt(o.outageSeconds / 60, 0)} min | ${fmt(o.historyOrders)} orders | ${fmt(o.changedRecords)} | ${
+          o.secondsToRight === null ? `**not within 600 s** (${o.stillWrong} still wrong)` : `**${fmt(o.secondsToRight, 1)} s**`
+        } | ${fmt(o.calls)} | ${o.rateLimited} | ${i === 0 ? "≤ 60 s" : "≤ 120 s"} |`,
+    ),
+  ];
+}
+
+export const GAPS_RUNS_HEADER = [
+  "# Sync gaps runs",
+  "",
+  "Every `npm run bench -- --only sync-gaps` (and `--only sync`) appends its headline figures here (bench/sync-gaps.ts). Targets (issue 32): a first-day backfill at ≥ 0.8 of the physical limit with webhooks p99 ≤ 10 s; after a 2-minute outage the mirror right again within 60 s of the restart at 20,000 orders, within 120 s at 100,000.",
+  "",
+  "| run (UTC) | commit | first day: records/min (of limit) | webhooks p99 meanwhile | outage 20,000: s (calls) | outage 100,000: s (calls) | 429 |",
+  "|---|---|---|---|---|---|---:|",
+];
+
+/** One line of bench/results/sync-gaps-runs.md. */
+export function gapsRunLine(r: GapsBenchResult, at: string, commit: string): string {
+  const d = r.firstDay;
+  const outage = (o: OutageResult | undefined) =>
+    !o
+      ? "—"
+      : o.secondsToRight === null
+        ? `not right (${o.stillWrong} wrong) (${fmt(o.calls)})`
+        : `${fmt(o.secondsToRight, 1)} (${fmt(o.calls)})`;
+  const limited = d.rateLimited + r.outages.reduce((n, o) => n + o.rateLimited, 0);
+  return `| ${at.slice(0, 16).replace("T", " ")} | ${commit} | ${fmt(d.recordsPerMinute)} (${fmt(d.ofPhysicalLimit, 2)}) | ${fmt(d.liveP99, 1)} s | ${outage(r.outages[0])} | ${outage(r.outages[1])} | ${limited} |`;
+}
