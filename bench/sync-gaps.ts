@@ -44,6 +44,8 @@ export interface OutageResult {
   outageSeconds: number;
   /** Records changed upstream while every process was down (no webhook reached the service). */
   changedRecords: number;
+  /** The changes made meanwhile by type (`order.refunded`, `order → READY`, …). */
+  changesByType: Record<string, number>;
   /** From the restart until the mirror held every change made meanwhile (null: not within the wait). */
   secondsToRight: number | null;
   /** API calls from the restart until then (or until the wait ended). */
@@ -171,6 +173,7 @@ export async function benchOutage(
           historyOrders: opts.historyOrders,
           outageSeconds: opts.outageSeconds,
           changedRecords: changed.length,
+          changesByType: countByType(traffic.changes, down, up),
           secondsToRight,
           calls: calls.count,
           stillWrong: right ? 0 : await wrong(),
@@ -203,6 +206,16 @@ function changedDuring(c: Company, changes: TrafficChange[], from: number, to: n
     byId.set(ch.id, { kind, id: ch.id, statesAtRestart: c.sandbox.state.history(ch.id).length });
   }
   return [...byId.values()];
+}
+
+function countByType(changes: TrafficChange[], from: number, to: number): Record<string, number> {
+  const by: Record<string, number> = {};
+  for (const ch of changes) {
+    if (ch.at < from || ch.at > to) continue;
+    const type = ch.type === "order.status_changed" ? `order → ${ch.status ?? "?"}` : ch.type;
+    by[type] = (by[type] ?? 0) + 1;
+  }
+  return by;
 }
 
 /** What must match between the upstream's current record and the mirror's copy. */
@@ -272,6 +285,16 @@ export function gapsReport(r: GapsBenchResult): string[] {
         `| ${fmt(o.outageSeconds / 60, 0)} min | ${fmt(o.historyOrders)} orders | ${fmt(o.changedRecords)} | ${
           o.secondsToRight === null ? `**not within 600 s** (${o.stillWrong} still wrong)` : `**${fmt(o.secondsToRight, 1)} s**`
         } | ${fmt(o.calls)} | ${o.rateLimited} | ${i === 0 ? "≤ 60 s" : "≤ 120 s"} |`,
+    ),
+    "",
+    ...r.outages.map(
+      (o) =>
+        `Changes during the outage at ${fmt(o.historyOrders)} orders (2 events/s; refunds of orders of the last 12 hours): ${Object.entries(
+          o.changesByType,
+        )
+          .sort((a, b) => b[1] - a[1])
+          .map(([type, n]) => `${type} ${n}`)
+          .join(", ")}.`,
     ),
   ];
 }
