@@ -31,7 +31,7 @@ describe("refresh pace", () => {
       // A backfill saturating the budget, refreshes quiet: no wait.
       state: () => Promise.resolve({ recentPerWindowByClass: { webhook: 25, active: 10, full: 85 }, max: 120 }),
       share: 0.75,
-      maxWaitMs: 60_000,
+      maxWaitMs: 40,
     });
     expect(await pace.admit()).toBe(0);
   });
