@@ -25,6 +25,9 @@ local function refuse(wait)
   wait = math.max(1, wait)
   local own = waiters[class]
   if own then
+    -- Entries past their time (a caller gone) leave here too, so the set stays as small as the
+    -- number of callers waiting now.
+    redis.call("ZREMRANGEBYSCORE", own, "-inf", now)
     redis.call("ZADD", own, now + wait + grace, member)
     local last = redis.call("ZRANGE", own, -1, -1, "WITHSCORES")
     redis.call("PEXPIREAT", own, tonumber(last[2]))

@@ -65,7 +65,7 @@ export const WEBHOOK_BURST = 6;
  * Redis (timer, network). A caller that never comes back (its process gone, its signal aborted
  * without reaching Redis) stops holding them back after this.
  */
-export const WAITER_GRACE_MS = 1000;
+const WAITER_GRACE_MS = 1000;
 
 export interface RateLimiter {
   /**
