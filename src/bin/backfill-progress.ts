@@ -3,10 +3,11 @@ import type { BackfillProgress } from "../worker/sync/resumable-backfill.js";
 /**
  * The progress line of `svc-webhooks backfill` for one kind: records so far, the rate of this
  * run, and an ETA when the size of the list is known from an earlier complete pass — never
- * faster than the budget allows (the full class's pages per window, 100 records a page).
+ * faster than the budget allows (its pages per window, 100 records a page: the full class may take
+ * all of it when nothing above it runs).
  */
 export function createBackfillProgress(options: {
-  /** Most records a second the full class's share of the budget can read. */
+  /** Most records a second the whole budget can read. */
   budgetRecordsPerSecond: number;
   /** Records of the kind's list, from the last complete pass (full tier or backfill), when known. */
   expected: (kind: string) => number | undefined;

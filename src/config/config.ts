@@ -61,9 +61,6 @@ export interface Config {
     rateWindowMs: number;
     rateSafetyMs: number;
     timeoutMs: number;
-    /** Shares of the window the active tier, and the full tier with backfill, may hold (upstream/rate-limiter.ts). */
-    budgetActiveShare: number;
-    budgetFullShare: number;
   };
   worker: {
     concurrency: number;

@@ -7,13 +7,6 @@ export const DEFAULTS = {
   apiRate: 120,
   apiRateWindowMs: 60_000,
   apiRateSafetyMs: 1000,
-  /**
-   * Budget classes (upstream/rate-limiter.ts): the active tier may fill half a window, the full
-   * tier and backfill a quarter, so webhook refreshes always keep at least half of the budget
-   * (60 calls/min at 120) and the full tier still reads 30 pages (3,000 records) a minute.
-   */
-  apiBudgetActiveShare: 0.5,
-  apiBudgetFullShare: 0.25,
   apiTimeoutMs: 10_000,
   jobAttempts: 10,
   jobBackoffMs: 1000,

@@ -59,8 +59,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
             rateWindowMs: e.API_RATE_WINDOW_SECONDS * 1000,
             rateSafetyMs: e.API_RATE_SAFETY_MS,
             timeoutMs: e.API_TIMEOUT_MS,
-            budgetActiveShare: e.API_BUDGET_ACTIVE_SHARE,
-            budgetFullShare: e.API_BUDGET_FULL_SHARE,
           },
         }
       : {}),

@@ -12,7 +12,15 @@ import { DEFAULTS } from "../config/defaults.js";
 export interface RedisKeys {
   readonly prefix: string;
   /** The shared upstream rate budget of one API key id; one slot, tag `{keyId}` (the limiter's scripts). */
-  upstreamBudget(keyId: string): { log: string; pause: string; last: string; activeLog: string; fullLog: string; webhookTat: string };
+  upstreamBudget(keyId: string): {
+    log: string;
+    pause: string;
+    next: string;
+    activeLog: string;
+    fullLog: string;
+    webhookWaiters: string;
+    activeWaiters: string;
+  };
   /** The ids of one restaurant waiting for a refresh (a hash); tag `{restaurantId}` (the settle script). */
   pendingRefresh(kind: string, restaurantId: string): string;
   /**
@@ -51,10 +59,11 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
       return {
         log: `${base}:log`,
         pause: `${base}:pause`,
-        last: `${base}:last`,
+        next: `${base}:next`,
         activeLog: `${base}:log:active`,
         fullLog: `${base}:log:full`,
-        webhookTat: `${base}:webhook-tat`,
+        webhookWaiters: `${base}:waiting:webhook`,
+        activeWaiters: `${base}:waiting:active`,
       };
     },
     pendingRefresh: (kind, restaurantId) => `${prefix}:sync:pending:${kind}:{${restaurantId}}`,

@@ -15,8 +15,7 @@ export function upstreamFromConfig(
   api: NonNullable<Config["api"]>,
   redis: RedisClient,
   prefix: string,
-  extra: Pick<ApiClientOptions, "onResponse" | "logger" | "tracer" | "bookingsUpperBoundParam"> &
-    Pick<RateLimiterOptions, "onSlot" | "webhookPaceShare"> = {},
+  extra: Pick<ApiClientOptions, "onResponse" | "logger" | "tracer" | "bookingsUpperBoundParam"> & Pick<RateLimiterOptions, "onSlot"> = {},
 ): { api: ApiClient; limiter: RateLimiter } {
   const limiter = createRateLimiter({
     redis,
@@ -25,12 +24,9 @@ export function upstreamFromConfig(
     windowMs: api.rateWindowMs,
     safetyMs: api.rateSafetyMs,
     prefix,
-    activeShare: api.budgetActiveShare,
-    fullShare: api.budgetFullShare,
     ...(extra.onSlot ? { onSlot: extra.onSlot } : {}),
-    ...(extra.webhookPaceShare === undefined ? {} : { webhookPaceShare: extra.webhookPaceShare }),
   });
-  const { onSlot: _onSlot, webhookPaceShare: _share, ...clientExtra } = extra;
+  const { onSlot: _onSlot, ...clientExtra } = extra;
   return {
     limiter,
     api: createApiClient({ baseUrl: api.baseUrl, apiKey: api.apiKey, timeoutMs: api.timeoutMs, limiter, ...clientExtra }),

@@ -100,8 +100,6 @@ export function createWorkerRole(deps: {
         logger,
         ...(tracing ? { tracer: tracing.tracer } : {}),
         bookingsUpperBoundParam: config.worker.syncBookingsUpperBoundParam,
-        // Pacing off (share 1) turns the webhook class's cell rate off too.
-        ...(config.worker.syncRefreshPaceShare >= 1 ? { webhookPaceShare: 1 } : {}),
         onResponse: ({ method, route, status, budget }) => {
           metrics.upstreamRequests.inc({ method, route, status: String(status) });
           if (status === 429) {

@@ -1,28 +1,34 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { createRateLimiter, type BudgetClass, type RateLimiter } from "../../src/upstream/rate-limiter.js";
+import { redisKeys } from "../../src/redis/keys.js";
+import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import { apiKeyId, createApiClient } from "../../src/upstream/index.js";
+import {
+  createRateLimiter,
+  WEBHOOK_BURST,
+  type BudgetClass,
+  type RateLimiter,
+  type RateLimiterOptions,
+} from "../../src/upstream/rate-limiter.js";
+import { createRefreshPace } from "../../src/worker/sync/refresh-pace.js";
+import { waitFor } from "../helpers/wait-for.js";
 
 let conns: Redis[] = [];
+let sandboxes: Sandbox[] = [];
 let prefix: string;
 beforeEach(() => {
   prefix = `test-${randomUUID().slice(0, 8)}`;
 });
 afterEach(async () => {
+  await Promise.all(sandboxes.map((s) => s.close()));
+  sandboxes = [];
   await Promise.all(conns.map((c) => c.quit()));
   conns = [];
 });
 
 /** A limiter on its own Redis connection, as another process would have. */
-function limiter(opts: {
-  max: number;
-  windowMs: number;
-  safetyMs?: number;
-  activeShare?: number;
-  fullShare?: number;
-  webhookPaceShare?: number;
-  spreadLowerClasses?: boolean;
-}): RateLimiter {
+function limiter(opts: Omit<RateLimiterOptions, "redis" | "keyId">): RateLimiter {
   const redis = new Redis(inject("redisUrl"));
   conns.push(redis);
   return createRateLimiter({ redis, keyId: "k1", prefix, safetyMs: 0, ...opts });
@@ -44,26 +50,112 @@ function maxInAnyWindow(times: number[], windowMs: number): number {
   return best;
 }
 
-describe("shared rate limiter", () => {
-  it("keeps two processes sharing a key under max per window, spread by the minimum gap", async () => {
-    const a = limiter({ max: 5, windowMs: 500 });
-    const b = limiter({ max: 5, windowMs: 500 });
+/** Callers of one class taking slots until `stop` aborts; each slot's Redis time lands in `times`. */
+function saturate(l: RateLimiter, priority: BudgetClass, callers: number, stop: AbortSignal, times: number[]): Promise<void> {
+  const caller = async () => {
+    while (!stop.aborted) times.push(await l.acquire({ priority, signal: stop }));
+  };
+  return Promise.all(Array.from({ length: callers }, caller)).then(
+    () => undefined,
+    (err: unknown) => {
+      if (!stop.aborted) throw err;
+    },
+  );
+}
+
+// max 20 per 2 s window: one slot every 100 ms.
+const SMALL = { max: 20, windowMs: 2000 };
+
+describe("shared rate limiter: strict priority, paced, work-conserving", () => {
+  it("gives a lone full-class caller (nearly) the whole budget", async () => {
+    const a = limiter(SMALL);
     const times: number[] = [];
-    await Promise.all(Array.from({ length: 15 }, (_, i) => (i % 2 ? a : b).acquire().then((grantedAt) => times.push(grantedAt))));
-    expect(times).toHaveLength(15);
-    expect(maxInAnyWindow(times, 500)).toBeLessThanOrEqual(5);
-    const sorted = times.sort((x, y) => x - y);
-    // minimum gap = window / max / 4 = 25 ms
-    const gaps = sorted.slice(1).map((t, i) => t - sorted[i]!);
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(25);
+    for (let i = 0; i < 2 * SMALL.max; i++) times.push(await a.acquire({ priority: "full" }));
+    // Paced, never over max; nothing above it wants the budget, so it is not held to a share.
+    expect(maxInAnyWindow(times, SMALL.windowMs)).toBeLessThanOrEqual(SMALL.max);
+    expect(maxInAnyWindow(times, SMALL.windowMs)).toBeGreaterThanOrEqual(0.9 * SMALL.max);
   });
 
-  it("makes every process wait out a pause set by one of them", async () => {
+  it("serves a webhook caller next while full-class callers saturate the budget", async () => {
+    const a = limiter(SMALL);
+    const stop = new AbortController();
+    const full: number[] = [];
+    const fullCallers = saturate(a, "full", 3, stop.signal, full);
+    await waitFor(() => full.length >= 3, { what: "the full class taking slots" });
+    // More than the webhook class's burst: the later ones wait for the pace like everyone.
+    for (let i = 0; i < WEBHOOK_BURST + 4; i++) {
+      const startedAt = await redisNow();
+      const grantedAt = await a.acquire({ priority: "webhook" });
+      // Between asking and being served, at most the one full slot that may have gone while its
+      // first request was on its way to Redis.
+      expect(full.filter((t) => t > startedAt && t < grantedAt).length).toBeLessThanOrEqual(1);
+    }
+    stop.abort();
+    await fullCallers;
+  });
+
+  it("holds a lower class back while a higher class of another process waits for a slot", async () => {
+    const [fullProcess, activeProcess, webhookProcess] = [limiter(SMALL), limiter(SMALL), limiter(SMALL)];
+    // A pause makes all three wait for the same moment; the lowest class asks first.
+    await fullProcess.pause(300);
+    const full = fullProcess.acquire({ priority: "full" });
+    const active = activeProcess.acquire({ priority: "active" });
+    const webhook = webhookProcess.acquire({ priority: "webhook" });
+    const [f, a, w] = await Promise.all([full, active, webhook]);
+    expect(w).toBeLessThan(a);
+    expect(a).toBeLessThan(f);
+  });
+
+  it("lets the lower class go once the waiting caller above it gives up", async () => {
+    const [fullProcess, activeProcess] = [limiter(SMALL), limiter(SMALL)];
+    await fullProcess.pause(60_000);
+    const gaveUp = new AbortController();
+    const active = activeProcess.acquire({ priority: "active", signal: gaveUp.signal });
+    // Refused during the pause, the active caller is registered as waiting (until the pause's end).
+    const keys = redisKeys(prefix).upstreamBudget("k1");
+    await waitFor(async () => (await conns[0]!.zcard(keys.activeWaiters)) === 1, { what: "the active caller waiting" });
+    gaveUp.abort(new Error("gave up"));
+    await expect(active).rejects.toThrow("gave up");
+    expect(await conns[0]!.zcard(keys.activeWaiters)).toBe(0);
+    // Were it still registered, the full class would wait out the whole minute.
+    await conns[0]!.del(keys.pause);
+    expect(await fullProcess.acquire({ priority: "full" })).toBeGreaterThan(0);
+  });
+
+  it("never puts more than max into the API's window, every class at once (no 429 from the sandbox)", async () => {
+    const sandbox = createSandbox({ rateLimit: { max: 20, windowMs: 1000 } });
+    sandboxes.push(sandbox);
+    const baseUrl = await sandbox.listen();
+    // The margin covers the time from a slot to the sandbox's arrival, which a loaded machine
+    // stretches for some requests more than for others.
+    const rate = { max: 20, windowMs: 1000, safetyMs: 500 };
+    const client = () => {
+      const redis = new Redis(inject("redisUrl"));
+      conns.push(redis);
+      const limiter = createRateLimiter({ redis, keyId: apiKeyId(sandbox.apiKey), prefix, ...rate });
+      return createApiClient({ baseUrl, apiKey: sandbox.apiKey, limiter, retryBaseMs: 10 });
+    };
+    const [a, b] = [client(), client()];
+    const classes: BudgetClass[] = ["webhook", "active", "full"];
+    await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).listMenuItems({ limit: 1 }, { priority: classes[i % 3]! })));
+    const log = sandbox.requestLog;
+    expect(log).toHaveLength(40);
+    expect(log.filter((r) => r.status === 429)).toHaveLength(0);
+    expect(
+      maxInAnyWindow(
+        log.map((r) => r.at),
+        1000,
+      ),
+    ).toBeLessThanOrEqual(20);
+  });
+
+  it("makes every class of every process wait out a pause set by one of them", async () => {
     const a = limiter({ max: 100, windowMs: 1000 });
     const b = limiter({ max: 100, windowMs: 1000 });
     const pausedAt = await redisNow();
     await a.pause(300);
-    expect((await b.acquire()) - pausedAt).toBeGreaterThanOrEqual(300);
+    const granted = await Promise.all((["webhook", "active", "full"] as const).map((priority) => b.acquire({ priority })));
+    for (const at of granted) expect(at - pausedAt).toBeGreaterThanOrEqual(300);
   });
 
   it("only ever extends a pause", async () => {
@@ -73,159 +165,34 @@ describe("shared rate limiter", () => {
     expect((await a.state()).pausedForMs).toBeGreaterThan(4000);
   });
 
-  it("keeps the rest of the window for webhooks once the full class holds its share", async () => {
-    const a = limiter({ max: 4, windowMs: 60_000, fullShare: 0.5, spreadLowerClasses: false });
-    await a.acquire({ priority: "full" });
-    await a.acquire({ priority: "full" });
-    const aborted = new AbortController();
-    const full = a.acquire({ priority: "full", signal: aborted.signal });
-    await a.acquire({ priority: "webhook" });
-    expect((await a.state()).inWindow).toBe(3);
-    aborted.abort();
-    await expect(full).rejects.toBeDefined();
-  });
-
-  it("serves the classes in order: full stops at its cap, active at its own, webhook takes the whole window", async () => {
-    // A window long enough that nothing leaves it during the test (the minimum gap is window / max / 4 = 0.5 s).
-    const a = limiter({ max: 8, windowMs: 16_000, activeShare: 0.5, fullShare: 0.25, spreadLowerClasses: false });
-    expect(a.caps).toEqual({ webhook: 8, active: 4, full: 2 });
-    await a.acquire({ priority: "full" });
-    await a.acquire({ priority: "full" });
-    const stopFull = new AbortController();
-    const full = a.acquire({ priority: "full", signal: stopFull.signal });
-    await a.acquire({ priority: "active" });
-    await a.acquire({ priority: "active" });
-    const stopActive = new AbortController();
-    const active = a.acquire({ priority: "active", signal: stopActive.signal });
-    for (let i = 0; i < 4; i++) await a.acquire({ priority: "webhook" });
-    expect((await a.state()).inWindow).toBe(8);
-    stopFull.abort();
-    stopActive.abort();
-    await expect(full).rejects.toBeDefined();
-    await expect(active).rejects.toBeDefined();
-  });
-
-  it("never lets the full class hold more than its share of any window while webhooks and the active tier still get slots", async () => {
-    const windowMs = 1000;
-    const slots: Record<BudgetClass, number> = { webhook: 0, active: 0, full: 0 };
-    const a = limiter({
-      max: 20,
-      windowMs,
-      activeShare: 0.5,
-      fullShare: 0.25,
+  it("tells the window's slots by class and the rate each class spends at now", async () => {
+    const a = limiter({ max: 1000, windowMs: 60_000 });
+    for (const priority of ["webhook", "full", "full", "active", "full"] as const) await a.acquire({ priority });
+    // Five slots in the last 15 s of a 60 s window: ×4 for the rate a window.
+    expect(await a.state()).toMatchObject({
+      inWindow: 5,
+      byClass: { webhook: 1, active: 1, full: 3 },
+      recentPerWindowByClass: { webhook: 4, active: 4, full: 12 },
     });
-    const b = limiter({ max: 20, windowMs, activeShare: 0.5, fullShare: 0.25 });
-    const times: Record<BudgetClass, number[]> = { webhook: [], active: [], full: [] };
-    // Two processes, each class asking for more than its share, all at once.
-    const ask = (l: RateLimiter, budget: BudgetClass, n: number) =>
-      (async () => {
-        for (let i = 0; i < n; i++) {
-          times[budget].push(await l.acquire({ priority: budget }));
-          slots[budget]++;
-        }
-      })();
-    await Promise.all([
-      ask(a, "full", 6),
-      ask(b, "full", 6),
-      ask(a, "active", 6),
-      ask(b, "active", 6),
-      ask(a, "webhook", 6),
-      ask(b, "webhook", 6),
-    ]);
-    expect(slots).toEqual({ webhook: 12, active: 12, full: 12 });
-    // By Redis's clock, the limiter's own: at most 5 (a quarter of 20) full slots in any window.
-    expect(maxInAnyWindow(times.full, windowMs)).toBeLessThanOrEqual(5);
-    expect(maxInAnyWindow([...times.full, ...times.active], windowMs)).toBeLessThanOrEqual(10);
-    expect(maxInAnyWindow([...times.full, ...times.active, ...times.webhook], windowMs)).toBeLessThanOrEqual(20);
   });
 
-  it("gives the full class its share of what webhooks leave, and never the reserve kept for them", async () => {
-    // max 20: the lower classes never take the window's last 5 slots (25 %); full holds at most 5.
-    // A window long enough that nothing leaves it during the test (the minimum gap is 200 ms).
-    const a = limiter({ max: 20, windowMs: 16_000, activeShare: 0.5, fullShare: 0.25, spreadLowerClasses: false });
-    for (let i = 0; i < 8; i++) await a.acquire({ priority: "webhook" });
-    // 8 of the window are webhooks': the full class still gets its whole share (5 of 20).
-    for (let i = 0; i < 5; i++) await a.acquire({ priority: "full" });
-    const stopFull = new AbortController();
-    const sixth = a.acquire({ priority: "full", signal: stopFull.signal });
-    // The active class: up to the reserve (15 in the window), well short of its share with the full slots (10).
-    for (let i = 0; i < 2; i++) await a.acquire({ priority: "active" });
-    const stopActive = new AbortController();
-    const reserved = a.acquire({ priority: "active", signal: stopActive.signal });
-    // 15 in the window: the last 5 are webhooks' alone.
-    for (let i = 0; i < 5; i++) await a.acquire({ priority: "webhook" });
-    expect(await a.state()).toMatchObject({ inWindow: 20, byClass: { webhook: 13, active: 2, full: 5 } });
-    stopFull.abort();
-    stopActive.abort();
-    await expect(sixth).rejects.toBeDefined();
-    await expect(reserved).rejects.toBeDefined();
-  });
-
-  it("keeps a quarter of the window from the active class and a tenth from the full class", async () => {
-    const a = limiter({ max: 20, windowMs: 16_000, activeShare: 0.5, fullShare: 0.25, spreadLowerClasses: false });
-    for (let i = 0; i < 15; i++) await a.acquire({ priority: "webhook" });
-    const stopActive = new AbortController();
-    const active = a.acquire({ priority: "active", signal: stopActive.signal });
-    // The full class still goes on, up to the window's last tenth (18 of 20).
-    for (let i = 0; i < 3; i++) await a.acquire({ priority: "full" });
-    const stopFull = new AbortController();
-    const full = a.acquire({ priority: "full", signal: stopFull.signal });
-    for (let i = 0; i < 2; i++) await a.acquire({ priority: "webhook" });
-    expect(await a.state()).toMatchObject({ inWindow: 20, byClass: { webhook: 17, active: 0, full: 3 } });
-    stopActive.abort();
-    stopFull.abort();
-    await expect(active).rejects.toBeDefined();
-    await expect(full).rejects.toBeDefined();
-  });
-
-  it("lets webhook slots go in a burst, then at the rate their paced share sustains (a cell rate)", async () => {
-    // Paced share 0.25 of 20 per 2 s window: one slot per 400 ms, after a burst of 13 (the full
-    // class's limit, 18, less those 5): never more than 13 + t / 400 ms slots by time t.
-    const a = limiter({ max: 20, windowMs: 2000, webhookPaceShare: 0.25 });
-    const times: number[] = [];
-    for (let i = 0; i < 16; i++) times.push(await a.acquire({ priority: "webhook" }));
-    // The burst is not spaced at the rate (a slot past the 5th per 400 ms would take 3.2 s): one window holds it…
-    expect(times[12]! - times[0]!).toBeLessThan(2000);
-    // …and what follows is.
-    for (let i = 13; i < 16; i++) expect(times[i]! - times[0]!).toBeGreaterThanOrEqual((i - 12) * 400);
-  });
-
-  it("spreads a lower class at the rate its share sustains, never in a burst", async () => {
-    // Full share 0.25 of 20 per 2 s window: 5 slots, one per 400 ms at most.
-    const a = limiter({ max: 20, windowMs: 2000, fullShare: 0.25 });
-    const times: number[] = [];
-    for (let i = 0; i < 4; i++) times.push(await a.acquire({ priority: "full" }));
-    for (let i = 1; i < 4; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(400);
-  });
-
-  it("tells the window's slots by class and the rate they are spent at now", async () => {
-    const a = limiter({ max: 100, windowMs: 60_000, webhookPaceShare: 1, spreadLowerClasses: false });
-    for (const priority of ["webhook", "webhook", "active", "full"] as const) await a.acquire({ priority });
-    // Four slots in the last 15 s: 16 a window at this rate.
-    expect(await a.state()).toMatchObject({ inWindow: 4, byClass: { webhook: 2, active: 1, full: 1 }, recentPerWindow: 16 });
+  it("keeps refreshes from waiting on a backfill: their pace reads the webhook class's rate only", async () => {
+    const a = limiter({ max: 100, windowMs: 1000 });
+    for (let i = 0; i < 50; i++) await a.acquire({ priority: "full" });
+    await a.acquire({ priority: "webhook" });
+    const state = await a.state();
+    // The budget is busy (about half of it a window), all but one slot the full class's.
+    expect(state.recentPerWindowByClass.full).toBeGreaterThan(state.recentPerWindowByClass.webhook);
+    const pace = createRefreshPace({ state: () => a.state(), share: 0.75, maxWaitMs: 40 });
+    expect(await pace.admit()).toBe(0);
   });
 
   it("tells who took each slot (per-class metrics)", async () => {
     const taken: BudgetClass[] = [];
-    const redis = new Redis(inject("redisUrl"));
-    conns.push(redis);
-    const l = createRateLimiter({
-      redis,
-      keyId: "k1",
-      prefix,
-      max: 100,
-      windowMs: 1000,
-      safetyMs: 0,
-      onSlot: ({ budget }) => taken.push(budget),
-    });
+    const l = limiter({ max: 100, windowMs: 1000, onSlot: ({ budget }) => taken.push(budget) });
     await l.acquire({ priority: "full" });
     await l.acquire();
     await l.acquire({ priority: "active" });
     expect(taken).toEqual(["full", "webhook", "active"]);
-  });
-
-  it("refuses a share outside (0, 1]", () => {
-    expect(() => limiter({ max: 10, windowMs: 1000, fullShare: 0 })).toThrow(/full share/);
-    expect(() => limiter({ max: 10, windowMs: 1000, activeShare: 1.5 })).toThrow(/active share/);
   });
 });

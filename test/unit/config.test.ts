@@ -75,6 +75,11 @@ describe("loadConfig", () => {
     expect(problems({ SIGNING_SECRET: "a", API_BASE_URL: "http://127.0.0.1:4010" })).toContain("API_KEY is required");
   });
 
+  it("starts with a variable it no longer reads, whatever its value (the removed budget shares)", () => {
+    const config = loadConfig({ SIGNING_SECRET: "a", API_BUDGET_FULL_SHARE: "7", API_BUDGET_ACTIVE_SHARE: "half" });
+    expect(config.signingSecrets).toEqual(["a"]);
+  });
+
   describe("REDIS_CLUSTER", () => {
     const base = { SIGNING_SECRET: "a", REDIS_CLUSTER: "true", REDIS_URL: "redis://10.0.0.5:7000" };
 

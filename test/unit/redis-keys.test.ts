@@ -10,7 +10,15 @@ function scriptKeyGroups(prefix: string): Record<string, string[]> {
   const keys = redisKeys(prefix);
   const budget = keys.upstreamBudget("0123456789abcdef");
   return {
-    "rate limiter acquire": [budget.log, budget.pause, budget.last, budget.activeLog, budget.fullLog, budget.webhookTat],
+    "rate limiter acquire": [
+      budget.log,
+      budget.pause,
+      budget.next,
+      budget.activeLog,
+      budget.fullLog,
+      budget.webhookWaiters,
+      budget.activeWaiters,
+    ],
     "rate limiter state": [budget.log, budget.pause, budget.activeLog, budget.fullLog],
     "refresh scheduler note and settle": [keys.pendingRefresh("orders", "rest_1"), keys.pendingNotes("orders", "rest_1")],
     "refresh scheduler forget an idle restaurant": [keys.pendingIndex("orders")],
@@ -49,10 +57,11 @@ describe("Redis key names", () => {
     expect(keys.upstreamBudget("k1")).toEqual({
       log: "svc:upstream:{k1}:log",
       pause: "svc:upstream:{k1}:pause",
-      last: "svc:upstream:{k1}:last",
+      next: "svc:upstream:{k1}:next",
       activeLog: "svc:upstream:{k1}:log:active",
       fullLog: "svc:upstream:{k1}:log:full",
-      webhookTat: "svc:upstream:{k1}:webhook-tat",
+      webhookWaiters: "svc:upstream:{k1}:waiting:webhook",
+      activeWaiters: "svc:upstream:{k1}:waiting:active",
     });
     expect(keys.pendingRefresh("orders", "r1")).toBe("svc:sync:pending:orders:{r1}");
   });

@@ -11,26 +11,36 @@ describe("refresh pace", () => {
     expect(paceWaitMs(120, 90, 4000)).toBe(4000);
   });
 
-  it("waits by the rate the budget is spent at now", async () => {
+  it("waits by the rate the webhook class spends the budget at now", async () => {
     let reads = 0;
     const pace = createRefreshPace({
-      // 25 slots a window at the current rate: under a third of 90, no wait.
+      // 60 webhook slots a window at the current rate: half way from a third of 90 to 90.
       state: () => {
         reads++;
-        return Promise.resolve({ recentPerWindow: 25, max: 120 });
+        return Promise.resolve({ recentPerWindowByClass: { webhook: 60, active: 0, full: 0 }, max: 120 });
       },
       share: 0.75,
-      maxWaitMs: 60_000,
+      maxWaitMs: 40,
+    });
+    expect(await pace.admit()).toBe(20);
+    expect(reads).toBe(1);
+  });
+
+  it("ignores what a backfill or the active tier spends: they only take what refreshes leave", async () => {
+    const pace = createRefreshPace({
+      // A backfill saturating the budget, refreshes quiet: no wait.
+      state: () => Promise.resolve({ recentPerWindowByClass: { webhook: 25, active: 10, full: 85 }, max: 120 }),
+      share: 0.75,
+      maxWaitMs: 40,
     });
     expect(await pace.admit()).toBe(0);
-    expect(reads).toBe(1);
   });
 
   it("does not look at the budget when pacing is off (share 1)", async () => {
     let reads = 0;
     const state = () => {
       reads++;
-      return Promise.resolve({ recentPerWindow: 120, max: 120 });
+      return Promise.resolve({ recentPerWindowByClass: { webhook: 120, active: 0, full: 0 }, max: 120 });
     };
     expect(await createRefreshPace({ state, share: 1, maxWaitMs: 4000 }).admit()).toBe(0);
     expect(reads).toBe(0);

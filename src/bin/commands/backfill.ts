@@ -19,8 +19,8 @@ job waits, it answers the same job. Only when nothing listens there (or with --n
 it run the sweep itself, as follows.
 
 Reads every order, booking and menu item through the API into the mirror, within the shared
-rate budget (class "full": never more than API_BUDGET_FULL_SHARE of a window, so webhook
-refreshes keep theirs). Needs REDIS_URL, API_BASE_URL and API_KEY, and the database
+rate budget (class "full": it takes whatever webhook refreshes and the active tier leave, the
+whole budget when they are idle, and steps aside for them). Needs REDIS_URL, API_BASE_URL and API_KEY, and the database
 (DATABASE_URL, or the embedded one under DATA_DIR).
 
 Resumable: where each kind stands is saved in the database after every page. Run it again after
@@ -99,11 +99,11 @@ export async function run(argv: string[]): Promise<void> {
   };
   process.on("SIGINT", onSigint);
   try {
-    const { api, limiter } = upstreamFromConfig(config.api, connection, config.queuePrefix);
+    const { api } = upstreamFromConfig(config.api, connection, config.queuePrefix);
     const expected = await expectedRecords(storage.checkpoints, since ?? null);
     const windowSeconds = (config.api.rateWindowMs + config.api.rateSafetyMs) / 1000;
     const line = createBackfillProgress({
-      budgetRecordsPerSecond: (limiter.caps.full * 100) / windowSeconds,
+      budgetRecordsPerSecond: (config.api.rate * 100) / windowSeconds,
       expected: (k) => expected.get(k),
     });
     const tty = process.stderr.isTTY;

@@ -2,13 +2,14 @@ import { sleep, type RateLimitState } from "../../upstream/index.js";
 
 /**
  * Refreshes paced by the budget, so that cost per event falls as the rate rises. A refresh job
- * waits before it takes its ids for longer the faster the budget is spent now (every class, the
- * last 15 s scaled to a window: a window's own count would tell a minute late): nothing below a
- * third of `share`, `maxWaitMs` at `share` and above, in proportion between. While it waits, the events that keep coming join its batch: a busy minute makes
- * fewer, fuller reads (one status page for many orders) instead of one small job a second, and
- * the budget settles below the share instead of filling the window in bursts (a sliding window
- * that fills blocks every caller until its oldest slots leave it: tens of seconds). The wait is
- * bounded by `maxWaitMs`: the freshness traded for calls never exceeds it.
+ * waits before it takes its ids for longer the faster the webhook class spends the budget now
+ * (the last 15 s scaled to a window: a window's own count would tell a minute late): nothing
+ * below a third of `share`, `maxWaitMs` at `share` and above, in proportion between. Only the
+ * webhook class counts: it is what refreshes compete with at their own priority, while the
+ * classes below (a backfill, a full pass) take only what refreshes leave, and keep the whole
+ * budget busy when they run. While a job waits, the events that keep coming join its batch: a busy
+ * minute makes fewer, fuller reads (one status page for many orders) instead of one small job a
+ * second. The wait is bounded by `maxWaitMs`: the freshness traded for calls never exceeds it.
  */
 export interface RefreshPace {
   /** Waits as the budget's use says (0 … `maxWaitMs`); resolves with the ms waited. */
@@ -17,7 +18,7 @@ export interface RefreshPace {
 
 export interface RefreshPaceOptions {
   /** The shared budget's window (every process). */
-  state: () => Promise<Pick<RateLimitState, "recentPerWindow" | "max">>;
+  state: () => Promise<Pick<RateLimitState, "recentPerWindowByClass" | "max">>;
   /** Share of the rate refreshes aim to keep the budget under (SYNC_REFRESH_PACE_SHARE); 1 turns pacing off. */
   share: number;
   /** The longest wait, at the share and above (SYNC_REFRESH_PACE_MAX_WAIT_MS). */
@@ -35,8 +36,8 @@ export function createRefreshPace(options: RefreshPaceOptions): RefreshPace {
   return {
     async admit() {
       if (options.share >= 1 || options.maxWaitMs <= 0) return 0;
-      const { recentPerWindow, max } = await options.state();
-      const wait = paceWaitMs(recentPerWindow, Math.floor(max * options.share), options.maxWaitMs);
+      const { recentPerWindowByClass, max } = await options.state();
+      const wait = paceWaitMs(recentPerWindowByClass.webhook, Math.floor(max * options.share), options.maxWaitMs);
       if (wait > 0) await sleep(wait);
       return wait;
     },
