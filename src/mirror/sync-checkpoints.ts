@@ -46,7 +46,10 @@ export interface SyncCheckpoints {
   advance(from: SyncCheckpoint, to: CheckpointProgress): Promise<boolean>;
   /** Marks the pass complete (same guard as `advance`); returns the row as saved, or undefined if it lost. */
   complete(from: SyncCheckpoint, to: CheckpointProgress): Promise<SyncCheckpoint | undefined>;
-  /** Whether a first import of this kind (full pass or backfill into an empty mirror) is still running. */
+  /**
+   * Whether a first import of this kind (full pass or backfill into an empty mirror) is still
+   * running: its pass is unfinished and no pass of the kind started after it or completed since.
+   */
   importing(kind: string): Promise<boolean>;
 }
 
@@ -130,8 +133,12 @@ export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoin
       return row && fromRow(row);
     },
     async importing(kind) {
-      const { rows } = await sql<{ n: string | number }>`select count(*) as n from sync_checkpoints
-        where kind = ${kind} and first_import and pass_completed_at is null`.execute(db);
+      // An interrupted first backfill is never completed: its row alone would hold first_import
+      // for good. A pass of the kind that started later, or completed since, ends that import.
+      const { rows } = await sql<{ n: string | number }>`select count(*) as n from sync_checkpoints c
+        where c.kind = ${kind} and c.first_import and c.pass_completed_at is null
+          and not exists (select 1 from sync_checkpoints o where o.kind = c.kind and o.tier <> c.tier
+            and (o.pass_started_at > c.pass_started_at or o.last_complete_at > c.pass_started_at))`.execute(db);
       return Number(expectDefined(rows[0], "count(*) returned no row").n) > 0;
     },
   };
