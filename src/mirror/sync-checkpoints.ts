@@ -51,6 +51,12 @@ export interface SyncCheckpoints {
    * running: its pass is unfinished and no pass of the kind started after it or completed since.
    */
   importing(kind: string): Promise<boolean>;
+  /**
+   * Marks the workers alive now (sync_liveness, the database's clock) and answers the mark it
+   * replaced: undefined the first time ever. One statement, the row locked: of several workers
+   * marking at once, only the first sees the old mark.
+   */
+  markAlive(): Promise<{ previous: Date | undefined; now: Date }>;
 }
 
 type Row = DatabaseSchema["sync_checkpoints"] extends infer T ? { [K in keyof T]: unknown } : never;
@@ -140,6 +146,24 @@ export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoin
           and not exists (select 1 from sync_checkpoints o where o.kind = c.kind and o.tier <> c.tier
             and (o.pass_started_at > c.pass_started_at or o.last_complete_at > c.pass_started_at))`.execute(db);
       return Number(expectDefined(rows[0], "count(*) returned no row").n) > 0;
+    },
+    async markAlive() {
+      return db.transaction().execute(async (tx) => {
+        // Locked first: a second worker waits here, then reads the mark this one leaves.
+        const previous = await tx
+          .selectFrom("sync_liveness")
+          .select("seen_at")
+          .where("name", "=", "workers")
+          .forUpdate()
+          .executeTakeFirst();
+        const row = await tx
+          .insertInto("sync_liveness")
+          .values({ name: "workers", seen_at: sql<Date>`clock_timestamp()` })
+          .onConflict((oc) => oc.column("name").doUpdateSet({ seen_at: sql<Date>`excluded.seen_at` }))
+          .returning("seen_at")
+          .executeTakeFirstOrThrow();
+        return { previous: previous?.seen_at, now: row.seen_at };
+      });
     },
   };
 }
