@@ -53,7 +53,7 @@ export interface SyncCheckpoints {
   importing(kind: string): Promise<boolean>;
   /**
    * Marks the workers alive now (sync_liveness, the database's clock) and answers the mark it
-   * replaced: undefined the first time ever. One statement, the row locked: of several workers
+   * replaced: undefined the first time ever. The row locked first: of several workers
    * marking at once, only the first sees the old mark.
    */
   markAlive(): Promise<{ previous: Date | undefined; now: Date }>;

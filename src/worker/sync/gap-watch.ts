@@ -44,28 +44,34 @@ export function createGapWatch(options: GapWatchOptions): GapWatch {
   const sentinel = redisKeys(options.prefix).workersAlive;
   const threshold = gapThresholdMs(options.intervalMs);
   let timer: NodeJS.Timeout | undefined;
+  // A gap whose catch-up could not be enqueued yet (Redis failed just then): the mark no longer shows it.
+  let owed: Date | undefined;
 
   async function tick() {
-    // One statement with the row locked: of workers starting together, only the first sees the old mark.
-    const { previous, now } = await options.checkpoints.markAlive();
-    // Missing while the mark existed: Redis was emptied (restart without persistence, FLUSHALL,
-    // failover to an empty replica). Set again only once restored and caught up, so a crash in
-    // between leaves the next tick to do it (the catch-up job is deduplicated).
+    // Missing while the mark exists: Redis was emptied (restart without persistence, FLUSHALL,
+    // failover to an empty replica). Read before marking: while Redis is away nothing is marked,
+    // so an outage longer than the threshold is a gap once it ends.
     const redisEmptied = (await redis.exists(sentinel)) === 0;
+    // Locked: of workers marking together, only the first sees the old mark.
+    const { previous, now } = await options.checkpoints.markAlive();
     if (redisEmptied) await options.restore();
     const gap = previous !== undefined && (redisEmptied || now.getTime() - previous.getTime() > threshold);
     // From a little before the last mark: events Redis held unhandled then are gone with it.
-    const gapStart = gap ? new Date(previous.getTime() - threshold) : undefined;
+    const found = gap ? new Date(previous.getTime() - threshold) : undefined;
+    const gapStart = found && owed ? new Date(Math.min(found.getTime(), owed.getTime())) : (found ?? owed);
     if (gapStart && options.catchUp) {
+      owed = gapStart;
       logger.warn({ lastSeen: previous, gapStart, redisEmptied }, "workers were away or Redis lost its data: catching up");
       await options.catchUp(gapStart);
+      owed = undefined;
     }
+    // Set again only once restored and caught up: a crash in between leaves it to the next tick.
     if (redisEmptied) await redis.set(sentinel, now.toISOString());
     return { ...(gapStart ? { gapStart } : {}), redisEmptied: redisEmptied && previous !== undefined };
   }
 
   let ticking = false;
-  // A failed tick (the database or Redis away) leaves the mark as it was: the next one sees the gap.
+  // A failed tick (the database or Redis away) leaves the mark as it was: a long outage is a gap.
   const tickLogged = async () => {
     if (ticking) return;
     ticking = true;
