@@ -29,6 +29,8 @@ export interface RedisKeys {
    * service ran knows Redis lost its data (worker/sync/gap-watch.ts); its own slot.
    */
   readonly workersAlive: string;
+  /** Held (SET NX with a TTL) by the one worker that restores an emptied Redis; its own slot. */
+  readonly restoringRedis: string;
   /**
    * The ingest path (queue/stream-sink.ts, queue/stream-consumer.ts): the stream the edge appends
    * verified events to and the workers read, and each event id's "seen" key. The edge's script
@@ -67,6 +69,7 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
     pendingIndex: (kind) => `${prefix}:sync:pending-index:${kind}`,
     refreshLease: (kind) => `${prefix}:sync:refresh-lease:${kind}`,
     workersAlive: `${prefix}:sync:workers-alive`,
+    restoringRedis: `${prefix}:sync:restoring`,
     ingest: { stream: `${ingest}:events`, group: "pump", seen: (eventId) => `${ingest}:seen:${eventId}` },
     operator: {
       bulkReplay: (id) => `${prefix}:operator:replay:${id}`,

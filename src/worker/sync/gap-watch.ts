@@ -41,7 +41,7 @@ export interface GapWatch {
  */
 export function createGapWatch(options: GapWatchOptions): GapWatch {
   const { redis, logger } = options;
-  const sentinel = redisKeys(options.prefix).workersAlive;
+  const { workersAlive: sentinel, restoringRedis } = redisKeys(options.prefix);
   const threshold = gapThresholdMs(options.intervalMs);
   let timer: NodeJS.Timeout | undefined;
   // A gap whose catch-up could not be enqueued yet (Redis failed just then): the mark no longer shows it.
@@ -52,6 +52,9 @@ export function createGapWatch(options: GapWatchOptions): GapWatch {
     // failover to an empty replica). Read before marking: while Redis is away nothing is marked,
     // so an outage longer than the threshold is a gap once it ends.
     const redisEmptied = (await redis.exists(sentinel)) === 0;
+    // One worker restores (several upserting one job scheduler at once has had bugs in BullMQ); the
+    // others look again next tick. The TTL hands it on if that worker dies meanwhile.
+    if (redisEmptied && (await redis.set(restoringRedis, "1", "PX", threshold, "NX")) !== "OK") return { redisEmptied: false };
     // Locked: of workers marking together, only the first sees the old mark.
     const { previous, now } = await options.checkpoints.markAlive();
     if (redisEmptied) await options.restore();
@@ -66,7 +69,10 @@ export function createGapWatch(options: GapWatchOptions): GapWatch {
       owed = undefined;
     }
     // Set again only once restored and caught up: a crash in between leaves it to the next tick.
-    if (redisEmptied) await redis.set(sentinel, now.toISOString());
+    if (redisEmptied) {
+      await redis.set(sentinel, now.toISOString());
+      await redis.del(restoringRedis);
+    }
     return { ...(gapStart ? { gapStart } : {}), redisEmptied: redisEmptied && previous !== undefined };
   }
 
