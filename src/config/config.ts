@@ -93,6 +93,10 @@ export interface Config {
     reconcileActiveIntervalMs: number;
     /** Pages one full-tier slice (one job) reads at most before it saves and ends. */
     reconcileFullSlicePages: number;
+    /** After a gap, a catch-up reads the final order lists back at least this far by createdAt. */
+    syncCatchUpHorizonMs: number;
+    /** How often a worker marks itself alive, looks for a gap, and restores lost schedulers and the stream's group. */
+    syncWatchIntervalMs: number;
     /**
      * How often the change relay looks for change events left in the outbox (by other processes
      * or a crash); it is also poked right after every write that recorded changes. 0: this

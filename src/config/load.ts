@@ -79,6 +79,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       reconcileIntervalMs: e.RECONCILE_INTERVAL_SECONDS * 1000,
       reconcileActiveIntervalMs: e.RECONCILE_ACTIVE_INTERVAL_SECONDS * 1000,
       reconcileFullSlicePages: e.RECONCILE_FULL_SLICE_PAGES,
+      syncCatchUpHorizonMs: e.SYNC_CATCHUP_HORIZON_HOURS * 3600_000,
+      syncWatchIntervalMs: e.SYNC_WATCH_INTERVAL_SECONDS * 1000,
       changeRelayIntervalMs: e.CHANGE_RELAY_INTERVAL_MS,
     },
     database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DATABASE_SCHEMA, operatorQueryTimeoutMs: e.OPERATOR_QUERY_TIMEOUT_MS },

@@ -87,6 +87,8 @@ export const configSchema = z.object({
   RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
   RECONCILE_ACTIVE_INTERVAL_SECONDS: int(0).default(120),
   RECONCILE_FULL_SLICE_PAGES: int(1, 10_000).default(30),
+  SYNC_CATCHUP_HORIZON_HOURS: int(0, 24 * 31).default(24),
+  SYNC_WATCH_INTERVAL_SECONDS: int(1, 3600).default(15),
   CHANGE_RELAY_INTERVAL_MS: int(0, 600_000).default(1000),
   // The URL may carry a password: messages never echo it (zod's own do not either).
   DATABASE_URL: optionalSecret("must be a postgres:// or postgresql:// URL", (s) => /^postgres(ql)?:\/\//.test(s) && URL.canParse(s)),

@@ -182,6 +182,23 @@ export function createMetrics() {
       labelNames: ["tier"],
       ...opts,
     }),
+    reconcileActiveInterval: new Gauge({
+      name: "svc_reconcile_active_interval_seconds",
+      help: "RECONCILE_ACTIVE_INTERVAL_SECONDS as this worker runs it (0: the active tier is off)",
+      ...opts,
+    }),
+    syncRecordsChecked: new Counter({
+      name: "svc_sync_records_checked_total",
+      help: "Records an active or catch-up reconciliation pass read, by kind and tier (active, catch-up)",
+      labelNames: ["kind", "tier"],
+      ...opts,
+    }),
+    syncRecordsCorrected: new Counter({
+      name: "svc_sync_records_corrected_total",
+      help: "Records those passes found wrong in the mirror (written with a change), by kind, tier and cause (the change's source)",
+      labelNames: ["kind", "tier", "cause"],
+      ...opts,
+    }),
     role: new Gauge({
       name: "svc_role_info",
       help: "1 for the role this process runs (all, web or worker): a worker that stops being scraped is absent",

@@ -115,6 +115,7 @@ export interface DatabaseSchema {
   rejected_records: RejectedRecordsTable;
   unlisted_records: UnlistedRecordsTable;
   sync_checkpoints: SyncCheckpointsTable;
+  sync_liveness: SyncLivenessTable;
 }
 
 /** Changes written with the mirror, waiting for the relay (migrations/0003_change_outbox.ts). */
@@ -171,4 +172,10 @@ export interface SyncCheckpointsTable {
   since: string | null;
   last_complete_at: Timestamp | null;
   updated_at: Timestamp;
+}
+
+/** When the workers last ran, by mark name (migrations/0010_sync_liveness.ts). */
+export interface SyncLivenessTable {
+  name: string;
+  seen_at: Timestamp;
 }

@@ -46,8 +46,17 @@ export interface SyncCheckpoints {
   advance(from: SyncCheckpoint, to: CheckpointProgress): Promise<boolean>;
   /** Marks the pass complete (same guard as `advance`); returns the row as saved, or undefined if it lost. */
   complete(from: SyncCheckpoint, to: CheckpointProgress): Promise<SyncCheckpoint | undefined>;
-  /** Whether a first import of this kind (full pass or backfill into an empty mirror) is still running. */
+  /**
+   * Whether a first import of this kind (full pass or backfill into an empty mirror) is still
+   * running: its pass is unfinished and no pass of the kind started after it or completed since.
+   */
   importing(kind: string): Promise<boolean>;
+  /**
+   * Marks the workers alive now (sync_liveness, the database's clock) and answers the mark it
+   * replaced: undefined the first time ever. The row locked first: of several workers
+   * marking at once, only the first sees the old mark.
+   */
+  markAlive(): Promise<{ previous: Date | undefined; now: Date }>;
 }
 
 type Row = DatabaseSchema["sync_checkpoints"] extends infer T ? { [K in keyof T]: unknown } : never;
@@ -130,9 +139,31 @@ export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoin
       return row && fromRow(row);
     },
     async importing(kind) {
-      const { rows } = await sql<{ n: string | number }>`select count(*) as n from sync_checkpoints
-        where kind = ${kind} and first_import and pass_completed_at is null`.execute(db);
+      // An interrupted first backfill is never completed: its row alone would hold first_import
+      // for good. A pass of the kind that started later, or completed since, ends that import.
+      const { rows } = await sql<{ n: string | number }>`select count(*) as n from sync_checkpoints c
+        where c.kind = ${kind} and c.first_import and c.pass_completed_at is null
+          and not exists (select 1 from sync_checkpoints o where o.kind = c.kind and o.tier <> c.tier
+            and (o.pass_started_at > c.pass_started_at or o.last_complete_at > c.pass_started_at))`.execute(db);
       return Number(expectDefined(rows[0], "count(*) returned no row").n) > 0;
+    },
+    async markAlive() {
+      return db.transaction().execute(async (tx) => {
+        // Locked first: a second worker waits here, then reads the mark this one leaves.
+        const previous = await tx
+          .selectFrom("sync_liveness")
+          .select("seen_at")
+          .where("name", "=", "workers")
+          .forUpdate()
+          .executeTakeFirst();
+        const row = await tx
+          .insertInto("sync_liveness")
+          .values({ name: "workers", seen_at: sql<Date>`clock_timestamp()` })
+          .onConflict((oc) => oc.column("name").doUpdateSet({ seen_at: sql<Date>`excluded.seen_at` }))
+          .returning("seen_at")
+          .executeTakeFirstOrThrow();
+        return { previous: previous?.seen_at, now: row.seen_at };
+      });
     },
   };
 }

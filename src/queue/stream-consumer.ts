@@ -59,6 +59,8 @@ export interface StreamSettled {
 
 export interface StreamConsumer {
   start(): Promise<void>;
+  /** Creates the consumer group (and the stream) unless it exists: after Redis lost its data. */
+  ensureGroup(): Promise<void>;
   /** Finishes the entries in hand (handled, recorded, acknowledged) within `deadlineMs`, then stops reading. */
   stop(deadlineMs?: number): Promise<void>;
   /** True while some attempt waits for the event log to take it (the database is away): for readiness. */
@@ -276,6 +278,7 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
   };
 
   return {
+    ensureGroup,
     async start() {
       const connection = options.connection;
       const own: RedisClient = connection instanceof Cluster ? connection.duplicate() : connection.duplicate();

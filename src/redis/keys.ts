@@ -33,6 +33,13 @@ export interface RedisKeys {
   /** Who runs the kind's refresh (or, as `reconcile-active`, the active pass) now (a string: the holder's token, with a TTL); its own slot. */
   refreshLease(kind: string): string;
   /**
+   * Set by the workers and never expired: a worker that finds it missing while PostgreSQL says the
+   * service ran knows Redis lost its data (worker/sync/gap-watch.ts); its own slot.
+   */
+  readonly workersAlive: string;
+  /** Held (SET NX with a TTL) by the one worker that restores an emptied Redis; its own slot. */
+  readonly restoringRedis: string;
+  /**
    * The ingest path (queue/stream-sink.ts, queue/stream-consumer.ts): the stream the edge appends
    * verified events to and the workers read, and each event id's "seen" key. The edge's script
    * touches both, so they share the tag `{ingest}` (the prefix's own tag when it has one). The
@@ -70,6 +77,8 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
     pendingNotes: (kind, restaurantId) => `${prefix}:sync:pending-notes:${kind}:{${restaurantId}}`,
     pendingIndex: (kind) => `${prefix}:sync:pending-index:${kind}`,
     refreshLease: (kind) => `${prefix}:sync:refresh-lease:${kind}`,
+    workersAlive: `${prefix}:sync:workers-alive`,
+    restoringRedis: `${prefix}:sync:restoring`,
     ingest: { stream: `${ingest}:events`, group: "pump", seen: (eventId) => `${ingest}:seen:${eventId}` },
     operator: {
       bulkReplay: (id) => `${prefix}:operator:replay:${id}`,

@@ -12,6 +12,7 @@ import { OperatorActionError } from "./operator-action-error.js";
 import { replayEvents, replayJob, replayQueryFromFilter } from "./replay-events.js";
 import { settleFailedJobs } from "./settle-failed-jobs.js";
 import { RECONCILE_JOBS } from "./sync/reconcile-jobs.js";
+import { ACTIVE_PASS_LEASE } from "./sync/refresh-lease.js";
 import { SYNCED_KINDS, type SyncedKind } from "./sync/synced-kinds.js";
 
 /**
@@ -129,12 +130,13 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
 
     /**
      * Asks the workers for a reconciliation or a backfill: one job on the sync queue. Asked again
-     * while that job waits or runs, it answers the same job.
+     * while that job waits or runs, it answers the same job. A reconciliation asked for while an
+     * active pass runs waits for it and runs right after it (`runs` says which).
      */
     async requestSync(
       request: OperatorSyncRequest,
       options: { kinds?: string[]; since?: string; restart?: boolean } = {},
-    ): Promise<{ job: string }> {
+    ): Promise<{ job: string; runs?: "now" | "after the running pass" }> {
       if (!deps.syncAvailable) throw new OperatorActionError("sync_unavailable", "no upstream API is configured (API_BASE_URL, API_KEY)");
       const data: Record<string, unknown> = { requestedBy: "operator", request };
       if (options.kinds !== undefined) {
@@ -156,7 +158,9 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
         ...deps.syncJobOptions,
         deduplication: { id: `operator-${request}` },
       });
-      return { job: job.id ?? "" };
+      if (request !== "reconcile") return { job: job.id ?? "" };
+      const running = (await deps.redis.exists(redisKeys(deps.prefix).refreshLease(ACTIVE_PASS_LEASE))) === 1;
+      return { job: job.id ?? "", runs: running ? "after the running pass" : "now" };
     },
   };
 }

@@ -31,7 +31,8 @@ import { createRefreshLease } from "./sync/refresh-lease.js";
 import { createRefreshPace } from "./sync/refresh-pace.js";
 import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { createMirrorWriter } from "./sync/mirror-writer.js";
-import { collectFullTier, reconcileProcessors, scheduleReconcile } from "./sync/reconcile-jobs.js";
+import { collectFullTier, enqueueCatchUp, reconcileProcessors, scheduleReconcile, showActiveTier } from "./sync/reconcile-jobs.js";
+import { createGapWatch } from "./sync/gap-watch.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { createSyncHandlers } from "./sync/sync-handlers.js";
 import type { SyncedKind } from "./sync/synced-kinds.js";
@@ -247,6 +248,7 @@ export function createWorkerRole(deps: {
     });
     // Fresh from the start, so "stalled" means no full pass completed for a while, not "none yet".
     if (config.worker.reconcileIntervalMs > 0) collectFullTier(metrics, deps.checkpoints, Date.now());
+    showActiveTier(metrics, config.worker);
     Object.assign(
       processors,
       reconcileProcessors({
@@ -306,6 +308,24 @@ export function createWorkerRole(deps: {
     onClaimed: (n) => metrics.eventsClaimed.inc(n),
   });
 
+  // The job schedulers live in Redis: made at start, and again when Redis lost them (gap-watch.ts).
+  const schedule = async () => {
+    await scheduleReconcile(syncQueue, config.worker, api !== undefined);
+    await syncQueue.upsertJobScheduler("prune-events", { every: PRUNE_EVERY_MS }, { name: "prune-events", data: {} });
+  };
+  const gapWatch = createGapWatch({
+    redis: connection,
+    prefix,
+    checkpoints: deps.checkpoints,
+    intervalMs: config.worker.syncWatchIntervalMs,
+    restore: async () => {
+      await schedule();
+      await streamConsumer.ensureGroup();
+    },
+    ...(api && config.worker.reconcileIntervalMs > 0 ? { catchUp: (gapStart: Date) => enqueueCatchUp(syncQueue, gapStart) } : {}),
+    logger,
+  });
+
   const workers = [eventWorker, syncWorker];
   observeJobs(workers, { metrics, logger });
   return {
@@ -320,19 +340,20 @@ export function createWorkerRole(deps: {
     handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key),
     onSettled: (listener) => settled.on(listener),
     async start() {
-      await scheduleReconcile(syncQueue, config.worker, api !== undefined);
-      await syncQueue.upsertJobScheduler("prune-events", { every: PRUNE_EVERY_MS }, { name: "prune-events", data: {} });
+      await schedule();
       for (const w of workers) {
         w.run().catch((err: unknown) => logger.error({ err }, "worker stopped unexpectedly"));
       }
       await Promise.all(workers.map((w) => w.waitUntilReady()));
       await streamConsumer.start();
       changeRelay.start();
+      await gapWatch.start();
     },
     async stop(deadlineMs) {
       // The stream first: the batch in hand is handled, recorded and acknowledged (or left pending
       // for another consumer if it cannot be within the deadline).
       const started = Date.now();
+      gapWatch.stop();
       await streamConsumer.stop(deadlineMs);
       deadlineMs = Math.max(0, deadlineMs - (Date.now() - started));
       const graceful = Promise.all(workers.map((w) => w.close()));

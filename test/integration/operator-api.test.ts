@@ -226,7 +226,7 @@ describe("POST /sync/reconcile and /sync/backfill", () => {
     const first = await post("/sync/reconcile");
     expect(first.status).toBe(202);
     const { job } = (await first.json()) as { job: string };
-    expect(await (await post("/sync/reconcile")).json()).toEqual({ job });
+    expect(await (await post("/sync/reconcile")).json()).toEqual({ job, runs: "now" });
     const syncQueue = new Queue(SYNC_QUEUE, { connection: svc.redis, prefix: svc.prefix });
     try {
       const jobs = await syncQueue.getJobs(["waiting", "prioritized", "delayed"]);

@@ -7,10 +7,11 @@ import { operatorClient, operatorUrl } from "../operator-client.js";
 
 export const help = `svc-webhooks reconcile [--url <url>]
 
-Asks the workers for a reconciliation sweep now (every order, booking and menu item read through
-the API, within the shared rate budget; what webhooks missed becomes change events) and prints
-the sync-queue job: {"job":"<id>"}. Asked again while that job waits or runs, it answers the
-same job. Through the running service (--url, default http://127.0.0.1:$PORT, with ADMIN_TOKEN);
+Asks the workers for an active reconciliation pass now (what can still change read through the
+API, within the shared rate budget; what webhooks missed becomes change events) and prints the
+sync-queue job and when it runs: {"job":"<id>","runs":"now"}, or "after the running pass" when a
+pass runs already (it is queued behind it, not dropped). Asked again while that job waits or
+runs, it answers the same job. Through the running service (--url, default http://127.0.0.1:$PORT, with ADMIN_TOKEN);
 when nothing listens there, the job goes straight into Redis (REDIS_URL) for the next worker.`;
 
 export async function run(argv: string[]): Promise<void> {

@@ -2,7 +2,9 @@ import type { Logger } from "pino";
 import type { MirrorRecord, MirrorStore } from "../../mirror/store.js";
 import type { SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
 import { paginatePages, type ApiClient } from "../../upstream/index.js";
+import type { ChangeSource } from "../../events/change-events.js";
 import { isFirstImport, sourceOf, type SweepChanges } from "./change-source.js";
+import { createListOrder } from "./list-order.js";
 import type { Page, SyncedKind } from "./synced-kinds.js";
 
 /** Order statuses that can still change (the state machine only moves forward from these). */
@@ -21,6 +23,31 @@ export interface ActivePassOptions {
   logger?: Logger;
   /** @defaultValue MAX_FINAL_PAGES */
   maxFinalPages?: number;
+  /** After a gap in which no webhook could arrive: read back further (see CatchUp). */
+  catchUp?: CatchUp;
+  /** After each page: records read and the changes they made (by source), for metrics. */
+  onPage?: (kind: SyncedKind, read: number, changes: readonly ChangeSource[]) => void;
+}
+
+/**
+ * A catch-up pass (after a gap): besides the open lists, every final list newest first down to
+ * `horizon` by createdAt (when the data shows it runs newest first; else `maxFinalPages`, or
+ * CATCH_UP_MAX_PAGES pages of a newest-first list that never reaches it), and bookings from the
+ * day before the gap began.
+ */
+export interface CatchUp {
+  gapStart: Date;
+  /** The oldest createdAt read back in the final lists: refunds of older orders are the full tier's. */
+  horizon: Date;
+}
+
+/** Pages of one final list a catch-up reads at most while it runs newest first towards its horizon. */
+export const CATCH_UP_MAX_PAGES = 100;
+
+/** What one kind's reads of a pass met: records read, and those the mirror had wrong (written with a change). */
+export interface KindTally {
+  checked: number;
+  corrected: number;
 }
 
 export interface ActivePassOutcome {
@@ -31,6 +58,7 @@ export interface ActivePassOutcome {
   leftOpen: number;
   /** Of those, the ones found in a final list and written. */
   recovered: number;
+  byKind: Partial<Record<SyncedKind, KindTally>>;
 }
 
 type Read = (cursor: string | undefined) => Promise<Page>;
@@ -41,23 +69,26 @@ type Read = (cursor: string | undefined) => Promise<Page>;
  * status, bookings from today on, every menu item — then the orders the mirror holds as open that
  * no open list returned: they moved to a final state while their webhook was missed, and are read
  * back from the final lists (newest first, stopping once past the oldest of them by createdAt).
+ * With `catchUp`, the same pass reads back over the gap (CatchUp).
  */
 export async function runActivePass(options: ActivePassOptions): Promise<ActivePassOutcome> {
-  const { api, mirror } = options;
+  const { api, mirror, catchUp } = options;
   const startedAt = await mirror.clock();
-  const outcome: ActivePassOutcome = { calls: 0, records: 0, leftOpen: 0, recovered: 0 };
+  const outcome: ActivePassOutcome = { calls: 0, records: 0, leftOpen: 0, recovered: 0, byKind: {} };
   const opts = { priority: "active" as const, clock: () => mirror.clock() };
   const seen = new Set<string>();
   for (const status of OPEN_ORDER_STATUSES)
     await readAll(options, outcome, "orders", (cursor) => api.listOrders({ status, limit: 100, cursor }, opts), seen);
-  // Today by UTC, the API's own zone for timestamps (spec part 2).
-  const today = startedAt.toISOString().slice(0, 10);
-  await readAll(options, outcome, "bookings", (cursor) => api.listBookings({ from: today, limit: 100, cursor }, opts));
+  // Today by UTC, the API's own zone for timestamps (spec part 2); after a gap, the day before it
+  // began (a booking changed in the gap may be for any day since).
+  const from = catchUp ? new Date(catchUp.gapStart.getTime() - DAY_MS) : startedAt;
+  const fromDay = from.toISOString().slice(0, 10);
+  await readAll(options, outcome, "bookings", (cursor) => api.listBookings({ from: fromDay, limit: 100, cursor }, opts));
   await readAll(options, outcome, "menu-items", (cursor) => api.listMenuItems({ limit: 100, cursor }, opts));
 
   const leftOpen = (await openOrdersOfMirror(mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
   outcome.leftOpen = leftOpen.length;
-  if (leftOpen.length > 0) outcome.recovered = await readBackFinished(options, outcome, leftOpen);
+  if (leftOpen.length > 0 || catchUp) outcome.recovered = await readBackFinished(options, outcome, leftOpen);
   if (outcome.recovered < outcome.leftOpen)
     options.logger?.warn(
       { missing: outcome.leftOpen - outcome.recovered },
@@ -65,6 +96,8 @@ export async function runActivePass(options: ActivePassOptions): Promise<ActiveP
     );
   return outcome;
 }
+
+const DAY_MS = 86_400_000;
 
 /** Reads every page of one list into the mirror; notes the ids it saw. */
 async function readAll(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, read: Read, seen?: Set<string>) {
@@ -76,38 +109,46 @@ async function readAll(options: ActivePassOptions, outcome: ActivePassOutcome, k
 }
 
 async function writePage(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, page: Page, firstImport: boolean) {
+  const read = page.data.length + page.refused.length;
   outcome.calls++;
-  outcome.records += page.data.length + page.refused.length;
+  outcome.records += read;
   const source = firstImport ? "backfill" : await sourceOf(options.changes, kind, page.data);
-  await options.changes.writer.write(kind, page.data, page.readAt, source, page.refused);
+  const { changes } = await options.changes.writer.write(kind, page.data, page.readAt, source, page.refused);
+  const tally = (outcome.byKind[kind] ??= { checked: 0, corrected: 0 });
+  tally.checked += read;
+  tally.corrected += changes.length;
+  if (options.onPage) {
+    const causes = await Promise.all(changes.map(async (c) => (typeof source === "function" ? source(c) : source)));
+    options.onPage(kind, read, causes);
+  }
 }
 
 /**
  * Reads the final lists until every order that left the open lists was found, or the list shows
- * it runs newest first and went below the oldest of them by createdAt, or MAX_FINAL_PAGES.
+ * it runs newest first and went below the oldest of them by createdAt, or MAX_FINAL_PAGES. A
+ * catch-up reads each final list on down to its horizon (CatchUp).
  */
 async function readBackFinished(options: ActivePassOptions, outcome: ActivePassOutcome, leftOpen: MirrorRecord[]): Promise<number> {
   const wanted = new Set(leftOpen.map((o) => o.id));
   const oldest = Math.min(...leftOpen.map((o) => Date.parse(String(o.createdAt))));
+  const horizon = options.catchUp?.horizon.getTime();
   const maxPages = options.maxFinalPages ?? MAX_FINAL_PAGES;
   const firstImport = await isFirstImport(options, "orders");
   const opts = { priority: "active" as const, clock: () => options.mirror.clock() };
   for (const status of FINAL_ORDER_STATUSES) {
+    if (wanted.size === 0 && horizon === undefined) break;
     let pages = 0;
-    let last: number | undefined;
-    let descending: boolean | undefined;
+    const order = createListOrder();
     const read: Read = (cursor) => options.api.listOrders({ status, limit: 100, cursor }, opts);
     for await (const page of paginatePages(read)) {
       await writePage(options, outcome, "orders", page, firstImport);
-      for (const r of page.data) {
-        wanted.delete(r.id);
-        const t = Date.parse(String(r.createdAt));
-        if (Number.isNaN(t)) continue;
-        if (last !== undefined && t !== last) descending = (descending ?? true) && t < last;
-        last = t;
-      }
-      if (wanted.size === 0) return leftOpen.length;
-      if (++pages >= maxPages || (descending === true && last !== undefined && last < oldest)) break;
+      for (const r of page.data) wanted.delete(r.id);
+      order.observe(page.data.map((r) => Date.parse(String(r.createdAt))));
+      const foundAll = wanted.size === 0 || order.passed(oldest);
+      if (foundAll && (horizon === undefined || order.passed(horizon))) break;
+      // Only a list known to run newest first reaches a horizon: any other stops at the usual bound.
+      const bound = horizon !== undefined && order.direction === "descending" ? Math.max(maxPages, CATCH_UP_MAX_PAGES) : maxPages;
+      if (++pages >= bound) break;
     }
   }
   return leftOpen.length - wanted.size;

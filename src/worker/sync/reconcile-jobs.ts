@@ -5,27 +5,40 @@ import type { Metrics } from "../../metrics/metrics.js";
 import type { MirrorStore } from "../../mirror/store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
 import type { ApiClient } from "../../upstream/index.js";
-import { runActivePass } from "./active-tier.js";
+import { runActivePass, type CatchUp } from "./active-tier.js";
 import type { SweepChanges } from "./change-source.js";
 import { lastCompleteFullPass, lastWholePassStart, runFullSlice } from "./full-tier.js";
 import type { MirrorWriter } from "./mirror-writer.js";
-import { ACTIVE_PASS_LEASE, type RefreshLease } from "./refresh-lease.js";
+import { ACTIVE_PASS_LEASE, waitForLease, type RefreshLease } from "./refresh-lease.js";
 import { runBackfill } from "./resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "./synced-kinds.js";
 
 /**
  * The job names of the reconciliation tiers and backfill on the sync queue, for whoever enqueues
  * them (the schedulers below, the operator API):
- * - `reconcile-active`: one active pass (data: none);
+ * - `reconcile-active`: one active pass (data: none; `requestedBy: "operator"` runs after a running pass
+ *   instead of being skipped);
+ * - `reconcile-catch-up`: an active pass that reads back over a gap (data: CatchUpJobData);
  * - `reconcile-full`: starts the full tier's next slice (data `{ force: true }` starts a pass now);
  * - `backfill`: a resumable backfill in the worker (data: BackfillJobData).
  */
 export const RECONCILE_JOBS = {
   active: "reconcile-active",
+  catchUp: "reconcile-catch-up",
   full: "reconcile-full",
   fullSlice: "reconcile-full-slice",
   backfill: "backfill",
 } as const;
+
+export interface ActiveJobData {
+  requestedBy?: string;
+}
+export interface CatchUpJobData {
+  /** ISO instant: when the gap began (gap-watch.ts). */
+  gapStart: string;
+}
+/** How often a pass that waits behind the running one looks again (it runs within this of its end). */
+export const QUEUED_PASS_POLL_MS = 1000;
 
 export interface FullJobData {
   force?: boolean;
@@ -72,25 +85,50 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
     if (paused) await addSlice(deps.queue, paused.checkpoint);
     return { pages: outcome.pages, kinds: Object.fromEntries(Object.entries(outcome.kinds).map(([k, v]) => [k, v.state])) };
   };
+  /** One active pass under the lease; `catchUp` reads back over a gap. Undefined: another pass runs. */
+  const activePass = async (job: Job, token: string | undefined, catchUp?: CatchUp) => {
+    const lease = await deps.leases.hold(ACTIVE_PASS_LEASE, token ?? job.id ?? "");
+    if (!lease) return undefined;
+    const tier = catchUp ? "catch-up" : "active";
+    try {
+      const outcome = await runActivePass({
+        api: deps.api,
+        mirror: deps.mirror,
+        checkpoints: deps.checkpoints,
+        changes,
+        logger: deps.logger,
+        ...(catchUp ? { catchUp } : {}),
+        onPage: (kind, read, causes) => {
+          deps.metrics.syncRecordsChecked.inc({ kind, tier }, read);
+          for (const cause of causes) deps.metrics.syncRecordsCorrected.inc({ kind, tier, cause });
+        },
+      });
+      deps.metrics.reconcileLastCompletePass.setToCurrentTime({ tier: "active" });
+      deps.logger.info({ ...outcome, ...(catchUp ? { catchUp } : {}) }, `${tier} reconciliation pass done`);
+      return outcome;
+    } finally {
+      await lease.letGo();
+    }
+  };
   return {
     [RECONCILE_JOBS.active]: async (job, token) => {
-      // The pass still running reads what this one would: this tick is skipped, not queued.
-      const lease = await deps.leases.hold(ACTIVE_PASS_LEASE, token ?? job.id ?? "");
-      if (!lease) return { skipped: "an active pass is running" };
-      try {
-        const outcome = await runActivePass({
-          api: deps.api,
-          mirror: deps.mirror,
-          checkpoints: deps.checkpoints,
-          changes,
-          logger: deps.logger,
-        });
-        deps.metrics.reconcileLastCompletePass.setToCurrentTime({ tier: "active" });
-        deps.logger.info(outcome, "active reconciliation pass done");
-        return outcome;
-      } finally {
-        await lease.letGo();
-      }
+      const outcome = await activePass(job, token);
+      if (outcome) return outcome;
+      // An operator's "reconcile now" runs right after the running pass (it may have begun before
+      // the change they mean); a scheduled tick is skipped: the running pass reads what it would.
+      if ((job.data as ActiveJobData).requestedBy === "operator") return waitForLease(job, token, QUEUED_PASS_POLL_MS);
+      return { skipped: "an active pass is running" };
+    },
+    [RECONCILE_JOBS.catchUp]: async (job, token) => {
+      const now = (await deps.mirror.clock()).getTime();
+      const gapStart = Date.parse((job.data as CatchUpJobData).gapStart);
+      const horizonStart = now - deps.config.syncCatchUpHorizonMs;
+      const catchUp = {
+        gapStart: new Date(Number.isNaN(gapStart) ? horizonStart : gapStart),
+        horizon: new Date(Number.isNaN(gapStart) ? horizonStart : Math.min(gapStart, horizonStart)),
+      };
+      // Behind a running pass, never instead of it: that pass began before it knew of the gap.
+      return (await activePass(job, token, catchUp)) ?? waitForLease(job, token, QUEUED_PASS_POLL_MS);
     },
     // The tick: a slice when a pass runs or is due (an operator's `force` starts one now).
     [RECONCILE_JOBS.full]: async (job) => ((job.data as FullJobData).force ? fullSlice(job) : tick(deps)),
@@ -146,6 +184,12 @@ async function addOnce(queue: Pick<Queue, "add" | "getJob">, jobId: string): Pro
   await queue.add(RECONCILE_JOBS.fullSlice, {}, { jobId });
 }
 
+/** Enqueues one catch-up pass from `gapStart`: deduplicated while one waits or runs (several workers may see the gap). */
+export async function enqueueCatchUp(queue: Pick<Queue, "add">, gapStart: Date): Promise<void> {
+  const data: CatchUpJobData = { gapStart: gapStart.toISOString() };
+  await queue.add(RECONCILE_JOBS.catchUp, data, { deduplication: { id: RECONCILE_JOBS.catchUp } });
+}
+
 /** Keeps the schedulers of the tiers as the config says: RECONCILE_INTERVAL_SECONDS=0 turns every tier off. */
 export async function scheduleReconcile(queue: Queue, config: Config["worker"], enabled: boolean): Promise<void> {
   // The single hourly sweep the tiers replace.
@@ -165,6 +209,16 @@ export async function scheduleReconcile(queue: Queue, config: Config["worker"], 
       { name: RECONCILE_JOBS.active, data: {} },
     );
   else await queue.removeJobScheduler(RECONCILE_JOBS.active);
+}
+
+/**
+ * The active tier's configured interval, and its last complete pass as this worker's start until
+ * one completes: the stall alert (deploy/prometheus/alerts.yml) compares the two.
+ */
+export function showActiveTier(metrics: Metrics, config: Config["worker"]): void {
+  const on = config.reconcileIntervalMs > 0 && config.reconcileActiveIntervalMs > 0;
+  metrics.reconcileActiveInterval.set(on ? config.reconcileActiveIntervalMs / 1000 : 0);
+  if (on) metrics.reconcileLastCompletePass.setToCurrentTime({ tier: "active" });
 }
 
 /** The full tier's progress and the age of its last complete pass, read at scrape time from the checkpoints. */

@@ -1,0 +1,166 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { sql } from "kysely";
+import pino from "pino";
+import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
+import type { MirrorStore } from "../../src/mirror/store.js";
+import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
+import { redisKeys } from "../../src/redis/keys.js";
+import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
+import { runActivePass } from "../../src/worker/sync/active-tier.js";
+import type { SweepChanges } from "../../src/worker/sync/change-source.js";
+import { runFullSlice } from "../../src/worker/sync/full-tier.js";
+import { createGapWatch, gapThresholdMs } from "../../src/worker/sync/gap-watch.js";
+import { createMirrorWriter } from "../../src/worker/sync/mirror-writer.js";
+import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
+
+// After a gap no webhook arrives for what changed in it (the spec shows no redelivery): the
+// catch-up pass reads it back. The sandbox over real HTTP, the mirror and marks in PostgreSQL.
+let opened: Sandbox | undefined;
+let api: ApiClient;
+let mirror: MirrorStore;
+let checkpoints: SyncCheckpoints;
+let database: TestDatabase;
+let changes: SweepChanges;
+const logger = pino({ level: "silent" });
+const DAY = 86_400_000;
+
+beforeEach(async () => {
+  database = await openTestDatabase(preferredDriver());
+  mirror = createPostgresMirror(database.db);
+  checkpoints = createSyncCheckpoints(database.db);
+  changes = { writer: createMirrorWriter(mirror), source: "reconcile" };
+});
+afterEach(async () => {
+  await opened?.close();
+  opened = undefined;
+  await database.close();
+});
+
+describe("the catch-up pass", () => {
+  it("finds every change of a gap: new orders finished, recent orders refunded, a past booking cancelled, a menu edit", async () => {
+    const sandbox = createSandbox({ restaurants: 8, history: { orders: 3000, days: 30, menuItems: 4 } });
+    opened = sandbox;
+    api = createApiClient({ baseUrl: await sandbox.listen(), apiKey: sandbox.apiKey, retryBaseMs: 10, readRetries: 0 });
+    await runFullSlice({ api, mirror, checkpoints, changes, intervalMs: 3600_000, maxPages: 10_000, logger });
+    const gapStart = await mirror.clock();
+
+    // The gap: every process stopped, the upstream went on.
+    const now = Date.now();
+    const orders = sandbox.state.orders();
+    const refunded = orders
+      .filter((o) => o.status === "DELIVERED" && o.paidAt && now - Date.parse(o.createdAt) < DAY / 2)
+      .slice(0, 3)
+      .map((o) => o.id);
+    const yesterday = new Date(now - DAY).toISOString().slice(0, 10);
+    const booking = sandbox.state.bookings().find((b) => b.date.slice(0, 10) === yesterday && b.status !== "CANCELLED")!;
+    const dish = sandbox.state.menuItems()[0]!;
+    const created = sandbox.silently(() => {
+      for (const id of refunded) sandbox.actions.refundOrder(id);
+      sandbox.actions.cancelBooking(booking.id);
+      sandbox.actions.updateMenuItem(dish.id, { price: dish.price + 1 });
+      return ["DELIVERED", "DELIVERED", "CANCELLED", "READY"].map((last) => {
+        const { id } = sandbox.actions.createOrder({ paid: true });
+        for (const status of ["CONFIRMED", "PREPARING", "READY", "DELIVERED"]) {
+          if (last === "CANCELLED") return sandbox.actions.updateOrderStatus(id, "CANCELLED").id;
+          sandbox.actions.updateOrderStatus(id, status);
+          if (status === last) break;
+        }
+        return id;
+      });
+    });
+    expect(refunded).toHaveLength(3);
+
+    // The active tier alone misses what was never open in the mirror (refunds of finished orders,
+    // orders created and finished in the gap) and yesterday's booking.
+    await runActivePass({ api, mirror, checkpoints, changes, logger });
+    const wrong = async () => {
+      const ids = [...refunded, ...created];
+      const stale = [];
+      for (const id of ids) {
+        const upstream = sandbox.state.orders().find((o) => o.id === id)!;
+        if ((await mirror.get("orders", id))?.status !== upstream.status) stale.push(id);
+      }
+      if ((await mirror.get("bookings", booking.id))?.status !== "CANCELLED") stale.push(booking.id);
+      const price = sandbox.state.menuItems().find((m) => m.id === dish.id)!.price;
+      if ((await mirror.get("menu-items", dish.id))?.price !== price) stale.push(dish.id);
+      return stale;
+    };
+    const finishedInGap = created.slice(0, 3);
+    expect(await wrong()).toEqual([...refunded, ...finishedInGap, booking.id]);
+
+    const horizon = new Date(Math.min(gapStart.getTime(), now - DAY));
+    const checked: Record<string, number> = {};
+    const outcome = await runActivePass({
+      api,
+      mirror,
+      checkpoints,
+      changes,
+      logger,
+      catchUp: { gapStart, horizon },
+      onPage: (kind, read) => (checked[kind] = (checked[kind] ?? 0) + read),
+    });
+    expect(await wrong()).toEqual([]);
+    expect(outcome.byKind.orders).toMatchObject({ corrected: refunded.length + finishedInGap.length });
+    expect(outcome.byKind.bookings).toMatchObject({ corrected: 1 });
+    expect(Object.fromEntries(Object.entries(outcome.byKind).map(([k, v]) => [k, v.checked]))).toEqual(checked);
+  });
+});
+
+describe("the gap watch", () => {
+  let redis: Redis;
+  beforeEach(() => {
+    redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
+  });
+  afterEach(async () => {
+    await redis.quit();
+  });
+
+  it("sees no gap on the first start ever, one when the mark is old, and one when Redis lost its data; two workers ticking together act once", async () => {
+    const prefix = `test-gap-${randomUUID().slice(0, 8)}`;
+    const gaps: Date[] = [];
+    let restored = 0;
+    const watch = () =>
+      createGapWatch({
+        redis,
+        prefix,
+        checkpoints,
+        intervalMs: 1000,
+        logger,
+        restore: () => {
+          restored++;
+          return Promise.resolve();
+        },
+        catchUp: (gapStart) => Promise.resolve(void gaps.push(gapStart)),
+      });
+    const [a, b] = [watch(), watch()];
+    try {
+      expect(await a.tick()).toEqual({ redisEmptied: false });
+      expect(await b.tick()).toEqual({ redisEmptied: false });
+      expect(gaps).toEqual([]);
+      expect(restored).toBe(1); // the first tick ever finds no sentinel: it sets it up
+
+      // Every worker away for five minutes.
+      const lastSeen = new Date(Date.now() - 300_000);
+      await sql`update sync_liveness set seen_at = ${lastSeen}`.execute(database.db);
+      await Promise.all([a.tick(), b.tick()]);
+      expect(gaps).toEqual([new Date(lastSeen.getTime() - gapThresholdMs(1000))]);
+      expect(restored).toBe(1);
+
+      // Redis emptied (FLUSHALL, an empty replica): the sentinel is gone while PostgreSQL knows the service.
+      gaps.length = 0;
+      await redis.del(redisKeys(prefix).workersAlive);
+      // Both workers tick at once: one restores and catches up, the other leaves it to it.
+      const ticks = await Promise.all([a.tick(), b.tick()]);
+      expect(ticks.filter((t) => t.redisEmptied)).toEqual([{ redisEmptied: true, gapStart: expect.any(Date) as unknown }]);
+      expect(gaps).toHaveLength(1);
+      expect(restored).toBe(2);
+      expect(await b.tick()).toEqual({ redisEmptied: false });
+      expect(gaps).toHaveLength(1);
+    } finally {
+      await redis.del(redisKeys(prefix).workersAlive);
+    }
+  });
+});

@@ -1,0 +1,55 @@
+import { Queue } from "bullmq";
+import { afterEach, describe, expect, it } from "vitest";
+import { SYNC_QUEUE } from "../../src/queue/names.js";
+import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import { ACTIVE_PASS_LEASE, createRefreshLease } from "../../src/worker/sync/refresh-lease.js";
+import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+let sandbox: Sandbox | undefined;
+let svc: TestService | undefined;
+afterEach(async () => {
+  await svc?.stop();
+  await sandbox?.close();
+  svc = undefined;
+  sandbox = undefined;
+});
+
+const reconcileNow = async (url: string) => {
+  const res = await fetch(`${url}/sync/reconcile`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+    body: "{}",
+  });
+  expect(res.status).toBe(202);
+  return (await res.json()) as { job: string; runs: string };
+};
+
+describe("reconcile now", () => {
+  it("asked while an active pass runs, is queued behind it and runs right after it (it says so), not dropped", async () => {
+    sandbox = createSandbox({ rateLimit: { max: 100_000, windowMs: 60_000 } });
+    const s = await startService({ API_BASE_URL: await sandbox.listen(), API_KEY: sandbox.apiKey, API_RATE: "100000" });
+    svc = s;
+    // A pass runs (it holds the active pass's lease, as a worker's pass does).
+    const running = await createRefreshLease({ redis: s.redis, prefix: s.prefix, ttlMs: 60_000 }).hold(ACTIVE_PASS_LEASE, "a-running-pass");
+    expect(running).toBeDefined();
+
+    const { job, runs } = await reconcileNow(s.url);
+    expect(runs).toBe("after the running pass");
+    // A change the running pass may have read past already: only the requested pass will see it.
+    const order = sandbox.silently(() => sandbox!.actions.createOrder());
+
+    const queue = new Queue(SYNC_QUEUE, { connection: s.redis, prefix: s.prefix });
+    try {
+      // The job ran, found the pass running and waits for it (delayed), instead of completing as skipped.
+      await waitFor(async () => (await queue.getJob(job))?.isDelayed(), { what: "the request waiting behind the running pass" });
+      expect(await s.service.mirror.get("orders", order.id)).toBeUndefined();
+      await running!.letGo();
+      await waitFor(() => s.service.mirror.get("orders", order.id), { what: "the requested pass to read the new order" });
+      await waitFor(async () => (await queue.getJob(job)) === undefined, { what: "the requested pass to complete" });
+      expect(await reconcileNow(s.url)).toMatchObject({ runs: "now" });
+    } finally {
+      await queue.close();
+    }
+  });
+});
