@@ -132,6 +132,23 @@ describe("envelope", () => {
     expect(stored).toEqual([]);
   });
 
+  it.each([".", ".."])(
+    "refuses the event id %j 400 invalid_event_id, stores nothing (no operator route could open or replay it alone)",
+    async (id) => {
+      const res = await postSigned(event({ id }));
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({
+        error: { code: "invalid_event_id", message: expect.stringContaining('not "." or ".."') as string },
+      });
+      expect(stored).toEqual([]);
+    },
+  );
+
+  it("accepts ids made of dots that are no dot segment", async () => {
+    expect((await postSigned(event({ id: "..." }))).status).toBe(200);
+    expect((await postSigned(event({ id: ".a" }))).status).toBe(200);
+  });
+
   it("accepts an unknown event type (refusing it would make the sender retry forever)", async () => {
     expect((await postSigned(event({ type: "table.wiped" }))).status).toBe(200);
     expect(stored.map((e) => e.type)).toEqual(["table.wiped"]);
