@@ -56,8 +56,8 @@ export interface HandlerRegistry<Ctx> {
 export const MAX_HANDLER_NAME_LENGTH = 64;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-// Keys once ended in a handler's position (`user:order.created:0`): a name that is a number would
-// read as one (handler-key-renames.ts).
+// Positional keys (`user:order.created:0`) are still renamed from at start-up
+// (worker/registered-handlers.ts): a name of digits would read as one.
 const NUMBER = /^\d+$/;
 
 export const handlerKey = (source: string, type: string, name: string) =>
