@@ -27,7 +27,14 @@ export {
   type ChangeSource,
 } from "./events/change-events.js";
 export { ReservedEventTypeError } from "./events/reserved-event-type-error.js";
-export { createHandlerRegistry, type Handler, type HandlerMap, type HandlerRegistry } from "./events/registry.js";
+export {
+  createHandlerRegistry,
+  type Handler,
+  type HandlerMap,
+  type HandlerRegistry,
+  type Handlers,
+  type NamedHandler,
+} from "./events/registry.js";
 export { onChange, type EventHandler, type EventHandlers, type HandlerContext, type StepFunction } from "./worker/handler-context.js";
 export { StepError, type StepErrorCode } from "./worker/step-error.js";
 export { createStepStore, type StepRecord, type StepStore } from "./mirror/step-store.js";

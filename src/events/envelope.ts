@@ -47,7 +47,10 @@ export const MAX_IDENTIFIER_LENGTH = 200;
 export class EventIdentifierError extends Error {
   readonly code: "invalid_event_id" | "invalid_event_type";
   constructor(readonly field: "id" | "type") {
-    super(`"${field}" must be at most ${MAX_IDENTIFIER_LENGTH} characters, with no control characters or unpaired surrogates`);
+    super(
+      `"${field}" must be at most ${MAX_IDENTIFIER_LENGTH} characters, with no control characters or unpaired surrogates` +
+        (field === "id" ? ', and not "." or ".."' : ""),
+    );
     this.name = "EventIdentifierError";
     this.code = field === "id" ? "invalid_event_id" : "invalid_event_type";
   }
@@ -61,6 +64,17 @@ const NOT_IN_IDENTIFIER = /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc0
 /** Whether a string can be an event identifier: one regex over at most 200 characters. */
 function isIdentifier(value: string): boolean {
   return value.length <= MAX_IDENTIFIER_LENGTH && !NOT_IN_IDENTIFIER.test(value);
+}
+
+/**
+ * Whether a string can be an event id: an identifier that the operator routes can address as one
+ * path segment (`/events/{id}`, `/events/{id}/replay`, `/console/events/{id}`). With its
+ * characters percent-encoded every identifier can, but "." and ".." (and `%2E`, `%2E%2E`): URL
+ * parsing removes them as dot segments before any route sees the path, so `/events/./replay`
+ * arrives as the bulk `/events/replay`. Such an event could never be opened or replayed alone.
+ */
+export function isEventId(value: string): boolean {
+  return value !== "." && value !== ".." && isIdentifier(value);
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -135,7 +149,7 @@ export function parseEnvelope(raw: Uint8Array): EventEnvelope {
     throw new EnvelopeError('"id", when present, must be a non-empty string');
   }
   if (!isIdentifier(payload.type)) throw new EventIdentifierError("type");
-  if (payload.id !== undefined && !isIdentifier(payload.id)) throw new EventIdentifierError("id");
+  if (payload.id !== undefined && !isEventId(payload.id)) throw new EventIdentifierError("id");
   const id = payload.id ?? createHash("sha256").update(raw).digest("hex");
   return { id, type: payload.type, payload, text };
 }

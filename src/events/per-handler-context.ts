@@ -1,5 +1,5 @@
 import type { AnyEvent } from "./catalog.js";
-import type { Handler, HandlerRegistry } from "./registry.js";
+import type { Handler, HandlerRegistry, RegisteredHandler } from "./registry.js";
 
 /**
  * The registry as dispatch sees it, each handler given its own context: `bind(ctx, key, event)`
@@ -10,6 +10,11 @@ export function perHandlerContext<Base, Ctx>(
   registry: HandlerRegistry<Ctx>,
   bind: (ctx: Base, key: string, event: AnyEvent) => Ctx,
 ): HandlerRegistry<Base> {
+  const bound = ({ handler, ...about }: RegisteredHandler<Ctx>): RegisteredHandler<Base> => {
+    const call = handler as (event: AnyEvent, ctx: Ctx) => Promise<void> | void;
+    const withContext: Handler<AnyEvent, Base> = (event, ctx) => call(event, bind(ctx, about.key, event));
+    return { ...about, handler: withContext };
+  };
   return {
     on: () => {
       throw new TypeError("register handlers on the underlying registry");
@@ -20,12 +25,7 @@ export function perHandlerContext<Base, Ctx>(
     use: () => {
       throw new TypeError("register handlers on the underlying registry");
     },
-    handlersFor(type) {
-      return registry.handlersFor(type).map(({ key, type: handlerType, handler }) => {
-        const call = handler as (event: AnyEvent, ctx: Ctx) => Promise<void> | void;
-        const bound: Handler<AnyEvent, Base> = (event, ctx) => call(event, bind(ctx, key, event));
-        return { key, type: handlerType, handler: bound };
-      });
-    },
+    handlersFor: (type) => registry.handlersFor(type).map(bound),
+    registered: () => registry.registered().map(bound),
   };
 }

@@ -3,58 +3,133 @@ import type { ChangeEventOf, ChangeEventType } from "./change-events.js";
 
 export type Handler<E, Ctx> = (event: E, ctx: Ctx) => Promise<void> | void;
 
-/** A map of event type (or '*') to handler: the shape of a HANDLERS_MODULE's default export. */
+/** A handler under a name of your choosing: its key (step records, retries) follows the name, not its place. */
+export interface NamedHandler<E, Ctx> {
+  name: string;
+  handle: Handler<E, Ctx>;
+}
+
+/** What a handler map holds for one type: a function, a `{ name, handle }`, or several of them. */
+export type Handlers<E, Ctx> = Handler<E, Ctx> | NamedHandler<E, Ctx> | readonly (Handler<E, Ctx> | NamedHandler<E, Ctx>)[];
+
+/** A map of event type (or '*') to its handlers: the shape of a HANDLERS_MODULE's default export. */
 export type HandlerMap<Ctx> = {
-  [T in KnownEventType]?: Handler<EventOf<T>, Ctx>;
+  [T in KnownEventType]?: Handlers<EventOf<T>, Ctx>;
 } & {
-  [T in ChangeEventType]?: Handler<ChangeEventOf<T>, Ctx>;
+  [T in ChangeEventType]?: Handlers<ChangeEventOf<T>, Ctx>;
 } & {
-  "*"?: Handler<AnyEvent, Ctx>;
-  [type: string]: Handler<never, Ctx> | undefined;
+  "*"?: Handlers<AnyEvent, Ctx>;
+  [type: string]: Handlers<never, Ctx> | undefined;
 };
 
 export interface RegisteredHandler<Ctx> {
-  /** Stable across retries: which handlers already succeeded is remembered by key. */
+  /**
+   * `<source>:<type>` for a handler named after its type, else `<source>:<type>:<name>`: which
+   * handlers already succeeded, and whose step records are whose, is remembered by key.
+   */
   key: string;
   type: string;
+  name: string;
+  /** Who registered it: `sync`, `user` (HANDLERS_MODULE), `user0`, `user1`… (several maps). */
+  source: string;
   handler: Handler<never, Ctx>;
 }
 
+/** Wraps a handler as it is registered (tracing gives each a span); its key is already made. */
+export type WrapHandler<Ctx> = (handler: Handler<never, Ctx>, about: Omit<RegisteredHandler<Ctx>, "handler">) => Handler<never, Ctx>;
+
 export interface HandlerRegistry<Ctx> {
-  on<T extends KnownEventType>(type: T, handler: Handler<EventOf<T>, Ctx>, source?: string): void;
-  on<T extends ChangeEventType>(type: T, handler: Handler<ChangeEventOf<T>, Ctx>, source?: string): void;
-  on(type: string, handler: Handler<AnyEvent, Ctx>, source?: string): void;
+  on<T extends KnownEventType>(type: T, handlers: Handlers<EventOf<T>, Ctx>, source?: string): void;
+  on<T extends ChangeEventType>(type: T, handlers: Handlers<ChangeEventOf<T>, Ctx>, source?: string): void;
+  on(type: string, handlers: Handlers<AnyEvent, Ctx>, source?: string): void;
   /** Receives every event, known and unknown types alike (like octokit's onAny). */
-  onAny(handler: Handler<AnyEvent, Ctx>, source?: string): void;
-  /** Adds every entry of a handler map under one source name. */
-  use(map: HandlerMap<Ctx>, source: string): void;
+  onAny(handlers: Handlers<AnyEvent, Ctx>, source?: string): void;
+  /** Adds every entry of a handler map under one source name; returns what it added. */
+  use(map: HandlerMap<Ctx>, source: string, wrap?: WrapHandler<Ctx>): RegisteredHandler<Ctx>[];
   /** The handlers for `type` then the '*' handlers, in registration order. */
   handlersFor(type: string): RegisteredHandler<Ctx>[];
+  /** Every handler, in registration order. */
+  registered(): RegisteredHandler<Ctx>[];
+}
+
+/** Longest handler name: keys stay short enough to type (`replay --handler`) and to show. */
+export const MAX_HANDLER_NAME_LENGTH = 64;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+// Positional keys (`user:order.created:0`) are still renamed from at start-up
+// (worker/registered-handlers.ts): a name of digits would read as one.
+const NUMBER = /^\d+$/;
+
+export const handlerKey = (source: string, type: string, name: string) =>
+  name === type ? `${source}:${type}` : `${source}:${type}:${name}`;
+
+/**
+ * Each handler `handlers` holds for `type`, with its name: the one given (`{ name, handle }`),
+ * else the function's own name (a function written inline in a map is named after its key by
+ * JavaScript), else the type. Throws a TypeError saying which handler and what to do.
+ */
+function named<Ctx>(type: string, handlers: Handlers<never, Ctx>, source: string) {
+  const several = Array.isArray(handlers);
+  const list: readonly unknown[] = several ? handlers : [handlers];
+  return list.map((entry, i) => {
+    const which = `the handler ${several ? `#${i} ` : ""}for "${type}" from ${source}`;
+    let name: string;
+    let handler: Handler<never, Ctx>;
+    if (typeof entry === "function") {
+      handler = entry as Handler<never, Ctx>;
+      name = entry.name || type;
+    } else if (isNamedHandler(entry)) {
+      ({ name, handle: handler } = entry as NamedHandler<never, Ctx>);
+    } else {
+      throw new TypeError(`${which} must be a function or { name, handle }`);
+    }
+    if (name.length === 0 || name.length > MAX_HANDLER_NAME_LENGTH || CONTROL.test(name) || NUMBER.test(name))
+      throw new TypeError(
+        `${which} has the name ${JSON.stringify(name.slice(0, MAX_HANDLER_NAME_LENGTH))}: a name is 1 to ${MAX_HANDLER_NAME_LENGTH} characters, ` +
+          "no control characters, not only digits (give one with { name, handle })",
+      );
+    return { name, handler };
+  });
+}
+
+function isNamedHandler(entry: unknown): boolean {
+  if (typeof entry !== "object" || entry === null) return false;
+  const { name, handle } = entry as Record<string, unknown>;
+  return typeof name === "string" && typeof handle === "function";
 }
 
 /** A table of handlers, keyed by event type; no switch over types anywhere. */
 export function createHandlerRegistry<Ctx>(): HandlerRegistry<Ctx> {
   const byType = new Map<string, RegisteredHandler<Ctx>[]>();
-  const add = (type: string, handler: Handler<never, Ctx>, source: string) => {
-    if (typeof handler !== "function") throw new TypeError(`handler for "${type}" from ${source} must be a function`);
+  const all: RegisteredHandler<Ctx>[] = [];
+  const add = (type: string, handlers: Handlers<never, Ctx>, source: string, wrap?: WrapHandler<Ctx>) => {
     const list = byType.get(type) ?? [];
-    const sameSource = list.filter((h) => h.key.startsWith(`${source}:`)).length;
-    list.push({ key: `${source}:${type}:${sameSource}`, type, handler });
+    const added = named(type, handlers, source).map(({ name, handler }) => {
+      const key = handlerKey(source, type, name);
+      if (list.some((h) => h.key === key))
+        throw new TypeError(`two handlers for "${type}" from ${source} are named "${name}": give each its own name with { name, handle }`);
+      const about = { key, type, name, source };
+      const entry = { ...about, handler: wrap ? wrap(handler, about) : handler };
+      list.push(entry);
+      return entry;
+    });
     byType.set(type, list);
+    all.push(...added);
+    return added;
   };
-  const registry: HandlerRegistry<Ctx> = {
-    on(type: string, handler: Handler<never, Ctx>, source = "app") {
-      add(type, handler, source);
+  return {
+    on(type: string, handlers: Handlers<never, Ctx>, source = "app") {
+      add(type, handlers, source);
     },
-    onAny(handler, source = "app") {
-      add("*", handler, source);
+    onAny(handlers, source = "app") {
+      add("*", handlers, source);
     },
-    use(map, source) {
-      for (const [type, handler] of Object.entries(map)) if (handler) add(type, handler, source);
+    use(map, source, wrap) {
+      return Object.entries(map).flatMap(([type, handlers]) => (handlers ? add(type, handlers, source, wrap) : []));
     },
     handlersFor(type) {
       return [...(type === "*" ? [] : (byType.get(type) ?? [])), ...(byType.get("*") ?? [])];
     },
+    registered: () => [...all],
   };
-  return registry;
 }

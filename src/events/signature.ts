@@ -49,16 +49,30 @@ export function parseSignatureHeader(header: string): Buffer | undefined {
 }
 
 /**
- * Verifies `header` against the exact `body` bytes with each secret in turn, in constant time
- * per comparison. Returns the index of the secret that matched (for rotation metrics).
+ * The digest a delivery's `header` carries, checked before its body is read: a missing or
+ * malformed header is refused (WebhookSignatureError) without reading or hashing a byte.
  */
-export function verifySignature(body: Uint8Array, header: string | undefined, secrets: readonly string[]): number {
+export function signatureDigest(header: string | undefined): Buffer {
   if (header === undefined || header.trim() === "") throw new WebhookSignatureError("missing");
-  const expected = parseSignatureHeader(header);
-  if (!expected) throw new WebhookSignatureError("malformed");
+  const digest = parseSignatureHeader(header);
+  if (!digest) throw new WebhookSignatureError("malformed");
+  return digest;
+}
+
+/**
+ * Compares the HMAC of the exact `body` bytes with `digest` (from signatureDigest) for each secret
+ * in turn, in constant time per comparison. Returns the index of the secret that matched (for
+ * rotation metrics).
+ */
+export function matchSignature(body: Uint8Array, digest: Buffer, secrets: readonly string[]): number {
   for (const [i, secret] of secrets.entries()) {
     const actual = createHmac("sha256", secret).update(body).digest();
-    if (timingSafeEqual(actual, expected)) return i;
+    if (timingSafeEqual(actual, digest)) return i;
   }
   throw new WebhookSignatureError("mismatch");
+}
+
+/** Verifies `header` against the exact `body` bytes: signatureDigest, then matchSignature. */
+export function verifySignature(body: Uint8Array, header: string | undefined, secrets: readonly string[]): number {
+  return matchSignature(body, signatureDigest(header), secrets);
 }

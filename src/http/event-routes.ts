@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "./context.js";
 import { errorBody } from "./errors.js";
+import { eventIdParam } from "./event-id-param.js";
 
 /** What the event-log routes read; the service wires the event log in (http never imports it). */
 export interface EventLogReader {
@@ -17,8 +18,9 @@ export function eventRoutes(log: EventLogReader): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
   route.get("/", async (c) => c.json(await log.query(c.req.query())));
   route.get("/:id", async (c) => {
-    const event = await log.get(c.req.param("id"));
-    if (event === undefined) return c.json(errorBody("not_found", `no event ${c.req.param("id")} in the event log`), 404);
+    const id = eventIdParam(c);
+    const event = await log.get(id);
+    if (event === undefined) return c.json(errorBody("not_found", `no event ${id} in the event log`), 404);
     return c.json(event);
   });
   return route;

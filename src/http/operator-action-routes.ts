@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import * as z from "zod";
 import type { AppEnv } from "./context.js";
 import { errorBody } from "./errors.js";
+import { eventIdParam } from "./event-id-param.js";
 
 /** What the operator's write routes call; the service wires worker/operator-actions.ts in (http never imports it). */
 export interface OperatorActionsPort {
@@ -22,16 +23,20 @@ export interface OperatorActionsPort {
 }
 
 const ReplayOne = z.strictObject({ handler: z.string().min(1).max(100).optional() });
+// `filter` is required, `{}` for every event: a body without one is never "all". A client that
+// sent `/events/./replay` (an event ".") reaches this route after URL normalisation, with the
+// single replay's body (`{}` or `{ handler }`), and is refused instead of replaying the whole log.
 const ReplayMany = z.strictObject({
-  filter: z
-    .strictObject({
+  filter: z.strictObject(
+    {
       type: z.string().optional(),
       status: z.string().optional(),
       handler: z.string().optional(),
       since: z.string().optional(),
       until: z.string().optional(),
-    })
-    .default({}),
+    },
+    { error: (issue) => (issue.input === undefined ? "is required ({} for every event; one event: POST /events/{id}/replay)" : undefined) },
+  ),
   dryRun: z.boolean().optional(),
   fresh: z.boolean().optional(),
 });
@@ -92,8 +97,9 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
   });
   route.get("/events/replays/:id", async (c) => c.json(await actions.bulkProgress(c.req.param("id"))));
   route.post("/events/:id/replay", async (c) => {
+    const id = eventIdParam(c);
     const { handler } = await body(c, ReplayOne);
-    const result = await actions.replayEvent(c.req.param("id"), { ...(handler ? { handler } : {}), ...idempotencyKey(c) });
+    const result = await actions.replayEvent(id, { ...(handler ? { handler } : {}), ...idempotencyKey(c) });
     audit("POST /events/:id/replay", { event: result.event, replay: result.replay.id, handler: handler ?? "*" }, 1);
     return c.json(result, 202);
   });

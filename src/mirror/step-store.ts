@@ -1,5 +1,6 @@
 import { sql, type Kysely } from "kysely";
 import type { DatabaseSchema } from "./database-schema.js";
+import { renameHandlerKeys, type AppliedHandlerKeyRename, type HandlerKeyRename } from "./handler-key-renames.js";
 import { pruneInBatches } from "./prune-in-batches.js";
 
 /** Which step of which handler of which event. */
@@ -50,6 +51,8 @@ export interface StepStore {
   forget(eventIds: readonly string[], handlerKey?: string): Promise<number>;
   /** Deletes steps started before `olderThan`, `batchSize` rows per statement; returns how many. */
   prune(olderThan: Date, batchSize?: number): Promise<number>;
+  /** Moves steps to their handler's new key, each rename once ever (handler-key-renames.ts). */
+  renameHandlerKeys(renames: readonly HandlerKeyRename[]): Promise<AppliedHandlerKeyRename[]>;
 }
 
 const MAX_ERROR_LENGTH = 2000;
@@ -150,6 +153,8 @@ export function createStepStore(db: Kysely<DatabaseSchema>): StepStore {
       const result = await sql`delete from steps where event_id = any(${[...eventIds]}::text[]) ${ofHandler}`.execute(db);
       return Number(result.numAffectedRows ?? 0);
     },
+
+    renameHandlerKeys: (renames) => renameHandlerKeys(db, renames),
 
     prune(olderThan, batchSize = 500) {
       return pruneInBatches(olderThan, batchSize, async (limit) => {

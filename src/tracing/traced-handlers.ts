@@ -1,22 +1,21 @@
 import type { Tracer } from "@opentelemetry/api";
-import type { Handler, HandlerMap } from "../events/registry.js";
+import type { WrapHandler } from "../events/registry.js";
 import { inSpan } from "./in-span.js";
 
 /**
- * The same handler map with each handler run in a span of its own ("handler <source> <type>"), a
- * child of the delivery's trace when the event carries one. Used only when tracing is on.
+ * Runs each handler, as the registry adds it, in a span of its own ("handler <source> <type>"), a
+ * child of the delivery's trace when the event carries one. Used only when tracing is on; the
+ * registry names handlers before wrapping them, so keys are the same with tracing on or off.
  */
-export function tracedHandlers<Ctx>(map: HandlerMap<Ctx>, source: string, tracer: Tracer): HandlerMap<Ctx> {
-  const traced: Record<string, Handler<never, Ctx>> = {};
-  for (const [type, handler] of Object.entries(map)) {
-    if (!handler) continue;
+export function traceHandlers<Ctx>(tracer: Tracer): WrapHandler<Ctx> {
+  return (handler, { source, type, key }) => {
     const name = `handler ${source} ${type}`;
-    traced[type] = (event: never, ctx: Ctx) =>
-      inSpan(tracer, name, { attributes: { "svc.handler.source": source, "svc.event.type": type } }, async (span) => {
+    const attributes = { "svc.handler.source": source, "svc.event.type": type, "svc.handler.key": key };
+    return (event: never, ctx: Ctx) =>
+      inSpan(tracer, name, { attributes }, async (span) => {
         const { id } = event as { id?: unknown };
         if (typeof id === "string") span.setAttribute("svc.event.id", id);
         await handler(event, ctx);
       });
-  }
-  return traced;
+  };
 }

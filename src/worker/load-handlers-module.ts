@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { EventHandlers } from "./handler-context.js";
+import { createHandlerRegistry } from "../events/registry.js";
+import type { EventHandlers, HandlerContext } from "./handler-context.js";
 
 export class HandlersModuleError extends Error {
   readonly code = "invalid_handlers_module";
@@ -12,7 +13,9 @@ export class HandlersModuleError extends Error {
 
 /**
  * Loads HANDLERS_MODULE: any ES module (or CommonJS file) whose default export maps event types
- * (and '*') to functions. It needs nothing from this package, so it can live anywhere.
+ * (and '*') to handlers: a function, a `{ name, handle }`, or an array of them (several handlers
+ * for one type, each with its own name; docs/handlers.md). It needs nothing from this package,
+ * so it can live anywhere.
  */
 export async function loadHandlersModule(path: string, cwd = process.cwd()): Promise<EventHandlers> {
   const url = pathToFileURL(isAbsolute(path) ? path : resolve(cwd, path)).href;
@@ -24,11 +27,14 @@ export async function loadHandlersModule(path: string, cwd = process.cwd()): Pro
   }
   const map = mod.default;
   if (typeof map !== "object" || map === null || Array.isArray(map)) {
-    throw new HandlersModuleError(`HANDLERS_MODULE ${path} must export default an object mapping event types to functions`);
+    throw new HandlersModuleError(`HANDLERS_MODULE ${path} must export default an object mapping event types to handlers`);
   }
-  const wrong = Object.entries(map)
-    .filter(([, v]) => typeof v !== "function")
-    .map(([k]) => k);
-  if (wrong.length > 0) throw new HandlersModuleError(`HANDLERS_MODULE ${path}: the handlers for ${wrong.join(", ")} are not functions`);
+  // Registered once here, only to check it: a handler that is no function, a bad or duplicate
+  // name, is refused at load with the module's path, not later inside the worker.
+  try {
+    createHandlerRegistry<HandlerContext>().use(map as EventHandlers, "user");
+  } catch (err) {
+    throw new HandlersModuleError(`HANDLERS_MODULE ${path}: ${(err as Error).message}`, { cause: err });
+  }
   return map as EventHandlers;
 }

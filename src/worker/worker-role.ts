@@ -38,7 +38,8 @@ import { createSyncHandlers } from "./sync/sync-handlers.js";
 import type { SyncedKind } from "./sync/synced-kinds.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync/sync-worker.js";
 import { upstreamFromConfig } from "./upstream-from-config.js";
-import { tracedHandlers } from "../tracing/traced-handlers.js";
+import { traceHandlers } from "../tracing/traced-handlers.js";
+import { adoptNamedHandlerKeys, logRegisteredHandlers } from "./registered-handlers.js";
 import { tracedMirror } from "../tracing/traced-mirror.js";
 import { createRefreshLinks } from "../tracing/refresh-links.js";
 import type { Tracing } from "../tracing/tracing.js";
@@ -182,7 +183,7 @@ export function createWorkerRole(deps: {
 
   const recording = watchRecording(eventLog);
   const registry = createHandlerRegistry<HandlerContext>();
-  const use = (map: EventHandlers, source: string) => registry.use(tracing ? tracedHandlers(map, source, tracing.tracer) : map, source);
+  const use = (map: EventHandlers, source: string) => registry.use(map, source, tracing ? traceHandlers(tracing.tracer) : undefined);
   // With tracing on, each event that asks for a refresh is linked from the refresh's span.
   const refreshLinks = tracing
     ? createRefreshLinks({ redis: connection, prefix, tracer: tracing.tracer, ttlMs: Math.max(600_000, 10 * config.worker.syncDebounceMs) })
@@ -197,7 +198,10 @@ export function createWorkerRole(deps: {
       }
     : scheduler;
   use(createSyncHandlers(requestRefresh, { withApi: api !== undefined }), "sync");
-  deps.handlers.forEach((map, i) => use(map, deps.handlers.length > 1 ? `user${i}` : "user"));
+  deps.handlers.forEach((map, i) => {
+    const source = deps.handlers.length > 1 ? `user${i}` : "user";
+    logRegisteredHandlers(logger, source, use(map, source));
+  });
 
   const eventWorker = createEventWorker<SharedHandlerContext>({
     connection,
@@ -340,6 +344,7 @@ export function createWorkerRole(deps: {
     handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key),
     onSettled: (listener) => settled.on(listener),
     async start() {
+      await adoptNamedHandlerKeys(registry.registered(), deps.steps, logger);
       await schedule();
       for (const w of workers) {
         w.run().catch((err: unknown) => logger.error({ err }, "worker stopped unexpectedly"));

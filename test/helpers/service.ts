@@ -32,7 +32,10 @@ export interface TestService {
 export async function startService(
   env: Record<string, string> = {},
   handlers: EventHandlers[] = [],
-  options: { driver?: TestDriver } = {},
+  options: {
+    driver?: TestDriver;
+    /** Shared with other services (and left open by stop()); by default a fresh one. */ database?: TestDatabase;
+  } = {},
 ): Promise<TestService> {
   const prefix = `test-${randomUUID().slice(0, 8)}`;
   const config = loadConfig({
@@ -53,7 +56,7 @@ export async function startService(
     destination: logs.stream,
     secrets: [...config.signingSecrets, ADMIN_TOKEN, ...(config.api ? [config.api.apiKey] : [])],
   });
-  const database: TestDatabase = await openTestDatabase(options.driver ?? preferredDriver(), { migrations: 0 });
+  const database: TestDatabase = options.database ?? (await openTestDatabase(options.driver ?? preferredDriver(), { migrations: 0 }));
   const service = await createService({ config, logger, handlers, database });
   const url = await service.start();
   const redis = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
@@ -76,7 +79,7 @@ export async function startService(
     async stop() {
       await service.stop();
       await redis.quit();
-      await database.close();
+      if (!options.database) await database.close();
     },
   };
 }

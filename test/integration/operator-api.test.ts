@@ -14,8 +14,8 @@ afterEach(async () => {
 });
 
 const TYPE = "guest.visited";
-const FIRST = "user0:guest.visited:0";
-const SECOND = "user1:guest.visited:0";
+const FIRST = "user0:guest.visited";
+const SECOND = "user1:guest.visited";
 
 /** Two handlers of one unknown type (no built-in handler runs), counting their runs per event; `failing` ids fail in the first. */
 function countingHandlers(failing: Set<string>) {

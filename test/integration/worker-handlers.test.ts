@@ -88,7 +88,7 @@ describe("worker: handlers", () => {
     expect(await svc.service.eventLog.get(ev.id)).toMatchObject({
       status: "handled",
       attempts: 2,
-      handlers: { "user0:review.created:0": { status: "ok", attempts: 1 }, "user1:review.created:0": { status: "ok", attempts: 2 } },
+      handlers: { "user0:review.created": { status: "ok", attempts: 1 }, "user1:review.created": { status: "ok", attempts: 2 } },
     });
     expect(await svc.service.mirror.get("reviews", "rev_retry")).toBeDefined();
   });
@@ -174,7 +174,9 @@ export default {
     const dir = mkdtempSync(join(tmpdir(), "svc-handlers-"));
     const bad = join(dir, "bad.mjs");
     writeFileSync(bad, `export default { "order.created": "not a function" };`);
-    await expect(loadHandlersModule(bad)).rejects.toThrow(/order\.created are not functions/);
+    await expect(loadHandlersModule(bad)).rejects.toThrow(
+      /the handler for "order\.created" from user must be a function or \{ name, handle \}/,
+    );
     const none = join(dir, "none.mjs");
     writeFileSync(none, `export const x = 1;`);
     await expect(loadHandlersModule(none)).rejects.toBeInstanceOf(HandlersModuleError);

@@ -50,6 +50,18 @@ describe("createLogDestination", () => {
     (destination as unknown as { destroy(): void }).destroy();
   });
 
+  it("writes a line logged with a 5 MB error message, cut, where the writer would drop it whole", async () => {
+    dir = mkdtempSync(join(tmpdir(), "log-destination-"));
+    const file = join(dir, "stdout");
+    const destination = createLogDestination({ fd: openSync(file, "w") });
+    createLogger({ destination }).error({ err: new Error("m".repeat(5_000_000)) }, "huge error");
+    await waitFor(() => readFileSync(file, "utf8").includes("huge error"), { what: "the cut line to be flushed" });
+    const lines = readFileSync(file, "utf8").split("\n").filter(Boolean);
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ msg: "huge error", cut: { chars: expect.any(Number) as number } });
+    (destination as unknown as { destroy(): void }).destroy();
+  });
+
   it("writes what is still buffered when the process exits", () => {
     // Exits right after logging: no flush timer has run, the exit hook must write the line.
     const stdout = execFileSync(

@@ -1,5 +1,6 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
+import { MAX_LOG_LINE_CHARS, MAX_LOG_STRING_CHARS } from "../../src/logging/cut-long-line.js";
 import { createLogger } from "../../src/logging/logger.js";
 
 function capture(secrets: string[]) {
@@ -31,5 +32,45 @@ describe("createLogger", () => {
     const line = JSON.parse(lines[0]!) as { headers: Record<string, string>; apiKey: string };
     expect(line.headers).toEqual({ authorization: "[Redacted]", "x-svc-signature": "[Redacted]" });
     expect(line.apiKey).toBe("[Redacted]");
+  });
+});
+
+describe("long log lines", () => {
+  it("cuts a line with a 5 MB error message to one bounded line that parses and says it was cut", () => {
+    const { lines, logger } = capture(["whsec_plain_secret"]);
+    const message = "x".repeat(5_000_000);
+    logger.error({ err: new Error(message), event: "evt_1" }, "handler failed");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]!.length).toBeLessThanOrEqual(MAX_LOG_LINE_CHARS);
+    expect(lines[0]!.endsWith("\n")).toBe(true);
+    const line = JSON.parse(lines[0]!) as { msg: string; event: string; cut: { chars: number }; err: { message: string; stack: string } };
+    expect(line).toMatchObject({ msg: "handler failed", event: "evt_1" });
+    expect(line.cut.chars).toBeGreaterThan(10_000_000); // message and stack
+    expect(line.err.message).toMatch(/^x{8192}…\[cut 4991808 chars\]$/);
+    expect(line.err.stack.length).toBeLessThan(9000);
+  });
+
+  it("keeps the level, time and message when the cut strings alone are still too long", () => {
+    const { lines, logger } = capture([]);
+    const many = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`f${i}`, "y".repeat(10_000)]));
+    logger.warn(many, "many long fields");
+    const line = JSON.parse(lines[0]!) as Record<string, unknown>;
+    expect(lines[0]!.length).toBeLessThanOrEqual(MAX_LOG_LINE_CHARS);
+    expect(line).toMatchObject({ level: 40, msg: "many long fields", cut: { chars: expect.any(Number) as number } });
+    expect(line.f0).toBeUndefined();
+  });
+
+  it("scrubs a secret before cutting, so a secret at the cut point leaves no half behind", () => {
+    const { lines, logger } = capture(["whsec_plain_secret"]);
+    // The secret straddles the 8 KiB cut point of the message.
+    logger.error({ note: "z".repeat(MAX_LOG_STRING_CHARS - 5) + "whsec_plain_secret" + "z".repeat(MAX_LOG_LINE_CHARS) }, "x");
+    expect(lines[0]).not.toContain("whsec_p");
+    expect((JSON.parse(lines[0]!) as { note: string }).note).toContain("[Red");
+  });
+
+  it("writes ordinary lines as pino serialized them", () => {
+    const { lines, logger } = capture([]);
+    logger.info({ a: "b" }, "short");
+    expect(JSON.parse(lines[0]!)).not.toHaveProperty("cut");
   });
 });

@@ -81,6 +81,33 @@ describe("signatures", () => {
     expect(stored).toEqual([]);
   });
 
+  it.each([
+    ["no", {}],
+    ["a malformed", { "x-svc-signature": "sha256=not-a-digest" }],
+  ])("refuses a delivery with %s signature header 401 without pulling a byte of its body", async (_what, headers) => {
+    let pulls = 0;
+    // highWaterMark 0: the stream is pulled only when someone reads it, never on construction.
+    const body = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          pulls++;
+          controller.enqueue(new TextEncoder().encode(event()));
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    const res = await post(body, headers);
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ error: { code: "invalid_signature" } });
+    expect(pulls).toBe(0);
+  });
+
+  it("refuses an unsigned delivery 401 before looking at its size (no 413 for a body it never reads)", async () => {
+    const body = event({ pad: "x".repeat(MAX_BODY_BYTES) });
+    const res = await post(body, { "content-length": String(Buffer.byteLength(body)) });
+    expect(res.status).toBe(401);
+  });
+
   it("refuses a signed body whose bytes changed in transit", async () => {
     const body = event();
     expect((await post(body.replace("rest_1", "rest_2"), { "x-svc-signature": signPayload(body, SECRETS[0]!) })).status).toBe(401);
@@ -103,6 +130,23 @@ describe("envelope", () => {
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: { code: "invalid_event" } });
     expect(stored).toEqual([]);
+  });
+
+  it.each([".", ".."])(
+    "refuses the event id %j 400 invalid_event_id, stores nothing (no operator route could open or replay it alone)",
+    async (id) => {
+      const res = await postSigned(event({ id }));
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({
+        error: { code: "invalid_event_id", message: expect.stringContaining('not "." or ".."') as string },
+      });
+      expect(stored).toEqual([]);
+    },
+  );
+
+  it("accepts ids made of dots that are no dot segment", async () => {
+    expect((await postSigned(event({ id: "..." }))).status).toBe(200);
+    expect((await postSigned(event({ id: ".a" }))).status).toBe(200);
   });
 
   it("accepts an unknown event type (refusing it would make the sender retry forever)", async () => {

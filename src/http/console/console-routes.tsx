@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { requireAdminToken } from "../admin-auth.js";
 import type { AppEnv } from "../context.js";
 import { toHttpFailure } from "../errors.js";
+import { eventIdParam } from "../event-id-param.js";
 import { requireSameOrigin } from "../same-origin.js";
 import { consoleHeaders } from "./console-headers.js";
 import { CONSOLE_SCRIPT } from "./console-script.js";
@@ -62,8 +63,9 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
 
   route.get("/events/:id", async (c) => {
     refuseUnknown(c.req.query(), []);
-    const event = await sources.events.get(c.req.param("id"));
-    if (!event) return errorPage(c, 404, `No event ${c.req.param("id")} in the log.`);
+    const id = eventIdParam(c);
+    const event = await sources.events.get(id);
+    if (!event) return errorPage(c, 404, `No event ${id} in the log.`);
     return c.html(<EventPage event={event} changes={await sources.changesAfter(event)} now={now()} />);
   });
 

@@ -1,0 +1,13 @@
+import type { Context } from "hono";
+import { EventIdentifierError, isEventId } from "../events/envelope.js";
+
+/**
+ * The `:id` of an operator route, refused `400 invalid_event_id` when it cannot be an event id
+ * (the edge never accepts one: over 200 characters, control characters, "." or "..", which a
+ * route only sees when a client skipped URL normalisation). The event log is not asked.
+ */
+export function eventIdParam(c: Context): string {
+  const id = c.req.param("id");
+  if (id === undefined || !isEventId(id)) throw new EventIdentifierError("id");
+  return id;
+}

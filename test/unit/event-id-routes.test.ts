@@ -1,0 +1,89 @@
+import { pino } from "pino";
+import { beforeEach, describe, expect, it } from "vitest";
+import { createApp } from "../../src/http/app.js";
+import { eventRoutes } from "../../src/http/event-routes.js";
+import { operatorActionRoutes, type OperatorActionsPort } from "../../src/http/operator-action-routes.js";
+
+// The operator routes that take an event id, in memory, mounted in the order mountOperatorRoutes
+// uses. The port and the log below record what reached them.
+let calls: string[];
+const actions: OperatorActionsPort = {
+  replayEvent: (id, { handler }) => {
+    calls.push(`replayEvent ${id}`);
+    return Promise.resolve({ event: id, replay: { id: "r1", handlers: handler ? [handler] : ["user:order.created"] } });
+  },
+  replayMatching: (filter) => {
+    calls.push(`replayMatching ${JSON.stringify(filter)}`);
+    return Promise.resolve({ id: "bulk-1", count: 1000 });
+  },
+  bulkProgress: (id) => Promise.resolve({ id, total: 0, done: 0, failed: 0, state: "done" }),
+  requestSync: () => Promise.resolve({ job: "j" }),
+};
+const logger = pino({ level: "silent" });
+const app = createApp({
+  logger,
+  ready: () => Promise.resolve(),
+  mount(root) {
+    root.route("/", operatorActionRoutes(actions, logger));
+    root.route(
+      "/events",
+      eventRoutes({
+        get: (id) => {
+          calls.push(`get ${id}`);
+          return Promise.resolve({ id });
+        },
+        query: () => Promise.resolve({ data: [], nextCursor: null }),
+      }),
+    );
+  },
+});
+const post = (path: string, body: unknown) =>
+  app.request(`http://ops.test${path}`, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+
+beforeEach(() => {
+  calls = [];
+});
+
+describe("operator routes and event ids", () => {
+  it.each(["/events/./replay", "/events/%2E/replay", "/events/%2e/replay"])(
+    "never reads %s (a single replay's body, after URL normalisation) as a bulk replay of every event",
+    async (path) => {
+      for (const body of [{}, { handler: "user:order.created" }]) {
+        const res = await post(path, body);
+        expect(res.status).toBe(400);
+        expect(await res.json()).toMatchObject({ error: { code: "invalid_request" } });
+      }
+      expect(calls).toEqual([]);
+    },
+  );
+
+  it("replays every event only when the body asks with an explicit filter", async () => {
+    const res = await post("/events/replay", { filter: {} });
+    expect(res.status).toBe(202);
+    expect(calls).toEqual(["replayMatching {}"]);
+  });
+
+  it("says what is missing when a bulk replay has no filter", async () => {
+    const res = await post("/events/replay", {});
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/^filter: is required \(\{\} for every event/);
+  });
+
+  it.each([
+    ["a control character", "/events/evt%00x"],
+    ["over 200 characters", `/events/${"e".repeat(201)}`],
+  ])("refuses an id with %s 400 invalid_event_id without asking the log or queueing", async (_what, path) => {
+    for (const res of [await app.request(`http://ops.test${path}`), await post(`${path}/replay`, {})]) {
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ error: { code: "invalid_event_id" } });
+    }
+    expect(calls).toEqual([]);
+  });
+
+  it("addresses every other id, percent-encoded, as one event", async () => {
+    for (const id of ["...", "a/b", "%41", "évt 1?#"]) {
+      expect((await post(`/events/${encodeURIComponent(id)}/replay`, {})).status).toBe(202);
+      expect((await app.request(`http://ops.test/events/${encodeURIComponent(id)}`)).status).toBe(200);
+    }
+    expect(calls).toEqual(["...", "a/b", "%41", "évt 1?#"].flatMap((id) => [`replayEvent ${id}`, `get ${id}`]));
+  });
+});
