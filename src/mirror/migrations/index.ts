@@ -8,6 +8,7 @@ import * as m0006 from "./0006_steps.js";
 import * as m0007 from "./0007_sync_checkpoints.js";
 import * as m0008 from "./0008_outbox_trace.js";
 import * as m0009 from "./0009_unlisted_records.js";
+import * as m0013 from "./0013_event_records.js";
 
 /**
  * Every migration, by name, imported statically so the same list runs from `src/` under tsx and
@@ -24,6 +25,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0007_sync_checkpoints": m0007,
   "0008_outbox_trace": m0008,
   "0009_unlisted_records": m0009,
+  "0013_event_records": m0013,
 };
 
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */
