@@ -141,15 +141,28 @@ function Timeline(props: { entries: ConsoleTimelineEntry[]; now: Date }) {
               ))}
             </td>
             <td>
-              {(e.diff ?? []).map((d) => (
-                <div>
-                  <span class="mono">{d.field}</span>: <span class="muted">{shown(d.before)}</span> → {shown(d.after)}
-                </div>
-              ))}
+              <Diff diff={e.diff ?? []} />
             </td>
           </tr>
         ))}
       </tbody>
     </table>
+  );
+}
+
+/** A change's fields, before → after; a long list (a record's first read names every field) folded. */
+function Diff(props: { diff: NonNullable<ConsoleTimelineEntry["diff"]> }) {
+  const lines = props.diff.map((d) => (
+    <div>
+      <span class="mono">{d.field}</span>: <span class="muted">{shown(d.before)}</span> → {shown(d.after)}
+    </div>
+  ));
+  if (lines.length <= 4) return <>{lines}</>;
+  const firstRead = props.diff.every((d) => d.before === null);
+  return (
+    <details>
+      <summary>{firstRead ? `first read: ${lines.length} fields` : `${lines.length} fields changed`}</summary>
+      {lines}
+    </details>
   );
 }
