@@ -209,7 +209,7 @@ describe("the console's record page and search", () => {
     expect(await nowhere.text()).toContain("No event, order, booking, menu item or review with id ord_nowhere");
   });
 
-  it("renders the story with its refresh button, and the mirror's rows link to it", async () => {
+  it("renders the story with its refresh button, and the mirror's rows and an event's changes link to it", async () => {
     const page = await request("/console/records/orders/ord_refunded1");
     expect(page.status).toBe(200);
     const html = await page.text();
@@ -217,7 +217,9 @@ describe("the console's record page and search", () => {
     expect(html).toContain("chg_ord_1");
     expect(html).toContain("evt_refund_ord");
     expect(html).toMatch(/<span class="mono">status<\/span>: <span class="muted">PENDING<\/span> → DELIVERED/);
+    // The mirror's row and an event's change both link to the story.
     expect(await (await request("/console/mirror/orders")).text()).toContain('href="/console/records/orders/ord_refunded1"');
+    expect(await (await request("/console/events/evt_refund_ord")).text()).toContain('href="/console/records/orders/ord_refunded1"');
     expect((await request("/console/records/orders/ord_nowhere")).status).toBe(404);
   });
 });
