@@ -1,13 +1,17 @@
 import type { ConsoleSources } from "./http/console/console-sources.js";
 import type { MirrorReader } from "./http/mirror-routes.js";
+import type { RecordReader } from "./http/record-routes.js";
 import { collectOpsSummary } from "./metrics/ops-summary.js";
 import type { Metrics } from "./metrics/metrics.js";
 import { listCausedChanges } from "./mirror/caused-changes.js";
 import { eventQueryFromParams } from "./mirror/event-query.js";
 import { listFailureGroups } from "./mirror/failure-groups.js";
 import { readBookkeeping } from "./mirror/mirror-bookkeeping.js";
+import { findRecordKinds, readRecordStory } from "./mirror/record-story.js";
 import type { Storage } from "./mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind } from "./mirror/store.js";
+import { OperatorActionError } from "./worker/operator-action-error.js";
+import type { OperatorActions } from "./worker/operator-actions.js";
 
 export interface ConsoleSourcesOptions {
   storage: Storage;
@@ -16,10 +20,12 @@ export interface ConsoleSourcesOptions {
   metrics: Metrics;
   /** The upstream budget per window (the API's rate), when the service has an API. */
   rateMax: number | undefined;
+  /** The record pages and the JSON route share one reader. */
+  records: RecordReader;
 }
 
 /** What the console reads, wired to the storage and the metrics (http imports neither). */
-export function createConsoleSources({ storage, mirror, metrics, rateMax }: ConsoleSourcesOptions): ConsoleSources {
+export function createConsoleSources({ storage, mirror, metrics, rateMax, records }: ConsoleSourcesOptions): ConsoleSources {
   const reader = storage.database.operatorDb;
   const timeoutMs = storage.database.operatorQueryTimeoutMs;
   return {
@@ -34,5 +40,35 @@ export function createConsoleSources({ storage, mirror, metrics, rateMax }: Cons
     failureGroups: (range) => listFailureGroups(reader, range, timeoutMs),
     mirror: { ...mirror, bookkeeping: (kind, ids) => readBookkeeping(reader, kind as MirrorKind, ids, timeoutMs) },
     summary: () => collectOpsSummary(metrics, { kinds: MIRROR_KINDS, rateMax }),
+    records: { ...records, find: (id) => findRecordKinds(reader, id, timeoutMs) },
+  };
+}
+
+const text = (value: unknown) => (typeof value === "string" ? value : undefined);
+
+/**
+ * A record's story (operator reads) and its refresh: the restaurant and the read's hints come from
+ * the story (the mirror's copy, else the newest event naming it), the request goes through the
+ * operator actions to the refresh scheduler.
+ */
+export function createRecordReader(storage: Storage, actions: Pick<OperatorActions, "requestRefresh">): RecordReader {
+  const reader = storage.database.operatorDb;
+  const timeoutMs = storage.database.operatorQueryTimeoutMs;
+  const story = (kind: string, id: string, cursor?: string) => readRecordStory(reader, kind as MirrorKind, id, { cursor, timeoutMs });
+  return {
+    kinds: MIRROR_KINDS,
+    story,
+    async refresh(kind, id) {
+      const found = await story(kind, id);
+      if (!found?.restaurantId)
+        throw new OperatorActionError(
+          "record_not_found",
+          `no restaurant is known for ${kind} ${id}: neither the mirror nor an event names it`,
+        );
+      const copy = found.record?.data;
+      const note = { status: text(copy?.status), createdAt: text(copy?.createdAt), date: text(copy?.date) };
+      await actions.requestRefresh(kind, found.restaurantId, id, note);
+      return { kind, id, restaurantId: found.restaurantId };
+    },
   };
 }

@@ -16,7 +16,7 @@ import {
 } from "./metrics/collectors.js";
 import { mountConsole } from "./http/console/console-routes.js";
 import type { MirrorReader } from "./http/mirror-routes.js";
-import { createConsoleSources } from "./console-sources.js";
+import { createConsoleSources, createRecordReader } from "./console-sources.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
 import { webhookMetrics } from "./metrics/webhook-metrics.js";
 import type { Database } from "./mirror/database.js";
@@ -35,6 +35,7 @@ import type { EventHandlers } from "./worker/handler-context.js";
 import { createWorkerRole, type WorkerRole } from "./worker/worker-role.js";
 import { trackBulkReplays } from "./worker/bulk-replay-progress.js";
 import { createOperatorActions } from "./worker/operator-actions.js";
+import { createRefreshScheduler, type RefreshJobData } from "./worker/sync/refresh-scheduler.js";
 import { configuredJobOptions } from "./queue/job-options.js";
 import type { EventJobData } from "./queue/event-job.js";
 import { activeTraceparent } from "./tracing/trace-context.js";
@@ -149,6 +150,13 @@ export async function createService({ config, logger, handlers = [], database, t
     ...(worker ? { handlerKeys: (type: string) => worker.handlerKeys(type) } : {}),
     steps: storage.steps,
     syncAvailable: config.api !== undefined,
+    // "Refresh now" on a record page notes its id where the built-in handlers note events' ids.
+    refresh: createRefreshScheduler({
+      redis: anyConnection,
+      queue: expectDefined(queues[1], "the sync queue handle") as Queue<RefreshJobData>,
+      prefix,
+      debounceMs: config.worker.syncDebounceMs,
+    }),
     logger,
   });
   collectIngestBacklog(metrics, () => readStreamBacklog(anyConnection, prefix));
@@ -202,6 +210,7 @@ export async function createService({ config, logger, handlers = [], database, t
               get: (k, id) => storage.operatorMirror.get(k as MirrorKind, validateRecordId(id)),
               list: (k, q) => storage.operatorMirror.list(k as MirrorKind, filterFromQuery(q)),
             };
+            const records = createRecordReader(storage, operatorActions);
             mountOperatorRoutes(root, {
               adminToken,
               mirror: mirrorReader,
@@ -209,8 +218,9 @@ export async function createService({ config, logger, handlers = [], database, t
               metrics: () => metrics.render(),
               queues,
               actions: { port: operatorActions, logger },
+              records,
             });
-            const sources = createConsoleSources({ storage, mirror: mirrorReader, metrics, rateMax: config.api?.rate });
+            const sources = createConsoleSources({ storage, mirror: mirrorReader, metrics, rateMax: config.api?.rate, records });
             mountConsole(root, { adminToken, sources, logger });
           },
         }

@@ -73,6 +73,7 @@ const STATUS_BY_CODE: ReadonlyMap<string, ContentfulStatusCode> = new Map([
   ["unknown_handler", 400],
   ["event_not_found", 404],
   ["replay_not_found", 404],
+  ["record_not_found", 404],
   ["sync_unavailable", 409],
   // An operator read cancelled at OPERATOR_QUERY_TIMEOUT_MS: the server is fine, this query was too broad.
   ["query_timeout", 503],

@@ -32,6 +32,7 @@ const ReplayMany = z.strictObject({
       type: z.string().optional(),
       status: z.string().optional(),
       handler: z.string().optional(),
+      fingerprint: z.string().optional(),
       since: z.string().optional(),
       until: z.string().optional(),
     },

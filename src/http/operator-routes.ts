@@ -8,6 +8,7 @@ import { eventRoutes, type EventLogReader } from "./event-routes.js";
 import { mirrorRoutes, type MirrorReader } from "./mirror-routes.js";
 import type { Logger } from "pino";
 import { operatorActionRoutes, type OperatorActionsPort } from "./operator-action-routes.js";
+import { recordRoutes, type RecordReader } from "./record-routes.js";
 import { requireSameOrigin } from "./same-origin.js";
 
 export interface OperatorRoutesOptions {
@@ -20,6 +21,8 @@ export interface OperatorRoutesOptions {
   queues: readonly Queue[];
   /** The write API (replays, reconcile, backfill) and the logger its audit lines go to. */
   actions?: { port: OperatorActionsPort; logger: Logger };
+  /** A record's story and "refresh it now" (GET /records/{kind}/{id}, POST …/refresh). */
+  records?: RecordReader;
 }
 
 /**
@@ -29,12 +32,23 @@ export interface OperatorRoutesOptions {
  */
 export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOptions): void {
   const guard = [denyFraming(), requireAdminToken(options.adminToken), requireSameOrigin()] as const;
-  for (const path of ["/mirror", "/mirror/*", "/events", "/events/*", "/metrics", "/sync/*", DASHBOARD_PATH, `${DASHBOARD_PATH}/*`])
+  for (const path of [
+    "/mirror",
+    "/mirror/*",
+    "/events",
+    "/events/*",
+    "/metrics",
+    "/sync/*",
+    "/records/*",
+    DASHBOARD_PATH,
+    `${DASHBOARD_PATH}/*`,
+  ])
     app.use(path, ...guard);
   app.route("/mirror", mirrorRoutes(options.mirror));
   // Before the event log's routes: /events/replay and /events/replays/{id} are not event ids.
   if (options.actions) app.route("/", operatorActionRoutes(options.actions.port, options.actions.logger));
   app.route("/events", eventRoutes(options.events));
+  if (options.records) app.route("/records", recordRoutes(options.records));
   app.get("/metrics", async (c) => {
     const { contentType, body } = await options.metrics();
     return c.body(body, 200, { "Content-Type": contentType });

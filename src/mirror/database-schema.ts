@@ -89,6 +89,8 @@ export interface HandlerOutcome {
   error?: string;
   /** The failed handler's error's stack (bounded), when it threw an Error. */
   stack?: string;
+  /** The error's first line with ids, numbers, times and hex masked (error-fingerprint.ts): what failure groups group by. */
+  fingerprint?: string;
   attempts: number;
 }
 
@@ -102,6 +104,10 @@ export interface EventsTable {
   attempts: number;
   handlers: Jsonb<Record<string, HandlerOutcome>>;
   updated_at: Timestamp;
+  /** The kind (orders, bookings, menu-items, reviews) of the record the payload names; generated (migrations/0013_event_records.ts). */
+  record_kind: ColumnType<string | null, never, never>;
+  /** That record's id (data.id, orders also data.orderId), at most 200 characters; generated. */
+  record_id: ColumnType<string | null, never, never>;
 }
 
 export interface DatabaseSchema {

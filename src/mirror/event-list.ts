@@ -57,16 +57,21 @@ interface SummaryRow {
   updated_at: Date;
 }
 
-function toSummary(row: SummaryRow): EventSummary {
+/** Each handler's status, attempts and the start of its error: anything longer (a stack) is in GET /events/{id}. */
+export function summarizeHandlers(outcomes: Record<string, HandlerOutcome>): Record<string, HandlerOutcome> {
   const handlers: Record<string, HandlerOutcome> = {};
-  for (const [key, outcome] of Object.entries(row.handlers)) {
-    // Status, attempts and the start of the error only: anything longer (a stack) is in GET /events/{id}.
+  for (const [key, outcome] of Object.entries(outcomes)) {
     const { status, attempts, error } = outcome;
     handlers[key] =
       error === undefined
         ? { status, attempts }
         : { status, attempts, error: error.length > SUMMARY_ERROR_LENGTH ? `${error.slice(0, SUMMARY_ERROR_LENGTH)}…` : error };
   }
+  return handlers;
+}
+
+function toSummary(row: SummaryRow): EventSummary {
+  const handlers = summarizeHandlers(row.handlers);
   return {
     id: row.id,
     type: row.type,
@@ -108,8 +113,12 @@ function filters(q: ValidEventQuery): RawBuilder<unknown>[] {
   if (q.type !== undefined) where.push(q.typeIsPattern ? sql`type like ${q.type}` : sql`type = ${q.type}`);
   if (q.status) where.push(sql`status = ${q.status}`);
   // Both forms are answered by the GIN index on handlers (migration 0005).
-  if (q.handler !== undefined && q.handlerStatus === undefined) where.push(sql`handlers ? ${q.handler}::text`);
-  if (q.handler !== undefined && q.handlerStatus !== undefined)
+  if (q.handler !== undefined && q.fingerprint !== undefined)
+    where.push(
+      sql`handlers @> jsonb_build_object(${q.handler}::text, jsonb_build_object('status', 'failed', 'fingerprint', ${q.fingerprint}::text))`,
+    );
+  else if (q.handler !== undefined && q.handlerStatus === undefined) where.push(sql`handlers ? ${q.handler}::text`);
+  else if (q.handler !== undefined && q.handlerStatus !== undefined)
     where.push(sql`handlers @> jsonb_build_object(${q.handler}::text, jsonb_build_object('status', ${q.handlerStatus}::text))`);
   return where;
 }

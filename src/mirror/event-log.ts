@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable } from "kysely";
 import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database-schema.js";
 import { EventLogError } from "./event-log-error.js";
+import { errorFingerprint } from "./error-fingerprint.js";
 import { idProblem } from "./id-text.js";
 import { pruneInBatches } from "./prune-in-batches.js";
 import { EMBEDDED_WINDOW_ROWS, listEvents, MAX_PAGE_BYTES, type EventListBounds, type EventPage } from "./event-list.js";
@@ -96,7 +97,7 @@ function attemptRow(attempt: EventAttempt): Row {
   checkId(attempt.type, "type");
   if (!STATUSES.includes(attempt.status))
     throw new EventLogError("invalid_event", "status", "an attempt ends received (to be retried), handled or failed");
-  const handlers: Record<string, { status: "ok" | "failed"; error?: string; stack?: string; attempts: 1 }> = {};
+  const handlers: Record<string, { status: "ok" | "failed"; error?: string; stack?: string; fingerprint?: string; attempts: 1 }> = {};
   for (const [key, outcome] of Object.entries(attempt.handlers)) {
     checkId(key, "key");
     // Callers may be untyped JavaScript: check what the type promises.
@@ -104,7 +105,10 @@ function attemptRow(attempt: EventAttempt): Row {
     if (status !== "ok" && status !== "failed") throw new EventLogError("invalid_event", "status", "a handler outcome is ok or failed");
     handlers[key] = { status: outcome.status, attempts: 1 };
     // Error text is free text (a message may quote the payload): bounded, and made storable in jsonb.
-    if (outcome.error !== undefined) handlers[key].error = storableText(outcome.error.slice(0, MAX_ERROR_LENGTH));
+    if (outcome.error !== undefined) {
+      handlers[key].error = storableText(outcome.error.slice(0, MAX_ERROR_LENGTH));
+      handlers[key].fingerprint = errorFingerprint(handlers[key].error);
+    }
     if (typeof outcome.stack === "string") handlers[key].stack = storableText(outcome.stack.slice(0, MAX_STACK_LENGTH));
   }
   let json: string | undefined;

@@ -1,5 +1,6 @@
 import type { EventStatus } from "./database-schema.js";
 import { EventLogError } from "./event-log-error.js";
+import { FINGERPRINT_LENGTH } from "./error-fingerprint.js";
 import { idProblem } from "./id-text.js";
 import { isStorableDate, parseIsoInstant } from "./iso-instant.js";
 
@@ -20,6 +21,8 @@ export interface EventQuery {
   handler?: string;
   /** …and that outcome was this one (needs `handler`). */
   handlerStatus?: (typeof HANDLER_STATUSES)[number];
+  /** …and it failed with an error of this fingerprint (error-fingerprint.ts; needs `handler`). */
+  fingerprint?: string;
   /** 1..1000, default 100. */
   limit?: number;
   /** `nextCursor` of the previous page. */
@@ -100,6 +103,13 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
       throw invalid("handlerStatus", "handlerStatus must be ok or failed");
     valid.handlerStatus = query.handlerStatus;
   }
+  if (query.fingerprint !== undefined) {
+    if (valid.handler === undefined) throw invalid("fingerprint", "fingerprint needs handler");
+    if (valid.handlerStatus === "ok") throw invalid("fingerprint", "fingerprint selects failed outcomes; handlerStatus ok contradicts it");
+    const problem = typeof query.fingerprint === "string" ? idProblem(query.fingerprint, FINGERPRINT_LENGTH) : "must be text";
+    if (problem) throw invalid("fingerprint", `fingerprint ${problem}`);
+    valid.fingerprint = query.fingerprint;
+  }
   if (query.limit !== undefined) {
     if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > MAX_EVENT_LIMIT)
       throw invalid("limit", `limit must be an integer from 1 to ${MAX_EVENT_LIMIT}`);
@@ -115,7 +125,7 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
  * number. Unknown parameters are refused, so a typo is a 400 rather than an unfiltered log.
  */
 export function eventQueryFromParams(params: Record<string, string | undefined>): EventQuery {
-  const known = ["since", "until", "type", "status", "handler", "handlerStatus", "limit", "cursor", "order"];
+  const known = ["since", "until", "type", "status", "handler", "handlerStatus", "fingerprint", "limit", "cursor", "order"];
   for (const name of Object.keys(params))
     if (!known.includes(name)) throw invalid(name, `unknown filter ${name}; filters are ${known.join(", ")}`);
   const query: EventQuery = {};
@@ -128,6 +138,7 @@ export function eventQueryFromParams(params: Record<string, string | undefined>)
   if (params.status !== undefined) query.status = (params.status === "retrying" ? "received" : params.status) as EventStatus;
   if (params.handler !== undefined) query.handler = params.handler;
   if (params.handlerStatus !== undefined) query.handlerStatus = params.handlerStatus as EventQuery["handlerStatus"];
+  if (params.fingerprint !== undefined) query.fingerprint = params.fingerprint;
   if (params.cursor !== undefined) query.cursor = params.cursor;
   if (params.order !== undefined) {
     if (params.order !== "newest" && params.order !== "oldest") throw invalid("order", "order must be newest or oldest");

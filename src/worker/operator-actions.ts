@@ -13,6 +13,7 @@ import { replayEvents, replayJob, replayQueryFromFilter } from "./replay-events.
 import { settleFailedJobs } from "./settle-failed-jobs.js";
 import { RECONCILE_JOBS } from "./sync/reconcile-jobs.js";
 import { ACTIVE_PASS_LEASE } from "./sync/refresh-lease.js";
+import type { RefreshNote, RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { SYNCED_KINDS, type SyncedKind } from "./sync/synced-kinds.js";
 
 /**
@@ -46,6 +47,8 @@ export interface OperatorActionsDeps {
   steps?: Pick<StepStore, "forget">;
   /** False when no upstream API is configured: reconcile and backfill have nothing to read. */
   syncAvailable: boolean;
+  /** Where a record's refresh is asked for: the scheduler the built-in handlers note events' ids in. */
+  refresh?: Pick<RefreshScheduler, "request">;
   logger: Logger;
 }
 
@@ -126,6 +129,22 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
       const found = /^bulk-[0-9a-f-]{36}$/.test(id) ? await progress.read(id) : undefined;
       if (!found) throw new OperatorActionError("replay_not_found", `no bulk replay ${id}`);
       return found;
+    },
+
+    /**
+     * Asks for a narrow read of one record now: notes its id as pending and schedules the kind's
+     * refresh job, exactly as an event naming it would (the hints, from the mirror's copy, steer
+     * the read). Menus are read whole per restaurant; reviews have no endpoint to read.
+     */
+    async requestRefresh(kind: string, restaurantId: string, id: string, note: RefreshNote = {}): Promise<void> {
+      if (!deps.syncAvailable || !deps.refresh)
+        throw new OperatorActionError("sync_unavailable", "no upstream API is configured (API_BASE_URL, API_KEY)");
+      if (!SYNCED_KINDS.includes(kind as SyncedKind))
+        throw new OperatorActionError(
+          "invalid_request",
+          `${kind} are stored as delivered: only ${SYNCED_KINDS.join(", ")} are read from the API`,
+        );
+      await deps.refresh.request(kind as SyncedKind, restaurantId, kind === "menu-items" ? undefined : id, note);
     },
 
     /**

@@ -102,7 +102,11 @@ export function replayQueryFromFilter(filter: Record<string, string | undefined>
   if (params.handler !== undefined) params.handlerStatus = "failed";
   for (const name of ["limit", "cursor", "handlerStatus"] as const)
     if (name in filter)
-      throw new EventLogError("invalid_filter", name, `a replay filter takes type, status, handler, since, until; not ${name}`);
+      throw new EventLogError(
+        "invalid_filter",
+        name,
+        `a replay filter takes type, status, handler, fingerprint, since, until; not ${name}`,
+      );
   const query = eventQueryFromParams(params);
   // Checked now (statuses, type patterns), not when the first page is read: a bad value is the caller's error.
   validateEventQuery(query);

@@ -20,6 +20,7 @@ let browser: Browser;
 let stack: Stack;
 let failing = true;
 let failedId: string;
+let orderId: string;
 const teardown: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
@@ -40,7 +41,7 @@ beforeAll(async () => {
   teardown.push(() => stack.stop());
   const { sandbox } = stack;
   const restaurantId = sandbox.state.restaurants()[0]!.id;
-  for (let i = 0; i < 3; i++) sandbox.actions.createOrder({ restaurantId });
+  for (let i = 0; i < 3; i++) orderId = sandbox.actions.createOrder({ restaurantId }).id;
   sandbox.actions.createBooking({
     restaurantId,
     date: "2026-12-24",
@@ -153,7 +154,7 @@ describe("the console in a real headless Chromium", () => {
   it("finds an event by its id and shows the handler's error, its stack and the change it caused", async () => {
     await withOperator(async (page) => {
       await page.goto(url("/console/events"));
-      await page.getByLabel("Event id").fill(failedId);
+      await page.getByLabel("Find by id").fill(failedId);
       await page.getByRole("button", { name: "Find" }).click();
       await page.waitForURL(url(`/console/events/${failedId}`));
       await page
@@ -166,6 +167,29 @@ describe("the console in a real headless Chromium", () => {
       const change = page.locator("table").filter({ hasText: "Changed fields" });
       expect(await change.textContent()).toContain("webhook");
       expect(await page.getByTestId("attempts").textContent()).toBe("1");
+    });
+  });
+
+  it("takes an operator with only an order id to its story in two clicks, and asks for a refresh from there", async () => {
+    await withOperator(async (page) => {
+      // From the mirror: its nav link, then the order's row.
+      await page.goto(url("/console/events"));
+      await page.getByRole("link", { name: "Mirror", exact: true }).click();
+      await page.getByRole("link", { name: orderId, exact: true }).click();
+      await page.waitForURL(url(`/console/records/orders/${orderId}`));
+      // From the search on every page: the id, then Find.
+      await page.goto(url("/console/health"));
+      await page.getByLabel("Find by id").fill(orderId);
+      await page.getByRole("button", { name: "Find" }).click();
+      await page.waitForURL(url(`/console/records/orders/${orderId}`));
+      await page.getByRole("heading", { level: 1, name: `orders ${orderId}` }).waitFor();
+      const timeline = page.getByTestId("timeline");
+      expect(await timeline.textContent()).toContain("order.created");
+      expect(await timeline.textContent()).toContain("change.order (webhook read)");
+      await page.screenshot({ path: `${SHOTS}/console-record.png` });
+      const refresh = page.waitForResponse((r) => r.request().method() === "POST" && r.url() === url(`/records/orders/${orderId}/refresh`));
+      await page.getByRole("button", { name: "Refresh now" }).click();
+      expect((await refresh).status()).toBe(202);
     });
   });
 

@@ -103,7 +103,7 @@ describe("the console's pages", () => {
     expect(found.headers.get("location")).toBe(`/console/events/${failingId}`);
     const missing = await get("/console/events?id=evt_nowhere");
     expect(missing.status).toBe(404);
-    expect(await missing.text()).toContain("No event evt_nowhere in the log.");
+    expect(await missing.text()).toContain("No event, order, booking, menu item or review with id evt_nowhere");
   });
 
   it("filters by status (failed), handler and a time preset", async () => {

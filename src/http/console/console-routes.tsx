@@ -16,6 +16,7 @@ import { FailuresPage } from "./failures-page.js";
 import { HealthPage } from "./health-page.js";
 import { CONSOLE_PATH, Layout } from "./layout.js";
 import { MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters } from "./mirror-page.js";
+import { RecordPage, recordHref } from "./record-page.js";
 import { parseRangePreset, presetSince, refuseUnknown } from "./time-range.js";
 
 export interface ConsoleOptions {
@@ -52,10 +53,14 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   route.get("/events", async (c) => {
     const filters = parseEventFilters(c.req.query());
     if (filters.id !== undefined) {
+      // Any id: an event's opens its page, else the record page of the kind that holds it.
       const found = await sources.events.get(filters.id);
       if (found) return c.redirect(`${CONSOLE_PATH}/events/${encodeURIComponent(found.id)}`);
+      const kind = (await sources.records.find(filters.id))[0];
+      if (kind !== undefined) return c.redirect(recordHref(kind, filters.id));
       const page = await sources.events.query(logQueryOf({ range: "all" }, now()));
-      return c.html(<EventsPage filters={filters} page={page} now={now()} notice={`No event ${filters.id} in the log.`} />, 404);
+      const notice = `No event, order, booking, menu item or review with id ${filters.id}: neither the event log nor the mirror knows it.`;
+      return c.html(<EventsPage filters={filters} page={page} now={now()} notice={notice} />, 404);
     }
     const page = await sources.events.query(logQueryOf(filters, now()));
     return c.html(<EventsPage filters={filters} page={page} now={now()} />);
@@ -93,6 +98,16 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     return c.html(
       <MirrorPage kinds={sources.mirror.kinds} kind={kind} filters={filters} rows={rows} nextCursor={page.nextCursor} now={now()} />,
     );
+  });
+
+  route.get("/records/:kind/:id", async (c) => {
+    refuseUnknown(c.req.query(), ["cursor"]);
+    const { kind, id } = c.req.param();
+    if (!sources.records.kinds.includes(kind)) return errorPage(c, 404, `Record kinds are ${sources.records.kinds.join(", ")}.`);
+    const cursor = c.req.query("cursor");
+    const story = await sources.records.story(kind, id, cursor);
+    if (!story) return errorPage(c, 404, `No ${kind} record ${id}: neither the mirror nor the event log knows it.`);
+    return c.html(<RecordPage story={story} cursor={cursor} now={now()} />);
   });
 
   route.get("/health", async (c) => c.html(<HealthPage summary={await sources.summary()} now={now()} />));

@@ -5,6 +5,8 @@
  *   GET /events/{id} until the log counts a new attempt, and reload;
  * - `[data-bulk]` boxes: a dry run (POST /events/replay with dryRun) shows the count first; the
  *   second button runs it and polls GET /events/replays/{id} into a progress bar.
+ * - `[data-refresh-record]` buttons: POST /records/{kind}/{id}/refresh, then poll
+ *   GET /records/{kind}/{id} until the mirror's copy was read after the time the page showed, and reload;
  * Text from the server is set with textContent only, never as HTML.
  */
 export const CONSOLE_SCRIPT = String.raw`"use strict";
@@ -57,6 +59,31 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
       say(status, "Replay refused: " + err.message, true);
     });
   }
+  function recordPath(button) {
+    return "/records/" + encodeURIComponent(button.getAttribute("data-refresh-record")) + "/" + encodeURIComponent(button.getAttribute("data-id"));
+  }
+  function pollRead(button, status) {
+    var shownReadAt = button.getAttribute("data-read-at") || "";
+    call("GET", recordPath(button)).then(function (story) {
+      var readAt = story && story.record ? story.record.readAt : "";
+      if (readAt && readAt !== shownReadAt) {
+        say(status, "Read from the API; reloading.");
+        window.location.reload();
+      } else setTimeout(function () { pollRead(button, status); }, POLL_MS);
+    }, function (err) { say(status, "Could not read the record: " + err.message, true); });
+  }
+  function refreshRecord(button) {
+    var status = document.getElementById("refresh-status");
+    button.disabled = true;
+    say(status, "Asking for a read…");
+    call("POST", recordPath(button) + "/refresh", {}).then(function () {
+      say(status, "Refresh requested; waiting for the read…");
+      pollRead(button, status);
+    }, function (err) {
+      button.disabled = false;
+      say(status, "Refresh refused: " + err.message, true);
+    });
+  }
   function pollReplay(box, id) {
     var bar = box.querySelector("progress");
     var status = box.querySelector("[data-bulk-status]");
@@ -94,6 +121,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     var target = e.target instanceof Element ? e.target.closest("button") : null;
     if (!target) return;
     if (target.hasAttribute("data-replay-event")) return replayOne(target);
+    if (target.hasAttribute("data-refresh-record")) return refreshRecord(target);
     var box = target.closest("[data-bulk]");
     if (box && target.hasAttribute("data-bulk-count")) return bulk(box, true);
     if (box && target.hasAttribute("data-bulk-run")) return bulk(box, false);

@@ -1,5 +1,7 @@
 import type { OpsSummary } from "../../metrics/ops-summary.js";
 import type { MirrorReader } from "../mirror-routes.js";
+import type { RecordReader } from "../record-routes.js";
+export type { RecordStoryView as ConsoleRecordStory, TimelineEntryView as ConsoleTimelineEntry } from "../record-routes.js";
 
 /** A handler's latest outcome, as the event log keeps it. */
 export interface ConsoleHandlerOutcome {
@@ -37,6 +39,8 @@ export interface ConsoleChange {
 
 export interface ConsoleFailureGroup {
   handler: string;
+  fingerprint: string;
+  fingerprinted: boolean;
   error: string;
   status: "failed" | "received";
   events: number;
@@ -63,4 +67,8 @@ export interface ConsoleSources {
     bookkeeping(kind: string, ids: readonly string[]): Promise<Map<string, { readAt: Date; syncedAt: Date }>>;
   };
   summary(): Promise<OpsSummary>;
+  records: RecordReader & {
+    /** The kinds holding a record of this id (the mirror's, else the kinds of the events naming it); empty when none. */
+    find(id: string): Promise<string[]>;
+  };
 }

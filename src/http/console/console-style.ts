@@ -32,4 +32,5 @@ dl.kv dd { margin: 0; overflow-wrap: anywhere; } time { white-space: nowrap; } t
 .bulk { display: flex; gap: 8px; align-items: center; flex-wrap: wrap; } progress { width: 160px; }
 details summary { cursor: pointer; color: var(--link); }
 .pager { margin-top: 10px; display: flex; gap: 12px; }
+header form.search { display: flex; gap: 4px; } header form.search input { width: 16em; }
 `;

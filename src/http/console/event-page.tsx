@@ -1,7 +1,10 @@
 import type { ConsoleChange, ConsoleEvent } from "./console-sources.js";
 import { CONSOLE_PATH, Layout, StatusPill, When } from "./layout.js";
+import { recordHref } from "./record-page.js";
 
 const json = (value: unknown) => JSON.stringify(value, null, 2);
+/** A change event's kind → the record page's kind (the mirror's names). */
+const RECORD_KIND_OF_CHANGE: Readonly<Record<string, string>> = { order: "orders", booking: "bookings", menu_item: "menu-items" };
 
 /** One event: its envelope and payload, each handler's outcome with error and stack, its steps, the changes after it, replay buttons. */
 export function EventPage(props: { event: ConsoleEvent; changes: ConsoleChange[]; now: Date }) {
@@ -135,7 +138,7 @@ function ChangeTable(props: { changes: ConsoleChange[]; now: Date }) {
                 <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(c.id)}`}>{c.id}</a>
               </td>
               <td class="mono">
-                {c.kind} {c.recordId}
+                {c.kind} <a href={recordHref(RECORD_KIND_OF_CHANGE[c.kind] ?? c.kind, c.recordId)}>{c.recordId}</a>
               </td>
               <td>{c.source}</td>
               <td>

@@ -4,7 +4,7 @@ import { CONSOLE_PATH, Layout, StatusPill, When } from "./layout.js";
 import { parseRangePreset, presetSince, RANGE_LABELS, RANGE_PRESETS, refuseUnknown, type RangePreset } from "./time-range.js";
 
 export const EVENTS_PAGE_SIZE = 50;
-const KNOWN = ["id", "type", "status", "handler", "range", "since", "until", "cursor"] as const;
+const KNOWN = ["id", "type", "status", "handler", "fingerprint", "range", "since", "until", "cursor"] as const;
 const STATUSES = ["retrying", "failed", "handled"] as const;
 
 /** The events page's filters as the operator typed them (empty fields dropped). */
@@ -13,6 +13,8 @@ export interface EventFilters {
   type?: string;
   status?: string;
   handler?: string;
+  /** A failure group's (failures page): the events on which `handler` failed with an error of this fingerprint. */
+  fingerprint?: string;
   range: RangePreset;
   since?: string;
   until?: string;
@@ -43,6 +45,7 @@ export function logQueryOf(filters: EventFilters, now: Date): Record<string, str
   if (filters.type !== undefined) query.type = filters.type;
   if (filters.status !== undefined) query.status = filters.status === "retrying" ? "received" : filters.status;
   if (filters.handler !== undefined) query.handler = filters.handler;
+  if (filters.fingerprint !== undefined) query.fingerprint = filters.fingerprint;
   if (filters.cursor !== undefined) query.cursor = filters.cursor;
   return query;
 }
@@ -66,13 +69,6 @@ export function EventsPage(props: {
   const base = { ...filters, cursor: undefined };
   return (
     <Layout title="Events" section="events">
-      <form class="filters" method="get" action={`${CONSOLE_PATH}/events`} role="search">
-        <label>
-          Event id
-          <input name="id" placeholder="evt_…" value={filters.id ?? ""} size={28} />
-        </label>
-        <button type="submit">Find</button>
-      </form>
       <form class="filters" method="get" action={`${CONSOLE_PATH}/events`}>
         <label>
           Type
@@ -119,6 +115,12 @@ export function EventsPage(props: {
         ))}
         <span class="muted">· newest first</span>
       </div>
+      {filters.fingerprint ? (
+        <p class="notice">
+          Only events on which <span class="mono">{filters.handler}</span> failed with an error of fingerprint{" "}
+          <span class="mono">{filters.fingerprint}</span>.
+        </p>
+      ) : null}
       {props.notice ? <p class="notice">{props.notice}</p> : null}
       <EventTable events={page.data} now={now} />
       <div class="pager">

@@ -3,9 +3,14 @@ import { eventsHref } from "./events-page.js";
 import { CONSOLE_PATH, Layout, shownStatus, When } from "./layout.js";
 import { RANGE_LABELS, RANGE_PRESETS, type RangePreset } from "./time-range.js";
 
-/** The bulk replay filter (POST /events/replay) of a group: its handler and status over the page's range. */
-function groupFilter(group: ConsoleFailureGroup, since: Date) {
-  return { status: shownStatus(group.status), handler: group.handler, since: since.toISOString() };
+/**
+ * The bulk replay filter (POST /events/replay) and event list of a group: its handler, status and
+ * fingerprint over the page's range (no fingerprint for a group of outcomes logged before
+ * fingerprints were stored: the filter could not select them).
+ */
+function groupFilter(group: ConsoleFailureGroup, since: Date): Record<string, string> {
+  const filter = { status: shownStatus(group.status), handler: group.handler, since: since.toISOString() };
+  return group.fingerprinted ? { ...filter, fingerprint: group.fingerprint } : filter;
 }
 
 /** A box that counts (dry run) before it replays, then shows the replay's progress (console-script.ts). */
@@ -41,12 +46,12 @@ export function FailuresPage(props: { groups: ConsoleFailureGroup[]; range: Rang
       <p>
         {groups.length === 0
           ? "Nothing failed or is retrying in this range."
-          : `${total} failed handler outcome${total === 1 ? "" : "s"} in ${groups.length} group${groups.length === 1 ? "" : "s"}, by handler and error (retrying: the last attempt failed and the queue will try again; failed: given up on).`}
+          : `${total} failed handler outcome${total === 1 ? "" : "s"} in ${groups.length} group${groups.length === 1 ? "" : "s"}, by handler and error fingerprint (the first line with ids, numbers, times and hex masked; retrying: the last attempt failed and the queue will try again; failed: given up on).`}
       </p>
       {groups.length > 0 ? (
         <>
           <BulkReplay filter={{ status: "failed", since: since.toISOString() }} label="Count every failed event in range…" />
-          <h2>By handler and error</h2>
+          <h2>By handler and error fingerprint</h2>
           <table>
             <thead>
               <tr>
@@ -63,14 +68,17 @@ export function FailuresPage(props: { groups: ConsoleFailureGroup[]; range: Rang
                 <tr>
                   <td class="mono">{g.handler}</td>
                   <td>
-                    <span class="bad">{g.error || "(no message)"}</span>
+                    <span class="bad mono" data-testid="fingerprint">
+                      {g.fingerprint || "(no message)"}
+                    </span>
+                    <div class="muted">e.g. {g.error || "(no message)"}</div>
                     <div>
                       <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(g.sampleId)}`}>newest event, with its stack</a>
                     </div>
                   </td>
                   <td class={`status-${shownStatus(g.status)}`}>{shownStatus(g.status)}</td>
                   <td class="num">
-                    <a href={eventsHref({ handler: g.handler, status: shownStatus(g.status), since: since.toISOString() })}>{g.events}</a>
+                    <a href={eventsHref(groupFilter(g, since))}>{g.events}</a>
                   </td>
                   <td>
                     <When at={g.lastAt} now={now} />

@@ -35,6 +35,10 @@ export function Layout(props: { title: string; section: ConsoleSection; children
                 {s.label}
               </a>
             ))}
+            <form class="search" method="get" action={`${CONSOLE_PATH}/events`} role="search">
+              <input name="id" aria-label="Find by id" placeholder="any id: evt_…, ord_…, bkg_…" size={26} />
+              <button type="submit">Find</button>
+            </form>
             <span class="right">
               <a href={DASHBOARD_PATH}>Queues (bull-board)</a>
               <a href="/metrics">Metrics</a>

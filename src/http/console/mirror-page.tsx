@@ -1,4 +1,5 @@
 import { CONSOLE_PATH, Layout, When } from "./layout.js";
+import { recordHref } from "./record-page.js";
 import { refuseUnknown } from "./time-range.js";
 
 export const MIRROR_PAGE_SIZE = 50;
@@ -89,8 +90,9 @@ export function MirrorPage(props: {
             {props.rows.map(({ record, readAt, syncedAt }) => (
               <tr>
                 <td class="mono">
+                  <a href={recordHref(kind, text(record.id))}>{text(record.id)}</a>
                   <details>
-                    <summary>{text(record.id)}</summary>
+                    <summary>as stored</summary>
                     <pre>{JSON.stringify(record, null, 2)}</pre>
                   </details>
                 </td>

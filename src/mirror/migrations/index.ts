@@ -10,6 +10,7 @@ import * as m0008 from "./0008_outbox_trace.js";
 import * as m0009 from "./0009_unlisted_records.js";
 import * as m0010 from "./0010_sync_liveness.js";
 import * as m0011 from "./0011_handler_key_renames.js";
+import * as m0013 from "./0013_event_records.js";
 
 /**
  * Every migration, by name, imported statically so the same list runs from `src/` under tsx and
@@ -28,6 +29,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0009_unlisted_records": m0009,
   "0010_sync_liveness": m0010,
   "0011_handler_key_renames": m0011,
+  "0013_event_records": m0013,
 };
 
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */

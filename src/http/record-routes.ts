@@ -1,0 +1,71 @@
+import { Hono } from "hono";
+import type { AppEnv } from "./context.js";
+import { errorBody } from "./errors.js";
+
+/** What the record routes read and ask; the service wires the record story and the operator actions in (http imports neither). */
+export interface RecordReader {
+  /** The mirror's kinds (orders, bookings, menu-items, reviews). */
+  kinds: readonly string[];
+  /** The record's story (mirror/record-story.ts RecordStory); undefined when the service holds nothing of it. A bad id or cursor throws invalid_filter. */
+  story(kind: string, id: string, cursor?: string): Promise<RecordStoryView | undefined>;
+  /** Asks for a narrow read of the record (the refresh its events would schedule); throws a coded error when it cannot. */
+  refresh(kind: string, id: string): Promise<{ kind: string; id: string; restaurantId: string }>;
+}
+
+/**
+ * GET /records/{kind}/{id}?cursor= (the record and everything the log says of it, newest first)
+ * and POST /records/{kind}/{id}/refresh (read it from the API now), for operators: mounted
+ * behind the admin token and the same-origin check by the caller.
+ */
+export function recordRoutes(records: RecordReader): Hono<AppEnv> {
+  const route = new Hono<AppEnv>();
+  const kinds = new Set(records.kinds);
+  route.use("/:kind/*", async function knownKind(c, next) {
+    if (!kinds.has(c.req.param("kind"))) return c.json(errorBody("not_found", `record kinds are ${[...kinds].join(", ")}`), 404);
+    await next();
+  });
+  route.get("/:kind/:id", async (c) => {
+    const { cursor, ...unknown } = c.req.query();
+    const extra = Object.keys(unknown)[0];
+    if (extra !== undefined) return c.json(errorBody("invalid_filter", `unknown parameter ${extra}; this route takes cursor`), 400);
+    const story = await records.story(c.req.param("kind"), c.req.param("id"), cursor);
+    if (story === undefined)
+      return c.json(
+        errorBody("not_found", `no ${c.req.param("kind")} record ${c.req.param("id")}: neither the mirror nor the event log knows it`),
+        404,
+      );
+    return c.json(story);
+  });
+  route.post("/:kind/:id/refresh", async (c) => c.json(await records.refresh(c.req.param("kind"), c.req.param("id")), 202));
+  return route;
+}
+
+/** One event that named a record (mirror/record-story.ts TimelineEntry). */
+export interface TimelineEntryView {
+  entry: "delivery" | "change";
+  eventId: string;
+  type: string;
+  at: Date;
+  status: string;
+  attempts: number;
+  handlers: Record<string, { status: string; attempts: number; error?: string }>;
+  source?: string;
+  diff?: { field: string; before: unknown; after: unknown }[];
+}
+
+/** A record's story (mirror/record-story.ts RecordStory). */
+export interface RecordStoryView {
+  kind: string;
+  id: string;
+  record: {
+    data: Record<string, unknown>;
+    readAt: Date;
+    syncedAt: Date;
+    lastChange: { eventId: string; at: Date; source: string } | null;
+  } | null;
+  restaurantId: string | null;
+  rejected: { reason: string; detail: string; lastSeen: Date; count: number } | null;
+  unlisted: { eventIds: string[]; givenUpAt: Date; attempts: number } | null;
+  timeline: TimelineEntryView[];
+  nextCursor: string | null;
+}

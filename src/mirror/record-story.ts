@@ -1,0 +1,196 @@
+import { sql, type Kysely } from "kysely";
+import type { DatabaseSchema, EventStatus, HandlerOutcome } from "./database-schema.js";
+import { summarizeHandlers } from "./event-list.js";
+import { decodeEventCursor, encodeEventCursor } from "./event-query.js";
+import { fieldDiff, type FieldDiff } from "./field-diff.js";
+import { validateRecordId } from "./mirror-filter.js";
+import { TABLE_OF } from "./mirror-rows.js";
+import { withOperatorTimeout } from "./operator-query-timeout-error.js";
+import { MIRROR_KINDS, type MirrorKind, type MirrorRecord } from "./store.js";
+import { fromStoredPayload } from "./stored-payload.js";
+
+/** Timeline entries per page at most (newest first; `nextCursor` goes on). */
+export const TIMELINE_LIMIT = 200;
+
+/** One event of the log that named the record: a delivery from the upstream, or a change the mirror recorded. */
+export interface TimelineEntry {
+  entry: "delivery" | "change";
+  eventId: string;
+  type: string;
+  /** When the log first received it (the database's clock). */
+  at: Date;
+  status: EventStatus;
+  attempts: number;
+  /** Each handler's latest outcome (error cut short; the event's page has it whole). */
+  handlers: Record<string, HandlerOutcome>;
+  /** Changes only: which kind of read wrote it (webhook, reconcile, backfill). */
+  source?: string;
+  /** Changes only: the changed fields, before and after. */
+  diff?: FieldDiff[];
+}
+
+/** Everything the service holds about one record: the mirror's copy and what the log says of it. */
+export interface RecordStory {
+  kind: MirrorKind;
+  id: string;
+  /** The mirror's copy; null when the mirror does not hold it (never read, or refused). */
+  record: {
+    data: MirrorRecord;
+    /** The database's clock taken before the upstream read that produced this copy. */
+    readAt: Date;
+    /** When the row was last written (a read that changed it, or confirmed it later). */
+    syncedAt: Date;
+    /**
+     * The newest change the log holds for it: the read that last changed the copy and its source.
+     * A read that found nothing new leaves only `readAt` (the mirror keeps no source per read).
+     */
+    lastChange: { eventId: string; at: Date; source: string } | null;
+  } | null;
+  /** The restaurant it belongs to: the mirror's copy, else the newest event that named it. */
+  restaurantId: string | null;
+  /** Set when the mirror refused the record as read (rejected_records). */
+  rejected: { reason: string; detail: string; lastSeen: Date; count: number } | null;
+  /** Set when a refresh gave up looking for it in the API's lists (unlisted_records). */
+  unlisted: { eventIds: string[]; givenUpAt: Date; attempts: number } | null;
+  /** Newest first, at most TIMELINE_LIMIT. */
+  timeline: TimelineEntry[];
+  /** Pass as `cursor` for older entries; null when there are none. */
+  nextCursor: string | null;
+}
+
+interface TimelineRow {
+  id: string;
+  type: string;
+  received_at: Date;
+  status: EventStatus;
+  attempts: number;
+  handlers: Record<string, HandlerOutcome>;
+  restaurant_id: string | null;
+  change: unknown;
+}
+
+function toEntry(row: TimelineRow): TimelineEntry {
+  const base = {
+    eventId: row.id,
+    type: row.type,
+    at: new Date(row.received_at),
+    status: row.status,
+    attempts: row.attempts,
+    handlers: summarizeHandlers(row.handlers),
+  };
+  if (row.change === null) return { entry: "delivery", ...base };
+  const data = (fromStoredPayload(row.change) as { data?: Record<string, unknown> } | null)?.data ?? {};
+  const asFields = (v: unknown) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>) : null);
+  const changed = Array.isArray(data.changed) ? data.changed.map(String) : undefined;
+  return {
+    entry: "change",
+    ...base,
+    source: typeof data.source === "string" ? data.source : "",
+    diff: fieldDiff(asFields(data.before), asFields(data.after), changed),
+  };
+}
+
+/** The events naming the record, newest first, from `after` on (exclusive), `limit` + 1 rows to tell whether more follow. */
+function timelineRows(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string, after: { receivedAt: Date; id: string } | undefined) {
+  const older = after ? sql`and (received_at, id) < (${after.receivedAt}::timestamptz, ${after.id})` : sql``;
+  // The payload only of change events (their diff); a delivery's payload may be a megabyte.
+  return sql<TimelineRow>`select id, type, received_at, status, attempts, handlers,
+      payload -> 'data' ->> 'restaurantId' as restaurant_id,
+      case when type like 'change.%' then payload end as change
+    from events where record_id = ${id} and record_kind = ${kind} ${older}
+    order by received_at desc, id desc limit ${TIMELINE_LIMIT + 1}`.execute(db);
+}
+
+async function mirrorCopy(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string) {
+  return (db as unknown as Kysely<Pick<DatabaseSchema, "orders">>)
+    .selectFrom(TABLE_OF[kind] as "orders")
+    .select(["raw", "read_at", "synced_at", "restaurant_id"])
+    .where("id", "=", id)
+    .executeTakeFirst();
+}
+
+async function lastChange(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string) {
+  const { rows } = await sql<{ id: string; received_at: Date; source: string | null }>`select id, received_at,
+      payload -> 'data' ->> 'source' as source
+    from events where record_id = ${id} and record_kind = ${kind} and type like 'change.%'
+    order by received_at desc, id desc limit 1`.execute(db);
+  const row = rows[0];
+  return row ? { eventId: row.id, at: new Date(row.received_at), source: row.source ?? "" } : null;
+}
+
+async function sideTables(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string) {
+  const rejected = await db
+    .selectFrom("rejected_records")
+    .select(["reason", "detail", "last_seen", "count"])
+    .where("kind", "=", kind)
+    .where("id", "=", id)
+    .executeTakeFirst();
+  const unlisted = await db
+    .selectFrom("unlisted_records")
+    .select(["event_ids", "given_up_at", "attempts"])
+    .where("kind", "=", kind)
+    .where("id", "=", id)
+    .executeTakeFirst();
+  return {
+    rejected: rejected
+      ? { reason: rejected.reason, detail: rejected.detail, lastSeen: new Date(rejected.last_seen), count: rejected.count }
+      : null,
+    unlisted: unlisted ? { eventIds: unlisted.event_ids, givenUpAt: new Date(unlisted.given_up_at), attempts: unlisted.attempts } : null,
+  };
+}
+
+/**
+ * A record's story: the mirror's copy with when (and, when it changed, by which read) it was last
+ * read, and every event the log holds that named it (deliveries and change events, with each
+ * change's field diff), newest first, a page of TIMELINE_LIMIT. Undefined when the service holds
+ * nothing of it. Index lookups only (events_record_idx, the tables' keys); an operator read.
+ */
+export async function readRecordStory(
+  db: Kysely<DatabaseSchema>,
+  kind: MirrorKind,
+  id: string,
+  options: { cursor?: string | undefined; timeoutMs: number },
+): Promise<RecordStory | undefined> {
+  validateRecordId(id);
+  const after = options.cursor === undefined ? undefined : decodeEventCursor(options.cursor);
+  return withOperatorTimeout(options.timeoutMs, async () => {
+    const copy = await mirrorCopy(db, kind, id);
+    const { rows } = await timelineRows(db, kind, id, after);
+    const { rejected, unlisted } = await sideTables(db, kind, id);
+    if (!copy && rows.length === 0 && !rejected && !unlisted && after === undefined) return undefined;
+    const page = rows.slice(0, TIMELINE_LIMIT);
+    const last = page.at(-1);
+    return {
+      kind,
+      id,
+      record: copy
+        ? {
+            data: copy.raw as MirrorRecord,
+            readAt: new Date(copy.read_at),
+            syncedAt: new Date(copy.synced_at),
+            lastChange: await lastChange(db, kind, id),
+          }
+        : null,
+      restaurantId: copy?.restaurant_id ?? rows.find((r) => r.restaurant_id !== null)?.restaurant_id ?? null,
+      rejected,
+      unlisted,
+      timeline: page.map(toEntry),
+      nextCursor: rows.length > TIMELINE_LIMIT && last ? encodeEventCursor(new Date(last.received_at), last.id) : null,
+    };
+  });
+}
+
+/**
+ * Where an id lives, for the console's search: the mirror kinds holding it, else the kinds of the
+ * events that named it (a record the mirror never stored). Empty when neither knows it.
+ */
+export async function findRecordKinds(db: Kysely<DatabaseSchema>, id: string, timeoutMs: number): Promise<MirrorKind[]> {
+  validateRecordId(id);
+  return withOperatorTimeout(timeoutMs, async () => {
+    const held: MirrorKind[] = [];
+    for (const kind of MIRROR_KINDS) if (await mirrorCopy(db, kind, id)) held.push(kind);
+    if (held.length > 0) return held;
+    const { rows } = await sql<{ kind: string }>`select distinct record_kind as kind from events where record_id = ${id}`.execute(db);
+    return MIRROR_KINDS.filter((k) => rows.some((r) => r.kind === k));
+  });
+}
