@@ -50,6 +50,8 @@ export interface OutageResult {
   secondsToRight: number | null;
   /** API calls from the restart until then (or until the wait ended). */
   calls: number;
+  /** Those calls by what they read (kind, filter, scope), most first. */
+  callsByRead: [string, number][];
   /** Records still wrong when the wait ended (0 when it succeeded). */
   stillWrong: number;
   rateLimited: number;
@@ -169,6 +171,7 @@ export async function benchOutage(
         );
         const secondsToRight = right ? (Date.now() - up) / 1000 : null;
         const calls = c.calls(from);
+        const callsByRead = [...c.callsByRead(from)].sort((a, b) => b[1] - a[1]);
         return {
           historyOrders: opts.historyOrders,
           outageSeconds: opts.outageSeconds,
@@ -176,6 +179,7 @@ export async function benchOutage(
           changesByType: countByType(traffic.changes, down, up),
           secondsToRight,
           calls: calls.count,
+          callsByRead,
           stillWrong: right ? 0 : await wrong(),
           rateLimited: calls.rateLimited,
         };
