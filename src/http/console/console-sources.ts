@@ -1,5 +1,6 @@
 import type { OpsSummary } from "../../metrics/ops-summary.js";
 import type { MirrorReader } from "../mirror-routes.js";
+import type { HealthView } from "./health-figures.js";
 
 /** A handler's latest outcome, as the event log keeps it. */
 export interface ConsoleHandlerOutcome {
@@ -63,4 +64,6 @@ export interface ConsoleSources {
     bookkeeping(kind: string, ids: readonly string[]): Promise<Map<string, { readAt: Date; syncedAt: Date }>>;
   };
   summary(): Promise<OpsSummary>;
+  /** The health page's data: the summary, the shared minute samples of the hour up to `now`, the config's limits. */
+  health(now: Date): Promise<Omit<HealthView, "now">>;
 }
