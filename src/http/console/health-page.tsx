@@ -121,7 +121,7 @@ export function HealthPage(props: { view: HealthView }) {
         at <a href={`${CONSOLE_PATH}/health.json`}>{`${CONSOLE_PATH}/health.json`}</a>
       </p>
       <Verdict shown={groups.flatMap(([, shown]) => shown)} />
-      <div class="cards">
+      <div class="cards figure-cards">
         {groups.map(([group, shown]) => (
           <section class="card" data-testid={`figures-${group.split(/[ ,]/)[0]?.toLowerCase()}`}>
             <h2>{group}</h2>
@@ -141,7 +141,7 @@ export function HealthPage(props: { view: HealthView }) {
           <MinuteChart spec={spec} samples={view.samples} now={now} />
         ))}
       </div>
-      <div class="cards">
+      <div class="cards wide">
         <section class="card" data-testid="reconciliation">
           <h2>Reconciliation progress</h2>
           <Progress summary={summary} now={now} />
