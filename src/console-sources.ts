@@ -1,6 +1,8 @@
 import type { ConsoleSources } from "./http/console/console-sources.js";
 import type { MirrorReader } from "./http/mirror-routes.js";
 import type { RecordReader } from "./http/record-routes.js";
+import type { HealthLimits } from "./http/console/health-figures.js";
+import type { MinuteSample } from "./metrics/minute-samples.js";
 import { collectOpsSummary } from "./metrics/ops-summary.js";
 import type { Metrics } from "./metrics/metrics.js";
 import { listCausedChanges } from "./mirror/caused-changes.js";
@@ -22,10 +24,14 @@ export interface ConsoleSourcesOptions {
   rateMax: number | undefined;
   /** The record pages and the JSON route share one reader. */
   records: RecordReader;
+  /** Every worker's minute samples of the hour up to `now` (readMinuteSamples), and the limits the health rules scale with. */
+  samples: (now: Date) => Promise<MinuteSample[]>;
+  healthLimits: HealthLimits;
 }
 
 /** What the console reads, wired to the storage and the metrics (http imports neither). */
-export function createConsoleSources({ storage, mirror, metrics, rateMax, records }: ConsoleSourcesOptions): ConsoleSources {
+export function createConsoleSources(options: ConsoleSourcesOptions): ConsoleSources {
+  const { storage, mirror, metrics, rateMax, records, samples, healthLimits } = options;
   const reader = storage.database.operatorDb;
   const timeoutMs = storage.database.operatorQueryTimeoutMs;
   return {
@@ -41,6 +47,10 @@ export function createConsoleSources({ storage, mirror, metrics, rateMax, record
     mirror: { ...mirror, bookkeeping: (kind, ids) => readBookkeeping(reader, kind as MirrorKind, ids, timeoutMs) },
     summary: () => collectOpsSummary(metrics, { kinds: MIRROR_KINDS, rateMax }),
     records: { ...records, find: (id) => findRecordKinds(reader, id, timeoutMs) },
+    health: async (now) => {
+      const [summary, recent] = await Promise.all([collectOpsSummary(metrics, { kinds: MIRROR_KINDS, rateMax }), samples(now)]);
+      return { summary, samples: recent, limits: healthLimits };
+    },
   };
 }
 

@@ -18,6 +18,8 @@ import { mountConsole } from "./http/console/console-routes.js";
 import type { MirrorReader } from "./http/mirror-routes.js";
 import { createConsoleSources, createRecordReader } from "./console-sources.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
+import { createMinuteSampler, readMinuteSamples } from "./metrics/minute-samples.js";
+import { redisKeys } from "./redis/keys.js";
 import { webhookMetrics } from "./metrics/webhook-metrics.js";
 import type { Database } from "./mirror/database.js";
 import type { EventLog } from "./mirror/event-log.js";
@@ -163,6 +165,9 @@ export async function createService({ config, logger, handlers = [], database, t
   collectMirrorLag(metrics, MIRROR_KINDS, (kind) => mirror.lastWriteAt(kind as MirrorKind));
   collectDatabaseHealth(metrics, () => storage.ping());
   if (worker) collectStreamConsumer(metrics, worker.streamConsumer);
+  // The console's charts: each worker process adds its minute to the shared samples.
+  const samplesKey = redisKeys(prefix).minuteSamples;
+  const sampler = workerConnection && createMinuteSampler({ redis: workerConnection, key: samplesKey, metrics, logger });
 
   // The edge depends on Redis only; a worker also needs the database to record and write.
   const redisReady = async () => {
@@ -220,7 +225,17 @@ export async function createService({ config, logger, handlers = [], database, t
               actions: { port: operatorActions, logger },
               records,
             });
-            const sources = createConsoleSources({ storage, mirror: mirrorReader, metrics, rateMax: config.api?.rate, records });
+            const sources = createConsoleSources({
+              storage,
+              mirror: mirrorReader,
+              metrics,
+              rateMax: config.api?.rate,
+              records,
+              // Redis away: the charts say "no samples yet" rather than hold the page.
+              samples: (now) =>
+                withTimeout(readMinuteSamples(anyConnection, samplesKey, { now: now.getTime() }), 1000, "minute samples").catch(() => []),
+              healthLimits: { maxBacklog: config.ingest.maxBacklog, reconcileIntervalSeconds: config.worker.reconcileIntervalMs / 1000 },
+            });
             mountConsole(root, { adminToken, sources, logger });
           },
         }
@@ -255,6 +270,7 @@ export async function createService({ config, logger, handlers = [], database, t
       // when Redis is there, but never wait on a Redis that is down (the edge answers 503 then).
       await Promise.race([Promise.all(connections.map(untilReady)), new Promise((r) => setTimeout(r, 2000).unref())]);
       await worker?.start();
+      sampler?.start();
       server = await listen(app, config.host, config.port, config.http);
       logger.info({ url: server.url, role: config.role }, "listening");
       return server.url;
@@ -263,6 +279,7 @@ export async function createService({ config, logger, handlers = [], database, t
       stopping ??= (async () => {
         await server?.close(config.shutdownTimeoutMs);
         await worker?.stop(config.shutdownTimeoutMs);
+        await sampler?.stop();
         await Promise.all(ownQueues.map((q) => q.close()));
         await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
         await storage.close();

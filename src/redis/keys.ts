@@ -48,6 +48,8 @@ export interface RedisKeys {
   readonly ingest: { stream: string; group: string; seen(eventId: string): string };
   /** The operator API (worker/operator-actions.ts): a bulk replay's progress (a hash), an Idempotency-Key's answer. */
   readonly operator: { bulkReplay(id: string): string; idempotency(digest: string): string };
+  /** The console's charts (metrics/minute-samples.ts): one point a minute per series, a hash of at most 120 fields; its own slot. */
+  readonly minuteSamples: string;
 }
 
 /**
@@ -84,5 +86,6 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
       bulkReplay: (id) => `${prefix}:operator:replay:${id}`,
       idempotency: (digest) => `${prefix}:operator:idempotency:${digest}`,
     },
+    minuteSamples: `${prefix}:metrics:minute-samples`,
   };
 }

@@ -110,7 +110,10 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     return c.html(<RecordPage story={story} cursor={cursor} now={now()} />);
   });
 
-  route.get("/health", async (c) => c.html(<HealthPage summary={await sources.summary()} now={now()} />));
+  route.get("/health", async (c) => {
+    const at = now();
+    return c.html(<HealthPage view={{ ...(await sources.health(at)), now: at }} />);
+  });
   route.get("/health.json", async (c) => c.json(await sources.summary()));
 
   route.notFound((c) => errorPage(c, 404, `No console page at ${c.req.path.slice(0, 200)}.`));

@@ -2,6 +2,7 @@ import type { OpsSummary } from "../../metrics/ops-summary.js";
 import type { MirrorReader } from "../mirror-routes.js";
 import type { RecordReader } from "../record-routes.js";
 export type { RecordStoryView as ConsoleRecordStory, TimelineEntryView as ConsoleTimelineEntry } from "../record-routes.js";
+import type { HealthView } from "./health-figures.js";
 
 /** A handler's latest outcome, as the event log keeps it. */
 export interface ConsoleHandlerOutcome {
@@ -71,4 +72,6 @@ export interface ConsoleSources {
     /** The kinds holding a record of this id (the mirror's, else the kinds of the events naming it); empty when none. */
     find(id: string): Promise<string[]>;
   };
+  /** The health page's data: the summary, the shared minute samples of the hour up to `now`, the config's limits. */
+  health(now: Date): Promise<Omit<HealthView, "now">>;
 }

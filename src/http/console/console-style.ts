@@ -33,4 +33,11 @@ dl.kv dd { margin: 0; overflow-wrap: anywhere; } time { white-space: nowrap; } t
 details summary { cursor: pointer; color: var(--link); }
 .pager { margin-top: 10px; display: flex; gap: 12px; }
 header form.search { display: flex; gap: 4px; } header form.search input { width: 16em; }
+.level { display: inline-block; padding: 0 6px; border-radius: 8px; font-size: 12px; font-weight: 600; border: 1px solid currentColor; cursor: help; }
+.level-ok { color: var(--ok); background: #e8f4ec; } .level-warn { color: var(--warn); background: #fff4d6; } .level-bad { color: var(--bad); background: #fdecea; }
+table.figures th { background: none; font-weight: normal; font-size: 14px; overflow-wrap: break-word; } .cards.figure-cards { grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); } .verdict { font-size: 15px; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 12px; margin-bottom: 12px; } figure.chart { margin: 0; background: #fff; border: 1px solid var(--line); padding: 10px 12px; min-width: 0; }
+figure.chart figcaption { font-weight: 600; margin-bottom: 4px; } figure.chart > svg { width: 100%; height: auto; display: block; } figure.chart path { stroke-width: 2; stroke-linejoin: round; stroke-linecap: round; }
+figure.chart text { font-size: 11px; fill: var(--muted); } figure.chart line.axis { stroke: #aab4bf; } figure.chart line.grid { stroke: var(--line); stroke-dasharray: 3 3; }
+ul.legend { list-style: none; padding: 0; margin: 6px 0 0; display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 12.5px; } svg.swatch { width: 10px; height: 10px; margin-right: 4px; }
 `;
