@@ -32,7 +32,7 @@ export interface TestService {
 export async function startService(
   env: Record<string, string> = {},
   handlers: EventHandlers[] = [],
-  options: { driver?: TestDriver } = {},
+  options: { driver?: TestDriver; /** Embedded on disk here (the test process holds its lock), not in memory. */ dataDir?: string } = {},
 ): Promise<TestService> {
   const prefix = `test-${randomUUID().slice(0, 8)}`;
   const config = loadConfig({
@@ -53,7 +53,9 @@ export async function startService(
     destination: logs.stream,
     secrets: [...config.signingSecrets, ADMIN_TOKEN, ...(config.api ? [config.api.apiKey] : [])],
   });
-  const database: TestDatabase = await openTestDatabase(options.driver ?? preferredDriver(), { migrations: 0 });
+  const database: TestDatabase = options.dataDir
+    ? await openTestDatabase("embedded", { migrations: 0, dataDir: options.dataDir })
+    : await openTestDatabase(options.driver ?? preferredDriver(), { migrations: 0 });
   const service = await createService({ config, logger, handlers, database });
   const url = await service.start();
   const redis = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
