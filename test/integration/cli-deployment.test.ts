@@ -124,6 +124,15 @@ describe("the CLI acts on the deployment its environment names", () => {
     const missing = await cli(["replay", "--id", "evt_nowhere"], env);
     expect(missing.code).toBe(1);
     expectOneLine(missing.stderr, "event_not_found: no event evt_nowhere");
+
+    // A backfill is the service's workers' to run: the CLI asks for it on the sync queue.
+    const backfill = await cli(["backfill", "--kinds", "orders"], {
+      ...env,
+      API_BASE_URL: "http://127.0.0.1:9",
+      API_KEY: "svc_live_cli_held",
+    });
+    expect(backfill.code, backfill.stderr).toBe(0);
+    expect(JSON.parse(backfill.stdout)).toEqual({ job: expect.any(String) as string });
     expect(other.requests()).toBe(0);
   }, 90_000);
 

@@ -141,7 +141,7 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
       ? await remote.call<BulkAnswer>("POST", "/events/replay", { filter, ...options })
       : await askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options });
     console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: answer.count } : { queued: answer.count, bulk: answer.id }));
-    if (answer.id) console.error(`progress: GET ${remote?.url ?? "<service>"}/events/replays/${answer.id} (or the console)`);
+    if (answer.id) console.error(`progress: GET ${remote?.url ?? ""}/events/replays/${answer.id} on the service, or its console`);
     return;
   }
   const storage = stores;
