@@ -1,5 +1,7 @@
 import { execFile, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -54,6 +56,19 @@ describe("SIGTERM ends the service when what it depends on is gone", () => {
     const { code, signal, seconds } = await terminate(proc);
     expect({ code, signal }).toEqual({ code: 0, signal: null });
     await proc.waitForLog("stopped");
+    expect(seconds).toBeLessThan(BOUND_S);
+  });
+
+  it("with no Redis ever: a start that waits for it ends at SIGTERM, after SHUTDOWN_TIMEOUT_MS", async () => {
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `redis://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    await new Promise((r) => server.close(r));
+    proc = runCli(["serve"], { ...serveEnv(url), DATA_DIR: mkdtempSync(join(tmpdir(), "svc-stop-noredis-")) });
+    await proc.waitForLog(`Redis at ${url} does not answer (ECONNREFUSED): is it running, and is REDIS_URL set to it? Retrying every 2 s`);
+    const { code, signal, seconds } = await terminate(proc);
+    expect({ code, signal }).toEqual({ code: 1, signal: null });
+    await proc.waitForLog("stopped before the start finished (it waits for Redis or the database): exiting");
     expect(seconds).toBeLessThan(BOUND_S);
   });
 

@@ -57,14 +57,28 @@ export async function run(argv: string[]): Promise<void> {
   };
   // Handlers go in before start: "listening" is written while start() is still returning, and a
   // supervisor that reads it and sends SIGTERM at once must not meet Node's default (die at once).
-  // A signal during start is kept and acted on once start is done.
+  // A signal during start is kept and acted on once start is done; a start that cannot finish
+  // (it waits for a Redis that never answers) ends the process at SHUTDOWN_TIMEOUT_MS instead.
   let started = false;
   let pending: string | undefined;
-  const onSignal = (signal: string) => (started ? shutdown(signal) : (pending ??= signal));
+  let startStop: NodeJS.Timeout | undefined;
+  const onSignal = (signal: string) => {
+    if (started) {
+      shutdown(signal);
+      return;
+    }
+    pending ??= signal;
+    startStop ??= setTimeout(() => {
+      logger.warn({ signal }, "stopped before the start finished (it waits for Redis or the database): exiting");
+      logger.flush();
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
+  };
   process.once("SIGTERM", () => onSignal("SIGTERM"));
   process.once("SIGINT", () => onSignal("SIGINT"));
   await service.start();
   started = true;
+  clearTimeout(startStop);
 
   if (pending) shutdown(pending);
 }
