@@ -1,11 +1,12 @@
 import { Queue } from "bullmq";
-import type { Context, Hono } from "hono";
+import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { Config } from "./config/config.js";
 import { createApp } from "./http/app.js";
 import type { AppEnv } from "./http/context.js";
 import { NotReadyError } from "./http/health-routes.js";
 import { listen, type RunningServer } from "./http/listen.js";
+import { mountOperatorOff } from "./http/operator-off.js";
 import { mountOperatorRoutes } from "./http/operator-routes.js";
 import {
   collectDatabaseHealth,
@@ -291,14 +292,6 @@ export async function createService({ config, logger, handlers = [], database, t
 async function eventWithSteps(eventLog: EventLog, steps: Storage["steps"], id: string) {
   const event = await eventLog.get(id);
   return event && { ...event, steps: await steps.forEvent(id) };
-}
-
-/** Without ADMIN_TOKEN the console and operator API are off: say so where they would be, instead of "no route". */
-function mountOperatorOff(root: Hono<AppEnv>): void {
-  const off = (c: Context<AppEnv>) =>
-    c.text("The console and the operator API are off: ADMIN_TOKEN is not set on this service. Set it (16+ characters) and restart.\n", 404);
-  root.all("/console", off);
-  root.all("/console/*", off);
 }
 
 function untilReady(connection: RedisClient): Promise<void> {
