@@ -6,6 +6,7 @@ import { createApp } from "./http/app.js";
 import type { AppEnv } from "./http/context.js";
 import { NotReadyError } from "./http/health-routes.js";
 import { listen, type RunningServer } from "./http/listen.js";
+import { mountOperatorOff } from "./http/operator-off.js";
 import { mountOperatorRoutes } from "./http/operator-routes.js";
 import {
   collectDatabaseHealth,
@@ -33,16 +34,21 @@ import { createStreamSink, type StreamSink } from "./queue/stream-sink.js";
 import { withTimeout } from "./queue/with-timeout.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "./queue/names.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient } from "./redis/connection.js";
+import { logRedisOutages } from "./redis/redis-outage-log.js";
 import type { EventHandlers } from "./worker/handler-context.js";
 import { createWorkerRole, type WorkerRole } from "./worker/worker-role.js";
 import { trackBulkReplays } from "./worker/bulk-replay-progress.js";
 import { createOperatorActions } from "./worker/operator-actions.js";
 import { createRefreshScheduler, type RefreshJobData } from "./worker/sync/refresh-scheduler.js";
+import { OPERATOR_ACTION_JOB, runOperatorActionJob } from "./worker/operator-action-jobs.js";
 import { configuredJobOptions } from "./queue/job-options.js";
 import type { EventJobData } from "./queue/event-job.js";
 import { activeTraceparent } from "./tracing/trace-context.js";
 import type { Tracing } from "./tracing/tracing.js";
 import { expectDefined } from "./expect-defined.js";
+
+/** The deadline of each close step after the workers (queue handles, Redis, the database). */
+const CLOSE_STEP_MS = 3000;
 
 /** How long /readyz waits for the database server's `select 1` (under READY_TIMEOUT_MS). */
 const DATABASE_PROBE_MS = 1000;
@@ -85,7 +91,7 @@ export async function createService({ config, logger, handlers = [], database, t
   const connections: RedisClient[] = [];
   const connect = (kind: ConnectionKind) => {
     const connection = createRedisConnection(config.redisUrl, kind, { cluster: config.redisCluster });
-    connection.on("error", (err: Error) => logger.warn({ err: err.message, kind }, "redis connection error"));
+    logRedisOutages(connection, { logger, url: config.redisUrl, kind });
     connections.push(connection);
     return connection;
   };
@@ -114,6 +120,8 @@ export async function createService({ config, logger, handlers = [], database, t
         handlers: ([] as EventHandlers[]).concat(handlers),
         metrics,
         tracing,
+        // A CLI hands the actions that need the embedded event log to this process (only it may open it).
+        moreSyncProcessors: { [OPERATOR_ACTION_JOB]: (job) => runOperatorActionJob(operatorActions, job) },
       })
     : undefined;
   const sink = webConnection
@@ -207,6 +215,7 @@ export async function createService({ config, logger, handlers = [], database, t
         }
       : {}),
     // Operator routes exist only with an ADMIN_TOKEN: nothing is exposed by default.
+    ...(!adminToken ? { mount: mountOperatorOff } : {}),
     ...(adminToken
       ? {
           mount: (root: Hono<AppEnv>) => {
@@ -273,16 +282,33 @@ export async function createService({ config, logger, handlers = [], database, t
       sampler?.start();
       server = await listen(app, config.host, config.port, config.http);
       logger.info({ url: server.url, role: config.role }, "listening");
+      if (!adminToken)
+        logger.warn(
+          "ADMIN_TOKEN is not set: the console (/console), the operator API (/events, /mirror, /metrics) and the dashboard (/admin/queues) are off; set ADMIN_TOKEN (16+ characters) to turn them on",
+        );
       return server.url;
     },
     stop() {
+      // Every step has a deadline: with Redis or the database gone, a close would otherwise wait
+      // for a reconnect that never comes (ioredis queues QUIT; BullMQ's close has no deadline).
+      const bounded = (what: string, work: Promise<unknown>, ms = CLOSE_STEP_MS) =>
+        withTimeout(work, ms, what).then(
+          () => undefined,
+          (err: unknown) => logger.warn({ err: (err as Error).message }, `${what}: going on with the shutdown`),
+        );
       stopping ??= (async () => {
         await server?.close(config.shutdownTimeoutMs);
-        await worker?.stop(config.shutdownTimeoutMs);
-        await sampler?.stop();
-        await Promise.all(ownQueues.map((q) => q.close()));
-        await Promise.all(connections.map((c) => c.quit().catch(() => c.disconnect())));
-        await storage.close();
+        if (worker) await bounded("stopping the worker", worker.stop(config.shutdownTimeoutMs), config.shutdownTimeoutMs + CLOSE_STEP_MS);
+        if (sampler) await bounded("stopping the minute sampler", sampler.stop());
+        await bounded("closing the queue handles", Promise.all(ownQueues.map((q) => q.close())));
+        // QUIT waits for a connection that is down: only a ready one is asked to quit.
+        await Promise.all(
+          connections.map(async (c) => {
+            if (c.status === "ready") await bounded("closing Redis", c.quit());
+            c.disconnect();
+          }),
+        );
+        await bounded("closing the database", storage.close());
       })();
       return stopping;
     },

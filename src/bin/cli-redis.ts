@@ -1,19 +1,10 @@
 import type { Config } from "../config/config.js";
 import { createRedisConnection, type RedisClient } from "../redis/connection.js";
+import { printableRedisUrl } from "../redis/redis-outage-log.js";
 import { CommandError } from "./command-error.js";
 
 /** How long a command waits for Redis before it says so and stops. */
 const READY_TIMEOUT_MS = 2000;
-
-/** A Redis URL fit to print: host and port, never the credentials. */
-export const printableRedisUrl = (url: string) => {
-  try {
-    const { protocol, host } = new URL(url);
-    return `${protocol}//${host}`;
-  } catch {
-    return "(REDIS_URL is not a URL)";
-  }
-};
 
 /**
  * A worker connection for a one-off command, once Redis answered: its errors never reach the

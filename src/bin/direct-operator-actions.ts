@@ -7,23 +7,20 @@ import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/names.js";
 import type { Storage } from "../mirror/storage.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
 import { openCliRedis } from "./cli-redis.js";
-import { openMigratedStorage } from "./open-storage-from-env.js";
 
 /**
- * The operator actions on the stores themselves, for a command run while no service answers:
- * Redis (bounded wait) and, when `withStorage`, the database (the embedded one's lock is free
- * then). `close` releases all of it.
+ * The operator actions on the stores themselves: Redis (bounded wait) and, when given, the
+ * database the command opened (openEventStores). `close` releases all of it, `storage` too.
  */
 export async function directOperatorActions(
   config: Config,
-  options: { withStorage: boolean },
-): Promise<{ actions: OperatorActions; storage: Storage | undefined; eventsQueue: Queue<EventJobData>; close(): Promise<void> }> {
-  const connection = await openCliRedis(config);
-  let storage: Storage | undefined;
+  storage: Storage | undefined,
+): Promise<{ actions: OperatorActions; eventsQueue: Queue<EventJobData>; close(): Promise<void> }> {
+  let connection;
   try {
-    storage = options.withStorage ? await openMigratedStorage(config) : undefined;
+    connection = await openCliRedis(config);
   } catch (err) {
-    connection.disconnect();
+    await storage?.close();
     throw err;
   }
   const eventsQueue = new Queue<EventJobData>(EVENTS_QUEUE, {
@@ -51,7 +48,6 @@ export async function directOperatorActions(
   });
   return {
     actions,
-    storage,
     eventsQueue,
     async close() {
       await Promise.all([eventsQueue.close(), syncQueue.close()]);

@@ -1,9 +1,6 @@
-import { connect } from "node:net";
 import { CommandError } from "./command-error.js";
 import { UsageError } from "./usage-error.js";
 
-/** How long the service may take to accept the connection (a wrong host must not hang the command). */
-const CONNECT_TIMEOUT_MS = 2000;
 /** How long one request may take in all (a bulk dry run counts the whole log). */
 const REQUEST_TIMEOUT_MS = 60_000;
 
@@ -13,41 +10,15 @@ export interface OperatorClient {
   call<T>(method: "GET" | "POST", path: string, body?: unknown, headers?: Record<string, string>): Promise<T>;
 }
 
-/** The operator API's base URL: --url, else http://127.0.0.1:$PORT (3000). */
-export function operatorUrl(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  const text = flag ?? `http://127.0.0.1:${env.PORT ?? 3000}`;
-  if (!URL.canParse(text) || !/^https?:$/.test(new URL(text).protocol)) throw new UsageError(`--url "${text}" is not an http(s) URL`);
-  return text.replace(/\/+$/, "");
+/** The operator API's base URL as --url gives it, checked. */
+export function operatorUrl(flag: string): string {
+  if (!URL.canParse(flag) || !/^https?:$/.test(new URL(flag).protocol)) throw new UsageError(`--url "${flag}" is not an http(s) URL`);
+  return flag.replace(/\/+$/, "");
 }
 
-/** Does anything accept a TCP connection there? false when refused (no service); throws when it does not answer at all. */
-function listening(url: string): Promise<boolean> {
-  const { hostname, port, protocol } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: hostname.replace(/^\[(.*)\]$/, "$1"), port: Number(port || (protocol === "https:" ? 443 : 80)) });
-    socket.setTimeout(CONNECT_TIMEOUT_MS, () => {
-      socket.destroy();
-      reject(new CommandError(`${url} does not answer within ${CONNECT_TIMEOUT_MS / 1000} s; check --url`));
-    });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", (err: Error & { code?: string }) => {
-      if (err.code === "ECONNREFUSED") resolve(false);
-      else reject(new CommandError(`cannot reach ${url} (${err.code ?? err.message}); check --url`));
-    });
-  });
-}
-
-/**
- * The running service's operator API at `url`, or undefined when nothing listens there (the
- * command then opens the stores itself). A service that answers needs ADMIN_TOKEN.
- */
-export async function operatorClient(url: string, token: string | undefined): Promise<OperatorClient | undefined> {
-  if (!(await listening(url))) return undefined;
-  if (!token)
-    throw new CommandError(`a service answers at ${url}: set ADMIN_TOKEN to its admin token (or stop it to work on the stores directly)`);
+/** The operator API of the service at `url` (--url: a remote deployment), called with ADMIN_TOKEN. */
+export function operatorClient(url: string, token: string | undefined): OperatorClient {
+  if (!token) throw new CommandError(`--url calls the service's operator API: set ADMIN_TOKEN to its admin token`);
   return {
     url,
     async call<T>(method: "GET" | "POST", path: string, body?: unknown, headers: Record<string, string> = {}) {
@@ -61,7 +32,7 @@ export async function operatorClient(url: string, token: string | undefined): Pr
         });
       } catch (err) {
         const cause = (err as Error & { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-        throw new CommandError(`${method} ${url}${path} failed (${cause})`);
+        throw new CommandError(`${method} ${url}${path} failed (${cause}); check --url`);
       }
       const text = await res.text();
       let answer: unknown;

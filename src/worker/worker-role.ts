@@ -90,6 +90,8 @@ export function createWorkerRole(deps: {
   metrics: Metrics;
   /** Given when tracing is on: a span per handler, the refresh job in its event's trace, upstream spans. */
   tracing?: Tracing;
+  /** Sync-queue jobs the caller runs (the operator actions a CLI hands over: operator-action-jobs.ts). */
+  moreSyncProcessors?: SyncJobProcessors;
 }): WorkerRole {
   const { config, logger, connection, eventLog, metrics, tracing } = deps;
   // With tracing on, each mirror write (refreshes, sweeps, handlers) is a span of its trace.
@@ -269,6 +271,7 @@ export function createWorkerRole(deps: {
       }),
     );
   }
+  Object.assign(processors, deps.moreSyncProcessors);
   const syncWorker = createSyncWorker({
     connection,
     prefix,

@@ -35,6 +35,7 @@ export async function startService(
   options: {
     driver?: TestDriver;
     /** Shared with other services (and left open by stop()); by default a fresh one. */ database?: TestDatabase;
+    /** Embedded on disk here (the test process holds its lock), not in memory. */ dataDir?: string;
   } = {},
 ): Promise<TestService> {
   const prefix = `test-${randomUUID().slice(0, 8)}`;
@@ -56,7 +57,11 @@ export async function startService(
     destination: logs.stream,
     secrets: [...config.signingSecrets, ADMIN_TOKEN, ...(config.api ? [config.api.apiKey] : [])],
   });
-  const database: TestDatabase = options.database ?? (await openTestDatabase(options.driver ?? preferredDriver(), { migrations: 0 }));
+  const database: TestDatabase =
+    options.database ??
+    (options.dataDir
+      ? await openTestDatabase("embedded", { migrations: 0, dataDir: options.dataDir })
+      : await openTestDatabase(options.driver ?? preferredDriver(), { migrations: 0 }));
   const service = await createService({ config, logger, handlers, database });
   const url = await service.start();
   const redis = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });

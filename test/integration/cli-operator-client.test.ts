@@ -95,7 +95,7 @@ describe("replay --id through the running service", () => {
 
 // Each CLI process starts from the TypeScript sources (several seconds on a busy machine): generous timeouts.
 describe("replay and reconcile without a service", () => {
-  it("open the stores themselves when nothing listens at --url", async () => {
+  it("open the stores the environment names themselves", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "svc-cli-direct-"));
     const queuePrefix = prefix();
     const database = await openDatabaseOfEnv({ DATA_DIR: dataDir });
@@ -111,7 +111,6 @@ describe("replay and reconcile without a service", () => {
     } finally {
       await database.close();
     }
-    const url = `http://127.0.0.1:${await closedPort()}`;
     const env = {
       DATA_DIR: dataDir,
       REDIS_URL: inject("redisUrl"),
@@ -119,10 +118,10 @@ describe("replay and reconcile without a service", () => {
       API_BASE_URL: "http://127.0.0.1:9",
       API_KEY: "svc_live_cli_direct",
     };
-    const replay = cli(["replay", "--id", "evt_direct", "--url", url], env);
+    const replay = cli(["replay", "--id", "evt_direct"], env);
     expect((await replay.exited).code, replay.stderr()).toBe(0);
     expect(JSON.parse(replay.stdout())).toMatchObject({ event: "evt_direct" });
-    const reconcile = cli(["reconcile", "--url", url], env);
+    const reconcile = cli(["reconcile"], env);
     expect((await reconcile.exited).code, reconcile.stderr()).toBe(0);
     const { job } = JSON.parse(reconcile.stdout()) as { job: string };
 
@@ -147,7 +146,7 @@ describe("one-line errors, in bounded time", () => {
     expect((await list.exited).code).toBe(1);
     expectOneLine(list.stderr(), `Redis at redis://127.0.0.1:`);
     expect(list.stderr()).toContain("ECONNREFUSED");
-    const reconcile = cli(["reconcile", "--url", `http://127.0.0.1:${await closedPort()}`], { REDIS_URL: redisUrl });
+    const reconcile = cli(["reconcile"], { REDIS_URL: redisUrl });
     expect((await reconcile.exited).code).toBe(1);
     expectOneLine(reconcile.stderr(), "does not answer");
   }, 120_000);

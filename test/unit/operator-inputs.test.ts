@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { printableRedisUrl } from "../../src/bin/cli-redis.js";
+import { printableRedisUrl } from "../../src/redis/redis-outage-log.js";
 import { operatorUrl } from "../../src/bin/operator-client.js";
 import { replayQueryFromFilter } from "../../src/worker/replay-events.js";
 
@@ -25,19 +25,19 @@ describe("replayQueryFromFilter", () => {
 });
 
 describe("operatorUrl", () => {
-  it("defaults to 127.0.0.1 on PORT (3000 without it) and drops a trailing slash", () => {
-    expect(operatorUrl(undefined, {})).toBe("http://127.0.0.1:3000");
-    expect(operatorUrl(undefined, { PORT: "8080" })).toBe("http://127.0.0.1:8080");
-    expect(operatorUrl("https://ops.example/", {})).toBe("https://ops.example");
+  it("drops a trailing slash", () => {
+    expect(operatorUrl("https://ops.example/")).toBe("https://ops.example");
   });
 
   it.each(["localhost:3000", "ftp://host", "not a url"])("refuses %s as a usage error", (url) => {
-    expect(() => operatorUrl(url, {})).toThrow("is not an http(s) URL");
+    expect(() => operatorUrl(url)).toThrow("is not an http(s) URL");
   });
 });
 
 describe("printableRedisUrl", () => {
-  it("keeps host and port, never the credentials", () => {
-    expect(printableRedisUrl("redis://user:s3cret-pass@cache.internal:6380/0")).toBe("redis://cache.internal:6380");
+  it("keeps host, port and user, never the password", () => {
+    expect(printableRedisUrl("redis://user:s3cret-pass@cache.internal:6380/0")).toBe("redis://user:***@cache.internal:6380");
+    expect(printableRedisUrl("rediss://:s3cret-pass@cache.internal")).toBe("rediss://:***@cache.internal");
+    expect(printableRedisUrl("redis://cache.internal:6380")).toBe("redis://cache.internal:6380");
   });
 });

@@ -1,5 +1,10 @@
 import { parseArgs } from "node:util";
+import type { Config } from "../../config/config.js";
 import { loadConfig } from "../../config/index.js";
+import { DataDirLockedError } from "../../mirror/data-dir-lock.js";
+import { OperatorActionError } from "../../worker/operator-action-error.js";
+import { CommandError } from "../command-error.js";
+import { directOperatorActions } from "../direct-operator-actions.js";
 import { isCalendarDay } from "../../mirror/iso-instant.js";
 import { openMigratedStorage } from "../open-storage-from-env.js";
 import { openCliRedis } from "../cli-redis.js";
@@ -13,10 +18,11 @@ import { UsageError } from "../usage-error.js";
 
 export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes] [--url <url>]
 
-With a service running (--url, default http://127.0.0.1:$PORT, with ADMIN_TOKEN) it asks the
-service's workers for the sweep (POST /sync/backfill) and prints the job; asked again while that
-job waits, it answers the same job. Only when nothing listens there (or with --no-changes) does
-it run the sweep itself, as follows.
+It acts on the deployment the environment names. When a running service holds its embedded
+database (DATA_DIR), or with --url (a service's operator API, with ADMIN_TOKEN), it asks the
+service's workers for the sweep through Redis and prints the job; asked again while that job
+waits, it answers the same job (--no-changes is refused then). Otherwise it runs the sweep
+itself, as follows.
 
 Reads every order, booking and menu item through the API into the mirror, within the shared
 rate budget (class "full": it takes whatever webhook refreshes and the active tier leave, the
@@ -38,7 +44,7 @@ hand is saved (exit 130); a second Ctrl-C stops at once.
 
 const KINDS = SYNCED_KINDS;
 
-export async function run(argv: string[]): Promise<void> {
+export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -53,37 +59,38 @@ export async function run(argv: string[]): Promise<void> {
   const kinds = values.kinds ? values.kinds.split(",").map((k) => k.trim()) : KINDS;
   const wrong = kinds.filter((k) => !KINDS.includes(k as SyncedKind));
   if (wrong.length > 0) throw new UsageError(`--kinds takes ${KINDS.join(", ")}; not ${wrong.join(", ")}`);
-  const url = operatorUrl(values.url);
   const since = values.since;
   if (since !== undefined && !isCalendarDay(since)) throw new UsageError(`--since takes a date YYYY-MM-DD, not "${since}"`);
 
-  const config = loadConfig({ ...process.env, ROLE: "worker" });
+  const request = { ...(values.kinds ? { kinds } : {}), ...(since ? { since } : {}), ...(values.restart ? { restart: true } : {}) };
   // --no-changes is a first import by hand: the service's sweep always produces change events.
-  const client = values["no-changes"] ? undefined : await operatorClient(url, process.env.ADMIN_TOKEN);
-  if (client) {
-    console.log(
-      JSON.stringify(
-        await client.call("POST", "/sync/backfill", {
-          ...(values.kinds ? { kinds } : {}),
-          ...(since ? { since } : {}),
-          ...(values.restart ? { restart: true } : {}),
-        }),
-      ),
-    );
+  if (values.url !== undefined) {
+    if (values["no-changes"]) throw new UsageError("--no-changes runs the sweep here; it does not go with --url");
+    console.log(JSON.stringify(await operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN).call("POST", "/sync/backfill", request)));
     return;
   }
-  if (!config.api) throw new UsageError("backfill needs API_BASE_URL and API_KEY");
+  const config = loadConfig({ ...env, ROLE: "worker" });
   // A record the mirror cannot hold is set aside (rejected_records) and the sweep goes on: one
   // line each on stderr (id shortened, never the values), a count in the summary, exit 0.
   const rejected: Record<string, number> = {};
-  const storage = await openMigratedStorage(config, {
-    onRejected(records) {
-      for (const r of records) {
-        rejected[r.kind] = (rejected[r.kind] ?? 0) + 1;
-        process.stderr.write(`\nrefused (${r.reason}): ${r.message}\n`);
-      }
-    },
-  });
+  let storage;
+  try {
+    storage = await openMigratedStorage(config, {
+      onRejected(records) {
+        for (const r of records) {
+          rejected[r.kind] = (rejected[r.kind] ?? 0) + 1;
+          process.stderr.write(`\nrefused (${r.reason}): ${r.message}\n`);
+        }
+      },
+    });
+  } catch (err) {
+    if (!(err instanceof DataDirLockedError) || values["no-changes"]) throw err;
+    return askWorkers(config, request);
+  }
+  if (!config.api) {
+    await storage.close();
+    throw new UsageError("backfill needs API_BASE_URL and API_KEY");
+  }
   let connection;
   try {
     connection = await openCliRedis(config);
@@ -128,6 +135,19 @@ export async function run(argv: string[]): Promise<void> {
     process.off("SIGINT", onSigint);
     await connection.quit();
     await storage.close();
+  }
+}
+
+/** The embedded database is a running service's: its workers run the sweep (one job on the sync queue). */
+async function askWorkers(config: Config, request: { kinds?: string[]; since?: string; restart?: boolean }): Promise<void> {
+  const direct = await directOperatorActions(config, undefined);
+  try {
+    console.log(JSON.stringify(await direct.actions.requestSync("backfill", request)));
+  } catch (err) {
+    if (err instanceof OperatorActionError) throw new CommandError(`${err.code}: ${err.message}`);
+    throw err;
+  } finally {
+    await direct.close();
   }
 }
 

@@ -10,6 +10,7 @@ import { traceLogFields } from "../../tracing/log-correlation.js";
 import { startTracing } from "../../tracing/start-tracing.js";
 import { loadHandlersModule } from "../../worker/load-handlers-module.js";
 import { existsSync, rmSync } from "node:fs";
+import { resolve } from "node:path";
 import { lockDataDir } from "../../mirror/data-dir-lock.js";
 import { isApiKey } from "../../upstream/api-key.js";
 import { CommandError } from "../command-error.js";
@@ -148,6 +149,7 @@ async function startStack(
       generated,
       database: database.note,
       queuePrefix: config.queuePrefix,
+      ...(config.database.url ? {} : { dataDir: resolve(config.database.dataDir) }),
     }),
   );
   return { logger };
@@ -164,6 +166,8 @@ export function devBanner(b: {
   generated: string[];
   database: string;
   queuePrefix: string;
+  /** The embedded database's directory: the CLI finds the stack's store (and that the stack holds it) there. */
+  dataDir?: string;
 }): string {
   const generated = b.generated.length > 0 ? `${b.generated.join(" and ")} generated for this run (set them to choose)` : "none generated";
   return [
@@ -180,7 +184,7 @@ export function devBanner(b: {
     `  secrets            ${generated}; the sandbox's API key is fixed for dev`,
     "",
     "The CLI reaches this stack with (paste into another shell):",
-    `  export REDIS_URL=${b.redis.url} QUEUE_PREFIX=${b.queuePrefix} PORT=${new URL(b.url).port}`,
+    `  export REDIS_URL=${b.redis.url} QUEUE_PREFIX=${b.queuePrefix} PORT=${new URL(b.url).port}${b.dataDir ? ` DATA_DIR=${b.dataDir}` : ""}`,
     `  export API_BASE_URL=${b.sandboxUrl} API_KEY=${b.apiKey}`,
     `  export ADMIN_TOKEN=${b.adminToken} SIGNING_SECRET=${b.signingSecret}`,
     "then, e.g.:",

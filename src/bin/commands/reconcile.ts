@@ -11,19 +11,18 @@ Asks the workers for an active reconciliation pass now (what can still change re
 API, within the shared rate budget; what webhooks missed becomes change events) and prints the
 sync-queue job and when it runs: {"job":"<id>","runs":"now"}, or "after the running pass" when a
 pass runs already (it is queued behind it, not dropped). Asked again while that job waits or
-runs, it answers the same job. Through the running service (--url, default http://127.0.0.1:$PORT, with ADMIN_TOKEN);
-when nothing listens there, the job goes straight into Redis (REDIS_URL) for the next worker.`;
+runs, it answers the same job. The job goes into the deployment's Redis (REDIS_URL, QUEUE_PREFIX)
+for its workers; with --url, through that service's operator API instead (with ADMIN_TOKEN).`;
 
-export async function run(argv: string[]): Promise<void> {
+export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { url: { type: "string" } }, strict: true });
-  const url = operatorUrl(values.url);
-  const client = await operatorClient(url, process.env.ADMIN_TOKEN);
-  if (client) {
+  if (values.url !== undefined) {
+    const client = operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN);
     console.log(JSON.stringify(await client.call("POST", "/sync/reconcile", {})));
     return;
   }
-  const config = loadConfig({ ...process.env, ROLE: "worker" });
-  const direct = await directOperatorActions(config, { withStorage: false });
+  const config = loadConfig({ ...env, ROLE: "worker" });
+  const direct = await directOperatorActions(config, undefined);
   try {
     console.log(JSON.stringify(await direct.actions.requestSync("reconcile")));
   } catch (err) {

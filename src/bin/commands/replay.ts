@@ -10,8 +10,9 @@ import { settleFailedJobs } from "../../worker/settle-failed-jobs.js";
 import { openCliRedis } from "../cli-redis.js";
 import { CommandError } from "../command-error.js";
 import { directOperatorActions } from "../direct-operator-actions.js";
-import { operatorClient, operatorUrl } from "../operator-client.js";
-import { openMigratedStorage } from "../open-storage-from-env.js";
+import { HELD_BY_SERVICE, openEventStores } from "../event-stores.js";
+import { operatorClient, operatorUrl, type OperatorClient } from "../operator-client.js";
+import { askService } from "../service-handover.js";
 import { printable } from "../printable.js";
 import { UsageError } from "../usage-error.js";
 
@@ -20,13 +21,14 @@ svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
                     [--status received|retrying|handled|failed] [--handler <key>] [--fresh] [--dry-run]
 svc-webhooks replay list | <job-id> | all [--queue events|sync]
 
-Replays ask the running service's operator API (--url, default http://127.0.0.1:$PORT, with
-ADMIN_TOKEN), so they work beside \`npm run dev\` on the embedded database; only when nothing
-listens there do they open the event log and Redis themselves. A replay removes the replayed
-events' failed jobs, so an old dead letter cannot run a handler once more.
+Replays act on the deployment the environment names: its event log (DATABASE_URL, or the
+embedded database under DATA_DIR, which must exist) and its Redis (REDIS_URL, QUEUE_PREFIX).
+When a running service holds the embedded database (\`npm run dev\`, \`npm start\`), the replay
+is handed to that service's worker through Redis and its answer printed. A replay removes the
+replayed events' failed jobs, so an old dead letter cannot run a handler once more.
   --id              replay this one event (all its handlers, or --handler's); asked again while
                     the first replay still waits, it queues nothing more
-  --url             the service (default http://127.0.0.1:$PORT, PORT default 3000)
+  --url             a remote service's operator API instead (with ADMIN_TOKEN)
 
 By filter (no positional argument): queues every logged event that matches again, as a
 deliberate redelivery (it bypasses the deduplication window), and says how many it queued.
@@ -38,13 +40,18 @@ deliberate redelivery (it bypasses the deduplication window), and says how many 
                     (keys as in the log and in GET /events, e.g. user:order.created:0)
   --fresh           run the events' durable steps (ctx.step) again instead of returning their
                     stored results (with --handler: only that handler's steps)
-  --dry-run         count (and, without a service, list) what would be queued; queue nothing
+  --dry-run         count (and, on stores opened here, list) what would be queued; queue nothing
 
 Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (REDIS_URL):
   list       prints the failed jobs: id, event type, event id, attempts, reason
   <job-id>   moves that failed job back to the queue
   all        moves every failed job back
   --queue    events (default) or sync`;
+
+interface BulkAnswer {
+  id?: string;
+  count: number;
+}
 
 interface Flags {
   since?: string;
@@ -56,7 +63,7 @@ interface Flags {
   fresh: boolean;
 }
 
-export async function run(argv: string[]): Promise<void> {
+export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
@@ -74,16 +81,17 @@ export async function run(argv: string[]): Promise<void> {
     allowPositionals: true,
     strict: true,
   });
-  const config = loadConfig({ ...process.env, ROLE: "worker" });
+  const config = loadConfig({ ...env, ROLE: "worker" });
+  const remote = values.url === undefined ? undefined : operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN);
   if (values.id !== undefined) {
     if (positionals.length > 0) throw new UsageError("--id replays one event; no list, <job-id> or all with it");
     const others = (["since", "until", "type", "status", "dry-run", "fresh"] as const).filter(
       (f) => values[f] !== undefined && values[f] !== false,
     );
     if (others.length > 0) throw new UsageError(`--id takes only --handler and --url; not --${others.join(", --")}`);
-    return replayOne(config, values.id, values.handler, operatorUrl(values.url));
+    return replayOne(config, values.id, values.handler, remote);
   }
-  if (positionals.length === 0) return replayMatching(config, values, operatorUrl(values.url));
+  if (positionals.length === 0) return replayMatching(config, values, remote);
   const [what, ...extra] = positionals;
   if (!what || extra.length > 0) throw new UsageError(`replay takes one of: list, <job-id>, all — or filters for the event log\n\n${help}`);
   if (values.fresh) throw new UsageError("--fresh applies to replays from the event log (no list, <job-id> or all)");
@@ -92,15 +100,19 @@ export async function run(argv: string[]): Promise<void> {
   return replayFailedJobs(config, queueName, what);
 }
 
-/** One event by id: through the service, else on the stores. */
-async function replayOne(config: Config, id: string, handler: string | undefined, url: string): Promise<void> {
-  const client = await operatorClient(url, process.env.ADMIN_TOKEN);
-  if (client) {
-    const answer = await client.call("POST", `/events/${encodeURIComponent(id)}/replay`, handler ? { handler } : {});
+/** One event by id: at --url, else on the stores, else through the service that holds them. */
+async function replayOne(config: Config, id: string, handler: string | undefined, remote: OperatorClient | undefined): Promise<void> {
+  if (remote) {
+    const answer = await remote.call("POST", `/events/${encodeURIComponent(id)}/replay`, handler ? { handler } : {});
     console.log(JSON.stringify(answer));
     return;
   }
-  const direct = await directOperatorActions(config, { withStorage: true });
+  const stores = await openEventStores(config);
+  if (stores === HELD_BY_SERVICE) {
+    console.log(JSON.stringify(await askService(config, { action: "replayEvent", id, ...(handler ? { handler } : {}) })));
+    return;
+  }
+  const direct = await directOperatorActions(config, stores);
   try {
     console.log(JSON.stringify(await direct.actions.replayEvent(id, handler ? { handler } : {})));
   } catch (err) {
@@ -112,8 +124,8 @@ async function replayOne(config: Config, id: string, handler: string | undefined
   }
 }
 
-/** Every event matching the flags: through the service (a bulk replay there), else from the log here. */
-async function replayMatching(config: Config, flags: Flags, url: string): Promise<void> {
+/** Every event matching the flags: at --url or in the service that holds the stores (a bulk replay there), else from the log here. */
+async function replayMatching(config: Config, flags: Flags, remote: OperatorClient | undefined): Promise<void> {
   const filter: Record<string, string> = {};
   for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) filter[name] = flags[name];
   let query;
@@ -122,19 +134,18 @@ async function replayMatching(config: Config, flags: Flags, url: string): Promis
   } catch (err) {
     throw new UsageError((err as Error).message.replace(/handlerStatus/g, "--handler"));
   }
-  const client = await operatorClient(url, process.env.ADMIN_TOKEN);
-  if (client) {
-    const answer = await client.call<{ id?: string; count: number }>("POST", "/events/replay", {
-      filter,
-      ...(flags["dry-run"] ? { dryRun: true } : {}),
-      ...(flags.fresh ? { fresh: true } : {}),
-    });
+  const options = { ...(flags["dry-run"] ? { dryRun: true } : {}), ...(flags.fresh ? { fresh: true } : {}) };
+  const stores = remote ? undefined : await openEventStores(config);
+  if (stores === undefined || stores === HELD_BY_SERVICE) {
+    const answer = remote
+      ? await remote.call<BulkAnswer>("POST", "/events/replay", { filter, ...options })
+      : await askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options });
     console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: answer.count } : { queued: answer.count, bulk: answer.id }));
-    if (answer.id) console.error(`progress: GET ${client.url}/events/replays/${answer.id}`);
+    if (answer.id) console.error(`progress: GET ${remote?.url ?? ""}/events/replays/${answer.id} on the service, or its console`);
     return;
   }
-  const direct = flags["dry-run"] ? undefined : await directOperatorActions(config, { withStorage: true });
-  const storage = direct?.storage ?? (await openMigratedStorage(config));
+  const storage = stores;
+  const direct = flags["dry-run"] ? undefined : await directOperatorActions(config, storage);
   const queue = direct?.eventsQueue;
   const bar = process.stderr.isTTY ? new SingleBar({ format: "replaying {bar} {value} events", stream: process.stderr }) : undefined;
   bar?.start(0, 0);

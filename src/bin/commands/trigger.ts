@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { KNOWN_EVENT_TYPES } from "../../events/catalog.js";
 import { newestSigningSecret } from "../../config/index.js";
 import { signPayload } from "../../events/signature.js";
+import { CommandError } from "../command-error.js";
 import { UsageError } from "../usage-error.js";
 
 export const help = `svc-webhooks trigger <event-type> [--url <url>] [--secret <s>] [--data '<json>'] [--id <event-id>]
@@ -12,7 +13,10 @@ Sends a signed sample event of that type, like \`stripe trigger\`:
   --secret   signing secret (default: the first of SIGNING_SECRET)
   --data     JSON object merged into the sample's data, e.g. '{"id":"ord_1","restaurantId":"rest_2"}'
   --id       the event id (default: a new evt_… id)
-Types: ${KNOWN_EVENT_TYPES.join(", ")} (any other type is sent with empty data).`;
+Types: ${KNOWN_EVENT_TYPES.join(", ")}.`;
+
+/** How long the endpoint may take to answer (a wrong host must not hang the command). */
+const SEND_TIMEOUT_MS = 10_000;
 
 const now = () => new Date().toISOString();
 const SAMPLES: Record<string, () => Record<string, unknown>> = {
@@ -47,7 +51,7 @@ const SAMPLES: Record<string, () => Record<string, unknown>> = {
   "menu_item.updated": () => ({ id: "mi_1", restaurantId: "rest_1", price: 12.5, stock: 4 }),
 };
 
-export async function run(argv: string[]): Promise<void> {
+export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -56,7 +60,10 @@ export async function run(argv: string[]): Promise<void> {
   });
   const [type, ...extra] = positionals;
   if (!type || extra.length > 0) throw new UsageError(`trigger takes one event type\n\n${help}`);
-  const secret = values.secret ?? newestSigningSecret(process.env.SIGNING_SECRET);
+  // A misspelt type would be accepted and routed to no handler: a test event that tests nothing.
+  if (!(KNOWN_EVENT_TYPES as readonly string[]).includes(type))
+    throw new UsageError(`unknown event type "${type}"; known types: ${KNOWN_EVENT_TYPES.join(", ")}`);
+  const secret = values.secret ?? newestSigningSecret(env.SIGNING_SECRET);
   if (!secret) throw new UsageError("no signing secret: pass --secret or set SIGNING_SECRET");
   let overrides: object = {};
   if (values.data !== undefined) {
@@ -69,7 +76,7 @@ export async function run(argv: string[]): Promise<void> {
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new UsageError("--data must be a JSON object");
     overrides = parsed;
   }
-  const url = values.url ?? `http://127.0.0.1:${process.env.PORT ?? 3000}/webhooks`;
+  const url = values.url ?? `http://127.0.0.1:${env.PORT ?? 3000}/webhooks`;
   if (!URL.canParse(url)) throw new UsageError(`--url "${url}" is not a URL`);
 
   const event = {
@@ -79,11 +86,18 @@ export async function run(argv: string[]): Promise<void> {
     data: { ...(SAMPLES[type]?.() ?? {}), ...overrides },
   };
   const body = JSON.stringify(event);
-  const res = await fetch(url, {
-    method: "POST",
-    body,
-    headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, secret) },
-  });
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, secret) },
+      signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
+    });
+  } catch (err) {
+    const cause = (err as Error & { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+    throw new CommandError(`POST ${url} failed (${cause}): is the service running there? Pass --url, or set PORT`);
+  }
   const answer = await res.text();
   console.log(JSON.stringify({ sent: event, status: res.status, answer: safeJson(answer) }, null, 2));
   if (!res.ok) process.exitCode = 1;

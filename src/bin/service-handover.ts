@@ -1,0 +1,56 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { Queue } from "bullmq";
+import type { Config } from "../config/config.js";
+import { SYNC_QUEUE } from "../queue/names.js";
+import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-action-jobs.js";
+import { openCliRedis } from "./cli-redis.js";
+import { CommandError } from "./command-error.js";
+
+/** How long the service may take to pick the request up and answer (a bulk dry run counts the whole log). */
+const HANDOVER_TIMEOUT_MS = 60_000;
+const POLL_MS = 200;
+
+/**
+ * Hands an operator action to the running service that holds the embedded database: a job on the
+ * sync queue its worker serves (operator-action-jobs.ts), whose answer this waits for. A refusal
+ * (no such event, a bad filter) becomes a CommandError in the service's words.
+ */
+export async function askService<T>(config: Config, request: OperatorActionRequest, timeoutMs = HANDOVER_TIMEOUT_MS): Promise<T> {
+  const connection = await openCliRedis(config);
+  const queue = new Queue(SYNC_QUEUE, { connection, prefix: config.queuePrefix });
+  queue.on("error", () => undefined);
+  try {
+    // One try: a request that failed is the operator's to look at, not the queue's to repeat.
+    const added = await queue.add(OPERATOR_ACTION_JOB, request, {
+      attempts: 1,
+      removeOnComplete: { age: 3600 },
+      removeOnFail: { age: 3600 },
+    });
+    const id = added.id ?? "";
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const job = await queue.getJob(id);
+      const state = job ? await job.getState() : "unknown";
+      if (job && state === "completed") return answerOf(job.returnvalue as OperatorActionOutcome) as T;
+      if (job && state === "failed") throw new CommandError(`the service could not do it: ${job.failedReason}`);
+      if (Date.now() >= deadline) {
+        if (state === "active")
+          throw new CommandError(`the service took the request (job ${id}) but gave no answer within ${timeoutMs / 1000} s`);
+        await job?.remove().catch(() => undefined);
+        throw new CommandError(
+          `the embedded database in ${config.database.dataDir} is held by another process, and no worker on QUEUE_PREFIX "${config.queuePrefix}" took the request within ${timeoutMs / 1000} s: ` +
+            `run the service with a worker (ROLE=all) on this REDIS_URL and QUEUE_PREFIX, or stop the process that holds the directory`,
+        );
+      }
+      await sleep(POLL_MS);
+    }
+  } finally {
+    await queue.close();
+    await connection.quit().catch(() => connection.disconnect());
+  }
+}
+
+function answerOf(outcome: OperatorActionOutcome): unknown {
+  if (!outcome.ok) throw new CommandError(`${outcome.code}: ${outcome.message}`);
+  return outcome.result;
+}

@@ -1,0 +1,117 @@
+import { execFile, spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { TEST_SECRET } from "../helpers/edge.js";
+import { runCli, type CliProcess } from "../helpers/cli-process.js";
+import { findPostgresBin, startPostgresServer, type PostgresServer } from "../helpers/postgres-server.js";
+import { startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const SHUTDOWN_TIMEOUT_MS = 3000;
+// The service's own last word is SHUTDOWN_TIMEOUT_MS + 10 s (serve.ts); a few seconds on top for a busy machine.
+const BOUND_S = SHUTDOWN_TIMEOUT_MS / 1000 + 10 + 5;
+
+let proc: CliProcess | undefined;
+let redis: RedisServer | undefined;
+let postgres: PostgresServer | undefined;
+afterEach(async () => {
+  if (proc?.child.exitCode === null) proc.child.kill("SIGKILL");
+  await redis?.destroy();
+  await postgres?.destroy();
+  proc = redis = postgres = undefined;
+});
+
+/** SIGTERM, then how the process ended and how long it took. */
+async function terminate(p: CliProcess) {
+  const signalledAt = Date.now();
+  p.child.kill("SIGTERM");
+  const ended = await p.exited;
+  return { ...ended, seconds: (Date.now() - signalledAt) / 1000 };
+}
+
+const serveEnv = (redisUrl: string) => ({
+  REDIS_URL: redisUrl,
+  PORT: "0",
+  HOST: "127.0.0.1",
+  SIGNING_SECRET: TEST_SECRET,
+  SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
+  RECONCILE_INTERVAL_SECONDS: "0",
+});
+
+describe("SIGTERM ends the service when what it depends on is gone", () => {
+  it(`with Redis gone: every close step finishes within its deadline, exit 0 within ${BOUND_S} s`, async () => {
+    redis = await startRedisServer();
+    proc = runCli(["serve"], { ...serveEnv(redis.url), DATA_DIR: mkdtempSync(join(tmpdir(), "svc-stop-redis-")) });
+    await proc.listening();
+    const { url } = redis;
+    await redis.destroy();
+    redis = undefined;
+    await proc.waitForLog(`Redis at ${url} does not answer (ECONNREFUSED): is it running, and is REDIS_URL set to it? Retrying every 2 s`);
+    const { code, signal, seconds } = await terminate(proc);
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    await proc.waitForLog("stopped");
+    expect(seconds).toBeLessThan(BOUND_S);
+  });
+
+  it("with no Redis ever: a start that waits for it ends at SIGTERM, after SHUTDOWN_TIMEOUT_MS", async () => {
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `redis://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    await new Promise((r) => server.close(r));
+    proc = runCli(["serve"], { ...serveEnv(url), DATA_DIR: mkdtempSync(join(tmpdir(), "svc-stop-noredis-")) });
+    await proc.waitForLog(`Redis at ${url} does not answer (ECONNREFUSED): is it running, and is REDIS_URL set to it? Retrying every 2 s`);
+    const { code, signal, seconds } = await terminate(proc);
+    expect({ code, signal }).toEqual({ code: 1, signal: null });
+    await proc.waitForLog("stopped before the start finished (it waits for Redis or the database): exiting");
+    expect(seconds).toBeLessThan(BOUND_S);
+  });
+
+  it.runIf(findPostgresBin())(`with the database server gone: exit 0 within ${BOUND_S} s`, async () => {
+    redis = await startRedisServer();
+    postgres = await startPostgresServer(findPostgresBin()!);
+    proc = runCli(["serve"], { ...serveEnv(redis.url), DATABASE_URL: postgres.url });
+    await proc.listening();
+    await postgres.stop();
+    const { code, signal, seconds } = await terminate(proc);
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(seconds).toBeLessThan(BOUND_S);
+  });
+});
+
+describe("npm start", () => {
+  it("passes SIGTERM to the service: npm and node both end, no node process is left behind", async () => {
+    await promisify(execFile)("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: ROOT });
+    redis = await startRedisServer();
+    const npm = spawn("npm", ["start"], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        ...serveEnv(redis.url),
+        DATA_DIR: mkdtempSync(join(tmpdir(), "svc-npm-start-")),
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    npm.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    const npmExited = new Promise<number | null>((r) => npm.once("exit", (code) => r(code)));
+    const pid = await new Promise<number>((resolve, reject) => {
+      npm.stdout.on("data", () => {
+        const listening = out.split("\n").find((l) => l.includes('"msg":"listening"'));
+        if (listening) resolve((JSON.parse(listening) as { pid: number }).pid);
+      });
+      void npmExited.then(() => reject(new Error(`npm start exited before listening: ${out}`)));
+    });
+    npm.kill("SIGTERM");
+    expect(await npmExited).toBe(0);
+    expect(out).toContain('"msg":"stopped"');
+    // The service's process (pid from its own log line) is gone, not re-parented and still holding the port.
+    expect(() => process.kill(pid, 0)).toThrow();
+  });
+});
