@@ -91,7 +91,7 @@ describe("the CLI acts on the deployment its environment names", () => {
     expect(dryRun.stdout).toContain(JSON.stringify({ wouldQueue: 1 }));
     const reconcile = await cli(["reconcile"], env);
     expect(reconcile.code, reconcile.stderr).toBe(0);
-    expect(JSON.parse(reconcile.stdout)).toEqual({ job: expect.any(String) as string });
+    expect(JSON.parse(reconcile.stdout)).toEqual({ job: expect.any(String) as string, runs: "now" });
     expect(other.requests()).toBe(0);
   }, 60_000);
 
