@@ -6,9 +6,10 @@ const exclude = ["test/chaos/**", "test/browser/**", "test/install/**", "node_mo
 
 // A file that replaces a module (vi.mock) needs a module graph of its own: without isolation a
 // module another file already loaded keeps the real import, and the mock would stay for the next
-// file. Such files run isolated; the test helpers never mock, so they get no Redis or PostgreSQL.
-const mocking = readdirSync("test", { recursive: true, encoding: "utf8" })
-  .filter((f) => f.endsWith(".test.ts") && /\bvi\.(do)?mock\(/.test(readFileSync(`test/${f}`, "utf8")))
+// file. Such files run isolated, without global setup's Redis and PostgreSQL (none uses them).
+const testDir = new URL("test/", import.meta.url);
+const mocking = readdirSync(testDir, { recursive: true, encoding: "utf8" })
+  .filter((f) => f.endsWith(".test.ts") && /\bvi\.(do)?mock\(/.test(readFileSync(new URL(f, testDir), "utf8")))
   .map((f) => `test/${f}`);
 
 export default defineConfig({
@@ -28,9 +29,9 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: [...exclude, ...mocking],
           globalSetup: ["test/global-setup.ts"],
-          // One module graph per worker, not per file: importing BullMQ, Hono, pg, OpenTelemetry and
-          // src/ again for each of ~130 files cost more than half of the suite's time. Every test
-          // starts its own services, so nothing the files share at module level carries state.
+          // One module graph per worker, not per file: a fresh fork for each file imports BullMQ, Hono,
+          // pg, OpenTelemetry and src/ again, a large share of the suite's CPU. Tests keep their state
+          // in the services, prefixes and schemas they start, not at module level.
           isolate: false,
         },
       },
