@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { findPostgresBin, POSTGRES_INSTALL_HINT, startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.js";
@@ -7,6 +9,8 @@ declare module "vitest" {
     redisUrl: string;
     /** A PostgreSQL server for the run; "" when none is available (embedded-only run). */
     databaseUrl: string;
+    /** Starts the name of every schema a test makes on that server, so the run drops its own at the end. */
+    schemaPrefix: string;
   }
 }
 
@@ -40,8 +44,25 @@ export default async function setup(project: TestProject) {
     }
   }
   project.provide("databaseUrl", databaseUrl);
+  const schemaPrefix = `t_${randomBytes(4).toString("hex")}_`;
+  project.provide("schemaPrefix", schemaPrefix);
   return async () => {
     await server?.destroy();
-    await postgres?.destroy();
+    // A throwaway server goes whole; on TEST_DATABASE_URL's, this run's schemas are dropped.
+    if (postgres) await postgres.destroy();
+    else if (databaseUrl) await dropSchemas(databaseUrl, schemaPrefix);
   };
+}
+
+async function dropSchemas(url: string, prefix: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ name: string }>("select nspname as name from pg_namespace where starts_with(nspname, $1)", [
+      prefix,
+    ]);
+    for (const { name } of rows) await client.query(`drop schema if exists "${name}" cascade`);
+  } finally {
+    await client.end();
+  }
 }

@@ -100,7 +100,7 @@ function expectChain(events: ChangeEvent[], start: unknown, history: unknown[], 
 describe("change events: handlers get what actually changed in the mirror", () => {
   it("a burst of duplicated, shuffled and stale deliveries yields exactly the real changes, as a chain per record", async () => {
     const { events, handlers } = collector();
-    stack = await startStack({ deliver: false, handlers: [handlers] });
+    stack = await startStack({ deliver: false, handlers: [handlers], apiRate: 1200 });
     const s = stack;
     // A first import that emits nothing: the chains start from what it stored.
     await sweepAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror });
@@ -186,7 +186,7 @@ describe("change events: handlers get what actually changed in the mirror", () =
 
   it("a change made with its webhook suppressed reaches handlers as source reconcile after a full pass, and counts as a missed webhook", async () => {
     const { events, handlers } = collector();
-    stack = await startStack({ handlers: [handlers] });
+    stack = await startStack({ handlers: [handlers], apiRate: 1200 });
     const s = stack;
     await sweepAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror });
     // Different restaurants: a webhook refresh re-reads its restaurant's whole page, and would find
@@ -227,7 +227,7 @@ describe("change events: handlers get what actually changed in the mirror", () =
   it("a sweep that finds a change an event already named (its refresh still pending) counts it as webhook", async () => {
     const { events, handlers } = collector();
     // The refresh waits a minute: the reconcile sweep reads the record first.
-    stack = await startStack({ handlers: [handlers], env: { SYNC_DEBOUNCE_MS: "60000" } });
+    stack = await startStack({ handlers: [handlers], env: { SYNC_DEBOUNCE_MS: "60000" }, apiRate: 1200 });
     const s = stack;
     await sweepAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror });
     const order = s.sandbox.state.orders().find((o) => o.status === "PENDING")!;

@@ -149,7 +149,7 @@ describe("sync: the sandbox's webhooks keep the mirror equal to the API", () => 
   });
 
   it("the scheduled reconciliation catches what webhooks missed", async () => {
-    stack = await startStack({ deliver: false, env: { RECONCILE_INTERVAL_SECONDS: "1" } });
+    stack = await startStack({ deliver: false, env: { RECONCILE_INTERVAL_SECONDS: "1" }, apiRate: 1200 });
     const order = stack.sandbox.actions.createOrder({ restaurantId: "rest_2" });
     await waitFor(
       async () => {

@@ -36,8 +36,11 @@ export function openDatabaseOfEnv(env: Record<string, string>): Promise<Database
     : createDatabase({ dataDir: env.DATA_DIR! });
 }
 
-/** A fresh schema name per file (and per call), so files run in parallel on one server. */
-export const randomSchema = () => `t_${randomBytes(6).toString("hex")}`;
+/**
+ * A fresh schema name per file (and per call), so files run in parallel on one server. It starts
+ * with the run's prefix: global setup drops the run's schemas at the end (see TestDatabase.close).
+ */
+export const randomSchema = () => `${inject("schemaPrefix")}${randomBytes(6).toString("hex")}`;
 
 const CACHE_DIR = join(process.cwd(), "node_modules", ".cache", "svc-webhooks");
 
@@ -96,9 +99,9 @@ export async function openTestDatabase(driver: TestDriver, options: OpenOptions 
         database.db,
       );
     },
-    async close() {
-      if (driver === "server") await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(database.db);
-      await database.close();
-    },
+    // The schema stays until the run ends: a drop while another file's service starts can fail that
+    // start, as the migrator's catalog scan (Kysely's getTables) names every schema it sees and errs
+    // on one dropped under it.
+    close: () => database.close(),
   };
 }

@@ -21,11 +21,24 @@ export interface Stack {
 
 /** The sandbox (upstream) delivering its own webhooks to a whole service (edge + worker). */
 export async function startStack(
-  opts: { thin?: boolean; deliver?: boolean; sandbox?: SandboxOptions; env?: Record<string, string>; handlers?: EventHandlers[] } = {},
+  opts: {
+    thin?: boolean;
+    deliver?: boolean;
+    sandbox?: SandboxOptions;
+    env?: Record<string, string>;
+    handlers?: EventHandlers[];
+    /**
+     * Requests a minute both the sandbox allows and the service spends (API_RATE), for a test
+     * whose subject is not the rate budget: the default 120 paces a sweep over seconds.
+     */
+    apiRate?: number;
+  } = {},
 ): Promise<Stack> {
-  const sandbox = createSandbox({ delivery: { retryDelaysMs: [50, 100, 200] }, ...opts.sandbox });
+  const rate = opts.apiRate === undefined ? undefined : { max: opts.apiRate, windowMs: 60_000 };
+  const sandbox = createSandbox({ delivery: { retryDelaysMs: [50, 100, 200] }, ...(rate && { rateLimit: rate }), ...opts.sandbox });
   const apiUrl = await sandbox.listen();
-  const svc = await startService({ API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, ...opts.env }, opts.handlers);
+  const env = { API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, ...(rate && { API_RATE: String(rate.max) }), ...opts.env };
+  const svc = await startService(env, opts.handlers);
   if (opts.deliver !== false) sandbox.addWebhook({ url: `${svc.url}/webhooks`, secret: TEST_SECRET, thin: opts.thin ?? false });
   const queues = [svc.service.eventsQueue, svc.service.worker!.syncQueue];
   const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);

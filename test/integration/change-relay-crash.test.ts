@@ -25,10 +25,8 @@ afterEach(async () => {
   for (const p of procs.splice(0)) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
   await sandbox?.close();
   sandbox = undefined;
-  if (database) {
-    await database.db.schema.dropSchema(database.schema).ifExists().cascade().execute();
-    await database.close();
-  }
+  // Its schema stays for global setup to drop at the end of the run (see openTestDatabase's close).
+  await database?.close();
   database = undefined;
 });
 

@@ -1,4 +1,3 @@
-import type { Logger } from "pino";
 import type { MirrorStore } from "../../mirror/store.js";
 import { ORDER_STATUS_RANK } from "../../upstream/models.js";
 import {
@@ -12,36 +11,13 @@ import {
   type ReadPrices,
   type Target,
 } from "./read-plan.js";
-import { runRead, type RefreshReadContext } from "./refresh-read.js";
+import type { RefreshKindDeps, RefreshOutcome } from "./refresh-kind-types.js";
+import { runRead } from "./refresh-read.js";
 import { refreshMenus } from "./refresh-menus.js";
-import type { PendingNote, PendingRestaurant, RefreshScheduler } from "./refresh-scheduler.js";
+import type { PendingNote, PendingRestaurant } from "./refresh-scheduler.js";
 import type { SyncedKind } from "./synced-kinds.js";
 
-export interface RefreshKindDeps extends Omit<RefreshReadContext, "kind"> {
-  scheduler: RefreshScheduler;
-  logger: Logger;
-  kind: SyncedKind;
-  /** How long an id the API does not list stays pending (with backoff) before it is reported. */
-  giveUpMs: number;
-  /** Told of every read made (metrics). */
-  onRead?: (read: { kind: SyncedKind; scope: "company" | "restaurant" }) => void;
-  /** Told of every id given up on, after its row was written (the metric). */
-  onUnlisted?: (kind: SyncedKind) => void;
-  /** @defaultValue Date.now */
-  now?: () => number;
-}
-
-export interface RefreshOutcome {
-  calls: number;
-  reads: number;
-  written: number;
-  /** Pending ids this job read. */
-  found: number;
-  /** Ids no read found this round: kept pending with backoff. */
-  missing: string[];
-  /** Ids given up on this round (reported in unlisted_records). */
-  unlisted: string[];
-}
+export type { RefreshKindDeps, RefreshOutcome } from "./refresh-kind-types.js";
 
 /** Reads a job makes at most; ids left over wait for the next job, scheduled at once (not counted as misses). */
 export const MAX_READS_PER_JOB = 50;

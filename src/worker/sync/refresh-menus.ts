@@ -1,5 +1,5 @@
 import { runRead } from "./refresh-read.js";
-import type { RefreshKindDeps, RefreshOutcome } from "./refresh-kind.js";
+import type { RefreshKindDeps, RefreshOutcome } from "./refresh-kind-types.js";
 import { WHOLE_MENU, type PendingRestaurant } from "./refresh-scheduler.js";
 
 /**
