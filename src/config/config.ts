@@ -64,6 +64,8 @@ export interface Config {
     /** Shares of the window the active tier, and the full tier with backfill, may hold (upstream/rate-limiter.ts). */
     budgetActiveShare: number;
     budgetFullShare: number;
+    /** The most bytes one answer (a list page) may have; larger ones are refused unread. */
+    maxPageBytes: number;
   };
   worker: {
     concurrency: number;

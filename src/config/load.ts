@@ -61,6 +61,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
             timeoutMs: e.API_TIMEOUT_MS,
             budgetActiveShare: e.API_BUDGET_ACTIVE_SHARE,
             budgetFullShare: e.API_BUDGET_FULL_SHARE,
+            maxPageBytes: e.API_MAX_PAGE_BYTES,
           },
         }
       : {}),
