@@ -48,7 +48,7 @@ afterEach(async () => {
 
 const orderPages = () => sandbox.requestLog.filter((r) => r.path === "/api/v1/orders").length;
 
-describe("walks against an upstream that hands back the same cursor", () => {
+describe("walks against an upstream whose list cannot be paged to its end", () => {
   it("backfill stops with a repeated-cursor error after the second page, its checkpoint at the last good page", async () => {
     sandbox.faults.add({ path: "/api/v1/orders", repeatCursor: true });
     const error = await runBackfill({ api, mirror, checkpoints, kinds: ["orders"] }).catch((err: unknown) => err);
@@ -60,6 +60,24 @@ describe("walks against an upstream that hands back the same cursor", () => {
     // Saved after the first page only: a run once the upstream is fixed goes on from its cursor.
     const firstCursor = new URLSearchParams(sandbox.requestLog[1]!.query).get("cursor");
     expect(await checkpoints.get("backfill", "orders")).toMatchObject({ cursor: firstCursor, pages: 1, passCompletedAt: null });
+  });
+
+  it("backfill stops at a page over the byte cap the same way: refused once, its checkpoint at the page before", async () => {
+    sandbox.silently(() => {
+      for (let i = 0; i < 150; i++) sandbox.actions.createOrder();
+    });
+    const capped = createApiClient({ baseUrl: sandbox.url!, apiKey: sandbox.apiKey, retryBaseMs: 10, maxPageBytes: 512 * 1024 });
+    sandbox.faults.add({ path: "/api/v1/orders", after: 1, padBodyBytes: 64 * 1024 * 1024 });
+    const error = await runBackfill({ api: capped, mirror, checkpoints, kinds: ["orders"] }).catch((err: unknown) => err);
+    expect(error).toMatchObject({ code: "page_too_large" });
+    expect(orderPages()).toBe(2);
+    const firstCursor = new URLSearchParams(sandbox.requestLog[1]!.query).get("cursor");
+    expect(await checkpoints.get("backfill", "orders")).toMatchObject({
+      cursor: firstCursor,
+      pages: 1,
+      records: 100,
+      passCompletedAt: null,
+    });
   });
 
   it("the full tier gives its pass up once, says so at error level, and reads that list no more until the next pass is due", async () => {

@@ -4,7 +4,7 @@ import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../../
 import {
   createCursorGuard,
   UpstreamBadRequestError,
-  UpstreamResponseError,
+  UpstreamPageRefusedError,
   type ApiClient,
   type BudgetClass,
 } from "../../upstream/index.js";
@@ -57,11 +57,13 @@ export type WalkOutcome = {
   | {
       /**
        * The API's answer at the checkpoint's cursor can never be walked on from (too large, more
-       * records than asked for, not JSON, a cursor the walk was already handed): the checkpoint
-       * stays at the last good page, and the caller decides what becomes of the pass.
+       * records than asked for, a cursor the walk was already handed): the checkpoint stays at
+       * the last good page, and the caller decides what becomes of the pass. Other failures
+       * (a 5xx, a body that is not JSON: a proxy's page during a deploy) are thrown, and the
+       * next run goes on from the checkpoint.
        */
       state: "unreadable";
-      error: UpstreamResponseError;
+      error: UpstreamPageRefusedError;
     }
 );
 
@@ -85,7 +87,7 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
     try {
       page = await readPage(options, checkpoint);
     } catch (err) {
-      if (err instanceof UpstreamResponseError) return { checkpoint, pages, state: "unreadable", error: err };
+      if (err instanceof UpstreamPageRefusedError) return { checkpoint, pages, state: "unreadable", error: err };
       if (!(err instanceof UpstreamBadRequestError) || checkpoint.cursor === null || restarted) throw err;
       options.logger?.warn(
         { kind, tier: checkpoint.tier, err: err.message },
@@ -116,7 +118,7 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
     try {
       cursors.next(page.nextCursor, pages);
     } catch (err) {
-      if (!(err instanceof UpstreamResponseError)) throw err;
+      if (!(err instanceof UpstreamPageRefusedError)) throw err;
       // The page was written; the checkpoint stays at its cursor, the last one that was good.
       return { checkpoint, pages, state: "unreadable", error: err };
     }
