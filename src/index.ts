@@ -62,6 +62,7 @@ export {
   UpstreamTimeoutError,
   UpstreamNetworkError,
   UpstreamResponseError,
+  UpstreamPageRefusedError,
   UpstreamRequestError,
   isPermanentUpstreamError,
 } from "./upstream/errors.js";
