@@ -51,7 +51,8 @@ export interface SyncCheckpoints {
   /**
    * Ends the pass without completing it (same guard as `advance`): it stops counting as running,
    * and `lastCompleteAt` is kept, so nothing reads it as a complete walk. For a page the API can
-   * never answer readably: the pass would otherwise resume at it, and fail, forever.
+   * never answer readably (the pass would otherwise resume at it, and fail, forever), and for a
+   * full pass a whole-list backfill read again since it began.
    */
   giveUp(from: SyncCheckpoint): Promise<SyncCheckpoint | undefined>;
   /** Whether a first import of this kind (full pass or backfill into an empty mirror) is still running. */

@@ -79,6 +79,18 @@ describe("the full tier while a backfill walks the whole list", () => {
     expect(await checkpoints.get("full", "orders")).toMatchObject({ pages: 1, passCompletedAt: null });
   });
 
+  it("ends the pass it had begun once the backfill has read the whole list since, and starts none until one is due", async () => {
+    expect((await slice()).pages).toBe(1);
+    expect((await runBackfill({ api, mirror, checkpoints, kinds: ["orders"], logger })).state).toBe("complete");
+    const before = orderCalls();
+    expect(await slice()).toEqual({ pages: 0, kinds: {} });
+    expect(orderCalls()).toBe(before);
+    const ended = await checkpoints.get("full", "orders");
+    expect(ended?.passCompletedAt).not.toBeNull();
+    // Not a complete full pass of its own: its metric stays where it was.
+    expect(ended?.lastCompleteAt).toBeNull();
+  });
+
   it("goes on once the backfill has not saved a page for BACKFILL_ALIVE_MS (it crashed or was stopped)", async () => {
     await backfillOnePage();
     await sql`update sync_checkpoints set updated_at = clock_timestamp() - ${`${BACKFILL_ALIVE_MS + 1000} milliseconds`}::interval

@@ -91,8 +91,14 @@ async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Pr
   const [current, backfill] = await Promise.all([checkpoints.get("full", kind), checkpoints.get("backfill", kind)]);
   const now = (await options.mirror.clock()).getTime();
   if (backfillRunning(backfill, now)) return undefined;
-  if (current?.passCompletedAt === null) return current;
-  const last = lastWholePassStart(current, backfill);
+  let ended = current;
+  if (current?.passCompletedAt === null) {
+    if (!coveredBy(current, backfill)) return current;
+    // The backfill read the whole list after this pass began: reading the rest again is waste.
+    ended = (await checkpoints.giveUp(current)) ?? current;
+    options.logger?.info({ kind }, "full reconciliation pass ended: a backfill of the whole list read it since it began");
+  }
+  const last = lastWholePassStart(ended, backfill);
   if (last !== undefined && !options.force && now < last + options.intervalMs) return undefined;
   return checkpoints.start("full", kind, { firstImport: await isFirstImport(options, kind) });
 }
@@ -100,6 +106,11 @@ async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Pr
 /** Whether a backfill of the whole list (no `--since`) is walking it now: unfinished, and saved within BACKFILL_ALIVE_MS. */
 export function backfillRunning(backfill: SyncCheckpoint | undefined, now: number): boolean {
   return backfill?.since === null && backfill.passCompletedAt === null && now - backfill.updatedAt.getTime() < BACKFILL_ALIVE_MS;
+}
+
+/** Whether a backfill of the whole list that began after the full pass `pass` began has completed. */
+function coveredBy(pass: SyncCheckpoint, backfill: SyncCheckpoint | undefined): boolean {
+  return backfill?.since === null && backfill.passCompletedAt !== null && backfill.passStartedAt >= pass.passStartedAt;
 }
 
 /**
