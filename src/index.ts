@@ -69,6 +69,7 @@ export {
   UpstreamTimeoutError,
   UpstreamNetworkError,
   UpstreamResponseError,
+  UpstreamPageRefusedError,
   UpstreamRequestError,
   isPermanentUpstreamError,
 } from "./upstream/errors.js";

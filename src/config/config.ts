@@ -61,6 +61,8 @@ export interface Config {
     rateWindowMs: number;
     rateSafetyMs: number;
     timeoutMs: number;
+    /** The most bytes one answer (a list page) may have; larger ones are refused unread. */
+    maxPageBytes: number;
   };
   worker: {
     concurrency: number;

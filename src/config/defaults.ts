@@ -46,4 +46,10 @@ export const DEFAULTS = {
   syncRefreshPaceMaxWaitMs: 4000,
   /** The spec does not name the bookings list's upper date bound; the sandbox calls it `to`. */
   syncBookingsUpperBoundParam: "to",
+  /**
+   * The most bytes one upstream answer (a list page) may have. 100 real orders are 100–200 KB;
+   * 4 MiB leaves twenty times that for long notes and many line items, while a worker reading a
+   * few pages at once stays far inside a 512 MB VM (a page costs a few times its size once parsed).
+   */
+  apiMaxPageBytes: 4 * 1024 * 1024,
 } as const;

@@ -59,6 +59,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
             rateWindowMs: e.API_RATE_WINDOW_SECONDS * 1000,
             rateSafetyMs: e.API_RATE_SAFETY_MS,
             timeoutMs: e.API_TIMEOUT_MS,
+            maxPageBytes: e.API_MAX_PAGE_BYTES,
           },
         }
       : {}),

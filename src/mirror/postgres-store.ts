@@ -3,75 +3,31 @@ import { expectDefined } from "../expect-defined.js";
 import type { DatabaseSchema } from "./database-schema.js";
 import { encodeCursor, RANGE_FIELD, validateFilter } from "./mirror-filter.js";
 import { MirrorRecordError } from "./mirror-record-error.js";
-import { prepareRecord, TABLE_OF, type PreparedRecord } from "./mirror-rows.js";
-import { clearRejections, listRejections, recordRejections, toRejection, type Rejection } from "./rejected-records.js";
+import { TABLE_OF, type PreparedRecord } from "./mirror-rows.js";
+import { clearRejections, listRejections, recordRejections } from "./rejected-records.js";
 import { clearUnlisted, listUnlisted, recordUnlisted } from "./unlisted-records.js";
-import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord, RejectedRecord, UpsertResult } from "./store.js";
+import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, OnMirrorChanges, RejectedRecord, UpsertResult } from "./store.js";
+import { chunkWrite, dedupe, prepareAll, type WriteChunk } from "./write-chunks.js";
 
 // Kysely types one table at a time; the mirror's four tables share the columns used here
 // (id, restaurant_id, raw, rank, read_at, synced_at), so queries over "any mirror table" are
 // written against `orders` and run against the kind's table.
 type AnyMirrorDb = Kysely<Pick<DatabaseSchema, "orders" | "order_items">>;
 
-/** Records per statement: keeps parameters far below PostgreSQL's 65,535 for pages of any size. */
-const CHUNK = 200;
-
 const validDate = (d: unknown): d is Date => d instanceof Date && !Number.isNaN(d.getTime());
 /** A date-only bound means midnight UTC, whatever the session's TimeZone. */
 const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bound);
 
 /**
- * Each record checked on its own: the ones the mirror can hold become rows, the others are set
- * aside with their reason (one refused record never fails the batch). A refused copy of an id
- * that also came clean in the same batch is dropped: the clean copy is written.
- */
-function prepareAll(kind: MirrorKind, records: readonly MirrorRecord[], readAt: Date, upstream: readonly RefusedUpstreamRecord[] = []) {
-  const prepared: PreparedRecord[] = [];
-  const refused: { rejected: RejectedRecord; record: unknown }[] = upstream.map(({ record, field, message }) => {
-    const id = (record as { id?: unknown } | null)?.id;
-    const known = typeof id === "string" && id !== "" ? id : undefined;
-    const error = new MirrorRecordError(kind, known, field, `as the API spec shows it (${message})`);
-    return { rejected: { kind, id: known, reason: error.reason, field, message: error.message }, record };
-  });
-  for (const record of records) {
-    try {
-      prepared.push(prepareRecord(kind, record, readAt));
-    } catch (err) {
-      if (!(err instanceof MirrorRecordError)) throw err;
-      refused.push({ rejected: { kind, id: err.id, reason: err.reason, field: err.field, message: err.message }, record });
-    }
-  }
-  const clean = new Set(prepared.map((p) => p.id));
-  const rejected = refused.filter((r) => r.rejected.id === undefined || !clean.has(r.rejected.id));
-  // One row per id in the table (the last copy read); records without an id are reported only.
-  const rows = new Map<string, Rejection>();
-  for (const { rejected: r, record } of rejected) if (r.id !== undefined) rows.set(r.id, toRejection({ ...r, id: r.id }, record));
-  const ofRecords = rejected.filter((r) => !upstream.some((u) => u.record === r.record)).length;
-  return { prepared, rejected: rejected.map((r) => r.rejected), rejections: [...rows.values()], ofRecords };
-}
-
-/**
- * Transaction-scoped advisory locks on every id a write touches, taken in one statement in one
- * global order (by lock key, across the whole write, not per chunk): two writes over overlapping
- * ids, however large and in whatever order, queue behind each other instead of deadlocking.
+ * Transaction-scoped advisory locks on every id a transaction of a write touches (at most
+ * IDS_PER_TRANSACTION), taken in one statement in one global order (by lock key), and none taken
+ * after: a transaction waits only for a lock that sorts after every lock it holds, so two writes
+ * over overlapping ids, however large and in whatever order, queue instead of deadlocking.
  */
 async function lockIds(tx: Transaction<DatabaseSchema>, kind: MirrorKind, ids: readonly string[]): Promise<void> {
   await sql`select pg_advisory_xact_lock(k) from (select distinct hashtextextended(${`mirror:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k) as locks`.execute(
     tx,
   );
-}
-
-/**
- * One copy per id from a batch: the furthest along wins, and on equal rank the first (they share a
- * read instant, and the tie rule keeps what was there first). The rest count as skipped.
- */
-function dedupe(prepared: PreparedRecord[]): PreparedRecord[] {
-  const byId = new Map<string, PreparedRecord>();
-  for (const p of prepared) {
-    const held = byId.get(p.id);
-    if (!held || p.rank > held.rank) byId.set(p.id, p);
-  }
-  return [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /**
@@ -83,7 +39,7 @@ function dedupe(prepared: PreparedRecord[]): PreparedRecord[] {
  * still advances read_at (and synced_at): otherwise an older read, arriving later, could pass the
  * guard against the stale read_at and overwrite data confirmed since. Such a write is not a change.
  */
-async function upsertChunk(
+async function upsertRows(
   tx: Transaction<DatabaseSchema>,
   kind: MirrorKind,
   chunk: PreparedRecord[],
@@ -95,7 +51,7 @@ async function upsertChunk(
   // there, so this statement's snapshot is taken after the previous writer committed, and the
   // pre-image below is the row this write actually replaces — also when two writers both see a
   // record for the first time.
-  const columns = Object.keys(expectDefined(chunk[0], "upsertChunk needs a non-empty chunk").row).filter((c) => c !== "id");
+  const columns = Object.keys(expectDefined(chunk[0], "upsertRows needs a non-empty chunk").row).filter((c) => c !== "id");
   const set: Record<string, Expression<unknown>> = Object.fromEntries([
     ...columns.map((c) => [c, sql.ref(`excluded.${c}`)] as const),
     ["synced_at", sql`clock_timestamp()`] as const,
@@ -154,6 +110,28 @@ async function upsertChunk(
   return { written: rows.length, changes };
 }
 
+/**
+ * One transaction of a write: the locks of its ids, their rows (and line items), the rejections,
+ * and the change events of what it changed (`onChanges`), committed together.
+ */
+async function writeChunk(
+  tx: Transaction<DatabaseSchema>,
+  kind: MirrorKind,
+  chunk: WriteChunk,
+  onChanges: OnMirrorChanges | undefined,
+): Promise<{ written: number; changes: MirrorChange[] }> {
+  const ids = chunk.prepared.map((p) => p.id);
+  await lockIds(tx, kind, [...ids, ...chunk.rejections.map((r) => r.key)]);
+  const outcome = chunk.prepared.length > 0 ? await upsertRows(tx, kind, chunk.prepared) : { written: 0, changes: [] };
+  await recordRejections(tx, kind, chunk.rejections);
+  // A record that reads clean again is no longer rejected (whether or not this copy won the guard).
+  await clearRejections(tx, kind, ids);
+  // An id once reported as never listed is listed after all.
+  await clearUnlisted(tx, kind, ids);
+  if (outcome.changes.length > 0 && onChanges) await onChanges(tx, outcome.changes);
+  return outcome;
+}
+
 /** The mirror in PostgreSQL (server or embedded): see MirrorStore for the guarantees. */
 export interface PostgresMirrorOptions {
   /**
@@ -180,33 +158,15 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
         throw new MirrorRecordError(kind, undefined, "readAt", "a valid Date from the shared clock (MirrorStore.clock)");
       if (records.length === 0 && !options.refused?.length) return { written: 0, skipped: 0, changes: [], rejected: [] };
       const all = prepareAll(kind, records, readAt, options.refused);
-      const prepared = dedupe(all.prepared);
-      const result = await database.transaction().execute(async (tx) => {
-        await lockIds(tx, kind, [...prepared.map((p) => p.id), ...all.rejections.map((r) => r.key)]);
-        const changes: MirrorChange[] = [];
-        let written = 0;
-        for (let i = 0; i < prepared.length; i += CHUNK) {
-          const chunk = prepared.slice(i, i + CHUNK);
-          const outcome = await upsertChunk(tx, kind, chunk);
-          written += outcome.written;
-          changes.push(...outcome.changes);
-        }
-        await recordRejections(tx, kind, all.rejections);
-        // A record that reads clean again is no longer rejected (whether or not this copy won the guard).
-        await clearRejections(
-          tx,
-          kind,
-          prepared.map((p) => p.id),
-        );
-        // An id once reported as never listed is listed after all.
-        await clearUnlisted(
-          tx,
-          kind,
-          prepared.map((p) => p.id),
-        );
-        if (changes.length > 0 && options.onChanges) await options.onChanges(tx, changes);
-        return { written, skipped: records.length - written - all.ofRecords, changes, rejected: all.rejected };
-      });
+      const result: UpsertResult = { written: 0, skipped: 0, changes: [], rejected: all.rejected };
+      // One transaction per chunk: each takes its locks in one statement and holds them only to
+      // its own commit, so no write ever waits for a lock while holding others (no deadlock).
+      for (const chunk of chunkWrite(dedupe(all.prepared), all.rejections)) {
+        const outcome = await database.transaction().execute((tx) => writeChunk(tx, kind, chunk, options.onChanges));
+        result.written += outcome.written;
+        result.changes.push(...outcome.changes);
+      }
+      result.skipped = records.length - result.written - all.ofRecords;
       if (result.rejected.length > 0) mirrorOptions.onRejected?.(result.rejected);
       return result;
     },

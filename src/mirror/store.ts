@@ -93,7 +93,11 @@ export interface RefusedUpstreamRecord {
 export interface UpsertOptions {
   /** Records of the same read that the client refused: set aside with the write's own (reason `invalid_field`). */
   refused?: readonly RefusedUpstreamRecord[];
-  /** Called once per upsert that changed something (the change-event outbox goes here). A throw rolls the whole upsert back. */
+  /**
+   * Called in each transaction of the upsert that changed something (the change-event outbox goes
+   * here): a write of more than 100 ids is several transactions (write-chunks.ts). A throw rolls
+   * that transaction back and fails the upsert; the transactions before it stay committed.
+   */
   onChanges?: OnMirrorChanges;
 }
 

@@ -23,6 +23,8 @@ export interface SyncCheckpoint {
   since: string | null;
   /** When the last pass that reached the end of the list completed. */
   lastCompleteAt: Date | null;
+  /** When the row was last saved (started, advanced, ended): a walker that stopped saving is gone. */
+  updatedAt: Date;
 }
 
 /** Where a pass stands after a page: the next cursor and the counts so far. */
@@ -46,6 +48,13 @@ export interface SyncCheckpoints {
   advance(from: SyncCheckpoint, to: CheckpointProgress): Promise<boolean>;
   /** Marks the pass complete (same guard as `advance`); returns the row as saved, or undefined if it lost. */
   complete(from: SyncCheckpoint, to: CheckpointProgress): Promise<SyncCheckpoint | undefined>;
+  /**
+   * Ends the pass without completing it (same guard as `advance`): it stops counting as running,
+   * and `lastCompleteAt` is kept, so nothing reads it as a complete walk. For a page the API can
+   * never answer readably (the pass would otherwise resume at it, and fail, forever), and for a
+   * full pass a whole-list backfill read again since it began.
+   */
+  giveUp(from: SyncCheckpoint): Promise<SyncCheckpoint | undefined>;
   /**
    * Whether a first import of this kind (full pass or backfill into an empty mirror) is still
    * running: its pass is unfinished and no pass of the kind started after it or completed since.
@@ -73,6 +82,7 @@ function fromRow(row: Row): SyncCheckpoint {
     firstImport: row.first_import as boolean,
     since: (row.since as string | null) ?? null,
     lastCompleteAt: (row.last_complete_at as Date | null) ?? null,
+    updatedAt: row.updated_at as Date,
   };
 }
 
@@ -134,6 +144,13 @@ export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoin
           last_complete_at: sql<Date>`clock_timestamp()`,
           updated_at: sql<Date>`clock_timestamp()`,
         } as never)
+        .returningAll()
+        .executeTakeFirst();
+      return row && fromRow(row);
+    },
+    async giveUp(from) {
+      const row = await samePass(from)
+        .set({ cursor: null, pass_completed_at: sql<Date>`clock_timestamp()`, updated_at: sql<Date>`clock_timestamp()` } as never)
         .returningAll()
         .executeTakeFirst();
       return row && fromRow(row);

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { Hono, type Context } from "hono";
-import { stallBody, type createFaults, type FaultRule } from "./faults.js";
+import { padBody, paddedBody, stallBody, type createFaults, type FaultRule } from "./faults.js";
 import { paginate, parseLimit } from "./pagination.js";
 import { LIST_KEYS, partitionFor, type SandboxStore } from "./store.js";
 import { SandboxError } from "./types.js";
@@ -107,11 +107,17 @@ export function apiRoutes(deps: {
     } catch (err) {
       const e = err as SandboxError;
       record.status = e.status;
+      if (fault?.status && fault.padBodyBytes)
+        return paddedBody(
+          { head: `{"error":{"code":"${e.code}","message":"${e.message} `, fill: "x", tail: '"}}', bytes: fault.padBodyBytes },
+          { status: e.status, headers: c.res.headers },
+        );
       return c.json({ error: { code: e.code, message: e.message } }, e.status);
     }
     c.set("fault", fault);
     await next();
     record.status = c.res.status;
+    if (fault?.padBodyBytes) c.res = await padBody(c.res, fault.padBodyBytes);
     if (fault?.stallBodyMs) c.res = await stallBody(c.res, fault.stallBodyMs);
   });
 
@@ -127,7 +133,7 @@ export function apiRoutes(deps: {
       limit,
       filter,
     } as const;
-    return c.json(paginate(store.indexes.orders, query, LIST_KEYS.orders, q.cursor, c.get("fault")?.repeatCursor));
+    return c.json(paginate(store.indexes.orders, query, LIST_KEYS.orders, q.cursor, c.get("fault")));
   });
 
   api.patch("/orders/:id/status", async (c) => {
@@ -154,7 +160,7 @@ export function apiRoutes(deps: {
       ...(from ? { lower: [from] } : {}),
       ...(to && upperHonoured ? { upper: [`${to}\uffff`] } : {}),
     } as const;
-    return c.json(paginate(store.indexes.bookings, query, LIST_KEYS.bookings, q.cursor, c.get("fault")?.repeatCursor));
+    return c.json(paginate(store.indexes.bookings, query, LIST_KEYS.bookings, q.cursor, c.get("fault")));
   });
 
   api.post("/bookings", async (c) => {
@@ -176,7 +182,7 @@ export function apiRoutes(deps: {
     const q = c.req.query();
     const limit = parseLimit(q.limit);
     const query = { partition: partitionFor(q.restaurantId, undefined), direction: 1, limit } as const;
-    return c.json(paginate(store.indexes.menuItems, query, LIST_KEYS.menuItems, q.cursor, c.get("fault")?.repeatCursor));
+    return c.json(paginate(store.indexes.menuItems, query, LIST_KEYS.menuItems, q.cursor, c.get("fault")));
   });
 
   api.all("*", () => {

@@ -19,6 +19,14 @@ export interface FaultRule {
    * after its own last item, even when nothing follows): an upstream stuck on one page.
    */
   repeatCursor?: boolean;
+  /** A list answers this many records whatever `limit` asked (its page's records over again). */
+  pageRecords?: number;
+  /**
+   * The answer goes on to this many bytes, generated as it is read (no Content-Length): a success
+   * gets whitespace after its JSON (still valid JSON), an error (`status`) a message that long. A
+   * page too large to hold, or an error message of megabytes.
+   */
+  padBodyBytes?: number;
   /** Skip the first `after` matching requests. */
   after?: number;
   /** Apply to this many matching requests, then expire; unlimited when absent. */
@@ -73,4 +81,41 @@ export async function stallBody(res: Response, ms: number): Promise<Response> {
     },
   });
   return new Response(body, { status: res.status, headers: res.headers });
+}
+
+/**
+ * A body of `bytes` bytes: `head`, then `fill` (one ASCII character) over and over, then `tail`,
+ * made as the client reads it, so a body of gigabytes costs the sandbox one chunk at a time.
+ */
+export function paddedBody(parts: { head: string; fill: string; tail: string; bytes: number }, init: ResponseInit): Response {
+  const encoder = new TextEncoder();
+  const head = encoder.encode(parts.head);
+  const tail = encoder.encode(parts.tail);
+  const chunk = encoder.encode(parts.fill.repeat(64 * 1024));
+  let left = Math.max(0, parts.bytes - head.length - tail.length);
+  let started = false;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (!started) {
+        started = true;
+        controller.enqueue(head);
+      } else if (left > 0) {
+        const n = Math.min(left, chunk.length);
+        controller.enqueue(chunk.subarray(0, n));
+        left -= n;
+      } else {
+        controller.enqueue(tail);
+        controller.close();
+      }
+    },
+  });
+  const headers = new Headers(init.headers);
+  headers.set("content-type", "application/json");
+  headers.delete("content-length");
+  return new Response(body, { ...init, headers });
+}
+
+/** A success answer whose JSON is followed by whitespace up to `bytes` (padBodyBytes). */
+export async function padBody(res: Response, bytes: number): Promise<Response> {
+  return paddedBody({ head: await res.text(), fill: " ", tail: "", bytes }, { status: res.status, headers: res.headers });
 }

@@ -1,3 +1,4 @@
+import type { FaultRule } from "./faults.js";
 import type { Key, ListIndex, PageQuery } from "./list-index.js";
 import { SandboxError } from "./types.js";
 
@@ -29,22 +30,26 @@ function decodeCursor(cursor: string, width: number): Key {
 /**
  * One page of an indexed list. The cursor is opaque to clients: the sort key of the page's last
  * item, found again by binary search, so a page boundary stays valid while items change, arrive
- * or leave. A cursor that does not decode → 400. `repeatCursor` (a fault) hands back the
- * request's cursor instead of the next one (on a first page: the cursor after its own last item,
- * even when nothing follows).
+ * or leave. A cursor that does not decode → 400. Faults: `repeatCursor` hands back the request's
+ * cursor instead of the next one (on a first page: the cursor after its own last item, even when
+ * nothing follows); `pageRecords` answers that many records, the page's own over again.
  */
 export function paginate<T extends { id: string }>(
   index: ListIndex<T>,
   query: Omit<PageQuery<T>, "after">,
   list: { keyOf: (item: T) => Key; width: number },
   cursor: string | undefined,
-  repeatCursor = false,
+  fault: Pick<FaultRule, "repeatCursor" | "pageRecords"> = {},
 ): { data: T[]; nextCursor: string | null } {
   const { keyOf, width } = list;
   const after = cursor === undefined ? undefined : decodeCursor(cursor, width);
   const { items, more } = index.page({ ...query, ...(after ? { after } : {}) });
   const last = items.at(-1);
   const next = last === undefined ? null : encodeCursor(keyOf(last));
-  if (repeatCursor) return { data: items, nextCursor: cursor ?? next };
-  return { data: items, nextCursor: more ? next : null };
+  const data =
+    fault.pageRecords === undefined
+      ? items
+      : Array.from({ length: fault.pageRecords }, (_, i) => items[i % items.length]).filter((item): item is T => item !== undefined);
+  if (fault.repeatCursor) return { data, nextCursor: cursor ?? next };
+  return { data, nextCursor: more ? next : null };
 }

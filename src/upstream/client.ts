@@ -6,9 +6,9 @@ import type { Logger } from "pino";
 import type * as z from "zod";
 import { parseApiKey } from "./api-key.js";
 import {
-  errorFromResponse,
   UpstreamError,
   UpstreamNetworkError,
+  UpstreamPageRefusedError,
   UpstreamRateLimitError,
   UpstreamRequestError,
   UpstreamResponseError,
@@ -20,17 +20,17 @@ import {
   orderSchema,
   looseRecordsPageSchema,
   splitRecords,
-  type RefusedRecord,
   type Booking,
   type CreateBookingInput,
   type MenuItem,
   type Order,
-  type Page,
   type SettableOrderStatus,
 } from "./models.js";
+import type { BookingQuery, ListOptions, MenuItemQuery, OrderQuery, ReadPage } from "./list-queries.js";
 import type { BudgetClass, RateLimiter } from "./rate-limiter.js";
 import { paginate } from "./paginate.js";
-import { backoffMs, parseRetryAfter } from "./retry.js";
+import { readAnswer } from "./read-answer.js";
+import { backoffMs } from "./retry.js";
 import { sleep } from "./sleep.js";
 
 export interface ApiClientOptions {
@@ -39,6 +39,11 @@ export interface ApiClientOptions {
   /** The shared budget; without one, nothing limits this client's rate. */
   limiter?: RateLimiter;
   timeoutMs?: number;
+  /**
+   * The most bytes a success answer (a list page) may have: one over it is refused
+   * (`page_too_large`) without being read whole. @defaultValue DEFAULTS.apiMaxPageBytes (4 MiB)
+   */
+  maxPageBytes?: number;
   /** Retries of a GET after a network error, timeout or 5xx. Writes are never re-sent after those. */
   readRetries?: number;
   retryBaseMs?: number;
@@ -66,50 +71,6 @@ export interface ApiClientOptions {
   bookingsUpperBoundParam?: string;
 }
 
-export interface ListOptions {
-  /** The budget class the read is sent under (upstream/rate-limiter.ts). @defaultValue "webhook" */
-  priority?: BudgetClass;
-  /**
-   * The read time of each attempt (the mirror passes its shared clock, `MirrorStore.clock`).
-   * Called after the attempt's rate-limit slot was taken, right before its request is sent, so a
-   * wait for the budget, a Retry-After pause or a retry never makes a read look older than it is.
-   * The page carries the time of the attempt that answered it. @defaultValue `new Date()` then
-   */
-  clock?: () => Promise<Date>;
-}
-
-/**
- * A page with the time its request was sent (after its rate-limit slot): a lower bound of the
- * instant the API served it. Send time, not answer time, is what stale-read comparisons need: a
- * read sent after a change always sees it, while a slow answer to a request sent before the
- * change may not, and must not look newer than a read sent later.
- */
-export type ReadPage<T> = Page<T> & {
-  readAt: Date;
-  /** Records without the shape the spec promises: left out of `data`, never failing the page. */
-  refused: RefusedRecord[];
-};
-export interface OrderQuery {
-  restaurantId?: string;
-  status?: string;
-  type?: string;
-  limit?: number;
-  cursor?: string;
-}
-export interface BookingQuery {
-  restaurantId?: string;
-  status?: string;
-  from?: string;
-  to?: string;
-  limit?: number;
-  cursor?: string;
-}
-export interface MenuItemQuery {
-  restaurantId?: string;
-  limit?: number;
-  cursor?: string;
-}
-
 export interface ApiClient {
   listOrders(query?: OrderQuery, opts?: ListOptions): Promise<ReadPage<Order>>;
   iterateOrders(query?: Omit<OrderQuery, "cursor">, opts?: ListOptions): AsyncIterable<Order>;
@@ -134,11 +95,17 @@ interface Call<T> {
   clock?: () => Promise<Date>;
 }
 
+export type { BookingQuery, ListOptions, MenuItemQuery, OrderQuery, ReadPage } from "./list-queries.js";
+
+/** The spec's page size bound (part 8): also what a page without `limit` may hold at most. */
+const MAX_LIMIT = 100;
+
 /** The typed client of the upstream API (spec part 4, decisions in docs/upstream.md). */
 export function createApiClient(options: ApiClientOptions): ApiClient {
   const apiKey = parseApiKey(options.apiKey);
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const timeoutMs = options.timeoutMs ?? DEFAULTS.apiTimeoutMs;
+  const maxPageBytes = options.maxPageBytes ?? DEFAULTS.apiMaxPageBytes;
   const readRetries = options.readRetries ?? 3;
   const retryBaseMs = options.retryBaseMs ?? 200;
   const maxRateLimitRetries = options.maxRateLimitRetries ?? 5;
@@ -203,11 +170,12 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       });
     // The timeout covers the whole answer, body included: a body that stalls after the headers
     // is a timeout like any other (retried for a GET), never a raw DOMException.
-    let res: Response;
-    let text: string;
+    let res: Response | undefined;
+    let json: unknown;
     // The API sees the call's trace context (W3C), so its own traces can join ours.
     const traceparent = span ? formatTraceparent(span.spanContext()) : undefined;
     const sent = traceparent === undefined ? headers : { ...headers, traceparent };
+    const context = `${call.method} ${call.route}`;
     try {
       res = await fetch(url, {
         method: call.method,
@@ -215,36 +183,27 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
         signal: AbortSignal.timeout(timeoutMs),
       });
-      text = await res.text();
+      json = await readAnswer(res, { maxBytes: maxPageBytes, context });
     } catch (err) {
+      if (res && err instanceof UpstreamError) {
+        report(res.status);
+        span?.setAttribute("http.response.status_code", res.status);
+        throw err;
+      }
       const timedOut = (err as Error).name === "TimeoutError";
       report(timedOut ? "timeout" : "network");
-      if (timedOut) throw new UpstreamTimeoutError(`${call.method} ${call.route} timed out after ${timeoutMs} ms`);
-      throw new UpstreamNetworkError(`${call.method} ${call.route} failed: ${(err as Error).message}`, err);
+      if (timedOut) throw new UpstreamTimeoutError(`${context} timed out after ${timeoutMs} ms`);
+      throw new UpstreamNetworkError(`${context} failed: ${(err as Error).message}`, err);
     }
     report(res.status);
     span?.setAttribute("http.response.status_code", res.status);
-    if (!res.ok) {
-      throw errorFromResponse({
-        status: res.status,
-        body: text,
-        retryAfterMs: parseRetryAfter(res.headers.get("retry-after")),
-        context: `${call.method} ${call.route}`,
-      });
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new UpstreamResponseError(`${call.method} ${call.route} answered non-JSON`, { status: res.status });
-    }
     const parsed = call.schema.safeParse(json);
     if (!parsed.success) {
       const detail = parsed.error.issues
         .slice(0, 3)
         .map((i) => `${i.path.join(".")}: ${i.message}`)
         .join("; ");
-      throw new UpstreamResponseError(`${call.method} ${call.route} answered an unexpected shape: ${detail}`, { status: res.status });
+      throw new UpstreamResponseError(`${context} answered an unexpected shape: ${detail}`, { status: res.status });
     }
     return parsed.data;
   }
@@ -252,8 +211,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   const sendValue = async <T>(call: Call<T>): Promise<T> => (await send(call)).value;
 
   const checkLimit = (limit: number | undefined) => {
-    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 100)) {
-      throw new UpstreamRequestError(`limit must be a whole number from 1 to 100, not ${limit}`);
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)) {
+      throw new UpstreamRequestError(`limit must be a whole number from 1 to ${MAX_LIMIT}, not ${limit}`);
     }
   };
 
@@ -274,6 +233,12 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         priority: opts.priority,
         clock: opts.clock,
       });
+      // More than asked for is not a page of this list (and memory sized for `limit` records).
+      const asked = query.limit ?? MAX_LIMIT;
+      if (value.data.length > asked)
+        throw new UpstreamPageRefusedError(`GET ${path} answered ${value.data.length} records for limit ${asked}: refused the page`, {
+          code: "page_over_limit",
+        });
       // Each record on its own: one the spec's shape does not fit is set aside, not the whole page.
       return { ...splitRecords(schema, value.data), nextCursor: value.nextCursor, readAt: sentAt };
     };

@@ -93,6 +93,21 @@ export class UpstreamResponseError extends UpstreamError {
   }
 }
 
+/**
+ * A list answer refused as a page, however well-formed: a body over the client's byte cap
+ * (`page_too_large`), more records than the `limit` asked for (`page_over_limit`), or a cursor the
+ * walk was already handed (`repeated_cursor`: a list that would never end). The same read gets
+ * the same answer, so it is never retried.
+ */
+export class UpstreamPageRefusedError extends UpstreamResponseError {
+  constructor(
+    message: string,
+    { status = 200, code }: { status?: number; code: "page_too_large" | "page_over_limit" | "repeated_cursor" },
+  ) {
+    super(message, { status, code });
+  }
+}
+
 /** A call refused before it was sent, because the API would refuse it (e.g. `limit` > 100). */
 export class UpstreamRequestError extends UpstreamError {
   constructor(message: string, { code = "invalid_request" }: { code?: string } = {}) {
@@ -101,20 +116,25 @@ export class UpstreamRequestError extends UpstreamError {
 }
 
 /**
- * The typed error for an error answer. `body` is the raw response text: `{ error: { code,
+ * The typed error for an error answer. `body` is the response text as read: `{ error: { code,
  * message } }` (docs/upstream.md) gives the code and detail, anything else gives `http_<status>`.
+ * `cutAtBytes`: the body went on past that many bytes and was not read; the code and the start of
+ * the message are still taken from what was, and the message says it was cut.
  */
-export function errorFromResponse(res: { status: number; body: string; retryAfterMs: number; context: string }): UpstreamError {
+export function errorFromResponse(res: {
+  status: number;
+  body: string;
+  cutAtBytes?: number | undefined;
+  retryAfterMs: number;
+  context: string;
+}): UpstreamError {
   const { status } = res;
   let code = `http_${status}`;
   let message = `${res.context} answered ${status}`;
-  try {
-    const parsed = JSON.parse(res.body) as { error?: { code?: unknown; message?: unknown } } | null;
-    if (typeof parsed?.error?.code === "string" && parsed.error.code) code = parsed.error.code;
-    if (typeof parsed?.error?.message === "string") message += `: ${parsed.error.message}`;
-  } catch {
-    // Not the documented shape (a proxy's HTML page, an empty body): keep the generic code.
-  }
+  const detail = res.cutAtBytes === undefined ? errorOfBody(res.body) : errorOfCutBody(res.body);
+  if (detail.code) code = detail.code;
+  if (detail.message !== undefined) message += `: ${detail.message}`;
+  if (res.cutAtBytes !== undefined) message += `… (cut at ${res.cutAtBytes} bytes)`;
   const answer = { status, code };
   if (status === 429) return new UpstreamRateLimitError(message, { retryAfterMs: res.retryAfterMs, code });
   if (status === 400 || status === 422) return new UpstreamBadRequestError(message, answer);
@@ -125,11 +145,33 @@ export function errorFromResponse(res: { status: number; body: string; retryAfte
   return new UpstreamError(message, { status, code, retryable: false });
 }
 
+/** The documented error body's code and message, when the body is that shape. */
+function errorOfBody(body: string): { code?: string; message?: string } {
+  try {
+    const parsed = JSON.parse(body) as { error?: { code?: unknown; message?: unknown } } | null;
+    return {
+      ...(typeof parsed?.error?.code === "string" && parsed.error.code ? { code: parsed.error.code } : {}),
+      ...(typeof parsed?.error?.message === "string" ? { message: parsed.error.message } : {}),
+    };
+  } catch {
+    // Not the documented shape (a proxy's HTML page, an empty body): keep the generic code.
+    return {};
+  }
+}
+
+/** The same from the start of a body that was cut (no longer JSON): the code, and the message as far as it was read. */
+function errorOfCutBody(body: string): { code?: string; message?: string } {
+  const code = /"code"\s*:\s*"([A-Za-z0-9_.-]{1,64})"/.exec(body)?.[1];
+  const message = /"message"\s*:\s*"((?:[^"\\]|\\.)*)/.exec(body)?.[1];
+  return { ...(code ? { code } : {}), ...(message === undefined ? {} : { message }) };
+}
+
 /**
- * True when no retry can fix the failure: a 4xx other than 429, or a call refused before it was
- * sent (what the API would have answered 400). Queue consumers stop retrying on these.
+ * True when no retry can fix the failure: a 4xx other than 429, a call refused before it was
+ * sent (what the API would have answered 400), or a page refused for its size or cursor. Queue
+ * consumers stop retrying on these.
  */
 export function isPermanentUpstreamError(err: unknown): boolean {
-  if (err instanceof UpstreamRequestError) return true;
+  if (err instanceof UpstreamRequestError || err instanceof UpstreamPageRefusedError) return true;
   return err instanceof UpstreamError && err.status !== undefined && err.status >= 400 && err.status < 500 && err.status !== 429;
 }

@@ -19,7 +19,7 @@ export {
 } from "./rate-limiter.js";
 export { apiKeyId, isApiKey, parseApiKey, ApiKeyError, API_KEY_PREFIX } from "./api-key.js";
 export { parseRetryAfter, backoffMs } from "./retry.js";
-export { paginate, paginatePages } from "./paginate.js";
+export { createCursorGuard, paginate, paginatePages } from "./paginate.js";
 export { sleep } from "./sleep.js";
 export * from "./errors.js";
 export * from "./models.js";

@@ -29,6 +29,13 @@ export function upstreamFromConfig(
   const { onSlot: _onSlot, ...clientExtra } = extra;
   return {
     limiter,
-    api: createApiClient({ baseUrl: api.baseUrl, apiKey: api.apiKey, timeoutMs: api.timeoutMs, limiter, ...clientExtra }),
+    api: createApiClient({
+      baseUrl: api.baseUrl,
+      apiKey: api.apiKey,
+      timeoutMs: api.timeoutMs,
+      maxPageBytes: api.maxPageBytes,
+      limiter,
+      ...clientExtra,
+    }),
   };
 }

@@ -3,10 +3,10 @@ import { isDeepStrictEqual } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChangeEvent } from "../../src/events/change-events.js";
 import { createChangeOutbox } from "../../src/mirror/change-outbox.js";
-import { sweepAll } from "../../src/worker/sync/sweep-all.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { nextJob, nextSettled } from "../helpers/job-events.js";
+import { importAll } from "../helpers/import-all.js";
 import { startStack, type Stack } from "../helpers/stack.js";
 import { RECONCILE_JOBS } from "../../src/worker/sync/reconcile-jobs.js";
 import { waitFor } from "../helpers/wait-for.js";
@@ -103,7 +103,7 @@ describe("change events: handlers get what actually changed in the mirror", () =
     stack = await startStack({ deliver: false, handlers: [handlers], apiRate: 1200 });
     const s = stack;
     // A first import that emits nothing: the chains start from what it stored.
-    await sweepAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror });
+    await importAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror, db: s.svc.database.db });
     const start = new Map<string, unknown>();
     for (const kind of ["orders", "bookings", "menu-items"] as const)
       for (const r of await s.svc.service.mirror.all(kind)) start.set(r.id, r);
@@ -188,7 +188,7 @@ describe("change events: handlers get what actually changed in the mirror", () =
     const { events, handlers } = collector();
     stack = await startStack({ handlers: [handlers], apiRate: 1200 });
     const s = stack;
-    await sweepAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror });
+    await importAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror, db: s.svc.database.db });
     // Different restaurants: a webhook refresh re-reads its restaurant's whole page, and would find
     // (as source webhook) a silent change to another order of the same restaurant.
     const pending = s.sandbox.state.orders().filter((o) => o.status === "PENDING");
@@ -229,7 +229,7 @@ describe("change events: handlers get what actually changed in the mirror", () =
     // The refresh waits a minute: the reconcile sweep reads the record first.
     stack = await startStack({ handlers: [handlers], env: { SYNC_DEBOUNCE_MS: "60000" }, apiRate: 1200 });
     const s = stack;
-    await sweepAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror });
+    await importAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror, db: s.svc.database.db });
     const order = s.sandbox.state.orders().find((o) => o.status === "PENDING")!;
     const eventHandled = nextSettled(s.svc.service.worker!, "completed", (e) => e.type === "order.status_changed");
     s.sandbox.actions.updateOrderStatus(order.id, "CONFIRMED");

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { isDeepStrictEqual } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { sweepAll } from "../../src/worker/sync/sweep-all.js";
+import { importAll } from "../helpers/import-all.js";
 import { startStack, type Stack } from "../helpers/stack.js";
 import { sandboxAsSql, sqlMirror } from "../helpers/sql-mirror.js";
 import { waitFor } from "../helpers/wait-for.js";
@@ -54,7 +54,7 @@ async function expectMirrorEqualsSandbox(s: Stack) {
 describe("sync: the sandbox's webhooks keep the mirror equal to the API", () => {
   it("with full payloads", async () => {
     stack = await startStack();
-    await sweepAll({ api: stack.svc.service.worker!.api!, mirror: stack.svc.service.mirror });
+    await importAll({ api: stack.svc.service.worker!.api!, mirror: stack.svc.service.mirror, db: stack.svc.database.db });
     const review = liveTraffic(stack);
     await stack.drained();
     await expectMirrorEqualsSandbox(stack);
@@ -140,7 +140,7 @@ describe("sync: the sandbox's webhooks keep the mirror equal to the API", () => 
 
   it("keeps the mirror equal to the sandbox under its live simulation, with no 429", async () => {
     stack = await startStack({ sandbox: { simulate: { intervalMs: 10 } } });
-    await sweepAll({ api: stack.svc.service.worker!.api!, mirror: stack.svc.service.mirror });
+    await importAll({ api: stack.svc.service.worker!.api!, mirror: stack.svc.service.mirror, db: stack.svc.database.db });
     await waitFor(() => stack!.sandbox.deliveries.length >= 150, { what: "150 simulated events" });
     stack.sandbox.stopSimulation();
     await stack.drained();

@@ -35,6 +35,8 @@ async function setUp(extraOrders: number) {
     API_BASE_URL: url,
     API_KEY: sandbox.apiKey,
     API_RATE: "100000",
+    // Where backfill looks for a running service first: a closed port, whatever runs on 3000 here.
+    PORT: "9",
   };
   return env;
 }
@@ -125,6 +127,27 @@ describe("svc-webhooks backfill, resumable", () => {
     expect((await restarted.exited).code).toBe(0);
     expect(orderCursors(sandbox!)[0]).toBeNull();
     expect(orderCursors(sandbox!)).toHaveLength(5);
+  }, 60_000);
+
+  it("an upstream that hands back the same cursor stops it after two pages, in one line, exit 1; fixed, the next run goes on", async () => {
+    const env = await setUp(164); // 200 orders: 2 pages
+    sandbox!.faults.add({ path: "/api/v1/orders", repeatCursor: true });
+    const stuck = backfill(env);
+    expect((await stuck.exited).code).toBe(1);
+    expect(orderCursors(sandbox!)).toHaveLength(2);
+    const errorLines = stuck
+      .stderr()
+      .split("\n")
+      .filter((l) => l.startsWith("svc-webhooks:"));
+    expect(errorLines).toEqual([expect.stringMatching(/same cursor again.*repeated_cursor.*run backfill again/) as unknown]);
+    expect(stuck.stderr()).not.toMatch(/^\s+at /m);
+    sandbox!.faults.clear();
+    sandbox!.requestLog.length = 0;
+    const fixed = backfill(env);
+    expect((await fixed.exited).code).toBe(0);
+    // From the saved page (the first one's cursor), not the top.
+    expect(orderCursors(sandbox!)[0]).not.toBeNull();
+    expect((await readBack(env)).orders).toHaveLength(sandbox!.state.orders().length);
   }, 60_000);
 
   it("--since keeps orders created from that day and stops once the newest-first list went past it", async () => {

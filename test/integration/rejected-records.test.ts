@@ -12,8 +12,8 @@ import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
 import { refreshKind } from "../../src/worker/sync/refresh-kind.js";
 import { createRefreshScheduler, type RefreshJobData } from "../../src/worker/sync/refresh-scheduler.js";
-import { sweepAll } from "../../src/worker/sync/sweep-all.js";
 import { runCli } from "../helpers/cli-process.js";
+import { importAll } from "../helpers/import-all.js";
 import { openDatabaseOfEnv, openTestDatabase, randomSchema, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 
 // Issue 21 item 2: a record the mirror cannot hold is set aside with its reason; the rest of its
@@ -66,7 +66,7 @@ describe.each(testDrivers())("records the mirror cannot hold (%s)", (driver) => 
   afterEach(() => sandbox.close());
 
   it("a sweep writes the other 11 orders, sets the refused ones aside with their reason, and goes on to bookings and menus", async () => {
-    const totals = await sweepAll({ api, mirror });
+    const totals = await importAll({ api, mirror, db: database.db });
     expect(totals).toEqual({ orders: 12, bookings: 5, "menu-items": 6 });
     const orders = sandbox.state.orders();
     expect(ids(await mirror.all("orders"))).toEqual(ids(orders.filter((o) => o.id !== bad.badOrder)));
@@ -93,7 +93,7 @@ describe.each(testDrivers())("records the mirror cannot hold (%s)", (driver) => 
     expect(reported.map((r) => r.reason).sort()).toEqual(["invalid_date", "invalid_timestamp", "nul_character"]);
 
     // A later sweep counts them again rather than adding rows.
-    await sweepAll({ api, mirror });
+    await importAll({ api, mirror, db: database.db });
     expect((await mirror.rejections()).map((r) => r.count)).toEqual([2, 2, 2]);
   });
 
@@ -129,7 +129,7 @@ describe.each(testDrivers())("records the mirror cannot hold (%s)", (driver) => 
     const [menuItem] = sandbox.state.menuItems();
     await corrupt(url, "orders", second!.id, { status: "ON_HOLD" });
     await corrupt(url, "menu-items", menuItem!.id, { price: "free" });
-    const totals = await sweepAll({ api, mirror, kinds: ["orders", "menu-items"] });
+    const totals = await importAll({ api, mirror, db: database.db, kinds: ["orders", "menu-items"] });
     expect(totals).toEqual({ orders: 12, bookings: 0, "menu-items": 6 });
     expect((await mirror.all("orders")).length).toBe(10);
     expect(ids(await mirror.all("menu-items"))).toEqual(ids(sandbox.state.menuItems().filter((m) => m.id !== menuItem!.id)));
@@ -146,10 +146,10 @@ describe.each(testDrivers())("records the mirror cannot hold (%s)", (driver) => 
   });
 
   it("a refused record that later reads clean is written and its rejection cleared", async () => {
-    await sweepAll({ api, mirror, kinds: ["orders"] });
+    await importAll({ api, mirror, db: database.db, kinds: ["orders"] });
     expect(await mirror.get("orders", bad.badOrder)).toBeUndefined();
     await corrupt(url, "orders", bad.badOrder, { paidAt: null });
-    await sweepAll({ api, mirror, kinds: ["orders"] });
+    await importAll({ api, mirror, db: database.db, kinds: ["orders"] });
     expect(await mirror.get("orders", bad.badOrder)).toMatchObject({ id: bad.badOrder, paidAt: null });
     expect(await mirror.rejections()).toEqual([]);
   });

@@ -7,19 +7,25 @@ import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { apiKeyId, createApiClient, createRateLimiter, UpstreamResponseError, type ApiClient } from "../../src/upstream/index.js";
+import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
+import { apiKeyId, createApiClient, createRateLimiter, UpstreamPageRefusedError, type ApiClient } from "../../src/upstream/index.js";
+import { createMirrorWriter } from "../../src/worker/sync/mirror-writer.js";
+import { runFullSlice } from "../../src/worker/sync/full-tier.js";
 import { refreshKind } from "../../src/worker/sync/refresh-kind.js";
 import { createRefreshScheduler, type RefreshJobData } from "../../src/worker/sync/refresh-scheduler.js";
-import { sweepAll } from "../../src/worker/sync/sweep-all.js";
+import { runBackfill } from "../../src/worker/sync/resumable-backfill.js";
+import { captureLogs } from "../helpers/log-capture.js";
+import { importAll } from "../helpers/import-all.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
-// Both sweeps page through the sandbox over real HTTP into a mirror in the test database.
+// The walks production runs (backfill, the full tier, refreshes) page through the sandbox over real HTTP into a mirror in the test database.
 let sandbox: Sandbox;
 let redis: Redis;
 let queue: Queue<RefreshJobData>;
 let prefix: string;
 let api: ApiClient;
 let mirror: MirrorStore;
+let checkpoints: SyncCheckpoints;
 let database: TestDatabase;
 beforeEach(async () => {
   sandbox = createSandbox();
@@ -30,6 +36,7 @@ beforeEach(async () => {
   queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
   database = await openTestDatabase(preferredDriver());
   mirror = createPostgresMirror(database.db);
+  checkpoints = createSyncCheckpoints(database.db);
 });
 afterEach(async () => {
   await sandbox.close();
@@ -39,15 +46,69 @@ afterEach(async () => {
   await database.close();
 });
 
-describe("sweeps against an upstream that hands back the same cursor", () => {
-  it("backfill stops with a repeated-cursor error after the second page instead of paging forever", async () => {
+const orderPages = () => sandbox.requestLog.filter((r) => r.path === "/api/v1/orders").length;
+
+describe("walks against an upstream whose list cannot be paged to its end", () => {
+  it("backfill stops with a repeated-cursor error after the second page, its checkpoint at the last good page", async () => {
     sandbox.faults.add({ path: "/api/v1/orders", repeatCursor: true });
-    const error = await sweepAll({ api, mirror, kinds: ["orders"] }).catch((err: unknown) => err);
-    expect(error).toBeInstanceOf(UpstreamResponseError);
+    const error = await runBackfill({ api, mirror, checkpoints, kinds: ["orders"] }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(UpstreamPageRefusedError);
     expect(error).toMatchObject({ code: "repeated_cursor", message: expect.stringMatching(/same cursor/) as unknown });
     expect(sandbox.requestLog).toHaveLength(2);
     // What the pages held before the guard tripped is in the mirror.
     expect((await mirror.all("orders")).length).toBe(sandbox.state.orders().length);
+    // Saved after the first page only: a run once the upstream is fixed goes on from its cursor.
+    const firstCursor = new URLSearchParams(sandbox.requestLog[1]!.query).get("cursor");
+    expect(await checkpoints.get("backfill", "orders")).toMatchObject({ cursor: firstCursor, pages: 1, passCompletedAt: null });
+  });
+
+  it("backfill stops at a page over the byte cap the same way: refused once, its checkpoint at the page before", async () => {
+    sandbox.silently(() => {
+      for (let i = 0; i < 150; i++) sandbox.actions.createOrder();
+    });
+    const capped = createApiClient({ baseUrl: sandbox.url!, apiKey: sandbox.apiKey, retryBaseMs: 10, maxPageBytes: 512 * 1024 });
+    sandbox.faults.add({ path: "/api/v1/orders", after: 1, padBodyBytes: 64 * 1024 * 1024 });
+    const error = await runBackfill({ api: capped, mirror, checkpoints, kinds: ["orders"] }).catch((err: unknown) => err);
+    expect(error).toMatchObject({ code: "page_too_large" });
+    expect(orderPages()).toBe(2);
+    const firstCursor = new URLSearchParams(sandbox.requestLog[1]!.query).get("cursor");
+    expect(await checkpoints.get("backfill", "orders")).toMatchObject({
+      cursor: firstCursor,
+      pages: 1,
+      records: 100,
+      passCompletedAt: null,
+    });
+  });
+
+  it("the full tier gives its pass up once, says so at error level, and reads that list no more until the next pass is due", async () => {
+    sandbox.faults.add({ path: "/api/v1/orders", repeatCursor: true });
+    // A mirror already holding orders: the pass is no first import.
+    await mirror.upsert("orders", [{ ...sandbox.state.orders()[0]! }], await mirror.clock());
+    const logs = captureLogs();
+    const slice = () =>
+      runFullSlice({
+        api,
+        mirror,
+        checkpoints,
+        changes: { writer: createMirrorWriter(mirror), source: "reconcile" },
+        kinds: ["orders"],
+        intervalMs: 3_600_000,
+        maxPages: 30,
+        logger: pino({ level: "info" }, logs.stream),
+      });
+    const first = await slice();
+    expect(first.kinds.orders?.state).toBe("unreadable");
+    expect(orderPages()).toBe(2);
+    const saved = await checkpoints.get("full", "orders");
+    // Ended, but no complete pass: the metric of the last complete pass does not move.
+    expect(saved).toMatchObject({ cursor: null, lastCompleteAt: null });
+    expect(saved?.passCompletedAt).not.toBeNull();
+    const second = await slice();
+    expect(second).toEqual({ pages: 0, kinds: {} });
+    expect(orderPages()).toBe(2);
+    const errors = logs.records().filter((r) => r.level === 50);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatchObject({ kind: "orders", err: expect.stringMatching(/same cursor/) as unknown });
   });
 
   it("a restaurant refresh looking for a record that is not there stops the same way", async () => {
@@ -77,7 +138,7 @@ describe("sweeps against an upstream that hands back the same cursor", () => {
     });
     sandbox.faults.add({ path: "/api/v1/menu-items", status: 429, retryAfterSeconds: 1, times: 1 });
     const before = await mirror.clock();
-    await sweepAll({ api: limited, mirror, kinds: ["menu-items"] });
+    await importAll({ api: limited, mirror, db: database.db, kinds: ["menu-items"] });
     expect(sandbox.requestLog.map((r) => r.status)).toEqual([429, 200]);
     const { rows } = await sql<{ read_at: Date }>`select min(read_at) as read_at from menu_items`.execute(database.db);
     // The shared pause was 1 s: the read that answered was sent at least that long after the sweep began.
@@ -86,7 +147,7 @@ describe("sweeps against an upstream that hands back the same cursor", () => {
 
   it("pages to the end of a list that spans several pages (no fault)", async () => {
     for (let i = 0; i < 120; i++) sandbox.actions.createOrder();
-    const totals = await sweepAll({ api, mirror, kinds: ["orders"] });
+    const totals = await importAll({ api, mirror, db: database.db, kinds: ["orders"] });
     expect(totals.orders).toBe(sandbox.state.orders().length);
     expect(sandbox.requestLog).toHaveLength(Math.ceil(sandbox.state.orders().length / 100));
   });

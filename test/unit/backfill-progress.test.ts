@@ -14,6 +14,7 @@ const checkpoint = (records: number, pages: number): SyncCheckpoint => ({
   firstImport: false,
   since: null,
   lastCompleteAt: null,
+  updatedAt: new Date(0),
 });
 const progress = (records: number, extra: Partial<BackfillProgress> = {}): BackfillProgress => ({
   kind: "orders",

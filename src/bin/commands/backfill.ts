@@ -15,6 +15,7 @@ import { SYNCED_KINDS, type SyncedKind } from "../../worker/sync/synced-kinds.js
 import { upstreamFromConfig } from "../../worker/upstream-from-config.js";
 import { createBackfillProgress } from "../backfill-progress.js";
 import { UsageError } from "../usage-error.js";
+import { UpstreamPageRefusedError } from "../../upstream/errors.js";
 
 export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes] [--url <url>]
 
@@ -125,6 +126,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>
       signal: stop.signal,
       // On a terminal one line rewritten in place; in a log, a line per page.
       onProgress: (p) => process.stderr.write(tty && !p.done ? `\r${line(p)}` : `${tty ? "\r" : ""}${line(p)}\n`),
+    }).catch((err: unknown) => {
+      // A page the API cannot be walked on from: one line, not a stack; the pages before it are saved.
+      if (err instanceof UpstreamPageRefusedError)
+        throw new CommandError(`${err.message} (${err.code}); the pages before it are saved: run backfill again once the API is fixed`);
+      throw err;
     });
     console.log(JSON.stringify({ backfilled: outcome.totals, rejected, state: outcome.state }));
     if (outcome.state === "interrupted") {

@@ -26,9 +26,17 @@ export interface FullSliceOptions {
 export interface FullSliceOutcome {
   /** Pages read by this slice. */
   pages: number;
-  /** Each kind's checkpoint after the slice (kinds not due are absent). */
+  /** Each kind's checkpoint after the slice (kinds not due, or walked by a backfill now, are absent). */
   kinds: Partial<Record<SyncedKind, { state: WalkOutcome["state"]; checkpoint: SyncCheckpoint }>>;
 }
+
+/**
+ * A backfill of a kind's whole list counts as running while its checkpoint, unfinished, was saved
+ * this recently. A running one saves a page every few seconds, and its longest wait is a 429's
+ * Retry-After (honoured up to 5 min, upstream/retry.ts); one that crashed or was stopped saves no
+ * more, and so holds the full tier back no longer than this.
+ */
+export const BACKFILL_ALIVE_MS = 10 * 60_000;
 
 /**
  * One bounded slice of the full reconciliation tier: continues each kind's unfinished pass from
@@ -66,29 +74,63 @@ export async function runFullSlice(options: FullSliceOptions): Promise<FullSlice
         { kind, records: walked.checkpoint.records, pages: walked.checkpoint.pages },
         "full reconciliation pass complete",
       );
+    if (walked.state === "unreadable") await giveUpPass(options, walked.checkpoint, walked.error);
     // Another slice holds this pass: leave the rest of the work to it.
     if (walked.state === "lost") break;
   }
   return outcome;
 }
 
-/** The kind's unfinished pass, or a new one when it is due (never before the previous one completed). */
+/**
+ * The kind's unfinished pass, or a new one when it is due (never before the previous one ended).
+ * Neither while a backfill walks the kind's whole list: that backfill is the pass (its completion
+ * counts as one, `lastWholePassStart`), and two walkers of one list would read it twice at once.
+ */
 async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Promise<SyncCheckpoint | undefined> {
   const { checkpoints } = options;
-  const current = await checkpoints.get("full", kind);
-  if (current?.passCompletedAt === null) return current;
-  const last = lastWholePassStart(current, await checkpoints.get("backfill", kind));
-  if (last !== undefined && !options.force) {
-    const now = await options.mirror.clock();
-    if (now.getTime() < last + options.intervalMs) return undefined;
+  const [current, backfill] = await Promise.all([checkpoints.get("full", kind), checkpoints.get("backfill", kind)]);
+  const now = (await options.mirror.clock()).getTime();
+  if (backfillRunning(backfill, now)) return undefined;
+  let ended = current;
+  if (current?.passCompletedAt === null) {
+    if (!coveredBy(current, backfill)) return current;
+    // The backfill read the whole list after this pass began: reading the rest again is waste.
+    ended = (await checkpoints.giveUp(current)) ?? current;
+    options.logger?.info({ kind }, "full reconciliation pass ended: a backfill of the whole list read it since it began");
   }
+  const last = lastWholePassStart(ended, backfill);
+  if (last !== undefined && !options.force && now < last + options.intervalMs) return undefined;
   return checkpoints.start("full", kind, { firstImport: await isFirstImport(options, kind) });
 }
 
+/** Whether a backfill of the whole list (no `--since`) is walking it now: unfinished, and saved within BACKFILL_ALIVE_MS. */
+export function backfillRunning(backfill: SyncCheckpoint | undefined, now: number): boolean {
+  return backfill?.since === null && backfill.passCompletedAt === null && now - backfill.updatedAt.getTime() < BACKFILL_ALIVE_MS;
+}
+
+/** Whether a backfill of the whole list that began after the full pass `pass` began has completed. */
+function coveredBy(pass: SyncCheckpoint, backfill: SyncCheckpoint | undefined): boolean {
+  return backfill?.since === null && backfill.passCompletedAt !== null && backfill.passStartedAt >= pass.passStartedAt;
+}
+
 /**
- * When the last complete walk of a kind's whole list started (epoch ms): its last full pass, or a
- * backfill of the whole list (no `--since`) that completed later — it read the same pages, so a
- * service started after its first import does not read the history again at once.
+ * A page the API can never answer readably: the pass ends there, said once at error level, rather
+ * than resume at that page and fail every minute. Its last complete pass stays as it was (the
+ * metric and alerts see no new one); the next pass starts when one is due after this one's start.
+ */
+async function giveUpPass(options: FullSliceOptions, checkpoint: SyncCheckpoint, error: Error): Promise<void> {
+  await options.checkpoints.giveUp(checkpoint);
+  options.logger?.error(
+    { kind: checkpoint.kind, pages: checkpoint.pages, records: checkpoint.records, err: error.message },
+    "full reconciliation pass given up: the API's answer at its next page cannot be walked on from",
+  );
+}
+
+/**
+ * When the last walk of a kind's whole list started (epoch ms): its last full pass (complete, or
+ * given up at a page it could not read), or a backfill of the whole list (no `--since`) that
+ * completed later — it read the same pages, so a service started after its first import does not
+ * read the history again at once.
  */
 export function lastWholePassStart(full: SyncCheckpoint | undefined, backfill: SyncCheckpoint | undefined): number | undefined {
   const starts = [full, backfill]

@@ -41,11 +41,12 @@ export function createMirrorWriter(
       const sourceOf = typeof source === "function" ? source : () => source;
       // Read here, in the caller's span, rather than inside the database's transaction callback.
       const traceparent = options.traceparent?.();
-      let recorded: RecordedChange[] = [];
+      const recorded: RecordedChange[] = [];
       const result = await mirror.upsert(kind, records, readAt, {
         refused,
+        // Once per transaction of the write (a large one is several): each records its own changes.
         onChanges: async (tx, changes) => {
-          recorded = await insertChanges(tx, changes, sourceOf, traceparent);
+          recorded.push(...(await insertChanges(tx, changes, sourceOf, traceparent)));
         },
       });
       if (recorded.length > 0) options.onRecorded?.(recorded);

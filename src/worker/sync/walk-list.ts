@@ -1,8 +1,15 @@
 import type { Logger } from "pino";
 import type { MirrorStore } from "../../mirror/store.js";
 import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
-import { UpstreamBadRequestError, type ApiClient, type BudgetClass } from "../../upstream/index.js";
+import {
+  createCursorGuard,
+  UpstreamBadRequestError,
+  UpstreamPageRefusedError,
+  type ApiClient,
+  type BudgetClass,
+} from "../../upstream/index.js";
 import { sourceOf, type SweepChanges } from "./change-source.js";
+import { createListOrder, type ListOrder } from "./list-order.js";
 import type { Page, SyncedKind } from "./synced-kinds.js";
 
 /** One page of a kind's whole list, company-wide, from `cursor`; `since` narrows bookings (`from`). */
@@ -37,66 +44,98 @@ export interface WalkOptions {
   onPage?: (checkpoint: SyncCheckpoint, page: { records: number }) => void;
 }
 
-export interface WalkOutcome {
+export type WalkOutcome = {
+  /** Where the pass stands: after the last page written and saved. */
   checkpoint: SyncCheckpoint;
   /** Pages read by this walk (not the whole pass). */
   pages: number;
-  /** complete: reached the end; paused: bound or abort; lost: another walker of the same pass saved first. */
-  state: "complete" | "paused" | "lost";
-}
+} & (
+  | {
+      /** complete: reached the end; paused: bound or abort; lost: another walker of the same pass saved first. */
+      state: "complete" | "paused" | "lost";
+    }
+  | {
+      /**
+       * The API's answer at the checkpoint's cursor can never be walked on from (too large, more
+       * records than asked for, a cursor the walk was already handed): the checkpoint stays at
+       * the last good page, and the caller decides what becomes of the pass. Other failures
+       * (a 5xx, a body that is not JSON: a proxy's page during a deploy) are thrown, and the
+       * next run goes on from the checkpoint.
+       */
+      state: "unreadable";
+      error: UpstreamPageRefusedError;
+    }
+);
 
 /**
  * Walks one kind's whole list from the checkpoint's cursor, writing each page into the mirror
  * and saving the position after it, so a crash or Ctrl-C costs at most the page in flight. A
  * cursor the upstream refuses (400) starts the kind's pass again from the top, once per walk:
- * cursors may expire, and the mirror's guarded upsert makes re-reading harmless.
+ * cursors may expire, and the mirror's guarded upsert makes re-reading harmless. A cursor the walk
+ * was already handed (an upstream stuck on a page, or cycling) ends it as `unreadable`.
  */
 export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
-  const { checkpoints, kind, budget } = options;
+  const { checkpoints, kind } = options;
   const maxPages = options.maxPages ?? Number.POSITIVE_INFINITY;
   let checkpoint = options.checkpoint;
   let pages = 0;
   let restarted = false;
-  let order: OrderTrace = { last: undefined, descending: undefined };
+  let order = createListOrder();
+  let cursors = createCursorGuard(checkpoint.cursor ?? undefined);
   while (pages < maxPages && !options.signal?.aborted) {
     let page: Page;
     try {
-      page = await WHOLE_LISTS[kind](
-        options.api,
-        { cursor: checkpoint.cursor ?? undefined, since: checkpoint.since },
-        { priority: budget, clock: () => options.mirror.clock() },
-      );
+      page = await readPage(options, checkpoint);
     } catch (err) {
+      if (err instanceof UpstreamPageRefusedError) return { checkpoint, pages, state: "unreadable", error: err };
       if (!(err instanceof UpstreamBadRequestError) || checkpoint.cursor === null || restarted) throw err;
       options.logger?.warn(
         { kind, tier: checkpoint.tier, err: err.message },
         "the upstream refused the saved cursor: the pass starts again",
       );
       restarted = true;
-      order = { last: undefined, descending: undefined };
+      order = createListOrder();
+      cursors = createCursorGuard();
       checkpoint = await checkpoints.start(checkpoint.tier, kind, { firstImport: checkpoint.firstImport, since: checkpoint.since });
       continue;
     }
     pages++;
-    const cut = kind === "orders" && checkpoint.since !== null ? cutOrders(page, checkpoint.since, order) : { page, past: false, order };
-    order = cut.order;
+    const cut = kind === "orders" && checkpoint.since !== null ? cutOrders(page, checkpoint.since, order) : { page, past: false };
     await writePage(options, checkpoint, cut.page);
+    // Records read, those the client set aside as out of shape included (the checkpoint counts them too).
+    const read = { records: cut.page.data.length + cut.page.refused.length };
     const progress: CheckpointProgress = {
       cursor: page.nextCursor,
-      records: checkpoint.records + cut.page.data.length + cut.page.refused.length,
+      records: checkpoint.records + read.records,
       pages: checkpoint.pages + 1,
     };
     if (page.nextCursor === null || cut.past) {
       const done = await checkpoints.complete(checkpoint, progress);
       if (!done) return { checkpoint, pages, state: "lost" };
-      options.onPage?.(done, { records: cut.page.data.length });
+      options.onPage?.(done, read);
       return { checkpoint: done, pages, state: "complete" };
+    }
+    try {
+      cursors.next(page.nextCursor, pages);
+    } catch (err) {
+      if (!(err instanceof UpstreamPageRefusedError)) throw err;
+      // The page was written; the checkpoint stays at its cursor, the last one that was good.
+      return { checkpoint, pages, state: "unreadable", error: err };
     }
     if (!(await checkpoints.advance(checkpoint, progress))) return { checkpoint, pages, state: "lost" };
     checkpoint = { ...checkpoint, ...progress };
-    options.onPage?.(checkpoint, { records: cut.page.data.length });
+    options.onPage?.(checkpoint, read);
   }
   return { checkpoint, pages, state: "paused" };
+}
+
+/** The page at the checkpoint's cursor, stamped by the mirror's clock after its rate-limit slot. */
+function readPage(options: WalkOptions, checkpoint: SyncCheckpoint): Promise<Page> {
+  return WHOLE_LISTS[options.kind](
+    options.api,
+    { cursor: checkpoint.cursor ?? undefined, since: checkpoint.since },
+    { priority: options.budget, clock: () => options.mirror.clock() },
+  );
 }
 
 async function writePage(options: WalkOptions, checkpoint: SyncCheckpoint, page: Page): Promise<void> {
@@ -110,30 +149,16 @@ async function writePage(options: WalkOptions, checkpoint: SyncCheckpoint, page:
   await changes.writer.write(kind, page.data, page.readAt, source, page.refused);
 }
 
-/** The list order as seen so far: the last createdAt read, and whether it runs newest first. */
-interface OrderTrace {
-  last: number | undefined;
-  descending: boolean | undefined;
-}
-
 /**
  * backfill --since for orders, which the API cannot filter by date: keeps the records created on
  * or after `since`, and says the walk is past the window once the data shows the list runs newest
  * first (createdAt falls along it) and this page went below `since`. Never assumes an order: a
  * list that runs oldest first, or no order at all, is walked to its end.
  */
-function cutOrders(page: Page, since: string, trace: OrderTrace): { page: Page; past: boolean; order: OrderTrace } {
+function cutOrders(page: Page, since: string, order: ListOrder): { page: Page; past: boolean } {
   const bound = Date.parse(since);
-  const times = page.data.map((r) => Date.parse(String(r.createdAt))).filter((t) => !Number.isNaN(t));
-  let { last, descending } = trace;
-  for (const t of times) {
-    if (last !== undefined && t !== last) {
-      const falling = t < last;
-      descending = descending === undefined ? falling : descending && falling;
-    }
-    last = t;
-  }
-  const kept = page.data.filter((r) => !(Date.parse(String(r.createdAt)) < bound));
-  const past = descending === true && last !== undefined && last < bound;
-  return { page: { ...page, data: kept }, past, order: { last, descending } };
+  const createdAt = (r: Page["data"][number]) => Date.parse(String(r.createdAt));
+  order.observe(page.data.map(createdAt));
+  const kept = page.data.filter((r) => !(createdAt(r) < bound));
+  return { page: { ...page, data: kept }, past: order.direction === "descending" && order.passed(bound) };
 }

@@ -1,0 +1,26 @@
+import type { Kysely } from "kysely";
+import type { DatabaseSchema } from "../../src/mirror/database-schema.js";
+import type { MirrorStore } from "../../src/mirror/store.js";
+import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
+import type { ApiClient } from "../../src/upstream/index.js";
+import { runBackfill } from "../../src/worker/sync/resumable-backfill.js";
+import { SYNCED_KINDS, type SyncedKind } from "../../src/worker/sync/synced-kinds.js";
+
+/**
+ * Reads the whole lists of `kinds` into the mirror through the walker production runs (a backfill
+ * without change events, checkpointed in `db`); the records read by kind, refused ones included.
+ */
+export async function importAll(deps: {
+  api: ApiClient;
+  mirror: MirrorStore;
+  db: Kysely<DatabaseSchema>;
+  kinds?: readonly SyncedKind[];
+}): Promise<Record<SyncedKind, number>> {
+  const outcome = await runBackfill({
+    api: deps.api,
+    mirror: deps.mirror,
+    checkpoints: createSyncCheckpoints(deps.db),
+    kinds: deps.kinds ?? SYNCED_KINDS,
+  });
+  return outcome.totals;
+}
