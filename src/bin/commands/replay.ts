@@ -37,7 +37,7 @@ deliberate redelivery (it bypasses the deduplication window), and says how many 
   --status          the event's status in the log (failed: its last attempt failed for good;
                     retrying: its last attempt failed and it will be tried again)
   --handler         only events on which this handler key failed, and run only that handler
-                    (keys as in the log and in GET /events, e.g. user:order.created:0)
+                    (keys as in the log and in GET /events, e.g. user:order.created)
   --fresh           run the events' durable steps (ctx.step) again instead of returning their
                     stored results (with --handler: only that handler's steps)
   --dry-run         count (and, on stores opened here, list) what would be queued; queue nothing

@@ -7,7 +7,7 @@ import type { SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoi
 import type { ApiClient } from "../../upstream/index.js";
 import { runActivePass, type CatchUp } from "./active-tier.js";
 import type { SweepChanges } from "./change-source.js";
-import { lastCompleteFullPass, lastWholePassStart, runFullSlice } from "./full-tier.js";
+import { backfillRunning, lastCompleteFullPass, lastWholePassStart, runFullSlice } from "./full-tier.js";
 import type { MirrorWriter } from "./mirror-writer.js";
 import { ACTIVE_PASS_LEASE, waitForLease, type RefreshLease } from "./refresh-lease.js";
 import { runBackfill } from "./resumable-backfill.js";
@@ -157,8 +157,11 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
 async function tick(deps: ReconcileDeps): Promise<{ slice: boolean }> {
   const [saved, backfills] = await Promise.all([deps.checkpoints.list("full"), deps.checkpoints.list("backfill")]);
   const now = (await deps.mirror.clock()).getTime();
-  const running = saved.find((c) => c.passCompletedAt === null);
+  // A kind a whole-list backfill walks now is that backfill's: a slice would find nothing to read.
+  const walked = (kind: string) => backfillRunning(backfills.find((b) => b.kind === kind), now);
+  const running = saved.find((c) => c.passCompletedAt === null && !walked(c.kind));
   const due = SYNCED_KINDS.some((kind) => {
+    if (walked(kind)) return false;
     const last = lastWholePassStart(
       saved.find((s) => s.kind === kind),
       backfills.find((s) => s.kind === kind),
