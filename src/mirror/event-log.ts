@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable } from "kysely";
 import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database-schema.js";
 import { EventLogError } from "./event-log-error.js";
+import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS } from "../events/error-text.js";
 import { idProblem } from "./id-text.js";
 import { pruneInBatches } from "./prune-in-batches.js";
 import { EMBEDDED_WINDOW_ROWS, listEvents, MAX_PAGE_BYTES, type EventListBounds, type EventPage } from "./event-list.js";
@@ -81,8 +82,6 @@ const toEvent = (row: Selectable<EventsTable>): LoggedEvent => ({
   updatedAt: row.updated_at,
 });
 
-const MAX_ERROR_LENGTH = 2000;
-const MAX_STACK_LENGTH = 5000;
 const STATUSES: readonly string[] = ["received", "handled", "failed"];
 
 /** One attempt as a JSON object of the statement's recordset: validated and serialized per attempt, so one bad payload fails only its own call. */
@@ -104,8 +103,8 @@ function attemptRow(attempt: EventAttempt): Row {
     if (status !== "ok" && status !== "failed") throw new EventLogError("invalid_event", "status", "a handler outcome is ok or failed");
     handlers[key] = { status: outcome.status, attempts: 1 };
     // Error text is free text (a message may quote the payload): bounded, and made storable in jsonb.
-    if (outcome.error !== undefined) handlers[key].error = storableText(outcome.error.slice(0, MAX_ERROR_LENGTH));
-    if (typeof outcome.stack === "string") handlers[key].stack = storableText(outcome.stack.slice(0, MAX_STACK_LENGTH));
+    if (outcome.error !== undefined) handlers[key].error = storableText(boundedErrorText(outcome.error, MAX_ERROR_MESSAGE_CHARS));
+    if (typeof outcome.stack === "string") handlers[key].stack = storableText(boundedStack(outcome.stack));
   }
   let json: string | undefined;
   try {

@@ -3,7 +3,7 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { RedisClient } from "../redis/connection.js";
 import type { Logger } from "pino";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
-import { dispatchEvent, errorMessage, failedOutcome, handlerStacks, withHandlerStacks, type HandlerFailure } from "../events/dispatch.js";
+import { dispatchEvent, errorMessage, failedOutcome, failureSummary, handlerStacks, withHandlerStacks } from "../events/dispatch.js";
 import { startHandlerDeadline } from "../events/handler-deadline.js";
 import type { HandlerRegistry } from "../events/registry.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
@@ -197,7 +197,7 @@ export function createEventWorker<Ctx>(options: EventWorkerOptions<Ctx>): Worker
       log.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
       outcomes[f.key] = failedOutcome(f.error);
     }
-    const summary = result.failures.map((f: HandlerFailure) => `${f.key}: ${errorMessage(f.error)}`).join("; ");
+    const summary = failureSummary(result.failures);
     const givingUp = result.failures.every((f) => permanent(f.error));
     const retrying = !givingUp && !final();
     await record(retrying ? "received" : "failed");

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
-import { dispatchEvent, errorMessage, failedOutcome, handlerStacks } from "../events/dispatch.js";
+import { dispatchEvent, errorMessage, failedOutcome, failureSummary, handlerStacks } from "../events/dispatch.js";
 import { startHandlerDeadline } from "../events/handler-deadline.js";
 import type { HandlerRegistry } from "../events/registry.js";
 import type { EventJobData, HandlerOutcomeData } from "./event-job.js";
@@ -76,7 +76,7 @@ export async function runFirstAttempt<Ctx>(options: FirstAttemptOptions<Ctx>, en
   }
   if (result.failures.length === 0) return { entryId, data, record: record("handled"), started };
   const retrying = options.attempts > 1 && !result.failures.every((f) => isPermanentFailure(f.error, options));
-  const summary = result.failures.map((f) => `${f.key}: ${errorMessage(f.error)}`).join("; ");
+  const summary = failureSummary(result.failures);
   log.warn({ err: summary }, retrying ? "event failed, will retry" : "event failed for good");
   return retrying
     ? { entryId, data, record: record("received"), retry: result.failures.map((f) => f.key), started }

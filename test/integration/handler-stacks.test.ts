@@ -45,3 +45,35 @@ describe("a failing handler's stack", () => {
     expect(outcomes[0]?.stack).toContain(THIS_FILE);
   });
 });
+
+describe("a failing handler's error text in Redis and in the event log", () => {
+  it("is cut to its bound with a marker when a handler throws a 5 MB message on every attempt", async () => {
+    const huge = "m".repeat(5_000_000);
+    svc = await startService({ JOB_ATTEMPTS: "4", JOB_BACKOFF_MS: "10" }, [
+      {
+        "guest.visited": () => {
+          throw new Error(huge);
+        },
+      },
+    ]);
+    const ev = sampleEvent({ type: "guest.visited", data: {} });
+    const failed = nextJob(svc.service.worker!.eventWorker, "failed", (j) => j.data.id === ev.id && j.finishedOn !== undefined);
+    expect((await svc.deliver(ev)).status).toBe(200);
+    const job = await failed;
+    // The whole job (data, failedReason, the kept stacks) as Redis holds it, after 3 attempts in the queue.
+    const bytes = (await svc.redis.call("MEMORY", "USAGE", `${svc.prefix}:events:${job.id}`, "SAMPLES", "0")) as number;
+    expect(bytes).toBeGreaterThan(0);
+    expect(bytes).toBeLessThan(64 * 1024);
+    expect(job.failedReason.length).toBeLessThan(9 * 1024);
+    expect(job.failedReason).toContain("[cut: ");
+    const stacks = job.stacktrace ?? [];
+    expect(stacks.length).toBeGreaterThan(0);
+    expect(stacks.length).toBeLessThanOrEqual(3);
+    for (const stack of stacks) expect(stack.length).toBeLessThan(12 * 1024);
+    const logged = await svc.service.eventLog.get(ev.id);
+    const outcome = Object.values(logged?.handlers ?? {})[0];
+    expect(outcome?.error?.length).toBeLessThan(9 * 1024);
+    expect(outcome?.error).toContain("[cut: ");
+    expect(outcome?.stack?.length).toBeLessThanOrEqual(4096 + 64);
+  });
+});
