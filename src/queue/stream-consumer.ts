@@ -59,7 +59,11 @@ export interface StreamSettled {
 
 export interface StreamConsumer {
   start(): Promise<void>;
-  /** Finishes the entries in hand (handled, recorded, acknowledged) within `deadlineMs`, then stops reading. */
+  /**
+   * Stops reading and starts no handler from then on: the entries read ahead and not started move
+   * into the events queue at once; those running finish (handled, recorded, acknowledged) within
+   * `deadlineMs`, or stay pending for another consumer to claim.
+   */
   stop(deadlineMs?: number): Promise<void>;
   /** True while some attempt waits for the event log to take it (the database is away): for readiness. */
   waitingOnLog(): boolean;
@@ -138,6 +142,8 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
   let heartbeat: NodeJS.Timeout | undefined;
   let nextClaimAt = 0;
   let waitingOnLog = 0;
+  // Entries read and waiting for a handler slot: what a stop hands on instead of starting.
+  const unstarted = new Map<string, Entry>();
   const stopped = new AbortController();
   const pause = (ms: number) => delay(ms, undefined, { ref: false, signal: stopped.signal }).catch(() => undefined);
 
@@ -148,8 +154,12 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
     });
   };
 
-  /** The first attempt of one entry's event; undefined for an entry that can never be an event. */
-  const attempt = async (entryId: string, text: string): Promise<FirstAttempt | undefined> => {
+  /**
+   * The first attempt of one entry's event; undefined for an entry that can never be an event,
+   * "released" when the consumer stopped before a slot was free (releaseUnstarted moves it on).
+   */
+  const attempt = async (entry: Entry, text: string): Promise<FirstAttempt | "released" | undefined> => {
+    const [entryId] = entry;
     let data: EventJobData;
     try {
       data = decodeEntry(text);
@@ -158,7 +168,26 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
       logger.error({ entryId, err: (err as Error).message }, "dropping an unreadable stream entry");
       return undefined;
     }
-    return handlerSlots(() => runFirstAttempt(options, entryId, data));
+    unstarted.set(entryId, entry);
+    return handlerSlots(async (): Promise<FirstAttempt | "released"> => {
+      // Checked as the slot is taken, so once stop() was called no handler starts here.
+      if (stopping) return "released" as const;
+      unstarted.delete(entryId);
+      return runFirstAttempt(options, entryId, data);
+    });
+  };
+
+  /**
+   * At a stop, the entries read ahead whose handlers have not started go into the events queue at
+   * once (as claimed entries do), where any worker takes them now rather than after claimIdleMs.
+   * Their slot callbacks still run later (p-limit cannot drop them) and start nothing.
+   */
+  const releaseUnstarted = async () => {
+    const entries = [...unstarted.values()];
+    unstarted.clear();
+    if (entries.length === 0) return;
+    await moveToQueue(entries, "moved stream entries not yet started into the events queue at a stop");
+    for (const [id] of entries) inflight.remove(id);
   };
 
   /** Whether the log took the attempt (false: it refused the event); undefined when stopping first. */
@@ -175,8 +204,10 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
   };
 
   /** One entry, start to end: attempt, record, continue in the queue if need be, acknowledge. */
-  const settle = async (entryId: string, text: string) => {
-    const a = await attempt(entryId, text);
+  const settle = async (entry: Entry, text: string) => {
+    const [entryId] = entry;
+    const a = await attempt(entry, text);
+    if (a === "released") return;
     if (!a) {
       await ackDelete(entryId);
       return;
@@ -190,10 +221,11 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
     options.onSettled?.({ id: a.data.id, type: a.data.type, entryId, outcome, seconds: (performance.now() - a.started) / 1000 });
   };
 
-  const begin = ([entryId, fields]: Entry) => {
+  const begin = (entry: Entry) => {
+    const [entryId, fields] = entry;
     const text = fields[fields.indexOf(ENTRY_FIELD) + 1] ?? "";
     inflight.add(entryId, Buffer.byteLength(text));
-    settle(entryId, text)
+    settle(entry, text)
       // A step that failed (Redis away) leaves the entry pending: no longer kept by the heartbeat,
       // it is claimed after claimIdleMs and runs again from the events queue.
       .catch((err: unknown) => logger.warn({ entryId, err: errorMessage(err) }, "could not settle a stream entry; it will be claimed"))
@@ -221,13 +253,17 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
         claimCount,
       )) as [string, (Entry | null)[]];
       const live = entries.filter((e): e is Entry => e !== null && !inflight.has(e[0]));
-      if (live.length > 0) await moveToQueue(live);
+      if (live.length > 0) {
+        const moved = await moveToQueue(live, "claimed stream entries a stopped consumer left pending; they continue in the events queue");
+        options.onClaimed?.(moved);
+      }
       cursor = nextCursor;
     } while (cursor !== "0-0" && !stopping);
   };
 
-  const moveToQueue = async (live: Entry[]) => {
-    logger.info({ count: live.length }, "claimed stream entries a stopped consumer left pending; they continue in the events queue");
+  /** Moves entries into the events queue and acknowledges them; returns how many became jobs. */
+  const moveToQueue = async (live: Entry[], why: string): Promise<number> => {
+    logger.info({ count: live.length }, why);
     const jobs: EntryJob[] = [];
     for (const [id, fields] of live) {
       try {
@@ -238,7 +274,7 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
     }
     if (jobs.length > 0) await queue.addBulk(jobs);
     await redis.svcStreamAckDelete(keys.stream, keys.group, ...live.map(([id]) => id));
-    options.onClaimed?.(jobs.length);
+    return jobs.length;
   };
 
   /** Reads as many new entries as there is room for (blocking up to blockMs) and starts each. */
@@ -295,6 +331,7 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
       // What was read and not acknowledged stays pending, and another consumer claims it.
       const finished = (async () => {
         await running;
+        await releaseUnstarted();
         await inflight.whenEmpty();
       })();
       if ((await Promise.race([finished, delay(deadlineMs, undefined, { ref: false }).then(() => "late" as const)])) === "late") {
