@@ -60,6 +60,11 @@ export interface EventLog {
    * one statement (group commit); each call resolves or rejects with the statement that held it.
    */
   recordAttempt(attempt: EventAttempt): Promise<void>;
+  /**
+   * Whether the log holds an event of this id (a delivery of it was taken before, within
+   * EVENT_RETENTION_DAYS). Concurrent calls share one statement (group commit).
+   */
+  holds(id: string): Promise<boolean>;
   /** One event whole, payload included. */
   get(id: string): Promise<LoggedEvent | undefined>;
   /**
@@ -222,11 +227,24 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
     return rows.map((row) => outcome.get(row));
   }, options.maxBatch ?? 1000);
 
+  // The worker asks this for every event it reads fresh from the stream: one indexed read per batch.
+  const held = groupCommit(async (ids: string[]) => {
+    const rows = await db
+      .selectFrom("events")
+      .select("id")
+      .where("id", "in", [...new Set(ids)])
+      .execute();
+    const found = new Set(rows.map((r) => r.id));
+    return ids.map((id) => found.has(id));
+  }, options.maxBatch ?? 1000);
+
   return {
     async recordAttempt(attempt) {
       const error = await record(attemptRow(attempt));
       if (error !== undefined) throw error instanceof Error ? error : new Error("event log write failed", { cause: error });
     },
+
+    holds: (id) => held(checkId(id)),
 
     async get(id) {
       const problem = idProblem(id);

@@ -8,6 +8,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { ChangeOutbox } from "../mirror/change-outbox.js";
 import type { EventLog } from "../mirror/event-log.js";
 import type { MirrorStore } from "../mirror/store.js";
+import { createAttemptRunner } from "../queue/attempt-runner.js";
 import { createEventWorker } from "../queue/event-worker.js";
 import { configuredJobOptions } from "../queue/job-options.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/names.js";
@@ -200,19 +201,24 @@ export function createWorkerRole(deps: {
   use(createSyncHandlers(requestRefresh, { withApi: api !== undefined }), "sync");
   deps.handlers.forEach((map, i) => use(map, deps.handlers.length > 1 ? `user${i}` : "user"));
 
-  const eventWorker = createEventWorker<SharedHandlerContext>({
+  // One engine for every attempt, the stream's first ones and the events queue's jobs alike.
+  const runner = createAttemptRunner<SharedHandlerContext>({
+    registry: perHandlerContext(registry, withSteps),
+    handlerTimeoutMs: config.worker.handlerTimeoutMs,
+    logger,
+    eventLog: recording.eventLog,
+    makeContext: (_event, attempt, log, signal) => ({ api, mirror, logger: log, attempt, signal }),
+    isPermanent: isPermanentUpstreamError,
+  });
+  const eventWorker = createEventWorker({
     connection,
     prefix,
-    registry: perHandlerContext(registry, withSteps),
+    runner,
     concurrency,
     lockMs,
     maxStalls,
-    handlerTimeoutMs: config.worker.handlerTimeoutMs,
     logger,
-    journal: recording.journal,
-    recordRetryMs: config.worker.backoffMs,
-    makeContext: (_event, attempt, log, signal) => ({ api, mirror, logger: log, attempt, signal }),
-    isPermanent: isPermanentUpstreamError,
+    heldRetryMs: config.worker.backoffMs,
   });
 
   const processors: SyncJobProcessors = {
@@ -278,22 +284,18 @@ export function createWorkerRole(deps: {
   });
 
   const settled = createSettledEvents(eventWorker);
-  const streamConsumer = createStreamConsumer<SharedHandlerContext>({
+  const streamConsumer = createStreamConsumer({
     connection,
     prefix,
     queue: eventsQueue,
-    registry: perHandlerContext(registry, withSteps),
+    runner,
     concurrency,
     maxInflightBytes: config.worker.maxInflightBytes,
     // The edge's body limit plus the envelope: a read never asks for more than the budget holds.
     largestEntryBytes: config.maxBodyBytes + 4096,
-    handlerTimeoutMs: config.worker.handlerTimeoutMs,
     attempts: config.worker.attempts,
     backoffMs: config.worker.backoffMs,
     dedupWindowSeconds: config.dedupWindowSeconds,
-    makeContext: (_event, attempt, log, signal) => ({ api, mirror, logger: log, attempt, signal }),
-    isPermanent: isPermanentUpstreamError,
-    journal: recording.journal,
     batchSize: config.ingest.batchSize,
     claimIdleMs: config.ingest.claimIdleMs,
     logger,

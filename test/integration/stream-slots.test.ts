@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createHandlerRegistry } from "../../src/events/registry.js";
 import { createLogger } from "../../src/logging/logger.js";
+import { createAttemptRunner } from "../../src/queue/attempt-runner.js";
 import { createEventWorker } from "../../src/queue/event-worker.js";
 import { redisKeys } from "../../src/redis/keys.js";
 import { sampleEvent, startEdge } from "../helpers/edge.js";
@@ -127,14 +128,9 @@ describe("stream consumer: stopping", () => {
     const registry = createHandlerRegistry<object>();
     registry.on("*", (e: { id: string }) => void handledElsewhere.push(e.id), "test");
     const connection = edge.redis.duplicate({ maxRetriesPerRequest: null });
-    const worker = createEventWorker<object>({
-      connection,
-      prefix: edge.prefix,
-      registry,
-      concurrency: 5,
-      logger: createLogger({ level: "silent" }),
-      makeContext: () => ({}),
-    });
+    const logger = createLogger({ level: "silent" });
+    const runner = createAttemptRunner<object>({ registry, logger, makeContext: () => ({}) });
+    const worker = createEventWorker({ connection, prefix: edge.prefix, runner, concurrency: 5, logger });
     cleanups.push(async () => {
       await worker.close();
       await connection.quit();
