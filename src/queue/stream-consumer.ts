@@ -181,7 +181,7 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
   };
 
   /** One entry, start to end: attempt (recorded by the runner), continue in the queue if need be, acknowledge. */
-  const settle = async (entry: Entry, text: string) => {
+  const handleEntry = async (entry: Entry, text: string) => {
     const [entryId] = entry;
     const started = performance.now();
     const a = await attempt(entry, text);
@@ -200,7 +200,7 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
     const [entryId] = entry;
     const text = entryText(entry);
     inflight.add(entryId, Buffer.byteLength(text));
-    settle(entry, text)
+    handleEntry(entry, text)
       // A step that failed (Redis away) leaves the entry pending: no longer kept by the heartbeat,
       // it is claimed after claimIdleMs and runs again from the events queue.
       .catch((err: unknown) => logger.warn({ entryId, err: errorMessage(err) }, "could not settle a stream entry; it will be claimed"))

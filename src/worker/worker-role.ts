@@ -10,6 +10,7 @@ import type { EventLog } from "../mirror/event-log.js";
 import type { MirrorStore } from "../mirror/store.js";
 import { createAttemptRunner } from "../queue/attempt-runner.js";
 import { createEventWorker } from "../queue/event-worker.js";
+import { withTimeout } from "../queue/with-timeout.js";
 import { configuredJobOptions } from "../queue/job-options.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/names.js";
 import { createStreamConsumer, type StreamConsumer } from "../queue/stream-consumer.js";
@@ -340,13 +341,14 @@ export function createWorkerRole(deps: {
       await streamConsumer.stop(deadlineMs);
       deadlineMs = Math.max(0, deadlineMs - (Date.now() - started));
       const graceful = Promise.all(workers.map((w) => w.close()));
-      let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), deadlineMs)));
-      if ((await Promise.race([graceful, deadline])) === "late") {
+      const late = await withTimeout(graceful, deadlineMs, "stop").then(
+        () => false,
+        () => true,
+      );
+      if (late) {
         logger.warn("active jobs did not finish before the shutdown deadline; they will run again");
         await Promise.all(workers.map((w) => w.close(true)));
       }
-      clearTimeout(timer);
       // After the workers: a sync job finishing above may still record (and poke) changes.
       await changeRelay.stop();
       await Promise.all([eventsQueue.close(), syncQueue.close()]);
