@@ -105,7 +105,8 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
         return { handled: done.size };
       case "unrecorded":
         // Stopping while the log is away: the job waits, its successes carried, no attempt spent.
-        await job.updateProgress({ done: Object.keys(result.ok), unrecorded: result.ok } satisfies Progress);
+        for (const key of Object.keys(result.ok)) done.add(key);
+        await job.updateProgress({ done: [...done], unrecorded: result.ok } satisfies Progress);
         await job.moveToDelayed(Date.now() + (options.heldRetryMs ?? 1000), token);
         throw new DelayedError();
       case "retried":
