@@ -1,5 +1,10 @@
-import type { Job } from "bullmq";
-import { afterEach, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { Queue, type Job } from "bullmq";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { createLogger } from "../../src/logging/logger.js";
+import { SYNC_QUEUE } from "../../src/queue/names.js";
+import { createRedisConnection } from "../../src/redis/connection.js";
+import { createSyncWorker } from "../../src/worker/sync/sync-worker.js";
 import type { EventJobData } from "../../src/queue/event-job.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextJob } from "../helpers/job-events.js";
@@ -75,5 +80,41 @@ describe("a failing handler's error text in Redis and in the event log", () => {
     expect(outcome?.error?.length).toBeLessThan(9 * 1024);
     expect(outcome?.error).toContain("[cut: ");
     expect(outcome?.stack?.length).toBeLessThanOrEqual(4096 + 64);
+  });
+});
+
+describe("a failing sync job's error text in Redis", () => {
+  it("is cut to the same bound when a sync processor throws a 5 MB message", async () => {
+    const connection = createRedisConnection(inject("redisUrl"), "worker");
+    const prefix = `test-syncerr-${randomUUID().slice(0, 8)}`;
+    const queue = new Queue(SYNC_QUEUE, { connection, prefix });
+    const worker = createSyncWorker({
+      connection,
+      prefix,
+      queue,
+      processors: {
+        boom: () => Promise.reject(new Error("s".repeat(5_000_000))),
+      },
+      concurrency: 2,
+      lockMs: 30_000,
+      maxStalls: 1,
+      logger: createLogger({ level: "silent" }),
+    });
+    try {
+      void worker.run();
+      const failed = nextJob(worker, "failed");
+      await queue.add("boom", {}, { attempts: 1 });
+      const job = await failed;
+      expect(job.failedReason.length).toBeLessThan(9 * 1024);
+      expect(job.failedReason).toContain("[cut: ");
+      const bytes = (await connection.call("MEMORY", "USAGE", `${prefix}:${SYNC_QUEUE}:${job.id}`, "SAMPLES", "0")) as number;
+      expect(bytes).toBeGreaterThan(0);
+      expect(bytes).toBeLessThan(64 * 1024);
+    } finally {
+      await worker.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
+      await connection.quit();
+    }
   });
 });
