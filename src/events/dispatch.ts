@@ -1,4 +1,5 @@
 import { EventDataError, isKnownEventType, parseKnownEvent, type AnyEvent } from "./catalog.js";
+import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS } from "./error-text.js";
 import { untilAborted } from "./handler-deadline.js";
 import type { HandlerRegistry } from "./registry.js";
 
@@ -77,18 +78,15 @@ function typedEvent(event: AnyEvent): { typed: unknown; dataError?: EventDataErr
   }
 }
 
-/** A handler's error as the event log and the logs show it. */
+/** A handler's error as the event log and the logs show it: bounded (a message may quote a whole payload). */
 export function errorMessage(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  return boundedErrorText(err instanceof Error ? `${err.name}: ${err.message}` : String(err), MAX_ERROR_MESSAGE_CHARS);
 }
 
-/** Longest stack kept of one handler's error: its top frames, where the handler's own code is. */
-export const MAX_STACK_LENGTH = 4000;
-
-/** A handler's error's stack (bounded), pointing at the handler's code; undefined for a non-Error throw. */
+/** A handler's error's stack (bounded, its frames kept), pointing at the handler's code; undefined for a non-Error throw. */
 export function errorStack(err: unknown): string | undefined {
   if (!(err instanceof Error) || typeof err.stack !== "string" || err.stack === "") return undefined;
-  return err.stack.length <= MAX_STACK_LENGTH ? err.stack : `${err.stack.slice(0, MAX_STACK_LENGTH)}\n    …`;
+  return boundedStack(err.stack);
 }
 
 /** A failed handler's outcome as the event log keeps it: the message, and the stack when there is one. */
@@ -99,7 +97,13 @@ export function failedOutcome(err: unknown): { status: "failed"; error: string; 
 
 /** The stacks of the handler errors an event's failure sums up, each under its handler's key. */
 export function handlerStacks(failures: readonly HandlerFailure[]): string {
-  return failures.map((f) => `[${f.key}] ${errorStack(f.error) ?? errorMessage(f.error)}`).join("\n");
+  const stacks = failures.map((f) => `[${f.key}] ${errorStack(f.error) ?? errorMessage(f.error)}`).join("\n");
+  return boundedErrorText(stacks, 2 * MAX_ERROR_STACK_CHARS);
+}
+
+/** What an event's failure says: each failed handler's key and message, bounded as one message. */
+export function failureSummary(failures: readonly HandlerFailure[]): string {
+  return boundedErrorText(failures.map((f) => `${f.key}: ${errorMessage(f.error)}`).join("; "), MAX_ERROR_MESSAGE_CHARS);
 }
 
 /**
@@ -108,6 +112,6 @@ export function handlerStacks(failures: readonly HandlerFailure[]): string {
  * would otherwise point at the worker's throw rather than at the code that failed.
  */
 export function withHandlerStacks<E extends Error>(err: E, stacks: string | undefined): E {
-  if (stacks) err.stack = `${err.name}: ${err.message}\n${stacks}`;
+  if (stacks) err.stack = `${err.name}: ${boundedErrorText(err.message, 1024)}\n${stacks}`;
   return err;
 }

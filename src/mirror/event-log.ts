@@ -2,6 +2,7 @@ import { sql, type Kysely, type Selectable } from "kysely";
 import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database-schema.js";
 import { EventLogError } from "./event-log-error.js";
 import { errorFingerprint } from "./error-fingerprint.js";
+import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS } from "../events/error-text.js";
 import { idProblem } from "./id-text.js";
 import { pruneInBatches } from "./prune-in-batches.js";
 import { EMBEDDED_WINDOW_ROWS, listEvents, MAX_PAGE_BYTES, type EventListBounds, type EventPage } from "./event-list.js";
@@ -60,6 +61,11 @@ export interface EventLog {
    * one statement (group commit); each call resolves or rejects with the statement that held it.
    */
   recordAttempt(attempt: EventAttempt): Promise<void>;
+  /**
+   * Whether the log holds an event of this id (a delivery of it was taken before, within
+   * EVENT_RETENTION_DAYS). Concurrent calls share one statement (group commit).
+   */
+  holds(id: string): Promise<boolean>;
   /** One event whole, payload included. */
   get(id: string): Promise<LoggedEvent | undefined>;
   /**
@@ -82,8 +88,6 @@ const toEvent = (row: Selectable<EventsTable>): LoggedEvent => ({
   updatedAt: row.updated_at,
 });
 
-const MAX_ERROR_LENGTH = 2000;
-const MAX_STACK_LENGTH = 5000;
 const STATUSES: readonly string[] = ["received", "handled", "failed"];
 
 /** One attempt as a JSON object of the statement's recordset: validated and serialized per attempt, so one bad payload fails only its own call. */
@@ -106,10 +110,10 @@ function attemptRow(attempt: EventAttempt): Row {
     handlers[key] = { status: outcome.status, attempts: 1 };
     // Error text is free text (a message may quote the payload): bounded, and made storable in jsonb.
     if (outcome.error !== undefined) {
-      handlers[key].error = storableText(outcome.error.slice(0, MAX_ERROR_LENGTH));
+      handlers[key].error = storableText(boundedErrorText(outcome.error, MAX_ERROR_MESSAGE_CHARS));
       handlers[key].fingerprint = errorFingerprint(handlers[key].error);
     }
-    if (typeof outcome.stack === "string") handlers[key].stack = storableText(outcome.stack.slice(0, MAX_STACK_LENGTH));
+    if (typeof outcome.stack === "string") handlers[key].stack = storableText(boundedStack(outcome.stack));
   }
   let json: string | undefined;
   try {
@@ -227,11 +231,24 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
     return rows.map((row) => outcome.get(row));
   }, options.maxBatch ?? 1000);
 
+  // The worker asks this for every event it reads fresh from the stream: one indexed read per batch.
+  const held = groupCommit(async (ids: string[]) => {
+    const rows = await db
+      .selectFrom("events")
+      .select("id")
+      .where("id", "in", [...new Set(ids)])
+      .execute();
+    const found = new Set(rows.map((r) => r.id));
+    return ids.map((id) => found.has(id));
+  }, options.maxBatch ?? 1000);
+
   return {
     async recordAttempt(attempt) {
       const error = await record(attemptRow(attempt));
       if (error !== undefined) throw error instanceof Error ? error : new Error("event log write failed", { cause: error });
     },
+
+    holds: (id) => held(checkId(id)),
 
     async get(id) {
       const problem = idProblem(id);

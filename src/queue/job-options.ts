@@ -3,9 +3,15 @@ import type { Config } from "../config/config.js";
 
 const JITTER = 0.5;
 
+/**
+ * How many failed attempts' stacks a job keeps (BullMQ appends one per attempt): the latest few
+ * say where it fails; all ten, each up to a bounded stack, would only fill Redis.
+ */
+export const KEPT_STACKS = 3;
+
 /** Retries: exponential with jitter; with the defaults (10 attempts from 1 s) about 17 minutes. */
 export function retryJobOptions(attempts: number, backoffMs: number): DefaultJobOptions {
-  return { attempts, backoff: { type: "exponential", delay: backoffMs, jitter: JITTER } };
+  return { attempts, backoff: { type: "exponential", delay: backoffMs, jitter: JITTER }, stackTraceLimit: KEPT_STACKS };
 }
 
 /**

@@ -6,20 +6,22 @@ import { Cluster } from "ioredis";
 import { setTimeout as delay } from "node:timers/promises";
 import { errorMessage } from "../events/dispatch.js";
 import type { RedisClient } from "../redis/connection.js";
-import { defineScripts } from "../redis/define-scripts.js";
 import { redisKeys } from "../redis/keys.js";
 import { DEFAULTS } from "../config/defaults.js";
-import { continuationOf, type ContinuationJob, type ContinuationOptions } from "./continuation.js";
-import { groupCommit } from "./group-commit.js";
+import type { Logger } from "pino";
+import type { AttemptResult, AttemptRunner } from "./attempt-runner.js";
 import { createInflightEntries, type InflightFigures } from "./inflight-entries.js";
-import { recordUntilTaken } from "./record-until-taken.js";
 import type { EventJobData } from "./event-job.js";
-import type { EventJournal } from "./event-journal.js";
-import { runFirstAttempt, type FirstAttempt, type FirstAttemptOptions } from "./first-attempt.js";
-import { decodeEntry, ENTRY_FIELD, jobOfEntry, type EntryJob } from "./stream-entry.js";
+import { decodeEntry } from "./stream-entry.js";
+import { withTimeout } from "./with-timeout.js";
+import { createStreamHandoff, entryText, type Entry } from "./stream-handoff.js";
 
-/** With FirstAttemptOptions: the registry, attempts in all, makeContext, handlerTimeoutMs, isPermanent, logger. */
-export interface StreamConsumerOptions<Ctx> extends FirstAttemptOptions<Ctx> {
+export interface StreamConsumerOptions {
+  /** Runs each event's first attempt (deadline, dispatch, record, verdict): the events queue's worker's too. */
+  runner: AttemptRunner;
+  /** Attempts per event in all: with 1, a failure on the stream is final. */
+  attempts: number;
+  logger: Logger;
   /** A "worker" connection (maxRetriesPerRequest: null); the consumer duplicates it for its blocking reads. */
   connection: RedisClient;
   prefix: string;
@@ -34,8 +36,6 @@ export interface StreamConsumerOptions<Ctx> extends FirstAttemptOptions<Ctx> {
   /** The first retry's backoff (the first attempt runs here, the rest in the queue). */
   backoffMs: number;
   dedupWindowSeconds: number;
-  /** The event log: every event taken and each handler's outcome. */
-  journal?: EventJournal;
   /** Most entries held (read ahead, each acknowledged on its own) and claimed from a dead consumer per call (default 500). */
   batchSize?: number;
   /** How long one read waits for new entries (default 1000). */
@@ -61,57 +61,56 @@ export interface StreamConsumer {
   start(): Promise<void>;
   /** Creates the consumer group (and the stream) unless it exists: after Redis lost its data. */
   ensureGroup(): Promise<void>;
-  /** Finishes the entries in hand (handled, recorded, acknowledged) within `deadlineMs`, then stops reading. */
+  /**
+   * Stops reading and starts no handler from then on: the entries read ahead and not started move
+   * into the events queue at once; those running finish (handled, recorded, acknowledged) within
+   * `deadlineMs`, or stay pending for another consumer to claim.
+   */
   stop(deadlineMs?: number): Promise<void>;
-  /** True while some attempt waits for the event log to take it (the database is away): for readiness. */
+  /** True while some attempt of the runner this consumer shares waits for the event log (the database is away): for readiness. */
   waitingOnLog(): boolean;
-  /** How many attempts wait for the event log to take them (metrics). */
+  /** How many attempts (the stream's and the events queue's) wait for the event log to take them (metrics). */
   attemptsWaitingOnLog(): number;
   /** Entries (and their bytes) read and not yet acknowledged, and the most bytes held at once. */
   inflight(): InflightFigures;
 }
 
-type Entry = [id: string, fields: string[]];
-
 /** The default body limit (MAX_BODY_BYTES) and room for the envelope (id, type, receivedAt). */
 const LARGEST_ENTRY_BYTES = 1024 * 1024 + 4096;
 
-// Acknowledge and delete in one call, so the stream holds exactly the events no consumer finished.
-const ACK_DELETE = `
-redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2))
-return redis.call('XDEL', KEYS[1], unpack(ARGV, 2))`;
-
-interface ConsumerCommands {
-  svcStreamAckDelete(stream: string, group: string, ...ids: string[]): Promise<number>;
-}
-
 /**
- * The worker's hot path: handles events straight from the ingest stream the edge appends to. It
- * holds up to `batchSize` entries (and no more than `maxInflightBytes` of them), reads with a
- * consumer group whenever there is room, runs the handlers of `concurrency` events at once, and
- * settles each entry on its own: runs its handlers (under the handler deadline), records the attempt in the event log (group-committed
- * with the attempts that end alongside), hands an event that must run again to the events queue,
- * and only then acknowledges and deletes that entry. A slow or hung handler holds one handler slot,
- * never the stream; entries read ahead keep the log's group commit and the acknowledgements batched. An event that succeeds first time costs no BullMQ job; retries with backoff, dead
- * letters, replays and change events stay BullMQ's.
+ * The worker's hot path and the stream's side of delivery: it decides where an event's first
+ * attempt comes from (the ingest stream) and where the next goes (the events queue); the attempt
+ * runner does the rest. It holds up to `batchSize` entries (and no more than `maxInflightBytes`),
+ * reads with a consumer group whenever there is room, runs the handlers of `concurrency` events at
+ * once, and settles each entry on its own: the runner's attempt (recorded, group-committed with
+ * those that end alongside), the event's continuation in the events queue if any, and only then
+ * the entry's acknowledgement. A slow or hung handler holds one slot, never the stream; an event
+ * that succeeds first time costs no BullMQ job.
  *
  * While an entry is in flight it is re-claimed (XCLAIM JUSTID) every third of `claimIdleMs`, as a
  * BullMQ worker extends its lock. A consumer that dies leaves its entries pending: after
  * `claimIdleMs` any consumer claims them (XAUTOCLAIM) and moves them into the events queue, where
- * they run again (at least once, as a crashed BullMQ job does). That move names the job after the
- * entry and deduplicates on the event id for the window, so moving an entry twice adds one job.
- *
- * While the event log cannot take an attempt, its entry holds its slot (recordUntilTaken): with
- * every slot waiting, nothing new is read, the stream grows, and the edge answers 503.
+ * they run again (at least once, as a crashed BullMQ job does), one job per entry however often
+ * it is moved. While the event log is away, an attempt holds its entry: with every entry held,
+ * nothing new is read, the stream grows, and the edge answers 503.
  */
-export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): StreamConsumer {
+export function createStreamConsumer(options: StreamConsumerOptions): StreamConsumer {
   const keys = redisKeys(options.prefix).ingest;
   const { logger, queue } = options;
   const batchSize = options.batchSize ?? 500;
   const blockMs = options.blockMs ?? 1000;
-  const dedupTtlMs = options.dedupWindowSeconds * 1000;
   const consumer = `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
-  const redis = defineScripts<ConsumerCommands>(options.connection, { svcStreamAckDelete: { numberOfKeys: 1, lua: ACK_DELETE } });
+  const handoff = createStreamHandoff({
+    connection: options.connection,
+    prefix: options.prefix,
+    queue,
+    logger,
+    attempts: options.attempts,
+    backoffMs: options.backoffMs,
+    dedupTtlMs: options.dedupWindowSeconds * 1000,
+    handlerKeys: (type) => options.runner.handlerKeys(type),
+  });
   const maxBytes = options.maxInflightBytes ?? DEFAULTS.workerMaxInflightBytes;
   const largestEntryBytes = options.largestEntryBytes ?? LARGEST_ENTRY_BYTES;
   const inflight = createInflightEntries({ maxEntries: batchSize, maxBytes, largestEntryBytes });
@@ -120,26 +119,14 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
   const handlerSlots = pLimit(options.concurrency);
   // Claimed entries are held until they are in the queue: at most what one byte budget holds.
   const claimCount = Math.max(1, Math.min(batchSize, Math.floor(maxBytes / largestEntryBytes)));
-  // Entries that settle together are acknowledged together, and their jobs added in one addBulk:
-  // one round trip each per I/O turn, while no entry waits for another's handlers.
-  const ackDelete = groupCommit<string, string>(async (ids) => {
-    await redis.svcStreamAckDelete(keys.stream, keys.group, ...ids);
-    return ids;
-  }, 500);
-  const addJob = groupCommit<ContinuationJob, unknown>((jobs) => queue.addBulk(jobs), 500);
-  const continuationOptions: ContinuationOptions = {
-    attempts: options.attempts,
-    backoffMs: options.backoffMs,
-    dedupTtlMs,
-    handlerKeys: (type) => options.registry.handlersFor(type).map((h) => h.key),
-  };
   // Blocking reads get a connection of their own: they would hold up every command behind them.
   let reader: RedisClient | undefined;
   let stopping = false;
   let running: Promise<void> | undefined;
   let heartbeat: NodeJS.Timeout | undefined;
   let nextClaimAt = 0;
-  let waitingOnLog = 0;
+  // Entries read and waiting for a handler slot: what a stop hands on instead of starting.
+  const unstarted = new Map<string, Entry>();
   const stopped = new AbortController();
   const pause = (ms: number) => delay(ms, undefined, { ref: false, signal: stopped.signal }).catch(() => undefined);
 
@@ -150,8 +137,16 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
     });
   };
 
-  /** The first attempt of one entry's event; undefined for an entry that can never be an event. */
-  const attempt = async (entryId: string, text: string): Promise<FirstAttempt | undefined> => {
+  /**
+   * The first attempt of one entry's event, its handlers in one of the consumer's slots; undefined
+   * for an entry that can never be an event. Once stop() was called no slot starts handlers: the
+   * attempt ends `released` and releaseUnstarted hands the entry on.
+   */
+  const attempt = async (
+    entry: Entry,
+    text: string,
+  ): Promise<{ data: EventJobData; result: AttemptResult; started: boolean } | undefined> => {
+    const [entryId] = entry;
     let data: EventJobData;
     try {
       data = decodeEntry(text);
@@ -160,42 +155,54 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
       logger.error({ entryId, err: (err as Error).message }, "dropping an unreadable stream entry");
       return undefined;
     }
-    return handlerSlots(() => runFirstAttempt(options, entryId, data));
-  };
-
-  /** Whether the log took the attempt (false: it refused the event); undefined when stopping first. */
-  const record = async (a: FirstAttempt): Promise<boolean | undefined> => {
-    if (!options.journal) return true;
-    const outcome = await recordUntilTaken(a.record, {
-      journal: options.journal,
-      logger,
+    unstarted.set(entryId, entry);
+    let started = false;
+    const result = await options.runner.run({
+      data,
+      number: 1,
+      last: options.attempts <= 1,
+      delivery: true,
+      slot: (run) => handlerSlots(() => (stopping ? undefined : ((started = unstarted.delete(entryId)), run()))),
       stopping: () => stopping,
-      sleep: pause,
-      onWaiting: (waiting) => (waitingOnLog += waiting ? 1 : -1),
+      logger: logger.child({ eventId: data.id, eventType: data.type, entryId, attempt: 1 }),
     });
-    return outcome === "stopped" ? undefined : outcome === "recorded";
+    return { data, result, started };
   };
 
-  /** One entry, start to end: attempt, record, continue in the queue if need be, acknowledge. */
-  const settle = async (entryId: string, text: string) => {
-    const a = await attempt(entryId, text);
-    if (!a) {
-      await ackDelete(entryId);
-      return;
+  /**
+   * At a stop, the entries read ahead whose handlers have not started go into the events queue at
+   * once (as claimed entries do), where any worker takes them now rather than after claimIdleMs.
+   * Their slot callbacks still run later (p-limit cannot drop them) and start nothing.
+   */
+  const releaseUnstarted = async () => {
+    const entries = [...unstarted.values()];
+    unstarted.clear();
+    if (entries.length === 0) return;
+    await handoff.moveToQueue(entries, "moved stream entries not yet started into the events queue at a stop");
+    for (const [id] of entries) inflight.remove(id);
+  };
+
+  /** One entry, start to end: attempt (recorded by the runner), continue in the queue if need be, acknowledge. */
+  const handleEntry = async (entry: Entry, text: string) => {
+    const [entryId] = entry;
+    const started = performance.now();
+    const a = await attempt(entry, text);
+    if (a) {
+      // Released at a stop: releaseUnstarted moves it on (or did, while its attempt waited to start).
+      if (a.result.outcome === "released" || (!a.started && !unstarted.delete(entryId))) return;
+      await handoff.continueAfter(entryId, a.data, a.result);
     }
-    const recorded = await record(a);
-    // Stopping while the log is away: left pending, another consumer claims it into the queue.
-    if (recorded === undefined) return;
-    const { outcome, job } = continuationOf(a, recorded, continuationOptions);
-    if (job) await addJob(job);
-    await ackDelete(entryId);
-    options.onSettled?.({ id: a.data.id, type: a.data.type, entryId, outcome, seconds: (performance.now() - a.started) / 1000 });
+    await handoff.ackDelete(entryId);
+    const outcome = a?.result.outcome;
+    if (a && (outcome === "completed" || outcome === "failed" || outcome === "retried"))
+      options.onSettled?.({ id: a.data.id, type: a.data.type, entryId, outcome, seconds: (performance.now() - started) / 1000 });
   };
 
-  const begin = ([entryId, fields]: Entry) => {
-    const text = fields[fields.indexOf(ENTRY_FIELD) + 1] ?? "";
+  const begin = (entry: Entry) => {
+    const [entryId] = entry;
+    const text = entryText(entry);
     inflight.add(entryId, Buffer.byteLength(text));
-    settle(entryId, text)
+    handleEntry(entry, text)
       // A step that failed (Redis away) leaves the entry pending: no longer kept by the heartbeat,
       // it is claimed after claimIdleMs and runs again from the events queue.
       .catch((err: unknown) => logger.warn({ entryId, err: errorMessage(err) }, "could not settle a stream entry; it will be claimed"))
@@ -211,36 +218,15 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
 
   /** Moves entries a dead consumer (or this one, before a lost reply) left pending into the events queue. */
   const claimAbandoned = async (r: RedisClient) => {
-    let cursor = "0-0";
-    do {
-      const [nextCursor, entries] = (await r.xautoclaim(
-        keys.stream,
-        keys.group,
-        consumer,
-        options.claimIdleMs,
-        cursor,
-        "COUNT",
-        claimCount,
-      )) as [string, (Entry | null)[]];
-      const live = entries.filter((e): e is Entry => e !== null && !inflight.has(e[0]));
-      if (live.length > 0) await moveToQueue(live);
-      cursor = nextCursor;
-    } while (cursor !== "0-0" && !stopping);
-  };
-
-  const moveToQueue = async (live: Entry[]) => {
-    logger.info({ count: live.length }, "claimed stream entries a stopped consumer left pending; they continue in the events queue");
-    const jobs: EntryJob[] = [];
-    for (const [id, fields] of live) {
-      try {
-        jobs.push(jobOfEntry(id, fields[fields.indexOf(ENTRY_FIELD) + 1] ?? "", dedupTtlMs));
-      } catch (err) {
-        logger.error({ entryId: id, err: (err as Error).message }, "dropping an unreadable stream entry");
-      }
-    }
-    if (jobs.length > 0) await queue.addBulk(jobs);
-    await redis.svcStreamAckDelete(keys.stream, keys.group, ...live.map(([id]) => id));
-    options.onClaimed?.(jobs.length);
+    const claim = {
+      consumer,
+      idleMs: options.claimIdleMs,
+      count: claimCount,
+      held: (id: string) => inflight.has(id),
+      stopping: () => stopping,
+    };
+    const moved = await handoff.claimAbandoned(r, claim);
+    if (moved > 0) options.onClaimed?.(moved);
   };
 
   /** Reads as many new entries as there is room for (blocking up to blockMs) and starts each. */
@@ -298,18 +284,23 @@ export function createStreamConsumer<Ctx>(options: StreamConsumerOptions<Ctx>): 
       // What was read and not acknowledged stays pending, and another consumer claims it.
       const finished = (async () => {
         await running;
+        await releaseUnstarted();
         await inflight.whenEmpty();
       })();
-      if ((await Promise.race([finished, delay(deadlineMs, undefined, { ref: false }).then(() => "late" as const)])) === "late") {
+      const late = await withTimeout(finished, deadlineMs, "stop").then(
+        () => false,
+        () => true,
+      );
+      if (late) {
         logger.warn("stream consumer did not stop in time; its unacknowledged entries will be claimed by another consumer");
         reader?.disconnect();
-        await Promise.race([running, delay(1000, undefined, { ref: false })]);
+        await withTimeout(Promise.resolve(running), 1000, "stop").catch(() => undefined);
       }
       clearInterval(heartbeat);
       await reader?.quit().catch(() => reader?.disconnect());
     },
-    waitingOnLog: () => waitingOnLog > 0,
-    attemptsWaitingOnLog: () => waitingOnLog,
+    waitingOnLog: () => options.runner.waitingOnLog() > 0,
+    attemptsWaitingOnLog: () => options.runner.waitingOnLog(),
     inflight: () => inflight.figures(),
   };
 }

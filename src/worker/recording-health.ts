@@ -1,11 +1,11 @@
 import { EventLogError } from "../mirror/event-log-error.js";
-import type { EventJournal } from "../queue/event-journal.js";
+import type { AttemptLog } from "../queue/attempt-runner.js";
 
 /** Whether the event log takes the worker's attempts: what readiness reports beside a database probe. */
 export interface RecordingHealth {
-  /** The journal to hand the stream consumer and the event worker: the log, watched. */
-  journal: EventJournal;
-  /** The last record failed for a reason not the event's own, and none succeeded since. */
+  /** The log to hand the attempt runner: the event log, watched. */
+  eventLog: AttemptLog;
+  /** The last call (a write, or the look-up of a delivery) failed for a reason not the event's own, and none succeeded since. */
   failing(): boolean;
 }
 
@@ -14,20 +14,23 @@ export interface RecordingHealth {
  * cannot write (the embedded store on a full disk), and on the embedded store a probe would wait
  * behind whatever query holds its one connection; the outcome of the last real write needs neither.
  */
-export function watchRecording(journal: EventJournal): RecordingHealth {
+export function watchRecording(eventLog: AttemptLog): RecordingHealth {
   let failing = false;
+  const watched = async <T>(call: Promise<T>): Promise<T> => {
+    try {
+      const answer = await call;
+      failing = false;
+      return answer;
+    } catch (err) {
+      // An event the log can never store says nothing about the database.
+      if (!(err instanceof EventLogError && err.code === "invalid_event")) failing = true;
+      throw err;
+    }
+  };
   return {
-    journal: {
-      async recordAttempt(attempt) {
-        try {
-          await journal.recordAttempt(attempt);
-          failing = false;
-        } catch (err) {
-          // An event the log can never store says nothing about the database.
-          if (!(err instanceof EventLogError && err.code === "invalid_event")) failing = true;
-          throw err;
-        }
-      },
+    eventLog: {
+      recordAttempt: (attempt) => watched(eventLog.recordAttempt(attempt)),
+      holds: (id) => watched(eventLog.holds(id)),
     },
     failing: () => failing,
   };

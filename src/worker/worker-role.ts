@@ -8,7 +8,9 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { ChangeOutbox } from "../mirror/change-outbox.js";
 import type { EventLog } from "../mirror/event-log.js";
 import type { MirrorStore } from "../mirror/store.js";
+import { createAttemptRunner } from "../queue/attempt-runner.js";
 import { createEventWorker } from "../queue/event-worker.js";
+import { withTimeout } from "../queue/with-timeout.js";
 import { configuredJobOptions } from "../queue/job-options.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/names.js";
 import { createStreamConsumer, type StreamConsumer } from "../queue/stream-consumer.js";
@@ -205,19 +207,24 @@ export function createWorkerRole(deps: {
     logRegisteredHandlers(logger, source, use(map, source));
   });
 
-  const eventWorker = createEventWorker<SharedHandlerContext>({
+  // One engine for every attempt, the stream's first ones and the events queue's jobs alike.
+  const runner = createAttemptRunner<SharedHandlerContext>({
+    registry: perHandlerContext(registry, withSteps),
+    handlerTimeoutMs: config.worker.handlerTimeoutMs,
+    logger,
+    eventLog: recording.eventLog,
+    makeContext: (_event, attempt, log, signal) => ({ api, mirror, logger: log, attempt, signal }),
+    isPermanent: isPermanentUpstreamError,
+  });
+  const eventWorker = createEventWorker({
     connection,
     prefix,
-    registry: perHandlerContext(registry, withSteps),
+    runner,
     concurrency,
     lockMs,
     maxStalls,
-    handlerTimeoutMs: config.worker.handlerTimeoutMs,
     logger,
-    journal: recording.journal,
-    recordRetryMs: config.worker.backoffMs,
-    makeContext: (_event, attempt, log, signal) => ({ api, mirror, logger: log, attempt, signal }),
-    isPermanent: isPermanentUpstreamError,
+    heldRetryMs: config.worker.backoffMs,
   });
 
   const processors: SyncJobProcessors = {
@@ -285,22 +292,18 @@ export function createWorkerRole(deps: {
   });
 
   const settled = createSettledEvents(eventWorker);
-  const streamConsumer = createStreamConsumer<SharedHandlerContext>({
+  const streamConsumer = createStreamConsumer({
     connection,
     prefix,
     queue: eventsQueue,
-    registry: perHandlerContext(registry, withSteps),
+    runner,
     concurrency,
     maxInflightBytes: config.worker.maxInflightBytes,
     // The edge's body limit plus the envelope: a read never asks for more than the budget holds.
     largestEntryBytes: config.maxBodyBytes + 4096,
-    handlerTimeoutMs: config.worker.handlerTimeoutMs,
     attempts: config.worker.attempts,
     backoffMs: config.worker.backoffMs,
     dedupWindowSeconds: config.dedupWindowSeconds,
-    makeContext: (_event, attempt, log, signal) => ({ api, mirror, logger: log, attempt, signal }),
-    isPermanent: isPermanentUpstreamError,
-    journal: recording.journal,
     batchSize: config.ingest.batchSize,
     claimIdleMs: config.ingest.claimIdleMs,
     logger,
@@ -365,13 +368,14 @@ export function createWorkerRole(deps: {
       await streamConsumer.stop(deadlineMs);
       deadlineMs = Math.max(0, deadlineMs - (Date.now() - started));
       const graceful = Promise.all(workers.map((w) => w.close()));
-      let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), deadlineMs)));
-      if ((await Promise.race([graceful, deadline])) === "late") {
+      const late = await withTimeout(graceful, deadlineMs, "stop").then(
+        () => false,
+        () => true,
+      );
+      if (late) {
         logger.warn("active jobs did not finish before the shutdown deadline; they will run again");
         await Promise.all(workers.map((w) => w.close(true)));
       }
-      clearTimeout(timer);
       // After the workers: a sync job finishing above may still record (and poke) changes.
       await changeRelay.stop();
       await Promise.all([eventsQueue.close(), syncQueue.close()]);

@@ -2,6 +2,7 @@ import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { createHandlerRegistry, type HandlerMap } from "../../src/events/registry.js";
 import { createLogger } from "../../src/logging/logger.js";
+import { createAttemptRunner, type AttemptRunnerOptions } from "../../src/queue/attempt-runner.js";
 import type { EventJobData } from "../../src/queue/event-job.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { createStreamConsumer, type StreamConsumer, type StreamConsumerOptions } from "../../src/queue/stream-consumer.js";
@@ -16,24 +17,32 @@ import { waitFor } from "./wait-for.js";
 export function startConsumer(
   redis: Redis,
   prefix: string,
-  extra: Partial<StreamConsumerOptions<object>> & { handlers?: HandlerMap<object> } = {},
+  extra: Partial<StreamConsumerOptions> &
+    Partial<Pick<AttemptRunnerOptions<object>, "handlerTimeoutMs" | "eventLog">> & { handlers?: HandlerMap<object> } = {},
 ): { consumer: StreamConsumer; stop(): Promise<void> } {
   const connection = redis.duplicate({ maxRetriesPerRequest: null });
   const queue = new Queue<EventJobData>(EVENTS_QUEUE, { connection, prefix, defaultJobOptions: { removeOnComplete: true } });
   const registry = createHandlerRegistry<object>();
   registry.use(extra.handlers ?? {}, "test");
-  const consumer = createStreamConsumer<object>({
+  const logger = extra.logger ?? createLogger({ level: "silent" });
+  const runner = createAttemptRunner<object>({
+    registry,
+    makeContext: () => ({}),
+    logger,
+    ...(extra.handlerTimeoutMs !== undefined ? { handlerTimeoutMs: extra.handlerTimeoutMs } : {}),
+    ...(extra.eventLog ? { eventLog: extra.eventLog } : {}),
+  });
+  const consumer = createStreamConsumer({
     connection,
     prefix,
     queue,
-    registry,
+    runner,
     concurrency: 10,
     attempts: 3,
     backoffMs: 100,
     dedupWindowSeconds: 3600,
-    makeContext: () => ({}),
     claimIdleMs: 30_000,
-    logger: createLogger({ level: "silent" }),
+    logger,
     ...extra,
   });
   const started = consumer.start();

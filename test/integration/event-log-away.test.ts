@@ -61,7 +61,7 @@ describe.each(testDrivers())("the event log away while events arrive (%s)", (dri
     expect(await svc.redis.xlen(redisKeys(svc.prefix).ingest.stream)).toBe(accepted.length);
     expect(await svc.service.eventsQueue.getJobCountByTypes("completed", "failed", "waiting", "active", "delayed")).toBe(0);
     expect(svc.service.worker!.streamConsumer.waitingOnLog()).toBe(true);
-    expect(svc.logs.text()).toContain("holding it until the event log answers");
+    expect(svc.logs.text()).toContain("holding the attempt until the event log answers");
     // The scrape shows what the consumer holds and how many attempts wait on the log.
     const held = await gauges(svc);
     expect(held.svc_event_log_waiting_attempts).toBeGreaterThan(0);

@@ -219,7 +219,7 @@ describe("ingest stream: graceful stop of the consumer", () => {
     expect(timers()).toBeLessThanOrEqual(before);
   });
 
-  it("leaves every event either settled or still in the stream, none read and dropped", async () => {
+  it("leaves every event settled, still in the stream or moved into the events queue at the stop, none read and dropped", async () => {
     const edge = await edgeFor();
     const events = Array.from({ length: 600 }, () => sampleEvent());
     const statuses = await Promise.all(events.map(async (e) => (await edge.postSigned(e)).status));
@@ -240,10 +240,10 @@ describe("ingest stream: graceful stop of the consumer", () => {
 
     const { stream, group } = redisKeys(edge.prefix).ingest;
     expect(((await edge.redis.xpending(stream, group)) as [number])[0]).toBe(0);
-    const inStream = await edge.redis.xlen(stream);
+    // Unread entries stay in the stream; those read ahead and not started moved into the events queue.
     const unsettled = (await edge.stored()).map((e) => e.id);
     expect(unsettled.filter((id) => settled.has(id))).toEqual([]);
-    expect(inStream + settled.size).toBe(events.length);
-    expect(inStream).toBeLessThan(events.length);
+    expect(unsettled.length + settled.size).toBe(events.length);
+    expect(settled.size).toBeGreaterThan(0);
   });
 });

@@ -1,4 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { createHandlerRegistry } from "../../src/events/registry.js";
+import { createLogger } from "../../src/logging/logger.js";
+import { createAttemptRunner } from "../../src/queue/attempt-runner.js";
+import { createEventWorker } from "../../src/queue/event-worker.js";
 import { redisKeys } from "../../src/redis/keys.js";
 import { sampleEvent, startEdge } from "../helpers/edge.js";
 import { startConsumer, streamDrained } from "../helpers/stream-consumer.js";
@@ -86,5 +90,58 @@ describe("stream consumer: bytes in flight", () => {
     await waitFor(() => handled.length > 0, { what: "the event to be settled" });
     expect(handled).toEqual([event.id]);
     await streamDrained(edge.redis, edge.prefix);
+  });
+});
+
+describe("stream consumer: stopping", () => {
+  it("starts no handler once stop() is called, and hands the 38 entries it read ahead to the events queue at once", async () => {
+    const edge = await startEdge();
+    cleanups.push(() => edge.stop());
+    const events = Array.from({ length: 40 }, () => sampleEvent({ type: "loyalty.points_awarded" }));
+    for (const e of events) expect((await edge.postSigned(e)).status).toBe(200);
+    const startedHere: string[] = [];
+    let stopCalled = false;
+    let startedAfterStop = 0;
+    let openGate!: () => void;
+    const gate = new Promise<void>((r) => (openGate = r));
+    const stopping = startConsumer(edge.redis, edge.prefix, {
+      concurrency: 2,
+      handlers: {
+        "*": async (e: { id: string }) => {
+          startedHere.push(e.id);
+          if (stopCalled) startedAfterStop++;
+          await gate;
+        },
+      },
+    });
+    await waitFor(() => startedHere.length === 2 && stopping.consumer.inflight().entries === 40, {
+      what: "two slow handlers running and all 40 entries read ahead",
+    });
+    stopCalled = true;
+    const stopped = stopping.stop();
+    // The two running handlers end; the other 38 never start here.
+    openGate();
+    await stopped;
+    expect(startedAfterStop).toBe(0);
+    // Another worker's events-queue worker takes the rest right away (no claim after claimIdleMs).
+    const handledElsewhere: string[] = [];
+    const registry = createHandlerRegistry<object>();
+    registry.on("*", (e: { id: string }) => void handledElsewhere.push(e.id), "test");
+    const connection = edge.redis.duplicate({ maxRetriesPerRequest: null });
+    const logger = createLogger({ level: "silent" });
+    const runner = createAttemptRunner<object>({ registry, logger, makeContext: () => ({}) });
+    const worker = createEventWorker({ connection, prefix: edge.prefix, runner, concurrency: 5, logger });
+    cleanups.push(async () => {
+      await worker.close();
+      await connection.quit();
+    });
+    void worker.run();
+    await waitFor(() => handledElsewhere.length >= 38, { what: "the entries read ahead to be handled by another worker" });
+    await streamDrained(edge.redis, edge.prefix);
+    expect(startedHere).toHaveLength(2);
+    // Every entry handled exactly once overall, none lost.
+    const all = [...startedHere, ...handledElsewhere];
+    expect(all).toHaveLength(40);
+    expect(new Set(all)).toEqual(new Set(events.map((e) => e.id)));
   });
 });

@@ -7,6 +7,7 @@ import { createDatabase, type Database } from "../../src/mirror/database.js";
 import { createEventLog, type EventAttempt } from "../../src/mirror/event-log.js";
 import { migrateToLatest } from "../../src/mirror/migrate.js";
 import type { EventJobData } from "../../src/queue/event-job.js";
+import { createAttemptRunner } from "../../src/queue/attempt-runner.js";
 import { createEventWorker } from "../../src/queue/event-worker.js";
 import { retentionJobOptions, retryJobOptions } from "../../src/queue/job-options.js";
 import { createRedisConnection, type RedisClient } from "../../src/redis/connection.js";
@@ -18,7 +19,7 @@ import { waitFor } from "../helpers/wait-for.js";
 // This file stops and starts a PostgreSQL server of its own.
 const bin = findPostgresBin();
 
-describe.skipIf(!bin)("the event worker while the event log cannot record", () => {
+describe.skipIf(!bin)("the events queue's attempts while the event log cannot record", () => {
   let postgres: PostgresServer;
   let database: Database;
   let connection: RedisClient;
@@ -34,7 +35,7 @@ describe.skipIf(!bin)("the event worker while the event log cannot record", () =
     await postgres.destroy();
   });
 
-  it("loses no event with KEEP_FAILED_JOBS=1: an unrecorded attempt waits in the queue, spending no attempt, and is recorded once the database is back", async () => {
+  it("loses no event with KEEP_FAILED_JOBS=1: an attempt the log cannot take holds its job, spending no attempt; a stop puts it back carrying its outcomes; the next worker records it", async () => {
     const prefix = `test-unrec-${randomUUID().slice(0, 8)}`;
     const queue = new Queue<EventJobData>("events", {
       connection,
@@ -57,23 +58,24 @@ describe.skipIf(!bin)("the event worker while the event log cannot record", () =
       "app",
     );
     const logs = captureLogs();
-    const worker = createEventWorker<object>({
-      connection,
-      prefix,
+    const logger = createLogger({ level: "info", destination: logs.stream });
+    const runner = createAttemptRunner<object>({
       registry,
-      concurrency: 4,
-      logger: createLogger({ level: "info", destination: logs.stream }),
+      logger,
       makeContext: () => ({}),
-      recordRetryMs: 20,
+      logWaitMs: 20,
       // The real event log, counting the attempts it was asked to record.
-      journal: {
+      eventLog: {
         recordAttempt(attempt: EventAttempt) {
           tries.set(attempt.id, (tries.get(attempt.id) ?? 0) + 1);
           return log.recordAttempt(attempt);
         },
+        holds: (id) => log.holds(id),
       },
     });
+    const workerOf = () => createEventWorker({ connection, prefix, runner, concurrency: 6, logger, heldRetryMs: 20 });
     const ids = Array.from({ length: 6 }, (_, i) => `evt_unrec_${i}`);
+    let worker = workerOf();
     try {
       await postgres.stop();
       void worker.run();
@@ -83,26 +85,28 @@ describe.skipIf(!bin)("the event worker while the event log cannot record", () =
           data: { id, type: "test.event", receivedAt: new Date().toISOString(), payload: { n: 1 } },
         })),
       );
-      // Each event asked the log three times, more than its attempts, or left the queue's live states.
-      const live = async () => new Set((await queue.getJobs(["delayed", "wait", "active"])).map((j) => j.data.id));
-      await waitFor(
-        async () => {
-          const waiting = await live();
-          return ids.every((id) => (tries.get(id) ?? 0) >= 3 || !waiting.has(id));
-        },
-        { what: "every event to be refused by the log three times, or to leave the queue" },
-      );
+      // Each event asked the log three times, more than its attempts: its job is held, not failed.
+      await waitFor(() => ids.every((id) => (tries.get(id) ?? 0) >= 3), { what: "every event to be refused by the log three times" });
+      expect(runner.waitingOnLog()).toBe(ids.length);
       expect(await queue.getFailedCount()).toBe(0);
-      expect([...(await live())].sort()).toEqual(ids);
-      // Logged once per job, not once per refusal.
-      expect(logs.text().match(/could not record the event's attempt/g)?.length).toBe(ids.length);
+      // Logged once per attempt, not once per refusal.
+      expect(logs.text().match(/holding the attempt until the event log answers/g)?.length).toBe(ids.length);
+
+      // A stop while the log is away: every held job goes back to the delayed set with its handlers' successes.
+      await worker.close();
+      expect(await queue.getFailedCount()).toBe(0);
+      const delayed = await queue.getDelayed();
+      expect(delayed.map((j) => j.data.id).sort()).toEqual(ids);
+      expect(delayed[0]?.progress).toEqual({ done: ["app:test.event:0"], unrecorded: { "app:test.event:0": { status: "ok" } } });
 
       await postgres.start();
+      worker = workerOf();
+      void worker.run();
       await waitFor(async () => (await Promise.all(ids.map((id) => log.get(id)))).every((e) => e?.status === "handled"), {
         what: "every event to be recorded handled",
         timeoutMs: 60_000,
       });
-      // Each handler ran once: a deferred attempt records the outcomes it carries instead of running them again.
+      // Each handler ran once: the next attempt records the outcomes it carries instead of running them again.
       expect(runs).toBe(ids.length);
       expect((await log.get(ids[0]!))?.handlers).toEqual({ "app:test.event": { status: "ok", attempts: 1 } });
     } finally {

@@ -1,6 +1,7 @@
 import { UnrecoverableError, Worker, type Job, type Queue, type Telemetry } from "bullmq";
 import type { Logger } from "pino";
 import { SYNC_QUEUE } from "../../queue/names.js";
+import { withBoundedText } from "../../events/error-text.js";
 import type { RedisClient } from "../../redis/connection.js";
 import { isPermanentUpstreamError, UpstreamRateLimitError } from "../../upstream/index.js";
 import type { RefreshJobData } from "./refresh-scheduler.js";
@@ -42,6 +43,7 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
       try {
         return await processor(job, token);
       } catch (err) {
+        withBoundedText(err); // BullMQ keeps the message and the stack in Redis
         if (err instanceof UpstreamRateLimitError) {
           await options.queue.rateLimit(err.retryAfterMs);
           throw Worker.RateLimitError();

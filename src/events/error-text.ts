@@ -1,0 +1,46 @@
+/**
+ * The bounds of a failure's text wherever it is kept (BullMQ's failedReason and stacktrace, the
+ * event log, the logs): a handler's error may quote a whole payload or a response body, and a
+ * stack may hold one per attempt.
+ */
+export const MAX_ERROR_MESSAGE_CHARS = 8192;
+export const MAX_ERROR_STACK_CHARS = 4096;
+
+/**
+ * `text` when it fits in `max` characters, else its first characters and a marker saying how much
+ * was cut; never longer than `max` plus the marker (about 40 characters), never a split surrogate pair.
+ */
+export function boundedErrorText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const end = isHighSurrogate(text.charCodeAt(max - 1)) ? max - 1 : max;
+  return `${text.slice(0, end)}… [cut: ${text.length - end} of ${text.length} characters]`;
+}
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+
+/** Room for a stack's first line (`Name: message`) before its frames, which are what a stack is for. */
+const MAX_STACK_HEADER_CHARS = 1024;
+
+/** A stack bounded to MAX_ERROR_STACK_CHARS: its header cut first (the message is kept apart), then its frames. */
+export function boundedStack(stack: string): string {
+  if (stack.length <= MAX_ERROR_STACK_CHARS) return stack;
+  const framesAt = stack.search(/\n\s+at /);
+  if (framesAt < 0) return boundedErrorText(stack, MAX_ERROR_STACK_CHARS);
+  const header = boundedErrorText(stack.slice(0, framesAt), MAX_STACK_HEADER_CHARS);
+  return header + boundedErrorText(stack.slice(framesAt), MAX_ERROR_STACK_CHARS - header.length);
+}
+
+/**
+ * Bounds `err`'s message and stack in place (what BullMQ stores when a job fails with it) and
+ * returns it; anything thrown that is not an Error becomes one with its bounded text.
+ */
+export function withBoundedText(err: unknown): Error {
+  if (!(err instanceof Error)) return new Error(boundedErrorText(String(err), MAX_ERROR_MESSAGE_CHARS));
+  try {
+    err.message = boundedErrorText(err.message, MAX_ERROR_MESSAGE_CHARS);
+    if (typeof err.stack === "string") err.stack = boundedStack(err.stack);
+  } catch {
+    // A frozen error: its text stays as thrown, the rest still works.
+  }
+  return err;
+}

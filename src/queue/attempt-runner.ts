@@ -1,0 +1,227 @@
+import { setTimeout as delay } from "node:timers/promises";
+import { UnrecoverableError } from "bullmq";
+import type { Logger } from "pino";
+import { EventDataError, type AnyEvent } from "../events/catalog.js";
+import {
+  dispatchEvent,
+  errorMessage,
+  type DispatchResult,
+  failedOutcome,
+  failureSummary,
+  handlerStacks,
+  withHandlerStacks,
+} from "../events/dispatch.js";
+import { startHandlerDeadline } from "../events/handler-deadline.js";
+import type { HandlerRegistry } from "../events/registry.js";
+import { EventLogError } from "../mirror/event-log-error.js";
+import type { EventAttempt, EventLog } from "../mirror/event-log.js";
+import { withCarriedTrace } from "../tracing/trace-context.js";
+import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
+
+/** What the runner needs of the event log: record an attempt, and whether it holds an event. */
+export type AttemptLog = Pick<EventLog, "recordAttempt" | "holds">;
+
+export interface AttemptRunnerOptions<Ctx> {
+  registry: HandlerRegistry<Ctx>;
+  /** `attempt` is 1 on an event's first run, 2 on its first retry, …; `signal` aborts at the deadline. */
+  makeContext(event: AnyEvent, attempt: number, logger: Logger, signal: AbortSignal): Ctx;
+  /** How long an attempt's handlers may run (HANDLER_TIMEOUT_MS); past it they fail, retryably. 0 or unset: no deadline. */
+  handlerTimeoutMs?: number;
+  /** Errors that no retry can fix (a 4xx from the API other than 429), beside UnrecoverableError and EventDataError. */
+  isPermanent?(err: unknown): boolean;
+  /** The event log; without it nothing is recorded (tests of the delivery path alone). */
+  eventLog?: AttemptLog;
+  logger: Logger;
+  /** The first wait while the log is away (default 100 ms); doubles up to `maxLogWaitMs` (default 5 s). */
+  logWaitMs?: number;
+  maxLogWaitMs?: number;
+}
+
+/** One attempt at an event, as its source (the ingest stream or the events queue) hands it over. */
+export interface Attempt {
+  data: EventJobData;
+  /** 1 for the event's first attempt, 2 for its first retry, … */
+  number: number;
+  /** No attempt follows this one: a failure is final. */
+  last: boolean;
+  /** A fresh delivery from the sender (a stream entry read for the first time): a duplicate of an event the log holds is skipped. */
+  delivery?: boolean;
+  /** Handler keys that already succeeded (an earlier attempt, or not aimed at by a replay): not run. */
+  done?: ReadonlySet<string>;
+  /** Earlier outcomes that no record holds yet: recorded with this attempt. */
+  carried?: Record<string, Outcome>;
+  /** The attempt starts a new round in the log (a replay's first run, a failed job retried by hand). */
+  newRound?: boolean;
+  /** Fails the event for good with this reason without running anything (a job whose worker died on it too often). */
+  giveUp?: string;
+  /** Called as each handler succeeds, with every outcome so far (the queue saves them in the job's progress). */
+  onSuccess?(key: string, outcomes: Record<string, Outcome>): Promise<void>;
+  /**
+   * Where the handlers run: a source with slots of its own (the stream consumer's) starts `run` in
+   * one, or resolves undefined without starting it (it stops): the attempt then ends `released`.
+   */
+  slot?(run: () => Promise<DispatchResult>): Promise<DispatchResult | undefined>;
+  /** True once the source stops: an attempt waiting for the log then ends `unrecorded`. */
+  stopping(): boolean;
+  /** Bound to the event and where the attempt comes from (entry id or job id). */
+  logger: Logger;
+}
+
+/**
+ * How an attempt ended, recorded in the event log (all but `unrecorded` and `duplicate`):
+ * - completed: every handler succeeded;
+ * - retried: some failure a retry may fix, and attempts are left; `retry` names the handlers to run again;
+ * - failed: for good (every failure permanent, the data fails its schema, or no attempt left): a dead letter;
+ * - duplicate: a fresh delivery of an event id the log holds: the same event, already taken, nothing ran;
+ * - released: the source stopped before the handlers started; nothing ran or was recorded;
+ * - unrecorded: the log was away until the source stopped; `ok` holds the outcomes of the handlers
+ *   that succeeded, which the next attempt records instead of running them again.
+ * `error` is what a BullMQ job fails with: the summary, and the handlers' stacks (`stacks`) as its stack.
+ */
+export type AttemptResult =
+  | { outcome: "completed" }
+  | { outcome: "retried"; retry: string[]; error: Error }
+  | { outcome: "failed"; failed: string[]; error: UnrecoverableError; stacks?: string }
+  | { outcome: "duplicate" }
+  | { outcome: "released" }
+  | { outcome: "unrecorded"; ok: Record<string, Outcome> };
+
+export interface AttemptRunner {
+  run(attempt: Attempt): Promise<AttemptResult>;
+  /** The keys of every handler an event of `type` runs (the registry's). */
+  handlerKeys(type: string): string[];
+  /** How many attempts wait for the event log now (the database is away): readiness and metrics. */
+  waitingOnLog(): number;
+}
+
+/** How often an attempt waiting for the log looks whether its source stops. */
+const STOP_CHECK_MS = 200;
+
+/** The log said no for the event's own fault (it can never be stored): waiting cannot fix that. */
+const refusedForGood = (err: unknown) => err instanceof EventLogError && err.code === "invalid_event";
+
+/**
+ * The one engine of an attempt at an event, for the stream's first attempts and the events
+ * queue's jobs alike: the deadline, the dispatch (every handler, each failure isolated), the
+ * record in the event log, what happens while the log is away, and the verdict (retry, failed for
+ * good, dead letter). Its source only decides where the next attempt comes from.
+ *
+ * While the log cannot take an attempt (the database is away, its disk full), the attempt holds
+ * its outcomes in memory and its slot, asking again from `logWaitMs` doubling to `maxLogWaitMs`:
+ * its handlers are not run again, and a source whose every slot waits takes nothing new, so the
+ * backlog grows until the edge answers 503. Only a stop ends the wait (`unrecorded`).
+ */
+export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): AttemptRunner {
+  const { registry, eventLog } = options;
+  const firstWait = options.logWaitMs ?? 100;
+  const maxWait = options.maxLogWaitMs ?? 5000;
+  const permanent = (err: unknown) =>
+    err instanceof UnrecoverableError || err instanceof EventDataError || (options.isPermanent?.(err) ?? false);
+  let waiting = 0;
+
+  /** What `ask` resolved to once the log answered; undefined when the source stopped first. */
+  async function whileLogAway<T>(a: Attempt, ask: () => Promise<T>): Promise<{ answer: T } | undefined> {
+    let wait = firstWait;
+    let held = false;
+    try {
+      for (;;) {
+        try {
+          const answer = await ask();
+          if (held) a.logger.info("the event log answered; the held attempt goes on");
+          return { answer };
+        } catch (err) {
+          if (refusedForGood(err)) throw err;
+          if (!held) {
+            held = true;
+            waiting++;
+            a.logger.warn({ err: errorMessage(err) }, "could not reach the event log; holding the attempt until the event log answers");
+          }
+          // Waited in short steps, so a stop is seen within one.
+          for (let left = wait; left > 0 && !a.stopping(); left -= STOP_CHECK_MS)
+            await delay(Math.min(left, STOP_CHECK_MS), undefined, { ref: false });
+          if (a.stopping()) return undefined;
+          wait = Math.min(wait * 2, maxWait);
+        }
+      }
+    } finally {
+      if (held) waiting--;
+    }
+  }
+
+  /** Records the attempt; false when the source stopped while the log was away. */
+  async function record(a: Attempt, status: EventAttempt["status"], handlers: Record<string, Outcome>): Promise<boolean> {
+    if (!eventLog) return true;
+    const entry: EventAttempt = {
+      id: a.data.id,
+      type: a.data.type,
+      payload: a.data.payload,
+      status,
+      handlers,
+      newRound: a.newRound === true,
+    };
+    try {
+      return (await whileLogAway(a, () => eventLog.recordAttempt(entry))) !== undefined;
+    } catch (err) {
+      // Only an event the log can never store (the edge refuses such ids and types): it goes on unrecorded.
+      a.logger.error({ err: errorMessage(err) }, "the event log refused the event's attempt; it goes on unrecorded");
+      return true;
+    }
+  }
+
+  async function dispatch(a: Attempt, outcomes: Record<string, Outcome>) {
+    const event: AnyEvent = { ...a.data.payload, id: a.data.id, type: a.data.type };
+    const deadline = startHandlerDeadline(options.handlerTimeoutMs ?? 0);
+    try {
+      const ctx = options.makeContext(event, a.number, a.logger, deadline.signal);
+      const onSuccess = async (key: string) => {
+        outcomes[key] = { status: "ok" };
+        await a.onSuccess?.(key, outcomes);
+      };
+      // The handlers join the delivery's trace when the event carries one (tracing on).
+      return await withCarriedTrace(a.data.traceparent, () => dispatchEvent(registry, event, ctx, a.done, onSuccess, deadline.signal));
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  async function run(a: Attempt): Promise<AttemptResult> {
+    const okOf = (outcomes: Record<string, Outcome>) => Object.fromEntries(Object.entries(outcomes).filter(([, o]) => o.status === "ok"));
+    if (a.delivery && eventLog) {
+      const holds = await whileLogAway(a, () => eventLog.holds(a.data.id));
+      if (holds === undefined) return { outcome: "unrecorded", ok: {} };
+      if (holds.answer) {
+        a.logger.info("a delivery of an event the log holds: the same event, not handled again");
+        return { outcome: "duplicate" };
+      }
+    }
+    const outcomes: Record<string, Outcome> = { ...a.carried };
+    if (a.giveUp !== undefined) {
+      if (!(await record(a, "failed", outcomes))) return { outcome: "unrecorded", ok: okOf(outcomes) };
+      return { outcome: "failed", failed: [], error: new UnrecoverableError(a.giveUp) };
+    }
+    const result = a.slot ? await a.slot(() => dispatch(a, outcomes)) : await dispatch(a, outcomes);
+    if (result === undefined) return { outcome: "released" };
+    for (const u of result.unsaved)
+      a.logger.warn(
+        { handler: u.key, err: errorMessage(u.error) },
+        "handler succeeded but its progress was not saved: a retry runs it again",
+      );
+    for (const f of result.failures) {
+      a.logger.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
+      outcomes[f.key] = failedOutcome(f.error);
+    }
+    const failed = result.failures.map((f) => f.key);
+    const givingUp = failed.length > 0 && (a.last || result.failures.every((f) => permanent(f.error)));
+    const status = failed.length === 0 ? "handled" : givingUp ? "failed" : "received";
+    if (!(await record(a, status, outcomes))) return { outcome: "unrecorded", ok: okOf(outcomes) };
+    if (failed.length === 0) return { outcome: "completed" };
+    const summary = failureSummary(result.failures);
+    const stacks = handlerStacks(result.failures);
+    a.logger.warn({ err: summary }, givingUp ? "event failed for good" : "event failed, will retry");
+    // The job's stacktrace (the dashboard's) shows where each handler failed, not the runner's throw.
+    if (givingUp) return { outcome: "failed", failed, error: withHandlerStacks(new UnrecoverableError(summary), stacks), stacks };
+    return { outcome: "retried", retry: failed, error: withHandlerStacks(new Error(summary), stacks) };
+  }
+
+  return { run, handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key), waitingOnLog: () => waiting };
+}
