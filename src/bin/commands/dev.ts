@@ -237,7 +237,8 @@ function stayUp({ logger }: { logger: { flush(): void } }, started: { stop(): Pr
     for (const part of [...started].reverse()) await part.stop();
     logger.flush();
   };
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  // SIGHUP too: a closed terminal window must not leave the stack's own redis-server behind.
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     // `on`, not `once`: Ctrl-C reaches this process twice (from the terminal's process group and
     // forwarded by tsx); the second must not kill it before the database is closed.
     process.on(signal, () => {
