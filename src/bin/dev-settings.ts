@@ -63,8 +63,9 @@ function readSettings(file: string): DevSettings {
   let json: unknown;
   try {
     json = JSON.parse(readFileSync(file, "utf8"));
-  } catch (err) {
-    throw new CommandError(`${file} is not valid JSON (${(err as Error).message}); start with --fresh to make new dev settings`);
+  } catch {
+    // Not the parser's message: it quotes the file, which holds secrets.
+    throw new CommandError(`${file} is not valid JSON; start with --fresh to make new dev settings`);
   }
   const parsed = settingsSchema.safeParse(json);
   if (!parsed.success) {

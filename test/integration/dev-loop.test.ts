@@ -62,6 +62,9 @@ describe("dev settings (kept across `npm run dev` runs)", () => {
     await expect(devSettings(dir)).rejects.toThrow(`${file}: adminToken`);
     await expect(devSettings(dir)).rejects.toThrow("--fresh");
     expect(readFileSync(file, "utf8")).toBe(before);
+    writeFileSync(file, '{"adminToken":"dev-admin-0123456789abcdef", oops');
+    await expect(devSettings(dir)).rejects.toThrow(new RegExp(`^${file} is not valid JSON; start with --fresh`));
+    await expect(devSettings(dir)).rejects.not.toThrow("dev-admin-0123456789abcdef");
   });
 });
 
