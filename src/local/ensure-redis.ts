@@ -18,11 +18,12 @@ export async function redisAnswers(url: string): Promise<boolean> {
 }
 
 /**
- * The local stack's Redis: `url` when it answers, else a redis-server of our own on a free port
- * (throws with the install command when there is none).
+ * The local stack's Redis: `url` when it answers, else a redis-server of our own on `port` (dev
+ * keeps one across runs, so an exported REDIS_URL stays valid) or a free one (throws with the
+ * install command when there is none).
  */
-export async function ensureRedis(url: string | undefined): Promise<{ url: string; started?: RedisServer }> {
+export async function ensureRedis(url: string | undefined, port?: number): Promise<{ url: string; started?: RedisServer }> {
   if (url && (await redisAnswers(url))) return { url };
-  const started = await startRedisServer({ appendOnly: true });
+  const started = await startRedisServer({ appendOnly: true, ...(port === undefined ? {} : { port }) });
   return { url: started.url, started };
 }

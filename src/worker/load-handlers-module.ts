@@ -17,8 +17,10 @@ export class HandlersModuleError extends Error {
  * for one type, each with its own name; docs/handlers.md). It needs nothing from this package,
  * so it can live anywhere.
  */
-export async function loadHandlersModule(path: string, cwd = process.cwd()): Promise<EventHandlers> {
-  const url = pathToFileURL(isAbsolute(path) ? path : resolve(cwd, path)).href;
+export async function loadHandlersModule(path: string, cwd = process.cwd(), version?: number): Promise<EventHandlers> {
+  // A new query string is a new module to the ESM loader: how dev re-reads an edited file (its own
+  // imports stay cached, and each version stays in memory: fine for a dev session).
+  const url = pathToFileURL(isAbsolute(path) ? path : resolve(cwd, path)).href + (version === undefined ? "" : `?v=${version}`);
   let mod: { default?: unknown };
   try {
     mod = (await import(url)) as { default?: unknown };

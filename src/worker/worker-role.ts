@@ -42,6 +42,7 @@ import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sy
 import { upstreamFromConfig } from "./upstream-from-config.js";
 import { traceHandlers } from "../tracing/traced-handlers.js";
 import { adoptNamedHandlerKeys, logRegisteredHandlers } from "./registered-handlers.js";
+import { createReloadableRegistry } from "./reloadable-registry.js";
 import { tracedMirror } from "../tracing/traced-mirror.js";
 import { createRefreshLinks } from "../tracing/refresh-links.js";
 import type { Tracing } from "../tracing/tracing.js";
@@ -63,6 +64,8 @@ export interface WorkerRole {
   recordingFails(): boolean;
   /** The keys of the handlers an event of `type` runs (what a replay may aim at). */
   handlerKeys(type: string): string[];
+  /** Swaps in new user handlers (dev's HANDLERS_MODULE reload); a map that does not register throws and changes nothing. */
+  reloadHandlers(handlers: readonly EventHandlers[]): void;
   /** Calls `listener` for every event this process settles; returns the unsubscribe function. */
   onSettled(listener: (event: SettledEvent) => void): () => void;
   start(): Promise<void>;
@@ -186,8 +189,6 @@ export function createWorkerRole(deps: {
   });
 
   const recording = watchRecording(eventLog);
-  const registry = createHandlerRegistry<HandlerContext>();
-  const use = (map: EventHandlers, source: string) => registry.use(map, source, tracing ? traceHandlers(tracing.tracer) : undefined);
   // With tracing on, each event that asks for a refresh is linked from the refresh's span.
   const refreshLinks = tracing
     ? createRefreshLinks({ redis: connection, prefix, tracer: tracing.tracer, ttlMs: Math.max(600_000, 10 * config.worker.syncDebounceMs) })
@@ -201,11 +202,18 @@ export function createWorkerRole(deps: {
         },
       }
     : scheduler;
-  use(createSyncHandlers(requestRefresh, { withApi: api !== undefined }), "sync");
-  deps.handlers.forEach((map, i) => {
-    const source = deps.handlers.length > 1 ? `user${i}` : "user";
-    logRegisteredHandlers(logger, source, use(map, source));
-  });
+  // Built whole again when `npm run dev` reloads a changed HANDLERS_MODULE (reloadHandlers below).
+  const handlerTable = createReloadableRegistry((handlers) => {
+    const built = createHandlerRegistry<HandlerContext>();
+    const use = (map: EventHandlers, source: string) => built.use(map, source, tracing ? traceHandlers(tracing.tracer) : undefined);
+    use(createSyncHandlers(requestRefresh, { withApi: api !== undefined }), "sync");
+    handlers.forEach((map, i) => {
+      const source = handlers.length > 1 ? `user${i}` : "user";
+      logRegisteredHandlers(logger, source, use(map, source));
+    });
+    return built;
+  }, deps.handlers);
+  const registry = handlerTable.registry;
 
   // One engine for every attempt, the stream's first ones and the events queue's jobs alike.
   const runner = createAttemptRunner<SharedHandlerContext>({
@@ -348,6 +356,7 @@ export function createWorkerRole(deps: {
     changeRelay,
     recordingFails: () => recording.failing(),
     handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key),
+    reloadHandlers: (handlers) => void handlerTable.replace(handlers),
     onSettled: (listener) => settled.on(listener),
     async start() {
       await adoptNamedHandlerKeys(registry.registered(), deps.steps, logger);

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -95,8 +95,16 @@ describe("svc-webhooks backfill", () => {
 });
 
 describe("svc-webhooks dev", () => {
+  // Dev keeps its settings beside its database: in a directory of the test's own, never the
+  // checkout's ./.data/dev (which an `npm run dev` beside the tests holds).
+  const devDataEnv = () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-dev-data-"));
+    return { ...databaseEnv(() => dir), DATA_DIR: dir };
+  };
+
   it("with a list of signing secrets, the sandbox signs with the first and its deliveries are accepted", async () => {
-    proc = runCli(["dev", "--port", "0", "--sandbox-port", "0", "--interval-ms", "20"], {
+    proc = runCli(["dev", "--port", "0", "--sandbox-port", "0", "--interval-ms", "20", "--verbose"], {
+      ...devDataEnv(),
       REDIS_URL: inject("redisUrl"),
       QUEUE_PREFIX: `test-dev-${randomUUID().slice(0, 8)}`,
       SIGNING_SECRET: "whsec_dev_newest_0123456789,whsec_dev_oldest_0123456789",
@@ -110,7 +118,9 @@ describe("svc-webhooks dev", () => {
   }, 120_000);
 
   it("prints the console URL, the secrets it generated and an export block with which the CLI reaches the stack", async () => {
+    const data = devDataEnv();
     const running = runCli(["dev", "--port", "0", "--sandbox-port", "0", "--no-simulate"], {
+      ...data,
       REDIS_URL: inject("redisUrl"),
       QUEUE_PREFIX: `test-dev-${randomUUID().slice(0, 8)}`,
       SIGNING_SECRET: "whsec_dev_chosen_0123456789",
@@ -121,7 +131,7 @@ describe("svc-webhooks dev", () => {
       what: "the dev banner",
     });
     expect(banner).toMatch(/console +http:\/\/127\.0\.0\.1:\d+\/console/);
-    expect(banner).toContain("ADMIN_TOKEN generated for this run");
+    expect(banner).toContain(`ADMIN_TOKEN generated now in ${join(data.DATA_DIR, "dev-settings.json")}`);
     expect(banner).not.toContain("SIGNING_SECRET and ADMIN_TOKEN generated");
     const exported = Object.fromEntries(
       [...banner.matchAll(/^ {2}export (.+)$/gm)].flatMap((m) => m[1]!.split(" ").map((pair) => pair.split("=", 2) as [string, string])),
@@ -134,6 +144,10 @@ describe("svc-webhooks dev", () => {
     expect(JSON.parse(client.stdout())).toEqual({ wouldQueue: 0 });
     running.child.kill("SIGTERM");
     expect((await running.exited).code).toBe(0);
+    // The next run's export block holds the same token: it is kept for it, readable by its owner only.
+    const kept = join(data.DATA_DIR, "dev-settings.json");
+    expect(JSON.parse(readFileSync(kept, "utf8"))).toMatchObject({ adminToken: exported.ADMIN_TOKEN });
+    expect(statSync(kept).mode & 0o777).toBe(0o600);
   }, 240_000);
 
   it("that fails to start (its port is taken) says so in one line and leaves no redis-server behind", async () => {
@@ -145,7 +159,7 @@ describe("svc-webhooks dev", () => {
       await new Promise<void>((r) => noRedis.listen(0, "127.0.0.1", r));
       const closedRedis = `redis://127.0.0.1:${(noRedis.address() as AddressInfo).port}`;
       await new Promise((r) => noRedis.close(r));
-      proc = runCli(["dev", "--port", String(port), "--sandbox-port", "0", "--no-simulate"], { REDIS_URL: closedRedis });
+      proc = runCli(["dev", "--port", String(port), "--sandbox-port", "0", "--no-simulate"], { ...devDataEnv(), REDIS_URL: closedRedis });
       expect((await proc.exited).code).toBe(1);
       const own = /redis-server started at (redis:\/\/\S+)/.exec(proc.stderr())?.[1];
       expect(own, proc.stderr()).toBeDefined();

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
 import { loadConfig, newestSigningSecret, secretsOf } from "../../config/index.js";
 import { ensureRedis } from "../../local/ensure-redis.js";
@@ -15,21 +14,30 @@ import { lockDataDir } from "../../mirror/data-dir-lock.js";
 import { isApiKey } from "../../upstream/api-key.js";
 import { CommandError } from "../command-error.js";
 import { UsageError } from "../usage-error.js";
+import { devBanner } from "../dev-banner.js";
+import { showBannerOnEnter } from "../dev-banner-key.js";
+import { watchHandlersModule } from "../dev-handlers-reload.js";
+import { devSettings } from "../dev-settings.js";
 
-export const help = `svc-webhooks dev [--port <n>] [--sandbox-port <n>] [--interval-ms <n>] [--no-simulate]
+export const help = `svc-webhooks dev [--port <n>] [--sandbox-port <n>] [--interval-ms <n>] [--no-simulate] [--fresh] [--verbose]
 
 The whole local stack in one process, for development and demos:
   1. Redis: REDIS_URL when it answers, else a redis-server of its own (AOF on, in a temp dir)
   2. the sandbox (a local upstream API) with live simulated traffic
   3. the service (edge and worker), registered as the sandbox's webhook subscriber
 Prints where to look (the console at /console) and an \`export …\` block that points the CLI at
-this stack; Ctrl-C stops all of it. SIGNING_SECRET and ADMIN_TOKEN are generated unless set; the
-sandbox's API key is fixed (DEV_API_KEY). Without DATABASE_URL or DATA_DIR the stack uses its own
-embedded database in ./.data/dev and empties it at each start, as the sandbox is re-seeded.
-  --port           the service's port (default PORT or 3000)
-  --sandbox-port   the sandbox's port (default 4010)
+this stack; Enter prints it again (on a terminal), Ctrl-C stops all of it. Kept from one run to
+the next (in ./.data/dev, or DATA_DIR when set): the embedded database (unless DATABASE_URL), and
+in dev-settings.json the generated SIGNING_SECRET and ADMIN_TOKEN (unless set) and the ports of
+the service, the sandbox and its own Redis (a port taken since is replaced, and the banner says
+so). The sandbox is seeded the same at each start; the sandbox's API key is fixed (DEV_API_KEY).
+HANDLERS_MODULE (an ES module) is reloaded when its file changes.
+  --port           the service's port (default PORT, else the last run's, else 3000)
+  --sandbox-port   the sandbox's port (default the last run's, else 4010)
   --interval-ms    one simulated change every n ms (default 1000)
-  --no-simulate    no simulated traffic (use \`svc-webhooks trigger\` or the sandbox's /_sandbox routes)`;
+  --no-simulate    no simulated traffic (use \`svc-webhooks trigger\` or the sandbox's /_sandbox routes)
+  --fresh          start over: empty ./.data/dev and make new secrets and ports
+  --verbose        log at debug (a line per accepted delivery); LOG_LEVEL also sets the level`;
 
 export async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -40,12 +48,16 @@ export async function run(argv: string[]): Promise<void> {
       "sandbox-port": { type: "string" },
       "interval-ms": { type: "string" },
       "no-simulate": { type: "boolean" },
+      fresh: { type: "boolean" },
+      verbose: { type: "boolean" },
     },
   });
   const intervalMs = Number(values["interval-ms"] ?? 1000);
   if (!Number.isInteger(intervalMs) || intervalMs < 10) throw new UsageError("--interval-ms must be a whole number ≥ 10");
 
-  const redis = await ensureRedis(process.env.REDIS_URL);
+  const database = await devDatabase(values.fresh ?? false);
+  const kept = await devSettings(database.settingsDir, { fresh: values.fresh ?? false });
+  const redis = await ensureRedis(process.env.REDIS_URL, kept.settings.ports.redis);
   // Everything started from here on is stopped again if the stack cannot come up: no redis-server
   // (nor sandbox, nor database) is left behind by a failed start.
   const started: { stop(): Promise<void> }[] = [];
@@ -55,7 +67,7 @@ export async function run(argv: string[]): Promise<void> {
     process.stderr.write(`redis-server started at ${redis.url} for this run\n`);
   }
   try {
-    const stack = await startStack(values, intervalMs, redis, started);
+    const stack = await startStack(values, intervalMs, { redis, database, kept }, started);
     stayUp(stack, started);
   } catch (err) {
     for (const part of started.reverse()) await part.stop().catch(() => undefined);
@@ -65,35 +77,35 @@ export async function run(argv: string[]): Promise<void> {
 
 /** The fixed API key of the dev stack's sandbox: the same every run, so an exported API_KEY stays valid. */
 export const DEV_API_KEY = "svc_live_dev_sandbox_key_not_secret";
-/** The dev stack's own embedded database, emptied at each start (the sandbox is re-seeded too). */
+/** The dev stack's own embedded database and settings, kept across runs (emptied by --fresh). */
 export const DEV_DATA_DIR = "./.data/dev";
 
 interface DevFlags {
   port?: string;
   "sandbox-port"?: string;
   "no-simulate"?: boolean;
+  verbose?: boolean;
 }
 
-async function startStack(
-  values: DevFlags,
-  intervalMs: number,
-  redis: Awaited<ReturnType<typeof ensureRedis>>,
-  started: { stop(): Promise<void> }[],
-) {
-  // Local secrets for this run only; nothing here is a production secret. SIGNING_SECRET may be a
-  // rotation list: the service accepts each secret, the sandbox signs with the newest (the first).
-  const generated: string[] = [];
-  const signingSecrets = process.env.SIGNING_SECRET ?? (generated.push("SIGNING_SECRET"), `whsec_dev_${randomBytes(12).toString("hex")}`);
+interface DevStart {
+  redis: Awaited<ReturnType<typeof ensureRedis>>;
+  database: Awaited<ReturnType<typeof devDatabase>>;
+  kept: Awaited<ReturnType<typeof devSettings>>;
+}
+
+async function startStack(values: DevFlags, intervalMs: number, { redis, database, kept }: DevStart, started: { stop(): Promise<void> }[]) {
+  const { settings } = kept;
+  // SIGNING_SECRET may be a rotation list: the service accepts each secret, the sandbox signs with the newest (the first).
+  const signingSecrets = process.env.SIGNING_SECRET ?? settings.signingSecret;
   const signingSecret = newestSigningSecret(signingSecrets);
   if (!signingSecret) throw new UsageError("SIGNING_SECRET must be a comma-separated list of non-empty secrets, the newest first");
-  const adminToken = process.env.ADMIN_TOKEN ?? (generated.push("ADMIN_TOKEN"), `dev-admin-${randomBytes(12).toString("hex")}`);
+  const adminToken = process.env.ADMIN_TOKEN ?? settings.adminToken;
   const apiKey = process.env.API_KEY && isApiKey(process.env.API_KEY) ? process.env.API_KEY : DEV_API_KEY;
-  const database = await devDatabase();
   // A person reads these: pretty lines on a terminal (secrets are scrubbed before they are formatted).
   const destination = await prettyDestinationForTerminal();
-  // Debug by default: a person watching the local stack wants a line per accepted delivery,
-  // which production logs at debug (see http/request-log.ts).
-  const logLevel = process.env.LOG_LEVEL ?? "debug";
+  // Info by default, so the banner's advice is not scrolled away; --verbose adds a line per
+  // accepted delivery, which production logs at debug (see http/request-log.ts).
+  const logLevel = values.verbose ? "debug" : (process.env.LOG_LEVEL ?? "info");
   const devLogger = createLogger({
     level: logLevel,
     secrets: [...signingSecrets.split(",").map((s) => s.trim()), adminToken],
@@ -105,7 +117,7 @@ async function startStack(
     simulate: values["no-simulate"] ? false : { intervalMs },
     logger: devLogger.child({ component: "sandbox" }),
   });
-  const sandboxUrl = await listenOn("the sandbox", values["sandbox-port"] ?? "4010", (port) => sandbox.listen({ port }));
+  const sandboxUrl = await listenOn("the sandbox", values["sandbox-port"] ?? settings.ports.sandbox, (port) => sandbox.listen({ port }));
   started.push({ stop: () => sandbox.close() });
 
   const config = loadConfig({
@@ -119,7 +131,7 @@ async function startStack(
     ADMIN_TOKEN: adminToken,
     API_BASE_URL: sandboxUrl,
     API_KEY: apiKey,
-    PORT: values.port ?? process.env.PORT ?? "3000",
+    PORT: values.port ?? process.env.PORT ?? String(settings.ports.service),
     RECONCILE_INTERVAL_SECONDS: process.env.RECONCILE_INTERVAL_SECONDS ?? "300",
     LOG_LEVEL: logLevel,
   });
@@ -137,79 +149,76 @@ async function startStack(
   started.push({ stop: () => service.stop() });
   const url = await listenOn("the service", config.port, () => service.start());
   sandbox.addWebhook({ url: `${url}/webhooks`, secret: signingSecret });
+  const { handlersModule } = config;
+  const worker = service.worker;
+  if (handlersModule && worker) {
+    const watching = watchHandlersModule({ path: handlersModule, apply: (map) => worker.reloadHandlers([map]), logger });
+    started.push({
+      stop: () => {
+        watching.stop();
+        return Promise.resolve();
+      },
+    });
+  }
 
-  process.stderr.write(
-    devBanner({
-      url,
-      sandboxUrl,
-      redis,
-      adminToken,
-      signingSecret,
-      apiKey,
-      generated,
-      database: database.note,
-      queuePrefix: config.queuePrefix,
-      ...(config.database.url ? {} : { dataDir: resolve(config.database.dataDir) }),
-    }),
-  );
+  const fromEnv = (["SIGNING_SECRET", "ADMIN_TOKEN"] as const).filter((name) => process.env[name] !== undefined);
+  const used = { service: !values.port && !process.env.PORT, sandbox: !values["sandbox-port"], redis: redis.started !== undefined };
+  const printBanner = () =>
+    process.stderr.write(
+      devBanner({
+        url,
+        sandboxUrl,
+        redis,
+        adminToken,
+        signingSecret,
+        apiKey,
+        secrets: secretsNote(kept, fromEnv),
+        database: database.note,
+        queuePrefix: config.queuePrefix,
+        ...(config.database.url ? {} : { dataDir: resolve(config.database.dataDir) }),
+        notes: kept.moved
+          .filter(({ what }) => used[what])
+          .map(({ what, from, to }) => `the last run's ${what} port ${from} is taken: ${to} now (saved for the next run)`),
+        // Typed boolean, but undefined when stdin is a pipe or closed.
+        onEnter: (process.stdin.isTTY as boolean | undefined) === true,
+      }),
+    );
+  printBanner();
+  if (process.stdin.isTTY) {
+    const stopListening = showBannerOnEnter(process.stdin, printBanner);
+    started.push({
+      stop: () => {
+        stopListening();
+        return Promise.resolve();
+      },
+    });
+  }
   return { logger };
 }
 
-/** What the dev stack prints once it is up: where to look, and the environment that reaches it. */
-export function devBanner(b: {
-  url: string;
-  sandboxUrl: string;
-  redis: { url: string; started?: unknown };
-  adminToken: string;
-  signingSecret: string;
-  apiKey: string;
-  generated: string[];
-  database: string;
-  queuePrefix: string;
-  /** The embedded database's directory: the CLI finds the stack's store (and that the stack holds it) there. */
-  dataDir?: string;
-}): string {
-  const generated = b.generated.length > 0 ? `${b.generated.join(" and ")} generated for this run (set them to choose)` : "none generated";
-  return [
-    "",
-    "svc-webhooks local stack is up",
-    `  console            ${b.url}/console        (user: any, password: the ADMIN_TOKEN below)`,
-    `  webhook endpoint   POST ${b.url}/webhooks   (the sandbox delivers here)`,
-    `  queue dashboard    ${b.url}/admin/queues`,
-    `  mirror             ${b.url}/mirror/orders?restaurantId=rest_1`,
-    `  metrics            ${b.url}/metrics`,
-    `  sandbox API        ${b.sandboxUrl}/api/v1   state: ${b.sandboxUrl}/_sandbox/state`,
-    `  redis              ${b.redis.url}${b.redis.started ? " (started for this run)" : ""}`,
-    `  database           ${b.database}`,
-    `  secrets            ${generated}; the sandbox's API key is fixed for dev`,
-    "",
-    "The CLI reaches this stack with (paste into another shell):",
-    `  export REDIS_URL=${b.redis.url} QUEUE_PREFIX=${b.queuePrefix} PORT=${new URL(b.url).port}${b.dataDir ? ` DATA_DIR=${b.dataDir}` : ""}`,
-    `  export API_BASE_URL=${b.sandboxUrl} API_KEY=${b.apiKey}`,
-    `  export ADMIN_TOKEN=${b.adminToken} SIGNING_SECRET=${b.signingSecret}`,
-    "then, e.g.:",
-    "  npm run cli -- trigger review.created",
-    "  npm run cli -- replay --status failed --dry-run",
-    "  npm run cli -- replay --id <event-id>",
-    "  npm run cli -- reconcile",
-    "Ctrl-C stops everything.",
-    "",
-  ].join("\n");
+function secretsNote({ file, created }: { file: string; created: boolean }, fromEnv: readonly string[]): string {
+  const generated = ["SIGNING_SECRET", "ADMIN_TOKEN"].filter((name) => !fromEnv.includes(name));
+  if (generated.length === 0) return "SIGNING_SECRET and ADMIN_TOKEN as set";
+  return `${generated.join(" and ")} ${created ? "generated now" : "kept from the last run"} in ${file} (set them to choose; --fresh for new ones)`;
 }
 
 /**
- * The dev stack's database: DATABASE_URL or DATA_DIR as given (kept), else its own embedded one
- * under DEV_DATA_DIR, emptied first: the sandbox is re-seeded every run, and a mirror kept from the
- * last run would contradict it (orders it no longer has, statuses it has not reached).
+ * The dev stack's database: DATABASE_URL or DATA_DIR as given, else its own embedded one under
+ * DEV_DATA_DIR, kept across runs so the event being debugged is still there after a restart
+ * (emptied by --fresh). The sandbox is seeded the same at each start, so the seeded records agree.
  */
-async function devDatabase(): Promise<{ env: Record<string, string>; note: string }> {
-  if (process.env.DATABASE_URL) return { env: {}, note: "DATABASE_URL (kept: its mirror may hold records the re-seeded sandbox does not)" };
-  if (process.env.DATA_DIR)
-    return { env: {}, note: `${process.env.DATA_DIR} (kept: its mirror may hold records the re-seeded sandbox does not)` };
-  // Refused while another dev stack runs on it (DataDirLockedError), so nothing is deleted under it.
-  if (existsSync(DEV_DATA_DIR)) (await lockDataDir(DEV_DATA_DIR)).release();
+async function devDatabase(fresh: boolean): Promise<{ env: Record<string, string>; note: string; settingsDir: string }> {
+  const dataDir = process.env.DATA_DIR;
+  const settingsDir = dataDir && !dataDir.startsWith("memory://") ? dataDir : DEV_DATA_DIR;
+  // Refused while another dev stack runs there (DataDirLockedError): its database and its settings
+  // (ports it holds would read as taken) are neither emptied nor rewritten under it.
+  if (existsSync(settingsDir)) (await lockDataDir(settingsDir)).release();
+  if (process.env.DATABASE_URL) return { env: {}, note: "DATABASE_URL (kept; --fresh does not empty it)", settingsDir };
+  if (dataDir) return { env: {}, note: `${dataDir} (kept; --fresh does not empty it)`, settingsDir };
+  const note = `embedded in ${DEV_DATA_DIR}, kept across runs (--fresh empties it)`;
+  if (!fresh) return { env: { DATA_DIR: DEV_DATA_DIR }, note, settingsDir };
   rmSync(DEV_DATA_DIR, { recursive: true, force: true });
-  return { env: { DATA_DIR: DEV_DATA_DIR }, note: `embedded in ${DEV_DATA_DIR}, emptied at each start (as the sandbox is re-seeded)` };
+  return { env: { DATA_DIR: DEV_DATA_DIR }, note: `embedded in ${DEV_DATA_DIR}, emptied by --fresh`, settingsDir };
 }
 
 /** Starts a listener; a port already taken becomes one line naming it. */
@@ -230,7 +239,8 @@ function stayUp({ logger }: { logger: { flush(): void } }, started: { stop(): Pr
     for (const part of [...started].reverse()) await part.stop();
     logger.flush();
   };
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  // SIGHUP too: a closed terminal window must not leave the stack's own redis-server behind.
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     // `on`, not `once`: Ctrl-C reaches this process twice (from the terminal's process group and
     // forwarded by tsx); the second must not kill it before the database is closed.
     process.on(signal, () => {

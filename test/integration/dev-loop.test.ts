@@ -1,0 +1,139 @@
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import { afterEach, describe, expect, it } from "vitest";
+import { showBannerOnEnter } from "../../src/bin/dev-banner-key.js";
+import { watchHandlersModule, type HandlersModuleWatch } from "../../src/bin/dev-handlers-reload.js";
+import { DEV_SETTINGS_FILE, devSettings } from "../../src/bin/dev-settings.js";
+import { createLogger } from "../../src/logging/logger.js";
+import { loadHandlersModule } from "../../src/worker/load-handlers-module.js";
+import { sampleEvent } from "../helpers/edge.js";
+import { captureLogs } from "../helpers/log-capture.js";
+import { nextSettled } from "../helpers/job-events.js";
+import { startService, type TestService } from "../helpers/service.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+const tempDir = () => mkdtempSync(join(tmpdir(), "svc-dev-loop-"));
+
+describe("dev settings (kept across `npm run dev` runs)", () => {
+  let holder: Server | undefined;
+  afterEach(async () => {
+    await new Promise((r) => (holder ? holder.close(r) : r(undefined)));
+    holder = undefined;
+  });
+
+  it("gives the same token, signing secret and ports on the next run, from a file only its owner reads", async () => {
+    const dir = tempDir();
+    const first = await devSettings(dir);
+    const second = await devSettings(dir);
+    expect(first.created).toBe(true);
+    expect(second.created).toBe(false);
+    expect(second.settings).toEqual(first.settings);
+    expect(statSync(join(dir, DEV_SETTINGS_FILE)).mode & 0o777).toBe(0o600);
+  });
+
+  it("makes new secrets with --fresh", async () => {
+    const dir = tempDir();
+    const first = await devSettings(dir);
+    const fresh = await devSettings(dir, { fresh: true });
+    expect(fresh.created).toBe(true);
+    expect(fresh.settings.adminToken).not.toBe(first.settings.adminToken);
+    expect(fresh.settings.signingSecret).not.toBe(first.settings.signingSecret);
+  });
+
+  it("moves a saved port another process holds now, says so, and keeps the new one", async () => {
+    const dir = tempDir();
+    const { settings } = await devSettings(dir);
+    holder = createServer();
+    await new Promise<void>((r) => holder!.listen(settings.ports.sandbox, "127.0.0.1", r));
+    const next = await devSettings(dir);
+    expect(next.moved).toEqual([{ what: "sandbox", from: settings.ports.sandbox, to: next.settings.ports.sandbox }]);
+    expect(next.settings.ports.sandbox).not.toBe(settings.ports.sandbox);
+    expect((await devSettings(dir)).settings.ports.sandbox).toBe(next.settings.ports.sandbox);
+  });
+
+  it("refuses a damaged settings file by name, pointing at --fresh, and leaves it as it was", async () => {
+    const dir = tempDir();
+    const file = join(dir, DEV_SETTINGS_FILE);
+    writeFileSync(file, JSON.stringify({ adminToken: "short", signingSecret: "whsec_dev_0123456789abcdef", ports: {} }));
+    const before = readFileSync(file, "utf8");
+    await expect(devSettings(dir)).rejects.toThrow(`${file}: adminToken`);
+    await expect(devSettings(dir)).rejects.toThrow("--fresh");
+    expect(readFileSync(file, "utf8")).toBe(before);
+    writeFileSync(file, '{"adminToken":"dev-admin-0123456789abcdef", oops');
+    await expect(devSettings(dir)).rejects.toThrow(new RegExp(`^${file} is not valid JSON; start with --fresh`));
+    await expect(devSettings(dir)).rejects.not.toThrow("dev-admin-0123456789abcdef");
+  });
+});
+
+describe("dev banner on Enter", () => {
+  it("prints the banner once per Enter (not per key), and nothing once stopped", () => {
+    const input = new PassThrough();
+    let printed = 0;
+    const stop = showBannerOnEnter(input, () => (printed += 1));
+    input.write("b");
+    expect(printed).toBe(0);
+    input.write("\n");
+    expect(printed).toBe(1);
+    stop();
+    input.write("\n");
+    expect(printed).toBe(1);
+    expect(input.isPaused()).toBe(true);
+  });
+});
+
+describe("dev: HANDLERS_MODULE reloaded on change", () => {
+  let svc: TestService | undefined;
+  let watching: HandlersModuleWatch | undefined;
+  afterEach(async () => {
+    watching?.stop();
+    await svc?.stop();
+    svc = watching = undefined;
+  });
+
+  const handlerModule = (name: string, seen: string) =>
+    `export default { "review.created": { name: ${JSON.stringify(name)}, handle: (e) => { (globalThis[${JSON.stringify(seen)}] ??= []).push(${JSON.stringify(name)} + ":" + e.id); } } };\n`;
+
+  it("runs the edited module's handlers from the next event on, and keeps them when an edit does not load", async () => {
+    const seen = `__devReload${Date.now()}`;
+    const file = join(tempDir(), "handlers.mjs");
+    writeFileSync(file, handlerModule("first", seen));
+    svc = await startService({}, [await loadHandlersModule(file)]);
+    const worker = svc.service.worker!;
+    expect(worker.handlerKeys("review.created")).toContain("user:review.created:first");
+    const logs = captureLogs();
+    watching = watchHandlersModule({
+      path: file,
+      apply: (map) => worker.reloadHandlers([map]),
+      logger: createLogger({ level: "info", destination: logs.stream }),
+      debounceMs: 20,
+    });
+
+    writeFileSync(file, handlerModule("second", seen));
+    await waitFor(() => worker.handlerKeys("review.created").includes("user:review.created:second"), { what: "the edited handler" });
+    expect(worker.handlerKeys("review.created")).not.toContain("user:review.created:first");
+    expect(
+      svc.logs
+        .records()
+        .filter((r) => r.msg === "handlers registered")
+        .at(-1),
+    ).toMatchObject({
+      source: "user",
+      handlers: [{ type: "review.created", name: "second", key: "user:review.created:second" }],
+    });
+
+    const event = sampleEvent({ type: "review.created", data: { id: "rev_reload", restaurantId: "rest_1", rating: 5, comment: "ok" } });
+    const settled = nextSettled(worker, "completed", (e) => e.id === event.id);
+    expect((await svc.deliver(event)).status).toBe(200);
+    await settled;
+    expect((globalThis as Record<string, unknown>)[seen]).toEqual([`second:${event.id}`]);
+
+    writeFileSync(file, "export default { oops: \n");
+    const failed = await waitFor(() => logs.records().find((r) => r.level === 50), { what: "the reload error line" });
+    expect(String(failed.msg)).toMatch(/^HANDLERS_MODULE not reloaded \(the previous handlers keep running\): /);
+    expect(String(failed.msg)).not.toContain("\n");
+    expect(worker.handlerKeys("review.created")).toContain("user:review.created:second");
+  }, 60_000);
+});
