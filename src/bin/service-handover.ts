@@ -29,14 +29,15 @@ export async function askService<T>(config: Config, request: OperatorActionReque
     const id = added.id ?? "";
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const job = await queue.getJob(id);
-      const state = job ? await job.getState() : "unknown";
+      // The state first, then the job: a job read before it completed has no return value yet.
+      const state = await queue.getJobState(id);
+      const job = state === "completed" || state === "failed" ? await queue.getJob(id) : undefined;
       if (job && state === "completed") return answerOf(job.returnvalue as OperatorActionOutcome) as T;
       if (job && state === "failed") throw new CommandError(`the service could not do it: ${job.failedReason}`);
       if (Date.now() >= deadline) {
         if (state === "active")
           throw new CommandError(`the service took the request (job ${id}) but gave no answer within ${timeoutMs / 1000} s`);
-        await job?.remove().catch(() => undefined);
+        await queue.remove(id).catch(() => undefined);
         throw new CommandError(
           `the embedded database in ${config.database.dataDir} is held by another process, and no worker on QUEUE_PREFIX "${config.queuePrefix}" took the request within ${timeoutMs / 1000} s: ` +
             `run the service with a worker (ROLE=all) on this REDIS_URL and QUEUE_PREFIX, or stop the process that holds the directory`,
