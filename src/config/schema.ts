@@ -99,6 +99,7 @@ export const configSchema = z.object({
     .default("svc"),
   EVENT_RETENTION_DAYS: int(1).default(30),
   OPERATOR_QUERY_TIMEOUT_MS: int(100, 600_000).default(DEFAULTS.operatorQueryTimeoutMs),
+  BULK_REPLAY_CONFIRM_ABOVE: int(0).default(DEFAULTS.bulkReplayConfirmAbove),
 });
 
 export type EnvInput = z.input<typeof configSchema>;

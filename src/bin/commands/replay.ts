@@ -125,7 +125,7 @@ async function replayMatching(config: Config, flags: Flags, url: string): Promis
   const client = await operatorClient(url, process.env.ADMIN_TOKEN);
   if (client) {
     const answer = await client.call<{ id?: string; count: number }>("POST", "/events/replay", {
-      filter,
+      ...(Object.keys(filter).length > 0 ? { filter } : { all: true }),
       ...(flags["dry-run"] ? { dryRun: true } : {}),
       ...(flags.fresh ? { fresh: true } : {}),
     });

@@ -90,7 +90,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     call("GET", "/events/replays/" + encodeURIComponent(id)).then(function (r) {
       if (bar) { bar.max = Math.max(1, r.total); bar.value = r.done + r.failed; bar.hidden = false; }
       say(status, "Replay " + r.id + ": " + r.done + " done, " + r.failed + " failed of " + r.total + " (" + r.state + ")", r.failed > 0);
-      if (r.done + r.failed < r.total && r.state !== "failed" && r.state !== "completed") setTimeout(function () { pollReplay(box, id); }, POLL_MS);
+      if (r.state === "running") setTimeout(function () { pollReplay(box, id); }, POLL_MS);
     }, function (err) { say(status, "Could not read the replay: " + err.message, true); });
   }
   function bulk(box, dryRun) {
@@ -103,13 +103,15 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
       call("POST", "/events/replay", { filter: filter, dryRun: true }).then(function (answer) {
         say(status, "Will replay " + answer.count + " event" + (answer.count === 1 ? "" : "s") + ".");
         if (run) { run.hidden = answer.count === 0; run.textContent = "Replay " + answer.count + " now"; }
+        box.setAttribute("data-bulk-counted", String(answer.count));
       }, function (err) { say(status, "Dry run refused: " + err.message, true); });
       return;
     }
     if (run) run.disabled = true;
     if (count) count.disabled = true;
     say(status, "Starting…");
-    call("POST", "/events/replay", { filter: filter }).then(function (answer) {
+    // The count the operator saw: the API refuses the replay if the filter matches more by now.
+    call("POST", "/events/replay", { filter: filter, confirm: Number(box.getAttribute("data-bulk-counted")) }).then(function (answer) {
       say(status, "Replay " + answer.id + " started for " + answer.count + " events.");
       pollReplay(box, answer.id);
     }, function (err) {
