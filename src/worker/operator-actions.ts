@@ -16,6 +16,7 @@ import { RECONCILE_JOBS } from "./sync/reconcile-jobs.js";
 import { ACTIVE_PASS_LEASE } from "./sync/refresh-lease.js";
 import type { RefreshNote, RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { SYNCED_KINDS, type SyncedKind } from "./sync/synced-kinds.js";
+import { printable } from "../mirror/id-text.js";
 
 /**
  * The sync-queue job each operator request adds. Both are the reconciliation sweep today (it
@@ -87,7 +88,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
      */
     async replayEvent(id: string, options: { handler?: string; idempotencyKey?: string } = {}): Promise<ReplayEventResult> {
       const event = await eventLog.get(id);
-      if (!event) throw new OperatorActionError("event_not_found", `no event ${id} in the event log`);
+      if (!event) throw new OperatorActionError("event_not_found", `no event ${printable(id)} in the event log`);
       const known = deps.handlerKeys?.(event.type) ?? Object.keys(event.handlers);
       const { handler, idempotencyKey } = options;
       if (handler !== undefined && !known.includes(handler))

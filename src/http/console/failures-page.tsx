@@ -1,3 +1,4 @@
+import { printable } from "../../mirror/id-text.js";
 import type { ConsoleFailureGroup } from "./console-sources.js";
 import { eventsHref } from "./events-page.js";
 import { CONSOLE_PATH, Layout, shownStatus, When } from "./layout.js";
@@ -66,7 +67,7 @@ export function FailuresPage(props: { groups: ConsoleFailureGroup[]; range: Rang
             <tbody>
               {groups.map((g) => (
                 <tr>
-                  <td class="mono">{g.handler}</td>
+                  <td class="mono">{printable(g.handler)}</td>
                   <td>
                     <span class="bad mono" data-testid="fingerprint">
                       {g.fingerprint || "(no message)"}
