@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
+import { replayEvents } from "../../src/worker/replay-events.js";
 
 // The guards of a bulk replay (worker/bulk-replay.ts) through the operator API, on real Redis
 // and PostgreSQL. ROLE=web: no worker takes the replay jobs, so what was queued stays countable.
@@ -95,6 +96,18 @@ describe("bulk replay guards", () => {
     expect((await progressOf(id)).state).toBe("cancelled");
     expect((await call("POST", "/events/replay", { filter })).status).toBe(202);
     expect((await call("DELETE", "/events/replays/bulk-00000000-0000-0000-0000-000000000000")).status).toBe(404);
+  });
+
+  it("stops queuing between events once its stop says so (a cancel while queuing), numbering the jobs it queued", async () => {
+    svc = await startService({ ROLE: "web" });
+    await failedEvents(svc, 3);
+    let asked = 0;
+    const queued = await replayEvents(
+      { eventLog: svc.service.eventLog, queue: svc.service.eventsQueue },
+      { query: { type: TYPE }, bulk: "bulk-stop", stop: () => Promise.resolve(++asked > 1) },
+    );
+    expect(queued).toBe(1);
+    expect((await svc.service.eventsQueue.getWaiting()).map((j) => j.id)).toEqual(["bulk-stop-0"]);
   });
 
   it("refuses an Idempotency-Key reused with other parameters (422), and answers the same replay for the same ones", async () => {
