@@ -43,6 +43,10 @@ export function bulkReplayProgress(redis: RedisClient, prefix: string) {
       if (queued === 0) return undefined;
       return { queuingEnded: queued === "1" };
     },
+    /** Forgets a replay that never queued anything (its request was refused after all). */
+    async discard(id: string): Promise<void> {
+      await redis.del(key(id));
+    },
     async cancelled(id: string): Promise<boolean> {
       return (await redis.hget(key(id), "cancelled")) === "1";
     },

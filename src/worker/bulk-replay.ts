@@ -133,12 +133,20 @@ export function bulkReplays(deps: BulkReplayDeps) {
       }
       refuseUnconfirmed(count, request.confirm);
       const id = `bulk-${randomUUID()}`;
-      await takeFilterSlot(keys.bulkReplayByFilter(digest(filter)), id);
+      // Started before it takes the filter's slot, so a second request never sees a holder without
+      // progress (which reads as not running); dropped again when the request does not go ahead.
+      await progress.start(id, count);
+      try {
+        await takeFilterSlot(keys.bulkReplayByFilter(digest(filter)), id);
+      } catch (err) {
+        await progress.discard(id);
+        throw err;
+      }
       if (idemKey && (await deps.redis.set(idemKey, `${params} ${id}`, "EX", BULK_REPLAY_TTL_SECONDS, "NX")) !== "OK") {
+        await progress.discard(id);
         const earlier = await earlierAnswer(idemKey, params);
         if (earlier) return earlier;
       }
-      await progress.start(id, count);
       void (async () => {
         const queued = await replayEvents(
           { eventLog: deps.eventLog, queue: deps.eventsQueue },
