@@ -110,12 +110,13 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     if (run) run.disabled = true;
     if (count) count.disabled = true;
     say(status, "Starting…");
-    // The count the operator saw: the API refuses the replay if the filter matches more by now.
+    // The count the operator saw: the API refuses the replay if the filter matches another by now.
     call("POST", "/events/replay", { filter: filter, confirm: Number(box.getAttribute("data-bulk-counted")) }).then(function (answer) {
       say(status, "Replay " + answer.id + " started for " + answer.count + " events.");
       pollReplay(box, answer.id);
     }, function (err) {
       if (run) run.disabled = false;
+      if (count) count.disabled = false;
       say(status, "Replay refused: " + err.message, true);
     });
   }
