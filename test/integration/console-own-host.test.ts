@@ -58,6 +58,10 @@ describe("every page loads only from its own origin", () => {
     },
   );
 
+  it("offers a stop button beside each bulk replay of the failures page (DELETE /events/replays/{id})", async () => {
+    expect(await (await get("/console/failures")).text()).toContain("data-bulk-stop");
+  });
+
   it("serves a favicon at /favicon.ico, linked from the console's pages", async () => {
     const icon = await fetch(`${svc.url}/favicon.ico`);
     expect(icon.status).toBe(200);

@@ -14,7 +14,7 @@ function groupFilter(group: ConsoleFailureGroup, since: Date): Record<string, st
   return group.fingerprinted ? { ...filter, fingerprint: group.fingerprint } : filter;
 }
 
-/** A box that counts (dry run) before it replays, then shows the replay's progress (console-script.ts). */
+/** A box that counts (dry run) before it replays, then shows the replay's progress and can stop it (console-script.ts). */
 function BulkReplay(props: { filter: Record<string, string>; label: string }) {
   return (
     <div class="bulk" data-bulk={JSON.stringify(props.filter)}>
@@ -23,6 +23,9 @@ function BulkReplay(props: { filter: Record<string, string>; label: string }) {
       </button>
       <button type="button" class="primary" data-bulk-run hidden>
         Replay
+      </button>
+      <button type="button" data-bulk-stop hidden>
+        Stop
       </button>
       <progress hidden></progress>
       <span data-bulk-status role="status"></span>
