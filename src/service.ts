@@ -159,6 +159,7 @@ export async function createService({ config, logger, handlers = [], database, t
     prefix,
     ...(worker ? { handlerKeys: (type: string) => worker.handlerKeys(type) } : {}),
     steps: storage.steps,
+    confirmAbove: config.bulkReplayConfirmAbove,
     syncAvailable: config.api !== undefined,
     // "Refresh now" on a record page notes its id where the built-in handlers note events' ids.
     refresh: createRefreshScheduler({

@@ -116,6 +116,8 @@ export interface Config {
   };
   /** Events older than this are pruned from the event log. */
   eventRetentionDays: number;
+  /** A bulk replay matching more events than this needs `"confirm": <count>` (the dry run's count). */
+  bulkReplayConfirmAbove: number;
   adminToken?: string;
   handlersModule?: string;
 }

@@ -25,6 +25,8 @@ export const DEFAULTS = {
   maxBufferedBodyBytes: 32 * 1024 * 1024,
   /** Operator reads (GET /events, /mirror): a server cancels them past this; the embedded store stops its scan. */
   operatorQueryTimeoutMs: 5000,
+  /** A bulk replay of more events than this must echo the dry run's count (`"confirm"`). */
+  bulkReplayConfirmAbove: 1000,
   /**
    * How long one attempt's handlers may run: generous (five BullMQ default lock periods, a whole
    * rate-limit window of waiting and then some), since it only has to catch a handler that hangs.

@@ -86,6 +86,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DATABASE_SCHEMA, operatorQueryTimeoutMs: e.OPERATOR_QUERY_TIMEOUT_MS },
     eventRetentionDays: e.EVENT_RETENTION_DAYS,
+    bulkReplayConfirmAbove: e.BULK_REPLAY_CONFIRM_ABOVE,
     adminToken: e.ADMIN_TOKEN,
     handlersModule: e.HANDLERS_MODULE,
   };

@@ -100,6 +100,7 @@ export const configSchema = z.object({
   EVENT_RETENTION_DAYS: int(1).default(30),
   OPERATOR_QUERY_TIMEOUT_MS: int(100, 600_000).default(DEFAULTS.operatorQueryTimeoutMs),
   API_MAX_PAGE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(DEFAULTS.apiMaxPageBytes),
+  BULK_REPLAY_CONFIRM_ABOVE: int(0).default(DEFAULTS.bulkReplayConfirmAbove),
 });
 
 export type EnvInput = z.input<typeof configSchema>;

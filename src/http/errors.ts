@@ -75,6 +75,9 @@ const STATUS_BY_CODE: ReadonlyMap<string, ContentfulStatusCode> = new Map([
   ["replay_not_found", 404],
   ["record_not_found", 404],
   ["sync_unavailable", 409],
+  ["confirm_required", 409],
+  ["replay_running", 409],
+  ["idempotency_key_reused", 422],
   // An operator read cancelled at OPERATOR_QUERY_TIMEOUT_MS: the server is fine, this query was too broad.
   ["query_timeout", 503],
 ]);

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "./context.js";
 import { errorBody } from "./errors.js";
+import { printable } from "../mirror/id-text.js";
 
 /** What the mirror routes read; the service wires the mirror store in (http never imports it). */
 export interface MirrorReader {
@@ -29,7 +30,7 @@ export function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
   route.get("/:kind/:id", async (c) => {
     const record = await mirror.get(c.req.param("kind"), c.req.param("id"));
     if (record === undefined)
-      return c.json(errorBody("not_found", `no ${c.req.param("kind")} record ${c.req.param("id")} in the mirror`), 404);
+      return c.json(errorBody("not_found", `no ${c.req.param("kind")} record ${printable(c.req.param("id"))} in the mirror`), 404);
     return c.json(record);
   });
   return route;

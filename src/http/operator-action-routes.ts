@@ -11,36 +11,61 @@ export interface OperatorActionsPort {
     id: string,
     options: { handler?: string; idempotencyKey?: string },
   ): Promise<{ event: string; replay: { id: string; handlers: string[] } }>;
-  replayMatching(
-    filter: Record<string, string | undefined>,
-    options: { dryRun?: boolean; fresh?: boolean; idempotencyKey?: string },
-  ): Promise<{ id?: string; count: number }>;
-  bulkProgress(id: string): Promise<{ id: string; total: number; done: number; failed: number; state: "running" | "done" }>;
+  replayMatching(request: {
+    filter: Record<string, string | undefined>;
+    dryRun?: boolean;
+    fresh?: boolean;
+    confirm?: number;
+    idempotencyKey?: string;
+  }): Promise<{ count: number; id?: string }>;
+  bulkProgress(id: string): Promise<BulkReplayView>;
+  cancelBulkReplay(id: string): Promise<BulkReplayView>;
   requestSync(
     request: "reconcile" | "backfill",
     options: { kinds?: string[]; since?: string; restart?: boolean },
   ): Promise<{ job: string }>;
 }
 
+/** A bulk replay's progress (worker/bulk-replay-progress.ts BulkReplayProgress). */
+export interface BulkReplayView {
+  id: string;
+  total: number;
+  done: number;
+  failed: number;
+  withdrawn: number;
+  state: "running" | "done" | "cancelled";
+}
+
 const ReplayOne = z.strictObject({ handler: z.string().min(1).max(100).optional() });
-// `filter` is required, `{}` for every event: a body without one is never "all". A client that
-// sent `/events/./replay` (an event ".") reaches this route after URL normalisation, with the
-// single replay's body (`{}` or `{ handler }`), and is refused instead of replaying the whole log.
-const ReplayMany = z.strictObject({
-  filter: z.strictObject(
-    {
-      type: z.string().optional(),
-      status: z.string().optional(),
-      handler: z.string().optional(),
-      fingerprint: z.string().optional(),
-      since: z.string().optional(),
-      until: z.string().optional(),
-    },
-    { error: (issue) => (issue.input === undefined ? "is required ({} for every event; one event: POST /events/{id}/replay)" : undefined) },
-  ),
-  dryRun: z.boolean().optional(),
-  fresh: z.boolean().optional(),
-});
+// A filter with at least one field, or `"all": true` for every event: an empty body or `{}` is
+// never "all". A client that sent `/events/./replay` (an event ".") reaches this route after URL
+// normalisation, with the single replay's body (`{}` or `{ handler }`), and is refused instead
+// of replaying the whole log.
+const FILTER_OR_ALL =
+  'send a filter (type, status, handler, fingerprint, since, until) or "all": true for every event; one event: POST /events/{id}/replay';
+const ReplayMany = z
+  .strictObject({
+    filter: z
+      .strictObject({
+        type: z.string().optional(),
+        status: z.string().optional(),
+        handler: z.string().optional(),
+        fingerprint: z.string().optional(),
+        since: z.string().optional(),
+        until: z.string().optional(),
+      })
+      .optional(),
+    all: z.literal(true, { error: '"all" takes only true' }).optional(),
+    dryRun: z.boolean().optional(),
+    fresh: z.boolean().optional(),
+    confirm: z.number().int().min(0).optional(),
+  })
+  .superRefine((b, ctx) => {
+    const fields = Object.values(b.filter ?? {}).filter((v: string | undefined) => v !== undefined).length;
+    if (b.all === true && fields > 0)
+      ctx.addIssue({ code: "custom", path: ["all"], message: '"all": true replays every event; drop the filter or "all"' });
+    if (b.all !== true && fields === 0) ctx.addIssue({ code: "custom", path: ["filter"], message: FILTER_OR_ALL });
+  });
 const Backfill = z.strictObject({ kinds: z.array(z.string()).optional(), since: z.string().optional(), restart: z.boolean().optional() });
 const Empty = z.strictObject({});
 
@@ -87,16 +112,28 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
     logger.info({ who: "admin", route: action, target, ...(count !== undefined ? { count } : {}) }, "operator action");
 
   route.post("/events/replay", async (c) => {
-    const { filter, dryRun, fresh } = await body(c, ReplayMany);
-    const result = await actions.replayMatching(filter, { dryRun: dryRun ?? false, fresh: fresh ?? false, ...idempotencyKey(c) });
+    const { filter = {}, dryRun, fresh, confirm } = await body(c, ReplayMany);
+    const result = await actions.replayMatching({
+      filter,
+      dryRun: dryRun ?? false,
+      fresh: fresh ?? false,
+      ...(confirm !== undefined ? { confirm } : {}),
+      ...idempotencyKey(c),
+    });
     audit(
       dryRun ? "POST /events/replay (dry run)" : "POST /events/replay",
       { filter, ...(result.id ? { bulk: result.id } : {}) },
       result.count,
     );
-    return dryRun ? c.json({ count: result.count }, 200) : c.json(result, 202);
+    // The count first: what the operator just started, then where to follow (or stop) it.
+    return dryRun ? c.json({ count: result.count }, 200) : c.json({ count: result.count, id: result.id }, 202);
   });
   route.get("/events/replays/:id", async (c) => c.json(await actions.bulkProgress(c.req.param("id"))));
+  route.delete("/events/replays/:id", async (c) => {
+    const result = await actions.cancelBulkReplay(c.req.param("id"));
+    audit("DELETE /events/replays/:id", { bulk: result.id, state: result.state }, result.withdrawn);
+    return c.json(result);
+  });
   route.post("/events/:id/replay", async (c) => {
     const id = eventIdParam(c);
     const { handler } = await body(c, ReplayOne);

@@ -4,6 +4,7 @@ import { requireAdminToken } from "./admin-auth.js";
 import type { AppEnv } from "./context.js";
 import { DASHBOARD_PATH, dashboardRoutes } from "./dashboard.js";
 import { denyFraming } from "./deny-framing.js";
+import { favicon, FAVICON_PATH } from "./favicon.js";
 import { eventRoutes, type EventLogReader } from "./event-routes.js";
 import { mirrorRoutes, type MirrorReader } from "./mirror-routes.js";
 import type { Logger } from "pino";
@@ -54,4 +55,5 @@ export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOp
     return c.body(body, 200, { "Content-Type": contentType });
   });
   app.route(DASHBOARD_PATH, dashboardRoutes(options.queues));
+  app.get(FAVICON_PATH, favicon);
 }

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "./context.js";
 import { errorBody } from "./errors.js";
+import { printable } from "../mirror/id-text.js";
 
 /** What the record routes read and ask; the service wires the record story and the operator actions in (http imports neither). */
 export interface RecordReader {
@@ -31,7 +32,10 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
     const story = await records.story(c.req.param("kind"), c.req.param("id"), cursor);
     if (story === undefined)
       return c.json(
-        errorBody("not_found", `no ${c.req.param("kind")} record ${c.req.param("id")}: neither the mirror nor the event log knows it`),
+        errorBody(
+          "not_found",
+          `no ${c.req.param("kind")} record ${printable(c.req.param("id"))}: neither the mirror nor the event log knows it`,
+        ),
         404,
       );
     return c.json(story);

@@ -1,7 +1,7 @@
 import { sql, type Expression, type Kysely, type Transaction } from "kysely";
 import { expectDefined } from "../expect-defined.js";
 import type { DatabaseSchema } from "./database-schema.js";
-import { encodeCursor, RANGE_FIELD, validateFilter } from "./mirror-filter.js";
+import { listMirrorPage } from "./mirror-list.js";
 import { MirrorRecordError } from "./mirror-record-error.js";
 import { TABLE_OF, type PreparedRecord } from "./mirror-rows.js";
 import { clearRejections, listRejections, recordRejections } from "./rejected-records.js";
@@ -15,8 +15,6 @@ import { chunkWrite, dedupe, prepareAll, type WriteChunk } from "./write-chunks.
 type AnyMirrorDb = Kysely<Pick<DatabaseSchema, "orders" | "order_items">>;
 
 const validDate = (d: unknown): d is Date => d instanceof Date && !Number.isNaN(d.getTime());
-/** A date-only bound means midnight UTC, whatever the session's TimeZone. */
-const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bound);
 
 /**
  * Transaction-scoped advisory locks on every id a transaction of a write touches (at most
@@ -176,28 +174,7 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
       return row?.raw as MirrorRecord | undefined;
     },
 
-    async list(kind, filter) {
-      const f = validateFilter(kind, filter);
-      let query = db
-        .selectFrom(tableOf(kind))
-        .select(["id", "raw"])
-        .orderBy("id")
-        .limit(f.limit + 1);
-      if (f.restaurantId !== undefined) query = query.where("restaurant_id", "=", f.restaurantId);
-      if (f.status !== undefined) query = query.where("status", "=", f.status);
-      // Half-open ranges: from inclusive, to exclusive (pages of days compose without overlap).
-      const range = RANGE_FIELD[kind];
-      if (range && f.from !== undefined)
-        query = query.where(sql.ref(range.column), ">=", range.column === "created_at" ? utc(f.from) : f.from);
-      if (range && f.to !== undefined) query = query.where(sql.ref(range.column), "<", range.column === "created_at" ? utc(f.to) : f.to);
-      if (f.after !== undefined) query = query.where("id", ">", f.after);
-      const rows = await query.execute();
-      const page = rows.slice(0, f.limit);
-      return {
-        data: page.map((r) => r.raw as MirrorRecord),
-        nextCursor: rows.length > f.limit ? encodeCursor(expectDefined(page.at(-1), "a full page has a last row").id) : null,
-      };
-    },
+    list: (kind, filter) => listMirrorPage(db, kind, filter),
 
     async all(kind) {
       const rows = await db.selectFrom(tableOf(kind)).select("raw").orderBy("id").execute();

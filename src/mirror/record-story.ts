@@ -8,6 +8,7 @@ import { TABLE_OF } from "./mirror-rows.js";
 import { withOperatorTimeout } from "./operator-query-timeout-error.js";
 import { MIRROR_KINDS, type MirrorKind, type MirrorRecord } from "./store.js";
 import { fromStoredPayload } from "./stored-payload.js";
+import { MIRROR_PAGE_BYTES } from "./mirror-list.js";
 
 /** Timeline entries per page at most (newest first; `nextCursor` goes on). */
 export const TIMELINE_LIMIT = 200;
@@ -66,10 +67,11 @@ interface TimelineRow {
   attempts: number;
   handlers: Record<string, HandlerOutcome>;
   restaurant_id: string | null;
-  change: unknown;
+  /** A change event's payload bytes (its diff's source); 0 for a delivery. */
+  change_bytes: number | string;
 }
 
-function toEntry(row: TimelineRow): TimelineEntry {
+function toEntry(row: TimelineRow, change: unknown): TimelineEntry {
   const base = {
     eventId: row.id,
     type: row.type,
@@ -78,8 +80,8 @@ function toEntry(row: TimelineRow): TimelineEntry {
     attempts: row.attempts,
     handlers: summarizeHandlers(row.handlers),
   };
-  if (row.change === null) return { entry: "delivery", ...base };
-  const data = (fromStoredPayload(row.change) as { data?: Record<string, unknown> } | null)?.data ?? {};
+  if (Number(row.change_bytes) === 0) return { entry: "delivery", ...base };
+  const data = (fromStoredPayload(change) as { data?: Record<string, unknown> } | null)?.data ?? {};
   const asFields = (v: unknown) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>) : null);
   const changed = Array.isArray(data.changed) ? data.changed.map(String) : undefined;
   return {
@@ -93,12 +95,32 @@ function toEntry(row: TimelineRow): TimelineEntry {
 /** The events naming the record, newest first, from `after` on (exclusive), `limit` + 1 rows to tell whether more follow. */
 function timelineRows(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string, after: { receivedAt: Date; id: string } | undefined) {
   const older = after ? sql`and (received_at, id) < (${after.receivedAt}::timestamptz, ${after.id})` : sql``;
-  // The payload only of change events (their diff); a delivery's payload may be a megabyte.
+  // Only the size of change events' payloads here (their diffs): a change of a 5 MB order holds
+  // it twice. The page then reads the payloads of the ones that fit (changePayloads).
   return sql<TimelineRow>`select id, type, received_at, status, attempts, handlers,
       payload -> 'data' ->> 'restaurantId' as restaurant_id,
-      case when type like 'change.%' then payload end as change
+      case when type like 'change.%' then octet_length(payload::text) else 0 end as change_bytes
     from events where record_id = ${id} and record_kind = ${kind} ${older}
     order by received_at desc, id desc limit ${TIMELINE_LIMIT + 1}`.execute(db);
+}
+
+/** The rows of one page: at most TIMELINE_LIMIT, and change payloads of at most MIRROR_PAGE_BYTES (at least one row). */
+function fittingRows(rows: readonly TimelineRow[]): TimelineRow[] {
+  const page: TimelineRow[] = [];
+  let bytes = 0;
+  for (const row of rows.slice(0, TIMELINE_LIMIT)) {
+    if (page.length > 0 && bytes + Number(row.change_bytes) > MIRROR_PAGE_BYTES) break;
+    page.push(row);
+    bytes += Number(row.change_bytes);
+  }
+  return page;
+}
+
+async function changePayloads(db: Kysely<DatabaseSchema>, rows: readonly TimelineRow[]): Promise<Map<string, unknown>> {
+  const ids = rows.filter((r) => Number(r.change_bytes) > 0).map((r) => r.id);
+  if (ids.length === 0) return new Map();
+  const found = await db.selectFrom("events").select(["id", "payload"]).where("id", "in", ids).execute();
+  return new Map(found.map((r) => [r.id, r.payload]));
 }
 
 async function mirrorCopy(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string) {
@@ -158,7 +180,8 @@ export async function readRecordStory(
     const { rows } = await timelineRows(db, kind, id, after);
     const { rejected, unlisted } = await sideTables(db, kind, id);
     if (!copy && rows.length === 0 && !rejected && !unlisted && after === undefined) return undefined;
-    const page = rows.slice(0, TIMELINE_LIMIT);
+    const page = fittingRows(rows);
+    const changes = await changePayloads(db, page);
     const last = page.at(-1);
     return {
       kind,
@@ -174,8 +197,8 @@ export async function readRecordStory(
       restaurantId: copy?.restaurant_id ?? rows.find((r) => r.restaurant_id !== null)?.restaurant_id ?? null,
       rejected,
       unlisted,
-      timeline: page.map(toEntry),
-      nextCursor: rows.length > TIMELINE_LIMIT && last ? encodeEventCursor(new Date(last.received_at), last.id) : null,
+      timeline: page.map((row) => toEntry(row, changes.get(row.id))),
+      nextCursor: rows.length > page.length && last ? encodeEventCursor(new Date(last.received_at), last.id) : null,
     };
   });
 }

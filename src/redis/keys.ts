@@ -47,7 +47,7 @@ export interface RedisKeys {
    */
   readonly ingest: { stream: string; group: string; seen(eventId: string): string };
   /** The operator API (worker/operator-actions.ts): a bulk replay's progress (a hash), an Idempotency-Key's answer. */
-  readonly operator: { bulkReplay(id: string): string; idempotency(digest: string): string };
+  readonly operator: { bulkReplay(id: string): string; idempotency(digest: string): string; bulkReplayByFilter(digest: string): string };
   /** The console's charts (metrics/minute-samples.ts): one point a minute per series, a hash of at most 120 fields; its own slot. */
   readonly minuteSamples: string;
 }
@@ -85,6 +85,8 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
     operator: {
       bulkReplay: (id) => `${prefix}:operator:replay:${id}`,
       idempotency: (digest) => `${prefix}:operator:idempotency:${digest}`,
+      // The last bulk replay started for one filter (its id): a second one waits until it ends.
+      bulkReplayByFilter: (digest) => `${prefix}:operator:replay-by-filter:${digest}`,
     },
     minuteSamples: `${prefix}:metrics:minute-samples`,
   };

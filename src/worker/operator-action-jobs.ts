@@ -24,7 +24,7 @@ export async function runOperatorActionJob(actions: OperatorActions, job: Pick<J
     const result =
       request.action === "replayEvent"
         ? await actions.replayEvent(request.id, request.handler ? { handler: request.handler } : {})
-        : await actions.replayMatching(request.filter, { dryRun: request.dryRun === true, fresh: request.fresh === true });
+        : await actions.replayMatching({ filter: request.filter, dryRun: request.dryRun === true, fresh: request.fresh === true });
     return { ok: true, result };
   } catch (err) {
     const code = (err as { code?: unknown }).code;

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import type { JobsOptions, Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { EventLog } from "../mirror/event-log.js";
@@ -7,14 +7,16 @@ import type { StepStore } from "../mirror/step-store.js";
 import type { EventJobData } from "../queue/event-job.js";
 import type { RedisClient } from "../redis/connection.js";
 import { redisKeys } from "../redis/keys.js";
-import { bulkReplayProgress, BULK_REPLAY_TTL_SECONDS, type BulkReplayProgress } from "./bulk-replay-progress.js";
+import { DEFAULTS } from "../config/defaults.js";
+import { bulkReplays } from "./bulk-replay.js";
 import { OperatorActionError } from "./operator-action-error.js";
-import { replayEvents, replayJob, replayQueryFromFilter } from "./replay-events.js";
+import { replayJob } from "./replay-events.js";
 import { settleFailedJobs } from "./settle-failed-jobs.js";
 import { RECONCILE_JOBS } from "./sync/reconcile-jobs.js";
 import { ACTIVE_PASS_LEASE } from "./sync/refresh-lease.js";
 import type { RefreshNote, RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { SYNCED_KINDS, type SyncedKind } from "./sync/synced-kinds.js";
+import { printable } from "../mirror/id-text.js";
 
 /**
  * The sync-queue job each operator request adds. Both are the reconciliation sweep today (it
@@ -50,6 +52,8 @@ export interface OperatorActionsDeps {
   /** Where a record's refresh is asked for: the scheduler the built-in handlers note events' ids in. */
   refresh?: Pick<RefreshScheduler, "request">;
   logger: Logger;
+  /** BULK_REPLAY_CONFIRM_ABOVE (its default when absent). */
+  confirmAbove?: number;
 }
 
 const digest = (...parts: string[]) => createHash("sha256").update(parts.join("\u0000")).digest("hex").slice(0, 40);
@@ -62,8 +66,19 @@ const digest = (...parts: string[]) => createHash("sha256").update(parts.join("\
  */
 export function createOperatorActions(deps: OperatorActionsDeps) {
   const { eventLog, eventsQueue } = deps;
-  const progress = bulkReplayProgress(deps.redis, deps.prefix);
   const settle = (ids: readonly string[]) => settleFailedJobs(eventsQueue, ids);
+  const bulk = bulkReplays({ ...deps, confirmAbove: deps.confirmAbove ?? DEFAULTS.bulkReplayConfirmAbove, settle });
+
+  /** Ties an Idempotency-Key to its request's parameters: the same key with others is refused (422). */
+  async function claimIdempotencyKey(key: string, params: string): Promise<void> {
+    const stored = redisKeys(deps.prefix).operator.idempotency(digest("one", key));
+    if ((await deps.redis.set(stored, params, "PX", IDEMPOTENCY_TTL_MS, "NX")) === "OK") return;
+    if ((await deps.redis.get(stored)) !== params)
+      throw new OperatorActionError(
+        "idempotency_key_reused",
+        "this Idempotency-Key was used with another event or handler; send a new key for a new request",
+      );
+  }
 
   return {
     /**
@@ -73,7 +88,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
      */
     async replayEvent(id: string, options: { handler?: string; idempotencyKey?: string } = {}): Promise<ReplayEventResult> {
       const event = await eventLog.get(id);
-      if (!event) throw new OperatorActionError("event_not_found", `no event ${id} in the event log`);
+      if (!event) throw new OperatorActionError("event_not_found", `no event ${printable(id)} in the event log`);
       const known = deps.handlerKeys?.(event.type) ?? Object.keys(event.handlers);
       const { handler, idempotencyKey } = options;
       if (handler !== undefined && !known.includes(handler))
@@ -81,6 +96,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
           "unknown_handler",
           `no handler ${handler} for ${event.type}; handlers: ${known.join(", ") || "none"}`,
         );
+      if (idempotencyKey) await claimIdempotencyKey(idempotencyKey, digest(id, handler ?? "*"));
       await settle([id]);
       const job = replayJob(event, { handler });
       const deduplication = idempotencyKey
@@ -90,46 +106,12 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
       return { event: id, replay: { id: added.id ?? job.opts.jobId, handlers: handler ? [handler] : known } };
     },
 
-    /**
-     * Replays every logged event matching `filter` (GET /events' filters; `handler`: the events on
-     * which it failed, running only it). A dry run only counts. Otherwise the count is answered at
-     * once and the events are queued in the background, with progress under the returned id.
-     */
-    async replayMatching(
-      filter: Record<string, string | undefined>,
-      options: { dryRun?: boolean; fresh?: boolean; idempotencyKey?: string } = {},
-    ): Promise<{ id?: string; count: number }> {
-      const query = replayQueryFromFilter(filter);
-      const count = await replayEvents({ eventLog, queue: undefined }, { query, dryRun: true });
-      if (options.dryRun) return { count };
-      const id = `bulk-${randomUUID()}`;
-      if (options.idempotencyKey) {
-        const key = redisKeys(deps.prefix).operator.idempotency(digest("bulk", options.idempotencyKey));
-        const first = await deps.redis.set(key, id, "EX", BULK_REPLAY_TTL_SECONDS, "NX");
-        if (first !== "OK") {
-          const earlier = (await deps.redis.get(key)) ?? id;
-          return { id: earlier, count: (await progress.read(earlier))?.total ?? count };
-        }
-      }
-      await progress.start(id, count);
-      void (async () => {
-        const queued = await replayEvents(
-          { eventLog, queue: eventsQueue },
-          { query, handler: filter.handler, bulk: id, settle, ...(options.fresh && deps.steps ? { fresh: deps.steps } : {}) },
-        );
-        await progress.queued(id, queued);
-        deps.logger.info({ bulk: id, queued }, "bulk replay queued");
-      })().catch((err: unknown) =>
-        deps.logger.error({ bulk: id, err: (err as Error).message }, "bulk replay stopped before queuing every event"),
-      );
-      return { id, count };
-    },
-
-    async bulkProgress(id: string): Promise<BulkReplayProgress> {
-      const found = /^bulk-[0-9a-f-]{36}$/.test(id) ? await progress.read(id) : undefined;
-      if (!found) throw new OperatorActionError("replay_not_found", `no bulk replay ${id}`);
-      return found;
-    },
+    /** Starts a bulk replay, or counts one (dryRun): see bulk-replay.ts for its guards. */
+    replayMatching: bulk.start,
+    /** A bulk replay's progress (404 replay_not_found when unknown or expired). */
+    bulkProgress: bulk.read,
+    /** Stops a running bulk replay between events (DELETE /events/replays/{id}). */
+    cancelBulkReplay: bulk.cancel,
 
     /**
      * Asks for a narrow read of one record now: notes its id as pending and schedules the kind's

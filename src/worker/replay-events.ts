@@ -25,6 +25,8 @@ export interface ReplayOptions {
    * a later retry of a failed job cannot run a handler the replay already ran.
    */
   settle?: (eventIds: readonly string[]) => Promise<unknown>;
+  /** Asked before each event is queued: true ends the replay there (a bulk replay's cancel). */
+  stop?: () => Promise<boolean>;
   /** Called after each page with the running count (a progress bar, a log line). */
   onProgress?: (count: number, page: readonly EventSummary[]) => void;
 }
@@ -53,7 +55,9 @@ export async function replayEvents(
     if (!options.dryRun && page.data.length > 0) {
       if (!deps.queue) throw new Error("replayEvents needs a queue unless dryRun is set");
       await options.settle?.(page.data.map((event) => event.id));
-      count += await queuePage(deps.eventLog, deps.queue, page.data, options);
+      const queued = await queuePage(deps.eventLog, deps.queue, page.data, options, count);
+      count += queued.count;
+      if (queued.stopped) return count;
     } else count += page.data.length;
     options.onProgress?.(count, page.data);
     cursor = page.nextCursor ?? undefined;
@@ -64,13 +68,15 @@ export async function replayEvents(
 /**
  * Lists carry no payloads: each event is read whole, and the jobs go to the queue in batches of
  * at most BATCH_BYTES of payload. An event pruned since the list was read is skipped (not counted).
+ * A bulk replay's jobs are numbered from `first` (see replayJob).
  */
 async function queuePage(
   eventLog: Pick<EventLog, "get">,
   queue: Queue<EventJobData>,
   page: readonly EventSummary[],
-  options: Pick<ReplayOptions, "handler" | "bulk">,
-): Promise<number> {
+  options: Pick<ReplayOptions, "handler" | "bulk" | "stop">,
+  first: number,
+): Promise<{ count: number; stopped: boolean }> {
   let batch: ReturnType<typeof replayJob>[] = [];
   let bytes = 0;
   let queued = 0;
@@ -81,14 +87,18 @@ async function queuePage(
     bytes = 0;
   };
   for (const summary of page) {
+    if (await options.stop?.()) {
+      await flush();
+      return { count: queued, stopped: true };
+    }
     const event = await eventLog.get(summary.id);
     if (!event) continue;
-    batch.push(replayJob(event, options));
+    batch.push(replayJob(event, { ...options, sequence: first + queued + batch.length }));
     bytes += JSON.stringify(event.payload).length;
     if (bytes >= BATCH_BYTES) await flush();
   }
   await flush();
-  return queued;
+  return { count: queued, stopped: false };
 }
 
 /**
@@ -113,9 +123,16 @@ export function replayQueryFromFilter(filter: Record<string, string | undefined>
   return query;
 }
 
-/** A replay job of one logged event: a fresh job id, no deduplication (a deliberate redelivery). */
-export function replayJob(event: Pick<LoggedEvent, "id" | "type" | "payload">, options: Pick<ReplayOptions, "handler" | "bulk"> = {}) {
-  const { handler, bulk } = options;
+/**
+ * A replay job of one logged event: a fresh job id, no deduplication (a deliberate redelivery).
+ * A bulk replay's jobs are `<bulk id>-<n>` (n from 0 in the order queued), so a cancel can find
+ * the ones still waiting without reading the queue.
+ */
+export function replayJob(
+  event: Pick<LoggedEvent, "id" | "type" | "payload">,
+  options: Pick<ReplayOptions, "handler" | "bulk"> & { sequence?: number } = {},
+) {
+  const { handler, bulk, sequence } = options;
   const data: EventJobData = {
     id: event.id,
     type: event.type,
@@ -125,5 +142,10 @@ export function replayJob(event: Pick<LoggedEvent, "id" | "type" | "payload">, o
     ...(handler ? { only: [handler] } : {}),
     ...(bulk ? { bulk } : {}),
   };
-  return { name: event.type, data, opts: { jobId: `replay-${randomUUID()}` } };
+  const jobId = bulk !== undefined && sequence !== undefined ? bulkReplayJobId(bulk, sequence) : `replay-${randomUUID()}`;
+  return { name: event.type, data, opts: { jobId } };
+}
+
+export function bulkReplayJobId(bulk: string, sequence: number): string {
+  return `${bulk}-${sequence}`;
 }

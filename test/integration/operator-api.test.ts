@@ -187,7 +187,7 @@ describe("POST /events/replay (bulk) and GET /events/replays/{id}", () => {
       },
       { what: "the bulk replay to finish" },
     );
-    expect(progress).toEqual({ id: bulk.id, total: 3, done: 3, failed: 0, state: "done" });
+    expect(progress).toEqual({ id: bulk.id, total: 3, done: 3, failed: 0, withdrawn: 0, state: "done" });
     for (const event of events) expect((await svc.service.eventLog.get(event.id))?.status).toBe("handled");
     expect((await svc.service.eventLog.get(handledOne.id))?.attempts).toBe(1);
     expect(await svc.service.eventsQueue.getFailedCount()).toBe(0);

@@ -185,6 +185,30 @@ describe.each(testDrivers())("record stories (%s)", (driver) => {
     expect(ids).toEqual(expected);
   });
 
+  it("stops a page before 1 MiB of change payloads (a change of a big order holds it twice), and goes on by nextCursor", async () => {
+    const big = (note: string) => ({ ...order("ord_big", "PENDING"), note: note.repeat(350 * 1024) });
+    for (const [n, id] of ["chg_a", "chg_b", "chg_c"].entries()) {
+      await log.recordAttempt({
+        id,
+        type: "change.order",
+        payload: changePayload(id, "ord_big", big(String(n)), big(String(n + 1)), ["note"]),
+        status: "handled",
+        handlers: {},
+      });
+      await at(id, `2026-11-24T05:0${n}:00Z`);
+    }
+    const pages: string[][] = [];
+    let cursor: string | undefined;
+    for (let n = 0; n < 5; n++) {
+      const story = (await readRecordStory(database.db, "orders", "ord_big", { ...(cursor ? { cursor } : {}), timeoutMs: 5000 }))!;
+      pages.push(story.timeline.map((e) => e.eventId));
+      expect(story.timeline[0]?.diff?.[0]).toMatchObject({ field: "note" });
+      if (!story.nextCursor) break;
+      cursor = story.nextCursor;
+    }
+    expect(pages).toEqual([["chg_c"], ["chg_b"], ["chg_a"]]);
+  });
+
   it("groups ten failures of one bug that differ only by ids into one group, and a replay filter selects exactly them", async () => {
     for (let i = 0; i < 10; i++) {
       const orderId = `ord_${(i * 7919).toString(36).padStart(8, "x")}${i}`;

@@ -12,11 +12,12 @@ const actions: OperatorActionsPort = {
     calls.push(`replayEvent ${id}`);
     return Promise.resolve({ event: id, replay: { id: "r1", handlers: handler ? [handler] : ["user:order.created"] } });
   },
-  replayMatching: (filter) => {
+  replayMatching: ({ filter }) => {
     calls.push(`replayMatching ${JSON.stringify(filter)}`);
     return Promise.resolve({ id: "bulk-1", count: 1000 });
   },
-  bulkProgress: (id) => Promise.resolve({ id, total: 0, done: 0, failed: 0, state: "done" }),
+  bulkProgress: (id) => Promise.resolve({ id, total: 0, done: 0, failed: 0, withdrawn: 0, state: "done" }),
+  cancelBulkReplay: (id) => Promise.resolve({ id, total: 0, done: 0, failed: 0, withdrawn: 0, state: "cancelled" }),
   requestSync: () => Promise.resolve({ job: "j" }),
 };
 const logger = pino({ level: "silent" });
@@ -57,15 +58,27 @@ describe("operator routes and event ids", () => {
     },
   );
 
-  it("replays every event only when the body asks with an explicit filter", async () => {
-    const res = await post("/events/replay", { filter: {} });
+  it('replays every event only when the body says "all": true, and answers the count first', async () => {
+    const res = await post("/events/replay", { all: true });
     expect(res.status).toBe(202);
+    expect(Object.keys((await res.json()) as object)).toEqual(["count", "id"]);
     expect(calls).toEqual(["replayMatching {}"]);
   });
 
-  it("says what is missing when a bulk replay has no filter", async () => {
-    const res = await post("/events/replay", {});
-    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/^filter: is required \(\{\} for every event/);
+  it.each([{}, { filter: {} }, { filter: { type: undefined } }])(
+    "refuses %j as a bulk replay, saying how to ask for every event",
+    async (body) => {
+      const res = await post("/events/replay", body);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/^filter: send a filter .* or "all": true/);
+      expect(calls).toEqual([]);
+    },
+  );
+
+  it('refuses a filter together with "all": true', async () => {
+    const res = await post("/events/replay", { all: true, filter: { type: "order.created" } });
+    expect(res.status).toBe(400);
+    expect(calls).toEqual([]);
   });
 
   it.each([

@@ -128,17 +128,23 @@ async function replayOne(config: Config, id: string, handler: string | undefined
 async function replayMatching(config: Config, flags: Flags, remote: OperatorClient | undefined): Promise<void> {
   const filter: Record<string, string> = {};
   for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) filter[name] = flags[name];
+  if (Object.keys(filter).length === 0 && !flags["dry-run"])
+    throw new UsageError(
+      "replay with no filter would send every event of the log again: name one (--since, --until, --type, --status, --handler), or count them with --dry-run",
+    );
   let query;
   try {
     query = replayQueryFromFilter(filter);
   } catch (err) {
     throw new UsageError((err as Error).message.replace(/handlerStatus/g, "--handler"));
   }
+  // Every event is asked for by name, never by an empty filter.
+  const scope = Object.keys(filter).length > 0 ? { filter } : { all: true };
   const options = { ...(flags["dry-run"] ? { dryRun: true } : {}), ...(flags.fresh ? { fresh: true } : {}) };
   const stores = remote ? undefined : await openEventStores(config);
   if (stores === undefined || stores === HELD_BY_SERVICE) {
     const answer = remote
-      ? await remote.call<BulkAnswer>("POST", "/events/replay", { filter, ...options })
+      ? await remote.call<BulkAnswer>("POST", "/events/replay", { ...scope, ...options })
       : await askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options });
     console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: answer.count } : { queued: answer.count, bulk: answer.id }));
     if (answer.id) console.error(`progress: GET ${remote?.url ?? ""}/events/replays/${answer.id} on the service, or its console`);

@@ -6,6 +6,7 @@ import type { AppEnv } from "../context.js";
 import { toHttpFailure } from "../errors.js";
 import { eventIdParam } from "../event-id-param.js";
 import { requireSameOrigin } from "../same-origin.js";
+import { printable } from "../../mirror/id-text.js";
 import { consoleHeaders } from "./console-headers.js";
 import { CONSOLE_SCRIPT } from "./console-script.js";
 import type { ConsoleSources } from "./console-sources.js";
@@ -59,7 +60,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
       const kind = (await sources.records.find(filters.id))[0];
       if (kind !== undefined) return c.redirect(recordHref(kind, filters.id));
       const page = await sources.events.query(logQueryOf({ range: "all" }, now()));
-      const notice = `No event, order, booking, menu item or review with id ${filters.id}: neither the event log nor the mirror knows it.`;
+      const notice = `No event, order, booking, menu item or review with id ${printable(filters.id)}: neither the event log nor the mirror knows it.`;
       return c.html(<EventsPage filters={filters} page={page} now={now()} notice={notice} />, 404);
     }
     const page = await sources.events.query(logQueryOf(filters, now()));
@@ -70,7 +71,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     refuseUnknown(c.req.query(), []);
     const id = eventIdParam(c);
     const event = await sources.events.get(id);
-    if (!event) return errorPage(c, 404, `No event ${id} in the log.`);
+    if (!event) return errorPage(c, 404, `No event ${printable(id)} in the log.`);
     return c.html(<EventPage event={event} changes={await sources.changesAfter(event)} now={now()} />);
   });
 
@@ -106,7 +107,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     if (!sources.records.kinds.includes(kind)) return errorPage(c, 404, `Record kinds are ${sources.records.kinds.join(", ")}.`);
     const cursor = c.req.query("cursor");
     const story = await sources.records.story(kind, id, cursor);
-    if (!story) return errorPage(c, 404, `No ${kind} record ${id}: neither the mirror nor the event log knows it.`);
+    if (!story) return errorPage(c, 404, `No ${kind} record ${printable(id)}: neither the mirror nor the event log knows it.`);
     return c.html(<RecordPage story={story} cursor={cursor} now={now()} />);
   });
 

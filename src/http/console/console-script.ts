@@ -4,7 +4,8 @@
  * - `[data-replay-event]` buttons: POST /events/{id}/replay ({} or {"handler"}), then poll
  *   GET /events/{id} until the log counts a new attempt, and reload;
  * - `[data-bulk]` boxes: a dry run (POST /events/replay with dryRun) shows the count first; the
- *   second button runs it and polls GET /events/replays/{id} into a progress bar.
+ *   second button runs it (with the count as "confirm") and polls GET /events/replays/{id} into
+ *   a progress bar; while it runs, Stop cancels it (DELETE /events/replays/{id}).
  * - `[data-refresh-record]` buttons: POST /records/{kind}/{id}/refresh, then poll
  *   GET /records/{kind}/{id} until the mirror's copy was read after the time the page showed, and reload;
  * Text from the server is set with textContent only, never as HTML.
@@ -89,9 +90,21 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     var status = box.querySelector("[data-bulk-status]");
     call("GET", "/events/replays/" + encodeURIComponent(id)).then(function (r) {
       if (bar) { bar.max = Math.max(1, r.total); bar.value = r.done + r.failed; bar.hidden = false; }
+      var stop = box.querySelector("[data-bulk-stop]");
+      if (stop) { stop.hidden = r.state !== "running"; stop.setAttribute("data-bulk-id", r.id); }
       say(status, "Replay " + r.id + ": " + r.done + " done, " + r.failed + " failed of " + r.total + " (" + r.state + ")", r.failed > 0);
-      if (r.done + r.failed < r.total && r.state !== "failed" && r.state !== "completed") setTimeout(function () { pollReplay(box, id); }, POLL_MS);
+      if (r.state === "running") setTimeout(function () { pollReplay(box, id); }, POLL_MS);
     }, function (err) { say(status, "Could not read the replay: " + err.message, true); });
+  }
+  function stopBulk(box, button) {
+    var status = box.querySelector("[data-bulk-status]");
+    button.disabled = true;
+    call("DELETE", "/events/replays/" + encodeURIComponent(button.getAttribute("data-bulk-id") || "")).then(function (r) {
+      say(status, "Replay " + r.id + " " + r.state + ": " + r.withdrawn + " not run, " + r.done + " done, " + r.failed + " failed.");
+    }, function (err) {
+      button.disabled = false;
+      say(status, "Stop refused: " + err.message, true);
+    });
   }
   function bulk(box, dryRun) {
     var filter = JSON.parse(box.getAttribute("data-bulk") || "{}");
@@ -103,17 +116,20 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
       call("POST", "/events/replay", { filter: filter, dryRun: true }).then(function (answer) {
         say(status, "Will replay " + answer.count + " event" + (answer.count === 1 ? "" : "s") + ".");
         if (run) { run.hidden = answer.count === 0; run.textContent = "Replay " + answer.count + " now"; }
+        box.setAttribute("data-bulk-counted", String(answer.count));
       }, function (err) { say(status, "Dry run refused: " + err.message, true); });
       return;
     }
     if (run) run.disabled = true;
     if (count) count.disabled = true;
     say(status, "Starting…");
-    call("POST", "/events/replay", { filter: filter }).then(function (answer) {
+    // The count the operator saw: the API refuses the replay if the filter matches another by now.
+    call("POST", "/events/replay", { filter: filter, confirm: Number(box.getAttribute("data-bulk-counted")) }).then(function (answer) {
       say(status, "Replay " + answer.id + " started for " + answer.count + " events.");
       pollReplay(box, answer.id);
     }, function (err) {
       if (run) run.disabled = false;
+      if (count) count.disabled = false;
       say(status, "Replay refused: " + err.message, true);
     });
   }
@@ -125,6 +141,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     var box = target.closest("[data-bulk]");
     if (box && target.hasAttribute("data-bulk-count")) return bulk(box, true);
     if (box && target.hasAttribute("data-bulk-run")) return bulk(box, false);
+    if (box && target.hasAttribute("data-bulk-stop")) return stopBulk(box, target);
   });
 })();
 `;

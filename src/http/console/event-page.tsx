@@ -1,3 +1,4 @@
+import { printable } from "../../mirror/id-text.js";
 import type { ConsoleChange, ConsoleEvent } from "./console-sources.js";
 import { CONSOLE_PATH, Layout, StatusPill, When } from "./layout.js";
 import { recordHref } from "./record-page.js";
@@ -11,16 +12,16 @@ export function EventPage(props: { event: ConsoleEvent; changes: ConsoleChange[]
   const { event, now } = props;
   const handlers = Object.entries(event.handlers);
   return (
-    <Layout title={`Event ${event.id}`} section="events">
+    <Layout title={`Event ${printable(event.id)}`} section="events">
       <div class="cards wide">
         <div class="card">
           <h2>Envelope</h2>
           <dl class="kv">
             <dt>id</dt>
-            <dd class="mono">{event.id}</dd>
+            <dd class="mono">{printable(event.id)}</dd>
             <dt>type</dt>
             <dd class="mono">
-              <a href={`${CONSOLE_PATH}/events?type=${encodeURIComponent(event.type)}`}>{event.type}</a>
+              <a href={`${CONSOLE_PATH}/events?type=${encodeURIComponent(event.type)}`}>{printable(event.type)}</a>
             </dd>
             <dt>status</dt>
             <dd>
@@ -49,7 +50,7 @@ export function EventPage(props: { event: ConsoleEvent; changes: ConsoleChange[]
           {handlers.map(([key]) => (
             <p>
               <button type="button" data-replay-event={event.id} data-handler={key} data-attempts={String(event.attempts)}>
-                Replay only {key}
+                Replay only {printable(key)}
               </button>
             </p>
           ))}
@@ -88,7 +89,7 @@ function HandlerTable(props: { event: ConsoleEvent }) {
       <tbody>
         {handlers.map(([key, h]) => (
           <tr>
-            <td class="mono">{key}</td>
+            <td class="mono">{printable(key)}</td>
             <td class={`status-${h.status}`}>{h.status}</td>
             <td class="num">{h.attempts}</td>
             <td>
@@ -135,10 +136,10 @@ function ChangeTable(props: { changes: ConsoleChange[]; now: Date }) {
           {props.changes.map((c) => (
             <tr>
               <td class="mono">
-                <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(c.id)}`}>{c.id}</a>
+                <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(c.id)}`}>{printable(c.id)}</a>
               </td>
               <td class="mono">
-                {c.kind} <a href={recordHref(RECORD_KIND_OF_CHANGE[c.kind] ?? c.kind, c.recordId)}>{c.recordId}</a>
+                {c.kind} <a href={recordHref(RECORD_KIND_OF_CHANGE[c.kind] ?? c.kind, c.recordId)}>{printable(c.recordId)}</a>
               </td>
               <td>{c.source}</td>
               <td>

@@ -1,3 +1,4 @@
+import { printable } from "../../mirror/id-text.js";
 import type { ConsoleEventSummary } from "./console-sources.js";
 import { ConsoleFilterError } from "./console-filter-error.js";
 import { CONSOLE_PATH, Layout, StatusPill, When } from "./layout.js";
@@ -117,7 +118,7 @@ export function EventsPage(props: {
       </div>
       {filters.fingerprint ? (
         <p class="notice">
-          Only events on which <span class="mono">{filters.handler}</span> failed with an error of fingerprint{" "}
+          Only events on which <span class="mono">{printable(filters.handler ?? "")}</span> failed with an error of fingerprint{" "}
           <span class="mono">{filters.fingerprint}</span>.
         </p>
       ) : null}
@@ -149,9 +150,9 @@ function EventTable(props: { events: ConsoleEventSummary[]; now: Date }) {
         {props.events.map((e) => (
           <tr>
             <td class="mono">
-              <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(e.id)}`}>{e.id}</a>
+              <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(e.id)}`}>{printable(e.id)}</a>
             </td>
-            <td class="mono">{e.type}</td>
+            <td class="mono">{printable(e.type)}</td>
             <td>
               <StatusPill status={e.status} />
             </td>
@@ -159,7 +160,7 @@ function EventTable(props: { events: ConsoleEventSummary[]; now: Date }) {
             <td>
               {Object.entries(e.handlers).map(([key, h]) => (
                 <div>
-                  <span class="mono">{key}</span> <span class={`status-${h.status}`}>{h.status}</span>
+                  <span class="mono">{printable(key)}</span> <span class={`status-${h.status}`}>{h.status}</span>
                   {h.error ? <span class="muted"> — {h.error}</span> : null}
                 </div>
               ))}

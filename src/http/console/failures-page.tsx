@@ -1,3 +1,4 @@
+import { printable } from "../../mirror/id-text.js";
 import type { ConsoleFailureGroup } from "./console-sources.js";
 import { eventsHref } from "./events-page.js";
 import { CONSOLE_PATH, Layout, shownStatus, When } from "./layout.js";
@@ -13,7 +14,7 @@ function groupFilter(group: ConsoleFailureGroup, since: Date): Record<string, st
   return group.fingerprinted ? { ...filter, fingerprint: group.fingerprint } : filter;
 }
 
-/** A box that counts (dry run) before it replays, then shows the replay's progress (console-script.ts). */
+/** A box that counts (dry run) before it replays, then shows the replay's progress and can stop it (console-script.ts). */
 function BulkReplay(props: { filter: Record<string, string>; label: string }) {
   return (
     <div class="bulk" data-bulk={JSON.stringify(props.filter)}>
@@ -22,6 +23,9 @@ function BulkReplay(props: { filter: Record<string, string>; label: string }) {
       </button>
       <button type="button" class="primary" data-bulk-run hidden>
         Replay
+      </button>
+      <button type="button" data-bulk-stop hidden>
+        Stop
       </button>
       <progress hidden></progress>
       <span data-bulk-status role="status"></span>
@@ -66,7 +70,7 @@ export function FailuresPage(props: { groups: ConsoleFailureGroup[]; range: Rang
             <tbody>
               {groups.map((g) => (
                 <tr>
-                  <td class="mono">{g.handler}</td>
+                  <td class="mono">{printable(g.handler)}</td>
                   <td>
                     <span class="bad mono" data-testid="fingerprint">
                       {g.fingerprint || "(no message)"}

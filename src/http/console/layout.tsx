@@ -1,6 +1,7 @@
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
 import { DASHBOARD_PATH } from "../dashboard.js";
+import { FAVICON_PATH } from "../favicon.js";
 
 export const CONSOLE_PATH = "/console";
 export type ConsoleSection = "events" | "failures" | "mirror" | "health";
@@ -22,6 +23,7 @@ export function Layout(props: { title: string; section: ConsoleSection; children
           <meta charset="utf-8" />
           <meta name="viewport" content="width=device-width, initial-scale=1" />
           <title>{`${props.title} · svc-webhooks console`}</title>
+          <link rel="icon" type="image/svg+xml" href={FAVICON_PATH} />
           <link rel="stylesheet" href={`${CONSOLE_PATH}/assets/console.css`} />
           <script src={`${CONSOLE_PATH}/assets/console.js`} defer></script>
         </head>

@@ -1,3 +1,4 @@
+import { printable } from "../../mirror/id-text.js";
 import { CONSOLE_PATH, Layout, When } from "./layout.js";
 import { recordHref } from "./record-page.js";
 import { refuseUnknown } from "./time-range.js";
@@ -90,7 +91,7 @@ export function MirrorPage(props: {
             {props.rows.map(({ record, readAt, syncedAt }) => (
               <tr>
                 <td class="mono">
-                  <a href={recordHref(kind, text(record.id))}>{text(record.id)}</a>
+                  <a href={recordHref(kind, text(record.id))}>{printable(text(record.id))}</a>
                   <details>
                     <summary>as stored</summary>
                     <pre>{JSON.stringify(record, null, 2)}</pre>

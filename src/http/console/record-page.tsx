@@ -1,3 +1,4 @@
+import { printable } from "../../mirror/id-text.js";
 import type { ConsoleRecordStory, ConsoleTimelineEntry } from "./console-sources.js";
 import { CONSOLE_PATH, Layout, StatusPill, When } from "./layout.js";
 
@@ -16,7 +17,7 @@ export function RecordPage(props: { story: ConsoleRecordStory; cursor?: string |
   const { story, now } = props;
   const copy = story.record;
   return (
-    <Layout title={`${story.kind} ${story.id}`} section="mirror">
+    <Layout title={`${story.kind} ${printable(story.id)}`} section="mirror">
       {story.rejected ? (
         <p class="notice">
           The mirror refused this record as last read ({story.rejected.reason}: {story.rejected.detail}), {story.rejected.count} time
@@ -125,9 +126,9 @@ function Timeline(props: { entries: ConsoleTimelineEntry[]; now: Date }) {
             <td>
               <When at={e.at} now={props.now} />
             </td>
-            <td class="mono">{e.entry === "change" ? `${e.type} (${e.source ?? ""} read)` : e.type}</td>
+            <td class="mono">{e.entry === "change" ? `${printable(e.type)} (${e.source ?? ""} read)` : printable(e.type)}</td>
             <td class="mono">
-              <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(e.eventId)}`}>{e.eventId}</a>
+              <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(e.eventId)}`}>{printable(e.eventId)}</a>
             </td>
             <td>
               <StatusPill status={e.status} />
