@@ -4,6 +4,7 @@ import type { EventJobData } from "../../src/queue/event-job.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextJob } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
+import { moduleHandlers } from "../helpers/module-handlers.js";
 
 let svc: TestService | undefined;
 afterEach(async () => {
@@ -15,7 +16,7 @@ afterEach(async () => {
 function chargeLoyaltyPoints(): never {
   throw new TypeError("points service said no");
 }
-const handlers = { "guest.visited": () => chargeLoyaltyPoints() };
+const handlers = moduleHandlers({ "guest.visited": () => chargeLoyaltyPoints() });
 const THIS_FILE = "handler-stacks.test.ts";
 
 async function failOnce(env: Record<string, string>): Promise<{ job: Job<EventJobData>; id: string }> {
