@@ -1,15 +1,12 @@
 import type { Logger } from "pino";
-import type { AnyEvent, EventOf, KnownEventType } from "../events/catalog.js";
 import {
   onChange as onChangeWith,
   type ChangeEvent,
   type ChangeField,
-  type ChangeEventOf,
-  type ChangeEventType,
   type ChangeFilter,
   type ChangeKind,
 } from "../events/change-events.js";
-import type { Handler, HandlerMap } from "../events/registry.js";
+import type { EventFor, HandledType, Handler, HandlerMap } from "../events/registry.js";
 import type { MirrorStore } from "../mirror/store.js";
 import type { ApiClient } from "../upstream/index.js";
 import type { StepFunction } from "./durable-steps.js";
@@ -42,10 +39,8 @@ export interface HandlerContext {
   signal: AbortSignal;
 }
 
-export type EventHandler<T extends KnownEventType | ChangeEventType | "*"> = Handler<
-  T extends KnownEventType ? EventOf<T> : T extends ChangeEventType ? ChangeEventOf<T> : AnyEvent,
-  HandlerContext
->;
+/** One handler of type `T` (a known type, a change type or '*'), with the service's context. */
+export type EventHandler<T extends HandledType> = Handler<EventFor<T>, HandlerContext>;
 /** The shape of a HANDLERS_MODULE's default export and of `createService({ handlers })`. */
 export type EventHandlers = HandlerMap<HandlerContext>;
 export type { StepFunction } from "./durable-steps.js";
