@@ -11,7 +11,7 @@ export { createEventProducer, type EventProducer } from "./queue/event-producer.
 export type { EventJobData, EventSink, EnqueueResult } from "./queue/event-job.js";
 export { signPayload, verifySignature, WebhookSignatureError } from "./events/signature.js";
 export { parseEnvelope, EnvelopeError, type EventEnvelope } from "./events/envelope.js";
-export { KNOWN_EVENT_TYPES, type AnyEvent, type EventOf, type KnownEventType } from "./events/catalog.js";
+export { KNOWN_EVENT_TYPES, type AnyEvent, type EventData, type EventOf, type KnownEventType } from "./events/catalog.js";
 export {
   matchesChange,
   CHANGE_EVENT_TYPES,
@@ -21,6 +21,7 @@ export {
   type ChangeEvent,
   type ChangeEventOf,
   type ChangeEventType,
+  type ChangeField,
   type ChangeFilter,
   type ChangeKind,
   type ChangeModels,
@@ -29,6 +30,8 @@ export {
 export { ReservedEventTypeError } from "./events/reserved-event-type-error.js";
 export {
   createHandlerRegistry,
+  type EventFor,
+  type HandledType,
   type Handler,
   type HandlerMap,
   type HandlerRegistry,
@@ -37,6 +40,7 @@ export {
 } from "./events/registry.js";
 export { onChange, type EventHandler, type EventHandlers, type HandlerContext, type StepFunction } from "./worker/handler-context.js";
 export { StepError, type StepErrorCode } from "./worker/step-error.js";
+export { ApiNotConfiguredError } from "./worker/api-not-configured.js";
 export { createStepStore, type StepRecord, type StepStore } from "./mirror/step-store.js";
 export { loadHandlersModule, HandlersModuleError } from "./worker/load-handlers-module.js";
 export type { WorkerRole } from "./worker/worker-role.js";

@@ -1,5 +1,6 @@
 // Never executed: `npm test` type-checks it, pinning the public handler types (like octokit's).
 import {
+  ApiNotConfiguredError,
   createService,
   onChange,
   type ChangeEvent,
@@ -8,6 +9,7 @@ import {
   type EventHandlers,
   type HandlerContext,
   type Order,
+  type OrderStatus,
   type SettledEvent,
   type StepError,
   type StepFunction,
@@ -83,19 +85,31 @@ export const changeHandlers: EventHandlers = {
   },
 };
 
-// onChange: a handler map entry, its event typed by the kind, its filter field checked loosely.
+// onChange: a handler map entry, its event typed by the kind, its filter typed by the kind's record.
 export const ready: EventHandlers = {
-  ...onChange("order", { field: "status", from: "PREPARING", to: "READY" }, (event, ctx) => {
+  ...onChange("order", { field: "status", from: "PREPARING", to: "READY", source: ["webhook", "reconcile"] }, (event, ctx) => {
     const order: Order = event.data.after;
     const attempt: number = ctx.attempt;
     ctx.logger.info({ order: order.id, attempt }, "ready");
   }),
-  ...onChange("booking", { field: "status", to: "CANCELLED" }, (event) => {
+  // The spec leaves booking statuses open: any string.
+  ...onChange("booking", { field: "status", to: "CANCELLED", source: "webhook" }, (event) => {
     const _email: string = event.data.after.diner.email;
   }),
 };
 // @ts-expect-error the kind must be one of order, booking, menu_item
 export const wrongKind = onChange("review", { field: "rating" }, () => undefined);
+// @ts-expect-error field is one of the order's fields
+export const wrongField = onChange("order", { field: "colour" }, () => undefined);
+// @ts-expect-error to is one of the order statuses
+export const wrongStatus = onChange("order", { field: "status", to: "READDY" }, () => undefined);
+// @ts-expect-error from has the field's type: a total is a number
+export const wrongValue = onChange("order", { field: "total", from: "12.50" }, () => undefined);
+// @ts-expect-error source is webhook, reconcile or backfill (a catch-up's changes are reconcile's)
+export const wrongSource = onChange("order", { field: "status", source: "catch-up" }, () => undefined);
+// @ts-expect-error every source of a list is one of them
+export const wrongSources = onChange("menu_item", { field: "stock", source: ["webhook", "webhok"] }, () => undefined);
+export const stockOut = onChange("menu_item", { field: "stock", to: 0, source: "reconcile" }, () => undefined);
 export const wrongEntry: EventHandlers = {
   // @ts-expect-error a change.order handler gets order changes, not booking changes
   "change.order": (_event: ChangeEvent<"booking">) => undefined,
@@ -109,7 +123,7 @@ export const stepHandlers: EventHandlers = {
   "booking.created": async (event, ctx: HandlerContext) => {
     const step: StepFunction = ctx.step;
     const booking = await step("create booking", () =>
-      ctx.api!.createBooking({
+      ctx.api.createBooking({
         restaurantId: event.data.restaurantId,
         date: "2026-12-24",
         time: "19:30",
@@ -131,3 +145,48 @@ export const stepHandlers: EventHandlers = {
 export const stepErrorCode = (
   err: StepError,
 ): "invalid_step_name" | "duplicate_step" | "step_result_not_json" | "step_result_too_large" | "step_unbound" => err.code;
+
+// Payloads typed from the API's schemas: every field but the ids optional (an event may be thin),
+// fields the schema does not know kept as unknown.
+export const payloads: EventHandlers = {
+  "order.status_changed": (event) => {
+    const status: OrderStatus | undefined = event.data.status;
+    const total: number | undefined = event.data.total;
+    const itemName: string | undefined = event.data.items?.[0]?.name;
+    const unknownField: unknown = event.data.loyaltyTier;
+    console.log(status, total, itemName, unknownField);
+    // @ts-expect-error status is one of the order statuses, not any string
+    event.data.status = "READDY";
+    // @ts-expect-error a thin event carries only the ids
+    const _total: number = event.data.total;
+  },
+  "booking.created": (event) => {
+    const size: number | undefined = event.data.partySize;
+    const email: string | undefined = event.data.diner?.email;
+    console.log(size, email);
+  },
+  "menu_item.updated": (event) => {
+    const stock: number | null | undefined = event.data.stock;
+    console.log(stock);
+  },
+};
+
+export const misspelled: EventHandlers = {
+  // @ts-expect-error a misspelled type is refused at its key
+  "order.craeted": () => undefined,
+};
+export const misspelledSatisfies = {
+  "order.created": (event) => console.log(event.data.status),
+  // @ts-expect-error with satisfies too
+  "change.oder": () => undefined,
+} satisfies EventHandlers;
+
+// ctx.api is always there: on a service without an upstream its calls fail with ApiNotConfiguredError.
+export const apiHandlers: EventHandlers = {
+  "order.created": async (event, ctx) => {
+    const page = await ctx.api.listOrders({ restaurantId: event.data.restaurantId, status: "READY" });
+    const first: Order | undefined = page.data[0];
+    console.log(first?.id);
+  },
+};
+export const apiNotConfigured = (err: ApiNotConfiguredError): "api_not_configured" => err.code;

@@ -1,11 +1,28 @@
 import * as z from "zod";
 
+import { bookingSchema, menuItemSchema, orderSchema, reviewSchema } from "../upstream/models.js";
+
 /**
  * The seven events of spec part 6, each inside the assumed envelope. `data` may be the whole
- * resource or only its identifiers, so only `id` and `restaurantId` are required; any other field
- * is kept as sent (and never trusted: sync re-reads the API).
+ * resource or only its identifiers (spec part 6 does not show it), so only `id` and
+ * `restaurantId` are required; every other field the API's schema knows is typed as the API types
+ * it, and optional. A field whose value has another type is left out of the typed event rather
+ * than failing it: the built-in sync needs only the ids and re-reads the rest, and the event log
+ * and '*' handlers keep the payload as sent. Fields the schema does not know are kept, `unknown`.
  */
-const ref = z.looseObject({ id: z.string().min(1), restaurantId: z.string().min(1) });
+function eventData<S extends z.core.$ZodLooseShape>(resource: z.ZodObject<S, z.core.$loose>) {
+  const fields = Object.entries(resource.shape).map(([name, field]) =>
+    name === "id" || name === "restaurantId" ? [name, z.string().min(1)] : [name, (field as z.ZodType).optional().catch(undefined)],
+  );
+  return z.looseObject(Object.fromEntries(fields)) as unknown as z.ZodType<EventData<z.output<typeof resource>>>;
+}
+
+/** The fields a record type names (its `[key: string]: unknown` for unknown fields left aside). */
+export type KnownFields<R> = { [K in keyof R as string extends K ? never : number extends K ? never : K]: R[K] };
+
+/** A resource as an event carries it: its ids, any of its other fields, and fields the API does not name. */
+export type EventData<R> = { id: string; restaurantId: string } & Partial<Omit<KnownFields<R>, "id" | "restaurantId">> &
+  Record<string, unknown>;
 
 const envelope = <T extends string, D extends z.ZodType>(type: T, data: D) =>
   z.looseObject({
@@ -15,10 +32,11 @@ const envelope = <T extends string, D extends z.ZodType>(type: T, data: D) =>
     data,
   });
 
-const orderData = ref.extend({ status: z.string().optional(), paidAt: z.string().nullable().optional() });
-const bookingData = ref.extend({ status: z.string().optional(), date: z.string().optional() });
-const reviewData = ref.extend({ rating: z.number().optional() });
-const menuItemData = ref;
+const orderData = eventData(orderSchema);
+const bookingData = eventData(bookingSchema);
+// Reviews have no endpoint and the spec shows none of their fields; a rating is assumed.
+const reviewData = eventData(reviewSchema.extend({ rating: z.number() }));
+const menuItemData = eventData(menuItemSchema);
 
 export const eventSchemas = {
   "booking.created": envelope("booking.created", bookingData),

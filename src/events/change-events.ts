@@ -1,5 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
-import type { Booking, MenuItem, Order } from "../upstream/models.js";
+import type * as z from "zod";
+import { bookingSchema, menuItemSchema, orderSchema, type Booking, type MenuItem, type Order } from "../upstream/models.js";
+import type { KnownFields } from "./catalog.js";
 
 /**
  * Change events: produced by the mirror, not by the upstream. One per mirror write that changed a
@@ -56,42 +58,90 @@ export interface ChangeEvent<K extends ChangeKind = ChangeKind> {
 /** The typed change event of a `change.*` type. */
 export type ChangeEventOf<T extends ChangeEventType> = T extends `change.${infer K extends ChangeKind}` ? ChangeEvent<K> : never;
 
-/** Which fields of a change to match; `from` and `to` compare by value (deep equality). */
-export interface ChangeFilter<K extends ChangeKind> {
-  field: Extract<keyof ChangeModels[K], string> | (string & {});
+/** The fields of a kind's record that the API's schema names (what `onChange` may filter on). */
+export type ChangeField<K extends ChangeKind> = Extract<keyof KnownFields<ChangeModels[K]>, string>;
+
+/**
+ * Which changes to match: `field` changed, from `from` and to `to` when given (compared by value,
+ * deep equality), made by one of `source` when given. `from` and `to` have the field's type.
+ */
+export interface ChangeFilter<K extends ChangeKind, F extends ChangeField<K> = ChangeField<K>> {
+  field: F;
   /** The field's value before the write (never matches a record seen for the first time). */
-  from?: unknown;
+  from?: ChangeModels[K][F];
   /** The field's value after the write. */
-  to?: unknown;
+  to?: ChangeModels[K][F];
+  /**
+   * What made the mirror read the record: one source or a list. `["webhook", "reconcile"]` skips
+   * backfills and the first import, which report every stored record as a change.
+   */
+  source?: ChangeSource | readonly ChangeSource[];
 }
 
-/** Whether a change matches a filter: the field changed, from `from` (if given) to `to` (if given). */
-export function matchesChange<K extends ChangeKind>(data: ChangeData<K>, filter: ChangeFilter<K>): boolean {
-  if (!data.changed.includes(filter.field)) return false;
+/** The API's schema of each kind: what a filter's field and values are checked against. */
+const MODEL_SCHEMAS: Record<ChangeKind, z.ZodObject> = { order: orderSchema, booking: bookingSchema, menu_item: menuItemSchema };
+
+/** Whether a change matches a filter: the field changed, from `from` (if given) to `to` (if given), by one of `source` (if given). */
+export function matchesChange<K extends ChangeKind, F extends ChangeField<K>>(data: ChangeData<K>, filter: ChangeFilter<K, F>): boolean {
+  if (!data.changed.includes(filter.field as string)) return false;
   const field = filter.field as keyof ChangeModels[K];
   if ("from" in filter && (data.before === null || !isDeepStrictEqual(data.before[field], filter.from))) return false;
   if ("to" in filter && !isDeepStrictEqual(data.after[field], filter.to)) return false;
+  if (filter.source !== undefined && !([] as readonly ChangeSource[]).concat(filter.source).includes(data.source)) return false;
   return true;
+}
+
+/** A filter as a JavaScript caller may pass it: checked before use. */
+interface UncheckedFilter {
+  field: string;
+  from?: unknown;
+  to?: unknown;
+  source?: unknown;
+}
+
+/** A value as an error names it: bounded, whatever a JavaScript caller passed. */
+const shown = (value: unknown) => JSON.stringify(String(value).slice(0, 64));
+
+/** A filter's mistake (an unknown field, a value the field never takes, an unknown source), or undefined. */
+function filterMistake(kind: ChangeKind, given: unknown): string | undefined {
+  if (!Object.hasOwn(MODEL_SCHEMAS, kind)) return `the kind ${shown(kind)} is not one of ${CHANGE_KINDS.join(", ")}`;
+  if (typeof given !== "object" || given === null) return "the filter is an object { field, from?, to?, source? }";
+  const filter = given as UncheckedFilter;
+  const shape: Record<string, z.ZodType | undefined> = MODEL_SCHEMAS[kind].shape;
+  const field = Object.hasOwn(shape, filter.field) ? shape[filter.field] : undefined;
+  if (field === undefined) return `field ${shown(filter.field)} is not one of ${kind}'s: ${Object.keys(shape).join(", ")}`;
+  for (const end of ["from", "to"] as const) {
+    if (end in filter && !field.safeParse(filter[end]).success)
+      return `${end} ${shown(filter[end])} is not a value ${filter.field} can take`;
+  }
+  const sources: readonly unknown[] = filter.source === undefined ? [] : ([] as readonly unknown[]).concat(filter.source);
+  const unknownSource = sources.find((source) => !CHANGE_SOURCES.includes(source as ChangeSource));
+  if (unknownSource !== undefined) return `source ${shown(unknownSource)} is not one of ${CHANGE_SOURCES.join(", ")}`;
+  return undefined;
 }
 
 type ChangeHandler<K extends ChangeKind, Ctx> = (event: ChangeEvent<K>, ctx: Ctx) => Promise<void> | void;
 
 /**
- * A handler map entry that runs `handler` only for changes matching `filter`.
+ * A handler map entry that runs `handler` only for changes matching `filter`. A filter the kind's
+ * schema refuses (from JavaScript, where the types do not check it) throws a TypeError at once.
  *
  * @example
  * export default {
- *   ...onChange("order", { field: "status", to: "READY" }, async (event, ctx) => notifyKitchen(event.data.after)),
+ *   ...onChange("order", { field: "status", to: "READY", source: ["webhook", "reconcile"] }, async (event, ctx) =>
+ *     notifyKitchen(event.data.after)),
  * };
  *
  * One entry per kind: spreading two `onChange` of the same kind keeps only the last; write one
  * handler with `matchesChange` for several filters of one kind.
  */
-export function onChange<K extends ChangeKind, Ctx>(
+export function onChange<K extends ChangeKind, F extends ChangeField<K>, Ctx>(
   kind: K,
-  filter: ChangeFilter<K>,
+  filter: ChangeFilter<K, F>,
   handler: ChangeHandler<K, Ctx>,
 ): Record<`change.${K}`, ChangeHandler<K, Ctx>> {
+  const mistake = filterMistake(kind, filter);
+  if (mistake) throw new TypeError(`onChange(${shown(kind)}): ${mistake}`);
   const filtered: ChangeHandler<K, Ctx> = async function onMatchingChange(event, ctx) {
     if (matchesChange(event.data, filter)) await handler(event, ctx);
   };

@@ -12,15 +12,22 @@ export interface NamedHandler<E, Ctx> {
 /** What a handler map holds for one type: a function, a `{ name, handle }`, or several of them. */
 export type Handlers<E, Ctx> = Handler<E, Ctx> | NamedHandler<E, Ctx> | readonly (Handler<E, Ctx> | NamedHandler<E, Ctx>)[];
 
-/** A map of event type (or '*') to its handlers: the shape of a HANDLERS_MODULE's default export. */
-export type HandlerMap<Ctx> = {
-  [T in KnownEventType]?: Handlers<EventOf<T>, Ctx>;
-} & {
-  [T in ChangeEventType]?: Handlers<ChangeEventOf<T>, Ctx>;
-} & {
-  "*"?: Handlers<AnyEvent, Ctx>;
-  [type: string]: Handlers<never, Ctx> | undefined;
-};
+/** A type a handler map may name: a known event type, a change type, or '*' for every event. */
+export type HandledType = KnownEventType | ChangeEventType | "*";
+
+/** The event a handler of `T` receives: typed for a known or change type, as delivered for '*'. */
+export type EventFor<T extends HandledType> = T extends KnownEventType
+  ? EventOf<T>
+  : T extends ChangeEventType
+    ? ChangeEventOf<T>
+    : AnyEvent;
+
+/**
+ * A map of event type (or '*') to its handlers: the shape of a HANDLERS_MODULE's default export.
+ * No other key: a misspelled type is a compile error at the key. A type the catalog does not know
+ * goes to '*' (or to `HandlerRegistry.on`), where the event comes as delivered.
+ */
+export type HandlerMap<Ctx> = { [T in HandledType]?: Handlers<EventFor<T>, Ctx> };
 
 export interface RegisteredHandler<Ctx> {
   /**
@@ -125,7 +132,10 @@ export function createHandlerRegistry<Ctx>(): HandlerRegistry<Ctx> {
       add("*", handlers, source);
     },
     use(map, source, wrap) {
-      return Object.entries(map).flatMap(([type, handlers]) => (handlers ? add(type, handlers, source, wrap) : []));
+      // A JavaScript module may hold an undefined entry.
+      return Object.entries(map as Record<string, Handlers<never, Ctx> | undefined>).flatMap(([type, handlers]) =>
+        handlers ? add(type, handlers, source, wrap) : [],
+      );
     },
     handlersFor(type) {
       return [...(type === "*" ? [] : (byType.get(type) ?? [])), ...(byType.get("*") ?? [])];

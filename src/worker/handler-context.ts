@@ -1,29 +1,30 @@
 import type { Logger } from "pino";
-import type { AnyEvent, EventOf, KnownEventType } from "../events/catalog.js";
 import {
   onChange as onChangeWith,
   type ChangeEvent,
-  type ChangeEventOf,
-  type ChangeEventType,
+  type ChangeField,
   type ChangeFilter,
   type ChangeKind,
 } from "../events/change-events.js";
-import type { Handler, HandlerMap } from "../events/registry.js";
+import type { EventFor, HandledType, Handler, HandlerMap } from "../events/registry.js";
 import type { MirrorStore } from "../mirror/store.js";
 import type { ApiClient } from "../upstream/index.js";
 import type { StepFunction } from "./durable-steps.js";
 
 /** What every handler receives beside the event. */
 export interface HandlerContext {
-  /** The upstream client (undefined when API_BASE_URL/API_KEY are not configured). */
-  api: ApiClient | undefined;
+  /**
+   * The upstream client. On a service without one (API_BASE_URL/API_KEY not set) every call
+   * fails the event for good with ApiNotConfiguredError, naming the call.
+   */
+  api: ApiClient;
   mirror: MirrorStore;
   /**
    * A durable step: runs `fn` once per (event, handler, name) and stores its JSON result; a retry
    * or a replay of the event gets the stored result back without running `fn` (docs/handlers.md).
    *
    * @example
-   * const booking = await ctx.step("create booking", () => ctx.api!.createBooking(input));
+   * const booking = await ctx.step("create booking", () => ctx.api.createBooking(input));
    */
   step: StepFunction;
   /** A child logger bound to the event's id and type. */
@@ -38,30 +39,29 @@ export interface HandlerContext {
   signal: AbortSignal;
 }
 
-export type EventHandler<T extends KnownEventType | ChangeEventType | "*"> = Handler<
-  T extends KnownEventType ? EventOf<T> : T extends ChangeEventType ? ChangeEventOf<T> : AnyEvent,
-  HandlerContext
->;
+/** One handler of type `T` (a known type, a change type or '*'), with the service's context. */
+export type EventHandler<T extends HandledType> = Handler<EventFor<T>, HandlerContext>;
 /** The shape of a HANDLERS_MODULE's default export and of `createService({ handlers })`. */
 export type EventHandlers = HandlerMap<HandlerContext>;
 export type { StepFunction } from "./durable-steps.js";
 
-/** The context an attempt makes for all its handlers, before each gets its own `step`. */
-export type SharedHandlerContext = Omit<HandlerContext, "step">;
+/** The context an attempt makes for all its handlers, before each gets its own `step` and `api`. */
+export type SharedHandlerContext = Omit<HandlerContext, "step" | "api">;
 
 /**
  * A handler map entry that runs `handler` only for the changes of `kind` matching `filter`: the
- * field changed, from `from` (when given) to `to` (when given).
+ * field changed, from `from` (when given) to `to` (when given), made by one of `source` (when
+ * given). `field` is one the kind's record has; `from` and `to` have that field's type.
  *
  * @example
  * const handlers: EventHandlers = {
- *   ...onChange("order", { field: "status", to: "READY" }, async (event, { logger }) => {
+ *   ...onChange("order", { field: "status", to: "READY", source: ["webhook", "reconcile"] }, async (event, { logger }) => {
  *     logger.info({ order: event.data.id, was: event.data.before?.status }, "order ready");
  *   }),
  * };
  */
-export const onChange: <K extends ChangeKind>(
+export const onChange: <K extends ChangeKind, F extends ChangeField<K>>(
   kind: K,
-  filter: ChangeFilter<K>,
+  filter: ChangeFilter<K, F>,
   handler: Handler<ChangeEvent<K>, HandlerContext>,
 ) => Record<`change.${K}`, Handler<ChangeEvent<K>, HandlerContext>> = onChangeWith;

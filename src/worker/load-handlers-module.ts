@@ -34,9 +34,9 @@ export async function loadHandlersModule(path: string, cwd = process.cwd(), vers
   // Registered once here, only to check it: a handler that is no function, a bad or duplicate
   // name, is refused at load with the module's path, not later inside the worker.
   try {
-    createHandlerRegistry<HandlerContext>().use(map as EventHandlers, "user");
+    createHandlerRegistry<HandlerContext>().use(map, "user");
   } catch (err) {
     throw new HandlersModuleError(`HANDLERS_MODULE ${path}: ${(err as Error).message}`, { cause: err });
   }
-  return map as EventHandlers;
+  return map;
 }

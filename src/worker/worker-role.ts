@@ -23,6 +23,7 @@ import type { StepStore } from "../mirror/step-store.js";
 import { createDurableSteps } from "./durable-steps.js";
 import type { EventHandlers, HandlerContext, SharedHandlerContext } from "./handler-context.js";
 import { stepAwareApi } from "./step-aware-api.js";
+import { apiNotConfigured } from "./api-not-configured.js";
 import { jobLabel, observeJobs } from "./job-observers.js";
 import { createSettledEvents, type SettledEvent } from "./settled-events.js";
 import { pruneEventLog } from "./prune-event-log.js";
@@ -129,7 +130,7 @@ export function createWorkerRole(deps: {
   // Each handler gets its own `step` (steps are keyed by handler) and, inside a step that runs
   // again after an unrecorded run, an API whose writes look for their own effect first.
   const steps = createDurableSteps(deps.steps);
-  const handlerApi = api && stepAwareApi(api, { current: steps.current, mirror });
+  const handlerApi = api ? stepAwareApi(api, { current: steps.current, mirror }) : apiNotConfigured();
   const withSteps = (ctx: SharedHandlerContext, handlerKey: string, event: AnyEvent): HandlerContext => ({
     ...ctx,
     api: handlerApi,
@@ -221,7 +222,7 @@ export function createWorkerRole(deps: {
     handlerTimeoutMs: config.worker.handlerTimeoutMs,
     logger,
     eventLog: recording.eventLog,
-    makeContext: (_event, attempt, log, signal) => ({ api, mirror, logger: log, attempt, signal }),
+    makeContext: (_event, attempt, log, signal) => ({ mirror, logger: log, attempt, signal }),
     isPermanent: isPermanentUpstreamError,
   });
   const eventWorker = createEventWorker({

@@ -6,6 +6,7 @@ import { runCli } from "../helpers/cli-process.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextSettled } from "../helpers/job-events.js";
 import { startStack, type Stack } from "../helpers/stack.js";
+import { moduleHandlers } from "../helpers/module-handlers.js";
 
 let stack: Stack | undefined;
 afterEach(async () => {
@@ -18,7 +19,7 @@ afterEach(async () => {
  * that is down) on its first two attempts. `codes` gets the confirmCode every attempt saw.
  */
 function bookThenNotify(restaurantId: () => string, codes: string[]): EventHandlers {
-  return {
+  return moduleHandlers({
     "guest.arrived": async (event: AnyEvent, ctx: HandlerContext) => {
       const input: CreateBookingInput = {
         restaurantId: restaurantId(),
@@ -27,11 +28,11 @@ function bookThenNotify(restaurantId: () => string, codes: string[]): EventHandl
         partySize: 4,
         diner: { name: "Ada Lovelace", email: `${event.id}@example.com` },
       };
-      const booking = await ctx.step("create booking", () => ctx.api!.createBooking(input));
+      const booking = await ctx.step("create booking", () => ctx.api.createBooking(input));
       codes.push(booking.confirmCode);
       if (ctx.attempt < 3) throw new Error(`notification service down (attempt ${ctx.attempt})`);
     },
-  };
+  });
 }
 
 async function startBookingStack(codes: string[]) {
@@ -86,20 +87,20 @@ describe("durable steps: ctx.step", () => {
       deliver: false,
       env: { JOB_ATTEMPTS: "5", JOB_BACKOFF_MS: "20" },
       handlers: [
-        {
+        moduleHandlers({
           "guest.left": async (_event: AnyEvent, ctx: HandlerContext) => {
             await ctx.step("confirm order", async () => {
-              const order = await ctx.api!.updateOrderStatus(pendingId, "CONFIRMED");
+              const order = await ctx.api.updateOrderStatus(pendingId, "CONFIRMED");
               lostAnswer(ctx.attempt, 1);
               return order.status;
             });
             await ctx.step("refund order", async () => {
-              const order = await ctx.api!.refundOrder(paidId, "guest left");
+              const order = await ctx.api.refundOrder(paidId, "guest left");
               lostAnswer(ctx.attempt, 2);
               return order.status;
             });
           },
-        },
+        }),
       ],
     });
     const { sandbox, svc } = stack;

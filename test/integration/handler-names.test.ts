@@ -6,6 +6,7 @@ import { sampleEvent } from "../helpers/edge.js";
 import { nextSettled } from "../helpers/job-events.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
+import { moduleHandlers } from "../helpers/module-handlers.js";
 
 let svc: TestService | undefined;
 let database: TestDatabase | undefined;
@@ -48,9 +49,13 @@ describe("handler keys follow names, not places", () => {
     const runs = new Map<string, number>();
     const got: string[] = [];
     const ev = sampleEvent({ type: "guest.arrived", data: { id: "guest_1", restaurantId: "rest_1" } });
-    await runWith({ "guest.arrived": [stepping("book", runs, got), stepping("notify", runs, got)] }, ev.id, (s) => s.deliver(ev));
+    await runWith(moduleHandlers({ "guest.arrived": [stepping("book", runs, got), stepping("notify", runs, got)] }), ev.id, (s) =>
+      s.deliver(ev),
+    );
     // The module, edited: the same two handlers, the other way round. A replay of the event.
-    await runWith({ "guest.arrived": [stepping("notify", runs, got), stepping("book", runs, got)] }, ev.id, (s) => replay(s, ev.id));
+    await runWith(moduleHandlers({ "guest.arrived": [stepping("notify", runs, got), stepping("book", runs, got)] }), ev.id, (s) =>
+      replay(s, ev.id),
+    );
     expect(got.sort()).toEqual(["book got book#1", "book got book#1", "notify got notify#1", "notify got notify#1"]);
     expect(Object.fromEntries(runs)).toEqual({ book: 1, notify: 1 });
   });
@@ -64,11 +69,11 @@ describe("handler keys follow names, not places", () => {
           values (${eventId}, 'user:guest.arrived:0', 'pick', 'done', 1, '"stored before the upgrade"'::jsonb)`.execute(database!.db);
     await oldStep(ev.id);
     const got: string[] = [];
-    const handlers: EventHandlers = {
+    const handlers = moduleHandlers({
       "guest.arrived": async function greet(_event: AnyEvent, ctx: HandlerContext) {
         got.push(await ctx.step("pick", () => Promise.resolve("ran again")));
       },
-    };
+    });
     await runWith(handlers, ev.id, (s) => s.deliver(ev));
     expect(got).toEqual(["stored before the upgrade"]);
     const keys = await sql<{ handler_key: string }>`select handler_key from steps where event_id = ${ev.id}`.execute(database.db);

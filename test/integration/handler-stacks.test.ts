@@ -9,6 +9,7 @@ import type { EventJobData } from "../../src/queue/event-job.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextJob } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
+import { moduleHandlers } from "../helpers/module-handlers.js";
 
 let svc: TestService | undefined;
 afterEach(async () => {
@@ -20,7 +21,7 @@ afterEach(async () => {
 function chargeLoyaltyPoints(): never {
   throw new TypeError("points service said no");
 }
-const handlers = { "guest.visited": () => chargeLoyaltyPoints() };
+const handlers = moduleHandlers({ "guest.visited": () => chargeLoyaltyPoints() });
 const THIS_FILE = "handler-stacks.test.ts";
 
 async function failOnce(env: Record<string, string>): Promise<{ job: Job<EventJobData>; id: string }> {
@@ -55,11 +56,11 @@ describe("a failing handler's error text in Redis and in the event log", () => {
   it("is cut to its bound with a marker when a handler throws a 5 MB message on every attempt", async () => {
     const huge = "m".repeat(5_000_000);
     svc = await startService({ JOB_ATTEMPTS: "4", JOB_BACKOFF_MS: "10" }, [
-      {
+      moduleHandlers({
         "guest.visited": () => {
           throw new Error(huge);
         },
-      },
+      }),
     ]);
     const ev = sampleEvent({ type: "guest.visited", data: {} });
     const failed = nextJob(svc.service.worker!.eventWorker, "failed", (j) => j.data.id === ev.id && j.finishedOn !== undefined);

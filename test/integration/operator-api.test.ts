@@ -6,6 +6,7 @@ import { nextJob } from "../helpers/job-events.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
+import { moduleHandlers } from "../helpers/module-handlers.js";
 
 let svc: TestService | undefined;
 afterEach(async () => {
@@ -21,13 +22,13 @@ const SECOND = "user1:guest.visited";
 function countingHandlers(failing: Set<string>) {
   const runs: Record<string, string[]> = { [FIRST]: [], [SECOND]: [] };
   const handlers: EventHandlers[] = [
-    {
+    moduleHandlers({
       [TYPE]: (event: { id: string }) => {
         runs[FIRST]!.push(event.id);
         if (failing.has(event.id)) throw new Error("guest book unavailable");
       },
-    },
-    { [TYPE]: (event: { id: string }) => void runs[SECOND]!.push(event.id) },
+    }),
+    moduleHandlers({ [TYPE]: (event: { id: string }) => void runs[SECOND]!.push(event.id) }),
   ];
   return { runs, handlers };
 }

@@ -1,3 +1,4 @@
+import { moduleHandlers } from "../helpers/module-handlers.js";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AnyEvent } from "../../src/events/catalog.js";
 import { redisKeys } from "../../src/redis/keys.js";
@@ -21,12 +22,12 @@ describe("a redelivered event id is the same event for as long as the event log 
   it("inside the window the edge drops it; after the window the worker finds it in the log and runs nothing; a replay sends the first copy", async () => {
     const notes: unknown[] = [];
     let failing = true;
-    const handlers: EventHandlers = {
+    const handlers: EventHandlers = moduleHandlers({
       "guest.visited": (e: AnyEvent) => {
         notes.push((e as { data?: { note?: unknown } }).data?.note);
         if (failing) throw new Error("the loyalty service said no");
       },
-    };
+    });
     svc = await startService({ JOB_ATTEMPTS: "1" }, [handlers]);
     const first = sampleEvent({ type: "guest.visited", data: { note: "first copy" } });
     const failed = nextSettled(svc.service.worker!, "failed", (e) => e.id === first.id);
@@ -63,7 +64,9 @@ describe("a redelivered event id is the same event for as long as the event log 
 
   it("once the log no longer holds it (pruned), a delivery of the id is a new event", async () => {
     const notes: unknown[] = [];
-    svc = await startService({}, [{ "guest.visited": (e: AnyEvent) => void notes.push((e as { data?: { note?: unknown } }).data?.note) }]);
+    svc = await startService({}, [
+      moduleHandlers({ "guest.visited": (e: AnyEvent) => void notes.push((e as { data?: { note?: unknown } }).data?.note) }),
+    ]);
     const event = sampleEvent({ type: "guest.visited", data: { note: "long ago" } });
     const handled = nextSettled(svc.service.worker!, "completed", (e) => e.id === event.id);
     await svc.deliver(event);

@@ -9,6 +9,7 @@ import { sampleEvent } from "../helpers/edge.js";
 import { nextJob } from "../helpers/job-events.js";
 import { databaseEnv, openDatabaseOfEnv } from "../helpers/postgres.js";
 import { startService, type TestService } from "../helpers/service.js";
+import { moduleHandlers } from "../helpers/module-handlers.js";
 
 let svc: TestService | undefined;
 let proc: CliProcess | undefined;
@@ -27,11 +28,11 @@ const TERMINAL_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\
 describe("replay prints what senders and handlers wrote with its control characters escaped", () => {
   it("in `replay list`: one line per failed job, the failure reason spelled out", async () => {
     svc = await startService({ JOB_ATTEMPTS: "1" }, [
-      {
+      moduleHandlers({
         "guest.visited": () => {
           throw new Error(`no guest named ${HOSTILE}\nsecond line\\`);
         },
-      },
+      }),
     ]);
     const ev = sampleEvent({ type: "guest.visited", data: {} });
     const failed = nextJob(svc.service.worker!.eventWorker, "failed", (j) => j.data.id === ev.id);

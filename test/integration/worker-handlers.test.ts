@@ -136,6 +136,24 @@ describe("worker: handlers", () => {
     expect(await svc.service.eventsQueue.getFailedCount()).toBe(0);
     expect(await svc.service.eventLog.get(ev.id)).toMatchObject({ status: "handled", attempts: 2 });
   });
+  it("fails an event for good when a handler calls ctx.api on a service with no upstream, naming the call", async () => {
+    let calls = 0;
+    svc = await startService({ JOB_ATTEMPTS: "3", JOB_BACKOFF_MS: "20" }, [
+      {
+        "review.created": async (_e, ctx) => {
+          calls++;
+          await ctx.api.listOrders({ restaurantId: "rest_1" });
+        },
+      },
+    ]);
+    const ev = review("rev_no_api");
+    const failed = nextJob(svc.service.worker!.eventWorker, "failed", (j) => j.data.id === ev.id);
+    await svc.deliver(ev);
+    expect((await failed).failedReason).toContain("ApiNotConfiguredError: ctx.api.listOrders: this service has no upstream API");
+    // No retry: configuring the API is the fix, then a replay.
+    expect(calls).toBe(1);
+    expect(await svc.service.eventLog.get(ev.id)).toMatchObject({ status: "failed", attempts: 1 });
+  });
 });
 
 describe("HANDLERS_MODULE", () => {

@@ -64,6 +64,33 @@ describe("onChange: a filtered change handler", () => {
     expect(matchesChange(change(order(), order({ items }), ["items"]).data, { field: "items", to: structuredClone(items) })).toBe(true);
   });
 
+  it("runs the handler only for the sources given: a list, or one", async () => {
+    const seen: string[] = [];
+    const live = onChange("order", { field: "status", source: ["webhook", "reconcile"] }, (e) => void seen.push(`live:${e.data.source}`));
+    const imported = onChange("order", { field: "status", source: "backfill" }, (e) => void seen.push(`imported:${e.data.source}`));
+    for (const source of ["webhook", "reconcile", "backfill"] as const) {
+      const event = change(order(), order({ status: "READY" }), ["status"]);
+      event.data.source = source;
+      await live["change.order"](event, ctx);
+      await imported["change.order"](event, ctx);
+    }
+    expect(seen).toEqual(["live:webhook", "live:reconcile", "imported:backfill"]);
+  });
+
+  it("refuses, when it is made, a filter the kind's schema refuses (as a JavaScript module may write it)", () => {
+    const make = (kind: string, filter: object) => () => onChange(kind as "order", filter as never, () => undefined);
+    expect(make("order", { field: "colour" })).toThrow(/^onChange\("order"\): field "colour" is not one of order's: id, restaurantId,/);
+    expect(make("order", { field: "status", to: "READDY" })).toThrow('onChange("order"): to "READDY" is not a value status can take');
+    expect(make("order", { field: "total", from: "12.50" })).toThrow('from "12.50" is not a value total can take');
+    expect(make("order", { field: "status", source: ["webhook", "catch-up"] })).toThrow(
+      'source "catch-up" is not one of webhook, reconcile, backfill',
+    );
+    expect(make("review", { field: "rating" })).toThrow('onChange("review"): the kind "review" is not one of order, booking, menu_item');
+    expect(make("order", null as never)).toThrow("the filter is an object { field, from?, to?, source? }");
+    // The spec leaves booking statuses open: any string is one.
+    expect(make("booking", { field: "status", to: "NO_SHOW" })).not.toThrow();
+  });
+
   it("a handler's failure propagates (so its job is retried)", async () => {
     const entry = onChange("order", { field: "status" }, () => Promise.reject(new Error("down")));
     await expect(entry["change.order"](change(order(), order({ status: "READY" }), ["status"]), ctx)).rejects.toThrow("down");

@@ -3,6 +3,7 @@ import { createHandlerRegistry, type HandlerMap } from "../../src/events/registr
 import { createLogger } from "../../src/logging/logger.js";
 import { logRegisteredHandlers, positionalRenames } from "../../src/worker/registered-handlers.js";
 import { captureLogs } from "../helpers/log-capture.js";
+import { moduleHandlers } from "../helpers/module-handlers.js";
 
 const noop = () => undefined;
 function notify() {
@@ -12,11 +13,11 @@ function notify() {
 describe("handler names and keys", () => {
   it("keys a handler by its name: the type for one written inline, the function's name, or the name given", () => {
     const registry = createHandlerRegistry<object>();
-    const map: HandlerMap<object> = {
+    const map: HandlerMap<object> = moduleHandlers({
       "order.created": [notify, { name: "audit", handle: noop }],
       "order.updated": () => undefined,
       "*": { name: "metrics", handle: noop },
-    };
+    });
     registry.use(map, "user");
     expect(registry.handlersFor("order.created").map((h) => h.key)).toEqual([
       "user:order.created:notify",
@@ -111,7 +112,7 @@ describe("what a module registered", () => {
   it("logs its types, names and keys, and warns of a type nobody sends, listing the known ones", () => {
     const logs = captureLogs();
     const registry = createHandlerRegistry<object>();
-    const added = registry.use({ "order.craeted": notify, "change.order": () => undefined, "*": () => undefined }, "user");
+    const added = registry.use(moduleHandlers({ "order.craeted": notify, "change.order": () => undefined, "*": () => undefined }), "user");
     logRegisteredHandlers(createLogger({ destination: logs.stream, level: "info" }), "user", added);
     const [warning, info] = logs.records();
     expect(warning).toMatchObject({ level: 40, source: "user", unknown: ["order.craeted"] });

@@ -96,6 +96,27 @@ describe("handler registry and dispatch", () => {
     ]);
   });
 
+  it("types the fields the API's schema knows, leaving out a value of another type, and keeps the rest as sent", async () => {
+    const typed: Record<string, unknown>[] = [];
+    const asSent: unknown[] = [];
+    const registry = createHandlerRegistry<object>();
+    registry.on("order.status_changed", (e) => void typed.push(e.data));
+    registry.onAny((e) => void asSent.push(e.data));
+    const data = { id: "o", restaurantId: "r", status: "ON_HOLD", total: "12.50", paidAt: null, tip: 2, loyaltyTier: "gold" };
+    const result = await dispatchEvent(registry, { id: "e3", type: "order.status_changed", data }, {});
+    expect(result.failures).toEqual([]);
+    expect(typed[0]).toStrictEqual({
+      id: "o",
+      restaurantId: "r",
+      status: undefined,
+      total: undefined,
+      paidAt: null,
+      tip: 2,
+      loyaltyTier: "gold",
+    });
+    expect(asSent).toEqual([data]);
+  });
+
   it("refuses a handler that is not a function", () => {
     const registry = createHandlerRegistry<object>();
     expect(() => registry.use({ "order.created": "nope" as never }, "user")).toThrow(/must be a function/);
