@@ -31,6 +31,8 @@ export interface FirstDayResult {
   callsPerMinute: number;
   /** Calls to the company's unfiltered order list (first and next pages): one walk is the list's pages. */
   orderListCalls: number;
+  /** The calls during the backfill by what they read (kind, filter, scope), most first. */
+  callsByRead: [string, number][];
   rateLimited: number;
   /** Live webhooks during the backfill: change → change event. */
   liveChanges: number;
@@ -87,6 +89,7 @@ export async function benchFirstDay(t: SyncBenchTargets, historyOrders: number, 
       const records = summedRecords(result.summary);
       const calls = c.calls(from);
       const orderListCalls = c.sandbox.requestLog.slice(from).filter((r) => isOrderListCall(r.path, r.query)).length;
+      const callsByRead = [...c.callsByRead(from)].sort((a, b) => b[1] - a[1]);
       const live = await liveFreshness(traffic.changes, seen);
       const recordsPerMinute = records / (result.seconds / 60);
       return {
@@ -97,6 +100,7 @@ export async function benchFirstDay(t: SyncBenchTargets, historyOrders: number, 
         ofPhysicalLimit: recordsPerMinute / PHYSICAL_RECORDS_PER_MINUTE,
         callsPerMinute: calls.count / (result.seconds / 60),
         orderListCalls,
+        callsByRead,
         rateLimited: calls.rateLimited,
         ...live,
       };
