@@ -362,13 +362,14 @@ export function createWorkerRole(deps: {
     async start() {
       await adoptNamedHandlerKeys(registry.registered(), deps.steps, logger);
       await schedule();
+      // Before the workers take jobs: after a gap, the catch-up is queued before the first active tick runs.
+      await gapWatch.start();
       for (const w of workers) {
         w.run().catch((err: unknown) => logger.error({ err }, "worker stopped unexpectedly"));
       }
       await Promise.all(workers.map((w) => w.waitUntilReady()));
       await streamConsumer.start();
       changeRelay.start();
-      await gapWatch.start();
     },
     async stop(deadlineMs) {
       // The stream first: the batch in hand is handled, recorded and acknowledged (or left pending

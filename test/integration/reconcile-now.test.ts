@@ -2,6 +2,7 @@ import { Queue } from "bullmq";
 import { afterEach, describe, expect, it } from "vitest";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import { enqueueCatchUp, RECONCILE_JOBS } from "../../src/worker/sync/reconcile-jobs.js";
 import { ACTIVE_PASS_LEASE, createRefreshLease } from "../../src/worker/sync/refresh-lease.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
@@ -48,6 +49,41 @@ describe("reconcile now", () => {
       await waitFor(() => s.service.mirror.get("orders", order.id), { what: "the requested pass to read the new order" });
       await waitFor(async () => (await queue.getJob(job)) === undefined, { what: "the requested pass to complete" });
       expect(await reconcileNow(s.url)).toMatchObject({ runs: "now" });
+    } finally {
+      await queue.close();
+    }
+  });
+
+  it("a scheduled tick is skipped while a catch-up waits to run: the catch-up reads all it would", async () => {
+    sandbox = createSandbox({ rateLimit: { max: 100_000, windowMs: 60_000 } });
+    const s = await startService({ API_BASE_URL: await sandbox.listen(), API_KEY: sandbox.apiKey, API_RATE: "100000" });
+    svc = s;
+    const running = await createRefreshLease({ redis: s.redis, prefix: s.prefix, ttlMs: 60_000 }).hold(ACTIVE_PASS_LEASE, "a-running-pass");
+    const queue = new Queue(SYNC_QUEUE, { connection: s.redis, prefix: s.prefix });
+    try {
+      // The catch-up waits behind the running pass (delayed), as after a gap found while a pass ran.
+      await enqueueCatchUp(queue, new Date(Date.now() - 300_000));
+      await waitFor(
+        async () => {
+          const id = await queue.getDeduplicationJobId(RECONCILE_JOBS.catchUp);
+          return id ? (await queue.getJob(id))?.isDelayed() : false;
+        },
+        { what: "the catch-up waiting behind the running pass" },
+      );
+      await running!.letGo();
+      const tick = await queue.add(RECONCILE_JOBS.active, {});
+      // Either the tick ran before the catch-up left the delayed set (skipped for it), or after it
+      // began (skipped for the running pass): never a pass of its own.
+      const answer = await waitFor(
+        async () => {
+          const job = await queue.getJob(tick.id!);
+          return job && (await job.isCompleted())
+            ? ((await queue.getJob(tick.id!))?.returnvalue as { skipped?: string } | null)
+            : undefined;
+        },
+        { what: "the tick's answer" },
+      );
+      expect(answer?.skipped).toMatch(/catch-up pass is queued|active pass is running/);
     } finally {
       await queue.close();
     }

@@ -60,7 +60,7 @@ export interface ReconcileDeps {
   pending: NonNullable<SweepChanges["pending"]>;
   /** One active pass at a time: a tick that finds one running is skipped. */
   leases: RefreshLease;
-  queue: Pick<Queue, "add" | "getJob">;
+  queue: Pick<Queue, "add" | "getJob" | "getDeduplicationJobId">;
   config: Config["worker"];
   metrics: Metrics;
   logger: Logger;
@@ -112,11 +112,14 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
   };
   return {
     [RECONCILE_JOBS.active]: async (job, token) => {
+      const byOperator = (job.data as ActiveJobData).requestedBy === "operator";
+      // A catch-up waiting to run reads all a tick would and more: the tick would only read it twice.
+      if (!byOperator && (await catchUpQueued(deps.queue))) return { skipped: "a catch-up pass is queued" };
       const outcome = await activePass(job, token);
       if (outcome) return outcome;
       // An operator's "reconcile now" runs right after the running pass (it may have begun before
       // the change they mean); a scheduled tick is skipped: the running pass reads what it would.
-      if ((job.data as ActiveJobData).requestedBy === "operator") return waitForLease(job, token, QUEUED_PASS_POLL_MS);
+      if (byOperator) return waitForLease(job, token, QUEUED_PASS_POLL_MS);
       return { skipped: "an active pass is running" };
     },
     [RECONCILE_JOBS.catchUp]: async (job, token) => {
@@ -185,6 +188,13 @@ async function addOnce(queue: Pick<Queue, "add" | "getJob">, jobId: string): Pro
   const existing = await queue.getJob(jobId);
   if (existing && (await existing.isFailed())) await existing.remove();
   await queue.add(RECONCILE_JOBS.fullSlice, {}, { jobId });
+}
+
+/** Whether a catch-up pass waits to run (its deduplication key names a job not yet finished). */
+async function catchUpQueued(queue: ReconcileDeps["queue"]): Promise<boolean> {
+  const id = await queue.getDeduplicationJobId(RECONCILE_JOBS.catchUp);
+  const job = id ? await queue.getJob(id) : undefined;
+  return job ? ["waiting", "delayed", "prioritized"].includes(await job.getState()) : false;
 }
 
 /** Enqueues one catch-up pass from `gapStart`: deduplicated while one waits or runs (several workers may see the gap). */
