@@ -139,7 +139,9 @@ describe("sync: the sandbox's webhooks keep the mirror equal to the API", () => 
   });
 
   it("keeps the mirror equal to the sandbox under its live simulation, with no 429", async () => {
-    stack = await startStack({ sandbox: { simulate: { intervalMs: 10 } } });
+    // The budget paces every call evenly (one per window ÷ rate): at 120 a minute the import and the
+    // refreshes take minutes, so both sides run at 1,200; the limiter still must keep under the sandbox's.
+    stack = await startStack({ sandbox: { simulate: { intervalMs: 10 } }, apiRate: 1200 });
     await importAll({ api: stack.svc.service.worker!.api!, mirror: stack.svc.service.mirror, db: stack.svc.database.db });
     await waitFor(() => stack!.sandbox.deliveries.length >= 150, { what: "150 simulated events" });
     stack.sandbox.stopSimulation();

@@ -97,7 +97,7 @@ describe.skipIf(!bin)("the events queue's attempts while the event log cannot re
       expect(await queue.getFailedCount()).toBe(0);
       const delayed = await queue.getDelayed();
       expect(delayed.map((j) => j.data.id).sort()).toEqual(ids);
-      expect(delayed[0]?.progress).toEqual({ done: ["app:test.event:0"], unrecorded: { "app:test.event:0": { status: "ok" } } });
+      expect(delayed[0]?.progress).toEqual({ done: ["app:test.event"], unrecorded: { "app:test.event": { status: "ok" } } });
 
       await postgres.start();
       worker = workerOf();
