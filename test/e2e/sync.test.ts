@@ -146,6 +146,18 @@ describe("sync: the sandbox's webhooks keep the mirror equal to the API", () => 
     await waitFor(() => stack!.sandbox.deliveries.length >= 150, { what: "150 simulated events" });
     stack.sandbox.stopSimulation();
     await stack.drained();
+    // Equal once the refreshes the last events asked for have read (a job may still be pacing when
+    // the queues first look idle); a lost change would never get there.
+    await waitFor(
+      async () => {
+        for (const kind of ["orders", "bookings", "menu-items"] as const) {
+          const { mirror, truth } = await stack!.compare(kind);
+          if (!isDeepStrictEqual(mirror, truth)) return false;
+        }
+        return true;
+      },
+      { timeoutMs: 20_000, what: "the mirror to equal the sandbox" },
+    ).catch(() => undefined);
     await expectMirrorEqualsSandbox(stack);
     expect(stack.sandbox.requestLog.filter((r) => r.status === 429)).toHaveLength(0);
   });
