@@ -23,10 +23,9 @@ afterEach(async () => {
   for (const p of procs.splice(0)) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
   await sandbox?.close();
   sandbox = undefined;
-  if (database) {
-    await database.db.schema.dropSchema(database.schema).ifExists().cascade().execute();
-    await database.close();
-  }
+  // The schema stays until the run ends (global setup drops the run's schemas): a drop now could
+  // fail another file's migration, whose catalog scan names every schema it sees.
+  await database?.close();
   database = undefined;
 });
 
