@@ -79,6 +79,35 @@ describe("the full tier while a backfill walks the whole list", () => {
     expect(await checkpoints.get("full", "orders")).toMatchObject({ pages: 1, passCompletedAt: null });
   });
 
+  it("leaves a kind the running backfill has not reached yet to it: bookings wait while the backfill is on orders", async () => {
+    const stop = new AbortController();
+    await runBackfill({
+      api,
+      mirror,
+      checkpoints,
+      kinds: ["orders", "bookings"],
+      signal: stop.signal,
+      logger,
+      onProgress: (p) => {
+        if (p.kind === "orders" && p.checkpoint.pages >= 1) stop.abort();
+      },
+    });
+    const bookingCalls = () => sandbox.requestLog.filter((r) => r.path === "/api/v1/bookings").length;
+    const before = bookingCalls();
+    const outcome = await runFullSlice({
+      api,
+      mirror,
+      checkpoints,
+      changes: { writer: createMirrorWriter(mirror), source: "reconcile" },
+      kinds: ["bookings"],
+      intervalMs: 3_600_000,
+      maxPages: 5,
+      logger,
+    });
+    expect(outcome).toEqual({ pages: 0, kinds: {} });
+    expect(bookingCalls()).toBe(before);
+  });
+
   it("ends the pass it had begun once the backfill has read the whole list since, and starts none until one is due", async () => {
     expect((await slice()).pages).toBe(1);
     expect((await runBackfill({ api, mirror, checkpoints, kinds: ["orders"], logger })).state).toBe("complete");

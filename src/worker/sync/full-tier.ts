@@ -88,9 +88,10 @@ export async function runFullSlice(options: FullSliceOptions): Promise<FullSlice
  */
 async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Promise<SyncCheckpoint | undefined> {
   const { checkpoints } = options;
-  const [current, backfill] = await Promise.all([checkpoints.get("full", kind), checkpoints.get("backfill", kind)]);
+  const [current, backfills] = await Promise.all([checkpoints.get("full", kind), checkpoints.list("backfill")]);
+  const backfill = backfills.find((b) => b.kind === kind);
   const now = (await options.mirror.clock()).getTime();
-  if (backfillRunning(backfill, now)) return undefined;
+  if (backfillRunning(backfills, kind, now)) return undefined;
   let ended = current;
   if (current?.passCompletedAt === null) {
     if (!coveredBy(current, backfill)) return current;
@@ -103,9 +104,16 @@ async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Pr
   return checkpoints.start("full", kind, { firstImport: await isFirstImport(options, kind) });
 }
 
-/** Whether a backfill of the whole list (no `--since`) is walking it now: unfinished, and saved within BACKFILL_ALIVE_MS. */
-export function backfillRunning(backfill: SyncCheckpoint | undefined, now: number): boolean {
-  return backfill?.since === null && backfill.passCompletedAt === null && now - backfill.updatedAt.getTime() < BACKFILL_ALIVE_MS;
+/**
+ * Whether a backfill of the whole list (no `--since`) is walking `kind` now or will in this run:
+ * the kind's checkpoint unfinished, and the run alive — one of its kinds saved within
+ * BACKFILL_ALIVE_MS (a run starts every kind's checkpoint at once, then walks them in turn).
+ */
+export function backfillRunning(backfills: readonly SyncCheckpoint[], kind: string, now: number): boolean {
+  const own = backfills.find((b) => b.kind === kind);
+  if (own?.since !== null || own.passCompletedAt !== null) return false;
+  const run = backfills.filter((b) => b.since === null && b.passStartedAt.getTime() >= own.passStartedAt.getTime() - BACKFILL_ALIVE_MS);
+  return run.some((b) => now - b.updatedAt.getTime() < BACKFILL_ALIVE_MS);
 }
 
 /** Whether a backfill of the whole list that began after the full pass `pass` began has completed. */

@@ -161,11 +161,7 @@ async function tick(deps: ReconcileDeps): Promise<{ slice: boolean }> {
   const [saved, backfills] = await Promise.all([deps.checkpoints.list("full"), deps.checkpoints.list("backfill")]);
   const now = (await deps.mirror.clock()).getTime();
   // A kind a whole-list backfill walks now is that backfill's: a slice would find nothing to read.
-  const walked = (kind: string) =>
-    backfillRunning(
-      backfills.find((b) => b.kind === kind),
-      now,
-    );
+  const walked = (kind: string) => backfillRunning(backfills, kind, now);
   const running = saved.find((c) => c.passCompletedAt === null && !walked(c.kind));
   const due = SYNCED_KINDS.some((kind) => {
     if (walked(kind)) return false;

@@ -60,17 +60,24 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillOut
   });
   const fresh = options.restart === true || allDone;
   const totals: Record<SyncedKind, number> = { orders: 0, bookings: 0, "menu-items": 0 };
+  // Every kind this run will walk is started now, not when the walk reaches it: the full tier
+  // sees the whole run as running and leaves each of its kinds to it (full-tier.ts backfillRunning).
+  const plan: { kind: SyncedKind; checkpoint: SyncCheckpoint; resumed: boolean; skipped: boolean }[] = [];
   for (const kind of options.kinds) {
-    if (options.signal?.aborted) return { totals, state: "interrupted" };
     const cp = saved.get(kind);
-    if (!fresh && sameWindow(cp) && cp.passCompletedAt !== null) {
-      options.onProgress?.({ kind, checkpoint: cp, records: 0, resumed: false, skipped: true, done: true });
+    if (!fresh && sameWindow(cp) && cp.passCompletedAt !== null) plan.push({ kind, checkpoint: cp, resumed: false, skipped: true });
+    else if (!fresh && sameWindow(cp)) plan.push({ kind, checkpoint: cp, resumed: true, skipped: false });
+    else {
+      const checkpoint = await options.checkpoints.start("backfill", kind, { firstImport: await isFirstImport(options, kind), since });
+      plan.push({ kind, checkpoint, resumed: false, skipped: false });
+    }
+  }
+  for (const { kind, checkpoint, resumed, skipped } of plan) {
+    if (options.signal?.aborted) return { totals, state: "interrupted" };
+    if (skipped) {
+      options.onProgress?.({ kind, checkpoint, records: 0, resumed: false, skipped: true, done: true });
       continue;
     }
-    const resumed = !fresh && sameWindow(cp) && cp.passCompletedAt === null;
-    const checkpoint = resumed
-      ? cp
-      : await options.checkpoints.start("backfill", kind, { firstImport: await isFirstImport(options, kind), since });
     options.onProgress?.({ kind, checkpoint, records: 0, resumed, skipped: false, done: false });
     const walked = await walkList({
       api: options.api,
