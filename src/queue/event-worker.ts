@@ -1,4 +1,5 @@
 import { DEFAULTS } from "../config/defaults.js";
+import { warnUnlessOutage } from "../redis/redis-outage-log.js";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { RedisClient } from "../redis/connection.js";
 import type { Logger } from "pino";
@@ -57,7 +58,7 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
     // its own limit is out of reach, and runJob fails the job at `maxStalls` after recording it.
     maxStalledCount: Number.MAX_SAFE_INTEGER,
   });
-  worker.on("error", (err) => logger.warn({ err: err.message }, "event worker error"));
+  worker.on("error", warnUnlessOutage(logger, "event worker error"));
   return worker;
 
   async function runJob(job: Job<EventJobData>, token: string | undefined) {

@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { warnUnlessOutage } from "../redis/redis-outage-log.js";
 import pLimit from "p-limit";
 import { randomUUID } from "node:crypto";
 import type { Queue } from "bullmq";
@@ -269,7 +270,7 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
       const connection = options.connection;
       const own: RedisClient = connection instanceof Cluster ? connection.duplicate() : connection.duplicate();
       reader = own;
-      own.on("error", (err: Error) => logger.warn({ err: err.message }, "stream consumer connection error"));
+      own.on("error", warnUnlessOutage(logger, "stream consumer connection error"));
       await ensureGroup();
       heartbeat = setInterval(extendClaims, Math.max(50, options.claimIdleMs / 3));
       heartbeat.unref();

@@ -55,3 +55,20 @@ export function logRedisOutages(
     attempts = 0;
   });
 }
+
+/** Errors of the connection itself (Redis away, being reconnected): logRedisOutages reports those. */
+const CONNECTION_ERROR = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EPIPE|EAI_AGAIN)$/;
+export function isRedisConnectionError(err: Error & { code?: string }): boolean {
+  return CONNECTION_ERROR.test(err.code ?? "") || /^Connection is closed|^connect E[A-Z]+ /.test(err.message);
+}
+
+/**
+ * The `error` listener of a queue or worker: a warning per error, except the connection's own
+ * errors while Redis is away, which logRedisOutages already reports once per interval (each of
+ * these emitters repeats them on every reconnect attempt: about 5 lines a second with no Redis).
+ */
+export function warnUnlessOutage(logger: Logger, what: string): (err: Error & { code?: string }) => void {
+  return (err) => {
+    if (!isRedisConnectionError(err)) logger.warn({ err: err.message }, what);
+  };
+}

@@ -1,4 +1,5 @@
 import { Queue, type Worker } from "bullmq";
+import { warnUnlessOutage } from "../redis/redis-outage-log.js";
 import type { EventJobData } from "../queue/event-job.js";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
@@ -143,7 +144,7 @@ export function createWorkerRole(deps: {
     defaultJobOptions: configuredJobOptions(config),
     streams: { events: { maxLen: 1000 } },
   });
-  eventsQueue.on("error", (err) => logger.warn({ err: err.message }, "events queue error"));
+  eventsQueue.on("error", warnUnlessOutage(logger, "events queue error"));
   const syncQueue = new Queue<SyncJobData>(SYNC_QUEUE, {
     connection,
     prefix,
@@ -156,7 +157,7 @@ export function createWorkerRole(deps: {
     // A refresh job carries the trace of the event that scheduled it (bullmq-otel).
     ...(tracing ? { telemetry: tracing.bullmq } : {}),
   });
-  syncQueue.on("error", (err) => logger.warn({ err: err.message }, "sync queue error"));
+  syncQueue.on("error", warnUnlessOutage(logger, "sync queue error"));
   // One refresh per kind, and one active pass, at a time across every worker (refresh-lease.ts).
   const leases = createRefreshLease({ redis: connection, prefix, ttlMs: lockMs });
   const scheduler = createRefreshScheduler({

@@ -1,4 +1,5 @@
 import { UnrecoverableError, Worker, type Job, type Queue, type Telemetry } from "bullmq";
+import { warnUnlessOutage } from "../../redis/redis-outage-log.js";
 import type { Logger } from "pino";
 import { SYNC_QUEUE } from "../../queue/names.js";
 import { withBoundedText } from "../../events/error-text.js";
@@ -66,6 +67,6 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),
     },
   );
-  worker.on("error", (err) => logger.warn({ err: err.message }, "sync worker error"));
+  worker.on("error", warnUnlessOutage(logger, "sync worker error"));
   return worker;
 }
