@@ -13,7 +13,7 @@ import { directOperatorActions } from "../direct-operator-actions.js";
 import { HELD_BY_SERVICE, openEventStores } from "../event-stores.js";
 import { operatorClient, operatorUrl, type OperatorClient } from "../operator-client.js";
 import { askService } from "../service-handover.js";
-import { printable } from "../printable.js";
+import { printable } from "../../mirror/id-text.js";
 import { UsageError } from "../usage-error.js";
 
 export const help = `svc-webhooks replay --id <event-id> [--handler <key>]
