@@ -44,7 +44,7 @@ export { ApiNotConfiguredError } from "./worker/api-not-configured.js";
 export { createStepStore, type StepRecord, type StepStore } from "./mirror/step-store.js";
 export { loadHandlersModule, HandlersModuleError } from "./worker/load-handlers-module.js";
 export type { WorkerRole } from "./worker/worker-role.js";
-export type { SettledEvent } from "./worker/settled-events.js";
+export type { FinishedEvent } from "./worker/finished-events.js";
 export { createDatabase, DatabaseConfigError, type Database, type DatabaseOptions } from "./mirror/database.js";
 export { migrateToLatest, MigrationError } from "./mirror/migrate.js";
 export { createPostgresMirror } from "./mirror/postgres-store.js";

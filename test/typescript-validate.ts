@@ -10,7 +10,7 @@ import {
   type HandlerContext,
   type Order,
   type OrderStatus,
-  type SettledEvent,
+  type FinishedEvent,
   type StepError,
   type StepFunction,
 } from "../src/index.js";
@@ -41,10 +41,10 @@ export const wrong: EventHandlers = { "order.created": "not a function" };
 export const build = async (config: Parameters<typeof createService>[0]["config"]) =>
   createService({ config, logger: undefined as never, handlers });
 
-// Every event a worker settles, on the stream's first attempt or as a job of the events queue.
+// Every attempt a worker finishes, on the stream's first attempt or as a job of the events queue.
 export const watch = async (config: Parameters<typeof createService>[0]["config"]) => {
   const service = await build(config);
-  return service.worker?.onSettled((event: SettledEvent) => {
+  return service.worker?.onFinished((event: FinishedEvent) => {
     const outcome: "completed" | "failed" | "retried" = event.outcome;
     const via: "stream" | "queue" = event.via;
     console.log(event.id, event.type, outcome, via);

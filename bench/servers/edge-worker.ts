@@ -12,7 +12,7 @@ const service = await createService({
   logger: createLogger({ level: config.logLevel }),
   handlers: [{ "*": () => Promise.resolve() }],
 });
-service.worker!.onSettled((e) => {
+service.worker!.onFinished((e) => {
   if (e.outcome === "completed") counter.completed();
 });
 void service.start();

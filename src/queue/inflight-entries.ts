@@ -32,7 +32,7 @@ export interface InflightEntries {
 }
 
 /**
- * What a stream consumer holds: entries read and not yet acknowledged, each settled on its own, so
+ * What a stream consumer holds: entries read and not yet acknowledged, each finished on its own, so
  * a slow one never holds up the others. Entries are sized only once read, so a read asks for as many as the bytes left
  * could hold at the largest size an entry can have; one entry always fits when none is held, so a
  * single event larger than the whole budget still runs.

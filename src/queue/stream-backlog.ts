@@ -2,7 +2,7 @@ import type { RedisClient } from "../redis/connection.js";
 import { redisKeys } from "../redis/keys.js";
 
 export interface StreamBacklog {
-  /** Events in the ingest stream: accepted and not yet settled by a worker (unread, or read and unacknowledged). */
+  /** Events in the ingest stream: accepted and not yet finished by a worker (unread, or read and unacknowledged). */
   length: number;
   /** Age of the oldest of them, from its entry id's time (0 when there is none): the consumers' lag. */
   oldestAgeMs: number;
@@ -10,7 +10,7 @@ export interface StreamBacklog {
 
 /**
  * How far the workers are behind the edge. A consumer deletes what it acknowledged, so the stream
- * holds exactly the events not yet settled, and its first entry is the oldest. Two O(1)-ish reads.
+ * holds exactly the events not yet finished, and its first entry is the oldest. Two O(1)-ish reads.
  */
 export async function readStreamBacklog(redis: RedisClient, prefix: string, now = Date.now()): Promise<StreamBacklog> {
   const { stream } = redisKeys(prefix).ingest;

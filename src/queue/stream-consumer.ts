@@ -43,14 +43,14 @@ export interface StreamConsumerOptions {
   blockMs?: number;
   /** Entries another consumer read but did not acknowledge for this long are taken over (it died). */
   claimIdleMs: number;
-  /** Called once per event the consumer settled: handled, failed for good, or handed to the queue to retry. */
-  onSettled?(event: StreamSettled): void;
+  /** Called once per event whose first attempt finished here: handled, failed for good, or handed to the queue to retry. */
+  onFinished?(event: StreamFinished): void;
   /** Called with the number of entries claimed from a dead consumer and moved into the events queue. */
   onClaimed?(count: number): void;
 }
 
-/** One event the consumer finished with (worker/settled-events.ts turns it into the role's SettledEvent). */
-export interface StreamSettled {
+/** One event whose first attempt the consumer finished (worker/finished-events.ts turns it into the role's FinishedEvent). */
+export interface StreamFinished {
   id: string;
   type: string;
   entryId: string;
@@ -84,7 +84,7 @@ const LARGEST_ENTRY_BYTES = 1024 * 1024 + 4096;
  * attempt comes from (the ingest stream) and where the next goes (the events queue); the attempt
  * runner does the rest. It holds up to `batchSize` entries (and no more than `maxInflightBytes`),
  * reads with a consumer group whenever there is room, runs the handlers of `concurrency` events at
- * once, and settles each entry on its own: the runner's attempt (recorded, group-committed with
+ * once, and finishes each entry on its own: the runner's attempt (recorded, group-committed with
  * those that end alongside), the event's continuation in the events queue if any, and only then
  * the entry's acknowledgement. A slow or hung handler holds one slot, never the stream; an event
  * that succeeds first time costs no BullMQ job.
@@ -196,7 +196,7 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
     await handoff.ackDelete(entryId);
     const outcome = a?.result.outcome;
     if (a && (outcome === "completed" || outcome === "failed" || outcome === "retried"))
-      options.onSettled?.({ id: a.data.id, type: a.data.type, entryId, outcome, seconds: (performance.now() - started) / 1000 });
+      options.onFinished?.({ id: a.data.id, type: a.data.type, entryId, outcome, seconds: (performance.now() - started) / 1000 });
   };
 
   const begin = (entry: Entry) => {
@@ -206,11 +206,11 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
     handleEntry(entry, text)
       // A step that failed (Redis away) leaves the entry pending: no longer kept by the heartbeat,
       // it is claimed after claimIdleMs and runs again from the events queue.
-      .catch((err: unknown) => logger.warn({ entryId, err: errorMessage(err) }, "could not settle a stream entry; it will be claimed"))
+      .catch((err: unknown) => logger.warn({ entryId, err: errorMessage(err) }, "could not finish a stream entry; it will be claimed"))
       .finally(() => inflight.remove(entryId));
   };
 
-  /** Keeps the entries in flight ours (a BullMQ worker's lock extension); settled ones drop out. */
+  /** Keeps the entries in flight ours (a BullMQ worker's lock extension); finished ones drop out. */
   const extendClaims = () => {
     const ids = inflight.ids();
     if (ids.length === 0) return;

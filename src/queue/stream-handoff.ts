@@ -59,7 +59,7 @@ export function createStreamHandoff(
     await redis.svcStreamAckDelete(stream, group, ...ids);
     return ids;
   };
-  // Entries that settle together are acknowledged together, and their jobs added in one addBulk:
+  // Entries that finish together are acknowledged together, and their jobs added in one addBulk:
   // one round trip each per I/O turn, while no entry waits for another's handlers.
   const ackDelete = groupCommit<string, string>(ackDeleteAll, 500);
   const addJob = groupCommit<ContinuationJob, unknown>((jobs) => options.queue.addBulk(jobs), 500);

@@ -18,7 +18,8 @@ export interface BulkReplayDeps {
   steps?: Pick<StepStore, "forget">;
   /** BULK_REPLAY_CONFIRM_ABOVE: more events than this need `confirm` (the dry run's count). */
   confirmAbove: number;
-  settle: (eventIds: readonly string[]) => Promise<unknown>;
+  /** Takes the replayed events' failed jobs off the events queue (removeReplayedFailedJobs). */
+  removeFailedJobs: (eventIds: readonly string[]) => Promise<unknown>;
   logger: Logger;
 }
 
@@ -154,7 +155,7 @@ export function bulkReplays(deps: BulkReplayDeps) {
             query,
             handler: request.filter.handler,
             bulk: id,
-            settle: deps.settle,
+            removeFailedJobs: deps.removeFailedJobs,
             stop: () => progress.cancelled(id),
             ...(request.fresh && deps.steps ? { fresh: deps.steps } : {}),
           },

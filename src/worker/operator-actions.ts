@@ -11,7 +11,7 @@ import { DEFAULTS } from "../config/defaults.js";
 import { bulkReplays } from "./bulk-replay.js";
 import { OperatorActionError } from "./operator-action-error.js";
 import { replayJob } from "./replay-events.js";
-import { settleFailedJobs } from "./settle-failed-jobs.js";
+import { removeReplayedFailedJobs } from "./remove-replayed-failed-jobs.js";
 import { RECONCILE_JOBS } from "./sync/reconcile-jobs.js";
 import { ACTIVE_PASS_LEASE } from "./sync/refresh-lease.js";
 import type { RefreshNote, RefreshScheduler } from "./sync/refresh-scheduler.js";
@@ -61,13 +61,13 @@ const digest = (...parts: string[]) => createHash("sha256").update(parts.join("\
 /**
  * What an operator can do to the running system, in one place for the HTTP API and the CLI:
  * replay one event or every event matching a filter, follow a bulk replay, ask for a
- * reconciliation or a backfill. Each is idempotent (see the methods) and settles the failed jobs
+ * reconciliation or a backfill. Each is idempotent (see the methods) and removes the failed jobs
  * of the events it replays.
  */
 export function createOperatorActions(deps: OperatorActionsDeps) {
   const { eventLog, eventsQueue } = deps;
-  const settle = (ids: readonly string[]) => settleFailedJobs(eventsQueue, ids);
-  const bulk = bulkReplays({ ...deps, confirmAbove: deps.confirmAbove ?? DEFAULTS.bulkReplayConfirmAbove, settle });
+  const removeFailedJobs = (ids: readonly string[]) => removeReplayedFailedJobs(eventsQueue, ids);
+  const bulk = bulkReplays({ ...deps, confirmAbove: deps.confirmAbove ?? DEFAULTS.bulkReplayConfirmAbove, removeFailedJobs });
 
   /** Ties an Idempotency-Key to its request's parameters: the same key with others is refused (422). */
   async function claimIdempotencyKey(key: string, params: string): Promise<void> {
@@ -97,7 +97,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
           `no handler ${handler} for ${event.type}; handlers: ${known.join(", ") || "none"}`,
         );
       if (idempotencyKey) await claimIdempotencyKey(idempotencyKey, digest(id, handler ?? "*"));
-      await settle([id]);
+      await removeFailedJobs([id]);
       const job = replayJob(event, { handler });
       const deduplication = idempotencyKey
         ? { id: `idem-${digest(idempotencyKey, id, handler ?? "*")}`, ttl: IDEMPOTENCY_TTL_MS }

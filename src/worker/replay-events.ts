@@ -21,10 +21,10 @@ export interface ReplayOptions {
   /** The bulk replay these jobs belong to (its progress counts them as they end). */
   bulk?: string;
   /**
-   * Settles what BullMQ still holds of the replayed events (their failed jobs), page by page, so
+   * Removes what BullMQ still holds of the replayed events (their failed jobs), page by page, so
    * a later retry of a failed job cannot run a handler the replay already ran.
    */
-  settle?: (eventIds: readonly string[]) => Promise<unknown>;
+  removeFailedJobs?: (eventIds: readonly string[]) => Promise<unknown>;
   /** Asked before each event is queued: true ends the replay there (a bulk replay's cancel). */
   stop?: () => Promise<boolean>;
   /** Called after each page with the running count (a progress bar, a log line). */
@@ -54,7 +54,7 @@ export async function replayEvents(
       );
     if (!options.dryRun && page.data.length > 0) {
       if (!deps.queue) throw new Error("replayEvents needs a queue unless dryRun is set");
-      await options.settle?.(page.data.map((event) => event.id));
+      await options.removeFailedJobs?.(page.data.map((event) => event.id));
       const queued = await queuePage(deps.eventLog, deps.queue, page.data, options, count);
       count += queued.count;
       if (queued.stopped) return count;

@@ -26,7 +26,7 @@ import type { EventHandlers, HandlerContext, SharedHandlerContext } from "./hand
 import { stepAwareApi } from "./step-aware-api.js";
 import { apiNotConfigured } from "./api-not-configured.js";
 import { jobLabel, observeJobs } from "./job-observers.js";
-import { createSettledEvents, type SettledEvent } from "./settled-events.js";
+import { createFinishedEvents, type FinishedEvent } from "./finished-events.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import { watchRecording } from "./recording-health.js";
 import { refreshKind } from "./sync/refresh-kind.js";
@@ -68,8 +68,8 @@ export interface WorkerRole {
   handlerKeys(type: string): string[];
   /** Swaps in new user handlers (dev's HANDLERS_MODULE reload); a map that does not register throws and changes nothing. */
   reloadHandlers(handlers: readonly EventHandlers[]): void;
-  /** Calls `listener` for every event this process settles; returns the unsubscribe function. */
-  onSettled(listener: (event: SettledEvent) => void): () => void;
+  /** Calls `listener` for every attempt this process finishes (either path); returns the unsubscribe function. */
+  onFinished(listener: (event: FinishedEvent) => void): () => void;
   start(): Promise<void>;
   /** Waits for active jobs up to `deadlineMs`, then closes anyway (their locks expire and they rerun). */
   stop(deadlineMs: number): Promise<void>;
@@ -301,7 +301,7 @@ export function createWorkerRole(deps: {
     ...(tracing ? { telemetry: tracing.bullmq } : {}),
   });
 
-  const settled = createSettledEvents(eventWorker);
+  const finished = createFinishedEvents(eventWorker);
   const streamConsumer = createStreamConsumer({
     connection,
     prefix,
@@ -318,12 +318,12 @@ export function createWorkerRole(deps: {
     claimIdleMs: config.ingest.claimIdleMs,
     logger,
     // Counted as the events queue's jobs are, so one set of metrics covers both paths.
-    onSettled: ({ id, type, outcome, seconds }) => {
+    onFinished: ({ id, type, outcome, seconds }) => {
       const name = jobLabel(type);
       metrics.jobs.inc({ queue: EVENTS_QUEUE, name, outcome });
       if (outcome !== "retried") metrics.jobSeconds.observe({ queue: EVENTS_QUEUE, name }, seconds);
       metrics.eventsConsumed.inc();
-      settled.emit({ id, type, outcome, via: "stream" });
+      finished.emit({ id, type, outcome, via: "stream" });
     },
     onClaimed: (n) => metrics.eventsClaimed.inc(n),
   });
@@ -359,7 +359,7 @@ export function createWorkerRole(deps: {
     recordingFails: () => recording.failing(),
     handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key),
     reloadHandlers: (handlers) => void handlerTable.replace(handlers),
-    onSettled: (listener) => settled.on(listener),
+    onFinished: (listener) => finished.on(listener),
     async start() {
       await adoptNamedHandlerKeys(registry.registered(), deps.steps, logger);
       await schedule();

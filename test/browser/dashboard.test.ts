@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
 import { launchChromium } from "../helpers/browser.js";
 import { sampleEvent } from "../helpers/edge.js";
-import { nextSettled } from "../helpers/job-events.js";
+import { nextFinished } from "../helpers/job-events.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 
 let browser: Browser;
@@ -21,7 +21,7 @@ beforeAll(async () => {
   attacker = await startAttackerSite(() => svc.url);
   teardown.push(() => new Promise((r) => attacker.close(r)));
   attackerUrl = `http://127.0.0.1:${(attacker.address() as AddressInfo).port}`;
-  const done = nextSettled(svc.service.worker!, "completed");
+  const done = nextFinished(svc.service.worker!, "completed");
   await svc.deliver(sampleEvent({ type: "review.created", data: { id: "rev_browser", restaurantId: "rest_1" } }));
   await done;
 });

@@ -5,7 +5,7 @@ import type { ChangeEvent } from "../../src/events/change-events.js";
 import { createChangeOutbox } from "../../src/mirror/change-outbox.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { TEST_SECRET } from "../helpers/edge.js";
-import { nextJob, nextSettled } from "../helpers/job-events.js";
+import { nextJob, nextFinished } from "../helpers/job-events.js";
 import { importAll } from "../helpers/import-all.js";
 import { startStack, type Stack } from "../helpers/stack.js";
 import { RECONCILE_JOBS } from "../../src/worker/sync/reconcile-jobs.js";
@@ -231,7 +231,7 @@ describe("change events: handlers get what actually changed in the mirror", () =
     const s = stack;
     await importAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror, db: s.svc.database.db });
     const order = s.sandbox.state.orders().find((o) => o.status === "PENDING")!;
-    const eventHandled = nextSettled(s.svc.service.worker!, "completed", (e) => e.type === "order.status_changed");
+    const eventHandled = nextFinished(s.svc.service.worker!, "completed", (e) => e.type === "order.status_changed");
     s.sandbox.actions.updateOrderStatus(order.id, "CONFIRMED");
     await eventHandled;
     const swept = nextJob(s.svc.service.worker!.syncWorker, "completed", (j) => j.name === RECONCILE_JOBS.full);

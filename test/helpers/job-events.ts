@@ -1,5 +1,5 @@
 import type { Job, Worker } from "bullmq";
-import type { SettledEvent } from "../../src/worker/settled-events.js";
+import type { FinishedEvent } from "../../src/worker/finished-events.js";
 import type { WorkerRole } from "../../src/worker/worker-role.js";
 
 /** Resolves with the next job of `worker` that finishes as `outcome` and matches `where`. */
@@ -18,14 +18,14 @@ export function nextJob<D>(
   });
 }
 
-/** Resolves with the next event `role` settles as `outcome` (on either path) that matches `where`. */
-export function nextSettled(
+/** Resolves with the next attempt `role` finishes as `outcome` (on either path) whose event matches `where`. */
+export function nextFinished(
   role: WorkerRole,
-  outcome: SettledEvent["outcome"],
-  where: (event: SettledEvent) => boolean = () => true,
-): Promise<SettledEvent> {
+  outcome: FinishedEvent["outcome"],
+  where: (event: FinishedEvent) => boolean = () => true,
+): Promise<FinishedEvent> {
   return new Promise((resolve) => {
-    const off = role.onSettled((event) => {
+    const off = role.onFinished((event) => {
       if (event.outcome !== outcome || !where(event)) return;
       off();
       resolve(event);

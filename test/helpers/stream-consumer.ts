@@ -57,7 +57,7 @@ export function startConsumer(
   };
 }
 
-/** Resolves once the ingest stream is empty and no entry is pending (every event settled or moved into BullMQ). */
+/** Resolves once the ingest stream is empty and no entry is pending (every event finished or moved into BullMQ). */
 export function streamDrained(redis: RedisClient, prefix: string): Promise<true> {
   const { stream, group } = redisKeys(prefix).ingest;
   return waitFor(

@@ -11,7 +11,7 @@ import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { databaseEnv, openDatabaseOfEnv } from "../helpers/postgres.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { TEST_SECRET } from "../helpers/edge.js";
-import { nextSettled } from "../helpers/job-events.js";
+import { nextFinished } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { redisAnswers } from "../../src/local/ensure-redis.js";
@@ -29,7 +29,7 @@ afterEach(async () => {
 describe("svc-webhooks trigger", () => {
   it("sends a signed sample event that the service accepts and stores", async () => {
     svc = await startService();
-    const done = nextSettled(svc.service.worker!, "completed");
+    const done = nextFinished(svc.service.worker!, "completed");
     proc = runCli(["trigger", "review.created", "--url", `${svc.url}/webhooks`, "--data", '{"id":"rev_cli","rating":2}'], {
       SIGNING_SECRET: TEST_SECRET,
     });

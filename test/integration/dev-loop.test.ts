@@ -11,7 +11,7 @@ import { createLogger } from "../../src/logging/logger.js";
 import { loadHandlersModule } from "../../src/worker/load-handlers-module.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { captureLogs } from "../helpers/log-capture.js";
-import { nextSettled } from "../helpers/job-events.js";
+import { nextFinished } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 
@@ -125,7 +125,7 @@ describe("dev: HANDLERS_MODULE reloaded on change", () => {
     });
 
     const event = sampleEvent({ type: "review.created", data: { id: "rev_reload", restaurantId: "rest_1", rating: 5, comment: "ok" } });
-    const settled = nextSettled(worker, "completed", (e) => e.id === event.id);
+    const settled = nextFinished(worker, "completed", (e) => e.id === event.id);
     expect((await svc.deliver(event)).status).toBe(200);
     await settled;
     expect((globalThis as Record<string, unknown>)[seen]).toEqual([`second:${event.id}`]);

@@ -4,7 +4,7 @@ import type { CreateBookingInput } from "../../src/upstream/models.js";
 import type { EventHandlers, HandlerContext } from "../../src/worker/handler-context.js";
 import { runCli } from "../helpers/cli-process.js";
 import { sampleEvent } from "../helpers/edge.js";
-import { nextSettled } from "../helpers/job-events.js";
+import { nextFinished } from "../helpers/job-events.js";
 import { startStack, type Stack } from "../helpers/stack.js";
 import { moduleHandlers } from "../helpers/module-handlers.js";
 
@@ -57,8 +57,8 @@ describe("durable steps: ctx.step", () => {
     const worker = svc.service.worker!;
     // Completed, or failed for good: whichever comes first (a handler whose step throws fails).
     const settled = Promise.race([
-      nextSettled(worker, "completed", (e) => e.id === ev.id),
-      nextSettled(worker, "failed", (e) => e.id === ev.id),
+      nextFinished(worker, "completed", (e) => e.id === ev.id),
+      nextFinished(worker, "failed", (e) => e.id === ev.id),
     ]);
     expect((await svc.deliver(ev)).status).toBe(200);
     expect(await settled).toMatchObject({ outcome: "completed" });
@@ -109,8 +109,8 @@ describe("durable steps: ctx.step", () => {
     paidId = orders.find((o) => o.paidAt !== null && o.status !== "REFUNDED" && o.id !== pendingId)!.id;
     const ev = sampleEvent({ type: "guest.left", data: { id: "guest_3", restaurantId: "rest_1" } });
     const settled = Promise.race([
-      nextSettled(svc.service.worker!, "completed", (e) => e.id === ev.id),
-      nextSettled(svc.service.worker!, "failed", (e) => e.id === ev.id),
+      nextFinished(svc.service.worker!, "completed", (e) => e.id === ev.id),
+      nextFinished(svc.service.worker!, "failed", (e) => e.id === ev.id),
     ]);
     await svc.deliver(ev);
     expect(await settled).toMatchObject({ outcome: "completed" });
@@ -133,7 +133,7 @@ describe("durable steps: ctx.step", () => {
       const { svc } = stack;
       const worker = svc.service.worker!;
       const ev = sampleEvent({ type: "guest.arrived", data: { id: "guest_2", restaurantId: "rest_1" } });
-      const first = nextSettled(worker, "completed", (e) => e.id === ev.id);
+      const first = nextFinished(worker, "completed", (e) => e.id === ev.id);
       await svc.deliver(ev);
       await first;
       const [original] = bookingsOf(stack, ev.id);
@@ -145,7 +145,7 @@ describe("durable steps: ctx.step", () => {
         DATABASE_SCHEMA: svc.database.schema,
       };
       const replay = async (...flags: string[]) => {
-        const replayed = nextSettled(worker, "completed", (e) => e.id === ev.id && e.via === "queue");
+        const replayed = nextFinished(worker, "completed", (e) => e.id === ev.id && e.via === "queue");
         const cli = runCli(["replay", "--type", "guest.arrived", ...flags], cliEnv);
         expect((await cli.exited).code, cli.stderr()).toBe(0);
         expect(JSON.parse(cli.stdout().trim().split("\n").pop()!)).toEqual({ queued: 1 });

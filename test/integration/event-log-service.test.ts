@@ -3,7 +3,7 @@ import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
 import { replayEvents } from "../../src/worker/replay-events.js";
 import { sampleEvent } from "../helpers/edge.js";
-import { nextJob, nextSettled } from "../helpers/job-events.js";
+import { nextJob, nextFinished } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 
@@ -115,7 +115,7 @@ describe("the event log, as the service keeps it", () => {
     svc = await startService();
     const worker = svc.service.worker!;
     for (const id of ["rev_a", "rev_b", "rev_c"]) {
-      const done = nextSettled(worker, "completed", (e) => e.id === `evt_${id}`);
+      const done = nextFinished(worker, "completed", (e) => e.id === `evt_${id}`);
       await svc.deliver(review(id));
       await done;
     }
@@ -138,7 +138,7 @@ describe("the event log, as the service keeps it", () => {
 
   it("keeps no mirror record in Redis: only queue state, dedup keys, the rate budget and pending ids", async () => {
     svc = await startService();
-    const done = nextSettled(svc.service.worker!, "completed");
+    const done = nextFinished(svc.service.worker!, "completed");
     await svc.deliver(review("rev_where"));
     await done;
     expect(await svc.service.mirror.get("reviews", "rev_where")).toMatchObject({ rating: 3 });

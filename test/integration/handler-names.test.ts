@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { AnyEvent } from "../../src/events/catalog.js";
 import type { EventHandlers, HandlerContext } from "../../src/worker/handler-context.js";
 import { sampleEvent } from "../helpers/edge.js";
-import { nextSettled } from "../helpers/job-events.js";
+import { nextFinished } from "../helpers/job-events.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { moduleHandlers } from "../helpers/module-handlers.js";
@@ -29,7 +29,7 @@ const stepping = (name: string, runs: Map<string, number>, got: string[]) => ({
 /** Runs the service on the shared database with `handlers` until `run` has settled `eventId` as completed. */
 async function runWith(handlers: EventHandlers, eventId: string, run: (s: TestService) => Promise<Response>) {
   svc = await startService({}, [handlers], { database });
-  const completed = nextSettled(svc.service.worker!, "completed", (e) => e.id === eventId);
+  const completed = nextFinished(svc.service.worker!, "completed", (e) => e.id === eventId);
   expect((await run(svc)).status).toBeLessThan(300);
   await completed;
   await svc.stop();

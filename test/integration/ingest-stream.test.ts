@@ -29,8 +29,8 @@ const counting = () => {
   const runs = new Map<string, number>();
   return { runs, handlers: { "*": (e: { id: string }) => void runs.set(e.id, (runs.get(e.id) ?? 0) + 1) } as EventHandlers };
 };
-/** Once the stream is empty, every event settled or is in BullMQ; once the queue is idle too, nothing more runs. */
-const settled = async (svc: TestService) => {
+/** Once the stream is empty, every event finished or is in BullMQ; once the queue is idle too, nothing more runs. */
+const drained = async (svc: TestService) => {
   await streamDrained(svc.redis, svc.prefix);
   await waitForQueuesIdle([svc.service.eventsQueue], { timeoutMs: 15_000, what: "the events queue to be idle" });
 };
@@ -56,7 +56,7 @@ describe("ingest stream: acknowledgement and deduplication", () => {
     expect(answers.map((r) => r.status)).toEqual(Array(20).fill(200));
     const bodies = (await Promise.all(answers.map((r) => r.json()))) as { duplicate: boolean }[];
     expect(bodies.filter((b) => !b.duplicate)).toHaveLength(1);
-    await settled(svc);
+    await drained(svc);
     expect(runs.get(event.id)).toBe(1);
     expect(await svc.service.eventLog.get(event.id)).toMatchObject({ status: "handled", attempts: 1 });
     // Handled straight from the stream: no BullMQ job was needed.
@@ -161,7 +161,7 @@ describe("ingest stream: a consumer whose handlers run long", () => {
           await gate;
         },
       },
-      onSettled: (e) => outcomes.push(e.outcome),
+      onFinished: (e) => outcomes.push(e.outcome),
     });
     cleanups.push(() => slow.stop());
     expect((await edge.postSigned(sampleEvent())).status).toBe(200);
@@ -219,31 +219,31 @@ describe("ingest stream: graceful stop of the consumer", () => {
     expect(timers()).toBeLessThanOrEqual(before);
   });
 
-  it("leaves every event settled, still in the stream or moved into the events queue at the stop, none read and dropped", async () => {
+  it("leaves every event finished, still in the stream or moved into the events queue at the stop, none read and dropped", async () => {
     const edge = await edgeFor();
     const events = Array.from({ length: 600 }, () => sampleEvent());
     const statuses = await Promise.all(events.map(async (e) => (await edge.postSigned(e)).status));
     expect(new Set(statuses)).toEqual(new Set([200]));
 
-    const settled = new Set<string>();
+    const finished = new Set<string>();
     let firstBatch!: () => void;
-    const someSettled = new Promise<void>((r) => (firstBatch = r));
+    const someFinished = new Promise<void>((r) => (firstBatch = r));
     const consumer = startConsumer(edge.redis, edge.prefix, {
       batchSize: 50,
-      onSettled: (e) => {
-        settled.add(e.id);
+      onFinished: (e) => {
+        finished.add(e.id);
         firstBatch();
       },
     });
-    await someSettled;
+    await someFinished;
     await consumer.stop();
 
     const { stream, group } = redisKeys(edge.prefix).ingest;
     expect(((await edge.redis.xpending(stream, group)) as [number])[0]).toBe(0);
     // Unread entries stay in the stream; those read ahead and not started moved into the events queue.
-    const unsettled = (await edge.stored()).map((e) => e.id);
-    expect(unsettled.filter((id) => settled.has(id))).toEqual([]);
-    expect(unsettled.length + settled.size).toBe(events.length);
-    expect(settled.size).toBeGreaterThan(0);
+    const unfinished = (await edge.stored()).map((e) => e.id);
+    expect(unfinished.filter((id) => finished.has(id))).toEqual([]);
+    expect(unfinished.length + finished.size).toBe(events.length);
+    expect(finished.size).toBeGreaterThan(0);
   });
 });

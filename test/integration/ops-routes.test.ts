@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sampleEvent } from "../helpers/edge.js";
-import { nextSettled } from "../helpers/job-events.js";
+import { nextFinished } from "../helpers/job-events.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 
 let svc: TestService;
 beforeAll(async () => {
   svc = await startService();
-  const done = nextSettled(svc.service.worker!, "completed");
+  const done = nextFinished(svc.service.worker!, "completed");
   await svc.deliver(sampleEvent({ type: "review.created", data: { id: "rev_ops", restaurantId: "rest_9", rating: 4 } }));
   await done;
 });

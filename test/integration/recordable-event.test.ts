@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AnyEvent } from "../../src/events/catalog.js";
 import { redisKeys } from "../../src/redis/keys.js";
-import { nextSettled } from "../helpers/job-events.js";
+import { nextFinished } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
 
 // Every input of issue 21 item 3, signed and posted to a real edge with a worker and an event log
@@ -31,8 +31,8 @@ const uniqueId = () => `evt_text_${Date.now()}_${n++}`;
 /** Posts the JSON text as is (escapes such as \u0000 stay escapes on the wire, as a sender signs them). */
 async function deliverAndSettle(text: string, id: string) {
   const settled = Promise.race([
-    nextSettled(svc.service.worker!, "completed", (e) => e.id === id),
-    nextSettled(svc.service.worker!, "failed", (e) => e.id === id),
+    nextFinished(svc.service.worker!, "completed", (e) => e.id === id),
+    nextFinished(svc.service.worker!, "failed", (e) => e.id === id),
   ]);
   const res = await svc.deliver(text);
   expect(res.status).toBe(200);
@@ -92,7 +92,7 @@ describe("an id or type that cannot be an identifier", () => {
   it("accepts an id and a type of exactly 200 characters", async () => {
     const id = `evt_${"i".repeat(196)}`;
     const type = `x.${"t".repeat(198)}`;
-    const settled = nextSettled(svc.service.worker!, "completed", (e) => e.id === id);
+    const settled = nextFinished(svc.service.worker!, "completed", (e) => e.id === id);
     expect((await svc.deliver({ id, type, data: {} })).status).toBe(200);
     await settled;
     expect(await svc.service.eventLog.get(id)).toMatchObject({ id, type, status: "handled" });

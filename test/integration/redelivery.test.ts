@@ -5,7 +5,7 @@ import { redisKeys } from "../../src/redis/keys.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { replayEvents } from "../../src/worker/replay-events.js";
 import { sampleEvent } from "../helpers/edge.js";
-import { nextJob, nextSettled } from "../helpers/job-events.js";
+import { nextJob, nextFinished } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { streamDrained } from "../helpers/stream-consumer.js";
 
@@ -30,7 +30,7 @@ describe("a redelivered event id is the same event for as long as the event log 
     });
     svc = await startService({ JOB_ATTEMPTS: "1" }, [handlers]);
     const first = sampleEvent({ type: "guest.visited", data: { note: "first copy" } });
-    const failed = nextSettled(svc.service.worker!, "failed", (e) => e.id === first.id);
+    const failed = nextFinished(svc.service.worker!, "failed", (e) => e.id === first.id);
     expect((await svc.deliver(first)).status).toBe(200);
     await failed;
     expect(notes).toEqual(["first copy"]);
@@ -68,12 +68,12 @@ describe("a redelivered event id is the same event for as long as the event log 
       moduleHandlers({ "guest.visited": (e: AnyEvent) => void notes.push((e as { data?: { note?: unknown } }).data?.note) }),
     ]);
     const event = sampleEvent({ type: "guest.visited", data: { note: "long ago" } });
-    const handled = nextSettled(svc.service.worker!, "completed", (e) => e.id === event.id);
+    const handled = nextFinished(svc.service.worker!, "completed", (e) => e.id === event.id);
     await svc.deliver(event);
     await handled;
     await svc.service.eventLog.prune(new Date(Date.now() + 60_000));
     await windowEnds(svc, event.id);
-    const again = nextSettled(svc.service.worker!, "completed", (e) => e.id === event.id);
+    const again = nextFinished(svc.service.worker!, "completed", (e) => e.id === event.id);
     await svc.deliver({ ...event, data: { note: "today" } });
     await again;
     expect(notes).toEqual(["long ago", "today"]);

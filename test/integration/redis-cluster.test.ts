@@ -9,7 +9,7 @@ import { createRateLimiter } from "../../src/upstream/rate-limiter.js";
 import { createRefreshScheduler, type RefreshJobData } from "../../src/worker/sync/refresh-scheduler.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { sampleEvent } from "../helpers/edge.js";
-import { nextSettled } from "../helpers/job-events.js";
+import { nextFinished } from "../helpers/job-events.js";
 import { freePort } from "../helpers/redis-server.js";
 import { startRedisCluster, type RedisCluster } from "../helpers/redis-cluster.js";
 import { startService, type TestService } from "../helpers/service.js";
@@ -61,7 +61,7 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
     svc = await startService(clusterEnv(), [handlers]);
     expect(svc.prefix).toMatch(/^\{test-[0-9a-f]{8}\}$/);
     const event = sampleEvent({ type: "review.created", data: { id: "rev_cluster", restaurantId: "rest_1", rating: 4, comment: "ok" } });
-    const done = nextSettled(svc.service.worker!, "completed", (e) => e.id === event.id);
+    const done = nextFinished(svc.service.worker!, "completed", (e) => e.id === event.id);
 
     const first = await svc.deliver(event);
     expect(first.status).toBe(200);

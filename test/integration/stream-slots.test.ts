@@ -31,7 +31,7 @@ describe("stream consumer: a handler that never returns holds one slot, not the 
           await never();
         },
       },
-      onSettled: (e) => {
+      onFinished: (e) => {
         if (e.outcome === "completed") handled.add(e.id);
       },
     });
@@ -68,10 +68,10 @@ describe("stream consumer: bytes in flight", () => {
           mostPending = Math.max(mostPending, pending);
         },
       },
-      onSettled: (e) => handled.add(e.id),
+      onFinished: (e) => handled.add(e.id),
     });
     cleanups.push(() => consumed.stop());
-    await waitFor(() => handled.size === big.length + 1, { what: "every event to be settled" });
+    await waitFor(() => handled.size === big.length + 1, { what: "every event to be finished" });
     expect(handled).toEqual(new Set([...big, small].map((e) => e.id)));
     const entryBytes = JSON.stringify(big[0]).length;
     expect(mostPending * entryBytes).toBeLessThanOrEqual(budget);
@@ -85,9 +85,9 @@ describe("stream consumer: bytes in flight", () => {
     const event = sampleEvent({ type: "loyalty.points_awarded", data: { blob: "y".repeat(100_000) } });
     expect((await edge.postSigned(event)).status).toBe(200);
     const handled: string[] = [];
-    const consumed = startConsumer(edge.redis, edge.prefix, { maxInflightBytes: 1024, onSettled: (e) => handled.push(e.id) });
+    const consumed = startConsumer(edge.redis, edge.prefix, { maxInflightBytes: 1024, onFinished: (e) => handled.push(e.id) });
     cleanups.push(() => consumed.stop());
-    await waitFor(() => handled.length > 0, { what: "the event to be settled" });
+    await waitFor(() => handled.length > 0, { what: "the event to be finished" });
     expect(handled).toEqual([event.id]);
     await streamDrained(edge.redis, edge.prefix);
   });

@@ -8,7 +8,7 @@ import type { EventHandlers, HandlerContext } from "../../src/worker/handler-con
 import { HandlersModuleError, loadHandlersModule } from "../../src/worker/load-handlers-module.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
-import { nextJob, nextSettled } from "../helpers/job-events.js";
+import { nextJob, nextFinished } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { signPayload } from "../../src/events/signature.js";
@@ -35,9 +35,9 @@ describe("worker: handlers", () => {
     };
     svc = await startService({}, [handlers]);
     const worker = svc.service.worker!;
-    const done = nextSettled(worker, "completed", (e) => e.type === "loyalty.points_awarded");
+    const done = nextFinished(worker, "completed", (e) => e.type === "loyalty.points_awarded");
     const ev = review("rev_typed");
-    const reviewDone = nextSettled(worker, "completed", (e) => e.id === ev.id);
+    const reviewDone = nextFinished(worker, "completed", (e) => e.id === ev.id);
     await svc.deliver(ev);
     await svc.deliver(sampleEvent({ type: "loyalty.points_awarded", data: { points: 5 } }));
     await Promise.all([done, reviewDone]);
@@ -54,7 +54,7 @@ describe("worker: handlers", () => {
 
   it("completes an unknown event type with no handler for it, without retrying", async () => {
     svc = await startService();
-    const done = nextSettled(svc.service.worker!, "completed");
+    const done = nextFinished(svc.service.worker!, "completed");
     const ev = sampleEvent({ type: "something.new" });
     await svc.deliver(ev);
     expect(await done).toMatchObject({ id: ev.id, via: "stream" }); // one attempt, the first
@@ -78,8 +78,8 @@ describe("worker: handlers", () => {
       },
     ]);
     const ev = review("rev_retry");
-    const retried = nextSettled(svc.service.worker!, "retried", (e) => e.id === ev.id);
-    const done = nextSettled(svc.service.worker!, "completed", (e) => e.id === ev.id);
+    const retried = nextFinished(svc.service.worker!, "retried", (e) => e.id === ev.id);
+    const done = nextFinished(svc.service.worker!, "completed", (e) => e.id === ev.id);
     await svc.deliver(ev);
     // The first attempt ran from the ingest stream; the retry is a job of the events queue.
     expect(await retried).toMatchObject({ via: "stream" });

@@ -6,7 +6,7 @@ import { loadConfig } from "../../config/index.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../../queue/names.js";
 import { OperatorActionError } from "../../worker/operator-action-error.js";
 import { replayEvents, replayQueryFromFilter } from "../../worker/replay-events.js";
-import { settleFailedJobs } from "../../worker/settle-failed-jobs.js";
+import { removeReplayedFailedJobs } from "../../worker/remove-replayed-failed-jobs.js";
 import { openCliRedis } from "../cli-redis.js";
 import { CommandError } from "../command-error.js";
 import { directOperatorActions } from "../direct-operator-actions.js";
@@ -164,7 +164,7 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
         handler: flags.handler,
         dryRun: flags["dry-run"],
         fresh: flags.fresh ? storage.steps : undefined,
-        ...(queue ? { settle: (ids: readonly string[]) => settleFailedJobs(queue, ids) } : {}),
+        ...(queue ? { removeFailedJobs: (ids: readonly string[]) => removeReplayedFailedJobs(queue, ids) } : {}),
         onProgress: (n, page) => {
           if (flags["dry-run"])
             for (const event of page)

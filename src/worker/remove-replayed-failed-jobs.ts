@@ -11,7 +11,7 @@ const PAGE = 200;
  *
  * The failed set is bounded by KEEP_FAILED_JOBS, so one pass over it is bounded too.
  */
-export async function settleFailedJobs(queue: Pick<Queue, "getFailed" | "remove">, eventIds: Iterable<string>): Promise<string[]> {
+export async function removeReplayedFailedJobs(queue: Pick<Queue, "getFailed" | "remove">, eventIds: Iterable<string>): Promise<string[]> {
   const wanted = new Set(eventIds);
   if (wanted.size === 0) return [];
   const matching: string[] = [];

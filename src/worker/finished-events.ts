@@ -3,8 +3,8 @@ import type { EventJobData } from "../queue/event-job.js";
 import { isDeadLetterPlacement } from "../queue/event-worker.js";
 import { isFinalFailure } from "./job-observers.js";
 
-/** One event that a worker finished with, on either path. */
-export interface SettledEvent {
+/** One event whose attempt a worker finished (its handlers ran, or it failed for good), on either path. */
+export interface FinishedEvent {
   id: string;
   type: string;
   /** completed (every handler ok), failed (for good), or retried (it runs again later from the events queue). */
@@ -13,22 +13,22 @@ export interface SettledEvent {
   via: "stream" | "queue";
 }
 
-export interface SettledEvents {
-  /** Tells every listener (the stream consumer calls it; the event worker's jobs are seen below). */
-  emit(event: SettledEvent): void;
-  /** Calls `listener` for every event settled; returns the unsubscribe function. */
-  on(listener: (event: SettledEvent) => void): () => void;
+export interface FinishedEvents {
+  /** Tells every listener (the stream consumer's attempts; the event worker's jobs are seen below). */
+  emit(event: FinishedEvent): void;
+  /** Calls `listener` for every finished attempt; returns the unsubscribe function. */
+  on(listener: (event: FinishedEvent) => void): () => void;
 }
 
-/** One feed of settled events for both paths: the stream consumer's and the event worker's jobs. */
-export function createSettledEvents(eventWorker: Worker<EventJobData>): SettledEvents {
-  const listeners = new Set<(event: SettledEvent) => void>();
-  const emit = (event: SettledEvent) => {
+/** One feed of finished attempts for both paths: the stream consumer's and the event worker's jobs. */
+export function createFinishedEvents(eventWorker: Worker<EventJobData>): FinishedEvents {
+  const listeners = new Set<(event: FinishedEvent) => void>();
+  const emit = (event: FinishedEvent) => {
     for (const listener of listeners) listener(event);
   };
   eventWorker.on("completed", (job) => emit({ id: job.data.id, type: job.data.type, outcome: "completed", via: "queue" }));
   eventWorker.on("failed", (job) => {
-    // A dead letter's placement was settled (as failed) by the stream consumer.
+    // A dead letter's placement was reported (as failed) when its attempt on the stream finished.
     if (!job || isDeadLetterPlacement(job, true)) return;
     emit({ id: job.data.id, type: job.data.type, outcome: isFinalFailure(job) ? "failed" : "retried", via: "queue" });
   });
