@@ -1,4 +1,4 @@
-import { Queue } from "bullmq";
+import type { Queue } from "bullmq";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { Config } from "./config/config.js";
@@ -32,7 +32,6 @@ import { MIRROR_KINDS, type MirrorKind, type MirrorStore } from "./mirror/store.
 import { readStreamBacklog } from "./queue/stream-backlog.js";
 import { createStreamSink, type StreamSink } from "./queue/stream-sink.js";
 import { withTimeout } from "./queue/with-timeout.js";
-import { EVENTS_QUEUE, SYNC_QUEUE } from "./queue/names.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient } from "./redis/connection.js";
 import { logRedisOutages } from "./redis/redis-outage-log.js";
 import type { EventHandlers } from "./worker/handler-context.js";
@@ -41,8 +40,8 @@ import { trackBulkReplays } from "./worker/bulk-replay-progress.js";
 import { createOperatorActions } from "./worker/operator-actions.js";
 import { createRefreshScheduler, type RefreshJobData } from "./worker/sync/refresh-scheduler.js";
 import { OPERATOR_ACTION_JOB, runOperatorActionJob } from "./worker/operator-action-jobs.js";
-import { configuredJobOptions } from "./queue/job-options.js";
 import type { EventJobData } from "./queue/event-job.js";
+import { createEventsQueue, createSyncQueue } from "./queue/queues.js";
 import { activeTraceparent } from "./tracing/trace-context.js";
 import type { Tracing } from "./tracing/tracing.js";
 import { expectDefined } from "./expect-defined.js";
@@ -135,26 +134,20 @@ export async function createService({ config, logger, handlers = [], database, t
       })
     : undefined;
 
-  // The dashboard and the depth gauges show both queues whatever this process runs.
-  const ownQueues: Queue[] = [];
-  const queueHandle = (name: string, existing: Queue | undefined) => {
-    if (existing) return existing;
-    const q = new Queue(name, { connection: anyConnection, prefix });
-    // A read-only handle (dashboard, depth gauges): its connection's errors are logged above.
-    q.on("error", () => undefined);
-    ownQueues.push(q);
-    return q;
-  };
-  const eventsQueue = queueHandle(EVENTS_QUEUE, worker?.eventsQueue);
-  const queues = [eventsQueue, queueHandle(SYNC_QUEUE, worker?.syncQueue)];
+  // The dashboard, the depth gauges and the operator actions use both queues whatever this process runs.
+  const handle = { connection: anyConnection, config, logger };
+  const eventsQueue: Queue<EventJobData> = worker?.eventsQueue ?? createEventsQueue(handle);
+  const syncQueue: Queue = worker?.syncQueue ?? createSyncQueue(handle);
+  const queues = [eventsQueue, syncQueue];
+  // The handles opened here (no worker in this process): closed at the stop.
+  const ownQueues = worker ? [] : queues;
   collectQueueDepths(metrics, queues);
   if (worker) trackBulkReplays(worker.eventWorker, anyConnection, prefix);
   // The operator's write API: replays, reconcile, backfill (one home for the CLI and HTTP).
   const operatorActions = createOperatorActions({
     eventLog,
-    eventsQueue: eventsQueue as Queue<EventJobData>,
-    syncQueue: expectDefined(queues[1], "the sync queue handle"),
-    syncJobOptions: { ...configuredJobOptions(config), removeOnComplete: true },
+    eventsQueue,
+    syncQueue,
     redis: anyConnection,
     prefix,
     ...(worker ? { handlerKeys: (type: string) => worker.handlerKeys(type) } : {}),
@@ -164,7 +157,7 @@ export async function createService({ config, logger, handlers = [], database, t
     // "Refresh now" on a record page notes its id where the built-in handlers note events' ids.
     refresh: createRefreshScheduler({
       redis: anyConnection,
-      queue: expectDefined(queues[1], "the sync queue handle") as Queue<RefreshJobData>,
+      queue: syncQueue as Queue<RefreshJobData>,
       prefix,
       debounceMs: config.worker.syncDebounceMs,
     }),

@@ -1,9 +1,8 @@
-import { Queue } from "bullmq";
+import type { Queue } from "bullmq";
 import type { Config } from "../config/config.js";
 import { createLogger } from "../logging/logger.js";
 import type { EventJobData } from "../queue/event-job.js";
-import { configuredJobOptions } from "../queue/job-options.js";
-import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/names.js";
+import { createEventsQueue, createSyncQueue } from "../queue/queues.js";
 import type { Storage } from "../mirror/storage.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
 import { openCliRedis } from "./cli-redis.js";
@@ -23,13 +22,8 @@ export async function directOperatorActions(
     await storage?.close();
     throw err;
   }
-  const eventsQueue = new Queue<EventJobData>(EVENTS_QUEUE, {
-    connection,
-    prefix: config.queuePrefix,
-    defaultJobOptions: configuredJobOptions(config),
-  });
-  const syncQueue = new Queue(SYNC_QUEUE, { connection, prefix: config.queuePrefix });
-  for (const q of [eventsQueue, syncQueue]) q.on("error", () => undefined);
+  const eventsQueue = createEventsQueue({ connection, config });
+  const syncQueue = createSyncQueue({ connection, config });
   const noEventLog = {
     get: () => Promise.reject(new Error("no event log opened")),
     query: () => Promise.reject(new Error("no event log opened")),
@@ -38,7 +32,6 @@ export async function directOperatorActions(
     eventLog: storage?.eventLog ?? noEventLog,
     eventsQueue,
     syncQueue,
-    syncJobOptions: { ...configuredJobOptions(config), removeOnComplete: true },
     redis: connection,
     prefix: config.queuePrefix,
     ...(storage ? { steps: storage.steps } : {}),

@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { Queue } from "bullmq";
 import type { Config } from "../config/config.js";
-import { SYNC_QUEUE } from "../queue/names.js";
+import { createSyncQueue } from "../queue/queues.js";
 import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-action-jobs.js";
 import { openCliRedis } from "./cli-redis.js";
 import { CommandError } from "./command-error.js";
@@ -17,8 +16,7 @@ const POLL_MS = 200;
  */
 export async function askService<T>(config: Config, request: OperatorActionRequest, timeoutMs = HANDOVER_TIMEOUT_MS): Promise<T> {
   const connection = await openCliRedis(config);
-  const queue = new Queue(SYNC_QUEUE, { connection, prefix: config.queuePrefix });
-  queue.on("error", () => undefined);
+  const queue = createSyncQueue({ connection, config });
   try {
     // One try: a request that failed is the operator's to look at, not the queue's to repeat.
     const added = await queue.add(OPERATOR_ACTION_JOB, request, {

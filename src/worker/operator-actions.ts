@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { JobsOptions, Queue } from "bullmq";
+import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { EventLog } from "../mirror/event-log.js";
 import { isCalendarDay } from "../mirror/iso-instant.js";
@@ -37,10 +37,10 @@ export interface ReplayEventResult {
 
 export interface OperatorActionsDeps {
   eventLog: Pick<EventLog, "get" | "query">;
+  /** Built by createEventsQueue: the replays get the events queue's retries and retention. */
   eventsQueue: Queue<EventJobData>;
+  /** Built by createSyncQueue: the jobs added get the sync queue's retries and retention. */
   syncQueue: Queue;
-  /** Options of the sync jobs it adds (retries, retention): as the worker's sync queue has them. */
-  syncJobOptions: JobsOptions;
   redis: RedisClient;
   prefix: string;
   /** The handler keys the workers run for a type; absent in a process without the registry (the log's keys then). */
@@ -155,10 +155,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
         data.since = options.since;
       }
       if (options.restart === true) data.restart = true;
-      const job = await deps.syncQueue.add(OPERATOR_SYNC_JOBS[request], data, {
-        ...deps.syncJobOptions,
-        deduplication: { id: `operator-${request}` },
-      });
+      const job = await deps.syncQueue.add(OPERATOR_SYNC_JOBS[request], data, { deduplication: { id: `operator-${request}` } });
       if (request !== "reconcile") return { job: job.id ?? "" };
       const running = (await deps.redis.exists(redisKeys(deps.prefix).refreshLease(ACTIVE_PASS_LEASE))) === 1;
       return { job: job.id ?? "", runs: running ? "after the running pass" : "now" };

@@ -1,5 +1,4 @@
-import { Queue, type Worker } from "bullmq";
-import { warnUnlessOutage } from "../redis/redis-outage-log.js";
+import type { Queue, Worker } from "bullmq";
 import type { EventJobData } from "../queue/event-job.js";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
@@ -12,8 +11,8 @@ import type { MirrorStore } from "../mirror/store.js";
 import { createAttemptRunner } from "../queue/attempt-runner.js";
 import { createEventWorker } from "../queue/event-worker.js";
 import { withTimeout } from "../queue/with-timeout.js";
-import { configuredJobOptions } from "../queue/job-options.js";
-import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/names.js";
+import { EVENTS_QUEUE } from "../queue/names.js";
+import { createEventsQueue, createSyncQueue } from "../queue/queues.js";
 import { createStreamConsumer, type StreamConsumer } from "../queue/stream-consumer.js";
 import type { RedisClient } from "../redis/connection.js";
 import { isPermanentUpstreamError, type ApiClient } from "../upstream/index.js";
@@ -138,26 +137,9 @@ export function createWorkerRole(deps: {
     step: steps.forHandler({ eventId: event.id, handlerKey, attempt: ctx.attempt, logger: ctx.logger }),
   });
 
-  const eventsQueue = new Queue<EventJobData>(EVENTS_QUEUE, {
-    connection,
-    prefix,
-    defaultJobOptions: configuredJobOptions(config),
-    streams: { events: { maxLen: 1000 } },
-  });
-  eventsQueue.on("error", warnUnlessOutage(logger, "events queue error"));
-  const syncQueue = new Queue<SyncJobData>(SYNC_QUEUE, {
-    connection,
-    prefix,
-    defaultJobOptions: {
-      ...configuredJobOptions(config),
-      // A finished refresh leaves nothing worth keeping; its outcome is logged.
-      removeOnComplete: true,
-    },
-    streams: { events: { maxLen: 1000 } },
-    // A refresh job carries the trace of the event that scheduled it (bullmq-otel).
-    ...(tracing ? { telemetry: tracing.bullmq } : {}),
-  });
-  syncQueue.on("error", warnUnlessOutage(logger, "sync queue error"));
+  const eventsQueue = createEventsQueue({ connection, config, logger });
+  // A refresh job carries the trace of the event that scheduled it (bullmq-otel).
+  const syncQueue = createSyncQueue<SyncJobData>({ connection, config, logger, ...(tracing ? { telemetry: tracing.bullmq } : {}) });
   // One refresh per kind, and one active pass, at a time across every worker (refresh-lease.ts).
   const leases = createRefreshLease({ redis: connection, prefix, ttlMs: lockMs });
   const scheduler = createRefreshScheduler({

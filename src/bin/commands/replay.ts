@@ -1,9 +1,9 @@
 import { parseArgs } from "node:util";
-import { Queue } from "bullmq";
 import { SingleBar } from "cli-progress";
 import type { Config } from "../../config/config.js";
 import { loadConfig } from "../../config/index.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../../queue/names.js";
+import { createEventsQueue, createSyncQueue } from "../../queue/queues.js";
 import { OperatorActionError } from "../../worker/operator-action-error.js";
 import { replayEvents, replayQueryFromFilter } from "../../worker/replay-events.js";
 import { removeReplayedFailedJobs } from "../../worker/remove-replayed-failed-jobs.js";
@@ -184,8 +184,7 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
 
 async function replayFailedJobs(config: Config, queueName: string, what: string): Promise<void> {
   const connection = await openCliRedis(config);
-  const queue = new Queue(queueName, { connection, prefix: config.queuePrefix });
-  queue.on("error", () => undefined);
+  const queue = queueName === SYNC_QUEUE ? createSyncQueue({ connection, config }) : createEventsQueue({ connection, config });
   try {
     if (what === "list") {
       const jobs = await queue.getFailed(0, 999);
