@@ -1,0 +1,46 @@
+import type { Logger } from "pino";
+import type { Config } from "../config/config.js";
+import { collectRateBudget } from "../metrics/collectors.js";
+import type { Metrics } from "../metrics/metrics.js";
+import type { RedisClient } from "../redis/connection.js";
+import type { Tracing } from "../tracing/tracing.js";
+import { upstreamFromConfig } from "./upstream-from-config.js";
+
+export type Upstream = ReturnType<typeof upstreamFromConfig>;
+
+/**
+ * The upstream API client and its shared rate limiter as the config describes them, every
+ * response and budget slot counted in the metrics; undefined when no API is configured (nothing
+ * is synced into the mirror then, which the log says once).
+ */
+export function meteredUpstream(deps: {
+  config: Config;
+  connection: RedisClient;
+  logger: Logger;
+  metrics: Metrics;
+  tracing?: Tracing;
+}): Upstream | undefined {
+  const { config, logger, metrics, tracing } = deps;
+  if (!config.api) {
+    logger.warn("API_BASE_URL/API_KEY not set: orders, bookings and menus are not synced into the mirror");
+    return undefined;
+  }
+  const upstream = upstreamFromConfig(config.api, deps.connection, config.queuePrefix, {
+    logger,
+    ...(tracing ? { tracer: tracing.tracer } : {}),
+    bookingsUpperBoundParam: config.worker.syncBookingsUpperBoundParam,
+    onResponse: ({ method, route, status, budget }) => {
+      metrics.upstreamRequests.inc({ method, route, status: String(status) });
+      if (status === 429) {
+        metrics.upstreamRateLimited.inc();
+        metrics.budgetRateLimited.inc({ class: budget });
+      }
+    },
+    onSlot: ({ budget, waitedMs }) => {
+      metrics.budgetSlots.inc({ class: budget });
+      metrics.budgetWaitSeconds.observe({ class: budget }, waitedMs / 1000);
+    },
+  });
+  collectRateBudget(metrics, config.api.rate, () => upstream.limiter.state());
+  return upstream;
+}

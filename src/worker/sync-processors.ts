@@ -1,0 +1,90 @@
+import type { Queue } from "bullmq";
+import type { Logger } from "pino";
+import type { Config } from "../config/config.js";
+import type { Metrics } from "../metrics/metrics.js";
+import type { EventLog } from "../mirror/event-log.js";
+import type { StepStore } from "../mirror/step-store.js";
+import type { MirrorStore } from "../mirror/store.js";
+import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
+import type { Upstream } from "./metered-upstream.js";
+import { pruneEventLog } from "./prune-event-log.js";
+import type { RefreshRequests } from "./refresh-requests.js";
+import type { MirrorWriter } from "./sync/mirror-writer.js";
+import { collectFullTier, reconcileProcessors, showActiveTier } from "./sync/reconcile-jobs.js";
+import { refreshKind } from "./sync/refresh-kind.js";
+import { createRefreshJob } from "./sync/refresh-job.js";
+import { createRefreshPace } from "./sync/refresh-pace.js";
+import type { SyncedKind } from "./sync/synced-kinds.js";
+import type { SyncJobProcessors } from "./sync/sync-worker.js";
+
+/**
+ * What runs each job of the sync queue: the hourly prune of the event log (and its steps) always;
+ * with an upstream API, the refreshes and the reconciliation tiers that read it into the mirror.
+ */
+export function syncProcessors(deps: {
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+  mirror: MirrorStore;
+  eventLog: EventLog;
+  steps: StepStore;
+  checkpoints: SyncCheckpoints;
+  syncQueue: Queue;
+  upstream: Upstream | undefined;
+  refresh: RefreshRequests;
+  writer: MirrorWriter;
+}): SyncJobProcessors {
+  const { config, logger, metrics, mirror, upstream, writer } = deps;
+  const { scheduler, leases, links } = deps.refresh;
+  const processors: SyncJobProcessors = {
+    // Steps go with their events: by when they started, under the same retention.
+    "prune-events": async () => ({
+      pruned: await pruneEventLog(deps.eventLog, config.eventRetentionDays),
+      prunedSteps: await pruneEventLog(deps.steps, config.eventRetentionDays),
+    }),
+  };
+  if (!upstream) return processors;
+  const { api } = upstream;
+  const refresh = (kind: SyncedKind) => () =>
+    refreshKind({
+      api,
+      mirror,
+      scheduler,
+      writer,
+      logger,
+      kind,
+      maxPages: config.worker.syncRefreshMaxPages,
+      giveUpMs: config.worker.syncUnlistedGiveUpMs,
+      onRead: ({ scope }) => metrics.syncRefreshReads.inc({ kind, scope }),
+      onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
+    });
+  processors.refresh = createRefreshJob({
+    leases,
+    pace: createRefreshPace({
+      state: () => upstream.limiter.state(),
+      share: config.worker.syncRefreshPaceShare,
+      maxWaitMs: config.worker.syncRefreshPaceMaxWaitMs,
+    }),
+    scheduler,
+    logger,
+    refresh: (kind) => (links ? links.traced(kind, refresh(kind)) : refresh(kind)()),
+  });
+  // Fresh from the start, so "stalled" means no full pass completed for a while, not "none yet".
+  if (config.worker.reconcileIntervalMs > 0) collectFullTier(metrics, deps.checkpoints, Date.now());
+  showActiveTier(metrics, config.worker);
+  return Object.assign(
+    processors,
+    reconcileProcessors({
+      api,
+      mirror,
+      checkpoints: deps.checkpoints,
+      writer,
+      pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId),
+      leases,
+      queue: deps.syncQueue,
+      config: config.worker,
+      metrics,
+      logger,
+    }),
+  );
+}
