@@ -2,55 +2,29 @@ import type { Queue } from "bullmq";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { Config } from "./config/config.js";
-import { createApp } from "./http/app.js";
 import type { AppEnv } from "./http/context.js";
-import { NotReadyError } from "./http/health-routes.js";
 import { listen, type RunningServer } from "./http/listen.js";
-import { mountOperatorOff } from "./http/operator-off.js";
-import { mountOperatorRoutes } from "./http/operator-routes.js";
-import {
-  collectDatabaseHealth,
-  collectIngestBacklog,
-  collectMirrorLag,
-  collectQueueDepths,
-  collectStreamConsumer,
-} from "./metrics/collectors.js";
-import { mountConsole } from "./http/console/console-routes.js";
-import type { MirrorReader } from "./http/mirror-routes.js";
-import { createConsoleSources, createRecordReader } from "./console-sources.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
-import { createMinuteSampler, readMinuteSamples } from "./metrics/minute-samples.js";
-import { redisKeys } from "./redis/keys.js";
-import { webhookMetrics } from "./metrics/webhook-metrics.js";
 import type { Database } from "./mirror/database.js";
 import type { EventLog } from "./mirror/event-log.js";
-import { eventQueryFromParams } from "./mirror/event-query.js";
-import { filterFromQuery, validateRecordId } from "./mirror/mirror-filter.js";
 import { createRejectionReporter } from "./mirror/rejection-reporter.js";
-import { openStorage, type Storage } from "./mirror/storage.js";
-import { MIRROR_KINDS, type MirrorKind, type MirrorStore } from "./mirror/store.js";
-import { readStreamBacklog } from "./queue/stream-backlog.js";
-import { createStreamSink, type StreamSink } from "./queue/stream-sink.js";
-import { withTimeout } from "./queue/with-timeout.js";
-import { createRedisConnection, type ConnectionKind, type RedisClient } from "./redis/connection.js";
-import { logRedisOutages } from "./redis/redis-outage-log.js";
-import type { EventHandlers } from "./worker/handler-context.js";
-import { createWorkerRole, type WorkerRole } from "./worker/worker-role.js";
-import { trackBulkReplays } from "./worker/bulk-replay-progress.js";
-import { createOperatorActions } from "./worker/operator-actions.js";
-import { createRefreshScheduler, type RefreshJobData } from "./worker/sync/refresh-scheduler.js";
-import { OPERATOR_ACTION_JOB, runOperatorActionJob } from "./worker/operator-action-jobs.js";
-import type { EventJobData } from "./queue/event-job.js";
-import { createEventsQueue, createSyncQueue } from "./queue/queues.js";
-import { activeTraceparent } from "./tracing/trace-context.js";
+import { openStorage } from "./mirror/storage.js";
+import type { MirrorStore } from "./mirror/store.js";
+import type { StreamSink } from "./queue/stream-sink.js";
+import { operatorMount } from "./service/operator-mount.js";
+import { queueHandles } from "./service/queue-handles.js";
+import { serviceReadiness } from "./service/readiness.js";
+import { openRedisConnections, untilReady } from "./service/redis-connections.js";
+import { createServiceApp } from "./service/service-app.js";
+import { collectServiceMetrics } from "./service/service-metrics.js";
+import { serviceOperatorActions } from "./service/service-operator-actions.js";
+import { createServiceRoles } from "./service/service-roles.js";
+import { stopService } from "./service/service-stop.js";
 import type { Tracing } from "./tracing/tracing.js";
-import { expectDefined } from "./expect-defined.js";
-
-/** The deadline of each close step after the workers (queue handles, Redis, the database). */
-const CLOSE_STEP_MS = 3000;
-
-/** How long /readyz waits for the database server's `select 1` (under READY_TIMEOUT_MS). */
-const DATABASE_PROBE_MS = 1000;
+import type { EventHandlers } from "./worker/handler-context.js";
+import { OPERATOR_ACTION_JOB, runOperatorActionJob } from "./worker/operator-action-jobs.js";
+import type { OperatorActions } from "./worker/operator-actions.js";
+import type { WorkerRole } from "./worker/worker-role.js";
 
 export interface ServiceOptions {
   config: Config;
@@ -84,178 +58,55 @@ export interface Service {
 /**
  * Builds the whole service from an injected config: no globals, so tests and library users can
  * run several isolated instances in one process. Redis carries the queues; PostgreSQL (a server,
- * or embedded) the mirror and the event log.
+ * or embedded) the mirror and the event log. Built in steps: the stores, the roles (worker, edge),
+ * the queue handles, the operator actions, the metrics, the HTTP app; stopped in steps too.
  */
 export async function createService({ config, logger, handlers = [], database, tracing }: ServiceOptions): Promise<Service> {
-  const connections: RedisClient[] = [];
-  const connect = (kind: ConnectionKind) => {
-    const connection = createRedisConnection(config.redisUrl, kind, { cluster: config.redisCluster });
-    logRedisOutages(connection, { logger, url: config.redisUrl, kind });
-    connections.push(connection);
-    return connection;
-  };
-  const prefix = config.queuePrefix;
   const metrics = createMetrics();
-  const storage: Storage = await openStorage(config.database, {
+  const storage = await openStorage(config.database, {
     logger,
     database,
     onRejected: createRejectionReporter({ logger, counter: metrics.mirrorRejected }),
   });
-  const { mirror, eventLog } = storage;
-  const workerConnection = config.role !== "web" ? connect("worker") : undefined;
-  const webConnection = config.role !== "worker" ? connect("web") : undefined;
-  const anyConnection = expectDefined(workerConnection ?? webConnection, "every role opens a Redis connection");
-
-  const worker = workerConnection
-    ? createWorkerRole({
-        config,
-        logger,
-        connection: workerConnection,
-        mirror,
-        eventLog,
-        changeOutbox: storage.changeOutbox,
-        steps: storage.steps,
-        checkpoints: storage.checkpoints,
-        handlers: ([] as EventHandlers[]).concat(handlers),
-        metrics,
-        tracing,
-        // A CLI hands the actions that need the embedded event log to this process (only it may open it).
-        moreSyncProcessors: { [OPERATOR_ACTION_JOB]: (job) => runOperatorActionJob(operatorActions, job) },
-      })
-    : undefined;
-  const sink = webConnection
-    ? createStreamSink({
-        connection: webConnection,
-        prefix,
-        dedupWindowSeconds: config.dedupWindowSeconds,
-        timeoutMs: config.enqueueTimeoutMs,
-        maxBacklog: config.ingest.maxBacklog,
-        ...(tracing ? { traceparent: activeTraceparent } : {}),
-      })
-    : undefined;
-
-  // The dashboard, the depth gauges and the operator actions use both queues whatever this process runs.
-  const handle = { connection: anyConnection, config, logger };
-  const eventsQueue: Queue<EventJobData> = worker?.eventsQueue ?? createEventsQueue(handle);
-  const syncQueue: Queue = worker?.syncQueue ?? createSyncQueue(handle);
-  const queues = [eventsQueue, syncQueue];
-  // The handles opened here (no worker in this process): closed at the stop.
-  const ownQueues = worker ? [] : queues;
-  collectQueueDepths(metrics, queues);
-  if (worker) trackBulkReplays(worker.eventWorker, anyConnection, prefix);
-  // The operator's write API: replays, reconcile, backfill (one home for the CLI and HTTP).
-  const operatorActions = createOperatorActions({
-    eventLog,
-    eventsQueue,
-    syncQueue,
-    redis: anyConnection,
-    prefix,
-    ...(worker ? { handlerKeys: (type: string) => worker.handlerKeys(type) } : {}),
-    steps: storage.steps,
-    confirmAbove: config.bulkReplayConfirmAbove,
-    syncAvailable: config.api !== undefined,
-    // "Refresh now" on a record page notes its id where the built-in handlers note events' ids.
-    refresh: createRefreshScheduler({
-      redis: anyConnection,
-      queue: syncQueue as Queue<RefreshJobData>,
-      prefix,
-      debounceMs: config.worker.syncDebounceMs,
-    }),
+  const connections = openRedisConnections(config, logger);
+  const connection = connections.any;
+  const { worker, sink } = createServiceRoles({
+    config,
     logger,
+    connections,
+    storage,
+    metrics,
+    handlers: ([] as EventHandlers[]).concat(handlers),
+    tracing,
+    // A CLI hands the actions that need the embedded event log to this process (only it may open it).
+    moreSyncProcessors: { [OPERATOR_ACTION_JOB]: (job) => runOperatorActionJob(operatorActions, job) },
   });
-  collectIngestBacklog(metrics, () => readStreamBacklog(anyConnection, prefix));
-  collectMirrorLag(metrics, MIRROR_KINDS, (kind) => mirror.lastWriteAt(kind as MirrorKind));
-  collectDatabaseHealth(metrics, () => storage.ping());
-  if (worker) collectStreamConsumer(metrics, worker.streamConsumer);
-  // The console's charts: each worker process adds its minute to the shared samples.
-  const samplesKey = redisKeys(prefix).minuteSamples;
-  const sampler = workerConnection && createMinuteSampler({ redis: workerConnection, key: samplesKey, metrics, logger });
-
-  // The edge depends on Redis only; a worker also needs the database to record and write.
-  const redisReady = async () => {
-    if (sink) return sink.ping();
-    // The worker connection queues commands while Redis is away and never gives up on them: ask
-    // it only when connected, so a probe never adds to that queue (/readyz also bounds the wait).
-    if (anyConnection.status !== "ready") throw new Error(`Redis connection is ${anyConnection.status}`);
-    await anyConnection.ping();
-  };
+  const queues = queueHandles({ config, logger, connection, worker });
+  const operatorActions: OperatorActions = serviceOperatorActions({ config, logger, connection, storage, queues, worker });
+  const sampler = collectServiceMetrics({ config, logger, metrics, connections, storage, queues, worker });
   const { adminToken } = config;
-  const databaseReady = async () => {
-    if (worker?.recordingFails())
-      throw new NotReadyError("the event log cannot record: events wait in the queue and are handled once the database is back");
-    // The embedded store is in-process: its one connection may be busy (a long operator query), which
-    // is not down; what it cannot write shows in the recording above.
-    if (storage.database.driver === "embedded") return;
-    await withTimeout(storage.ping(), DATABASE_PROBE_MS, "database probe").catch(() => {
-      throw new NotReadyError("the database does not answer: events wait in the queue and are handled once it is back");
-    });
-  };
-  metrics.role.set({ role: config.role }, 1);
-  const app = createApp({
+  const app = createServiceApp({
+    config,
     logger,
-    onServerError: (status) => metrics.httpServerErrors.inc({ status: String(status) }),
-    ...(tracing ? { tracer: tracing.tracer } : {}),
-    // Every role that runs a worker needs the database to record what it handles.
-    ready: worker ? () => Promise.all([redisReady(), databaseReady()]).then(() => undefined) : redisReady,
-    ...(sink
-      ? {
-          webhooks: {
-            sink,
-            signingSecrets: config.signingSecrets,
-            maxBodyBytes: config.maxBodyBytes,
-            maxBufferedBodyBytes: config.http.maxBufferedBodyBytes,
-            observer: webhookMetrics(metrics),
-          },
-        }
-      : {}),
-    // Operator routes exist only with an ADMIN_TOKEN: nothing is exposed by default.
-    ...(!adminToken ? { mount: mountOperatorOff } : {}),
-    ...(adminToken
-      ? {
-          mount: (root: Hono<AppEnv>) => {
-            const mirrorReader: MirrorReader = {
-              kinds: MIRROR_KINDS,
-              get: (k, id) => storage.operatorMirror.get(k as MirrorKind, validateRecordId(id)),
-              list: (k, q) => storage.operatorMirror.list(k as MirrorKind, filterFromQuery(q)),
-            };
-            const records = createRecordReader(storage, operatorActions);
-            mountOperatorRoutes(root, {
-              adminToken,
-              mirror: mirrorReader,
-              events: { get: (id) => eventWithSteps(eventLog, storage.steps, id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
-              metrics: () => metrics.render(),
-              queues,
-              actions: { port: operatorActions, logger },
-              records,
-            });
-            const sources = createConsoleSources({
-              storage,
-              mirror: mirrorReader,
-              metrics,
-              rateMax: config.api?.rate,
-              records,
-              // Redis away: the charts say "no samples yet" rather than hold the page.
-              samples: (now) =>
-                withTimeout(readMinuteSamples(anyConnection, samplesKey, { now: now.getTime() }), 1000, "minute samples").catch(() => []),
-              healthLimits: { maxBacklog: config.ingest.maxBacklog, reconcileIntervalSeconds: config.worker.reconcileIntervalMs / 1000 },
-            });
-            mountConsole(root, { adminToken, sources, logger });
-          },
-        }
-      : {}),
+    metrics,
+    tracing,
+    sink,
+    ready: serviceReadiness({ sink, worker, connection, storage }),
+    operator: adminToken
+      ? operatorMount({ adminToken, config, logger, metrics, storage, queues, actions: operatorActions, connection })
+      : undefined,
   });
 
   let server: RunningServer | undefined;
   let stopping: Promise<void> | undefined;
-
   return {
     config,
     app,
     sink,
-    eventsQueue,
+    eventsQueue: queues.eventsQueue,
     worker,
-    mirror,
-    eventLog,
+    mirror: storage.mirror,
+    eventLog: storage.eventLog,
     metrics,
     async start() {
       try {
@@ -271,7 +122,7 @@ export async function createService({ config, logger, handlers = [], database, t
       }
       // Readiness follows Redis; give the first connection a moment so /readyz is true at once
       // when Redis is there, but never wait on a Redis that is down (the edge answers 503 then).
-      await Promise.race([Promise.all(connections.map(untilReady)), new Promise((r) => setTimeout(r, 2000).unref())]);
+      await Promise.race([Promise.all(connections.all.map(untilReady)), new Promise((r) => setTimeout(r, 2000).unref())]);
       await worker?.start();
       sampler?.start();
       server = await listen(app, config.host, config.port, config.http);
@@ -283,39 +134,17 @@ export async function createService({ config, logger, handlers = [], database, t
       return server.url;
     },
     stop() {
-      // Every step has a deadline: with Redis or the database gone, a close would otherwise wait
-      // for a reconnect that never comes (ioredis queues QUIT; BullMQ's close has no deadline).
-      const bounded = (what: string, work: Promise<unknown>, ms = CLOSE_STEP_MS) =>
-        withTimeout(work, ms, what).then(
-          () => undefined,
-          (err: unknown) => logger.warn({ err: (err as Error).message }, `${what}: going on with the shutdown`),
-        );
-      stopping ??= (async () => {
-        await server?.close(config.shutdownTimeoutMs);
-        if (worker) await bounded("stopping the worker", worker.stop(config.shutdownTimeoutMs), config.shutdownTimeoutMs + CLOSE_STEP_MS);
-        if (sampler) await bounded("stopping the minute sampler", sampler.stop());
-        await bounded("closing the queue handles", Promise.all(ownQueues.map((q) => q.close())));
-        // QUIT waits for a connection that is down: only a ready one is asked to quit.
-        await Promise.all(
-          connections.map(async (c) => {
-            if (c.status === "ready") await bounded("closing Redis", c.quit());
-            c.disconnect();
-          }),
-        );
-        await bounded("closing the database", storage.close());
-      })();
+      stopping ??= stopService({
+        config,
+        logger,
+        server,
+        worker,
+        sampler,
+        ownQueues: queues.own,
+        connections: connections.all,
+        storage,
+      });
       return stopping;
     },
   };
-}
-
-/** An event of the log with its durable steps (outcome, runs, duration, result size), as GET /events/{id} shows it. */
-async function eventWithSteps(eventLog: EventLog, steps: Storage["steps"], id: string) {
-  const event = await eventLog.get(id);
-  return event && { ...event, steps: await steps.forEvent(id) };
-}
-
-function untilReady(connection: RedisClient): Promise<void> {
-  if (connection.status === "ready") return Promise.resolve();
-  return new Promise((resolve) => connection.once("ready", () => resolve()));
 }
