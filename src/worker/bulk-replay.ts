@@ -6,6 +6,7 @@ import type { StepStore } from "../mirror/step-store.js";
 import type { EventJobData } from "../queue/event-job.js";
 import type { RedisClient } from "../redis/connection.js";
 import { redisKeys } from "../redis/keys.js";
+import { earlierAnswer, refuseUnconfirmed, takeFilterSlot } from "./bulk-replay-guards.js";
 import { bulkReplayProgress, BULK_REPLAY_TTL_SECONDS, type BulkReplayProgress } from "./bulk-replay-progress.js";
 import { OperatorActionError } from "./operator-action-error.js";
 import { bulkReplayJobId, replayEvents, replayQueryFromFilter } from "./replay-events.js";
@@ -41,11 +42,6 @@ function canonicalFilter(filter: Record<string, string | undefined>): string {
   return JSON.stringify(present.sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 
-// Takes the filter's slot when it is still what the caller saw (ARGV[2], "" for empty); else answers who holds it.
-const TAKE_SLOT = `local held = redis.call("get", KEYS[1]) or ""
-if held ~= ARGV[2] then return held end
-redis.call("set", KEYS[1], ARGV[1], "EX", ARGV[3]) return false`;
-
 /**
  * Bulk replays: start one (counted, capped, one at a time per filter, idempotent), and cancel one.
  * The events are queued in the background; workers count each job's end into its progress.
@@ -73,47 +69,6 @@ export function bulkReplays(deps: BulkReplayDeps) {
     deps.logger.info({ bulk: id, withdrawn }, "bulk replay cancelled");
   }
 
-  /** An Idempotency-Key seen before: its replay, or a refusal when it came with other parameters. */
-  async function earlierAnswer(key: string, params: string): Promise<{ count: number; id: string } | undefined> {
-    const stored = await deps.redis.get(key);
-    if (stored === null) return undefined;
-    const [storedParams, id = ""] = stored.split(" ");
-    if (storedParams !== params)
-      throw new OperatorActionError(
-        "idempotency_key_reused",
-        "this Idempotency-Key was used with other parameters (filter, fresh); send a new key for a new request",
-      );
-    return { count: (await progress.read(id))?.total ?? 0, id };
-  }
-
-  function refuseUnconfirmed(count: number, confirm: number | undefined): void {
-    if (confirm !== undefined && confirm !== count)
-      throw new OperatorActionError(
-        "confirm_required",
-        `the filter matches ${count} events now, not ${confirm}; count again (dryRun) and send "confirm": ${count}`,
-      );
-    if (confirm === undefined && count > deps.confirmAbove)
-      throw new OperatorActionError(
-        "confirm_required",
-        `the filter matches ${count} events, more than BULK_REPLAY_CONFIRM_ABOVE (${deps.confirmAbove}); send "confirm": ${count} to replay them`,
-      );
-  }
-
-  /** Holds the filter's slot for `id`, or refuses naming the replay of that filter still running. */
-  async function takeFilterSlot(slot: string, id: string): Promise<void> {
-    let seen = "";
-    for (;;) {
-      const held = (await deps.redis.eval(TAKE_SLOT, 1, slot, id, seen, BULK_REPLAY_TTL_SECONDS)) as string | null;
-      if (held === null) return;
-      if ((await progress.read(held))?.state === "running")
-        throw new OperatorActionError(
-          "replay_running",
-          `bulk replay ${held} of this filter is still running (GET /events/replays/${held}; stop it: DELETE /events/replays/${held})`,
-        );
-      seen = held;
-    }
-  }
-
   return {
     /**
      * A dry run answers the count. Otherwise: the same Idempotency-Key answers its replay again;
@@ -129,23 +84,23 @@ export function bulkReplays(deps: BulkReplayDeps) {
       const params = digest(`${filter} fresh=${request.fresh === true}`);
       const idemKey = request.idempotencyKey ? keys.idempotency(digest(`bulk\u0000${request.idempotencyKey}`)) : undefined;
       if (idemKey) {
-        const earlier = await earlierAnswer(idemKey, params);
+        const earlier = await earlierAnswer(deps.redis, progress, idemKey, params);
         if (earlier) return earlier;
       }
-      refuseUnconfirmed(count, request.confirm);
+      refuseUnconfirmed(count, request.confirm, deps.confirmAbove);
       const id = `bulk-${randomUUID()}`;
       // Started before it takes the filter's slot, so a second request never sees a holder without
       // progress (which reads as not running); dropped again when the request does not go ahead.
       await progress.start(id, count);
       try {
-        await takeFilterSlot(keys.bulkReplayByFilter(digest(filter)), id);
+        await takeFilterSlot(deps.redis, progress, keys.bulkReplayByFilter(digest(filter)), id);
       } catch (err) {
         await progress.discard(id);
         throw err;
       }
       if (idemKey && (await deps.redis.set(idemKey, `${params} ${id}`, "EX", BULK_REPLAY_TTL_SECONDS, "NX")) !== "OK") {
         await progress.discard(id);
-        const earlier = await earlierAnswer(idemKey, params);
+        const earlier = await earlierAnswer(deps.redis, progress, idemKey, params);
         if (earlier) return earlier;
       }
       void (async () => {
