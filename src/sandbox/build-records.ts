@@ -23,7 +23,7 @@ export function buildOrder(
   const items: OrderItem[] = Array.from({ length: random.int(1, 3) }, () => {
     const dish = random.pick(menu);
     return {
-      id: random.id("oi"),
+      id: state.newId("oi"),
       menuItemId: dish.id,
       name: dish.name,
       quantity: random.int(1, 3),
@@ -36,7 +36,7 @@ export function buildOrder(
   const tip = money(random.int(0, 5));
   const createdAt = state.stamp();
   return {
-    id: random.id("ord"),
+    id: state.newId("ord"),
     restaurantId: rid,
     bookingId: input.bookingId ?? null,
     type: input.type ?? random.pick(["DINE_IN", "TAKEAWAY", "DELIVERY"] as const),
@@ -66,7 +66,7 @@ export function buildBooking(
 ): Booking {
   const { random } = state;
   return {
-    id: random.id("bk"),
+    id: state.newId("bk"),
     restaurantId: state.restaurantId(input.restaurantId),
     date: `${input.date}T00:00:00.000Z`,
     time: input.time,
@@ -90,7 +90,7 @@ export function buildReview(
 ): Review {
   const { random } = state;
   return {
-    id: random.id("rev"),
+    id: state.newId("rev"),
     restaurantId: state.restaurantId(input.restaurantId),
     rating: input.rating ?? random.int(1, 5),
     comment: input.comment === undefined ? "Lovely evening" : input.comment,

@@ -1,17 +1,22 @@
 import { randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { ApiRequestRecord } from "./api-gate.js";
 import type { ListBehaviour } from "./api-routes.js";
 import { createFaults, type FaultRule } from "./faults.js";
 import { seededRandom } from "./random.js";
-import { createRecordHistory } from "./record-history.js";
+import { createRecordHistory, type RecordHistory } from "./record-history.js";
+import { reservedIds } from "./reserved-ids.js";
 import { createSandboxApp } from "./sandbox-app.js";
 import { seedHistory, type HistoryOptions } from "./seed-history.js";
 import { serveApp } from "./serve-app.js";
 import { startSimulation } from "./simulation.js";
+import { readStateFile, stateFileJson } from "./state-file.js";
+import { startStateSaver } from "./state-saver.js";
 import { stateView } from "./state-view.js";
-import { createStore } from "./store.js";
+import { createStore, type SandboxStore } from "./store.js";
 import { startTraffic, type Traffic, type TrafficChange, type TrafficOptions } from "./traffic.js";
 import { SandboxError, type Booking, type MenuItem, type Order, type Review } from "./types.js";
 import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type DeliveryRecord, type WebhookEndpoint } from "./webhook-sender.js";
@@ -30,6 +35,7 @@ export type {
 };
 export type { Booking, MenuItem, Order, OrderItem, Review, Restaurant } from "./types.js";
 export { SandboxError } from "./types.js";
+export { SandboxStateFileError } from "./state-file-error.js";
 
 export interface SandboxOptions {
   /** Accepted keys (each svc_live_…); default one generated key. */
@@ -54,6 +60,13 @@ export interface SandboxOptions {
   /** List order and the bookings' upper date bound, where the spec is silent (defaults as docs/upstream.md). */
   lists?: ListBehaviour;
   simulate?: { intervalMs: number } | false;
+  /**
+   * Keeps the sandbox across runs in `dir` (the dev stack's data dir): its records are loaded at
+   * start instead of the seed (unless `fresh`) and saved every `saveIntervalMs` (default 10 s) and
+   * at close, the newest 10,000 orders, bookings and reviews; new records take ids that no run
+   * over `dir` gave before, a crashed one included (`fresh` keeps that counter).
+   */
+  keep?: { dir: string; fresh?: boolean; saveIntervalMs?: number };
   logger?: Logger;
 }
 
@@ -117,6 +130,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const history = createRecordHistory();
   // A switch that keeps a change's webhook from being sent (its history still records it).
   let silent = false;
+  const kept = options.keep && keptFiles(options.keep.dir);
   const store = createStore(
     random,
     (type, resource) => {
@@ -124,12 +138,9 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       if (!silent) sender.send(type, resource);
     },
     () => new Date(),
-    history.rememberBefore,
+    { willChange: history.rememberBefore, ...(kept ? { newId: reservedIds(kept.ids, (id) => store.holds(id)) } : {}) },
   );
-  if (options.history) {
-    store.seedRestaurants(options.restaurants ?? 3, options.history.menuItems ?? 6);
-    seedHistory(store, options.history);
-  } else store.seed(options.restaurants ?? 3);
+  const saver = fillStore(store, history, options, kept);
   const silently = <T>(change: () => T): T => {
     const was = silent;
     silent = true;
@@ -177,6 +188,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       for (const t of traffics) t.stop();
       sender.close();
       await server?.close();
+      await saver?.stop();
     },
     requestLog,
     deliveries: sender.deliveries,
@@ -199,4 +211,31 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     actions: store.actions,
   };
   return sandbox;
+}
+
+/** Where `keep` keeps the sandbox: its records (state-file.ts) and its id counter (reserved-ids.ts). */
+function keptFiles(dir: string): { records: string; ids: string } {
+  mkdirSync(dir, { recursive: true });
+  return { records: join(dir, "sandbox-state.json"), ids: join(dir, "sandbox-ids.json") };
+}
+
+/** The store's first records: an earlier run's (with `keep`, unless `fresh`), a seeded history, or the small sample. */
+function fillStore(store: SandboxStore, history: RecordHistory, options: SandboxOptions, kept: { records: string } | undefined) {
+  const saved = kept && !options.keep?.fresh ? readStateFile(kept.records) : undefined;
+  if (saved) {
+    store.load(saved.records);
+    history.load(saved.history);
+  } else if (options.history) {
+    store.seedRestaurants(options.restaurants ?? 3, options.history.menuItems ?? 6);
+    seedHistory(store, options.history);
+  } else store.seed(options.restaurants ?? 3);
+  if (!kept) return undefined;
+  return startStateSaver({
+    file: kept.records,
+    json: () => stateFileJson(store, history),
+    changes: store.changes,
+    current: saved !== undefined,
+    intervalMs: options.keep?.saveIntervalMs ?? 10_000,
+    logger: options.logger,
+  });
 }

@@ -19,6 +19,13 @@ export function createRecordHistory() {
     },
     /** A copy of the record's states, oldest first: `current` alone when it never changed, empty for no record. */
     of: (id: string, current: unknown): unknown[] => structuredClone(states.get(id) ?? (current ? [current] : [])),
+    /** For a save: the newest `max` states of each record `keep` accepts. */
+    newest: (keep: (id: string) => boolean, max: number): [string, unknown[]][] =>
+      [...states].filter(([id]) => keep(id)).map(([id, kept]) => [id, kept.slice(-max)]),
+    /** The states an earlier run saved. */
+    load: (saved: [string, unknown[]][]) => {
+      for (const [id, kept] of saved) states.set(id, kept);
+    },
   };
 }
 

@@ -13,7 +13,7 @@ function seedMenu(state: StoreState, r: number, count: number) {
   const { random } = state;
   for (let m = 0; m < count; m++) {
     state.putMenuItem({
-      id: random.id("mi"),
+      id: state.newId("mi"),
       restaurantId: `rest_${r}`,
       name: expectDefined(DISHES[(r + m) % DISHES.length], "an index within DISHES"),
       description: "House favourite",

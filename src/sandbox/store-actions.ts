@@ -58,7 +58,7 @@ export function createActions(state: StoreState, emit: EmitEvent, willChange: (r
     },
     createReview(input: Parameters<typeof buildReview>[1] = {}): Review {
       const review = buildReview(state, input);
-      state.reviews.set(review.id, review);
+      state.putReview(review);
       emit("review.created", review);
       return review;
     },
