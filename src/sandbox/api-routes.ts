@@ -1,26 +1,13 @@
-import { createHash } from "node:crypto";
 import { Hono, type Context } from "hono";
-import { padBody, paddedBody, stallBody, type createFaults, type FaultRule } from "./faults.js";
+import { apiGate, type ApiEnv, type ApiGateDeps } from "./api-gate.js";
 import { paginate, parseLimit } from "./pagination.js";
-import { LIST_KEYS, partitionFor, type SandboxStore } from "./store.js";
+import { LIST_KEYS, partitionFor } from "./list-indexes.js";
+import type { SandboxStore } from "./store.js";
 import { SandboxError } from "./types.js";
-
-export interface ApiRequestRecord {
-  at: number;
-  method: string;
-  path: string;
-  query: string;
-  status: number;
-  keyHash: string | null;
-  /** The W3C trace context the client sent, if any (a test checks the service's traces reach the API). */
-  traceparent: string | null;
-}
 
 const ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED", "REFUNDED"];
 const ORDER_TYPES = ["DINE_IN", "TAKEAWAY", "DELIVERY"];
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
-
-const keyHash = (key: string) => createHash("sha256").update(key).digest("hex").slice(0, 12);
 
 function oneOf(value: string | undefined, allowed: string[], name: string): string | undefined {
   if (value !== undefined && !allowed.includes(value))
@@ -54,72 +41,15 @@ export interface ListBehaviour {
   bookingsUpperBound?: { name?: string; honoured?: boolean };
 }
 
-/** The fault matched for a request, for the routes whose answer it changes (repeatCursor). */
-interface ApiEnv {
-  Variables: { fault: FaultRule | undefined };
-}
-
-/** /api/v1: auth, rate limit, fault rules, then spec part 4's endpoints. */
-export function apiRoutes(deps: {
-  store: SandboxStore;
-  apiKeys: ReadonlySet<string>;
-  admit: (key: string) => number;
-  faults: ReturnType<typeof createFaults>;
-  requestLog: ApiRequestRecord[];
-  lists?: ListBehaviour;
-}): Hono<ApiEnv> {
-  const { store, faults } = deps;
+/** /api/v1: auth, rate limit, fault rules (api-gate.ts), then spec part 4's endpoints. */
+export function apiRoutes(deps: ApiGateDeps & { store: SandboxStore; lists?: ListBehaviour }): Hono<ApiEnv> {
+  const { store } = deps;
   const lists = deps.lists ?? {};
   const upperName = lists.bookingsUpperBound?.name ?? "to";
   const upperHonoured = lists.bookingsUpperBound?.honoured ?? true;
   const api = new Hono<ApiEnv>();
 
-  api.use("*", async (c, next) => {
-    const record: ApiRequestRecord = {
-      at: Date.now(),
-      method: c.req.method,
-      path: c.req.path,
-      query: new URL(c.req.url).search,
-      status: 0,
-      keyHash: null,
-      traceparent: c.req.header("traceparent") ?? null,
-    };
-    deps.requestLog.push(record);
-    let fault: FaultRule | undefined;
-    try {
-      const key = /^Bearer (\S+)$/.exec(c.req.header("authorization") ?? "")?.[1];
-      if (key !== undefined) record.keyHash = keyHash(key);
-      if (key === undefined || !key.startsWith("svc_live_") || !deps.apiKeys.has(key)) {
-        throw new SandboxError(401, "unauthorized", "a valid Authorization: Bearer svc_live_… key is required");
-      }
-      const retryAfter = deps.admit(key);
-      if (retryAfter > 0) {
-        c.header("Retry-After", String(retryAfter));
-        throw new SandboxError(429, "rate_limited", "rate limit exceeded: 120 requests per minute per key");
-      }
-      fault = faults.match(c.req.method, c.req.path);
-      const delayMs = fault?.delayMs;
-      if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
-      if (fault?.status) {
-        if (fault.status === 429) c.header("Retry-After", String(fault.retryAfterSeconds ?? 1));
-        throw new SandboxError(fault.status as 500, fault.status === 429 ? "rate_limited" : "internal", `injected fault ${fault.status}`);
-      }
-    } catch (err) {
-      const e = err as SandboxError;
-      record.status = e.status;
-      if (fault?.status && fault.padBodyBytes)
-        return paddedBody(
-          { head: `{"error":{"code":"${e.code}","message":"${e.message} `, fill: "x", tail: '"}}', bytes: fault.padBodyBytes },
-          { status: e.status, headers: c.res.headers },
-        );
-      return c.json({ error: { code: e.code, message: e.message } }, e.status);
-    }
-    c.set("fault", fault);
-    await next();
-    record.status = c.res.status;
-    if (fault?.padBodyBytes) c.res = await padBody(c.res, fault.padBodyBytes);
-    if (fault?.stallBodyMs) c.res = await stallBody(c.res, fault.stallBodyMs);
-  });
+  api.use("*", apiGate(deps));
 
   api.get("/orders", (c) => {
     const q = c.req.query();

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import type { createFaults, FaultRule } from "./faults.js";
-import type { ApiRequestRecord } from "./api-routes.js";
+import type { ApiRequestRecord } from "./api-gate.js";
 import type { SandboxStore } from "./store.js";
 import { SandboxError } from "./types.js";
 import type { WebhookEndpoint } from "./webhook-sender.js";

@@ -1,15 +1,22 @@
 import { randomBytes } from "node:crypto";
-import { serve, type ServerType } from "@hono/node-server";
-import { Hono } from "hono";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Hono } from "hono";
 import type { Logger } from "pino";
-import { apiRoutes, type ApiRequestRecord, type ListBehaviour } from "./api-routes.js";
-import { controlRoutes } from "./control-routes.js";
+import type { ApiRequestRecord } from "./api-gate.js";
+import type { ListBehaviour } from "./api-routes.js";
 import { createFaults, type FaultRule } from "./faults.js";
 import { seededRandom } from "./random.js";
-import { createKeyRateLimit } from "./rate-limit.js";
+import { createRecordHistory, type RecordHistory } from "./record-history.js";
+import { reservedIds } from "./reserved-ids.js";
+import { createSandboxApp } from "./sandbox-app.js";
 import { seedHistory, type HistoryOptions } from "./seed-history.js";
+import { serveApp } from "./serve-app.js";
 import { startSimulation } from "./simulation.js";
-import { createStore } from "./store.js";
+import { readStateFile, stateFileJson } from "./state-file.js";
+import { startStateSaver } from "./state-saver.js";
+import { stateView } from "./state-view.js";
+import { createStore, type SandboxStore } from "./store.js";
 import { startTraffic, type Traffic, type TrafficChange, type TrafficOptions } from "./traffic.js";
 import { SandboxError, type Booking, type MenuItem, type Order, type Review } from "./types.js";
 import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type DeliveryRecord, type WebhookEndpoint } from "./webhook-sender.js";
@@ -28,6 +35,7 @@ export type {
 };
 export type { Booking, MenuItem, Order, OrderItem, Review, Restaurant } from "./types.js";
 export { SandboxError } from "./types.js";
+export { SandboxStateFileError } from "./state-file-error.js";
 
 export interface SandboxOptions {
   /** Accepted keys (each svc_live_…); default one generated key. */
@@ -52,6 +60,13 @@ export interface SandboxOptions {
   /** List order and the bookings' upper date bound, where the spec is silent (defaults as docs/upstream.md). */
   lists?: ListBehaviour;
   simulate?: { intervalMs: number } | false;
+  /**
+   * Keeps the sandbox across runs in `dir` (the dev stack's data dir): its records are loaded at
+   * start instead of the seed (unless `fresh`) and saved every `saveIntervalMs` (default 10 s) and
+   * at close, the newest 10,000 orders, bookings and reviews; new records take ids that no run
+   * over `dir` gave before, a crashed one included (`fresh` keeps that counter).
+   */
+  keep?: { dir: string; fresh?: boolean; saveIntervalMs?: number };
   logger?: Logger;
 }
 
@@ -112,31 +127,20 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     logger: options.logger,
   });
   for (const endpoint of options.webhooks ?? []) sender.add(endpoint);
-  // Every state of every changed record (from its state before the first change, or its creation),
-  // and a switch that keeps a change's webhook from being sent. A record never changed has its
-  // current state as its history, so a seeded history of a million records costs no copies.
-  const history = new Map<string, unknown[]>();
-  const remember = (resource: { id: string }) => {
-    const states = history.get(resource.id) ?? [];
-    states.push(structuredClone(resource));
-    history.set(resource.id, states);
-  };
+  const history = createRecordHistory();
+  // A switch that keeps a change's webhook from being sent (its history still records it).
   let silent = false;
+  const kept = options.keep && keptFiles(options.keep.dir);
   const store = createStore(
     random,
     (type, resource) => {
-      remember(resource);
+      history.remember(resource);
       if (!silent) sender.send(type, resource);
     },
     () => new Date(),
-    (before) => {
-      if (!history.has(before.id)) remember(before);
-    },
+    { willChange: history.rememberBefore, ...(kept ? { newId: reservedIds(kept.ids, (id) => store.holds(id)) } : {}) },
   );
-  if (options.history) {
-    store.seedRestaurants(options.restaurants ?? 3, options.history.menuItems ?? 6);
-    seedHistory(store, options.history);
-  } else store.seed(options.restaurants ?? 3);
+  const saver = fillStore(store, history, options, kept);
   const silently = <T>(change: () => T): T => {
     const was = silent;
     silent = true;
@@ -148,75 +152,34 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   };
   const requestLog: ApiRequestRecord[] = [];
   const faults = createFaults();
-  const rate = options.rateLimit ?? { max: 120, windowMs: 60_000 };
-  const copy = <T>(map: Map<string, T>) => [...map.values()].map((v) => structuredClone(v));
-  const state = {
-    restaurants: () => store.restaurants.map((r) => ({ ...r })),
-    orders: () => copy(store.orders),
-    bookings: () => copy(store.bookings),
-    menuItems: () => copy(store.menuItems),
-    reviews: () => copy(store.reviews),
-    history: (id: string) => {
-      const current = store.orders.get(id) ?? store.bookings.get(id) ?? store.menuItems.get(id) ?? store.reviews.get(id);
-      return structuredClone(history.get(id) ?? (current ? [current] : []));
-    },
-  };
-
-  const meter = createKeyRateLimit(rate.max, rate.windowMs);
-  const app = new Hono();
-  app.route(
-    "/api/v1",
-    apiRoutes({
-      store,
-      apiKeys: new Set([...apiKeys, ...unmetered]),
-      admit: (key) => (unmetered.has(key) ? 0 : meter(key)),
-      faults,
-      requestLog,
-      ...(options.lists ? { lists: options.lists } : {}),
-    }),
-  );
-  app.route(
-    "/_sandbox",
-    controlRoutes({
-      store,
-      snapshot: () => ({
-        restaurants: state.restaurants(),
-        orders: state.orders(),
-        bookings: state.bookings(),
-        menuItems: state.menuItems(),
-        reviews: state.reviews(),
-      }),
-      requestLog,
-      faults,
-      addWebhook: sender.add,
-      history: state.history,
-      silently,
-    }),
-  );
-  app.notFound((c) => c.json({ error: { code: "not_found", message: "no such endpoint" } }, 404));
-  app.onError((err, c) => {
-    if (err instanceof SandboxError) return c.json({ error: { code: err.code, message: err.message } }, err.status);
-    options.logger?.error({ err }, "sandbox error");
-    return c.json({ error: { code: "internal", message: "internal error" } }, 500);
+  const state = stateView(store, history);
+  const app = createSandboxApp({
+    store,
+    apiKeys,
+    unmetered,
+    rateLimit: options.rateLimit ?? { max: 120, windowMs: 60_000 },
+    faults,
+    requestLog,
+    lists: options.lists,
+    state,
+    addWebhook: sender.add,
+    silently,
+    logger: options.logger,
   });
 
   let stopSimulation = options.simulate ? startSimulation(store, random, options.simulate.intervalMs, options.logger) : undefined;
   const traffics: Traffic[] = [];
-  let server: ServerType | undefined;
+  let server: Awaited<ReturnType<typeof serveApp>> | undefined;
   let closed = false;
 
   const sandbox: Sandbox = {
     app,
     apiKey: expectDefined(apiKeys[0], "the sandbox needs at least one API key"),
     url: undefined,
-    listen({ port = 0, host = "127.0.0.1" } = {}) {
-      return new Promise((resolve, reject) => {
-        server = serve({ fetch: app.fetch, port, hostname: host }, (info) => {
-          sandbox.url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${info.port}`;
-          resolve(sandbox.url);
-        });
-        server.once("error", reject);
-      });
+    async listen({ port = 0, host = "127.0.0.1" } = {}) {
+      server = await serveApp(app, port, host);
+      sandbox.url = server.url;
+      return server.url;
     },
     async close() {
       if (closed) return;
@@ -224,13 +187,8 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       stopSimulation?.();
       for (const t of traffics) t.stop();
       sender.close();
-      if (server) {
-        const s = server as import("node:http").Server;
-        await new Promise<void>((resolve) => {
-          s.close(() => resolve());
-          s.closeAllConnections();
-        });
-      }
+      await server?.close();
+      await saver?.stop();
     },
     requestLog,
     deliveries: sender.deliveries,
@@ -253,4 +211,31 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     actions: store.actions,
   };
   return sandbox;
+}
+
+/** Where `keep` keeps the sandbox: its records (state-file.ts) and its id counter (reserved-ids.ts). */
+function keptFiles(dir: string): { records: string; ids: string } {
+  mkdirSync(dir, { recursive: true });
+  return { records: join(dir, "sandbox-state.json"), ids: join(dir, "sandbox-ids.json") };
+}
+
+/** The store's first records: an earlier run's (with `keep`, unless `fresh`), a seeded history, or the small sample. */
+function fillStore(store: SandboxStore, history: RecordHistory, options: SandboxOptions, kept: { records: string } | undefined) {
+  const saved = kept && !options.keep?.fresh ? readStateFile(kept.records) : undefined;
+  if (saved) {
+    store.load(saved.records);
+    history.load(saved.history);
+  } else if (options.history) {
+    store.seedRestaurants(options.restaurants ?? 3, options.history.menuItems ?? 6);
+    seedHistory(store, options.history);
+  } else store.seed(options.restaurants ?? 3);
+  if (!kept) return undefined;
+  return startStateSaver({
+    file: kept.records,
+    json: () => stateFileJson(store, history),
+    changes: store.changes,
+    current: saved !== undefined,
+    intervalMs: options.keep?.saveIntervalMs ?? 10_000,
+    logger: options.logger,
+  });
 }

@@ -1,3 +1,4 @@
+import { money } from "./money.js";
 import type { Random } from "./random.js";
 import type { SandboxStore } from "./store.js";
 import { SandboxError, type Booking, type MenuItem, type Order, type OrderStatus, type OrderType } from "./types.js";
@@ -19,7 +20,6 @@ const IN_FLIGHT: readonly OrderStatus[] = ["PENDING", "CONFIRMED", "PREPARING", 
 const TYPES: readonly OrderType[] = ["DINE_IN", "TAKEAWAY", "DELIVERY"];
 const NAMES = ["Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances"];
 const CODE = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
-const money = (n: number) => Math.round(n * 100) / 100;
 
 /** An id of `prefix` that `taken` does not hold yet (8 random base-36 digits collide at a million). */
 function freshId(random: Random, prefix: string, taken: Map<string, unknown>): string {

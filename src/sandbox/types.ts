@@ -67,6 +67,15 @@ export interface Restaurant {
   name: string;
 }
 
+/** Every record of a sandbox, as one run saves them for the next (state-file.ts). */
+export interface SandboxRecords {
+  restaurants: Restaurant[];
+  orders: Order[];
+  bookings: Booking[];
+  menuItems: MenuItem[];
+  reviews: Review[];
+}
+
 /** Failures of the sandbox's API and actions, with the status and code of docs/upstream.md. */
 export class SandboxError extends Error {
   constructor(

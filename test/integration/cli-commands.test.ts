@@ -183,5 +183,8 @@ describe("svc-webhooks dev", () => {
     expect((await proc.exited).code).toBe(0);
     // The database was closed, not abandoned: the next start takes its lock.
     (await lockDataDir(dataDir)).release();
+    // Beside it, the sandbox saved its records at stop, for the next run to continue from (sandbox-restart.test.ts).
+    const kept = JSON.parse(readFileSync(join(dataDir, "sandbox-state.json"), "utf8")) as { orders: unknown[] };
+    expect(kept.orders.length).toBeGreaterThan(0);
   }, 90_000); // a new embedded database runs initdb first (several seconds on a busy machine)
 });

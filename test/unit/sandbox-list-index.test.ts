@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { compareKeys, createListIndex, type Key } from "../../src/sandbox/list-index.js";
-import { partitionFor } from "../../src/sandbox/store.js";
+import { partitionFor } from "../../src/sandbox/list-indexes.js";
 
 interface Row {
   id: string;

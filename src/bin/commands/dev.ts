@@ -3,7 +3,7 @@ import { loadConfig, newestSigningSecret, secretsOf } from "../../config/index.j
 import { ensureRedis } from "../../local/ensure-redis.js";
 import { createLogger } from "../../logging/logger.js";
 import { prettyDestinationForTerminal } from "../../logging/pretty-destination.js";
-import { createSandbox } from "../../sandbox/index.js";
+import { createSandbox, SandboxStateFileError, type Sandbox, type SandboxOptions } from "../../sandbox/index.js";
 import { createService } from "../../service.js";
 import { traceLogFields } from "../../tracing/log-correlation.js";
 import { startTracing } from "../../tracing/start-tracing.js";
@@ -30,13 +30,14 @@ this stack; Enter prints it again (on a terminal), Ctrl-C stops all of it. Kept 
 the next (in ./.data/dev, or DATA_DIR when set): the embedded database (unless DATABASE_URL), and
 in dev-settings.json the generated SIGNING_SECRET and ADMIN_TOKEN (unless set) and the ports of
 the service, the sandbox and its own Redis (a port taken since is replaced, and the banner says
-so). The sandbox is seeded the same at each start; the sandbox's API key is fixed (DEV_API_KEY).
+so), and the sandbox's records (sandbox-state.json, saved every 10 s and at stop; new records
+never reuse an earlier run's id). The sandbox's API key is fixed (DEV_API_KEY).
 HANDLERS_MODULE (an ES module) is reloaded when its file changes.
   --port           the service's port (default PORT, else the last run's, else 3000)
   --sandbox-port   the sandbox's port (default the last run's, else 4010)
   --interval-ms    one simulated change every n ms (default 1000)
   --no-simulate    no simulated traffic (use \`svc-webhooks trigger\` or the sandbox's /_sandbox routes)
-  --fresh          start over: empty ./.data/dev and make new secrets and ports
+  --fresh          start over: empty ./.data/dev, make new secrets and ports, seed the sandbox anew
   --verbose        log at debug (a line per accepted delivery); LOG_LEVEL also sets the level`;
 
 export async function run(argv: string[]): Promise<void> {
@@ -81,6 +82,7 @@ export const DEV_API_KEY = "svc_live_dev_sandbox_key_not_secret";
 export const DEV_DATA_DIR = "./.data/dev";
 
 interface DevFlags {
+  fresh?: boolean;
   port?: string;
   "sandbox-port"?: string;
   "no-simulate"?: boolean;
@@ -112,9 +114,11 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
     destination,
   });
 
-  const sandbox = createSandbox({
+  const sandbox = devSandbox({
     apiKeys: [apiKey],
     simulate: values["no-simulate"] ? false : { intervalMs },
+    // Kept beside the settings, so the mirror kept in the database and the sandbox agree after a restart.
+    keep: { dir: database.settingsDir, fresh: values.fresh ?? false },
     logger: devLogger.child({ component: "sandbox" }),
   });
   const sandboxUrl = await listenOn("the sandbox", values["sandbox-port"] ?? settings.ports.sandbox, (port) => sandbox.listen({ port }));
@@ -205,7 +209,7 @@ function secretsNote({ file, created }: { file: string; created: boolean }, from
 /**
  * The dev stack's database: DATABASE_URL or DATA_DIR as given, else its own embedded one under
  * DEV_DATA_DIR, kept across runs so the event being debugged is still there after a restart
- * (emptied by --fresh). The sandbox is seeded the same at each start, so the seeded records agree.
+ * (emptied by --fresh). The sandbox keeps its records beside it, so the mirror's records agree.
  */
 async function devDatabase(fresh: boolean): Promise<{ env: Record<string, string>; note: string; settingsDir: string }> {
   const dataDir = process.env.DATA_DIR;
@@ -219,6 +223,16 @@ async function devDatabase(fresh: boolean): Promise<{ env: Record<string, string
   if (!fresh) return { env: { DATA_DIR: DEV_DATA_DIR }, note, settingsDir };
   rmSync(DEV_DATA_DIR, { recursive: true, force: true });
   return { env: { DATA_DIR: DEV_DATA_DIR }, note: `embedded in ${DEV_DATA_DIR}, emptied by --fresh`, settingsDir };
+}
+
+/** The dev stack's sandbox; a kept state it cannot read becomes one line pointing at --fresh. */
+function devSandbox(options: SandboxOptions): Sandbox {
+  try {
+    return createSandbox(options);
+  } catch (err) {
+    if (err instanceof SandboxStateFileError) throw new CommandError(`${err.message}; start with --fresh to start the sandbox over`);
+    throw err;
+  }
 }
 
 /** Starts a listener; a port already taken becomes one line naming it. */
