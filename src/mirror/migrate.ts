@@ -1,6 +1,7 @@
 import { Migrator, type MigrationResult } from "kysely";
 import type { Database } from "./database.js";
 import { staticMigrationProvider } from "./migrations/index.js";
+import { scopedToSchema } from "./schema-introspection.js";
 
 export interface MigrateOptions {
   /** Apply only the first `count` migrations (tests: start from an older version). Default: all. */
@@ -31,7 +32,8 @@ export class MigrationError extends Error {
  */
 export async function migrateToLatest(database: Pick<Database, "db" | "schema">, options: MigrateOptions = {}): Promise<string[]> {
   const migrator = new Migrator({
-    db: database.db,
+    // Its check for its own tables looks in this schema only (schema-introspection.ts).
+    db: scopedToSchema(database.db, database.schema),
     provider: staticMigrationProvider(options.count),
     // Kysely's own bookkeeping tables live beside ours, in the configured schema.
     migrationTableSchema: database.schema,

@@ -7,6 +7,7 @@ import { DataDirLockedError } from "../../src/mirror/data-dir-lock.js";
 import { createDatabase, DatabaseConfigError } from "../../src/mirror/database.js";
 import { migrateToLatest } from "../../src/mirror/migrate.js";
 import { MIGRATIONS } from "../../src/mirror/migrations/index.js";
+import { scopedToSchema } from "../../src/mirror/schema-introspection.js";
 import { openTestDatabase, pgliteTemplate, randomSchema, testDrivers } from "../helpers/postgres.js";
 
 const tempDirs: string[] = [];
@@ -97,6 +98,27 @@ describe.runIf(testDrivers().includes("server"))("migrations on a server", () =>
     } finally {
       // The schema stays for global setup to drop at the end of the run (see openTestDatabase's close).
       await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it("the migrator's introspection sees its own schema only (another schema's tables are never resolved)", async () => {
+    // Kysely's own introspector resolves every table of the database by name: one dropped by
+    // another deployment (or test run) between its catalog read and that lookup failed a migration
+    // with "relation … does not exist", and the scan grew with every schema on the server.
+    const url = inject("databaseUrl");
+    const [other, mine] = await Promise.all([
+      createDatabase({ url, dataDir: "", schema: randomSchema(), poolSize: 1 }),
+      createDatabase({ url, dataDir: "", schema: randomSchema(), poolSize: 1 }),
+    ]);
+    try {
+      await migrateToLatest(other);
+      expect(await migrateToLatest(mine)).toEqual(ALL);
+      const seen = await scopedToSchema(mine.db, mine.schema).introspection.getTables();
+      expect(new Set(seen.map((t) => t.schema))).toEqual(new Set([mine.schema]));
+      expect(seen.map((t) => t.name)).toEqual(expect.arrayContaining(["kysely_migration", "events", "orders"]));
+      expect(await scopedToSchema(other.db, "no_such_schema").introspection.getSchemas()).toEqual([]);
+    } finally {
+      await Promise.all([other.close(), mine.close()]);
     }
   });
 
