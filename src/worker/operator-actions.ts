@@ -13,7 +13,6 @@ import { OperatorActionError } from "./operator-action-error.js";
 import { replayJob } from "./replay-events.js";
 import { settleFailedJobs } from "./settle-failed-jobs.js";
 import { RECONCILE_JOBS } from "./sync/reconcile-jobs.js";
-import { ACTIVE_PASS_LEASE } from "./sync/refresh-lease.js";
 import type { RefreshNote, RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { SYNCED_KINDS, type SyncedKind } from "./sync/synced-kinds.js";
 import { printable } from "../mirror/id-text.js";
@@ -160,7 +159,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
         deduplication: { id: `operator-${request}` },
       });
       if (request !== "reconcile") return { job: job.id ?? "" };
-      const running = (await deps.redis.exists(redisKeys(deps.prefix).refreshLease(ACTIVE_PASS_LEASE))) === 1;
+      const running = (await deps.redis.exists(redisKeys(deps.prefix).activePassLease)) === 1;
       return { job: job.id ?? "", runs: running ? "after the running pass" : "now" };
     },
   };

@@ -30,8 +30,8 @@ import { createSettledEvents, type SettledEvent } from "./settled-events.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import { watchRecording } from "./recording-health.js";
 import { refreshKind } from "./sync/refresh-kind.js";
+import { createActivePassLease } from "./sync/active-pass-lease.js";
 import { createRefreshJob } from "./sync/refresh-job.js";
-import { createRefreshLease } from "./sync/refresh-lease.js";
 import { createRefreshPace } from "./sync/refresh-pace.js";
 import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { createMirrorWriter } from "./sync/mirror-writer.js";
@@ -158,8 +158,8 @@ export function createWorkerRole(deps: {
     ...(tracing ? { telemetry: tracing.bullmq } : {}),
   });
   syncQueue.on("error", warnUnlessOutage(logger, "sync queue error"));
-  // One refresh per kind, and one active pass, at a time across every worker (refresh-lease.ts).
-  const leases = createRefreshLease({ redis: connection, prefix, ttlMs: lockMs });
+  // One active pass at a time across every worker (active-pass-lease.ts); one refresh per kind is the scheduler's.
+  const activePassLease = createActivePassLease({ redis: connection, prefix, ttlMs: lockMs });
   const scheduler = createRefreshScheduler({
     redis: connection,
     queue: syncQueue as Queue<RefreshJobData>,
@@ -259,7 +259,6 @@ export function createWorkerRole(deps: {
         onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
       });
     processors.refresh = createRefreshJob({
-      leases,
       pace: createRefreshPace({
         state: () => upstream.limiter.state(),
         share: config.worker.syncRefreshPaceShare,
@@ -280,7 +279,7 @@ export function createWorkerRole(deps: {
         checkpoints: deps.checkpoints,
         writer,
         pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId),
-        leases,
+        lease: activePassLease,
         queue: syncQueue,
         config: config.worker,
         metrics,
