@@ -21,7 +21,7 @@ export interface RedisKeys {
     webhookWaiters: string;
     activeWaiters: string;
   };
-  /** The ids of one restaurant waiting for a refresh (a hash); tag `{restaurantId}` (the settle script). */
+  /** The ids of one restaurant waiting for a refresh (a hash); tag `{restaurantId}` (the forget-read script). */
   pendingRefresh(kind: string, restaurantId: string): string;
   /**
    * What the events said of each pending id (status, dates, event ids, misses): a hash beside
@@ -30,8 +30,8 @@ export interface RedisKeys {
   pendingNotes(kind: string, restaurantId: string): string;
   /** The restaurants with pending ids of a kind (a sorted set, score bumped by every request); its own slot. */
   pendingIndex(kind: string): string;
-  /** Who runs the kind's refresh (or, as `reconcile-active`, the active pass) now (a string: the holder's token, with a TTL); its own slot. */
-  refreshLease(kind: string): string;
+  /** Who runs the active reconciliation pass now (a string: the holder's token, with a TTL); its own slot. */
+  readonly activePassLease: string;
   /**
    * Set by the workers and never expired: a worker that finds it missing while PostgreSQL says the
    * service ran knows Redis lost its data (worker/sync/gap-watch.ts); its own slot.
@@ -78,7 +78,7 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
     pendingRefresh: (kind, restaurantId) => `${prefix}:sync:pending:${kind}:{${restaurantId}}`,
     pendingNotes: (kind, restaurantId) => `${prefix}:sync:pending-notes:${kind}:{${restaurantId}}`,
     pendingIndex: (kind) => `${prefix}:sync:pending-index:${kind}`,
-    refreshLease: (kind) => `${prefix}:sync:refresh-lease:${kind}`,
+    activePassLease: `${prefix}:sync:active-pass-lease`,
     workersAlive: `${prefix}:sync:workers-alive`,
     restoringRedis: `${prefix}:sync:restoring`,
     ingest: { stream: `${ingest}:events`, group: "pump", seen: (eventId) => `${ingest}:seen:${eventId}` },

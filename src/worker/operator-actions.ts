@@ -13,7 +13,6 @@ import { OperatorActionError } from "./operator-action-error.js";
 import { replayJob } from "./replay-events.js";
 import { removeReplayedFailedJobs } from "./remove-replayed-failed-jobs.js";
 import { RECONCILE_JOBS } from "./sync/reconcile-jobs.js";
-import { ACTIVE_PASS_LEASE } from "./sync/refresh-lease.js";
 import type { RefreshNote, RefreshScheduler } from "./sync/refresh-scheduler.js";
 import { SYNCED_KINDS, type SyncedKind } from "./sync/synced-kinds.js";
 import { printable } from "../mirror/id-text.js";
@@ -157,7 +156,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
       if (options.restart === true) data.restart = true;
       const job = await deps.syncQueue.add(OPERATOR_SYNC_JOBS[request], data, { deduplication: { id: `operator-${request}` } });
       if (request !== "reconcile") return { job: job.id ?? "" };
-      const running = (await deps.redis.exists(redisKeys(deps.prefix).refreshLease(ACTIVE_PASS_LEASE))) === 1;
+      const running = (await deps.redis.exists(redisKeys(deps.prefix).activePassLease)) === 1;
       return { job: job.id ?? "", runs: running ? "after the running pass" : "now" };
     },
   };

@@ -3,7 +3,7 @@ import type { Config } from "../config/config.js";
 import type { RedisClient } from "../redis/connection.js";
 import { createRefreshLinks, type RefreshLinks } from "../tracing/refresh-links.js";
 import type { Tracing } from "../tracing/tracing.js";
-import { createRefreshLease, type RefreshLease } from "./sync/refresh-lease.js";
+import { createActivePassLease, type ActivePassLease } from "./sync/active-pass-lease.js";
 import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "./sync/refresh-scheduler.js";
 
 export interface RefreshRequests {
@@ -13,8 +13,8 @@ export interface RefreshRequests {
   linked: RefreshScheduler;
   /** With tracing on: runs a refresh in a span linked from the events that asked for it. */
   links: RefreshLinks | undefined;
-  /** One refresh per kind, and one active pass, at a time across every worker. */
-  leases: RefreshLease;
+  /** One active pass at a time across every worker (one refresh per kind is the scheduler's). */
+  activePassLease: ActivePassLease;
 }
 
 /** Where events and operators ask for records to be read again, and who may read them when. */
@@ -26,7 +26,7 @@ export function createRefreshRequests(deps: {
 }): RefreshRequests {
   const { config, connection, tracing } = deps;
   const prefix = config.queuePrefix;
-  const leases = createRefreshLease({ redis: connection, prefix, ttlMs: config.worker.lockMs });
+  const activePassLease = createActivePassLease({ redis: connection, prefix, ttlMs: config.worker.lockMs });
   const scheduler = createRefreshScheduler({
     redis: connection,
     queue: deps.syncQueue as Queue<RefreshJobData>,
@@ -46,5 +46,5 @@ export function createRefreshRequests(deps: {
         },
       }
     : scheduler;
-  return { scheduler, linked, links, leases };
+  return { scheduler, linked, links, activePassLease };
 }

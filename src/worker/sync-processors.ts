@@ -35,7 +35,7 @@ export function syncProcessors(deps: {
   writer: MirrorWriter;
 }): SyncJobProcessors {
   const { config, logger, metrics, mirror, upstream, writer } = deps;
-  const { scheduler, leases, links } = deps.refresh;
+  const { scheduler, activePassLease, links } = deps.refresh;
   const processors: SyncJobProcessors = {
     // Steps go with their events: by when they started, under the same retention.
     "prune-events": async () => ({
@@ -59,7 +59,6 @@ export function syncProcessors(deps: {
       onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
     });
   processors.refresh = createRefreshJob({
-    leases,
     pace: createRefreshPace({
       state: () => upstream.limiter.state(),
       share: config.worker.syncRefreshPaceShare,
@@ -80,7 +79,7 @@ export function syncProcessors(deps: {
       checkpoints: deps.checkpoints,
       writer,
       pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId),
-      leases,
+      lease: activePassLease,
       queue: deps.syncQueue,
       config: config.worker,
       metrics,

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { enqueueCatchUp, RECONCILE_JOBS } from "../../src/worker/sync/reconcile-jobs.js";
-import { ACTIVE_PASS_LEASE, createRefreshLease } from "../../src/worker/sync/refresh-lease.js";
+import { createActivePassLease } from "../../src/worker/sync/active-pass-lease.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 
@@ -32,7 +32,7 @@ describe("reconcile now", () => {
     const s = await startService({ API_BASE_URL: await sandbox.listen(), API_KEY: sandbox.apiKey, API_RATE: "100000" });
     svc = s;
     // A pass runs (it holds the active pass's lease, as a worker's pass does).
-    const running = await createRefreshLease({ redis: s.redis, prefix: s.prefix, ttlMs: 60_000 }).hold(ACTIVE_PASS_LEASE, "a-running-pass");
+    const running = await createActivePassLease({ redis: s.redis, prefix: s.prefix, ttlMs: 60_000 }).hold("a-running-pass");
     expect(running).toBeDefined();
 
     const { job, runs } = await reconcileNow(s.url);
@@ -58,7 +58,7 @@ describe("reconcile now", () => {
     sandbox = createSandbox({ rateLimit: { max: 100_000, windowMs: 60_000 } });
     const s = await startService({ API_BASE_URL: await sandbox.listen(), API_KEY: sandbox.apiKey, API_RATE: "100000" });
     svc = s;
-    const running = await createRefreshLease({ redis: s.redis, prefix: s.prefix, ttlMs: 60_000 }).hold(ACTIVE_PASS_LEASE, "a-running-pass");
+    const running = await createActivePassLease({ redis: s.redis, prefix: s.prefix, ttlMs: 60_000 }).hold("a-running-pass");
     const queue = new Queue(SYNC_QUEUE, { connection: s.redis, prefix: s.prefix });
     try {
       // The catch-up waits behind the running pass (delayed), as after a gap found while a pass ran.

@@ -125,7 +125,7 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
     expect(masters.size).toBeGreaterThan(1);
   });
 
-  it("runs the refresh scheduler: request, pending, settle, with one debounced job per kind", async () => {
+  it("runs the refresh scheduler: request, pending, forgetRead, with one debounced job per kind", async () => {
     const prefix = `{test-${randomUUID().slice(0, 8)}}`;
     const redis = await connect();
     const queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
@@ -143,7 +143,7 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
     const seen = await scheduler.pending("orders", "rest_1");
     expect([...seen.keys()].sort()).toEqual(["ord_1", "ord_2"]);
     await scheduler.request("orders", "rest_1", "ord_2"); // noted again while "refreshing"
-    await scheduler.settle("orders", "rest_1", seen);
+    await scheduler.forgetRead("orders", "rest_1", seen);
     expect([...(await scheduler.pending("orders", "rest_1")).keys()]).toEqual(["ord_2"]);
   });
 

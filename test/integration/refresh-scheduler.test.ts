@@ -10,7 +10,6 @@ import {
   type RefreshJobData,
   type RefreshScheduler,
 } from "../../src/worker/sync/refresh-scheduler.js";
-import { waitFor } from "../helpers/wait-for.js";
 
 let redis: Redis;
 let queue: Queue<RefreshJobData>;
@@ -29,7 +28,7 @@ afterEach(async () => {
 });
 
 describe("refresh scheduler", () => {
-  it("gives the pending ids an expiry, set again by every request (a hash nobody settles does not stay forever)", async () => {
+  it("gives the pending ids an expiry, set again by every request (a hash no refresh reads does not stay forever)", async () => {
     const prefix = `test-sched-ttl-${randomUUID().slice(0, 8)}`;
     const ttl = createRefreshScheduler({ redis, queue, prefix, debounceMs: 1000, pendingTtlMs: 3_600_000 });
     const key = redisKeys(prefix).pendingRefresh("orders", "rest_1");
@@ -49,12 +48,12 @@ describe("refresh scheduler", () => {
     expect(PENDING_REFRESH_TTL_MS).toBe(7 * 24 * 3600_000);
   });
 
-  it("forgets the ids a refresh handled", async () => {
+  it("forgets the ids a refresh read", async () => {
     await scheduler.request("orders", "rest_1", "ord_1");
     await scheduler.request("orders", "rest_1", "ord_2");
     const seen = await scheduler.pending("orders", "rest_1");
     expect([...seen.keys()].sort()).toEqual(["ord_1", "ord_2"]);
-    await scheduler.settle("orders", "rest_1", seen);
+    await scheduler.forgetRead("orders", "rest_1", seen);
     expect((await scheduler.pending("orders", "rest_1")).size).toBe(0);
   });
 
@@ -64,7 +63,7 @@ describe("refresh scheduler", () => {
     const seen = await scheduler.pending("orders", "rest_1");
     // ord_1 changes again after the running sweep may already have read it.
     await scheduler.request("orders", "rest_1", "ord_1");
-    await scheduler.settle("orders", "rest_1", seen);
+    await scheduler.forgetRead("orders", "rest_1", seen);
     expect([...(await scheduler.pending("orders", "rest_1")).keys()]).toEqual(["ord_1"]);
   });
 
@@ -72,12 +71,9 @@ describe("refresh scheduler", () => {
     await scheduler.request("menu-items", "rest_2");
     const seen = await scheduler.pending("menu-items", "rest_2");
     expect([...seen.keys()]).toEqual([WHOLE_MENU]);
-    await scheduler.release("menu-items");
     await scheduler.request("menu-items", "rest_2");
-    await scheduler.settle("menu-items", "rest_2", seen);
+    await scheduler.forgetRead("menu-items", "rest_2", seen);
     expect([...(await scheduler.pending("menu-items", "rest_2")).keys()]).toEqual([WHOLE_MENU]);
-    // And, released, the second request scheduled a job of its own.
-    expect(await queue.getDelayedCount()).toBe(2);
   });
 
   it("schedules one job per kind for every restaurant, and keeps what the events said of each id", async () => {
@@ -87,10 +83,7 @@ describe("refresh scheduler", () => {
     await scheduler.request("orders", "rest_2", "ord_2", { eventId: "evt_2" });
     await scheduler.request("bookings", "rest_2", "bkg_1", { eventId: "evt_3", date: "2026-12-24T00:00:00.000Z" });
     // One job per kind, whichever restaurant asked.
-    expect((await queue.getDelayed()).map((j) => j.data).sort((a, b) => a.kind.localeCompare(b.kind))).toEqual([
-      { kind: "bookings" },
-      { kind: "orders" },
-    ]);
+    expect((await queue.getDelayed()).map((j) => j.data.kind).sort()).toEqual(["bookings", "orders"]);
     const orders = await scheduler.pendingAll("orders");
     expect(orders.map((r) => r.restaurantId).sort()).toEqual(["rest_1", "rest_2"]);
     const note = orders.find((r) => r.restaurantId === "rest_1")?.notes.get("ord_1");
@@ -98,29 +91,13 @@ describe("refresh scheduler", () => {
     expect((await scheduler.pendingAll("bookings"))[0]?.notes.get("bkg_1")).toMatchObject({ date: "2026-12-24T00:00:00.000Z" });
   });
 
-  it("keeps one job of a kind waiting however long it waits, until it starts (release)", async () => {
-    // A short debounce: the job's start is what ends the deduplication, not the debounce's time.
-    const quick = createRefreshScheduler({ redis, queue, prefix, debounceMs: 20 });
-    await quick.request("orders", "rest_1", "ord_1");
-    const first = Date.now();
-    await waitFor(() => Promise.resolve(Date.now() - first > 200), { timeoutMs: 5_000, intervalMs: 20, what: "ten debounces to pass" });
-    await quick.request("orders", "rest_2", "ord_2");
-    await quick.request("orders", "rest_3", "ord_3");
-    // Before, a request past the debounce queued a job of its own: behind a holder paced 4 s, one more every second.
-    expect(await queue.getDelayedCount()).toBe(1);
-    // Once the job starts, an event may have come after its reads: the next request queues the next job.
-    await quick.release("orders");
-    await quick.request("orders", "rest_1", "ord_4");
-    expect(await queue.getDelayedCount()).toBe(2);
-  });
-
-  it("drops a restaurant from the kind's index once settled, unless a request came after the job read it", async () => {
+  it("drops a restaurant from the kind's index once its ids are read, unless a request came after the job read it", async () => {
     await scheduler.request("orders", "rest_1", "ord_1");
     const [taken] = await scheduler.pendingAll("orders");
-    await scheduler.settle("orders", "rest_1", taken!.ids);
-    // A request after the job read the index (and settled since): the restaurant stays.
+    await scheduler.forgetRead("orders", "rest_1", taken!.ids);
+    // A request after the job read the index (and read since): the restaurant stays.
     await scheduler.request("orders", "rest_1", "ord_2");
-    await scheduler.settle("orders", "rest_1", (await scheduler.pendingAll("orders"))[0]!.ids);
+    await scheduler.forgetRead("orders", "rest_1", (await scheduler.pendingAll("orders"))[0]!.ids);
     await scheduler.forgetIfIdle("orders", "rest_1", taken!.score);
     expect((await scheduler.pendingAll("orders")).map((r) => r.restaurantId)).toEqual(["rest_1"]);
     // With the score it read last, and nothing pending: gone.

@@ -20,9 +20,9 @@ function scriptKeyGroups(prefix: string): Record<string, string[]> {
       budget.activeWaiters,
     ],
     "rate limiter state": [budget.log, budget.pause, budget.activeLog, budget.fullLog],
-    "refresh scheduler note and settle": [keys.pendingRefresh("orders", "rest_1"), keys.pendingNotes("orders", "rest_1")],
+    "refresh scheduler note, forget read, defer": [keys.pendingRefresh("orders", "rest_1"), keys.pendingNotes("orders", "rest_1")],
     "refresh scheduler forget an idle restaurant": [keys.pendingIndex("orders")],
-    "refresh lease (hold, renew, let go)": [keys.refreshLease("orders")],
+    "active pass lease (hold, renew, let go)": [keys.activePassLease],
     "ingest (stream + seen keys)": [
       keys.ingest.stream,
       keys.ingest.seen("evt_1"),

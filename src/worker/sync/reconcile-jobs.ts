@@ -5,11 +5,11 @@ import type { Metrics } from "../../metrics/metrics.js";
 import type { MirrorStore } from "../../mirror/store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
 import type { ApiClient } from "../../upstream/index.js";
+import { waitForRunningPass, type ActivePassLease } from "./active-pass-lease.js";
 import { runActivePass, type CatchUp } from "./active-tier.js";
 import type { SweepChanges } from "./change-source.js";
 import { backfillRunning, lastCompleteFullPass, lastWholePassStart, runFullSlice } from "./full-tier.js";
 import type { MirrorWriter } from "./mirror-writer.js";
-import { ACTIVE_PASS_LEASE, waitForLease, type RefreshLease } from "./refresh-lease.js";
 import { runBackfill } from "./resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "./synced-kinds.js";
 
@@ -59,7 +59,7 @@ export interface ReconcileDeps {
   writer: MirrorWriter;
   pending: NonNullable<SweepChanges["pending"]>;
   /** One active pass at a time: a tick that finds one running is skipped. */
-  leases: RefreshLease;
+  lease: ActivePassLease;
   queue: Pick<Queue, "add" | "getJob" | "getDeduplicationJobId">;
   config: Config["worker"];
   metrics: Metrics;
@@ -87,7 +87,7 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
   };
   /** One active pass under the lease; `catchUp` reads back over a gap. Undefined: another pass runs. */
   const activePass = async (job: Job, token: string | undefined, catchUp?: CatchUp) => {
-    const lease = await deps.leases.hold(ACTIVE_PASS_LEASE, token ?? job.id ?? "");
+    const lease = await deps.lease.hold(token ?? job.id ?? "");
     if (!lease) return undefined;
     const tier = catchUp ? "catch-up" : "active";
     try {
@@ -119,7 +119,7 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
       if (outcome) return outcome;
       // An operator's "reconcile now" runs right after the running pass (it may have begun before
       // the change they mean); a scheduled tick is skipped: the running pass reads what it would.
-      if (byOperator) return waitForLease(job, token, QUEUED_PASS_POLL_MS);
+      if (byOperator) return waitForRunningPass(job, token, QUEUED_PASS_POLL_MS);
       return { skipped: "an active pass is running" };
     },
     [RECONCILE_JOBS.catchUp]: async (job, token) => {
@@ -131,7 +131,7 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
         horizon: new Date(Number.isNaN(gapStart) ? horizonStart : Math.min(gapStart, horizonStart)),
       };
       // Behind a running pass, never instead of it: that pass began before it knew of the gap.
-      return (await activePass(job, token, catchUp)) ?? waitForLease(job, token, QUEUED_PASS_POLL_MS);
+      return (await activePass(job, token, catchUp)) ?? waitForRunningPass(job, token, QUEUED_PASS_POLL_MS);
     },
     // The tick: a slice when a pass runs or is due (an operator's `force` starts one now).
     [RECONCILE_JOBS.full]: async (job) => ((job.data as FullJobData).force ? fullSlice(job) : tick(deps)),

@@ -1,41 +1,66 @@
 import type { Job } from "bullmq";
 import type { Logger } from "pino";
 import type { RefreshOutcome } from "./refresh-kind.js";
-import { waitForLease, type RefreshLease } from "./refresh-lease.js";
 import type { RefreshPace } from "./refresh-pace.js";
-import type { RefreshJobData, RefreshScheduler } from "./refresh-scheduler.js";
+import type { PendingRestaurant, RefreshJobData, RefreshScheduler } from "./refresh-scheduler.js";
 import type { SyncedKind } from "./synced-kinds.js";
 
-/**
- * The sync queue's `refresh` job: with its kind's lease held (one refresh per kind at a time,
- * refresh-lease.ts), it waits as the budget's pace says (refresh-pace.ts: events meanwhile join
- * its batch), releases the kind's debounce so a later event schedules the next job, and runs the
- * refresh. A job that finds the lease taken waits for it without spending an attempt.
- */
-export function createRefreshJob(deps: {
-  leases: RefreshLease;
+export interface RefreshJobDeps {
+  scheduler: Pick<RefreshScheduler, "holds" | "pendingAll" | "runWithin">;
   pace: RefreshPace;
-  scheduler: Pick<RefreshScheduler, "release">;
   /** The kind's refresh (refresh-kind.ts), in its trace when tracing is on. */
   refresh: (kind: SyncedKind) => Promise<RefreshOutcome>;
-  /** A debug line per job: how long it was paced, how long its reads took, what they found. */
+  /** A debug line per job: how long its reads took, what they found, when the next run is due. */
   logger: Logger;
-}): (job: Job, token?: string) => Promise<RefreshOutcome> {
-  return async (job, token) => {
+}
+
+/**
+ * The sync queue's `refresh` job, the kind's one job (RefreshScheduler.runWithin): runs the kind's
+ * refresh, then asks for the next run if anything is still pending (ids noted during the run, left
+ * over by its read cap, or waiting out a backoff): when the first is due, and no sooner than the
+ * budget's pace (refresh-pace.ts). Nothing waits while holding the kind: the pace is the next job's
+ * delay, and the events meanwhile join that job's batch. A refresh job that is not the kind's one
+ * (queued by an older version) reads nothing and asks for the kind's one instead.
+ */
+export function createRefreshJob(deps: RefreshJobDeps): (job: Job) => Promise<RefreshOutcome | { handedOver: true }> {
+  return async (job) => {
     // Kind-wide: a job queued by an older version with a restaurant id serves the whole kind too.
     const { kind } = job.data as RefreshJobData;
-    const lease = await deps.leases.hold(kind, token ?? job.id ?? "");
-    if (!lease) return waitForLease(job, token);
-    try {
-      const pacedMs = await deps.pace.admit();
-      await deps.scheduler.release(kind);
-      const started = Date.now();
-      const outcome = await deps.refresh(kind);
-      const { calls, reads, found, written } = outcome;
-      deps.logger.debug({ kind, pacedMs, ms: Date.now() - started, calls, reads, found, written }, "refresh done");
-      return outcome;
-    } finally {
-      await lease.letGo();
+    if (!(await deps.scheduler.holds(kind, job.id ?? ""))) {
+      await deps.scheduler.runWithin(kind, 0);
+      return { handedOver: true };
     }
+    const started = Date.now();
+    const outcome = await deps.refresh(kind);
+    const ms = Date.now() - started;
+    const nextInMs = await askNextRun(deps, kind);
+    const { calls, reads, found, written } = outcome;
+    deps.logger.debug({ kind, ms, calls, reads, found, written, nextInMs }, "refresh done");
+    return outcome;
   };
+}
+
+/**
+ * Asks for the next run while any id is pending: when the first is due, no sooner than the pace.
+ * Then reads again: BullMQ keeps the last ask made while a job runs, so a request noted after the
+ * first read whose ask came before ours was replaced by ours; an id due sooner asks again.
+ * Returns the delay asked for.
+ */
+async function askNextRun(deps: Pick<RefreshJobDeps, "scheduler" | "pace">, kind: SyncedKind): Promise<number | undefined> {
+  let asked: { due: number; delayMs: number } | undefined;
+  for (;;) {
+    const now = Date.now();
+    const due = nextDue(await deps.scheduler.pendingAll(kind), now);
+    if (due === undefined || (asked && due >= asked.due)) return asked?.delayMs;
+    const paceMs = await deps.pace.delayMs();
+    asked = { due, delayMs: Math.max(due - now, paceMs) };
+    await deps.scheduler.runWithin(kind, asked.delayMs, paceMs);
+  }
+}
+
+/** When the first pending id is due: now for one noted or left over, else when its backoff ends; undefined when none is pending. */
+export function nextDue(restaurants: readonly PendingRestaurant[], now: number): number | undefined {
+  let due = Infinity;
+  for (const { ids, notes } of restaurants) for (const id of ids.keys()) due = Math.min(due, Math.max(now, notes.get(id)?.retryAt ?? now));
+  return Number.isFinite(due) ? due : undefined;
 }

@@ -19,7 +19,7 @@ import type { SyncedKind } from "./synced-kinds.js";
 
 export type { RefreshKindDeps, RefreshOutcome } from "./refresh-kind-types.js";
 
-/** Reads a job makes at most; ids left over wait for the next job, scheduled at once (not counted as misses). */
+/** Reads a job makes at most; ids left over stay due for the next job (not counted as misses). */
 export const MAX_READS_PER_JOB = 50;
 /** Backoff between rounds that miss an id: 1 s, 2 s, 4 s … at most a minute. */
 export const backoffAfterMiss = (misses: number) => Math.min(60_000, 1000 * 2 ** Math.max(0, misses - 1));
@@ -34,14 +34,15 @@ interface Work extends Target {
  * The `refresh` job of one kind, company-wide: takes every pending id of the kind, lets the
  * planner (read-plan.ts) choose the reads that cover most of them per call (company-wide by status
  * or date window when they span restaurants, per restaurant when one holds them), runs them
- * (refresh-read.ts) and settles what was read. An id no candidate read found stays pending with
- * backoff, and after `giveUpMs` is reported (a row, a warning, a metric) and settled.
+ * (refresh-read.ts) and forgets what was read. An id no candidate read found stays pending with
+ * backoff, and after `giveUpMs` is reported (a row, a warning, a metric) and forgotten. What is
+ * still pending afterwards is the next run's (refresh-job.ts asks for it).
  */
 export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome> {
   const restaurants = await deps.scheduler.pendingAll(deps.kind);
   if (deps.kind === "menu-items") return refreshMenus(deps, restaurants);
   const now = (deps.now ?? Date.now)();
-  const { work, waitingUntil } = await collectWork(deps, restaurants, now);
+  const work = await collectWork(deps, restaurants, now);
   const outcome: RefreshOutcome = { calls: 0, reads: 0, written: 0, found: 0, missing: [], unlisted: [] };
   const seen = new Set<string>();
   let plan: PlannedRead | undefined;
@@ -66,34 +67,25 @@ export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome
   }
   const found = work.filter((w) => seen.has(w.id));
   outcome.found = found.length;
-  await settleFound(deps, found);
-  const unresolved = work.filter((w) => !seen.has(w.id));
-  const exhausted = unresolved.filter((w) => w.next >= w.candidates.length);
-  const retryAt = await handleMisses(deps, exhausted, now, outcome);
+  await forgetFound(deps, found);
+  // Left over by the read cap: still pending, due now. Every candidate missed: a backoff.
+  const exhausted = work.filter((w) => !seen.has(w.id) && w.next >= w.candidates.length);
+  await handleMisses(deps, exhausted, now, outcome);
   await Promise.all(restaurants.map((r) => deps.scheduler.forgetIfIdle(deps.kind, r.restaurantId, r.score)));
-  // Left over by the read cap: again at once. Missed or waiting: when the first backoff ends.
-  const next = unresolved.length > exhausted.length ? now : Math.min(retryAt, waitingUntil);
-  if (Number.isFinite(next)) await deps.scheduler.retryLater(deps.kind, next - now);
   return outcome;
 }
 
 /** The pending ids to look for now, with their candidate reads; those waiting out a backoff are left for later. */
-async function collectWork(
-  deps: RefreshKindDeps,
-  restaurants: readonly PendingRestaurant[],
-  now: number,
-): Promise<{ work: Work[]; waitingUntil: number }> {
-  let waitingUntil = Infinity;
+async function collectWork(deps: RefreshKindDeps, restaurants: readonly PendingRestaurant[], now: number): Promise<Work[]> {
   const due: { restaurantId: string; id: string; version: string; note: PendingNote }[] = [];
   for (const { restaurantId, ids, notes } of restaurants) {
     for (const [id, version] of ids) {
       const note = notes.get(id) ?? { firstNotedAt: now };
-      if (note.retryAt !== undefined && note.retryAt > now) waitingUntil = Math.min(waitingUntil, note.retryAt);
-      else due.push({ restaurantId, id, version, note });
+      if (note.retryAt === undefined || note.retryAt <= now) due.push({ restaurantId, id, version, note });
     }
   }
   // Each id's mirror reads are independent: all at once, not one id after another on the refresh's path.
-  const work = await Promise.all(
+  return Promise.all(
     due.map(async ({ restaurantId, id, version, note }): Promise<Work> => {
       const hint = await hintOf(deps.mirror, deps.kind, id, note);
       const recent =
@@ -112,7 +104,6 @@ async function collectWork(
       };
     }),
   );
-  return { work, waitingUntil };
 }
 
 /**
@@ -194,23 +185,22 @@ async function hintOf(mirror: MirrorStore, kind: SyncedKind, id: string, note: P
   return Number.isNaN(day) ? {} : { day, sortKey: day };
 }
 
-/** Settles every id that was read, per restaurant, by the versions this job took (compare-and-delete). */
-async function settleFound(deps: RefreshKindDeps, found: readonly Work[]): Promise<void> {
+/** Forgets every id that was read, per restaurant, by the versions this job took (compare-and-delete). */
+async function forgetFound(deps: RefreshKindDeps, found: readonly Work[]): Promise<void> {
   const byRestaurant = new Map<string, Map<string, string>>();
   for (const w of found) {
     const handled = byRestaurant.get(w.restaurantId) ?? new Map<string, string>();
     handled.set(w.id, w.version);
     byRestaurant.set(w.restaurantId, handled);
   }
-  await Promise.all([...byRestaurant].map(([restaurantId, handled]) => deps.scheduler.settle(deps.kind, restaurantId, handled)));
+  await Promise.all([...byRestaurant].map(([restaurantId, handled]) => deps.scheduler.forgetRead(deps.kind, restaurantId, handled)));
 }
 
 /**
- * Ids every candidate read missed: kept pending with the next backoff, or, once pending for
- * `giveUpMs`, reported (row, warning, metric) and settled. Returns when the first retry is due.
+ * Ids every candidate read missed: kept pending with the next backoff (the retry time in their
+ * note), or, once pending for `giveUpMs`, reported (row, warning, metric) and forgotten.
  */
-async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now: number, outcome: RefreshOutcome): Promise<number> {
-  let retryAt = Infinity;
+async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now: number, outcome: RefreshOutcome): Promise<void> {
   for (const w of missed) {
     const misses = (w.note.misses ?? 0) + 1;
     if (now - w.note.firstNotedAt >= deps.giveUpMs) {
@@ -218,9 +208,8 @@ async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now:
       outcome.unlisted.push(w.id);
       continue;
     }
-    const at = now + backoffAfterMiss(misses);
-    retryAt = Math.min(retryAt, at);
-    await deps.scheduler.defer(deps.kind, w.restaurantId, w.id, w.version, { ...w.note, misses, retryAt: at });
+    const retryAt = now + backoffAfterMiss(misses);
+    await deps.scheduler.defer(deps.kind, w.restaurantId, w.id, w.version, { ...w.note, misses, retryAt });
     outcome.missing.push(w.id);
   }
   if (outcome.missing.length > 0)
@@ -228,7 +217,6 @@ async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now:
       { kind: deps.kind, missing: outcome.missing.length },
       "records named by events are not listed yet; retrying with backoff",
     );
-  return retryAt;
 }
 
 async function reportUnlisted(deps: RefreshKindDeps, w: Work, attempts: number): Promise<void> {
@@ -253,5 +241,6 @@ async function reportUnlisted(deps: RefreshKindDeps, w: Work, attempts: number):
     },
     "a record events named was never listed by the API: reported in unlisted_records, no longer looked for",
   );
-  await deps.scheduler.settle(deps.kind, w.restaurantId, new Map([[w.id, w.version]]));
+  // Forgotten as if read (unless an event noted it again meanwhile: then it is looked for anew).
+  await deps.scheduler.forgetRead(deps.kind, w.restaurantId, new Map([[w.id, w.version]]));
 }

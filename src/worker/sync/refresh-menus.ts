@@ -11,7 +11,7 @@ export const COMPANY_WIDE_MENUS_FROM = 3;
 
 /**
  * Menus are refreshed whole: each restaurant's list (every page), or the company's when
- * COMPANY_WIDE_MENUS_FROM or more restaurants wait. A menu read to its end settles its restaurants'
+ * COMPANY_WIDE_MENUS_FROM or more restaurants wait. A menu read to its end forgets its restaurants'
  * requests (by the version taken, so one made meanwhile stays).
  */
 export async function refreshMenus(deps: RefreshKindDeps, restaurants: readonly PendingRestaurant[]): Promise<RefreshOutcome> {
@@ -28,7 +28,7 @@ export async function refreshMenus(deps: RefreshKindDeps, restaurants: readonly 
     outcome.written += read.written;
     const served = waiting.filter((r) => restaurantId === undefined || r.restaurantId === restaurantId);
     for (const r of served) {
-      await deps.scheduler.settle(deps.kind, r.restaurantId, new Map([[WHOLE_MENU, r.ids.get(WHOLE_MENU) ?? ""]]));
+      await deps.scheduler.forgetRead(deps.kind, r.restaurantId, new Map([[WHOLE_MENU, r.ids.get(WHOLE_MENU) ?? ""]]));
       outcome.found++;
     }
   }

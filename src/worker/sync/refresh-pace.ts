@@ -1,19 +1,19 @@
-import { sleep, type RateLimitState } from "../../upstream/index.js";
+import type { RateLimitState } from "../../upstream/index.js";
 
 /**
- * Refreshes paced by the budget, so that cost per event falls as the rate rises. A refresh job
- * waits before it takes its ids for longer the faster the webhook class spends the budget now
- * (the last 15 s scaled to a window: a window's own count would tell a minute late): nothing
- * below a third of `share`, `maxWaitMs` at `share` and above, in proportion between. Only the
- * webhook class counts: it is what refreshes compete with at their own priority, while the
- * classes below (a backfill, a full pass) take only what refreshes leave, and keep the whole
- * budget busy when they run. While a job waits, the events that keep coming join its batch: a busy
- * minute makes fewer, fuller reads (one status page for many orders) instead of one small job a
- * second. The wait is bounded by `maxWaitMs`: the freshness traded for calls never exceeds it.
+ * Refreshes paced by the budget, so that cost per event falls as the rate rises. After a run, the
+ * next run of the kind starts no sooner than the pace says (refresh-job.ts), the longer the faster
+ * the webhook class spends the budget now (the last 15 s scaled to a window: a window's own count
+ * would tell a minute late): nothing below a third of `share`, `maxWaitMs` at `share` and above,
+ * in proportion between. Only the webhook class counts: it is what refreshes compete with at their
+ * own priority, while the classes below (a backfill, a full pass) take only what refreshes leave,
+ * and keep the whole budget busy when they run. The events that come meanwhile join the next run's
+ * batch: a busy minute makes fewer, fuller reads (one status page for many orders) instead of one
+ * small job a second. The pace is bounded by `maxWaitMs`: the freshness traded for calls never exceeds it.
  */
 export interface RefreshPace {
-  /** Waits as the budget's use says (0 … `maxWaitMs`); resolves with the ms waited. */
-  admit(): Promise<number>;
+  /** How long the next run waits, as the budget's use says (0 … `maxWaitMs`). */
+  delayMs(): Promise<number>;
 }
 
 export interface RefreshPaceOptions {
@@ -34,12 +34,10 @@ export function paceWaitMs(used: number, high: number, maxWaitMs: number): numbe
 
 export function createRefreshPace(options: RefreshPaceOptions): RefreshPace {
   return {
-    async admit() {
+    async delayMs() {
       if (options.share >= 1 || options.maxWaitMs <= 0) return 0;
       const { recentPerWindowByClass, max } = await options.state();
-      const wait = paceWaitMs(recentPerWindowByClass.webhook, Math.floor(max * options.share), options.maxWaitMs);
-      if (wait > 0) await sleep(wait);
-      return wait;
+      return paceWaitMs(recentPerWindowByClass.webhook, Math.floor(max * options.share), options.maxWaitMs);
     },
   };
 }

@@ -85,7 +85,7 @@ async function writePage(ctx: RefreshReadContext, page: Page, seen: Set<string>)
     ? await ctx.writer.write(ctx.kind, page.data, page.readAt, "webhook", page.refused)
     : await ctx.mirror.upsert(ctx.kind, page.data, page.readAt, { refused: page.refused });
   for (const record of page.data) seen.add(record.id);
-  // A record set aside was read all the same: its id is settled (reported, not retried forever).
+  // A record set aside was read all the same: its id is forgotten as read (reported, not retried forever).
   for (const { id } of result.rejected) if (id !== undefined) seen.add(id);
   return result.written;
 }

@@ -12,6 +12,10 @@ import type { SyncedKind } from "./synced-kinds.js";
 export interface RefreshJobData {
   kind: SyncedKind;
   restaurantId?: string;
+  /** Epoch ms the job was asked to run at (runWithin). */
+  runAt?: number;
+  /** Epoch ms before which no request brings the job forward (the budget's pace after a run). */
+  notBefore?: number;
 }
 
 /** What an event said about the record it named: hints for the narrowest read, never trusted as data. */
@@ -27,7 +31,7 @@ export interface RefreshNote {
 
 /** What the scheduler keeps of a pending id besides its version: the events' hints and the retry state. */
 export interface PendingNote {
-  /** Epoch ms of the first event that named the id since it was last settled. */
+  /** Epoch ms of the first event that named the id since it was last read. */
   firstNotedAt: number;
   /** The first events that named it (at most 20): what a report of an unlisted id names. */
   eventIds?: string[];
@@ -52,9 +56,8 @@ export interface PendingRestaurant {
 export interface RefreshScheduler {
   /**
    * Notes that `id` (or the whole menu) of a restaurant changed, with what the event said of it,
-   * and makes sure one refresh job of the kind runs within `debounceMs`: a burst of events of
-   * every restaurant shares one job, and its reads. At most one job of the kind waits at a time
-   * (until it starts, see `release`), besides the one running.
+   * and makes sure a refresh of the kind starts within `debounceMs` (`runWithin`): a burst of
+   * events of every restaurant shares one job, and its reads.
    */
   request(kind: SyncedKind, restaurantId: string, id?: string, note?: RefreshNote): Promise<void>;
   /** The ids of one restaurant waiting for a refresh, each with its version (reconcile tells webhook from missed by it). */
@@ -62,21 +65,25 @@ export interface RefreshScheduler {
   /** Every restaurant with pending ids of the kind, with the ids' notes (what a refresh job starts from). */
   pendingAll(kind: SyncedKind): Promise<PendingRestaurant[]>;
   /**
-   * Forgets the ids a refresh has handled, unless one was noted again since `pending` read it:
+   * Forgets the ids a refresh has read, unless one was noted again since `pending` read it:
    * that change may have happened after the read saw its record, so it stays for the next job.
    */
-  settle(kind: SyncedKind, restaurantId: string, handled: PendingIds): Promise<void>;
+  forgetRead(kind: SyncedKind, restaurantId: string, read: PendingIds): Promise<void>;
   /** Keeps an id pending with a new note (a miss and its retry time), unless an event noted it again meanwhile. */
   defer(kind: SyncedKind, restaurantId: string, id: string, version: string, note: PendingNote): Promise<void>;
   /** Drops a restaurant from the kind's index when it has no pending id left and no request came since `score`. */
   forgetIfIdle(kind: SyncedKind, restaurantId: string, score: string): Promise<void>;
   /**
-   * Called as a refresh job starts: from here on a new event schedules a new job rather than
-   * being absorbed by this one, which may already have read past its record.
+   * Makes sure a refresh of the kind starts within `delayMs`, with one BullMQ job per kind: its
+   * deduplication key is held from the job's add until the job ends (`keepLastIfActive`), so at
+   * most one job of the kind runs, and one waits. Asked while the job runs: BullMQ adds the next
+   * one as it ends (the last ask's delay). Asked while one waits: it joins that one, which is
+   * brought forward if it would start later (a backoff's wait), but no request brings it before
+   * `paceMs` from this ask (the budget's pace, asked by the run before).
    */
-  release(kind: SyncedKind): Promise<void>;
-  /** Schedules a job for ids waiting out a backoff (its own deduplication: events are never held up by it). */
-  retryLater(kind: SyncedKind, delayMs: number): Promise<void>;
+  runWithin(kind: SyncedKind, delayMs: number, paceMs?: number): Promise<void>;
+  /** Whether `jobId` is the kind's one job (holds its deduplication key): only it reads. */
+  holds(kind: SyncedKind, jobId: string): Promise<boolean>;
 }
 
 /** Pending ids and the version each was last noted at (a counter bumped on every event). */
@@ -87,7 +94,7 @@ export const WHOLE_MENU = "whole-menu";
 
 /**
  * How long a restaurant's pending ids outlive the last event that noted one (the TTL is set again
- * on every request). A live refresh reads and settles them, or reports them as unlisted, within
+ * on every request). A live refresh reads and forgets them, or reports them as unlisted, within
  * SYNC_UNLISTED_GIVE_UP_SECONDS; what it bounds is the hash a refresh that failed for good (a 4xx)
  * would otherwise leave forever. The reconciliation sweep rereads everything anyway.
  */
@@ -125,7 +132,7 @@ return 0
 `;
 
 /** Deletes each id (and its note) only if its version is still the one the refresh read (compare-and-delete). */
-const SETTLE = `
+const FORGET_READ = `
 for i = 1, #ARGV, 2 do
   if redis.call("HGET", KEYS[1], ARGV[i]) == ARGV[i + 1] then
     redis.call("HDEL", KEYS[1], ARGV[i])
@@ -142,14 +149,14 @@ return 0
 `;
 
 /** Removes a restaurant from the index if its score is the one read (no request since). */
-const FORGET = `
+const FORGET_IDLE = `
 if redis.call("ZSCORE", KEYS[1], ARGV[1]) == ARGV[2] then redis.call("ZREM", KEYS[1], ARGV[1]) end
 return 0
 `;
 
 interface Scripts {
   svcNotePendingId(pending: string, notes: string, ...args: string[]): Promise<number>;
-  svcSettlePendingIds(pending: string, notes: string, ...idVersionPairs: string[]): Promise<number>;
+  svcForgetReadIds(pending: string, notes: string, ...idVersionPairs: string[]): Promise<number>;
   svcDeferPendingId(pending: string, notes: string, id: string, version: string, note: string): Promise<number>;
   svcForgetIdleRestaurant(index: string, restaurantId: string, score: string): Promise<number>;
 }
@@ -173,16 +180,16 @@ export function createRefreshScheduler(opts: {
   const pendingTtlMs = opts.pendingTtlMs ?? PENDING_REFRESH_TTL_MS;
   const now = opts.now ?? Date.now;
   const keys = redisKeys(prefix);
-  const dedupId = (kind: SyncedKind) => `refresh-${kind}`;
   const scripts = defineScripts<Scripts>(redis, {
     svcNotePendingId: { numberOfKeys: 2, lua: NOTE },
-    svcSettlePendingIds: { numberOfKeys: 2, lua: SETTLE },
+    svcForgetReadIds: { numberOfKeys: 2, lua: FORGET_READ },
     svcDeferPendingId: { numberOfKeys: 2, lua: DEFER },
-    svcForgetIdleRestaurant: { numberOfKeys: 1, lua: FORGET },
+    svcForgetIdleRestaurant: { numberOfKeys: 1, lua: FORGET_IDLE },
   });
   const hashes = (kind: SyncedKind, restaurantId: string) =>
     [keys.pendingRefresh(kind, restaurantId), keys.pendingNotes(kind, restaurantId)] as const;
 
+  const runWithin = (kind: SyncedKind, delayMs: number, paceMs?: number) => runRefreshWithin(queue, kind, delayMs, paceMs);
   const pending = async (kind: SyncedKind, restaurantId: string): Promise<PendingIds> =>
     new Map(Object.entries(await redis.hgetall(keys.pendingRefresh(kind, restaurantId))));
 
@@ -204,11 +211,7 @@ export function createRefreshScheduler(opts: {
       );
       const index = keys.pendingIndex(kind);
       await redis.multi().zincrby(index, 1, restaurantId).pexpire(index, pendingTtlMs).exec();
-      // Deduplicated until the job takes its kind's lease (release) or ends: one job waits per kind,
-      // however long the running one holds the lease. A key that expired after the debounce let a
-      // job in every second behind a paced holder (4 s each): hundreds, polling for the lease, took
-      // the sync queue's slots from other kinds' refreshes and the reconciliation passes.
-      await queue.add("refresh", { kind }, { ...(debounceMs > 0 ? { delay: debounceMs } : {}), deduplication: { id: dedupId(kind) } });
+      await runWithin(kind, debounceMs);
     },
     pending,
     async pendingAll(kind) {
@@ -222,8 +225,8 @@ export function createRefreshScheduler(opts: {
         }),
       );
     },
-    async settle(kind, restaurantId, handled) {
-      if (handled.size > 0) await scripts.svcSettlePendingIds(...hashes(kind, restaurantId), ...[...handled].flat());
+    async forgetRead(kind, restaurantId, read) {
+      if (read.size > 0) await scripts.svcForgetReadIds(...hashes(kind, restaurantId), ...[...read].flat());
     },
     async defer(kind, restaurantId, id, version, note) {
       await scripts.svcDeferPendingId(...hashes(kind, restaurantId), id, version, JSON.stringify(note));
@@ -232,14 +235,37 @@ export function createRefreshScheduler(opts: {
       if ((await redis.hlen(keys.pendingRefresh(kind, restaurantId))) > 0) return;
       await scripts.svcForgetIdleRestaurant(keys.pendingIndex(kind), restaurantId, score);
     },
-    async release(kind) {
-      await queue.removeDeduplicationKey(dedupId(kind));
-    },
-    async retryLater(kind, delayMs) {
-      const delay = Math.max(1, Math.ceil(delayMs));
-      await queue.add("refresh", { kind }, { delay, deduplication: { id: `refresh-retry-${kind}`, ttl: delay } });
+    runWithin,
+    async holds(kind, jobId) {
+      return (await queue.getDeduplicationJobId(dedupId(kind))) === jobId;
     },
   };
+}
+
+const dedupId = (kind: SyncedKind) => `refresh-${kind}`;
+
+/**
+ * RefreshScheduler.runWithin: BullMQ's deduplication in its keepLastIfActive mode. The key names
+ * the kind's job from its add until the job completes or fails for good; a job whose process died
+ * keeps it and runs again once BullMQ finds it stalled (its lock, JOB_LOCK_MS, lapsed). An add
+ * while the job runs is kept and added as it ends, so a change noted after the run read past its
+ * record always gets a run of its own.
+ */
+async function runRefreshWithin(queue: Queue<RefreshJobData>, kind: SyncedKind, delayMs: number, paceMs = 0): Promise<void> {
+  const delay = Math.max(0, Math.ceil(delayMs));
+  const now = Date.now();
+  const runAt = now + delay;
+  const deduplication = { id: dedupId(kind), keepLastIfActive: true };
+  const added = await queue.add("refresh", { kind, runAt, ...(paceMs > 0 ? { notBefore: now + paceMs } : {}) }, { delay, deduplication });
+  const job = added.id === undefined ? undefined : await queue.getJob(added.id);
+  if (!job) return;
+  // Joined a job that waits longer than asked (a backoff's wait): brought forward, never before its pace.
+  const target = Math.max(runAt, job.data.notBefore ?? 0);
+  if ((job.data.runAt ?? job.timestamp + job.delay) <= target) return;
+  // Replaced in one script by one due as asked, if it still waits (BullMQ's replace mode touches
+  // delayed jobs only): a shorter wait is never swallowed by a longer one.
+  const data = { ...job.data, runAt: target };
+  await queue.add("refresh", data, { delay: Math.max(0, target - Date.now()), deduplication: { ...deduplication, replace: true } });
 }
 
 /**

@@ -3,14 +3,13 @@ import { Queue, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { createRefreshLease } from "../../src/worker/sync/refresh-lease.js";
-import { createRefreshScheduler, type RefreshJobData } from "../../src/worker/sync/refresh-scheduler.js";
+import { createActivePassLease } from "../../src/worker/sync/active-pass-lease.js";
 import { redisKeys } from "../../src/redis/keys.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 
-// One refresh of a kind at a time: two jobs taking the same pending ids at once would make the
-// same reads twice, and under a saturated budget (long jobs) that doubling fed itself.
+// One active reconciliation pass at a time: overlapping passes split the active class's share, each
+// slower, until they held every slot of the sync queue and refreshes waited behind them.
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -23,35 +22,31 @@ function redisClient(): Redis {
   return redis;
 }
 
-describe("refresh lease", () => {
-  it("admits one holder per kind, and only the holder lets go", async () => {
+describe("active pass lease", () => {
+  it("admits one holder, and only the holder lets go", async () => {
     const redis = redisClient();
     const prefix = `test-lease-${randomUUID().slice(0, 8)}`;
-    const leases = createRefreshLease({ redis, prefix, ttlMs: 30_000 });
-    const first = await leases.hold("orders", "job-a");
+    const lease = createActivePassLease({ redis, prefix, ttlMs: 30_000 });
+    const first = await lease.hold("job-a");
     expect(first).toBeDefined();
-    expect(await leases.hold("orders", "job-b")).toBeUndefined();
-    // Another kind has its own lease.
-    const bookings = await leases.hold("bookings", "job-c");
-    expect(bookings).toBeDefined();
-    await bookings?.letGo();
+    expect(await lease.hold("job-b")).toBeUndefined();
 
     // The first holder's lease lapsed (as after a crash) and another job took it: the first one's
     // letting go must not free the new holder's lease.
-    await redis.del(redisKeys(prefix).refreshLease("orders"));
-    const second = await leases.hold("orders", "job-b");
+    await redis.del(redisKeys(prefix).activePassLease);
+    const second = await lease.hold("job-b");
     expect(second).toBeDefined();
     await first?.letGo();
-    expect(await redis.get(redisKeys(prefix).refreshLease("orders"))).toBe("job-b");
+    expect(await redis.get(redisKeys(prefix).activePassLease)).toBe("job-b");
     await second?.letGo();
-    expect(await leases.hold("orders", "job-d")).toBeDefined();
+    expect(await lease.hold("job-d")).toBeDefined();
   });
 
   it("keeps a running holder's lease past its TTL by renewing it", async () => {
     const redis = redisClient();
     const prefix = `test-lease-${randomUUID().slice(0, 8)}`;
-    const key = redisKeys(prefix).refreshLease("orders");
-    const held = await createRefreshLease({ redis, prefix, ttlMs: 300 }).hold("orders", "job-a");
+    const key = redisKeys(prefix).activePassLease;
+    const held = await createActivePassLease({ redis, prefix, ttlMs: 300 }).hold("job-a");
     const started = Date.now();
     // Three TTLs go by; the lease is there at every look.
     await waitFor(
@@ -65,42 +60,6 @@ describe("refresh lease", () => {
     expect(await redis.exists(key)).toBe(0);
   });
 
-  it("runs two refresh jobs of a kind one after the other: the second finds the ids read and calls nothing", async () => {
-    const sandbox: Sandbox = createSandbox({ restaurants: 3, seed: 5, rateLimit: { max: 1_000_000, windowMs: 60_000 } });
-    cleanup.push(() => sandbox.close());
-    const apiUrl = await sandbox.listen();
-    const svc: TestService = await startService({ API_BASE_URL: apiUrl, API_KEY: sandbox.apiKey, WORKER_CONCURRENCY: "10" });
-    cleanup.push(() => svc.stop());
-    // Slow lists: without the lease the second job would start while the first still reads.
-    sandbox.faults.add({ method: "GET", path: "/api/v1/orders", delayMs: 300 });
-
-    const orders = [1, 2, 3].map((n) => sandbox.silently(() => sandbox.actions.createOrder({ restaurantId: `rest_${n}` })));
-    const redis = redisClient();
-    const queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix: svc.prefix });
-    cleanup.push(() => queue.close());
-    const scheduler = createRefreshScheduler({ redis, queue, prefix: svc.prefix, debounceMs: 0 });
-    const from = sandbox.requestLog.length;
-    await Promise.all(orders.map((o) => scheduler.request("orders", o.restaurantId, o.id, { status: o.status, createdAt: o.createdAt })));
-    // Two more jobs of the kind at once, as a retry's job or one an older version queued could be.
-    await queue.addBulk([1, 2].map(() => ({ name: "refresh", data: { kind: "orders" as const } })));
-    const refreshes = await waitFor(
-      async () => {
-        const done = (await queue.getCompleted()).filter((j) => j.name === "refresh");
-        return done.length === 3 && done;
-      },
-      { timeoutMs: 30_000, what: "the three refresh jobs to complete" },
-    );
-    const calls = refreshes.map((j) => (j.returnvalue as { calls: number }).calls);
-    const made = sandbox.requestLog.slice(from).filter((r) => r.path === "/api/v1/orders").length;
-    // One job read them all; the others, run after it, found nothing pending.
-    expect(calls.filter((n) => n > 0)).toEqual([made]);
-    expect(made).toBeGreaterThan(0);
-    for (const o of orders)
-      expect(((await svc.service.mirror.get("orders", o.id)) as { status?: string } | undefined)?.status).toBe(o.status);
-  });
-});
-
-describe("active pass lease", () => {
   it("runs one active pass at a time: a tick while one runs is skipped, not run beside it", async () => {
     const sandbox: Sandbox = createSandbox({ restaurants: 3, seed: 6, rateLimit: { max: 1_000_000, windowMs: 60_000 } });
     cleanup.push(() => sandbox.close());
