@@ -24,6 +24,7 @@ import { redisKeys } from "./redis/keys.js";
 import { webhookMetrics } from "./metrics/webhook-metrics.js";
 import type { Database } from "./mirror/database.js";
 import type { EventLog } from "./mirror/event-log.js";
+import { readEventDetail } from "./mirror/event-detail.js";
 import { eventQueryFromParams } from "./mirror/event-query.js";
 import { filterFromQuery, validateRecordId } from "./mirror/mirror-filter.js";
 import { createRejectionReporter } from "./mirror/rejection-reporter.js";
@@ -229,7 +230,7 @@ export async function createService({ config, logger, handlers = [], database, t
             mountOperatorRoutes(root, {
               adminToken,
               mirror: mirrorReader,
-              events: { get: (id) => eventWithSteps(eventLog, storage.steps, id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
+              events: { get: (id) => readEventDetail(storage, id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
               metrics: () => metrics.render(),
               queues,
               actions: { port: operatorActions, logger },
@@ -314,12 +315,6 @@ export async function createService({ config, logger, handlers = [], database, t
       return stopping;
     },
   };
-}
-
-/** An event of the log with its durable steps (outcome, runs, duration, result size), as GET /events/{id} shows it. */
-async function eventWithSteps(eventLog: EventLog, steps: Storage["steps"], id: string) {
-  const event = await eventLog.get(id);
-  return event && { ...event, steps: await steps.forEvent(id) };
 }
 
 function untilReady(connection: RedisClient): Promise<void> {

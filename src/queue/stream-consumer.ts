@@ -11,6 +11,7 @@ import { redisKeys } from "../redis/keys.js";
 import { DEFAULTS } from "../config/defaults.js";
 import type { Logger } from "pino";
 import type { AttemptResult, AttemptRunner } from "./attempt-runner.js";
+import { firstAttemptSchedule } from "./job-options.js";
 import { createInflightEntries, type InflightFigures } from "./inflight-entries.js";
 import type { EventJobData } from "./event-job.js";
 import { decodeEntry } from "./stream-entry.js";
@@ -161,6 +162,7 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
     const result = await options.runner.run({
       data,
       number: 1,
+      ...firstAttemptSchedule(options.attempts, options.backoffMs),
       last: options.attempts <= 1,
       delivery: true,
       slot: (run) => handlerSlots(() => (stopping ? undefined : ((started = unstarted.delete(entryId)), run()))),
