@@ -80,7 +80,7 @@ export function runRow(handler: string, outcome: RunRow["outcome"], error: strin
   };
 }
 
-/** Every kept attempt of every handler of an event, by handler key, then attempt. */
+/** Every kept attempt of every handler of an event, by handler key, then attempt (then start: see the migration's key). */
 export async function readHandlerAttempts(db: Kysely<DatabaseSchema>, eventId: string): Promise<HandlerAttempt[]> {
   const rows = await db
     .selectFrom("handler_attempts")
@@ -88,6 +88,7 @@ export async function readHandlerAttempts(db: Kysely<DatabaseSchema>, eventId: s
     .where("event_id", "=", eventId)
     .orderBy("handler_key")
     .orderBy("attempt")
+    .orderBy("started_at")
     .execute();
   return rows.map((r) => ({
     handler: r.handler_key,

@@ -108,8 +108,8 @@ export function distinctIds(rows: Row[]): Row[][] {
  * The payload and received_at stay as first recorded.
  *
  * The same statement writes each handler's run as a row of handler_attempts (a run recorded again,
- * after a lost answer, replaces its row) and deletes that handler's rows KEPT_ATTEMPTS_PER_HANDLER
- * or more attempts behind it: the hot path's one round trip stays one.
+ * after a lost answer, replaces its row: same attempt, same start) and deletes that handler's rows
+ * KEPT_ATTEMPTS_PER_HANDLER or more attempts behind it: the hot path's one round trip stays one.
  */
 export async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): Promise<void> {
   const json = `[${rows.map((r) => r.json).join(",")}]`;
@@ -145,8 +145,8 @@ export async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): P
     kept as (
       insert into handler_attempts as a (event_id, handler_key, attempt, attempts_max, started_at, duration_ms, outcome, error, next_retry_at)
       select event_id, handler, attempt, attempts_max, started_at, duration_ms, outcome, error, next_retry_at from r
-      on conflict (event_id, handler_key, attempt) do update set
-        attempts_max = excluded.attempts_max, started_at = excluded.started_at, duration_ms = excluded.duration_ms,
+      on conflict (event_id, handler_key, attempt, started_at) do update set
+        attempts_max = excluded.attempts_max, duration_ms = excluded.duration_ms,
         outcome = excluded.outcome, error = excluded.error, next_retry_at = excluded.next_retry_at
     )
     delete from handler_attempts as a using r

@@ -88,6 +88,25 @@ describe.each(testDrivers())("handler attempts in the event log (%s)", (driver) 
     expect(await log.handlerAttempts("evt_none")).toEqual([]);
   });
 
+  it("keeps two runs that share a number (replays run at once) apart, and a run recorded again as one row", async () => {
+    const run = (startedAt: number) => ({
+      id: "evt_twice",
+      type: "order.created",
+      payload: {},
+      status: "handled" as const,
+      handlers: { "user:order.created": { status: "ok" as const, run: { attempt: 2, of: 6, startedAt, durationMs: 5 } } },
+    });
+    await log.recordAttempt(run(T0));
+    await log.recordAttempt(run(T0 + 7));
+    // The first one's record again (its answer was lost): the same row.
+    await log.recordAttempt(run(T0));
+    const rows = await log.handlerAttempts("evt_twice");
+    expect(rows.map((r) => [r.attempt, r.startedAt.getTime()])).toEqual([
+      [2, T0],
+      [2, T0 + 7],
+    ]);
+  });
+
   it("bounds an error as the event's own outcome is, and refuses a run that is not one", async () => {
     const long = attempt("evt_long", 1, "failed");
     long.handlers["user:order.created"]!.error = "x".repeat(20_000);

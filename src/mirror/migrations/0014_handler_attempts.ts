@@ -30,7 +30,9 @@ export async function up(db: AnyDb): Promise<void> {
     .addColumn("error", "text")
     // When the next attempt is due; null when none follows (it succeeded, or failed for good).
     .addColumn("next_retry_at", "timestamptz")
-    .addPrimaryKeyConstraint("handler_attempts_pkey", ["event_id", "handler_key", "attempt"])
+    // With its start: two replays of an event that run at once both number on from the same
+    // count, as their log lines do, and both are kept; a run recorded again replaces its row.
+    .addPrimaryKeyConstraint("handler_attempts_pkey", ["event_id", "handler_key", "attempt", "started_at"])
     .execute();
 }
 
