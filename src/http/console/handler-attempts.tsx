@@ -73,6 +73,11 @@ function HandlerSection(props: { handler: string; latest: ConsoleHandlerOutcome 
           </tbody>
         </table>
       ) : null}
+      {rows.length === 0 && latest?.error !== undefined ? (
+        <p class="error-text">
+          <ErrorText text={latest.error} />
+        </p>
+      ) : null}
       {unlisted > 0 ? (
         <p class="muted">
           {unlisted} earlier attempt{unlisted === 1 ? "" : "s"} of this handler {unlisted === 1 ? "is" : "are"} counted but not listed: the
