@@ -7,6 +7,7 @@ import { collectOpsSummary } from "./metrics/ops-summary.js";
 import type { Metrics } from "./metrics/metrics.js";
 import { listCausedChanges } from "./mirror/caused-changes.js";
 import { eventQueryFromParams } from "./mirror/event-query.js";
+import { readEventDetail } from "./mirror/event-detail.js";
 import { listFailureGroups } from "./mirror/failure-groups.js";
 import { readBookkeeping } from "./mirror/mirror-bookkeeping.js";
 import { findRecordKinds, readRecordStory } from "./mirror/record-story.js";
@@ -36,10 +37,7 @@ export function createConsoleSources(options: ConsoleSourcesOptions): ConsoleSou
   const timeoutMs = storage.database.operatorQueryTimeoutMs;
   return {
     events: {
-      async get(id) {
-        const event = await storage.eventLog.get(id);
-        return event && { ...event, steps: await storage.steps.forEvent(id) };
-      },
+      get: (id) => readEventDetail(storage, id),
       query: (params) => storage.eventLog.query(eventQueryFromParams(params)),
     },
     changesAfter: (event) => listCausedChanges(reader, event, timeoutMs),

@@ -46,7 +46,7 @@ export function operatorClient(url: string, token: string | undefined): Operator
       if (res.status === 401) throw new CommandError(`${url} refused ADMIN_TOKEN (401): use the service's admin token`);
       if (res.status === 404 && error?.code === "not_found" && error.message?.startsWith("no route"))
         throw new CommandError(`${url} has no operator API (${path}): is ADMIN_TOKEN set on the service, and is it svc-webhooks?`);
-      throw new CommandError(`${error?.code ?? `HTTP ${res.status}`}: ${error?.message ?? text.slice(0, 200)}`);
+      throw new CommandError(`${error?.code ?? `HTTP ${res.status}`}: ${error?.message ?? text.slice(0, 200)}`, error?.code);
     },
   };
 }

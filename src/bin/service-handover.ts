@@ -50,6 +50,6 @@ export async function askService<T>(config: Config, request: OperatorActionReque
 }
 
 function answerOf(outcome: OperatorActionOutcome): unknown {
-  if (!outcome.ok) throw new CommandError(`${outcome.code}: ${outcome.message}`);
+  if (!outcome.ok) throw new CommandError(`${outcome.code}: ${outcome.message}`, outcome.code);
   return outcome.result;
 }

@@ -18,6 +18,8 @@ export interface DispatchResult {
    * `succeeded`, never in `failures`, and may run again if the event is retried.
    */
   unsaved: HandlerFailure[];
+  /** How long each handler that was started ran, in whole milliseconds, by key (one cut off by the deadline: until then). */
+  durationsMs: Record<string, number>;
 }
 
 /**
@@ -26,8 +28,8 @@ export interface DispatchResult {
  * A known type is validated first and its handlers get the typed event; '*' handlers get it as is.
  * Data that does not match its type's schema fails that type's handlers (with the EventDataError,
  * a permanent failure) without running them, while '*' handlers still get the event as is, as a
- * catch-all does. `onSuccess` records a success (for a retry to skip it); its own failure is
- * reported apart.
+ * catch-all does. `onSuccess` records a success (for a retry to skip it) with how long the handler
+ * ran; its own failure is reported apart.
  * Once `deadline` is aborted, every handler still running fails with its reason (a
  * HandlerTimeoutError) and the dispatch returns without waiting for them.
  */
@@ -36,29 +38,33 @@ export async function dispatchEvent<Ctx>(
   event: AnyEvent,
   ctx: Ctx,
   alreadyDone: ReadonlySet<string> = new Set(),
-  onSuccess?: (key: string) => Promise<void>,
+  onSuccess?: (key: string, durationMs: number) => Promise<void>,
   deadline?: AbortSignal,
 ): Promise<DispatchResult> {
   const { typed, dataError } = typedEvent(event);
   const pending = registry.handlersFor(event.type).filter((h) => !alreadyDone.has(h.key));
-  const result: DispatchResult = { succeeded: [], failures: [], unsaved: [] };
+  const result: DispatchResult = { succeeded: [], failures: [], unsaved: [], durationsMs: {} };
   await Promise.all(
     pending.map(async ({ key, type, handler }) => {
       if (dataError && type !== "*") {
         result.failures.push({ key, error: dataError });
+        result.durationsMs[key] = 0;
         return;
       }
+      const started = performance.now();
+      const ran = () => (result.durationsMs[key] = Math.round(performance.now() - started));
       try {
         const run = (handler as (e: unknown, c: Ctx) => unknown)(type === "*" ? event : typed, ctx);
         await untilAborted(Promise.resolve(run), deadline);
       } catch (error) {
+        ran();
         result.failures.push({ key, error });
         return;
       }
       result.succeeded.push(key);
       // Outside the handler's try: a failed save must not turn its success into a failure.
       try {
-        await onSuccess?.(key);
+        await onSuccess?.(key, ran());
       } catch (error) {
         result.unsaved.push({ key, error });
       }

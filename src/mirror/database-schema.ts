@@ -110,6 +110,21 @@ export interface EventsTable {
   record_id: ColumnType<string | null, never, never>;
 }
 
+/** One attempt of one handler of an event (migrations/0014_handler_attempts.ts). */
+export interface HandlerAttemptsTable {
+  event_id: string;
+  handler_key: string;
+  /** The event's attempt number (log lines' `attempt`, ctx.attempt). */
+  attempt: number;
+  /** N of "attempt n of N": the last attempt its round may reach. */
+  attempts_max: number;
+  started_at: Timestamp;
+  duration_ms: number;
+  outcome: "ok" | "failed";
+  error: string | null;
+  next_retry_at: Timestamp | null;
+}
+
 export interface DatabaseSchema {
   orders: OrdersTable;
   order_items: OrderItemsTable;
@@ -117,6 +132,7 @@ export interface DatabaseSchema {
   menu_items: MenuItemsTable;
   reviews: ReviewsTable;
   events: EventsTable;
+  handler_attempts: HandlerAttemptsTable;
   change_outbox: ChangeOutboxTable;
   rejected_records: RejectedRecordsTable;
   unlisted_records: UnlistedRecordsTable;

@@ -40,10 +40,22 @@ export interface AttemptRunnerOptions<Ctx> {
 /** One attempt at an event, as its source (the ingest stream or the events queue) hands it over. */
 export interface Attempt {
   data: EventJobData;
-  /** 1 for the event's first attempt, 2 for its first retry, … */
+  /**
+   * 1 for the event's first attempt, 2 for its first retry, …, numbered on by a replay (its first
+   * run is the event's attempts so far plus one): log lines, ctx.attempt and the event's handler
+   * attempts all say this number.
+   */
   number: number;
+  /** N of "attempt n of N": the number the last attempt of this round may reach. */
+  of: number;
   /** No attempt follows this one: a failure is final. */
   last: boolean;
+  /**
+   * How long after this attempt the next one comes should it fail and be retried, drawn by the
+   * source before the run: the record names that time, and the source schedules the retry with it
+   * (AttemptResult's `retryDelayMs`). Unset: no time is recorded.
+   */
+  retryDelayMs?: number;
   /** A fresh delivery from the sender (a stream entry read for the first time): a duplicate of an event the log holds is skipped. */
   delivery?: boolean;
   /** Handler keys that already succeeded (an earlier attempt, or not aimed at by a replay): not run. */
@@ -70,7 +82,8 @@ export interface Attempt {
 /**
  * How an attempt ended, recorded in the event log (all but `unrecorded` and `duplicate`):
  * - completed: every handler succeeded;
- * - retried: some failure a retry may fix, and attempts are left; `retry` names the handlers to run again;
+ * - retried: some failure a retry may fix, and attempts are left; `retry` names the handlers to run
+ *   again, `retryDelayMs` (the attempt's own) how long after now, as recorded;
  * - failed: for good (every failure permanent, the data fails its schema, or no attempt left): a dead letter;
  * - duplicate: a fresh delivery of an event id the log holds: the same event, already taken, nothing ran;
  * - released: the source stopped before the handlers started; nothing ran or was recorded;
@@ -80,7 +93,7 @@ export interface Attempt {
  */
 export type AttemptResult =
   | { outcome: "completed" }
-  | { outcome: "retried"; retry: string[]; error: Error }
+  | { outcome: "retried"; retry: string[]; error: Error; retryDelayMs?: number }
   | { outcome: "failed"; failed: string[]; error: UnrecoverableError; stacks?: string }
   | { outcome: "duplicate" }
   | { outcome: "released" }
@@ -168,13 +181,16 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
     }
   }
 
-  async function dispatch(a: Attempt, outcomes: Record<string, Outcome>) {
+  /** Runs the handlers; `startedAt` is set as they start (a source's slot may hold them first). */
+  async function dispatch(a: Attempt, outcomes: Record<string, Outcome>, started: { at: number }) {
     const event: AnyEvent = { ...a.data.payload, id: a.data.id, type: a.data.type };
     const deadline = startHandlerDeadline(options.handlerTimeoutMs ?? 0);
+    started.at = Date.now();
     try {
       const ctx = options.makeContext(event, a.number, a.logger, deadline.signal);
-      const onSuccess = async (key: string) => {
-        outcomes[key] = { status: "ok" };
+      const onSuccess = async (key: string, durationMs: number) => {
+        // With its run, so a success carried to a later attempt (the job's progress) keeps its own row.
+        outcomes[key] = { status: "ok", run: { attempt: a.number, of: a.of, startedAt: started.at, durationMs } };
         await a.onSuccess?.(key, outcomes);
       };
       // The handlers join the delivery's trace when the event carries one (tracing on).
@@ -199,20 +215,24 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
       if (!(await record(a, "failed", outcomes))) return { outcome: "unrecorded", ok: okOf(outcomes) };
       return { outcome: "failed", failed: [], error: new UnrecoverableError(a.giveUp) };
     }
-    const result = a.slot ? await a.slot(() => dispatch(a, outcomes)) : await dispatch(a, outcomes);
+    const started = { at: Date.now() };
+    const result = a.slot ? await a.slot(() => dispatch(a, outcomes, started)) : await dispatch(a, outcomes, started);
     if (result === undefined) return { outcome: "released" };
     for (const u of result.unsaved)
       a.logger.warn(
         { handler: u.key, err: errorMessage(u.error) },
         "handler succeeded but its progress was not saved: a retry runs it again",
       );
-    for (const f of result.failures) {
-      a.logger.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
-      outcomes[f.key] = failedOutcome(f.error);
-    }
     const failed = result.failures.map((f) => f.key);
     const givingUp = failed.length > 0 && (a.last || result.failures.every((f) => permanent(f.error)));
     const status = failed.length === 0 ? "handled" : givingUp ? "failed" : "received";
+    const retryDelayMs = givingUp ? undefined : a.retryDelayMs;
+    const nextRetryAt = retryDelayMs === undefined ? undefined : Date.now() + retryDelayMs;
+    for (const f of result.failures) {
+      a.logger.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
+      const run = { attempt: a.number, of: a.of, startedAt: started.at, durationMs: result.durationsMs[f.key] ?? 0 };
+      outcomes[f.key] = { ...failedOutcome(f.error), run: nextRetryAt === undefined ? run : { ...run, nextRetryAt } };
+    }
     if (!(await record(a, status, outcomes))) return { outcome: "unrecorded", ok: okOf(outcomes) };
     if (failed.length === 0) return { outcome: "completed" };
     const summary = failureSummary(result.failures);
@@ -220,7 +240,12 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
     a.logger.warn({ err: summary }, givingUp ? "event failed for good" : "event failed, will retry");
     // The job's stacktrace (the dashboard's) shows where each handler failed, not the runner's throw.
     if (givingUp) return { outcome: "failed", failed, error: withHandlerStacks(new UnrecoverableError(summary), stacks), stacks };
-    return { outcome: "retried", retry: failed, error: withHandlerStacks(new Error(summary), stacks) };
+    return {
+      outcome: "retried",
+      retry: failed,
+      error: withHandlerStacks(new Error(summary), stacks),
+      ...(retryDelayMs === undefined ? {} : { retryDelayMs }),
+    };
   }
 
   return { run, handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key), waitingOnLog: () => waiting };

@@ -36,13 +36,15 @@ export function continuationOf(
   result: AttemptResult,
   options: ContinuationOptions,
 ): ContinuationJob | undefined {
+  // A retry waits what its attempt recorded as the next retry's time.
+  const firstDelayMs = result.outcome === "retried" ? result.retryDelayMs : undefined;
   const job = (only: string[] | undefined, extra: Pick<EventJobData, "unrecorded" | "deadLetter" | "deadLetterStack"> = {}) => ({
     name: data.type,
     data: { ...data, ...(only ? { only } : {}), attemptsBefore: 1, ...extra },
     opts: {
       ...(extra.deadLetter !== undefined
         ? { attempts: 1 }
-        : (remainingRetryOptions(options.attempts, options.backoffMs) ?? { attempts: 1, delay: options.backoffMs })),
+        : (remainingRetryOptions(options.attempts, options.backoffMs, firstDelayMs) ?? { attempts: 1, delay: options.backoffMs })),
       ...entryJobIdentity(entryId, options.dedupTtlMs),
     },
   });

@@ -1,3 +1,5 @@
+import type { HandlerRun } from "../mirror/handler-attempts.js";
+
 /** What the edge stores for one event: the job's data in the events queue. */
 export interface EventJobData {
   /** The event id (envelope `id`, else SHA-256 of the raw body): also the deduplication id. */
@@ -13,7 +15,7 @@ export interface EventJobData {
   replay?: true;
   /** The bulk replay (operator API) this job belongs to: its progress counts the job once it ends. */
   bulk?: string;
-  /** Attempts made before this job (its first ran straight from the ingest stream): 0 when absent. */
+  /** Attempts made before this job (its first ran straight from the ingest stream; a replay: the event's attempts so far): 0 when absent. */
   attemptsBefore?: number;
   /**
    * The event already failed for good on its first attempt (from the ingest stream), for this
@@ -38,6 +40,8 @@ export interface HandlerOutcomeData {
   error?: string;
   /** The failed handler's error's stack (bounded): where in its code it failed. */
   stack?: string;
+  /** When and how long it ran, in which attempt: a row of the event's handler attempts once recorded. */
+  run?: HandlerRun;
 }
 
 export interface EnqueueResult {

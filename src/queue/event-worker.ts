@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { errorMessage, withHandlerStacks } from "../events/dispatch.js";
 import type { AttemptRunner } from "./attempt-runner.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
+import { retryDelayMs } from "./job-options.js";
 import { EVENTS_QUEUE } from "./names.js";
 
 export interface EventWorkerOptions {
@@ -66,7 +67,12 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
     if (isDeadLetterPlacement(job)) throw withHandlerStacks(new UnrecoverableError(job.data.deadLetter ?? ""), job.data.deadLetterStack);
     const { data } = job;
     // A dead letter's placement (its first run) ran no handler: it is not an attempt.
-    const number = (data.attemptsBefore ?? 0) + job.attemptsMade + 1 - (data.deadLetter === undefined ? 0 : 1);
+    const before = (data.attemptsBefore ?? 0) - (data.deadLetter === undefined ? 0 : 1);
+    const number = before + job.attemptsMade + 1;
+    const last = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    // A failed job retried by hand runs past its attempts: its round ends with it.
+    const of = Math.max(number, before + (job.opts.attempts ?? 1));
+    const retryDelay = last ? undefined : retryDelayMs(job.opts.backoff, job.attemptsMade + 1);
     const progress = (job.progress && typeof job.progress === "object" ? job.progress : {}) as Progress;
     // Outcomes the job was created with (its attempt from the stream could not record them)
     // count until an attempt of the job saved progress of its own.
@@ -84,7 +90,9 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
     const result = await runner.run({
       data,
       number,
-      last: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+      of,
+      last,
+      ...(retryDelay === undefined ? {} : { retryDelayMs: retryDelay }),
       done,
       carried,
       // A replay's first run, or a failed job retried by hand (it already spent its attempts).
@@ -119,6 +127,10 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
             .catch((err: unknown) =>
               logger.warn({ jobId: job.id, err: errorMessage(err) }, "could not clear the recorded outcomes from the job's progress"),
             );
+        // BullMQ draws a retry's wait from this job's `opts.backoff` as the throw below fails it;
+        // the attempt drew it already and recorded it as the next retry's time, so for this throw
+        // the job is given that wait as a fixed backoff (its stored options stay as they are).
+        if (result.retryDelayMs !== undefined) job.opts.backoff = { type: "fixed", delay: result.retryDelayMs };
         throw result.error;
       case "failed":
         throw result.error;

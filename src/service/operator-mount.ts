@@ -8,7 +8,7 @@ import type { MirrorReader } from "../http/mirror-routes.js";
 import { mountOperatorRoutes } from "../http/operator-routes.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { readMinuteSamples } from "../metrics/minute-samples.js";
-import type { EventLog } from "../mirror/event-log.js";
+import { readEventDetail } from "../mirror/event-detail.js";
 import { eventQueryFromParams } from "../mirror/event-query.js";
 import { filterFromQuery, validateRecordId } from "../mirror/mirror-filter.js";
 import type { Storage } from "../mirror/storage.js";
@@ -44,7 +44,7 @@ export function operatorMount(deps: {
     mountOperatorRoutes(root, {
       adminToken,
       mirror: mirrorReader,
-      events: { get: (id) => eventWithSteps(eventLog, storage.steps, id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
+      events: { get: (id) => readEventDetail(storage, id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
       metrics: () => metrics.render(),
       queues: [deps.queues.eventsQueue, deps.queues.syncQueue],
       actions: { port: deps.actions, logger },
@@ -63,10 +63,4 @@ export function operatorMount(deps: {
     });
     mountConsole(root, { adminToken, sources, logger });
   };
-}
-
-/** An event of the log with its durable steps (outcome, runs, duration, result size), as GET /events/{id} shows it. */
-async function eventWithSteps(eventLog: EventLog, steps: Storage["steps"], id: string) {
-  const event = await eventLog.get(id);
-  return event && { ...event, steps: await steps.forEvent(id) };
 }

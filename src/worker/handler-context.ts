@@ -29,7 +29,10 @@ export interface HandlerContext {
   step: StepFunction;
   /** A child logger bound to the event's id and type. */
   logger: Logger;
-  /** 1 on the first run of the event's job, 2 on its first retry, … */
+  /**
+   * 1 on the event's first attempt, 2 on its first retry, …; a replay numbers on from the event's
+   * attempts: the number its log lines and the console's attempt rows show.
+   */
   attempt: number;
   /**
    * Aborted when the attempt's deadline (HANDLER_TIMEOUT_MS) passes: pass it to fetch and other

@@ -12,7 +12,7 @@ export const OPERATOR_ACTION_JOB = "operator-action";
 /** The actions that need the event log, as a job's data. */
 export type OperatorActionRequest =
   | { action: "replayEvent"; id: string; handler?: string }
-  | { action: "replayMatching"; filter: Record<string, string>; dryRun?: boolean; fresh?: boolean };
+  | { action: "replayMatching"; filter: Record<string, string>; dryRun?: boolean; fresh?: boolean; confirm?: number };
 
 /** A refusal travels as a value, not a failed job: it is the caller's answer, and nothing is retried. */
 export type OperatorActionOutcome = { ok: true; result: unknown } | { ok: false; code: string; message: string };
@@ -24,7 +24,12 @@ export async function runOperatorActionJob(actions: OperatorActions, job: Pick<J
     const result =
       request.action === "replayEvent"
         ? await actions.replayEvent(request.id, request.handler ? { handler: request.handler } : {})
-        : await actions.replayMatching({ filter: request.filter, dryRun: request.dryRun === true, fresh: request.fresh === true });
+        : await actions.replayMatching({
+            filter: request.filter,
+            dryRun: request.dryRun === true,
+            fresh: request.fresh === true,
+            ...(request.confirm !== undefined ? { confirm: request.confirm } : {}),
+          });
     return { ok: true, result };
   } catch (err) {
     const code = (err as { code?: unknown }).code;

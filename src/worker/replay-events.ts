@@ -129,7 +129,7 @@ export function replayQueryFromFilter(filter: Record<string, string | undefined>
  * the ones still waiting without reading the queue.
  */
 export function replayJob(
-  event: Pick<LoggedEvent, "id" | "type" | "payload">,
+  event: Pick<LoggedEvent, "id" | "type" | "payload" | "attempts">,
   options: Pick<ReplayOptions, "handler" | "bulk"> & { sequence?: number } = {},
 ) {
   const { handler, bulk, sequence } = options;
@@ -139,6 +139,8 @@ export function replayJob(
     receivedAt: new Date().toISOString(),
     payload: event.payload as Record<string, unknown>,
     replay: true,
+    // Its attempts number on from the event's (log lines, ctx.attempt and the console agree).
+    attemptsBefore: event.attempts,
     ...(handler ? { only: [handler] } : {}),
     ...(bulk ? { bulk } : {}),
   };

@@ -94,6 +94,27 @@ describe("the console's pages", () => {
     expect(html).toMatch(/data-handler="user:review.created"/);
   });
 
+  it("shows a row per attempt, and for an event logged before attempts were kept, its latest error and count", async () => {
+    const html = await (await get(`/console/events/${failingId}`)).text();
+    expect(html).toMatch(/<tr data-attempt="1"><td class="attempt-number">1 of 1<\/td>/);
+    // As an older release logged it: outcomes with no runs.
+    const oldId = `evt_old_${Date.now()}`;
+    for (let n = 0; n < 2; n++)
+      await svc.service.eventLog.recordAttempt({
+        id: oldId,
+        type: "review.created",
+        payload: {},
+        status: "failed",
+        handlers: { "user:review.created": { status: "failed", error: "refused by an older release" } },
+      });
+    // Long ago, out of the other tests' failure groups.
+    await svc.database.db.updateTable("events").set({ received_at: "2026-01-01T00:00:00Z" }).where("id", "=", oldId).execute();
+    const old = await (await get(`/console/events/${oldId}`)).text();
+    expect(old).not.toContain("<tr data-attempt");
+    expect(old).toContain("refused by an older release");
+    expect(old).toContain("2 earlier attempts of this handler are counted but not listed");
+  });
+
   it("lists newest first, finds an event by id, and says so when there is none", async () => {
     const html = await (await get("/console/events?type=review.*")).text();
     expect(html.indexOf(laterId)).toBeGreaterThan(0);

@@ -97,7 +97,9 @@ describe.skipIf(!bin)("the events queue's attempts while the event log cannot re
       expect(await queue.getFailedCount()).toBe(0);
       const delayed = await queue.getDelayed();
       expect(delayed.map((j) => j.data.id).sort()).toEqual(ids);
-      expect(delayed[0]?.progress).toEqual({ done: ["app:test.event"], unrecorded: { "app:test.event": { status: "ok" } } });
+      // Each success carries its run: the attempt that ran it, when and how long.
+      const run = { attempt: 1, of: 2, startedAt: expect.any(Number) as number, durationMs: expect.any(Number) as number };
+      expect(delayed[0]?.progress).toEqual({ done: ["app:test.event"], unrecorded: { "app:test.event": { status: "ok", run } } });
 
       await postgres.start();
       worker = workerOf();
@@ -109,6 +111,8 @@ describe.skipIf(!bin)("the events queue's attempts while the event log cannot re
       // Each handler ran once: the next attempt records the outcomes it carries instead of running them again.
       expect(runs).toBe(ids.length);
       expect((await log.get(ids[0]!))?.handlers).toEqual({ "app:test.event": { status: "ok", attempts: 1 } });
+      // Recorded by a later attempt, the success is still a row of the attempt that ran it.
+      expect((await log.handlerAttempts(ids[0]!)).map((r) => [r.attempt, r.of, r.outcome])).toEqual([[1, 2, "ok"]]);
     } finally {
       await worker.close();
       await queue.obliterate({ force: true });

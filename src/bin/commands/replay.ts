@@ -4,6 +4,8 @@ import type { Config } from "../../config/config.js";
 import { loadConfig } from "../../config/index.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../../queue/names.js";
 import { createEventsQueue, createSyncQueue } from "../../queue/queues.js";
+import type { EventQuery } from "../../mirror/event-query.js";
+import type { Storage } from "../../mirror/storage.js";
 import { OperatorActionError } from "../../worker/operator-action-error.js";
 import { replayEvents, replayQueryFromFilter } from "../../worker/replay-events.js";
 import { removeReplayedFailedJobs } from "../../worker/remove-replayed-failed-jobs.js";
@@ -18,7 +20,8 @@ import { UsageError } from "../usage-error.js";
 
 export const help = `svc-webhooks replay --id <event-id> [--handler <key>]
 svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
-                    [--status received|retrying|handled|failed] [--handler <key>] [--fresh] [--dry-run]
+                    [--status received|retrying|handled|failed] [--handler <key>] [--fresh]
+                    [--dry-run | --confirm]
 svc-webhooks replay list | <job-id> | all [--queue events|sync]
 
 Replays act on the deployment the environment names: its event log (DATABASE_URL, or the
@@ -41,6 +44,8 @@ deliberate redelivery (it bypasses the deduplication window), and says how many 
   --fresh           run the events' durable steps (ctx.step) again instead of returning their
                     stored results (with --handler: only that handler's steps)
   --dry-run         count (and, on stores opened here, list) what would be queued; queue nothing
+  --confirm         go ahead although more events match than BULK_REPLAY_CONFIRM_ABOVE (1000 by
+                    default); without it such a replay is refused, naming how many match
 
 Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (REDIS_URL):
   list       prints the failed jobs: id, event type, event id, attempts, reason
@@ -61,6 +66,7 @@ interface Flags {
   handler?: string;
   "dry-run": boolean;
   fresh: boolean;
+  confirm: boolean;
 }
 
 export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
@@ -77,6 +83,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>
       handler: { type: "string" },
       "dry-run": { type: "boolean", default: false },
       fresh: { type: "boolean", default: false },
+      confirm: { type: "boolean", default: false },
     },
     allowPositionals: true,
     strict: true,
@@ -85,7 +92,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>
   const remote = values.url === undefined ? undefined : operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN);
   if (values.id !== undefined) {
     if (positionals.length > 0) throw new UsageError("--id replays one event; no list, <job-id> or all with it");
-    const others = (["since", "until", "type", "status", "dry-run", "fresh"] as const).filter(
+    const others = (["since", "until", "type", "status", "dry-run", "fresh", "confirm"] as const).filter(
       (f) => values[f] !== undefined && values[f] !== false,
     );
     if (others.length > 0) throw new UsageError(`--id takes only --handler and --url; not --${others.join(", --")}`);
@@ -94,7 +101,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>
   if (positionals.length === 0) return replayMatching(config, values, remote);
   const [what, ...extra] = positionals;
   if (!what || extra.length > 0) throw new UsageError(`replay takes one of: list, <job-id>, all — or filters for the event log\n\n${help}`);
-  if (values.fresh) throw new UsageError("--fresh applies to replays from the event log (no list, <job-id> or all)");
+  if (values.fresh || values.confirm)
+    throw new UsageError(`--${values.fresh ? "fresh" : "confirm"} applies to replays from the event log (no list, <job-id> or all)`);
   const queueName = values.queue === "sync" ? SYNC_QUEUE : values.queue === "events" ? EVENTS_QUEUE : undefined;
   if (!queueName) throw new UsageError(`--queue must be events or sync, not "${values.queue}"`);
   return replayFailedJobs(config, queueName, what);
@@ -143,14 +151,21 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
   const options = { ...(flags["dry-run"] ? { dryRun: true } : {}), ...(flags.fresh ? { fresh: true } : {}) };
   const stores = remote ? undefined : await openEventStores(config);
   if (stores === undefined || stores === HELD_BY_SERVICE) {
-    const answer = remote
-      ? await remote.call<BulkAnswer>("POST", "/events/replay", { ...scope, ...options })
-      : await askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options });
+    const ask = (extra: { dryRun?: true; confirm?: number }) =>
+      remote
+        ? remote.call<BulkAnswer>("POST", "/events/replay", { ...scope, ...options, ...extra })
+        : askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options, ...extra });
+    const answer = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm);
     console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: answer.count } : { queued: answer.count, bulk: answer.id }));
     if (answer.id) console.error(`progress: GET ${remote?.url ?? ""}/events/replays/${answer.id} on the service, or its console`);
     return;
   }
   const storage = stores;
+  if (!flags["dry-run"] && !flags.confirm)
+    await refuseAboveCap(storage, query, config.bulkReplayConfirmAbove).catch(async (err: unknown) => {
+      await storage.close();
+      throw err;
+    });
   const direct = flags["dry-run"] ? undefined : await directOperatorActions(config, storage);
   const queue = direct?.eventsQueue;
   const bar = process.stderr.isTTY ? new SingleBar({ format: "replaying {bar} {value} events", stream: process.stderr }) : undefined;
@@ -180,6 +195,48 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
     else await storage.close();
   }
   console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: count } : { queued: count }));
+}
+
+/** The refusal of a replay of more events than BULK_REPLAY_CONFIRM_ABOVE (`cap`, when it is this process's own) without --confirm. */
+const tooManyToReplay = (count: number, cap?: number) =>
+  new CommandError(
+    `${count} events match, more than ${cap === undefined ? "the service's BULK_REPLAY_CONFIRM_ABOVE" : `BULK_REPLAY_CONFIRM_ABOVE (${cap})`} allows without confirmation: add --confirm to replay them`,
+    "confirm_required",
+  );
+
+/** Counted before anything is queued, as the operator API counts a bulk replay: above the cap it needs --confirm. */
+async function refuseAboveCap(storage: Storage, query: EventQuery, cap: number): Promise<void> {
+  const count = await replayEvents({ eventLog: storage.eventLog, queue: undefined }, { query, dryRun: true });
+  if (count > cap) throw tooManyToReplay(count, cap);
+}
+
+const refusedUnconfirmed = (err: unknown) => err instanceof CommandError && err.refusal === "confirm_required";
+
+/**
+ * Starts a bulk replay in a service (at --url, or the one holding the store), whose cap is its own:
+ * without --confirm a refusal is told as the count and the flag to add; with it, the count of a dry
+ * run is sent as the confirmation (counted again when events arrived in between).
+ */
+async function startBulkReplay(
+  ask: (extra: { dryRun?: true; confirm?: number }) => Promise<BulkAnswer>,
+  confirm: boolean,
+): Promise<BulkAnswer> {
+  if (!confirm) {
+    try {
+      return await ask({});
+    } catch (err) {
+      if (!refusedUnconfirmed(err)) throw err;
+      throw tooManyToReplay((await ask({ dryRun: true })).count);
+    }
+  }
+  for (let tries = 1; ; tries++) {
+    const { count } = await ask({ dryRun: true });
+    try {
+      return await ask({ confirm: count });
+    } catch (err) {
+      if (!refusedUnconfirmed(err) || tries === 3) throw err;
+    }
+  }
 }
 
 async function replayFailedJobs(config: Config, queueName: string, what: string): Promise<void> {

@@ -12,7 +12,21 @@ export interface ConsoleHandlerOutcome {
   attempts: number;
 }
 
-/** One event of the log as the console shows it (the log's own shape, steps added). */
+/** One attempt of one handler (the event log's handler attempts). */
+export interface ConsoleHandlerAttempt {
+  handler: string;
+  /** n of "attempt n of N", as log lines number it. */
+  attempt: number;
+  /** N of "attempt n of N". */
+  of: number;
+  startedAt: Date;
+  durationMs: number;
+  outcome: "ok" | "failed";
+  error: string | null;
+  nextRetryAt: Date | null;
+}
+
+/** One event of the log as the console shows it (the log's own shape, handler attempts and steps added). */
 export interface ConsoleEvent {
   id: string;
   type: string;
@@ -22,10 +36,11 @@ export interface ConsoleEvent {
   attempts: number;
   handlers: Record<string, ConsoleHandlerOutcome>;
   updatedAt: Date;
+  handlerAttempts?: readonly ConsoleHandlerAttempt[];
   steps?: readonly unknown[];
 }
 
-export type ConsoleEventSummary = Omit<ConsoleEvent, "payload" | "steps">;
+export type ConsoleEventSummary = Omit<ConsoleEvent, "payload" | "steps" | "handlerAttempts">;
 
 export interface ConsoleChange {
   id: string;

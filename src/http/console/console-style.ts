@@ -39,5 +39,8 @@ table.figures th { background: none; font-weight: normal; font-size: 14px; overf
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 12px; margin-bottom: 12px; } figure.chart { margin: 0; background: #fff; border: 1px solid var(--line); padding: 10px 12px; min-width: 0; }
 figure.chart figcaption { font-weight: 600; margin-bottom: 4px; } figure.chart > svg { width: 100%; height: auto; display: block; } figure.chart path { stroke-width: 2; stroke-linejoin: round; stroke-linecap: round; }
 figure.chart text { font-size: 11px; fill: var(--muted); } figure.chart line.axis { stroke: #aab4bf; } figure.chart line.grid { stroke: var(--line); stroke-dasharray: 3 3; }
+section.handler { margin-bottom: 14px; } section.handler h3 { font-size: 14px; margin: 12px 0 6px; font-weight: 600; } td.attempt-number { white-space: nowrap; font-variant-numeric: tabular-nums; }
+.error-text { overflow-wrap: anywhere; white-space: pre-wrap; }
+table.attempts { table-layout: fixed; } table.attempts th:nth-child(1) { width: 5.5em; } table.attempts th:nth-child(2), table.attempts th:nth-child(6) { width: 20em; } table.attempts time { white-space: normal; } table.attempts time .muted { white-space: nowrap; } table.attempts th:nth-child(3) { width: 6.5em; } table.attempts th:nth-child(4) { width: 5.5em; }
 ul.legend { list-style: none; padding: 0; margin: 6px 0 0; display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 12.5px; } svg.swatch { width: 10px; height: 10px; margin-right: 4px; }
 `;

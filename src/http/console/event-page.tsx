@@ -1,13 +1,14 @@
 import { printable } from "../../mirror/id-text.js";
 import type { ConsoleChange, ConsoleEvent } from "./console-sources.js";
 import { CONSOLE_PATH, Layout, StatusPill, When } from "./layout.js";
+import { HandlerAttempts } from "./handler-attempts.js";
 import { recordHref } from "./record-page.js";
 
 const json = (value: unknown) => JSON.stringify(value, null, 2);
 /** A change event's kind → the record page's kind (the mirror's names). */
 const RECORD_KIND_OF_CHANGE: Readonly<Record<string, string>> = { order: "orders", booking: "bookings", menu_item: "menu-items" };
 
-/** One event: its envelope and payload, each handler's outcome with error and stack, its steps, the changes after it, replay buttons. */
+/** One event: its envelope and payload, each handler's attempts with errors and stack, its steps, the changes after it, replay buttons. */
 export function EventPage(props: { event: ConsoleEvent; changes: ConsoleChange[]; now: Date }) {
   const { event, now } = props;
   const handlers = Object.entries(event.handlers);
@@ -58,7 +59,7 @@ export function EventPage(props: { event: ConsoleEvent; changes: ConsoleChange[]
         </div>
       </div>
       <h2>Handlers</h2>
-      <HandlerTable event={event} />
+      <HandlerAttempts event={event} now={now} />
       {event.steps && event.steps.length > 0 ? (
         <>
           <h2>Durable steps</h2>
@@ -70,41 +71,6 @@ export function EventPage(props: { event: ConsoleEvent; changes: ConsoleChange[]
       <h2>Payload</h2>
       <pre data-testid="payload">{json(event.payload)}</pre>
     </Layout>
-  );
-}
-
-function HandlerTable(props: { event: ConsoleEvent }) {
-  const handlers = Object.entries(props.event.handlers);
-  if (handlers.length === 0) return <p class="muted">No handler outcome recorded (no handler is registered for this type).</p>;
-  return (
-    <table>
-      <thead>
-        <tr>
-          <th>Handler</th>
-          <th>Latest outcome</th>
-          <th class="num">Attempts</th>
-          <th>Error</th>
-        </tr>
-      </thead>
-      <tbody>
-        {handlers.map(([key, h]) => (
-          <tr>
-            <td class="mono">{printable(key)}</td>
-            <td class={`status-${h.status}`}>{h.status}</td>
-            <td class="num">{h.attempts}</td>
-            <td>
-              {h.error ?? <span class="muted">—</span>}
-              {h.stack ? (
-                <details>
-                  <summary>stack</summary>
-                  <pre>{h.stack}</pre>
-                </details>
-              ) : null}
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
   );
 }
 

@@ -67,9 +67,10 @@ export function When(props: { at: Date | string | null | undefined; now?: Date }
   );
 }
 
-/** "12 s ago", "5 min ago", "3 h ago", "2 d ago". */
+/** "12 s ago", "5 min ago", "3 h ago", "2 d ago"; a time still to come: "in 40 s". */
 export function ago(at: Date, now: Date): string {
-  return `${duration((now.getTime() - at.getTime()) / 1000)} ago`;
+  const seconds = (now.getTime() - at.getTime()) / 1000;
+  return seconds < 0 ? `in ${duration(-seconds)}` : `${duration(seconds)} ago`;
 }
 
 /** Seconds as the largest sensible unit: 12 s, 5 min, 3 h, 2 d. */
@@ -79,6 +80,13 @@ export function duration(seconds: number): string {
   if (s < 7200) return `${Math.round(s / 60)} min`;
   if (s < 172800) return `${Math.round(s / 3600)} h`;
   return `${Math.round(s / 86400)} d`;
+}
+
+/** How long a handler ran: 840 ms, 2.4 s, then as `duration` does (5 min). */
+export function runDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  return duration(ms / 1000);
 }
 
 /** The log says `received` for an event whose last attempt failed and will be retried: shown as retrying. */
