@@ -1,4 +1,3 @@
-import { setTimeout as delay } from "node:timers/promises";
 import { UnrecoverableError } from "bullmq";
 import type { Logger } from "pino";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
@@ -13,10 +12,10 @@ import {
 } from "../events/dispatch.js";
 import { startHandlerDeadline } from "../events/handler-deadline.js";
 import type { HandlerRegistry } from "../events/registry.js";
-import { EventLogError } from "../mirror/event-log-error.js";
 import type { EventAttempt, EventLog } from "../mirror/event-log.js";
 import { withCarriedTrace } from "../tracing/trace-context.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
+import { createLogWait } from "./log-wait.js";
 
 /** What the runner needs of the event log: record an attempt, and whether it holds an event. */
 export type AttemptLog = Pick<EventLog, "recordAttempt" | "holds">;
@@ -107,12 +106,6 @@ export interface AttemptRunner {
   waitingOnLog(): number;
 }
 
-/** How often an attempt waiting for the log looks whether its source stops. */
-const STOP_CHECK_MS = 200;
-
-/** The log said no for the event's own fault (it can never be stored): waiting cannot fix that. */
-const refusedForGood = (err: unknown) => err instanceof EventLogError && err.code === "invalid_event";
-
 /**
  * The one engine of an attempt at an event, for the stream's first attempts and the events
  * queue's jobs alike: the deadline, the dispatch (every handler, each failure isolated), the
@@ -126,40 +119,9 @@ const refusedForGood = (err: unknown) => err instanceof EventLogError && err.cod
  */
 export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): AttemptRunner {
   const { registry, eventLog } = options;
-  const firstWait = options.logWaitMs ?? 100;
-  const maxWait = options.maxLogWaitMs ?? 5000;
+  const { whileLogAway, waiting } = createLogWait({ firstWaitMs: options.logWaitMs ?? 100, maxWaitMs: options.maxLogWaitMs ?? 5000 });
   const permanent = (err: unknown) =>
     err instanceof UnrecoverableError || err instanceof EventDataError || (options.isPermanent?.(err) ?? false);
-  let waiting = 0;
-
-  /** What `ask` resolved to once the log answered; undefined when the source stopped first. */
-  async function whileLogAway<T>(a: Attempt, ask: () => Promise<T>): Promise<{ answer: T } | undefined> {
-    let wait = firstWait;
-    let held = false;
-    try {
-      for (;;) {
-        try {
-          const answer = await ask();
-          if (held) a.logger.info("the event log answered; the held attempt goes on");
-          return { answer };
-        } catch (err) {
-          if (refusedForGood(err)) throw err;
-          if (!held) {
-            held = true;
-            waiting++;
-            a.logger.warn({ err: errorMessage(err) }, "could not reach the event log; holding the attempt until the event log answers");
-          }
-          // Waited in short steps, so a stop is seen within one.
-          for (let left = wait; left > 0 && !a.stopping(); left -= STOP_CHECK_MS)
-            await delay(Math.min(left, STOP_CHECK_MS), undefined, { ref: false });
-          if (a.stopping()) return undefined;
-          wait = Math.min(wait * 2, maxWait);
-        }
-      }
-    } finally {
-      if (held) waiting--;
-    }
-  }
 
   /** Records the attempt; false when the source stopped while the log was away. */
   async function record(a: Attempt, status: EventAttempt["status"], handlers: Record<string, Outcome>): Promise<boolean> {
@@ -248,5 +210,5 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
     };
   }
 
-  return { run, handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key), waitingOnLog: () => waiting };
+  return { run, handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key), waitingOnLog: waiting };
 }
