@@ -12,9 +12,9 @@ import { bulkReplays } from "./bulk-replay.js";
 import { OperatorActionError } from "./operator-action-error.js";
 import { replayJob } from "./replay-events.js";
 import { removeReplayedFailedJobs } from "./remove-replayed-failed-jobs.js";
-import { RECONCILE_JOBS } from "./sync/reconcile-jobs.js";
-import type { RefreshNote, RefreshScheduler } from "./sync/refresh-scheduler.js";
-import { SYNCED_KINDS, type SyncedKind } from "./sync/synced-kinds.js";
+import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
+import type { RefreshNote, RefreshScheduler } from "../sync/refresh-scheduler.js";
+import { SYNCED_KINDS, type SyncedKind } from "../sync/synced-kinds.js";
 import { printable } from "../mirror/id-text.js";
 
 /**

@@ -9,13 +9,13 @@ import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { Upstream } from "./metered-upstream.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import type { RefreshRequests } from "./refresh-requests.js";
-import type { MirrorWriter } from "./sync/mirror-writer.js";
-import { collectFullTier, reconcileProcessors, showActiveTier } from "./sync/reconcile-jobs.js";
-import { refreshKind } from "./sync/refresh-kind.js";
-import { createRefreshJob } from "./sync/refresh-job.js";
-import { createRefreshPace } from "./sync/refresh-pace.js";
-import type { SyncedKind } from "./sync/synced-kinds.js";
-import type { SyncJobProcessors } from "./sync/sync-worker.js";
+import type { MirrorWriter } from "../sync/mirror-writer.js";
+import { collectFullTier, reconcileProcessors, showActiveTier } from "../sync/reconcile-jobs.js";
+import { refreshKind } from "../sync/refresh-kind.js";
+import { createRefreshJob } from "../sync/refresh-job.js";
+import { createRefreshPace } from "../sync/refresh-pace.js";
+import type { SyncedKind } from "../sync/synced-kinds.js";
+import type { SyncJobProcessors } from "../sync/sync-worker.js";
 
 /**
  * What runs each job of the sync queue: the hourly prune of the event log (and its steps) always;

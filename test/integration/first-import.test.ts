@@ -7,11 +7,11 @@ import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
-import { runActivePass } from "../../src/worker/sync/active-tier.js";
-import type { SweepChanges } from "../../src/worker/sync/change-source.js";
-import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/worker/sync/full-tier.js";
-import { createMirrorWriter } from "../../src/worker/sync/mirror-writer.js";
-import { runBackfill } from "../../src/worker/sync/resumable-backfill.js";
+import { runActivePass } from "../../src/sync/active-tier.js";
+import type { SweepChanges } from "../../src/sync/change-source.js";
+import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/sync/full-tier.js";
+import { createMirrorWriter } from "../../src/sync/mirror-writer.js";
+import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
 // A first import marks its checkpoint `first_import`: while it runs, every tier's writes of that

@@ -6,9 +6,9 @@ import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
-import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/worker/sync/full-tier.js";
-import { createMirrorWriter } from "../../src/worker/sync/mirror-writer.js";
-import { runBackfill } from "../../src/worker/sync/resumable-backfill.js";
+import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/sync/full-tier.js";
+import { createMirrorWriter } from "../../src/sync/mirror-writer.js";
+import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
 // Issue 32 item 5: on the first day the full tier and a user's backfill each walked the whole

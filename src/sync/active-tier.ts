@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
-import type { MirrorRecord, MirrorStore } from "../../mirror/store.js";
-import type { SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
-import { paginatePages, type ApiClient } from "../../upstream/index.js";
-import type { ChangeSource } from "../../events/change-events.js";
+import type { MirrorRecord, MirrorStore } from "../mirror/store.js";
+import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
+import { paginatePages, type ApiClient } from "../upstream/index.js";
+import type { ChangeSource } from "../events/change-events.js";
 import { isFirstImport, sourceOf, type SweepChanges } from "./change-source.js";
 import { createListOrder } from "./list-order.js";
 import type { Page, SyncedKind } from "./synced-kinds.js";

@@ -1,13 +1,13 @@
 import type { Logger } from "pino";
-import type { MirrorStore } from "../../mirror/store.js";
-import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
+import type { MirrorStore } from "../mirror/store.js";
+import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import {
   createCursorGuard,
   UpstreamBadRequestError,
   UpstreamPageRefusedError,
   type ApiClient,
   type BudgetClass,
-} from "../../upstream/index.js";
+} from "../upstream/index.js";
 import { sourceOf, type SweepChanges } from "./change-source.js";
 import { createListOrder, type ListOrder } from "./list-order.js";
 import type { Page, SyncedKind } from "./synced-kinds.js";

@@ -1,5 +1,5 @@
-import type { MirrorRecord, MirrorStore } from "../../mirror/store.js";
-import { paginatePages, type ApiClient } from "../../upstream/index.js";
+import type { MirrorRecord, MirrorStore } from "../mirror/store.js";
+import { paginatePages, type ApiClient } from "../upstream/index.js";
 import { createListOrder, type ListDirection } from "./list-order.js";
 import type { MirrorWriter } from "./mirror-writer.js";
 import type { PlannedRead } from "./read-plan.js";

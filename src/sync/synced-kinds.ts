@@ -1,5 +1,5 @@
-import type { MirrorKind, MirrorRecord, RefusedUpstreamRecord } from "../../mirror/store.js";
-import type { ApiClient, BudgetClass } from "../../upstream/index.js";
+import type { MirrorKind, MirrorRecord, RefusedUpstreamRecord } from "../mirror/store.js";
+import type { ApiClient, BudgetClass } from "../upstream/index.js";
 
 export type SyncedKind = Exclude<MirrorKind, "reviews">;
 

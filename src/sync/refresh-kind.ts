@@ -1,5 +1,5 @@
-import type { MirrorStore } from "../../mirror/store.js";
-import { ORDER_STATUS_RANK } from "../../upstream/models.js";
+import type { MirrorStore } from "../mirror/store.js";
+import { ORDER_STATUS_RANK } from "../upstream/models.js";
 import {
   candidatesFor,
   DEPTH_REACH,

@@ -1,6 +1,6 @@
-import type { ChangeSource } from "../../events/change-events.js";
-import type { MirrorChange, MirrorStore } from "../../mirror/store.js";
-import type { SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
+import type { ChangeSource } from "../events/change-events.js";
+import type { MirrorChange, MirrorStore } from "../mirror/store.js";
+import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { PendingIds } from "./refresh-scheduler.js";
 import { WHOLE_MENU } from "./refresh-scheduler.js";
 import type { SyncedKind } from "./synced-kinds.js";

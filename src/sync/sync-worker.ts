@@ -1,10 +1,10 @@
 import { UnrecoverableError, Worker, type Job, type Queue, type Telemetry } from "bullmq";
-import { warnUnlessOutage } from "../../redis/redis-outage-log.js";
+import { warnUnlessOutage } from "../redis/redis-outage-log.js";
 import type { Logger } from "pino";
-import { SYNC_QUEUE } from "../../queue/names.js";
-import { withBoundedText } from "../../events/error-text.js";
-import type { RedisClient } from "../../redis/connection.js";
-import { isPermanentUpstreamError, UpstreamRateLimitError } from "../../upstream/index.js";
+import { SYNC_QUEUE } from "../queue/names.js";
+import { withBoundedText } from "../events/error-text.js";
+import type { RedisClient } from "../redis/connection.js";
+import { isPermanentUpstreamError, UpstreamRateLimitError } from "../upstream/index.js";
 import type { RefreshJobData } from "./refresh-scheduler.js";
 import type { BackfillJobData, FullJobData } from "./reconcile-jobs.js";
 

@@ -1,8 +1,8 @@
 import type { Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
-import { defineScripts } from "../../redis/define-scripts.js";
-import { redisKeys } from "../../redis/keys.js";
-import { ORDER_STATUS_RANK } from "../../upstream/models.js";
+import { defineScripts } from "../redis/define-scripts.js";
+import { redisKeys } from "../redis/keys.js";
+import { ORDER_STATUS_RANK } from "../upstream/models.js";
 import type { SyncedKind } from "./synced-kinds.js";
 
 /**
