@@ -5,12 +5,8 @@ import { paginatePages, type ApiClient } from "../upstream/index.js";
 import type { ChangeSource } from "../events/change-events.js";
 import { isFirstImport, sourceOf, type SweepChanges } from "./change-source.js";
 import { createListOrder } from "./list-order.js";
-import type { Page, SyncedKind } from "./synced-kinds.js";
+import { ORDER_STATES, RESOURCES, type ListQuery, type Page, type SyncedKind } from "./resources.js";
 
-/** Order statuses that can still change (the state machine only moves forward from these). */
-export const OPEN_ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY"] as const;
-/** Where an open order ends: read back when an open order of the mirror left every open list. */
-export const FINAL_ORDER_STATUSES = ["DELIVERED", "CANCELLED", "REFUNDED"] as const;
 /** Pages of one final-status list an active pass reads at most looking for orders that left the open lists. */
 export const MAX_FINAL_PAGES = 10;
 
@@ -61,8 +57,6 @@ export interface ActivePassOutcome {
   byKind: Partial<Record<SyncedKind, KindTally>>;
 }
 
-type Read = (cursor: string | undefined) => Promise<Page>;
-
 /**
  * One pass of the active tier, in the `active` budget class: what can still change, re-read
  * company-wide so its cost follows the active set and not the history — orders in each open
@@ -72,19 +66,17 @@ type Read = (cursor: string | undefined) => Promise<Page>;
  * With `catchUp`, the same pass reads back over the gap (CatchUp).
  */
 export async function runActivePass(options: ActivePassOptions): Promise<ActivePassOutcome> {
-  const { api, mirror, catchUp } = options;
+  const { mirror, catchUp } = options;
   const startedAt = await mirror.clock();
   const outcome: ActivePassOutcome = { calls: 0, records: 0, leftOpen: 0, recovered: 0, byKind: {} };
-  const opts = { priority: "active" as const, clock: () => mirror.clock() };
   const seen = new Set<string>();
-  for (const status of OPEN_ORDER_STATUSES)
-    await readAll(options, outcome, "orders", (cursor) => api.listOrders({ status, limit: 100, cursor }, opts), seen);
+  for (const status of ORDER_STATES.open) await readAll(options, outcome, "orders", { status }, seen);
   // Today by UTC, the API's own zone for timestamps (spec part 2); after a gap, the day before it
   // began (a booking changed in the gap may be for any day since).
   const from = catchUp ? new Date(catchUp.gapStart.getTime() - DAY_MS) : startedAt;
   const fromDay = from.toISOString().slice(0, 10);
-  await readAll(options, outcome, "bookings", (cursor) => api.listBookings({ from: fromDay, limit: 100, cursor }, opts));
-  await readAll(options, outcome, "menu-items", (cursor) => api.listMenuItems({ limit: 100, cursor }, opts));
+  await readAll(options, outcome, "bookings", { from: fromDay });
+  await readAll(options, outcome, "menu-items", {});
 
   const leftOpen = (await openOrdersOfMirror(mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
   outcome.leftOpen = leftOpen.length;
@@ -99,10 +91,14 @@ export async function runActivePass(options: ActivePassOptions): Promise<ActiveP
 
 const DAY_MS = 86_400_000;
 
+/** One page of a kind's list, company-wide, in the `active` class. */
+const readPage = (options: ActivePassOptions, kind: SyncedKind, query: ListQuery) => (cursor: string | undefined) =>
+  RESOURCES[kind].list(options.api, { ...query, cursor }, { priority: "active", clock: () => options.mirror.clock() });
+
 /** Reads every page of one list into the mirror; notes the ids it saw. */
-async function readAll(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, read: Read, seen?: Set<string>) {
+async function readAll(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, query: ListQuery, seen?: Set<string>) {
   const firstImport = await isFirstImport(options, kind);
-  for await (const page of paginatePages(read)) {
+  for await (const page of paginatePages(readPage(options, kind, query))) {
     await writePage(options, outcome, kind, page, firstImport);
     for (const r of page.data) seen?.add(r.id);
   }
@@ -130,20 +126,19 @@ async function writePage(options: ActivePassOptions, outcome: ActivePassOutcome,
  */
 async function readBackFinished(options: ActivePassOptions, outcome: ActivePassOutcome, leftOpen: MirrorRecord[]): Promise<number> {
   const wanted = new Set(leftOpen.map((o) => o.id));
-  const oldest = Math.min(...leftOpen.map((o) => Date.parse(String(o.createdAt))));
+  const { sortKey } = RESOURCES.orders;
+  const oldest = Math.min(...leftOpen.map(sortKey));
   const horizon = options.catchUp?.horizon.getTime();
   const maxPages = options.maxFinalPages ?? MAX_FINAL_PAGES;
   const firstImport = await isFirstImport(options, "orders");
-  const opts = { priority: "active" as const, clock: () => options.mirror.clock() };
-  for (const status of FINAL_ORDER_STATUSES) {
+  for (const status of ORDER_STATES.final) {
     if (wanted.size === 0 && horizon === undefined) break;
     let pages = 0;
     const order = createListOrder();
-    const read: Read = (cursor) => options.api.listOrders({ status, limit: 100, cursor }, opts);
-    for await (const page of paginatePages(read)) {
+    for await (const page of paginatePages(readPage(options, "orders", { status }))) {
       await writePage(options, outcome, "orders", page, firstImport);
       for (const r of page.data) wanted.delete(r.id);
-      order.observe(page.data.map((r) => Date.parse(String(r.createdAt))));
+      order.observe(page.data.map(sortKey));
       const foundAll = wanted.size === 0 || order.passed(oldest);
       if (foundAll && (horizon === undefined || order.passed(horizon))) break;
       // Only a list known to run newest first reaches a horizon: any other stops at the usual bound.
@@ -157,7 +152,7 @@ async function readBackFinished(options: ActivePassOptions, outcome: ActivePassO
 /** Every order the mirror holds in an open status (the mirror's own pages, by id). */
 async function openOrdersOfMirror(mirror: MirrorStore): Promise<MirrorRecord[]> {
   const open: MirrorRecord[] = [];
-  for (const status of OPEN_ORDER_STATUSES) {
+  for (const status of ORDER_STATES.open) {
     let cursor: string | undefined;
     do {
       const page = await mirror.list("orders", { status, limit: 100, ...(cursor ? { cursor } : {}) });
@@ -169,4 +164,4 @@ async function openOrdersOfMirror(mirror: MirrorStore): Promise<MirrorRecord[]> 
 }
 
 /** Only an order created before the open lists were read could have been in them. */
-const createdBefore = (order: MirrorRecord, at: Date) => Date.parse(String(order.createdAt)) < at.getTime();
+const createdBefore = (order: MirrorRecord, at: Date) => RESOURCES.orders.sortKey(order) < at.getTime();

@@ -3,7 +3,7 @@ import type { MirrorChange, MirrorStore } from "../mirror/store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { PendingIds } from "./refresh-scheduler.js";
 import { WHOLE_MENU } from "./refresh-scheduler.js";
-import type { SyncedKind } from "./synced-kinds.js";
+import { RESOURCES, type SyncedKind } from "./resources.js";
 import type { MirrorWriter, SourceOf } from "./mirror-writer.js";
 
 /** How a sweep's writes produce change events. */
@@ -32,7 +32,7 @@ export async function sourceOf(
   const byRestaurant = new Map(await Promise.all(restaurants.map(async (id) => [id, await pending(kind, id)] as const)));
   return (change: MirrorChange) => {
     const ids = byRestaurant.get(change.after.restaurantId);
-    return ids?.has(kind === "menu-items" ? WHOLE_MENU : change.id) ? "webhook" : source;
+    return ids?.has(RESOURCES[kind].tracksIds ? change.id : WHOLE_MENU) ? "webhook" : source;
   };
 }
 

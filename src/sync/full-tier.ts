@@ -3,7 +3,7 @@ import type { MirrorStore } from "../mirror/store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { ApiClient } from "../upstream/index.js";
 import { isFirstImport, type SweepChanges } from "./change-source.js";
-import { SYNCED_KINDS, type SyncedKind } from "./synced-kinds.js";
+import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
 import { walkList, type WalkOutcome } from "./walk-list.js";
 
 export interface FullSliceOptions {

@@ -1,4 +1,4 @@
-import type { SyncedKind } from "./synced-kinds.js";
+import { RESOURCES, type SyncedKind } from "./resources.js";
 
 // The read planner: pure functions from the ids waiting for a refresh to the next list read, as
 // values (`PlannedRead`), tested without HTTP. The executor that spends the budget is refresh-kind.ts.
@@ -63,21 +63,6 @@ export const pagesTo = (newer: number): number => Math.floor(newer / PAGE_SIZE) 
 /** Positions in a newest-first list (by the mirror's count) that its first page of 100 likely holds, with a margin for lag. */
 export const RECENT_REACH = 80;
 
-const FORWARD = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"];
-
-/**
- * The statuses an order in `status` may be in now, the carried one first (docs/upstream.md): the
- * forward steps, CANCELLED from any non-final state, REFUNDED from a paid order (any status but
- * REFUNDED). Unknown: undefined (no status filter can be trusted).
- */
-export function statusesFrom(status: string): string[] | undefined {
-  const step = FORWARD.indexOf(status);
-  if (step >= 0 && step < FORWARD.length - 1) return [...FORWARD.slice(step), "CANCELLED", "REFUNDED"];
-  if (status === "DELIVERED" || status === "CANCELLED") return [status, "REFUNDED"];
-  if (status === "REFUNDED") return [status];
-  return undefined;
-}
-
 const DAY_MS = 86_400_000;
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
@@ -113,15 +98,16 @@ export interface CandidateHint {
  * the unfiltered list.
  */
 export function candidatesFor(kind: SyncedKind, hint: CandidateHint, nowMs: number): ReadFilter[] {
-  if (kind === "orders") {
-    const statuses = hint.status === undefined ? undefined : statusesFrom(hint.status);
+  const { states, filters } = RESOURCES[kind];
+  if (states) {
+    const statuses = hint.status === undefined ? undefined : states.from(hint.status);
     if (!statuses) return [{}];
     // Known only from the mirror while an event says it changed: it has most likely moved on.
     const [known, ...later] = statuses;
     const ordered = hint.movedOn && known !== undefined ? [...later, known] : statuses;
     return ordered.map((status) => ({ status }));
   }
-  if (kind === "bookings") {
+  if (filters.includes("from")) {
     if (hint.day !== undefined && !Number.isNaN(hint.day)) return [{ from: dayOf(hint.day - DAY_MS), to: dayOf(hint.day + DAY_MS) }];
     return [{ from: dayOf(nowMs - DAY_MS) }, {}];
   }

@@ -11,7 +11,7 @@ import type { SweepChanges } from "./change-source.js";
 import { backfillRunning, lastCompleteFullPass, lastWholePassStart, runFullSlice } from "./full-tier.js";
 import type { MirrorWriter } from "./mirror-writer.js";
 import { runBackfill } from "./resumable-backfill.js";
-import { SYNCED_KINDS, type SyncedKind } from "./synced-kinds.js";
+import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
 
 /**
  * The job names of the reconciliation tiers and backfill on the sync queue, for whoever enqueues

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { RefreshReadContext } from "./refresh-read.js";
 import type { RefreshScheduler } from "./refresh-scheduler.js";
-import type { SyncedKind } from "./synced-kinds.js";
+import type { SyncedKind } from "./resources.js";
 
 // What a kind's refresh takes and returns, apart from refresh-kind.ts so that refresh-menus.ts
 // (which refresh-kind.ts calls) can use them without importing its caller.

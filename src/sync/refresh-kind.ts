@@ -1,5 +1,4 @@
 import type { MirrorStore } from "../mirror/store.js";
-import { ORDER_STATUS_RANK } from "../upstream/models.js";
 import {
   candidatesFor,
   DEPTH_REACH,
@@ -15,7 +14,7 @@ import type { RefreshKindDeps, RefreshOutcome } from "./refresh-kind-types.js";
 import { runRead } from "./refresh-read.js";
 import { refreshMenus } from "./refresh-menus.js";
 import type { PendingNote, PendingRestaurant } from "./refresh-scheduler.js";
-import type { SyncedKind } from "./synced-kinds.js";
+import { RESOURCES, type SyncedKind } from "./resources.js";
 
 export type { RefreshKindDeps, RefreshOutcome } from "./refresh-kind-types.js";
 
@@ -40,7 +39,7 @@ interface Work extends Target {
  */
 export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome> {
   const restaurants = await deps.scheduler.pendingAll(deps.kind);
-  if (deps.kind === "menu-items") return refreshMenus(deps, restaurants);
+  if (!RESOURCES[deps.kind].tracksIds) return refreshMenus(deps, restaurants);
   const now = (deps.now ?? Date.now)();
   const work = await collectWork(deps, restaurants, now);
   const outcome: RefreshOutcome = { calls: 0, reads: 0, written: 0, found: 0, missing: [], unlisted: [] };
@@ -159,30 +158,23 @@ async function ordersNewer(
   return { company, restaurant };
 }
 
-const rank = (status: unknown): number =>
-  typeof status === "string" && Object.hasOwn(ORDER_STATUS_RANK, status) ? ORDER_STATUS_RANK[status as keyof typeof ORDER_STATUS_RANK] : -1;
-
 /**
- * Where to look for an id: the events' hints, completed from the mirror's copy (a thin event
- * carries only id and restaurant). Both statuses are lower bounds of the current one, so the
- * furthest wins.
+ * Where to look for an id: the events' hints (the note's fields are named as the record's),
+ * completed from the mirror's copy (a thin event carries only id and restaurant). Both statuses
+ * are lower bounds of the current one, so the furthest wins.
  */
 async function hintOf(mirror: MirrorStore, kind: SyncedKind, id: string, note: PendingNote): Promise<CandidateHint & { sortKey?: number }> {
-  const needsMirror = kind === "orders" ? note.status === undefined || note.createdAt === undefined : note.date === undefined;
-  const stored = needsMirror ? await mirror.get(kind, id) : undefined;
-  if (kind === "orders") {
-    const fromMirror = rank(stored?.status) > rank(note.status);
-    const status = fromMirror ? (stored?.status as string) : note.status;
-    const createdAt = note.createdAt ?? (typeof stored?.createdAt === "string" ? stored.createdAt : undefined);
-    const sortKey = createdAt === undefined ? NaN : Date.parse(createdAt);
-    return {
-      ...(status === undefined ? {} : { status, movedOn: fromMirror && note.status === undefined }),
-      ...(Number.isNaN(sortKey) ? {} : { sortKey }),
-    };
-  }
-  const date = note.date ?? (typeof stored?.date === "string" ? stored.date : undefined);
-  const day = date === undefined ? NaN : Date.parse(date);
-  return Number.isNaN(day) ? {} : { day, sortKey: day };
+  const { sortKey, states } = RESOURCES[kind];
+  const noted = sortKey(note);
+  const stored = (states && note.status === undefined) || Number.isNaN(noted) ? await mirror.get(kind, id) : undefined;
+  const key = Number.isNaN(noted) && stored ? sortKey(stored) : noted;
+  if (!states) return Number.isNaN(key) ? {} : { day: key, sortKey: key };
+  const fromMirror = (states.rank(stored?.status) ?? -1) > (states.rank(note.status) ?? -1);
+  const status = fromMirror ? (stored?.status as string) : note.status;
+  return {
+    ...(status === undefined ? {} : { status, movedOn: fromMirror && note.status === undefined }),
+    ...(Number.isNaN(key) ? {} : { sortKey: key }),
+  };
 }
 
 /** Forgets every id that was read, per restaurant, by the versions this job took (compare-and-delete). */

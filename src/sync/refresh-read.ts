@@ -1,9 +1,9 @@
-import type { MirrorRecord, MirrorStore } from "../mirror/store.js";
+import type { MirrorStore } from "../mirror/store.js";
 import { paginatePages, type ApiClient } from "../upstream/index.js";
 import { createListOrder, type ListDirection } from "./list-order.js";
 import type { MirrorWriter } from "./mirror-writer.js";
 import type { PlannedRead } from "./read-plan.js";
-import type { Page, SyncedKind } from "./synced-kinds.js";
+import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
 
 /** What a refresh read needs: the API, the mirror and how it writes (source `webhook`). */
 export interface RefreshReadContext {
@@ -28,22 +28,10 @@ export interface ReadOutcome {
   upperBoundIgnored: boolean;
 }
 
-/** The position of a record in its list's sort order (epoch ms), by kind; NaN when it has none. */
-export const SORT_KEY: Record<SyncedKind, (record: MirrorRecord) => number> = {
-  orders: (r) => (typeof r.createdAt === "string" ? Date.parse(r.createdAt) : NaN),
-  bookings: (r) => (typeof r.date === "string" ? Date.parse(r.date) : NaN),
-  "menu-items": () => NaN,
-};
-
 /** One page of a filtered list at high priority, stamped by the mirror's clock after its rate-limit slot. */
 function readPage(ctx: RefreshReadContext, plan: Pick<PlannedRead, "restaurantId" | "filter">, cursor: string | undefined): Promise<Page> {
-  const { api, mirror } = ctx;
-  const { restaurantId, filter } = plan;
-  const opts = { priority: "webhook" as const, clock: () => mirror.clock() };
-  const base = { restaurantId, limit: 100, cursor };
-  if (ctx.kind === "orders") return api.listOrders({ ...base, status: filter.status }, opts);
-  if (ctx.kind === "bookings") return api.listBookings({ ...base, from: filter.from, to: filter.to }, opts);
-  return api.listMenuItems(base, opts);
+  const opts = { priority: "webhook" as const, clock: () => ctx.mirror.clock() };
+  return RESOURCES[ctx.kind].list(ctx.api, { ...plan.filter, restaurantId: plan.restaurantId, cursor }, opts);
 }
 
 /**
@@ -54,7 +42,7 @@ function readPage(ctx: RefreshReadContext, plan: Pick<PlannedRead, "restaurantId
  * way once it runs past the bound.
  */
 export async function runRead(ctx: RefreshReadContext, plan: PlannedRead): Promise<ReadOutcome> {
-  const sortKey = SORT_KEY[ctx.kind];
+  const { sortKey } = RESOURCES[ctx.kind];
   const order = createListOrder();
   const outcome: ReadOutcome = { calls: 0, written: 0, seen: new Set(), capped: false, direction: "unknown", upperBoundIgnored: false };
   const upper = plan.filter.to === undefined ? undefined : Date.parse(plan.filter.to) + 86_400_000 - 1;

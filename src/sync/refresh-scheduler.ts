@@ -2,8 +2,7 @@ import type { Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import { defineScripts } from "../redis/define-scripts.js";
 import { redisKeys } from "../redis/keys.js";
-import { ORDER_STATUS_RANK } from "../upstream/models.js";
-import type { SyncedKind } from "./synced-kinds.js";
+import { RESOURCES, type SyncedKind } from "./resources.js";
 
 /**
  * One refresh job per kind, company-wide: it takes every pending id of the kind and plans its reads
@@ -161,11 +160,6 @@ interface Scripts {
   svcForgetIdleRestaurant(index: string, restaurantId: string, score: string): Promise<number>;
 }
 
-const rankOf = (status: string | undefined): string =>
-  status !== undefined && Object.hasOwn(ORDER_STATUS_RANK, status)
-    ? String(ORDER_STATUS_RANK[status as keyof typeof ORDER_STATUS_RANK])
-    : "";
-
 export function createRefreshScheduler(opts: {
   redis: Redis | Cluster;
   queue: Queue<RefreshJobData>;
@@ -197,15 +191,16 @@ export function createRefreshScheduler(opts: {
     async request(kind, restaurantId, id = WHOLE_MENU, note = {}) {
       // Note the id first, then index the restaurant, then schedule: a job that starts in between
       // still sees the id. The version bump keeps it pending if a running read already passed it.
-      const status = kind === "orders" ? rankOf(note.status) : "";
+      // Only a status of the kind's state order is kept (a rank to keep the furthest by).
+      const rank = RESOURCES[kind].states?.rank(note.status);
       await scripts.svcNotePendingId(
         ...hashes(kind, restaurantId),
         id,
         String(pendingTtlMs),
         String(now()),
         note.eventId ?? "",
-        status === "" ? "" : (note.status ?? ""),
-        status,
+        rank === undefined ? "" : (note.status ?? ""),
+        rank === undefined ? "" : String(rank),
         note.createdAt ?? "",
         note.date ?? "",
       );

@@ -10,21 +10,7 @@ import {
 } from "../upstream/index.js";
 import { sourceOf, type SweepChanges } from "./change-source.js";
 import { createListOrder, type ListOrder } from "./list-order.js";
-import type { Page, SyncedKind } from "./synced-kinds.js";
-
-/** One page of a kind's whole list, company-wide, from `cursor`; `since` narrows bookings (`from`). */
-type ReadWholeList = (
-  api: ApiClient,
-  q: { cursor: string | undefined; since: string | null },
-  opts: { priority: BudgetClass; clock: () => Promise<Date> },
-) => Promise<Page>;
-
-/** How each kind's whole list is read: bookings take `from` for a window; orders are cut by createdAt (see `pastSince`). */
-const WHOLE_LISTS: Record<SyncedKind, ReadWholeList> = {
-  orders: (api, { cursor }, opts) => api.listOrders({ limit: 100, cursor }, opts),
-  bookings: (api, { cursor, since }, opts) => api.listBookings({ limit: 100, cursor, ...(since ? { from: since } : {}) }, opts),
-  "menu-items": (api, { cursor }, opts) => api.listMenuItems({ limit: 100, cursor }, opts),
-};
+import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
 
 export interface WalkOptions {
   api: ApiClient;
@@ -100,7 +86,8 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
       continue;
     }
     pages++;
-    const cut = kind === "orders" && checkpoint.since !== null ? cutOrders(page, checkpoint.since, order) : { page, past: false };
+    const byFilter = RESOURCES[kind].filters.includes("from");
+    const cut = checkpoint.since !== null && !byFilter ? cutBySortKey(kind, page, checkpoint.since, order) : { page, past: false };
     await writePage(options, checkpoint, cut.page);
     // Records read, those the client set aside as out of shape included (the checkpoint counts them too).
     const read = { records: cut.page.data.length + cut.page.refused.length };
@@ -129,13 +116,15 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
   return { checkpoint, pages, state: "paused" };
 }
 
-/** The page at the checkpoint's cursor, stamped by the mirror's clock after its rate-limit slot. */
+/**
+ * The page at the checkpoint's cursor, company-wide, stamped by the mirror's clock after its
+ * rate-limit slot; a list with a date filter takes `since` as its `from`.
+ */
 function readPage(options: WalkOptions, checkpoint: SyncCheckpoint): Promise<Page> {
-  return WHOLE_LISTS[options.kind](
-    options.api,
-    { cursor: checkpoint.cursor ?? undefined, since: checkpoint.since },
-    { priority: options.budget, clock: () => options.mirror.clock() },
-  );
+  const { list, filters } = RESOURCES[options.kind];
+  const from = filters.includes("from") ? (checkpoint.since ?? undefined) : undefined;
+  const opts = { priority: options.budget, clock: () => options.mirror.clock() };
+  return list(options.api, { cursor: checkpoint.cursor ?? undefined, from }, opts);
 }
 
 async function writePage(options: WalkOptions, checkpoint: SyncCheckpoint, page: Page): Promise<void> {
@@ -150,15 +139,15 @@ async function writePage(options: WalkOptions, checkpoint: SyncCheckpoint, page:
 }
 
 /**
- * backfill --since for orders, which the API cannot filter by date: keeps the records created on
- * or after `since`, and says the walk is past the window once the data shows the list runs newest
- * first (createdAt falls along it) and this page went below `since`. Never assumes an order: a
- * list that runs oldest first, or no order at all, is walked to its end.
+ * backfill --since for a list the API cannot filter by date (orders): keeps the records on or
+ * after `since` by sort key, and says the walk is past the window once the data shows the list
+ * runs newest first and this page went below `since`. Never assumes an order: a list that runs
+ * oldest first, or no order at all (menus: no sort key, kept whole), is walked to its end.
  */
-function cutOrders(page: Page, since: string, order: ListOrder): { page: Page; past: boolean } {
+function cutBySortKey(kind: SyncedKind, page: Page, since: string, order: ListOrder): { page: Page; past: boolean } {
   const bound = Date.parse(since);
-  const createdAt = (r: Page["data"][number]) => Date.parse(String(r.createdAt));
-  order.observe(page.data.map(createdAt));
-  const kept = page.data.filter((r) => !(createdAt(r) < bound));
+  const { sortKey } = RESOURCES[kind];
+  order.observe(page.data.map(sortKey));
+  const kept = page.data.filter((r) => !(sortKey(r) < bound));
   return { page: { ...page, data: kept }, past: order.direction === "descending" && order.passed(bound) };
 }

@@ -14,7 +14,7 @@ import { collectFullTier, reconcileProcessors, showActiveTier } from "../sync/re
 import { refreshKind } from "../sync/refresh-kind.js";
 import { createRefreshJob } from "../sync/refresh-job.js";
 import { createRefreshPace } from "../sync/refresh-pace.js";
-import type { SyncedKind } from "../sync/synced-kinds.js";
+import type { SyncedKind } from "../sync/resources.js";
 import type { SyncJobProcessors } from "../sync/sync-worker.js";
 
 /**

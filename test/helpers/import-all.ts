@@ -4,7 +4,7 @@ import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import type { ApiClient } from "../../src/upstream/index.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";
-import { SYNCED_KINDS, type SyncedKind } from "../../src/sync/synced-kinds.js";
+import { SYNCED_KINDS, type SyncedKind } from "../../src/sync/resources.js";
 
 /**
  * Reads the whole lists of `kinds` into the mirror through the walker production runs (a backfill

@@ -10,7 +10,7 @@ import { createApiClient } from "../../src/upstream/index.js";
 import { refreshKind, type RefreshOutcome } from "../../src/sync/refresh-kind.js";
 import { nextDue } from "../../src/sync/refresh-job.js";
 import { createRefreshScheduler, type RefreshJobData, type RefreshNote, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
-import type { SyncedKind } from "../../src/sync/synced-kinds.js";
+import type { SyncedKind } from "../../src/sync/resources.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
 // The planner against the sandbox over real HTTP, a real Redis and the test database. Costs are

@@ -11,7 +11,7 @@ import { openCliRedis } from "../cli-redis.js";
 import { operatorClient, operatorUrl } from "../operator-client.js";
 import { createMirrorWriter } from "../../sync/mirror-writer.js";
 import { runBackfill } from "../../sync/resumable-backfill.js";
-import { SYNCED_KINDS, type SyncedKind } from "../../sync/synced-kinds.js";
+import { SYNCED_KINDS, type SyncedKind } from "../../sync/resources.js";
 import { upstreamFromConfig } from "../../worker/upstream-from-config.js";
 import { createBackfillProgress } from "../backfill-progress.js";
 import { UsageError } from "../usage-error.js";
