@@ -17,8 +17,6 @@ export interface ActivePassOptions {
   /** `reconcile` changes (or `webhook` when an event already asked; `backfill` on a first import). */
   changes: SweepChanges;
   logger?: Logger;
-  /** @defaultValue MAX_FINAL_PAGES */
-  maxFinalPages?: number;
   /** After a gap in which no webhook could arrive: read back further (see CatchUp). */
   catchUp?: CatchUp;
   /** After each page: records read and the changes they made (by source), for metrics. */
@@ -27,7 +25,7 @@ export interface ActivePassOptions {
 
 /**
  * A catch-up pass (after a gap): besides the open lists, every final list newest first down to
- * `horizon` by createdAt (when the data shows it runs newest first; else `maxFinalPages`, or
+ * `horizon` by createdAt (when the data shows it runs newest first; else MAX_FINAL_PAGES, or
  * CATCH_UP_MAX_PAGES pages of a newest-first list that never reaches it), and bookings from the
  * day before the gap began.
  */
@@ -129,7 +127,6 @@ async function readBackFinished(options: ActivePassOptions, outcome: ActivePassO
   const { sortKey } = RESOURCES.orders;
   const oldest = Math.min(...leftOpen.map(sortKey));
   const horizon = options.catchUp?.horizon.getTime();
-  const maxPages = options.maxFinalPages ?? MAX_FINAL_PAGES;
   const firstImport = await isFirstImport(options, "orders");
   for (const status of ORDER_STATES.final) {
     if (wanted.size === 0 && horizon === undefined) break;
@@ -142,7 +139,7 @@ async function readBackFinished(options: ActivePassOptions, outcome: ActivePassO
       const foundAll = wanted.size === 0 || order.passed(oldest);
       if (foundAll && (horizon === undefined || order.passed(horizon))) break;
       // Only a list known to run newest first reaches a horizon: any other stops at the usual bound.
-      const bound = horizon !== undefined && order.direction === "descending" ? Math.max(maxPages, CATCH_UP_MAX_PAGES) : maxPages;
+      const bound = horizon !== undefined && order.direction === "descending" ? CATCH_UP_MAX_PAGES : MAX_FINAL_PAGES;
       if (++pages >= bound) break;
     }
   }

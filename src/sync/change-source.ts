@@ -4,7 +4,7 @@ import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { PendingIds } from "./refresh-scheduler.js";
 import { WHOLE_MENU } from "./refresh-scheduler.js";
 import { RESOURCES, type SyncedKind } from "./resources.js";
-import type { MirrorWriter, SourceOf } from "./mirror-writer.js";
+import type { MirrorWriter, SourceOf } from "../mirror/mirror-writer.js";
 
 /** How a sweep's writes produce change events. */
 export interface SweepChanges {

@@ -1,7 +1,7 @@
 import type { MirrorStore } from "../mirror/store.js";
 import { paginatePages, type ApiClient } from "../upstream/index.js";
-import { createListOrder, type ListDirection } from "./list-order.js";
-import type { MirrorWriter } from "./mirror-writer.js";
+import { createListOrder } from "./list-order.js";
+import type { MirrorWriter } from "../mirror/mirror-writer.js";
 import type { PlannedRead } from "./read-plan.js";
 import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
 
@@ -21,9 +21,6 @@ export interface ReadOutcome {
   written: number;
   /** Every id the read met (written, or set aside as rejected: read all the same). */
   seen: Set<string>;
-  /** The read stopped at `maxPages`, not at the end of its list or by its order. */
-  capped: boolean;
-  direction: ListDirection;
   /** A booking past the window's upper bound came back: the API ignores that parameter. */
   upperBoundIgnored: boolean;
 }
@@ -44,7 +41,7 @@ function readPage(ctx: RefreshReadContext, plan: Pick<PlannedRead, "restaurantId
 export async function runRead(ctx: RefreshReadContext, plan: PlannedRead): Promise<ReadOutcome> {
   const { sortKey } = RESOURCES[ctx.kind];
   const order = createListOrder();
-  const outcome: ReadOutcome = { calls: 0, written: 0, seen: new Set(), capped: false, direction: "unknown", upperBoundIgnored: false };
+  const outcome: ReadOutcome = { calls: 0, written: 0, seen: new Set(), upperBoundIgnored: false };
   const upper = plan.filter.to === undefined ? undefined : Date.parse(plan.filter.to) + 86_400_000 - 1;
   const missing = () => plan.targets.filter((t) => !outcome.seen.has(t.id));
   for await (const page of paginatePages((cursor) => readPage(ctx, plan, cursor))) {
@@ -52,17 +49,13 @@ export async function runRead(ctx: RefreshReadContext, plan: PlannedRead): Promi
     outcome.written += await writePage(ctx, page, outcome.seen);
     const keys = page.data.map(sortKey);
     order.observe(keys);
-    outcome.direction = order.direction;
     if (upper !== undefined && keys.some((k) => k > upper)) outcome.upperBoundIgnored = true;
     if (page.nextCursor === null) break;
     // No targets (a whole menu): the whole list. Else: until every target is seen or passed.
     const left = missing();
     if (plan.targets.length > 0 && left.every((t) => t.sortKey !== undefined && order.passed(t.sortKey))) break;
     if (upper !== undefined && order.passed(upper)) break;
-    if (outcome.calls >= ctx.maxPages) {
-      outcome.capped = true;
-      break;
-    }
+    if (outcome.calls >= ctx.maxPages) break;
   }
   return outcome;
 }

@@ -13,7 +13,7 @@ import { runActivePass } from "../../src/sync/active-tier.js";
 import type { SweepChanges } from "../../src/sync/change-source.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
 import { createGapWatch, gapThresholdMs } from "../../src/sync/gap-watch.js";
-import { createMirrorWriter } from "../../src/sync/mirror-writer.js";
+import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
 // After a gap no webhook arrives for what changed in it (the spec shows no redelivery): the

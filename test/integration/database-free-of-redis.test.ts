@@ -13,7 +13,7 @@ import { createApiClient } from "../../src/upstream/index.js";
 import { createChangeRelay } from "../../src/worker/change-relay.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
-import { createMirrorWriter } from "../../src/sync/mirror-writer.js";
+import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { createRefreshScheduler, type RefreshJobData } from "../../src/sync/refresh-scheduler.js";
 import { orderRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/postgres.js";

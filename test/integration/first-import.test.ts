@@ -10,7 +10,7 @@ import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
 import { runActivePass } from "../../src/sync/active-tier.js";
 import type { SweepChanges } from "../../src/sync/change-source.js";
 import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/sync/full-tier.js";
-import { createMirrorWriter } from "../../src/sync/mirror-writer.js";
+import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 

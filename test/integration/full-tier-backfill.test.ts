@@ -7,7 +7,7 @@ import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sy
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
 import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/sync/full-tier.js";
-import { createMirrorWriter } from "../../src/sync/mirror-writer.js";
+import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 

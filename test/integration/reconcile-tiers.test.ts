@@ -13,8 +13,9 @@ import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
 import { runActivePass } from "../../src/sync/active-tier.js";
 import type { SweepChanges } from "../../src/sync/change-source.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
-import { createMirrorWriter } from "../../src/sync/mirror-writer.js";
-import { collectFullTier, scheduleReconcile } from "../../src/sync/reconcile-jobs.js";
+import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
+import { collectFullTier } from "../../src/worker/sync-processors.js";
+import { scheduleReconcile } from "../../src/worker/sync-schedules.js";
 import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 

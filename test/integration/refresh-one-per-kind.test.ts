@@ -12,7 +12,7 @@ import type { RefreshOutcome } from "../../src/sync/refresh-kind.js";
 import { createRefreshPace } from "../../src/sync/refresh-pace.js";
 import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
 import type { SyncedKind } from "../../src/sync/resources.js";
-import { createSyncWorker } from "../../src/sync/sync-worker.js";
+import { createSyncWorker } from "../../src/worker/sync-worker.js";
 import { waitForQueuesIdle } from "../helpers/queues-idle.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";

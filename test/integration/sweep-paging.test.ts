@@ -9,7 +9,7 @@ import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { apiKeyId, createApiClient, createRateLimiter, UpstreamPageRefusedError, type ApiClient } from "../../src/upstream/index.js";
-import { createMirrorWriter } from "../../src/sync/mirror-writer.js";
+import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
 import { refreshKind } from "../../src/sync/refresh-kind.js";
 import { createRefreshScheduler, type RefreshJobData } from "../../src/sync/refresh-scheduler.js";

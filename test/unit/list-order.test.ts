@@ -34,7 +34,7 @@ describe("list order read off the data", () => {
     const empty = createListOrder();
     empty.observe([NaN, NaN]);
     expect(empty.direction).toBe("unknown");
-    expect(empty.last).toBeUndefined();
+    expect(empty.passed(0)).toBe(false);
     // One step against the direction seen is unknown for good.
     const flipped = createListOrder();
     flipped.observe([3, 2, 1]);

@@ -9,7 +9,7 @@ import { isCalendarDay } from "../../mirror/iso-instant.js";
 import { openMigratedStorage } from "../open-storage-from-env.js";
 import { openCliRedis } from "../cli-redis.js";
 import { operatorClient, operatorUrl } from "../operator-client.js";
-import { createMirrorWriter } from "../../sync/mirror-writer.js";
+import { createMirrorWriter } from "../../mirror/mirror-writer.js";
 import { runBackfill } from "../../sync/resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "../../sync/resources.js";
 import { upstreamFromConfig } from "../../worker/upstream-from-config.js";
