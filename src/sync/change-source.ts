@@ -36,11 +36,6 @@ export async function sourceOf(
   };
 }
 
-/** Whether the mirror holds nothing of a kind yet: a walk that starts then is its first import. */
-export async function mirrorIsEmpty(mirror: Pick<MirrorStore, "list">, kind: SyncedKind): Promise<boolean> {
-  return (await mirror.list(kind, { limit: 1 })).data.length === 0;
-}
-
 /**
  * A reconciliation write is a first import (`backfill`, no missed webhooks) while the mirror of
  * its kind is empty, or while a full pass or backfill that began on an empty mirror is still
@@ -48,5 +43,5 @@ export async function mirrorIsEmpty(mirror: Pick<MirrorStore, "list">, kind: Syn
  * first import's records missed webhooks the moment its first page landed.
  */
 export async function isFirstImport(deps: { mirror: Pick<MirrorStore, "list">; checkpoints: SyncCheckpoints }, kind: SyncedKind) {
-  return (await deps.checkpoints.importing(kind)) || (await mirrorIsEmpty(deps.mirror, kind));
+  return (await deps.checkpoints.importing(kind)) || (await deps.mirror.list(kind, { limit: 1 })).data.length === 0;
 }

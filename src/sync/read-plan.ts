@@ -1,14 +1,7 @@
-import { RESOURCES, type SyncedKind } from "./resources.js";
+import { RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
 
 // The read planner: pure functions from the ids waiting for a refresh to the next list read, as
 // values (`PlannedRead`), tested without HTTP. The executor that spends the budget is refresh-kind.ts.
-
-/** The filters a refresh read may use (spec part 4): order status; a booking date window (YYYY-MM-DD, inclusive). */
-export interface ReadFilter {
-  status?: string;
-  from?: string;
-  to?: string;
-}
 
 /** One id being looked for, and the reads that may list it, narrowest first. */
 export interface Target {

@@ -34,7 +34,7 @@ export interface ActiveJobData {
   requestedBy?: string;
 }
 export interface CatchUpJobData {
-  /** ISO instant: when the gap began (gap-watch.ts). */
+  /** ISO instant: when the gap began (worker/gap-watch.ts). */
   gapStart: string;
 }
 /** How often a pass that waits behind the running one looks again (it runs within this of its end). */

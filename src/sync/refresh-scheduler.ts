@@ -29,14 +29,11 @@ export interface RefreshNote {
 }
 
 /** What the scheduler keeps of a pending id besides its version: the events' hints and the retry state. */
-export interface PendingNote {
+export interface PendingNote extends Omit<RefreshNote, "eventId"> {
   /** Epoch ms of the first event that named the id since it was last read. */
   firstNotedAt: number;
   /** The first events that named it (at most 20): what a report of an unlisted id names. */
   eventIds?: string[];
-  status?: string;
-  createdAt?: string;
-  date?: string;
   /** Rounds that looked for the id and did not find it. */
   misses?: number;
   /** Epoch ms before which no refresh looks for it again (backoff after a miss). */
@@ -240,11 +237,9 @@ export function createRefreshScheduler(opts: {
 const dedupId = (kind: SyncedKind) => `refresh-${kind}`;
 
 /**
- * RefreshScheduler.runWithin: BullMQ's deduplication in its keepLastIfActive mode. The key names
- * the kind's job from its add until the job completes or fails for good; a job whose process died
- * keeps it and runs again once BullMQ finds it stalled (its lock, JOB_LOCK_MS, lapsed). An add
- * while the job runs is kept and added as it ends, so a change noted after the run read past its
- * record always gets a run of its own.
+ * RefreshScheduler.runWithin. A job whose process died keeps the key and runs again once BullMQ
+ * finds it stalled (its lock, JOB_LOCK_MS, lapsed); the add kept while the job runs means a change
+ * noted after the run read past its record always gets a run of its own.
  */
 async function runRefreshWithin(queue: Queue<RefreshJobData>, kind: SyncedKind, delayMs: number, paceMs = 0): Promise<void> {
   const delay = Math.max(0, Math.ceil(delayMs));

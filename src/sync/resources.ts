@@ -16,21 +16,17 @@ export interface Page {
   refused: RefusedUpstreamRecord[];
 }
 
-/** What a read asks of a list; each kind's list passes on only the filters it takes (spec part 4). */
-export interface ListQuery {
-  restaurantId?: string | undefined;
-  cursor?: string | undefined;
-  /** orders: one status. */
+/** The filters a list may take (spec part 4): order status; a booking date window (YYYY-MM-DD, inclusive). */
+export interface ReadFilter {
   status?: string | undefined;
-  /** bookings: a date window, YYYY-MM-DD, inclusive. */
   from?: string | undefined;
   to?: string | undefined;
 }
 
-/** `clock` stamps each attempt after its rate-limit slot (the mirror's shared clock). */
-export interface ListOptions {
-  priority: BudgetClass;
-  clock: () => Promise<Date>;
+/** What a read asks of a list; each kind's list passes on only the filters it takes. */
+export interface ListQuery extends ReadFilter {
+  restaurantId?: string | undefined;
+  cursor?: string | undefined;
 }
 
 /** The order a kind's records move through (orders only: the API's state machine, docs/upstream.md). */
@@ -47,13 +43,13 @@ export interface StateOrder {
 
 /** One synced kind: everything the engine knows of it, read from here rather than switched on. */
 export interface Resource {
-  /** One page of the kind's list (100, the API's most), with the filters of `query` the list takes. */
-  list: (api: ApiClient, query: ListQuery, opts: ListOptions) => Promise<Page>;
+  /** One page of the kind's list (100, the API's most); `clock` stamps it after its rate-limit slot. */
+  list: (api: ApiClient, query: ListQuery, opts: { priority: BudgetClass; clock: () => Promise<Date> }) => Promise<Page>;
   /**
    * The filters its list takes (spec part 4): what a refresh may narrow a read by, and how
    * `backfill --since` narrows the whole list (by `from`, else by cutting at the sort key).
    */
-  filters: readonly ("status" | "from" | "to")[];
+  filters: readonly (keyof ReadFilter)[];
   /**
    * Where a record sits in its list's sort order (epoch ms): an order's createdAt, a booking's
    * date; NaN when it has none. The spec states no order: the engine reads it off these keys.
