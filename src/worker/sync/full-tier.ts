@@ -64,6 +64,9 @@ export async function runFullSlice(options: FullSliceOptions): Promise<FullSlice
       budget: "full",
       changes: options.changes,
       maxPages: left,
+      // A backfill of the whole list that starts meanwhile takes the kind over (runningOrDuePass):
+      // the slice stops before its next page instead of reading what the backfill reads again.
+      goOn: async () => !backfillRunning(await options.checkpoints.list("backfill"), kind, (await options.mirror.clock()).getTime()),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
