@@ -4,8 +4,9 @@ import type { SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
 import { paginatePages, type ApiClient } from "../../upstream/index.js";
 import type { ChangeSource } from "../../events/change-events.js";
 import { isFirstImport, sourceOf, type SweepChanges } from "./change-source.js";
+import { firstImportRunning } from "./full-tier.js";
 import { createListOrder } from "./list-order.js";
-import type { Page, SyncedKind } from "./synced-kinds.js";
+import { SYNCED_KINDS, type Page, type SyncedKind } from "./synced-kinds.js";
 
 /** Order statuses that can still change (the state machine only moves forward from these). */
 export const OPEN_ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY"] as const;
@@ -59,6 +60,8 @@ export interface ActivePassOutcome {
   /** Of those, the ones found in a final list and written. */
   recovered: number;
   byKind: Partial<Record<SyncedKind, KindTally>>;
+  /** Kinds left out: a first-import backfill run holds them (full-tier.ts firstImportRunning). */
+  leftToImport: SyncedKind[];
 }
 
 type Read = (cursor: string | undefined) => Promise<Page>;
@@ -70,31 +73,55 @@ type Read = (cursor: string | undefined) => Promise<Page>;
  * no open list returned: they moved to a final state while their webhook was missed, and are read
  * back from the final lists (newest first, stopping once past the oldest of them by createdAt).
  * With `catchUp`, the same pass reads back over the gap (CatchUp).
+ *
+ * A plain pass leaves out each kind a first-import backfill run holds (full-tier.ts
+ * firstImportRunning: the first day's `backfill`): the run reads every record anyway, and every
+ * call the active class makes is a page the run waits for (on the first day, bookings from today
+ * alone were ~17 pages a pass). The price: a missed webhook of a record the run already passed is
+ * read once the run ends, not within the interval. A catch-up reads every kind: a gap's changes to
+ * records the run already passed had no webhook at all.
  */
 export async function runActivePass(options: ActivePassOptions): Promise<ActivePassOutcome> {
   const { api, mirror, catchUp } = options;
   const startedAt = await mirror.clock();
-  const outcome: ActivePassOutcome = { calls: 0, records: 0, leftOpen: 0, recovered: 0, byKind: {} };
+  const leftToImport = catchUp ? [] : await importsRunning(options, startedAt);
+  const outcome: ActivePassOutcome = { calls: 0, records: 0, leftOpen: 0, recovered: 0, byKind: {}, leftToImport };
+  const reads = (kind: SyncedKind) => !leftToImport.includes(kind);
   const opts = { priority: "active" as const, clock: () => mirror.clock() };
   const seen = new Set<string>();
-  for (const status of OPEN_ORDER_STATUSES)
-    await readAll(options, outcome, "orders", (cursor) => api.listOrders({ status, limit: 100, cursor }, opts), seen);
+  if (reads("orders"))
+    for (const status of OPEN_ORDER_STATUSES)
+      await readAll(options, outcome, "orders", (cursor) => api.listOrders({ status, limit: 100, cursor }, opts), seen);
   // Today by UTC, the API's own zone for timestamps (spec part 2); after a gap, the day before it
   // began (a booking changed in the gap may be for any day since).
   const from = catchUp ? new Date(catchUp.gapStart.getTime() - DAY_MS) : startedAt;
   const fromDay = from.toISOString().slice(0, 10);
-  await readAll(options, outcome, "bookings", (cursor) => api.listBookings({ from: fromDay, limit: 100, cursor }, opts));
-  await readAll(options, outcome, "menu-items", (cursor) => api.listMenuItems({ limit: 100, cursor }, opts));
+  if (reads("bookings"))
+    await readAll(options, outcome, "bookings", (cursor) => api.listBookings({ from: fromDay, limit: 100, cursor }, opts));
+  if (reads("menu-items")) await readAll(options, outcome, "menu-items", (cursor) => api.listMenuItems({ limit: 100, cursor }, opts));
+  if (reads("orders")) await readBackLeftOpen(options, outcome, seen, startedAt);
+  return outcome;
+}
 
-  const leftOpen = (await openOrdersOfMirror(mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
+/** The kinds a first-import backfill run holds now: a plain pass leaves them to it. */
+async function importsRunning(options: ActivePassOptions, at: Date): Promise<SyncedKind[]> {
+  const running = await Promise.all(SYNCED_KINDS.map((kind) => firstImportRunning(options.checkpoints, kind, at.getTime())));
+  return SYNCED_KINDS.filter((_, i) => running[i]);
+}
+
+/**
+ * The open orders of the mirror that no open list returned (`seen`), created before the pass
+ * began: read back from the final lists (a catch-up reads every final list down to its horizon).
+ */
+async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassOutcome, seen: Set<string>, startedAt: Date) {
+  const leftOpen = (await openOrdersOfMirror(options.mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
   outcome.leftOpen = leftOpen.length;
-  if (leftOpen.length > 0 || catchUp) outcome.recovered = await readBackFinished(options, outcome, leftOpen);
+  if (leftOpen.length > 0 || options.catchUp) outcome.recovered = await readBackFinished(options, outcome, leftOpen);
   if (outcome.recovered < outcome.leftOpen)
     options.logger?.warn(
       { missing: outcome.leftOpen - outcome.recovered },
       "open orders of the mirror were in no list the active tier read: the full tier will find them",
     );
-  return outcome;
 }
 
 const DAY_MS = 86_400_000;
