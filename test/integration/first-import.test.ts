@@ -150,6 +150,25 @@ describe("the active tier while a first-import backfill runs", () => {
     expect((await active()).leftToImport).toEqual(["bookings", "menu-items"]);
   });
 
+  it("a pass that is running when the run begins leaves it the rest, from the next page on", async () => {
+    // The service's first pass as the operator starts the first day's backfill: after the first of
+    // the PENDING list's two pages.
+    const startsRun: ApiClient = {
+      ...api,
+      listOrders: async (query, opts) => {
+        const page = await api.listOrders(query, opts);
+        if (query?.status === "PENDING" && !query.cursor)
+          for (const kind of ["orders", "bookings", "menu-items"]) await checkpoints.start("backfill", kind, { firstImport: true });
+        return page;
+      },
+    };
+    const before = listCalls();
+    const outcome = await runActivePass({ api: startsRun, mirror, checkpoints, changes, logger });
+    expect(outcome).toMatchObject({ calls: 1, leftToImport: ["orders", "bookings", "menu-items"], leftOpen: 0 });
+    expect(sandbox.requestLog.slice(before).map((r) => r.query)).toEqual([expect.stringContaining("status=PENDING")]);
+    expect(listCalls()).toBe(before + 1);
+  });
+
   it("a catch-up reads every kind all the same: a gap's changes to records the run already passed had no webhook", async () => {
     await backfillRunning();
     const gapStart = new Date(Date.now() - 60_000);

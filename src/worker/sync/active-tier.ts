@@ -6,7 +6,7 @@ import type { ChangeSource } from "../../events/change-events.js";
 import { isFirstImport, sourceOf, type SweepChanges } from "./change-source.js";
 import { firstImportRunning } from "./full-tier.js";
 import { createListOrder } from "./list-order.js";
-import { SYNCED_KINDS, type Page, type SyncedKind } from "./synced-kinds.js";
+import type { Page, SyncedKind } from "./synced-kinds.js";
 
 /** Order statuses that can still change (the state machine only moves forward from these). */
 export const OPEN_ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY"] as const;
@@ -84,29 +84,27 @@ type Read = (cursor: string | undefined) => Promise<Page>;
 export async function runActivePass(options: ActivePassOptions): Promise<ActivePassOutcome> {
   const { api, mirror, catchUp } = options;
   const startedAt = await mirror.clock();
-  const leftToImport = catchUp ? [] : await importsRunning(options, startedAt);
-  const outcome: ActivePassOutcome = { calls: 0, records: 0, leftOpen: 0, recovered: 0, byKind: {}, leftToImport };
-  const reads = (kind: SyncedKind) => !leftToImport.includes(kind);
+  const outcome: ActivePassOutcome = { calls: 0, records: 0, leftOpen: 0, recovered: 0, byKind: {}, leftToImport: [] };
+  // Asked before each page, not once: a backfill that begins while the pass runs (the service's
+  // first pass, as the operator starts the first day's backfill) takes what the pass has not read yet.
+  const reads = async (kind: SyncedKind) => {
+    if (catchUp || !(await firstImportRunning(options.checkpoints, kind, (await mirror.clock()).getTime()))) return true;
+    if (!outcome.leftToImport.includes(kind)) outcome.leftToImport.push(kind);
+    return false;
+  };
   const opts = { priority: "active" as const, clock: () => mirror.clock() };
   const seen = new Set<string>();
-  if (reads("orders"))
-    for (const status of OPEN_ORDER_STATUSES)
-      await readAll(options, outcome, "orders", (cursor) => api.listOrders({ status, limit: 100, cursor }, opts), seen);
+  for (const status of OPEN_ORDER_STATUSES)
+    await readAll(options, outcome, "orders", (cursor) => api.listOrders({ status, limit: 100, cursor }, opts), { seen, goOn: reads });
   // Today by UTC, the API's own zone for timestamps (spec part 2); after a gap, the day before it
   // began (a booking changed in the gap may be for any day since).
   const from = catchUp ? new Date(catchUp.gapStart.getTime() - DAY_MS) : startedAt;
   const fromDay = from.toISOString().slice(0, 10);
-  if (reads("bookings"))
-    await readAll(options, outcome, "bookings", (cursor) => api.listBookings({ from: fromDay, limit: 100, cursor }, opts));
-  if (reads("menu-items")) await readAll(options, outcome, "menu-items", (cursor) => api.listMenuItems({ limit: 100, cursor }, opts));
-  if (reads("orders")) await readBackLeftOpen(options, outcome, seen, startedAt);
+  await readAll(options, outcome, "bookings", (cursor) => api.listBookings({ from: fromDay, limit: 100, cursor }, opts), { goOn: reads });
+  await readAll(options, outcome, "menu-items", (cursor) => api.listMenuItems({ limit: 100, cursor }, opts), { goOn: reads });
+  // Only after every open list was read whole: an order they did not return has left them.
+  if (!outcome.leftToImport.includes("orders") && (await reads("orders"))) await readBackLeftOpen(options, outcome, seen, startedAt);
   return outcome;
-}
-
-/** The kinds a first-import backfill run holds now: a plain pass leaves them to it. */
-async function importsRunning(options: ActivePassOptions, at: Date): Promise<SyncedKind[]> {
-  const running = await Promise.all(SYNCED_KINDS.map((kind) => firstImportRunning(options.checkpoints, kind, at.getTime())));
-  return SYNCED_KINDS.filter((_, i) => running[i]);
 }
 
 /**
@@ -126,12 +124,20 @@ async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassO
 
 const DAY_MS = 86_400_000;
 
-/** Reads every page of one list into the mirror; notes the ids it saw. */
-async function readAll(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, read: Read, seen?: Set<string>) {
+/** Reads every page of one list into the mirror, while `goOn` says so before each; notes the ids it saw. */
+async function readAll(
+  options: ActivePassOptions,
+  outcome: ActivePassOutcome,
+  kind: SyncedKind,
+  read: Read,
+  { seen, goOn }: { seen?: Set<string>; goOn: (kind: SyncedKind) => Promise<boolean> },
+) {
+  if (!(await goOn(kind))) return;
   const firstImport = await isFirstImport(options, kind);
   for await (const page of paginatePages(read)) {
     await writePage(options, outcome, kind, page, firstImport);
     for (const r of page.data) seen?.add(r.id);
+    if (page.nextCursor !== null && !(await goOn(kind))) break;
   }
 }
 
