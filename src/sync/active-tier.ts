@@ -4,6 +4,7 @@ import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { paginatePages, type ApiClient } from "../upstream/index.js";
 import type { ChangeSource } from "../events/change-events.js";
 import { isFirstImport, sourceOf, type SweepChanges } from "./change-source.js";
+import { firstImportRunning } from "./full-tier.js";
 import { createListOrder } from "./list-order.js";
 import { ORDER_STATES, RESOURCES, type ListQuery, type Page, type SyncedKind } from "./resources.js";
 
@@ -53,6 +54,8 @@ export interface ActivePassOutcome {
   /** Of those, the ones found in a final list and written. */
   recovered: number;
   byKind: Partial<Record<SyncedKind, KindTally>>;
+  /** Kinds left out: a first-import backfill run holds them (full-tier.ts firstImportRunning). */
+  leftToImport: SyncedKind[];
 }
 
 /**
@@ -62,29 +65,51 @@ export interface ActivePassOutcome {
  * no open list returned: they moved to a final state while their webhook was missed, and are read
  * back from the final lists (newest first, stopping once past the oldest of them by createdAt).
  * With `catchUp`, the same pass reads back over the gap (CatchUp).
+ *
+ * A plain pass leaves out each kind a first-import backfill run holds (full-tier.ts
+ * firstImportRunning: the first day's `backfill`): the run reads every record anyway, and every
+ * call the active class makes is a page the run waits for (on the first day, bookings from today
+ * alone were ~17 pages a pass). The price: a missed webhook of a record the run already passed is
+ * read once the run ends, not within the interval. A catch-up reads every kind: a gap's changes to
+ * records the run already passed had no webhook at all.
  */
 export async function runActivePass(options: ActivePassOptions): Promise<ActivePassOutcome> {
   const { mirror, catchUp } = options;
   const startedAt = await mirror.clock();
-  const outcome: ActivePassOutcome = { calls: 0, records: 0, leftOpen: 0, recovered: 0, byKind: {} };
+  const outcome: ActivePassOutcome = { calls: 0, records: 0, leftOpen: 0, recovered: 0, byKind: {}, leftToImport: [] };
+  // Asked before each page, not once: a backfill that begins while the pass runs (the service's
+  // first pass, as the operator starts the first day's backfill) takes what the pass has not read yet.
+  const reads = async (kind: SyncedKind) => {
+    if (catchUp || !(await firstImportRunning(options.checkpoints, kind, (await mirror.clock()).getTime()))) return true;
+    if (!outcome.leftToImport.includes(kind)) outcome.leftToImport.push(kind);
+    return false;
+  };
   const seen = new Set<string>();
-  for (const status of ORDER_STATES.open) await readAll(options, outcome, "orders", { status }, seen);
+  for (const status of ORDER_STATES.open) await readAll(options, outcome, "orders", { status }, { seen, goOn: reads });
   // Today by UTC, the API's own zone for timestamps (spec part 2); after a gap, the day before it
   // began (a booking changed in the gap may be for any day since).
   const from = catchUp ? new Date(catchUp.gapStart.getTime() - DAY_MS) : startedAt;
   const fromDay = from.toISOString().slice(0, 10);
-  await readAll(options, outcome, "bookings", { from: fromDay });
-  await readAll(options, outcome, "menu-items", {});
+  await readAll(options, outcome, "bookings", { from: fromDay }, { goOn: reads });
+  await readAll(options, outcome, "menu-items", {}, { goOn: reads });
+  // Only after every open list was read whole: an order they did not return has left them.
+  if (!outcome.leftToImport.includes("orders") && (await reads("orders"))) await readBackLeftOpen(options, outcome, seen, startedAt);
+  return outcome;
+}
 
-  const leftOpen = (await openOrdersOfMirror(mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
+/**
+ * The open orders of the mirror that no open list returned (`seen`), created before the pass
+ * began: read back from the final lists (a catch-up reads every final list down to its horizon).
+ */
+async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassOutcome, seen: Set<string>, startedAt: Date) {
+  const leftOpen = (await openOrdersOfMirror(options.mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
   outcome.leftOpen = leftOpen.length;
-  if (leftOpen.length > 0 || catchUp) outcome.recovered = await readBackFinished(options, outcome, leftOpen);
+  if (leftOpen.length > 0 || options.catchUp) outcome.recovered = await readBackFinished(options, outcome, leftOpen);
   if (outcome.recovered < outcome.leftOpen)
     options.logger?.warn(
       { missing: outcome.leftOpen - outcome.recovered },
       "open orders of the mirror were in no list the active tier read: the full tier will find them",
     );
-  return outcome;
 }
 
 const DAY_MS = 86_400_000;
@@ -93,12 +118,20 @@ const DAY_MS = 86_400_000;
 const readPage = (options: ActivePassOptions, kind: SyncedKind, query: ListQuery) => (cursor: string | undefined) =>
   RESOURCES[kind].list(options.api, { ...query, cursor }, { priority: "active", clock: () => options.mirror.clock() });
 
-/** Reads every page of one list into the mirror; notes the ids it saw. */
-async function readAll(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, query: ListQuery, seen?: Set<string>) {
+/** Reads every page of one list into the mirror, while `goOn` says so before each; notes the ids it saw. */
+async function readAll(
+  options: ActivePassOptions,
+  outcome: ActivePassOutcome,
+  kind: SyncedKind,
+  query: ListQuery,
+  { seen, goOn }: { seen?: Set<string>; goOn: (kind: SyncedKind) => Promise<boolean> },
+) {
+  if (!(await goOn(kind))) return;
   const firstImport = await isFirstImport(options, kind);
   for await (const page of paginatePages(readPage(options, kind, query))) {
     await writePage(options, outcome, kind, page, firstImport);
     for (const r of page.data) seen?.add(r.id);
+    if (page.nextCursor !== null && !(await goOn(kind))) break;
   }
 }
 

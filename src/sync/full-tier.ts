@@ -64,6 +64,9 @@ export async function runFullSlice(options: FullSliceOptions): Promise<FullSlice
       budget: "full",
       changes: options.changes,
       maxPages: left,
+      // A backfill of the whole list that starts meanwhile takes the kind over (runningOrDuePass):
+      // the slice stops before its next page instead of reading what the backfill reads again.
+      goOn: async () => !backfillRunning(await options.checkpoints.list("backfill"), kind, (await options.mirror.clock()).getTime()),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
@@ -106,15 +109,42 @@ async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Pr
 
 /**
  * Whether a backfill of the whole list (no `--since`) is walking `kind` now or will in this run:
- * the kind's checkpoint unfinished, and the run alive — one of its kinds saved within
- * BACKFILL_ALIVE_MS (a run starts every kind's checkpoint at once, then walks them in turn).
+ * the kind's checkpoint unfinished, and the run alive (runAlive).
  */
 export function backfillRunning(backfills: readonly SyncCheckpoint[], kind: string, now: number): boolean {
   const own = backfills.find((b) => b.kind === kind);
   if (own?.since !== null || own.passCompletedAt !== null) return false;
-  const run = backfills.filter((b) => b.since === null && b.passStartedAt.getTime() >= own.passStartedAt.getTime() - BACKFILL_ALIVE_MS);
-  return run.some((b) => now - b.updatedAt.getTime() < BACKFILL_ALIVE_MS);
+  return runAlive(runOf(backfills, own), now);
 }
+
+/**
+ * Whether `kind` is left to a first import now: a whole-list backfill run that holds it is still
+ * going (one of its kinds unfinished, the run alive), and no walk of the kind's whole list (full
+ * pass or backfill) had completed before that run began — the mirror never held the whole list,
+ * whatever a first active pass or webhook refresh wrote into it. The run reads every record of the
+ * kind anyway, so the active tier leaves the kind to it (active-tier.ts) until the run ends, the
+ * kinds it completed too (the run is one import); a run that stops saving leaves them to the
+ * active tier again.
+ */
+export async function firstImportRunning(checkpoints: SyncCheckpoints, kind: SyncedKind, now: number): Promise<boolean> {
+  const [full, backfills] = await Promise.all([checkpoints.get("full", kind), checkpoints.list("backfill")]);
+  const own = backfills.find((b) => b.kind === kind);
+  if (own?.since !== null) return false;
+  const run = runOf(backfills, own);
+  if (!run.some((b) => b.passCompletedAt === null) || !runAlive(run, now)) return false;
+  const began = own.passStartedAt.getTime();
+  return ![full, own].some((c) => c?.lastCompleteAt && c.lastCompleteAt.getTime() < began);
+}
+
+/**
+ * The whole-list backfill run `own` belongs to: a run starts every kind's checkpoint at once, then
+ * walks them in turn, so its checkpoints began within BACKFILL_ALIVE_MS of each other.
+ */
+const runOf = (backfills: readonly SyncCheckpoint[], own: SyncCheckpoint) =>
+  backfills.filter((b) => b.since === null && Math.abs(b.passStartedAt.getTime() - own.passStartedAt.getTime()) <= BACKFILL_ALIVE_MS);
+
+/** A run is alive while one of its kinds saved within BACKFILL_ALIVE_MS. */
+const runAlive = (run: readonly SyncCheckpoint[], now: number) => run.some((b) => now - b.updatedAt.getTime() < BACKFILL_ALIVE_MS);
 
 /** Whether a backfill of the whole list that began after the full pass `pass` began has completed. */
 function coveredBy(pass: SyncCheckpoint, backfill: SyncCheckpoint | undefined): boolean {

@@ -26,6 +26,8 @@ export interface WalkOptions {
   maxPages?: number;
   /** Stops before the next page once aborted (Ctrl-C); the page in hand is written and saved first. */
   signal?: AbortSignal;
+  /** Asked before each page: false pauses the walk there (the full tier's pass, once a backfill walks its kind). */
+  goOn?: () => Promise<boolean>;
   logger?: Logger;
   onPage?: (checkpoint: SyncCheckpoint, page: { records: number }) => void;
 }
@@ -69,6 +71,7 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
   let order = createListOrder();
   let cursors = createCursorGuard(checkpoint.cursor ?? undefined);
   while (pages < maxPages && !options.signal?.aborted) {
+    if (options.goOn && !(await options.goOn())) break;
     let page: Page;
     try {
       page = await readPage(options, checkpoint);

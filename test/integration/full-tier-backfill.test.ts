@@ -79,6 +79,35 @@ describe("the full tier while a backfill walks the whole list", () => {
     expect(await checkpoints.get("full", "orders")).toMatchObject({ pages: 1, passCompletedAt: null });
   });
 
+  it("stops a slice that is walking the kind before its next page once the backfill begins", async () => {
+    // 300 orders and more: a slice of 5 pages would read 4 (every page of the list).
+    let saved = 0;
+    const watched: SyncCheckpoints = {
+      ...checkpoints,
+      // After the slice's second page, a user's backfill of the whole list begins.
+      advance: async (from, to) => {
+        const ok = await checkpoints.advance(from, to);
+        if (from.tier === "full" && ++saved === 2) await checkpoints.start("backfill", "orders", { firstImport: true });
+        return ok;
+      },
+    };
+    const outcome = await runFullSlice({
+      api,
+      mirror,
+      checkpoints: watched,
+      changes: { writer: createMirrorWriter(mirror), source: "reconcile" },
+      kinds: ["orders"],
+      intervalMs: 3_600_000,
+      maxPages: 5,
+      logger,
+    });
+    expect(outcome.pages).toBe(2);
+    expect(outcome.kinds.orders?.state).toBe("paused");
+    expect(orderCalls()).toBe(2);
+    // Paused, not ended: should the backfill stop for good, the pass goes on from page 2.
+    expect(await checkpoints.get("full", "orders")).toMatchObject({ pages: 2, passCompletedAt: null });
+  });
+
   it("leaves a kind the running backfill has not reached yet to it: bookings wait while the backfill is on orders", async () => {
     const stop = new AbortController();
     await runBackfill({
