@@ -3,7 +3,7 @@ import type { MirrorRecord, MirrorStore } from "../mirror/store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { paginatePages, type ApiClient } from "../upstream/index.js";
 import type { ChangeSource } from "../events/change-events.js";
-import { isFirstImport, sourceOf, type SweepChanges } from "./change-source.js";
+import { isFirstImport, sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { firstImportRunning } from "./full-tier.js";
 import { createListOrder } from "./list-order.js";
 import { ORDER_STATES, RESOURCES, type ListQuery, type Page, type SyncedKind } from "./resources.js";
@@ -129,18 +129,18 @@ async function readAll(
   if (!(await goOn(kind))) return;
   const firstImport = await isFirstImport(options, kind);
   for await (const page of paginatePages(readPage(options, kind, query))) {
-    await writePage(options, outcome, kind, page, firstImport);
+    await writeTallied(options, outcome, kind, page, firstImport);
     for (const r of page.data) seen?.add(r.id);
     if (page.nextCursor !== null && !(await goOn(kind))) break;
   }
 }
 
-async function writePage(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, page: Page, firstImport: boolean) {
+async function writeTallied(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, page: Page, firstImport: boolean) {
   const read = page.data.length + page.refused.length;
   outcome.calls++;
   outcome.records += read;
-  const source = firstImport ? "backfill" : await sourceOf(options.changes, kind, page.data);
-  const { changes } = await options.changes.writer.write(kind, page.data, page.readAt, source, page.refused);
+  const source = await sweepSource(options.changes, kind, page, firstImport);
+  const { changes } = await writePage(options.mirror, options.changes.writer, kind, page, source);
   const tally = (outcome.byKind[kind] ??= { checked: 0, corrected: 0 });
   tally.checked += read;
   tally.corrected += changes.length;
@@ -166,7 +166,7 @@ async function readBackFinished(options: ActivePassOptions, outcome: ActivePassO
     let pages = 0;
     const order = createListOrder();
     for await (const page of paginatePages(readPage(options, "orders", { status }))) {
-      await writePage(options, outcome, "orders", page, firstImport);
+      await writeTallied(options, outcome, "orders", page, firstImport);
       for (const r of page.data) wanted.delete(r.id);
       order.observe(page.data.map(sortKey));
       const foundAll = wanted.size === 0 || order.passed(oldest);

@@ -1,10 +1,29 @@
 import type { ChangeSource } from "../events/change-events.js";
-import type { MirrorChange, MirrorStore } from "../mirror/store.js";
+import type { MirrorChange, MirrorStore, UpsertResult } from "../mirror/store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { PendingIds } from "./refresh-scheduler.js";
 import { WHOLE_MENU } from "./refresh-scheduler.js";
-import { RESOURCES, type SyncedKind } from "./resources.js";
+import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
 import type { MirrorWriter, SourceOf } from "../mirror/mirror-writer.js";
+
+/**
+ * Writes one page the API answered, as every reader does: through `writer` with its changes'
+ * source, or without one (`backfill --no-changes`) a plain upsert that emits no change events.
+ */
+export function writePage(
+  mirror: MirrorStore,
+  writer: MirrorWriter | undefined,
+  kind: SyncedKind,
+  page: Page,
+  source: SourceOf,
+): Promise<UpsertResult> {
+  if (!writer) return mirror.upsert(kind, page.data, page.readAt, { refused: page.refused });
+  return writer.write(kind, page.data, page.readAt, source, page.refused);
+}
+
+/** A sweep page's source: a first import's writes are `backfill`, whatever the walker (no missed-webhook storm). */
+export const sweepSource = async (changes: SweepChanges, kind: SyncedKind, page: Page, firstImport: boolean): Promise<SourceOf> =>
+  firstImport ? "backfill" : sourceOf(changes, kind, page.data);
 
 /** How a sweep's writes produce change events. */
 export interface SweepChanges {

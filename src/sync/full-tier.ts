@@ -77,7 +77,7 @@ export async function runFullSlice(options: FullSliceOptions): Promise<FullSlice
         { kind, records: walked.checkpoint.records, pages: walked.checkpoint.pages },
         "full reconciliation pass complete",
       );
-    if (walked.state === "unreadable") await giveUpPass(options, walked.checkpoint, walked.error);
+    if (walked.error) await giveUpPass(options, walked.checkpoint, walked.error);
     // Another slice holds this pass: leave the rest of the work to it.
     if (walked.state === "lost") break;
   }

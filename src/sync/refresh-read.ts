@@ -2,6 +2,7 @@ import type { MirrorStore } from "../mirror/store.js";
 import { paginatePages, type ApiClient } from "../upstream/index.js";
 import { createListOrder } from "./list-order.js";
 import type { MirrorWriter } from "../mirror/mirror-writer.js";
+import { writePage } from "./change-source.js";
 import type { PlannedRead } from "./read-plan.js";
 import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
 
@@ -46,7 +47,7 @@ export async function runRead(ctx: RefreshReadContext, plan: PlannedRead): Promi
   const missing = () => plan.targets.filter((t) => !outcome.seen.has(t.id));
   for await (const page of paginatePages((cursor) => readPage(ctx, plan, cursor))) {
     outcome.calls++;
-    outcome.written += await writePage(ctx, page, outcome.seen);
+    outcome.written += await writeSeen(ctx, page, outcome.seen);
     const keys = page.data.map(sortKey);
     order.observe(keys);
     if (upper !== undefined && keys.some((k) => k > upper)) outcome.upperBoundIgnored = true;
@@ -61,10 +62,8 @@ export async function runRead(ctx: RefreshReadContext, plan: PlannedRead): Promi
 }
 
 /** Writes a page (source `webhook`) and adds the ids it read to `seen`, rejected ones too. */
-async function writePage(ctx: RefreshReadContext, page: Page, seen: Set<string>): Promise<number> {
-  const result = ctx.writer
-    ? await ctx.writer.write(ctx.kind, page.data, page.readAt, "webhook", page.refused)
-    : await ctx.mirror.upsert(ctx.kind, page.data, page.readAt, { refused: page.refused });
+async function writeSeen(ctx: RefreshReadContext, page: Page, seen: Set<string>): Promise<number> {
+  const result = await writePage(ctx.mirror, ctx.writer, ctx.kind, page, "webhook");
   for (const record of page.data) seen.add(record.id);
   // A record set aside was read all the same: its id is forgotten as read (reported, not retried forever).
   for (const { id } of result.rejected) if (id !== undefined) seen.add(id);

@@ -3,7 +3,7 @@ import { CHANGE_KIND_OF } from "../mirror/change-outbox.js";
 import { TABLE_OF } from "../mirror/mirror-rows.js";
 import type { MirrorKind, MirrorRecord, RefusedUpstreamRecord } from "../mirror/store.js";
 import type { ApiClient, BudgetClass } from "../upstream/index.js";
-import { orderStatusRank } from "../upstream/models.js";
+import { ORDER_STATUS_RANK, ORDER_STATUSES, orderStatusRank } from "../upstream/models.js";
 
 export type SyncedKind = Exclude<MirrorKind, "reviews">;
 
@@ -71,19 +71,16 @@ const dateField =
     return typeof value === "string" ? Date.parse(value) : NaN;
   };
 
-const FORWARD = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"];
-
 /**
- * The statuses an order in `status` may be in now, the carried one first (docs/upstream.md): the
- * forward steps, CANCELLED from any non-final state, REFUNDED from a paid order (any status but
- * REFUNDED). Unknown: undefined (no status filter can be trusted).
+ * The statuses an order in `status` may be in now, the carried one first (docs/upstream.md): from
+ * an open one every status of a higher rank (the forward steps, CANCELLED, REFUNDED from a paid
+ * order); from DELIVERED or CANCELLED only REFUNDED. Unknown: undefined (no status filter can be trusted).
  */
 export function statusesFrom(status: string): string[] | undefined {
-  const step = FORWARD.indexOf(status);
-  if (step >= 0 && step < FORWARD.length - 1) return [...FORWARD.slice(step), "CANCELLED", "REFUNDED"];
-  if (status === "DELIVERED" || status === "CANCELLED") return [status, "REFUNDED"];
-  if (status === "REFUNDED") return [status];
-  return undefined;
+  const rank = orderStatusRank(status);
+  if (rank === undefined) return undefined;
+  if (ORDER_STATES.final.includes(status)) return status === "REFUNDED" ? [status] : [status, "REFUNDED"];
+  return ORDER_STATUSES.filter((s) => ORDER_STATUS_RANK[s] >= rank);
 }
 
 /** The orders' state order: the table's one row with states. */

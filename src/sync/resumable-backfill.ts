@@ -96,7 +96,7 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillOut
     });
     if (walked.state === "lost") throw new BackfillConflictError(kind);
     // The checkpoint stays at the last good page: a run after the upstream is fixed goes on from there.
-    if (walked.state === "unreadable") throw walked.error;
+    if (walked.error) throw walked.error;
     if (walked.state !== "complete") return { totals, state: "interrupted" };
   }
   return { totals, state: "complete" };

@@ -8,7 +8,7 @@ import {
   type ApiClient,
   type BudgetClass,
 } from "../upstream/index.js";
-import { sourceOf, type SweepChanges } from "./change-source.js";
+import { sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { createListOrder, type ListOrder } from "./list-order.js";
 import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
 
@@ -32,28 +32,22 @@ export interface WalkOptions {
   onPage?: (checkpoint: SyncCheckpoint, page: { records: number }) => void;
 }
 
-export type WalkOutcome = {
+export interface WalkOutcome {
   /** Where the pass stands: after the last page written and saved. */
   checkpoint: SyncCheckpoint;
   /** Pages read by this walk (not the whole pass). */
   pages: number;
-} & (
-  | {
-      /** complete: reached the end; paused: bound or abort; lost: another walker of the same pass saved first. */
-      state: "complete" | "paused" | "lost";
-    }
-  | {
-      /**
-       * The API's answer at the checkpoint's cursor can never be walked on from (too large, more
-       * records than asked for, a cursor the walk was already handed): the checkpoint stays at
-       * the last good page, and the caller decides what becomes of the pass. Other failures
-       * (a 5xx, a body that is not JSON: a proxy's page during a deploy) are thrown, and the
-       * next run goes on from the checkpoint.
-       */
-      state: "unreadable";
-      error: UpstreamPageRefusedError;
-    }
-);
+  /** complete: reached the end; paused: bound, abort or `goOn`; lost: another walker of the same pass saved first. */
+  state: "complete" | "paused" | "lost" | "unreadable";
+  /**
+   * Unreadable: the API's answer at the checkpoint's cursor can never be walked on from (too
+   * large, more records than asked for, a cursor the walk was already handed): the checkpoint
+   * stays at the last good page, and the caller decides what becomes of the pass. Other failures
+   * (a 5xx, a body that is not JSON: a proxy's page during a deploy) are thrown, and the next run
+   * goes on from the checkpoint.
+   */
+  error?: UpstreamPageRefusedError;
+}
 
 /**
  * Walks one kind's whole list from the checkpoint's cursor, writing each page into the mirror
@@ -91,7 +85,8 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
     pages++;
     const byFilter = RESOURCES[kind].filters.includes("from");
     const cut = checkpoint.since !== null && !byFilter ? cutBySortKey(kind, page, checkpoint.since, order) : { page, past: false };
-    await writePage(options, checkpoint, cut.page);
+    const source = options.changes ? await sweepSource(options.changes, kind, cut.page, checkpoint.firstImport) : "backfill";
+    await writePage(options.mirror, options.changes?.writer, kind, cut.page, source);
     // Records read, those the client set aside as out of shape included (the checkpoint counts them too).
     const read = { records: cut.page.data.length + cut.page.refused.length };
     const progress: CheckpointProgress = {
@@ -128,17 +123,6 @@ function readPage(options: WalkOptions, checkpoint: SyncCheckpoint): Promise<Pag
   const from = filters.includes("from") ? (checkpoint.since ?? undefined) : undefined;
   const opts = { priority: options.budget, clock: () => options.mirror.clock() };
   return list(options.api, { cursor: checkpoint.cursor ?? undefined, from }, opts);
-}
-
-async function writePage(options: WalkOptions, checkpoint: SyncCheckpoint, page: Page): Promise<void> {
-  const { changes, kind, mirror } = options;
-  if (!changes) {
-    await mirror.upsert(kind, page.data, page.readAt, { refused: page.refused });
-    return;
-  }
-  // A first import's writes are `backfill`, whatever the walker: no missed-webhook storm.
-  const source = checkpoint.firstImport ? "backfill" : await sourceOf(changes, kind, page.data);
-  await changes.writer.write(kind, page.data, page.readAt, source, page.refused);
 }
 
 /**
