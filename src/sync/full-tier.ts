@@ -176,17 +176,3 @@ export function lastWholePassStart(full: SyncCheckpoint | undefined, backfill: S
     .map((c) => c.passStartedAt.getTime());
   return starts.length > 0 ? Math.max(...starts) : undefined;
 }
-
-/**
- * When the last complete full pass of every kind was (the oldest kind's), or undefined until each
- * kind has completed one: "the mirror was checked against the whole upstream by then".
- */
-export function lastCompleteFullPass(checkpoints: readonly SyncCheckpoint[], kinds: readonly string[] = SYNCED_KINDS): Date | undefined {
-  let oldest: Date | undefined;
-  for (const kind of kinds) {
-    const at = checkpoints.find((c) => c.kind === kind)?.lastCompleteAt;
-    if (!at) return undefined;
-    if (!oldest || at < oldest) oldest = at;
-  }
-  return oldest;
-}

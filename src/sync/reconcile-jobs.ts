@@ -30,9 +30,6 @@ export const RECONCILE_JOBS = {
   backfill: "backfill",
 } as const;
 
-export interface ActiveJobData {
-  requestedBy?: string;
-}
 export interface CatchUpJobData {
   /** ISO instant: when the gap began (worker/gap-watch.ts). */
   gapStart: string;
@@ -109,7 +106,7 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
   };
   return {
     [RECONCILE_JOBS.active]: async (job, token) => {
-      const byOperator = (job.data as ActiveJobData).requestedBy === "operator";
+      const byOperator = (job.data as { requestedBy?: string }).requestedBy === "operator";
       // A catch-up waiting to run reads all a tick would and more: the tick would only read it twice.
       if (!byOperator && (await catchUpQueued(deps.queue))) return { skipped: "a catch-up pass is queued" };
       const outcome = await activePass(job, token);

@@ -5,17 +5,16 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { EventLog } from "../mirror/event-log.js";
 import type { StepStore } from "../mirror/step-store.js";
 import type { MirrorStore } from "../mirror/store.js";
-import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
+import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { Upstream } from "./metered-upstream.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import type { RefreshRequests } from "./refresh-requests.js";
 import type { MirrorWriter } from "../mirror/mirror-writer.js";
-import { lastCompleteFullPass } from "../sync/full-tier.js";
 import { reconcileProcessors } from "../sync/reconcile-jobs.js";
 import { refreshKind } from "../sync/refresh-kind.js";
 import { createRefreshJob } from "../sync/refresh-job.js";
 import { createRefreshPace } from "../sync/refresh-pace.js";
-import type { SyncedKind } from "../sync/resources.js";
+import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 import type { SyncJobProcessors } from "./sync-worker.js";
 
 /**
@@ -112,4 +111,18 @@ export function collectFullTier(metrics: Metrics, checkpoints: SyncCheckpoints, 
     // "A complete pass", as before the tiers; the worker's start until one has completed.
     metrics.reconcileLastSuccess.set(Math.max(startedAt, complete?.getTime() ?? 0) / 1000);
   });
+}
+
+/**
+ * When the last complete full pass of every kind was (the oldest kind's), or undefined until each
+ * kind has completed one: "the mirror was checked against the whole upstream by then".
+ */
+function lastCompleteFullPass(checkpoints: readonly SyncCheckpoint[]): Date | undefined {
+  let oldest: Date | undefined;
+  for (const kind of SYNCED_KINDS) {
+    const at = checkpoints.find((c) => c.kind === kind)?.lastCompleteAt;
+    if (!at) return undefined;
+    if (!oldest || at < oldest) oldest = at;
+  }
+  return oldest;
 }
