@@ -278,13 +278,20 @@ export async function benchGaps(t: SyncBenchTargets & { log: (s: string) => void
 const fmt = (n: number, digits = 0) =>
   Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "—";
 
+/** The first day's paragraph in Markdown; `byRead` adds where its calls went. */
+export function firstDayReport(d: FirstDayResult, byRead = false): string[] {
+  return [
+    `**First day**: the service running over an empty mirror (reconciliation at its defaults) while 1 event/s of live traffic arrives; \`svc-webhooks backfill\` of ${fmt(d.records)} records (${fmt(d.historyOrders)} orders, bookings, menu items) took ${fmt(d.seconds, 1)} s: **${fmt(d.recordsPerMinute)} records/min, ${fmt(d.ofPhysicalLimit, 2)} of the physical limit** (target ≥ 0.8); ${fmt(d.callsPerMinute)} calls/min, ${d.rateLimited} 429s, ${fmt(d.orderListCalls)} calls to the company's order list (one walk is ${fmt(Math.ceil(d.historyOrders / 100))} pages). Webhooks meanwhile: ${fmt(d.liveChanges)} changes, **p99 ${fmt(d.liveP99, 1)} s** (max ${fmt(d.liveMax, 1)} s), ${d.liveLost} lost (target p99 ≤ 10 s).`,
+    ...(byRead ? ["", `Calls during the backfill by read: ${d.callsByRead.map(([read, n]) => `${read} ${n}`).join("; ")}.`] : []),
+  ];
+}
+
 /** The gaps part's tables in Markdown (bench/results and the docs' sync-gaps section). */
 export function gapsReport(r: GapsBenchResult): string[] {
-  const d = r.firstDay;
   return [
     `Where the mirror may be wrong: sandbox at 120 calls/min, 40 restaurants, histories of 30 days ending now (whole run ${fmt(r.seconds / 60, 1)} min). Physical limit: 120 calls × 100 records = ${fmt(PHYSICAL_RECORDS_PER_MINUTE)} records/min.`,
     "",
-    `**First day**: the service running over an empty mirror (reconciliation at its defaults) while 1 event/s of live traffic arrives; \`svc-webhooks backfill\` of ${fmt(d.records)} records (${fmt(d.historyOrders)} orders, bookings, menu items) took ${fmt(d.seconds, 1)} s: **${fmt(d.recordsPerMinute)} records/min, ${fmt(d.ofPhysicalLimit, 2)} of the physical limit** (target ≥ 0.8); ${fmt(d.callsPerMinute)} calls/min, ${d.rateLimited} 429s, ${fmt(d.orderListCalls)} calls to the company's order list (one walk is ${fmt(Math.ceil(d.historyOrders / 100))} pages). Webhooks meanwhile: ${fmt(d.liveChanges)} changes, **p99 ${fmt(d.liveP99, 1)} s** (max ${fmt(d.liveMax, 1)} s), ${d.liveLost} lost (target p99 ≤ 10 s).`,
+    ...firstDayReport(r.firstDay),
     "",
     "| outage (every process down, upstream going on, no webhook) | history | records changed meanwhile | restart → mirror right again | API calls until then | 429s | target |",
     "|---|---:|---:|---:|---:|---:|---|",

@@ -7,7 +7,7 @@ import { loadConfig } from "../src/config/index.js";
 import { createLogger } from "../src/logging/logger.js";
 import { createSandbox, type Order, type Sandbox, type TrafficChange } from "../src/sandbox/index.js";
 import { createService, type Service } from "../src/service.js";
-import { RECONCILE_JOBS } from "../src/worker/sync/reconcile-jobs.js";
+import { RECONCILE_JOBS } from "../src/sync/reconcile-jobs.js";
 import type { EventHandlers } from "../src/worker/handler-context.js";
 import { waitFor } from "../test/helpers/wait-for.js";
 import { BENCH_SECRET } from "./lib/pool.js";

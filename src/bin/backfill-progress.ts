@@ -1,4 +1,4 @@
-import type { BackfillProgress } from "../worker/sync/resumable-backfill.js";
+import type { BackfillProgress } from "../sync/resumable-backfill.js";
 
 /**
  * The progress line of `svc-webhooks backfill` for one kind: records so far, the rate of this

@@ -6,7 +6,9 @@ import type { MirrorChange, MirrorKind } from "./store.js";
 import { expectDefined } from "../expect-defined.js";
 
 /** The change kind of each mirror kind that produces change events (reviews are stored as delivered: none). */
-export const CHANGE_KIND_OF: Partial<Record<MirrorKind, ChangeKind>> = { orders: "order", bookings: "booking", "menu-items": "menu_item" };
+export const CHANGE_KIND_OF = { orders: "order", bookings: "booking", "menu-items": "menu_item" } as const satisfies Partial<
+  Record<MirrorKind, ChangeKind>
+>;
 
 /** A change as recorded in the outbox, with its id and the source it was attributed to. */
 export type RecordedChange = ChangeEvent;
@@ -28,7 +30,7 @@ export async function insertChanges(
 ): Promise<RecordedChange[]> {
   const recorded: RecordedChange[] = [];
   for (const change of changes) {
-    const kind = CHANGE_KIND_OF[change.kind];
+    const kind = (CHANGE_KIND_OF as Partial<Record<MirrorKind, ChangeKind>>)[change.kind];
     if (!kind) continue;
     const data: ChangeData = {
       kind,

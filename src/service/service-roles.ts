@@ -6,7 +6,7 @@ import { createStreamSink, type StreamSink } from "../queue/stream-sink.js";
 import { activeTraceparent } from "../tracing/trace-context.js";
 import type { Tracing } from "../tracing/tracing.js";
 import type { EventHandlers } from "../worker/handler-context.js";
-import type { SyncJobProcessors } from "../worker/sync/sync-worker.js";
+import type { SyncJobProcessors } from "../worker/sync-worker.js";
 import { createWorkerRole, type WorkerRole } from "../worker/worker-role.js";
 import type { RedisConnections } from "./redis-connections.js";
 

@@ -28,6 +28,10 @@ export const ORDER_STATUS_RANK = {
   REFUNDED: 6,
 } as const satisfies Record<OrderStatus, number>;
 
+/** An order status's ORDER_STATUS_RANK; undefined for a value the spec does not show (never a rank). */
+export const orderStatusRank = (status: unknown): number | undefined =>
+  typeof status === "string" && Object.hasOwn(ORDER_STATUS_RANK, status) ? ORDER_STATUS_RANK[status as OrderStatus] : undefined;
+
 export const orderItemSchema = z.looseObject({
   id: z.string(),
   menuItemId: z.string(),

@@ -8,7 +8,7 @@ import type { EventJobData } from "../queue/event-job.js";
 import { activeTraceparent } from "../tracing/trace-context.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { createChangeRelay, type ChangeRelay } from "./change-relay.js";
-import { createMirrorWriter, type MirrorWriter } from "./sync/mirror-writer.js";
+import { createMirrorWriter, type MirrorWriter } from "../mirror/mirror-writer.js";
 
 export interface ChangeFeed {
   /** How sync code writes the mirror: each change it makes is recorded in the outbox with the write. */

@@ -12,8 +12,8 @@ import { createDurableSteps } from "./durable-steps.js";
 import type { EventHandlers, HandlerContext, SharedHandlerContext } from "./handler-context.js";
 import { logRegisteredHandlers } from "./registered-handlers.js";
 import { createReloadableRegistry, type ReloadableRegistry } from "./reloadable-registry.js";
-import type { RefreshScheduler } from "./sync/refresh-scheduler.js";
-import { createSyncHandlers } from "./sync/sync-handlers.js";
+import type { RefreshScheduler } from "../sync/refresh-scheduler.js";
+import { createSyncHandlers } from "../sync/sync-handlers.js";
 import { stepAwareApi } from "./step-aware-api.js";
 
 export interface HandlerTable extends ReloadableRegistry<HandlerContext> {

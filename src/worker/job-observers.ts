@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { isKnownEventType } from "../events/catalog.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { EventJobData } from "../queue/event-job.js";
-import { RECONCILE_JOBS } from "./sync/reconcile-jobs.js";
+import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import { isDeadLetterPlacement } from "../queue/event-worker.js";
 
 /** Job names are event types, which senders choose: keep the label set bounded. */

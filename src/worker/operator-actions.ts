@@ -12,9 +12,9 @@ import { bulkReplays } from "./bulk-replay.js";
 import { OperatorActionError } from "./operator-action-error.js";
 import { replayJob } from "./replay-events.js";
 import { removeReplayedFailedJobs } from "./remove-replayed-failed-jobs.js";
-import { RECONCILE_JOBS } from "./sync/reconcile-jobs.js";
-import type { RefreshNote, RefreshScheduler } from "./sync/refresh-scheduler.js";
-import { SYNCED_KINDS, type SyncedKind } from "./sync/synced-kinds.js";
+import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
+import type { RefreshNote, RefreshScheduler } from "../sync/refresh-scheduler.js";
+import { RESOURCES, SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 import { printable } from "../mirror/id-text.js";
 
 /**
@@ -125,7 +125,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
           "invalid_request",
           `${kind} are stored as delivered: only ${SYNCED_KINDS.join(", ")} are read from the API`,
         );
-      await deps.refresh.request(kind as SyncedKind, restaurantId, kind === "menu-items" ? undefined : id, note);
+      await deps.refresh.request(kind as SyncedKind, restaurantId, RESOURCES[kind as SyncedKind].tracksIds ? id : undefined, note);
     },
 
     /**

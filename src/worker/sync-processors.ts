@@ -5,17 +5,17 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { EventLog } from "../mirror/event-log.js";
 import type { StepStore } from "../mirror/step-store.js";
 import type { MirrorStore } from "../mirror/store.js";
-import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
+import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { Upstream } from "./metered-upstream.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import type { RefreshRequests } from "./refresh-requests.js";
-import type { MirrorWriter } from "./sync/mirror-writer.js";
-import { collectFullTier, reconcileProcessors, showActiveTier } from "./sync/reconcile-jobs.js";
-import { refreshKind } from "./sync/refresh-kind.js";
-import { createRefreshJob } from "./sync/refresh-job.js";
-import { createRefreshPace } from "./sync/refresh-pace.js";
-import type { SyncedKind } from "./sync/synced-kinds.js";
-import type { SyncJobProcessors } from "./sync/sync-worker.js";
+import type { MirrorWriter } from "../mirror/mirror-writer.js";
+import { reconcileProcessors } from "../sync/reconcile-jobs.js";
+import { refreshKind } from "../sync/refresh-kind.js";
+import { createRefreshJob } from "../sync/refresh-job.js";
+import { createRefreshPace } from "../sync/refresh-pace.js";
+import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
+import type { SyncJobProcessors } from "./sync-worker.js";
 
 /**
  * What runs each job of the sync queue: the hourly prune of the event log (and its steps) always;
@@ -86,4 +86,43 @@ export function syncProcessors(deps: {
       logger,
     }),
   );
+}
+
+/**
+ * The active tier's configured interval, and its last complete pass as this worker's start until
+ * one completes: the stall alert (deploy/prometheus/alerts.yml) compares the two.
+ */
+export function showActiveTier(metrics: Metrics, config: Config["worker"]): void {
+  const on = config.reconcileIntervalMs > 0 && config.reconcileActiveIntervalMs > 0;
+  metrics.reconcileActiveInterval.set(on ? config.reconcileActiveIntervalMs / 1000 : 0);
+  if (on) metrics.reconcileLastCompletePass.setToCurrentTime({ tier: "active" });
+}
+
+/** The full tier's progress and the age of its last complete pass, read at scrape time from the checkpoints. */
+export function collectFullTier(metrics: Metrics, checkpoints: SyncCheckpoints, startedAt: number): void {
+  metrics.addCollector(async () => {
+    const saved = await checkpoints.list("full");
+    for (const c of saved) {
+      metrics.fullPassRecords.set({ kind: c.kind }, c.records);
+      metrics.fullPassPages.set({ kind: c.kind }, c.pages);
+    }
+    const complete = lastCompleteFullPass(saved);
+    if (complete) metrics.reconcileLastCompletePass.set({ tier: "full" }, complete.getTime() / 1000);
+    // "A complete pass", as before the tiers; the worker's start until one has completed.
+    metrics.reconcileLastSuccess.set(Math.max(startedAt, complete?.getTime() ?? 0) / 1000);
+  });
+}
+
+/**
+ * When the last complete full pass of every kind was (the oldest kind's), or undefined until each
+ * kind has completed one: "the mirror was checked against the whole upstream by then".
+ */
+function lastCompleteFullPass(checkpoints: readonly SyncCheckpoint[]): Date | undefined {
+  let oldest: Date | undefined;
+  for (const kind of SYNCED_KINDS) {
+    const at = checkpoints.find((c) => c.kind === kind)?.lastCompleteAt;
+    if (!at) return undefined;
+    if (!oldest || at < oldest) oldest = at;
+  }
+  return oldest;
 }

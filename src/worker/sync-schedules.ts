@@ -3,10 +3,12 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { RedisClient } from "../redis/connection.js";
-import { createGapWatch, type GapWatch } from "./sync/gap-watch.js";
-import { enqueueCatchUp, scheduleReconcile } from "./sync/reconcile-jobs.js";
+import { createGapWatch, type GapWatch } from "./gap-watch.js";
+import { enqueueCatchUp, RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 
 const PRUNE_EVERY_MS = 3600_000;
+/** How often the full tier looks whether a pass is due (slices of a running pass chain on their own). */
+export const FULL_TICK_MS = 60_000;
 
 export interface SyncSchedules {
   /** Makes (or updates) the job schedulers: the reconciliation tiers' and the hourly prune. */
@@ -47,4 +49,25 @@ export function createSyncSchedules(deps: {
     logger: deps.logger,
   });
   return { schedule, gapWatch };
+}
+
+/** Keeps the schedulers of the tiers as the config says: RECONCILE_INTERVAL_SECONDS=0 turns every tier off. */
+export async function scheduleReconcile(queue: Queue, config: Config["worker"], enabled: boolean): Promise<void> {
+  // The single hourly sweep the tiers replace.
+  await queue.removeJobScheduler("reconcile");
+  const on = enabled && config.reconcileIntervalMs > 0;
+  if (on)
+    await queue.upsertJobScheduler(
+      RECONCILE_JOBS.full,
+      { every: Math.min(FULL_TICK_MS, config.reconcileIntervalMs) },
+      { name: RECONCILE_JOBS.full, data: {} },
+    );
+  else await queue.removeJobScheduler(RECONCILE_JOBS.full);
+  if (on && config.reconcileActiveIntervalMs > 0)
+    await queue.upsertJobScheduler(
+      RECONCILE_JOBS.active,
+      { every: config.reconcileActiveIntervalMs },
+      { name: RECONCILE_JOBS.active, data: {} },
+    );
+  else await queue.removeJobScheduler(RECONCILE_JOBS.active);
 }

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { StreamConsumer } from "../queue/stream-consumer.js";
 import { withTimeout } from "../queue/with-timeout.js";
 import type { ChangeRelay } from "./change-relay.js";
-import type { GapWatch } from "./sync/gap-watch.js";
+import type { GapWatch } from "./gap-watch.js";
 
 /** The running parts of a worker role, in the order they start. */
 export interface WorkerParts {

@@ -26,7 +26,7 @@ import { adoptNamedHandlerKeys } from "./registered-handlers.js";
 import { createRefreshRequests } from "./refresh-requests.js";
 import { syncProcessors } from "./sync-processors.js";
 import { createSyncSchedules } from "./sync-schedules.js";
-import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync/sync-worker.js";
+import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync-worker.js";
 import { workerLifecycle } from "./worker-lifecycle.js";
 
 export interface WorkerRole {

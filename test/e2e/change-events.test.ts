@@ -8,7 +8,7 @@ import { TEST_SECRET } from "../helpers/edge.js";
 import { nextJob, nextFinished } from "../helpers/job-events.js";
 import { importAll } from "../helpers/import-all.js";
 import { startStack, type Stack } from "../helpers/stack.js";
-import { RECONCILE_JOBS } from "../../src/worker/sync/reconcile-jobs.js";
+import { RECONCILE_JOBS } from "../../src/sync/reconcile-jobs.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 let stack: Stack | undefined;

@@ -3,8 +3,8 @@ import type { DatabaseSchema } from "../../src/mirror/database-schema.js";
 import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import type { ApiClient } from "../../src/upstream/index.js";
-import { runBackfill } from "../../src/worker/sync/resumable-backfill.js";
-import { SYNCED_KINDS, type SyncedKind } from "../../src/worker/sync/synced-kinds.js";
+import { runBackfill } from "../../src/sync/resumable-backfill.js";
+import { SYNCED_KINDS, type SyncedKind } from "../../src/sync/resources.js";
 
 /**
  * Reads the whole lists of `kinds` into the mirror through the walker production runs (a backfill

@@ -7,9 +7,9 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import pino from "pino";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
-import { createRefreshJob } from "../../src/worker/sync/refresh-job.js";
-import { createRefreshScheduler, type RefreshJobData } from "../../src/worker/sync/refresh-scheduler.js";
-import { createSyncWorker } from "../../src/worker/sync/sync-worker.js";
+import { createRefreshJob } from "../../src/sync/refresh-job.js";
+import { createRefreshScheduler, type RefreshJobData } from "../../src/sync/refresh-scheduler.js";
+import { createSyncWorker } from "../../src/worker/sync-worker.js";
 
 const [url, prefix, lockMs] = process.argv.slice(2);
 if (!url || !prefix || !lockMs) throw new Error("usage: refresh-holder <redisUrl> <prefix> <lockMs>");

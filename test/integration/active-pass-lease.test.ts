@@ -3,7 +3,7 @@ import { Queue, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { createActivePassLease } from "../../src/worker/sync/active-pass-lease.js";
+import { createActivePassLease } from "../../src/sync/active-pass-lease.js";
 import { redisKeys } from "../../src/redis/keys.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";

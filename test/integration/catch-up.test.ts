@@ -9,11 +9,11 @@ import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sy
 import { redisKeys } from "../../src/redis/keys.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
-import { runActivePass } from "../../src/worker/sync/active-tier.js";
-import type { SweepChanges } from "../../src/worker/sync/change-source.js";
-import { runFullSlice } from "../../src/worker/sync/full-tier.js";
-import { createGapWatch, gapThresholdMs } from "../../src/worker/sync/gap-watch.js";
-import { createMirrorWriter } from "../../src/worker/sync/mirror-writer.js";
+import { runActivePass } from "../../src/sync/active-tier.js";
+import type { SweepChanges } from "../../src/sync/change-source.js";
+import { runFullSlice } from "../../src/sync/full-tier.js";
+import { createGapWatch, gapThresholdMs } from "../../src/worker/gap-watch.js";
+import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
 // After a gap no webhook arrives for what changed in it (the spec shows no redelivery): the

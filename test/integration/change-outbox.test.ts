@@ -10,7 +10,7 @@ import type { MirrorStore } from "../../src/mirror/store.js";
 import type { EventJobData } from "../../src/queue/event-job.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { createChangeRelay, type ChangeRelayOptions } from "../../src/worker/change-relay.js";
-import { createMirrorWriter } from "../../src/worker/sync/mirror-writer.js";
+import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { later, menuItemRecord, orderRecord, reviewRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 import { waitFor } from "../helpers/wait-for.js";

@@ -7,11 +7,12 @@ import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
-import { runActivePass } from "../../src/worker/sync/active-tier.js";
-import type { SweepChanges } from "../../src/worker/sync/change-source.js";
-import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/worker/sync/full-tier.js";
-import { createMirrorWriter } from "../../src/worker/sync/mirror-writer.js";
-import { runBackfill } from "../../src/worker/sync/resumable-backfill.js";
+import { runActivePass } from "../../src/sync/active-tier.js";
+import type { SweepChanges } from "../../src/sync/change-source.js";
+import type { SyncedKind } from "../../src/sync/resources.js";
+import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/sync/full-tier.js";
+import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
+import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
 // A first import marks its checkpoint `first_import`: while it runs, every tier's writes of that
@@ -93,5 +94,86 @@ describe("first_import", () => {
     recorded = [];
     await runActivePass({ api, mirror, checkpoints, changes, logger });
     expect(new Set(recorded.map((e) => e.data.source))).toEqual(new Set(["backfill"]));
+  });
+});
+
+describe("the active tier while a first-import backfill runs", () => {
+  /** A backfill of `kinds` in that order, stopped after its first page of orders: as if still running (it saved just now). */
+  async function backfillRunning(kinds: SyncedKind[] = ["orders", "bookings", "menu-items"], restart = false) {
+    const stop = new AbortController();
+    const outcome = await runBackfill({
+      api,
+      mirror,
+      checkpoints,
+      kinds,
+      restart,
+      writer: changes.writer,
+      signal: stop.signal,
+      onProgress: (p) => {
+        if (p.kind === "orders" && p.checkpoint.pages >= 1) stop.abort();
+      },
+    });
+    expect(outcome.state).toBe("interrupted");
+  }
+  const listCalls = () => sandbox.requestLog.filter((r) => /\/(orders|bookings|menu)/.test(r.path)).length;
+  const active = () => runActivePass({ api, mirror, checkpoints, changes, logger });
+
+  it("leaves every kind of the run to it, though a first pass wrote part of them; reads them once the run stopped saving", async () => {
+    // The service's first active pass, before the backfill began: the mirror is no longer empty.
+    expect((await active()).leftToImport).toEqual([]);
+    await backfillRunning();
+    expect(await checkpoints.get("backfill", "orders")).toMatchObject({ firstImport: false });
+    const before = listCalls();
+    expect(await active()).toMatchObject({ calls: 0, leftToImport: ["orders", "bookings", "menu-items"] });
+    expect(listCalls()).toBe(before);
+
+    await sql`update sync_checkpoints set updated_at = clock_timestamp() - ${`${BACKFILL_ALIVE_MS + 1000} milliseconds`}::interval
+      where tier = 'backfill'`.execute(database.db);
+    const after = await active();
+    expect(after.leftToImport).toEqual([]);
+    expect(Object.keys(after.byKind).sort()).toEqual(["bookings", "menu-items", "orders"]);
+    expect(listCalls()).toBe(before + after.calls);
+  });
+
+  it("leaves a kind the run completed to it until the run ends; reads a kind the run does not hold", async () => {
+    await backfillRunning(["menu-items", "orders"]);
+    expect(await checkpoints.get("backfill", "menu-items")).toMatchObject({ passCompletedAt: expect.any(Date) as unknown });
+    const outcome = await active();
+    expect(outcome.leftToImport).toEqual(["orders", "menu-items"]);
+    expect(Object.keys(outcome.byKind)).toEqual(["bookings"]);
+  });
+
+  it("reads a kind the run re-reads: its whole list was read before the run began", async () => {
+    expect((await runBackfill({ api, mirror, checkpoints, kinds: ["orders"], writer: changes.writer })).state).toBe("complete");
+    await backfillRunning(["orders", "bookings", "menu-items"], true);
+    expect(await checkpoints.get("backfill", "orders")).toMatchObject({ pages: 1, passCompletedAt: null });
+    expect((await active()).leftToImport).toEqual(["bookings", "menu-items"]);
+  });
+
+  it("a pass that is running when the run begins leaves it the rest, from the next page on", async () => {
+    // The service's first pass as the operator starts the first day's backfill: after the first of
+    // the PENDING list's two pages.
+    const startsRun: ApiClient = {
+      ...api,
+      listOrders: async (query, opts) => {
+        const page = await api.listOrders(query, opts);
+        if (query?.status === "PENDING" && !query.cursor)
+          for (const kind of ["orders", "bookings", "menu-items"]) await checkpoints.start("backfill", kind, { firstImport: true });
+        return page;
+      },
+    };
+    const before = listCalls();
+    const outcome = await runActivePass({ api: startsRun, mirror, checkpoints, changes, logger });
+    expect(outcome).toMatchObject({ calls: 1, leftToImport: ["orders", "bookings", "menu-items"], leftOpen: 0 });
+    expect(sandbox.requestLog.slice(before).map((r) => r.query)).toEqual([expect.stringContaining("status=PENDING")]);
+    expect(listCalls()).toBe(before + 1);
+  });
+
+  it("a catch-up reads every kind all the same: a gap's changes to records the run already passed had no webhook", async () => {
+    await backfillRunning();
+    const gapStart = new Date(Date.now() - 60_000);
+    const outcome = await runActivePass({ api, mirror, checkpoints, changes, logger, catchUp: { gapStart, horizon: gapStart } });
+    expect(outcome.leftToImport).toEqual([]);
+    expect(Object.keys(outcome.byKind).sort()).toEqual(["bookings", "menu-items", "orders"]);
   });
 });

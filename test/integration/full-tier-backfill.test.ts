@@ -6,9 +6,9 @@ import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
-import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/worker/sync/full-tier.js";
-import { createMirrorWriter } from "../../src/worker/sync/mirror-writer.js";
-import { runBackfill } from "../../src/worker/sync/resumable-backfill.js";
+import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/sync/full-tier.js";
+import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
+import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
 // Issue 32 item 5: on the first day the full tier and a user's backfill each walked the whole
@@ -77,6 +77,35 @@ describe("the full tier while a backfill walks the whole list", () => {
     expect(await slice(true)).toEqual({ pages: 0, kinds: {} });
     expect(orderCalls()).toBe(before);
     expect(await checkpoints.get("full", "orders")).toMatchObject({ pages: 1, passCompletedAt: null });
+  });
+
+  it("stops a slice that is walking the kind before its next page once the backfill begins", async () => {
+    // 300 orders and more: a slice of 5 pages would read 4 (every page of the list).
+    let saved = 0;
+    const watched: SyncCheckpoints = {
+      ...checkpoints,
+      // After the slice's second page, a user's backfill of the whole list begins.
+      advance: async (from, to) => {
+        const ok = await checkpoints.advance(from, to);
+        if (from.tier === "full" && ++saved === 2) await checkpoints.start("backfill", "orders", { firstImport: true });
+        return ok;
+      },
+    };
+    const outcome = await runFullSlice({
+      api,
+      mirror,
+      checkpoints: watched,
+      changes: { writer: createMirrorWriter(mirror), source: "reconcile" },
+      kinds: ["orders"],
+      intervalMs: 3_600_000,
+      maxPages: 5,
+      logger,
+    });
+    expect(outcome.pages).toBe(2);
+    expect(outcome.kinds.orders?.state).toBe("paused");
+    expect(orderCalls()).toBe(2);
+    // Paused, not ended: should the backfill stop for good, the pass goes on from page 2.
+    expect(await checkpoints.get("full", "orders")).toMatchObject({ pages: 2, passCompletedAt: null });
   });
 
   it("leaves a kind the running backfill has not reached yet to it: bookings wait while the backfill is on orders", async () => {

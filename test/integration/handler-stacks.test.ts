@@ -4,7 +4,7 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import { createLogger } from "../../src/logging/logger.js";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
 import { createRedisConnection } from "../../src/redis/connection.js";
-import { createSyncWorker } from "../../src/worker/sync/sync-worker.js";
+import { createSyncWorker } from "../../src/worker/sync-worker.js";
 import type { EventJobData } from "../../src/queue/event-job.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextJob } from "../helpers/job-events.js";

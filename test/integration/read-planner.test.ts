@@ -7,15 +7,10 @@ import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorRecord, MirrorStore } from "../../src/mirror/store.js";
 import { createSandbox, type Booking, type Order, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient } from "../../src/upstream/index.js";
-import { refreshKind, type RefreshOutcome } from "../../src/worker/sync/refresh-kind.js";
-import { nextDue } from "../../src/worker/sync/refresh-job.js";
-import {
-  createRefreshScheduler,
-  type RefreshJobData,
-  type RefreshNote,
-  type RefreshScheduler,
-} from "../../src/worker/sync/refresh-scheduler.js";
-import type { SyncedKind } from "../../src/worker/sync/synced-kinds.js";
+import { refreshKind, type RefreshOutcome } from "../../src/sync/refresh-kind.js";
+import { nextDue } from "../../src/sync/refresh-job.js";
+import { createRefreshScheduler, type RefreshJobData, type RefreshNote, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
+import type { SyncedKind } from "../../src/sync/resources.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
 // The planner against the sandbox over real HTTP, a real Redis and the test database. Costs are

@@ -2,8 +2,8 @@ import { Queue } from "bullmq";
 import { afterEach, describe, expect, it } from "vitest";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { enqueueCatchUp, RECONCILE_JOBS } from "../../src/worker/sync/reconcile-jobs.js";
-import { createActivePassLease } from "../../src/worker/sync/active-pass-lease.js";
+import { enqueueCatchUp, RECONCILE_JOBS } from "../../src/sync/reconcile-jobs.js";
+import { createActivePassLease } from "../../src/sync/active-pass-lease.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 

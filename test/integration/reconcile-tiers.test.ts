@@ -10,12 +10,13 @@ import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
-import { runActivePass } from "../../src/worker/sync/active-tier.js";
-import type { SweepChanges } from "../../src/worker/sync/change-source.js";
-import { runFullSlice } from "../../src/worker/sync/full-tier.js";
-import { createMirrorWriter } from "../../src/worker/sync/mirror-writer.js";
-import { collectFullTier, scheduleReconcile } from "../../src/worker/sync/reconcile-jobs.js";
-import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "../../src/worker/sync/refresh-scheduler.js";
+import { runActivePass } from "../../src/sync/active-tier.js";
+import type { SweepChanges } from "../../src/sync/change-source.js";
+import { runFullSlice } from "../../src/sync/full-tier.js";
+import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
+import { collectFullTier } from "../../src/worker/sync-processors.js";
+import { scheduleReconcile } from "../../src/worker/sync-schedules.js";
+import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 
 // The tiers page through the sandbox over real HTTP into a mirror in the test database, with

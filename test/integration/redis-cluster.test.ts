@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createRedisConnection, type RedisClient } from "../../src/redis/connection.js";
 import { redisKeys } from "../../src/redis/keys.js";
 import { createRateLimiter } from "../../src/upstream/rate-limiter.js";
-import { createRefreshScheduler, type RefreshJobData } from "../../src/worker/sync/refresh-scheduler.js";
+import { createRefreshScheduler, type RefreshJobData } from "../../src/sync/refresh-scheduler.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextFinished } from "../helpers/job-events.js";

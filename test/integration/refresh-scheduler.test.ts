@@ -9,7 +9,7 @@ import {
   WHOLE_MENU,
   type RefreshJobData,
   type RefreshScheduler,
-} from "../../src/worker/sync/refresh-scheduler.js";
+} from "../../src/sync/refresh-scheduler.js";
 
 let redis: Redis;
 let queue: Queue<RefreshJobData>;

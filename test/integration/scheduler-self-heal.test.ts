@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
 import { redisKeys } from "../../src/redis/keys.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { RECONCILE_JOBS } from "../../src/worker/sync/reconcile-jobs.js";
+import { RECONCILE_JOBS } from "../../src/sync/reconcile-jobs.js";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createBackfillProgress, formatDuration } from "../../src/bin/backfill-progress.js";
 import type { SyncCheckpoint } from "../../src/mirror/sync-checkpoints.js";
-import type { BackfillProgress } from "../../src/worker/sync/resumable-backfill.js";
+import type { BackfillProgress } from "../../src/sync/resumable-backfill.js";
 
 const checkpoint = (records: number, pages: number): SyncCheckpoint => ({
   tier: "backfill",

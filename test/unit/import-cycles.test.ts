@@ -81,8 +81,16 @@ describe("src/ import graph", () => {
 
   it("resolves the project's `.js` specifiers to its `.ts` files (else an empty graph would pass)", () => {
     const imports = (from: string) => (graph.get(join(SRC, from)) ?? []).map((f) => relative(SRC, f));
-    expect(imports("worker/sync/refresh-kind.ts")).toContain("worker/sync/refresh-menus.ts");
-    expect(imports("worker/sync/refresh-menus.ts")).toContain("worker/sync/refresh-read.ts");
+    expect(imports("sync/refresh-kind.ts")).toContain("sync/refresh-read.ts");
+    expect(imports("sync/refresh-read.ts")).toContain("sync/resources.ts");
+  });
+
+  it("keeps the sync engine below the worker and the HTTP edge (they wire it; it never reaches back)", () => {
+    const upward = [...graph]
+      .filter(([file]) => relative(SRC, file).startsWith("sync/"))
+      .flatMap(([file, targets]) => targets.map((t) => `${relative(SRC, file)} → ${relative(SRC, t)}`))
+      .filter((edge) => / → (worker|http)\//.test(edge));
+    expect(upward).toEqual([]);
   });
 
   it("has no import cycle", () => {

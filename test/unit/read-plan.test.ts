@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { candidatesFor, planNextRead, statusesFrom, windowPages, type Target } from "../../src/worker/sync/read-plan.js";
+import { candidatesFor, planNextRead, windowPages, type Target } from "../../src/sync/read-plan.js";
+import { statusesFrom } from "../../src/sync/resources.js";
 
 const NOW = Date.parse("2026-11-24T12:00:00Z");
 const order = (id: string, restaurantId: string, status?: string): Target => ({

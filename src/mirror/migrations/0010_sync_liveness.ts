@@ -4,7 +4,7 @@ import type { Kysely } from "kysely";
 //
 // When the workers last ran (one row per mark, `seen_at` by the database's clock), kept in
 // PostgreSQL because it must outlive Redis: a worker that starts, or ticks, and finds the mark
-// old knows that webhooks may have been lost meanwhile and catches up (worker/sync/gap-watch.ts).
+// old knows that webhooks may have been lost meanwhile and catches up (worker/gap-watch.ts).
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- migrations see the schema as it was then, not today's types
 type AnyDb = Kysely<any>;

@@ -1,9 +1,8 @@
 import type { Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
-import { defineScripts } from "../../redis/define-scripts.js";
-import { redisKeys } from "../../redis/keys.js";
-import { ORDER_STATUS_RANK } from "../../upstream/models.js";
-import type { SyncedKind } from "./synced-kinds.js";
+import { defineScripts } from "../redis/define-scripts.js";
+import { redisKeys } from "../redis/keys.js";
+import { RESOURCES, type SyncedKind } from "./resources.js";
 
 /**
  * One refresh job per kind, company-wide: it takes every pending id of the kind and plans its reads
@@ -30,14 +29,11 @@ export interface RefreshNote {
 }
 
 /** What the scheduler keeps of a pending id besides its version: the events' hints and the retry state. */
-export interface PendingNote {
+export interface PendingNote extends Omit<RefreshNote, "eventId"> {
   /** Epoch ms of the first event that named the id since it was last read. */
   firstNotedAt: number;
   /** The first events that named it (at most 20): what a report of an unlisted id names. */
   eventIds?: string[];
-  status?: string;
-  createdAt?: string;
-  date?: string;
   /** Rounds that looked for the id and did not find it. */
   misses?: number;
   /** Epoch ms before which no refresh looks for it again (backoff after a miss). */
@@ -161,11 +157,6 @@ interface Scripts {
   svcForgetIdleRestaurant(index: string, restaurantId: string, score: string): Promise<number>;
 }
 
-const rankOf = (status: string | undefined): string =>
-  status !== undefined && Object.hasOwn(ORDER_STATUS_RANK, status)
-    ? String(ORDER_STATUS_RANK[status as keyof typeof ORDER_STATUS_RANK])
-    : "";
-
 export function createRefreshScheduler(opts: {
   redis: Redis | Cluster;
   queue: Queue<RefreshJobData>;
@@ -197,15 +188,16 @@ export function createRefreshScheduler(opts: {
     async request(kind, restaurantId, id = WHOLE_MENU, note = {}) {
       // Note the id first, then index the restaurant, then schedule: a job that starts in between
       // still sees the id. The version bump keeps it pending if a running read already passed it.
-      const status = kind === "orders" ? rankOf(note.status) : "";
+      // Only a status of the kind's state order is kept (a rank to keep the furthest by).
+      const rank = RESOURCES[kind].states?.rank(note.status);
       await scripts.svcNotePendingId(
         ...hashes(kind, restaurantId),
         id,
         String(pendingTtlMs),
         String(now()),
         note.eventId ?? "",
-        status === "" ? "" : (note.status ?? ""),
-        status,
+        rank === undefined ? "" : (note.status ?? ""),
+        rank === undefined ? "" : String(rank),
         note.createdAt ?? "",
         note.date ?? "",
       );
@@ -245,11 +237,9 @@ export function createRefreshScheduler(opts: {
 const dedupId = (kind: SyncedKind) => `refresh-${kind}`;
 
 /**
- * RefreshScheduler.runWithin: BullMQ's deduplication in its keepLastIfActive mode. The key names
- * the kind's job from its add until the job completes or fails for good; a job whose process died
- * keeps it and runs again once BullMQ finds it stalled (its lock, JOB_LOCK_MS, lapsed). An add
- * while the job runs is kept and added as it ends, so a change noted after the run read past its
- * record always gets a run of its own.
+ * RefreshScheduler.runWithin. A job whose process died keeps the key and runs again once BullMQ
+ * finds it stalled (its lock, JOB_LOCK_MS, lapsed); the add kept while the job runs means a change
+ * noted after the run read past its record always gets a run of its own.
  */
 async function runRefreshWithin(queue: Queue<RefreshJobData>, kind: SyncedKind, delayMs: number, paceMs = 0): Promise<void> {
   const delay = Math.max(0, Math.ceil(delayMs));

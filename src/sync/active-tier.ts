@@ -1,16 +1,13 @@
 import type { Logger } from "pino";
-import type { MirrorRecord, MirrorStore } from "../../mirror/store.js";
-import type { SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
-import { paginatePages, type ApiClient } from "../../upstream/index.js";
-import type { ChangeSource } from "../../events/change-events.js";
-import { isFirstImport, sourceOf, type SweepChanges } from "./change-source.js";
+import type { MirrorRecord, MirrorStore } from "../mirror/store.js";
+import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
+import { paginatePages, type ApiClient } from "../upstream/index.js";
+import type { ChangeSource } from "../events/change-events.js";
+import { isFirstImport, sweepSource, writePage, type SweepChanges } from "./change-source.js";
+import { firstImportRunning } from "./full-tier.js";
 import { createListOrder } from "./list-order.js";
-import type { Page, SyncedKind } from "./synced-kinds.js";
+import { ORDER_STATES, RESOURCES, type ListQuery, type Page, type SyncedKind } from "./resources.js";
 
-/** Order statuses that can still change (the state machine only moves forward from these). */
-export const OPEN_ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY"] as const;
-/** Where an open order ends: read back when an open order of the mirror left every open list. */
-export const FINAL_ORDER_STATUSES = ["DELIVERED", "CANCELLED", "REFUNDED"] as const;
 /** Pages of one final-status list an active pass reads at most looking for orders that left the open lists. */
 export const MAX_FINAL_PAGES = 10;
 
@@ -21,8 +18,6 @@ export interface ActivePassOptions {
   /** `reconcile` changes (or `webhook` when an event already asked; `backfill` on a first import). */
   changes: SweepChanges;
   logger?: Logger;
-  /** @defaultValue MAX_FINAL_PAGES */
-  maxFinalPages?: number;
   /** After a gap in which no webhook could arrive: read back further (see CatchUp). */
   catchUp?: CatchUp;
   /** After each page: records read and the changes they made (by source), for metrics. */
@@ -31,7 +26,7 @@ export interface ActivePassOptions {
 
 /**
  * A catch-up pass (after a gap): besides the open lists, every final list newest first down to
- * `horizon` by createdAt (when the data shows it runs newest first; else `maxFinalPages`, or
+ * `horizon` by createdAt (when the data shows it runs newest first; else MAX_FINAL_PAGES, or
  * CATCH_UP_MAX_PAGES pages of a newest-first list that never reaches it), and bookings from the
  * day before the gap began.
  */
@@ -59,9 +54,9 @@ export interface ActivePassOutcome {
   /** Of those, the ones found in a final list and written. */
   recovered: number;
   byKind: Partial<Record<SyncedKind, KindTally>>;
+  /** Kinds left out: a first-import backfill run holds them (full-tier.ts firstImportRunning). */
+  leftToImport: SyncedKind[];
 }
-
-type Read = (cursor: string | undefined) => Promise<Page>;
 
 /**
  * One pass of the active tier, in the `active` budget class: what can still change, re-read
@@ -70,50 +65,82 @@ type Read = (cursor: string | undefined) => Promise<Page>;
  * no open list returned: they moved to a final state while their webhook was missed, and are read
  * back from the final lists (newest first, stopping once past the oldest of them by createdAt).
  * With `catchUp`, the same pass reads back over the gap (CatchUp).
+ *
+ * A plain pass leaves out each kind a first-import backfill run holds (full-tier.ts
+ * firstImportRunning: the first day's `backfill`): the run reads every record anyway, and every
+ * call the active class makes is a page the run waits for (on the first day, bookings from today
+ * alone were ~17 pages a pass). The price: a missed webhook of a record the run already passed is
+ * read once the run ends, not within the interval. A catch-up reads every kind: a gap's changes to
+ * records the run already passed had no webhook at all.
  */
 export async function runActivePass(options: ActivePassOptions): Promise<ActivePassOutcome> {
-  const { api, mirror, catchUp } = options;
+  const { mirror, catchUp } = options;
   const startedAt = await mirror.clock();
-  const outcome: ActivePassOutcome = { calls: 0, records: 0, leftOpen: 0, recovered: 0, byKind: {} };
-  const opts = { priority: "active" as const, clock: () => mirror.clock() };
+  const outcome: ActivePassOutcome = { calls: 0, records: 0, leftOpen: 0, recovered: 0, byKind: {}, leftToImport: [] };
+  // Asked before each page, not once: a backfill that begins while the pass runs (the service's
+  // first pass, as the operator starts the first day's backfill) takes what the pass has not read yet.
+  const reads = async (kind: SyncedKind) => {
+    if (catchUp || !(await firstImportRunning(options.checkpoints, kind, (await mirror.clock()).getTime()))) return true;
+    if (!outcome.leftToImport.includes(kind)) outcome.leftToImport.push(kind);
+    return false;
+  };
   const seen = new Set<string>();
-  for (const status of OPEN_ORDER_STATUSES)
-    await readAll(options, outcome, "orders", (cursor) => api.listOrders({ status, limit: 100, cursor }, opts), seen);
+  for (const status of ORDER_STATES.open) await readAll(options, outcome, "orders", { status }, { seen, goOn: reads });
   // Today by UTC, the API's own zone for timestamps (spec part 2); after a gap, the day before it
   // began (a booking changed in the gap may be for any day since).
   const from = catchUp ? new Date(catchUp.gapStart.getTime() - DAY_MS) : startedAt;
   const fromDay = from.toISOString().slice(0, 10);
-  await readAll(options, outcome, "bookings", (cursor) => api.listBookings({ from: fromDay, limit: 100, cursor }, opts));
-  await readAll(options, outcome, "menu-items", (cursor) => api.listMenuItems({ limit: 100, cursor }, opts));
+  await readAll(options, outcome, "bookings", { from: fromDay }, { goOn: reads });
+  await readAll(options, outcome, "menu-items", {}, { goOn: reads });
+  // Only after every open list was read whole: an order they did not return has left them.
+  if (!outcome.leftToImport.includes("orders") && (await reads("orders"))) await readBackLeftOpen(options, outcome, seen, startedAt);
+  return outcome;
+}
 
-  const leftOpen = (await openOrdersOfMirror(mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
+/**
+ * The open orders of the mirror that no open list returned (`seen`), created before the pass
+ * began: read back from the final lists (a catch-up reads every final list down to its horizon).
+ */
+async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassOutcome, seen: Set<string>, startedAt: Date) {
+  const leftOpen = (await openOrdersOfMirror(options.mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
   outcome.leftOpen = leftOpen.length;
-  if (leftOpen.length > 0 || catchUp) outcome.recovered = await readBackFinished(options, outcome, leftOpen);
+  if (leftOpen.length > 0 || options.catchUp) outcome.recovered = await readBackFinished(options, outcome, leftOpen);
   if (outcome.recovered < outcome.leftOpen)
     options.logger?.warn(
       { missing: outcome.leftOpen - outcome.recovered },
       "open orders of the mirror were in no list the active tier read: the full tier will find them",
     );
-  return outcome;
 }
 
 const DAY_MS = 86_400_000;
 
-/** Reads every page of one list into the mirror; notes the ids it saw. */
-async function readAll(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, read: Read, seen?: Set<string>) {
+/** One page of a kind's list, company-wide, in the `active` class. */
+const readPage = (options: ActivePassOptions, kind: SyncedKind, query: ListQuery) => (cursor: string | undefined) =>
+  RESOURCES[kind].list(options.api, { ...query, cursor }, { priority: "active", clock: () => options.mirror.clock() });
+
+/** Reads every page of one list into the mirror, while `goOn` says so before each; notes the ids it saw. */
+async function readAll(
+  options: ActivePassOptions,
+  outcome: ActivePassOutcome,
+  kind: SyncedKind,
+  query: ListQuery,
+  { seen, goOn }: { seen?: Set<string>; goOn: (kind: SyncedKind) => Promise<boolean> },
+) {
+  if (!(await goOn(kind))) return;
   const firstImport = await isFirstImport(options, kind);
-  for await (const page of paginatePages(read)) {
-    await writePage(options, outcome, kind, page, firstImport);
+  for await (const page of paginatePages(readPage(options, kind, query))) {
+    await writeTallied(options, outcome, kind, page, firstImport);
     for (const r of page.data) seen?.add(r.id);
+    if (page.nextCursor !== null && !(await goOn(kind))) break;
   }
 }
 
-async function writePage(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, page: Page, firstImport: boolean) {
+async function writeTallied(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, page: Page, firstImport: boolean) {
   const read = page.data.length + page.refused.length;
   outcome.calls++;
   outcome.records += read;
-  const source = firstImport ? "backfill" : await sourceOf(options.changes, kind, page.data);
-  const { changes } = await options.changes.writer.write(kind, page.data, page.readAt, source, page.refused);
+  const source = await sweepSource(options.changes, kind, page, firstImport);
+  const { changes } = await writePage(options.mirror, options.changes.writer, kind, page, source);
   const tally = (outcome.byKind[kind] ??= { checked: 0, corrected: 0 });
   tally.checked += read;
   tally.corrected += changes.length;
@@ -130,24 +157,22 @@ async function writePage(options: ActivePassOptions, outcome: ActivePassOutcome,
  */
 async function readBackFinished(options: ActivePassOptions, outcome: ActivePassOutcome, leftOpen: MirrorRecord[]): Promise<number> {
   const wanted = new Set(leftOpen.map((o) => o.id));
-  const oldest = Math.min(...leftOpen.map((o) => Date.parse(String(o.createdAt))));
+  const { sortKey } = RESOURCES.orders;
+  const oldest = Math.min(...leftOpen.map(sortKey));
   const horizon = options.catchUp?.horizon.getTime();
-  const maxPages = options.maxFinalPages ?? MAX_FINAL_PAGES;
   const firstImport = await isFirstImport(options, "orders");
-  const opts = { priority: "active" as const, clock: () => options.mirror.clock() };
-  for (const status of FINAL_ORDER_STATUSES) {
+  for (const status of ORDER_STATES.final) {
     if (wanted.size === 0 && horizon === undefined) break;
     let pages = 0;
     const order = createListOrder();
-    const read: Read = (cursor) => options.api.listOrders({ status, limit: 100, cursor }, opts);
-    for await (const page of paginatePages(read)) {
-      await writePage(options, outcome, "orders", page, firstImport);
+    for await (const page of paginatePages(readPage(options, "orders", { status }))) {
+      await writeTallied(options, outcome, "orders", page, firstImport);
       for (const r of page.data) wanted.delete(r.id);
-      order.observe(page.data.map((r) => Date.parse(String(r.createdAt))));
+      order.observe(page.data.map(sortKey));
       const foundAll = wanted.size === 0 || order.passed(oldest);
       if (foundAll && (horizon === undefined || order.passed(horizon))) break;
       // Only a list known to run newest first reaches a horizon: any other stops at the usual bound.
-      const bound = horizon !== undefined && order.direction === "descending" ? Math.max(maxPages, CATCH_UP_MAX_PAGES) : maxPages;
+      const bound = horizon !== undefined && order.direction === "descending" ? CATCH_UP_MAX_PAGES : MAX_FINAL_PAGES;
       if (++pages >= bound) break;
     }
   }
@@ -157,7 +182,7 @@ async function readBackFinished(options: ActivePassOptions, outcome: ActivePassO
 /** Every order the mirror holds in an open status (the mirror's own pages, by id). */
 async function openOrdersOfMirror(mirror: MirrorStore): Promise<MirrorRecord[]> {
   const open: MirrorRecord[] = [];
-  for (const status of OPEN_ORDER_STATUSES) {
+  for (const status of ORDER_STATES.open) {
     let cursor: string | undefined;
     do {
       const page = await mirror.list("orders", { status, limit: 100, ...(cursor ? { cursor } : {}) });
@@ -169,4 +194,4 @@ async function openOrdersOfMirror(mirror: MirrorStore): Promise<MirrorRecord[]> 
 }
 
 /** Only an order created before the open lists were read could have been in them. */
-const createdBefore = (order: MirrorRecord, at: Date) => Date.parse(String(order.createdAt)) < at.getTime();
+const createdBefore = (order: MirrorRecord, at: Date) => RESOURCES.orders.sortKey(order) < at.getTime();

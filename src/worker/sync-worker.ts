@@ -1,12 +1,12 @@
 import { UnrecoverableError, Worker, type Job, type Queue, type Telemetry } from "bullmq";
-import { warnUnlessOutage } from "../../redis/redis-outage-log.js";
+import { warnUnlessOutage } from "../redis/redis-outage-log.js";
 import type { Logger } from "pino";
-import { SYNC_QUEUE } from "../../queue/names.js";
-import { withBoundedText } from "../../events/error-text.js";
-import type { RedisClient } from "../../redis/connection.js";
-import { isPermanentUpstreamError, UpstreamRateLimitError } from "../../upstream/index.js";
-import type { RefreshJobData } from "./refresh-scheduler.js";
-import type { BackfillJobData, FullJobData } from "./reconcile-jobs.js";
+import { SYNC_QUEUE } from "../queue/names.js";
+import { withBoundedText } from "../events/error-text.js";
+import type { RedisClient } from "../redis/connection.js";
+import { isPermanentUpstreamError, UpstreamRateLimitError } from "../upstream/index.js";
+import type { RefreshJobData } from "../sync/refresh-scheduler.js";
+import type { BackfillJobData, FullJobData } from "../sync/reconcile-jobs.js";
 
 /** What the operator API and the schedulers put in reconcile and backfill jobs (reconcile-jobs.ts). */
 export type SyncJobData = RefreshJobData | FullJobData | BackfillJobData | Record<string, never>;

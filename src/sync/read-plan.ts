@@ -1,14 +1,7 @@
-import type { SyncedKind } from "./synced-kinds.js";
+import { RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
 
 // The read planner: pure functions from the ids waiting for a refresh to the next list read, as
 // values (`PlannedRead`), tested without HTTP. The executor that spends the budget is refresh-kind.ts.
-
-/** The filters a refresh read may use (spec part 4): order status; a booking date window (YYYY-MM-DD, inclusive). */
-export interface ReadFilter {
-  status?: string;
-  from?: string;
-  to?: string;
-}
 
 /** One id being looked for, and the reads that may list it, narrowest first. */
 export interface Target {
@@ -63,21 +56,6 @@ export const pagesTo = (newer: number): number => Math.floor(newer / PAGE_SIZE) 
 /** Positions in a newest-first list (by the mirror's count) that its first page of 100 likely holds, with a margin for lag. */
 export const RECENT_REACH = 80;
 
-const FORWARD = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"];
-
-/**
- * The statuses an order in `status` may be in now, the carried one first (docs/upstream.md): the
- * forward steps, CANCELLED from any non-final state, REFUNDED from a paid order (any status but
- * REFUNDED). Unknown: undefined (no status filter can be trusted).
- */
-export function statusesFrom(status: string): string[] | undefined {
-  const step = FORWARD.indexOf(status);
-  if (step >= 0 && step < FORWARD.length - 1) return [...FORWARD.slice(step), "CANCELLED", "REFUNDED"];
-  if (status === "DELIVERED" || status === "CANCELLED") return [status, "REFUNDED"];
-  if (status === "REFUNDED") return [status];
-  return undefined;
-}
-
 const DAY_MS = 86_400_000;
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
@@ -113,15 +91,16 @@ export interface CandidateHint {
  * the unfiltered list.
  */
 export function candidatesFor(kind: SyncedKind, hint: CandidateHint, nowMs: number): ReadFilter[] {
-  if (kind === "orders") {
-    const statuses = hint.status === undefined ? undefined : statusesFrom(hint.status);
+  const { states, filters } = RESOURCES[kind];
+  if (states) {
+    const statuses = hint.status === undefined ? undefined : states.from(hint.status);
     if (!statuses) return [{}];
     // Known only from the mirror while an event says it changed: it has most likely moved on.
     const [known, ...later] = statuses;
     const ordered = hint.movedOn && known !== undefined ? [...later, known] : statuses;
     return ordered.map((status) => ({ status }));
   }
-  if (kind === "bookings") {
+  if (filters.includes("from")) {
     if (hint.day !== undefined && !Number.isNaN(hint.day)) return [{ from: dayOf(hint.day - DAY_MS), to: dayOf(hint.day + DAY_MS) }];
     return [{ from: dayOf(nowMs - DAY_MS) }, {}];
   }
@@ -169,17 +148,14 @@ function windowRead(group: Group, prices: ReadPrices): PlannedRead | undefined {
   const window = windowOf(group.filter);
   const { bookingsByDay, bookingsByRestaurantDay } = prices;
   if (!window || !bookingsByDay || !bookingsByRestaurantDay) return undefined;
-  const byRestaurant = new Map<string, Target[]>();
-  for (const t of group.targets) byRestaurant.set(t.restaurantId, [...(byRestaurant.get(t.restaurantId) ?? []), t]);
-  if (byRestaurant.size < 2) return undefined;
-  let pages = 0;
-  let best: { restaurantId: string; pages: number; targets: Target[] } | undefined;
-  for (const [restaurantId, targets] of byRestaurant) {
-    const own = windowPages(window, bookingsByRestaurantDay.get(restaurantId) ?? new Map<string, number>());
-    pages += own;
-    if (!best || targets.length * best.pages > best.targets.length * own) best = { restaurantId, pages: own, targets };
-  }
-  if (!best || pages >= windowPages(window, bookingsByDay)) return undefined;
+  const groups = byRestaurant(group.targets);
+  if (groups.size < 2) return undefined;
+  const own = [...groups].map(([restaurantId, targets]) => {
+    const pages = windowPages(window, bookingsByRestaurantDay.get(restaurantId) ?? new Map<string, number>());
+    return { restaurantId, targets, pages };
+  });
+  const best = mostPerPage(own);
+  if (!best || sumPages(own) >= windowPages(window, bookingsByDay)) return undefined;
   return { restaurantId: best.restaurantId, filter: group.filter, targets: best.targets };
 }
 
@@ -204,42 +180,46 @@ export function scopeRead(group: { filter: ReadFilter; targets: Target[] }): Pla
   for (const reach of [...thresholds, 0]) {
     const pages =
       reach +
-      restaurantPages(
-        targets.filter((t) => pageOf(t) > reach),
-        key,
+      sumPages(
+        deepestByRestaurant(
+          targets.filter((t) => pageOf(t) > reach),
+          key,
+        ),
       );
     if (pages < best.pages) best = { pages, reach };
   }
   if (best.reach > 0) return { filter, targets: targets.filter((t) => pageOf(t) <= best.reach) };
-  return cheapestRestaurantRead(targets, key, filter);
+  // The restaurant read that serves most ids per estimated page; a non-empty list has one.
+  const cheapest = mostPerPage(deepestByRestaurant(targets, key));
+  return { restaurantId: cheapest?.restaurantId, filter, targets: cheapest?.targets ?? [...targets] };
 }
 
-/** Per restaurant, the deepest of its ids in its own list. */
-function deepestByRestaurant(targets: readonly Target[], key: string): Map<string, { pages: number; targets: Target[] }> {
-  const by = new Map<string, { pages: number; targets: Target[] }>();
-  for (const t of targets) {
-    const entry = by.get(t.restaurantId) ?? { pages: 0, targets: [] };
-    entry.pages = Math.max(entry.pages, pagesTo(t.depth?.[key]?.restaurant ?? 0));
-    entry.targets.push(t);
-    by.set(t.restaurantId, entry);
-  }
+/** Targets by restaurant, in the order met. */
+function byRestaurant(targets: readonly Target[]): Map<string, Target[]> {
+  const by = new Map<string, Target[]>();
+  for (const t of targets) by.set(t.restaurantId, [...(by.get(t.restaurantId) ?? []), t]);
   return by;
 }
 
-/** Pages the per-restaurant reads of these ids cost together. */
-function restaurantPages(targets: readonly Target[], key: string): number {
-  let pages = 0;
-  for (const entry of deepestByRestaurant(targets, key).values()) pages += entry.pages;
-  return pages;
-}
+/** Per restaurant, its ids and the pages its own list costs down to the deepest of them. */
+const deepestByRestaurant = (targets: readonly Target[], key: string) =>
+  [...byRestaurant(targets)].map(([restaurantId, own]) => {
+    const pages = Math.max(...own.map((t) => pagesTo(t.depth?.[key]?.restaurant ?? 0)));
+    return { restaurantId, targets: own, pages };
+  });
 
-/** The restaurant read that serves most ids per estimated page (ties: the restaurant met first). */
-function cheapestRestaurantRead(targets: readonly Target[], key: string, filter: ReadFilter): PlannedRead {
-  let best: { restaurantId: string; pages: number; targets: Target[] } | undefined;
-  for (const [restaurantId, entry] of deepestByRestaurant(targets, key))
-    if (!best || entry.targets.length * best.pages > best.targets.length * entry.pages) best = { restaurantId, ...entry };
-  // deepestByRestaurant of a non-empty list has an entry.
-  return { restaurantId: best?.restaurantId, filter, targets: best?.targets ?? [...targets] };
+interface PricedRead {
+  restaurantId: string;
+  targets: Target[];
+  pages: number;
+}
+const sumPages = (reads: readonly PricedRead[]) => reads.reduce((n, r) => n + r.pages, 0);
+
+/** The read that serves most ids per estimated page (ties: the one met first). */
+function mostPerPage(reads: readonly PricedRead[]): PricedRead | undefined {
+  let best: PricedRead | undefined;
+  for (const r of reads) if (!best || r.targets.length * best.pages > best.targets.length * r.pages) best = r;
+  return best;
 }
 
 /**
@@ -250,14 +230,8 @@ function recentRead(targets: readonly Target[]): PlannedRead | undefined {
   const open = targets.filter((t) => t.recent !== undefined && !t.recentTried && t.next < t.candidates.length);
   const company = open.filter((t) => (t.recent?.company ?? Infinity) < RECENT_REACH);
   let best: PlannedRead = { filter: {}, targets: company, recent: true };
-  const byRestaurant = new Map<string, Target[]>();
-  for (const t of open) {
-    if ((t.recent?.restaurant ?? Infinity) >= RECENT_REACH) continue;
-    const list = byRestaurant.get(t.restaurantId) ?? [];
-    list.push(t);
-    byRestaurant.set(t.restaurantId, list);
-  }
-  for (const [restaurantId, list] of byRestaurant)
+  const near = open.filter((t) => (t.recent?.restaurant ?? Infinity) < RECENT_REACH);
+  for (const [restaurantId, list] of byRestaurant(near))
     if (list.length > best.targets.length) best = { restaurantId, filter: {}, targets: list, recent: true };
   if (best.targets.length === 0) return undefined;
   // One restaurant's ids: its own first page holds them too (they are at least as near its top).

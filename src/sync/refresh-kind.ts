@@ -1,5 +1,4 @@
-import type { MirrorStore } from "../../mirror/store.js";
-import { ORDER_STATUS_RANK } from "../../upstream/models.js";
+import type { MirrorStore } from "../mirror/store.js";
 import {
   candidatesFor,
   DEPTH_REACH,
@@ -11,13 +10,36 @@ import {
   type ReadPrices,
   type Target,
 } from "./read-plan.js";
-import type { RefreshKindDeps, RefreshOutcome } from "./refresh-kind-types.js";
-import { runRead } from "./refresh-read.js";
-import { refreshMenus } from "./refresh-menus.js";
-import type { PendingNote, PendingRestaurant } from "./refresh-scheduler.js";
-import type { SyncedKind } from "./synced-kinds.js";
+import type { Logger } from "pino";
+import { runRead, type RefreshReadContext } from "./refresh-read.js";
+import { WHOLE_MENU, type PendingNote, type PendingRestaurant, type RefreshScheduler } from "./refresh-scheduler.js";
+import { RESOURCES, type SyncedKind } from "./resources.js";
 
-export type { RefreshKindDeps, RefreshOutcome } from "./refresh-kind-types.js";
+export interface RefreshKindDeps extends Omit<RefreshReadContext, "kind"> {
+  scheduler: RefreshScheduler;
+  logger: Logger;
+  kind: SyncedKind;
+  /** How long an id the API does not list stays pending (with backoff) before it is reported. */
+  giveUpMs: number;
+  /** Told of every read made (metrics). */
+  onRead?: (read: { kind: SyncedKind; scope: "company" | "restaurant" }) => void;
+  /** Told of every id given up on, after its row was written (the metric). */
+  onUnlisted?: (kind: SyncedKind) => void;
+  /** @defaultValue Date.now */
+  now?: () => number;
+}
+
+export interface RefreshOutcome {
+  calls: number;
+  reads: number;
+  written: number;
+  /** Pending ids this job read. */
+  found: number;
+  /** Ids no read found this round: kept pending with backoff. */
+  missing: string[];
+  /** Ids given up on this round (reported in unlisted_records). */
+  unlisted: string[];
+}
 
 /** Reads a job makes at most; ids left over stay due for the next job (not counted as misses). */
 export const MAX_READS_PER_JOB = 50;
@@ -40,7 +62,7 @@ interface Work extends Target {
  */
 export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome> {
   const restaurants = await deps.scheduler.pendingAll(deps.kind);
-  if (deps.kind === "menu-items") return refreshMenus(deps, restaurants);
+  if (!RESOURCES[deps.kind].tracksIds) return refreshMenus(deps, restaurants);
   const now = (deps.now ?? Date.now)();
   const work = await collectWork(deps, restaurants, now);
   const outcome: RefreshOutcome = { calls: 0, reads: 0, written: 0, found: 0, missing: [], unlisted: [] };
@@ -159,30 +181,23 @@ async function ordersNewer(
   return { company, restaurant };
 }
 
-const rank = (status: unknown): number =>
-  typeof status === "string" && Object.hasOwn(ORDER_STATUS_RANK, status) ? ORDER_STATUS_RANK[status as keyof typeof ORDER_STATUS_RANK] : -1;
-
 /**
- * Where to look for an id: the events' hints, completed from the mirror's copy (a thin event
- * carries only id and restaurant). Both statuses are lower bounds of the current one, so the
- * furthest wins.
+ * Where to look for an id: the events' hints (the note's fields are named as the record's),
+ * completed from the mirror's copy (a thin event carries only id and restaurant). Both statuses
+ * are lower bounds of the current one, so the furthest wins.
  */
 async function hintOf(mirror: MirrorStore, kind: SyncedKind, id: string, note: PendingNote): Promise<CandidateHint & { sortKey?: number }> {
-  const needsMirror = kind === "orders" ? note.status === undefined || note.createdAt === undefined : note.date === undefined;
-  const stored = needsMirror ? await mirror.get(kind, id) : undefined;
-  if (kind === "orders") {
-    const fromMirror = rank(stored?.status) > rank(note.status);
-    const status = fromMirror ? (stored?.status as string) : note.status;
-    const createdAt = note.createdAt ?? (typeof stored?.createdAt === "string" ? stored.createdAt : undefined);
-    const sortKey = createdAt === undefined ? NaN : Date.parse(createdAt);
-    return {
-      ...(status === undefined ? {} : { status, movedOn: fromMirror && note.status === undefined }),
-      ...(Number.isNaN(sortKey) ? {} : { sortKey }),
-    };
-  }
-  const date = note.date ?? (typeof stored?.date === "string" ? stored.date : undefined);
-  const day = date === undefined ? NaN : Date.parse(date);
-  return Number.isNaN(day) ? {} : { day, sortKey: day };
+  const { sortKey, states } = RESOURCES[kind];
+  const noted = sortKey(note);
+  const stored = (states && note.status === undefined) || Number.isNaN(noted) ? await mirror.get(kind, id) : undefined;
+  const key = Number.isNaN(noted) && stored ? sortKey(stored) : noted;
+  if (!states) return Number.isNaN(key) ? {} : { day: key, sortKey: key };
+  const fromMirror = (states.rank(stored?.status) ?? -1) > (states.rank(note.status) ?? -1);
+  const status = fromMirror ? (stored?.status as string) : note.status;
+  return {
+    ...(status === undefined ? {} : { status, movedOn: fromMirror && note.status === undefined }),
+    ...(Number.isNaN(key) ? {} : { sortKey: key }),
+  };
 }
 
 /** Forgets every id that was read, per restaurant, by the versions this job took (compare-and-delete). */
@@ -243,4 +258,38 @@ async function reportUnlisted(deps: RefreshKindDeps, w: Work, attempts: number):
   );
   // Forgotten as if read (unless an event noted it again meanwhile: then it is looked for anew).
   await deps.scheduler.forgetRead(deps.kind, w.restaurantId, new Map([[w.id, w.version]]));
+}
+
+/**
+ * Restaurants waiting at once from which one company-wide menu read is cheaper than one read each:
+ * a menu fits a page or two, the company's menus a few pages, so from three restaurants on the
+ * company-wide list costs fewer calls (and it is bounded by the company's menu size, not by time).
+ */
+export const COMPANY_WIDE_MENUS_FROM = 3;
+
+/**
+ * Menus are refreshed whole: each restaurant's list (every page), or the company's when
+ * COMPANY_WIDE_MENUS_FROM or more restaurants wait. A menu read to its end forgets its restaurants'
+ * requests (by the version taken, so one made meanwhile stays).
+ */
+export async function refreshMenus(deps: RefreshKindDeps, restaurants: readonly PendingRestaurant[]): Promise<RefreshOutcome> {
+  const waiting = restaurants.filter((r) => r.ids.has(WHOLE_MENU));
+  const outcome: RefreshOutcome = { calls: 0, reads: 0, written: 0, found: 0, missing: [], unlisted: [] };
+  const scopes = waiting.length >= COMPANY_WIDE_MENUS_FROM ? [undefined] : waiting.map((r) => r.restaurantId);
+  // No targets: a menu read always walks its whole list (the cap does not apply to it).
+  const ctx = { ...deps, maxPages: Number.POSITIVE_INFINITY };
+  for (const restaurantId of scopes) {
+    const read = await runRead(ctx, { ...(restaurantId === undefined ? {} : { restaurantId }), filter: {}, targets: [] });
+    deps.onRead?.({ kind: deps.kind, scope: restaurantId === undefined ? "company" : "restaurant" });
+    outcome.reads++;
+    outcome.calls += read.calls;
+    outcome.written += read.written;
+    const served = waiting.filter((r) => restaurantId === undefined || r.restaurantId === restaurantId);
+    for (const r of served) {
+      await deps.scheduler.forgetRead(deps.kind, r.restaurantId, new Map([[WHOLE_MENU, r.ids.get(WHOLE_MENU) ?? ""]]));
+      outcome.found++;
+    }
+  }
+  await Promise.all(restaurants.map((r) => deps.scheduler.forgetIfIdle(deps.kind, r.restaurantId, r.score)));
+  return outcome;
 }

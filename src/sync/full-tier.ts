@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
-import type { MirrorStore } from "../../mirror/store.js";
-import type { SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
-import type { ApiClient } from "../../upstream/index.js";
+import type { MirrorStore } from "../mirror/store.js";
+import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
+import type { ApiClient } from "../upstream/index.js";
 import { isFirstImport, type SweepChanges } from "./change-source.js";
-import { SYNCED_KINDS, type SyncedKind } from "./synced-kinds.js";
+import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
 import { walkList, type WalkOutcome } from "./walk-list.js";
 
 export interface FullSliceOptions {
@@ -64,6 +64,9 @@ export async function runFullSlice(options: FullSliceOptions): Promise<FullSlice
       budget: "full",
       changes: options.changes,
       maxPages: left,
+      // A backfill of the whole list that starts meanwhile takes the kind over (runningOrDuePass):
+      // the slice stops before its next page instead of reading what the backfill reads again.
+      goOn: async () => !backfillRunning(await options.checkpoints.list("backfill"), kind, (await options.mirror.clock()).getTime()),
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
     });
@@ -74,7 +77,7 @@ export async function runFullSlice(options: FullSliceOptions): Promise<FullSlice
         { kind, records: walked.checkpoint.records, pages: walked.checkpoint.pages },
         "full reconciliation pass complete",
       );
-    if (walked.state === "unreadable") await giveUpPass(options, walked.checkpoint, walked.error);
+    if (walked.error) await giveUpPass(options, walked.checkpoint, walked.error);
     // Another slice holds this pass: leave the rest of the work to it.
     if (walked.state === "lost") break;
   }
@@ -106,15 +109,42 @@ async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Pr
 
 /**
  * Whether a backfill of the whole list (no `--since`) is walking `kind` now or will in this run:
- * the kind's checkpoint unfinished, and the run alive — one of its kinds saved within
- * BACKFILL_ALIVE_MS (a run starts every kind's checkpoint at once, then walks them in turn).
+ * the kind's checkpoint unfinished, and the run alive (runAlive).
  */
 export function backfillRunning(backfills: readonly SyncCheckpoint[], kind: string, now: number): boolean {
   const own = backfills.find((b) => b.kind === kind);
   if (own?.since !== null || own.passCompletedAt !== null) return false;
-  const run = backfills.filter((b) => b.since === null && b.passStartedAt.getTime() >= own.passStartedAt.getTime() - BACKFILL_ALIVE_MS);
-  return run.some((b) => now - b.updatedAt.getTime() < BACKFILL_ALIVE_MS);
+  return runAlive(runOf(backfills, own), now);
 }
+
+/**
+ * Whether `kind` is left to a first import now: a whole-list backfill run that holds it is still
+ * going (one of its kinds unfinished, the run alive), and no walk of the kind's whole list (full
+ * pass or backfill) had completed before that run began — the mirror never held the whole list,
+ * whatever a first active pass or webhook refresh wrote into it. The run reads every record of the
+ * kind anyway, so the active tier leaves the kind to it (active-tier.ts) until the run ends, the
+ * kinds it completed too (the run is one import); a run that stops saving leaves them to the
+ * active tier again.
+ */
+export async function firstImportRunning(checkpoints: SyncCheckpoints, kind: SyncedKind, now: number): Promise<boolean> {
+  const [full, backfills] = await Promise.all([checkpoints.get("full", kind), checkpoints.list("backfill")]);
+  const own = backfills.find((b) => b.kind === kind);
+  if (own?.since !== null) return false;
+  const run = runOf(backfills, own);
+  if (!run.some((b) => b.passCompletedAt === null) || !runAlive(run, now)) return false;
+  const began = own.passStartedAt.getTime();
+  return ![full, own].some((c) => c?.lastCompleteAt && c.lastCompleteAt.getTime() < began);
+}
+
+/**
+ * The whole-list backfill run `own` belongs to: a run starts every kind's checkpoint at once, then
+ * walks them in turn, so its checkpoints began within BACKFILL_ALIVE_MS of each other.
+ */
+const runOf = (backfills: readonly SyncCheckpoint[], own: SyncCheckpoint) =>
+  backfills.filter((b) => b.since === null && Math.abs(b.passStartedAt.getTime() - own.passStartedAt.getTime()) <= BACKFILL_ALIVE_MS);
+
+/** A run is alive while one of its kinds saved within BACKFILL_ALIVE_MS. */
+const runAlive = (run: readonly SyncCheckpoint[], now: number) => run.some((b) => now - b.updatedAt.getTime() < BACKFILL_ALIVE_MS);
 
 /** Whether a backfill of the whole list that began after the full pass `pass` began has completed. */
 function coveredBy(pass: SyncCheckpoint, backfill: SyncCheckpoint | undefined): boolean {
@@ -145,18 +175,4 @@ export function lastWholePassStart(full: SyncCheckpoint | undefined, backfill: S
     .filter((c): c is SyncCheckpoint => c !== undefined && c.passCompletedAt !== null && (c.tier === "full" || c.since === null))
     .map((c) => c.passStartedAt.getTime());
   return starts.length > 0 ? Math.max(...starts) : undefined;
-}
-
-/**
- * When the last complete full pass of every kind was (the oldest kind's), or undefined until each
- * kind has completed one: "the mirror was checked against the whole upstream by then".
- */
-export function lastCompleteFullPass(checkpoints: readonly SyncCheckpoint[], kinds: readonly string[] = SYNCED_KINDS): Date | undefined {
-  let oldest: Date | undefined;
-  for (const kind of kinds) {
-    const at = checkpoints.find((c) => c.kind === kind)?.lastCompleteAt;
-    if (!at) return undefined;
-    if (!oldest || at < oldest) oldest = at;
-  }
-  return oldest;
 }

@@ -1,13 +1,17 @@
-import type { EventHandlers } from "../handler-context.js";
+import type { HandlerMap } from "../events/registry.js";
+import type { MirrorStore } from "../mirror/store.js";
 import type { RefreshScheduler } from "./refresh-scheduler.js";
+
+/** Sync needs only the mirror of a handler's context; the worker's full context is wider. */
+type SyncHandlers = HandlerMap<{ mirror: MirrorStore }>;
 
 /**
  * The built-in handlers. Order and booking events only note what changed and schedule a
  * coalesced refresh (the API is the truth; payloads may be stale, thin, duplicated or out of
  * order). Reviews have no endpoint, so they are stored as delivered.
  */
-export function createSyncHandlers(scheduler: RefreshScheduler, { withApi }: { withApi: boolean }): EventHandlers {
-  const storeReview: EventHandlers["review.created"] = async (e, ctx) => {
+export function createSyncHandlers(scheduler: RefreshScheduler, { withApi }: { withApi: boolean }): SyncHandlers {
+  const storeReview: SyncHandlers["review.created"] = async (e, ctx) => {
     await ctx.mirror.upsert("reviews", [e.data], await ctx.mirror.clock());
   };
   if (!withApi) return { "review.created": storeReview };

@@ -1,10 +1,29 @@
-import type { ChangeSource } from "../../events/change-events.js";
-import type { MirrorChange, MirrorStore } from "../../mirror/store.js";
-import type { SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
+import type { ChangeSource } from "../events/change-events.js";
+import type { MirrorChange, MirrorStore, UpsertResult } from "../mirror/store.js";
+import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { PendingIds } from "./refresh-scheduler.js";
 import { WHOLE_MENU } from "./refresh-scheduler.js";
-import type { SyncedKind } from "./synced-kinds.js";
-import type { MirrorWriter, SourceOf } from "./mirror-writer.js";
+import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
+import type { MirrorWriter, SourceOf } from "../mirror/mirror-writer.js";
+
+/**
+ * Writes one page the API answered, as every reader does: through `writer` with its changes'
+ * source, or without one (`backfill --no-changes`) a plain upsert that emits no change events.
+ */
+export function writePage(
+  mirror: MirrorStore,
+  writer: MirrorWriter | undefined,
+  kind: SyncedKind,
+  page: Page,
+  source: SourceOf,
+): Promise<UpsertResult> {
+  if (!writer) return mirror.upsert(kind, page.data, page.readAt, { refused: page.refused });
+  return writer.write(kind, page.data, page.readAt, source, page.refused);
+}
+
+/** A sweep page's source: a first import's writes are `backfill`, whatever the walker (no missed-webhook storm). */
+export const sweepSource = async (changes: SweepChanges, kind: SyncedKind, page: Page, firstImport: boolean): Promise<SourceOf> =>
+  firstImport ? "backfill" : sourceOf(changes, kind, page.data);
 
 /** How a sweep's writes produce change events. */
 export interface SweepChanges {
@@ -32,13 +51,8 @@ export async function sourceOf(
   const byRestaurant = new Map(await Promise.all(restaurants.map(async (id) => [id, await pending(kind, id)] as const)));
   return (change: MirrorChange) => {
     const ids = byRestaurant.get(change.after.restaurantId);
-    return ids?.has(kind === "menu-items" ? WHOLE_MENU : change.id) ? "webhook" : source;
+    return ids?.has(RESOURCES[kind].tracksIds ? change.id : WHOLE_MENU) ? "webhook" : source;
   };
-}
-
-/** Whether the mirror holds nothing of a kind yet: a walk that starts then is its first import. */
-export async function mirrorIsEmpty(mirror: Pick<MirrorStore, "list">, kind: SyncedKind): Promise<boolean> {
-  return (await mirror.list(kind, { limit: 1 })).data.length === 0;
 }
 
 /**
@@ -48,5 +62,5 @@ export async function mirrorIsEmpty(mirror: Pick<MirrorStore, "list">, kind: Syn
  * first import's records missed webhooks the moment its first page landed.
  */
 export async function isFirstImport(deps: { mirror: Pick<MirrorStore, "list">; checkpoints: SyncCheckpoints }, kind: SyncedKind) {
-  return (await deps.checkpoints.importing(kind)) || (await mirrorIsEmpty(deps.mirror, kind));
+  return (await deps.checkpoints.importing(kind)) || (await deps.mirror.list(kind, { limit: 1 })).data.length === 0;
 }

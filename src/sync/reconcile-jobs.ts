@@ -1,17 +1,17 @@
 import type { Job, Queue } from "bullmq";
 import type { Logger } from "pino";
-import type { Config } from "../../config/config.js";
-import type { Metrics } from "../../metrics/metrics.js";
-import type { MirrorStore } from "../../mirror/store.js";
-import type { SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
-import type { ApiClient } from "../../upstream/index.js";
+import type { Config } from "../config/config.js";
+import type { Metrics } from "../metrics/metrics.js";
+import type { MirrorStore } from "../mirror/store.js";
+import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
+import type { ApiClient } from "../upstream/index.js";
 import { waitForRunningPass, type ActivePassLease } from "./active-pass-lease.js";
 import { runActivePass, type CatchUp } from "./active-tier.js";
 import type { SweepChanges } from "./change-source.js";
-import { backfillRunning, lastCompleteFullPass, lastWholePassStart, runFullSlice } from "./full-tier.js";
-import type { MirrorWriter } from "./mirror-writer.js";
+import { backfillRunning, lastWholePassStart, runFullSlice } from "./full-tier.js";
+import type { MirrorWriter } from "../mirror/mirror-writer.js";
 import { runBackfill } from "./resumable-backfill.js";
-import { SYNCED_KINDS, type SyncedKind } from "./synced-kinds.js";
+import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
 
 /**
  * The job names of the reconciliation tiers and backfill on the sync queue, for whoever enqueues
@@ -30,11 +30,8 @@ export const RECONCILE_JOBS = {
   backfill: "backfill",
 } as const;
 
-export interface ActiveJobData {
-  requestedBy?: string;
-}
 export interface CatchUpJobData {
-  /** ISO instant: when the gap began (gap-watch.ts). */
+  /** ISO instant: when the gap began (worker/gap-watch.ts). */
   gapStart: string;
 }
 /** How often a pass that waits behind the running one looks again (it runs within this of its end). */
@@ -48,9 +45,6 @@ export interface BackfillJobData {
   since?: string;
   restart?: boolean;
 }
-
-/** How often the full tier looks whether a pass is due (slices of a running pass chain on their own). */
-export const FULL_TICK_MS = 60_000;
 
 export interface ReconcileDeps {
   api: ApiClient;
@@ -66,7 +60,7 @@ export interface ReconcileDeps {
   logger: Logger;
 }
 
-/** The processors of the reconciliation and backfill jobs (sync-worker.ts runs them by name). */
+/** The processors of the reconciliation and backfill jobs (worker/sync-worker.ts runs them by name). */
 export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: Job, token?: string) => Promise<unknown>> {
   const changes: SweepChanges = { writer: deps.writer, source: "reconcile", pending: deps.pending };
   const fullSlice = async (job: Job) => {
@@ -112,7 +106,7 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
   };
   return {
     [RECONCILE_JOBS.active]: async (job, token) => {
-      const byOperator = (job.data as ActiveJobData).requestedBy === "operator";
+      const byOperator = (job.data as { requestedBy?: string }).requestedBy === "operator";
       // A catch-up waiting to run reads all a tick would and more: the tick would only read it twice.
       if (!byOperator && (await catchUpQueued(deps.queue))) return { skipped: "a catch-up pass is queued" };
       const outcome = await activePass(job, token);
@@ -201,50 +195,4 @@ async function catchUpQueued(queue: ReconcileDeps["queue"]): Promise<boolean> {
 export async function enqueueCatchUp(queue: Pick<Queue, "add">, gapStart: Date): Promise<void> {
   const data: CatchUpJobData = { gapStart: gapStart.toISOString() };
   await queue.add(RECONCILE_JOBS.catchUp, data, { deduplication: { id: RECONCILE_JOBS.catchUp } });
-}
-
-/** Keeps the schedulers of the tiers as the config says: RECONCILE_INTERVAL_SECONDS=0 turns every tier off. */
-export async function scheduleReconcile(queue: Queue, config: Config["worker"], enabled: boolean): Promise<void> {
-  // The single hourly sweep the tiers replace.
-  await queue.removeJobScheduler("reconcile");
-  const on = enabled && config.reconcileIntervalMs > 0;
-  if (on)
-    await queue.upsertJobScheduler(
-      RECONCILE_JOBS.full,
-      { every: Math.min(FULL_TICK_MS, config.reconcileIntervalMs) },
-      { name: RECONCILE_JOBS.full, data: {} },
-    );
-  else await queue.removeJobScheduler(RECONCILE_JOBS.full);
-  if (on && config.reconcileActiveIntervalMs > 0)
-    await queue.upsertJobScheduler(
-      RECONCILE_JOBS.active,
-      { every: config.reconcileActiveIntervalMs },
-      { name: RECONCILE_JOBS.active, data: {} },
-    );
-  else await queue.removeJobScheduler(RECONCILE_JOBS.active);
-}
-
-/**
- * The active tier's configured interval, and its last complete pass as this worker's start until
- * one completes: the stall alert (deploy/prometheus/alerts.yml) compares the two.
- */
-export function showActiveTier(metrics: Metrics, config: Config["worker"]): void {
-  const on = config.reconcileIntervalMs > 0 && config.reconcileActiveIntervalMs > 0;
-  metrics.reconcileActiveInterval.set(on ? config.reconcileActiveIntervalMs / 1000 : 0);
-  if (on) metrics.reconcileLastCompletePass.setToCurrentTime({ tier: "active" });
-}
-
-/** The full tier's progress and the age of its last complete pass, read at scrape time from the checkpoints. */
-export function collectFullTier(metrics: Metrics, checkpoints: SyncCheckpoints, startedAt: number): void {
-  metrics.addCollector(async () => {
-    const saved = await checkpoints.list("full");
-    for (const c of saved) {
-      metrics.fullPassRecords.set({ kind: c.kind }, c.records);
-      metrics.fullPassPages.set({ kind: c.kind }, c.pages);
-    }
-    const complete = lastCompleteFullPass(saved);
-    if (complete) metrics.reconcileLastCompletePass.set({ tier: "full" }, complete.getTime() / 1000);
-    // "A complete pass", as before the tiers; the worker's start until one has completed.
-    metrics.reconcileLastSuccess.set(Math.max(startedAt, complete?.getTime() ?? 0) / 1000);
-  });
 }

@@ -1,9 +1,10 @@
-import type { MirrorRecord, MirrorStore } from "../../mirror/store.js";
-import { paginatePages, type ApiClient } from "../../upstream/index.js";
-import { createListOrder, type ListDirection } from "./list-order.js";
-import type { MirrorWriter } from "./mirror-writer.js";
+import type { MirrorStore } from "../mirror/store.js";
+import { paginatePages, type ApiClient } from "../upstream/index.js";
+import { createListOrder } from "./list-order.js";
+import type { MirrorWriter } from "../mirror/mirror-writer.js";
+import { writePage } from "./change-source.js";
 import type { PlannedRead } from "./read-plan.js";
-import type { Page, SyncedKind } from "./synced-kinds.js";
+import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
 
 /** What a refresh read needs: the API, the mirror and how it writes (source `webhook`). */
 export interface RefreshReadContext {
@@ -21,29 +22,14 @@ export interface ReadOutcome {
   written: number;
   /** Every id the read met (written, or set aside as rejected: read all the same). */
   seen: Set<string>;
-  /** The read stopped at `maxPages`, not at the end of its list or by its order. */
-  capped: boolean;
-  direction: ListDirection;
   /** A booking past the window's upper bound came back: the API ignores that parameter. */
   upperBoundIgnored: boolean;
 }
 
-/** The position of a record in its list's sort order (epoch ms), by kind; NaN when it has none. */
-export const SORT_KEY: Record<SyncedKind, (record: MirrorRecord) => number> = {
-  orders: (r) => (typeof r.createdAt === "string" ? Date.parse(r.createdAt) : NaN),
-  bookings: (r) => (typeof r.date === "string" ? Date.parse(r.date) : NaN),
-  "menu-items": () => NaN,
-};
-
 /** One page of a filtered list at high priority, stamped by the mirror's clock after its rate-limit slot. */
 function readPage(ctx: RefreshReadContext, plan: Pick<PlannedRead, "restaurantId" | "filter">, cursor: string | undefined): Promise<Page> {
-  const { api, mirror } = ctx;
-  const { restaurantId, filter } = plan;
-  const opts = { priority: "webhook" as const, clock: () => mirror.clock() };
-  const base = { restaurantId, limit: 100, cursor };
-  if (ctx.kind === "orders") return api.listOrders({ ...base, status: filter.status }, opts);
-  if (ctx.kind === "bookings") return api.listBookings({ ...base, from: filter.from, to: filter.to }, opts);
-  return api.listMenuItems(base, opts);
+  const opts = { priority: "webhook" as const, clock: () => ctx.mirror.clock() };
+  return RESOURCES[ctx.kind].list(ctx.api, { ...plan.filter, restaurantId: plan.restaurantId, cursor }, opts);
 }
 
 /**
@@ -54,36 +40,30 @@ function readPage(ctx: RefreshReadContext, plan: Pick<PlannedRead, "restaurantId
  * way once it runs past the bound.
  */
 export async function runRead(ctx: RefreshReadContext, plan: PlannedRead): Promise<ReadOutcome> {
-  const sortKey = SORT_KEY[ctx.kind];
+  const { sortKey } = RESOURCES[ctx.kind];
   const order = createListOrder();
-  const outcome: ReadOutcome = { calls: 0, written: 0, seen: new Set(), capped: false, direction: "unknown", upperBoundIgnored: false };
+  const outcome: ReadOutcome = { calls: 0, written: 0, seen: new Set(), upperBoundIgnored: false };
   const upper = plan.filter.to === undefined ? undefined : Date.parse(plan.filter.to) + 86_400_000 - 1;
   const missing = () => plan.targets.filter((t) => !outcome.seen.has(t.id));
   for await (const page of paginatePages((cursor) => readPage(ctx, plan, cursor))) {
     outcome.calls++;
-    outcome.written += await writePage(ctx, page, outcome.seen);
+    outcome.written += await writeSeen(ctx, page, outcome.seen);
     const keys = page.data.map(sortKey);
     order.observe(keys);
-    outcome.direction = order.direction;
     if (upper !== undefined && keys.some((k) => k > upper)) outcome.upperBoundIgnored = true;
     if (page.nextCursor === null) break;
     // No targets (a whole menu): the whole list. Else: until every target is seen or passed.
     const left = missing();
     if (plan.targets.length > 0 && left.every((t) => t.sortKey !== undefined && order.passed(t.sortKey))) break;
     if (upper !== undefined && order.passed(upper)) break;
-    if (outcome.calls >= ctx.maxPages) {
-      outcome.capped = true;
-      break;
-    }
+    if (outcome.calls >= ctx.maxPages) break;
   }
   return outcome;
 }
 
 /** Writes a page (source `webhook`) and adds the ids it read to `seen`, rejected ones too. */
-async function writePage(ctx: RefreshReadContext, page: Page, seen: Set<string>): Promise<number> {
-  const result = ctx.writer
-    ? await ctx.writer.write(ctx.kind, page.data, page.readAt, "webhook", page.refused)
-    : await ctx.mirror.upsert(ctx.kind, page.data, page.readAt, { refused: page.refused });
+async function writeSeen(ctx: RefreshReadContext, page: Page, seen: Set<string>): Promise<number> {
+  const result = await writePage(ctx.mirror, ctx.writer, ctx.kind, page, "webhook");
   for (const record of page.data) seen.add(record.id);
   // A record set aside was read all the same: its id is forgotten as read (reported, not retried forever).
   for (const { id } of result.rejected) if (id !== undefined) seen.add(id);

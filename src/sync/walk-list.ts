@@ -1,30 +1,16 @@
 import type { Logger } from "pino";
-import type { MirrorStore } from "../../mirror/store.js";
-import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
+import type { MirrorStore } from "../mirror/store.js";
+import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import {
   createCursorGuard,
   UpstreamBadRequestError,
   UpstreamPageRefusedError,
   type ApiClient,
   type BudgetClass,
-} from "../../upstream/index.js";
-import { sourceOf, type SweepChanges } from "./change-source.js";
+} from "../upstream/index.js";
+import { sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { createListOrder, type ListOrder } from "./list-order.js";
-import type { Page, SyncedKind } from "./synced-kinds.js";
-
-/** One page of a kind's whole list, company-wide, from `cursor`; `since` narrows bookings (`from`). */
-type ReadWholeList = (
-  api: ApiClient,
-  q: { cursor: string | undefined; since: string | null },
-  opts: { priority: BudgetClass; clock: () => Promise<Date> },
-) => Promise<Page>;
-
-/** How each kind's whole list is read: bookings take `from` for a window; orders are cut by createdAt (see `pastSince`). */
-const WHOLE_LISTS: Record<SyncedKind, ReadWholeList> = {
-  orders: (api, { cursor }, opts) => api.listOrders({ limit: 100, cursor }, opts),
-  bookings: (api, { cursor, since }, opts) => api.listBookings({ limit: 100, cursor, ...(since ? { from: since } : {}) }, opts),
-  "menu-items": (api, { cursor }, opts) => api.listMenuItems({ limit: 100, cursor }, opts),
-};
+import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
 
 export interface WalkOptions {
   api: ApiClient;
@@ -40,32 +26,28 @@ export interface WalkOptions {
   maxPages?: number;
   /** Stops before the next page once aborted (Ctrl-C); the page in hand is written and saved first. */
   signal?: AbortSignal;
+  /** Asked before each page: false pauses the walk there (the full tier's pass, once a backfill walks its kind). */
+  goOn?: () => Promise<boolean>;
   logger?: Logger;
   onPage?: (checkpoint: SyncCheckpoint, page: { records: number }) => void;
 }
 
-export type WalkOutcome = {
+export interface WalkOutcome {
   /** Where the pass stands: after the last page written and saved. */
   checkpoint: SyncCheckpoint;
   /** Pages read by this walk (not the whole pass). */
   pages: number;
-} & (
-  | {
-      /** complete: reached the end; paused: bound or abort; lost: another walker of the same pass saved first. */
-      state: "complete" | "paused" | "lost";
-    }
-  | {
-      /**
-       * The API's answer at the checkpoint's cursor can never be walked on from (too large, more
-       * records than asked for, a cursor the walk was already handed): the checkpoint stays at
-       * the last good page, and the caller decides what becomes of the pass. Other failures
-       * (a 5xx, a body that is not JSON: a proxy's page during a deploy) are thrown, and the
-       * next run goes on from the checkpoint.
-       */
-      state: "unreadable";
-      error: UpstreamPageRefusedError;
-    }
-);
+  /** complete: reached the end; paused: bound, abort or `goOn`; lost: another walker of the same pass saved first. */
+  state: "complete" | "paused" | "lost" | "unreadable";
+  /**
+   * Unreadable: the API's answer at the checkpoint's cursor can never be walked on from (too
+   * large, more records than asked for, a cursor the walk was already handed): the checkpoint
+   * stays at the last good page, and the caller decides what becomes of the pass. Other failures
+   * (a 5xx, a body that is not JSON: a proxy's page during a deploy) are thrown, and the next run
+   * goes on from the checkpoint.
+   */
+  error?: UpstreamPageRefusedError;
+}
 
 /**
  * Walks one kind's whole list from the checkpoint's cursor, writing each page into the mirror
@@ -83,6 +65,7 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
   let order = createListOrder();
   let cursors = createCursorGuard(checkpoint.cursor ?? undefined);
   while (pages < maxPages && !options.signal?.aborted) {
+    if (options.goOn && !(await options.goOn())) break;
     let page: Page;
     try {
       page = await readPage(options, checkpoint);
@@ -100,8 +83,10 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
       continue;
     }
     pages++;
-    const cut = kind === "orders" && checkpoint.since !== null ? cutOrders(page, checkpoint.since, order) : { page, past: false };
-    await writePage(options, checkpoint, cut.page);
+    const byFilter = RESOURCES[kind].filters.includes("from");
+    const cut = checkpoint.since !== null && !byFilter ? cutBySortKey(kind, page, checkpoint.since, order) : { page, past: false };
+    const source = options.changes ? await sweepSource(options.changes, kind, cut.page, checkpoint.firstImport) : "backfill";
+    await writePage(options.mirror, options.changes?.writer, kind, cut.page, source);
     // Records read, those the client set aside as out of shape included (the checkpoint counts them too).
     const read = { records: cut.page.data.length + cut.page.refused.length };
     const progress: CheckpointProgress = {
@@ -129,36 +114,27 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
   return { checkpoint, pages, state: "paused" };
 }
 
-/** The page at the checkpoint's cursor, stamped by the mirror's clock after its rate-limit slot. */
+/**
+ * The page at the checkpoint's cursor, company-wide, stamped by the mirror's clock after its
+ * rate-limit slot; a list with a date filter takes `since` as its `from`.
+ */
 function readPage(options: WalkOptions, checkpoint: SyncCheckpoint): Promise<Page> {
-  return WHOLE_LISTS[options.kind](
-    options.api,
-    { cursor: checkpoint.cursor ?? undefined, since: checkpoint.since },
-    { priority: options.budget, clock: () => options.mirror.clock() },
-  );
-}
-
-async function writePage(options: WalkOptions, checkpoint: SyncCheckpoint, page: Page): Promise<void> {
-  const { changes, kind, mirror } = options;
-  if (!changes) {
-    await mirror.upsert(kind, page.data, page.readAt, { refused: page.refused });
-    return;
-  }
-  // A first import's writes are `backfill`, whatever the walker: no missed-webhook storm.
-  const source = checkpoint.firstImport ? "backfill" : await sourceOf(changes, kind, page.data);
-  await changes.writer.write(kind, page.data, page.readAt, source, page.refused);
+  const { list, filters } = RESOURCES[options.kind];
+  const from = filters.includes("from") ? (checkpoint.since ?? undefined) : undefined;
+  const opts = { priority: options.budget, clock: () => options.mirror.clock() };
+  return list(options.api, { cursor: checkpoint.cursor ?? undefined, from }, opts);
 }
 
 /**
- * backfill --since for orders, which the API cannot filter by date: keeps the records created on
- * or after `since`, and says the walk is past the window once the data shows the list runs newest
- * first (createdAt falls along it) and this page went below `since`. Never assumes an order: a
- * list that runs oldest first, or no order at all, is walked to its end.
+ * backfill --since for a list the API cannot filter by date (orders): keeps the records on or
+ * after `since` by sort key, and says the walk is past the window once the data shows the list
+ * runs newest first and this page went below `since`. Never assumes an order: a list that runs
+ * oldest first, or no order at all (menus: no sort key, kept whole), is walked to its end.
  */
-function cutOrders(page: Page, since: string, order: ListOrder): { page: Page; past: boolean } {
+function cutBySortKey(kind: SyncedKind, page: Page, since: string, order: ListOrder): { page: Page; past: boolean } {
   const bound = Date.parse(since);
-  const createdAt = (r: Page["data"][number]) => Date.parse(String(r.createdAt));
-  order.observe(page.data.map(createdAt));
-  const kept = page.data.filter((r) => !(createdAt(r) < bound));
+  const { sortKey } = RESOURCES[kind];
+  order.observe(page.data.map(sortKey));
+  const kept = page.data.filter((r) => !(sortKey(r) < bound));
   return { page: { ...page, data: kept }, past: order.direction === "descending" && order.passed(bound) };
 }

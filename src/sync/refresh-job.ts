@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { RefreshOutcome } from "./refresh-kind.js";
 import type { RefreshPace } from "./refresh-pace.js";
 import type { PendingRestaurant, RefreshJobData, RefreshScheduler } from "./refresh-scheduler.js";
-import type { SyncedKind } from "./synced-kinds.js";
+import type { SyncedKind } from "./resources.js";
 
 export interface RefreshJobDeps {
   scheduler: Pick<RefreshScheduler, "holds" | "pendingAll" | "runWithin">;

@@ -1,6 +1,6 @@
-import type { ChangeSource } from "../../events/change-events.js";
-import { insertChanges, type RecordedChange } from "../../mirror/change-outbox.js";
-import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord, UpsertResult } from "../../mirror/store.js";
+import type { ChangeSource } from "../events/change-events.js";
+import { insertChanges, type RecordedChange } from "./change-outbox.js";
+import type { MirrorChange, MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord, UpsertResult } from "./store.js";
 
 /** Who made the mirror read the records: one source for the whole write, or decided per change. */
 export type SourceOf = ChangeSource | ((change: MirrorChange) => ChangeSource | Promise<ChangeSource>);

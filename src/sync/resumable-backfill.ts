@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
-import type { MirrorStore } from "../../mirror/store.js";
-import type { SyncCheckpoint, SyncCheckpoints } from "../../mirror/sync-checkpoints.js";
-import type { ApiClient } from "../../upstream/index.js";
+import type { MirrorStore } from "../mirror/store.js";
+import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
+import type { ApiClient } from "../upstream/index.js";
 import { isFirstImport } from "./change-source.js";
-import type { MirrorWriter } from "./mirror-writer.js";
-import type { SyncedKind } from "./synced-kinds.js";
+import type { MirrorWriter } from "../mirror/mirror-writer.js";
+import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
 import { walkList } from "./walk-list.js";
 
 export interface BackfillOptions {
@@ -59,7 +59,7 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillOut
     return sameWindow(cp) && cp.passCompletedAt !== null;
   });
   const fresh = options.restart === true || allDone;
-  const totals: Record<SyncedKind, number> = { orders: 0, bookings: 0, "menu-items": 0 };
+  const totals = Object.fromEntries(SYNCED_KINDS.map((k) => [k, 0])) as Record<SyncedKind, number>;
   // Every kind this run will walk is started now, not when the walk reaches it: the full tier
   // sees the whole run as running and leaves each of its kinds to it (full-tier.ts backfillRunning).
   const plan: { kind: SyncedKind; checkpoint: SyncCheckpoint; resumed: boolean; skipped: boolean }[] = [];
@@ -96,7 +96,7 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillOut
     });
     if (walked.state === "lost") throw new BackfillConflictError(kind);
     // The checkpoint stays at the last good page: a run after the upstream is fixed goes on from there.
-    if (walked.state === "unreadable") throw walked.error;
+    if (walked.error) throw walked.error;
     if (walked.state !== "complete") return { totals, state: "interrupted" };
   }
   return { totals, state: "complete" };

@@ -10,8 +10,6 @@ export interface ListOrder {
   /** Feeds the keys of the next page, in list order; a key that does not parse (NaN) is skipped. */
   observe(keys: readonly number[]): void;
   readonly direction: ListDirection;
-  /** The key of the last record seen, or undefined before any. */
-  readonly last: number | undefined;
   /**
    * Whether a record with `key` can no longer come further down this list: the list runs
    * newest first and already went below it, or oldest first and already went above it.
@@ -36,9 +34,6 @@ export function createListOrder(): ListOrder {
       if (down && !up) return "descending";
       if (up && !down) return "ascending";
       return "unknown";
-    },
-    get last() {
-      return last;
     },
     passed(key) {
       if (last === undefined || Number.isNaN(key)) return false;

@@ -1,0 +1,124 @@
+import type { ChangeKind } from "../events/change-events.js";
+import { CHANGE_KIND_OF } from "../mirror/change-outbox.js";
+import { TABLE_OF } from "../mirror/mirror-rows.js";
+import type { MirrorKind, MirrorRecord, RefusedUpstreamRecord } from "../mirror/store.js";
+import type { ApiClient, BudgetClass } from "../upstream/index.js";
+import { ORDER_STATUS_RANK, ORDER_STATUSES, orderStatusRank } from "../upstream/models.js";
+
+export type SyncedKind = Exclude<MirrorKind, "reviews">;
+
+export interface Page {
+  data: MirrorRecord[];
+  nextCursor: string | null;
+  /** When the request that answered this page was sent, by `clock` (ApiClient ListOptions.clock). */
+  readAt: Date;
+  /** Records the client found out of shape: set aside in the mirror's rejected records with the page. */
+  refused: RefusedUpstreamRecord[];
+}
+
+/** The filters a list may take (spec part 4): order status; a booking date window (YYYY-MM-DD, inclusive). */
+export interface ReadFilter {
+  status?: string | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
+}
+
+/** What a read asks of a list; each kind's list passes on only the filters it takes. */
+export interface ListQuery extends ReadFilter {
+  restaurantId?: string | undefined;
+  cursor?: string | undefined;
+}
+
+/** The order a kind's records move through (orders only: the API's state machine, docs/upstream.md). */
+export interface StateOrder {
+  /** How far along a status is; undefined for one the spec does not show. The one rank: upstream/models.ts. */
+  rank: (status: unknown) => number | undefined;
+  /** Statuses that can still change (the state machine only moves forward from these). */
+  open: readonly string[];
+  /** Where a record ends: read back when an open record of the mirror left every open list. */
+  final: readonly string[];
+  /** The statuses a record in `status` may be in now, the carried one first; undefined for an unknown one. */
+  from: (status: string) => string[] | undefined;
+}
+
+/** One synced kind: everything the engine knows of it, read from here rather than switched on. */
+export interface Resource {
+  /** One page of the kind's list (100, the API's most); `clock` stamps it after its rate-limit slot. */
+  list: (api: ApiClient, query: ListQuery, opts: { priority: BudgetClass; clock: () => Promise<Date> }) => Promise<Page>;
+  /**
+   * The filters its list takes (spec part 4): what a refresh may narrow a read by, and how
+   * `backfill --since` narrows the whole list (by `from`, else by cutting at the sort key).
+   */
+  filters: readonly (keyof ReadFilter)[];
+  /**
+   * Where a record sits in its list's sort order (epoch ms): an order's createdAt, a booking's
+   * date; NaN when it has none. The spec states no order: the engine reads it off these keys.
+   */
+  sortKey: (record: object) => number;
+  states?: StateOrder;
+  /** Whether events name one record (refreshed until found); menus are refreshed whole. */
+  tracksIds: boolean;
+  /** The mirror's table and the change events' kind (their homes are the mirror's, below sync). */
+  table: string;
+  changeKind: ChangeKind;
+}
+
+/** A sort key read from a date field of a record (or of an event's note, whose fields are named alike). */
+const dateField =
+  (name: string) =>
+  (record: object): number => {
+    const value = (record as Record<string, unknown>)[name];
+    return typeof value === "string" ? Date.parse(value) : NaN;
+  };
+
+/**
+ * The statuses an order in `status` may be in now, the carried one first (docs/upstream.md): from
+ * an open one every status of a higher rank (the forward steps, CANCELLED, REFUNDED from a paid
+ * order); from DELIVERED or CANCELLED only REFUNDED. Unknown: undefined (no status filter can be trusted).
+ */
+export function statusesFrom(status: string): string[] | undefined {
+  const rank = orderStatusRank(status);
+  if (rank === undefined) return undefined;
+  if (ORDER_STATES.final.includes(status)) return status === "REFUNDED" ? [status] : [status, "REFUNDED"];
+  return ORDER_STATUSES.filter((s) => ORDER_STATUS_RANK[s] >= rank);
+}
+
+/** The orders' state order: the table's one row with states. */
+export const ORDER_STATES: StateOrder = {
+  rank: orderStatusRank,
+  open: ["PENDING", "CONFIRMED", "PREPARING", "READY"],
+  final: ["DELIVERED", "CANCELLED", "REFUNDED"],
+  from: statusesFrom,
+};
+
+/** The synced kinds as rows, in sweep order (the order backfill and reconcile walk them). */
+export const RESOURCES: Record<SyncedKind, Resource> = {
+  orders: {
+    list: (api, { restaurantId, cursor, status }, opts) => api.listOrders({ restaurantId, status, limit: 100, cursor }, opts),
+    filters: ["status"],
+    sortKey: dateField("createdAt"),
+    states: ORDER_STATES,
+    tracksIds: true,
+    table: TABLE_OF.orders,
+    changeKind: CHANGE_KIND_OF.orders,
+  },
+  bookings: {
+    list: (api, { restaurantId, cursor, from, to }, opts) => api.listBookings({ restaurantId, from, to, limit: 100, cursor }, opts),
+    filters: ["from", "to"],
+    sortKey: dateField("date"),
+    tracksIds: true,
+    table: TABLE_OF.bookings,
+    changeKind: CHANGE_KIND_OF.bookings,
+  },
+  "menu-items": {
+    list: (api, { restaurantId, cursor }, opts) => api.listMenuItems({ restaurantId, limit: 100, cursor }, opts),
+    filters: [],
+    sortKey: () => NaN,
+    tracksIds: false,
+    table: TABLE_OF["menu-items"],
+    changeKind: CHANGE_KIND_OF["menu-items"],
+  },
+};
+
+/** Every kind read through the API, in sweep order: the one list backfill and reconcile use. */
+export const SYNCED_KINDS = Object.keys(RESOURCES) as SyncedKind[];
