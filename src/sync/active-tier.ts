@@ -6,7 +6,7 @@ import type { ChangeSource } from "../events/change-events.js";
 import { isFirstImport, sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { firstImportRunning } from "./full-tier.js";
 import { createListOrder } from "./list-order.js";
-import { ORDER_STATES, RESOURCES, type ListQuery, type Page, type SyncedKind } from "./resources.js";
+import { ORDER_STATES, RESOURCES, statusesFrom, type ListQuery, type Page, type SyncedKind } from "./resources.js";
 
 /** Pages of one final-status list an active pass reads at most looking for orders that left the open lists. */
 export const MAX_FINAL_PAGES = 10;
@@ -26,7 +26,8 @@ export interface ActivePassOptions {
 
 /**
  * A catch-up pass (after a gap): besides the open lists, every final list newest first down to
- * `horizon` by createdAt (when the data shows it runs newest first; else MAX_FINAL_PAGES, or
+ * its floor by createdAt — REFUNDED to `horizon`, DELIVERED and CANCELLED to `gapStart`
+ * (catchUpFloor) — when the data shows it runs newest first (else MAX_FINAL_PAGES, or
  * CATCH_UP_MAX_PAGES pages of a newest-first list that never reaches it), and bookings from the
  * day before the gap began.
  */
@@ -36,7 +37,7 @@ export interface CatchUp {
   horizon: Date;
 }
 
-/** Pages of one final list a catch-up reads at most while it runs newest first towards its horizon. */
+/** Pages of one final list a catch-up reads at most while it runs newest first towards its floor. */
 export const CATCH_UP_MAX_PAGES = 100;
 
 /** What one kind's reads of a pass met: records read, and those the mirror had wrong (written with a change). */
@@ -99,7 +100,7 @@ export async function runActivePass(options: ActivePassOptions): Promise<ActiveP
 
 /**
  * The open orders of the mirror that no open list returned (`seen`), created before the pass
- * began: read back from the final lists (a catch-up reads every final list down to its horizon).
+ * began: read back from the final lists (a catch-up reads every final list down to its floor).
  */
 async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassOutcome, seen: Set<string>, startedAt: Date) {
   const leftOpen = (await openOrdersOfMirror(options.mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
@@ -151,18 +152,30 @@ async function writeTallied(options: ActivePassOptions, outcome: ActivePassOutco
 }
 
 /**
+ * How far down a catch-up reads a final list (epoch ms of createdAt): a status orders in another
+ * final state can still move into (REFUNDED: any paid order, resources.ts statusesFrom) down to the
+ * horizon; the others only from an open state (an order open in the mirror, read back as any
+ * pass does) or by an order created in the gap, so down to the gap's start.
+ */
+function catchUpFloor(catchUp: CatchUp, status: string): number {
+  const fromFinal = ORDER_STATES.final.some((f) => f !== status && statusesFrom(f)?.includes(status));
+  return (fromFinal ? catchUp.horizon : catchUp.gapStart).getTime();
+}
+
+/**
  * Reads the final lists until every order that left the open lists was found, or the list shows
  * it runs newest first and went below the oldest of them by createdAt, or MAX_FINAL_PAGES. A
- * catch-up reads each final list on down to its horizon (CatchUp).
+ * catch-up reads each final list on down to its floor (catchUpFloor).
  */
 async function readBackFinished(options: ActivePassOptions, outcome: ActivePassOutcome, leftOpen: MirrorRecord[]): Promise<number> {
   const wanted = new Set(leftOpen.map((o) => o.id));
   const { sortKey } = RESOURCES.orders;
   const oldest = Math.min(...leftOpen.map(sortKey));
-  const horizon = options.catchUp?.horizon.getTime();
+  const { catchUp } = options;
   const firstImport = await isFirstImport(options, "orders");
   for (const status of ORDER_STATES.final) {
-    if (wanted.size === 0 && horizon === undefined) break;
+    const floor = catchUp && catchUpFloor(catchUp, status);
+    if (wanted.size === 0 && floor === undefined) break;
     let pages = 0;
     const order = createListOrder();
     for await (const page of paginatePages(readPage(options, "orders", { status }))) {
@@ -170,9 +183,9 @@ async function readBackFinished(options: ActivePassOptions, outcome: ActivePassO
       for (const r of page.data) wanted.delete(r.id);
       order.observe(page.data.map(sortKey));
       const foundAll = wanted.size === 0 || order.passed(oldest);
-      if (foundAll && (horizon === undefined || order.passed(horizon))) break;
-      // Only a list known to run newest first reaches a horizon: any other stops at the usual bound.
-      const bound = horizon !== undefined && order.direction === "descending" ? CATCH_UP_MAX_PAGES : MAX_FINAL_PAGES;
+      if (foundAll && (floor === undefined || order.passed(floor))) break;
+      // Only a list known to run newest first reaches a floor: any other stops at the usual bound.
+      const bound = floor !== undefined && order.direction === "descending" ? CATCH_UP_MAX_PAGES : MAX_FINAL_PAGES;
       if (++pages >= bound) break;
     }
   }

@@ -107,8 +107,8 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
   return {
     [RECONCILE_JOBS.active]: async (job, token) => {
       const byOperator = (job.data as { requestedBy?: string }).requestedBy === "operator";
-      // A catch-up waiting to run reads all a tick would and more: the tick would only read it twice.
-      if (!byOperator && (await catchUpQueued(deps.queue))) return { skipped: "a catch-up pass is queued" };
+      // A catch-up waiting or running reads all a tick would and more: the tick would only read it twice.
+      if (!byOperator && (await catchUpPending(deps.queue))) return { skipped: "a catch-up pass is queued or running" };
       const outcome = await activePass(job, token);
       if (outcome) return outcome;
       // An operator's "reconcile now" runs right after the running pass (it may have begun before
@@ -184,11 +184,15 @@ async function addOnce(queue: Pick<Queue, "add" | "getJob">, jobId: string): Pro
   await queue.add(RECONCILE_JOBS.fullSlice, {}, { jobId });
 }
 
-/** Whether a catch-up pass waits to run (its deduplication key names a job not yet finished). */
-async function catchUpQueued(queue: ReconcileDeps["queue"]): Promise<boolean> {
+/**
+ * Whether a catch-up pass waits or runs (its deduplication key names a job not yet finished).
+ * Running counts too: after a restart a worker takes the catch-up and the first tick at once, and
+ * the tick that reached the lease first read the bookings before the catch-up read them again.
+ */
+async function catchUpPending(queue: ReconcileDeps["queue"]): Promise<boolean> {
   const id = await queue.getDeduplicationJobId(RECONCILE_JOBS.catchUp);
   const job = id ? await queue.getJob(id) : undefined;
-  return job ? ["waiting", "delayed", "prioritized"].includes(await job.getState()) : false;
+  return job ? ["waiting", "delayed", "prioritized", "active"].includes(await job.getState()) : false;
 }
 
 /** Enqueues one catch-up pass from `gapStart`: deduplicated while one waits or runs (several workers may see the gap). */

@@ -109,6 +109,41 @@ describe("the catch-up pass", () => {
   });
 });
 
+describe("the catch-up's final lists", () => {
+  it("reads DELIVERED and CANCELLED down to the gap's start only, REFUNDED down to the horizon", async () => {
+    // Two days of a busy company: a day of DELIVERED orders is about 13 pages.
+    const sandbox = createSandbox({ restaurants: 8, history: { orders: 3000, days: 2, menuItems: 2 } });
+    opened = sandbox;
+    api = createApiClient({ baseUrl: await sandbox.listen(), apiKey: sandbox.apiKey, retryBaseMs: 10, readRetries: 0 });
+    await runFullSlice({ api, mirror, checkpoints, changes, intervalMs: 3600_000, maxPages: 10_000, logger });
+    const gapStart = await mirror.clock();
+    const now = Date.now();
+    // In the gap: refunds of orders of 20 hours ago, and an order created and delivered.
+    const refunded = sandbox.state
+      .orders()
+      .filter((o) => o.status === "DELIVERED" && o.paidAt && Math.abs(now - Date.parse(o.createdAt) - (20 * DAY) / 24) < 3_600_000)
+      .slice(0, 2)
+      .map((o) => o.id);
+    expect(refunded).toHaveLength(2);
+    const delivered = sandbox.silently(() => {
+      for (const id of refunded) sandbox.actions.refundOrder(id);
+      const { id } = sandbox.actions.createOrder({ paid: true });
+      for (const status of ["CONFIRMED", "PREPARING", "READY", "DELIVERED"]) sandbox.actions.updateOrderStatus(id, status);
+      return id;
+    });
+    const from = sandbox.requestLog.length;
+    await runActivePass({ api, mirror, checkpoints, changes, logger, catchUp: { gapStart, horizon: new Date(now - DAY) } });
+    for (const id of [...refunded, delivered])
+      expect((await mirror.get("orders", id))?.status).toBe(sandbox.state.orders().find((o) => o.id === id)?.status);
+    const pages = (status: string) =>
+      sandbox.requestLog.slice(from).filter((r) => r.path === "/api/v1/orders" && new URLSearchParams(r.query).get("status") === status)
+        .length;
+    expect(pages("DELIVERED")).toBe(1);
+    expect(pages("CANCELLED")).toBe(1);
+    expect(pages("REFUNDED")).toBeGreaterThan(0);
+  });
+});
+
 describe("the gap watch", () => {
   let redis: Redis;
   beforeEach(() => {

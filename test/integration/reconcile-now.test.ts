@@ -1,9 +1,20 @@
-import { Queue } from "bullmq";
-import { afterEach, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { Queue, Worker } from "bullmq";
+import { Redis } from "ioredis";
+import pino from "pino";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { loadConfig } from "../../src/config/index.js";
+import { createMetrics } from "../../src/metrics/metrics.js";
+import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
+import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
+import { createApiClient } from "../../src/upstream/index.js";
+import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { enqueueCatchUp, RECONCILE_JOBS } from "../../src/sync/reconcile-jobs.js";
+import { enqueueCatchUp, RECONCILE_JOBS, reconcileProcessors } from "../../src/sync/reconcile-jobs.js";
 import { createActivePassLease } from "../../src/sync/active-pass-lease.js";
+import { TEST_SECRET } from "../helpers/edge.js";
+import { openTestDatabase, preferredDriver } from "../helpers/postgres.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 
@@ -86,6 +97,48 @@ describe("reconcile now", () => {
       expect(answer?.skipped).toMatch(/catch-up pass is queued|active pass is running/);
     } finally {
       await queue.close();
+    }
+  });
+});
+
+describe("the first tick after a restart", () => {
+  it("is skipped while a worker has taken the catch-up and not begun its pass: the catch-up reads all the tick would", async () => {
+    sandbox = createSandbox({});
+    const api = createApiClient({ baseUrl: await sandbox.listen(), apiKey: sandbox.apiKey, retryBaseMs: 10 });
+    const prefix = `test-tick-${randomUUID().slice(0, 8)}`;
+    const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
+    const queue = new Queue(SYNC_QUEUE, { connection: redis, prefix });
+    const worker = new Worker(SYNC_QUEUE, null, { connection: redis, prefix, autorun: false });
+    const database = await openTestDatabase(preferredDriver());
+    try {
+      const mirror = createPostgresMirror(database.db);
+      const config = loadConfig({ REDIS_URL: inject("redisUrl"), SIGNING_SECRET: TEST_SECRET });
+      const processors = reconcileProcessors({
+        api,
+        mirror,
+        checkpoints: createSyncCheckpoints(database.db),
+        writer: createMirrorWriter(mirror),
+        pending: () => Promise.resolve(new Map()),
+        lease: createActivePassLease({ redis, prefix, ttlMs: 60_000 }),
+        queue,
+        config: config.worker,
+        metrics: createMetrics(),
+        logger: pino({ level: "silent" }),
+      });
+      await enqueueCatchUp(queue, new Date(Date.now() - 300_000));
+      // A worker took the catch-up (active) at the moment it took the scheduler's first tick.
+      expect((await worker.getNextJob("a-worker")).name).toBe(RECONCILE_JOBS.catchUp);
+      const tick = await queue.add(RECONCILE_JOBS.active, {});
+      const before = sandbox.requestLog.length;
+      const tickPass = processors[RECONCILE_JOBS.active];
+      expect(await tickPass?.(tick, "another-slot")).toEqual({ skipped: "a catch-up pass is queued or running" });
+      expect(sandbox.requestLog.length).toBe(before);
+    } finally {
+      await worker.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
+      await redis.quit();
+      await database.close();
     }
   });
 });
