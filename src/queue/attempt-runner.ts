@@ -45,14 +45,12 @@ export interface Attempt {
    * attempts all say this number.
    */
   number: number;
-  /** N of "attempt n of N": the number the last attempt of this round may reach. */
+  /** N of "attempt n of N": the number the last attempt of this round may reach; at `number >= of` a failure is final. */
   of: number;
-  /** No attempt follows this one: a failure is final. */
-  last: boolean;
   /**
    * How long after this attempt the next one comes should it fail and be retried, drawn by the
    * source before the run: the record names that time, and the source schedules the retry with it
-   * (AttemptResult's `retryDelayMs`). Unset: no time is recorded.
+   * (AttemptResult's `retryDelayMs`). Unset: no time is recorded. Ignored when no retry follows.
    */
   retryDelayMs?: number;
   /** A fresh delivery from the sender (a stream entry read for the first time): a duplicate of an event the log holds is skipped. */
@@ -186,7 +184,7 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
         "handler succeeded but its progress was not saved: a retry runs it again",
       );
     const failed = result.failures.map((f) => f.key);
-    const givingUp = failed.length > 0 && (a.last || result.failures.every((f) => permanent(f.error)));
+    const givingUp = failed.length > 0 && (a.number >= a.of || result.failures.every((f) => permanent(f.error)));
     const status = failed.length === 0 ? "handled" : givingUp ? "failed" : "received";
     const retryDelayMs = givingUp ? undefined : a.retryDelayMs;
     const nextRetryAt = retryDelayMs === undefined ? undefined : Date.now() + retryDelayMs;

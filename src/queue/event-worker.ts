@@ -69,10 +69,9 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
     // A dead letter's placement (its first run) ran no handler: it is not an attempt.
     const before = (data.attemptsBefore ?? 0) - (data.deadLetter === undefined ? 0 : 1);
     const number = before + job.attemptsMade + 1;
-    const last = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     // A failed job retried by hand runs past its attempts: its round ends with it.
     const of = Math.max(number, before + (job.opts.attempts ?? 1));
-    const retryDelay = last ? undefined : retryDelayMs(job.opts.backoff, job.attemptsMade + 1);
+    const retryDelay = retryDelayMs(job.opts.backoff, job.attemptsMade + 1);
     const progress = (job.progress && typeof job.progress === "object" ? job.progress : {}) as Progress;
     // Outcomes the job was created with (its attempt from the stream could not record them)
     // count until an attempt of the job saved progress of its own.
@@ -91,7 +90,6 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
       data,
       number,
       of,
-      last,
       ...(retryDelay === undefined ? {} : { retryDelayMs: retryDelay }),
       done,
       carried,

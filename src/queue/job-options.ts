@@ -39,14 +39,6 @@ export const firstRetryDelayMs = (backoffMs: number, random = Math.random): numb
   retryDelayMs({ type: "exponential", delay: backoffMs, jitter: JITTER }, 1, random) ?? backoffMs;
 
 /**
- * An event's first attempt from the ingest stream: N of its "attempt n of N" is `attempts`, and
- * its retry, should it fail, waits the first backoff (drawn now: see retryDelayMs).
- */
-export function firstAttemptSchedule(attempts: number, backoffMs: number): { of: number; retryDelayMs?: number } {
-  return attempts > 1 ? { of: attempts, retryDelayMs: firstRetryDelayMs(backoffMs) } : { of: attempts };
-}
-
-/**
  * The retries left to an event whose first attempt ran outside BullMQ (straight from the ingest
  * stream) and failed: the job waits `firstDelayMs` (the first backoff, as the attempt recorded
  * it), then goes on with the same schedule as retryJobOptions (BullMQ's exponential backoff

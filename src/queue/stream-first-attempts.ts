@@ -1,6 +1,6 @@
 import { errorMessage } from "../events/dispatch.js";
 import type { AttemptResult } from "./attempt-runner.js";
-import { firstAttemptSchedule } from "./job-options.js";
+import { firstRetryDelayMs } from "./job-options.js";
 import type { EventJobData } from "./event-job.js";
 import type { StreamConsumerState } from "./stream-consumer-state.js";
 import { decodeEntry } from "./stream-entry.js";
@@ -48,8 +48,9 @@ export function createFirstAttempts(state: StreamConsumerState): FirstAttempts {
     const result = await options.runner.run({
       data,
       number: 1,
-      ...firstAttemptSchedule(options.attempts, options.backoffMs),
-      last: options.attempts <= 1,
+      of: options.attempts,
+      // Drawn now so the attempt's record names when its retry comes (job-options.ts' retryDelayMs).
+      retryDelayMs: firstRetryDelayMs(options.backoffMs),
       delivery: true,
       slot: (run) => state.handlerSlots(() => (state.stopping ? undefined : ((started = unstarted.delete(entryId)), run()))),
       stopping: () => state.stopping,
