@@ -1,6 +1,6 @@
 import { DEFAULTS } from "../config/defaults.js";
 import { randomUUID } from "node:crypto";
-import { Queue, type DefaultJobOptions } from "bullmq";
+import type { DefaultJobOptions, Queue } from "bullmq";
 import type { RedisClient } from "../redis/connection.js";
 import type { EnqueueInput, EnqueueResult, EventJobData, EventSink } from "./event-job.js";
 import { groupCommit } from "./group-commit.js";
@@ -8,6 +8,7 @@ import { withTimeout } from "./with-timeout.js";
 import { UnstorableEventError } from "./errors.js";
 import { EVENTS_QUEUE } from "./names.js";
 import { retryJobOptions } from "./job-options.js";
+import { openQueue } from "./queues.js";
 import { expectDefined } from "../expect-defined.js";
 
 export interface EventProducerOptions {
@@ -40,14 +41,13 @@ export interface EventProducer extends EventSink {
  * one pipeline whose add scripts Redis runs in order, and the second sees the first's key.
  */
 export function createEventProducer(options: EventProducerOptions): EventProducer {
-  const queue = new Queue<EventJobData>(options.queueName ?? EVENTS_QUEUE, {
+  const queue = openQueue<EventJobData>(options.queueName ?? EVENTS_QUEUE, {
     connection: options.connection,
     prefix: options.prefix,
     defaultJobOptions: { ...retryJobOptions(DEFAULTS.jobAttempts, DEFAULTS.jobBackoffMs), ...options.jobOptions },
-    streams: { events: { maxLen: 1000 } },
+    // A failed add still fails its own caller.
+    onError: options.onError ?? (() => undefined),
   });
-  // An "error" event without a listener would throw; a failed add still fails its own caller.
-  queue.on("error", options.onError ?? (() => undefined));
   const ttl = options.dedupWindowSeconds * 1000;
   // Each event is serialised alone before it joins a batch: one that cannot be (too deep, a
   // cycle, a BigInt) fails its own caller with a 4xx, never the whole batch with a 503.

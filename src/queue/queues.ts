@@ -22,18 +22,42 @@ export interface QueueHandleOptions {
   telemetry?: QueueOptions["telemetry"];
 }
 
-function queueHandle<Data>(name: string, options: QueueHandleOptions, defaultJobOptions: QueueOptions["defaultJobOptions"]): Queue<Data> {
-  const { connection, config, logger, telemetry } = options;
+/**
+ * Every handle on a queue of the service is built here: the prefix, the job defaults, BullMQ's own
+ * event stream kept short, and an "error" listener (an unheard one would throw).
+ */
+export function openQueue<Data>(
+  name: string,
+  options: {
+    connection: RedisClient;
+    prefix: string;
+    defaultJobOptions: QueueOptions["defaultJobOptions"];
+    onError: (err: Error) => void;
+    telemetry?: QueueOptions["telemetry"] | undefined;
+  },
+): Queue<Data> {
+  const { connection, prefix, defaultJobOptions, telemetry } = options;
   const queue = new Queue<Data>(name, {
     connection,
-    prefix: config.queuePrefix,
+    prefix,
     defaultJobOptions,
     // BullMQ's own event stream of the queue (what QueueEvents reads): kept short.
     streams: { events: { maxLen: 1000 } },
     ...(telemetry ? { telemetry } : {}),
   });
-  queue.on("error", logger ? warnUnlessOutage(logger, `${name} queue error`) : () => undefined);
+  queue.on("error", options.onError);
   return queue;
+}
+
+function queueHandle<Data>(name: string, options: QueueHandleOptions, defaultJobOptions: QueueOptions["defaultJobOptions"]): Queue<Data> {
+  const { connection, config, logger, telemetry } = options;
+  return openQueue<Data>(name, {
+    connection,
+    prefix: config.queuePrefix,
+    defaultJobOptions,
+    onError: logger ? warnUnlessOutage(logger, `${name} queue error`) : () => undefined,
+    telemetry,
+  });
 }
 
 /** The events queue: retries, dead letters, replays, change events and stream entries moved on. */
