@@ -2,8 +2,8 @@ import { money } from "./money.js";
 import type { StoreState } from "./store-state.js";
 import type { Booking, Order, OrderItem, OrderType, Review } from "./types.js";
 
-// ASCII only, so splitting by code unit is splitting by character.
-const CONFIRM_CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789".split("");
+/** A booking's confirmation code's characters (ASCII only, so splitting by code unit is splitting by character). */
+export const CONFIRM_CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789".split("");
 /** Diners' and reviewers' names. */
 export const GUEST_NAMES = ["Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances"];
 

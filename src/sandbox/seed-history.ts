@@ -1,3 +1,4 @@
+import { CONFIRM_CODE_CHARS, GUEST_NAMES } from "./build-records.js";
 import { money } from "./money.js";
 import type { Random } from "./random.js";
 import type { SandboxStore } from "./store.js";
@@ -18,8 +19,6 @@ const DAY = 86_400_000;
 const MINUTE = 60_000;
 const IN_FLIGHT: readonly OrderStatus[] = ["PENDING", "CONFIRMED", "PREPARING", "READY"];
 const TYPES: readonly OrderType[] = ["DINE_IN", "TAKEAWAY", "DELIVERY"];
-const NAMES = ["Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances"];
-const CODE = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
 /** An id of `prefix` that `taken` does not hold yet (8 random base-36 digits collide at a million). */
 function freshId(random: Random, prefix: string, taken: Map<string, unknown>): string {
@@ -79,7 +78,7 @@ function historyBooking(store: SandboxStore, day: number, nowMs: number): Bookin
   const { random } = store;
   const past = day < nowMs;
   const createdAt = Math.min(nowMs - 1000, day - random.int(0, 21 * DAY));
-  const name = random.pick(NAMES);
+  const name = random.pick(GUEST_NAMES);
   return {
     id: freshId(random, "bk", store.bookings),
     restaurantId: random.pick(store.restaurants).id,
@@ -87,7 +86,7 @@ function historyBooking(store: SandboxStore, day: number, nowMs: number): Bookin
     time: `${random.int(12, 21)}:${random.chance(0.5) ? "00" : "30"}`,
     partySize: random.int(1, 8),
     status: random.chance(past ? 0.1 : 0.07) ? "CANCELLED" : "CONFIRMED",
-    confirmCode: Array.from({ length: 6 }, () => CODE[random.int(0, CODE.length - 1)]).join(""),
+    confirmCode: Array.from({ length: 6 }, () => CONFIRM_CODE_CHARS[random.int(0, CONFIRM_CODE_CHARS.length - 1)]).join(""),
     diner: { name, email: `${name.toLowerCase()}${random.int(1, 99_999)}@example.com` },
     createdAt: new Date(createdAt).toISOString(),
   };

@@ -23,7 +23,7 @@ const fileSchema = z.object({
   history: z.array(z.tuple([z.string(), z.array(z.unknown())])),
 });
 
-export interface SavedState {
+interface SavedState {
   records: SandboxRecords;
   history: [string, unknown[]][];
 }

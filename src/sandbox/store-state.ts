@@ -15,6 +15,14 @@ export function createStoreState(random: Random, now: () => Date, newId: (prefix
   const indexes = createListIndexes();
   let sequence = 0;
   let changes = 0;
+  /** Puts a new or changed record in its map and its sorted lists (reviews have none), counting the change. */
+  const put =
+    <T extends { id: string }>(map: Map<string, T>, index?: { upsert(record: T): void }) =>
+    (record: T) => {
+      changes++;
+      map.set(record.id, record);
+      index?.upsert(record);
+    };
   return {
     random,
     now,
@@ -34,26 +42,10 @@ export function createStoreState(random: Random, now: () => Date, newId: (prefix
     },
     /** How many times a record was put: unchanged means nothing to save. */
     changes: () => changes,
-    /** Puts a new or changed order in its map and its lists (likewise `putBooking`, `putMenuItem`, `putReview`). */
-    putOrder(o: Order) {
-      changes++;
-      orders.set(o.id, o);
-      indexes.orders.upsert(o);
-    },
-    putBooking(b: Booking) {
-      changes++;
-      bookings.set(b.id, b);
-      indexes.bookings.upsert(b);
-    },
-    putMenuItem(m: MenuItem) {
-      changes++;
-      menuItems.set(m.id, m);
-      indexes.menuItems.upsert(m);
-    },
-    putReview(r: Review) {
-      changes++;
-      reviews.set(r.id, r);
-    },
+    putOrder: put(orders, indexes.orders),
+    putBooking: put(bookings, indexes.bookings),
+    putMenuItem: put(menuItems, indexes.menuItems),
+    putReview: put(reviews),
     find<T>(map: Map<string, T>, id: string, what: string): T {
       const found = map.get(id);
       if (!found) throw new SandboxError(404, "not_found", `no ${what} ${id}`);

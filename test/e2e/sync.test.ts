@@ -42,6 +42,15 @@ function liveTraffic(s: Stack) {
   return a.createReview({ restaurantId: "rest_1", rating: 5, comment: "superb" });
 }
 
+/** Whether every kind the mirror holds equals the sandbox's (what a wait for the sync polls). */
+async function mirrorEqualsSandbox(s: Stack): Promise<boolean> {
+  for (const kind of ["orders", "bookings", "menu-items"] as const) {
+    const { mirror, truth } = await s.compare(kind);
+    if (!isDeepStrictEqual(mirror, truth)) return false;
+  }
+  return true;
+}
+
 async function expectMirrorEqualsSandbox(s: Stack) {
   for (const kind of ["orders", "bookings", "menu-items"] as const) {
     const { mirror, truth } = await s.compare(kind);
@@ -148,16 +157,7 @@ describe("sync: the sandbox's webhooks keep the mirror equal to the API", () => 
     await stack.drained();
     // Equal once the refreshes the last events asked for have read (a job may still be pacing when
     // the queues first look idle); a lost change would never get there.
-    await waitFor(
-      async () => {
-        for (const kind of ["orders", "bookings", "menu-items"] as const) {
-          const { mirror, truth } = await stack!.compare(kind);
-          if (!isDeepStrictEqual(mirror, truth)) return false;
-        }
-        return true;
-      },
-      { timeoutMs: 20_000, what: "the mirror to equal the sandbox" },
-    ).catch(() => undefined);
+    await waitFor(() => mirrorEqualsSandbox(stack!), { timeoutMs: 20_000, what: "the mirror to equal the sandbox" }).catch(() => undefined);
     await expectMirrorEqualsSandbox(stack);
     expect(stack.sandbox.requestLog.filter((r) => r.status === 429)).toHaveLength(0);
   });
@@ -165,16 +165,7 @@ describe("sync: the sandbox's webhooks keep the mirror equal to the API", () => 
   it("the scheduled reconciliation catches what webhooks missed", async () => {
     stack = await startStack({ deliver: false, env: { RECONCILE_INTERVAL_SECONDS: "1" }, apiRate: 1200 });
     const order = stack.sandbox.actions.createOrder({ restaurantId: "rest_2" });
-    await waitFor(
-      async () => {
-        for (const kind of ["orders", "bookings", "menu-items"] as const) {
-          const { mirror, truth } = await stack!.compare(kind);
-          if (!isDeepStrictEqual(mirror, truth)) return false;
-        }
-        return true;
-      },
-      { what: "reconciliation to mirror every record" },
-    );
+    await waitFor(() => mirrorEqualsSandbox(stack!), { what: "reconciliation to mirror every record" });
     expect(await stack.svc.service.mirror.get("orders", order.id)).toMatchObject({ id: order.id });
   });
 });

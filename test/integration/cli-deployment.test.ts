@@ -4,29 +4,14 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, inject, it, vi } from "vitest";
-import { main } from "../../src/bin/cli-main.js";
+import { afterEach, describe, expect, inject, it } from "vitest";
 import { KNOWN_EVENT_TYPES } from "../../src/events/catalog.js";
 import { createEventLog } from "../../src/mirror/event-log.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
 import { openTestDatabase } from "../helpers/postgres.js";
 import { startService, type TestService } from "../helpers/service.js";
+import { cli } from "../helpers/cli-main.js";
 import { waitFor } from "../helpers/wait-for.js";
-
-// The CLI's main function, in this process: what it prints and the exit code it answers.
-async function cli(argv: string[], env: Record<string, string>) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = vi.spyOn(console, "log").mockImplementation((...a: unknown[]) => void out.push(a.join(" ")));
-  const error = vi.spyOn(console, "error").mockImplementation((...a: unknown[]) => void err.push(a.join(" ")));
-  try {
-    const code = await main(argv, env);
-    return { code, stdout: out.join("\n"), stderr: err.join("\n") };
-  } finally {
-    log.mockRestore();
-    error.mockRestore();
-  }
-}
 
 /** One line, no stack frame: what every CLI error prints. */
 function expectOneLine(stderr: string, text: string) {

@@ -3,34 +3,19 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Queue } from "bullmq";
-import { afterEach, describe, expect, inject, it, vi } from "vitest";
-import { main } from "../../src/bin/cli-main.js";
+import { afterEach, describe, expect, inject, it } from "vitest";
 import { createEventLog } from "../../src/mirror/event-log.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { createRedisConnection } from "../../src/redis/connection.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { openTestDatabase } from "../helpers/postgres.js";
 import { ADMIN_TOKEN, startService } from "../helpers/service.js";
+import { cli } from "../helpers/cli-main.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 // `replay` by filter above BULK_REPLAY_CONFIRM_ABOVE (2 here): refused in one line naming the count
 // and --confirm, and done with --confirm, wherever the replay runs (stores opened by the CLI, the
 // service holding the embedded store, a service at --url).
-
-/** The CLI's main function, in this process: what it prints and the exit code it answers. */
-async function cli(argv: string[], env: Record<string, string>) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = vi.spyOn(console, "log").mockImplementation((...a: unknown[]) => void out.push(a.join(" ")));
-  const error = vi.spyOn(console, "error").mockImplementation((...a: unknown[]) => void err.push(a.join(" ")));
-  try {
-    const code = await main(argv, env);
-    return { code, stdout: out.join("\n"), stderr: err.join("\n") };
-  } finally {
-    log.mockRestore();
-    error.mockRestore();
-  }
-}
 
 /** The refusal: one line naming the count and the flag, no stack frame, exit 1. */
 function expectRefused(run: { code: number; stderr: string }, count: number) {
