@@ -127,11 +127,13 @@ export function backfillRunning(backfills: readonly SyncCheckpoint[], kind: stri
  * active tier again.
  */
 export async function firstImportRunning(checkpoints: SyncCheckpoints, kind: SyncedKind, now: number): Promise<boolean> {
-  const [full, backfills] = await Promise.all([checkpoints.get("full", kind), checkpoints.list("backfill")]);
+  const backfills = await checkpoints.list("backfill");
   const own = backfills.find((b) => b.kind === kind);
   if (own?.since !== null) return false;
   const run = runOf(backfills, own);
   if (!run.some((b) => b.passCompletedAt === null) || !runAlive(run, now)) return false;
+  // Read only while a run goes on: the active tier asks before every page, and mostly none does.
+  const full = await checkpoints.get("full", kind);
   const began = own.passStartedAt.getTime();
   return ![full, own].some((c) => c?.lastCompleteAt && c.lastCompleteAt.getTime() < began);
 }
