@@ -6,7 +6,7 @@ import type { ChangeSource } from "../events/change-events.js";
 import { isFirstImport, sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { firstImportRunning } from "./full-tier.js";
 import { createListOrder } from "./list-order.js";
-import { ORDER_STATES, RESOURCES, statusesFrom, type ListQuery, type Page, type SyncedKind } from "./resources.js";
+import { ORDER_STATES, RESOURCES, type ListQuery, type Page, type SyncedKind } from "./resources.js";
 
 /** Pages of one final-status list an active pass reads at most looking for orders that left the open lists. */
 export const MAX_FINAL_PAGES = 10;
@@ -153,12 +153,12 @@ async function writeTallied(options: ActivePassOptions, outcome: ActivePassOutco
 
 /**
  * How far down a catch-up reads a final list (epoch ms of createdAt): a status orders in another
- * final state can still move into (REFUNDED: any paid order, resources.ts statusesFrom) down to the
+ * final state can still move into (REFUNDED: any paid order, ORDER_STATES.from) down to the
  * horizon; the others only from an open state (an order open in the mirror, read back as any
  * pass does) or by an order created in the gap, so down to the gap's start.
  */
 function catchUpFloor(catchUp: CatchUp, status: string): number {
-  const fromFinal = ORDER_STATES.final.some((f) => f !== status && statusesFrom(f)?.includes(status));
+  const fromFinal = ORDER_STATES.final.some((f) => f !== status && ORDER_STATES.from(f)?.includes(status));
   return (fromFinal ? catchUp.horizon : catchUp.gapStart).getTime();
 }
 

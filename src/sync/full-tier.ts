@@ -55,20 +55,20 @@ export async function runFullSlice(options: FullSliceOptions): Promise<FullSlice
     if (left <= 0 || options.signal?.aborted) break;
     const checkpoint = await runningOrDuePass(options, kind);
     if (!checkpoint) continue;
+    const { api, mirror, checkpoints, changes, signal, logger } = options;
     const walked = await walkList({
-      api: options.api,
-      mirror: options.mirror,
-      checkpoints: options.checkpoints,
+      api,
+      mirror,
+      checkpoints,
+      changes,
+      signal,
+      logger,
       kind,
       checkpoint,
-      budget: "full",
-      changes: options.changes,
       maxPages: left,
       // A backfill of the whole list that starts meanwhile takes the kind over (runningOrDuePass):
       // the slice stops before its next page instead of reading what the backfill reads again.
-      goOn: async () => !backfillRunning(await options.checkpoints.list("backfill"), kind, (await options.mirror.clock()).getTime()),
-      ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.logger ? { logger: options.logger } : {}),
+      goOn: async () => !backfillRunning(await checkpoints.list("backfill"), kind, (await mirror.clock()).getTime()),
     });
     outcome.pages += walked.pages;
     outcome.kinds[kind] = { state: walked.state, checkpoint: walked.checkpoint };
@@ -127,11 +127,13 @@ export function backfillRunning(backfills: readonly SyncCheckpoint[], kind: stri
  * active tier again.
  */
 export async function firstImportRunning(checkpoints: SyncCheckpoints, kind: SyncedKind, now: number): Promise<boolean> {
-  const [full, backfills] = await Promise.all([checkpoints.get("full", kind), checkpoints.list("backfill")]);
+  const backfills = await checkpoints.list("backfill");
   const own = backfills.find((b) => b.kind === kind);
   if (own?.since !== null) return false;
   const run = runOf(backfills, own);
   if (!run.some((b) => b.passCompletedAt === null) || !runAlive(run, now)) return false;
+  // Read only while a run goes on: the active tier asks before every page, and mostly none does.
+  const full = await checkpoints.get("full", kind);
   const began = own.passStartedAt.getTime();
   return ![full, own].some((c) => c?.lastCompleteAt && c.lastCompleteAt.getTime() < began);
 }

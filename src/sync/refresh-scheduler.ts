@@ -249,6 +249,17 @@ async function runRefreshWithin(queue: Queue<RefreshJobData>, kind: SyncedKind, 
   const added = await queue.add("refresh", { kind, runAt, ...(paceMs > 0 ? { notBefore: now + paceMs } : {}) }, { delay, deduplication });
   const job = added.id === undefined ? undefined : await queue.getJob(added.id);
   if (!job) return;
+  // Joined the running job, whose next run BullMQ adds from the last ask made while it runs: the
+  // run's own paced ask is kept on it and made again (past an event that read it before), and an
+  // event's ask after it is made again no sooner than that pace.
+  if (job.processedOn !== undefined && job.finishedOn === undefined) {
+    const notBefore = paceMs > 0 ? now + paceMs : (job.data.notBefore ?? 0);
+    if (paceMs > 0) await job.updateData({ ...job.data, notBefore });
+    const at = Math.max(runAt, notBefore);
+    if (paceMs > 0 || at > runAt)
+      await queue.add("refresh", { kind, runAt: at, notBefore }, { delay: Math.max(0, at - Date.now()), deduplication });
+    return;
+  }
   // Joined a job that waits longer than asked (a backoff's wait): brought forward, never before its pace.
   const target = Math.max(runAt, job.data.notBefore ?? 0);
   if ((job.data.runAt ?? job.timestamp + job.delay) <= target) return;

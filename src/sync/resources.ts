@@ -76,7 +76,7 @@ const dateField =
  * an open one every status of a higher rank (the forward steps, CANCELLED, REFUNDED from a paid
  * order); from DELIVERED or CANCELLED only REFUNDED. Unknown: undefined (no status filter can be trusted).
  */
-export function statusesFrom(status: string): string[] | undefined {
+function statusesFrom(status: string): string[] | undefined {
   const rank = orderStatusRank(status);
   if (rank === undefined) return undefined;
   if (ORDER_STATES.final.includes(status)) return status === "REFUNDED" ? [status] : [status, "REFUNDED"];

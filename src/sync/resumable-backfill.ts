@@ -79,16 +79,16 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillOut
       continue;
     }
     options.onProgress?.({ kind, checkpoint, records: 0, resumed, skipped: false, done: false });
+    const { api, mirror, checkpoints, writer, signal, logger } = options;
     const walked = await walkList({
-      api: options.api,
-      mirror: options.mirror,
-      checkpoints: options.checkpoints,
+      api,
+      mirror,
+      checkpoints,
+      signal,
+      logger,
       kind,
       checkpoint,
-      budget: "full",
-      ...(options.writer ? { changes: { writer: options.writer, source: "backfill" as const } } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.logger ? { logger: options.logger } : {}),
+      changes: writer && { writer, source: "backfill" },
       onPage(at, page) {
         totals[kind] += page.records;
         options.onProgress?.({ kind, checkpoint: at, records: totals[kind], resumed, skipped: false, done: at.passCompletedAt !== null });

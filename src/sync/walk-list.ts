@@ -1,13 +1,7 @@
 import type { Logger } from "pino";
 import type { MirrorStore } from "../mirror/store.js";
 import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import {
-  createCursorGuard,
-  UpstreamBadRequestError,
-  UpstreamPageRefusedError,
-  type ApiClient,
-  type BudgetClass,
-} from "../upstream/index.js";
+import { createCursorGuard, UpstreamBadRequestError, UpstreamPageRefusedError, type ApiClient } from "../upstream/index.js";
 import { sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { createListOrder, type ListOrder } from "./list-order.js";
 import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
@@ -19,7 +13,6 @@ export interface WalkOptions {
   kind: SyncedKind;
   /** A running pass (checkpoints.start, or one found unfinished). */
   checkpoint: SyncCheckpoint;
-  budget: BudgetClass;
   /** Without it, writes emit no change events (backfill --no-changes). */
   changes?: SweepChanges;
   /** A slice's bound: pages to read at most. @defaultValue Infinity */
@@ -115,13 +108,14 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
 }
 
 /**
- * The page at the checkpoint's cursor, company-wide, stamped by the mirror's clock after its
+ * The page at the checkpoint's cursor, company-wide, in the `full` budget class (every walk of a
+ * whole list: the full tier's passes and backfills), stamped by the mirror's clock after its
  * rate-limit slot; a list with a date filter takes `since` as its `from`.
  */
 function readPage(options: WalkOptions, checkpoint: SyncCheckpoint): Promise<Page> {
   const { list, filters } = RESOURCES[options.kind];
   const from = filters.includes("from") ? (checkpoint.since ?? undefined) : undefined;
-  const opts = { priority: options.budget, clock: () => options.mirror.clock() };
+  const opts = { priority: "full" as const, clock: () => options.mirror.clock() };
   return list(options.api, { cursor: checkpoint.cursor ?? undefined, from }, opts);
 }
 

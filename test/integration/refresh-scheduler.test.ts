@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Queue } from "bullmq";
+import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { redisKeys } from "../../src/redis/keys.js";
@@ -104,5 +104,24 @@ describe("refresh scheduler", () => {
     const [again] = await scheduler.pendingAll("orders");
     await scheduler.forgetIfIdle("orders", "rest_1", again!.score);
     expect(await scheduler.pendingAll("orders")).toEqual([]);
+  });
+  it("keeps the pace a run asked for when an event asks after it, before the run ends", async () => {
+    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 0 });
+    const worker = new Worker<RefreshJobData>(
+      "sync",
+      async () => {
+        // The run's paced ask for its next run, then an event in the moment before the run ends.
+        await scheduler.runWithin("orders", 60_000, 60_000);
+        await scheduler.request("orders", "rest_1", "ord_2");
+      },
+      { connection: redis.duplicate(), prefix, autorun: false },
+    );
+    const ended = new Promise((resolve) => worker.once("completed", resolve));
+    await queue.add("refresh", { kind: "orders" }, { deduplication: { id: "refresh-orders", keepLastIfActive: true } });
+    void worker.run();
+    await ended;
+    await worker.close();
+    // BullMQ added the last ask as the next run when the run ended: it waits out the pace.
+    expect(await queue.getJobCounts("delayed", "waiting", "active")).toEqual({ delayed: 1, waiting: 0, active: 0 });
   });
 });

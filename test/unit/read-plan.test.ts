@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { candidatesFor, planNextRead, windowPages, type Target } from "../../src/sync/read-plan.js";
-import { statusesFrom } from "../../src/sync/resources.js";
+import { ORDER_STATES } from "../../src/sync/resources.js";
 
 const NOW = Date.parse("2026-11-24T12:00:00Z");
 const order = (id: string, restaurantId: string, status?: string): Target => ({
@@ -18,13 +18,13 @@ const booking = (id: string, restaurantId: string, date?: string): Target => ({
 
 describe("candidate reads", () => {
   it("looks for an order in the status it carried, then only in the states the machine can reach from it", () => {
-    expect(statusesFrom("PENDING")).toEqual(["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED", "REFUNDED"]);
-    expect(statusesFrom("READY")).toEqual(["READY", "DELIVERED", "CANCELLED", "REFUNDED"]);
-    expect(statusesFrom("DELIVERED")).toEqual(["DELIVERED", "REFUNDED"]);
-    expect(statusesFrom("CANCELLED")).toEqual(["CANCELLED", "REFUNDED"]);
-    expect(statusesFrom("REFUNDED")).toEqual(["REFUNDED"]);
+    expect(ORDER_STATES.from("PENDING")).toEqual(["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED", "REFUNDED"]);
+    expect(ORDER_STATES.from("READY")).toEqual(["READY", "DELIVERED", "CANCELLED", "REFUNDED"]);
+    expect(ORDER_STATES.from("DELIVERED")).toEqual(["DELIVERED", "REFUNDED"]);
+    expect(ORDER_STATES.from("CANCELLED")).toEqual(["CANCELLED", "REFUNDED"]);
+    expect(ORDER_STATES.from("REFUNDED")).toEqual(["REFUNDED"]);
     // A status the spec does not know: no filter can be trusted.
-    expect(statusesFrom("ON_HOLD")).toBeUndefined();
+    expect(ORDER_STATES.from("ON_HOLD")).toBeUndefined();
     expect(candidatesFor("orders", { status: "ON_HOLD" }, NOW)).toEqual([{}]);
     expect(candidatesFor("orders", {}, NOW)).toEqual([{}]);
   });
