@@ -30,6 +30,8 @@ export interface RedisKeys {
   pendingNotes(kind: string, restaurantId: string): string;
   /** The restaurants with pending ids of a kind (a sorted set, score bumped by every request); its own slot. */
   pendingIndex(kind: string): string;
+  /** Epoch ms before which no run of a kind's refresh starts (the budget's pace after a run), with a TTL; its own slot. */
+  refreshPace(kind: string): string;
   /** Who runs the active reconciliation pass now (a string: the holder's token, with a TTL); its own slot. */
   readonly activePassLease: string;
   /**
@@ -78,6 +80,7 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
     pendingRefresh: (kind, restaurantId) => `${prefix}:sync:pending:${kind}:{${restaurantId}}`,
     pendingNotes: (kind, restaurantId) => `${prefix}:sync:pending-notes:${kind}:{${restaurantId}}`,
     pendingIndex: (kind) => `${prefix}:sync:pending-index:${kind}`,
+    refreshPace: (kind) => `${prefix}:sync:refresh-pace:${kind}`,
     activePassLease: `${prefix}:sync:active-pass-lease`,
     workersAlive: `${prefix}:sync:workers-alive`,
     restoringRedis: `${prefix}:sync:restoring`,

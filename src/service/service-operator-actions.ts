@@ -5,7 +5,8 @@ import type { Storage } from "../mirror/storage.js";
 import type { RedisClient } from "../redis/connection.js";
 import { trackBulkReplays } from "../worker/bulk-replay-progress.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
-import { createRefreshScheduler, type RefreshJobData } from "../sync/refresh-scheduler.js";
+import { createRefreshScheduler } from "../sync/refresh-scheduler.js";
+import type { RefreshJobData } from "../sync/refresh-runs.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 import type { QueueHandles } from "./queue-handles.js";
 

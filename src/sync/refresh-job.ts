@@ -2,11 +2,12 @@ import type { Job } from "bullmq";
 import type { Logger } from "pino";
 import type { RefreshOutcome } from "./refresh-kind.js";
 import type { RefreshPace } from "./refresh-pace.js";
-import type { PendingRestaurant, RefreshJobData, RefreshScheduler } from "./refresh-scheduler.js";
+import type { PendingRestaurant, RefreshScheduler } from "./refresh-scheduler.js";
+import type { RefreshJobData } from "./refresh-runs.js";
 import type { SyncedKind } from "./resources.js";
 
 export interface RefreshJobDeps {
-  scheduler: Pick<RefreshScheduler, "holds" | "pendingAll" | "runWithin">;
+  scheduler: Pick<RefreshScheduler, "holds" | "pendingAll" | "runWithin" | "pace">;
   pace: RefreshPace;
   /** The kind's refresh (refresh-kind.ts), in its trace when tracing is on. */
   refresh: (kind: SyncedKind) => Promise<RefreshOutcome>;
@@ -41,20 +42,21 @@ export function createRefreshJob(deps: RefreshJobDeps): (job: Job) => Promise<Re
 }
 
 /**
- * Asks for the next run while any id is pending: when the first is due, no sooner than the pace.
- * Then reads again: BullMQ keeps the last ask made while a job runs, so a request noted after the
- * first read whose ask came before ours was replaced by ours; an id due sooner asks again.
- * Returns the delay asked for.
+ * Sets the kind's pace (every later ask, an event's too, waits it out), then asks for the next run
+ * while any id is pending, when the first is due. Then reads again: BullMQ keeps the last ask made
+ * while a job runs, so a request noted after the first read whose ask came before ours was
+ * replaced by ours; an id due sooner asks again. Returns the delay asked for.
  */
 async function askNextRun(deps: Pick<RefreshJobDeps, "scheduler" | "pace">, kind: SyncedKind): Promise<number | undefined> {
+  const paceMs = await deps.pace.delayMs();
+  await deps.scheduler.pace(kind, paceMs);
   let asked: { due: number; delayMs: number } | undefined;
   for (;;) {
     const now = Date.now();
     const due = nextDue(await deps.scheduler.pendingAll(kind), now);
     if (due === undefined || (asked && due >= asked.due)) return asked?.delayMs;
-    const paceMs = await deps.pace.delayMs();
     asked = { due, delayMs: Math.max(due - now, paceMs) };
-    await deps.scheduler.runWithin(kind, asked.delayMs, paceMs);
+    await deps.scheduler.runWithin(kind, due - now);
   }
 }
 

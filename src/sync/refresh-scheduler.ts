@@ -2,20 +2,8 @@ import type { Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import { defineScripts } from "../redis/define-scripts.js";
 import { redisKeys } from "../redis/keys.js";
+import { createRefreshRuns, type RefreshJobData, type RefreshRuns } from "./refresh-runs.js";
 import { RESOURCES, type SyncedKind } from "./resources.js";
-
-/**
- * One refresh job per kind, company-wide: it takes every pending id of the kind and plans its reads
- * (read-plan.ts). `restaurantId` only on jobs an older version queued; they run kind-wide too.
- */
-export interface RefreshJobData {
-  kind: SyncedKind;
-  restaurantId?: string;
-  /** Epoch ms the job was asked to run at (runWithin). */
-  runAt?: number;
-  /** Epoch ms before which no request brings the job forward (the budget's pace after a run). */
-  notBefore?: number;
-}
 
 /** What an event said about the record it named: hints for the narrowest read, never trusted as data. */
 export interface RefreshNote {
@@ -49,7 +37,7 @@ export interface PendingRestaurant {
   score: string;
 }
 
-export interface RefreshScheduler {
+export interface RefreshScheduler extends RefreshRuns {
   /**
    * Notes that `id` (or the whole menu) of a restaurant changed, with what the event said of it,
    * and makes sure a refresh of the kind starts within `debounceMs` (`runWithin`): a burst of
@@ -69,17 +57,6 @@ export interface RefreshScheduler {
   defer(kind: SyncedKind, restaurantId: string, id: string, version: string, note: PendingNote): Promise<void>;
   /** Drops a restaurant from the kind's index when it has no pending id left and no request came since `score`. */
   forgetIfIdle(kind: SyncedKind, restaurantId: string, score: string): Promise<void>;
-  /**
-   * Makes sure a refresh of the kind starts within `delayMs`, with one BullMQ job per kind: its
-   * deduplication key is held from the job's add until the job ends (`keepLastIfActive`), so at
-   * most one job of the kind runs, and one waits. Asked while the job runs: BullMQ adds the next
-   * one as it ends (the last ask's delay). Asked while one waits: it joins that one, which is
-   * brought forward if it would start later (a backoff's wait), but no request brings it before
-   * `paceMs` from this ask (the budget's pace, asked by the run before).
-   */
-  runWithin(kind: SyncedKind, delayMs: number, paceMs?: number): Promise<void>;
-  /** Whether `jobId` is the kind's one job (holds its deduplication key): only it reads. */
-  holds(kind: SyncedKind, jobId: string): Promise<boolean>;
 }
 
 /** Pending ids and the version each was last noted at (a counter bumped on every event). */
@@ -180,7 +157,7 @@ export function createRefreshScheduler(opts: {
   const hashes = (kind: SyncedKind, restaurantId: string) =>
     [keys.pendingRefresh(kind, restaurantId), keys.pendingNotes(kind, restaurantId)] as const;
 
-  const runWithin = (kind: SyncedKind, delayMs: number, paceMs?: number) => runRefreshWithin(queue, kind, delayMs, paceMs);
+  const runs = createRefreshRuns({ redis, queue, keys, now });
   const pending = async (kind: SyncedKind, restaurantId: string): Promise<PendingIds> =>
     new Map(Object.entries(await redis.hgetall(keys.pendingRefresh(kind, restaurantId))));
 
@@ -203,7 +180,7 @@ export function createRefreshScheduler(opts: {
       );
       const index = keys.pendingIndex(kind);
       await redis.multi().zincrby(index, 1, restaurantId).pexpire(index, pendingTtlMs).exec();
-      await runWithin(kind, debounceMs);
+      await runs.runWithin(kind, debounceMs);
     },
     pending,
     async pendingAll(kind) {
@@ -227,46 +204,8 @@ export function createRefreshScheduler(opts: {
       if ((await redis.hlen(keys.pendingRefresh(kind, restaurantId))) > 0) return;
       await scripts.svcForgetIdleRestaurant(keys.pendingIndex(kind), restaurantId, score);
     },
-    runWithin,
-    async holds(kind, jobId) {
-      return (await queue.getDeduplicationJobId(dedupId(kind))) === jobId;
-    },
+    ...runs,
   };
-}
-
-const dedupId = (kind: SyncedKind) => `refresh-${kind}`;
-
-/**
- * RefreshScheduler.runWithin. A job whose process died keeps the key and runs again once BullMQ
- * finds it stalled (its lock, JOB_LOCK_MS, lapsed); the add kept while the job runs means a change
- * noted after the run read past its record always gets a run of its own.
- */
-async function runRefreshWithin(queue: Queue<RefreshJobData>, kind: SyncedKind, delayMs: number, paceMs = 0): Promise<void> {
-  const delay = Math.max(0, Math.ceil(delayMs));
-  const now = Date.now();
-  const runAt = now + delay;
-  const deduplication = { id: dedupId(kind), keepLastIfActive: true };
-  const added = await queue.add("refresh", { kind, runAt, ...(paceMs > 0 ? { notBefore: now + paceMs } : {}) }, { delay, deduplication });
-  const job = added.id === undefined ? undefined : await queue.getJob(added.id);
-  if (!job) return;
-  // Joined the running job, whose next run BullMQ adds from the last ask made while it runs: the
-  // run's own paced ask is kept on it and made again (past an event that read it before), and an
-  // event's ask after it is made again no sooner than that pace.
-  if (job.processedOn !== undefined && job.finishedOn === undefined) {
-    const notBefore = paceMs > 0 ? now + paceMs : (job.data.notBefore ?? 0);
-    if (paceMs > 0) await job.updateData({ ...job.data, notBefore });
-    const at = Math.max(runAt, notBefore);
-    if (paceMs > 0 || at > runAt)
-      await queue.add("refresh", { kind, runAt: at, notBefore }, { delay: Math.max(0, at - Date.now()), deduplication });
-    return;
-  }
-  // Joined a job that waits longer than asked (a backoff's wait): brought forward, never before its pace.
-  const target = Math.max(runAt, job.data.notBefore ?? 0);
-  if ((job.data.runAt ?? job.timestamp + job.delay) <= target) return;
-  // Replaced in one script by one due as asked, if it still waits (BullMQ's replace mode touches
-  // delayed jobs only): a shorter wait is never swallowed by a longer one.
-  const data = { ...job.data, runAt: target };
-  await queue.add("refresh", data, { delay: Math.max(0, target - Date.now()), deduplication: { ...deduplication, replace: true } });
 }
 
 /**

@@ -4,7 +4,8 @@ import type { RedisClient } from "../redis/connection.js";
 import { createRefreshLinks, type RefreshLinks } from "../tracing/refresh-links.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { createActivePassLease, type ActivePassLease } from "../sync/active-pass-lease.js";
-import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "../sync/refresh-scheduler.js";
+import { createRefreshScheduler, type RefreshScheduler } from "../sync/refresh-scheduler.js";
+import type { RefreshJobData } from "../sync/refresh-runs.js";
 
 export interface RefreshRequests {
   /** Notes ids to read and schedules each kind's debounced refresh job. */

@@ -5,7 +5,7 @@ import { SYNC_QUEUE } from "../queue/names.js";
 import { withBoundedText } from "../events/error-text.js";
 import type { RedisClient } from "../redis/connection.js";
 import { isPermanentUpstreamError, UpstreamRateLimitError } from "../upstream/index.js";
-import type { RefreshJobData } from "../sync/refresh-scheduler.js";
+import type { RefreshJobData } from "../sync/refresh-runs.js";
 import type { BackfillJobData, FullJobData } from "../sync/reconcile-jobs.js";
 
 /** What the operator API and the schedulers put in reconcile and backfill jobs (reconcile-jobs.ts). */

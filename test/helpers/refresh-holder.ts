@@ -8,7 +8,8 @@ import { Redis } from "ioredis";
 import pino from "pino";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
 import { createRefreshJob } from "../../src/sync/refresh-job.js";
-import { createRefreshScheduler, type RefreshJobData } from "../../src/sync/refresh-scheduler.js";
+import { createRefreshScheduler } from "../../src/sync/refresh-scheduler.js";
+import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
 import { createSyncWorker } from "../../src/worker/sync-worker.js";
 
 const [url, prefix, lockMs] = process.argv.slice(2);

@@ -9,7 +9,8 @@ import { createSandbox, type Booking, type Order, type Sandbox } from "../../src
 import { createApiClient } from "../../src/upstream/index.js";
 import { refreshKind, type RefreshOutcome } from "../../src/sync/refresh-kind.js";
 import { nextDue } from "../../src/sync/refresh-job.js";
-import { createRefreshScheduler, type RefreshJobData, type RefreshNote, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
+import { createRefreshScheduler, type RefreshNote, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
+import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
 import type { SyncedKind } from "../../src/sync/resources.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 

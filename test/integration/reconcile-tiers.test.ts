@@ -16,7 +16,8 @@ import { runFullSlice } from "../../src/sync/full-tier.js";
 import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { collectFullTier } from "../../src/worker/sync-processors.js";
 import { scheduleReconcile } from "../../src/worker/sync-schedules.js";
-import { createRefreshScheduler, type RefreshJobData, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
+import { createRefreshScheduler, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
+import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 
 // The tiers page through the sandbox over real HTTP into a mirror in the test database, with

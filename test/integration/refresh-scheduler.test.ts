@@ -3,13 +3,8 @@ import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { redisKeys } from "../../src/redis/keys.js";
-import {
-  createRefreshScheduler,
-  PENDING_REFRESH_TTL_MS,
-  WHOLE_MENU,
-  type RefreshJobData,
-  type RefreshScheduler,
-} from "../../src/sync/refresh-scheduler.js";
+import { createRefreshScheduler, PENDING_REFRESH_TTL_MS, WHOLE_MENU, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
+import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
 
 let redis: Redis;
 let queue: Queue<RefreshJobData>;
@@ -105,13 +100,23 @@ describe("refresh scheduler", () => {
     await scheduler.forgetIfIdle("orders", "rest_1", again!.score);
     expect(await scheduler.pendingAll("orders")).toEqual([]);
   });
+  it("keeps the pace a run set when it ended with nothing pending: the next event's run waits it out, not just the debounce", async () => {
+    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 100 });
+    await scheduler.pace("orders", 60_000);
+    await scheduler.request("orders", "rest_1", "ord_1");
+    await scheduler.request("bookings", "rest_1", "bkg_1");
+    const delays = Object.fromEntries((await queue.getDelayed()).map((j) => [j.data.kind, j.delay]));
+    expect(delays.orders).toBeGreaterThan(50_000);
+    expect(delays.bookings).toBeLessThanOrEqual(100); // another kind's pace is its own
+  });
   it("keeps the pace a run asked for when an event asks after it, before the run ends", async () => {
     const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 0 });
     const worker = new Worker<RefreshJobData>(
       "sync",
       async () => {
         // The run's paced ask for its next run, then an event in the moment before the run ends.
-        await scheduler.runWithin("orders", 60_000, 60_000);
+        await scheduler.pace("orders", 60_000);
+        await scheduler.runWithin("orders", 0);
         await scheduler.request("orders", "rest_1", "ord_2");
       },
       { connection: redis.duplicate(), prefix, autorun: false },

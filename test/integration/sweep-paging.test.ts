@@ -12,7 +12,8 @@ import { apiKeyId, createApiClient, createRateLimiter, UpstreamPageRefusedError,
 import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
 import { refreshKind } from "../../src/sync/refresh-kind.js";
-import { createRefreshScheduler, type RefreshJobData } from "../../src/sync/refresh-scheduler.js";
+import { createRefreshScheduler } from "../../src/sync/refresh-scheduler.js";
+import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { importAll } from "../helpers/import-all.js";

@@ -1,0 +1,90 @@
+import type { Queue } from "bullmq";
+import type { Cluster, Redis } from "ioredis";
+import type { RedisKeys } from "../redis/keys.js";
+import type { SyncedKind } from "./resources.js";
+
+/**
+ * One refresh job per kind, company-wide: it takes every pending id of the kind and plans its reads
+ * (read-plan.ts). `restaurantId` only on jobs an older version queued; they run kind-wide too.
+ */
+export interface RefreshJobData {
+  kind: SyncedKind;
+  restaurantId?: string;
+  /** Epoch ms the job was asked to run at (runWithin). */
+  runAt?: number;
+}
+
+/** When a kind's refresh runs: its one BullMQ job, and the budget's pace between runs. */
+export interface RefreshRuns {
+  /**
+   * Makes sure a refresh of the kind starts within `delayMs`, and no sooner than the kind's pace
+   * (`pace`), with one BullMQ job per kind: its deduplication key is held from the job's add until
+   * the job ends (`keepLastIfActive`), so at most one job of the kind runs, and one waits. Asked
+   * while the job runs: BullMQ adds the next one as it ends (the last ask's delay). Asked while one
+   * waits: it joins that one, which is brought forward if it would start later (a backoff's wait).
+   */
+  runWithin(kind: SyncedKind, delayMs: number): Promise<void>;
+  /**
+   * No run of the kind starts before `paceMs` from now (the budget's pace, set by each run as it
+   * ends): every ask until then, an event's too, is made for then, whether a job waits or not.
+   */
+  pace(kind: SyncedKind, paceMs: number): Promise<void>;
+  /** Whether `jobId` is the kind's one job (holds its deduplication key): only it reads. */
+  holds(kind: SyncedKind, jobId: string): Promise<boolean>;
+}
+
+const dedupId = (kind: SyncedKind) => `refresh-${kind}`;
+
+export function createRefreshRuns(opts: {
+  redis: Redis | Cluster;
+  queue: Queue<RefreshJobData>;
+  keys: Pick<RedisKeys, "refreshPace">;
+  now: () => number;
+}): RefreshRuns {
+  const { redis, queue, keys, now } = opts;
+  const notBefore = async (kind: SyncedKind) => Number((await redis.get(keys.refreshPace(kind))) ?? 0);
+  return {
+    runWithin: (kind, delayMs) => runRefreshWithin(queue, kind, delayMs, () => notBefore(kind)),
+    async pace(kind, paceMs) {
+      if (paceMs > 0) await redis.set(keys.refreshPace(kind), String(now() + paceMs), "PX", Math.ceil(paceMs));
+    },
+    async holds(kind, jobId) {
+      return (await queue.getDeduplicationJobId(dedupId(kind))) === jobId;
+    },
+  };
+}
+
+/**
+ * RefreshRuns.runWithin. A job whose process died keeps the key and runs again once BullMQ
+ * finds it stalled (its lock, JOB_LOCK_MS, lapsed); the add kept while the job runs means a change
+ * noted after the run read past its record always gets a run of its own.
+ */
+async function runRefreshWithin(
+  queue: Queue<RefreshJobData>,
+  kind: SyncedKind,
+  delayMs: number,
+  notBefore: () => Promise<number>,
+): Promise<void> {
+  const deduplication = { id: dedupId(kind), keepLastIfActive: true };
+  const askedAt = Date.now() + Math.max(0, Math.ceil(delayMs));
+  const runAt = Math.max(askedAt, await notBefore());
+  const added = await queue.add("refresh", { kind, runAt }, { delay: Math.max(0, runAt - Date.now()), deduplication });
+  const job = added.id === undefined ? undefined : await queue.getJob(added.id);
+  if (!job) return;
+  // Joined the running job, whose next run BullMQ adds from the last ask made while it runs: if
+  // the run set its pace after this ask read it, this ask (perhaps the last) is made again for then.
+  if (job.processedOn !== undefined && job.finishedOn === undefined) {
+    const paced = Math.max(askedAt, await notBefore());
+    if (paced > runAt) await queue.add("refresh", { kind, runAt: paced }, { delay: Math.max(0, paced - Date.now()), deduplication });
+    return;
+  }
+  // Joined a job that waits longer than asked (a backoff's wait): brought forward, never before the pace.
+  if ((job.data.runAt ?? job.timestamp + job.delay) <= runAt) return;
+  // Replaced in one script by one due as asked, if it still waits (BullMQ's replace mode touches
+  // delayed jobs only): a shorter wait is never swallowed by a longer one.
+  await queue.add(
+    "refresh",
+    { ...job.data, runAt },
+    { delay: Math.max(0, runAt - Date.now()), deduplication: { ...deduplication, replace: true } },
+  );
+}
