@@ -180,7 +180,9 @@ try {
     out("## Sync", "", ...syncReport(r));
   }
   if (want("sync") || want("sync-gaps")) {
-    log("sync-gaps: a first day at 20,000 orders, a 2-minute outage at 20,000 and 100,000 (about 20 minutes)");
+    log(
+      "sync-gaps: a first day at 20,000 orders (nothing else running, then 1 event/s), a 2-minute outage at 20,000 and 100,000 (about 25 minutes)",
+    );
     const database = await benchDatabase();
     let r;
     try {
