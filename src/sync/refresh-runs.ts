@@ -39,14 +39,14 @@ export function createRefreshRuns(opts: {
   redis: Redis | Cluster;
   queue: Queue<RefreshJobData>;
   keys: Pick<RedisKeys, "refreshPace">;
-  now: () => number;
 }): RefreshRuns {
-  const { redis, queue, keys, now } = opts;
+  // Wall-clock time, as BullMQ's delays are: the pace and the job's delay are compared directly.
+  const { redis, queue, keys } = opts;
   const notBefore = async (kind: SyncedKind) => Number((await redis.get(keys.refreshPace(kind))) ?? 0);
   return {
     runWithin: (kind, delayMs) => runRefreshWithin(queue, kind, delayMs, () => notBefore(kind)),
     async pace(kind, paceMs) {
-      if (paceMs > 0) await redis.set(keys.refreshPace(kind), String(now() + paceMs), "PX", Math.ceil(paceMs));
+      if (paceMs > 0) await redis.set(keys.refreshPace(kind), String(Date.now() + paceMs), "PX", Math.ceil(paceMs));
     },
     async holds(kind, jobId) {
       return (await queue.getDeduplicationJobId(dedupId(kind))) === jobId;

@@ -157,7 +157,7 @@ export function createRefreshScheduler(opts: {
   const hashes = (kind: SyncedKind, restaurantId: string) =>
     [keys.pendingRefresh(kind, restaurantId), keys.pendingNotes(kind, restaurantId)] as const;
 
-  const runs = createRefreshRuns({ redis, queue, keys, now });
+  const runs = createRefreshRuns({ redis, queue, keys });
   const pending = async (kind: SyncedKind, restaurantId: string): Promise<PendingIds> =>
     new Map(Object.entries(await redis.hgetall(keys.pendingRefresh(kind, restaurantId))));
 
