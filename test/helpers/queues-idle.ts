@@ -1,5 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
+import { defineScripts } from "../../src/redis/define-scripts.js";
 import { waitFor } from "./wait-for.js";
 
 /**
@@ -17,10 +18,15 @@ end
 return busy
 `;
 
+interface Scripts {
+  svcTestBusyJobs(wait: string, paused: string, active: string, prioritized: string, delayed: string, jobPrefix: string): Promise<number>;
+}
+
 async function busyJobs(queue: Queue): Promise<number> {
   const client = (await queue.getBackend().client) as unknown as Redis | Cluster;
+  const scripts = defineScripts<Scripts>(client, { svcTestBusyJobs: { numberOfKeys: 5, lua: BUSY_JOBS } });
   const { wait, paused, active, prioritized, delayed } = queue.keys;
-  return Number(await client.eval(BUSY_JOBS, 5, wait!, paused!, active!, prioritized!, delayed!, queue.toKey("")));
+  return scripts.svcTestBusyJobs(wait!, paused!, active!, prioritized!, delayed!, queue.toKey(""));
 }
 
 /**
