@@ -17,7 +17,7 @@ import { benchMemory } from "./memory.js";
 import { benchLive, benchSync, type SyncBenchResult } from "./sync.js";
 import { SYNC_FULL_RUNS_HEADER, SYNC_RUNS_HEADER, syncFullReport, syncFullRunLine, syncReport, syncRunLine } from "./sync-report.js";
 import { benchWorker } from "./event-worker-throughput.js";
-import { benchFirstDay, benchGaps, firstDayReport, GAPS_RUNS_HEADER, gapsReport, gapsRunLine, type GapsBenchResult } from "./sync-gaps.js";
+import { benchFirstDays, benchGaps, firstDayReport, GAPS_RUNS_HEADER, gapsReport, gapsRunLine, type GapsBenchResult } from "./sync-gaps.js";
 
 const { values } = parseArgs({
   options: {
@@ -198,10 +198,9 @@ try {
   if (values.only?.split(",").includes("sync-first-day")) {
     log("sync-first-day: a first day at 20,000 orders, with nothing else running and with 1 event/s (about 10 minutes)");
     const database = await benchDatabase();
-    const runs = [];
+    let runs;
     try {
-      for (const eventsPerSecond of [0, 1])
-        runs.push(await benchFirstDay({ redisUrl: redis.url, databaseUrl: database.url }, 20_000, eventsPerSecond, log));
+      runs = await benchFirstDays({ redisUrl: redis.url, databaseUrl: database.url }, log);
     } finally {
       await database.server?.destroy();
     }

@@ -73,7 +73,7 @@ const isOrderListCall = (path: string, query: string) => {
  * `backfill` at the real 120 calls/min. Records a minute of the backfill as a share of the physical
  * limit, and the webhooks' freshness meanwhile.
  */
-export async function benchFirstDay(
+async function benchFirstDay(
   t: SyncBenchTargets,
   historyOrders: number,
   eventsPerSecond: number,
@@ -275,10 +275,18 @@ export interface GapsBenchResult {
  * 20,000 and at 100,000 orders of history (30 days each). One at a time: each is bound by its own
  * sandbox's budget, but their CPU would bend the others' seconds.
  */
+/** The first day twice, one at a time: with nothing else running (the target), then with 1 event/s of live traffic. */
+export async function benchFirstDays(
+  t: SyncBenchTargets,
+  log: (s: string) => void,
+): Promise<[quiet: FirstDayResult, live: FirstDayResult]> {
+  const quiet = await benchFirstDay(t, 20_000, 0, log);
+  return [quiet, await benchFirstDay(t, 20_000, 1, log)];
+}
+
 export async function benchGaps(t: SyncBenchTargets & { log: (s: string) => void }): Promise<GapsBenchResult> {
   const started = performance.now();
-  const firstDayQuiet = await benchFirstDay(t, 20_000, 0, t.log);
-  const firstDay = await benchFirstDay(t, 20_000, 1, t.log);
+  const [firstDayQuiet, firstDay] = await benchFirstDays(t, t.log);
   const outages: OutageResult[] = [];
   for (const [historyOrders, seed] of [
     [20_000, 28],
