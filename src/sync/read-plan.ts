@@ -59,9 +59,6 @@ export const RECENT_REACH = 80;
 const DAY_MS = 86_400_000;
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
-/** Widest booking window one read covers when ids of nearby days are merged into it (without a price). */
-export const MAX_WINDOW_DAYS = 7;
-
 /**
  * Widest window a merge by price may make: the mirror's counts are only an estimate (a mirror
  * still importing holds fewer bookings than the API lists), so far-apart days are never merged on
@@ -114,8 +111,8 @@ export const filterKey = (filter: ReadFilter): string => `${filter.status ?? ""}
  * The next read: the candidate filter that covers most of the ids still looked for (ties: the
  * filter met first), in the scope `scopeRead` prices cheapest (company-wide or per restaurant).
  * Booking windows are merged while one read of the merged window costs no more pages than the
- * two apart (by the mirror's bookings per day, at most MAX_PRICED_WINDOW_DAYS wide); without
- * those counts, nearby windows (at most MAX_WINDOW_DAYS wide). Undefined when every id was found or ran out of candidates.
+ * two apart (by the mirror's bookings per day, at most MAX_PRICED_WINDOW_DAYS wide). Undefined
+ * when every id was found or ran out of candidates.
  */
 export function planNextRead(targets: readonly Target[], prices: ReadPrices = {}): PlannedRead | undefined {
   const groups = new Map<string, Group>();
@@ -257,12 +254,8 @@ export function windowPages(window: { from: string; to: string }, byDay: Readonl
   return pagesTo(Math.max(0, n - 1));
 }
 
-/**
- * Merges groups whose filters are closed date windows: by price when the mirror's counts are
- * known (one read of the merged window costs no more pages than the two apart), else windows of
- * at most MAX_WINDOW_DAYS.
- */
-function mergeWindows(groups: Group[], byDay?: ReadonlyMap<string, number>): Group[] {
+/** Merges groups whose filters are closed date windows while one read of the merged window costs no more pages than the two apart. */
+function mergeWindows(groups: Group[], byDay: ReadonlyMap<string, number> = new Map()): Group[] {
   const windows: { window: { from: string; to: string }; group: Group }[] = [];
   const rest: Group[] = [];
   for (const group of groups) {
@@ -277,9 +270,9 @@ function mergeWindows(groups: Group[], byDay?: ReadonlyMap<string, number>): Gro
     const mergedWindow = open && { from: open.window.from, to: window.to > open.window.to ? window.to : open.window.to };
     const span = open ? (Date.parse(window.to) - Date.parse(open.window.from)) / DAY_MS : Infinity;
     const cheaper =
-      open && mergedWindow && byDay
-        ? span <= MAX_PRICED_WINDOW_DAYS && windowPages(mergedWindow, byDay) <= windowPages(open.window, byDay) + windowPages(window, byDay)
-        : span <= MAX_WINDOW_DAYS;
+      mergedWindow &&
+      span <= MAX_PRICED_WINDOW_DAYS &&
+      windowPages(mergedWindow, byDay) <= windowPages(open.window, byDay) + windowPages(window, byDay);
     if (open && cheaper) {
       if (window.to > open.window.to) open.window.to = window.to;
       open.targets.push(...group.targets);
