@@ -6,7 +6,7 @@ import type { ChangeSource } from "../events/change-events.js";
 import { isFirstImport, sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { firstImportRunning } from "./full-tier.js";
 import { createListOrder } from "./list-order.js";
-import { ORDER_STATES, RESOURCES, type ListQuery, type Page, type SyncedKind } from "./resources.js";
+import { ORDER_STATES, readPage, RESOURCES, type ListQuery, type Page, type SyncedKind } from "./resources.js";
 
 /** Pages of one final-status list an active pass reads at most looking for orders that left the open lists. */
 export const MAX_FINAL_PAGES = 10;
@@ -24,13 +24,7 @@ export interface ActivePassOptions {
   onPage?: (kind: SyncedKind, read: number, changes: readonly ChangeSource[]) => void;
 }
 
-/**
- * A catch-up pass (after a gap): besides the open lists, every final list newest first down to
- * its floor by createdAt — REFUNDED to `horizon`, DELIVERED and CANCELLED to `gapStart`
- * (catchUpFloor) — when the data shows it runs newest first (else MAX_FINAL_PAGES, or
- * CATCH_UP_MAX_PAGES pages of a newest-first list that never reaches it), and bookings from the
- * day before the gap began.
- */
+/** A pass after a gap: the final lists read down to their floors (catchUpFloor), bookings from the day before the gap. */
 export interface CatchUp {
   gapStart: Date;
   /** The oldest createdAt read back in the final lists: refunds of older orders are the full tier's. */
@@ -40,14 +34,13 @@ export interface CatchUp {
 /** Pages of one final list a catch-up reads at most while it runs newest first towards its floor. */
 export const CATCH_UP_MAX_PAGES = 100;
 
-/** What one kind's reads of a pass met: records read, and those the mirror had wrong (written with a change). */
+/** Records a kind's reads met, and those the mirror had wrong (written with a change). */
 export interface KindTally {
   checked: number;
   corrected: number;
 }
 
 export interface ActivePassOutcome {
-  /** API calls the pass made: it follows the active set, not the history. */
   calls: number;
   records: number;
   /** Open orders of the mirror that no open list returned (they moved to a final state). */
@@ -67,12 +60,10 @@ export interface ActivePassOutcome {
  * back from the final lists (newest first, stopping once past the oldest of them by createdAt).
  * With `catchUp`, the same pass reads back over the gap (CatchUp).
  *
- * A plain pass leaves out each kind a first-import backfill run holds (full-tier.ts
- * firstImportRunning: the first day's `backfill`): the run reads every record anyway, and every
- * call the active class makes is a page the run waits for (on the first day, bookings from today
- * alone were ~17 pages a pass). The price: a missed webhook of a record the run already passed is
- * read once the run ends, not within the interval. A catch-up reads every kind: a gap's changes to
- * records the run already passed had no webhook at all.
+ * A plain pass leaves out each kind a first import holds (full-tier.ts firstImportRunning): that
+ * run reads every record anyway, and each active call is a page it waits for (on the first day,
+ * bookings from today alone were ~17 pages a pass). A catch-up reads every kind: a gap's changes
+ * had no webhook at all.
  */
 export async function runActivePass(options: ActivePassOptions): Promise<ActivePassOutcome> {
   const { mirror, catchUp } = options;
@@ -115,9 +106,9 @@ async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassO
 
 const DAY_MS = 86_400_000;
 
-/** One page of a kind's list, company-wide, in the `active` class. */
-const readPage = (options: ActivePassOptions, kind: SyncedKind, query: ListQuery) => (cursor: string | undefined) =>
-  RESOURCES[kind].list(options.api, { ...query, cursor }, { priority: "active", clock: () => options.mirror.clock() });
+/** A kind's list, company-wide, in the `active` class. */
+const pagesOf = (options: ActivePassOptions, kind: SyncedKind, query: ListQuery) =>
+  paginatePages((cursor) => readPage(options, kind, { ...query, cursor }, "active"));
 
 /** Reads every page of one list into the mirror, while `goOn` says so before each; notes the ids it saw. */
 async function readAll(
@@ -129,7 +120,7 @@ async function readAll(
 ) {
   if (!(await goOn(kind))) return;
   const firstImport = await isFirstImport(options, kind);
-  for await (const page of paginatePages(readPage(options, kind, query))) {
+  for await (const page of pagesOf(options, kind, query)) {
     await writeTallied(options, outcome, kind, page, firstImport);
     for (const r of page.data) seen?.add(r.id);
     if (page.nextCursor !== null && !(await goOn(kind))) break;
@@ -178,7 +169,7 @@ async function readBackFinished(options: ActivePassOptions, outcome: ActivePassO
     if (wanted.size === 0 && floor === undefined) break;
     let pages = 0;
     const order = createListOrder();
-    for await (const page of paginatePages(readPage(options, "orders", { status }))) {
+    for await (const page of pagesOf(options, "orders", { status })) {
       await writeTallied(options, outcome, "orders", page, firstImport);
       for (const r of page.data) wanted.delete(r.id);
       order.observe(page.data.map(sortKey));

@@ -4,7 +4,7 @@ import { createListOrder } from "./list-order.js";
 import type { MirrorWriter } from "../mirror/mirror-writer.js";
 import { writePage } from "./change-source.js";
 import type { PlannedRead } from "./read-plan.js";
-import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
+import { readPage, RESOURCES, type Page, type SyncedKind } from "./resources.js";
 
 /** What a refresh read needs: the API, the mirror and how it writes (source `webhook`). */
 export interface RefreshReadContext {
@@ -26,12 +26,6 @@ export interface ReadOutcome {
   upperBoundIgnored: boolean;
 }
 
-/** One page of a filtered list at high priority, stamped by the mirror's clock after its rate-limit slot. */
-function readPage(ctx: RefreshReadContext, plan: Pick<PlannedRead, "restaurantId" | "filter">, cursor: string | undefined): Promise<Page> {
-  const opts = { priority: "webhook" as const, clock: () => ctx.mirror.clock() };
-  return RESOURCES[ctx.kind].list(ctx.api, { ...plan.filter, restaurantId: plan.restaurantId, cursor }, opts);
-}
-
 /**
  * Runs one planned read: pages the list, writes every page through the mirror writer, and stops as
  * soon as it can: every target seen; the list ended; its order (read off the data, never assumed)
@@ -45,7 +39,9 @@ export async function runRead(ctx: RefreshReadContext, plan: PlannedRead): Promi
   const outcome: ReadOutcome = { calls: 0, written: 0, seen: new Set(), upperBoundIgnored: false };
   const upper = plan.filter.to === undefined ? undefined : Date.parse(plan.filter.to) + 86_400_000 - 1;
   const missing = () => plan.targets.filter((t) => !outcome.seen.has(t.id));
-  for await (const page of paginatePages((cursor) => readPage(ctx, plan, cursor))) {
+  for await (const page of paginatePages((cursor) =>
+    readPage(ctx, ctx.kind, { ...plan.filter, restaurantId: plan.restaurantId, cursor }, "webhook"),
+  )) {
     outcome.calls++;
     outcome.written += await writeSeen(ctx, page, outcome.seen);
     const keys = page.data.map(sortKey);

@@ -1,7 +1,7 @@
 import type { ChangeKind } from "../events/change-events.js";
 import { CHANGE_KIND_OF } from "../mirror/change-outbox.js";
 import { TABLE_OF } from "../mirror/mirror-rows.js";
-import type { MirrorKind, MirrorRecord, RefusedUpstreamRecord } from "../mirror/store.js";
+import type { MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord } from "../mirror/store.js";
 import type { ApiClient, BudgetClass } from "../upstream/index.js";
 import { ORDER_STATUS_RANK, ORDER_STATUSES, orderStatusRank } from "../upstream/models.js";
 
@@ -119,6 +119,19 @@ export const RESOURCES: Record<SyncedKind, Resource> = {
     changeKind: CHANGE_KIND_OF["menu-items"],
   },
 };
+
+/**
+ * One page of a kind's list in a budget class, stamped by the mirror's clock after its rate-limit
+ * slot (what the mirror's guarded write orders writes by): how every reader reads.
+ */
+export function readPage(
+  ctx: { api: ApiClient; mirror: Pick<MirrorStore, "clock"> },
+  kind: SyncedKind,
+  query: ListQuery,
+  priority: BudgetClass,
+): Promise<Page> {
+  return RESOURCES[kind].list(ctx.api, query, { priority, clock: () => ctx.mirror.clock() });
+}
 
 /** Every kind read through the API, in sweep order: the one list backfill and reconcile use. */
 export const SYNCED_KINDS = Object.keys(RESOURCES) as SyncedKind[];

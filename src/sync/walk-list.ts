@@ -4,7 +4,7 @@ import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../mir
 import { createCursorGuard, UpstreamBadRequestError, UpstreamPageRefusedError, type ApiClient } from "../upstream/index.js";
 import { sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { createListOrder, type ListOrder } from "./list-order.js";
-import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
+import { readPage, RESOURCES, type Page, type SyncedKind } from "./resources.js";
 
 export interface WalkOptions {
   api: ApiClient;
@@ -43,8 +43,8 @@ export interface WalkOutcome {
 }
 
 /**
- * Walks one kind's whole list from the checkpoint's cursor, writing each page into the mirror
- * and saving the position after it, so a crash or Ctrl-C costs at most the page in flight. A
+ * Walks one kind's whole list from the checkpoint's cursor in the `full` budget class (a list
+ * with a date filter from `since`), writing each page into the mirror and saving the position after it, so a crash or Ctrl-C costs at most the page in flight. A
  * cursor the upstream refuses (400) starts the kind's pass again from the top, once per walk:
  * cursors may expire, and the mirror's guarded upsert makes re-reading harmless. A cursor the walk
  * was already handed (an upstream stuck on a page, or cycling) ends it as `unreadable`.
@@ -57,11 +57,13 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
   let restarted = false;
   let order = createListOrder();
   let cursors = createCursorGuard(checkpoint.cursor ?? undefined);
+  const byFilter = RESOURCES[kind].filters.includes("from");
   while (pages < maxPages && !options.signal?.aborted) {
     if (options.goOn && !(await options.goOn())) break;
     let page: Page;
     try {
-      page = await readPage(options, checkpoint);
+      const from = byFilter ? (checkpoint.since ?? undefined) : undefined;
+      page = await readPage(options, kind, { cursor: checkpoint.cursor ?? undefined, from }, "full");
     } catch (err) {
       if (err instanceof UpstreamPageRefusedError) return { checkpoint, pages, state: "unreadable", error: err };
       if (!(err instanceof UpstreamBadRequestError) || checkpoint.cursor === null || restarted) throw err;
@@ -76,7 +78,6 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
       continue;
     }
     pages++;
-    const byFilter = RESOURCES[kind].filters.includes("from");
     const cut = checkpoint.since !== null && !byFilter ? cutBySortKey(kind, page, checkpoint.since, order) : { page, past: false };
     const source = options.changes ? await sweepSource(options.changes, kind, cut.page, checkpoint.firstImport) : "backfill";
     await writePage(options.mirror, options.changes?.writer, kind, cut.page, source);
@@ -105,18 +106,6 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
     options.onPage?.(checkpoint, read);
   }
   return { checkpoint, pages, state: "paused" };
-}
-
-/**
- * The page at the checkpoint's cursor, company-wide, in the `full` budget class (every walk of a
- * whole list: the full tier's passes and backfills), stamped by the mirror's clock after its
- * rate-limit slot; a list with a date filter takes `since` as its `from`.
- */
-function readPage(options: WalkOptions, checkpoint: SyncCheckpoint): Promise<Page> {
-  const { list, filters } = RESOURCES[options.kind];
-  const from = filters.includes("from") ? (checkpoint.since ?? undefined) : undefined;
-  const opts = { priority: "full" as const, clock: () => options.mirror.clock() };
-  return list(options.api, { cursor: checkpoint.cursor ?? undefined, from }, opts);
 }
 
 /**
