@@ -19,7 +19,6 @@ export interface FullSliceOptions {
   /** Start a pass now for every kind not running one (an operator's request), whatever the interval says. */
   force?: boolean;
   kinds?: readonly SyncedKind[];
-  signal?: AbortSignal;
   logger?: Logger;
 }
 
@@ -41,8 +40,8 @@ export const BACKFILL_ALIVE_MS = 10 * 60_000;
 /**
  * One bounded slice of the full reconciliation tier: continues each kind's unfinished pass from
  * its checkpoint, or starts the pass that is due, and reads at most `maxPages` pages (class
- * `full`) before it ends, saving after every page. Run again and again (a job every minute), the
- * slices walk a history of any size to its end within the full class's share of the budget.
+ * `full`) before it ends, saving after every page. Run again and again, the slices walk a history
+ * of any size to its end on what the classes above leave of the budget.
  */
 export async function runFullSlice(options: FullSliceOptions): Promise<FullSliceOutcome> {
   const outcome: FullSliceOutcome = { pages: 0, kinds: {} };
@@ -52,17 +51,12 @@ export async function runFullSlice(options: FullSliceOptions): Promise<FullSlice
   if (options.force) for (const kind of kinds) await runningOrDuePass(options, kind);
   for (const kind of kinds) {
     const left = options.maxPages - outcome.pages;
-    if (left <= 0 || options.signal?.aborted) break;
+    if (left <= 0) break;
     const checkpoint = await runningOrDuePass(options, kind);
     if (!checkpoint) continue;
-    const { api, mirror, checkpoints, changes, signal, logger } = options;
+    const { checkpoints, mirror } = options;
     const walked = await walkList({
-      api,
-      mirror,
-      checkpoints,
-      changes,
-      signal,
-      logger,
+      ...options,
       kind,
       checkpoint,
       maxPages: left,
@@ -87,7 +81,7 @@ export async function runFullSlice(options: FullSliceOptions): Promise<FullSlice
 /**
  * The kind's unfinished pass, or a new one when it is due (never before the previous one ended).
  * Neither while a backfill walks the kind's whole list: that backfill is the pass (its completion
- * counts as one, `lastWholePassStart`), and two walkers of one list would read it twice at once.
+ * counts as one, `passDue`), and two walkers of one list would read it twice at once.
  */
 async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Promise<SyncCheckpoint | undefined> {
   const { checkpoints } = options;
@@ -102,8 +96,7 @@ async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Pr
     ended = (await checkpoints.giveUp(current)) ?? current;
     options.logger?.info({ kind }, "full reconciliation pass ended: a backfill of the whole list read it since it began");
   }
-  const last = lastWholePassStart(ended, backfill);
-  if (last !== undefined && !options.force && now < last + options.intervalMs) return undefined;
+  if (!options.force && !passDue(ended, backfill, now, options.intervalMs)) return undefined;
   return checkpoints.start("full", kind, { firstImport: await isFirstImport(options, kind) });
 }
 
@@ -167,14 +160,14 @@ async function giveUpPass(options: FullSliceOptions, checkpoint: SyncCheckpoint,
 }
 
 /**
- * When the last walk of a kind's whole list started (epoch ms): its last full pass (complete, or
- * given up at a page it could not read), or a backfill of the whole list (no `--since`) that
- * completed later — it read the same pages, so a service started after its first import does not
- * read the history again at once.
+ * Whether a kind's next walk of its whole list is due: `intervalMs` after the last one started —
+ * its last full pass (complete, or given up at a page it could not read), or a backfill of the
+ * whole list (no `--since`) that completed later: it read the same pages, so a service started
+ * after its first import does not read the history again at once. Due at once when none has ended.
  */
-export function lastWholePassStart(full: SyncCheckpoint | undefined, backfill: SyncCheckpoint | undefined): number | undefined {
+export function passDue(full: SyncCheckpoint | undefined, backfill: SyncCheckpoint | undefined, now: number, intervalMs: number): boolean {
   const starts = [full, backfill]
     .filter((c): c is SyncCheckpoint => c !== undefined && c.passCompletedAt !== null && (c.tier === "full" || c.since === null))
     .map((c) => c.passStartedAt.getTime());
-  return starts.length > 0 ? Math.max(...starts) : undefined;
+  return starts.length === 0 || now >= Math.max(...starts) + intervalMs;
 }

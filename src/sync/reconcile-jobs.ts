@@ -8,7 +8,7 @@ import type { ApiClient } from "../upstream/index.js";
 import { waitForRunningPass, type ActivePassLease } from "./active-pass-lease.js";
 import { runActivePass, type CatchUp } from "./active-tier.js";
 import type { SweepChanges } from "./change-source.js";
-import { backfillRunning, lastWholePassStart, runFullSlice } from "./full-tier.js";
+import { backfillRunning, passDue, runFullSlice } from "./full-tier.js";
 import type { MirrorWriter } from "../mirror/mirror-writer.js";
 import { runBackfill } from "./resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
@@ -158,12 +158,8 @@ async function tick(deps: ReconcileDeps): Promise<{ slice: boolean }> {
   const walked = (kind: string) => backfillRunning(backfills, kind, now);
   const running = saved.find((c) => c.passCompletedAt === null && !walked(c.kind));
   const due = SYNCED_KINDS.some((kind) => {
-    if (walked(kind)) return false;
-    const last = lastWholePassStart(
-      saved.find((s) => s.kind === kind),
-      backfills.find((s) => s.kind === kind),
-    );
-    return last === undefined || now >= last + deps.config.reconcileIntervalMs;
+    const [full, backfill] = [saved, backfills].map((list) => list.find((c) => c.kind === kind));
+    return !walked(kind) && passDue(full, backfill, now, deps.config.reconcileIntervalMs);
   });
   if (running) await addSlice(deps.queue, running);
   else if (due) await addOnce(deps.queue, `full-start-${saved.map((c) => c.passStartedAt.getTime()).join("-")}`);

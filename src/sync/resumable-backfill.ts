@@ -52,21 +52,17 @@ export interface BackfillOutcome {
  */
 export async function runBackfill(options: BackfillOptions): Promise<BackfillOutcome> {
   const since = options.since ?? null;
-  const saved = new Map(await Promise.all(options.kinds.map(async (k) => [k, await options.checkpoints.get("backfill", k)] as const)));
-  const sameWindow = (cp: SyncCheckpoint | undefined): cp is SyncCheckpoint => cp?.since === since;
-  const allDone = options.kinds.every((k) => {
-    const cp = saved.get(k);
-    return sameWindow(cp) && cp.passCompletedAt !== null;
-  });
-  const fresh = options.restart === true || allDone;
+  const saved = await Promise.all(options.kinds.map((k) => options.checkpoints.get("backfill", k)));
+  // A stopped run of the same window goes on; once every asked kind completed, a new run starts fresh.
+  const goesOn = options.restart !== true && !saved.every((cp) => cp?.since === since && cp.passCompletedAt !== null);
   const totals = Object.fromEntries(SYNCED_KINDS.map((k) => [k, 0])) as Record<SyncedKind, number>;
   // Every kind this run will walk is started now, not when the walk reaches it: the full tier
   // sees the whole run as running and leaves each of its kinds to it (full-tier.ts backfillRunning).
   const plan: { kind: SyncedKind; checkpoint: SyncCheckpoint; resumed: boolean; skipped: boolean }[] = [];
-  for (const kind of options.kinds) {
-    const cp = saved.get(kind);
-    if (!fresh && sameWindow(cp) && cp.passCompletedAt !== null) plan.push({ kind, checkpoint: cp, resumed: false, skipped: true });
-    else if (!fresh && sameWindow(cp)) plan.push({ kind, checkpoint: cp, resumed: true, skipped: false });
+  for (const [i, kind] of options.kinds.entries()) {
+    const cp = saved[i];
+    if (goesOn && cp?.since === since)
+      plan.push({ kind, checkpoint: cp, resumed: cp.passCompletedAt === null, skipped: cp.passCompletedAt !== null });
     else {
       const checkpoint = await options.checkpoints.start("backfill", kind, { firstImport: await isFirstImport(options, kind), since });
       plan.push({ kind, checkpoint, resumed: false, skipped: false });
@@ -79,13 +75,9 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillOut
       continue;
     }
     options.onProgress?.({ kind, checkpoint, records: 0, resumed, skipped: false, done: false });
-    const { api, mirror, checkpoints, writer, signal, logger } = options;
+    const { writer } = options;
     const walked = await walkList({
-      api,
-      mirror,
-      checkpoints,
-      signal,
-      logger,
+      ...options,
       kind,
       checkpoint,
       changes: writer && { writer, source: "backfill" },
