@@ -21,11 +21,10 @@ export interface RefreshJobDeps {
  * over by its read cap, or waiting out a backoff): when the first is due, and no sooner than the
  * budget's pace (refresh-pace.ts). Nothing waits while holding the kind: the pace is the next job's
  * delay, and the events meanwhile join that job's batch. A refresh job that is not the kind's one
- * (queued by an older version) reads nothing and asks for the kind's one instead.
+ * (an operator's retry of a failed one) reads nothing and asks for the kind's one instead.
  */
 export function createRefreshJob(deps: RefreshJobDeps): (job: Job) => Promise<RefreshOutcome | { handedOver: true }> {
   return async (job) => {
-    // Kind-wide: a job queued by an older version with a restaurant id serves the whole kind too.
     const { kind } = job.data as RefreshJobData;
     if (!(await deps.scheduler.holds(kind, job.id ?? ""))) {
       await deps.scheduler.runWithin(kind, 0);

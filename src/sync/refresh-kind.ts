@@ -11,7 +11,7 @@ import {
   type Target,
 } from "./read-plan.js";
 import type { Logger } from "pino";
-import { runRead, type RefreshReadContext } from "./refresh-read.js";
+import { runRead, type ReadOutcome, type RefreshReadContext } from "./refresh-read.js";
 import { WHOLE_MENU, type PendingNote, type PendingRestaurant, type RefreshScheduler } from "./refresh-scheduler.js";
 import { RESOURCES, type SyncedKind } from "./resources.js";
 
@@ -62,10 +62,16 @@ interface Work extends Target {
  */
 export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome> {
   const restaurants = await deps.scheduler.pendingAll(deps.kind);
-  if (!RESOURCES[deps.kind].tracksIds) return refreshMenus(deps, restaurants);
+  const outcome: RefreshOutcome = { calls: 0, reads: 0, written: 0, found: 0, missing: [], unlisted: [] };
+  if (RESOURCES[deps.kind].tracksIds) await refreshIds(deps, restaurants, outcome);
+  else await refreshMenus(deps, restaurants, outcome);
+  await Promise.all(restaurants.map((r) => deps.scheduler.forgetIfIdle(deps.kind, r.restaurantId, r.score)));
+  return outcome;
+}
+
+async function refreshIds(deps: RefreshKindDeps, restaurants: readonly PendingRestaurant[], outcome: RefreshOutcome): Promise<void> {
   const now = (deps.now ?? Date.now)();
   const work = await collectWork(deps, restaurants, now);
-  const outcome: RefreshOutcome = { calls: 0, reads: 0, written: 0, found: 0, missing: [], unlisted: [] };
   const seen = new Set<string>();
   let plan: PlannedRead | undefined;
   const open = () => work.filter((w) => !seen.has(w.id));
@@ -73,11 +79,7 @@ export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome
   while (outcome.reads < MAX_READS_PER_JOB) {
     await priceReads(deps, open());
     if (!(plan = planNextRead(open(), prices))) break;
-    const read = await runRead(plan.recent ? { ...deps, maxPages: 1 } : deps, plan);
-    deps.onRead?.({ kind: deps.kind, scope: plan.restaurantId === undefined ? "company" : "restaurant" });
-    outcome.reads++;
-    outcome.calls += read.calls;
-    outcome.written += read.written;
+    const read = await readTallied(deps, outcome, plan);
     for (const id of read.seen) seen.add(id);
     for (const target of plan.targets) {
       if (seen.has(target.id)) continue;
@@ -93,8 +95,20 @@ export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome
   // Left over by the read cap: still pending, due now. Every candidate missed: a backoff.
   const exhausted = work.filter((w) => !seen.has(w.id) && w.next >= w.candidates.length);
   await handleMisses(deps, exhausted, now, outcome);
-  await Promise.all(restaurants.map((r) => deps.scheduler.forgetIfIdle(deps.kind, r.restaurantId, r.score)));
-  return outcome;
+}
+
+/**
+ * Runs a planned read and counts it (outcome, metric). A first-page bet reads one page; a menu
+ * (no targets) its whole list, past the cap; any other read at most `maxPages`.
+ */
+async function readTallied(deps: RefreshKindDeps, outcome: RefreshOutcome, plan: PlannedRead): Promise<ReadOutcome> {
+  const maxPages = plan.recent ? 1 : plan.targets.length === 0 ? Number.POSITIVE_INFINITY : deps.maxPages;
+  const read = await runRead({ ...deps, maxPages }, plan);
+  deps.onRead?.({ kind: deps.kind, scope: plan.restaurantId === undefined ? "company" : "restaurant" });
+  outcome.reads++;
+  outcome.calls += read.calls;
+  outcome.written += read.written;
+  return read;
 }
 
 /** The pending ids to look for now, with their candidate reads; those waiting out a backoff are left for later. */
@@ -235,25 +249,11 @@ async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now:
 }
 
 async function reportUnlisted(deps: RefreshKindDeps, w: Work, attempts: number): Promise<void> {
-  const eventIds = w.note.eventIds ?? [];
-  await deps.mirror.recordUnlisted({
-    kind: deps.kind,
-    id: w.id,
-    restaurantId: w.restaurantId,
-    eventIds,
-    firstNotedAt: new Date(w.note.firstNotedAt),
-    attempts,
-  });
+  const report = { kind: deps.kind, id: w.id, restaurantId: w.restaurantId, eventIds: w.note.eventIds ?? [], attempts };
+  await deps.mirror.recordUnlisted({ ...report, firstNotedAt: new Date(w.note.firstNotedAt) });
   deps.onUnlisted?.(deps.kind);
   deps.logger.warn(
-    {
-      kind: deps.kind,
-      id: w.id,
-      restaurantId: w.restaurantId,
-      eventIds,
-      attempts,
-      pendingSeconds: Math.round((Date.now() - w.note.firstNotedAt) / 1000),
-    },
+    { ...report, pendingSeconds: Math.round((Date.now() - w.note.firstNotedAt) / 1000) },
     "a record events named was never listed by the API: reported in unlisted_records, no longer looked for",
   );
   // Forgotten as if read (unless an event noted it again meanwhile: then it is looked for anew).
@@ -272,24 +272,14 @@ export const COMPANY_WIDE_MENUS_FROM = 3;
  * COMPANY_WIDE_MENUS_FROM or more restaurants wait. A menu read to its end forgets its restaurants'
  * requests (by the version taken, so one made meanwhile stays).
  */
-export async function refreshMenus(deps: RefreshKindDeps, restaurants: readonly PendingRestaurant[]): Promise<RefreshOutcome> {
+async function refreshMenus(deps: RefreshKindDeps, restaurants: readonly PendingRestaurant[], outcome: RefreshOutcome): Promise<void> {
   const waiting = restaurants.filter((r) => r.ids.has(WHOLE_MENU));
-  const outcome: RefreshOutcome = { calls: 0, reads: 0, written: 0, found: 0, missing: [], unlisted: [] };
   const scopes = waiting.length >= COMPANY_WIDE_MENUS_FROM ? [undefined] : waiting.map((r) => r.restaurantId);
-  // No targets: a menu read always walks its whole list (the cap does not apply to it).
-  const ctx = { ...deps, maxPages: Number.POSITIVE_INFINITY };
   for (const restaurantId of scopes) {
-    const read = await runRead(ctx, { ...(restaurantId === undefined ? {} : { restaurantId }), filter: {}, targets: [] });
-    deps.onRead?.({ kind: deps.kind, scope: restaurantId === undefined ? "company" : "restaurant" });
-    outcome.reads++;
-    outcome.calls += read.calls;
-    outcome.written += read.written;
-    const served = waiting.filter((r) => restaurantId === undefined || r.restaurantId === restaurantId);
-    for (const r of served) {
+    await readTallied(deps, outcome, { ...(restaurantId === undefined ? {} : { restaurantId }), filter: {}, targets: [] });
+    for (const r of waiting.filter((w) => restaurantId === undefined || w.restaurantId === restaurantId)) {
       await deps.scheduler.forgetRead(deps.kind, r.restaurantId, new Map([[WHOLE_MENU, r.ids.get(WHOLE_MENU) ?? ""]]));
       outcome.found++;
     }
   }
-  await Promise.all(restaurants.map((r) => deps.scheduler.forgetIfIdle(deps.kind, r.restaurantId, r.score)));
-  return outcome;
 }

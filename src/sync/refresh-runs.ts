@@ -3,14 +3,13 @@ import type { Cluster, Redis } from "ioredis";
 import type { RedisKeys } from "../redis/keys.js";
 import type { SyncedKind } from "./resources.js";
 
-/**
- * One refresh job per kind, company-wide: it takes every pending id of the kind and plans its reads
- * (read-plan.ts). `restaurantId` only on jobs an older version queued; they run kind-wide too.
- */
+/** One refresh job per kind, company-wide: it takes every pending id of the kind and plans its reads (read-plan.ts). */
 export interface RefreshJobData {
   kind: SyncedKind;
-  restaurantId?: string;
-  /** Epoch ms the job was asked to run at (runWithin). */
+  /**
+   * Epoch ms the job was asked to run at: what a later ask compares with (a job BullMQ adds as the
+   * running one ends counts its delay from that end, a few ms late, and would be replaced by every ask).
+   */
   runAt?: number;
 }
 
@@ -68,23 +67,19 @@ async function runRefreshWithin(
   const deduplication = { id: dedupId(kind), keepLastIfActive: true };
   const askedAt = Date.now() + Math.max(0, Math.ceil(delayMs));
   const runAt = Math.max(askedAt, await notBefore());
-  const added = await queue.add("refresh", { kind, runAt }, { delay: Math.max(0, runAt - Date.now()), deduplication });
+  const add = (at: number, replace = false) =>
+    queue.add("refresh", { kind, runAt: at }, { delay: Math.max(0, at - Date.now()), deduplication: { ...deduplication, replace } });
+  const added = await add(runAt);
   const job = added.id === undefined ? undefined : await queue.getJob(added.id);
   if (!job) return;
   // Joined the running job, whose next run BullMQ adds from the last ask made while it runs: if
   // the run set its pace after this ask read it, this ask (perhaps the last) is made again for then.
   if (job.processedOn !== undefined && job.finishedOn === undefined) {
     const paced = Math.max(askedAt, await notBefore());
-    if (paced > runAt) await queue.add("refresh", { kind, runAt: paced }, { delay: Math.max(0, paced - Date.now()), deduplication });
+    if (paced > runAt) await add(paced);
     return;
   }
-  // Joined a job that waits longer than asked (a backoff's wait): brought forward, never before the pace.
-  if ((job.data.runAt ?? job.timestamp + job.delay) <= runAt) return;
-  // Replaced in one script by one due as asked, if it still waits (BullMQ's replace mode touches
-  // delayed jobs only): a shorter wait is never swallowed by a longer one.
-  await queue.add(
-    "refresh",
-    { ...job.data, runAt },
-    { delay: Math.max(0, runAt - Date.now()), deduplication: { ...deduplication, replace: true } },
-  );
+  // Joined a job that waits longer than asked (a backoff's wait): replaced in one script by one due
+  // as asked, if it still waits (BullMQ's replace mode touches delayed jobs only), never before the pace.
+  if ((job.data.runAt ?? job.timestamp + job.delay) > runAt) await add(runAt, true);
 }
