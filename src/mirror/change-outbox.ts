@@ -6,7 +6,7 @@ import type { MirrorChange, MirrorKind } from "./store.js";
 import { expectDefined } from "../expect-defined.js";
 
 /** The change kind of each mirror kind that produces change events (reviews are stored as delivered: none). */
-export const CHANGE_KIND_OF = { orders: "order", bookings: "booking", "menu-items": "menu_item" } as const satisfies Partial<
+const CHANGE_KIND_OF = { orders: "order", bookings: "booking", "menu-items": "menu_item" } as const satisfies Partial<
   Record<MirrorKind, ChangeKind>
 >;
 

@@ -1,6 +1,3 @@
-import type { ChangeKind } from "../events/change-events.js";
-import { CHANGE_KIND_OF } from "../mirror/change-outbox.js";
-import { TABLE_OF } from "../mirror/mirror-rows.js";
 import type { MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord } from "../mirror/store.js";
 import type { ApiClient, BudgetClass } from "../upstream/index.js";
 import { ORDER_STATUS_RANK, ORDER_STATUSES, orderStatusRank } from "../upstream/models.js";
@@ -58,9 +55,6 @@ export interface Resource {
   states?: StateOrder;
   /** Whether events name one record (refreshed until found); menus are refreshed whole. */
   tracksIds: boolean;
-  /** The mirror's table and the change events' kind (their homes are the mirror's, below sync). */
-  table: string;
-  changeKind: ChangeKind;
 }
 
 /** A sort key read from a date field of a record (or of an event's note, whose fields are named alike). */
@@ -99,24 +93,18 @@ export const RESOURCES: Record<SyncedKind, Resource> = {
     sortKey: dateField("createdAt"),
     states: ORDER_STATES,
     tracksIds: true,
-    table: TABLE_OF.orders,
-    changeKind: CHANGE_KIND_OF.orders,
   },
   bookings: {
     list: (api, { restaurantId, cursor, from, to }, opts) => api.listBookings({ restaurantId, from, to, limit: 100, cursor }, opts),
     filters: ["from", "to"],
     sortKey: dateField("date"),
     tracksIds: true,
-    table: TABLE_OF.bookings,
-    changeKind: CHANGE_KIND_OF.bookings,
   },
   "menu-items": {
     list: (api, { restaurantId, cursor }, opts) => api.listMenuItems({ restaurantId, limit: 100, cursor }, opts),
     filters: [],
     sortKey: () => NaN,
     tracksIds: false,
-    table: TABLE_OF["menu-items"],
-    changeKind: CHANGE_KIND_OF["menu-items"],
   },
 };
 
