@@ -21,10 +21,6 @@ export function writePage(
   return writer.write(kind, page.data, page.readAt, source, page.refused);
 }
 
-/** A sweep page's source: a first import's writes are `backfill`, whatever the walker (no missed-webhook storm). */
-export const sweepSource = async (changes: SweepChanges, kind: SyncedKind, page: Page, firstImport: boolean): Promise<SourceOf> =>
-  firstImport ? "backfill" : sourceOf(changes, kind, page.data);
-
 /** How a sweep's writes produce change events. */
 export interface SweepChanges {
   writer: MirrorWriter;
@@ -37,17 +33,16 @@ export interface SweepChanges {
 }
 
 /**
- * Each change's source. The pending ids live in Redis: they are read for the page's restaurants
+ * Each change's source on a sweep page: a first import's writes are `backfill`, whatever the walker
+ * (no missed-webhook storm). The pending ids live in Redis: they are read for the page's restaurants
  * before the write, never from inside its transaction, where a slow or absent Redis would hold a
  * database connection (the embedded store's only one) and stall every other database user.
  */
-export async function sourceOf(
-  { source, pending }: Pick<SweepChanges, "source" | "pending">,
-  kind: SyncedKind,
-  records: readonly { restaurantId: string }[],
-): Promise<SourceOf> {
+export async function sweepSource(changes: SweepChanges, kind: SyncedKind, page: Page, firstImport: boolean): Promise<SourceOf> {
+  const { source, pending } = changes;
+  if (firstImport) return "backfill";
   if (!pending) return source;
-  const restaurants = [...new Set(records.map((r) => r.restaurantId))];
+  const restaurants = [...new Set(page.data.map((r) => r.restaurantId))];
   const byRestaurant = new Map(await Promise.all(restaurants.map(async (id) => [id, await pending(kind, id)] as const)));
   return (change: MirrorChange) => {
     const ids = byRestaurant.get(change.after.restaurantId);
