@@ -2,19 +2,17 @@ import type { RateLimitState } from "../upstream/index.js";
 
 /**
  * Refreshes paced by the budget, so that cost per event falls as the rate rises. After a run, the
- * next run of the kind starts no sooner than the pace says (refresh-job.ts), the longer the faster
- * the webhook class spends the budget now (the last 15 s scaled to a window: a window's own count
- * would tell a minute late): nothing below a third of `share`, `maxWaitMs` at `share` and above,
- * in proportion between. Only the webhook class counts: it is what refreshes compete with at their
- * own priority, while the classes below (a backfill, a full pass) take only what refreshes leave,
- * and keep the whole budget busy when they run. The events that come meanwhile join the next run's
+ * kind's next run starts no sooner than the pace says (refresh-job.ts), the longer the faster the
+ * webhook class spends the budget now (the last 15 s scaled to a window: a window's own count would
+ * tell a minute late): nothing below a third of `share`, `maxWaitMs` at `share` and above, in
+ * proportion between. Only the webhook class counts: it is what refreshes compete with at their own
+ * priority, while the classes below (a backfill, a full pass) take only what refreshes leave, and
+ * keep the whole budget busy when they run. The events that come meanwhile join the next run's
  * batch: a busy minute makes fewer, fuller reads (one status page for many orders) instead of one
- * small job a second. The pace is bounded by `maxWaitMs`: the freshness traded for calls never exceeds it.
+ * small job a second. `maxWaitMs` bounds the freshness traded for calls. Says how long the next
+ * run waits, as the budget's use says (0 … `maxWaitMs`).
  */
-export interface RefreshPace {
-  /** How long the next run waits, as the budget's use says (0 … `maxWaitMs`). */
-  delayMs(): Promise<number>;
-}
+export type RefreshPace = () => Promise<number>;
 
 export interface RefreshPaceOptions {
   /** The shared budget's window (every process). */
@@ -25,7 +23,7 @@ export interface RefreshPaceOptions {
   maxWaitMs: number;
 }
 
-/** The wait at a rate of `used` slots per window when the share is `high` slots: 0 up to a third of it, `maxWaitMs` from it on. */
+/** The wait at a rate of `used` slots per window against a share of `high` slots (the curve RefreshPace describes). */
 export function paceWaitMs(used: number, high: number, maxWaitMs: number): number {
   const low = high / 3;
   if (high <= 0 || used <= low) return 0;
@@ -33,11 +31,9 @@ export function paceWaitMs(used: number, high: number, maxWaitMs: number): numbe
 }
 
 export function createRefreshPace(options: RefreshPaceOptions): RefreshPace {
-  return {
-    async delayMs() {
-      if (options.share >= 1 || options.maxWaitMs <= 0) return 0;
-      const { recentPerWindowByClass, max } = await options.state();
-      return paceWaitMs(recentPerWindowByClass.webhook, Math.floor(max * options.share), options.maxWaitMs);
-    },
+  return async () => {
+    if (options.share >= 1 || options.maxWaitMs <= 0) return 0;
+    const { recentPerWindowByClass, max } = await options.state();
+    return paceWaitMs(recentPerWindowByClass.webhook, Math.floor(max * options.share), options.maxWaitMs);
   };
 }

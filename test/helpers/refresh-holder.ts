@@ -20,7 +20,7 @@ const scheduler = createRefreshScheduler({ redis: connection, queue, prefix, deb
 const logger = pino({ level: "silent" });
 const refresh = createRefreshJob({
   scheduler,
-  pace: { delayMs: () => Promise.resolve(0) },
+  pace: () => Promise.resolve(0),
   logger,
   async refresh(kind) {
     await scheduler.pendingAll(kind);

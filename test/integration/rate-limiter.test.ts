@@ -184,7 +184,7 @@ describe("shared rate limiter: strict priority, paced, work-conserving", () => {
     // The budget is busy (about half of it a window), all but one slot the full class's.
     expect(state.recentPerWindowByClass.full).toBeGreaterThan(state.recentPerWindowByClass.webhook);
     const pace = createRefreshPace({ state: () => a.state(), share: 0.75, maxWaitMs: 40 });
-    expect(await pace.delayMs()).toBe(0);
+    expect(await pace()).toBe(0);
   });
 
   it("tells who took each slot (per-class metrics)", async () => {

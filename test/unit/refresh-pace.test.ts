@@ -22,7 +22,7 @@ describe("refresh pace", () => {
       share: 0.75,
       maxWaitMs: 40,
     });
-    expect(await pace.delayMs()).toBe(20);
+    expect(await pace()).toBe(20);
     expect(reads).toBe(1);
   });
 
@@ -33,7 +33,7 @@ describe("refresh pace", () => {
       share: 0.75,
       maxWaitMs: 40,
     });
-    expect(await pace.delayMs()).toBe(0);
+    expect(await pace()).toBe(0);
   });
 
   it("does not look at the budget when pacing is off (share 1)", async () => {
@@ -42,7 +42,7 @@ describe("refresh pace", () => {
       reads++;
       return Promise.resolve({ recentPerWindowByClass: { webhook: 120, active: 0, full: 0 }, max: 120 });
     };
-    expect(await createRefreshPace({ state, share: 1, maxWaitMs: 4000 }).delayMs()).toBe(0);
+    expect(await createRefreshPace({ state, share: 1, maxWaitMs: 4000 })()).toBe(0);
     expect(reads).toBe(0);
   });
 });
