@@ -89,21 +89,6 @@ export async function runActivePass(options: ActivePassOptions): Promise<ActiveP
   return outcome;
 }
 
-/**
- * The open orders of the mirror that no open list returned (`seen`), created before the pass
- * began: read back from the final lists (a catch-up reads every final list down to its floor).
- */
-async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassOutcome, seen: Set<string>, startedAt: Date) {
-  const leftOpen = (await openOrdersOfMirror(options.mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
-  outcome.leftOpen = leftOpen.length;
-  if (leftOpen.length > 0 || options.catchUp) outcome.recovered = await readBackFinished(options, outcome, leftOpen);
-  if (outcome.recovered < outcome.leftOpen)
-    options.logger?.warn(
-      { missing: outcome.leftOpen - outcome.recovered },
-      "open orders of the mirror were in no list the active tier read: the full tier will find them",
-    );
-}
-
 const DAY_MS = 86_400_000;
 
 /** A kind's list, company-wide, in the `active` class. */
@@ -154,15 +139,19 @@ function catchUpFloor(catchUp: CatchUp, status: string): number {
 }
 
 /**
- * Reads the final lists until every order that left the open lists was found, or the list shows
- * it runs newest first and went below the oldest of them by createdAt, or MAX_FINAL_PAGES. A
- * catch-up reads each final list on down to its floor (catchUpFloor).
+ * The open orders of the mirror that no open list returned (`seen`), created before the pass
+ * began, read back from the final lists: each until all were found, or the list shows it runs
+ * newest first and went below the oldest of them by createdAt, or MAX_FINAL_PAGES. A catch-up
+ * reads each final list on down to its floor (catchUpFloor).
  */
-async function readBackFinished(options: ActivePassOptions, outcome: ActivePassOutcome, leftOpen: MirrorRecord[]): Promise<number> {
+async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassOutcome, seen: Set<string>, startedAt: Date) {
+  const leftOpen = (await openOrdersOfMirror(options.mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
+  outcome.leftOpen = leftOpen.length;
+  const { catchUp } = options;
+  if (leftOpen.length === 0 && !catchUp) return;
   const wanted = new Set(leftOpen.map((o) => o.id));
   const { sortKey } = RESOURCES.orders;
   const oldest = Math.min(...leftOpen.map(sortKey));
-  const { catchUp } = options;
   const firstImport = await isFirstImport(options, "orders");
   for (const status of ORDER_STATES.final) {
     const floor = catchUp && catchUpFloor(catchUp, status);
@@ -180,7 +169,12 @@ async function readBackFinished(options: ActivePassOptions, outcome: ActivePassO
       if (++pages >= bound) break;
     }
   }
-  return leftOpen.length - wanted.size;
+  outcome.recovered = leftOpen.length - wanted.size;
+  if (wanted.size > 0)
+    options.logger?.warn(
+      { missing: wanted.size },
+      "open orders of the mirror were in no list the active tier read: the full tier will find them",
+    );
 }
 
 /** Every order the mirror holds in an open status (the mirror's own pages, by id). */

@@ -23,7 +23,6 @@ export interface FullSliceOptions {
 }
 
 export interface FullSliceOutcome {
-  /** Pages read by this slice. */
   pages: number;
   /** Each kind's checkpoint after the slice (kinds not due, or walked by a backfill now, are absent). */
   kinds: Partial<Record<SyncedKind, { state: WalkOutcome["state"]; checkpoint: SyncCheckpoint }>>;
@@ -91,8 +90,9 @@ async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Pr
   if (backfillRunning(backfills, kind, now)) return undefined;
   let ended = current;
   if (current?.passCompletedAt === null) {
-    if (!coveredBy(current, backfill)) return current;
-    // The backfill read the whole list after this pass began: reading the rest again is waste.
+    const covered = backfill?.since === null && backfill.passCompletedAt !== null && backfill.passStartedAt >= current.passStartedAt;
+    if (!covered) return current;
+    // A backfill read the whole list after this pass began: reading the rest again is waste.
     ended = (await checkpoints.giveUp(current)) ?? current;
     options.logger?.info({ kind }, "full reconciliation pass ended: a backfill of the whole list read it since it began");
   }
@@ -111,13 +111,11 @@ export function backfillRunning(backfills: readonly SyncCheckpoint[], kind: stri
 }
 
 /**
- * Whether `kind` is left to a first import now: a whole-list backfill run that holds it is still
- * going (one of its kinds unfinished, the run alive), and no walk of the kind's whole list (full
- * pass or backfill) had completed before that run began — the mirror never held the whole list,
- * whatever a first active pass or webhook refresh wrote into it. The run reads every record of the
- * kind anyway, so the active tier leaves the kind to it (active-tier.ts) until the run ends, the
- * kinds it completed too (the run is one import); a run that stops saving leaves them to the
- * active tier again.
+ * Whether `kind` is left to a first import: a whole-list backfill run holding it goes on (a kind
+ * unfinished, the run alive), and no whole-list walk of the kind had completed before that run
+ * began, so the mirror never held the whole list, whatever an active pass or refresh wrote into it.
+ * The active tier leaves such a kind to the run until the run ends (its completed kinds too: one
+ * import) or stops saving.
  */
 export async function firstImportRunning(checkpoints: SyncCheckpoints, kind: SyncedKind, now: number): Promise<boolean> {
   const backfills = await checkpoints.list("backfill");
@@ -140,11 +138,6 @@ const runOf = (backfills: readonly SyncCheckpoint[], own: SyncCheckpoint) =>
 
 /** A run is alive while one of its kinds saved within BACKFILL_ALIVE_MS. */
 const runAlive = (run: readonly SyncCheckpoint[], now: number) => run.some((b) => now - b.updatedAt.getTime() < BACKFILL_ALIVE_MS);
-
-/** Whether a backfill of the whole list that began after the full pass `pass` began has completed. */
-function coveredBy(pass: SyncCheckpoint, backfill: SyncCheckpoint | undefined): boolean {
-  return backfill?.since === null && backfill.passCompletedAt !== null && backfill.passStartedAt >= pass.passStartedAt;
-}
 
 /**
  * A page the API can never answer readably: the pass ends there, said once at error level, rather

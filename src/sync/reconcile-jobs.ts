@@ -65,14 +65,11 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
   const changes: SweepChanges = { writer: deps.writer, source: "reconcile", pending: deps.pending };
   const fullSlice = async (job: Job) => {
     const outcome = await runFullSlice({
-      api: deps.api,
-      mirror: deps.mirror,
-      checkpoints: deps.checkpoints,
+      ...deps,
       changes,
       intervalMs: deps.config.reconcileIntervalMs,
       maxPages: deps.config.reconcileFullSlicePages,
       force: (job.data as FullJobData).force === true,
-      logger: deps.logger,
     });
     const paused = Object.values(outcome.kinds).find((k) => k.state === "paused");
     // More to read: the next slice right away (a position-named job, so two slices never queue for one position).
@@ -86,11 +83,8 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
     const tier = catchUp ? "catch-up" : "active";
     try {
       const outcome = await runActivePass({
-        api: deps.api,
-        mirror: deps.mirror,
-        checkpoints: deps.checkpoints,
+        ...deps,
         changes,
-        logger: deps.logger,
         ...(catchUp ? { catchUp } : {}),
         onPage: (kind, read, causes) => {
           deps.metrics.syncRecordsChecked.inc({ kind, tier }, read);
@@ -118,12 +112,9 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
     },
     [RECONCILE_JOBS.catchUp]: async (job, token) => {
       const now = (await deps.mirror.clock()).getTime();
-      const gapStart = Date.parse((job.data as CatchUpJobData).gapStart);
-      const horizonStart = now - deps.config.syncCatchUpHorizonMs;
-      const catchUp = {
-        gapStart: new Date(Number.isNaN(gapStart) ? horizonStart : gapStart),
-        horizon: new Date(Number.isNaN(gapStart) ? horizonStart : Math.min(gapStart, horizonStart)),
-      };
+      const horizon = now - deps.config.syncCatchUpHorizonMs;
+      const gapStart = Date.parse((job.data as CatchUpJobData).gapStart) || horizon;
+      const catchUp = { gapStart: new Date(gapStart), horizon: new Date(Math.min(gapStart, horizon)) };
       // Behind a running pass, never instead of it: that pass began before it knew of the gap.
       return (await activePass(job, token, catchUp)) ?? waitForRunningPass(job, token, QUEUED_PASS_POLL_MS);
     },
@@ -135,14 +126,10 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
     [RECONCILE_JOBS.backfill]: async (job) => {
       const data = job.data as BackfillJobData;
       const outcome = await runBackfill({
-        api: deps.api,
-        mirror: deps.mirror,
-        checkpoints: deps.checkpoints,
+        ...deps,
         kinds: data.kinds ?? SYNCED_KINDS,
         since: data.since ?? null,
         restart: data.restart === true,
-        writer: deps.writer,
-        logger: deps.logger,
       });
       deps.logger.info(outcome, "backfill done");
       return outcome;
