@@ -1,7 +1,8 @@
 import { RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
 
 // The read planner: pure functions from the ids waiting for a refresh to the next list read, as
-// values (`PlannedRead`), tested without HTTP. The executor that spends the budget is refresh-kind.ts.
+// values (`PlannedRead`), tested without HTTP. The executor that spends the budget is
+// refresh-kind.ts.
 
 /** One id being looked for, and the reads that may list it, narrowest first. */
 export interface Target {
@@ -13,17 +14,16 @@ export interface Target {
   /** The candidate to try next; `candidates.length` when every one was tried this round. */
   next: number;
   /**
-   * orders: how many orders the mirror holds that are newer (company-wide, in its restaurant),
-   * counted up to RECENT_REACH: under it, the first page of the unfiltered newest-first list
-   * likely holds it, whatever its status now.
+   * orders: the orders the mirror holds newer than it (company-wide, in its restaurant), counted up
+   * to RECENT_REACH: under it, the first page of the unfiltered newest-first list likely holds it,
+   * whatever its status now.
    */
   recent?: { company: number; restaurant: number };
   /** The first-page bet was made for it this round (and missed). */
   recentTried?: boolean;
   /**
-   * orders: where it sits in the list each candidate filter reads (by `filterKey`), as the mirror
-   * counts the orders newer than it in that list (up to DEPTH_REACH), company-wide and in its
-   * restaurant: what the planner prices a read by. Absent: the read is chosen without a price.
+   * orders: its `Depth` in the list each candidate filter reads (by `filterKey`, counted up to
+   * DEPTH_REACH): what the planner prices a read by. Absent: the read is chosen without a price.
    */
   depth?: Record<string, Depth>;
 }
@@ -60,13 +60,16 @@ const DAY_MS = 86_400_000;
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /**
- * Widest window a merge by price may make: the mirror's counts are only an estimate (a mirror
- * still importing holds fewer bookings than the API lists), so far-apart days are never merged on
- * their word.
+ * Widest window a merge by price may make: the mirror's counts are only an estimate (a mirror still
+ * importing holds fewer bookings than the API lists), so far-apart days are never merged on their
+ * word.
  */
 export const MAX_PRICED_WINDOW_DAYS = 31;
 
-/** What the mirror says reads will cost, where it knows: bookings per day (YYYY-MM-DD) company-wide, and in the restaurants ids wait in. */
+/**
+ * What the mirror says reads will cost, where it knows: bookings per day (YYYY-MM-DD) company-wide,
+ * and in the restaurants ids wait in.
+ */
 export interface ReadPrices {
   bookingsByDay?: ReadonlyMap<string, number>;
   bookingsByRestaurantDay?: ReadonlyMap<string, ReadonlyMap<string, number>>;
@@ -75,24 +78,23 @@ export interface ReadPrices {
 export interface CandidateHint {
   /** orders: the furthest status known (a lower bound of the current one). */
   status?: string;
-  /** orders: `status` is the mirror's copy, older than the change an event announced: try the later states first. */
+  /** orders: `status` is the mirror's copy, older than an event's change, so likely moved on: try the later states first. */
   movedOn?: boolean;
   /** bookings: the booking's date (epoch ms). */
   day?: number;
 }
 
 /**
- * The reads that may list a record, narrowest first. Orders: by the status it was last known in
- * and each later one; no known status, the unfiltered list. Bookings: the day before to the day
- * after its date; no known date, from yesterday on (new bookings are for today or later), then
- * the unfiltered list.
+ * The reads that may list a record, narrowest first. Orders: by the status it was last known in and
+ * each later one; no known status, the unfiltered list. Bookings: the day before to the day after
+ * its date; no known date, from yesterday on (new bookings are for today or later), then the
+ * unfiltered list.
  */
 export function candidatesFor(kind: SyncedKind, hint: CandidateHint, nowMs: number): ReadFilter[] {
   const { states, filters } = RESOURCES[kind];
   if (states) {
     const statuses = hint.status === undefined ? undefined : states.from(hint.status);
     if (!statuses) return [{}];
-    // Known only from the mirror while an event says it changed: it has most likely moved on.
     const [known, ...later] = statuses;
     const ordered = hint.movedOn && known !== undefined ? [...later, known] : statuses;
     return ordered.map((status) => ({ status }));
@@ -109,10 +111,9 @@ export const filterKey = (filter: ReadFilter): string => `${filter.status ?? ""}
 
 /**
  * The next read: the candidate filter that covers most of the ids still looked for (ties: the
- * filter met first), in the scope `scopeRead` prices cheapest (company-wide or per restaurant).
- * Booking windows are merged while one read of the merged window costs no more pages than the
- * two apart (by the mirror's bookings per day, at most MAX_PRICED_WINDOW_DAYS wide). Undefined
- * when every id was found or ran out of candidates.
+ * filter met first), booking windows merged where that costs no more pages (`mergeWindows`), in the
+ * scope priced cheapest (`windowRead`, `scopeRead`). Undefined when every id was found or ran out
+ * of candidates.
  */
 export function planNextRead(targets: readonly Target[], prices: ReadPrices = {}): PlannedRead | undefined {
   const groups = new Map<string, Group>();
@@ -128,7 +129,8 @@ export function planNextRead(targets: readonly Target[], prices: ReadPrices = {}
   let best: Group | undefined;
   for (const group of merged) if (!best || group.targets.length > best.targets.length) best = group;
   const recent = recentRead(targets);
-  // The bet costs one call and finds its ids whatever their status now (a status read misses an order that moved on): taken on a tie.
+  // The bet costs one call and finds its ids whatever their status now (a status read misses an
+  // order that moved on): taken on a tie.
   if (recent && (!best || recent.targets.length >= best.targets.length)) return recent;
   if (!best) return undefined;
   return windowRead(best, prices) ?? scopeRead(best);
@@ -138,8 +140,8 @@ export function planNextRead(targets: readonly Target[], prices: ReadPrices = {}
  * A booking window of ids in several restaurants, priced both ways by the mirror's counts: each
  * restaurant's own read of the window when those cost fewer pages together than the company-wide
  * read (a busy company's three days can be two pages where each restaurant's are a few bookings),
- * the restaurant serving most ids per page first. Undefined where the counts are not known, or
- * the company read is cheaper (ties: it, one read covers all).
+ * the restaurant serving most ids per page first. Undefined where the counts are not known, or the
+ * company read is cheaper (ties: it, one read covers all).
  */
 function windowRead(group: Group, prices: ReadPrices): PlannedRead | undefined {
   const window = windowOf(group.filter);
@@ -186,7 +188,7 @@ export function scopeRead(group: { filter: ReadFilter; targets: Target[] }): Pla
     if (pages < best.pages) best = { pages, reach };
   }
   if (best.reach > 0) return { filter, targets: targets.filter((t) => pageOf(t) <= best.reach) };
-  // The restaurant read that serves most ids per estimated page; a non-empty list has one.
+  // A non-empty list always has a cheapest read: the fallbacks only satisfy the types.
   const cheapest = mostPerPage(deepestByRestaurant(targets, key));
   return { restaurantId: cheapest?.restaurantId, filter, targets: cheapest?.targets ?? [...targets] };
 }
@@ -219,10 +221,7 @@ function mostPerPage(reads: readonly PricedRead[]): PricedRead | undefined {
   return best;
 }
 
-/**
- * The best first-page bet: the company's newest orders, or one restaurant's, whichever page
- * likely holds more of the ids still looked for (orders the mirror counts under RECENT_REACH newer).
- */
+/** The first-page bet: the company's newest orders or one restaurant's, whichever page likely holds more ids still looked for. */
 function recentRead(targets: readonly Target[]): PlannedRead | undefined {
   const open = targets.filter((t) => t.recent !== undefined && !t.recentTried && t.next < t.candidates.length);
   const company = open.filter((t) => (t.recent?.company ?? Infinity) < RECENT_REACH);
@@ -254,7 +253,10 @@ export function windowPages(window: { from: string; to: string }, byDay: Readonl
   return pagesTo(Math.max(0, n - 1));
 }
 
-/** Merges groups whose filters are closed date windows while one read of the merged window costs no more pages than the two apart. */
+/**
+ * Merges groups whose filters are closed date windows while one read of the merged window costs no
+ * more pages than the two apart.
+ */
 function mergeWindows(groups: Group[], byDay: ReadonlyMap<string, number> = new Map()): Group[] {
   const windows: { window: { from: string; to: string }; group: Group }[] = [];
   const rest: Group[] = [];

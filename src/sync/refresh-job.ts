@@ -11,17 +11,14 @@ export interface RefreshJobDeps {
   pace: RefreshPace;
   /** The kind's refresh (refresh-kind.ts), in its trace when tracing is on. */
   refresh: (kind: SyncedKind) => Promise<RefreshOutcome>;
-  /** A debug line per job: how long its reads took, what they found, when the next run is due. */
   logger: Logger;
 }
 
 /**
- * The sync queue's `refresh` job, the kind's one job (RefreshScheduler.runWithin): runs the kind's
- * refresh, then asks for the next run if anything is still pending (ids noted during the run, left
- * over by its read cap, or waiting out a backoff): when the first is due, and no sooner than the
- * budget's pace (refresh-pace.ts). Nothing waits while holding the kind: the pace is the next job's
- * delay, and the events meanwhile join that job's batch. A refresh job that is not the kind's one
- * (an operator's retry of a failed one) reads nothing and asks for the kind's one instead.
+ * The sync queue's `refresh` job, the kind's one job (RefreshRuns.runWithin): runs the kind's
+ * refresh, then asks for the next run (`askNextRun`). Nothing waits while holding the kind: the
+ * pace (refresh-pace.ts) is the next job's delay. A refresh job that is not the kind's one (an
+ * operator's retry of a failed one) reads nothing and asks for the kind's one instead.
  */
 export function createRefreshJob(deps: RefreshJobDeps): (job: Job) => Promise<RefreshOutcome | { handedOver: true }> {
   return async (job) => {
@@ -41,13 +38,13 @@ export function createRefreshJob(deps: RefreshJobDeps): (job: Job) => Promise<Re
 }
 
 /**
- * Sets the kind's pace (every later ask, an event's too, waits it out), then asks for the next run
- * while any id is pending, when the first is due. Then reads again: BullMQ keeps the last ask made
- * while a job runs, so a request noted after the first read whose ask came before ours was
- * replaced by ours; an id due sooner asks again. Returns the delay asked for.
+ * Sets the kind's pace, then asks for the next run for when the first pending id is due. Then reads
+ * again: BullMQ keeps the last ask made while a job runs, so a request noted after the first read
+ * whose ask came before ours was replaced by ours; an id due sooner asks again. Returns the delay
+ * asked for.
  */
 async function askNextRun(deps: Pick<RefreshJobDeps, "scheduler" | "pace">, kind: SyncedKind): Promise<number | undefined> {
-  const paceMs = await deps.pace.delayMs();
+  const paceMs = await deps.pace();
   await deps.scheduler.pace(kind, paceMs);
   let asked: { due: number; delayMs: number } | undefined;
   for (;;) {
@@ -59,7 +56,10 @@ async function askNextRun(deps: Pick<RefreshJobDeps, "scheduler" | "pace">, kind
   }
 }
 
-/** When the first pending id is due: now for one noted or left over, else when its backoff ends; undefined when none is pending. */
+/**
+ * When the first pending id is due: now for one noted or left over, else when its backoff ends;
+ * undefined when none is pending.
+ */
 export function nextDue(restaurants: readonly PendingRestaurant[], now: number): number | undefined {
   let due = Infinity;
   for (const { ids, notes } of restaurants) for (const id of ids.keys()) due = Math.min(due, Math.max(now, notes.get(id)?.retryAt ?? now));

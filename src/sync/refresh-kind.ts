@@ -53,11 +53,9 @@ interface Work extends Target {
 }
 
 /**
- * The `refresh` job of one kind, company-wide: takes every pending id of the kind, lets the
- * planner (read-plan.ts) choose the reads that cover most of them per call (company-wide by status
- * or date window when they span restaurants, per restaurant when one holds them), runs them
- * (refresh-read.ts) and forgets what was read. An id no candidate read found stays pending with
- * backoff, and after `giveUpMs` is reported (a row, a warning, a metric) and forgotten. What is
+ * The `refresh` job of one kind, company-wide: takes every pending id of the kind, lets the planner
+ * (read-plan.ts) choose the reads that cover most of them per call, runs them (refresh-read.ts),
+ * forgets what was read and backs off or gives up on what was missed (`handleMisses`). What is
  * still pending afterwards is the next run's (refresh-job.ts asks for it).
  */
 export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome> {
@@ -83,7 +81,7 @@ async function refreshIds(deps: RefreshKindDeps, restaurants: readonly PendingRe
     for (const id of read.seen) seen.add(id);
     for (const target of plan.targets) {
       if (seen.has(target.id)) continue;
-      // A missed first-page bet leaves the candidates as they were; a missed candidate moves on.
+      // A missed first-page bet tried no candidate, so only a missed candidate moves on.
       if (plan.recent) target.recentTried = true;
       else target.next++;
     }
@@ -97,10 +95,7 @@ async function refreshIds(deps: RefreshKindDeps, restaurants: readonly PendingRe
   await handleMisses(deps, exhausted, now, outcome);
 }
 
-/**
- * Runs a planned read and counts it (outcome, metric). A first-page bet reads one page; a menu
- * (no targets) its whole list, past the cap; any other read at most `maxPages`.
- */
+/** Runs and counts a planned read: a first-page bet reads one page, a menu (no targets) its whole list, any other `maxPages`. */
 async function readTallied(deps: RefreshKindDeps, outcome: RefreshOutcome, plan: PlannedRead): Promise<ReadOutcome> {
   const maxPages = plan.recent ? 1 : plan.targets.length === 0 ? Number.POSITIVE_INFINITY : deps.maxPages;
   const read = await runRead({ ...deps, maxPages }, plan);
@@ -120,7 +115,8 @@ async function collectWork(deps: RefreshKindDeps, restaurants: readonly PendingR
       if (note.retryAt === undefined || note.retryAt <= now) due.push({ restaurantId, id, version, note });
     }
   }
-  // Each id's mirror reads are independent: all at once, not one id after another on the refresh's path.
+  // Each id's mirror reads are independent: all at once, not one id after another on the refresh's
+  // path.
   return Promise.all(
     due.map(async ({ restaurantId, id, version, note }): Promise<Work> => {
       const hint = await hintOf(deps.mirror, deps.kind, id, note);
@@ -143,9 +139,9 @@ async function collectWork(deps: RefreshKindDeps, restaurants: readonly PendingR
 }
 
 /**
- * Orders: where each id sits in the list its next candidate reads, as the mirror counts (one
- * bounded count company-wide and one in its restaurant, once per id and filter): the planner's
- * price of a company-wide read against per-restaurant ones. Ids without a createdAt stay unpriced.
+ * Orders: each id's `Depth` in the list its next candidate reads (two bounded counts, once per id
+ * and filter): the planner's price of a company-wide read against per-restaurant ones. Ids without
+ * a createdAt stay unpriced.
  */
 async function priceReads(deps: RefreshKindDeps, targets: readonly Target[]): Promise<void> {
   if (deps.kind !== "orders") return;
@@ -162,9 +158,9 @@ async function priceReads(deps: RefreshKindDeps, targets: readonly Target[]): Pr
 }
 
 /**
- * Bookings: the mirror's bookings per day over the windows the ids may be read in, company-wide
- * and in the ids' restaurants (two queries per job): what merging windows and choosing a
- * company-wide or per-restaurant read are priced by.
+ * Bookings: the mirror's bookings per day over the windows the ids may be read in, company-wide and
+ * in the ids' restaurants (two queries per job): what merging windows and choosing a company-wide
+ * or per-restaurant read are priced by.
  */
 async function bookingPrices(deps: RefreshKindDeps, work: readonly Work[]): Promise<ReadPrices> {
   if (deps.kind !== "bookings") return {};
@@ -180,7 +176,10 @@ async function bookingPrices(deps: RefreshKindDeps, work: readonly Work[]): Prom
   return { bookingsByDay, bookingsByRestaurantDay };
 }
 
-/** How many orders the mirror holds newer than `createdAt` (in `status`, if given), company-wide and in its restaurant, counted up to `max`. */
+/**
+ * Orders the mirror holds newer than `createdAt` (in `status`, if given), company-wide and in
+ * `restaurantId`, counted up to `max`.
+ */
 async function ordersNewer(
   mirror: MirrorStore,
   createdAt: number,
@@ -197,8 +196,8 @@ async function ordersNewer(
 
 /**
  * Where to look for an id: the events' hints (the note's fields are named as the record's),
- * completed from the mirror's copy (a thin event carries only id and restaurant). Both statuses
- * are lower bounds of the current one, so the furthest wins.
+ * completed from the mirror's copy (a thin event carries only id and restaurant). Both statuses are
+ * lower bounds of the current one, so the furthest wins.
  */
 async function hintOf(mirror: MirrorStore, kind: SyncedKind, id: string, note: PendingNote): Promise<CandidateHint & { sortKey?: number }> {
   const { sortKey, states } = RESOURCES[kind];
@@ -225,10 +224,7 @@ async function forgetFound(deps: RefreshKindDeps, found: readonly Work[]): Promi
   await Promise.all([...byRestaurant].map(([restaurantId, handled]) => deps.scheduler.forgetRead(deps.kind, restaurantId, handled)));
 }
 
-/**
- * Ids every candidate read missed: kept pending with the next backoff (the retry time in their
- * note), or, once pending for `giveUpMs`, reported (row, warning, metric) and forgotten.
- */
+/** Ids every candidate read missed: deferred with the next backoff, or, once pending for `giveUpMs`, reported and forgotten. */
 async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now: number, outcome: RefreshOutcome): Promise<void> {
   for (const w of missed) {
     const misses = (w.note.misses ?? 0) + 1;
@@ -261,16 +257,16 @@ async function reportUnlisted(deps: RefreshKindDeps, w: Work, attempts: number):
 }
 
 /**
- * Restaurants waiting at once from which one company-wide menu read is cheaper than one read each:
- * a menu fits a page or two, the company's menus a few pages, so from three restaurants on the
- * company-wide list costs fewer calls (and it is bounded by the company's menu size, not by time).
+ * Restaurants waiting at once from which one company-wide menu read costs fewer calls than one read
+ * each: a menu fits a page or two, the company's menus a few pages (bounded by the company's menu
+ * size, not by time).
  */
 export const COMPANY_WIDE_MENUS_FROM = 3;
 
 /**
  * Menus are refreshed whole: each restaurant's list (every page), or the company's when
- * COMPANY_WIDE_MENUS_FROM or more restaurants wait. A menu read to its end forgets its restaurants'
- * requests (by the version taken, so one made meanwhile stays).
+ * COMPANY_WIDE_MENUS_FROM or more wait. A menu read to its end forgets its restaurants' requests
+ * (by the version taken, so one made meanwhile stays).
  */
 async function refreshMenus(deps: RefreshKindDeps, restaurants: readonly PendingRestaurant[], outcome: RefreshOutcome): Promise<void> {
   const waiting = restaurants.filter((r) => r.ids.has(WHOLE_MENU));

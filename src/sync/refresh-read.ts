@@ -6,7 +6,7 @@ import { writePage } from "./change-source.js";
 import type { PlannedRead } from "./read-plan.js";
 import { readPage, RESOURCES, type Page, type SyncedKind } from "./resources.js";
 
-/** What a refresh read needs: the API, the mirror and how it writes (source `webhook`). */
+/** What a refresh read needs: the API, the mirror and how it writes. */
 export interface RefreshReadContext {
   api: ApiClient;
   mirror: MirrorStore;
@@ -20,7 +20,7 @@ export interface RefreshReadContext {
 export interface ReadOutcome {
   calls: number;
   written: number;
-  /** Every id the read met (written, or set aside as rejected: read all the same). */
+  /** Every id the read met, rejected ones too (`writeSeen`). */
   seen: Set<string>;
   /** A booking past the window's upper bound came back: the API ignores that parameter. */
   upperBoundIgnored: boolean;
@@ -30,8 +30,8 @@ export interface ReadOutcome {
  * Runs one planned read: pages the list, writes every page through the mirror writer, and stops as
  * soon as it can: every target seen; the list ended; its order (read off the data, never assumed)
  * shows every target still missing would already have come; or `maxPages`. A booking list that
- * ignores the window's upper bound is detected (records past it) and stopped by its order the same
- * way once it runs past the bound.
+ * ignores the window's upper bound is detected (records past it) and stopped by its order once it
+ * runs past the bound.
  */
 export async function runRead(ctx: RefreshReadContext, plan: PlannedRead): Promise<ReadOutcome> {
   const { sortKey } = RESOURCES[ctx.kind];
@@ -57,11 +57,12 @@ export async function runRead(ctx: RefreshReadContext, plan: PlannedRead): Promi
   return outcome;
 }
 
-/** Writes a page (source `webhook`) and adds the ids it read to `seen`, rejected ones too. */
+/** Writes a page (source `webhook`) and adds the ids it read to `seen`. */
 async function writeSeen(ctx: RefreshReadContext, page: Page, seen: Set<string>): Promise<number> {
   const result = await writePage(ctx.mirror, ctx.writer, ctx.kind, page, "webhook");
   for (const record of page.data) seen.add(record.id);
-  // A record set aside was read all the same: its id is forgotten as read (reported, not retried forever).
+  // A record set aside was read all the same: its id is forgotten as read (reported, not retried
+  // forever).
   for (const { id } of result.rejected) if (id !== undefined) seen.add(id);
   return result.written;
 }

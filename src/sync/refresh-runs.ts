@@ -3,12 +3,13 @@ import type { Cluster, Redis } from "ioredis";
 import type { RedisKeys } from "../redis/keys.js";
 import type { SyncedKind } from "./resources.js";
 
-/** One refresh job per kind, company-wide: it takes every pending id of the kind and plans its reads (read-plan.ts). */
+/** The data of a kind's one refresh job (RefreshRuns.runWithin). */
 export interface RefreshJobData {
   kind: SyncedKind;
   /**
    * Epoch ms the job was asked to run at: what a later ask compares with (a job BullMQ adds as the
-   * running one ends counts its delay from that end, a few ms late, and would be replaced by every ask).
+   * running one ends counts its delay from that end, a few ms late, and would be replaced by every
+   * ask).
    */
   runAt?: number;
 }
@@ -16,11 +17,14 @@ export interface RefreshJobData {
 /** When a kind's refresh runs: its one BullMQ job, and the budget's pace between runs. */
 export interface RefreshRuns {
   /**
-   * Makes sure a refresh of the kind starts within `delayMs`, and no sooner than the kind's pace
-   * (`pace`), with one BullMQ job per kind: its deduplication key is held from the job's add until
-   * the job ends (`keepLastIfActive`), so at most one job of the kind runs, and one waits. Asked
-   * while the job runs: BullMQ adds the next one as it ends (the last ask's delay). Asked while one
-   * waits: it joins that one, which is brought forward if it would start later (a backoff's wait).
+   * Makes sure a refresh of the kind starts within `delayMs`, and no sooner than its pace (`pace`),
+   * with one BullMQ job per kind (a burst of events of every restaurant shares its reads): the
+   * deduplication key is held from the job's add until it ends (`keepLastIfActive`), so at most one
+   * job of the kind runs, and one waits. Asked while the job runs: BullMQ adds the next one as it
+   * ends (the last ask's delay), so a change noted after the run read past its record always gets a
+   * run of its own. Asked while one waits: it joins that one, brought forward if it would start
+   * later (a backoff's wait). A job whose process died keeps the key and runs again once BullMQ
+   * finds it stalled (its lock, JOB_LOCK_MS, lapsed).
    */
   runWithin(kind: SyncedKind, delayMs: number): Promise<void>;
   /**
@@ -53,11 +57,7 @@ export function createRefreshRuns(opts: {
   };
 }
 
-/**
- * RefreshRuns.runWithin. A job whose process died keeps the key and runs again once BullMQ
- * finds it stalled (its lock, JOB_LOCK_MS, lapsed); the add kept while the job runs means a change
- * noted after the run read past its record always gets a run of its own.
- */
+/** RefreshRuns.runWithin. */
 async function runRefreshWithin(
   queue: Queue<RefreshJobData>,
   kind: SyncedKind,
@@ -72,14 +72,15 @@ async function runRefreshWithin(
   const added = await add(runAt);
   const job = added.id === undefined ? undefined : await queue.getJob(added.id);
   if (!job) return;
-  // Joined the running job, whose next run BullMQ adds from the last ask made while it runs: if
-  // the run set its pace after this ask read it, this ask (perhaps the last) is made again for then.
+  // Joined the running job, whose next run BullMQ adds from the last ask made while it runs: if the
+  // run set its pace after this ask read it, this ask (perhaps the last) is made again for then.
   if (job.processedOn !== undefined && job.finishedOn === undefined) {
     const paced = Math.max(askedAt, await notBefore());
     if (paced > runAt) await add(paced);
     return;
   }
   // Joined a job that waits longer than asked (a backoff's wait): replaced in one script by one due
-  // as asked, if it still waits (BullMQ's replace mode touches delayed jobs only), never before the pace.
+  // as asked, if it still waits (BullMQ's replace mode touches delayed jobs only), never before the
+  // pace.
   if ((job.data.runAt ?? job.timestamp + job.delay) > runAt) await add(runAt, true);
 }

@@ -20,7 +20,7 @@ export interface RefreshNote {
 export interface PendingNote extends Omit<RefreshNote, "eventId"> {
   /** Epoch ms of the first event that named the id since it was last read. */
   firstNotedAt: number;
-  /** The first events that named it (at most 20): what a report of an unlisted id names. */
+  /** The first events that named it (at most MAX_EVENT_IDS): what a report of an unlisted id names. */
   eventIds?: string[];
   /** Rounds that looked for the id and did not find it. */
   misses?: number;
@@ -39,9 +39,8 @@ export interface PendingRestaurant {
 
 export interface RefreshScheduler extends RefreshRuns {
   /**
-   * Notes that `id` (or the whole menu) of a restaurant changed, with what the event said of it,
-   * and makes sure a refresh of the kind starts within `debounceMs` (`runWithin`): a burst of
-   * events of every restaurant shares one job, and its reads.
+   * Notes a restaurant's changed `id` (or whole menu) with the event's hints; a run follows within
+   * `debounceMs` (`runWithin`).
    */
   request(kind: SyncedKind, restaurantId: string, id?: string, note?: RefreshNote): Promise<void>;
   /** The ids of one restaurant waiting for a refresh, each with its version (reconcile tells webhook from missed by it). */
@@ -49,8 +48,8 @@ export interface RefreshScheduler extends RefreshRuns {
   /** Every restaurant with pending ids of the kind, with the ids' notes (what a refresh job starts from). */
   pendingAll(kind: SyncedKind): Promise<PendingRestaurant[]>;
   /**
-   * Forgets the ids a refresh has read, unless one was noted again since `pending` read it:
-   * that change may have happened after the read saw its record, so it stays for the next job.
+   * Forgets the ids a refresh has read, unless one was noted again since `pending` read it: that
+   * change may have happened after the read saw its record, so it stays for the next job.
    */
   forgetRead(kind: SyncedKind, restaurantId: string, read: PendingIds): Promise<void>;
   /** Keeps an id pending with a new note (a miss and its retry time), unless an event noted it again meanwhile. */
@@ -77,9 +76,9 @@ export const PENDING_REFRESH_TTL_MS = 7 * 24 * 3600_000;
 const MAX_EVENT_IDS = 20;
 
 /**
- * Bumps the id's version and merges the event's hints into its note: the furthest order status
- * seen (a later one is a tighter lower bound), the latest dates, the first event ids; a new event
- * clears any backoff (the record changed: look at once).
+ * Bumps the id's version and merges the event's hints into its note: the furthest order status seen
+ * (a later one is a tighter lower bound), the latest dates, the first event ids; a new event clears
+ * any backoff (the record changed: look at once).
  * KEYS: pending, notes. ARGV: id, ttlMs, nowMs, eventId, status, statusRank, createdAt, date.
  */
 const NOTE = `
@@ -164,8 +163,8 @@ export function createRefreshScheduler(opts: {
   return {
     async request(kind, restaurantId, id = WHOLE_MENU, note = {}) {
       // Note the id first, then index the restaurant, then schedule: a job that starts in between
-      // still sees the id. The version bump keeps it pending if a running read already passed it.
-      // Only a status of the kind's state order is kept (a rank to keep the furthest by).
+      // still sees the id. The version bump keeps it pending if a running read already passed it. A
+      // status outside the kind's states is dropped.
       const rank = RESOURCES[kind].states?.rank(note.status);
       await scripts.svcNotePendingId(
         ...hashes(kind, restaurantId),
@@ -209,9 +208,9 @@ export function createRefreshScheduler(opts: {
 }
 
 /**
- * ZRANGE … WITHSCORES as (member, score) pairs: a flat list under RESP2, pairs (the score a
- * number) under RESP3, which ioredis 6 speaks by default. Scores are whole numbers (ZINCRBY 1), so
- * both print alike, as the forget script's ZSCORE compares them.
+ * ZRANGE … WITHSCORES as (member, score) pairs: a flat list under RESP2, pairs (the score a number)
+ * under RESP3, which ioredis 6 speaks by default. Scores are whole numbers (ZINCRBY 1), so both
+ * print alike, as the forget script's ZSCORE compares them.
  */
 function withScores(reply: unknown[]): { restaurantId: string; score: string }[] {
   const out: { restaurantId: string; score: string }[] = [];
