@@ -62,8 +62,9 @@ export interface ActivePassOutcome {
  *
  * A plain pass leaves out each kind a first import holds (full-tier.ts firstImportRunning): that
  * run reads every record anyway, and each active call is a page it waits for (on the first day,
- * bookings from today alone were ~17 pages a pass). A catch-up reads every kind: a gap's changes
- * had no webhook at all.
+ * bookings from today alone were ~17 pages a pass). The price: a missed webhook of a record the
+ * run already passed is read once the run ends. A catch-up reads every kind: a gap's changes had
+ * no webhook at all.
  */
 export async function runActivePass(options: ActivePassOptions): Promise<ActivePassOutcome> {
   const { mirror, catchUp } = options;
