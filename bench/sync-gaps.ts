@@ -269,12 +269,6 @@ export interface GapsBenchResult {
   seconds: number;
 }
 
-/**
- * `npm run bench -- --only sync-gaps`: the first day at 20,000 orders (with nothing else running,
- * then with 1 event/s of live traffic), then a 2-minute outage at
- * 20,000 and at 100,000 orders of history (30 days each). One at a time: each is bound by its own
- * sandbox's budget, but their CPU would bend the others' seconds.
- */
 /** The first day twice, one at a time: with nothing else running (the target), then with 1 event/s of live traffic. */
 export async function benchFirstDays(
   t: SyncBenchTargets,
@@ -284,6 +278,12 @@ export async function benchFirstDays(
   return [quiet, await benchFirstDay(t, 20_000, 1, log)];
 }
 
+/**
+ * `npm run bench -- --only sync-gaps`: the first day at 20,000 orders (with nothing else running,
+ * then with 1 event/s of live traffic), then a 2-minute outage at 20,000 and at 100,000 orders of
+ * history (30 days each). One at a time: each is bound by its own sandbox's budget, but their CPU
+ * would bend the others' seconds.
+ */
 export async function benchGaps(t: SyncBenchTargets & { log: (s: string) => void }): Promise<GapsBenchResult> {
   const started = performance.now();
   const [firstDayQuiet, firstDay] = await benchFirstDays(t, t.log);
