@@ -21,15 +21,8 @@ export interface RedisKeys {
     webhookWaiters: string;
     activeWaiters: string;
   };
-  /** The ids of one restaurant waiting for a refresh (a hash); tag `{restaurantId}` (the forget-read script). */
-  pendingRefresh(kind: string, restaurantId: string): string;
-  /**
-   * What the events said of each pending id (status, dates, event ids, misses): a hash beside
-   * `pendingRefresh`, same tag `{restaurantId}` (the scheduler's scripts touch both).
-   */
-  pendingNotes(kind: string, restaurantId: string): string;
-  /** The restaurants with pending ids of a kind (a sorted set, score bumped by every request); its own slot. */
-  pendingIndex(kind: string): string;
+  /** The ids of a kind waiting for a refresh, each with its version and what the events said (a hash); its own slot. */
+  pendingRefresh(kind: string): string;
   /** Epoch ms before which no run of a kind's refresh starts (the budget's pace after a run), with a TTL; its own slot. */
   refreshPace(kind: string): string;
   /** Who runs the active reconciliation pass now (a string: the holder's token, with a TTL); its own slot. */
@@ -77,9 +70,7 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
         activeWaiters: `${base}:waiting:active`,
       };
     },
-    pendingRefresh: (kind, restaurantId) => `${prefix}:sync:pending:${kind}:{${restaurantId}}`,
-    pendingNotes: (kind, restaurantId) => `${prefix}:sync:pending-notes:${kind}:{${restaurantId}}`,
-    pendingIndex: (kind) => `${prefix}:sync:pending-index:${kind}`,
+    pendingRefresh: (kind) => `${prefix}:sync:pending-ids:${kind}`,
     refreshPace: (kind) => `${prefix}:sync:refresh-pace:${kind}`,
     activePassLease: `${prefix}:sync:active-pass-lease`,
     workersAlive: `${prefix}:sync:workers-alive`,

@@ -1,8 +1,7 @@
 import type { ChangeSource } from "../events/change-events.js";
 import type { MirrorChange, MirrorStore, UpsertResult } from "../mirror/store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { PendingIds } from "./refresh-scheduler.js";
-import { WHOLE_MENU } from "./refresh-scheduler.js";
+import type { PendingId } from "./refresh-scheduler.js";
 import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
 import type { MirrorWriter, SourceOf } from "../mirror/mirror-writer.js";
 
@@ -29,25 +28,23 @@ export interface SweepChanges {
    * Reconcile: the ids waiting for a webhook refresh. A change to a record an event already named
    * (or to a menu with a refresh pending) is no missed webhook: it counts as `webhook`.
    */
-  pending?: (kind: SyncedKind, restaurantId: string) => Promise<PendingIds>;
+  pending?: (kind: SyncedKind) => Promise<readonly PendingId[]>;
 }
 
 /**
  * Each change's source on a sweep page: a first import's writes are `backfill`, whatever the walker
- * (no missed-webhook storm). The pending ids live in Redis: they are read for the page's restaurants
- * before the write, never from inside its transaction, where a slow or absent Redis would hold a
+ * (no missed-webhook storm). The pending ids live in Redis: they are read once per page before
+ * the write, never from inside its transaction, where a slow or absent Redis would hold a
  * database connection (the embedded store's only one) and stall every other database user.
  */
 export async function sweepSource(changes: SweepChanges, kind: SyncedKind, page: Page, firstImport: boolean): Promise<SourceOf> {
   const { source, pending } = changes;
   if (firstImport) return "backfill";
   if (!pending) return source;
-  const restaurants = [...new Set(page.data.map((r) => r.restaurantId))];
-  const byRestaurant = new Map(await Promise.all(restaurants.map(async (id) => [id, await pending(kind, id)] as const)));
-  return (change: MirrorChange) => {
-    const ids = byRestaurant.get(change.after.restaurantId);
-    return ids?.has(RESOURCES[kind].tracksIds ? change.id : WHOLE_MENU) ? "webhook" : source;
-  };
+  // A menu is refreshed whole: its restaurant is what is pending.
+  const { tracksIds } = RESOURCES[kind];
+  const named = new Set((await pending(kind)).map((p) => (tracksIds ? p.id : p.restaurantId)));
+  return (change: MirrorChange) => (named.has(tracksIds ? change.id : change.after.restaurantId) ? "webhook" : source);
 }
 
 /**

@@ -2,12 +2,12 @@ import type { Job } from "bullmq";
 import type { Logger } from "pino";
 import type { RefreshOutcome } from "./refresh-kind.js";
 import type { RefreshPace } from "./refresh-pace.js";
-import type { PendingRestaurant, RefreshScheduler } from "./refresh-scheduler.js";
+import type { PendingId, RefreshScheduler } from "./refresh-scheduler.js";
 import type { RefreshJobData } from "./refresh-runs.js";
 import type { SyncedKind } from "./resources.js";
 
 export interface RefreshJobDeps {
-  scheduler: Pick<RefreshScheduler, "holds" | "pendingAll" | "runWithin" | "pace">;
+  scheduler: Pick<RefreshScheduler, "holds" | "pending" | "runWithin" | "pace">;
   pace: RefreshPace;
   /** The kind's refresh (refresh-kind.ts), in its trace when tracing is on. */
   refresh: (kind: SyncedKind) => Promise<RefreshOutcome>;
@@ -49,7 +49,7 @@ async function askNextRun(deps: Pick<RefreshJobDeps, "scheduler" | "pace">, kind
   let asked: { due: number; delayMs: number } | undefined;
   for (;;) {
     const now = Date.now();
-    const due = nextDue(await deps.scheduler.pendingAll(kind), now);
+    const due = nextDue(await deps.scheduler.pending(kind), now);
     if (due === undefined || (asked && due >= asked.due)) return asked?.delayMs;
     asked = { due, delayMs: Math.max(due - now, paceMs) };
     await deps.scheduler.runWithin(kind, due - now);
@@ -60,8 +60,8 @@ async function askNextRun(deps: Pick<RefreshJobDeps, "scheduler" | "pace">, kind
  * When the first pending id is due: now for one noted or left over, else when its backoff ends;
  * undefined when none is pending.
  */
-export function nextDue(restaurants: readonly PendingRestaurant[], now: number): number | undefined {
+export function nextDue(pending: readonly PendingId[], now: number): number | undefined {
   let due = Infinity;
-  for (const { ids, notes } of restaurants) for (const id of ids.keys()) due = Math.min(due, Math.max(now, notes.get(id)?.retryAt ?? now));
+  for (const { note } of pending) due = Math.min(due, Math.max(now, note.retryAt ?? now));
   return Number.isFinite(due) ? due : undefined;
 }

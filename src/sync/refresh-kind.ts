@@ -12,7 +12,7 @@ import {
 } from "./read-plan.js";
 import type { Logger } from "pino";
 import { runRead, type ReadOutcome, type RefreshReadContext } from "./refresh-read.js";
-import { WHOLE_MENU, type PendingNote, type PendingRestaurant, type RefreshScheduler } from "./refresh-scheduler.js";
+import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshScheduler } from "./refresh-scheduler.js";
 import { RESOURCES, type SyncedKind } from "./resources.js";
 
 export interface RefreshKindDeps extends Omit<RefreshReadContext, "kind"> {
@@ -47,10 +47,7 @@ export const MAX_READS_PER_JOB = 50;
 export const backoffAfterMiss = (misses: number) => Math.min(60_000, 1000 * 2 ** Math.max(0, misses - 1));
 
 /** One pending id as this job works on it. */
-interface Work extends Target {
-  version: string;
-  note: PendingNote;
-}
+type Work = Target & PendingId;
 
 /**
  * The `refresh` job of one kind, company-wide: takes every pending id of the kind, lets the planner
@@ -59,17 +56,16 @@ interface Work extends Target {
  * still pending afterwards is the next run's (refresh-job.ts asks for it).
  */
 export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome> {
-  const restaurants = await deps.scheduler.pendingAll(deps.kind);
+  const pending = await deps.scheduler.pending(deps.kind);
   const outcome: RefreshOutcome = { calls: 0, reads: 0, written: 0, found: 0, missing: [], unlisted: [] };
-  if (RESOURCES[deps.kind].tracksIds) await refreshIds(deps, restaurants, outcome);
-  else await refreshMenus(deps, restaurants, outcome);
-  await Promise.all(restaurants.map((r) => deps.scheduler.forgetIfIdle(deps.kind, r.restaurantId, r.score)));
+  if (RESOURCES[deps.kind].tracksIds) await refreshIds(deps, pending, outcome);
+  else await refreshMenus(deps, pending, outcome);
   return outcome;
 }
 
-async function refreshIds(deps: RefreshKindDeps, restaurants: readonly PendingRestaurant[], outcome: RefreshOutcome): Promise<void> {
+async function refreshIds(deps: RefreshKindDeps, pending: readonly PendingId[], outcome: RefreshOutcome): Promise<void> {
   const now = (deps.now ?? Date.now)();
-  const work = await collectWork(deps, restaurants, now);
+  const work = await collectWork(deps, pending, now);
   const seen = new Set<string>();
   let plan: PlannedRead | undefined;
   const open = () => work.filter((w) => !seen.has(w.id));
@@ -89,7 +85,7 @@ async function refreshIds(deps: RefreshKindDeps, restaurants: readonly PendingRe
   }
   const found = work.filter((w) => seen.has(w.id));
   outcome.found = found.length;
-  await forgetFound(deps, found);
+  await deps.scheduler.forgetRead(deps.kind, found);
   // Left over by the read cap: still pending, due now. Every candidate missed: a backoff.
   const exhausted = work.filter((w) => !seen.has(w.id) && w.next >= w.candidates.length);
   await handleMisses(deps, exhausted, now, outcome);
@@ -107,33 +103,18 @@ async function readTallied(deps: RefreshKindDeps, outcome: RefreshOutcome, plan:
 }
 
 /** The pending ids to look for now, with their candidate reads; those waiting out a backoff are left for later. */
-async function collectWork(deps: RefreshKindDeps, restaurants: readonly PendingRestaurant[], now: number): Promise<Work[]> {
-  const due: { restaurantId: string; id: string; version: string; note: PendingNote }[] = [];
-  for (const { restaurantId, ids, notes } of restaurants) {
-    for (const [id, version] of ids) {
-      const note = notes.get(id) ?? { firstNotedAt: now };
-      if (note.retryAt === undefined || note.retryAt <= now) due.push({ restaurantId, id, version, note });
-    }
-  }
+async function collectWork(deps: RefreshKindDeps, pending: readonly PendingId[], now: number): Promise<Work[]> {
+  const due = pending.filter((p) => p.note.retryAt === undefined || p.note.retryAt <= now);
   // Each id's mirror reads are independent: all at once, not one id after another on the refresh's
   // path.
   return Promise.all(
-    due.map(async ({ restaurantId, id, version, note }): Promise<Work> => {
-      const hint = await hintOf(deps.mirror, deps.kind, id, note);
+    due.map(async (p): Promise<Work> => {
+      const hint = await hintOf(deps.mirror, deps.kind, p.id, p.note);
       const recent =
         deps.kind === "orders" && hint.sortKey !== undefined
-          ? await ordersNewer(deps.mirror, hint.sortKey, restaurantId, { max: RECENT_REACH })
+          ? await ordersNewer(deps.mirror, hint.sortKey, p.restaurantId, { max: RECENT_REACH })
           : undefined;
-      return {
-        id,
-        restaurantId,
-        version,
-        note,
-        sortKey: hint.sortKey,
-        candidates: candidatesFor(deps.kind, hint, now),
-        next: 0,
-        ...(recent ? { recent } : {}),
-      };
+      return { ...p, sortKey: hint.sortKey, candidates: candidatesFor(deps.kind, hint, now), next: 0, ...(recent ? { recent } : {}) };
     }),
   );
 }
@@ -213,17 +194,6 @@ async function hintOf(mirror: MirrorStore, kind: SyncedKind, id: string, note: P
   };
 }
 
-/** Forgets every id that was read, per restaurant, by the versions this job took (compare-and-delete). */
-async function forgetFound(deps: RefreshKindDeps, found: readonly Work[]): Promise<void> {
-  const byRestaurant = new Map<string, Map<string, string>>();
-  for (const w of found) {
-    const handled = byRestaurant.get(w.restaurantId) ?? new Map<string, string>();
-    handled.set(w.id, w.version);
-    byRestaurant.set(w.restaurantId, handled);
-  }
-  await Promise.all([...byRestaurant].map(([restaurantId, handled]) => deps.scheduler.forgetRead(deps.kind, restaurantId, handled)));
-}
-
 /** Ids every candidate read missed: deferred with the next backoff, or, once pending for `giveUpMs`, reported and forgotten. */
 async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now: number, outcome: RefreshOutcome): Promise<void> {
   for (const w of missed) {
@@ -234,7 +204,7 @@ async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now:
       continue;
     }
     const retryAt = now + backoffAfterMiss(misses);
-    await deps.scheduler.defer(deps.kind, w.restaurantId, w.id, w.version, { ...w.note, misses, retryAt });
+    await deps.scheduler.defer(deps.kind, w, { ...w.note, misses, retryAt });
     outcome.missing.push(w.id);
   }
   if (outcome.missing.length > 0)
@@ -253,7 +223,7 @@ async function reportUnlisted(deps: RefreshKindDeps, w: Work, attempts: number):
     "a record events named was never listed by the API: reported in unlisted_records, no longer looked for",
   );
   // Forgotten as if read (unless an event noted it again meanwhile: then it is looked for anew).
-  await deps.scheduler.forgetRead(deps.kind, w.restaurantId, new Map([[w.id, w.version]]));
+  await deps.scheduler.forgetRead(deps.kind, [w]);
 }
 
 /**
@@ -268,14 +238,13 @@ export const COMPANY_WIDE_MENUS_FROM = 3;
  * COMPANY_WIDE_MENUS_FROM or more wait. A menu read to its end forgets its restaurants' requests
  * (by the version taken, so one made meanwhile stays).
  */
-async function refreshMenus(deps: RefreshKindDeps, restaurants: readonly PendingRestaurant[], outcome: RefreshOutcome): Promise<void> {
-  const waiting = restaurants.filter((r) => r.ids.has(WHOLE_MENU));
-  const scopes = waiting.length >= COMPANY_WIDE_MENUS_FROM ? [undefined] : waiting.map((r) => r.restaurantId);
+async function refreshMenus(deps: RefreshKindDeps, pending: readonly PendingId[], outcome: RefreshOutcome): Promise<void> {
+  const waiting = pending.filter((p) => p.id === WHOLE_MENU);
+  const scopes = waiting.length >= COMPANY_WIDE_MENUS_FROM ? [undefined] : waiting.map((p) => p.restaurantId);
   for (const restaurantId of scopes) {
     await readTallied(deps, outcome, { ...(restaurantId === undefined ? {} : { restaurantId }), filter: {}, targets: [] });
-    for (const r of waiting.filter((w) => restaurantId === undefined || w.restaurantId === restaurantId)) {
-      await deps.scheduler.forgetRead(deps.kind, r.restaurantId, new Map([[WHOLE_MENU, r.ids.get(WHOLE_MENU) ?? ""]]));
-      outcome.found++;
-    }
+    const read = waiting.filter((p) => restaurantId === undefined || p.restaurantId === restaurantId);
+    await deps.scheduler.forgetRead(deps.kind, read);
+    outcome.found += read.length;
   }
 }

@@ -78,7 +78,7 @@ export function syncProcessors(deps: {
       mirror,
       checkpoints: deps.checkpoints,
       writer,
-      pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId),
+      pending: (kind) => scheduler.pending(kind),
       lease: activePassLease,
       queue: deps.syncQueue,
       config: config.worker,

@@ -23,7 +23,7 @@ const refresh = createRefreshJob({
   pace: () => Promise.resolve(0),
   logger,
   async refresh(kind) {
-    await scheduler.pendingAll(kind);
+    await scheduler.pending(kind);
     process.stdout.write("reading\n");
     return new Promise(() => undefined);
   },

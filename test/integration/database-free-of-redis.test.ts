@@ -116,9 +116,9 @@ describe("the embedded store while Redis does not answer", { timeout: 60_000 }, 
       changes: {
         writer: createMirrorWriter(mirror),
         source: "reconcile",
-        pending: (kind, restaurantId) => {
+        pending: (kind) => {
           asking.resolve();
-          return scheduler.pending(kind, restaurantId);
+          return scheduler.pending(kind);
         },
       },
     });

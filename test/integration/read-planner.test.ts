@@ -64,7 +64,7 @@ async function refreshUntilSettled(
         giveUpMs: 600_000,
       }),
     );
-    if ((await deps.scheduler.pendingAll(deps.kind)).every((r) => r.ids.size === 0)) break;
+    if ((await deps.scheduler.pending(deps.kind)).length === 0) break;
   }
   return outcomes;
 }
@@ -141,7 +141,7 @@ async function measureOrders(size: number): Promise<{ calls: number; events: num
     const truth = sandbox.state.orders().find((o) => o.id === id)!;
     expect((await mirror.get("orders", id))?.status, id).toBe(truth.status);
   }
-  expect((await scheduler.pendingAll("orders")).flatMap((r) => [...r.ids.keys()])).toEqual([]);
+  expect(await scheduler.pending("orders")).toEqual([]);
   return { calls: sandbox.requestLog.length, events: changed.length };
 }
 
@@ -288,9 +288,9 @@ describe("an id the upstream does not list", () => {
     expect(first.found).toBe(1);
     expect(first.missing).toEqual(["ord_ghost"]);
     expect(await mirror.get("orders", real.id)).toBeDefined();
-    expect([...(await scheduler.pending("orders", "rest_1")).keys()]).toEqual(["ord_ghost"]);
+    expect((await scheduler.pending("orders")).map((p) => p.id)).toEqual(["ord_ghost"]);
     // The job's next run is due when the backoff (1 s) ends.
-    expect(nextDue(await scheduler.pendingAll("orders"), now)).toBe(now + 1000);
+    expect(nextDue(await scheduler.pending("orders"), now)).toBe(now + 1000);
 
     // Within the backoff: nothing read.
     sandbox.requestLog.length = 0;
@@ -307,7 +307,7 @@ describe("an id the upstream does not list", () => {
     // After the backoff it is looked for again, and missed again: the next wait is longer.
     now += 1000;
     expect((await run()).missing).toEqual(["ord_ghost"]);
-    const note = (await scheduler.pendingAll("orders")).flatMap((r) => [...r.notes.entries()]).find(([id]) => id === "ord_ghost")?.[1];
+    const note = (await scheduler.pending("orders")).find((p) => p.id === "ord_ghost")?.note;
     expect(note?.misses).toBe(2);
     expect(note?.retryAt).toBe(now + 2000);
 
@@ -316,7 +316,7 @@ describe("an id the upstream does not list", () => {
     const last = await run();
     expect(last.unlisted).toEqual(["ord_ghost"]);
     expect(unlisted).toEqual(["orders"]);
-    expect(await scheduler.pending("orders", "rest_1")).toEqual(new Map());
+    expect(await scheduler.pending("orders")).toEqual([]);
     const rows = await mirror.unlisted("orders");
     expect(rows).toMatchObject([{ kind: "orders", id: "ord_ghost", restaurantId: "rest_1", eventIds: ["evt_ghost"], attempts: 3 }]);
     expect(rows[0]?.firstNotedAt.getTime()).toBe(Date.parse("2026-11-24T10:00:00Z"));
@@ -373,7 +373,7 @@ describe("reads priced by estimated pages (the bench's shape)", () => {
       const truth = sandbox.state.orders().find((o) => o.id === order.id)!;
       expect((await mirror.get("orders", order.id))?.status, order.id).toBe(truth.status);
     }
-    expect((await scheduler.pendingAll("orders")).flatMap((r) => [...r.ids.keys()])).toEqual([]);
+    expect(await scheduler.pending("orders")).toEqual([]);
     return { calls: sandbox.requestLog.length, events: events.length };
   }
 

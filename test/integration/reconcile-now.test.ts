@@ -118,7 +118,7 @@ describe("the first tick after a restart", () => {
         mirror,
         checkpoints: createSyncCheckpoints(database.db),
         writer: createMirrorWriter(mirror),
-        pending: () => Promise.resolve(new Map()),
+        pending: () => Promise.resolve([]),
         lease: createActivePassLease({ redis, prefix, ttlMs: 60_000 }),
         queue,
         config: config.worker,

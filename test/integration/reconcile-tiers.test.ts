@@ -68,7 +68,7 @@ describe.each(testDrivers())("on the %s database", (driver) => {
     checkpoints = createSyncCheckpoints(database.db);
     recorded = [];
     const writer = createMirrorWriter(mirror, { onRecorded: (c) => recorded.push(...c) });
-    changes = { writer, source: "reconcile", pending: (kind, restaurantId) => scheduler.pending(kind, restaurantId) };
+    changes = { writer, source: "reconcile", pending: (kind) => scheduler.pending(kind) };
     await open();
   });
   afterEach(async () => {

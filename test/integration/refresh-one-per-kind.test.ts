@@ -55,30 +55,19 @@ function createReads() {
     reading++;
     mostAtOnce = Math.max(mostAtOnce, reading);
     const startedAt = Date.now();
-    const restaurants = await scheduler.pendingAll(kind);
-    const taken = restaurants.flatMap(({ restaurantId, ids, notes }) =>
-      [...ids]
-        .filter(([id]) => (notes.get(id)?.retryAt ?? 0) <= startedAt)
-        .map(([id, version]) => ({ restaurantId, id, version, note: notes.get(id) })),
-    );
+    const taken = (await scheduler.pending(kind)).filter((p) => (p.note.retryAt ?? 0) <= startedAt);
     runs.push({ jobId, took: taken.map((t) => t.id).sort(), startedAt });
     for (const w of startWaiters.filter((w) => runs.length >= w.n)) w.resolve();
     if (holding) await new Promise<void>((resolve) => held.push(resolve));
     for (const t of taken) {
       const miss = misses.get(t.id);
       misses.delete(t.id);
-      if (!miss) await scheduler.forgetRead(kind, t.restaurantId, new Map([[t.id, t.version]]));
+      if (!miss) await scheduler.forgetRead(kind, [t]);
       else {
         miss.retryAt = Date.now() + miss.backoffMs;
-        await scheduler.defer(kind, t.restaurantId, t.id, t.version, {
-          firstNotedAt: startedAt,
-          ...t.note,
-          misses: 1,
-          retryAt: miss.retryAt,
-        });
+        await scheduler.defer(kind, t, { ...t.note, misses: 1, retryAt: miss.retryAt });
       }
     }
-    await Promise.all(restaurants.map((r) => scheduler.forgetIfIdle(kind, r.restaurantId, r.score)));
     reading--;
     return { calls: 0, reads: 0, written: 0, found: taken.length, missing: [], unlisted: [] };
   };
@@ -201,7 +190,7 @@ describe("one refresh of a kind at a time (one BullMQ job per kind)", () => {
     // One run after the first, with both changes; never two reads at once.
     expect(tookOf(h.reads)).toEqual([["ord_1"], ["ord_1", "ord_2"]]);
     expect(h.reads.mostAtOnce()).toBe(1);
-    expect(await h.scheduler.pendingAll("orders")).toEqual([]);
+    expect(await h.scheduler.pending("orders")).toEqual([]);
   });
 
   it("keeps one job of a kind waiting: a burst makes one job, and a burst during a run one run after it", async () => {
@@ -306,7 +295,7 @@ describe("one refresh of a kind at a time (one BullMQ job per kind)", () => {
     expect(h.reads.runs[0]).toMatchObject({ jobId: held!.id, took: ["ord_1", "ord_2"] });
     expect((await h.queue.getJob(held!.id!))?.stalledCounter).toBe(1);
     expect(h.reads.runs.slice(1).every((r) => r.took.length === 0)).toBe(true);
-    expect(await h.scheduler.pendingAll("orders")).toEqual([]);
+    expect(await h.scheduler.pending("orders")).toEqual([]);
   });
 });
 

@@ -26,19 +26,22 @@ describe("refresh scheduler", () => {
   it("gives the pending ids an expiry, set again by every request (a hash no refresh reads does not stay forever)", async () => {
     const prefix = `test-sched-ttl-${randomUUID().slice(0, 8)}`;
     const ttl = createRefreshScheduler({ redis, queue, prefix, debounceMs: 1000, pendingTtlMs: 3_600_000 });
-    const key = redisKeys(prefix).pendingRefresh("orders", "rest_1");
+    const key = redisKeys(prefix).pendingRefresh("orders");
     await ttl.request("orders", "rest_1", "ord_1");
     const first = await redis.pttl(key);
     expect(first).toBeGreaterThan(0);
     expect(first).toBeLessThanOrEqual(3_600_000);
-    // Shortened by hand, then another event for the restaurant: the expiry is the full TTL again.
+    // Shortened by hand, then another event: the expiry is the full TTL again.
     await redis.pexpire(key, 60_000);
-    await ttl.request("orders", "rest_1", "ord_2");
+    await ttl.request("orders", "rest_2", "ord_2");
     expect(await redis.pttl(key)).toBeGreaterThan(60_000);
-    expect([...(await ttl.pending("orders", "rest_1")).keys()].sort()).toEqual(["ord_1", "ord_2"]);
+    expect((await ttl.pending("orders")).map((p) => [p.restaurantId, p.id]).sort()).toEqual([
+      ["rest_1", "ord_1"],
+      ["rest_2", "ord_2"],
+    ]);
     // The default is a week.
     await scheduler.request("bookings", "rest_1", "bkg_1");
-    const pending = await redis.pttl(redisKeys(queue.opts.prefix).pendingRefresh("bookings", "rest_1"));
+    const pending = await redis.pttl(redisKeys(queue.opts.prefix).pendingRefresh("bookings"));
     expect(pending).toBeGreaterThan(PENDING_REFRESH_TTL_MS - 3_600_000);
     expect(PENDING_REFRESH_TTL_MS).toBe(7 * 24 * 3600_000);
   });
@@ -46,29 +49,33 @@ describe("refresh scheduler", () => {
   it("forgets the ids a refresh read", async () => {
     await scheduler.request("orders", "rest_1", "ord_1");
     await scheduler.request("orders", "rest_1", "ord_2");
-    const seen = await scheduler.pending("orders", "rest_1");
-    expect([...seen.keys()].sort()).toEqual(["ord_1", "ord_2"]);
-    await scheduler.forgetRead("orders", "rest_1", seen);
-    expect((await scheduler.pending("orders", "rest_1")).size).toBe(0);
+    const seen = await scheduler.pending("orders");
+    expect(seen.map((p) => p.id).sort()).toEqual(["ord_1", "ord_2"]);
+    await scheduler.forgetRead("orders", seen);
+    expect(await scheduler.pending("orders")).toEqual([]);
   });
 
   it("keeps an id noted again while a refresh was running, for the next refresh", async () => {
     await scheduler.request("orders", "rest_1", "ord_1");
     await scheduler.request("orders", "rest_1", "ord_2");
-    const seen = await scheduler.pending("orders", "rest_1");
+    const seen = await scheduler.pending("orders");
     // ord_1 changes again after the running sweep may already have read it.
     await scheduler.request("orders", "rest_1", "ord_1");
-    await scheduler.forgetRead("orders", "rest_1", seen);
-    expect([...(await scheduler.pending("orders", "rest_1")).keys()]).toEqual(["ord_1"]);
+    await scheduler.forgetRead("orders", seen);
+    expect((await scheduler.pending("orders")).map((p) => p.id)).toEqual(["ord_1"]);
   });
 
-  it("keeps a whole-menu refresh requested while one was running", async () => {
+  it("keeps a whole-menu refresh requested while one was running, per restaurant", async () => {
     await scheduler.request("menu-items", "rest_2");
-    const seen = await scheduler.pending("menu-items", "rest_2");
-    expect([...seen.keys()]).toEqual([WHOLE_MENU]);
+    await scheduler.request("menu-items", "rest_3");
+    const seen = await scheduler.pending("menu-items");
+    expect(seen.map((p) => [p.restaurantId, p.id]).sort()).toEqual([
+      ["rest_2", WHOLE_MENU],
+      ["rest_3", WHOLE_MENU],
+    ]);
     await scheduler.request("menu-items", "rest_2");
-    await scheduler.forgetRead("menu-items", "rest_2", seen);
-    expect([...(await scheduler.pending("menu-items", "rest_2")).keys()]).toEqual([WHOLE_MENU]);
+    await scheduler.forgetRead("menu-items", seen);
+    expect((await scheduler.pending("menu-items")).map((p) => [p.restaurantId, p.id])).toEqual([["rest_2", WHOLE_MENU]]);
   });
 
   it("schedules one job per kind for every restaurant, and keeps what the events said of each id", async () => {
@@ -79,27 +86,34 @@ describe("refresh scheduler", () => {
     await scheduler.request("bookings", "rest_2", "bkg_1", { eventId: "evt_3", date: "2026-12-24T00:00:00.000Z" });
     // One job per kind, whichever restaurant asked.
     expect((await queue.getDelayed()).map((j) => j.data.kind).sort()).toEqual(["bookings", "orders"]);
-    const orders = await scheduler.pendingAll("orders");
-    expect(orders.map((r) => r.restaurantId).sort()).toEqual(["rest_1", "rest_2"]);
-    const note = orders.find((r) => r.restaurantId === "rest_1")?.notes.get("ord_1");
+    const orders = await scheduler.pending("orders");
+    expect(orders.map((p) => p.restaurantId).sort()).toEqual(["rest_1", "rest_2"]);
+    const note = orders.find((p) => p.id === "ord_1")?.note;
     expect(note).toMatchObject({ status: "CONFIRMED", createdAt: "2026-01-01T00:00:00.000Z", eventIds: ["evt_1", "evt_0"] });
-    expect((await scheduler.pendingAll("bookings"))[0]?.notes.get("bkg_1")).toMatchObject({ date: "2026-12-24T00:00:00.000Z" });
+    expect((await scheduler.pending("bookings"))[0]?.note).toMatchObject({ date: "2026-12-24T00:00:00.000Z" });
   });
 
-  it("drops a restaurant from the kind's index once its ids are read, unless a request came after the job read it", async () => {
+  it("defers an id with its new note unless an event noted it again since it was read", async () => {
     await scheduler.request("orders", "rest_1", "ord_1");
-    const [taken] = await scheduler.pendingAll("orders");
-    await scheduler.forgetRead("orders", "rest_1", taken!.ids);
-    // A request after the job read the index (and read since): the restaurant stays.
-    await scheduler.request("orders", "rest_1", "ord_2");
-    await scheduler.forgetRead("orders", "rest_1", (await scheduler.pendingAll("orders"))[0]!.ids);
-    await scheduler.forgetIfIdle("orders", "rest_1", taken!.score);
-    expect((await scheduler.pendingAll("orders")).map((r) => r.restaurantId)).toEqual(["rest_1"]);
-    // With the score it read last, and nothing pending: gone.
-    const [again] = await scheduler.pendingAll("orders");
-    await scheduler.forgetIfIdle("orders", "rest_1", again!.score);
-    expect(await scheduler.pendingAll("orders")).toEqual([]);
+    const [read] = await scheduler.pending("orders");
+    await scheduler.defer("orders", read!, { ...read!.note, misses: 1, retryAt: 42 });
+    expect((await scheduler.pending("orders"))[0]?.note).toMatchObject({ misses: 1, retryAt: 42 });
+    // Noted again: the event's note stands (no backoff), and a defer by the stale version is refused.
+    await scheduler.request("orders", "rest_1", "ord_1");
+    await scheduler.defer("orders", read!, { ...read!.note, misses: 2, retryAt: 43 });
+    const [after] = await scheduler.pending("orders");
+    expect(after?.note.retryAt).toBeUndefined();
+    expect(after?.note.misses).toBe(1);
   });
+
+  it("skips a damaged entry, and a new event for the id replaces its damaged note", async () => {
+    const key = redisKeys(queue.opts.prefix).pendingRefresh("orders");
+    await redis.hset(key, "not json", "{}", JSON.stringify(["rest_1", "ord_1"]), "{damaged");
+    expect(await scheduler.pending("orders")).toEqual([]);
+    await scheduler.request("orders", "rest_1", "ord_1", { eventId: "evt_1" });
+    expect((await scheduler.pending("orders")).map((p) => [p.id, p.version, p.note.eventIds])).toEqual([["ord_1", 1, ["evt_1"]]]);
+  });
+
   it("keeps the pace a run set when it ended with nothing pending: the next event's run waits it out, not just the debounce", async () => {
     const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 100 });
     await scheduler.pace("orders", 60_000);

@@ -20,8 +20,7 @@ function scriptKeyGroups(prefix: string): Record<string, string[]> {
       budget.activeWaiters,
     ],
     "rate limiter state": [budget.log, budget.pause, budget.activeLog, budget.fullLog],
-    "refresh scheduler note, forget read, defer": [keys.pendingRefresh("orders", "rest_1"), keys.pendingNotes("orders", "rest_1")],
-    "refresh scheduler forget an idle restaurant": [keys.pendingIndex("orders")],
+    "refresh scheduler note, forget read, defer": [keys.pendingRefresh("orders")],
     "active pass lease (hold, renew, let go)": [keys.activePassLease],
     "ingest (stream + seen keys)": [
       keys.ingest.stream,
@@ -63,7 +62,7 @@ describe("Redis key names", () => {
       webhookWaiters: "svc:upstream:{k1}:waiting:webhook",
       activeWaiters: "svc:upstream:{k1}:waiting:active",
     });
-    expect(keys.pendingRefresh("orders", "r1")).toBe("svc:sync:pending:orders:{r1}");
+    expect(keys.pendingRefresh("orders")).toBe("svc:sync:pending-ids:orders");
   });
 });
 
