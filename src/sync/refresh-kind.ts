@@ -199,7 +199,7 @@ async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now:
   for (const w of missed) {
     const misses = (w.note.misses ?? 0) + 1;
     if (now - w.note.firstNotedAt >= deps.giveUpMs) {
-      await reportUnlisted(deps, w, misses);
+      await reportUnlisted(deps, w, misses, now);
       outcome.unlisted.push(w.id);
       continue;
     }
@@ -214,12 +214,12 @@ async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now:
     );
 }
 
-async function reportUnlisted(deps: RefreshKindDeps, w: Work, attempts: number): Promise<void> {
+async function reportUnlisted(deps: RefreshKindDeps, w: Work, attempts: number, now: number): Promise<void> {
   const report = { kind: deps.kind, id: w.id, restaurantId: w.restaurantId, eventIds: w.note.eventIds ?? [], attempts };
   await deps.mirror.recordUnlisted({ ...report, firstNotedAt: new Date(w.note.firstNotedAt) });
   deps.onUnlisted?.(deps.kind);
   deps.logger.warn(
-    { ...report, pendingSeconds: Math.round((Date.now() - w.note.firstNotedAt) / 1000) },
+    { ...report, pendingSeconds: Math.round((now - w.note.firstNotedAt) / 1000) },
     "a record events named was never listed by the API: reported in unlisted_records, no longer looked for",
   );
   // Forgotten as if read (unless an event noted it again meanwhile: then it is looked for anew).
