@@ -18,7 +18,6 @@ export interface FullSliceOptions {
   maxPages: number;
   /** Start a pass now for every kind not running one (an operator's request), whatever the interval says. */
   force?: boolean;
-  kinds?: readonly SyncedKind[];
   logger?: Logger;
 }
 
@@ -44,11 +43,10 @@ export const BACKFILL_ALIVE_MS = 10 * 60_000;
  */
 export async function runFullSlice(options: FullSliceOptions): Promise<FullSliceOutcome> {
   const outcome: FullSliceOutcome = { pages: 0, kinds: {} };
-  const kinds = options.kinds ?? SYNCED_KINDS;
   // Forced: every kind's pass starts now, not only the kinds this slice's pages reach (the slices
   // after it are not forced, and a kind a whole backfill covered would not be due yet).
-  if (options.force) for (const kind of kinds) await runningOrDuePass(options, kind);
-  for (const kind of kinds) {
+  if (options.force) for (const kind of SYNCED_KINDS) await runningOrDuePass(options, kind);
+  for (const kind of SYNCED_KINDS) {
     const left = options.maxPages - outcome.pages;
     if (left <= 0) break;
     const checkpoint = await runningOrDuePass(options, kind);

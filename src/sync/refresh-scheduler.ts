@@ -133,13 +133,10 @@ export function createRefreshScheduler(opts: {
   queue: Queue<RefreshJobData>;
   prefix: string;
   debounceMs: number;
-  /** @defaultValue PENDING_REFRESH_TTL_MS */
-  pendingTtlMs?: number;
   /** @defaultValue Date.now */
   now?: () => number;
 }): RefreshScheduler {
   const { redis, queue, prefix, debounceMs } = opts;
-  const pendingTtlMs = opts.pendingTtlMs ?? PENDING_REFRESH_TTL_MS;
   const now = opts.now ?? Date.now;
   const keys = redisKeys(prefix);
   const scripts = defineScripts<Scripts>(redis, {
@@ -158,7 +155,7 @@ export function createRefreshScheduler(opts: {
       await scripts.svcNotePendingId(
         keys.pendingRefresh(kind),
         fieldOf({ restaurantId, id }),
-        String(pendingTtlMs),
+        String(PENDING_REFRESH_TTL_MS),
         String(now()),
         note.eventId ?? "",
         rank === undefined ? "" : (note.status ?? ""),

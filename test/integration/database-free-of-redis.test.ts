@@ -110,7 +110,6 @@ describe("the embedded store while Redis does not answer", { timeout: 60_000 }, 
       api,
       mirror,
       checkpoints: createSyncCheckpoints(database.db),
-      kinds: ["orders"],
       intervalMs: 3_600_000,
       maxPages: 100,
       changes: {

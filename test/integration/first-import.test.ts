@@ -69,7 +69,7 @@ async function interruptedFirstBackfill() {
 describe("first_import", () => {
   it("ends once a full pass of the kind completed after an interrupted first backfill: a missed change is reconcile", async () => {
     await interruptedFirstBackfill();
-    const full = await runFullSlice({ api, mirror, checkpoints, changes, intervalMs: 3600_000, maxPages: 1000, kinds: ["orders"], logger });
+    const full = await runFullSlice({ api, mirror, checkpoints, changes, intervalMs: 3600_000, maxPages: 1000, logger });
     expect(full.kinds.orders?.state).toBe("complete");
     expect(await checkpoints.importing("orders")).toBe(false);
 

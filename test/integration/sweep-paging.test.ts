@@ -92,7 +92,6 @@ describe("walks against an upstream whose list cannot be paged to its end", () =
         mirror,
         checkpoints,
         changes: { writer: createMirrorWriter(mirror), source: "reconcile" },
-        kinds: ["orders"],
         intervalMs: 3_600_000,
         maxPages: 30,
         logger: pino({ level: "info" }, logs.stream),
