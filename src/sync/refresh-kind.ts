@@ -81,7 +81,6 @@ async function refreshIds(deps: RefreshKindDeps, pending: readonly PendingId[], 
       if (plan.recent) target.recentTried = true;
       else target.next++;
     }
-    if (read.upperBoundIgnored) deps.logger.debug({ kind: deps.kind }, "the bookings list ignores its upper date bound");
   }
   const found = work.filter((w) => seen.has(w.id));
   outcome.found = found.length;

@@ -22,34 +22,29 @@ export interface ReadOutcome {
   written: number;
   /** Every id the read met, rejected ones too (`writeSeen`). */
   seen: Set<string>;
-  /** A booking past the window's upper bound came back: the API ignores that parameter. */
-  upperBoundIgnored: boolean;
 }
 
 /**
  * Runs one planned read: pages the list, writes every page through the mirror writer, and stops as
  * soon as it can: every target seen; the list ended; its order (read off the data, never assumed)
  * shows every target still missing would already have come; or `maxPages`. A booking list that
- * ignores the window's upper bound is detected (records past it) and stopped by its order once it
- * runs past the bound.
+ * ignores the window's upper bound (the spec does not show that parameter's name) is stopped by
+ * its order once it runs past the bound.
  */
 export async function runRead(ctx: RefreshReadContext, plan: PlannedRead): Promise<ReadOutcome> {
   const { sortKey } = RESOURCES[ctx.kind];
   const order = createListOrder();
-  const outcome: ReadOutcome = { calls: 0, written: 0, seen: new Set(), upperBoundIgnored: false };
+  const outcome: ReadOutcome = { calls: 0, written: 0, seen: new Set() };
   const upper = plan.filter.to === undefined ? undefined : Date.parse(plan.filter.to) + 86_400_000 - 1;
-  const missing = () => plan.targets.filter((t) => !outcome.seen.has(t.id));
   for await (const page of paginatePages((cursor) =>
     readPage(ctx, ctx.kind, { ...plan.filter, restaurantId: plan.restaurantId, cursor }, "webhook"),
   )) {
     outcome.calls++;
     outcome.written += await writeSeen(ctx, page, outcome.seen);
-    const keys = page.data.map(sortKey);
-    order.observe(keys);
-    if (upper !== undefined && keys.some((k) => k > upper)) outcome.upperBoundIgnored = true;
+    order.observe(page.data.map(sortKey));
     if (page.nextCursor === null) break;
     // No targets (a whole menu): the whole list. Else: until every target is seen or passed.
-    const left = missing();
+    const left = plan.targets.filter((t) => !outcome.seen.has(t.id));
     if (plan.targets.length > 0 && left.every((t) => t.sortKey !== undefined && order.passed(t.sortKey))) break;
     if (upper !== undefined && order.passed(upper)) break;
     if (outcome.calls >= ctx.maxPages) break;
