@@ -71,7 +71,7 @@ export function syncReport(r: SyncBenchResult): string[] {
   const m = r.missed;
   const naiveCallsPerMinute = f.eventsPerSecond * 60;
   return [
-    `Sync at a company's size: sandbox at 120 calls/min, 40 restaurants, histories ending now (whole run ${fmt(r.seconds / 60, 1)} min).`,
+    `Sync at a company's size: sandbox at 120 calls/min, 40 restaurants, histories ending now; the webhook edge and the worker in separate processes, sharing one budget in Redis (whole run ${fmt(r.seconds / 60, 1)} min).`,
     "",
     "| API calls per event (~30 order events: new orders moved on, refunds of old orders; reconciliation off) | history | events | API calls | calls per event | 429s | mirror holds them after | naive: calls per event |",
     "|---|---:|---:|---:|---:|---:|---:|---:|",

@@ -6,6 +6,7 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { loadConfig } from "../src/config/index.js";
 import { createLogger } from "../src/logging/logger.js";
 import { createSandbox, type Order, type Sandbox, type TrafficChange } from "../src/sandbox/index.js";
+import { freePort } from "../src/local/redis-server.js";
 import { createService, type Service } from "../src/service.js";
 import { RECONCILE_JOBS } from "../src/sync/reconcile-jobs.js";
 import type { EventHandlers } from "../src/worker/handler-context.js";
@@ -198,25 +199,56 @@ export async function startService(c: Company, t: SyncBenchTargets, env: Record<
     return Promise.resolve();
   };
   const handlers = { "change.order": record, "change.booking": record, "change.menu_item": record } as unknown as EventHandlers;
-  const config = loadConfig({
-    ROLE: "all",
-    HOST: "127.0.0.1",
-    PORT: "0",
+  const shared = {
     ...baseEnv(c, t),
     API_KEY: c.sandbox.apiKey,
     ...env,
     // BENCH_SYNC_ENV='{"SYNC_REFRESH_PACE_MAX_WAIT_MS":"5000"}': settings to try, over the bench's own.
     ...(JSON.parse(process.env.BENCH_SYNC_ENV ?? "{}") as Record<string, string>),
-  });
+  };
+  const config = loadConfig({ ROLE: "worker", HOST: "127.0.0.1", PORT: "0", ...shared });
   // With a timeline, the service's debug lines (a line per refresh job) go beside it.
   const timeline = process.env.BENCH_SYNC_TIMELINE;
   const logger = timeline
     ? createLogger({ level: "debug", destination: pino.destination({ dest: `${timeline}.log`, append: true }) })
     : createLogger({ level: "warn" });
   const service = await createService({ config, logger, handlers });
-  const url = await service.start();
-  c.sandbox.addWebhook({ url: `${url}/webhooks`, secret: BENCH_SECRET });
+  await service.start();
+  const web = await startWeb(shared);
+  c.sandbox.addWebhook({ url: `${web.url}/webhooks`, secret: BENCH_SECRET });
+  const stopWorker = service.stop.bind(service);
+  // Every process down, as an outage row needs: the edge first, so nothing is accepted meanwhile.
+  service.stop = async () => {
+    await web.stop();
+    await stopWorker();
+  };
   return service;
+}
+
+/**
+ * The webhook edge as deployed, its own process (`serve --role web`); the service above is the
+ * worker role. They share the queues and the upstream budget only through Redis.
+ */
+async function startWeb(env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "src/bin/cli.ts", "serve", "--role", "web"], {
+    env: { ...process.env, ...env, HOST: "127.0.0.1", PORT: String(port) },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(async () => (await fetch(`${url}/healthz`).catch(() => undefined))?.ok === true, {
+    timeoutMs: 60_000,
+    intervalMs: 200,
+    what: "the web process to answer /healthz",
+  });
+  return {
+    url,
+    async stop() {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
 }
 
 /** ~30 order events over the whole history: 6 new orders moved twice, 12 refunds of old orders. */
