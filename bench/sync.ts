@@ -6,12 +6,12 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { loadConfig } from "../src/config/index.js";
 import { createLogger } from "../src/logging/logger.js";
 import { createSandbox, type Order, type Sandbox, type TrafficChange } from "../src/sandbox/index.js";
-import { freePort } from "../src/local/redis-server.js";
 import { createService, type Service } from "../src/service.js";
 import { RECONCILE_JOBS } from "../src/sync/reconcile-jobs.js";
 import type { EventHandlers } from "../src/worker/handler-context.js";
 import { waitFor } from "../test/helpers/wait-for.js";
 import { BENCH_SECRET } from "./lib/pool.js";
+import { startServerProcess } from "./lib/server-process.js";
 
 // Issue 22's workload, measured through the service's public surface only (env config, the
 // webhook endpoint, the mirror, change events, the `backfill` command), so the same bench runs
@@ -214,7 +214,9 @@ export async function startService(c: Company, t: SyncBenchTargets, env: Record<
     : createLogger({ level: "warn" });
   const service = await createService({ config, logger, handlers });
   await service.start();
-  const web = await startWeb(shared);
+  // The webhook edge as deployed, its own process (`serve --role web`): the two share the queues
+  // and the upstream budget only through Redis.
+  const web = await startServerProcess("bench/servers/edge.ts", shared);
   c.sandbox.addWebhook({ url: `${web.url}/webhooks`, secret: BENCH_SECRET });
   const stopWorker = service.stop.bind(service);
   // Every process down, as an outage row needs: the edge first, so nothing is accepted meanwhile.
@@ -223,32 +225,6 @@ export async function startService(c: Company, t: SyncBenchTargets, env: Record<
     await stopWorker();
   };
   return service;
-}
-
-/**
- * The webhook edge as deployed, its own process (`serve --role web`); the service above is the
- * worker role. They share the queues and the upstream budget only through Redis.
- */
-async function startWeb(env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "src/bin/cli.ts", "serve", "--role", "web"], {
-    env: { ...process.env, ...env, HOST: "127.0.0.1", PORT: String(port) },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(async () => (await fetch(`${url}/healthz`).catch(() => undefined))?.ok === true, {
-    timeoutMs: 60_000,
-    intervalMs: 200,
-    what: "the web process to answer /healthz",
-  });
-  return {
-    url,
-    async stop() {
-      child.kill("SIGTERM");
-      await exited;
-    },
-  };
 }
 
 /** ~30 order events over the whole history: 6 new orders moved twice, 12 refunds of old orders. */
