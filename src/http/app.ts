@@ -1,12 +1,17 @@
 import type { Tracer } from "@opentelemetry/api";
+import { serve, type ServerType } from "@hono/node-server";
+import type { Server } from "node:http";
 import { Hono, type Context } from "hono";
 import type { Logger } from "pino";
-import type { AppEnv } from "./context.js";
-import { errorBody, toHttpFailure } from "./errors.js";
-import { healthRoutes } from "./health-routes.js";
+import type { HttpLimits } from "../config/config.js";
+import { DEFAULTS } from "../config/defaults.js";
 import { serverSpan } from "../tracing/server-span.js";
-import { boundedPath, requestLog } from "./request-log.js";
+import { errorBody, NotReadyError, toHttpFailure } from "./errors.js";
+import { boundedPath, requestLog, type AppEnv } from "./request-log.js";
 import { webhookRoute, type WebhookRouteOptions } from "./webhook-route.js";
+
+// The HTTP edge as one app: its factory, the health routes, and the server that listens and
+// stops within a deadline.
 
 export interface CreateAppOptions {
   /** The webhook receiver; absent in a worker-only process, which serves only ops routes. */
@@ -44,4 +49,90 @@ export function createApp(options: CreateAppOptions): Hono<AppEnv> {
 
 function deliveryAttributes(c: Context<AppEnv>) {
   return { "svc.event.id": c.get("eventId"), "svc.event.type": c.get("eventType"), "svc.event.duplicate": c.get("duplicate") };
+}
+
+/** How long /readyz waits for Redis before it answers 503: well under a probe's own timeout. */
+export const READY_TIMEOUT_MS = 2000;
+
+/**
+ * /healthz: the process is alive. /readyz: Redis answers, so events can be accepted. The ping is
+ * bounded: a connection that queues commands while Redis is away would otherwise hold the probe
+ * open forever (the worker role's connection never gives up).
+ */
+export function healthRoutes(ping: () => Promise<void>, timeoutMs: number = READY_TIMEOUT_MS): Hono<AppEnv> {
+  const route = new Hono<AppEnv>();
+  route.get("/healthz", (c) => c.json({ status: "ok" }));
+  route.get("/readyz", async function readyz(c) {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
+    try {
+      const outcome = await Promise.race([ping(), deadline]);
+      if (outcome === "timeout") return c.json(errorBody("not_ready", `readiness check did not answer within ${timeoutMs} ms`), 503);
+      return c.json({ status: "ready" });
+    } catch (err) {
+      // Another error's text may name a host: not for an unauthenticated route.
+      return c.json(errorBody("not_ready", err instanceof NotReadyError ? err.reason : "Redis does not answer"), 503);
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+  return route;
+}
+
+export const DEFAULT_HTTP_LIMITS: Omit<HttpLimits, "maxBufferedBodyBytes"> = {
+  requestTimeoutMs: DEFAULTS.httpRequestTimeoutMs,
+  headersTimeoutMs: DEFAULTS.httpHeadersTimeoutMs,
+  keepAliveTimeoutMs: DEFAULTS.httpKeepAliveTimeoutMs,
+  maxConnections: DEFAULTS.httpMaxConnections,
+  maxHeaderBytes: DEFAULTS.httpMaxHeaderBytes,
+};
+
+export interface RunningServer {
+  url: string;
+  server: ServerType;
+  /** Stops accepting, lets in-flight requests finish, then cuts what is left at the deadline. */
+  close(deadlineMs: number): Promise<void>;
+}
+
+/**
+ * Starts the edge on host:port (port 0 picks a free one), bounding what a client may hold: header
+ * and request time (408 and close past them), header size (431), open connections.
+ */
+export function listen(app: Hono<AppEnv>, host: string, port: number, limits = DEFAULT_HTTP_LIMITS): Promise<RunningServer> {
+  return new Promise((resolve, reject) => {
+    const serverOptions = {
+      requestTimeout: limits.requestTimeoutMs,
+      // Since Node 18 the header timer runs from a request's first byte, so an idle keep-alive
+      // socket is not cut by it (checked by test/integration/edge-limits): it may be shorter than
+      // keepAliveTimeout, which stays above load balancers' 60 s idle timeout.
+      headersTimeout: limits.headersTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      maxHeaderSize: limits.maxHeaderBytes,
+      // Node checks the two timeouts only this often (30 s by default): a fraction of the shorter.
+      connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+    };
+    const server = serve({ fetch: app.fetch, hostname: host, port, serverOptions }, (info) => {
+      const http = server as Server;
+      http.maxConnections = limits.maxConnections;
+      const shownHost = host.includes(":") ? `[${host}]` : host;
+      resolve({
+        url: `http://${shownHost === "0.0.0.0" ? "127.0.0.1" : shownHost}:${info.port}`,
+        server,
+        close: (deadlineMs) =>
+          new Promise<void>((done) => {
+            const cut = setTimeout(() => http.closeAllConnections(), deadlineMs);
+            // A keep-alive socket goes idle once its in-flight response is sent and would then
+            // hold close() open until the client drops it: close idle sockets as they appear.
+            const sweep = setInterval(() => http.closeIdleConnections(), 50);
+            http.close(() => {
+              clearTimeout(cut);
+              clearInterval(sweep);
+              done();
+            });
+            http.closeIdleConnections();
+          }),
+      });
+    });
+    server.once("error", reject);
+  });
 }

@@ -4,8 +4,68 @@ import { EnvelopeError, EventIdentifierError, PayloadTooDeepError } from "../eve
 import { ReservedEventTypeError } from "../events/reserved-event-type-error.js";
 import { WebhookSignatureError } from "../events/signature.js";
 import { QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
-import { ServerBusyError } from "./body-budget.js";
-import { PayloadTooLargeError, RequestAbortedError } from "./raw-body.js";
+
+/**
+ * Every error code of the HTTP layer in one place: the errors the edge and the operator routes
+ * raise themselves (below), the errors of the layers beneath that the edge answers by type, and
+ * the codes it answers by name only (STATUS_BY_CODE). `toHttpFailure` is the one place where they
+ * become HTTP answers.
+ */
+
+/** Too many body bytes are buffered across requests right now: 503, the sender retries later. */
+export class ServerBusyError extends Error {
+  readonly code = "server_busy";
+  constructor(readonly budgetBytes: number) {
+    super(`request bodies in flight already hold ${budgetBytes} bytes`);
+    this.name = "ServerBusyError";
+  }
+}
+
+export class PayloadTooLargeError extends Error {
+  readonly code = "payload_too_large";
+  constructor(readonly maxBytes: number) {
+    super(`body exceeds ${maxBytes} bytes`);
+    this.name = "PayloadTooLargeError";
+  }
+}
+
+/** The client went away before its body was complete: its error, not ours (logged at debug). */
+export class RequestAbortedError extends Error {
+  readonly code = "request_aborted";
+  constructor(options?: { cause?: unknown }) {
+    super("the client closed the connection before the body was complete", options);
+    this.name = "RequestAbortedError";
+  }
+}
+
+/**
+ * What is not ready, in words safe for an unauthenticated route (never a host or a driver's error
+ * text): the readiness check rejects with it.
+ */
+export class NotReadyError extends Error {
+  readonly code = "not_ready";
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = "NotReadyError";
+  }
+}
+
+/** An operator API body or header that is not what the route takes: a 400 saying what is wrong. */
+export class InvalidRequestError extends Error {
+  readonly code = "invalid_request";
+}
+
+/** A console page's query parameter that is unknown or malformed: an HTTP 400 naming it, nothing read. */
+export class InvalidFilterError extends Error {
+  readonly code = "invalid_filter";
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "InvalidFilterError";
+  }
+}
 
 export interface ErrorBody {
   error: { code: string; message: string };
@@ -63,12 +123,13 @@ export function toHttpFailure(err: unknown): HttpFailure {
 }
 
 /**
- * Typed errors from below the edge (the mirror's filters, the event log) that are the caller's
- * fault, by their stable `code`: http maps them without importing the modules that raise them.
+ * Errors that are the caller's fault, by their stable `code`: the console's filters and the
+ * operator API's bodies (above), and typed errors from below the edge (the mirror's filters, the
+ * event log, the operator actions) that http maps without importing the modules that raise them.
  */
 const STATUS_BY_CODE: ReadonlyMap<string, ContentfulStatusCode> = new Map([
   ["invalid_filter", 400],
-  // The operator API (worker/operator-actions.ts, http/operator-action-routes.ts).
+  // The operator API (worker/operator-actions.ts, http/operator-routes.ts).
   ["invalid_request", 400],
   ["unknown_handler", 400],
   ["event_not_found", 404],

@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import type { AppEnv } from "./context.js";
+import type { AppEnv } from "./request-log.js";
 import { errorBody } from "./errors.js";
 import { printable } from "../mirror/id-text.js";
 

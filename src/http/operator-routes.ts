@@ -1,16 +1,21 @@
+import { createBullBoard } from "@bull-board/api";
+import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
+import { HonoAdapter } from "@bull-board/hono";
+import { serveStatic } from "@hono/node-server/serve-static";
 import type { Queue } from "bullmq";
-import type { Hono } from "hono";
-import { requireAdminToken } from "./admin-auth.js";
-import type { AppEnv } from "./context.js";
-import { DASHBOARD_PATH, dashboardRoutes } from "./dashboard.js";
-import { denyFraming } from "./deny-framing.js";
-import { favicon, FAVICON_PATH } from "./favicon.js";
-import { eventRoutes, type EventLogReader } from "./event-routes.js";
-import { mirrorRoutes, type MirrorReader } from "./mirror-routes.js";
+import { Hono, type Context, type MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
-import { operatorActionRoutes, type OperatorActionsPort } from "./operator-action-routes.js";
+import * as z from "zod";
+import { EventIdentifierError, isEventId } from "../events/envelope.js";
+import { errorBody, InvalidRequestError } from "./errors.js";
+import { denyFraming, requireAdminToken, requireSameOrigin } from "./guards.js";
+import { mirrorRoutes, type MirrorReader } from "./mirror-routes.js";
 import { recordRoutes, type RecordReader } from "./record-routes.js";
-import { requireSameOrigin } from "./same-origin.js";
+import type { AppEnv } from "./request-log.js";
+
+// The operator surface behind the admin token: the event log's reads, the write API (replays,
+// reconcile, backfill), the mirror's and the records' reads, the metrics, the queue dashboard
+// and the favicon.
 
 export interface OperatorRoutesOptions {
   adminToken: string;
@@ -56,4 +61,246 @@ export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOp
   });
   app.route(DASHBOARD_PATH, dashboardRoutes(options.queues));
   app.get(FAVICON_PATH, favicon);
+}
+
+/**
+ * The `:id` of an operator route, refused `400 invalid_event_id` when it cannot be an event id
+ * (the edge never accepts one: over 200 characters, control characters, "." or "..", which a
+ * route only sees when a client skipped URL normalisation). The event log is not asked.
+ */
+export function eventIdParam(c: Context): string {
+  const id = c.req.param("id");
+  if (id === undefined || !isEventId(id)) throw new EventIdentifierError("id");
+  return id;
+}
+
+/** What the event-log routes read; the service wires the event log in (http never imports it). */
+export interface EventLogReader {
+  get(id: string): Promise<unknown>;
+  /** One page of the log filtered by the query's parameters; a bad one throws a coded error (400). */
+  query(query: Record<string, string>): Promise<{ data: unknown[]; nextCursor: string | null }>;
+}
+
+/**
+ * GET /events?type=order.*&status=failed&since=&until=&handler=&limit=&cursor= and GET /events/{id}:
+ * what was received and what each handler did with it (mounted behind the admin token).
+ */
+export function eventRoutes(log: EventLogReader): Hono<AppEnv> {
+  const route = new Hono<AppEnv>();
+  route.get("/", async (c) => c.json(await log.query(c.req.query())));
+  route.get("/:id", async (c) => {
+    const id = eventIdParam(c);
+    const event = await log.get(id);
+    if (event === undefined) return c.json(errorBody("not_found", `no event ${id} in the event log`), 404);
+    return c.json(event);
+  });
+  return route;
+}
+
+/** What the operator's write routes call; the service wires worker/operator-actions.ts in (http never imports it). */
+export interface OperatorActionsPort {
+  replayEvent(
+    id: string,
+    options: { handler?: string; idempotencyKey?: string },
+  ): Promise<{ event: string; replay: { id: string; handlers: string[] } }>;
+  replayMatching(request: {
+    filter: Record<string, string | undefined>;
+    dryRun?: boolean;
+    fresh?: boolean;
+    confirm?: number;
+    idempotencyKey?: string;
+  }): Promise<{ count: number; id?: string }>;
+  bulkProgress(id: string): Promise<BulkReplayView>;
+  cancelBulkReplay(id: string): Promise<BulkReplayView>;
+  requestSync(
+    request: "reconcile" | "backfill",
+    options: { kinds?: string[]; since?: string; restart?: boolean },
+  ): Promise<{ job: string }>;
+}
+
+/** A bulk replay's progress (worker/bulk-replay-progress.ts BulkReplayProgress). */
+export interface BulkReplayView {
+  id: string;
+  total: number;
+  done: number;
+  failed: number;
+  withdrawn: number;
+  state: "running" | "done" | "cancelled";
+}
+
+const ReplayOne = z.strictObject({ handler: z.string().min(1).max(100).optional() });
+// A filter with at least one field, or `"all": true` for every event: an empty body or `{}` is
+// never "all". A client that sent `/events/./replay` (an event ".") reaches this route after URL
+// normalisation, with the single replay's body (`{}` or `{ handler }`), and is refused instead
+// of replaying the whole log.
+const FILTER_OR_ALL =
+  'send a filter (type, status, handler, fingerprint, since, until) or "all": true for every event; one event: POST /events/{id}/replay';
+const ReplayMany = z
+  .strictObject({
+    filter: z
+      .strictObject({
+        type: z.string().optional(),
+        status: z.string().optional(),
+        handler: z.string().optional(),
+        fingerprint: z.string().optional(),
+        since: z.string().optional(),
+        until: z.string().optional(),
+      })
+      .optional(),
+    all: z.literal(true, { error: '"all" takes only true' }).optional(),
+    dryRun: z.boolean().optional(),
+    fresh: z.boolean().optional(),
+    confirm: z.number().int().min(0).optional(),
+  })
+  .superRefine((b, ctx) => {
+    const fields = Object.values(b.filter ?? {}).filter((v: string | undefined) => v !== undefined).length;
+    if (b.all === true && fields > 0)
+      ctx.addIssue({ code: "custom", path: ["all"], message: '"all": true replays every event; drop the filter or "all"' });
+    if (b.all !== true && fields === 0) ctx.addIssue({ code: "custom", path: ["filter"], message: FILTER_OR_ALL });
+  });
+const Backfill = z.strictObject({ kinds: z.array(z.string()).optional(), since: z.string().optional(), restart: z.boolean().optional() });
+const Empty = z.strictObject({});
+
+/** The JSON body, checked against `schema`; an empty body reads as `{}`. */
+async function body<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T> {
+  const text = await c.req.text();
+  let parsed: unknown = {};
+  if (text.trim() !== "") {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new InvalidRequestError("the body must be JSON");
+    }
+  }
+  const result = schema.safeParse(parsed);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const where = issue?.path.join(".") ?? "";
+    throw new InvalidRequestError(`${where === "" ? "body" : where}: ${issue?.message ?? "invalid"}`);
+  }
+  return result.data;
+}
+
+/** An Idempotency-Key header: 1–200 visible ASCII characters, or none. */
+function idempotencyKey(c: Context<AppEnv>): { idempotencyKey?: string } {
+  const key = c.req.header("idempotency-key");
+  if (key === undefined) return {};
+  if (!/^[\x21-\x7e]{1,200}$/.test(key)) throw new InvalidRequestError("Idempotency-Key must be 1 to 200 visible ASCII characters");
+  return { idempotencyKey: key };
+}
+
+/**
+ * The operator's write API (the console's buttons and the CLI use it): replay one event or a
+ * filtered set, follow a bulk replay, ask for a reconciliation or a backfill. Mounted behind the
+ * admin token and the same-origin check; every call is one audit line (who, route, target, count).
+ */
+export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logger): Hono<AppEnv> {
+  const route = new Hono<AppEnv>();
+  const audit = (action: string, target: unknown, count?: number) =>
+    logger.info({ who: "admin", route: action, target, ...(count !== undefined ? { count } : {}) }, "operator action");
+
+  route.post("/events/replay", async (c) => {
+    const { filter = {}, dryRun, fresh, confirm } = await body(c, ReplayMany);
+    const result = await actions.replayMatching({
+      filter,
+      dryRun: dryRun ?? false,
+      fresh: fresh ?? false,
+      ...(confirm !== undefined ? { confirm } : {}),
+      ...idempotencyKey(c),
+    });
+    audit(
+      dryRun ? "POST /events/replay (dry run)" : "POST /events/replay",
+      { filter, ...(result.id ? { bulk: result.id } : {}) },
+      result.count,
+    );
+    // The count first: what the operator just started, then where to follow (or stop) it.
+    return dryRun ? c.json({ count: result.count }, 200) : c.json({ count: result.count, id: result.id }, 202);
+  });
+  route.get("/events/replays/:id", async (c) => c.json(await actions.bulkProgress(c.req.param("id"))));
+  route.delete("/events/replays/:id", async (c) => {
+    const result = await actions.cancelBulkReplay(c.req.param("id"));
+    audit("DELETE /events/replays/:id", { bulk: result.id, state: result.state }, result.withdrawn);
+    return c.json(result);
+  });
+  route.post("/events/:id/replay", async (c) => {
+    const id = eventIdParam(c);
+    const { handler } = await body(c, ReplayOne);
+    const result = await actions.replayEvent(id, { ...(handler ? { handler } : {}), ...idempotencyKey(c) });
+    audit("POST /events/:id/replay", { event: result.event, replay: result.replay.id, handler: handler ?? "*" }, 1);
+    return c.json(result, 202);
+  });
+  route.post("/sync/reconcile", async (c) => {
+    await body(c, Empty);
+    const result = await actions.requestSync("reconcile", {});
+    audit("POST /sync/reconcile", { job: result.job });
+    return c.json(result, 202);
+  });
+  route.post("/sync/backfill", async (c) => {
+    const options = await body(c, Backfill);
+    const result = await actions.requestSync("backfill", options);
+    audit("POST /sync/backfill", { job: result.job, ...options });
+    return c.json(result, 202);
+  });
+  route.all("/sync/*", (c) => c.json(errorBody("not_found", "sync routes: POST /sync/reconcile, POST /sync/backfill"), 404));
+  return route;
+}
+
+export const DASHBOARD_PATH = "/admin/queues";
+
+// A <link> to another host (bull-board's page links Google Fonts, and has no option to drop it).
+const EXTERNAL_LINK = /<link\b[^>]*\bhref="(?:https?:)?\/\/[^"]*"[^>]*>\s*/gi;
+
+/**
+ * Drops the links to other hosts from the dashboard's HTML: an operator's page loads nothing
+ * from elsewhere (the fonts fall back to the system's). Its own assets are untouched.
+ */
+function onlyOwnHost(): MiddlewareHandler {
+  return async function dropExternalLinks(c, next) {
+    await next();
+    if (!(c.res.headers.get("content-type") ?? "").startsWith("text/html")) return;
+    const html = (await c.res.text()).replace(EXTERNAL_LINK, "");
+    const headers = new Headers(c.res.headers);
+    headers.delete("content-length");
+    c.res = new Response(html, { status: c.res.status, headers });
+  };
+}
+
+/** bull-board's queue dashboard as Hono routes (the caller puts the admin token in front). */
+export function dashboardRoutes(queues: readonly Queue[]): Hono {
+  const adapter = new HonoAdapter(serveStatic);
+  adapter.setBasePath(DASHBOARD_PATH);
+  createBullBoard({
+    queues: queues.map((q) => new BullMQAdapter(q)),
+    serverAdapter: adapter,
+    options: {
+      uiConfig: {
+        boardTitle: "svc-webhooks",
+        // The event log and the mirror sit beside the queues (same admin token).
+        miscLinks: [
+          { text: "Console", url: "/console" },
+          { text: "Event log", url: "/events" },
+          { text: "Failed events", url: "/events?status=failed" },
+          { text: "Mirror: orders", url: "/mirror/orders" },
+          { text: "Metrics", url: "/metrics" },
+        ],
+      },
+    },
+  });
+  const routes = new Hono();
+  routes.use("*", onlyOwnHost());
+  routes.route("/", adapter.registerPlugin());
+  return routes;
+}
+
+export const FAVICON_PATH = "/favicon.ico";
+
+// A small mark (a hook: webhooks) drawn inline, so no build step makes it and no other host serves it.
+const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1f6feb"/><path d="M20 7v11a6 6 0 0 1-12 0v-2" fill="none" stroke="#fff" stroke-width="3" stroke-linecap="round"/><circle cx="20" cy="7" r="2.5" fill="#fff"/></svg>`;
+
+/**
+ * The favicon, as SVG (browsers read the type from Content-Type, not the name): asked for by
+ * every browser at /favicon.ico, and linked from the console's pages. Public: it says nothing.
+ */
+export function favicon(c: Context): Response {
+  return c.body(FAVICON_SVG, 200, { "Content-Type": "image/svg+xml", "Cache-Control": "public, max-age=86400" });
 }

@@ -1,7 +1,15 @@
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
-import type { AppEnv } from "./context.js";
-import { RequestAbortedError } from "./raw-body.js";
+import { RequestAbortedError } from "./errors.js";
+
+/** Per-request values the routes leave for the request log line. */
+export interface AppEnv {
+  Variables: {
+    eventId?: string;
+    eventType?: string;
+    duplicate?: boolean;
+  };
+}
 
 /** Longest path written to a log line: a flood of 8 KB URLs must not become 8 KB lines. */
 export const LOGGED_PATH_CHARS = 256;

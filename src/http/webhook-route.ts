@@ -5,9 +5,9 @@ import { ReservedEventTypeError } from "../events/reserved-event-type-error.js";
 import { matchSignature, SIGNATURE_HEADER, signatureDigest } from "../events/signature.js";
 import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
 import type { EventSink } from "../queue/event-job.js";
-import type { AppEnv } from "./context.js";
-import { createBodyBudget, ServerBusyError, type BodyReservation } from "./body-budget.js";
-import { PayloadTooLargeError, readRawBody } from "./raw-body.js";
+import type { AppEnv } from "./request-log.js";
+import { createBodyBudget, readRawBody, type BodyReservation } from "./request-body.js";
+import { PayloadTooLargeError, ServerBusyError } from "./errors.js";
 
 /** Why the edge refused a delivery, for metrics. */
 export type RejectReason =

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { createConsoleSources, createRecordReader } from "../console-sources.js";
 import { mountConsole } from "../http/console/console-routes.js";
-import type { AppEnv } from "../http/context.js";
+import type { AppEnv } from "../http/request-log.js";
 import type { MirrorReader } from "../http/mirror-routes.js";
 import { mountOperatorRoutes } from "../http/operator-routes.js";
 import type { Metrics } from "../metrics/metrics.js";

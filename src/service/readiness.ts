@@ -1,4 +1,4 @@
-import { NotReadyError } from "../http/health-routes.js";
+import { NotReadyError } from "../http/errors.js";
 import type { Storage } from "../mirror/storage.js";
 import type { StreamSink } from "../queue/stream-sink.js";
 import { withTimeout } from "../queue/with-timeout.js";

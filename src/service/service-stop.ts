@@ -1,7 +1,7 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
-import type { RunningServer } from "../http/listen.js";
+import type { RunningServer } from "../http/app.js";
 import type { Storage } from "../mirror/storage.js";
 import { withTimeout } from "../queue/with-timeout.js";
 import type { RedisClient } from "../redis/connection.js";

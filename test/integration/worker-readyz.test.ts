@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { READY_TIMEOUT_MS } from "../../src/http/health-routes.js";
+import { READY_TIMEOUT_MS } from "../../src/http/app.js";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";

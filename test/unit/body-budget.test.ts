@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { createBodyBudget, ServerBusyError } from "../../src/http/body-budget.js";
-import { readRawBody } from "../../src/http/raw-body.js";
+import { ServerBusyError } from "../../src/http/errors.js";
+import { createBodyBudget, readRawBody } from "../../src/http/request-body.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 describe("createBodyBudget", () => {

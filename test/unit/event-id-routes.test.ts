@@ -1,8 +1,7 @@
 import { pino } from "pino";
 import { beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../../src/http/app.js";
-import { eventRoutes } from "../../src/http/event-routes.js";
-import { operatorActionRoutes, type OperatorActionsPort } from "../../src/http/operator-action-routes.js";
+import { eventRoutes, operatorActionRoutes, type OperatorActionsPort } from "../../src/http/operator-routes.js";
 
 // The operator routes that take an event id, in memory, mounted in the order mountOperatorRoutes
 // uses. The port and the log below record what reached them.

@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { denyFraming } from "../../src/http/deny-framing.js";
-import { requireSameOrigin } from "../../src/http/same-origin.js";
+import { denyFraming, requireSameOrigin } from "../../src/http/guards.js";
 
 const app = new Hono();
 app.use("*", denyFraming(), requireSameOrigin());

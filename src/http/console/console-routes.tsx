@@ -1,13 +1,11 @@
 import { Hono, type Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
-import { requireAdminToken } from "../admin-auth.js";
-import type { AppEnv } from "../context.js";
 import { toHttpFailure } from "../errors.js";
-import { eventIdParam } from "../event-id-param.js";
-import { requireSameOrigin } from "../same-origin.js";
+import { consoleHeaders, requireAdminToken, requireSameOrigin } from "../guards.js";
+import { eventIdParam } from "../operator-routes.js";
+import type { AppEnv } from "../request-log.js";
 import { printable } from "../../mirror/id-text.js";
-import { consoleHeaders } from "./console-headers.js";
 import { CONSOLE_SCRIPT } from "./console-script.js";
 import type { ConsoleSources } from "./console-sources.js";
 import { CONSOLE_STYLE } from "./console-style.js";

@@ -1,5 +1,5 @@
 import type { OpsSummary } from "../../metrics/ops-summary.js";
-import { DASHBOARD_PATH } from "../dashboard.js";
+import { DASHBOARD_PATH } from "../operator-routes.js";
 import {
   count,
   FIGURES,

@@ -1,7 +1,6 @@
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
-import { DASHBOARD_PATH } from "../dashboard.js";
-import { FAVICON_PATH } from "../favicon.js";
+import { DASHBOARD_PATH, FAVICON_PATH } from "../operator-routes.js";
 
 export const CONSOLE_PATH = "/console";
 export type ConsoleSection = "events" | "failures" | "mirror" | "health";

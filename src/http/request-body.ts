@@ -1,22 +1,51 @@
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
-import { ServerBusyError, type BodyReservation } from "./body-budget.js";
+import { PayloadTooLargeError, RequestAbortedError, ServerBusyError } from "./errors.js";
 
-export class PayloadTooLargeError extends Error {
-  readonly code = "payload_too_large";
-  constructor(readonly maxBytes: number) {
-    super(`body exceeds ${maxBytes} bytes`);
-    this.name = "PayloadTooLargeError";
-  }
+// A request's body: a budget of bytes buffered across all requests, and the read of one body
+// counted against it and capped by MAX_BODY_BYTES.
+
+/** One request's share of the budget: take as bytes arrive, close once the request is done. */
+export interface BodyReservation {
+  /** Counts `bytes` against the budget; throws ServerBusyError (counting nothing) when over it. */
+  take(bytes: number): void;
+  /** Gives back everything taken; idempotent. */
+  close(): void;
 }
 
-/** The client went away before its body was complete: its error, not ours (logged at debug). */
-export class RequestAbortedError extends Error {
-  readonly code = "request_aborted";
-  constructor(options?: { cause?: unknown }) {
-    super("the client closed the connection before the body was complete", options);
-    this.name = "RequestAbortedError";
-  }
+export interface BodyBudget {
+  open(): BodyReservation;
+  /** Bytes held by open reservations. */
+  readonly inUse: number;
+}
+
+/**
+ * A cap on request-body bytes held in memory across all in-flight requests, so many slow or
+ * large uploads at once cannot exhaust memory (each is already capped by MAX_BODY_BYTES).
+ *
+ * @example const r = budget.open(); try { await readRawBody(c, max, r) } finally { r.close() }
+ */
+export function createBodyBudget(maxBytes: number): BodyBudget {
+  let inUse = 0;
+  return {
+    get inUse() {
+      return inUse;
+    },
+    open() {
+      let held = 0;
+      return {
+        take(bytes) {
+          if (inUse + bytes > maxBytes) throw new ServerBusyError(maxBytes);
+          inUse += bytes;
+          held += bytes;
+        },
+        close() {
+          inUse -= held;
+          held = 0;
+        },
+      };
+    },
+  };
 }
 
 // Without a shared budget nothing is counted.
