@@ -1,7 +1,7 @@
-import type { ConsoleSources } from "./http/console/console-sources.js";
+import type { ConsoleSources } from "./http/console/console-routes.js";
 import type { MirrorReader } from "./http/mirror-routes.js";
 import type { RecordReader } from "./http/record-routes.js";
-import type { HealthLimits } from "./http/console/health-figures.js";
+import type { HealthLimits } from "./http/console/health-page.js";
 import type { MinuteSample } from "./metrics/minute-samples.js";
 import { collectOpsSummary } from "./metrics/ops-summary.js";
 import type { Metrics } from "./metrics/metrics.js";

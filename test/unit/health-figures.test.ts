@@ -9,7 +9,7 @@ import {
   type HealthView,
   sampledTotal,
   showFigure,
-} from "../../src/http/console/health-figures.js";
+} from "../../src/http/console/health-page.js";
 import type { OpsSummary } from "../../src/metrics/ops-summary.js";
 
 const NOW = new Date("2026-11-25T12:00:00Z");

@@ -2,7 +2,7 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/http/app.js";
 import { mountConsole } from "../../src/http/console/console-routes.js";
-import type { ConsoleSources } from "../../src/http/console/console-sources.js";
+import type { ConsoleSources } from "../../src/http/console/console-routes.js";
 import type { MinuteSample } from "../../src/metrics/minute-samples.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
 import { collectOpsSummary } from "../../src/metrics/ops-summary.js";

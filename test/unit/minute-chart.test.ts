@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HEALTH_CHARTS } from "../../src/http/console/health-charts.js";
-import { MinuteChart, niceCeiling, seriesPath } from "../../src/http/console/minute-chart.js";
+import { HEALTH_CHARTS, MinuteChart, niceCeiling, seriesPath } from "../../src/http/console/health-page.js";
 
 const NOW = new Date("2026-11-25T12:00:30Z");
 const CURRENT = Math.floor(NOW.getTime() / 60_000);

@@ -6,17 +6,44 @@ import { consoleHeaders, requireAdminToken, requireSameOrigin } from "../guards.
 import { eventIdParam } from "../operator-routes.js";
 import type { AppEnv } from "../request-log.js";
 import { printable } from "../../mirror/id-text.js";
-import { CONSOLE_SCRIPT } from "./console-script.js";
-import type { ConsoleSources } from "./console-sources.js";
-import { CONSOLE_STYLE } from "./console-style.js";
-import { EventPage } from "./event-page.js";
-import { EventsPage, logQueryOf, parseEventFilters } from "./events-page.js";
-import { FailuresPage } from "./failures-page.js";
-import { HealthPage } from "./health-page.js";
-import { CONSOLE_PATH, Layout } from "./layout.js";
-import { MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters } from "./mirror-page.js";
-import { RecordPage, recordHref } from "./record-page.js";
-import { parseRangePreset, presetSince, refuseUnknown } from "./time-range.js";
+import type { OpsSummary } from "../../metrics/ops-summary.js";
+import type { CausedChange } from "../../mirror/caused-changes.js";
+import type { EventDetail } from "../../mirror/event-detail.js";
+import type { EventPage as LogPage } from "../../mirror/event-list.js";
+import type { FailureGroup } from "../../mirror/failure-groups.js";
+import type { MirrorReader } from "../mirror-routes.js";
+import type { RecordReader } from "../record-routes.js";
+import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters } from "./event-pages.js";
+import { HealthPage, type HealthView } from "./health-page.js";
+import { CONSOLE_PATH, CONSOLE_SCRIPT, CONSOLE_STYLE, Layout, parseRangePreset, presetSince, refuseUnknown } from "./layout.js";
+import { MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters, RecordPage, recordHref } from "./mirror-pages.js";
+
+/**
+ * What the console reads; the service wires the event log, the mirror and the metrics in (http
+ * runs none of them: it imports only the types of what they return, which vanish at runtime).
+ * Every read is an operator read: bounded in time, a coded error on bad input.
+ */
+export interface ConsoleSources {
+  events: {
+    get(id: string): Promise<EventDetail | undefined>;
+    /** GET /events's query: its parameters, strictly (a bad one throws invalid_filter). */
+    query(query: Record<string, string>): Promise<LogPage>;
+  };
+  /** Change events recorded for the record an event named, after it (see mirror/caused-changes.ts). */
+  changesAfter(event: EventDetail): Promise<CausedChange[]>;
+  failureGroups(range: { since: Date; until?: Date | undefined }): Promise<FailureGroup[]>;
+  mirror: MirrorReader & {
+    /** When each listed record was last read from the API and written here. */
+    bookkeeping(kind: string, ids: readonly string[]): Promise<Map<string, { readAt: Date; syncedAt: Date }>>;
+  };
+  summary(): Promise<OpsSummary>;
+  records: RecordReader & {
+    /** The kinds holding a record of this id (the mirror's, else the kinds of the events naming it); empty when none. */
+    find(id: string): Promise<string[]>;
+  };
+  /** The health page's data: the summary, the shared minute samples of the hour up to `now`, the config's limits. */
+  health(now: Date): Promise<Omit<HealthView, "now">>;
+}
 
 export interface ConsoleOptions {
   adminToken: string;

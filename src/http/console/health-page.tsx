@@ -1,18 +1,429 @@
+import type { MinuteSample } from "../../metrics/minute-samples.js";
 import type { OpsSummary } from "../../metrics/ops-summary.js";
 import { DASHBOARD_PATH } from "../operator-routes.js";
-import {
-  count,
-  FIGURES,
-  freshnessFigure,
-  type HealthView,
-  type Level,
-  PROGRESS_LABELS,
-  showFigure,
-  type ShownFigure,
-} from "./health-figures.js";
-import { HEALTH_CHARTS } from "./health-charts.js";
-import { CONSOLE_PATH, Layout, When } from "./layout.js";
-import { MinuteChart } from "./minute-chart.js";
+import { ago, CONSOLE_PATH, duration, Layout, When } from "./layout.js";
+
+// The health page: every figure it shows with the rule that rates it (FIGURES), the charts of the
+// last hour (HEALTH_CHARTS, drawn by MinuteChart), and the page that lays them out.
+
+/**
+ * Every figure the health page shows, in one table: its label in plain words, its unit, and, for a
+ * figure that can be bad, the rule that says ok, warn or bad and why. The page only lays the rows
+ * out; a new figure is a row here.
+ */
+
+export type Level = "ok" | "warn" | "bad";
+
+/**
+ * The thresholds of deploy/prometheus/alerts.yml that the page shares, by alert name (the unit
+ * test reads the alert rules and checks each number against its rule): a figure past one is bad.
+ */
+export const ALERT_THRESHOLDS = {
+  /** Seconds the oldest accepted event waits for a worker. */
+  SvcIngestLagHigh: 300,
+  /** Events in the ingest backlog (a ticket when it keeps growing). */
+  SvcIngestBacklogGrowing: 1000,
+  /** Seconds since a mirror kind (reviews aside) took a write. */
+  SvcMirrorStale: 3 * 3600,
+  /** Changes the sweep found that no webhook announced, in an hour. */
+  SvcMissedWebhooksRising: 10,
+  /** Seconds without a complete full pass: three of the default RECONCILE_INTERVAL_SECONDS. */
+  SvcReconciliationStalled: 3 * 3600,
+} as const;
+
+/** The service's own limits the rules scale with (from the config). */
+export interface HealthLimits {
+  /** MAX_BACKLOG: the edge answers 503 once the ingest backlog reaches it. */
+  maxBacklog: number;
+  /** RECONCILE_INTERVAL_SECONDS (0: no reconciliation is scheduled). */
+  reconcileIntervalSeconds: number;
+}
+
+/** What the page is drawn from: the summary of this moment, the shared minute samples, the limits. */
+export interface HealthView {
+  summary: OpsSummary;
+  samples: readonly MinuteSample[];
+  limits: HealthLimits;
+  now: Date;
+}
+
+/** A count of a noun; seconds as a duration; seconds ago; a moment (ms since the epoch) as "… ago"; 1 or 0 as up or down. */
+type Unit = { noun: string } | "duration" | "age" | "since" | "up-down";
+
+interface Rule {
+  /** Why the thresholds are where they are (the state's tooltip). */
+  reason(limits: HealthLimits): string;
+  level(value: number, limits: HealthLimits, view: HealthView): Level;
+}
+
+export interface Figure {
+  group: string;
+  label: string;
+  unit: Unit;
+  /** null: not measured here (shown as "unknown", or what `missing` says). */
+  value(view: HealthView): number | null;
+  missing?: string;
+  rule?: Rule;
+}
+
+/** The sum of a sampled series over the samples (the last hour), or null with no samples yet. */
+export function sampledTotal(samples: readonly MinuteSample[], key: string): number | null {
+  if (samples.length === 0) return null;
+  return samples.reduce((n, s) => n + (s.values[key] ?? 0), 0);
+}
+
+const above = (warn: number, bad: number) => (v: number) => (v > bad ? "bad" : v > warn ? "warn" : "ok");
+const sum = (values: readonly { value: number }[]) => values.reduce((n, v) => n + v.value, 0);
+const A = ALERT_THRESHOLDS;
+/** A reconciliation pass is late after this many intervals, stalled (the alert) after three. */
+const LATE_INTERVALS = 2;
+const STALLED_INTERVALS = 3;
+const BACKLOG_FULL_SHARE = 0.9;
+
+export const FIGURES: readonly Figure[] = [
+  {
+    group: "Ingest",
+    label: "Events waiting for a worker",
+    unit: { noun: "events" },
+    value: (v) => v.summary.ingest.backlog,
+    rule: {
+      reason: (l) =>
+        `Warning above ${count(A.SvcIngestBacklogGrowing)} (the backlog alert); bad from ${BACKLOG_FULL_SHARE * 100}% of MAX_BACKLOG (${count(l.maxBacklog)}), where the edge starts answering 503`,
+      level: (v, l) => (v >= l.maxBacklog * BACKLOG_FULL_SHARE ? "bad" : v > A.SvcIngestBacklogGrowing ? "warn" : "ok"),
+    },
+  },
+  {
+    group: "Ingest",
+    label: "Oldest waiting event",
+    unit: "duration",
+    value: (v) => v.summary.ingest.lagSeconds,
+    rule: {
+      reason: () => `Warning after a minute; bad after ${duration(A.SvcIngestLagHigh)} (the ingest lag alert): workers do not keep up`,
+      level: above(60, A.SvcIngestLagHigh),
+    },
+  },
+  {
+    group: "Ingest",
+    label: "Database (event log and mirror)",
+    unit: "up-down",
+    value: (v) => (v.summary.database.up === null ? null : v.summary.database.up ? 1 : 0),
+    rule: {
+      reason: () => "Bad when the database does not answer a ping: events wait until it is back",
+      level: (v) => (v === 1 ? "ok" : "bad"),
+    },
+  },
+  {
+    group: "Deliveries, last hour (every worker)",
+    label: "Events handled",
+    unit: { noun: "events" },
+    value: (v) => sampledTotal(v.samples, "delivered"),
+    missing: "no samples yet",
+  },
+  {
+    group: "Deliveries, last hour (every worker)",
+    label: "Attempts failed, to be retried",
+    unit: { noun: "attempts" },
+    value: (v) => sampledTotal(v.samples, "retried"),
+    missing: "no samples yet",
+    rule: { reason: () => "Warning when handlers fail: the events are retried, then given up on", level: above(0, Infinity) },
+  },
+  {
+    group: "Deliveries, last hour (every worker)",
+    label: "Events failed for good",
+    unit: { noun: "events" },
+    value: (v) => sampledTotal(v.samples, "failed"),
+    missing: "no samples yet",
+    rule: { reason: () => "Bad when any event failed for good: it waits for a replay (the dead-letter alert)", level: above(0, 0) },
+  },
+  {
+    group: "Deliveries, last hour (every worker)",
+    label: "Dead letters waiting for a replay",
+    unit: { noun: "jobs" },
+    value: (v) => sum(v.summary.queues.map((q) => ({ value: q.counts.failed ?? 0 }))),
+    rule: { reason: () => "Bad when any job failed for good: look at it and replay it (Failures page)", level: above(0, 0) },
+  },
+  {
+    group: "Reconciliation",
+    label: "Last complete full reconciliation pass",
+    unit: "since",
+    value: (v) => (v.summary.reconciliation.lastSuccessAt ? Date.parse(v.summary.reconciliation.lastSuccessAt) : null),
+    missing: "not scheduled here",
+    rule: {
+      reason: (l) =>
+        `Warning after ${LATE_INTERVALS} reconciliation intervals (${duration(LATE_INTERVALS * l.reconcileIntervalSeconds)}); bad after ${STALLED_INTERVALS} (${duration(STALLED_INTERVALS * l.reconcileIntervalSeconds)}, the stalled alert)`,
+      level: (at, l, view) => {
+        const age = (view.now.getTime() - at) / 1000;
+        if (l.reconcileIntervalSeconds === 0) return "ok";
+        return age > STALLED_INTERVALS * l.reconcileIntervalSeconds
+          ? "bad"
+          : age > LATE_INTERVALS * l.reconcileIntervalSeconds
+            ? "warn"
+            : "ok";
+      },
+    },
+  },
+  {
+    group: "Reconciliation",
+    label: "Missed webhooks found, last hour",
+    unit: { noun: "changes" },
+    value: (v) => sampledTotal(v.samples, "missed"),
+    missing: "no samples yet",
+    rule: {
+      reason: () =>
+        `Warning when reconciliation finds a change no webhook announced; bad above ${A.SvcMissedWebhooksRising} an hour (the missed-webhooks alert)`,
+      level: above(0, A.SvcMissedWebhooksRising),
+    },
+  },
+  {
+    group: "Reconciliation",
+    label: "Full reconciliation pass: records read",
+    unit: { noun: "records" },
+    value: (v) => progressTotal(v.summary, "svc_reconcile_full_pass_records"),
+    missing: "no pass in this process",
+  },
+  {
+    group: "API budget",
+    label: "Requests left in this window",
+    unit: { noun: "requests" },
+    value: (v) => v.summary.rateBudget?.left ?? null,
+    missing: "no upstream client in this process",
+    rule: {
+      reason: () => "Warning when the shared budget is spent: refreshes and sweeps wait (the budget alert)",
+      level: (v) => (v < 1 ? "warn" : "ok"),
+    },
+  },
+  {
+    group: "API budget",
+    label: "Retry-After pause left",
+    unit: "duration",
+    value: (v) => v.summary.rateBudget?.pausedSeconds ?? null,
+    missing: "no upstream client in this process",
+    rule: { reason: () => "Warning while the API asked every caller to pause", level: above(0, Infinity) },
+  },
+  {
+    group: "API budget",
+    label: "429 answers from the API, last hour",
+    unit: { noun: "answers" },
+    value: (v) => sampledTotal(v.samples, "rateLimited"),
+    missing: "no samples yet",
+    rule: {
+      reason: () =>
+        "Warning on any 429: the budget is set above the API's limit, or another client shares the key (the rate-limited alert)",
+      level: above(0, Infinity),
+    },
+  },
+];
+
+/** The mirror's freshness, a figure per kind (reviews arrive only by webhook and may be quiet: no rule, as in the alert). */
+export function freshnessFigure(kind: string): Figure {
+  return {
+    group: "Mirror freshness",
+    label: `Last write to ${kind}`,
+    unit: "age",
+    value: (v) => v.summary.freshness.find((f) => f.kind === kind)?.lastWriteAgeSeconds ?? null,
+    missing: "never written",
+    ...(kind === "reviews"
+      ? {}
+      : {
+          rule: {
+            reason: () => `Warning after ${duration(A.SvcMirrorStale)} without a write (the mirror-stale alert)`,
+            level: above(A.SvcMirrorStale, Infinity),
+          },
+        }),
+  };
+}
+
+/** The reconciliation and sync progress gauges, in words, with the label each is split by. */
+export const PROGRESS_LABELS: Readonly<Record<string, { label: string; noun: string; by: string }>> = {
+  svc_reconcile_full_pass_records: { label: "Full reconciliation pass: records read", noun: "records", by: "kind" },
+  svc_reconcile_full_pass_pages: { label: "Full reconciliation pass: pages read", noun: "pages", by: "kind" },
+  svc_reconcile_last_complete_pass_timestamp_seconds: { label: "Last complete pass", noun: "", by: "tier" },
+  svc_sync_unlisted_total: { label: "Ids the API never listed (since start)", noun: "ids", by: "kind" },
+  svc_sync_refresh_reads_total: { label: "Refresh list reads (since start)", noun: "reads", by: "kind" },
+};
+
+function progressTotal(summary: OpsSummary, name: string): number | null {
+  const metric = summary.reconciliation.progress.find((m) => m.name === name);
+  return metric && metric.values.length > 0 ? sum(metric.values) : null;
+}
+
+const NUMBER = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
+/** 12,345 */
+export const count = (n: number) => NUMBER.format(n);
+
+/** A figure as the page shows it: its text, an ISO time for a moment, its level and the rule's reason. */
+export interface ShownFigure {
+  figure: Figure;
+  text: string;
+  /** The ISO 8601 time behind a "… ago" text. */
+  at?: string;
+  level?: Level;
+  reason?: string;
+}
+
+export function showFigure(figure: Figure, view: HealthView): ShownFigure {
+  const value = figure.value(view);
+  if (value === null) return { figure, text: figure.missing ?? "unknown" };
+  const shown: ShownFigure = { figure, text: formatValue(figure.unit, value, view.now) };
+  if (figure.unit === "since") shown.at = new Date(value).toISOString();
+  if (figure.rule) {
+    shown.level = figure.rule.level(value, view.limits, view);
+    shown.reason = figure.rule.reason(view.limits);
+  }
+  return shown;
+}
+
+function formatValue(unit: Unit, value: number, now: Date): string {
+  if (unit === "duration") return duration(value);
+  if (unit === "age") return `${duration(value)} ago`;
+  if (unit === "since") return ago(new Date(value), now);
+  if (unit === "up-down") return value === 1 ? "up" : "down";
+  return `${count(value)} ${unit.noun}`;
+}
+
+// The health page's charts, in one table: a chart is a row. Each line names a series of the
+// minute sampler (metrics/minute-samples.ts). Drawn on the server as inline SVG (MinuteChart).
+
+/** A chart of the last hour: its title, its unit, and the sampled series it draws (metrics/minute-samples.ts names them). */
+export interface ChartSpec {
+  title: string;
+  unit: "count" | "seconds";
+  lines: readonly { key: string; label: string }[];
+}
+
+export const HEALTH_CHARTS: readonly ChartSpec[] = [
+  {
+    title: "Deliveries per minute",
+    unit: "count",
+    lines: [
+      { key: "delivered", label: "handled" },
+      { key: "retried", label: "failed, to be retried" },
+      { key: "failed", label: "failed for good" },
+    ],
+  },
+  {
+    title: "Freshness (largest in the minute)",
+    unit: "seconds",
+    lines: [
+      { key: "lagSeconds", label: "oldest waiting event" },
+      { key: "mirrorAgeSeconds", label: "stalest mirror kind since its last write" },
+    ],
+  },
+  {
+    title: "API budget used per minute, by class",
+    unit: "count",
+    lines: [
+      { key: "budget.webhook", label: "webhook refreshes" },
+      { key: "budget.active", label: "active reconciliation" },
+      { key: "budget.full", label: "full reconciliation" },
+      { key: "rateLimited", label: "429 answers" },
+    ],
+  },
+  { title: "Ingest backlog (largest in the minute)", unit: "count", lines: [{ key: "backlog", label: "events waiting" }] },
+];
+
+// Drawn on the server as inline SVG: no script, no library, nothing from another host.
+const WIDTH = 560;
+const HEIGHT = 170;
+const PAD = { left: 52, right: 10, top: 10, bottom: 22 };
+const MINUTE_MS = 60_000;
+/** One colour a line, in order; the legend names each line in words beside its colour. */
+const COLOURS = ["#0b57d0", "#b3261e", "#8a5a00", "#17703a"];
+
+const chartValue = (unit: ChartSpec["unit"], v: number) => (unit === "seconds" ? duration(v) : count(v));
+
+/** The smallest 1, 2 or 5 × 10ⁿ at or above `n` (at least 1): the chart's top line. */
+export function niceCeiling(n: number): number {
+  if (!(n > 1)) return 1;
+  const power = 10 ** Math.floor(Math.log10(n));
+  const step = [1, 2, 5, 10].find((m) => m * power >= n) ?? 10;
+  return step * power;
+}
+
+/**
+ * An SVG path through a series' points over the last `minutes` minutes up to `now` (points outside
+ * are left out): one M or L command a sampled minute, a new M after a minute with no sample (no
+ * line drawn across a gap).
+ */
+export function seriesPath(
+  points: readonly { minute: number; value: number }[],
+  options: { now: number; minutes: number; top: number },
+): string {
+  const last = Math.floor(options.now / MINUTE_MS);
+  const first = last - options.minutes + 1;
+  const plotW = WIDTH - PAD.left - PAD.right;
+  const plotH = HEIGHT - PAD.top - PAD.bottom;
+  const x = (minute: number) => PAD.left + (plotW * (minute - first)) / Math.max(1, options.minutes - 1);
+  const y = (value: number) => PAD.top + plotH - (plotH * Math.min(value, options.top)) / options.top;
+  let previous: number | undefined;
+  const commands = points
+    .filter((p) => p.minute >= first && p.minute <= last)
+    .map((p) => {
+      const command = previous === p.minute - 1 ? "L" : "M";
+      previous = p.minute;
+      return `${command}${x(p.minute).toFixed(1)} ${y(p.value).toFixed(1)}`;
+    });
+  return commands.join(" ");
+}
+
+/** A chart of sampled series over the last hour, or "no samples yet" until the sampler wrote one. */
+export function MinuteChart(props: { spec: ChartSpec; samples: readonly MinuteSample[]; now: Date; minutes?: number }) {
+  const { spec, samples } = props;
+  const minutes = props.minutes ?? 60;
+  const lines = spec.lines.map((line, i) => ({
+    ...line,
+    colour: COLOURS[i % COLOURS.length],
+    points: samples.flatMap((s) => (s.values[line.key] === undefined ? [] : [{ minute: s.minute, value: s.values[line.key] ?? 0 }])),
+  }));
+  if (lines.every((l) => l.points.length === 0)) {
+    return (
+      <figure class="chart">
+        <figcaption>{spec.title}</figcaption>
+        <p class="muted chart-empty">No samples yet: a worker records one a minute.</p>
+      </figure>
+    );
+  }
+  const top = niceCeiling(Math.max(...lines.flatMap((l) => l.points.map((p) => p.value))));
+  const bottomY = HEIGHT - PAD.bottom;
+  return (
+    <figure class="chart">
+      <figcaption>{spec.title}</figcaption>
+      <svg viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-label={`${spec.title}, last ${minutes} minutes`}>
+        <line x1={PAD.left} y1={PAD.top} x2={WIDTH - PAD.right} y2={PAD.top} class="grid" />
+        <line x1={PAD.left} y1={bottomY} x2={WIDTH - PAD.right} y2={bottomY} class="axis" />
+        <text x={PAD.left - 6} y={PAD.top + 4} text-anchor="end">
+          {chartValue(spec.unit, top)}
+        </text>
+        <text x={PAD.left - 6} y={bottomY + 4} text-anchor="end">
+          0
+        </text>
+        <text x={PAD.left} y={HEIGHT - 4}>{`${minutes} min ago`}</text>
+        <text x={WIDTH - PAD.right} y={HEIGHT - 4} text-anchor="end">
+          now
+        </text>
+        {lines.map((l) =>
+          l.points.length === 0 ? null : (
+            <path d={seriesPath(l.points, { now: props.now.getTime(), minutes, top })} stroke={l.colour} fill="none">
+              <title>{l.label}</title>
+            </path>
+          ),
+        )}
+      </svg>
+      <ul class="legend">
+        {lines.map((l) => (
+          <li>
+            {/* A presentation attribute, not a style attribute: the console's CSP allows no inline style. */}
+            <svg class="swatch" viewBox="0 0 10 10" aria-hidden="true">
+              <rect width="10" height="10" fill={l.colour} />
+            </svg>
+            {l.label}:{" "}
+            {l.points.length === 0 ? <span class="muted">no samples</span> : `latest ${chartValue(spec.unit, l.points.at(-1)?.value ?? 0)}`}
+          </li>
+        ))}
+      </ul>
+    </figure>
+  );
+}
 
 /** The state as a word beside its colour (never colour alone), the rule's reason as its tooltip. */
 const WORDS: Record<Level, string> = { ok: "OK", warn: "warning", bad: "bad" };
@@ -47,7 +458,7 @@ function FigureRow(props: { shown: ShownFigure }) {
   );
 }
 
-/** Every figure with a state, by group, in the order of the table (health-figures.ts). */
+/** Every figure with a state, by group, in the order of the table (FIGURES). */
 function shownGroups(view: HealthView): [string, ShownFigure[]][] {
   const figures = [...FIGURES, ...view.summary.freshness.map((f) => freshnessFigure(f.kind))];
   const groups = new Map<string, ShownFigure[]>();

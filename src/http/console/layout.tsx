@@ -1,6 +1,10 @@
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
+import { InvalidFilterError } from "../errors.js";
 import { DASHBOARD_PATH, FAVICON_PATH } from "../operator-routes.js";
+
+// What every console page shares: the frame (nav, search, the stylesheet and script it links),
+// how times and statuses read, the time-range presets and the strict reading of a page's query.
 
 export const CONSOLE_PATH = "/console";
 export type ConsoleSection = "events" | "failures" | "mirror" | "health";
@@ -95,3 +99,241 @@ export function StatusPill(props: { status: string }) {
   const shown = shownStatus(props.status);
   return <span class={`pill status-${shown}`}>{shown}</span>;
 }
+
+/** The presets of every time filter in the console. */
+export const RANGE_PRESETS = { "1h": 3600_000, "24h": 86_400_000, "7d": 604_800_000 } as const;
+export type RangePreset = keyof typeof RANGE_PRESETS | "all";
+export const RANGE_LABELS: Record<RangePreset, string> = { "1h": "last hour", "24h": "last 24 h", "7d": "last 7 d", all: "all time" };
+
+/** A preset's name from a query parameter, strictly. */
+export function parseRangePreset(text: string | undefined, fallback: RangePreset): RangePreset {
+  if (text === undefined || text === "") return fallback;
+  if (text === "all" || text in RANGE_PRESETS) return text as RangePreset;
+  throw new InvalidFilterError("range", `range must be one of ${[...Object.keys(RANGE_PRESETS), "all"].join(", ")}`);
+}
+
+/** Where a preset starts (undefined: all time). */
+export function presetSince(preset: RangePreset, now: Date): Date | undefined {
+  return preset === "all" ? undefined : new Date(now.getTime() - RANGE_PRESETS[preset]);
+}
+
+/** Refuses parameters a page does not know, so a typo is a 400 rather than an unfiltered page. */
+export function refuseUnknown(params: Record<string, string>, known: readonly string[]): void {
+  for (const name of Object.keys(params))
+    if (!known.includes(name)) throw new InvalidFilterError(name, `unknown parameter ${name}; this page takes ${known.join(", ")}`);
+}
+
+/** A page's query parameters as the operator typed them: trimmed, empty fields dropped. */
+export function givenParams(params: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(params)
+      .filter(([, v]) => v.trim() !== "")
+      .map(([k, v]) => [k, v.trim()]),
+  );
+}
+
+/** A console path with these query parameters (undefined and empty ones left out). */
+export function hrefWith(path: string, params: Record<string, string | undefined>): string {
+  const text = new URLSearchParams(
+    Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ""),
+  ).toString();
+  return `${path}${text ? `?${text}` : ""}`;
+}
+
+/** A value as the pages show stored JSON: indented. */
+export const json = (value: unknown) => JSON.stringify(value, null, 2);
+
+/** The console's stylesheet (/console/assets/console.css): the system font stack, nothing from other hosts. */
+export const CONSOLE_STYLE = `
+:root { color-scheme: light; --fg: #1d232a; --muted: #5b6673; --line: #d9dee4; --bg: #f6f7f9; --ok: #17703a; --bad: #b3261e; --warn: #8a5a00; --link: #0b57d0; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; color: var(--fg); background: var(--bg); }
+a { color: var(--link); text-decoration: none; } a:hover { text-decoration: underline; }
+header { display: flex; gap: 18px; align-items: center; padding: 10px 20px; background: #1d232a; color: #fff; }
+header a { color: #dfe6ee; } header a[aria-current="page"] { color: #fff; font-weight: 600; border-bottom: 2px solid #fff; }
+header .brand { font-weight: 700; color: #fff; margin-right: 8px; } header .right { margin-left: auto; display: flex; gap: 14px; }
+main { padding: 16px 20px 40px; max-width: 1280px; }
+h1 { font-size: 20px; margin: 4px 0 12px; } h2 { font-size: 16px; margin: 22px 0 8px; }
+table { border-collapse: collapse; width: 100%; background: #fff; border: 1px solid var(--line); }
+th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { background: #eef1f4; font-weight: 600; font-size: 13px; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
+pre { background: #fff; border: 1px solid var(--line); padding: 10px; overflow: auto; max-height: 420px; white-space: pre-wrap; word-break: break-all; }
+form.filters { display: flex; flex-wrap: wrap; gap: 8px; align-items: end; margin-bottom: 12px; background: #fff; border: 1px solid var(--line); padding: 10px; }
+form.filters label { display: flex; flex-direction: column; font-size: 12px; color: var(--muted); gap: 2px; }
+input, select, button { font: inherit; padding: 4px 8px; border: 1px solid #aab4bf; border-radius: 4px; background: #fff; }
+button { cursor: pointer; background: #eef1f4; } button.primary { background: #0b57d0; border-color: #0b57d0; color: #fff; }
+button:disabled { opacity: 0.6; cursor: default; }
+.presets { display: flex; gap: 8px; align-items: center; margin-bottom: 8px; font-size: 13px; }
+.status-handled, .status-ok, .ok { color: var(--ok); } .status-failed, .bad { color: var(--bad); } .status-retrying { color: var(--warn); }
+.pill { display: inline-block; padding: 0 6px; border-radius: 8px; font-size: 12px; border: 1px solid currentColor; }
+.muted { color: var(--muted); } .notice { padding: 8px 10px; background: #fff8e1; border: 1px solid #f0d48a; margin: 8px 0; }
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(280px, 1fr)); gap: 12px; }
+.card { background: #fff; border: 1px solid var(--line); padding: 10px 12px; } .card h2 { margin-top: 0; }
+dl.kv { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 4px 14px; margin: 0; } dl.kv dt { color: var(--muted); }
+dl.kv dd { margin: 0; overflow-wrap: anywhere; } time { white-space: nowrap; } td.mono { overflow-wrap: anywhere; }
+.cards.wide { grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); }
+.bulk { display: flex; gap: 8px; align-items: center; flex-wrap: wrap; } progress { width: 160px; }
+details summary { cursor: pointer; color: var(--link); }
+.pager { margin-top: 10px; display: flex; gap: 12px; }
+header form.search { display: flex; gap: 4px; } header form.search input { width: 16em; }
+.level { display: inline-block; padding: 0 6px; border-radius: 8px; font-size: 12px; font-weight: 600; border: 1px solid currentColor; cursor: help; }
+.level-ok { color: var(--ok); background: #e8f4ec; } .level-warn { color: var(--warn); background: #fff4d6; } .level-bad { color: var(--bad); background: #fdecea; }
+table.figures th { background: none; font-weight: normal; font-size: 14px; overflow-wrap: break-word; } .cards.figure-cards { grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); } .verdict { font-size: 15px; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 12px; margin-bottom: 12px; } figure.chart { margin: 0; background: #fff; border: 1px solid var(--line); padding: 10px 12px; min-width: 0; }
+figure.chart figcaption { font-weight: 600; margin-bottom: 4px; } figure.chart > svg { width: 100%; height: auto; display: block; } figure.chart path { stroke-width: 2; stroke-linejoin: round; stroke-linecap: round; }
+figure.chart text { font-size: 11px; fill: var(--muted); } figure.chart line.axis { stroke: #aab4bf; } figure.chart line.grid { stroke: var(--line); stroke-dasharray: 3 3; }
+section.handler { margin-bottom: 14px; } section.handler h3 { font-size: 14px; margin: 12px 0 6px; font-weight: 600; } td.attempt-number { white-space: nowrap; font-variant-numeric: tabular-nums; }
+.error-text { overflow-wrap: anywhere; white-space: pre-wrap; }
+table.attempts { table-layout: fixed; } table.attempts th:nth-child(1) { width: 5.5em; } table.attempts th:nth-child(2), table.attempts th:nth-child(6) { width: 20em; } table.attempts time { white-space: normal; } table.attempts time .muted { white-space: nowrap; } table.attempts th:nth-child(3) { width: 6.5em; } table.attempts th:nth-child(4) { width: 5.5em; }
+ul.legend { list-style: none; padding: 0; margin: 6px 0 0; display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 12.5px; } svg.swatch { width: 10px; height: 10px; margin-right: 4px; }
+`;
+
+/**
+ * The console's only script, served from this origin (/console/assets/console.js; the CSP allows
+ * no inline script). It calls the operator API with the browser's own Basic credentials:
+ * - `[data-replay-event]` buttons: POST /events/{id}/replay ({} or {"handler"}), then poll
+ *   GET /events/{id} until the log counts a new attempt, and reload;
+ * - `[data-bulk]` boxes: a dry run (POST /events/replay with dryRun) shows the count first; the
+ *   second button runs it (with the count as "confirm") and polls GET /events/replays/{id} into
+ *   a progress bar; while it runs, Stop cancels it (DELETE /events/replays/{id}).
+ * - `[data-refresh-record]` buttons: POST /records/{kind}/{id}/refresh, then poll
+ *   GET /records/{kind}/{id} until the mirror's copy was read after the time the page showed, and reload;
+ * Text from the server is set with textContent only, never as HTML.
+ */
+export const CONSOLE_SCRIPT = String.raw`"use strict";
+(function () {
+  var POLL_MS = 1000;
+  function say(el, text, failed) {
+    if (!el) return;
+    el.textContent = text;
+    el.classList.toggle("bad", Boolean(failed));
+  }
+  function call(method, path, body) {
+    var init = { method: method, headers: { accept: "application/json" } };
+    if (body !== undefined) {
+      init.headers["content-type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    return fetch(path, init).then(function (res) {
+      return res.text().then(function (text) {
+        var json = null;
+        try { json = text ? JSON.parse(text) : null; } catch (e) { json = null; }
+        if (!res.ok) {
+          var message = json && json.error && json.error.message ? json.error.message : "HTTP " + res.status;
+          throw new Error(message);
+        }
+        return json;
+      });
+    });
+  }
+  function pollAttempts(id, before, status) {
+    call("GET", "/events/" + encodeURIComponent(id)).then(function (event) {
+      if (event && event.attempts > before) {
+        say(status, "New attempt recorded; reloading.");
+        window.location.reload();
+      } else setTimeout(function () { pollAttempts(id, before, status); }, POLL_MS);
+    }, function (err) { say(status, "Could not read the event: " + err.message, true); });
+  }
+  function replayOne(button) {
+    var id = button.getAttribute("data-replay-event");
+    var handler = button.getAttribute("data-handler");
+    var before = Number(button.getAttribute("data-attempts") || "0");
+    var status = document.getElementById("replay-status");
+    button.disabled = true;
+    say(status, "Replaying " + (handler ? "handler " + handler : "every handler") + "…");
+    call("POST", "/events/" + encodeURIComponent(id) + "/replay", handler ? { handler: handler } : {}).then(function (answer) {
+      var replay = answer && answer.replay ? answer.replay.id : "";
+      say(status, "Replay " + replay + " queued; waiting for its attempt…");
+      pollAttempts(id, before, status);
+    }, function (err) {
+      button.disabled = false;
+      say(status, "Replay refused: " + err.message, true);
+    });
+  }
+  function recordPath(button) {
+    return "/records/" + encodeURIComponent(button.getAttribute("data-refresh-record")) + "/" + encodeURIComponent(button.getAttribute("data-id"));
+  }
+  function pollRead(button, status) {
+    var shownReadAt = button.getAttribute("data-read-at") || "";
+    call("GET", recordPath(button)).then(function (story) {
+      var readAt = story && story.record ? story.record.readAt : "";
+      if (readAt && readAt !== shownReadAt) {
+        say(status, "Read from the API; reloading.");
+        window.location.reload();
+      } else setTimeout(function () { pollRead(button, status); }, POLL_MS);
+    }, function (err) { say(status, "Could not read the record: " + err.message, true); });
+  }
+  function refreshRecord(button) {
+    var status = document.getElementById("refresh-status");
+    button.disabled = true;
+    say(status, "Asking for a read…");
+    call("POST", recordPath(button) + "/refresh", {}).then(function () {
+      say(status, "Refresh requested; waiting for the read…");
+      pollRead(button, status);
+    }, function (err) {
+      button.disabled = false;
+      say(status, "Refresh refused: " + err.message, true);
+    });
+  }
+  function pollReplay(box, id) {
+    var bar = box.querySelector("progress");
+    var status = box.querySelector("[data-bulk-status]");
+    call("GET", "/events/replays/" + encodeURIComponent(id)).then(function (r) {
+      if (bar) { bar.max = Math.max(1, r.total); bar.value = r.done + r.failed; bar.hidden = false; }
+      var stop = box.querySelector("[data-bulk-stop]");
+      if (stop) { stop.hidden = r.state !== "running"; stop.setAttribute("data-bulk-id", r.id); }
+      say(status, "Replay " + r.id + ": " + r.done + " done, " + r.failed + " failed of " + r.total + " (" + r.state + ")", r.failed > 0);
+      if (r.state === "running") setTimeout(function () { pollReplay(box, id); }, POLL_MS);
+    }, function (err) { say(status, "Could not read the replay: " + err.message, true); });
+  }
+  function stopBulk(box, button) {
+    var status = box.querySelector("[data-bulk-status]");
+    button.disabled = true;
+    call("DELETE", "/events/replays/" + encodeURIComponent(button.getAttribute("data-bulk-id") || "")).then(function (r) {
+      say(status, "Replay " + r.id + " " + r.state + ": " + r.withdrawn + " not run, " + r.done + " done, " + r.failed + " failed.");
+    }, function (err) {
+      button.disabled = false;
+      say(status, "Stop refused: " + err.message, true);
+    });
+  }
+  function bulk(box, dryRun) {
+    var filter = JSON.parse(box.getAttribute("data-bulk") || "{}");
+    var status = box.querySelector("[data-bulk-status]");
+    var run = box.querySelector("[data-bulk-run]");
+    var count = box.querySelector("[data-bulk-count]");
+    if (dryRun) {
+      say(status, "Counting…");
+      call("POST", "/events/replay", { filter: filter, dryRun: true }).then(function (answer) {
+        say(status, "Will replay " + answer.count + " event" + (answer.count === 1 ? "" : "s") + ".");
+        if (run) { run.hidden = answer.count === 0; run.textContent = "Replay " + answer.count + " now"; }
+        box.setAttribute("data-bulk-counted", String(answer.count));
+      }, function (err) { say(status, "Dry run refused: " + err.message, true); });
+      return;
+    }
+    if (run) run.disabled = true;
+    if (count) count.disabled = true;
+    say(status, "Starting…");
+    // The count the operator saw: the API refuses the replay if the filter matches another by now.
+    call("POST", "/events/replay", { filter: filter, confirm: Number(box.getAttribute("data-bulk-counted")) }).then(function (answer) {
+      say(status, "Replay " + answer.id + " started for " + answer.count + " events.");
+      pollReplay(box, answer.id);
+    }, function (err) {
+      if (run) run.disabled = false;
+      if (count) count.disabled = false;
+      say(status, "Replay refused: " + err.message, true);
+    });
+  }
+  document.addEventListener("click", function (e) {
+    var target = e.target instanceof Element ? e.target.closest("button") : null;
+    if (!target) return;
+    if (target.hasAttribute("data-replay-event")) return replayOne(target);
+    if (target.hasAttribute("data-refresh-record")) return refreshRecord(target);
+    var box = target.closest("[data-bulk]");
+    if (box && target.hasAttribute("data-bulk-count")) return bulk(box, true);
+    if (box && target.hasAttribute("data-bulk-run")) return bulk(box, false);
+    if (box && target.hasAttribute("data-bulk-stop")) return stopBulk(box, target);
+  });
+})();
+`;

@@ -1,8 +1,119 @@
 import { printable } from "../../mirror/id-text.js";
-import type { ConsoleRecordStory, ConsoleTimelineEntry } from "./console-sources.js";
-import { CONSOLE_PATH, Layout, StatusPill, When } from "./layout.js";
+import type { RecordStoryView, TimelineEntryView } from "../record-routes.js";
+import { CONSOLE_PATH, givenParams, hrefWith, json, Layout, refuseUnknown, StatusPill, When } from "./layout.js";
 
-const json = (value: unknown) => JSON.stringify(value, null, 2);
+// The mirror's pages: a kind's records, and one record's story (its copy, a refresh, its timeline).
+
+export const MIRROR_PAGE_SIZE = 50;
+const KNOWN = ["restaurantId", "status", "cursor"] as const;
+
+export interface MirrorFilters {
+  restaurantId?: string;
+  status?: string;
+  cursor?: string;
+}
+
+/** The mirror page's query, strictly (values are checked by the mirror's own filter parser). */
+export function parseMirrorFilters(params: Record<string, string>): MirrorFilters {
+  refuseUnknown(params, KNOWN);
+  return givenParams(params);
+}
+
+export interface MirrorRow {
+  record: Record<string, unknown>;
+  readAt?: Date | undefined;
+  syncedAt?: Date | undefined;
+}
+
+const text = (v: unknown) => (typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : "");
+
+/** The few fields that tell records of a kind apart at a glance. */
+function gist(kind: string, r: Record<string, unknown>): string {
+  if (kind === "orders") return `${text(r.type)} · ${text(r.total)} ${text(r.currency)}`;
+  if (kind === "bookings") return `${text(r.date)} ${text(r.time)} · party of ${text(r.partySize)}`;
+  if (kind === "menu-items") return `${text(r.name)} · ${text(r.price)}${r.stock === undefined ? "" : ` · stock ${text(r.stock)}`}`;
+  return "";
+}
+
+function mirrorHref(kind: string, filters: MirrorFilters): string {
+  return hrefWith(`${CONSOLE_PATH}/mirror/${kind}`, { ...filters });
+}
+
+export function MirrorPage(props: {
+  kinds: readonly string[];
+  kind: string;
+  filters: MirrorFilters;
+  rows: MirrorRow[];
+  nextCursor: string | null;
+  now: Date;
+}) {
+  const { kind, filters, now } = props;
+  const base = { ...filters, cursor: undefined };
+  return (
+    <Layout title={`Mirror: ${kind}`} section="mirror">
+      <div class="presets">{props.kinds.map((k) => (k === kind ? <strong>{k}</strong> : <a href={mirrorHref(k, base)}>{k}</a>))}</div>
+      <form class="filters" method="get" action={`${CONSOLE_PATH}/mirror/${kind}`}>
+        <label>
+          Restaurant
+          <input name="restaurantId" placeholder="rest_…" value={filters.restaurantId ?? ""} />
+        </label>
+        {kind === "orders" || kind === "bookings" ? (
+          <label>
+            Status
+            <input name="status" placeholder={kind === "orders" ? "CONFIRMED" : "CONFIRMED"} value={filters.status ?? ""} />
+          </label>
+        ) : null}
+        <button type="submit" class="primary">
+          Filter
+        </button>
+        <a href={`${CONSOLE_PATH}/mirror/${kind}`}>clear</a>
+      </form>
+      {props.rows.length === 0 ? (
+        <p class="muted">No record matches.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th>Id</th>
+              <th>Restaurant</th>
+              <th>Status</th>
+              <th>Summary</th>
+              <th>Last read from the API</th>
+              <th>Last written here</th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.rows.map(({ record, readAt, syncedAt }) => (
+              <tr>
+                <td class="mono">
+                  <a href={recordHref(kind, text(record.id))}>{printable(text(record.id))}</a>
+                  <details>
+                    <summary>as stored</summary>
+                    <pre>{json(record)}</pre>
+                  </details>
+                </td>
+                <td class="mono">{text(record.restaurantId)}</td>
+                <td>{text(record.status)}</td>
+                <td>{gist(kind, record)}</td>
+                <td>
+                  <When at={readAt} now={now} />
+                </td>
+                <td>
+                  <When at={syncedAt} now={now} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <div class="pager">
+        {filters.cursor ? <a href={mirrorHref(kind, base)}>« first page</a> : null}
+        {props.nextCursor ? <a href={mirrorHref(kind, { ...base, cursor: props.nextCursor })}>next »</a> : null}
+      </div>
+    </Layout>
+  );
+}
+
 /** A field's value on one line: strings as they are, anything else as JSON (cut, the record's JSON has it whole). */
 const shown = (value: unknown) => {
   const text = typeof value === "string" ? value : JSON.stringify(value);
@@ -13,7 +124,7 @@ export const recordHref = (kind: string, id: string, cursor?: string) =>
   `${CONSOLE_PATH}/records/${encodeURIComponent(kind)}/${encodeURIComponent(id)}${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`;
 
 /** A record's story: the mirror's copy and when it was read, a "refresh now" button, then every event that named it, newest first. */
-export function RecordPage(props: { story: ConsoleRecordStory; cursor?: string | undefined; now: Date }) {
+export function RecordPage(props: { story: RecordStoryView; cursor?: string | undefined; now: Date }) {
   const { story, now } = props;
   const copy = story.record;
   return (
@@ -106,7 +217,7 @@ export function RecordPage(props: { story: ConsoleRecordStory; cursor?: string |
   );
 }
 
-function Timeline(props: { entries: ConsoleTimelineEntry[]; now: Date }) {
+function Timeline(props: { entries: TimelineEntryView[]; now: Date }) {
   if (props.entries.length === 0) return <p class="muted">No event in the log names this record.</p>;
   return (
     <table data-testid="timeline">
@@ -152,7 +263,7 @@ function Timeline(props: { entries: ConsoleTimelineEntry[]; now: Date }) {
 }
 
 /** A change's fields, before → after; a long list (a record's first read names every field) folded. */
-function Diff(props: { diff: NonNullable<ConsoleTimelineEntry["diff"]> }) {
+function Diff(props: { diff: NonNullable<TimelineEntryView["diff"]> }) {
   const lines = props.diff.map((d) => (
     <div>
       <span class="mono">{d.field}</span>: <span class="muted">{shown(d.before)}</span> → {shown(d.after)}

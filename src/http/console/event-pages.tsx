@@ -1,0 +1,512 @@
+import { printable } from "../../mirror/id-text.js";
+import type { CausedChange } from "../../mirror/caused-changes.js";
+import type { HandlerOutcome } from "../../mirror/database-schema.js";
+import type { EventDetail } from "../../mirror/event-detail.js";
+import type { EventPage as LogPage, EventSummary } from "../../mirror/event-list.js";
+import type { FailureGroup } from "../../mirror/failure-groups.js";
+import type { HandlerAttempt } from "../../mirror/handler-attempts.js";
+import { InvalidFilterError } from "../errors.js";
+import {
+  CONSOLE_PATH,
+  givenParams,
+  hrefWith,
+  json,
+  Layout,
+  parseRangePreset,
+  presetSince,
+  RANGE_LABELS,
+  RANGE_PRESETS,
+  refuseUnknown,
+  runDuration,
+  shownStatus,
+  StatusPill,
+  When,
+  type RangePreset,
+} from "./layout.js";
+import { recordHref } from "./mirror-pages.js";
+
+// The event log's pages: the filtered list, one event (its handlers' attempts, its steps, the
+// changes after it) and the failures grouped by handler and error fingerprint. They show the
+// mirror's own types (import type: nothing of the mirror runs here).
+
+export const EVENTS_PAGE_SIZE = 50;
+const KNOWN = ["id", "type", "status", "handler", "fingerprint", "range", "since", "until", "cursor"] as const;
+const STATUSES = ["retrying", "failed", "handled"] as const;
+
+/** The events page's filters as the operator typed them (empty fields dropped). */
+export interface EventFilters {
+  id?: string;
+  type?: string;
+  status?: string;
+  handler?: string;
+  /** A failure group's (failures page): the events on which `handler` failed with an error of this fingerprint. */
+  fingerprint?: string;
+  range: RangePreset;
+  since?: string;
+  until?: string;
+  cursor?: string;
+}
+
+/** The page's query, strictly: unknown parameters and a bad status or range are 400s; the rest is checked by the log's own parser. */
+export function parseEventFilters(params: Record<string, string>): EventFilters {
+  refuseUnknown(params, KNOWN);
+  const given = givenParams(params);
+  if (given.status !== undefined && !(STATUSES as readonly string[]).includes(given.status))
+    throw new InvalidFilterError("status", `status must be one of ${STATUSES.join(", ")}`);
+  if (given.range !== undefined && given.since !== undefined)
+    throw new InvalidFilterError("range", "give either a range preset or since, not both");
+  return { ...given, range: parseRangePreset(given.range, "all") };
+}
+
+/** The event log query (GET /events's parameters) the filters stand for: newest first, `retrying` is the log's `received`. */
+export function logQueryOf(filters: EventFilters, now: Date): Record<string, string> {
+  const query: Record<string, string> = { order: "newest", limit: String(EVENTS_PAGE_SIZE) };
+  const since = filters.since ?? presetSince(filters.range, now)?.toISOString();
+  if (since !== undefined) query.since = since;
+  if (filters.until !== undefined) query.until = filters.until;
+  if (filters.type !== undefined) query.type = filters.type;
+  if (filters.status !== undefined) query.status = filters.status === "retrying" ? "received" : filters.status;
+  if (filters.handler !== undefined) query.handler = filters.handler;
+  if (filters.fingerprint !== undefined) query.fingerprint = filters.fingerprint;
+  if (filters.cursor !== undefined) query.cursor = filters.cursor;
+  return query;
+}
+
+/** A link to the events page with these filters (and any overrides). */
+export function eventsHref(filters: Partial<EventFilters>, overrides: Partial<EventFilters> = {}): string {
+  const merged: Record<string, string | undefined> = { ...filters, ...overrides };
+  if (merged.range === "all") delete merged.range;
+  return hrefWith(`${CONSOLE_PATH}/events`, merged);
+}
+
+export function EventsPage(props: { filters: EventFilters; page: LogPage; notice?: string; now: Date }) {
+  const { filters, page, now } = props;
+  const base = { ...filters, cursor: undefined };
+  return (
+    <Layout title="Events" section="events">
+      <form class="filters" method="get" action={`${CONSOLE_PATH}/events`}>
+        <label>
+          Type
+          <input name="type" placeholder="order.* or order.created" value={filters.type ?? ""} />
+        </label>
+        <label>
+          Status
+          <select name="status">
+            <option value="">any</option>
+            {STATUSES.map((s) => (
+              <option value={s} selected={filters.status === s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Handler
+          <input name="handler" placeholder="order.created#0" value={filters.handler ?? ""} />
+        </label>
+        <label>
+          Received
+          <select name="range">
+            {(["all", ...Object.keys(RANGE_PRESETS)] as RangePreset[]).map((r) => (
+              <option value={r} selected={filters.range === r && filters.since === undefined}>
+                {RANGE_LABELS[r]}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Until (ISO 8601)
+          <input name="until" placeholder="2026-11-24T06:00:00Z" value={filters.until ?? ""} />
+        </label>
+        <button type="submit" class="primary">
+          Filter
+        </button>
+        <a href={`${CONSOLE_PATH}/events`}>clear</a>
+      </form>
+      <div class="presets">
+        <span class="muted">Received in the</span>
+        {(Object.keys(RANGE_PRESETS) as RangePreset[]).map((r) => (
+          <a href={eventsHref(base, { range: r, since: undefined })}>{RANGE_LABELS[r]}</a>
+        ))}
+        <span class="muted">· newest first</span>
+      </div>
+      {filters.fingerprint ? (
+        <p class="notice">
+          Only events on which <span class="mono">{printable(filters.handler ?? "")}</span> failed with an error of fingerprint{" "}
+          <span class="mono">{filters.fingerprint}</span>.
+        </p>
+      ) : null}
+      {props.notice ? <p class="notice">{props.notice}</p> : null}
+      <EventTable events={page.data} now={now} />
+      <div class="pager">
+        {filters.cursor ? <a href={eventsHref(base)}>« newest</a> : null}
+        {page.nextCursor ? <a href={eventsHref(base, { cursor: page.nextCursor })}>older »</a> : <span class="muted">end of the log</span>}
+      </div>
+    </Layout>
+  );
+}
+
+function EventTable(props: { events: EventSummary[]; now: Date }) {
+  if (props.events.length === 0) return <p class="muted">No event matches.</p>;
+  return (
+    <table>
+      <thead>
+        <tr>
+          <th>Event</th>
+          <th>Type</th>
+          <th>Status</th>
+          <th class="num">Attempts</th>
+          <th>Handlers</th>
+          <th>Received</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.events.map((e) => (
+          <tr>
+            <td class="mono">
+              <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(e.id)}`}>{printable(e.id)}</a>
+            </td>
+            <td class="mono">{printable(e.type)}</td>
+            <td>
+              <StatusPill status={e.status} />
+            </td>
+            <td class="num">{e.attempts}</td>
+            <td>
+              {Object.entries(e.handlers).map(([key, h]) => (
+                <div>
+                  <span class="mono">{printable(key)}</span> <span class={`status-${h.status}`}>{h.status}</span>
+                  {h.error ? <span class="muted"> — {h.error}</span> : null}
+                </div>
+              ))}
+            </td>
+            <td>
+              <When at={e.receivedAt} now={props.now} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** A change event's kind → the record page's kind (the mirror's names). */
+const RECORD_KIND_OF_CHANGE: Readonly<Record<string, string>> = { order: "orders", booking: "bookings", menu_item: "menu-items" };
+
+/** One event: its envelope and payload, each handler's attempts with errors and stack, its steps, the changes after it, replay buttons. */
+export function EventPage(props: { event: EventDetail; changes: CausedChange[]; now: Date }) {
+  const { event, now } = props;
+  const handlers = Object.entries(event.handlers);
+  return (
+    <Layout title={`Event ${printable(event.id)}`} section="events">
+      <div class="cards wide">
+        <div class="card">
+          <h2>Envelope</h2>
+          <dl class="kv">
+            <dt>id</dt>
+            <dd class="mono">{printable(event.id)}</dd>
+            <dt>type</dt>
+            <dd class="mono">
+              <a href={`${CONSOLE_PATH}/events?type=${encodeURIComponent(event.type)}`}>{printable(event.type)}</a>
+            </dd>
+            <dt>status</dt>
+            <dd>
+              <StatusPill status={event.status} />
+            </dd>
+            <dt>received</dt>
+            <dd>
+              <When at={event.receivedAt} now={now} />
+            </dd>
+            <dt>attempts</dt>
+            <dd data-testid="attempts">{event.attempts}</dd>
+            <dt>last attempt ended</dt>
+            <dd>
+              <When at={event.updatedAt} now={now} />
+            </dd>
+          </dl>
+        </div>
+        <div class="card">
+          <h2>Replay</h2>
+          <p class="muted">Runs the event again through the queue; the new attempt shows here when it ends.</p>
+          <p>
+            <button type="button" class="primary" data-replay-event={event.id} data-attempts={String(event.attempts)}>
+              Replay all handlers
+            </button>
+          </p>
+          {handlers.map(([key]) => (
+            <p>
+              <button type="button" data-replay-event={event.id} data-handler={key} data-attempts={String(event.attempts)}>
+                Replay only {printable(key)}
+              </button>
+            </p>
+          ))}
+          <p id="replay-status" role="status"></p>
+        </div>
+      </div>
+      <h2>Handlers</h2>
+      <HandlerAttempts event={event} now={now} />
+      {event.steps.length > 0 ? (
+        <>
+          <h2>Durable steps</h2>
+          <pre>{json(event.steps)}</pre>
+        </>
+      ) : null}
+      <h2>Changes that followed</h2>
+      <ChangeTable changes={props.changes} now={now} />
+      <h2>Payload</h2>
+      <pre data-testid="payload">{json(event.payload)}</pre>
+    </Layout>
+  );
+}
+
+function ChangeTable(props: { changes: CausedChange[]; now: Date }) {
+  if (props.changes.length === 0)
+    return (
+      <p class="muted">
+        No change event recorded for the record this event names since it was received (the refresh found nothing new, or it has not run
+        yet).
+      </p>
+    );
+  return (
+    <>
+      <p class="muted">
+        Change events for the record named in the payload's <code>data.id</code>, recorded at or after this event was received (by record
+        and time: a later event or sweep touching the same record shows here too; <em>source</em> says which kind of read wrote it).
+      </p>
+      <table>
+        <thead>
+          <tr>
+            <th>Change</th>
+            <th>Record</th>
+            <th>Source</th>
+            <th>Changed fields</th>
+            <th>Recorded</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.changes.map((c) => (
+            <tr>
+              <td class="mono">
+                <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(c.id)}`}>{printable(c.id)}</a>
+              </td>
+              <td class="mono">
+                {c.kind} <a href={recordHref(RECORD_KIND_OF_CHANGE[c.kind] ?? c.kind, c.recordId)}>{printable(c.recordId)}</a>
+              </td>
+              <td>{c.source}</td>
+              <td>
+                <span class="mono">{c.changed.join(", ")}</span>
+                <details>
+                  <summary>before / after</summary>
+                  <pre>{json({ before: c.before, after: c.after })}</pre>
+                </details>
+              </td>
+              <td>
+                <When at={c.receivedAt} now={props.now} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
+  );
+}
+
+/** An error longer than this shows its first characters, the whole (bounded) text one click away. */
+const ERROR_PREVIEW_CHARS = 240;
+
+/**
+ * Each handler of an event: its latest outcome, then one row per attempt (#, started, duration,
+ * outcome, error, next retry), oldest first, and the latest failure's stack.
+ */
+export function HandlerAttempts(props: { event: EventDetail; now: Date }) {
+  const rows = props.event.handlerAttempts;
+  const keys = [...new Set([...Object.keys(props.event.handlers), ...rows.map((r) => r.handler)])];
+  if (keys.length === 0) return <p class="muted">No handler outcome recorded (no handler is registered for this type).</p>;
+  return (
+    <div class="handlers" data-testid="handlers">
+      {keys.map((handler) => (
+        <HandlerSection
+          handler={handler}
+          latest={props.event.handlers[handler]}
+          rows={rows.filter((r) => r.handler === handler)}
+          now={props.now}
+        />
+      ))}
+    </div>
+  );
+}
+
+function HandlerSection(props: { handler: string; latest: HandlerOutcome | undefined; rows: HandlerAttempt[]; now: Date }) {
+  const { handler, latest, rows, now } = props;
+  // Attempts the log counted but keeps no row of: beyond the kept latest ones, or recorded before rows were kept.
+  const unlisted = Math.max(0, (latest?.attempts ?? 0) - rows.length);
+  return (
+    <section class="handler" data-handler-attempts={handler}>
+      <h3>
+        <span class="mono">{printable(handler)}</span>{" "}
+        {latest ? <span class={`pill status-${latest.status}`}>latest: {latest.status}</span> : null}
+      </h3>
+      {rows.length > 0 ? (
+        <table class="attempts">
+          <thead>
+            <tr>
+              <th>#</th>
+              <th>Started</th>
+              <th class="num">Duration</th>
+              <th>Outcome</th>
+              <th>Error</th>
+              <th>Next retry</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr data-attempt={String(r.attempt)}>
+                <td class="attempt-number">
+                  {r.attempt} of {r.of}
+                </td>
+                <td>
+                  <When at={r.startedAt} now={now} />
+                </td>
+                <td class="num">{runDuration(r.durationMs)}</td>
+                <td class={`status-${r.outcome}`}>{r.outcome}</td>
+                <td class="error-text">{r.error === null ? <span class="muted">—</span> : <ErrorText text={r.error} />}</td>
+                <td>
+                  {r.nextRetryAt ? (
+                    <When at={r.nextRetryAt} now={now} />
+                  ) : (
+                    <span class="muted">{r.outcome === "failed" ? "none" : "—"}</span>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {rows.length === 0 && latest?.error !== undefined ? (
+        <p class="error-text">
+          <ErrorText text={latest.error} />
+        </p>
+      ) : null}
+      {unlisted > 0 ? (
+        <p class="muted">
+          {unlisted} earlier attempt{unlisted === 1 ? "" : "s"} of this handler {unlisted === 1 ? "is" : "are"} counted but not listed: the
+          log keeps each handler's latest attempts, and none recorded before it kept them.
+        </p>
+      ) : null}
+      {latest?.status === "failed" && latest.stack ? (
+        <details>
+          <summary>stack</summary>
+          <pre>{latest.stack}</pre>
+        </details>
+      ) : null}
+    </section>
+  );
+}
+
+/** A handler's error as it threw it (bounded by the log): whole when short, else its start and the rest behind a click. */
+function ErrorText(props: { text: string }) {
+  if (props.text.length <= ERROR_PREVIEW_CHARS) return <>{props.text}</>;
+  // Never half of a surrogate pair.
+  const end = /[\ud800-\udbff]/.test(props.text.charAt(ERROR_PREVIEW_CHARS - 1)) ? ERROR_PREVIEW_CHARS - 1 : ERROR_PREVIEW_CHARS;
+  return (
+    <details>
+      <summary>{props.text.slice(0, end)}…</summary>
+      <pre>{props.text}</pre>
+    </details>
+  );
+}
+
+/**
+ * The bulk replay filter (POST /events/replay) and event list of a group: its handler, status and
+ * fingerprint over the page's range (no fingerprint for a group of outcomes logged before
+ * fingerprints were stored: the filter could not select them).
+ */
+function groupFilter(group: FailureGroup, since: Date): Record<string, string> {
+  const filter = { status: shownStatus(group.status), handler: group.handler, since: since.toISOString() };
+  return group.fingerprinted ? { ...filter, fingerprint: group.fingerprint } : filter;
+}
+
+/** A box that counts (dry run) before it replays, then shows the replay's progress and can stop it (the console script, layout.tsx). */
+function BulkReplay(props: { filter: Record<string, string>; label: string }) {
+  return (
+    <div class="bulk" data-bulk={JSON.stringify(props.filter)}>
+      <button type="button" data-bulk-count>
+        {props.label}
+      </button>
+      <button type="button" class="primary" data-bulk-run hidden>
+        Replay
+      </button>
+      <button type="button" data-bulk-stop hidden>
+        Stop
+      </button>
+      <progress hidden></progress>
+      <span data-bulk-status role="status"></span>
+    </div>
+  );
+}
+
+export function FailuresPage(props: { groups: FailureGroup[]; range: RangePreset; since: Date; now: Date }) {
+  const { groups, since, now } = props;
+  const total = groups.reduce((n, g) => n + g.events, 0);
+  return (
+    <Layout title="Failures" section="failures">
+      <div class="presets">
+        <span class="muted">Received in the</span>
+        {(Object.keys(RANGE_PRESETS) as RangePreset[]).map((r) =>
+          r === props.range ? <strong>{RANGE_LABELS[r]}</strong> : <a href={`${CONSOLE_PATH}/failures?range=${r}`}>{RANGE_LABELS[r]}</a>,
+        )}
+        <span class="muted">
+          · since <When at={since} now={now} />
+        </span>
+      </div>
+      <p>
+        {groups.length === 0
+          ? "Nothing failed or is retrying in this range."
+          : `${total} failed handler outcome${total === 1 ? "" : "s"} in ${groups.length} group${groups.length === 1 ? "" : "s"}, by handler and error fingerprint (the first line with ids, numbers, times and hex masked; retrying: the last attempt failed and the queue will try again; failed: given up on).`}
+      </p>
+      {groups.length > 0 ? (
+        <>
+          <BulkReplay filter={{ status: "failed", since: since.toISOString() }} label="Count every failed event in range…" />
+          <h2>By handler and error fingerprint</h2>
+          <table>
+            <thead>
+              <tr>
+                <th>Handler</th>
+                <th>Error</th>
+                <th>Status</th>
+                <th class="num">Events</th>
+                <th>Latest</th>
+                <th>Replay</th>
+              </tr>
+            </thead>
+            <tbody>
+              {groups.map((g) => (
+                <tr>
+                  <td class="mono">{printable(g.handler)}</td>
+                  <td>
+                    <span class="bad mono" data-testid="fingerprint">
+                      {g.fingerprint || "(no message)"}
+                    </span>
+                    <div class="muted">e.g. {g.error || "(no message)"}</div>
+                    <div>
+                      <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(g.sampleId)}`}>newest event, with its stack</a>
+                    </div>
+                  </td>
+                  <td class={`status-${shownStatus(g.status)}`}>{shownStatus(g.status)}</td>
+                  <td class="num">
+                    <a href={eventsHref(groupFilter(g, since))}>{g.events}</a>
+                  </td>
+                  <td>
+                    <When at={g.lastAt} now={now} />
+                  </td>
+                  <td>
+                    <BulkReplay filter={groupFilter(g, since)} label="Count…" />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      ) : null}
+    </Layout>
+  );
+}
