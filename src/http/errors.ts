@@ -82,6 +82,13 @@ export const RETRY_AFTER_SECONDS = 5;
 
 export const errorBody = (code: string, message: string): ErrorBody => ({ error: { code, message } });
 
+/** A 503 the sender retries after RETRY_AFTER_SECONDS. */
+const retryLater = (code: string, message: string): HttpFailure => ({
+  status: 503,
+  body: errorBody(code, message),
+  headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
+});
+
 /** The one place where typed errors become HTTP answers. */
 export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof WebhookSignatureError) return { status: 401, body: errorBody(err.code, err.message) };
@@ -96,22 +103,11 @@ export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof UnstorableEventError) return { status: 422, body: errorBody(err.code, "the event cannot be stored") };
   // Nobody reads this answer (the client is gone); the status is for the request log.
   if (err instanceof RequestAbortedError) return { status: 400, body: errorBody(err.code, err.message) };
-  if (err instanceof ServerBusyError) {
-    return {
-      status: 503,
-      body: errorBody(err.code, "too many request bodies in flight; retry later"),
-      headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
-    };
-  }
+  if (err instanceof ServerBusyError) return retryLater(err.code, "too many request bodies in flight; retry later");
   if (err instanceof QueueUnavailableError) {
-    return {
-      status: 503,
-      body: errorBody(
-        err.code,
-        err.code === "backlog_full" ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later",
-      ),
-      headers: { "Retry-After": String(RETRY_AFTER_SECONDS) },
-    };
+    const message =
+      err.code === "backlog_full" ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later";
+    return retryLater(err.code, message);
   }
   const coded = codedError(err);
   const codedStatus = coded && STATUS_BY_CODE.get(coded.code);

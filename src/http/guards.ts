@@ -17,6 +17,15 @@ function forbidFraming(headers: Headers, csp: string): void {
 }
 
 /**
+ * The guards of every operator route, in their order: the answer's headers (set after the
+ * handler, so refusals carry them), the token (a 401 tells nothing more), then the cross-site
+ * check, so a page the operator visits cannot act with their credentials.
+ */
+export function operatorGuards(adminToken: string, headers: MiddlewareHandler<AppEnv> = denyFraming()): MiddlewareHandler<AppEnv>[] {
+  return [headers, requireAdminToken(adminToken), requireSameOrigin()];
+}
+
+/**
  * Forbids other pages from framing the response (clickjacking on the dashboard): CSP
  * `frame-ancestors 'none'` for current browsers, `X-Frame-Options: DENY` for older ones.
  * Set after the handler so refusals (401, 403) carry it too.

@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import * as z from "zod";
 import { EventIdentifierError, isEventId } from "../events/envelope.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
-import { denyFraming, requireAdminToken, requireSameOrigin } from "./guards.js";
+import { operatorGuards } from "./guards.js";
 import { mirrorRoutes, type MirrorReader } from "./mirror-routes.js";
 import { recordRoutes, type RecordReader } from "./record-routes.js";
 import type { AppEnv } from "./request-log.js";
@@ -37,7 +37,7 @@ export interface OperatorRoutesOptions {
  * cross-site check, so a page the operator visits cannot act with their credentials.
  */
 export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOptions): void {
-  const guard = [denyFraming(), requireAdminToken(options.adminToken), requireSameOrigin()] as const;
+  const guard = operatorGuards(options.adminToken);
   for (const path of [
     "/mirror",
     "/mirror/*",

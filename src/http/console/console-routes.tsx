@@ -2,7 +2,7 @@ import { Hono, type Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
 import { toHttpFailure } from "../errors.js";
-import { consoleHeaders, requireAdminToken, requireSameOrigin } from "../guards.js";
+import { consoleHeaders, operatorGuards } from "../guards.js";
 import { eventIdParam } from "../operator-routes.js";
 import type { AppEnv } from "../request-log.js";
 import { printable } from "../../mirror/id-text.js";
@@ -65,8 +65,7 @@ const asset = (body: string, type: string) => (c: Context<AppEnv>) =>
  */
 export function mountConsole(app: Hono<AppEnv>, options: ConsoleOptions): void {
   const now = options.now ?? (() => new Date());
-  for (const path of [CONSOLE_PATH, `${CONSOLE_PATH}/*`])
-    app.use(path, consoleHeaders(), requireAdminToken(options.adminToken), requireSameOrigin());
+  for (const path of [CONSOLE_PATH, `${CONSOLE_PATH}/*`]) app.use(path, ...operatorGuards(options.adminToken, consoleHeaders()));
   app.route(CONSOLE_PATH, consoleRoutes(options.sources, now, options.logger));
 }
 
