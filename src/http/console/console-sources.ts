@@ -15,7 +15,9 @@ export interface ConsoleHandlerOutcome {
 /** One attempt of one handler (the event log's handler attempts). */
 export interface ConsoleHandlerAttempt {
   handler: string;
-  /** n of "attempt n of N", as log lines number it. */
+  /** The run: 0 for the first delivery, k for the k-th replay (each a run of its own). */
+  replay: number;
+  /** n of "attempt n of N" in its run, as log lines number it. */
   attempt: number;
   /** N of "attempt n of N". */
   of: number;

@@ -6,8 +6,9 @@ import { runDuration, When } from "./layout.js";
 const ERROR_PREVIEW_CHARS = 240;
 
 /**
- * Each handler of an event: its latest outcome, then one row per attempt (#, started, duration,
- * outcome, error, next retry), oldest first, and the latest failure's stack.
+ * Each handler of an event: its latest outcome, then one row per attempt (#: "n of N" in its run,
+ * and which replay for a replay's, started, duration, outcome, error, next retry), oldest first,
+ * and the latest failure's stack.
  */
 export function HandlerAttempts(props: { event: ConsoleEvent; now: Date }) {
   const rows = props.event.handlerAttempts ?? [];
@@ -52,9 +53,7 @@ function HandlerSection(props: { handler: string; latest: ConsoleHandlerOutcome 
           <tbody>
             {rows.map((r) => (
               <tr data-attempt={String(r.attempt)}>
-                <td class="attempt-number">
-                  {r.attempt} of {r.of}
-                </td>
+                <td class="attempt-number">{r.replay > 0 ? `${r.attempt} of ${r.of} (replay ${r.replay})` : `${r.attempt} of ${r.of}`}</td>
                 <td>
                   <When at={r.startedAt} now={now} />
                 </td>
