@@ -21,7 +21,8 @@ export interface EventAttempt {
    */
   handlers: Record<string, { status: "ok" | "failed"; error?: string; stack?: string; run?: HandlerRun }>;
   /**
-   * The attempt starts a new round (a replay's first run): its status replaces whatever the log
+   * The attempt starts a new round, a run of its own (a replay's first attempt): `events.replays`
+   * counts one more, its handler attempts name that run, and its status replaces whatever the log
    * holds. Otherwise a status only moves forward (received → failed → handled), so an attempt
    * whose record lands late never undoes a later one's outcome.
    */
