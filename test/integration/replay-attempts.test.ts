@@ -44,6 +44,9 @@ describe("a replay of an event that failed all its attempts", () => {
     const longest = 2 ** (2 - 1) * BACKOFF_MS;
     expect(job.delay).toBeGreaterThanOrEqual(Math.floor(longest * 0.5));
     expect(job.delay).toBeLessThanOrEqual(longest);
+    // The job's log line numbers the attempt as the runner does (BullMQ counted only the job's).
+    const retryLines = svc.logs.records().filter((r) => r.msg === "job failed, will retry" && r.jobId === job.id);
+    expect(retryLines.map((r) => r.attempt)).toEqual([2]);
     await waitFor(async () => (await svc.service.eventLog.get(event.id))?.status === "failed", { what: "the event failed for good" });
     const rows = await svc.service.eventLog.handlerAttempts(event.id);
     expect(rows.map((r) => [r.attempt, r.of])).toEqual([
