@@ -31,6 +31,10 @@ describe("continuationOf: where an event's next attempt comes from after its fir
     expect(job?.opts).toMatchObject({ ...identity, attempts: 4, backoff: { type: EVENT_BACKOFF, delay: 1000 } });
     expect(job?.opts.delay).toBeGreaterThanOrEqual(500);
     expect(job?.opts.delay).toBeLessThanOrEqual(1000);
+    // It waits the delay its first attempt recorded as the next retry.
+    expect(next({ outcome: "retried", retry: ["user:review.created:0"], error: new Error("boom"), retryDelayMs: 777 })?.opts.delay).toBe(
+      777,
+    );
   });
 
   it("a dead letter for a failure no retry can fix: one attempt, the failed handlers, the reason and stacks", () => {
