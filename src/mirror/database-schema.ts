@@ -100,8 +100,10 @@ export interface EventsTable {
   received_at: Timestamp;
   status: EventStatus;
   payload: Jsonb<unknown>;
-  /** Deliveries of this event to a worker (1 on first sight; a retry or replay adds one). */
+  /** Deliveries of this event to a worker (1 on first sight; a retry or replay adds one): every run's attempts together. */
   attempts: number;
+  /** Runs after the first delivery: replays (migrations/0015_replay_runs.ts). */
+  replays: Generated<number>;
   handlers: Jsonb<Record<string, HandlerOutcome>>;
   updated_at: Timestamp;
   /** The kind (orders, bookings, menu-items, reviews) of the record the payload names; generated (migrations/0013_event_records.ts). */
@@ -114,10 +116,12 @@ export interface EventsTable {
 export interface HandlerAttemptsTable {
   event_id: string;
   handler_key: string;
-  /** The event's attempt number (log lines' `attempt`, ctx.attempt). */
+  /** The attempt's number in its run (log lines' `attempt`, ctx.attempt). */
   attempt: number;
-  /** N of "attempt n of N": the last attempt its round may reach. */
+  /** N of "attempt n of N": the last attempt its run may reach. */
   attempts_max: number;
+  /** The run: 0 for the first delivery, k for the event's k-th replay (migrations/0015_replay_runs.ts). */
+  replay: Generated<number>;
   started_at: Timestamp;
   duration_ms: number;
   outcome: "ok" | "failed";

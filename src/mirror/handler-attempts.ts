@@ -3,8 +3,8 @@ import type { DatabaseSchema } from "./database-schema.js";
 import { EventLogError } from "./event-log-error.js";
 
 /**
- * How many attempts of one handler of one event the log keeps: the latest 50. Recording one more
- * deletes those 50 or more behind it in the same statement, so an event replayed in a loop keeps
+ * How many attempts of one handler of one event the log keeps: the latest 50 by start. Recording
+ * one more deletes the older ones in the same statement, so an event replayed in a loop keeps
  * a bounded history (its `attempts` count and each handler's latest outcome still count them all).
  */
 export const KEPT_ATTEMPTS_PER_HANDLER = 50;
@@ -14,9 +14,9 @@ export const KEPT_ATTEMPTS_PER_HANDLER = 50;
  * Times are milliseconds since the epoch: a job's progress carries runs whose record is pending.
  */
 export interface HandlerRun {
-  /** The event's attempt: 1 for its first, numbered on across retries and replays (log lines' `attempt`, ctx.attempt). */
+  /** The attempt's number in its run: 1 for the run's first (log lines' `attempt`, ctx.attempt); see attempt-runner.ts' attemptOfJob. */
   attempt: number;
-  /** N of "attempt n of N": the last attempt this round may reach (JOB_ATTEMPTS for a first delivery). */
+  /** N of "attempt n of N": the last attempt this run may reach (JOB_ATTEMPTS for a first delivery or a replay). */
   of: number;
   startedAt: number;
   durationMs: number;
@@ -27,6 +27,8 @@ export interface HandlerRun {
 /** One attempt of one handler, as GET /events/{id} (`handlerAttempts`) and the console's event page show it. */
 export interface HandlerAttempt {
   handler: string;
+  /** The run the attempt belongs to: 0 for the event's first delivery, k for its k-th replay. */
+  replay: number;
   attempt: number;
   of: number;
   startedAt: Date;
@@ -80,18 +82,20 @@ export function runRow(handler: string, outcome: RunRow["outcome"], error: strin
   };
 }
 
-/** Every kept attempt of every handler of an event, by handler key, then attempt (then start: see the migration's key). */
+/** Every kept attempt of every handler of an event, by handler key, then run, attempt and start (see the migration's key). */
 export async function readHandlerAttempts(db: Kysely<DatabaseSchema>, eventId: string): Promise<HandlerAttempt[]> {
   const rows = await db
     .selectFrom("handler_attempts")
-    .select(["handler_key", "attempt", "attempts_max", "started_at", "duration_ms", "outcome", "error", "next_retry_at"])
+    .select(["handler_key", "replay", "attempt", "attempts_max", "started_at", "duration_ms", "outcome", "error", "next_retry_at"])
     .where("event_id", "=", eventId)
     .orderBy("handler_key")
+    .orderBy("replay")
     .orderBy("attempt")
     .orderBy("started_at")
     .execute();
   return rows.map((r) => ({
     handler: r.handler_key,
+    replay: r.replay,
     attempt: r.attempt,
     of: r.attempts_max,
     startedAt: r.started_at,

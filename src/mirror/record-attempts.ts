@@ -21,7 +21,8 @@ export interface EventAttempt {
    */
   handlers: Record<string, { status: "ok" | "failed"; error?: string; stack?: string; run?: HandlerRun }>;
   /**
-   * The attempt starts a new round (a replay's first run): its status replaces whatever the log
+   * The attempt starts a new round, a run of its own (a replay's first attempt): `events.replays`
+   * counts one more, its handler attempts name that run, and its status replaces whatever the log
    * holds. Otherwise a status only moves forward (received → failed → handled), so an attempt
    * whose record lands late never undoes a later one's outcome.
    */
@@ -108,8 +109,11 @@ export function distinctIds(rows: Row[]): Row[][] {
  * The payload and received_at stay as first recorded.
  *
  * The same statement writes each handler's run as a row of handler_attempts (a run recorded again,
- * after a lost answer, replaces its row: same attempt, same start) and deletes that handler's rows
- * KEPT_ATTEMPTS_PER_HANDLER or more attempts behind it: the hot path's one round trip stays one.
+ * after a lost answer, replaces its row: same attempt, same start), numbered with the event's run
+ * (a new round counts one more replay first), and keeps that handler's latest
+ * KEPT_ATTEMPTS_PER_HANDLER rows by start (the statement sees the rows before it: the latest
+ * KEPT_ATTEMPTS_PER_HANDLER - 1 of them stay beside the new one; attempt numbers start again in
+ * each run, so they cannot order rows across runs): the hot path's one round trip stays one.
  */
 export async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): Promise<void> {
   const json = `[${rows.map((r) => r.json).join(",")}]`;
@@ -127,6 +131,7 @@ export async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): P
       from v
       on conflict (id) do update set
         attempts = e.attempts + 1,
+        replays = e.replays + case when (select v.new_round from v where v.id = excluded.id) then 1 else 0 end,
         status = case when ${stale} then e.status else excluded.status end,
         handlers = e.handlers || coalesce((
           select jsonb_object_agg(
@@ -136,21 +141,26 @@ export async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): P
           from jsonb_each(excluded.handlers) as h
         ), '{}'::jsonb),
         updated_at = clock_timestamp()
+      returning e.id, e.replays
     ),
     r as (
-      select v.id as event_id, r.*
-      from v cross join lateral jsonb_to_recordset(v.runs) as r(
+      select v.id as event_id, logged.replays as replay, r.*
+      from v join logged on logged.id = v.id cross join lateral jsonb_to_recordset(v.runs) as r(
         handler text, attempt int, attempts_max int, started_at timestamptz, duration_ms int, outcome text, error text, next_retry_at timestamptz)
     ),
     kept as (
-      insert into handler_attempts as a (event_id, handler_key, attempt, attempts_max, started_at, duration_ms, outcome, error, next_retry_at)
-      select event_id, handler, attempt, attempts_max, started_at, duration_ms, outcome, error, next_retry_at from r
+      insert into handler_attempts as a (event_id, handler_key, replay, attempt, attempts_max, started_at, duration_ms, outcome, error, next_retry_at)
+      select event_id, handler, replay, attempt, attempts_max, started_at, duration_ms, outcome, error, next_retry_at from r
       on conflict (event_id, handler_key, attempt, started_at) do update set
-        attempts_max = excluded.attempts_max, duration_ms = excluded.duration_ms,
+        replay = excluded.replay, attempts_max = excluded.attempts_max, duration_ms = excluded.duration_ms,
         outcome = excluded.outcome, error = excluded.error, next_retry_at = excluded.next_retry_at
     )
     delete from handler_attempts as a using r
-    where a.event_id = r.event_id and a.handler_key = r.handler and a.attempt <= r.attempt - ${KEPT_ATTEMPTS_PER_HANDLER}`.execute(db);
+    where a.event_id = r.event_id and a.handler_key = r.handler and a.started_at < (
+      select b.started_at from handler_attempts as b
+      where b.event_id = r.event_id and b.handler_key = r.handler
+      order by b.started_at desc offset ${KEPT_ATTEMPTS_PER_HANDLER - 2} limit 1
+    )`.execute(db);
 }
 
 export function checkId(id: unknown, field = "id"): string {

@@ -1,4 +1,4 @@
-import { UnrecoverableError } from "bullmq";
+import { Backoffs, UnrecoverableError, type BackoffOptions } from "bullmq";
 import type { Logger } from "pino";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
 import {
@@ -15,6 +15,7 @@ import type { HandlerRegistry } from "../events/registry.js";
 import type { EventAttempt, EventLog } from "../mirror/event-log.js";
 import { withCarriedTrace } from "../tracing/trace-context.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
+import { EVENT_BACKOFF } from "./job-options.js";
 import { createLogWait } from "./log-wait.js";
 
 /** What the runner needs of the event log: record an attempt, and whether it holds an event. */
@@ -40,26 +41,27 @@ export interface AttemptRunnerOptions<Ctx> {
 export interface Attempt {
   data: EventJobData;
   /**
-   * 1 for the event's first attempt, 2 for its first retry, …, numbered on by a replay (its first
-   * run is the event's attempts so far plus one): log lines, ctx.attempt and the event's handler
-   * attempts all say this number.
+   * The attempt's number in its run: 1 for the event's first attempt, 2 for its first retry, …;
+   * a replay is a run of its own, from 1 again (attemptOfJob): log lines, ctx.attempt and the
+   * event's handler attempts all say this number.
    */
   number: number;
-  /** N of "attempt n of N": the number the last attempt of this round may reach; at `number >= of` a failure is final. */
+  /** N of "attempt n of N": the number the last attempt of this run may reach; at `number >= of` a failure is final. */
   of: number;
   /**
-   * How long after this attempt the next one comes should it fail and be retried, drawn by the
-   * source before the run: the record names that time, and the source schedules the retry with it
-   * (AttemptResult's `retryDelayMs`). Unset: no time is recorded. Ignored when no retry follows.
+   * The source's BullMQ backoff (a job's `opts.backoff`): should the attempt fail and be retried,
+   * the wait before the next one is drawn from it for attempt `number` (drawRetryDelay), the
+   * record names that time, and the source schedules the retry with it (AttemptResult's
+   * `retryDelayMs`). Unset: no time is recorded.
    */
-  retryDelayMs?: number;
+  backoff?: number | BackoffOptions | undefined;
   /** A fresh delivery from the sender (a stream entry read for the first time): a duplicate of an event the log holds is skipped. */
   delivery?: boolean;
   /** Handler keys that already succeeded (an earlier attempt, or not aimed at by a replay): not run. */
   done?: ReadonlySet<string>;
   /** Earlier outcomes that no record holds yet: recorded with this attempt. */
   carried?: Record<string, Outcome>;
-  /** The attempt starts a new round in the log (a replay's first run, a failed job retried by hand). */
+  /** The attempt starts a new run in the log, one more replay (a replay's first attempt, a failed job retried by hand). */
   newRound?: boolean;
   /** Fails the event for good with this reason without running anything (a job whose worker died on it too often). */
   giveUp?: string;
@@ -186,7 +188,7 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
     const failed = result.failures.map((f) => f.key);
     const givingUp = failed.length > 0 && (a.number >= a.of || result.failures.every((f) => permanent(f.error)));
     const status = failed.length === 0 ? "handled" : givingUp ? "failed" : "received";
-    const retryDelayMs = givingUp ? undefined : a.retryDelayMs;
+    const retryDelayMs = givingUp ? undefined : drawRetryDelay(a.backoff, a.number);
     const nextRetryAt = retryDelayMs === undefined ? undefined : Date.now() + retryDelayMs;
     for (const f of result.failures) {
       a.logger.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
@@ -209,4 +211,41 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
   }
 
   return { run, handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key), waitingOnLog: waiting };
+}
+
+/** An events queue job as attemptOfJob reads it. */
+export interface JobAttempts {
+  data: Pick<EventJobData, "attemptsBefore" | "replay">;
+  /** BullMQ's count of the job's failed attempts before this one. */
+  attemptsMade: number;
+  opts: { attempts?: number | undefined };
+}
+
+/**
+ * Where a job's attempt stands in its run: the one definition of "attempt n of N" that ctx.attempt,
+ * log lines, the event log's handler attempts and the console all say.
+ * - A first delivery's run spans the ingest stream's first attempt (`attemptsBefore` 1) and the
+ *   job that carries it on: attempt 1 ran on the stream, the job's runs are 2 … JOB_ATTEMPTS.
+ * - A replay is a run of its own, as a manual retry is in Svix and Hookdeck: 1 … JOB_ATTEMPTS,
+ *   its first attempt starting the new run in the log (events.replays counts them).
+ * - A failed job retried by hand spent its attempts: one attempt, a run of its own (1 of 1).
+ */
+export function attemptOfJob(job: JobAttempts): { number: number; of: number; newRound: boolean } {
+  const attempts = job.opts.attempts ?? 1;
+  if (job.attemptsMade >= attempts) return { number: 1, of: 1, newRound: true };
+  const before = job.data.replay === true ? 0 : (job.data.attemptsBefore ?? 0);
+  return { number: before + job.attemptsMade + 1, of: before + attempts, newRound: job.data.replay === true && job.attemptsMade === 0 };
+}
+
+/**
+ * The wait before the attempt after attempt `attempt` of a run, drawn by BullMQ's own built-in
+ * strategy for `backoff` (EVENT_BACKOFF is its exponential one, with the exponent counted in the
+ * run rather than in the job); undefined for any other custom strategy, or none.
+ */
+export function drawRetryDelay(backoff: number | BackoffOptions | undefined, attempt: number): number | undefined {
+  const options = backoff === undefined ? undefined : Backoffs.normalize(backoff);
+  if (!options) return undefined;
+  const builtin = Backoffs.builtinStrategies[options.type === EVENT_BACKOFF ? "exponential" : options.type];
+  const wait = builtin?.(options.delay ?? 0, options.jitter)(attempt);
+  return typeof wait === "number" ? wait : undefined;
 }

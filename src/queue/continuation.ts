@@ -1,7 +1,7 @@
 import type { JobsOptions } from "bullmq";
-import type { AttemptResult } from "./attempt-runner.js";
+import { drawRetryDelay, type AttemptResult } from "./attempt-runner.js";
 import type { EventJobData } from "./event-job.js";
-import { remainingRetryOptions } from "./job-options.js";
+import { eventBackoff } from "./job-options.js";
 import { entryJobIdentity } from "./stream-entry.js";
 
 /** An events queue job that carries an event on after its first attempt. */
@@ -44,7 +44,15 @@ export function continuationOf(
     opts: {
       ...(extra.deadLetter !== undefined
         ? { attempts: 1 }
-        : (remainingRetryOptions(options.attempts, options.backoffMs, firstDelayMs) ?? { attempts: 1, delay: options.backoffMs })),
+        : options.attempts <= 1
+          ? { attempts: 1, delay: options.backoffMs }
+          : {
+              // The rest of the run (attemptOfJob numbers the job's attempts on from the stream's),
+              // each retry's wait drawn for its number in the run; the first as attempt 1 drew it.
+              attempts: options.attempts - 1,
+              delay: firstDelayMs ?? drawRetryDelay(eventBackoff(options.backoffMs), 1),
+              backoff: eventBackoff(options.backoffMs),
+            }),
       ...entryJobIdentity(entryId, options.dedupTtlMs),
     },
   });

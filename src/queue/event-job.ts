@@ -11,11 +11,11 @@ export interface EventJobData {
   payload: Record<string, unknown>;
   /** A replay aimed at some handlers (or a retry of those that failed): only these handler keys run. */
   only?: string[];
-  /** A deliberate redelivery (`replay`): its first run starts a new round in the event log. */
+  /** A deliberate redelivery (`replay`): a run of its own, whose first attempt starts a new run in the event log. */
   replay?: true;
   /** The bulk replay (operator API) this job belongs to: its progress counts the job once it ends. */
   bulk?: string;
-  /** Attempts made before this job (its first ran straight from the ingest stream; a replay: the event's attempts so far): 0 when absent. */
+  /** Attempts of its run made before this job (1: its first ran straight from the ingest stream): 0 when absent. */
   attemptsBefore?: number;
   /**
    * The event already failed for good on its first attempt (from the ingest stream), for this

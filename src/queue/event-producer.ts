@@ -7,7 +7,7 @@ import { groupCommit } from "./group-commit.js";
 import { withTimeout } from "./with-timeout.js";
 import { UnstorableEventError } from "./errors.js";
 import { EVENTS_QUEUE } from "./names.js";
-import { retryJobOptions } from "./job-options.js";
+import { eventRetryOptions } from "./job-options.js";
 import { openQueue } from "./queues.js";
 import { expectDefined } from "../expect-defined.js";
 
@@ -44,7 +44,7 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
   const queue = openQueue<EventJobData>(options.queueName ?? EVENTS_QUEUE, {
     connection: options.connection,
     prefix: options.prefix,
-    defaultJobOptions: { ...retryJobOptions(DEFAULTS.jobAttempts, DEFAULTS.jobBackoffMs), ...options.jobOptions },
+    defaultJobOptions: { ...eventRetryOptions(DEFAULTS.jobAttempts, DEFAULTS.jobBackoffMs), ...options.jobOptions },
     // A failed add still fails its own caller.
     onError: options.onError ?? (() => undefined),
   });

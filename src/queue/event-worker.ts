@@ -4,9 +4,8 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { RedisClient } from "../redis/connection.js";
 import type { Logger } from "pino";
 import { errorMessage, withHandlerStacks } from "../events/dispatch.js";
-import type { AttemptRunner } from "./attempt-runner.js";
+import { attemptOfJob, drawRetryDelay, type AttemptRunner } from "./attempt-runner.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
-import { retryDelayMs } from "./job-options.js";
 import { EVENTS_QUEUE } from "./names.js";
 
 export interface EventWorkerOptions {
@@ -48,6 +47,9 @@ interface Progress {
 export function createEventWorker(options: EventWorkerOptions): Worker<EventJobData> {
   const { runner, logger } = options;
   const maxStalls = options.maxStalls ?? DEFAULTS.jobMaxStalls;
+  // The wait each retried attempt drew and recorded, by the error the job fails with: BullMQ asks
+  // the strategy below for the wait as it fails the job (its backoff type is EVENT_BACKOFF).
+  const drawn = new WeakMap<Error, number>();
 
   const worker: Worker<EventJobData> = new Worker<EventJobData>(options.queueName ?? EVENTS_QUEUE, (job, token) => runJob(job, token), {
     connection: options.connection,
@@ -58,6 +60,12 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
     // BullMQ would fail a job that stalled too often before any code of ours runs, so unrecorded:
     // its own limit is out of reach, and runJob fails the job at `maxStalls` after recording it.
     maxStalledCount: Number.MAX_SAFE_INTEGER,
+    settings: {
+      // Any other failure of a job (Redis away while saving its progress) waits what BullMQ's
+      // exponential backoff draws for the attempt's number.
+      backoffStrategy: (_made, _type, err, job) =>
+        (err && drawn.get(err)) ?? (job ? drawRetryDelay(job.opts.backoff, attemptOfJob(job).number) : undefined) ?? 0,
+    },
   });
   worker.on("error", warnUnlessOutage(logger, "event worker error"));
   return worker;
@@ -66,12 +74,7 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
     // Placed by a consumer after the log recorded the event as failed: nothing to record.
     if (isDeadLetterPlacement(job)) throw withHandlerStacks(new UnrecoverableError(job.data.deadLetter ?? ""), job.data.deadLetterStack);
     const { data } = job;
-    // A dead letter's placement (its first run) ran no handler: it is not an attempt.
-    const before = (data.attemptsBefore ?? 0) - (data.deadLetter === undefined ? 0 : 1);
-    const number = before + job.attemptsMade + 1;
-    // A failed job retried by hand runs past its attempts: its round ends with it.
-    const of = Math.max(number, before + (job.opts.attempts ?? 1));
-    const retryDelay = retryDelayMs(job.opts.backoff, job.attemptsMade + 1);
+    const { number, of, newRound } = attemptOfJob(job);
     const progress = (job.progress && typeof job.progress === "object" ? job.progress : {}) as Progress;
     // Outcomes the job was created with (its attempt from the stream could not record them)
     // count until an attempt of the job saved progress of its own.
@@ -90,11 +93,10 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
       data,
       number,
       of,
-      ...(retryDelay === undefined ? {} : { retryDelayMs: retryDelay }),
+      backoff: job.opts.backoff,
       done,
       carried,
-      // A replay's first run, or a failed job retried by hand (it already spent its attempts).
-      newRound: (data.replay === true && job.attemptsMade === 0) || job.attemptsMade >= (job.opts.attempts ?? 1),
+      newRound,
       // A worker died on this job `maxStalls` times: fail it for good, recorded first.
       ...(job.stalledCounter > maxStalls ? { giveUp: STALLED_TOO_OFTEN } : {}),
       onSuccess: async (key, outcomes) => {
@@ -125,10 +127,9 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
             .catch((err: unknown) =>
               logger.warn({ jobId: job.id, err: errorMessage(err) }, "could not clear the recorded outcomes from the job's progress"),
             );
-        // BullMQ draws a retry's wait from this job's `opts.backoff` as the throw below fails it;
-        // the attempt drew it already and recorded it as the next retry's time, so for this throw
-        // the job is given that wait as a fixed backoff (its stored options stay as they are).
-        if (result.retryDelayMs !== undefined) job.opts.backoff = { type: "fixed", delay: result.retryDelayMs };
+        // The attempt drew the wait from BullMQ's backoff and recorded it as the next retry's time:
+        // the worker's backoff strategy hands BullMQ that very wait as the throw fails the job.
+        if (result.retryDelayMs !== undefined) drawn.set(result.error, result.retryDelayMs);
         throw result.error;
       case "failed":
         throw result.error;

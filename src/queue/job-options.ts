@@ -14,44 +14,22 @@ export function retryJobOptions(attempts: number, backoffMs: number): DefaultJob
   return { attempts, backoff: { type: "exponential", delay: backoffMs, jitter: JITTER }, stackTraceLimit: KEPT_STACKS };
 }
 
-/**
- * The wait before retry `retry` (1: the first) as BullMQ's built-in strategies draw it from a
- * job's `backoff` (`fixed`, or `exponential` doubling from `delay`, with `jitter`); undefined for
- * any other strategy.
- * Drawn before an attempt runs, so the attempt's record names when its retry comes, and the
- * retry is then scheduled with this very delay (event-worker.ts, continuation.ts).
- */
-export function retryDelayMs(
-  option: number | { type: string; delay?: number | undefined; jitter?: number | undefined } | undefined,
-  retry: number,
-  random = Math.random,
-): number | undefined {
-  // A number is a fixed delay, as BullMQ reads it.
-  const backoff = typeof option === "number" ? { type: "fixed", delay: option } : option;
-  if (backoff?.type !== "fixed" && backoff?.type !== "exponential") return undefined;
-  const longest = backoff.type === "fixed" ? (backoff.delay ?? 0) : Math.round(2 ** (retry - 1) * (backoff.delay ?? 0));
-  const jitter = backoff.jitter ?? 0;
-  return jitter > 0 ? Math.floor(random() * longest * jitter + longest * (1 - jitter)) : longest;
+/** An events queue job's retries: retryJobOptions' schedule, drawn for the attempt's record (EVENT_BACKOFF). */
+export function eventRetryOptions(attempts: number, backoffMs: number): DefaultJobOptions {
+  return { ...retryJobOptions(attempts, backoffMs), backoff: eventBackoff(backoffMs) };
 }
 
-/** The first retry's wait after an attempt outside BullMQ (straight from the ingest stream), on retryJobOptions' schedule. */
-export const firstRetryDelayMs = (backoffMs: number, random = Math.random): number =>
-  retryDelayMs({ type: "exponential", delay: backoffMs, jitter: JITTER }, 1, random) ?? backoffMs;
-
 /**
- * The retries left to an event whose first attempt ran outside BullMQ (straight from the ingest
- * stream) and failed: the job waits `firstDelayMs` (the first backoff, as the attempt recorded
- * it), then goes on with the same schedule as retryJobOptions (BullMQ's exponential backoff
- * doubles from the delay it is given). Undefined when `attempts` leaves no retry.
+ * The events queue's backoff type. BullMQ asks a custom type of the worker's strategy
+ * (event-worker.ts), which hands it the wait the attempt drew from BullMQ's own built-in
+ * exponential backoff with these `delay` and `jitter` (attempt-runner.ts, drawRetryDelay), so the
+ * attempt's record names the time BullMQ schedules. Its exponent is the attempt's number in its
+ * run, which spans the ingest stream's first attempt and the job's.
  */
-export function remainingRetryOptions(
-  attempts: number,
-  backoffMs: number,
-  firstDelayMs = firstRetryDelayMs(backoffMs),
-): DefaultJobOptions | undefined {
-  if (attempts <= 1) return undefined;
-  return { attempts: attempts - 1, delay: firstDelayMs, backoff: { type: "exponential", delay: backoffMs * 2, jitter: JITTER } };
-}
+export const EVENT_BACKOFF = "event-attempt";
+
+/** The backoff of every events queue job: BullMQ's exponential from `backoffMs`, with jitter. */
+export const eventBackoff = (backoffMs: number) => ({ type: EVENT_BACKOFF, delay: backoffMs, jitter: JITTER });
 
 /** BullMQ keep-options from the config's retention (count 0 removes a job as it finishes). */
 export function retentionJobOptions(retention: Config["retention"]): DefaultJobOptions {
@@ -62,4 +40,9 @@ export function retentionJobOptions(retention: Config["retention"]): DefaultJobO
 /** The options every job of ours gets from the config: its retries and how long it is kept. */
 export function configuredJobOptions(config: Pick<Config, "worker" | "retention">): DefaultJobOptions {
   return { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) };
+}
+
+/** configuredJobOptions for the events queue: its jobs' waits are drawn by the attempt (EVENT_BACKOFF). */
+export function configuredEventJobOptions(config: Pick<Config, "worker" | "retention">): DefaultJobOptions {
+  return { ...eventRetryOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) };
 }

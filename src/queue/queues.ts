@@ -4,7 +4,7 @@ import type { Config } from "../config/config.js";
 import type { RedisClient } from "../redis/connection.js";
 import { warnUnlessOutage } from "../redis/redis-outage-log.js";
 import type { EventJobData } from "./event-job.js";
-import { configuredJobOptions } from "./job-options.js";
+import { configuredEventJobOptions, configuredJobOptions } from "./job-options.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "./names.js";
 
 /** What a handle on one of the service's queues is built from, in every process that opens one. */
@@ -62,7 +62,7 @@ function queueHandle<Data>(name: string, options: QueueHandleOptions, defaultJob
 
 /** The events queue: retries, dead letters, replays, change events and stream entries moved on. */
 export function createEventsQueue(options: QueueHandleOptions): Queue<EventJobData> {
-  return queueHandle<EventJobData>(EVENTS_QUEUE, options, configuredJobOptions(options.config));
+  return queueHandle<EventJobData>(EVENTS_QUEUE, options, configuredEventJobOptions(options.config));
 }
 
 /** The sync queue: refresh, reconcile and operator jobs, apart so a 429 pauses only it. */

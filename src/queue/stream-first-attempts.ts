@@ -1,6 +1,6 @@
 import { errorMessage } from "../events/dispatch.js";
 import type { AttemptResult } from "./attempt-runner.js";
-import { firstRetryDelayMs } from "./job-options.js";
+import { eventBackoff } from "./job-options.js";
 import type { EventJobData } from "./event-job.js";
 import type { StreamConsumerState } from "./stream-consumer-state.js";
 import { decodeEntry } from "./stream-entry.js";
@@ -49,8 +49,8 @@ export function createFirstAttempts(state: StreamConsumerState): FirstAttempts {
       data,
       number: 1,
       of: options.attempts,
-      // Drawn now so the attempt's record names when its retry comes (job-options.ts' retryDelayMs).
-      retryDelayMs: firstRetryDelayMs(options.backoffMs),
+      // The events queue's backoff: a retry's wait is drawn from it, recorded, and the job carrying the event on waits it.
+      backoff: eventBackoff(options.backoffMs),
       delivery: true,
       slot: (run) => state.handlerSlots(() => (state.stopping ? undefined : ((started = unstarted.delete(entryId)), run()))),
       stopping: () => state.stopping,

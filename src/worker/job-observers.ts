@@ -4,7 +4,9 @@ import { isKnownEventType } from "../events/catalog.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { EventJobData } from "../queue/event-job.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
+import { attemptOfJob } from "../queue/attempt-runner.js";
 import { isDeadLetterPlacement } from "../queue/event-worker.js";
+import { EVENTS_QUEUE } from "../queue/names.js";
 
 /** Job names are event types, which senders choose: keep the label set bounded. */
 export function jobLabel(name: string): string {
@@ -33,8 +35,14 @@ export function observeJobs(workers: readonly Worker[], { metrics, logger }: { m
       if (!job || isDeadLetterPlacement(job as Job<EventJobData>, true)) return;
       const final = isFinalFailure(job);
       metrics.jobs.inc({ queue: w.name, name: jobLabel(job.name), outcome: final ? "failed" : "retried" });
+      // An event's attempt is numbered in its run, as the attempt runner's lines say it (BullMQ
+      // counted the failed one already); a sync job's is BullMQ's count.
+      const attempt =
+        w.name === EVENTS_QUEUE
+          ? attemptOfJob({ data: job.data as EventJobData, attemptsMade: job.attemptsMade - 1, opts: job.opts }).number
+          : job.attemptsMade;
       logger.warn(
-        { queue: w.name, jobId: job.id, job: job.name, attempt: job.attemptsMade, err: err.message },
+        { queue: w.name, jobId: job.id, job: job.name, attempt, err: err.message },
         final ? "job failed for good" : "job failed, will retry",
       );
     });

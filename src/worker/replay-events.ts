@@ -129,7 +129,7 @@ export function replayQueryFromFilter(filter: Record<string, string | undefined>
  * the ones still waiting without reading the queue.
  */
 export function replayJob(
-  event: Pick<LoggedEvent, "id" | "type" | "payload" | "attempts">,
+  event: Pick<LoggedEvent, "id" | "type" | "payload">,
   options: Pick<ReplayOptions, "handler" | "bulk"> & { sequence?: number } = {},
 ) {
   const { handler, bulk, sequence } = options;
@@ -138,9 +138,8 @@ export function replayJob(
     type: event.type,
     receivedAt: new Date().toISOString(),
     payload: event.payload as Record<string, unknown>,
+    // A run of its own: attempt 1 of JOB_ATTEMPTS, replay k in the log (attempt-runner.ts' attemptOfJob).
     replay: true,
-    // Its attempts number on from the event's (log lines, ctx.attempt and the console agree).
-    attemptsBefore: event.attempts,
     ...(handler ? { only: [handler] } : {}),
     ...(bulk ? { bulk } : {}),
   };

@@ -65,6 +65,7 @@ describe.each(testDrivers())("handler attempts in the event log (%s)", (driver) 
     expect(await log.handlerAttempts("evt_1")).toEqual([
       {
         handler: "user:order.created",
+        replay: 0,
         attempt: 1,
         of: 5,
         startedAt: new Date(T0 + 60_000),
@@ -75,6 +76,7 @@ describe.each(testDrivers())("handler attempts in the event log (%s)", (driver) 
       },
       {
         handler: "user:order.created",
+        replay: 0,
         attempt: 2,
         of: 5,
         startedAt: new Date(T0 + 120_000),
@@ -202,7 +204,7 @@ describe("a handler that fails twice, then succeeds, on the delivery path (Redis
     expect(secondBase).toBeLessThanOrEqual(at);
   });
 
-  it("numbers a replay's attempt on from the event's, in its row, its log lines and ctx.attempt", async () => {
+  it("numbers a replay's attempts in a run of its own, in its row, its log lines and ctx.attempt", async () => {
     const [event] = (await svc.service.eventLog.query({ type: "guest.arrived" })).data;
     const replay = await fetch(`${svc.url}/events/${event!.id}/replay`, {
       method: "POST",
@@ -212,11 +214,16 @@ describe("a handler that fails twice, then succeeds, on the delivery path (Redis
     expect(replay.status).toBe(202);
     await waitFor(async () => (await svc.service.eventLog.get(event!.id))?.attempts === 4, { what: "the replay's attempt" });
     const rows = await svc.service.eventLog.handlerAttempts(event!.id);
-    // A replay is a new round of JOB_ATTEMPTS (5) after the event's 3.
-    expect(rows.at(-1)).toMatchObject({ attempt: 4, of: 8, outcome: "ok" });
-    expect(seen.at(-1)).toBe(4);
+    // A replay is a run of its own: attempt 1 of JOB_ATTEMPTS (5), replay 1.
+    expect(rows.at(-1)).toMatchObject({ replay: 1, attempt: 1, of: 5, outcome: "ok" });
+    expect(seen.at(-1)).toBe(1);
     // GET /events/{id} shows the rows.
-    const shown = (await (await svc.admin(`/events/${event!.id}`)).json()) as { handlerAttempts: { attempt: number }[] };
-    expect(shown.handlerAttempts.map((r) => r.attempt)).toEqual([1, 2, 3, 4]);
+    const shown = (await (await svc.admin(`/events/${event!.id}`)).json()) as { handlerAttempts: { attempt: number; replay: number }[] };
+    expect(shown.handlerAttempts.map((r) => [r.replay, r.attempt])).toEqual([
+      [0, 1],
+      [0, 2],
+      [0, 3],
+      [1, 1],
+    ]);
   });
 });

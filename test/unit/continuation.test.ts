@@ -2,6 +2,7 @@ import { UnrecoverableError } from "bullmq";
 import { describe, expect, it } from "vitest";
 import type { AttemptResult } from "../../src/queue/attempt-runner.js";
 import { continuationOf, type ContinuationOptions } from "../../src/queue/continuation.js";
+import { EVENT_BACKOFF } from "../../src/queue/job-options.js";
 
 const options: ContinuationOptions = {
   attempts: 5,
@@ -26,9 +27,14 @@ describe("continuationOf: where an event's next attempt comes from after its fir
   it("a retry of only the failed handlers, with the attempts left and the first backoff as its delay", () => {
     const job = next(retried(["user:review.created:0"]));
     expect(job?.data).toEqual({ ...data, only: ["user:review.created:0"], attemptsBefore: 1 });
-    expect(job?.opts).toMatchObject({ ...identity, attempts: 4, backoff: { type: "exponential", delay: 2000 } });
+    // Each retry's wait is drawn for its attempt's number in the run (2, 3, …) from the same base.
+    expect(job?.opts).toMatchObject({ ...identity, attempts: 4, backoff: { type: EVENT_BACKOFF, delay: 1000 } });
     expect(job?.opts.delay).toBeGreaterThanOrEqual(500);
     expect(job?.opts.delay).toBeLessThanOrEqual(1000);
+    // It waits the delay its first attempt recorded as the next retry.
+    expect(next({ outcome: "retried", retry: ["user:review.created:0"], error: new Error("boom"), retryDelayMs: 777 })?.opts.delay).toBe(
+      777,
+    );
   });
 
   it("a dead letter for a failure no retry can fix: one attempt, the failed handlers, the reason and stacks", () => {

@@ -1,54 +1,63 @@
 import { describe, expect, it } from "vitest";
-import { firstRetryDelayMs, KEPT_STACKS, remainingRetryOptions, retryDelayMs, retryJobOptions } from "../../src/queue/job-options.js";
+import { attemptOfJob, drawRetryDelay } from "../../src/queue/attempt-runner.js";
+import { EVENT_BACKOFF, eventRetryOptions, KEPT_STACKS, retryJobOptions } from "../../src/queue/job-options.js";
 
-describe("remainingRetryOptions", () => {
-  it("continues the schedule retryJobOptions would have followed after a first attempt outside BullMQ", () => {
-    // Without jitter (random() = 1 gives the longest delay): the first retry waits the base delay,
-    // and BullMQ's exponential backoff from 2× the base gives 2×, 4×, … as retryJobOptions does.
-    const options = remainingRetryOptions(
-      10,
-      1000,
-      firstRetryDelayMs(1000, () => 1),
-    );
-    expect(options).toEqual({ attempts: 9, delay: 1000, backoff: { type: "exponential", delay: 2000, jitter: 0.5 } });
+describe("retry options", () => {
+  it("retries every job exponentially with jitter; events queue jobs by the attempt's draw", () => {
     expect(retryJobOptions(10, 1000)).toEqual({
       attempts: 10,
       backoff: { type: "exponential", delay: 1000, jitter: 0.5 },
       stackTraceLimit: KEPT_STACKS,
     });
-  });
-
-  it("jitters the first delay down to half, as BullMQ's jitter 0.5 does", () => {
-    expect(
-      remainingRetryOptions(
-        3,
-        1000,
-        firstRetryDelayMs(1000, () => 0),
-      )?.delay,
-    ).toBe(500);
-  });
-
-  it("waits the delay its first attempt recorded as the next retry", () => {
-    expect(remainingRetryOptions(3, 1000, 777)?.delay).toBe(777);
-  });
-
-  it("leaves no retry when one attempt was all there was", () => {
-    expect(remainingRetryOptions(1, 1000)).toBeUndefined();
+    expect(eventRetryOptions(10, 1000)).toEqual({
+      attempts: 10,
+      backoff: { type: EVENT_BACKOFF, delay: 1000, jitter: 0.5 },
+      stackTraceLimit: KEPT_STACKS,
+    });
   });
 });
 
-describe("retryDelayMs", () => {
-  it("draws what BullMQ's built-in strategies draw, for the retry it is given", () => {
-    const exponential = { type: "exponential", delay: 1000, jitter: 0.5 };
-    // random() = 1 is the longest wait, 0 the shortest (half of it, with jitter 0.5).
-    expect([1, 2, 3].map((retry) => retryDelayMs(exponential, retry, () => 1))).toEqual([1000, 2000, 4000]);
-    expect([1, 2, 3].map((retry) => retryDelayMs(exponential, retry, () => 0))).toEqual([500, 1000, 2000]);
-    expect(retryDelayMs({ type: "exponential", delay: 1000 }, 3)).toBe(4000);
-    expect(retryDelayMs({ type: "fixed", delay: 300 }, 5)).toBe(300);
+describe("drawRetryDelay", () => {
+  it("draws what BullMQ's built-in strategies draw, for the attempt it is given", () => {
+    // Jitter 0.5: between half of the longest wait and the longest.
+    for (const [attempt, longest] of [
+      [1, 1000],
+      [2, 2000],
+      [3, 4000],
+    ] as const) {
+      const wait = drawRetryDelay({ type: EVENT_BACKOFF, delay: 1000, jitter: 0.5 }, attempt)!;
+      expect(wait).toBeGreaterThanOrEqual(longest / 2);
+      expect(wait).toBeLessThanOrEqual(longest);
+    }
+    expect(drawRetryDelay({ type: "exponential", delay: 1000 }, 3)).toBe(4000);
+    expect(drawRetryDelay({ type: "fixed", delay: 300 }, 5)).toBe(300);
+    // A number is a fixed delay, as BullMQ reads it.
+    expect(drawRetryDelay(300, 5)).toBe(300);
   });
 
   it("leaves a strategy it does not know (a custom one) to BullMQ", () => {
-    expect(retryDelayMs({ type: "custom" }, 1)).toBeUndefined();
-    expect(retryDelayMs(undefined, 1)).toBeUndefined();
+    expect(drawRetryDelay({ type: "custom" }, 1)).toBeUndefined();
+    expect(drawRetryDelay(undefined, 1)).toBeUndefined();
+  });
+});
+
+describe("attemptOfJob: attempt n of N in its run", () => {
+  const job = (attemptsMade: number, attempts: number, data: { attemptsBefore?: number; replay?: true } = {}) =>
+    attemptOfJob({ data, attemptsMade, opts: { attempts } });
+
+  it("numbers a first delivery's job on from its attempt on the stream", () => {
+    expect(job(0, 4, { attemptsBefore: 1 })).toEqual({ number: 2, of: 5, newRound: false });
+    expect(job(3, 4, { attemptsBefore: 1 })).toEqual({ number: 5, of: 5, newRound: false });
+    expect(job(0, 5)).toEqual({ number: 1, of: 5, newRound: false });
+  });
+
+  it("starts a replay's run at 1 of JOB_ATTEMPTS, whatever the event went through before", () => {
+    expect(job(0, 5, { replay: true })).toEqual({ number: 1, of: 5, newRound: true });
+    expect(job(2, 5, { replay: true })).toEqual({ number: 3, of: 5, newRound: false });
+  });
+
+  it("makes a failed job retried by hand a run of one attempt", () => {
+    expect(job(4, 4, { attemptsBefore: 1 })).toEqual({ number: 1, of: 1, newRound: true });
+    expect(job(5, 5, { replay: true })).toEqual({ number: 1, of: 1, newRound: true });
   });
 });

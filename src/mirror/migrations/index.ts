@@ -12,6 +12,7 @@ import * as m0010 from "./0010_sync_liveness.js";
 import * as m0011 from "./0011_handler_key_renames.js";
 import * as m0013 from "./0013_event_records.js";
 import * as m0014 from "./0014_handler_attempts.js";
+import * as m0015 from "./0015_replay_runs.js";
 
 /**
  * Every migration, by name, imported statically so the same list runs from `src/` under tsx and
@@ -32,6 +33,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0011_handler_key_renames": m0011,
   "0013_event_records": m0013,
   "0014_handler_attempts": m0014,
+  "0015_replay_runs": m0015,
 };
 
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */
