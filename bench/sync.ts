@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs";
 import pg from "pg";
 import { pino } from "pino";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { loadConfig } from "../src/config/index.js";
+import { loadConfig } from "../src/config/config.js";
 import { createLogger } from "../src/logging/logger.js";
 import { createSandbox, type Order, type Sandbox, type TrafficChange } from "../src/sandbox/index.js";
 import { createService, type Service } from "../src/service.js";

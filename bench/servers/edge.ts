@@ -1,5 +1,5 @@
 // (c) Our full edge: verify + durable enqueue into BullMQ, exactly as `serve --role web` builds it.
-import { loadConfig } from "../../src/config/index.js";
+import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createService } from "../../src/service.js";
 import { traceLogFields } from "../../src/tracing/log-correlation.js";

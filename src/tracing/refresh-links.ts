@@ -1,5 +1,5 @@
 import { trace, type Link, type Tracer } from "@opentelemetry/api";
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import { inSpan } from "./in-span.js";
 import { activeTraceparent } from "./trace-context.js";
 import { parseTraceparent } from "./traceparent.js";

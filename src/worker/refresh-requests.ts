@@ -1,6 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Config } from "../config/config.js";
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import { createRefreshLinks, type RefreshLinks } from "../tracing/refresh-links.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { createActivePassLease, type ActivePassLease } from "../sync/active-pass-lease.js";

@@ -10,7 +10,7 @@ import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { EventJobData } from "../queue/event-job.js";
 import { createEventsQueue, createSyncQueue } from "../queue/queues.js";
 import type { StreamConsumer } from "../queue/stream-consumer.js";
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import { tracedMirror } from "../tracing/traced-mirror.js";
 import type { Tracing } from "../tracing/tracing.js";
 import type { ApiClient } from "../upstream/index.js";

@@ -1,8 +1,7 @@
 import { parseArgs } from "node:util";
-import { loadConfig, newestSigningSecret, secretsOf } from "../../config/index.js";
-import { ensureRedis } from "../../local/ensure-redis.js";
-import { createLogger } from "../../logging/logger.js";
-import { prettyDestinationForTerminal } from "../../logging/pretty-destination.js";
+import { loadConfig, newestSigningSecret, secretsOf } from "../../config/config.js";
+import { ensureRedis } from "../../redis/local-server.js";
+import { createLogger, prettyDestinationForTerminal } from "../../logging/logger.js";
 import { createSandbox, SandboxStateFileError, type Sandbox, type SandboxOptions } from "../../sandbox/index.js";
 import { createService } from "../../service.js";
 import { traceLogFields } from "../../tracing/log-correlation.js";

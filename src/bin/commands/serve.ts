@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { loadConfig, secretsOf } from "../../config/index.js";
+import { loadConfig, secretsOf } from "../../config/config.js";
 import { createLogger } from "../../logging/logger.js";
 import { createService } from "../../service.js";
 import { traceLogFields } from "../../tracing/log-correlation.js";
