@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { AppEnv } from "./context.js";
 import { errorBody, toHttpFailure } from "./errors.js";
 import { healthRoutes } from "./health-routes.js";
-import { serverSpan } from "../tracing/server-span.js";
+import { serverSpan } from "../tracing/tracing.js";
 import { boundedPath, requestLog } from "./request-log.js";
 import { webhookRoute, type WebhookRouteOptions } from "./webhook-route.js";
 

@@ -4,8 +4,7 @@ import type { Config } from "../config/config.js";
 import { createApp } from "../http/app.js";
 import type { AppEnv } from "../http/context.js";
 import { mountOperatorOff } from "../http/operator-off.js";
-import type { Metrics } from "../metrics/metrics.js";
-import { webhookMetrics } from "../metrics/webhook-metrics.js";
+import { type Metrics, webhookMetrics } from "../metrics/metrics.js";
 import type { StreamSink } from "../queue/stream-sink.js";
 import type { Tracing } from "../tracing/tracing.js";
 

@@ -6,8 +6,8 @@ import {
   collectMirrorLag,
   collectQueueDepths,
   collectStreamConsumer,
-} from "../metrics/collectors.js";
-import type { Metrics } from "../metrics/metrics.js";
+  type Metrics,
+} from "../metrics/metrics.js";
 import { createMinuteSampler } from "../metrics/minute-samples.js";
 import type { Storage } from "../mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/store.js";

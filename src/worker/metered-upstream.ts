@@ -1,7 +1,6 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
-import { collectRateBudget } from "../metrics/collectors.js";
-import type { Metrics } from "../metrics/metrics.js";
+import { collectRateBudget, type Metrics } from "../metrics/metrics.js";
 import type { RedisClient } from "../redis/redis.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { upstreamFromConfig } from "./upstream-from-config.js";

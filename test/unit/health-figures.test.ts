@@ -10,7 +10,7 @@ import {
   sampledTotal,
   showFigure,
 } from "../../src/http/console/health-figures.js";
-import type { OpsSummary } from "../../src/metrics/ops-summary.js";
+import type { OpsSummary } from "../../src/metrics/metrics.js";
 
 const NOW = new Date("2026-11-25T12:00:00Z");
 const summary = (over: Partial<OpsSummary> = {}): OpsSummary => ({

@@ -1,4 +1,4 @@
-import type { OpsSummary } from "../../metrics/ops-summary.js";
+import type { OpsSummary } from "../../metrics/metrics.js";
 import type { MirrorReader } from "../mirror-routes.js";
 import type { RecordReader } from "../record-routes.js";
 export type { RecordStoryView as ConsoleRecordStory, TimelineEntryView as ConsoleTimelineEntry } from "../record-routes.js";

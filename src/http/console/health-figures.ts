@@ -1,5 +1,5 @@
 import type { MinuteSample } from "../../metrics/minute-samples.js";
-import type { OpsSummary } from "../../metrics/ops-summary.js";
+import type { OpsSummary } from "../../metrics/metrics.js";
 import { ago, duration } from "./layout.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { OpsSummary } from "../../metrics/ops-summary.js";
+import type { OpsSummary } from "../../metrics/metrics.js";
 import { DASHBOARD_PATH } from "../dashboard.js";
 import {
   count,
