@@ -17,24 +17,9 @@ import {
   startStateSaver,
   stateView,
 } from "./state-file.js";
-import { startSimulation, startTraffic, type Traffic, type TrafficChange, type TrafficOptions } from "./traffic.js";
+import { startSimulation, startTraffic, type Traffic, type TrafficOptions } from "./traffic.js";
 import { SandboxError, type Booking, type MenuItem, type Order, type Review } from "./records.js";
 import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type DeliveryRecord, type WebhookEndpoint } from "./webhook-sender.js";
-
-export type {
-  ApiRequestRecord,
-  DeliveryRecord,
-  FaultRule,
-  HistoryOptions,
-  ListBehaviour,
-  Traffic,
-  TrafficChange,
-  TrafficOptions,
-  WebhookEndpoint,
-};
-export type { Booking, MenuItem, Order, OrderItem, Review, Restaurant } from "./records.js";
-export { SandboxError } from "./records.js";
-export { SandboxStateFileError } from "./state-file.js";
 
 export interface SandboxOptions {
   /** Accepted keys (each svc_live_…); default one generated key. */

@@ -28,15 +28,20 @@ interface SavedState {
   history: [string, unknown[]][];
 }
 
-/** The records and histories an earlier run saved in `file`; undefined when there is no file. */
-export function readStateFile(file: string): SavedState | undefined {
-  let text: string;
+/** The file's text; undefined when there is no such file (a first run). */
+function readIfPresent(file: string): string | undefined {
   try {
-    text = readFileSync(file, "utf8");
+    return readFileSync(file, "utf8");
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw err;
   }
+}
+
+/** The records and histories an earlier run saved in `file`; undefined when there is no file. */
+export function readStateFile(file: string): SavedState | undefined {
+  const text = readIfPresent(file);
+  if (text === undefined) return undefined;
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -178,13 +183,8 @@ export function reservedIds(file: string, taken: (id: string) => boolean): (pref
 }
 
 function readNext(file: string): number {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return 0;
-    throw err;
-  }
+  const text = readIfPresent(file);
+  if (text === undefined) return 0;
   let json: unknown;
   try {
     json = JSON.parse(text);

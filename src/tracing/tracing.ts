@@ -159,13 +159,18 @@ export function inSpan<T>(tracer: Tracer, name: string, options: SpanOptions, fn
     try {
       return await fn(span);
     } catch (err) {
-      span.recordException(err as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      markFailed(span, err);
       throw err;
     } finally {
       span.end();
     }
   });
+}
+
+/** Records a thrown error on a span and marks the span failed. */
+function markFailed(span: Span, err: unknown): void {
+  span.recordException(err as Error);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
 }
 
 /**
@@ -248,10 +253,7 @@ export function relaySpans(tracer: Tracer, rows: readonly { id: string; type: st
       try {
         return await send();
       } catch (err) {
-        for (const span of spans.values()) {
-          span.recordException(err as Error);
-          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-        }
+        for (const span of spans.values()) markFailed(span, err);
         throw err;
       } finally {
         for (const span of spans.values()) span.end();
