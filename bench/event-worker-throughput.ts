@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
-import { loadConfig } from "../src/config/index.js";
+import { loadConfig } from "../src/config/config.js";
 import { createLogger } from "../src/logging/logger.js";
 import { EVENTS_QUEUE } from "../src/queue/names.js";
 import { createService } from "../src/service.js";

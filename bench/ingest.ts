@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { EVENTS_QUEUE } from "../src/queue/names.js";
-import { redisKeys } from "../src/redis/keys.js";
+import { redisKeys } from "../src/redis/redis.js";
 import { assertPoolNotWrapped, POOL_EVENTS_PER_SECOND, writeRequestPool } from "./lib/pool.js";
 import { startOtlpSink } from "./lib/otlp-sink.js";
 import { BEFORE_TRACING, extractBaselineTree } from "./lib/baseline-tree.js";

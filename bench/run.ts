@@ -1,11 +1,10 @@
 // npm run bench: ingest, worker, sync and memory, measured in one run on this machine, with the
 // load generator (wrk) on loopback. Prints a table and writes JSON under bench/results/.
-import { appendFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, writeFileSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
-import { ensureRedis } from "../src/local/ensure-redis.js";
+import { ensureRedis } from "../src/redis/local-server.js";
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { findPostgresBin, startPostgresServer, type PostgresServer } from "../test/helpers/postgres-server.js";
 import { writeReadmeSection } from "./lib/readme-section.js";

@@ -1,4 +1,4 @@
-import type { TrafficChange } from "../src/sandbox/index.js";
+import type { TrafficChange } from "../src/sandbox/traffic.js";
 import type { Service } from "../src/service.js";
 import { waitFor } from "../test/helpers/wait-for.js";
 import {

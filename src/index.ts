@@ -2,7 +2,7 @@
  * The library API: build isolated instances of the service or its parts. Everything public is
  * named here; the zod schemas behind the types stay internal (test/typescript-validate.ts pins this).
  */
-export { loadConfig, ConfigError, type Config } from "./config/index.js";
+export { loadConfig, ConfigError, type Config } from "./config/config.js";
 export { createLogger, type Logger, type LoggerOptions } from "./logging/logger.js";
 export { createService, type Service, type ServiceOptions } from "./service.js";
 export { createApp, type CreateAppOptions } from "./http/app.js";

@@ -1,6 +1,6 @@
 // Our second half for the end-to-end bench: `serve --role worker` (handlers straight from the ingest stream)
 // with a no-op handler for every event, exactly as the service builds it.
-import { loadConfig } from "../../src/config/index.js";
+import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createService } from "../../src/service.js";
 import { serveProcessedCount } from "../lib/processed-counter.js";

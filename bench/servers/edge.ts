@@ -1,9 +1,8 @@
 // (c) Our full edge: verify + durable enqueue into BullMQ, exactly as `serve --role web` builds it.
-import { loadConfig } from "../../src/config/index.js";
+import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createService } from "../../src/service.js";
-import { traceLogFields } from "../../src/tracing/log-correlation.js";
-import { startTracing } from "../../src/tracing/start-tracing.js";
+import { traceLogFields, startTracing } from "../../src/tracing/tracing.js";
 import { BENCH_SECRET } from "../lib/pool.js";
 
 const config = loadConfig({ ...process.env, ROLE: process.env.ROLE ?? "web", HOST: "127.0.0.1", PORT: "0", SIGNING_SECRET: BENCH_SECRET });

@@ -1,4 +1,4 @@
-import { ConfigError } from "../config/index.js";
+import { ConfigError } from "../config/config.js";
 import { HandlersModuleError } from "../worker/load-handlers-module.js";
 import { UsageError } from "./usage-error.js";
 

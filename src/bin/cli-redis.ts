@@ -1,6 +1,5 @@
 import type { Config } from "../config/config.js";
-import { createRedisConnection, type RedisClient } from "../redis/connection.js";
-import { printableRedisUrl } from "../redis/redis-outage-log.js";
+import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
 import { CommandError } from "./command-error.js";
 
 /** How long a command waits for Redis before it says so and stops. */

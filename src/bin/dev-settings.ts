@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { z } from "zod";
-import { freePort } from "../local/redis-server.js";
+import { freePort } from "../redis/local-server.js";
 import { CommandError } from "./command-error.js";
 
 /** Kept beside the dev database; it holds the dev stack's generated secrets (mode 0600). */

@@ -1,4 +1,7 @@
-import type { Role } from "./schema.js";
+import * as z from "zod";
+import { DEFAULTS } from "./defaults.js";
+import { hashTagOf } from "../redis/redis.js";
+import { isApiKey } from "../upstream/api-key.js";
 
 export interface HttpLimits {
   /** Whole request (headers and body); past it Node answers 408 and closes. */
@@ -120,4 +123,331 @@ export interface Config {
   bulkReplayConfirmAbove: number;
   adminToken?: string;
   handlersModule?: string;
+}
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.coerce
+    .number({ error: "must be a whole number" })
+    .int("must be a whole number")
+    .min(min, `must be at least ${min}`)
+    .max(max, `must be at most ${max}`);
+
+/** A share of the rate budget: more than 0, at most 1. */
+const share = () => z.coerce.number({ error: "must be a number" }).gt(0, "must be more than 0").max(1, "must be at most 1");
+
+/** Secrets: the schema's messages never include the value (zod's defaults do not either). */
+const secretList = z
+  .string({ error: "is required" })
+  .transform((s) => s.split(",").map((part) => part.trim()))
+  .refine((parts) => parts.every((p) => p.length > 0), "must be a comma-separated list of non-empty secrets");
+
+const optionalSecret = (message: string, test: (s: string) => boolean) =>
+  z
+    .string()
+    .optional()
+    .transform((s) => (s === "" ? undefined : s))
+    .refine((s) => s === undefined || test(s), message);
+
+export const ROLES = ["all", "web", "worker"] as const;
+export type Role = (typeof ROLES)[number];
+
+export const configSchema = z.object({
+  ROLE: z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` }).default("all"),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PORT: int(0, 65535).default(3000),
+  REDIS_URL: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).default("redis://127.0.0.1:6379"),
+  REDIS_CLUSTER: z
+    .enum(["true", "false"], { error: "must be true or false" })
+    .default("false")
+    .transform((v) => v === "true"),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_{}-]+$/, "may hold letters, digits, _ - { } only")
+    .default(DEFAULTS.queuePrefix),
+  SIGNING_SECRET: secretList.optional(),
+  MAX_BODY_BYTES: int(1, 64 * 1024 * 1024).default(1024 * 1024),
+  DEDUP_WINDOW_SECONDS: int(1).default(7 * 24 * 3600),
+  KEEP_COMPLETED_JOBS: int(0).default(1000),
+  KEEP_COMPLETED_SECONDS: int(0).default(3600),
+  KEEP_FAILED_JOBS: int(0).default(10_000),
+  KEEP_FAILED_SECONDS: int(0).default(14 * 24 * 3600),
+  MAX_BUFFERED_BODY_BYTES: int(1, 4 * 1024 * 1024 * 1024).default(DEFAULTS.maxBufferedBodyBytes),
+  HTTP_REQUEST_TIMEOUT_MS: int(100, 300_000).default(DEFAULTS.httpRequestTimeoutMs),
+  HTTP_HEADERS_TIMEOUT_MS: int(100, 300_000).default(DEFAULTS.httpHeadersTimeoutMs),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: int(0, 600_000).default(DEFAULTS.httpKeepAliveTimeoutMs),
+  HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(DEFAULTS.httpMaxConnections),
+  HTTP_MAX_HEADER_BYTES: int(1024, 64 * 1024).default(DEFAULTS.httpMaxHeaderBytes),
+  ENQUEUE_TIMEOUT_MS: int(100, 9000).default(2000),
+  MAX_BACKLOG: int(1).default(100_000),
+  INGEST_BATCH_SIZE: int(1, 5000).default(500),
+  INGEST_CLAIM_IDLE_MS: int(100).default(30_000),
+  SHUTDOWN_TIMEOUT_MS: int(0).default(25_000),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  API_BASE_URL: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
+  API_KEY: optionalSecret("must start with svc_live_ followed by the key body", isApiKey),
+  ADMIN_TOKEN: optionalSecret("must be at least 16 characters", (s) => s.length >= 16),
+  HANDLERS_MODULE: z.string().min(1).optional(),
+  API_RATE: int(1).default(DEFAULTS.apiRate),
+  API_RATE_WINDOW_SECONDS: int(1).default(DEFAULTS.apiRateWindowMs / 1000),
+  API_RATE_SAFETY_MS: int(0).default(DEFAULTS.apiRateSafetyMs),
+  API_TIMEOUT_MS: int(100).default(DEFAULTS.apiTimeoutMs),
+  WORKER_CONCURRENCY: int(1, 1000).default(10),
+  JOB_ATTEMPTS: int(1, 100).default(DEFAULTS.jobAttempts),
+  JOB_BACKOFF_MS: int(1).default(DEFAULTS.jobBackoffMs),
+  JOB_LOCK_MS: int(1000).default(DEFAULTS.jobLockMs),
+  JOB_MAX_STALLS: int(1, 100).default(DEFAULTS.jobMaxStalls),
+  HANDLER_TIMEOUT_MS: int(0, 24 * 3600 * 1000).default(DEFAULTS.handlerTimeoutMs),
+  WORKER_MAX_INFLIGHT_BYTES: int(1024).default(DEFAULTS.workerMaxInflightBytes),
+  SYNC_DEBOUNCE_MS: int(0, 60_000).default(1000),
+  SYNC_UNLISTED_GIVE_UP_SECONDS: int(1).default(DEFAULTS.syncUnlistedGiveUpSeconds),
+  SYNC_REFRESH_MAX_PAGES: int(1, 10_000).default(DEFAULTS.syncRefreshMaxPages),
+  SYNC_REFRESH_PACE_SHARE: share().default(DEFAULTS.syncRefreshPaceShare),
+  SYNC_REFRESH_PACE_MAX_WAIT_MS: int(0, 60_000).default(DEFAULTS.syncRefreshPaceMaxWaitMs),
+  SYNC_BOOKINGS_UPPER_BOUND_PARAM: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, "must be a query parameter name (letters, digits, _)")
+    .default(DEFAULTS.syncBookingsUpperBoundParam),
+  RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
+  RECONCILE_ACTIVE_INTERVAL_SECONDS: int(0).default(120),
+  RECONCILE_FULL_SLICE_PAGES: int(1, 10_000).default(30),
+  SYNC_CATCHUP_HORIZON_HOURS: int(0, 24 * 31).default(24),
+  SYNC_WATCH_INTERVAL_SECONDS: int(1, 3600).default(15),
+  CHANGE_RELAY_INTERVAL_MS: int(0, 600_000).default(1000),
+  // The URL may carry a password: messages never echo it (zod's own do not either).
+  DATABASE_URL: optionalSecret("must be a postgres:// or postgresql:// URL", (s) => /^postgres(ql)?:\/\//.test(s) && URL.canParse(s)),
+  DATA_DIR: z.string().min(1).default("./.data"),
+  DATABASE_SCHEMA: z
+    .string()
+    .regex(/^(?!pg_)[a-z_][a-z0-9_]{0,62}$/, "must be a lower-case SQL identifier (letters, digits, _), not starting with pg_")
+    .default("svc"),
+  EVENT_RETENTION_DAYS: int(1).default(30),
+  OPERATOR_QUERY_TIMEOUT_MS: int(100, 600_000).default(DEFAULTS.operatorQueryTimeoutMs),
+  API_MAX_PAGE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(DEFAULTS.apiMaxPageBytes),
+  BULK_REPLAY_CONFIRM_ABOVE: int(0).default(DEFAULTS.bulkReplayConfirmAbove),
+});
+
+export type EnvInput = z.input<typeof configSchema>;
+
+export class ConfigError extends Error {
+  readonly code = "invalid_config";
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/**
+ * Parses the environment once. Throws a ConfigError naming every wrong variable; messages never
+ * contain the values given (secrets stay out of logs and terminals).
+ */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  // Empty strings count as unset, as in most .env tooling.
+  const input = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = configSchema.safeParse(input);
+  const problems = parsed.success ? [] : parsed.error.issues.map((issue) => `${issue.path.join(".") || "environment"} ${issue.message}`);
+  problems.push(...crossFieldProblems(input));
+  if (parsed.success) problems.push(...limitProblems(parsed.data));
+  if (!parsed.success || problems.length > 0) throw new ConfigError([...new Set(problems)]);
+  const e = parsed.data;
+  return {
+    role: e.ROLE,
+    host: e.HOST,
+    port: e.PORT,
+    redisUrl: e.REDIS_URL,
+    redisCluster: e.REDIS_CLUSTER,
+    queuePrefix: e.REDIS_CLUSTER ? clusterPrefix(e.QUEUE_PREFIX) : e.QUEUE_PREFIX,
+    signingSecrets: e.SIGNING_SECRET ?? [],
+    maxBodyBytes: e.MAX_BODY_BYTES,
+    http: {
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+      keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      maxConnections: e.HTTP_MAX_CONNECTIONS,
+      maxHeaderBytes: e.HTTP_MAX_HEADER_BYTES,
+      maxBufferedBodyBytes: e.MAX_BUFFERED_BODY_BYTES,
+    },
+    dedupWindowSeconds: e.DEDUP_WINDOW_SECONDS,
+    retention: {
+      completed: { count: e.KEEP_COMPLETED_JOBS, ageSeconds: e.KEEP_COMPLETED_SECONDS },
+      failed: { count: e.KEEP_FAILED_JOBS, ageSeconds: e.KEEP_FAILED_SECONDS },
+    },
+    enqueueTimeoutMs: e.ENQUEUE_TIMEOUT_MS,
+    ingest: { maxBacklog: e.MAX_BACKLOG, batchSize: e.INGEST_BATCH_SIZE, claimIdleMs: e.INGEST_CLAIM_IDLE_MS },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    logLevel: e.LOG_LEVEL,
+    ...(e.API_BASE_URL && e.API_KEY
+      ? {
+          api: {
+            baseUrl: e.API_BASE_URL,
+            apiKey: e.API_KEY,
+            rate: e.API_RATE,
+            rateWindowMs: e.API_RATE_WINDOW_SECONDS * 1000,
+            rateSafetyMs: e.API_RATE_SAFETY_MS,
+            timeoutMs: e.API_TIMEOUT_MS,
+            maxPageBytes: e.API_MAX_PAGE_BYTES,
+          },
+        }
+      : {}),
+    worker: {
+      concurrency: e.WORKER_CONCURRENCY,
+      attempts: e.JOB_ATTEMPTS,
+      backoffMs: e.JOB_BACKOFF_MS,
+      lockMs: e.JOB_LOCK_MS,
+      maxStalls: e.JOB_MAX_STALLS,
+      handlerTimeoutMs: e.HANDLER_TIMEOUT_MS,
+      maxInflightBytes: e.WORKER_MAX_INFLIGHT_BYTES,
+      syncDebounceMs: e.SYNC_DEBOUNCE_MS,
+      syncUnlistedGiveUpMs: e.SYNC_UNLISTED_GIVE_UP_SECONDS * 1000,
+      syncRefreshMaxPages: e.SYNC_REFRESH_MAX_PAGES,
+      syncRefreshPaceShare: e.SYNC_REFRESH_PACE_SHARE,
+      syncRefreshPaceMaxWaitMs: e.SYNC_REFRESH_PACE_MAX_WAIT_MS,
+      syncBookingsUpperBoundParam: e.SYNC_BOOKINGS_UPPER_BOUND_PARAM,
+      reconcileIntervalMs: e.RECONCILE_INTERVAL_SECONDS * 1000,
+      reconcileActiveIntervalMs: e.RECONCILE_ACTIVE_INTERVAL_SECONDS * 1000,
+      reconcileFullSlicePages: e.RECONCILE_FULL_SLICE_PAGES,
+      syncCatchUpHorizonMs: e.SYNC_CATCHUP_HORIZON_HOURS * 3600_000,
+      syncWatchIntervalMs: e.SYNC_WATCH_INTERVAL_SECONDS * 1000,
+      changeRelayIntervalMs: e.CHANGE_RELAY_INTERVAL_MS,
+    },
+    database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DATABASE_SCHEMA, operatorQueryTimeoutMs: e.OPERATOR_QUERY_TIMEOUT_MS },
+    eventRetentionDays: e.EVENT_RETENTION_DAYS,
+    bulkReplayConfirmAbove: e.BULK_REPLAY_CONFIRM_ABOVE,
+    adminToken: e.ADMIN_TOKEN,
+    handlersModule: e.HANDLERS_MODULE,
+  };
+}
+
+/** Rules between variables, checked on the raw input so they are reported with every other problem. */
+function crossFieldProblems(input: Record<string, string | undefined>): string[] {
+  const problems: string[] = [];
+  const role = input.ROLE ?? "all";
+  if (role !== "worker" && !input.SIGNING_SECRET) problems.push(`SIGNING_SECRET is required when ROLE is ${role}`);
+  if (input.API_BASE_URL && !input.API_KEY) problems.push("API_KEY is required when API_BASE_URL is set");
+  if (input.API_KEY && !input.API_BASE_URL) problems.push("API_BASE_URL is required when API_KEY is set");
+  if (input.REDIS_CLUSTER === "true") problems.push(...clusterProblems(input));
+  problems.push(...urlCredentialProblems(input));
+  return problems;
+}
+
+/**
+ * A URL whose user name or password the client cannot percent-decode would crash start-up with a
+ * bare URIError. DATABASE_URL is read as pg reads it (a `%` that starts no escape is a literal
+ * `%`), so only what pg itself refuses is reported; ioredis decodes strictly, so REDIS_URL must
+ * write a literal `%` as `%25`. Never echoes the value.
+ */
+function urlCredentialProblems(input: Record<string, string | undefined>): string[] {
+  const problems: string[] = [];
+  const { DATABASE_URL: db, REDIS_URL: redis } = input;
+  if (db && URL.canParse(db) && failsToDecode(() => postgresUrlPassword(db)))
+    problems.push("DATABASE_URL has a password that is not valid percent-encoding (a %-escape of bytes that are not UTF-8)");
+  if (redis && URL.canParse(redis) && failsToDecode(() => decodedUrlCredentials(redis)))
+    problems.push("REDIS_URL has a user name or password with a % that is not percent-encoding: write a literal % as %25");
+  return problems;
+}
+
+/**
+ * On a Redis Cluster every key of one BullMQ queue must share a slot, so the prefix needs a hash
+ * tag. A plain prefix is wrapped (`svc` → `{svc}`); one that has braces but no usable tag (`{svc`,
+ * `{}svc`) is refused rather than guessed at.
+ */
+function clusterProblems(input: Record<string, string | undefined>): string[] {
+  const problems: string[] = [];
+  const prefix = input.QUEUE_PREFIX;
+  if (prefix && /[{}]/.test(prefix) && hashTagOf(prefix) === undefined) {
+    problems.push(
+      "QUEUE_PREFIX needs a hash tag such as {svc} (a non-empty {…}) when REDIS_CLUSTER is true; or give it without braces to have it wrapped",
+    );
+  }
+  const redisUrl = input.REDIS_URL ?? "";
+  const db = URL.canParse(redisUrl) ? new URL(redisUrl).pathname.replace(/^\//, "") : "";
+  if (db !== "" && db !== "0")
+    problems.push("REDIS_URL may not select a database (/N) when REDIS_CLUSTER is true: a Redis Cluster has only database 0");
+  return problems;
+}
+
+function clusterPrefix(prefix: string): string {
+  return hashTagOf(prefix) === undefined ? `{${prefix}}` : prefix;
+}
+
+/** Rules between limits, checked on parsed values so defaults take part. */
+function limitProblems(e: {
+  HTTP_HEADERS_TIMEOUT_MS: number;
+  HTTP_REQUEST_TIMEOUT_MS: number;
+  MAX_BUFFERED_BODY_BYTES: number;
+  MAX_BODY_BYTES: number;
+}): string[] {
+  const problems: string[] = [];
+  // Node refuses a header timeout above the request timeout.
+  if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS)
+    problems.push("HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS");
+  if (e.MAX_BUFFERED_BODY_BYTES < e.MAX_BODY_BYTES)
+    problems.push("MAX_BUFFERED_BODY_BYTES must be at least MAX_BODY_BYTES, or no body of the largest size is ever accepted");
+  return problems;
+}
+
+/**
+ * Every secret value in a config, for the logger's last-line scrubber: the signing secrets, API
+ * key and admin token, and each URL that carries a password (DATABASE_URL, REDIS_URL,
+ * API_BASE_URL) whole, with its password both as written and as decoded.
+ */
+export function secretsOf(config: Config): string[] {
+  const db = config.database.url;
+  return [
+    ...config.signingSecrets,
+    config.api?.apiKey,
+    config.adminToken,
+    db,
+    ...(db ? urlSecrets(db, postgresUrlPassword) : []),
+    ...urlSecrets(config.redisUrl, (u) => decodedUrlCredentials(u).password),
+    ...(config.api ? urlSecrets(config.api.baseUrl, (u) => decodedUrlCredentials(u).password) : []),
+  ].filter((s): s is string => !!s);
+}
+
+/** A URL and its password (raw and decoded), when it has one. */
+function urlSecrets(url: string, decodedPassword: (url: string) => string): string[] {
+  const raw = URL.canParse(url) ? new URL(url).password : "";
+  if (raw === "") return [];
+  // A password that does not decode (only possible where no check above refused it) is scrubbed as written.
+  return failsToDecode(() => decodedPassword(url)) ? [url, raw] : [url, raw, decodedPassword(url)];
+}
+
+/**
+ * The password of a `postgres://` URL exactly as node-postgres reads it (pg-connection-string
+ * 2.x `parse`): when the URL holds a `%` that does not start a two-hex-digit escape (or a space),
+ * pg re-encodes the whole URL with encodeURI, so such a `%` is a literal `%`, then
+ * percent-decodes the password. Throws URIError when even that is not valid percent-encoding
+ * (an escape of bytes that are not UTF-8, such as `%ff`), as pg itself would.
+ */
+export function postgresUrlPassword(url: string): string {
+  const normalized = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url).replace(/%25(\d\d)/g, "%$1") : url;
+  return decodeURIComponent(new URL(normalized, "postgres://base").password);
+}
+
+/** The user name and password of a URL percent-decoded strictly, as ioredis does; throws URIError where ioredis would. */
+export function decodedUrlCredentials(url: string): { username: string; password: string } {
+  const { username, password } = new URL(url);
+  return { username: decodeURIComponent(username), password: decodeURIComponent(password) };
+}
+
+/** Whether `fn` throws a URIError for this value (a `%` that is not percent-encoding). */
+export function failsToDecode(fn: () => unknown): boolean {
+  try {
+    fn();
+    return false;
+  } catch (err) {
+    if (err instanceof URIError) return true;
+    throw err;
+  }
+}
+
+/**
+ * The secret a sender signs with, given SIGNING_SECRET's comma-separated list: the first one, since
+ * a rotation lists the new secret first (`SIGNING_SECRET=new,old`). The service accepts every
+ * secret of the list; a sender (the dev sandbox, `trigger`) must sign with one of them, never
+ * with the list itself. Undefined when the list is absent or starts with an empty entry.
+ */
+export function newestSigningSecret(list: string | undefined): string | undefined {
+  const first = list?.split(",")[0]?.trim();
+  // An empty first entry means "no secret", as an absent list does.
+  return first === "" ? undefined : first;
 }

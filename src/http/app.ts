@@ -5,7 +5,7 @@ import { Hono, type Context } from "hono";
 import type { Logger } from "pino";
 import type { HttpLimits } from "../config/config.js";
 import { DEFAULTS } from "../config/defaults.js";
-import { serverSpan } from "../tracing/server-span.js";
+import { serverSpan } from "../tracing/tracing.js";
 import { errorBody, NotReadyError, toHttpFailure } from "./errors.js";
 import { boundedPath, requestLog, type AppEnv } from "./request-log.js";
 import { webhookRoute, type WebhookRouteOptions } from "./webhook-route.js";

@@ -1,14 +1,12 @@
-import { Registry } from "prom-client";
-import { edgeMetrics } from "./edge-metrics.js";
-import { eventMetrics } from "./event-metrics.js";
-import { processMetrics } from "./process-metrics.js";
-import { syncMetrics } from "./sync-metrics.js";
-import { upstreamMetrics } from "./upstream-metrics.js";
+import type { Queue } from "bullmq";
+import { Registry, Counter, Histogram, Gauge } from "prom-client";
+import { isKnownEventType } from "../events/catalog.js";
+import type { WebhookObserver } from "../http/webhook-route.js";
 
 /**
  * The service's Prometheus metrics, on a registry of its own (never prom-client's global one), so
  * several instances in one process do not collide. Gauges that reflect Redis state are filled by
- * collectors at scrape time (see `addCollector`). Each area's metrics are defined in its own file.
+ * collectors at scrape time (see `addCollector`). Each area's metrics are defined in a function of its own below.
  */
 export function createMetrics() {
   const registry = new Registry();
@@ -35,3 +33,429 @@ export function createMetrics() {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * The edge's metrics: deliveries accepted, deduplicated and refused, how fast Redis took them, and 5xx answers.
+ * Names, help texts and labels are what docs/ and the alert rules in deploy/prometheus read.
+ */
+export function edgeMetrics(opts: { registers: Registry[] }) {
+  return {
+    eventsReceived: new Counter({
+      name: "svc_webhook_events_received_total",
+      help: "Events accepted (200), by type and by the index of the signing secret that matched",
+      labelNames: ["type", "secret"],
+      ...opts,
+    }),
+    eventsDeduplicated: new Counter({
+      name: "svc_webhook_events_deduplicated_total",
+      help: "Accepted redeliveries of an event id already seen within the window",
+      labelNames: ["type"],
+      ...opts,
+    }),
+    eventsRejected: new Counter({
+      name: "svc_webhook_events_rejected_total",
+      help: "Deliveries refused, by reason",
+      labelNames: ["reason"],
+      ...opts,
+    }),
+    enqueueSeconds: new Histogram({
+      name: "svc_webhook_enqueue_seconds",
+      help: "Time for Redis to acknowledge an event",
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      ...opts,
+    }),
+    httpServerErrors: new Counter({
+      name: "svc_http_server_errors_total",
+      help: "Answers with a 5xx status (503: Redis away, backlog full or body budget spent), by status",
+      labelNames: ["status"],
+      ...opts,
+    }),
+  };
+}
+
+/**
+ * The delivery path's metrics: jobs and their queues, the ingest stream's backlog and what each worker holds of it.
+ * Names, help texts and labels are what docs/ and the alert rules in deploy/prometheus read.
+ */
+export function eventMetrics(opts: { registers: Registry[] }) {
+  return {
+    jobs: new Counter({
+      name: "svc_jobs_total",
+      help: "Jobs finished, by queue, job name (event type) and outcome",
+      labelNames: ["queue", "name", "outcome"],
+      ...opts,
+    }),
+    jobSeconds: new Histogram({
+      name: "svc_job_duration_seconds",
+      help: "Time to run a job's handlers, by queue and job name",
+      labelNames: ["queue", "name"],
+      buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60],
+      ...opts,
+    }),
+    queueDepth: new Gauge({ name: "svc_queue_jobs", help: "Jobs in each queue by state", labelNames: ["queue", "state"], ...opts }),
+    streamBacklog: new Gauge({
+      name: "svc_ingest_backlog_events",
+      help: "Events accepted by the edge that no worker has finished with yet (unread, or read and unacknowledged)",
+      ...opts,
+    }),
+    consumerLag: new Gauge({
+      name: "svc_ingest_lag_seconds",
+      help: "Age of the oldest event in the ingest stream (0 when none)",
+      ...opts,
+    }),
+    eventsConsumed: new Counter({
+      name: "svc_ingest_consumed_total",
+      help: "Events workers took from the ingest stream and settled",
+      ...opts,
+    }),
+    eventsClaimed: new Counter({
+      name: "svc_ingest_claimed_total",
+      help: "Events a stopped worker left unacknowledged, moved into the events queue by another",
+      ...opts,
+    }),
+    inflightEntries: new Gauge({
+      name: "svc_ingest_inflight_entries",
+      help: "Ingest stream entries this worker read and has not acknowledged yet (at most INGEST_BATCH_SIZE)",
+      ...opts,
+    }),
+    inflightBytes: new Gauge({
+      name: "svc_ingest_inflight_bytes",
+      help: "Bytes of the ingest stream entries this worker holds (at most WORKER_MAX_INFLIGHT_BYTES, or one entry)",
+      ...opts,
+    }),
+    attemptsWaitingOnLog: new Gauge({
+      name: "svc_event_log_waiting_attempts",
+      help: "Attempts handled from the ingest stream that wait for the event log to record them (the database is away or refuses writes)",
+      ...opts,
+    }),
+  };
+}
+
+/**
+ * This process's own metrics: the role it runs and whether its database answers.
+ * Names, help texts and labels are what docs/ and the alert rules in deploy/prometheus read.
+ */
+export function processMetrics(opts: { registers: Registry[] }) {
+  return {
+    role: new Gauge({
+      name: "svc_role_info",
+      help: "1 for the role this process runs (all, web or worker): a worker that stops being scraped is absent",
+      labelNames: ["role"],
+      ...opts,
+    }),
+    databaseUp: new Gauge({
+      name: "svc_database_up",
+      help: "1 when the database (mirror and event log) answered a ping at scrape time, else 0",
+      ...opts,
+    }),
+    databasePingSeconds: new Gauge({
+      name: "svc_database_ping_seconds",
+      help: "How long the database took to answer the scrape's ping",
+      ...opts,
+    }),
+  };
+}
+
+/**
+ * The mirror's and the sync's metrics: changes, records refused, freshness, and the reconciliation tiers' progress.
+ * Kept in this order: the health page lists the svc_reconcile_* and svc_sync_* gauges as registered.
+ * Names, help texts and labels are what docs/ and the alert rules in deploy/prometheus read.
+ */
+export function syncMetrics(opts: { registers: Registry[] }) {
+  return {
+    mirrorChanges: new Counter({
+      name: "svc_mirror_changes_total",
+      help: "Change events recorded with mirror writes, by kind and source (webhook, reconcile, backfill)",
+      labelNames: ["kind", "source"],
+      ...opts,
+    }),
+    missedWebhooks: new Counter({
+      name: "svc_missed_webhooks_total",
+      help: "Changes found by the reconciliation sweep that no webhook announced, by kind",
+      labelNames: ["kind"],
+      ...opts,
+    }),
+    syncUnlisted: new Counter({
+      name: "svc_sync_unlisted_total",
+      help: "Ids events named that the API did not list within SYNC_UNLISTED_GIVE_UP_SECONDS (reported in unlisted_records), by kind",
+      labelNames: ["kind"],
+      ...opts,
+    }),
+    syncRefreshReads: new Counter({
+      name: "svc_sync_refresh_reads_total",
+      help: "List reads planned by webhook refreshes, by kind and scope (company or restaurant)",
+      labelNames: ["kind", "scope"],
+      ...opts,
+    }),
+    mirrorRejected: new Counter({
+      name: "svc_mirror_rejected_records_total",
+      help: "Records read from the API that the mirror could not hold (set aside in rejected_records), by kind and reason",
+      labelNames: ["kind", "reason"],
+      ...opts,
+    }),
+    mirrorLag: new Gauge({
+      name: "svc_mirror_last_write_age_seconds",
+      help: "Seconds since the mirror last took a write, by kind",
+      labelNames: ["kind"],
+      ...opts,
+    }),
+    reconcileLastSuccess: new Gauge({
+      name: "svc_reconcile_last_success_timestamp_seconds",
+      help: "When the last complete full reconciliation pass (every kind) finished (the worker's start until one has; 0 where none is scheduled)",
+      ...opts,
+    }),
+    fullPassRecords: new Gauge({
+      name: "svc_reconcile_full_pass_records",
+      help: "Records the running (or last) full reconciliation pass has read, by kind",
+      labelNames: ["kind"],
+      ...opts,
+    }),
+    fullPassPages: new Gauge({
+      name: "svc_reconcile_full_pass_pages",
+      help: "Pages the running (or last) full reconciliation pass has read, by kind",
+      labelNames: ["kind"],
+      ...opts,
+    }),
+    reconcileLastCompletePass: new Gauge({
+      name: "svc_reconcile_last_complete_pass_timestamp_seconds",
+      help: "When the last complete pass of a reconciliation tier finished (full: the oldest kind's), by tier (active, full)",
+      labelNames: ["tier"],
+      ...opts,
+    }),
+    reconcileActiveInterval: new Gauge({
+      name: "svc_reconcile_active_interval_seconds",
+      help: "RECONCILE_ACTIVE_INTERVAL_SECONDS as this worker runs it (0: the active tier is off)",
+      ...opts,
+    }),
+    syncRecordsChecked: new Counter({
+      name: "svc_sync_records_checked_total",
+      help: "Records an active or catch-up reconciliation pass read, by kind and tier (active, catch-up)",
+      labelNames: ["kind", "tier"],
+      ...opts,
+    }),
+    syncRecordsCorrected: new Counter({
+      name: "svc_sync_records_corrected_total",
+      help: "Records those passes found wrong in the mirror (written with a change), by kind, tier and cause (the change's source)",
+      labelNames: ["kind", "tier", "cause"],
+      ...opts,
+    }),
+  };
+}
+
+/**
+ * The upstream API's metrics: requests by route and status, 429s, and the shared rate budget by class.
+ * Names, help texts and labels are what docs/ and the alert rules in deploy/prometheus read.
+ */
+export function upstreamMetrics(opts: { registers: Registry[] }) {
+  return {
+    upstreamRequests: new Counter({
+      name: "svc_upstream_requests_total",
+      help: "Requests to the upstream API by route and status",
+      labelNames: ["method", "route", "status"],
+      ...opts,
+    }),
+    upstreamRateLimited: new Counter({ name: "svc_upstream_rate_limited_total", help: "429 answers from the upstream API", ...opts }),
+    rateBudgetRemaining: new Gauge({
+      name: "svc_upstream_rate_budget_remaining",
+      help: "Requests left in the shared window of the API key",
+      ...opts,
+    }),
+    upstreamPausedSeconds: new Gauge({ name: "svc_upstream_pause_seconds", help: "Seconds left in a shared Retry-After pause", ...opts }),
+    budgetSlots: new Counter({
+      name: "svc_upstream_budget_slots_total",
+      help: "Slots of the shared rate budget taken, by budget class (webhook, active, full)",
+      labelNames: ["class"],
+      ...opts,
+    }),
+    budgetWaitSeconds: new Histogram({
+      name: "svc_upstream_budget_wait_seconds",
+      help: "Time a call waited for its slot of the shared rate budget (pauses included), by budget class",
+      labelNames: ["class"],
+      buckets: [0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      ...opts,
+    }),
+    budgetRateLimited: new Counter({
+      name: "svc_upstream_budget_rate_limited_total",
+      help: "429 answers from the upstream API, by the budget class of the call (every class pauses)",
+      labelNames: ["class"],
+      ...opts,
+    }),
+  };
+}
+
+/** Queue depth by state, read at scrape time. */
+export function collectQueueDepths(metrics: Metrics, queues: readonly Queue[]): void {
+  metrics.addCollector(async () => {
+    for (const q of queues) {
+      const counts = await q.getJobCounts("waiting", "active", "delayed", "failed", "completed", "prioritized");
+      for (const [state, n] of Object.entries(counts)) metrics.queueDepth.set({ queue: q.name, state }, n);
+    }
+  });
+}
+
+/** Seconds since the mirror last took a write, by kind. */
+export function collectMirrorLag(
+  metrics: Metrics,
+  kinds: readonly string[],
+  lastWriteAt: (kind: string) => Promise<number | undefined>,
+): void {
+  metrics.addCollector(async () => {
+    const now = Date.now();
+    for (const kind of kinds) {
+      const at = await lastWriteAt(kind);
+      if (at !== undefined) metrics.mirrorLag.set({ kind }, (now - at) / 1000);
+    }
+  });
+}
+
+/** What is left of the shared upstream rate budget, and of a shared Retry-After pause. */
+export function collectRateBudget(metrics: Metrics, max: number, state: () => Promise<{ inWindow: number; pausedForMs: number }>): void {
+  metrics.addCollector(async () => {
+    const now = await state();
+    metrics.rateBudgetRemaining.set(Math.max(0, max - now.inWindow));
+    metrics.upstreamPausedSeconds.set(now.pausedForMs / 1000);
+  });
+}
+
+/** The ingest stream's backlog (events accepted that no worker finished with) and its lag. */
+export function collectIngestBacklog(metrics: Metrics, read: () => Promise<{ length: number; oldestAgeMs: number }>): void {
+  metrics.addCollector(async () => {
+    const backlog = await read();
+    metrics.streamBacklog.set(backlog.length);
+    metrics.consumerLag.set(backlog.oldestAgeMs / 1000);
+  });
+}
+
+/**
+ * What one worker's stream consumer holds, read at scrape time: entries read and not yet
+ * acknowledged, their bytes (each bounded: INGEST_BATCH_SIZE, WORKER_MAX_INFLIGHT_BYTES), and the
+ * attempts among them waiting for the event log to take their record.
+ */
+export function collectStreamConsumer(
+  metrics: Metrics,
+  consumer: { inflight(): { entries: number; bytes: number }; attemptsWaitingOnLog(): number },
+): void {
+  metrics.addCollector(() => {
+    const { entries, bytes } = consumer.inflight();
+    metrics.inflightEntries.set(entries);
+    metrics.inflightBytes.set(bytes);
+    metrics.attemptsWaitingOnLog.set(consumer.attemptsWaitingOnLog());
+    return Promise.resolve();
+  });
+}
+
+/** Whether the database answers within `timeoutMs` (a scrape must not hang on it), and how fast, at scrape time. */
+export function collectDatabaseHealth(metrics: Metrics, ping: () => Promise<void>, timeoutMs = 2000): void {
+  metrics.addCollector(async () => {
+    const started = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<0>((resolve) => (timer = setTimeout(() => resolve(0), timeoutMs)));
+    const up = await Promise.race([
+      ping().then(
+        () => 1 as const,
+        () => 0 as const,
+      ),
+      late,
+    ]);
+    clearTimeout(timer);
+    metrics.databaseUp.set(up);
+    if (up) metrics.databasePingSeconds.set((performance.now() - started) / 1000);
+  });
+}
+
+/** The edge's observer that counts accepted, deduplicated and refused deliveries. */
+export function webhookMetrics(metrics: Metrics): WebhookObserver {
+  return {
+    accepted({ type, secretIndex, duplicate, enqueueMs }) {
+      // Event types are chosen by senders: keep the label set bounded.
+      const label = isKnownEventType(type) ? type : "other";
+      metrics.eventsReceived.inc({ type: label, secret: String(secretIndex) });
+      if (duplicate) metrics.eventsDeduplicated.inc({ type: label });
+      metrics.enqueueSeconds.observe(enqueueMs / 1000);
+    },
+    rejected: (reason) => metrics.eventsRejected.inc({ reason }),
+  };
+}
+
+/** One labelled value of a metric. */
+export interface SummaryValue {
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** What an operator asks first, gathered from the service's own gauges at one moment (the console's health page, GET /console/health.json). */
+export interface OpsSummary {
+  at: string;
+  /** Seconds since each mirror kind last took a write; null for a kind never written. */
+  freshness: { kind: string; lastWriteAgeSeconds: number | null }[];
+  /** The shared upstream budget (the limiter's state at collection); null where this process runs no upstream client. */
+  rateBudget: { max: number; used: number; left: number; pausedSeconds: number } | null;
+  /** Events accepted that no worker finished with, and the age of the oldest. */
+  ingest: { backlog: number | null; lagSeconds: number | null };
+  /** Changes the reconciliation sweep found that no webhook announced, by kind, since this process started. */
+  missedWebhooks: SummaryValue[];
+  reconciliation: {
+    /** When the last sweep finished (ISO 8601); null where none is scheduled. */
+    lastSuccessAt: string | null;
+    /** Every other reconciliation/sync progress gauge the service exports (svc_reconcile_*, svc_sync_*), as exported. */
+    progress: { name: string; help: string; values: SummaryValue[] }[];
+  };
+  /** Jobs per queue by state (failed: given up on; delayed: waiting for a retry). */
+  queues: { queue: string; counts: Record<string, number> }[];
+  database: { up: boolean | null };
+}
+
+const PROGRESS = /^svc_(reconcile|sync)_/;
+const LAST_SUCCESS = "svc_reconcile_last_success_timestamp_seconds";
+
+type MetricJson = Awaited<ReturnType<Metrics["registry"]["getMetricsAsJSON"]>>[number];
+
+const valuesOf = (m: MetricJson | undefined): SummaryValue[] =>
+  (m?.values ?? []).map((v) => ({ labels: Object.fromEntries(Object.entries(v.labels).map(([k, l]) => [k, String(l)])), value: v.value }));
+const single = (m: MetricJson | undefined): number | null => valuesOf(m)[0]?.value ?? null;
+
+/**
+ * Runs the scrape-time collectors, then reads the summary off the metrics registry: the console
+ * and scripts see the same numbers Prometheus does, gathered by one function.
+ */
+export async function collectOpsSummary(
+  metrics: Metrics,
+  options: { kinds: readonly string[]; rateMax?: number | undefined },
+): Promise<OpsSummary> {
+  await metrics.render();
+  const all = await metrics.registry.getMetricsAsJSON();
+  const byName = new Map(all.map((m) => [m.name, m]));
+  const get = (name: string) => byName.get(name);
+  const lag = new Map(valuesOf(get("svc_mirror_last_write_age_seconds")).map((v) => [v.labels.kind, v.value]));
+  const remaining = single(get("svc_upstream_rate_budget_remaining"));
+  const lastSuccess = single(get(LAST_SUCCESS));
+  const queues = new Map<string, Record<string, number>>();
+  for (const v of valuesOf(get("svc_queue_jobs"))) {
+    const queue = v.labels.queue ?? "";
+    queues.set(queue, { ...queues.get(queue), [v.labels.state ?? ""]: v.value });
+  }
+  const database = single(get("svc_database_up"));
+  return {
+    at: new Date().toISOString(),
+    freshness: options.kinds.map((kind) => ({ kind, lastWriteAgeSeconds: lag.get(kind) ?? null })),
+    rateBudget:
+      options.rateMax === undefined || remaining === null
+        ? null
+        : {
+            max: options.rateMax,
+            left: remaining,
+            used: Math.max(0, options.rateMax - remaining),
+            pausedSeconds: single(get("svc_upstream_pause_seconds")) ?? 0,
+          },
+    ingest: { backlog: single(get("svc_ingest_backlog_events")), lagSeconds: single(get("svc_ingest_lag_seconds")) },
+    missedWebhooks: valuesOf(get("svc_missed_webhooks_total")),
+    reconciliation: {
+      lastSuccessAt: lastSuccess ? new Date(lastSuccess * 1000).toISOString() : null,
+      progress: all
+        .filter((m) => PROGRESS.test(m.name) && m.name !== LAST_SUCCESS)
+        .map((m) => ({ name: m.name, help: m.help, values: valuesOf(m) })),
+    },
+    queues: [...queues].map(([queue, counts]) => ({ queue, counts })),
+    database: { up: database === null ? null : database === 1 },
+  };
+}

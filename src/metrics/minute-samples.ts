@@ -1,6 +1,5 @@
 import type { Logger } from "pino";
-import { defineScripts } from "../redis/define-scripts.js";
-import type { RedisClient } from "../redis/connection.js";
+import { defineScripts, type RedisClient } from "../redis/redis.js";
 import type { Metrics } from "./metrics.js";
 
 /**

@@ -1,6 +1,6 @@
 import type { ColumnType, Generated } from "kysely";
 
-// The tables as Kysely sees them (docs: migrations/0001_mirror.ts and 0002_event_log.ts are the
+// The tables as Kysely sees them (docs: migrations.ts, 0001_mirror and 0002_event_log are the
 // truth; these types follow them). Both drivers read `numeric` as a string ('12.30'),
 // `timestamptz` as a Date, `text[]` as an array and `jsonb` as a parsed value; writes take
 // money as a decimal string and jsonb as JSON text, so no amount ever passes through a float.
@@ -106,13 +106,13 @@ export interface EventsTable {
   replays: Generated<number>;
   handlers: Jsonb<Record<string, HandlerOutcome>>;
   updated_at: Timestamp;
-  /** The kind (orders, bookings, menu-items, reviews) of the record the payload names; generated (migrations/0013_event_records.ts). */
+  /** The kind (orders, bookings, menu-items, reviews) of the record the payload names; generated (migrations.ts, 0013_event_records). */
   record_kind: ColumnType<string | null, never, never>;
   /** That record's id (data.id, orders also data.orderId), at most 200 characters; generated. */
   record_id: ColumnType<string | null, never, never>;
 }
 
-/** One attempt of one handler of an event (migrations/0014_handler_attempts.ts). */
+/** One attempt of one handler of an event (migrations.ts, 0014_handler_attempts). */
 export interface HandlerAttemptsTable {
   event_id: string;
   handler_key: string;
@@ -144,7 +144,7 @@ export interface DatabaseSchema {
   sync_liveness: SyncLivenessTable;
 }
 
-/** Changes written with the mirror, waiting for the relay (migrations/0003_change_outbox.ts). */
+/** Changes written with the mirror, waiting for the relay (migrations.ts, 0003_change_outbox). */
 export interface ChangeOutboxTable {
   /** bigserial: read back as a string by both drivers. */
   seq: Generated<string>;
@@ -152,11 +152,11 @@ export interface ChangeOutboxTable {
   type: string;
   payload: Jsonb<Record<string, unknown>>;
   created_at: Generated<Date>;
-  /** The W3C trace context of the write that recorded it; null when tracing was off (migrations/0008_outbox_trace.ts). */
+  /** The W3C trace context of the write that recorded it; null when tracing was off (migrations.ts, 0008_outbox_trace). */
   traceparent: string | null;
 }
 
-/** Records the mirror refused, one row per kind and id (migrations/0004_rejected_records.ts). */
+/** Records the mirror refused, one row per kind and id (migrations.ts, 0004_rejected_records). */
 export interface RejectedRecordsTable {
   kind: string;
   /** The record's id; escaped (and shortened with a hash) when it cannot be a key as it is. */
@@ -173,7 +173,7 @@ export interface RejectedRecordsTable {
   count: Generated<number>;
 }
 
-/** Ids events named that the API never listed in time (migrations/0009_unlisted_records.ts). */
+/** Ids events named that the API never listed in time (migrations.ts, 0009_unlisted_records). */
 export interface UnlistedRecordsTable {
   kind: string;
   id: string;
@@ -184,7 +184,7 @@ export interface UnlistedRecordsTable {
   attempts: number;
 }
 
-/** Where each resumable list walk stands (migrations/0007_sync_checkpoints.ts). */
+/** Where each resumable list walk stands (migrations.ts, 0007_sync_checkpoints). */
 export interface SyncCheckpointsTable {
   tier: string;
   kind: string;
@@ -200,7 +200,7 @@ export interface SyncCheckpointsTable {
   updated_at: Timestamp;
 }
 
-/** When the workers last ran, by mark name (migrations/0010_sync_liveness.ts). */
+/** When the workers last ran, by mark name (migrations.ts, 0010_sync_liveness). */
 export interface SyncLivenessTable {
   name: string;
   seen_at: Timestamp;

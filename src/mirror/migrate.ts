@@ -1,6 +1,6 @@
 import { Migrator, type MigrationResult } from "kysely";
 import type { Database } from "./database.js";
-import { staticMigrationProvider } from "./migrations/index.js";
+import { staticMigrationProvider } from "./migrations.js";
 import { scopedToSchema } from "./schema-introspection.js";
 
 export interface MigrateOptions {

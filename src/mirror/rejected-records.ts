@@ -4,7 +4,7 @@ import type { DatabaseSchema } from "./database-schema.js";
 import { cutAt, fitsKey, storableText } from "./postgres-values.js";
 import type { MirrorKind, RejectedRecord, RejectionRow } from "./store.js";
 
-// The rejected records table (migrations/0004_rejected_records.ts): what the mirror could not
+// The rejected records table (migrations.ts, 0004_rejected_records): what the mirror could not
 // hold, one row per (kind, id), written in the upsert's own transaction and cleared there when the
 // record reads clean again.
 

@@ -3,7 +3,7 @@ import type { DatabaseSchema } from "./database-schema.js";
 import { storableText } from "./postgres-values.js";
 import type { MirrorKind, UnlistedRecord } from "./store.js";
 
-// The unlisted records table (migrations/0009_unlisted_records.ts): ids events named that the API
+// The unlisted records table (migrations.ts, 0009_unlisted_records): ids events named that the API
 // never listed within the give-up time, reported by the refresh, forgotten once the record is written.
 
 /** Records (or records again) an id a refresh gave up on. Ids and event ids are kept as storable text. */

@@ -13,7 +13,7 @@ import {
 import { startHandlerDeadline } from "../events/handler-deadline.js";
 import type { HandlerRegistry } from "../events/registry.js";
 import type { EventAttempt, EventLog } from "../mirror/event-log.js";
-import { withCarriedTrace } from "../tracing/trace-context.js";
+import { withCarriedTrace } from "../tracing/tracing.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
 import { EVENT_BACKOFF } from "./job-options.js";
 import { createLogWait } from "./log-wait.js";

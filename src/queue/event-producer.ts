@@ -1,7 +1,7 @@
 import { DEFAULTS } from "../config/defaults.js";
 import { randomUUID } from "node:crypto";
 import type { DefaultJobOptions, Queue } from "bullmq";
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import type { EnqueueInput, EnqueueResult, EventJobData, EventSink } from "./event-job.js";
 import { groupCommit } from "./group-commit.js";
 import { withTimeout } from "./with-timeout.js";

@@ -1,7 +1,6 @@
 import { DEFAULTS } from "../config/defaults.js";
-import { warnUnlessOutage } from "../redis/redis-outage-log.js";
+import { warnUnlessOutage, type RedisClient } from "../redis/redis.js";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
-import type { RedisClient } from "../redis/connection.js";
 import type { Logger } from "pino";
 import { errorMessage, withHandlerStacks } from "../events/dispatch.js";
 import { attemptOfJob, drawRetryDelay, type AttemptRunner } from "./attempt-runner.js";

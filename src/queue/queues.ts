@@ -1,8 +1,7 @@
 import { Queue, type QueueOptions } from "bullmq";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
-import type { RedisClient } from "../redis/connection.js";
-import { warnUnlessOutage } from "../redis/redis-outage-log.js";
+import { type RedisClient, warnUnlessOutage } from "../redis/redis.js";
 import type { EventJobData } from "./event-job.js";
 import { configuredEventJobOptions, configuredJobOptions } from "./job-options.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "./names.js";

@@ -1,5 +1,4 @@
-import type { RedisClient } from "../redis/connection.js";
-import { redisKeys } from "../redis/keys.js";
+import { type RedisClient, redisKeys } from "../redis/redis.js";
 
 export interface StreamBacklog {
   /** Events in the ingest stream: accepted and not yet finished by a worker (unread, or read and unacknowledged). */

@@ -1,6 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import type { AttemptRunner } from "./attempt-runner.js";
 import type { EventJobData } from "./event-job.js";
 

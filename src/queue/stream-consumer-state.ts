@@ -4,7 +4,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import pLimit, { type LimitFunction } from "p-limit";
 import type { Logger } from "pino";
 import { DEFAULTS } from "../config/defaults.js";
-import { redisKeys } from "../redis/keys.js";
+import { redisKeys } from "../redis/redis.js";
 import { createInflightEntries, type InflightEntries } from "./inflight-entries.js";
 import type { StreamConsumerOptions } from "./stream-consumer-options.js";
 import { createStreamHandoff, type Entry, type StreamHandoff } from "./stream-handoff.js";

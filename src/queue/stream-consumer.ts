@@ -1,6 +1,5 @@
 import { Cluster } from "ioredis";
-import type { RedisClient } from "../redis/connection.js";
-import { warnUnlessOutage } from "../redis/redis-outage-log.js";
+import { type RedisClient, warnUnlessOutage } from "../redis/redis.js";
 import type { InflightFigures } from "./inflight-entries.js";
 import type { StreamConsumerOptions } from "./stream-consumer-options.js";
 import { createStreamConsumerState } from "./stream-consumer-state.js";

@@ -1,8 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
-import type { RedisClient } from "../redis/connection.js";
-import { defineScripts } from "../redis/define-scripts.js";
-import { redisKeys } from "../redis/keys.js";
+import { type RedisClient, defineScripts, redisKeys } from "../redis/redis.js";
 import type { AttemptResult } from "./attempt-runner.js";
 import { continuationOf, type ContinuationJob, type ContinuationOptions } from "./continuation.js";
 import type { EventJobData } from "./event-job.js";

@@ -1,5 +1,5 @@
 import { errorMessage } from "../events/dispatch.js";
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import { pauseUnlessStopped, type StreamConsumerState } from "./stream-consumer-state.js";
 import type { Entry } from "./stream-handoff.js";
 

@@ -1,10 +1,8 @@
-import type { RedisClient } from "../redis/connection.js";
-import { defineScripts } from "../redis/define-scripts.js";
+import { type RedisClient, defineScripts, redisKeys } from "../redis/redis.js";
 import { BacklogFullError } from "./errors.js";
 import type { EnqueueInput, EnqueueResult, EventSink } from "./event-job.js";
 import { groupCommit } from "./group-commit.js";
 import { encodeEntry, ENTRY_FIELD, jobIdOfEntry } from "./stream-entry.js";
-import { redisKeys } from "../redis/keys.js";
 import { withTimeout } from "./with-timeout.js";
 
 export interface StreamSinkOptions {

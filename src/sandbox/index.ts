@@ -1,41 +1,25 @@
+import { serve } from "@hono/node-server";
+import type { Hono } from "hono";
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
+import type { Server } from "node:http";
 import { join } from "node:path";
-import type { Hono } from "hono";
 import type { Logger } from "pino";
-import type { ApiRequestRecord } from "./api-gate.js";
-import type { ListBehaviour } from "./api-routes.js";
-import { createFaults, type FaultRule } from "./faults.js";
-import { seededRandom } from "./random.js";
-import { createRecordHistory, type RecordHistory } from "./record-history.js";
-import { reservedIds } from "./reserved-ids.js";
-import { createSandboxApp } from "./sandbox-app.js";
-import { seedHistory, type HistoryOptions } from "./seed-history.js";
-import { serveApp } from "./serve-app.js";
-import { startSimulation } from "./simulation.js";
-import { readStateFile, stateFileJson } from "./state-file.js";
-import { startStateSaver } from "./state-saver.js";
-import { stateView } from "./state-view.js";
-import { createStore, type SandboxStore } from "./store.js";
-import { startTraffic, type Traffic, type TrafficChange, type TrafficOptions } from "./traffic.js";
-import { SandboxError, type Booking, type MenuItem, type Order, type Review } from "./types.js";
-import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type DeliveryRecord, type WebhookEndpoint } from "./webhook-sender.js";
 import { expectDefined } from "../expect-defined.js";
-
-export type {
-  ApiRequestRecord,
-  DeliveryRecord,
-  FaultRule,
-  HistoryOptions,
-  ListBehaviour,
-  Traffic,
-  TrafficChange,
-  TrafficOptions,
-  WebhookEndpoint,
-};
-export type { Booking, MenuItem, Order, OrderItem, Review, Restaurant } from "./types.js";
-export { SandboxError } from "./types.js";
-export { SandboxStateFileError } from "./state-file-error.js";
+import { type ApiRequestRecord, type ListBehaviour, createFaults, type FaultRule, createSandboxApp } from "./app.js";
+import { seededRandom, seedHistory, type HistoryOptions, createStore, type SandboxStore } from "./store.js";
+import {
+  createRecordHistory,
+  type RecordHistory,
+  reservedIds,
+  readStateFile,
+  stateFileJson,
+  startStateSaver,
+  stateView,
+} from "./state-file.js";
+import { startSimulation, startTraffic, type Traffic, type TrafficOptions } from "./traffic.js";
+import { SandboxError, type Booking, type MenuItem, type Order, type Review } from "./records.js";
+import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type DeliveryRecord, type WebhookEndpoint } from "./webhook-sender.js";
 
 export interface SandboxOptions {
   /** Accepted keys (each svc_live_…); default one generated key. */
@@ -213,7 +197,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   return sandbox;
 }
 
-/** Where `keep` keeps the sandbox: its records (state-file.ts) and its id counter (reserved-ids.ts). */
+/** Where `keep` keeps the sandbox: its records (state-file.ts) and its id counter (reservedIds, state-file.ts). */
 function keptFiles(dir: string): { records: string; ids: string } {
   mkdirSync(dir, { recursive: true });
   return { records: join(dir, "sandbox-state.json"), ids: join(dir, "sandbox-ids.json") };
@@ -237,5 +221,23 @@ function fillStore(store: SandboxStore, history: RecordHistory, options: Sandbox
     current: saved !== undefined,
     intervalMs: options.keep?.saveIntervalMs ?? 10_000,
     logger: options.logger,
+  });
+}
+
+/** `app` listening on `host:port` (0: any free port), its URL, and a close that drops open connections. */
+export function serveApp(app: Hono, port: number, host: string): Promise<{ url: string; close(): Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch: app.fetch, port, hostname: host }, (info) => {
+      resolve({
+        url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${info.port}`,
+        close: () =>
+          new Promise<void>((closed) => {
+            const s = server as Server;
+            s.close(() => closed());
+            s.closeAllConnections();
+          }),
+      });
+    });
+    server.once("error", reject);
   });
 }

@@ -1,9 +1,9 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { rename, writeFile } from "node:fs/promises";
+import type { Logger } from "pino";
 import * as z from "zod";
-import type { RecordHistory } from "./record-history.js";
-import { SandboxStateFileError } from "./state-file-error.js";
 import type { SandboxStore } from "./store.js";
-import type { SandboxRecords } from "./types.js";
+import type { SandboxRecords } from "./records.js";
 
 const FORMAT = 1;
 /** Of each kind that grows (orders, bookings, reviews), the newest a save keeps: the file stays bounded (about 25 MB at the simulation's mix). */
@@ -28,15 +28,20 @@ interface SavedState {
   history: [string, unknown[]][];
 }
 
-/** The records and histories an earlier run saved in `file`; undefined when there is no file. */
-export function readStateFile(file: string): SavedState | undefined {
-  let text: string;
+/** The file's text; undefined when there is no such file (a first run). */
+function readIfPresent(file: string): string | undefined {
   try {
-    text = readFileSync(file, "utf8");
+    return readFileSync(file, "utf8");
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw err;
   }
+}
+
+/** The records and histories an earlier run saved in `file`; undefined when there is no file. */
+export function readStateFile(file: string): SavedState | undefined {
+  const text = readIfPresent(file);
+  if (text === undefined) return undefined;
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -71,3 +76,155 @@ export function stateFileJson(store: SandboxStore, history: RecordHistory): stri
   const kept = new Set([...records.orders, ...records.bookings, ...records.menuItems, ...records.reviews].map((r) => r.id));
   return JSON.stringify({ format: FORMAT, ...records, history: history.newest((id) => kept.has(id), KEEP_STATES) });
 }
+
+/** A file the sandbox keeps across runs (its records, its id counter) that it cannot read back. */
+export class SandboxStateFileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SandboxStateFileError";
+  }
+}
+
+/**
+ * Writes `json()` to `file` every `intervalMs` while `changes()` moved since the last write, and
+ * once more at `stop()`. Each write replaces the file whole (a temporary file renamed over it), so
+ * a crash leaves the previous save, never half of one. A failed write is a warning: the sandbox
+ * goes on, and its next save tries again.
+ */
+export function startStateSaver(opts: {
+  file: string;
+  json: () => string;
+  changes: () => number;
+  /** Whether `file` already holds the current records (they were just loaded from it). */
+  current: boolean;
+  intervalMs: number;
+  logger: Logger | undefined;
+}): { stop(): Promise<void> } {
+  let saved = opts.current ? opts.changes() : -1;
+  let running: Promise<void> | undefined;
+  const save = (): Promise<void> => {
+    const at = opts.changes();
+    if (running || at === saved) return running ?? Promise.resolve();
+    const tmp = `${opts.file}.tmp`;
+    running = writeFile(tmp, opts.json())
+      .then(() => rename(tmp, opts.file))
+      .then(
+        () => void (saved = at),
+        (err: unknown) => opts.logger?.warn({ err: (err as Error).message, file: opts.file }, "sandbox state not saved"),
+      )
+      .finally(() => (running = undefined));
+    return running;
+  };
+  // A fresh start is on disk at once: a crash before the first interval still restarts from it.
+  void save();
+  const timer = setInterval(() => void save(), opts.intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+      await save();
+    },
+  };
+}
+
+/** Copies of the sandbox's records, for tests and the control routes (changing them changes nothing). */
+export function stateView(store: SandboxStore, history: RecordHistory) {
+  const copy = <T>(map: Map<string, T>) => [...map.values()].map((v) => structuredClone(v));
+  return {
+    restaurants: () => store.restaurants.map((r) => ({ ...r })),
+    orders: () => copy(store.orders),
+    bookings: () => copy(store.bookings),
+    menuItems: () => copy(store.menuItems),
+    reviews: () => copy(store.reviews),
+    history: (id: string) =>
+      history.of(id, store.orders.get(id) ?? store.bookings.get(id) ?? store.menuItems.get(id) ?? store.reviews.get(id)),
+  };
+}
+
+export type StateView = ReturnType<typeof stateView>;
+
+/** Ids a run takes at once: one small write per this many new records. */
+const BLOCK = 1000;
+/** Ids are 8 base-36 digits, as the seeded ones. */
+const SPACE = 36n ** 8n;
+// About 0.618 of the space (consecutive ids land far apart), odd and not a multiple of 3, so
+// coprime with 36⁸: n ↦ n·M + C (mod 36⁸) is a bijection, and counter ids look as scattered as
+// seeded ones without two ever being equal.
+const M = 1_743_541_249_867n;
+const C = 1_234_567_890_123n;
+
+const counterSchema = z.object({ next: z.number().int().min(0) });
+
+/**
+ * Record ids (`ord_…`) that never repeat across runs over the same `file`, a crash included:
+ * each is drawn from a counter whose next block is written to `file` before the first id of that
+ * block is given out, so a run always starts past every id an earlier run could have given. An id
+ * `taken` accepts (one a record the sandbox holds has) is never given either.
+ */
+export function reservedIds(file: string, taken: (id: string) => boolean): (prefix: string) => string {
+  let next = readNext(file);
+  let reservedUntil = next;
+  const draw = (prefix: string) => {
+    if (next >= reservedUntil) {
+      reservedUntil = next + BLOCK;
+      writeFileSync(`${file}.tmp`, `${JSON.stringify({ next: reservedUntil })}\n`);
+      renameSync(`${file}.tmp`, file);
+    }
+    const n = BigInt(next++);
+    return `${prefix}_${((n * M + C) % SPACE).toString(36).padStart(8, "0")}`;
+  };
+  return (prefix) => {
+    // An id a kept record has is passed over: the counter's file may have been lost or replaced apart from the records.
+    let id = draw(prefix);
+    while (taken(id)) id = draw(prefix);
+    return id;
+  };
+}
+
+function readNext(file: string): number {
+  const text = readIfPresent(file);
+  if (text === undefined) return 0;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  const parsed = counterSchema.safeParse(json);
+  if (!parsed.success) throw new SandboxStateFileError(`${file} is not the sandbox's id counter`);
+  return parsed.data.next;
+}
+
+/**
+ * Every state of every changed record (from its state before the first change, or its creation),
+ * oldest first. A record never changed has its current state as its history, so a seeded history
+ * of a million records costs no copies.
+ */
+export function createRecordHistory() {
+  const states = new Map<string, unknown[]>();
+  const remember = (resource: { id: string }) => {
+    const kept = states.get(resource.id) ?? [];
+    kept.push(structuredClone(resource));
+    states.set(resource.id, kept);
+  };
+  return {
+    /** After a change (or a creation): a copy of the record as it is now. */
+    remember,
+    /** Before a change: the record's state until now, unless its history already starts earlier. */
+    rememberBefore: (resource: { id: string }) => {
+      if (!states.has(resource.id)) remember(resource);
+    },
+    /** A copy of the record's states, oldest first: `current` alone when it never changed, empty for no record. */
+    of: (id: string, current: unknown): unknown[] => structuredClone(states.get(id) ?? (current ? [current] : [])),
+    /** For a save: the newest `max` states of each record `keep` accepts. */
+    newest: (keep: (id: string) => boolean, max: number): [string, unknown[]][] =>
+      [...states].filter(([id]) => keep(id)).map(([id, kept]) => [id, kept.slice(-max)]),
+    /** The states an earlier run saved. */
+    load: (saved: [string, unknown[]][]) => {
+      for (const [id, kept] of saved) states.set(id, kept);
+    },
+  };
+}
+
+export type RecordHistory = ReturnType<typeof createRecordHistory>;

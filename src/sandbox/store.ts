@@ -1,8 +1,18 @@
-import { seedRestaurants, seedSample } from "./seed-sample.js";
-import { createActions, type EmitEvent } from "./store-actions.js";
-import { createStoreState } from "./store-state.js";
-import type { Random } from "./random.js";
-import type { Booking, MenuItem, Order, SandboxRecords } from "./types.js";
+import { expectDefined } from "../expect-defined.js";
+import {
+  checkRefund,
+  checkStatusMove,
+  type Booking,
+  type MenuItem,
+  type Order,
+  type SandboxRecords,
+  SandboxError,
+  type Restaurant,
+  type Review,
+  type OrderItem,
+  type OrderType,
+  type OrderStatus,
+} from "./records.js";
 
 /**
  * The sandbox's state and every change the API (or the simulation) can make to it. Each change
@@ -69,3 +79,623 @@ export function createStore(
 }
 
 export type SandboxStore = ReturnType<typeof createStore>;
+
+/**
+ * The sandbox's records (maps by id, and the sorted lists the API pages through), with the
+ * helpers every change shares: one object the builders, actions and seeds take first.
+ */
+export function createStoreState(random: Random, now: () => Date, newId: (prefix: string) => string = random.id) {
+  const orders = new Map<string, Order>();
+  const bookings = new Map<string, Booking>();
+  const menuItems = new Map<string, MenuItem>();
+  const reviews = new Map<string, Review>();
+  const restaurants: Restaurant[] = [];
+  const indexes = createListIndexes();
+  let sequence = 0;
+  let changes = 0;
+  /** Puts a new or changed record in its map and its sorted lists (reviews have none), counting the change. */
+  const put =
+    <T extends { id: string }>(map: Map<string, T>, index?: { upsert(record: T): void }) =>
+    (record: T) => {
+      changes++;
+      map.set(record.id, record);
+      index?.upsert(record);
+    };
+  return {
+    random,
+    now,
+    /** A new record's id: the seeded random's, or ids kept unique across runs (reservedIds, state-file.ts). */
+    newId,
+    restaurants,
+    orders,
+    bookings,
+    menuItems,
+    reviews,
+    indexes,
+    // Strictly increasing createdAt, so "newest first" is a total order.
+    stamp: () => new Date(now().getTime() + sequence++).toISOString(),
+    /** Later stamps come after `instant` (records of an earlier run, whose stamps may run ahead of the clock). */
+    stampAfter(instant: string) {
+      sequence = Math.max(sequence, Date.parse(instant) - now().getTime() + 1);
+    },
+    /** How many times a record was put: unchanged means nothing to save. */
+    changes: () => changes,
+    putOrder: put(orders, indexes.orders),
+    putBooking: put(bookings, indexes.bookings),
+    putMenuItem: put(menuItems, indexes.menuItems),
+    putReview: put(reviews),
+    find<T>(map: Map<string, T>, id: string, what: string): T {
+      const found = map.get(id);
+      if (!found) throw new SandboxError(404, "not_found", `no ${what} ${id}`);
+      return found;
+    },
+    /** The restaurant given (which must exist), or one at random. */
+    restaurantId(id?: string): string {
+      if (id === undefined) return random.pick(restaurants).id;
+      if (!restaurants.some((r) => r.id === id)) throw new SandboxError(404, "not_found", `no restaurant ${id}`);
+      return id;
+    },
+  };
+}
+
+export type StoreState = ReturnType<typeof createStoreState>;
+
+export type EmitEvent = (type: string, resource: { id: string; restaurantId: string }) => void;
+
+/**
+ * Every change the API (or the simulation) can make, each emitting the webhook event the real
+ * service would send. `willChange` sees a record just before a change to it.
+ */
+export function createActions(state: StoreState, emit: EmitEvent, willChange: (record: { id: string }) => void) {
+  const { orders, bookings, menuItems } = state;
+  return {
+    createOrder(input: Parameters<typeof buildOrder>[1] = {}): Order {
+      const order = buildOrder(state, input);
+      state.putOrder(order);
+      emit("order.created", order);
+      return order;
+    },
+    updateOrderStatus(id: string, status: string): Order {
+      const order = state.find(orders, id, "order");
+      const next = checkStatusMove(order.status, status);
+      willChange(order);
+      order.status = next;
+      state.putOrder(order);
+      emit("order.status_changed", order);
+      return order;
+    },
+    refundOrder(id: string, reason?: unknown): Order {
+      if (reason !== undefined && (typeof reason !== "string" || reason.length > 500)) {
+        throw new SandboxError(400, "invalid_request", "reason must be a string of at most 500 characters");
+      }
+      const order = state.find(orders, id, "order");
+      checkRefund(order);
+      willChange(order);
+      order.status = "REFUNDED";
+      order.refundedAt = state.stamp();
+      state.putOrder(order);
+      emit("order.refunded", order);
+      return order;
+    },
+    createBooking(input: Parameters<typeof buildBooking>[1]): Booking {
+      const booking = buildBooking(state, input);
+      state.putBooking(booking);
+      emit("booking.created", booking);
+      return booking;
+    },
+    cancelBooking(id: string): Booking {
+      const booking = state.find(bookings, id, "booking");
+      if (booking.status === "CANCELLED") throw new SandboxError(409, "invalid_transition", "booking is already cancelled");
+      willChange(booking);
+      booking.status = "CANCELLED";
+      state.putBooking(booking);
+      emit("booking.status_changed", booking);
+      return booking;
+    },
+    createReview(input: Parameters<typeof buildReview>[1] = {}): Review {
+      const review = buildReview(state, input);
+      state.putReview(review);
+      emit("review.created", review);
+      return review;
+    },
+    updateMenuItem(id: string, patch: { price?: number; description?: string; stock?: number | null }): MenuItem {
+      const item = state.find(menuItems, id, "menu item");
+      willChange(item);
+      if (patch.price !== undefined) item.price = money(patch.price);
+      if (patch.description !== undefined) item.description = patch.description;
+      if (patch.stock !== undefined) item.stock = patch.stock;
+      item.updatedAt = state.stamp();
+      state.putMenuItem(item);
+      emit("menu_item.updated", item);
+      return item;
+    },
+  };
+}
+
+/** The partitions a record is listed under: everything, its restaurant, its status, both. */
+const partitionsOf = (r: { restaurantId: string; status?: string }) =>
+  r.status === undefined
+    ? ["all", `r:${r.restaurantId}`]
+    : ["all", `r:${r.restaurantId}`, `s:${r.status}`, `r:${r.restaurantId}|s:${r.status}`];
+
+/** Each list's sort key (what its cursors carry) and the key's width. */
+export const LIST_KEYS = {
+  orders: { keyOf: (o: Order) => [o.createdAt, o.id], width: 2 },
+  bookings: { keyOf: (b: Booking) => [b.date, b.time, b.id], width: 3 },
+  menuItems: { keyOf: (m: MenuItem) => [m.id], width: 1 },
+};
+
+/** The partition holding exactly the records of a restaurant and/or status filter. */
+export function partitionFor(restaurantId: string | undefined, status: string | undefined): string {
+  if (restaurantId && status) return `r:${restaurantId}|s:${status}`;
+  if (restaurantId) return `r:${restaurantId}`;
+  return status ? `s:${status}` : "all";
+}
+
+/** The sorted lists the API pages through (ascending keys; the routes choose the direction). */
+export function createListIndexes() {
+  return {
+    orders: createListIndex<Order>({ keyOf: LIST_KEYS.orders.keyOf, partitionsOf }),
+    bookings: createListIndex<Booking>({ keyOf: LIST_KEYS.bookings.keyOf, partitionsOf }),
+    menuItems: createListIndex<MenuItem>({ keyOf: LIST_KEYS.menuItems.keyOf, partitionsOf }),
+  };
+}
+
+/** A record's sort key: compared element by element. */
+export type Key = (string | number)[];
+
+export const compareKeys = (a: Key, b: Key): number => {
+  // A shorter key ties on what it has: a prefix is a range bound.
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a[i];
+    const y = b[i];
+    if (x === undefined || y === undefined) break;
+    if (x < y) return -1;
+    if (x > y) return 1;
+  }
+  return 0;
+};
+
+interface Entry<T> {
+  key: Key;
+  item: T;
+}
+
+/** First position whose key is ≥ `key` (`strict`: > `key`). */
+function search<T>(entries: Entry<T>[], key: Key, strict: boolean): number {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const c = compareKeys(expectDefined(entries[mid], "a position within the list").key, key);
+    if (c < 0 || (strict && c === 0)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export interface PageQuery<T> {
+  /** The partition to read (see `partitionsOf`). */
+  partition: string;
+  /** 1: ascending keys, -1: descending. */
+  direction: 1 | -1;
+  /** Only items strictly past this key in `direction` (a cursor). */
+  after?: Key;
+  /** Inclusive range of keys (a prefix bounds every key it starts). */
+  lower?: Key;
+  upper?: Key;
+  /** A filter the partition does not cover (checked while walking). */
+  filter?: (item: T) => boolean;
+  limit: number;
+}
+
+/**
+ * The sandbox's lists at a company's size: each record sits, sorted by its key, in every partition
+ * it belongs to (e.g. "all", "restaurant r", "status s", "r and s"), kept up to date on every
+ * change, so a page is a binary search and a short walk instead of a filter and a sort of
+ * everything. The key and partitions a record was placed under are remembered, so a record changed
+ * in place is moved by `upsert` without knowing its old values.
+ */
+export function createListIndex<T extends { id: string }>(opts: { keyOf: (item: T) => Key; partitionsOf: (item: T) => string[] }) {
+  const partitions = new Map<string, Entry<T>[]>();
+  const placed = new Map<string, { key: Key; partitions: string[] }>();
+
+  const removeFrom = (name: string, key: Key, id: string) => {
+    const entries = partitions.get(name);
+    if (!entries) return;
+    for (let i = search(entries, key, false); i < entries.length; i++) {
+      const entry = expectDefined(entries[i], "a position within the list");
+      if (compareKeys(entry.key, key) !== 0) break;
+      if (entry.item.id === id) {
+        entries.splice(i, 1);
+        return;
+      }
+    }
+  };
+
+  const remove = (id: string) => {
+    const was = placed.get(id);
+    if (!was) return;
+    for (const name of was.partitions) removeFrom(name, was.key, id);
+    placed.delete(id);
+  };
+
+  const upsert = (item: T) => {
+    const key = opts.keyOf(item);
+    const names = opts.partitionsOf(item);
+    const was = placed.get(item.id);
+    if (was && compareKeys(was.key, key) === 0 && was.key.length === key.length && was.partitions.join("\n") === names.join("\n")) return;
+    remove(item.id);
+    for (const name of names) {
+      let entries = partitions.get(name);
+      if (!entries) partitions.set(name, (entries = []));
+      const last = entries.at(-1);
+      // Appending in key order (seeding, new records) is the common case: no search, no move.
+      if (last === undefined || compareKeys(last.key, key) < 0) entries.push({ key, item });
+      else entries.splice(search(entries, key, true), 0, { key, item });
+    }
+    placed.set(item.id, { key, partitions: names });
+  };
+
+  /** One page of a partition, and whether more items follow it. */
+  const page = (q: PageQuery<T>): { items: T[]; more: boolean } => {
+    const entries = partitions.get(q.partition) ?? [];
+    let start = q.lower ? search(entries, q.lower, false) : 0;
+    let end = q.upper ? search(entries, q.upper, true) : entries.length; // exclusive
+    if (q.after && q.direction === 1) start = Math.max(start, search(entries, q.after, true));
+    if (q.after && q.direction === -1) end = Math.min(end, search(entries, q.after, false));
+    const items: T[] = [];
+    const step = q.direction;
+    for (let i = step === 1 ? start : end - 1; step === 1 ? i < end : i >= start; i += step) {
+      const { item } = expectDefined(entries[i], "a position within the list");
+      if (q.filter && !q.filter(item)) continue;
+      if (items.length === q.limit) return { items, more: true };
+      items.push(item);
+    }
+    return { items, more: false };
+  };
+
+  /**
+   * The item at `fraction` (0 ≤ f < 1) of a partition's range from `lower` on, for picking at
+   * random without copying a list (live traffic). Undefined when the range is empty.
+   */
+  const pick = (partition: string, fraction: number, lower?: Key): T | undefined => {
+    const entries = partitions.get(partition) ?? [];
+    const start = lower ? search(entries, lower, false) : 0;
+    return entries[start + Math.floor(fraction * (entries.length - start))]?.item;
+  };
+
+  return { upsert, remove, page, pick, size: (partition: string) => partitions.get(partition)?.length ?? 0 };
+}
+
+export type ListIndex<T extends { id: string }> = ReturnType<typeof createListIndex<T>>;
+
+/** A booking's confirmation code's characters (ASCII only, so splitting by code unit is splitting by character). */
+export const CONFIRM_CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789".split("");
+/** Diners' and reviewers' names. */
+export const GUEST_NAMES = ["Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances"];
+
+/** A new PENDING order of dishes from its restaurant's menu (not stored yet). */
+export function buildOrder(
+  state: StoreState,
+  input: {
+    restaurantId?: string;
+    type?: OrderType;
+    paid?: boolean;
+    bookingId?: string | null;
+  },
+): Order {
+  const { random } = state;
+  const rid = state.restaurantId(input.restaurantId);
+  const menu = [...state.menuItems.values()].filter((m) => m.restaurantId === rid);
+  const items: OrderItem[] = Array.from({ length: random.int(1, 3) }, () => {
+    const dish = random.pick(menu);
+    return {
+      id: state.newId("oi"),
+      menuItemId: dish.id,
+      name: dish.name,
+      quantity: random.int(1, 3),
+      price: dish.price,
+      notes: random.chance(0.2) ? "no onions" : null,
+    };
+  });
+  const subtotal = money(items.reduce((s, i) => s + i.price * i.quantity, 0));
+  const tax = money(subtotal * 0.1);
+  const tip = money(random.int(0, 5));
+  const createdAt = state.stamp();
+  return {
+    id: state.newId("ord"),
+    restaurantId: rid,
+    bookingId: input.bookingId ?? null,
+    type: input.type ?? random.pick(["DINE_IN", "TAKEAWAY", "DELIVERY"] as const),
+    status: "PENDING",
+    subtotal,
+    tax,
+    tip,
+    total: money(subtotal + tax + tip),
+    currency: "EUR",
+    paidAt: (input.paid ?? random.chance(0.6)) ? createdAt : null,
+    refundedAt: null,
+    createdAt,
+    items,
+  };
+}
+
+/** A new CONFIRMED booking with its confirmation code (not stored yet). */
+export function buildBooking(
+  state: StoreState,
+  input: {
+    restaurantId: string;
+    date: string;
+    time: string;
+    partySize: number;
+    diner: { name: string; email: string };
+  },
+): Booking {
+  const { random } = state;
+  return {
+    id: state.newId("bk"),
+    restaurantId: state.restaurantId(input.restaurantId),
+    date: `${input.date}T00:00:00.000Z`,
+    time: input.time,
+    partySize: input.partySize,
+    status: "CONFIRMED",
+    confirmCode: Array.from({ length: 6 }, () => random.pick(CONFIRM_CODE_CHARS)).join(""),
+    diner: { ...input.diner },
+    createdAt: state.stamp(),
+  };
+}
+
+/** A new review, of a restaurant at random unless given (not stored yet). */
+export function buildReview(
+  state: StoreState,
+  input: {
+    restaurantId?: string;
+    rating?: number;
+    comment?: string | null;
+    author?: string;
+  },
+): Review {
+  const { random } = state;
+  return {
+    id: state.newId("rev"),
+    restaurantId: state.restaurantId(input.restaurantId),
+    rating: input.rating ?? random.int(1, 5),
+    comment: input.comment === undefined ? "Lovely evening" : input.comment,
+    author: input.author ?? random.pick(GUEST_NAMES),
+    createdAt: state.stamp(),
+  };
+}
+
+const DISHES = ["Margherita", "Ramen", "Caesar salad", "Bibimbap", "Falafel wrap", "Tiramisu", "Pho", "Burger", "Dal", "Paella"];
+const ALLERGENS = ["gluten", "dairy", "egg", "nuts", "soy", "fish"];
+const TAGS = ["vegan", "vegetarian", "spicy", "new", "chef-pick"];
+
+/** Restaurant number `r`'s menu of `count` items; emits nothing. */
+function seedMenu(state: StoreState, r: number, count: number) {
+  const { random } = state;
+  for (let m = 0; m < count; m++) {
+    state.putMenuItem({
+      id: state.newId("mi"),
+      restaurantId: `rest_${r}`,
+      name: expectDefined(DISHES[(r + m) % DISHES.length], "an index within DISHES"),
+      description: "House favourite",
+      price: money(6 + random.int(0, 1800) / 100),
+      currency: "EUR",
+      allergens: ALLERGENS.filter(() => random.chance(0.3)),
+      tags: TAGS.filter(() => random.chance(0.25)),
+      stock: random.chance(0.5) ? random.int(0, 40) : null,
+      updatedAt: state.stamp(),
+    });
+  }
+}
+
+/** Restaurants and their menus only (a seeded history fills in the rest); emits nothing. */
+export function seedRestaurants(state: StoreState, count: number, menuItemsEach: number) {
+  for (let r = 1; r <= count; r++) {
+    state.restaurants.push({ id: `rest_${r}`, name: `Restaurant ${r}` });
+    seedMenu(state, r, menuItemsEach);
+  }
+}
+
+/** Five bookings of restaurant `r` around today, the last one cancelled. */
+function seedBookings(state: StoreState, r: number): Booking[] {
+  const { random } = state;
+  const rbookings: Booking[] = [];
+  for (let b = 0; b < 5; b++) {
+    const day = new Date(state.now().getTime() + (b - 2) * 86_400_000).toISOString().slice(0, 10);
+    const booking = buildBooking(state, {
+      restaurantId: `rest_${r}`,
+      date: day,
+      time: `${18 + (b % 4)}:${b % 2 ? "30" : "00"}`,
+      partySize: random.int(1, 8),
+      diner: { name: random.pick(GUEST_NAMES), email: `guest${r}${b}@example.com` },
+    });
+    if (b === 4) booking.status = "CANCELLED";
+    state.putBooking(booking);
+    rbookings.push(booking);
+  }
+  return rbookings;
+}
+
+/** A few restaurants with menus, orders in every state and bookings; emits nothing. */
+export function seedSample(state: StoreState, count: number) {
+  const path = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
+  for (let r = 1; r <= count; r++) {
+    state.restaurants.push({ id: `rest_${r}`, name: `Restaurant ${r}` });
+    seedMenu(state, r, 6);
+    const rbookings = seedBookings(state, r);
+    for (let o = 0; o < 12; o++) {
+      const order = buildOrder(state, {
+        restaurantId: `rest_${r}`,
+        paid: o % 3 !== 0,
+        bookingId: o < 2 ? expectDefined(rbookings[o], "a seeded booking").id : null,
+      });
+      if (o < 10) order.status = expectDefined(path[o % path.length], "an index within path");
+      else if (o === 10) order.status = "CANCELLED";
+      else {
+        order.paidAt ??= order.createdAt;
+        order.status = "REFUNDED";
+        order.refundedAt = state.stamp();
+      }
+      state.putOrder(order);
+    }
+  }
+}
+
+export interface HistoryOptions {
+  /** Orders over the whole history (spread evenly, with jitter, over `days` ending now). */
+  orders: number;
+  days: number;
+  /** Bookings over the same days plus 14 days ahead; default a quarter of `orders`. */
+  bookings?: number;
+  /** Orders younger than this are still in flight (PENDING…READY); default 60. */
+  inFlightMinutes?: number;
+}
+
+const DAY = 86_400_000;
+const MINUTE = 60_000;
+const IN_FLIGHT: readonly OrderStatus[] = ["PENDING", "CONFIRMED", "PREPARING", "READY"];
+const TYPES: readonly OrderType[] = ["DINE_IN", "TAKEAWAY", "DELIVERY"];
+
+/** An id of `prefix` that `taken` does not hold yet (8 random base-36 digits collide at a million). */
+function freshId(random: Random, prefix: string, taken: Map<string, unknown>): string {
+  for (;;) {
+    const id = random.id(prefix);
+    if (!taken.has(id)) return id;
+  }
+}
+
+/** The state an order of this age is in: in flight while young (later steps as it ages), else final. */
+function statusAt(random: Random, ageMs: number, inFlightMs: number, paid: boolean): OrderStatus {
+  if (ageMs < inFlightMs) {
+    if (random.chance(0.03)) return "CANCELLED";
+    const step = Math.min(IN_FLIGHT.length - 1, Math.floor((ageMs / inFlightMs) * IN_FLIGHT.length + random.next() * 0.5));
+    return expectDefined(IN_FLIGHT[step], "a step within IN_FLIGHT");
+  }
+  const roll = random.next();
+  if (paid && roll < 0.05) return "REFUNDED";
+  return roll < 0.12 ? "CANCELLED" : "DELIVERED";
+}
+
+function historyOrder(store: SandboxStore, menus: Map<string, MenuItem[]>, at: number, nowMs: number, inFlightMs: number): Order {
+  const { random } = store;
+  const restaurant = random.pick(store.restaurants).id;
+  const menu = expectDefined(menus.get(restaurant), "a seeded menu");
+  const items = Array.from({ length: random.int(1, 3) }, () => {
+    const dish = random.pick(menu);
+    return { id: random.id("oi"), menuItemId: dish.id, name: dish.name, quantity: random.int(1, 3), price: dish.price, notes: null };
+  });
+  const subtotal = money(items.reduce((s, i) => s + i.price * i.quantity, 0));
+  const tax = money(subtotal * 0.1);
+  const tip = money(random.int(0, 5));
+  const createdAt = new Date(at).toISOString();
+  const paid = random.chance(0.6);
+  const status = statusAt(random, nowMs - at, inFlightMs, paid);
+  // A refund comes minutes to a week after the order, never after now.
+  const refundedAt = status === "REFUNDED" ? new Date(Math.min(nowMs - 1000, at + random.int(10 * MINUTE, 7 * DAY))).toISOString() : null;
+  return {
+    id: freshId(random, "ord", store.orders),
+    restaurantId: restaurant,
+    bookingId: null,
+    type: random.pick(TYPES),
+    status,
+    subtotal,
+    tax,
+    tip,
+    total: money(subtotal + tax + tip),
+    currency: "EUR",
+    paidAt: paid ? createdAt : null,
+    refundedAt,
+    createdAt,
+    items,
+  };
+}
+
+function historyBooking(store: SandboxStore, day: number, nowMs: number): Booking {
+  const { random } = store;
+  const past = day < nowMs;
+  const createdAt = Math.min(nowMs - 1000, day - random.int(0, 21 * DAY));
+  const name = random.pick(GUEST_NAMES);
+  return {
+    id: freshId(random, "bk", store.bookings),
+    restaurantId: random.pick(store.restaurants).id,
+    date: new Date(day).toISOString(),
+    time: `${random.int(12, 21)}:${random.chance(0.5) ? "00" : "30"}`,
+    partySize: random.int(1, 8),
+    status: random.chance(past ? 0.1 : 0.07) ? "CANCELLED" : "CONFIRMED",
+    confirmCode: Array.from({ length: 6 }, () => CONFIRM_CODE_CHARS[random.int(0, CONFIRM_CODE_CHARS.length - 1)]).join(""),
+    diner: { name, email: `${name.toLowerCase()}${random.int(1, 99_999)}@example.com` },
+    createdAt: new Date(createdAt).toISOString(),
+  };
+}
+
+/**
+ * A company's history ending now, deterministic from the store's seed: orders spread over `days`
+ * (old ones DELIVERED, some CANCELLED, some paid ones REFUNDED later; the last `inFlightMinutes`
+ * ones still PENDING…READY), bookings over the same days and two weeks ahead (some cancelled).
+ * Records go straight into the store's maps and lists: no webhook, no history entry.
+ */
+export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
+  const whole = (n: number | undefined, min: number) => n === undefined || (Number.isInteger(n) && n >= min);
+  if (!whole(opts.orders, 0) || !whole(opts.bookings, 0) || !(opts.days > 0) || !((opts.inFlightMinutes ?? 1) > 0))
+    throw new SandboxError(
+      400,
+      "invalid_request",
+      "history needs orders and bookings ≥ 0 (whole numbers), days > 0 and inFlightMinutes > 0",
+    );
+  const nowMs = store.now().getTime();
+  const span = opts.days * DAY - MINUTE; // the newest order is a minute old
+  const start = nowMs - MINUTE - span;
+  const inFlightMs = (opts.inFlightMinutes ?? 60) * MINUTE;
+  const menus = new Map<string, MenuItem[]>();
+  for (const m of store.menuItems.values()) menus.set(m.restaurantId, [...(menus.get(m.restaurantId) ?? []), m]);
+  let previous = -Infinity;
+  for (let i = 0; i < opts.orders; i++) {
+    // Strictly increasing times (createdAt orders the list), in key order so the lists only append.
+    const at = Math.max(previous + 1, Math.floor(start + ((i + random01(store.random)) * span) / opts.orders));
+    previous = at;
+    store.relist("orders", historyOrder(store, menus, at, nowMs, inFlightMs));
+  }
+  const bookingCount = opts.bookings ?? Math.round(opts.orders / 4);
+  const days = opts.days + 14;
+  const bookings: Booking[] = [];
+  for (let i = 0; i < bookingCount; i++) {
+    const day = Math.floor((start + Math.floor(((i + store.random.next()) * days) / bookingCount) * DAY) / DAY) * DAY;
+    bookings.push(historyBooking(store, day, nowMs));
+  }
+  // Sorted by the list's key first, so each insert is an append.
+  const key = (b: Booking) => `${b.date}\u0000${b.time}\u0000${b.id}`;
+  bookings.sort((a, b) => (key(a) < key(b) ? -1 : 1));
+  for (const b of bookings) store.relist("bookings", b);
+}
+
+/** A jitter within the order's slot, kept below 1 so slots never overlap. */
+const random01 = (random: Random) => random.next() * 0.9;
+
+/** mulberry32: a tiny seeded PRNG, so the same seed gives the same sandbox. */
+export function seededRandom(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return {
+    next,
+    int: (min: number, max: number) => min + Math.floor(next() * (max - min + 1)),
+    pick: <T>(items: readonly T[]): T => expectDefined(items[Math.floor(next() * items.length)], "pick() needs a non-empty list"),
+    chance: (p: number) => next() < p,
+    id: (prefix: string) =>
+      `${prefix}_${Math.floor(next() * 36 ** 8)
+        .toString(36)
+        .padStart(8, "0")}`,
+  };
+}
+export type Random = ReturnType<typeof seededRandom>;
+
+/** An amount rounded to cents, as the API's prices and totals are. */
+export const money = (n: number) => Math.round(n * 100) / 100;

@@ -14,8 +14,7 @@ import { filterFromQuery, validateRecordId } from "../mirror/mirror-filter.js";
 import type { Storage } from "../mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/store.js";
 import { withTimeout } from "../queue/with-timeout.js";
-import type { RedisClient } from "../redis/connection.js";
-import { redisKeys } from "../redis/keys.js";
+import { type RedisClient, redisKeys } from "../redis/redis.js";
 import type { OperatorActions } from "../worker/operator-actions.js";
 import type { QueueHandles } from "./queue-handles.js";
 

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { EventJobData } from "../queue/event-job.js";
 import { createEventsQueue, createSyncQueue } from "../queue/queues.js";
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 
 export interface QueueHandles {

@@ -2,7 +2,7 @@ import { NotReadyError } from "../http/errors.js";
 import type { Storage } from "../mirror/storage.js";
 import type { StreamSink } from "../queue/stream-sink.js";
 import { withTimeout } from "../queue/with-timeout.js";
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 
 /** How long /readyz waits for the database server's `select 1` (under READY_TIMEOUT_MS). */

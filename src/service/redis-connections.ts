@@ -1,8 +1,7 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { expectDefined } from "../expect-defined.js";
-import { createRedisConnection, type ConnectionKind, type RedisClient } from "../redis/connection.js";
-import { logRedisOutages } from "../redis/redis-outage-log.js";
+import { createRedisConnection, type ConnectionKind, type RedisClient, logRedisOutages } from "../redis/redis.js";
 
 export interface RedisConnections {
   /** Roles all and worker: for BullMQ's workers and the stream consumer (never gives up on a command). */

@@ -5,7 +5,7 @@ import { createApp } from "../http/app.js";
 import type { AppEnv } from "../http/request-log.js";
 import { mountOperatorOff } from "../http/guards.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { webhookMetrics } from "../metrics/webhook-metrics.js";
+import { webhookMetrics } from "../metrics/metrics.js";
 import type { StreamSink } from "../queue/stream-sink.js";
 import type { Tracing } from "../tracing/tracing.js";
 

@@ -6,13 +6,13 @@ import {
   collectMirrorLag,
   collectQueueDepths,
   collectStreamConsumer,
-} from "../metrics/collectors.js";
-import type { Metrics } from "../metrics/metrics.js";
+  type Metrics,
+} from "../metrics/metrics.js";
 import { createMinuteSampler } from "../metrics/minute-samples.js";
 import type { Storage } from "../mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/store.js";
 import { readStreamBacklog } from "../queue/stream-backlog.js";
-import { redisKeys } from "../redis/keys.js";
+import { redisKeys } from "../redis/redis.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 import type { QueueHandles } from "./queue-handles.js";
 import type { RedisConnections } from "./redis-connections.js";

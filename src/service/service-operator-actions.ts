@@ -2,7 +2,7 @@ import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { Storage } from "../mirror/storage.js";
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import { trackBulkReplays } from "../worker/bulk-replay-progress.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
 import { createRefreshScheduler } from "../sync/refresh-scheduler.js";

@@ -4,7 +4,7 @@ import type { Config } from "../config/config.js";
 import type { RunningServer } from "../http/app.js";
 import type { Storage } from "../mirror/storage.js";
 import { withTimeout } from "../queue/with-timeout.js";
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 import type { MinuteSampler } from "./service-metrics.js";
 

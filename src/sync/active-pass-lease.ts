@@ -1,7 +1,6 @@
 import { DelayedError, type Job } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
-import { defineScripts } from "../redis/define-scripts.js";
-import { redisKeys } from "../redis/keys.js";
+import { defineScripts, redisKeys } from "../redis/redis.js";
 
 /**
  * One active reconciliation pass at a time, across every worker process: under a busy budget a

@@ -1,6 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
-import type { RedisKeys } from "../redis/keys.js";
+import type { RedisKeys } from "../redis/redis.js";
 import type { SyncedKind } from "./resources.js";
 
 /** The data of a kind's one refresh job (RefreshRuns.runWithin). */

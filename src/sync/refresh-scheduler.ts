@@ -1,7 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
-import { defineScripts } from "../redis/define-scripts.js";
-import { redisKeys } from "../redis/keys.js";
+import { defineScripts, redisKeys } from "../redis/redis.js";
 import { createRefreshRuns, type RefreshJobData, type RefreshRuns } from "./refresh-runs.js";
 import { RESOURCES, type SyncedKind } from "./resources.js";
 

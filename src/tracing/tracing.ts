@@ -1,6 +1,25 @@
-import { trace, type Context, type Tracer } from "@opentelemetry/api";
+import {
+  trace,
+  type Context,
+  type Tracer,
+  context,
+  INVALID_SPAN_CONTEXT,
+  SpanKind,
+  isSpanContextValid,
+  ROOT_CONTEXT,
+  TraceFlags,
+  type SpanContext,
+  SpanStatusCode,
+  type Span,
+  type SpanOptions,
+  type Link,
+} from "@opentelemetry/api";
 import type { Telemetry } from "bullmq";
-import { quietBullmqTelemetry } from "./bullmq-telemetry.js";
+import { BullMQOtel, BullMQOTelSpan } from "bullmq-otel";
+import type { Context as HonoContext, MiddlewareHandler } from "hono";
+import type { WrapHandler } from "../events/registry.js";
+import type { MirrorStore } from "../mirror/store.js";
+import type { RedisClient } from "../redis/redis.js";
 
 export const TRACER_NAME = "svc-webhooks";
 
@@ -17,7 +36,327 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-/** A Tracing over the globally registered tracer provider (the SDK start-tracing.ts starts). */
+/** A Tracing over the globally registered tracer provider (the SDK startTracing starts). */
 export function createTracing(shutdown: () => Promise<void>): Tracing {
   return { tracer: trace.getTracer(TRACER_NAME), bullmq: quietBullmqTelemetry(TRACER_NAME), shutdown };
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Whether the standard environment asks for traces: an OTLP endpoint (for all signals or for
+ * traces), not disabled by OTEL_SDK_DISABLED, and OTEL_TRACES_EXPORTER not "none".
+ */
+export function tracingRequested(env: Env): boolean {
+  // An empty value counts as unset, as the SDK reads it.
+  if (!env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() && !env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()) return false;
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return false;
+  return !(env.OTEL_TRACES_EXPORTER ?? "").split(",").some((e) => e.trim() === "none");
+}
+
+/**
+ * Starts the OpenTelemetry Node SDK for traces when the environment asks for them; otherwise
+ * loads nothing (the SDK is imported only here, dynamically) and returns undefined.
+ *
+ * The SDK reads the rest of the standard environment itself: OTEL_SERVICE_NAME and
+ * OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf by default, http/json,
+ * grpc), OTEL_EXPORTER_OTLP_HEADERS, OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_*. No instrumentation is
+ * registered (nothing is patched): the service makes its own spans where a delivery goes. Metrics
+ * stay Prometheus's and logs stdout's, so the SDK's metric and log pipelines are not started.
+ */
+export async function startTracing(env: Env): Promise<Tracing | undefined> {
+  if (!tracingRequested(env)) return undefined;
+  const { NodeSDK } = await import("@opentelemetry/sdk-node");
+  const sdk = new NodeSDK({
+    ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: TRACER_NAME }),
+    metricReaders: [],
+    logRecordProcessors: [],
+  });
+  sdk.start();
+  return createTracing(() => shutdownWithin(sdk.shutdown(), SHUTDOWN_MS));
+}
+
+/** How long a stopping process waits to export its last spans: a collector that is away must not hold the exit. */
+const SHUTDOWN_MS = 5000;
+
+async function shutdownWithin(shutdown: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([shutdown.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
+/**
+ * BullMQ's official OpenTelemetry add-on, minus its bookkeeping noise: BullMQ traces its own
+ * polls and checks (getNextJob, stalled-job checks, …) as INTERNAL spans, which outside any
+ * delivery would each start a trace of their own every few seconds. Those become non-recording
+ * here; a job's `add` (producer) and `process` (consumer), and anything inside a delivery's
+ * trace, are kept, so a job carries its producer's trace to the worker that runs it.
+ */
+export function quietBullmqTelemetry(tracerName: string): Telemetry<Context> {
+  const otel = new BullMQOtel({ tracerName });
+  return {
+    contextManager: otel.contextManager,
+    tracer: {
+      startSpan(name, options?: { kind?: number }, ctx?: Context) {
+        if (options?.kind === SpanKind.INTERNAL && !trace.getSpan(ctx ?? context.active()))
+          return new BullMQOTelSpan(trace.wrapSpanContext(INVALID_SPAN_CONTEXT));
+        return otel.tracer.startSpan(name, options, ctx);
+      },
+    },
+  };
+}
+
+// W3C Trace Context, version 00: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>.
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/**
+ * The W3C `traceparent` of a span context, or undefined for an invalid one. Written by hand rather
+ * than through the global propagator: the stream entry, the jobs and the upstream request carry
+ * W3C trace context whatever OTEL_PROPAGATORS says.
+ */
+export function formatTraceparent(span: SpanContext): string | undefined {
+  if (!isSpanContextValid(span)) return undefined;
+  return `00-${span.traceId}-${span.spanId}-${(span.traceFlags & 1) === 1 ? "01" : "00" /* bit 0: sampled */}`;
+}
+
+/** The remote span context a `traceparent` names; undefined for anything malformed (it is ignored). */
+export function parseTraceparent(value: string | undefined): SpanContext | undefined {
+  const match = value === undefined ? null : TRACEPARENT.exec(value.trim());
+  if (!match) return undefined;
+  const [, traceId = "", spanId = "", flags = "00"] = match;
+  const span: SpanContext = { traceId, spanId, traceFlags: parseInt(flags, 16) & TraceFlags.SAMPLED, isRemote: true };
+  return isSpanContextValid(span) ? span : undefined;
+}
+
+/** A context whose parent is the span a `traceparent` names; the root context when it names none. */
+export function contextOfTraceparent(value: string | undefined): Context {
+  const span = parseTraceparent(value);
+  return span ? trace.setSpanContext(ROOT_CONTEXT, span) : ROOT_CONTEXT;
+}
+
+/** The `traceparent` of the active span (the one a record written now belongs to), if any. */
+export function activeTraceparent(): string | undefined {
+  const span = trace.getActiveSpan();
+  return span ? formatTraceparent(span.spanContext()) : undefined;
+}
+
+/**
+ * Runs `fn` with the span a carried `traceparent` names as its parent (an event read from the
+ * ingest stream or a job, continuing the delivery's trace). Without one, `fn` runs as it is: no
+ * context work at all when tracing is off, since nothing then writes the field.
+ */
+export function withCarriedTrace<T>(traceparent: string | undefined, fn: () => T): T {
+  if (traceparent === undefined) return fn();
+  return context.with(contextOfTraceparent(traceparent), fn);
+}
+
+/**
+ * Runs `fn` in a new active span: an error it throws is recorded on the span (and its status set)
+ * before it propagates, and the span ends either way.
+ */
+export function inSpan<T>(tracer: Tracer, name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
+  return tracer.startActiveSpan(name, options, async (span) => {
+    try {
+      return await fn(span);
+    } catch (err) {
+      markFailed(span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** Records a thrown error on a span and marks the span failed. */
+function markFailed(span: Span, err: unknown): void {
+  span.recordException(err as Error);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+}
+
+/**
+ * A pino mixin that puts the active span's `trace_id` and `span_id` on every line logged inside it
+ * (the names OpenTelemetry's log data model and pino instrumentations use). Installed only when
+ * tracing is on: with it off the logger has no mixin at all.
+ */
+export function traceLogFields(): Record<string, string> {
+  const span = trace.getActiveSpan();
+  // A fresh object each time: pino merges the line's own fields into what the mixin returns.
+  if (!span) return {};
+  const { traceId, spanId } = span.spanContext();
+  return { trace_id: traceId, span_id: spanId };
+}
+
+/** What the span reads off the request once the route ran (the event the delivery carried). */
+export interface ServerSpanOptions {
+  /** Span name: the route, never the raw path (bounded). */
+  route: string;
+  attributes?(c: HonoContext): Record<string, string | boolean | undefined>;
+}
+
+/**
+ * The edge's SERVER span around a route: the root of the delivery's trace. A sender's W3C
+ * `traceparent` (Standard Webhooks senders may send one) becomes a link, not the parent: the
+ * endpoint is public, and an unauthenticated header must not decide whether or where we trace
+ * (its sampled flag would switch our sampling on or off). Installed only when tracing is on.
+ */
+export function serverSpan(tracer: Tracer, options: ServerSpanOptions): MiddlewareHandler {
+  return async function traceRequest(c, next) {
+    const sender = parseTraceparent(c.req.header("traceparent"));
+    const name = `${c.req.method} ${options.route}`;
+    const attributes = { "http.request.method": c.req.method, "http.route": options.route };
+    const links = sender ? [{ context: sender }] : [];
+    await tracer.startActiveSpan(name, { kind: SpanKind.SERVER, attributes, links, root: true }, async (span) => {
+      try {
+        await next();
+      } finally {
+        const status = c.res.status;
+        span.setAttribute("http.response.status_code", status);
+        for (const [k, v] of Object.entries(options.attributes?.(c) ?? {})) if (v !== undefined) span.setAttribute(k, v);
+        if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        span.end();
+      }
+    });
+  };
+}
+
+/** The spans of one relayed batch: one per change recorded with a trace context. */
+export interface RelaySpans {
+  /** The `traceparent` a change's job carries: its relay span's, or undefined for a change recorded untraced. */
+  traceparentOf(row: { id: string }): string | undefined;
+  /** Runs the send; the spans end with it, marked failed if it throws. */
+  around<T>(send: () => Promise<T>): Promise<T>;
+}
+
+/**
+ * A producer span ("change relay <type>") for each outbox row that holds the trace context of
+ * the write that recorded it, a child of that write: the change event's job, and so its handlers,
+ * continue the trace that began with the webhook (or the sweep) whose refresh made the change.
+ * Rows recorded with tracing off get no span and start no trace.
+ */
+export function relaySpans(tracer: Tracer, rows: readonly { id: string; type: string; traceparent?: string }[]): RelaySpans {
+  const spans = new Map<string, Span>();
+  for (const row of rows) {
+    if (row.traceparent === undefined) continue;
+    const span = tracer.startSpan(
+      `change relay ${row.type}`,
+      { kind: SpanKind.PRODUCER, attributes: { "svc.event.id": row.id, "svc.event.type": row.type } },
+      contextOfTraceparent(row.traceparent),
+    );
+    spans.set(row.id, span);
+  }
+  return {
+    traceparentOf: (row) => {
+      const span = spans.get(row.id);
+      return span ? formatTraceparent(span.spanContext()) : undefined;
+    },
+    async around(send) {
+      try {
+        return await send();
+      } catch (err) {
+        for (const span of spans.values()) markFailed(span, err);
+        throw err;
+      } finally {
+        for (const span of spans.values()) span.end();
+      }
+    },
+  };
+}
+
+/**
+ * Runs each handler, as the registry adds it, in a span of its own ("handler <source> <type>"), a
+ * child of the delivery's trace when the event carries one. Used only when tracing is on; the
+ * registry names handlers before wrapping them, so keys are the same with tracing on or off.
+ */
+export function traceHandlers<Ctx>(tracer: Tracer): WrapHandler<Ctx> {
+  return (handler, { source, type, key }) => {
+    const name = `handler ${source} ${type}`;
+    const attributes = { "svc.handler.source": source, "svc.event.type": type, "svc.handler.key": key };
+    return (event: never, ctx: Ctx) =>
+      inSpan(tracer, name, { attributes }, async (span) => {
+        const { id } = event as { id?: unknown };
+        if (typeof id === "string") span.setAttribute("svc.event.id", id);
+        await handler(event, ctx);
+      });
+  };
+}
+
+/**
+ * The same mirror store with each write (upsert) in a span of its own ("mirror upsert <kind>":
+ * records offered, written, skipped, changed), inside the refresh or handler that makes it. Reads
+ * are left alone. Used only when tracing is on.
+ */
+export function tracedMirror(mirror: MirrorStore, tracer: Tracer): MirrorStore {
+  return {
+    ...mirror,
+    upsert: (kind, records, readAt, options) =>
+      inSpan(
+        tracer,
+        `mirror upsert ${kind}`,
+        { attributes: { "svc.mirror.kind": kind, "svc.mirror.records": records.length } },
+        async (span) => {
+          const result = await mirror.upsert(kind, records, readAt, options);
+          span.setAttributes({
+            "svc.mirror.written": result.written,
+            "svc.mirror.skipped": result.skipped,
+            "svc.mirror.changed": result.changes.length,
+          });
+          return result;
+        },
+      ),
+  };
+}
+
+/** Most events of one burst linked from its refresh: a flood must not make a span of megabytes. */
+const MAX_LINKS = 128;
+
+/**
+ * Span links for the coalesced refresh. Many events of a kind (every restaurant) share one refresh job, which
+ * carries the trace of the first (bullmq-otel); each event notes its own trace context here when it
+ * schedules the refresh, and the refresh's span links to every trace noted since the last one ran.
+ * Best-effort and bounded: a lost note loses a link, never a refresh.
+ */
+export interface RefreshLinks {
+  /** Remembers the active span (the handler's) for the next refresh of this kind. */
+  note(kind: string): Promise<void>;
+  /** Runs a refresh in a span linked to every event that asked for it since the last one. */
+  traced<T>(kind: string, refresh: () => Promise<T>): Promise<T>;
+}
+
+export function createRefreshLinks(options: { redis: RedisClient; prefix: string; tracer: Tracer; ttlMs: number }): RefreshLinks {
+  const { redis, tracer } = options;
+  const key = (kind: string) => `${options.prefix}:trace-links:${kind}`;
+
+  const take = async (kind: string): Promise<Link[]> => {
+    const k = key(kind);
+    const replies = await redis.multi().lrange(k, 0, -1).del(k).exec();
+    const noted = (replies?.[0]?.[1] ?? []) as string[];
+    const own = trace.getActiveSpan()?.spanContext().traceId;
+    const links = new Map<string, Link>();
+    for (const value of noted) {
+      const context = parseTraceparent(value);
+      // The trace the refresh runs in needs no link to itself.
+      if (context && context.traceId !== own) links.set(context.traceId, { context });
+    }
+    return [...links.values()];
+  };
+
+  return {
+    async note(kind) {
+      const traceparent = activeTraceparent();
+      if (!traceparent) return;
+      const k = key(kind);
+      await redis
+        .multi()
+        .rpush(k, traceparent)
+        .ltrim(k, -MAX_LINKS, -1)
+        .pexpire(k, options.ttlMs)
+        .exec()
+        .catch(() => undefined);
+    },
+    async traced(kind, refresh) {
+      const links = await take(kind).catch(() => []);
+      const attributes = { "svc.mirror.kind": kind, "svc.refresh.linked_traces": links.length };
+      return inSpan(tracer, `refresh ${kind}`, { links, attributes }, () => refresh());
+    },
+  };
 }

@@ -1,8 +1,7 @@
 import { DEFAULTS } from "../config/defaults.js";
 import { randomUUID } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
-import { defineScripts } from "../redis/define-scripts.js";
-import { redisKeys } from "../redis/keys.js";
+import { defineScripts, redisKeys } from "../redis/redis.js";
 import { ACQUIRE, PAUSE, STATE } from "./rate-limiter-scripts.js";
 import { sleep } from "./sleep.js";
 

@@ -1,5 +1,5 @@
 import type { Span } from "@opentelemetry/api";
-import { formatTraceparent } from "../tracing/traceparent.js";
+import { formatTraceparent } from "../tracing/tracing.js";
 import type { ApiCall, ApiResponseInfo } from "./api-call.js";
 import { UpstreamError, UpstreamNetworkError, UpstreamResponseError, UpstreamTimeoutError } from "./errors.js";
 import { readAnswer } from "./read-answer.js";

@@ -1,5 +1,5 @@
 import { SpanKind, type Span, type Tracer } from "@opentelemetry/api";
-import { inSpan } from "../tracing/in-span.js";
+import { inSpan } from "../tracing/tracing.js";
 import type { ApiCall } from "./api-call.js";
 import { UpstreamError, UpstreamRateLimitError } from "./errors.js";
 import type { RateLimiter } from "./rate-limiter.js";

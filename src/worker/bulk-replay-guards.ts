@@ -1,4 +1,4 @@
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import { BULK_REPLAY_TTL_SECONDS, type bulkReplayProgress } from "./bulk-replay-progress.js";
 import { OperatorActionError } from "./operator-action-error.js";
 

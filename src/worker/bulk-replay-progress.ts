@@ -1,7 +1,6 @@
 import type { Job, Worker } from "bullmq";
 import type { EventJobData } from "../queue/event-job.js";
-import type { RedisClient } from "../redis/connection.js";
-import { redisKeys } from "../redis/keys.js";
+import { type RedisClient, redisKeys } from "../redis/redis.js";
 
 /** How long a bulk replay's progress stays readable after it was started. */
 export const BULK_REPLAY_TTL_SECONDS = 7 * 24 * 3600;

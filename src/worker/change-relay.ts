@@ -3,7 +3,7 @@ import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { ChangeOutbox, OutboxRow } from "../mirror/change-outbox.js";
 import type { EventJobData } from "../queue/event-job.js";
-import { relaySpans } from "../tracing/relay-spans.js";
+import { relaySpans } from "../tracing/tracing.js";
 
 export interface ChangeRelayOptions {
   outbox: ChangeOutbox;

@@ -10,7 +10,7 @@ import type { EventJobData } from "../queue/event-job.js";
 import { createEventWorker } from "../queue/event-worker.js";
 import { EVENTS_QUEUE } from "../queue/names.js";
 import { createStreamConsumer, type StreamConsumer } from "../queue/stream-consumer.js";
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import { isPermanentUpstreamError } from "../upstream/index.js";
 import { createFinishedEvents, type FinishedEvents } from "./finished-events.js";
 import type { SharedHandlerContext } from "./handler-context.js";

@@ -1,7 +1,6 @@
 import type { Logger } from "pino";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { RedisClient } from "../redis/connection.js";
-import { redisKeys } from "../redis/keys.js";
+import { type RedisClient, redisKeys } from "../redis/redis.js";
 
 /**
  * How old the workers' liveness mark may be before a worker calls it a gap: twice the watch's

@@ -1,8 +1,7 @@
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
-import { collectRateBudget } from "../metrics/collectors.js";
-import type { Metrics } from "../metrics/metrics.js";
-import type { RedisClient } from "../redis/connection.js";
+import { collectRateBudget, type Metrics } from "../metrics/metrics.js";
+import type { RedisClient } from "../redis/redis.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { upstreamFromConfig } from "./upstream-from-config.js";
 

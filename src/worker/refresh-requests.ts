@@ -1,8 +1,7 @@
 import type { Queue } from "bullmq";
 import type { Config } from "../config/config.js";
-import type { RedisClient } from "../redis/connection.js";
-import { createRefreshLinks, type RefreshLinks } from "../tracing/refresh-links.js";
-import type { Tracing } from "../tracing/tracing.js";
+import type { RedisClient } from "../redis/redis.js";
+import { createRefreshLinks, type RefreshLinks, type Tracing } from "../tracing/tracing.js";
 import { createActivePassLease, type ActivePassLease } from "../sync/active-pass-lease.js";
 import { createRefreshScheduler, type RefreshScheduler } from "../sync/refresh-scheduler.js";
 import type { RefreshJobData } from "../sync/refresh-runs.js";

@@ -2,7 +2,7 @@ import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import { createGapWatch, type GapWatch } from "./gap-watch.js";
 import { enqueueCatchUp, RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 

@@ -1,9 +1,8 @@
 import { UnrecoverableError, Worker, type Job, type Queue, type Telemetry } from "bullmq";
-import { warnUnlessOutage } from "../redis/redis-outage-log.js";
+import { warnUnlessOutage, type RedisClient } from "../redis/redis.js";
 import type { Logger } from "pino";
 import { SYNC_QUEUE } from "../queue/names.js";
 import { withBoundedText } from "../events/error-text.js";
-import type { RedisClient } from "../redis/connection.js";
 import { isPermanentUpstreamError, UpstreamRateLimitError } from "../upstream/index.js";
 import type { RefreshJobData } from "../sync/refresh-runs.js";
 import type { BackfillJobData, FullJobData } from "../sync/reconcile-jobs.js";

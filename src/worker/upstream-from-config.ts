@@ -1,4 +1,4 @@
-import type { RedisClient } from "../redis/connection.js";
+import type { RedisClient } from "../redis/redis.js";
 import type { Config } from "../config/config.js";
 import {
   apiKeyId,

@@ -3,7 +3,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser } from "playwright-core";
 import { createMinuteSampler } from "../../src/metrics/minute-samples.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 import { launchChromium } from "../helpers/browser.js";
 import { ADMIN_TOKEN } from "../helpers/service.js";
 import { startStack, type Stack } from "../helpers/stack.js";

@@ -7,7 +7,7 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { createDatabase } from "../../src/mirror/database.js";
 import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { POSTGRES_INSTALL_HINT } from "../helpers/postgres-server.js";

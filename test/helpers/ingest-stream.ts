@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import type { EventJobData } from "../../src/queue/event-job.js";
 import { decodeEntry, ENTRY_FIELD } from "../../src/queue/stream-entry.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 
 /** The events the edge accepted that no worker has taken yet, oldest first. */
 export async function streamEvents(redis: Redis, prefix: string): Promise<(EventJobData & { entryId: string })[]> {

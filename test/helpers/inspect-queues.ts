@@ -1,6 +1,6 @@
 import { Queue, type JobType } from "bullmq";
 import { Redis } from "ioredis";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 import { streamEvents } from "./ingest-stream.js";
 
 /** Another process's queues, opened on a connection of their own to look at what it stored. */

@@ -4,7 +4,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { freePort } from "../../src/local/redis-server.js";
+import { freePort } from "../../src/redis/local-server.js";
 
 const run = promisify(execFile);
 

@@ -1,6 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
-import { defineScripts } from "../../src/redis/define-scripts.js";
+import { defineScripts } from "../../src/redis/redis.js";
 import { waitFor } from "./wait-for.js";
 
 /**

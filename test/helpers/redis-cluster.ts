@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { hasRedisServer, REDIS_INSTALL_HINT } from "../../src/local/redis-server.js";
+import { hasRedisServer, REDIS_INSTALL_HINT } from "../../src/redis/local-server.js";
 import { waitFor } from "./wait-for.js";
 
 export interface RedisCluster {

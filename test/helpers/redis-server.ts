@@ -1,1 +1,1 @@
-export * from "../../src/local/redis-server.js";
+export * from "../../src/redis/local-server.js";

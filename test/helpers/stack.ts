@@ -1,7 +1,6 @@
 import { createSandbox, type Sandbox, type SandboxOptions } from "../../src/sandbox/index.js";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
-import { SYNC_QUEUE } from "../../src/queue/names.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { EVENTS_QUEUE, SYNC_QUEUE } from "../../src/queue/names.js";
+import { redisKeys } from "../../src/redis/redis.js";
 import { waitFor } from "./wait-for.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { TEST_SECRET } from "./edge.js";

@@ -7,8 +7,7 @@ import type { EventJobData } from "../../src/queue/event-job.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { createStreamConsumer, type StreamConsumer } from "../../src/queue/stream-consumer.js";
 import type { StreamConsumerOptions } from "../../src/queue/stream-consumer-options.js";
-import type { RedisClient } from "../../src/redis/connection.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { type RedisClient, redisKeys } from "../../src/redis/redis.js";
 import { waitFor } from "./wait-for.js";
 
 /**

@@ -4,7 +4,7 @@ import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createActivePassLease } from "../../src/sync/active-pass-lease.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 

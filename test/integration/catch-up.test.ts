@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
 import { runActivePass } from "../../src/sync/active-tier.js";

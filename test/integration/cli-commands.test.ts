@@ -14,7 +14,7 @@ import { TEST_SECRET } from "../helpers/edge.js";
 import { nextFinished } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
-import { redisAnswers } from "../../src/local/ensure-redis.js";
+import { redisAnswers } from "../../src/redis/local-server.js";
 
 let svc: TestService | undefined;
 let sandbox: Sandbox | undefined;

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import { createEventLog } from "../../src/mirror/event-log.js";
 import { migrateToLatest } from "../../src/mirror/migrate.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../../src/queue/names.js";
-import { createRedisConnection } from "../../src/redis/connection.js";
+import { createRedisConnection } from "../../src/redis/redis.js";
 import { signPayload } from "../../src/events/signature.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";

@@ -6,7 +6,7 @@ import { Queue } from "bullmq";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createEventLog } from "../../src/mirror/event-log.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
-import { createRedisConnection } from "../../src/redis/connection.js";
+import { createRedisConnection } from "../../src/redis/redis.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { openTestDatabase } from "../helpers/postgres.js";
 import { ADMIN_TOKEN, startService } from "../helpers/service.js";

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { loadConfig } from "../../src/config/index.js";
+import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
-import { freePort } from "../../src/local/redis-server.js";
+import { freePort } from "../../src/redis/local-server.js";
 import { createService, type Service } from "../../src/service.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
 import { captureLogs } from "../helpers/log-capture.js";

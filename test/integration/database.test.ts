@@ -6,7 +6,7 @@ import { afterAll, describe, expect, inject, it } from "vitest";
 import { DataDirLockedError } from "../../src/mirror/data-dir-lock.js";
 import { createDatabase, DatabaseConfigError } from "../../src/mirror/database.js";
 import { migrateToLatest } from "../../src/mirror/migrate.js";
-import { MIGRATIONS } from "../../src/mirror/migrations/index.js";
+import { MIGRATIONS } from "../../src/mirror/migrations.js";
 import { scopedToSchema } from "../../src/mirror/schema-introspection.js";
 import { openTestDatabase, pgliteTemplate, randomSchema, testDrivers } from "../helpers/postgres.js";
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";
-import { ROLES } from "../../src/config/index.js";
+import { ROLES } from "../../src/config/config.js";
 import { freePort } from "../helpers/redis-server.js";
 import { startService } from "../helpers/service.js";
 

@@ -1,12 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "kysely";
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { loadConfig } from "../../src/config/index.js";
+import { loadConfig } from "../../src/config/config.js";
 import { signPayload } from "../../src/events/signature.js";
 import { createLogger } from "../../src/logging/logger.js";
-import { createRedisConnection } from "../../src/redis/connection.js";
+import { createRedisConnection, redisKeys } from "../../src/redis/redis.js";
 import { createService } from "../../src/service.js";
-import { redisKeys } from "../../src/redis/keys.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
 import { findPostgresBin, startPostgresServer } from "../helpers/postgres-server.js";

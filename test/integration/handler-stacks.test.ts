@@ -3,7 +3,7 @@ import { Queue, type Job } from "bullmq";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createLogger } from "../../src/logging/logger.js";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
-import { createRedisConnection } from "../../src/redis/connection.js";
+import { createRedisConnection } from "../../src/redis/redis.js";
 import { createSyncWorker } from "../../src/worker/sync-worker.js";
 import type { EventJobData } from "../../src/queue/event-job.js";
 import { sampleEvent } from "../helpers/edge.js";

@@ -4,7 +4,7 @@ import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { createMetrics, type Metrics } from "../../src/metrics/metrics.js";
 import { createMinuteSampler, readMinuteSamples, SAMPLE_SLOTS } from "../../src/metrics/minute-samples.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 
 const MINUTE = 60_000;
 const START = Date.parse("2026-11-25T10:00:00Z");

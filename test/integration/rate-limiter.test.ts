@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { apiKeyId, createApiClient } from "../../src/upstream/index.js";
 import {

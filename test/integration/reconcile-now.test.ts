@@ -3,7 +3,7 @@ import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import pino from "pino";
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { loadConfig } from "../../src/config/index.js";
+import { loadConfig } from "../../src/config/config.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
 import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";

@@ -1,12 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { Queue } from "bullmq";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { inject } from "vitest";
-import { loadConfig } from "../../src/config/index.js";
+import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
+import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
-import { createRedisConnection, type RedisClient } from "../../src/redis/connection.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { createRedisConnection, type RedisClient, redisKeys } from "../../src/redis/redis.js";
 import { createService, type Service } from "../../src/service.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { captureLogs } from "../helpers/log-capture.js";

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createEventLog, type EventLog } from "../../src/mirror/event-log.js";
 import { listFailureGroups } from "../../src/mirror/failure-groups.js";
 import { migrateToLatest } from "../../src/mirror/migrate.js";
-import { MIGRATIONS } from "../../src/mirror/migrations/index.js";
+import { MIGRATIONS } from "../../src/mirror/migrations.js";
 import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import { findRecordKinds, readRecordStory, TIMELINE_LIMIT } from "../../src/mirror/record-story.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AnyEvent } from "../../src/events/catalog.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 import { nextFinished } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
 

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 import { createRefreshScheduler, PENDING_REFRESH_TTL_MS, WHOLE_MENU, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
 import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
 

@@ -2,7 +2,8 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { createSandbox, SandboxStateFileError, type Sandbox, type SandboxOptions } from "../../src/sandbox/index.js";
+import { createSandbox, type Sandbox, type SandboxOptions } from "../../src/sandbox/index.js";
+import { SandboxStateFileError } from "../../src/sandbox/state-file.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 // The dev stack keeps its sandbox in its data dir (`keep`), as it keeps its database: a restart

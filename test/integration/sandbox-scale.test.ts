@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { createSandbox, type Booking, type Order, type Sandbox } from "../../src/sandbox/index.js";
+import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import type { Booking, Order } from "../../src/sandbox/records.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 let opened: Sandbox[] = [];

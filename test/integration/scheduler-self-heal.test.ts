@@ -1,7 +1,7 @@
 import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SYNC_QUEUE } from "../../src/queue/names.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { RECONCILE_JOBS } from "../../src/sync/reconcile-jobs.js";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.js";

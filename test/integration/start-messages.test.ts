@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config/index.js";
+import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createService, type Service } from "../../src/service.js";
 import { TEST_SECRET } from "../helpers/edge.js";

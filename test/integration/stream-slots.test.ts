@@ -3,7 +3,7 @@ import { createHandlerRegistry } from "../../src/events/registry.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createAttemptRunner } from "../../src/queue/attempt-runner.js";
 import { createEventWorker } from "../../src/queue/event-worker.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 import { sampleEvent, startEdge } from "../helpers/edge.js";
 import { startConsumer, streamDrained } from "../helpers/stream-consumer.js";
 import { waitFor } from "../helpers/wait-for.js";

@@ -10,7 +10,7 @@ import type { EventJobData } from "../../src/queue/event-job.js";
 import { createAttemptRunner } from "../../src/queue/attempt-runner.js";
 import { createEventWorker } from "../../src/queue/event-worker.js";
 import { retentionJobOptions, retryJobOptions } from "../../src/queue/job-options.js";
-import { createRedisConnection, type RedisClient } from "../../src/redis/connection.js";
+import { createRedisConnection, type RedisClient } from "../../src/redis/redis.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { findPostgresBin, startPostgresServer, type PostgresServer } from "../helpers/postgres-server.js";
 import { randomSchema } from "../helpers/postgres.js";

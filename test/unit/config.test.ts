@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config/index.js";
+import { ConfigError, loadConfig } from "../../src/config/config.js";
 
 function problems(env: Record<string, string>): string {
   try {

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { configSchema } from "../../src/config/schema.js";
+import { configSchema } from "../../src/config/config.js";
 
 // docs/configuration.md is the one page that lists every variable: it must match the schema.
 const page = readFileSync(new URL("../../docs/configuration.md", import.meta.url), "utf8");

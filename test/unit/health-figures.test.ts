@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config/index.js";
+import { loadConfig } from "../../src/config/config.js";
 import {
   ALERT_THRESHOLDS,
   FIGURES,
@@ -10,7 +10,7 @@ import {
   sampledTotal,
   showFigure,
 } from "../../src/http/console/health-page.js";
-import type { OpsSummary } from "../../src/metrics/ops-summary.js";
+import type { OpsSummary } from "../../src/metrics/metrics.js";
 
 const NOW = new Date("2026-11-25T12:00:00Z");
 const summary = (over: Partial<OpsSummary> = {}): OpsSummary => ({

@@ -4,8 +4,7 @@ import { createApp } from "../../src/http/app.js";
 import { mountConsole } from "../../src/http/console/console-routes.js";
 import type { ConsoleSources } from "../../src/http/console/console-routes.js";
 import type { MinuteSample } from "../../src/metrics/minute-samples.js";
-import { createMetrics } from "../../src/metrics/metrics.js";
-import { collectOpsSummary } from "../../src/metrics/ops-summary.js";
+import { createMetrics, collectOpsSummary } from "../../src/metrics/metrics.js";
 
 // The health page in memory through app.request(): the summary comes off a real metrics registry
 // holding the figures a new operator found unreadable (raw names, Unix times).

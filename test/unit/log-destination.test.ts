@@ -4,8 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { EventEmitter } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
-import { createLogDestination } from "../../src/logging/log-destination.js";
-import { createLogger } from "../../src/logging/logger.js";
+import { createLogDestination, createLogger } from "../../src/logging/logger.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 let dir: string | undefined;

@@ -1,7 +1,6 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { MAX_LOG_LINE_CHARS, MAX_LOG_STRING_CHARS } from "../../src/logging/cut-long-line.js";
-import { createLogger } from "../../src/logging/logger.js";
+import { MAX_LOG_LINE_CHARS, MAX_LOG_STRING_CHARS, createLogger } from "../../src/logging/logger.js";
 
 function capture(secrets: string[]) {
   const lines: string[] = [];

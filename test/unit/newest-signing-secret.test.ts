@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { newestSigningSecret } from "../../src/config/newest-signing-secret.js";
+import { newestSigningSecret } from "../../src/config/config.js";
 
 describe("newestSigningSecret", () => {
   it.each([

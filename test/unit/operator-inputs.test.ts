@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { printableRedisUrl } from "../../src/redis/redis-outage-log.js";
+import { printableRedisUrl } from "../../src/redis/redis.js";
 import { operatorUrl } from "../../src/bin/operator-client.js";
 import { replayQueryFromFilter } from "../../src/worker/replay-events.js";
 

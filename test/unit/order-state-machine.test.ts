@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkRefund, checkStatusMove } from "../../src/sandbox/state-machine.js";
-import { SandboxError, type OrderStatus } from "../../src/sandbox/types.js";
+import { checkRefund, checkStatusMove, SandboxError, type OrderStatus } from "../../src/sandbox/records.js";
 
 const refusal = (fn: () => unknown) => {
   try {

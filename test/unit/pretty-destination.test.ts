@@ -1,7 +1,6 @@
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../../src/logging/logger.js";
-import { prettyDestinationForTerminal } from "../../src/logging/pretty-destination.js";
+import { createLogger, prettyDestinationForTerminal } from "../../src/logging/logger.js";
 
 const terminal = (isTTY: boolean) => Object.assign(new PassThrough(), { isTTY }) as unknown as NodeJS.WriteStream & PassThrough;
 

@@ -1,7 +1,6 @@
 import calculateSlot from "cluster-key-slot";
 import { describe, expect, it } from "vitest";
-import { hashTagOf } from "../../src/redis/hash-tag.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { hashTagOf, redisKeys } from "../../src/redis/redis.js";
 
 const slotsOf = (keys: string[]) => new Set(keys.map((k) => calculateSlot(k)));
 

@@ -1,6 +1,6 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { warnUnlessOutage } from "../../src/redis/redis-outage-log.js";
+import { warnUnlessOutage } from "../../src/redis/redis.js";
 import { captureLogs } from "../helpers/log-capture.js";
 
 const coded = (message: string, code: string) => Object.assign(new Error(message), { code });

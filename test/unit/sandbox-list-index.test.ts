@@ -1,7 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { compareKeys, createListIndex, type Key } from "../../src/sandbox/list-index.js";
-import { partitionFor } from "../../src/sandbox/list-indexes.js";
+import { compareKeys, createListIndex, type Key, partitionFor } from "../../src/sandbox/store.js";
 
 interface Row {
   id: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeEntry, encodeEntry, EntryDecodeError, jobOfEntry } from "../../src/queue/stream-entry.js";
-import { redisKeys } from "../../src/redis/keys.js";
+import { redisKeys } from "../../src/redis/redis.js";
 
 const event = {
   id: "evt_1",

@@ -1,8 +1,7 @@
 import { TraceFlags } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
 import { encodeEntry, decodeEntry } from "../../src/queue/stream-entry.js";
-import { tracingRequested } from "../../src/tracing/start-tracing.js";
-import { formatTraceparent, parseTraceparent } from "../../src/tracing/traceparent.js";
+import { tracingRequested, formatTraceparent, parseTraceparent } from "../../src/tracing/tracing.js";
 
 const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
 const spanId = "00f067aa0ba902b7";

@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, secretsOf } from "../../src/config/index.js";
+import { ConfigError, loadConfig, secretsOf } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
 
 const base = { SIGNING_SECRET: "whsec_url_test" };

@@ -1,6 +1,5 @@
 import { parseArgs } from "node:util";
-import type { Config } from "../../config/config.js";
-import { loadConfig } from "../../config/index.js";
+import { type Config, loadConfig } from "../../config/config.js";
 import { DataDirLockedError } from "../../mirror/data-dir-lock.js";
 import { OperatorActionError } from "../../worker/operator-action-error.js";
 import { CommandError } from "../command-error.js";

@@ -1,12 +1,11 @@
 import { parseArgs } from "node:util";
-import { loadConfig, newestSigningSecret, secretsOf } from "../../config/index.js";
-import { ensureRedis } from "../../local/ensure-redis.js";
-import { createLogger } from "../../logging/logger.js";
-import { prettyDestinationForTerminal } from "../../logging/pretty-destination.js";
-import { createSandbox, SandboxStateFileError, type Sandbox, type SandboxOptions } from "../../sandbox/index.js";
+import { loadConfig, newestSigningSecret, secretsOf } from "../../config/config.js";
+import { ensureRedis } from "../../redis/local-server.js";
+import { createLogger, prettyDestinationForTerminal } from "../../logging/logger.js";
+import { createSandbox, type Sandbox, type SandboxOptions } from "../../sandbox/index.js";
+import { SandboxStateFileError } from "../../sandbox/state-file.js";
 import { createService } from "../../service.js";
-import { traceLogFields } from "../../tracing/log-correlation.js";
-import { startTracing } from "../../tracing/start-tracing.js";
+import { traceLogFields, startTracing } from "../../tracing/tracing.js";
 import { loadHandlersModule } from "../../worker/load-handlers-module.js";
 import { existsSync, rmSync } from "node:fs";
 import { resolve } from "node:path";

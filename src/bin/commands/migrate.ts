@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { loadConfig } from "../../config/index.js";
+import { loadConfig } from "../../config/config.js";
 import { openStorage } from "../../mirror/storage.js";
 
 export const help = `svc-webhooks migrate

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { loadConfig } from "../../config/index.js";
+import { loadConfig } from "../../config/config.js";
 import { OperatorActionError } from "../../worker/operator-action-error.js";
 import { CommandError } from "../command-error.js";
 import { directOperatorActions } from "../direct-operator-actions.js";

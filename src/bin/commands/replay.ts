@@ -1,7 +1,6 @@
 import { parseArgs } from "node:util";
 import { SingleBar } from "cli-progress";
-import type { Config } from "../../config/config.js";
-import { loadConfig } from "../../config/index.js";
+import { type Config, loadConfig } from "../../config/config.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../../queue/names.js";
 import { createEventsQueue, createSyncQueue } from "../../queue/queues.js";
 import type { EventQuery } from "../../mirror/event-query.js";

@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { createLogger } from "../../logging/logger.js";
-import { createSandbox, type WebhookEndpoint } from "../../sandbox/index.js";
+import { createSandbox } from "../../sandbox/index.js";
+import type { WebhookEndpoint } from "../../sandbox/webhook-sender.js";
 import { isApiKey } from "../../upstream/api-key.js";
 import { UsageError } from "../usage-error.js";
 

@@ -1,9 +1,8 @@
 import { parseArgs } from "node:util";
-import { loadConfig, secretsOf } from "../../config/index.js";
+import { loadConfig, secretsOf } from "../../config/config.js";
 import { createLogger } from "../../logging/logger.js";
 import { createService } from "../../service.js";
-import { traceLogFields } from "../../tracing/log-correlation.js";
-import { startTracing } from "../../tracing/start-tracing.js";
+import { traceLogFields, startTracing } from "../../tracing/tracing.js";
 import { loadHandlersModule } from "../../worker/load-handlers-module.js";
 
 export const help = `svc-webhooks serve [--role all|web|worker]

@@ -6,7 +6,7 @@ import { consoleHeaders, operatorGuards } from "../guards.js";
 import { eventIdParam } from "../operator-routes.js";
 import type { AppEnv } from "../request-log.js";
 import { printable } from "../../mirror/id-text.js";
-import type { OpsSummary } from "../../metrics/ops-summary.js";
+import type { OpsSummary } from "../../metrics/metrics.js";
 import type { CausedChange } from "../../mirror/caused-changes.js";
 import type { EventDetail } from "../../mirror/event-detail.js";
 import type { EventPage as LogPage } from "../../mirror/event-list.js";

@@ -314,8 +314,9 @@ function ChangeTable(props: { changes: CausedChange[]; now: Date }) {
 const ERROR_PREVIEW_CHARS = 240;
 
 /**
- * Each handler of an event: its latest outcome, then one row per attempt (#, started, duration,
- * outcome, error, next retry), oldest first, and the latest failure's stack.
+ * Each handler of an event: its latest outcome, then one row per attempt (#: "n of N" in its run,
+ * and which replay for a replay's, started, duration, outcome, error, next retry), oldest first,
+ * and the latest failure's stack.
  */
 export function HandlerAttempts(props: { event: EventDetail; now: Date }) {
   const rows = props.event.handlerAttempts;
@@ -360,9 +361,7 @@ function HandlerSection(props: { handler: string; latest: HandlerOutcome | undef
           <tbody>
             {rows.map((r) => (
               <tr data-attempt={String(r.attempt)}>
-                <td class="attempt-number">
-                  {r.attempt} of {r.of}
-                </td>
+                <td class="attempt-number">{r.replay > 0 ? `${r.attempt} of ${r.of} (replay ${r.replay})` : `${r.attempt} of ${r.of}`}</td>
                 <td>
                   <When at={r.startedAt} now={now} />
                 </td>

@@ -1,5 +1,5 @@
 import type { MinuteSample } from "../../metrics/minute-samples.js";
-import type { OpsSummary } from "../../metrics/ops-summary.js";
+import type { OpsSummary } from "../../metrics/metrics.js";
 import { DASHBOARD_PATH } from "../operator-routes.js";
 import { ago, CONSOLE_PATH, duration, Layout, When } from "./layout.js";
 

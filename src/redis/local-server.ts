@@ -1,10 +1,11 @@
-/** Starting a redis-server of our own: for the local dev stack and the tests, never for production. */
+import { Redis } from "ioredis";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+/** Starting a redis-server of our own: for the local dev stack and the tests, never for production. */
 export const REDIS_INSTALL_HINT =
   "redis-server was not found on PATH. Install it with `apt-get install -y redis-server` " +
   "(Debian/Ubuntu) or `brew install redis` (macOS), or set REDIS_URL to a Redis you own.";
@@ -114,4 +115,31 @@ async function waitForPong(port: number, proc: ChildProcess, output: () => strin
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`redis-server on port ${port} did not answer PING within 10 s: ${output()}`);
+}
+
+/** Does a Redis answer PING at `url` within a second? */
+export async function redisAnswers(url: string): Promise<boolean> {
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  // Errors here only mean "no Redis there": the caller starts one.
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    await client.ping();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * The local stack's Redis: `url` when it answers, else a redis-server of our own on `port` (dev
+ * keeps one across runs, so an exported REDIS_URL stays valid) or a free one (throws with the
+ * install command when there is none).
+ */
+export async function ensureRedis(url: string | undefined, port?: number): Promise<{ url: string; started?: RedisServer }> {
+  if (url && (await redisAnswers(url))) return { url };
+  const started = await startRedisServer({ appendOnly: true, ...(port === undefined ? {} : { port }) });
+  return { url: started.url, started };
 }
