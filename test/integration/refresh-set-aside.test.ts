@@ -3,7 +3,9 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import { signPayload } from "../../src/events/signature.js";
 import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
+import { redisKeys } from "../../src/redis/keys.js";
 import type { MirrorStore, RejectedRecord } from "../../src/mirror/store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
@@ -11,7 +13,9 @@ import { createRefusedFilters, refreshKind, type RefreshKindDeps } from "../../s
 import { createRefreshScheduler, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
 import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
 import type { SyncedKind } from "../../src/sync/resources.js";
+import { TEST_SECRET } from "../helpers/edge.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
+import { startStack, type Stack } from "../helpers/stack.js";
 
 // Issue 40, bug 1: a pending id the mirror cannot store or read, or a read the upstream refuses
 // for good (a 4xx), is set aside with its reason and never holds up the rest of the refresh. Real
@@ -91,6 +95,38 @@ describe("a pending id the mirror cannot hold", () => {
     expect(await scheduler.pending("orders")).toEqual([]);
     expect((await mirror.rejections("orders")).map((r) => [r.id, r.reason])).toEqual([["ord_elsewhere", "nul_character"]]);
   }, 60_000);
+});
+
+describe("one signed order.created whose data.id holds a NUL, through the whole service", () => {
+  let stack: Stack | undefined;
+  afterEach(async () => {
+    await stack?.stop();
+    stack = undefined;
+  });
+
+  it("does not stop the company's orders refreshes: the next orders are mirrored, the bad id is set aside and not pending", async () => {
+    stack = await startStack({ env: { SYNC_DEBOUNCE_MS: "0" } });
+    const body = JSON.stringify({
+      id: "evt_nul_order",
+      type: "order.created",
+      createdAt: new Date().toISOString(),
+      data: { id: "ord_\u0000nul", restaurantId: "rest_1" },
+    });
+    const res = await fetch(`${stack.svc.url}/webhooks`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, TEST_SECRET) },
+      body,
+    });
+    expect(res.status).toBe(200);
+    await stack.drained();
+    const order = stack.sandbox.actions.createOrder({ restaurantId: "rest_1", paid: true });
+    stack.sandbox.actions.refundOrder(order.id);
+    await stack.drained();
+    const { mirror } = stack.svc.service;
+    expect(await mirror.get("orders", order.id)).toMatchObject({ id: order.id, status: "REFUNDED" });
+    expect(await stack.svc.redis.hlen(redisKeys(stack.svc.prefix).pendingRefresh("orders"))).toBe(0);
+    expect((await mirror.rejections("orders")).map((r) => [r.id, r.reason])).toEqual([["ord_\\u0000nul", "nul_character"]]);
+  }, 120_000);
 });
 
 describe("a read the upstream refuses (a permanent 4xx)", () => {
