@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { idProblem, MAX_ID_LENGTH, textProblem } from "../mirror/id-text.js";
 
 /**
  * The envelope we assume (spec part 6 does not show one): `{ id, type, createdAt, data }`, of
@@ -35,12 +36,13 @@ export class PayloadTooDeepError extends Error {
   }
 }
 
-/** Longest event `id` or `type` accepted: the event log's limit, and far above any real one. */
-export const MAX_IDENTIFIER_LENGTH = 200;
+/** Longest event `id` or `type` accepted: the id rule's (mirror/id-text.ts), far above any real one. */
+export const MAX_IDENTIFIER_LENGTH = MAX_ID_LENGTH;
 
 /**
- * An `id` or `type` that cannot serve as an identifier: longer than MAX_IDENTIFIER_LENGTH, a control
- * character (C0, DEL, C1), or a lone UTF-16 surrogate. Such an event could be neither deduplicated,
+ * An `id` or `type` that breaks the id rule (mirror/id-text.ts `idProblem`, `textProblem` for a
+ * type): longer than MAX_IDENTIFIER_LENGTH, a control character (C0, DEL, C1), a lone UTF-16
+ * surrogate, or an id "." or "..". Such an event could be neither deduplicated,
  * routed nor recorded (PostgreSQL refuses \u0000 and lone surrogates), so it is refused at once
  * (400) rather than answered 200 and then lost. The message names the rule, never the value.
  */
@@ -54,27 +56,6 @@ export class EventIdentifierError extends Error {
     this.name = "EventIdentifierError";
     this.code = field === "id" ? "invalid_event_id" : "invalid_event_type";
   }
-}
-
-// C0 controls, DEL and C1 controls (never part of an id or a type; terminal escapes in logs), or
-// a UTF-16 surrogate without its pair. No `u` flag: the regex sees code units, lone halves included.
-// eslint-disable-next-line no-control-regex
-const NOT_IN_IDENTIFIER = /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/** Whether a string can be an event identifier: one regex over at most 200 characters. */
-function isIdentifier(value: string): boolean {
-  return value.length <= MAX_IDENTIFIER_LENGTH && !NOT_IN_IDENTIFIER.test(value);
-}
-
-/**
- * Whether a string can be an event id: an identifier that the operator routes can address as one
- * path segment (`/events/{id}`, `/events/{id}/replay`, `/console/events/{id}`). With its
- * characters percent-encoded every identifier can, but "." and ".." (and `%2E`, `%2E%2E`): URL
- * parsing removes them as dot segments before any route sees the path, so `/events/./replay`
- * arrives as the bulk `/events/replay`. Such an event could never be opened or replayed alone.
- */
-export function isEventId(value: string): boolean {
-  return value !== "." && value !== ".." && isIdentifier(value);
 }
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -148,8 +129,8 @@ export function parseEnvelope(raw: Uint8Array): EventEnvelope {
   if (payload.id !== undefined && (typeof payload.id !== "string" || payload.id.length === 0)) {
     throw new EnvelopeError('"id", when present, must be a non-empty string');
   }
-  if (!isIdentifier(payload.type)) throw new EventIdentifierError("type");
-  if (payload.id !== undefined && !isEventId(payload.id)) throw new EventIdentifierError("id");
+  if (textProblem(payload.type)) throw new EventIdentifierError("type");
+  if (payload.id !== undefined && idProblem(payload.id)) throw new EventIdentifierError("id");
   const id = payload.id ?? createHash("sha256").update(raw).digest("hex");
   return { id, type: payload.type, payload, text };
 }

@@ -6,7 +6,8 @@ import type { Queue } from "bullmq";
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import * as z from "zod";
-import { EventIdentifierError, isEventId } from "../events/envelope.js";
+import { EventIdentifierError } from "../events/envelope.js";
+import { idProblem } from "../mirror/id-text.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
 import { mirrorRoutes, type MirrorReader } from "./mirror-routes.js";
@@ -65,12 +66,13 @@ export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOp
 
 /**
  * The `:id` of an operator route, refused `400 invalid_event_id` when it cannot be an event id
- * (the edge never accepts one: over 200 characters, control characters, "." or "..", which a
- * route only sees when a client skipped URL normalisation). The event log is not asked.
+ * (the id rule, mirror/id-text.ts, which the edge applies too: over 200 characters, control
+ * characters, "." or "..", which a route only sees when a client skipped URL normalisation). The
+ * event log is not asked.
  */
 export function eventIdParam(c: Context): string {
   const id = c.req.param("id");
-  if (id === undefined || !isEventId(id)) throw new EventIdentifierError("id");
+  if (id === undefined || idProblem(id) !== undefined) throw new EventIdentifierError("id");
   return id;
 }
 

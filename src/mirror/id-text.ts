@@ -1,15 +1,25 @@
+// The one id rule, from the edge to the mirror to the routes: the edge refuses an event whose
+// `id` breaks it (events/envelope.ts), the event log and every operator route refuse such a path
+// or filter (a 400), and the mirror refuses to write a record whose id breaks it, setting it aside
+// in rejected_records instead (mirror-rows.ts), so every id the mirror holds is one the routes can
+// address. Only the longest length differs: an event id or a handler key is ours to bound (200),
+// a record id is the API's (1,000, as far as a URL's worth).
+
 /** Longest event id or handler key the event log stores (its writes refuse longer ones). */
 export const MAX_ID_LENGTH = 200;
+/** Longest record id (the API's ids: no length of their own, but a URL's worth at most). */
+export const MAX_RECORD_ID_LENGTH = 1000;
 
 const LONE_SURROGATE = /\p{Cs}/u;
 const CONTROL = /\p{Cc}/u;
 
 /**
- * Why `value` cannot be an id the database holds, or undefined when it can: PostgreSQL text
- * cannot hold NUL (`%00` in a URL reached the database and answered 500), a lone surrogate is
- * not text at all, and no stored id has other control characters in it.
+ * Why `value` cannot be text the database holds and a person reads, or undefined when it can:
+ * PostgreSQL text cannot hold NUL (`%00` in a URL reached the database and answered 500), a lone
+ * surrogate is not text at all, and no stored id or event type has other control characters in it.
+ * An event's `type` is held to this; an id also to `idProblem`.
  */
-export function idProblem(value: string, maxLength = MAX_ID_LENGTH): string | undefined {
+export function textProblem(value: string, maxLength = MAX_ID_LENGTH): string | undefined {
   if (value === "") return "must not be empty";
   if (value.length > maxLength) return `must be at most ${maxLength} characters`;
   // In a `u` regex a paired surrogate is one code point: \p{Cs} matches only lone halves.
@@ -18,6 +28,18 @@ export function idProblem(value: string, maxLength = MAX_ID_LENGTH): string | un
   if (control !== undefined)
     return `must not hold control characters (U+${(control.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")})`;
   return undefined;
+}
+
+/**
+ * Why `value` cannot be an id, or undefined when it can: the one rule (above). Text the database
+ * holds (`textProblem`), and not "." or "..": URL parsing removes those (and `%2E`, `%2E%2E`) as
+ * dot segments before any route sees the path, so `/records/orders/..` arrives as
+ * `/records/orders/` and `/events/./replay` as the bulk `/events/replay`. Such an id could never
+ * be opened, replayed or shown alone, however it is encoded.
+ */
+export function idProblem(value: string, maxLength = MAX_ID_LENGTH): string | undefined {
+  if (value === "." || value === "..") return 'must not be "." or ".." (a URL cannot address them)';
+  return textProblem(value, maxLength);
 }
 
 // C0 and C1 controls, DEL, the line and paragraph separators and the bidi overrides and isolates:

@@ -1,5 +1,5 @@
 import { ORDER_STATUSES } from "../upstream/models.js";
-import { idProblem } from "./id-text.js";
+import { idProblem, MAX_RECORD_ID_LENGTH } from "./id-text.js";
 import { parseIsoInstant } from "./iso-instant.js";
 import { MirrorFilterError } from "./mirror-filter-error.js";
 import type { MirrorKind, MirrorListFilter } from "./store.js";
@@ -17,8 +17,6 @@ export interface ValidFilter {
   after?: string;
 }
 
-/** Mirror ids are the API's: no length of their own, but a URL's worth at most. */
-export const MAX_RECORD_ID_LENGTH = 1000;
 const BOOKING_STATUS = /^[A-Z][A-Z_]{0,39}$/;
 const CURSOR_PREFIX = "id:";
 

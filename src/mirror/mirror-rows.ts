@@ -1,5 +1,6 @@
 import type { Insertable } from "kysely";
 import type { BookingsTable, MenuItemsTable, OrderItemsTable, OrdersTable, ReviewsTable } from "./database-schema.js";
+import { idProblem, MAX_RECORD_ID_LENGTH } from "./id-text.js";
 import { MirrorRecordError } from "./mirror-record-error.js";
 import {
   findUnstorableString,
@@ -10,6 +11,7 @@ import {
   isTimestamp,
   MAX_DECIMAL_CHARS,
   MAX_KEY_BYTES,
+  unstorableString,
   type UnstorableReason,
 } from "./postgres-values.js";
 import { rankOf } from "./rank.js";
@@ -116,16 +118,48 @@ function orderItems(record: MirrorRecord, orderId: string): Insertable<OrderItem
   });
 }
 
+/**
+ * A record's id and restaurant id as the mirror can hold and the routes can address them: a
+ * non-empty id within an index's size, no NUL or lone surrogate in either (PostgreSQL text holds
+ * neither), and the id rule (id-text.ts) that the edge applies to event ids. Checked first, so what
+ * a refused record is filed under is always its id's own problem.
+ */
+function checkIdentity(f: ReturnType<typeof fieldReader>, record: Partial<MirrorRecord>): string {
+  if (typeof record.id !== "string" || record.id === "") f.fail("id", "a non-empty string");
+  const id = f.key("id");
+  for (const field of ["id", "restaurantId"] as const) {
+    const value = record[field];
+    const reason = typeof value === "string" ? unstorableString(value) : undefined;
+    if (reason) f.fail(field, "free of NUL characters and lone surrogates", reason);
+  }
+  const problem = idProblem(id, MAX_RECORD_ID_LENGTH);
+  if (problem) f.fail("id", `an id the operator routes can address (it ${problem})`);
+  return id;
+}
+
+/**
+ * Why the mirror cannot hold a record of this id and restaurant (the check every record's write
+ * makes first), or undefined when it can: what a refresh asks of the ids events named before it
+ * reads the mirror or the API for them.
+ */
+export function identityProblem(kind: MirrorKind, identity: { id: string; restaurantId: string }): MirrorRecordError | undefined {
+  try {
+    checkIdentity(fieldReader(kind, identity, identity.id), identity);
+    return undefined;
+  } catch (err) {
+    if (err instanceof MirrorRecordError) return err;
+    throw err;
+  }
+}
+
 /** Checks one record and builds its row; throws MirrorRecordError naming the field and the reason. */
 export function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Date): PreparedRecord {
   // Typed callers cannot pass a non-object; JavaScript callers and bad casts can.
   const value: unknown = record;
   if (typeof value !== "object" || value === null || Array.isArray(value))
     throw new MirrorRecordError(kind, undefined, "(record)", "an object");
-  const id = typeof record.id === "string" && record.id !== "" ? record.id : undefined;
-  const f = fieldReader(kind, record, id);
-  if (id === undefined) return f.fail("id", "a non-empty string");
-  f.key("id");
+  const f = fieldReader(kind, record, typeof record.id === "string" && record.id !== "" ? record.id : undefined);
+  const id = checkIdentity(f, record);
   // Any string anywhere (raw is jsonb, which refuses what text refuses), so typed columns need not check again.
   const unstorable = findUnstorableString(record);
   if (unstorable) f.fail(unstorable.path, "free of NUL characters and lone surrogates", unstorable.reason);

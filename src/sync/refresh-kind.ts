@@ -1,4 +1,6 @@
+import { identityProblem } from "../mirror/mirror-rows.js";
 import type { MirrorStore } from "../mirror/store.js";
+import { UpstreamAuthError, UpstreamError } from "../upstream/errors.js";
 import {
   candidatesFor,
   DEPTH_REACH,
@@ -13,7 +15,7 @@ import {
 import type { Logger } from "pino";
 import { runRead, type ReadOutcome, type RefreshReadContext } from "./refresh-read.js";
 import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshScheduler } from "./refresh-scheduler.js";
-import { RESOURCES, type SyncedKind } from "./resources.js";
+import { RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
 
 export interface RefreshKindDeps extends Omit<RefreshReadContext, "kind"> {
   scheduler: RefreshScheduler;
@@ -25,6 +27,11 @@ export interface RefreshKindDeps extends Omit<RefreshReadContext, "kind"> {
   onRead?: (read: { kind: SyncedKind; scope: "company" | "restaurant" }) => void;
   /** Told of every id given up on, after its row was written (the metric). */
   onUnlisted?: (kind: SyncedKind) => void;
+  /**
+   * The filters the upstream refused in this process (one per worker, so each is named once).
+   * @defaultValue a new one, this job's only
+   */
+  refused?: RefusedFilters;
   /** @defaultValue Date.now */
   now?: () => number;
 }
@@ -58,12 +65,31 @@ type Work = Target & PendingId;
 export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome> {
   const pending = await deps.scheduler.pending(deps.kind);
   const outcome: RefreshOutcome = { calls: 0, reads: 0, written: 0, found: 0, missing: [], unlisted: [] };
-  if (RESOURCES[deps.kind].tracksIds) await refreshIds(deps, pending, outcome);
-  else await refreshMenus(deps, pending, outcome);
+  const refused = deps.refused ?? createRefusedFilters();
+  if (RESOURCES[deps.kind].tracksIds) await refreshIds({ ...deps, refused }, await setAsideUnfit(deps, pending), outcome);
+  else await refreshMenus({ ...deps, refused }, pending, outcome);
   return outcome;
 }
 
-async function refreshIds(deps: RefreshKindDeps, pending: readonly PendingId[], outcome: RefreshOutcome): Promise<void> {
+/**
+ * Pending ids the mirror could neither store nor look up (a NUL in an event's `data.id`, an id
+ * the routes cannot address: the mirror's own identity check, mirror-rows.ts) are set aside as
+ * the mirror sets aside any record it cannot hold: written to it as the record known of them (id
+ * and restaurant), which it refuses into rejected_records with the reason (and the service's
+ * warning and metric), then forgotten. Returns the rest, which this job refreshes.
+ */
+async function setAsideUnfit(deps: RefreshKindDeps, pending: readonly PendingId[]): Promise<PendingId[]> {
+  const unfit = pending.filter((p) => identityProblem(deps.kind, p) !== undefined);
+  if (unfit.length === 0) return [...pending];
+  const known = unfit.map(({ id, restaurantId }) => ({ id, restaurantId }));
+  await deps.mirror.upsert(deps.kind, known, await deps.mirror.clock());
+  await deps.scheduler.forgetRead(deps.kind, unfit);
+  return pending.filter((p) => !unfit.includes(p));
+}
+
+type JobDeps = RefreshKindDeps & { refused: RefusedFilters };
+
+async function refreshIds(deps: JobDeps, pending: readonly PendingId[], outcome: RefreshOutcome): Promise<void> {
   const now = (deps.now ?? Date.now)();
   const work = await collectWork(deps, pending, now);
   const seen = new Set<string>();
@@ -73,7 +99,14 @@ async function refreshIds(deps: RefreshKindDeps, pending: readonly PendingId[], 
   while (outcome.reads < MAX_READS_PER_JOB) {
     await priceReads(deps, open());
     if (!(plan = planNextRead(open(), prices))) break;
-    const read = await readTallied(deps, outcome, plan);
+    const read = await readOrRefused(deps, outcome, plan);
+    if (read === "refused") {
+      // Its targets go on to the candidates left once the refused filter is taken out.
+      for (const w of open())
+        w.candidates = [...w.candidates.slice(0, w.next), ...deps.refused.usable(deps.kind, w.candidates.slice(w.next))];
+      if (plan.recent) for (const target of plan.targets) target.recentTried = true;
+      continue;
+    }
     for (const id of read.seen) seen.add(id);
     for (const target of plan.targets) {
       if (seen.has(target.id)) continue;
@@ -90,6 +123,80 @@ async function refreshIds(deps: RefreshKindDeps, pending: readonly PendingId[], 
   await handleMisses(deps, exhausted, now, outcome);
 }
 
+/**
+ * Filters the upstream refused for good (a 4xx other than 429, 401 and 403: the bookings window's
+ * upper bound is a name of our guessing, spec part 4), by kind and the filter's parameter names,
+ * kept for the process: a refused filter is never asked again, and is named in one warning.
+ */
+export interface RefusedFilters {
+  /** Notes a refused filter; true the first time (warn then). */
+  add(kind: SyncedKind, filter: ReadFilter): boolean;
+  /**
+   * Candidates with every refused filter replaced by its fallback: the same window without its
+   * upper bound (the read then stops by the list's order, refresh-read.ts) when that is not
+   * refused, else nothing (the next candidate). Left with none, the unfiltered list, unless it is
+   * refused too: then the ids go on to the miss rule (backoff, then reported).
+   */
+  usable(kind: SyncedKind, candidates: readonly ReadFilter[]): ReadFilter[];
+}
+
+/** The parameter names a filter sends: what a refusal is kept by (its values change per id). */
+const refusalKey = (kind: SyncedKind, filter: ReadFilter) =>
+  `${kind}?${(["status", "from", "to"] as const).filter((name) => filter[name] !== undefined).join(",")}`;
+
+export function createRefusedFilters(): RefusedFilters {
+  const refused = new Set<string>();
+  const ok = (kind: SyncedKind, filter: ReadFilter) => !refused.has(refusalKey(kind, filter));
+  return {
+    add(kind, filter) {
+      const key = refusalKey(kind, filter);
+      if (refused.has(key)) return false;
+      refused.add(key);
+      return true;
+    },
+    usable(kind, candidates) {
+      const out = new Map<string, ReadFilter>();
+      for (const filter of candidates) {
+        const { to, ...open } = filter;
+        const use = ok(kind, filter) ? filter : to !== undefined && ok(kind, open) ? open : undefined;
+        if (use) out.set(filterKey(use), use);
+      }
+      if (out.size === 0 && candidates.length > 0 && ok(kind, {})) return [{}];
+      return [...out.values()];
+    },
+  };
+}
+
+/** Whether a read's failure is the upstream refusing its filter for good (not a key, a limit or an outage: those fail the job). */
+const isRefusal = (err: unknown): err is UpstreamError =>
+  err instanceof UpstreamError &&
+  !err.retryable &&
+  !(err instanceof UpstreamAuthError) &&
+  err.status !== undefined &&
+  err.status >= 400 &&
+  err.status < 500;
+
+/**
+ * `readTallied`, or "refused" when the upstream refused the read's filter for good: then the filter
+ * is kept as refused (named in a warning the first time in the process) and the job goes on.
+ */
+async function readOrRefused(deps: JobDeps, outcome: RefreshOutcome, plan: PlannedRead): Promise<ReadOutcome | "refused"> {
+  try {
+    return await readTallied(deps, outcome, plan);
+  } catch (err) {
+    if (!isRefusal(err)) throw err;
+    outcome.reads++;
+    outcome.calls++;
+    const filter = Object.keys(plan.filter).filter((k) => plan.filter[k as keyof ReadFilter] !== undefined);
+    if (deps.refused.add(deps.kind, plan.filter))
+      deps.logger.warn(
+        { kind: deps.kind, filter, status: err.status, code: err.code, error: err.message },
+        `the upstream refuses ${deps.kind} reads filtered by ${filter.join(", ") || "nothing"}: this process reads the next candidate instead from now on`,
+      );
+    return "refused";
+  }
+}
+
 /** Runs and counts a planned read: a first-page bet reads one page, a menu (no targets) its whole list, any other `maxPages`. */
 async function readTallied(deps: RefreshKindDeps, outcome: RefreshOutcome, plan: PlannedRead): Promise<ReadOutcome> {
   const maxPages = plan.recent ? 1 : plan.targets.length === 0 ? Number.POSITIVE_INFINITY : deps.maxPages;
@@ -102,7 +209,7 @@ async function readTallied(deps: RefreshKindDeps, outcome: RefreshOutcome, plan:
 }
 
 /** The pending ids to look for now, with their candidate reads; those waiting out a backoff are left for later. */
-async function collectWork(deps: RefreshKindDeps, pending: readonly PendingId[], now: number): Promise<Work[]> {
+async function collectWork(deps: JobDeps, pending: readonly PendingId[], now: number): Promise<Work[]> {
   const due = pending.filter((p) => p.note.retryAt === undefined || p.note.retryAt <= now);
   // Each id's mirror reads are independent: all at once, not one id after another on the refresh's
   // path.
@@ -113,7 +220,8 @@ async function collectWork(deps: RefreshKindDeps, pending: readonly PendingId[],
         deps.kind === "orders" && hint.sortKey !== undefined
           ? await ordersNewer(deps.mirror, hint.sortKey, p.restaurantId, { max: RECENT_REACH })
           : undefined;
-      return { ...p, sortKey: hint.sortKey, candidates: candidatesFor(deps.kind, hint, now), next: 0, ...(recent ? { recent } : {}) };
+      const candidates = deps.refused.usable(deps.kind, candidatesFor(deps.kind, hint, now));
+      return { ...p, sortKey: hint.sortKey, candidates, next: 0, ...(recent ? { recent } : {}) };
     }),
   );
 }
@@ -237,13 +345,15 @@ export const COMPANY_WIDE_MENUS_FROM = 3;
  * COMPANY_WIDE_MENUS_FROM or more wait. A menu read to its end forgets its restaurants' requests
  * (by the version taken, so one made meanwhile stays).
  */
-async function refreshMenus(deps: RefreshKindDeps, pending: readonly PendingId[], outcome: RefreshOutcome): Promise<void> {
+async function refreshMenus(deps: JobDeps, pending: readonly PendingId[], outcome: RefreshOutcome): Promise<void> {
   const waiting = pending.filter((p) => p.id === WHOLE_MENU);
   const scopes = waiting.length >= COMPANY_WIDE_MENUS_FROM ? [undefined] : waiting.map((p) => p.restaurantId);
   for (const restaurantId of scopes) {
-    await readTallied(deps, outcome, { ...(restaurantId === undefined ? {} : { restaurantId }), filter: {}, targets: [] });
-    const read = waiting.filter((p) => restaurantId === undefined || p.restaurantId === restaurantId);
-    await deps.scheduler.forgetRead(deps.kind, read);
-    outcome.found += read.length;
+    const read = await readOrRefused(deps, outcome, { ...(restaurantId === undefined ? {} : { restaurantId }), filter: {}, targets: [] });
+    const scope = waiting.filter((p) => restaurantId === undefined || p.restaurantId === restaurantId);
+    // A menu refused for good has no narrower read to fall back to: its requests end with the
+    // warning, and the other restaurants' menus are read all the same.
+    await deps.scheduler.forgetRead(deps.kind, scope);
+    if (read !== "refused") outcome.found += scope.length;
   }
 }

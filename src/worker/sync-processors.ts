@@ -11,7 +11,7 @@ import { pruneEventLog } from "./prune-event-log.js";
 import type { RefreshRequests } from "./refresh-requests.js";
 import type { MirrorWriter } from "../mirror/mirror-writer.js";
 import { reconcileProcessors } from "../sync/reconcile-jobs.js";
-import { refreshKind } from "../sync/refresh-kind.js";
+import { createRefusedFilters, refreshKind } from "../sync/refresh-kind.js";
 import { createRefreshJob } from "../sync/refresh-job.js";
 import { createRefreshPace } from "../sync/refresh-pace.js";
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
@@ -45,6 +45,8 @@ export function syncProcessors(deps: {
   };
   if (!upstream) return processors;
   const { api } = upstream;
+  // One per process: a filter the upstream refused is named once and never asked again.
+  const refused = createRefusedFilters();
   const refresh = (kind: SyncedKind) => () =>
     refreshKind({
       api,
@@ -55,6 +57,7 @@ export function syncProcessors(deps: {
       kind,
       maxPages: config.worker.syncRefreshMaxPages,
       giveUpMs: config.worker.syncUnlistedGiveUpMs,
+      refused,
       onRead: ({ scope }) => metrics.syncRefreshReads.inc({ kind, scope }),
       onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
     });
