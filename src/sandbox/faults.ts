@@ -19,6 +19,12 @@ export interface FaultRule {
    * after its own last item, even when nothing follows): an upstream stuck on one page.
    */
   repeatCursor?: boolean;
+  /**
+   * A list answers empty pages whose cursors go round a cycle of this many: the first page hands
+   * out the cycle's first cursor, each cursor of it the next, the last the first again. A list
+   * that never ends without ever handing back the cursor it was sent.
+   */
+  cursorCycle?: number;
   /** A list answers this many records whatever `limit` asked (its page's records over again). */
   pageRecords?: number;
   /**

@@ -67,8 +67,10 @@ async function refreshIds(deps: RefreshKindDeps, pending: readonly PendingId[], 
   const now = (deps.now ?? Date.now)();
   const work = await collectWork(deps, pending, now);
   const seen = new Set<string>();
+  // Ids whose read stopped at its page budget: the next job goes on from there (`resume`).
+  const carried = new Set<string>();
   let plan: PlannedRead | undefined;
-  const open = () => work.filter((w) => !seen.has(w.id));
+  const open = () => work.filter((w) => !seen.has(w.id) && !carried.has(w.id));
   const prices = await bookingPrices(deps, work);
   while (outcome.reads < MAX_READS_PER_JOB) {
     await priceReads(deps, open());
@@ -77,9 +79,17 @@ async function refreshIds(deps: RefreshKindDeps, pending: readonly PendingId[], 
     for (const id of read.seen) seen.add(id);
     for (const target of plan.targets) {
       if (seen.has(target.id)) continue;
-      // A missed first-page bet tried no candidate, so only a missed candidate moves on.
+      // A missed first-page bet tried no candidate, so only a missed candidate moves on; a read
+      // stopped at its budget did not miss: it goes on in the next job.
       if (plan.recent) target.recentTried = true;
-      else target.next++;
+      else if (read.stoppedAt) {
+        target.resume = {
+          ...(plan.restaurantId === undefined ? {} : { restaurantId: plan.restaurantId }),
+          filter: filterKey(plan.filter),
+          ...read.stoppedAt,
+        };
+        carried.add(target.id);
+      } else target.next++;
     }
   }
   const found = work.filter((w) => seen.has(w.id));
@@ -88,6 +98,27 @@ async function refreshIds(deps: RefreshKindDeps, pending: readonly PendingId[], 
   // Left over by the read cap: still pending, due now. Every candidate missed: a backoff.
   const exhausted = work.filter((w) => !seen.has(w.id) && w.next >= w.candidates.length);
   await handleMisses(deps, exhausted, now, outcome);
+  await carryOn(
+    deps,
+    work.filter((w) => !seen.has(w.id) && carried.has(w.id)),
+    now,
+    outcome,
+  );
+}
+
+/**
+ * Ids whose read stopped at its page budget stay pending, due now, with where it stopped: the
+ * next job reads on from there. The give-up rule still holds: one pending `giveUpMs` is reported.
+ */
+async function carryOn(deps: RefreshKindDeps, carried: readonly Work[], now: number, outcome: RefreshOutcome): Promise<void> {
+  await handleMisses(
+    deps,
+    carried.filter((w) => now - w.note.firstNotedAt >= deps.giveUpMs),
+    now,
+    outcome,
+  );
+  for (const w of carried)
+    if (w.resume && now - w.note.firstNotedAt < deps.giveUpMs) await deps.scheduler.defer(deps.kind, w, { ...w.note, resume: w.resume });
 }
 
 /** Runs and counts a planned read: a first-page bet reads one page, a menu (no targets) its whole list, any other `maxPages`. */
@@ -113,7 +144,15 @@ async function collectWork(deps: RefreshKindDeps, pending: readonly PendingId[],
         deps.kind === "orders" && hint.sortKey !== undefined
           ? await ordersNewer(deps.mirror, hint.sortKey, p.restaurantId, { max: RECENT_REACH })
           : undefined;
-      return { ...p, sortKey: hint.sortKey, candidates: candidatesFor(deps.kind, hint, now), next: 0, ...(recent ? { recent } : {}) };
+      const resume = p.note.resume;
+      return {
+        ...p,
+        sortKey: hint.sortKey,
+        candidates: candidatesFor(deps.kind, hint, now),
+        next: 0,
+        ...(recent ? { recent } : {}),
+        ...(resume ? { resume } : {}),
+      };
     }),
   );
 }
@@ -203,7 +242,8 @@ async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now:
       continue;
     }
     const retryAt = now + backoffAfterMiss(misses);
-    await deps.scheduler.defer(deps.kind, w, { ...w.note, misses, retryAt });
+    // A missed read starts again from its list's top: the next round forgets where one stopped.
+    await deps.scheduler.defer(deps.kind, w, { ...w.note, resume: undefined, misses, retryAt });
     outcome.missing.push(w.id);
   }
   if (outcome.missing.length > 0)
