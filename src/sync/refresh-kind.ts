@@ -10,6 +10,7 @@ import {
   type ReadPrices,
   type Target,
 } from "./read-plan.js";
+import type { ReadFilter } from "./resources.js";
 import type { Logger } from "pino";
 import { runRead, type ReadOutcome, type RefreshReadContext } from "./refresh-read.js";
 import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshScheduler } from "./refresh-scheduler.js";
@@ -135,45 +136,45 @@ async function readTallied(deps: RefreshKindDeps, outcome: RefreshOutcome, plan:
 /** The pending ids to look for now, with their candidate reads; those waiting out a backoff are left for later. */
 async function collectWork(deps: RefreshKindDeps, pending: readonly PendingId[], now: number): Promise<Work[]> {
   const due = pending.filter((p) => p.note.retryAt === undefined || p.note.retryAt <= now);
-  // Each id's mirror reads are independent: all at once, not one id after another on the refresh's
-  // path.
-  return Promise.all(
-    due.map(async (p): Promise<Work> => {
-      const hint = await hintOf(deps.mirror, deps.kind, p.id, p.note);
-      const recent =
-        deps.kind === "orders" && hint.sortKey !== undefined
-          ? await ordersNewer(deps.mirror, hint.sortKey, p.restaurantId, { max: RECENT_REACH })
-          : undefined;
-      const resume = p.note.resume;
-      return {
-        ...p,
-        sortKey: hint.sortKey,
-        candidates: candidatesFor(deps.kind, hint, now),
-        next: 0,
-        ...(recent ? { recent } : {}),
-        ...(resume ? { resume } : {}),
-      };
-    }),
-  );
+  // Each id's mirror read is independent: all at once, not one id after another on the refresh's path.
+  const hints = await Promise.all(due.map((p) => hintOf(deps.mirror, deps.kind, p.id, p.note)));
+  const work = due.map((p, i): Work => {
+    const hint = hints[i] ?? {};
+    const resume = p.note.resume;
+    return { ...p, sortKey: hint.sortKey, candidates: candidatesFor(deps.kind, hint, now), next: 0, ...(resume ? { resume } : {}) };
+  });
+  if (deps.kind !== "orders") return work;
+  // Orders, in one count for the job: how near each id is to the top of the unfiltered list (the
+  // first-page bet), and its depth in the list its first candidate reads.
+  const priced = work.filter((w) => w.sortKey !== undefined);
+  const first = (w: Work) => w.candidates[0] ?? {};
+  const counts = await ordersNewer(deps.mirror, [
+    ...priced.map((w) => ({ target: w, filter: {}, max: RECENT_REACH })),
+    ...priced.map((w) => ({ target: w, filter: first(w), max: DEPTH_REACH })),
+  ]);
+  priced.forEach((w, i) => {
+    w.recent = counts[i];
+    w.depth = { [filterKey(first(w))]: counts[priced.length + i] ?? { company: 0, restaurant: 0 } };
+  });
+  return work;
 }
 
 /**
- * Orders: each id's `Depth` in the list its next candidate reads (two bounded counts, once per id
- * and filter): the planner's price of a company-wide read against per-restaurant ones. Ids without
- * a createdAt stay unpriced.
+ * Orders: each id's `Depth` in the list its next candidate reads (bounded counts, once per id and
+ * filter, one query for all of them): the planner's price of a company-wide read against
+ * per-restaurant ones. Ids without a createdAt stay unpriced.
  */
 async function priceReads(deps: RefreshKindDeps, targets: readonly Target[]): Promise<void> {
   if (deps.kind !== "orders") return;
-  await Promise.all(
-    targets.map(async (t) => {
-      const filter = t.candidates[t.next];
-      if (!filter || t.sortKey === undefined) return;
-      const key = filterKey(filter);
-      if (t.depth?.[key]) return;
-      const options = { max: DEPTH_REACH, ...(filter.status === undefined ? {} : { status: filter.status }) };
-      t.depth = { ...t.depth, [key]: await ordersNewer(deps.mirror, t.sortKey, t.restaurantId, options) };
-    }),
-  );
+  const unpriced = targets.filter((t) => {
+    const filter = t.candidates[t.next];
+    return filter !== undefined && t.sortKey !== undefined && !t.depth?.[filterKey(filter)];
+  });
+  const asked = unpriced.map((t) => ({ target: t, filter: t.candidates[t.next] ?? {}, max: DEPTH_REACH }));
+  const counts = await ordersNewer(deps.mirror, asked);
+  asked.forEach(({ target, filter }, i) => {
+    target.depth = { ...target.depth, [filterKey(filter)]: counts[i] ?? { company: 0, restaurant: 0 } };
+  });
 }
 
 /**
@@ -196,21 +197,21 @@ async function bookingPrices(deps: RefreshKindDeps, work: readonly Work[]): Prom
 }
 
 /**
- * Orders the mirror holds newer than `createdAt` (in `status`, if given), company-wide and in
- * `restaurantId`, counted up to `max`.
+ * For each target, the orders the mirror holds newer than its createdAt (in its filter's status,
+ * if any), company-wide and in its restaurant, counted up to `max`: one query for them all, none
+ * when there is nothing to count.
  */
 async function ordersNewer(
   mirror: MirrorStore,
-  createdAt: number,
-  restaurantId: string,
-  options: { max: number; status?: string },
-): Promise<{ company: number; restaurant: number }> {
-  const since = new Date(createdAt);
-  const [company, restaurant] = await Promise.all([
-    mirror.countOrdersNewer(since, options),
-    mirror.countOrdersNewer(since, { ...options, restaurantId }),
-  ]);
-  return { company, restaurant };
+  asked: readonly { target: Target; filter: ReadFilter; max: number }[],
+): Promise<{ company: number; restaurant: number }[]> {
+  if (asked.length === 0) return [];
+  const queries = asked.flatMap(({ target, filter, max }) => {
+    const base = { since: new Date(target.sortKey ?? 0), max, ...(filter.status === undefined ? {} : { status: filter.status }) };
+    return [base, { ...base, restaurantId: target.restaurantId }];
+  });
+  const counts = await mirror.countOrdersNewer(queries);
+  return asked.map((_, i) => ({ company: counts[2 * i] ?? 0, restaurant: counts[2 * i + 1] ?? 0 }));
 }
 
 /**

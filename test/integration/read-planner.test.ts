@@ -325,6 +325,35 @@ describe("an id the upstream does not list", () => {
   }, 120_000);
 });
 
+describe("the mirror's counts a refresh job prices its reads by", () => {
+  it("are one query for all of the job's ids, and one more per round that moves ids on to a new read, never a few per id", async () => {
+    const { sandbox, url } = await upstream(8);
+    const history = makeHistory(sandbox, 400);
+    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const changed = await makeChanges(sandbox, scheduler, history, 11);
+    let counts = 0;
+    const counting: MirrorStore = {
+      ...mirror,
+      countOrdersNewer: (...args: Parameters<MirrorStore["countOrdersNewer"]>) => {
+        counts++;
+        return mirror.countOrdersNewer(...args);
+      },
+    };
+    const api = createApiClient({ baseUrl: url, apiKey: sandbox.apiKey });
+    const outcome = await refreshKind({
+      api,
+      mirror: counting,
+      scheduler,
+      logger: pino({ level: "silent" }),
+      kind: "orders",
+      maxPages: 10,
+      giveUpMs: 600_000,
+    });
+    expect(outcome.found).toBe(changed.length);
+    expect(counts).toBeLessThanOrEqual(outcome.reads + 1);
+  }, 120_000);
+});
+
 describe("a read longer than its page budget", () => {
   it("goes on where the last job stopped on a cold mirror, so the oldest orders' changes arrive; an id never found is still given up", async () => {
     const { sandbox, url } = await upstream(3);
