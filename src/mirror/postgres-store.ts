@@ -182,20 +182,30 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     },
 
     rejections: (kind) => listRejections(database, kind),
-    async countOrdersNewer(since, { restaurantId, status, max }) {
-      // Bounded: the index walk stops at `max` rows however deep the record sits.
-      let inner = db
-        .selectFrom("orders")
-        .select(sql`1`.as("one"))
-        .where("created_at", ">", since)
-        .limit(max);
-      if (restaurantId !== undefined) inner = inner.where("restaurant_id", "=", restaurantId);
-      if (status !== undefined) inner = inner.where("status", "=", status);
-      const row = await database
-        .selectFrom(inner.as("newer"))
-        .select((eb) => eb.fn.countAll<string | number>().as("n"))
-        .executeTakeFirst();
-      return Number(row?.n ?? 0);
+    async countOrdersNewer(queries) {
+      if (queries.length === 0) return [];
+      // One statement for a whole job's ids. Bounded: each count's index walk stops at its `max` rows
+      // however deep the record sits.
+      const { rows } = await sql<{ i: number; n: string | number }>`
+        SELECT q.i, (
+          SELECT count(*) FROM (
+            SELECT 1 FROM orders o
+            WHERE o.created_at > q.since::timestamptz
+              AND (q.restaurant_id IS NULL OR o.restaurant_id = q.restaurant_id)
+              AND (q.status IS NULL OR o.status = q.status)
+            LIMIT q.max
+          ) newer
+        ) AS n
+        FROM unnest(
+          ${queries.map((_, i) => i)}::int[],
+          ${queries.map((q) => q.since.toISOString())}::text[],
+          ${queries.map((q) => q.restaurantId ?? null)}::text[],
+          ${queries.map((q) => q.status ?? null)}::text[],
+          ${queries.map((q) => q.max)}::int[]
+        ) AS q(i, since, restaurant_id, status, max)`.execute(db);
+      const counts = queries.map(() => 0);
+      for (const row of rows) counts[row.i] = Number(row.n);
+      return counts;
     },
     async countBookingsByDay(from, to) {
       const rows = await database

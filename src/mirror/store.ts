@@ -144,11 +144,12 @@ export interface MirrorStore {
   /** The rejected records (of a kind, or all), by kind and id: what the mirror could not hold, and why. */
   rejections(kind?: MirrorKind): Promise<RejectionRow[]>;
   /**
-   * How many stored orders were created after `since` (of one restaurant, or all), counted up to
-   * `max`: where a record sits in a newest-first list, as far as the mirror knows (refresh planning).
-   * With `status`, only orders the mirror holds in that status (where it sits in a list filtered by it).
+   * For each query, how many stored orders were created after `since` (of one restaurant, or all),
+   * counted up to its `max`: where a record sits in a newest-first list, as far as the mirror knows
+   * (refresh planning). With `status`, only orders the mirror holds in that status (where it sits
+   * in a list filtered by it). One statement for them all: a refresh job's ids cost one query.
    */
-  countOrdersNewer(since: Date, options: { restaurantId?: string; status?: string; max: number }): Promise<number>;
+  countOrdersNewer(queries: readonly { since: Date; restaurantId?: string; status?: string; max: number }[]): Promise<number[]>;
   /**
    * Stored bookings per day (YYYY-MM-DD) from `from` to `to`, inclusive, company-wide: what a
    * booking list by date window would page through, as far as the mirror knows (refresh planning).

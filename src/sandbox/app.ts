@@ -265,6 +265,9 @@ export function parseLimit(value: string | undefined): number {
   return n;
 }
 
+/** The cursors of a `cursorCycle` fault: not the list's own (they carry no sort key). */
+const CYCLE = "cycle-";
+
 const encodeCursor = (key: Key) => Buffer.from(`v1:${JSON.stringify(key)}`).toString("base64url");
 
 /** The sort key a cursor carries; 400 unless it is one of ours of the list's key width. */
@@ -286,15 +289,20 @@ function decodeCursor(cursor: string, width: number): Key {
  * item, found again by binary search, so a page boundary stays valid while items change, arrive
  * or leave. A cursor that does not decode → 400. Faults: `repeatCursor` hands back the request's
  * cursor instead of the next one (on a first page: the cursor after its own last item, even when
- * nothing follows); `pageRecords` answers that many records, the page's own over again.
+ * nothing follows); `pageRecords` answers that many records, the page's own over again;
+ * `cursorCycle` answers empty pages whose cursors go round a cycle of that length.
  */
 export function paginate<T extends { id: string }>(
   index: ListIndex<T>,
   query: Omit<PageQuery<T>, "after">,
   list: { keyOf: (item: T) => Key; width: number },
   cursor: string | undefined,
-  fault: Pick<FaultRule, "repeatCursor" | "pageRecords"> = {},
+  fault: Pick<FaultRule, "repeatCursor" | "pageRecords" | "cursorCycle"> = {},
 ): { data: T[]; nextCursor: string | null } {
+  if (fault.cursorCycle !== undefined) {
+    const at = cursor?.startsWith(CYCLE) ? Number(cursor.slice(CYCLE.length)) : -1;
+    return { data: [], nextCursor: `${CYCLE}${(at + 1) % fault.cursorCycle}` };
+  }
   const { keyOf, width } = list;
   const after = cursor === undefined ? undefined : decodeCursor(cursor, width);
   const { items, more } = index.page({ ...query, ...(after ? { after } : {}) });
@@ -407,6 +415,12 @@ export interface FaultRule {
    * after its own last item, even when nothing follows): an upstream stuck on one page.
    */
   repeatCursor?: boolean;
+  /**
+   * A list answers empty pages whose cursors go round a cycle of this many: the first page hands
+   * out the cycle's first cursor, each cursor of it the next, the last the first again. A list
+   * that never ends without ever handing back the cursor it was sent.
+   */
+  cursorCycle?: number;
   /** A list answers this many records whatever `limit` asked (its page's records over again). */
   pageRecords?: number;
   /**

@@ -1,12 +1,11 @@
 import type { Logger } from "pino";
 import type { MirrorRecord, MirrorStore } from "../mirror/store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import { paginatePages, type ApiClient } from "../upstream/index.js";
+import { readList, type ApiClient } from "../upstream/index.js";
 import type { ChangeSource } from "../events/change-events.js";
 import { isFirstImport, sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { firstImportRunning } from "./full-tier.js";
-import { createListOrder } from "./list-order.js";
-import { ORDER_STATES, readPage, RESOURCES, type ListQuery, type Page, type SyncedKind } from "./resources.js";
+import { ORDER_STATES, RESOURCES, walkOf, type ListQuery, type Page, type SyncedKind } from "./resources.js";
 
 /** Pages of one final-status list an active pass reads at most looking for orders that left the open lists. */
 export const MAX_FINAL_PAGES = 10;
@@ -20,6 +19,8 @@ export interface ActivePassOptions {
   logger?: Logger;
   /** After a gap in which no webhook could arrive: read back further (see CatchUp). */
   catchUp?: CatchUp;
+  /** Each list's page cap (tests make it small). @defaultValue MAX_WALK_PAGES (upstream/paginate.ts) */
+  pageCap?: number;
   /** After each page: records read and the changes they made (by source), for metrics. */
   onPage?: (kind: SyncedKind, read: number, changes: readonly ChangeSource[]) => void;
 }
@@ -92,10 +93,6 @@ export async function runActivePass(options: ActivePassOptions): Promise<ActiveP
 
 const DAY_MS = 86_400_000;
 
-/** A kind's list, company-wide, in the `active` class. */
-const pagesOf = (options: ActivePassOptions, kind: SyncedKind, query: ListQuery) =>
-  paginatePages((cursor) => readPage(options, kind, { ...query, cursor }, "active"));
-
 /** Reads every page of one list into the mirror, while `goOn` says so before each; notes the ids it saw. */
 async function readAll(
   options: ActivePassOptions,
@@ -104,13 +101,16 @@ async function readAll(
   query: ListQuery,
   { seen, goOn }: { seen?: Set<string>; goOn: (kind: SyncedKind) => Promise<boolean> },
 ) {
-  if (!(await goOn(kind))) return;
   const firstImport = await isFirstImport(options, kind);
-  for await (const page of pagesOf(options, kind, query)) {
-    await writeTallied(options, outcome, kind, page, firstImport);
-    for (const r of page.data) seen?.add(r.id);
-    if (page.nextCursor !== null && !(await goOn(kind))) break;
-  }
+  const walked = await readList(
+    { ...walkOf(options, kind, query, "active"), goOn: () => goOn(kind), cap: options.pageCap },
+    async (page) => {
+      await writeTallied(options, outcome, kind, page, firstImport);
+      for (const r of page.data) seen?.add(r.id);
+      return {};
+    },
+  );
+  if (walked.error) throw walked.error;
 }
 
 async function writeTallied(options: ActivePassOptions, outcome: ActivePassOutcome, kind: SyncedKind, page: Page, firstImport: boolean) {
@@ -150,30 +150,35 @@ async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassO
   outcome.leftOpen = leftOpen.length;
   const { catchUp } = options;
   if (leftOpen.length === 0 && !catchUp) return;
-  const wanted = new Set(leftOpen.map((o) => o.id));
   const { sortKey } = RESOURCES.orders;
-  const oldest = Math.min(...leftOpen.map(sortKey));
+  const targets = new Map(leftOpen.map((o) => [o.id, sortKey(o)]));
+  const found = new Set<string>();
   const firstImport = await isFirstImport(options, "orders");
   for (const status of ORDER_STATES.final) {
     const floor = catchUp && catchUpFloor(catchUp, status);
-    if (wanted.size === 0 && floor === undefined) break;
-    let pages = 0;
-    const order = createListOrder();
-    for await (const page of pagesOf(options, "orders", { status })) {
-      await writeTallied(options, outcome, "orders", page, firstImport);
-      for (const r of page.data) wanted.delete(r.id);
-      order.observe(page.data.map(sortKey));
-      const foundAll = wanted.size === 0 || order.passed(oldest);
-      if (foundAll && (floor === undefined || order.passed(floor))) break;
-      // Only a list known to run newest first reaches a floor: any other stops at the usual bound.
-      const bound = floor !== undefined && order.direction === "descending" ? CATCH_UP_MAX_PAGES : MAX_FINAL_PAGES;
-      if (++pages >= bound) break;
-    }
+    for (const id of found) targets.delete(id);
+    if (targets.size === 0 && floor === undefined) break;
+    const walked = await readList(
+      {
+        ...walkOf(options, "orders", { status }, "active"),
+        targets,
+        floor,
+        // Only a list known to run newest first reaches a floor: any other stops at the usual bound.
+        maxPages: (order) => (floor !== undefined && order.direction === "descending" ? CATCH_UP_MAX_PAGES : MAX_FINAL_PAGES),
+        cap: options.pageCap,
+      },
+      async (page) => {
+        await writeTallied(options, outcome, "orders", page, firstImport);
+        return {};
+      },
+    );
+    if (walked.error) throw walked.error;
+    for (const id of walked.seen) if (targets.has(id)) found.add(id);
   }
-  outcome.recovered = leftOpen.length - wanted.size;
-  if (wanted.size > 0)
+  outcome.recovered = found.size;
+  if (found.size < leftOpen.length)
     options.logger?.warn(
-      { missing: wanted.size },
+      { missing: leftOpen.length - found.size },
       "open orders of the mirror were in no list the active tier read: the full tier will find them",
     );
 }

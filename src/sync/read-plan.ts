@@ -13,6 +13,8 @@ export interface Target {
   candidates: readonly ReadFilter[];
   /** The candidate to try next; `candidates.length` when every one was tried this round. */
   next: number;
+  /** Where a read of its next candidate stopped at its page budget: the next read of it goes on from there. */
+  resume?: ResumePoint;
   /**
    * orders: the orders the mirror holds newer than it (company-wide, in its restaurant), counted up
    * to RECENT_REACH: under it, the first page of the unfiltered newest-first list likely holds it,
@@ -42,6 +44,18 @@ export interface PlannedRead {
   targets: Target[];
   /** The first page of the unfiltered list only: a bet that it holds these recent ids. */
   recent?: boolean;
+  /** Goes on where an earlier read of the same list stopped at its page budget. */
+  resume?: ResumePoint;
+}
+
+/** Where a read stopped at its page budget, with the list going on: its list (scope and filter), cursor and pages so far. */
+export interface ResumePoint {
+  restaurantId?: string;
+  /** `filterKey` of the read's filter. */
+  filter: string;
+  cursor: string;
+  /** Pages the read walked so far, over every job (counted against the page cap). */
+  pages: number;
 }
 
 /** Orders a list page holds (refresh reads ask for the spec's maximum). */
@@ -60,11 +74,17 @@ const DAY_MS = 86_400_000;
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /**
- * Widest window a merge by price may make: the mirror's counts are only an estimate (a mirror still
- * importing holds fewer bookings than the API lists), so far-apart days are never merged on their
- * word.
+ * Widest window (days, both ends included) a merge by price may make: the mirror's counts are
+ * only an estimate (a mirror still importing holds fewer bookings than the API lists), so
+ * far-apart days are never merged on their word.
  */
 export const MAX_PRICED_WINDOW_DAYS = 31;
+/**
+ * Widest window a merge makes when the mirror counts no booking on its days (before the first
+ * import, or with no prices at all): every window then prices at one page, so the counts say
+ * nothing, and a week keeps a merged read near the size of the reads it replaces.
+ */
+export const MAX_UNPRICED_WINDOW_DAYS = 7;
 
 /**
  * What the mirror says reads will cost, where it knows: bookings per day (YYYY-MM-DD) company-wide,
@@ -116,6 +136,8 @@ export const filterKey = (filter: ReadFilter): string => `${filter.status ?? ""}
  * of candidates.
  */
 export function planNextRead(targets: readonly Target[], prices: ReadPrices = {}): PlannedRead | undefined {
+  const resumed = resumedRead(targets);
+  if (resumed) return resumed;
   const groups = new Map<string, Group>();
   for (const target of targets) {
     const filter = target.candidates[target.next];
@@ -134,6 +156,32 @@ export function planNextRead(targets: readonly Target[], prices: ReadPrices = {}
   if (recent && (!best || recent.targets.length >= best.targets.length)) return recent;
   if (!best) return undefined;
   return windowRead(best, prices) ?? scopeRead(best);
+}
+
+/**
+ * A read that stopped at its page budget goes on first, where it stopped and in its scope, for
+ * the ids still waiting on it (the most ids at one point first): so a list longer than a read's
+ * budget is read to its end over several jobs, never from its top again.
+ */
+function resumedRead(targets: readonly Target[]): PlannedRead | undefined {
+  const groups = new Map<string, PlannedRead>();
+  for (const target of targets) {
+    const { resume } = target;
+    const filter = target.candidates[target.next];
+    if (!resume || !filter || filterKey(filter) !== resume.filter) continue;
+    const key = JSON.stringify([resume.restaurantId ?? null, resume.filter, resume.cursor]);
+    const group = groups.get(key) ?? {
+      ...(resume.restaurantId === undefined ? {} : { restaurantId: resume.restaurantId }),
+      filter,
+      targets: [],
+      resume,
+    };
+    group.targets.push(target);
+    groups.set(key, group);
+  }
+  let best: PlannedRead | undefined;
+  for (const group of groups.values()) if (!best || group.targets.length > best.targets.length) best = group;
+  return best;
 }
 
 /**
@@ -196,14 +244,19 @@ export function scopeRead(group: { filter: ReadFilter; targets: Target[] }): Pla
 /** Targets by restaurant, in the order met. */
 function byRestaurant(targets: readonly Target[]): Map<string, Target[]> {
   const by = new Map<string, Target[]>();
-  for (const t of targets) by.set(t.restaurantId, [...(by.get(t.restaurantId) ?? []), t]);
+  for (const t of targets) {
+    const own = by.get(t.restaurantId);
+    if (own) own.push(t);
+    else by.set(t.restaurantId, [t]);
+  }
   return by;
 }
 
 /** Per restaurant, its ids and the pages its own list costs down to the deepest of them. */
 const deepestByRestaurant = (targets: readonly Target[], key: string) =>
   [...byRestaurant(targets)].map(([restaurantId, own]) => {
-    const pages = Math.max(...own.map((t) => pagesTo(t.depth?.[key]?.restaurant ?? 0)));
+    // A loop, not Math.max(...): a spread of unbounded ids throws past ~100k arguments.
+    const pages = own.reduce((most, t) => Math.max(most, pagesTo(t.depth?.[key]?.restaurant ?? 0)), 1);
     return { restaurantId, targets: own, pages };
   });
 
@@ -253,9 +306,16 @@ export function windowPages(window: { from: string; to: string }, byDay: Readonl
   return pagesTo(Math.max(0, n - 1));
 }
 
+/** Whether the mirror counted any booking on a day of the window. */
+function counted(window: { from: string; to: string }, byDay: ReadonlyMap<string, number>): boolean {
+  for (let day = Date.parse(window.from); day <= Date.parse(window.to); day += DAY_MS) if ((byDay.get(dayOf(day)) ?? 0) > 0) return true;
+  return false;
+}
+
 /**
  * Merges groups whose filters are closed date windows while one read of the merged window costs no
- * more pages than the two apart.
+ * more pages than the two apart, at most MAX_PRICED_WINDOW_DAYS wide, or MAX_UNPRICED_WINDOW_DAYS
+ * when the mirror counted no booking on its days.
  */
 function mergeWindows(groups: Group[], byDay: ReadonlyMap<string, number> = new Map()): Group[] {
   const windows: { window: { from: string; to: string }; group: Group }[] = [];
@@ -270,14 +330,14 @@ function mergeWindows(groups: Group[], byDay: ReadonlyMap<string, number> = new 
   for (const { window, group } of windows) {
     const open = out.at(-1);
     const mergedWindow = open && { from: open.window.from, to: window.to > open.window.to ? window.to : open.window.to };
-    const span = open ? (Date.parse(window.to) - Date.parse(open.window.from)) / DAY_MS : Infinity;
+    const days = open ? (Date.parse(window.to) - Date.parse(open.window.from)) / DAY_MS + 1 : Infinity;
     const cheaper =
       mergedWindow &&
-      span <= MAX_PRICED_WINDOW_DAYS &&
+      days <= (counted(mergedWindow, byDay) ? MAX_PRICED_WINDOW_DAYS : MAX_UNPRICED_WINDOW_DAYS) &&
       windowPages(mergedWindow, byDay) <= windowPages(open.window, byDay) + windowPages(window, byDay);
     if (open && cheaper) {
       if (window.to > open.window.to) open.window.to = window.to;
-      open.targets.push(...group.targets);
+      for (const target of group.targets) open.targets.push(target);
     } else out.push({ window: { ...window }, targets: [...group.targets] });
   }
   return [...out.map(({ window, targets }) => ({ filter: window, targets })), ...rest];

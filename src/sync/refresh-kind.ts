@@ -93,8 +93,10 @@ async function refreshIds(deps: JobDeps, pending: readonly PendingId[], outcome:
   const now = (deps.now ?? Date.now)();
   const work = await collectWork(deps, pending, now);
   const seen = new Set<string>();
+  // Ids whose read stopped at its page budget: the next job goes on from there (`resume`).
+  const carried = new Set<string>();
   let plan: PlannedRead | undefined;
-  const open = () => work.filter((w) => !seen.has(w.id));
+  const open = () => work.filter((w) => !seen.has(w.id) && !carried.has(w.id));
   const prices = await bookingPrices(deps, work);
   while (outcome.reads < MAX_READS_PER_JOB) {
     await priceReads(deps, open());
@@ -110,9 +112,17 @@ async function refreshIds(deps: JobDeps, pending: readonly PendingId[], outcome:
     for (const id of read.seen) seen.add(id);
     for (const target of plan.targets) {
       if (seen.has(target.id)) continue;
-      // A missed first-page bet tried no candidate, so only a missed candidate moves on.
+      // A missed first-page bet tried no candidate, so only a missed candidate moves on; a read
+      // stopped at its budget did not miss: it goes on in the next job.
       if (plan.recent) target.recentTried = true;
-      else target.next++;
+      else if (read.stoppedAt) {
+        target.resume = {
+          ...(plan.restaurantId === undefined ? {} : { restaurantId: plan.restaurantId }),
+          filter: filterKey(plan.filter),
+          ...read.stoppedAt,
+        };
+        carried.add(target.id);
+      } else target.next++;
     }
   }
   const found = work.filter((w) => seen.has(w.id));
@@ -121,6 +131,27 @@ async function refreshIds(deps: JobDeps, pending: readonly PendingId[], outcome:
   // Left over by the read cap: still pending, due now. Every candidate missed: a backoff.
   const exhausted = work.filter((w) => !seen.has(w.id) && w.next >= w.candidates.length);
   await handleMisses(deps, exhausted, now, outcome);
+  await carryOn(
+    deps,
+    work.filter((w) => !seen.has(w.id) && carried.has(w.id)),
+    now,
+    outcome,
+  );
+}
+
+/**
+ * Ids whose read stopped at its page budget stay pending, due now, with where it stopped: the
+ * next job reads on from there. The give-up rule still holds: one pending `giveUpMs` is reported.
+ */
+async function carryOn(deps: RefreshKindDeps, carried: readonly Work[], now: number, outcome: RefreshOutcome): Promise<void> {
+  await handleMisses(
+    deps,
+    carried.filter((w) => now - w.note.firstNotedAt >= deps.giveUpMs),
+    now,
+    outcome,
+  );
+  for (const w of carried)
+    if (w.resume && now - w.note.firstNotedAt < deps.giveUpMs) await deps.scheduler.defer(deps.kind, w, { ...w.note, resume: w.resume });
 }
 
 /**
@@ -211,38 +242,51 @@ async function readTallied(deps: RefreshKindDeps, outcome: RefreshOutcome, plan:
 /** The pending ids to look for now, with their candidate reads; those waiting out a backoff are left for later. */
 async function collectWork(deps: JobDeps, pending: readonly PendingId[], now: number): Promise<Work[]> {
   const due = pending.filter((p) => p.note.retryAt === undefined || p.note.retryAt <= now);
-  // Each id's mirror reads are independent: all at once, not one id after another on the refresh's
-  // path.
-  return Promise.all(
-    due.map(async (p): Promise<Work> => {
-      const hint = await hintOf(deps.mirror, deps.kind, p.id, p.note);
-      const recent =
-        deps.kind === "orders" && hint.sortKey !== undefined
-          ? await ordersNewer(deps.mirror, hint.sortKey, p.restaurantId, { max: RECENT_REACH })
-          : undefined;
-      const candidates = deps.refused.usable(deps.kind, candidatesFor(deps.kind, hint, now));
-      return { ...p, sortKey: hint.sortKey, candidates, next: 0, ...(recent ? { recent } : {}) };
-    }),
-  );
+  // Each id's mirror read is independent: all at once, not one id after another on the refresh's path.
+  const hints = await Promise.all(due.map((p) => hintOf(deps.mirror, deps.kind, p.id, p.note)));
+  const work = due.map((p, i): Work => {
+    const hint = hints[i] ?? {};
+    const resume = p.note.resume;
+    return {
+      ...p,
+      sortKey: hint.sortKey,
+      candidates: deps.refused.usable(deps.kind, candidatesFor(deps.kind, hint, now)),
+      next: 0,
+      ...(resume ? { resume } : {}),
+    };
+  });
+  if (deps.kind !== "orders") return work;
+  // Orders, in one count for the job: how near each id is to the top of the unfiltered list (the
+  // first-page bet), and its depth in the list its first candidate reads.
+  const priced = work.filter((w) => w.sortKey !== undefined);
+  const first = (w: Work) => w.candidates[0] ?? {};
+  const counts = await ordersNewer(deps.mirror, [
+    ...priced.map((w) => ({ target: w, filter: {}, max: RECENT_REACH })),
+    ...priced.map((w) => ({ target: w, filter: first(w), max: DEPTH_REACH })),
+  ]);
+  priced.forEach((w, i) => {
+    w.recent = counts[i];
+    w.depth = { [filterKey(first(w))]: counts[priced.length + i] ?? { company: 0, restaurant: 0 } };
+  });
+  return work;
 }
 
 /**
- * Orders: each id's `Depth` in the list its next candidate reads (two bounded counts, once per id
- * and filter): the planner's price of a company-wide read against per-restaurant ones. Ids without
- * a createdAt stay unpriced.
+ * Orders: each id's `Depth` in the list its next candidate reads (bounded counts, once per id and
+ * filter, one query for all of them): the planner's price of a company-wide read against
+ * per-restaurant ones. Ids without a createdAt stay unpriced.
  */
 async function priceReads(deps: RefreshKindDeps, targets: readonly Target[]): Promise<void> {
   if (deps.kind !== "orders") return;
-  await Promise.all(
-    targets.map(async (t) => {
-      const filter = t.candidates[t.next];
-      if (!filter || t.sortKey === undefined) return;
-      const key = filterKey(filter);
-      if (t.depth?.[key]) return;
-      const options = { max: DEPTH_REACH, ...(filter.status === undefined ? {} : { status: filter.status }) };
-      t.depth = { ...t.depth, [key]: await ordersNewer(deps.mirror, t.sortKey, t.restaurantId, options) };
-    }),
-  );
+  const unpriced = targets.filter((t) => {
+    const filter = t.candidates[t.next];
+    return filter !== undefined && t.sortKey !== undefined && !t.depth?.[filterKey(filter)];
+  });
+  const asked = unpriced.map((t) => ({ target: t, filter: t.candidates[t.next] ?? {}, max: DEPTH_REACH }));
+  const counts = await ordersNewer(deps.mirror, asked);
+  asked.forEach(({ target, filter }, i) => {
+    target.depth = { ...target.depth, [filterKey(filter)]: counts[i] ?? { company: 0, restaurant: 0 } };
+  });
 }
 
 /**
@@ -265,21 +309,21 @@ async function bookingPrices(deps: RefreshKindDeps, work: readonly Work[]): Prom
 }
 
 /**
- * Orders the mirror holds newer than `createdAt` (in `status`, if given), company-wide and in
- * `restaurantId`, counted up to `max`.
+ * For each target, the orders the mirror holds newer than its createdAt (in its filter's status,
+ * if any), company-wide and in its restaurant, counted up to `max`: one query for them all, none
+ * when there is nothing to count.
  */
 async function ordersNewer(
   mirror: MirrorStore,
-  createdAt: number,
-  restaurantId: string,
-  options: { max: number; status?: string },
-): Promise<{ company: number; restaurant: number }> {
-  const since = new Date(createdAt);
-  const [company, restaurant] = await Promise.all([
-    mirror.countOrdersNewer(since, options),
-    mirror.countOrdersNewer(since, { ...options, restaurantId }),
-  ]);
-  return { company, restaurant };
+  asked: readonly { target: Target; filter: ReadFilter; max: number }[],
+): Promise<{ company: number; restaurant: number }[]> {
+  if (asked.length === 0) return [];
+  const queries = asked.flatMap(({ target, filter, max }) => {
+    const base = { since: new Date(target.sortKey ?? 0), max, ...(filter.status === undefined ? {} : { status: filter.status }) };
+    return [base, { ...base, restaurantId: target.restaurantId }];
+  });
+  const counts = await mirror.countOrdersNewer(queries);
+  return asked.map((_, i) => ({ company: counts[2 * i] ?? 0, restaurant: counts[2 * i + 1] ?? 0 }));
 }
 
 /**
@@ -311,7 +355,8 @@ async function handleMisses(deps: RefreshKindDeps, missed: readonly Work[], now:
       continue;
     }
     const retryAt = now + backoffAfterMiss(misses);
-    await deps.scheduler.defer(deps.kind, w, { ...w.note, misses, retryAt });
+    // A missed read starts again from its list's top: the next round forgets where one stopped.
+    await deps.scheduler.defer(deps.kind, w, { ...w.note, resume: undefined, misses, retryAt });
     outcome.missing.push(w.id);
   }
   if (outcome.missing.length > 0)

@@ -2,6 +2,7 @@ import type { Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import { defineScripts, redisKeys } from "../redis/redis.js";
 import { createRefreshRuns, type RefreshJobData, type RefreshRuns } from "./refresh-runs.js";
+import type { ResumePoint } from "./read-plan.js";
 import { RESOURCES, type SyncedKind } from "./resources.js";
 
 /** What an event said about the record it named: hints for the narrowest read, never trusted as data. */
@@ -25,6 +26,8 @@ export interface PendingNote extends Omit<RefreshNote, "eventId"> {
   misses?: number;
   /** Epoch ms before which no refresh looks for it again (backoff after a miss). */
   retryAt?: number;
+  /** Where the read looking for it stopped at its page budget: the next job goes on from there. */
+  resume?: ResumePoint;
 }
 
 /** One id waiting for a refresh, as a refresh job takes it. */

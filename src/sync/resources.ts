@@ -1,5 +1,5 @@
 import type { MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord } from "../mirror/store.js";
-import type { ApiClient, BudgetClass } from "../upstream/index.js";
+import type { ApiClient, BudgetClass, ListWalk } from "../upstream/index.js";
 import { ORDER_STATUS_RANK, ORDER_STATUSES, orderStatusRank } from "../upstream/models.js";
 
 export type SyncedKind = Exclude<MirrorKind, "reviews">;
@@ -119,6 +119,16 @@ export function readPage(
   priority: BudgetClass,
 ): Promise<Page> {
   return RESOURCES[kind].list(ctx.api, query, { priority, clock: () => ctx.mirror.clock() });
+}
+
+/** A kind's list as a walk of the list reader (upstream/paginate.ts `readList`): its pages and its sort key. */
+export function walkOf(
+  ctx: { api: ApiClient; mirror: Pick<MirrorStore, "clock"> },
+  kind: SyncedKind,
+  query: ListQuery,
+  priority: BudgetClass,
+): Pick<ListWalk<Page>, "fetchPage" | "sortKey"> {
+  return { fetchPage: (cursor) => readPage(ctx, kind, { ...query, cursor }, priority), sortKey: RESOURCES[kind].sortKey };
 }
 
 /** Every kind read through the API, in sweep order: the one list backfill and reconcile use. */

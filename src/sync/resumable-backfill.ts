@@ -19,6 +19,8 @@ export interface BackfillOptions {
   /** Writes with `backfill` change events; without it, none (`--no-changes`). */
   writer?: MirrorWriter;
   signal?: AbortSignal;
+  /** Each kind's page cap (tests make it small). @defaultValue MAX_WALK_PAGES (upstream/paginate.ts) */
+  pageCap?: number;
   logger?: Logger;
   /** Once as each kind starts (`resumed`: from a saved page) and after every page. */
   onProgress?: (progress: BackfillProgress) => void;

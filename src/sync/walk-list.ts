@@ -1,10 +1,9 @@
 import type { Logger } from "pino";
 import type { MirrorStore } from "../mirror/store.js";
 import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import { createCursorGuard, UpstreamBadRequestError, UpstreamPageRefusedError, type ApiClient } from "../upstream/index.js";
+import { readList, UpstreamBadRequestError, UpstreamPageRefusedError, type ApiClient } from "../upstream/index.js";
 import { sweepSource, writePage, type SweepChanges } from "./change-source.js";
-import { createListOrder, type ListOrder } from "./list-order.js";
-import { readPage, RESOURCES, type Page, type SyncedKind } from "./resources.js";
+import { RESOURCES, walkOf, type SyncedKind } from "./resources.js";
 
 export interface WalkOptions {
   api: ApiClient;
@@ -15,8 +14,10 @@ export interface WalkOptions {
   checkpoint: SyncCheckpoint;
   /** Without it, writes emit no change events (backfill --no-changes). */
   changes?: SweepChanges;
-  /** A slice's bound: pages to read at most. @defaultValue Infinity */
+  /** A slice's bound: pages to read at most. @defaultValue Infinity (the page cap alone) */
   maxPages?: number;
+  /** The page cap of the pass (tests make it small). @defaultValue MAX_WALK_PAGES (upstream/paginate.ts) */
+  pageCap?: number;
   /** Stops before the next page once aborted (Ctrl-C); the page in hand is written and saved first. */
   signal?: AbortSignal;
   /** Asked before each page: false pauses the walk there (the full tier's pass, once a backfill walks its kind). */
@@ -34,7 +35,8 @@ export interface WalkOutcome {
   state: "complete" | "paused" | "lost" | "unreadable";
   /**
    * Unreadable: the API's answer at the checkpoint's cursor can never be walked on from (too
-   * large, more records than asked for, a cursor the walk was already handed): the checkpoint
+   * large, more records than asked for, a cursor the walk was already handed, a pass past the
+   * page cap): the checkpoint
    * stays at the last good page, and the caller decides what becomes of the pass. Other failures
    * (a 5xx, a body that is not JSON: a proxy's page during a deploy) are thrown, and the next run
    * goes on from the checkpoint.
@@ -44,80 +46,76 @@ export interface WalkOutcome {
 
 /**
  * Walks one kind's whole list from the checkpoint's cursor in the `full` budget class (a list
- * with a date filter from `since`), writing each page into the mirror and saving the position after it, so a crash or Ctrl-C costs at most the page in flight. A
- * cursor the upstream refuses (400) starts the kind's pass again from the top, once per walk:
- * cursors may expire, and the mirror's guarded upsert makes re-reading harmless. A cursor the walk
- * was already handed (an upstream stuck on a page, or cycling) ends it as `unreadable`.
+ * with a date filter from `since`), writing each page into the mirror and saving the position
+ * after it, so a crash or Ctrl-C costs at most the page in flight. The list reader
+ * (upstream/paginate.ts) pages and stops it; the pass's pages so far count against its page cap,
+ * so a pass over slices or runs is bounded too. A cursor the upstream refuses (400) starts the
+ * kind's pass again from the top, once per walk: cursors may expire, and the mirror's guarded
+ * upsert makes re-reading harmless. A cursor the walk was already handed (an upstream stuck on a
+ * page, or cycling) or a pass past the page cap ends it as `unreadable`.
  */
 export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
   const { checkpoints, kind } = options;
-  const maxPages = options.maxPages ?? Number.POSITIVE_INFINITY;
-  let checkpoint = options.checkpoint;
-  let pages = 0;
-  let restarted = false;
-  let order = createListOrder();
-  let cursors = createCursorGuard(checkpoint.cursor ?? undefined);
-  const byFilter = RESOURCES[kind].filters.includes("from");
-  while (pages < maxPages && !options.signal?.aborted) {
-    if (options.goOn && !(await options.goOn())) break;
-    let page: Page;
+  const at = { checkpoint: options.checkpoint, pages: 0 };
+  for (let restarted = false; ; restarted = true) {
     try {
-      const from = byFilter ? (checkpoint.since ?? undefined) : undefined;
-      page = await readPage(options, kind, { cursor: checkpoint.cursor ?? undefined, from }, "full");
+      return await walkFrom(options, at);
     } catch (err) {
-      if (err instanceof UpstreamPageRefusedError) return { checkpoint, pages, state: "unreadable", error: err };
-      if (!(err instanceof UpstreamBadRequestError) || checkpoint.cursor === null || restarted) throw err;
+      if (err instanceof UpstreamPageRefusedError) return { checkpoint: at.checkpoint, pages: at.pages, state: "unreadable", error: err };
+      if (!(err instanceof UpstreamBadRequestError) || at.checkpoint.cursor === null || restarted) throw err;
       options.logger?.warn(
-        { kind, tier: checkpoint.tier, err: err.message },
+        { kind, tier: at.checkpoint.tier, err: err.message },
         "the upstream refused the saved cursor: the pass starts again",
       );
-      restarted = true;
-      order = createListOrder();
-      cursors = createCursorGuard();
-      checkpoint = await checkpoints.start(checkpoint.tier, kind, { firstImport: checkpoint.firstImport, since: checkpoint.since });
-      continue;
+      const { tier, firstImport, since } = at.checkpoint;
+      at.checkpoint = await checkpoints.start(tier, kind, { firstImport, since });
     }
-    pages++;
-    const cut = checkpoint.since !== null && !byFilter ? cutBySortKey(kind, page, checkpoint.since, order) : { page, past: false };
-    const source = options.changes ? await sweepSource(options.changes, kind, cut.page, checkpoint.firstImport) : "backfill";
-    await writePage(options.mirror, options.changes?.writer, kind, cut.page, source);
-    // Records read, those the client set aside as out of shape included (the checkpoint counts them too).
-    const read = { records: cut.page.data.length + cut.page.refused.length };
-    const progress: CheckpointProgress = {
-      cursor: page.nextCursor,
-      records: checkpoint.records + read.records,
-      pages: checkpoint.pages + 1,
-    };
-    if (page.nextCursor === null || cut.past) {
-      const done = await checkpoints.complete(checkpoint, progress);
-      if (!done) return { checkpoint, pages, state: "lost" };
-      options.onPage?.(done, read);
-      return { checkpoint: done, pages, state: "complete" };
-    }
-    try {
-      cursors.next(page.nextCursor, pages);
-    } catch (err) {
-      if (!(err instanceof UpstreamPageRefusedError)) throw err;
-      // The page was written; the checkpoint stays at its cursor, the last one that was good.
-      return { checkpoint, pages, state: "unreadable", error: err };
-    }
-    if (!(await checkpoints.advance(checkpoint, progress))) return { checkpoint, pages, state: "lost" };
-    checkpoint = { ...checkpoint, ...progress };
-    options.onPage?.(checkpoint, read);
   }
-  return { checkpoint, pages, state: "paused" };
 }
 
-/**
- * backfill --since for a list the API cannot filter by date (orders): keeps the records on or
- * after `since` by sort key, and says the walk is past the window once the data shows the list
- * runs newest first and this page went below `since`. Never assumes an order: a list that runs
- * oldest first, or no order at all (menus: no sort key, kept whole), is walked to its end.
- */
-function cutBySortKey(kind: SyncedKind, page: Page, since: string, order: ListOrder): { page: Page; past: boolean } {
-  const bound = Date.parse(since);
-  const { sortKey } = RESOURCES[kind];
-  order.observe(page.data.map(sortKey));
-  const kept = page.data.filter((r) => !(sortKey(r) < bound));
-  return { page: { ...page, data: kept }, past: order.direction === "descending" && order.passed(bound) };
+/** One walk from `at.checkpoint` through the list reader, saving after every page; `at` follows it (what a restart starts from). */
+async function walkFrom(options: WalkOptions, at: { checkpoint: SyncCheckpoint; pages: number }): Promise<WalkOutcome> {
+  const { checkpoints, kind } = options;
+  const { sortKey, filters } = RESOURCES[kind];
+  const start = at.checkpoint;
+  const byFilter = filters.includes("from");
+  const from = byFilter ? (start.since ?? undefined) : undefined;
+  // backfill --since for a list the API cannot filter by date (orders): the records on or after
+  // `since` by sort key, and the walk ends once the list shows it runs newest first and went below
+  // it. A list that runs oldest first, or in no order (menus: no sort key), is walked to its end.
+  const floor = start.since !== null && !byFilter ? Date.parse(start.since) : undefined;
+  const walked = await readList(
+    {
+      ...walkOf(options, kind, { from }, "full"),
+      cursor: start.cursor ?? undefined,
+      pagesBefore: start.pages,
+      maxPages: (options.maxPages ?? Number.POSITIVE_INFINITY) - at.pages,
+      floor,
+      goOn: options.goOn,
+      signal: options.signal,
+      cap: options.pageCap,
+    },
+    async (page, { last, error }) => {
+      at.pages++;
+      const kept = floor === undefined ? page : { ...page, data: page.data.filter((r) => !(sortKey(r) < floor)) };
+      const source = options.changes ? await sweepSource(options.changes, kind, kept, at.checkpoint.firstImport) : "backfill";
+      await writePage(options.mirror, options.changes?.writer, kind, kept, source);
+      // The page was written; past a cycle or the cap the checkpoint stays at the last good cursor.
+      if (error) return {};
+      // Records read, those the client set aside as out of shape included (the checkpoint counts them too).
+      const read = { records: kept.data.length + kept.refused.length };
+      const cp = at.checkpoint;
+      const progress: CheckpointProgress = { cursor: page.nextCursor, records: cp.records + read.records, pages: cp.pages + 1 };
+      const saved = last ? await checkpoints.complete(cp, progress) : (await checkpoints.advance(cp, progress)) && { ...cp, ...progress };
+      // Another walker of the same pass saved first.
+      if (!saved) return { stop: true };
+      at.checkpoint = saved;
+      options.onPage?.(saved, read);
+      return {};
+    },
+  );
+  if (walked.end === "stopped") return { checkpoint: at.checkpoint, pages: at.pages, state: "lost" };
+  if (walked.error) return { checkpoint: at.checkpoint, pages: at.pages, state: "unreadable", error: walked.error };
+  const complete = walked.end === "end" || walked.end === "floor";
+  return { checkpoint: at.checkpoint, pages: at.pages, state: complete ? "complete" : "paused" };
 }

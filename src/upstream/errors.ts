@@ -102,7 +102,7 @@ export class UpstreamResponseError extends UpstreamError {
 export class UpstreamPageRefusedError extends UpstreamResponseError {
   constructor(
     message: string,
-    { status = 200, code }: { status?: number; code: "page_too_large" | "page_over_limit" | "repeated_cursor" },
+    { status = 200, code }: { status?: number; code: "page_too_large" | "page_over_limit" | "repeated_cursor" | "page_cap" },
   ) {
     super(message, { status, code });
   }

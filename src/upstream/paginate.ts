@@ -1,35 +1,102 @@
+import { createHash } from "node:crypto";
 import { UpstreamPageRefusedError } from "./errors.js";
 import type { Page } from "./models.js";
 
-/**
- * Cursors a walk remembers: a cycle longer than this is not caught by the set (the walks that
- * could meet one are capped in pages), while a hostile upstream cannot grow it without bound.
- */
-const REMEMBERED_CURSORS = 10_000;
+// The one list reader: how every walk of a cursor-paginated list pages, when it stops, how far it
+// may go and how a list that never ends is caught. The webhook refresh, both reconciliation tiers,
+// the backfill and the client's `iterate` all page through here.
 
 /**
- * The cursors one walk of a list was handed, so a stuck or cycling upstream stops the walk
- * instead of paging forever. Starts with the cursor the walk starts at, when it has one.
+ * Pages one walk of a list reads at most, counting the pages a resumed walk read before (a
+ * backfill's or a full pass's checkpoint, a refresh read that goes on where the last job stopped):
+ * 10 million records at the API's 100 a page. A walk that reaches it fails like a cycle: no list
+ * this service reads is that long, so it is one that never ends.
  */
-export function createCursorGuard(start?: string) {
-  const seen = new Set<string>(start === undefined ? [] : [start]);
+export const MAX_WALK_PAGES = 100_000;
+
+/** The order a list came in, read off its records: the spec states none, so it is never assumed. */
+export type ListDirection = "descending" | "ascending" | "unknown";
+
+/**
+ * Watches the sort keys (epoch ms: an order's `createdAt`, a booking's `date`) of a list as its
+ * pages arrive and says which way it runs. Equal neighbours say nothing; one step against the
+ * direction seen makes it `unknown` for good (the list is in no order a read can stop early by).
+ */
+export interface ListOrder {
+  /** Feeds the keys of the next page, in list order; a key that does not parse (NaN) is skipped. */
+  observe(keys: readonly number[]): void;
+  readonly direction: ListDirection;
+  /**
+   * Whether a record with `key` can no longer come further down this list: the list runs
+   * newest first and already went below it, or oldest first and already went above it.
+   */
+  passed(key: number): boolean;
+}
+
+export function createListOrder(): ListOrder {
+  let last: number | undefined;
+  let down = false;
+  let up = false;
+  return {
+    observe(keys) {
+      for (const key of keys) {
+        if (Number.isNaN(key)) continue;
+        if (last !== undefined && key < last) down = true;
+        if (last !== undefined && key > last) up = true;
+        last = key;
+      }
+    },
+    get direction(): ListDirection {
+      if (down && !up) return "descending";
+      if (up && !down) return "ascending";
+      return "unknown";
+    },
+    passed(key) {
+      if (last === undefined || Number.isNaN(key)) return false;
+      const direction = this.direction;
+      if (direction === "descending") return last < key;
+      if (direction === "ascending") return last > key;
+      return false;
+    },
+  };
+}
+
+/**
+ * The bounds of one walk: the page cap and the cycle guard. The guard keeps a digest of every
+ * cursor this walk was handed and fails on the first one handed again, so a cycle of any length
+ * is caught exactly (Brent's or Floyd's algorithm would need no memory, but only catch a cursor
+ * sequence that repeats as a whole, and one page or two later); its memory is bounded because the
+ * walk is: at most `cap` digests of 16 bytes each, whatever the cursors' size.
+ */
+export function createWalkBounds(options: { start?: string; pagesBefore?: number; cap?: number } = {}) {
+  const cap = options.cap ?? MAX_WALK_PAGES;
+  const digest = (cursor: string) => createHash("sha256").update(cursor).digest("base64").slice(0, 22);
+  const seen = new Set<string>(options.start === undefined ? [] : [digest(options.start)]);
+  let pages = options.pagesBefore ?? 0;
   return {
     /**
-     * Takes the next cursor the API handed back after `pages` page(s) of this walk; throws
-     * `UpstreamPageRefusedError` code `repeated_cursor` when the walk was handed it already.
+     * Counts the page just read and takes the cursor it handed back (null: the list ended). The
+     * error that ends the walk, if one does: code `repeated_cursor` for a cursor this walk was
+     * handed already, `page_cap` once the walk read `cap` pages and the list goes on.
      */
-    next(cursor: string, pages: number): void {
-      if (seen.has(cursor))
-        throw new UpstreamPageRefusedError(
+    next(cursor: string | null): UpstreamPageRefusedError | undefined {
+      pages++;
+      if (cursor === null) return undefined;
+      const key = digest(cursor);
+      if (seen.has(key))
+        return new UpstreamPageRefusedError(
           `the API handed back the same cursor again after ${pages} page(s): stopped a list that would never end`,
           { code: "repeated_cursor" },
         );
-      seen.add(cursor);
-      if (seen.size > REMEMBERED_CURSORS)
-        for (const oldest of seen) {
-          seen.delete(oldest);
-          break;
-        }
+      seen.add(key);
+      if (pages >= cap)
+        return new UpstreamPageRefusedError(
+          `the list went on past ${cap} pages, the most one walk reads: stopped a list that would never end`,
+          {
+            code: "page_cap",
+          },
+        );
+      return undefined;
     },
   };
 }
@@ -38,27 +105,132 @@ export function createCursorGuard(start?: string) {
  * Every page of a cursor-paginated list, in order, fetching the next page only when the caller
  * has consumed the previous one (a caller that stops early sends nothing more). Starts at
  * `cursor` when given. `fetchPage` may return more than `{ data, nextCursor }` (e.g. when it read
- * the page); the page is yielded as returned. A cursor the API has already handed back fails the
- * walk (`createCursorGuard`).
+ * the page); the page is yielded as returned. A cursor the API has already handed back, or a walk
+ * past the page cap, fails the walk after the page that named it (`createWalkBounds`).
  */
 export async function* paginatePages<P extends { nextCursor: string | null }>(
   fetchPage: (cursor: string | undefined) => Promise<P>,
   cursor?: string,
 ): AsyncGenerator<P, void, undefined> {
-  const guard = createCursorGuard(cursor);
-  for (let pages = 1; ; pages++) {
+  const bounds = createWalkBounds({ start: cursor });
+  for (;;) {
     const page = await fetchPage(cursor);
     yield page;
+    const error = bounds.next(page.nextCursor);
+    if (error) throw error;
     if (page.nextCursor === null) return;
-    guard.next(page.nextCursor, pages);
     cursor = page.nextCursor;
   }
 }
 
-/** Every item of a cursor-paginated list, through `paginatePages` (same guard). */
+/** Every item of a cursor-paginated list, through `paginatePages` (same bounds). */
 export async function* paginate<T>(
   fetchPage: (cursor: string | undefined) => Promise<Page<T>>,
   cursor?: string,
 ): AsyncGenerator<T, void, undefined> {
   for await (const page of paginatePages(fetchPage, cursor)) yield* page.data;
+}
+
+/** One walk of a list, for `readList`. */
+export interface ListWalk<P extends { data: readonly { id: string }[]; nextCursor: string | null }> {
+  /** One page at `cursor` (undefined: the top of the list). */
+  fetchPage: (cursor: string | undefined) => Promise<P>;
+  /** Where the records of a page sit in the list's sort order (epoch ms; NaN: none). */
+  sortKey: (record: P["data"][number]) => number;
+  /** Where to start (a saved cursor); the top of the list when absent. */
+  cursor?: string;
+  /** Pages an earlier run of this same walk read (counted against the cap). */
+  pagesBefore?: number;
+  /**
+   * Pages this call reads at most before it stops with `budget` (the rest is a later call's, from
+   * `cursor`); a function is asked after every page with the order seen so far. Never past the
+   * page cap. @defaultValue no budget: the cap alone
+   */
+  maxPages?: number | ((order: ListOrder) => number);
+  /**
+   * The records looked for, by id with their sort key where known: settled once each was seen
+   * or the list's order shows it can no longer come. With neither `targets` nor `floor`: the
+   * whole list; with both, the walk ends (`settled`) once both hold.
+   */
+  targets?: ReadonlyMap<string, number | undefined>;
+  /** Every record at or above this sort key is wanted: passed once a list known to run newest first went below it. */
+  floor?: number;
+  /** Asked before each page: false pauses the walk there (`paused`). */
+  goOn?: () => Promise<boolean>;
+  signal?: AbortSignal;
+  /** The page cap (tests make it small). @defaultValue MAX_WALK_PAGES */
+  cap?: number;
+}
+
+/** Why a walk ended: the list's end, its stop rules, its budget, a pause, or a list that never ends (`error`). */
+export type WalkEnd = "end" | "settled" | "floor" | "budget" | "paused" | "stopped" | "unreadable";
+
+export interface WalkResult {
+  end: WalkEnd;
+  /** Pages this call read. */
+  pages: number;
+  /** The cursor after the last page read: where a later call goes on (null at the list's end). */
+  cursor: string | null;
+  /** With `unreadable`: a cursor handed back again, or the page cap (the page that showed it was passed to `onPage`). */
+  error?: UpstreamPageRefusedError;
+  /** With `targets`: every id the walk met (by `onPage`'s ids too), targets or not; empty otherwise. */
+  seen: Set<string>;
+  order: ListOrder;
+}
+
+/** What `onPage` learns of the page before it handles it. */
+export interface PageAt {
+  /** The walk ends after this page whatever `onPage` does: the list ended, the floor was passed, or `error`. */
+  last: boolean;
+  error?: UpstreamPageRefusedError;
+}
+
+/** What `onPage` did with a page: ids it settled besides the page's records, or `stop` to end the walk. */
+export interface PageHandled {
+  settled?: Iterable<string>;
+  stop?: boolean;
+}
+
+/**
+ * Walks a list by its stop rules, the same for every reader: the list's end; every target seen
+ * or passed (by the list's order, read off the data, never assumed); a floor passed; the budget;
+ * `goOn` or the signal; the page cap and the cycle guard (`createWalkBounds`). `onPage` handles
+ * each page (writes it) and may return ids it settled besides the page's records (records set
+ * aside), or `stop` to end the walk after it (`stopped`: another walker saved first).
+ */
+export async function readList<P extends { data: readonly { id: string }[]; nextCursor: string | null }>(
+  walk: ListWalk<P>,
+  onPage: (page: P, at: PageAt) => Promise<PageHandled>,
+): Promise<WalkResult> {
+  const bounds = createWalkBounds({ start: walk.cursor, pagesBefore: walk.pagesBefore, cap: walk.cap });
+  const order = createListOrder();
+  const result: WalkResult = { end: "paused", pages: 0, cursor: walk.cursor ?? null, seen: new Set(), order };
+  const settled = () => {
+    if (!walk.targets) return false;
+    for (const [id, key] of walk.targets) if (!result.seen.has(id) && (key === undefined || !order.passed(key))) return false;
+    return true;
+  };
+  const belowFloor = () => walk.floor !== undefined && order.direction === "descending" && order.passed(walk.floor);
+  while (!walk.signal?.aborted) {
+    if (walk.goOn && !(await walk.goOn())) return result;
+    const page = await walk.fetchPage(result.cursor ?? undefined);
+    result.pages++;
+    order.observe(page.data.map(walk.sortKey));
+    const error = bounds.next(page.nextCursor);
+    // A floor alone ends the walk before `onPage` hears of the page (a pass completes with it).
+    const floor = !walk.targets && belowFloor();
+    const last = page.nextCursor === null || floor || error !== undefined;
+    const handled = await onPage(page, { last, ...(error ? { error } : {}) });
+    // Only a targeted walk notes ids: it is bounded by its budget, a whole list's walk is not.
+    if (walk.targets) for (const id of [...page.data.map((r) => r.id), ...(handled.settled ?? [])]) result.seen.add(id);
+    if (error) return { ...result, end: "unreadable", error };
+    if (handled.stop) return { ...result, end: "stopped" };
+    result.cursor = page.nextCursor;
+    if (page.nextCursor === null) return { ...result, end: "end" };
+    if (floor) return { ...result, end: "floor" };
+    if (walk.targets && settled() && (walk.floor === undefined || belowFloor())) return { ...result, end: "settled" };
+    const budget = typeof walk.maxPages === "function" ? walk.maxPages(order) : (walk.maxPages ?? Number.POSITIVE_INFINITY);
+    if (result.pages >= budget) return { ...result, end: "budget" };
+  }
+  return result;
 }

@@ -20,6 +20,31 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
     t0 = await mirror.clock();
   });
 
+  it("counts the orders newer than each of many points in one statement, by restaurant and status, each up to its max", async () => {
+    const at = (minute: number) => new Date(Date.UTC(2026, 10, 20, 12, minute)).toISOString();
+    await mirror.upsert(
+      "orders",
+      [
+        orderRecord("ord_a", { createdAt: at(1) }),
+        orderRecord("ord_b", { createdAt: at(2), restaurantId: "rest_2" }),
+        orderRecord("ord_c", { createdAt: at(3), status: "READY" }),
+        orderRecord("ord_d", { createdAt: at(4) }),
+      ],
+      t0,
+    );
+    const since = new Date(at(1));
+    expect(
+      await mirror.countOrdersNewer([
+        { since, max: 100 },
+        { since, restaurantId: "rest_1", max: 100 },
+        { since, status: "READY", max: 100 },
+        { since, max: 2 },
+        { since: new Date(at(4)), max: 100 },
+      ]),
+    ).toEqual([3, 2, 1, 2, 0]);
+    expect(await mirror.countOrdersNewer([])).toEqual([]);
+  });
+
   it("stores every kind and reads back the record as given, unknown fields kept in raw", async () => {
     const order = orderRecord("ord_1", { futureField: { nested: [1, "two"] }, loyaltyTier: "gold" });
     expect(await mirror.upsert("orders", [order], t0)).toMatchObject({ written: 1, skipped: 0 });

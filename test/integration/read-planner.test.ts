@@ -326,6 +326,81 @@ describe("an id the upstream does not list", () => {
   }, 120_000);
 });
 
+describe("the mirror's counts a refresh job prices its reads by", () => {
+  it("are one query for all of the job's ids, and one more per round that moves ids on to a new read, never a few per id", async () => {
+    const { sandbox, url } = await upstream(8);
+    const history = makeHistory(sandbox, 400);
+    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const changed = await makeChanges(sandbox, scheduler, history, 11);
+    let counts = 0;
+    const counting: MirrorStore = {
+      ...mirror,
+      countOrdersNewer: (...args: Parameters<MirrorStore["countOrdersNewer"]>) => {
+        counts++;
+        return mirror.countOrdersNewer(...args);
+      },
+    };
+    const api = createApiClient({ baseUrl: url, apiKey: sandbox.apiKey });
+    const outcome = await refreshKind({
+      api,
+      mirror: counting,
+      scheduler,
+      logger: pino({ level: "silent" }),
+      kind: "orders",
+      maxPages: 10,
+      giveUpMs: 600_000,
+    });
+    expect(outcome.found).toBe(changed.length);
+    expect(counts).toBeLessThanOrEqual(outcome.reads + 1);
+  }, 120_000);
+});
+
+describe("a read longer than its page budget", () => {
+  it("goes on where the last job stopped on a cold mirror, so the oldest orders' changes arrive; an id never found is still given up", async () => {
+    const { sandbox, url } = await upstream(3);
+    const history = makeHistory(sandbox, 700);
+    let now = Date.parse("2026-11-24T10:00:00Z");
+    const clock = () => now;
+    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000, now: clock });
+    const api = createApiClient({ baseUrl: url, apiKey: sandbox.apiKey });
+    const oldest = history.filter((o) => o.status === "DELIVERED" && o.paidAt !== null).slice(0, 3);
+    for (const order of oldest) {
+      sandbox.actions.refundOrder(order.id);
+      // Thin events of a change the mirror (empty: before the first import) has no copy of: the unfiltered list.
+      await scheduler.request("orders", order.restaurantId, order.id, { eventId: `evt_${order.id}` });
+    }
+    await scheduler.request("orders", "rest_1", "ord_ghost", { eventId: "evt_ghost" });
+    sandbox.requestLog.length = 0;
+    const run = () =>
+      refreshKind({
+        api,
+        mirror,
+        scheduler,
+        logger: pino({ level: "silent" }),
+        kind: "orders",
+        maxPages: 2,
+        giveUpMs: 600_000,
+        now: clock,
+      });
+    // 700 orders and the sample's, newest first, 100 a page; 2 pages a job.
+    const pages = Math.ceil(sandbox.state.orders().length / 100);
+    for (let job = 0; job < Math.ceil(pages / 2); job++) {
+      await run();
+      now += 60_000;
+    }
+    for (const order of oldest) expect((await mirror.get("orders", order.id))?.status, order.id).toBe("REFUNDED");
+    // Each page once: no job read the list's top again.
+    const reads = sandbox.requestLog.filter((r) => r.path === "/api/v1/orders").map((r) => r.query);
+    expect(reads).toHaveLength(pages);
+    expect(new Set(reads).size).toBe(pages);
+    expect((await scheduler.pending("orders")).map((p) => p.id)).toEqual(["ord_ghost"]);
+    // The id no page held: missed at the list's end, then, past the give-up time, reported.
+    now += 600_000;
+    expect((await run()).unlisted).toEqual(["ord_ghost"]);
+    expect(await scheduler.pending("orders")).toEqual([]);
+  }, 120_000);
+});
+
 describe("reads priced by estimated pages (the bench's shape)", () => {
   /**
    * The bench's `syncCost` workload: 40 restaurants, 20,000 orders over a year, the mirror holding

@@ -15,6 +15,7 @@ import { refreshKind } from "../../src/sync/refresh-kind.js";
 import { createRefreshScheduler } from "../../src/sync/refresh-scheduler.js";
 import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";
+import { runActivePass } from "../../src/sync/active-tier.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { importAll } from "../helpers/import-all.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
@@ -151,4 +152,49 @@ describe("walks against an upstream whose list cannot be paged to its end", () =
     expect(totals.orders).toBe(sandbox.state.orders().length);
     expect(sandbox.requestLog).toHaveLength(Math.ceil(sandbox.state.orders().length / 100));
   });
+});
+
+describe("every walk is bounded: a list whose cursors go round a cycle", () => {
+  /** The sandbox without its rate limit: these walks read hundreds of pages. */
+  async function unlimited() {
+    await sandbox.close();
+    sandbox = createSandbox({ rateLimit: { max: 1_000_000, windowMs: 60_000 } });
+    api = createApiClient({ baseUrl: await sandbox.listen(), apiKey: sandbox.apiKey, retryBaseMs: 10 });
+  }
+
+  it("backfill fails a cycle of 300 cursors when the first comes back, a cycle longer than its page cap at the cap", async () => {
+    await unlimited();
+    sandbox.faults.add({ path: "/api/v1/orders", cursorCycle: 300 });
+    const cycled = await runBackfill({ api, mirror, checkpoints, kinds: ["orders"] }).catch((err: unknown) => err);
+    expect(cycled).toMatchObject({
+      code: "repeated_cursor",
+      message: expect.stringMatching(/same cursor again after 301 page/) as unknown,
+    });
+    expect(orderPages()).toBe(301);
+
+    sandbox.requestLog.length = 0;
+    sandbox.faults.clear();
+    sandbox.faults.add({ path: "/api/v1/orders", cursorCycle: 1000 });
+    const capped = await runBackfill({ api, mirror, checkpoints, kinds: ["orders"], restart: true, pageCap: 40 }).catch(
+      (err: unknown) => err,
+    );
+    expect(capped).toMatchObject({ code: "page_cap", message: expect.stringMatching(/past 40 pages/) as unknown });
+    expect(orderPages()).toBe(40);
+    // Saved up to the page before: the cap counts the pass's pages, so a run after it stops at once.
+    expect(await checkpoints.get("backfill", "orders")).toMatchObject({ pages: 39, passCompletedAt: null });
+  }, 60_000);
+
+  it("the active tier's walk of an endless open list fails at the page cap", async () => {
+    await unlimited();
+    sandbox.faults.add({ path: "/api/v1/orders", cursorCycle: 1000 });
+    const walk = runActivePass({
+      api,
+      mirror,
+      checkpoints,
+      changes: { writer: createMirrorWriter(mirror), source: "reconcile" },
+      pageCap: 25,
+    });
+    await expect(walk).rejects.toMatchObject({ code: "page_cap" });
+    expect(orderPages()).toBe(25);
+  }, 60_000);
 });

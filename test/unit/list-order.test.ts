@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createListOrder } from "../../src/sync/list-order.js";
+import { createListOrder } from "../../src/upstream/paginate.js";
 
 const t = (iso: string) => Date.parse(iso);
 

@@ -75,6 +75,22 @@ describe("the read planner", () => {
     expect(planNextRead([far])).toEqual({ restaurantId: "r1", filter: { from: "2026-06-30", to: "2026-07-02" }, targets: [far] });
   });
 
+  it("plans over 300,000 ids of one window without spreading them into a call (which throws past ~100k arguments)", () => {
+    const many = Array.from({ length: 300_000 }, (_, i) => booking(`b${i}`, i % 2 === 0 ? "r1" : "r2", "2026-03-11"));
+    const read = planNextRead([booking("first", "r3", "2026-03-10"), ...many]);
+    expect(read?.filter).toEqual({ from: "2026-03-09", to: "2026-03-12" });
+    expect(read?.targets).toHaveLength(300_001);
+  });
+
+  it("merges booking windows at most 7 days wide when the mirror counts no bookings on those days", () => {
+    const spread = [booking("b1", "r1", "2026-03-10"), booking("b2", "r2", "2026-03-14"), booking("b3", "r3", "2026-03-20")];
+    for (const prices of [{}, { bookingsByDay: new Map<string, number>() }]) {
+      const read = planNextRead(spread, prices);
+      expect(read?.filter).toEqual({ from: "2026-03-09", to: "2026-03-15" });
+      expect(read?.targets.map((t) => t.id)).toEqual(["b1", "b2"]);
+    }
+  });
+
   it("merges booking windows while the merged one costs no more pages than the two apart, by the mirror's bookings per day", () => {
     const spread = [booking("b1", "r1", "2026-03-10"), booking("b2", "r2", "2026-03-20"), booking("b3", "r3", "2026-03-30")];
     // 5 a day: the whole span (22 days, 110 bookings) is two pages, as much as two windows apart.

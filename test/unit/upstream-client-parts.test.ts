@@ -140,4 +140,17 @@ describe("error answers and pagination", () => {
     await expect(walk).rejects.toThrow(/same cursor again after 3 page/);
     expect(seen).toEqual(["p1", "p2", "p3"]);
   });
+
+  it("refuses a cycle of 10,001 cursors, longer than any fixed memory of cursors, when its first comes back", async () => {
+    let pages = 0;
+    const walk = (async () => {
+      for await (const _ of paginatePages((c) => {
+        const at = c === undefined ? -1 : Number(c);
+        return Promise.resolve({ data: [], nextCursor: String((at + 1) % 10_001) });
+      }))
+        if (++pages > 30_000) throw new Error(`walked ${pages} pages and went on`);
+    })();
+    await expect(walk).rejects.toMatchObject({ code: "repeated_cursor" });
+    expect(pages).toBe(10_002);
+  });
 });
