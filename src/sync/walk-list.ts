@@ -17,7 +17,10 @@ export interface WalkOptions {
   changes?: SweepChanges;
   /** A slice's bound: pages to read at most. @defaultValue Infinity */
   maxPages?: number;
-  /** Stops before the next page once aborted (Ctrl-C); the page in hand is written and saved first. */
+  /**
+   * Stops before the next page once aborted (Ctrl-C); the page in hand is written and saved first,
+   * a read still waiting (the budget, the answer) ends at once.
+   */
   signal?: AbortSignal;
   /** Asked before each page: false pauses the walk there (the full tier's pass, once a backfill walks its kind). */
   goOn?: () => Promise<boolean>;
@@ -65,6 +68,8 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
       const from = byFilter ? (checkpoint.since ?? undefined) : undefined;
       page = await readPage(options, kind, { cursor: checkpoint.cursor ?? undefined, from }, "full");
     } catch (err) {
+      // Stopped while the read waited: nothing of it is in hand, the checkpoint is where it was.
+      if (options.signal?.aborted) break;
       if (err instanceof UpstreamPageRefusedError) return { checkpoint, pages, state: "unreadable", error: err };
       if (!(err instanceof UpstreamBadRequestError) || checkpoint.cursor === null || restarted) throw err;
       options.logger?.warn(
