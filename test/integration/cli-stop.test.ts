@@ -1,7 +1,12 @@
-import { mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
+import { lockDataDir } from "../../src/mirror/data-dir-lock.js";
+import { embeddedDirectory } from "../../src/mirror/database.js";
+import { SYNC_QUEUE } from "../../src/queue/names.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { databaseEnv } from "../helpers/postgres.js";
@@ -70,5 +75,40 @@ describe("backfill when Redis loses its data, and one Ctrl-C", () => {
     const { code } = await p.exited;
     expect({ code, stderr: p.stderr() }).toMatchObject({ code: 130 });
     expect(p.stderr()).not.toMatch(/\n\s+at /); // one line, never a stack
+  });
+});
+
+describe("a command that waits for the service, and one Ctrl-C", () => {
+  it("replay, waiting for a service to take its request, ends and takes the request back", async () => {
+    // The embedded database is held by "a service" (this process), whose worker never comes.
+    const dataDir = mkdtempSync(join(tmpdir(), "svc-replay-stop-"));
+    mkdirSync(embeddedDirectory(dataDir));
+    const lock = await lockDataDir(dataDir);
+    redis = await startRedisServer();
+    const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
+    const queue = new Queue(SYNC_QUEUE, { connection, prefix: "test-replay-stop" });
+    try {
+      const p = (proc = runCli(["replay", "--id", "evt_waits"], {
+        DATA_DIR: dataDir,
+        REDIS_URL: redis.url,
+        QUEUE_PREFIX: "test-replay-stop",
+      }));
+      await waitFor(async () => (await queue.getWaitingCount()) === 1, { what: "the handed-over request", timeoutMs: 8000 }).catch(
+        (err: unknown) => {
+          throw new Error(`${(err as Error).message}; stderr: ${p.stderr()}`);
+        },
+      );
+      p.child.kill("SIGINT");
+      const { code } = await p.exited;
+      expect({ code, stderr: p.stderr() }).toEqual({
+        code: 1,
+        stderr: "svc-webhooks: stopped: the request was taken back before the service took it\n",
+      });
+      expect(await queue.getWaitingCount()).toBe(0);
+    } finally {
+      await queue.close();
+      connection.disconnect();
+      lock.release();
+    }
   });
 });
