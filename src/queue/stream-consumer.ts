@@ -6,7 +6,7 @@ import type { StreamConsumerOptions } from "./stream-consumer-options.js";
 import { createStreamConsumerState } from "./stream-consumer-state.js";
 import { createFirstAttempts } from "./stream-first-attempts.js";
 import { ensureConsumerGroup, extendClaims, readLoop } from "./stream-read-loop.js";
-import { deadlineIn, withTimeout, type Deadline } from "./with-timeout.js";
+import { deadlineIn, type Deadline } from "./with-timeout.js";
 
 export interface StreamConsumer {
   start(): Promise<void>;
@@ -86,9 +86,9 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
         reader?.disconnect();
       }
       clearInterval(heartbeat);
-      // QUIT waits for a Redis that is away: only a ready reader is asked, and never past the deadline.
-      if (reader?.status === "ready") await withTimeout(reader.quit(), Math.max(100, deadline.left()), "quit").catch(() => undefined);
-      reader?.disconnect();
+      // QUIT waits for a Redis that is away: only a ready reader is asked.
+      if (reader?.status === "ready") await reader.quit().catch(() => reader?.disconnect());
+      else reader?.disconnect();
     },
     waitingOnLog: () => options.runner.waitingOnLog() > 0,
     attemptsWaitingOnLog: () => options.runner.waitingOnLog(),
