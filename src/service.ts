@@ -11,6 +11,7 @@ import { createRejectionReporter } from "./mirror/rejection-reporter.js";
 import { openStorage } from "./mirror/storage.js";
 import type { MirrorStore } from "./mirror/store.js";
 import type { StreamSink } from "./queue/stream-sink.js";
+import type { Deadline } from "./queue/with-timeout.js";
 import { operatorMount } from "./service/operator-mount.js";
 import { queueHandles } from "./service/queue-handles.js";
 import { serviceReadiness } from "./service/readiness.js";
@@ -51,8 +52,12 @@ export interface Service {
   metrics: Metrics;
   /** Migrates the database, starts the workers (roles all, worker) and HTTP; resolves with the base URL. */
   start(): Promise<string>;
-  /** Graceful stop: stop accepting, finish in-flight requests and jobs, close Redis and the database. Idempotent. */
-  stop(): Promise<void>;
+  /**
+   * Graceful stop: stop accepting, finish in-flight requests and jobs, close Redis and the
+   * database, by `deadline` (SHUTDOWN_TIMEOUT_MS from the call unless given) and the close grace
+   * after it (service-stop.ts). Idempotent: a second call answers the first's stop.
+   */
+  stop(deadline?: Deadline): Promise<void>;
 }
 
 /**
@@ -133,17 +138,20 @@ export async function createService({ config, logger, handlers = [], database, t
         );
       return server.url;
     },
-    stop() {
-      stopping ??= stopService({
-        config,
-        logger,
-        server,
-        worker,
-        sampler,
-        ownQueues: queues.own,
-        connections: connections.all,
-        storage,
-      });
+    stop(deadline) {
+      stopping ??= stopService(
+        {
+          config,
+          logger,
+          server,
+          worker,
+          sampler,
+          ownQueues: queues.own,
+          connections: connections.all,
+          storage,
+        },
+        deadline,
+      );
       return stopping;
     },
   };

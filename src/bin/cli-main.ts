@@ -1,10 +1,12 @@
 import { ConfigError } from "../config/config.js";
 import { HandlersModuleError } from "../worker/load-handlers-module.js";
+import { stopSignals } from "./stop-signals.js";
 import { UsageError } from "./usage-error.js";
 
 interface Command {
   help: string;
-  run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>;
+  /** `stop` aborts at the first SIGINT, SIGTERM or SIGHUP (stopSignals): the command ends soon after, gracefully. */
+  run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void>;
 }
 
 // Loaded lazily so `serve` never loads the sandbox, and each command starts only what it needs.
@@ -40,6 +42,7 @@ DATA_DIR), or on the service at --url. Run svc-webhooks <command> --help for a c
  * failed.
  */
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const signals = stopSignals();
   try {
     const [name = "serve", ...rest] = argv;
     if (name === "--help" || name === "-h" || name === "help") {
@@ -50,7 +53,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     if (!load) throw new UsageError(`unknown command "${name}"\n\n${USAGE}`);
     const command = await load();
     if (rest.includes("--help") || rest.includes("-h")) console.log(command.help);
-    else await command.run(rest, env);
+    else await command.run(rest, env, signals.stop);
     return 0;
   } catch (err) {
     if (err instanceof ConfigError || err instanceof HandlersModuleError) {
@@ -60,6 +63,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     const usage = err instanceof UsageError || String((err as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS");
     console.error(`svc-webhooks: ${usage ? (err as Error).message : oneLine(err)}`);
     return usage ? 2 : 1;
+  } finally {
+    signals.dispose();
   }
 }
 

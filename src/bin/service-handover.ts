@@ -14,11 +14,16 @@ const POLL_MS = 200;
  * sync queue its worker serves (operator-action-jobs.ts), whose answer this waits for. A refusal
  * (no such event, a bad filter) becomes a CommandError in the service's words.
  */
-export async function askService<T>(config: Config, request: OperatorActionRequest, timeoutMs = HANDOVER_TIMEOUT_MS): Promise<T> {
+export async function askService<T>(
+  config: Config,
+  request: OperatorActionRequest,
+  { timeoutMs = HANDOVER_TIMEOUT_MS, signal }: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<T> {
   const connection = await openCliRedis(config);
   const queue = createSyncQueue({ connection, config });
   try {
     // One try: a request that failed is the operator's to look at, not the queue's to repeat.
+    signal?.throwIfAborted();
     const added = await queue.add(OPERATOR_ACTION_JOB, request, {
       attempts: 1,
       removeOnComplete: { age: 3600 },
@@ -41,7 +46,16 @@ export async function askService<T>(config: Config, request: OperatorActionReque
             `run the service with a worker (ROLE=all) on this REDIS_URL and QUEUE_PREFIX, or stop the process that holds the directory`,
         );
       }
-      await sleep(POLL_MS);
+      // Ctrl-C (cli-main.ts) ends the wait: a request nobody took yet is taken back.
+      if (signal?.aborted) {
+        if (state !== "active") await queue.remove(id).catch(() => undefined);
+        throw new CommandError(
+          state === "active"
+            ? `stopped waiting: the service is doing it (job ${id})`
+            : "stopped: the request was taken back before the service took it",
+        );
+      }
+      await sleep(POLL_MS, undefined, { signal }).catch(() => undefined);
     }
   } finally {
     await queue.close();

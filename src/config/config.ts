@@ -181,7 +181,8 @@ export const configSchema = z.object({
   MAX_BACKLOG: int(1).default(100_000),
   INGEST_BATCH_SIZE: int(1, 5000).default(500),
   INGEST_CLAIM_IDLE_MS: int(100).default(30_000),
-  SHUTDOWN_TIMEOUT_MS: int(0).default(25_000),
+  // Drain, then 5 s at most for the closes and the exit: 25 s in all, inside fly's kill_timeout (30 s).
+  SHUTDOWN_TIMEOUT_MS: int(0).default(DEFAULTS.shutdownTimeoutMs),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   API_BASE_URL: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
   API_KEY: optionalSecret("must start with svc_live_ followed by the key body", isApiKey),

@@ -8,6 +8,13 @@ export const DEFAULTS = {
   apiRateWindowMs: 60_000,
   apiRateSafetyMs: 1000,
   apiTimeoutMs: 10_000,
+  /**
+   * How long a stop drains the work in hand (requests, stream entries, jobs) before it aborts
+   * upstream reads and closes anyway. The closes after it share 4 s and the process exits at most
+   * 5 s past it (service/service-stop.ts): 20 s + 5 s = 25 s, inside fly's kill_timeout of 30 s
+   * (fly.toml) with 5 s to spare for the signal's way and a slow machine.
+   */
+  shutdownTimeoutMs: 20_000,
   jobAttempts: 10,
   jobBackoffMs: 1000,
   jobLockMs: 30_000,

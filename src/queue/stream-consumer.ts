@@ -5,7 +5,7 @@ import type { StreamConsumerOptions } from "./stream-consumer-options.js";
 import { createStreamConsumerState } from "./stream-consumer-state.js";
 import { createFirstAttempts } from "./stream-first-attempts.js";
 import { ensureConsumerGroup, extendClaims, readLoop } from "./stream-read-loop.js";
-import { withTimeout } from "./with-timeout.js";
+import { deadlineIn, type Deadline } from "./with-timeout.js";
 
 export interface StreamConsumer {
   start(): Promise<void>;
@@ -13,10 +13,10 @@ export interface StreamConsumer {
   ensureGroup(): Promise<void>;
   /**
    * Stops reading and starts no handler from then on: the entries read ahead and not started move
-   * into the events queue at once; those running finish (handled, recorded, acknowledged) within
-   * `deadlineMs`, or stay pending for another consumer to claim.
+   * into the events queue at once; those running finish (handled, recorded, acknowledged) by the
+   * shutdown's deadline (default 3 s from now), or stay pending for another consumer to claim.
    */
-  stop(deadlineMs?: number): Promise<void>;
+  stop(deadline?: Deadline): Promise<void>;
   /** True while some attempt of the runner this consumer shares waits for the event log (the database is away): for readiness. */
   waitingOnLog(): boolean;
   /** How many attempts (the stream's and the events queue's) wait for the event log to take them (metrics). */
@@ -64,7 +64,7 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
       heartbeat.unref();
       running = readLoop(state, own, (entry) => attempts.begin(entry));
     },
-    async stop(deadlineMs = 3000) {
+    async stop(deadline = deadlineIn(3000)) {
       state.stopping = true;
       state.stopped.abort();
       inflight.wake();
@@ -76,17 +76,18 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
         await attempts.releaseUnstarted();
         await inflight.whenEmpty();
       })();
-      const late = await withTimeout(finished, deadlineMs, "stop").then(
+      const late = await deadline.within(finished, "stop").then(
         () => false,
         () => true,
       );
       if (late) {
         logger.warn("stream consumer did not stop in time; its unacknowledged entries will be claimed by another consumer");
         reader?.disconnect();
-        await withTimeout(Promise.resolve(running), 1000, "stop").catch(() => undefined);
       }
       clearInterval(heartbeat);
-      await reader?.quit().catch(() => reader?.disconnect());
+      // QUIT waits for a Redis that is away: only a ready reader is asked.
+      if (reader?.status === "ready") await reader.quit().catch(() => reader?.disconnect());
+      else reader?.disconnect();
     },
     waitingOnLog: () => options.runner.waitingOnLog() > 0,
     attemptsWaitingOnLog: () => options.runner.waitingOnLog(),

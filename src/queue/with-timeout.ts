@@ -18,3 +18,41 @@ export async function withTimeout<T>(work: Promise<T>, ms: number, what: string)
     clearTimeout(timer);
   }
 }
+
+/**
+ * One point in time that every part of a stop shares: each part gets what is left of it, never a
+ * span of its own, so parts stopping one after another cannot add up past it.
+ */
+export interface Deadline {
+  /** Epoch ms. */
+  readonly at: number;
+  /** Ms left (0 once passed). */
+  left(): number;
+  /** Aborts when the deadline passes (at once if it has): what a wait that must end by then listens to. */
+  readonly signal: AbortSignal;
+  /** `work` within what is left; rejects (QueueUnavailableError) once the deadline passes first. */
+  within<T>(work: Promise<T>, what: string): Promise<T>;
+  /** A later deadline, `ms` past this one (not past now): the closes after a drain. */
+  plus(ms: number): Deadline;
+}
+
+/** The deadline `ms` from now (`at` epoch ms, for a deadline fixed elsewhere). */
+export function deadlineIn(ms: number, now: number = Date.now()): Deadline {
+  return deadlineAt(now + Math.max(0, ms));
+}
+
+function deadlineAt(at: number): Deadline {
+  const left = () => Math.max(0, at - Date.now());
+  let signal: AbortSignal | undefined;
+  return {
+    at,
+    left,
+    // Made on first use: a timer per deadline only where something listens.
+    get signal() {
+      signal ??= AbortSignal.timeout(Math.max(1, left()));
+      return signal;
+    },
+    within: (work, what) => withTimeout(work, left(), what),
+    plus: (ms) => deadlineAt(at + ms),
+  };
+}

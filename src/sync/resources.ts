@@ -41,7 +41,11 @@ export interface StateOrder {
 /** One synced kind: everything the engine knows of it, read from here rather than switched on. */
 export interface Resource {
   /** One page of the kind's list (100, the API's most); `clock` stamps it after its rate-limit slot. */
-  list: (api: ApiClient, query: ListQuery, opts: { priority: BudgetClass; clock: () => Promise<Date> }) => Promise<Page>;
+  list: (
+    api: ApiClient,
+    query: ListQuery,
+    opts: { priority: BudgetClass; clock: () => Promise<Date>; signal?: AbortSignal },
+  ) => Promise<Page>;
   /**
    * The filters its list takes (spec part 4): what a refresh may narrow a read by, and how
    * `backfill --since` narrows the whole list (by `from`, else by cutting at the sort key).
@@ -113,12 +117,13 @@ export const RESOURCES: Record<SyncedKind, Resource> = {
  * slot (what the mirror's guarded write orders writes by): how every reader reads.
  */
 export function readPage(
-  ctx: { api: ApiClient; mirror: Pick<MirrorStore, "clock"> },
+  ctx: { api: ApiClient; mirror: Pick<MirrorStore, "clock">; signal?: AbortSignal | undefined },
   kind: SyncedKind,
   query: ListQuery,
   priority: BudgetClass,
 ): Promise<Page> {
-  return RESOURCES[kind].list(ctx.api, query, { priority, clock: () => ctx.mirror.clock() });
+  // The signal ends the read wherever it waits (the budget, a backoff, the answer): a Ctrl-C's.
+  return RESOURCES[kind].list(ctx.api, query, { priority, clock: () => ctx.mirror.clock(), ...(ctx.signal ? { signal: ctx.signal } : {}) });
 }
 
 /** A kind's list as a walk of the list reader (upstream/paginate.ts `readList`): its pages and its sort key. */

@@ -18,7 +18,10 @@ export interface WalkOptions {
   maxPages?: number;
   /** The page cap of the pass (tests make it small). @defaultValue MAX_WALK_PAGES (upstream/paginate.ts) */
   pageCap?: number;
-  /** Stops before the next page once aborted (Ctrl-C); the page in hand is written and saved first. */
+  /**
+   * Stops before the next page once aborted (Ctrl-C); the page in hand is written and saved first,
+   * a read still waiting (the budget, the answer) ends at once.
+   */
   signal?: AbortSignal;
   /** Asked before each page: false pauses the walk there (the full tier's pass, once a backfill walks its kind). */
   goOn?: () => Promise<boolean>;
@@ -61,6 +64,8 @@ export async function walkList(options: WalkOptions): Promise<WalkOutcome> {
     try {
       return await walkFrom(options, at);
     } catch (err) {
+      // Stopped while the read waited: nothing of it is in hand, the checkpoint is where it was.
+      if (options.signal?.aborted) return { checkpoint: at.checkpoint, pages: at.pages, state: "paused" };
       if (err instanceof UpstreamPageRefusedError) return { checkpoint: at.checkpoint, pages: at.pages, state: "unreadable", error: err };
       if (!(err instanceof UpstreamBadRequestError) || at.checkpoint.cursor === null || restarted) throw err;
       options.logger?.warn(

@@ -12,6 +12,8 @@ export interface ApiCall<T> {
   schema: z.ZodType<T>;
   priority?: BudgetClass;
   clock?: () => Promise<Date>;
+  /** Ends the call (its budget wait, retries and request) with UpstreamAbortedError once aborted. */
+  signal?: AbortSignal;
 }
 
 /** What the client reports of each answer (or its absence), for metrics (ApiClientOptions.onResponse). */

@@ -47,6 +47,11 @@ export interface ApiClientOptions {
    * spec does not show its name. @defaultValue "to" (the sandbox's)
    */
   bookingsUpperBoundParam?: string;
+  /**
+   * Aborts every call in flight, wherever it waits (the budget, a backoff, the answer), and every
+   * call after: the worker's shutdown deadline. A call's own `ListOptions.signal` aborts it too.
+   */
+  signal?: AbortSignal;
 }
 
 export interface ApiClient {
@@ -80,6 +85,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     limiter: options.limiter,
     onResponse: options.onResponse,
     tracer: options.tracer,
+    signal: options.signal,
   };
   const send = <T>(call: ApiCall<T>) => sendCall(settings, call);
   const sendValue = async <T>(call: ApiCall<T>): Promise<T> => (await send(call)).value;

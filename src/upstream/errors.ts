@@ -79,6 +79,16 @@ export class UpstreamTimeoutError extends UpstreamError {
   }
 }
 
+/**
+ * The caller gave up on the call (its signal aborted: a stopping worker, a Ctrl-C) while it waited
+ * for the budget, a retry or the answer. Nothing is wrong with the API: never retried.
+ */
+export class UpstreamAbortedError extends UpstreamError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { code: "aborted", retryable: false, cause });
+  }
+}
+
 /** The connection failed (refused, reset, DNS): for a write, whether it happened is unknown. */
 export class UpstreamNetworkError extends UpstreamError {
   constructor(message: string, cause?: unknown) {

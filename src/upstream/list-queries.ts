@@ -13,6 +13,8 @@ export interface ListOptions {
    * The page carries the time of the attempt that answered it. @defaultValue `new Date()` then
    */
   clock?: () => Promise<Date>;
+  /** Ends the read wherever it waits (the budget, a retry's backoff, the answer) once aborted. */
+  signal?: AbortSignal;
 }
 
 /**

@@ -32,6 +32,7 @@ export function listReader<T, Q extends { limit?: number; cursor?: string }>(
       schema: pages,
       priority: opts.priority,
       clock: opts.clock,
+      signal: opts.signal,
     });
     // More than asked for is not a page of this list (and memory sized for `limit` records).
     const asked = query.limit ?? MAX_LIMIT;

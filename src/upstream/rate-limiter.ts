@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import { defineScripts, redisKeys } from "../redis/redis.js";
 import { ACQUIRE, PAUSE, STATE } from "./rate-limiter-scripts.js";
-import { sleep } from "./sleep.js";
+import { sleep, unlessAborted } from "./sleep.js";
 
 /**
  * Who is asking, in the order they are served: `webhook` (refreshes an event asked for), `active`
@@ -146,21 +146,25 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       try {
         for (;;) {
           signal?.throwIfAborted();
-          const [granted, value] = await scripts.svcUpstreamAcquire(
-            keys.log,
-            keys.pause,
-            keys.next,
-            keys.activeLog,
-            keys.fullLog,
-            keys.webhookWaiters,
-            keys.activeWaiters,
-            max,
-            effectiveWindowMs,
-            intervalMs,
-            burstOf(priority),
-            priority,
-            member,
-            WAITER_GRACE_MS,
+          // Raced against the signal: while Redis is away the command waits for it to come back.
+          const [granted, value] = await unlessAborted(
+            scripts.svcUpstreamAcquire(
+              keys.log,
+              keys.pause,
+              keys.next,
+              keys.activeLog,
+              keys.fullLog,
+              keys.webhookWaiters,
+              keys.activeWaiters,
+              max,
+              effectiveWindowMs,
+              intervalMs,
+              burstOf(priority),
+              priority,
+              member,
+              WAITER_GRACE_MS,
+            ),
+            signal,
           );
           if (granted === 1) {
             options.onSlot?.({ budget: priority, waitedMs: performance.now() - started });
@@ -172,7 +176,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       } catch (err) {
         // A caller that gave up no longer holds back the classes below it.
         const waiters = waitersOf[priority];
-        if (signal?.aborted && waiters) await options.redis.zrem(waiters, member);
+        // Not awaited: with Redis away it would hold the caller as long as the wait it gave up.
+        if (signal?.aborted && waiters) options.redis.zrem(waiters, member).catch(() => undefined);
         throw err;
       }
     },

@@ -1,7 +1,7 @@
 import type { Span } from "@opentelemetry/api";
 import { formatTraceparent } from "../tracing/tracing.js";
 import type { ApiCall, ApiResponseInfo } from "./api-call.js";
-import { UpstreamError, UpstreamNetworkError, UpstreamResponseError, UpstreamTimeoutError } from "./errors.js";
+import { UpstreamAbortedError, UpstreamError, UpstreamNetworkError, UpstreamResponseError, UpstreamTimeoutError } from "./errors.js";
 import { readAnswer } from "./read-answer.js";
 
 /** What one attempt needs of the client's options, resolved to their values. */
@@ -13,7 +13,12 @@ export interface AttemptSettings {
 }
 
 /** One request and its answer, read (bounded), reported and parsed; retries are the caller's. */
-export async function sendAttempt<T>(settings: AttemptSettings, call: ApiCall<T>, url: URL, span?: Span): Promise<T> {
+export async function sendAttempt<T>(
+  settings: AttemptSettings,
+  call: ApiCall<T>,
+  url: URL,
+  { span, signal }: { span?: Span | undefined; signal?: AbortSignal | undefined } = {},
+): Promise<T> {
   const { timeoutMs } = settings;
   const started = performance.now();
   const report = (status: number | "timeout" | "network") =>
@@ -37,7 +42,8 @@ export async function sendAttempt<T>(settings: AttemptSettings, call: ApiCall<T>
       method: call.method,
       headers: call.body === undefined ? sent : { ...sent, "content-type": "application/json" },
       ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
-      signal: AbortSignal.timeout(timeoutMs),
+      // The caller's signal too: a stop ends a hung read at once, not at the timeout.
+      signal: signal ? AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]) : AbortSignal.timeout(timeoutMs),
     });
     json = await readAnswer(res, { maxBytes: settings.maxPageBytes, context });
   } catch (err) {
@@ -46,6 +52,8 @@ export async function sendAttempt<T>(settings: AttemptSettings, call: ApiCall<T>
       span?.setAttribute("http.response.status_code", res.status);
       throw err;
     }
+    // Not reported: the API did nothing wrong, the caller stopped.
+    if (signal?.aborted) throw new UpstreamAbortedError(`${context} aborted`, err);
     const timedOut = (err as Error).name === "TimeoutError";
     report(timedOut ? "timeout" : "network");
     if (timedOut) throw new UpstreamTimeoutError(`${context} timed out after ${timeoutMs} ms`);

@@ -3,6 +3,7 @@ import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { ChangeOutbox, OutboxRow } from "../mirror/change-outbox.js";
 import type { EventJobData } from "../queue/event-job.js";
+import { deadlineIn, type Deadline } from "../queue/with-timeout.js";
 import { relaySpans } from "../tracing/tracing.js";
 
 export interface ChangeRelayOptions {
@@ -32,8 +33,11 @@ export interface ChangeRelay {
   poke(): void;
   /** Relays until the outbox is empty (or a batch fails); resolves with the rows sent. */
   drain(): Promise<number>;
-  /** Stops polling and waits for the batch in hand. */
-  stop(): Promise<void>;
+  /**
+   * Stops polling and waits for the batch in hand, until the shutdown's deadline (default 3 s from
+   * now): a batch still out then stays in the outbox and is sent again (its change ids dedup it).
+   */
+  stop(deadline?: Deadline): Promise<void>;
 }
 
 /**
@@ -114,11 +118,19 @@ export function createChangeRelay(options: ChangeRelayOptions): ChangeRelay {
       if (enabled && !stopped) relaySafely();
     },
     drain,
-    async stop() {
+    async stop(deadline = deadlineIn(3000)) {
       stopped = true;
       clearInterval(timer);
       // Its failure reaches drain()'s own callers (relaySafely logs it); stopping goes on.
-      await running?.catch(() => undefined);
+      if (running)
+        await deadline
+          .within(running, "the change relay's batch")
+          .catch((err: unknown) =>
+            logger.warn(
+              { err: (err as Error).message },
+              "change relay stopped without its batch; the rows stay in the outbox and are sent again",
+            ),
+          );
     },
   };
 

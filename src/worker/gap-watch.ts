@@ -29,7 +29,12 @@ export interface GapWatch {
   tick(): Promise<{ gapStart?: Date; redisEmptied: boolean }>;
   /** Ticks now and then every `intervalMs` (a plain timer: the job schedulers may be what was lost). */
   start(): Promise<void>;
-  stop(): void;
+  /**
+   * Ticks no more, and waits for the tick in flight: nothing is restored or enqueued once it
+   * resolves (the queues close after it). A tick runs to its end rather than stop halfway: once
+   * it has moved the liveness mark, the gap it found is known nowhere else.
+   */
+  stop(): Promise<void>;
 }
 
 /**
@@ -46,7 +51,18 @@ export function createGapWatch(options: GapWatchOptions): GapWatch {
   // A gap whose catch-up could not be enqueued yet (Redis failed just then): the mark no longer shows it.
   let owed: Date | undefined;
 
-  async function tick() {
+  let stopped = false;
+  let inFlight: Promise<unknown> | undefined;
+
+  function tick(): Promise<{ gapStart?: Date; redisEmptied: boolean }> {
+    const run = tickOnce();
+    inFlight = run.catch(() => undefined);
+    return run;
+  }
+
+  async function tickOnce(): Promise<{ gapStart?: Date; redisEmptied: boolean }> {
+    // A timer's tick that fires as the worker stops finds nothing to do.
+    if (stopped) return { redisEmptied: false };
     // Missing while the mark exists: Redis was emptied (restart without persistence, FLUSHALL,
     // failover to an empty replica). Read before marking: while Redis is away nothing is marked,
     // so an outage longer than the threshold is a gap once it ends.
@@ -92,8 +108,10 @@ export function createGapWatch(options: GapWatchOptions): GapWatch {
       timer = setInterval(() => void tickLogged(), options.intervalMs);
       timer.unref();
     },
-    stop() {
+    async stop() {
+      stopped = true;
       clearInterval(timer);
+      await inFlight;
     },
   };
 }

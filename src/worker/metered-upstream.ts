@@ -18,6 +18,8 @@ export function meteredUpstream(deps: {
   logger: Logger;
   metrics: Metrics;
   tracing?: Tracing;
+  /** Aborts every call in flight and after (the worker's shutdown deadline). */
+  signal?: AbortSignal;
 }): Upstream | undefined {
   const { config, logger, metrics, tracing } = deps;
   if (!config.api) {
@@ -28,6 +30,7 @@ export function meteredUpstream(deps: {
     logger,
     ...(tracing ? { tracer: tracing.tracer } : {}),
     bookingsUpperBoundParam: config.worker.syncBookingsUpperBoundParam,
+    ...(deps.signal ? { signal: deps.signal } : {}),
     onResponse: ({ method, route, status, budget }) => {
       metrics.upstreamRequests.inc({ method, route, status: String(status) });
       if (status === 429) {

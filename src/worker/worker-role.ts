@@ -26,7 +26,7 @@ import { createRefreshRequests } from "./refresh-requests.js";
 import { syncProcessors } from "./sync-processors.js";
 import { createSyncSchedules } from "./sync-schedules.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync-worker.js";
-import { workerLifecycle } from "./worker-lifecycle.js";
+import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
 
 export interface WorkerRole {
   api: ApiClient | undefined;
@@ -49,8 +49,11 @@ export interface WorkerRole {
   /** Calls `listener` for every attempt this process finishes (either path); returns the unsubscribe function. */
   onFinished(listener: (event: FinishedEvent) => void): () => void;
   start(): Promise<void>;
-  /** Waits for active jobs up to `deadlineMs`, then closes anyway (their locks expire and they rerun). */
-  stop(deadlineMs: number): Promise<void>;
+  /**
+   * Drains (stream entries, active jobs) until the `drain` deadline, then aborts upstream reads in
+   * flight and closes anyway (their jobs rerun); the relay and the queues close by `close`.
+   */
+  stop(deadlines: StopDeadlines): Promise<void>;
 }
 
 export interface WorkerRoleDeps {
@@ -86,7 +89,9 @@ export function createWorkerRole(deps: WorkerRoleDeps): WorkerRole {
   const eventsQueue = createEventsQueue({ connection, config, logger });
   // A refresh job carries the trace of the event that scheduled it (bullmq-otel).
   const syncQueue = createSyncQueue<SyncJobData>({ connection, config, logger, ...(tracing ? { telemetry: tracing.bullmq } : {}) });
-  const upstream = meteredUpstream({ config, connection, logger, metrics, tracing });
+  // Aborted at the shutdown's drain deadline: a read the API holds never outlasts the stop.
+  const upstreamStop = new AbortController();
+  const upstream = meteredUpstream({ config, connection, logger, metrics, tracing, signal: upstreamStop.signal });
   const api = upstream?.api;
   const feed = createChangeFeed({ config, logger, metrics, mirror, outbox: deps.changeOutbox, eventsQueue, tracing });
   const refresh = createRefreshRequests({ config, connection, syncQueue, tracing });
@@ -134,6 +139,7 @@ export function createWorkerRole(deps: WorkerRoleDeps): WorkerRole {
     streamConsumer,
     changeRelay: feed.relay,
     queues: [eventsQueue, syncQueue],
+    upstreamStop,
   });
   return {
     api,
@@ -148,6 +154,6 @@ export function createWorkerRole(deps: WorkerRoleDeps): WorkerRole {
     reloadHandlers: (handlers) => void table.replace(handlers),
     onFinished: (listener) => delivery.finished.on(listener),
     start: () => lifecycle.start(),
-    stop: (deadlineMs) => lifecycle.stop(deadlineMs),
+    stop: (deadlines) => lifecycle.stop(deadlines),
   };
 }

@@ -7,20 +7,26 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
+import { signPayload } from "../../src/events/signature.js";
+import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { TEST_SECRET } from "../helpers/edge.js";
+import { waitFor } from "../helpers/wait-for.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { findPostgresBin, startPostgresServer, type PostgresServer } from "../helpers/postgres-server.js";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SHUTDOWN_TIMEOUT_MS = 3000;
-// The service's own last word is SHUTDOWN_TIMEOUT_MS + 10 s (serve.ts); a few seconds on top for a busy machine.
-const BOUND_S = SHUTDOWN_TIMEOUT_MS / 1000 + 10 + 5;
+// Every stop ends within SHUTDOWN_TIMEOUT_MS + 5 s (service-stop.ts EXIT_GRACE_MS), counted from the signal.
+const BOUND_S = SHUTDOWN_TIMEOUT_MS / 1000 + 5;
 
 let proc: CliProcess | undefined;
 let redis: RedisServer | undefined;
 let postgres: PostgresServer | undefined;
+let sandbox: Sandbox | undefined;
 afterEach(async () => {
+  await sandbox?.close();
+  sandbox = undefined;
   if (proc?.child.exitCode === null) proc.child.kill("SIGKILL");
   await redis?.destroy();
   await postgres?.destroy();
@@ -57,6 +63,33 @@ describe("SIGTERM ends the service when what it depends on is gone", () => {
     expect({ code, signal }).toEqual({ code: 0, signal: null });
     await proc.waitForLog("stopped");
     expect(seconds).toBeLessThan(BOUND_S);
+  });
+
+  it(`with an upstream read the API holds: aborts it at the deadline and exits 0 within ${BOUND_S} s`, async () => {
+    redis = await startRedisServer();
+    sandbox = createSandbox();
+    const apiUrl = await sandbox.listen();
+    proc = runCli(["serve"], {
+      ...serveEnv(redis.url),
+      DATA_DIR: mkdtempSync(join(tmpdir(), "svc-stop-upstream-")),
+      API_BASE_URL: apiUrl,
+      API_KEY: sandbox.apiKey,
+      // Far past the bound: only the shutdown's abort can end the read in time.
+      API_TIMEOUT_MS: "120000",
+      SYNC_DEBOUNCE_MS: "0",
+    });
+    const url = await proc.listening();
+    sandbox.faults.add({ path: "/api/v1/", delayMs: 120_000 });
+    const asked = sandbox.requestLog.length;
+    // A refresh of the order the webhook names reads the API, which holds the read.
+    const body = JSON.stringify({ id: "evt_stop_hung", type: "order.created", data: { id: "ord_1", restaurantId: "rest_1" } });
+    const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
+    expect(res.status).toBe(200);
+    await waitFor(() => sandbox!.requestLog.slice(asked).some((r) => r.status === 0), { what: "a held upstream read" });
+    const { code, signal, seconds } = await terminate(proc);
+    expect({ code, signal, stdout: code === 0 ? "" : proc.stdout().slice(-2000) }).toEqual({ code: 0, signal: null, stdout: "" });
+    expect(seconds).toBeLessThan(BOUND_S);
+    await proc.waitForLog("active jobs did not finish before the shutdown deadline; they will run again");
   });
 
   it("with no Redis ever: a start that waits for it ends at SIGTERM, after SHUTDOWN_TIMEOUT_MS", async () => {

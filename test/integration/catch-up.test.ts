@@ -198,4 +198,45 @@ describe("the gap watch", () => {
       await redis.del(redisKeys(prefix).workersAlive);
     }
   });
+
+  it("stops only once the tick in flight has enqueued its catch-up, and a tick after the stop enqueues nothing", async () => {
+    const prefix = `test-gap-${randomUUID().slice(0, 8)}`;
+    const enqueued: string[] = [];
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let caughtUp!: () => void;
+    const inCatchUp = new Promise<void>((resolve) => (caughtUp = resolve));
+    const watch = createGapWatch({
+      redis,
+      prefix,
+      checkpoints,
+      intervalMs: 1000,
+      logger,
+      restore: () => Promise.resolve(),
+      catchUp: async () => {
+        caughtUp();
+        await held;
+        enqueued.push("catch-up");
+      },
+    });
+    try {
+      await watch.tick(); // the first tick ever sets the sentinel up
+      await sql`update sync_liveness set seen_at = ${new Date(Date.now() - 300_000)}`.execute(database.db);
+      const ticking = watch.tick();
+      await inCatchUp;
+      const order: string[] = [];
+      const stopping = Promise.resolve(watch.stop()).then(() => order.push("stopped"));
+      void ticking.then(() => order.push("tick done"));
+      release();
+      await stopping;
+      // The queues close once stop() resolves: the catch-up in hand was enqueued before.
+      expect(order).toEqual(["tick done", "stopped"]);
+      expect(enqueued).toEqual(["catch-up"]);
+      await sql`update sync_liveness set seen_at = ${new Date(Date.now() - 300_000)}`.execute(database.db);
+      expect(await watch.tick()).toEqual({ redisEmptied: false });
+      expect(enqueued).toEqual(["catch-up"]);
+    } finally {
+      await redis.del(redisKeys(prefix).workersAlive);
+    }
+  });
 });

@@ -6,6 +6,7 @@ import {
   apiKeyId,
   createApiClient,
   createRateLimiter,
+  UpstreamAbortedError,
   UpstreamAuthError,
   UpstreamBadRequestError,
   UpstreamConflictError,
@@ -214,5 +215,41 @@ describe("upstream client against the sandbox", () => {
     expect(log.filter((r) => r.status === 429)).toHaveLength(0);
     const times = log.map((r) => r.at).sort((x, y) => x - y);
     for (let i = 10; i < times.length; i++) expect(times[i]! - times[i - 10]!).toBeGreaterThanOrEqual(1000);
+  });
+});
+
+describe("a stopping caller aborts the call wherever it waits", () => {
+  it("ends a read the API holds with UpstreamAbortedError once the client's signal aborts, not at its timeout", async () => {
+    const baseUrl = await setup();
+    sandbox.faults.add({ path: "/api/v1/orders", delayMs: 120_000 });
+    const stop = new AbortController();
+    const api = client(baseUrl, { timeoutMs: 120_000, readRetries: 0, signal: stop.signal });
+    const read = api.listOrders();
+    // Whenever it comes (budget wait or request in flight), the abort ends the call.
+    setTimeout(() => stop.abort(new Error("shutdown deadline")), 200).unref();
+    await expect(read).rejects.toMatchObject({ constructor: UpstreamAbortedError, code: "aborted", retryable: false });
+    // A call after the stop is refused at once.
+    await expect(api.listBookings()).rejects.toBeInstanceOf(UpstreamAbortedError);
+  });
+
+  it("ends a budget wait on a Redis that does not answer once the read's own signal aborts", async () => {
+    const baseUrl = await setup();
+    // Nothing listens there: the limiter's script waits in ioredis's offline queue for a Redis that never comes.
+    const away = new Redis("redis://127.0.0.1:1", { maxRetriesPerRequest: null, lazyConnect: false, retryStrategy: () => 200 });
+    away.on("error", () => undefined);
+    const api = createApiClient({
+      baseUrl,
+      apiKey: sandbox.apiKey,
+      limiter: createRateLimiter({ redis: away, keyId: apiKeyId(sandbox.apiKey), prefix: `test-${randomUUID().slice(0, 8)}` }),
+    });
+    const ctrlC = new AbortController();
+    const read = api.listOrders({}, { priority: "full", signal: ctrlC.signal });
+    setTimeout(() => ctrlC.abort(new Error("interrupted")), 200).unref();
+    try {
+      await expect(read).rejects.toBeInstanceOf(UpstreamAbortedError);
+      expect(sandbox.requestLog).toEqual([]);
+    } finally {
+      away.disconnect();
+    }
   });
 });

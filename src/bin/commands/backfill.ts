@@ -7,6 +7,7 @@ import { directOperatorActions } from "../direct-operator-actions.js";
 import { isCalendarDay } from "../../mirror/iso-instant.js";
 import { openMigratedStorage } from "../open-storage-from-env.js";
 import { openCliRedis } from "../cli-redis.js";
+import { printableRedisUrl, type RedisClient } from "../../redis/redis.js";
 import { operatorClient, operatorUrl } from "../operator-client.js";
 import { createMirrorWriter } from "../../mirror/mirror-writer.js";
 import { runBackfill } from "../../sync/resumable-backfill.js";
@@ -36,7 +37,9 @@ Every record it changes produces a change event (source "backfill"), relayed to 
 the running workers. A record the mirror cannot hold (a NUL in a string, a date like 2026-02-30)
 is set aside in rejected_records with its reason, named on stderr and counted in the summary
 ("rejected"); the rest is written and the command still exits 0. Ctrl-C stops after the page in
-hand is saved (exit 130); a second Ctrl-C stops at once.
+hand is saved, or at once when a read waits (for the budget, for the API), with exit 130; a second
+Ctrl-C stops at once. While Redis (where the budget lives) does not answer, it says so and waits;
+after a Redis restart that lost its data it goes on.
   --since DAY    only orders created on or after DAY, bookings dated on or after it (menus whole);
                  a different window than the saved one starts fresh
   --restart      start every kind from the top, whatever was saved
@@ -44,7 +47,7 @@ hand is saved (exit 130); a second Ctrl-C stops at once.
 
 const KINDS = SYNCED_KINDS;
 
-export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -98,13 +101,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>
     await storage.close();
     throw err;
   }
-  const stop = new AbortController();
-  const onSigint = () => {
-    if (stop.signal.aborted) process.exit(130);
-    process.stderr.write("\nstopping after the page in hand (Ctrl-C again to stop at once)\n");
-    stop.abort();
-  };
-  process.on("SIGINT", onSigint);
+  // Ctrl-C (cli-main.ts): the page in hand is saved; a read still waiting (the budget, the answer) ends at once.
+  const onStop = () => process.stderr.write("\nstopping after the page in hand (Ctrl-C again to stop at once)\n");
+  stop.addEventListener("abort", onStop, { once: true });
+  const outage = reportRedisOutages(connection, config.redisUrl);
   try {
     const { api } = upstreamFromConfig(config.api, connection, config.queuePrefix);
     const expected = await expectedRecords(storage.checkpoints, since ?? null);
@@ -122,7 +122,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>
       since: since ?? null,
       restart: values.restart === true,
       ...(values["no-changes"] ? {} : { writer: createMirrorWriter(storage.mirror) }),
-      signal: stop.signal,
+      signal: stop,
       // On a terminal one line rewritten in place; in a log, a line per page.
       onProgress: (p) => process.stderr.write(tty && !p.done ? `\r${line(p)}` : `${tty ? "\r" : ""}${line(p)}\n`),
     }).catch((err: unknown) => {
@@ -137,10 +137,42 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>
       process.exitCode = 130;
     }
   } finally {
-    process.off("SIGINT", onSigint);
-    await connection.quit();
+    stop.removeEventListener("abort", onStop);
+    outage.dispose();
+    // QUIT waits for a Redis that is away: only a ready connection is asked.
+    if (connection.status === "ready") await connection.quit().catch(() => undefined);
+    connection.disconnect();
     await storage.close();
   }
+}
+
+/**
+ * The budget lives in Redis: while Redis does not answer, the sweep waits for it (its reads take
+ * no slot), and says so on stderr once per outage rather than falling silent; after a restart that
+ * lost Redis's data the budget starts afresh and the sweep goes on (its place is in the database).
+ */
+function reportRedisOutages(connection: RedisClient, url: string): { dispose(): void } {
+  let away = false;
+  const onClose = () => {
+    if (away) return;
+    away = true;
+    process.stderr.write(
+      `\nRedis at ${printableRedisUrl(url)} does not answer: waiting for it (the rate budget lives there; Ctrl-C stops)\n`,
+    );
+  };
+  const onReady = () => {
+    if (!away) return;
+    away = false;
+    process.stderr.write("Redis answers again: going on\n");
+  };
+  connection.on("close", onClose);
+  connection.on("ready", onReady);
+  return {
+    dispose() {
+      connection.off("close", onClose);
+      connection.off("ready", onReady);
+    },
+  };
 }
 
 /** The embedded database is a running service's: its workers run the sweep (one job on the sync queue). */

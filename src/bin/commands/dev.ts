@@ -17,6 +17,7 @@ import { devBanner } from "../dev-banner.js";
 import { showBannerOnEnter } from "../dev-banner-key.js";
 import { watchHandlersModule } from "../dev-handlers-reload.js";
 import { devSettings } from "../dev-settings.js";
+import { stopped } from "../stop-signals.js";
 
 export const help = `svc-webhooks dev [--port <n>] [--sandbox-port <n>] [--interval-ms <n>] [--no-simulate] [--fresh] [--verbose]
 
@@ -39,7 +40,7 @@ HANDLERS_MODULE (an ES module) is reloaded when its file changes.
   --fresh          start over: empty ./.data/dev, make new secrets and ports, seed the sandbox anew
   --verbose        log at debug (a line per accepted delivery); LOG_LEVEL also sets the level`;
 
-export async function run(argv: string[]): Promise<void> {
+export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     strict: true,
@@ -66,13 +67,14 @@ export async function run(argv: string[]): Promise<void> {
     started.push({ stop: () => ownRedis.destroy() });
     process.stderr.write(`redis-server started at ${redis.url} for this run\n`);
   }
+  let stack;
   try {
-    const stack = await startStack(values, intervalMs, { redis, database, kept }, started);
-    stayUp(stack, started);
+    stack = await startStack(values, intervalMs, { redis, database, kept }, started);
   } catch (err) {
     for (const part of started.reverse()) await part.stop().catch(() => undefined);
     throw err;
   }
+  await stayUp(stack, started, stop);
 }
 
 /** The fixed API key of the dev stack's sandbox: the same every run, so an exported API_KEY stays valid. */
@@ -245,27 +247,14 @@ async function listenOn<T>(what: string, port: string | number, start: (port: nu
   }
 }
 
-function stayUp({ logger }: { logger: { flush(): void } }, started: { stop(): Promise<void> }[]): void {
-  let stopping = false;
-  // The service first (last started), so no refresh job is cut off by its upstream vanishing mid-request.
-  const stop = async () => {
+/** Until the first signal (cli-main.ts: SIGHUP too, so a closed terminal leaves no redis-server behind); then stops it all. */
+async function stayUp({ logger }: { logger: { flush(): void } }, started: { stop(): Promise<void> }[], stop: AbortSignal): Promise<void> {
+  await stopped(stop);
+  try {
+    // The service first (last started), so no refresh job is cut off by its upstream vanishing mid-request.
     for (const part of [...started].reverse()) await part.stop();
+    process.exitCode = 0;
+  } finally {
     logger.flush();
-  };
-  // SIGHUP too: a closed terminal window must not leave the stack's own redis-server behind.
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-    // `on`, not `once`: Ctrl-C reaches this process twice (from the terminal's process group and
-    // forwarded by tsx); the second must not kill it before the database is closed.
-    process.on(signal, () => {
-      if (stopping) return;
-      stopping = true;
-      stop().then(
-        () => (process.exitCode = 0),
-        (err: unknown) => {
-          console.error(err);
-          process.exitCode = 1;
-        },
-      );
-    });
   }
 }

@@ -68,7 +68,7 @@ interface Flags {
   confirm: boolean;
 }
 
-export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
@@ -95,9 +95,9 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>
       (f) => values[f] !== undefined && values[f] !== false,
     );
     if (others.length > 0) throw new UsageError(`--id takes only --handler and --url; not --${others.join(", --")}`);
-    return replayOne(config, values.id, values.handler, remote);
+    return replayOne(config, values.id, values.handler, remote, stop);
   }
-  if (positionals.length === 0) return replayMatching(config, values, remote);
+  if (positionals.length === 0) return replayMatching(config, values, remote, stop);
   const [what, ...extra] = positionals;
   if (!what || extra.length > 0) throw new UsageError(`replay takes one of: list, <job-id>, all — or filters for the event log\n\n${help}`);
   if (values.fresh || values.confirm)
@@ -108,7 +108,13 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>
 }
 
 /** One event by id: at --url, else on the stores, else through the service that holds them. */
-async function replayOne(config: Config, id: string, handler: string | undefined, remote: OperatorClient | undefined): Promise<void> {
+async function replayOne(
+  config: Config,
+  id: string,
+  handler: string | undefined,
+  remote: OperatorClient | undefined,
+  stop: AbortSignal,
+): Promise<void> {
   if (remote) {
     const answer = await remote.call("POST", `/events/${encodeURIComponent(id)}/replay`, handler ? { handler } : {});
     console.log(JSON.stringify(answer));
@@ -116,7 +122,7 @@ async function replayOne(config: Config, id: string, handler: string | undefined
   }
   const stores = await openEventStores(config);
   if (stores === HELD_BY_SERVICE) {
-    console.log(JSON.stringify(await askService(config, { action: "replayEvent", id, ...(handler ? { handler } : {}) })));
+    console.log(JSON.stringify(await askService(config, { action: "replayEvent", id, ...(handler ? { handler } : {}) }, { signal: stop })));
     return;
   }
   const direct = await directOperatorActions(config, stores);
@@ -132,7 +138,7 @@ async function replayOne(config: Config, id: string, handler: string | undefined
 }
 
 /** Every event matching the flags: at --url or in the service that holds the stores (a bulk replay there), else from the log here. */
-async function replayMatching(config: Config, flags: Flags, remote: OperatorClient | undefined): Promise<void> {
+async function replayMatching(config: Config, flags: Flags, remote: OperatorClient | undefined, stop: AbortSignal): Promise<void> {
   const filter: Record<string, string> = {};
   for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) filter[name] = flags[name];
   if (Object.keys(filter).length === 0 && !flags["dry-run"])
@@ -153,7 +159,7 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
     const ask = (extra: { dryRun?: true; confirm?: number }) =>
       remote
         ? remote.call<BulkAnswer>("POST", "/events/replay", { ...scope, ...options, ...extra })
-        : askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options, ...extra });
+        : askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options, ...extra }, { signal: stop });
     const answer = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm);
     console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: answer.count } : { queued: answer.count, bulk: answer.id }));
     if (answer.id) console.error(`progress: GET ${remote?.url ?? ""}/events/replays/${answer.id} on the service, or its console`);

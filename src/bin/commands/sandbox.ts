@@ -4,6 +4,7 @@ import { createSandbox } from "../../sandbox/index.js";
 import type { WebhookEndpoint } from "../../sandbox/webhook-sender.js";
 import { isApiKey } from "../../upstream/api-key.js";
 import { UsageError } from "../usage-error.js";
+import { stopped } from "../stop-signals.js";
 
 export const help = `svc-webhooks sandbox [options]
 
@@ -35,7 +36,7 @@ const int = (value: string | undefined, flag: string, fallback: number, min = 0)
   return Number(value);
 };
 
-export async function run(argv: string[]): Promise<void> {
+export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     strict: true,
@@ -127,7 +128,7 @@ export async function run(argv: string[]): Promise<void> {
       "",
     ].join("\n"),
   );
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.once(signal, () => void sandbox.close().then(() => logger.flush()));
-  }
+  await stopped(stop);
+  await sandbox.close();
+  logger.flush();
 }
