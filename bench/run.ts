@@ -253,7 +253,7 @@ if (syncRun) {
     ...syncReport(syncRun),
   ];
   if (writeReadmeSection("README.md", section, "sync")) console.log("written: README.md (sync section)");
-  if (writeReadmeSection("docs/sync-and-mirror.md", section, "sync")) console.log("written: docs/sync-and-mirror.md (sync section)");
+  if (writeReadmeSection("bench/README.md", section, "sync")) console.log("written: bench/README.md (sync section)");
   appendRunLine("bench/results/sync-runs.md", SYNC_RUNS_HEADER, syncRunLine(syncRun, String(results.at), measuredTree));
 }
 if (gapsRun) {
@@ -262,8 +262,7 @@ if (gapsRun) {
     "",
     ...gapsReport(gapsRun),
   ];
-  if (writeReadmeSection("docs/sync-and-mirror.md", section, "sync-gaps"))
-    console.log("written: docs/sync-and-mirror.md (sync-gaps section)");
+  if (writeReadmeSection("bench/README.md", section, "sync-gaps")) console.log("written: bench/README.md (sync-gaps section)");
   appendRunLine("bench/results/sync-gaps-runs.md", GAPS_RUNS_HEADER, gapsRunLine(gapsRun, String(results.at), measuredTree));
 }
 if (syncFullRun) {
@@ -272,8 +271,7 @@ if (syncFullRun) {
     "",
     ...syncFullReport(syncFullRun),
   ];
-  if (writeReadmeSection("docs/sync-and-mirror.md", section, "sync-full"))
-    console.log("written: docs/sync-and-mirror.md (sync-full section)");
+  if (writeReadmeSection("bench/README.md", section, "sync-full")) console.log("written: bench/README.md (sync-full section)");
   appendRunLine("bench/results/sync-full-runs.md", SYNC_FULL_RUNS_HEADER, syncFullRunLine(syncFullRun, String(results.at), measuredTree));
 }
 if (want("ingest") && want("e2e") && readme.length > 0) {
