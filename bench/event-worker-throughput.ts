@@ -3,7 +3,7 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { loadConfig } from "../src/config/config.js";
 import { createLogger } from "../src/logging/logger.js";
-import { EVENTS_QUEUE } from "../src/queue/names.js";
+import { EVENTS_QUEUE } from "../src/queue/events-queue.js";
 import { createService } from "../src/service.js";
 import { BENCH_SECRET } from "./lib/pool.js";
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
-import { EVENTS_QUEUE } from "../src/queue/names.js";
+import { EVENTS_QUEUE } from "../src/queue/events-queue.js";
 import { redisKeys } from "../src/redis/redis.js";
 import { assertPoolNotWrapped, POOL_EVENTS_PER_SECOND, writeRequestPool } from "./lib/pool.js";
 import { startOtlpSink } from "./lib/otlp-sink.js";

@@ -7,8 +7,8 @@ export { createLogger, type Logger, type LoggerOptions } from "./logging/logger.
 export { createService, type Service, type ServiceOptions } from "./service.js";
 export { createApp, type CreateAppOptions } from "./http/app.js";
 export type { WebhookObserver, RejectReason } from "./http/webhook-route.js";
-export { createEventProducer, type EventProducer } from "./queue/event-producer.js";
-export type { EventJobData, EventSink, EnqueueResult } from "./queue/event-job.js";
+export { createEventProducer, type EventProducer, type EventJobData } from "./queue/events-queue.js";
+export type { EventSink, EnqueueResult } from "./queue/ingest-stream.js";
 export { signPayload, verifySignature, WebhookSignatureError } from "./events/signature.js";
 export { parseEnvelope, EnvelopeError, type EventEnvelope } from "./events/envelope.js";
 export { KNOWN_EVENT_TYPES, type AnyEvent, type EventData, type EventOf, type KnownEventType } from "./events/catalog.js";

@@ -3,7 +3,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { Queue } from "bullmq";
 import express from "express";
 import { Redis } from "ioredis";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { BENCH_SECRET } from "../lib/pool.js";
 
 const connection = new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: 1 });

@@ -5,7 +5,7 @@ import { serve } from "@hono/node-server";
 import { Queue } from "bullmq";
 import { Hono } from "hono";
 import { Redis } from "ioredis";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { BENCH_SECRET } from "../lib/pool.js";
 
 const connection = new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: 1 });

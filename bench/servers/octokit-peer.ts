@@ -4,7 +4,7 @@ import { createServer } from "node:http";
 import { verify } from "@octokit/webhooks-methods";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { BENCH_SECRET } from "../lib/pool.js";
 
 const connection = new Redis(process.env.REDIS_URL!, { maxRetriesPerRequest: 1 });

@@ -1,7 +1,7 @@
 // The peer's second half for the end-to-end bench: a plain BullMQ Worker with a no-op processor.
 import { Worker } from "bullmq";
 import { Redis } from "ioredis";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { serveProcessedCount } from "../lib/processed-counter.js";
 
 const counter = serveProcessedCount();

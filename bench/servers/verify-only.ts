@@ -2,7 +2,7 @@
 import { serve } from "@hono/node-server";
 import { createApp } from "../../src/http/app.js";
 import { createLogger } from "../../src/logging/logger.js";
-import type { EventSink } from "../../src/queue/event-job.js";
+import type { EventSink } from "../../src/queue/ingest-stream.js";
 import { BENCH_SECRET } from "../lib/pool.js";
 
 let n = 0;

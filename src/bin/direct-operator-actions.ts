@@ -1,8 +1,7 @@
 import type { Queue } from "bullmq";
 import type { Config } from "../config/config.js";
 import { createLogger } from "../logging/logger.js";
-import type { EventJobData } from "../queue/event-job.js";
-import { createEventsQueue, createSyncQueue } from "../queue/queues.js";
+import { type EventJobData, createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
 import type { Storage } from "../mirror/storage.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
 import { openCliRedis } from "./cli-redis.js";

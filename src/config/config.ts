@@ -45,7 +45,7 @@ export interface Config {
   };
   /** How long the edge waits for Redis to acknowledge an event before answering 503. */
   enqueueTimeoutMs: number;
-  /** The ingest stream between the edge and the workers (see queue/stream-sink, queue/stream-consumer). */
+  /** The ingest stream between the edge and the workers (see queue/ingest-stream, queue/stream-consumer). */
   ingest: {
     /** Events waiting in the stream above which the edge answers 503 (backpressure). */
     maxBacklog: number;

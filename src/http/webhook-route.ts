@@ -4,7 +4,7 @@ import { parseEnvelope } from "../events/envelope.js";
 import { ReservedEventTypeError } from "../events/reserved-event-type-error.js";
 import { matchSignature, SIGNATURE_HEADER, signatureDigest } from "../events/signature.js";
 import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
-import type { EventSink } from "../queue/event-job.js";
+import type { EventSink } from "../queue/ingest-stream.js";
 import type { AppEnv } from "./request-log.js";
 import { createBodyBudget, readRawBody, type BodyReservation } from "./request-body.js";
 import { PayloadTooLargeError, ServerBusyError } from "./errors.js";

@@ -8,7 +8,7 @@ import { EMBEDDED_WINDOW_ROWS, listEvents, MAX_PAGE_BYTES, type EventListBounds,
 import { validateEventQuery } from "./event-query.js";
 import { withOperatorTimeout } from "./operator-query-timeout-error.js";
 import { DEFAULTS } from "../config/defaults.js";
-import { groupCommit } from "../queue/group-commit.js";
+import { groupCommit } from "../queue/ingest-stream.js";
 import { attemptRow, checkId, distinctIds, upsertAttempts, type EventAttempt, type Row } from "./record-attempts.js";
 import { fromStoredPayload } from "./stored-payload.js";
 

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { Backoffs, UnrecoverableError, type BackoffOptions } from "bullmq";
 import type { Logger } from "pino";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
@@ -12,11 +13,26 @@ import {
 } from "../events/dispatch.js";
 import { startHandlerDeadline } from "../events/handler-deadline.js";
 import type { HandlerRegistry } from "../events/registry.js";
+import { EventLogError } from "../mirror/event-log-error.js";
 import type { EventAttempt, EventLog } from "../mirror/event-log.js";
+import type { HandlerRun } from "../mirror/handler-attempts.js";
 import { withCarriedTrace } from "../tracing/tracing.js";
-import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
-import { EVENT_BACKOFF } from "./job-options.js";
-import { createLogWait } from "./log-wait.js";
+import type { IngestedEvent } from "./ingest-stream.js";
+
+/** One handler's outcome in one attempt. */
+export interface HandlerOutcomeData {
+  status: "ok" | "failed";
+  error?: string;
+  /** The failed handler's error's stack (bounded): where in its code it failed. */
+  stack?: string;
+  /** When and how long it ran, in which attempt: a row of the event's handler attempts once recorded. */
+  run?: HandlerRun;
+}
+type Outcome = HandlerOutcomeData;
+
+/** The outcomes of the handlers that succeeded: what a later attempt carries instead of running them again. */
+export const okOutcomes = (outcomes: Record<string, Outcome>): Record<string, Outcome> =>
+  Object.fromEntries(Object.entries(outcomes).filter(([, o]) => o.status === "ok"));
 
 /** What the runner needs of the event log: record an attempt, and whether it holds an event. */
 export type AttemptLog = Pick<EventLog, "recordAttempt" | "holds">;
@@ -38,8 +54,8 @@ export interface AttemptRunnerOptions<Ctx> {
 }
 
 /** One attempt at an event, as its source (the ingest stream or the events queue) hands it over. */
-export interface Attempt {
-  data: EventJobData;
+interface Attempt {
+  data: IngestedEvent;
   /**
    * The attempt's number in its run: 1 for the event's first attempt, 2 for its first retry, …;
    * a replay is a run of its own, from 1 again (attemptOfJob): log lines, ctx.attempt and the
@@ -163,7 +179,6 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
   }
 
   async function run(a: Attempt): Promise<AttemptResult> {
-    const okOf = (outcomes: Record<string, Outcome>) => Object.fromEntries(Object.entries(outcomes).filter(([, o]) => o.status === "ok"));
     if (a.delivery && eventLog) {
       const holds = await whileLogAway(a, () => eventLog.holds(a.data.id));
       if (holds === undefined) return { outcome: "unrecorded", ok: {} };
@@ -174,7 +189,7 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
     }
     const outcomes: Record<string, Outcome> = { ...a.carried };
     if (a.giveUp !== undefined) {
-      if (!(await record(a, "failed", outcomes))) return { outcome: "unrecorded", ok: okOf(outcomes) };
+      if (!(await record(a, "failed", outcomes))) return { outcome: "unrecorded", ok: okOutcomes(outcomes) };
       return { outcome: "failed", failed: [], error: new UnrecoverableError(a.giveUp) };
     }
     const started = { at: Date.now() };
@@ -195,7 +210,7 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
       const run = { attempt: a.number, of: a.of, startedAt: started.at, durationMs: result.durationsMs[f.key] ?? 0 };
       outcomes[f.key] = { ...failedOutcome(f.error), run: nextRetryAt === undefined ? run : { ...run, nextRetryAt } };
     }
-    if (!(await record(a, status, outcomes))) return { outcome: "unrecorded", ok: okOf(outcomes) };
+    if (!(await record(a, status, outcomes))) return { outcome: "unrecorded", ok: okOutcomes(outcomes) };
     if (failed.length === 0) return { outcome: "completed" };
     const summary = failureSummary(result.failures);
     const stacks = handlerStacks(result.failures);
@@ -215,7 +230,7 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
 
 /** An events queue job as attemptOfJob reads it. */
 export interface JobAttempts {
-  data: Pick<EventJobData, "attemptsBefore" | "replay">;
+  data: { attemptsBefore?: number | undefined; replay?: true | undefined };
   /** BullMQ's count of the job's failed attempts before this one. */
   attemptsMade: number;
   opts: { attempts?: number | undefined };
@@ -248,4 +263,79 @@ export function drawRetryDelay(backoff: number | BackoffOptions | undefined, att
   const builtin = Backoffs.builtinStrategies[options.type === EVENT_BACKOFF ? "exponential" : options.type];
   const wait = builtin?.(options.delay ?? 0, options.jitter)(attempt);
   return typeof wait === "number" ? wait : undefined;
+}
+
+const JITTER = 0.5;
+
+/**
+ * The events queue's backoff type. BullMQ asks a custom type of the worker's strategy
+ * (events-queue.ts), which hands it the wait the attempt drew from BullMQ's own built-in
+ * exponential backoff with these `delay` and `jitter` (drawRetryDelay), so the attempt's record
+ * names the time BullMQ schedules. Its exponent is the attempt's number in its run, which spans
+ * the ingest stream's first attempt and the job's.
+ */
+export const EVENT_BACKOFF = "event-attempt";
+
+/** The backoff of every events queue job: BullMQ's exponential from `backoffMs`, with jitter. */
+export const eventBackoff = (backoffMs: number) => ({ type: EVENT_BACKOFF, delay: backoffMs, jitter: JITTER });
+
+/** Any other job's retries (the sync queue's): BullMQ's exponential from `backoffMs`, with the same jitter. */
+export const exponentialBackoff = (backoffMs: number) => ({ type: "exponential", delay: backoffMs, jitter: JITTER });
+
+/** How often an attempt waiting for the log looks whether its source stops. */
+const STOP_CHECK_MS = 200;
+
+/** The log said no for the event's own fault (it can never be stored): waiting cannot fix that. */
+const refusedForGood = (err: unknown) => err instanceof EventLogError && err.code === "invalid_event";
+
+/** What an attempt brings to a wait: its log lines, and whether its source stops. */
+interface WaitingAttempt {
+  logger: Logger;
+  stopping(): boolean;
+}
+
+interface LogWait {
+  /** What `ask` resolved to once the log answered; undefined when the source stopped first. */
+  whileLogAway: <T>(attempt: WaitingAttempt, ask: () => Promise<T>) => Promise<{ answer: T } | undefined>;
+  /** How many attempts wait for the log now. */
+  waiting: () => number;
+}
+
+/**
+ * The attempt runner's wait for an event log that cannot answer (the database away, its disk
+ * full): ask again from `firstWaitMs`, doubling to `maxWaitMs`, until it answers or the source
+ * stops. A refusal for the event's own fault is thrown at once.
+ */
+function createLogWait(options: { firstWaitMs: number; maxWaitMs: number }): LogWait {
+  let waiting = 0;
+  return {
+    async whileLogAway(a, ask) {
+      let wait = options.firstWaitMs;
+      let held = false;
+      try {
+        for (;;) {
+          try {
+            const answer = await ask();
+            if (held) a.logger.info("the event log answered; the held attempt goes on");
+            return { answer };
+          } catch (err) {
+            if (refusedForGood(err)) throw err;
+            if (!held) {
+              held = true;
+              waiting++;
+              a.logger.warn({ err: errorMessage(err) }, "could not reach the event log; holding the attempt until the event log answers");
+            }
+            // Waited in short steps, so a stop is seen within one.
+            for (let left = wait; left > 0 && !a.stopping(); left -= STOP_CHECK_MS)
+              await delay(Math.min(left, STOP_CHECK_MS), undefined, { ref: false });
+            if (a.stopping()) return undefined;
+            wait = Math.min(wait * 2, options.maxWaitMs);
+          }
+        }
+      } finally {
+        if (held) waiting--;
+      }
+    },
+    waiting: () => waiting,
+  };
 }

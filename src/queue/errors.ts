@@ -28,3 +28,12 @@ export class BacklogFullError extends QueueUnavailableError {
     this.name = "BacklogFullError";
   }
 }
+
+/** A stream entry that is not what encodeEntry writes (only this service writes the stream): it can never be handled. */
+export class EntryDecodeError extends Error {
+  readonly code = "invalid_entry";
+  constructor(message: string) {
+    super(message);
+    this.name = "EntryDecodeError";
+  }
+}

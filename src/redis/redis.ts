@@ -101,7 +101,7 @@ export interface RedisKeys {
   /** Held (SET NX with a TTL) by the one worker that restores an emptied Redis; its own slot. */
   readonly restoringRedis: string;
   /**
-   * The ingest path (queue/stream-sink.ts, queue/stream-consumer.ts): the stream the edge appends
+   * The ingest path (queue/ingest-stream.ts, queue/stream-consumer.ts): the stream the edge appends
    * verified events to and the workers read, and each event id's "seen" key. The edge's script
    * touches both, so they share the tag `{ingest}` (the prefix's own tag when it has one). The
    * consumer group is a name inside the stream, not a key.

@@ -13,7 +13,7 @@ import { eventQueryFromParams } from "../mirror/event-query.js";
 import { filterFromQuery, validateRecordId } from "../mirror/mirror-filter.js";
 import type { Storage } from "../mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/store.js";
-import { withTimeout } from "../queue/with-timeout.js";
+import { withTimeout } from "../queue/deadline.js";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
 import type { OperatorActions } from "../worker/operator-actions.js";
 import type { QueueHandles } from "./queue-handles.js";

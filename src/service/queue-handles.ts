@@ -1,8 +1,7 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
-import type { EventJobData } from "../queue/event-job.js";
-import { createEventsQueue, createSyncQueue } from "../queue/queues.js";
+import { type EventJobData, createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
 import type { RedisClient } from "../redis/redis.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 

@@ -1,7 +1,7 @@
 import { NotReadyError } from "../http/errors.js";
 import type { Storage } from "../mirror/storage.js";
-import type { StreamSink } from "../queue/stream-sink.js";
-import { withTimeout } from "../queue/with-timeout.js";
+import type { EventSink as StreamSink } from "../queue/ingest-stream.js";
+import { withTimeout } from "../queue/deadline.js";
 import type { RedisClient } from "../redis/redis.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 

@@ -6,7 +6,7 @@ import type { AppEnv } from "../http/request-log.js";
 import { mountOperatorOff } from "../http/guards.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { webhookMetrics } from "../metrics/metrics.js";
-import type { StreamSink } from "../queue/stream-sink.js";
+import type { EventSink as StreamSink } from "../queue/ingest-stream.js";
 import type { Tracing } from "../tracing/tracing.js";
 
 /**

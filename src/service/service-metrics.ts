@@ -11,7 +11,7 @@ import {
 import { createMinuteSampler } from "../metrics/minute-samples.js";
 import type { Storage } from "../mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/store.js";
-import { readStreamBacklog } from "../queue/stream-backlog.js";
+import { readStreamBacklog } from "../queue/ingest-stream.js";
 import { redisKeys } from "../redis/redis.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 import type { QueueHandles } from "./queue-handles.js";

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { RunningServer } from "../http/app.js";
 import type { Storage } from "../mirror/storage.js";
-import { deadlineIn, type Deadline } from "../queue/with-timeout.js";
+import { deadlineIn, type Deadline } from "../queue/deadline.js";
 import type { RedisClient } from "../redis/redis.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 import type { MinuteSampler } from "./service-metrics.js";

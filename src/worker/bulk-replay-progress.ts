@@ -1,5 +1,5 @@
 import type { Job, Worker } from "bullmq";
-import type { EventJobData } from "../queue/event-job.js";
+import type { EventJobData } from "../queue/events-queue.js";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
 
 /** How long a bulk replay's progress stays readable after it was started. */

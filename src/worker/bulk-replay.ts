@@ -3,7 +3,7 @@ import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { EventLog } from "../mirror/event-log.js";
 import type { StepStore } from "../mirror/step-store.js";
-import type { EventJobData } from "../queue/event-job.js";
+import type { EventJobData } from "../queue/events-queue.js";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
 import { earlierAnswer, refuseUnconfirmed, takeFilterSlot } from "./bulk-replay-guards.js";
 import { bulkReplayProgress, BULK_REPLAY_TTL_SECONDS, type BulkReplayProgress } from "./bulk-replay-progress.js";

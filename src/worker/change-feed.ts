@@ -4,7 +4,7 @@ import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { ChangeOutbox } from "../mirror/change-outbox.js";
 import type { MirrorStore } from "../mirror/store.js";
-import type { EventJobData } from "../queue/event-job.js";
+import type { EventJobData } from "../queue/events-queue.js";
 import { activeTraceparent, type Tracing } from "../tracing/tracing.js";
 import { createChangeRelay, type ChangeRelay } from "./change-relay.js";
 import { createMirrorWriter, type MirrorWriter } from "../mirror/mirror-writer.js";

@@ -2,8 +2,8 @@ import type { Tracer } from "@opentelemetry/api";
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { ChangeOutbox, OutboxRow } from "../mirror/change-outbox.js";
-import type { EventJobData } from "../queue/event-job.js";
-import { deadlineIn, type Deadline } from "../queue/with-timeout.js";
+import type { EventJobData } from "../queue/events-queue.js";
+import { deadlineIn, type Deadline } from "../queue/deadline.js";
 import { relaySpans } from "../tracing/tracing.js";
 
 export interface ChangeRelayOptions {

@@ -1,6 +1,5 @@
 import type { Worker } from "bullmq";
-import type { EventJobData } from "../queue/event-job.js";
-import { isDeadLetterPlacement } from "../queue/event-worker.js";
+import { type EventJobData, isDeadLetterPlacement } from "../queue/events-queue.js";
 import { isFinalFailure } from "./job-observers.js";
 
 /** One event whose attempt a worker finished (its handlers ran, or it failed for good), on either path. */

@@ -2,11 +2,9 @@ import type { Job, Worker } from "bullmq";
 import type { Logger } from "pino";
 import { isKnownEventType } from "../events/catalog.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { EventJobData } from "../queue/event-job.js";
+import { type EventJobData, isDeadLetterPlacement, EVENTS_QUEUE } from "../queue/events-queue.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import { attemptOfJob } from "../queue/attempt-runner.js";
-import { isDeadLetterPlacement } from "../queue/event-worker.js";
-import { EVENTS_QUEUE } from "../queue/names.js";
 
 /** Job names are event types, which senders choose: keep the label set bounded. */
 export function jobLabel(name: string): string {

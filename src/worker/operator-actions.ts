@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { EventLog } from "../mirror/event-log.js";
 import { isCalendarDay } from "../mirror/iso-instant.js";
 import type { StepStore } from "../mirror/step-store.js";
-import type { EventJobData } from "../queue/event-job.js";
+import type { EventJobData } from "../queue/events-queue.js";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
 import { DEFAULTS } from "../config/defaults.js";
 import { bulkReplays } from "./bulk-replay.js";

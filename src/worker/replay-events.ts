@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Queue } from "bullmq";
 import type { EventLog, EventQuery, EventSummary, LoggedEvent } from "../mirror/event-log.js";
-import type { EventJobData } from "../queue/event-job.js";
+import type { EventJobData } from "../queue/events-queue.js";
 import type { StepStore } from "../mirror/step-store.js";
 import { EventLogError } from "../mirror/event-log-error.js";
 import { eventQueryFromParams, validateEventQuery } from "../mirror/event-query.js";

@@ -1,7 +1,7 @@
 import { UnrecoverableError, Worker, type Job, type Queue, type Telemetry } from "bullmq";
 import { warnUnlessOutage, type RedisClient } from "../redis/redis.js";
 import type { Logger } from "pino";
-import { SYNC_QUEUE } from "../queue/names.js";
+import { SYNC_QUEUE } from "../queue/events-queue.js";
 import { withBoundedText } from "../events/error-text.js";
 import { isPermanentUpstreamError, UpstreamRateLimitError } from "../upstream/index.js";
 import type { RefreshJobData } from "../sync/refresh-runs.js";

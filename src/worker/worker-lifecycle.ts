@@ -1,7 +1,7 @@
 import type { Queue, Worker } from "bullmq";
 import type { Logger } from "pino";
 import type { StreamConsumer } from "../queue/stream-consumer.js";
-import type { Deadline } from "../queue/with-timeout.js";
+import type { Deadline } from "../queue/deadline.js";
 import type { ChangeRelay } from "./change-relay.js";
 import type { GapWatch } from "./gap-watch.js";
 

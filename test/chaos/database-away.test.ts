@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { sql } from "kysely";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { createDatabase } from "../../src/mirror/database.js";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { inspectQueues } from "../helpers/inspect-queues.js";
 import { findPostgresBin, startPostgresServer, type PostgresServer } from "../helpers/postgres-server.js";

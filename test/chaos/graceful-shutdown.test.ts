@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { parse } from "smol-toml";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { signPayload } from "../../src/events/signature.js";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { inspectQueues } from "../helpers/inspect-queues.js";
 

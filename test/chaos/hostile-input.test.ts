@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { parseEnvelope } from "../../src/events/envelope.js";
 import { signPayload } from "../../src/events/signature.js";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { inspectQueues } from "../helpers/inspect-queues.js";
 import { rssMiB } from "../helpers/rss.js";

@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { EVENTS_QUEUE, SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { SYNC_QUEUE } from "../../src/queue/names.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { inspectQueues } from "../helpers/inspect-queues.js";
 import { waitForQueuesIdle } from "../helpers/queues-idle.js";

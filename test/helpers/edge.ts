@@ -5,13 +5,12 @@ import { inject } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createService, type Service } from "../../src/service.js";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { EVENTS_QUEUE, type EventJobData } from "../../src/queue/events-queue.js";
 import { signPayload } from "../../src/events/signature.js";
 import { captureLogs } from "./log-capture.js";
 import { openTestDatabase, preferredDriver } from "./postgres.js";
 import { streamEvents } from "./ingest-stream.js";
 import { redisKeys } from "../../src/redis/redis.js";
-import type { EventJobData } from "../../src/queue/event-job.js";
 
 export const TEST_SECRET = "whsec_test_primary_5b0d1c7e";
 export const TEST_SECRET_2 = "whsec_test_rotated_9f3a2b61";

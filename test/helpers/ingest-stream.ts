@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
-import type { EventJobData } from "../../src/queue/event-job.js";
-import { decodeEntry, ENTRY_FIELD } from "../../src/queue/stream-entry.js";
+import type { EventJobData } from "../../src/queue/events-queue.js";
+import { decodeEntry, ENTRY_FIELD } from "../../src/queue/ingest-stream.js";
 import { redisKeys } from "../../src/redis/redis.js";
 
 /** The events the edge accepted that no worker has taken yet, oldest first. */

@@ -6,7 +6,7 @@
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import pino from "pino";
-import { SYNC_QUEUE } from "../../src/queue/names.js";
+import { SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { createRefreshJob } from "../../src/sync/refresh-job.js";
 import { createRefreshScheduler } from "../../src/sync/refresh-scheduler.js";
 import type { RefreshJobData } from "../../src/sync/refresh-runs.js";

@@ -1,5 +1,5 @@
 import { createSandbox, type Sandbox, type SandboxOptions } from "../../src/sandbox/index.js";
-import { EVENTS_QUEUE, SYNC_QUEUE } from "../../src/queue/names.js";
+import { EVENTS_QUEUE, SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { redisKeys } from "../../src/redis/redis.js";
 import { waitFor } from "./wait-for.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";

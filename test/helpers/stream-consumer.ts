@@ -3,10 +3,8 @@ import type { Redis } from "ioredis";
 import { createHandlerRegistry, type HandlerMap } from "../../src/events/registry.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createAttemptRunner, type AttemptRunnerOptions } from "../../src/queue/attempt-runner.js";
-import type { EventJobData } from "../../src/queue/event-job.js";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
-import { createStreamConsumer, type StreamConsumer } from "../../src/queue/stream-consumer.js";
-import type { StreamConsumerOptions } from "../../src/queue/stream-consumer-options.js";
+import { type EventJobData, EVENTS_QUEUE } from "../../src/queue/events-queue.js";
+import { createStreamConsumer, type StreamConsumer, type StreamConsumerOptions } from "../../src/queue/stream-consumer.js";
 import { type RedisClient, redisKeys } from "../../src/redis/redis.js";
 import { waitFor } from "./wait-for.js";
 

@@ -7,8 +7,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, i
 import { createChangeOutbox, type ChangeOutbox } from "../../src/mirror/change-outbox.js";
 import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorStore } from "../../src/mirror/store.js";
-import type { EventJobData } from "../../src/queue/event-job.js";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { type EventJobData, EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { createChangeRelay, type ChangeRelayOptions } from "../../src/worker/change-relay.js";
 import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { later, menuItemRecord, orderRecord, reviewRecord } from "../helpers/mirror-records.js";

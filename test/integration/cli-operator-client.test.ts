@@ -8,7 +8,7 @@ import { Queue } from "bullmq";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createEventLog } from "../../src/mirror/event-log.js";
 import { migrateToLatest } from "../../src/mirror/migrate.js";
-import { EVENTS_QUEUE, SYNC_QUEUE } from "../../src/queue/names.js";
+import { EVENTS_QUEUE, SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { createRedisConnection } from "../../src/redis/redis.js";
 import { signPayload } from "../../src/events/signature.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";

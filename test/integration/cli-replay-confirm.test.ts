@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Queue } from "bullmq";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createEventLog } from "../../src/mirror/event-log.js";
-import { EVENTS_QUEUE } from "../../src/queue/names.js";
+import { EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { createRedisConnection } from "../../src/redis/redis.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { openTestDatabase } from "../helpers/postgres.js";

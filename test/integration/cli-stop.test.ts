@@ -6,7 +6,7 @@ import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { lockDataDir } from "../../src/mirror/data-dir-lock.js";
 import { embeddedDirectory } from "../../src/mirror/database.js";
-import { SYNC_QUEUE } from "../../src/queue/names.js";
+import { SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { databaseEnv } from "../helpers/postgres.js";

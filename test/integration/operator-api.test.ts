@@ -1,6 +1,6 @@
 import { Queue } from "bullmq";
 import { afterEach, describe, expect, it } from "vitest";
-import { SYNC_QUEUE } from "../../src/queue/names.js";
+import { SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextJob } from "../helpers/job-events.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";

@@ -9,7 +9,7 @@ import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createApiClient } from "../../src/upstream/index.js";
 import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
-import { SYNC_QUEUE } from "../../src/queue/names.js";
+import { SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { enqueueCatchUp, RECONCILE_JOBS, reconcileProcessors } from "../../src/sync/reconcile-jobs.js";
 import { createActivePassLease } from "../../src/sync/active-pass-lease.js";

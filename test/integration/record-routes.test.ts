@@ -3,7 +3,7 @@ import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
-import { SYNC_QUEUE } from "../../src/queue/names.js";
+import { SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { createRedisConnection, type RedisClient, redisKeys } from "../../src/redis/redis.js";
 import { createService, type Service } from "../../src/service.js";
 import { TEST_SECRET } from "../helpers/edge.js";

@@ -5,7 +5,7 @@ import { Queue, type Job, type Worker } from "bullmq";
 import { Redis } from "ioredis";
 import pino from "pino";
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { SYNC_QUEUE } from "../../src/queue/names.js";
+import { SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createRefreshJob } from "../../src/sync/refresh-job.js";
 import type { RefreshOutcome } from "../../src/sync/refresh-kind.js";

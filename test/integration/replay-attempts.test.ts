@@ -1,6 +1,6 @@
 import type { Job } from "bullmq";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EventJobData } from "../../src/queue/event-job.js";
+import type { EventJobData } from "../../src/queue/events-queue.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextJob } from "../helpers/job-events.js";
 import { moduleHandlers } from "../helpers/module-handlers.js";

@@ -1,6 +1,6 @@
 import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SYNC_QUEUE } from "../../src/queue/names.js";
+import { SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { redisKeys } from "../../src/redis/redis.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { RECONCILE_JOBS } from "../../src/sync/reconcile-jobs.js";

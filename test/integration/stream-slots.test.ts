@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createHandlerRegistry } from "../../src/events/registry.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createAttemptRunner } from "../../src/queue/attempt-runner.js";
-import { createEventWorker } from "../../src/queue/event-worker.js";
+import { createEventWorker } from "../../src/queue/events-queue.js";
 import { redisKeys } from "../../src/redis/redis.js";
 import { sampleEvent, startEdge } from "../helpers/edge.js";
 import { startConsumer, streamDrained } from "../helpers/stream-consumer.js";

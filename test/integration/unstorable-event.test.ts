@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
-import { createEventProducer } from "../../src/queue/event-producer.js";
+import { createEventProducer } from "../../src/queue/events-queue.js";
 import { UnstorableEventError } from "../../src/queue/errors.js";
 import { sampleEvent, startEdge, type TestEdge } from "../helpers/edge.js";
 

@@ -1,8 +1,7 @@
 import { UnrecoverableError } from "bullmq";
 import { describe, expect, it } from "vitest";
-import type { AttemptResult } from "../../src/queue/attempt-runner.js";
-import { continuationOf, type ContinuationOptions } from "../../src/queue/continuation.js";
-import { EVENT_BACKOFF } from "../../src/queue/job-options.js";
+import { type AttemptResult, EVENT_BACKOFF } from "../../src/queue/attempt-runner.js";
+import { continuationOf, type ContinuationOptions } from "../../src/queue/events-queue.js";
 
 const options: ContinuationOptions = {
   attempts: 5,

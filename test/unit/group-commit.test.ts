@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { QueueUnavailableError } from "../../src/queue/errors.js";
-import { groupCommit } from "../../src/queue/group-commit.js";
+import { groupCommit } from "../../src/queue/ingest-stream.js";
 
 describe("groupCommit", () => {
   it("writes items that arrive together in one batch, each caller getting its own result", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createInflightEntries } from "../../src/queue/inflight-entries.js";
+import { createInflightEntries } from "../../src/queue/stream-consumer.js";
 
 const MiB = 1024 * 1024;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { attemptOfJob, drawRetryDelay } from "../../src/queue/attempt-runner.js";
-import { EVENT_BACKOFF, eventRetryOptions, KEPT_STACKS, retryJobOptions } from "../../src/queue/job-options.js";
+import { attemptOfJob, drawRetryDelay, EVENT_BACKOFF } from "../../src/queue/attempt-runner.js";
+import { eventRetryOptions, KEPT_STACKS, retryJobOptions } from "../../src/queue/events-queue.js";
 
 describe("retry options", () => {
   it("retries every job exponentially with jitter; events queue jobs by the attempt's draw", () => {

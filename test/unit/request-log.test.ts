@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { signPayload } from "../../src/events/signature.js";
 import { createApp } from "../../src/http/app.js";
 import { createLogger } from "../../src/logging/logger.js";
-import type { EventSink } from "../../src/queue/event-job.js";
+import type { EventSink } from "../../src/queue/ingest-stream.js";
 import { captureLogs } from "../helpers/log-capture.js";
 
 const SECRET = "whsec_request_log";

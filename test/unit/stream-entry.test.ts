@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { decodeEntry, encodeEntry, EntryDecodeError, jobOfEntry } from "../../src/queue/stream-entry.js";
+import { decodeEntry, encodeEntry, jobOfEntry } from "../../src/queue/ingest-stream.js";
+import { EntryDecodeError } from "../../src/queue/errors.js";
 import { redisKeys } from "../../src/redis/redis.js";
 
 const event = {

@@ -1,6 +1,6 @@
 import { TraceFlags } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
-import { encodeEntry, decodeEntry } from "../../src/queue/stream-entry.js";
+import { encodeEntry, decodeEntry } from "../../src/queue/ingest-stream.js";
 import { tracingRequested, formatTraceparent, parseTraceparent } from "../../src/tracing/tracing.js";
 
 const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";

@@ -4,7 +4,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { signPayload } from "../../src/events/signature.js";
 import { createApp } from "../../src/http/app.js";
 import { QueueUnavailableError } from "../../src/queue/errors.js";
-import type { EventJobData, EventSink } from "../../src/queue/event-job.js";
+import type { EventJobData } from "../../src/queue/events-queue.js";
+import type { EventSink } from "../../src/queue/ingest-stream.js";
 
 // The edge's rules, tested in memory with app.request() as hono's own suite does: no socket,
 // no Redis. The sink below keeps events in an array and deduplicates by id like the real one.

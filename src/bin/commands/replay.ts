@@ -1,8 +1,7 @@
 import { parseArgs } from "node:util";
 import { SingleBar } from "cli-progress";
 import { type Config, loadConfig } from "../../config/config.js";
-import { EVENTS_QUEUE, SYNC_QUEUE } from "../../queue/names.js";
-import { createEventsQueue, createSyncQueue } from "../../queue/queues.js";
+import { EVENTS_QUEUE, SYNC_QUEUE, createEventsQueue, createSyncQueue } from "../../queue/events-queue.js";
 import type { EventQuery } from "../../mirror/event-query.js";
 import type { Storage } from "../../mirror/storage.js";
 import { OperatorActionError } from "../../worker/operator-action-error.js";

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { loadConfig, secretsOf } from "../../config/config.js";
 import { createLogger } from "../../logging/logger.js";
-import { deadlineIn } from "../../queue/with-timeout.js";
+import { deadlineIn } from "../../queue/deadline.js";
 import { createService } from "../../service.js";
 import { EXIT_GRACE_MS } from "../../service/service-stop.js";
 import { traceLogFields, startTracing } from "../../tracing/tracing.js";
