@@ -91,12 +91,12 @@ export function retentionJobOptions(retention: Config["retention"]): DefaultJobO
 }
 
 /** The options every job of ours gets from the config: its retries and how long it is kept. */
-export function configuredJobOptions(config: Pick<Config, "worker" | "retention">): DefaultJobOptions {
+function configuredJobOptions(config: Pick<Config, "worker" | "retention">): DefaultJobOptions {
   return { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) };
 }
 
 /** configuredJobOptions for the events queue: its jobs' waits are drawn by the attempt (eventBackoff). */
-export function configuredEventJobOptions(config: Pick<Config, "worker" | "retention">): DefaultJobOptions {
+function configuredEventJobOptions(config: Pick<Config, "worker" | "retention">): DefaultJobOptions {
   return { ...eventRetryOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) };
 }
 
@@ -119,7 +119,7 @@ export interface QueueHandleOptions {
  * Every handle on a queue of the service is built here: the prefix, the job defaults, BullMQ's own
  * event stream kept short, and an "error" listener (an unheard one would throw).
  */
-export function openQueue<Data>(
+function openQueue<Data>(
   name: string,
   options: {
     connection: RedisClient;

@@ -115,7 +115,6 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
       running = readLoop(state, own, (entry) => attempts.begin(entry));
     },
     async stop(deadline = deadlineIn(3000)) {
-      state.stopping = true;
       state.stopped.abort();
       inflight.wake();
       // The blocking read returns within its BLOCK time, an entry once its handlers end (or their
@@ -168,9 +167,7 @@ interface StreamConsumerState {
   handlerSlots: LimitFunction;
   /** Entries read and waiting for a handler slot: what a stop hands on instead of starting. */
   unstarted: Map<string, Entry>;
-  /** Set once by stop(): nothing new is read or started from then on. */
-  stopping: boolean;
-  /** Aborted by stop(): cuts the read loop's pauses short. */
+  /** Aborted once by stop(): nothing new is read or started from then on, and the read loop's pauses end. */
   stopped: AbortController;
 }
 
@@ -187,20 +184,10 @@ function createStreamConsumerState(options: StreamConsumerOptions): StreamConsum
     batchSize,
     blockMs: options.blockMs ?? 1000,
     claimCount: Math.max(1, Math.min(batchSize, Math.floor(maxBytes / largestEntryBytes))),
-    handoff: createStreamHandoff({
-      connection: options.connection,
-      prefix: options.prefix,
-      queue: options.queue,
-      logger,
-      attempts: options.attempts,
-      backoffMs: options.backoffMs,
-      dedupTtlMs: options.dedupWindowSeconds * 1000,
-      handlerKeys: (type) => options.runner.handlerKeys(type),
-    }),
+    handoff: createStreamHandoff(options),
     inflight: createInflightEntries({ maxEntries: batchSize, maxBytes, largestEntryBytes }),
     handlerSlots: pLimit(options.concurrency),
     unstarted: new Map(),
-    stopping: false,
     stopped: new AbortController(),
   };
 }
@@ -219,7 +206,7 @@ interface InflightLimits {
   largestEntryBytes: number;
 }
 
-export interface InflightFigures {
+interface InflightFigures {
   entries: number;
   bytes: number;
   /** The most bytes held at once since the consumer was made. */
@@ -335,10 +322,14 @@ interface StreamHandoff {
 }
 
 /** How a stream consumer lets go of entries: finished (acknowledged) or handed to the events queue. */
-function createStreamHandoff(
-  options: ContinuationOptions & { connection: RedisClient; prefix: string; queue: Queue<EventJobData>; logger: Logger },
-): StreamHandoff {
+function createStreamHandoff(options: StreamConsumerOptions): StreamHandoff {
   const { stream, group } = redisKeys(options.prefix).ingest;
+  const continuation: ContinuationOptions = {
+    attempts: options.attempts,
+    backoffMs: options.backoffMs,
+    dedupTtlMs: options.dedupWindowSeconds * 1000,
+    handlerKeys: (type) => options.runner.handlerKeys(type),
+  };
   const redis = defineScripts<HandoffCommands>(options.connection, { svcStreamAckDelete: { numberOfKeys: 1, lua: ACK_DELETE } });
   const ackDeleteAll = async (ids: string[]) => {
     await redis.svcStreamAckDelete(stream, group, ...ids);
@@ -353,7 +344,7 @@ function createStreamHandoff(
     const jobs: EntryJob[] = [];
     for (const entry of entries) {
       try {
-        jobs.push(jobOfEntry(entry[0], entryText(entry), options.dedupTtlMs));
+        jobs.push(jobOfEntry(entry[0], entryText(entry), continuation.dedupTtlMs));
       } catch (err) {
         options.logger.error({ entryId: entry[0], err: (err as Error).message }, "dropping an unreadable stream entry");
       }
@@ -368,7 +359,7 @@ function createStreamHandoff(
       await ackDelete(id);
     },
     async continueAfter(entryId, data, result) {
-      const job = continuationOf(entryId, data, result, options);
+      const job = continuationOf(entryId, data, result, continuation);
       if (job) await addJob(job);
     },
   };
@@ -420,8 +411,8 @@ function createFirstAttempts(state: StreamConsumerState): FirstAttempts {
       // The events queue's backoff: a retry's wait is drawn from it, recorded, and the job carrying the event on waits it.
       backoff: eventBackoff(options.backoffMs),
       delivery: true,
-      slot: (run) => state.handlerSlots(() => (state.stopping ? undefined : ((started = unstarted.delete(entryId)), run()))),
-      stopping: () => state.stopping,
+      slot: (run) => state.handlerSlots(() => (state.stopped.signal.aborted ? undefined : ((started = unstarted.delete(entryId)), run()))),
+      stopping: () => state.stopped.signal.aborted,
       logger: logger.child({ eventId: data.id, eventType: data.type, entryId, attempt: 1 }),
     });
     return { data, result, started };
@@ -504,7 +495,7 @@ async function claimAbandoned(state: StreamConsumerState, reader: RedisClient): 
         "claimed stream entries a stopped consumer left pending; they continue in the events queue",
       );
     cursor = next;
-  } while (cursor !== "0-0" && !state.stopping);
+  } while (cursor !== "0-0" && !state.stopped.signal.aborted);
   if (moved > 0) state.options.onClaimed?.(moved);
 }
 
@@ -539,7 +530,7 @@ async function readStep(state: StreamConsumerState, reader: RedisClient, begin: 
 async function readLoop(state: StreamConsumerState, reader: RedisClient, begin: (entry: Entry) => void): Promise<void> {
   let failures = 0;
   let nextClaimAt = 0;
-  while (!state.stopping) {
+  while (!state.stopped.signal.aborted) {
     try {
       if (Date.now() >= nextClaimAt) {
         await claimAbandoned(state, reader);
