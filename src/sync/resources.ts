@@ -1,5 +1,7 @@
 import type { MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord } from "../mirror/store.js";
-import type { ApiClient, BudgetClass, ListWalk } from "../upstream/index.js";
+import type { ApiClient } from "../upstream/client.js";
+import type { ListWalk } from "../upstream/paginate.js";
+import type { BudgetClass } from "../upstream/rate-limiter.js";
 import { ORDER_STATUS_RANK, ORDER_STATUSES, orderStatusRank } from "../upstream/models.js";
 
 export type SyncedKind = Exclude<MirrorKind, "reviews">;

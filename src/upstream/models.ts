@@ -32,7 +32,7 @@ export const ORDER_STATUS_RANK = {
 export const orderStatusRank = (status: unknown): number | undefined =>
   typeof status === "string" && Object.hasOwn(ORDER_STATUS_RANK, status) ? ORDER_STATUS_RANK[status as OrderStatus] : undefined;
 
-export const orderItemSchema = z.looseObject({
+const orderItemSchema = z.looseObject({
   id: z.string(),
   menuItemId: z.string(),
   name: z.string(),
@@ -83,9 +83,6 @@ export const menuItemSchema = z.looseObject({
 
 // No review field is shown by the spec, and there is no review endpoint: keep everything.
 export const reviewSchema = z.looseObject({ id: z.string(), restaurantId: z.string() });
-
-/** One page of a list endpoint; `nextCursor` is opaque and null on the last page. */
-export const pageSchema = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), nextCursor: z.string().nullable() });
 
 /** A list page whose records are checked one by one (`splitRecords`), so one bad record never fails the page. */
 export const looseRecordsPageSchema = z.object({ data: z.array(z.unknown()), nextCursor: z.string().nullable() });

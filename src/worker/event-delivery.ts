@@ -11,7 +11,7 @@ import { createEventWorker } from "../queue/event-worker.js";
 import { EVENTS_QUEUE } from "../queue/names.js";
 import { createStreamConsumer, type StreamConsumer } from "../queue/stream-consumer.js";
 import type { RedisClient } from "../redis/redis.js";
-import { isPermanentUpstreamError } from "../upstream/index.js";
+import { isPermanentUpstreamError } from "../upstream/errors.js";
 import { createFinishedEvents, type FinishedEvents } from "./finished-events.js";
 import type { SharedHandlerContext } from "./handler-context.js";
 import { jobLabel } from "./job-observers.js";

@@ -12,7 +12,7 @@ import { createEventsQueue, createSyncQueue } from "../queue/queues.js";
 import type { StreamConsumer } from "../queue/stream-consumer.js";
 import type { RedisClient } from "../redis/redis.js";
 import { tracedMirror, type Tracing } from "../tracing/tracing.js";
-import type { ApiClient } from "../upstream/index.js";
+import type { ApiClient } from "../upstream/client.js";
 import { createChangeFeed } from "./change-feed.js";
 import type { ChangeRelay } from "./change-relay.js";
 import { createEventDelivery } from "./event-delivery.js";
