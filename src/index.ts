@@ -61,7 +61,8 @@ export {
   type OrderQuery,
 } from "./upstream/client.js";
 export { createRateLimiter, BUDGET_CLASSES, type BudgetClass, type RateLimiter, type RateLimiterOptions } from "./upstream/rate-limiter.js";
-export { apiKeyId, isApiKey, parseApiKey, ApiKeyError, API_KEY_PREFIX } from "./upstream/api-key.js";
+export { apiKeyId, isApiKey, parseApiKey, API_KEY_PREFIX } from "./upstream/client.js";
+export { ApiKeyError } from "./upstream/errors.js";
 export {
   UpstreamError,
   UpstreamBadRequestError,

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { DEFAULTS } from "./defaults.js";
 import { hashTagOf } from "../redis/redis.js";
-import { isApiKey } from "../upstream/api-key.js";
+import { isApiKey } from "../upstream/client.js";
 
 export interface HttpLimits {
   /** Whole request (headers and body); past it Node answers 408 and closes. */

@@ -1,4 +1,4 @@
-import { orderStatusRank } from "../upstream/models.js";
+import { bookingStatusRank, orderStatusRank } from "../upstream/models.js";
 import type { MirrorKind, MirrorRecord } from "./store.js";
 
 /**
@@ -8,6 +8,6 @@ import type { MirrorKind, MirrorRecord } from "./store.js";
  */
 export function rankOf(kind: MirrorKind, record: MirrorRecord): number {
   if (kind === "orders") return orderStatusRank(record.status) ?? 0;
-  if (kind === "bookings") return record.status === "CANCELLED" ? 1 : 0;
+  if (kind === "bookings") return bookingStatusRank(record.status);
   return 0;
 }

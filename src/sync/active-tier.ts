@@ -1,7 +1,8 @@
 import type { Logger } from "pino";
 import type { MirrorRecord, MirrorStore } from "../mirror/store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import { readList, type ApiClient } from "../upstream/index.js";
+import { type ApiClient } from "../upstream/client.js";
+import { readList } from "../upstream/paginate.js";
 import type { ChangeSource } from "../events/change-events.js";
 import { isFirstImport, sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { firstImportRunning } from "./full-tier.js";

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { MirrorStore } from "../mirror/store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { ApiClient } from "../upstream/index.js";
+import type { ApiClient } from "../upstream/client.js";
 import { isFirstImport, type SweepChanges } from "./change-source.js";
 import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
 import { walkList, type WalkOutcome } from "./walk-list.js";
@@ -30,7 +30,7 @@ export interface FullSliceOutcome {
 /**
  * A backfill of a kind's whole list counts as running while its checkpoint, unfinished, was saved
  * this recently. A running one saves a page every few seconds, and its longest wait is a 429's
- * Retry-After (honoured up to 5 min, upstream/retry.ts); one that crashed or was stopped saves no
+ * Retry-After (honoured up to 5 min, upstream/client.ts); one that crashed or was stopped saves no
  * more, and so holds the full tier back no longer than this.
  */
 export const BACKFILL_ALIVE_MS = 10 * 60_000;

@@ -4,7 +4,7 @@ import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { MirrorStore } from "../mirror/store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { ApiClient } from "../upstream/index.js";
+import type { ApiClient } from "../upstream/client.js";
 import { waitForRunningPass, type ActivePassLease } from "./active-pass-lease.js";
 import { runActivePass, type CatchUp } from "./active-tier.js";
 import type { SweepChanges } from "./change-source.js";

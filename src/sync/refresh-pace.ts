@@ -1,4 +1,4 @@
-import type { RateLimitState } from "../upstream/index.js";
+import type { RateLimitState } from "../upstream/rate-limiter.js";
 
 /**
  * Refreshes paced by the budget, so that cost per event falls as the rate rises. After a run, the

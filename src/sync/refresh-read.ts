@@ -1,5 +1,6 @@
 import type { MirrorStore } from "../mirror/store.js";
-import { readList, type ApiClient } from "../upstream/index.js";
+import { type ApiClient } from "../upstream/client.js";
+import { readList } from "../upstream/paginate.js";
 import type { MirrorWriter } from "../mirror/mirror-writer.js";
 import { writePage } from "./change-source.js";
 import type { PlannedRead } from "./read-plan.js";

@@ -1,6 +1,8 @@
 import type { MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord } from "../mirror/store.js";
-import type { ApiClient, BudgetClass, ListWalk } from "../upstream/index.js";
-import { ORDER_STATUS_RANK, ORDER_STATUSES, orderStatusRank } from "../upstream/models.js";
+import type { ApiClient } from "../upstream/client.js";
+import type { ListWalk } from "../upstream/paginate.js";
+import type { BudgetClass } from "../upstream/rate-limiter.js";
+import { FINAL_ORDER_STATUSES, OPEN_ORDER_STATUSES, orderStatusesFrom, orderStatusRank } from "../upstream/models.js";
 
 export type SyncedKind = Exclude<MirrorKind, "reviews">;
 
@@ -69,24 +71,12 @@ const dateField =
     return typeof value === "string" ? Date.parse(value) : NaN;
   };
 
-/**
- * The statuses an order in `status` may be in now, the carried one first (docs/upstream.md): from
- * an open one every status of a higher rank (the forward steps, CANCELLED, REFUNDED from a paid
- * order); from DELIVERED or CANCELLED only REFUNDED. Unknown: undefined (no status filter can be trusted).
- */
-function statusesFrom(status: string): string[] | undefined {
-  const rank = orderStatusRank(status);
-  if (rank === undefined) return undefined;
-  if (ORDER_STATES.final.includes(status)) return status === "REFUNDED" ? [status] : [status, "REFUNDED"];
-  return ORDER_STATUSES.filter((s) => ORDER_STATUS_RANK[s] >= rank);
-}
-
 /** The orders' state order: the table's one row with states. */
 export const ORDER_STATES: StateOrder = {
   rank: orderStatusRank,
-  open: ["PENDING", "CONFIRMED", "PREPARING", "READY"],
-  final: ["DELIVERED", "CANCELLED", "REFUNDED"],
-  from: statusesFrom,
+  open: OPEN_ORDER_STATUSES,
+  final: FINAL_ORDER_STATUSES,
+  from: orderStatusesFrom,
 };
 
 /** The synced kinds as rows, in sweep order (the order backfill and reconcile walk them). */

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { MirrorStore } from "../mirror/store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { ApiClient } from "../upstream/index.js";
+import type { ApiClient } from "../upstream/client.js";
 import { isFirstImport } from "./change-source.js";
 import type { MirrorWriter } from "../mirror/mirror-writer.js";
 import { SYNCED_KINDS, type SyncedKind } from "./resources.js";

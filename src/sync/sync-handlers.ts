@@ -1,6 +1,7 @@
 import type { HandlerMap } from "../events/registry.js";
 import type { MirrorStore } from "../mirror/store.js";
 import type { RefreshScheduler } from "./refresh-scheduler.js";
+import { REFUNDED_STATUS } from "../upstream/models.js";
 
 /** Sync needs only the mirror of a handler's context; the worker's full context is wider. */
 type SyncHandlers = HandlerMap<{ mirror: MirrorStore }>;
@@ -29,7 +30,7 @@ export function createSyncHandlers(scheduler: RefreshScheduler, { withApi }: { w
     "order.created": order,
     "order.status_changed": order,
     // Fired by the refund operation only (spec part 6): the order is REFUNDED even when the event is thin.
-    "order.refunded": (e) => order({ ...e, data: { ...e.data, status: e.data.status ?? "REFUNDED" } }),
+    "order.refunded": (e) => order({ ...e, data: { ...e.data, status: e.data.status ?? REFUNDED_STATUS } }),
     "booking.created": booking,
     "booking.status_changed": booking,
     "menu_item.updated": (e) => scheduler.request("menu-items", e.data.restaurantId),

@@ -1,7 +1,9 @@
 import type { Logger } from "pino";
 import type { MirrorStore } from "../mirror/store.js";
 import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import { readList, UpstreamBadRequestError, UpstreamPageRefusedError, type ApiClient } from "../upstream/index.js";
+import { type ApiClient } from "../upstream/client.js";
+import { UpstreamBadRequestError, UpstreamPageRefusedError } from "../upstream/errors.js";
+import { readList } from "../upstream/paginate.js";
 import { sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { RESOURCES, walkOf, type SyncedKind } from "./resources.js";
 

@@ -1,6 +1,6 @@
 // Every failure of an API call is one of these: a status (when the API answered), a stable
 // `code` (from the error body when it has one) and whether the same call may succeed later.
-// Messages name the method and route, never the API key.
+// Messages name the method and route, never the API key. The layer's one registry of errors.
 
 export interface UpstreamErrorInit {
   status?: number | undefined;
@@ -122,6 +122,15 @@ export class UpstreamPageRefusedError extends UpstreamResponseError {
 export class UpstreamRequestError extends UpstreamError {
   constructor(message: string, { code = "invalid_request" }: { code?: string } = {}) {
     super(message, { code, retryable: false });
+  }
+}
+
+/** A key of the wrong form. Its message never contains the key (it would end up in logs). */
+export class ApiKeyError extends Error {
+  readonly code = "invalid_api_key";
+  constructor(message: string) {
+    super(message);
+    this.name = "ApiKeyError";
   }
 }
 

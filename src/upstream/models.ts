@@ -4,12 +4,31 @@ import * as z from "zod";
 // spec shows, lenient on the rest: `z.looseObject` keeps fields we do not know (they reach the
 // mirror unchanged), and where the spec leaves a value open (booking status) any string goes.
 
+// ---- The order state machine (spec part 3; where the spec shows no rule, docs/upstream.md's
+// reading). Its one home: the mirror's rank, the sync's open and final lists and where a status
+// may lead, the step-aware client's "already done" and the refund event's status derive from here.
+
+/** Every order status, in rank order (ORDER_STATUS_RANK). */
 export const ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED", "REFUNDED"] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
 
 /** The values the status operation accepts (part 3 rule 1): never PENDING or REFUNDED. */
 export const SETTABLE_ORDER_STATUSES = ["CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED"] as const;
 export type SettableOrderStatus = (typeof SETTABLE_ORDER_STATUSES)[number];
+
+/** The forward line the status operation moves an order along, one step at a time; CANCELLED and REFUNDED are off it. */
+export const ORDER_FORWARD_STEPS = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const satisfies readonly OrderStatus[];
+
+/** Terminal for the status operation (rule 4 not shown: docs/upstream.md's reading); a refund may still follow. */
+export const FINAL_ORDER_STATUSES = ["DELIVERED", "CANCELLED", "REFUNDED"] as const satisfies readonly OrderStatus[];
+
+/** The statuses an order can still move out of by the status operation. */
+export const OPEN_ORDER_STATUSES: readonly OrderStatus[] = ORDER_STATUSES.filter(
+  (s) => !(FINAL_ORDER_STATUSES as readonly string[]).includes(s),
+);
+
+/** What the refund operation leads to, from any status of a paid order but itself (rule 2: only it does). */
+export const REFUNDED_STATUS = "REFUNDED" satisfies OrderStatus;
 
 export const ORDER_TYPES = ["DINE_IN", "TAKEAWAY", "DELIVERY"] as const;
 export type OrderType = (typeof ORDER_TYPES)[number];
@@ -18,21 +37,31 @@ export type OrderType = (typeof ORDER_TYPES)[number];
  * Every allowed order transition strictly increases this rank (docs/upstream.md), so a record
  * with a lower rank than the one held is an older view and must not overwrite it.
  */
-export const ORDER_STATUS_RANK = {
-  PENDING: 0,
-  CONFIRMED: 1,
-  PREPARING: 2,
-  READY: 3,
-  DELIVERED: 4,
-  CANCELLED: 5,
-  REFUNDED: 6,
-} as const satisfies Record<OrderStatus, number>;
+export const ORDER_STATUS_RANK = Object.fromEntries(ORDER_STATUSES.map((s, rank) => [s, rank])) as Record<OrderStatus, number>;
 
 /** An order status's ORDER_STATUS_RANK; undefined for a value the spec does not show (never a rank). */
 export const orderStatusRank = (status: unknown): number | undefined =>
   typeof status === "string" && Object.hasOwn(ORDER_STATUS_RANK, status) ? ORDER_STATUS_RANK[status as OrderStatus] : undefined;
 
-export const orderItemSchema = z.looseObject({
+/**
+ * The statuses an order in `status` may be in now, the carried one first: from an open one every
+ * status of a higher rank (the forward steps, CANCELLED, REFUNDED from a paid order); from a final
+ * one only a refund (none from REFUNDED). Undefined for a status the spec does not show.
+ */
+export function orderStatusesFrom(status: string): OrderStatus[] | undefined {
+  const rank = orderStatusRank(status);
+  if (rank === undefined) return undefined;
+  const at = status as OrderStatus;
+  if ((FINAL_ORDER_STATUSES as readonly string[]).includes(at)) return at === REFUNDED_STATUS ? [at] : [at, REFUNDED_STATUS];
+  return ORDER_STATUSES.filter((s) => ORDER_STATUS_RANK[s] >= rank);
+}
+
+/** A booking's rank (the spec shows no more of its machine): a cancelled booking never comes back. */
+export const bookingStatusRank = (status: unknown): number => (status === "CANCELLED" ? 1 : 0);
+
+// ---- The records
+
+const orderItemSchema = z.looseObject({
   id: z.string(),
   menuItemId: z.string(),
   name: z.string(),
@@ -83,9 +112,6 @@ export const menuItemSchema = z.looseObject({
 
 // No review field is shown by the spec, and there is no review endpoint: keep everything.
 export const reviewSchema = z.looseObject({ id: z.string(), restaurantId: z.string() });
-
-/** One page of a list endpoint; `nextCursor` is opaque and null on the last page. */
-export const pageSchema = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), nextCursor: z.string().nullable() });
 
 /** A list page whose records are checked one by one (`splitRecords`), so one bad record never fails the page. */
 export const looseRecordsPageSchema = z.object({ data: z.array(z.unknown()), nextCursor: z.string().nullable() });

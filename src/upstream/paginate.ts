@@ -12,7 +12,7 @@ import type { Page } from "./models.js";
  * 10 million records at the API's 100 a page. A walk that reaches it fails like a cycle: no list
  * this service reads is that long, so it is one that never ends.
  */
-export const MAX_WALK_PAGES = 100_000;
+const MAX_WALK_PAGES = 100_000;
 
 /** The order a list came in, read off its records: the spec states none, so it is never assumed. */
 export type ListDirection = "descending" | "ascending" | "unknown";
@@ -68,7 +68,7 @@ export function createListOrder(): ListOrder {
  * sequence that repeats as a whole, and one page or two later); its memory is bounded because the
  * walk is: at most `cap` digests of 16 bytes each, whatever the cursors' size.
  */
-export function createWalkBounds(options: { start?: string; pagesBefore?: number; cap?: number } = {}) {
+function createWalkBounds(options: { start?: string; pagesBefore?: number; cap?: number } = {}) {
   const cap = options.cap ?? MAX_WALK_PAGES;
   const digest = (cursor: string) => createHash("sha256").update(cursor).digest("base64").slice(0, 22);
   const seen = new Set<string>(options.start === undefined ? [] : [digest(options.start)]);

@@ -1,5 +1,5 @@
 import { UnrecoverableError } from "bullmq";
-import type { ApiClient } from "../upstream/index.js";
+import type { ApiClient } from "../upstream/client.js";
 
 /**
  * A handler called `ctx.api` on a service with no upstream configured. No retry can fix that, so

@@ -9,7 +9,7 @@ import { createAttemptRunner } from "../queue/attempt-runner.js";
 import { type EventJobData, createEventWorker, EVENTS_QUEUE } from "../queue/events-queue.js";
 import { createStreamConsumer, type StreamConsumer } from "../queue/stream-consumer.js";
 import type { RedisClient } from "../redis/redis.js";
-import { isPermanentUpstreamError } from "../upstream/index.js";
+import { isPermanentUpstreamError } from "../upstream/errors.js";
 import { createFinishedEvents, type FinishedEvents } from "./finished-events.js";
 import type { SharedHandlerContext } from "./handler-context.js";
 import { jobLabel } from "./job-observers.js";

@@ -8,7 +8,7 @@ import {
 } from "../events/change-events.js";
 import type { EventFor, HandledType, Handler, HandlerMap } from "../events/registry.js";
 import type { MirrorStore } from "../mirror/store.js";
-import type { ApiClient } from "../upstream/index.js";
+import type { ApiClient } from "../upstream/client.js";
 import type { StepFunction } from "./durable-steps.js";
 
 /** What every handler receives beside the event. */

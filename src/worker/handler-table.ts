@@ -5,7 +5,7 @@ import { createHandlerRegistry, type HandlerRegistry } from "../events/registry.
 import type { StepStore } from "../mirror/step-store.js";
 import type { MirrorStore } from "../mirror/store.js";
 import { traceHandlers, type Tracing } from "../tracing/tracing.js";
-import type { ApiClient } from "../upstream/index.js";
+import type { ApiClient } from "../upstream/client.js";
 import { apiNotConfigured } from "./api-not-configured.js";
 import { createDurableSteps } from "./durable-steps.js";
 import type { EventHandlers, HandlerContext, SharedHandlerContext } from "./handler-context.js";

@@ -1,13 +1,18 @@
 import type { MirrorStore } from "../mirror/store.js";
 import type { ApiClient } from "../upstream/client.js";
-import type { Booking, CreateBookingInput, Order, OrderStatus, SettableOrderStatus } from "../upstream/models.js";
+import {
+  ORDER_FORWARD_STEPS,
+  REFUNDED_STATUS,
+  type Booking,
+  type CreateBookingInput,
+  type Order,
+  type OrderStatus,
+  type SettableOrderStatus,
+} from "../upstream/models.js";
 import type { StepScope } from "./durable-steps.js";
 
 /** Records read at most while looking for a step's earlier effect (20 pages of 100). */
 const MAX_LOOKUP_RECORDS = 2000;
-
-// An order moves along this line; CANCELLED and REFUNDED are off it.
-const FORWARD: readonly OrderStatus[] = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"];
 
 /**
  * The API client handlers get. Outside a step, or in a step's first run, it is the client as is.
@@ -63,7 +68,7 @@ export function stepAwareApi(api: ApiClient, deps: { current: () => StepScope | 
     async refundOrder(id, reason) {
       const scope = recovering();
       const found = scope && (await findOrder(id));
-      if (found?.status !== "REFUNDED") return api.refundOrder(id, reason);
+      if (found?.status !== REFUNDED_STATUS) return api.refundOrder(id, reason);
       scope?.logger.warn({ order: id }, "the order is already refunded; not refunding it again");
       return found;
     },
@@ -85,7 +90,9 @@ export function sameBooking(b: Booking, input: CreateBookingInput): boolean {
 /** Whether an order in `current` already is in `wanted`, or past it on the forward line. */
 export function reached(current: OrderStatus, wanted: SettableOrderStatus): boolean {
   if (current === wanted) return true;
-  const at = FORWARD.indexOf(current);
-  const want = FORWARD.indexOf(wanted);
+  // The forward line of the state machine (upstream/models.ts); CANCELLED and REFUNDED are off it.
+  const forward: readonly OrderStatus[] = ORDER_FORWARD_STEPS;
+  const at = forward.indexOf(current);
+  const want = forward.indexOf(wanted);
   return at >= 0 && want >= 0 && at > want;
 }

@@ -3,7 +3,7 @@ import { warnUnlessOutage, type RedisClient } from "../redis/redis.js";
 import type { Logger } from "pino";
 import { SYNC_QUEUE } from "../queue/events-queue.js";
 import { withBoundedText } from "../events/error-text.js";
-import { isPermanentUpstreamError, UpstreamRateLimitError } from "../upstream/index.js";
+import { isPermanentUpstreamError, UpstreamRateLimitError } from "../upstream/errors.js";
 import type { RefreshJobData } from "../sync/refresh-runs.js";
 import type { BackfillJobData, FullJobData } from "../sync/reconcile-jobs.js";
 

@@ -1,14 +1,7 @@
 import type { RedisClient } from "../redis/redis.js";
 import type { Config } from "../config/config.js";
-import {
-  apiKeyId,
-  createApiClient,
-  createRateLimiter,
-  type ApiClient,
-  type ApiClientOptions,
-  type RateLimiter,
-  type RateLimiterOptions,
-} from "../upstream/index.js";
+import { apiKeyId, createApiClient, type ApiClient, type ApiClientOptions } from "../upstream/client.js";
+import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from "../upstream/rate-limiter.js";
 
 /** The API client and its shared limiter, as the config describes them (worker and backfill alike). */
 export function upstreamFromConfig(

@@ -11,7 +11,7 @@ import { type EventJobData, createEventsQueue, createSyncQueue } from "../queue/
 import type { StreamConsumer } from "../queue/stream-consumer.js";
 import type { RedisClient } from "../redis/redis.js";
 import { tracedMirror, type Tracing } from "../tracing/tracing.js";
-import type { ApiClient } from "../upstream/index.js";
+import type { ApiClient } from "../upstream/client.js";
 import { createChangeFeed } from "./change-feed.js";
 import type { ChangeRelay } from "./change-relay.js";
 import { createEventDelivery } from "./event-delivery.js";

@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import type { DatabaseSchema } from "../../src/mirror/database-schema.js";
 import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
-import type { ApiClient } from "../../src/upstream/index.js";
+import type { ApiClient } from "../../src/upstream/client.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "../../src/sync/resources.js";
 

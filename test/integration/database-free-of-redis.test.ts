@@ -8,7 +8,7 @@ import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorStore } from "../../src/mirror/store.js";
 import { type EventJobData, EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { createApiClient } from "../../src/upstream/index.js";
+import { createApiClient } from "../../src/upstream/client.js";
 import { createChangeRelay } from "../../src/worker/change-relay.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";

@@ -5,7 +5,7 @@ import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
+import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/sync/full-tier.js";
 import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";

@@ -7,7 +7,7 @@ import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorRecord, MirrorStore } from "../../src/mirror/store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import type { Booking, Order } from "../../src/sandbox/records.js";
-import { createApiClient } from "../../src/upstream/index.js";
+import { createApiClient } from "../../src/upstream/client.js";
 import { refreshKind, type RefreshOutcome } from "../../src/sync/refresh-kind.js";
 import { nextDue } from "../../src/sync/refresh-job.js";
 import { createRefreshScheduler, type RefreshNote, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";

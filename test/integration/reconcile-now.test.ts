@@ -7,7 +7,7 @@ import { loadConfig } from "../../src/config/config.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
 import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
-import { createApiClient } from "../../src/upstream/index.js";
+import { createApiClient } from "../../src/upstream/client.js";
 import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";

@@ -9,7 +9,7 @@ import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorStore } from "../../src/mirror/store.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
+import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { runActivePass } from "../../src/sync/active-tier.js";
 import type { SweepChanges } from "../../src/sync/change-source.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";

@@ -8,7 +8,7 @@ import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import { redisKeys } from "../../src/redis/redis.js";
 import type { MirrorStore, RejectedRecord } from "../../src/mirror/store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
+import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { createRefusedFilters, refreshKind, type RefreshKindDeps } from "../../src/sync/refresh-kind.js";
 import { createRefreshScheduler, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
 import type { RefreshJobData } from "../../src/sync/refresh-runs.js";

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, i
 import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorStore, RejectedRecord } from "../../src/mirror/store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
+import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { refreshKind } from "../../src/sync/refresh-kind.js";
 import { createRefreshScheduler } from "../../src/sync/refresh-scheduler.js";
 import type { RefreshJobData } from "../../src/sync/refresh-runs.js";

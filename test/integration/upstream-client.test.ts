@@ -2,10 +2,8 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
+import { apiKeyId, createApiClient, type ApiClient, type ApiClientOptions } from "../../src/upstream/client.js";
 import {
-  apiKeyId,
-  createApiClient,
-  createRateLimiter,
   UpstreamAbortedError,
   UpstreamAuthError,
   UpstreamBadRequestError,
@@ -14,9 +12,8 @@ import {
   UpstreamRequestError,
   UpstreamServerError,
   UpstreamTimeoutError,
-  type ApiClient,
-  type ApiClientOptions,
-} from "../../src/upstream/index.js";
+} from "../../src/upstream/errors.js";
+import { createRateLimiter } from "../../src/upstream/rate-limiter.js";
 
 let sandbox: Sandbox;
 // Every sandbox opened, closed after each test (one that failed before opening any leaves none).

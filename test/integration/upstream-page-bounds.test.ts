@@ -1,13 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import {
-  createApiClient,
-  isPermanentUpstreamError,
-  UpstreamPageRefusedError,
-  UpstreamServerError,
-  type ApiClientOptions,
-} from "../../src/upstream/index.js";
-import { MAX_ERROR_BODY_BYTES } from "../../src/upstream/read-answer.js";
+import { createApiClient, type ApiClientOptions } from "../../src/upstream/client.js";
+import { isPermanentUpstreamError, UpstreamPageRefusedError, UpstreamServerError } from "../../src/upstream/errors.js";
+import { MAX_ERROR_BODY_BYTES } from "../../src/upstream/client.js";
 
 // Issue 32 item 1: what one answer of a broken upstream may cost the client, over real HTTP.
 let sandbox: Sandbox | undefined;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { errorFromResponse, UpstreamServerError } from "../../src/upstream/errors.js";
-import { readBodyUpTo } from "../../src/upstream/read-answer.js";
+import { readBodyUpTo } from "../../src/upstream/client.js";
 
 /** A streamed body (no Content-Length) of `chunks` chunks of `size` bytes, counting how many were pulled. */
 function streamed(chunks: number, size: number) {

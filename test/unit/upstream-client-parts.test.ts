@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { apiKeyId, parseApiKey } from "../../src/upstream/api-key.js";
+import { apiKeyId, parseApiKey } from "../../src/upstream/client.js";
 import {
   errorFromResponse,
   isPermanentUpstreamError,
@@ -11,7 +11,7 @@ import {
 } from "../../src/upstream/errors.js";
 import { orderSchema } from "../../src/upstream/models.js";
 import { paginate, paginatePages } from "../../src/upstream/paginate.js";
-import { backoffMs, parseRetryAfter } from "../../src/upstream/retry.js";
+import { backoffMs, parseRetryAfter } from "../../src/upstream/client.js";
 
 describe("Retry-After and backoff", () => {
   it("reads delta-seconds and HTTP dates, and falls back on garbage", () => {

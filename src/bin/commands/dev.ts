@@ -10,7 +10,7 @@ import { loadHandlersModule } from "../../worker/load-handlers-module.js";
 import { existsSync, rmSync } from "node:fs";
 import { resolve } from "node:path";
 import { lockDataDir } from "../../mirror/data-dir-lock.js";
-import { isApiKey } from "../../upstream/api-key.js";
+import { isApiKey } from "../../upstream/client.js";
 import { CommandError } from "../command-error.js";
 import { UsageError } from "../usage-error.js";
 import { devBanner } from "../dev-banner.js";

@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { createLogger } from "../../logging/logger.js";
 import { createSandbox } from "../../sandbox/index.js";
 import type { WebhookEndpoint } from "../../sandbox/webhook-sender.js";
-import { isApiKey } from "../../upstream/api-key.js";
+import { isApiKey } from "../../upstream/client.js";
 import { UsageError } from "../usage-error.js";
 import { stopped } from "../stop-signals.js";
 
