@@ -2,17 +2,29 @@
  * The library API: build isolated instances of the service or its parts. Everything public is
  * named here; the zod schemas behind the types stay internal (test/typescript-validate.ts pins this).
  */
-export { loadConfig, ConfigError, type Config } from "./config/config.js";
-export { createLogger, type Logger, type LoggerOptions } from "./logging/logger.js";
-export { createService, type Service, type ServiceOptions } from "./service.js";
-export { createApp, type CreateAppOptions } from "./http/app.js";
-export type { WebhookObserver, RejectReason } from "./http/webhook-route.js";
-export { createEventProducer, type EventProducer } from "./queue/event-producer.js";
-export type { EventJobData, EventSink, EnqueueResult } from "./queue/event-job.js";
-export { signPayload, verifySignature, WebhookSignatureError } from "./events/signature.js";
-export { parseEnvelope, EnvelopeError, type EventEnvelope } from "./events/envelope.js";
-export { KNOWN_EVENT_TYPES, type AnyEvent, type EventData, type EventOf, type KnownEventType } from "./events/catalog.js";
 export {
+  createPostgresMirror,
+  type MirrorChange,
+  type MirrorListFilter,
+  type MirrorPage,
+  type MirrorRecord,
+  type MirrorStore,
+  type UpsertResult,
+} from "./mirror/mirror-store.js";
+export {
+  signPayload,
+  verifySignature,
+  WebhookSignatureError,
+  parseEnvelope,
+  EnvelopeError,
+  type EventEnvelope,
+} from "./events/envelope.js";
+export {
+  KNOWN_EVENT_TYPES,
+  type AnyEvent,
+  type EventData,
+  type EventOf,
+  type KnownEventType,
   matchesChange,
   CHANGE_EVENT_TYPES,
   CHANGE_KINDS,
@@ -26,8 +38,26 @@ export {
   type ChangeKind,
   type ChangeModels,
   type ChangeSource,
-} from "./events/change-events.js";
-export { ReservedEventTypeError } from "./events/reserved-event-type-error.js";
+} from "./events/catalog.js";
+export { ReservedEventTypeError } from "./events/errors.js";
+export {
+  createDatabase,
+  DatabaseConfigError,
+  type Database,
+  type DatabaseOptions,
+  migrateToLatest,
+  MigrationError,
+  MIRROR_KINDS,
+  type MirrorKind,
+} from "./mirror/database.js";
+export { createEventLog, type EventLog, type EventPage, type EventQuery, type LoggedEvent } from "./mirror/event-log.js";
+export { loadConfig, ConfigError, type Config } from "./config/config.js";
+export { createLogger, type Logger, type LoggerOptions } from "./logging/logger.js";
+export { createService, type Service, type ServiceOptions } from "./service.js";
+export { createApp, type CreateAppOptions } from "./http/app.js";
+export type { WebhookObserver, RejectReason } from "./http/webhook-route.js";
+export { createEventProducer, type EventProducer } from "./queue/event-producer.js";
+export type { EventJobData, EventSink, EnqueueResult } from "./queue/event-job.js";
 export {
   createHandlerRegistry,
   type EventFor,
@@ -45,12 +75,6 @@ export { createStepStore, type StepRecord, type StepStore } from "./mirror/step-
 export { loadHandlersModule, HandlersModuleError } from "./worker/load-handlers-module.js";
 export type { WorkerRole } from "./worker/worker-role.js";
 export type { FinishedEvent } from "./worker/finished-events.js";
-export { createDatabase, DatabaseConfigError, type Database, type DatabaseOptions } from "./mirror/database.js";
-export { migrateToLatest, MigrationError } from "./mirror/migrate.js";
-export { createPostgresMirror } from "./mirror/postgres-store.js";
-export { createEventLog, type EventLog, type EventPage, type EventQuery, type LoggedEvent } from "./mirror/event-log.js";
-export { MIRROR_KINDS } from "./mirror/store.js";
-export type { MirrorChange, MirrorKind, MirrorListFilter, MirrorPage, MirrorRecord, MirrorStore, UpsertResult } from "./mirror/store.js";
 export {
   createApiClient,
   type ApiClient,

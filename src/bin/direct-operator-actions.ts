@@ -1,9 +1,9 @@
 import type { Queue } from "bullmq";
+import type { Storage } from "../mirror/storage.js";
 import type { Config } from "../config/config.js";
 import { createLogger } from "../logging/logger.js";
 import type { EventJobData } from "../queue/event-job.js";
 import { createEventsQueue, createSyncQueue } from "../queue/queues.js";
-import type { Storage } from "../mirror/storage.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
 import { openCliRedis } from "./cli-redis.js";
 

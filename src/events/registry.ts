@@ -1,5 +1,4 @@
-import type { AnyEvent, EventOf, KnownEventType } from "./catalog.js";
-import type { ChangeEventOf, ChangeEventType } from "./change-events.js";
+import type { AnyEvent, EventOf, KnownEventType, ChangeEventOf, ChangeEventType } from "./catalog.js";
 
 export type Handler<E, Ctx> = (event: E, ctx: Ctx) => Promise<void> | void;
 

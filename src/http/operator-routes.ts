@@ -7,7 +7,7 @@ import { Hono, type Context, type MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import * as z from "zod";
 import { EventIdentifierError } from "../events/envelope.js";
-import { idProblem } from "../mirror/id-text.js";
+import { idProblem } from "../mirror/values.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
 import { mirrorRoutes, type MirrorReader } from "./mirror-routes.js";

@@ -1,7 +1,6 @@
 import { sql, type Kysely } from "kysely";
-import type { DatabaseSchema } from "./database-schema.js";
-import { renameHandlerKeys, type AppliedHandlerKeyRename, type HandlerKeyRename } from "./handler-key-renames.js";
-import { pruneInBatches } from "./prune-in-batches.js";
+import type { DatabaseSchema } from "./database.js";
+import { renameHandlerKeys, type AppliedHandlerKeyRename, type HandlerKeyRename, pruneInBatches } from "./event-log.js";
 
 /** Which step of which handler of which event. */
 export interface StepKey {

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from "kysely";
-import type { DatabaseSchema } from "./database-schema.js";
+import type { DatabaseSchema } from "./database.js";
 import { expectDefined } from "../expect-defined.js";
 
 /** The resumable walks: the full reconciliation tier and the backfill command. */

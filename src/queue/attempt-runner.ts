@@ -9,10 +9,10 @@ import {
   failureSummary,
   handlerStacks,
   withHandlerStacks,
+  startHandlerDeadline,
 } from "../events/dispatch.js";
-import { startHandlerDeadline } from "../events/handler-deadline.js";
-import type { HandlerRegistry } from "../events/registry.js";
 import type { EventAttempt, EventLog } from "../mirror/event-log.js";
+import type { HandlerRegistry } from "../events/registry.js";
 import { withCarriedTrace } from "../tracing/tracing.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
 import { EVENT_BACKOFF } from "./job-options.js";

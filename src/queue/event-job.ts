@@ -1,4 +1,4 @@
-import type { HandlerRun } from "../mirror/handler-attempts.js";
+import type { HandlerRun } from "../mirror/event-log.js";
 
 /** What the edge stores for one event: the job's data in the events queue. */
 export interface EventJobData {

@@ -1,8 +1,8 @@
-import { DEFAULTS } from "../config/defaults.js";
-import { warnUnlessOutage, type RedisClient } from "../redis/redis.js";
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Logger } from "pino";
 import { errorMessage, withHandlerStacks } from "../events/dispatch.js";
+import { DEFAULTS } from "../config/defaults.js";
+import { warnUnlessOutage, type RedisClient } from "../redis/redis.js";
 import { attemptOfJob, drawRetryDelay, type AttemptRunner } from "./attempt-runner.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";
 import { EVENTS_QUEUE } from "./names.js";

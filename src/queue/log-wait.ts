@@ -1,7 +1,7 @@
 import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "pino";
 import { errorMessage } from "../events/dispatch.js";
-import { EventLogError } from "../mirror/event-log-error.js";
+import { EventLogError } from "../mirror/errors.js";
 
 /** How often an attempt waiting for the log looks whether its source stops. */
 const STOP_CHECK_MS = 200;

@@ -1,5 +1,5 @@
-import { NotReadyError } from "../http/errors.js";
 import type { Storage } from "../mirror/storage.js";
+import { NotReadyError } from "../http/errors.js";
 import type { StreamSink } from "../queue/stream-sink.js";
 import { withTimeout } from "../queue/with-timeout.js";
 import type { RedisClient } from "../redis/redis.js";

@@ -1,4 +1,6 @@
 import type { Logger } from "pino";
+import type { Storage } from "../mirror/storage.js";
+import { MIRROR_KINDS, type MirrorKind } from "../mirror/database.js";
 import type { Config } from "../config/config.js";
 import {
   collectDatabaseHealth,
@@ -9,8 +11,6 @@ import {
   type Metrics,
 } from "../metrics/metrics.js";
 import { createMinuteSampler } from "../metrics/minute-samples.js";
-import type { Storage } from "../mirror/storage.js";
-import { MIRROR_KINDS, type MirrorKind } from "../mirror/store.js";
 import { readStreamBacklog } from "../queue/stream-backlog.js";
 import { redisKeys } from "../redis/redis.js";
 import type { WorkerRole } from "../worker/worker-role.js";

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
+import type { Storage } from "../mirror/storage.js";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { Storage } from "../mirror/storage.js";
 import { createStreamSink, type StreamSink } from "../queue/stream-sink.js";
 import { activeTraceparent, type Tracing } from "../tracing/tracing.js";
 import type { EventHandlers } from "../worker/handler-context.js";

@@ -1,8 +1,8 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
+import type { Storage } from "../mirror/storage.js";
 import type { Config } from "../config/config.js";
 import type { RunningServer } from "../http/app.js";
-import type { Storage } from "../mirror/storage.js";
 import { withTimeout } from "../queue/with-timeout.js";
 import type { RedisClient } from "../redis/redis.js";
 import type { WorkerRole } from "../worker/worker-role.js";

@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
-import type { MirrorRecord, MirrorStore } from "../mirror/store.js";
+import type { MirrorRecord, MirrorStore } from "../mirror/mirror-store.js";
+import type { ChangeSource } from "../events/catalog.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { paginatePages, type ApiClient } from "../upstream/index.js";
-import type { ChangeSource } from "../events/change-events.js";
 import { isFirstImport, sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { firstImportRunning } from "./full-tier.js";
 import { createListOrder } from "./list-order.js";

@@ -1,5 +1,5 @@
-import { identityProblem } from "../mirror/mirror-rows.js";
-import type { MirrorStore } from "../mirror/store.js";
+import { identityProblem, type MirrorStore } from "../mirror/mirror-store.js";
+import type { Logger } from "pino";
 import { UpstreamAuthError, UpstreamError } from "../upstream/errors.js";
 import {
   candidatesFor,
@@ -12,7 +12,6 @@ import {
   type ReadPrices,
   type Target,
 } from "./read-plan.js";
-import type { Logger } from "pino";
 import { runRead, type ReadOutcome, type RefreshReadContext } from "./refresh-read.js";
 import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshScheduler } from "./refresh-scheduler.js";
 import { RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";

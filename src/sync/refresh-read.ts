@@ -1,7 +1,7 @@
-import type { MirrorStore } from "../mirror/store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
+import type { MirrorWriter } from "../mirror/change-outbox.js";
 import { paginatePages, type ApiClient } from "../upstream/index.js";
 import { createListOrder } from "./list-order.js";
-import type { MirrorWriter } from "../mirror/mirror-writer.js";
 import { writePage } from "./change-source.js";
 import type { PlannedRead } from "./read-plan.js";
 import { readPage, RESOURCES, type Page, type SyncedKind } from "./resources.js";

@@ -1,4 +1,6 @@
-import type { MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord } from "../mirror/store.js";
+import type { MirrorRecord, MirrorStore } from "../mirror/mirror-store.js";
+import type { MirrorKind } from "../mirror/database.js";
+import type { RefusedUpstreamRecord } from "../mirror/set-aside-records.js";
 import type { ApiClient, BudgetClass } from "../upstream/index.js";
 import { ORDER_STATUS_RANK, ORDER_STATUSES, orderStatusRank } from "../upstream/models.js";
 

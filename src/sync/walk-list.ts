@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { MirrorStore } from "../mirror/store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { createCursorGuard, UpstreamBadRequestError, UpstreamPageRefusedError, type ApiClient } from "../upstream/index.js";
 import { sweepSource, writePage, type SweepChanges } from "./change-source.js";

@@ -1,13 +1,13 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
+import type { MirrorStore } from "../mirror/mirror-store.js";
+import { createMirrorWriter, type MirrorWriter } from "../mirror/change-outbox.js";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { ChangeOutbox } from "../mirror/change-outbox.js";
-import type { MirrorStore } from "../mirror/store.js";
 import type { EventJobData } from "../queue/event-job.js";
 import { activeTraceparent, type Tracing } from "../tracing/tracing.js";
 import { createChangeRelay, type ChangeRelay } from "./change-relay.js";
-import { createMirrorWriter, type MirrorWriter } from "../mirror/mirror-writer.js";
 
 export interface ChangeFeed {
   /** How sync code writes the mirror: each change it makes is recorded in the outbox with the write. */

@@ -1,10 +1,10 @@
 import type { Queue, Worker } from "bullmq";
 import type { Logger } from "pino";
+import type { MirrorStore } from "../mirror/mirror-store.js";
+import type { EventLog } from "../mirror/event-log.js";
 import type { Config } from "../config/config.js";
 import type { HandlerRegistry } from "../events/registry.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { EventLog } from "../mirror/event-log.js";
-import type { MirrorStore } from "../mirror/store.js";
 import { createAttemptRunner } from "../queue/attempt-runner.js";
 import type { EventJobData } from "../queue/event-job.js";
 import { createEventWorker } from "../queue/event-worker.js";

@@ -1,10 +1,16 @@
 import { randomUUID } from "node:crypto";
 import type { Queue } from "bullmq";
-import type { EventLog, EventQuery, EventSummary, LoggedEvent } from "../mirror/event-log.js";
+import {
+  type EventLog,
+  type EventQuery,
+  type EventSummary,
+  type LoggedEvent,
+  eventQueryFromParams,
+  validateEventQuery,
+} from "../mirror/event-log.js";
+import { EventLogError } from "../mirror/errors.js";
 import type { EventJobData } from "../queue/event-job.js";
 import type { StepStore } from "../mirror/step-store.js";
-import { EventLogError } from "../mirror/event-log-error.js";
-import { eventQueryFromParams, validateEventQuery } from "../mirror/event-query.js";
 
 export interface ReplayOptions {
   /** Which logged events to replay (time range, type or family, status, handler outcome). */

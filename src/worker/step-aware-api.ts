@@ -1,4 +1,4 @@
-import type { MirrorStore } from "../mirror/store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { ApiClient } from "../upstream/client.js";
 import type { Booking, CreateBookingInput, Order, OrderStatus, SettableOrderStatus } from "../upstream/models.js";
 import type { StepScope } from "./durable-steps.js";

@@ -1,8 +1,8 @@
 import { UnrecoverableError, Worker, type Job, type Queue, type Telemetry } from "bullmq";
-import { warnUnlessOutage, type RedisClient } from "../redis/redis.js";
 import type { Logger } from "pino";
+import { withBoundedText } from "../events/errors.js";
+import { warnUnlessOutage, type RedisClient } from "../redis/redis.js";
 import { SYNC_QUEUE } from "../queue/names.js";
-import { withBoundedText } from "../events/error-text.js";
 import { isPermanentUpstreamError, UpstreamRateLimitError } from "../upstream/index.js";
 import type { RefreshJobData } from "../sync/refresh-runs.js";
 import type { BackfillJobData, FullJobData } from "../sync/reconcile-jobs.js";

@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createDatabase, type Database, migrateToLatest } from "../../src/mirror/database.js";
+import { createEventLog, type EventAttempt } from "../../src/mirror/event-log.js";
 import { createHandlerRegistry } from "../../src/events/registry.js";
 import { createLogger } from "../../src/logging/logger.js";
-import { createDatabase, type Database } from "../../src/mirror/database.js";
-import { createEventLog, type EventAttempt } from "../../src/mirror/event-log.js";
-import { migrateToLatest } from "../../src/mirror/migrate.js";
 import type { EventJobData } from "../../src/queue/event-job.js";
 import { createAttemptRunner } from "../../src/queue/attempt-runner.js";
 import { createEventWorker } from "../../src/queue/event-worker.js";

@@ -1,4 +1,7 @@
 import { parseArgs } from "node:util";
+import { existsSync, rmSync } from "node:fs";
+import { resolve } from "node:path";
+import { lockDataDir } from "../../mirror/database.js";
 import { loadConfig, newestSigningSecret, secretsOf } from "../../config/config.js";
 import { ensureRedis } from "../../redis/local-server.js";
 import { createLogger, prettyDestinationForTerminal } from "../../logging/logger.js";
@@ -7,9 +10,6 @@ import { SandboxStateFileError } from "../../sandbox/state-file.js";
 import { createService } from "../../service.js";
 import { traceLogFields, startTracing } from "../../tracing/tracing.js";
 import { loadHandlersModule } from "../../worker/load-handlers-module.js";
-import { existsSync, rmSync } from "node:fs";
-import { resolve } from "node:path";
-import { lockDataDir } from "../../mirror/data-dir-lock.js";
 import { isApiKey } from "../../upstream/api-key.js";
 import { CommandError } from "../command-error.js";
 import { UsageError } from "../usage-error.js";

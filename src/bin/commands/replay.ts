@@ -1,10 +1,11 @@
 import { parseArgs } from "node:util";
 import { SingleBar } from "cli-progress";
+import type { EventQuery } from "../../mirror/event-log.js";
+import type { Storage } from "../../mirror/storage.js";
+import { printable } from "../../mirror/values.js";
 import { type Config, loadConfig } from "../../config/config.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../../queue/names.js";
 import { createEventsQueue, createSyncQueue } from "../../queue/queues.js";
-import type { EventQuery } from "../../mirror/event-query.js";
-import type { Storage } from "../../mirror/storage.js";
 import { OperatorActionError } from "../../worker/operator-action-error.js";
 import { replayEvents, replayQueryFromFilter } from "../../worker/replay-events.js";
 import { removeReplayedFailedJobs } from "../../worker/remove-replayed-failed-jobs.js";
@@ -14,7 +15,6 @@ import { directOperatorActions } from "../direct-operator-actions.js";
 import { HELD_BY_SERVICE, openEventStores } from "../event-stores.js";
 import { operatorClient, operatorUrl, type OperatorClient } from "../operator-client.js";
 import { askService } from "../service-handover.js";
-import { printable } from "../../mirror/id-text.js";
 import { UsageError } from "../usage-error.js";
 
 export const help = `svc-webhooks replay --id <event-id> [--handler <key>]
