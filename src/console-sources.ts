@@ -1,6 +1,6 @@
+import { eventQueryFromParams, listFailureGroups } from "./mirror/event-log.js";
 import { readBookkeeping } from "./mirror/mirror-store.js";
 import { listCausedChanges, findRecordKinds, readRecordStory } from "./mirror/record-story.js";
-import { eventQueryFromParams, listFailureGroups } from "./mirror/event-log.js";
 import { readEventDetail, type Storage } from "./mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind } from "./mirror/database.js";
 import type { ConsoleSources } from "./http/console/console-routes.js";

@@ -2,6 +2,7 @@
  * The library API: build isolated instances of the service or its parts. Everything public is
  * named here; the zod schemas behind the types stay internal (test/typescript-validate.ts pins this).
  */
+export { createEventLog, type EventLog, type EventPage, type EventQuery, type LoggedEvent } from "./mirror/event-log.js";
 export {
   createPostgresMirror,
   type MirrorChange,
@@ -50,7 +51,6 @@ export {
   MIRROR_KINDS,
   type MirrorKind,
 } from "./mirror/database.js";
-export { createEventLog, type EventLog, type EventPage, type EventQuery, type LoggedEvent } from "./mirror/event-log.js";
 export { loadConfig, ConfigError, type Config } from "./config/config.js";
 export { createLogger, type Logger, type LoggerOptions } from "./logging/logger.js";
 export { createService, type Service, type ServiceOptions } from "./service.js";

@@ -1,9 +1,9 @@
 import type { Queue } from "bullmq";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
+import type { EventLog } from "./mirror/event-log.js";
 import type { MirrorStore } from "./mirror/mirror-store.js";
 import type { Database } from "./mirror/database.js";
-import type { EventLog } from "./mirror/event-log.js";
 import { createRejectionReporter } from "./mirror/set-aside-records.js";
 import { openStorage } from "./mirror/storage.js";
 import type { Config } from "./config/config.js";

@@ -18,7 +18,7 @@ function eventData<S extends z.core.$ZodLooseShape>(resource: z.ZodObject<S, z.c
 }
 
 /** The fields a record type names (its `[key: string]: unknown` for unknown fields left aside). */
-export type KnownFields<R> = { [K in keyof R as string extends K ? never : number extends K ? never : K]: R[K] };
+type KnownFields<R> = { [K in keyof R as string extends K ? never : number extends K ? never : K]: R[K] };
 
 /** A resource as an event carries it: its ids, any of its other fields, and fields the API does not name. */
 export type EventData<R> = { id: string; restaurantId: string } & Partial<Omit<KnownFields<R>, "id" | "restaurantId">> &
@@ -38,7 +38,7 @@ const bookingData = eventData(bookingSchema);
 const reviewData = eventData(reviewSchema.extend({ rating: z.number() }));
 const menuItemData = eventData(menuItemSchema);
 
-export const eventSchemas = {
+const eventSchemas = {
   "booking.created": envelope("booking.created", bookingData),
   "booking.status_changed": envelope("booking.status_changed", bookingData),
   "order.created": envelope("order.created", orderData),
@@ -105,7 +105,7 @@ export const CHANGE_KINDS = ["order", "booking", "menu_item"] as const satisfies
 export type ChangeSource = "webhook" | "reconcile" | "backfill";
 export const CHANGE_SOURCES = ["webhook", "reconcile", "backfill"] as const satisfies readonly ChangeSource[];
 
-export const CHANGE_TYPE_PREFIX = "change.";
+const CHANGE_TYPE_PREFIX = "change.";
 export type ChangeEventType = `change.${ChangeKind}`;
 export const CHANGE_EVENT_TYPES = CHANGE_KINDS.map((k) => `change.${k}` as const);
 

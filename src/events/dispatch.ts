@@ -89,7 +89,7 @@ export function errorMessage(err: unknown): string {
 }
 
 /** A handler's error's stack (bounded, its frames kept), pointing at the handler's code; undefined for a non-Error throw. */
-export function errorStack(err: unknown): string | undefined {
+function errorStack(err: unknown): string | undefined {
   if (!(err instanceof Error) || typeof err.stack !== "string" || err.stack === "") return undefined;
   return boundedStack(err.stack);
 }
@@ -143,7 +143,7 @@ export function startHandlerDeadline(timeoutMs: number): HandlerDeadline {
  * work is not (cannot be) cancelled: a handler that ignores the signal runs on unobserved, and its
  * eventual outcome is dropped.
  */
-export function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return work;
   if (signal.aborted) {
     work.catch(() => undefined);

@@ -15,7 +15,7 @@ const CHANGE_KIND_OF = { orders: "order", bookings: "booking", "menu-items": "me
 export type RecordedChange = ChangeEvent;
 
 /** A fresh change id: `chg_` and 32 hex digits (a valid BullMQ job id: no `:`, not all digits). */
-export const newChangeId = () => `chg_${randomUUID().replace(/-/g, "")}`;
+const newChangeId = () => `chg_${randomUUID().replace(/-/g, "")}`;
 
 /**
  * Inserts one outbox row per change, inside the mirror write's transaction (`tx`): the change
@@ -23,7 +23,7 @@ export const newChangeId = () => `chg_${randomUUID().replace(/-/g, "")}`;
  * events are skipped). `sourceOf` attributes each change (webhook, reconcile or backfill).
  * `traceparent`: the trace context of the write (tracing on only), stored for the relay.
  */
-export async function insertChanges(
+async function insertChanges(
   tx: Transaction<DatabaseSchema>,
   changes: readonly MirrorChange[],
   sourceOf: (change: MirrorChange) => ChangeSource | Promise<ChangeSource>,

@@ -33,15 +33,15 @@ import { staticMigrationProvider } from "./migrations.js";
 // money as a decimal string and jsonb as JSON text, so no amount ever passes through a float.
 
 /** Money and other exact decimals: read as the database's string, written as a decimal string. */
-export type Numeric = ColumnType<string, string, string>;
+type Numeric = ColumnType<string, string, string>;
 /** timestamptz: read as a Date; written as a Date or an ISO-8601 string. */
-export type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
 /** jsonb: read as the parsed value; written as JSON text (drivers would turn arrays into SQL arrays). */
-export type Jsonb<T> = ColumnType<T, string, string>;
+type Jsonb<T> = ColumnType<T, string, string>;
 /** `date` and `time` columns are kept as the API's text ('2026-11-20', '19:30'). */
-export type DateText = ColumnType<string, string, string>;
+type DateText = ColumnType<string, string, string>;
 
-export type RawRecord = Record<string, unknown>;
+type RawRecord = Record<string, unknown>;
 
 /** What every mirror table has besides its typed columns. */
 interface MirrorBookkeeping {
@@ -140,7 +140,7 @@ export interface EventsTable {
 }
 
 /** One attempt of one handler of an event (migrations.ts, 0014_handler_attempts). */
-export interface HandlerAttemptsTable {
+interface HandlerAttemptsTable {
   event_id: string;
   handler_key: string;
   /** The attempt's number in its run (log lines' `attempt`, ctx.attempt). */
@@ -172,7 +172,7 @@ export interface DatabaseSchema {
 }
 
 /** Changes written with the mirror, waiting for the relay (migrations.ts, 0003_change_outbox). */
-export interface ChangeOutboxTable {
+interface ChangeOutboxTable {
   /** bigserial: read back as a string by both drivers. */
   seq: Generated<string>;
   id: string;
@@ -184,7 +184,7 @@ export interface ChangeOutboxTable {
 }
 
 /** Records the mirror refused, one row per kind and id (migrations.ts, 0004_rejected_records). */
-export interface RejectedRecordsTable {
+interface RejectedRecordsTable {
   kind: string;
   /** The record's id; escaped (and shortened with a hash) when it cannot be a key as it is. */
   id: string;
@@ -201,7 +201,7 @@ export interface RejectedRecordsTable {
 }
 
 /** Ids events named that the API never listed in time (migrations.ts, 0009_unlisted_records). */
-export interface UnlistedRecordsTable {
+interface UnlistedRecordsTable {
   kind: string;
   id: string;
   restaurant_id: string;
@@ -212,7 +212,7 @@ export interface UnlistedRecordsTable {
 }
 
 /** Where each resumable list walk stands (migrations.ts, 0007_sync_checkpoints). */
-export interface SyncCheckpointsTable {
+interface SyncCheckpointsTable {
   tier: string;
   kind: string;
   cursor: string | null;
@@ -228,7 +228,7 @@ export interface SyncCheckpointsTable {
 }
 
 /** When the workers last ran, by mark name (migrations.ts, 0010_sync_liveness). */
-export interface SyncLivenessTable {
+interface SyncLivenessTable {
   name: string;
   seen_at: Timestamp;
 }
@@ -283,9 +283,9 @@ export class DatabaseConfigError extends Error {
   }
 }
 
-export const DEFAULT_SCHEMA = "svc";
+const DEFAULT_SCHEMA = "svc";
 /** Connections of the operator-read pool on a server: reads queue there, never in the worker's pool. */
-export const OPERATOR_POOL_SIZE = 2;
+const OPERATOR_POOL_SIZE = 2;
 // Lower-case so it needs no quoting anywhere (psql, search_path, other tools); no pg_ prefix (reserved).
 const SCHEMA_NAME = /^(?!pg_)[a-z_][a-z0-9_]{0,62}$/;
 
@@ -409,7 +409,7 @@ async function openEmbedded(
  * a time; everything else queues. Inside a transaction, query through its `tx`, never the outer
  * `db`, or the transaction waits for itself.
  */
-export function createPGliteDialect(pglite: PGlite): Dialect {
+function createPGliteDialect(pglite: PGlite): Dialect {
   return {
     createAdapter: () => new PostgresAdapter(),
     createDriver: () => createPGliteDriver(pglite),

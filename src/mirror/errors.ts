@@ -47,7 +47,7 @@ export class MirrorRecordError extends Error {
 }
 
 /** An operator read ran past OPERATOR_QUERY_TIMEOUT_MS and was cancelled: an HTTP 503, nothing changed. */
-export class OperatorQueryTimeoutError extends Error {
+class OperatorQueryTimeoutError extends Error {
   readonly code = "query_timeout";
   constructor(readonly timeoutMs: number) {
     super(

@@ -10,7 +10,6 @@ import {
   storableFreeText,
   toEscapedForm,
 } from "./values.js";
-export type { EventStatus, HandlerOutcome } from "./database.js";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS } from "../events/errors.js";
 
@@ -175,10 +174,10 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
   };
 }
 
-export const EVENT_STATUSES = ["received", "handled", "failed"] as const satisfies readonly EventStatus[];
+const EVENT_STATUSES = ["received", "handled", "failed"] as const satisfies readonly EventStatus[];
 const HANDLER_STATUSES = ["ok", "failed"] as const;
-export const DEFAULT_EVENT_LIMIT = 100;
-export const MAX_EVENT_LIMIT = 1000;
+const DEFAULT_EVENT_LIMIT = 100;
+const MAX_EVENT_LIMIT = 1000;
 
 export interface EventQuery {
   /** Received at or after. */
@@ -360,10 +359,10 @@ export interface EventListBounds {
   windowRows?: number | undefined;
 }
 
-export const SUMMARY_ERROR_LENGTH = 300;
+const SUMMARY_ERROR_LENGTH = 300;
 /** A page of summaries is at most this many JSON bytes (a summary is ~0.3 KB: 1000 fit well within). */
 export const MAX_PAGE_BYTES = 1024 * 1024;
-export const EMBEDDED_WINDOW_ROWS = 2000;
+const EMBEDDED_WINDOW_ROWS = 2000;
 
 interface SummaryRow {
   id: string;
@@ -525,7 +524,7 @@ async function listInWindows(
 }
 
 /** One page of the log, oldest first (newest first when the query says so), as summaries bounded by count and bytes. */
-export function listEvents(db: Kysely<DatabaseSchema>, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
+function listEvents(db: Kysely<DatabaseSchema>, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
   return bounds.windowRows === undefined ? listInOneStatement(db, q, bounds) : listInWindows(db, q, bounds, bounds.windowRows);
 }
 
@@ -550,9 +549,9 @@ export interface FailureGroup {
   sampleId: string;
 }
 
-export const FAILURE_MESSAGE_LENGTH = 200;
+const FAILURE_MESSAGE_LENGTH = 200;
 /** Groups returned at most (largest first). */
-export const MAX_FAILURE_GROUPS = 100;
+const MAX_FAILURE_GROUPS = 100;
 
 interface GroupRow {
   handler: string;
@@ -641,7 +640,7 @@ export interface HandlerAttempt {
 }
 
 /** A run as the recording statement reads it (jsonb_to_recordset in record-attempts.ts). */
-export interface RunRow {
+interface RunRow {
   handler: string;
   attempt: number;
   attempts_max: number;
@@ -656,7 +655,7 @@ const count = (value: unknown, min: number) => typeof value === "number" && Numb
 const instant = (value: unknown) => typeof value === "number" && Number.isFinite(value) && !Number.isNaN(new Date(value).getTime());
 
 /** A handler's run checked (callers may be untyped JavaScript) and shaped for the statement. */
-export function runRow(handler: string, outcome: RunRow["outcome"], error: string | undefined, run: HandlerRun): RunRow {
+function runRow(handler: string, outcome: RunRow["outcome"], error: string | undefined, run: HandlerRun): RunRow {
   const { attempt, of, startedAt, durationMs, nextRetryAt } = run;
   if (
     !count(attempt, 1) ||
@@ -683,7 +682,7 @@ export function runRow(handler: string, outcome: RunRow["outcome"], error: strin
 }
 
 /** Every kept attempt of every handler of an event, by handler key, then run, attempt and start (see the migration's key). */
-export async function readHandlerAttempts(db: Kysely<DatabaseSchema>, eventId: string): Promise<HandlerAttempt[]> {
+async function readHandlerAttempts(db: Kysely<DatabaseSchema>, eventId: string): Promise<HandlerAttempt[]> {
   const rows = await db
     .selectFrom("handler_attempts")
     .select(["handler_key", "replay", "attempt", "attempts_max", "started_at", "duration_ms", "outcome", "error", "next_retry_at"])
@@ -732,7 +731,7 @@ export interface EventAttempt {
 const STATUSES: readonly string[] = ["received", "handled", "failed"];
 
 /** One attempt as a JSON object of the statement's recordset: validated and serialized per attempt, so one bad payload fails only its own call. */
-export interface Row {
+interface Row {
   id: string;
   json: string;
 }
@@ -746,7 +745,7 @@ interface StoredOutcome {
   attempts: 1;
 }
 
-export function attemptRow(attempt: EventAttempt): Row {
+function attemptRow(attempt: EventAttempt): Row {
   const id = checkId(attempt.id);
   checkId(attempt.type, "type");
   if (!STATUSES.includes(attempt.status))
@@ -787,7 +786,7 @@ export function attemptRow(attempt: EventAttempt): Row {
  * The rows split into runs in which no id repeats (one INSERT … ON CONFLICT may not touch a row
  * twice), each id's attempts kept in the order they ended.
  */
-export function distinctIds(rows: Row[]): Row[][] {
+function distinctIds(rows: Row[]): Row[][] {
   const parts: { ids: Set<string>; rows: Row[] }[] = [];
   for (const row of rows) {
     let i = parts.length;
@@ -815,7 +814,7 @@ export function distinctIds(rows: Row[]): Row[][] {
  * KEPT_ATTEMPTS_PER_HANDLER - 1 of them stay beside the new one; attempt numbers start again in
  * each run, so they cannot order rows across runs): the hot path's one round trip stays one.
  */
-export async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): Promise<void> {
+async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): Promise<void> {
   const json = `[${rows.map((r) => r.json).join(",")}]`;
   // The ids of one statement are distinct (distinctIds), so `v` has one row per conflicting id.
   const rank = (status: string) => `array_position(array['received', 'failed', 'handled'], ${status})`;
@@ -863,7 +862,7 @@ export async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): P
     )`.execute(db);
 }
 
-export function checkId(id: unknown, field = "id"): string {
+function checkId(id: unknown, field = "id"): string {
   if (typeof id !== "string" || id === "" || id.length > 200)
     throw new EventLogError("invalid_event", field, `${field} must be a non-empty string of at most 200 characters`);
   return id;

@@ -66,9 +66,9 @@ export interface UpsertResult {
 }
 
 /** Runs inside the upsert's transaction, after the rows are written; query through `tx` only. */
-export type OnMirrorChanges = (tx: Transaction<DatabaseSchema>, changes: readonly MirrorChange[]) => Promise<void>;
+type OnMirrorChanges = (tx: Transaction<DatabaseSchema>, changes: readonly MirrorChange[]) => Promise<void>;
 
-export interface UpsertOptions {
+interface UpsertOptions {
   /** Records of the same read that the client refused: set aside with the write's own (reason `invalid_field`). */
   refused?: readonly RefusedUpstreamRecord[];
   /**
@@ -140,8 +140,8 @@ export interface MirrorStore {
   unlisted(kind?: MirrorKind): Promise<UnlistedRecord[]>;
 }
 
-export const DEFAULT_LIMIT = 50;
-export const MAX_LIMIT = 100;
+const DEFAULT_LIMIT = 50;
+const MAX_LIMIT = 100;
 
 /** A filter that passed every check; `after` is the id the cursor points past. */
 export interface ValidFilter {
@@ -185,7 +185,7 @@ function checkBound(kind: MirrorKind, bound: "from" | "to", value: unknown): str
 }
 
 /** The column `from`/`to` bound, per kind: orders by creation time, bookings by their date, others none. */
-export const RANGE_FIELD: Partial<Record<MirrorKind, { column: "created_at" | "date"; dateOnly: boolean; describe: string }>> = {
+const RANGE_FIELD: Partial<Record<MirrorKind, { column: "created_at" | "date"; dateOnly: boolean; describe: string }>> = {
   orders: {
     column: "created_at",
     dateOnly: false,
@@ -257,7 +257,7 @@ const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bou
  * the ids and sizes are read first, then the records that fit, so an oversized page is never
  * read whole. `nextCursor` continues after the last record answered.
  */
-export async function listMirrorPage(
+async function listMirrorPage(
   db: Kysely<Pick<DatabaseSchema, "orders" | "order_items">>,
   kind: MirrorKind,
   filter: MirrorListFilter | undefined,
@@ -303,10 +303,9 @@ export async function listMirrorPage(
 // a JSON number's shortest form (what the API sent, as JavaScript parsed it) or the string given.
 
 export const TABLE_OF = { orders: "orders", bookings: "bookings", "menu-items": "menu_items", reviews: "reviews" } as const;
-export type MirrorTable = (typeof TABLE_OF)[MirrorKind];
 
 type Bookkeeping = "raw" | "rank" | "read_at" | "synced_at";
-export type MirrorRow = Insertable<OrdersTable> | Insertable<BookingsTable> | Insertable<MenuItemsTable> | Insertable<ReviewsTable>;
+type MirrorRow = Insertable<OrdersTable> | Insertable<BookingsTable> | Insertable<MenuItemsTable> | Insertable<ReviewsTable>;
 
 export interface PreparedRecord {
   id: string;
@@ -431,7 +430,7 @@ export function identityProblem(kind: MirrorKind, identity: { id: string; restau
 }
 
 /** Checks one record and builds its row; throws MirrorRecordError naming the field and the reason. */
-export function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Date): PreparedRecord {
+function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Date): PreparedRecord {
   // Typed callers cannot pass a non-object; JavaScript callers and bad casts can.
   const value: unknown = record;
   if (typeof value !== "object" || value === null || Array.isArray(value))
@@ -500,7 +499,7 @@ export function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Da
  * transition increases the rank, and a cancelled booking never comes back. The mirror refuses a
  * write with a lower rank than it holds.
  */
-export function rankOf(kind: MirrorKind, record: MirrorRecord): number {
+function rankOf(kind: MirrorKind, record: MirrorRecord): number {
   if (kind === "orders") return orderStatusRank(record.status) ?? 0;
   if (kind === "bookings") return record.status === "CANCELLED" ? 1 : 0;
   return 0;
@@ -522,12 +521,7 @@ export const IDS_PER_TRANSACTION = 100;
  * aside with their reason (one refused record never fails the batch). A refused copy of an id
  * that also came clean in the same batch is dropped: the clean copy is written.
  */
-export function prepareAll(
-  kind: MirrorKind,
-  records: readonly MirrorRecord[],
-  readAt: Date,
-  upstream: readonly RefusedUpstreamRecord[] = [],
-) {
+function prepareAll(kind: MirrorKind, records: readonly MirrorRecord[], readAt: Date, upstream: readonly RefusedUpstreamRecord[] = []) {
   const prepared: PreparedRecord[] = [];
   const refused: { rejected: RejectedRecord; record: unknown }[] = upstream.map(({ record, field, message }) => {
     const id = (record as { id?: unknown } | null)?.id;
@@ -556,7 +550,7 @@ export function prepareAll(
  * One copy per id from a batch: the furthest along wins, and on equal rank the first (they share a
  * read instant, and the tie rule keeps what was there first). The rest count as skipped.
  */
-export function dedupe(prepared: PreparedRecord[]): PreparedRecord[] {
+function dedupe(prepared: PreparedRecord[]): PreparedRecord[] {
   const byId = new Map<string, PreparedRecord>();
   for (const p of prepared) {
     const held = byId.get(p.id);

@@ -1,8 +1,8 @@
 import { sql, type Kysely } from "kysely";
-import { validateRecordId, TABLE_OF, type MirrorRecord, MIRROR_PAGE_BYTES } from "./mirror-store.js";
 import { isDeepStrictEqual } from "node:util";
-import { type DatabaseSchema, type EventStatus, type HandlerOutcome, MIRROR_KINDS, type MirrorKind } from "./database.js";
 import { summarizeHandlers, decodeEventCursor, encodeEventCursor } from "./event-log.js";
+import { validateRecordId, TABLE_OF, type MirrorRecord, MIRROR_PAGE_BYTES } from "./mirror-store.js";
+import { type DatabaseSchema, type EventStatus, type HandlerOutcome, MIRROR_KINDS, type MirrorKind } from "./database.js";
 import { withOperatorTimeout } from "./errors.js";
 import { fromStoredPayload } from "./values.js";
 
@@ -10,7 +10,7 @@ import { fromStoredPayload } from "./values.js";
 export const TIMELINE_LIMIT = 200;
 
 /** One event of the log that named the record: a delivery from the upstream, or a change the mirror recorded. */
-export interface TimelineEntry {
+interface TimelineEntry {
   entry: "delivery" | "change";
   eventId: string;
   type: string;
@@ -236,7 +236,7 @@ const CHANGE_TYPE_OF_FAMILY: Readonly<Record<string, string>> = {
 };
 
 /** How many changes an event page shows at most. */
-export const MAX_CAUSED_CHANGES = 20;
+const MAX_CAUSED_CHANGES = 20;
 
 /**
  * The change events that followed an event: the relay puts each mirror change into the events

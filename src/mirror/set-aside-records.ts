@@ -23,7 +23,7 @@ const CHUNK = 200;
  * The id as the table's key: as it is when PostgreSQL can hold it; NUL and lone surrogates as JSON
  * escapes; an id too long for an index shortened, with a hash of the whole so two stay apart.
  */
-export function rejectionKey(id: string): string {
+function rejectionKey(id: string): string {
   const text = storableText(id);
   if (fitsKey(text)) return text;
   return `${cutAt(text, 200)}…sha256:${createHash("sha256").update(id).digest("hex")}`;

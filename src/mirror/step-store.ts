@@ -1,6 +1,6 @@
 import { sql, type Kysely } from "kysely";
-import type { DatabaseSchema } from "./database.js";
 import { renameHandlerKeys, type AppliedHandlerKeyRename, type HandlerKeyRename, pruneInBatches } from "./event-log.js";
+import type { DatabaseSchema } from "./database.js";
 
 /** Which step of which handler of which event. */
 export interface StepKey {
@@ -29,7 +29,7 @@ export interface StepRecord {
 }
 
 /** What `claim` found: a stored result to return, or a run to make (`recovery`: an earlier run did not finish). */
-export type StepClaim = { state: "done"; json: string | undefined } | { state: "run"; recovery: boolean; startedAt: Date };
+type StepClaim = { state: "done"; json: string | undefined } | { state: "run"; recovery: boolean; startedAt: Date };
 
 export interface StepStore {
   /**

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
+import { createEventLog, operatorBounds, type EventLog, type HandlerAttempt, type LoggedEvent } from "./event-log.js";
 import { createPostgresMirror, type MirrorStore } from "./mirror-store.js";
 import { createDatabase, type Database, migrateToLatest } from "./database.js";
-import { createEventLog, operatorBounds, type EventLog, type HandlerAttempt, type LoggedEvent } from "./event-log.js";
 import { withOperatorTimeout } from "./errors.js";
 import type { RejectedRecord } from "./set-aside-records.js";
 import type { StepRecord } from "./step-store.js";

@@ -184,8 +184,8 @@ export type InstantResult = { ok: true; instant: Date; dateOnly: boolean } | { o
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?(Z|([+-])(\d{2}):?(\d{2}))$/;
-export const MIN_YEAR = 1;
-export const MAX_YEAR = 9999;
+const MIN_YEAR = 1;
+const MAX_YEAR = 9999;
 
 const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 const isLeap = (year: number) => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;

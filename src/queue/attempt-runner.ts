@@ -1,5 +1,6 @@
 import { Backoffs, UnrecoverableError, type BackoffOptions } from "bullmq";
 import type { Logger } from "pino";
+import type { EventAttempt, EventLog } from "../mirror/event-log.js";
 import { EventDataError, type AnyEvent } from "../events/catalog.js";
 import {
   dispatchEvent,
@@ -11,7 +12,6 @@ import {
   withHandlerStacks,
   startHandlerDeadline,
 } from "../events/dispatch.js";
-import type { EventAttempt, EventLog } from "../mirror/event-log.js";
 import type { HandlerRegistry } from "../events/registry.js";
 import { withCarriedTrace } from "../tracing/tracing.js";
 import type { EventJobData, HandlerOutcomeData as Outcome } from "./event-job.js";

@@ -1,8 +1,8 @@
 import type { Hono } from "hono";
 import type { Logger } from "pino";
+import { eventQueryFromParams } from "../mirror/event-log.js";
 import { filterFromQuery, validateRecordId } from "../mirror/mirror-store.js";
 import { readEventDetail, type Storage } from "../mirror/storage.js";
-import { eventQueryFromParams } from "../mirror/event-log.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/database.js";
 import type { Config } from "../config/config.js";
 import { createConsoleSources, createRecordReader } from "../console-sources.js";

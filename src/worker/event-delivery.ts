@@ -1,7 +1,7 @@
 import type { Queue, Worker } from "bullmq";
 import type { Logger } from "pino";
-import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { EventLog } from "../mirror/event-log.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { Config } from "../config/config.js";
 import type { HandlerRegistry } from "../events/registry.js";
 import type { Metrics } from "../metrics/metrics.js";

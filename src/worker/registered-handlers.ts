@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import { isKnownEventType, KNOWN_EVENT_TYPES, CHANGE_EVENT_TYPES } from "../events/catalog.js";
 import type { HandlerKeyRename } from "../mirror/event-log.js";
+import { isKnownEventType, KNOWN_EVENT_TYPES, CHANGE_EVENT_TYPES } from "../events/catalog.js";
 import type { RegisteredHandler } from "../events/registry.js";
 import type { StepStore } from "../mirror/step-store.js";
 

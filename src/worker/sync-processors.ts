@@ -1,8 +1,8 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
+import type { EventLog } from "../mirror/event-log.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
-import type { EventLog } from "../mirror/event-log.js";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { StepStore } from "../mirror/step-store.js";

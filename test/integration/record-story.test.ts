@@ -1,7 +1,7 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createPostgresMirror } from "../../src/mirror/mirror-store.js";
 import { createEventLog, type EventLog, listFailureGroups } from "../../src/mirror/event-log.js";
+import { createPostgresMirror } from "../../src/mirror/mirror-store.js";
 import { migrateToLatest } from "../../src/mirror/database.js";
 import { findRecordKinds, readRecordStory, TIMELINE_LIMIT } from "../../src/mirror/record-story.js";
 import { MIGRATIONS } from "../../src/mirror/migrations.js";

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createDatabase, type Database, migrateToLatest } from "../../src/mirror/database.js";
 import { createEventLog, type EventAttempt } from "../../src/mirror/event-log.js";
+import { createDatabase, type Database, migrateToLatest } from "../../src/mirror/database.js";
 import { createHandlerRegistry } from "../../src/events/registry.js";
 import { createLogger } from "../../src/logging/logger.js";
 import type { EventJobData } from "../../src/queue/event-job.js";

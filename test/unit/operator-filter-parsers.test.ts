@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { encodeCursor, validateFilter, validateRecordId } from "../../src/mirror/mirror-store.js";
 import { decodeEventCursor, encodeEventCursor, eventQueryFromParams, validateEventQuery } from "../../src/mirror/event-log.js";
+import { encodeCursor, validateFilter, validateRecordId } from "../../src/mirror/mirror-store.js";
 import { idProblem, parseIsoInstant } from "../../src/mirror/values.js";
 
 const instantOf = (year: number, month = 1, day = 1) => {

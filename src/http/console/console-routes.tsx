@@ -1,10 +1,10 @@
 import { Hono, type Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
+import type { EventPage as LogPage, FailureGroup } from "../../mirror/event-log.js";
 import { printable } from "../../mirror/values.js";
 import type { CausedChange } from "../../mirror/record-story.js";
 import type { EventDetail } from "../../mirror/storage.js";
-import type { EventPage as LogPage, FailureGroup } from "../../mirror/event-log.js";
 import { toHttpFailure } from "../errors.js";
 import { consoleHeaders, operatorGuards } from "../guards.js";
 import { eventIdParam } from "../operator-routes.js";
