@@ -36,11 +36,11 @@ export class PayloadTooDeepError extends Error {
   }
 }
 
-/** Longest event `id` or `type` accepted: the id rule's (mirror/id-text.ts), far above any real one. */
+/** Longest event `id` or `type` accepted: the id rule's (mirror/values.ts), far above any real one. */
 export const MAX_IDENTIFIER_LENGTH = MAX_ID_LENGTH;
 
 /**
- * An `id` or `type` that breaks the id rule (mirror/id-text.ts `idProblem`, `textProblem` for a
+ * An `id` or `type` that breaks the id rule (mirror/values.ts `idProblem`, `textProblem` for a
  * type): longer than MAX_IDENTIFIER_LENGTH, a control character (C0, DEL, C1), a lone UTF-16
  * surrogate, or an id "." or "..". Such an event could be neither deduplicated,
  * routed nor recorded (PostgreSQL refuses \u0000 and lone surrogates), so it is refused at once
@@ -103,7 +103,7 @@ function nestsDeeperThan(raw: Uint8Array, limit: number): boolean {
  * Parses verified body bytes into an envelope; throws PayloadTooDeepError past MAX_JSON_DEPTH,
  * EventIdentifierError for an id or type that cannot be one, EnvelopeError on anything else.
  * Strings elsewhere in the body may hold anything JSON can (\u0000, lone surrogates): the event
- * log stores such a payload in an escaped form (mirror/stored-payload.ts).
+ * log stores such a payload in an escaped form (mirror/values.ts).
  */
 export function parseEnvelope(raw: Uint8Array): EventEnvelope {
   let text: string;

@@ -66,7 +66,7 @@ export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOp
 
 /**
  * The `:id` of an operator route, refused `400 invalid_event_id` when it cannot be an event id
- * (the id rule, mirror/id-text.ts, which the edge applies too: over 200 characters, control
+ * (the id rule, mirror/values.ts, which the edge applies too: over 200 characters, control
  * characters, "." or "..", which a route only sees when a client skipped URL normalisation). The
  * event log is not asked.
  */

@@ -46,7 +46,7 @@ type RawRecord = Record<string, unknown>;
 /** What every mirror table has besides its typed columns. */
 interface MirrorBookkeeping {
   raw: Jsonb<RawRecord>;
-  /** How far along its state machine the record is (mirror/rank.ts). */
+  /** How far along its state machine the record is (mirror/mirror-store.ts). */
   rank: Generated<number>;
   /** The shared clock (the database's) taken before the upstream read that produced this copy. */
   read_at: Timestamp;
@@ -116,7 +116,7 @@ export interface HandlerOutcome {
   error?: string;
   /** The failed handler's error's stack (bounded), when it threw an Error. */
   stack?: string;
-  /** The error's first line with ids, numbers, times and hex masked (error-fingerprint.ts): what failure groups group by. */
+  /** The error's first line with ids, numbers, times and hex masked (event-log.ts): what failure groups group by. */
   fingerprint?: string;
   attempts: number;
 }
@@ -189,7 +189,7 @@ interface RejectedRecordsTable {
   /** The record's id; escaped (and shortened with a hash) when it cannot be a key as it is. */
   id: string;
   restaurant_id: string | null;
-  /** A stable reason code (mirror/postgres-values.ts UnstorableReason). */
+  /** A stable reason code (mirror/values.ts UnstorableReason). */
   reason: string;
   /** The sentence naming the field and what it must be; never the value. */
   detail: string;
@@ -615,7 +615,7 @@ export class MigrationError extends Error {
  */
 export async function migrateToLatest(database: Pick<Database, "db" | "schema">, options: MigrateOptions = {}): Promise<string[]> {
   const migrator = new Migrator({
-    // Its check for its own tables looks in this schema only (schema-introspection.ts).
+    // Its check for its own tables looks in this schema only (scopedToSchema).
     db: scopedToSchema(database.db, database.schema),
     provider: staticMigrationProvider(options.count),
     // Kysely's own bookkeeping tables live beside ours, in the configured schema.

@@ -191,7 +191,7 @@ export interface EventQuery {
   handler?: string;
   /** …and that outcome was this one (needs `handler`). */
   handlerStatus?: (typeof HANDLER_STATUSES)[number];
-  /** …and it failed with an error of this fingerprint (error-fingerprint.ts; needs `handler`). */
+  /** …and it failed with an error of this fingerprint (errorFingerprint; needs `handler`). */
   fingerprint?: string;
   /** 1..1000, default 100. */
   limit?: number;
@@ -533,7 +533,7 @@ export interface FailureGroup {
   handler: string;
   /**
    * What the group's errors share: the first line with ids, numbers, times and hex masked
-   * (error-fingerprint.ts). Outcomes logged before fingerprints were stored group by their first line.
+   * (errorFingerprint). Outcomes logged before fingerprints were stored group by their first line.
    */
   fingerprint: string;
   /** Whether every outcome of the group has the fingerprint stored: only then does a fingerprint filter (GET /events, replays) select all of them. */
@@ -633,13 +633,13 @@ export interface HandlerAttempt {
   startedAt: Date;
   durationMs: number;
   outcome: "ok" | "failed";
-  /** The error's text as the handler threw it, bounded (events/error-text.ts). */
+  /** The error's text as the handler threw it, bounded (events/errors.ts). */
   error: string | null;
   /** When the next attempt is (or was) due; null when none followed this one. */
   nextRetryAt: Date | null;
 }
 
-/** A run as the recording statement reads it (jsonb_to_recordset in record-attempts.ts). */
+/** A run as the recording statement reads it (jsonb_to_recordset in upsertAttempts). */
 interface RunRow {
   handler: string;
   attempt: number;
@@ -716,7 +716,7 @@ export interface EventAttempt {
   /**
    * The outcome of each handler this attempt ran (those done on an earlier attempt are not run
    * again), and of those an earlier attempt ran whose record is pending. Each with a `run` is also
-   * a row of the event's handler attempts (handler-attempts.ts).
+   * a row of the event's handler attempts (handler_attempts).
    */
   handlers: Record<string, { status: "ok" | "failed"; error?: string; stack?: string; run?: HandlerRun }>;
   /**
@@ -772,7 +772,7 @@ function attemptRow(attempt: EventAttempt): Row {
     const row = (payload: unknown) =>
       JSON.stringify({ id, type: attempt.type, status: attempt.status, handlers, runs, payload, new_round: attempt.newRound === true });
     json = row(attempt.payload);
-    // jsonb refuses \u0000 and lone surrogates: such a payload is kept as JSON text (stored-payload.ts).
+    // jsonb refuses \u0000 and lone surrogates: such a payload is kept as JSON text (values.ts).
     if (needsEscapedForm(attempt.payload, json)) json = row(toEscapedForm(JSON.stringify(attempt.payload)));
   } catch {
     // a cycle or a BigInt: fall through to the error below

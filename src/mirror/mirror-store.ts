@@ -73,7 +73,7 @@ interface UpsertOptions {
   refused?: readonly RefusedUpstreamRecord[];
   /**
    * Called in each transaction of the upsert that changed something (the change-event outbox goes
-   * here): a write of more than 100 ids is several transactions (write-chunks.ts). A throw rolls
+   * here): a write of more than 100 ids is several transactions (IDS_PER_TRANSACTION). A throw rolls
    * that transaction back and fails the upsert; the transactions before it stay committed.
    */
   onChanges?: OnMirrorChanges;
@@ -102,9 +102,9 @@ export interface MirrorPage {
 }
 
 /**
- * The mirror's storage (PostgreSQL: mirror/postgres-store.ts). The guarantee every
+ * The mirror's storage (PostgreSQL: createPostgresMirror below). The guarantee every
  * implementation keeps: a stored record is replaced only by a copy that is further along its
- * state machine (rank, mirror/rank.ts) or, at the same rank, read strictly later by the shared
+ * state machine (rankOf) or, at the same rank, read strictly later by the shared
  * clock (`clock()`, read per attempt as the upstream GET is sent, after its rate-limit slot was
  * taken). On an exact tie the stored copy stays.
  * So duplicated, late or reordered refreshes can never regress the mirror.
@@ -398,7 +398,7 @@ function orderItems(record: MirrorRecord, orderId: string): Insertable<OrderItem
 /**
  * A record's id and restaurant id as the mirror can hold and the routes can address them: a
  * non-empty id within an index's size, no NUL or lone surrogate in either (PostgreSQL text holds
- * neither), and the id rule (id-text.ts) that the edge applies to event ids. Checked first, so what
+ * neither), and the id rule (values.ts) that the edge applies to event ids. Checked first, so what
  * a refused record is filed under is always its id's own problem.
  */
 function checkIdentity(f: ReturnType<typeof fieldReader>, record: Partial<MirrorRecord>): string {
@@ -712,7 +712,7 @@ async function writeChunk(
 export interface PostgresMirrorOptions {
   /**
    * Told of the records each upsert set aside, after it committed (a log line and a metric:
-   * rejection-reporter.ts). Must not throw.
+   * set-aside-records.ts). Must not throw.
    */
   onRejected?: (rejected: readonly RejectedRecord[]) => void;
 }

@@ -50,7 +50,7 @@ export interface StepStore {
   forget(eventIds: readonly string[], handlerKey?: string): Promise<number>;
   /** Deletes steps started before `olderThan`, `batchSize` rows per statement; returns how many. */
   prune(olderThan: Date, batchSize?: number): Promise<number>;
-  /** Moves steps to their handler's new key, each rename once ever (handler-key-renames.ts). */
+  /** Moves steps to their handler's new key, each rename once ever (event-log.ts). */
   renameHandlerKeys(renames: readonly HandlerKeyRename[]): Promise<AppliedHandlerKeyRename[]>;
 }
 

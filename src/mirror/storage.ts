@@ -41,7 +41,7 @@ export async function openStorage(
   options: {
     logger?: Logger;
     database?: Database;
-    /** Told of the records a mirror write set aside (rejection-reporter.ts). */
+    /** Told of the records a mirror write set aside (set-aside-records.ts). */
     onRejected?: (rejected: readonly RejectedRecord[]) => void;
   } = {},
 ): Promise<Storage> {

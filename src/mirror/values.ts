@@ -1,7 +1,7 @@
 // The one id rule, from the edge to the mirror to the routes: the edge refuses an event whose
 // `id` breaks it (events/envelope.ts), the event log and every operator route refuse such a path
 // or filter (a 400), and the mirror refuses to write a record whose id breaks it, setting it aside
-// in rejected_records instead (mirror-rows.ts), so every id the mirror holds is one the routes can
+// in rejected_records instead (mirror-store.ts), so every id the mirror holds is one the routes can
 // address. Only the longest length differs: an event id or a handler key is ours to bound (200),
 // a record id is the API's (1,000, as far as a URL's worth).
 

@@ -72,7 +72,7 @@ export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome
 
 /**
  * Pending ids the mirror could neither store nor look up (a NUL in an event's `data.id`, an id
- * the routes cannot address: the mirror's own identity check, mirror-rows.ts) are set aside as
+ * the routes cannot address: the mirror's own identity check, mirror-store.ts) are set aside as
  * the mirror sets aside any record it cannot hold: written to it as the record known of them (id
  * and restaurant), which it refuses into rejected_records with the reason (and the service's
  * warning and metric), then forgotten. Returns the rest, which this job refreshes.

@@ -28,7 +28,7 @@ export interface ConsoleSources {
     /** GET /events's query: its parameters, strictly (a bad one throws invalid_filter). */
     query(query: Record<string, string>): Promise<LogPage>;
   };
-  /** Change events recorded for the record an event named, after it (see mirror/caused-changes.ts). */
+  /** Change events recorded for the record an event named, after it (see mirror/record-story.ts). */
   changesAfter(event: EventDetail): Promise<CausedChange[]>;
   failureGroups(range: { since: Date; until?: Date | undefined }): Promise<FailureGroup[]>;
   mirror: MirrorReader & {
