@@ -1,7 +1,14 @@
 import { type UnstorableReason, storableText } from "./values.js";
 import type { MirrorKind } from "./database.js";
 
-/** A list filter the mirror cannot apply (unknown status, malformed date, limit out of range, bad cursor): an HTTP 400. */
+// Every error of the mirror layer (the mirror store, the event log, the steps, the record story),
+// in one place: what each refuses and the HTTP answer its code maps to (http/errors.ts).
+
+/**
+ * A list filter or parameter the mirror, the event log or a record's story cannot apply (unknown
+ * name or status, malformed date, limit out of range, bad cursor or id): an HTTP 400, the one
+ * `invalid_filter` of the layer.
+ */
 export class MirrorFilterError extends Error {
   readonly code = "invalid_filter";
   constructor(
@@ -13,7 +20,36 @@ export class MirrorFilterError extends Error {
   }
 }
 
-/** A request the event log refuses: a bad filter or event (HTTP 400) or an unknown event id (404). Nothing was changed. */
+/** The limit of a list, when given: an integer from 1 to `max`, else a MirrorFilterError. */
+export function checkLimit(limit: number | undefined, max: number): number | undefined {
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > max))
+    throw new MirrorFilterError("limit", `limit must be an integer from 1 to ${max}`);
+  return limit;
+}
+
+/**
+ * A list's text parameters (URL query, CLI flags) checked against the `known` names, so a typo is a
+ * 400 rather than an unfiltered list; returns `limit` read as a number, when given.
+ */
+export function checkListParams(
+  params: Record<string, string | undefined>,
+  known: readonly string[],
+  maxLimit: number,
+): number | undefined {
+  for (const name of Object.keys(params))
+    if (!known.includes(name)) throw new MirrorFilterError(name, `unknown filter ${name}; filters are ${known.join(", ")}`);
+  const limit = params.limit;
+  if (limit === undefined) return undefined;
+  if (!new RegExp(`^\\d{1,${String(maxLimit).length}}$`).test(limit))
+    throw new MirrorFilterError("limit", `limit must be an integer from 1 to ${maxLimit}`);
+  return Number(limit);
+}
+
+/**
+ * A request the event log refuses: a bad event (HTTP 400) or an unknown event id (404); nothing was
+ * changed. `invalid_filter` is for callers outside the layer that check a selection of events
+ * themselves (worker/replay-events.ts); the log's own filters throw MirrorFilterError.
+ */
 export class EventLogError extends Error {
   constructor(
     readonly code: "invalid_filter" | "invalid_event" | "not_found",

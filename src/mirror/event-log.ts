@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable, type RawBuilder } from "kysely";
 import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database.js";
-import { EventLogError, withOperatorTimeout } from "./errors.js";
+import { checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
 import {
   idProblem,
   fromStoredPayload,
@@ -139,7 +139,7 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
 
     async get(id) {
       const problem = idProblem(id);
-      if (problem) throw new EventLogError("invalid_filter", "id", `id ${problem}`);
+      if (problem) throw new MirrorFilterError("id", `id ${problem}`);
       const row = await withOperatorTimeout(bounds.timeoutMs, () =>
         reader.selectFrom("events").selectAll().where("id", "=", id).executeTakeFirst(),
       );
@@ -148,7 +148,7 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
 
     async handlerAttempts(id) {
       const problem = idProblem(id);
-      if (problem) throw new EventLogError("invalid_filter", "id", `id ${problem}`);
+      if (problem) throw new MirrorFilterError("id", `id ${problem}`);
       return withOperatorTimeout(bounds.timeoutMs, () => readHandlerAttempts(reader, id));
     },
 
@@ -212,8 +212,6 @@ export interface ValidEventQuery extends Omit<EventQuery, "type" | "cursor" | "l
 const TYPE = /^(\*|[a-z][a-z0-9_]*(\.[a-z0-9_]+)*(\.\*)?)$/;
 const HANDLER_KEY = /^[\w.:*-]{1,100}$/;
 
-const invalid = (field: string, message: string) => new EventLogError("invalid_filter", field, message);
-
 export const encodeEventCursor = (receivedAt: Date, id: string) =>
   Buffer.from(`${receivedAt.toISOString()}|${id}`, "utf8").toString("base64url");
 
@@ -222,7 +220,8 @@ const CURSOR_TEXT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([^]+)$/;
 
 /** A cursor must decode to what this log could have written: a valid time and a storable id. */
 export function decodeEventCursor(cursor: string): { receivedAt: Date; id: string } {
-  const refuse = (why: string) => invalid("cursor", `cursor is not one this log returned (${why}); pass nextCursor unchanged`);
+  const refuse = (why: string) =>
+    new MirrorFilterError("cursor", `cursor is not one this log returned (${why}); pass nextCursor unchanged`);
   if (!/^[A-Za-z0-9_-]{1,2000}$/.test(cursor)) throw refuse("not base64url text");
   const parts = CURSOR_TEXT.exec(Buffer.from(cursor, "base64url").toString("utf8"));
   if (!parts?.[1] || parts[2] === undefined) throw refuse("not a time and an id");
@@ -236,21 +235,21 @@ export function decodeEventCursor(cursor: string): { receivedAt: Date; id: strin
 /** A since/until parameter, strictly: see parseIsoInstant. */
 function parseBound(field: "since" | "until", text: string): Date {
   const parsed = parseIsoInstant(text);
-  if (!parsed.ok) throw invalid(field, `${field} ${parsed.problem}`);
+  if (!parsed.ok) throw new MirrorFilterError(field, `${field} ${parsed.problem}`);
   return parsed.instant;
 }
 
-/** Checks an event query; throws EventLogError (invalid_filter) naming the first bad field. */
+/** Checks an event query; throws MirrorFilterError naming the first bad field. */
 export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
   const valid: ValidEventQuery = { typeIsPattern: false, limit: DEFAULT_EVENT_LIMIT };
   for (const bound of ["since", "until"] as const) {
     if (query[bound] === undefined) continue;
-    if (!isStorableDate(query[bound])) throw invalid(bound, `${bound} must be a valid date in the years 0001–9999`);
+    if (!isStorableDate(query[bound])) throw new MirrorFilterError(bound, `${bound} must be a valid date in the years 0001–9999`);
     valid[bound] = query[bound];
   }
   if (query.type !== undefined) {
     if (typeof query.type !== "string" || !TYPE.test(query.type))
-      throw invalid("type", "type must be an event type (order.created), a family (order.*) or *");
+      throw new MirrorFilterError("type", "type must be an event type (order.created), a family (order.*) or *");
     if (query.type.endsWith("*")) {
       // Only letters, digits, _ and . reach here; _ is a LIKE wildcard, so escape it.
       if (query.type !== "*") valid.type = `${query.type.slice(0, -1).replaceAll("_", "\\_")}%`;
@@ -259,32 +258,29 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
   }
   if (query.status !== undefined) {
     if (!(EVENT_STATUSES as readonly string[]).includes(query.status))
-      throw invalid("status", `status must be one of ${EVENT_STATUSES.join(", ")}, retrying`);
+      throw new MirrorFilterError("status", `status must be one of ${EVENT_STATUSES.join(", ")}, retrying`);
     valid.status = query.status;
   }
   if (query.handler !== undefined) {
     if (typeof query.handler !== "string" || !HANDLER_KEY.test(query.handler))
-      throw invalid("handler", "handler must be a handler key (letters, digits, . _ : * -)");
+      throw new MirrorFilterError("handler", "handler must be a handler key (letters, digits, . _ : * -)");
     valid.handler = query.handler;
   }
   if (query.handlerStatus !== undefined) {
-    if (valid.handler === undefined) throw invalid("handlerStatus", "handlerStatus needs handler");
+    if (valid.handler === undefined) throw new MirrorFilterError("handlerStatus", "handlerStatus needs handler");
     if (!(HANDLER_STATUSES as readonly string[]).includes(query.handlerStatus))
-      throw invalid("handlerStatus", "handlerStatus must be ok or failed");
+      throw new MirrorFilterError("handlerStatus", "handlerStatus must be ok or failed");
     valid.handlerStatus = query.handlerStatus;
   }
   if (query.fingerprint !== undefined) {
-    if (valid.handler === undefined) throw invalid("fingerprint", "fingerprint needs handler");
-    if (valid.handlerStatus === "ok") throw invalid("fingerprint", "fingerprint selects failed outcomes; handlerStatus ok contradicts it");
+    if (valid.handler === undefined) throw new MirrorFilterError("fingerprint", "fingerprint needs handler");
+    if (valid.handlerStatus === "ok")
+      throw new MirrorFilterError("fingerprint", "fingerprint selects failed outcomes; handlerStatus ok contradicts it");
     const problem = typeof query.fingerprint === "string" ? idProblem(query.fingerprint, FINGERPRINT_LENGTH) : "must be text";
-    if (problem) throw invalid("fingerprint", `fingerprint ${problem}`);
+    if (problem) throw new MirrorFilterError("fingerprint", `fingerprint ${problem}`);
     valid.fingerprint = query.fingerprint;
   }
-  if (query.limit !== undefined) {
-    if (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > MAX_EVENT_LIMIT)
-      throw invalid("limit", `limit must be an integer from 1 to ${MAX_EVENT_LIMIT}`);
-    valid.limit = query.limit;
-  }
+  valid.limit = checkLimit(query.limit, MAX_EVENT_LIMIT) ?? valid.limit;
   if (query.cursor !== undefined) valid.after = decodeEventCursor(query.cursor);
   if (query.newestFirst === true) valid.newestFirst = true;
   return valid;
@@ -296,9 +292,8 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
  */
 export function eventQueryFromParams(params: Record<string, string | undefined>): EventQuery {
   const known = ["since", "until", "type", "status", "handler", "handlerStatus", "fingerprint", "limit", "cursor", "order"];
-  for (const name of Object.keys(params))
-    if (!known.includes(name)) throw invalid(name, `unknown filter ${name}; filters are ${known.join(", ")}`);
-  const query: EventQuery = {};
+  const limit = checkListParams(params, known, MAX_EVENT_LIMIT);
+  const query: EventQuery = limit === undefined ? {} : { limit };
   for (const bound of ["since", "until"] as const) {
     const text = params[bound];
     if (text !== undefined) query[bound] = parseBound(bound, text);
@@ -311,12 +306,8 @@ export function eventQueryFromParams(params: Record<string, string | undefined>)
   if (params.fingerprint !== undefined) query.fingerprint = params.fingerprint;
   if (params.cursor !== undefined) query.cursor = params.cursor;
   if (params.order !== undefined) {
-    if (params.order !== "newest" && params.order !== "oldest") throw invalid("order", "order must be newest or oldest");
+    if (params.order !== "newest" && params.order !== "oldest") throw new MirrorFilterError("order", "order must be newest or oldest");
     query.newestFirst = params.order === "newest";
-  }
-  if (params.limit !== undefined) {
-    if (!/^\d{1,4}$/.test(params.limit)) throw invalid("limit", `limit must be an integer from 1 to ${MAX_EVENT_LIMIT}`);
-    query.limit = Number(params.limit);
   }
   return query;
 }
@@ -910,9 +901,9 @@ export function errorFingerprint(error: string): string {
  */
 export async function pruneInBatches(olderThan: Date, batchSize: number, deleteBatch: (limit: number) => Promise<number>): Promise<number> {
   if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime()))
-    throw new EventLogError("invalid_filter", "olderThan", "olderThan must be a valid date");
+    throw new MirrorFilterError("olderThan", "olderThan must be a valid date");
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
-    throw new EventLogError("invalid_filter", "batchSize", "batchSize must be an integer from 1 to 10000");
+    throw new MirrorFilterError("batchSize", "batchSize must be an integer from 1 to 10000");
   let total = 0;
   for (;;) {
     const deleted = await deleteBatch(batchSize);

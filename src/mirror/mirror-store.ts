@@ -30,7 +30,7 @@ import {
   unstorableString,
   type UnstorableReason,
 } from "./values.js";
-import { MirrorFilterError, MirrorRecordError, withOperatorTimeout } from "./errors.js";
+import { checkLimit, checkListParams, MirrorFilterError, MirrorRecordError, withOperatorTimeout } from "./errors.js";
 import { expectDefined } from "../expect-defined.js";
 
 /** A record in the API's own shape (camelCase, amounts as the API gave them, unknown fields kept). */
@@ -216,11 +216,7 @@ export function validateFilter(kind: MirrorKind, filter: MirrorListFilter = {}):
   for (const bound of ["from", "to"] as const) {
     if (filter[bound] !== undefined) valid[bound] = checkBound(kind, bound, filter[bound]);
   }
-  if (filter.limit !== undefined) {
-    if (!Number.isInteger(filter.limit) || filter.limit < 1 || filter.limit > MAX_LIMIT)
-      throw new MirrorFilterError("limit", `limit must be an integer from 1 to ${MAX_LIMIT}`);
-    valid.limit = filter.limit;
-  }
+  valid.limit = checkLimit(filter.limit, MAX_LIMIT) ?? valid.limit;
   if (filter.cursor !== undefined) valid.after = decodeCursor(filter.cursor);
   return valid;
 }
@@ -230,15 +226,9 @@ export function validateFilter(kind: MirrorKind, filter: MirrorListFilter = {}):
  * as given. Unknown parameters are refused too, so a typo is a 400 rather than an unfiltered list.
  */
 export function filterFromQuery(query: Record<string, string | undefined>): MirrorListFilter {
-  const known = new Set(["restaurantId", "status", "from", "to", "limit", "cursor"]);
-  for (const name of Object.keys(query))
-    if (!known.has(name)) throw new MirrorFilterError(name, `unknown filter ${name}; filters are ${[...known].join(", ")}`);
-  const { limit, ...rest } = query;
-  const filter: MirrorListFilter = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
-  if (limit !== undefined) {
-    if (!/^\d{1,3}$/.test(limit)) throw new MirrorFilterError("limit", `limit must be an integer from 1 to ${MAX_LIMIT}`);
-    filter.limit = Number(limit);
-  }
+  const limit = checkListParams(query, ["restaurantId", "status", "from", "to", "limit", "cursor"], MAX_LIMIT);
+  const filter: MirrorListFilter = Object.fromEntries(Object.entries(query).filter(([k, v]) => v !== undefined && k !== "limit"));
+  if (limit !== undefined) filter.limit = limit;
   return filter;
 }
 
