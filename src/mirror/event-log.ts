@@ -312,18 +312,11 @@ export function eventQueryFromParams(params: Record<string, string | undefined>)
   return query;
 }
 
-/** One event in a list: everything but the payload (GET /events/{id} has it), handler errors cut short. */
-export interface EventSummary {
-  id: string;
-  type: string;
-  /** First delivery to a worker, by the database's clock (millisecond precision). */
-  receivedAt: Date;
-  status: EventStatus;
-  attempts: number;
-  /** Each handler's latest status and attempts, its error cut to SUMMARY_ERROR_LENGTH (the event itself has it whole, with any stack). */
-  handlers: Record<string, HandlerOutcome>;
-  updatedAt: Date;
-}
+/**
+ * One event in a list: everything but the payload (GET /events/{id} has it), each handler's
+ * error cut to SUMMARY_ERROR_LENGTH (the event itself has it whole, with any stack).
+ */
+export type EventSummary = Omit<LoggedEvent, "payload">;
 
 export interface EventPage {
   data: EventSummary[];
@@ -355,15 +348,8 @@ const SUMMARY_ERROR_LENGTH = 300;
 export const MAX_PAGE_BYTES = 1024 * 1024;
 const EMBEDDED_WINDOW_ROWS = 2000;
 
-interface SummaryRow {
-  id: string;
-  type: string;
-  received_at: Date;
-  status: EventStatus;
-  attempts: number;
-  handlers: Record<string, HandlerOutcome>;
-  updated_at: Date;
-}
+/** The columns a summary reads: every one but the payload and the generated record columns. */
+type SummaryRow = Pick<Selectable<EventsTable>, "id" | "type" | "received_at" | "status" | "attempts" | "handlers" | "updated_at">;
 
 /** Each handler's status, attempts and the start of its error: anything longer (a stack) is in GET /events/{id}. */
 export function summarizeHandlers(outcomes: Record<string, HandlerOutcome>): Record<string, HandlerOutcome> {
