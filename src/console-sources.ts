@@ -1,17 +1,14 @@
+import { eventQueryFromParams, listFailureGroups } from "./mirror/event-log.js";
+import { readBookkeeping } from "./mirror/mirror-store.js";
+import { listCausedChanges, findRecordKinds, readRecordStory } from "./mirror/record-story.js";
+import { readEventDetail, type Storage } from "./mirror/storage.js";
+import { MIRROR_KINDS, type MirrorKind } from "./mirror/database.js";
 import type { ConsoleSources } from "./http/console/console-routes.js";
 import type { MirrorReader } from "./http/mirror-routes.js";
 import type { RecordReader } from "./http/record-routes.js";
 import type { HealthLimits } from "./http/console/health-page.js";
 import type { MinuteSample } from "./metrics/minute-samples.js";
 import { collectOpsSummary, type Metrics } from "./metrics/metrics.js";
-import { listCausedChanges } from "./mirror/caused-changes.js";
-import { eventQueryFromParams } from "./mirror/event-query.js";
-import { readEventDetail } from "./mirror/event-detail.js";
-import { listFailureGroups } from "./mirror/failure-groups.js";
-import { readBookkeeping } from "./mirror/mirror-bookkeeping.js";
-import { findRecordKinds, readRecordStory } from "./mirror/record-story.js";
-import type { Storage } from "./mirror/storage.js";
-import { MIRROR_KINDS, type MirrorKind } from "./mirror/store.js";
 import { OperatorActionError } from "./worker/operator-action-error.js";
 import type { OperatorActions } from "./worker/operator-actions.js";
 

@@ -9,7 +9,7 @@ export { createApp, type CreateAppOptions } from "./http/app.js";
 export type { WebhookObserver, RejectReason } from "./http/webhook-route.js";
 export { createEventProducer, type EventProducer, type EventJobData } from "./queue/events-queue.js";
 export type { EventSink, EnqueueResult } from "./queue/ingest-stream.js";
-export { signPayload, verifySignature, WebhookSignatureError } from "./events/signature.js";
+export { signPayload, verifySignature, WebhookSignatureError } from "./events/envelope.js";
 export { parseEnvelope, EnvelopeError, type EventEnvelope } from "./events/envelope.js";
 export { KNOWN_EVENT_TYPES, type AnyEvent, type EventData, type EventOf, type KnownEventType } from "./events/catalog.js";
 export {
@@ -26,8 +26,8 @@ export {
   type ChangeKind,
   type ChangeModels,
   type ChangeSource,
-} from "./events/change-events.js";
-export { ReservedEventTypeError } from "./events/reserved-event-type-error.js";
+} from "./events/catalog.js";
+export { ReservedEventTypeError } from "./events/errors.js";
 export {
   createHandlerRegistry,
   type EventFor,
@@ -46,11 +46,12 @@ export { loadHandlersModule, HandlersModuleError } from "./worker/load-handlers-
 export type { WorkerRole } from "./worker/worker-role.js";
 export type { FinishedEvent } from "./worker/finished-events.js";
 export { createDatabase, DatabaseConfigError, type Database, type DatabaseOptions } from "./mirror/database.js";
-export { migrateToLatest, MigrationError } from "./mirror/migrate.js";
-export { createPostgresMirror } from "./mirror/postgres-store.js";
+export { migrateToLatest, MigrationError } from "./mirror/database.js";
+export { createPostgresMirror } from "./mirror/mirror-store.js";
 export { createEventLog, type EventLog, type EventPage, type EventQuery, type LoggedEvent } from "./mirror/event-log.js";
-export { MIRROR_KINDS } from "./mirror/store.js";
-export type { MirrorChange, MirrorKind, MirrorListFilter, MirrorPage, MirrorRecord, MirrorStore, UpsertResult } from "./mirror/store.js";
+export { MIRROR_KINDS } from "./mirror/database.js";
+export type { MirrorChange, MirrorListFilter, MirrorPage, MirrorRecord, MirrorStore, UpsertResult } from "./mirror/mirror-store.js";
+export type { MirrorKind } from "./mirror/database.js";
 export {
   createApiClient,
   type ApiClient,

@@ -1,8 +1,7 @@
 import { existsSync } from "node:fs";
-import type { Config } from "../config/config.js";
-import { embeddedDirectory } from "../mirror/database.js";
-import { DataDirLockedError } from "../mirror/data-dir-lock.js";
+import { embeddedDirectory, DataDirLockedError } from "../mirror/database.js";
 import type { Storage } from "../mirror/storage.js";
+import type { Config } from "../config/config.js";
 import { CommandError } from "./command-error.js";
 import { openMigratedStorage } from "./open-storage-from-env.js";
 

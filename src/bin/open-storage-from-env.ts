@@ -1,6 +1,6 @@
-import type { Config } from "../config/config.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
-import type { RejectedRecord } from "../mirror/store.js";
+import type { RejectedRecord } from "../mirror/set-aside-records.js";
+import type { Config } from "../config/config.js";
 
 /** The database a one-off command works on, migrated first (commands may run before any server did). */
 export async function openMigratedStorage(

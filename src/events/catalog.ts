@@ -1,6 +1,6 @@
 import * as z from "zod";
-
-import { bookingSchema, menuItemSchema, orderSchema, reviewSchema } from "../upstream/models.js";
+import { isDeepStrictEqual } from "node:util";
+import { bookingSchema, menuItemSchema, orderSchema, reviewSchema, type Booking, type MenuItem, type Order } from "../upstream/models.js";
 
 /**
  * The seven events of spec part 6, each inside the assumed envelope. `data` may be the whole
@@ -18,7 +18,7 @@ function eventData<S extends z.core.$ZodLooseShape>(resource: z.ZodObject<S, z.c
 }
 
 /** The fields a record type names (its `[key: string]: unknown` for unknown fields left aside). */
-export type KnownFields<R> = { [K in keyof R as string extends K ? never : number extends K ? never : K]: R[K] };
+type KnownFields<R> = { [K in keyof R as string extends K ? never : number extends K ? never : K]: R[K] };
 
 /** A resource as an event carries it: its ids, any of its other fields, and fields the API does not name. */
 export type EventData<R> = { id: string; restaurantId: string } & Partial<Omit<KnownFields<R>, "id" | "restaurantId">> &
@@ -38,7 +38,7 @@ const bookingData = eventData(bookingSchema);
 const reviewData = eventData(reviewSchema.extend({ rating: z.number() }));
 const menuItemData = eventData(menuItemSchema);
 
-export const eventSchemas = {
+const eventSchemas = {
   "booking.created": envelope("booking.created", bookingData),
   "booking.status_changed": envelope("booking.status_changed", bookingData),
   "order.created": envelope("order.created", orderData),
@@ -80,4 +80,149 @@ export function parseKnownEvent<T extends KnownEventType>(type: T, event: AnyEve
     throw new EventDataError(type, result.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; "));
   }
   return result.data as EventOf<T>;
+}
+
+/**
+ * Change events: produced by the mirror, not by the upstream. One per mirror write that changed a
+ * stored record, with the record before and after the write. Their types are reserved: the edge
+ * refuses a delivery whose type starts with `change.`.
+ */
+
+/** The records a change event can carry, by the event's `kind`. */
+export interface ChangeModels {
+  order: Order;
+  booking: Booking;
+  menu_item: MenuItem;
+}
+export type ChangeKind = keyof ChangeModels;
+export const CHANGE_KINDS = ["order", "booking", "menu_item"] as const satisfies readonly ChangeKind[];
+
+/**
+ * What made the mirror read the record: `webhook` (a refresh an event asked for, or a sweep that
+ * found a record an event had already named), `reconcile` (the scheduled sweep found a change no
+ * event named: a missed webhook) or `backfill`.
+ */
+export type ChangeSource = "webhook" | "reconcile" | "backfill";
+export const CHANGE_SOURCES = ["webhook", "reconcile", "backfill"] as const satisfies readonly ChangeSource[];
+
+const CHANGE_TYPE_PREFIX = "change.";
+export type ChangeEventType = `change.${ChangeKind}`;
+export const CHANGE_EVENT_TYPES = CHANGE_KINDS.map((k) => `change.${k}` as const);
+
+/** True for every type in the reserved `change.` namespace, known kind or not. */
+export const isChangeEventType = (type: string): boolean => type.startsWith(CHANGE_TYPE_PREFIX);
+
+export interface ChangeData<K extends ChangeKind = ChangeKind> {
+  kind: K;
+  id: string;
+  restaurantId: string;
+  /** The stored record before the write; null when the mirror had never seen it. */
+  before: ChangeModels[K] | null;
+  /** The record as written. */
+  after: ChangeModels[K];
+  /** Top-level field names whose values differ (every field of `after` on first sight), sorted. */
+  changed: string[];
+  source: ChangeSource;
+}
+
+export interface ChangeEvent<K extends ChangeKind = ChangeKind> {
+  /** The change id (`chg_…`): the same on every delivery of this change; use it for idempotency. */
+  id: string;
+  type: `change.${K}`;
+  /** When the change was recorded (the database's clock), ISO 8601. */
+  createdAt: string;
+  data: ChangeData<K>;
+}
+
+/** The typed change event of a `change.*` type. */
+export type ChangeEventOf<T extends ChangeEventType> = T extends `change.${infer K extends ChangeKind}` ? ChangeEvent<K> : never;
+
+/** The fields of a kind's record that the API's schema names (what `onChange` may filter on). */
+export type ChangeField<K extends ChangeKind> = Extract<keyof KnownFields<ChangeModels[K]>, string>;
+
+/**
+ * Which changes to match: `field` changed, from `from` and to `to` when given (compared by value,
+ * deep equality), made by one of `source` when given. `from` and `to` have the field's type.
+ */
+export interface ChangeFilter<K extends ChangeKind, F extends ChangeField<K> = ChangeField<K>> {
+  field: F;
+  /** The field's value before the write (never matches a record seen for the first time). */
+  from?: ChangeModels[K][F];
+  /** The field's value after the write. */
+  to?: ChangeModels[K][F];
+  /**
+   * What made the mirror read the record: one source or a list. `["webhook", "reconcile"]` skips
+   * backfills and the first import, which report every stored record as a change.
+   */
+  source?: ChangeSource | readonly ChangeSource[];
+}
+
+/** The API's schema of each kind: what a filter's field and values are checked against. */
+const MODEL_SCHEMAS: Record<ChangeKind, z.ZodObject> = { order: orderSchema, booking: bookingSchema, menu_item: menuItemSchema };
+
+/** Whether a change matches a filter: the field changed, from `from` (if given) to `to` (if given), by one of `source` (if given). */
+export function matchesChange<K extends ChangeKind, F extends ChangeField<K>>(data: ChangeData<K>, filter: ChangeFilter<K, F>): boolean {
+  if (!data.changed.includes(filter.field as string)) return false;
+  const field = filter.field as keyof ChangeModels[K];
+  if ("from" in filter && (data.before === null || !isDeepStrictEqual(data.before[field], filter.from))) return false;
+  if ("to" in filter && !isDeepStrictEqual(data.after[field], filter.to)) return false;
+  if (filter.source !== undefined && !([] as readonly ChangeSource[]).concat(filter.source).includes(data.source)) return false;
+  return true;
+}
+
+/** A filter as a JavaScript caller may pass it: checked before use. */
+interface UncheckedFilter {
+  field: string;
+  from?: unknown;
+  to?: unknown;
+  source?: unknown;
+}
+
+/** A value as an error names it: bounded, whatever a JavaScript caller passed. */
+const shown = (value: unknown) => JSON.stringify(String(value).slice(0, 64));
+
+/** A filter's mistake (an unknown field, a value the field never takes, an unknown source), or undefined. */
+function filterMistake(kind: ChangeKind, given: unknown): string | undefined {
+  if (!Object.hasOwn(MODEL_SCHEMAS, kind)) return `the kind ${shown(kind)} is not one of ${CHANGE_KINDS.join(", ")}`;
+  if (typeof given !== "object" || given === null) return "the filter is an object { field, from?, to?, source? }";
+  const filter = given as UncheckedFilter;
+  const shape: Record<string, z.ZodType | undefined> = MODEL_SCHEMAS[kind].shape;
+  const field = Object.hasOwn(shape, filter.field) ? shape[filter.field] : undefined;
+  if (field === undefined) return `field ${shown(filter.field)} is not one of ${kind}'s: ${Object.keys(shape).join(", ")}`;
+  for (const end of ["from", "to"] as const) {
+    if (end in filter && !field.safeParse(filter[end]).success)
+      return `${end} ${shown(filter[end])} is not a value ${filter.field} can take`;
+  }
+  const sources: readonly unknown[] = filter.source === undefined ? [] : ([] as readonly unknown[]).concat(filter.source);
+  const unknownSource = sources.find((source) => !CHANGE_SOURCES.includes(source as ChangeSource));
+  if (unknownSource !== undefined) return `source ${shown(unknownSource)} is not one of ${CHANGE_SOURCES.join(", ")}`;
+  return undefined;
+}
+
+type ChangeHandler<K extends ChangeKind, Ctx> = (event: ChangeEvent<K>, ctx: Ctx) => Promise<void> | void;
+
+/**
+ * A handler map entry that runs `handler` only for changes matching `filter`. A filter the kind's
+ * schema refuses (from JavaScript, where the types do not check it) throws a TypeError at once.
+ *
+ * @example
+ * export default {
+ *   ...onChange("order", { field: "status", to: "READY", source: ["webhook", "reconcile"] }, async (event, ctx) =>
+ *     notifyKitchen(event.data.after)),
+ * };
+ *
+ * One entry per kind: spreading two `onChange` of the same kind keeps only the last; write one
+ * handler with `matchesChange` for several filters of one kind.
+ */
+export function onChange<K extends ChangeKind, F extends ChangeField<K>, Ctx>(
+  kind: K,
+  filter: ChangeFilter<K, F>,
+  handler: ChangeHandler<K, Ctx>,
+): Record<`change.${K}`, ChangeHandler<K, Ctx>> {
+  const mistake = filterMistake(kind, filter);
+  if (mistake) throw new TypeError(`onChange(${shown(kind)}): ${mistake}`);
+  const filtered: ChangeHandler<K, Ctx> = async function onMatchingChange(event, ctx) {
+    if (matchesChange(event.data, filter)) await handler(event, ctx);
+  };
+  return { [`change.${kind}`]: filtered } as Record<`change.${K}`, ChangeHandler<K, Ctx>>;
 }

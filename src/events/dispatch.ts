@@ -1,7 +1,6 @@
 import { EventDataError, isKnownEventType, parseKnownEvent, type AnyEvent } from "./catalog.js";
-import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS } from "./error-text.js";
-import { untilAborted } from "./handler-deadline.js";
-import type { HandlerRegistry } from "./registry.js";
+import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS, HandlerTimeoutError } from "./errors.js";
+import type { Handler, HandlerRegistry, RegisteredHandler } from "./registry.js";
 
 export interface HandlerFailure {
   key: string;
@@ -90,7 +89,7 @@ export function errorMessage(err: unknown): string {
 }
 
 /** A handler's error's stack (bounded, its frames kept), pointing at the handler's code; undefined for a non-Error throw. */
-export function errorStack(err: unknown): string | undefined {
+function errorStack(err: unknown): string | undefined {
   if (!(err instanceof Error) || typeof err.stack !== "string" || err.stack === "") return undefined;
   return boundedStack(err.stack);
 }
@@ -120,4 +119,71 @@ export function failureSummary(failures: readonly HandlerFailure[]): string {
 export function withHandlerStacks<E extends Error>(err: E, stacks: string | undefined): E {
   if (stacks) err.stack = `${err.name}: ${boundedErrorText(err.message, 1024)}\n${stacks}`;
   return err;
+}
+
+/** The deadline of one attempt's handlers: `signal` is aborted (with a HandlerTimeoutError) when it passes. */
+export interface HandlerDeadline {
+  signal: AbortSignal;
+  /** Call once the attempt ended, so no timer outlives it. */
+  clear(): void;
+}
+
+/** Starts a deadline `timeoutMs` from now; 0 means none (the signal is never aborted). */
+export function startHandlerDeadline(timeoutMs: number): HandlerDeadline {
+  const controller = new AbortController();
+  if (timeoutMs <= 0) return { signal: controller.signal, clear: () => undefined };
+  const timer = setTimeout(() => controller.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
+  // A deadline alone never keeps the process alive (a graceful stop has its own).
+  timer.unref();
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
+}
+
+/**
+ * `work`, or a rejection with the signal's reason once it is aborted, whichever comes first. The
+ * work is not (cannot be) cancelled: a handler that ignores the signal runs on unobserved, and its
+ * eventual outcome is dropped.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.reject(signal.reason as Error);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      work.catch(() => undefined);
+      reject(signal.reason as Error);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/**
+ * The registry as dispatch sees it, each handler given its own context: `bind(ctx, key, event)`
+ * turns the attempt's shared context into the one that handler gets (durable steps are keyed by
+ * handler). Registration goes to the underlying registry; keys and order are unchanged.
+ */
+export function perHandlerContext<Base, Ctx>(
+  registry: HandlerRegistry<Ctx>,
+  bind: (ctx: Base, key: string, event: AnyEvent) => Ctx,
+): HandlerRegistry<Base> {
+  const bound = ({ handler, ...about }: RegisteredHandler<Ctx>): RegisteredHandler<Base> => {
+    const call = handler as (event: AnyEvent, ctx: Ctx) => Promise<void> | void;
+    const withContext: Handler<AnyEvent, Base> = (event, ctx) => call(event, bind(ctx, about.key, event));
+    return { ...about, handler: withContext };
+  };
+  return {
+    on: () => {
+      throw new TypeError("register handlers on the underlying registry");
+    },
+    onAny: () => {
+      throw new TypeError("register handlers on the underlying registry");
+    },
+    use: () => {
+      throw new TypeError("register handlers on the underlying registry");
+    },
+    handlersFor: (type) => registry.handlersFor(type).map(bound),
+    registered: () => registry.registered().map(bound),
+  };
 }

@@ -1,5 +1,4 @@
-import type { AnyEvent, EventOf, KnownEventType } from "./catalog.js";
-import type { ChangeEventOf, ChangeEventType } from "./change-events.js";
+import type { AnyEvent, EventOf, KnownEventType, ChangeEventOf, ChangeEventType } from "./catalog.js";
 
 export type Handler<E, Ctx> = (event: E, ctx: Ctx) => Promise<void> | void;
 
@@ -60,15 +59,14 @@ export interface HandlerRegistry<Ctx> {
 }
 
 /** Longest handler name: keys stay short enough to type (`replay --handler`) and to show. */
-export const MAX_HANDLER_NAME_LENGTH = 64;
+const MAX_HANDLER_NAME_LENGTH = 64;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // Positional keys (`user:order.created:0`) are still renamed from at start-up
 // (worker/registered-handlers.ts): a name of digits would read as one.
 const NUMBER = /^\d+$/;
 
-export const handlerKey = (source: string, type: string, name: string) =>
-  name === type ? `${source}:${type}` : `${source}:${type}:${name}`;
+const handlerKey = (source: string, type: string, name: string) => (name === type ? `${source}:${type}` : `${source}:${type}:${name}`);
 
 /**
  * Each handler `handlers` holds for `type`, with its name: the one given (`{ name, handle }`),

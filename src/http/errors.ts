@@ -1,8 +1,7 @@
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { EnvelopeError, EventIdentifierError, PayloadTooDeepError } from "../events/envelope.js";
-import { ReservedEventTypeError } from "../events/reserved-event-type-error.js";
-import { WebhookSignatureError } from "../events/signature.js";
+import { EnvelopeError, EventIdentifierError, PayloadTooDeepError, WebhookSignatureError } from "../events/envelope.js";
+import { ReservedEventTypeError } from "../events/errors.js";
 import { QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
 
 /**

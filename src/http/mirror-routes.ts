@@ -1,7 +1,7 @@
 import { Hono } from "hono";
+import { printable } from "../mirror/values.js";
 import type { AppEnv } from "./request-log.js";
 import { errorBody } from "./errors.js";
-import { printable } from "../mirror/id-text.js";
 
 /** What the mirror routes read; the service wires the mirror store in (http never imports it). */
 export interface MirrorReader {

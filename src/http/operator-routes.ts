@@ -7,7 +7,7 @@ import { Hono, type Context, type MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import * as z from "zod";
 import { EventIdentifierError } from "../events/envelope.js";
-import { idProblem } from "../mirror/id-text.js";
+import { idProblem } from "../mirror/values.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
 import { mirrorRoutes, type MirrorReader } from "./mirror-routes.js";
@@ -66,7 +66,7 @@ export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOp
 
 /**
  * The `:id` of an operator route, refused `400 invalid_event_id` when it cannot be an event id
- * (the id rule, mirror/id-text.ts, which the edge applies too: over 200 characters, control
+ * (the id rule, mirror/values.ts, which the edge applies too: over 200 characters, control
  * characters, "." or "..", which a route only sees when a client skipped URL normalisation). The
  * event log is not asked.
  */

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
+import { printable } from "../mirror/values.js";
 import type { AppEnv } from "./request-log.js";
 import { errorBody } from "./errors.js";
-import { printable } from "../mirror/id-text.js";
 
 /** What the record routes read and ask; the service wires the record story and the operator actions in (http imports neither). */
 export interface RecordReader {

@@ -1,8 +1,7 @@
 import { Hono, type Context } from "hono";
-import { isChangeEventType } from "../events/change-events.js";
-import { parseEnvelope } from "../events/envelope.js";
-import { ReservedEventTypeError } from "../events/reserved-event-type-error.js";
-import { matchSignature, SIGNATURE_HEADER, signatureDigest } from "../events/signature.js";
+import { isChangeEventType } from "../events/catalog.js";
+import { parseEnvelope, matchSignature, SIGNATURE_HEADER, signatureDigest } from "../events/envelope.js";
+import { ReservedEventTypeError } from "../events/errors.js";
 import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
 import type { EventSink } from "../queue/ingest-stream.js";
 import type { AppEnv } from "./request-log.js";

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
-import type { ChangeData, ChangeEvent, ChangeKind, ChangeSource } from "../events/change-events.js";
-import type { DatabaseSchema } from "./database-schema.js";
-import type { MirrorChange, MirrorKind } from "./store.js";
+import type { MirrorChange, MirrorRecord, MirrorStore, UpsertResult } from "./mirror-store.js";
+import type { ChangeData, ChangeEvent, ChangeKind, ChangeSource } from "../events/catalog.js";
+import type { DatabaseSchema, MirrorKind } from "./database.js";
+import type { RefusedUpstreamRecord } from "./set-aside-records.js";
 import { expectDefined } from "../expect-defined.js";
 
 /** The change kind of each mirror kind that produces change events (reviews are stored as delivered: none). */
@@ -14,7 +15,7 @@ const CHANGE_KIND_OF = { orders: "order", bookings: "booking", "menu-items": "me
 export type RecordedChange = ChangeEvent;
 
 /** A fresh change id: `chg_` and 32 hex digits (a valid BullMQ job id: no `:`, not all digits). */
-export const newChangeId = () => `chg_${randomUUID().replace(/-/g, "")}`;
+const newChangeId = () => `chg_${randomUUID().replace(/-/g, "")}`;
 
 /**
  * Inserts one outbox row per change, inside the mirror write's transaction (`tx`): the change
@@ -22,7 +23,7 @@ export const newChangeId = () => `chg_${randomUUID().replace(/-/g, "")}`;
  * events are skipped). `sourceOf` attributes each change (webhook, reconcile or backfill).
  * `traceparent`: the trace context of the write (tracing on only), stored for the relay.
  */
-export async function insertChanges(
+async function insertChanges(
   tx: Transaction<DatabaseSchema>,
   changes: readonly MirrorChange[],
   sourceOf: (change: MirrorChange) => ChangeSource | Promise<ChangeSource>,
@@ -115,6 +116,59 @@ export function createChangeOutbox(db: Kysely<DatabaseSchema>): ChangeOutbox {
         .select((eb) => eb.fn.countAll<string>().as("n"))
         .executeTakeFirstOrThrow();
       return Number(row.n);
+    },
+  };
+}
+
+/** Who made the mirror read the records: one source for the whole write, or decided per change. */
+export type SourceOf = ChangeSource | ((change: MirrorChange) => ChangeSource | Promise<ChangeSource>);
+
+/** How sync code writes the mirror: the upsert plus, in its transaction, the change events it made. */
+export interface MirrorWriter {
+  /** `refused`: records of the same read the client found out of shape (set aside with the write). */
+  write(
+    kind: MirrorKind,
+    records: readonly MirrorRecord[],
+    readAt: Date,
+    source: SourceOf,
+    refused?: readonly RefusedUpstreamRecord[],
+  ): Promise<UpsertResult>;
+}
+
+/**
+ * A writer that records a change event (an outbox row) for every change a write makes, in the
+ * write's own transaction, then reports them once committed (`onRecorded`: metrics and a poke to
+ * the relay). Without `record` (`backfill --no-changes`), writes produce no change events.
+ */
+export function createMirrorWriter(
+  mirror: MirrorStore,
+  options: {
+    record?: boolean;
+    onRecorded?: (changes: readonly RecordedChange[]) => void;
+    /**
+     * Given only when tracing is on: the trace context of the write (the refresh, sweep or handler
+     * span it runs in), stored with its changes so their events continue that trace.
+     */
+    traceparent?: () => string | undefined;
+  } = {},
+): MirrorWriter {
+  const record = options.record ?? true;
+  return {
+    async write(kind, records, readAt, source, refused = []) {
+      if (!record) return mirror.upsert(kind, records, readAt, { refused });
+      const sourceOf = typeof source === "function" ? source : () => source;
+      // Read here, in the caller's span, rather than inside the database's transaction callback.
+      const traceparent = options.traceparent?.();
+      const recorded: RecordedChange[] = [];
+      const result = await mirror.upsert(kind, records, readAt, {
+        refused,
+        // Once per transaction of the write (a large one is several): each records its own changes.
+        onChanges: async (tx, changes) => {
+          recorded.push(...(await insertChanges(tx, changes, sourceOf, traceparent)));
+        },
+      });
+      if (recorded.length > 0) options.onRecorded?.(recorded);
+      return result;
     },
   };
 }

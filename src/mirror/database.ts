@@ -1,12 +1,244 @@
+import {
+  type ColumnType,
+  type Generated,
+  Kysely,
+  PostgresDialect,
+  CompiledQuery,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type QueryResult,
+  type TransactionSettings,
+  sql,
+  type DatabaseIntrospector,
+  type DatabaseMetadata,
+  type SchemaMetadata,
+  type TableMetadata,
+  Migrator,
+  type MigrationResult,
+} from "kysely";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
-import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
+import { closeSync, constants, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
+import { lock } from "os-lock";
+import { staticMigrationProvider } from "./migrations.js";
+
+// The tables as Kysely sees them (docs: migrations.ts, 0001_mirror and 0002_event_log are the
+// truth; these types follow them). Both drivers read `numeric` as a string ('12.30'),
+// `timestamptz` as a Date, `text[]` as an array and `jsonb` as a parsed value; writes take
+// money as a decimal string and jsonb as JSON text, so no amount ever passes through a float.
+
+/** Money and other exact decimals: read as the database's string, written as a decimal string. */
+type Numeric = ColumnType<string, string, string>;
+/** timestamptz: read as a Date; written as a Date or an ISO-8601 string. */
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+/** jsonb: read as the parsed value; written as JSON text (drivers would turn arrays into SQL arrays). */
+type Jsonb<T> = ColumnType<T, string, string>;
+/** `date` and `time` columns are kept as the API's text ('2026-11-20', '19:30'). */
+type DateText = ColumnType<string, string, string>;
+
+type RawRecord = Record<string, unknown>;
+
+/** What every mirror table has besides its typed columns. */
+interface MirrorBookkeeping {
+  raw: Jsonb<RawRecord>;
+  /** How far along its state machine the record is (mirror/mirror-store.ts). */
+  rank: Generated<number>;
+  /** The shared clock (the database's) taken before the upstream read that produced this copy. */
+  read_at: Timestamp;
+  /** When this row was last written, by the database's clock. */
+  synced_at: Generated<Date>;
+}
+
+export interface OrdersTable extends MirrorBookkeeping {
+  id: string;
+  restaurant_id: string;
+  booking_id: string | null;
+  type: string;
+  status: string;
+  subtotal: Numeric;
+  tax: Numeric;
+  tip: Numeric;
+  total: Numeric;
+  currency: string;
+  paid_at: Timestamp | null;
+  refunded_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
+export interface OrderItemsTable {
+  order_id: string;
+  id: string;
+  menu_item_id: string;
+  name: string;
+  quantity: number;
+  price: Numeric;
+  notes: string | null;
+  /** The item's place in the order's `items` array, so reads can keep the API's order. */
+  position: number;
+}
+
+export interface BookingsTable extends MirrorBookkeeping {
+  id: string;
+  restaurant_id: string;
+  date: DateText;
+  time: DateText;
+  party_size: number;
+  status: string;
+  confirm_code: string;
+  diner_name: string;
+  diner_email: string;
+}
+
+/** The spec shows only price, allergens, tags and stock by name: every typed column but the keys is nullable. */
+export interface MenuItemsTable extends MirrorBookkeeping {
+  id: string;
+  restaurant_id: string;
+  name: string | null;
+  price: Numeric | null;
+  allergens: string[] | null;
+  tags: string[] | null;
+  stock: number | null;
+}
+
+export interface ReviewsTable extends MirrorBookkeeping {
+  id: string;
+  restaurant_id: string;
+}
+
+export type EventStatus = "received" | "handled" | "failed";
+export interface HandlerOutcome {
+  status: "ok" | "failed";
+  error?: string;
+  /** The failed handler's error's stack (bounded), when it threw an Error. */
+  stack?: string;
+  /** The error's first line with ids, numbers, times and hex masked (event-log.ts): what failure groups group by. */
+  fingerprint?: string;
+  attempts: number;
+}
+
+export interface EventsTable {
+  id: string;
+  type: string;
+  received_at: Timestamp;
+  status: EventStatus;
+  payload: Jsonb<unknown>;
+  /** Deliveries of this event to a worker (1 on first sight; a retry or replay adds one): every run's attempts together. */
+  attempts: number;
+  /** Runs after the first delivery: replays (migrations/0015_replay_runs.ts). */
+  replays: Generated<number>;
+  handlers: Jsonb<Record<string, HandlerOutcome>>;
+  updated_at: Timestamp;
+  /** The kind (orders, bookings, menu-items, reviews) of the record the payload names; generated (migrations.ts, 0013_event_records). */
+  record_kind: ColumnType<string | null, never, never>;
+  /** That record's id (data.id, orders also data.orderId), at most 200 characters; generated. */
+  record_id: ColumnType<string | null, never, never>;
+}
+
+/** One attempt of one handler of an event (migrations.ts, 0014_handler_attempts). */
+interface HandlerAttemptsTable {
+  event_id: string;
+  handler_key: string;
+  /** The attempt's number in its run (log lines' `attempt`, ctx.attempt). */
+  attempt: number;
+  /** N of "attempt n of N": the last attempt its run may reach. */
+  attempts_max: number;
+  /** The run: 0 for the first delivery, k for the event's k-th replay (migrations/0015_replay_runs.ts). */
+  replay: Generated<number>;
+  started_at: Timestamp;
+  duration_ms: number;
+  outcome: "ok" | "failed";
+  error: string | null;
+  next_retry_at: Timestamp | null;
+}
+
+export interface DatabaseSchema {
+  orders: OrdersTable;
+  order_items: OrderItemsTable;
+  bookings: BookingsTable;
+  menu_items: MenuItemsTable;
+  reviews: ReviewsTable;
+  events: EventsTable;
+  handler_attempts: HandlerAttemptsTable;
+  change_outbox: ChangeOutboxTable;
+  rejected_records: RejectedRecordsTable;
+  unlisted_records: UnlistedRecordsTable;
+  sync_checkpoints: SyncCheckpointsTable;
+  sync_liveness: SyncLivenessTable;
+}
+
+/** Changes written with the mirror, waiting for the relay (migrations.ts, 0003_change_outbox). */
+interface ChangeOutboxTable {
+  /** bigserial: read back as a string by both drivers. */
+  seq: Generated<string>;
+  id: string;
+  type: string;
+  payload: Jsonb<Record<string, unknown>>;
+  created_at: Generated<Date>;
+  /** The W3C trace context of the write that recorded it; null when tracing was off (migrations.ts, 0008_outbox_trace). */
+  traceparent: string | null;
+}
+
+/** Records the mirror refused, one row per kind and id (migrations.ts, 0004_rejected_records). */
+interface RejectedRecordsTable {
+  kind: string;
+  /** The record's id; escaped (and shortened with a hash) when it cannot be a key as it is. */
+  id: string;
+  restaurant_id: string | null;
+  /** A stable reason code (mirror/values.ts UnstorableReason). */
+  reason: string;
+  /** The sentence naming the field and what it must be; never the value. */
+  detail: string;
+  /** The record as read, as JSON text with NUL and lone surrogates escaped. */
+  raw: string;
+  first_seen: Generated<Date>;
+  last_seen: Generated<Date>;
+  count: Generated<number>;
+}
+
+/** Ids events named that the API never listed in time (migrations.ts, 0009_unlisted_records). */
+interface UnlistedRecordsTable {
+  kind: string;
+  id: string;
+  restaurant_id: string;
+  event_ids: string[];
+  first_noted_at: Timestamp;
+  given_up_at: Generated<Date>;
+  attempts: number;
+}
+
+/** Where each resumable list walk stands (migrations.ts, 0007_sync_checkpoints). */
+interface SyncCheckpointsTable {
+  tier: string;
+  kind: string;
+  cursor: string | null;
+  pass_started_at: Timestamp;
+  pass_completed_at: Timestamp | null;
+  /** bigint: read back as a string by both drivers. */
+  records: ColumnType<string, number | string, number | string>;
+  pages: number;
+  first_import: boolean;
+  since: string | null;
+  last_complete_at: Timestamp | null;
+  updated_at: Timestamp;
+}
+
+/** When the workers last ran, by mark name (migrations.ts, 0010_sync_liveness). */
+interface SyncLivenessTable {
+  name: string;
+  seen_at: Timestamp;
+}
+
+/** What the mirror keeps: the API's resources as last read, and reviews as delivered. */
+export const MIRROR_KINDS = ["orders", "bookings", "menu-items", "reviews"] as const;
+export type MirrorKind = (typeof MIRROR_KINDS)[number];
+
 import { DEFAULTS } from "../config/defaults.js";
 import type { Logger } from "../logging/logger.js";
-import { lockDataDir, type DataDirLock } from "./data-dir-lock.js";
-import type { DatabaseSchema } from "./database-schema.js";
-import { createPGliteDialect } from "./pglite-dialect.js";
 
 export interface DatabaseOptions {
   /** postgres://… of a PostgreSQL server. Without it: the embedded PGlite under `dataDir`. */
@@ -51,9 +283,9 @@ export class DatabaseConfigError extends Error {
   }
 }
 
-export const DEFAULT_SCHEMA = "svc";
+const DEFAULT_SCHEMA = "svc";
 /** Connections of the operator-read pool on a server: reads queue there, never in the worker's pool. */
-export const OPERATOR_POOL_SIZE = 2;
+const OPERATOR_POOL_SIZE = 2;
 // Lower-case so it needs no quoting anywhere (psql, search_path, other tools); no pg_ prefix (reserved).
 const SCHEMA_NAME = /^(?!pg_)[a-z_][a-z0-9_]{0,62}$/;
 
@@ -164,4 +396,232 @@ async function openEmbedded(
       }
     },
   };
+}
+
+/**
+ * A Kysely dialect for an in-process PGlite: Kysely's own Postgres adapter, compiler and
+ * introspector over a driver of ~50 lines. Written here rather than installed because the
+ * maintained package (kysely-pglite-dialect 1.3) declares PGlite ≤ 0.4 as its peer and we pin
+ * 0.5, and kysely-pglite bundles a codegen CLI (oclif, chokidar, …) we do not need.
+ *
+ * PGlite is one connection. Kysely's transactions (and the migrator's advisory lock) hold a
+ * connection across several awaits, so the driver hands the one connection out to one holder at
+ * a time; everything else queues. Inside a transaction, query through its `tx`, never the outer
+ * `db`, or the transaction waits for itself.
+ */
+function createPGliteDialect(pglite: PGlite): Dialect {
+  return {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: () => createPGliteDriver(pglite),
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+    createIntrospector: (db: Kysely<unknown>) => new PostgresIntrospector(db),
+  };
+}
+
+function createPGliteDriver(pglite: PGlite): Driver {
+  const connection: DatabaseConnection = {
+    async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+      const result = await pglite.query<R>(query.sql, [...query.parameters], { rowMode: "object" });
+      return result.affectedRows === undefined
+        ? { rows: result.rows }
+        : { rows: result.rows, numAffectedRows: BigInt(result.affectedRows) };
+    },
+    streamQuery() {
+      throw new Error("streaming queries are not supported by the embedded database");
+    },
+  };
+  // The tail of the queue of holders: each acquirer waits for the previous holder's release.
+  let tail: Promise<void> = Promise.resolve();
+  let release: (() => void) | undefined;
+
+  return {
+    // The PGlite instance is handed over open: nothing to set up.
+    init: () => Promise.resolve(),
+    async acquireConnection() {
+      const previous = tail;
+      let done!: () => void;
+      tail = new Promise<void>((resolve) => (done = resolve));
+      await previous;
+      release = done;
+      return connection;
+    },
+    releaseConnection() {
+      const done = release;
+      release = undefined;
+      done?.();
+      return Promise.resolve();
+    },
+    async beginTransaction(conn: DatabaseConnection, settings: TransactionSettings) {
+      const mode = [settings.isolationLevel && `isolation level ${settings.isolationLevel}`, settings.accessMode].filter(Boolean).join(" ");
+      await conn.executeQuery(CompiledQuery.raw(mode ? `start transaction ${mode}` : "begin"));
+    },
+    async commitTransaction(conn: DatabaseConnection) {
+      await conn.executeQuery(CompiledQuery.raw("commit"));
+    },
+    async rollbackTransaction(conn: DatabaseConnection) {
+      await conn.executeQuery(CompiledQuery.raw("rollback"));
+    },
+    async destroy() {
+      if (!pglite.closed) await pglite.close();
+    },
+  };
+}
+
+/** The embedded database's directory is in use by another live process. */
+export class DataDirLockedError extends Error {
+  readonly code = "data_dir_locked";
+  constructor(
+    readonly dataDir: string,
+    /** The pid the holder wrote into the lock file (in its own PID namespace: another container's pid means nothing here). */
+    readonly pid: number | undefined,
+  ) {
+    super(
+      `the embedded database in ${dataDir} is already open in another process${pid === undefined ? "" : ` (pid ${pid} as it recorded)`}; it serves one process only. ` +
+        `Run web and worker in one process (ROLE=all), or give every process DATABASE_URL=postgres://… (a PostgreSQL server).`,
+    );
+    this.name = "DataDirLockedError";
+  }
+}
+
+export interface DataDirLock {
+  release(): void;
+}
+
+const LOCK_FILE = "postgres.lock";
+
+// Lock files this process holds. POSIX record locks belong to the process, so the kernel would
+// let this process lock the file a second time — and closing that second descriptor would drop
+// the first lock. Refusing here keeps "one PGlite per directory" within the process too.
+const heldHere = new Set<string>();
+
+function recordedPid(file: string): number | undefined {
+  try {
+    const pid = Number.parseInt(readFileSync(file, "utf8"), 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Takes an exclusive OS lock (fcntl, through os-lock) on `<dataDir>/postgres.lock`, held by this
+ * process's open descriptor. The kernel releases it when the process ends however it ends
+ * (SIGKILL, OOM kill, a crashed container), so there is no staleness to judge: no pid is compared,
+ * which is what went wrong across PID namespaces, and whatever a file holds (an old-format pid with
+ * a newline, nothing) does not matter. The lock is on the file's inode, so it holds between
+ * containers sharing the volume. The file is never deleted (a deleted file lets a newcomer lock a
+ * fresh inode beside a live holder); our pid is written into it for the error message only.
+ */
+export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
+  mkdirSync(dataDir, { recursive: true });
+  const file = join(dataDir, LOCK_FILE);
+  if (heldHere.has(file)) throw new DataDirLockedError(dataDir, process.pid);
+  // Claimed before the first await, so two opens in this process cannot both get past the check.
+  heldHere.add(file);
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, constants.O_RDWR | constants.O_CREAT, 0o644);
+    await lock(fd, { exclusive: true, immediate: true });
+  } catch (error) {
+    heldHere.delete(file);
+    // Closing drops no lock of ours: this process holds none on the file (heldHere said so).
+    if (fd !== undefined) closeSync(fd);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EAGAIN" || code === "EACCES") throw new DataDirLockedError(dataDir, recordedPid(file));
+    throw error;
+  }
+  ftruncateSync(fd, 0);
+  writeSync(fd, `${process.pid}\n`, 0);
+  let released = false;
+  const held = fd;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      heldHere.delete(file);
+      closeSync(held); // the kernel drops the lock with the descriptor
+    },
+  };
+}
+
+/**
+ * The database handle with an introspector that sees only `schema`. Kysely's Migrator asks the
+ * introspector whether its bookkeeping tables exist, and Kysely's PostgreSQL introspector reads
+ * every table of every schema, resolving each by name (`pg_get_serial_sequence`): with other
+ * deployments (or test runs) in the same database, a table dropped between its catalog read and
+ * that lookup fails the migration ("relation … does not exist"), and the scan grows with every
+ * schema. Migrations need to know only about their own schema's tables.
+ */
+export function scopedToSchema<DB>(db: Kysely<DB>, schema: string): Kysely<DB> {
+  const introspection = schemaIntrospector(db, schema);
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === "introspection") return introspection;
+      const value: unknown = Reflect.get(target, property, target);
+      // Kysely's methods read private fields: they must run on the real instance, not the proxy.
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+function schemaIntrospector<DB>(db: Kysely<DB>, schema: string): DatabaseIntrospector {
+  const getTables = async (): Promise<TableMetadata[]> => {
+    const { rows } = await sql<{ name: string; type: string }>`
+      select table_name as name, table_type as type from information_schema.tables where table_schema = ${schema}
+    `.execute(db);
+    return rows.map((row) => ({ name: row.name, schema, isView: row.type === "VIEW", columns: [] }));
+  };
+  return {
+    // The Migrator creates its schema when this does not list it.
+    getSchemas: async (): Promise<SchemaMetadata[]> => {
+      const { rows } = await sql<{ name: string }>`select nspname as name from pg_catalog.pg_namespace where nspname = ${schema}`.execute(
+        db,
+      );
+      return rows;
+    },
+    getTables,
+    // Still part of Kysely's interface (deprecated there): the same tables.
+    // eslint-disable-next-line @typescript-eslint/no-deprecated
+    getMetadata: async (): Promise<DatabaseMetadata> => ({ tables: await getTables() }),
+  };
+}
+
+export interface MigrateOptions {
+  /** Apply only the first `count` migrations (tests: start from an older version). Default: all. */
+  count?: number;
+}
+
+/** A migration that failed; the database is left at the last migration that succeeded. */
+export class MigrationError extends Error {
+  readonly code = "migration_failed";
+  constructor(
+    readonly migration: string | undefined,
+    options: { cause: unknown },
+  ) {
+    super(
+      `database migration ${migration ?? "(setup)"} failed: ${options.cause instanceof Error ? options.cause.message : String(options.cause)}`,
+      options,
+    );
+    this.name = "MigrationError";
+  }
+}
+
+/**
+ * Applies every pending migration, each in its own transaction, under Kysely's Postgres migration
+ * lock (a session-level `pg_advisory_lock` on one connection): processes that start together
+ * queue behind one another and each finds the others' work done. The lock key is fixed, so
+ * migrations of different schemas in one database also take turns (harmless, they are short).
+ * Returns the names of the migrations this call applied.
+ */
+export async function migrateToLatest(database: Pick<Database, "db" | "schema">, options: MigrateOptions = {}): Promise<string[]> {
+  const migrator = new Migrator({
+    // Its check for its own tables looks in this schema only (scopedToSchema).
+    db: scopedToSchema(database.db, database.schema),
+    provider: staticMigrationProvider(options.count),
+    // Kysely's own bookkeeping tables live beside ours, in the configured schema.
+    migrationTableSchema: database.schema,
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw new MigrationError(results?.find((r: MigrationResult) => r.status === "Error")?.migrationName, { cause: error });
+  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }

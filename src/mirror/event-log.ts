@@ -1,23 +1,20 @@
-import { sql, type Kysely, type Selectable } from "kysely";
-import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database-schema.js";
-import { EventLogError } from "./event-log-error.js";
-import { readHandlerAttempts, type HandlerAttempt } from "./handler-attempts.js";
-import { idProblem } from "./id-text.js";
-import { pruneInBatches } from "./prune-in-batches.js";
-import { EMBEDDED_WINDOW_ROWS, listEvents, MAX_PAGE_BYTES, type EventListBounds, type EventPage } from "./event-list.js";
-import { validateEventQuery } from "./event-query.js";
-import { withOperatorTimeout } from "./operator-query-timeout-error.js";
+import { sql, type Kysely, type Selectable, type RawBuilder } from "kysely";
+import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database.js";
+import { checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
+import {
+  idProblem,
+  fromStoredPayload,
+  isStorableDate,
+  parseIsoInstant,
+  needsEscapedForm,
+  storableFreeText,
+  toEscapedForm,
+} from "./values.js";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS } from "../events/errors.js";
+
 import { DEFAULTS } from "../config/defaults.js";
 import { groupCommit } from "../queue/ingest-stream.js";
-import { attemptRow, checkId, distinctIds, upsertAttempts, type EventAttempt, type Row } from "./record-attempts.js";
-import { fromStoredPayload } from "./stored-payload.js";
-
-import type { EventQuery } from "./event-query.js";
-export type { EventQuery } from "./event-query.js";
-export type { EventPage, EventSummary } from "./event-list.js";
-export type { EventStatus, HandlerOutcome } from "./database-schema.js";
-export type { EventAttempt } from "./record-attempts.js";
-export type { HandlerAttempt, HandlerRun } from "./handler-attempts.js";
 
 /** One event as the log holds it. */
 export interface LoggedEvent {
@@ -142,7 +139,7 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
 
     async get(id) {
       const problem = idProblem(id);
-      if (problem) throw new EventLogError("invalid_filter", "id", `id ${problem}`);
+      if (problem) throw new MirrorFilterError("id", `id ${problem}`);
       const row = await withOperatorTimeout(bounds.timeoutMs, () =>
         reader.selectFrom("events").selectAll().where("id", "=", id).executeTakeFirst(),
       );
@@ -151,7 +148,7 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
 
     async handlerAttempts(id) {
       const problem = idProblem(id);
-      if (problem) throw new EventLogError("invalid_filter", "id", `id ${problem}`);
+      if (problem) throw new MirrorFilterError("id", `id ${problem}`);
       return withOperatorTimeout(bounds.timeoutMs, () => readHandlerAttempts(reader, id));
     },
 
@@ -175,4 +172,776 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
       });
     },
   };
+}
+
+const EVENT_STATUSES = ["received", "handled", "failed"] as const satisfies readonly EventStatus[];
+const HANDLER_STATUSES = ["ok", "failed"] as const;
+const DEFAULT_EVENT_LIMIT = 100;
+const MAX_EVENT_LIMIT = 1000;
+
+export interface EventQuery {
+  /** Received at or after. */
+  since?: Date;
+  /** Received before. */
+  until?: Date;
+  /** An event type (`order.created`), a family (`order.*`) or everything (`*`). */
+  type?: string;
+  status?: EventStatus;
+  /** Only events for which this handler recorded an outcome… */
+  handler?: string;
+  /** …and that outcome was this one (needs `handler`). */
+  handlerStatus?: (typeof HANDLER_STATUSES)[number];
+  /** …and it failed with an error of this fingerprint (errorFingerprint; needs `handler`). */
+  fingerprint?: string;
+  /** 1..1000, default 100. */
+  limit?: number;
+  /** `nextCursor` of the previous page. */
+  cursor?: string;
+  /** Newest first (the console's order); default oldest first. A cursor keeps the order it was made in. */
+  newestFirst?: boolean;
+}
+
+export interface ValidEventQuery extends Omit<EventQuery, "type" | "cursor" | "limit"> {
+  /** Exact type, or a LIKE prefix pattern (already escaped) when `typeIsPattern`. */
+  type?: string;
+  typeIsPattern: boolean;
+  limit: number;
+  after?: { receivedAt: Date; id: string };
+}
+
+const TYPE = /^(\*|[a-z][a-z0-9_]*(\.[a-z0-9_]+)*(\.\*)?)$/;
+const HANDLER_KEY = /^[\w.:*-]{1,100}$/;
+
+export const encodeEventCursor = (receivedAt: Date, id: string) =>
+  Buffer.from(`${receivedAt.toISOString()}|${id}`, "utf8").toString("base64url");
+
+// What encodeEventCursor writes: a millisecond UTC timestamp (years 0001–9999), a bar, an event id.
+const CURSOR_TEXT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([^]+)$/;
+
+/** A cursor must decode to what this log could have written: a valid time and a storable id. */
+export function decodeEventCursor(cursor: string): { receivedAt: Date; id: string } {
+  const refuse = (why: string) =>
+    new MirrorFilterError("cursor", `cursor is not one this log returned (${why}); pass nextCursor unchanged`);
+  if (!/^[A-Za-z0-9_-]{1,2000}$/.test(cursor)) throw refuse("not base64url text");
+  const parts = CURSOR_TEXT.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  if (!parts?.[1] || parts[2] === undefined) throw refuse("not a time and an id");
+  const time = parseIsoInstant(parts[1]);
+  if (!time.ok) throw refuse(`its time ${time.problem}`);
+  const problem = idProblem(parts[2]);
+  if (problem) throw refuse(`its id ${problem}`);
+  return { receivedAt: time.instant, id: parts[2] };
+}
+
+/** A since/until parameter, strictly: see parseIsoInstant. */
+function parseBound(field: "since" | "until", text: string): Date {
+  const parsed = parseIsoInstant(text);
+  if (!parsed.ok) throw new MirrorFilterError(field, `${field} ${parsed.problem}`);
+  return parsed.instant;
+}
+
+/** Checks an event query; throws MirrorFilterError naming the first bad field. */
+export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
+  const valid: ValidEventQuery = { typeIsPattern: false, limit: DEFAULT_EVENT_LIMIT };
+  for (const bound of ["since", "until"] as const) {
+    if (query[bound] === undefined) continue;
+    if (!isStorableDate(query[bound])) throw new MirrorFilterError(bound, `${bound} must be a valid date in the years 0001–9999`);
+    valid[bound] = query[bound];
+  }
+  if (query.type !== undefined) {
+    if (typeof query.type !== "string" || !TYPE.test(query.type))
+      throw new MirrorFilterError("type", "type must be an event type (order.created), a family (order.*) or *");
+    if (query.type.endsWith("*")) {
+      // Only letters, digits, _ and . reach here; _ is a LIKE wildcard, so escape it.
+      if (query.type !== "*") valid.type = `${query.type.slice(0, -1).replaceAll("_", "\\_")}%`;
+      valid.typeIsPattern = query.type !== "*";
+    } else valid.type = query.type;
+  }
+  if (query.status !== undefined) {
+    if (!(EVENT_STATUSES as readonly string[]).includes(query.status))
+      throw new MirrorFilterError("status", `status must be one of ${EVENT_STATUSES.join(", ")}, retrying`);
+    valid.status = query.status;
+  }
+  if (query.handler !== undefined) {
+    if (typeof query.handler !== "string" || !HANDLER_KEY.test(query.handler))
+      throw new MirrorFilterError("handler", "handler must be a handler key (letters, digits, . _ : * -)");
+    valid.handler = query.handler;
+  }
+  if (query.handlerStatus !== undefined) {
+    if (valid.handler === undefined) throw new MirrorFilterError("handlerStatus", "handlerStatus needs handler");
+    if (!(HANDLER_STATUSES as readonly string[]).includes(query.handlerStatus))
+      throw new MirrorFilterError("handlerStatus", "handlerStatus must be ok or failed");
+    valid.handlerStatus = query.handlerStatus;
+  }
+  if (query.fingerprint !== undefined) {
+    if (valid.handler === undefined) throw new MirrorFilterError("fingerprint", "fingerprint needs handler");
+    if (valid.handlerStatus === "ok")
+      throw new MirrorFilterError("fingerprint", "fingerprint selects failed outcomes; handlerStatus ok contradicts it");
+    const problem = typeof query.fingerprint === "string" ? idProblem(query.fingerprint, FINGERPRINT_LENGTH) : "must be text";
+    if (problem) throw new MirrorFilterError("fingerprint", `fingerprint ${problem}`);
+    valid.fingerprint = query.fingerprint;
+  }
+  valid.limit = checkLimit(query.limit, MAX_EVENT_LIMIT) ?? valid.limit;
+  if (query.cursor !== undefined) valid.after = decodeEventCursor(query.cursor);
+  if (query.newestFirst === true) valid.newestFirst = true;
+  return valid;
+}
+
+/**
+ * An event query from text parameters (URL query, CLI flags): dates as ISO 8601, `limit` as a
+ * number. Unknown parameters are refused, so a typo is a 400 rather than an unfiltered log.
+ */
+export function eventQueryFromParams(params: Record<string, string | undefined>): EventQuery {
+  const known = ["since", "until", "type", "status", "handler", "handlerStatus", "fingerprint", "limit", "cursor", "order"];
+  const limit = checkListParams(params, known, MAX_EVENT_LIMIT);
+  const query: EventQuery = limit === undefined ? {} : { limit };
+  for (const bound of ["since", "until"] as const) {
+    const text = params[bound];
+    if (text !== undefined) query[bound] = parseBound(bound, text);
+  }
+  if (params.type !== undefined) query.type = params.type;
+  // "retrying": the last attempt failed and the job will try again, which the log records as "received".
+  if (params.status !== undefined) query.status = (params.status === "retrying" ? "received" : params.status) as EventStatus;
+  if (params.handler !== undefined) query.handler = params.handler;
+  if (params.handlerStatus !== undefined) query.handlerStatus = params.handlerStatus as EventQuery["handlerStatus"];
+  if (params.fingerprint !== undefined) query.fingerprint = params.fingerprint;
+  if (params.cursor !== undefined) query.cursor = params.cursor;
+  if (params.order !== undefined) {
+    if (params.order !== "newest" && params.order !== "oldest") throw new MirrorFilterError("order", "order must be newest or oldest");
+    query.newestFirst = params.order === "newest";
+  }
+  return query;
+}
+
+/**
+ * One event in a list: everything but the payload (GET /events/{id} has it), each handler's
+ * error cut to SUMMARY_ERROR_LENGTH (the event itself has it whole, with any stack).
+ */
+export type EventSummary = Omit<LoggedEvent, "payload">;
+
+export interface EventPage {
+  data: EventSummary[];
+  /**
+   * Pass as `cursor` for the next page; null when the log has nothing further. A page can be
+   * shorter than `limit` (even empty) and still have a cursor: it stopped at its byte budget or,
+   * on the embedded store, at its scan budget.
+   */
+  nextCursor: string | null;
+}
+
+/** How a list is bounded. */
+export interface EventListBounds {
+  /** JSON bytes of summaries per page, besides `limit`. */
+  maxPageBytes: number;
+  /** Stop after this long (embedded: between windows; a server cancels the statement itself). */
+  timeoutMs: number;
+  /**
+   * Embedded store: rows of the log per statement. Each statement touches at most this many rows
+   * and the event loop and the one connection are handed back between statements, so /healthz,
+   * the edge and the worker never wait behind a whole scan. Undefined: one statement (a server,
+   * where statement_timeout and a pool of its own bound it).
+   */
+  windowRows?: number | undefined;
+}
+
+const SUMMARY_ERROR_LENGTH = 300;
+/** A page of summaries is at most this many JSON bytes (a summary is ~0.3 KB: 1000 fit well within). */
+export const MAX_PAGE_BYTES = 1024 * 1024;
+const EMBEDDED_WINDOW_ROWS = 2000;
+
+/** The columns a summary reads: every one but the payload and the generated record columns. */
+type SummaryRow = Pick<Selectable<EventsTable>, "id" | "type" | "received_at" | "status" | "attempts" | "handlers" | "updated_at">;
+
+/** Each handler's status, attempts and the start of its error: anything longer (a stack) is in GET /events/{id}. */
+export function summarizeHandlers(outcomes: Record<string, HandlerOutcome>): Record<string, HandlerOutcome> {
+  const handlers: Record<string, HandlerOutcome> = {};
+  for (const [key, outcome] of Object.entries(outcomes)) {
+    const { status, attempts, error } = outcome;
+    handlers[key] =
+      error === undefined
+        ? { status, attempts }
+        : { status, attempts, error: error.length > SUMMARY_ERROR_LENGTH ? `${error.slice(0, SUMMARY_ERROR_LENGTH)}…` : error };
+  }
+  return handlers;
+}
+
+function toSummary(row: SummaryRow): EventSummary {
+  const handlers = summarizeHandlers(row.handlers);
+  return {
+    id: row.id,
+    type: row.type,
+    receivedAt: row.received_at,
+    status: row.status,
+    attempts: row.attempts,
+    handlers,
+    updatedAt: row.updated_at,
+  };
+}
+
+interface Position {
+  receivedAt: Date;
+  id: string;
+}
+
+/** Where in the (received_at, id) order to look: the query's time range, past `after`, up to `through` (in the query's direction). */
+function range(
+  q: Pick<ValidEventQuery, "since" | "until" | "newestFirst">,
+  after: Position | undefined,
+  through?: Position,
+): RawBuilder<unknown>[] {
+  const where: RawBuilder<unknown>[] = [];
+  const [past, upTo] = q.newestFirst ? [sql.raw("<"), sql.raw(">=")] : [sql.raw(">"), sql.raw("<=")];
+  if (q.since) where.push(sql`received_at >= ${q.since}::timestamptz`);
+  if (q.until) where.push(sql`received_at < ${q.until}::timestamptz`);
+  if (after) where.push(sql`(received_at, id) ${past} (${after.receivedAt}::timestamptz, ${after.id}::text)`);
+  if (through) where.push(sql`(received_at, id) ${upTo} (${through.receivedAt}::timestamptz, ${through.id}::text)`);
+  return where;
+}
+
+/** The page's order: oldest first unless the query asks for newest first (the console). */
+const logOrder = (q: Pick<ValidEventQuery, "newestFirst">) =>
+  q.newestFirst ? sql.raw("order by received_at desc, id desc") : sql.raw("order by received_at, id");
+
+/** The query's other filters as SQL conditions. */
+function filters(q: ValidEventQuery): RawBuilder<unknown>[] {
+  const where: RawBuilder<unknown>[] = [];
+  if (q.type !== undefined) where.push(q.typeIsPattern ? sql`type like ${q.type}` : sql`type = ${q.type}`);
+  if (q.status) where.push(sql`status = ${q.status}`);
+  // Both forms are answered by the GIN index on handlers (migration 0005).
+  if (q.handler !== undefined && q.fingerprint !== undefined)
+    where.push(
+      sql`handlers @> jsonb_build_object(${q.handler}::text, jsonb_build_object('status', 'failed', 'fingerprint', ${q.fingerprint}::text))`,
+    );
+  else if (q.handler !== undefined && q.handlerStatus === undefined) where.push(sql`handlers ? ${q.handler}::text`);
+  else if (q.handler !== undefined && q.handlerStatus !== undefined)
+    where.push(sql`handlers @> jsonb_build_object(${q.handler}::text, jsonb_build_object('status', ${q.handlerStatus}::text))`);
+  return where;
+}
+
+const whereClause = (where: RawBuilder<unknown>[]) => (where.length > 0 ? sql`where ${sql.join(where, sql` and `)}` : sql``);
+
+/** The statement a page runs (exported so a test can EXPLAIN exactly it). */
+export function summaryStatement(q: ValidEventQuery, count: number, after = q.after, through?: Position): RawBuilder<SummaryRow> {
+  return sql<SummaryRow>`select id, type, received_at, status, attempts, handlers, updated_at from events
+    ${whereClause([...range(q, after, through), ...filters(q)])} ${logOrder(q)} limit ${count}`;
+}
+
+/** The last position of the next window of `rows` rows after `after` (by time bounds only), or undefined when fewer remain. */
+async function windowEnd(db: Kysely<DatabaseSchema>, q: ValidEventQuery, after: Position | undefined, rows: number) {
+  const { rows: found } = await sql<{ received_at: Date; id: string }>`select received_at, id from events ${whereClause(range(q, after))}
+    ${logOrder(q)} offset ${rows - 1} limit 1`.execute(db);
+  const row = found[0];
+  return row ? { receivedAt: row.received_at, id: row.id } : undefined;
+}
+
+/** Collects summaries up to `limit` and the byte budget; says whether the page is full. */
+class PageBuilder {
+  readonly data: EventSummary[] = [];
+  private bytes = 2;
+  constructor(
+    private readonly limit: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  get full(): boolean {
+    return this.data.length >= this.limit;
+  }
+
+  /** Adds one; false (and not added) when the page is full by count or bytes. The first always fits. */
+  add(summary: EventSummary): boolean {
+    if (this.data.length >= this.limit) return false;
+    const size = Buffer.byteLength(JSON.stringify(summary)) + 1;
+    if (this.data.length > 0 && this.bytes + size > this.maxBytes) return false;
+    this.data.push(summary);
+    this.bytes += size;
+    return true;
+  }
+
+  /** A page ending at the last summary added, or at `position` when it is further (the scan went past it). */
+  cursorAt(position?: Position): string {
+    const last = this.data.at(-1);
+    const at = position ?? (last && { receivedAt: last.receivedAt, id: last.id });
+    if (!at) throw new Error("cursorAt needs a position or a summary");
+    return encodeEventCursor(at.receivedAt, at.id);
+  }
+}
+
+/** A server: one statement, which statement_timeout and the operator pool bound. */
+async function listInOneStatement(db: Kysely<DatabaseSchema>, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
+  const { rows } = await withOperatorTimeout(bounds.timeoutMs, () => summaryStatement(q, q.limit + 1).execute(db));
+  const page = new PageBuilder(q.limit, bounds.maxPageBytes);
+  for (const row of rows) if (!page.add(toSummary(row))) return { data: page.data, nextCursor: page.cursorAt() };
+  return { data: page.data, nextCursor: null };
+}
+
+/**
+ * The embedded store: window by window of `windowRows` rows in log order, each two short
+ * statements, handing the event loop and the connection back in between; stops when the page is
+ * full or the time is up, with a cursor where it stopped.
+ */
+async function listInWindows(
+  db: Kysely<DatabaseSchema>,
+  q: ValidEventQuery,
+  bounds: EventListBounds,
+  windowRows: number,
+): Promise<EventPage> {
+  const deadline = Date.now() + bounds.timeoutMs;
+  const page = new PageBuilder(q.limit, bounds.maxPageBytes);
+  let after = q.after;
+  for (;;) {
+    const end = await windowEnd(db, q, after, windowRows);
+    const { rows } = await summaryStatement(q, q.limit - page.data.length + 1, after, end).execute(db);
+    for (const row of rows) if (!page.add(toSummary(row))) return { data: page.data, nextCursor: page.cursorAt() };
+    if (!end) return { data: page.data, nextCursor: null };
+    if (page.full) return { data: page.data, nextCursor: page.cursorAt() };
+    after = end;
+    if (Date.now() >= deadline) return { data: page.data, nextCursor: page.cursorAt(end) };
+    // A macrotask turn: queued requests (/healthz, webhooks) and queued statements run now.
+    await nextTurn();
+  }
+}
+
+/** One page of the log, oldest first (newest first when the query says so), as summaries bounded by count and bytes. */
+function listEvents(db: Kysely<DatabaseSchema>, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
+  return bounds.windowRows === undefined ? listInOneStatement(db, q, bounds) : listInWindows(db, q, bounds, bounds.windowRows);
+}
+
+/** Failed handler outcomes of one handler with one error fingerprint, over a time range. */
+export interface FailureGroup {
+  handler: string;
+  /**
+   * What the group's errors share: the first line with ids, numbers, times and hex masked
+   * (errorFingerprint). Outcomes logged before fingerprints were stored group by their first line.
+   */
+  fingerprint: string;
+  /** Whether every outcome of the group has the fingerprint stored: only then does a fingerprint filter (GET /events, replays) select all of them. */
+  fingerprinted: boolean;
+  /** An example: the newest event's error, its first line cut to FAILURE_MESSAGE_LENGTH characters. */
+  error: string;
+  /** `failed`: given up on (dead letters); `received`: the last attempt failed and the job will retry. */
+  status: "failed" | "received";
+  events: number;
+  firstAt: Date;
+  lastAt: Date;
+  /** One event of the group (the newest), to open. */
+  sampleId: string;
+}
+
+const FAILURE_MESSAGE_LENGTH = 200;
+/** Groups returned at most (largest first). */
+const MAX_FAILURE_GROUPS = 100;
+
+interface GroupRow {
+  handler: string;
+  fingerprint: string | null;
+  fingerprinted: boolean;
+  error: string | null;
+  status: "failed" | "received";
+  events: string | number;
+  first_at: Date;
+  last_at: Date;
+  sample_id: string;
+}
+
+/**
+ * What failed or is retrying in [since, until), grouped by handler, error fingerprint and event
+ * status, largest group first: an event whose handler keeps failing with the same error counts
+ * once in that group, and errors that differ only in the ids they name are one group. Reads only events whose status is failed or received (a received row is one whose
+ * last attempt failed: the log records an attempt when it ends), through the received_at index.
+ */
+export async function listFailureGroups(
+  db: Kysely<DatabaseSchema>,
+  range: { since: Date; until?: Date | undefined },
+  timeoutMs: number,
+): Promise<FailureGroup[]> {
+  const until = range.until ? sql`and e.received_at < ${range.until}::timestamptz` : sql``;
+  const message = sql`left(split_part(coalesce(h.value ->> 'error', ''), chr(10), 1), ${FAILURE_MESSAGE_LENGTH})`;
+  const { rows } = await withOperatorTimeout(timeoutMs, () =>
+    sql<GroupRow>`select h.key as handler, coalesce(h.value ->> 'fingerprint', ${message}) as fingerprint,
+        bool_and(h.value ? 'fingerprint') as fingerprinted, (array_agg(${message} order by e.received_at desc))[1] as error,
+        e.status as status, count(*) as events,
+        min(e.received_at) as first_at, max(e.received_at) as last_at, (array_agg(e.id order by e.received_at desc))[1] as sample_id
+      from events e cross join lateral jsonb_each(e.handlers) as h
+      where e.status in ('failed', 'received') and e.received_at >= ${range.since}::timestamptz ${until}
+        and h.value ->> 'status' = 'failed'
+      group by 1, 2, e.status order by count(*) desc, max(e.received_at) desc limit ${MAX_FAILURE_GROUPS}`.execute(db),
+  );
+  return rows.map((r) => ({
+    handler: r.handler,
+    fingerprint: r.fingerprint ?? "",
+    fingerprinted: r.fingerprinted,
+    error: r.error ?? "",
+    status: r.status,
+    events: Number(r.events),
+    firstAt: new Date(r.first_at),
+    lastAt: new Date(r.last_at),
+    sampleId: r.sample_id,
+  }));
+}
+
+/**
+ * How many attempts of one handler of one event the log keeps: the latest 50 by start. Recording
+ * one more deletes the older ones in the same statement, so an event replayed in a loop keeps
+ * a bounded history (its `attempts` count and each handler's latest outcome still count them all).
+ */
+export const KEPT_ATTEMPTS_PER_HANDLER = 50;
+
+/**
+ * When and how one handler ran in one attempt, as the attempt runner hands it to the event log.
+ * Times are milliseconds since the epoch: a job's progress carries runs whose record is pending.
+ */
+export interface HandlerRun {
+  /** The attempt's number in its run: 1 for the run's first (log lines' `attempt`, ctx.attempt); see attempt-runner.ts' attemptOfJob. */
+  attempt: number;
+  /** N of "attempt n of N": the last attempt this run may reach (JOB_ATTEMPTS for a first delivery or a replay). */
+  of: number;
+  startedAt: number;
+  durationMs: number;
+  /** When the next attempt is due: set on a failure that will be retried. */
+  nextRetryAt?: number;
+}
+
+/** One attempt of one handler, as GET /events/{id} (`handlerAttempts`) and the console's event page show it. */
+export interface HandlerAttempt {
+  handler: string;
+  /** The run the attempt belongs to: 0 for the event's first delivery, k for its k-th replay. */
+  replay: number;
+  attempt: number;
+  of: number;
+  startedAt: Date;
+  durationMs: number;
+  outcome: "ok" | "failed";
+  /** The error's text as the handler threw it, bounded (events/errors.ts). */
+  error: string | null;
+  /** When the next attempt is (or was) due; null when none followed this one. */
+  nextRetryAt: Date | null;
+}
+
+/** A run as the recording statement reads it (jsonb_to_recordset in upsertAttempts). */
+interface RunRow {
+  handler: string;
+  attempt: number;
+  attempts_max: number;
+  started_at: string;
+  duration_ms: number;
+  outcome: "ok" | "failed";
+  error: string | null;
+  next_retry_at: string | null;
+}
+
+const count = (value: unknown, min: number) => typeof value === "number" && Number.isInteger(value) && value >= min && value <= 2 ** 31 - 1;
+const instant = (value: unknown) => typeof value === "number" && Number.isFinite(value) && !Number.isNaN(new Date(value).getTime());
+
+/** A handler's run checked (callers may be untyped JavaScript) and shaped for the statement. */
+function runRow(handler: string, outcome: RunRow["outcome"], error: string | undefined, run: HandlerRun): RunRow {
+  const { attempt, of, startedAt, durationMs, nextRetryAt } = run;
+  if (
+    !count(attempt, 1) ||
+    !count(of, 1) ||
+    !count(durationMs, 0) ||
+    !instant(startedAt) ||
+    (nextRetryAt !== undefined && !instant(nextRetryAt))
+  )
+    throw new EventLogError(
+      "invalid_event",
+      "run",
+      "a handler's run has an attempt and an `of` from 1, a duration in whole milliseconds, and epoch-millisecond times",
+    );
+  return {
+    handler,
+    attempt,
+    attempts_max: of,
+    started_at: new Date(startedAt).toISOString(),
+    duration_ms: durationMs,
+    outcome,
+    error: error ?? null,
+    next_retry_at: nextRetryAt === undefined ? null : new Date(nextRetryAt).toISOString(),
+  };
+}
+
+/** Every kept attempt of every handler of an event, by handler key, then run, attempt and start (see the migration's key). */
+async function readHandlerAttempts(db: Kysely<DatabaseSchema>, eventId: string): Promise<HandlerAttempt[]> {
+  const rows = await db
+    .selectFrom("handler_attempts")
+    .select(["handler_key", "replay", "attempt", "attempts_max", "started_at", "duration_ms", "outcome", "error", "next_retry_at"])
+    .where("event_id", "=", eventId)
+    .orderBy("handler_key")
+    .orderBy("replay")
+    .orderBy("attempt")
+    .orderBy("started_at")
+    .execute();
+  return rows.map((r) => ({
+    handler: r.handler_key,
+    replay: r.replay,
+    attempt: r.attempt,
+    of: r.attempts_max,
+    startedAt: r.started_at,
+    durationMs: r.duration_ms,
+    outcome: r.outcome,
+    error: r.error,
+    nextRetryAt: r.next_retry_at,
+  }));
+}
+
+/** What one attempt at an event did, recorded once when the attempt ends. */
+export interface EventAttempt {
+  id: string;
+  type: string;
+  /** The payload as delivered; stored on the event's first record only. */
+  payload: unknown;
+  /** `handled`, `failed` (for good), or `received` (this attempt failed and the job will retry). */
+  status: EventStatus;
+  /**
+   * The outcome of each handler this attempt ran (those done on an earlier attempt are not run
+   * again), and of those an earlier attempt ran whose record is pending. Each with a `run` is also
+   * a row of the event's handler attempts (handler_attempts).
+   */
+  handlers: Record<string, { status: "ok" | "failed"; error?: string; stack?: string; run?: HandlerRun }>;
+  /**
+   * The attempt starts a new round, a run of its own (a replay's first attempt): `events.replays`
+   * counts one more, its handler attempts name that run, and its status replaces whatever the log
+   * holds. Otherwise a status only moves forward (received → failed → handled), so an attempt
+   * whose record lands late never undoes a later one's outcome.
+   */
+  newRound?: boolean;
+}
+
+const STATUSES: readonly string[] = ["received", "handled", "failed"];
+
+/** One attempt as a JSON object of the statement's recordset: validated and serialized per attempt, so one bad payload fails only its own call. */
+interface Row {
+  id: string;
+  json: string;
+}
+
+/** A handler's outcome as `events.handlers` stores it (HandlerOutcome, before its attempts are counted on). */
+interface StoredOutcome {
+  status: "ok" | "failed";
+  error?: string;
+  stack?: string;
+  fingerprint?: string;
+  attempts: 1;
+}
+
+function attemptRow(attempt: EventAttempt): Row {
+  const id = checkId(attempt.id);
+  checkId(attempt.type, "type");
+  if (!STATUSES.includes(attempt.status))
+    throw new EventLogError("invalid_event", "status", "an attempt ends received (to be retried), handled or failed");
+  const handlers: Record<string, StoredOutcome> = {};
+  const runs: RunRow[] = [];
+  for (const [key, outcome] of Object.entries(attempt.handlers)) {
+    checkId(key, "key");
+    // Callers may be untyped JavaScript: check what the type promises.
+    const status: unknown = outcome.status;
+    if (status !== "ok" && status !== "failed") throw new EventLogError("invalid_event", "status", "a handler outcome is ok or failed");
+    const stored: StoredOutcome = { status: outcome.status, attempts: 1 };
+    // Error text is free text (a message may quote the payload): bounded, and made storable in jsonb.
+    if (outcome.error !== undefined) {
+      stored.error = storableFreeText(boundedErrorText(outcome.error, MAX_ERROR_MESSAGE_CHARS));
+      stored.fingerprint = errorFingerprint(stored.error);
+    }
+    if (typeof outcome.stack === "string") stored.stack = storableFreeText(boundedStack(outcome.stack));
+    handlers[key] = stored;
+    if (outcome.run !== undefined) runs.push(runRow(key, outcome.status, stored.error, outcome.run));
+  }
+  let json: string | undefined;
+  try {
+    const row = (payload: unknown) =>
+      JSON.stringify({ id, type: attempt.type, status: attempt.status, handlers, runs, payload, new_round: attempt.newRound === true });
+    json = row(attempt.payload);
+    // jsonb refuses \u0000 and lone surrogates: such a payload is kept as JSON text (values.ts).
+    if (needsEscapedForm(attempt.payload, json)) json = row(toEscapedForm(JSON.stringify(attempt.payload)));
+  } catch {
+    // a cycle or a BigInt: fall through to the error below
+  }
+  if (json === undefined || attempt.payload === undefined)
+    throw new EventLogError("invalid_event", "payload", "payload must be JSON-serializable");
+  return { id, json };
+}
+
+/**
+ * The rows split into runs in which no id repeats (one INSERT … ON CONFLICT may not touch a row
+ * twice), each id's attempts kept in the order they ended.
+ */
+function distinctIds(rows: Row[]): Row[][] {
+  const parts: { ids: Set<string>; rows: Row[] }[] = [];
+  for (const row of rows) {
+    let i = parts.length;
+    // After the last part already holding this id: its attempts stay in order.
+    while (i > 0 && !parts[i - 1]?.ids.has(row.id)) i--;
+    const part = parts[i] ?? (parts[i] = { ids: new Set(), rows: [] });
+    part.ids.add(row.id);
+    part.rows.push(row);
+  }
+  return parts.map((p) => p.rows);
+}
+
+/**
+ * One statement for many attempts: the rows travel as one jsonb array. A new event is inserted with
+ * each handler's attempts at 1; a known one counts an attempt, takes the new status and merges
+ * the outcomes, each handler's attempts counted on from its stored outcome. A stale attempt (one
+ * that would lower the status within its round: it ended before the stored one but its record
+ * landed after) takes neither the status nor the outcomes of handlers the log already holds.
+ * The payload and received_at stay as first recorded.
+ *
+ * The same statement writes each handler's run as a row of handler_attempts (a run recorded again,
+ * after a lost answer, replaces its row: same attempt, same start), numbered with the event's run
+ * (a new round counts one more replay first), and keeps that handler's latest
+ * KEPT_ATTEMPTS_PER_HANDLER rows by start (the statement sees the rows before it: the latest
+ * KEPT_ATTEMPTS_PER_HANDLER - 1 of them stay beside the new one; attempt numbers start again in
+ * each run, so they cannot order rows across runs): the hot path's one round trip stays one.
+ */
+async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): Promise<void> {
+  const json = `[${rows.map((r) => r.json).join(",")}]`;
+  // The ids of one statement are distinct (distinctIds), so `v` has one row per conflicting id.
+  const rank = (status: string) => `array_position(array['received', 'failed', 'handled'], ${status})`;
+  const stale = sql.raw(`(not (select v.new_round from v where v.id = excluded.id) and ${rank("excluded.status")} < ${rank("e.status")})`);
+  await sql`
+    with v as (
+      select * from jsonb_to_recordset(${json}::jsonb)
+        as v(id text, type text, payload jsonb, status text, handlers jsonb, runs jsonb, new_round boolean)
+    ),
+    logged as (
+      insert into events as e (id, type, payload, status, attempts, handlers, received_at, updated_at)
+      select v.id, v.type, v.payload, v.status, 1, v.handlers, date_trunc('milliseconds', clock_timestamp()), clock_timestamp()
+      from v
+      on conflict (id) do update set
+        attempts = e.attempts + 1,
+        replays = e.replays + case when (select v.new_round from v where v.id = excluded.id) then 1 else 0 end,
+        status = case when ${stale} then e.status else excluded.status end,
+        handlers = e.handlers || coalesce((
+          select jsonb_object_agg(
+            h.key,
+            (case when ${stale} then coalesce(e.handlers -> h.key, h.value) else h.value end)
+              || jsonb_build_object('attempts', coalesce((e.handlers -> h.key ->> 'attempts')::int, 0) + 1))
+          from jsonb_each(excluded.handlers) as h
+        ), '{}'::jsonb),
+        updated_at = clock_timestamp()
+      returning e.id, e.replays
+    ),
+    r as (
+      select v.id as event_id, logged.replays as replay, r.*
+      from v join logged on logged.id = v.id cross join lateral jsonb_to_recordset(v.runs) as r(
+        handler text, attempt int, attempts_max int, started_at timestamptz, duration_ms int, outcome text, error text, next_retry_at timestamptz)
+    ),
+    kept as (
+      insert into handler_attempts as a (event_id, handler_key, replay, attempt, attempts_max, started_at, duration_ms, outcome, error, next_retry_at)
+      select event_id, handler, replay, attempt, attempts_max, started_at, duration_ms, outcome, error, next_retry_at from r
+      on conflict (event_id, handler_key, attempt, started_at) do update set
+        replay = excluded.replay, attempts_max = excluded.attempts_max, duration_ms = excluded.duration_ms,
+        outcome = excluded.outcome, error = excluded.error, next_retry_at = excluded.next_retry_at
+    )
+    delete from handler_attempts as a using r
+    where a.event_id = r.event_id and a.handler_key = r.handler and a.started_at < (
+      select b.started_at from handler_attempts as b
+      where b.event_id = r.event_id and b.handler_key = r.handler
+      order by b.started_at desc offset ${KEPT_ATTEMPTS_PER_HANDLER - 2} limit 1
+    )`.execute(db);
+}
+
+function checkId(id: unknown, field = "id"): string {
+  if (typeof id !== "string" || id === "" || id.length > 200)
+    throw new EventLogError("invalid_event", field, `${field} must be a non-empty string of at most 200 characters`);
+  return id;
+}
+
+/** A fingerprint is at most this many characters (the masked first line of the error, cut). */
+export const FINGERPRINT_LENGTH = 200;
+
+// Each mask is applied in turn; earlier ones take what later ones would cut apart (a timestamp's
+// digits, a UUID's hex, an id's digits).
+const MASKS: readonly (readonly [RegExp, string])[] = [
+  // ISO 8601 instants and dates: 2026-11-24T05:00:00.123Z, 2026-11-24 05:00, 2026-11-24.
+  [/\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?/g, "<time>"],
+  [/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, "<id>"],
+  // Prefixed ids keep their prefix (ord_<id>, evt_<id>): the kind of record stays readable. An id
+  // is a suffix holding a digit, or a short prefix before 6+ characters (the API's base36 ids
+  // need not hold a digit), so words like status_changed stay as they are.
+  [/\b([A-Za-z][A-Za-z0-9]*)_(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{4,}\b/g, "$1_<id>"],
+  [/\b([a-z]{1,4})_[a-z0-9]{6,}\b/g, "$1_<id>"],
+  [/\b0x[0-9a-f]+\b/gi, "<hex>"],
+  // Hex runs of 8 or more holding a letter and a digit: hashes, trace ids, object ids.
+  [/\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{8,}\b/gi, "<hex>"],
+  [/\d+(?:\.\d+)*/g, "<n>"],
+];
+
+/**
+ * The fingerprint of a handler's error: its first line with ids, numbers, times and hex masked,
+ * so the failures of one bug that differ only in the order or event they name are one group.
+ * Pure: the event log stores it with each failed outcome, and failure groups and bulk replays
+ * select by it.
+ *
+ * @example errorFingerprint("order ord_7f3k2a9q not found after 3 tries") === "order ord_<id> not found after <n> tries"
+ */
+export function errorFingerprint(error: string): string {
+  let text = (error.split("\n", 1)[0] ?? "").trim();
+  for (const [pattern, mask] of MASKS) text = text.replace(pattern, mask);
+  return text.slice(0, FINGERPRINT_LENGTH);
+}
+
+/**
+ * Deletes what is older than `olderThan` in batches of `batchSize` rows, each batch its own
+ * statement (and transaction): short locks and no long scan under one lock. `deleteBatch` deletes
+ * at most `limit` rows (SKIP LOCKED, so two pruners do not wait on each other) and says how many.
+ * Returns how many rows were deleted in all.
+ */
+export async function pruneInBatches(olderThan: Date, batchSize: number, deleteBatch: (limit: number) => Promise<number>): Promise<number> {
+  if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime()))
+    throw new MirrorFilterError("olderThan", "olderThan must be a valid date");
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
+    throw new MirrorFilterError("batchSize", "batchSize must be an integer from 1 to 10000");
+  let total = 0;
+  for (;;) {
+    const deleted = await deleteBatch(batchSize);
+    total += deleted;
+    if (deleted < batchSize) return total;
+  }
+}
+
+/** A stored handler key and the key the same handler has now. */
+export interface HandlerKeyRename {
+  from: string;
+  to: string;
+}
+
+/** A rename this call made (one made before is skipped), with how many step records it moved. */
+export interface AppliedHandlerKeyRename extends HandlerKeyRename {
+  steps: number;
+}
+
+/**
+ * Moves the step records stored under each `from` key to its `to` key, each rename once ever
+ * (recorded in `handler_key_renames`, migration 0011), in one transaction and one pass over
+ * `steps`: a worker starting beside this one waits for it, then finds the renames done. A step
+ * the handler already has under its new key (it ran since) is kept; the old row is left to
+ * retention. The event log keeps earlier outcomes under the keys they ran under.
+ */
+export async function renameHandlerKeys(
+  db: Kysely<DatabaseSchema>,
+  renames: readonly HandlerKeyRename[],
+): Promise<AppliedHandlerKeyRename[]> {
+  if (renames.length === 0) return [];
+  return db.transaction().execute(async (tx) => {
+    const { rows: claimed } = await sql<{ from_key: string; to_key: string }>`
+      insert into handler_key_renames (from_key, to_key)
+      select * from unnest(${renames.map((r) => r.from)}::text[], ${renames.map((r) => r.to)}::text[])
+      on conflict (from_key) do nothing
+      returning from_key, to_key`.execute(tx);
+    if (claimed.length === 0) return [];
+    const { rows: moved } = await sql<{ from_key: string; steps: number }>`
+      with moved as (
+        update steps s set handler_key = r.to_key
+        from handler_key_renames r
+        where r.from_key = any(${claimed.map((c) => c.from_key)}::text[]) and s.handler_key = r.from_key
+          and not exists (select 1 from steps n where n.event_id = s.event_id and n.handler_key = r.to_key and n.name = s.name)
+        returning r.from_key
+      )
+      select from_key, count(*)::int as steps from moved group by from_key`.execute(tx);
+    const counts = new Map(moved.map((m) => [m.from_key, m.steps]));
+    await sql`
+      update handler_key_renames r set steps = c.steps
+      from unnest(${[...counts.keys()]}::text[], ${[...counts.values()]}::int[]) as c(from_key, steps)
+      where r.from_key = c.from_key`.execute(tx);
+    return claimed.map((c) => ({ from: c.from_key, to: c.to_key, steps: counts.get(c.from_key) ?? 0 }));
+  });
 }

@@ -332,7 +332,7 @@ async function down0010(db: AnyDb): Promise<void> {
 // source) and are now named (`user:order.created`, `user:order.created:audit`), so reordering a
 // HANDLERS_MODULE no longer hands one handler's step records to another. SQL cannot know a
 // handler's name (it is in the module), so step records are rewritten when the worker starts with
-// the module loaded (mirror/handler-key-renames.ts). This table records each rename done, so each
+// the module loaded (mirror/event-log.ts). This table records each rename done, so each
 // is done once, by one worker, however many start together.
 
 async function up0011(db: AnyDb): Promise<void> {
@@ -395,7 +395,7 @@ async function down0013(db: AnyDb): Promise<void> {
 // outcome and error, when the next attempt comes and "attempt n of N". Written in the statement
 // that records the attempt in `events`, and deleted with the event by retention (prune). The
 // attempt number runs on across retries and replays, as log lines and ctx.attempt number them;
-// each handler keeps its latest KEPT_ATTEMPTS_PER_HANDLER (handler-attempts.ts) rows, so a replay
+// each handler keeps its latest KEPT_ATTEMPTS_PER_HANDLER (event-log.ts) rows, so a replay
 // loop cannot grow an event without end. No foreign key: the writes of the hot path stay one
 // insert without a check against `events`, and prune deletes both in one statement. (Named 0014,
 // not the unused 0012: Kysely applies migrations in name order and refuses one that sorts before
@@ -412,7 +412,7 @@ async function up0014(db: AnyDb): Promise<void> {
     .addColumn("started_at", "timestamptz", (c) => c.notNull())
     .addColumn("duration_ms", "integer", (c) => c.notNull())
     .addColumn("outcome", "text", (c) => c.notNull().check(sql`outcome in ('ok', 'failed')`))
-    // The handler's error, bounded as the event's own outcome is (events/error-text.ts).
+    // The handler's error, bounded as the event's own outcome is (events/errors.ts).
     .addColumn("error", "text")
     // When the next attempt is due; null when none follows (it succeeded, or failed for good).
     .addColumn("next_retry_at", "timestamptz")

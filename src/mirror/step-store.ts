@@ -1,7 +1,6 @@
 import { sql, type Kysely } from "kysely";
-import type { DatabaseSchema } from "./database-schema.js";
-import { renameHandlerKeys, type AppliedHandlerKeyRename, type HandlerKeyRename } from "./handler-key-renames.js";
-import { pruneInBatches } from "./prune-in-batches.js";
+import { renameHandlerKeys, type AppliedHandlerKeyRename, type HandlerKeyRename, pruneInBatches } from "./event-log.js";
+import type { DatabaseSchema } from "./database.js";
 
 /** Which step of which handler of which event. */
 export interface StepKey {
@@ -30,7 +29,7 @@ export interface StepRecord {
 }
 
 /** What `claim` found: a stored result to return, or a run to make (`recovery`: an earlier run did not finish). */
-export type StepClaim = { state: "done"; json: string | undefined } | { state: "run"; recovery: boolean; startedAt: Date };
+type StepClaim = { state: "done"; json: string | undefined } | { state: "run"; recovery: boolean; startedAt: Date };
 
 export interface StepStore {
   /**
@@ -51,7 +50,7 @@ export interface StepStore {
   forget(eventIds: readonly string[], handlerKey?: string): Promise<number>;
   /** Deletes steps started before `olderThan`, `batchSize` rows per statement; returns how many. */
   prune(olderThan: Date, batchSize?: number): Promise<number>;
-  /** Moves steps to their handler's new key, each rename once ever (handler-key-renames.ts). */
+  /** Moves steps to their handler's new key, each rename once ever (event-log.ts). */
   renameHandlerKeys(renames: readonly HandlerKeyRename[]): Promise<AppliedHandlerKeyRename[]>;
 }
 

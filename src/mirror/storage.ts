@@ -1,14 +1,15 @@
 import type { Logger } from "pino";
+import { createEventLog, operatorBounds, type EventLog, type HandlerAttempt, type LoggedEvent } from "./event-log.js";
+import { createPostgresMirror, type MirrorStore } from "./mirror-store.js";
+import { createDatabase, type Database, migrateToLatest } from "./database.js";
+import { withOperatorTimeout } from "./errors.js";
+import type { RejectedRecord } from "./set-aside-records.js";
+import type { StepRecord } from "./step-store.js";
+
 import type { Config } from "../config/config.js";
 import { createChangeOutbox, type ChangeOutbox } from "./change-outbox.js";
-import { createDatabase, type Database } from "./database.js";
-import { createEventLog, operatorBounds, type EventLog } from "./event-log.js";
 import { createStepStore, type StepStore } from "./step-store.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "./sync-checkpoints.js";
-import { migrateToLatest } from "./migrate.js";
-import { withOperatorTimeout } from "./operator-query-timeout-error.js";
-import { createPostgresMirror } from "./postgres-store.js";
-import type { MirrorStore, RejectedRecord } from "./store.js";
 
 /** The service's system of record: the mirror and the event log, in one PostgreSQL database. */
 export interface Storage {
@@ -40,7 +41,7 @@ export async function openStorage(
   options: {
     logger?: Logger;
     database?: Database;
-    /** Told of the records a mirror write set aside (rejection-reporter.ts). */
+    /** Told of the records a mirror write set aside (set-aside-records.ts). */
     onRejected?: (rejected: readonly RejectedRecord[]) => void;
   } = {},
 ): Promise<Storage> {
@@ -79,4 +80,18 @@ function operatorReads(mirror: MirrorStore, timeoutMs: number): Pick<MirrorStore
     get: (kind, id) => withOperatorTimeout(timeoutMs, () => mirror.get(kind, id)),
     list: (kind, filter) => withOperatorTimeout(timeoutMs, () => mirror.list(kind, filter)),
   };
+}
+
+/** One event whole: the log's record, every kept attempt of each handler, and its durable steps. */
+export interface EventDetail extends LoggedEvent {
+  /** One row per attempt of each handler (the latest KEPT_ATTEMPTS_PER_HANDLER each), by handler key, then attempt. */
+  handlerAttempts: HandlerAttempt[];
+  steps: StepRecord[];
+}
+
+/** An event as GET /events/{id} and the console's event page show it; undefined when the log holds no such event. */
+export async function readEventDetail(storage: Pick<Storage, "eventLog" | "steps">, id: string): Promise<EventDetail | undefined> {
+  const event = await storage.eventLog.get(id);
+  if (!event) return undefined;
+  return { ...event, handlerAttempts: await storage.eventLog.handlerAttempts(id), steps: await storage.steps.forEvent(id) };
 }

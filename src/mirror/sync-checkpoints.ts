@@ -1,9 +1,9 @@
 import { sql, type Kysely } from "kysely";
-import type { DatabaseSchema } from "./database-schema.js";
+import type { DatabaseSchema } from "./database.js";
 import { expectDefined } from "../expect-defined.js";
 
 /** The resumable walks: the full reconciliation tier and the backfill command. */
-export type CheckpointTier = "full" | "backfill";
+type CheckpointTier = "full" | "backfill";
 
 /** Where one walk of one kind's whole list stands (one row of sync_checkpoints). */
 export interface SyncCheckpoint {

@@ -11,11 +11,11 @@ import {
   handlerStacks,
   withHandlerStacks,
 } from "../events/dispatch.js";
-import { startHandlerDeadline } from "../events/handler-deadline.js";
+import { startHandlerDeadline } from "../events/dispatch.js";
 import type { HandlerRegistry } from "../events/registry.js";
-import { EventLogError } from "../mirror/event-log-error.js";
+import { EventLogError } from "../mirror/errors.js";
 import type { EventAttempt, EventLog } from "../mirror/event-log.js";
-import type { HandlerRun } from "../mirror/handler-attempts.js";
+import type { HandlerRun } from "../mirror/event-log.js";
 import { withCarriedTrace } from "../tracing/tracing.js";
 import type { IngestedEvent } from "./ingest-stream.js";
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { signPayload } from "../events/signature.js";
+import { signPayload } from "../events/envelope.js";
 
 export interface WebhookEndpoint {
   url: string;

@@ -10,7 +10,7 @@ import {
 } from "../metrics/metrics.js";
 import { createMinuteSampler } from "../metrics/minute-samples.js";
 import type { Storage } from "../mirror/storage.js";
-import { MIRROR_KINDS, type MirrorKind } from "../mirror/store.js";
+import { MIRROR_KINDS, type MirrorKind } from "../mirror/database.js";
 import { readStreamBacklog } from "../queue/ingest-stream.js";
 import { redisKeys } from "../redis/redis.js";
 import type { WorkerRole } from "../worker/worker-role.js";

@@ -1,7 +1,7 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
-import type { Config } from "../config/config.js";
 import type { Storage } from "../mirror/storage.js";
+import type { Config } from "../config/config.js";
 import type { RedisClient } from "../redis/redis.js";
 import { trackBulkReplays } from "../worker/bulk-replay-progress.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";

@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
-import type { MirrorRecord, MirrorStore } from "../mirror/store.js";
+import type { MirrorRecord, MirrorStore } from "../mirror/mirror-store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { type ApiClient } from "../upstream/client.js";
 import { readList } from "../upstream/paginate.js";
-import type { ChangeSource } from "../events/change-events.js";
+import type { ChangeSource } from "../events/catalog.js";
 import { isFirstImport, sweepSource, writePage, type SweepChanges } from "./change-source.js";
 import { firstImportRunning } from "./full-tier.js";
 import { ORDER_STATES, RESOURCES, walkOf, type ListQuery, type Page, type SyncedKind } from "./resources.js";

@@ -1,9 +1,9 @@
-import type { ChangeSource } from "../events/change-events.js";
-import type { MirrorChange, MirrorStore, UpsertResult } from "../mirror/store.js";
+import type { MirrorChange, MirrorStore, UpsertResult } from "../mirror/mirror-store.js";
+import type { MirrorWriter, SourceOf } from "../mirror/change-outbox.js";
+import type { ChangeSource } from "../events/catalog.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { PendingId } from "./refresh-scheduler.js";
 import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
-import type { MirrorWriter, SourceOf } from "../mirror/mirror-writer.js";
 
 /**
  * Writes one page the API answered, as every reader does: through `writer` with its changes'

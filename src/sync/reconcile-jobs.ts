@@ -1,15 +1,15 @@
 import type { Job, Queue } from "bullmq";
 import type { Logger } from "pino";
+import type { MirrorStore } from "../mirror/mirror-store.js";
+import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { MirrorStore } from "../mirror/store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { ApiClient } from "../upstream/client.js";
 import { waitForRunningPass, type ActivePassLease } from "./active-pass-lease.js";
 import { runActivePass, type CatchUp } from "./active-tier.js";
 import type { SweepChanges } from "./change-source.js";
 import { backfillRunning, passDue, runFullSlice } from "./full-tier.js";
-import type { MirrorWriter } from "../mirror/mirror-writer.js";
 import { runBackfill } from "./resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
 

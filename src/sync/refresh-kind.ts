@@ -1,5 +1,5 @@
-import { identityProblem } from "../mirror/mirror-rows.js";
-import type { MirrorStore } from "../mirror/store.js";
+import { identityProblem, type MirrorStore } from "../mirror/mirror-store.js";
+import type { Logger } from "pino";
 import { UpstreamAuthError, UpstreamError } from "../upstream/errors.js";
 import {
   candidatesFor,
@@ -12,7 +12,6 @@ import {
   type ReadPrices,
   type Target,
 } from "./read-plan.js";
-import type { Logger } from "pino";
 import { runRead, type ReadOutcome, type RefreshReadContext } from "./refresh-read.js";
 import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshScheduler } from "./refresh-scheduler.js";
 import { RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
@@ -73,7 +72,7 @@ export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome
 
 /**
  * Pending ids the mirror could neither store nor look up (a NUL in an event's `data.id`, an id
- * the routes cannot address: the mirror's own identity check, mirror-rows.ts) are set aside as
+ * the routes cannot address: the mirror's own identity check, mirror-store.ts) are set aside as
  * the mirror sets aside any record it cannot hold: written to it as the record known of them (id
  * and restaurant), which it refuses into rejected_records with the reason (and the service's
  * warning and metric), then forgotten. Returns the rest, which this job refreshes.

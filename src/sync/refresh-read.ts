@@ -1,7 +1,7 @@
-import type { MirrorStore } from "../mirror/store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import { type ApiClient } from "../upstream/client.js";
 import { readList } from "../upstream/paginate.js";
-import type { MirrorWriter } from "../mirror/mirror-writer.js";
+import type { MirrorWriter } from "../mirror/change-outbox.js";
 import { writePage } from "./change-source.js";
 import type { PlannedRead } from "./read-plan.js";
 import { walkOf, type Page, type SyncedKind } from "./resources.js";

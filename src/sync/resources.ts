@@ -1,4 +1,6 @@
-import type { MirrorKind, MirrorRecord, MirrorStore, RefusedUpstreamRecord } from "../mirror/store.js";
+import type { MirrorKind } from "../mirror/database.js";
+import type { MirrorRecord, MirrorStore } from "../mirror/mirror-store.js";
+import type { RefusedUpstreamRecord } from "../mirror/set-aside-records.js";
 import type { ApiClient } from "../upstream/client.js";
 import type { ListWalk } from "../upstream/paginate.js";
 import type { BudgetClass } from "../upstream/rate-limiter.js";

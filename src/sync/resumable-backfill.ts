@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
-import type { MirrorStore } from "../mirror/store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
+import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { ApiClient } from "../upstream/client.js";
 import { isFirstImport } from "./change-source.js";
-import type { MirrorWriter } from "../mirror/mirror-writer.js";
 import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
 import { walkList } from "./walk-list.js";
 

@@ -1,5 +1,5 @@
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { HandlerMap } from "../events/registry.js";
-import type { MirrorStore } from "../mirror/store.js";
 import type { RefreshScheduler } from "./refresh-scheduler.js";
 import { REFUNDED_STATUS } from "../upstream/models.js";
 

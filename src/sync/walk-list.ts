@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { MirrorStore } from "../mirror/store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { type ApiClient } from "../upstream/client.js";
 import { UpstreamBadRequestError, UpstreamPageRefusedError } from "../upstream/errors.js";

@@ -17,8 +17,8 @@ import {
 import type { Telemetry } from "bullmq";
 import { BullMQOtel, BullMQOTelSpan } from "bullmq-otel";
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { WrapHandler } from "../events/registry.js";
-import type { MirrorStore } from "../mirror/store.js";
 import type { RedisClient } from "../redis/redis.js";
 
 export const TRACER_NAME = "svc-webhooks";

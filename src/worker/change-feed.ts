@@ -3,11 +3,11 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { ChangeOutbox } from "../mirror/change-outbox.js";
-import type { MirrorStore } from "../mirror/store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { EventJobData } from "../queue/events-queue.js";
 import { activeTraceparent, type Tracing } from "../tracing/tracing.js";
 import { createChangeRelay, type ChangeRelay } from "./change-relay.js";
-import { createMirrorWriter, type MirrorWriter } from "../mirror/mirror-writer.js";
+import { createMirrorWriter, type MirrorWriter } from "../mirror/change-outbox.js";
 
 export interface ChangeFeed {
   /** How sync code writes the mirror: each change it makes is recorded in the outbox with the write. */

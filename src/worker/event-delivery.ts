@@ -1,10 +1,10 @@
 import type { Queue, Worker } from "bullmq";
 import type { Logger } from "pino";
+import type { EventLog } from "../mirror/event-log.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { Config } from "../config/config.js";
 import type { HandlerRegistry } from "../events/registry.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { EventLog } from "../mirror/event-log.js";
-import type { MirrorStore } from "../mirror/store.js";
 import { createAttemptRunner } from "../queue/attempt-runner.js";
 import { type EventJobData, createEventWorker, EVENTS_QUEUE } from "../queue/events-queue.js";
 import { createStreamConsumer, type StreamConsumer } from "../queue/stream-consumer.js";

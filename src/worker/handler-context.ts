@@ -1,13 +1,7 @@
 import type { Logger } from "pino";
-import {
-  onChange as onChangeWith,
-  type ChangeEvent,
-  type ChangeField,
-  type ChangeFilter,
-  type ChangeKind,
-} from "../events/change-events.js";
+import { onChange as onChangeWith, type ChangeEvent, type ChangeField, type ChangeFilter, type ChangeKind } from "../events/catalog.js";
 import type { EventFor, HandledType, Handler, HandlerMap } from "../events/registry.js";
-import type { MirrorStore } from "../mirror/store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { ApiClient } from "../upstream/client.js";
 import type { StepFunction } from "./durable-steps.js";
 

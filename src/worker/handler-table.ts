@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { AnyEvent } from "../events/catalog.js";
-import { perHandlerContext } from "../events/per-handler-context.js";
+import { perHandlerContext } from "../events/dispatch.js";
 import { createHandlerRegistry, type HandlerRegistry } from "../events/registry.js";
 import type { StepStore } from "../mirror/step-store.js";
-import type { MirrorStore } from "../mirror/store.js";
 import { traceHandlers, type Tracing } from "../tracing/tracing.js";
 import type { ApiClient } from "../upstream/client.js";
 import { apiNotConfigured } from "./api-not-configured.js";

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { EventLog } from "../mirror/event-log.js";
-import { isCalendarDay } from "../mirror/iso-instant.js";
+import { isCalendarDate as isCalendarDay, printable } from "../mirror/values.js";
 import type { StepStore } from "../mirror/step-store.js";
 import type { EventJobData } from "../queue/events-queue.js";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
@@ -14,7 +14,6 @@ import { removeReplayedFailedJobs } from "./remove-replayed-failed-jobs.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import type { RefreshNote, RefreshScheduler } from "../sync/refresh-scheduler.js";
 import { RESOURCES, SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
-import { printable } from "../mirror/id-text.js";
 
 /**
  * The sync-queue job each operator request adds. Both are the reconciliation sweep today (it

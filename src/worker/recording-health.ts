@@ -1,4 +1,4 @@
-import { EventLogError } from "../mirror/event-log-error.js";
+import { EventLogError } from "../mirror/errors.js";
 import type { AttemptLog } from "../queue/attempt-runner.js";
 
 /** Whether the event log takes the worker's attempts: what readiness reports beside a database probe. */

@@ -1,8 +1,7 @@
 import type { Logger } from "pino";
-import { isKnownEventType, KNOWN_EVENT_TYPES } from "../events/catalog.js";
-import { CHANGE_EVENT_TYPES } from "../events/change-events.js";
+import type { HandlerKeyRename } from "../mirror/event-log.js";
+import { isKnownEventType, KNOWN_EVENT_TYPES, CHANGE_EVENT_TYPES } from "../events/catalog.js";
 import type { RegisteredHandler } from "../events/registry.js";
-import type { HandlerKeyRename } from "../mirror/handler-key-renames.js";
 import type { StepStore } from "../mirror/step-store.js";
 
 type About = Pick<RegisteredHandler<unknown>, "key" | "source" | "type" | "name">;

@@ -3,8 +3,8 @@ import type { Queue } from "bullmq";
 import type { EventLog, EventQuery, EventSummary, LoggedEvent } from "../mirror/event-log.js";
 import type { EventJobData } from "../queue/events-queue.js";
 import type { StepStore } from "../mirror/step-store.js";
-import { EventLogError } from "../mirror/event-log-error.js";
-import { eventQueryFromParams, validateEventQuery } from "../mirror/event-query.js";
+import { EventLogError } from "../mirror/errors.js";
+import { eventQueryFromParams, validateEventQuery } from "../mirror/event-log.js";
 
 export interface ReplayOptions {
   /** Which logged events to replay (time range, type or family, status, handler outcome). */

@@ -1,4 +1,4 @@
-import type { MirrorStore } from "../mirror/store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { ApiClient } from "../upstream/client.js";
 import {
   ORDER_FORWARD_STEPS,

@@ -1,15 +1,15 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
+import type { EventLog } from "../mirror/event-log.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
+import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { EventLog } from "../mirror/event-log.js";
 import type { StepStore } from "../mirror/step-store.js";
-import type { MirrorStore } from "../mirror/store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { Upstream } from "./metered-upstream.js";
 import { pruneEventLog } from "./prune-event-log.js";
 import type { RefreshRequests } from "./refresh-requests.js";
-import type { MirrorWriter } from "../mirror/mirror-writer.js";
 import { reconcileProcessors } from "../sync/reconcile-jobs.js";
 import { createRefusedFilters, refreshKind } from "../sync/refresh-kind.js";
 import { createRefreshJob } from "../sync/refresh-job.js";

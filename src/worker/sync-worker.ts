@@ -2,7 +2,7 @@ import { UnrecoverableError, Worker, type Job, type Queue, type Telemetry } from
 import { warnUnlessOutage, type RedisClient } from "../redis/redis.js";
 import type { Logger } from "pino";
 import { SYNC_QUEUE } from "../queue/events-queue.js";
-import { withBoundedText } from "../events/error-text.js";
+import { withBoundedText } from "../events/errors.js";
 import { isPermanentUpstreamError, UpstreamRateLimitError } from "../upstream/errors.js";
 import type { RefreshJobData } from "../sync/refresh-runs.js";
 import type { BackfillJobData, FullJobData } from "../sync/reconcile-jobs.js";

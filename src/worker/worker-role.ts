@@ -1,11 +1,11 @@
 import type { Queue, Worker } from "bullmq";
 import type { Logger } from "pino";
+import type { EventLog } from "../mirror/event-log.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { ChangeOutbox } from "../mirror/change-outbox.js";
-import type { EventLog } from "../mirror/event-log.js";
 import type { StepStore } from "../mirror/step-store.js";
-import type { MirrorStore } from "../mirror/store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { type EventJobData, createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
 import type { StreamConsumer } from "../queue/stream-consumer.js";

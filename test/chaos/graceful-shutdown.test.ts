@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parse } from "smol-toml";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { signPayload } from "../../src/events/signature.js";
+import { signPayload } from "../../src/events/envelope.js";
 import { EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { inspectQueues } from "../helpers/inspect-queues.js";

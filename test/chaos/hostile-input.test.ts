@@ -3,7 +3,7 @@ import { request } from "node:http";
 import fc from "fast-check";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { parseEnvelope } from "../../src/events/envelope.js";
-import { signPayload } from "../../src/events/signature.js";
+import { signPayload } from "../../src/events/envelope.js";
 import { EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { inspectQueues } from "../helpers/inspect-queues.js";

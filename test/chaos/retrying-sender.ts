@@ -1,4 +1,4 @@
-import { signPayload } from "../../src/events/signature.js";
+import { signPayload } from "../../src/events/envelope.js";
 
 export interface SendReport {
   accepted: Set<string>;

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { signPayload } from "../../src/events/signature.js";
+import { signPayload } from "../../src/events/envelope.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 
 const SECRET = "whsec_chaos_secrets_6a2f";

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { signPayload } from "../../src/events/signature.js";
+import { signPayload } from "../../src/events/envelope.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { waitFor } from "../helpers/wait-for.js";

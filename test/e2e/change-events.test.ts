@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { isDeepStrictEqual } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ChangeEvent } from "../../src/events/change-events.js";
+import type { ChangeEvent } from "../../src/events/catalog.js";
 import { createChangeOutbox } from "../../src/mirror/change-outbox.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { TEST_SECRET } from "../helpers/edge.js";

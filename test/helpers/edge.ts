@@ -6,7 +6,7 @@ import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createService, type Service } from "../../src/service.js";
 import { EVENTS_QUEUE, type EventJobData } from "../../src/queue/events-queue.js";
-import { signPayload } from "../../src/events/signature.js";
+import { signPayload } from "../../src/events/envelope.js";
 import { captureLogs } from "./log-capture.js";
 import { openTestDatabase, preferredDriver } from "./postgres.js";
 import { streamEvents } from "./ingest-stream.js";

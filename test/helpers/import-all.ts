@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
-import type { DatabaseSchema } from "../../src/mirror/database-schema.js";
-import type { MirrorStore } from "../../src/mirror/store.js";
+import type { MirrorStore } from "../../src/mirror/mirror-store.js";
+import type { DatabaseSchema } from "../../src/mirror/database.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import type { ApiClient } from "../../src/upstream/client.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";

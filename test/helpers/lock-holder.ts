@@ -2,8 +2,7 @@
  * A second process for data-dir lock tests: takes the lock on the directory in argv[2], prints
  * `locked <pid>` (or `refused <message>`), and holds it until killed or its stdin closes.
  */
-import { lockDataDir } from "../../src/mirror/data-dir-lock.js";
-
+import { lockDataDir } from "../../src/mirror/database.js";
 const dir = process.argv[2];
 if (!dir) throw new Error("usage: lock-holder <dataDir>");
 try {

@@ -1,6 +1,5 @@
 /** Records in the API's shape (as the sandbox serves them), for the mirror suites. */
-import type { MirrorRecord } from "../../src/mirror/store.js";
-
+import type { MirrorRecord } from "../../src/mirror/mirror-store.js";
 export const orderRecord = (id: string, extra: Record<string, unknown> = {}): MirrorRecord => ({
   id,
   restaurantId: "rest_1",

@@ -5,9 +5,7 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { inject } from "vitest";
 import { sql } from "kysely";
-import { createDatabase, type Database } from "../../src/mirror/database.js";
-import { migrateToLatest } from "../../src/mirror/migrate.js";
-
+import { createDatabase, type Database, migrateToLatest } from "../../src/mirror/database.js";
 export type TestDriver = Database["driver"];
 
 /** The drivers this run can test: the embedded store always, a server when global setup has one. */

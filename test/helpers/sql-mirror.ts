@@ -1,5 +1,5 @@
 import { sql, type Kysely } from "kysely";
-import type { DatabaseSchema } from "../../src/mirror/database-schema.js";
+import type { DatabaseSchema } from "../../src/mirror/database.js";
 import type { Booking, MenuItem, Order } from "../../src/sandbox/records.js";
 
 /** A decimal as text without trailing zeros: '12.30' and 12.3 both read "12.3" (no float on the SQL side). */

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, inject, it } from "vitest";
-import { signPayload } from "../../src/events/signature.js";
+import { signPayload } from "../../src/events/envelope.js";
 import { freePort } from "../helpers/redis-server.js";
 import { waitFor } from "../helpers/wait-for.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";

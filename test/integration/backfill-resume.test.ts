@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
+import { createPostgresMirror } from "../../src/mirror/mirror-store.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";

@@ -3,8 +3,8 @@ import { Redis } from "ioredis";
 import { sql } from "kysely";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
-import type { MirrorStore } from "../../src/mirror/store.js";
+import { createPostgresMirror, type MirrorStore } from "../../src/mirror/mirror-store.js";
+import { createMirrorWriter } from "../../src/mirror/change-outbox.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { redisKeys } from "../../src/redis/redis.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
@@ -13,7 +13,6 @@ import { runActivePass } from "../../src/sync/active-tier.js";
 import type { SweepChanges } from "../../src/sync/change-source.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
 import { createGapWatch, gapThresholdMs } from "../../src/worker/gap-watch.js";
-import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
 // After a gap no webhook arrives for what changed in it (the spec shows no redelivery): the

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import { lockDataDir } from "../../src/mirror/data-dir-lock.js";
+import { lockDataDir } from "../../src/mirror/database.js";
 import { embeddedDirectory } from "../../src/mirror/database.js";
 import { SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";

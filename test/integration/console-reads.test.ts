@@ -1,8 +1,7 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listCausedChanges } from "../../src/mirror/caused-changes.js";
-import { createEventLog, type EventLog } from "../../src/mirror/event-log.js";
-import { listFailureGroups } from "../../src/mirror/failure-groups.js";
+import { createEventLog, type EventLog, listFailureGroups } from "../../src/mirror/event-log.js";
+import { listCausedChanges } from "../../src/mirror/record-story.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 
 // The reads behind the console (issue 23 item 1): the log newest first, failures grouped, the

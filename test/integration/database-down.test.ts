@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, inject, it } from "vitest";
+import { signPayload } from "../../src/events/envelope.js";
 import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { freePort } from "../../src/redis/local-server.js";
 import { createService, type Service } from "../../src/service.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
 import { captureLogs } from "../helpers/log-capture.js";
-import { signPayload } from "../../src/events/signature.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 // A PostgreSQL that does not answer: a free port nobody listens on.

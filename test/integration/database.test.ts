@@ -3,11 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { DataDirLockedError } from "../../src/mirror/data-dir-lock.js";
-import { createDatabase, DatabaseConfigError } from "../../src/mirror/database.js";
-import { migrateToLatest } from "../../src/mirror/migrate.js";
+import { DataDirLockedError, createDatabase, DatabaseConfigError, migrateToLatest, scopedToSchema } from "../../src/mirror/database.js";
 import { MIGRATIONS } from "../../src/mirror/migrations.js";
-import { scopedToSchema } from "../../src/mirror/schema-introspection.js";
 import { openTestDatabase, pgliteTemplate, randomSchema, testDrivers } from "../helpers/postgres.js";
 
 const tempDirs: string[] = [];

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { signPayload } from "../../src/events/signature.js";
+import { signPayload } from "../../src/events/envelope.js";
 import type { Database } from "../../src/mirror/database.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { signPayload } from "../../src/events/envelope.js";
 import { redisKeys } from "../../src/redis/redis.js";
 import { startConsumer, streamDrained } from "../helpers/stream-consumer.js";
-import { signPayload } from "../../src/events/signature.js";
 import { sampleEvent, startEdge, TEST_SECRET, TEST_SECRET_2, type TestEdge } from "../helpers/edge.js";
 
 let edge: TestEdge;

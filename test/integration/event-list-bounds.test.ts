@@ -1,10 +1,8 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { toHttpFailure } from "../../src/http/errors.js";
+import { MAX_PAGE_BYTES, summaryStatement, createEventLog, type EventLog, validateEventQuery } from "../../src/mirror/event-log.js";
 import { createDatabase } from "../../src/mirror/database.js";
-import { MAX_PAGE_BYTES, summaryStatement } from "../../src/mirror/event-list.js";
-import { createEventLog, type EventLog } from "../../src/mirror/event-log.js";
-import { validateEventQuery } from "../../src/mirror/event-query.js";
+import { toHttpFailure } from "../../src/http/errors.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 import { startService, type TestService } from "../helpers/service.js";
 

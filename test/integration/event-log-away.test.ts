@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "kysely";
 import { afterEach, describe, expect, inject, it } from "vitest";
+import { signPayload } from "../../src/events/envelope.js";
 import { loadConfig } from "../../src/config/config.js";
-import { signPayload } from "../../src/events/signature.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createRedisConnection, redisKeys } from "../../src/redis/redis.js";
 import { createService } from "../../src/service.js";

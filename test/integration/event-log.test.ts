@@ -1,7 +1,7 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createEventLog, type EventAttempt, type EventLog, type EventQuery } from "../../src/mirror/event-log.js";
-import { EventLogError } from "../../src/mirror/event-log-error.js";
+import { EventLogError } from "../../src/mirror/errors.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 
 describe.each(testDrivers())("event log (%s)", (driver) => {

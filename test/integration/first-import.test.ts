@@ -1,9 +1,9 @@
 import { sql } from "kysely";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { ChangeEvent } from "../../src/events/change-events.js";
-import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
-import type { MirrorStore } from "../../src/mirror/store.js";
+import { createPostgresMirror, type MirrorStore } from "../../src/mirror/mirror-store.js";
+import { createMirrorWriter } from "../../src/mirror/change-outbox.js";
+import type { ChangeEvent } from "../../src/events/catalog.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
@@ -11,7 +11,6 @@ import { runActivePass } from "../../src/sync/active-tier.js";
 import type { SweepChanges } from "../../src/sync/change-source.js";
 import type { SyncedKind } from "../../src/sync/resources.js";
 import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/sync/full-tier.js";
-import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 

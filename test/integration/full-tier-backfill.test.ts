@@ -1,13 +1,12 @@
 import { sql } from "kysely";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
-import type { MirrorStore } from "../../src/mirror/store.js";
+import { createPostgresMirror, type MirrorStore } from "../../src/mirror/mirror-store.js";
+import { createMirrorWriter } from "../../src/mirror/change-outbox.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/sync/full-tier.js";
-import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 

@@ -2,7 +2,7 @@ import type { Job } from "bullmq";
 import { sql } from "kysely";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createEventLog, type EventAttempt, type EventLog, type HandlerAttempt } from "../../src/mirror/event-log.js";
-import { KEPT_ATTEMPTS_PER_HANDLER } from "../../src/mirror/handler-attempts.js";
+import { KEPT_ATTEMPTS_PER_HANDLER } from "../../src/mirror/event-log.js";
 import type { EventJobData } from "../../src/queue/events-queue.js";
 import { pruneEventLog } from "../../src/worker/prune-event-log.js";
 import { sampleEvent } from "../helpers/edge.js";

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { HandlerTimeoutError } from "../../src/events/handler-timeout-error.js";
+import { HandlerTimeoutError } from "../../src/events/errors.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { startService } from "../helpers/service.js";

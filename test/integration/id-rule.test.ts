@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createPostgresMirror, type MirrorRecord, type MirrorStore } from "../../src/mirror/mirror-store.js";
 import { EventIdentifierError, parseEnvelope } from "../../src/events/envelope.js";
-import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
-import type { MirrorRecord, MirrorStore } from "../../src/mirror/store.js";
 import { createSandbox } from "../../src/sandbox/index.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 

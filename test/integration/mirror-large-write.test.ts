@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
-import type { MirrorStore } from "../../src/mirror/store.js";
+import { createPostgresMirror, type MirrorStore } from "../../src/mirror/mirror-store.js";
+import { createMirrorWriter } from "../../src/mirror/change-outbox.js";
 import type { RecordedChange } from "../../src/mirror/change-outbox.js";
-import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { orderRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
-import type { MirrorStore } from "../../src/mirror/store.js";
+import { createPostgresMirror, type MirrorStore } from "../../src/mirror/mirror-store.js";
 import { later, menuItemRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 

@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MIRROR_PAGE_BYTES } from "../../src/mirror/mirror-list.js";
-import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
-import type { MirrorStore } from "../../src/mirror/store.js";
+import { MIRROR_PAGE_BYTES, createPostgresMirror, type MirrorStore } from "../../src/mirror/mirror-store.js";
 import { orderRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 

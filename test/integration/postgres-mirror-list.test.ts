@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { filterFromQuery } from "../../src/mirror/mirror-filter.js";
-import { MirrorFilterError } from "../../src/mirror/mirror-filter-error.js";
-import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
-import type { MirrorKind, MirrorListFilter, MirrorRecord, MirrorStore } from "../../src/mirror/store.js";
+import {
+  filterFromQuery,
+  createPostgresMirror,
+  type MirrorListFilter,
+  type MirrorRecord,
+  type MirrorStore,
+} from "../../src/mirror/mirror-store.js";
+import { MirrorFilterError } from "../../src/mirror/errors.js";
+import type { MirrorKind } from "../../src/mirror/database.js";
 import { bookingRecord, menuItemRecord, orderRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 

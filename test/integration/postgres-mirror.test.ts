@@ -1,8 +1,7 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { MirrorRecordError } from "../../src/mirror/mirror-record-error.js";
-import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
-import type { MirrorStore } from "../../src/mirror/store.js";
+import { createPostgresMirror, type MirrorStore } from "../../src/mirror/mirror-store.js";
+import { MirrorRecordError } from "../../src/mirror/errors.js";
 import { bookingRecord, later, menuItemRecord, orderRecord, reviewRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 

@@ -1,11 +1,10 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createEventLog, type EventLog } from "../../src/mirror/event-log.js";
-import { listFailureGroups } from "../../src/mirror/failure-groups.js";
-import { migrateToLatest } from "../../src/mirror/migrate.js";
-import { MIGRATIONS } from "../../src/mirror/migrations.js";
-import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
+import { createEventLog, type EventLog, listFailureGroups } from "../../src/mirror/event-log.js";
+import { createPostgresMirror } from "../../src/mirror/mirror-store.js";
+import { migrateToLatest } from "../../src/mirror/database.js";
 import { findRecordKinds, readRecordStory, TIMELINE_LIMIT } from "../../src/mirror/record-story.js";
+import { MIGRATIONS } from "../../src/mirror/migrations.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 
 // Issue 34: the operator asks about an order, not an event id. The event log knows which record

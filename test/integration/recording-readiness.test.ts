@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "kysely";
 import { afterEach, describe, expect, inject, it } from "vitest";
+import { signPayload } from "../../src/events/envelope.js";
 import { loadConfig } from "../../src/config/config.js";
-import { signPayload } from "../../src/events/signature.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createService, type Service } from "../../src/service.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";

@@ -1,6 +1,6 @@
-import { moduleHandlers } from "../helpers/module-handlers.js";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AnyEvent } from "../../src/events/catalog.js";
+import { moduleHandlers } from "../helpers/module-handlers.js";
 import { redisKeys } from "../../src/redis/redis.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { replayEvents } from "../../src/worker/replay-events.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createEventLog } from "../../src/mirror/event-log.js";
-import { migrateToLatest } from "../../src/mirror/migrate.js";
+import { migrateToLatest } from "../../src/mirror/database.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextJob } from "../helpers/job-events.js";

@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { verifySignature } from "../../src/events/signature.js";
+import { verifySignature } from "../../src/events/envelope.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 
 let sandbox: Sandbox;

@@ -1,6 +1,6 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it, inject } from "vitest";
-import { signPayload } from "../../src/events/signature.js";
+import { signPayload } from "../../src/events/envelope.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 

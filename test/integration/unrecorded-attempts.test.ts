@@ -5,7 +5,7 @@ import { createHandlerRegistry } from "../../src/events/registry.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createDatabase, type Database } from "../../src/mirror/database.js";
 import { createEventLog, type EventAttempt } from "../../src/mirror/event-log.js";
-import { migrateToLatest } from "../../src/mirror/migrate.js";
+import { migrateToLatest } from "../../src/mirror/database.js";
 import { type EventJobData, createEventWorker, retentionJobOptions, retryJobOptions } from "../../src/queue/events-queue.js";
 import { createAttemptRunner } from "../../src/queue/attempt-runner.js";
 import { createRedisConnection, type RedisClient } from "../../src/redis/redis.js";

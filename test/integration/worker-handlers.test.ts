@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { UnrecoverableError } from "bullmq";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import type { AnyEvent } from "../../src/events/catalog.js";
+import { signPayload } from "../../src/events/envelope.js";
 import type { EventHandlers, HandlerContext } from "../../src/worker/handler-context.js";
 import { HandlersModuleError, loadHandlersModule } from "../../src/worker/load-handlers-module.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
@@ -11,7 +12,6 @@ import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
 import { nextJob, nextFinished } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
-import { signPayload } from "../../src/events/signature.js";
 
 let svc: TestService | undefined;
 let proc: CliProcess | undefined;

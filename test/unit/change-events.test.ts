@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isChangeEventType, matchesChange, type ChangeData, type ChangeEvent } from "../../src/events/change-events.js";
+import { isChangeEventType, matchesChange, type ChangeData, type ChangeEvent } from "../../src/events/catalog.js";
 import { onChange, type HandlerContext } from "../../src/worker/handler-context.js";
 import type { Order } from "../../src/upstream/models.js";
 

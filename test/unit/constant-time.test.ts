@@ -1,7 +1,7 @@
 import { createHmac } from "node:crypto";
 import { Hono } from "hono";
 import { beforeEach, describe, expect, it, vi } from "vitest";
-import { verifySignature, WebhookSignatureError } from "../../src/events/signature.js";
+import { verifySignature, WebhookSignatureError } from "../../src/events/envelope.js";
 import { requireAdminToken } from "../../src/http/guards.js";
 
 // A spy that calls through to the real comparison: it records what was compared, changes nothing.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { errorFingerprint, FINGERPRINT_LENGTH } from "../../src/mirror/error-fingerprint.js";
+import { errorFingerprint, FINGERPRINT_LENGTH } from "../../src/mirror/event-log.js";
 
 describe("errorFingerprint", () => {
   it("gives ten failures of one bug that differ only by ids, numbers and times one fingerprint", () => {

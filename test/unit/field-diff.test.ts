@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fieldDiff } from "../../src/mirror/field-diff.js";
+import { fieldDiff } from "../../src/mirror/record-story.js";
 
 describe("fieldDiff", () => {
   const before = { id: "ord_1", status: "PENDING", total: 11, items: [{ id: "it_1", quantity: 1 }] };

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { dispatchEvent } from "../../src/events/dispatch.js";
-import { startHandlerDeadline } from "../../src/events/handler-deadline.js";
-import { HandlerTimeoutError } from "../../src/events/handler-timeout-error.js";
+import { dispatchEvent, startHandlerDeadline } from "../../src/events/dispatch.js";
+import { HandlerTimeoutError } from "../../src/events/errors.js";
 import { createHandlerRegistry } from "../../src/events/registry.js";
 
 describe("the handler deadline", () => {

@@ -8,7 +8,7 @@ import {
   isTimeOfDay,
   isTimestamp,
   storableText,
-} from "../../src/mirror/postgres-values.js";
+} from "../../src/mirror/values.js";
 
 describe("values PostgreSQL would refuse", () => {
   it("knows a calendar date from one Date.parse only pretends to read", () => {

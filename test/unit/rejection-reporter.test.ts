@@ -1,7 +1,7 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
+import { createRejectionReporter } from "../../src/mirror/set-aside-records.js";
 import { createMetrics } from "../../src/metrics/metrics.js";
-import { createRejectionReporter } from "../../src/mirror/rejection-reporter.js";
 import { captureLogs } from "../helpers/log-capture.js";
 
 describe("reporting records the mirror refused", () => {

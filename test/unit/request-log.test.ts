@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { signPayload } from "../../src/events/signature.js";
+import { signPayload } from "../../src/events/envelope.js";
 import { createApp } from "../../src/http/app.js";
 import { createLogger } from "../../src/logging/logger.js";
 import type { EventSink } from "../../src/queue/ingest-stream.js";

@@ -1,6 +1,6 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { signPayload } from "../../src/events/signature.js";
+import { signPayload } from "../../src/events/envelope.js";
 import { createApp } from "../../src/http/app.js";
 import { QueueUnavailableError } from "../../src/queue/errors.js";
 

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { parseSignatureHeader, signPayload, verifySignature, WebhookSignatureError } from "../../src/events/signature.js";
+import { parseSignatureHeader, signPayload, verifySignature, WebhookSignatureError } from "../../src/events/envelope.js";
 
 const body = Buffer.from('{"id":"evt_1","type":"order.created"}');
 const secret = "whsec_unit";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ESCAPED_PAYLOAD_KEY, fromStoredPayload, needsEscapedForm, storableText, toEscapedForm } from "../../src/mirror/stored-payload.js";
+import { ESCAPED_PAYLOAD_KEY, fromStoredPayload, needsEscapedForm, storableFreeText, toEscapedForm } from "../../src/mirror/values.js";
 
 /** What the event log writes for a payload, then reads back (the jsonb round trip is JSON's). */
 const roundTrip = (payload: unknown) => {
@@ -30,6 +30,6 @@ describe("stored payloads", () => {
   });
 
   it("makes free text storable: NUL spelled out, a lone surrogate replaced, pairs kept", () => {
-    expect(storableText("a\u0000b \ud800 🙂")).toBe("a\\u0000b \ufffd 🙂");
+    expect(storableFreeText("a\u0000b \ud800 🙂")).toBe("a\\u0000b \ufffd 🙂");
   });
 });

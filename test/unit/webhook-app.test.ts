@@ -1,7 +1,7 @@
 import { createHash, createHmac } from "node:crypto";
 import { pino } from "pino";
 import { beforeEach, describe, expect, it } from "vitest";
-import { signPayload } from "../../src/events/signature.js";
+import { signPayload } from "../../src/events/envelope.js";
 import { createApp } from "../../src/http/app.js";
 import { QueueUnavailableError } from "../../src/queue/errors.js";
 import type { EventJobData } from "../../src/queue/events-queue.js";

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { chunkWrite, IDS_PER_TRANSACTION } from "../../src/mirror/write-chunks.js";
-import type { PreparedRecord } from "../../src/mirror/mirror-rows.js";
-import type { Rejection } from "../../src/mirror/rejected-records.js";
+import { chunkWrite, IDS_PER_TRANSACTION, type PreparedRecord } from "../../src/mirror/mirror-store.js";
+import type { Rejection } from "../../src/mirror/set-aside-records.js";
 
 const prepared = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `ord_${i}`, rank: 0, row: {} }) as unknown as PreparedRecord);
 const rejections = (n: number) => Array.from({ length: n }, (_, i) => ({ key: `bad_${i}` }) as unknown as Rejection);

@@ -1,15 +1,15 @@
 import { parseArgs } from "node:util";
+import { createMirrorWriter } from "../../mirror/change-outbox.js";
+import { DataDirLockedError } from "../../mirror/database.js";
+import { isCalendarDate as isCalendarDay } from "../../mirror/values.js";
 import { type Config, loadConfig } from "../../config/config.js";
-import { DataDirLockedError } from "../../mirror/data-dir-lock.js";
 import { OperatorActionError } from "../../worker/operator-action-error.js";
 import { CommandError } from "../command-error.js";
 import { directOperatorActions } from "../direct-operator-actions.js";
-import { isCalendarDay } from "../../mirror/iso-instant.js";
 import { openMigratedStorage } from "../open-storage-from-env.js";
 import { openCliRedis } from "../cli-redis.js";
 import { printableRedisUrl, type RedisClient } from "../../redis/redis.js";
 import { operatorClient, operatorUrl } from "../operator-client.js";
-import { createMirrorWriter } from "../../mirror/mirror-writer.js";
 import { runBackfill } from "../../sync/resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "../../sync/resources.js";
 import { upstreamFromConfig } from "../../worker/upstream-from-config.js";

@@ -9,7 +9,7 @@ import { traceLogFields, startTracing } from "../../tracing/tracing.js";
 import { loadHandlersModule } from "../../worker/load-handlers-module.js";
 import { existsSync, rmSync } from "node:fs";
 import { resolve } from "node:path";
-import { lockDataDir } from "../../mirror/data-dir-lock.js";
+import { lockDataDir } from "../../mirror/database.js";
 import { isApiKey } from "../../upstream/client.js";
 import { CommandError } from "../command-error.js";
 import { UsageError } from "../usage-error.js";

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
-import { loadConfig } from "../../config/config.js";
 import { openStorage } from "../../mirror/storage.js";
+import { loadConfig } from "../../config/config.js";
 
 export const help = `svc-webhooks migrate
 

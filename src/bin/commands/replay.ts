@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { SingleBar } from "cli-progress";
 import { type Config, loadConfig } from "../../config/config.js";
 import { EVENTS_QUEUE, SYNC_QUEUE, createEventsQueue, createSyncQueue } from "../../queue/events-queue.js";
-import type { EventQuery } from "../../mirror/event-query.js";
+import type { EventQuery } from "../../mirror/event-log.js";
 import type { Storage } from "../../mirror/storage.js";
 import { OperatorActionError } from "../../worker/operator-action-error.js";
 import { replayEvents, replayQueryFromFilter } from "../../worker/replay-events.js";
@@ -13,7 +13,7 @@ import { directOperatorActions } from "../direct-operator-actions.js";
 import { HELD_BY_SERVICE, openEventStores } from "../event-stores.js";
 import { operatorClient, operatorUrl, type OperatorClient } from "../operator-client.js";
 import { askService } from "../service-handover.js";
-import { printable } from "../../mirror/id-text.js";
+import { printable } from "../../mirror/values.js";
 import { UsageError } from "../usage-error.js";
 
 export const help = `svc-webhooks replay --id <event-id> [--handler <key>]

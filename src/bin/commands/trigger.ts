@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import { KNOWN_EVENT_TYPES } from "../../events/catalog.js";
+import { signPayload } from "../../events/envelope.js";
 import { newestSigningSecret } from "../../config/config.js";
-import { signPayload } from "../../events/signature.js";
 import { CommandError } from "../command-error.js";
 import { UsageError } from "../usage-error.js";
 

@@ -1,16 +1,15 @@
 import { Hono, type Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
+import type { EventPage as LogPage, FailureGroup } from "../../mirror/event-log.js";
+import { printable } from "../../mirror/values.js";
+import type { CausedChange } from "../../mirror/record-story.js";
+import type { EventDetail } from "../../mirror/storage.js";
 import { toHttpFailure } from "../errors.js";
 import { consoleHeaders, operatorGuards } from "../guards.js";
 import { eventIdParam } from "../operator-routes.js";
 import type { AppEnv } from "../request-log.js";
-import { printable } from "../../mirror/id-text.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
-import type { CausedChange } from "../../mirror/caused-changes.js";
-import type { EventDetail } from "../../mirror/event-detail.js";
-import type { EventPage as LogPage } from "../../mirror/event-list.js";
-import type { FailureGroup } from "../../mirror/failure-groups.js";
 import type { MirrorReader } from "../mirror-routes.js";
 import type { RecordReader } from "../record-routes.js";
 import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters } from "./event-pages.js";
@@ -29,7 +28,7 @@ export interface ConsoleSources {
     /** GET /events's query: its parameters, strictly (a bad one throws invalid_filter). */
     query(query: Record<string, string>): Promise<LogPage>;
   };
-  /** Change events recorded for the record an event named, after it (see mirror/caused-changes.ts). */
+  /** Change events recorded for the record an event named, after it (see mirror/record-story.ts). */
   changesAfter(event: EventDetail): Promise<CausedChange[]>;
   failureGroups(range: { since: Date; until?: Date | undefined }): Promise<FailureGroup[]>;
   mirror: MirrorReader & {

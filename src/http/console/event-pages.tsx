@@ -1,10 +1,8 @@
-import { printable } from "../../mirror/id-text.js";
-import type { CausedChange } from "../../mirror/caused-changes.js";
-import type { HandlerOutcome } from "../../mirror/database-schema.js";
-import type { EventDetail } from "../../mirror/event-detail.js";
-import type { EventPage as LogPage, EventSummary } from "../../mirror/event-list.js";
-import type { FailureGroup } from "../../mirror/failure-groups.js";
-import type { HandlerAttempt } from "../../mirror/handler-attempts.js";
+import type { EventPage as LogPage, EventSummary, FailureGroup, HandlerAttempt } from "../../mirror/event-log.js";
+import { printable } from "../../mirror/values.js";
+import type { CausedChange } from "../../mirror/record-story.js";
+import type { HandlerOutcome } from "../../mirror/database.js";
+import type { EventDetail } from "../../mirror/storage.js";
 import { InvalidFilterError } from "../errors.js";
 import {
   CONSOLE_PATH,

@@ -1,4 +1,4 @@
-import { printable } from "../../mirror/id-text.js";
+import { printable } from "../../mirror/values.js";
 import type { RecordStoryView, TimelineEntryView } from "../record-routes.js";
 import { CONSOLE_PATH, givenParams, hrefWith, json, Layout, refuseUnknown, StatusPill, When } from "./layout.js";
 

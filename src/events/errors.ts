@@ -1,4 +1,25 @@
 /**
+ * A handler still running at its deadline (HANDLER_TIMEOUT_MS). A retryable failure: the attempt
+ * ends without it (its slot is freed even if its promise never settles) and a retry runs it again.
+ */
+export class HandlerTimeoutError extends Error {
+  readonly code = "handler_timeout";
+  constructor(readonly timeoutMs: number) {
+    super(`handler timed out after ${timeoutMs} ms`);
+    this.name = "HandlerTimeoutError";
+  }
+}
+
+/** A delivery of a type only this service produces (`change.*`): refused at the edge with a 400. */
+export class ReservedEventTypeError extends Error {
+  readonly code = "reserved_event_type";
+  constructor(readonly type: string) {
+    super(`event types starting with "change." are produced by the mirror, never delivered: ${JSON.stringify(type.slice(0, 100))}`);
+    this.name = "ReservedEventTypeError";
+  }
+}
+
+/**
  * The bounds of a failure's text wherever it is kept (BullMQ's failedReason and stacktrace, the
  * event log, the logs): a handler's error may quote a whole payload or a response body, and a
  * stack may hold one per attempt.

@@ -1,0 +1,107 @@
+import { type UnstorableReason, storableText } from "./values.js";
+import type { MirrorKind } from "./database.js";
+
+// Every error of the mirror layer (the mirror store, the event log, the steps, the record story),
+// in one place: what each refuses and the HTTP answer its code maps to (http/errors.ts).
+
+/**
+ * A list filter or parameter the mirror, the event log or a record's story cannot apply (unknown
+ * name or status, malformed date, limit out of range, bad cursor or id): an HTTP 400, the one
+ * `invalid_filter` of the layer.
+ */
+export class MirrorFilterError extends Error {
+  readonly code = "invalid_filter";
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "MirrorFilterError";
+  }
+}
+
+/** The limit of a list, when given: an integer from 1 to `max`, else a MirrorFilterError. */
+export function checkLimit(limit: number | undefined, max: number): number | undefined {
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > max))
+    throw new MirrorFilterError("limit", `limit must be an integer from 1 to ${max}`);
+  return limit;
+}
+
+/**
+ * A list's text parameters (URL query, CLI flags) checked against the `known` names, so a typo is a
+ * 400 rather than an unfiltered list; returns `limit` read as a number, when given.
+ */
+export function checkListParams(
+  params: Record<string, string | undefined>,
+  known: readonly string[],
+  maxLimit: number,
+): number | undefined {
+  for (const name of Object.keys(params))
+    if (!known.includes(name)) throw new MirrorFilterError(name, `unknown filter ${name}; filters are ${known.join(", ")}`);
+  const limit = params.limit;
+  if (limit === undefined) return undefined;
+  if (!new RegExp(`^\\d{1,${String(maxLimit).length}}$`).test(limit))
+    throw new MirrorFilterError("limit", `limit must be an integer from 1 to ${maxLimit}`);
+  return Number(limit);
+}
+
+/**
+ * A request the event log refuses: a bad event (HTTP 400) or an unknown event id (404); nothing was
+ * changed. `invalid_filter` is for callers outside the layer that check a selection of events
+ * themselves (worker/replay-events.ts); the log's own filters throw MirrorFilterError.
+ */
+export class EventLogError extends Error {
+  constructor(
+    readonly code: "invalid_filter" | "invalid_event" | "not_found",
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "EventLogError";
+  }
+}
+
+/**
+ * A record handed to the mirror lacks a field its table needs, has it in the wrong type, or holds
+ * a value PostgreSQL would refuse. That record was not written (it is set aside as a rejected
+ * record); `reason` is a stable code, the message names the field, never its value.
+ */
+export class MirrorRecordError extends Error {
+  readonly code = "invalid_mirror_record";
+  constructor(
+    readonly kind: MirrorKind,
+    readonly id: string | undefined,
+    readonly field: string,
+    readonly expected: string,
+    readonly reason: UnstorableReason = "invalid_field",
+  ) {
+    super(
+      `${kind} record ${id === undefined ? "(no id)" : JSON.stringify(storableText(id, 100))}: field ${storableText(field, 200)} must be ${expected}`,
+    );
+    this.name = "MirrorRecordError";
+  }
+}
+
+/** An operator read ran past OPERATOR_QUERY_TIMEOUT_MS and was cancelled: an HTTP 503, nothing changed. */
+class OperatorQueryTimeoutError extends Error {
+  readonly code = "query_timeout";
+  constructor(readonly timeoutMs: number) {
+    super(
+      `the query ran longer than ${timeoutMs} ms (OPERATOR_QUERY_TIMEOUT_MS) and was cancelled; narrow it (since/until, type, status) or retry`,
+    );
+    this.name = "OperatorQueryTimeoutError";
+  }
+}
+
+/** PostgreSQL's query_canceled: a statement_timeout ran out. */
+const QUERY_CANCELED = "57014";
+
+/** Runs an operator read, turning a statement timeout into OperatorQueryTimeoutError. */
+export async function withOperatorTimeout<T>(timeoutMs: number, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if ((error as { code?: unknown }).code === QUERY_CANCELED) throw new OperatorQueryTimeoutError(timeoutMs);
+    throw error;
+  }
+}

@@ -1,0 +1,227 @@
+import { createHash } from "node:crypto";
+import { sql, type Kysely, type Transaction } from "kysely";
+import type { DatabaseSchema, MirrorKind } from "./database.js";
+import { cutAt, fitsKey, storableText, type UnstorableReason } from "./values.js";
+import type { Logger } from "pino";
+
+// The rejected records table (migrations.ts, 0004_rejected_records): what the mirror could not
+// hold, one row per (kind, id), written in the upsert's own transaction and cleared there when the
+// record reads clean again.
+
+/** A refused record with what the table keeps of it. */
+export interface Rejection extends RejectedRecord {
+  /** The record's id as a key the table (and an advisory lock) can take: see `rejectionKey`. */
+  key: string;
+  restaurantId: string | null;
+  raw: string;
+}
+
+/** Rows per statement: 6 parameters each, far below PostgreSQL's 65,535. */
+const CHUNK = 200;
+
+/**
+ * The id as the table's key: as it is when PostgreSQL can hold it; NUL and lone surrogates as JSON
+ * escapes; an id too long for an index shortened, with a hash of the whole so two stay apart.
+ */
+function rejectionKey(id: string): string {
+  const text = storableText(id);
+  if (fitsKey(text)) return text;
+  return `${cutAt(text, 200)}…sha256:${createHash("sha256").update(id).digest("hex")}`;
+}
+
+/** What the table keeps of a refused record: escaped text only, so the row itself can always be written. */
+export function toRejection(rejected: RejectedRecord & { id: string }, record: unknown): Rejection {
+  const restaurantId = (record as { restaurantId?: unknown } | null)?.restaurantId;
+  return {
+    ...rejected,
+    key: rejectionKey(rejected.id),
+    restaurantId: typeof restaurantId === "string" ? storableText(restaurantId, 1000) : null,
+    // JSON.stringify escapes NUL and lone surrogates (well-formed stringify), so this is storable text.
+    // `?? null`: JSON.stringify(undefined) is no string (typed callers cannot pass one; JavaScript can).
+    raw: JSON.stringify(record ?? null),
+  };
+}
+
+/** Records (or re-counts) refused records; call under the write's advisory locks, in key order. */
+export async function recordRejections(tx: Transaction<DatabaseSchema>, kind: MirrorKind, rejections: readonly Rejection[]): Promise<void> {
+  const sorted = [...rejections].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  for (let i = 0; i < sorted.length; i += CHUNK) {
+    await tx
+      .insertInto("rejected_records")
+      .values(
+        sorted.slice(i, i + CHUNK).map((r) => ({
+          kind,
+          id: r.key,
+          restaurant_id: r.restaurantId,
+          reason: r.reason,
+          detail: r.message,
+          raw: r.raw,
+        })),
+      )
+      .onConflict((oc) =>
+        oc.columns(["kind", "id"]).doUpdateSet({
+          restaurant_id: sql.ref("excluded.restaurant_id"),
+          reason: sql.ref("excluded.reason"),
+          detail: sql.ref("excluded.detail"),
+          raw: sql.ref("excluded.raw"),
+          last_seen: sql`clock_timestamp()`,
+          count: sql`rejected_records.count + 1`,
+        }),
+      )
+      .execute();
+  }
+}
+
+/** Forgets the rejections of records that read clean this time. */
+export async function clearRejections(tx: Transaction<DatabaseSchema>, kind: MirrorKind, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await tx
+    .deleteFrom("rejected_records")
+    .where("kind", "=", kind)
+    .where(sql<boolean>`id = any(${ids}::text[])`)
+    .execute();
+}
+
+export async function listRejections(db: Kysely<DatabaseSchema>, kind?: MirrorKind): Promise<RejectionRow[]> {
+  let query = db.selectFrom("rejected_records").selectAll().orderBy("kind").orderBy("id");
+  if (kind !== undefined) query = query.where("kind", "=", kind);
+  const rows = await query.execute();
+  return rows.map((r) => ({
+    kind: r.kind as MirrorKind,
+    id: r.id,
+    restaurantId: r.restaurant_id,
+    reason: r.reason,
+    detail: r.detail,
+    raw: r.raw,
+    firstSeen: r.first_seen,
+    lastSeen: r.last_seen,
+    count: r.count,
+  }));
+}
+
+/** One record an upsert set aside. Nothing here holds the record's values, so it is safe to log. */
+export interface RejectedRecord {
+  kind: MirrorKind;
+  /** undefined when the record had no usable id (then it is reported, but not kept in the table). */
+  id: string | undefined;
+  /** A stable code for metrics and alerts. */
+  reason: UnstorableReason;
+  /** The field's path (`diner.name`, `items[0].price`). */
+  field: string;
+  /** The sentence naming the field and what it must be. */
+  message: string;
+}
+
+/** A rejected record as the mirror keeps it (until the record reads clean again). */
+export interface RejectionRow {
+  kind: MirrorKind;
+  id: string;
+  restaurantId: string | null;
+  reason: string;
+  detail: string;
+  /** The record as read: JSON text, NUL and lone surrogates escaped. */
+  raw: string;
+  firstSeen: Date;
+  lastSeen: Date;
+  /** Reads that found it refused. */
+  count: number;
+}
+
+/** An id an event named that the API did not list within the give-up time: reported, never dropped silently. */
+export interface UnlistedRecord {
+  kind: MirrorKind;
+  id: string;
+  restaurantId: string;
+  /** The first events that named it (at most 20). */
+  eventIds: string[];
+  firstNotedAt: Date;
+  /** Set by the store when the row is written (ignored on write). */
+  givenUpAt?: Date;
+  /** Refresh rounds that looked for it. */
+  attempts: number;
+}
+
+/** A record the API client already found out of shape (ApiClient's `refused`): kept with the rejected. */
+export interface RefusedUpstreamRecord {
+  record: unknown;
+  field: string;
+  message: string;
+}
+
+// The unlisted records table (migrations.ts, 0009_unlisted_records): ids events named that the API
+// never listed within the give-up time, reported by the refresh, forgotten once the record is written.
+
+/** Records (or records again) an id a refresh gave up on. Ids and event ids are kept as storable text. */
+export async function recordUnlisted(db: Kysely<DatabaseSchema>, row: UnlistedRecord): Promise<void> {
+  const values = {
+    kind: row.kind,
+    id: storableText(row.id, 1000),
+    restaurant_id: storableText(row.restaurantId, 1000),
+    event_ids: row.eventIds.map((e) => storableText(e, 200)),
+    first_noted_at: row.firstNotedAt,
+    attempts: row.attempts,
+  };
+  await db
+    .insertInto("unlisted_records")
+    .values(values)
+    .onConflict((oc) =>
+      oc.columns(["kind", "id"]).doUpdateSet({
+        restaurant_id: sql.ref("excluded.restaurant_id"),
+        event_ids: sql.ref("excluded.event_ids"),
+        first_noted_at: sql.ref("excluded.first_noted_at"),
+        attempts: sql.ref("excluded.attempts"),
+        given_up_at: sql`clock_timestamp()`,
+      }),
+    )
+    .execute();
+}
+
+/** Forgets the ids a write just stored: they are listed after all. Call inside the upsert's transaction. */
+export async function clearUnlisted(tx: Transaction<DatabaseSchema>, kind: MirrorKind, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await tx.deleteFrom("unlisted_records").where("kind", "=", kind).where("id", "in", ids).execute();
+}
+
+/** The ids given up on (of a kind, or all), by kind and id. */
+export async function listUnlisted(db: Kysely<DatabaseSchema>, kind?: MirrorKind): Promise<UnlistedRecord[]> {
+  let query = db.selectFrom("unlisted_records").selectAll().orderBy("kind").orderBy("id");
+  if (kind !== undefined) query = query.where("kind", "=", kind);
+  const rows = await query.execute();
+  return rows.map((r) => ({
+    kind: r.kind as MirrorKind,
+    id: r.id,
+    restaurantId: r.restaurant_id,
+    eventIds: r.event_ids,
+    firstNotedAt: new Date(r.first_noted_at),
+    givenUpAt: new Date(r.given_up_at),
+    attempts: r.attempts,
+  }));
+}
+
+/** The counter the reporter bumps (metrics.mirrorRejected); labels are bounded: kind and reason code. */
+export interface RejectionCounter {
+  inc(labels: { kind: string; reason: string }): void;
+}
+
+/**
+ * What the mirror's `onRejected` does in the service: one warning per refused record per read,
+ * naming its id (shortened), field and reason, never its values (a 1 MB field stays out of the
+ * log), and one count per record by kind and reason.
+ */
+export function createRejectionReporter(deps: { logger: Logger; counter?: RejectionCounter }) {
+  return function reportRejected(rejected: readonly RejectedRecord[]): void {
+    for (const r of rejected) {
+      deps.counter?.inc({ kind: r.kind, reason: r.reason });
+      deps.logger.warn(
+        {
+          kind: r.kind,
+          id: r.id === undefined ? null : storableText(r.id, 200),
+          reason: r.reason,
+          field: storableText(r.field, 200),
+          detail: r.message,
+        },
+        "mirror refused a record: set aside in rejected_records, the rest of its page was written",
+      );
+    }
+  };
+}
