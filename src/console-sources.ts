@@ -12,7 +12,7 @@ import { readBookkeeping } from "./mirror/mirror-bookkeeping.js";
 import { findRecordKinds, readRecordStory } from "./mirror/record-story.js";
 import type { Storage } from "./mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind } from "./mirror/store.js";
-import { OperatorActionError } from "./worker/operator-action-error.js";
+import { OperatorActionError } from "./worker/errors.js";
 import type { OperatorActions } from "./worker/operator-actions.js";
 
 export interface ConsoleSourcesOptions {

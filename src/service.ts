@@ -22,8 +22,8 @@ import { serviceOperatorActions } from "./service/service-operator-actions.js";
 import { createServiceRoles } from "./service/service-roles.js";
 import { stopService } from "./service/service-stop.js";
 import type { Tracing } from "./tracing/tracing.js";
-import type { EventHandlers } from "./worker/handler-context.js";
-import { OPERATOR_ACTION_JOB, runOperatorActionJob } from "./worker/operator-action-jobs.js";
+import type { EventHandlers } from "./worker/handlers.js";
+import { OPERATOR_ACTION_JOB, runOperatorActionJob } from "./worker/operator-actions.js";
 import type { OperatorActions } from "./worker/operator-actions.js";
 import type { WorkerRole } from "./worker/worker-role.js";
 

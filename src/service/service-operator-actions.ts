@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { Storage } from "../mirror/storage.js";
 import type { RedisClient } from "../redis/redis.js";
-import { trackBulkReplays } from "../worker/bulk-replay-progress.js";
+import { trackBulkReplays } from "../worker/replays.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
 import { createRefreshScheduler } from "../sync/refresh-scheduler.js";
 import type { RefreshJobData } from "../sync/refresh-runs.js";

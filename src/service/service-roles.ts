@@ -4,7 +4,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import type { Storage } from "../mirror/storage.js";
 import { createStreamSink, type StreamSink } from "../queue/stream-sink.js";
 import { activeTraceparent, type Tracing } from "../tracing/tracing.js";
-import type { EventHandlers } from "../worker/handler-context.js";
+import type { EventHandlers } from "../worker/handlers.js";
 import type { SyncJobProcessors } from "../worker/sync-worker.js";
 import { createWorkerRole, type WorkerRole } from "../worker/worker-role.js";
 import type { RedisConnections } from "./redis-connections.js";

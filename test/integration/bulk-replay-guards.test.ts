@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
-import { replayEvents } from "../../src/worker/replay-events.js";
+import { replayEvents } from "../../src/worker/replays.js";
 
 // The guards of a bulk replay (worker/bulk-replay.ts) through the operator API, on real Redis
 // and PostgreSQL. ROLE=web: no worker takes the replay jobs, so what was queued stays countable.

@@ -12,7 +12,7 @@ import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
 import { runActivePass } from "../../src/sync/active-tier.js";
 import type { SweepChanges } from "../../src/sync/change-source.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
-import { createGapWatch, gapThresholdMs } from "../../src/worker/gap-watch.js";
+import { createGapWatch, gapThresholdMs } from "../../src/worker/worker-lifecycle.js";
 import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 

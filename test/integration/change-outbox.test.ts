@@ -9,7 +9,7 @@ import { createPostgresMirror } from "../../src/mirror/postgres-store.js";
 import type { MirrorStore } from "../../src/mirror/store.js";
 import type { EventJobData } from "../../src/queue/event-job.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
-import { createChangeRelay, type ChangeRelayOptions } from "../../src/worker/change-relay.js";
+import { createChangeRelay, type ChangeRelayOptions } from "../../src/worker/change-feed.js";
 import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { later, menuItemRecord, orderRecord, reviewRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";

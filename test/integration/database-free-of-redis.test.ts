@@ -10,7 +10,7 @@ import type { EventJobData } from "../../src/queue/event-job.js";
 import { EVENTS_QUEUE } from "../../src/queue/names.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient } from "../../src/upstream/index.js";
-import { createChangeRelay } from "../../src/worker/change-relay.js";
+import { createChangeRelay } from "../../src/worker/change-feed.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
 import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";

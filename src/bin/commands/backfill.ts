@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { type Config, loadConfig } from "../../config/config.js";
 import { DataDirLockedError } from "../../mirror/data-dir-lock.js";
-import { OperatorActionError } from "../../worker/operator-action-error.js";
+import { OperatorActionError } from "../../worker/errors.js";
 import { CommandError } from "../command-error.js";
 import { directOperatorActions } from "../direct-operator-actions.js";
 import { isCalendarDay } from "../../mirror/iso-instant.js";
@@ -12,7 +12,7 @@ import { operatorClient, operatorUrl } from "../operator-client.js";
 import { createMirrorWriter } from "../../mirror/mirror-writer.js";
 import { runBackfill } from "../../sync/resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "../../sync/resources.js";
-import { upstreamFromConfig } from "../../worker/upstream-from-config.js";
+import { upstreamFromConfig } from "../../worker/upstream.js";
 import { createBackfillProgress } from "../backfill-progress.js";
 import { UsageError } from "../usage-error.js";
 import { UpstreamPageRefusedError } from "../../upstream/errors.js";

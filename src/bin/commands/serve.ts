@@ -5,7 +5,7 @@ import { deadlineIn } from "../../queue/with-timeout.js";
 import { createService } from "../../service.js";
 import { EXIT_GRACE_MS } from "../../service/service-stop.js";
 import { traceLogFields, startTracing } from "../../tracing/tracing.js";
-import { loadHandlersModule } from "../../worker/load-handlers-module.js";
+import { loadHandlersModule } from "../../worker/handlers.js";
 import { stopped } from "../stop-signals.js";
 
 export const help = `svc-webhooks serve [--role all|web|worker]
