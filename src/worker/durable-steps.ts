@@ -82,10 +82,6 @@ function checkStep(name: unknown, fn: unknown, used: ReadonlySet<string>): void 
 // undefined in, undefined out; the JSON text came from JSON.stringify or from jsonb.
 const fromJson = (json: string | undefined): unknown => (json === undefined ? undefined : JSON.parse(json));
 
-/** The `step` of a context not bound to a handler (never given to a handler by the worker). */
-export const unboundStep: StepFunction = () =>
-  Promise.reject(new StepError("step_unbound", "ctx.step is only available inside a handler run by the worker"));
-
 /** Largest step result stored: steps keep ids and small records, not documents. */
 export const MAX_STEP_RESULT_BYTES = 256 * 1024;
 

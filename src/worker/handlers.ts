@@ -132,7 +132,7 @@ export function createHandlerTable(deps: {
   return { ...table, dispatch: perHandlerContext(table.registry, withSteps) };
 }
 
-export interface ReloadableRegistry<Ctx> {
+interface ReloadableRegistry<Ctx> {
   /** Dispatch reads through this one: it always asks the registry built last. */
   registry: HandlerRegistry<Ctx>;
   /**
@@ -143,7 +143,7 @@ export interface ReloadableRegistry<Ctx> {
 }
 
 /** The worker's handler table, rebuilt whole when `npm run dev` reloads a changed HANDLERS_MODULE. */
-export function createReloadableRegistry<Ctx>(
+function createReloadableRegistry<Ctx>(
   build: (handlers: readonly EventHandlers[]) => HandlerRegistry<Ctx>,
   initial: readonly EventHandlers[],
 ): ReloadableRegistry<Ctx> {

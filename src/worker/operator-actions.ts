@@ -20,7 +20,7 @@ import { printable } from "../mirror/id-text.js";
  * that honours them.
  */
 /** "Reconcile now" runs an active pass (what can still change); a backfill reads everything, resumably. */
-export const OPERATOR_SYNC_JOBS = { reconcile: RECONCILE_JOBS.active, backfill: RECONCILE_JOBS.backfill } as const;
+const OPERATOR_SYNC_JOBS = { reconcile: RECONCILE_JOBS.active, backfill: RECONCILE_JOBS.backfill } as const;
 export type OperatorSyncRequest = keyof typeof OPERATOR_SYNC_JOBS;
 
 /** How long an Idempotency-Key's answer is kept (as Stripe does: a day). */

@@ -150,7 +150,7 @@ export function replayJob(
   return { name: event.type, data, opts: { jobId } };
 }
 
-export function bulkReplayJobId(bulk: string, sequence: number): string {
+function bulkReplayJobId(bulk: string, sequence: number): string {
   return `${bulk}-${sequence}`;
 }
 
@@ -294,7 +294,7 @@ redis.call("set", KEYS[1], ARGV[1], "EX", ARGV[3]) return false`;
  * Refuses a bulk replay whose count is not the one the caller confirmed, or that is above
  * `confirmAbove` (BULK_REPLAY_CONFIRM_ABOVE) with no confirmation: 409 confirm_required.
  */
-export function refuseUnconfirmed(count: number, confirm: number | undefined, confirmAbove: number): void {
+function refuseUnconfirmed(count: number, confirm: number | undefined, confirmAbove: number): void {
   if (confirm !== undefined && confirm !== count)
     throw new OperatorActionError(
       "confirm_required",
@@ -308,7 +308,7 @@ export function refuseUnconfirmed(count: number, confirm: number | undefined, co
 }
 
 /** Holds the filter's slot for `id`, or refuses naming the replay of that filter still running (409 replay_running). */
-export async function takeFilterSlot(redis: RedisClient, progress: Progress, slot: string, id: string): Promise<void> {
+async function takeFilterSlot(redis: RedisClient, progress: Progress, slot: string, id: string): Promise<void> {
   let seen = "";
   for (;;) {
     const held = (await redis.eval(TAKE_SLOT, 1, slot, id, seen, BULK_REPLAY_TTL_SECONDS)) as string | null;
@@ -323,7 +323,7 @@ export async function takeFilterSlot(redis: RedisClient, progress: Progress, slo
 }
 
 /** An Idempotency-Key seen before: its replay, or a refusal when it came with other parameters (422). */
-export async function earlierAnswer(
+async function earlierAnswer(
   redis: RedisClient,
   progress: Progress,
   key: string,
@@ -341,7 +341,7 @@ export async function earlierAnswer(
 }
 
 /** How long a bulk replay's progress stays readable after it was started. */
-export const BULK_REPLAY_TTL_SECONDS = 7 * 24 * 3600;
+const BULK_REPLAY_TTL_SECONDS = 7 * 24 * 3600;
 
 export interface BulkReplayProgress {
   id: string;
@@ -357,7 +357,7 @@ export interface BulkReplayProgress {
 }
 
 /** A bulk replay's progress record in Redis: created when it starts, counted on by every worker. */
-export function bulkReplayProgress(redis: RedisClient, prefix: string) {
+function bulkReplayProgress(redis: RedisClient, prefix: string) {
   const key = (id: string) => redisKeys(prefix).operator.bulkReplay(id);
   return {
     async start(id: string, total: number): Promise<void> {

@@ -159,7 +159,7 @@ export function createWorkerRole(deps: WorkerRoleDeps): WorkerRole {
   };
 }
 
-export interface EventDelivery {
+interface EventDelivery {
   /** Handles events straight from the edge's ingest stream (their first attempt). */
   streamConsumer: StreamConsumer;
   /** Handles the events queue's jobs: retries, replays, change events, entries a dead consumer left. */
@@ -175,7 +175,7 @@ export interface EventDelivery {
  * both sources share, the stream consumer for first attempts, and the events queue's worker for
  * the rest; both report each finished attempt to one feed and to the same metrics.
  */
-export function createEventDelivery(deps: {
+function createEventDelivery(deps: {
   config: Config;
   logger: Logger;
   connection: RedisClient;
@@ -246,7 +246,7 @@ export interface FinishedEvent {
   via: "stream" | "queue";
 }
 
-export interface FinishedEvents {
+interface FinishedEvents {
   /** Tells every listener (the stream consumer's attempts; the event worker's jobs are seen below). */
   emit(event: FinishedEvent): void;
   /** Calls `listener` for every finished attempt; returns the unsubscribe function. */
@@ -254,7 +254,7 @@ export interface FinishedEvents {
 }
 
 /** One feed of finished attempts for both paths: the stream consumer's and the event worker's jobs. */
-export function createFinishedEvents(eventWorker: Worker<EventJobData>): FinishedEvents {
+function createFinishedEvents(eventWorker: Worker<EventJobData>): FinishedEvents {
   const listeners = new Set<(event: FinishedEvent) => void>();
   const emit = (event: FinishedEvent) => {
     for (const listener of listeners) listener(event);
@@ -275,7 +275,7 @@ export function createFinishedEvents(eventWorker: Worker<EventJobData>): Finishe
 }
 
 /** Job names are event types, which senders choose: keep the label set bounded. */
-export function jobLabel(name: string): string {
+function jobLabel(name: string): string {
   return isKnownEventType(name) ||
     name.startsWith("change.") ||
     ["refresh", "reconcile", "prune-events", ...Object.values(RECONCILE_JOBS)].includes(name)
@@ -284,12 +284,12 @@ export function jobLabel(name: string): string {
 }
 
 /** Whether a failed attempt was the job's last (no retry follows). */
-export function isFinalFailure(job: Job): boolean {
+function isFinalFailure(job: Job): boolean {
   return job.attemptsMade >= (job.opts.attempts ?? 1) || job.finishedOn !== undefined;
 }
 
 /** Counts and times every finished job, and logs each failed attempt ("failed for good" is the dead letter). */
-export function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics: Metrics; logger: Logger }): void {
+function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics: Metrics; logger: Logger }): void {
   for (const w of workers) {
     w.on("completed", (job) => {
       metrics.jobs.inc({ queue: w.name, name: jobLabel(job.name), outcome: "completed" });
@@ -316,7 +316,7 @@ export function observeJobs(workers: readonly Worker[], { metrics, logger }: { m
 }
 
 /** Whether the event log takes the worker's attempts: what readiness reports beside a database probe. */
-export interface RecordingHealth {
+interface RecordingHealth {
   /** The log to hand the attempt runner: the event log, watched. */
   eventLog: AttemptLog;
   /** The last call (a write, or the look-up of a delivery) failed for a reason not the event's own, and none succeeded since. */
@@ -328,7 +328,7 @@ export interface RecordingHealth {
  * cannot write (the embedded store on a full disk), and on the embedded store a probe would wait
  * behind whatever query holds its one connection; the outcome of the last real write needs neither.
  */
-export function watchRecording(eventLog: AttemptLog): RecordingHealth {
+function watchRecording(eventLog: AttemptLog): RecordingHealth {
   let failing = false;
   const watched = async <T>(call: Promise<T>): Promise<T> => {
     try {
