@@ -63,7 +63,7 @@ export interface Service {
   /**
    * Graceful stop: stop accepting, finish in-flight requests and jobs, close Redis and the
    * database, by `deadline` (SHUTDOWN_TIMEOUT_MS from the call unless given) and the close grace
-   * after it (service-stop.ts). Idempotent: a second call answers the first's stop.
+   * after it (stopService). Idempotent: a second call answers the first's stop.
    */
   stop(deadline?: Deadline): Promise<void>;
 }

@@ -72,7 +72,7 @@ export interface WorkerRoleDeps {
   metrics: Metrics;
   /** Given when tracing is on: a span per handler, the refresh job in its event's trace, upstream spans. */
   tracing?: Tracing;
-  /** Sync-queue jobs the caller runs (the operator actions a CLI hands over: operator-action-jobs.ts). */
+  /** Sync-queue jobs the caller runs (the operator actions a CLI hands over: operator-actions.ts runOperatorActionJob). */
   moreSyncProcessors?: SyncJobProcessors;
 }
 

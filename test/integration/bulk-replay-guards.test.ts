@@ -3,7 +3,7 @@ import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.
 import { waitFor } from "../helpers/wait-for.js";
 import { replayEvents } from "../../src/worker/replays.js";
 
-// The guards of a bulk replay (worker/bulk-replay.ts) through the operator API, on real Redis
+// The guards of a bulk replay (worker/replays.ts) through the operator API, on real Redis
 // and PostgreSQL. ROLE=web: no worker takes the replay jobs, so what was queued stays countable.
 let svc: TestService | undefined;
 afterEach(async () => {
