@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { Queue, Job } from "bullmq";
 import type { Logger } from "pino";
 import type { EventLog } from "../mirror/event-log.js";
@@ -7,7 +6,7 @@ import type { StepStore } from "../mirror/step-store.js";
 import type { EventJobData } from "../queue/event-job.js";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
 import { DEFAULTS } from "../config/defaults.js";
-import { bulkReplays, replayJob, removeReplayedFailedJobs } from "./replays.js";
+import { bulkReplays, digest, replayJob, removeReplayedFailedJobs } from "./replays.js";
 import { OperatorActionError } from "./errors.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import type { RefreshNote, RefreshScheduler } from "../sync/refresh-scheduler.js";
@@ -51,8 +50,6 @@ export interface OperatorActionsDeps {
   /** BULK_REPLAY_CONFIRM_ABOVE (its default when absent). */
   confirmAbove?: number;
 }
-
-const digest = (...parts: string[]) => createHash("sha256").update(parts.join("\u0000")).digest("hex").slice(0, 40);
 
 /**
  * What an operator can do to the running system, in one place for the HTTP API and the CLI:

@@ -177,7 +177,8 @@ export interface BulkReplayRequest {
   idempotencyKey?: string;
 }
 
-const digest = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 40);
+/** The 40-hex-digit digest of `parts` that every replay key and deduplication id is named by (separated by NUL, so no two lists join alike). */
+export const digest = (...parts: string[]) => createHash("sha256").update(parts.join("\u0000")).digest("hex").slice(0, 40);
 
 /** The filter in one spelling (sorted names, no absent values): identical filters digest alike. */
 function canonicalFilter(filter: Record<string, string | undefined>): string {
@@ -225,7 +226,7 @@ export function bulkReplays(deps: BulkReplayDeps) {
       if (request.dryRun) return { count };
       const filter = canonicalFilter(request.filter);
       const params = digest(`${filter} fresh=${request.fresh === true}`);
-      const idemKey = request.idempotencyKey ? keys.idempotency(digest(`bulk\u0000${request.idempotencyKey}`)) : undefined;
+      const idemKey = request.idempotencyKey ? keys.idempotency(digest("bulk", request.idempotencyKey)) : undefined;
       if (idemKey) {
         const earlier = await earlierAnswer(deps.redis, progress, idemKey, params);
         if (earlier) return earlier;
