@@ -10,7 +10,7 @@ import type { Order } from "../src/sandbox/records.js";
 import type { TrafficChange } from "../src/sandbox/traffic.js";
 import { createService, type Service } from "../src/service.js";
 import { RECONCILE_JOBS } from "../src/sync/reconcile-jobs.js";
-import type { EventHandlers } from "../src/worker/handler-context.js";
+import type { EventHandlers } from "../src/worker/handlers.js";
 import { waitFor } from "../test/helpers/wait-for.js";
 import { BENCH_SECRET } from "./lib/pool.js";
 import { startServerProcess } from "./lib/server-process.js";

@@ -38,13 +38,13 @@ export {
   type Handlers,
   type NamedHandler,
 } from "./events/registry.js";
-export { onChange, type EventHandler, type EventHandlers, type HandlerContext, type StepFunction } from "./worker/handler-context.js";
-export { StepError, type StepErrorCode } from "./worker/step-error.js";
-export { ApiNotConfiguredError } from "./worker/api-not-configured.js";
+export { onChange, type EventHandler, type EventHandlers, type HandlerContext } from "./worker/handlers.js";
+export type { StepFunction } from "./worker/durable-steps.js";
+export { StepError, type StepErrorCode, ApiNotConfiguredError, HandlersModuleError } from "./worker/errors.js";
 export { createStepStore, type StepRecord, type StepStore } from "./mirror/step-store.js";
-export { loadHandlersModule, HandlersModuleError } from "./worker/load-handlers-module.js";
+export { loadHandlersModule } from "./worker/handlers.js";
 export type { WorkerRole } from "./worker/worker-role.js";
-export type { FinishedEvent } from "./worker/finished-events.js";
+export type { FinishedEvent } from "./worker/worker-role.js";
 export { createDatabase, DatabaseConfigError, type Database, type DatabaseOptions } from "./mirror/database.js";
 export { migrateToLatest, MigrationError } from "./mirror/database.js";
 export { createPostgresMirror } from "./mirror/mirror-store.js";

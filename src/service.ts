@@ -3,29 +3,39 @@ import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { Config } from "./config/config.js";
 import type { AppEnv } from "./http/request-log.js";
-import { listen, type RunningServer } from "./http/app.js";
-import { createMetrics, type Metrics } from "./metrics/metrics.js";
+import { listen, type RunningServer, createApp } from "./http/app.js";
+import {
+  createMetrics,
+  type Metrics,
+  webhookMetrics,
+  collectDatabaseHealth,
+  collectIngestBacklog,
+  collectMirrorLag,
+  collectQueueDepths,
+  collectStreamConsumer,
+} from "./metrics/metrics.js";
 import type { Database } from "./mirror/database.js";
 import type { EventLog } from "./mirror/event-log.js";
 import { createRejectionReporter } from "./mirror/set-aside-records.js";
-import { openStorage } from "./mirror/storage.js";
-import type { MirrorStore } from "./mirror/mirror-store.js";
+import { openStorage, type Storage } from "./mirror/storage.js";
+import { type MirrorStore } from "./mirror/mirror-store.js";
+import { MIRROR_KINDS, type MirrorKind } from "./mirror/database.js";
 import type { EventSink as StreamSink } from "./queue/ingest-stream.js";
-import type { Deadline } from "./queue/deadline.js";
-import { operatorMount } from "./service/operator-mount.js";
-import { queueHandles } from "./service/queue-handles.js";
-import { serviceReadiness } from "./service/readiness.js";
-import { openRedisConnections, untilReady } from "./service/redis-connections.js";
-import { createServiceApp } from "./service/service-app.js";
-import { collectServiceMetrics } from "./service/service-metrics.js";
-import { serviceOperatorActions } from "./service/service-operator-actions.js";
-import { createServiceRoles } from "./service/service-roles.js";
-import { stopService } from "./service/service-stop.js";
-import type { Tracing } from "./tracing/tracing.js";
-import type { EventHandlers } from "./worker/handler-context.js";
-import { OPERATOR_ACTION_JOB, runOperatorActionJob } from "./worker/operator-action-jobs.js";
-import type { OperatorActions } from "./worker/operator-actions.js";
-import type { WorkerRole } from "./worker/worker-role.js";
+import { createStreamSink } from "./queue/ingest-stream.js";
+import { type Deadline, withTimeout, deadlineIn } from "./queue/deadline.js";
+import { operatorMount, serviceOperatorActions, type OperatorQueues } from "./service/operator-mount.js";
+import { type Tracing, activeTraceparent } from "./tracing/tracing.js";
+import type { EventHandlers } from "./worker/handlers.js";
+import { OPERATOR_ACTION_JOB, runOperatorActionJob, type OperatorActions } from "./worker/operator-actions.js";
+import { type WorkerRole, createWorkerRole } from "./worker/worker-role.js";
+import type { SyncJobProcessors } from "./worker/sync-worker.js";
+import { expectDefined } from "./expect-defined.js";
+import { createRedisConnection, type ConnectionKind, type RedisClient, logRedisOutages, redisKeys } from "./redis/redis.js";
+import { createEventsQueue, createSyncQueue } from "./queue/events-queue.js";
+import { NotReadyError } from "./http/errors.js";
+import { mountOperatorOff } from "./http/guards.js";
+import { createMinuteSampler } from "./metrics/minute-samples.js";
+import { readStreamBacklog } from "./queue/ingest-stream.js";
 
 export interface ServiceOptions {
   config: Config;
@@ -55,7 +65,7 @@ export interface Service {
   /**
    * Graceful stop: stop accepting, finish in-flight requests and jobs, close Redis and the
    * database, by `deadline` (SHUTDOWN_TIMEOUT_MS from the call unless given) and the close grace
-   * after it (service-stop.ts). Idempotent: a second call answers the first's stop.
+   * after it (stopService). Idempotent: a second call answers the first's stop.
    */
   stop(deadline?: Deadline): Promise<void>;
 }
@@ -155,4 +165,254 @@ export async function createService({ config, logger, handlers = [], database, t
       return stopping;
     },
   };
+}
+
+interface ServiceRoles {
+  /** Roles all and worker. */
+  worker: WorkerRole | undefined;
+  /** The edge's hot path (roles all and web): verified events go to the ingest stream. */
+  sink: StreamSink | undefined;
+}
+
+/** The worker and the edge's sink, each where the role runs it. */
+function createServiceRoles(deps: {
+  config: Config;
+  logger: Logger;
+  connections: RedisConnections;
+  storage: Storage;
+  metrics: Metrics;
+  handlers: readonly EventHandlers[];
+  tracing: Tracing | undefined;
+  /** Sync-queue jobs the service runs beside the worker's own (the operator actions a CLI hands over). */
+  moreSyncProcessors: SyncJobProcessors;
+}): ServiceRoles {
+  const { config, connections, storage, tracing } = deps;
+  const worker =
+    connections.worker &&
+    createWorkerRole({
+      config,
+      logger: deps.logger,
+      connection: connections.worker,
+      mirror: storage.mirror,
+      eventLog: storage.eventLog,
+      changeOutbox: storage.changeOutbox,
+      steps: storage.steps,
+      checkpoints: storage.checkpoints,
+      handlers: deps.handlers,
+      metrics: deps.metrics,
+      tracing,
+      moreSyncProcessors: deps.moreSyncProcessors,
+    });
+  const sink =
+    connections.web &&
+    createStreamSink({
+      connection: connections.web,
+      prefix: config.queuePrefix,
+      dedupWindowSeconds: config.dedupWindowSeconds,
+      timeoutMs: config.enqueueTimeoutMs,
+      maxBacklog: config.ingest.maxBacklog,
+      ...(tracing ? { traceparent: activeTraceparent } : {}),
+    });
+  return { worker, sink };
+}
+
+interface RedisConnections {
+  /** Roles all and worker: for BullMQ's workers and the stream consumer (never gives up on a command). */
+  worker: RedisClient | undefined;
+  /** Roles all and web: the edge's, which fails fast while Redis is away. */
+  web: RedisClient | undefined;
+  /** The worker's, else the edge's: for what every role does (queue handles, operator actions, probes). */
+  any: RedisClient;
+  /** Every connection opened, in the order opened. */
+  all: readonly RedisClient[];
+}
+
+/** The connections the role needs, each with its outages logged as a few lines (logRedisOutages). */
+function openRedisConnections(config: Config, logger: Logger): RedisConnections {
+  const all: RedisClient[] = [];
+  const connect = (kind: ConnectionKind) => {
+    const connection = createRedisConnection(config.redisUrl, kind, { cluster: config.redisCluster });
+    logRedisOutages(connection, { logger, url: config.redisUrl, kind });
+    all.push(connection);
+    return connection;
+  };
+  const worker = config.role !== "web" ? connect("worker") : undefined;
+  const web = config.role !== "worker" ? connect("web") : undefined;
+  return { worker, web, any: expectDefined(worker ?? web, "every role opens a Redis connection"), all };
+}
+
+/** Resolves once `connection` is ready (at once when it is). */
+function untilReady(connection: RedisClient): Promise<void> {
+  if (connection.status === "ready") return Promise.resolve();
+  return new Promise((resolve) => connection.once("ready", () => resolve()));
+}
+
+interface QueueHandles extends OperatorQueues {
+  /** The handles opened here (a process without a worker): the service closes them at its stop. */
+  own: readonly Queue[];
+}
+
+/**
+ * Both queues in every role (the dashboard, the depth gauges and the operator actions use them):
+ * the worker's own where this process runs one, else handles of their own.
+ */
+function queueHandles(deps: { config: Config; logger: Logger; connection: RedisClient; worker: WorkerRole | undefined }): QueueHandles {
+  const { worker } = deps;
+  if (worker) return { eventsQueue: worker.eventsQueue, syncQueue: worker.syncQueue, own: [] };
+  const options = { connection: deps.connection, config: deps.config, logger: deps.logger };
+  const eventsQueue = createEventsQueue(options);
+  const syncQueue = createSyncQueue(options);
+  return { eventsQueue, syncQueue, own: [eventsQueue, syncQueue] };
+}
+
+/** How long /readyz waits for the database server's `select 1` (under READY_TIMEOUT_MS). */
+const DATABASE_PROBE_MS = 1000;
+
+/**
+ * What /readyz checks. The edge depends on Redis only; every role that runs a worker also needs
+ * the database, to record what it handles.
+ */
+function serviceReadiness(deps: {
+  sink: StreamSink | undefined;
+  worker: WorkerRole | undefined;
+  connection: RedisClient;
+  storage: Storage;
+}): () => Promise<void> {
+  const { sink, worker, connection, storage } = deps;
+  const redisReady = async () => {
+    if (sink) return sink.ping();
+    // The worker connection queues commands while Redis is away and never gives up on them: ask
+    // it only when connected, so a probe never adds to that queue (/readyz also bounds the wait).
+    if (connection.status !== "ready") throw new Error(`Redis connection is ${connection.status}`);
+    await connection.ping();
+  };
+  if (!worker) return redisReady;
+  const databaseReady = async () => {
+    if (worker.recordingFails())
+      throw new NotReadyError("the event log cannot record: events wait in the queue and are handled once the database is back");
+    // The embedded store is in-process: its one connection may be busy (a long operator query), which
+    // is not down; what it cannot write shows in the recording above.
+    if (storage.database.driver === "embedded") return;
+    await withTimeout(storage.ping(), DATABASE_PROBE_MS, "database probe").catch(() => {
+      throw new NotReadyError("the database does not answer: events wait in the queue and are handled once it is back");
+    });
+  };
+  return () => Promise.all([redisReady(), databaseReady()]).then(() => undefined);
+}
+
+/**
+ * The service's HTTP app: health and readiness always, the webhook edge where the role has a
+ * sink, and the operator's routes (`operator`) only with an ADMIN_TOKEN: nothing is exposed by default.
+ */
+function createServiceApp(deps: {
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+  tracing: Tracing | undefined;
+  sink: StreamSink | undefined;
+  ready: () => Promise<void>;
+  /** Mounts the operator's routes; undefined without an ADMIN_TOKEN. */
+  operator: ((root: Hono<AppEnv>) => void) | undefined;
+}): Hono<AppEnv> {
+  const { config, metrics, tracing, sink } = deps;
+  return createApp({
+    logger: deps.logger,
+    onServerError: (status) => metrics.httpServerErrors.inc({ status: String(status) }),
+    ...(tracing ? { tracer: tracing.tracer } : {}),
+    ready: deps.ready,
+    ...(sink
+      ? {
+          webhooks: {
+            sink,
+            signingSecrets: config.signingSecrets,
+            maxBodyBytes: config.maxBodyBytes,
+            maxBufferedBodyBytes: config.http.maxBufferedBodyBytes,
+            observer: webhookMetrics(metrics),
+          },
+        }
+      : {}),
+    mount: deps.operator ?? mountOperatorOff,
+  });
+}
+
+type MinuteSampler = ReturnType<typeof createMinuteSampler>;
+
+/**
+ * What the service reports at scrape time (queue depths, the ingest backlog, mirror lag, the
+ * database, the stream consumer, the role); returns the minute sampler a worker process runs for
+ * the console's charts (each worker adds its minute to the shared samples).
+ */
+function collectServiceMetrics(deps: {
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+  connections: RedisConnections;
+  storage: Storage;
+  queues: QueueHandles;
+  worker: WorkerRole | undefined;
+}): MinuteSampler | undefined {
+  const { config, metrics, storage, worker } = deps;
+  const { any, worker: workerConnection } = deps.connections;
+  const prefix = config.queuePrefix;
+  collectQueueDepths(metrics, [deps.queues.eventsQueue, deps.queues.syncQueue]);
+  collectIngestBacklog(metrics, () => readStreamBacklog(any, prefix));
+  collectMirrorLag(metrics, MIRROR_KINDS, (kind) => storage.mirror.lastWriteAt(kind as MirrorKind));
+  collectDatabaseHealth(metrics, () => storage.ping());
+  if (worker) collectStreamConsumer(metrics, worker.streamConsumer);
+  metrics.role.set({ role: config.role }, 1);
+  return (
+    workerConnection && createMinuteSampler({ redis: workerConnection, key: redisKeys(prefix).minuteSamples, metrics, logger: deps.logger })
+  );
+}
+
+/**
+ * The shutdown's arithmetic (docs/deploy.md): SHUTDOWN_TIMEOUT_MS drains the work in hand (HTTP
+ * requests, stream entries, jobs), then every close (the relay's batch, queue handles, Redis, the
+ * database) shares CLOSE_GRACE_MS, and the process exits at most EXIT_GRACE_MS past
+ * SHUTDOWN_TIMEOUT_MS whatever is pending (serve.ts): 20 s + 5 s = 25 s by default, inside fly's
+ * kill_timeout of 30 s.
+ */
+export const CLOSE_GRACE_MS = 4000;
+/** CLOSE_GRACE_MS and a second for the last log lines and the exit itself. */
+export const EXIT_GRACE_MS = 5000;
+
+/** What a stopping service closes, in this order. */
+interface StoppingService {
+  config: Config;
+  logger: Logger;
+  server: RunningServer | undefined;
+  worker: WorkerRole | undefined;
+  sampler: MinuteSampler | undefined;
+  /** Queue handles the service opened itself (the worker closes its own). */
+  ownQueues: readonly Queue[];
+  connections: readonly RedisClient[];
+  storage: Storage;
+}
+
+/**
+ * Stops accepting, finishes in-flight requests and jobs, closes Redis and the database, all by one
+ * deadline (`drain`: SHUTDOWN_TIMEOUT_MS from the signal unless given) and what is left of the
+ * close grace after it. With Redis or the database gone, a close would otherwise wait for a
+ * reconnect that never comes (ioredis queues QUIT; BullMQ's close has no deadline).
+ */
+async function stopService(s: StoppingService, drain: Deadline = deadlineIn(s.config.shutdownTimeoutMs)): Promise<void> {
+  const { logger } = s;
+  const close = drain.plus(CLOSE_GRACE_MS);
+  const bounded = (what: string, work: Promise<unknown>) =>
+    close.within(work, what).then(
+      () => undefined,
+      (err: unknown) => logger.warn({ err: (err as Error).message }, `${what}: going on with the shutdown`),
+    );
+  // The edge and the worker drain side by side, each until the same deadline.
+  await Promise.all([s.server?.close(drain.left()), s.worker && bounded("stopping the worker", s.worker.stop({ drain, close }))]);
+  if (s.sampler) await bounded("stopping the minute sampler", s.sampler.stop());
+  await bounded("closing the queue handles", Promise.all(s.ownQueues.map((q) => q.close())));
+  // QUIT waits for a connection that is down: only a ready one is asked to quit.
+  await Promise.all(
+    s.connections.map(async (c) => {
+      if (c.status === "ready") await bounded("closing Redis", c.quit());
+      c.disconnect();
+    }),
+  );
+  await bounded("closing the database", s.storage.close());
 }

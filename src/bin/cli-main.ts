@@ -1,5 +1,5 @@
 import { ConfigError } from "../config/config.js";
-import { HandlersModuleError } from "../worker/load-handlers-module.js";
+import { HandlersModuleError } from "../worker/errors.js";
 import { stopSignals } from "./stop-signals.js";
 import { UsageError } from "./usage-error.js";
 

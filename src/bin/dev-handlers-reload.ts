@@ -1,8 +1,8 @@
 import { watch } from "node:fs";
 import { basename, dirname, isAbsolute, resolve } from "node:path";
 import type { Logger } from "pino";
-import type { EventHandlers } from "../worker/handler-context.js";
-import { loadHandlersModule } from "../worker/load-handlers-module.js";
+import type { EventHandlers } from "../worker/handlers.js";
+import { loadHandlersModule } from "../worker/handlers.js";
 
 /** Longest load error a reload logs: a syntax error's message can quote the whole file. */
 const MAX_ERROR_CHARS = 500;

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Config } from "../config/config.js";
 import { createSyncQueue } from "../queue/events-queue.js";
-import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-action-jobs.js";
+import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-actions.js";
 import { openCliRedis } from "./cli-redis.js";
 import { CommandError } from "./command-error.js";
 

@@ -1,13 +1,12 @@
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
-import { createConsoleSources, createRecordReader } from "../console-sources.js";
-import { mountConsole } from "../http/console/console-routes.js";
+import { mountConsole, type ConsoleSources } from "../http/console/console-routes.js";
 import type { AppEnv } from "../http/request-log.js";
 import type { MirrorReader } from "../http/mirror-routes.js";
 import { mountOperatorRoutes } from "../http/operator-routes.js";
-import type { Metrics } from "../metrics/metrics.js";
-import { readMinuteSamples } from "../metrics/minute-samples.js";
+import { type Metrics, collectOpsSummary } from "../metrics/metrics.js";
+import { readMinuteSamples, type MinuteSample } from "../metrics/minute-samples.js";
 import { readEventDetail } from "../mirror/storage.js";
 import { eventQueryFromParams } from "../mirror/event-log.js";
 import { filterFromQuery, validateRecordId } from "../mirror/mirror-store.js";
@@ -15,8 +14,26 @@ import type { Storage } from "../mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/database.js";
 import { withTimeout } from "../queue/deadline.js";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
-import type { OperatorActions } from "../worker/operator-actions.js";
-import type { QueueHandles } from "./queue-handles.js";
+import { type OperatorActions, createOperatorActions } from "../worker/operator-actions.js";
+import type { Queue } from "bullmq";
+import type { EventJobData } from "../queue/events-queue.js";
+import { trackBulkReplays } from "../worker/replays.js";
+import { createRefreshScheduler } from "../sync/refresh-scheduler.js";
+import type { RefreshJobData } from "../sync/refresh-runs.js";
+import type { WorkerRole } from "../worker/worker-role.js";
+import type { RecordReader } from "../http/record-routes.js";
+import type { HealthLimits } from "../http/console/health-page.js";
+import { listCausedChanges } from "../mirror/record-story.js";
+import { listFailureGroups } from "../mirror/event-log.js";
+import { readBookkeeping } from "../mirror/mirror-store.js";
+import { findRecordKinds, readRecordStory } from "../mirror/record-story.js";
+import { OperatorActionError } from "../worker/errors.js";
+
+/** The queue handles the operator reads and acts on (the service holds them in every role). */
+export interface OperatorQueues {
+  eventsQueue: Queue<EventJobData>;
+  syncQueue: Queue;
+}
 
 /** The operator's routes behind ADMIN_TOKEN: the API (/events, /mirror, /records, /sync, /metrics), the dashboard and the console. */
 export function operatorMount(deps: {
@@ -25,13 +42,12 @@ export function operatorMount(deps: {
   logger: Logger;
   metrics: Metrics;
   storage: Storage;
-  queues: QueueHandles;
+  queues: OperatorQueues;
   actions: OperatorActions;
   /** For the console's minute samples. */
   connection: RedisClient;
 }): (root: Hono<AppEnv>) => void {
   const { adminToken, config, logger, metrics, storage } = deps;
-  const { eventLog } = storage;
   const samplesKey = redisKeys(config.queuePrefix).minuteSamples;
   return (root) => {
     const mirrorReader: MirrorReader = {
@@ -40,10 +56,15 @@ export function operatorMount(deps: {
       list: (k, q) => storage.operatorMirror.list(k as MirrorKind, filterFromQuery(q)),
     };
     const records = createRecordReader(storage, deps.actions);
+    // The API's GET /events and the console's event pages read through one reader.
+    const events: ConsoleSources["events"] = {
+      get: (id) => readEventDetail(storage, id),
+      query: (params) => storage.eventLog.query(eventQueryFromParams(params)),
+    };
     mountOperatorRoutes(root, {
       adminToken,
       mirror: mirrorReader,
-      events: { get: (id) => readEventDetail(storage, id), query: (q) => eventLog.query(eventQueryFromParams(q)) },
+      events,
       metrics: () => metrics.render(),
       queues: [deps.queues.eventsQueue, deps.queues.syncQueue],
       actions: { port: deps.actions, logger },
@@ -51,6 +72,7 @@ export function operatorMount(deps: {
     });
     const sources = createConsoleSources({
       storage,
+      events,
       mirror: mirrorReader,
       metrics,
       rateMax: config.api?.rate,
@@ -61,5 +83,106 @@ export function operatorMount(deps: {
       healthLimits: { maxBacklog: config.ingest.maxBacklog, reconcileIntervalSeconds: config.worker.reconcileIntervalMs / 1000 },
     });
     mountConsole(root, { adminToken, sources, logger });
+  };
+}
+
+/**
+ * The operator's write API in this process (replays, bulk replays, refresh, reconcile, backfill):
+ * one home for the HTTP API and the CLI's hand-over. A worker here counts the bulk replays' jobs.
+ */
+export function serviceOperatorActions(deps: {
+  config: Config;
+  logger: Logger;
+  connection: RedisClient;
+  storage: Storage;
+  queues: OperatorQueues;
+  worker: WorkerRole | undefined;
+}): OperatorActions {
+  const { config, connection, worker } = deps;
+  const prefix = config.queuePrefix;
+  if (worker) trackBulkReplays(worker.eventWorker, connection, prefix);
+  return createOperatorActions({
+    eventLog: deps.storage.eventLog,
+    eventsQueue: deps.queues.eventsQueue,
+    syncQueue: deps.queues.syncQueue,
+    redis: connection,
+    prefix,
+    ...(worker ? { handlerKeys: (type: string) => worker.handlerKeys(type) } : {}),
+    steps: deps.storage.steps,
+    confirmAbove: config.bulkReplayConfirmAbove,
+    syncAvailable: config.api !== undefined,
+    // "Refresh now" on a record page notes its id where the built-in handlers note events' ids.
+    refresh: createRefreshScheduler({
+      redis: connection,
+      queue: deps.queues.syncQueue as Queue<RefreshJobData>,
+      prefix,
+      debounceMs: config.worker.syncDebounceMs,
+    }),
+    logger: deps.logger,
+  });
+}
+
+interface ConsoleSourcesOptions {
+  storage: Storage;
+  /** The event reads as GET /events answers them. */
+  events: ConsoleSources["events"];
+  /** The mirror's reads as GET /mirror answers them. */
+  mirror: MirrorReader;
+  metrics: Metrics;
+  /** The upstream budget per window (the API's rate), when the service has an API. */
+  rateMax: number | undefined;
+  /** The record pages and the JSON route share one reader. */
+  records: RecordReader;
+  /** Every worker's minute samples of the hour up to `now` (readMinuteSamples), and the limits the health rules scale with. */
+  samples: (now: Date) => Promise<MinuteSample[]>;
+  healthLimits: HealthLimits;
+}
+
+/** What the console reads, wired to the storage and the metrics (http imports neither). */
+function createConsoleSources(options: ConsoleSourcesOptions): ConsoleSources {
+  const { storage, events, mirror, metrics, rateMax, records, samples, healthLimits } = options;
+  const reader = storage.database.operatorDb;
+  const timeoutMs = storage.database.operatorQueryTimeoutMs;
+  const summary = () => collectOpsSummary(metrics, { kinds: MIRROR_KINDS, rateMax });
+  return {
+    events,
+    changesAfter: (event) => listCausedChanges(reader, event, timeoutMs),
+    failureGroups: (range) => listFailureGroups(reader, range, timeoutMs),
+    mirror: { ...mirror, bookkeeping: (kind, ids) => readBookkeeping(reader, kind as MirrorKind, ids, timeoutMs) },
+    summary,
+    records: { ...records, find: (id) => findRecordKinds(reader, id, timeoutMs) },
+    health: async (now) => {
+      const [current, recent] = await Promise.all([summary(), samples(now)]);
+      return { summary: current, samples: recent, limits: healthLimits };
+    },
+  };
+}
+
+const text = (value: unknown) => (typeof value === "string" ? value : undefined);
+
+/**
+ * A record's story (operator reads) and its refresh: the restaurant and the read's hints come from
+ * the story (the mirror's copy, else the newest event naming it), the request goes through the
+ * operator actions to the refresh scheduler.
+ */
+function createRecordReader(storage: Storage, actions: Pick<OperatorActions, "requestRefresh">): RecordReader {
+  const reader = storage.database.operatorDb;
+  const timeoutMs = storage.database.operatorQueryTimeoutMs;
+  const story = (kind: string, id: string, cursor?: string) => readRecordStory(reader, kind as MirrorKind, id, { cursor, timeoutMs });
+  return {
+    kinds: MIRROR_KINDS,
+    story,
+    async refresh(kind, id) {
+      const found = await story(kind, id);
+      if (!found?.restaurantId)
+        throw new OperatorActionError(
+          "record_not_found",
+          `no restaurant is known for ${kind} ${id}: neither the mirror nor an event names it`,
+        );
+      const copy = found.record?.data;
+      const note = { status: text(copy?.status), createdAt: text(copy?.createdAt), date: text(copy?.date) };
+      await actions.requestRefresh(kind, found.restaurantId, id, note);
+      return { kind, id, restaurantId: found.restaurantId };
+    },
   };
 }

@@ -2,12 +2,13 @@ import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { ChangeOutbox } from "../mirror/change-outbox.js";
+import type { ChangeOutbox, OutboxRow } from "../mirror/change-outbox.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { EventJobData } from "../queue/events-queue.js";
-import { activeTraceparent, type Tracing } from "../tracing/tracing.js";
-import { createChangeRelay, type ChangeRelay } from "./change-relay.js";
+import { activeTraceparent, type Tracing, relaySpans } from "../tracing/tracing.js";
 import { createMirrorWriter, type MirrorWriter } from "../mirror/change-outbox.js";
+import type { Tracer } from "@opentelemetry/api";
+import { deadlineIn, type Deadline } from "../queue/deadline.js";
 
 export interface ChangeFeed {
   /** How sync code writes the mirror: each change it makes is recorded in the outbox with the write. */
@@ -50,3 +51,141 @@ export function createChangeFeed(deps: {
   });
   return { writer, relay };
 }
+
+export interface ChangeRelayOptions {
+  outbox: ChangeOutbox;
+  /** The events queue (its owner closes it), whose job options the changes get. */
+  queue: Queue<EventJobData>;
+  /** The event deduplication window: a re-sent change id is dropped for this long after its first add. */
+  dedupWindowMs: number;
+  /** Poll for rows written by other processes or left by a crash; 0: this process never relays. */
+  intervalMs: number;
+  /** Rows per transaction (default 100). */
+  batchSize?: number;
+  logger: Logger;
+  /**
+   * Given only when tracing is on: each change recorded with a trace context is sent in a span of
+   * that trace ("change relay <type>"), and its job carries the span, so its handlers join the trace.
+   */
+  tracer?: Tracer;
+  /** Test seam: runs after the rows were added to the queue, before they are deleted; a throw leaves them in the outbox. */
+  afterAdd?: (rows: readonly OutboxRow[]) => Promise<void>;
+}
+
+export interface ChangeRelay {
+  /** Starts the poll (no-op when intervalMs is 0). */
+  start(): void;
+  /** Relays soon: called right after a write recorded changes. */
+  poke(): void;
+  /** Relays until the outbox is empty (or a batch fails); resolves with the rows sent. */
+  drain(): Promise<number>;
+  /**
+   * Stops polling and waits for the batch in hand, until the shutdown's deadline (default 3 s from
+   * now): a batch still out then stays in the outbox and is sent again (its change ids dedup it).
+   */
+  stop(deadline?: Deadline): Promise<void>;
+}
+
+/**
+ * Moves change events from the outbox (written in the mirror's transactions) into the events
+ * queue, oldest first. Each job's id and deduplication id is the change id, so a batch sent again
+ * after a crash between the add and the delete is dropped by BullMQ, whether the first job still
+ * exists or was already removed. One batch at a time per process; the outbox holds no lock or
+ * transaction while a batch is sent (a Redis outage must not stall the database), and relays
+ * always send the oldest rows left, so the queue receives changes in the order they were written.
+ */
+export function createChangeRelay(options: ChangeRelayOptions): ChangeRelay {
+  const { outbox, logger, intervalMs } = options;
+  const enabled = intervalMs > 0;
+  const batchSize = options.batchSize ?? 100;
+  const { queue } = options;
+  const ttl = options.dedupWindowMs;
+
+  const send = async (rows: OutboxRow[]) => {
+    const receivedAt = new Date().toISOString();
+    const spans = options.tracer ? relaySpans(options.tracer, rows) : undefined;
+    await (spans ?? noSpans).around(() =>
+      queue.addBulk(
+        rows.map((row) => ({
+          name: row.type,
+          data: {
+            id: row.id,
+            type: row.type,
+            receivedAt,
+            payload: { id: row.id, type: row.type, createdAt: row.createdAt, data: row.payload },
+            // The relay's span when tracing is on, else the write's context as recorded (if any).
+            ...withTrace(spans?.traceparentOf(row) ?? row.traceparent),
+          },
+          opts: { jobId: row.id, deduplication: { id: row.id, ttl } },
+        })),
+      ),
+    );
+    await options.afterAdd?.(rows);
+  };
+
+  let running: Promise<number> | undefined;
+  let again = false;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  // One loop at a time; a poke while it runs makes it look again before it ends. The loop clears
+  // `running` in the same step as its last look, so no poke falls between the two.
+  const drain = (): Promise<number> => {
+    again = true;
+    running ??= (async () => {
+      let sent = 0;
+      try {
+        while (again && !stopped) {
+          again = false;
+          for (;;) {
+            const n = await outbox.relayBatch(batchSize, send);
+            sent += n;
+            // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- stop() may have run during the await above; TS keeps the narrowing of the loop's condition
+            if (n < batchSize || stopped) break;
+          }
+        }
+      } finally {
+        running = undefined;
+      }
+      if (sent > 0) logger.debug({ changes: sent }, "changes relayed");
+      return sent;
+    })();
+    return running;
+  };
+
+  return {
+    start() {
+      if (!enabled || timer) return;
+      timer = setInterval(() => relaySafely(), intervalMs);
+      timer.unref();
+      relaySafely();
+    },
+    poke() {
+      if (enabled && !stopped) relaySafely();
+    },
+    drain,
+    async stop(deadline = deadlineIn(3000)) {
+      stopped = true;
+      clearInterval(timer);
+      // Its failure reaches drain()'s own callers (relaySafely logs it); stopping goes on.
+      if (running)
+        await deadline
+          .within(running, "the change relay's batch")
+          .catch((err: unknown) =>
+            logger.warn(
+              { err: (err as Error).message },
+              "change relay stopped without its batch; the rows stay in the outbox and are sent again",
+            ),
+          );
+    },
+  };
+
+  function relaySafely() {
+    drain().catch((err: unknown) =>
+      logger.warn({ err: (err as Error).message }, "change relay failed; the changes stay in the outbox and are sent again"),
+    );
+  }
+}
+
+const noSpans = { around: <T>(fn: () => Promise<T>) => fn() };
+const withTrace = (traceparent: string | undefined) => (traceparent === undefined ? {} : { traceparent });

@@ -2,8 +2,18 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { Logger } from "pino";
 import { errorMessage } from "../events/dispatch.js";
 import type { StepKey, StepStore } from "../mirror/step-store.js";
-import { StepError } from "./step-error.js";
-import { stepResultJson } from "./step-result-json.js";
+import { StepError } from "./errors.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
+import type { ApiClient } from "../upstream/client.js";
+import {
+  ORDER_FORWARD_STEPS,
+  REFUNDED_STATUS,
+  type Booking,
+  type CreateBookingInput,
+  type Order,
+  type OrderStatus,
+  type SettableOrderStatus,
+} from "../upstream/models.js";
 
 /**
  * Runs `fn` once per (event, handler, name) and returns its JSON result; a later attempt or a
@@ -80,6 +90,149 @@ function checkStep(name: unknown, fn: unknown, used: ReadonlySet<string>): void 
 // undefined in, undefined out; the JSON text came from JSON.stringify or from jsonb.
 const fromJson = (json: string | undefined): unknown => (json === undefined ? undefined : JSON.parse(json));
 
-/** The `step` of a context not bound to a handler (never given to a handler by the worker). */
-export const unboundStep: StepFunction = () =>
-  Promise.reject(new StepError("step_unbound", "ctx.step is only available inside a handler run by the worker"));
+/** Largest step result stored: steps keep ids and small records, not documents. */
+export const MAX_STEP_RESULT_BYTES = 256 * 1024;
+
+/**
+ * A step's result as the JSON text stored for it, or undefined when the step returned undefined.
+ * Refuses (StepError step_result_not_json, naming where) anything JSON would change or drop
+ * silently: a BigInt, a function, a symbol, NaN or ±Infinity, a Date or any object that is not a
+ * plain object or an array (a Map would be stored as {}), a cycle. An undefined property of a
+ * plain object is dropped, as JSON does.
+ */
+export function stepResultJson(stepName: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  checkJson(stepName, value, "result", new Set());
+  const json = JSON.stringify(value);
+  const bytes = Buffer.byteLength(json);
+  if (bytes > MAX_STEP_RESULT_BYTES)
+    throw new StepError(
+      "step_result_too_large",
+      `step "${stepName}" returned ${bytes} bytes of JSON; at most ${MAX_STEP_RESULT_BYTES} are stored (return ids, not whole documents)`,
+    );
+  return json;
+}
+
+function checkJson(stepName: string, value: unknown, path: string, seen: Set<object>): void {
+  const refuse = (what: string) => new StepError("step_result_not_json", `step "${stepName}" must return JSON, but ${path} is ${what}`);
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return;
+    case "number":
+      if (!Number.isFinite(value)) throw refuse(String(value));
+      return;
+    case "bigint":
+      throw refuse("a BigInt (return it as a string)");
+    case "function":
+      throw refuse("a function");
+    case "symbol":
+      throw refuse("a symbol");
+    case "undefined":
+      throw refuse("undefined (return null)");
+  }
+  if (value === null) return;
+  const object = value as object;
+  if (seen.has(object)) throw refuse("a reference back to itself (a cycle)");
+  seen.add(object);
+  if (Array.isArray(object)) {
+    object.forEach((item, i) => checkJson(stepName, item, `${path}[${i}]`, seen));
+  } else {
+    const proto = Object.getPrototypeOf(object) as unknown;
+    if (proto !== Object.prototype && proto !== null) {
+      const kind =
+        object instanceof Date
+          ? "a Date (return date.toISOString())"
+          : `a ${(object.constructor as { name?: string } | undefined)?.name ?? "non-plain"} object`;
+      throw refuse(kind);
+    }
+    for (const [k, v] of Object.entries(object)) if (v !== undefined) checkJson(stepName, v, `${path}.${k}`, seen);
+  }
+  seen.delete(object);
+}
+
+/** Records read at most while looking for a step's earlier effect (20 pages of 100). */
+const MAX_LOOKUP_RECORDS = 2000;
+
+/**
+ * The API client handlers get. Outside a step, or in a step's first run, it is the client as is.
+ * In a step that runs again after an earlier run recorded no result (its process died between
+ * the write and the record, or the write threw, e.g. timed out), each write first looks for its
+ * own effect and returns it instead of sending: `createBooking` a booking of the same restaurant,
+ * date, time, party size and diner; `updateOrderStatus` the order already in (or past) the status;
+ * `refundOrder` the order already refunded. This narrows the window; it cannot close it (the
+ * upstream has no idempotency key), see docs/handlers.md.
+ */
+export function stepAwareApi(api: ApiClient, deps: { current: () => StepScope | undefined; mirror: Pick<MirrorStore, "get"> }): ApiClient {
+  const recovering = () => {
+    const scope = deps.current();
+    return scope?.recovery ? scope : undefined;
+  };
+
+  async function findOrder(id: string): Promise<Order | undefined> {
+    // The mirror names the order's restaurant, which narrows the walk; without it, every order.
+    const known = await deps.mirror.get("orders", id).catch(() => undefined);
+    let read = 0;
+    for await (const order of api.iterateOrders(known ? { restaurantId: known.restaurantId, limit: 100 } : { limit: 100 })) {
+      if (order.id === id) return order;
+      if (++read >= MAX_LOOKUP_RECORDS) return undefined;
+    }
+    return undefined;
+  }
+
+  async function findBooking(input: CreateBookingInput): Promise<Booking | undefined> {
+    let read = 0;
+    for await (const b of api.iterateBookings({ restaurantId: input.restaurantId, from: input.date, limit: 100 })) {
+      if (sameBooking(b, input)) return b;
+      if (++read >= MAX_LOOKUP_RECORDS) return undefined;
+    }
+    return undefined;
+  }
+
+  return {
+    ...api,
+    async createBooking(input) {
+      const scope = recovering();
+      const found = scope && (await findBooking(input));
+      if (!found) return api.createBooking(input);
+      scope.logger.warn({ booking: found.id }, "found the booking an earlier run of this step created; not creating another");
+      return found;
+    },
+    async updateOrderStatus(id, status) {
+      const scope = recovering();
+      const found = scope && (await findOrder(id));
+      if (!found || !reached(found.status, status)) return api.updateOrderStatus(id, status);
+      scope.logger.warn({ order: id, status: found.status }, "the order is already in or past the status; not sending it again");
+      return found;
+    },
+    async refundOrder(id, reason) {
+      const scope = recovering();
+      const found = scope && (await findOrder(id));
+      if (found?.status !== REFUNDED_STATUS) return api.refundOrder(id, reason);
+      scope?.logger.warn({ order: id }, "the order is already refunded; not refunding it again");
+      return found;
+    },
+  };
+}
+
+/** The booking `input` would create: same restaurant, day, time, party size and diner. */
+export function sameBooking(b: Booking, input: CreateBookingInput): boolean {
+  return (
+    b.restaurantId === input.restaurantId &&
+    b.date.slice(0, 10) === input.date &&
+    b.time.slice(0, 5) === input.time.slice(0, 5) &&
+    b.partySize === input.partySize &&
+    b.diner.name === input.diner.name &&
+    b.diner.email.toLowerCase() === input.diner.email.toLowerCase()
+  );
+}
+
+/** Whether an order in `current` already is in `wanted`, or past it on the forward line. */
+export function reached(current: OrderStatus, wanted: SettableOrderStatus): boolean {
+  if (current === wanted) return true;
+  // The forward line of the state machine (upstream/models.ts); CANCELLED and REFUNDED are off it.
+  const forward: readonly OrderStatus[] = ORDER_FORWARD_STEPS;
+  const at = forward.indexOf(current);
+  const want = forward.indexOf(wanted);
+  return at >= 0 && want >= 0 && at > want;
+}

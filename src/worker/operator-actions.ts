@@ -1,5 +1,4 @@
-import { createHash } from "node:crypto";
-import type { Queue } from "bullmq";
+import type { Queue, Job } from "bullmq";
 import type { Logger } from "pino";
 import type { EventLog } from "../mirror/event-log.js";
 import { isCalendarDate as isCalendarDay, printable } from "../mirror/values.js";
@@ -7,10 +6,8 @@ import type { StepStore } from "../mirror/step-store.js";
 import type { EventJobData } from "../queue/events-queue.js";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
 import { DEFAULTS } from "../config/defaults.js";
-import { bulkReplays } from "./bulk-replay.js";
-import { OperatorActionError } from "./operator-action-error.js";
-import { replayJob } from "./replay-events.js";
-import { removeReplayedFailedJobs } from "./remove-replayed-failed-jobs.js";
+import { bulkReplays, digest, replayJob, removeReplayedFailedJobs } from "./replays.js";
+import { OperatorActionError } from "./errors.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import type { RefreshNote, RefreshScheduler } from "../sync/refresh-scheduler.js";
 import { RESOURCES, SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
@@ -21,7 +18,7 @@ import { RESOURCES, SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
  * that honours them.
  */
 /** "Reconcile now" runs an active pass (what can still change); a backfill reads everything, resumably. */
-export const OPERATOR_SYNC_JOBS = { reconcile: RECONCILE_JOBS.active, backfill: RECONCILE_JOBS.backfill } as const;
+const OPERATOR_SYNC_JOBS = { reconcile: RECONCILE_JOBS.active, backfill: RECONCILE_JOBS.backfill } as const;
 export type OperatorSyncRequest = keyof typeof OPERATOR_SYNC_JOBS;
 
 /** How long an Idempotency-Key's answer is kept (as Stripe does: a day). */
@@ -52,8 +49,6 @@ export interface OperatorActionsDeps {
   /** BULK_REPLAY_CONFIRM_ABOVE (its default when absent). */
   confirmAbove?: number;
 }
-
-const digest = (...parts: string[]) => createHash("sha256").update(parts.join("\u0000")).digest("hex").slice(0, 40);
 
 /**
  * What an operator can do to the running system, in one place for the HTTP API and the CLI:
@@ -161,3 +156,40 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
 }
 
 export type OperatorActions = ReturnType<typeof createOperatorActions>;
+
+/**
+ * The sync-queue job through which a CLI hands an operator action to the service that holds the
+ * embedded database (only that process may open it): the worker runs the action and the job's
+ * return value is its answer.
+ */
+export const OPERATOR_ACTION_JOB = "operator-action";
+
+/** The actions that need the event log, as a job's data. */
+export type OperatorActionRequest =
+  | { action: "replayEvent"; id: string; handler?: string }
+  | { action: "replayMatching"; filter: Record<string, string>; dryRun?: boolean; fresh?: boolean; confirm?: number };
+
+/** A refusal travels as a value, not a failed job: it is the caller's answer, and nothing is retried. */
+export type OperatorActionOutcome = { ok: true; result: unknown } | { ok: false; code: string; message: string };
+
+/** Runs one handed-over request; an error other than a refusal fails the job (its reason is the caller's answer). */
+export async function runOperatorActionJob(actions: OperatorActions, job: Pick<Job, "data">): Promise<OperatorActionOutcome> {
+  const request = job.data as OperatorActionRequest;
+  try {
+    const result =
+      request.action === "replayEvent"
+        ? await actions.replayEvent(request.id, request.handler ? { handler: request.handler } : {})
+        : await actions.replayMatching({
+            filter: request.filter,
+            dryRun: request.dryRun === true,
+            fresh: request.fresh === true,
+            ...(request.confirm !== undefined ? { confirm: request.confirm } : {}),
+          });
+    return { ok: true, result };
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (err instanceof OperatorActionError || code === "invalid_filter")
+      return { ok: false, code: String(code), message: (err as Error).message };
+    throw err;
+  }
+}

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { RedisClient } from "../redis/redis.js";
-import { createGapWatch, type GapWatch } from "./gap-watch.js";
+import { createGapWatch, type GapWatch } from "./worker-lifecycle.js";
 import { enqueueCatchUp, RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 
 const PRUNE_EVERY_MS = 3600_000;

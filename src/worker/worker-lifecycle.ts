@@ -2,8 +2,9 @@ import type { Queue, Worker } from "bullmq";
 import type { Logger } from "pino";
 import type { StreamConsumer } from "../queue/stream-consumer.js";
 import type { Deadline } from "../queue/deadline.js";
-import type { ChangeRelay } from "./change-relay.js";
-import type { GapWatch } from "./gap-watch.js";
+import type { ChangeRelay } from "./change-feed.js";
+import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
+import { type RedisClient, redisKeys } from "../redis/redis.js";
 
 /** The running parts of a worker role, in the order they start. */
 export interface WorkerParts {
@@ -89,3 +90,135 @@ export function workerLifecycle(parts: WorkerParts): WorkerLifecycle {
 }
 
 const warn = (logger: Logger, err: unknown) => logger.warn({ err: (err as Error).message }, "going on with the shutdown");
+
+/**
+ * How old the workers' liveness mark may be before a worker calls it a gap: twice the watch's
+ * interval (one late tick is no gap), at least 30 s (a deploy's rolling restart is none either).
+ */
+export const gapThresholdMs = (intervalMs: number) => Math.max(30_000, 2 * intervalMs);
+
+export interface GapWatchOptions {
+  redis: RedisClient;
+  prefix: string;
+  /** The liveness mark lives in PostgreSQL: it outlives Redis losing its data. */
+  checkpoints: Pick<SyncCheckpoints, "markAlive">;
+  intervalMs: number;
+  /**
+   * Recreates what the worker keeps in Redis and Redis cannot keep by itself once emptied: the
+   * job schedulers and the ingest stream's consumer group (the same call the worker starts with).
+   */
+  restore: () => Promise<void>;
+  /** Enqueues one catch-up for a gap that began at `gapStart`; absent when this worker does not sync. */
+  catchUp?: (gapStart: Date) => Promise<void>;
+  logger: Logger;
+}
+
+export interface GapWatch {
+  /** Marks the workers alive and looks for a gap (the mark old, or Redis emptied); restores and catches up. */
+  tick(): Promise<{ gapStart?: Date; redisEmptied: boolean }>;
+  /** Ticks now and then every `intervalMs` (a plain timer: the job schedulers may be what was lost). */
+  start(): Promise<void>;
+  /**
+   * Ticks no more, and waits for the tick in flight: nothing is restored or enqueued once it
+   * resolves (the queues close after it). A tick runs to its end rather than stop halfway: once
+   * it has moved the liveness mark, the gap it found is known nowhere else.
+   */
+  stop(): Promise<void>;
+}
+
+/**
+ * The workers' view of their own absence. Webhooks are not redelivered (the spec shows no
+ * redelivery), so while every worker was stopped, or Redis lost the stream and the pending ids,
+ * changes went unseen: the next worker to tick finds the mark old, or the sentinel missing, and
+ * enqueues a catch-up pass from the gap's start.
+ */
+export function createGapWatch(options: GapWatchOptions): GapWatch {
+  const { redis, logger } = options;
+  const { workersAlive: sentinel, restoringRedis } = redisKeys(options.prefix);
+  const threshold = gapThresholdMs(options.intervalMs);
+  let timer: NodeJS.Timeout | undefined;
+  // A gap whose catch-up could not be enqueued yet (Redis failed just then): the mark no longer shows it.
+  let owed: Date | undefined;
+
+  let stopped = false;
+  let inFlight: Promise<unknown> | undefined;
+
+  function tick(): Promise<{ gapStart?: Date; redisEmptied: boolean }> {
+    const run = tickOnce();
+    inFlight = run.catch(() => undefined);
+    return run;
+  }
+
+  async function tickOnce(): Promise<{ gapStart?: Date; redisEmptied: boolean }> {
+    // A timer's tick that fires as the worker stops finds nothing to do.
+    if (stopped) return { redisEmptied: false };
+    // Missing while the mark exists: Redis was emptied (restart without persistence, FLUSHALL,
+    // failover to an empty replica). Read before marking: while Redis is away nothing is marked,
+    // so an outage longer than the threshold is a gap once it ends.
+    const redisEmptied = (await redis.exists(sentinel)) === 0;
+    // One worker restores (several upserting one job scheduler at once has had bugs in BullMQ); the
+    // others look again next tick. The TTL hands it on if that worker dies meanwhile.
+    if (redisEmptied && (await redis.set(restoringRedis, "1", "PX", threshold, "NX")) !== "OK") return { redisEmptied: false };
+    // Locked: of workers marking together, only the first sees the old mark.
+    const { previous, now } = await options.checkpoints.markAlive();
+    if (redisEmptied) await options.restore();
+    const gap = previous !== undefined && (redisEmptied || now.getTime() - previous.getTime() > threshold);
+    // From a little before the last mark: events Redis held unhandled then are gone with it.
+    const found = gap ? new Date(previous.getTime() - threshold) : undefined;
+    const gapStart = found && owed ? new Date(Math.min(found.getTime(), owed.getTime())) : (found ?? owed);
+    if (gapStart && options.catchUp) {
+      owed = gapStart;
+      logger.warn({ lastSeen: previous, gapStart, redisEmptied }, "workers were away or Redis lost its data: catching up");
+      await options.catchUp(gapStart);
+      owed = undefined;
+    }
+    // Set again only once restored and caught up: a crash in between leaves it to the next tick.
+    if (redisEmptied) {
+      await redis.set(sentinel, now.toISOString());
+      await redis.del(restoringRedis);
+    }
+    return { ...(gapStart ? { gapStart } : {}), redisEmptied: redisEmptied && previous !== undefined };
+  }
+
+  let ticking = false;
+  // A failed tick (the database or Redis away) leaves the mark as it was: a long outage is a gap.
+  const tickLogged = async () => {
+    if (ticking) return;
+    ticking = true;
+    await tick()
+      .catch((err: unknown) => logger.warn({ err: (err as Error).message }, "gap watch tick failed; the next tick retries"))
+      .finally(() => (ticking = false));
+  };
+
+  return {
+    tick,
+    async start() {
+      await tickLogged();
+      timer = setInterval(() => void tickLogged(), options.intervalMs);
+      timer.unref();
+    },
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await inFlight;
+    },
+  };
+}
+
+/**
+ * Deletes events received more than `retentionDays` ago, in batches, so no statement holds a long
+ * lock or a large transaction; returns how many went. Run hourly by the sync queue's scheduler.
+ */
+export async function pruneEventLog(
+  log: { prune(olderThan: Date, batchSize?: number): Promise<number> },
+  retentionDays: number,
+  batchSize = 500,
+): Promise<number> {
+  const olderThan = new Date(Date.now() - retentionDays * 24 * 3600 * 1000);
+  let total = 0;
+  for (;;) {
+    const deleted = await log.prune(olderThan, batchSize);
+    total += deleted;
+    if (deleted < batchSize) return total;
+  }
+}

@@ -1,31 +1,34 @@
-import type { Queue, Worker } from "bullmq";
+import type { Queue, Worker, Job } from "bullmq";
 import type { Logger } from "pino";
-import type { EventLog } from "../mirror/event-log.js";
-import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { ChangeOutbox } from "../mirror/change-outbox.js";
+import type { EventLog } from "../mirror/event-log.js";
 import type { StepStore } from "../mirror/step-store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import { type EventJobData, createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
-import type { StreamConsumer } from "../queue/stream-consumer.js";
+import type { EventJobData } from "../queue/events-queue.js";
+import { createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
+import { type StreamConsumer, createStreamConsumer } from "../queue/stream-consumer.js";
 import type { RedisClient } from "../redis/redis.js";
 import { tracedMirror, type Tracing } from "../tracing/tracing.js";
-import type { ApiClient } from "../upstream/client.js";
-import { createChangeFeed } from "./change-feed.js";
-import type { ChangeRelay } from "./change-relay.js";
-import { createEventDelivery } from "./event-delivery.js";
-import type { FinishedEvent } from "./finished-events.js";
-import type { EventHandlers } from "./handler-context.js";
-import { createHandlerTable } from "./handler-table.js";
-import { observeJobs } from "./job-observers.js";
-import { meteredUpstream } from "./metered-upstream.js";
-import { adoptNamedHandlerKeys } from "./registered-handlers.js";
+import { type ApiClient } from "../upstream/client.js";
+import { isPermanentUpstreamError } from "../upstream/errors.js";
+import { createChangeFeed, type ChangeRelay } from "./change-feed.js";
+import { type EventHandlers, createHandlerTable, adoptNamedHandlerKeys, type SharedHandlerContext } from "./handlers.js";
+import { meteredUpstream } from "./upstream.js";
 import { createRefreshRequests } from "./refresh-requests.js";
 import { syncProcessors } from "./sync-processors.js";
 import { createSyncSchedules } from "./sync-schedules.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync-worker.js";
 import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
+import type { HandlerRegistry } from "../events/registry.js";
+import { createAttemptRunner, attemptOfJob, type AttemptLog } from "../queue/attempt-runner.js";
+import { createEventWorker, isDeadLetterPlacement } from "../queue/events-queue.js";
+import { EVENTS_QUEUE } from "../queue/events-queue.js";
+import { isKnownEventType } from "../events/catalog.js";
+import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
+import { EventLogError } from "../mirror/errors.js";
 
 export interface WorkerRole {
   api: ApiClient | undefined;
@@ -70,7 +73,7 @@ export interface WorkerRoleDeps {
   metrics: Metrics;
   /** Given when tracing is on: a span per handler, the refresh job in its event's trace, upstream spans. */
   tracing?: Tracing;
-  /** Sync-queue jobs the caller runs (the operator actions a CLI hands over: operator-action-jobs.ts). */
+  /** Sync-queue jobs the caller runs (the operator actions a CLI hands over: operator-actions.ts runOperatorActionJob). */
   moreSyncProcessors?: SyncJobProcessors;
 }
 
@@ -154,5 +157,196 @@ export function createWorkerRole(deps: WorkerRoleDeps): WorkerRole {
     onFinished: (listener) => delivery.finished.on(listener),
     start: () => lifecycle.start(),
     stop: (deadlines) => lifecycle.stop(deadlines),
+  };
+}
+
+interface EventDelivery {
+  /** Handles events straight from the edge's ingest stream (their first attempt). */
+  streamConsumer: StreamConsumer;
+  /** Handles the events queue's jobs: retries, replays, change events, entries a dead consumer left. */
+  eventWorker: Worker<EventJobData>;
+  /** Every attempt either of them finished. */
+  finished: FinishedEvents;
+  /** Whether the event log takes this process's attempts. */
+  recording: RecordingHealth;
+}
+
+/**
+ * The delivery path of the worker: one attempt runner (deadline, dispatch, record, verdict) that
+ * both sources share, the stream consumer for first attempts, and the events queue's worker for
+ * the rest; both report each finished attempt to one feed and to the same metrics.
+ */
+function createEventDelivery(deps: {
+  config: Config;
+  logger: Logger;
+  connection: RedisClient;
+  metrics: Metrics;
+  mirror: MirrorStore;
+  eventLog: EventLog;
+  eventsQueue: Queue<EventJobData>;
+  registry: HandlerRegistry<SharedHandlerContext>;
+}): EventDelivery {
+  const { config, logger, connection, metrics, mirror } = deps;
+  const { concurrency, lockMs, maxStalls } = config.worker;
+  const prefix = config.queuePrefix;
+  const recording = watchRecording(deps.eventLog);
+  const runner = createAttemptRunner<SharedHandlerContext>({
+    registry: deps.registry,
+    handlerTimeoutMs: config.worker.handlerTimeoutMs,
+    logger,
+    eventLog: recording.eventLog,
+    makeContext: (_event, attempt, log, signal) => ({ mirror, logger: log, attempt, signal }),
+    isPermanent: isPermanentUpstreamError,
+  });
+  const eventWorker = createEventWorker({
+    connection,
+    prefix,
+    runner,
+    concurrency,
+    lockMs,
+    maxStalls,
+    logger,
+    heldRetryMs: config.worker.backoffMs,
+  });
+  const finished = createFinishedEvents(eventWorker);
+  const streamConsumer = createStreamConsumer({
+    connection,
+    prefix,
+    queue: deps.eventsQueue,
+    runner,
+    concurrency,
+    maxInflightBytes: config.worker.maxInflightBytes,
+    // The edge's body limit plus the envelope: a read never asks for more than the budget holds.
+    largestEntryBytes: config.maxBodyBytes + 4096,
+    attempts: config.worker.attempts,
+    backoffMs: config.worker.backoffMs,
+    dedupWindowSeconds: config.dedupWindowSeconds,
+    batchSize: config.ingest.batchSize,
+    claimIdleMs: config.ingest.claimIdleMs,
+    logger,
+    // Counted as the events queue's jobs are, so one set of metrics covers both paths.
+    onFinished: ({ id, type, outcome, seconds }) => {
+      const name = jobLabel(type);
+      metrics.jobs.inc({ queue: EVENTS_QUEUE, name, outcome });
+      if (outcome !== "retried") metrics.jobSeconds.observe({ queue: EVENTS_QUEUE, name }, seconds);
+      metrics.eventsConsumed.inc();
+      finished.emit({ id, type, outcome, via: "stream" });
+    },
+    onClaimed: (n) => metrics.eventsClaimed.inc(n),
+  });
+  return { streamConsumer, eventWorker, finished, recording };
+}
+
+/** One event whose attempt a worker finished (its handlers ran, or it failed for good), on either path. */
+export interface FinishedEvent {
+  id: string;
+  type: string;
+  /** completed (every handler ok), failed (for good), or retried (it runs again later from the events queue). */
+  outcome: "completed" | "failed" | "retried";
+  /** stream: its first attempt, straight from the ingest stream; queue: a job of the events queue. */
+  via: "stream" | "queue";
+}
+
+interface FinishedEvents {
+  /** Tells every listener (the stream consumer's attempts; the event worker's jobs are seen below). */
+  emit(event: FinishedEvent): void;
+  /** Calls `listener` for every finished attempt; returns the unsubscribe function. */
+  on(listener: (event: FinishedEvent) => void): () => void;
+}
+
+/** One feed of finished attempts for both paths: the stream consumer's and the event worker's jobs. */
+function createFinishedEvents(eventWorker: Worker<EventJobData>): FinishedEvents {
+  const listeners = new Set<(event: FinishedEvent) => void>();
+  const emit = (event: FinishedEvent) => {
+    for (const listener of listeners) listener(event);
+  };
+  eventWorker.on("completed", (job) => emit({ id: job.data.id, type: job.data.type, outcome: "completed", via: "queue" }));
+  eventWorker.on("failed", (job) => {
+    // A dead letter's placement was reported (as failed) when its attempt on the stream finished.
+    if (!job || isDeadLetterPlacement(job, true)) return;
+    emit({ id: job.data.id, type: job.data.type, outcome: isFinalFailure(job) ? "failed" : "retried", via: "queue" });
+  });
+  return {
+    emit,
+    on(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
+
+/** Job names are event types, which senders choose: keep the label set bounded. */
+function jobLabel(name: string): string {
+  return isKnownEventType(name) ||
+    name.startsWith("change.") ||
+    ["refresh", "reconcile", "prune-events", ...Object.values(RECONCILE_JOBS)].includes(name)
+    ? name
+    : "other";
+}
+
+/** Whether a failed attempt was the job's last (no retry follows). */
+function isFinalFailure(job: Job): boolean {
+  return job.attemptsMade >= (job.opts.attempts ?? 1) || job.finishedOn !== undefined;
+}
+
+/** Counts and times every finished job, and logs each failed attempt ("failed for good" is the dead letter). */
+function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics: Metrics; logger: Logger }): void {
+  for (const w of workers) {
+    w.on("completed", (job) => {
+      metrics.jobs.inc({ queue: w.name, name: jobLabel(job.name), outcome: "completed" });
+      if (job.processedOn && job.finishedOn)
+        metrics.jobSeconds.observe({ queue: w.name, name: jobLabel(job.name) }, (job.finishedOn - job.processedOn) / 1000);
+    });
+    w.on("failed", (job, err) => {
+      // Counted and logged when the event failed on the ingest stream.
+      if (!job || isDeadLetterPlacement(job as Job<EventJobData>, true)) return;
+      const final = isFinalFailure(job);
+      metrics.jobs.inc({ queue: w.name, name: jobLabel(job.name), outcome: final ? "failed" : "retried" });
+      // An event's attempt is numbered in its run, as the attempt runner's lines say it (BullMQ
+      // counted the failed one already); a sync job's is BullMQ's count.
+      const attempt =
+        w.name === EVENTS_QUEUE
+          ? attemptOfJob({ data: job.data as EventJobData, attemptsMade: job.attemptsMade - 1, opts: job.opts }).number
+          : job.attemptsMade;
+      logger.warn(
+        { queue: w.name, jobId: job.id, job: job.name, attempt, err: err.message },
+        final ? "job failed for good" : "job failed, will retry",
+      );
+    });
+  }
+}
+
+/** Whether the event log takes the worker's attempts: what readiness reports beside a database probe. */
+interface RecordingHealth {
+  /** The log to hand the attempt runner: the event log, watched. */
+  eventLog: AttemptLog;
+  /** The last call (a write, or the look-up of a delivery) failed for a reason not the event's own, and none succeeded since. */
+  failing(): boolean;
+}
+
+/**
+ * Watches the event log's writes. A probe alone misses a database that answers `select 1` but
+ * cannot write (the embedded store on a full disk), and on the embedded store a probe would wait
+ * behind whatever query holds its one connection; the outcome of the last real write needs neither.
+ */
+function watchRecording(eventLog: AttemptLog): RecordingHealth {
+  let failing = false;
+  const watched = async <T>(call: Promise<T>): Promise<T> => {
+    try {
+      const answer = await call;
+      failing = false;
+      return answer;
+    } catch (err) {
+      // An event the log can never store says nothing about the database.
+      if (!(err instanceof EventLogError && err.code === "invalid_event")) failing = true;
+      throw err;
+    }
+  };
+  return {
+    eventLog: {
+      recordAttempt: (attempt) => watched(eventLog.recordAttempt(attempt)),
+      holds: (id) => watched(eventLog.holds(id)),
+    },
+    failing: () => failing,
   };
 }

@@ -17,7 +17,7 @@ import { startRedisServer, type RedisServer } from "../helpers/redis-server.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SHUTDOWN_TIMEOUT_MS = 3000;
-// Every stop ends within SHUTDOWN_TIMEOUT_MS + 5 s (service-stop.ts EXIT_GRACE_MS), counted from the signal.
+// Every stop ends within SHUTDOWN_TIMEOUT_MS + 5 s (service.ts EXIT_GRACE_MS), counted from the signal.
 const BOUND_S = SHUTDOWN_TIMEOUT_MS / 1000 + 5;
 
 let proc: CliProcess | undefined;

@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChangeEvent } from "../../src/events/catalog.js";
 import { createChangeOutbox } from "../../src/mirror/change-outbox.js";
-import type { EventHandlers } from "../../src/worker/handler-context.js";
+import type { EventHandlers } from "../../src/worker/handlers.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { nextJob, nextFinished } from "../helpers/job-events.js";
 import { importAll } from "../helpers/import-all.js";

@@ -1,5 +1,5 @@
 import type { Job, Worker } from "bullmq";
-import type { FinishedEvent } from "../../src/worker/finished-events.js";
+import type { FinishedEvent } from "../../src/worker/worker-role.js";
 import type { WorkerRole } from "../../src/worker/worker-role.js";
 
 /** Resolves with the next job of `worker` that finishes as `outcome` and matches `where`. */

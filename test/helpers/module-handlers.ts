@@ -1,6 +1,6 @@
 import type { AnyEvent } from "../../src/events/catalog.js";
 import type { HandlerMap, Handlers } from "../../src/events/registry.js";
-import type { HandlerContext } from "../../src/worker/handler-context.js";
+import type { HandlerContext } from "../../src/worker/handlers.js";
 
 /**
  * A handler map as a JavaScript HANDLERS_MODULE may write it: any type as a key, each event as

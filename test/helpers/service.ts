@@ -5,7 +5,7 @@ import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createService, type Service } from "../../src/service.js";
 import { createRedisConnection, type RedisClient } from "../../src/redis/redis.js";
-import type { EventHandlers } from "../../src/worker/handler-context.js";
+import type { EventHandlers } from "../../src/worker/handlers.js";
 import { captureLogs } from "./log-capture.js";
 import { openTestDatabase, preferredDriver, type TestDatabase, type TestDriver } from "./postgres.js";
 import { TEST_SECRET } from "./edge.js";

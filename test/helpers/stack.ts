@@ -2,7 +2,7 @@ import { createSandbox, type Sandbox, type SandboxOptions } from "../../src/sand
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { redisKeys } from "../../src/redis/redis.js";
 import { waitFor } from "./wait-for.js";
-import type { EventHandlers } from "../../src/worker/handler-context.js";
+import type { EventHandlers } from "../../src/worker/handlers.js";
 import { TEST_SECRET } from "./edge.js";
 import { startService, type TestService } from "./service.js";
 import { waitForQueuesIdle } from "./queues-idle.js";

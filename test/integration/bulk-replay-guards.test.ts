@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
-import { replayEvents } from "../../src/worker/replay-events.js";
+import { replayEvents } from "../../src/worker/replays.js";
 
-// The guards of a bulk replay (worker/bulk-replay.ts) through the operator API, on real Redis
+// The guards of a bulk replay (worker/replays.ts) through the operator API, on real Redis
 // and PostgreSQL. ROLE=web: no worker takes the replay jobs, so what was queued stays countable.
 let svc: TestService | undefined;
 afterEach(async () => {

@@ -12,7 +12,7 @@ import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { runActivePass } from "../../src/sync/active-tier.js";
 import type { SweepChanges } from "../../src/sync/change-source.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
-import { createGapWatch, gapThresholdMs } from "../../src/worker/gap-watch.js";
+import { createGapWatch, gapThresholdMs } from "../../src/worker/worker-lifecycle.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
 // After a gap no webhook arrives for what changed in it (the spec shows no redelivery): the

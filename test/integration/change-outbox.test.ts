@@ -8,7 +8,7 @@ import { createChangeOutbox, type ChangeOutbox } from "../../src/mirror/change-o
 import { createPostgresMirror } from "../../src/mirror/mirror-store.js";
 import type { MirrorStore } from "../../src/mirror/mirror-store.js";
 import { type EventJobData, EVENTS_QUEUE } from "../../src/queue/events-queue.js";
-import { createChangeRelay, type ChangeRelayOptions } from "../../src/worker/change-relay.js";
+import { createChangeRelay, type ChangeRelayOptions } from "../../src/worker/change-feed.js";
 import { createMirrorWriter } from "../../src/mirror/change-outbox.js";
 import { later, menuItemRecord, orderRecord, reviewRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";

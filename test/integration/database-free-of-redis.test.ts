@@ -9,7 +9,7 @@ import type { MirrorStore } from "../../src/mirror/mirror-store.js";
 import { type EventJobData, EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient } from "../../src/upstream/client.js";
-import { createChangeRelay } from "../../src/worker/change-relay.js";
+import { createChangeRelay } from "../../src/worker/change-feed.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
 import { createMirrorWriter } from "../../src/mirror/change-outbox.js";

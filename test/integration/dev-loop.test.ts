@@ -8,7 +8,7 @@ import { showBannerOnEnter } from "../../src/bin/dev-banner-key.js";
 import { watchHandlersModule, type HandlersModuleWatch } from "../../src/bin/dev-handlers-reload.js";
 import { DEV_SETTINGS_FILE, devSettings } from "../../src/bin/dev-settings.js";
 import { createLogger } from "../../src/logging/logger.js";
-import { loadHandlersModule } from "../../src/worker/load-handlers-module.js";
+import { loadHandlersModule } from "../../src/worker/handlers.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { nextFinished } from "../helpers/job-events.js";

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import type { AnyEvent } from "../../src/events/catalog.js";
 import type { CreateBookingInput } from "../../src/upstream/models.js";
-import type { EventHandlers, HandlerContext } from "../../src/worker/handler-context.js";
+import type { EventHandlers, HandlerContext } from "../../src/worker/handlers.js";
 import { runCli } from "../helpers/cli-process.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextFinished } from "../helpers/job-events.js";

@@ -6,7 +6,7 @@ import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createRedisConnection, redisKeys } from "../../src/redis/redis.js";
 import { createService } from "../../src/service.js";
-import type { EventHandlers } from "../../src/worker/handler-context.js";
+import type { EventHandlers } from "../../src/worker/handlers.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
 import { findPostgresBin, startPostgresServer } from "../helpers/postgres-server.js";
 import { waitForQueuesIdle } from "../helpers/queues-idle.js";

@@ -1,7 +1,7 @@
 import { UnrecoverableError } from "bullmq";
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
-import { replayEvents } from "../../src/worker/replay-events.js";
+import { replayEvents } from "../../src/worker/replays.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextJob, nextFinished } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";

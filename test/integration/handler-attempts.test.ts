@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createEventLog, type EventAttempt, type EventLog, type HandlerAttempt } from "../../src/mirror/event-log.js";
 import { KEPT_ATTEMPTS_PER_HANDLER } from "../../src/mirror/event-log.js";
 import type { EventJobData } from "../../src/queue/events-queue.js";
-import { pruneEventLog } from "../../src/worker/prune-event-log.js";
+import { pruneEventLog } from "../../src/worker/worker-lifecycle.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextJob } from "../helpers/job-events.js";
 import { moduleHandlers } from "../helpers/module-handlers.js";

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { HandlerTimeoutError } from "../../src/events/errors.js";
-import type { EventHandlers } from "../../src/worker/handler-context.js";
+import type { EventHandlers } from "../../src/worker/handlers.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { startService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";

@@ -1,7 +1,7 @@
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AnyEvent } from "../../src/events/catalog.js";
-import type { EventHandlers, HandlerContext } from "../../src/worker/handler-context.js";
+import type { EventHandlers, HandlerContext } from "../../src/worker/handlers.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextFinished } from "../helpers/job-events.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";

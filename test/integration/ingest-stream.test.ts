@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EVENTS_QUEUE, type EventJobData } from "../../src/queue/events-queue.js";
 import { ENTRY_FIELD, jobOfEntry } from "../../src/queue/ingest-stream.js";
 import { redisKeys } from "../../src/redis/redis.js";
-import type { EventHandlers } from "../../src/worker/handler-context.js";
+import type { EventHandlers } from "../../src/worker/handlers.js";
 import { sampleEvent, startEdge, type TestEdge } from "../helpers/edge.js";
 import { startConsumer, streamDrained } from "../helpers/stream-consumer.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";

@@ -7,7 +7,7 @@ import { createRedisConnection, type RedisClient, redisKeys } from "../../src/re
 import { createRateLimiter } from "../../src/upstream/rate-limiter.js";
 import { createRefreshScheduler } from "../../src/sync/refresh-scheduler.js";
 import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
-import type { EventHandlers } from "../../src/worker/handler-context.js";
+import type { EventHandlers } from "../../src/worker/handlers.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextFinished } from "../helpers/job-events.js";
 import { freePort } from "../helpers/redis-server.js";

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { AnyEvent } from "../../src/events/catalog.js";
-import type { EventHandlers } from "../../src/worker/handler-context.js";
+import type { EventHandlers } from "../../src/worker/handlers.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextJob } from "../helpers/job-events.js";
 import { startService, type TestService } from "../helpers/service.js";

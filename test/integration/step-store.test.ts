@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logging/logger.js";
 import { createStepStore, type StepStore } from "../../src/mirror/step-store.js";
 import { createDurableSteps, type DurableSteps, type StepFunction } from "../../src/worker/durable-steps.js";
-import { StepError } from "../../src/worker/step-error.js";
+import { StepError } from "../../src/worker/errors.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 

@@ -1,6 +1,7 @@
 import { UnrecoverableError } from "bullmq";
 import { describe, expect, it } from "vitest";
-import { ApiNotConfiguredError, apiNotConfigured } from "../../src/worker/api-not-configured.js";
+import { ApiNotConfiguredError } from "../../src/worker/errors.js";
+import { apiNotConfigured } from "../../src/worker/upstream.js";
 
 describe("ctx.api on a service with no upstream", () => {
   const api = apiNotConfigured();

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isChangeEventType, matchesChange, type ChangeData, type ChangeEvent } from "../../src/events/catalog.js";
-import { onChange, type HandlerContext } from "../../src/worker/handler-context.js";
+import { onChange } from "../../src/events/catalog.js";
+import { type HandlerContext } from "../../src/worker/handlers.js";
 import type { Order } from "../../src/upstream/models.js";
 
 const order = (fields: Partial<Order> = {}): Order => ({

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createHandlerRegistry, type HandlerMap } from "../../src/events/registry.js";
 import { createLogger } from "../../src/logging/logger.js";
-import { logRegisteredHandlers, positionalRenames } from "../../src/worker/registered-handlers.js";
+import { logRegisteredHandlers, positionalRenames } from "../../src/worker/handlers.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { moduleHandlers } from "../helpers/module-handlers.js";
 

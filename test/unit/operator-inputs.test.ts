@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { printableRedisUrl } from "../../src/redis/redis.js";
 import { operatorUrl } from "../../src/bin/operator-client.js";
-import { replayQueryFromFilter } from "../../src/worker/replay-events.js";
+import { replayQueryFromFilter } from "../../src/worker/replays.js";
 
 describe("replayQueryFromFilter", () => {
   it("turns handler into 'the events on which it failed' and retrying into the log's received", () => {

@@ -3,7 +3,7 @@ import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
 import { deadlineIn } from "../../src/queue/deadline.js";
-import { CLOSE_GRACE_MS, EXIT_GRACE_MS } from "../../src/service/service-stop.js";
+import { CLOSE_GRACE_MS, EXIT_GRACE_MS } from "../../src/service.js";
 
 const fly = parse(readFileSync(new URL("../../fly.toml", import.meta.url), "utf8")) as {
   kill_timeout: number;

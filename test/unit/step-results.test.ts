@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { Booking, CreateBookingInput } from "../../src/upstream/models.js";
-import { reached, sameBooking } from "../../src/worker/step-aware-api.js";
-import { StepError } from "../../src/worker/step-error.js";
-import { MAX_STEP_RESULT_BYTES, stepResultJson } from "../../src/worker/step-result-json.js";
+import { reached, sameBooking } from "../../src/worker/durable-steps.js";
+import { StepError } from "../../src/worker/errors.js";
+import { MAX_STEP_RESULT_BYTES, stepResultJson } from "../../src/worker/durable-steps.js";
 
 describe("a step's result as JSON", () => {
   it("stores JSON as is, undefined as nothing, and drops undefined properties as JSON does", () => {

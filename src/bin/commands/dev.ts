@@ -6,7 +6,7 @@ import { createSandbox, type Sandbox, type SandboxOptions } from "../../sandbox/
 import { SandboxStateFileError } from "../../sandbox/state-file.js";
 import { createService } from "../../service.js";
 import { traceLogFields, startTracing } from "../../tracing/tracing.js";
-import { loadHandlersModule } from "../../worker/load-handlers-module.js";
+import { loadHandlersModule } from "../../worker/handlers.js";
 import { existsSync, rmSync } from "node:fs";
 import { resolve } from "node:path";
 import { lockDataDir } from "../../mirror/database.js";

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../../config/config.js";
-import { OperatorActionError } from "../../worker/operator-action-error.js";
+import { OperatorActionError } from "../../worker/errors.js";
 import { CommandError } from "../command-error.js";
 import { directOperatorActions } from "../direct-operator-actions.js";
 import { operatorClient, operatorUrl } from "../operator-client.js";

@@ -3,9 +3,9 @@ import { loadConfig, secretsOf } from "../../config/config.js";
 import { createLogger } from "../../logging/logger.js";
 import { deadlineIn } from "../../queue/deadline.js";
 import { createService } from "../../service.js";
-import { EXIT_GRACE_MS } from "../../service/service-stop.js";
+import { EXIT_GRACE_MS } from "../../service.js";
 import { traceLogFields, startTracing } from "../../tracing/tracing.js";
-import { loadHandlersModule } from "../../worker/load-handlers-module.js";
+import { loadHandlersModule } from "../../worker/handlers.js";
 import { stopped } from "../stop-signals.js";
 
 export const help = `svc-webhooks serve [--role all|web|worker]

@@ -1,0 +1,61 @@
+// The worker layer's errors, each with a stable `code`: an operator's request refused, a misuse of
+// `ctx.step`, a HANDLERS_MODULE that does not load, a call to an API the service does not have.
+import { UnrecoverableError } from "bullmq";
+
+/** An operator request refused for the caller's fault (HTTP 4xx by its code); nothing was changed. */
+export class OperatorActionError extends Error {
+  constructor(
+    readonly code:
+      | "event_not_found"
+      | "unknown_handler"
+      | "invalid_request"
+      | "replay_not_found"
+      | "sync_unavailable"
+      | "record_not_found"
+      | "idempotency_key_reused"
+      | "confirm_required"
+      | "replay_running",
+    message: string,
+  ) {
+    super(message);
+    this.name = "OperatorActionError";
+  }
+}
+
+export type StepErrorCode = "invalid_step_name" | "duplicate_step" | "step_result_not_json" | "step_result_too_large" | "step_unbound";
+
+/**
+ * A misuse of `ctx.step` (a bad or repeated name, a result that is not JSON): a bug in the
+ * handler that no retry fixes, so it fails the event for good (an UnrecoverableError) rather than
+ * running the handler, and any step that already reached the API, again and again.
+ */
+export class StepError extends UnrecoverableError {
+  constructor(
+    readonly code: StepErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = "StepError";
+  }
+}
+
+/** A HANDLERS_MODULE that cannot be loaded or does not register: refused at load, naming its path. */
+export class HandlersModuleError extends Error {
+  readonly code = "invalid_handlers_module";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "HandlersModuleError";
+  }
+}
+
+/**
+ * A handler called `ctx.api` on a service with no upstream configured. No retry can fix that, so
+ * it fails the event for good (a dead letter to replay once the API is configured).
+ */
+export class ApiNotConfiguredError extends UnrecoverableError {
+  readonly code = "api_not_configured";
+  constructor(method: string) {
+    super(`ctx.api.${method}: this service has no upstream API (set API_BASE_URL and API_KEY)`);
+    this.name = "ApiNotConfiguredError";
+  }
+}

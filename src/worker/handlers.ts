@@ -1,0 +1,240 @@
+import { HandlersModuleError } from "./errors.js";
+import type { Logger } from "pino";
+import {
+  onChange as onChangeWith,
+  type ChangeEvent,
+  type ChangeField,
+  type ChangeFilter,
+  type ChangeKind,
+  CHANGE_EVENT_TYPES,
+} from "../events/catalog.js";
+import {
+  type EventFor,
+  type HandledType,
+  type Handler,
+  type HandlerMap,
+  createHandlerRegistry,
+  type HandlerRegistry,
+  type RegisteredHandler,
+} from "../events/registry.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
+import type { ApiClient } from "../upstream/client.js";
+import { type StepFunction, createDurableSteps, stepAwareApi } from "./durable-steps.js";
+import { type AnyEvent, isKnownEventType, KNOWN_EVENT_TYPES } from "../events/catalog.js";
+import { perHandlerContext } from "../events/dispatch.js";
+import type { StepStore } from "../mirror/step-store.js";
+import { traceHandlers, type Tracing } from "../tracing/tracing.js";
+import { apiNotConfigured } from "./upstream.js";
+import type { RefreshScheduler } from "../sync/refresh-scheduler.js";
+import { createSyncHandlers } from "../sync/sync-handlers.js";
+import type { HandlerKeyRename } from "../mirror/event-log.js";
+import { isAbsolute, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+
+/** What every handler receives beside the event. */
+export interface HandlerContext {
+  /**
+   * The upstream client. On a service without one (API_BASE_URL/API_KEY not set) every call
+   * fails the event for good with ApiNotConfiguredError, naming the call.
+   */
+  api: ApiClient;
+  mirror: MirrorStore;
+  /**
+   * A durable step: runs `fn` once per (event, handler, name) and stores its JSON result; a retry
+   * or a replay of the event gets the stored result back without running `fn` (docs/handlers.md).
+   *
+   * @example
+   * const booking = await ctx.step("create booking", () => ctx.api.createBooking(input));
+   */
+  step: StepFunction;
+  /** A child logger bound to the event's id and type. */
+  logger: Logger;
+  /**
+   * 1 on the event's first attempt, 2 on its first retry, …; a replay numbers on from the event's
+   * attempts: the number its log lines and the console's attempt rows show.
+   */
+  attempt: number;
+  /**
+   * Aborted when the attempt's deadline (HANDLER_TIMEOUT_MS) passes: pass it to fetch and other
+   * cancellable work. The attempt then counts as a retryable failure whether or not the handler
+   * stops; its result, if it ever ends, is ignored.
+   */
+  signal: AbortSignal;
+}
+
+/** One handler of type `T` (a known type, a change type or '*'), with the service's context. */
+export type EventHandler<T extends HandledType> = Handler<EventFor<T>, HandlerContext>;
+/** The shape of a HANDLERS_MODULE's default export and of `createService({ handlers })`. */
+export type EventHandlers = HandlerMap<HandlerContext>;
+
+/** The context an attempt makes for all its handlers, before each gets its own `step` and `api`. */
+export type SharedHandlerContext = Omit<HandlerContext, "step" | "api">;
+
+/**
+ * A handler map entry that runs `handler` only for the changes of `kind` matching `filter`: the
+ * field changed, from `from` (when given) to `to` (when given), made by one of `source` (when
+ * given). `field` is one the kind's record has; `from` and `to` have that field's type.
+ *
+ * @example
+ * const handlers: EventHandlers = {
+ *   ...onChange("order", { field: "status", to: "READY", source: ["webhook", "reconcile"] }, async (event, { logger }) => {
+ *     logger.info({ order: event.data.id, was: event.data.before?.status }, "order ready");
+ *   }),
+ * };
+ */
+export const onChange: <K extends ChangeKind, F extends ChangeField<K>>(
+  kind: K,
+  filter: ChangeFilter<K, F>,
+  handler: Handler<ChangeEvent<K>, HandlerContext>,
+) => Record<`change.${K}`, Handler<ChangeEvent<K>, HandlerContext>> = onChangeWith;
+
+export interface HandlerTable extends ReloadableRegistry<HandlerContext> {
+  /** The registry as the attempt runner dispatches through it: each handler gets its own `step` and `api`. */
+  dispatch: HandlerRegistry<SharedHandlerContext>;
+}
+
+/**
+ * The handlers the worker runs: the built-in sync handlers and the user's, each with a durable
+ * `step` of its own and the API. Built whole again when `npm run dev` reloads a changed
+ * HANDLERS_MODULE (`replace`).
+ */
+export function createHandlerTable(deps: {
+  logger: Logger;
+  mirror: MirrorStore;
+  /** Durable steps' results (ctx.step). */
+  steps: StepStore;
+  api: ApiClient | undefined;
+  /** Where the built-in handlers note the records an event names, to be read again. */
+  refresh: RefreshScheduler;
+  handlers: readonly EventHandlers[];
+  tracing?: Tracing;
+}): HandlerTable {
+  const { logger, mirror, api, tracing } = deps;
+  // Each handler gets its own `step` (steps are keyed by handler) and, inside a step that runs
+  // again after an unrecorded run, an API whose writes look for their own effect first.
+  const steps = createDurableSteps(deps.steps);
+  const handlerApi = api ? stepAwareApi(api, { current: steps.current, mirror }) : apiNotConfigured();
+  const withSteps = (ctx: SharedHandlerContext, handlerKey: string, event: AnyEvent): HandlerContext => ({
+    ...ctx,
+    api: handlerApi,
+    step: steps.forHandler({ eventId: event.id, handlerKey, attempt: ctx.attempt, logger: ctx.logger }),
+  });
+  const table = createReloadableRegistry((handlers) => {
+    const built = createHandlerRegistry<HandlerContext>();
+    const use = (map: EventHandlers, source: string) => built.use(map, source, tracing ? traceHandlers(tracing.tracer) : undefined);
+    use(createSyncHandlers(deps.refresh, { withApi: api !== undefined }), "sync");
+    handlers.forEach((map, i) => {
+      const source = handlers.length > 1 ? `user${i}` : "user";
+      logRegisteredHandlers(logger, source, use(map, source));
+    });
+    return built;
+  }, deps.handlers);
+  return { ...table, dispatch: perHandlerContext(table.registry, withSteps) };
+}
+
+interface ReloadableRegistry<Ctx> {
+  /** Dispatch reads through this one: it always asks the registry built last. */
+  registry: HandlerRegistry<Ctx>;
+  /**
+   * Builds a registry from `handlers` and swaps it in: events dispatched from then on run the new
+   * handlers; attempts already running finish with the old ones. A build that throws swaps nothing.
+   */
+  replace(handlers: readonly EventHandlers[]): RegisteredHandler<Ctx>[];
+}
+
+/** The worker's handler table, rebuilt whole when `npm run dev` reloads a changed HANDLERS_MODULE. */
+function createReloadableRegistry<Ctx>(
+  build: (handlers: readonly EventHandlers[]) => HandlerRegistry<Ctx>,
+  initial: readonly EventHandlers[],
+): ReloadableRegistry<Ctx> {
+  let current = build(initial);
+  const registry: HandlerRegistry<Ctx> = {
+    on: (type: string, handlers: never, source?: string) => current.on(type, handlers, source),
+    onAny: (handlers, source) => current.onAny(handlers, source),
+    use: (map, source, wrap) => current.use(map, source, wrap),
+    handlersFor: (type) => current.handlersFor(type),
+    registered: () => current.registered(),
+  };
+  return {
+    registry,
+    replace(handlers) {
+      current = build(handlers);
+      return current.registered();
+    },
+  };
+}
+
+type About = Pick<RegisteredHandler<unknown>, "key" | "source" | "type" | "name">;
+
+const KNOWN_TYPES: readonly string[] = [...KNOWN_EVENT_TYPES, ...CHANGE_EVENT_TYPES, "*"];
+
+/**
+ * Logs what one source (a HANDLERS_MODULE, a map given to createService) registered: its types
+ * and handler names and keys, and a warning naming each type the upstream and the mirror never
+ * send (a typo such as `order.craeted` would otherwise never run, silently).
+ */
+export function logRegisteredHandlers(logger: Logger, source: string, added: readonly About[]): void {
+  const unknown = [...new Set(added.map((h) => h.type))].filter((t) => t !== "*" && !isKnownEventType(t) && !KNOWN_TYPES.includes(t));
+  if (unknown.length > 0)
+    logger.warn(
+      { source, unknown, known: KNOWN_TYPES },
+      `handlers from ${source} for event types nobody sends today: ${unknown.join(", ")} (they run only if such an event arrives)`,
+    );
+  logger.info({ source, handlers: added.map(({ type, name, key }) => ({ type, name, key })) }, "handlers registered");
+}
+
+/**
+ * The renames from positional keys (`<source>:<type>:0`, the first handler of a type from one
+ * source, the only one a handler map could hold) to named ones, where the handler is certain: a
+ * type with one handler from that source. A type that now has several is left alone (which of
+ * them was the first is not known); its old steps are left to retention.
+ */
+export function positionalRenames(handlers: readonly About[]): HandlerKeyRename[] {
+  const bySourceType = new Map<string, About[]>();
+  for (const h of handlers) {
+    const group = `${h.source}:${h.type}`;
+    bySourceType.set(group, [...(bySourceType.get(group) ?? []), h]);
+  }
+  return [...bySourceType].flatMap(([group, [only, ...others]]) =>
+    only && others.length === 0 ? [{ from: `${group}:0`, to: only.key }] : [],
+  );
+}
+
+/**
+ * Moves step records from positional keys to the handlers' named keys, once (the worker's
+ * start-up, before any handler runs: only then is the module, and so each handler's name, known).
+ */
+export async function adoptNamedHandlerKeys(handlers: readonly About[], steps: Pick<StepStore, "renameHandlerKeys">, logger: Logger) {
+  for (const rename of await steps.renameHandlerKeys(positionalRenames(handlers)))
+    logger.info(rename, "step records moved from a handler's position to its name");
+}
+
+/**
+ * Loads HANDLERS_MODULE: any ES module (or CommonJS file) whose default export maps event types
+ * (and '*') to handlers: a function, a `{ name, handle }`, or an array of them (several handlers
+ * for one type, each with its own name; docs/handlers.md). It needs nothing from this package,
+ * so it can live anywhere.
+ */
+export async function loadHandlersModule(path: string, cwd = process.cwd(), version?: number): Promise<EventHandlers> {
+  // A new query string is a new module to the ESM loader: how dev re-reads an edited file (its own
+  // imports stay cached, and each version stays in memory: fine for a dev session).
+  const url = pathToFileURL(isAbsolute(path) ? path : resolve(cwd, path)).href + (version === undefined ? "" : `?v=${version}`);
+  let mod: { default?: unknown };
+  try {
+    mod = (await import(url)) as { default?: unknown };
+  } catch (err) {
+    throw new HandlersModuleError(`HANDLERS_MODULE ${path} could not be loaded: ${(err as Error).message}`, { cause: err });
+  }
+  const map = mod.default;
+  if (typeof map !== "object" || map === null || Array.isArray(map)) {
+    throw new HandlersModuleError(`HANDLERS_MODULE ${path} must export default an object mapping event types to handlers`);
+  }
+  // Registered once here, only to check it: a handler that is no function, a bad or duplicate
+  // name, is refused at load with the module's path, not later inside the worker.
+  try {
+    createHandlerRegistry<HandlerContext>().use(map, "user");
+  } catch (err) {
+    throw new HandlersModuleError(`HANDLERS_MODULE ${path}: ${(err as Error).message}`, { cause: err });
+  }
+  return map;
+}
