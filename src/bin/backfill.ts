@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { type Config, loadConfig } from "../config/config.js";
 import { DataDirLockedError } from "../mirror/data-dir-lock.js";
 import { isCalendarDay } from "../mirror/iso-instant.js";
+import type { Storage } from "../mirror/storage.js";
 import { createMirrorWriter } from "../mirror/mirror-writer.js";
 import { printableRedisUrl, type RedisClient } from "../redis/redis.js";
 import { type BackfillProgress, runBackfill } from "../sync/resumable-backfill.js";
@@ -173,10 +174,7 @@ async function askWorkers(config: Config, request: { kinds?: string[]; since?: s
 }
 
 /** Each kind's size from its last complete pass (a backfill of the same window, or the full tier when no window). */
-async function expectedRecords(
-  checkpoints: Awaited<ReturnType<typeof openMigratedStorage>>["checkpoints"],
-  since: string | null,
-): Promise<Map<string, number>> {
+async function expectedRecords(checkpoints: Storage["checkpoints"], since: string | null): Promise<Map<string, number>> {
   const sizes = new Map<string, number>();
   const complete = [...(since === null ? await checkpoints.list("full") : []), ...(await checkpoints.list("backfill"))].filter(
     (c) => c.passCompletedAt !== null && c.since === since,
