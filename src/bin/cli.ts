@@ -1,8 +1,65 @@
 #!/usr/bin/env node
-import { main } from "./cli-main.js";
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { type Command, reportError, stopSignals, UsageError } from "./command.js";
 
-// An error exits at once (a Redis client still reconnecting must not hold the process); success
-// lets the command's own handles close and keeps the exit code it set.
-void main(process.argv.slice(2), process.env).then((code) => {
-  if (code !== 0) process.exit(code);
-});
+// Loaded lazily so `serve` never loads the sandbox, and each command starts only what it needs.
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  serve: () => import("./serve.js"),
+  dev: () => import("./dev.js"),
+  sandbox: () => import("./sandbox.js"),
+  trigger: () => import("./trigger.js"),
+  replay: async () => (await import("./operator.js")).replay,
+  backfill: () => import("./backfill.js"),
+  reconcile: async () => (await import("./operator.js")).reconcile,
+  migrate: async () => (await import("./operator.js")).migrate,
+};
+
+const USAGE = `Usage: svc-webhooks <command> [options]
+
+Commands:
+  serve      run the service (edge and/or worker, from the environment)
+  dev        run a local stack: Redis if needed, then the service
+  sandbox    run a local upstream API with signed webhooks and simulated traffic
+  trigger    send a signed sample event of a type to an endpoint
+  replay     replay an event by id, or events from the log (by time, type, status, handler), or failed jobs
+  backfill   sweep every order, booking and menu item into the mirror
+  reconcile  ask the workers for a reconciliation sweep now
+  migrate    apply pending database migrations
+
+The commands act on the deployment the environment names (REDIS_URL, QUEUE_PREFIX, DATABASE_URL or
+DATA_DIR), or on the service at --url. Run svc-webhooks <command> --help for a command's options.`;
+
+/**
+ * Runs one command and answers its exit code (0, or what the command set in process.exitCode).
+ * Every error is one line on stderr (reportError).
+ */
+export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const signals = stopSignals();
+  try {
+    const [name = "serve", ...rest] = argv;
+    if (name === "--help" || name === "-h" || name === "help") {
+      console.log(USAGE);
+      return 0;
+    }
+    const load = COMMANDS[name];
+    if (!load) throw new UsageError(`unknown command "${name}"\n\n${USAGE}`);
+    const command = await load();
+    if (rest.includes("--help") || rest.includes("-h")) console.log(command.help);
+    else await command.run(rest, env, signals.stop);
+    return 0;
+  } catch (err) {
+    return reportError(err);
+  } finally {
+    signals.dispose();
+  }
+}
+
+// Run as the program (node dist/bin/cli.js, tsx src/bin/cli.ts, the package's bin link), not when
+// imported (the tests call main). An error exits at once (a Redis client still reconnecting must
+// not hold the process); success lets the command's own handles close and keeps the exit code it set.
+if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  void main(process.argv.slice(2), process.env).then((code) => {
+    if (code !== 0) process.exit(code);
+  });
+}

@@ -1,5 +1,5 @@
 import { vi } from "vitest";
-import { main } from "../../src/bin/cli-main.js";
+import { main } from "../../src/bin/cli.js";
 
 /** The CLI's main function, in this process: what it prints and the exit code it answers. */
 export async function cli(argv: string[], env: Record<string, string>) {

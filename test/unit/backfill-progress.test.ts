@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createBackfillProgress, formatDuration } from "../../src/bin/backfill-progress.js";
+import { createBackfillProgress, formatDuration } from "../../src/bin/backfill.js";
 import type { SyncCheckpoint } from "../../src/mirror/sync-checkpoints.js";
 import type { BackfillProgress } from "../../src/sync/resumable-backfill.js";
 

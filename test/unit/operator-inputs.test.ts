@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { printableRedisUrl } from "../../src/redis/redis.js";
-import { operatorUrl } from "../../src/bin/operator-client.js";
+import { operatorUrl } from "../../src/bin/operator.js";
 import { replayQueryFromFilter } from "../../src/worker/replays.js";
 
 describe("replayQueryFromFilter", () => {

@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
-import { KNOWN_EVENT_TYPES } from "../../events/catalog.js";
-import { signPayload } from "../../events/envelope.js";
-import { newestSigningSecret } from "../../config/config.js";
-import { CommandError } from "../command-error.js";
-import { UsageError } from "../usage-error.js";
+import { newestSigningSecret } from "../config/config.js";
+import { KNOWN_EVENT_TYPES } from "../events/catalog.js";
+import { signPayload } from "../events/envelope.js";
+import { causeCode, CommandError, UsageError } from "./command.js";
 
 export const help = `svc-webhooks trigger <event-type> [--url <url>] [--secret <s>] [--data '<json>'] [--id <event-id>]
 
@@ -95,8 +94,9 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>
       signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
     });
   } catch (err) {
-    const cause = (err as Error & { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-    throw new CommandError(`POST ${url} failed (${cause}): is the service running there? Pass --url, or set PORT`);
+    throw new CommandError(
+      `POST ${url} failed (${causeCode(err) ?? (err as Error).name}): is the service running there? Pass --url, or set PORT`,
+    );
   }
   const answer = await res.text();
   console.log(JSON.stringify({ sent: event, status: res.status, answer: safeJson(answer) }, null, 2));

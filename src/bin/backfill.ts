@@ -1,21 +1,16 @@
 import { parseArgs } from "node:util";
-import { createMirrorWriter } from "../../mirror/change-outbox.js";
-import { DataDirLockedError } from "../../mirror/database.js";
-import { isCalendarDate as isCalendarDay } from "../../mirror/values.js";
-import { type Config, loadConfig } from "../../config/config.js";
-import { OperatorActionError } from "../../worker/errors.js";
-import { CommandError } from "../command-error.js";
-import { directOperatorActions } from "../direct-operator-actions.js";
-import { openMigratedStorage } from "../open-storage-from-env.js";
-import { openCliRedis } from "../cli-redis.js";
-import { printableRedisUrl, type RedisClient } from "../../redis/redis.js";
-import { operatorClient, operatorUrl } from "../operator-client.js";
-import { runBackfill } from "../../sync/resumable-backfill.js";
-import { SYNCED_KINDS, type SyncedKind } from "../../sync/resources.js";
-import { upstreamFromConfig } from "../../worker/upstream.js";
-import { createBackfillProgress } from "../backfill-progress.js";
-import { UsageError } from "../usage-error.js";
-import { UpstreamPageRefusedError } from "../../upstream/errors.js";
+import { type Config, loadConfig } from "../config/config.js";
+import { DataDirLockedError } from "../mirror/database.js";
+import { isCalendarDate as isCalendarDay } from "../mirror/values.js";
+import type { Storage } from "../mirror/storage.js";
+import { createMirrorWriter } from "../mirror/change-outbox.js";
+import { printableRedisUrl, type RedisClient } from "../redis/redis.js";
+import { type BackfillProgress, runBackfill } from "../sync/resumable-backfill.js";
+import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
+import { UpstreamPageRefusedError } from "../upstream/errors.js";
+import { upstreamFromConfig } from "../worker/upstream.js";
+import { CommandError, UsageError } from "./command.js";
+import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, operatorUrl, withDirectActions } from "./operator.js";
 
 export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes] [--url <url>]
 
@@ -45,8 +40,6 @@ after a Redis restart that lost its data it goes on.
   --restart      start every kind from the top, whatever was saved
   --no-changes   write the mirror without producing change events`;
 
-const KINDS = SYNCED_KINDS;
-
 export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -59,9 +52,9 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     },
     strict: true,
   });
-  const kinds = values.kinds ? values.kinds.split(",").map((k) => k.trim()) : KINDS;
-  const wrong = kinds.filter((k) => !KINDS.includes(k as SyncedKind));
-  if (wrong.length > 0) throw new UsageError(`--kinds takes ${KINDS.join(", ")}; not ${wrong.join(", ")}`);
+  const kinds = values.kinds ? values.kinds.split(",").map((k) => k.trim()) : SYNCED_KINDS;
+  const wrong = kinds.filter((k) => !SYNCED_KINDS.includes(k as SyncedKind));
+  if (wrong.length > 0) throw new UsageError(`--kinds takes ${SYNCED_KINDS.join(", ")}; not ${wrong.join(", ")}`);
   const since = values.since;
   if (since !== undefined && !isCalendarDay(since)) throw new UsageError(`--since takes a date YYYY-MM-DD, not "${since}"`);
 
@@ -101,7 +94,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     await storage.close();
     throw err;
   }
-  // Ctrl-C (cli-main.ts): the page in hand is saved; a read still waiting (the budget, the answer) ends at once.
+  // Ctrl-C (command.ts): the page in hand is saved; a read still waiting (the budget, the answer) ends at once.
   const onStop = () => process.stderr.write("\nstopping after the page in hand (Ctrl-C again to stop at once)\n");
   stop.addEventListener("abort", onStop, { once: true });
   const outage = reportRedisOutages(connection, config.redisUrl);
@@ -139,9 +132,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
   } finally {
     stop.removeEventListener("abort", onStop);
     outage.dispose();
-    // QUIT waits for a Redis that is away: only a ready connection is asked.
-    if (connection.status === "ready") await connection.quit().catch(() => undefined);
-    connection.disconnect();
+    await closeCliRedis(connection);
     await storage.close();
   }
 }
@@ -177,26 +168,58 @@ function reportRedisOutages(connection: RedisClient, url: string): { dispose(): 
 
 /** The embedded database is a running service's: its workers run the sweep (one job on the sync queue). */
 async function askWorkers(config: Config, request: { kinds?: string[]; since?: string; restart?: boolean }): Promise<void> {
-  const direct = await directOperatorActions(config, undefined);
-  try {
-    console.log(JSON.stringify(await direct.actions.requestSync("backfill", request)));
-  } catch (err) {
-    if (err instanceof OperatorActionError) throw new CommandError(`${err.code}: ${err.message}`);
-    throw err;
-  } finally {
-    await direct.close();
-  }
+  await withDirectActions(config, undefined, async ({ actions }) =>
+    console.log(JSON.stringify(await actions.requestSync("backfill", request))),
+  );
 }
 
 /** Each kind's size from its last complete pass (a backfill of the same window, or the full tier when no window). */
-async function expectedRecords(
-  checkpoints: Awaited<ReturnType<typeof openMigratedStorage>>["checkpoints"],
-  since: string | null,
-): Promise<Map<string, number>> {
+async function expectedRecords(checkpoints: Storage["checkpoints"], since: string | null): Promise<Map<string, number>> {
   const sizes = new Map<string, number>();
   const complete = [...(since === null ? await checkpoints.list("full") : []), ...(await checkpoints.list("backfill"))].filter(
     (c) => c.passCompletedAt !== null && c.since === since,
   );
   for (const c of complete) sizes.set(c.kind, Math.max(sizes.get(c.kind) ?? 0, c.records));
   return sizes;
+}
+
+/**
+ * The progress line of `svc-webhooks backfill` for one kind: records so far, the rate of this
+ * run, and an ETA when the size of the list is known from an earlier complete pass — never
+ * faster than the budget allows (its pages per window, 100 records a page: the full class may take
+ * all of it when nothing above it runs).
+ */
+export function createBackfillProgress(options: {
+  /** Most records a second the whole budget can read. */
+  budgetRecordsPerSecond: number;
+  /** Records of the kind's list, from the last complete pass (full tier or backfill), when known. */
+  expected: (kind: string) => number | undefined;
+  now?: () => number;
+}) {
+  const now = options.now ?? (() => performance.now());
+  const started = new Map<string, number>();
+  return function line(p: BackfillProgress): string {
+    if (p.skipped) return `${p.kind}: done in the interrupted run (${p.checkpoint.records} records), not read again`;
+    if (!started.has(p.kind)) started.set(p.kind, now());
+    const seconds = (now() - (started.get(p.kind) ?? now())) / 1000;
+    const rate = seconds > 0 ? p.records / seconds : 0;
+    const head = `${p.kind}: ${p.checkpoint.records} records, ${p.checkpoint.pages} pages`;
+    const resumed = p.resumed ? " (resumed)" : "";
+    if (p.done) return `${head}${resumed} — done`;
+    const expected = options.expected(p.kind);
+    const speed = Math.min(rate > 0 ? rate : options.budgetRecordsPerSecond, options.budgetRecordsPerSecond);
+    const eta =
+      expected !== undefined && expected > p.checkpoint.records && speed > 0
+        ? `ETA ${formatDuration((expected - p.checkpoint.records) / speed)}`
+        : `ETA unknown (budget ≤ ${Math.round(options.budgetRecordsPerSecond)} records/s)`;
+    return `${head}${resumed}, ${rate.toFixed(1)} records/s, ${eta}`;
+  };
+}
+
+/** 75 → "1m15s", 3700 → "1h01m". */
+export function formatDuration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }

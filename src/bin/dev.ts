@@ -1,23 +1,23 @@
+// `svc-webhooks dev`: the whole local stack in one process, with what only it needs: the settings
+// kept from one run to the next, the banner, and the reload of HANDLERS_MODULE on an edit.
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { loadConfig, newestSigningSecret, secretsOf } from "../../config/config.js";
-import { ensureRedis } from "../../redis/local-server.js";
-import { createLogger, prettyDestinationForTerminal } from "../../logging/logger.js";
-import { createSandbox, type Sandbox, type SandboxOptions } from "../../sandbox/index.js";
-import { SandboxStateFileError } from "../../sandbox/state-file.js";
-import { createService } from "../../service.js";
-import { traceLogFields, startTracing } from "../../tracing/tracing.js";
-import { loadHandlersModule } from "../../worker/handlers.js";
-import { existsSync, rmSync } from "node:fs";
-import { resolve } from "node:path";
-import { lockDataDir } from "../../mirror/database.js";
-import { isApiKey } from "../../upstream/client.js";
-import { CommandError } from "../command-error.js";
-import { UsageError } from "../usage-error.js";
-import { devBanner } from "../dev-banner.js";
-import { showBannerOnEnter } from "../dev-banner-key.js";
-import { watchHandlersModule } from "../dev-handlers-reload.js";
-import { devSettings } from "../dev-settings.js";
-import { stopped } from "../stop-signals.js";
+import type { Logger } from "pino";
+import { z } from "zod";
+import { loadConfig, newestSigningSecret } from "../config/config.js";
+import { ensureRedis, freePort } from "../redis/local-server.js";
+import { createLogger, prettyDestinationForTerminal } from "../logging/logger.js";
+import { createSandbox, type Sandbox, type SandboxOptions } from "../sandbox/index.js";
+import { SandboxStateFileError } from "../sandbox/state-file.js";
+import { lockDataDir } from "../mirror/database.js";
+import { isApiKey } from "../upstream/client.js";
+import type { EventHandlers } from "../worker/handlers.js";
+import { loadHandlersModule } from "../worker/handlers.js";
+import { CommandError, stopped, UsageError, wholeNumber } from "./command.js";
+import { serviceFromConfig } from "./serve.js";
 
 export const help = `svc-webhooks dev [--port <n>] [--sandbox-port <n>] [--interval-ms <n>] [--no-simulate] [--fresh] [--verbose]
 
@@ -53,8 +53,7 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
       verbose: { type: "boolean" },
     },
   });
-  const intervalMs = Number(values["interval-ms"] ?? 1000);
-  if (!Number.isInteger(intervalMs) || intervalMs < 10) throw new UsageError("--interval-ms must be a whole number ≥ 10");
+  const intervalMs = wholeNumber(values["interval-ms"], "--interval-ms", 1000, 10);
 
   const database = await devDatabase(values.fresh ?? false);
   const kept = await devSettings(database.settingsDir, { fresh: values.fresh ?? false });
@@ -78,9 +77,9 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
 }
 
 /** The fixed API key of the dev stack's sandbox: the same every run, so an exported API_KEY stays valid. */
-export const DEV_API_KEY = "svc_live_dev_sandbox_key_not_secret";
+const DEV_API_KEY = "svc_live_dev_sandbox_key_not_secret";
 /** The dev stack's own embedded database and settings, kept across runs (emptied by --fresh). */
-export const DEV_DATA_DIR = "./.data/dev";
+const DEV_DATA_DIR = "./.data/dev";
 
 interface DevFlags {
   fresh?: boolean;
@@ -141,16 +140,8 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
     LOG_LEVEL: logLevel,
   });
   // As `serve`: traces to a local collector (e.g. Jaeger's OTLP port) when OTEL_EXPORTER_OTLP_ENDPOINT is set.
-  const tracing = await startTracing(process.env);
+  const { service, logger, tracing } = await serviceFromConfig(config, destination);
   if (tracing) started.push({ stop: () => tracing.shutdown() });
-  const logger = createLogger({
-    level: config.logLevel,
-    secrets: secretsOf(config),
-    destination,
-    ...(tracing ? { mixin: traceLogFields } : {}),
-  });
-  const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];
-  const service = await createService({ config, logger, handlers, tracing });
   started.push({ stop: () => service.stop() });
   const url = await listenOn("the service", config.port, () => service.start());
   sandbox.addWebhook({ url: `${url}/webhooks`, secret: signingSecret });
@@ -247,7 +238,7 @@ async function listenOn<T>(what: string, port: string | number, start: (port: nu
   }
 }
 
-/** Until the first signal (cli-main.ts: SIGHUP too, so a closed terminal leaves no redis-server behind); then stops it all. */
+/** Until the first signal (command.ts: SIGHUP too, so a closed terminal leaves no redis-server behind); then stops it all. */
 async function stayUp({ logger }: { logger: { flush(): void } }, started: { stop(): Promise<void> }[], stop: AbortSignal): Promise<void> {
   await stopped(stop);
   try {
@@ -257,4 +248,214 @@ async function stayUp({ logger }: { logger: { flush(): void } }, started: { stop
   } finally {
     logger.flush();
   }
+}
+
+/** What the dev stack prints once it is up (and again on Enter): where to look, and the environment that reaches it. */
+function devBanner(b: {
+  url: string;
+  sandboxUrl: string;
+  redis: { url: string; started?: unknown };
+  adminToken: string;
+  signingSecret: string;
+  apiKey: string;
+  /** Where the secrets come from, one line. */
+  secrets: string;
+  database: string;
+  queuePrefix: string;
+  /** The embedded database's directory: the CLI finds the stack's store (and that the stack holds it) there. */
+  dataDir?: string;
+  /** Things that changed since the last run (a saved port taken by another process). */
+  notes: string[];
+  /** Whether Enter prints this again (stdin is a terminal). */
+  onEnter: boolean;
+}): string {
+  return [
+    "",
+    "svc-webhooks local stack is up",
+    `  console            ${b.url}/console        (user: any, password: the ADMIN_TOKEN below)`,
+    `  webhook endpoint   POST ${b.url}/webhooks   (the sandbox delivers here)`,
+    `  queue dashboard    ${b.url}/admin/queues`,
+    `  mirror             ${b.url}/mirror/orders?restaurantId=rest_1`,
+    `  metrics            ${b.url}/metrics`,
+    `  sandbox API        ${b.sandboxUrl}/api/v1   state: ${b.sandboxUrl}/_sandbox/state`,
+    `                     (seeded the same at each start; its changes since the last start are not kept)`,
+    `  redis              ${b.redis.url}${b.redis.started ? " (started for this run, emptied at each start)" : ""}`,
+    `  database           ${b.database}`,
+    `  secrets            ${b.secrets}; the sandbox's API key is fixed for dev`,
+    ...b.notes.map((note) => `  note               ${note}`),
+    "",
+    "The CLI reaches this stack with (paste into another shell):",
+    `  export REDIS_URL=${b.redis.url} QUEUE_PREFIX=${b.queuePrefix} PORT=${new URL(b.url).port}${b.dataDir ? ` DATA_DIR=${b.dataDir}` : ""}`,
+    `  export API_BASE_URL=${b.sandboxUrl} API_KEY=${b.apiKey}`,
+    `  export ADMIN_TOKEN=${b.adminToken} SIGNING_SECRET=${b.signingSecret}`,
+    "then, e.g.:",
+    "  npm run cli -- trigger review.created",
+    "  npm run cli -- replay --status failed --dry-run",
+    "  npm run cli -- replay --id <event-id>",
+    "  npm run cli -- reconcile",
+    `${b.onEnter ? "Enter shows this again; " : ""}Ctrl-C stops everything.`,
+    "",
+  ].join("\n");
+}
+
+/** What `showBannerOnEnter` reads: process.stdin, or any stream in a test. */
+interface KeyInput {
+  on(event: "data", listener: (chunk: Buffer | string) => void): unknown;
+  off(event: "data", listener: (chunk: Buffer | string) => void): unknown;
+  resume(): unknown;
+  pause(): unknown;
+}
+
+/**
+ * Prints the banner again each time the developer presses Enter (a line typed on stdin: the
+ * terminal stays in its normal mode, so Ctrl-C still stops the stack). Logs scroll the first
+ * banner away within seconds. Returns the function that stops listening, so stdin no longer
+ * holds the process open.
+ */
+export function showBannerOnEnter(input: KeyInput, print: () => void): () => void {
+  const onData = (chunk: Buffer | string) => {
+    const lines = chunk.toString().split("\n").length - 1;
+    if (lines > 0) print();
+  };
+  input.on("data", onData);
+  input.resume();
+  return () => {
+    input.off("data", onData);
+    input.pause();
+  };
+}
+
+/** Kept beside the dev database; it holds the dev stack's generated secrets (mode 0600). */
+export const DEV_SETTINGS_FILE = "dev-settings.json";
+
+const port = z.number().int().min(1).max(65535);
+const settingsSchema = z.object({
+  adminToken: z.string().min(16).max(200),
+  signingSecret: z.string().min(16).max(200),
+  ports: z.object({ service: port, sandbox: port, redis: port }),
+});
+
+/** What `npm run dev` keeps from one run to the next, so the exported CLI settings stay valid. */
+type DevSettings = z.infer<typeof settingsSchema>;
+type DevPort = keyof DevSettings["ports"];
+
+/** A saved port another process holds now: this run uses `to`, and saves it for the next. */
+interface PortMove {
+  what: DevPort;
+  from: number;
+  to: number;
+}
+
+const FIRST_PORTS = { service: 3000, sandbox: 4010 };
+
+/**
+ * Reads the dev stack's settings from `dir` (generating them on the first run, or all anew with
+ * `fresh`), moves each saved port that is taken now to a free one, and writes them back.
+ */
+export async function devSettings(
+  dir: string,
+  { fresh = false } = {},
+): Promise<{ settings: DevSettings; file: string; created: boolean; moved: PortMove[] }> {
+  const file = join(dir, DEV_SETTINGS_FILE);
+  const saved = fresh || !existsSync(file) ? undefined : readSettings(file);
+  const settings: DevSettings = saved ?? {
+    // Local secrets for the dev stack only; nothing here is a production secret.
+    adminToken: `dev-admin-${randomBytes(12).toString("hex")}`,
+    signingSecret: `whsec_dev_${randomBytes(12).toString("hex")}`,
+    ports: { ...FIRST_PORTS, redis: await freePort() },
+  };
+  const moved: PortMove[] = [];
+  for (const what of ["service", "sandbox", "redis"] as const) {
+    const from = settings.ports[what];
+    if (await portIsFree(from)) continue;
+    settings.ports[what] = await freePort();
+    moved.push({ what, from, to: settings.ports[what] });
+  }
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(file, `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
+  // `mode` applies only when the file is created: a file copied in with wider rights is narrowed.
+  chmodSync(file, 0o600);
+  return { settings, file, created: saved === undefined, moved };
+}
+
+function readSettings(file: string): DevSettings {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, "utf8"));
+  } catch {
+    // Not the parser's message: it quotes the file, which holds secrets.
+    throw new CommandError(`${file} is not valid JSON; start with --fresh to make new dev settings`);
+  }
+  const parsed = settingsSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new CommandError(
+      `${file}: ${issue ? `${issue.path.join(".") || "the file"} ${issue.message}` : "unreadable"}; start with --fresh to make new dev settings`,
+    );
+  }
+  return parsed.data;
+}
+
+/** Can this process listen on 127.0.0.1:`port` now? (Another process may take it before the stack does.) */
+function portIsFree(candidate: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", () => resolve(false));
+    server.listen(candidate, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+/** Longest load error a reload logs: a syntax error's message can quote the whole file. */
+const MAX_ERROR_CHARS = 500;
+
+export interface HandlersModuleWatch {
+  stop(): void;
+}
+
+/**
+ * Watches HANDLERS_MODULE while `npm run dev` runs and hands each edited version to `apply` (the
+ * worker's reloadHandlers, which logs what it registered). A module that does not load is one
+ * error line and nothing else: the handlers in place keep running. The directory is watched, not
+ * the file, because editors often save by writing a new file and renaming it over the old one.
+ */
+export function watchHandlersModule(options: {
+  path: string;
+  cwd?: string;
+  apply: (handlers: EventHandlers) => void;
+  logger: Logger;
+  /** Editors save in several writes: one reload after the last of them (default 100 ms). */
+  debounceMs?: number;
+}): HandlersModuleWatch {
+  const { path, logger, apply } = options;
+  const cwd = options.cwd ?? process.cwd();
+  const file = isAbsolute(path) ? path : resolve(cwd, path);
+  let version = 0;
+  let timer: NodeJS.Timeout | undefined;
+  // One reload at a time, in the order of the changes.
+  let reloading = Promise.resolve();
+
+  const reload = async () => {
+    version += 1;
+    try {
+      apply(await loadHandlersModule(file, cwd, version));
+    } catch (err) {
+      const message = ((err as Error).message.split("\n")[0] ?? "").slice(0, MAX_ERROR_CHARS);
+      logger.error({ module: path, version }, `HANDLERS_MODULE not reloaded (the previous handlers keep running): ${message}`);
+    }
+  };
+  const watcher = watch(dirname(file), (_event, name) => {
+    if (name !== null && name !== basename(file)) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      reloading = reloading.then(reload);
+    }, options.debounceMs ?? 100);
+  });
+  watcher.on("error", (err) => logger.warn({ module: path, err: err.message }, "HANDLERS_MODULE is no longer watched"));
+  return {
+    stop() {
+      clearTimeout(timer);
+      watcher.close();
+    },
+  };
 }

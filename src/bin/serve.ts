@@ -1,12 +1,13 @@
 import { parseArgs } from "node:util";
-import { loadConfig, secretsOf } from "../../config/config.js";
-import { createLogger } from "../../logging/logger.js";
-import { deadlineIn } from "../../queue/deadline.js";
-import { createService } from "../../service.js";
-import { EXIT_GRACE_MS } from "../../service.js";
-import { traceLogFields, startTracing } from "../../tracing/tracing.js";
-import { loadHandlersModule } from "../../worker/handlers.js";
-import { stopped } from "../stop-signals.js";
+import type { DestinationStream } from "pino";
+import { type Config, loadConfig, secretsOf } from "../config/config.js";
+import { createLogger } from "../logging/logger.js";
+import { deadlineIn } from "../queue/deadline.js";
+import { createService } from "../service.js";
+import { EXIT_GRACE_MS } from "../service.js";
+import { traceLogFields, startTracing } from "../tracing/tracing.js";
+import { loadHandlersModule } from "../worker/handlers.js";
+import { stopped } from "./command.js";
 
 export const help = `svc-webhooks serve [--role all|web|worker]
 
@@ -18,17 +19,13 @@ SHUTDOWN_TIMEOUT_MS, closes Redis and the database, and exits at most 5 s past i
 export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { role: { type: "string" } }, strict: true });
   const config = loadConfig({ ...process.env, ...(values.role ? { ROLE: values.role } : {}) });
-  // Before anything that traces is built; undefined (nothing loaded) without an OTLP endpoint.
-  const tracing = await startTracing(process.env);
-  const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config), ...(tracing ? { mixin: traceLogFields } : {}) });
-  const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];
-  const service = await createService({ config, logger, handlers, tracing });
+  const { service, logger, tracing } = await serviceFromConfig(config);
   const exit = (code: number, message: string, fields: object = {}) => {
     logger.warn(fields, message);
     logger.flush();
     process.exit(code);
   };
-  // The signal handlers are in place before start (cli-main.ts): "listening" is written while
+  // The signal handlers are in place before start (cli.ts): "listening" is written while
   // start() is still returning, and a supervisor that reads it and sends SIGTERM at once must not
   // meet Node's default (die at once). A start cannot be cut (it waits for Redis or the
   // database): a signal during it is acted on once it is done, or ends the process at
@@ -69,5 +66,27 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     logger.flush();
     // A reconnect timer of a client that is gone must not keep a stopped process alive.
     process.exit();
+  }
+}
+
+/**
+ * The service a config describes, as serve and dev build it: tracing first (before anything that
+ * traces is built; undefined, nothing loaded, without an OTLP endpoint), a logger that scrubs the
+ * config's secrets, and HANDLERS_MODULE's handlers.
+ */
+export async function serviceFromConfig(config: Config, destination?: DestinationStream) {
+  const tracing = await startTracing(process.env);
+  try {
+    const logger = createLogger({
+      level: config.logLevel,
+      secrets: secretsOf(config),
+      ...(destination ? { destination } : {}),
+      ...(tracing ? { mixin: traceLogFields } : {}),
+    });
+    const handlers = config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : [];
+    return { service: await createService({ config, logger, handlers, tracing }), logger, tracing };
+  } catch (err) {
+    await tracing?.shutdown();
+    throw err;
   }
 }

@@ -1,10 +1,9 @@
 import { parseArgs } from "node:util";
-import { createLogger } from "../../logging/logger.js";
-import { createSandbox } from "../../sandbox/index.js";
-import type { WebhookEndpoint } from "../../sandbox/webhook-sender.js";
-import { isApiKey } from "../../upstream/client.js";
-import { UsageError } from "../usage-error.js";
-import { stopped } from "../stop-signals.js";
+import { createLogger } from "../logging/logger.js";
+import { createSandbox } from "../sandbox/index.js";
+import type { WebhookEndpoint } from "../sandbox/webhook-sender.js";
+import { isApiKey } from "../upstream/client.js";
+import { stopped, UsageError, wholeNumber } from "./command.js";
 
 export const help = `svc-webhooks sandbox [options]
 
@@ -29,12 +28,6 @@ delivers webhooks with retries and can simulate live traffic.
                          bookings, menu edits)
   --orders-order <o>     newest-first (default) or oldest-first
   --bookings-order <o>   date-ascending (default) or date-descending`;
-
-const int = (value: string | undefined, flag: string, fallback: number, min = 0) => {
-  if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < min) throw new UsageError(`${flag} must be a whole number ≥ ${min}, not "${value}"`);
-  return Number(value);
-};
 
 export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values } = parseArgs({
@@ -81,7 +74,7 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
   const bookingsOrder = values["bookings-order"] ?? "date-ascending";
   if (bookingsOrder !== "date-ascending" && bookingsOrder !== "date-descending")
     throw new UsageError(`--bookings-order must be date-ascending or date-descending, not "${bookingsOrder}"`);
-  const orders = values.orders === undefined ? undefined : int(values.orders, "--orders", 0);
+  const orders = values.orders === undefined ? undefined : wholeNumber(values.orders, "--orders", 0);
   if (orders === undefined && (values.days !== undefined || values.bookings !== undefined))
     throw new UsageError("--days and --bookings go with --orders");
   const traffic = values.traffic === undefined ? undefined : Number(values.traffic);
@@ -93,26 +86,26 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     ...(apiKey ? { apiKeys: [apiKey] } : {}),
     webhooks,
     rateLimit: {
-      max: int(values["rate-max"], "--rate-max", 120, 1),
-      windowMs: int(values["rate-window-ms"], "--rate-window-ms", 60_000, 1),
+      max: wholeNumber(values["rate-max"], "--rate-max", 120, 1),
+      windowMs: wholeNumber(values["rate-window-ms"], "--rate-window-ms", 60_000, 1),
     },
-    seed: int(values.seed, "--seed", 1),
-    restaurants: int(values.restaurants, "--restaurants", 3, 1),
+    seed: wholeNumber(values.seed, "--seed", 1),
+    restaurants: wholeNumber(values.restaurants, "--restaurants", 3, 1),
     ...(orders === undefined
       ? {}
       : {
           history: {
             orders,
-            days: int(values.days, "--days", 365, 1),
-            ...(values.bookings === undefined ? {} : { bookings: int(values.bookings, "--bookings", 0) }),
+            days: wholeNumber(values.days, "--days", 365, 1),
+            ...(values.bookings === undefined ? {} : { bookings: wholeNumber(values.bookings, "--bookings", 0) }),
           },
         }),
     lists: { orders: ordersOrder, bookings: bookingsOrder },
-    simulate: values.simulate ? { intervalMs: int(values["interval-ms"], "--interval-ms", 1000, 10) } : false,
+    simulate: values.simulate ? { intervalMs: wholeNumber(values["interval-ms"], "--interval-ms", 1000, 10) } : false,
     logger,
   });
   if (traffic !== undefined) sandbox.startTraffic({ eventsPerSecond: traffic });
-  const url = await sandbox.listen({ port: int(values.port, "--port", 4010), host: values.host ?? "127.0.0.1" });
+  const url = await sandbox.listen({ port: wholeNumber(values.port, "--port", 4010), host: values.host ?? "127.0.0.1" });
   process.stdout.write(
     [
       `sandbox API      ${url}/api/v1`,

@@ -1,0 +1,579 @@
+// The operator commands (replay, reconcile, migrate) and how a one-off command reaches
+// the deployment the environment names: its Redis (a bounded wait), its database (migrated
+// first), the operator actions on those stores, the running service that holds the embedded
+// database (a handover through Redis), or a remote service's operator API (--url).
+import { existsSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import type { Queue } from "bullmq";
+import { SingleBar } from "cli-progress";
+import { type Config, loadConfig } from "../config/config.js";
+import { createLogger } from "../logging/logger.js";
+import { embeddedDirectory } from "../mirror/database.js";
+import { DataDirLockedError } from "../mirror/database.js";
+import type { EventQuery } from "../mirror/event-log.js";
+import { printable } from "../mirror/values.js";
+import { openStorage, type Storage } from "../mirror/storage.js";
+import type { RejectedRecord } from "../mirror/set-aside-records.js";
+import type { EventJobData } from "../queue/events-queue.js";
+import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
+import { createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
+import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
+import { OperatorActionError } from "../worker/errors.js";
+import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-actions.js";
+import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
+import { replayEvents, replayQueryFromFilter } from "../worker/replays.js";
+import { removeReplayedFailedJobs } from "../worker/replays.js";
+import { type Command, CommandError, causeCode, UsageError } from "./command.js";
+
+const replayHelp = `svc-webhooks replay --id <event-id> [--handler <key>]
+svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
+                    [--status received|retrying|handled|failed] [--handler <key>] [--fresh]
+                    [--dry-run | --confirm]
+svc-webhooks replay list | <job-id> | all [--queue events|sync]
+
+Replays act on the deployment the environment names: its event log (DATABASE_URL, or the
+embedded database under DATA_DIR, which must exist) and its Redis (REDIS_URL, QUEUE_PREFIX).
+When a running service holds the embedded database (\`npm run dev\`, \`npm start\`), the replay
+is handed to that service's worker through Redis and its answer printed. A replay removes the
+replayed events' failed jobs, so an old dead letter cannot run a handler once more.
+  --id              replay this one event (all its handlers, or --handler's); asked again while
+                    the first replay still waits, it queues nothing more
+  --url             a remote service's operator API instead (with ADMIN_TOKEN)
+
+By filter (no positional argument): queues every logged event that matches again, as a
+deliberate redelivery (it bypasses the deduplication window), and says how many it queued.
+  --since, --until  received at or after / before (ISO 8601: 2026-11-23 or 2026-11-23T10:00:00Z)
+  --type            an event type (order.created) or a family (order.*)
+  --status          the event's status in the log (failed: its last attempt failed for good;
+                    retrying: its last attempt failed and it will be tried again)
+  --handler         only events on which this handler key failed, and run only that handler
+                    (keys as in the log and in GET /events, e.g. user:order.created)
+  --fresh           run the events' durable steps (ctx.step) again instead of returning their
+                    stored results (with --handler: only that handler's steps)
+  --dry-run         count (and, on stores opened here, list) what would be queued; queue nothing
+  --confirm         go ahead although more events match than BULK_REPLAY_CONFIRM_ABOVE (1000 by
+                    default); without it such a replay is refused, naming how many match
+
+Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (REDIS_URL):
+  list       prints the failed jobs: id, event type, event id, attempts, reason
+  <job-id>   moves that failed job back to the queue
+  all        moves every failed job back
+  --queue    events (default) or sync`;
+
+interface BulkAnswer {
+  id?: string;
+  count: number;
+}
+
+interface Flags {
+  since?: string;
+  until?: string;
+  type?: string;
+  status?: string;
+  handler?: string;
+  "dry-run": boolean;
+  fresh: boolean;
+  confirm: boolean;
+}
+
+async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      queue: { type: "string", default: "events" },
+      id: { type: "string" },
+      url: { type: "string" },
+      since: { type: "string" },
+      until: { type: "string" },
+      type: { type: "string" },
+      status: { type: "string" },
+      handler: { type: "string" },
+      "dry-run": { type: "boolean", default: false },
+      fresh: { type: "boolean", default: false },
+      confirm: { type: "boolean", default: false },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  const config = loadConfig({ ...env, ROLE: "worker" });
+  const remote = values.url === undefined ? undefined : operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN);
+  if (values.id !== undefined) {
+    if (positionals.length > 0) throw new UsageError("--id replays one event; no list, <job-id> or all with it");
+    const others = (["since", "until", "type", "status", "dry-run", "fresh", "confirm"] as const).filter(
+      (f) => values[f] !== undefined && values[f] !== false,
+    );
+    if (others.length > 0) throw new UsageError(`--id takes only --handler and --url; not --${others.join(", --")}`);
+    return replayOne(config, values.id, values.handler, remote, stop);
+  }
+  if (positionals.length === 0) return replayMatching(config, values, remote, stop);
+  const [what, ...extra] = positionals;
+  if (!what || extra.length > 0)
+    throw new UsageError(`replay takes one of: list, <job-id>, all — or filters for the event log\n\n${replayHelp}`);
+  if (values.fresh || values.confirm)
+    throw new UsageError(`--${values.fresh ? "fresh" : "confirm"} applies to replays from the event log (no list, <job-id> or all)`);
+  const queueName = values.queue === "sync" ? SYNC_QUEUE : values.queue === "events" ? EVENTS_QUEUE : undefined;
+  if (!queueName) throw new UsageError(`--queue must be events or sync, not "${values.queue}"`);
+  return replayFailedJobs(config, queueName, what);
+}
+
+/** One event by id: at --url, else on the stores, else through the service that holds them. */
+async function replayOne(
+  config: Config,
+  id: string,
+  handler: string | undefined,
+  remote: OperatorClient | undefined,
+  stop: AbortSignal,
+): Promise<void> {
+  if (remote) {
+    const answer = await remote.call("POST", `/events/${encodeURIComponent(id)}/replay`, handler ? { handler } : {});
+    console.log(JSON.stringify(answer));
+    return;
+  }
+  const stores = await openEventStores(config);
+  if (stores === HELD_BY_SERVICE) {
+    console.log(JSON.stringify(await askService(config, { action: "replayEvent", id, ...(handler ? { handler } : {}) }, { signal: stop })));
+    return;
+  }
+  await withDirectActions(config, stores, async ({ actions }) =>
+    console.log(JSON.stringify(await actions.replayEvent(id, handler ? { handler } : {}))),
+  );
+}
+
+/** Every event matching the flags: at --url or in the service that holds the stores (a bulk replay there), else from the log here. */
+async function replayMatching(config: Config, flags: Flags, remote: OperatorClient | undefined, stop: AbortSignal): Promise<void> {
+  const filter: Record<string, string> = {};
+  for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) filter[name] = flags[name];
+  if (Object.keys(filter).length === 0 && !flags["dry-run"])
+    throw new UsageError(
+      "replay with no filter would send every event of the log again: name one (--since, --until, --type, --status, --handler), or count them with --dry-run",
+    );
+  let query;
+  try {
+    query = replayQueryFromFilter(filter);
+  } catch (err) {
+    throw new UsageError((err as Error).message.replace(/handlerStatus/g, "--handler"));
+  }
+  // Every event is asked for by name, never by an empty filter.
+  const scope = Object.keys(filter).length > 0 ? { filter } : { all: true };
+  const options = { ...(flags["dry-run"] ? { dryRun: true } : {}), ...(flags.fresh ? { fresh: true } : {}) };
+  const stores = remote ? undefined : await openEventStores(config);
+  if (stores === undefined || stores === HELD_BY_SERVICE) {
+    const ask = (extra: { dryRun?: true; confirm?: number }) =>
+      remote
+        ? remote.call<BulkAnswer>("POST", "/events/replay", { ...scope, ...options, ...extra })
+        : askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options, ...extra }, { signal: stop });
+    const answer = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm);
+    console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: answer.count } : { queued: answer.count, bulk: answer.id }));
+    if (answer.id) console.error(`progress: GET ${remote?.url ?? ""}/events/replays/${answer.id} on the service, or its console`);
+    return;
+  }
+  const storage = stores;
+  if (!flags["dry-run"] && !flags.confirm)
+    await refuseAboveCap(storage, query, config.bulkReplayConfirmAbove).catch(async (err: unknown) => {
+      await storage.close();
+      throw err;
+    });
+  const direct = flags["dry-run"] ? undefined : await directOperatorActions(config, storage);
+  const queue = direct?.eventsQueue;
+  const bar = process.stderr.isTTY ? new SingleBar({ format: "replaying {bar} {value} events", stream: process.stderr }) : undefined;
+  bar?.start(0, 0);
+  let count: number;
+  try {
+    count = await replayEvents(
+      { eventLog: storage.eventLog, queue },
+      {
+        query,
+        handler: flags.handler,
+        dryRun: flags["dry-run"],
+        fresh: flags.fresh ? storage.steps : undefined,
+        ...(queue ? { removeFailedJobs: (ids: readonly string[]) => removeReplayedFailedJobs(queue, ids) } : {}),
+        onProgress: (n, page) => {
+          if (flags["dry-run"])
+            for (const event of page)
+              console.log([printable(event.id), printable(event.type), event.status, event.receivedAt.toISOString()].join("\t"));
+          bar?.setTotal(n);
+          bar?.update(n);
+        },
+      },
+    );
+  } finally {
+    bar?.stop();
+    if (direct) await direct.close();
+    else await storage.close();
+  }
+  console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: count } : { queued: count }));
+}
+
+/** The refusal of a replay of more events than BULK_REPLAY_CONFIRM_ABOVE (`cap`, when it is this process's own) without --confirm. */
+const tooManyToReplay = (count: number, cap?: number) =>
+  new CommandError(
+    `${count} events match, more than ${cap === undefined ? "the service's BULK_REPLAY_CONFIRM_ABOVE" : `BULK_REPLAY_CONFIRM_ABOVE (${cap})`} allows without confirmation: add --confirm to replay them`,
+    "confirm_required",
+  );
+
+/** Counted before anything is queued, as the operator API counts a bulk replay: above the cap it needs --confirm. */
+async function refuseAboveCap(storage: Storage, query: EventQuery, cap: number): Promise<void> {
+  const count = await replayEvents({ eventLog: storage.eventLog, queue: undefined }, { query, dryRun: true });
+  if (count > cap) throw tooManyToReplay(count, cap);
+}
+
+const refusedUnconfirmed = (err: unknown) => err instanceof CommandError && err.refusal === "confirm_required";
+
+/**
+ * Starts a bulk replay in a service (at --url, or the one holding the store), whose cap is its own:
+ * without --confirm a refusal is told as the count and the flag to add; with it, the count of a dry
+ * run is sent as the confirmation (counted again when events arrived in between).
+ */
+async function startBulkReplay(
+  ask: (extra: { dryRun?: true; confirm?: number }) => Promise<BulkAnswer>,
+  confirm: boolean,
+): Promise<BulkAnswer> {
+  if (!confirm) {
+    try {
+      return await ask({});
+    } catch (err) {
+      if (!refusedUnconfirmed(err)) throw err;
+      throw tooManyToReplay((await ask({ dryRun: true })).count);
+    }
+  }
+  for (let tries = 1; ; tries++) {
+    const { count } = await ask({ dryRun: true });
+    try {
+      return await ask({ confirm: count });
+    } catch (err) {
+      if (!refusedUnconfirmed(err) || tries === 3) throw err;
+    }
+  }
+}
+
+async function replayFailedJobs(config: Config, queueName: string, what: string): Promise<void> {
+  const connection = await openCliRedis(config);
+  const queue = queueName === SYNC_QUEUE ? createSyncQueue({ connection, config }) : createEventsQueue({ connection, config });
+  try {
+    if (what === "list") {
+      const jobs = await queue.getFailed(0, 999);
+      for (const job of jobs) {
+        const data = job.data as { id?: string };
+        const fields = [
+          job.id ?? "-",
+          job.name,
+          typeof data.id === "string" ? data.id : "-",
+          `attempts=${job.attemptsMade}`,
+          job.failedReason,
+        ];
+        console.log(fields.map(printable).join("\t"));
+      }
+      console.error(`${jobs.length} failed job(s) in ${queueName}${jobs.length === 1000 ? " (first 1000 shown)" : ""}`);
+    } else if (what === "all") {
+      const total = await queue.getFailedCount();
+      let done = 0;
+      while (done < total) {
+        const batch = await queue.getFailed(0, 99);
+        if (batch.length === 0) break;
+        for (const job of batch) await job.retry("failed");
+        done += batch.length;
+      }
+      console.error(`replayed ${done}/${total} failed job(s) of ${queueName}`);
+    } else {
+      const job = await queue.getJob(what);
+      if (!job) throw new UsageError(`no job ${what} in ${queueName}`);
+      if (!(await job.isFailed())) throw new UsageError(`job ${what} is ${await job.getState()}, not failed`);
+      await job.retry("failed");
+      console.error(`job ${what} moved back to ${queueName}`);
+    }
+  } finally {
+    await queue.close();
+    await closeCliRedis(connection);
+  }
+}
+
+export const replay: Command = { help: replayHelp, run: runReplay };
+
+const reconcileHelp = `svc-webhooks reconcile [--url <url>]
+
+Asks the workers for an active reconciliation pass now (what can still change read through the
+API, within the shared rate budget; what webhooks missed becomes change events) and prints the
+sync-queue job and when it runs: {"job":"<id>","runs":"now"}, or "after the running pass" when a
+pass runs already (it is queued behind it, not dropped). Asked again while that job waits or
+runs, it answers the same job. The job goes into the deployment's Redis (REDIS_URL, QUEUE_PREFIX)
+for its workers; with --url, through that service's operator API instead (with ADMIN_TOKEN).`;
+
+async function runReconcile(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { url: { type: "string" } }, strict: true });
+  if (values.url !== undefined) {
+    const client = operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN);
+    console.log(JSON.stringify(await client.call("POST", "/sync/reconcile", {})));
+    return;
+  }
+  const config = loadConfig({ ...env, ROLE: "worker" });
+  await withDirectActions(config, undefined, async ({ actions }) => console.log(JSON.stringify(await actions.requestSync("reconcile"))));
+}
+
+export const reconcile: Command = { help: reconcileHelp, run: runReconcile };
+
+const migrateHelp = `svc-webhooks migrate
+
+Applies every pending database migration (DATABASE_URL, else the embedded database under
+DATA_DIR), under the migration lock, and prints the names it applied. The service also migrates
+at start; run this before a deploy to see the change apart.`;
+
+async function runMigrate(argv: string[]): Promise<void> {
+  parseArgs({ args: argv, options: {}, strict: true });
+  const config = loadConfig({ ...process.env, ROLE: "worker" });
+  const storage = await openStorage(config.database);
+  try {
+    const applied = await storage.migrate();
+    console.log(JSON.stringify({ applied, schema: config.database.schema }));
+  } finally {
+    await storage.close();
+  }
+}
+
+export const migrate: Command = { help: migrateHelp, run: runMigrate };
+
+/** How long a command waits for Redis before it says so and stops. */
+const READY_TIMEOUT_MS = 2000;
+
+/**
+ * A worker connection for a one-off command, once Redis answered: its errors never reach the
+ * terminal as traces, and a Redis that does not answer within 2 s ends the command with one line.
+ */
+export async function openCliRedis(config: Pick<Config, "redisUrl" | "redisCluster">): Promise<RedisClient> {
+  const connection = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
+  let lastError = "";
+  connection.on("error", (err: Error) => (lastError = (err as Error & { code?: string }).code ?? err.message));
+  let timer: NodeJS.Timeout | undefined;
+  const ready = await Promise.race([
+    new Promise<boolean>((resolve) => connection.once("ready", () => resolve(true))),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS))),
+  ]);
+  clearTimeout(timer);
+  if (!ready) {
+    connection.disconnect();
+    throw new CommandError(
+      `Redis at ${printableRedisUrl(config.redisUrl)} does not answer${lastError ? ` (${lastError})` : ""}; set REDIS_URL (\`svc-webhooks dev\` prints its own)`,
+    );
+  }
+  return connection;
+}
+
+/** Closes a command's Redis connection. QUIT waits for a Redis that is away: only a ready connection is asked. */
+export async function closeCliRedis(connection: RedisClient): Promise<void> {
+  if (connection.status === "ready") await connection.quit().catch(() => undefined);
+  connection.disconnect();
+}
+
+/** The database a one-off command works on, migrated first (commands may run before any server did). */
+export async function openMigratedStorage(
+  config: Config,
+  options: { onRejected?: (rejected: readonly RejectedRecord[]) => void } = {},
+): Promise<Storage> {
+  const storage = await openStorage(config.database, options);
+  try {
+    await storage.migrate();
+    return storage;
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
+}
+
+/** The embedded database is open in a running service: only it may use it (askService hands the work over). */
+const HELD_BY_SERVICE = "held-by-service";
+
+/**
+ * The event log of the deployment the config names, opened here: DATABASE_URL, else the embedded
+ * database under DATA_DIR. An embedded one must exist already (a replay of a log that was never
+ * written would create a database only to find nothing in it); one that a running service holds
+ * answers HELD_BY_SERVICE.
+ */
+async function openEventStores(config: Config): Promise<Storage | typeof HELD_BY_SERVICE> {
+  const { url, dataDir } = config.database;
+  if (!url && !dataDir.startsWith("memory://") && !existsSync(embeddedDirectory(dataDir)))
+    throw new CommandError(
+      `no embedded database in DATA_DIR ${dataDir} (nothing was created): set DATA_DIR to the service's, or DATABASE_URL to its PostgreSQL`,
+    );
+  try {
+    return await openMigratedStorage(config);
+  } catch (err) {
+    if (err instanceof DataDirLockedError) return HELD_BY_SERVICE;
+    throw err;
+  }
+}
+
+/**
+ * The operator actions on the stores themselves: Redis (bounded wait) and, when given, the
+ * database the command opened (openEventStores). `close` releases all of it, `storage` too.
+ */
+async function directOperatorActions(
+  config: Config,
+  storage: Storage | undefined,
+): Promise<{ actions: OperatorActions; eventsQueue: Queue<EventJobData>; close(): Promise<void> }> {
+  let connection;
+  try {
+    connection = await openCliRedis(config);
+  } catch (err) {
+    await storage?.close();
+    throw err;
+  }
+  const eventsQueue = createEventsQueue({ connection, config });
+  const syncQueue = createSyncQueue({ connection, config });
+  const noEventLog = {
+    get: () => Promise.reject(new Error("no event log opened")),
+    query: () => Promise.reject(new Error("no event log opened")),
+  };
+  const actions = createOperatorActions({
+    eventLog: storage?.eventLog ?? noEventLog,
+    eventsQueue,
+    syncQueue,
+    redis: connection,
+    prefix: config.queuePrefix,
+    ...(storage ? { steps: storage.steps } : {}),
+    syncAvailable: config.api !== undefined,
+    // Nothing here logs in a one-off command (bulk replays run in the foreground through replayEvents).
+    logger: createLogger({ level: "silent" }),
+  });
+  return {
+    actions,
+    eventsQueue,
+    async close() {
+      await Promise.all([eventsQueue.close(), syncQueue.close()]);
+      await closeCliRedis(connection);
+      await storage?.close();
+    },
+  };
+}
+
+/**
+ * Runs `work` on the operator actions of the stores (directOperatorActions) and closes them after:
+ * a refusal (no such event, a bad filter, a sweep already asked for) is one line in its own words.
+ */
+export async function withDirectActions<T>(
+  config: Config,
+  storage: Storage | undefined,
+  work: (direct: Awaited<ReturnType<typeof directOperatorActions>>) => Promise<T>,
+): Promise<T> {
+  const direct = await directOperatorActions(config, storage);
+  try {
+    return await work(direct);
+  } catch (err) {
+    if (err instanceof OperatorActionError || (err as { code?: unknown }).code === "invalid_filter")
+      throw new CommandError(`${(err as { code: string }).code}: ${(err as Error).message}`);
+    throw err;
+  } finally {
+    await direct.close();
+  }
+}
+
+/** How long the service may take to pick the request up and answer (a bulk dry run counts the whole log). */
+const HANDOVER_TIMEOUT_MS = 60_000;
+const POLL_MS = 200;
+
+/**
+ * Hands an operator action to the running service that holds the embedded database: a job on the
+ * sync queue its worker serves (operator-action-jobs.ts), whose answer this waits for. A refusal
+ * (no such event, a bad filter) becomes a CommandError in the service's words.
+ */
+async function askService<T>(
+  config: Config,
+  request: OperatorActionRequest,
+  { timeoutMs = HANDOVER_TIMEOUT_MS, signal }: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<T> {
+  const connection = await openCliRedis(config);
+  const queue = createSyncQueue({ connection, config });
+  try {
+    // One try: a request that failed is the operator's to look at, not the queue's to repeat.
+    signal?.throwIfAborted();
+    const added = await queue.add(OPERATOR_ACTION_JOB, request, {
+      attempts: 1,
+      removeOnComplete: { age: 3600 },
+      removeOnFail: { age: 3600 },
+    });
+    const id = added.id ?? "";
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      // The state first, then the job: a job read before it completed has no return value yet.
+      const state = await queue.getJobState(id);
+      const job = state === "completed" || state === "failed" ? await queue.getJob(id) : undefined;
+      if (job && state === "completed") return answerOf(job.returnvalue as OperatorActionOutcome) as T;
+      if (job && state === "failed") throw new CommandError(`the service could not do it: ${job.failedReason}`);
+      if (Date.now() >= deadline) {
+        if (state === "active")
+          throw new CommandError(`the service took the request (job ${id}) but gave no answer within ${timeoutMs / 1000} s`);
+        await queue.remove(id).catch(() => undefined);
+        throw new CommandError(
+          `the embedded database in ${config.database.dataDir} is held by another process, and no worker on QUEUE_PREFIX "${config.queuePrefix}" took the request within ${timeoutMs / 1000} s: ` +
+            `run the service with a worker (ROLE=all) on this REDIS_URL and QUEUE_PREFIX, or stop the process that holds the directory`,
+        );
+      }
+      // Ctrl-C (command.ts) ends the wait: a request nobody took yet is taken back.
+      if (signal?.aborted) {
+        if (state !== "active") await queue.remove(id).catch(() => undefined);
+        throw new CommandError(
+          state === "active"
+            ? `stopped waiting: the service is doing it (job ${id})`
+            : "stopped: the request was taken back before the service took it",
+        );
+      }
+      await sleep(POLL_MS, undefined, { signal }).catch(() => undefined);
+    }
+  } finally {
+    await queue.close();
+    await closeCliRedis(connection);
+  }
+}
+
+function answerOf(outcome: OperatorActionOutcome): unknown {
+  if (!outcome.ok) throw new CommandError(`${outcome.code}: ${outcome.message}`, outcome.code);
+  return outcome.result;
+}
+
+/** How long one request may take in all (a bulk dry run counts the whole log). */
+const REQUEST_TIMEOUT_MS = 60_000;
+
+interface OperatorClient {
+  readonly url: string;
+  /** One call of the operator API; its JSON answer, or a CommandError with the service's own words. */
+  call<T>(method: "GET" | "POST", path: string, body?: unknown, headers?: Record<string, string>): Promise<T>;
+}
+
+/** The operator API's base URL as --url gives it, checked. */
+export function operatorUrl(flag: string): string {
+  if (!URL.canParse(flag) || !/^https?:$/.test(new URL(flag).protocol)) throw new UsageError(`--url "${flag}" is not an http(s) URL`);
+  return flag.replace(/\/+$/, "");
+}
+
+/** The operator API of the service at `url` (--url: a remote deployment), called with ADMIN_TOKEN. */
+export function operatorClient(url: string, token: string | undefined): OperatorClient {
+  if (!token) throw new CommandError(`--url calls the service's operator API: set ADMIN_TOKEN to its admin token`);
+  return {
+    url,
+    async call<T>(method: "GET" | "POST", path: string, body?: unknown, headers: Record<string, string> = {}) {
+      let res: Response;
+      try {
+        res = await fetch(`${url}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+          ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
+      } catch (err) {
+        throw new CommandError(`${method} ${url}${path} failed (${causeCode(err) ?? (err as Error).name}); check --url`);
+      }
+      const text = await res.text();
+      let answer: unknown;
+      try {
+        answer = JSON.parse(text);
+      } catch {
+        throw new CommandError(`${url} answered ${res.status} without JSON: is it svc-webhooks? check --url`);
+      }
+      if (res.ok) return answer as T;
+      const error = (answer as { error?: { code?: string; message?: string } }).error;
+      if (res.status === 401) throw new CommandError(`${url} refused ADMIN_TOKEN (401): use the service's admin token`);
+      if (res.status === 404 && error?.code === "not_found" && error.message?.startsWith("no route"))
+        throw new CommandError(`${url} has no operator API (${path}): is ADMIN_TOKEN set on the service, and is it svc-webhooks?`);
+      throw new CommandError(`${error?.code ?? `HTTP ${res.status}`}: ${error?.message ?? text.slice(0, 200)}`, error?.code);
+    },
+  };
+}
