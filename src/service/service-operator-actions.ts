@@ -5,8 +5,7 @@ import type { Storage } from "../mirror/storage.js";
 import type { RedisClient } from "../redis/redis.js";
 import { trackBulkReplays } from "../worker/bulk-replay-progress.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
-import { createRefreshScheduler } from "../sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../sync/refresh-runs.js";
+import { createRefreshQueue, type RefreshJobData } from "../sync/refresh-queue.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 import type { QueueHandles } from "./queue-handles.js";
 
@@ -36,7 +35,7 @@ export function serviceOperatorActions(deps: {
     confirmAbove: config.bulkReplayConfirmAbove,
     syncAvailable: config.api !== undefined,
     // "Refresh now" on a record page notes its id where the built-in handlers note events' ids.
-    refresh: createRefreshScheduler({
+    refresh: createRefreshQueue({
       redis: connection,
       queue: deps.queues.syncQueue as Queue<RefreshJobData>,
       prefix,

@@ -1,7 +1,7 @@
 import type { ChangeSource } from "../events/change-events.js";
 import type { MirrorChange, MirrorStore, UpsertResult } from "../mirror/store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { PendingId } from "./refresh-scheduler.js";
+import type { PendingId } from "./refresh-queue.js";
 import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
 import type { MirrorWriter, SourceOf } from "../mirror/mirror-writer.js";
 

@@ -14,11 +14,11 @@ import {
 } from "./read-plan.js";
 import type { Logger } from "pino";
 import { runRead, type ReadOutcome, type RefreshReadContext } from "./refresh-read.js";
-import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshScheduler } from "./refresh-scheduler.js";
+import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshQueue } from "./refresh-queue.js";
 import { RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
 
 export interface RefreshKindDeps extends Omit<RefreshReadContext, "kind"> {
-  scheduler: RefreshScheduler;
+  scheduler: RefreshQueue;
   logger: Logger;
   kind: SyncedKind;
   /** How long an id the API does not list stays pending (with backoff) before it is reported. */
@@ -60,7 +60,7 @@ type Work = Target & PendingId;
  * The `refresh` job of one kind, company-wide: takes every pending id of the kind, lets the planner
  * (read-plan.ts) choose the reads that cover most of them per call, runs them (refresh-read.ts),
  * forgets what was read and backs off or gives up on what was missed (`handleMisses`). What is
- * still pending afterwards is the next run's (refresh-job.ts asks for it).
+ * still pending afterwards is the next run's (refresh-queue.ts createRefreshJob asks for it).
  */
 export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome> {
   const pending = await deps.scheduler.pending(deps.kind);

@@ -11,7 +11,7 @@ import { createDurableSteps } from "./durable-steps.js";
 import type { EventHandlers, HandlerContext, SharedHandlerContext } from "./handler-context.js";
 import { logRegisteredHandlers } from "./registered-handlers.js";
 import { createReloadableRegistry, type ReloadableRegistry } from "./reloadable-registry.js";
-import type { RefreshScheduler } from "../sync/refresh-scheduler.js";
+import type { RefreshQueue } from "../sync/refresh-queue.js";
 import { createSyncHandlers } from "../sync/sync-handlers.js";
 import { stepAwareApi } from "./step-aware-api.js";
 
@@ -32,7 +32,7 @@ export function createHandlerTable(deps: {
   steps: StepStore;
   api: ApiClient | undefined;
   /** Where the built-in handlers note the records an event names, to be read again. */
-  refresh: RefreshScheduler;
+  refresh: RefreshQueue;
   handlers: readonly EventHandlers[];
   tracing?: Tracing;
 }): HandlerTable {

@@ -22,7 +22,7 @@ import { createHandlerTable } from "./handler-table.js";
 import { observeJobs } from "./job-observers.js";
 import { meteredUpstream } from "./metered-upstream.js";
 import { adoptNamedHandlerKeys } from "./registered-handlers.js";
-import { createRefreshRequests } from "./refresh-requests.js";
+import { createRefreshRequests } from "../sync/refresh-queue.js";
 import { syncProcessors } from "./sync-processors.js";
 import { createSyncSchedules } from "./sync-schedules.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync-worker.js";
@@ -95,7 +95,7 @@ export function createWorkerRole(deps: WorkerRoleDeps): WorkerRole {
   const api = upstream?.api;
   const feed = createChangeFeed({ config, logger, metrics, mirror, outbox: deps.changeOutbox, eventsQueue, tracing });
   const refresh = createRefreshRequests({ config, connection, syncQueue, tracing });
-  const table = createHandlerTable({ logger, mirror, steps: deps.steps, api, refresh: refresh.linked, handlers: deps.handlers, tracing });
+  const table = createHandlerTable({ logger, mirror, steps: deps.steps, api, refresh: refresh.queue, handlers: deps.handlers, tracing });
   const delivery = createEventDelivery({
     config,
     logger,

@@ -5,8 +5,7 @@ import { Cluster } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createRedisConnection, type RedisClient, redisKeys } from "../../src/redis/redis.js";
 import { createRateLimiter } from "../../src/upstream/rate-limiter.js";
-import { createRefreshScheduler } from "../../src/sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
+import { createRefreshQueue, type RefreshJobData } from "../../src/sync/refresh-queue.js";
 import type { EventHandlers } from "../../src/worker/handler-context.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { nextFinished } from "../helpers/job-events.js";
@@ -130,7 +129,7 @@ describe("on a three-master Redis Cluster (REDIS_CLUSTER=true)", () => {
     const redis = await connect();
     const queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
     queues.push(queue);
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000 });
     await scheduler.request("orders", "rest_1", "ord_1");
     await scheduler.request("orders", "rest_1", "ord_2");
     await scheduler.request("orders", "rest_2", "ord_3", { eventId: "evt_3", status: "READY" });

@@ -10,8 +10,7 @@ import type { MirrorStore, RejectedRecord } from "../../src/mirror/store.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/index.js";
 import { createRefusedFilters, refreshKind, type RefreshKindDeps } from "../../src/sync/refresh-kind.js";
-import { createRefreshScheduler, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
+import { createRefreshQueue, type RefreshQueue, type RefreshJobData } from "../../src/sync/refresh-queue.js";
 import type { SyncedKind } from "../../src/sync/resources.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
@@ -29,7 +28,7 @@ let mirror: MirrorStore;
 let reported: RejectedRecord[];
 let sandbox: Sandbox;
 let api: ApiClient;
-let scheduler: RefreshScheduler;
+let scheduler: RefreshQueue;
 let now: number;
 let warnings: { msg: string; [field: string]: unknown }[];
 
@@ -43,7 +42,7 @@ beforeEach(async () => {
   sandbox = createSandbox({ restaurants: 2, seed: 11, rateLimit: { max: 1_000_000, windowMs: 60_000 } });
   api = createApiClient({ baseUrl: await sandbox.listen(), apiKey: sandbox.apiKey, retryBaseMs: 10 });
   now = Date.parse("2026-11-24T10:00:00Z");
-  scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000, now: () => now });
+  scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000, now: () => now });
   warnings = [];
 }, 60_000);
 afterEach(async () => {

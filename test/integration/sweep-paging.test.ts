@@ -12,8 +12,7 @@ import { apiKeyId, createApiClient, createRateLimiter, UpstreamPageRefusedError,
 import { createMirrorWriter } from "../../src/mirror/mirror-writer.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
 import { refreshKind } from "../../src/sync/refresh-kind.js";
-import { createRefreshScheduler } from "../../src/sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
+import { createRefreshQueue, type RefreshJobData } from "../../src/sync/refresh-queue.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { runActivePass } from "../../src/sync/active-tier.js";
 import { captureLogs } from "../helpers/log-capture.js";
@@ -114,7 +113,7 @@ describe("walks against an upstream whose list cannot be paged to its end", () =
 
   it("a restaurant refresh looking for a record that is not there stops the same way, its id missed, not its job failed", async () => {
     sandbox.faults.add({ path: "/api/v1/bookings", repeatCursor: true });
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000 });
     await scheduler.request("bookings", "rest_1", "bkg_not_upstream");
     const run = refreshKind({
       api,
