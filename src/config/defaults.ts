@@ -49,7 +49,7 @@ export const DEFAULTS = {
   syncUnlistedGiveUpSeconds: 600,
   /** Pages one refresh read walks at most when the list's order cannot tell it to stop. */
   syncRefreshMaxPages: 10,
-  /** Refreshes wait for the budget once the window holds this share of the rate (refresh-pace.ts). */
+  /** Refreshes wait for the budget once the window holds this share of the rate (sync/refresh-queue.ts RefreshPace). */
   syncRefreshPaceShare: 0.75,
   /** The longest a refresh waits for room in the budget: the freshness paid for fewer calls. */
   syncRefreshPaceMaxWaitMs: 4000,

@@ -91,6 +91,8 @@ export interface RedisKeys {
   pendingRefresh(kind: string): string;
   /** Epoch ms before which no run of a kind's refresh starts (the budget's pace after a run), with a TTL; its own slot. */
   refreshPace(kind: string): string;
+  /** The trace contexts of the events that asked for a kind's next refresh (a list, trimmed, with a TTL); its own slot. */
+  refreshLinks(kind: string): string;
   /** Who runs the active reconciliation pass now (a string: the holder's token, with a TTL); its own slot. */
   readonly activePassLease: string;
   /**
@@ -138,6 +140,7 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
     },
     pendingRefresh: (kind) => `${prefix}:sync:pending-ids:${kind}`,
     refreshPace: (kind) => `${prefix}:sync:refresh-pace:${kind}`,
+    refreshLinks: (kind) => `${prefix}:sync:refresh-links:${kind}`,
     activePassLease: `${prefix}:sync:active-pass-lease`,
     workersAlive: `${prefix}:sync:workers-alive`,
     restoringRedis: `${prefix}:sync:restoring`,

@@ -18,8 +18,8 @@ import { type OperatorActions, createOperatorActions } from "../worker/operator-
 import type { Queue } from "bullmq";
 import type { EventJobData } from "../queue/events-queue.js";
 import { trackBulkReplays } from "../worker/replays.js";
-import { createRefreshScheduler } from "../sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../sync/refresh-runs.js";
+import { createRefreshQueue } from "../sync/refresh-queue.js";
+import type { RefreshJobData } from "../sync/refresh-queue.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 import type { RecordReader } from "../http/record-routes.js";
 import type { HealthLimits } from "../http/console/health-page.js";
@@ -112,7 +112,7 @@ export function serviceOperatorActions(deps: {
     confirmAbove: config.bulkReplayConfirmAbove,
     syncAvailable: config.api !== undefined,
     // "Refresh now" on a record page notes its id where the built-in handlers note events' ids.
-    refresh: createRefreshScheduler({
+    refresh: createRefreshQueue({
       redis: connection,
       queue: deps.queues.syncQueue as Queue<RefreshJobData>,
       prefix,

@@ -6,7 +6,7 @@ import { defineScripts, redisKeys } from "../redis/redis.js";
  * One active reconciliation pass at a time, across every worker process: under a busy budget a
  * pass outlasts the interval, and overlapping passes split the active class's share, each slower,
  * until they held every slot of the sync queue and refreshes waited behind them. A lease, not the
- * refreshes' deduplicated job (refresh-scheduler.ts runWithin): three jobs start passes under
+ * refreshes' deduplicated job (refresh-queue.ts runWithin): three jobs start passes under
  * different rules (a job scheduler's tick, which BullMQ cannot deduplicate, is skipped while a pass
  * runs; an operator's request and a catch-up wait behind it), and a catch-up carries its gap's
  * start as data, which a shared deduplicated job would drop.

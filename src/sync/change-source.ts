@@ -2,7 +2,7 @@ import type { MirrorChange, MirrorStore, UpsertResult } from "../mirror/mirror-s
 import type { MirrorWriter, SourceOf } from "../mirror/change-outbox.js";
 import type { ChangeSource } from "../events/catalog.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { PendingId } from "./refresh-scheduler.js";
+import type { PendingId } from "./refresh-queue.js";
 import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
 
 /**

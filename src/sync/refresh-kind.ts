@@ -1,6 +1,6 @@
-import { identityProblem, type MirrorStore } from "../mirror/mirror-store.js";
-import type { Logger } from "pino";
-import { UpstreamAuthError, UpstreamError } from "../upstream/errors.js";
+import { identityProblem } from "../mirror/mirror-store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
+import { UpstreamAuthError, UpstreamError, UpstreamPageRefusedError } from "../upstream/errors.js";
 import {
   candidatesFor,
   DEPTH_REACH,
@@ -12,12 +12,13 @@ import {
   type ReadPrices,
   type Target,
 } from "./read-plan.js";
+import type { Logger } from "pino";
 import { runRead, type ReadOutcome, type RefreshReadContext } from "./refresh-read.js";
-import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshScheduler } from "./refresh-scheduler.js";
+import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshQueue } from "./refresh-queue.js";
 import { RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
 
 export interface RefreshKindDeps extends Omit<RefreshReadContext, "kind"> {
-  scheduler: RefreshScheduler;
+  scheduler: RefreshQueue;
   logger: Logger;
   kind: SyncedKind;
   /** How long an id the API does not list stays pending (with backoff) before it is reported. */
@@ -59,14 +60,20 @@ type Work = Target & PendingId;
  * The `refresh` job of one kind, company-wide: takes every pending id of the kind, lets the planner
  * (read-plan.ts) choose the reads that cover most of them per call, runs them (refresh-read.ts),
  * forgets what was read and backs off or gives up on what was missed (`handleMisses`). What is
- * still pending afterwards is the next run's (refresh-job.ts asks for it).
+ * still pending afterwards is the next run's (refresh-queue.ts createRefreshJob asks for it).
  */
 export async function refreshKind(deps: RefreshKindDeps): Promise<RefreshOutcome> {
   const pending = await deps.scheduler.pending(deps.kind);
   const outcome: RefreshOutcome = { calls: 0, reads: 0, written: 0, found: 0, missing: [], unlisted: [] };
-  const refused = deps.refused ?? createRefusedFilters();
-  if (RESOURCES[deps.kind].tracksIds) await refreshIds({ ...deps, refused }, await setAsideUnfit(deps, pending), outcome);
-  else await refreshMenus({ ...deps, refused }, pending, outcome);
+  const job: JobDeps = { ...deps, refused: deps.refused ?? createRefusedFilters(), unwalkable: [] };
+  if (RESOURCES[deps.kind].tracksIds) await refreshIds(job, await setAsideUnfit(deps, pending), outcome);
+  else await refreshMenus(job, pending, outcome);
+  const [first] = job.unwalkable;
+  if (first)
+    deps.logger.warn(
+      { kind: deps.kind, reads: job.unwalkable.length, code: first.code, error: first.message },
+      `${job.unwalkable.length} ${deps.kind} read(s) of this refresh cannot be walked: their ids count as missed (next candidate, then the give-up rule)`,
+    );
   return outcome;
 }
 
@@ -86,7 +93,11 @@ async function setAsideUnfit(deps: RefreshKindDeps, pending: readonly PendingId[
   return pending.filter((p) => !unfit.includes(p));
 }
 
-type JobDeps = RefreshKindDeps & { refused: RefusedFilters };
+type JobDeps = RefreshKindDeps & {
+  refused: RefusedFilters;
+  /** This job's reads whose list cannot be walked (a cursor cycle, the page cap): named in one warning at its end. */
+  unwalkable: UpstreamPageRefusedError[];
+};
 
 async function refreshIds(deps: JobDeps, pending: readonly PendingId[], outcome: RefreshOutcome): Promise<void> {
   const now = (deps.now ?? Date.now)();
@@ -106,6 +117,16 @@ async function refreshIds(deps: JobDeps, pending: readonly PendingId[], outcome:
       for (const w of open())
         w.candidates = [...w.candidates.slice(0, w.next), ...deps.refused.usable(deps.kind, w.candidates.slice(w.next))];
       if (plan.recent) for (const target of plan.targets) target.recentTried = true;
+      continue;
+    }
+    if (read === "unwalkable") {
+      // A read that cannot be walked missed its targets: they go on to their next candidate (from
+      // its top), then to the miss rule, and never hold up the job's other ids.
+      for (const target of plan.targets) {
+        if (plan.recent) target.recentTried = true;
+        else target.next++;
+        delete target.resume;
+      }
       continue;
     }
     for (const id of read.seen) seen.add(id);
@@ -208,12 +229,19 @@ const isRefusal = (err: unknown): err is UpstreamError =>
 
 /**
  * `readTallied`, or "refused" when the upstream refused the read's filter for good: then the filter
- * is kept as refused (named in a warning the first time in the process) and the job goes on.
+ * is kept as refused (named in a warning the first time in the process) and the job goes on; or
+ * "unwalkable" when the read's list cannot be walked on (it cycles, runs past the page cap, or
+ * answers a page that can never be read): kept for the job's one warning, and the job goes on.
  */
-async function readOrRefused(deps: JobDeps, outcome: RefreshOutcome, plan: PlannedRead): Promise<ReadOutcome | "refused"> {
+async function readOrRefused(deps: JobDeps, outcome: RefreshOutcome, plan: PlannedRead): Promise<ReadOutcome | "refused" | "unwalkable"> {
   try {
     return await readTallied(deps, outcome, plan);
   } catch (err) {
+    if (err instanceof UpstreamPageRefusedError) {
+      outcome.reads++;
+      deps.unwalkable.push(err);
+      return "unwalkable";
+    }
     if (!isRefusal(err)) throw err;
     outcome.reads++;
     outcome.calls++;
@@ -395,9 +423,9 @@ async function refreshMenus(deps: JobDeps, pending: readonly PendingId[], outcom
   for (const restaurantId of scopes) {
     const read = await readOrRefused(deps, outcome, { ...(restaurantId === undefined ? {} : { restaurantId }), filter: {}, targets: [] });
     const scope = waiting.filter((p) => restaurantId === undefined || p.restaurantId === restaurantId);
-    // A menu refused for good has no narrower read to fall back to: its requests end with the
-    // warning, and the other restaurants' menus are read all the same.
+    // A menu refused for good, or whose list cannot be walked, has no narrower read to fall back
+    // to: its requests end with the warning, and the other restaurants' menus are read all the same.
     await deps.scheduler.forgetRead(deps.kind, scope);
-    if (read !== "refused") outcome.found += scope.length;
+    if (typeof read !== "string") outcome.found += scope.length;
   }
 }

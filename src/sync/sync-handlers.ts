@@ -1,6 +1,6 @@
-import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { HandlerMap } from "../events/registry.js";
-import type { RefreshScheduler } from "./refresh-scheduler.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
+import type { RefreshQueue } from "./refresh-queue.js";
 import { REFUNDED_STATUS } from "../upstream/models.js";
 
 /** Sync needs only the mirror of a handler's context; the worker's full context is wider. */
@@ -11,7 +11,7 @@ type SyncHandlers = HandlerMap<{ mirror: MirrorStore }>;
  * coalesced refresh (the API is the truth; payloads may be stale, thin, duplicated or out of
  * order). Reviews have no endpoint, so they are stored as delivered.
  */
-export function createSyncHandlers(scheduler: RefreshScheduler, { withApi }: { withApi: boolean }): SyncHandlers {
+export function createSyncHandlers(scheduler: RefreshQueue, { withApi }: { withApi: boolean }): SyncHandlers {
   const storeReview: SyncHandlers["review.created"] = async (e, ctx) => {
     await ctx.mirror.upsert("reviews", [e.data], await ctx.mirror.clock());
   };

@@ -25,7 +25,7 @@ import { perHandlerContext } from "../events/dispatch.js";
 import type { StepStore } from "../mirror/step-store.js";
 import { traceHandlers, type Tracing } from "../tracing/tracing.js";
 import { apiNotConfigured } from "./upstream.js";
-import type { RefreshScheduler } from "../sync/refresh-scheduler.js";
+import type { RefreshQueue } from "../sync/refresh-queue.js";
 import { createSyncHandlers } from "../sync/sync-handlers.js";
 import type { HandlerKeyRename } from "../mirror/event-log.js";
 import { isAbsolute, resolve } from "node:path";
@@ -105,7 +105,7 @@ export function createHandlerTable(deps: {
   steps: StepStore;
   api: ApiClient | undefined;
   /** Where the built-in handlers note the records an event names, to be read again. */
-  refresh: RefreshScheduler;
+  refresh: RefreshQueue;
   handlers: readonly EventHandlers[];
   tracing?: Tracing;
 }): HandlerTable {

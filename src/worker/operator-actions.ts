@@ -9,7 +9,7 @@ import { DEFAULTS } from "../config/defaults.js";
 import { bulkReplays, digest, replayJob, removeReplayedFailedJobs } from "./replays.js";
 import { OperatorActionError } from "./errors.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
-import type { RefreshNote, RefreshScheduler } from "../sync/refresh-scheduler.js";
+import type { RefreshNote, RefreshQueue } from "../sync/refresh-queue.js";
 import { RESOURCES, SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 
 /**
@@ -44,7 +44,7 @@ export interface OperatorActionsDeps {
   /** False when no upstream API is configured: reconcile and backfill have nothing to read. */
   syncAvailable: boolean;
   /** Where a record's refresh is asked for: the scheduler the built-in handlers note events' ids in. */
-  refresh?: Pick<RefreshScheduler, "request">;
+  refresh?: Pick<RefreshQueue, "request">;
   logger: Logger;
   /** BULK_REPLAY_CONFIRM_ABOVE (its default when absent). */
   confirmAbove?: number;

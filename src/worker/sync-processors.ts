@@ -1,19 +1,17 @@
 import type { Queue } from "bullmq";
 import type { Logger } from "pino";
-import type { EventLog } from "../mirror/event-log.js";
-import type { MirrorStore } from "../mirror/mirror-store.js";
-import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
+import type { EventLog } from "../mirror/event-log.js";
 import type { StepStore } from "../mirror/step-store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { Upstream } from "./upstream.js";
 import { pruneEventLog } from "./worker-lifecycle.js";
-import type { RefreshRequests } from "./refresh-requests.js";
+import { type RefreshRequests, createRefreshJob, createRefreshPace } from "../sync/refresh-queue.js";
+import type { MirrorWriter } from "../mirror/change-outbox.js";
 import { reconcileProcessors } from "../sync/reconcile-jobs.js";
 import { createRefusedFilters, refreshKind } from "../sync/refresh-kind.js";
-import { createRefreshJob } from "../sync/refresh-job.js";
-import { createRefreshPace } from "../sync/refresh-pace.js";
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 import type { SyncJobProcessors } from "./sync-worker.js";
 
@@ -35,7 +33,7 @@ export function syncProcessors(deps: {
   writer: MirrorWriter;
 }): SyncJobProcessors {
   const { config, logger, metrics, mirror, upstream, writer } = deps;
-  const { scheduler, activePassLease, links } = deps.refresh;
+  const { queue: scheduler, activePassLease } = deps.refresh;
   const processors: SyncJobProcessors = {
     // Steps go with their events: by when they started, under the same retention.
     "prune-events": async () => ({
@@ -69,7 +67,7 @@ export function syncProcessors(deps: {
     }),
     scheduler,
     logger,
-    refresh: (kind) => (links ? links.traced(kind, refresh(kind)) : refresh(kind)()),
+    refresh: (kind) => scheduler.traced(kind, refresh(kind)),
   });
   // Fresh from the start, so "stalled" means no full pass completed for a while, not "none yet".
   if (config.worker.reconcileIntervalMs > 0) collectFullTier(metrics, deps.checkpoints, Date.now());

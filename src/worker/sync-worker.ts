@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { SYNC_QUEUE } from "../queue/events-queue.js";
 import { withBoundedText } from "../events/errors.js";
 import { isPermanentUpstreamError, UpstreamRateLimitError } from "../upstream/errors.js";
-import type { RefreshJobData } from "../sync/refresh-runs.js";
+import type { RefreshJobData } from "../sync/refresh-queue.js";
 import type { BackfillJobData, FullJobData } from "../sync/reconcile-jobs.js";
 
 /** What the operator API and the schedulers put in reconcile and backfill jobs (reconcile-jobs.ts). */

@@ -17,7 +17,7 @@ import { isPermanentUpstreamError } from "../upstream/errors.js";
 import { createChangeFeed, type ChangeRelay } from "./change-feed.js";
 import { type EventHandlers, createHandlerTable, adoptNamedHandlerKeys, type SharedHandlerContext } from "./handlers.js";
 import { meteredUpstream } from "./upstream.js";
-import { createRefreshRequests } from "./refresh-requests.js";
+import { createRefreshRequests } from "../sync/refresh-queue.js";
 import { syncProcessors } from "./sync-processors.js";
 import { createSyncSchedules } from "./sync-schedules.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync-worker.js";
@@ -97,7 +97,7 @@ export function createWorkerRole(deps: WorkerRoleDeps): WorkerRole {
   const api = upstream?.api;
   const feed = createChangeFeed({ config, logger, metrics, mirror, outbox: deps.changeOutbox, eventsQueue, tracing });
   const refresh = createRefreshRequests({ config, connection, syncQueue, tracing });
-  const table = createHandlerTable({ logger, mirror, steps: deps.steps, api, refresh: refresh.linked, handlers: deps.handlers, tracing });
+  const table = createHandlerTable({ logger, mirror, steps: deps.steps, api, refresh: refresh.queue, handlers: deps.handlers, tracing });
   const delivery = createEventDelivery({
     config,
     logger,

@@ -7,16 +7,16 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import pino from "pino";
 import { SYNC_QUEUE } from "../../src/queue/events-queue.js";
-import { createRefreshJob } from "../../src/sync/refresh-job.js";
-import { createRefreshScheduler } from "../../src/sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
+import { createRefreshJob } from "../../src/sync/refresh-queue.js";
+import { createRefreshQueue } from "../../src/sync/refresh-queue.js";
+import type { RefreshJobData } from "../../src/sync/refresh-queue.js";
 import { createSyncWorker } from "../../src/worker/sync-worker.js";
 
 const [url, prefix, lockMs] = process.argv.slice(2);
 if (!url || !prefix || !lockMs) throw new Error("usage: refresh-holder <redisUrl> <prefix> <lockMs>");
 const connection = new Redis(url, { maxRetriesPerRequest: null });
 const queue = new Queue<RefreshJobData>(SYNC_QUEUE, { connection, prefix });
-const scheduler = createRefreshScheduler({ redis: connection, queue, prefix, debounceMs: 0 });
+const scheduler = createRefreshQueue({ redis: connection, queue, prefix, debounceMs: 0 });
 const logger = pino({ level: "silent" });
 const refresh = createRefreshJob({
   scheduler,

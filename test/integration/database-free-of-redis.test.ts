@@ -13,8 +13,8 @@ import { createChangeRelay } from "../../src/worker/change-feed.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
 import { createMirrorWriter } from "../../src/mirror/change-outbox.js";
-import { createRefreshScheduler } from "../../src/sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
+import { createRefreshQueue } from "../../src/sync/refresh-queue.js";
+import type { RefreshJobData } from "../../src/sync/refresh-queue.js";
 import { orderRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, type TestDatabase } from "../helpers/postgres.js";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.js";
@@ -99,7 +99,7 @@ describe("the embedded store while Redis does not answer", { timeout: 60_000 }, 
     const prefix = `test-free-${randomUUID().slice(0, 8)}`;
     const queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
     queue.on("error", () => undefined);
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000 });
     await queue.waitUntilReady();
     await redisServer.stop();
     // An order already held: the pass is no first import, so its writes ask which ids were pending.

@@ -11,7 +11,7 @@ import {
   type RateLimiter,
   type RateLimiterOptions,
 } from "../../src/upstream/rate-limiter.js";
-import { createRefreshPace } from "../../src/sync/refresh-pace.js";
+import { createRefreshPace } from "../../src/sync/refresh-queue.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 let conns: Redis[] = [];

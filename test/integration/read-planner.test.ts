@@ -8,9 +8,7 @@ import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import type { Booking, Order } from "../../src/sandbox/records.js";
 import { createApiClient } from "../../src/upstream/client.js";
 import { refreshKind, type RefreshOutcome } from "../../src/sync/refresh-kind.js";
-import { nextDue } from "../../src/sync/refresh-job.js";
-import { createRefreshScheduler, type RefreshNote, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
+import { nextDue, createRefreshQueue, type RefreshNote, type RefreshQueue, type RefreshJobData } from "../../src/sync/refresh-queue.js";
 import type { SyncedKind } from "../../src/sync/resources.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
@@ -47,7 +45,7 @@ async function upstream(restaurants: number, seed = 7): Promise<{ sandbox: Sandb
 
 /** Runs refresh jobs (as the sync worker would, ignoring backoff waits) until nothing is pending. */
 async function refreshUntilSettled(
-  deps: { url: string; apiKey: string; scheduler: RefreshScheduler; kind: SyncedKind; upperBound?: string },
+  deps: { url: string; apiKey: string; scheduler: RefreshQueue; kind: SyncedKind; upperBound?: string },
   rounds = 5,
 ): Promise<RefreshOutcome[]> {
   const api = createApiClient({ baseUrl: deps.url, apiKey: deps.apiKey, bookingsUpperBoundParam: deps.upperBound ?? "to" });
@@ -95,7 +93,7 @@ function makeHistory(sandbox: Sandbox, size: number): Order[] {
  * refunds of old delivered orders (some with thin events, whose hints come from the mirror's
  * copy), in-flight orders moving on or cancelled. Returns the ids changed.
  */
-async function makeChanges(sandbox: Sandbox, scheduler: RefreshScheduler, history: Order[], seed: number): Promise<string[]> {
+async function makeChanges(sandbox: Sandbox, scheduler: RefreshQueue, history: Order[], seed: number): Promise<string[]> {
   let state = seed;
   const random = () => (state = (state * 48271) % 2147483647) / 2147483647;
   const note = (order: Order, thin: boolean): RefreshNote =>
@@ -132,7 +130,7 @@ async function makeChanges(sandbox: Sandbox, scheduler: RefreshScheduler, histor
 async function measureOrders(size: number): Promise<{ calls: number; events: number }> {
   const { sandbox, url } = await upstream(8);
   const history = makeHistory(sandbox, size);
-  const scheduler = createRefreshScheduler({ redis, queue, prefix: `${prefix}-${size}`, debounceMs: 60_000 });
+  const scheduler = createRefreshQueue({ redis, queue, prefix: `${prefix}-${size}`, debounceMs: 60_000 });
   const changed = await makeChanges(sandbox, scheduler, history, 11);
   sandbox.requestLog.length = 0;
   await refreshUntilSettled({ url, apiKey: sandbox.apiKey, scheduler, kind: "orders" });
@@ -167,7 +165,7 @@ describe("narrow reads chosen by the planner", () => {
         diner,
       }),
     );
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000 });
     const [full, thin] = [bookings[200]!, bookings[900]!];
     // The thin one is known to the mirror from an earlier sync: its date comes from there.
     await mirror.upsert("bookings", [asStored(thin)], await mirror.clock());
@@ -197,7 +195,7 @@ describe("narrow reads chosen by the planner", () => {
         diner,
       }),
     );
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000 });
     const target = bookings[100]!;
     sandbox.actions.cancelBooking(target.id);
     await scheduler.request("bookings", "rest_1", target.id, { eventId: "evt_1", date: target.date });
@@ -237,7 +235,7 @@ describe("narrow reads chosen by the planner", () => {
 
   it("events over many restaurants at once cost far fewer calls than there are restaurants", async () => {
     const { sandbox, url } = await upstream(20);
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000 });
     const restaurants = sandbox.state.restaurants();
     for (const { id } of restaurants) {
       const order = sandbox.actions.createOrder({ restaurantId: id });
@@ -261,7 +259,7 @@ describe("an id the upstream does not list", () => {
     const { sandbox, url } = await upstream(2);
     let now = Date.parse("2026-11-24T10:00:00Z");
     const clock = () => now;
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000, now: clock });
+    const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000, now: clock });
     const api = createApiClient({ baseUrl: url, apiKey: sandbox.apiKey });
     const unlisted: SyncedKind[] = [];
     const run = () =>
@@ -329,7 +327,7 @@ describe("the mirror's counts a refresh job prices its reads by", () => {
   it("are one query for all of the job's ids, and one more per round that moves ids on to a new read, never a few per id", async () => {
     const { sandbox, url } = await upstream(8);
     const history = makeHistory(sandbox, 400);
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000 });
     const changed = await makeChanges(sandbox, scheduler, history, 11);
     let counts = 0;
     const counting: MirrorStore = {
@@ -360,7 +358,7 @@ describe("a read longer than its page budget", () => {
     const history = makeHistory(sandbox, 700);
     let now = Date.parse("2026-11-24T10:00:00Z");
     const clock = () => now;
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000, now: clock });
+    const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000, now: clock });
     const api = createApiClient({ baseUrl: url, apiKey: sandbox.apiKey });
     const oldest = history.filter((o) => o.status === "DELIVERED" && o.paidAt !== null).slice(0, 3);
     for (const order of oldest) {
@@ -416,7 +414,7 @@ describe("reads priced by estimated pages (the bench's shape)", () => {
     const url = await sandbox.listen();
     const all = sandbox.state.orders();
     for (let i = 0; i < all.length; i += 1000) await mirror.upsert("orders", all.slice(i, i + 1000).map(asStored), await mirror.clock());
-    const scheduler = createRefreshScheduler({ redis, queue, prefix: `${prefix}-company`, debounceMs: 60_000 });
+    const scheduler = createRefreshQueue({ redis, queue, prefix: `${prefix}-company`, debounceMs: 60_000 });
     const refundable = all.filter((o) => o.status === "DELIVERED" && o.paidAt).sort((x, y) => (x.createdAt < y.createdAt ? -1 : 1));
     // Paced as the bench paces them (an event every half second): a refresh job takes the few that its debounce gathered.
     const steps: (() => Order)[] = [];
@@ -479,7 +477,7 @@ async function bookingsSynced(sandbox: Sandbox, opts: { count: number; restauran
 
 /** Cancels the bookings upstream, notes their events, refreshes until settled (request log reset first) and checks all were read. */
 async function cancelAndRefresh(sandbox: Sandbox, url: string, changed: readonly Booking[]): Promise<void> {
-  const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+  const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000 });
   for (const b of changed) {
     sandbox.actions.cancelBooking(b.id);
     await scheduler.request("bookings", b.restaurantId, b.id, { eventId: `evt_${b.id}`, date: b.date });

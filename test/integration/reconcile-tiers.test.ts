@@ -15,8 +15,7 @@ import type { SweepChanges } from "../../src/sync/change-source.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
 import { collectFullTier } from "../../src/worker/sync-processors.js";
 import { scheduleReconcile } from "../../src/worker/sync-schedules.js";
-import { createRefreshScheduler, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
+import { createRefreshQueue, type RefreshQueue, type RefreshJobData } from "../../src/sync/refresh-queue.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 
 // The tiers page through the sandbox over real HTTP into a mirror in the test database, with
@@ -24,7 +23,7 @@ import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/pos
 let sandbox: Sandbox;
 let redis: Redis;
 let queue: Queue<RefreshJobData>;
-let scheduler: RefreshScheduler;
+let scheduler: RefreshQueue;
 let api: ApiClient;
 let mirror: MirrorStore;
 let checkpoints: SyncCheckpoints;
@@ -61,7 +60,7 @@ describe.each(testDrivers())("on the %s database", (driver) => {
     const prefix = `test-tiers-${randomUUID().slice(0, 8)}`;
     redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
     queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
-    scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+    scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000 });
     database = await openTestDatabase(driver);
     mirror = createPostgresMirror(database.db);
     checkpoints = createSyncCheckpoints(database.db);

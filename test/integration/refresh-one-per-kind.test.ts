@@ -7,18 +7,21 @@ import pino from "pino";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { createRefreshJob } from "../../src/sync/refresh-job.js";
+import {
+  createRefreshJob,
+  createRefreshPace,
+  createRefreshQueue,
+  type RefreshQueue,
+  type RefreshJobData,
+} from "../../src/sync/refresh-queue.js";
 import type { RefreshOutcome } from "../../src/sync/refresh-kind.js";
-import { createRefreshPace } from "../../src/sync/refresh-pace.js";
-import { createRefreshScheduler, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
 import type { SyncedKind } from "../../src/sync/resources.js";
 import { createSyncWorker } from "../../src/worker/sync-worker.js";
 import { waitForQueuesIdle } from "../helpers/queues-idle.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 
-// One refresh of a kind at a time, as one mechanism (refresh-scheduler.ts runWithin): the kind's
+// One refresh of a kind at a time, as one mechanism (refresh-queue.ts runWithin): the kind's
 // BullMQ job, deduplicated from its add until it ends. Two jobs taking the same pending ids at once
 // would make the same reads twice, and under a saturated budget (long jobs) that doubling fed itself.
 // The reads here stand in for refresh-kind.ts's (which reads the API): they take the due pending
@@ -51,7 +54,7 @@ function createReads() {
   let holding = false;
   let reading = 0;
   let mostAtOnce = 0;
-  const read = async (scheduler: RefreshScheduler, kind: SyncedKind, jobId: string | undefined): Promise<RefreshOutcome> => {
+  const read = async (scheduler: RefreshQueue, kind: SyncedKind, jobId: string | undefined): Promise<RefreshOutcome> => {
     reading++;
     mostAtOnce = Math.max(mostAtOnce, reading);
     const startedAt = Date.now();
@@ -113,7 +116,7 @@ function harness(opts: {
 }) {
   const prefix = opts.prefix ?? `test-refresh-${randomUUID().slice(0, 8)}`;
   const queue = new Queue<RefreshJobData>(SYNC_QUEUE, { connection: connection(), prefix });
-  const scheduler = createRefreshScheduler({ redis: connection(), queue, prefix, debounceMs: opts.debounceMs });
+  const scheduler = createRefreshQueue({ redis: connection(), queue, prefix, debounceMs: opts.debounceMs });
   const reads = createReads();
   const workers: Worker[] = [];
   // The production pace: with `paceMs`, a budget the webhook class spends at its full share (that
@@ -129,7 +132,7 @@ function harness(opts: {
   const startWorker = () => {
     const redis = connection();
     const ownQueue = new Queue<RefreshJobData>(SYNC_QUEUE, { connection: redis, prefix });
-    const own = createRefreshScheduler({ redis, queue: ownQueue, prefix, debounceMs: opts.debounceMs });
+    const own = createRefreshQueue({ redis, queue: ownQueue, prefix, debounceMs: opts.debounceMs });
     const logger = pino({ level: "silent" });
     // The production job, its read told which job it runs in.
     const refresh = (job: Job) => createRefreshJob({ scheduler: own, pace, logger, refresh: (kind) => reads.read(own, kind, job.id) })(job);
@@ -312,7 +315,7 @@ describe("one refresh of a kind at a time, in the service", () => {
     const orders = [1, 2, 3].map((n) => sandbox.silently(() => sandbox.actions.createOrder({ restaurantId: `rest_${n}` })));
     const queue = new Queue<RefreshJobData>(SYNC_QUEUE, { connection: connection(), prefix: svc.prefix });
     cleanup.push(() => queue.close());
-    const scheduler = createRefreshScheduler({ redis: connection(), queue, prefix: svc.prefix, debounceMs: 0 });
+    const scheduler = createRefreshQueue({ redis: connection(), queue, prefix: svc.prefix, debounceMs: 0 });
     const from = sandbox.requestLog.length;
     await Promise.all(orders.map((o) => scheduler.request("orders", o.restaurantId, o.id, { status: o.status, createdAt: o.createdAt })));
     // Two more refresh jobs of the kind at once, as an older version could have queued them.

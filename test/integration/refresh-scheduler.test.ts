@@ -3,18 +3,23 @@ import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { redisKeys } from "../../src/redis/redis.js";
-import { createRefreshScheduler, PENDING_REFRESH_TTL_MS, WHOLE_MENU, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
+import {
+  createRefreshQueue,
+  PENDING_REFRESH_TTL_MS,
+  WHOLE_MENU,
+  type RefreshQueue,
+  type RefreshJobData,
+} from "../../src/sync/refresh-queue.js";
 
 let redis: Redis;
 let queue: Queue<RefreshJobData>;
-let scheduler: RefreshScheduler;
+let scheduler: RefreshQueue;
 let prefix: string;
 beforeEach(() => {
   prefix = `test-sched-${randomUUID().slice(0, 8)}`;
   redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null });
   queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
-  scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 1000 });
+  scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 1000 });
 });
 afterEach(async () => {
   await queue.obliterate({ force: true });
@@ -109,8 +114,8 @@ describe("refresh scheduler", () => {
   });
 
   it("keeps the pace a run set when it ended with nothing pending: the next event's run waits it out, not just the debounce", async () => {
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 100 });
-    await scheduler.pace("orders", 60_000);
+    const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 100 });
+    await scheduler.setPace("orders", 60_000);
     await scheduler.request("orders", "rest_1", "ord_1");
     await scheduler.request("bookings", "rest_1", "bkg_1");
     const delays = Object.fromEntries((await queue.getDelayed()).map((j) => [j.data.kind, j.delay]));
@@ -118,12 +123,12 @@ describe("refresh scheduler", () => {
     expect(delays.bookings).toBeLessThanOrEqual(100); // another kind's pace is its own
   });
   it("keeps the pace a run asked for when an event asks after it, before the run ends", async () => {
-    const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 0 });
+    const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 0 });
     const worker = new Worker<RefreshJobData>(
       "sync",
       async () => {
         // The run's paced ask for its next run, then an event in the moment before the run ends.
-        await scheduler.pace("orders", 60_000);
+        await scheduler.setPace("orders", 60_000);
         await scheduler.runWithin("orders", 0);
         await scheduler.request("orders", "rest_1", "ord_2");
       },

@@ -10,8 +10,7 @@ import { redisKeys } from "../../src/redis/redis.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { createRefusedFilters, refreshKind, type RefreshKindDeps } from "../../src/sync/refresh-kind.js";
-import { createRefreshScheduler, type RefreshScheduler } from "../../src/sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
+import { createRefreshQueue, type RefreshQueue, type RefreshJobData } from "../../src/sync/refresh-queue.js";
 import type { SyncedKind } from "../../src/sync/resources.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
@@ -29,7 +28,7 @@ let mirror: MirrorStore;
 let reported: RejectedRecord[];
 let sandbox: Sandbox;
 let api: ApiClient;
-let scheduler: RefreshScheduler;
+let scheduler: RefreshQueue;
 let now: number;
 let warnings: { msg: string; [field: string]: unknown }[];
 
@@ -43,7 +42,7 @@ beforeEach(async () => {
   sandbox = createSandbox({ restaurants: 2, seed: 11, rateLimit: { max: 1_000_000, windowMs: 60_000 } });
   api = createApiClient({ baseUrl: await sandbox.listen(), apiKey: sandbox.apiKey, retryBaseMs: 10 });
   now = Date.parse("2026-11-24T10:00:00Z");
-  scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000, now: () => now });
+  scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000, now: () => now });
   warnings = [];
 }, 60_000);
 afterEach(async () => {
@@ -175,5 +174,49 @@ describe("a read the upstream refuses (a permanent 4xx)", () => {
     expect(last.unlisted).toEqual([booking.id]);
     expect(await scheduler.pending("bookings")).toEqual([]);
     expect((await mirror.unlisted("bookings")).map((r) => r.id)).toEqual([booking.id]);
+  }, 60_000);
+});
+
+describe("a refresh read whose list cannot be walked (a cursor cycle, a repeated cursor)", () => {
+  it("counts as a miss for the ids it was for, warns once, and leaves them to the give-up rule; other ids still refresh", async () => {
+    const order = sandbox.actions.createOrder({ restaurantId: "rest_1" });
+    const booking = sandbox.actions.createBooking({
+      restaurantId: "rest_1",
+      date: "2026-12-01",
+      time: "19:00",
+      partySize: 2,
+      diner: { name: "Ada", email: "ada@example.com" },
+    });
+    // Every orders read goes round a cycle of 3 empty pages: no read of the list can end.
+    sandbox.faults.add({ method: "GET", path: "/api/v1/orders", cursorCycle: 3 });
+    await scheduler.request("orders", "rest_1", order.id, { eventId: "evt_o", status: "PENDING", createdAt: order.createdAt });
+    await scheduler.request("bookings", "rest_1", booking.id, { eventId: "evt_b", date: booking.date });
+
+    const first = await refreshKind(deps("orders"));
+    expect(first.missing).toEqual([order.id]);
+    expect(warnings.map((w) => w.msg)).toEqual([expect.stringMatching(/cannot be walked/)]);
+    const [kept] = await scheduler.pending("orders");
+    expect(kept?.note).toMatchObject({ misses: 1 });
+    // Another kind's refresh is not held up.
+    expect((await refreshKind(deps("bookings"))).found).toBe(1);
+
+    now += 600_000;
+    const last = await refreshKind(deps("orders"));
+    expect(last.unlisted).toEqual([order.id]);
+    expect(await scheduler.pending("orders")).toEqual([]);
+    expect((await mirror.unlisted("orders")).map((r) => r.id)).toEqual([order.id]);
+  }, 60_000);
+
+  it("a whole menu whose list cycles does not stop the other restaurants' menus", async () => {
+    // The first restaurant's menu read goes round a cycle of 3 cursors (4 pages show it); the
+    // second's is answered as usual.
+    sandbox.faults.add({ method: "GET", path: "/api/v1/menu-items", cursorCycle: 3, times: 4 });
+    await scheduler.request("menu-items", "rest_1");
+    await scheduler.request("menu-items", "rest_2");
+    const outcome = await refreshKind(deps("menu-items"));
+    expect(outcome.found).toBe(1);
+    expect((await mirror.list("menu-items", { restaurantId: "rest_2", limit: 1 })).data).toHaveLength(1);
+    expect(await scheduler.pending("menu-items")).toEqual([]);
+    expect(warnings.map((w) => w.msg)).toEqual([expect.stringMatching(/cannot be walked/)]);
   }, 60_000);
 });

@@ -11,8 +11,7 @@ import type { RejectedRecord } from "../../src/mirror/set-aside-records.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { refreshKind } from "../../src/sync/refresh-kind.js";
-import { createRefreshScheduler } from "../../src/sync/refresh-scheduler.js";
-import type { RefreshJobData } from "../../src/sync/refresh-runs.js";
+import { createRefreshQueue, type RefreshJobData } from "../../src/sync/refresh-queue.js";
 import { runCli } from "../helpers/cli-process.js";
 import { importAll } from "../helpers/import-all.js";
 import { openDatabaseOfEnv, openTestDatabase, randomSchema, testDrivers, type TestDatabase } from "../helpers/postgres.js";
@@ -103,7 +102,7 @@ describe.each(testDrivers())("records the mirror cannot hold (%s)", (driver) => 
     const prefix = `test-rejected-${randomUUID().slice(0, 8)}`;
     const queue = new Queue<RefreshJobData>("sync", { connection: redis, prefix });
     try {
-      const scheduler = createRefreshScheduler({ redis, queue, prefix, debounceMs: 60_000 });
+      const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000 });
       await scheduler.request("orders", "rest_1", bad.badOrder);
       const outcome = await refreshKind({
         api,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createRefreshPace, paceWaitMs } from "../../src/sync/refresh-pace.js";
+import { createRefreshPace, paceWaitMs } from "../../src/sync/refresh-queue.js";
 
 describe("refresh pace", () => {
   it("waits nothing below a third of the share, the most at the share and above, in proportion between", () => {
