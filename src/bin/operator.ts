@@ -472,7 +472,7 @@ const POLL_MS = 200;
 
 /**
  * Hands an operator action to the running service that holds the embedded database: a job on the
- * sync queue its worker serves (operator-action-jobs.ts), whose answer this waits for. A refusal
+ * sync queue its worker serves (worker/operator-actions.ts), whose answer this waits for. A refusal
  * (no such event, a bad filter) becomes a CommandError in the service's words.
  */
 async function askService<T>(

@@ -44,7 +44,7 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
 
   const { signal, at } = await stopped(stop);
   logger.info({ signal }, "shutting down");
-  // One deadline from the signal for every part (service-stop.ts); this timer is the last word, so
+  // One deadline from the signal for every part (service.ts); this timer is the last word, so
   // a supervisor never has to SIGKILL (whatever is still pending then is a connection to
   // something that is gone).
   const drain = deadlineIn(config.shutdownTimeoutMs, at);

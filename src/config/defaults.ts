@@ -11,7 +11,7 @@ export const DEFAULTS = {
   /**
    * How long a stop drains the work in hand (requests, stream entries, jobs) before it aborts
    * upstream reads and closes anyway. The closes after it share 4 s and the process exits at most
-   * 5 s past it (service/service-stop.ts): 20 s + 5 s = 25 s, inside fly's kill_timeout of 30 s
+   * 5 s past it (service.ts): 20 s + 5 s = 25 s, inside fly's kill_timeout of 30 s
    * (fly.toml) with 5 s to spare for the signal's way and a slow machine.
    */
   shutdownTimeoutMs: 20_000,

@@ -63,7 +63,7 @@ const MAX_HANDLER_NAME_LENGTH = 64;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // Positional keys (`user:order.created:0`) are still renamed from at start-up
-// (worker/registered-handlers.ts): a name of digits would read as one.
+// (worker/handlers.ts): a name of digits would read as one.
 const NUMBER = /^\d+$/;
 
 const handlerKey = (source: string, type: string, name: string) => (name === type ? `${source}:${type}` : `${source}:${type}:${name}`);

@@ -120,7 +120,7 @@ export interface OperatorActionsPort {
   ): Promise<{ job: string }>;
 }
 
-/** A bulk replay's progress (worker/bulk-replay-progress.ts BulkReplayProgress). */
+/** A bulk replay's progress (worker/replays.ts BulkReplayProgress). */
 export interface BulkReplayView {
   id: string;
   total: number;

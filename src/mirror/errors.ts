@@ -48,7 +48,7 @@ export function checkListParams(
 /**
  * A request the event log refuses: a bad event (HTTP 400) or an unknown event id (404); nothing was
  * changed. `invalid_filter` is for callers outside the layer that check a selection of events
- * themselves (worker/replay-events.ts); the log's own filters throw MirrorFilterError.
+ * themselves (worker/replays.ts); the log's own filters throw MirrorFilterError.
  */
 export class EventLogError extends Error {
   constructor(

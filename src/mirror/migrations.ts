@@ -314,7 +314,7 @@ async function down0009(db: AnyDb): Promise<void> {
 
 // 0010_sync_liveness: When the workers last ran (one row per mark, `seen_at` by the database's clock), kept in
 // PostgreSQL because it must outlive Redis: a worker that starts, or ticks, and finds the mark
-// old knows that webhooks may have been lost meanwhile and catches up (worker/gap-watch.ts).
+// old knows that webhooks may have been lost meanwhile and catches up (worker/worker-lifecycle.ts).
 
 async function up0010(db: AnyDb): Promise<void> {
   await db.schema

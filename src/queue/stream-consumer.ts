@@ -48,7 +48,7 @@ export interface StreamConsumerOptions {
   onClaimed?(count: number): void;
 }
 
-/** One event whose first attempt the consumer finished (worker/finished-events.ts turns it into the role's FinishedEvent). */
+/** One event whose first attempt the consumer finished (worker/worker-role.ts turns it into the role's FinishedEvent). */
 interface StreamFinished {
   id: string;
   type: string;

@@ -97,7 +97,7 @@ export interface RedisKeys {
   readonly activePassLease: string;
   /**
    * Set by the workers and never expired: a worker that finds it missing while PostgreSQL says the
-   * service ran knows Redis lost its data (worker/gap-watch.ts); its own slot.
+   * service ran knows Redis lost its data (worker/worker-lifecycle.ts); its own slot.
    */
   readonly workersAlive: string;
   /** Held (SET NX with a TTL) by the one worker that restores an emptied Redis; its own slot. */

@@ -31,7 +31,7 @@ export const RECONCILE_JOBS = {
 } as const;
 
 export interface CatchUpJobData {
-  /** ISO instant: when the gap began (worker/gap-watch.ts). */
+  /** ISO instant: when the gap began (worker/worker-lifecycle.ts). */
   gapStart: string;
 }
 /** How often a pass that waits behind the running one looks again (it runs within this of its end). */

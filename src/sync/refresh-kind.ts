@@ -13,9 +13,12 @@ import {
   type Target,
 } from "./read-plan.js";
 import type { Logger } from "pino";
-import { runRead, type ReadOutcome, type RefreshReadContext } from "./refresh-read.js";
 import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshQueue } from "./refresh-queue.js";
-import { RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
+import { RESOURCES, walkOf, type Page, type ReadFilter, type SyncedKind } from "./resources.js";
+import { type ApiClient } from "../upstream/client.js";
+import { readList } from "../upstream/paginate.js";
+import type { MirrorWriter } from "../mirror/change-outbox.js";
+import { writePage } from "./change-source.js";
 
 export interface RefreshKindDeps extends Omit<RefreshReadContext, "kind"> {
   scheduler: RefreshQueue;
@@ -58,7 +61,7 @@ type Work = Target & PendingId;
 
 /**
  * The `refresh` job of one kind, company-wide: takes every pending id of the kind, lets the planner
- * (read-plan.ts) choose the reads that cover most of them per call, runs them (refresh-read.ts),
+ * (read-plan.ts) choose the reads that cover most of them per call, runs them (runRead, below),
  * forgets what was read and backs off or gives up on what was missed (`handleMisses`). What is
  * still pending afterwards is the next run's (refresh-queue.ts createRefreshJob asks for it).
  */
@@ -184,7 +187,7 @@ export interface RefusedFilters {
   add(kind: SyncedKind, filter: ReadFilter): boolean;
   /**
    * Candidates with every refused filter replaced by its fallback: the same window without its
-   * upper bound (the read then stops by the list's order, refresh-read.ts) when that is not
+   * upper bound (the read then stops by the list's order, runRead) when that is not
    * refused, else nothing (the next candidate). Left with none, the unfiltered list, unless it is
    * refused too: then the ids go on to the miss rule (backoff, then reported).
    */
@@ -428,4 +431,70 @@ async function refreshMenus(deps: JobDeps, pending: readonly PendingId[], outcom
     await deps.scheduler.forgetRead(deps.kind, scope);
     if (typeof read !== "string") outcome.found += scope.length;
   }
+}
+
+// One planned read, run and tallied.
+
+/** What a refresh read needs: the API, the mirror and how it writes. */
+export interface RefreshReadContext {
+  api: ApiClient;
+  mirror: MirrorStore;
+  /** Writes with change events (source `webhook`); without it, plain upserts that emit none. */
+  writer?: MirrorWriter;
+  kind: SyncedKind;
+  /** Pages one read walks at most when the list's order cannot stop it (SYNC_REFRESH_MAX_PAGES). */
+  maxPages: number;
+}
+
+export interface ReadOutcome {
+  calls: number;
+  written: number;
+  /** Every id the read met, rejected ones too (`writeSeen`). */
+  seen: Set<string>;
+  /** The read stopped at its page budget with the list going on: where the next read of it goes on. */
+  stoppedAt?: { cursor: string; pages: number };
+}
+
+/**
+ * Runs one planned read through the list reader (upstream/paginate.ts): pages the list from the
+ * plan's cursor (where an earlier read of it stopped) or its top, writes every page through the
+ * mirror writer, and stops as soon as it can: every target seen; the list ended; its order (read
+ * off the data, never assumed) shows every target still missing would already have come; or
+ * `maxPages`, and then says where it stopped. A booking list that ignores the window's upper
+ * bound (the spec does not show that parameter's name) is stopped by its order once it runs past
+ * the dates of the bookings looked for.
+ */
+export async function runRead(ctx: RefreshReadContext, plan: PlannedRead): Promise<ReadOutcome> {
+  const outcome: ReadOutcome = { calls: 0, written: 0, seen: new Set() };
+  // No targets (a whole menu): the whole list. Else: until every target is seen or passed.
+  const targets = plan.targets.length === 0 ? undefined : new Map(plan.targets.map((t) => [t.id, t.sortKey]));
+  const walked = await readList(
+    {
+      ...walkOf(ctx, ctx.kind, { ...plan.filter, restaurantId: plan.restaurantId }, "webhook"),
+      ...(plan.resume ? { cursor: plan.resume.cursor, pagesBefore: plan.resume.pages } : {}),
+      targets,
+      maxPages: ctx.maxPages,
+    },
+    async (page) => {
+      outcome.calls++;
+      const { written, settled } = await writeSeen(ctx, page, outcome.seen);
+      outcome.written += written;
+      return { settled };
+    },
+  );
+  if (walked.error) throw walked.error;
+  if (walked.end === "budget" && walked.cursor !== null)
+    outcome.stoppedAt = { cursor: walked.cursor, pages: (plan.resume?.pages ?? 0) + walked.pages };
+  return outcome;
+}
+
+/** Writes a page (source `webhook`) and adds the ids it read to `seen`. */
+async function writeSeen(ctx: RefreshReadContext, page: Page, seen: Set<string>): Promise<{ written: number; settled: string[] }> {
+  const result = await writePage(ctx.mirror, ctx.writer, ctx.kind, page, "webhook");
+  for (const record of page.data) seen.add(record.id);
+  // A record set aside was read all the same: its id is forgotten as read (reported, not retried
+  // forever).
+  const settled = result.rejected.flatMap(({ id }) => (id === undefined ? [] : [id]));
+  for (const id of settled) seen.add(id);
+  return { written: result.written, settled };
 }

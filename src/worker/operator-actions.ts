@@ -98,7 +98,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
       return { event: id, replay: { id: added.id ?? job.opts.jobId, handlers: handler ? [handler] : known } };
     },
 
-    /** Starts a bulk replay, or counts one (dryRun): see bulk-replay.ts for its guards. */
+    /** Starts a bulk replay, or counts one (dryRun): see replays.ts for its guards. */
     replayMatching: bulk.start,
     /** A bulk replay's progress (404 replay_not_found when unknown or expired). */
     bulkProgress: bulk.read,

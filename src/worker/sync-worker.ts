@@ -4,8 +4,19 @@ import type { Logger } from "pino";
 import { SYNC_QUEUE } from "../queue/events-queue.js";
 import { withBoundedText } from "../events/errors.js";
 import { isPermanentUpstreamError, UpstreamRateLimitError } from "../upstream/errors.js";
-import type { RefreshJobData } from "../sync/refresh-queue.js";
-import type { BackfillJobData, FullJobData } from "../sync/reconcile-jobs.js";
+import type { Config } from "../config/config.js";
+import type { Metrics } from "../metrics/metrics.js";
+import type { EventLog } from "../mirror/event-log.js";
+import type { StepStore } from "../mirror/step-store.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
+import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
+import type { Upstream } from "./upstream.js";
+import { createGapWatch, pruneEventLog, type GapWatch } from "./worker-lifecycle.js";
+import { createRefreshJob, createRefreshPace, type RefreshJobData, type RefreshRequests } from "../sync/refresh-queue.js";
+import type { MirrorWriter } from "../mirror/change-outbox.js";
+import { enqueueCatchUp, RECONCILE_JOBS, reconcileProcessors, type BackfillJobData, type FullJobData } from "../sync/reconcile-jobs.js";
+import { createRefusedFilters, refreshKind } from "../sync/refresh-kind.js";
+import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 
 /** What the operator API and the schedulers put in reconcile and backfill jobs (reconcile-jobs.ts). */
 export type SyncJobData = RefreshJobData | FullJobData | BackfillJobData | Record<string, never>;
@@ -68,4 +79,187 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
   );
   worker.on("error", warnUnlessOutage(logger, "sync worker error"));
   return worker;
+}
+
+// What runs each job of the sync queue.
+
+/**
+ * What runs each job of the sync queue: the hourly prune of the event log (and its steps) always;
+ * with an upstream API, the refreshes and the reconciliation tiers that read it into the mirror.
+ */
+export function syncProcessors(deps: {
+  config: Config;
+  logger: Logger;
+  metrics: Metrics;
+  mirror: MirrorStore;
+  eventLog: EventLog;
+  steps: StepStore;
+  checkpoints: SyncCheckpoints;
+  syncQueue: Queue;
+  upstream: Upstream | undefined;
+  refresh: RefreshRequests;
+  writer: MirrorWriter;
+}): SyncJobProcessors {
+  const { config, logger, metrics, mirror, upstream, writer } = deps;
+  const { queue: scheduler, activePassLease } = deps.refresh;
+  const processors: SyncJobProcessors = {
+    // Steps go with their events: by when they started, under the same retention.
+    "prune-events": async () => ({
+      pruned: await pruneEventLog(deps.eventLog, config.eventRetentionDays),
+      prunedSteps: await pruneEventLog(deps.steps, config.eventRetentionDays),
+    }),
+  };
+  if (!upstream) return processors;
+  const { api } = upstream;
+  // One per process: a filter the upstream refused is named once and never asked again.
+  const refused = createRefusedFilters();
+  const refresh = (kind: SyncedKind) => () =>
+    refreshKind({
+      api,
+      mirror,
+      scheduler,
+      writer,
+      logger,
+      kind,
+      maxPages: config.worker.syncRefreshMaxPages,
+      giveUpMs: config.worker.syncUnlistedGiveUpMs,
+      refused,
+      onRead: ({ scope }) => metrics.syncRefreshReads.inc({ kind, scope }),
+      onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
+    });
+  processors.refresh = createRefreshJob({
+    pace: createRefreshPace({
+      state: () => upstream.limiter.state(),
+      share: config.worker.syncRefreshPaceShare,
+      maxWaitMs: config.worker.syncRefreshPaceMaxWaitMs,
+    }),
+    scheduler,
+    logger,
+    refresh: (kind) => scheduler.traced(kind, refresh(kind)),
+  });
+  // Fresh from the start, so "stalled" means no full pass completed for a while, not "none yet".
+  if (config.worker.reconcileIntervalMs > 0) collectFullTier(metrics, deps.checkpoints, Date.now());
+  showActiveTier(metrics, config.worker);
+  return Object.assign(
+    processors,
+    reconcileProcessors({
+      api,
+      mirror,
+      checkpoints: deps.checkpoints,
+      writer,
+      pending: (kind) => scheduler.pending(kind),
+      lease: activePassLease,
+      queue: deps.syncQueue,
+      config: config.worker,
+      metrics,
+      logger,
+    }),
+  );
+}
+
+/**
+ * The active tier's configured interval, and its last complete pass as this worker's start until
+ * one completes: the stall alert (deploy/prometheus/alerts.yml) compares the two.
+ */
+export function showActiveTier(metrics: Metrics, config: Config["worker"]): void {
+  const on = config.reconcileIntervalMs > 0 && config.reconcileActiveIntervalMs > 0;
+  metrics.reconcileActiveInterval.set(on ? config.reconcileActiveIntervalMs / 1000 : 0);
+  if (on) metrics.reconcileLastCompletePass.setToCurrentTime({ tier: "active" });
+}
+
+/** The full tier's progress and the age of its last complete pass, read at scrape time from the checkpoints. */
+export function collectFullTier(metrics: Metrics, checkpoints: SyncCheckpoints, startedAt: number): void {
+  metrics.addCollector(async () => {
+    const saved = await checkpoints.list("full");
+    for (const c of saved) {
+      metrics.fullPassRecords.set({ kind: c.kind }, c.records);
+      metrics.fullPassPages.set({ kind: c.kind }, c.pages);
+    }
+    const complete = lastCompleteFullPass(saved);
+    if (complete) metrics.reconcileLastCompletePass.set({ tier: "full" }, complete.getTime() / 1000);
+    // "A complete pass", as before the tiers; the worker's start until one has completed.
+    metrics.reconcileLastSuccess.set(Math.max(startedAt, complete?.getTime() ?? 0) / 1000);
+  });
+}
+
+/**
+ * When the last complete full pass of every kind was (the oldest kind's), or undefined until each
+ * kind has completed one: "the mirror was checked against the whole upstream by then".
+ */
+function lastCompleteFullPass(checkpoints: readonly SyncCheckpoint[]): Date | undefined {
+  let oldest: Date | undefined;
+  for (const kind of SYNCED_KINDS) {
+    const at = checkpoints.find((c) => c.kind === kind)?.lastCompleteAt;
+    if (!at) return undefined;
+    if (!oldest || at < oldest) oldest = at;
+  }
+  return oldest;
+}
+
+// When the sync queue's scheduled jobs run.
+
+const PRUNE_EVERY_MS = 3600_000;
+/** How often the full tier looks whether a pass is due (slices of a running pass chain on their own). */
+export const FULL_TICK_MS = 60_000;
+
+export interface SyncSchedules {
+  /** Makes (or updates) the job schedulers: the reconciliation tiers' and the hourly prune. */
+  schedule(): Promise<void>;
+  /** Marks the workers alive; after a gap, restores what Redis lost and queues a catch-up. */
+  gapWatch: GapWatch;
+}
+
+/**
+ * The job schedulers live in Redis: made at start, and again when Redis lost them (worker-lifecycle.ts),
+ * together with whatever else the worker keeps there (`restore`: the ingest stream's group).
+ */
+export function createSyncSchedules(deps: {
+  config: Config;
+  logger: Logger;
+  connection: RedisClient;
+  checkpoints: SyncCheckpoints;
+  syncQueue: Queue;
+  /** False without an upstream API: no reconciliation, and no catch-up after a gap. */
+  syncing: boolean;
+  restore: () => Promise<void>;
+}): SyncSchedules {
+  const { config, syncQueue, syncing } = deps;
+  const schedule = async () => {
+    await scheduleReconcile(syncQueue, config.worker, syncing);
+    await syncQueue.upsertJobScheduler("prune-events", { every: PRUNE_EVERY_MS }, { name: "prune-events", data: {} });
+  };
+  const gapWatch = createGapWatch({
+    redis: deps.connection,
+    prefix: config.queuePrefix,
+    checkpoints: deps.checkpoints,
+    intervalMs: config.worker.syncWatchIntervalMs,
+    restore: async () => {
+      await schedule();
+      await deps.restore();
+    },
+    ...(syncing && config.worker.reconcileIntervalMs > 0 ? { catchUp: (gapStart: Date) => enqueueCatchUp(syncQueue, gapStart) } : {}),
+    logger: deps.logger,
+  });
+  return { schedule, gapWatch };
+}
+
+/** Keeps the schedulers of the tiers as the config says: RECONCILE_INTERVAL_SECONDS=0 turns every tier off. */
+export async function scheduleReconcile(queue: Queue, config: Config["worker"], enabled: boolean): Promise<void> {
+  // The single hourly sweep the tiers replace.
+  await queue.removeJobScheduler("reconcile");
+  const on = enabled && config.reconcileIntervalMs > 0;
+  if (on)
+    await queue.upsertJobScheduler(
+      RECONCILE_JOBS.full,
+      { every: Math.min(FULL_TICK_MS, config.reconcileIntervalMs) },
+      { name: RECONCILE_JOBS.full, data: {} },
+    );
+  else await queue.removeJobScheduler(RECONCILE_JOBS.full);
+  if (on && config.reconcileActiveIntervalMs > 0)
+    await queue.upsertJobScheduler(
+      RECONCILE_JOBS.active,
+      { every: config.reconcileActiveIntervalMs },
+      { name: RECONCILE_JOBS.active, data: {} },
+    );
+  else await queue.removeJobScheduler(RECONCILE_JOBS.active);
 }

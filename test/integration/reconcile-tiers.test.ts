@@ -13,8 +13,8 @@ import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { runActivePass } from "../../src/sync/active-tier.js";
 import type { SweepChanges } from "../../src/sync/change-source.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
-import { collectFullTier } from "../../src/worker/sync-processors.js";
-import { scheduleReconcile } from "../../src/worker/sync-schedules.js";
+import { collectFullTier } from "../../src/worker/sync-worker.js";
+import { scheduleReconcile } from "../../src/worker/sync-worker.js";
 import { createRefreshQueue, type RefreshQueue, type RefreshJobData } from "../../src/sync/refresh-queue.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 

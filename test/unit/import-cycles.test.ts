@@ -81,8 +81,8 @@ describe("src/ import graph", () => {
 
   it("resolves the project's `.js` specifiers to its `.ts` files (else an empty graph would pass)", () => {
     const imports = (from: string) => (graph.get(join(SRC, from)) ?? []).map((f) => relative(SRC, f));
-    expect(imports("sync/refresh-kind.ts")).toContain("sync/refresh-read.ts");
-    expect(imports("sync/refresh-read.ts")).toContain("sync/resources.ts");
+    expect(imports("sync/refresh-kind.ts")).toContain("sync/read-plan.ts");
+    expect(imports("sync/refresh-kind.ts")).toContain("sync/resources.ts");
   });
 
   it("keeps the sync engine below the worker and the HTTP edge (they wire it; it never reaches back)", () => {
