@@ -93,7 +93,11 @@ export interface EntryJob {
  * entry keeps its key for `dedupTtlMs` even after the job was completed and removed.
  */
 export function jobOfEntry(entryId: string, text: string, dedupTtlMs: number): EntryJob {
-  const data = decodeEntry(text);
+  return jobOfEvent(entryId, decodeEntry(text), dedupTtlMs);
+}
+
+/** The job of an entry whose event was already decoded. */
+export function jobOfEvent(entryId: string, data: IngestedEvent, dedupTtlMs: number): EntryJob {
   return { name: data.type, data, opts: entryJobIdentity(entryId, dedupTtlMs) };
 }
 

@@ -11,7 +11,7 @@ import { type RedisClient, defineScripts, redisKeys, warnUnlessOutage } from "..
 import { eventBackoff, type AttemptResult, type AttemptRunner } from "./attempt-runner.js";
 import { deadlineIn, type Deadline } from "./deadline.js";
 import { continuationOf, type ContinuationJob, type ContinuationOptions, type EventJobData } from "./events-queue.js";
-import { decodeEntry, ENTRY_FIELD, groupCommit, jobOfEntry, type EntryJob } from "./ingest-stream.js";
+import { decodeEntry, ENTRY_FIELD, groupCommit, jobOfEvent, type EntryJob, type IngestedEvent } from "./ingest-stream.js";
 
 // The stream consumer: its options, what its parts share, the entries it holds, how it lets go of
 // them, each entry's first attempt, and its read loop.
@@ -343,11 +343,8 @@ function createStreamHandoff(options: StreamConsumerOptions): StreamHandoff {
     options.logger.info({ count: entries.length }, why);
     const jobs: EntryJob[] = [];
     for (const entry of entries) {
-      try {
-        jobs.push(jobOfEntry(entry[0], entryText(entry), continuation.dedupTtlMs));
-      } catch (err) {
-        options.logger.error({ entryId: entry[0], err: (err as Error).message }, "dropping an unreadable stream entry");
-      }
+      const data = readEntry(options.logger, entry[0], entryText(entry));
+      if (data) jobs.push(jobOfEvent(entry[0], data, continuation.dedupTtlMs));
     }
     if (jobs.length > 0) await options.queue.addBulk(jobs);
     await ackDeleteAll(entries.map(([id]) => id));
@@ -394,14 +391,8 @@ function createFirstAttempts(state: StreamConsumerState): FirstAttempts {
     text: string,
   ): Promise<{ data: EventJobData; result: AttemptResult; started: boolean } | undefined> => {
     const [entryId] = entry;
-    let data: EventJobData;
-    try {
-      data = decodeEntry(text);
-    } catch (err) {
-      // Only this service writes the stream; an unreadable entry can never be handled.
-      logger.error({ entryId, err: (err as Error).message }, "dropping an unreadable stream entry");
-      return undefined;
-    }
+    const data = readEntry(logger, entryId, text);
+    if (!data) return undefined;
     unstarted.set(entryId, entry);
     let started = false;
     const result = await options.runner.run({
@@ -546,5 +537,18 @@ async function readLoop(state: StreamConsumerState, reader: RedisClient, begin: 
       failures++;
       await pauseUnlessStopped(state, Math.min(50 * 2 ** Math.min(failures, 5), 1000));
     }
+  }
+}
+
+/**
+ * An entry's event, or undefined for an entry that can never be one (logged): only this service
+ * writes the stream, so an unreadable entry is dropped, never retried.
+ */
+function readEntry(logger: Logger, entryId: string, text: string): IngestedEvent | undefined {
+  try {
+    return decodeEntry(text);
+  } catch (err) {
+    logger.error({ entryId, err: (err as Error).message }, "dropping an unreadable stream entry");
+    return undefined;
   }
 }
