@@ -93,7 +93,8 @@ describe("a command that waits for the service, and one Ctrl-C", () => {
         REDIS_URL: redis.url,
         QUEUE_PREFIX: "test-replay-stop",
       }));
-      await waitFor(async () => (await queue.getWaitingCount()) === 1, { what: "the handed-over request", timeoutMs: 8000 }).catch(
+      // A liveness bound, not a speed check: the CLI's start alone took 8.7 s on a loaded machine.
+      await waitFor(async () => (await queue.getWaitingCount()) === 1, { what: "the handed-over request", timeoutMs: 20_000 }).catch(
         (err: unknown) => {
           throw new Error(`${(err as Error).message}; stderr: ${p.stderr()}`);
         },
@@ -110,5 +111,5 @@ describe("a command that waits for the service, and one Ctrl-C", () => {
       connection.disconnect();
       lock.release();
     }
-  });
+  }, 60_000);
 });
