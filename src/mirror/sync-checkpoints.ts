@@ -1,6 +1,5 @@
 import { sql, type Kysely } from "kysely";
 import type { DatabaseSchema } from "./database.js";
-import { expectDefined } from "../expect-defined.js";
 
 /** The resumable walks: the full reconciliation tier and the backfill command. */
 type CheckpointTier = "full" | "backfill";
@@ -36,8 +35,8 @@ export interface CheckpointProgress {
 
 export interface SyncCheckpoints {
   get(tier: CheckpointTier, kind: string): Promise<SyncCheckpoint | undefined>;
-  /** Every checkpoint of a tier, by kind. */
-  list(tier: CheckpointTier): Promise<SyncCheckpoint[]>;
+  /** Every checkpoint of a tier (of both, without one), by kind. */
+  list(tier?: CheckpointTier): Promise<SyncCheckpoint[]>;
   /** Starts a new pass at the top (counts at 0, started now by the database's clock); keeps lastCompleteAt. */
   start(tier: CheckpointTier, kind: string, pass: { firstImport: boolean; since?: string | null }): Promise<SyncCheckpoint>;
   /**
@@ -55,11 +54,6 @@ export interface SyncCheckpoints {
    * full pass a whole-list backfill read again since it began.
    */
   giveUp(from: SyncCheckpoint): Promise<SyncCheckpoint | undefined>;
-  /**
-   * Whether a first import of this kind (full pass or backfill into an empty mirror) is still
-   * running: its pass is unfinished and no pass of the kind started after it or completed since.
-   */
-  importing(kind: string): Promise<boolean>;
   /**
    * Marks the workers alive now (sync_liveness, the database's clock) and answers the mark it
    * replaced: undefined the first time ever. The row locked first: of several workers
@@ -106,7 +100,7 @@ export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoin
       return row && fromRow(row);
     },
     async list(tier) {
-      return (await table.where("tier", "=", tier).orderBy("kind").execute()).map(fromRow);
+      return (await (tier ? table.where("tier", "=", tier) : table).orderBy("kind").execute()).map(fromRow);
     },
     async start(tier, kind, { firstImport, since = null }) {
       const values = {
@@ -154,15 +148,6 @@ export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoin
         .returningAll()
         .executeTakeFirst();
       return row && fromRow(row);
-    },
-    async importing(kind) {
-      // An interrupted first backfill is never completed: its row alone would hold first_import
-      // for good. A pass of the kind that started later, or completed since, ends that import.
-      const { rows } = await sql<{ n: string | number }>`select count(*) as n from sync_checkpoints c
-        where c.kind = ${kind} and c.first_import and c.pass_completed_at is null
-          and not exists (select 1 from sync_checkpoints o where o.kind = c.kind and o.tier <> c.tier
-            and (o.pass_started_at > c.pass_started_at or o.last_complete_at > c.pass_started_at))`.execute(db);
-      return Number(expectDefined(rows[0], "count(*) returned no row").n) > 0;
     },
     async markAlive() {
       return db.transaction().execute(async (tx) => {

@@ -4,9 +4,8 @@ import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { type ApiClient } from "../upstream/client.js";
 import { readList } from "../upstream/paginate.js";
 import type { ChangeSource } from "../events/catalog.js";
-import { isFirstImport, sweepSource, writePage, type SweepChanges } from "./change-source.js";
-import { firstImportRunning } from "./full-tier.js";
-import { ORDER_STATES, RESOURCES, walkOf, type ListQuery, type Page, type SyncedKind } from "./resources.js";
+import { readImportState, sweepSource, type SweepChanges } from "./first-import.js";
+import { RESOURCES, SYNCED_KINDS, walkOf, writePage, type ListQuery, type Page, type StateOrder, type SyncedKind } from "./resources.js";
 
 /** Pages of one final-status list an active pass reads at most looking for orders that left the open lists. */
 export const MAX_FINAL_PAGES = 10;
@@ -50,7 +49,7 @@ export interface ActivePassOutcome {
   /** Of those, the ones found in a final list and written. */
   recovered: number;
   byKind: Partial<Record<SyncedKind, KindTally>>;
-  /** Kinds left out: a first-import backfill run holds them (full-tier.ts firstImportRunning). */
+  /** Kinds left out: a first-import backfill run holds them (first-import.ts leftToImport). */
   leftToImport: SyncedKind[];
 }
 
@@ -62,7 +61,7 @@ export interface ActivePassOutcome {
  * back from the final lists (newest first, stopping once past the oldest of them by createdAt).
  * With `catchUp`, the same pass reads back over the gap (CatchUp).
  *
- * A plain pass leaves out each kind a first import holds (full-tier.ts firstImportRunning): that
+ * A plain pass leaves out each kind a first import holds (first-import.ts leftToImport): that
  * run reads every record anyway, and each active call is a page it waits for (on the first day,
  * bookings from today alone were ~17 pages a pass). The price: a missed webhook of a record the
  * run already passed is read once the run ends. A catch-up reads every kind: a gap's changes had
@@ -75,20 +74,24 @@ export async function runActivePass(options: ActivePassOptions): Promise<ActiveP
   // Asked before each page, not once: a backfill that begins while the pass runs (the service's
   // first pass, as the operator starts the first day's backfill) takes what the pass has not read yet.
   const reads = async (kind: SyncedKind) => {
-    if (catchUp || !(await firstImportRunning(options.checkpoints, kind, (await mirror.clock()).getTime()))) return true;
+    if (catchUp || !(await readImportState(options)).leftToImport(kind)) return true;
     if (!outcome.leftToImport.includes(kind)) outcome.leftToImport.push(kind);
     return false;
   };
-  const seen = new Set<string>();
-  for (const status of ORDER_STATES.open) await readAll(options, outcome, "orders", { status }, { seen, goOn: reads });
   // Today by UTC, the API's own zone for timestamps (spec part 2); after a gap, the day before it
   // began (a booking changed in the gap may be for any day since).
   const from = catchUp ? new Date(catchUp.gapStart.getTime() - DAY_MS) : startedAt;
-  const fromDay = from.toISOString().slice(0, 10);
-  await readAll(options, outcome, "bookings", { from: fromDay }, { goOn: reads });
-  await readAll(options, outcome, "menu-items", {}, { goOn: reads });
-  // Only after every open list was read whole: an order they did not return has left them.
-  if (!outcome.leftToImport.includes("orders") && (await reads("orders"))) await readBackLeftOpen(options, outcome, seen, startedAt);
+  const today = from.toISOString().slice(0, 10);
+  const seen = new Map(SYNCED_KINDS.map((kind) => [kind, new Set<string>()]));
+  for (const kind of SYNCED_KINDS)
+    for (const query of RESOURCES[kind].activeReads(today))
+      await readAll(options, outcome, kind, query, { seen: seen.get(kind), goOn: reads });
+  // Only after every open list was read whole: a record they did not return has left them.
+  for (const kind of SYNCED_KINDS) {
+    const { states } = RESOURCES[kind];
+    if (states && !outcome.leftToImport.includes(kind) && (await reads(kind)))
+      await readBackLeftOpen(options, outcome, { kind, states, seen: seen.get(kind) ?? new Set(), startedAt });
+  }
   return outcome;
 }
 
@@ -102,7 +105,7 @@ async function readAll(
   query: ListQuery,
   { seen, goOn }: { seen?: Set<string>; goOn: (kind: SyncedKind) => Promise<boolean> },
 ) {
-  const firstImport = await isFirstImport(options, kind);
+  const firstImport = await (await readImportState(options)).firstImport(kind);
   const walked = await readList(
     { ...walkOf(options, kind, query, "active"), goOn: () => goOn(kind), cap: options.pageCap },
     async (page) => {
@@ -135,9 +138,17 @@ async function writeTallied(options: ActivePassOptions, outcome: ActivePassOutco
  * horizon; the others only from an open state (an order open in the mirror, read back as any
  * pass does) or by an order created in the gap, so down to the gap's start.
  */
-function catchUpFloor(catchUp: CatchUp, status: string): number {
-  const fromFinal = ORDER_STATES.final.some((f) => f !== status && ORDER_STATES.from(f)?.includes(status));
+function catchUpFloor(catchUp: CatchUp, states: StateOrder, status: string): number {
+  const fromFinal = states.final.some((f) => f !== status && states.from(f)?.includes(status));
   return (fromFinal ? catchUp.horizon : catchUp.gapStart).getTime();
+}
+
+/** A kind with states (orders), after its open lists were read: the ids they returned. */
+interface LeftOpen {
+  kind: SyncedKind;
+  states: StateOrder;
+  seen: ReadonlySet<string>;
+  startedAt: Date;
 }
 
 /**
@@ -146,22 +157,24 @@ function catchUpFloor(catchUp: CatchUp, status: string): number {
  * newest first and went below the oldest of them by createdAt, or MAX_FINAL_PAGES. A catch-up
  * reads each final list on down to its floor (catchUpFloor).
  */
-async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassOutcome, seen: Set<string>, startedAt: Date) {
-  const leftOpen = (await openOrdersOfMirror(options.mirror)).filter((o) => !seen.has(o.id) && createdBefore(o, startedAt));
+async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassOutcome, left: LeftOpen) {
+  const { kind, states, seen, startedAt } = left;
+  const { sortKey } = RESOURCES[kind];
+  // Only a record created before the open lists were read could have been in them.
+  const leftOpen = (await openOfMirror(options.mirror, kind, states)).filter((o) => !seen.has(o.id) && sortKey(o) < startedAt.getTime());
   outcome.leftOpen = leftOpen.length;
   const { catchUp } = options;
   if (leftOpen.length === 0 && !catchUp) return;
-  const { sortKey } = RESOURCES.orders;
   const targets = new Map(leftOpen.map((o) => [o.id, sortKey(o)]));
   const found = new Set<string>();
-  const firstImport = await isFirstImport(options, "orders");
-  for (const status of ORDER_STATES.final) {
-    const floor = catchUp && catchUpFloor(catchUp, status);
+  const firstImport = await (await readImportState(options)).firstImport(kind);
+  for (const status of states.final) {
+    const floor = catchUp && catchUpFloor(catchUp, states, status);
     for (const id of found) targets.delete(id);
     if (targets.size === 0 && floor === undefined) break;
     const walked = await readList(
       {
-        ...walkOf(options, "orders", { status }, "active"),
+        ...walkOf(options, kind, { status }, "active"),
         targets,
         floor,
         // Only a list known to run newest first reaches a floor: any other stops at the usual bound.
@@ -169,7 +182,7 @@ async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassO
         cap: options.pageCap,
       },
       async (page) => {
-        await writeTallied(options, outcome, "orders", page, firstImport);
+        await writeTallied(options, outcome, kind, page, firstImport);
         return {};
       },
     );
@@ -184,19 +197,16 @@ async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassO
     );
 }
 
-/** Every order the mirror holds in an open status (the mirror's own pages, by id). */
-async function openOrdersOfMirror(mirror: MirrorStore): Promise<MirrorRecord[]> {
+/** Every record (order) the mirror holds in an open status (the mirror's own pages, by id). */
+async function openOfMirror(mirror: MirrorStore, kind: SyncedKind, states: StateOrder): Promise<MirrorRecord[]> {
   const open: MirrorRecord[] = [];
-  for (const status of ORDER_STATES.open) {
+  for (const status of states.open) {
     let cursor: string | undefined;
     do {
-      const page = await mirror.list("orders", { status, limit: 100, ...(cursor ? { cursor } : {}) });
+      const page = await mirror.list(kind, { status, limit: 100, ...(cursor ? { cursor } : {}) });
       open.push(...page.data);
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
   }
   return open;
 }
-
-/** Only an order created before the open lists were read could have been in them. */
-const createdBefore = (order: MirrorRecord, at: Date) => RESOURCES.orders.sortKey(order) < at.getTime();

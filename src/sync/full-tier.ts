@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { ApiClient } from "../upstream/client.js";
-import { isFirstImport, type SweepChanges } from "./change-source.js";
+import { readImportState, type SweepChanges } from "./first-import.js";
 import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
 import { walkList, type WalkOutcome } from "./walk-list.js";
 
@@ -28,14 +28,6 @@ export interface FullSliceOutcome {
 }
 
 /**
- * A backfill of a kind's whole list counts as running while its checkpoint, unfinished, was saved
- * this recently. A running one saves a page every few seconds, and its longest wait is a 429's
- * Retry-After (honoured up to 5 min, upstream/client.ts); one that crashed or was stopped saves no
- * more, and so holds the full tier back no longer than this.
- */
-export const BACKFILL_ALIVE_MS = 10 * 60_000;
-
-/**
  * One bounded slice of the full reconciliation tier: continues each kind's unfinished pass from
  * its checkpoint, or starts the pass that is due, and reads at most `maxPages` pages (class
  * `full`) before it ends, saving after every page. Run again and again, the slices walk a history
@@ -59,7 +51,7 @@ export async function runFullSlice(options: FullSliceOptions): Promise<FullSlice
       maxPages: left,
       // A backfill of the whole list that starts meanwhile takes the kind over (runningOrDuePass):
       // the slice stops before its next page instead of reading what the backfill reads again.
-      goOn: async () => !backfillRunning(await checkpoints.list("backfill"), kind, (await mirror.clock()).getTime()),
+      goOn: async () => !(await readImportState({ checkpoints, mirror })).backfillWalking(kind),
     });
     outcome.pages += walked.pages;
     outcome.kinds[kind] = { state: walked.state, checkpoint: walked.checkpoint };
@@ -82,60 +74,20 @@ export async function runFullSlice(options: FullSliceOptions): Promise<FullSlice
  */
 async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Promise<SyncCheckpoint | undefined> {
   const { checkpoints } = options;
-  const [current, backfills] = await Promise.all([checkpoints.get("full", kind), checkpoints.list("backfill")]);
-  const backfill = backfills.find((b) => b.kind === kind);
-  const now = (await options.mirror.clock()).getTime();
-  if (backfillRunning(backfills, kind, now)) return undefined;
-  let ended = current;
+  let state = await readImportState(options);
+  if (state.backfillWalking(kind)) return undefined;
+  const [current, backfill] = [state.full(kind), state.backfill(kind)];
   if (current?.passCompletedAt === null) {
     const covered = backfill?.since === null && backfill.passCompletedAt !== null && backfill.passStartedAt >= current.passStartedAt;
     if (!covered) return current;
     // A backfill read the whole list after this pass began: reading the rest again is waste.
-    ended = (await checkpoints.giveUp(current)) ?? current;
+    await checkpoints.giveUp(current);
     options.logger?.info({ kind }, "full reconciliation pass ended: a backfill of the whole list read it since it began");
+    state = await readImportState(options);
   }
-  if (!options.force && !passDue(ended, backfill, now, options.intervalMs)) return undefined;
-  return checkpoints.start("full", kind, { firstImport: await isFirstImport(options, kind) });
+  if (!options.force && !state.passDue(kind, options.intervalMs)) return undefined;
+  return checkpoints.start("full", kind, { firstImport: await state.firstImport(kind) });
 }
-
-/**
- * Whether a backfill of the whole list (no `--since`) is walking `kind` now or will in this run:
- * the kind's checkpoint unfinished, and the run alive (runAlive).
- */
-export function backfillRunning(backfills: readonly SyncCheckpoint[], kind: string, now: number): boolean {
-  const own = backfills.find((b) => b.kind === kind);
-  if (own?.since !== null || own.passCompletedAt !== null) return false;
-  return runAlive(runOf(backfills, own), now);
-}
-
-/**
- * Whether `kind` is left to a first import: a whole-list backfill run holding it goes on (a kind
- * unfinished, the run alive), and no whole-list walk of the kind had completed before that run
- * began, so the mirror never held the whole list, whatever an active pass or refresh wrote into it.
- * The active tier leaves such a kind to the run until the run ends (its completed kinds too: one
- * import) or stops saving.
- */
-export async function firstImportRunning(checkpoints: SyncCheckpoints, kind: SyncedKind, now: number): Promise<boolean> {
-  const backfills = await checkpoints.list("backfill");
-  const own = backfills.find((b) => b.kind === kind);
-  if (own?.since !== null) return false;
-  const run = runOf(backfills, own);
-  if (!run.some((b) => b.passCompletedAt === null) || !runAlive(run, now)) return false;
-  // Read only while a run goes on: the active tier asks before every page, and mostly none does.
-  const full = await checkpoints.get("full", kind);
-  const began = own.passStartedAt.getTime();
-  return ![full, own].some((c) => c?.lastCompleteAt && c.lastCompleteAt.getTime() < began);
-}
-
-/**
- * The whole-list backfill run `own` belongs to: a run starts every kind's checkpoint at once, then
- * walks them in turn, so its checkpoints began within BACKFILL_ALIVE_MS of each other.
- */
-const runOf = (backfills: readonly SyncCheckpoint[], own: SyncCheckpoint) =>
-  backfills.filter((b) => b.since === null && Math.abs(b.passStartedAt.getTime() - own.passStartedAt.getTime()) <= BACKFILL_ALIVE_MS);
-
-/** A run is alive while one of its kinds saved within BACKFILL_ALIVE_MS. */
-const runAlive = (run: readonly SyncCheckpoint[], now: number) => run.some((b) => now - b.updatedAt.getTime() < BACKFILL_ALIVE_MS);
 
 /**
  * A page the API can never answer readably: the pass ends there, said once at error level, rather
@@ -148,17 +100,4 @@ async function giveUpPass(options: FullSliceOptions, checkpoint: SyncCheckpoint,
     { kind: checkpoint.kind, pages: checkpoint.pages, records: checkpoint.records, err: error.message },
     "full reconciliation pass given up: the API's answer at its next page cannot be walked on from",
   );
-}
-
-/**
- * Whether a kind's next walk of its whole list is due: `intervalMs` after the last one started —
- * its last full pass (complete, or given up at a page it could not read), or a backfill of the
- * whole list (no `--since`) that completed later: it read the same pages, so a service started
- * after its first import does not read the history again at once. Due at once when none has ended.
- */
-export function passDue(full: SyncCheckpoint | undefined, backfill: SyncCheckpoint | undefined, now: number, intervalMs: number): boolean {
-  const starts = [full, backfill]
-    .filter((c): c is SyncCheckpoint => c !== undefined && c.passCompletedAt !== null && (c.tier === "full" || c.since === null))
-    .map((c) => c.passStartedAt.getTime());
-  return starts.length === 0 || now >= Math.max(...starts) + intervalMs;
 }

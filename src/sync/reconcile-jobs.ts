@@ -8,8 +8,8 @@ import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints
 import type { ApiClient } from "../upstream/client.js";
 import { waitForRunningPass, type ActivePassLease } from "./active-pass-lease.js";
 import { runActivePass, type CatchUp } from "./active-tier.js";
-import type { SweepChanges } from "./change-source.js";
-import { backfillRunning, passDue, runFullSlice } from "./full-tier.js";
+import { readImportState, type SweepChanges } from "./first-import.js";
+import { runFullSlice } from "./full-tier.js";
 import { runBackfill } from "./resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
 
@@ -139,15 +139,11 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
 
 /** Adds the full tier's slice when some kind's pass runs or is due; nothing otherwise (one database read). */
 async function tick(deps: ReconcileDeps): Promise<{ slice: boolean }> {
-  const [saved, backfills] = await Promise.all([deps.checkpoints.list("full"), deps.checkpoints.list("backfill")]);
-  const now = (await deps.mirror.clock()).getTime();
+  const state = await readImportState(deps);
+  const saved = SYNCED_KINDS.flatMap((kind) => state.full(kind) ?? []);
   // A kind a whole-list backfill walks now is that backfill's: a slice would find nothing to read.
-  const walked = (kind: string) => backfillRunning(backfills, kind, now);
-  const running = saved.find((c) => c.passCompletedAt === null && !walked(c.kind));
-  const due = SYNCED_KINDS.some((kind) => {
-    const [full, backfill] = [saved, backfills].map((list) => list.find((c) => c.kind === kind));
-    return !walked(kind) && passDue(full, backfill, now, deps.config.reconcileIntervalMs);
-  });
+  const running = saved.find((c) => c.passCompletedAt === null && !state.backfillWalking(c.kind));
+  const due = SYNCED_KINDS.some((kind) => !state.backfillWalking(kind) && state.passDue(kind, deps.config.reconcileIntervalMs));
   if (running) await addSlice(deps.queue, running);
   else if (due) await addOnce(deps.queue, `full-start-${saved.map((c) => c.passStartedAt.getTime()).join("-")}`);
   return { slice: running !== undefined || due };

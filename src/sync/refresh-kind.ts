@@ -14,11 +14,10 @@ import {
 } from "./read-plan.js";
 import type { Logger } from "pino";
 import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshQueue } from "./refresh-queue.js";
-import { RESOURCES, walkOf, type Page, type ReadFilter, type SyncedKind } from "./resources.js";
+import { RESOURCES, walkOf, writePage, type Page, type ReadFilter, type SyncedKind } from "./resources.js";
 import { type ApiClient } from "../upstream/client.js";
 import { readList } from "../upstream/paginate.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
-import { writePage } from "./change-source.js";
 
 export interface RefreshKindDeps extends Omit<RefreshReadContext, "kind"> {
   scheduler: RefreshQueue;
@@ -285,7 +284,7 @@ async function collectWork(deps: JobDeps, pending: readonly PendingId[], now: nu
       ...(resume ? { resume } : {}),
     };
   });
-  if (deps.kind !== "orders") return work;
+  if (RESOURCES[deps.kind].pricedBy !== "depth") return work;
   // Orders, in one count for the job: how near each id is to the top of the unfiltered list (the
   // first-page bet), and its depth in the list its first candidate reads.
   const priced = work.filter((w) => w.sortKey !== undefined);
@@ -307,7 +306,7 @@ async function collectWork(deps: JobDeps, pending: readonly PendingId[], now: nu
  * per-restaurant ones. Ids without a createdAt stay unpriced.
  */
 async function priceReads(deps: RefreshKindDeps, targets: readonly Target[]): Promise<void> {
-  if (deps.kind !== "orders") return;
+  if (RESOURCES[deps.kind].pricedBy !== "depth") return;
   const unpriced = targets.filter((t) => {
     const filter = t.candidates[t.next];
     return filter !== undefined && t.sortKey !== undefined && !t.depth?.[filterKey(filter)];
@@ -325,7 +324,7 @@ async function priceReads(deps: RefreshKindDeps, targets: readonly Target[]): Pr
  * or per-restaurant read are priced by.
  */
 async function bookingPrices(deps: RefreshKindDeps, work: readonly Work[]): Promise<ReadPrices> {
-  if (deps.kind !== "bookings") return {};
+  if (RESOURCES[deps.kind].pricedBy !== "days") return {};
   const days = work.flatMap((w) => w.candidates.flatMap((f) => (f.from !== undefined && f.to !== undefined ? [f.from, f.to] : [])));
   if (days.length === 0) return {};
   days.sort();

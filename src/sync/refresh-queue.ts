@@ -4,6 +4,9 @@ import type { Job, Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
+import type { HandlerMap } from "../events/registry.js";
+import type { MirrorStore } from "../mirror/mirror-store.js";
+import { REFUNDED_STATUS } from "../upstream/models.js";
 import { defineScripts, redisKeys, type RedisClient, type RedisKeys } from "../redis/redis.js";
 import { activeTraceparent, inSpan, parseTraceparent, type Tracing } from "../tracing/tracing.js";
 import type { RateLimitState } from "../upstream/rate-limiter.js";
@@ -473,5 +476,42 @@ export function createRefreshRequests(deps: {
       ...(tracing ? { tracer: tracing.tracer } : {}),
     }),
     activePassLease: createActivePassLease({ redis: connection, prefix, ttlMs: config.worker.lockMs }),
+  };
+}
+
+// The built-in handlers: the refresh queue's front door.
+
+/** Sync needs only the mirror of a handler's context; the worker's full context is wider. */
+type SyncHandlers = HandlerMap<{ mirror: MirrorStore }>;
+
+/**
+ * The built-in handlers. Order and booking events only note what changed and schedule a
+ * coalesced refresh (the API is the truth; payloads may be stale, thin, duplicated or out of
+ * order). Reviews have no endpoint, so they are stored as delivered.
+ */
+export function createSyncHandlers(scheduler: RefreshQueue, { withApi }: { withApi: boolean }): SyncHandlers {
+  const storeReview: SyncHandlers["review.created"] = async (e, ctx) => {
+    await ctx.mirror.upsert("reviews", [e.data], await ctx.mirror.clock());
+  };
+  if (!withApi) return { "review.created": storeReview };
+  // What the event says of the record (status, dates) is a hint for the narrowest read, never data.
+  const text = (value: unknown) => (typeof value === "string" ? value : undefined);
+  const order = async (e: { id: string; data: { id: string; restaurantId: string; status?: string | undefined; createdAt?: unknown } }) =>
+    scheduler.request("orders", e.data.restaurantId, e.data.id, {
+      eventId: e.id,
+      status: e.data.status,
+      createdAt: text(e.data.createdAt),
+    });
+  const booking = async (e: { id: string; data: { id: string; restaurantId: string; date?: string | undefined } }) =>
+    scheduler.request("bookings", e.data.restaurantId, e.data.id, { eventId: e.id, date: e.data.date });
+  return {
+    "order.created": order,
+    "order.status_changed": order,
+    // Fired by the refund operation only (spec part 6): the order is REFUNDED even when the event is thin.
+    "order.refunded": (e) => order({ ...e, data: { ...e.data, status: e.data.status ?? REFUNDED_STATUS } }),
+    "booking.created": booking,
+    "booking.status_changed": booking,
+    "menu_item.updated": (e) => scheduler.request("menu-items", e.data.restaurantId),
+    "review.created": storeReview,
   };
 }

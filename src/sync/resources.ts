@@ -1,5 +1,6 @@
 import type { MirrorKind } from "../mirror/database.js";
-import type { MirrorRecord, MirrorStore } from "../mirror/mirror-store.js";
+import type { MirrorRecord, MirrorStore, UpsertResult } from "../mirror/mirror-store.js";
+import type { MirrorWriter, SourceOf } from "../mirror/change-outbox.js";
 import type { RefusedUpstreamRecord } from "../mirror/set-aside-records.js";
 import type { ApiClient } from "../upstream/client.js";
 import type { ListWalk } from "../upstream/paginate.js";
@@ -63,6 +64,17 @@ export interface Resource {
   states?: StateOrder;
   /** Whether events name one record (refreshed until found); menus are refreshed whole. */
   tracksIds: boolean;
+  /**
+   * What the active tier reads of the kind: the lists whose records can still change, company-wide
+   * (`today`: the day the pass reads from, YYYY-MM-DD by UTC, the API's own zone).
+   */
+  activeReads: (today: string) => ListQuery[];
+  /**
+   * What a refresh prices its candidate reads by in the mirror (sync/refresh-kind.ts): `depth`, the
+   * records newer than the id in the list a read walks (a newest-first list); `days`, the records
+   * per day over a date window; none, every read costs its first page.
+   */
+  pricedBy?: "depth" | "days";
 }
 
 /** A sort key read from a date field of a record (or of an event's note, whose fields are named alike). */
@@ -89,18 +101,23 @@ export const RESOURCES: Record<SyncedKind, Resource> = {
     sortKey: dateField("createdAt"),
     states: ORDER_STATES,
     tracksIds: true,
+    activeReads: () => ORDER_STATES.open.map((status) => ({ status })),
+    pricedBy: "depth",
   },
   bookings: {
     list: (api, { restaurantId, cursor, from, to }, opts) => api.listBookings({ restaurantId, from, to, limit: 100, cursor }, opts),
     filters: ["from", "to"],
     sortKey: dateField("date"),
     tracksIds: true,
+    activeReads: (today) => [{ from: today }],
+    pricedBy: "days",
   },
   "menu-items": {
     list: (api, { restaurantId, cursor }, opts) => api.listMenuItems({ restaurantId, limit: 100, cursor }, opts),
     filters: [],
     sortKey: () => NaN,
     tracksIds: false,
+    activeReads: () => [{}],
   },
 };
 
@@ -116,6 +133,21 @@ export function readPage(
 ): Promise<Page> {
   // The signal ends the read wherever it waits (the budget, a backoff, the answer): a Ctrl-C's.
   return RESOURCES[kind].list(ctx.api, query, { priority, clock: () => ctx.mirror.clock(), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+}
+
+/**
+ * Writes one page the API answered, as every reader does: through `writer` with its changes'
+ * source, or without one (`backfill --no-changes`) a plain upsert that emits no change events.
+ */
+export function writePage(
+  mirror: MirrorStore,
+  writer: MirrorWriter | undefined,
+  kind: SyncedKind,
+  page: Page,
+  source: SourceOf,
+): Promise<UpsertResult> {
+  if (!writer) return mirror.upsert(kind, page.data, page.readAt, { refused: page.refused });
+  return writer.write(kind, page.data, page.readAt, source, page.refused);
 }
 
 /** A kind's list as a walk of the list reader (upstream/paginate.ts `readList`): its pages and its sort key. */

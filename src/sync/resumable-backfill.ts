@@ -3,7 +3,7 @@ import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { ApiClient } from "../upstream/client.js";
-import { isFirstImport } from "./change-source.js";
+import { readImportState } from "./first-import.js";
 import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
 import { walkList } from "./walk-list.js";
 
@@ -59,14 +59,15 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillOut
   const goesOn = options.restart !== true && !saved.every((cp) => cp?.since === since && cp.passCompletedAt !== null);
   const totals = Object.fromEntries(SYNCED_KINDS.map((k) => [k, 0])) as Record<SyncedKind, number>;
   // Every kind this run will walk is started now, not when the walk reaches it: the full tier
-  // sees the whole run as running and leaves each of its kinds to it (full-tier.ts backfillRunning).
+  // sees the whole run as running and leaves each of its kinds to it (first-import.ts backfillWalking).
+  const state = await readImportState(options);
   const plan: { kind: SyncedKind; checkpoint: SyncCheckpoint; resumed: boolean; skipped: boolean }[] = [];
   for (const [i, kind] of options.kinds.entries()) {
     const cp = saved[i];
     if (goesOn && cp?.since === since)
       plan.push({ kind, checkpoint: cp, resumed: cp.passCompletedAt === null, skipped: cp.passCompletedAt !== null });
     else {
-      const checkpoint = await options.checkpoints.start("backfill", kind, { firstImport: await isFirstImport(options, kind), since });
+      const checkpoint = await options.checkpoints.start("backfill", kind, { firstImport: await state.firstImport(kind), since });
       plan.push({ kind, checkpoint, resumed: false, skipped: false });
     }
   }

@@ -4,8 +4,8 @@ import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../mir
 import { type ApiClient } from "../upstream/client.js";
 import { UpstreamBadRequestError, UpstreamPageRefusedError } from "../upstream/errors.js";
 import { readList } from "../upstream/paginate.js";
-import { sweepSource, writePage, type SweepChanges } from "./change-source.js";
-import { RESOURCES, walkOf, type SyncedKind } from "./resources.js";
+import { sweepSource, type SweepChanges } from "./first-import.js";
+import { RESOURCES, walkOf, writePage, type SyncedKind } from "./resources.js";
 
 export interface WalkOptions {
   api: ApiClient;

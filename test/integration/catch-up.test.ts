@@ -10,7 +10,7 @@ import { redisKeys } from "../../src/redis/redis.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { runActivePass } from "../../src/sync/active-tier.js";
-import type { SweepChanges } from "../../src/sync/change-source.js";
+import type { SweepChanges } from "../../src/sync/first-import.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
 import { createGapWatch, gapThresholdMs } from "../../src/worker/worker-lifecycle.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";

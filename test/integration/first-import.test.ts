@@ -8,9 +8,10 @@ import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sy
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { runActivePass } from "../../src/sync/active-tier.js";
-import type { SweepChanges } from "../../src/sync/change-source.js";
+import type { SweepChanges } from "../../src/sync/first-import.js";
 import type { SyncedKind } from "../../src/sync/resources.js";
-import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/sync/full-tier.js";
+import { runFullSlice } from "../../src/sync/full-tier.js";
+import { BACKFILL_ALIVE_MS, readImportState } from "../../src/sync/first-import.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
@@ -70,7 +71,7 @@ describe("first_import", () => {
     await interruptedFirstBackfill();
     const full = await runFullSlice({ api, mirror, checkpoints, changes, intervalMs: 3600_000, maxPages: 1000, logger });
     expect(full.kinds.orders?.state).toBe("complete");
-    expect(await checkpoints.importing("orders")).toBe(false);
+    expect((await readImportState({ checkpoints, mirror })).importing("orders")).toBe(false);
 
     const pending = sandbox.state.orders().find((o) => o.status === "PENDING")!;
     sandbox.silently(() => sandbox.actions.updateOrderStatus(pending.id, "CONFIRMED"));
@@ -81,9 +82,9 @@ describe("first_import", () => {
 
   it("ends once a newer pass of the kind started on a mirror that was not empty", async () => {
     await interruptedFirstBackfill();
-    expect(await checkpoints.importing("orders")).toBe(true);
+    expect((await readImportState({ checkpoints, mirror })).importing("orders")).toBe(true);
     await checkpoints.start("full", "orders", { firstImport: false });
-    expect(await checkpoints.importing("orders")).toBe(false);
+    expect((await readImportState({ checkpoints, mirror })).importing("orders")).toBe(false);
   });
 
   it("holds while the first import is the newest pass of its kind", async () => {

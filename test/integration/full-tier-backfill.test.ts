@@ -6,7 +6,8 @@ import { createMirrorWriter } from "../../src/mirror/change-outbox.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
-import { BACKFILL_ALIVE_MS, runFullSlice } from "../../src/sync/full-tier.js";
+import { runFullSlice } from "../../src/sync/full-tier.js";
+import { BACKFILL_ALIVE_MS } from "../../src/sync/first-import.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 

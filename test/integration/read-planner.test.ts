@@ -107,7 +107,7 @@ async function makeChanges(sandbox: Sandbox, scheduler: RefreshQueue, history: O
     // A thin event's hints come from the mirror's copy: the service has it from earlier syncs.
     if (thin) await mirror.upsert("orders", [asStored(order)], await mirror.clock());
     sandbox.actions.refundOrder(order.id);
-    // order.refunded carries REFUNDED even when thin (sync-handlers.ts).
+    // order.refunded carries REFUNDED even when thin (sync/refresh-queue.ts createSyncHandlers).
     await scheduler.request(
       "orders",
       order.restaurantId,

@@ -11,7 +11,7 @@ import { createSyncCheckpoints, type SyncCheckpoints } from "../../src/mirror/sy
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { runActivePass } from "../../src/sync/active-tier.js";
-import type { SweepChanges } from "../../src/sync/change-source.js";
+import type { SweepChanges } from "../../src/sync/first-import.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
 import { collectFullTier } from "../../src/worker/sync-worker.js";
 import { scheduleReconcile } from "../../src/worker/sync-worker.js";

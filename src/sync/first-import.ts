@@ -1,0 +1,144 @@
+import type { MirrorChange, MirrorStore } from "../mirror/mirror-store.js";
+import type { MirrorWriter, SourceOf } from "../mirror/change-outbox.js";
+import type { ChangeSource } from "../events/catalog.js";
+import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
+import type { PendingId } from "./refresh-queue.js";
+import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
+
+// Is a first import running, and what does that leave to whom? One read of every checkpoint
+// (readImportState) answers each question the tiers, backfill and the change source ask, so the
+// rules of when an import begins and ends live here and nowhere else.
+
+/**
+ * A backfill of a kind's whole list counts as running while its checkpoint, unfinished, was saved
+ * this recently. A running one saves a page every few seconds, and its longest wait is a 429's
+ * Retry-After (honoured up to 5 min, upstream/client.ts); one that crashed or was stopped saves no
+ * more, and so holds the full tier back no longer than this.
+ */
+export const BACKFILL_ALIVE_MS = 10 * 60_000;
+
+/** The walks' checkpoints at one moment, and what they say about first imports. */
+export interface ImportState {
+  /** The database's clock when they were read (epoch ms). */
+  now: number;
+  full(kind: string): SyncCheckpoint | undefined;
+  backfill(kind: string): SyncCheckpoint | undefined;
+  /**
+   * Whether a first import of this kind (a full pass or backfill that began on an empty mirror) is
+   * still running: its pass is unfinished, and no pass of the kind in the other tier started after
+   * it or completed since. An interrupted first backfill is never completed: its row alone would
+   * hold the mark for good.
+   */
+  importing(kind: string): boolean;
+  /**
+   * Whether a write of this kind is a first import's (`backfill` changes, no missed webhooks): while
+   * the mirror of the kind is empty, or while `importing` holds. Otherwise the active tier, which
+   * runs every few minutes, would call the rest of the import's records missed webhooks the moment
+   * its first page landed.
+   */
+  firstImport(kind: SyncedKind): Promise<boolean>;
+  /**
+   * Whether a backfill of the whole list (no `--since`) is walking `kind` now or will in this run:
+   * its checkpoint unfinished, and the run alive. The full tier leaves such a kind to it (that
+   * backfill is the pass: two walkers of one list would read it twice at once).
+   */
+  backfillWalking(kind: string): boolean;
+  /**
+   * Whether the active tier leaves `kind` to a first import: a whole-list backfill run holding it
+   * goes on (a kind unfinished, the run alive), and no whole-list walk of the kind had completed
+   * before that run began, so the mirror never held the whole list, whatever an active pass or
+   * refresh wrote into it. Its completed kinds too, until the run ends or stops saving: one import.
+   */
+  leftToImport(kind: string): boolean;
+  /**
+   * Whether a kind's next walk of its whole list is due: `intervalMs` after the last one started —
+   * its last full pass (complete, or given up at a page it could not read), or a backfill of the
+   * whole list that completed later: it read the same pages, so a service started after its first
+   * import does not read the history again at once. Due at once when none has ended.
+   */
+  passDue(kind: string, intervalMs: number): boolean;
+}
+
+/** Reads every checkpoint and the database's clock once; the answers are computed from that read. */
+export async function readImportState(deps: {
+  mirror: Pick<MirrorStore, "list" | "clock">;
+  checkpoints: SyncCheckpoints;
+}): Promise<ImportState> {
+  const [rows, clock] = await Promise.all([deps.checkpoints.list(), deps.mirror.clock()]);
+  const now = clock.getTime();
+  const of = (tier: SyncCheckpoint["tier"], kind: string) => rows.find((c) => c.tier === tier && c.kind === kind);
+  const backfills = rows.filter((c) => c.tier === "backfill");
+  // A run starts every kind's checkpoint at once, then walks them in turn: its checkpoints began
+  // within BACKFILL_ALIVE_MS of each other. It is alive while one of them saved within that time.
+  const runOf = (own: SyncCheckpoint) =>
+    backfills.filter((b) => b.since === null && Math.abs(b.passStartedAt.getTime() - own.passStartedAt.getTime()) <= BACKFILL_ALIVE_MS);
+  const alive = (run: readonly SyncCheckpoint[]) => run.some((b) => now - b.updatedAt.getTime() < BACKFILL_ALIVE_MS);
+  const importing = (kind: string) =>
+    rows.some(
+      (c) =>
+        c.kind === kind &&
+        c.firstImport &&
+        c.passCompletedAt === null &&
+        !rows.some(
+          (o) =>
+            o.kind === kind &&
+            o.tier !== c.tier &&
+            (o.passStartedAt > c.passStartedAt || (o.lastCompleteAt !== null && o.lastCompleteAt > c.passStartedAt)),
+        ),
+    );
+  return {
+    now,
+    full: (kind) => of("full", kind),
+    backfill: (kind) => of("backfill", kind),
+    importing,
+    async firstImport(kind) {
+      return importing(kind) || (await deps.mirror.list(kind, { limit: 1 })).data.length === 0;
+    },
+    backfillWalking(kind) {
+      const own = of("backfill", kind);
+      if (own?.since !== null || own.passCompletedAt !== null) return false;
+      return alive(runOf(own));
+    },
+    leftToImport(kind) {
+      const own = of("backfill", kind);
+      if (own?.since !== null) return false;
+      const run = runOf(own);
+      if (!run.some((b) => b.passCompletedAt === null) || !alive(run)) return false;
+      const began = own.passStartedAt.getTime();
+      return ![of("full", kind), own].some((c) => c?.lastCompleteAt && c.lastCompleteAt.getTime() < began);
+    },
+    passDue(kind, intervalMs) {
+      const starts = [of("full", kind), of("backfill", kind)]
+        .filter((c): c is SyncCheckpoint => c !== undefined && c.passCompletedAt !== null && (c.tier === "full" || c.since === null))
+        .map((c) => c.passStartedAt.getTime());
+      return starts.length === 0 || now >= Math.max(...starts) + intervalMs;
+    },
+  };
+}
+
+/** How a sweep's writes produce change events. */
+export interface SweepChanges {
+  writer: MirrorWriter;
+  source: Extract<ChangeSource, "reconcile" | "backfill">;
+  /**
+   * Reconcile: the ids waiting for a webhook refresh. A change to a record an event already named
+   * (or to a menu with a refresh pending) is no missed webhook: it counts as `webhook`.
+   */
+  pending?: (kind: SyncedKind) => Promise<readonly PendingId[]>;
+}
+
+/**
+ * Each change's source on a sweep page: a first import's writes are `backfill`, whatever the walker
+ * (no missed-webhook storm). The pending ids live in Redis: they are read once per page before
+ * the write, never from inside its transaction, where a slow or absent Redis would hold a
+ * database connection (the embedded store's only one) and stall every other database user.
+ */
+export async function sweepSource(changes: SweepChanges, kind: SyncedKind, page: Page, firstImport: boolean): Promise<SourceOf> {
+  const { source, pending } = changes;
+  if (firstImport) return "backfill";
+  if (!pending) return source;
+  // A menu is refreshed whole: its restaurant is what is pending.
+  const { tracksIds } = RESOURCES[kind];
+  const named = new Set((await pending(kind)).map((p) => (tracksIds ? p.id : p.restaurantId)));
+  return (change: MirrorChange) => (named.has(tracksIds ? change.id : change.after.restaurantId) ? "webhook" : source);
+}
