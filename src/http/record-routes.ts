@@ -1,14 +1,15 @@
 import { Hono } from "hono";
 import { printable } from "../mirror/values.js";
+import type { RecordStory } from "../mirror/record-story.js";
 import type { AppEnv } from "./request-log.js";
 import { errorBody } from "./errors.js";
 
-/** What the record routes read and ask; the service wires the record story and the operator actions in (http imports neither). */
+/** What the record routes read and ask; the service wires the record story and the operator actions in (http imports only the story's type). */
 export interface RecordReader {
   /** The mirror's kinds (orders, bookings, menu-items, reviews). */
   kinds: readonly string[];
-  /** The record's story (mirror/record-story.ts RecordStory); undefined when the service holds nothing of it. A bad id or cursor throws invalid_filter. */
-  story(kind: string, id: string, cursor?: string): Promise<RecordStoryView | undefined>;
+  /** The record's story; undefined when the service holds nothing of it. A bad id or cursor throws invalid_filter. */
+  story(kind: string, id: string, cursor?: string): Promise<RecordStory | undefined>;
   /** Asks for a narrow read of the record (the refresh its events would schedule); throws a coded error when it cannot. */
   refresh(kind: string, id: string): Promise<{ kind: string; id: string; restaurantId: string }>;
 }
@@ -42,34 +43,4 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
   });
   route.post("/:kind/:id/refresh", async (c) => c.json(await records.refresh(c.req.param("kind"), c.req.param("id")), 202));
   return route;
-}
-
-/** One event that named a record (mirror/record-story.ts TimelineEntry). */
-export interface TimelineEntryView {
-  entry: "delivery" | "change";
-  eventId: string;
-  type: string;
-  at: Date;
-  status: string;
-  attempts: number;
-  handlers: Record<string, { status: string; attempts: number; error?: string }>;
-  source?: string;
-  diff?: { field: string; before: unknown; after: unknown }[];
-}
-
-/** A record's story (mirror/record-story.ts RecordStory). */
-export interface RecordStoryView {
-  kind: string;
-  id: string;
-  record: {
-    data: Record<string, unknown>;
-    readAt: Date;
-    syncedAt: Date;
-    lastChange: { eventId: string; at: Date; source: string } | null;
-  } | null;
-  restaurantId: string | null;
-  rejected: { reason: string; detail: string; lastSeen: Date; count: number } | null;
-  unlisted: { eventIds: string[]; givenUpAt: Date; attempts: number } | null;
-  timeline: TimelineEntryView[];
-  nextCursor: string | null;
 }

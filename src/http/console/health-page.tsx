@@ -1,7 +1,7 @@
 import type { MinuteSample } from "../../metrics/minute-samples.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { DASHBOARD_PATH } from "../operator-routes.js";
-import { ago, CONSOLE_PATH, duration, Layout, When } from "./layout.js";
+import { ago, CONSOLE_PATH, duration, Head, Layout, When } from "./layout.js";
 
 // The health page: every figure it shows with the rule that rates it (FIGURES), the charts of the
 // last hour (HEALTH_CHARTS, drawn by MinuteChart), and the page that lays them out.
@@ -560,15 +560,7 @@ export function HealthPage(props: { view: HealthView }) {
         <section class="card" data-testid="queues">
           <h2>Queues</h2>
           <table>
-            <thead>
-              <tr>
-                <th>Queue</th>
-                <th class="num">Failed</th>
-                <th class="num">Delayed</th>
-                <th class="num">Waiting</th>
-                <th class="num">Active</th>
-              </tr>
-            </thead>
+            <Head columns={["Queue", "Failed", "Delayed", "Waiting", "Active"]} num={["Failed", "Delayed", "Waiting", "Active"]} />
             <tbody>
               {summary.queues.map((q) => (
                 <tr>

@@ -1,5 +1,6 @@
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
+import { printable } from "../../mirror/values.js";
 import { InvalidFilterError } from "../errors.js";
 import { DASHBOARD_PATH, FAVICON_PATH } from "../operator-routes.js";
 
@@ -98,6 +99,43 @@ export const shownStatus = (status: string) => (status === "received" ? "retryin
 export function StatusPill(props: { status: string }) {
   const shown = shownStatus(props.status);
   return <span class={`pill status-${shown}`}>{shown}</span>;
+}
+
+/** A table's header row; the columns named in `num` are right-aligned, as their numbers are. */
+export function Head(props: { columns: readonly string[]; num?: readonly string[] }) {
+  return (
+    <thead>
+      <tr>
+        {props.columns.map((title) => (
+          <th class={props.num?.includes(title) ? "num" : undefined}>{title}</th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
+/** Each handler's latest outcome, one line a handler, with its error. */
+export function HandlerOutcomes(props: { handlers: Record<string, { status: string; error?: string }> }) {
+  return (
+    <>
+      {Object.entries(props.handlers).map(([key, h]) => (
+        <div>
+          <span class="mono">{printable(key)}</span> <span class={`status-${h.status}`}>{h.status}</span>
+          {h.error ? <span class="muted"> — {h.error}</span> : null}
+        </div>
+      ))}
+    </>
+  );
+}
+
+/** A filter form's text field under its label. */
+export function Field(props: { label: string; name: string; placeholder: string; value: string | undefined }) {
+  return (
+    <label>
+      {props.label}
+      <input name={props.name} placeholder={props.placeholder} value={props.value ?? ""} />
+    </label>
+  );
 }
 
 /** The presets of every time filter in the console. */
