@@ -23,10 +23,8 @@ export function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
     if (!kinds.has(c.req.param("kind"))) return c.json(errorBody("not_found", `mirror kinds are ${[...kinds].join(", ")}`), 404);
     await next();
   });
-  route.get("/:kind", async (c) => {
-    if (!kinds.has(c.req.param("kind"))) return c.json(errorBody("not_found", `mirror kinds are ${[...kinds].join(", ")}`), 404);
-    return c.json(await mirror.list(c.req.param("kind"), c.req.query()));
-  });
+  // The check above runs for "/:kind" too ("/:kind/*" matches it).
+  route.get("/:kind", async (c) => c.json(await mirror.list(c.req.param("kind"), c.req.query())));
   route.get("/:kind/:id", async (c) => {
     const record = await mirror.get(c.req.param("kind"), c.req.param("id"));
     if (record === undefined)

@@ -39,18 +39,8 @@ export interface OperatorRoutesOptions {
  */
 export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOptions): void {
   const guard = operatorGuards(options.adminToken);
-  for (const path of [
-    "/mirror",
-    "/mirror/*",
-    "/events",
-    "/events/*",
-    "/metrics",
-    "/sync/*",
-    "/records/*",
-    DASHBOARD_PATH,
-    `${DASHBOARD_PATH}/*`,
-  ])
-    app.use(path, ...guard);
+  // "/x/*" matches "/x" itself too.
+  for (const path of ["/mirror/*", "/events/*", "/metrics", "/sync/*", "/records/*", `${DASHBOARD_PATH}/*`]) app.use(path, ...guard);
   app.route("/mirror", mirrorRoutes(options.mirror));
   // Before the event log's routes: /events/replay and /events/replays/{id} are not event ids.
   if (options.actions) app.route("/", operatorActionRoutes(options.actions.port, options.actions.logger));

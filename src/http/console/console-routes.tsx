@@ -64,7 +64,8 @@ const asset = (body: string, type: string) => (c: Context<AppEnv>) =>
  */
 export function mountConsole(app: Hono<AppEnv>, options: ConsoleOptions): void {
   const now = options.now ?? (() => new Date());
-  for (const path of [CONSOLE_PATH, `${CONSOLE_PATH}/*`]) app.use(path, ...operatorGuards(options.adminToken, consoleHeaders()));
+  // "/console/*" matches "/console" itself too.
+  app.use(`${CONSOLE_PATH}/*`, ...operatorGuards(options.adminToken, consoleHeaders()));
   app.route(CONSOLE_PATH, consoleRoutes(options.sources, now, options.logger));
 }
 
