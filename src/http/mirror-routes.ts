@@ -26,9 +26,9 @@ export function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
   // The check above runs for "/:kind" too ("/:kind/*" matches it).
   route.get("/:kind", async (c) => c.json(await mirror.list(c.req.param("kind"), c.req.query())));
   route.get("/:kind/:id", async (c) => {
-    const record = await mirror.get(c.req.param("kind"), c.req.param("id"));
-    if (record === undefined)
-      return c.json(errorBody("not_found", `no ${c.req.param("kind")} record ${printable(c.req.param("id"))} in the mirror`), 404);
+    const { kind, id } = c.req.param();
+    const record = await mirror.get(kind, id);
+    if (record === undefined) return c.json(errorBody("not_found", `no ${kind} record ${printable(id)} in the mirror`), 404);
     return c.json(record);
   });
   return route;

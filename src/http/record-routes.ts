@@ -30,16 +30,10 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
     const { cursor, ...unknown } = c.req.query();
     const extra = Object.keys(unknown)[0];
     if (extra !== undefined) return c.json(errorBody("invalid_filter", `unknown parameter ${extra}; this route takes cursor`), 400);
-    const story = await records.story(c.req.param("kind"), c.req.param("id"), cursor);
-    if (story === undefined)
-      return c.json(
-        errorBody(
-          "not_found",
-          `no ${c.req.param("kind")} record ${printable(c.req.param("id"))}: neither the mirror nor the event log knows it`,
-        ),
-        404,
-      );
-    return c.json(story);
+    const { kind, id } = c.req.param();
+    const story = await records.story(kind, id, cursor);
+    const unknownRecord = `no ${kind} record ${printable(id)}: neither the mirror nor the event log knows it`;
+    return story === undefined ? c.json(errorBody("not_found", unknownRecord), 404) : c.json(story);
   });
   route.post("/:kind/:id/refresh", async (c) => c.json(await records.refresh(c.req.param("kind"), c.req.param("id")), 202));
   return route;

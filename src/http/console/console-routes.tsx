@@ -115,10 +115,8 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     const filters = parseMirrorFilters(c.req.query());
     const page = await sources.mirror.list(kind, { ...filters, limit: String(MIRROR_PAGE_SIZE) });
     const records = page.data as Record<string, unknown>[];
-    const times = await sources.mirror.bookkeeping(
-      kind,
-      records.map((r) => String(r.id)),
-    );
+    const ids = records.map((r) => String(r.id));
+    const times = await sources.mirror.bookkeeping(kind, ids);
     const rows = records.map((record) => ({ record, ...times.get(String(record.id)) }));
     return c.html(
       <MirrorPage kinds={sources.mirror.kinds} kind={kind} filters={filters} rows={rows} nextCursor={page.nextCursor} now={now()} />,

@@ -63,13 +63,10 @@ export function parseEventFilters(params: Record<string, string>): EventFilters 
 export function logQueryOf(filters: EventFilters, now: Date): Record<string, string> {
   const query: Record<string, string> = { order: "newest", limit: String(EVENTS_PAGE_SIZE) };
   const since = filters.since ?? presetSince(filters.range, now)?.toISOString();
-  if (since !== undefined) query.since = since;
-  if (filters.until !== undefined) query.until = filters.until;
-  if (filters.type !== undefined) query.type = filters.type;
-  if (filters.status !== undefined) query.status = filters.status === "retrying" ? "received" : filters.status;
-  if (filters.handler !== undefined) query.handler = filters.handler;
-  if (filters.fingerprint !== undefined) query.fingerprint = filters.fingerprint;
-  if (filters.cursor !== undefined) query.cursor = filters.cursor;
+  const status = filters.status === "retrying" ? "received" : filters.status;
+  const { until, type, handler, fingerprint, cursor } = filters;
+  for (const [name, value] of Object.entries({ since, until, type, status, handler, fingerprint, cursor }))
+    if (value !== undefined) query[name] = value;
   return query;
 }
 

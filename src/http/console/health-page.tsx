@@ -204,16 +204,14 @@ export function freshnessFigure(kind: string): Figure {
     unit: "age",
     value: (v) => v.summary.freshness.find((f) => f.kind === kind)?.lastWriteAgeSeconds ?? null,
     missing: "never written",
-    ...(kind === "reviews"
-      ? {}
-      : {
-          rule: {
-            reason: () => `Warning after ${duration(A.SvcMirrorStale)} without a write (the mirror-stale alert)`,
-            level: above(A.SvcMirrorStale, Infinity),
-          },
-        }),
+    ...(kind === "reviews" ? {} : { rule: STALE_RULE }),
   };
 }
+
+const STALE_RULE: Rule = {
+  reason: () => `Warning after ${duration(A.SvcMirrorStale)} without a write (the mirror-stale alert)`,
+  level: above(A.SvcMirrorStale, Infinity),
+};
 
 /** The reconciliation and sync progress gauges, in words, with the label each is split by. */
 export const PROGRESS_LABELS: Readonly<Record<string, { label: string; noun: string; by: string }>> = {
