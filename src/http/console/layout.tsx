@@ -275,10 +275,10 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
       } else setTimeout(function () { pollUntil(path, done, status, what, reloading); }, POLL_MS);
     }, function (err) { say(status, "Could not read the " + what + ": " + err.message, true); });
   }
-  // POST body to path with the button disabled; a refusal enables it again and says so.
-  function post(button, status, path, body, refused, then) {
+  // Sends the request with the button disabled; a refusal enables it again and says so.
+  function send(button, status, method, path, body, refused, then) {
     button.disabled = true;
-    call("POST", path, body).then(then, function (err) {
+    call(method, path, body).then(then, function (err) {
       button.disabled = false;
       say(status, refused + " refused: " + err.message, true);
     });
@@ -289,7 +289,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     var before = Number(button.getAttribute("data-attempts") || "0");
     var status = document.getElementById("replay-status");
     say(status, "Replaying " + (handler ? "handler " + handler : "every handler") + "…");
-    post(button, status, "/events/" + encodeURIComponent(id) + "/replay", handler ? { handler: handler } : {}, "Replay", function (answer) {
+    send(button, status, "POST", "/events/" + encodeURIComponent(id) + "/replay", handler ? { handler: handler } : {}, "Replay", function (answer) {
       var replay = answer && answer.replay ? answer.replay.id : "";
       say(status, "Replay " + replay + " queued; waiting for its attempt…");
       pollUntil("/events/" + encodeURIComponent(id), function (event) {
@@ -302,7 +302,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     var shownReadAt = button.getAttribute("data-read-at") || "";
     var status = document.getElementById("refresh-status");
     say(status, "Asking for a read…");
-    post(button, status, path + "/refresh", {}, "Refresh", function () {
+    send(button, status, "POST", path + "/refresh", {}, "Refresh", function () {
       say(status, "Refresh requested; waiting for the read…");
       pollUntil(path, function (story) {
         var readAt = story && story.record ? story.record.readAt : "";
@@ -323,12 +323,8 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
   }
   function stopBulk(box, button) {
     var status = box.querySelector("[data-bulk-status]");
-    button.disabled = true;
-    call("DELETE", "/events/replays/" + encodeURIComponent(button.getAttribute("data-bulk-id") || "")).then(function (r) {
+    send(button, status, "DELETE", "/events/replays/" + encodeURIComponent(button.getAttribute("data-bulk-id") || ""), undefined, "Stop", function (r) {
       say(status, "Replay " + r.id + " " + r.state + ": " + r.withdrawn + " not run, " + r.done + " done, " + r.failed + " failed.");
-    }, function (err) {
-      button.disabled = false;
-      say(status, "Stop refused: " + err.message, true);
     });
   }
   function bulk(box, dryRun) {
