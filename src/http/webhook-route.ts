@@ -208,23 +208,11 @@ async function readCapped(
     reservation.take(chunk.byteLength);
     chunks.push(chunk);
   };
-  if (incoming) {
-    for await (const chunk of incoming as AsyncIterable<Buffer>) take(chunk);
-  } else if (c.req.raw.body) {
-    // In memory (app.request() in tests, other runtimes): the web stream.
-    // Node's types leave the chunk type open (`any`); a Request body stream yields Uint8Array by the Fetch spec.
-    const reader = (c.req.raw.body as ReadableStream<Uint8Array>).getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      try {
-        take(value);
-      } catch (err) {
-        await reader.cancel();
-        throw err;
-      }
-    }
-  }
+  // The Node request, else in memory (app.request() in tests, other runtimes) the web stream.
+  // Node's types leave a web stream's chunk type open (`any`); a Request body stream yields
+  // Uint8Array by the Fetch spec. A refusal leaves the loop, which cancels either stream.
+  const source = incoming ?? c.req.raw.body;
+  if (source) for await (const chunk of source as AsyncIterable<Uint8Array>) take(chunk);
   return Buffer.concat(chunks, size);
 }
 
