@@ -56,6 +56,7 @@ export interface Service {
   sink: StreamSink | undefined;
   /** The events queue (a handle in every role): retries, dead letters, replays and change events. */
   eventsQueue: Queue;
+  /** The worker role (roles all and worker). */
   worker: WorkerRole | undefined;
   mirror: MirrorStore;
   eventLog: EventLog;
@@ -167,13 +168,6 @@ export async function createService({ config, logger, handlers = [], database, t
   };
 }
 
-interface ServiceRoles {
-  /** Roles all and worker. */
-  worker: WorkerRole | undefined;
-  /** The edge's hot path (roles all and web): verified events go to the ingest stream. */
-  sink: StreamSink | undefined;
-}
-
 /** The worker and the edge's sink, each where the role runs it. */
 function createServiceRoles(deps: {
   config: Config;
@@ -185,7 +179,7 @@ function createServiceRoles(deps: {
   tracing: Tracing | undefined;
   /** Sync-queue jobs the service runs beside the worker's own (the operator actions a CLI hands over). */
   moreSyncProcessors: SyncJobProcessors;
-}): ServiceRoles {
+}): Pick<Service, "worker" | "sink"> {
   const { config, connections, storage, tracing } = deps;
   const worker =
     connections.worker &&

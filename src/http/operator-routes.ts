@@ -7,11 +7,10 @@ import { Hono, type Context, type MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import * as z from "zod";
 import { EventIdentifierError } from "../events/envelope.js";
-import { idProblem } from "../mirror/values.js";
+import type { RecordStory } from "../mirror/record-story.js";
+import { idProblem, printable } from "../mirror/values.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
-import { mirrorRoutes, type MirrorReader } from "./mirror-routes.js";
-import { recordRoutes, type RecordReader } from "./record-routes.js";
 import type { AppEnv } from "./request-log.js";
 
 // The operator surface behind the admin token: the event log's reads, the write API (replays,
@@ -39,18 +38,8 @@ export interface OperatorRoutesOptions {
  */
 export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOptions): void {
   const guard = operatorGuards(options.adminToken);
-  for (const path of [
-    "/mirror",
-    "/mirror/*",
-    "/events",
-    "/events/*",
-    "/metrics",
-    "/sync/*",
-    "/records/*",
-    DASHBOARD_PATH,
-    `${DASHBOARD_PATH}/*`,
-  ])
-    app.use(path, ...guard);
+  // "/x/*" matches "/x" itself too.
+  for (const path of ["/mirror/*", "/events/*", "/metrics", "/sync/*", "/records/*", `${DASHBOARD_PATH}/*`]) app.use(path, ...guard);
   app.route("/mirror", mirrorRoutes(options.mirror));
   // Before the event log's routes: /events/replay and /events/replays/{id} are not event ids.
   if (options.actions) app.route("/", operatorActionRoutes(options.actions.port, options.actions.logger));
@@ -96,6 +85,72 @@ export function eventRoutes(log: EventLogReader): Hono<AppEnv> {
     if (event === undefined) return c.json(errorBody("not_found", `no event ${id} in the event log`), 404);
     return c.json(event);
   });
+  return route;
+}
+
+/** What the mirror routes read; the service wires the mirror store in (http never imports it). */
+export interface MirrorReader {
+  /** The kinds it keeps (the mirror's MIRROR_KINDS). */
+  kinds: readonly string[];
+  get(kind: string, id: string): Promise<unknown>;
+  /** One page of a kind, filtered by the query's parameters; a bad one throws a coded error (400). */
+  list(kind: string, query: Record<string, string>): Promise<{ data: unknown[]; nextCursor: string | null }>;
+}
+
+/**
+ * GET /mirror/{kind}?restaurantId=&status=&from=&to=&limit=&cursor= and GET /mirror/{kind}/{id},
+ * read from SQL, for operators (mounted behind the admin token by the caller).
+ */
+export function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
+  const route = new Hono<AppEnv>();
+  const kinds = new Set(mirror.kinds);
+  route.use("/:kind/*", async function knownKind(c, next) {
+    if (!kinds.has(c.req.param("kind"))) return c.json(errorBody("not_found", `mirror kinds are ${[...kinds].join(", ")}`), 404);
+    await next();
+  });
+  // The check above runs for "/:kind" too ("/:kind/*" matches it).
+  route.get("/:kind", async (c) => c.json(await mirror.list(c.req.param("kind"), c.req.query())));
+  route.get("/:kind/:id", async (c) => {
+    const { kind, id } = c.req.param();
+    const record = await mirror.get(kind, id);
+    if (record === undefined) return c.json(errorBody("not_found", `no ${kind} record ${printable(id)} in the mirror`), 404);
+    return c.json(record);
+  });
+  return route;
+}
+
+/** What the record routes read and ask; the service wires the record story and the operator actions in (http imports only the story's type). */
+export interface RecordReader {
+  /** The mirror's kinds (orders, bookings, menu-items, reviews). */
+  kinds: readonly string[];
+  /** The record's story; undefined when the service holds nothing of it. A bad id or cursor throws invalid_filter. */
+  story(kind: string, id: string, cursor?: string): Promise<RecordStory | undefined>;
+  /** Asks for a narrow read of the record (the refresh its events would schedule); throws a coded error when it cannot. */
+  refresh(kind: string, id: string): Promise<{ kind: string; id: string; restaurantId: string }>;
+}
+
+/**
+ * GET /records/{kind}/{id}?cursor= (the record and everything the log says of it, newest first)
+ * and POST /records/{kind}/{id}/refresh (read it from the API now), for operators: mounted
+ * behind the admin token and the same-origin check by the caller.
+ */
+export function recordRoutes(records: RecordReader): Hono<AppEnv> {
+  const route = new Hono<AppEnv>();
+  const kinds = new Set(records.kinds);
+  route.use("/:kind/*", async function knownKind(c, next) {
+    if (!kinds.has(c.req.param("kind"))) return c.json(errorBody("not_found", `record kinds are ${[...kinds].join(", ")}`), 404);
+    await next();
+  });
+  route.get("/:kind/:id", async (c) => {
+    const { cursor, ...unknown } = c.req.query();
+    const extra = Object.keys(unknown)[0];
+    if (extra !== undefined) return c.json(errorBody("invalid_filter", `unknown parameter ${extra}; this route takes cursor`), 400);
+    const { kind, id } = c.req.param();
+    const story = await records.story(kind, id, cursor);
+    const unknownRecord = `no ${kind} record ${printable(id)}: neither the mirror nor the event log knows it`;
+    return story === undefined ? c.json(errorBody("not_found", unknownRecord), 404) : c.json(story);
+  });
+  route.post("/:kind/:id/refresh", async (c) => c.json(await records.refresh(c.req.param("kind"), c.req.param("id")), 202));
   return route;
 }
 

@@ -3,10 +3,9 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { mountConsole, type ConsoleSources } from "../http/console/console-routes.js";
 import type { AppEnv } from "../http/request-log.js";
-import type { MirrorReader } from "../http/mirror-routes.js";
-import { mountOperatorRoutes } from "../http/operator-routes.js";
+import { mountOperatorRoutes, type MirrorReader, type RecordReader } from "../http/operator-routes.js";
 import { type Metrics, collectOpsSummary } from "../metrics/metrics.js";
-import { readMinuteSamples, type MinuteSample } from "../metrics/minute-samples.js";
+import { readMinuteSamples } from "../metrics/minute-samples.js";
 import { readEventDetail } from "../mirror/storage.js";
 import { eventQueryFromParams } from "../mirror/event-log.js";
 import { filterFromQuery, validateRecordId } from "../mirror/mirror-store.js";
@@ -21,8 +20,6 @@ import { trackBulkReplays } from "../worker/replays.js";
 import { createRefreshQueue } from "../sync/refresh-queue.js";
 import type { RefreshJobData } from "../sync/refresh-queue.js";
 import type { WorkerRole } from "../worker/worker-role.js";
-import type { RecordReader } from "../http/record-routes.js";
-import type { HealthLimits } from "../http/console/health-page.js";
 import { listCausedChanges } from "../mirror/record-story.js";
 import { listFailureGroups } from "../mirror/event-log.js";
 import { readBookkeeping } from "../mirror/mirror-store.js";
@@ -70,18 +67,30 @@ export function operatorMount(deps: {
       actions: { port: deps.actions, logger },
       records,
     });
-    const sources = createConsoleSources({
-      storage,
+    // What the console reads, wired to the storage and the metrics (http imports neither).
+    const reader = storage.database.operatorDb;
+    const timeoutMs = storage.database.operatorQueryTimeoutMs;
+    // The upstream budget per window is the API's rate, when the service has an API.
+    const summary = () => collectOpsSummary(metrics, { kinds: MIRROR_KINDS, rateMax: config.api?.rate });
+    // Every worker's minute samples of the hour up to `now`; Redis away: the charts say "no samples yet" rather than hold the page.
+    const samples = (now: Date) =>
+      withTimeout(readMinuteSamples(deps.connection, samplesKey, { now: now.getTime() }), 1000, "minute samples").catch(() => []);
+    // The limits the health rules scale with.
+    const limits = { maxBacklog: config.ingest.maxBacklog, reconcileIntervalSeconds: config.worker.reconcileIntervalMs / 1000 };
+    const sources: ConsoleSources = {
       events,
-      mirror: mirrorReader,
-      metrics,
-      rateMax: config.api?.rate,
-      records,
-      // Redis away: the charts say "no samples yet" rather than hold the page.
-      samples: (now) =>
-        withTimeout(readMinuteSamples(deps.connection, samplesKey, { now: now.getTime() }), 1000, "minute samples").catch(() => []),
-      healthLimits: { maxBacklog: config.ingest.maxBacklog, reconcileIntervalSeconds: config.worker.reconcileIntervalMs / 1000 },
-    });
+      changesAfter: (event) => listCausedChanges(reader, event, timeoutMs),
+      failureGroups: (range) => listFailureGroups(reader, range, timeoutMs),
+      // The mirror's reads as GET /mirror answers them, and each listed record's bookkeeping.
+      mirror: { ...mirrorReader, bookkeeping: (kind, ids) => readBookkeeping(reader, kind as MirrorKind, ids, timeoutMs) },
+      summary,
+      // The record pages and the JSON route share one reader.
+      records: { ...records, find: (id) => findRecordKinds(reader, id, timeoutMs) },
+      health: async (now) => {
+        const [current, recent] = await Promise.all([summary(), samples(now)]);
+        return { summary: current, samples: recent, limits };
+      },
+    };
     mountConsole(root, { adminToken, sources, logger });
   };
 }
@@ -120,42 +129,6 @@ export function serviceOperatorActions(deps: {
     }),
     logger: deps.logger,
   });
-}
-
-interface ConsoleSourcesOptions {
-  storage: Storage;
-  /** The event reads as GET /events answers them. */
-  events: ConsoleSources["events"];
-  /** The mirror's reads as GET /mirror answers them. */
-  mirror: MirrorReader;
-  metrics: Metrics;
-  /** The upstream budget per window (the API's rate), when the service has an API. */
-  rateMax: number | undefined;
-  /** The record pages and the JSON route share one reader. */
-  records: RecordReader;
-  /** Every worker's minute samples of the hour up to `now` (readMinuteSamples), and the limits the health rules scale with. */
-  samples: (now: Date) => Promise<MinuteSample[]>;
-  healthLimits: HealthLimits;
-}
-
-/** What the console reads, wired to the storage and the metrics (http imports neither). */
-function createConsoleSources(options: ConsoleSourcesOptions): ConsoleSources {
-  const { storage, events, mirror, metrics, rateMax, records, samples, healthLimits } = options;
-  const reader = storage.database.operatorDb;
-  const timeoutMs = storage.database.operatorQueryTimeoutMs;
-  const summary = () => collectOpsSummary(metrics, { kinds: MIRROR_KINDS, rateMax });
-  return {
-    events,
-    changesAfter: (event) => listCausedChanges(reader, event, timeoutMs),
-    failureGroups: (range) => listFailureGroups(reader, range, timeoutMs),
-    mirror: { ...mirror, bookkeeping: (kind, ids) => readBookkeeping(reader, kind as MirrorKind, ids, timeoutMs) },
-    summary,
-    records: { ...records, find: (id) => findRecordKinds(reader, id, timeoutMs) },
-    health: async (now) => {
-      const [current, recent] = await Promise.all([summary(), samples(now)]);
-      return { summary: current, samples: recent, limits: healthLimits };
-    },
-  };
 }
 
 const text = (value: unknown) => (typeof value === "string" ? value : undefined);

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { ServerBusyError } from "../../src/http/errors.js";
-import { createBodyBudget, readRawBody } from "../../src/http/request-body.js";
+import { createBodyBudget, readRawBody } from "../../src/http/webhook-route.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 describe("createBodyBudget", () => {

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { PayloadTooLargeError } from "../../src/http/errors.js";
-import { readRawBody } from "../../src/http/request-body.js";
+import { readRawBody } from "../../src/http/webhook-route.js";
 
 // In memory (app.request) there is no Node request: the web-stream path counts the bytes.
 const app = new Hono();

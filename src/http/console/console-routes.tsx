@@ -7,11 +7,9 @@ import type { CausedChange } from "../../mirror/record-story.js";
 import type { EventDetail } from "../../mirror/storage.js";
 import { toHttpFailure } from "../errors.js";
 import { consoleHeaders, operatorGuards } from "../guards.js";
-import { eventIdParam } from "../operator-routes.js";
+import { eventIdParam, type MirrorReader, type RecordReader } from "../operator-routes.js";
 import type { AppEnv } from "../request-log.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
-import type { MirrorReader } from "../mirror-routes.js";
-import type { RecordReader } from "../record-routes.js";
 import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters } from "./event-pages.js";
 import { HealthPage, type HealthView } from "./health-page.js";
 import { CONSOLE_PATH, CONSOLE_SCRIPT, CONSOLE_STYLE, Layout, parseRangePreset, presetSince, refuseUnknown } from "./layout.js";
@@ -64,7 +62,8 @@ const asset = (body: string, type: string) => (c: Context<AppEnv>) =>
  */
 export function mountConsole(app: Hono<AppEnv>, options: ConsoleOptions): void {
   const now = options.now ?? (() => new Date());
-  for (const path of [CONSOLE_PATH, `${CONSOLE_PATH}/*`]) app.use(path, ...operatorGuards(options.adminToken, consoleHeaders()));
+  // "/console/*" matches "/console" itself too.
+  app.use(`${CONSOLE_PATH}/*`, ...operatorGuards(options.adminToken, consoleHeaders()));
   app.route(CONSOLE_PATH, consoleRoutes(options.sources, now, options.logger));
 }
 
@@ -114,10 +113,8 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     const filters = parseMirrorFilters(c.req.query());
     const page = await sources.mirror.list(kind, { ...filters, limit: String(MIRROR_PAGE_SIZE) });
     const records = page.data as Record<string, unknown>[];
-    const times = await sources.mirror.bookkeeping(
-      kind,
-      records.map((r) => String(r.id)),
-    );
+    const ids = records.map((r) => String(r.id));
+    const times = await sources.mirror.bookkeeping(kind, ids);
     const rows = records.map((record) => ({ record, ...times.get(String(record.id)) }));
     return c.html(
       <MirrorPage kinds={sources.mirror.kinds} kind={kind} filters={filters} rows={rows} nextCursor={page.nextCursor} now={now()} />,

@@ -6,7 +6,10 @@ import type { EventDetail } from "../../mirror/storage.js";
 import { InvalidFilterError } from "../errors.js";
 import {
   CONSOLE_PATH,
+  Field,
   givenParams,
+  HandlerOutcomes,
+  Head,
   hrefWith,
   json,
   Layout,
@@ -60,13 +63,10 @@ export function parseEventFilters(params: Record<string, string>): EventFilters 
 export function logQueryOf(filters: EventFilters, now: Date): Record<string, string> {
   const query: Record<string, string> = { order: "newest", limit: String(EVENTS_PAGE_SIZE) };
   const since = filters.since ?? presetSince(filters.range, now)?.toISOString();
-  if (since !== undefined) query.since = since;
-  if (filters.until !== undefined) query.until = filters.until;
-  if (filters.type !== undefined) query.type = filters.type;
-  if (filters.status !== undefined) query.status = filters.status === "retrying" ? "received" : filters.status;
-  if (filters.handler !== undefined) query.handler = filters.handler;
-  if (filters.fingerprint !== undefined) query.fingerprint = filters.fingerprint;
-  if (filters.cursor !== undefined) query.cursor = filters.cursor;
+  const status = filters.status === "retrying" ? "received" : filters.status;
+  const { until, type, handler, fingerprint, cursor } = filters;
+  for (const [name, value] of Object.entries({ since, until, type, status, handler, fingerprint, cursor }))
+    if (value !== undefined) query[name] = value;
   return query;
 }
 
@@ -83,10 +83,7 @@ export function EventsPage(props: { filters: EventFilters; page: LogPage; notice
   return (
     <Layout title="Events" section="events">
       <form class="filters" method="get" action={`${CONSOLE_PATH}/events`}>
-        <label>
-          Type
-          <input name="type" placeholder="order.* or order.created" value={filters.type ?? ""} />
-        </label>
+        <Field label="Type" name="type" placeholder="order.* or order.created" value={filters.type} />
         <label>
           Status
           <select name="status">
@@ -98,10 +95,7 @@ export function EventsPage(props: { filters: EventFilters; page: LogPage; notice
             ))}
           </select>
         </label>
-        <label>
-          Handler
-          <input name="handler" placeholder="order.created#0" value={filters.handler ?? ""} />
-        </label>
+        <Field label="Handler" name="handler" placeholder="order.created#0" value={filters.handler} />
         <label>
           Received
           <select name="range">
@@ -112,10 +106,7 @@ export function EventsPage(props: { filters: EventFilters; page: LogPage; notice
             ))}
           </select>
         </label>
-        <label>
-          Until (ISO 8601)
-          <input name="until" placeholder="2026-11-24T06:00:00Z" value={filters.until ?? ""} />
-        </label>
+        <Field label="Until (ISO 8601)" name="until" placeholder="2026-11-24T06:00:00Z" value={filters.until} />
         <button type="submit" class="primary">
           Filter
         </button>
@@ -148,16 +139,7 @@ function EventTable(props: { events: EventSummary[]; now: Date }) {
   if (props.events.length === 0) return <p class="muted">No event matches.</p>;
   return (
     <table>
-      <thead>
-        <tr>
-          <th>Event</th>
-          <th>Type</th>
-          <th>Status</th>
-          <th class="num">Attempts</th>
-          <th>Handlers</th>
-          <th>Received</th>
-        </tr>
-      </thead>
+      <Head columns={["Event", "Type", "Status", "Attempts", "Handlers", "Received"]} num={["Attempts"]} />
       <tbody>
         {props.events.map((e) => (
           <tr>
@@ -170,12 +152,7 @@ function EventTable(props: { events: EventSummary[]; now: Date }) {
             </td>
             <td class="num">{e.attempts}</td>
             <td>
-              {Object.entries(e.handlers).map(([key, h]) => (
-                <div>
-                  <span class="mono">{printable(key)}</span> <span class={`status-${h.status}`}>{h.status}</span>
-                  {h.error ? <span class="muted"> — {h.error}</span> : null}
-                </div>
-              ))}
+              <HandlerOutcomes handlers={e.handlers} />
             </td>
             <td>
               <When at={e.receivedAt} now={props.now} />
@@ -271,15 +248,7 @@ function ChangeTable(props: { changes: CausedChange[]; now: Date }) {
         and time: a later event or sweep touching the same record shows here too; <em>source</em> says which kind of read wrote it).
       </p>
       <table>
-        <thead>
-          <tr>
-            <th>Change</th>
-            <th>Record</th>
-            <th>Source</th>
-            <th>Changed fields</th>
-            <th>Recorded</th>
-          </tr>
-        </thead>
+        <Head columns={["Change", "Record", "Source", "Changed fields", "Recorded"]} />
         <tbody>
           {props.changes.map((c) => (
             <tr>
@@ -346,16 +315,7 @@ function HandlerSection(props: { handler: string; latest: HandlerOutcome | undef
       </h3>
       {rows.length > 0 ? (
         <table class="attempts">
-          <thead>
-            <tr>
-              <th>#</th>
-              <th>Started</th>
-              <th class="num">Duration</th>
-              <th>Outcome</th>
-              <th>Error</th>
-              <th>Next retry</th>
-            </tr>
-          </thead>
+          <Head columns={["#", "Started", "Duration", "Outcome", "Error", "Next retry"]} num={["Duration"]} />
           <tbody>
             {rows.map((r) => (
               <tr data-attempt={String(r.attempt)}>
@@ -465,16 +425,7 @@ export function FailuresPage(props: { groups: FailureGroup[]; range: RangePreset
           <BulkReplay filter={{ status: "failed", since: since.toISOString() }} label="Count every failed event in range…" />
           <h2>By handler and error fingerprint</h2>
           <table>
-            <thead>
-              <tr>
-                <th>Handler</th>
-                <th>Error</th>
-                <th>Status</th>
-                <th class="num">Events</th>
-                <th>Latest</th>
-                <th>Replay</th>
-              </tr>
-            </thead>
+            <Head columns={["Handler", "Error", "Status", "Events", "Latest", "Replay"]} num={["Events"]} />
             <tbody>
               {groups.map((g) => (
                 <tr>

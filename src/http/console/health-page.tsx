@@ -1,7 +1,7 @@
 import type { MinuteSample } from "../../metrics/minute-samples.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { DASHBOARD_PATH } from "../operator-routes.js";
-import { ago, CONSOLE_PATH, duration, Layout, When } from "./layout.js";
+import { ago, CONSOLE_PATH, duration, Head, Layout, When } from "./layout.js";
 
 // The health page: every figure it shows with the rule that rates it (FIGURES), the charts of the
 // last hour (HEALTH_CHARTS, drawn by MinuteChart), and the page that lays them out.
@@ -79,6 +79,17 @@ const A = ALERT_THRESHOLDS;
 const LATE_INTERVALS = 2;
 const STALLED_INTERVALS = 3;
 const BACKLOG_FULL_SHARE = 0.9;
+const DELIVERIES = "Deliveries, last hour (every worker)";
+
+/** A figure summed over the minute samples of the last hour (`key` names the sampled series). */
+const sampled = (group: string, label: string, key: string, noun: string, rule?: Rule): Figure => ({
+  group,
+  label,
+  unit: { noun },
+  value: (v) => sampledTotal(v.samples, key),
+  missing: "no samples yet",
+  ...(rule ? { rule } : {}),
+});
 
 export const FIGURES: readonly Figure[] = [
   {
@@ -112,31 +123,17 @@ export const FIGURES: readonly Figure[] = [
       level: (v) => (v === 1 ? "ok" : "bad"),
     },
   },
+  sampled(DELIVERIES, "Events handled", "delivered", "events"),
+  sampled(DELIVERIES, "Attempts failed, to be retried", "retried", "attempts", {
+    reason: () => "Warning when handlers fail: the events are retried, then given up on",
+    level: above(0, Infinity),
+  }),
+  sampled(DELIVERIES, "Events failed for good", "failed", "events", {
+    reason: () => "Bad when any event failed for good: it waits for a replay (the dead-letter alert)",
+    level: above(0, 0),
+  }),
   {
-    group: "Deliveries, last hour (every worker)",
-    label: "Events handled",
-    unit: { noun: "events" },
-    value: (v) => sampledTotal(v.samples, "delivered"),
-    missing: "no samples yet",
-  },
-  {
-    group: "Deliveries, last hour (every worker)",
-    label: "Attempts failed, to be retried",
-    unit: { noun: "attempts" },
-    value: (v) => sampledTotal(v.samples, "retried"),
-    missing: "no samples yet",
-    rule: { reason: () => "Warning when handlers fail: the events are retried, then given up on", level: above(0, Infinity) },
-  },
-  {
-    group: "Deliveries, last hour (every worker)",
-    label: "Events failed for good",
-    unit: { noun: "events" },
-    value: (v) => sampledTotal(v.samples, "failed"),
-    missing: "no samples yet",
-    rule: { reason: () => "Bad when any event failed for good: it waits for a replay (the dead-letter alert)", level: above(0, 0) },
-  },
-  {
-    group: "Deliveries, last hour (every worker)",
+    group: DELIVERIES,
     label: "Dead letters waiting for a replay",
     unit: { noun: "jobs" },
     value: (v) => sum(v.summary.queues.map((q) => ({ value: q.counts.failed ?? 0 }))),
@@ -162,18 +159,11 @@ export const FIGURES: readonly Figure[] = [
       },
     },
   },
-  {
-    group: "Reconciliation",
-    label: "Missed webhooks found, last hour",
-    unit: { noun: "changes" },
-    value: (v) => sampledTotal(v.samples, "missed"),
-    missing: "no samples yet",
-    rule: {
-      reason: () =>
-        `Warning when reconciliation finds a change no webhook announced; bad above ${A.SvcMissedWebhooksRising} an hour (the missed-webhooks alert)`,
-      level: above(0, A.SvcMissedWebhooksRising),
-    },
-  },
+  sampled("Reconciliation", "Missed webhooks found, last hour", "missed", "changes", {
+    reason: () =>
+      `Warning when reconciliation finds a change no webhook announced; bad above ${A.SvcMissedWebhooksRising} an hour (the missed-webhooks alert)`,
+    level: above(0, A.SvcMissedWebhooksRising),
+  }),
   {
     group: "Reconciliation",
     label: "Full reconciliation pass: records read",
@@ -200,18 +190,10 @@ export const FIGURES: readonly Figure[] = [
     missing: "no upstream client in this process",
     rule: { reason: () => "Warning while the API asked every caller to pause", level: above(0, Infinity) },
   },
-  {
-    group: "API budget",
-    label: "429 answers from the API, last hour",
-    unit: { noun: "answers" },
-    value: (v) => sampledTotal(v.samples, "rateLimited"),
-    missing: "no samples yet",
-    rule: {
-      reason: () =>
-        "Warning on any 429: the budget is set above the API's limit, or another client shares the key (the rate-limited alert)",
-      level: above(0, Infinity),
-    },
-  },
+  sampled("API budget", "429 answers from the API, last hour", "rateLimited", "answers", {
+    reason: () => "Warning on any 429: the budget is set above the API's limit, or another client shares the key (the rate-limited alert)",
+    level: above(0, Infinity),
+  }),
 ];
 
 /** The mirror's freshness, a figure per kind (reviews arrive only by webhook and may be quiet: no rule, as in the alert). */
@@ -222,16 +204,14 @@ export function freshnessFigure(kind: string): Figure {
     unit: "age",
     value: (v) => v.summary.freshness.find((f) => f.kind === kind)?.lastWriteAgeSeconds ?? null,
     missing: "never written",
-    ...(kind === "reviews"
-      ? {}
-      : {
-          rule: {
-            reason: () => `Warning after ${duration(A.SvcMirrorStale)} without a write (the mirror-stale alert)`,
-            level: above(A.SvcMirrorStale, Infinity),
-          },
-        }),
+    ...(kind === "reviews" ? {} : { rule: STALE_RULE }),
   };
 }
+
+const STALE_RULE: Rule = {
+  reason: () => `Warning after ${duration(A.SvcMirrorStale)} without a write (the mirror-stale alert)`,
+  level: above(A.SvcMirrorStale, Infinity),
+};
 
 /** The reconciliation and sync progress gauges, in words, with the label each is split by. */
 export const PROGRESS_LABELS: Readonly<Record<string, { label: string; noun: string; by: string }>> = {
@@ -560,15 +540,7 @@ export function HealthPage(props: { view: HealthView }) {
         <section class="card" data-testid="queues">
           <h2>Queues</h2>
           <table>
-            <thead>
-              <tr>
-                <th>Queue</th>
-                <th class="num">Failed</th>
-                <th class="num">Delayed</th>
-                <th class="num">Waiting</th>
-                <th class="num">Active</th>
-              </tr>
-            </thead>
+            <Head columns={["Queue", "Failed", "Delayed", "Waiting", "Active"]} num={["Failed", "Delayed", "Waiting", "Active"]} />
             <tbody>
               {summary.queues.map((q) => (
                 <tr>

@@ -1,5 +1,6 @@
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
+import { printable } from "../../mirror/values.js";
 import { InvalidFilterError } from "../errors.js";
 import { DASHBOARD_PATH, FAVICON_PATH } from "../operator-routes.js";
 
@@ -98,6 +99,43 @@ export const shownStatus = (status: string) => (status === "received" ? "retryin
 export function StatusPill(props: { status: string }) {
   const shown = shownStatus(props.status);
   return <span class={`pill status-${shown}`}>{shown}</span>;
+}
+
+/** A table's header row; the columns named in `num` are right-aligned, as their numbers are. */
+export function Head(props: { columns: readonly string[]; num?: readonly string[] }) {
+  return (
+    <thead>
+      <tr>
+        {props.columns.map((title) => (
+          <th class={props.num?.includes(title) ? "num" : undefined}>{title}</th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
+/** Each handler's latest outcome, one line a handler, with its error. */
+export function HandlerOutcomes(props: { handlers: Record<string, { status: string; error?: string }> }) {
+  return (
+    <>
+      {Object.entries(props.handlers).map(([key, h]) => (
+        <div>
+          <span class="mono">{printable(key)}</span> <span class={`status-${h.status}`}>{h.status}</span>
+          {h.error ? <span class="muted"> — {h.error}</span> : null}
+        </div>
+      ))}
+    </>
+  );
+}
+
+/** A filter form's text field under its label. */
+export function Field(props: { label: string; name: string; placeholder: string; value: string | undefined }) {
+  return (
+    <label>
+      {props.label}
+      <input name={props.name} placeholder={props.placeholder} value={props.value ?? ""} />
+    </label>
+  );
 }
 
 /** The presets of every time filter in the console. */
@@ -228,53 +266,48 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
       });
     });
   }
-  function pollAttempts(id, before, status) {
-    call("GET", "/events/" + encodeURIComponent(id)).then(function (event) {
-      if (event && event.attempts > before) {
-        say(status, "New attempt recorded; reloading.");
+  // GET path until done(answer), then reload; what names the thing read in a failure.
+  function pollUntil(path, done, status, what, reloading) {
+    call("GET", path).then(function (answer) {
+      if (done(answer)) {
+        say(status, reloading);
         window.location.reload();
-      } else setTimeout(function () { pollAttempts(id, before, status); }, POLL_MS);
-    }, function (err) { say(status, "Could not read the event: " + err.message, true); });
+      } else setTimeout(function () { pollUntil(path, done, status, what, reloading); }, POLL_MS);
+    }, function (err) { say(status, "Could not read the " + what + ": " + err.message, true); });
+  }
+  // Sends the request with the button disabled; a refusal enables it again and says so.
+  function send(button, status, method, path, body, refused, then) {
+    button.disabled = true;
+    call(method, path, body).then(then, function (err) {
+      button.disabled = false;
+      say(status, refused + " refused: " + err.message, true);
+    });
   }
   function replayOne(button) {
     var id = button.getAttribute("data-replay-event");
     var handler = button.getAttribute("data-handler");
     var before = Number(button.getAttribute("data-attempts") || "0");
     var status = document.getElementById("replay-status");
-    button.disabled = true;
     say(status, "Replaying " + (handler ? "handler " + handler : "every handler") + "…");
-    call("POST", "/events/" + encodeURIComponent(id) + "/replay", handler ? { handler: handler } : {}).then(function (answer) {
+    send(button, status, "POST", "/events/" + encodeURIComponent(id) + "/replay", handler ? { handler: handler } : {}, "Replay", function (answer) {
       var replay = answer && answer.replay ? answer.replay.id : "";
       say(status, "Replay " + replay + " queued; waiting for its attempt…");
-      pollAttempts(id, before, status);
-    }, function (err) {
-      button.disabled = false;
-      say(status, "Replay refused: " + err.message, true);
+      pollUntil("/events/" + encodeURIComponent(id), function (event) {
+        return event && event.attempts > before;
+      }, status, "event", "New attempt recorded; reloading.");
     });
   }
-  function recordPath(button) {
-    return "/records/" + encodeURIComponent(button.getAttribute("data-refresh-record")) + "/" + encodeURIComponent(button.getAttribute("data-id"));
-  }
-  function pollRead(button, status) {
-    var shownReadAt = button.getAttribute("data-read-at") || "";
-    call("GET", recordPath(button)).then(function (story) {
-      var readAt = story && story.record ? story.record.readAt : "";
-      if (readAt && readAt !== shownReadAt) {
-        say(status, "Read from the API; reloading.");
-        window.location.reload();
-      } else setTimeout(function () { pollRead(button, status); }, POLL_MS);
-    }, function (err) { say(status, "Could not read the record: " + err.message, true); });
-  }
   function refreshRecord(button) {
+    var path = "/records/" + encodeURIComponent(button.getAttribute("data-refresh-record")) + "/" + encodeURIComponent(button.getAttribute("data-id"));
+    var shownReadAt = button.getAttribute("data-read-at") || "";
     var status = document.getElementById("refresh-status");
-    button.disabled = true;
     say(status, "Asking for a read…");
-    call("POST", recordPath(button) + "/refresh", {}).then(function () {
+    send(button, status, "POST", path + "/refresh", {}, "Refresh", function () {
       say(status, "Refresh requested; waiting for the read…");
-      pollRead(button, status);
-    }, function (err) {
-      button.disabled = false;
-      say(status, "Refresh refused: " + err.message, true);
+      pollUntil(path, function (story) {
+        var readAt = story && story.record ? story.record.readAt : "";
+        return readAt && readAt !== shownReadAt;
+      }, status, "record", "Read from the API; reloading.");
     });
   }
   function pollReplay(box, id) {
@@ -290,12 +323,8 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
   }
   function stopBulk(box, button) {
     var status = box.querySelector("[data-bulk-status]");
-    button.disabled = true;
-    call("DELETE", "/events/replays/" + encodeURIComponent(button.getAttribute("data-bulk-id") || "")).then(function (r) {
+    send(button, status, "DELETE", "/events/replays/" + encodeURIComponent(button.getAttribute("data-bulk-id") || ""), undefined, "Stop", function (r) {
       say(status, "Replay " + r.id + " " + r.state + ": " + r.withdrawn + " not run, " + r.done + " done, " + r.failed + " failed.");
-    }, function (err) {
-      button.disabled = false;
-      say(status, "Stop refused: " + err.message, true);
     });
   }
   function bulk(box, dryRun) {

@@ -1,6 +1,18 @@
 import { printable } from "../../mirror/values.js";
-import type { RecordStoryView, TimelineEntryView } from "../record-routes.js";
-import { CONSOLE_PATH, givenParams, hrefWith, json, Layout, refuseUnknown, StatusPill, When } from "./layout.js";
+import type { RecordStory } from "../../mirror/record-story.js";
+import {
+  CONSOLE_PATH,
+  Field,
+  givenParams,
+  HandlerOutcomes,
+  Head,
+  hrefWith,
+  json,
+  Layout,
+  refuseUnknown,
+  StatusPill,
+  When,
+} from "./layout.js";
 
 // The mirror's pages: a kind's records, and one record's story (its copy, a refresh, its timeline).
 
@@ -53,15 +65,9 @@ export function MirrorPage(props: {
     <Layout title={`Mirror: ${kind}`} section="mirror">
       <div class="presets">{props.kinds.map((k) => (k === kind ? <strong>{k}</strong> : <a href={mirrorHref(k, base)}>{k}</a>))}</div>
       <form class="filters" method="get" action={`${CONSOLE_PATH}/mirror/${kind}`}>
-        <label>
-          Restaurant
-          <input name="restaurantId" placeholder="rest_…" value={filters.restaurantId ?? ""} />
-        </label>
+        <Field label="Restaurant" name="restaurantId" placeholder="rest_…" value={filters.restaurantId} />
         {kind === "orders" || kind === "bookings" ? (
-          <label>
-            Status
-            <input name="status" placeholder={kind === "orders" ? "CONFIRMED" : "CONFIRMED"} value={filters.status ?? ""} />
-          </label>
+          <Field label="Status" name="status" placeholder="CONFIRMED" value={filters.status} />
         ) : null}
         <button type="submit" class="primary">
           Filter
@@ -72,16 +78,7 @@ export function MirrorPage(props: {
         <p class="muted">No record matches.</p>
       ) : (
         <table>
-          <thead>
-            <tr>
-              <th>Id</th>
-              <th>Restaurant</th>
-              <th>Status</th>
-              <th>Summary</th>
-              <th>Last read from the API</th>
-              <th>Last written here</th>
-            </tr>
-          </thead>
+          <Head columns={["Id", "Restaurant", "Status", "Summary", "Last read from the API", "Last written here"]} />
           <tbody>
             {props.rows.map(({ record, readAt, syncedAt }) => (
               <tr>
@@ -124,7 +121,7 @@ export const recordHref = (kind: string, id: string, cursor?: string) =>
   `${CONSOLE_PATH}/records/${encodeURIComponent(kind)}/${encodeURIComponent(id)}${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`;
 
 /** A record's story: the mirror's copy and when it was read, a "refresh now" button, then every event that named it, newest first. */
-export function RecordPage(props: { story: RecordStoryView; cursor?: string | undefined; now: Date }) {
+export function RecordPage(props: { story: RecordStory; cursor?: string | undefined; now: Date }) {
   const { story, now } = props;
   const copy = story.record;
   return (
@@ -217,20 +214,11 @@ export function RecordPage(props: { story: RecordStoryView; cursor?: string | un
   );
 }
 
-function Timeline(props: { entries: TimelineEntryView[]; now: Date }) {
+function Timeline(props: { entries: RecordStory["timeline"]; now: Date }) {
   if (props.entries.length === 0) return <p class="muted">No event in the log names this record.</p>;
   return (
     <table data-testid="timeline">
-      <thead>
-        <tr>
-          <th>When</th>
-          <th>What</th>
-          <th>Event</th>
-          <th>Status</th>
-          <th>Handlers</th>
-          <th>Changed</th>
-        </tr>
-      </thead>
+      <Head columns={["When", "What", "Event", "Status", "Handlers", "Changed"]} />
       <tbody>
         {props.entries.map((e) => (
           <tr>
@@ -245,12 +233,7 @@ function Timeline(props: { entries: TimelineEntryView[]; now: Date }) {
               <StatusPill status={e.status} />
             </td>
             <td>
-              {Object.entries(e.handlers).map(([key, h]) => (
-                <div>
-                  <span class="mono">{key}</span> <span class={`status-${h.status}`}>{h.status}</span>
-                  {h.error ? <span class="muted"> — {h.error}</span> : null}
-                </div>
-              ))}
+              <HandlerOutcomes handlers={e.handlers} />
             </td>
             <td>
               <Diff diff={e.diff ?? []} />
@@ -263,7 +246,7 @@ function Timeline(props: { entries: TimelineEntryView[]; now: Date }) {
 }
 
 /** A change's fields, before → after; a long list (a record's first read names every field) folded. */
-function Diff(props: { diff: NonNullable<TimelineEntryView["diff"]> }) {
+function Diff(props: { diff: NonNullable<RecordStory["timeline"][number]["diff"]> }) {
   const lines = props.diff.map((d) => (
     <div>
       <span class="mono">{d.field}</span>: <span class="muted">{shown(d.before)}</span> → {shown(d.after)}
