@@ -16,9 +16,10 @@ import {
   stateFileJson,
   startStateSaver,
   stateView,
+  type StateView,
 } from "./state-file.js";
 import { startSimulation, startTraffic, type Traffic, type TrafficOptions } from "./traffic.js";
-import { SandboxError, type Booking, type MenuItem, type Order, type Review } from "./records.js";
+import { SandboxError } from "./records.js";
 import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type DeliveryRecord, type WebhookEndpoint } from "./webhook-sender.js";
 
 export interface SandboxOptions {
@@ -79,18 +80,7 @@ export interface Sandbox {
    * and nobody was told, as when a real delivery is lost for good. Its history still records it.
    */
   silently<T>(change: () => T): T;
-  state: {
-    restaurants(): { id: string; name: string }[];
-    orders(): Order[];
-    bookings(): Booking[];
-    menuItems(): MenuItem[];
-    reviews(): Review[];
-    /**
-     * Every state a record (order, booking, menu item or review) has had, oldest first: its seeded
-     * or created state, then one copy after each change. Empty for an unknown id.
-     */
-    history(id: string): unknown[];
-  };
+  state: StateView;
   actions: ReturnType<typeof createStore>["actions"];
 }
 

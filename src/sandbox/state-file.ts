@@ -137,7 +137,11 @@ export function stateView(store: SandboxStore, history: RecordHistory) {
     bookings: () => copy(store.bookings),
     menuItems: () => copy(store.menuItems),
     reviews: () => copy(store.reviews),
-    history: (id: string) =>
+    /**
+     * Every state a record (order, booking, menu item or review) has had, oldest first: its seeded
+     * or created state, then one copy after each change. Empty for an unknown id.
+     */
+    history: (id: string): unknown[] =>
       history.of(id, store.orders.get(id) ?? store.bookings.get(id) ?? store.menuItems.get(id) ?? store.reviews.get(id)),
   };
 }
