@@ -54,26 +54,18 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
 
   const start = async () => {
     if (child?.exitCode === null) return; // already running
-    const args = [
-      "--port",
-      String(port),
-      "--bind",
-      "127.0.0.1",
-      "--dir",
+    const settings = {
+      port: String(port),
+      bind: "127.0.0.1",
       dir,
-      "--save",
-      "",
-      "--appendonly",
-      options.appendOnly ? "yes" : "no",
-      "--appendfsync",
-      "everysec",
-      "--maxmemory-policy",
-      "noeviction",
-      "--daemonize",
-      "no",
-      "--loglevel",
-      "warning",
-    ];
+      save: "",
+      appendonly: options.appendOnly ? "yes" : "no",
+      appendfsync: "everysec",
+      "maxmemory-policy": "noeviction",
+      daemonize: "no",
+      loglevel: "warning",
+    };
+    const args = Object.entries(settings).flatMap(([name, value]) => [`--${name}`, value]);
     // Its own process group: a Ctrl-C at the terminal (which signals the whole foreground group)
     // must not stop Redis before the service using it has shut down; stop() ends it.
     const proc = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
