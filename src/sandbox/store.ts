@@ -476,9 +476,10 @@ const DISHES = ["Margherita", "Ramen", "Caesar salad", "Bibimbap", "Falafel wrap
 const ALLERGENS = ["gluten", "dairy", "egg", "nuts", "soy", "fish"];
 const TAGS = ["vegan", "vegetarian", "spicy", "new", "chef-pick"];
 
-/** Restaurant number `r`'s menu of `count` items; emits nothing. */
-function seedMenu(state: StoreState, r: number, count: number) {
+/** Restaurant number `r` with its menu of `count` items; emits nothing. */
+function seedRestaurant(state: StoreState, r: number, count: number) {
   const { random } = state;
+  state.restaurants.push({ id: `rest_${r}`, name: `Restaurant ${r}` });
   for (let m = 0; m < count; m++) {
     state.putMenuItem({
       id: state.newId("mi"),
@@ -497,10 +498,7 @@ function seedMenu(state: StoreState, r: number, count: number) {
 
 /** Restaurants and their menus only (a seeded history fills in the rest); emits nothing. */
 export function seedRestaurants(state: StoreState, count: number, menuItemsEach: number) {
-  for (let r = 1; r <= count; r++) {
-    state.restaurants.push({ id: `rest_${r}`, name: `Restaurant ${r}` });
-    seedMenu(state, r, menuItemsEach);
-  }
+  for (let r = 1; r <= count; r++) seedRestaurant(state, r, menuItemsEach);
 }
 
 /** Five bookings of restaurant `r` around today, the last one cancelled. */
@@ -527,8 +525,7 @@ function seedBookings(state: StoreState, r: number): Booking[] {
 export function seedSample(state: StoreState, count: number) {
   const path = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
   for (let r = 1; r <= count; r++) {
-    state.restaurants.push({ id: `rest_${r}`, name: `Restaurant ${r}` });
-    seedMenu(state, r, 6);
+    seedRestaurant(state, r, 6);
     const rbookings = seedBookings(state, r);
     for (let o = 0; o < 12; o++) {
       const order = buildOrder(state, {
