@@ -38,20 +38,16 @@ export {
   type Handlers,
   type NamedHandler,
 } from "./events/registry.js";
-export { onChange, type EventHandler, type EventHandlers, type HandlerContext } from "./worker/handlers.js";
+export { onChange, loadHandlersModule, type EventHandler, type EventHandlers, type HandlerContext } from "./worker/handlers.js";
 export type { StepFunction } from "./worker/durable-steps.js";
 export { StepError, type StepErrorCode, ApiNotConfiguredError, HandlersModuleError } from "./worker/errors.js";
 export { createStepStore, type StepRecord, type StepStore } from "./mirror/step-store.js";
-export { loadHandlersModule } from "./worker/handlers.js";
-export type { WorkerRole } from "./worker/worker-role.js";
-export type { FinishedEvent } from "./worker/worker-role.js";
-export { createDatabase, DatabaseConfigError, type Database, type DatabaseOptions } from "./mirror/database.js";
-export { migrateToLatest, MigrationError } from "./mirror/database.js";
+export type { WorkerRole, FinishedEvent } from "./worker/worker-role.js";
+export { createDatabase, DatabaseConfigError, migrateToLatest, MigrationError, MIRROR_KINDS } from "./mirror/database.js";
+export type { Database, DatabaseOptions, MirrorKind } from "./mirror/database.js";
 export { createPostgresMirror } from "./mirror/mirror-store.js";
 export { createEventLog, type EventLog, type EventPage, type EventQuery, type LoggedEvent } from "./mirror/event-log.js";
-export { MIRROR_KINDS } from "./mirror/database.js";
 export type { MirrorChange, MirrorListFilter, MirrorPage, MirrorRecord, MirrorStore, UpsertResult } from "./mirror/mirror-store.js";
-export type { MirrorKind } from "./mirror/database.js";
 export {
   createApiClient,
   type ApiClient,

@@ -371,12 +371,7 @@ function clusterPrefix(prefix: string): string {
 }
 
 /** Rules between limits, checked on parsed values so defaults take part. */
-function limitProblems(e: {
-  HTTP_HEADERS_TIMEOUT_MS: number;
-  HTTP_REQUEST_TIMEOUT_MS: number;
-  MAX_BUFFERED_BODY_BYTES: number;
-  MAX_BODY_BYTES: number;
-}): string[] {
+function limitProblems(e: z.output<typeof configSchema>): string[] {
   const problems: string[] = [];
   // Node refuses a header timeout above the request timeout.
   if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS)

@@ -22,17 +22,14 @@ const total = (values: Values, where: (labels: Values[number]["labels"]) => bool
   values.filter((v) => where(v.labels)).reduce((n, v) => n + v.value, 0);
 const largest = (values: Values, where: (labels: Values[number]["labels"]) => boolean = () => true) =>
   values.filter((v) => where(v.labels)).reduce((n, v) => Math.max(n, v.value), 0);
+/** Jobs of the events queue that ended with `outcome`. */
+const events = (outcome: string) => (v: Values) => total(v, (l) => l.queue === "events" && l.outcome === outcome);
 
 /** One row per series: its name in Redis, how it merges, and what it reads off the registry (a counter's running total, or a gauge). */
 const SERIES: readonly { key: string; merge: Merge; metric: string; read: (values: Values) => number }[] = [
-  {
-    key: "delivered",
-    merge: "sum",
-    metric: "svc_jobs_total",
-    read: (v) => total(v, (l) => l.queue === "events" && l.outcome === "completed"),
-  },
-  { key: "retried", merge: "sum", metric: "svc_jobs_total", read: (v) => total(v, (l) => l.queue === "events" && l.outcome === "retried") },
-  { key: "failed", merge: "sum", metric: "svc_jobs_total", read: (v) => total(v, (l) => l.queue === "events" && l.outcome === "failed") },
+  { key: "delivered", merge: "sum", metric: "svc_jobs_total", read: events("completed") },
+  { key: "retried", merge: "sum", metric: "svc_jobs_total", read: events("retried") },
+  { key: "failed", merge: "sum", metric: "svc_jobs_total", read: events("failed") },
   { key: "budget.webhook", merge: "sum", metric: "svc_upstream_budget_slots_total", read: (v) => total(v, (l) => l.class === "webhook") },
   { key: "budget.active", merge: "sum", metric: "svc_upstream_budget_slots_total", read: (v) => total(v, (l) => l.class === "active") },
   { key: "budget.full", merge: "sum", metric: "svc_upstream_budget_slots_total", read: (v) => total(v, (l) => l.class === "full") },

@@ -34,19 +34,8 @@ export interface RedisServerOptions {
   appendOnly?: boolean;
 }
 
-export interface RedisServer {
-  url: string;
-  port: number;
-  /** Stops the server (SIGTERM, waits for exit). Data on disk stays for `start()`. */
-  stop(): Promise<void>;
-  /** Starts it again on the same port and directory. */
-  start(): Promise<void>;
-  /** Kills it for good and removes its directory. */
-  destroy(): Promise<void>;
-}
-
 /** A throwaway redis-server on a free loopback port, in its own temp directory. */
-export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+export async function startRedisServer(options: RedisServerOptions = {}) {
   if (!hasRedisServer()) throw new Error(REDIS_INSTALL_HINT);
   const port = options.port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), "svc-webhooks-redis-"));
@@ -54,26 +43,18 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
 
   const start = async () => {
     if (child?.exitCode === null) return; // already running
-    const args = [
-      "--port",
-      String(port),
-      "--bind",
-      "127.0.0.1",
-      "--dir",
+    const settings = {
+      port: String(port),
+      bind: "127.0.0.1",
       dir,
-      "--save",
-      "",
-      "--appendonly",
-      options.appendOnly ? "yes" : "no",
-      "--appendfsync",
-      "everysec",
-      "--maxmemory-policy",
-      "noeviction",
-      "--daemonize",
-      "no",
-      "--loglevel",
-      "warning",
-    ];
+      save: "",
+      appendonly: options.appendOnly ? "yes" : "no",
+      appendfsync: "everysec",
+      "maxmemory-policy": "noeviction",
+      daemonize: "no",
+      loglevel: "warning",
+    };
+    const args = Object.entries(settings).flatMap(([name, value]) => [`--${name}`, value]);
     // Its own process group: a Ctrl-C at the terminal (which signals the whole foreground group)
     // must not stop Redis before the service using it has shut down; stop() ends it.
     const proc = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
@@ -97,14 +78,19 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
+    /** Stops the server (SIGTERM, waits for exit). Data on disk stays for `start()`. */
     stop,
+    /** Starts it again on the same port and directory. */
     start,
+    /** Kills it for good and removes its directory. */
     async destroy() {
       await stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
 }
+
+export type RedisServer = Awaited<ReturnType<typeof startRedisServer>>;
 
 async function waitForPong(port: number, proc: ChildProcess, output: () => string): Promise<void> {
   const deadline = Date.now() + 10_000;

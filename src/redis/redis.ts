@@ -67,66 +67,18 @@ function clusterOptions(url: string, failFast: boolean): ClusterOptions {
 }
 
 /**
- * Every Redis key name of ours, built in one place (BullMQ builds its own queue keys under the same
- * prefix). See docs/redis.md for the layout.
- *
- * The hash-tag rule: every key one Lua script touches must hash to one Redis Cluster slot, so each
- * group of keys a script uses together carries the same `{tag}`. If the prefix carries a tag
- * itself (`{svc}`, as BullMQ needs on a cluster), it comes first and wins: then every key of a
- * deployment hashes to that one slot, which keeps each group together all the same.
- */
-export interface RedisKeys {
-  readonly prefix: string;
-  /** The shared upstream rate budget of one API key id; one slot, tag `{keyId}` (the limiter's scripts). */
-  upstreamBudget(keyId: string): {
-    log: string;
-    pause: string;
-    next: string;
-    activeLog: string;
-    fullLog: string;
-    webhookWaiters: string;
-    activeWaiters: string;
-  };
-  /** The ids of a kind waiting for a refresh, each with its version and what the events said (a hash); its own slot. */
-  pendingRefresh(kind: string): string;
-  /** Epoch ms before which no run of a kind's refresh starts (the budget's pace after a run), with a TTL; its own slot. */
-  refreshPace(kind: string): string;
-  /** The trace contexts of the events that asked for a kind's next refresh (a list, trimmed, with a TTL); its own slot. */
-  refreshLinks(kind: string): string;
-  /** Who runs the active reconciliation pass now (a string: the holder's token, with a TTL); its own slot. */
-  readonly activePassLease: string;
-  /**
-   * Set by the workers and never expired: a worker that finds it missing while PostgreSQL says the
-   * service ran knows Redis lost its data (worker/worker-lifecycle.ts); its own slot.
-   */
-  readonly workersAlive: string;
-  /** Held (SET NX with a TTL) by the one worker that restores an emptied Redis; its own slot. */
-  readonly restoringRedis: string;
-  /**
-   * The ingest path (queue/ingest-stream.ts, queue/stream-consumer.ts): the stream the edge appends
-   * verified events to and the workers read, and each event id's "seen" key. The edge's script
-   * touches both, so they share the tag `{ingest}` (the prefix's own tag when it has one). The
-   * consumer group is a name inside the stream, not a key.
-   */
-  readonly ingest: { stream: string; group: string; seen(eventId: string): string };
-  /** The operator API (worker/operator-actions.ts): a bulk replay's progress (a hash), an Idempotency-Key's answer. */
-  readonly operator: { bulkReplay(id: string): string; idempotency(digest: string): string; bulkReplayByFilter(digest: string): string };
-  /** The console's charts (metrics/minute-samples.ts): one point a minute per series, a hash of at most 120 fields; its own slot. */
-  readonly minuteSamples: string;
-}
-
-/**
  * Builds our key names under `prefix` (QUEUE_PREFIX, the same one BullMQ uses).
  *
  * @example
  * const keys = redisKeys("{svc}");
  * keys.upstreamBudget(apiKeyId(key)).log // "{svc}:upstream:{3f2a…}:log"
  */
-export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
+export function redisKeys(prefix: string = DEFAULTS.queuePrefix) {
   const ingest = `${prefix}:ingest:{ingest}`;
   return {
     prefix,
-    upstreamBudget(keyId) {
+    /** The shared upstream rate budget of one API key id; one slot, tag `{keyId}` (the limiter's scripts). */
+    upstreamBudget(keyId: string) {
       const base = `${prefix}:upstream:{${keyId}}`;
       return {
         log: `${base}:log`,
@@ -138,22 +90,50 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix): RedisKeys {
         activeWaiters: `${base}:waiting:active`,
       };
     },
-    pendingRefresh: (kind) => `${prefix}:sync:pending-ids:${kind}`,
-    refreshPace: (kind) => `${prefix}:sync:refresh-pace:${kind}`,
-    refreshLinks: (kind) => `${prefix}:sync:refresh-links:${kind}`,
+    /** The ids of a kind waiting for a refresh, each with its version and what the events said (a hash); its own slot. */
+    pendingRefresh: (kind: string) => `${prefix}:sync:pending-ids:${kind}`,
+    /** Epoch ms before which no run of a kind's refresh starts (the budget's pace after a run), with a TTL; its own slot. */
+    refreshPace: (kind: string) => `${prefix}:sync:refresh-pace:${kind}`,
+    /** The trace contexts of the events that asked for a kind's next refresh (a list, trimmed, with a TTL); its own slot. */
+    refreshLinks: (kind: string) => `${prefix}:sync:refresh-links:${kind}`,
+    /** Who runs the active reconciliation pass now (a string: the holder's token, with a TTL); its own slot. */
     activePassLease: `${prefix}:sync:active-pass-lease`,
+    /**
+     * Set by the workers and never expired: a worker that finds it missing while PostgreSQL says the
+     * service ran knows Redis lost its data (worker/worker-lifecycle.ts); its own slot.
+     */
     workersAlive: `${prefix}:sync:workers-alive`,
+    /** Held (SET NX with a TTL) by the one worker that restores an emptied Redis; its own slot. */
     restoringRedis: `${prefix}:sync:restoring`,
-    ingest: { stream: `${ingest}:events`, group: "pump", seen: (eventId) => `${ingest}:seen:${eventId}` },
+    /**
+     * The ingest path (queue/ingest-stream.ts, queue/stream-consumer.ts): the stream the edge appends
+     * verified events to and the workers read, and each event id's "seen" key. The edge's script
+     * touches both, so they share the tag `{ingest}` (the prefix's own tag when it has one). The
+     * consumer group is a name inside the stream, not a key.
+     */
+    ingest: { stream: `${ingest}:events`, group: "pump", seen: (eventId: string) => `${ingest}:seen:${eventId}` },
+    /** The operator API (worker/operator-actions.ts): a bulk replay's progress (a hash), an Idempotency-Key's answer. */
     operator: {
-      bulkReplay: (id) => `${prefix}:operator:replay:${id}`,
-      idempotency: (digest) => `${prefix}:operator:idempotency:${digest}`,
+      bulkReplay: (id: string) => `${prefix}:operator:replay:${id}`,
+      idempotency: (digest: string) => `${prefix}:operator:idempotency:${digest}`,
       // The last bulk replay started for one filter (its id): a second one waits until it ends.
-      bulkReplayByFilter: (digest) => `${prefix}:operator:replay-by-filter:${digest}`,
+      bulkReplayByFilter: (digest: string) => `${prefix}:operator:replay-by-filter:${digest}`,
     },
+    /** The console's charts (metrics/minute-samples.ts): one point a minute per series, a hash of at most 120 fields; its own slot. */
     minuteSamples: `${prefix}:metrics:minute-samples`,
   };
 }
+
+/**
+ * Every Redis key name of ours, built in one place (BullMQ builds its own queue keys under the same
+ * prefix). See docs/redis.md for the layout.
+ *
+ * The hash-tag rule: every key one Lua script touches must hash to one Redis Cluster slot, so each
+ * group of keys a script uses together carries the same `{tag}`. If the prefix carries a tag
+ * itself (`{svc}`, as BullMQ needs on a cluster), it comes first and wins: then every key of a
+ * deployment hashes to that one slot, which keeps each group together all the same.
+ */
+export type RedisKeys = ReturnType<typeof redisKeys>;
 
 /**
  * The part of a key Redis Cluster hashes to pick its slot: the text between the first `{` and the

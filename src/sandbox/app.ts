@@ -106,20 +106,20 @@ export function apiRoutes(deps: ApiGateDeps & { store: SandboxStore; lists?: Lis
   const api = new Hono<ApiEnv>();
 
   api.use("*", apiGate(deps));
+  /** A list endpoint: `pageQuery` checks the request's query (400s) and says which page to read; the cursor picks up from there. */
+  const listRoute = <T extends { id: string }>(
+    path: string,
+    index: ListIndex<T>,
+    list: { keyOf: (item: T) => Key; width: number },
+    pageQuery: (q: Record<string, string>) => Omit<PageQuery<T>, "after">,
+  ) => api.get(path, (c) => c.json(paginate(index, pageQuery(c.req.query()), list, c.req.query("cursor"), c.get("fault"))));
 
-  api.get("/orders", (c) => {
-    const q = c.req.query();
+  listRoute("/orders", store.indexes.orders, LIST_KEYS.orders, (q) => {
     const status = oneOf(q.status, ORDER_STATUSES, "status");
     const type = oneOf(q.type, ORDER_TYPES, "type");
     const limit = parseLimit(q.limit);
     const filter = type ? (o: { type: string }) => o.type === type : undefined;
-    const query = {
-      partition: partitionFor(q.restaurantId, status),
-      direction: lists.orders === "oldest-first" ? 1 : -1,
-      limit,
-      filter,
-    } as const;
-    return c.json(paginate(store.indexes.orders, query, LIST_KEYS.orders, q.cursor, c.get("fault")));
+    return { partition: partitionFor(q.restaurantId, status), direction: lists.orders === "oldest-first" ? 1 : -1, limit, filter };
   });
 
   api.patch("/orders/:id/status", async (c) => {
@@ -133,20 +133,18 @@ export function apiRoutes(deps: ApiGateDeps & { store: SandboxStore; lists?: Lis
     return c.json(store.actions.refundOrder(c.req.param("id"), body.reason));
   });
 
-  api.get("/bookings", (c) => {
-    const q = c.req.query();
+  listRoute("/bookings", store.indexes.bookings, LIST_KEYS.bookings, (q) => {
     const from = day(q.from, "from");
     const to = day(q[upperName], upperName);
     const limit = parseLimit(q.limit);
-    const query = {
+    return {
       partition: partitionFor(q.restaurantId, q.status),
       direction: lists.bookings === "date-descending" ? -1 : 1,
       limit,
       // A day bounds every timestamp of that day: "YYYY-MM-DD" ≤ its dates < "YYYY-MM-DD\uffff".
       ...(from ? { lower: [from] } : {}),
       ...(to && upperHonoured ? { upper: [`${to}\uffff`] } : {}),
-    } as const;
-    return c.json(paginate(store.indexes.bookings, query, LIST_KEYS.bookings, q.cursor, c.get("fault")));
+    };
   });
 
   api.post("/bookings", async (c) => {
@@ -164,12 +162,11 @@ export function apiRoutes(deps: ApiGateDeps & { store: SandboxStore; lists?: Lis
     return c.json(booking, 201);
   });
 
-  api.get("/menu-items", (c) => {
-    const q = c.req.query();
-    const limit = parseLimit(q.limit);
-    const query = { partition: partitionFor(q.restaurantId, undefined), direction: 1, limit } as const;
-    return c.json(paginate(store.indexes.menuItems, query, LIST_KEYS.menuItems, q.cursor, c.get("fault")));
-  });
+  listRoute("/menu-items", store.indexes.menuItems, LIST_KEYS.menuItems, (q) => ({
+    partition: partitionFor(q.restaurantId, undefined),
+    direction: 1,
+    limit: parseLimit(q.limit),
+  }));
 
   api.all("*", () => {
     throw new SandboxError(404, "not_found", "no such endpoint");

@@ -6,7 +6,7 @@ import type { Server } from "node:http";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { expectDefined } from "../expect-defined.js";
-import { type ApiRequestRecord, type ListBehaviour, createFaults, type FaultRule, createSandboxApp } from "./app.js";
+import { type ApiRequestRecord, type ListBehaviour, createFaults, createSandboxApp } from "./app.js";
 import { seededRandom, seedHistory, type HistoryOptions, createStore, type SandboxStore } from "./store.js";
 import {
   createRecordHistory,
@@ -18,8 +18,8 @@ import {
   stateView,
 } from "./state-file.js";
 import { startSimulation, startTraffic, type Traffic, type TrafficOptions } from "./traffic.js";
-import { SandboxError, type Booking, type MenuItem, type Order, type Review } from "./records.js";
-import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type DeliveryRecord, type WebhookEndpoint } from "./webhook-sender.js";
+import { SandboxError } from "./records.js";
+import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type WebhookEndpoint } from "./webhook-sender.js";
 
 export interface SandboxOptions {
   /** Accepted keys (each svc_live_…); default one generated key. */
@@ -54,52 +54,12 @@ export interface SandboxOptions {
   logger?: Logger;
 }
 
-export interface Sandbox {
-  app: Hono;
-  apiKey: string;
-  url: string | undefined;
-  listen(opts?: { port?: number; host?: string }): Promise<string>;
-  close(): Promise<void>;
-  requestLog: ApiRequestRecord[];
-  deliveries: DeliveryRecord[];
-  faults: { add(rule: FaultRule): void; clear(): void };
-  addWebhook(endpoint: WebhookEndpoint): void;
-  removeWebhooks(): void;
-  /** Stops the simulated traffic (if any); the API and deliveries go on. */
-  stopSimulation(): void;
-  /**
-   * Starts live traffic of a company's shape through the same actions (webhooks as usual);
-   * `stop()` ends it. Its `changes` list what it did and when, for freshness measurements.
-   */
-  startTraffic(options: TrafficOptions): Traffic;
-  /** Resolves when no webhook delivery is in flight or waiting for a retry. */
-  idle(): Promise<void>;
-  /**
-   * Runs `change` (actions on the sandbox) without sending their webhooks: the upstream changed
-   * and nobody was told, as when a real delivery is lost for good. Its history still records it.
-   */
-  silently<T>(change: () => T): T;
-  state: {
-    restaurants(): { id: string; name: string }[];
-    orders(): Order[];
-    bookings(): Booking[];
-    menuItems(): MenuItem[];
-    reviews(): Review[];
-    /**
-     * Every state a record (order, booking, menu item or review) has had, oldest first: its seeded
-     * or created state, then one copy after each change. Empty for an unknown id.
-     */
-    history(id: string): unknown[];
-  };
-  actions: ReturnType<typeof createStore>["actions"];
-}
-
 /**
  * A local, in-memory stand-in for the upstream API (like stripe-mock): every endpoint of the
  * spec with the decisions of docs/upstream.md, signed webhooks with retries, per-key rate limit,
  * failure injection and a live simulation. Never imported by the production path.
  */
-export function createSandbox(options: SandboxOptions = {}): Sandbox {
+export function createSandbox(options: SandboxOptions = {}) {
   const apiKeys = options.apiKeys ?? [`svc_live_${randomBytes(16).toString("hex")}`];
   const unmetered = new Set(options.unmeteredKeys ?? []);
   for (const key of [...apiKeys, ...unmetered])
@@ -156,11 +116,11 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   let server: Awaited<ReturnType<typeof serveApp>> | undefined;
   let closed = false;
 
-  const sandbox: Sandbox = {
+  const sandbox = {
     app,
     apiKey: expectDefined(apiKeys[0], "the sandbox needs at least one API key"),
-    url: undefined,
-    async listen({ port = 0, host = "127.0.0.1" } = {}) {
+    url: undefined as string | undefined,
+    async listen({ port = 0, host = "127.0.0.1" }: { port?: number; host?: string } = {}): Promise<string> {
       server = await serveApp(app, port, host);
       sandbox.url = server.url;
       return server.url;
@@ -179,23 +139,35 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     faults: { add: faults.add, clear: faults.clear },
     addWebhook: sender.add,
     removeWebhooks: sender.removeAll,
+    /** Stops the simulated traffic (if any); the API and deliveries go on. */
     stopSimulation() {
       stopSimulation?.();
       stopSimulation = undefined;
     },
-    startTraffic(trafficOptions) {
+    /**
+     * Starts live traffic of a company's shape through the same actions (webhooks as usual);
+     * `stop()` ends it. Its `changes` list what it did and when, for freshness measurements.
+     */
+    startTraffic(trafficOptions: TrafficOptions): Traffic {
       if (!(trafficOptions.eventsPerSecond > 0)) throw new SandboxError(400, "invalid_request", "eventsPerSecond must be above 0");
       const traffic = startTraffic({ store, silently, ...(options.logger ? { logger: options.logger } : {}) }, trafficOptions);
       traffics.push(traffic);
       return traffic;
     },
+    /** Resolves when no webhook delivery is in flight or waiting for a retry. */
     idle: sender.idle,
+    /**
+     * Runs `change` (actions on the sandbox) without sending their webhooks: the upstream changed
+     * and nobody was told, as when a real delivery is lost for good. Its history still records it.
+     */
     silently,
     state,
     actions: store.actions,
   };
   return sandbox;
 }
+
+export type Sandbox = ReturnType<typeof createSandbox>;
 
 /** Where `keep` keeps the sandbox: its records (state-file.ts) and its id counter (reservedIds, state-file.ts). */
 function keptFiles(dir: string): { records: string; ids: string } {

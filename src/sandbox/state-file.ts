@@ -28,34 +28,39 @@ interface SavedState {
   history: [string, unknown[]][];
 }
 
-/** The file's text; undefined when there is no such file (a first run). */
-function readIfPresent(file: string): string | undefined {
+/**
+ * The JSON of `file` as `schema` reads it; undefined when there is no such file (a first run).
+ * `refuse` makes the error of a file that is not that: `problem` is undefined for one that is not JSON.
+ */
+function readJsonFile<T>(file: string, schema: z.ZodType<T>, refuse: (problem: string | undefined) => Error): T | undefined {
+  let text: string;
   try {
-    return readFileSync(file, "utf8");
+    text = readFileSync(file, "utf8");
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw err;
   }
-}
-
-/** The records and histories an earlier run saved in `file`; undefined when there is no file. */
-export function readStateFile(file: string): SavedState | undefined {
-  const text = readIfPresent(file);
-  if (text === undefined) return undefined;
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw new SandboxStateFileError(`${file} is not valid JSON`);
+    throw refuse(undefined);
   }
-  const parsed = fileSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new SandboxStateFileError(
-      `${file} is not a saved sandbox state (${issue ? `${issue.path.join(".")}: ${issue.message}` : "unreadable"})`,
-    );
-  }
-  const { history, ...records } = parsed.data;
+  const parsed = schema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw refuse(issue ? `${issue.path.join(".")}: ${issue.message}` : "unreadable");
+}
+
+/** The records and histories an earlier run saved in `file`; undefined when there is no file. */
+export function readStateFile(file: string): SavedState | undefined {
+  const saved = readJsonFile(file, fileSchema, (problem) =>
+    problem === undefined
+      ? new SandboxStateFileError(`${file} is not valid JSON`)
+      : new SandboxStateFileError(`${file} is not a saved sandbox state (${problem})`),
+  );
+  if (saved === undefined) return undefined;
+  const { history, ...records } = saved;
   return { records: records as unknown as SandboxRecords, history };
 }
 
@@ -137,7 +142,11 @@ export function stateView(store: SandboxStore, history: RecordHistory) {
     bookings: () => copy(store.bookings),
     menuItems: () => copy(store.menuItems),
     reviews: () => copy(store.reviews),
-    history: (id: string) =>
+    /**
+     * Every state a record (order, booking, menu item or review) has had, oldest first: its seeded
+     * or created state, then one copy after each change. Empty for an unknown id.
+     */
+    history: (id: string): unknown[] =>
       history.of(id, store.orders.get(id) ?? store.bookings.get(id) ?? store.menuItems.get(id) ?? store.reviews.get(id)),
   };
 }
@@ -183,17 +192,7 @@ export function reservedIds(file: string, taken: (id: string) => boolean): (pref
 }
 
 function readNext(file: string): number {
-  const text = readIfPresent(file);
-  if (text === undefined) return 0;
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  const parsed = counterSchema.safeParse(json);
-  if (!parsed.success) throw new SandboxStateFileError(`${file} is not the sandbox's id counter`);
-  return parsed.data.next;
+  return readJsonFile(file, counterSchema, () => new SandboxStateFileError(`${file} is not the sandbox's id counter`))?.next ?? 0;
 }
 
 /**

@@ -140,7 +140,13 @@ export function createStoreState(random: Random, now: () => Date, newId: (prefix
 
 export type StoreState = ReturnType<typeof createStoreState>;
 
-export type EmitEvent = (type: string, resource: { id: string; restaurantId: string }) => void;
+/** What an event names of its record. */
+interface Resource {
+  id: string;
+  restaurantId: string;
+}
+
+export type EmitEvent = (type: string, resource: Resource) => void;
 
 /**
  * Every change the API (or the simulation) can make, each emitting the webhook event the real
@@ -148,21 +154,25 @@ export type EmitEvent = (type: string, resource: { id: string; restaurantId: str
  */
 export function createActions(state: StoreState, emit: EmitEvent, willChange: (record: { id: string }) => void) {
   const { orders, bookings, menuItems } = state;
+  /** Stores a new record and emits its event. */
+  const created = <T extends Resource>(record: T, put: (record: T) => void, type: string): T => {
+    put(record);
+    emit(type, record);
+    return record;
+  };
+  /** Changes a stored record in place (its history sees it just before), re-lists it and emits its event. */
+  const changed = <T extends Resource>(record: T, put: (record: T) => void, type: string, change: (record: T) => void): T => {
+    willChange(record);
+    change(record);
+    return created(record, put, type);
+  };
   return {
-    createOrder(input: Parameters<typeof buildOrder>[1] = {}): Order {
-      const order = buildOrder(state, input);
-      state.putOrder(order);
-      emit("order.created", order);
-      return order;
-    },
+    createOrder: (input: Parameters<typeof buildOrder>[1] = {}): Order =>
+      created(buildOrder(state, input), state.putOrder, "order.created"),
     updateOrderStatus(id: string, status: string): Order {
       const order = state.find(orders, id, "order");
       const next = checkStatusMove(order.status, status);
-      willChange(order);
-      order.status = next;
-      state.putOrder(order);
-      emit("order.status_changed", order);
-      return order;
+      return changed(order, state.putOrder, "order.status_changed", (o) => (o.status = next));
     },
     refundOrder(id: string, reason?: unknown): Order {
       if (reason !== undefined && (typeof reason !== "string" || reason.length > 500)) {
@@ -170,44 +180,27 @@ export function createActions(state: StoreState, emit: EmitEvent, willChange: (r
       }
       const order = state.find(orders, id, "order");
       checkRefund(order);
-      willChange(order);
-      order.status = "REFUNDED";
-      order.refundedAt = state.stamp();
-      state.putOrder(order);
-      emit("order.refunded", order);
-      return order;
+      return changed(order, state.putOrder, "order.refunded", (o) => {
+        o.status = "REFUNDED";
+        o.refundedAt = state.stamp();
+      });
     },
-    createBooking(input: Parameters<typeof buildBooking>[1]): Booking {
-      const booking = buildBooking(state, input);
-      state.putBooking(booking);
-      emit("booking.created", booking);
-      return booking;
-    },
+    createBooking: (input: Parameters<typeof buildBooking>[1]): Booking =>
+      created(buildBooking(state, input), state.putBooking, "booking.created"),
     cancelBooking(id: string): Booking {
       const booking = state.find(bookings, id, "booking");
       if (booking.status === "CANCELLED") throw new SandboxError(409, "invalid_transition", "booking is already cancelled");
-      willChange(booking);
-      booking.status = "CANCELLED";
-      state.putBooking(booking);
-      emit("booking.status_changed", booking);
-      return booking;
+      return changed(booking, state.putBooking, "booking.status_changed", (b) => (b.status = "CANCELLED"));
     },
-    createReview(input: Parameters<typeof buildReview>[1] = {}): Review {
-      const review = buildReview(state, input);
-      state.putReview(review);
-      emit("review.created", review);
-      return review;
-    },
+    createReview: (input: Parameters<typeof buildReview>[1] = {}): Review =>
+      created(buildReview(state, input), state.putReview, "review.created"),
     updateMenuItem(id: string, patch: { price?: number; description?: string; stock?: number | null }): MenuItem {
-      const item = state.find(menuItems, id, "menu item");
-      willChange(item);
-      if (patch.price !== undefined) item.price = money(patch.price);
-      if (patch.description !== undefined) item.description = patch.description;
-      if (patch.stock !== undefined) item.stock = patch.stock;
-      item.updatedAt = state.stamp();
-      state.putMenuItem(item);
-      emit("menu_item.updated", item);
-      return item;
+      return changed(state.find(menuItems, id, "menu item"), state.putMenuItem, "menu_item.updated", (item) => {
+        if (patch.price !== undefined) item.price = money(patch.price);
+        if (patch.description !== undefined) item.description = patch.description;
+        if (patch.stock !== undefined) item.stock = patch.stock;
+        item.updatedAt = state.stamp();
+      });
     },
   };
 }
@@ -376,6 +369,32 @@ export const CONFIRM_CODE_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789".split("");
 /** Diners' and reviewers' names. */
 export const GUEST_NAMES = ["Ada", "Grace", "Linus", "Barbara", "Ken", "Margaret", "Dennis", "Frances"];
 
+/** One to three lines of dishes from `menu`, a fifth of them with a note when `notes`. */
+function orderLines(random: Random, menu: MenuItem[], newId: (prefix: string) => string, notes: boolean): OrderItem[] {
+  return Array.from({ length: random.int(1, 3) }, () => {
+    const dish = random.pick(menu);
+    return {
+      id: newId("oi"),
+      menuItemId: dish.id,
+      name: dish.name,
+      quantity: random.int(1, 3),
+      price: dish.price,
+      notes: notes && random.chance(0.2) ? "no onions" : null,
+    };
+  });
+}
+
+/** An order's amounts from its lines: 10% tax and a tip at random. */
+function orderAmounts(random: Random, items: OrderItem[]) {
+  const subtotal = money(items.reduce((s, i) => s + i.price * i.quantity, 0));
+  const tax = money(subtotal * 0.1);
+  const tip = money(random.int(0, 5));
+  return { subtotal, tax, tip, total: money(subtotal + tax + tip) };
+}
+
+/** A booking's confirmation code: six characters at random. */
+const confirmCode = (random: Random) => Array.from({ length: 6 }, () => random.pick(CONFIRM_CODE_CHARS)).join("");
+
 /** A new PENDING order of dishes from its restaurant's menu (not stored yet). */
 export function buildOrder(
   state: StoreState,
@@ -389,20 +408,8 @@ export function buildOrder(
   const { random } = state;
   const rid = state.restaurantId(input.restaurantId);
   const menu = [...state.menuItems.values()].filter((m) => m.restaurantId === rid);
-  const items: OrderItem[] = Array.from({ length: random.int(1, 3) }, () => {
-    const dish = random.pick(menu);
-    return {
-      id: state.newId("oi"),
-      menuItemId: dish.id,
-      name: dish.name,
-      quantity: random.int(1, 3),
-      price: dish.price,
-      notes: random.chance(0.2) ? "no onions" : null,
-    };
-  });
-  const subtotal = money(items.reduce((s, i) => s + i.price * i.quantity, 0));
-  const tax = money(subtotal * 0.1);
-  const tip = money(random.int(0, 5));
+  const items = orderLines(random, menu, state.newId, true);
+  const amounts = orderAmounts(random, items);
   const createdAt = state.stamp();
   return {
     id: state.newId("ord"),
@@ -410,10 +417,7 @@ export function buildOrder(
     bookingId: input.bookingId ?? null,
     type: input.type ?? random.pick(["DINE_IN", "TAKEAWAY", "DELIVERY"] as const),
     status: "PENDING",
-    subtotal,
-    tax,
-    tip,
-    total: money(subtotal + tax + tip),
+    ...amounts,
     currency: "EUR",
     paidAt: (input.paid ?? random.chance(0.6)) ? createdAt : null,
     refundedAt: null,
@@ -441,7 +445,7 @@ export function buildBooking(
     time: input.time,
     partySize: input.partySize,
     status: "CONFIRMED",
-    confirmCode: Array.from({ length: 6 }, () => random.pick(CONFIRM_CODE_CHARS)).join(""),
+    confirmCode: confirmCode(random),
     diner: { ...input.diner },
     createdAt: state.stamp(),
   };
@@ -472,9 +476,10 @@ const DISHES = ["Margherita", "Ramen", "Caesar salad", "Bibimbap", "Falafel wrap
 const ALLERGENS = ["gluten", "dairy", "egg", "nuts", "soy", "fish"];
 const TAGS = ["vegan", "vegetarian", "spicy", "new", "chef-pick"];
 
-/** Restaurant number `r`'s menu of `count` items; emits nothing. */
-function seedMenu(state: StoreState, r: number, count: number) {
+/** Restaurant number `r` with its menu of `count` items; emits nothing. */
+function seedRestaurant(state: StoreState, r: number, count: number) {
   const { random } = state;
+  state.restaurants.push({ id: `rest_${r}`, name: `Restaurant ${r}` });
   for (let m = 0; m < count; m++) {
     state.putMenuItem({
       id: state.newId("mi"),
@@ -493,10 +498,7 @@ function seedMenu(state: StoreState, r: number, count: number) {
 
 /** Restaurants and their menus only (a seeded history fills in the rest); emits nothing. */
 export function seedRestaurants(state: StoreState, count: number, menuItemsEach: number) {
-  for (let r = 1; r <= count; r++) {
-    state.restaurants.push({ id: `rest_${r}`, name: `Restaurant ${r}` });
-    seedMenu(state, r, menuItemsEach);
-  }
+  for (let r = 1; r <= count; r++) seedRestaurant(state, r, menuItemsEach);
 }
 
 /** Five bookings of restaurant `r` around today, the last one cancelled. */
@@ -523,8 +525,7 @@ function seedBookings(state: StoreState, r: number): Booking[] {
 export function seedSample(state: StoreState, count: number) {
   const path = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
   for (let r = 1; r <= count; r++) {
-    state.restaurants.push({ id: `rest_${r}`, name: `Restaurant ${r}` });
-    seedMenu(state, r, 6);
+    seedRestaurant(state, r, 6);
     const rbookings = seedBookings(state, r);
     for (let o = 0; o < 12; o++) {
       const order = buildOrder(state, {
@@ -583,13 +584,8 @@ function historyOrder(store: SandboxStore, menus: Map<string, MenuItem[]>, at: n
   const { random } = store;
   const restaurant = random.pick(store.restaurants).id;
   const menu = expectDefined(menus.get(restaurant), "a seeded menu");
-  const items = Array.from({ length: random.int(1, 3) }, () => {
-    const dish = random.pick(menu);
-    return { id: random.id("oi"), menuItemId: dish.id, name: dish.name, quantity: random.int(1, 3), price: dish.price, notes: null };
-  });
-  const subtotal = money(items.reduce((s, i) => s + i.price * i.quantity, 0));
-  const tax = money(subtotal * 0.1);
-  const tip = money(random.int(0, 5));
+  const items = orderLines(random, menu, random.id, false);
+  const amounts = orderAmounts(random, items);
   const createdAt = new Date(at).toISOString();
   const paid = random.chance(0.6);
   const status = statusAt(random, nowMs - at, inFlightMs, paid);
@@ -601,10 +597,7 @@ function historyOrder(store: SandboxStore, menus: Map<string, MenuItem[]>, at: n
     bookingId: null,
     type: random.pick(TYPES),
     status,
-    subtotal,
-    tax,
-    tip,
-    total: money(subtotal + tax + tip),
+    ...amounts,
     currency: "EUR",
     paidAt: paid ? createdAt : null,
     refundedAt,
@@ -625,7 +618,7 @@ function historyBooking(store: SandboxStore, day: number, nowMs: number): Bookin
     time: `${random.int(12, 21)}:${random.chance(0.5) ? "00" : "30"}`,
     partySize: random.int(1, 8),
     status: random.chance(past ? 0.1 : 0.07) ? "CANCELLED" : "CONFIRMED",
-    confirmCode: Array.from({ length: 6 }, () => CONFIRM_CODE_CHARS[random.int(0, CONFIRM_CODE_CHARS.length - 1)]).join(""),
+    confirmCode: confirmCode(random),
     diner: { name, email: `${name.toLowerCase()}${random.int(1, 99_999)}@example.com` },
     createdAt: new Date(createdAt).toISOString(),
   };

@@ -96,16 +96,8 @@ export function startTraffic(
       }
     },
     bookings() {
-      const day = new Date(Date.now() + random.int(0, 14) * 86_400_000).toISOString().slice(0, 10);
-      act("booking.created", () =>
-        store.actions.createBooking({
-          restaurantId: random.pick(store.restaurants).id,
-          date: day,
-          time: `${random.int(12, 21)}:${random.pick(["00", "30"])}`,
-          partySize: random.int(1, 8),
-          diner: { name: "Traffic Guest", email: "guest@example.com" },
-        }),
-      );
+      const day = dayAhead(random);
+      act("booking.created", () => store.actions.createBooking(bookingInput(store, day, "Traffic Guest")));
     },
     cancellations() {
       const today = new Date().toISOString().slice(0, 10);
@@ -145,7 +137,7 @@ export function startTraffic(
     for (const step of due) {
       const order = store.orders.get(step.id);
       // Changed by someone else meanwhile (cancelled, refunded): its remaining steps lapse.
-      if (!order || ["DELIVERED", "CANCELLED", "REFUNDED"].includes(order.status)) continue;
+      if (!order || TERMINAL.includes(order.status)) continue;
       guarded(() => act("order.status_changed", () => store.actions.updateOrderStatus(step.id, step.status)));
     }
   };
@@ -164,6 +156,21 @@ export function startTraffic(
   return { changes, stop: () => clearInterval(timer) };
 }
 
+/** A day (YYYY-MM-DD) of the next two weeks, at random. */
+const dayAhead = (random: Random) => new Date(Date.now() + random.int(0, 14) * 86_400_000).toISOString().slice(0, 10);
+
+/** A booking on `date` at a restaurant, time and party size at random, for `guest`. */
+function bookingInput(store: SandboxStore, date: string, guest: string) {
+  const { random } = store;
+  return {
+    restaurantId: random.pick(store.restaurants).id,
+    date,
+    time: `${random.int(12, 21)}:${random.pick(["00", "30"])}`,
+    partySize: random.int(1, 8),
+    diner: { name: guest, email: "guest@example.com" },
+  };
+}
+
 /** Live traffic for a local run: each tick, one plausible change, through the same actions. */
 export function startSimulation(store: SandboxStore, random: Random, intervalMs: number, logger?: Logger): () => void {
   const tick = () => {
@@ -179,17 +186,8 @@ export function startSimulation(store: SandboxStore, random: Random, intervalMs:
       else if (roll < 0.75) {
         const paid = [...store.orders.values()].filter((o) => o.paidAt && o.status !== "REFUNDED");
         if (paid.length > 0) store.actions.refundOrder(random.pick(paid).id, "simulated refund");
-      } else if (roll < 0.85) {
-        const restaurant = random.pick(store.restaurants);
-        const date = new Date(Date.now() + random.int(0, 14) * 86_400_000).toISOString().slice(0, 10);
-        store.actions.createBooking({
-          restaurantId: restaurant.id,
-          date,
-          time: `${random.int(12, 21)}:${random.pick(["00", "30"])}`,
-          partySize: random.int(1, 8),
-          diner: { name: "Sim Guest", email: "guest@example.com" },
-        });
-      } else if (roll < 0.9) {
+      } else if (roll < 0.85) store.actions.createBooking(bookingInput(store, dayAhead(random), "Sim Guest"));
+      else if (roll < 0.9) {
         const confirmed = [...store.bookings.values()].filter((b) => b.status === "CONFIRMED");
         if (confirmed.length > 0) store.actions.cancelBooking(random.pick(confirmed).id);
       } else if (roll < 0.95) store.actions.createReview();

@@ -35,12 +35,13 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
   let idleWaiters: (() => void)[] = [];
   let closed = false;
 
+  const wakeIdleWaiters = () => {
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const w of waiters) w();
+  };
   const settle = () => {
-    if (pending > 0 && --pending === 0) {
-      const waiters = idleWaiters;
-      idleWaiters = [];
-      for (const w of waiters) w();
-    }
+    if (pending > 0 && --pending === 0) wakeIdleWaiters();
   };
 
   async function attempt(endpoint: WebhookEndpoint, eventId: string, type: string, body: string, n: number): Promise<void> {
@@ -120,9 +121,7 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
       timers.clear();
       for (const c of controllers) c.abort();
       pending = 0;
-      const waiters = idleWaiters;
-      idleWaiters = [];
-      for (const w of waiters) w();
+      wakeIdleWaiters();
     },
   };
 }

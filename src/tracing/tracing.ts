@@ -217,21 +217,13 @@ export function serverSpan(tracer: Tracer, options: ServerSpanOptions): Middlewa
   };
 }
 
-/** The spans of one relayed batch: one per change recorded with a trace context. */
-export interface RelaySpans {
-  /** The `traceparent` a change's job carries: its relay span's, or undefined for a change recorded untraced. */
-  traceparentOf(row: { id: string }): string | undefined;
-  /** Runs the send; the spans end with it, marked failed if it throws. */
-  around<T>(send: () => Promise<T>): Promise<T>;
-}
-
 /**
  * A producer span ("change relay <type>") for each outbox row that holds the trace context of
  * the write that recorded it, a child of that write: the change event's job, and so its handlers,
  * continue the trace that began with the webhook (or the sweep) whose refresh made the change.
  * Rows recorded with tracing off get no span and start no trace.
  */
-export function relaySpans(tracer: Tracer, rows: readonly { id: string; type: string; traceparent?: string }[]): RelaySpans {
+export function relaySpans(tracer: Tracer, rows: readonly { id: string; type: string; traceparent?: string }[]) {
   const spans = new Map<string, Span>();
   for (const row of rows) {
     if (row.traceparent === undefined) continue;
@@ -243,11 +235,13 @@ export function relaySpans(tracer: Tracer, rows: readonly { id: string; type: st
     spans.set(row.id, span);
   }
   return {
-    traceparentOf: (row) => {
+    /** The `traceparent` a change's job carries: its relay span's, or undefined for a change recorded untraced. */
+    traceparentOf: (row: { id: string }): string | undefined => {
       const span = spans.get(row.id);
       return span ? formatTraceparent(span.spanContext()) : undefined;
     },
-    async around(send) {
+    /** Runs the send; the spans end with it, marked failed if it throws. */
+    async around<T>(send: () => Promise<T>): Promise<T> {
       try {
         return await send();
       } catch (err) {
@@ -259,6 +253,9 @@ export function relaySpans(tracer: Tracer, rows: readonly { id: string; type: st
     },
   };
 }
+
+/** The spans of one relayed batch: one per change recorded with a trace context. */
+export type RelaySpans = ReturnType<typeof relaySpans>;
 
 /**
  * Runs each handler, as the registry adds it, in a span of its own ("handler <source> <type>"), a

@@ -138,6 +138,15 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   };
   const send = <T>(call: ApiCall<T>) => sendCall(settings, call);
   const sendValue = async <T>(call: ApiCall<T>): Promise<T> => (await send(call)).value;
+  /** A write to one order (`/api/v1/orders/{id}/<action>`), answered with the order. */
+  const orderWrite = (method: "PATCH" | "POST", id: string, action: "status" | "refund", body: unknown) =>
+    sendValue({
+      method,
+      path: `/api/v1/orders/${encodeURIComponent(id)}/${action}`,
+      route: `/api/v1/orders/{id}/${action}`,
+      body,
+      schema: orderSchema,
+    });
 
   const orders = listReader<Order, OrderQuery>(send, "/api/v1/orders", orderSchema);
   const upperBound = options.bookingsUpperBoundParam ?? "to";
@@ -153,22 +162,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     iterateBookings: bookings.iterate,
     listMenuItems: menuItems.list,
     iterateMenuItems: menuItems.iterate,
-    updateOrderStatus: (id, status) =>
-      sendValue({
-        method: "PATCH",
-        path: `/api/v1/orders/${encodeURIComponent(id)}/status`,
-        route: "/api/v1/orders/{id}/status",
-        body: { status },
-        schema: orderSchema,
-      }),
-    refundOrder: (id, reason) =>
-      sendValue({
-        method: "POST",
-        path: `/api/v1/orders/${encodeURIComponent(id)}/refund`,
-        route: "/api/v1/orders/{id}/refund",
-        body: reason === undefined ? {} : { reason },
-        schema: orderSchema,
-      }),
+    updateOrderStatus: (id, status) => orderWrite("PATCH", id, "status", { status }),
+    refundOrder: (id, reason) => orderWrite("POST", id, "refund", reason === undefined ? {} : { reason }),
     createBooking: (input) =>
       sendValue({ method: "POST", path: "/api/v1/bookings", route: "/api/v1/bookings", body: input, schema: bookingSchema }),
   };

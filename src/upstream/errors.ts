@@ -30,32 +30,30 @@ interface Answer {
   code?: string;
 }
 
+/**
+ * The class of an error answer of one kind: `status` and `code` default to the kind's, and
+ * whether the same call may succeed later is the kind's.
+ */
+const answerError = (
+  defaults: { status?: number; code: string },
+  retryable: boolean,
+): new (message: string, answer?: Answer) => UpstreamError =>
+  class extends UpstreamError {
+    constructor(message: string, { status = defaults.status, code = defaults.code }: Answer = {}) {
+      super(message, { status, code, retryable });
+    }
+  };
+
 /** 400 (and 422): a malformed parameter or body. */
-export class UpstreamBadRequestError extends UpstreamError {
-  constructor(message: string, { status = 400, code = "invalid_request" }: Answer = {}) {
-    super(message, { status, code, retryable: false });
-  }
-}
+export class UpstreamBadRequestError extends answerError({ status: 400, code: "invalid_request" }, false) {}
 
 /** 401 / 403: the key is missing, malformed, unknown or not allowed. */
-export class UpstreamAuthError extends UpstreamError {
-  constructor(message: string, { status = 401, code = "unauthorized" }: Answer = {}) {
-    super(message, { status, code, retryable: false });
-  }
-}
+export class UpstreamAuthError extends answerError({ status: 401, code: "unauthorized" }, false) {}
 
-export class UpstreamNotFoundError extends UpstreamError {
-  constructor(message: string, { status = 404, code = "not_found" }: Answer = {}) {
-    super(message, { status, code, retryable: false });
-  }
-}
+export class UpstreamNotFoundError extends answerError({ status: 404, code: "not_found" }, false) {}
 
 /** 409: `invalid_transition` or `not_refundable` (docs/upstream.md). */
-export class UpstreamConflictError extends UpstreamError {
-  constructor(message: string, { status = 409, code = "conflict" }: Answer = {}) {
-    super(message, { status, code, retryable: false });
-  }
-}
+export class UpstreamConflictError extends answerError({ status: 409, code: "conflict" }, false) {}
 
 /** 429 that outlasted the client's retries; `retryAfterMs` is what the API asked for last. */
 export class UpstreamRateLimitError extends UpstreamError {
@@ -66,11 +64,7 @@ export class UpstreamRateLimitError extends UpstreamError {
   }
 }
 
-export class UpstreamServerError extends UpstreamError {
-  constructor(message: string, { status = 500, code = "internal" }: Answer = {}) {
-    super(message, { status, code, retryable: true });
-  }
-}
+export class UpstreamServerError extends answerError({ status: 500, code: "internal" }, true) {}
 
 /** No answer within the client's timeout: for a write, whether it happened is unknown. */
 export class UpstreamTimeoutError extends UpstreamError {
@@ -97,11 +91,7 @@ export class UpstreamNetworkError extends UpstreamError {
 }
 
 /** A success answer whose body is not JSON or not the shape the spec promises. */
-export class UpstreamResponseError extends UpstreamError {
-  constructor(message: string, { status, code = "invalid_response" }: Answer = {}) {
-    super(message, { status, code, retryable: false });
-  }
-}
+export class UpstreamResponseError extends answerError({ code: "invalid_response" }, false) {}
 
 /**
  * A list answer refused as a page, however well-formed: a body over the client's byte cap

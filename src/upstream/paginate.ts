@@ -89,13 +89,8 @@ function createWalkBounds(options: { start?: string; pagesBefore?: number; cap?:
           { code: "repeated_cursor" },
         );
       seen.add(key);
-      if (pages >= cap)
-        return new UpstreamPageRefusedError(
-          `the list went on past ${cap} pages, the most one walk reads: stopped a list that would never end`,
-          {
-            code: "page_cap",
-          },
-        );
+      const capped = `the list went on past ${cap} pages, the most one walk reads: stopped a list that would never end`;
+      if (pages >= cap) return new UpstreamPageRefusedError(capped, { code: "page_cap" });
       return undefined;
     },
   };

@@ -131,11 +131,15 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   // One hash tag for the keys: one Redis Cluster slot, as the scripts need.
   const keys = redisKeys(options.prefix).upstreamBudget(options.keyId);
   const waitersOf: Partial<Record<BudgetClass, string>> = { webhook: keys.webhookWaiters, active: keys.activeWaiters };
+  // One ask for a slot (ACQUIRE): its KEYS in its order, then its ARGV.
+  const acquireKeys = [keys.log, keys.pause, keys.next, keys.activeLog, keys.fullLog, keys.webhookWaiters, keys.activeWaiters] as const;
   const scripts = defineScripts<Scripts>(options.redis, {
     svcUpstreamAcquire: { numberOfKeys: 7, lua: ACQUIRE },
     svcUpstreamPause: { numberOfKeys: 1, lua: PAUSE },
     svcUpstreamState: { numberOfKeys: 4, lua: STATE },
   });
+  const askForSlot = (priority: BudgetClass, member: string) =>
+    scripts.svcUpstreamAcquire(...acquireKeys, max, effectiveWindowMs, intervalMs, burstOf(priority), priority, member, WAITER_GRACE_MS);
 
   return {
     async acquire({ priority = "webhook", signal } = {}) {
@@ -145,25 +149,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         for (;;) {
           signal?.throwIfAborted();
           // Raced against the signal: while Redis is away the command waits for it to come back.
-          const [granted, value] = await unlessAborted(
-            scripts.svcUpstreamAcquire(
-              keys.log,
-              keys.pause,
-              keys.next,
-              keys.activeLog,
-              keys.fullLog,
-              keys.webhookWaiters,
-              keys.activeWaiters,
-              max,
-              effectiveWindowMs,
-              intervalMs,
-              burstOf(priority),
-              priority,
-              member,
-              WAITER_GRACE_MS,
-            ),
-            signal,
-          );
+          const [granted, value] = await unlessAborted(askForSlot(priority, member), signal);
           if (granted === 1) {
             options.onSlot?.({ budget: priority, waitedMs: performance.now() - started });
             return value;
