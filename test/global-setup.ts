@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
+import { pgliteDataDirTemplate } from "./helpers/postgres.js";
 import { findPostgresBin, POSTGRES_INSTALL_HINT, startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.js";
 
@@ -11,6 +12,8 @@ declare module "vitest" {
     databaseUrl: string;
     /** Starts the name of every schema a test makes on that server, so the run drops its own at the end. */
     schemaPrefix: string;
+    /** An initdb'd embedded data directory that `seeded` copies into a CLI process's empty DATA_DIR. */
+    pgliteDataDir: string;
   }
 }
 
@@ -46,6 +49,7 @@ export default async function setup(project: TestProject) {
   project.provide("databaseUrl", databaseUrl);
   const schemaPrefix = `t_${randomBytes(4).toString("hex")}_`;
   project.provide("schemaPrefix", schemaPrefix);
+  project.provide("pgliteDataDir", await pgliteDataDirTemplate());
   return async () => {
     await server?.destroy();
     // A throwaway server goes whole; on TEST_DATABASE_URL's, this run's schemas are dropped.

@@ -25,6 +25,8 @@ export interface PostgresServer {
 
 /** The directory holding initdb and pg_ctl: on PATH, else the newest /usr/lib/postgresql/<major>/bin. */
 export function findPostgresBin(): string | undefined {
+  // The suite as a machine without PostgreSQL runs it (the quickstart's case): embedded store only.
+  if (process.env.TEST_EMBEDDED_ONLY === "1") return undefined;
   for (const dir of (process.env.PATH ?? "").split(":")) {
     if (dir && existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl"))) return dir;
   }

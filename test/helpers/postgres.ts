@@ -1,11 +1,11 @@
 /** Gives a test file its own database: each driver, each file its own schema, migrated. */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { inject } from "vitest";
 import { sql } from "kysely";
-import { createDatabase, type Database, migrateToLatest } from "../../src/mirror/database.js";
+import { createDatabase, type Database, embeddedDirectory, migrateToLatest } from "../../src/mirror/database.js";
 export type TestDriver = Database["driver"];
 
 /** The drivers this run can test: the embedded store always, a server when global setup has one. */
@@ -24,7 +24,38 @@ export function preferredDriver(): TestDriver {
  */
 export function databaseEnv(dataDir: () => string): Record<string, string> {
   const url = inject("databaseUrl");
-  return url ? { DATABASE_URL: url, DATABASE_SCHEMA: randomSchema() } : { DATA_DIR: dataDir() };
+  return url ? { DATABASE_URL: url, DATABASE_SCHEMA: randomSchema() } : { DATA_DIR: seeded(dataDir()) };
+}
+
+/**
+ * Gives an empty DATA_DIR the embedded store's freshly initdb'd files (copied from the run's
+ * template, global setup's `pgliteDataDir`), as the process would create them at its first start:
+ * each CLI process of the suite then skips initdb (about 5 s of CPU), not the migrations. Without a
+ * template (another config's run) the directory is left empty, and the process creates the store.
+ */
+export function seeded(dir: string): string {
+  const template = inject("pgliteDataDir");
+  if (template && readdirSync(dir).length === 0) cpSync(template, embeddedDirectory(dir), { recursive: true });
+  return dir;
+}
+
+/**
+ * The template `seeded` copies: a PGlite data directory on disk loaded from `pgliteTemplate`, made
+ * once per machine and PGlite version (global setup), under a temp name renamed when complete.
+ */
+export async function pgliteDataDirTemplate(): Promise<string> {
+  const dir = join(CACHE_DIR, `pglite-${pgliteVersion()}-datadir`);
+  if (existsSync(dir)) return dir;
+  const blob = await pgliteTemplate();
+  const temp = `${dir}.${process.pid}.${randomBytes(4).toString("hex")}`;
+  const pglite = await PGlite.create(temp, { loadDataDir: blob });
+  await pglite.close();
+  try {
+    renameSync(temp, dir);
+  } catch {
+    rmSync(temp, { recursive: true, force: true }); // another run made it first
+  }
+  return dir;
 }
 
 /** Opens the database a CLI process was pointed at by `databaseEnv` (migrated by that process). */
@@ -42,15 +73,18 @@ export const randomSchema = () => `${inject("schemaPrefix")}${randomBytes(6).toS
 
 const CACHE_DIR = join(process.cwd(), "node_modules", ".cache", "svc-webhooks");
 
+const pgliteVersion = () => {
+  const manifest = join(process.cwd(), "node_modules", "@electric-sql", "pglite", "package.json");
+  return (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
+};
+
 /**
  * A freshly initdb'd PGlite data directory, dumped once per machine and PGlite version: loading
  * it takes about a second, where each new in-memory PGlite would run initdb again (3–10 s on
  * this machine). Written to a temp name and renamed, so files starting together never read half a dump.
  */
 export async function pgliteTemplate(): Promise<Blob> {
-  const manifest = join(process.cwd(), "node_modules", "@electric-sql", "pglite", "package.json");
-  const version = (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
-  const file = join(CACHE_DIR, `pglite-${version}.tar`);
+  const file = join(CACHE_DIR, `pglite-${pgliteVersion()}.tar`);
   try {
     return new Blob([readFileSync(file)]);
   } catch {

@@ -13,7 +13,7 @@ import { createRedisConnection } from "../../src/redis/redis.js";
 import { signPayload } from "../../src/events/envelope.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
-import { openDatabaseOfEnv } from "../helpers/postgres.js";
+import { openDatabaseOfEnv, seeded } from "../helpers/postgres.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 const TOKEN = "cli-client-admin-token-0123456789";
@@ -50,7 +50,7 @@ const prefix = () => `test-cli-${randomUUID().slice(0, 8)}`;
 
 describe("replay --id through the running service", () => {
   it("replays an event of a service running on the embedded store, with no lock error", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "svc-cli-embedded-"));
+    const dataDir = seeded(mkdtempSync(join(tmpdir(), "svc-cli-embedded-")));
     const env = {
       DATA_DIR: dataDir,
       REDIS_URL: inject("redisUrl"),
