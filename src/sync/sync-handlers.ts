@@ -1,4 +1,4 @@
-import type { HandlerMap } from "../events/registry.js";
+import type { HandlerMap } from "../events/dispatch.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { RefreshQueue } from "./refresh-queue.js";
 import { REFUNDED_STATUS } from "../upstream/models.js";
