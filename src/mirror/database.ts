@@ -12,6 +12,7 @@ import {
   type Driver,
   type QueryResult,
   type TransactionSettings,
+  type RawBuilder,
   sql,
   type DatabaseIntrospector,
   type DatabaseMetadata,
@@ -232,6 +233,10 @@ interface SyncLivenessTable {
   name: string;
   seen_at: Timestamp;
 }
+
+/** An upsert's `do update set` of these columns: each takes the value the insert proposed (`excluded.<column>`). */
+export const fromExcluded = (columns: readonly string[]): Record<string, RawBuilder<unknown>> =>
+  Object.fromEntries(columns.map((c) => [c, sql.ref(`excluded.${c}`)]));
 
 /** What the mirror keeps: the API's resources as last read, and reviews as delivered. */
 export const MIRROR_KINDS = ["orders", "bookings", "menu-items", "reviews"] as const;

@@ -1,5 +1,6 @@
-import { type Transaction, sql, type Kysely, type Insertable, type Expression } from "kysely";
+import { type Transaction, sql, type Kysely, type Insertable } from "kysely";
 import type { DatabaseSchema, MirrorKind, BookingsTable, MenuItemsTable, OrderItemsTable, OrdersTable, ReviewsTable } from "./database.js";
+import { fromExcluded } from "./database.js";
 import {
   type RefusedUpstreamRecord,
   type RejectedRecord,
@@ -619,10 +620,7 @@ async function upsertRows(
   // pre-image below is the row this write actually replaces — also when two writers both see a
   // record for the first time.
   const columns = Object.keys(expectDefined(chunk[0], "upsertRows needs a non-empty chunk").row).filter((c) => c !== "id");
-  const set: Record<string, Expression<unknown>> = Object.fromEntries([
-    ...columns.map((c) => [c, sql.ref(`excluded.${c}`)] as const),
-    ["synced_at", sql`clock_timestamp()`] as const,
-  ]);
+  const set = { ...fromExcluded(columns), synced_at: sql`clock_timestamp()` };
   const rows = await db
     // The pre-image: a plain read, as all parts of the statement share one snapshot (FOR UPDATE
     // here would skip the very rows the insert below updates; the advisory lock already holds them).
