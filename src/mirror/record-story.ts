@@ -139,22 +139,17 @@ async function lastChange(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: stri
 async function sideTables(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string) {
   const rejected = await db
     .selectFrom("rejected_records")
-    .select(["reason", "detail", "last_seen", "count"])
+    .select(["reason", "detail", "last_seen as lastSeen", "count"])
     .where("kind", "=", kind)
     .where("id", "=", id)
     .executeTakeFirst();
   const unlisted = await db
     .selectFrom("unlisted_records")
-    .select(["event_ids", "given_up_at", "attempts"])
+    .select(["event_ids as eventIds", "given_up_at as givenUpAt", "attempts"])
     .where("kind", "=", kind)
     .where("id", "=", id)
     .executeTakeFirst();
-  return {
-    rejected: rejected
-      ? { reason: rejected.reason, detail: rejected.detail, lastSeen: new Date(rejected.last_seen), count: rejected.count }
-      : null,
-    unlisted: unlisted ? { eventIds: unlisted.event_ids, givenUpAt: new Date(unlisted.given_up_at), attempts: unlisted.attempts } : null,
-  };
+  return { rejected: rejected ?? null, unlisted: unlisted ?? null };
 }
 
 /**
