@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable, type RawBuilder } from "kysely";
 import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database.js";
-import { checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
+import { checkedId, checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
 import {
   idProblem,
   fromStoredPayload,
@@ -123,12 +123,12 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
 
     async get(id) {
       const row = await withOperatorTimeout(bounds.timeoutMs, () =>
-        reader.selectFrom("events").selectAll().where("id", "=", eventId(id)).executeTakeFirst(),
+        reader.selectFrom("events").selectAll().where("id", "=", checkedId("id", id)).executeTakeFirst(),
       );
       return row ? toEvent(row) : undefined;
     },
 
-    handlerAttempts: (id) => withOperatorTimeout(bounds.timeoutMs, () => readHandlerAttempts(reader, eventId(id))),
+    handlerAttempts: (id) => withOperatorTimeout(bounds.timeoutMs, () => readHandlerAttempts(reader, checkedId("id", id))),
 
     async query(query) {
       return listEvents(reader, validateEventQuery(query), bounds);
@@ -150,13 +150,6 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
       });
     },
   };
-}
-
-/** An event id to read by: one the log could hold, else a MirrorFilterError naming why. */
-function eventId(id: string): string {
-  const problem = idProblem(id);
-  if (problem) throw new MirrorFilterError("id", `id ${problem}`);
-  return id;
 }
 
 const EVENT_STATUSES = ["received", "handled", "failed"] as const satisfies readonly EventStatus[];
@@ -511,17 +504,12 @@ const FAILURE_MESSAGE_LENGTH = 200;
 /** Groups returned at most (largest first). */
 const MAX_FAILURE_GROUPS = 100;
 
-interface GroupRow {
-  handler: string;
+/** A group as the statement reads it: what a group says, before counts, times and missing text are made plain. */
+type GroupRow = Omit<FailureGroup, "fingerprint" | "error" | "events"> & {
   fingerprint: string | null;
-  fingerprinted: boolean;
   error: string | null;
-  status: "failed" | "received";
   events: string | number;
-  first_at: Date;
-  last_at: Date;
-  sample_id: string;
-}
+};
 
 /**
  * What failed or is retrying in [since, until), grouped by handler, error fingerprint and event
@@ -540,22 +528,19 @@ export async function listFailureGroups(
     sql<GroupRow>`select h.key as handler, coalesce(h.value ->> 'fingerprint', ${message}) as fingerprint,
         bool_and(h.value ? 'fingerprint') as fingerprinted, (array_agg(${message} order by e.received_at desc))[1] as error,
         e.status as status, count(*) as events,
-        min(e.received_at) as first_at, max(e.received_at) as last_at, (array_agg(e.id order by e.received_at desc))[1] as sample_id
+        min(e.received_at) as "firstAt", max(e.received_at) as "lastAt", (array_agg(e.id order by e.received_at desc))[1] as "sampleId"
       from events e cross join lateral jsonb_each(e.handlers) as h
       where e.status in ('failed', 'received') and e.received_at >= ${range.since}::timestamptz ${until}
         and h.value ->> 'status' = 'failed'
       group by 1, 2, e.status order by count(*) desc, max(e.received_at) desc limit ${MAX_FAILURE_GROUPS}`.execute(db),
   );
   return rows.map((r) => ({
-    handler: r.handler,
+    ...r,
     fingerprint: r.fingerprint ?? "",
-    fingerprinted: r.fingerprinted,
     error: r.error ?? "",
-    status: r.status,
     events: Number(r.events),
-    firstAt: new Date(r.first_at),
-    lastAt: new Date(r.last_at),
-    sampleId: r.sample_id,
+    firstAt: new Date(r.firstAt),
+    lastAt: new Date(r.lastAt),
   }));
 }
 

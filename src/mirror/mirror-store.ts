@@ -31,7 +31,7 @@ import {
   unstorableString,
   type UnstorableReason,
 } from "./values.js";
-import { checkLimit, checkListParams, MirrorFilterError, MirrorRecordError, withOperatorTimeout } from "./errors.js";
+import { checkedId, checkLimit, checkListParams, MirrorFilterError, MirrorRecordError, withOperatorTimeout } from "./errors.js";
 import { expectDefined } from "../expect-defined.js";
 
 /** A record in the API's own shape (camelCase, amounts as the API gave them, unknown fields kept). */
@@ -169,11 +169,7 @@ function decodeCursor(cursor: string): string {
 }
 
 /** A record id from a path (GET /mirror/{kind}/{id}): one the database could hold, else a 400 naming why. */
-export function validateRecordId(id: string): string {
-  const problem = idProblem(id, MAX_RECORD_ID_LENGTH);
-  if (problem) throw new MirrorFilterError("id", `id ${problem}`);
-  return id;
-}
+export const validateRecordId = (id: string): string => checkedId("id", id, MAX_RECORD_ID_LENGTH);
 
 /** A from/to bound of `kind`: a real calendar date (bookings), or a date or timestamp with zone (orders). */
 function checkBound(kind: MirrorKind, bound: "from" | "to", value: unknown): string {
