@@ -253,7 +253,7 @@ async function listMirrorPage(
 ): Promise<MirrorPage> {
   const f = validateFilter(kind, filter);
   // The four mirror tables share the columns used here: typed as `orders`, run on the kind's table.
-  const table = TABLE_OF[kind] as "orders";
+  const table = tableOf(kind);
   let query = db
     .selectFrom(table)
     .select(["id", sql<number | string>`octet_length(raw::text)`.as("bytes")])
@@ -290,7 +290,9 @@ async function listMirrorPage(
 // unknown fields included. Money leaves here as a decimal string:
 // a JSON number's shortest form (what the API sent, as JavaScript parsed it) or the string given.
 
-export const TABLE_OF = { orders: "orders", bookings: "bookings", "menu-items": "menu_items", reviews: "reviews" } as const;
+const TABLE_OF = { orders: "orders", bookings: "bookings", "menu-items": "menu_items", reviews: "reviews" } as const;
+/** The kind's table, typed as `orders` (the columns every mirror table shares: see AnyMirrorDb). */
+export const tableOf = (kind: MirrorKind) => TABLE_OF[kind] as "orders";
 
 type Bookkeeping = "raw" | "rank" | "read_at" | "synced_at";
 type MirrorRow = Insertable<OrdersTable> | Insertable<BookingsTable> | Insertable<MenuItemsTable> | Insertable<ReviewsTable>;
@@ -608,7 +610,7 @@ async function upsertRows(
   kind: MirrorKind,
   chunk: PreparedRecord[],
 ): Promise<{ written: number; changes: MirrorChange[] }> {
-  const table = TABLE_OF[kind] as "orders";
+  const table = tableOf(kind);
   const ids = chunk.map((p) => p.id);
   const db = tx as unknown as AnyMirrorDb;
   // The caller holds the advisory locks of every id (lockIds): writers of the same ids queued
@@ -704,7 +706,13 @@ export interface PostgresMirrorOptions {
 
 export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOptions: PostgresMirrorOptions = {}): MirrorStore {
   const db = database as unknown as AnyMirrorDb;
-  const tableOf = (kind: MirrorKind) => TABLE_OF[kind] as "orders";
+  /** Bookings per day (YYYY-MM-DD) from `from` to `to`, inclusive; the caller groups by date (and restaurant). */
+  const bookingsPerDay = (from: string, to: string) =>
+    database
+      .selectFrom("bookings")
+      .select([sql<string>`to_char(date, 'YYYY-MM-DD')`.as("day"), (eb) => eb.fn.countAll<string | number>().as("n")])
+      .where("date", ">=", from)
+      .where("date", "<=", to);
 
   return {
     async clock() {
@@ -771,31 +779,18 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
       return counts;
     },
     async countBookingsByDay(from, to) {
-      const rows = await database
-        .selectFrom("bookings")
-        .select([sql<string>`to_char(date, 'YYYY-MM-DD')`.as("day"), (eb) => eb.fn.countAll<string | number>().as("n")])
-        .where("date", ">=", from)
-        .where("date", "<=", to)
-        .groupBy("date")
-        .execute();
+      const rows = await bookingsPerDay(from, to).groupBy("date").execute();
       return new Map(rows.map((r) => [r.day, Number(r.n)]));
     },
     async countBookingsByRestaurantDay(from, to, restaurantIds) {
       const out = new Map<string, Map<string, number>>();
       if (restaurantIds.length === 0) return out;
-      const rows = await database
-        .selectFrom("bookings")
-        .select(["restaurant_id", sql<string>`to_char(date, 'YYYY-MM-DD')`.as("day"), (eb) => eb.fn.countAll<string | number>().as("n")])
+      const rows = await bookingsPerDay(from, to)
+        .select("restaurant_id")
         .where("restaurant_id", "in", [...restaurantIds])
-        .where("date", ">=", from)
-        .where("date", "<=", to)
         .groupBy(["restaurant_id", "date"])
         .execute();
-      for (const r of rows) {
-        const byDay = out.get(r.restaurant_id) ?? new Map<string, number>();
-        byDay.set(r.day, Number(r.n));
-        out.set(r.restaurant_id, byDay);
-      }
+      for (const r of rows) out.set(r.restaurant_id, (out.get(r.restaurant_id) ?? new Map<string, number>()).set(r.day, Number(r.n)));
       return out;
     },
     recordUnlisted: (row) => recordUnlisted(database, row),
@@ -830,7 +825,7 @@ export async function readBookkeeping(
   if (ids.length === 0) return new Map();
   const rows = await withOperatorTimeout(timeoutMs, () =>
     db
-      .selectFrom(TABLE_OF[kind] as "orders")
+      .selectFrom(tableOf(kind))
       .select(["id", "read_at", "synced_at"])
       .where("id", "in", [...ids])
       .execute(),

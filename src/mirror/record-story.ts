@@ -1,7 +1,7 @@
 import { sql, type Kysely } from "kysely";
 import { isDeepStrictEqual } from "node:util";
 import { summarizeHandlers, decodeEventCursor, encodeEventCursor } from "./event-log.js";
-import { validateRecordId, TABLE_OF, type MirrorRecord, MIRROR_PAGE_BYTES } from "./mirror-store.js";
+import { validateRecordId, tableOf, type MirrorRecord, MIRROR_PAGE_BYTES } from "./mirror-store.js";
 import { type DatabaseSchema, type EventStatus, type HandlerOutcome, MIRROR_KINDS, type MirrorKind } from "./database.js";
 import { withOperatorTimeout } from "./errors.js";
 import { fromStoredPayload } from "./values.js";
@@ -121,7 +121,7 @@ async function changePayloads(db: Kysely<DatabaseSchema>, rows: readonly Timelin
 
 async function mirrorCopy(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string) {
   return (db as unknown as Kysely<Pick<DatabaseSchema, "orders">>)
-    .selectFrom(TABLE_OF[kind] as "orders")
+    .selectFrom(tableOf(kind))
     .select(["raw", "read_at", "synced_at", "restaurant_id"])
     .where("id", "=", id)
     .executeTakeFirst();
