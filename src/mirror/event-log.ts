@@ -679,13 +679,7 @@ interface Row {
 }
 
 /** A handler's outcome as `events.handlers` stores it (HandlerOutcome, before its attempts are counted on). */
-interface StoredOutcome {
-  status: "ok" | "failed";
-  error?: string;
-  stack?: string;
-  fingerprint?: string;
-  attempts: 1;
-}
+type StoredOutcome = Omit<HandlerOutcome, "attempts"> & { attempts: 1 };
 
 function attemptRow(attempt: EventAttempt): Row {
   const id = checkId(attempt.id);
