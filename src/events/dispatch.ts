@@ -88,16 +88,11 @@ function named<Ctx>(type: string, handlers: Handlers<never, Ctx>, source: string
   const list: readonly unknown[] = several ? handlers : [handlers];
   return list.map((entry, i) => {
     const which = `the handler ${several ? `#${i} ` : ""}for "${type}" from ${source}`;
-    let name: string;
-    let handler: Handler<never, Ctx>;
-    if (typeof entry === "function") {
-      handler = entry as Handler<never, Ctx>;
-      name = entry.name || type;
-    } else if (isNamedHandler(entry)) {
-      ({ name, handle: handler } = entry as NamedHandler<never, Ctx>);
-    } else {
-      throw new TypeError(`${which} must be a function or { name, handle }`);
-    }
+    if (typeof entry !== "function" && !isNamedHandler(entry)) throw new TypeError(`${which} must be a function or { name, handle }`);
+    const { name, handle: handler } =
+      typeof entry === "function"
+        ? { name: entry.name || type, handle: entry as Handler<never, Ctx> }
+        : (entry as NamedHandler<never, Ctx>);
     if (name.length === 0 || name.length > MAX_HANDLER_NAME_LENGTH || CONTROL.test(name) || NUMBER.test(name))
       throw new TypeError(
         `${which} has the name ${JSON.stringify(name.slice(0, MAX_HANDLER_NAME_LENGTH))}: a name is 1 to ${MAX_HANDLER_NAME_LENGTH} characters, ` +

@@ -193,9 +193,8 @@ const RANGE_FIELD: Partial<Record<MirrorKind, { column: "created_at" | "date"; d
 };
 
 function checkStatus(kind: MirrorKind, status: string): string {
-  if (kind === "orders" && !(ORDER_STATUSES as readonly string[]).includes(status)) {
+  if (kind === "orders" && !(ORDER_STATUSES as readonly string[]).includes(status))
     throw new MirrorFilterError("status", `status for orders must be one of ${ORDER_STATUSES.join(", ")}`);
-  }
   if (kind === "bookings" && !BOOKING_STATUS.test(status))
     throw new MirrorFilterError("status", "status for bookings must be an upper-case status such as CONFIRMED or CANCELLED");
   if (kind !== "orders" && kind !== "bookings") throw new MirrorFilterError("status", `${kind} have no status to filter by`);

@@ -77,15 +77,10 @@ function toEntry(row: TimelineRow, change: unknown): TimelineEntry {
     handlers: summarizeHandlers(row.handlers),
   };
   if (Number(row.change_bytes) === 0) return { entry: "delivery", ...base };
-  const data = (fromStoredPayload(change) as { data?: Record<string, unknown> } | null)?.data ?? {};
+  const data = changeData(change);
   const asFields = (v: unknown) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>) : null);
   const changed = Array.isArray(data.changed) ? data.changed.map(String) : undefined;
-  return {
-    entry: "change",
-    ...base,
-    source: typeof data.source === "string" ? data.source : "",
-    diff: fieldDiff(asFields(data.before), asFields(data.after), changed),
-  };
+  return { entry: "change", ...base, source: textOf(data.source), diff: fieldDiff(asFields(data.before), asFields(data.after), changed) };
 }
 
 /** The events naming the record, newest first, from `after` on (exclusive), `limit` + 1 rows to tell whether more follow. */
@@ -261,8 +256,7 @@ export async function listCausedChanges(
       .execute(),
   );
   return rows.map((row) => {
-    const payload = fromStoredPayload(row.payload) as { data?: Record<string, unknown> } | null;
-    const data = payload?.data ?? {};
+    const data = changeData(row.payload);
     return {
       id: row.id,
       type: row.type,
@@ -278,6 +272,9 @@ export async function listCausedChanges(
 }
 
 const textOf = (value: unknown): string => (typeof value === "string" ? value : "");
+
+/** The `data` of a change event's stored payload (empty when it has none). */
+const changeData = (payload: unknown) => (fromStoredPayload(payload) as { data?: Record<string, unknown> } | null)?.data ?? {};
 
 /** `data.id` of an event's payload when it is a non-empty string. */
 function namedRecordId(payload: unknown): string | undefined {
