@@ -146,11 +146,7 @@ const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 100;
 
 /** A filter that passed every check; `after` is the id the cursor points past. */
-export interface ValidFilter {
-  restaurantId?: string;
-  status?: string;
-  from?: string;
-  to?: string;
+export interface ValidFilter extends Omit<MirrorListFilter, "limit" | "cursor"> {
   limit: number;
   after?: string;
 }
