@@ -232,6 +232,18 @@ export function filterFromQuery(query: Record<string, string | undefined>): Mirr
  */
 export const MIRROR_PAGE_BYTES = 1024 * 1024;
 
+/** The leading rows whose sizes add up to at most `budget` bytes, and at least one row: a page of them is never read whole first. */
+export function fittingRows<T>(rows: readonly T[], size: (row: T) => number, budget = MIRROR_PAGE_BYTES): T[] {
+  const page: T[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    if (page.length > 0 && bytes + size(row) > budget) break;
+    page.push(row);
+    bytes += size(row);
+  }
+  return page;
+}
+
 /** A date-only bound means midnight UTC, whatever the session's TimeZone. */
 const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bound);
 
@@ -263,13 +275,7 @@ async function listMirrorPage(
   if (f.after !== undefined) query = query.where("id", ">", f.after);
   const sizes = await query.execute();
 
-  const ids: string[] = [];
-  let bytes = 0;
-  for (const row of sizes.slice(0, f.limit)) {
-    if (ids.length > 0 && bytes + Number(row.bytes) > budget) break;
-    ids.push(row.id);
-    bytes += Number(row.bytes);
-  }
+  const ids = fittingRows(sizes.slice(0, f.limit), (row) => Number(row.bytes), budget).map((row) => row.id);
   const rows = ids.length === 0 ? [] : await db.selectFrom(table).select(["id", "raw"]).where("id", "in", ids).orderBy("id").execute();
   const more = sizes.length > ids.length;
   return {

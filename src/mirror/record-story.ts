@@ -1,7 +1,7 @@
 import { sql, type Kysely } from "kysely";
 import { isDeepStrictEqual } from "node:util";
 import { summarizeHandlers, decodeEventCursor, encodeEventCursor } from "./event-log.js";
-import { validateRecordId, tableOf, type MirrorRecord, MIRROR_PAGE_BYTES } from "./mirror-store.js";
+import { validateRecordId, tableOf, type MirrorRecord, fittingRows } from "./mirror-store.js";
 import { type DatabaseSchema, type EventStatus, type HandlerOutcome, MIRROR_KINDS, type MirrorKind } from "./database.js";
 import { withOperatorTimeout } from "./errors.js";
 import { fromStoredPayload } from "./values.js";
@@ -95,18 +95,6 @@ function timelineRows(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string, 
     order by received_at desc, id desc limit ${TIMELINE_LIMIT + 1}`.execute(db);
 }
 
-/** The rows of one page: at most TIMELINE_LIMIT, and change payloads of at most MIRROR_PAGE_BYTES (at least one row). */
-function fittingRows(rows: readonly TimelineRow[]): TimelineRow[] {
-  const page: TimelineRow[] = [];
-  let bytes = 0;
-  for (const row of rows.slice(0, TIMELINE_LIMIT)) {
-    if (page.length > 0 && bytes + Number(row.change_bytes) > MIRROR_PAGE_BYTES) break;
-    page.push(row);
-    bytes += Number(row.change_bytes);
-  }
-  return page;
-}
-
 async function changePayloads(db: Kysely<DatabaseSchema>, rows: readonly TimelineRow[]): Promise<Map<string, unknown>> {
   const ids = rows.filter((r) => Number(r.change_bytes) > 0).map((r) => r.id);
   if (ids.length === 0) return new Map();
@@ -166,7 +154,8 @@ export async function readRecordStory(
     const { rows } = await timelineRows(db, kind, id, after);
     const { rejected, unlisted } = await sideTables(db, kind, id);
     if (!copy && rows.length === 0 && !rejected && !unlisted && after === undefined) return undefined;
-    const page = fittingRows(rows);
+    // The rows of one page: at most TIMELINE_LIMIT, and change payloads of at most MIRROR_PAGE_BYTES (at least one row).
+    const page = fittingRows(rows.slice(0, TIMELINE_LIMIT), (row) => Number(row.change_bytes));
     const changes = await changePayloads(db, page);
     const last = page.at(-1);
     return {
