@@ -37,7 +37,7 @@ export {
   type HandlerRegistry,
   type Handlers,
   type NamedHandler,
-} from "./events/registry.js";
+} from "./events/dispatch.js";
 export { onChange, loadHandlersModule, type EventHandler, type EventHandlers, type HandlerContext } from "./worker/handlers.js";
 export type { StepFunction } from "./worker/durable-steps.js";
 export { StepError, type StepErrorCode, ApiNotConfiguredError, HandlersModuleError } from "./worker/errors.js";

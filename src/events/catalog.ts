@@ -76,9 +76,8 @@ export class EventDataError extends Error {
 /** Validates a known event against its schema (the envelope's `id` is the computed event id). */
 export function parseKnownEvent<T extends KnownEventType>(type: T, event: AnyEvent): EventOf<T> {
   const result = eventSchemas[type].safeParse(event);
-  if (!result.success) {
+  if (!result.success)
     throw new EventDataError(type, result.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; "));
-  }
   return result.data as EventOf<T>;
 }
 

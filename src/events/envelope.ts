@@ -119,16 +119,11 @@ export function parseEnvelope(raw: Uint8Array): EventEnvelope {
   } catch {
     throw new EnvelopeError(NOT_JSON);
   }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new EnvelopeError("body must be a JSON object");
-  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new EnvelopeError("body must be a JSON object");
   const payload = body as Record<string, unknown>;
-  if (typeof payload.type !== "string" || payload.type.length === 0) {
-    throw new EnvelopeError('body must have a non-empty string "type"');
-  }
-  if (payload.id !== undefined && (typeof payload.id !== "string" || payload.id.length === 0)) {
+  if (typeof payload.type !== "string" || payload.type.length === 0) throw new EnvelopeError('body must have a non-empty string "type"');
+  if (payload.id !== undefined && (typeof payload.id !== "string" || payload.id.length === 0))
     throw new EnvelopeError('"id", when present, must be a non-empty string');
-  }
   if (textProblem(payload.type)) throw new EventIdentifierError("type");
   if (payload.id !== undefined && idProblem(payload.id)) throw new EventIdentifierError("id");
   const id = payload.id ?? createHash("sha256").update(raw).digest("hex");

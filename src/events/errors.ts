@@ -1,3 +1,5 @@
+import { cutAt } from "../mirror/values.js";
+
 /**
  * A handler still running at its deadline (HANDLER_TIMEOUT_MS). A retryable failure: the attempt
  * ends without it (its slot is freed even if its promise never settles) and a retry runs it again.
@@ -33,11 +35,9 @@ export const MAX_ERROR_STACK_CHARS = 4096;
  */
 export function boundedErrorText(text: string, max: number): string {
   if (text.length <= max) return text;
-  const end = isHighSurrogate(text.charCodeAt(max - 1)) ? max - 1 : max;
-  return `${text.slice(0, end)}… [cut: ${text.length - end} of ${text.length} characters]`;
+  const kept = cutAt(text, max);
+  return `${kept}… [cut: ${text.length - kept.length} of ${text.length} characters]`;
 }
-
-const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
 
 /** Room for a stack's first line (`Name: message`) before its frames, which are what a stack is for. */
 const MAX_STACK_HEADER_CHARS = 1024;

@@ -12,6 +12,7 @@ import {
   type Driver,
   type QueryResult,
   type TransactionSettings,
+  type RawBuilder,
   sql,
   type DatabaseIntrospector,
   type DatabaseMetadata,
@@ -233,6 +234,10 @@ interface SyncLivenessTable {
   seen_at: Timestamp;
 }
 
+/** An upsert's `do update set` of these columns: each takes the value the insert proposed (`excluded.<column>`). */
+export const fromExcluded = (columns: readonly string[]): Record<string, RawBuilder<unknown>> =>
+  Object.fromEntries(columns.map((c) => [c, sql.ref(`excluded.${c}`)]));
+
 /** What the mirror keeps: the API's resources as last read, and reviews as delivered. */
 export const MIRROR_KINDS = ["orders", "bookings", "menu-items", "reviews"] as const;
 export type MirrorKind = (typeof MIRROR_KINDS)[number];
@@ -292,11 +297,6 @@ const SCHEMA_NAME = /^(?!pg_)[a-z_][a-z0-9_]{0,62}$/;
 /** Where the embedded database keeps its files inside DATA_DIR (the lock file sits beside it). */
 export const embeddedDirectory = (dataDir: string) => join(dataDir, "postgres");
 
-/** The server's host and database, for log lines: never the user or password. */
-function describeServer(url: URL): string {
-  return `${url.hostname}${url.port ? `:${url.port}` : ""}${url.pathname}`;
-}
-
 /**
  * Opens the service's database: a pooled node-postgres connection to a server when `url` is
  * given, else an embedded PGlite in this process. Either way every connection's search_path is
@@ -305,11 +305,10 @@ function describeServer(url: URL): string {
  */
 export async function createDatabase(options: DatabaseOptions): Promise<Database> {
   const schema = options.schema ?? DEFAULT_SCHEMA;
-  if (!SCHEMA_NAME.test(schema)) {
+  if (!SCHEMA_NAME.test(schema))
     throw new DatabaseConfigError(
       `DATABASE_SCHEMA must be a lower-case identifier (letters, digits, _; at most 63; not pg_…), got ${JSON.stringify(schema.slice(0, 80))}`,
     );
-  }
   return options.url === undefined || options.url === ""
     ? openEmbedded(options.dataDir, schema, options)
     : openServer(options.url, schema, options);
@@ -322,10 +321,10 @@ function openServer(urlText: string, schema: string, options: DatabaseOptions): 
   } catch {
     throw new DatabaseConfigError("DATABASE_URL is not a valid URL (expected postgres://user:password@host:port/database)");
   }
-  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:")
     throw new DatabaseConfigError(`DATABASE_URL must start with postgres:// or postgresql://, not ${url.protocol}//`);
-  }
-  const where = describeServer(url);
+  // The server's host and database, for log lines: never the user or password.
+  const where = `${url.hostname}${url.port ? `:${url.port}` : ""}${url.pathname}`;
   const timeoutMs = options.operatorQueryTimeoutMs ?? DEFAULTS.operatorQueryTimeoutMs;
   const openPool = (max: number, startup: string) => {
     // A startup parameter, so the setting holds from the first query of every new connection.
@@ -430,6 +429,9 @@ function createPGliteDriver(pglite: PGlite): Driver {
       throw new Error("streaming queries are not supported by the embedded database");
     },
   };
+  const run = async (conn: DatabaseConnection, statement: string) => {
+    await conn.executeQuery(CompiledQuery.raw(statement));
+  };
   // The tail of the queue of holders: each acquirer waits for the previous holder's release.
   let tail: Promise<void> = Promise.resolve();
   let release: (() => void) | undefined;
@@ -453,14 +455,10 @@ function createPGliteDriver(pglite: PGlite): Driver {
     },
     async beginTransaction(conn: DatabaseConnection, settings: TransactionSettings) {
       const mode = [settings.isolationLevel && `isolation level ${settings.isolationLevel}`, settings.accessMode].filter(Boolean).join(" ");
-      await conn.executeQuery(CompiledQuery.raw(mode ? `start transaction ${mode}` : "begin"));
+      await run(conn, mode ? `start transaction ${mode}` : "begin");
     },
-    async commitTransaction(conn: DatabaseConnection) {
-      await conn.executeQuery(CompiledQuery.raw("commit"));
-    },
-    async rollbackTransaction(conn: DatabaseConnection) {
-      await conn.executeQuery(CompiledQuery.raw("rollback"));
-    },
+    commitTransaction: (conn: DatabaseConnection) => run(conn, "commit"),
+    rollbackTransaction: (conn: DatabaseConnection) => run(conn, "rollback"),
     async destroy() {
       if (!pglite.closed) await pglite.close();
     },
@@ -573,12 +571,8 @@ function schemaIntrospector<DB>(db: Kysely<DB>, schema: string): DatabaseIntrosp
   };
   return {
     // The Migrator creates its schema when this does not list it.
-    getSchemas: async (): Promise<SchemaMetadata[]> => {
-      const { rows } = await sql<{ name: string }>`select nspname as name from pg_catalog.pg_namespace where nspname = ${schema}`.execute(
-        db,
-      );
-      return rows;
-    },
+    getSchemas: async (): Promise<SchemaMetadata[]> =>
+      (await sql<SchemaMetadata>`select nspname as name from pg_catalog.pg_namespace where nspname = ${schema}`.execute(db)).rows,
     getTables,
     // Still part of Kysely's interface (deprecated there): the same tables.
     // eslint-disable-next-line @typescript-eslint/no-deprecated

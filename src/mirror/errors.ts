@@ -1,4 +1,4 @@
-import { type UnstorableReason, storableText } from "./values.js";
+import { idProblem, type UnstorableReason, storableText } from "./values.js";
 import type { MirrorKind } from "./database.js";
 
 // Every error of the mirror layer (the mirror store, the event log, the steps, the record story),
@@ -18,6 +18,13 @@ export class MirrorFilterError extends Error {
     super(message);
     this.name = "MirrorFilterError";
   }
+}
+
+/** An id to read by (a path's or a filter's): one the database could hold (idProblem), else a MirrorFilterError naming why. */
+export function checkedId(field: string, id: string, maxLength?: number): string {
+  const problem = idProblem(id, maxLength);
+  if (problem) throw new MirrorFilterError(field, `${field} ${problem}`);
+  return id;
 }
 
 /** The limit of a list, when given: an integer from 1 to `max`, else a MirrorFilterError. */

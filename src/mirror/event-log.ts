@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable, type RawBuilder } from "kysely";
 import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database.js";
-import { checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
+import { checkedId, checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
 import {
   idProblem,
   fromStoredPayload,
@@ -63,14 +63,8 @@ export interface EventLog {
 }
 
 const toEvent = (row: Selectable<EventsTable>): LoggedEvent => ({
-  id: row.id,
-  type: row.type,
-  receivedAt: row.received_at,
-  status: row.status,
+  ...toSummary(row, row.handlers),
   payload: fromStoredPayload(row.payload),
-  attempts: row.attempts,
-  handlers: row.handlers,
-  updatedAt: row.updated_at,
 });
 
 export interface EventLogOptions {
@@ -94,26 +88,16 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
   // Each call learns whether the statement holding its row committed. A refused multi-row
   // statement is retried row by row, so one row the database cannot take (a payload holding
   // \u0000, which jsonb refuses) fails only its own attempt, not every attempt batched with it.
+  const write = (part: Row[]) =>
+    upsertAttempts(db, part).then(
+      () => undefined,
+      (err: unknown) => err ?? new Error("event log write failed"),
+    );
   const record = groupCommit(async (rows: Row[]) => {
     const outcome = new Map<Row, unknown>();
     for (const part of distinctIds(rows)) {
-      const error = await upsertAttempts(db, part).then(
-        () => undefined,
-        (err: unknown) => err ?? new Error("event log write failed"),
-      );
-      if (error === undefined || part.length === 1) {
-        for (const row of part) outcome.set(row, error);
-        continue;
-      }
-      for (const row of part) {
-        outcome.set(
-          row,
-          await upsertAttempts(db, [row]).then(
-            () => undefined,
-            (err: unknown) => err ?? new Error("event log write failed"),
-          ),
-        );
-      }
+      const error = await write(part);
+      for (const row of part) outcome.set(row, error === undefined || part.length === 1 ? error : await write([row]));
     }
     return rows.map((row) => outcome.get(row));
   }, options.maxBatch ?? 1000);
@@ -138,19 +122,13 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
     holds: (id) => held(checkId(id)),
 
     async get(id) {
-      const problem = idProblem(id);
-      if (problem) throw new MirrorFilterError("id", `id ${problem}`);
       const row = await withOperatorTimeout(bounds.timeoutMs, () =>
-        reader.selectFrom("events").selectAll().where("id", "=", id).executeTakeFirst(),
+        reader.selectFrom("events").selectAll().where("id", "=", checkedId("id", id)).executeTakeFirst(),
       );
       return row ? toEvent(row) : undefined;
     },
 
-    async handlerAttempts(id) {
-      const problem = idProblem(id);
-      if (problem) throw new MirrorFilterError("id", `id ${problem}`);
-      return withOperatorTimeout(bounds.timeoutMs, () => readHandlerAttempts(reader, id));
-    },
+    handlerAttempts: (id) => withOperatorTimeout(bounds.timeoutMs, () => readHandlerAttempts(reader, checkedId("id", id))),
 
     async query(query) {
       return listEvents(reader, validateEventQuery(query), bounds);
@@ -298,13 +276,11 @@ export function eventQueryFromParams(params: Record<string, string | undefined>)
     const text = params[bound];
     if (text !== undefined) query[bound] = parseBound(bound, text);
   }
-  if (params.type !== undefined) query.type = params.type;
+  // Checked by validateEventQuery, as the typed fields are.
+  for (const field of ["type", "handler", "handlerStatus", "fingerprint", "cursor"] as const)
+    if (params[field] !== undefined) (query as Record<string, string>)[field] = params[field];
   // "retrying": the last attempt failed and the job will try again, which the log records as "received".
   if (params.status !== undefined) query.status = (params.status === "retrying" ? "received" : params.status) as EventStatus;
-  if (params.handler !== undefined) query.handler = params.handler;
-  if (params.handlerStatus !== undefined) query.handlerStatus = params.handlerStatus as EventQuery["handlerStatus"];
-  if (params.fingerprint !== undefined) query.fingerprint = params.fingerprint;
-  if (params.cursor !== undefined) query.cursor = params.cursor;
   if (params.order !== undefined) {
     if (params.order !== "newest" && params.order !== "oldest") throw new MirrorFilterError("order", "order must be newest or oldest");
     query.newestFirst = params.order === "newest";
@@ -353,19 +329,17 @@ type SummaryRow = Pick<Selectable<EventsTable>, "id" | "type" | "received_at" | 
 
 /** Each handler's status, attempts and the start of its error: anything longer (a stack) is in GET /events/{id}. */
 export function summarizeHandlers(outcomes: Record<string, HandlerOutcome>): Record<string, HandlerOutcome> {
-  const handlers: Record<string, HandlerOutcome> = {};
-  for (const [key, outcome] of Object.entries(outcomes)) {
-    const { status, attempts, error } = outcome;
-    handlers[key] =
-      error === undefined
-        ? { status, attempts }
-        : { status, attempts, error: error.length > SUMMARY_ERROR_LENGTH ? `${error.slice(0, SUMMARY_ERROR_LENGTH)}…` : error };
-  }
-  return handlers;
+  const cut = (error: string) => (error.length > SUMMARY_ERROR_LENGTH ? `${error.slice(0, SUMMARY_ERROR_LENGTH)}…` : error);
+  return Object.fromEntries(
+    Object.entries(outcomes).map(([key, { status, attempts, error }]) => [
+      key,
+      error === undefined ? { status, attempts } : { status, attempts, error: cut(error) },
+    ]),
+  );
 }
 
-function toSummary(row: SummaryRow): EventSummary {
-  const handlers = summarizeHandlers(row.handlers);
+/** A row as the log shows it; a list's summary has each handler's error cut (summarizeHandlers). */
+function toSummary(row: SummaryRow, handlers = summarizeHandlers(row.handlers)): EventSummary {
   return {
     id: row.id,
     type: row.type,
@@ -530,17 +504,12 @@ const FAILURE_MESSAGE_LENGTH = 200;
 /** Groups returned at most (largest first). */
 const MAX_FAILURE_GROUPS = 100;
 
-interface GroupRow {
-  handler: string;
+/** A group as the statement reads it: what a group says, before counts, times and missing text are made plain. */
+type GroupRow = Omit<FailureGroup, "fingerprint" | "error" | "events"> & {
   fingerprint: string | null;
-  fingerprinted: boolean;
   error: string | null;
-  status: "failed" | "received";
   events: string | number;
-  first_at: Date;
-  last_at: Date;
-  sample_id: string;
-}
+};
 
 /**
  * What failed or is retrying in [since, until), grouped by handler, error fingerprint and event
@@ -559,22 +528,19 @@ export async function listFailureGroups(
     sql<GroupRow>`select h.key as handler, coalesce(h.value ->> 'fingerprint', ${message}) as fingerprint,
         bool_and(h.value ? 'fingerprint') as fingerprinted, (array_agg(${message} order by e.received_at desc))[1] as error,
         e.status as status, count(*) as events,
-        min(e.received_at) as first_at, max(e.received_at) as last_at, (array_agg(e.id order by e.received_at desc))[1] as sample_id
+        min(e.received_at) as "firstAt", max(e.received_at) as "lastAt", (array_agg(e.id order by e.received_at desc))[1] as "sampleId"
       from events e cross join lateral jsonb_each(e.handlers) as h
       where e.status in ('failed', 'received') and e.received_at >= ${range.since}::timestamptz ${until}
         and h.value ->> 'status' = 'failed'
       group by 1, 2, e.status order by count(*) desc, max(e.received_at) desc limit ${MAX_FAILURE_GROUPS}`.execute(db),
   );
   return rows.map((r) => ({
-    handler: r.handler,
+    ...r,
     fingerprint: r.fingerprint ?? "",
-    fingerprinted: r.fingerprinted,
     error: r.error ?? "",
-    status: r.status,
     events: Number(r.events),
-    firstAt: new Date(r.first_at),
-    lastAt: new Date(r.last_at),
-    sampleId: r.sample_id,
+    firstAt: new Date(r.firstAt),
+    lastAt: new Date(r.lastAt),
   }));
 }
 
@@ -660,26 +626,25 @@ function runRow(handler: string, outcome: RunRow["outcome"], error: string | und
 
 /** Every kept attempt of every handler of an event, by handler key, then run, attempt and start (see the migration's key). */
 async function readHandlerAttempts(db: Kysely<DatabaseSchema>, eventId: string): Promise<HandlerAttempt[]> {
-  const rows = await db
+  return db
     .selectFrom("handler_attempts")
-    .select(["handler_key", "replay", "attempt", "attempts_max", "started_at", "duration_ms", "outcome", "error", "next_retry_at"])
+    .select([
+      "handler_key as handler",
+      "replay",
+      "attempt",
+      "attempts_max as of",
+      "started_at as startedAt",
+      "duration_ms as durationMs",
+      "outcome",
+      "error",
+      "next_retry_at as nextRetryAt",
+    ])
     .where("event_id", "=", eventId)
     .orderBy("handler_key")
     .orderBy("replay")
     .orderBy("attempt")
     .orderBy("started_at")
     .execute();
-  return rows.map((r) => ({
-    handler: r.handler_key,
-    replay: r.replay,
-    attempt: r.attempt,
-    of: r.attempts_max,
-    startedAt: r.started_at,
-    durationMs: r.duration_ms,
-    outcome: r.outcome,
-    error: r.error,
-    nextRetryAt: r.next_retry_at,
-  }));
 }
 
 /** What one attempt at an event did, recorded once when the attempt ends. */
@@ -714,13 +679,7 @@ interface Row {
 }
 
 /** A handler's outcome as `events.handlers` stores it (HandlerOutcome, before its attempts are counted on). */
-interface StoredOutcome {
-  status: "ok" | "failed";
-  error?: string;
-  stack?: string;
-  fingerprint?: string;
-  attempts: 1;
-}
+type StoredOutcome = Omit<HandlerOutcome, "attempts"> & { attempts: 1 };
 
 function attemptRow(attempt: EventAttempt): Row {
   const id = checkId(attempt.id);

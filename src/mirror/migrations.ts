@@ -14,6 +14,11 @@ type AnyDb = Kysely<any>;
 // server and in the embedded database whatever their locale.
 const ID = sql`text collate "C"`;
 
+/** The down of a migration that created one table: drops it. */
+const dropTable = (table: string) => async (db: AnyDb) => {
+  await db.schema.dropTable(table).execute();
+};
+
 const bookkeeping = (table: ReturnType<AnyDb["schema"]["createTable"]>) =>
   table
     .addColumn("raw", "jsonb", (c) => c.notNull())
@@ -140,10 +145,6 @@ async function up0002(db: AnyDb): Promise<void> {
     .execute();
 }
 
-async function down0002(db: AnyDb): Promise<void> {
-  await db.schema.dropTable("events").execute();
-}
-
 // 0003_change_outbox: The change outbox: one row per change a mirror write made, inserted in the write's own
 // transaction, so a change is never lost between the write and the queue. The relay moves rows
 // into the events queue in `seq` order and deletes them.
@@ -158,10 +159,6 @@ async function up0003(db: AnyDb): Promise<void> {
     .addColumn("payload", "jsonb", (c) => c.notNull())
     .addColumn("created_at", "timestamptz", (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
     .execute();
-}
-
-async function down0003(db: AnyDb): Promise<void> {
-  await db.schema.dropTable("change_outbox").execute();
 }
 
 // 0004_rejected_records: Records the mirror refused (a value PostgreSQL cannot store, a field missing or of the wrong
@@ -185,10 +182,6 @@ async function up0004(db: AnyDb): Promise<void> {
     .addPrimaryKeyConstraint("rejected_records_pkey", ["kind", "id"])
     .execute();
   await db.schema.createIndex("rejected_records_last_seen_idx").on("rejected_records").column("last_seen").execute();
-}
-
-async function down0004(db: AnyDb): Promise<void> {
-  await db.schema.dropTable("rejected_records").execute();
 }
 
 // 0005_event_log_indexes: GET /events?handler= filters on the keys of the `handlers` jsonb (`handlers ? key`, and with
@@ -239,10 +232,6 @@ async function up0006(db: AnyDb): Promise<void> {
   await db.schema.createIndex("steps_started_at_idx").on("steps").column("started_at").execute();
 }
 
-async function down0006(db: AnyDb): Promise<void> {
-  await db.schema.dropTable("steps").execute();
-}
-
 // 0007_sync_checkpoints: Where each resumable walk of a whole list stands: the full reconciliation tier (`tier` full)
 // and the backfill command (`tier` backfill), one row per kind. Saved after every page, so a
 // crash, a Ctrl-C or the end of a bounded slice resumes at the next page instead of page one.
@@ -268,10 +257,6 @@ async function up0007(db: AnyDb): Promise<void> {
     .addColumn("updated_at", "timestamptz", (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
     .addPrimaryKeyConstraint("sync_checkpoints_pkey", ["tier", "kind"])
     .execute();
-}
-
-async function down0007(db: AnyDb): Promise<void> {
-  await db.schema.dropTable("sync_checkpoints").execute();
 }
 
 // 0008_outbox_trace: The trace context of the write that recorded a change (W3C `traceparent`), null when tracing was
@@ -308,10 +293,6 @@ async function up0009(db: AnyDb): Promise<void> {
   await db.schema.createIndex("unlisted_records_given_up_at_idx").on("unlisted_records").column("given_up_at").execute();
 }
 
-async function down0009(db: AnyDb): Promise<void> {
-  await db.schema.dropTable("unlisted_records").execute();
-}
-
 // 0010_sync_liveness: When the workers last ran (one row per mark, `seen_at` by the database's clock), kept in
 // PostgreSQL because it must outlive Redis: a worker that starts, or ticks, and finds the mark
 // old knows that webhooks may have been lost meanwhile and catches up (worker/worker-lifecycle.ts).
@@ -322,10 +303,6 @@ async function up0010(db: AnyDb): Promise<void> {
     .addColumn("name", "text", (c) => c.primaryKey())
     .addColumn("seen_at", "timestamptz", (c) => c.notNull())
     .execute();
-}
-
-async function down0010(db: AnyDb): Promise<void> {
-  await db.schema.dropTable("sync_liveness").execute();
 }
 
 // 0011_handler_key_renames: Handler keys were positional (`user:order.created:0`, the first handler of that type from that
@@ -344,10 +321,6 @@ async function up0011(db: AnyDb): Promise<void> {
     .addColumn("steps", "integer", (c) => c.notNull().defaultTo(0))
     .addColumn("renamed_at", "timestamptz", (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
     .execute();
-}
-
-async function down0011(db: AnyDb): Promise<void> {
-  await db.schema.dropTable("handler_key_renames").execute();
 }
 
 // 0013_event_records: The record each event names, so "everything about order ord_X" is an index lookup rather than a
@@ -422,10 +395,6 @@ async function up0014(db: AnyDb): Promise<void> {
     .execute();
 }
 
-async function down0014(db: AnyDb): Promise<void> {
-  await db.schema.dropTable("handler_attempts").execute();
-}
-
 // 0015_replay_runs: A replay is a run of its own: its attempts number from 1 to JOB_ATTEMPTS again
 // ("attempt n of N, replay k"), as Svix's and Hookdeck's manual retries are attempts of their own
 // kind. `events.replays` counts the event's runs after its first delivery (the statement recording
@@ -456,18 +425,18 @@ async function down0015(db: AnyDb): Promise<void> {
  */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0001_mirror": { up: up0001, down: down0001 },
-  "0002_event_log": { up: up0002, down: down0002 },
-  "0003_change_outbox": { up: up0003, down: down0003 },
-  "0004_rejected_records": { up: up0004, down: down0004 },
+  "0002_event_log": { up: up0002, down: dropTable("events") },
+  "0003_change_outbox": { up: up0003, down: dropTable("change_outbox") },
+  "0004_rejected_records": { up: up0004, down: dropTable("rejected_records") },
   "0005_event_log_indexes": { up: up0005, down: down0005 },
-  "0006_steps": { up: up0006, down: down0006 },
-  "0007_sync_checkpoints": { up: up0007, down: down0007 },
+  "0006_steps": { up: up0006, down: dropTable("steps") },
+  "0007_sync_checkpoints": { up: up0007, down: dropTable("sync_checkpoints") },
   "0008_outbox_trace": { up: up0008, down: down0008 },
-  "0009_unlisted_records": { up: up0009, down: down0009 },
-  "0010_sync_liveness": { up: up0010, down: down0010 },
-  "0011_handler_key_renames": { up: up0011, down: down0011 },
+  "0009_unlisted_records": { up: up0009, down: dropTable("unlisted_records") },
+  "0010_sync_liveness": { up: up0010, down: dropTable("sync_liveness") },
+  "0011_handler_key_renames": { up: up0011, down: dropTable("handler_key_renames") },
   "0013_event_records": { up: up0013, down: down0013 },
-  "0014_handler_attempts": { up: up0014, down: down0014 },
+  "0014_handler_attempts": { up: up0014, down: dropTable("handler_attempts") },
   "0015_replay_runs": { up: up0015, down: down0015 },
 };
 

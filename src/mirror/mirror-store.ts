@@ -1,5 +1,6 @@
-import { type Transaction, sql, type Kysely, type Insertable, type Expression } from "kysely";
+import { type Transaction, sql, type Kysely, type Insertable } from "kysely";
 import type { DatabaseSchema, MirrorKind, BookingsTable, MenuItemsTable, OrderItemsTable, OrdersTable, ReviewsTable } from "./database.js";
+import { fromExcluded } from "./database.js";
 import {
   type RefusedUpstreamRecord,
   type RejectedRecord,
@@ -30,7 +31,7 @@ import {
   unstorableString,
   type UnstorableReason,
 } from "./values.js";
-import { checkLimit, checkListParams, MirrorFilterError, MirrorRecordError, withOperatorTimeout } from "./errors.js";
+import { checkedId, checkLimit, checkListParams, MirrorFilterError, MirrorRecordError, withOperatorTimeout } from "./errors.js";
 import { expectDefined } from "../expect-defined.js";
 
 /** A record in the API's own shape (camelCase, amounts as the API gave them, unknown fields kept). */
@@ -145,11 +146,7 @@ const DEFAULT_LIMIT = 50;
 const MAX_LIMIT = 100;
 
 /** A filter that passed every check; `after` is the id the cursor points past. */
-export interface ValidFilter {
-  restaurantId?: string;
-  status?: string;
-  from?: string;
-  to?: string;
+export interface ValidFilter extends Omit<MirrorListFilter, "limit" | "cursor"> {
   limit: number;
   after?: string;
 }
@@ -168,11 +165,7 @@ function decodeCursor(cursor: string): string {
 }
 
 /** A record id from a path (GET /mirror/{kind}/{id}): one the database could hold, else a 400 naming why. */
-export function validateRecordId(id: string): string {
-  const problem = idProblem(id, MAX_RECORD_ID_LENGTH);
-  if (problem) throw new MirrorFilterError("id", `id ${problem}`);
-  return id;
-}
+export const validateRecordId = (id: string): string => checkedId("id", id, MAX_RECORD_ID_LENGTH);
 
 /** A from/to bound of `kind`: a real calendar date (bookings), or a date or timestamp with zone (orders). */
 function checkBound(kind: MirrorKind, bound: "from" | "to", value: unknown): string {
@@ -196,9 +189,8 @@ const RANGE_FIELD: Partial<Record<MirrorKind, { column: "created_at" | "date"; d
 };
 
 function checkStatus(kind: MirrorKind, status: string): string {
-  if (kind === "orders" && !(ORDER_STATUSES as readonly string[]).includes(status)) {
+  if (kind === "orders" && !(ORDER_STATUSES as readonly string[]).includes(status))
     throw new MirrorFilterError("status", `status for orders must be one of ${ORDER_STATUSES.join(", ")}`);
-  }
   if (kind === "bookings" && !BOOKING_STATUS.test(status))
     throw new MirrorFilterError("status", "status for bookings must be an upper-case status such as CONFIRMED or CANCELLED");
   if (kind !== "orders" && kind !== "bookings") throw new MirrorFilterError("status", `${kind} have no status to filter by`);
@@ -240,6 +232,18 @@ export function filterFromQuery(query: Record<string, string | undefined>): Mirr
  */
 export const MIRROR_PAGE_BYTES = 1024 * 1024;
 
+/** The leading rows whose sizes add up to at most `budget` bytes, and at least one row: a page of them is never read whole first. */
+export function fittingRows<T>(rows: readonly T[], size: (row: T) => number, budget = MIRROR_PAGE_BYTES): T[] {
+  const page: T[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    if (page.length > 0 && bytes + size(row) > budget) break;
+    page.push(row);
+    bytes += size(row);
+  }
+  return page;
+}
+
 /** A date-only bound means midnight UTC, whatever the session's TimeZone. */
 const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bound);
 
@@ -256,7 +260,7 @@ async function listMirrorPage(
 ): Promise<MirrorPage> {
   const f = validateFilter(kind, filter);
   // The four mirror tables share the columns used here: typed as `orders`, run on the kind's table.
-  const table = TABLE_OF[kind] as "orders";
+  const table = tableOf(kind);
   let query = db
     .selectFrom(table)
     .select(["id", sql<number | string>`octet_length(raw::text)`.as("bytes")])
@@ -271,13 +275,7 @@ async function listMirrorPage(
   if (f.after !== undefined) query = query.where("id", ">", f.after);
   const sizes = await query.execute();
 
-  const ids: string[] = [];
-  let bytes = 0;
-  for (const row of sizes.slice(0, f.limit)) {
-    if (ids.length > 0 && bytes + Number(row.bytes) > budget) break;
-    ids.push(row.id);
-    bytes += Number(row.bytes);
-  }
+  const ids = fittingRows(sizes.slice(0, f.limit), (row) => Number(row.bytes), budget).map((row) => row.id);
   const rows = ids.length === 0 ? [] : await db.selectFrom(table).select(["id", "raw"]).where("id", "in", ids).orderBy("id").execute();
   const more = sizes.length > ids.length;
   return {
@@ -293,7 +291,9 @@ async function listMirrorPage(
 // unknown fields included. Money leaves here as a decimal string:
 // a JSON number's shortest form (what the API sent, as JavaScript parsed it) or the string given.
 
-export const TABLE_OF = { orders: "orders", bookings: "bookings", "menu-items": "menu_items", reviews: "reviews" } as const;
+const TABLE_OF = { orders: "orders", bookings: "bookings", "menu-items": "menu_items", reviews: "reviews" } as const;
+/** The kind's table, typed as `orders` (the columns every mirror table shares: see AnyMirrorDb). */
+export const tableOf = (kind: MirrorKind) => TABLE_OF[kind] as "orders";
 
 type Bookkeeping = "raw" | "rank" | "read_at" | "synced_at";
 type MirrorRow = Insertable<OrdersTable> | Insertable<BookingsTable> | Insertable<MenuItemsTable> | Insertable<ReviewsTable>;
@@ -611,7 +611,7 @@ async function upsertRows(
   kind: MirrorKind,
   chunk: PreparedRecord[],
 ): Promise<{ written: number; changes: MirrorChange[] }> {
-  const table = TABLE_OF[kind] as "orders";
+  const table = tableOf(kind);
   const ids = chunk.map((p) => p.id);
   const db = tx as unknown as AnyMirrorDb;
   // The caller holds the advisory locks of every id (lockIds): writers of the same ids queued
@@ -619,10 +619,7 @@ async function upsertRows(
   // pre-image below is the row this write actually replaces — also when two writers both see a
   // record for the first time.
   const columns = Object.keys(expectDefined(chunk[0], "upsertRows needs a non-empty chunk").row).filter((c) => c !== "id");
-  const set: Record<string, Expression<unknown>> = Object.fromEntries([
-    ...columns.map((c) => [c, sql.ref(`excluded.${c}`)] as const),
-    ["synced_at", sql`clock_timestamp()`] as const,
-  ]);
+  const set = { ...fromExcluded(columns), synced_at: sql`clock_timestamp()` };
   const rows = await db
     // The pre-image: a plain read, as all parts of the statement share one snapshot (FOR UPDATE
     // here would skip the very rows the insert below updates; the advisory lock already holds them).
@@ -710,7 +707,13 @@ export interface PostgresMirrorOptions {
 
 export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOptions: PostgresMirrorOptions = {}): MirrorStore {
   const db = database as unknown as AnyMirrorDb;
-  const tableOf = (kind: MirrorKind) => TABLE_OF[kind] as "orders";
+  /** Bookings per day (YYYY-MM-DD) from `from` to `to`, inclusive; the caller groups by date (and restaurant). */
+  const bookingsPerDay = (from: string, to: string) =>
+    database
+      .selectFrom("bookings")
+      .select([sql<string>`to_char(date, 'YYYY-MM-DD')`.as("day"), (eb) => eb.fn.countAll<string | number>().as("n")])
+      .where("date", ">=", from)
+      .where("date", "<=", to);
 
   return {
     async clock() {
@@ -777,31 +780,18 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
       return counts;
     },
     async countBookingsByDay(from, to) {
-      const rows = await database
-        .selectFrom("bookings")
-        .select([sql<string>`to_char(date, 'YYYY-MM-DD')`.as("day"), (eb) => eb.fn.countAll<string | number>().as("n")])
-        .where("date", ">=", from)
-        .where("date", "<=", to)
-        .groupBy("date")
-        .execute();
+      const rows = await bookingsPerDay(from, to).groupBy("date").execute();
       return new Map(rows.map((r) => [r.day, Number(r.n)]));
     },
     async countBookingsByRestaurantDay(from, to, restaurantIds) {
       const out = new Map<string, Map<string, number>>();
       if (restaurantIds.length === 0) return out;
-      const rows = await database
-        .selectFrom("bookings")
-        .select(["restaurant_id", sql<string>`to_char(date, 'YYYY-MM-DD')`.as("day"), (eb) => eb.fn.countAll<string | number>().as("n")])
+      const rows = await bookingsPerDay(from, to)
+        .select("restaurant_id")
         .where("restaurant_id", "in", [...restaurantIds])
-        .where("date", ">=", from)
-        .where("date", "<=", to)
         .groupBy(["restaurant_id", "date"])
         .execute();
-      for (const r of rows) {
-        const byDay = out.get(r.restaurant_id) ?? new Map<string, number>();
-        byDay.set(r.day, Number(r.n));
-        out.set(r.restaurant_id, byDay);
-      }
+      for (const r of rows) out.set(r.restaurant_id, (out.get(r.restaurant_id) ?? new Map<string, number>()).set(r.day, Number(r.n)));
       return out;
     },
     recordUnlisted: (row) => recordUnlisted(database, row),
@@ -836,7 +826,7 @@ export async function readBookkeeping(
   if (ids.length === 0) return new Map();
   const rows = await withOperatorTimeout(timeoutMs, () =>
     db
-      .selectFrom(TABLE_OF[kind] as "orders")
+      .selectFrom(tableOf(kind))
       .select(["id", "read_at", "synced_at"])
       .where("id", "in", [...ids])
       .execute(),

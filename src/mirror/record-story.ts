@@ -1,7 +1,7 @@
 import { sql, type Kysely } from "kysely";
 import { isDeepStrictEqual } from "node:util";
 import { summarizeHandlers, decodeEventCursor, encodeEventCursor } from "./event-log.js";
-import { validateRecordId, TABLE_OF, type MirrorRecord, MIRROR_PAGE_BYTES } from "./mirror-store.js";
+import { validateRecordId, tableOf, type MirrorRecord, fittingRows } from "./mirror-store.js";
 import { type DatabaseSchema, type EventStatus, type HandlerOutcome, MIRROR_KINDS, type MirrorKind } from "./database.js";
 import { withOperatorTimeout } from "./errors.js";
 import { fromStoredPayload } from "./values.js";
@@ -77,15 +77,10 @@ function toEntry(row: TimelineRow, change: unknown): TimelineEntry {
     handlers: summarizeHandlers(row.handlers),
   };
   if (Number(row.change_bytes) === 0) return { entry: "delivery", ...base };
-  const data = (fromStoredPayload(change) as { data?: Record<string, unknown> } | null)?.data ?? {};
+  const data = changeData(change);
   const asFields = (v: unknown) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>) : null);
   const changed = Array.isArray(data.changed) ? data.changed.map(String) : undefined;
-  return {
-    entry: "change",
-    ...base,
-    source: typeof data.source === "string" ? data.source : "",
-    diff: fieldDiff(asFields(data.before), asFields(data.after), changed),
-  };
+  return { entry: "change", ...base, source: textOf(data.source), diff: fieldDiff(asFields(data.before), asFields(data.after), changed) };
 }
 
 /** The events naming the record, newest first, from `after` on (exclusive), `limit` + 1 rows to tell whether more follow. */
@@ -100,18 +95,6 @@ function timelineRows(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string, 
     order by received_at desc, id desc limit ${TIMELINE_LIMIT + 1}`.execute(db);
 }
 
-/** The rows of one page: at most TIMELINE_LIMIT, and change payloads of at most MIRROR_PAGE_BYTES (at least one row). */
-function fittingRows(rows: readonly TimelineRow[]): TimelineRow[] {
-  const page: TimelineRow[] = [];
-  let bytes = 0;
-  for (const row of rows.slice(0, TIMELINE_LIMIT)) {
-    if (page.length > 0 && bytes + Number(row.change_bytes) > MIRROR_PAGE_BYTES) break;
-    page.push(row);
-    bytes += Number(row.change_bytes);
-  }
-  return page;
-}
-
 async function changePayloads(db: Kysely<DatabaseSchema>, rows: readonly TimelineRow[]): Promise<Map<string, unknown>> {
   const ids = rows.filter((r) => Number(r.change_bytes) > 0).map((r) => r.id);
   if (ids.length === 0) return new Map();
@@ -121,7 +104,7 @@ async function changePayloads(db: Kysely<DatabaseSchema>, rows: readonly Timelin
 
 async function mirrorCopy(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string) {
   return (db as unknown as Kysely<Pick<DatabaseSchema, "orders">>)
-    .selectFrom(TABLE_OF[kind] as "orders")
+    .selectFrom(tableOf(kind))
     .select(["raw", "read_at", "synced_at", "restaurant_id"])
     .where("id", "=", id)
     .executeTakeFirst();
@@ -139,22 +122,17 @@ async function lastChange(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: stri
 async function sideTables(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string) {
   const rejected = await db
     .selectFrom("rejected_records")
-    .select(["reason", "detail", "last_seen", "count"])
+    .select(["reason", "detail", "last_seen as lastSeen", "count"])
     .where("kind", "=", kind)
     .where("id", "=", id)
     .executeTakeFirst();
   const unlisted = await db
     .selectFrom("unlisted_records")
-    .select(["event_ids", "given_up_at", "attempts"])
+    .select(["event_ids as eventIds", "given_up_at as givenUpAt", "attempts"])
     .where("kind", "=", kind)
     .where("id", "=", id)
     .executeTakeFirst();
-  return {
-    rejected: rejected
-      ? { reason: rejected.reason, detail: rejected.detail, lastSeen: new Date(rejected.last_seen), count: rejected.count }
-      : null,
-    unlisted: unlisted ? { eventIds: unlisted.event_ids, givenUpAt: new Date(unlisted.given_up_at), attempts: unlisted.attempts } : null,
-  };
+  return { rejected: rejected ?? null, unlisted: unlisted ?? null };
 }
 
 /**
@@ -176,7 +154,8 @@ export async function readRecordStory(
     const { rows } = await timelineRows(db, kind, id, after);
     const { rejected, unlisted } = await sideTables(db, kind, id);
     if (!copy && rows.length === 0 && !rejected && !unlisted && after === undefined) return undefined;
-    const page = fittingRows(rows);
+    // The rows of one page: at most TIMELINE_LIMIT, and change payloads of at most MIRROR_PAGE_BYTES (at least one row).
+    const page = fittingRows(rows.slice(0, TIMELINE_LIMIT), (row) => Number(row.change_bytes));
     const changes = await changePayloads(db, page);
     const last = page.at(-1);
     return {
@@ -266,8 +245,7 @@ export async function listCausedChanges(
       .execute(),
   );
   return rows.map((row) => {
-    const payload = fromStoredPayload(row.payload) as { data?: Record<string, unknown> } | null;
-    const data = payload?.data ?? {};
+    const data = changeData(row.payload);
     return {
       id: row.id,
       type: row.type,
@@ -283,6 +261,9 @@ export async function listCausedChanges(
 }
 
 const textOf = (value: unknown): string => (typeof value === "string" ? value : "");
+
+/** The `data` of a change event's stored payload (empty when it has none). */
+const changeData = (payload: unknown) => (fromStoredPayload(payload) as { data?: Record<string, unknown> } | null)?.data ?? {};
 
 /** `data.id` of an event's payload when it is a non-empty string. */
 function namedRecordId(payload: unknown): string | undefined {

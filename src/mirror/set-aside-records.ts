@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { sql, type Kysely, type Transaction } from "kysely";
-import type { DatabaseSchema, MirrorKind } from "./database.js";
+import { fromExcluded, type DatabaseSchema, type MirrorKind } from "./database.js";
 import { cutAt, fitsKey, storableText, type UnstorableReason } from "./values.js";
 import type { Logger } from "pino";
 
@@ -60,10 +60,7 @@ export async function recordRejections(tx: Transaction<DatabaseSchema>, kind: Mi
       )
       .onConflict((oc) =>
         oc.columns(["kind", "id"]).doUpdateSet({
-          restaurant_id: sql.ref("excluded.restaurant_id"),
-          reason: sql.ref("excluded.reason"),
-          detail: sql.ref("excluded.detail"),
-          raw: sql.ref("excluded.raw"),
+          ...fromExcluded(["restaurant_id", "reason", "detail", "raw"]),
           last_seen: sql`clock_timestamp()`,
           count: sql`rejected_records.count + 1`,
         }),
@@ -82,21 +79,25 @@ export async function clearRejections(tx: Transaction<DatabaseSchema>, kind: Mir
     .execute();
 }
 
-export async function listRejections(db: Kysely<DatabaseSchema>, kind?: MirrorKind): Promise<RejectionRow[]> {
-  let query = db.selectFrom("rejected_records").selectAll().orderBy("kind").orderBy("id");
-  if (kind !== undefined) query = query.where("kind", "=", kind);
-  const rows = await query.execute();
-  return rows.map((r) => ({
-    kind: r.kind as MirrorKind,
-    id: r.id,
-    restaurantId: r.restaurant_id,
-    reason: r.reason,
-    detail: r.detail,
-    raw: r.raw,
-    firstSeen: r.first_seen,
-    lastSeen: r.last_seen,
-    count: r.count,
-  }));
+export function listRejections(db: Kysely<DatabaseSchema>, kind?: MirrorKind): Promise<RejectionRow[]> {
+  return db
+    .selectFrom("rejected_records")
+    .select([
+      "kind",
+      "id",
+      "restaurant_id as restaurantId",
+      "reason",
+      "detail",
+      "raw",
+      "first_seen as firstSeen",
+      "last_seen as lastSeen",
+      "count",
+    ])
+    .$call((q) => (kind === undefined ? q : q.where("kind", "=", kind)))
+    .orderBy("kind")
+    .orderBy("id")
+    .$castTo<RejectionRow>()
+    .execute();
 }
 
 /** One record an upsert set aside. Nothing here holds the record's values, so it is safe to log. */
@@ -166,10 +167,7 @@ export async function recordUnlisted(db: Kysely<DatabaseSchema>, row: UnlistedRe
     .values(values)
     .onConflict((oc) =>
       oc.columns(["kind", "id"]).doUpdateSet({
-        restaurant_id: sql.ref("excluded.restaurant_id"),
-        event_ids: sql.ref("excluded.event_ids"),
-        first_noted_at: sql.ref("excluded.first_noted_at"),
-        attempts: sql.ref("excluded.attempts"),
+        ...fromExcluded(["restaurant_id", "event_ids", "first_noted_at", "attempts"]),
         given_up_at: sql`clock_timestamp()`,
       }),
     )
@@ -183,19 +181,23 @@ export async function clearUnlisted(tx: Transaction<DatabaseSchema>, kind: Mirro
 }
 
 /** The ids given up on (of a kind, or all), by kind and id. */
-export async function listUnlisted(db: Kysely<DatabaseSchema>, kind?: MirrorKind): Promise<UnlistedRecord[]> {
-  let query = db.selectFrom("unlisted_records").selectAll().orderBy("kind").orderBy("id");
-  if (kind !== undefined) query = query.where("kind", "=", kind);
-  const rows = await query.execute();
-  return rows.map((r) => ({
-    kind: r.kind as MirrorKind,
-    id: r.id,
-    restaurantId: r.restaurant_id,
-    eventIds: r.event_ids,
-    firstNotedAt: new Date(r.first_noted_at),
-    givenUpAt: new Date(r.given_up_at),
-    attempts: r.attempts,
-  }));
+export function listUnlisted(db: Kysely<DatabaseSchema>, kind?: MirrorKind): Promise<UnlistedRecord[]> {
+  return db
+    .selectFrom("unlisted_records")
+    .select([
+      "kind",
+      "id",
+      "restaurant_id as restaurantId",
+      "event_ids as eventIds",
+      "first_noted_at as firstNotedAt",
+      "given_up_at as givenUpAt",
+      "attempts",
+    ])
+    .$call((q) => (kind === undefined ? q : q.where("kind", "=", kind)))
+    .orderBy("kind")
+    .orderBy("id")
+    .$castTo<UnlistedRecord>()
+    .execute();
 }
 
 /** The counter the reporter bumps (metrics.mirrorRejected); labels are bounded: kind and reason code. */

@@ -56,32 +56,6 @@ export interface StepStore {
 
 const MAX_ERROR_LENGTH = 2000;
 
-interface StepRow {
-  handler_key: string;
-  name: string;
-  status: StepRecord["status"];
-  runs: number;
-  attempt: number;
-  started_at: Date;
-  finished_at: Date | null;
-  duration_ms: number | null;
-  result_bytes: number | null;
-  error: string | null;
-}
-
-const toRecord = (row: StepRow): StepRecord => ({
-  handler: row.handler_key,
-  name: row.name,
-  status: row.status,
-  runs: row.runs,
-  attempt: row.attempt,
-  startedAt: row.started_at,
-  finishedAt: row.finished_at,
-  durationMs: row.duration_ms,
-  resultBytes: row.result_bytes,
-  error: row.error,
-});
-
 /**
  * Durable steps in the `steps` table. Each call is one statement (its own transaction), as the
  * event log's writes are: the `started` mark is committed before the step's function runs, the
@@ -140,10 +114,11 @@ export function createStepStore(db: Kysely<DatabaseSchema>): StepStore {
     },
 
     async forEvent(eventId) {
-      const { rows } = await sql<StepRow>`
-        select handler_key, name, status, runs, attempt, started_at, finished_at, duration_ms, result_bytes, error
+      const { rows } = await sql<StepRecord>`
+        select handler_key as handler, name, status, runs, attempt, started_at as "startedAt", finished_at as "finishedAt",
+          duration_ms as "durationMs", result_bytes as "resultBytes", error
         from steps where event_id = ${eventId} order by started_at, handler_key, name`.execute(db);
-      return rows.map(toRecord);
+      return rows;
     },
 
     async forget(eventIds, handlerKey) {

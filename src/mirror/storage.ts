@@ -46,15 +46,7 @@ export async function openStorage(
   } = {},
 ): Promise<Storage> {
   const owned = options.database === undefined;
-  const database =
-    options.database ??
-    (await createDatabase({
-      url: config.url,
-      dataDir: config.dataDir,
-      schema: config.schema,
-      operatorQueryTimeoutMs: config.operatorQueryTimeoutMs,
-      logger: options.logger,
-    }));
+  const database = options.database ?? (await createDatabase({ ...config, logger: options.logger }));
   return {
     database,
     mirror: createPostgresMirror(database.db, { onRejected: options.onRejected }),

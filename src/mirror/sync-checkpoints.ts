@@ -86,6 +86,8 @@ function fromRow(row: Row): SyncCheckpoint {
  */
 export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoints {
   const table = db.selectFrom("sync_checkpoints").selectAll();
+  // The database's clock, as every time here is taken.
+  const now = sql<Date>`clock_timestamp()`;
   const samePass = (from: SyncCheckpoint) =>
     db
       .updateTable("sync_checkpoints")
@@ -112,7 +114,7 @@ export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoin
         pages: 0,
         first_import: firstImport,
         since,
-        updated_at: sql<Date>`clock_timestamp()`,
+        updated_at: now,
       };
       const row = await db
         .insertInto("sync_checkpoints")
@@ -124,7 +126,7 @@ export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoin
     },
     async advance(from, to) {
       const result = await samePass(from)
-        .set({ cursor: to.cursor, records: to.records, pages: to.pages, updated_at: sql<Date>`clock_timestamp()` } as never)
+        .set({ cursor: to.cursor, records: to.records, pages: to.pages, updated_at: now } as never)
         .executeTakeFirst();
       return Number(result.numUpdatedRows) === 1;
     },
@@ -134,9 +136,9 @@ export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoin
           cursor: null,
           records: to.records,
           pages: to.pages,
-          pass_completed_at: sql<Date>`clock_timestamp()`,
-          last_complete_at: sql<Date>`clock_timestamp()`,
-          updated_at: sql<Date>`clock_timestamp()`,
+          pass_completed_at: now,
+          last_complete_at: now,
+          updated_at: now,
         } as never)
         .returningAll()
         .executeTakeFirst();
@@ -144,7 +146,7 @@ export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoin
     },
     async giveUp(from) {
       const row = await samePass(from)
-        .set({ cursor: null, pass_completed_at: sql<Date>`clock_timestamp()`, updated_at: sql<Date>`clock_timestamp()` } as never)
+        .set({ cursor: null, pass_completed_at: now, updated_at: now } as never)
         .returningAll()
         .executeTakeFirst();
       return row && fromRow(row);
@@ -160,7 +162,7 @@ export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoin
           .executeTakeFirst();
         const row = await tx
           .insertInto("sync_liveness")
-          .values({ name: "workers", seen_at: sql<Date>`clock_timestamp()` })
+          .values({ name: "workers", seen_at: now })
           .onConflict((oc) => oc.column("name").doUpdateSet({ seen_at: sql<Date>`excluded.seen_at` }))
           .returning("seen_at")
           .executeTakeFirstOrThrow();

@@ -10,9 +10,9 @@ import {
   failureSummary,
   handlerStacks,
   withHandlerStacks,
+  startHandlerDeadline,
+  type HandlerRegistry,
 } from "../events/dispatch.js";
-import { startHandlerDeadline } from "../events/dispatch.js";
-import type { HandlerRegistry } from "../events/registry.js";
 import { EventLogError } from "../mirror/errors.js";
 import type { EventAttempt, EventLog } from "../mirror/event-log.js";
 import type { HandlerRun } from "../mirror/event-log.js";

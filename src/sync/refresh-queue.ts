@@ -4,7 +4,7 @@ import type { Job, Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
-import type { HandlerMap } from "../events/registry.js";
+import type { HandlerMap } from "../events/dispatch.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import { REFUNDED_STATUS } from "../upstream/models.js";
 import { defineScripts, redisKeys, type RedisClient, type RedisKeys } from "../redis/redis.js";

@@ -16,7 +16,7 @@ import {
 import type { Telemetry } from "bullmq";
 import { BullMQOtel, BullMQOTelSpan } from "bullmq-otel";
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
-import type { WrapHandler } from "../events/registry.js";
+import type { WrapHandler } from "../events/dispatch.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 
 export const TRACER_NAME = "svc-webhooks";

@@ -16,12 +16,12 @@ import {
   createHandlerRegistry,
   type HandlerRegistry,
   type RegisteredHandler,
-} from "../events/registry.js";
+  perHandlerContext,
+} from "../events/dispatch.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { ApiClient } from "../upstream/client.js";
 import { type StepFunction, createDurableSteps, stepAwareApi } from "./durable-steps.js";
 import { type AnyEvent, isKnownEventType, KNOWN_EVENT_TYPES } from "../events/catalog.js";
-import { perHandlerContext } from "../events/dispatch.js";
 import type { StepStore } from "../mirror/step-store.js";
 import { traceHandlers, type Tracing } from "../tracing/tracing.js";
 import { apiNotConfigured } from "./upstream.js";

@@ -22,7 +22,7 @@ import { syncProcessors } from "./sync-worker.js";
 import { createSyncSchedules } from "./sync-worker.js";
 import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync-worker.js";
 import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
-import type { HandlerRegistry } from "../events/registry.js";
+import type { HandlerRegistry } from "../events/dispatch.js";
 import { createAttemptRunner, attemptOfJob, type AttemptLog } from "../queue/attempt-runner.js";
 import { createEventWorker, isDeadLetterPlacement } from "../queue/events-queue.js";
 import { EVENTS_QUEUE } from "../queue/events-queue.js";

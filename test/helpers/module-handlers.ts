@@ -1,5 +1,5 @@
 import type { AnyEvent } from "../../src/events/catalog.js";
-import type { HandlerMap, Handlers } from "../../src/events/registry.js";
+import type { HandlerMap, Handlers } from "../../src/events/dispatch.js";
 import type { HandlerContext } from "../../src/worker/handlers.js";
 
 /**

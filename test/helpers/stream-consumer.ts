@@ -1,6 +1,6 @@
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
-import { createHandlerRegistry, type HandlerMap } from "../../src/events/registry.js";
+import { createHandlerRegistry, type HandlerMap } from "../../src/events/dispatch.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createAttemptRunner, type AttemptRunnerOptions } from "../../src/queue/attempt-runner.js";
 import { type EventJobData, EVENTS_QUEUE } from "../../src/queue/events-queue.js";

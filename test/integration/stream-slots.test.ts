@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { createHandlerRegistry } from "../../src/events/registry.js";
+import { createHandlerRegistry } from "../../src/events/dispatch.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createAttemptRunner } from "../../src/queue/attempt-runner.js";
 import { createEventWorker } from "../../src/queue/events-queue.js";

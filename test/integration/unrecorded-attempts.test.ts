@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createHandlerRegistry } from "../../src/events/registry.js";
+import { createHandlerRegistry } from "../../src/events/dispatch.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createDatabase, type Database } from "../../src/mirror/database.js";
 import { createEventLog, type EventAttempt } from "../../src/mirror/event-log.js";

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { dispatchEvent, startHandlerDeadline } from "../../src/events/dispatch.js";
+import { createHandlerRegistry, dispatchEvent, startHandlerDeadline } from "../../src/events/dispatch.js";
 import { HandlerTimeoutError } from "../../src/events/errors.js";
-import { createHandlerRegistry } from "../../src/events/registry.js";
 
 describe("the handler deadline", () => {
   it("fails a handler still running when the signal aborts, without waiting for it, and keeps the others' outcomes", async () => {

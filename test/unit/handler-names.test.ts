@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createHandlerRegistry, type HandlerMap } from "../../src/events/registry.js";
+import { createHandlerRegistry, type HandlerMap } from "../../src/events/dispatch.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { logRegisteredHandlers, positionalRenames } from "../../src/worker/handlers.js";
 import { captureLogs } from "../helpers/log-capture.js";

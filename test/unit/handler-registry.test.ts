@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EventDataError, type AnyEvent } from "../../src/events/catalog.js";
-import { dispatchEvent } from "../../src/events/dispatch.js";
-import { createHandlerRegistry } from "../../src/events/registry.js";
+import { createHandlerRegistry, dispatchEvent } from "../../src/events/dispatch.js";
 
 const order = (data: Record<string, unknown> = { id: "ord_1", restaurantId: "rest_1" }): AnyEvent => ({
   id: "evt_1",
