@@ -9,7 +9,7 @@ import { type BackfillProgress, runBackfill } from "../sync/resumable-backfill.j
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 import { UpstreamPageRefusedError } from "../upstream/errors.js";
 import { upstreamFromConfig } from "../worker/upstream.js";
-import { CommandError, UsageError } from "./command.js";
+import { CommandError, flagOptions, UsageError } from "./command.js";
 import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, operatorUrl, withDirectActions } from "./operator.js";
 
 export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes] [--url <url>]
@@ -43,13 +43,7 @@ after a Redis restart that lost its data it goes on.
 export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: {
-      kinds: { type: "string" },
-      since: { type: "string" },
-      restart: { type: "boolean" },
-      "no-changes": { type: "boolean" },
-      url: { type: "string" },
-    },
+    options: flagOptions(["kinds", "since", "url"], ["restart", "no-changes"]),
     strict: true,
   });
   const kinds = values.kinds ? values.kinds.split(",").map((k) => k.trim()) : SYNCED_KINDS;
@@ -87,13 +81,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     await storage.close();
     throw new UsageError("backfill needs API_BASE_URL and API_KEY");
   }
-  let connection;
-  try {
-    connection = await openCliRedis(config);
-  } catch (err) {
-    await storage.close();
-    throw err;
-  }
+  const connection = await openCliRedis(config, storage);
   // Ctrl-C (command.ts): the page in hand is saved; a read still waiting (the budget, the answer) ends at once.
   const onStop = () => process.stderr.write("\nstopping after the page in hand (Ctrl-C again to stop at once)\n");
   stop.addEventListener("abort", onStop, { once: true });

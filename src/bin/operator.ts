@@ -19,12 +19,11 @@ import type { EventJobData } from "../queue/events-queue.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
-import { OperatorActionError } from "../worker/errors.js";
 import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-actions.js";
-import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
+import { createOperatorActions, outcomeOf, type OperatorActions } from "../worker/operator-actions.js";
 import { replayEvents, replayQueryFromFilter } from "../worker/replays.js";
 import { removeReplayedFailedJobs } from "../worker/replays.js";
-import { type Command, CommandError, causeCode, UsageError } from "./command.js";
+import { type Command, CommandError, causeCode, flagOptions, UsageError } from "./command.js";
 
 const replayHelp = `svc-webhooks replay --id <event-id> [--handler <key>]
 svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
@@ -72,9 +71,9 @@ interface Flags {
   type?: string;
   status?: string;
   handler?: string;
-  "dry-run": boolean;
-  fresh: boolean;
-  confirm: boolean;
+  "dry-run"?: boolean;
+  fresh?: boolean;
+  confirm?: boolean;
 }
 
 async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
@@ -82,16 +81,7 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
     args: argv,
     options: {
       queue: { type: "string", default: "events" },
-      id: { type: "string" },
-      url: { type: "string" },
-      since: { type: "string" },
-      until: { type: "string" },
-      type: { type: "string" },
-      status: { type: "string" },
-      handler: { type: "string" },
-      "dry-run": { type: "boolean", default: false },
-      fresh: { type: "boolean", default: false },
-      confirm: { type: "boolean", default: false },
+      ...flagOptions(["id", "url", "since", "until", "type", "status", "handler"], ["dry-run", "fresh", "confirm"]),
     },
     allowPositionals: true,
     strict: true,
@@ -163,7 +153,7 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
       remote
         ? remote.call<BulkAnswer>("POST", "/events/replay", { ...scope, ...options, ...extra })
         : askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options, ...extra }, { signal: stop });
-    const answer = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm);
+    const answer = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm === true);
     console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: answer.count } : { queued: answer.count, bulk: answer.id }));
     if (answer.id) console.error(`progress: GET ${remote?.url ?? ""}/events/replays/${answer.id} on the service, or its console`);
     return;
@@ -339,7 +329,11 @@ const READY_TIMEOUT_MS = 2000;
  * A worker connection for a one-off command, once Redis answered: its errors never reach the
  * terminal as traces, and a Redis that does not answer within 2 s ends the command with one line.
  */
-export async function openCliRedis(config: Pick<Config, "redisUrl" | "redisCluster">): Promise<RedisClient> {
+export async function openCliRedis(
+  config: Pick<Config, "redisUrl" | "redisCluster">,
+  /** Closed when Redis does not answer: the store the command opened first. */
+  opened?: Pick<Storage, "close">,
+): Promise<RedisClient> {
   const connection = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
   let lastError = "";
   connection.on("error", (err: Error) => (lastError = (err as Error & { code?: string }).code ?? err.message));
@@ -351,6 +345,7 @@ export async function openCliRedis(config: Pick<Config, "redisUrl" | "redisClust
   clearTimeout(timer);
   if (!ready) {
     connection.disconnect();
+    await opened?.close();
     throw new CommandError(
       `Redis at ${printableRedisUrl(config.redisUrl)} does not answer${lastError ? ` (${lastError})` : ""}; set REDIS_URL (\`svc-webhooks dev\` prints its own)`,
     );
@@ -410,13 +405,7 @@ async function directOperatorActions(
   config: Config,
   storage: Storage | undefined,
 ): Promise<{ actions: OperatorActions; eventsQueue: Queue<EventJobData>; close(): Promise<void> }> {
-  let connection;
-  try {
-    connection = await openCliRedis(config);
-  } catch (err) {
-    await storage?.close();
-    throw err;
-  }
+  const connection = await openCliRedis(config, storage);
   const eventsQueue = createEventsQueue({ connection, config });
   const syncQueue = createSyncQueue({ connection, config });
   const noEventLog = {
@@ -456,11 +445,7 @@ export async function withDirectActions<T>(
 ): Promise<T> {
   const direct = await directOperatorActions(config, storage);
   try {
-    return await work(direct);
-  } catch (err) {
-    if (err instanceof OperatorActionError || (err as { code?: unknown }).code === "invalid_filter")
-      throw new CommandError(`${(err as { code: string }).code}: ${(err as Error).message}`);
-    throw err;
+    return answerOf(await outcomeOf(() => work(direct))) as T;
   } finally {
     await direct.close();
   }
@@ -524,6 +509,7 @@ async function askService<T>(
   }
 }
 
+/** An operator action's answer, or its refusal as one line (the service's code and words). */
 function answerOf(outcome: OperatorActionOutcome): unknown {
   if (!outcome.ok) throw new CommandError(`${outcome.code}: ${outcome.message}`, outcome.code);
   return outcome.result;

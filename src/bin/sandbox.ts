@@ -3,7 +3,7 @@ import { createLogger } from "../logging/logger.js";
 import { createSandbox } from "../sandbox/index.js";
 import type { WebhookEndpoint } from "../sandbox/webhook-sender.js";
 import { isApiKey } from "../upstream/client.js";
-import { stopped, UsageError, wholeNumber } from "./command.js";
+import { flagOptions, stopped, UsageError, wholeNumber } from "./command.js";
 
 export const help = `svc-webhooks sandbox [options]
 
@@ -34,24 +34,10 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     args: argv,
     strict: true,
     options: {
-      port: { type: "string" },
-      host: { type: "string" },
-      "api-key": { type: "string" },
+      ...flagOptions(["port", "host", "api-key", "interval-ms", "rate-max", "rate-window-ms", "seed", "orders", "days"]),
+      ...flagOptions(["bookings", "restaurants", "traffic", "orders-order", "bookings-order"], ["thin", "simulate"]),
       "webhook-url": { type: "string", multiple: true },
       "webhook-secret": { type: "string", multiple: true },
-      thin: { type: "boolean" },
-      simulate: { type: "boolean" },
-      "interval-ms": { type: "string" },
-      "rate-max": { type: "string" },
-      "rate-window-ms": { type: "string" },
-      seed: { type: "string" },
-      orders: { type: "string" },
-      days: { type: "string" },
-      bookings: { type: "string" },
-      restaurants: { type: "string" },
-      traffic: { type: "string" },
-      "orders-order": { type: "string" },
-      "bookings-order": { type: "string" },
     },
   });
   const urls = values["webhook-url"] ?? [];

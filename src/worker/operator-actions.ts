@@ -175,17 +175,25 @@ export type OperatorActionOutcome = { ok: true; result: unknown } | { ok: false;
 /** Runs one handed-over request; an error other than a refusal fails the job (its reason is the caller's answer). */
 export async function runOperatorActionJob(actions: OperatorActions, job: Pick<Job, "data">): Promise<OperatorActionOutcome> {
   const request = job.data as OperatorActionRequest;
+  return outcomeOf(() =>
+    request.action === "replayEvent"
+      ? actions.replayEvent(request.id, request.handler ? { handler: request.handler } : {})
+      : actions.replayMatching({
+          filter: request.filter,
+          dryRun: request.dryRun === true,
+          fresh: request.fresh === true,
+          ...(request.confirm !== undefined ? { confirm: request.confirm } : {}),
+        }),
+  );
+}
+
+/**
+ * What an operator action answered, as a value: its result, or its refusal (an OperatorActionError,
+ * or a filter the event log refused) in its own code and words; any other error is thrown.
+ */
+export async function outcomeOf(work: () => Promise<unknown>): Promise<OperatorActionOutcome> {
   try {
-    const result =
-      request.action === "replayEvent"
-        ? await actions.replayEvent(request.id, request.handler ? { handler: request.handler } : {})
-        : await actions.replayMatching({
-            filter: request.filter,
-            dryRun: request.dryRun === true,
-            fresh: request.fresh === true,
-            ...(request.confirm !== undefined ? { confirm: request.confirm } : {}),
-          });
-    return { ok: true, result };
+    return { ok: true, result: await work() };
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (err instanceof OperatorActionError || code === "invalid_filter")
