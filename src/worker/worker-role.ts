@@ -160,35 +160,21 @@ export function createWorkerRole(deps: WorkerRoleDeps): WorkerRole {
   };
 }
 
-interface EventDelivery {
-  /** Handles events straight from the edge's ingest stream (their first attempt). */
-  streamConsumer: StreamConsumer;
-  /** Handles the events queue's jobs: retries, replays, change events, entries a dead consumer left. */
-  eventWorker: Worker<EventJobData>;
-  /** Every attempt either of them finished. */
-  finished: FinishedEvents;
-  /** Whether the event log takes this process's attempts. */
-  recording: RecordingHealth;
-}
-
 /**
  * The delivery path of the worker: one attempt runner (deadline, dispatch, record, verdict) that
  * both sources share, the stream consumer for first attempts, and the events queue's worker for
  * the rest; both report each finished attempt to one feed and to the same metrics.
  */
-function createEventDelivery(deps: {
-  config: Config;
-  logger: Logger;
-  connection: RedisClient;
-  metrics: Metrics;
-  mirror: MirrorStore;
-  eventLog: EventLog;
-  eventsQueue: Queue<EventJobData>;
-  registry: HandlerRegistry<SharedHandlerContext>;
-}): EventDelivery {
+function createEventDelivery(
+  deps: Pick<WorkerRoleDeps, "config" | "logger" | "connection" | "metrics" | "mirror" | "eventLog"> & {
+    eventsQueue: Queue<EventJobData>;
+    registry: HandlerRegistry<SharedHandlerContext>;
+  },
+) {
   const { config, logger, connection, metrics, mirror } = deps;
   const { concurrency, lockMs, maxStalls } = config.worker;
   const prefix = config.queuePrefix;
+  /** Whether the event log takes this process's attempts. */
   const recording = watchRecording(deps.eventLog);
   const runner = createAttemptRunner<SharedHandlerContext>({
     registry: deps.registry,
@@ -198,6 +184,7 @@ function createEventDelivery(deps: {
     makeContext: (_event, attempt, log, signal) => ({ mirror, logger: log, attempt, signal }),
     isPermanent: isPermanentUpstreamError,
   });
+  /** Handles the events queue's jobs: retries, replays, change events, entries a dead consumer left. */
   const eventWorker = createEventWorker({
     connection,
     prefix,
@@ -208,7 +195,9 @@ function createEventDelivery(deps: {
     logger,
     heldRetryMs: config.worker.backoffMs,
   });
+  /** Every attempt either of them finished. */
   const finished = createFinishedEvents(eventWorker);
+  /** Handles events straight from the edge's ingest stream (their first attempt). */
   const streamConsumer = createStreamConsumer({
     connection,
     prefix,
@@ -247,16 +236,10 @@ export interface FinishedEvent {
   via: "stream" | "queue";
 }
 
-interface FinishedEvents {
-  /** Tells every listener (the stream consumer's attempts; the event worker's jobs are seen below). */
-  emit(event: FinishedEvent): void;
-  /** Calls `listener` for every finished attempt; returns the unsubscribe function. */
-  on(listener: (event: FinishedEvent) => void): () => void;
-}
-
 /** One feed of finished attempts for both paths: the stream consumer's and the event worker's jobs. */
-function createFinishedEvents(eventWorker: Worker<EventJobData>): FinishedEvents {
+function createFinishedEvents(eventWorker: Worker<EventJobData>) {
   const listeners = new Set<(event: FinishedEvent) => void>();
+  /** Tells every listener (the stream consumer's attempts; the event worker's jobs are seen below). */
   const emit = (event: FinishedEvent) => {
     for (const listener of listeners) listener(event);
   };
@@ -268,7 +251,8 @@ function createFinishedEvents(eventWorker: Worker<EventJobData>): FinishedEvents
   });
   return {
     emit,
-    on(listener) {
+    /** Calls `listener` for every finished attempt; returns the unsubscribe function. */
+    on(listener: (event: FinishedEvent) => void): () => void {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
@@ -316,20 +300,13 @@ function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics:
   }
 }
 
-/** Whether the event log takes the worker's attempts: what readiness reports beside a database probe. */
-interface RecordingHealth {
-  /** The log to hand the attempt runner: the event log, watched. */
-  eventLog: AttemptLog;
-  /** The last call (a write, or the look-up of a delivery) failed for a reason not the event's own, and none succeeded since. */
-  failing(): boolean;
-}
-
 /**
- * Watches the event log's writes. A probe alone misses a database that answers `select 1` but
+ * Whether the event log takes the worker's attempts: what readiness reports beside a database
+ * probe. Watches the event log's writes. A probe alone misses a database that answers `select 1` but
  * cannot write (the embedded store on a full disk), and on the embedded store a probe would wait
  * behind whatever query holds its one connection; the outcome of the last real write needs neither.
  */
-function watchRecording(eventLog: AttemptLog): RecordingHealth {
+function watchRecording(eventLog: AttemptLog) {
   let failing = false;
   const watched = async <T>(call: Promise<T>): Promise<T> => {
     try {
@@ -343,10 +320,12 @@ function watchRecording(eventLog: AttemptLog): RecordingHealth {
     }
   };
   return {
+    /** The log to hand the attempt runner: the event log, watched. */
     eventLog: {
       recordAttempt: (attempt) => watched(eventLog.recordAttempt(attempt)),
       holds: (id) => watched(eventLog.holds(id)),
-    },
+    } satisfies AttemptLog,
+    /** The last call (a write, or the look-up of a delivery) failed for a reason not the event's own, and none succeeded since. */
     failing: () => failing,
   };
 }
