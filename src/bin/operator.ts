@@ -244,14 +244,8 @@ async function replayFailedJobs(config: Config, queueName: string, what: string)
     if (what === "list") {
       const jobs = await queue.getFailed(0, 999);
       for (const job of jobs) {
-        const data = job.data as { id?: string };
-        const fields = [
-          job.id ?? "-",
-          job.name,
-          typeof data.id === "string" ? data.id : "-",
-          `attempts=${job.attemptsMade}`,
-          job.failedReason,
-        ];
+        const { id } = job.data as { id?: unknown };
+        const fields = [job.id ?? "-", job.name, typeof id === "string" ? id : "-", `attempts=${job.attemptsMade}`, job.failedReason];
         console.log(fields.map(printable).join("\t"));
       }
       console.error(`${jobs.length} failed job(s) in ${queueName}${jobs.length === 1000 ? " (first 1000 shown)" : ""}`);

@@ -54,12 +54,8 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     thin: values.thin ?? false,
   }));
 
-  const ordersOrder = values["orders-order"] ?? "newest-first";
-  if (ordersOrder !== "newest-first" && ordersOrder !== "oldest-first")
-    throw new UsageError(`--orders-order must be newest-first or oldest-first, not "${ordersOrder}"`);
-  const bookingsOrder = values["bookings-order"] ?? "date-ascending";
-  if (bookingsOrder !== "date-ascending" && bookingsOrder !== "date-descending")
-    throw new UsageError(`--bookings-order must be date-ascending or date-descending, not "${bookingsOrder}"`);
+  const ordersOrder = oneOf(values["orders-order"], "--orders-order", ["newest-first", "oldest-first"]);
+  const bookingsOrder = oneOf(values["bookings-order"], "--bookings-order", ["date-ascending", "date-descending"]);
   const orders = values.orders === undefined ? undefined : wholeNumber(values.orders, "--orders", 0);
   if (orders === undefined && (values.days !== undefined || values.bookings !== undefined))
     throw new UsageError("--days and --bookings go with --orders");
@@ -110,4 +106,10 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
   await stopped(stop);
   await sandbox.close();
   logger.flush();
+}
+
+/** A flag that takes one of two words: the first when not given. */
+function oneOf<const W extends string>(value: string | undefined, flag: string, [first, second]: readonly [W, W]): W {
+  if (value === undefined || value === first || value === second) return (value ?? first) as W;
+  throw new UsageError(`${flag} must be ${first} or ${second}, not "${value}"`);
 }

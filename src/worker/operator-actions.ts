@@ -1,12 +1,8 @@
 import type { Queue, Job } from "bullmq";
-import type { Logger } from "pino";
-import type { EventLog } from "../mirror/event-log.js";
 import { isCalendarDate as isCalendarDay, printable } from "../mirror/values.js";
-import type { StepStore } from "../mirror/step-store.js";
-import type { EventJobData } from "../queue/events-queue.js";
-import { type RedisClient, redisKeys } from "../redis/redis.js";
+import { redisKeys } from "../redis/redis.js";
 import { DEFAULTS } from "../config/defaults.js";
-import { bulkReplays, digest, replayJob, removeReplayedFailedJobs } from "./replays.js";
+import { type BulkReplayDeps, bulkReplays, digest, replayJob, removeReplayedFailedJobs } from "./replays.js";
 import { OperatorActionError } from "./errors.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import type { RefreshNote, RefreshQueue } from "../sync/refresh-queue.js";
@@ -29,23 +25,15 @@ export interface ReplayEventResult {
   replay: { id: string; handlers: string[] };
 }
 
-export interface OperatorActionsDeps {
-  eventLog: Pick<EventLog, "get" | "query">;
-  /** Built by createEventsQueue: the replays get the events queue's retries and retention. */
-  eventsQueue: Queue<EventJobData>;
+export interface OperatorActionsDeps extends Omit<BulkReplayDeps, "confirmAbove" | "removeFailedJobs"> {
   /** Built by createSyncQueue: the jobs added get the sync queue's retries and retention. */
   syncQueue: Queue;
-  redis: RedisClient;
-  prefix: string;
   /** The handler keys the workers run for a type; absent in a process without the registry (the log's keys then). */
   handlerKeys?: (type: string) => string[];
-  /** For `fresh` replays: the durable steps to forget. */
-  steps?: Pick<StepStore, "forget">;
   /** False when no upstream API is configured: reconcile and backfill have nothing to read. */
   syncAvailable: boolean;
   /** Where a record's refresh is asked for: the scheduler the built-in handlers note events' ids in. */
   refresh?: Pick<RefreshQueue, "request">;
-  logger: Logger;
   /** BULK_REPLAY_CONFIRM_ABOVE (its default when absent). */
   confirmAbove?: number;
 }
