@@ -57,23 +57,7 @@ interface StreamFinished {
   seconds: number;
 }
 
-export interface StreamConsumer {
-  start(): Promise<void>;
-  /** Creates the consumer group (and the stream) unless it exists: after Redis lost its data. */
-  ensureGroup(): Promise<void>;
-  /**
-   * Stops reading and starts no handler from then on: the entries read ahead and not started move
-   * into the events queue at once; those running finish (handled, recorded, acknowledged) by the
-   * shutdown's deadline (default 3 s from now), or stay pending for another consumer to claim.
-   */
-  stop(deadline?: Deadline): Promise<void>;
-  /** True while some attempt of the runner this consumer shares waits for the event log (the database is away): for readiness. */
-  waitingOnLog(): boolean;
-  /** How many attempts (the stream's and the events queue's) wait for the event log to take them (metrics). */
-  attemptsWaitingOnLog(): number;
-  /** Entries (and their bytes) read and not yet acknowledged, and the most bytes held at once. */
-  inflight(): InflightFigures;
-}
+export type StreamConsumer = ReturnType<typeof createStreamConsumer>;
 
 /**
  * The worker's hot path and the stream's side of delivery: it decides where an event's first
@@ -93,7 +77,7 @@ export interface StreamConsumer {
  * it is moved. While the event log is away, an attempt holds its entry: with every entry held,
  * nothing new is read, the stream grows, and the edge answers 503.
  */
-export function createStreamConsumer(options: StreamConsumerOptions): StreamConsumer {
+export function createStreamConsumer(options: StreamConsumerOptions) {
   const state = createStreamConsumerState(options);
   const { logger, inflight } = state;
   const attempts = createFirstAttempts(state);
@@ -103,8 +87,9 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
   let heartbeat: NodeJS.Timeout | undefined;
 
   return {
-    ensureGroup: () => ensureConsumerGroup(state),
-    async start() {
+    /** Creates the consumer group (and the stream) unless it exists: after Redis lost its data. */
+    ensureGroup: (): Promise<void> => ensureConsumerGroup(state),
+    async start(): Promise<void> {
       const connection = options.connection;
       const own: RedisClient = connection instanceof Cluster ? connection.duplicate() : connection.duplicate();
       reader = own;
@@ -114,7 +99,12 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
       heartbeat.unref();
       running = readLoop(state, own, (entry) => attempts.begin(entry));
     },
-    async stop(deadline = deadlineIn(3000)) {
+    /**
+     * Stops reading and starts no handler from then on: the entries read ahead and not started move
+     * into the events queue at once; those running finish (handled, recorded, acknowledged) by the
+     * shutdown's deadline (default 3 s from now), or stay pending for another consumer to claim.
+     */
+    async stop(deadline: Deadline = deadlineIn(3000)): Promise<void> {
       state.stopped.abort();
       inflight.wake();
       // The blocking read returns within its BLOCK time, an entry once its handlers end (or their
@@ -138,8 +128,11 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
       if (reader?.status === "ready") await reader.quit().catch(() => reader?.disconnect());
       else reader?.disconnect();
     },
+    /** True while some attempt of the runner this consumer shares waits for the event log (the database is away): for readiness. */
     waitingOnLog: () => options.runner.waitingOnLog() > 0,
+    /** How many attempts (the stream's and the events queue's) wait for the event log to take them (metrics). */
     attemptsWaitingOnLog: () => options.runner.waitingOnLog(),
+    /** Entries (and their bytes) read and not yet acknowledged, and the most bytes held at once. */
     inflight: () => inflight.figures(),
   };
 }

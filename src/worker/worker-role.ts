@@ -9,12 +9,11 @@ import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { EventJobData } from "../queue/events-queue.js";
 import { createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
-import { type StreamConsumer, createStreamConsumer } from "../queue/stream-consumer.js";
+import { createStreamConsumer } from "../queue/stream-consumer.js";
 import type { RedisClient } from "../redis/redis.js";
 import { tracedMirror, type Tracing } from "../tracing/tracing.js";
-import { type ApiClient } from "../upstream/client.js";
 import { isPermanentUpstreamError } from "../upstream/errors.js";
-import { createChangeFeed, type ChangeRelay } from "./change-feed.js";
+import { createChangeFeed } from "./change-feed.js";
 import { type EventHandlers, createHandlerTable, adoptNamedHandlerKeys, type SharedHandlerContext } from "./handlers.js";
 import { meteredUpstream } from "./upstream.js";
 import { createRefreshRequests } from "../sync/refresh-queue.js";
@@ -30,33 +29,7 @@ import { isKnownEventType } from "../events/catalog.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import { EventLogError } from "../mirror/errors.js";
 
-export interface WorkerRole {
-  api: ApiClient | undefined;
-  /** Retries, replays, change events and entries a dead consumer left. */
-  eventsQueue: Queue<EventJobData>;
-  syncQueue: Queue<SyncJobData>;
-  /** Handles events straight from the edge's ingest stream (their first attempt). */
-  streamConsumer: StreamConsumer;
-  /** Handles the events queue's jobs. */
-  eventWorker: Worker<EventJobData>;
-  syncWorker: Worker;
-  /** Moves change events from the outbox into the events queue. */
-  changeRelay: ChangeRelay;
-  /** True while the event log refuses this process's attempts (the database is away or full). */
-  recordingFails(): boolean;
-  /** The keys of the handlers an event of `type` runs (what a replay may aim at). */
-  handlerKeys(type: string): string[];
-  /** Swaps in new user handlers (dev's HANDLERS_MODULE reload); a map that does not register throws and changes nothing. */
-  reloadHandlers(handlers: readonly EventHandlers[]): void;
-  /** Calls `listener` for every attempt this process finishes (either path); returns the unsubscribe function. */
-  onFinished(listener: (event: FinishedEvent) => void): () => void;
-  start(): Promise<void>;
-  /**
-   * Drains (stream entries, active jobs) until the `drain` deadline, then aborts upstream reads in
-   * flight and closes anyway (their jobs rerun); the relay and the queues close by `close`.
-   */
-  stop(deadlines: StopDeadlines): Promise<void>;
-}
+export type WorkerRole = ReturnType<typeof createWorkerRole>;
 
 export interface WorkerRoleDeps {
   config: Config;
@@ -84,7 +57,7 @@ export interface WorkerRoleDeps {
  * queues, the upstream, the change feed (relay), the refresh requests, the handler table, event
  * delivery, the sync jobs and their schedules.
  */
-export function createWorkerRole(deps: WorkerRoleDeps): WorkerRole {
+export function createWorkerRole(deps: WorkerRoleDeps) {
   const { config, logger, connection, metrics, tracing } = deps;
   // With tracing on, each mirror write (refreshes, sweeps, handlers) is a span of its trace.
   const mirror = tracing ? tracedMirror(deps.mirror, tracing.tracer) : deps.mirror;
@@ -145,18 +118,30 @@ export function createWorkerRole(deps: WorkerRoleDeps): WorkerRole {
   });
   return {
     api,
+    /** Retries, replays, change events and entries a dead consumer left. */
     eventsQueue,
     syncQueue,
+    /** Handles events straight from the edge's ingest stream (their first attempt). */
     streamConsumer,
+    /** Handles the events queue's jobs. */
     eventWorker,
     syncWorker,
+    /** Moves change events from the outbox into the events queue. */
     changeRelay: feed.relay,
+    /** True while the event log refuses this process's attempts (the database is away or full). */
     recordingFails: () => delivery.recording.failing(),
-    handlerKeys: (type) => table.registry.handlersFor(type).map((h) => h.key),
-    reloadHandlers: (handlers) => void table.replace(handlers),
-    onFinished: (listener) => delivery.finished.on(listener),
+    /** The keys of the handlers an event of `type` runs (what a replay may aim at). */
+    handlerKeys: (type: string) => table.registry.handlersFor(type).map((h) => h.key),
+    /** Swaps in new user handlers (dev's HANDLERS_MODULE reload); a map that does not register throws and changes nothing. */
+    reloadHandlers: (handlers: readonly EventHandlers[]) => void table.replace(handlers),
+    /** Calls `listener` for every attempt this process finishes (either path); returns the unsubscribe function. */
+    onFinished: (listener: (event: FinishedEvent) => void) => delivery.finished.on(listener),
     start: () => lifecycle.start(),
-    stop: (deadlines) => lifecycle.stop(deadlines),
+    /**
+     * Drains (stream entries, active jobs) until the `drain` deadline, then aborts upstream reads in
+     * flight and closes anyway (their jobs rerun); the relay and the queues close by `close`.
+     */
+    stop: (deadlines: StopDeadlines) => lifecycle.stop(deadlines),
   };
 }
 
