@@ -74,13 +74,7 @@ const DEV_API_KEY = "svc_live_dev_sandbox_key_not_secret";
 /** The dev stack's own embedded database and settings, kept across runs (emptied by --fresh). */
 const DEV_DATA_DIR = "./.data/dev";
 
-interface DevFlags {
-  fresh?: boolean;
-  port?: string;
-  "sandbox-port"?: string;
-  "no-simulate"?: boolean;
-  verbose?: boolean;
-}
+type DevFlags = Partial<Record<"port" | "sandbox-port", string> & Record<"fresh" | "no-simulate" | "verbose", boolean>>;
 
 interface DevStart {
   redis: Awaited<ReturnType<typeof ensureRedis>>;

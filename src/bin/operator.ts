@@ -60,21 +60,11 @@ Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (R
   all        moves every failed job back
   --queue    events (default) or sync`;
 
-interface BulkAnswer {
-  id?: string;
-  count: number;
-}
+/** A bulk replay's answer: how many events it queued (or would), and its id. */
+type BulkAnswer = Awaited<ReturnType<OperatorActions["replayMatching"]>>;
 
-interface Flags {
-  since?: string;
-  until?: string;
-  type?: string;
-  status?: string;
-  handler?: string;
-  "dry-run"?: boolean;
-  fresh?: boolean;
-  confirm?: boolean;
-}
+/** The flags of a replay by filter. */
+type Flags = Partial<Record<"since" | "until" | "type" | "status" | "handler", string> & Record<"dry-run" | "fresh" | "confirm", boolean>>;
 
 async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -512,11 +502,7 @@ function answerOf(outcome: OperatorActionOutcome): unknown {
 /** How long one request may take in all (a bulk dry run counts the whole log). */
 const REQUEST_TIMEOUT_MS = 60_000;
 
-interface OperatorClient {
-  readonly url: string;
-  /** One call of the operator API; its JSON answer, or a CommandError with the service's own words. */
-  call<T>(method: "GET" | "POST", path: string, body?: unknown, headers?: Record<string, string>): Promise<T>;
-}
+type OperatorClient = ReturnType<typeof operatorClient>;
 
 /** The operator API's base URL as --url gives it, checked. */
 export function operatorUrl(flag: string): string {
@@ -525,11 +511,12 @@ export function operatorUrl(flag: string): string {
 }
 
 /** The operator API of the service at `url` (--url: a remote deployment), called with ADMIN_TOKEN. */
-export function operatorClient(url: string, token: string | undefined): OperatorClient {
+export function operatorClient(url: string, token: string | undefined) {
   if (!token) throw new CommandError(`--url calls the service's operator API: set ADMIN_TOKEN to its admin token`);
   return {
     url,
-    async call<T>(method: "GET" | "POST", path: string, body?: unknown, headers: Record<string, string> = {}) {
+    /** One call of the operator API; its JSON answer, or a CommandError with the service's own words. */
+    async call<T>(method: "GET" | "POST", path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
       let res: Response;
       try {
         res = await fetch(`${url}${path}`, {
