@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { type Config, loadConfig } from "../config/config.js";
+import { loadConfig } from "../config/config.js";
 import { DataDirLockedError } from "../mirror/database.js";
 import { isCalendarDate as isCalendarDay } from "../mirror/values.js";
 import type { Storage } from "../mirror/storage.js";
@@ -75,7 +75,9 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     });
   } catch (err) {
     if (!(err instanceof DataDirLockedError) || values["no-changes"]) throw err;
-    return askWorkers(config, request);
+    // The embedded database is a running service's: its workers run the sweep (one job on the sync queue).
+    console.log(JSON.stringify(await withDirectActions(config, undefined, ({ actions }) => actions.requestSync("backfill", request))));
+    return;
   }
   if (!config.api) {
     await storage.close();
@@ -152,13 +154,6 @@ function reportRedisOutages(connection: RedisClient, url: string): { dispose(): 
       connection.off("ready", onReady);
     },
   };
-}
-
-/** The embedded database is a running service's: its workers run the sweep (one job on the sync queue). */
-async function askWorkers(config: Config, request: { kinds?: string[]; since?: string; restart?: boolean }): Promise<void> {
-  await withDirectActions(config, undefined, async ({ actions }) =>
-    console.log(JSON.stringify(await actions.requestSync("backfill", request))),
-  );
 }
 
 /** Each kind's size from its last complete pass (a backfill of the same window, or the full tier when no window). */

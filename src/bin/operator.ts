@@ -105,19 +105,14 @@ async function replayOne(
   remote: OperatorClient | undefined,
   stop: AbortSignal,
 ): Promise<void> {
-  if (remote) {
-    const answer = await remote.call("POST", `/events/${encodeURIComponent(id)}/replay`, handler ? { handler } : {});
-    console.log(JSON.stringify(answer));
-    return;
-  }
-  const stores = await openEventStores(config);
-  if (stores === HELD_BY_SERVICE) {
-    console.log(JSON.stringify(await askService(config, { action: "replayEvent", id, ...(handler ? { handler } : {}) }, { signal: stop })));
-    return;
-  }
-  await withDirectActions(config, stores, async ({ actions }) =>
-    console.log(JSON.stringify(await actions.replayEvent(id, handler ? { handler } : {}))),
-  );
+  const options = handler ? { handler } : {};
+  const stores = remote ? undefined : await openEventStores(config);
+  const answer = remote
+    ? await remote.call("POST", `/events/${encodeURIComponent(id)}/replay`, options)
+    : stores === HELD_BY_SERVICE
+      ? await askService(config, { action: "replayEvent", id, ...options }, { signal: stop })
+      : await withDirectActions(config, stores, ({ actions }) => actions.replayEvent(id, options));
+  console.log(JSON.stringify(answer));
 }
 
 /** Every event matching the flags: at --url or in the service that holds the stores (a bulk replay there), else from the log here. */
