@@ -172,11 +172,6 @@ function createStreamConsumerState(options: StreamConsumerOptions) {
   };
 }
 
-/** Waits `ms`, or less when the consumer stops meanwhile. */
-function pauseUnlessStopped(state: StreamConsumerState, ms: number): Promise<void> {
-  return delay(ms, undefined, { ref: false, signal: state.stopped.signal }).catch(() => undefined);
-}
-
 interface InflightLimits {
   /** Entries read ahead and not yet acknowledged, at most (INGEST_BATCH_SIZE). */
   maxEntries: number;
@@ -184,13 +179,6 @@ interface InflightLimits {
   maxBytes: number;
   /** The largest an unread entry can be: a read asks for no more entries than the bytes left hold at this size. */
   largestEntryBytes: number;
-}
-
-interface InflightFigures {
-  entries: number;
-  bytes: number;
-  /** The most bytes held at once since the consumer was made. */
-  peakBytes: number;
 }
 
 /**
@@ -237,7 +225,8 @@ export function createInflightEntries(limits: InflightLimits) {
     },
     has: (entryId: string) => held.has(entryId),
     ids: () => [...held.keys()],
-    figures: (): InflightFigures => ({ entries: held.size, bytes, peakBytes }),
+    /** Entries and bytes held, and `peakBytes`: the most bytes held at once since the consumer was made. */
+    figures: () => ({ entries: held.size, bytes, peakBytes }),
     /** Resolves when an entry is removed, after `timeoutMs`, or on wake(), whichever comes first. */
     whenRoom(timeoutMs: number): Promise<void> {
       return new Promise<void>((resolve) => {
@@ -490,7 +479,9 @@ async function readLoop(state: StreamConsumerState, reader: RedisClient, begin: 
       if (message.includes("NOGROUP")) await ensureConsumerGroup(state).catch(() => undefined);
       state.logger.warn({ err: message }, "stream consumer error; retrying");
       failures++;
-      await pauseUnlessStopped(state, Math.min(50 * 2 ** Math.min(failures, 5), 1000));
+      // A growing pause, cut short when the consumer stops meanwhile.
+      const pause = Math.min(50 * 2 ** Math.min(failures, 5), 1000);
+      await delay(pause, undefined, { ref: false, signal: state.stopped.signal }).catch(() => undefined);
     }
   }
 }

@@ -20,11 +20,6 @@ export type OperatorSyncRequest = keyof typeof OPERATOR_SYNC_JOBS;
 /** How long an Idempotency-Key's answer is kept (as Stripe does: a day). */
 const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
-export interface ReplayEventResult {
-  event: string;
-  replay: { id: string; handlers: string[] };
-}
-
 export interface OperatorActionsDeps extends Omit<BulkReplayDeps, "confirmAbove" | "removeFailedJobs"> {
   /** Built by createSyncQueue: the jobs added get the sync queue's retries and retention. */
   syncQueue: Queue;
@@ -66,7 +61,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
      * still queued, or with the same Idempotency-Key within a day, it answers the same replay id
      * and queues nothing more.
      */
-    async replayEvent(id: string, options: { handler?: string; idempotencyKey?: string } = {}): Promise<ReplayEventResult> {
+    async replayEvent(id: string, options: { handler?: string; idempotencyKey?: string } = {}) {
       const event = await eventLog.get(id);
       if (!event) throw new OperatorActionError("event_not_found", `no event ${printable(id)} in the event log`);
       const known = deps.handlerKeys?.(event.type) ?? Object.keys(event.handlers);
