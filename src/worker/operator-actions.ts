@@ -2,7 +2,7 @@ import type { Queue, Job } from "bullmq";
 import { isCalendarDate as isCalendarDay, printable } from "../mirror/values.js";
 import { redisKeys } from "../redis/redis.js";
 import { DEFAULTS } from "../config/defaults.js";
-import { type BulkReplayDeps, bulkReplays, digest, replayJob, removeReplayedFailedJobs } from "./replays.js";
+import { type BulkReplayDeps, bulkReplays, digest, refuseReusedKey, replayJob, removeReplayedFailedJobs } from "./replays.js";
 import { OperatorActionError } from "./errors.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import type { RefreshNote, RefreshQueue } from "../sync/refresh-queue.js";
@@ -48,11 +48,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
   async function claimIdempotencyKey(key: string, params: string): Promise<void> {
     const stored = redisKeys(deps.prefix).operator.idempotency(digest("one", key));
     if ((await deps.redis.set(stored, params, "PX", IDEMPOTENCY_TTL_MS, "NX")) === "OK") return;
-    if ((await deps.redis.get(stored)) !== params)
-      throw new OperatorActionError(
-        "idempotency_key_reused",
-        "this Idempotency-Key was used with another event or handler; send a new key for a new request",
-      );
+    refuseReusedKey(await deps.redis.get(stored), params, "another event or handler");
   }
 
   return {

@@ -332,12 +332,20 @@ async function earlierAnswer(
   const stored = await redis.get(key);
   if (stored === null) return undefined;
   const [storedParams, id = ""] = stored.split(" ");
-  if (storedParams !== params)
+  refuseReusedKey(storedParams, params, "other parameters (filter, fresh)");
+  return { count: (await progress.read(id))?.total ?? 0, id };
+}
+
+/**
+ * The one refusal of an Idempotency-Key (a single replay's or a bulk one's) whose `stored`
+ * parameters are not this request's: 422 idempotency_key_reused, naming what `differs`.
+ */
+export function refuseReusedKey(stored: string | null | undefined, params: string, differs: string): void {
+  if (stored !== params)
     throw new OperatorActionError(
       "idempotency_key_reused",
-      "this Idempotency-Key was used with other parameters (filter, fresh); send a new key for a new request",
+      `this Idempotency-Key was used with ${differs}; send a new key for a new request`,
     );
-  return { count: (await progress.read(id))?.total ?? 0, id };
 }
 
 /** How long a bulk replay's progress stays readable after it was started. */
