@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { type Config, loadConfig } from "../config/config.js";
+import { loadConfig } from "../config/config.js";
 import { DataDirLockedError } from "../mirror/database.js";
 import { isCalendarDate as isCalendarDay } from "../mirror/values.js";
 import type { Storage } from "../mirror/storage.js";
@@ -9,7 +9,7 @@ import { type BackfillProgress, runBackfill } from "../sync/resumable-backfill.j
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 import { UpstreamPageRefusedError } from "../upstream/errors.js";
 import { upstreamFromConfig } from "../worker/upstream.js";
-import { CommandError, UsageError } from "./command.js";
+import { CommandError, flagOptions, UsageError } from "./command.js";
 import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, operatorUrl, withDirectActions } from "./operator.js";
 
 export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes] [--url <url>]
@@ -43,13 +43,7 @@ after a Redis restart that lost its data it goes on.
 export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: {
-      kinds: { type: "string" },
-      since: { type: "string" },
-      restart: { type: "boolean" },
-      "no-changes": { type: "boolean" },
-      url: { type: "string" },
-    },
+    options: flagOptions(["kinds", "since", "url"], ["restart", "no-changes"]),
     strict: true,
   });
   const kinds = values.kinds ? values.kinds.split(",").map((k) => k.trim()) : SYNCED_KINDS;
@@ -81,19 +75,15 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     });
   } catch (err) {
     if (!(err instanceof DataDirLockedError) || values["no-changes"]) throw err;
-    return askWorkers(config, request);
+    // The embedded database is a running service's: its workers run the sweep (one job on the sync queue).
+    console.log(JSON.stringify(await withDirectActions(config, undefined, ({ actions }) => actions.requestSync("backfill", request))));
+    return;
   }
   if (!config.api) {
     await storage.close();
     throw new UsageError("backfill needs API_BASE_URL and API_KEY");
   }
-  let connection;
-  try {
-    connection = await openCliRedis(config);
-  } catch (err) {
-    await storage.close();
-    throw err;
-  }
+  const connection = await openCliRedis(config, storage);
   // Ctrl-C (command.ts): the page in hand is saved; a read still waiting (the budget, the answer) ends at once.
   const onStop = () => process.stderr.write("\nstopping after the page in hand (Ctrl-C again to stop at once)\n");
   stop.addEventListener("abort", onStop, { once: true });
@@ -164,13 +154,6 @@ function reportRedisOutages(connection: RedisClient, url: string): { dispose(): 
       connection.off("ready", onReady);
     },
   };
-}
-
-/** The embedded database is a running service's: its workers run the sweep (one job on the sync queue). */
-async function askWorkers(config: Config, request: { kinds?: string[]; since?: string; restart?: boolean }): Promise<void> {
-  await withDirectActions(config, undefined, async ({ actions }) =>
-    console.log(JSON.stringify(await actions.requestSync("backfill", request))),
-  );
 }
 
 /** Each kind's size from its last complete pass (a backfill of the same window, or the full tier when no window). */

@@ -60,6 +60,15 @@ export function causeCode(err: unknown): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
+/** parseArgs' options for flags that take a value (`strings`) and switches (`booleans`). */
+export function flagOptions<const S extends string, const B extends string = never>(strings: readonly S[], booleans: readonly B[] = []) {
+  const typed = (names: readonly string[], type: "string" | "boolean") => Object.fromEntries(names.map((name) => [name, { type }]));
+  return {
+    ...(typed(strings, "string") as Record<S, { type: "string" }>),
+    ...(typed(booleans, "boolean") as Record<B, { type: "boolean" }>),
+  };
+}
+
 /** A flag's whole number: `fallback` when not given, else at least `min`. */
 export function wholeNumber(value: string | undefined, flag: string, fallback: number, min = 0): number {
   if (value === undefined) return fallback;

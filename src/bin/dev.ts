@@ -16,7 +16,7 @@ import { lockDataDir } from "../mirror/database.js";
 import { isApiKey } from "../upstream/client.js";
 import type { EventHandlers } from "../worker/handlers.js";
 import { loadHandlersModule } from "../worker/handlers.js";
-import { CommandError, stopped, UsageError, wholeNumber } from "./command.js";
+import { CommandError, flagOptions, stopped, UsageError, wholeNumber } from "./command.js";
 import { serviceFromConfig } from "./serve.js";
 
 export const help = `svc-webhooks dev [--port <n>] [--sandbox-port <n>] [--interval-ms <n>] [--no-simulate] [--fresh] [--verbose]
@@ -44,14 +44,7 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
   const { values } = parseArgs({
     args: argv,
     strict: true,
-    options: {
-      port: { type: "string" },
-      "sandbox-port": { type: "string" },
-      "interval-ms": { type: "string" },
-      "no-simulate": { type: "boolean" },
-      fresh: { type: "boolean" },
-      verbose: { type: "boolean" },
-    },
+    options: flagOptions(["port", "sandbox-port", "interval-ms"], ["no-simulate", "fresh", "verbose"]),
   });
   const intervalMs = wholeNumber(values["interval-ms"], "--interval-ms", 1000, 10);
 
@@ -81,13 +74,7 @@ const DEV_API_KEY = "svc_live_dev_sandbox_key_not_secret";
 /** The dev stack's own embedded database and settings, kept across runs (emptied by --fresh). */
 const DEV_DATA_DIR = "./.data/dev";
 
-interface DevFlags {
-  fresh?: boolean;
-  port?: string;
-  "sandbox-port"?: string;
-  "no-simulate"?: boolean;
-  verbose?: boolean;
-}
+type DevFlags = Partial<Record<"port" | "sandbox-port", string> & Record<"fresh" | "no-simulate" | "verbose", boolean>>;
 
 interface DevStart {
   redis: Awaited<ReturnType<typeof ensureRedis>>;

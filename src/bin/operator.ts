@@ -19,12 +19,11 @@ import type { EventJobData } from "../queue/events-queue.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
-import { OperatorActionError } from "../worker/errors.js";
 import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-actions.js";
-import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
+import { createOperatorActions, outcomeOf, type OperatorActions } from "../worker/operator-actions.js";
 import { replayEvents, replayQueryFromFilter } from "../worker/replays.js";
 import { removeReplayedFailedJobs } from "../worker/replays.js";
-import { type Command, CommandError, causeCode, UsageError } from "./command.js";
+import { type Command, CommandError, causeCode, flagOptions, UsageError } from "./command.js";
 
 const replayHelp = `svc-webhooks replay --id <event-id> [--handler <key>]
 svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
@@ -61,37 +60,18 @@ Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (R
   all        moves every failed job back
   --queue    events (default) or sync`;
 
-interface BulkAnswer {
-  id?: string;
-  count: number;
-}
+/** A bulk replay's answer: how many events it queued (or would), and its id. */
+type BulkAnswer = Awaited<ReturnType<OperatorActions["replayMatching"]>>;
 
-interface Flags {
-  since?: string;
-  until?: string;
-  type?: string;
-  status?: string;
-  handler?: string;
-  "dry-run": boolean;
-  fresh: boolean;
-  confirm: boolean;
-}
+/** The flags of a replay by filter. */
+type Flags = Partial<Record<"since" | "until" | "type" | "status" | "handler", string> & Record<"dry-run" | "fresh" | "confirm", boolean>>;
 
 async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
       queue: { type: "string", default: "events" },
-      id: { type: "string" },
-      url: { type: "string" },
-      since: { type: "string" },
-      until: { type: "string" },
-      type: { type: "string" },
-      status: { type: "string" },
-      handler: { type: "string" },
-      "dry-run": { type: "boolean", default: false },
-      fresh: { type: "boolean", default: false },
-      confirm: { type: "boolean", default: false },
+      ...flagOptions(["id", "url", "since", "until", "type", "status", "handler"], ["dry-run", "fresh", "confirm"]),
     },
     allowPositionals: true,
     strict: true,
@@ -125,19 +105,14 @@ async function replayOne(
   remote: OperatorClient | undefined,
   stop: AbortSignal,
 ): Promise<void> {
-  if (remote) {
-    const answer = await remote.call("POST", `/events/${encodeURIComponent(id)}/replay`, handler ? { handler } : {});
-    console.log(JSON.stringify(answer));
-    return;
-  }
-  const stores = await openEventStores(config);
-  if (stores === HELD_BY_SERVICE) {
-    console.log(JSON.stringify(await askService(config, { action: "replayEvent", id, ...(handler ? { handler } : {}) }, { signal: stop })));
-    return;
-  }
-  await withDirectActions(config, stores, async ({ actions }) =>
-    console.log(JSON.stringify(await actions.replayEvent(id, handler ? { handler } : {}))),
-  );
+  const options = handler ? { handler } : {};
+  const stores = remote ? undefined : await openEventStores(config);
+  const answer = remote
+    ? await remote.call("POST", `/events/${encodeURIComponent(id)}/replay`, options)
+    : stores === HELD_BY_SERVICE
+      ? await askService(config, { action: "replayEvent", id, ...options }, { signal: stop })
+      : await withDirectActions(config, stores, ({ actions }) => actions.replayEvent(id, options));
+  console.log(JSON.stringify(answer));
 }
 
 /** Every event matching the flags: at --url or in the service that holds the stores (a bulk replay there), else from the log here. */
@@ -163,7 +138,7 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
       remote
         ? remote.call<BulkAnswer>("POST", "/events/replay", { ...scope, ...options, ...extra })
         : askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options, ...extra }, { signal: stop });
-    const answer = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm);
+    const answer = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm === true);
     console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: answer.count } : { queued: answer.count, bulk: answer.id }));
     if (answer.id) console.error(`progress: GET ${remote?.url ?? ""}/events/replays/${answer.id} on the service, or its console`);
     return;
@@ -254,14 +229,8 @@ async function replayFailedJobs(config: Config, queueName: string, what: string)
     if (what === "list") {
       const jobs = await queue.getFailed(0, 999);
       for (const job of jobs) {
-        const data = job.data as { id?: string };
-        const fields = [
-          job.id ?? "-",
-          job.name,
-          typeof data.id === "string" ? data.id : "-",
-          `attempts=${job.attemptsMade}`,
-          job.failedReason,
-        ];
+        const { id } = job.data as { id?: unknown };
+        const fields = [job.id ?? "-", job.name, typeof id === "string" ? id : "-", `attempts=${job.attemptsMade}`, job.failedReason];
         console.log(fields.map(printable).join("\t"));
       }
       console.error(`${jobs.length} failed job(s) in ${queueName}${jobs.length === 1000 ? " (first 1000 shown)" : ""}`);
@@ -339,7 +308,11 @@ const READY_TIMEOUT_MS = 2000;
  * A worker connection for a one-off command, once Redis answered: its errors never reach the
  * terminal as traces, and a Redis that does not answer within 2 s ends the command with one line.
  */
-export async function openCliRedis(config: Pick<Config, "redisUrl" | "redisCluster">): Promise<RedisClient> {
+export async function openCliRedis(
+  config: Pick<Config, "redisUrl" | "redisCluster">,
+  /** Closed when Redis does not answer: the store the command opened first. */
+  opened?: Pick<Storage, "close">,
+): Promise<RedisClient> {
   const connection = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
   let lastError = "";
   connection.on("error", (err: Error) => (lastError = (err as Error & { code?: string }).code ?? err.message));
@@ -351,6 +324,7 @@ export async function openCliRedis(config: Pick<Config, "redisUrl" | "redisClust
   clearTimeout(timer);
   if (!ready) {
     connection.disconnect();
+    await opened?.close();
     throw new CommandError(
       `Redis at ${printableRedisUrl(config.redisUrl)} does not answer${lastError ? ` (${lastError})` : ""}; set REDIS_URL (\`svc-webhooks dev\` prints its own)`,
     );
@@ -410,13 +384,7 @@ async function directOperatorActions(
   config: Config,
   storage: Storage | undefined,
 ): Promise<{ actions: OperatorActions; eventsQueue: Queue<EventJobData>; close(): Promise<void> }> {
-  let connection;
-  try {
-    connection = await openCliRedis(config);
-  } catch (err) {
-    await storage?.close();
-    throw err;
-  }
+  const connection = await openCliRedis(config, storage);
   const eventsQueue = createEventsQueue({ connection, config });
   const syncQueue = createSyncQueue({ connection, config });
   const noEventLog = {
@@ -456,11 +424,7 @@ export async function withDirectActions<T>(
 ): Promise<T> {
   const direct = await directOperatorActions(config, storage);
   try {
-    return await work(direct);
-  } catch (err) {
-    if (err instanceof OperatorActionError || (err as { code?: unknown }).code === "invalid_filter")
-      throw new CommandError(`${(err as { code: string }).code}: ${(err as Error).message}`);
-    throw err;
+    return answerOf(await outcomeOf(() => work(direct))) as T;
   } finally {
     await direct.close();
   }
@@ -524,6 +488,7 @@ async function askService<T>(
   }
 }
 
+/** An operator action's answer, or its refusal as one line (the service's code and words). */
 function answerOf(outcome: OperatorActionOutcome): unknown {
   if (!outcome.ok) throw new CommandError(`${outcome.code}: ${outcome.message}`, outcome.code);
   return outcome.result;
@@ -532,11 +497,7 @@ function answerOf(outcome: OperatorActionOutcome): unknown {
 /** How long one request may take in all (a bulk dry run counts the whole log). */
 const REQUEST_TIMEOUT_MS = 60_000;
 
-interface OperatorClient {
-  readonly url: string;
-  /** One call of the operator API; its JSON answer, or a CommandError with the service's own words. */
-  call<T>(method: "GET" | "POST", path: string, body?: unknown, headers?: Record<string, string>): Promise<T>;
-}
+type OperatorClient = ReturnType<typeof operatorClient>;
 
 /** The operator API's base URL as --url gives it, checked. */
 export function operatorUrl(flag: string): string {
@@ -545,11 +506,12 @@ export function operatorUrl(flag: string): string {
 }
 
 /** The operator API of the service at `url` (--url: a remote deployment), called with ADMIN_TOKEN. */
-export function operatorClient(url: string, token: string | undefined): OperatorClient {
+export function operatorClient(url: string, token: string | undefined) {
   if (!token) throw new CommandError(`--url calls the service's operator API: set ADMIN_TOKEN to its admin token`);
   return {
     url,
-    async call<T>(method: "GET" | "POST", path: string, body?: unknown, headers: Record<string, string> = {}) {
+    /** One call of the operator API; its JSON answer, or a CommandError with the service's own words. */
+    async call<T>(method: "GET" | "POST", path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
       let res: Response;
       try {
         res = await fetch(`${url}${path}`, {

@@ -3,7 +3,7 @@ import { createLogger } from "../logging/logger.js";
 import { createSandbox } from "../sandbox/index.js";
 import type { WebhookEndpoint } from "../sandbox/webhook-sender.js";
 import { isApiKey } from "../upstream/client.js";
-import { stopped, UsageError, wholeNumber } from "./command.js";
+import { flagOptions, stopped, UsageError, wholeNumber } from "./command.js";
 
 export const help = `svc-webhooks sandbox [options]
 
@@ -34,24 +34,10 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     args: argv,
     strict: true,
     options: {
-      port: { type: "string" },
-      host: { type: "string" },
-      "api-key": { type: "string" },
+      ...flagOptions(["port", "host", "api-key", "interval-ms", "rate-max", "rate-window-ms", "seed", "orders", "days"]),
+      ...flagOptions(["bookings", "restaurants", "traffic", "orders-order", "bookings-order"], ["thin", "simulate"]),
       "webhook-url": { type: "string", multiple: true },
       "webhook-secret": { type: "string", multiple: true },
-      thin: { type: "boolean" },
-      simulate: { type: "boolean" },
-      "interval-ms": { type: "string" },
-      "rate-max": { type: "string" },
-      "rate-window-ms": { type: "string" },
-      seed: { type: "string" },
-      orders: { type: "string" },
-      days: { type: "string" },
-      bookings: { type: "string" },
-      restaurants: { type: "string" },
-      traffic: { type: "string" },
-      "orders-order": { type: "string" },
-      "bookings-order": { type: "string" },
     },
   });
   const urls = values["webhook-url"] ?? [];
@@ -68,12 +54,8 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     thin: values.thin ?? false,
   }));
 
-  const ordersOrder = values["orders-order"] ?? "newest-first";
-  if (ordersOrder !== "newest-first" && ordersOrder !== "oldest-first")
-    throw new UsageError(`--orders-order must be newest-first or oldest-first, not "${ordersOrder}"`);
-  const bookingsOrder = values["bookings-order"] ?? "date-ascending";
-  if (bookingsOrder !== "date-ascending" && bookingsOrder !== "date-descending")
-    throw new UsageError(`--bookings-order must be date-ascending or date-descending, not "${bookingsOrder}"`);
+  const ordersOrder = oneOf(values["orders-order"], "--orders-order", ["newest-first", "oldest-first"]);
+  const bookingsOrder = oneOf(values["bookings-order"], "--bookings-order", ["date-ascending", "date-descending"]);
   const orders = values.orders === undefined ? undefined : wholeNumber(values.orders, "--orders", 0);
   if (orders === undefined && (values.days !== undefined || values.bookings !== undefined))
     throw new UsageError("--days and --bookings go with --orders");
@@ -124,4 +106,10 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
   await stopped(stop);
   await sandbox.close();
   logger.flush();
+}
+
+/** A flag that takes one of two words: the first when not given. */
+function oneOf<const W extends string>(value: string | undefined, flag: string, [first, second]: readonly [W, W]): W {
+  if (value === undefined || value === first || value === second) return (value ?? first) as W;
+  throw new UsageError(`${flag} must be ${first} or ${second}, not "${value}"`);
 }

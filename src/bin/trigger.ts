@@ -64,17 +64,9 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>
     throw new UsageError(`unknown event type "${type}"; known types: ${KNOWN_EVENT_TYPES.join(", ")}`);
   const secret = values.secret ?? newestSigningSecret(env.SIGNING_SECRET);
   if (!secret) throw new UsageError("no signing secret: pass --secret or set SIGNING_SECRET");
-  let overrides: object = {};
-  if (values.data !== undefined) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(values.data);
-    } catch {
-      throw new UsageError("--data must be a JSON object");
-    }
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new UsageError("--data must be a JSON object");
-    overrides = parsed;
-  }
+  // Text that is no JSON comes back as a string (safeJson): not an object either.
+  const overrides = values.data === undefined ? {} : safeJson(values.data);
+  if (typeof overrides !== "object" || overrides === null || Array.isArray(overrides)) throw new UsageError("--data must be a JSON object");
   const url = values.url ?? `http://127.0.0.1:${env.PORT ?? 3000}/webhooks`;
   if (!URL.canParse(url)) throw new UsageError(`--url "${url}" is not a URL`);
 

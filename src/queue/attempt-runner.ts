@@ -289,27 +289,18 @@ const STOP_CHECK_MS = 200;
 const refusedForGood = (err: unknown) => err instanceof EventLogError && err.code === "invalid_event";
 
 /** What an attempt brings to a wait: its log lines, and whether its source stops. */
-interface WaitingAttempt {
-  logger: Logger;
-  stopping(): boolean;
-}
-
-interface LogWait {
-  /** What `ask` resolved to once the log answered; undefined when the source stopped first. */
-  whileLogAway: <T>(attempt: WaitingAttempt, ask: () => Promise<T>) => Promise<{ answer: T } | undefined>;
-  /** How many attempts wait for the log now. */
-  waiting: () => number;
-}
+type WaitingAttempt = Pick<Attempt, "logger" | "stopping">;
 
 /**
  * The attempt runner's wait for an event log that cannot answer (the database away, its disk
  * full): ask again from `firstWaitMs`, doubling to `maxWaitMs`, until it answers or the source
  * stops. A refusal for the event's own fault is thrown at once.
  */
-function createLogWait(options: { firstWaitMs: number; maxWaitMs: number }): LogWait {
+function createLogWait(options: { firstWaitMs: number; maxWaitMs: number }) {
   let waiting = 0;
   return {
-    async whileLogAway(a, ask) {
+    /** What `ask` resolved to once the log answered; undefined when the source stopped first. */
+    whileLogAway: async <T>(a: WaitingAttempt, ask: () => Promise<T>): Promise<{ answer: T } | undefined> => {
       let wait = options.firstWaitMs;
       let held = false;
       try {
@@ -336,6 +327,7 @@ function createLogWait(options: { firstWaitMs: number; maxWaitMs: number }): Log
         if (held) waiting--;
       }
     },
+    /** How many attempts wait for the log now. */
     waiting: () => waiting,
   };
 }

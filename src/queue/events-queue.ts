@@ -90,14 +90,12 @@ export function retentionJobOptions(retention: Config["retention"]): DefaultJobO
   return { removeOnComplete: keep(retention.completed), removeOnFail: keep(retention.failed) };
 }
 
-/** The options every job of ours gets from the config: its retries and how long it is kept. */
-function configuredJobOptions(config: Pick<Config, "worker" | "retention">): DefaultJobOptions {
-  return { ...retryJobOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) };
-}
-
-/** configuredJobOptions for the events queue: its jobs' waits are drawn by the attempt (eventBackoff). */
-function configuredEventJobOptions(config: Pick<Config, "worker" | "retention">): DefaultJobOptions {
-  return { ...eventRetryOptions(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) };
+/**
+ * The options every job of ours gets from the config: its retries (`retry`: eventRetryOptions for
+ * the events queue, whose jobs' waits are drawn by the attempt) and how long it is kept.
+ */
+function configuredJobOptions(config: Pick<Config, "worker" | "retention">, retry = retryJobOptions): DefaultJobOptions {
+  return { ...retry(config.worker.attempts, config.worker.backoffMs), ...retentionJobOptions(config.retention) };
 }
 
 /** What a handle on one of the service's queues is built from, in every process that opens one. */
@@ -155,7 +153,7 @@ function queueHandle<Data>(name: string, options: QueueHandleOptions, defaultJob
 
 /** The events queue: retries, dead letters, replays, change events and stream entries moved on. */
 export function createEventsQueue(options: QueueHandleOptions): Queue<EventJobData> {
-  return queueHandle<EventJobData>(EVENTS_QUEUE, options, configuredEventJobOptions(options.config));
+  return queueHandle<EventJobData>(EVENTS_QUEUE, options, configuredJobOptions(options.config, eventRetryOptions));
 }
 
 /** The sync queue: refresh, reconcile and operator jobs, apart so a 429 pauses only it. */

@@ -66,17 +66,10 @@ export function decodeEntry(text: string): IngestedEvent {
     throw new EntryDecodeError("entry is not JSON");
   }
   const e = value as Partial<IngestedEvent> | null;
-  if (
-    !e ||
-    typeof e !== "object" ||
-    typeof e.id !== "string" ||
-    typeof e.type !== "string" ||
-    typeof e.receivedAt !== "string" ||
-    !e.payload ||
-    typeof e.payload !== "object"
-  ) {
+  // A value that is no object has no such fields either.
+  const texts = [e?.id, e?.type, e?.receivedAt];
+  if (!texts.every((t) => typeof t === "string") || !e?.payload || typeof e.payload !== "object")
     throw new EntryDecodeError("entry lacks id, type, receivedAt or payload");
-  }
   return e as IngestedEvent;
 }
 

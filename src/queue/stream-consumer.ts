@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Queue } from "bullmq";
 import { Cluster } from "ioredis";
-import pLimit, { type LimitFunction } from "p-limit";
+import pLimit from "p-limit";
 import type { Logger } from "pino";
 import { DEFAULTS } from "../config/defaults.js";
 import { errorMessage } from "../events/dispatch.js";
@@ -57,23 +57,7 @@ interface StreamFinished {
   seconds: number;
 }
 
-export interface StreamConsumer {
-  start(): Promise<void>;
-  /** Creates the consumer group (and the stream) unless it exists: after Redis lost its data. */
-  ensureGroup(): Promise<void>;
-  /**
-   * Stops reading and starts no handler from then on: the entries read ahead and not started move
-   * into the events queue at once; those running finish (handled, recorded, acknowledged) by the
-   * shutdown's deadline (default 3 s from now), or stay pending for another consumer to claim.
-   */
-  stop(deadline?: Deadline): Promise<void>;
-  /** True while some attempt of the runner this consumer shares waits for the event log (the database is away): for readiness. */
-  waitingOnLog(): boolean;
-  /** How many attempts (the stream's and the events queue's) wait for the event log to take them (metrics). */
-  attemptsWaitingOnLog(): number;
-  /** Entries (and their bytes) read and not yet acknowledged, and the most bytes held at once. */
-  inflight(): InflightFigures;
-}
+export type StreamConsumer = ReturnType<typeof createStreamConsumer>;
 
 /**
  * The worker's hot path and the stream's side of delivery: it decides where an event's first
@@ -93,7 +77,7 @@ export interface StreamConsumer {
  * it is moved. While the event log is away, an attempt holds its entry: with every entry held,
  * nothing new is read, the stream grows, and the edge answers 503.
  */
-export function createStreamConsumer(options: StreamConsumerOptions): StreamConsumer {
+export function createStreamConsumer(options: StreamConsumerOptions) {
   const state = createStreamConsumerState(options);
   const { logger, inflight } = state;
   const attempts = createFirstAttempts(state);
@@ -103,8 +87,9 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
   let heartbeat: NodeJS.Timeout | undefined;
 
   return {
-    ensureGroup: () => ensureConsumerGroup(state),
-    async start() {
+    /** Creates the consumer group (and the stream) unless it exists: after Redis lost its data. */
+    ensureGroup: (): Promise<void> => ensureConsumerGroup(state),
+    async start(): Promise<void> {
       const connection = options.connection;
       const own: RedisClient = connection instanceof Cluster ? connection.duplicate() : connection.duplicate();
       reader = own;
@@ -114,7 +99,12 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
       heartbeat.unref();
       running = readLoop(state, own, (entry) => attempts.begin(entry));
     },
-    async stop(deadline = deadlineIn(3000)) {
+    /**
+     * Stops reading and starts no handler from then on: the entries read ahead and not started move
+     * into the events queue at once; those running finish (handled, recorded, acknowledged) by the
+     * shutdown's deadline (default 3 s from now), or stay pending for another consumer to claim.
+     */
+    async stop(deadline: Deadline = deadlineIn(3000)): Promise<void> {
       state.stopped.abort();
       inflight.wake();
       // The blocking read returns within its BLOCK time, an entry once its handlers end (or their
@@ -138,8 +128,11 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
       if (reader?.status === "ready") await reader.quit().catch(() => reader?.disconnect());
       else reader?.disconnect();
     },
+    /** True while some attempt of the runner this consumer shares waits for the event log (the database is away): for readiness. */
     waitingOnLog: () => options.runner.waitingOnLog() > 0,
+    /** How many attempts (the stream's and the events queue's) wait for the event log to take them (metrics). */
     attemptsWaitingOnLog: () => options.runner.waitingOnLog(),
+    /** Entries (and their bytes) read and not yet acknowledged, and the most bytes held at once. */
     inflight: () => inflight.figures(),
   };
 }
@@ -148,30 +141,9 @@ export function createStreamConsumer(options: StreamConsumerOptions): StreamCons
 const LARGEST_ENTRY_BYTES = 1024 * 1024 + 4096;
 
 /** What one stream consumer's parts (its reads, its attempts, its stop) share. */
-interface StreamConsumerState {
-  options: StreamConsumerOptions;
-  logger: Logger;
-  keys: ReturnType<typeof redisKeys>["ingest"];
-  /** This consumer's name in the group: unique per process and instance. */
-  consumer: string;
-  batchSize: number;
-  blockMs: number;
-  /** Claimed entries are held until they are in the queue: at most what one byte budget holds. */
-  claimCount: number;
-  handoff: StreamHandoff;
-  inflight: InflightEntries;
-  /**
-   * Handlers of `concurrency` events run at once; the entries read ahead wait for a slot, so the
-   * log's group commit and the acknowledgements still batch (a hung handler holds one slot).
-   */
-  handlerSlots: LimitFunction;
-  /** Entries read and waiting for a handler slot: what a stop hands on instead of starting. */
-  unstarted: Map<string, Entry>;
-  /** Aborted once by stop(): nothing new is read or started from then on, and the read loop's pauses end. */
-  stopped: AbortController;
-}
+type StreamConsumerState = ReturnType<typeof createStreamConsumerState>;
 
-function createStreamConsumerState(options: StreamConsumerOptions): StreamConsumerState {
+function createStreamConsumerState(options: StreamConsumerOptions) {
   const { logger } = options;
   const batchSize = options.batchSize ?? 500;
   const maxBytes = options.maxInflightBytes ?? DEFAULTS.workerMaxInflightBytes;
@@ -180,21 +152,24 @@ function createStreamConsumerState(options: StreamConsumerOptions): StreamConsum
     options,
     logger,
     keys: redisKeys(options.prefix).ingest,
+    /** This consumer's name in the group: unique per process and instance. */
     consumer: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
     batchSize,
     blockMs: options.blockMs ?? 1000,
+    /** Claimed entries are held until they are in the queue: at most what one byte budget holds. */
     claimCount: Math.max(1, Math.min(batchSize, Math.floor(maxBytes / largestEntryBytes))),
     handoff: createStreamHandoff(options),
     inflight: createInflightEntries({ maxEntries: batchSize, maxBytes, largestEntryBytes }),
+    /**
+     * Handlers of `concurrency` events run at once; the entries read ahead wait for a slot, so the
+     * log's group commit and the acknowledgements still batch (a hung handler holds one slot).
+     */
     handlerSlots: pLimit(options.concurrency),
-    unstarted: new Map(),
+    /** Entries read and waiting for a handler slot: what a stop hands on instead of starting. */
+    unstarted: new Map<string, Entry>(),
+    /** Aborted once by stop(): nothing new is read or started from then on, and the read loop's pauses end. */
     stopped: new AbortController(),
   };
-}
-
-/** Waits `ms`, or less when the consumer stops meanwhile. */
-function pauseUnlessStopped(state: StreamConsumerState, ms: number): Promise<void> {
-  return delay(ms, undefined, { ref: false, signal: state.stopped.signal }).catch(() => undefined);
 }
 
 interface InflightLimits {
@@ -206,37 +181,13 @@ interface InflightLimits {
   largestEntryBytes: number;
 }
 
-interface InflightFigures {
-  entries: number;
-  bytes: number;
-  /** The most bytes held at once since the consumer was made. */
-  peakBytes: number;
-}
-
-/** The stream entries a consumer holds (read, not yet acknowledged), bounded by count and by bytes. */
-interface InflightEntries {
-  /** How many entries the next read may ask for: 0 when full; at least 1 when nothing is held. */
-  room(): number;
-  add(entryId: string, bytes: number): void;
-  remove(entryId: string): void;
-  has(entryId: string): boolean;
-  ids(): string[];
-  figures(): InflightFigures;
-  /** Resolves when an entry is removed, after `timeoutMs`, or on wake(), whichever comes first. */
-  whenRoom(timeoutMs: number): Promise<void>;
-  /** Resolves once nothing is held. */
-  whenEmpty(): Promise<void>;
-  /** Resolves every pending whenRoom (a stop). */
-  wake(): void;
-}
-
 /**
  * What a stream consumer holds: entries read and not yet acknowledged, each finished on its own, so
  * a slow one never holds up the others. Entries are sized only once read, so a read asks for as many as the bytes left
  * could hold at the largest size an entry can have; one entry always fits when none is held, so a
  * single event larger than the whole budget still runs.
  */
-export function createInflightEntries(limits: InflightLimits): InflightEntries {
+export function createInflightEntries(limits: InflightLimits) {
   const held = new Map<string, number>();
   let bytes = 0;
   let peakBytes = 0;
@@ -248,18 +199,19 @@ export function createInflightEntries(limits: InflightLimits): InflightEntries {
     for (const w of waiters) w();
   };
   return {
-    room() {
+    /** How many entries the next read may ask for: 0 when full; at least 1 when nothing is held. */
+    room(): number {
       const free = limits.maxEntries - held.size;
       const fits = Math.floor((limits.maxBytes - bytes) / Math.max(1, limits.largestEntryBytes));
       if (held.size === 0) return Math.max(1, Math.min(free, fits));
       return Math.max(0, Math.min(free, fits));
     },
-    add(entryId, size) {
+    add(entryId: string, size: number): void {
       held.set(entryId, size);
       bytes += size;
       peakBytes = Math.max(peakBytes, bytes);
     },
-    remove(entryId) {
+    remove(entryId: string): void {
       const size = held.get(entryId);
       if (size === undefined) return;
       held.delete(entryId);
@@ -271,10 +223,12 @@ export function createInflightEntries(limits: InflightLimits): InflightEntries {
         for (const w of waiters) w();
       }
     },
-    has: (entryId) => held.has(entryId),
+    has: (entryId: string) => held.has(entryId),
     ids: () => [...held.keys()],
+    /** Entries and bytes held, and `peakBytes`: the most bytes held at once since the consumer was made. */
     figures: () => ({ entries: held.size, bytes, peakBytes }),
-    whenRoom(timeoutMs) {
+    /** Resolves when an entry is removed, after `timeoutMs`, or on wake(), whichever comes first. */
+    whenRoom(timeoutMs: number): Promise<void> {
       return new Promise<void>((resolve) => {
         const timer = setTimeout(done, timeoutMs);
         timer.unref();
@@ -286,10 +240,12 @@ export function createInflightEntries(limits: InflightLimits): InflightEntries {
         roomWaiters.push(done);
       });
     },
-    whenEmpty() {
+    /** Resolves once nothing is held. */
+    whenEmpty(): Promise<void> {
       if (held.size === 0) return Promise.resolve();
       return new Promise<void>((resolve) => emptyWaiters.push(resolve));
     },
+    /** Resolves every pending whenRoom (a stop). */
     wake: wakeRoom,
   };
 }
@@ -309,20 +265,8 @@ interface HandoffCommands {
   svcStreamAckDelete(stream: string, group: string, ...ids: string[]): Promise<number>;
 }
 
-interface StreamHandoff {
-  /** Acknowledges and deletes an entry a consumer finished with (those finished together in one call). */
-  ackDelete(id: string): Promise<void>;
-  /** Adds the job an event continues as after its first attempt, if any (continuationOf; those added together in one addBulk). */
-  continueAfter(entryId: string, data: EventJobData, result: AttemptResult): Promise<void>;
-  /**
-   * Moves entries into the events queue, then acknowledges and deletes them; returns how many
-   * became jobs. Idempotent: each job is named after its entry (entryJobIdentity).
-   */
-  moveToQueue(entries: Entry[], why: string): Promise<number>;
-}
-
 /** How a stream consumer lets go of entries: finished (acknowledged) or handed to the events queue. */
-function createStreamHandoff(options: StreamConsumerOptions): StreamHandoff {
+function createStreamHandoff(options: StreamConsumerOptions) {
   const { stream, group } = redisKeys(options.prefix).ingest;
   const continuation: ContinuationOptions = {
     attempts: options.attempts,
@@ -339,38 +283,32 @@ function createStreamHandoff(options: StreamConsumerOptions): StreamHandoff {
   // one round trip each per I/O turn, while no entry waits for another's handlers.
   const ackDelete = groupCommit<string, string>(ackDeleteAll, 500);
   const addJob = groupCommit<ContinuationJob, unknown>((jobs) => options.queue.addBulk(jobs), 500);
-  const moveToQueue: StreamHandoff["moveToQueue"] = async (entries, why) => {
-    options.logger.info({ count: entries.length }, why);
-    const jobs: EntryJob[] = [];
-    for (const entry of entries) {
-      const data = readEntry(options.logger, entry[0], entryText(entry));
-      if (data) jobs.push(jobOfEvent(entry[0], data, continuation.dedupTtlMs));
-    }
-    if (jobs.length > 0) await options.queue.addBulk(jobs);
-    await ackDeleteAll(entries.map(([id]) => id));
-    return jobs.length;
-  };
   return {
-    moveToQueue,
-    async ackDelete(id) {
+    /**
+     * Moves entries into the events queue, then acknowledges and deletes them; returns how many
+     * became jobs. Idempotent: each job is named after its entry (entryJobIdentity).
+     */
+    async moveToQueue(entries: Entry[], why: string): Promise<number> {
+      options.logger.info({ count: entries.length }, why);
+      const jobs: EntryJob[] = [];
+      for (const entry of entries) {
+        const data = readEntry(options.logger, entry[0], entryText(entry));
+        if (data) jobs.push(jobOfEvent(entry[0], data, continuation.dedupTtlMs));
+      }
+      if (jobs.length > 0) await options.queue.addBulk(jobs);
+      await ackDeleteAll(entries.map(([id]) => id));
+      return jobs.length;
+    },
+    /** Acknowledges and deletes an entry a consumer finished with (those finished together in one call). */
+    async ackDelete(id: string): Promise<void> {
       await ackDelete(id);
     },
-    async continueAfter(entryId, data, result) {
+    /** Adds the job an event continues as after its first attempt, if any (continuationOf; those added together in one addBulk). */
+    async continueAfter(entryId: string, data: EventJobData, result: AttemptResult): Promise<void> {
       const job = continuationOf(entryId, data, result, continuation);
       if (job) await addJob(job);
     },
   };
-}
-
-interface FirstAttempts {
-  /** Holds the entry in flight and runs it start to end, in the background. */
-  begin(entry: Entry): void;
-  /**
-   * At a stop, the entries read ahead whose handlers have not started go into the events queue at
-   * once (as claimed entries do), where any worker takes them now rather than after claimIdleMs.
-   * Their slot callbacks still run later (p-limit cannot drop them) and start nothing.
-   */
-  releaseUnstarted(): Promise<void>;
 }
 
 /**
@@ -378,7 +316,7 @@ interface FirstAttempts {
  * in one of the consumer's slots), the event's continuation in the events queue if any, and only
  * then the entry's acknowledgement; each entry finishes on its own.
  */
-function createFirstAttempts(state: StreamConsumerState): FirstAttempts {
+function createFirstAttempts(state: StreamConsumerState) {
   const { options, logger, handoff, inflight, unstarted } = state;
 
   /**
@@ -426,7 +364,8 @@ function createFirstAttempts(state: StreamConsumerState): FirstAttempts {
   };
 
   return {
-    begin(entry) {
+    /** Holds the entry in flight and runs it start to end, in the background. */
+    begin(entry: Entry): void {
       const [entryId] = entry;
       const text = entryText(entry);
       inflight.add(entryId, Buffer.byteLength(text));
@@ -436,7 +375,12 @@ function createFirstAttempts(state: StreamConsumerState): FirstAttempts {
         .catch((err: unknown) => logger.warn({ entryId, err: errorMessage(err) }, "could not finish a stream entry; it will be claimed"))
         .finally(() => inflight.remove(entryId));
     },
-    async releaseUnstarted() {
+    /**
+     * At a stop, the entries read ahead whose handlers have not started go into the events queue at
+     * once (as claimed entries do), where any worker takes them now rather than after claimIdleMs.
+     * Their slot callbacks still run later (p-limit cannot drop them) and start nothing.
+     */
+    async releaseUnstarted(): Promise<void> {
       const entries = [...unstarted.values()];
       unstarted.clear();
       if (entries.length === 0) return;
@@ -535,7 +479,9 @@ async function readLoop(state: StreamConsumerState, reader: RedisClient, begin: 
       if (message.includes("NOGROUP")) await ensureConsumerGroup(state).catch(() => undefined);
       state.logger.warn({ err: message }, "stream consumer error; retrying");
       failures++;
-      await pauseUnlessStopped(state, Math.min(50 * 2 ** Math.min(failures, 5), 1000));
+      // A growing pause, cut short when the consumer stops meanwhile.
+      const pause = Math.min(50 * 2 ** Math.min(failures, 5), 1000);
+      await delay(pause, undefined, { ref: false, signal: state.stopped.signal }).catch(() => undefined);
     }
   }
 }

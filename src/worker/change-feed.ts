@@ -6,16 +6,9 @@ import type { ChangeOutbox, OutboxRow } from "../mirror/change-outbox.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { EventJobData } from "../queue/events-queue.js";
 import { activeTraceparent, type Tracing, relaySpans } from "../tracing/tracing.js";
-import { createMirrorWriter, type MirrorWriter } from "../mirror/change-outbox.js";
+import { createMirrorWriter } from "../mirror/change-outbox.js";
 import type { Tracer } from "@opentelemetry/api";
 import { deadlineIn, type Deadline } from "../queue/deadline.js";
-
-export interface ChangeFeed {
-  /** How sync code writes the mirror: each change it makes is recorded in the outbox with the write. */
-  writer: MirrorWriter;
-  /** Moves the recorded changes from the outbox into the events queue, where they run like any event. */
-  relay: ChangeRelay;
-}
 
 /** Change events: recorded with each mirror write, counted, and relayed into the events queue. */
 export function createChangeFeed(deps: {
@@ -26,8 +19,9 @@ export function createChangeFeed(deps: {
   outbox: ChangeOutbox;
   eventsQueue: Queue<EventJobData>;
   tracing?: Tracing;
-}): ChangeFeed {
+}) {
   const { config, logger, metrics, tracing } = deps;
+  /** Moves the recorded changes from the outbox into the events queue, where they run like any event. */
   const relay = createChangeRelay({
     outbox: deps.outbox,
     queue: deps.eventsQueue,
@@ -36,6 +30,7 @@ export function createChangeFeed(deps: {
     logger,
     ...(tracing ? { tracer: tracing.tracer } : {}),
   });
+  /** How sync code writes the mirror: each change it makes is recorded in the outbox with the write. */
   const writer = createMirrorWriter(deps.mirror, {
     // With tracing on, a change event's handlers continue the trace of the write that made it.
     ...(tracing ? { traceparent: activeTraceparent } : {}),
@@ -72,19 +67,7 @@ export interface ChangeRelayOptions {
   afterAdd?: (rows: readonly OutboxRow[]) => Promise<void>;
 }
 
-export interface ChangeRelay {
-  /** Starts the poll (no-op when intervalMs is 0). */
-  start(): void;
-  /** Relays soon: called right after a write recorded changes. */
-  poke(): void;
-  /** Relays until the outbox is empty (or a batch fails); resolves with the rows sent. */
-  drain(): Promise<number>;
-  /**
-   * Stops polling and waits for the batch in hand, until the shutdown's deadline (default 3 s from
-   * now): a batch still out then stays in the outbox and is sent again (its change ids dedup it).
-   */
-  stop(deadline?: Deadline): Promise<void>;
-}
+export type ChangeRelay = ReturnType<typeof createChangeRelay>;
 
 /**
  * Moves change events from the outbox (written in the mirror's transactions) into the events
@@ -94,7 +77,7 @@ export interface ChangeRelay {
  * transaction while a batch is sent (a Redis outage must not stall the database), and relays
  * always send the oldest rows left, so the queue receives changes in the order they were written.
  */
-export function createChangeRelay(options: ChangeRelayOptions): ChangeRelay {
+export function createChangeRelay(options: ChangeRelayOptions) {
   const { outbox, logger, intervalMs } = options;
   const enabled = intervalMs > 0;
   const batchSize = options.batchSize ?? 100;
@@ -130,6 +113,7 @@ export function createChangeRelay(options: ChangeRelayOptions): ChangeRelay {
 
   // One loop at a time; a poke while it runs makes it look again before it ends. The loop clears
   // `running` in the same step as its last look, so no poke falls between the two.
+  /** Relays until the outbox is empty (or a batch fails); resolves with the rows sent. */
   const drain = (): Promise<number> => {
     again = true;
     running ??= (async () => {
@@ -154,17 +138,23 @@ export function createChangeRelay(options: ChangeRelayOptions): ChangeRelay {
   };
 
   return {
-    start() {
+    /** Starts the poll (no-op when intervalMs is 0). */
+    start(): void {
       if (!enabled || timer) return;
       timer = setInterval(() => relaySafely(), intervalMs);
       timer.unref();
       relaySafely();
     },
-    poke() {
+    /** Relays soon: called right after a write recorded changes. */
+    poke(): void {
       if (enabled && !stopped) relaySafely();
     },
     drain,
-    async stop(deadline = deadlineIn(3000)) {
+    /**
+     * Stops polling and waits for the batch in hand, until the shutdown's deadline (default 3 s from
+     * now): a batch still out then stays in the outbox and is sent again (its change ids dedup it).
+     */
+    async stop(deadline: Deadline = deadlineIn(3000)): Promise<void> {
       stopped = true;
       clearInterval(timer);
       // Its failure reaches drain()'s own callers (relaySafely logs it); stopping goes on.

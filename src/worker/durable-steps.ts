@@ -30,20 +30,17 @@ export interface StepScope extends StepKey {
   logger: Logger;
 }
 
-export interface DurableSteps {
-  /** The `step` of one handler's context for one attempt (names are unique within it). */
-  forHandler(target: { eventId: string; handlerKey: string; attempt: number; logger: Logger }): StepFunction;
-  /** The step running in the caller's async context, if any (API writes read it to narrow a rerun). */
-  current: () => StepScope | undefined;
-}
+export type DurableSteps = ReturnType<typeof createDurableSteps>;
 
 const MAX_NAME_LENGTH = 200;
 
 /** Durable steps over a step store; each factory has its own async context, so instances never mix. */
-export function createDurableSteps(store: StepStore): DurableSteps {
+export function createDurableSteps(store: StepStore) {
   const scopes = new AsyncLocalStorage<StepScope>();
 
-  function forHandler({ eventId, handlerKey, attempt, logger }: Parameters<DurableSteps["forHandler"]>[0]): StepFunction {
+  /** The `step` of one handler's context for one attempt (names are unique within it). */
+  function forHandler(target: { eventId: string; handlerKey: string; attempt: number; logger: Logger }): StepFunction {
+    const { eventId, handlerKey, attempt, logger } = target;
     const names = new Set<string>();
     return async function step<T>(name: string, fn: () => Promise<T>): Promise<T> {
       checkStep(name, fn, names);
@@ -73,7 +70,8 @@ export function createDurableSteps(store: StepStore): DurableSteps {
     };
   }
 
-  return { forHandler, current: () => scopes.getStore() };
+  // current: the step running in the caller's async context, if any (API writes read it to narrow a rerun).
+  return { forHandler, current: (): StepScope | undefined => scopes.getStore() };
 }
 
 function checkStep(name: unknown, fn: unknown, used: ReadonlySet<string>): void {

@@ -87,11 +87,6 @@ export const onChange: <K extends ChangeKind, F extends ChangeField<K>>(
   handler: Handler<ChangeEvent<K>, HandlerContext>,
 ) => Record<`change.${K}`, Handler<ChangeEvent<K>, HandlerContext>> = onChangeWith;
 
-export interface HandlerTable extends ReloadableRegistry<HandlerContext> {
-  /** The registry as the attempt runner dispatches through it: each handler gets its own `step` and `api`. */
-  dispatch: HandlerRegistry<SharedHandlerContext>;
-}
-
 /**
  * The handlers the worker runs: the built-in sync handlers and the user's, each with a durable
  * `step` of its own and the API. Built whole again when `npm run dev` reloads a changed
@@ -107,7 +102,7 @@ export function createHandlerTable(deps: {
   refresh: RefreshQueue;
   handlers: readonly EventHandlers[];
   tracing?: Tracing;
-}): HandlerTable {
+}) {
   const { logger, mirror, api, tracing } = deps;
   // Each handler gets its own `step` (steps are keyed by handler) and, inside a step that runs
   // again after an unrecorded run, an API whose writes look for their own effect first.
@@ -128,25 +123,17 @@ export function createHandlerTable(deps: {
     });
     return built;
   }, deps.handlers);
+  // The registry as the attempt runner dispatches through it: each handler gets its own `step` and `api`.
   return { ...table, dispatch: perHandlerContext(table.registry, withSteps) };
-}
-
-interface ReloadableRegistry<Ctx> {
-  /** Dispatch reads through this one: it always asks the registry built last. */
-  registry: HandlerRegistry<Ctx>;
-  /**
-   * Builds a registry from `handlers` and swaps it in: events dispatched from then on run the new
-   * handlers; attempts already running finish with the old ones. A build that throws swaps nothing.
-   */
-  replace(handlers: readonly EventHandlers[]): RegisteredHandler<Ctx>[];
 }
 
 /** The worker's handler table, rebuilt whole when `npm run dev` reloads a changed HANDLERS_MODULE. */
 function createReloadableRegistry<Ctx>(
   build: (handlers: readonly EventHandlers[]) => HandlerRegistry<Ctx>,
   initial: readonly EventHandlers[],
-): ReloadableRegistry<Ctx> {
+) {
   let current = build(initial);
+  /** Dispatch reads through this one: it always asks the registry built last. */
   const registry: HandlerRegistry<Ctx> = {
     on: (type: string, handlers: never, source?: string) => current.on(type, handlers, source),
     onAny: (handlers, source) => current.onAny(handlers, source),
@@ -156,7 +143,11 @@ function createReloadableRegistry<Ctx>(
   };
   return {
     registry,
-    replace(handlers) {
+    /**
+     * Builds a registry from `handlers` and swaps it in: events dispatched from then on run the new
+     * handlers; attempts already running finish with the old ones. A build that throws swaps nothing.
+     */
+    replace(handlers: readonly EventHandlers[]): RegisteredHandler<Ctx>[] {
       current = build(handlers);
       return current.registered();
     },

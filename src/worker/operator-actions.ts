@@ -1,12 +1,8 @@
 import type { Queue, Job } from "bullmq";
-import type { Logger } from "pino";
-import type { EventLog } from "../mirror/event-log.js";
 import { isCalendarDate as isCalendarDay, printable } from "../mirror/values.js";
-import type { StepStore } from "../mirror/step-store.js";
-import type { EventJobData } from "../queue/events-queue.js";
-import { type RedisClient, redisKeys } from "../redis/redis.js";
+import { redisKeys } from "../redis/redis.js";
 import { DEFAULTS } from "../config/defaults.js";
-import { bulkReplays, digest, replayJob, removeReplayedFailedJobs } from "./replays.js";
+import { type BulkReplayDeps, bulkReplays, digest, refuseReusedKey, replayJob, removeReplayedFailedJobs } from "./replays.js";
 import { OperatorActionError } from "./errors.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import type { RefreshNote, RefreshQueue } from "../sync/refresh-queue.js";
@@ -24,28 +20,15 @@ export type OperatorSyncRequest = keyof typeof OPERATOR_SYNC_JOBS;
 /** How long an Idempotency-Key's answer is kept (as Stripe does: a day). */
 const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
-export interface ReplayEventResult {
-  event: string;
-  replay: { id: string; handlers: string[] };
-}
-
-export interface OperatorActionsDeps {
-  eventLog: Pick<EventLog, "get" | "query">;
-  /** Built by createEventsQueue: the replays get the events queue's retries and retention. */
-  eventsQueue: Queue<EventJobData>;
+export interface OperatorActionsDeps extends Omit<BulkReplayDeps, "confirmAbove" | "removeFailedJobs"> {
   /** Built by createSyncQueue: the jobs added get the sync queue's retries and retention. */
   syncQueue: Queue;
-  redis: RedisClient;
-  prefix: string;
   /** The handler keys the workers run for a type; absent in a process without the registry (the log's keys then). */
   handlerKeys?: (type: string) => string[];
-  /** For `fresh` replays: the durable steps to forget. */
-  steps?: Pick<StepStore, "forget">;
   /** False when no upstream API is configured: reconcile and backfill have nothing to read. */
   syncAvailable: boolean;
   /** Where a record's refresh is asked for: the scheduler the built-in handlers note events' ids in. */
   refresh?: Pick<RefreshQueue, "request">;
-  logger: Logger;
   /** BULK_REPLAY_CONFIRM_ABOVE (its default when absent). */
   confirmAbove?: number;
 }
@@ -65,11 +48,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
   async function claimIdempotencyKey(key: string, params: string): Promise<void> {
     const stored = redisKeys(deps.prefix).operator.idempotency(digest("one", key));
     if ((await deps.redis.set(stored, params, "PX", IDEMPOTENCY_TTL_MS, "NX")) === "OK") return;
-    if ((await deps.redis.get(stored)) !== params)
-      throw new OperatorActionError(
-        "idempotency_key_reused",
-        "this Idempotency-Key was used with another event or handler; send a new key for a new request",
-      );
+    refuseReusedKey(await deps.redis.get(stored), params, "another event or handler");
   }
 
   return {
@@ -78,7 +57,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
      * still queued, or with the same Idempotency-Key within a day, it answers the same replay id
      * and queues nothing more.
      */
-    async replayEvent(id: string, options: { handler?: string; idempotencyKey?: string } = {}): Promise<ReplayEventResult> {
+    async replayEvent(id: string, options: { handler?: string; idempotencyKey?: string } = {}) {
       const event = await eventLog.get(id);
       if (!event) throw new OperatorActionError("event_not_found", `no event ${printable(id)} in the event log`);
       const known = deps.handlerKeys?.(event.type) ?? Object.keys(event.handlers);
@@ -175,17 +154,25 @@ export type OperatorActionOutcome = { ok: true; result: unknown } | { ok: false;
 /** Runs one handed-over request; an error other than a refusal fails the job (its reason is the caller's answer). */
 export async function runOperatorActionJob(actions: OperatorActions, job: Pick<Job, "data">): Promise<OperatorActionOutcome> {
   const request = job.data as OperatorActionRequest;
+  return outcomeOf(() =>
+    request.action === "replayEvent"
+      ? actions.replayEvent(request.id, request.handler ? { handler: request.handler } : {})
+      : actions.replayMatching({
+          filter: request.filter,
+          dryRun: request.dryRun === true,
+          fresh: request.fresh === true,
+          ...(request.confirm !== undefined ? { confirm: request.confirm } : {}),
+        }),
+  );
+}
+
+/**
+ * What an operator action answered, as a value: its result, or its refusal (an OperatorActionError,
+ * or a filter the event log refused) in its own code and words; any other error is thrown.
+ */
+export async function outcomeOf(work: () => Promise<unknown>): Promise<OperatorActionOutcome> {
   try {
-    const result =
-      request.action === "replayEvent"
-        ? await actions.replayEvent(request.id, request.handler ? { handler: request.handler } : {})
-        : await actions.replayMatching({
-            filter: request.filter,
-            dryRun: request.dryRun === true,
-            fresh: request.fresh === true,
-            ...(request.confirm !== undefined ? { confirm: request.confirm } : {}),
-          });
-    return { ok: true, result };
+    return { ok: true, result: await work() };
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (err instanceof OperatorActionError || code === "invalid_filter")

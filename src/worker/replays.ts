@@ -50,14 +50,11 @@ export async function replayEvents(
   let cursor: string | undefined;
   do {
     const page = await deps.eventLog.query({ ...options.query, limit: PAGE, ...(cursor ? { cursor } : {}) });
-    if (options.fresh && !options.dryRun)
-      await options.fresh.forget(
-        page.data.map((event) => event.id),
-        options.handler,
-      );
+    const ids = page.data.map((event) => event.id);
+    if (options.fresh && !options.dryRun) await options.fresh.forget(ids, options.handler);
     if (!options.dryRun && page.data.length > 0) {
       if (!deps.queue) throw new Error("replayEvents needs a queue unless dryRun is set");
-      await options.removeFailedJobs?.(page.data.map((event) => event.id));
+      await options.removeFailedJobs?.(ids);
       const queued = await queuePage(deps.eventLog, deps.queue, page.data, options, count);
       count += queued.count;
       if (queued.stopped) return count;
@@ -156,9 +153,11 @@ function bulkReplayJobId(bulk: string, sequence: number): string {
 
 export interface BulkReplayDeps {
   eventLog: Pick<EventLog, "get" | "query">;
+  /** Built by createEventsQueue: the replays get the events queue's retries and retention. */
   eventsQueue: Queue<EventJobData>;
   redis: RedisClient;
   prefix: string;
+  /** For `fresh` replays: the durable steps to forget. */
   steps?: Pick<StepStore, "forget">;
   /** BULK_REPLAY_CONFIRM_ABOVE: more events than this need `confirm` (the dry run's count). */
   confirmAbove: number;
@@ -333,12 +332,20 @@ async function earlierAnswer(
   const stored = await redis.get(key);
   if (stored === null) return undefined;
   const [storedParams, id = ""] = stored.split(" ");
-  if (storedParams !== params)
+  refuseReusedKey(storedParams, params, "other parameters (filter, fresh)");
+  return { count: (await progress.read(id))?.total ?? 0, id };
+}
+
+/**
+ * The one refusal of an Idempotency-Key (a single replay's or a bulk one's) whose `stored`
+ * parameters are not this request's: 422 idempotency_key_reused, naming what `differs`.
+ */
+export function refuseReusedKey(stored: string | null | undefined, params: string, differs: string): void {
+  if (stored !== params)
     throw new OperatorActionError(
       "idempotency_key_reused",
-      "this Idempotency-Key was used with other parameters (filter, fresh); send a new key for a new request",
+      `this Idempotency-Key was used with ${differs}; send a new key for a new request`,
     );
-  return { count: (await progress.read(id))?.total ?? 0, id };
 }
 
 /** How long a bulk replay's progress stays readable after it was started. */
@@ -394,12 +401,7 @@ function bulkReplayProgress(redis: RedisClient, prefix: string) {
     async read(id: string): Promise<BulkReplayProgress | undefined> {
       const fields = await redis.hgetall(key(id));
       if (fields.total === undefined) return undefined;
-      const [total, done, failed, withdrawn] = [fields.total, fields.done, fields.failed, fields.withdrawn].map((v) => Number(v ?? 0)) as [
-        number,
-        number,
-        number,
-        number,
-      ];
+      const [total = 0, done = 0, failed = 0, withdrawn = 0] = ["total", "done", "failed", "withdrawn"].map((f) => Number(fields[f] ?? 0));
       const state = fields.cancelled === "1" ? "cancelled" : fields.queued === "1" && done + failed >= total ? "done" : "running";
       return { id, total, done, failed, withdrawn, state };
     },

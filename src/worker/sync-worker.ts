@@ -11,7 +11,7 @@ import type { StepStore } from "../mirror/step-store.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { Upstream } from "./upstream.js";
-import { createGapWatch, pruneEventLog, type GapWatch } from "./worker-lifecycle.js";
+import { createGapWatch, pruneEventLog } from "./worker-lifecycle.js";
 import { createRefreshJob, createRefreshPace, type RefreshJobData, type RefreshRequests } from "../sync/refresh-queue.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
 import { enqueueCatchUp, RECONCILE_JOBS, reconcileProcessors, type BackfillJobData, type FullJobData } from "../sync/reconcile-jobs.js";
@@ -202,13 +202,6 @@ const PRUNE_EVERY_MS = 3600_000;
 /** How often the full tier looks whether a pass is due (slices of a running pass chain on their own). */
 export const FULL_TICK_MS = 60_000;
 
-export interface SyncSchedules {
-  /** Makes (or updates) the job schedulers: the reconciliation tiers' and the hourly prune. */
-  schedule(): Promise<void>;
-  /** Marks the workers alive; after a gap, restores what Redis lost and queues a catch-up. */
-  gapWatch: GapWatch;
-}
-
 /**
  * The job schedulers live in Redis: made at start, and again when Redis lost them (worker-lifecycle.ts),
  * together with whatever else the worker keeps there (`restore`: the ingest stream's group).
@@ -222,12 +215,14 @@ export function createSyncSchedules(deps: {
   /** False without an upstream API: no reconciliation, and no catch-up after a gap. */
   syncing: boolean;
   restore: () => Promise<void>;
-}): SyncSchedules {
+}) {
   const { config, syncQueue, syncing } = deps;
+  /** Makes (or updates) the job schedulers: the reconciliation tiers' and the hourly prune. */
   const schedule = async () => {
     await scheduleReconcile(syncQueue, config.worker, syncing);
-    await syncQueue.upsertJobScheduler("prune-events", { every: PRUNE_EVERY_MS }, { name: "prune-events", data: {} });
+    await scheduleEvery(syncQueue, "prune-events", PRUNE_EVERY_MS);
   };
+  /** Marks the workers alive; after a gap, restores what Redis lost and queues a catch-up. */
   const gapWatch = createGapWatch({
     redis: deps.connection,
     prefix: config.queuePrefix,
@@ -248,18 +243,12 @@ export async function scheduleReconcile(queue: Queue, config: Config["worker"], 
   // The single hourly sweep the tiers replace.
   await queue.removeJobScheduler("reconcile");
   const on = enabled && config.reconcileIntervalMs > 0;
-  if (on)
-    await queue.upsertJobScheduler(
-      RECONCILE_JOBS.full,
-      { every: Math.min(FULL_TICK_MS, config.reconcileIntervalMs) },
-      { name: RECONCILE_JOBS.full, data: {} },
-    );
-  else await queue.removeJobScheduler(RECONCILE_JOBS.full);
-  if (on && config.reconcileActiveIntervalMs > 0)
-    await queue.upsertJobScheduler(
-      RECONCILE_JOBS.active,
-      { every: config.reconcileActiveIntervalMs },
-      { name: RECONCILE_JOBS.active, data: {} },
-    );
-  else await queue.removeJobScheduler(RECONCILE_JOBS.active);
+  await scheduleEvery(queue, RECONCILE_JOBS.full, on ? Math.min(FULL_TICK_MS, config.reconcileIntervalMs) : 0);
+  await scheduleEvery(queue, RECONCILE_JOBS.active, on ? config.reconcileActiveIntervalMs : 0);
+}
+
+/** Runs the job `name` every `ms` (its scheduler made or updated), or no more when `ms` is 0 (its scheduler removed). */
+async function scheduleEvery(queue: Queue, name: string, ms: number): Promise<void> {
+  if (ms > 0) await queue.upsertJobScheduler(name, { every: ms }, { name, data: {} });
+  else await queue.removeJobScheduler(name);
 }

@@ -33,14 +33,8 @@ export interface StopDeadlines {
   close: Deadline;
 }
 
-export interface WorkerLifecycle {
-  start(): Promise<void>;
-  /** Drains by `drain` (then aborts upstream reads and closes the workers anyway: their jobs rerun), closes by `close`. */
-  stop(deadlines: StopDeadlines): Promise<void>;
-}
-
 /** Starts a worker's parts in order, and stops them within one shared deadline. */
-export function workerLifecycle(parts: WorkerParts): WorkerLifecycle {
+export function workerLifecycle(parts: WorkerParts) {
   const { logger, gapWatch, workers, streamConsumer, changeRelay } = parts;
   return {
     async start() {
@@ -55,7 +49,8 @@ export function workerLifecycle(parts: WorkerParts): WorkerLifecycle {
       await streamConsumer.start();
       changeRelay.start();
     },
-    async stop({ drain, close }) {
+    /** Drains by `drain` (then aborts upstream reads and closes the workers anyway: their jobs rerun), closes by `close`. */
+    async stop({ drain, close }: StopDeadlines): Promise<void> {
       // At the drain's deadline a read the API holds ends (UpstreamAbortedError) and so does its job.
       const onDrained = () => parts.upstreamStop?.abort(new Error("the shutdown deadline passed"));
       drain.signal.addEventListener("abort", onDrained, { once: true });
@@ -113,18 +108,7 @@ export interface GapWatchOptions {
   logger: Logger;
 }
 
-export interface GapWatch {
-  /** Marks the workers alive and looks for a gap (the mark old, or Redis emptied); restores and catches up. */
-  tick(): Promise<{ gapStart?: Date; redisEmptied: boolean }>;
-  /** Ticks now and then every `intervalMs` (a plain timer: the job schedulers may be what was lost). */
-  start(): Promise<void>;
-  /**
-   * Ticks no more, and waits for the tick in flight: nothing is restored or enqueued once it
-   * resolves (the queues close after it). A tick runs to its end rather than stop halfway: once
-   * it has moved the liveness mark, the gap it found is known nowhere else.
-   */
-  stop(): Promise<void>;
-}
+export type GapWatch = ReturnType<typeof createGapWatch>;
 
 /**
  * The workers' view of their own absence. Webhooks are not redelivered (the spec shows no
@@ -132,7 +116,7 @@ export interface GapWatch {
  * changes went unseen: the next worker to tick finds the mark old, or the sentinel missing, and
  * enqueues a catch-up pass from the gap's start.
  */
-export function createGapWatch(options: GapWatchOptions): GapWatch {
+export function createGapWatch(options: GapWatchOptions) {
   const { redis, logger } = options;
   const { workersAlive: sentinel, restoringRedis } = redisKeys(options.prefix);
   const threshold = gapThresholdMs(options.intervalMs);
@@ -143,6 +127,7 @@ export function createGapWatch(options: GapWatchOptions): GapWatch {
   let stopped = false;
   let inFlight: Promise<unknown> | undefined;
 
+  /** Marks the workers alive and looks for a gap (the mark old, or Redis emptied); restores and catches up. */
   function tick(): Promise<{ gapStart?: Date; redisEmptied: boolean }> {
     const run = tickOnce();
     inFlight = run.catch(() => undefined);
@@ -192,12 +177,18 @@ export function createGapWatch(options: GapWatchOptions): GapWatch {
 
   return {
     tick,
-    async start() {
+    /** Ticks now and then every `intervalMs` (a plain timer: the job schedulers may be what was lost). */
+    async start(): Promise<void> {
       await tickLogged();
       timer = setInterval(() => void tickLogged(), options.intervalMs);
       timer.unref();
     },
-    async stop() {
+    /**
+     * Ticks no more, and waits for the tick in flight: nothing is restored or enqueued once it
+     * resolves (the queues close after it). A tick runs to its end rather than stop halfway: once
+     * it has moved the liveness mark, the gap it found is known nowhere else.
+     */
+    async stop(): Promise<void> {
       stopped = true;
       clearInterval(timer);
       await inFlight;

@@ -9,12 +9,11 @@ import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { EventJobData } from "../queue/events-queue.js";
 import { createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
-import { type StreamConsumer, createStreamConsumer } from "../queue/stream-consumer.js";
+import { createStreamConsumer } from "../queue/stream-consumer.js";
 import type { RedisClient } from "../redis/redis.js";
 import { tracedMirror, type Tracing } from "../tracing/tracing.js";
-import { type ApiClient } from "../upstream/client.js";
 import { isPermanentUpstreamError } from "../upstream/errors.js";
-import { createChangeFeed, type ChangeRelay } from "./change-feed.js";
+import { createChangeFeed } from "./change-feed.js";
 import { type EventHandlers, createHandlerTable, adoptNamedHandlerKeys, type SharedHandlerContext } from "./handlers.js";
 import { meteredUpstream } from "./upstream.js";
 import { createRefreshRequests } from "../sync/refresh-queue.js";
@@ -30,33 +29,7 @@ import { isKnownEventType } from "../events/catalog.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import { EventLogError } from "../mirror/errors.js";
 
-export interface WorkerRole {
-  api: ApiClient | undefined;
-  /** Retries, replays, change events and entries a dead consumer left. */
-  eventsQueue: Queue<EventJobData>;
-  syncQueue: Queue<SyncJobData>;
-  /** Handles events straight from the edge's ingest stream (their first attempt). */
-  streamConsumer: StreamConsumer;
-  /** Handles the events queue's jobs. */
-  eventWorker: Worker<EventJobData>;
-  syncWorker: Worker;
-  /** Moves change events from the outbox into the events queue. */
-  changeRelay: ChangeRelay;
-  /** True while the event log refuses this process's attempts (the database is away or full). */
-  recordingFails(): boolean;
-  /** The keys of the handlers an event of `type` runs (what a replay may aim at). */
-  handlerKeys(type: string): string[];
-  /** Swaps in new user handlers (dev's HANDLERS_MODULE reload); a map that does not register throws and changes nothing. */
-  reloadHandlers(handlers: readonly EventHandlers[]): void;
-  /** Calls `listener` for every attempt this process finishes (either path); returns the unsubscribe function. */
-  onFinished(listener: (event: FinishedEvent) => void): () => void;
-  start(): Promise<void>;
-  /**
-   * Drains (stream entries, active jobs) until the `drain` deadline, then aborts upstream reads in
-   * flight and closes anyway (their jobs rerun); the relay and the queues close by `close`.
-   */
-  stop(deadlines: StopDeadlines): Promise<void>;
-}
+export type WorkerRole = ReturnType<typeof createWorkerRole>;
 
 export interface WorkerRoleDeps {
   config: Config;
@@ -84,7 +57,7 @@ export interface WorkerRoleDeps {
  * queues, the upstream, the change feed (relay), the refresh requests, the handler table, event
  * delivery, the sync jobs and their schedules.
  */
-export function createWorkerRole(deps: WorkerRoleDeps): WorkerRole {
+export function createWorkerRole(deps: WorkerRoleDeps) {
   const { config, logger, connection, metrics, tracing } = deps;
   // With tracing on, each mirror write (refreshes, sweeps, handlers) is a span of its trace.
   const mirror = tracing ? tracedMirror(deps.mirror, tracing.tracer) : deps.mirror;
@@ -145,30 +118,31 @@ export function createWorkerRole(deps: WorkerRoleDeps): WorkerRole {
   });
   return {
     api,
+    /** Retries, replays, change events and entries a dead consumer left. */
     eventsQueue,
     syncQueue,
+    /** Handles events straight from the edge's ingest stream (their first attempt). */
     streamConsumer,
+    /** Handles the events queue's jobs. */
     eventWorker,
     syncWorker,
+    /** Moves change events from the outbox into the events queue. */
     changeRelay: feed.relay,
+    /** True while the event log refuses this process's attempts (the database is away or full). */
     recordingFails: () => delivery.recording.failing(),
-    handlerKeys: (type) => table.registry.handlersFor(type).map((h) => h.key),
-    reloadHandlers: (handlers) => void table.replace(handlers),
-    onFinished: (listener) => delivery.finished.on(listener),
+    /** The keys of the handlers an event of `type` runs (what a replay may aim at). */
+    handlerKeys: (type: string) => table.registry.handlersFor(type).map((h) => h.key),
+    /** Swaps in new user handlers (dev's HANDLERS_MODULE reload); a map that does not register throws and changes nothing. */
+    reloadHandlers: (handlers: readonly EventHandlers[]) => void table.replace(handlers),
+    /** Calls `listener` for every attempt this process finishes (either path); returns the unsubscribe function. */
+    onFinished: (listener: (event: FinishedEvent) => void) => delivery.finished.on(listener),
     start: () => lifecycle.start(),
-    stop: (deadlines) => lifecycle.stop(deadlines),
+    /**
+     * Drains (stream entries, active jobs) until the `drain` deadline, then aborts upstream reads in
+     * flight and closes anyway (their jobs rerun); the relay and the queues close by `close`.
+     */
+    stop: (deadlines: StopDeadlines) => lifecycle.stop(deadlines),
   };
-}
-
-interface EventDelivery {
-  /** Handles events straight from the edge's ingest stream (their first attempt). */
-  streamConsumer: StreamConsumer;
-  /** Handles the events queue's jobs: retries, replays, change events, entries a dead consumer left. */
-  eventWorker: Worker<EventJobData>;
-  /** Every attempt either of them finished. */
-  finished: FinishedEvents;
-  /** Whether the event log takes this process's attempts. */
-  recording: RecordingHealth;
 }
 
 /**
@@ -176,19 +150,16 @@ interface EventDelivery {
  * both sources share, the stream consumer for first attempts, and the events queue's worker for
  * the rest; both report each finished attempt to one feed and to the same metrics.
  */
-function createEventDelivery(deps: {
-  config: Config;
-  logger: Logger;
-  connection: RedisClient;
-  metrics: Metrics;
-  mirror: MirrorStore;
-  eventLog: EventLog;
-  eventsQueue: Queue<EventJobData>;
-  registry: HandlerRegistry<SharedHandlerContext>;
-}): EventDelivery {
+function createEventDelivery(
+  deps: Pick<WorkerRoleDeps, "config" | "logger" | "connection" | "metrics" | "mirror" | "eventLog"> & {
+    eventsQueue: Queue<EventJobData>;
+    registry: HandlerRegistry<SharedHandlerContext>;
+  },
+) {
   const { config, logger, connection, metrics, mirror } = deps;
   const { concurrency, lockMs, maxStalls } = config.worker;
   const prefix = config.queuePrefix;
+  /** Whether the event log takes this process's attempts. */
   const recording = watchRecording(deps.eventLog);
   const runner = createAttemptRunner<SharedHandlerContext>({
     registry: deps.registry,
@@ -198,6 +169,7 @@ function createEventDelivery(deps: {
     makeContext: (_event, attempt, log, signal) => ({ mirror, logger: log, attempt, signal }),
     isPermanent: isPermanentUpstreamError,
   });
+  /** Handles the events queue's jobs: retries, replays, change events, entries a dead consumer left. */
   const eventWorker = createEventWorker({
     connection,
     prefix,
@@ -208,7 +180,9 @@ function createEventDelivery(deps: {
     logger,
     heldRetryMs: config.worker.backoffMs,
   });
+  /** Every attempt either of them finished. */
   const finished = createFinishedEvents(eventWorker);
+  /** Handles events straight from the edge's ingest stream (their first attempt). */
   const streamConsumer = createStreamConsumer({
     connection,
     prefix,
@@ -247,16 +221,10 @@ export interface FinishedEvent {
   via: "stream" | "queue";
 }
 
-interface FinishedEvents {
-  /** Tells every listener (the stream consumer's attempts; the event worker's jobs are seen below). */
-  emit(event: FinishedEvent): void;
-  /** Calls `listener` for every finished attempt; returns the unsubscribe function. */
-  on(listener: (event: FinishedEvent) => void): () => void;
-}
-
 /** One feed of finished attempts for both paths: the stream consumer's and the event worker's jobs. */
-function createFinishedEvents(eventWorker: Worker<EventJobData>): FinishedEvents {
+function createFinishedEvents(eventWorker: Worker<EventJobData>) {
   const listeners = new Set<(event: FinishedEvent) => void>();
+  /** Tells every listener (the stream consumer's attempts; the event worker's jobs are seen below). */
   const emit = (event: FinishedEvent) => {
     for (const listener of listeners) listener(event);
   };
@@ -268,7 +236,8 @@ function createFinishedEvents(eventWorker: Worker<EventJobData>): FinishedEvents
   });
   return {
     emit,
-    on(listener) {
+    /** Calls `listener` for every finished attempt; returns the unsubscribe function. */
+    on(listener: (event: FinishedEvent) => void): () => void {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
@@ -316,20 +285,13 @@ function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics:
   }
 }
 
-/** Whether the event log takes the worker's attempts: what readiness reports beside a database probe. */
-interface RecordingHealth {
-  /** The log to hand the attempt runner: the event log, watched. */
-  eventLog: AttemptLog;
-  /** The last call (a write, or the look-up of a delivery) failed for a reason not the event's own, and none succeeded since. */
-  failing(): boolean;
-}
-
 /**
- * Watches the event log's writes. A probe alone misses a database that answers `select 1` but
+ * Whether the event log takes the worker's attempts: what readiness reports beside a database
+ * probe. Watches the event log's writes. A probe alone misses a database that answers `select 1` but
  * cannot write (the embedded store on a full disk), and on the embedded store a probe would wait
  * behind whatever query holds its one connection; the outcome of the last real write needs neither.
  */
-function watchRecording(eventLog: AttemptLog): RecordingHealth {
+function watchRecording(eventLog: AttemptLog) {
   let failing = false;
   const watched = async <T>(call: Promise<T>): Promise<T> => {
     try {
@@ -343,10 +305,12 @@ function watchRecording(eventLog: AttemptLog): RecordingHealth {
     }
   };
   return {
+    /** The log to hand the attempt runner: the event log, watched. */
     eventLog: {
       recordAttempt: (attempt) => watched(eventLog.recordAttempt(attempt)),
       holds: (id) => watched(eventLog.holds(id)),
-    },
+    } satisfies AttemptLog,
+    /** The last call (a write, or the look-up of a delivery) failed for a reason not the event's own, and none succeeded since. */
     failing: () => failing,
   };
 }
