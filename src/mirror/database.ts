@@ -138,6 +138,8 @@ export interface EventsTable {
   record_kind: ColumnType<string | null, never, never>;
   /** That record's id (data.id, orders also data.orderId), at most 200 characters; generated. */
   record_id: ColumnType<string | null, never, never>;
+  /** The BullMQ job the event's next attempt runs in, as its latest attempt named it (migrations.ts, 0016_event_jobs). */
+  job_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** One attempt of one handler of an event (migrations.ts, 0014_handler_attempts). */

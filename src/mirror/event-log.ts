@@ -60,6 +60,29 @@ export interface EventLog {
   query(query?: EventQuery): Promise<EventPage>;
   /** Deletes events received before `olderThan` with their handler attempts, `batchSize` events per statement; returns how many events. */
   prune(olderThan: Date, batchSize?: number): Promise<number>;
+  /**
+   * Events waiting for a retry (status received: their latest attempt failed and another follows),
+   * oldest first by (receivedAt, id) past `after`, at most `limit`: each with the job its next
+   * attempt runs in and where its run stands, as its latest attempt recorded them.
+   */
+  waiting(after: { receivedAt: Date; id: string } | undefined, limit: number): Promise<WaitingEvent[]>;
+}
+
+/** An event the log holds as waiting for a retry, as restoreWaitingJobs enqueues it again. */
+export interface WaitingEvent {
+  id: string;
+  type: string;
+  receivedAt: Date;
+  /** The payload as first delivered. */
+  payload: unknown;
+  /** The job its next attempt runs in; null when its latest attempt was recorded before jobs were (0016_event_jobs). */
+  job: string | null;
+  /** The handlers whose latest attempt in the event's current run failed: those its next attempt runs. */
+  retry: string[];
+  /** The current run's latest attempt ("attempt n of N"); undefined when none of its handler attempts is kept. */
+  attempt?: { number: number; of: number };
+  /** When the next attempt is due, as its latest attempt recorded it; undefined when no time was recorded. */
+  nextRetryAt?: Date;
 }
 
 const toEvent = (row: Selectable<EventsTable>): LoggedEvent => ({
@@ -133,6 +156,8 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
     async query(query) {
       return listEvents(reader, validateEventQuery(query), bounds);
     },
+
+    waiting: (after, limit) => readWaiting(db, after, limit),
 
     prune(olderThan, batchSize = 500) {
       return pruneInBatches(olderThan, batchSize, async (limit) => {
@@ -647,6 +672,54 @@ async function readHandlerAttempts(db: Kysely<DatabaseSchema>, eventId: string):
     .execute();
 }
 
+/** A row of readWaiting's statement. */
+interface WaitingRow {
+  id: string;
+  type: string;
+  received_at: Date;
+  payload: unknown;
+  job_id: string | null;
+  handlers: Record<string, HandlerOutcome>;
+  attempt: number | null;
+  of: number | null;
+  next_retry_at: Date | null;
+  retry: string[] | null;
+}
+
+/**
+ * A page of waiting events (through events_status_idx). Each handler's latest kept attempt in the
+ * event's current run (`replay` = events.replays) says where the run stands: the highest attempt
+ * is the run's latest, the failed ones are what the next attempt runs, and their next retry time
+ * is when it is due. Without kept attempts (recorded without runs) the failed outcomes say it.
+ */
+async function readWaiting(db: Kysely<DatabaseSchema>, after: Position | undefined, limit: number): Promise<WaitingEvent[]> {
+  const past = after ? sql`and (e.received_at, e.id) > (${after.receivedAt}::timestamptz, ${after.id}::text)` : sql``;
+  const { rows } = await sql<WaitingRow>`
+    select e.id, e.type, e.received_at, e.payload, e.job_id, e.handlers, w.attempt, w.of, w.next_retry_at, w.retry
+    from events e
+    cross join lateral (
+      select max(a.attempt) as attempt, max(a.attempts_max) as of, max(a.next_retry_at) as next_retry_at,
+        array_agg(a.handler_key order by a.handler_key) filter (where a.outcome = 'failed') as retry
+      from (
+        select distinct on (handler_key) handler_key, attempt, attempts_max, next_retry_at, outcome
+        from handler_attempts where event_id = e.id and replay = e.replays
+        order by handler_key, started_at desc
+      ) a
+    ) w
+    where e.status = 'received' ${past}
+    order by e.received_at, e.id limit ${limit}`.execute(db);
+  return rows.map((r) => ({
+    id: r.id,
+    type: r.type,
+    receivedAt: r.received_at,
+    payload: fromStoredPayload(r.payload),
+    job: r.job_id,
+    retry: r.retry ?? Object.keys(r.handlers).filter((key) => r.handlers[key]?.status === "failed"),
+    ...(r.attempt !== null && r.of !== null ? { attempt: { number: r.attempt, of: r.of } } : {}),
+    ...(r.next_retry_at ? { nextRetryAt: new Date(r.next_retry_at) } : {}),
+  }));
+}
+
 /** What one attempt at an event did, recorded once when the attempt ends. */
 export interface EventAttempt {
   id: string;
@@ -668,6 +741,12 @@ export interface EventAttempt {
    * whose record lands late never undoes a later one's outcome.
    */
   newRound?: boolean;
+  /**
+   * The BullMQ job the event's next attempt runs in, should this one be retried: the job of this
+   * attempt, or the job a first attempt from the ingest stream continues as (named after its
+   * entry). A waiting event whose job Redis lost is enqueued again under it (restoreWaitingJobs).
+   */
+  job?: string;
 }
 
 const STATUSES: readonly string[] = ["received", "handled", "failed"];
@@ -686,6 +765,7 @@ function attemptRow(attempt: EventAttempt): Row {
   checkId(attempt.type, "type");
   if (!STATUSES.includes(attempt.status))
     throw new EventLogError("invalid_event", "status", "an attempt ends received (to be retried), handled or failed");
+  if (attempt.job !== undefined) checkId(attempt.job, "job");
   const handlers: Record<string, StoredOutcome> = {};
   const runs: RunRow[] = [];
   for (const [key, outcome] of Object.entries(attempt.handlers)) {
@@ -706,7 +786,16 @@ function attemptRow(attempt: EventAttempt): Row {
   let json: string | undefined;
   try {
     const row = (payload: unknown) =>
-      JSON.stringify({ id, type: attempt.type, status: attempt.status, handlers, runs, payload, new_round: attempt.newRound === true });
+      JSON.stringify({
+        id,
+        type: attempt.type,
+        status: attempt.status,
+        handlers,
+        runs,
+        payload,
+        new_round: attempt.newRound === true,
+        job: attempt.job ?? null,
+      });
     json = row(attempt.payload);
     // jsonb refuses \u0000 and lone surrogates: such a payload is kept as JSON text (values.ts).
     if (needsEscapedForm(attempt.payload, json)) json = row(toEscapedForm(JSON.stringify(attempt.payload)));
@@ -758,16 +847,18 @@ async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): Promise<
   await sql`
     with v as (
       select * from jsonb_to_recordset(${json}::jsonb)
-        as v(id text, type text, payload jsonb, status text, handlers jsonb, runs jsonb, new_round boolean)
+        as v(id text, type text, payload jsonb, status text, handlers jsonb, runs jsonb, new_round boolean, job text)
     ),
     logged as (
-      insert into events as e (id, type, payload, status, attempts, handlers, received_at, updated_at)
-      select v.id, v.type, v.payload, v.status, 1, v.handlers, date_trunc('milliseconds', clock_timestamp()), clock_timestamp()
+      insert into events as e (id, type, payload, status, attempts, handlers, received_at, updated_at, job_id)
+      select v.id, v.type, v.payload, v.status, 1, v.handlers, date_trunc('milliseconds', clock_timestamp()), clock_timestamp(), v.job
       from v
       on conflict (id) do update set
         attempts = e.attempts + 1,
         replays = e.replays + case when (select v.new_round from v where v.id = excluded.id) then 1 else 0 end,
         status = case when ${stale} then e.status else excluded.status end,
+        -- The job goes with the status: a stale attempt's job is no longer where the event waits.
+        job_id = case when ${stale} then e.job_id else coalesce(excluded.job_id, e.job_id) end,
         handlers = e.handlers || coalesce((
           select jsonb_object_agg(
             h.key,

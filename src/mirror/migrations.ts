@@ -418,6 +418,19 @@ async function down0015(db: AnyDb): Promise<void> {
   await db.schema.alterTable("events").dropColumn("replays").execute();
 }
 
+// 0016_event_jobs: The BullMQ job an event's next attempt runs in (the ingest stream entry's id for a
+// first delivery's retry, the job's own id otherwise), recorded with each attempt: once Redis lost
+// its data, the worker enqueues a waiting event again under that same id (events-queue.ts
+// restoreWaitingJobs), so a job that still exists is never doubled. Null for attempts recorded before.
+
+async function up0016(db: AnyDb): Promise<void> {
+  await db.schema.alterTable("events").addColumn("job_id", "text").execute();
+}
+
+async function down0016(db: AnyDb): Promise<void> {
+  await db.schema.alterTable("events").dropColumn("job_id").execute();
+}
+
 /**
  * Every migration, by name, in one static list so the same list runs from `src/` under tsx and
  * from `dist/` (a folder scan would depend on file extensions and the working directory).
@@ -438,6 +451,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0013_event_records": { up: up0013, down: down0013 },
   "0014_handler_attempts": { up: up0014, down: dropTable("handler_attempts") },
   "0015_replay_runs": { up: up0015, down: down0015 },
+  "0016_event_jobs": { up: up0016, down: down0016 },
 };
 
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */

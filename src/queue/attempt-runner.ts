@@ -90,6 +90,8 @@ interface Attempt {
   slot?(run: () => Promise<DispatchResult>): Promise<DispatchResult | undefined>;
   /** True once the source stops: an attempt waiting for the log then ends `unrecorded`. */
   stopping(): boolean;
+  /** The BullMQ job the event's next attempt runs in (EventAttempt.job), recorded with the attempt. */
+  job?: string | undefined;
   /** Bound to the event and where the attempt comes from (entry id or job id). */
   logger: Logger;
 }
@@ -149,6 +151,7 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
       status,
       handlers,
       newRound: a.newRound === true,
+      ...(a.job !== undefined ? { job: a.job } : {}),
     };
     try {
       return (await whileLogAway(a, () => eventLog.recordAttempt(entry))) !== undefined;
@@ -250,6 +253,16 @@ export function attemptOfJob(job: JobAttempts): { number: number; of: number; ne
   if (job.attemptsMade >= attempts) return { number: 1, of: 1, newRound: true };
   const before = job.data.replay === true ? 0 : (job.data.attemptsBefore ?? 0);
   return { number: before + job.attemptsMade + 1, of: before + attempts, newRound: job.data.replay === true && job.attemptsMade === 0 };
+}
+
+/**
+ * A job that carries a run on after its attempt `made` of `of` (the inverse of attemptOfJob): its
+ * first attempt is `made + 1` of `of`, in the same run (the event log's round stays the one it is).
+ * What an event the log holds as waiting is enqueued again with once its job was lost.
+ */
+export function continuingRun(made: number, of: number): { data: { attemptsBefore: number }; attempts: number } {
+  // A run recorded as waiting has an attempt left; one at its end (rows from before `of` was kept) still gets its one.
+  return { data: { attemptsBefore: made }, attempts: Math.max(1, of - made) };
 }
 
 /**

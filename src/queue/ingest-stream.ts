@@ -104,10 +104,14 @@ export function jobOfEvent(entryId: string, data: IngestedEvent, dedupTtlMs: num
  * silently dropped such a retry's continuation while the consumer reported it retried.)
  */
 export function entryJobIdentity(entryId: string, dedupTtlMs: number): EntryJob["opts"] {
-  // The job id is the entry id (`<ms>-<seq>`): it never holds ":" and is never all digits, as
-  // BullMQ requires, and moving an entry twice names one job.
-  return { jobId: entryId, deduplication: { id: `entry-${entryId}`, ttl: dedupTtlMs } };
+  return { jobId: entryJobId(entryId), deduplication: { id: `entry-${entryId}`, ttl: dedupTtlMs } };
 }
+
+/**
+ * The id of every job carrying a stream entry's event: the entry id (`<ms>-<seq>`), which never
+ * holds ":" and is never all digits, as BullMQ requires, so moving an entry twice names one job.
+ */
+export const entryJobId = (entryId: string): string => entryId;
 
 interface Waiter<T, R> {
   item: T;

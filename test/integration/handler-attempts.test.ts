@@ -145,6 +145,31 @@ describe.each(testDrivers())("handler attempts in the event log (%s)", (driver) 
     const { rows } = await sql<{ n: number }>`select count(*)::int as n from handler_attempts`.execute(database.db);
     expect(rows[0]?.n).toBe(1);
   });
+
+  it("answers which events wait for a retry: the job each waits in, its run's failed handlers, latest attempt and retry time", async () => {
+    // Attempt n: the user's handler fails again, the audit handler ends as `audit`; the event waits in one job.
+    const both = (n: number, audit: "ok" | "failed"): EventAttempt => {
+      const a = attempt("evt_w", n, "failed");
+      return { ...a, handlers: { ...a.handlers, ...attempt("evt_w", n, audit, "app:audit").handlers }, job: "1700000000000-0" };
+    };
+    await log.recordAttempt(both(1, "failed"));
+    await log.recordAttempt(both(2, "ok"));
+    await log.recordAttempt(attempt("evt_done", 1, "ok"));
+    await log.recordAttempt({ ...attempt("evt_x", 1, "failed"), job: "replay-1" });
+
+    const waiting = await log.waiting(undefined, 10);
+    expect(waiting.map((w) => w.id)).toEqual(["evt_w", "evt_x"]);
+    expect(waiting[0]).toMatchObject({
+      job: "1700000000000-0",
+      retry: ["user:order.created"],
+      attempt: { number: 2, of: 5 },
+      nextRetryAt: new Date(T0 + 2 * 60_000 + 1000),
+      payload: { id: "evt_w" },
+    });
+    // Paged in (receivedAt, id) order.
+    const [first] = await log.waiting(undefined, 1);
+    expect(await log.waiting(first, 10)).toMatchObject([{ id: "evt_x", job: "replay-1" }]);
+  });
 });
 
 describe("a handler that fails twice, then succeeds, on the delivery path (Redis, the stream and the events queue)", () => {
