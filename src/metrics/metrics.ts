@@ -103,6 +103,10 @@ export function eventMetrics(opts: { registers: Registry[] }) {
       "svc_ingest_claimed_total",
       "Events a stopped worker left unacknowledged, moved into the events queue by another",
     ),
+    eventsRestored: counter(
+      "svc_events_restored_total",
+      "Events the event log held as waiting for a retry whose job Redis no longer held (it lost its data), enqueued again from the log",
+    ),
     inflightEntries: gauge(
       "svc_ingest_inflight_entries",
       "Ingest stream entries this worker read and has not acknowledged yet (at most INGEST_BATCH_SIZE)",

@@ -15,8 +15,10 @@ import { DEFAULTS } from "../config/defaults.js";
 import { errorMessage, withHandlerStacks } from "../events/dispatch.js";
 import { expectDefined } from "../expect-defined.js";
 import { type RedisClient, warnUnlessOutage } from "../redis/redis.js";
+import type { WaitingEvent, EventLog } from "../mirror/event-log.js";
 import {
   attemptOfJob,
+  continuingRun,
   drawRetryDelay,
   eventBackoff,
   exponentialBackoff,
@@ -345,6 +347,7 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
         await job.updateProgress({ done: [...done], unrecorded: okOutcomes(outcomes) } satisfies Progress);
       },
       stopping: () => worker.closing !== undefined,
+      job: job.id,
       logger: logger.child({ eventId: data.id, eventType: data.type, jobId: job.id, attempt: number }),
     });
     switch (result.outcome) {
@@ -453,4 +456,134 @@ export function continuationOf(
     default:
       return undefined;
   }
+}
+
+/** Waiting events read from the log per page of a restore pass. */
+export const RESTORE_PAGE = 500;
+
+/**
+ * Waiting events one restore pass looks at, at most: what a pass adds to Redis and reads from the
+ * log stays bounded; any further are left to the next pass (the next start, or Redis found
+ * emptied again), and the pass says so.
+ */
+export const RESTORE_MAX_PER_PASS = 10_000;
+
+/** A place in the event log's (receivedAt, id) order. */
+interface LogPosition {
+  receivedAt: Date;
+  id: string;
+}
+
+export interface RestoreOptions {
+  log: Pick<EventLog, "waiting">;
+  queue: Queue<EventJobData>;
+  /** The queue's Redis: whether a job exists is one EXISTS on its key. */
+  connection: RedisClient;
+  /** JOB_ATTEMPTS (a run whose `of` the log does not hold), JOB_BACKOFF_MS, and the deduplication window. */
+  attempts: number;
+  backoffMs: number;
+  dedupTtlMs: number;
+  /** Told how many jobs a pass added (the metric). */
+  onRestored(count: number): void;
+  logger: Logger;
+  pageSize?: number;
+  maxPerPass?: number;
+}
+
+/**
+ * The job an event the log holds as waiting waits in, made again from the log: the same job id as
+ * the one its latest attempt recorded (so adding it while that job exists adds nothing), the
+ * handlers that failed, the run numbered on from its latest attempt (continuingRun), and due at the
+ * recorded retry time, or now when that has passed. An event recorded before jobs were gets an id
+ * of its own, the same in every worker.
+ */
+export function restoredJob(
+  event: WaitingEvent,
+  options: Pick<RestoreOptions, "attempts" | "backoffMs" | "dedupTtlMs">,
+  now: number,
+): ContinuationJob {
+  const jobId = event.job ?? `logged-${Buffer.from(event.id, "utf8").toString("base64url")}`;
+  const run = continuingRun(event.attempt?.number ?? 1, event.attempt?.of ?? options.attempts);
+  return {
+    name: event.type,
+    data: {
+      id: event.id,
+      type: event.type,
+      receivedAt: event.receivedAt.toISOString(),
+      payload: event.payload as Record<string, unknown>,
+      ...(event.retry.length > 0 ? { only: event.retry } : {}),
+      ...run.data,
+    },
+    opts: {
+      jobId,
+      attempts: run.attempts,
+      delay: Math.max(0, (event.nextRetryAt?.getTime() ?? now) - now),
+      backoff: eventBackoff(options.backoffMs),
+      // Kept for the window after the job ends: a worker that read the log as waiting before the
+      // job finished (and was removed) adds nothing when it gets to it.
+      deduplication: { id: `restored-${jobId}`, ttl: options.dedupTtlMs },
+    },
+  };
+}
+
+/**
+ * Queue state heals from the event log: every event the log holds as waiting for a retry whose
+ * job Redis no longer holds (Redis restarted without its data, FLUSHALL, a failover to an empty
+ * replica) is enqueued again (restoredJob), page by page. Idempotent: each job keeps its id, so a
+ * job that exists, or that another worker restoring at the same time added first, is not added
+ * twice. A pass looks at `maxPerPass` events at most; one that stops there leaves its place, and
+ * the next pass goes on from it (then from the log's start), so every waiting event is looked at.
+ */
+export function createJobRestorer(options: RestoreOptions) {
+  const { log, queue, connection, logger } = options;
+  const pageSize = options.pageSize ?? RESTORE_PAGE;
+  const max = options.maxPerPass ?? RESTORE_MAX_PER_PASS;
+  let resume: LogPosition | undefined;
+
+  /** Adds the jobs of one page's events that Redis does not hold; returns how many. */
+  async function restorePage(page: WaitingEvent[]): Promise<number> {
+    const now = Date.now();
+    const jobs = page.map((event) => restoredJob(event, options, now));
+    const held = await Promise.all(jobs.map((job) => connection.exists(queue.toKey(job.opts.jobId ?? ""))));
+    const missing = jobs.filter((_, i) => held[i] === 0);
+    if (missing.length > 0) await queue.addBulk(missing);
+    return missing.length;
+  }
+
+  return {
+    /** One pass; returns how many jobs were missing and added. */
+    async pass(): Promise<number> {
+      let after = resume;
+      // Started from the log's start: reaching its end is the whole log looked at.
+      let fromStart = resume === undefined;
+      let seen = 0;
+      let restored = 0;
+      for (;;) {
+        if (seen >= max) {
+          resume = after;
+          logger.warn({ looked: seen }, "more events wait for a retry than one restore pass looks at; the next pass goes on from here");
+          break;
+        }
+        const asked = Math.min(pageSize, max - seen);
+        const page = await log.waiting(after, asked);
+        seen += page.length;
+        restored += await restorePage(page);
+        const last = page.at(-1);
+        after = last && { receivedAt: last.receivedAt, id: last.id };
+        if (page.length === asked) continue;
+        if (fromStart) {
+          resume = undefined;
+          break;
+        }
+        // Past the end of the log: on from its start, within the same cap.
+        fromStart = true;
+        after = undefined;
+      }
+      if (restored > 0) {
+        options.onRestored(restored);
+        logger.info({ restored }, "events waiting for a retry that no job held were enqueued again from the event log");
+      }
+      return restored;
+    },
+  };
 }

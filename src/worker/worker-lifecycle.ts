@@ -13,6 +13,8 @@ export interface WorkerParts {
   prepare(): Promise<void>;
   /** Makes the job schedulers. */
   schedule(): Promise<void>;
+  /** Enqueues again the events the log holds as waiting for a retry whose jobs Redis lost (events-queue.ts createJobRestorer). */
+  heal(): Promise<void>;
   gapWatch: GapWatch;
   /** The BullMQ workers (events, sync). */
   workers: readonly Worker[];
@@ -42,6 +44,11 @@ export function workerLifecycle(parts: WorkerParts) {
       await parts.schedule();
       // Before the workers take jobs: after a gap, the catch-up is queued before the first active tick runs.
       await gapWatch.start();
+      // Also when Redis kept its data: a job lost any other way is found too. The gap watch heals
+      // whenever it finds Redis emptied; a heal failing here leaves those events to that.
+      await parts
+        .heal()
+        .catch((err: unknown) => logger.warn({ err: (err as Error).message }, "could not enqueue waiting events again from the event log"));
       for (const w of workers) {
         w.run().catch((err: unknown) => logger.error({ err }, "worker stopped unexpectedly"));
       }
@@ -100,7 +107,8 @@ export interface GapWatchOptions {
   intervalMs: number;
   /**
    * Recreates what the worker keeps in Redis and Redis cannot keep by itself once emptied: the
-   * job schedulers and the ingest stream's consumer group (the same call the worker starts with).
+   * job schedulers, the ingest stream's consumer group (the same call the worker starts with) and
+   * the jobs of the events the log holds as waiting for a retry.
    */
   restore: () => Promise<void>;
   /** Enqueues one catch-up for a gap that began at `gapStart`; absent when this worker does not sync. */

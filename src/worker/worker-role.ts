@@ -23,7 +23,7 @@ import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sy
 import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
 import type { HandlerRegistry } from "../events/dispatch.js";
 import { createAttemptRunner, attemptOfJob, type AttemptLog } from "../queue/attempt-runner.js";
-import { createEventWorker, isDeadLetterPlacement } from "../queue/events-queue.js";
+import { createEventWorker, createJobRestorer, isDeadLetterPlacement } from "../queue/events-queue.js";
 import { EVENTS_QUEUE } from "../queue/events-queue.js";
 import { isKnownEventType } from "../events/catalog.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
@@ -94,6 +94,20 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     ...(tracing ? { telemetry: tracing.bullmq } : {}),
   });
   const { streamConsumer, eventWorker } = delivery;
+  // Events the log holds as waiting for a retry whose jobs Redis lost are enqueued again.
+  const restorer = createJobRestorer({
+    log: deps.eventLog,
+    queue: eventsQueue,
+    connection,
+    attempts: config.worker.attempts,
+    backoffMs: config.worker.backoffMs,
+    dedupTtlMs: config.dedupWindowSeconds * 1000,
+    onRestored: (count) => metrics.eventsRestored.inc(count),
+    logger,
+  });
+  const heal = async () => {
+    await restorer.pass();
+  };
   const schedules = createSyncSchedules({
     config,
     logger,
@@ -101,7 +115,10 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     checkpoints: deps.checkpoints,
     syncQueue,
     syncing: api !== undefined,
-    restore: () => streamConsumer.ensureGroup(),
+    restore: async () => {
+      await streamConsumer.ensureGroup();
+      await heal();
+    },
   });
   const workers = [eventWorker, syncWorker];
   observeJobs(workers, { metrics, logger });
@@ -109,6 +126,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     logger,
     prepare: () => adoptNamedHandlerKeys(table.registry.registered(), deps.steps, logger),
     schedule: () => schedules.schedule(),
+    heal,
     gapWatch: schedules.gapWatch,
     workers,
     streamConsumer,

@@ -1,7 +1,7 @@
 import { UnrecoverableError } from "bullmq";
 import { describe, expect, it } from "vitest";
-import { type AttemptResult, EVENT_BACKOFF } from "../../src/queue/attempt-runner.js";
-import { continuationOf, type ContinuationOptions } from "../../src/queue/events-queue.js";
+import { attemptOfJob, type AttemptResult, EVENT_BACKOFF } from "../../src/queue/attempt-runner.js";
+import { continuationOf, restoredJob, type ContinuationOptions } from "../../src/queue/events-queue.js";
 
 const options: ContinuationOptions = {
   attempts: 5,
@@ -72,5 +72,35 @@ describe("continuationOf: where an event's next attempt comes from after its fir
     expect(job?.opts).toMatchObject({ ...identity, attempts: 4 });
     // With one attempt configured, it still gets one job to record it.
     expect(next({ outcome: "unrecorded", ok: {} }, ENTRY, { attempts: 1 })?.opts).toEqual({ ...identity, attempts: 1, delay: 1000 });
+  });
+});
+
+describe("restoredJob: the job an event the log holds as waiting waits in, made again from the log", () => {
+  const NOW = Date.parse("2026-11-24T10:00:00.000Z");
+  const waiting = {
+    id: "evt_1",
+    type: "review.created",
+    receivedAt: new Date("2026-11-24T09:59:00.000Z"),
+    payload: { data: { id: "rev_1" } },
+    job: ENTRY,
+    retry: ["user:review.created:0"],
+    attempt: { number: 2, of: 5 },
+    nextRetryAt: new Date(NOW + 4000),
+  };
+
+  it("keeps the recorded job id, runs the failed handlers, numbers the run on and is due at the recorded retry time", () => {
+    const job = restoredJob(waiting, options, NOW);
+    expect(job.opts).toMatchObject({ jobId: ENTRY, attempts: 3, delay: 4000, backoff: { type: EVENT_BACKOFF, delay: 1000 } });
+    expect(job.data).toMatchObject({ id: "evt_1", only: ["user:review.created:0"], attemptsBefore: 2 });
+    // The attempt runner's numbering: its first attempt is attempt 3 of 5, in the same run.
+    expect(attemptOfJob({ data: job.data, attemptsMade: 0, opts: job.opts })).toEqual({ number: 3, of: 5, newRound: false });
+  });
+
+  it("is due now once the recorded retry time passed, and has an id of its own, the same everywhere, when none was recorded", () => {
+    const late = restoredJob({ ...waiting, nextRetryAt: new Date(NOW - 53_000) }, options, NOW);
+    expect(late.opts.delay).toBe(0);
+    const a = restoredJob({ ...waiting, job: null, id: "evt:1" }, options, NOW).opts.jobId;
+    expect(a).toBe(restoredJob({ ...waiting, job: null, id: "evt:1" }, options, NOW + 1).opts.jobId);
+    expect(a).not.toContain(":");
   });
 });
