@@ -44,8 +44,9 @@ export function workerLifecycle(parts: WorkerParts) {
       await parts.schedule();
       // Before the workers take jobs: after a gap, the catch-up is queued before the first active tick runs.
       await gapWatch.start();
-      // Also when Redis kept its data: a job lost any other way is found too. The gap watch heals
-      // whenever it finds Redis emptied; a heal failing here leaves those events to that.
+      // Also when Redis kept its data (a job lost any other way is found too); after the gap watch's
+      // first tick, whose own heal (Redis found emptied) leaves this one nothing to add. A heal that
+      // fails here (the database away) does not stop the start: the next start or loss heals again.
       await parts
         .heal()
         .catch((err: unknown) => logger.warn({ err: (err as Error).message }, "could not enqueue waiting events again from the event log"));
