@@ -68,7 +68,7 @@ export interface EventLog {
   waiting(after: { receivedAt: Date; id: string } | undefined, limit: number): Promise<WaitingEvent[]>;
 }
 
-/** An event the log holds as waiting for a retry, as restoreWaitingJobs enqueues it again. */
+/** An event the log holds as waiting for a retry, as createJobRestorer enqueues it again. */
 export interface WaitingEvent {
   id: string;
   type: string;
@@ -744,7 +744,7 @@ export interface EventAttempt {
   /**
    * The BullMQ job the event's next attempt runs in, should this one be retried: the job of this
    * attempt, or the job a first attempt from the ingest stream continues as (named after its
-   * entry). A waiting event whose job Redis lost is enqueued again under it (restoreWaitingJobs).
+   * entry). A waiting event whose job Redis lost is enqueued again under it (createJobRestorer).
    */
   job?: string;
 }

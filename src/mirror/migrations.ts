@@ -421,7 +421,7 @@ async function down0015(db: AnyDb): Promise<void> {
 // 0016_event_jobs: The BullMQ job an event's next attempt runs in (the ingest stream entry's id for a
 // first delivery's retry, the job's own id otherwise), recorded with each attempt: once Redis lost
 // its data, the worker enqueues a waiting event again under that same id (events-queue.ts
-// restoreWaitingJobs), so a job that still exists is never doubled. Null for attempts recorded before.
+// createJobRestorer), so a job that still exists is never doubled. Null for attempts recorded before.
 
 async function up0016(db: AnyDb): Promise<void> {
   await db.schema.alterTable("events").addColumn("job_id", "text").execute();
