@@ -133,7 +133,7 @@ export async function createService({ config, logger, handlers = [], database, t
         if (config.role !== "web") throw err;
         logger.error(
           { err: (err as Error).message },
-          "database migration failed; the operator's mirror and event routes fail until it is reachable",
+          `${(err as Error).message}; the operator's mirror and event routes fail until it is reachable`,
         );
       }
       // Readiness follows Redis; give the first connection a moment so /readyz is true at once

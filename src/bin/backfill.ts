@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config/config.js";
-import { DataDirLockedError } from "../mirror/database.js";
+import { DataDirLockedError, embeddedDatabaseExists } from "../mirror/database.js";
 import { isCalendarDate as isCalendarDay } from "../mirror/values.js";
 import type { Storage } from "../mirror/storage.js";
 import { createMirrorWriter } from "../mirror/change-outbox.js";
@@ -60,6 +60,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     return;
   }
   const config = loadConfig({ ...env, ROLE: "worker" });
+  // What the sweep needs here (the API, Redis) is checked before the database is opened, so a
+  // backfill that fails creates no store (a mistyped DATA_DIR stays absent). An embedded database
+  // that exists may be a running service's, which then runs the sweep and needs neither here.
+  if (!config.api && !embeddedDatabaseExists(config.database)) throw new UsageError("backfill needs API_BASE_URL and API_KEY");
+  const connection = await openCliRedis(config);
   // A record the mirror cannot hold is set aside (rejected_records) and the sweep goes on: one
   // line each on stderr (id shortened, never the values), a count in the summary, exit 0.
   const rejected: Record<string, number> = {};
@@ -74,16 +79,17 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
       },
     });
   } catch (err) {
+    await closeCliRedis(connection);
     if (!(err instanceof DataDirLockedError) || values["no-changes"]) throw err;
     // The embedded database is a running service's: its workers run the sweep (one job on the sync queue).
     console.log(JSON.stringify(await withDirectActions(config, undefined, ({ actions }) => actions.requestSync("backfill", request))));
     return;
   }
   if (!config.api) {
+    await closeCliRedis(connection);
     await storage.close();
     throw new UsageError("backfill needs API_BASE_URL and API_KEY");
   }
-  const connection = await openCliRedis(config, storage);
   // Ctrl-C (command.ts): the page in hand is saved; a read still waiting (the budget, the answer) ends at once.
   const onStop = () => process.stderr.write("\nstopping after the page in hand (Ctrl-C again to stop at once)\n");
   stop.addEventListener("abort", onStop, { once: true });

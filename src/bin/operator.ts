@@ -2,14 +2,13 @@
 // the deployment the environment names: its Redis (a bounded wait), its database (migrated
 // first), the operator actions on those stores, the running service that holds the embedded
 // database (a handover through Redis), or a remote service's operator API (--url).
-import { existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import type { Queue } from "bullmq";
 import { SingleBar } from "cli-progress";
 import { type Config, loadConfig } from "../config/config.js";
 import { createLogger } from "../logging/logger.js";
-import { embeddedDirectory } from "../mirror/database.js";
+import { embeddedDatabaseExists } from "../mirror/database.js";
 import { DataDirLockedError } from "../mirror/database.js";
 import type { EventQuery } from "../mirror/event-log.js";
 import { printable } from "../mirror/values.js";
@@ -363,10 +362,9 @@ const HELD_BY_SERVICE = "held-by-service";
  * answers HELD_BY_SERVICE.
  */
 async function openEventStores(config: Config): Promise<Storage | typeof HELD_BY_SERVICE> {
-  const { url, dataDir } = config.database;
-  if (!url && !dataDir.startsWith("memory://") && !existsSync(embeddedDirectory(dataDir)))
+  if (!embeddedDatabaseExists(config.database))
     throw new CommandError(
-      `no embedded database in DATA_DIR ${dataDir} (nothing was created): set DATA_DIR to the service's, or DATABASE_URL to its PostgreSQL`,
+      `no embedded database in DATA_DIR ${config.database.dataDir} (nothing was created): set DATA_DIR to the service's, or DATABASE_URL to its PostgreSQL`,
     );
   try {
     return await openMigratedStorage(config);

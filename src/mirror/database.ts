@@ -24,7 +24,7 @@ import {
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
-import { closeSync, constants, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, constants, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { lock } from "os-lock";
 import { staticMigrationProvider } from "./migrations.js";
 
@@ -278,6 +278,8 @@ export interface Database {
   operatorQueryTimeoutMs: number;
   driver: "server" | "embedded";
   schema: string;
+  /** Where it is, fit to print: the server's host, port and database (never its user or password), or the data directory. */
+  location: string;
   close(): Promise<void>;
 }
 
@@ -298,6 +300,10 @@ const SCHEMA_NAME = /^(?!pg_)[a-z_][a-z0-9_]{0,62}$/;
 
 /** Where the embedded database keeps its files inside DATA_DIR (the lock file sits beside it). */
 export const embeddedDirectory = (dataDir: string) => join(dataDir, "postgres");
+
+/** Whether opening these settings finds a database rather than creating one: a server, memory, or an embedded directory already there. */
+export const embeddedDatabaseExists = ({ url, dataDir }: { url?: string | undefined; dataDir: string }): boolean =>
+  Boolean(url) || dataDir.startsWith("memory://") || existsSync(embeddedDirectory(dataDir));
 
 /**
  * Opens the service's database: a pooled node-postgres connection to a server when `url` is
@@ -346,17 +352,19 @@ function openServer(urlText: string, schema: string, options: DatabaseOptions): 
         options.logger?.warn({ err: { message: error.message }, database: where }, "database connection failed while checked out"),
       ),
     );
-    return new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
+    return { pool, db: new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) }) };
   };
-  const db = openPool(options.poolSize ?? 10, "");
-  const operatorDb = openPool(OPERATOR_POOL_SIZE, ` -c statement_timeout=${timeoutMs}`);
-  options.logger?.info({ database: where, schema, driver: "server" }, "database opened");
+  const { pool, db } = openPool(options.poolSize ?? 10, "");
+  // A pool connects on its first query: the database is opened when a connection is, not before.
+  pool.once("connect", () => options.logger?.info({ database: where, schema, driver: "server" }, "database opened"));
+  const operatorDb = openPool(OPERATOR_POOL_SIZE, ` -c statement_timeout=${timeoutMs}`).db;
   return {
     db,
     operatorDb,
     operatorQueryTimeoutMs: timeoutMs,
     driver: "server",
     schema,
+    location: where,
     close: () => Promise.all([db.destroy(), operatorDb.destroy()]).then(() => undefined),
   };
 }
@@ -389,6 +397,7 @@ async function openEmbedded(
     operatorQueryTimeoutMs: operatorQueryTimeoutMs ?? DEFAULTS.operatorQueryTimeoutMs,
     driver: "embedded",
     schema,
+    location: inMemory ? "memory" : dataDir,
     async close() {
       try {
         await db.destroy();
@@ -587,16 +596,27 @@ export interface MigrateOptions {
   count?: number;
 }
 
-/** A migration that failed; the database is left at the last migration that succeeded. */
+/** Errors of reaching the server at all (refused, reset, timed out, no such host): the database is away, no migration is wrong. */
+const CONNECTION_ERROR = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EAI_AGAIN)$/;
+
+/**
+ * A migration that failed; the database is left at the last migration that succeeded. A server
+ * that does not answer is said so, naming DATABASE_URL as Redis's outage names REDIS_URL
+ * (redis.ts logRedisOutages), rather than as a failed "(setup)" migration.
+ */
 export class MigrationError extends Error {
   readonly code = "migration_failed";
   constructor(
     readonly migration: string | undefined,
-    options: { cause: unknown },
+    options: { cause: unknown; database?: Pick<Database, "driver" | "location"> },
   ) {
+    const { cause, database } = options;
+    const code = (cause as { code?: unknown } | undefined)?.code;
     super(
-      `database migration ${migration ?? "(setup)"} failed: ${options.cause instanceof Error ? options.cause.message : String(options.cause)}`,
-      options,
+      database?.driver === "server" && typeof code === "string" && CONNECTION_ERROR.test(code)
+        ? `PostgreSQL at ${database.location} does not answer (${code}): is it running, and is DATABASE_URL set to it?`
+        : `database migration ${migration ?? "(setup)"} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
     );
     this.name = "MigrationError";
   }
@@ -609,7 +629,10 @@ export class MigrationError extends Error {
  * migrations of different schemas in one database also take turns (harmless, they are short).
  * Returns the names of the migrations this call applied.
  */
-export async function migrateToLatest(database: Pick<Database, "db" | "schema">, options: MigrateOptions = {}): Promise<string[]> {
+export async function migrateToLatest(
+  database: Pick<Database, "db" | "schema" | "driver" | "location">,
+  options: MigrateOptions = {},
+): Promise<string[]> {
   const migrator = new Migrator({
     // Its check for its own tables looks in this schema only (scopedToSchema).
     db: scopedToSchema(database.db, database.schema),
@@ -618,6 +641,7 @@ export async function migrateToLatest(database: Pick<Database, "db" | "schema">,
     migrationTableSchema: database.schema,
   });
   const { error, results } = await migrator.migrateToLatest();
-  if (error) throw new MigrationError(results?.find((r: MigrationResult) => r.status === "Error")?.migrationName, { cause: error });
+  if (error)
+    throw new MigrationError(results?.find((r: MigrationResult) => r.status === "Error")?.migrationName, { cause: error, database });
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }

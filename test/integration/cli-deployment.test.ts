@@ -129,6 +129,24 @@ describe("the CLI acts on the deployment its environment names", () => {
     expect(existsSync(dataDir)).toBe(false);
   });
 
+  it("fails a backfill on a mistyped DATA_DIR before creating a database there (no API, then no Redis)", async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), "svc-clidep-typo-")), "not-there");
+    const noApi = await cli(["backfill"], { DATA_DIR: dataDir, REDIS_URL: inject("redisUrl") });
+    expect(noApi.code).toBe(2);
+    expectOneLine(noApi.stderr, "backfill needs API_BASE_URL and API_KEY");
+    expect(existsSync(dataDir)).toBe(false);
+
+    const noRedis = await cli(["backfill"], {
+      DATA_DIR: dataDir,
+      REDIS_URL: `redis://127.0.0.1:${await closedPort()}`,
+      API_BASE_URL: "http://127.0.0.1:1",
+      API_KEY: "svc_live_test_key_for_typo_dir_0001",
+    });
+    expect(noRedis.code).toBe(1);
+    expectOneLine(noRedis.stderr, "does not answer");
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
   it("asks a service at --url only with ADMIN_TOKEN, in one line", async () => {
     const other = await unrelatedServer();
     const noToken = await cli(["reconcile", "--url", `http://127.0.0.1:${other.port}`], {});

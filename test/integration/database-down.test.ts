@@ -36,12 +36,26 @@ describe("a database that is down", () => {
   it("leaves the edge answering 200: a web process depends on Redis only", async () => {
     const { service, logs } = await serviceWithDeadDatabase("web");
     const url = await service.start();
-    expect(logs.text()).toContain("database migration failed");
+    const errors = logs.records().filter((r) => r.level === 50);
+    expect(errors[0]?.msg).toMatch(
+      /^PostgreSQL at 127\.0\.0\.1:\d+\/svc does not answer \(ECONNREFUSED\): is it running, and is DATABASE_URL set to it\?/,
+    );
+    expect(logs.text()).not.toContain("database opened");
     expect(logs.text()).not.toContain("hunter2-db-password");
     const body = JSON.stringify(sampleEvent());
     const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
     expect(res.status).toBe(200);
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
+  });
+
+  it("fails a worker's start with one error naming DATABASE_URL, and nothing says the database opened or migrated", async () => {
+    const { service, logs } = await serviceWithDeadDatabase("worker");
+    const error = (await service.start().catch((e: unknown) => e)) as Error;
+    expect(error.message).toMatch(
+      /^PostgreSQL at 127\.0\.0\.1:\d+\/svc does not answer \(ECONNREFUSED\): is it running, and is DATABASE_URL set to it\?$/,
+    );
+    expect(error.message).not.toContain("hunter2-db-password");
+    expect(logs.text()).not.toMatch(/database (opened|migrated)/);
   });
 
   it("makes a worker's /readyz answer 503 and say that the database does not answer", async () => {

@@ -5,6 +5,8 @@ import { sql } from "kysely";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { DataDirLockedError, createDatabase, DatabaseConfigError, migrateToLatest, scopedToSchema } from "../../src/mirror/database.js";
 import { MIGRATIONS } from "../../src/mirror/migrations.js";
+import { createLogger } from "../../src/logging/logger.js";
+import { captureLogs } from "../helpers/log-capture.js";
 import { openTestDatabase, pgliteTemplate, randomSchema, testDrivers } from "../helpers/postgres.js";
 
 const tempDirs: string[] = [];
@@ -129,6 +131,22 @@ describe.runIf(testDrivers().includes("server"))("migrations on a server", () =>
 });
 
 describe("database options", () => {
+  it.skipIf(!inject("databaseUrl"))(
+    "a server's database says it opened once a connection is made, not when the pool is built",
+    async () => {
+      const logs = captureLogs();
+      const logger = createLogger({ level: "info", destination: logs.stream });
+      const database = await createDatabase({ url: inject("databaseUrl"), dataDir: "", schema: randomSchema(), logger });
+      try {
+        expect(logs.text()).not.toContain("database opened");
+        await sql`select 1`.execute(database.db);
+        expect(logs.records().filter((r) => r.msg === "database opened")).toHaveLength(1);
+      } finally {
+        await database.close();
+      }
+    },
+  );
+
   it("refuses a schema that is not a plain identifier, before connecting", async () => {
     for (const schema of ["Svc", "svc;drop", "pg_x", "", "a".repeat(64)]) {
       await expect(createDatabase({ dataDir: "memory://", schema })).rejects.toBeInstanceOf(DatabaseConfigError);
