@@ -193,10 +193,12 @@ export function positionalRenames(handlers: readonly About[]): HandlerKeyRename[
 /**
  * Moves step records from positional keys to the handlers' named keys, once (the worker's
  * start-up, before any handler runs: only then is the module, and so each handler's name, known).
+ * A rename that found no step records is not logged: a line per handler with `steps: 0` at every
+ * first start said nothing.
  */
 export async function adoptNamedHandlerKeys(handlers: readonly About[], steps: Pick<StepStore, "renameHandlerKeys">, logger: Logger) {
   for (const rename of await steps.renameHandlerKeys(positionalRenames(handlers)))
-    logger.info(rename, "step records moved from a handler's position to its name");
+    if (rename.steps > 0) logger.info(rename, "step records moved from a handler's position to its name");
 }
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createHandlerRegistry, type HandlerMap } from "../../src/events/dispatch.js";
 import { createLogger } from "../../src/logging/logger.js";
-import { logRegisteredHandlers, positionalRenames } from "../../src/worker/handlers.js";
+import { adoptNamedHandlerKeys, logRegisteredHandlers, positionalRenames } from "../../src/worker/handlers.js";
 import { captureLogs } from "../helpers/log-capture.js";
 import { moduleHandlers } from "../helpers/module-handlers.js";
 
@@ -126,5 +126,23 @@ describe("what a module registered", () => {
         { type: "*", name: "*", key: "user:*" },
       ],
     });
+  });
+});
+
+describe("step records moved to handlers' names", () => {
+  it("logs a rename that moved step records, and none that moved nothing", async () => {
+    const logs = captureLogs();
+    const applied = [
+      { from: "user:order.created:0", to: "user:order.created:notify", steps: 0 },
+      { from: "user:guest.arrived:0", to: "user:guest.arrived:greet", steps: 3 },
+    ];
+    await adoptNamedHandlerKeys(
+      [],
+      { renameHandlerKeys: () => Promise.resolve(applied) },
+      createLogger({ destination: logs.stream, level: "info" }),
+    );
+    expect(logs.records()).toEqual([
+      expect.objectContaining({ msg: "step records moved from a handler's position to its name", from: "user:guest.arrived:0", steps: 3 }),
+    ]);
   });
 });
