@@ -8,21 +8,21 @@ import { parseArgs } from "node:util";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { loadConfig, newestSigningSecret } from "../config/config.js";
-import { ensureRedis, freePort } from "../redis/local-server.js";
+import { ensureRedis, freePort, redisAnswers } from "../redis/local-server.js";
 import { createLogger, prettyDestinationForTerminal } from "../logging/logger.js";
-import { createSandbox, type Sandbox, type SandboxOptions } from "../sandbox/index.js";
+import { createSandbox, SANDBOX_STATE_FILE, type Sandbox, type SandboxOptions } from "../sandbox/index.js";
 import { SandboxStateFileError } from "../sandbox/state-file.js";
-import { lockDataDir } from "../mirror/database.js";
+import { DataDirLockedError, lockDataDir } from "../mirror/database.js";
 import { isApiKey } from "../upstream/client.js";
 import type { EventHandlers } from "../worker/handlers.js";
 import { loadHandlersModule } from "../worker/handlers.js";
 import { CommandError, flagOptions, stopped, UsageError, wholeNumber } from "./command.js";
 import { serviceFromConfig } from "./serve.js";
 
-export const help = `svc-webhooks dev [--port <n>] [--sandbox-port <n>] [--interval-ms <n>] [--no-simulate] [--fresh] [--verbose]
+export const help = `svc-webhooks dev [--port <n>] [--sandbox-port <n>] [--redis-port <n>] [--interval-ms <n>] [--no-simulate] [--fresh] [--verbose]
 
 The whole local stack in one process, for development and demos:
-  1. Redis: REDIS_URL when it answers, else a redis-server of its own (AOF on, in a temp dir)
+  1. Redis: the one at --redis-port, else REDIS_URL when it answers, else a redis-server of its own (AOF on, in a temp dir)
   2. the sandbox (a local upstream API) with live simulated traffic
   3. the service (edge and worker), registered as the sandbox's webhook subscriber
 Prints where to look (the console at /console) and an \`export …\` block that points the CLI at
@@ -35,6 +35,8 @@ never reuse an earlier run's id). The sandbox's API key is fixed (DEV_API_KEY).
 HANDLERS_MODULE (an ES module) is reloaded when its file changes.
   --port           the service's port (default PORT, else the last run's, else 3000)
   --sandbox-port   the sandbox's port (default the last run's, else 4010)
+  --redis-port     the Redis on this port of 127.0.0.1, started there when none answers (default
+                   REDIS_URL when it answers, else one of its own on the last run's port)
   --interval-ms    one simulated change every n ms (default 1000)
   --no-simulate    no simulated traffic (use \`svc-webhooks trigger\` or the sandbox's /_sandbox routes)
   --fresh          start over: empty ./.data/dev, make new secrets and ports, seed the sandbox anew
@@ -44,13 +46,14 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
   const { values } = parseArgs({
     args: argv,
     strict: true,
-    options: flagOptions(["port", "sandbox-port", "interval-ms"], ["no-simulate", "fresh", "verbose"]),
+    options: flagOptions(["port", "sandbox-port", "redis-port", "interval-ms"], ["no-simulate", "fresh", "verbose"]),
   });
   const intervalMs = wholeNumber(values["interval-ms"], "--interval-ms", 1000, 10);
+  const redisPort = values["redis-port"] === undefined ? undefined : portFlag(values["redis-port"], "--redis-port");
 
   const database = await devDatabase(values.fresh ?? false);
   const kept = await devSettings(database.settingsDir, { fresh: values.fresh ?? false });
-  const redis = await ensureRedis(process.env.REDIS_URL, kept.settings.ports.redis);
+  const redis = await devRedis(redisPort, process.env.REDIS_URL, kept.settings.ports.redis);
   // Everything started from here on is stopped again if the stack cannot come up: no redis-server
   // (nor sandbox, nor database) is left behind by a failed start.
   const started: { stop(): Promise<void> }[] = [];
@@ -74,7 +77,30 @@ const DEV_API_KEY = "svc_live_dev_sandbox_key_not_secret";
 /** The dev stack's own embedded database and settings, kept across runs (emptied by --fresh). */
 const DEV_DATA_DIR = "./.data/dev";
 
-type DevFlags = Partial<Record<"port" | "sandbox-port", string> & Record<"fresh" | "no-simulate" | "verbose", boolean>>;
+type DevFlags = Partial<Record<"port" | "sandbox-port" | "redis-port", string> & Record<"fresh" | "no-simulate" | "verbose", boolean>>;
+
+/** A port given as a flag: 1 to 65535. */
+function portFlag(value: string, flag: string): number {
+  const port = wholeNumber(value, flag, 0, 1);
+  if (port > 65535) throw new UsageError(`${flag} must be a port from 1 to 65535, not "${value}"`);
+  return port;
+}
+
+/**
+ * The dev stack's Redis. With --redis-port, the one on that port of 127.0.0.1, or a redis-server of
+ * its own started there (REDIS_URL is not consulted: the flag chose); else REDIS_URL when it
+ * answers, else one of its own on the last run's port (dev-settings.json), so an exported
+ * REDIS_URL stays valid.
+ */
+export async function devRedis(redisPort: number | undefined, envUrl: string | undefined, savedPort: number) {
+  if (redisPort === undefined) return ensureRedis(envUrl, savedPort);
+  const url = `redis://127.0.0.1:${redisPort}`;
+  if (!(await redisAnswers(url)) && !(await portIsFree(redisPort)))
+    throw new CommandError(
+      `dev's Redis cannot start: port ${redisPort} is in use by something that is not Redis (choose another with --redis-port)`,
+    );
+  return ensureRedis(url, redisPort);
+}
 
 interface DevStart {
   redis: Awaited<ReturnType<typeof ensureRedis>>;
@@ -131,6 +157,8 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
   if (tracing) started.push({ stop: () => tracing.shutdown() });
   started.push({ stop: () => service.stop() });
   const url = await listenOn("the service", config.port, () => service.start());
+  // So a second dev on this directory can say where this one is (anotherDevRuns).
+  saveSettings(kept.file, { ...settings, url });
   sandbox.addWebhook({ url: `${url}/webhooks`, secret: signingSecret });
   const { handlersModule } = config;
   const worker = service.worker;
@@ -145,12 +173,17 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
   }
 
   const fromEnv = (["SIGNING_SECRET", "ADMIN_TOKEN"] as const).filter((name) => process.env[name] !== undefined);
-  const used = { service: !values.port && !process.env.PORT, sandbox: !values["sandbox-port"], redis: redis.started !== undefined };
+  const used = {
+    service: !values.port && !process.env.PORT,
+    sandbox: !values["sandbox-port"],
+    redis: redis.started !== undefined && !values["redis-port"],
+  };
   const printBanner = () =>
     process.stderr.write(
       devBanner({
         url,
         sandboxUrl,
+        sandboxState: join(database.settingsDir, SANDBOX_STATE_FILE),
         redis,
         adminToken,
         signingSecret,
@@ -193,15 +226,48 @@ function secretsNote({ file, created }: { file: string; created: boolean }, from
 async function devDatabase(fresh: boolean): Promise<{ env: Record<string, string>; note: string; settingsDir: string }> {
   const dataDir = process.env.DATA_DIR;
   const settingsDir = dataDir && !dataDir.startsWith("memory://") ? dataDir : DEV_DATA_DIR;
-  // Refused while another dev stack runs there (DataDirLockedError): its database and its settings
-  // (ports it holds would read as taken) are neither emptied nor rewritten under it.
-  if (existsSync(settingsDir)) (await lockDataDir(settingsDir)).release();
+  // Refused while another dev stack runs there: its database and its settings (ports it holds
+  // would read as taken) are neither emptied nor rewritten under it.
+  if (existsSync(settingsDir)) {
+    try {
+      (await lockDataDir(settingsDir)).release();
+    } catch (err) {
+      throw err instanceof DataDirLockedError ? anotherDevRuns(settingsDir, err.pid) : err;
+    }
+  }
   if (process.env.DATABASE_URL) return { env: {}, note: "DATABASE_URL (kept; --fresh does not empty it)", settingsDir };
   if (dataDir) return { env: {}, note: `${dataDir} (kept; --fresh does not empty it)`, settingsDir };
   const note = `embedded in ${DEV_DATA_DIR}, kept across runs (--fresh empties it)`;
   if (!fresh) return { env: { DATA_DIR: DEV_DATA_DIR }, note, settingsDir };
   rmSync(DEV_DATA_DIR, { recursive: true, force: true });
   return { env: { DATA_DIR: DEV_DATA_DIR }, note: `embedded in ${DEV_DATA_DIR}, emptied by --fresh`, settingsDir };
+}
+
+/**
+ * The one line for a dev started on a directory another process holds: a dev stack (its settings
+ * name the URL it listens on) is named with its pid and URL; the lock's own message advises a
+ * production deployment (ROLE=all, DATABASE_URL), which is not the case here.
+ */
+function anotherDevRuns(dir: string, pid: number | undefined): CommandError {
+  const holder = pid === undefined ? "" : `pid ${pid}`;
+  const url = runningUrl(join(dir, DEV_SETTINGS_FILE));
+  if (url === undefined)
+    return new CommandError(
+      `another process${holder ? ` (${holder})` : ""} holds ${dir}: stop it, or start this dev with another DATA_DIR`,
+    );
+  return new CommandError(
+    `another npm run dev runs on ${dir} (${holder ? `${holder}, ` : ""}${url}): use that one, or stop it (Ctrl-C in its terminal) first`,
+  );
+}
+
+/** The URL a dev stack's settings say it listens on (written once it listens); undefined when the file does not say. */
+function runningUrl(file: string): string | undefined {
+  try {
+    const { url } = JSON.parse(readFileSync(file, "utf8")) as { url?: unknown };
+    return typeof url === "string" && /^https?:\/\/[^\s]+$/.test(url) ? url : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The dev stack's sandbox; a kept state it cannot read becomes one line pointing at --fresh. */
@@ -238,9 +304,11 @@ async function stayUp({ logger }: { logger: { flush(): void } }, started: { stop
 }
 
 /** What the dev stack prints once it is up (and again on Enter): where to look, and the environment that reaches it. */
-function devBanner(b: {
+export function devBanner(b: {
   url: string;
   sandboxUrl: string;
+  /** The file the sandbox keeps its records in (createSandbox's `keep`). */
+  sandboxState: string;
   redis: { url: string; started?: unknown };
   adminToken: string;
   signingSecret: string;
@@ -265,7 +333,7 @@ function devBanner(b: {
     `  mirror             ${b.url}/mirror/orders?restaurantId=rest_1`,
     `  metrics            ${b.url}/metrics`,
     `  sandbox API        ${b.sandboxUrl}/api/v1   state: ${b.sandboxUrl}/_sandbox/state`,
-    `                     (seeded the same at each start; its changes since the last start are not kept)`,
+    `                     (its records are kept across runs in ${b.sandboxState}, saved every 10 s and at stop; --fresh seeds it anew)`,
     `  redis              ${b.redis.url}${b.redis.started ? " (started for this run, emptied at each start)" : ""}`,
     `  database           ${b.database}`,
     `  secrets            ${b.secrets}; the sandbox's API key is fixed for dev`,
@@ -320,6 +388,8 @@ const settingsSchema = z.object({
   adminToken: z.string().min(16).max(200),
   signingSecret: z.string().min(16).max(200),
   ports: z.object({ service: port, sandbox: port, redis: port }),
+  /** The URL the service of the dev that wrote it listens on (while that dev runs). */
+  url: z.string().optional(),
 });
 
 /** What `npm run dev` keeps from one run to the next, so the exported CLI settings stay valid. */
@@ -345,6 +415,8 @@ export async function devSettings(
 ): Promise<{ settings: DevSettings; file: string; created: boolean; moved: PortMove[] }> {
   const file = join(dir, DEV_SETTINGS_FILE);
   const saved = fresh || !existsSync(file) ? undefined : readSettings(file);
+  // The URL the last run listened on is dropped: this run writes its own once it listens.
+  if (saved) delete saved.url;
   const settings: DevSettings = saved ?? {
     // Local secrets for the dev stack only; nothing here is a production secret.
     adminToken: `dev-admin-${randomBytes(12).toString("hex")}`,
@@ -359,10 +431,14 @@ export async function devSettings(
     moved.push({ what, from, to: settings.ports[what] });
   }
   mkdirSync(dir, { recursive: true });
+  saveSettings(file, settings);
+  return { settings, file, created: saved === undefined, moved };
+}
+
+function saveSettings(file: string, settings: DevSettings): void {
   writeFileSync(file, `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
   // `mode` applies only when the file is created: a file copied in with wider rights is narrowed.
   chmodSync(file, 0o600);
-  return { settings, file, created: saved === undefined, moved };
 }
 
 function readSettings(file: string): DevSettings {

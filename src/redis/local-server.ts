@@ -105,7 +105,14 @@ async function waitForPong(port: number, proc: ChildProcess, output: () => strin
 
 /** Does a Redis answer PING at `url` within a second? */
 export async function redisAnswers(url: string): Promise<boolean> {
-  const client = new Redis(url, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  // commandTimeout: a listener that is not Redis accepts the connection and never answers PING.
+  const client = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: 1000,
+    commandTimeout: 1000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   // Errors here only mean "no Redis there": the caller starts one.
   client.on("error", () => undefined);
   try {

@@ -169,10 +169,13 @@ export function createSandbox(options: SandboxOptions = {}) {
 
 export type Sandbox = ReturnType<typeof createSandbox>;
 
+/** The file in `keep.dir` that holds the sandbox's records (state-file.ts). */
+export const SANDBOX_STATE_FILE = "sandbox-state.json";
+
 /** Where `keep` keeps the sandbox: its records (state-file.ts) and its id counter (reservedIds, state-file.ts). */
 function keptFiles(dir: string): { records: string; ids: string } {
   mkdirSync(dir, { recursive: true });
-  return { records: join(dir, "sandbox-state.json"), ids: join(dir, "sandbox-ids.json") };
+  return { records: join(dir, SANDBOX_STATE_FILE), ids: join(dir, "sandbox-ids.json") };
 }
 
 /** The store's first records: an earlier run's (with `keep`, unless `fresh`), a seeded history, or the small sample. */

@@ -1,10 +1,21 @@
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:net";
+import { type AddressInfo, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
-import { afterEach, describe, expect, it } from "vitest";
-import { DEV_SETTINGS_FILE, devSettings, showBannerOnEnter, watchHandlersModule, type HandlersModuleWatch } from "../../src/bin/dev.js";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import {
+  DEV_SETTINGS_FILE,
+  devBanner,
+  devRedis,
+  devSettings,
+  showBannerOnEnter,
+  watchHandlersModule,
+  type HandlersModuleWatch,
+} from "../../src/bin/dev.js";
+import { lockDataDir } from "../../src/mirror/database.js";
+import { freePort, redisAnswers } from "../../src/redis/local-server.js";
+import { cli } from "../helpers/cli-main.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { loadHandlersModule } from "../../src/worker/handlers.js";
 import { sampleEvent } from "../helpers/edge.js";
@@ -63,6 +74,82 @@ describe("dev settings (kept across `npm run dev` runs)", () => {
     writeFileSync(file, '{"adminToken":"dev-admin-0123456789abcdef", oops');
     await expect(devSettings(dir)).rejects.toThrow(new RegExp(`^${file} is not valid JSON; start with --fresh`));
     await expect(devSettings(dir)).rejects.not.toThrow("dev-admin-0123456789abcdef");
+  });
+});
+
+describe("dev's Redis (--redis-port)", () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  it("starts its own Redis on the chosen port, even with REDIS_URL answering elsewhere", async () => {
+    const port = await freePort();
+    const redis = await devRedis(port, inject("redisUrl"), await freePort());
+    cleanups.push(() => redis.started?.destroy() ?? Promise.resolve());
+    expect(redis.url).toBe(`redis://127.0.0.1:${port}`);
+    expect(redis.started).toBeDefined();
+    expect(await redisAnswers(redis.url)).toBe(true);
+    // A Redis already answering there is used, not started again.
+    expect(await devRedis(port, undefined, await freePort())).toEqual({ url: redis.url });
+  });
+
+  it("refuses a port something else holds, naming it and the flag", async () => {
+    // Accepts connections and never answers, as a service that is not Redis would to a PING.
+    const holder = createServer((socket) => cleanups.push(() => Promise.resolve(socket.destroy())));
+    await new Promise<void>((r) => holder.listen(0, "127.0.0.1", r));
+    cleanups.push(() => new Promise((r) => holder.close(r)));
+    const { port } = holder.address() as AddressInfo;
+    await expect(devRedis(port, undefined, await freePort())).rejects.toThrow(
+      `dev's Redis cannot start: port ${port} is in use by something that is not Redis (choose another with --redis-port)`,
+    );
+  });
+});
+
+describe("dev banner", () => {
+  it("says the sandbox's records are kept, and where", () => {
+    const banner = devBanner({
+      url: "http://127.0.0.1:3000",
+      sandboxUrl: "http://127.0.0.1:4010",
+      sandboxState: "/tmp/dev/sandbox-state.json",
+      redis: { url: "redis://127.0.0.1:6390" },
+      adminToken: "dev-admin-0123456789abcdef",
+      signingSecret: "whsec_dev_0123456789abcdef",
+      apiKey: "svc_live_dev_sandbox_key_not_secret",
+      secrets: "as set",
+      database: "embedded",
+      queuePrefix: "svc",
+      notes: [],
+      onEnter: false,
+    });
+    expect(banner).toContain("its records are kept across runs in /tmp/dev/sandbox-state.json, saved every 10 s and at stop");
+    expect(banner).not.toContain("not kept");
+  });
+});
+
+describe("a second npm run dev", () => {
+  afterEach(() => vi.unstubAllEnvs());
+
+  it("says another dev runs, with its pid and URL, and changes nothing", async () => {
+    const dir = tempDir();
+    await devSettings(dir);
+    const file = join(dir, DEV_SETTINGS_FILE);
+    writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, "utf8")), url: "http://127.0.0.1:4100" }));
+    const before = readFileSync(file, "utf8");
+    const lock = await lockDataDir(dir);
+    try {
+      vi.stubEnv("DATA_DIR", dir);
+      vi.stubEnv("DATABASE_URL", undefined);
+      const run = await cli(["dev"], {});
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe(
+        `svc-webhooks: another npm run dev runs on ${dir} (pid ${process.pid}, http://127.0.0.1:4100): use that one, or stop it (Ctrl-C in its terminal) first`,
+      );
+      expect(run.stderr).not.toContain("ROLE=all");
+      expect(readFileSync(file, "utf8")).toBe(before);
+    } finally {
+      lock.release();
+    }
   });
 });
 
