@@ -18,15 +18,17 @@ declare module "vitest" {
 }
 
 /**
- * Every test file talks to a real Redis: REDIS_URL when set, else a throwaway
- * redis-server started here on a free port and stopped after the run.
+ * Every test file talks to a real Redis: TEST_REDIS_URL when set, else a throwaway
+ * redis-server started here on a free port and stopped after the run. Never REDIS_URL: `npm run
+ * dev`'s export block sets it in the developer's shell, and the suite would leave thousands of
+ * `test-*` keys in the dev stack's Redis.
  * Likewise PostgreSQL: TEST_DATABASE_URL when set, else a throwaway server from the installed
  * binaries, else none (the database suites then run against the embedded store only).
  */
-export default async function setup(project: TestProject) {
+export default async function setup(project: Pick<TestProject, "provide">) {
   let server: RedisServer | undefined;
   let postgres: PostgresServer | undefined;
-  let url = process.env.REDIS_URL;
+  let url = process.env.TEST_REDIS_URL;
   if (!url) {
     server = await startRedisServer();
     url = server.url;
