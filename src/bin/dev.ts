@@ -7,7 +7,7 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { loadConfig, newestSigningSecret } from "../config/config.js";
+import { configSchema, loadConfig, newestSigningSecret } from "../config/config.js";
 import { ensureRedis, freePort, redisAnswers } from "../redis/local-server.js";
 import { createLogger, prettyDestinationForTerminal } from "../logging/logger.js";
 import { createSandbox, SANDBOX_STATE_FILE, type Sandbox, type SandboxOptions } from "../sandbox/index.js";
@@ -79,6 +79,15 @@ const DEV_DATA_DIR = "./.data/dev";
 
 type DevFlags = Partial<Record<"port" | "sandbox-port" | "redis-port", string> & Record<"fresh" | "no-simulate" | "verbose", boolean>>;
 
+/**
+ * Dev's log level: LOG_LEVEL, else the service's default (info), so the banner's advice is not
+ * scrolled away; --verbose is debug, which adds a line per accepted delivery (http/request-log.ts).
+ * docs/configuration.md states it (test/unit/configuration-docs.test.ts holds them equal).
+ */
+export function devLogLevel(verbose: boolean, envLevel: string | undefined): string {
+  return verbose ? "debug" : (envLevel ?? configSchema.shape.LOG_LEVEL.parse(undefined));
+}
+
 /** A port given as a flag: 1 to 65535. */
 function portFlag(value: string, flag: string): number {
   const port = wholeNumber(value, flag, 0, 1);
@@ -118,9 +127,7 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
   const apiKey = process.env.API_KEY && isApiKey(process.env.API_KEY) ? process.env.API_KEY : DEV_API_KEY;
   // A person reads these: pretty lines on a terminal (secrets are scrubbed before they are formatted).
   const destination = await prettyDestinationForTerminal();
-  // Info by default, so the banner's advice is not scrolled away; --verbose adds a line per
-  // accepted delivery, which production logs at debug (see http/request-log.ts).
-  const logLevel = values.verbose ? "debug" : (process.env.LOG_LEVEL ?? "info");
+  const logLevel = devLogLevel(values.verbose === true, process.env.LOG_LEVEL);
   const devLogger = createLogger({
     level: logLevel,
     secrets: [...signingSecrets.split(",").map((s) => s.trim()), adminToken],

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { devLogLevel } from "../../src/bin/dev.js";
 import { configSchema } from "../../src/config/config.js";
 
 // docs/configuration.md is the one page that lists every variable: it must match the schema.
@@ -15,6 +16,12 @@ function documentedDefault(name: keyof typeof configSchema.shape): string {
 describe("docs/configuration.md", () => {
   it("lists exactly the variables of the schema", () => {
     expect([...rows.keys()].sort()).toEqual(Object.keys(configSchema.shape).sort());
+  });
+
+  it("states npm run dev's log level as dev sets it: one level for dev, the service's own", () => {
+    const row = page.split("\n").find((line) => line.startsWith("| `LOG_LEVEL` |"));
+    expect(row).toContain(`\`npm run dev\` logs at \`${devLogLevel(false, undefined)}\``);
+    expect(devLogLevel(false, undefined)).toBe(configSchema.shape.LOG_LEVEL.parse(undefined));
   });
 
   it.each(Object.keys(configSchema.shape) as (keyof typeof configSchema.shape)[])("gives %s the schema's default", (name) => {
