@@ -51,7 +51,8 @@ function oneLine(err: unknown): string {
   const code = (err as { code?: unknown }).code;
   const text = err.message || (typeof code === "string" ? code : err.name);
   const cause = causeCode(err);
-  return `${text}${cause ? ` (${cause})` : ""}`.replace(/\s*\n\s*/g, " ");
+  // Not when the message names it already (a database that does not answer, mirror/database.ts).
+  return `${text}${cause && !text.includes(cause) ? ` (${cause})` : ""}`.replace(/\s*\n\s*/g, " ");
 }
 
 /** The code of an error's cause (fetch's ECONNREFUSED), when it has one. */

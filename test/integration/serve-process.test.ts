@@ -28,6 +28,18 @@ describe("svc-webhooks serve (a real process)", () => {
     expect(err).not.toContain("topsecret");
   });
 
+  it("stops at start with a PostgreSQL that does not answer: the first error line names DATABASE_URL, nothing says it opened", async () => {
+    proc = runCli(["serve"], { ...baseEnv(), ROLE: "worker", DATABASE_URL: "postgres://svc:db-pa55@127.0.0.1:1/svc" });
+    const { code } = await proc.exited;
+    expect(code).toBe(1);
+    const errors = proc.stderr().trim().split("\n");
+    expect(errors[0]).toBe(
+      "svc-webhooks: PostgreSQL at 127.0.0.1:1/svc does not answer (ECONNREFUSED): is it running, and is DATABASE_URL set to it?",
+    );
+    expect(proc.stdout()).not.toMatch(/"level":50|database (opened|migrated)/);
+    expect(proc.stdout() + proc.stderr()).not.toContain("db-pa55");
+  });
+
   it("finishes an in-flight request on SIGTERM, refuses new ones, and exits 0", async () => {
     proc = runCli(["serve"], baseEnv());
     const url = await proc.listening();
