@@ -62,7 +62,7 @@ describe("replay --confirm", () => {
 
     expectRefused(await cli(["replay", "--status", "failed"], env), 3);
     expect(await queuedJobs(prefix)).toBe(0);
-    const confirmed = await cli(["replay", "--status", "failed", "--confirm"], env);
+    const confirmed = await cli(["replay", "--status", "failed", "--confirm", "--json"], env);
     expect(confirmed.code, confirmed.stderr).toBe(0);
     expect(JSON.parse(confirmed.stdout)).toEqual({ queued: 3 });
     expect(await queuedJobs(prefix)).toBe(3);
@@ -93,7 +93,7 @@ describe("replay --confirm", () => {
       [["replay", "--type", "guest.*", "--confirm"], env],
       [["replay", "--type", "guest.*", "--confirm", "--url", svc.url], remote],
     ] as const) {
-      const confirmed = await cli([...args], where);
+      const confirmed = await cli([...args, "--json"], where);
       expect(confirmed.code, confirmed.stderr).toBe(0);
       expect(JSON.parse(confirmed.stdout)).toMatchObject({ queued: 3, bulk: expect.stringMatching(/^bulk-/) as string });
       // One bulk replay per filter at a time: the next waits for this one's events to run.
