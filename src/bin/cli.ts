@@ -13,6 +13,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   backfill: () => import("./backfill.js"),
   reconcile: async () => (await import("./operator.js")).reconcile,
   migrate: async () => (await import("./operator.js")).migrate,
+  events: async () => (await import("./show.js")).events,
+  records: async () => (await import("./show.js")).records,
 };
 
 const USAGE = `Usage: svc-webhooks <command> [options]
@@ -26,6 +28,8 @@ Commands:
   backfill   sweep every order, booking and menu item into the mirror
   reconcile  ask the workers for a reconciliation sweep now
   migrate    apply pending database migrations
+  events     events show <id>: an event, its handlers and their attempts, as the console tells it
+  records    records show <kind> <id>: a record's story (the mirror's copy, the events that named it)
 
 The commands act on the deployment the environment names (REDIS_URL, QUEUE_PREFIX, DATABASE_URL or
 DATA_DIR), or on the service at --url. Each answers in a sentence; --json prints the answer as one

@@ -22,7 +22,7 @@ import { createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
 import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-actions.js";
 import { createOperatorActions, outcomeOf, type OperatorActions } from "../worker/operator-actions.js";
-import { replayEvents, replayQueryFromFilter } from "../worker/replays.js";
+import { type BulkReplayProgress, replayEvents, replayQueryFromFilter } from "../worker/replays.js";
 import { removeReplayedFailedJobs } from "../worker/replays.js";
 import {
   type Answer,
@@ -43,6 +43,7 @@ svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
                     [--status received|retrying|handled|failed] [--handler <key>] [--fresh]
                     [--dry-run | --confirm]
 svc-webhooks replay list | <job-id> | all [--queue events|sync]
+svc-webhooks replay status <bulk-id> | cancel <bulk-id> [--url <url>]
 
 Replays act on the deployment the environment names: its event log (DATABASE_URL, or the
 embedded database under DATA_DIR, which must exist) and its Redis (REDIS_URL, QUEUE_PREFIX).
@@ -66,6 +67,11 @@ deliberate redelivery (it bypasses the deduplication window), and says how many 
   --dry-run         count (and, on stores opened here, list) what would be queued; queue nothing
   --confirm         go ahead although more events match than BULK_REPLAY_CONFIRM_ABOVE (1000 by
                     default); without it such a replay is refused, naming how many match
+
+A bulk replay (the id a replay by filter answers, bulk-…; kept 7 days), in Redis (REDIS_URL) or at --url:
+  status     how many of its events ended handled, failed, or were taken off the queue
+  cancel     stops it: nothing more is queued, and its queued jobs no worker started are taken
+             off the queue (the ones running end as they would); a replay that ended stays so
 
 Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (REDIS_URL):
   list       prints the failed jobs: id, event type, event id, attempts, reason
@@ -101,6 +107,8 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
   }
   if (positionals.length === 0) return replayMatching(config, values, remote, stop, out);
   const [what, ...extra] = positionals;
+  if ((what === "status" || what === "cancel") && extra.length === 1 && extra[0]) return bulkReplay(config, what, extra[0], remote);
+  if (remote) throw new UsageError("--url goes with --id, a filter, or status/cancel <bulk-id>; list, <job-id> and all read Redis");
   if (!what || extra.length > 0)
     throw new UsageError(`replay takes one of: list, <job-id>, all — or filters for the event log\n\n${replayHelp}`);
   if (values.fresh || values.confirm)
@@ -108,6 +116,24 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
   const queueName = values.queue === "sync" ? SYNC_QUEUE : values.queue === "events" ? EVENTS_QUEUE : undefined;
   if (!queueName) throw new UsageError(`--queue must be events or sync, not "${values.queue}"`);
   return replayFailedJobs(config, queueName, what);
+}
+
+/** A bulk replay's progress (GET /events/replays/{id}), or its cancel (DELETE): at --url, else in Redis. */
+async function bulkReplay(config: Config, what: "status" | "cancel", id: string, remote: OperatorClient | undefined): Promise<Answer> {
+  const path = `/events/replays/${encodeURIComponent(id)}`;
+  const progress: BulkReplayProgress = remote
+    ? await remote.call(what === "status" ? "GET" : "DELETE", path)
+    : await withDirectActions(config, undefined, ({ actions }) =>
+        what === "status" ? actions.bulkProgress(id) : actions.cancelBulkReplay(id),
+      );
+  const { total, done, failed, withdrawn, state } = progress;
+  const ended = `${done} handled, ${failed} failed${withdrawn > 0 ? `, ${withdrawn} taken off the queue unrun` : ""}`;
+  return answer(
+    progress,
+    state === "running"
+      ? `bulk replay ${printable(progress.id)} is running: ${done + failed + withdrawn} of ${plural(total, "event")} ended (${ended})`
+      : `bulk replay ${printable(progress.id)} is ${state}: of ${plural(total, "event")}, ${ended}`,
+  );
 }
 
 /** A replay's answer (one event's, or a bulk one's) as a sentence. */
@@ -120,7 +146,7 @@ function sayReplay(value: {
 }) {
   if (value.wouldQueue !== undefined) return `${plural(value.wouldQueue, "event")} would be replayed`;
   if (value.queued !== undefined)
-    return `${plural(value.queued, "event")} queued for replay${value.bulk ? ` (bulk replay ${value.bulk})` : ""}`;
+    return `${plural(value.queued, "event")} queued for replay${value.bulk ? ` (bulk replay ${value.bulk}: replay status ${value.bulk} follows it)` : ""}`;
   const handlers = value.replay?.handlers ?? [];
   return `event ${printable(value.event ?? "")} queued for replay as job ${printable(value.replay?.id ?? "")}, running ${handlers.length > 0 ? handlers.map(printable).join(", ") : "no handler"}`;
 }
@@ -174,7 +200,6 @@ async function replayMatching(
         : askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options, ...extra }, { signal: stop });
     const bulk = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm === true);
     const value = flags["dry-run"] ? { wouldQueue: bulk.count } : { queued: bulk.count, bulk: bulk.id };
-    if (bulk.id) console.error(`progress: GET ${remote?.url ?? ""}/events/replays/${bulk.id} on the service, or its console`);
     if (bulk.count === 0) warnUnsentNames(flags);
     return answer(value, sayReplay(value));
   }
@@ -428,7 +453,7 @@ export async function openMigratedStorage(
 }
 
 /** The embedded database is open in a running service: only it may use it (askService hands the work over). */
-const HELD_BY_SERVICE = "held-by-service";
+export const HELD_BY_SERVICE = "held-by-service";
 
 /**
  * The event log of the deployment the config names, opened here: DATABASE_URL, else the embedded
@@ -436,7 +461,7 @@ const HELD_BY_SERVICE = "held-by-service";
  * written would create a database only to find nothing in it); one that a running service holds
  * answers HELD_BY_SERVICE.
  */
-async function openEventStores(config: Config): Promise<Storage | typeof HELD_BY_SERVICE> {
+export async function openEventStores(config: Config): Promise<Storage | typeof HELD_BY_SERVICE> {
   const { url, dataDir } = config.database;
   if (!url && !dataDir.startsWith("memory://") && !existsSync(embeddedDirectory(dataDir)))
     throw new CommandError(
@@ -513,7 +538,7 @@ const POLL_MS = 200;
  * sync queue its worker serves (worker/operator-actions.ts), whose answer this waits for. A refusal
  * (no such event, a bad filter) becomes a CommandError in the service's words.
  */
-async function askService<T>(
+export async function askService<T>(
   config: Config,
   request: OperatorActionRequest,
   { timeoutMs = HANDOVER_TIMEOUT_MS, signal }: { timeoutMs?: number; signal?: AbortSignal } = {},
@@ -571,7 +596,7 @@ function answerOf(outcome: OperatorActionOutcome): unknown {
 /** How long one request may take in all (a bulk dry run counts the whole log). */
 const REQUEST_TIMEOUT_MS = 60_000;
 
-type OperatorClient = ReturnType<typeof operatorClient>;
+export type OperatorClient = ReturnType<typeof operatorClient>;
 
 /** The operator API's base URL as --url gives it, checked. */
 export function operatorUrl(flag: string): string {
@@ -585,7 +610,7 @@ export function operatorClient(url: string, token: string | undefined) {
   return {
     url,
     /** One call of the operator API; its JSON answer, or a CommandError with the service's own words. */
-    async call<T>(method: "GET" | "POST", path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    async call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
       let res: Response;
       try {
         res = await fetch(`${url}${path}`, {

@@ -118,6 +118,16 @@ describe("the CLI acts on the deployment its environment names", () => {
     expect(missing.code).toBe(1);
     expectOneLine(missing.stderr, "event_not_found: no event evt_nowhere");
 
+    // Reads are handed over the same way: the service that holds the database answers them.
+    const shown = await cli(["events", "show", event.id], env);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout.startsWith(`event ${event.id} (guest.visited), received `)).toBe(true);
+    const shownJson = await cli(["events", "show", event.id, "--json"], env);
+    expect(JSON.parse(shownJson.stdout)).toMatchObject({ id: event.id, type: "guest.visited" });
+    const noRecord = await cli(["records", "show", "orders", "ord_nowhere"], env);
+    expect(noRecord.code).toBe(1);
+    expectOneLine(noRecord.stderr, "record_not_found: nothing is known of orders ord_nowhere");
+
     // A backfill is the service's workers' to run: the CLI asks for it on the sync queue.
     const backfill = await cli(["backfill", "--kinds", "orders", "--json"], {
       ...env,

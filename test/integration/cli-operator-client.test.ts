@@ -84,6 +84,14 @@ describe("replay --id through the running service", () => {
     expect((await missing.exited).code).toBe(1);
     expectOneLine(missing.stderr(), "event_not_found");
 
+    // The reads for people go the same way: the event as GET /events/{id} answers it, told in sentences.
+    const shown = cli(["events", "show", event.id, "--url", url], env);
+    expect((await shown.exited).code, shown.stderr()).toBe(0);
+    expect(shown.stdout()).toMatch(/^event \S+ \(guest\.visited\), received \S+Z: handled after 2 attempts/);
+    const shownJson = cli(["events", "show", event.id, "--url", url, "--json"], env);
+    expect((await shownJson.exited).code, shownJson.stderr()).toBe(0);
+    expect(JSON.parse(shownJson.stdout())).toMatchObject({ id: event.id, status: "handled", attempts: 2 });
+
     const wrongToken = cli(["replay", "--id", event.id, "--url", url], { ...env, ADMIN_TOKEN: "not-the-token-of-this-service" });
     expect((await wrongToken.exited).code).toBe(1);
     expectOneLine(wrongToken.stderr(), "refused ADMIN_TOKEN (401)");

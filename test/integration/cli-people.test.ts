@@ -54,6 +54,13 @@ async function logWithOneEvent(): Promise<Record<string, string>> {
     status: "failed",
     handlers: { "user:guest.visited": { status: "failed", error: "no guest" } },
   });
+  await createEventLog(database.db).recordAttempt({
+    id: "evt_order",
+    type: "order.created",
+    payload: { id: "evt_order", type: "order.created", data: { id: "ord_people", restaurantId: "rest_1" } },
+    status: "handled",
+    handlers: {},
+  });
   await database.close();
   return { DATA_DIR: dataDir, DATABASE_SCHEMA: database.schema, REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: "test-clipeople" };
 }
@@ -80,7 +87,7 @@ describe("a replay that matches nothing", () => {
 
   it("says nothing more for a type that is sent, or when events matched", async () => {
     const env = await logWithOneEvent();
-    const none = await cli(["replay", "--type", "order.created", "--dry-run"], env);
+    const none = await cli(["replay", "--type", "booking.created", "--dry-run"], env);
     expect({ code: none.code, stdout: none.stdout, stderr: none.stderr }).toEqual({
       code: 0,
       stdout: "0 events would be replayed",
@@ -91,5 +98,47 @@ describe("a replay that matches nothing", () => {
     expect(matched.code, matched.stderr).toBe(0);
     expect(matched.stdout).toMatch(/^evt_people\tguest\.visited\tfailed\t\S+\n1 event would be replayed$/);
     expect(matched.stderr).toBe("");
+  });
+});
+
+describe("events show and records show", () => {
+  it("tell an event and a record's story in sentences, and as the API's documents with --json", async () => {
+    const env = await logWithOneEvent();
+    const said = await cli(["events", "show", "evt_people"], env);
+    expect(said.code, said.stderr).toBe(0);
+    const lines = said.stdout.split("\n");
+    expect(lines[0]).toMatch(/^event evt_people \(guest\.visited\), received \S+Z: failed after 1 attempt, the last ended \S+Z$/);
+    expect(lines[1]).toBe("handler user:guest.visited: failed (1 attempt): no guest");
+    const json = await cli(["events", "show", "evt_people", "--json"], env);
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: "evt_people", status: "failed", attempts: 1, handlerAttempts: [], steps: [] });
+
+    const missing = await cli(["events", "show", "evt_nowhere"], env);
+    expect(missing.code).toBe(1);
+    expectOneLine(missing.stderr, "event_not_found: no event evt_nowhere in the event log");
+
+    const story = await cli(["records", "show", "orders", "ord_people"], env);
+    expect(story.code, story.stderr).toBe(0);
+    expect(story.stdout.split("\n")).toEqual([
+      "orders ord_people of restaurant rest_1: not in the mirror",
+      "the log holds 1 event that named it, newest first:",
+      expect.stringMatching(/^ {2}\S+Z order\.created evt_order: handled, 1 attempt$/),
+    ]);
+    const storyJson = await cli(["records", "show", "orders", "ord_people", "--json"], env);
+    expect(JSON.parse(storyJson.stdout)).toMatchObject({
+      kind: "orders",
+      id: "ord_people",
+      record: null,
+      timeline: [{ eventId: "evt_order" }],
+    });
+
+    const unknown = await cli(["records", "show", "orders", "ord_nowhere"], env);
+    expect(unknown.code).toBe(1);
+    expectOneLine(unknown.stderr, "record_not_found: nothing is known of orders ord_nowhere");
+  });
+
+  it("refuses a kind that is none, naming the nearest, exit 2", async () => {
+    const run = await cli(["records", "show", "order", "ord_1"], {});
+    expect(run.code).toBe(2);
+    expectOneLine(run.stderr, 'no record kind "order"; did you mean orders?');
   });
 });

@@ -101,6 +101,21 @@ describe("replay --confirm", () => {
         async () => (await svc.service.eventLog.query({ type: "guest.*" })).data.every((e) => e.attempts === (where === env ? 2 : 3)),
         { what: "the replayed events' attempts" },
       );
+      // Followed by its id: straight from Redis, or at --url.
+      const { bulk } = JSON.parse(confirmed.stdout) as { bulk: string };
+      const at = where === env ? [] : ["--url", svc.url];
+      const state = async () =>
+        (JSON.parse((await cli(["replay", "status", bulk, ...at, "--json"], where)).stdout) as { state: string }).state;
+      await waitFor(async () => (await state()) === "done", { what: "the bulk replay done" });
+      const said = await cli(["replay", "status", bulk, ...at], where);
+      expect(said.stdout).toBe(`bulk replay ${bulk} is done: of 3 events, 3 handled, 0 failed`);
+      // A replay that ended stays as it ended.
+      const cancelled = await cli(["replay", "cancel", bulk, ...at], where);
+      expect(cancelled.code, cancelled.stderr).toBe(0);
+      expect(cancelled.stdout).toBe(`bulk replay ${bulk} is done: of 3 events, 3 handled, 0 failed`);
     }
-  }, 90_000);
+    const unknown = await cli(["replay", "status", "bulk-00000000-0000-0000-0000-000000000000"], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr.trim()).toBe("svc-webhooks: replay_not_found: no bulk replay bulk-00000000-0000-0000-0000-000000000000");
+  }, 120_000);
 });
