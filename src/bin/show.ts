@@ -6,9 +6,8 @@ import { loadConfig } from "../config/config.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/database.js";
 import type { RecordStory } from "../mirror/record-story.js";
 import { type EventDetail, readEventDetail, readStory } from "../mirror/storage.js";
-import { printable } from "../mirror/values.js";
+import { printable, shownStatus } from "../mirror/values.js";
 import type { OperatorActionRequest } from "../worker/operator-actions.js";
-import { shownStatus } from "../http/console/layout.js";
 import { type Answer, answer, type Command, CommandError, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { askService, HELD_BY_SERVICE, openEventStores, operatorClient, operatorUrl } from "./operator.js";
 
