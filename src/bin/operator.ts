@@ -20,6 +20,7 @@ import type { EventJobData } from "../queue/events-queue.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
+import { SERVED_BY } from "../http/errors.js";
 import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-actions.js";
 import { createOperatorActions, outcomeOf, type OperatorActions } from "../worker/operator-actions.js";
 import { type BulkReplayProgress, replayEvents, replayQueryFromFilter } from "../worker/replays.js";
@@ -623,17 +624,20 @@ export function operatorClient(url: string, token: string | undefined) {
         throw new CommandError(`${method} ${url}${path} failed (${causeCode(err) ?? (err as Error).name}); check --url`);
       }
       const text = await res.text();
+      // Another service's "404 not_found" must not read as this one's refusal.
+      if (res.headers.get(SERVED_BY.header) !== SERVED_BY.value)
+        throw new CommandError(`${url} is not an svc-webhooks service (${method} ${path} answered ${res.status}); check --url`);
       let answer: unknown;
       try {
         answer = JSON.parse(text);
       } catch {
-        throw new CommandError(`${url} answered ${res.status} without JSON: is it svc-webhooks? check --url`);
+        throw new CommandError(`${url} answered ${res.status} without JSON; check --url`);
       }
       if (res.ok) return answer as T;
       const error = (answer as { error?: { code?: string; message?: string } }).error;
       if (res.status === 401) throw new CommandError(`${url} refused ADMIN_TOKEN (401): use the service's admin token`);
       if (res.status === 404 && error?.code === "not_found" && error.message?.startsWith("no route"))
-        throw new CommandError(`${url} has no operator API (${path}): is ADMIN_TOKEN set on the service, and is it svc-webhooks?`);
+        throw new CommandError(`${url} has no operator API (${path}): set ADMIN_TOKEN on the service`);
       throw new CommandError(`${error?.code ?? `HTTP ${res.status}`}: ${error?.message ?? text.slice(0, 200)}`, error?.code);
     },
   };

@@ -171,7 +171,7 @@ describe("one-line errors, in bounded time", () => {
       ADMIN_TOKEN: TOKEN,
     });
     expect((await wrong.exited).code).toBe(1);
-    expectOneLine(wrong.stderr(), "without JSON: is it svc-webhooks?");
+    expectOneLine(wrong.stderr(), "is not an svc-webhooks service (POST /events/evt_1/replay answered 404); check --url");
 
     const noToken = cli(["reconcile", "--url", `http://127.0.0.1:${(other.address() as AddressInfo).port}`], {});
     expect((await noToken.exited).code).toBe(1);

@@ -1,4 +1,6 @@
 import { mkdtempSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, inject, it } from "vitest";
@@ -140,5 +142,25 @@ describe("events show and records show", () => {
     const run = await cli(["records", "show", "order", "ord_1"], {});
     expect(run.code).toBe(2);
     expectOneLine(run.stderr, 'no record kind "order"; did you mean orders?');
+  });
+});
+
+describe("--url at a service that is not this one", () => {
+  it("says so in one line, rather than passing its 404 off as this service's refusal", async () => {
+    const other = createServer((_req, res) =>
+      res
+        .writeHead(404, { "content-type": "application/json" })
+        .end(JSON.stringify({ error: { code: "not_found", message: "no such endpoint" } })),
+    );
+    await new Promise<void>((r) => other.listen(0, "127.0.0.1", r));
+    try {
+      const url = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+      const run = await cli(["events", "show", "evt_1", "--url", url], { ADMIN_TOKEN: "token-of-nothing" });
+      expect(run.code).toBe(1);
+      expectOneLine(run.stderr, `${url} is not an svc-webhooks service (GET /events/evt_1 answered 404); check --url`);
+      expect(run.stderr).not.toContain("no such endpoint");
+    } finally {
+      await new Promise((r) => other.close(r));
+    }
   });
 });
