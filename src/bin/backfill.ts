@@ -1,5 +1,6 @@
 import { loadConfig } from "../config/config.js";
-import { DataDirLockedError } from "../mirror/database.js";
+import { existsSync } from "node:fs";
+import { DataDirLockedError, embeddedDirectory } from "../mirror/database.js";
 import { isCalendarDate as isCalendarDay } from "../mirror/values.js";
 import type { Storage } from "../mirror/storage.js";
 import { createMirrorWriter } from "../mirror/change-outbox.js";
@@ -77,6 +78,13 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
   // A record the mirror cannot hold is set aside (rejected_records) and the sweep goes on: one
   // line each on stderr (id shortened, never the values), a count in the summary, exit 0.
   const rejected: Record<string, number> = {};
+  // No database is created for a sweep that cannot run (a mistyped DATA_DIR): where none exists
+  // yet, no service holds one to take the sweep over, so what the sweep needs is checked first.
+  const { url, dataDir } = config.database;
+  if (!url && !dataDir.startsWith("memory://") && !existsSync(embeddedDirectory(dataDir))) {
+    if (!config.api) throw new UsageError(`backfill needs API_BASE_URL and API_KEY (nothing was created in DATA_DIR ${dataDir})`);
+    await closeCliRedis(await openCliRedis(config));
+  }
   let storage;
   try {
     storage = await openMigratedStorage(config, {

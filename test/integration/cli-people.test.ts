@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -163,4 +163,43 @@ describe("--url at a service that is not this one", () => {
       await new Promise((r) => other.close(r));
     }
   });
+});
+
+describe("--json for every command that prints", () => {
+  it("migrate and replay list answer one JSON document, and sentences without it", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "svc-clipeople-migrate-"));
+    const env = { DATA_DIR: dataDir, REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: "test-clipeople-json" };
+    const first = await cli(["migrate", "--json"], env);
+    expect(first.code, first.stderr).toBe(0);
+    const { applied, schema } = JSON.parse(first.stdout) as { applied: string[]; schema: string };
+    expect(applied.length).toBeGreaterThan(0);
+    const again = await cli(["migrate"], env);
+    expect(again.stdout).toBe(`no migration pending; schema ${schema} is up to date`);
+    const list = await cli(["replay", "list", "--json"], env);
+    expect(list.code, list.stderr).toBe(0);
+    expect(JSON.parse(list.stdout)).toEqual([]);
+    expect(list.stderr).toBe("0 failed jobs in events");
+  });
+});
+
+describe("no store created by a command that then fails", () => {
+  it("backfill into a DATA_DIR that holds no database checks what the sweep needs first", async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), "svc-clipeople-none-")), "mistyped");
+    const noApi = await cli(["backfill"], { DATA_DIR: dataDir, REDIS_URL: inject("redisUrl") });
+    expect(noApi.code).toBe(2);
+    expectOneLine(noApi.stderr, `backfill needs API_BASE_URL and API_KEY (nothing was created in DATA_DIR ${dataDir})`);
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as AddressInfo;
+    await new Promise((r) => server.close(r));
+    const noRedis = await cli(["backfill"], {
+      DATA_DIR: dataDir,
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      API_BASE_URL: "http://127.0.0.1:9",
+      API_KEY: "svc_live_cli_people",
+    });
+    expect(noRedis.code).toBe(1);
+    expectOneLine(noRedis.stderr, "does not answer");
+    expect(existsSync(dataDir)).toBe(false);
+  }, 30_000);
 });
