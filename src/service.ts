@@ -17,7 +17,7 @@ import {
 import type { Database } from "./mirror/database.js";
 import type { EventLog } from "./mirror/event-log.js";
 import { createRejectionReporter } from "./mirror/set-aside-records.js";
-import { openStorage, type Storage } from "./mirror/storage.js";
+import { openStorage, readEventDetail, readStory, type Storage } from "./mirror/storage.js";
 import { type MirrorStore } from "./mirror/mirror-store.js";
 import { MIRROR_KINDS, type MirrorKind } from "./mirror/database.js";
 import type { EventSink as StreamSink } from "./queue/ingest-stream.js";
@@ -95,7 +95,13 @@ export async function createService({ config, logger, handlers = [], database, t
     handlers: ([] as EventHandlers[]).concat(handlers),
     tracing,
     // A CLI hands the actions that need the embedded event log to this process (only it may open it).
-    moreSyncProcessors: { [OPERATOR_ACTION_JOB]: (job) => runOperatorActionJob(operatorActions, job) },
+    moreSyncProcessors: {
+      [OPERATOR_ACTION_JOB]: (job) =>
+        runOperatorActionJob(operatorActions, job, {
+          event: (id) => readEventDetail(storage, id),
+          story: (kind, id) => readStory(storage, kind as MirrorKind, id),
+        }),
+    },
   });
   const queues = queueHandles({ config, logger, connection, worker });
   const operatorActions: OperatorActions = serviceOperatorActions({ config, logger, connection, storage, queues, worker });

@@ -1,4 +1,3 @@
-import { parseArgs } from "node:util";
 import { loadConfig } from "../config/config.js";
 import { DataDirLockedError, embeddedDatabaseExists } from "../mirror/database.js";
 import { isCalendarDate as isCalendarDay } from "../mirror/values.js";
@@ -9,7 +8,7 @@ import { type BackfillProgress, runBackfill } from "../sync/resumable-backfill.j
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 import { UpstreamPageRefusedError } from "../upstream/errors.js";
 import { upstreamFromConfig } from "../worker/upstream.js";
-import { CommandError, flagOptions, UsageError } from "./command.js";
+import { type Answer, answer, CommandError, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, operatorUrl, withDirectActions } from "./operator.js";
 
 export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes] [--url <url>]
@@ -40,8 +39,24 @@ after a Redis restart that lost its data it goes on.
   --restart      start every kind from the top, whatever was saved
   --no-changes   write the mirror without producing change events`;
 
-export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
-  const { values } = parseArgs({
+export const answers = true;
+
+/** The service's workers took the sweep: the job, as the operator API answers it. */
+const queued = (job: { job: string }) => answer(job, `backfill queued as job ${job.job} for the service's workers`);
+
+/** A sweep run here: what it wrote, what the mirror refused, and whether it finished. */
+function swept(value: { backfilled: Record<string, number>; rejected: Record<string, number>; state: string }): Answer {
+  const kinds = Object.entries(value.backfilled).map(([kind, n]) => `${n} ${kind}`);
+  const refused = Object.entries(value.rejected).map(([kind, n]) => `${n} ${kind}`);
+  return answer(
+    value,
+    `${value.state === "complete" ? "backfilled" : "stopped after"} ${kinds.join(", ") || plural(0, "record")}` +
+      (refused.length > 0 ? `; refused (set aside in rejected_records): ${refused.join(", ")}` : ""),
+  );
+}
+
+export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<Answer> {
+  const { values } = parseFlags({
     args: argv,
     options: flagOptions(["kinds", "since", "url"], ["restart", "no-changes"]),
     strict: true,
@@ -56,14 +71,14 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
   // --no-changes is a first import by hand: the service's sweep always produces change events.
   if (values.url !== undefined) {
     if (values["no-changes"]) throw new UsageError("--no-changes runs the sweep here; it does not go with --url");
-    console.log(JSON.stringify(await operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN).call("POST", "/sync/backfill", request)));
-    return;
+    return queued(await operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN).call<{ job: string }>("POST", "/sync/backfill", request));
   }
   const config = loadConfig({ ...env, ROLE: "worker" });
   // What the sweep needs here (the API, Redis) is checked before the database is opened, so a
   // backfill that fails creates no store (a mistyped DATA_DIR stays absent). An embedded database
   // that exists may be a running service's, which then runs the sweep and needs neither here.
-  if (!config.api && !embeddedDatabaseExists(config.database)) throw new UsageError("backfill needs API_BASE_URL and API_KEY");
+  if (!config.api && !embeddedDatabaseExists(config.database))
+    throw new UsageError(`backfill needs API_BASE_URL and API_KEY (nothing was created in DATA_DIR ${config.database.dataDir})`);
   const connection = await openCliRedis(config);
   // A record the mirror cannot hold is set aside (rejected_records) and the sweep goes on: one
   // line each on stderr (id shortened, never the values), a count in the summary, exit 0.
@@ -82,8 +97,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     await closeCliRedis(connection);
     if (!(err instanceof DataDirLockedError) || values["no-changes"]) throw err;
     // The embedded database is a running service's: its workers run the sweep (one job on the sync queue).
-    console.log(JSON.stringify(await withDirectActions(config, undefined, ({ actions }) => actions.requestSync("backfill", request))));
-    return;
+    return queued(await withDirectActions(config, undefined, ({ actions }) => actions.requestSync("backfill", request)));
   }
   if (!config.api) {
     await closeCliRedis(connection);
@@ -120,11 +134,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
         throw new CommandError(`${err.message} (${err.code}); the pages before it are saved: run backfill again once the API is fixed`);
       throw err;
     });
-    console.log(JSON.stringify({ backfilled: outcome.totals, rejected, state: outcome.state }));
     if (outcome.state === "interrupted") {
       process.stderr.write("stopped: run backfill again to go on where it stopped\n");
       process.exitCode = 130;
     }
+    return swept({ backfilled: outcome.totals, rejected, state: outcome.state });
   } finally {
     stop.removeEventListener("abort", onStop);
     outage.dispose();

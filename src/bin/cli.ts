@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { type Command, reportError, stopSignals, UsageError } from "./command.js";
+import { type Command, didYouMean, output, printAnswer, reportError, stopSignals, UsageError } from "./command.js";
 
 // Loaded lazily so `serve` never loads the sandbox, and each command starts only what it needs.
 const COMMANDS: Record<string, () => Promise<Command>> = {
@@ -13,6 +13,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   backfill: () => import("./backfill.js"),
   reconcile: async () => (await import("./operator.js")).reconcile,
   migrate: async () => (await import("./operator.js")).migrate,
+  events: async () => (await import("./show.js")).events,
+  records: async () => (await import("./show.js")).records,
 };
 
 const USAGE = `Usage: svc-webhooks <command> [options]
@@ -26,9 +28,12 @@ Commands:
   backfill   sweep every order, booking and menu item into the mirror
   reconcile  ask the workers for a reconciliation sweep now
   migrate    apply pending database migrations
+  events     events show <id>: an event, its handlers and their attempts, as the console tells it
+  records    records show <kind> <id>: a record's story (the mirror's copy, the events that named it)
 
 The commands act on the deployment the environment names (REDIS_URL, QUEUE_PREFIX, DATABASE_URL or
-DATA_DIR), or on the service at --url. Run svc-webhooks <command> --help for a command's options.`;
+DATA_DIR), or on the service at --url. Each answers in a sentence; --json prints the answer as one
+JSON document instead (for scripts). Run svc-webhooks <command> --help for a command's options.`;
 
 /**
  * Runs one command and answers its exit code (0, or what the command set in process.exitCode).
@@ -42,11 +47,28 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       console.log(USAGE);
       return 0;
     }
-    const load = COMMANDS[name];
-    if (!load) throw new UsageError(`unknown command "${name}"\n\n${USAGE}`);
+    const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+    if (!load) throw new UsageError(`unknown command "${name}"${didYouMean(name, Object.keys(COMMANDS))} (svc-webhooks --help lists them)`);
     const command = await load();
-    if (rest.includes("--help") || rest.includes("-h")) console.log(command.help);
-    else await command.run(rest, env, signals.stop);
+    if (rest.includes("--help") || rest.includes("-h")) {
+      console.log(command.help);
+      return 0;
+    }
+    if (!command.answers) {
+      await command.run(rest, env, signals.stop, output(false));
+      return 0;
+    }
+    // --json belongs to the answer (printAnswer), not to the command's own flags.
+    const out = output(rest.includes("--json"));
+    printAnswer(
+      await command.run(
+        rest.filter((a) => a !== "--json"),
+        env,
+        signals.stop,
+        out,
+      ),
+      out,
+    );
     return 0;
   } catch (err) {
     return reportError(err);

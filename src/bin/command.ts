@@ -1,13 +1,103 @@
 // What every command is given and may throw: its shape, the stop signal (the one place the CLI
 // handles signals), and the CLI's errors with how each becomes one line and an exit code. Apart
 // from cli.ts, which loads the commands: they import this, and cli.ts imports them.
+import { parseArgs, type ParseArgsConfig } from "node:util";
 import { ConfigError } from "../config/config.js";
 import { HandlersModuleError } from "../worker/errors.js";
 
-export interface Command {
-  help: string;
-  /** `stop` aborts at the first SIGINT, SIGTERM or SIGHUP (stopSignals): the command ends soon after, gracefully. */
-  run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void>;
+/**
+ * A command. One that `answers` ends with an Answer: it takes `--json` (cli.ts removes it from
+ * argv before `run`), and printAnswer says the answer as JSON or as its sentence. `stop` aborts at
+ * the first SIGINT, SIGTERM or SIGHUP (stopSignals): the command ends soon after, gracefully.
+ */
+export type Command =
+  | { help: string; answers?: false; run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal, out: Output): Promise<void> }
+  | { help: string; answers: true; run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal, out: Output): Promise<Answer> };
+
+/**
+ * What a command found or did: `value` is the document `--json` prints (the operator API's own
+ * answer where there is one), `sentence` the same told to a person. A command returns it and
+ * prints neither: printAnswer chooses, in one place.
+ */
+export interface Answer {
+  value: unknown;
+  sentence: string;
+}
+
+export const answer = (value: unknown, sentence: string): Answer => ({ value, sentence });
+
+/** How a command's answer is printed, and where lines for people go meanwhile (a dry run's list of events). */
+export interface Output {
+  /** `--json`: stdout holds one JSON document, the answer's value; lines for people go to stderr. */
+  json: boolean;
+  /** A line for people: stdout, or stderr with --json so stdout stays one document. */
+  line(text: string): void;
+}
+
+export function output(json: boolean): Output {
+  return { json, line: (text) => (json ? console.error(text) : console.log(text)) };
+}
+
+/** Prints a command's answer on stdout: its value as JSON with --json, else its sentence. */
+export function printAnswer(answer: Answer, out: Output): void {
+  // A list with nothing in it is no line for people (replay list says its count on stderr).
+  if (out.json || answer.sentence !== "") console.log(out.json ? JSON.stringify(answer.value) : answer.sentence);
+}
+
+/** `n` and the noun, plural when n is not 1: "1 event", "4 events". */
+export const plural = (n: number, noun: string, plural = `${noun}s`) => `${n} ${n === 1 ? noun : plural}`;
+
+/**
+ * Edit distance between two words: insertions, deletions, substitutions and swaps of two
+ * neighbouring letters (`ulr` for `url`), each one edit (Levenshtein with transpositions).
+ */
+export function editDistance(a: string, b: string): number {
+  // d(i, j): the distance between a's first i letters and b's first j.
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const at = (i: number, j: number) => d[i]?.[j] ?? 0;
+  for (let i = 1; i <= a.length; i++) {
+    const row = d[i] ?? [];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(at(i, j), at(i - 2, j - 2) + 1);
+    }
+  }
+  return at(a.length, b.length);
+}
+
+/**
+ * The known word nearest to `word`, when it is near enough to be a slip (one edit in four letters,
+ * at least one): the "did you mean" of an unknown command or flag.
+ */
+export function closest(word: string, known: readonly string[]): string | undefined {
+  const limit = Math.max(1, Math.floor(word.length / 4));
+  let best: { name: string; distance: number } | undefined;
+  for (const name of known) {
+    const distance = editDistance(word.toLowerCase(), name.toLowerCase());
+    if (distance <= limit && (!best || distance < best.distance)) best = { name, distance };
+  }
+  return best?.name;
+}
+
+/** ", did you mean X?" for a slip near a known word, else "". */
+export const didYouMean = (word: string, known: readonly string[]) => {
+  const near = closest(word, known);
+  return near ? `; did you mean ${near}?` : "";
+};
+
+/**
+ * parseArgs, with an unknown flag answered as one line naming the nearest known one
+ * (`unknown option --dryrun; did you mean --dry-run?`).
+ */
+export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw err;
+    const flag = /'([^']+)'/.exec((err as Error).message)?.[1] ?? "";
+    const known = Object.keys(config.options ?? {}).map((name) => `--${name}`);
+    throw new UsageError(`unknown option ${flag}${didYouMean(flag.split("=")[0] ?? flag, known)} (--help lists the options)`);
+  }
 }
 
 /** Bad command-line input: the CLI prints the message and exits with code 2. */

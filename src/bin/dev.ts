@@ -4,7 +4,6 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { configSchema, loadConfig, newestSigningSecret } from "../config/config.js";
@@ -16,7 +15,7 @@ import { DataDirLockedError, lockDataDir } from "../mirror/database.js";
 import { isApiKey } from "../upstream/client.js";
 import type { EventHandlers } from "../worker/handlers.js";
 import { loadHandlersModule } from "../worker/handlers.js";
-import { CommandError, flagOptions, stopped, UsageError, wholeNumber } from "./command.js";
+import { CommandError, flagOptions, parseFlags, stopped, UsageError, wholeNumber } from "./command.js";
 import { serviceFromConfig } from "./serve.js";
 
 export const help = `svc-webhooks dev [--port <n>] [--sandbox-port <n>] [--redis-port <n>] [--interval-ms <n>] [--no-simulate] [--fresh] [--verbose]
@@ -43,7 +42,7 @@ HANDLERS_MODULE (an ES module) is reloaded when its file changes.
   --verbose        log at debug (a line per accepted delivery); LOG_LEVEL also sets the level`;
 
 export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = parseFlags({
     args: argv,
     strict: true,
     options: flagOptions(["port", "sandbox-port", "redis-port", "interval-ms"], ["no-simulate", "fresh", "verbose"]),

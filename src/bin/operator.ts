@@ -3,10 +3,11 @@
 // first), the operator actions on those stores, the running service that holds the embedded
 // database (a handover through Redis), or a remote service's operator API (--url).
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseArgs } from "node:util";
 import type { Queue } from "bullmq";
 import { SingleBar } from "cli-progress";
 import { type Config, loadConfig } from "../config/config.js";
+import { SENT_EVENT_TYPES } from "../events/catalog.js";
+import { handlerKeyType } from "../events/dispatch.js";
 import { createLogger } from "../logging/logger.js";
 import { embeddedDatabaseExists } from "../mirror/database.js";
 import { DataDirLockedError } from "../mirror/database.js";
@@ -18,17 +19,31 @@ import type { EventJobData } from "../queue/events-queue.js";
 import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
+import { SERVED_BY } from "../http/errors.js";
 import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-actions.js";
 import { createOperatorActions, outcomeOf, type OperatorActions } from "../worker/operator-actions.js";
-import { replayEvents, replayQueryFromFilter } from "../worker/replays.js";
+import { type BulkReplayProgress, replayEvents, replayQueryFromFilter } from "../worker/replays.js";
 import { removeReplayedFailedJobs } from "../worker/replays.js";
-import { type Command, CommandError, causeCode, flagOptions, UsageError } from "./command.js";
+import {
+  type Answer,
+  answer,
+  type Command,
+  CommandError,
+  causeCode,
+  didYouMean,
+  flagOptions,
+  type Output,
+  parseFlags,
+  plural,
+  UsageError,
+} from "./command.js";
 
 const replayHelp = `svc-webhooks replay --id <event-id> [--handler <key>]
 svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
                     [--status received|retrying|handled|failed] [--handler <key>] [--fresh]
                     [--dry-run | --confirm]
 svc-webhooks replay list | <job-id> | all [--queue events|sync]
+svc-webhooks replay status <bulk-id> | cancel <bulk-id> [--url <url>]
 
 Replays act on the deployment the environment names: its event log (DATABASE_URL, or the
 embedded database under DATA_DIR, which must exist) and its Redis (REDIS_URL, QUEUE_PREFIX).
@@ -53,6 +68,11 @@ deliberate redelivery (it bypasses the deduplication window), and says how many 
   --confirm         go ahead although more events match than BULK_REPLAY_CONFIRM_ABOVE (1000 by
                     default); without it such a replay is refused, naming how many match
 
+A bulk replay (the id a replay by filter answers, bulk-…; kept 7 days), in Redis (REDIS_URL) or at --url:
+  status     how many of its events ended handled, failed, or were taken off the queue
+  cancel     stops it: nothing more is queued, and its queued jobs no worker started are taken
+             off the queue (the ones running end as they would); a replay that ended stays so
+
 Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (REDIS_URL):
   list       prints the failed jobs: id, event type, event id, attempts, reason
   <job-id>   moves that failed job back to the queue
@@ -65,8 +85,8 @@ type BulkAnswer = Awaited<ReturnType<OperatorActions["replayMatching"]>>;
 /** The flags of a replay by filter. */
 type Flags = Partial<Record<"since" | "until" | "type" | "status" | "handler", string> & Record<"dry-run" | "fresh" | "confirm", boolean>>;
 
-async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
-  const { values, positionals } = parseArgs({
+async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal, out: Output): Promise<Answer> {
+  const { values, positionals } = parseFlags({
     args: argv,
     options: {
       queue: { type: "string", default: "events" },
@@ -85,8 +105,10 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
     if (others.length > 0) throw new UsageError(`--id takes only --handler and --url; not --${others.join(", --")}`);
     return replayOne(config, values.id, values.handler, remote, stop);
   }
-  if (positionals.length === 0) return replayMatching(config, values, remote, stop);
+  if (positionals.length === 0) return replayMatching(config, values, remote, stop, out);
   const [what, ...extra] = positionals;
+  if ((what === "status" || what === "cancel") && extra.length === 1 && extra[0]) return bulkReplay(config, what, extra[0], remote);
+  if (remote) throw new UsageError("--url goes with --id, a filter, or status/cancel <bulk-id>; list, <job-id> and all read Redis");
   if (!what || extra.length > 0)
     throw new UsageError(`replay takes one of: list, <job-id>, all — or filters for the event log\n\n${replayHelp}`);
   if (values.fresh || values.confirm)
@@ -96,6 +118,39 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
   return replayFailedJobs(config, queueName, what);
 }
 
+/** A bulk replay's progress (GET /events/replays/{id}), or its cancel (DELETE): at --url, else in Redis. */
+async function bulkReplay(config: Config, what: "status" | "cancel", id: string, remote: OperatorClient | undefined): Promise<Answer> {
+  const path = `/events/replays/${encodeURIComponent(id)}`;
+  const progress: BulkReplayProgress = remote
+    ? await remote.call(what === "status" ? "GET" : "DELETE", path)
+    : await withDirectActions(config, undefined, ({ actions }) =>
+        what === "status" ? actions.bulkProgress(id) : actions.cancelBulkReplay(id),
+      );
+  const { total, done, failed, withdrawn, state } = progress;
+  const ended = `${done} handled, ${failed} failed${withdrawn > 0 ? `, ${withdrawn} taken off the queue unrun` : ""}`;
+  return answer(
+    progress,
+    state === "running"
+      ? `bulk replay ${printable(progress.id)} is running: ${done + failed + withdrawn} of ${plural(total, "event")} ended (${ended})`
+      : `bulk replay ${printable(progress.id)} is ${state}: of ${plural(total, "event")}, ${ended}`,
+  );
+}
+
+/** A replay's answer (one event's, or a bulk one's) as a sentence. */
+function sayReplay(value: {
+  event?: string;
+  replay?: { id?: string; handlers?: string[] };
+  queued?: number;
+  wouldQueue?: number;
+  bulk?: string;
+}) {
+  if (value.wouldQueue !== undefined) return `${plural(value.wouldQueue, "event")} would be replayed`;
+  if (value.queued !== undefined)
+    return `${plural(value.queued, "event")} queued for replay${value.bulk ? ` (bulk replay ${value.bulk}: replay status ${value.bulk} follows it)` : ""}`;
+  const handlers = value.replay?.handlers ?? [];
+  return `event ${printable(value.event ?? "")} queued for replay as job ${printable(value.replay?.id ?? "")}, running ${handlers.length > 0 ? handlers.map(printable).join(", ") : "no handler"}`;
+}
+
 /** One event by id: at --url, else on the stores, else through the service that holds them. */
 async function replayOne(
   config: Config,
@@ -103,19 +158,25 @@ async function replayOne(
   handler: string | undefined,
   remote: OperatorClient | undefined,
   stop: AbortSignal,
-): Promise<void> {
+): Promise<Answer> {
   const options = handler ? { handler } : {};
   const stores = remote ? undefined : await openEventStores(config);
-  const answer = remote
+  const result = remote
     ? await remote.call("POST", `/events/${encodeURIComponent(id)}/replay`, options)
     : stores === HELD_BY_SERVICE
       ? await askService(config, { action: "replayEvent", id, ...options }, { signal: stop })
       : await withDirectActions(config, stores, ({ actions }) => actions.replayEvent(id, options));
-  console.log(JSON.stringify(answer));
+  return answer(result, sayReplay(result as Parameters<typeof sayReplay>[0]));
 }
 
 /** Every event matching the flags: at --url or in the service that holds the stores (a bulk replay there), else from the log here. */
-async function replayMatching(config: Config, flags: Flags, remote: OperatorClient | undefined, stop: AbortSignal): Promise<void> {
+async function replayMatching(
+  config: Config,
+  flags: Flags,
+  remote: OperatorClient | undefined,
+  stop: AbortSignal,
+  out: Output,
+): Promise<Answer> {
   const filter: Record<string, string> = {};
   for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) filter[name] = flags[name];
   if (Object.keys(filter).length === 0 && !flags["dry-run"])
@@ -137,10 +198,10 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
       remote
         ? remote.call<BulkAnswer>("POST", "/events/replay", { ...scope, ...options, ...extra })
         : askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options, ...extra }, { signal: stop });
-    const answer = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm === true);
-    console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: answer.count } : { queued: answer.count, bulk: answer.id }));
-    if (answer.id) console.error(`progress: GET ${remote?.url ?? ""}/events/replays/${answer.id} on the service, or its console`);
-    return;
+    const bulk = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm === true);
+    const value = flags["dry-run"] ? { wouldQueue: bulk.count } : { queued: bulk.count, bulk: bulk.id };
+    if (bulk.count === 0) warnUnsentNames(flags);
+    return answer(value, sayReplay(value));
   }
   const storage = stores;
   if (!flags["dry-run"] && !flags.confirm)
@@ -152,9 +213,9 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
   const queue = direct?.eventsQueue;
   const bar = process.stderr.isTTY ? new SingleBar({ format: "replaying {bar} {value} events", stream: process.stderr }) : undefined;
   bar?.start(0, 0);
-  let count: number;
+  let queued: number;
   try {
-    count = await replayEvents(
+    queued = await replayEvents(
       { eventLog: storage.eventLog, queue },
       {
         query,
@@ -165,7 +226,7 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
         onProgress: (n, page) => {
           if (flags["dry-run"])
             for (const event of page)
-              console.log([printable(event.id), printable(event.type), event.status, event.receivedAt.toISOString()].join("\t"));
+              out.line([printable(event.id), printable(event.type), event.status, event.receivedAt.toISOString()].join("\t"));
           bar?.setTotal(n);
           bar?.update(n);
         },
@@ -176,7 +237,31 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
     if (direct) await direct.close();
     else await storage.close();
   }
-  console.log(JSON.stringify(flags["dry-run"] ? { wouldQueue: count } : { queued: count }));
+  const value = flags["dry-run"] ? { wouldQueue: queued } : { queued };
+  if (queued === 0) warnUnsentNames(flags);
+  return answer(value, sayReplay(value));
+}
+
+/**
+ * When a replay matched nothing, a warning line on stderr for a --type or --handler that names a
+ * type nobody sends (SENT_EVENT_TYPES): `order.craeted` matches nothing because it is a typo, and
+ * "0 events" alone does not say so. The log may still hold such events from before; then they matched.
+ */
+function warnUnsentNames(flags: Flags): void {
+  const sent = (type: string) =>
+    type === "*" || (type.endsWith(".*") ? SENT_EVENT_TYPES.some((t) => t.startsWith(type.slice(0, -1))) : SENT_EVENT_TYPES.includes(type));
+  const families = [...new Set(SENT_EVENT_TYPES.map((t) => `${t.split(".")[0]}.*`))];
+  if (flags.type !== undefined && !sent(flags.type))
+    console.error(
+      `warning: nobody sends events of type ${printable(flags.type)} to this service${didYouMean(flags.type, [...SENT_EVENT_TYPES, ...families])}`,
+    );
+  const handlerType = flags.handler === undefined ? undefined : handlerKeyType(flags.handler);
+  if (flags.handler !== undefined && (handlerType === undefined || !sent(handlerType)))
+    console.error(
+      handlerType === undefined
+        ? `warning: ${printable(flags.handler)} is no handler key (<source>:<type>, e.g. user:order.created; GET /events shows them)`
+        : `warning: handler ${printable(flags.handler)} is for type ${printable(handlerType)}, which nobody sends to this service${didYouMean(handlerType, SENT_EVENT_TYPES)}`,
+    );
 }
 
 /** The refusal of a replay of more events than BULK_REPLAY_CONFIRM_ABOVE (`cap`, when it is this process's own) without --confirm. */
@@ -221,18 +306,25 @@ async function startBulkReplay(
   }
 }
 
-async function replayFailedJobs(config: Config, queueName: string, what: string): Promise<void> {
+async function replayFailedJobs(config: Config, queueName: string, what: string): Promise<Answer> {
   const connection = await openCliRedis(config);
   const queue = queueName === SYNC_QUEUE ? createSyncQueue({ connection, config }) : createEventsQueue({ connection, config });
   try {
     if (what === "list") {
-      const jobs = await queue.getFailed(0, 999);
-      for (const job of jobs) {
+      const jobs = (await queue.getFailed(0, 999)).map((job) => {
         const { id } = job.data as { id?: unknown };
-        const fields = [job.id ?? "-", job.name, typeof id === "string" ? id : "-", `attempts=${job.attemptsMade}`, job.failedReason];
-        console.log(fields.map(printable).join("\t"));
-      }
-      console.error(`${jobs.length} failed job(s) in ${queueName}${jobs.length === 1000 ? " (first 1000 shown)" : ""}`);
+        return {
+          job: job.id ?? "-",
+          type: job.name,
+          event: typeof id === "string" ? id : "-",
+          attempts: job.attemptsMade,
+          reason: job.failedReason,
+        };
+      });
+      console.error(`${plural(jobs.length, "failed job")} in ${queueName}${jobs.length === 1000 ? " (first 1000 shown)" : ""}`);
+      // For people a line per job (the count above is on stderr): no line when there is none.
+      const lines = jobs.map((j) => [j.job, j.type, j.event, `attempts=${j.attempts}`, j.reason].map(printable).join("\t"));
+      return answer(jobs, lines.join("\n"));
     } else if (what === "all") {
       const total = await queue.getFailedCount();
       let done = 0;
@@ -242,13 +334,16 @@ async function replayFailedJobs(config: Config, queueName: string, what: string)
         for (const job of batch) await job.retry("failed");
         done += batch.length;
       }
-      console.error(`replayed ${done}/${total} failed job(s) of ${queueName}`);
+      return answer(
+        { replayed: done, failed: total, queue: queueName },
+        `replayed ${done} of ${plural(total, "failed job")} of ${queueName}`,
+      );
     } else {
       const job = await queue.getJob(what);
       if (!job) throw new UsageError(`no job ${what} in ${queueName}`);
       if (!(await job.isFailed())) throw new UsageError(`job ${what} is ${await job.getState()}, not failed`);
       await job.retry("failed");
-      console.error(`job ${what} moved back to ${queueName}`);
+      return answer({ job: what, queue: queueName }, `job ${printable(what)} moved back to ${queueName}`);
     }
   } finally {
     await queue.close();
@@ -256,29 +351,28 @@ async function replayFailedJobs(config: Config, queueName: string, what: string)
   }
 }
 
-export const replay: Command = { help: replayHelp, run: runReplay };
+export const replay: Command = { help: replayHelp, answers: true, run: runReplay };
 
 const reconcileHelp = `svc-webhooks reconcile [--url <url>]
 
 Asks the workers for an active reconciliation pass now (what can still change read through the
 API, within the shared rate budget; what webhooks missed becomes change events) and prints the
-sync-queue job and when it runs: {"job":"<id>","runs":"now"}, or "after the running pass" when a
-pass runs already (it is queued behind it, not dropped). Asked again while that job waits or
+sync-queue job and when it runs: "reconciliation queued as job 208; it runs now", or "after the
+running pass" when a pass runs already (it is queued behind it, not dropped). Asked again while that job waits or
 runs, it answers the same job. The job goes into the deployment's Redis (REDIS_URL, QUEUE_PREFIX)
-for its workers; with --url, through that service's operator API instead (with ADMIN_TOKEN).`;
+for its workers; with --url, through that service's operator API instead (with ADMIN_TOKEN).
+  --json   print the answer as the API gives it: {"job":"<id>","runs":"now"}`;
 
-async function runReconcile(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { url: { type: "string" } }, strict: true });
-  if (values.url !== undefined) {
-    const client = operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN);
-    console.log(JSON.stringify(await client.call("POST", "/sync/reconcile", {})));
-    return;
-  }
-  const config = loadConfig({ ...env, ROLE: "worker" });
-  await withDirectActions(config, undefined, async ({ actions }) => console.log(JSON.stringify(await actions.requestSync("reconcile"))));
+async function runReconcile(argv: string[], env: NodeJS.ProcessEnv): Promise<Answer> {
+  const { values } = parseFlags({ args: argv, options: { url: { type: "string" } }, strict: true });
+  const asked: { job: string; runs?: string } =
+    values.url !== undefined
+      ? await operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN).call("POST", "/sync/reconcile", {})
+      : await withDirectActions(loadConfig({ ...env, ROLE: "worker" }), undefined, ({ actions }) => actions.requestSync("reconcile"));
+  return answer(asked, `reconciliation queued as job ${printable(asked.job)}; it runs ${asked.runs ?? "when a worker takes it"}`);
 }
 
-export const reconcile: Command = { help: reconcileHelp, run: runReconcile };
+export const reconcile: Command = { help: reconcileHelp, answers: true, run: runReconcile };
 
 const migrateHelp = `svc-webhooks migrate
 
@@ -286,19 +380,25 @@ Applies every pending database migration (DATABASE_URL, else the embedded databa
 DATA_DIR), under the migration lock, and prints the names it applied. The service also migrates
 at start; run this before a deploy to see the change apart.`;
 
-async function runMigrate(argv: string[]): Promise<void> {
-  parseArgs({ args: argv, options: {}, strict: true });
-  const config = loadConfig({ ...process.env, ROLE: "worker" });
+async function runMigrate(argv: string[], env: NodeJS.ProcessEnv): Promise<Answer> {
+  parseFlags({ args: argv, options: {}, strict: true });
+  const config = loadConfig({ ...env, ROLE: "worker" });
   const storage = await openStorage(config.database);
   try {
     const applied = await storage.migrate();
-    console.log(JSON.stringify({ applied, schema: config.database.schema }));
+    const { schema } = config.database;
+    return answer(
+      { applied, schema },
+      applied.length === 0
+        ? `no migration pending; schema ${schema} is up to date`
+        : `applied ${plural(applied.length, "migration")} to schema ${schema}: ${applied.join(", ")}`,
+    );
   } finally {
     await storage.close();
   }
 }
 
-export const migrate: Command = { help: migrateHelp, run: runMigrate };
+export const migrate: Command = { help: migrateHelp, answers: true, run: runMigrate };
 
 /** How long a command waits for Redis before it says so and stops. */
 const READY_TIMEOUT_MS = 2000;
@@ -353,7 +453,7 @@ export async function openMigratedStorage(
 }
 
 /** The embedded database is open in a running service: only it may use it (askService hands the work over). */
-const HELD_BY_SERVICE = "held-by-service";
+export const HELD_BY_SERVICE = "held-by-service";
 
 /**
  * The event log of the deployment the config names, opened here: DATABASE_URL, else the embedded
@@ -361,7 +461,7 @@ const HELD_BY_SERVICE = "held-by-service";
  * written would create a database only to find nothing in it); one that a running service holds
  * answers HELD_BY_SERVICE.
  */
-async function openEventStores(config: Config): Promise<Storage | typeof HELD_BY_SERVICE> {
+export async function openEventStores(config: Config): Promise<Storage | typeof HELD_BY_SERVICE> {
   if (!embeddedDatabaseExists(config.database))
     throw new CommandError(
       `no embedded database in DATA_DIR ${config.database.dataDir} (nothing was created): set DATA_DIR to the service's, or DATABASE_URL to its PostgreSQL`,
@@ -437,7 +537,7 @@ const POLL_MS = 200;
  * sync queue its worker serves (worker/operator-actions.ts), whose answer this waits for. A refusal
  * (no such event, a bad filter) becomes a CommandError in the service's words.
  */
-async function askService<T>(
+export async function askService<T>(
   config: Config,
   request: OperatorActionRequest,
   { timeoutMs = HANDOVER_TIMEOUT_MS, signal }: { timeoutMs?: number; signal?: AbortSignal } = {},
@@ -495,7 +595,7 @@ function answerOf(outcome: OperatorActionOutcome): unknown {
 /** How long one request may take in all (a bulk dry run counts the whole log). */
 const REQUEST_TIMEOUT_MS = 60_000;
 
-type OperatorClient = ReturnType<typeof operatorClient>;
+export type OperatorClient = ReturnType<typeof operatorClient>;
 
 /** The operator API's base URL as --url gives it, checked. */
 export function operatorUrl(flag: string): string {
@@ -509,7 +609,7 @@ export function operatorClient(url: string, token: string | undefined) {
   return {
     url,
     /** One call of the operator API; its JSON answer, or a CommandError with the service's own words. */
-    async call<T>(method: "GET" | "POST", path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    async call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
       let res: Response;
       try {
         res = await fetch(`${url}${path}`, {
@@ -522,17 +622,20 @@ export function operatorClient(url: string, token: string | undefined) {
         throw new CommandError(`${method} ${url}${path} failed (${causeCode(err) ?? (err as Error).name}); check --url`);
       }
       const text = await res.text();
+      // Another service's "404 not_found" must not read as this one's refusal.
+      if (res.headers.get(SERVED_BY.header) !== SERVED_BY.value)
+        throw new CommandError(`${url} is not an svc-webhooks service (${method} ${path} answered ${res.status}); check --url`);
       let answer: unknown;
       try {
         answer = JSON.parse(text);
       } catch {
-        throw new CommandError(`${url} answered ${res.status} without JSON: is it svc-webhooks? check --url`);
+        throw new CommandError(`${url} answered ${res.status} without JSON; check --url`);
       }
       if (res.ok) return answer as T;
       const error = (answer as { error?: { code?: string; message?: string } }).error;
       if (res.status === 401) throw new CommandError(`${url} refused ADMIN_TOKEN (401): use the service's admin token`);
       if (res.status === 404 && error?.code === "not_found" && error.message?.startsWith("no route"))
-        throw new CommandError(`${url} has no operator API (${path}): is ADMIN_TOKEN set on the service, and is it svc-webhooks?`);
+        throw new CommandError(`${url} has no operator API (${path}): set ADMIN_TOKEN on the service`);
       throw new CommandError(`${error?.code ?? `HTTP ${res.status}`}: ${error?.message ?? text.slice(0, 200)}`, error?.code);
     },
   };

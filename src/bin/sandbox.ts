@@ -1,9 +1,8 @@
-import { parseArgs } from "node:util";
 import { createLogger } from "../logging/logger.js";
 import { createSandbox } from "../sandbox/index.js";
 import type { WebhookEndpoint } from "../sandbox/webhook-sender.js";
 import { isApiKey } from "../upstream/client.js";
-import { flagOptions, stopped, UsageError, wholeNumber } from "./command.js";
+import { flagOptions, parseFlags, stopped, UsageError, wholeNumber } from "./command.js";
 
 export const help = `svc-webhooks sandbox [options]
 
@@ -30,7 +29,7 @@ delivers webhooks with retries and can simulate live traffic.
   --bookings-order <o>   date-ascending (default) or date-descending`;
 
 export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = parseFlags({
     args: argv,
     strict: true,
     options: {

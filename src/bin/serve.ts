@@ -1,4 +1,3 @@
-import { parseArgs } from "node:util";
 import type { DestinationStream } from "pino";
 import { type Config, loadConfig, secretsOf } from "../config/config.js";
 import { createLogger } from "../logging/logger.js";
@@ -7,7 +6,7 @@ import { createService } from "../service.js";
 import { EXIT_GRACE_MS } from "../service.js";
 import { traceLogFields, startTracing } from "../tracing/tracing.js";
 import { loadHandlersModule } from "../worker/handlers.js";
-import { stopped } from "./command.js";
+import { parseFlags, stopped } from "./command.js";
 
 export const help = `svc-webhooks serve [--role all|web|worker]
 
@@ -17,7 +16,7 @@ Stops gracefully on SIGTERM or SIGINT: stops accepting, finishes in-flight work 
 SHUTDOWN_TIMEOUT_MS, closes Redis and the database, and exits at most 5 s past it.`;
 
 export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { role: { type: "string" } }, strict: true });
+  const { values } = parseFlags({ args: argv, options: { role: { type: "string" } }, strict: true });
   const config = loadConfig({ ...process.env, ...(values.role ? { ROLE: values.role } : {}) });
   const { service, logger, tracing } = await serviceFromConfig(config);
   const exit = (code: number, message: string, fields: object = {}) => {

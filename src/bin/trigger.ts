@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { parseArgs } from "node:util";
 import { newestSigningSecret } from "../config/config.js";
 import { KNOWN_EVENT_TYPES } from "../events/catalog.js";
 import { signPayload } from "../events/envelope.js";
-import { causeCode, CommandError, UsageError } from "./command.js";
+import { printable } from "../mirror/values.js";
+import { type Answer, answer, causeCode, CommandError, parseFlags, UsageError } from "./command.js";
 
 export const help = `svc-webhooks trigger <event-type> [--url <url>] [--secret <s>] [--data '<json>'] [--id <event-id>]
 
@@ -50,8 +50,10 @@ const SAMPLES: Record<string, () => Record<string, unknown>> = {
   "menu_item.updated": () => ({ id: "mi_1", restaurantId: "rest_1", price: 12.5, stock: 4 }),
 };
 
-export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const { values, positionals } = parseArgs({
+export const answers = true;
+
+export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<Answer> {
+  const { values, positionals } = parseFlags({
     args: argv,
     allowPositionals: true,
     strict: true,
@@ -90,9 +92,12 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<void>
       `POST ${url} failed (${causeCode(err) ?? (err as Error).name}): is the service running there? Pass --url, or set PORT`,
     );
   }
-  const answer = await res.text();
-  console.log(JSON.stringify({ sent: event, status: res.status, answer: safeJson(answer) }, null, 2));
+  const text = await res.text();
   if (!res.ok) process.exitCode = 1;
+  return answer(
+    { sent: event, status: res.status, answer: safeJson(text) },
+    `sent ${type} ${event.id} to ${url}: ${res.status}${res.ok ? "" : ` ${printable(text.slice(0, 200))}`}`,
+  );
 }
 
 function safeJson(text: string): unknown {

@@ -111,6 +111,13 @@ export const CHANGE_EVENT_TYPES = CHANGE_KINDS.map((k) => `change.${k}` as const
 /** True for every type in the reserved `change.` namespace, known kind or not. */
 export const isChangeEventType = (type: string): boolean => type.startsWith(CHANGE_TYPE_PREFIX);
 
+/**
+ * Every event type somebody sends this service today: the upstream's and the mirror's changes. A
+ * handler registered for another type, or a replay asking for one, is more often a typo
+ * (`order.craeted`) than a plan: both are told so (worker/handlers.ts, the CLI's replay).
+ */
+export const SENT_EVENT_TYPES: readonly string[] = [...KNOWN_EVENT_TYPES, ...CHANGE_EVENT_TYPES];
+
 export interface ChangeData<K extends ChangeKind = ChangeKind> {
   kind: K;
   id: string;

@@ -78,6 +78,12 @@ const NUMBER = /^\d+$/;
 
 const handlerKey = (source: string, type: string, name: string) => (name === type ? `${source}:${type}` : `${source}:${type}:${name}`);
 
+/** The event type a handler key names (`user:order.created:notify` → `order.created`); undefined for what is no key. */
+export function handlerKeyType(key: string): string | undefined {
+  const [source, type] = key.split(":");
+  return source && type ? type : undefined;
+}
+
 /**
  * Each handler `handlers` holds for `type`, with its name: the one given (`{ name, handle }`),
  * else the function's own name (a function written inline in a map is named after its key by

@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { HttpLimits } from "../config/config.js";
 import { DEFAULTS } from "../config/defaults.js";
 import { serverSpan } from "../tracing/tracing.js";
-import { errorBody, NotReadyError, toHttpFailure } from "./errors.js";
+import { errorBody, NotReadyError, SERVED_BY, toHttpFailure } from "./errors.js";
 import { boundedPath, requestLog, type AppEnv } from "./request-log.js";
 import { webhookRoute, type WebhookRouteOptions } from "./webhook-route.js";
 
@@ -30,6 +30,11 @@ export interface CreateAppOptions {
 /** The HTTP edge. One factory serves production, tests and benches. */
 export function createApp(options: CreateAppOptions): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  // Every answer names the service (SERVED_BY), refusals and unknown routes too.
+  app.use(async function servedBy(c, next) {
+    await next();
+    c.res.headers.set(SERVED_BY.header, SERVED_BY.value);
+  });
   // Outside the request log, so the delivery's log line carries the span's trace id.
   if (options.tracer && options.webhooks)
     app.use("/webhooks", serverSpan(options.tracer, { route: "/webhooks", attributes: deliveryAttributes }));

@@ -5,6 +5,13 @@ import { ReservedEventTypeError } from "../events/errors.js";
 import { QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
 
 /**
+ * The header every answer names the service by (`x-served-by: svc-webhooks`, set in app.ts): the
+ * CLI's --url tells a service that is not this one apart from this one's refusals (both may answer
+ * 404 `not_found`).
+ */
+export const SERVED_BY = { header: "x-served-by", value: "svc-webhooks" } as const;
+
+/**
  * Every error code of the HTTP layer in one place: the errors the edge and the operator routes
  * raise themselves (below), the errors of the layers beneath that the edge answers by type, and
  * the codes it answers by name only (STATUS_BY_CODE). `toHttpFailure` is the one place where they

@@ -5,6 +5,8 @@ import { createDatabase, type Database, migrateToLatest } from "./database.js";
 import { withOperatorTimeout } from "./errors.js";
 import type { RejectedRecord } from "./set-aside-records.js";
 import type { StepRecord } from "./step-store.js";
+import type { MirrorKind } from "./database.js";
+import { readRecordStory, type RecordStory } from "./record-story.js";
 
 import type { Config } from "../config/config.js";
 import { createChangeOutbox, type ChangeOutbox } from "./change-outbox.js";
@@ -86,4 +88,15 @@ export async function readEventDetail(storage: Pick<Storage, "eventLog" | "steps
   const event = await storage.eventLog.get(id);
   if (!event) return undefined;
   return { ...event, handlerAttempts: await storage.eventLog.handlerAttempts(id), steps: await storage.steps.forEvent(id) };
+}
+
+/** A record's story as GET /records/{kind}/{id} and the console's record page tell it: an operator read, bounded in time. */
+export function readStory(
+  storage: Pick<Storage, "database">,
+  kind: MirrorKind,
+  id: string,
+  cursor?: string,
+): Promise<RecordStory | undefined> {
+  const { operatorDb, operatorQueryTimeoutMs: timeoutMs } = storage.database;
+  return readRecordStory(operatorDb, kind, id, { cursor, timeoutMs });
 }

@@ -64,6 +64,12 @@ export function printable(text: string): string {
   return text.replace(UNPRINTABLE, escapeChar);
 }
 
+/**
+ * An event's status as people are shown it (the console, the CLI): the event log says `received`
+ * for an event whose last attempt failed and will be retried, shown as retrying.
+ */
+export const shownStatus = (status: string) => (status === "received" ? "retrying" : status);
+
 // What PostgreSQL refuses, checked in JavaScript before a value reaches SQL, so one record's bad
 // value is that record's problem and never fails the statement (and the page) it would share.
 // Pure functions: unit-tested without a database.

@@ -6,7 +6,7 @@ import type { AppEnv } from "../http/request-log.js";
 import { mountOperatorRoutes, type MirrorReader, type RecordReader } from "../http/operator-routes.js";
 import { type Metrics, collectOpsSummary } from "../metrics/metrics.js";
 import { readMinuteSamples } from "../metrics/minute-samples.js";
-import { readEventDetail } from "../mirror/storage.js";
+import { readEventDetail, readStory } from "../mirror/storage.js";
 import { eventQueryFromParams } from "../mirror/event-log.js";
 import { filterFromQuery, validateRecordId } from "../mirror/mirror-store.js";
 import type { Storage } from "../mirror/storage.js";
@@ -23,7 +23,7 @@ import type { WorkerRole } from "../worker/worker-role.js";
 import { listCausedChanges } from "../mirror/record-story.js";
 import { listFailureGroups } from "../mirror/event-log.js";
 import { readBookkeeping } from "../mirror/mirror-store.js";
-import { findRecordKinds, readRecordStory } from "../mirror/record-story.js";
+import { findRecordKinds } from "../mirror/record-story.js";
 import { OperatorActionError } from "../worker/errors.js";
 
 /** The queue handles the operator reads and acts on (the service holds them in every role). */
@@ -139,9 +139,7 @@ const text = (value: unknown) => (typeof value === "string" ? value : undefined)
  * operator actions to the refresh scheduler.
  */
 function createRecordReader(storage: Storage, actions: Pick<OperatorActions, "requestRefresh">): RecordReader {
-  const reader = storage.database.operatorDb;
-  const timeoutMs = storage.database.operatorQueryTimeoutMs;
-  const story = (kind: string, id: string, cursor?: string) => readRecordStory(reader, kind as MirrorKind, id, { cursor, timeoutMs });
+  const story = (kind: string, id: string, cursor?: string) => readStory(storage, kind as MirrorKind, id, cursor);
   return {
     kinds: MIRROR_KINDS,
     story,

@@ -6,7 +6,7 @@ import {
   type ChangeField,
   type ChangeFilter,
   type ChangeKind,
-  CHANGE_EVENT_TYPES,
+  SENT_EVENT_TYPES,
 } from "../events/catalog.js";
 import {
   type EventFor,
@@ -21,7 +21,7 @@ import {
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { ApiClient } from "../upstream/client.js";
 import { type StepFunction, createDurableSteps, stepAwareApi } from "./durable-steps.js";
-import { type AnyEvent, isKnownEventType, KNOWN_EVENT_TYPES } from "../events/catalog.js";
+import type { AnyEvent } from "../events/catalog.js";
 import type { StepStore } from "../mirror/step-store.js";
 import { traceHandlers, type Tracing } from "../tracing/tracing.js";
 import { apiNotConfigured } from "./upstream.js";
@@ -156,7 +156,7 @@ function createReloadableRegistry<Ctx>(
 
 type About = Pick<RegisteredHandler<unknown>, "key" | "source" | "type" | "name">;
 
-const KNOWN_TYPES: readonly string[] = [...KNOWN_EVENT_TYPES, ...CHANGE_EVENT_TYPES, "*"];
+const KNOWN_TYPES: readonly string[] = [...SENT_EVENT_TYPES, "*"];
 
 /**
  * Logs what one source (a HANDLERS_MODULE, a map given to createService) registered: its types
@@ -164,7 +164,7 @@ const KNOWN_TYPES: readonly string[] = [...KNOWN_EVENT_TYPES, ...CHANGE_EVENT_TY
  * send (a typo such as `order.craeted` would otherwise never run, silently).
  */
 export function logRegisteredHandlers(logger: Logger, source: string, added: readonly About[]): void {
-  const unknown = [...new Set(added.map((h) => h.type))].filter((t) => t !== "*" && !isKnownEventType(t) && !KNOWN_TYPES.includes(t));
+  const unknown = [...new Set(added.map((h) => h.type))].filter((t) => !KNOWN_TYPES.includes(t));
   if (unknown.length > 0)
     logger.warn(
       { source, unknown, known: KNOWN_TYPES },

@@ -143,17 +143,37 @@ export type OperatorActions = ReturnType<typeof createOperatorActions>;
  */
 export const OPERATOR_ACTION_JOB = "operator-action";
 
-/** The actions that need the event log, as a job's data. */
+/** The actions and reads that need the event log, as a job's data. */
 export type OperatorActionRequest =
   | { action: "replayEvent"; id: string; handler?: string }
-  | { action: "replayMatching"; filter: Record<string, string>; dryRun?: boolean; fresh?: boolean; confirm?: number };
+  | { action: "replayMatching"; filter: Record<string, string>; dryRun?: boolean; fresh?: boolean; confirm?: number }
+  | { action: "showEvent"; id: string }
+  | { action: "recordStory"; kind: string; id: string };
+
+/** The operator reads a CLI may hand over, as GET /events/{id} and GET /records/{kind}/{id} answer them; undefined when nothing is known. */
+export interface OperatorReads {
+  event(id: string): Promise<unknown>;
+  story(kind: string, id: string): Promise<unknown>;
+}
 
 /** A refusal travels as a value, not a failed job: it is the caller's answer, and nothing is retried. */
 export type OperatorActionOutcome = { ok: true; result: unknown } | { ok: false; code: string; message: string };
 
 /** Runs one handed-over request; an error other than a refusal fails the job (its reason is the caller's answer). */
-export async function runOperatorActionJob(actions: OperatorActions, job: Pick<Job, "data">): Promise<OperatorActionOutcome> {
+export async function runOperatorActionJob(
+  actions: OperatorActions,
+  job: Pick<Job, "data">,
+  reads: OperatorReads,
+): Promise<OperatorActionOutcome> {
   const request = job.data as OperatorActionRequest;
+  if (request.action === "showEvent" || request.action === "recordStory")
+    return outcomeOf(async () => {
+      const found = request.action === "showEvent" ? await reads.event(request.id) : await reads.story(request.kind, request.id);
+      if (found !== undefined) return found;
+      throw request.action === "showEvent"
+        ? new OperatorActionError("event_not_found", `no event ${printable(request.id)} in the event log`)
+        : new OperatorActionError("record_not_found", `nothing is known of ${request.kind} ${printable(request.id)}`);
+    });
   return outcomeOf(() =>
     request.action === "replayEvent"
       ? actions.replayEvent(request.id, request.handler ? { handler: request.handler } : {})

@@ -42,7 +42,7 @@ async function setUp(extraOrders: number) {
 }
 
 function backfill(env: Record<string, string>, args: string[] = []) {
-  const proc = runCli(["backfill", "--kinds", "orders", ...args], env);
+  const proc = runCli(["backfill", "--kinds", "orders", "--json", ...args], env);
   procs.push(proc);
   return proc;
 }
@@ -153,7 +153,7 @@ describe("svc-webhooks backfill, resumable", () => {
   it("--since keeps orders created from that day and stops once the newest-first list went past it", async () => {
     const env = await setUp(464);
     const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
-    const proc = runCli(["backfill", "--kinds", "orders,bookings", "--since", tomorrow], env);
+    const proc = runCli(["backfill", "--kinds", "orders,bookings", "--since", tomorrow, "--json"], env);
     procs.push(proc);
     expect((await proc.exited).code).toBe(0);
     const bookingsFrom = sandbox!.state.bookings().filter((b) => b.date.slice(0, 10) >= tomorrow).length;

@@ -30,7 +30,7 @@ describe("svc-webhooks trigger", () => {
   it("sends a signed sample event that the service accepts and stores", async () => {
     svc = await startService();
     const done = nextFinished(svc.service.worker!, "completed");
-    proc = runCli(["trigger", "review.created", "--url", `${svc.url}/webhooks`, "--data", '{"id":"rev_cli","rating":2}'], {
+    proc = runCli(["trigger", "review.created", "--json", "--url", `${svc.url}/webhooks`, "--data", '{"id":"rev_cli","rating":2}'], {
       SIGNING_SECRET: TEST_SECRET,
     });
     expect((await proc.exited).code).toBe(0);
@@ -42,7 +42,7 @@ describe("svc-webhooks trigger", () => {
   it.each([
     [["trigger"], "one event type"],
     [["trigger", "order.created", "--data", "[1]"], "--data must be a JSON object"],
-    [["trigger", "order.created", "--bogus"], "Unknown option"],
+    [["trigger", "order.created", "--bogus"], "unknown option --bogus"],
     [["nope"], 'unknown command "nope"'],
   ])("exits 2 with a clear message for %j", async (args, message) => {
     proc = runCli(args, { SIGNING_SECRET: TEST_SECRET });
@@ -62,7 +62,7 @@ describe("svc-webhooks backfill", () => {
     sandbox = createSandbox();
     const apiUrl = await sandbox.listen();
     const database = databaseEnv(() => mkdtempSync(join(tmpdir(), "svc-backfill-")));
-    proc = runCli(["backfill"], {
+    proc = runCli(["backfill", "--json"], {
       ...database,
       REDIS_URL: inject("redisUrl"),
       QUEUE_PREFIX: `test-backfill-${process.pid}`,
@@ -139,7 +139,7 @@ describe("svc-webhooks dev", () => {
     expect(Object.keys(exported)).toEqual(expect.arrayContaining(["REDIS_URL", "API_BASE_URL", "API_KEY", "ADMIN_TOKEN", "PORT"]));
     expect(exported.API_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     // The CLI with only that environment asks this stack's service (the service holds the embedded database).
-    const client = runCli(["replay", "--status", "failed", "--dry-run"], exported);
+    const client = runCli(["replay", "--status", "failed", "--dry-run", "--json"], exported);
     expect((await client.exited).code, client.stderr()).toBe(0);
     expect(JSON.parse(client.stdout())).toEqual({ wouldQueue: 0 });
     running.child.kill("SIGTERM");

@@ -73,10 +73,18 @@ describe("the CLI acts on the deployment its environment names", () => {
     const dryRun = await cli(["replay", "--status", "failed", "--dry-run"], env);
     expect(dryRun.code, dryRun.stderr).toBe(0);
     expect(dryRun.stdout).toContain("evt_failed_here");
-    expect(dryRun.stdout).toContain(JSON.stringify({ wouldQueue: 1 }));
-    const reconcile = await cli(["reconcile"], env);
+    expect(dryRun.stdout).toContain("1 event would be replayed");
+    // For scripts: stdout is the one JSON document; the list of events goes to stderr.
+    const dryRunJson = await cli(["replay", "--status", "failed", "--dry-run", "--json"], env);
+    expect(dryRunJson.code, dryRunJson.stderr).toBe(0);
+    expect(JSON.parse(dryRunJson.stdout)).toEqual({ wouldQueue: 1 });
+    expect(dryRunJson.stderr).toContain("evt_failed_here");
+    const reconcile = await cli(["reconcile", "--json"], env);
     expect(reconcile.code, reconcile.stderr).toBe(0);
     expect(JSON.parse(reconcile.stdout)).toEqual({ job: expect.any(String) as string, runs: "now" });
+    // For people, the same answer in a sentence (asked again, it is the same job).
+    const said = await cli(["reconcile"], env);
+    expect(said.stdout).toBe(`reconciliation queued as job ${(JSON.parse(reconcile.stdout) as { job: string }).job}; it runs now`);
     expect(other.requests()).toBe(0);
   }, 60_000);
 
@@ -97,12 +105,12 @@ describe("the CLI acts on the deployment its environment names", () => {
       PORT: String(other.port),
     };
 
-    const replay = await cli(["replay", "--id", event.id], env);
+    const replay = await cli(["replay", "--id", event.id, "--json"], env);
     expect(replay.code, replay.stderr).toBe(0);
     expect(JSON.parse(replay.stdout)).toMatchObject({ event: event.id, replay: { id: expect.stringMatching(/^replay-/) as string } });
     await waitFor(async () => (await svc.service.eventLog.get(event.id))?.attempts === 2, { what: "the replay's attempt" });
 
-    const counted = await cli(["replay", "--type", "guest.*", "--dry-run"], env);
+    const counted = await cli(["replay", "--type", "guest.*", "--dry-run", "--json"], env);
     expect(counted.code, counted.stderr).toBe(0);
     expect(JSON.parse(counted.stdout)).toEqual({ wouldQueue: 1 });
 
@@ -110,8 +118,18 @@ describe("the CLI acts on the deployment its environment names", () => {
     expect(missing.code).toBe(1);
     expectOneLine(missing.stderr, "event_not_found: no event evt_nowhere");
 
+    // Reads are handed over the same way: the service that holds the database answers them.
+    const shown = await cli(["events", "show", event.id], env);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout.startsWith(`event ${event.id} (guest.visited), received `)).toBe(true);
+    const shownJson = await cli(["events", "show", event.id, "--json"], env);
+    expect(JSON.parse(shownJson.stdout)).toMatchObject({ id: event.id, type: "guest.visited" });
+    const noRecord = await cli(["records", "show", "orders", "ord_nowhere"], env);
+    expect(noRecord.code).toBe(1);
+    expectOneLine(noRecord.stderr, "record_not_found: nothing is known of orders ord_nowhere");
+
     // A backfill is the service's workers' to run: the CLI asks for it on the sync queue.
-    const backfill = await cli(["backfill", "--kinds", "orders"], {
+    const backfill = await cli(["backfill", "--kinds", "orders", "--json"], {
       ...env,
       API_BASE_URL: "http://127.0.0.1:9",
       API_KEY: "svc_live_cli_held",

@@ -74,7 +74,7 @@ describe("replay --id through the running service", () => {
     };
     await waitFor(async () => (await logged())?.status === "handled", { what: "the event handled", timeoutMs: 60_000 });
 
-    const replay = cli(["replay", "--id", event.id, "--url", url], env);
+    const replay = cli(["replay", "--id", event.id, "--url", url, "--json"], env);
     expect((await replay.exited).code, replay.stderr()).toBe(0);
     expect(JSON.parse(replay.stdout())).toMatchObject({ event: event.id, replay: { id: expect.stringMatching(/^replay-/) as string } });
     expect(replay.stderr()).not.toContain("DataDirLocked");
@@ -83,6 +83,14 @@ describe("replay --id through the running service", () => {
     const missing = cli(["replay", "--id", "evt_nowhere", "--url", url], env);
     expect((await missing.exited).code).toBe(1);
     expectOneLine(missing.stderr(), "event_not_found");
+
+    // The reads for people go the same way: the event as GET /events/{id} answers it, told in sentences.
+    const shown = cli(["events", "show", event.id, "--url", url], env);
+    expect((await shown.exited).code, shown.stderr()).toBe(0);
+    expect(shown.stdout()).toMatch(/^event \S+ \(guest\.visited\), received \S+Z: handled after 2 attempts/);
+    const shownJson = cli(["events", "show", event.id, "--url", url, "--json"], env);
+    expect((await shownJson.exited).code, shownJson.stderr()).toBe(0);
+    expect(JSON.parse(shownJson.stdout())).toMatchObject({ id: event.id, status: "handled", attempts: 2 });
 
     const wrongToken = cli(["replay", "--id", event.id, "--url", url], { ...env, ADMIN_TOKEN: "not-the-token-of-this-service" });
     expect((await wrongToken.exited).code).toBe(1);
@@ -118,10 +126,10 @@ describe("replay and reconcile without a service", () => {
       API_BASE_URL: "http://127.0.0.1:9",
       API_KEY: "svc_live_cli_direct",
     };
-    const replay = cli(["replay", "--id", "evt_direct"], env);
+    const replay = cli(["replay", "--id", "evt_direct", "--json"], env);
     expect((await replay.exited).code, replay.stderr()).toBe(0);
     expect(JSON.parse(replay.stdout())).toMatchObject({ event: "evt_direct" });
-    const reconcile = cli(["reconcile"], env);
+    const reconcile = cli(["reconcile", "--json"], env);
     expect((await reconcile.exited).code, reconcile.stderr()).toBe(0);
     const { job } = JSON.parse(reconcile.stdout()) as { job: string };
 
@@ -163,7 +171,7 @@ describe("one-line errors, in bounded time", () => {
       ADMIN_TOKEN: TOKEN,
     });
     expect((await wrong.exited).code).toBe(1);
-    expectOneLine(wrong.stderr(), "without JSON: is it svc-webhooks?");
+    expectOneLine(wrong.stderr(), "is not an svc-webhooks service (POST /events/evt_1/replay answered 404); check --url");
 
     const noToken = cli(["reconcile", "--url", `http://127.0.0.1:${(other.address() as AddressInfo).port}`], {});
     expect((await noToken.exited).code).toBe(1);
@@ -171,7 +179,7 @@ describe("one-line errors, in bounded time", () => {
 
     const badFlag = cli(["replay", "--id", "evt_1", "--bogus"], {});
     expect((await badFlag.exited).code).toBe(2);
-    expectOneLine(badFlag.stderr(), "Unknown option '--bogus'");
+    expectOneLine(badFlag.stderr(), "unknown option --bogus");
 
     const mixed = cli(["replay", "--id", "evt_1", "--status", "failed"], {});
     expect((await mixed.exited).code).toBe(2);

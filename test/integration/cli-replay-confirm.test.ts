@@ -62,7 +62,7 @@ describe("replay --confirm", () => {
 
     expectRefused(await cli(["replay", "--status", "failed"], env), 3);
     expect(await queuedJobs(prefix)).toBe(0);
-    const confirmed = await cli(["replay", "--status", "failed", "--confirm"], env);
+    const confirmed = await cli(["replay", "--status", "failed", "--confirm", "--json"], env);
     expect(confirmed.code, confirmed.stderr).toBe(0);
     expect(JSON.parse(confirmed.stdout)).toEqual({ queued: 3 });
     expect(await queuedJobs(prefix)).toBe(3);
@@ -93,7 +93,7 @@ describe("replay --confirm", () => {
       [["replay", "--type", "guest.*", "--confirm"], env],
       [["replay", "--type", "guest.*", "--confirm", "--url", svc.url], remote],
     ] as const) {
-      const confirmed = await cli([...args], where);
+      const confirmed = await cli([...args, "--json"], where);
       expect(confirmed.code, confirmed.stderr).toBe(0);
       expect(JSON.parse(confirmed.stdout)).toMatchObject({ queued: 3, bulk: expect.stringMatching(/^bulk-/) as string });
       // One bulk replay per filter at a time: the next waits for this one's events to run.
@@ -101,6 +101,21 @@ describe("replay --confirm", () => {
         async () => (await svc.service.eventLog.query({ type: "guest.*" })).data.every((e) => e.attempts === (where === env ? 2 : 3)),
         { what: "the replayed events' attempts" },
       );
+      // Followed by its id: straight from Redis, or at --url.
+      const { bulk } = JSON.parse(confirmed.stdout) as { bulk: string };
+      const at = where === env ? [] : ["--url", svc.url];
+      const state = async () =>
+        (JSON.parse((await cli(["replay", "status", bulk, ...at, "--json"], where)).stdout) as { state: string }).state;
+      await waitFor(async () => (await state()) === "done", { what: "the bulk replay done" });
+      const said = await cli(["replay", "status", bulk, ...at], where);
+      expect(said.stdout).toBe(`bulk replay ${bulk} is done: of 3 events, 3 handled, 0 failed`);
+      // A replay that ended stays as it ended.
+      const cancelled = await cli(["replay", "cancel", bulk, ...at], where);
+      expect(cancelled.code, cancelled.stderr).toBe(0);
+      expect(cancelled.stdout).toBe(`bulk replay ${bulk} is done: of 3 events, 3 handled, 0 failed`);
     }
-  }, 90_000);
+    const unknown = await cli(["replay", "status", "bulk-00000000-0000-0000-0000-000000000000"], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr.trim()).toBe("svc-webhooks: replay_not_found: no bulk replay bulk-00000000-0000-0000-0000-000000000000");
+  }, 120_000);
 });

@@ -28,7 +28,7 @@ async function backfill(extra: Record<string, string> = {}) {
   sandbox = createSandbox({ history: { orders: 1500, days: 30 } });
   const apiUrl = await sandbox.listen();
   redis = await startRedisServer();
-  proc = runCli(["backfill", "--kinds", "orders"], {
+  proc = runCli(["backfill", "--kinds", "orders", "--json"], {
     ...databaseEnv(() => mkdtempSync(join(tmpdir(), "svc-backfill-stop-"))),
     REDIS_URL: redis.url,
     QUEUE_PREFIX: "test-backfill-stop",

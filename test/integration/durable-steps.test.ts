@@ -146,7 +146,7 @@ describe("durable steps: ctx.step", () => {
       };
       const replay = async (...flags: string[]) => {
         const replayed = nextFinished(worker, "completed", (e) => e.id === ev.id && e.via === "queue");
-        const cli = runCli(["replay", "--type", "guest.arrived", ...flags], cliEnv);
+        const cli = runCli(["replay", "--type", "guest.arrived", "--json", ...flags], cliEnv);
         expect((await cli.exited).code, cli.stderr()).toBe(0);
         expect(JSON.parse(cli.stdout().trim().split("\n").pop()!)).toEqual({ queued: 1 });
         await replayed;

@@ -159,7 +159,7 @@ describe.each(testDrivers())("records the mirror cannot hold (%s)", (driver) => 
       driver === "server"
         ? { DATABASE_URL: inject("databaseUrl"), DATABASE_SCHEMA: randomSchema() }
         : { DATA_DIR: mkdtempSync(join(tmpdir(), "svc-rejected-")) };
-    const proc = runCli(["backfill"], {
+    const proc = runCli(["backfill", "--json"], {
       ...env,
       REDIS_URL: inject("redisUrl"),
       QUEUE_PREFIX: `test-rejected-${randomUUID().slice(0, 8)}`,

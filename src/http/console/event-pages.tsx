@@ -1,5 +1,5 @@
 import type { EventPage as LogPage, EventSummary, FailureGroup, HandlerAttempt } from "../../mirror/event-log.js";
-import { printable } from "../../mirror/values.js";
+import { printable, shownStatus } from "../../mirror/values.js";
 import type { CausedChange } from "../../mirror/record-story.js";
 import type { HandlerOutcome } from "../../mirror/database.js";
 import type { EventDetail } from "../../mirror/storage.js";
@@ -19,7 +19,6 @@ import {
   RANGE_PRESETS,
   refuseUnknown,
   runDuration,
-  shownStatus,
   StatusPill,
   When,
   type RangePreset,

@@ -1,6 +1,6 @@
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
-import { printable } from "../../mirror/values.js";
+import { printable, shownStatus } from "../../mirror/values.js";
 import { InvalidFilterError } from "../errors.js";
 import { DASHBOARD_PATH, FAVICON_PATH } from "../operator-routes.js";
 
@@ -92,9 +92,6 @@ export function runDuration(ms: number): string {
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   return duration(ms / 1000);
 }
-
-/** The log says `received` for an event whose last attempt failed and will be retried: shown as retrying. */
-export const shownStatus = (status: string) => (status === "received" ? "retrying" : status);
 
 export function StatusPill(props: { status: string }) {
   const shown = shownStatus(props.status);

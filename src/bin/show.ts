@@ -1,0 +1,160 @@
+// The operator reads for people: `events show ID` and `records show KIND ID`, the event page and
+// the record page of the console told as sentences (--json: the document GET /events/{id} and
+// GET /records/{kind}/{id} answer). They read where replay acts: the service at --url, else the
+// stores the environment names, else the running service that holds them (a hand-over).
+import { loadConfig } from "../config/config.js";
+import { MIRROR_KINDS, type MirrorKind } from "../mirror/database.js";
+import type { RecordStory } from "../mirror/record-story.js";
+import { type EventDetail, readEventDetail, readStory } from "../mirror/storage.js";
+import { printable, shownStatus } from "../mirror/values.js";
+import type { OperatorActionRequest } from "../worker/operator-actions.js";
+import { type Answer, answer, type Command, CommandError, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
+import { askService, HELD_BY_SERVICE, openEventStores, operatorClient, operatorUrl } from "./operator.js";
+
+/**
+ * One operator read: GET `path` at --url, else `local` on the stores opened here, else handed to
+ * the service that holds them as `request`. Undefined from a store means nothing is known of it.
+ */
+async function read<T>(
+  where: { url: string | undefined; env: NodeJS.ProcessEnv; stop: AbortSignal },
+  path: string,
+  request: OperatorActionRequest,
+  local: (stores: Exclude<Awaited<ReturnType<typeof openEventStores>>, typeof HELD_BY_SERVICE>) => Promise<T | undefined>,
+  notFound: string,
+): Promise<T> {
+  if (where.url !== undefined) return operatorClient(operatorUrl(where.url), where.env.ADMIN_TOKEN).call<T>("GET", path);
+  const config = loadConfig({ ...where.env, ROLE: "worker" });
+  const stores = await openEventStores(config);
+  if (stores === HELD_BY_SERVICE) return askService<T>(config, request, { signal: where.stop });
+  try {
+    const found = await local(stores);
+    if (found === undefined) throw new CommandError(notFound, "not_found");
+    return found;
+  } finally {
+    await stores.close();
+  }
+}
+
+/** A time as the API sends it (an ISO string) or the store gives it (a Date): ISO 8601, UTC. */
+const at = (time: Date | string | null | undefined) => (time ? new Date(time).toISOString() : "never");
+
+/** A value of a field diff or a record, short: JSON, at most 80 characters. */
+const short = (value: unknown) => {
+  const text = printable(JSON.stringify(value ?? null));
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+};
+
+/** An error's first line, bounded. */
+const firstLine = (error: string | null | undefined) => printable((error ?? "").split("\n")[0]?.slice(0, 200) ?? "");
+
+/** The event page as lines: envelope, then each handler's latest outcome and attempts, then steps. */
+export function sayEvent(event: EventDetail): string {
+  const lines = [
+    `event ${printable(event.id)} (${printable(event.type)}), received ${at(event.receivedAt)}: ${shownStatus(event.status)} after ${plural(event.attempts, "attempt")}, the last ended ${at(event.updatedAt)}`,
+  ];
+  const keys = [...new Set([...Object.keys(event.handlers), ...event.handlerAttempts.map((a) => a.handler)])];
+  if (keys.length === 0) lines.push("no handler outcome recorded (no handler is registered for this type)");
+  for (const key of keys) {
+    const latest = event.handlers[key];
+    lines.push(
+      `handler ${printable(key)}: ${latest ? `${latest.status} (${plural(latest.attempts, "attempt")})${latest.error ? `: ${firstLine(latest.error)}` : ""}` : "no outcome yet"}`,
+    );
+    for (const a of event.handlerAttempts.filter((r) => r.handler === key))
+      lines.push(
+        `  ${a.replay > 0 ? `replay ${a.replay}, ` : ""}attempt ${a.attempt} of ${a.of} at ${at(a.startedAt)}, ${a.durationMs} ms: ${a.outcome}` +
+          (a.error ? `: ${firstLine(a.error)}` : "") +
+          (a.nextRetryAt ? `; next retry ${at(a.nextRetryAt)}` : ""),
+      );
+  }
+  if (event.steps.length > 0) lines.push(`${plural(event.steps.length, "durable step")} recorded (--json shows them)`);
+  return lines.join("\n");
+}
+
+/** The record page as lines: the mirror's copy and what the log says of it, newest first. */
+export function sayStory(story: RecordStory): string {
+  const record = story.record;
+  const lines = [
+    `${story.kind} ${printable(story.id)}${story.restaurantId ? ` of restaurant ${printable(story.restaurantId)}` : ""}: ` +
+      (record
+        ? `in the mirror, read ${at(record.readAt)}, written ${at(record.syncedAt)}` +
+          (record.lastChange
+            ? `; last changed by ${printable(record.lastChange.eventId)} (${printable(record.lastChange.source)}) at ${at(record.lastChange.at)}`
+            : "")
+        : "not in the mirror"),
+  ];
+  if (story.rejected)
+    lines.push(
+      `refused by the mirror ${plural(story.rejected.count, "time")} (${story.rejected.reason}: ${firstLine(story.rejected.detail)}), last ${at(story.rejected.lastSeen)}`,
+    );
+  if (story.unlisted)
+    lines.push(
+      `not found in the API's lists after ${plural(story.unlisted.attempts, "try", "tries")}; given up ${at(story.unlisted.givenUpAt)}`,
+    );
+  lines.push(
+    story.timeline.length === 0
+      ? "the log holds no event that named it"
+      : `the log holds ${plural(story.timeline.length, "event")} that named it, newest first:`,
+  );
+  for (const e of story.timeline) {
+    const diff = (e.diff ?? []).map((d) => `${printable(d.field)} ${short(d.before)} → ${short(d.after)}`).join(", ");
+    lines.push(
+      `  ${at(e.at)} ${printable(e.type)} ${printable(e.eventId)}: ${shownStatus(e.status)}` +
+        (e.entry === "change" ? ` (${printable(e.source ?? "")})${diff ? `: ${diff}` : ""}` : `, ${plural(e.attempts, "attempt")}`),
+    );
+  }
+  if (story.nextCursor) lines.push("older events: GET /records/{kind}/{id}?cursor=… or the console's record page");
+  return lines.join("\n");
+}
+
+const eventsHelp = `svc-webhooks events show <event-id> [--url <url>] [--json]
+
+Tells one event as the console's event page does: its type, status and attempts, each handler's
+latest outcome and every kept attempt (when, how long, the error, the next retry). --json prints
+the document GET /events/{id} answers (payload and durable steps included). It reads where
+replay acts: the service at --url (with ADMIN_TOKEN), else the event log the environment names,
+else the running service that holds the embedded database.`;
+
+async function runEvents(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<Answer> {
+  const { values, positionals } = parseFlags({ args: argv, options: flagOptions(["url"]), allowPositionals: true, strict: true });
+  const [verb, id, ...extra] = positionals;
+  if (verb !== "show") throw new UsageError(`events takes show <event-id>${verb ? didYouMean(verb, ["show"]) : ""}`);
+  if (!id || extra.length > 0) throw new UsageError("events show takes one event id");
+  const event = await read<EventDetail>(
+    { url: values.url, env, stop },
+    `/events/${encodeURIComponent(id)}`,
+    { action: "showEvent", id },
+    (stores) => readEventDetail(stores, id),
+    `event_not_found: no event ${printable(id)} in the event log`,
+  );
+  return answer(event, sayEvent(event));
+}
+
+export const events: Command = { help: eventsHelp, answers: true, run: runEvents };
+
+const recordsHelp = `svc-webhooks records show <kind> <id> [--url <url>] [--json]
+
+Tells a record's story as the console's record page does: the mirror's copy (when it was read and
+which change last wrote it), whether the mirror refused it or the API's lists lost it, and every
+event of the log that named it, newest first, each change with its fields before → after.
+Kinds: ${MIRROR_KINDS.join(", ")}. --json prints the document GET /records/{kind}/{id} answers. It
+reads where replay acts: the service at --url (with ADMIN_TOKEN), else the database the
+environment names, else the running service that holds the embedded database.`;
+
+async function runRecords(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<Answer> {
+  const { values, positionals } = parseFlags({ args: argv, options: flagOptions(["url"]), allowPositionals: true, strict: true });
+  const [verb, kind, id, ...extra] = positionals;
+  if (verb !== "show") throw new UsageError(`records takes show <kind> <id>${verb ? didYouMean(verb, ["show"]) : ""}`);
+  if (!kind || !id || extra.length > 0) throw new UsageError(`records show takes a kind (${MIRROR_KINDS.join(", ")}) and an id`);
+  if (!(MIRROR_KINDS as readonly string[]).includes(kind))
+    throw new UsageError(`no record kind "${printable(kind)}"${didYouMean(kind, MIRROR_KINDS)} (kinds: ${MIRROR_KINDS.join(", ")})`);
+  const story = await read<RecordStory>(
+    { url: values.url, env, stop },
+    `/records/${kind}/${encodeURIComponent(id)}`,
+    { action: "recordStory", kind, id },
+    (stores) => readStory(stores, kind as MirrorKind, id),
+    `record_not_found: nothing is known of ${kind} ${printable(id)}`,
+  );
+  return answer(story, sayStory(story));
+}
+
+export const records: Command = { help: recordsHelp, answers: true, run: runRecords };
