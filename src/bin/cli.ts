@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { type Command, didYouMean, output, printAnswer, reportError, stopSignals, UsageError } from "./command.js";
+import { type Command, didYouMean, output, quoted, printAnswer, reportError, stopSignals, UsageError } from "./command.js";
 
 // Loaded lazily so `serve` never loads the sandbox, and each command starts only what it needs.
 const COMMANDS: Record<string, () => Promise<Command>> = {
@@ -48,7 +48,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       return 0;
     }
     const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-    if (!load) throw new UsageError(`unknown command "${name}"${didYouMean(name, Object.keys(COMMANDS))} (svc-webhooks --help lists them)`);
+    if (!load)
+      throw new UsageError(`unknown command ${quoted(name)}${didYouMean(name, Object.keys(COMMANDS))} (svc-webhooks --help lists them)`);
     const command = await load();
     if (rest.includes("--help") || rest.includes("-h")) {
       console.log(command.help);

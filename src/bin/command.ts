@@ -44,6 +44,12 @@ export function printAnswer(answer: Answer, out: Output): void {
   if (out.json || answer.sentence !== "") console.log(out.json ? JSON.stringify(answer.value) : answer.sentence);
 }
 
+/**
+ * A word the user typed, as an error line shows it: in quotes, control characters escaped and cut
+ * at 80 characters, so a stray newline or a pasted blob never breaks the one line.
+ */
+export const quoted = (word: string) => JSON.stringify(word.length > 80 ? `${word.slice(0, 80)}…` : word);
+
 /** `n` and the noun, plural when n is not 1: "1 event", "4 events". */
 export const plural = (n: number, noun: string, plural = `${noun}s`) => `${n} ${n === 1 ? noun : plural}`;
 
@@ -96,7 +102,9 @@ export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typ
     if ((err as { code?: unknown }).code !== "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw err;
     const flag = /'([^']+)'/.exec((err as Error).message)?.[1] ?? "";
     const known = Object.keys(config.options ?? {}).map((name) => `--${name}`);
-    throw new UsageError(`unknown option ${flag}${didYouMean(flag.split("=")[0] ?? flag, known)} (--help lists the options)`);
+    throw new UsageError(
+      `unknown option ${quoted(flag).slice(1, -1)}${didYouMean(flag.split("=")[0] ?? flag, known)} (--help lists the options)`,
+    );
   }
 }
 

@@ -23,6 +23,16 @@ describe("did you mean", () => {
     expect(run.stdout).toBe("");
   });
 
+  it("keeps a typed word with a newline, or a pasted blob, to one line", async () => {
+    const run = await cli(["rep\nlay"], {});
+    expect(run.code).toBe(2);
+    expectOneLine(run.stderr, 'unknown command "rep\\nlay"');
+    const blob = await cli(["x".repeat(5000)], {});
+    expectOneLine(blob.stderr, `unknown command "${"x".repeat(80)}…"`);
+    const flag = await cli(["replay", "--dry\nrun"], {});
+    expectOneLine(flag.stderr, "unknown option --dry\\nrun");
+  });
+
   it("names no command when none is near", async () => {
     const run = await cli(["deploy"], {});
     expect(run.code).toBe(2);
