@@ -28,6 +28,7 @@ import { apiNotConfigured } from "./upstream.js";
 import { createSyncHandlers, type RefreshQueue } from "../sync/refresh-queue.js";
 import type { HandlerKeyRename } from "../mirror/event-log.js";
 import { isAbsolute, resolve } from "node:path";
+import { execFileSync } from "node:child_process";
 import { pathToFileURL } from "node:url";
 
 /** What every handler receives beside the event. */
@@ -210,11 +211,15 @@ export async function adoptNamedHandlerKeys(handlers: readonly About[], steps: P
 export async function loadHandlersModule(path: string, cwd = process.cwd(), version?: number): Promise<EventHandlers> {
   // A new query string is a new module to the ESM loader: how dev re-reads an edited file (its own
   // imports stay cached, and each version stays in memory: fine for a dev session).
-  const url = pathToFileURL(isAbsolute(path) ? path : resolve(cwd, path)).href + (version === undefined ? "" : `?v=${version}`);
+  const file = isAbsolute(path) ? path : resolve(cwd, path);
+  const url = pathToFileURL(file).href + (version === undefined ? "" : `?v=${version}`);
   let mod: { default?: unknown };
   try {
     mod = (await import(url)) as { default?: unknown };
   } catch (err) {
+    // Asked on any failure, not only a SyntaxError: a loader (tsx, vitest) may wrap the parser's error.
+    const where = syntaxErrorAt(file);
+    if (where) throw new HandlersModuleError(`HANDLERS_MODULE ${path}: ${where}`, { cause: err });
     throw new HandlersModuleError(`HANDLERS_MODULE ${path} could not be loaded: ${(err as Error).message}`, { cause: err });
   }
   const map = mod.default;
@@ -229,4 +234,27 @@ export async function loadHandlersModule(path: string, cwd = process.cwd(), vers
     throw new HandlersModuleError(`HANDLERS_MODULE ${path}: ${(err as Error).message}`, { cause: err });
   }
   return map;
+}
+
+/**
+ * Where a JavaScript file's syntax error is, as `SyntaxError at line 3, column 7: Unexpected token
+ * '}'`; undefined when the file itself parses (the error is in a file it imports, a link error such
+ * as a missing export, or a throw at its top level), is missing, or is not plain JavaScript. The SyntaxError of an ES module's
+ * import carries no position, so this asks `node --check`, which prints `file:line`, the line and a
+ * caret under the column: one child process, only on this failure path. A TypeScript file is not
+ * checked: Node's own parser would call its type annotations errors.
+ */
+function syntaxErrorAt(file: string): string | undefined {
+  if (!/\.[cm]?js$/.test(file)) return undefined;
+  try {
+    execFileSync(process.execPath, ["--check", file], { stdio: "pipe", timeout: 10_000 });
+    return undefined;
+  } catch (err) {
+    const lines = ((err as { stderr?: Buffer }).stderr?.toString() ?? "").split("\n");
+    const line = /:(\d+)$/.exec(lines[0] ?? "")?.[1];
+    const message = lines.map((l) => /^SyntaxError: (.+)$/.exec(l)?.[1]).find((m) => m !== undefined);
+    if (!line || !message) return undefined;
+    const caret = (lines[2] ?? "").indexOf("^");
+    return `SyntaxError at line ${line}${caret >= 0 ? `, column ${caret + 1}` : ""}: ${message}`;
+  }
 }

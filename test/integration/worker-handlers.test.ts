@@ -201,4 +201,17 @@ export default {
     await expect(loadHandlersModule(none)).rejects.toBeInstanceOf(HandlersModuleError);
     await expect(loadHandlersModule(join(dir, "missing.mjs"))).rejects.toThrow(/could not be loaded/);
   });
+
+  it("names the file, line and column of a syntax error in the module", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-handlers-"));
+    const broken = join(dir, "broken.mjs");
+    writeFileSync(broken, `export default {\n  "order.created": () => {\n    let x = ;\n  },\n};\n`);
+    const error = await loadHandlersModule(broken).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(HandlersModuleError);
+    expect((error as Error).message).toBe(`HANDLERS_MODULE ${broken}: SyntaxError at line 3, column 13: Unexpected token ';'`);
+    // A syntax error in a file the module imports is not the module's own line: the loader's message stands.
+    const importer = join(dir, "importer.mjs");
+    writeFileSync(importer, `import "./broken.mjs";\nexport default {};\n`);
+    await expect(loadHandlersModule(importer)).rejects.toThrow(/^HANDLERS_MODULE .*importer\.mjs could not be loaded: /);
+  });
 });
