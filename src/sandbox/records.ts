@@ -1,6 +1,9 @@
 /** The sandbox's own copies of the API's resources (spec part 2; docs/upstream.md for the rest). */
-export type OrderStatus = "PENDING" | "CONFIRMED" | "PREPARING" | "READY" | "DELIVERED" | "CANCELLED" | "REFUNDED";
-export type OrderType = "DINE_IN" | "TAKEAWAY" | "DELIVERY";
+/** Every status an order of the sandbox's state machine (below) can have. */
+export const ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED", "REFUNDED"] as const;
+export type OrderStatus = (typeof ORDER_STATUSES)[number];
+export const ORDER_TYPES = ["DINE_IN", "TAKEAWAY", "DELIVERY"] as const;
+export type OrderType = (typeof ORDER_TYPES)[number];
 
 export interface OrderItem {
   id: string;

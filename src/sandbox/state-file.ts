@@ -3,7 +3,7 @@ import { rename, writeFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import * as z from "zod";
 import type { SandboxStore } from "./store.js";
-import type { SandboxRecords } from "./records.js";
+import { ORDER_STATUSES, ORDER_TYPES, type SandboxRecords } from "./records.js";
 
 const FORMAT = 1;
 /** Of each kind that grows (orders, bookings, reviews), the newest a save keeps: the file stays bounded (about 25 MB at the simulation's mix). */
@@ -11,17 +11,63 @@ const KEEP_RECORDS = 10_000;
 /** Of a record's history, the newest states a save keeps (a menu item changes without end). */
 const KEEP_STATES = 10;
 
-const record = z.looseObject({ id: z.string(), restaurantId: z.string(), createdAt: z.string() });
-// Enough of each record's shape to list it again; the rest is the sandbox's own writing.
+// Each record's values as the sandbox itself writes them, so a file edited by hand (or by an older
+// sandbox) with a status its state machine does not have, a total that is no amount or a date that
+// is no timestamp is refused at start, naming the record, rather than served to the service, which
+// would then refuse its own sandbox's records. Fields not named here are the sandbox's own writing.
+const id = z.string().min(1, "is empty");
+const timestamp = z.iso.datetime({ error: "is not an ISO timestamp" });
+const amount = z.number({ error: "is not an amount" }).nonnegative("is not an amount");
+const count = z.number({ error: "is not a whole number" }).int("is not a whole number").nonnegative("is negative");
+const record = z.looseObject({ id, restaurantId: id, createdAt: timestamp });
 const fileSchema = z.object({
   format: z.literal(FORMAT),
-  restaurants: z.array(z.object({ id: z.string(), name: z.string() })).min(1),
-  orders: z.array(record.extend({ status: z.string() })),
-  bookings: z.array(record.extend({ status: z.string(), date: z.string(), time: z.string() })),
-  menuItems: z.array(z.looseObject({ id: z.string(), restaurantId: z.string(), updatedAt: z.string() })),
-  reviews: z.array(record),
+  restaurants: z.array(z.looseObject({ id, name: z.string() })).min(1),
+  orders: z.array(
+    record.extend({
+      status: z.enum(ORDER_STATUSES, { error: "is not an order status" }),
+      type: z.enum(ORDER_TYPES, { error: "is not an order type" }),
+      subtotal: amount,
+      tax: amount,
+      tip: amount,
+      total: amount,
+      paidAt: timestamp.nullable(),
+      refundedAt: timestamp.nullable(),
+      items: z.array(z.looseObject({ id, menuItemId: id, quantity: count.min(1, "is not a quantity"), price: amount })),
+    }),
+  ),
+  bookings: z.array(
+    record.extend({
+      status: z.enum(["CONFIRMED", "CANCELLED"], { error: "is not a booking status" }),
+      date: timestamp,
+      time: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, "is not a time HH:MM"),
+      partySize: count.min(1, "is not a party size"),
+    }),
+  ),
+  menuItems: z.array(z.looseObject({ id, restaurantId: id, updatedAt: timestamp, price: amount, stock: count.nullable() })),
+  reviews: z.array(record.extend({ rating: z.number({ error: "is not a rating" }).min(1, "is not a rating").max(5, "is not a rating") })),
   history: z.array(z.tuple([z.string(), z.array(z.unknown())])),
 });
+
+/** The kinds of record a state file holds, each a list of records with an id. */
+const KINDS = new Set(["restaurants", "orders", "bookings", "menuItems", "reviews"]);
+
+/**
+ * An issue of a state file as one phrase: for a record's field, the record (kind and id), the
+ * field and its value (`orders ord_12: status "BOGUS" is not an order status`); otherwise the path.
+ */
+function describeIssue(json: unknown, issue: z.core.$ZodIssue): string {
+  const [kind, index, ...field] = issue.path;
+  const list = typeof kind === "string" && KINDS.has(kind) ? (json as Record<string, unknown>)[kind] : undefined;
+  const item = Array.isArray(list) && typeof index === "number" ? (list[index] as unknown) : undefined;
+  if (typeof item !== "object" || item === null || field.length === 0) return `${issue.path.join(".")}: ${issue.message}`;
+  const itemId = (item as { id?: unknown }).id;
+  const which = typeof itemId === "string" && itemId !== "" ? itemId : `#${index as number}`;
+  let value: unknown = item;
+  for (const key of field) value = (value as Record<PropertyKey, unknown> | undefined)?.[key];
+  const shown = value === undefined ? "is missing" : `${JSON.stringify(value).slice(0, 60)} ${issue.message}`;
+  return `${kind as string} ${which}: ${field.join(".")} ${shown}`;
+}
 
 interface SavedState {
   records: SandboxRecords;
@@ -49,15 +95,15 @@ function readJsonFile<T>(file: string, schema: z.ZodType<T>, refuse: (problem: s
   const parsed = schema.safeParse(json);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
-  throw refuse(issue ? `${issue.path.join(".")}: ${issue.message}` : "unreadable");
+  throw refuse(issue ? describeIssue(json, issue) : "unreadable");
 }
 
 /** The records and histories an earlier run saved in `file`; undefined when there is no file. */
 export function readStateFile(file: string): SavedState | undefined {
   const saved = readJsonFile(file, fileSchema, (problem) =>
     problem === undefined
-      ? new SandboxStateFileError(`${file} is not valid JSON`)
-      : new SandboxStateFileError(`${file} is not a saved sandbox state (${problem})`),
+      ? new SandboxStateFileError(`sandbox state ${file} is not valid JSON`)
+      : new SandboxStateFileError(`sandbox state ${file}: ${problem}`),
   );
   if (saved === undefined) return undefined;
   const { history, ...records } = saved;

@@ -193,7 +193,7 @@ export function startSimulation(store: SandboxStore, random: Random, intervalMs:
       } else if (roll < 0.95) store.actions.createReview();
       else {
         const item = random.pick([...store.menuItems.values()]);
-        store.actions.updateMenuItem(item.id, { stock: random.int(0, 40), price: item.price + random.pick([-0.5, 0.5]) });
+        store.actions.updateMenuItem(item.id, { stock: random.int(0, 40), price: Math.max(1, item.price + random.pick([-0.5, 0.5])) });
       }
     } catch (err) {
       logger?.warn({ err: (err as Error).message }, "simulation step failed");

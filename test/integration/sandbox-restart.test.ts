@@ -179,6 +179,49 @@ describe("sandbox kept across runs (keep: { dir })", () => {
     expect(() => createSandbox({ keep: { dir } })).toThrow(SandboxStateFileError);
     expect(() => createSandbox({ keep: { dir } })).toThrow(`${join(dir, "sandbox-state.json")} is not valid JSON`);
     writeFileSync(join(dir, "sandbox-state.json"), JSON.stringify({ format: 1, restaurants: [] }));
-    expect(() => createSandbox({ keep: { dir } })).toThrow(/is not a saved sandbox state \(restaurants: /);
+    expect(() => createSandbox({ keep: { dir } })).toThrow(`sandbox state ${join(dir, "sandbox-state.json")}: restaurants: `);
+  });
+
+  it("refuses a saved record whose value the sandbox would never write, in one line naming the record and field", async () => {
+    const dir = tempDir();
+    const file = join(dir, "sandbox-state.json");
+    const first = await start({ keep: { dir } });
+    someChanges(first.sandbox);
+    await stop(first.sandbox);
+    const saved = readFileSync(file, "utf8");
+    const edit = (change: (json: { orders: Record<string, unknown>[]; bookings: Record<string, unknown>[] }) => void) => {
+      const json = JSON.parse(saved) as Parameters<typeof change>[0];
+      change(json);
+      writeFileSync(file, JSON.stringify(json));
+      try {
+        createSandbox({ keep: { dir } });
+      } catch (err) {
+        expect(err).toBeInstanceOf(SandboxStateFileError);
+        return (err as Error).message;
+      }
+      throw new Error("the edited file was loaded");
+    };
+    let order = "";
+    expect(edit((j) => ((order = j.orders[3]!.id as string), (j.orders[3]!.status = "BOGUS")))).toBe(
+      `sandbox state ${file}: orders ${order}: status "BOGUS" is not an order status`,
+    );
+    expect(edit((j) => (j.orders[3]!.total = "NaN"))).toBe(`sandbox state ${file}: orders ${order}: total "NaN" is not an amount`);
+    expect(edit((j) => ((j.orders[3]!.items as { price: unknown }[])[0]!.price = -1))).toBe(
+      `sandbox state ${file}: orders ${order}: items.0.price -1 is not an amount`,
+    );
+    let booking = "";
+    expect(edit((j) => ((booking = j.bookings[0]!.id as string), (j.bookings[0]!.createdAt = "yesterday")))).toBe(
+      `sandbox state ${file}: bookings ${booking}: createdAt "yesterday" is not an ISO timestamp`,
+    );
+    expect(edit((j) => (j.orders[3]!.id = ""))).toBe(`sandbox state ${file}: orders #3: id "" is empty`);
+    expect(edit((j) => delete j.orders[3]!.status)).toBe(`sandbox state ${file}: orders ${order}: status is missing`);
+    // The file is refused as it is, not changed; a fresh start seeds anew over it.
+    const refused = readFileSync(file, "utf8");
+    expect(() => createSandbox({ keep: { dir } })).toThrow(SandboxStateFileError);
+    expect(readFileSync(file, "utf8")).toBe(refused);
+    const fresh = await start({ keep: { dir, fresh: true } });
+    await stop(fresh.sandbox);
+    expect(readFileSync(file, "utf8")).not.toBe(refused);
+    expect(() => opened.push(createSandbox({ keep: { dir } }))).not.toThrow();
   });
 });
