@@ -153,6 +153,28 @@ describe("a second npm run dev", () => {
   });
 });
 
+describe("dev over a sandbox state it refuses", () => {
+  afterEach(() => vi.unstubAllEnvs());
+
+  it("stops the start in one line naming the file, the record and --fresh, and leaves the file as it was", async () => {
+    const dir = tempDir();
+    await devSettings(dir);
+    const file = join(dir, "sandbox-state.json");
+    const order = { id: "ord_12", restaurantId: "rest_1", createdAt: "2026-11-27T10:00:00.000Z", status: "BOGUS" };
+    writeFileSync(file, JSON.stringify({ format: 1, restaurants: [{ id: "rest_1", name: "R" }], orders: [order] }));
+    const before = readFileSync(file, "utf8");
+    vi.stubEnv("DATA_DIR", dir);
+    vi.stubEnv("DATABASE_URL", undefined);
+    vi.stubEnv("REDIS_URL", inject("redisUrl"));
+    const run = await cli(["dev", "--no-simulate"], {});
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      `svc-webhooks: sandbox state ${file}: orders ord_12: status "BOGUS" is not an order status; start with --fresh to start the sandbox over`,
+    );
+    expect(readFileSync(file, "utf8")).toBe(before);
+  });
+});
+
 describe("dev banner on Enter", () => {
   it("prints the banner once per Enter (not per key), and nothing once stopped", () => {
     const input = new PassThrough();
