@@ -117,6 +117,23 @@ const shown = (value: unknown) => {
   return text.length > 160 ? `${text.slice(0, 160)}…` : text;
 };
 
+/** One record of a mirror kind as a page names it: "order", "menu item". */
+const RECORD_NOUN: Readonly<Record<string, string>> = {
+  orders: "order",
+  bookings: "booking",
+  "menu-items": "menu item",
+  reviews: "review",
+};
+
+/** A record named with its kind ("order ord_123"), linking to its story. */
+export function RecordLink(props: { kind: string; id: string }) {
+  return (
+    <a href={recordHref(props.kind, props.id)}>
+      {RECORD_NOUN[props.kind] ?? printable(props.kind)} <span class="mono">{printable(props.id)}</span>
+    </a>
+  );
+}
+
 export const recordHref = (kind: string, id: string, cursor?: string) =>
   `${CONSOLE_PATH}/records/${encodeURIComponent(kind)}/${encodeURIComponent(id)}${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`;
 
