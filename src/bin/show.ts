@@ -96,7 +96,10 @@ export function sayStory(story: RecordStory): string {
       : `the log holds ${plural(story.timeline.length, "event")} that named it, newest first:`,
   );
   for (const e of story.timeline) {
-    const diff = (e.diff ?? []).map((d) => `${printable(d.field)} ${short(d.before)} → ${short(d.after)}`).join(", ");
+    const fields = (e.diff ?? []).map((d) =>
+      e.created ? `${printable(d.field)} ${short(d.after)}` : `${printable(d.field)} ${short(d.before)} → ${short(d.after)}`,
+    );
+    const diff = e.created ? `created with ${fields.join(", ") || "no fields"}` : fields.join(", ");
     lines.push(
       `  ${at(e.at)} ${printable(e.type)} ${printable(e.eventId)}: ${shownStatus(e.status)}` +
         (e.entry === "change" ? ` (${printable(e.source ?? "")})${diff ? `: ${diff}` : ""}` : `, ${plural(e.attempts, "attempt")}`),

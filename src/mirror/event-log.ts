@@ -86,7 +86,7 @@ export interface WaitingEvent {
 }
 
 const toEvent = (row: Selectable<EventsTable>): LoggedEvent => ({
-  ...toSummary(row, row.handlers),
+  ...toEnvelope(row, row.handlers),
   payload: fromStoredPayload(row.payload),
 });
 
@@ -317,7 +317,14 @@ export function eventQueryFromParams(params: Record<string, string | undefined>)
  * One event in a list: everything but the payload (GET /events/{id} has it), each handler's
  * error cut to SUMMARY_ERROR_LENGTH (the event itself has it whole, with any stack).
  */
-export type EventSummary = Omit<LoggedEvent, "payload">;
+export type EventSummary = Omit<LoggedEvent, "payload"> & {
+  /**
+   * The record the event names, as the log's generated columns hold it (0013_event_records): the
+   * mirror's kind (orders, bookings, menu-items, reviews) and `data.id`, at most 200 characters;
+   * null when it names none. So a list says what each event is about without reading payloads.
+   */
+  record: { kind: string; id: string } | null;
+};
 
 export interface EventPage {
   data: EventSummary[];
@@ -349,8 +356,11 @@ const SUMMARY_ERROR_LENGTH = 300;
 export const MAX_PAGE_BYTES = 1024 * 1024;
 const EMBEDDED_WINDOW_ROWS = 2000;
 
-/** The columns a summary reads: every one but the payload and the generated record columns. */
-type SummaryRow = Pick<Selectable<EventsTable>, "id" | "type" | "received_at" | "status" | "attempts" | "handlers" | "updated_at">;
+/** The columns a summary reads: every one but the payload. */
+type SummaryRow = Pick<
+  Selectable<EventsTable>,
+  "id" | "type" | "received_at" | "status" | "attempts" | "handlers" | "updated_at" | "record_kind" | "record_id"
+>;
 
 /** Each handler's status, attempts and the start of its error: anything longer (a stack) is in GET /events/{id}. */
 export function summarizeHandlers(outcomes: Record<string, HandlerOutcome>): Record<string, HandlerOutcome> {
@@ -363,8 +373,8 @@ export function summarizeHandlers(outcomes: Record<string, HandlerOutcome>): Rec
   );
 }
 
-/** A row as the log shows it; a list's summary has each handler's error cut (summarizeHandlers). */
-function toSummary(row: SummaryRow, handlers = summarizeHandlers(row.handlers)): EventSummary {
+/** A row's envelope as the log shows it (no payload). */
+function toEnvelope(row: SummaryRow, handlers: Record<string, HandlerOutcome>): Omit<LoggedEvent, "payload"> {
   return {
     id: row.id,
     type: row.type,
@@ -374,6 +384,12 @@ function toSummary(row: SummaryRow, handlers = summarizeHandlers(row.handlers)):
     handlers,
     updatedAt: row.updated_at,
   };
+}
+
+/** A row as a list shows it: each handler's error cut (summarizeHandlers), and the record it names. */
+function toSummary(row: SummaryRow): EventSummary {
+  const record = row.record_kind !== null && row.record_id !== null ? { kind: row.record_kind, id: row.record_id } : null;
+  return { ...toEnvelope(row, summarizeHandlers(row.handlers)), record };
 }
 
 interface Position {
@@ -420,7 +436,7 @@ const whereClause = (where: RawBuilder<unknown>[]) => (where.length > 0 ? sql`wh
 
 /** The statement a page runs (exported so a test can EXPLAIN exactly it). */
 export function summaryStatement(q: ValidEventQuery, count: number, after = q.after, through?: Position): RawBuilder<SummaryRow> {
-  return sql<SummaryRow>`select id, type, received_at, status, attempts, handlers, updated_at from events
+  return sql<SummaryRow>`select id, type, received_at, status, attempts, handlers, updated_at, record_kind, record_id from events
     ${whereClause([...range(q, after, through), ...filters(q)])} ${logOrder(q)} limit ${count}`;
 }
 

@@ -24,6 +24,8 @@ interface TimelineEntry {
   source?: string;
   /** Changes only: the changed fields, before and after. */
   diff?: FieldDiff[];
+  /** Changes only: the change created the record (nothing before it); `diff` then holds its non-null fields. */
+  created?: boolean;
 }
 
 /** Everything the service holds about one record: the mirror's copy and what the log says of it. */
@@ -80,7 +82,9 @@ function toEntry(row: TimelineRow, change: unknown): TimelineEntry {
   const data = changeData(change);
   const asFields = (v: unknown) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>) : null);
   const changed = Array.isArray(data.changed) ? data.changed.map(String) : undefined;
-  return { entry: "change", ...base, source: textOf(data.source), diff: fieldDiff(asFields(data.before), asFields(data.after), changed) };
+  const before = asFields(data.before);
+  const diff = fieldDiff(before, asFields(data.after), changed);
+  return { entry: "change", ...base, source: textOf(data.source), diff, created: before === null };
 }
 
 /** The events naming the record, newest first, from `after` on (exclusive), `limit` + 1 rows to tell whether more follow. */
@@ -284,11 +288,14 @@ type Fields = Record<string, unknown> | null | undefined;
 /**
  * The fields of a change, one entry each, in field order: those `changed` names (a change event
  * carries the list), or, when it does not, every top-level field whose values differ. A field
- * absent on one side reads as null there. Pure: a page shows what changed, not two whole documents.
+ * absent on one side reads as null there. A creation (no `before`) lists the new record's fields
+ * that hold a value: a field created empty did not change from anything. Pure: a page shows what
+ * changed, not two whole documents.
  */
 export function fieldDiff(before: Fields, after: Fields, changed?: readonly string[]): FieldDiff[] {
   const fields =
     changed ??
     [...new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})])].filter((f) => !isDeepStrictEqual(before?.[f], after?.[f]));
-  return [...fields].sort().map((field) => ({ field, before: before?.[field] ?? null, after: after?.[field] ?? null }));
+  const diff = [...fields].sort().map((field) => ({ field, before: before?.[field] ?? null, after: after?.[field] ?? null }));
+  return before === null || before === undefined ? diff.filter((d) => d.after !== null) : diff;
 }

@@ -53,6 +53,8 @@ describe("an event's attempts in a real headless Chromium", () => {
     const context = await browser.newContext({
       httpCredentials: { username: "ops", password: ADMIN_TOKEN },
       viewport: { width: 1180, height: 760 },
+      // A zone away from UTC, so the page's script adds the local time beside the server's UTC.
+      timezoneId: "Asia/Kolkata",
     });
     const origin = new URL(stack.svc.url).origin;
     const foreign: string[] = [];
@@ -74,9 +76,16 @@ describe("an event's attempts in a real headless Chromium", () => {
       expect([first[0], first[3], first[4]]).toEqual(["1 of 5", "failed", `Error: ${PRINTER} (1 of 2)`]);
       expect([second[0], second[3], second[4]]).toEqual(["2 of 5", "failed", `Error: ${PRINTER} (2 of 2)`]);
       expect([third[0], third[3], third[4], third[5]]).toEqual(["3 of 5", "ok", "—", "—"]);
-      // Human times (UTC to the second, and how long ago), a duration, and when each retry was due.
-      for (const row of [first, second, third]) expect(row[1]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ \(\d+ s ago\)$/);
-      for (const row of [first, second]) expect(row[5]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ \(\d+ s ago\)$/);
+      // Human times (UTC to the second, how long ago, and the viewer's local time), a duration, and when each retry was due.
+      for (const time of [first[1], second[1], third[1], first[5], second[5]].map(String)) {
+        const shown =
+          /^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)Z \((?:\d+ s ago|just now)\) · (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) local \(UTC\+05:30\)$/.exec(
+            time,
+          );
+        expect(shown, time).not.toBeNull();
+        const [, utc, local] = shown!;
+        expect(Date.parse(`${local!.replace(" ", "T")}Z`) - Date.parse(`${utc!.replace(" ", "T")}Z`)).toBe(5.5 * 3600 * 1000);
+      }
       expect(third[2]).toMatch(/^\d+ ms$|^\d+\.\d s$/);
       await page.getByTestId("handlers").screenshot({ path: `${SHOTS}/console-event-attempts.png` });
       expect(foreign, "requests to another host").toEqual([]);

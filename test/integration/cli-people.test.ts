@@ -73,6 +73,23 @@ async function logWithOneEvent(): Promise<Record<string, string>> {
     status: "handled",
     handlers: {},
   });
+  await createEventLog(database.db).recordAttempt({
+    id: "chg_people",
+    type: "change.order",
+    payload: {
+      id: "chg_people",
+      type: "change.order",
+      data: {
+        kind: "order",
+        id: "ord_people",
+        before: null,
+        after: { id: "ord_people", bookingId: null, status: "PENDING" },
+        source: "webhook",
+      },
+    },
+    status: "handled",
+    handlers: {},
+  });
   await database.close();
   return { DATA_DIR: dataDir, DATABASE_SCHEMA: database.schema, REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: "test-clipeople" };
 }
@@ -132,7 +149,9 @@ describe("events show and records show", () => {
     expect(story.code, story.stderr).toBe(0);
     expect(story.stdout.split("\n")).toEqual([
       "orders ord_people of restaurant rest_1: not in the mirror",
-      "the log holds 1 event that named it, newest first:",
+      "the log holds 2 events that named it, newest first:",
+      // A creation lists the fields the record was created with, not `bookingId null → null`.
+      expect.stringMatching(/^ {2}\S+Z change\.order chg_people: handled \(webhook\): created with id "ord_people", status "PENDING"$/),
       expect.stringMatching(/^ {2}\S+Z order\.created evt_order: handled, 1 attempt$/),
     ]);
     const storyJson = await cli(["records", "show", "orders", "ord_people", "--json"], env);
@@ -140,7 +159,7 @@ describe("events show and records show", () => {
       kind: "orders",
       id: "ord_people",
       record: null,
-      timeline: [{ eventId: "evt_order" }],
+      timeline: [{ eventId: "chg_people", created: true }, { eventId: "evt_order" }],
     });
 
     const unknown = await cli(["records", "show", "orders", "ord_nowhere"], env);

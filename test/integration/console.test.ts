@@ -119,6 +119,9 @@ describe("the console's pages", () => {
     const html = await (await get("/console/events?type=review.*")).text();
     expect(html.indexOf(laterId)).toBeGreaterThan(0);
     expect(html.indexOf(laterId)).toBeLessThan(html.indexOf(failingId));
+    // Each row names the record its event is about, linking to that record's story.
+    expect(html).toContain(`<a href="/console/records/reviews/rev_3">review <span class="mono">rev_3</span></a>`);
+    expect(html).toContain(`<a href="/console/records/reviews/rev_2">review <span class="mono">rev_2</span></a>`);
     const found = await get(`/console/events?id=${failingId}`);
     expect(found.status).toBe(302);
     expect(found.headers.get("location")).toBe(`/console/events/${failingId}`);

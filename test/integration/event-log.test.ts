@@ -184,6 +184,20 @@ describe.each(testDrivers())("event log (%s)", (driver) => {
     expect(seen).toEqual(["e1", "e2", "e3", "e4", "e5"]);
   });
 
+  it("names in each summary the record its event is about, from data.id, or none", async () => {
+    await log.recordAttempt(attempt("evt_order", "handled", {}, "order.created", { data: { id: "ord_123" } }));
+    await log.recordAttempt(attempt("evt_item", "handled", {}, "menu_item.updated", { data: { id: "itm_9" } }));
+    await log.recordAttempt(attempt("evt_long", "handled", {}, "booking.created", { data: { id: "b".repeat(201) } }));
+    await log.recordAttempt(attempt("evt_ping", "handled", {}, "ping", { data: { id: "x_1" } }));
+    const records = Object.fromEntries((await log.query({})).data.map((e) => [e.id, e.record]));
+    expect(records).toEqual({
+      evt_order: { kind: "orders", id: "ord_123" },
+      evt_item: { kind: "menu-items", id: "itm_9" },
+      evt_long: null,
+      evt_ping: null,
+    });
+  });
+
   it("refuses a query it cannot apply, naming the field", async () => {
     const bad: [EventQuery, string][] = [
       [{ type: "order.%" }, "type"],

@@ -107,7 +107,14 @@ describe.each(testDrivers())("record stories (%s)", (driver) => {
     await log.recordAttempt({
       id: "chg_1",
       type: "change.order",
-      payload: changePayload("chg_1", "ord_1", null, order("ord_1", "PENDING"), ["id", "status"], "webhook"),
+      payload: changePayload(
+        "chg_1",
+        "ord_1",
+        null,
+        { ...order("ord_1", "PENDING"), bookingId: null },
+        ["bookingId", "id", "status"],
+        "webhook",
+      ),
       status: "handled",
       handlers: {},
     });
@@ -147,7 +154,13 @@ describe.each(testDrivers())("record stories (%s)", (driver) => {
       ["change", "chg_1"],
       ["delivery", "evt_created"],
     ]);
-    expect(story.timeline[0]).toMatchObject({ source: "reconcile", diff: [{ field: "status", before: "PENDING", after: "DELIVERED" }] });
+    expect(story.timeline[0]).toMatchObject({
+      source: "reconcile",
+      created: false,
+      diff: [{ field: "status", before: "PENDING", after: "DELIVERED" }],
+    });
+    // The first change created the record: its fields with a value, not `bookingId: null → null`.
+    expect(story.timeline[2]!.created).toBe(true);
     expect(story.timeline[2]!.diff).toEqual([
       { field: "id", before: null, after: "ord_1" },
       { field: "status", before: null, after: "PENDING" },

@@ -18,7 +18,13 @@ describe("fieldDiff", () => {
     expect(fieldDiff(before, { ...before })).toEqual([]);
   });
 
-  it("reads a record seen for the first time as null before", () => {
+  it("reads a record seen for the first time as null before, listing only the fields that hold a value", () => {
     expect(fieldDiff(null, { id: "ord_1" })).toEqual([{ field: "id", before: null, after: "ord_1" }]);
+    expect(fieldDiff(null, { id: "ord_1", bookingId: null }, ["bookingId", "id"])).toEqual([{ field: "id", before: null, after: "ord_1" }]);
+    expect(fieldDiff(null, { bookingId: null })).toEqual([]);
+  });
+
+  it("keeps a field that changed to null on a record that existed", () => {
+    expect(fieldDiff({ bookingId: "bkg_1" }, { bookingId: null })).toEqual([{ field: "bookingId", before: "bkg_1", after: null }]);
   });
 });

@@ -12,7 +12,7 @@ const TOKEN = "admin-token-for-tests-0123456789";
 const NOW = new Date("2026-11-25T12:00:30Z");
 const CURRENT = Math.floor(NOW.getTime() / 60_000);
 
-async function healthPage(samples: MinuteSample[]): Promise<string> {
+async function healthPage(samples: MinuteSample[], summaryAt?: Date): Promise<string> {
   const metrics = createMetrics();
   metrics.fullPassRecords.set({ kind: "orders" }, 12_345);
   metrics.fullPassPages.set({ kind: "orders" }, 124);
@@ -24,7 +24,8 @@ async function healthPage(samples: MinuteSample[]): Promise<string> {
   metrics.queueDepth.set({ queue: "events", state: "failed" }, 3);
   metrics.rateBudgetRemaining.set(80);
   metrics.databaseUp.set(1);
-  const summary = await collectOpsSummary(metrics, { kinds: ["orders", "reviews"], rateMax: 120 });
+  const collected = await collectOpsSummary(metrics, { kinds: ["orders", "reviews"], rateMax: 120 });
+  const summary = summaryAt ? { ...collected, at: summaryAt.toISOString() } : collected;
   const unused = () => Promise.reject(new Error("not read by the health page"));
   const sources: ConsoleSources = {
     events: { get: unused, query: unused },
@@ -54,6 +55,14 @@ describe("the console's health page", () => {
     expect(html).toContain("12,345 records");
     expect(html).toMatch(/<time datetime="2026-11-25T11:57:30.000Z" title="2026-11-25T11:57:30.000Z">3 min ago<\/time>/);
     expect(html).toContain("Ids the API never listed");
+  });
+
+  it("says the summary is of just now when it was gathered a moment after the page's clock, never in 0 s", async () => {
+    const html = await healthPage([], new Date(NOW.getTime() + 300));
+    expect(html).toMatch(
+      /As of <time datetime="2026-11-25T12:00:30.300Z"[^>]*>2026-11-25 12:00:30Z <span class="muted">\(just now\)<\/span>/,
+    );
+    expect(html).not.toContain("in 0 s");
   });
 
   it("gives each state a word and its rule as a tooltip, and the verdict up top", async () => {

@@ -23,7 +23,7 @@ import {
   When,
   type RangePreset,
 } from "./layout.js";
-import { recordHref } from "./mirror-pages.js";
+import { RecordLink, recordHref } from "./mirror-pages.js";
 
 // The event log's pages: the filtered list, one event (its handlers' attempts, its steps, the
 // changes after it) and the failures grouped by handler and error fingerprint. They show the
@@ -138,7 +138,7 @@ function EventTable(props: { events: EventSummary[]; now: Date }) {
   if (props.events.length === 0) return <p class="muted">No event matches.</p>;
   return (
     <table>
-      <Head columns={["Event", "Type", "Status", "Attempts", "Handlers", "Received"]} num={["Attempts"]} />
+      <Head columns={["Event", "Type", "Record", "Status", "Attempts", "Handlers", "Received"]} num={["Attempts"]} />
       <tbody>
         {props.events.map((e) => (
           <tr>
@@ -146,6 +146,7 @@ function EventTable(props: { events: EventSummary[]; now: Date }) {
               <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(e.id)}`}>{printable(e.id)}</a>
             </td>
             <td class="mono">{printable(e.type)}</td>
+            <td>{e.record ? <RecordLink kind={e.record.kind} id={e.record.id} /> : <span class="muted">none</span>}</td>
             <td>
               <StatusPill status={e.status} />
             </td>

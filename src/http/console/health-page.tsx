@@ -1,7 +1,7 @@
 import type { MinuteSample } from "../../metrics/minute-samples.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { DASHBOARD_PATH } from "../operator-routes.js";
-import { ago, CONSOLE_PATH, duration, Head, Layout, When } from "./layout.js";
+import { age, ago, CONSOLE_PATH, duration, Head, Layout, When } from "./layout.js";
 
 // The health page: every figure it shows with the rule that rates it (FIGURES), the charts of the
 // last hour (HEALTH_CHARTS, drawn by MinuteChart), and the page that lays them out.
@@ -255,7 +255,7 @@ export function showFigure(figure: Figure, view: HealthView): ShownFigure {
 
 function formatValue(unit: Unit, value: number, now: Date): string {
   if (unit === "duration") return duration(value);
-  if (unit === "age") return `${duration(value)} ago`;
+  if (unit === "age") return age(value);
   if (unit === "since") return ago(new Date(value), now);
   if (unit === "up-down") return value === 1 ? "up" : "down";
   return `${count(value)} ${unit.noun}`;
@@ -377,7 +377,9 @@ export function MinuteChart(props: { spec: ChartSpec; samples: readonly MinuteSa
         <text x={PAD.left - 6} y={bottomY + 4} text-anchor="end">
           0
         </text>
-        <text x={PAD.left} y={HEIGHT - 4}>{`${minutes} min ago`}</text>
+        <text x={PAD.left} y={HEIGHT - 4}>
+          {age(minutes * 60)}
+        </text>
         <text x={WIDTH - PAD.right} y={HEIGHT - 4} text-anchor="end">
           now
         </text>

@@ -60,30 +60,43 @@ export function Layout(props: { title: string; section: ConsoleSection; children
   );
 }
 
-/** A time as the operator reads it: UTC to the second, and how long ago. */
+/**
+ * A time as the operator reads it: UTC to the second, how long ago, and (filled by the console
+ * script, which alone knows the viewer's zone) the local time; without the script, UTC and the age.
+ */
 export function When(props: { at: Date | string | null | undefined; now?: Date }) {
   if (props.at === null || props.at === undefined) return <span class="muted">never</span>;
   const at = typeof props.at === "string" ? new Date(props.at) : props.at;
   return (
     <time datetime={at.toISOString()} title={at.toISOString()}>
       {at.toISOString().replace("T", " ").slice(0, 19)}Z <span class="muted">({ago(at, props.now ?? new Date())})</span>
+      <span class="muted" data-local></span>
     </time>
   );
 }
 
-/** "12 s ago", "5 min ago", "3 h ago", "2 d ago"; a time still to come: "in 40 s". */
+/** How long ago `at` was, as `age` writes it. */
 export function ago(at: Date, now: Date): string {
-  const seconds = (now.getTime() - at.getTime()) / 1000;
-  return seconds < 0 ? `in ${duration(-seconds)}` : `${duration(seconds)} ago`;
+  return age((now.getTime() - at.getTime()) / 1000);
 }
 
-/** Seconds as the largest sensible unit: 12 s, 5 min, 3 h, 2 d. */
+/**
+ * Every age the console writes: "just now" within a second either way, "12 s ago", "5 min ago",
+ * "3 h ago", "2 d ago"; a time still to come: "in 40 s".
+ */
+export function age(seconds: number): string {
+  const s = Math.trunc(seconds);
+  if (s === 0) return "just now";
+  return s < 0 ? `in ${duration(-s)}` : `${duration(s)} ago`;
+}
+
+/** Seconds in whole units of the largest that fits: 59 s, 1 min, 59 min, 1 h, 23 h, 1 d. */
 export function duration(seconds: number): string {
-  const s = Math.max(0, Math.round(seconds));
-  if (s < 120) return `${s} s`;
-  if (s < 7200) return `${Math.round(s / 60)} min`;
-  if (s < 172800) return `${Math.round(s / 3600)} h`;
-  return `${Math.round(s / 86400)} d`;
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h`;
+  return `${Math.floor(s / 86400)} d`;
 }
 
 /** How long a handler ran: 840 ms, 2.4 s, then as `duration` does (5 min). */
@@ -235,6 +248,7 @@ ul.legend { list-style: none; padding: 0; margin: 6px 0 0; display: flex; flex-w
  *   a progress bar; while it runs, Stop cancels it (DELETE /events/replays/{id}).
  * - `[data-refresh-record]` buttons: POST /records/{kind}/{id}/refresh, then poll
  *   GET /records/{kind}/{id} until the mirror's copy was read after the time the page showed, and reload;
+ * - `time[datetime] [data-local]` spans (`When`): the time in the viewer's zone, when it is not UTC;
  * Text from the server is set with textContent only, never as HTML.
  */
 export const CONSOLE_SCRIPT = String.raw`"use strict";
@@ -351,6 +365,16 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
       say(status, "Replay refused: " + err.message, true);
     });
   }
+  // The server renders UTC; only the browser knows the viewer's zone: "2026-11-27 17:30:05 local (UTC+05:30)".
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  Array.prototype.forEach.call(document.querySelectorAll("time[datetime] [data-local]"), function (span) {
+    var at = new Date(span.parentElement.getAttribute("datetime"));
+    var offset = -at.getTimezoneOffset();
+    if (isNaN(at.getTime()) || offset === 0) return;
+    var zone = "UTC" + (offset < 0 ? "-" : "+") + pad(Math.floor(Math.abs(offset) / 60)) + ":" + pad(Math.abs(offset) % 60);
+    span.textContent = " · " + at.getFullYear() + "-" + pad(at.getMonth() + 1) + "-" + pad(at.getDate()) + " " +
+      pad(at.getHours()) + ":" + pad(at.getMinutes()) + ":" + pad(at.getSeconds()) + " local (" + zone + ")";
+  });
   document.addEventListener("click", function (e) {
     var target = e.target instanceof Element ? e.target.closest("button") : null;
     if (!target) return;

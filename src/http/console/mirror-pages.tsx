@@ -117,6 +117,23 @@ const shown = (value: unknown) => {
   return text.length > 160 ? `${text.slice(0, 160)}…` : text;
 };
 
+/** One record of a mirror kind as a page names it: "order", "menu item". */
+const RECORD_NOUN: Readonly<Record<string, string>> = {
+  orders: "order",
+  bookings: "booking",
+  "menu-items": "menu item",
+  reviews: "review",
+};
+
+/** A record named with its kind ("order ord_123"), linking to its story. */
+export function RecordLink(props: { kind: string; id: string }) {
+  return (
+    <a href={recordHref(props.kind, props.id)}>
+      {RECORD_NOUN[props.kind] ?? printable(props.kind)} <span class="mono">{printable(props.id)}</span>
+    </a>
+  );
+}
+
 export const recordHref = (kind: string, id: string, cursor?: string) =>
   `${CONSOLE_PATH}/records/${encodeURIComponent(kind)}/${encodeURIComponent(id)}${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`;
 
@@ -236,7 +253,7 @@ function Timeline(props: { entries: RecordStory["timeline"]; now: Date }) {
               <HandlerOutcomes handlers={e.handlers} />
             </td>
             <td>
-              <Diff diff={e.diff ?? []} />
+              <Diff diff={e.diff ?? []} created={e.created === true} />
             </td>
           </tr>
         ))}
@@ -245,18 +262,32 @@ function Timeline(props: { entries: RecordStory["timeline"]; now: Date }) {
   );
 }
 
-/** A change's fields, before → after; a long list (a record's first read names every field) folded. */
-function Diff(props: { diff: NonNullable<RecordStory["timeline"][number]["diff"]> }) {
-  const lines = props.diff.map((d) => (
-    <div>
-      <span class="mono">{d.field}</span>: <span class="muted">{shown(d.before)}</span> → {shown(d.after)}
-    </div>
-  ));
-  if (lines.length <= 4) return <>{lines}</>;
-  const firstRead = props.diff.every((d) => d.before === null);
+/** A change's fields, before → after; a creation's fields as created; a long list folded. */
+function Diff(props: { diff: NonNullable<RecordStory["timeline"][number]["diff"]>; created: boolean }) {
+  const lines = props.diff.map((d) =>
+    props.created ? (
+      <div>
+        <span class="mono">{d.field}</span>: {shown(d.after)}
+      </div>
+    ) : (
+      <div>
+        <span class="mono">{d.field}</span>: <span class="muted">{shown(d.before)}</span> → {shown(d.after)}
+      </div>
+    ),
+  );
+  const label = props.created ? `created with ${lines.length} field${lines.length === 1 ? "" : "s"}` : `${lines.length} fields changed`;
+  if (lines.length <= 4)
+    return props.created ? (
+      <>
+        <div class="muted">{label}</div>
+        {lines}
+      </>
+    ) : (
+      <>{lines}</>
+    );
   return (
     <details>
-      <summary>{firstRead ? `first read: ${lines.length} fields` : `${lines.length} fields changed`}</summary>
+      <summary>{label}</summary>
       {lines}
     </details>
   );
