@@ -145,7 +145,7 @@ function EventTable(props: { events: EventSummary[]; now: Date }) {
             <td class="mono">
               <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(e.id)}`}>{printable(e.id)}</a>
             </td>
-            <td class="mono">{printable(e.type)}</td>
+            <td class="mono type">{printable(e.type)}</td>
             <td>{e.record ? <RecordLink kind={e.record.kind} id={e.record.id} /> : <span class="muted">none</span>}</td>
             <td>
               <StatusPill status={e.status} />

@@ -231,7 +231,7 @@ button:disabled { opacity: 0.6; cursor: default; }
 .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(280px, 1fr)); gap: 12px; }
 .card { background: #fff; border: 1px solid var(--line); padding: 10px 12px; } .card h2 { margin-top: 0; }
 dl.kv { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 4px 14px; margin: 0; } dl.kv dt { color: var(--muted); }
-dl.kv dd { margin: 0; overflow-wrap: anywhere; } time { white-space: nowrap; } td.mono { overflow-wrap: anywhere; }
+dl.kv dd { margin: 0; overflow-wrap: anywhere; } time { white-space: nowrap; } td.mono { overflow-wrap: anywhere; } td.mono.type { overflow-wrap: break-word; }
 .cards.wide { grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); }
 .bulk { display: flex; gap: 8px; align-items: center; flex-wrap: wrap; } progress { width: 160px; }
 details summary { cursor: pointer; color: var(--link); }
