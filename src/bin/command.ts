@@ -4,6 +4,7 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { ConfigError } from "../config/config.js";
 import { HandlersModuleError } from "../worker/errors.js";
+import { shortened } from "../mirror/values.js";
 
 /**
  * A command. One that `answers` ends with an Answer: it takes `--json` (cli.ts removes it from
@@ -48,7 +49,7 @@ export function printAnswer(answer: Answer, out: Output): void {
  * A word the user typed, as an error line shows it: in quotes, control characters escaped and cut
  * at 80 characters, so a stray newline or a pasted blob never breaks the one line.
  */
-export const quoted = (word: string) => JSON.stringify(word.length > 80 ? `${word.slice(0, 80)}…` : word);
+export const quoted = (word: string) => JSON.stringify(shortened(word, 80));
 
 /** `n` and the noun, plural when n is not 1: "1 event", "4 events". */
 export const plural = (n: number, noun: string, plural = `${noun}s`) => `${n} ${n === 1 ? noun : plural}`;

@@ -6,7 +6,7 @@ import { loadConfig } from "../config/config.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/database.js";
 import type { RecordStory } from "../mirror/record-story.js";
 import { type EventDetail, readEventDetail, readStory } from "../mirror/storage.js";
-import { printable, shownStatus } from "../mirror/values.js";
+import { cutAt, printable, shortened, shownStatus } from "../mirror/values.js";
 import type { OperatorActionRequest } from "../worker/operator-actions.js";
 import { type Answer, answer, type Command, CommandError, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { askService, HELD_BY_SERVICE, openEventStores, operatorClient, operatorUrl } from "./operator.js";
@@ -40,12 +40,11 @@ const at = (time: Date | string | null | undefined) => (time ? new Date(time).to
 
 /** A value of a field diff or a record, short: JSON, at most 80 characters. */
 const short = (value: unknown) => {
-  const text = printable(JSON.stringify(value ?? null));
-  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+  return shortened(printable(JSON.stringify(value ?? null)), 79);
 };
 
 /** An error's first line, bounded. */
-const firstLine = (error: string | null | undefined) => printable((error ?? "").split("\n")[0]?.slice(0, 200) ?? "");
+const firstLine = (error: string | null | undefined) => printable(cutAt((error ?? "").split("\n")[0] ?? "", 200));
 
 /** The event page as lines: envelope, then each handler's latest outcome and attempts, then steps. */
 export function sayEvent(event: EventDetail): string {

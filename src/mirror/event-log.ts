@@ -8,6 +8,7 @@ import {
   parseIsoInstant,
   needsEscapedForm,
   storableFreeText,
+  shortened,
   toEscapedForm,
 } from "./values.js";
 import { setImmediate as nextTurn } from "node:timers/promises";
@@ -364,11 +365,10 @@ type SummaryRow = Pick<
 
 /** Each handler's status, attempts and the start of its error: anything longer (a stack) is in GET /events/{id}. */
 export function summarizeHandlers(outcomes: Record<string, HandlerOutcome>): Record<string, HandlerOutcome> {
-  const cut = (error: string) => (error.length > SUMMARY_ERROR_LENGTH ? `${error.slice(0, SUMMARY_ERROR_LENGTH)}…` : error);
   return Object.fromEntries(
     Object.entries(outcomes).map(([key, { status, attempts, error }]) => [
       key,
-      error === undefined ? { status, attempts } : { status, attempts, error: cut(error) },
+      error === undefined ? { status, attempts } : { status, attempts, error: shortened(error, SUMMARY_ERROR_LENGTH) },
     ]),
   );
 }

@@ -171,6 +171,9 @@ export function storableText(value: string, max = Number.POSITIVE_INFINITY): str
   return clean.length <= max ? clean : `${cutAt(clean, max)}… (${clean.length} chars)`;
 }
 
+/** `text` as a line shows it: whole up to `max` code units, else cut there (cutAt) and marked with "…". */
+export const shortened = (text: string, max: number): string => (text.length > max ? `${cutAt(text, max)}…` : text);
+
 /** The first `max` code units, one fewer if that would split a surrogate pair. */
 export function cutAt(text: string, max: number): string {
   const code = text.charCodeAt(max - 1);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   cutAt,
+  shortened,
   findUnstorableString,
   fitsKey,
   isCalendarDate,
@@ -76,5 +77,9 @@ describe("values PostgreSQL would refuse", () => {
     expect(storableText("x".repeat(50), 10)).toBe("xxxxxxxxxx… (50 chars)");
     expect(cutAt("ab😀", 3)).toBe("ab");
     expect(cutAt("ab😀", 4)).toBe("ab😀");
+    // A line's text: whole up to the limit, else cut (never inside a character) and marked.
+    expect(shortened("abc", 3)).toBe("abc");
+    expect(shortened("abcd", 3)).toBe("abc…");
+    expect(shortened("ab😀c", 3)).toBe("ab…");
   });
 });

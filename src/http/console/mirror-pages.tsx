@@ -1,4 +1,4 @@
-import { printable } from "../../mirror/values.js";
+import { printable, shortened } from "../../mirror/values.js";
 import type { RecordStory } from "../../mirror/record-story.js";
 import {
   CONSOLE_PATH,
@@ -113,8 +113,7 @@ export function MirrorPage(props: {
 
 /** A field's value on one line: strings as they are, anything else as JSON (cut, the record's JSON has it whole). */
 const shown = (value: unknown) => {
-  const text = typeof value === "string" ? value : JSON.stringify(value);
-  return text.length > 160 ? `${text.slice(0, 160)}…` : text;
+  return shortened(typeof value === "string" ? value : JSON.stringify(value), 160);
 };
 
 /** One record of a mirror kind as a page names it: "order", "menu item". */
