@@ -45,7 +45,7 @@ export function workerLifecycle(parts: WorkerParts) {
       // Before the workers take jobs: after a gap, the catch-up is queued before the first active tick runs.
       await gapWatch.start();
       // Also when Redis kept its data (a job lost any other way is found too); after the gap watch's
-      // first tick, whose own heal (Redis found emptied) leaves this one nothing to add. A heal that
+      // first tick, and skipped when that tick's own heal (Redis found emptied) ran. A heal that
       // fails here (the database away) does not stop the start: the next start or loss heals again.
       await parts
         .heal()

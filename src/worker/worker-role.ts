@@ -105,8 +105,11 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     onRestored: (count) => metrics.eventsRestored.inc(count),
     logger,
   });
+  // The start heals once: not again when the gap watch's first tick already did (Redis found emptied).
+  let healed = false;
   const heal = async () => {
     await restorer.pass();
+    healed = true;
   };
   const schedules = createSyncSchedules({
     config,
@@ -126,7 +129,9 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     logger,
     prepare: () => adoptNamedHandlerKeys(table.registry.registered(), deps.steps, logger),
     schedule: () => schedules.schedule(),
-    heal,
+    heal: async () => {
+      if (!healed) await heal();
+    },
     gapWatch: schedules.gapWatch,
     workers,
     streamConsumer,
