@@ -82,7 +82,8 @@ export async function runActivePass(options: ActivePassOptions): Promise<ActiveP
   // began (a booking changed in the gap may be for any day since).
   const from = catchUp ? new Date(catchUp.gapStart.getTime() - DAY_MS) : startedAt;
   const today = from.toISOString().slice(0, 10);
-  const seen = new Map(SYNCED_KINDS.map((kind) => [kind, new Set<string>()]));
+  // The ids the open lists returned, kept only for kinds with states (what is read back below).
+  const seen = new Map(SYNCED_KINDS.filter((kind) => RESOURCES[kind].states).map((kind) => [kind, new Set<string>()]));
   for (const kind of SYNCED_KINDS)
     for (const query of RESOURCES[kind].activeReads(today))
       await readAll(options, outcome, kind, query, { seen: seen.get(kind), goOn: reads });
