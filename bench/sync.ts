@@ -154,11 +154,11 @@ export const baseEnv = (c: Company, t: SyncBenchTargets) => ({
   LOG_LEVEL: "warn",
 });
 
-/** `svc-webhooks backfill` as a user runs it; resolves with its summary and how long it took. */
+/** `svc-webhooks backfill --json` as a script runs it; resolves with its summary (stdout's one JSON document) and how long it took. */
 export function backfill(env: Record<string, string>, args: string[]): Promise<{ seconds: number; summary: Record<string, unknown> }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/bin/cli.ts", "backfill", ...args], {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/bin/cli.ts", "backfill", "--json", ...args], {
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
