@@ -102,8 +102,7 @@ const E2E_PEERS: Partial<Record<IngestKey, EndToEndPair>> = {
 async function benchDatabase(): Promise<BenchDatabase & { server?: PostgresServer }> {
   if (process.env.BENCH_DATABASE_URL)
     return { url: process.env.BENCH_DATABASE_URL, label: "PostgreSQL at BENCH_DATABASE_URL (its CPU not measured)" };
-  const bin = findPostgresBin();
-  if (!bin) throw new Error("the end-to-end bench needs PostgreSQL: install it (apt-get install -y postgresql) or set BENCH_DATABASE_URL");
+  const bin = await findPostgresBin();
   const server = await startPostgresServer(bin, { durable: true });
   const pid = Number(readFileSync(join(server.dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
   const version = /\d+(\.\d+)?/.exec(spawnSync(join(bin, "postgres"), ["--version"], { encoding: "utf8" }).stdout)?.[0] ?? "";

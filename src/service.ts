@@ -290,9 +290,6 @@ function serviceReadiness(deps: {
   const databaseReady = async () => {
     if (worker.recordingFails())
       throw new NotReadyError("the event log cannot record: events wait in the queue and are handled once the database is back");
-    // The embedded store is in-process: its one connection may be busy (a long operator query), which
-    // is not down; what it cannot write shows in the recording above.
-    if (storage.database.driver === "embedded") return;
     await withTimeout(storage.ping(), DATABASE_PROBE_MS, "database probe").catch(() => {
       throw new NotReadyError("the database does not answer: events wait in the queue and are handled once it is back");
     });

@@ -1,19 +1,19 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
-import { pgliteDataDirTemplate } from "./helpers/postgres.js";
-import { findPostgresBin, POSTGRES_INSTALL_HINT, startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
+import { embeddedClusterTemplate } from "./helpers/postgres.js";
+import { findPostgresBin, startPostgresServer, type PostgresServer } from "./helpers/postgres-server.js";
 import { startRedisServer, type RedisServer } from "./helpers/redis-server.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
     redisUrl: string;
-    /** A PostgreSQL server for the run; "" when none is available (embedded-only run). */
+    /** The run's PostgreSQL server. */
     databaseUrl: string;
     /** Starts the name of every schema a test makes on that server, so the run drops its own at the end. */
     schemaPrefix: string;
-    /** An initdb'd embedded data directory that `seeded` copies into a CLI process's empty DATA_DIR. */
-    pgliteDataDir: string;
+    /** An initdb'd embedded cluster that the embedded store's tests copy instead of running initdb. */
+    embeddedTemplate: string;
   }
 }
 
@@ -23,7 +23,8 @@ declare module "vitest" {
  * dev`'s export block sets it in the developer's shell, and the suite would leave thousands of
  * `test-*` keys in the dev stack's Redis.
  * Likewise PostgreSQL: TEST_DATABASE_URL when set, else a throwaway server from the installed
- * binaries, else none (the database suites then run against the embedded store only).
+ * binaries, else from the embedded store's own (the npm package): a machine with Node and
+ * redis-server runs every suite.
  */
 export default async function setup(project: Pick<TestProject, "provide">) {
   let server: RedisServer | undefined;
@@ -37,21 +38,16 @@ export default async function setup(project: Pick<TestProject, "provide">) {
 
   let databaseUrl = process.env.TEST_DATABASE_URL ?? "";
   if (!databaseUrl) {
-    const bin = findPostgresBin();
-    if (bin) {
-      postgres = await startPostgresServer(bin).catch(async (error: unknown) => {
-        await server?.destroy();
-        throw error;
-      });
-      databaseUrl = postgres.url;
-    } else {
-      console.warn(POSTGRES_INSTALL_HINT);
-    }
+    postgres = await startPostgresServer(await findPostgresBin()).catch(async (error: unknown) => {
+      await server?.destroy();
+      throw error;
+    });
+    databaseUrl = postgres.url;
   }
   project.provide("databaseUrl", databaseUrl);
   const schemaPrefix = `t_${randomBytes(4).toString("hex")}_`;
   project.provide("schemaPrefix", schemaPrefix);
-  project.provide("pgliteDataDir", await pgliteDataDirTemplate());
+  project.provide("embeddedTemplate", await embeddedClusterTemplate());
   return async () => {
     await server?.destroy();
     // A throwaway server goes whole; on TEST_DATABASE_URL's, this run's schemas are dropped.

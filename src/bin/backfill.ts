@@ -1,5 +1,6 @@
 import { loadConfig } from "../config/config.js";
-import { DataDirLockedError, embeddedDatabaseExists } from "../mirror/database.js";
+import { embeddedDatabaseExists } from "../mirror/database.js";
+import { DataDirLockedError } from "../mirror/embedded-server.js";
 import { isCalendarDate as isCalendarDay } from "../mirror/values.js";
 import type { Storage } from "../mirror/storage.js";
 import { createMirrorWriter } from "../mirror/change-outbox.js";

@@ -11,7 +11,7 @@ import { ensureRedis, freePort, redisAnswers } from "../redis/local-server.js";
 import { createLogger, prettyDestinationForTerminal } from "../logging/logger.js";
 import { createSandbox, SANDBOX_STATE_FILE, type Sandbox, type SandboxOptions } from "../sandbox/index.js";
 import { SandboxStateFileError } from "../sandbox/state-file.js";
-import { DataDirLockedError, lockDataDir } from "../mirror/database.js";
+import { DataDirLockedError, lockDataDir } from "../mirror/embedded-server.js";
 import { isApiKey } from "../upstream/client.js";
 import type { EventHandlers } from "../worker/handlers.js";
 import { loadHandlersModule } from "../worker/handlers.js";
@@ -231,7 +231,7 @@ function secretsNote({ file, created }: { file: string; created: boolean }, from
  */
 async function devDatabase(fresh: boolean): Promise<{ env: Record<string, string>; note: string; settingsDir: string }> {
   const dataDir = process.env.DATA_DIR;
-  const settingsDir = dataDir && !dataDir.startsWith("memory://") ? dataDir : DEV_DATA_DIR;
+  const settingsDir = dataDir === undefined || dataDir === "" ? DEV_DATA_DIR : dataDir;
   // Refused while another dev stack runs there: its database and its settings (ports it holds
   // would read as taken) are neither emptied nor rewritten under it.
   if (existsSync(settingsDir)) {

@@ -10,7 +10,7 @@ import { SENT_EVENT_TYPES } from "../events/catalog.js";
 import { handlerKeyType } from "../events/dispatch.js";
 import { createLogger } from "../logging/logger.js";
 import { embeddedDatabaseExists } from "../mirror/database.js";
-import { DataDirLockedError } from "../mirror/database.js";
+import { DataDirLockedError } from "../mirror/embedded-server.js";
 import type { EventQuery } from "../mirror/event-log.js";
 import { printable } from "../mirror/values.js";
 import { openStorage, type Storage } from "../mirror/storage.js";

@@ -3,15 +3,6 @@ import {
   type Generated,
   Kysely,
   PostgresDialect,
-  CompiledQuery,
-  PostgresAdapter,
-  PostgresIntrospector,
-  PostgresQueryCompiler,
-  type DatabaseConnection,
-  type Dialect,
-  type Driver,
-  type QueryResult,
-  type TransactionSettings,
   type RawBuilder,
   sql,
   type DatabaseIntrospector,
@@ -21,11 +12,9 @@ import {
   Migrator,
   type MigrationResult,
 } from "kysely";
-import { join } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
-import { closeSync, constants, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
-import { lock } from "os-lock";
+import { existsSync } from "node:fs";
+import { embeddedDirectory, startEmbeddedServer } from "./embedded-server.js";
 import { staticMigrationProvider } from "./migrations.js";
 
 // The tables as Kysely sees them (docs: migrations.ts, 0001_mirror and 0002_event_log are the
@@ -248,31 +237,26 @@ import { DEFAULTS } from "../config/defaults.js";
 import type { Logger } from "../logging/logger.js";
 
 export interface DatabaseOptions {
-  /** postgres://… of a PostgreSQL server. Without it: the embedded PGlite under `dataDir`. */
+  /** postgres://… of a PostgreSQL server. Without it: the embedded server on `dataDir`. */
   url?: string;
-  /** Where the embedded database keeps its files; `memory://` keeps them in memory (tests). */
+  /** Where the embedded database keeps its files (embedded-server.ts). */
   dataDir: string;
   /** The schema every table lives in (DATABASE_SCHEMA, default `svc`). */
   schema?: string;
   logger?: Logger;
   /** Connections in the server pool. Default 10. */
   poolSize?: number;
-  /**
-   * Operator reads (`operatorDb`) end after this long: on a server each statement is cancelled
-   * (statement_timeout); the embedded store, which cannot cancel, stops its scan between
-   * windows. Default 5000.
-   */
+  /** Operator reads (`operatorDb`) end after this long: each statement is cancelled (statement_timeout). Default 5000. */
   operatorQueryTimeoutMs?: number;
-  /** Embedded only: a PGlite data-directory dump to start from instead of running initdb (tests: ~1 s instead of ~3–10). */
-  embeddedTemplate?: Blob;
+  /** Embedded only: an initdb'd cluster to copy on first use instead of running initdb (tests). */
+  embeddedTemplate?: string;
 }
 
 export interface Database {
   db: Kysely<DatabaseSchema>;
   /**
-   * For operator reads (GET /events, /mirror): on a server a pool of its own (OPERATOR_POOL_SIZE
-   * connections, statement_timeout set), so a slow read neither holds the worker's connections
-   * nor runs unbounded; embedded, the one connection (`db` itself).
+   * For operator reads (GET /events, /mirror): a pool of its own (OPERATOR_POOL_SIZE connections,
+   * statement_timeout set), so a slow read neither holds the worker's connections nor runs unbounded.
    */
   operatorDb: Kysely<DatabaseSchema>;
   operatorQueryTimeoutMs: number;
@@ -293,23 +277,20 @@ export class DatabaseConfigError extends Error {
 }
 
 const DEFAULT_SCHEMA = "svc";
-/** Connections of the operator-read pool on a server: reads queue there, never in the worker's pool. */
+/** Connections of the operator-read pool: reads queue there, never in the worker's pool. */
 const OPERATOR_POOL_SIZE = 2;
 // Lower-case so it needs no quoting anywhere (psql, search_path, other tools); no pg_ prefix (reserved).
 const SCHEMA_NAME = /^(?!pg_)[a-z_][a-z0-9_]{0,62}$/;
 
-/** Where the embedded database keeps its files inside DATA_DIR (the lock file sits beside it). */
-export const embeddedDirectory = (dataDir: string) => join(dataDir, "postgres");
-
-/** Whether opening these settings finds a database rather than creating one: a server, memory, or an embedded directory already there. */
+/** Whether opening these settings finds a database rather than creating one: a server, or an embedded cluster already there. */
 export const embeddedDatabaseExists = ({ url, dataDir }: { url?: string | undefined; dataDir: string }): boolean =>
-  Boolean(url) || dataDir.startsWith("memory://") || existsSync(embeddedDirectory(dataDir));
+  Boolean(url) || existsSync(embeddedDirectory(dataDir));
 
 /**
- * Opens the service's database: a pooled node-postgres connection to a server when `url` is
- * given, else an embedded PGlite in this process. Either way every connection's search_path is
- * the configured schema, so queries and migrations name tables unqualified. Call
- * `migrateToLatest` before use.
+ * Opens the service's database: node-postgres pools on a server when `url` is given, else on the
+ * embedded server this process starts on `dataDir` (embedded-server.ts). Either way every
+ * connection's search_path is the configured schema, so queries and migrations name tables
+ * unqualified. Call `migrateToLatest` before use.
  */
 export async function createDatabase(options: DatabaseOptions): Promise<Database> {
   const schema = options.schema ?? DEFAULT_SCHEMA;
@@ -317,12 +298,22 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     throw new DatabaseConfigError(
       `DATABASE_SCHEMA must be a lower-case identifier (letters, digits, _; at most 63; not pg_…), got ${JSON.stringify(schema.slice(0, 80))}`,
     );
-  return options.url === undefined || options.url === ""
-    ? openEmbedded(options.dataDir, schema, options)
-    : openServer(options.url, schema, options);
+  if (options.url !== undefined && options.url !== "") return openPools({ connectionString: options.url }, serverLocation(options.url), schema, options);
+  const server = await startEmbeddedServer(options.dataDir, { logger: options.logger, template: options.embeddedTemplate });
+  const connection = { host: server.socketDir, port: server.port, user: "postgres", database: "postgres" };
+  const database = openPools(connection, options.dataDir, schema, { ...options, poolSize: options.poolSize ?? EMBEDDED_POOL_SIZE });
+  return {
+    ...database,
+    driver: "embedded",
+    close: () => database.close().finally(() => server.stop()),
+  };
 }
 
-function openServer(urlText: string, schema: string, options: DatabaseOptions): Database {
+/** The worker's pool on the embedded server: each connection is a server process (~5–10 MB), and one VM's worker needs few. */
+const EMBEDDED_POOL_SIZE = 5;
+
+/** The server's host and database, fit for log lines: never the user or password. */
+function serverLocation(urlText: string): string {
   let url: URL;
   try {
     url = new URL(urlText);
@@ -331,12 +322,14 @@ function openServer(urlText: string, schema: string, options: DatabaseOptions): 
   }
   if (url.protocol !== "postgres:" && url.protocol !== "postgresql:")
     throw new DatabaseConfigError(`DATABASE_URL must start with postgres:// or postgresql://, not ${url.protocol}//`);
-  // The server's host and database, for log lines: never the user or password.
-  const where = `${url.hostname}${url.port ? `:${url.port}` : ""}${url.pathname}`;
+  return `${url.hostname}${url.port ? `:${url.port}` : ""}${url.pathname}`;
+}
+
+function openPools(connection: pg.PoolConfig, where: string, schema: string, options: DatabaseOptions): Database {
   const timeoutMs = options.operatorQueryTimeoutMs ?? DEFAULTS.operatorQueryTimeoutMs;
   const openPool = (max: number, startup: string) => {
     // A startup parameter, so the setting holds from the first query of every new connection.
-    const pool = new pg.Pool({ connectionString: urlText, max, options: `-c search_path=${schema}${startup}` });
+    const pool = new pg.Pool({ ...connection, max, options: `-c search_path=${schema}${startup}` });
     // An idle client's connection dropped (server restart): pg emits this and drops the client; without a listener it crashes the process.
     pool.on("error", (error) =>
       options.logger?.warn(
@@ -354,202 +347,19 @@ function openServer(urlText: string, schema: string, options: DatabaseOptions): 
     );
     return { pool, db: new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) }) };
   };
+  const driver = options.url ? "server" : "embedded";
   const { pool, db } = openPool(options.poolSize ?? 10, "");
   // A pool connects on its first query: the database is opened when a connection is, not before.
-  pool.once("connect", () => options.logger?.info({ database: where, schema, driver: "server" }, "database opened"));
+  pool.once("connect", () => options.logger?.info({ database: where, schema, driver }, "database opened"));
   const operatorDb = openPool(OPERATOR_POOL_SIZE, ` -c statement_timeout=${timeoutMs}`).db;
   return {
     db,
     operatorDb,
     operatorQueryTimeoutMs: timeoutMs,
-    driver: "server",
+    driver,
     schema,
     location: where,
     close: () => Promise.all([db.destroy(), operatorDb.destroy()]).then(() => undefined),
-  };
-}
-
-async function openEmbedded(
-  dataDir: string,
-  schema: string,
-  { logger, embeddedTemplate, operatorQueryTimeoutMs }: DatabaseOptions,
-): Promise<Database> {
-  const inMemory = dataDir.startsWith("memory://");
-  const lock: DataDirLock | undefined = inMemory ? undefined : await lockDataDir(dataDir);
-  let pglite: PGlite;
-  try {
-    pglite = await PGlite.create(
-      inMemory ? dataDir : embeddedDirectory(dataDir),
-      embeddedTemplate ? { loadDataDir: embeddedTemplate } : {},
-    );
-    // One session for the life of the instance, so a session setting holds for every query.
-    await pglite.exec(`SET search_path TO ${schema}`);
-  } catch (error) {
-    lock?.release();
-    throw error;
-  }
-  const db = new Kysely<DatabaseSchema>({ dialect: createPGliteDialect(pglite) });
-  logger?.info({ dataDir: inMemory ? "memory" : dataDir, schema, driver: "embedded" }, "database opened");
-  return {
-    db,
-    // One connection: operator reads share it, bounded by the event log's windowed scan instead.
-    operatorDb: db,
-    operatorQueryTimeoutMs: operatorQueryTimeoutMs ?? DEFAULTS.operatorQueryTimeoutMs,
-    driver: "embedded",
-    schema,
-    location: inMemory ? "memory" : dataDir,
-    async close() {
-      try {
-        await db.destroy();
-      } finally {
-        lock?.release();
-      }
-    },
-  };
-}
-
-/**
- * A Kysely dialect for an in-process PGlite: Kysely's own Postgres adapter, compiler and
- * introspector over a driver of ~50 lines. Written here rather than installed because the
- * maintained package (kysely-pglite-dialect 1.3) declares PGlite ≤ 0.4 as its peer and we pin
- * 0.5, and kysely-pglite bundles a codegen CLI (oclif, chokidar, …) we do not need.
- *
- * PGlite is one connection. Kysely's transactions (and the migrator's advisory lock) hold a
- * connection across several awaits, so the driver hands the one connection out to one holder at
- * a time; everything else queues. Inside a transaction, query through its `tx`, never the outer
- * `db`, or the transaction waits for itself.
- */
-function createPGliteDialect(pglite: PGlite): Dialect {
-  return {
-    createAdapter: () => new PostgresAdapter(),
-    createDriver: () => createPGliteDriver(pglite),
-    createQueryCompiler: () => new PostgresQueryCompiler(),
-    createIntrospector: (db: Kysely<unknown>) => new PostgresIntrospector(db),
-  };
-}
-
-function createPGliteDriver(pglite: PGlite): Driver {
-  const connection: DatabaseConnection = {
-    async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-      const result = await pglite.query<R>(query.sql, [...query.parameters], { rowMode: "object" });
-      return result.affectedRows === undefined
-        ? { rows: result.rows }
-        : { rows: result.rows, numAffectedRows: BigInt(result.affectedRows) };
-    },
-    streamQuery() {
-      throw new Error("streaming queries are not supported by the embedded database");
-    },
-  };
-  const run = async (conn: DatabaseConnection, statement: string) => {
-    await conn.executeQuery(CompiledQuery.raw(statement));
-  };
-  // The tail of the queue of holders: each acquirer waits for the previous holder's release.
-  let tail: Promise<void> = Promise.resolve();
-  let release: (() => void) | undefined;
-
-  return {
-    // The PGlite instance is handed over open: nothing to set up.
-    init: () => Promise.resolve(),
-    async acquireConnection() {
-      const previous = tail;
-      let done!: () => void;
-      tail = new Promise<void>((resolve) => (done = resolve));
-      await previous;
-      release = done;
-      return connection;
-    },
-    releaseConnection() {
-      const done = release;
-      release = undefined;
-      done?.();
-      return Promise.resolve();
-    },
-    async beginTransaction(conn: DatabaseConnection, settings: TransactionSettings) {
-      const mode = [settings.isolationLevel && `isolation level ${settings.isolationLevel}`, settings.accessMode].filter(Boolean).join(" ");
-      await run(conn, mode ? `start transaction ${mode}` : "begin");
-    },
-    commitTransaction: (conn: DatabaseConnection) => run(conn, "commit"),
-    rollbackTransaction: (conn: DatabaseConnection) => run(conn, "rollback"),
-    async destroy() {
-      if (!pglite.closed) await pglite.close();
-    },
-  };
-}
-
-/** The embedded database's directory is in use by another live process. */
-export class DataDirLockedError extends Error {
-  readonly code = "data_dir_locked";
-  constructor(
-    readonly dataDir: string,
-    /** The pid the holder wrote into the lock file (in its own PID namespace: another container's pid means nothing here). */
-    readonly pid: number | undefined,
-  ) {
-    super(
-      `the embedded database in ${dataDir} is already open in another process${pid === undefined ? "" : ` (pid ${pid} as it recorded)`}; it serves one process only. ` +
-        `Run web and worker in one process (ROLE=all), or give every process DATABASE_URL=postgres://… (a PostgreSQL server).`,
-    );
-    this.name = "DataDirLockedError";
-  }
-}
-
-export interface DataDirLock {
-  release(): void;
-}
-
-const LOCK_FILE = "postgres.lock";
-
-// Lock files this process holds. POSIX record locks belong to the process, so the kernel would
-// let this process lock the file a second time — and closing that second descriptor would drop
-// the first lock. Refusing here keeps "one PGlite per directory" within the process too.
-const heldHere = new Set<string>();
-
-function recordedPid(file: string): number | undefined {
-  try {
-    const pid = Number.parseInt(readFileSync(file, "utf8"), 10);
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Takes an exclusive OS lock (fcntl, through os-lock) on `<dataDir>/postgres.lock`, held by this
- * process's open descriptor. The kernel releases it when the process ends however it ends
- * (SIGKILL, OOM kill, a crashed container), so there is no staleness to judge: no pid is compared,
- * which is what went wrong across PID namespaces, and whatever a file holds (an old-format pid with
- * a newline, nothing) does not matter. The lock is on the file's inode, so it holds between
- * containers sharing the volume. The file is never deleted (a deleted file lets a newcomer lock a
- * fresh inode beside a live holder); our pid is written into it for the error message only.
- */
-export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
-  mkdirSync(dataDir, { recursive: true });
-  const file = join(dataDir, LOCK_FILE);
-  if (heldHere.has(file)) throw new DataDirLockedError(dataDir, process.pid);
-  // Claimed before the first await, so two opens in this process cannot both get past the check.
-  heldHere.add(file);
-  let fd: number | undefined;
-  try {
-    fd = openSync(file, constants.O_RDWR | constants.O_CREAT, 0o644);
-    await lock(fd, { exclusive: true, immediate: true });
-  } catch (error) {
-    heldHere.delete(file);
-    // Closing drops no lock of ours: this process holds none on the file (heldHere said so).
-    if (fd !== undefined) closeSync(fd);
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "EAGAIN" || code === "EACCES") throw new DataDirLockedError(dataDir, recordedPid(file));
-    throw error;
-  }
-  ftruncateSync(fd, 0);
-  writeSync(fd, `${process.pid}\n`, 0);
-  let released = false;
-  const held = fd;
-  return {
-    release() {
-      if (released) return;
-      released = true;
-      heldHere.delete(file);
-      closeSync(held); // the kernel drops the lock with the descriptor
-    },
   };
 }
 

@@ -11,7 +11,6 @@ import {
   shortened,
   toEscapedForm,
 } from "./values.js";
-import { setImmediate as nextTurn } from "node:timers/promises";
 import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS } from "../events/errors.js";
 
 import { DEFAULTS } from "../config/defaults.js";
@@ -98,12 +97,6 @@ export interface EventLogOptions {
   /** How `query` is bounded; default: MAX_PAGE_BYTES, 5 s, one statement. */
   bounds?: Partial<EventListBounds>;
 }
-
-/** The bounds an operator read of `database` gets: windows on the embedded store, one cancellable statement on a server. */
-export const operatorBounds = (database: { driver: "server" | "embedded"; operatorQueryTimeoutMs: number }): Partial<EventListBounds> => ({
-  timeoutMs: database.operatorQueryTimeoutMs,
-  windowRows: database.driver === "embedded" ? EMBEDDED_WINDOW_ROWS : undefined,
-});
 
 /** The event log in the `events` table: what every worker took and what each handler did with it. */
 export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOptions = {}): EventLog {
@@ -341,21 +334,13 @@ export interface EventPage {
 export interface EventListBounds {
   /** JSON bytes of summaries per page, besides `limit`. */
   maxPageBytes: number;
-  /** Stop after this long (embedded: between windows; a server cancels the statement itself). */
+  /** The statement is cancelled after this long (statement_timeout on the operator pool; here too, for a reader without it). */
   timeoutMs: number;
-  /**
-   * Embedded store: rows of the log per statement. Each statement touches at most this many rows
-   * and the event loop and the one connection are handed back between statements, so /healthz,
-   * the edge and the worker never wait behind a whole scan. Undefined: one statement (a server,
-   * where statement_timeout and a pool of its own bound it).
-   */
-  windowRows?: number | undefined;
 }
 
 const SUMMARY_ERROR_LENGTH = 300;
 /** A page of summaries is at most this many JSON bytes (a summary is ~0.3 KB: 1000 fit well within). */
 export const MAX_PAGE_BYTES = 1024 * 1024;
-const EMBEDDED_WINDOW_ROWS = 2000;
 
 /** The columns a summary reads: every one but the payload. */
 type SummaryRow = Pick<
@@ -397,18 +382,16 @@ interface Position {
   id: string;
 }
 
-/** Where in the (received_at, id) order to look: the query's time range, past `after`, up to `through` (in the query's direction). */
+/** Where in the (received_at, id) order to look: the query's time range, past `after` (in the query's direction). */
 function range(
   q: Pick<ValidEventQuery, "since" | "until" | "newestFirst">,
   after: Position | undefined,
-  through?: Position,
 ): RawBuilder<unknown>[] {
   const where: RawBuilder<unknown>[] = [];
-  const [past, upTo] = q.newestFirst ? [sql.raw("<"), sql.raw(">=")] : [sql.raw(">"), sql.raw("<=")];
+  const past = sql.raw(q.newestFirst ? "<" : ">");
   if (q.since) where.push(sql`received_at >= ${q.since}::timestamptz`);
   if (q.until) where.push(sql`received_at < ${q.until}::timestamptz`);
   if (after) where.push(sql`(received_at, id) ${past} (${after.receivedAt}::timestamptz, ${after.id}::text)`);
-  if (through) where.push(sql`(received_at, id) ${upTo} (${through.receivedAt}::timestamptz, ${through.id}::text)`);
   return where;
 }
 
@@ -435,17 +418,9 @@ function filters(q: ValidEventQuery): RawBuilder<unknown>[] {
 const whereClause = (where: RawBuilder<unknown>[]) => (where.length > 0 ? sql`where ${sql.join(where, sql` and `)}` : sql``);
 
 /** The statement a page runs (exported so a test can EXPLAIN exactly it). */
-export function summaryStatement(q: ValidEventQuery, count: number, after = q.after, through?: Position): RawBuilder<SummaryRow> {
+export function summaryStatement(q: ValidEventQuery, count: number, after = q.after): RawBuilder<SummaryRow> {
   return sql<SummaryRow>`select id, type, received_at, status, attempts, handlers, updated_at, record_kind, record_id from events
-    ${whereClause([...range(q, after, through), ...filters(q)])} ${logOrder(q)} limit ${count}`;
-}
-
-/** The last position of the next window of `rows` rows after `after` (by time bounds only), or undefined when fewer remain. */
-async function windowEnd(db: Kysely<DatabaseSchema>, q: ValidEventQuery, after: Position | undefined, rows: number) {
-  const { rows: found } = await sql<{ received_at: Date; id: string }>`select received_at, id from events ${whereClause(range(q, after))}
-    ${logOrder(q)} offset ${rows - 1} limit 1`.execute(db);
-  const row = found[0];
-  return row ? { receivedAt: row.received_at, id: row.id } : undefined;
+    ${whereClause([...range(q, after), ...filters(q)])} ${logOrder(q)} limit ${count}`;
 }
 
 /** Collects summaries up to `limit` and the byte budget; says whether the page is full. */
@@ -457,10 +432,6 @@ class PageBuilder {
     private readonly maxBytes: number,
   ) {}
 
-  get full(): boolean {
-    return this.data.length >= this.limit;
-  }
-
   /** Adds one; false (and not added) when the page is full by count or bytes. The first always fits. */
   add(summary: EventSummary): boolean {
     if (this.data.length >= this.limit) return false;
@@ -471,53 +442,20 @@ class PageBuilder {
     return true;
   }
 
-  /** A page ending at the last summary added, or at `position` when it is further (the scan went past it). */
-  cursorAt(position?: Position): string {
+  /** A page ending at the last summary added. */
+  cursorAt(): string {
     const last = this.data.at(-1);
-    const at = position ?? (last && { receivedAt: last.receivedAt, id: last.id });
-    if (!at) throw new Error("cursorAt needs a position or a summary");
-    return encodeEventCursor(at.receivedAt, at.id);
+    if (!last) throw new Error("cursorAt needs a summary");
+    return encodeEventCursor(last.receivedAt, last.id);
   }
 }
 
-/** A server: one statement, which statement_timeout and the operator pool bound. */
-async function listInOneStatement(db: Kysely<DatabaseSchema>, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
+/** One page of the log, oldest first (newest first when the query says so), as summaries bounded by count and bytes: one statement, which statement_timeout and the operator pool bound. */
+async function listEvents(db: Kysely<DatabaseSchema>, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
   const { rows } = await withOperatorTimeout(bounds.timeoutMs, () => summaryStatement(q, q.limit + 1).execute(db));
   const page = new PageBuilder(q.limit, bounds.maxPageBytes);
   for (const row of rows) if (!page.add(toSummary(row))) return { data: page.data, nextCursor: page.cursorAt() };
   return { data: page.data, nextCursor: null };
-}
-
-/**
- * The embedded store: window by window of `windowRows` rows in log order, each two short
- * statements, handing the event loop and the connection back in between; stops when the page is
- * full or the time is up, with a cursor where it stopped.
- */
-async function listInWindows(
-  db: Kysely<DatabaseSchema>,
-  q: ValidEventQuery,
-  bounds: EventListBounds,
-  windowRows: number,
-): Promise<EventPage> {
-  const deadline = Date.now() + bounds.timeoutMs;
-  const page = new PageBuilder(q.limit, bounds.maxPageBytes);
-  let after = q.after;
-  for (;;) {
-    const end = await windowEnd(db, q, after, windowRows);
-    const { rows } = await summaryStatement(q, q.limit - page.data.length + 1, after, end).execute(db);
-    for (const row of rows) if (!page.add(toSummary(row))) return { data: page.data, nextCursor: page.cursorAt() };
-    if (!end) return { data: page.data, nextCursor: null };
-    if (page.full) return { data: page.data, nextCursor: page.cursorAt() };
-    after = end;
-    if (Date.now() >= deadline) return { data: page.data, nextCursor: page.cursorAt(end) };
-    // A macrotask turn: queued requests (/healthz, webhooks) and queued statements run now.
-    await nextTurn();
-  }
-}
-
-/** One page of the log, oldest first (newest first when the query says so), as summaries bounded by count and bytes. */
-function listEvents(db: Kysely<DatabaseSchema>, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
-  return bounds.windowRows === undefined ? listInOneStatement(db, q, bounds) : listInWindows(db, q, bounds, bounds.windowRows);
 }
 
 /** Failed handler outcomes of one handler with one error fingerprint, over a time range. */

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { createEventLog, operatorBounds, type EventLog, type HandlerAttempt, type LoggedEvent } from "./event-log.js";
+import { createEventLog, type EventLog, type HandlerAttempt, type LoggedEvent } from "./event-log.js";
 import { createPostgresMirror, type MirrorStore } from "./mirror-store.js";
 import { createDatabase, type Database, migrateToLatest } from "./database.js";
 import { withOperatorTimeout } from "./errors.js";
@@ -34,7 +34,7 @@ export interface Storage {
 }
 
 /**
- * Opens the database the config names (`DATABASE_URL`, else the embedded PGlite under
+ * Opens the database the config names (`DATABASE_URL`, else the embedded server on
  * `DATA_DIR`), or wraps one the caller opened (`database`: tests, library users); a wrapped
  * database is not closed by `close()`.
  */
@@ -53,8 +53,8 @@ export async function openStorage(
     database,
     mirror: createPostgresMirror(database.db, { onRejected: options.onRejected }),
     operatorMirror: operatorReads(createPostgresMirror(database.operatorDb), database.operatorQueryTimeoutMs),
-    // Operator reads go through the operator pool (a server) or the windowed scan (embedded).
-    eventLog: createEventLog(database.db, { reader: database.operatorDb, bounds: operatorBounds(database) }),
+    // Operator reads go through the operator pool, whose statements time out.
+    eventLog: createEventLog(database.db, { reader: database.operatorDb, bounds: { timeoutMs: database.operatorQueryTimeoutMs } }),
     changeOutbox: createChangeOutbox(database.db),
     steps: createStepStore(database.db),
     checkpoints: createSyncCheckpoints(database.db),

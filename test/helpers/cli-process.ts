@@ -1,7 +1,4 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { databaseEnv } from "./postgres.js";
 
@@ -24,7 +21,7 @@ export interface CliProcess {
  * embedded one in a fresh directory), never the checkout's ./.data.
  */
 export function runCli(args: string[], env: Record<string, string | undefined>, options: { ownProcessGroup?: boolean } = {}): CliProcess {
-  const database = env.DATABASE_URL || env.DATA_DIR ? {} : databaseEnv(() => mkdtempSync(join(tmpdir(), "svc-cli-db-")));
+  const database = env.DATABASE_URL || env.DATA_DIR ? {} : databaseEnv();
   const child = spawn(process.execPath, ["--import", "tsx", "src/bin/cli.ts", ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...database, ...env },

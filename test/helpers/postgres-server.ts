@@ -1,15 +1,13 @@
-/** A throwaway PostgreSQL server from the installed binaries, for the test run only. */
+/** A throwaway PostgreSQL server from the installed binaries (else the embedded store's), for the test run only. */
 import { execFile } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { freePort } from "../../src/redis/local-server.js";
+import { embeddedBinaries } from "../../src/mirror/embedded-server.js";
 
 const run = promisify(execFile);
-
-export const POSTGRES_INSTALL_HINT =
-  "PostgreSQL binaries (initdb, pg_ctl) not found: only the embedded database is tested. Install them with `apt-get install -y postgresql` or set TEST_DATABASE_URL.";
 
 export interface PostgresServer {
   url: string;
@@ -23,31 +21,37 @@ export interface PostgresServer {
   destroy(): Promise<void>;
 }
 
-/** The directory holding initdb and pg_ctl: on PATH, else the newest /usr/lib/postgresql/<major>/bin. */
-export function findPostgresBin(): string | undefined {
-  // The suite as a machine without PostgreSQL runs it (the quickstart's case): embedded store only.
-  if (process.env.TEST_EMBEDDED_ONLY === "1") return undefined;
+/**
+ * The directory holding initdb and pg_ctl: on PATH, else the newest /usr/lib/postgresql/<major>/bin,
+ * else the embedded store's (TEST_EMBEDDED_ONLY=1 takes those first: the quickstart's machine).
+ */
+export async function findPostgresBin(): Promise<string> {
+  if (process.env.TEST_EMBEDDED_ONLY === "1") return embeddedBinaries();
   for (const dir of (process.env.PATH ?? "").split(":")) {
     if (dir && existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl"))) return dir;
   }
   const root = "/usr/lib/postgresql";
-  if (!existsSync(root)) return undefined;
-  const majors = readdirSync(root)
-    .filter((v) => /^\d+$/.test(v))
-    .sort((a, b) => Number(b) - Number(a));
-  return majors.map((v) => join(root, v, "bin")).find((dir) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl")));
+  const majors = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  const installed = majors.map((v) => join(root, v, "bin")).find((dir) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl")));
+  return installed ?? embeddedBinaries();
 }
 
-/** initdb refuses to run as root: as root, run the binaries as the `postgres` user in a directory it owns. */
+/** initdb refuses to run as root: as root, run the binaries as the `postgres` user (else `nobody`) in a directory it owns. */
 async function asServerUser(): Promise<{ wrap: (cmd: string, args: string[]) => [string, string[]]; own: (path: string) => void }> {
   if (process.getuid?.() !== 0) return { wrap: (cmd, args) => [cmd, args], own: () => undefined }; // not root: the files are ours already
-  const { stdout: uid } = await run("id", ["-u", "postgres"]).catch(() => {
-    throw new Error("running as root, and there is no `postgres` user to run initdb as (apt-get install -y postgresql creates it)");
-  });
-  const { stdout: gid } = await run("id", ["-g", "postgres"]);
+  const name = await run("id", ["-u", "postgres"]).then(
+    () => "postgres",
+    () => "nobody",
+  );
+  const uid = Number((await run("id", ["-u", name])).stdout.trim());
+  const gid = Number((await run("id", ["-g", name])).stdout.trim());
   return {
-    wrap: (cmd, args) => ["runuser", ["-u", "postgres", "--", cmd, ...args]],
-    own: (path) => chownSync(path, Number(uid.trim()), Number(gid.trim())),
+    wrap: (cmd, args) => ["runuser", ["-u", name, "--", cmd, ...args]],
+    own: (path) => chownSync(path, uid, gid),
   };
 }
 

@@ -1,59 +1,61 @@
 /** Gives a test file its own database: each driver, each file its own schema, migrated. */
 import { randomBytes } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import { inject } from "vitest";
 import { sql } from "kysely";
-import { createDatabase, type Database, embeddedDirectory, migrateToLatest } from "../../src/mirror/database.js";
+import { createDatabase, type Database, migrateToLatest } from "../../src/mirror/database.js";
+import { embeddedBinaries, embeddedDirectory, seedEmbeddedCluster, startEmbeddedServer } from "../../src/mirror/embedded-server.js";
 export type TestDriver = Database["driver"];
 
-/** The drivers this run can test: the embedded store always, a server when global setup has one. */
-export function testDrivers(): TestDriver[] {
-  return inject("databaseUrl") ? ["embedded", "server"] : ["embedded"];
-}
-
-/** The faster driver for tests that just need a database: the run's server when there is one. */
-export function preferredDriver(): TestDriver {
-  return inject("databaseUrl") ? "server" : "embedded";
-}
-
 /**
- * Environment for a service started as its own process (CLI tests, chaos): a schema of its own
- * on the run's server, else an embedded database in a fresh directory (one process only).
+ * The drivers the database suites run on: the run's server (global setup always has one, from
+ * the machine's binaries or the embedded store's). The embedded store is the same PostgreSQL over
+ * the same driver, so its own suites (database.test.ts, the CLI's on DATA_DIR) test only what
+ * differs: starting, locking and stopping its server.
  */
-export function databaseEnv(dataDir: () => string): Record<string, string> {
-  const url = inject("databaseUrl");
-  return url ? { DATABASE_URL: url, DATABASE_SCHEMA: randomSchema() } : { DATA_DIR: seeded(dataDir()) };
+export function testDrivers(): TestDriver[] {
+  return ["server"];
+}
+
+/** The driver for tests that just need a database: the run's server, one schema per file. */
+export function preferredDriver(): TestDriver {
+  return "server";
+}
+
+/** Environment for a service started as its own process (CLI tests, chaos): a schema of its own on the run's server. */
+export function databaseEnv(): Record<string, string> {
+  return { DATABASE_URL: inject("databaseUrl"), DATABASE_SCHEMA: randomSchema() };
 }
 
 /**
- * Gives an empty DATA_DIR the embedded store's freshly initdb'd files (copied from the run's
- * template, global setup's `pgliteDataDir`), as the process would create them at its first start:
- * each CLI process of the suite then skips initdb (about 5 s of CPU), not the migrations. Without a
- * template (another config's run) the directory is left empty, and the process creates the store.
+ * Gives an empty DATA_DIR the embedded store's freshly initdb'd cluster (a copy of the run's
+ * template, global setup's `embeddedTemplate`), as the process would create it at its first
+ * start: each CLI process of the suite then skips initdb, not the migrations.
  */
 export function seeded(dir: string): string {
-  const template = inject("pgliteDataDir");
-  if (template && readdirSync(dir).length === 0) cpSync(template, embeddedDirectory(dir), { recursive: true });
+  if (readdirSync(dir).length === 0) seedEmbeddedCluster(dir, inject("embeddedTemplate"));
   return dir;
 }
 
 /**
- * The template `seeded` copies: a PGlite data directory on disk loaded from `pgliteTemplate`, made
- * once per machine and PGlite version (global setup), under a temp name renamed when complete.
+ * The template `seeded` copies: a cluster initdb'd (and once started, so it is complete) by the
+ * embedded server itself, made once per machine and binaries version under a temp name renamed
+ * when complete, so runs starting together never copy half a cluster.
  */
-export async function pgliteDataDirTemplate(): Promise<string> {
-  const dir = join(CACHE_DIR, `pglite-${pgliteVersion()}-datadir`);
+export async function embeddedClusterTemplate(): Promise<string> {
+  const dir = join(CACHE_DIR, `cluster-${await binariesVersion()}`);
   if (existsSync(dir)) return dir;
-  const blob = await pgliteTemplate();
-  const temp = `${dir}.${process.pid}.${randomBytes(4).toString("hex")}`;
-  const pglite = await PGlite.create(temp, { loadDataDir: blob });
-  await pglite.close();
+  const dataDir = mkdtempSync(join(tmpdir(), "svc-template-"));
   try {
-    renameSync(temp, dir);
-  } catch {
-    rmSync(temp, { recursive: true, force: true }); // another run made it first
+    await (await startEmbeddedServer(dataDir)).stop();
+    mkdirSync(CACHE_DIR, { recursive: true });
+    renameSync(embeddedDirectory(dataDir), dir);
+  } catch (error) {
+    if (!existsSync(dir)) throw error; // else another run made it first
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
   }
   return dir;
 }
@@ -73,31 +75,10 @@ export const randomSchema = () => `${inject("schemaPrefix")}${randomBytes(6).toS
 
 const CACHE_DIR = join(process.cwd(), "node_modules", ".cache", "svc-webhooks");
 
-const pgliteVersion = () => {
-  const manifest = join(process.cwd(), "node_modules", "@electric-sql", "pglite", "package.json");
+const binariesVersion = async () => {
+  const manifest = join(await embeddedBinaries(), "..", "..", "package.json");
   return (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
 };
-
-/**
- * A freshly initdb'd PGlite data directory, dumped once per machine and PGlite version: loading
- * it takes about a second, where each new in-memory PGlite would run initdb again (3–10 s on
- * this machine). Written to a temp name and renamed, so files starting together never read half a dump.
- */
-export async function pgliteTemplate(): Promise<Blob> {
-  const file = join(CACHE_DIR, `pglite-${pgliteVersion()}.tar`);
-  try {
-    return new Blob([readFileSync(file)]);
-  } catch {
-    const pglite = await PGlite.create("memory://");
-    const dump = await pglite.dumpDataDir("none");
-    await pglite.close();
-    mkdirSync(CACHE_DIR, { recursive: true });
-    const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
-    writeFileSync(temp, Buffer.from(await dump.arrayBuffer()));
-    renameSync(temp, file);
-    return dump;
-  }
-}
 
 export interface TestDatabase extends Database {
   /** Empties every table (between tests of one file). */
@@ -108,20 +89,21 @@ export interface OpenOptions {
   /** Migrate to latest (default), to the first `count` migrations, or not at all (0). */
   migrations?: number;
   schema?: string;
-  /** Embedded only: a data directory on disk instead of memory. */
+  /** Embedded only: the data directory (default: a fresh temp one, removed on close). */
   dataDir?: string;
 }
 
 /**
  * Opens a database for one test file. The server variant uses its own random schema on the
- * run's server and drops it on close; the embedded one is in memory unless `dataDir` is given.
+ * run's server and drops it on close; the embedded one starts its own server on `dataDir`.
  */
 export async function openTestDatabase(driver: TestDriver, options: OpenOptions = {}): Promise<TestDatabase> {
   const schema = options.schema ?? randomSchema();
+  const ownDir = driver === "embedded" && options.dataDir === undefined ? mkdtempSync(join(tmpdir(), "svc-embedded-")) : undefined;
   const database = await createDatabase(
     driver === "server"
       ? { url: inject("databaseUrl"), dataDir: "", schema, poolSize: 4 }
-      : { dataDir: options.dataDir ?? "memory://", schema, embeddedTemplate: await pgliteTemplate() },
+      : { dataDir: options.dataDir ?? ownDir!, schema, embeddedTemplate: inject("embeddedTemplate") },
   );
   if (options.migrations !== 0) await migrateToLatest(database, options.migrations === undefined ? {} : { count: options.migrations });
   return {
@@ -134,6 +116,6 @@ export async function openTestDatabase(driver: TestDriver, options: OpenOptions 
     // The schema stays until the run ends: a drop while another file's service starts can fail that
     // start, as the migrator's catalog scan (Kysely's getTables) names every schema it sees and errs
     // on one dropped under it.
-    close: () => database.close(),
+    close: () => database.close().finally(() => ownDir && rmSync(ownDir, { recursive: true, force: true })),
   };
 }

@@ -1,7 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { sql } from "kysely";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createPostgresMirror } from "../../src/mirror/mirror-store.js";
@@ -29,7 +26,7 @@ async function setUp(extraOrders: number) {
     for (let i = 0; i < extraOrders; i++) sandbox!.actions.createOrder();
   });
   const env = {
-    ...databaseEnv(() => mkdtempSync(join(tmpdir(), "svc-backfill-resume-"))),
+    ...databaseEnv(),
     REDIS_URL: inject("redisUrl"),
     QUEUE_PREFIX: `test-bf-${randomUUID().slice(0, 8)}`,
     API_BASE_URL: url,

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createPostgresMirror } from "../../src/mirror/mirror-store.js";
-import { lockDataDir } from "../../src/mirror/database.js";
+import { lockDataDir } from "../../src/mirror/embedded-server.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { databaseEnv, openDatabaseOfEnv } from "../helpers/postgres.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
@@ -61,7 +61,7 @@ describe("svc-webhooks backfill", () => {
   it("sweeps every order, booking and menu item into the mirror, showing progress", async () => {
     sandbox = createSandbox();
     const apiUrl = await sandbox.listen();
-    const database = databaseEnv(() => mkdtempSync(join(tmpdir(), "svc-backfill-")));
+    const database = databaseEnv();
     proc = runCli(["backfill", "--json"], {
       ...database,
       REDIS_URL: inject("redisUrl"),
@@ -99,7 +99,7 @@ describe("svc-webhooks dev", () => {
   // checkout's ./.data/dev (which an `npm run dev` beside the tests holds).
   const devDataEnv = () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-dev-data-"));
-    return { ...databaseEnv(() => dir), DATA_DIR: dir };
+    return { ...databaseEnv(), DATA_DIR: dir };
   };
 
   it("with a list of signing secrets, the sandbox signs with the first and its deliveries are accepted", async () => {

@@ -4,8 +4,7 @@ import { join } from "node:path";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import { lockDataDir } from "../../src/mirror/database.js";
-import { embeddedDirectory } from "../../src/mirror/database.js";
+import { embeddedDirectory, lockDataDir } from "../../src/mirror/embedded-server.js";
 import { SYNC_QUEUE } from "../../src/queue/events-queue.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { runCli, type CliProcess } from "../helpers/cli-process.js";
@@ -29,7 +28,7 @@ async function backfill(extra: Record<string, string> = {}) {
   const apiUrl = await sandbox.listen();
   redis = await startRedisServer();
   proc = runCli(["backfill", "--kinds", "orders", "--json"], {
-    ...databaseEnv(() => mkdtempSync(join(tmpdir(), "svc-backfill-stop-"))),
+    ...databaseEnv(),
     REDIS_URL: redis.url,
     QUEUE_PREFIX: "test-backfill-stop",
     API_BASE_URL: apiUrl,

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { DataDirLockedError, lockDataDir } from "../../src/mirror/database.js";
+import { DataDirLockedError, lockDataDir } from "../../src/mirror/embedded-server.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { runCli } from "../helpers/cli-process.js";
 

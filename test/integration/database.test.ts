@@ -1,13 +1,16 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { DataDirLockedError, createDatabase, DatabaseConfigError, migrateToLatest, scopedToSchema } from "../../src/mirror/database.js";
+import { createDatabase, DatabaseConfigError, migrateToLatest, scopedToSchema } from "../../src/mirror/database.js";
+import { DataDirLockedError, EmbeddedServerError } from "../../src/mirror/embedded-server.js";
 import { MIGRATIONS } from "../../src/mirror/migrations.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { captureLogs } from "../helpers/log-capture.js";
-import { openTestDatabase, pgliteTemplate, randomSchema, testDrivers } from "../helpers/postgres.js";
+import { openTestDatabase, randomSchema, testDrivers } from "../helpers/postgres.js";
 
 const tempDirs: string[] = [];
 const tempDir = () => {
@@ -149,7 +152,7 @@ describe("database options", () => {
 
   it("refuses a schema that is not a plain identifier, before connecting", async () => {
     for (const schema of ["Svc", "svc;drop", "pg_x", "", "a".repeat(64)]) {
-      await expect(createDatabase({ dataDir: "memory://", schema })).rejects.toBeInstanceOf(DatabaseConfigError);
+      await expect(createDatabase({ dataDir: "/nonexistent/never-created", schema })).rejects.toBeInstanceOf(DatabaseConfigError);
     }
   });
 
@@ -161,9 +164,11 @@ describe("database options", () => {
 });
 
 describe("embedded data directory", () => {
+  const template = () => inject("embeddedTemplate");
+
   it("keeps data across a restart, and a second opener fails naming DATABASE_URL", async () => {
     const dataDir = tempDir();
-    const first = await createDatabase({ dataDir, schema: "svc", embeddedTemplate: await pgliteTemplate() });
+    const first = await createDatabase({ dataDir, schema: "svc", embeddedTemplate: template() });
     await migrateToLatest(first);
     await first.db
       .insertInto("reviews")
@@ -179,4 +184,51 @@ describe("embedded data directory", () => {
     expect(await again.db.selectFrom("reviews").select("id").execute()).toEqual([{ id: "rev_1" }]);
     await again.close();
   });
+
+  it("after its holder is SIGKILLed, the next open stops the server it left running and finds every committed row", async () => {
+    const dataDir = tempDir();
+    const child = spawn(process.execPath, ["--import", "tsx", "test/helpers/lock-holder.ts", dataDir, "--database", template()], {
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    const line = await new Promise<string>((resolve, reject) => {
+      let out = "";
+      child.stdout.setEncoding("utf8").on("data", (d: string) => {
+        out += d;
+        if (out.includes("\n")) resolve(out.slice(0, out.indexOf("\n")));
+      });
+      child.once("exit", (code) => reject(new Error(`holder exited ${code}: ${out}`)));
+    });
+    const [word, , serverPid] = line.split(" ");
+    expect(word).toBe("opened");
+    const exited = once(child, "exit");
+    child.kill("SIGKILL");
+    await exited;
+    expect(alive(Number(serverPid))).toBe(true); // the orphan: nothing stopped it
+
+    const database = await createDatabase({ dataDir, schema: "svc" });
+    try {
+      expect(alive(Number(serverPid))).toBe(false);
+      expect(await database.db.selectFrom("reviews").select("id").execute()).toEqual([{ id: "rev_held" }]);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it("refuses an earlier version's PGlite store with one line saying how to move it aside, and creates nothing", async () => {
+    const dataDir = tempDir();
+    mkdirSync(join(dataDir, "postgres"));
+    const error = await createDatabase({ dataDir, schema: "svc" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EmbeddedServerError);
+    expect((error as Error).message).toContain(`mv ${join(dataDir, "postgres")}`);
+    expect(readdirSync(dataDir)).toEqual(["postgres"]);
+  });
 });
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};

@@ -13,7 +13,7 @@ import {
   watchHandlersModule,
   type HandlersModuleWatch,
 } from "../../src/bin/dev.js";
-import { lockDataDir } from "../../src/mirror/database.js";
+import { lockDataDir } from "../../src/mirror/embedded-server.js";
 import { freePort, redisAnswers } from "../../src/redis/local-server.js";
 import { cli } from "../helpers/cli-main.js";
 import { createLogger } from "../../src/logging/logger.js";

@@ -71,40 +71,6 @@ describe.each(testDrivers())("event list bounds (%s)", (driver) => {
     expect(ids).toEqual(Array.from({ length: 60 }, (_, i) => `evt_${String(i + 1).padStart(7, "0")}`));
   });
 
-  it.runIf(driver === "embedded")(
-    "scans in windows, handing the event loop and the one connection back in between, and stops at its time budget",
-    async () => {
-      await database.truncate();
-      await seed(
-        database.db,
-        20_000,
-        sql`case when g % 997 = 0 then '{"rare": {"status": "ok", "attempts": 1}}'::jsonb else '{}'::jsonb end`,
-      );
-      const log = createEventLog(database.db, { bounds: { windowRows: 1000 } });
-      const order: string[] = [];
-      const listing = log.query({ type: "order.*", status: "failed" }).then(() => order.push("list"));
-      // Queued behind the listing: a macrotask (as an HTTP request is), then a statement of its own.
-      const probe = new Promise<void>((resolve) =>
-        setImmediate(() => {
-          order.push("turn");
-          void sql`select 1`.execute(database.db).then(() => {
-            order.push("ping");
-            resolve();
-          });
-        }),
-      );
-      await Promise.all([listing, probe]);
-      expect(order).toEqual(["turn", "ping", "list"]);
-
-      // With no time at all each call scans one window and says where to go on: the pages together are the answer.
-      const hurried = createEventLog(database.db, { bounds: { windowRows: 1000, timeoutMs: 0 } });
-      const pages = await allPages(hurried, { handler: "rare", limit: 1000 });
-      // 20 full windows, then one that finds the log's end.
-      expect(pages).toHaveLength(21);
-      expect(pages.flatMap((p) => p.data.map((e) => e.id))).toHaveLength(Math.floor(20_000 / 997));
-    },
-  );
-
   describe.runIf(driver === "server")("on a server", () => {
     beforeAll(async () => {
       await database.truncate();

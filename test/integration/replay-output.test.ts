@@ -1,6 +1,3 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createEventLog } from "../../src/mirror/event-log.js";
 import { migrateToLatest } from "../../src/mirror/database.js";
@@ -49,7 +46,7 @@ describe("replay prints what senders and handlers wrote with its control charact
   });
 
   it("in `replay --dry-run`: event ids and types from the log", async () => {
-    const env = databaseEnv(() => mkdtempSync(join(tmpdir(), "svc-replay-out-")));
+    const env = databaseEnv();
     const database = await openDatabaseOfEnv(env);
     try {
       await migrateToLatest(database);

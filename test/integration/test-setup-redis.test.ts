@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import type { TestProject } from "vitest/node";
 import setup from "../global-setup.js";
 import { redisAnswers } from "../../src/redis/local-server.js";
@@ -8,9 +8,8 @@ afterEach(() => vi.unstubAllEnvs());
 /** Runs the suite's global setup with `env` stubbed; answers what it provided and its teardown. */
 async function runSetup(env: Record<string, string | undefined>) {
   for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
-  // No PostgreSQL server for this run of the setup: only its Redis is looked at.
-  vi.stubEnv("TEST_EMBEDDED_ONLY", "1");
-  vi.stubEnv("TEST_DATABASE_URL", undefined);
+  // No PostgreSQL server of its own for this run of the setup (the run's, where it makes no schema): only its Redis is looked at.
+  vi.stubEnv("TEST_DATABASE_URL", inject("databaseUrl"));
   const provided = new Map<string, unknown>();
   const project = { provide: (key: string, value: unknown) => void provided.set(key, value) } as Pick<TestProject, "provide">;
   const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);

@@ -15,14 +15,13 @@ import { randomSchema } from "../helpers/postgres.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 // This file stops and starts a PostgreSQL server of its own.
-const bin = findPostgresBin();
 
-describe.skipIf(!bin)("the events queue's attempts while the event log cannot record", () => {
+describe("the events queue's attempts while the event log cannot record", () => {
   let postgres: PostgresServer;
   let database: Database;
   let connection: RedisClient;
   beforeAll(async () => {
-    postgres = await startPostgresServer(bin!);
+    postgres = await startPostgresServer(await findPostgresBin());
     database = await createDatabase({ url: postgres.url, dataDir: "", schema: randomSchema() });
     await migrateToLatest(database);
     connection = createRedisConnection(inject("redisUrl"), "worker");
