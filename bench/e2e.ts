@@ -81,7 +81,7 @@ export async function benchEndToEnd(opts: {
           WORKER_CONCURRENCY: String(opts.concurrency),
         };
         // Web and worker are separate processes: they share one PostgreSQL server (an embedded
-        // PGlite admits one process), each run in a schema of its own, dropped afterwards.
+        // store admits one process), each run in a schema of its own, dropped afterwards.
         const schema = `bench_${randomUUID().replaceAll("-", "").slice(0, 10)}`;
         if (pair.usesDatabase) Object.assign(env, { DATABASE_URL: opts.database.url, DATABASE_SCHEMA: schema });
         const pgCpu = () => (pair.usesDatabase && opts.database.pid ? processTreeCpuSeconds(opts.database.pid) : 0);

@@ -13,6 +13,7 @@ import { benchIngest, SERVERS, type IngestKey } from "./ingest.js";
 import { endToEndReport, ingestReport } from "./report.js";
 import { assertWrk } from "./lib/wrk.js";
 import { benchMemory } from "./memory.js";
+import { benchEmbeddedMemory, type EmbeddedMemoryRow } from "./embedded-memory.js";
 import { benchLive, benchSync, type SyncBenchResult } from "./sync.js";
 import { SYNC_FULL_RUNS_HEADER, SYNC_RUNS_HEADER, syncFullReport, syncFullRunLine, syncReport, syncRunLine } from "./sync-report.js";
 import { benchWorker } from "./event-worker-throughput.js";
@@ -52,6 +53,7 @@ const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFracti
 if (want("ingest") || want("e2e") || want("memory")) assertWrk();
 // A Redis of the bench's own (AOF on, as production), unless REDIS_URL is given.
 const redis = await ensureRedis(process.env.BENCH_REDIS_URL);
+let embeddedMemoryRun: EmbeddedMemoryRow | undefined;
 const results: Record<string, unknown> = { at: new Date().toISOString(), node: process.version, cpus: cpus().length };
 // The code measured: the commit at the start, "+changes" when the tracked files differed from it then.
 const measuredTree =
@@ -95,7 +97,7 @@ const E2E_PEERS: Partial<Record<IngestKey, EndToEndPair>> = {
   },
 };
 /**
- * Our web and worker processes share a PostgreSQL server (the embedded PGlite admits one process):
+ * Our web and worker processes share a PostgreSQL server (the embedded store admits one process):
  * BENCH_DATABASE_URL, else a throwaway server from the installed binaries with production
  * durability (fsync and synchronous_commit on), as Redis runs with AOF.
  */
@@ -230,15 +232,35 @@ try {
       `Memory (ROLE=all, ${memorySeconds} s at ${fmt(m.rps)} req/s, 20 connections): RSS ${fmt(m.rssBeforeMiB, 1)} MiB before, ${fmt(m.rssPeakMiB, 1)} MiB peak, ${fmt(m.rssAfterMiB, 1)} MiB 15 s after (${fmt(m.afterVsBefore * 100 - 100, 1)} % vs before; target within 20 %)`,
     );
   }
+  if (want("embedded-memory")) {
+    log("embedded memory: the embedded default through start, 2,000 deliveries and a 5,000-order first import");
+    results.embeddedMemory = embeddedMemoryRun = await benchEmbeddedMemory({ redisUrl: redis.url, log });
+    out("## Memory of the embedded default", "", ...embeddedMemoryReport(embeddedMemoryRun));
+  }
 } finally {
   await redis.started?.destroy();
 }
 // A run of the sync part alone keeps its own files, so it does not wipe the ingest and e2e tables.
-const resultsName = ["sync", "sync-full", "sync-gaps", "sync-first-day"].includes(values.only ?? "") ? (values.only ?? "") : "latest";
+const resultsName = ["sync", "sync-full", "sync-gaps", "sync-first-day", "embedded-memory"].includes(values.only ?? "") ? (values.only ?? "") : "latest";
 mkdirSync("bench/results", { recursive: true });
 writeFileSync(`bench/results/${resultsName}.md`, md.join("\n"));
 writeFileSync(`bench/results/${resultsName}.json`, JSON.stringify(results, null, 2));
 console.log(`\nwritten: bench/results/${resultsName}.md (table), bench/results/${resultsName}.json (every run)`);
+function embeddedMemoryReport(m: EmbeddedMemoryRow): string[] {
+  return [
+    "Peak memory of the whole service (ROLE=all, no DATABASE_URL): the sum of the PSS of the service process and of every PostgreSQL process it started, per phase. Target: under 300 MB (286 MiB).",
+    "",
+    "| phase | peak MiB |",
+    "|---|---:|",
+    `| start (initdb, migrations) | ${fmt(m.startMiB, 1)} |`,
+    `| ${fmt(m.deliveries)} deliveries, handled | ${fmt(m.deliveriesMiB, 1)} |`,
+    `| first import of ${fmt(m.ordersImported)} orders (backfill, ${fmt(m.importSeconds)} s) | ${fmt(m.importMiB, 1)} |`,
+    `| **whole run** | **${fmt(m.peakMiB, 1)}** |`,
+    "",
+    `Of which at their peaks: the service process ${fmt(m.servicePeakRssMiB, 1)} MiB RSS, PostgreSQL ${fmt(m.postgresPeakMiB, 1)} MiB PSS.`,
+  ];
+}
+
 /** Appends a run's headline line to a runs' history (bench/results/*-runs.md), which starts with its header. */
 function appendRunLine(path: string, header: string[], line: string) {
   if (!existsSync(path)) writeFileSync(path, `${header.join("\n")}\n`);
@@ -272,6 +294,21 @@ if (syncFullRun) {
   ];
   if (writeReadmeSection("bench/README.md", section, "sync-full")) console.log("written: bench/README.md (sync-full section)");
   appendRunLine("bench/results/sync-full-runs.md", SYNC_FULL_RUNS_HEADER, syncFullRunLine(syncFullRun, String(results.at), measuredTree));
+}
+if (embeddedMemoryRun) {
+  const m = embeddedMemoryRun;
+  appendRunLine(
+    "bench/results/embedded-memory-runs.md",
+    [
+      "# Memory of the embedded default, run by run (`npm run bench -- --only embedded-memory`)",
+      "",
+      "Peak PSS of the service and its PostgreSQL processes, MiB (target: under 300 MB = 286 MiB).",
+      "",
+      "| at | code | start | 2,000 deliveries | 5,000-order import | peak | service RSS peak | PostgreSQL peak | import s |",
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ],
+    `| ${String(results.at)} | ${measuredTree} | ${fmt(m.startMiB)} | ${fmt(m.deliveriesMiB)} | ${fmt(m.importMiB)} | ${fmt(m.peakMiB)} | ${fmt(m.servicePeakRssMiB)} | ${fmt(m.postgresPeakMiB)} | ${fmt(m.importSeconds)} |`,
+  );
 }
 if (want("ingest") && want("e2e") && readme.length > 0) {
   const head = `Latest \`npm run bench -- ${process.argv.slice(2).join(" ")}\` (${String(results.at).slice(0, 10)}, Node ${process.version}, ${cpus().length} CPUs):`;

@@ -37,17 +37,21 @@ export default async function setup(project: Pick<TestProject, "provide">) {
   project.provide("redisUrl", url);
 
   let databaseUrl = process.env.TEST_DATABASE_URL ?? "";
-  if (!databaseUrl) {
-    postgres = await startPostgresServer(await findPostgresBin()).catch(async (error: unknown) => {
-      await server?.destroy();
-      throw error;
-    });
-    databaseUrl = postgres.url;
+  try {
+    // The template first: it may fail (no binaries for this platform) before anything else starts.
+    project.provide("embeddedTemplate", await embeddedClusterTemplate());
+    if (!databaseUrl) {
+      postgres = await startPostgresServer(await findPostgresBin());
+      databaseUrl = postgres.url;
+    }
+  } catch (error) {
+    // Vitest runs no teardown for a setup that threw: what started here stops here.
+    await server?.destroy();
+    throw error;
   }
   project.provide("databaseUrl", databaseUrl);
   const schemaPrefix = `t_${randomBytes(4).toString("hex")}_`;
   project.provide("schemaPrefix", schemaPrefix);
-  project.provide("embeddedTemplate", await embeddedClusterTemplate());
   return async () => {
     await server?.destroy();
     // A throwaway server goes whole; on TEST_DATABASE_URL's, this run's schemas are dropped.

@@ -31,7 +31,7 @@ import {
   writeSync,
 } from "node:fs";
 import { arch, platform, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { createRequire } from "node:module";
 import { lock } from "os-lock";
 import type { Logger } from "../logging/logger.js";
@@ -164,6 +164,8 @@ function finishCluster(temp: string, cluster: string, user: { uid: number; gid: 
  * crash mid-initdb leaves nothing half made), and resolves once the server accepts connections.
  */
 export async function startEmbeddedServer(dataDir: string, options: EmbeddedServerOptions = {}): Promise<EmbeddedServer> {
+  // PostgreSQL runs in its data directory: a relative socket path would resolve from there.
+  dataDir = resolve(dataDir);
   if (existsSync(join(dataDir, PGLITE_DIRECTORY)) && !existsSync(embeddedDirectory(dataDir)))
     throw new EmbeddedServerError(
       `${join(dataDir, PGLITE_DIRECTORY)} holds the embedded store of an earlier version (PGlite), which this version cannot read; ` +
