@@ -177,7 +177,14 @@ export async function startEmbeddedServer(dataDir: string, options: EmbeddedServ
   try {
     const user = serverUser();
     const cluster = embeddedDirectory(dataDir);
-    if (user) chmodSync(dataDir, statSync(dataDir).mode | 0o001); // `nobody` may pass through, not list
+    if (user) {
+      chmodSync(dataDir, statSync(dataDir).mode | 0o001); // `nobody` may pass through, not list
+      if (!traversable(dataDir))
+        throw new EmbeddedServerError(
+          `as root, the embedded database runs as nobody (PostgreSQL refuses root), which cannot reach ${dataDir}: a directory above it is private. ` +
+            `Run as another user, put DATA_DIR under a directory others may pass through, or set DATABASE_URL`,
+        );
+    }
     if (!existsSync(join(cluster, "PG_VERSION"))) await initCluster(bin, cluster, user, options.template);
     await stopOrphan(cluster);
     const socketDir = socketDirectory(cluster, user);

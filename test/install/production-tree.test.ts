@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,6 +24,9 @@ const cmd = JSON.parse(
 describe("the production tree, built as the Dockerfile builds it", () => {
   it("installs, builds, prunes dev dependencies, and serves with its CMD", { timeout: 240_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "svc-image-"));
+    // As in the image, where /app is the code's and the embedded store's server runs as the
+    // service's user: under root (CI) it runs as nobody, which must pass through to ./.data.
+    chmodSync(dir, 0o755);
     // The build stage's COPY lines, then its RUN lines.
     for (const f of ["package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json", "src"])
       cpSync(join(ROOT, f), join(dir, f), { recursive: true });
