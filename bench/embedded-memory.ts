@@ -150,7 +150,8 @@ export async function benchEmbeddedMemory(opts: { redisUrl: string; log: (s: str
     opts.log(`embedded memory: ${DELIVERIES} deliveries sent, waiting for the worker`);
     await until(
       `${DELIVERIES} deliveries handled`,
-      async () => (await metric(proc.url, "svc_jobs_total", (l) => l.includes('queue="events"') && l.includes('outcome="completed"'))) >= DELIVERIES,
+      async () =>
+        (await metric(proc.url, "svc_jobs_total", (l) => l.includes('queue="events"') && l.includes('outcome="completed"'))) >= DELIVERIES,
       600,
     );
     current = "import";
@@ -158,7 +159,8 @@ export async function benchEmbeddedMemory(opts: { redisUrl: string; log: (s: str
     await backfill(env);
     await until(
       "the first import",
-      async () => (await metric(proc.url, "svc_jobs_total", (l) => l.includes('name="backfill"') && l.includes('outcome="completed"'))) >= 1,
+      async () =>
+        (await metric(proc.url, "svc_jobs_total", (l) => l.includes('name="backfill"') && l.includes('outcome="completed"'))) >= 1,
       900,
     );
     const importSeconds = (performance.now() - started) / 1000;

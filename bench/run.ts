@@ -241,7 +241,9 @@ try {
   await redis.started?.destroy();
 }
 // A run of the sync part alone keeps its own files, so it does not wipe the ingest and e2e tables.
-const resultsName = ["sync", "sync-full", "sync-gaps", "sync-first-day", "embedded-memory"].includes(values.only ?? "") ? (values.only ?? "") : "latest";
+const resultsName = ["sync", "sync-full", "sync-gaps", "sync-first-day", "embedded-memory"].includes(values.only ?? "")
+  ? (values.only ?? "")
+  : "latest";
 mkdirSync("bench/results", { recursive: true });
 writeFileSync(`bench/results/${resultsName}.md`, md.join("\n"));
 writeFileSync(`bench/results/${resultsName}.json`, JSON.stringify(results, null, 2));

@@ -298,7 +298,8 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     throw new DatabaseConfigError(
       `DATABASE_SCHEMA must be a lower-case identifier (letters, digits, _; at most 63; not pg_…), got ${JSON.stringify(schema.slice(0, 80))}`,
     );
-  if (options.url !== undefined && options.url !== "") return openPools({ connectionString: options.url }, serverLocation(options.url), schema, options);
+  if (options.url !== undefined && options.url !== "")
+    return openPools({ connectionString: options.url }, serverLocation(options.url), schema, options);
   const server = await startEmbeddedServer(options.dataDir, { logger: options.logger, template: options.embeddedTemplate });
   const connection = { host: server.socketDir, port: server.port, user: "postgres", database: "postgres" };
   const database = openPools(connection, options.dataDir, schema, { ...options, poolSize: options.poolSize ?? EMBEDDED_POOL_SIZE });

@@ -211,7 +211,12 @@ export async function startEmbeddedServer(dataDir: string, options: EmbeddedServ
   }
 }
 
-async function initCluster(bin: string, cluster: string, user: { uid: number; gid: number } | undefined, template: string | undefined): Promise<void> {
+async function initCluster(
+  bin: string,
+  cluster: string,
+  user: { uid: number; gid: number } | undefined,
+  template: string | undefined,
+): Promise<void> {
   if (template) {
     seedEmbeddedCluster(dirname(cluster), template);
     return;

@@ -383,10 +383,7 @@ interface Position {
 }
 
 /** Where in the (received_at, id) order to look: the query's time range, past `after` (in the query's direction). */
-function range(
-  q: Pick<ValidEventQuery, "since" | "until" | "newestFirst">,
-  after: Position | undefined,
-): RawBuilder<unknown>[] {
+function range(q: Pick<ValidEventQuery, "since" | "until" | "newestFirst">, after: Position | undefined): RawBuilder<unknown>[] {
   const where: RawBuilder<unknown>[] = [];
   const past = sql.raw(q.newestFirst ? "<" : ">");
   if (q.since) where.push(sql`received_at >= ${q.since}::timestamptz`);

@@ -36,7 +36,9 @@ export async function findPostgresBin(): Promise<string> {
         .filter((v) => /^\d+$/.test(v))
         .sort((a, b) => Number(b) - Number(a))
     : [];
-  const installed = majors.map((v) => join(root, v, "bin")).find((dir) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl")));
+  const installed = majors
+    .map((v) => join(root, v, "bin"))
+    .find((dir) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl")));
   return installed ?? embeddedBinaries();
 }
 

@@ -223,13 +223,16 @@ describe("embedded data directory", () => {
     expect(readdirSync(dataDir)).toEqual(["postgres"]);
   });
 
-  it.runIf(process.getuid?.() === 0)("as root, refuses a DATA_DIR under a private directory in one line naming it (its server would run as nobody)", async () => {
-    const dataDir = join(tempDir(), "private", "data");
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    const error = await createDatabase({ dataDir, schema: "svc" }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(EmbeddedServerError);
-    expect((error as Error).message).toContain(`cannot reach ${dataDir}`);
-  });
+  it.runIf(process.getuid?.() === 0)(
+    "as root, refuses a DATA_DIR under a private directory in one line naming it (its server would run as nobody)",
+    async () => {
+      const dataDir = join(tempDir(), "private", "data");
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+      const error = await createDatabase({ dataDir, schema: "svc" }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(EmbeddedServerError);
+      expect((error as Error).message).toContain(`cannot reach ${dataDir}`);
+    },
+  );
 });
 
 const alive = (pid: number) => {
