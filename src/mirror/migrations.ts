@@ -436,9 +436,11 @@ async function down0016(db: AnyDb): Promise<void> {
 // table gains `account_id`, and it leads every key and index, so each company's reads are range
 // scans of its own and two companies' equal ids are two rows. Rows already stored become account
 // `default` through the column's default (no rewrite: PostgreSQL stores a constant default once).
-// The default stays in the schema so a row inserted by code of the previous release during a rolling
-// upgrade (the outbox's and the log's plain inserts) still lands in `default`; the stores write it
-// explicitly. Global tables stay as they are: sync_liveness marks the workers, not a company, and
+// The default stays in the schema so a row inserted without naming an account (a plain insert of the
+// previous release, such as the change outbox's, or an operator's hand-written SQL) still lands in
+// `default`; the stores always write it explicitly. The previous release's upserts name
+// `on conflict (id)`, which no key matches any more: its processes stop before this migration runs
+// rather than write beside the new ones. Global tables stay as they are: sync_liveness marks the workers, not a company, and
 // handler_key_renames records renames of handler keys, which every company's handlers share.
 // The GIN index on events.handlers cannot lead with a text column without the btree_gin extension
 // (not in every PostgreSQL install): it stays as it is, and a filter on it is combined with the
