@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import type { MirrorChange, MirrorRecord, MirrorStore, UpsertResult } from "./mirror-store.js";
 import type { ChangeData, ChangeEvent, ChangeKind, ChangeSource } from "../events/catalog.js";
-import type { DatabaseSchema, MirrorKind } from "./database.js";
+import { DEFAULT_ACCOUNT, type DatabaseSchema, type MirrorKind } from "./database.js";
 import type { RefusedUpstreamRecord } from "./set-aside-records.js";
 import { expectDefined } from "../expect-defined.js";
 
@@ -25,6 +25,7 @@ const newChangeId = () => `chg_${randomUUID().replace(/-/g, "")}`;
  */
 async function insertChanges(
   tx: Transaction<DatabaseSchema>,
+  account: string,
   changes: readonly MirrorChange[],
   sourceOf: (change: MirrorChange) => ChangeSource | Promise<ChangeSource>,
   traceparent?: string,
@@ -48,7 +49,9 @@ async function insertChanges(
   // In write order (the changes come in id order within one write): seq follows the array.
   const rows = await tx
     .insertInto("change_outbox")
-    .values(recorded.map((c) => ({ id: c.id, type: c.type, payload: JSON.stringify(c.data), traceparent: traceparent ?? null })))
+    .values(
+      recorded.map((c) => ({ account_id: account, id: c.id, type: c.type, payload: JSON.stringify(c.data), traceparent: traceparent ?? null })),
+    )
     .returning(["id", "created_at"])
     .execute();
   const at = new Map(rows.map((r) => [r.id, new Date(r.created_at).toISOString()]));
@@ -67,6 +70,8 @@ export interface OutboxRow {
 }
 
 export interface ChangeOutbox {
+  /** The account (company) whose changes this outbox relays: every query is scoped to it. */
+  readonly account: string;
   /**
    * Reads up to `limit` of the oldest rows, hands them to `send`, then deletes them: rows whose
    * `send` failed stay for the next try. No transaction or lock is held while `send` runs (it
@@ -80,12 +85,19 @@ export interface ChangeOutbox {
   pending(): Promise<number>;
 }
 
-export function createChangeOutbox(db: Kysely<DatabaseSchema>): ChangeOutbox {
+export function createChangeOutbox(
+  db: Kysely<DatabaseSchema>,
+  /** `account`: the company whose changes these are; default DEFAULT_ACCOUNT. */
+  options: { account?: string } = {},
+): ChangeOutbox {
+  const account = options.account ?? DEFAULT_ACCOUNT;
   return {
+    account,
     async relayBatch(limit, send) {
       const rows = await db
         .selectFrom("change_outbox")
         .select(["seq", "id", "type", "payload", "created_at", "traceparent"])
+        .where("account_id", "=", account)
         .orderBy("seq")
         .limit(limit)
         .execute();
@@ -102,6 +114,7 @@ export function createChangeOutbox(db: Kysely<DatabaseSchema>): ChangeOutbox {
       );
       await db
         .deleteFrom("change_outbox")
+        .where("account_id", "=", account)
         .where(
           "seq",
           "in",
@@ -114,6 +127,7 @@ export function createChangeOutbox(db: Kysely<DatabaseSchema>): ChangeOutbox {
       const row = await db
         .selectFrom("change_outbox")
         .select((eb) => eb.fn.countAll<string>().as("n"))
+        .where("account_id", "=", account)
         .executeTakeFirstOrThrow();
       return Number(row.n);
     },
@@ -164,7 +178,8 @@ export function createMirrorWriter(
         refused,
         // Once per transaction of the write (a large one is several): each records its own changes.
         onChanges: async (tx, changes) => {
-          recorded.push(...(await insertChanges(tx, changes, sourceOf, traceparent)));
+          // The mirror's account: a change is filed under the company whose record changed.
+          recorded.push(...(await insertChanges(tx, mirror.account, changes, sourceOf, traceparent)));
         },
       });
       if (recorded.length > 0) options.onRecorded?.(recorded);

@@ -33,8 +33,27 @@ type DateText = ColumnType<string, string, string>;
 
 type RawRecord = Record<string, unknown>;
 
+/**
+ * The account (a restaurant company) whose rows a store reads and writes when its caller names
+ * none: every deployment's env-configured company, and where rows written before accounts
+ * existed were moved (migrations.ts, 0017_accounts). The one home of that name.
+ */
+export const DEFAULT_ACCOUNT = "default";
+
+/**
+ * The company a row belongs to (migrations.ts, 0017_accounts): ids are unique only within one.
+ * Required on insert, so a store that forgets to scope a write fails to compile rather than
+ * filing the row under the schema's default; never updated (a row does not change company).
+ */
+type AccountId = ColumnType<string, string, never>;
+
+/** Every per-company table's leading key column. */
+interface OfAccount {
+  account_id: AccountId;
+}
+
 /** What every mirror table has besides its typed columns. */
-interface MirrorBookkeeping {
+interface MirrorBookkeeping extends OfAccount {
   raw: Jsonb<RawRecord>;
   /** How far along its state machine the record is (mirror/mirror-store.ts). */
   rank: Generated<number>;
@@ -60,7 +79,7 @@ export interface OrdersTable extends MirrorBookkeeping {
   created_at: Timestamp;
 }
 
-export interface OrderItemsTable {
+export interface OrderItemsTable extends OfAccount {
   order_id: string;
   id: string;
   menu_item_id: string;
@@ -111,7 +130,7 @@ export interface HandlerOutcome {
   attempts: number;
 }
 
-export interface EventsTable {
+export interface EventsTable extends OfAccount {
   id: string;
   type: string;
   received_at: Timestamp;
@@ -132,7 +151,7 @@ export interface EventsTable {
 }
 
 /** One attempt of one handler of an event (migrations.ts, 0014_handler_attempts). */
-interface HandlerAttemptsTable {
+interface HandlerAttemptsTable extends OfAccount {
   event_id: string;
   handler_key: string;
   /** The attempt's number in its run (log lines' `attempt`, ctx.attempt). */
@@ -164,7 +183,7 @@ export interface DatabaseSchema {
 }
 
 /** Changes written with the mirror, waiting for the relay (migrations.ts, 0003_change_outbox). */
-interface ChangeOutboxTable {
+interface ChangeOutboxTable extends OfAccount {
   /** bigserial: read back as a string by both drivers. */
   seq: Generated<string>;
   id: string;
@@ -176,7 +195,7 @@ interface ChangeOutboxTable {
 }
 
 /** Records the mirror refused, one row per kind and id (migrations.ts, 0004_rejected_records). */
-interface RejectedRecordsTable {
+interface RejectedRecordsTable extends OfAccount {
   kind: string;
   /** The record's id; escaped (and shortened with a hash) when it cannot be a key as it is. */
   id: string;
@@ -193,7 +212,7 @@ interface RejectedRecordsTable {
 }
 
 /** Ids events named that the API never listed in time (migrations.ts, 0009_unlisted_records). */
-interface UnlistedRecordsTable {
+interface UnlistedRecordsTable extends OfAccount {
   kind: string;
   id: string;
   restaurant_id: string;
@@ -204,7 +223,7 @@ interface UnlistedRecordsTable {
 }
 
 /** Where each resumable list walk stands (migrations.ts, 0007_sync_checkpoints). */
-interface SyncCheckpointsTable {
+interface SyncCheckpointsTable extends OfAccount {
   tier: string;
   kind: string;
   cursor: string | null;

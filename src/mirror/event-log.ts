@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable, type RawBuilder } from "kysely";
-import type { DatabaseSchema, EventsTable, EventStatus, HandlerOutcome } from "./database.js";
+import { DEFAULT_ACCOUNT, type DatabaseSchema, type EventsTable, type EventStatus, type HandlerOutcome } from "./database.js";
 import { checkedId, checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
 import {
   idProblem,
@@ -33,6 +33,8 @@ export interface LoggedEvent {
 }
 
 export interface EventLog {
+  /** The account (company) whose events this log records and reads: every query is scoped to it. */
+  readonly account: string;
   /**
    * Records one attempt: inserts the event (attempts 1), or on a later attempt counts one more,
    * sets the status and merges these handler outcomes into the stored ones (each handler's
@@ -91,6 +93,11 @@ const toEvent = (row: Selectable<EventsTable>): LoggedEvent => ({
 });
 
 export interface EventLogOptions {
+  /**
+   * The account (company) this log is scoped to: event ids are unique only within one.
+   * @defaultValue DEFAULT_ACCOUNT
+   */
+  account?: string;
   maxBatch?: number;
   /** Where `get` and `query` read (operator reads: a server's operator pool); default `db`. */
   reader?: Kysely<DatabaseSchema>;
@@ -101,12 +108,13 @@ export interface EventLogOptions {
 /** The event log in the `events` table: what every worker took and what each handler did with it. */
 export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOptions = {}): EventLog {
   const reader = options.reader ?? db;
+  const account = options.account ?? DEFAULT_ACCOUNT;
   const bounds: EventListBounds = { maxPageBytes: MAX_PAGE_BYTES, timeoutMs: DEFAULTS.operatorQueryTimeoutMs, ...options.bounds };
   // Each call learns whether the statement holding its row committed. A refused multi-row
   // statement is retried row by row, so one row the database cannot take (a payload holding
   // \u0000, which jsonb refuses) fails only its own attempt, not every attempt batched with it.
   const write = (part: Row[]) =>
-    upsertAttempts(db, part).then(
+    upsertAttempts(db, account, part).then(
       () => undefined,
       (err: unknown) => err ?? new Error("event log write failed"),
     );
@@ -124,6 +132,7 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
     const rows = await db
       .selectFrom("events")
       .select("id")
+      .where("account_id", "=", account)
       .where("id", "in", [...new Set(ids)])
       .execute();
     const found = new Set(rows.map((r) => r.id));
@@ -131,6 +140,7 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
   }, options.maxBatch ?? 1000);
 
   return {
+    account,
     async recordAttempt(attempt) {
       const error = await record(attemptRow(attempt));
       if (error !== undefined) throw error instanceof Error ? error : new Error("event log write failed", { cause: error });
@@ -140,30 +150,31 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
 
     async get(id) {
       const row = await withOperatorTimeout(bounds.timeoutMs, () =>
-        reader.selectFrom("events").selectAll().where("id", "=", checkedId("id", id)).executeTakeFirst(),
+        reader.selectFrom("events").selectAll().where("account_id", "=", account).where("id", "=", checkedId("id", id)).executeTakeFirst(),
       );
       return row ? toEvent(row) : undefined;
     },
 
-    handlerAttempts: (id) => withOperatorTimeout(bounds.timeoutMs, () => readHandlerAttempts(reader, checkedId("id", id))),
+    handlerAttempts: (id) => withOperatorTimeout(bounds.timeoutMs, () => readHandlerAttempts(reader, account, checkedId("id", id))),
 
     async query(query) {
-      return listEvents(reader, validateEventQuery(query), bounds);
+      return listEvents(reader, account, validateEventQuery(query), bounds);
     },
 
-    waiting: (after, limit) => readWaiting(db, after, limit),
+    waiting: (after, limit) => readWaiting(db, account, after, limit),
 
     prune(olderThan, batchSize = 500) {
       return pruneInBatches(olderThan, batchSize, async (limit) => {
         // An event and its handler attempts go in one statement: no attempt outlives its event.
         const { rows } = await sql<{ deleted: number }>`
           with gone as (
-            delete from events where id in (
-              select id from events where received_at < ${olderThan} order by received_at limit ${limit} for update skip locked
+            delete from events where account_id = ${account} and id in (
+              select id from events where account_id = ${account} and received_at < ${olderThan}
+              order by received_at limit ${limit} for update skip locked
             )
             returning id
           ),
-          attempts as (delete from handler_attempts where event_id in (select id from gone))
+          attempts as (delete from handler_attempts where account_id = ${account} and event_id in (select id from gone))
           select count(*)::int as deleted from gone`.execute(db);
         return rows[0]?.deleted ?? 0;
       });
@@ -414,10 +425,11 @@ function filters(q: ValidEventQuery): RawBuilder<unknown>[] {
 
 const whereClause = (where: RawBuilder<unknown>[]) => (where.length > 0 ? sql`where ${sql.join(where, sql` and `)}` : sql``);
 
-/** The statement a page runs (exported so a test can EXPLAIN exactly it). */
-export function summaryStatement(q: ValidEventQuery, count: number, after = q.after): RawBuilder<SummaryRow> {
+/** The statement a page of one account's log runs (exported so a test can EXPLAIN exactly it). */
+export function summaryStatement(q: ValidEventQuery, count: number, after = q.after, account = DEFAULT_ACCOUNT): RawBuilder<SummaryRow> {
+  // The account first: it leads every index of the log (0017_accounts).
   return sql<SummaryRow>`select id, type, received_at, status, attempts, handlers, updated_at, record_kind, record_id from events
-    ${whereClause([...range(q, after), ...filters(q)])} ${logOrder(q)} limit ${count}`;
+    ${whereClause([sql`account_id = ${account}`, ...range(q, after), ...filters(q)])} ${logOrder(q)} limit ${count}`;
 }
 
 /** Collects summaries up to `limit` and the byte budget; says whether the page is full. */
@@ -448,8 +460,8 @@ class PageBuilder {
 }
 
 /** One page of the log, oldest first (newest first when the query says so), as summaries bounded by count and bytes: one statement, which statement_timeout and the operator pool bound. */
-async function listEvents(db: Kysely<DatabaseSchema>, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
-  const { rows } = await withOperatorTimeout(bounds.timeoutMs, () => summaryStatement(q, q.limit + 1).execute(db));
+async function listEvents(db: Kysely<DatabaseSchema>, account: string, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
+  const { rows } = await withOperatorTimeout(bounds.timeoutMs, () => summaryStatement(q, q.limit + 1, q.after, account).execute(db));
   const page = new PageBuilder(q.limit, bounds.maxPageBytes);
   for (const row of rows) if (!page.add(toSummary(row))) return { data: page.data, nextCursor: page.cursorAt() };
   return { data: page.data, nextCursor: null };
@@ -497,6 +509,7 @@ export async function listFailureGroups(
   db: Kysely<DatabaseSchema>,
   range: { since: Date; until?: Date | undefined },
   timeoutMs: number,
+  account = DEFAULT_ACCOUNT,
 ): Promise<FailureGroup[]> {
   const until = range.until ? sql`and e.received_at < ${range.until}::timestamptz` : sql``;
   const message = sql`left(split_part(coalesce(h.value ->> 'error', ''), chr(10), 1), ${FAILURE_MESSAGE_LENGTH})`;
@@ -506,7 +519,7 @@ export async function listFailureGroups(
         e.status as status, count(*) as events,
         min(e.received_at) as "firstAt", max(e.received_at) as "lastAt", (array_agg(e.id order by e.received_at desc))[1] as "sampleId"
       from events e cross join lateral jsonb_each(e.handlers) as h
-      where e.status in ('failed', 'received') and e.received_at >= ${range.since}::timestamptz ${until}
+      where e.account_id = ${account} and e.status in ('failed', 'received') and e.received_at >= ${range.since}::timestamptz ${until}
         and h.value ->> 'status' = 'failed'
       group by 1, 2, e.status order by count(*) desc, max(e.received_at) desc limit ${MAX_FAILURE_GROUPS}`.execute(db),
   );
@@ -601,7 +614,7 @@ function runRow(handler: string, outcome: RunRow["outcome"], error: string | und
 }
 
 /** Every kept attempt of every handler of an event, by handler key, then run, attempt and start (see the migration's key). */
-async function readHandlerAttempts(db: Kysely<DatabaseSchema>, eventId: string): Promise<HandlerAttempt[]> {
+async function readHandlerAttempts(db: Kysely<DatabaseSchema>, account: string, eventId: string): Promise<HandlerAttempt[]> {
   return db
     .selectFrom("handler_attempts")
     .select([
@@ -615,6 +628,7 @@ async function readHandlerAttempts(db: Kysely<DatabaseSchema>, eventId: string):
       "error",
       "next_retry_at as nextRetryAt",
     ])
+    .where("account_id", "=", account)
     .where("event_id", "=", eventId)
     .orderBy("handler_key")
     .orderBy("replay")
@@ -643,7 +657,7 @@ interface WaitingRow {
  * is the run's latest, the failed ones are what the next attempt runs, and their next retry time
  * is when it is due. Without kept attempts (recorded without runs) the failed outcomes say it.
  */
-async function readWaiting(db: Kysely<DatabaseSchema>, after: Position | undefined, limit: number): Promise<WaitingEvent[]> {
+async function readWaiting(db: Kysely<DatabaseSchema>, account: string, after: Position | undefined, limit: number): Promise<WaitingEvent[]> {
   const past = after ? sql`and (e.received_at, e.id) > (${after.receivedAt}::timestamptz, ${after.id}::text)` : sql``;
   const { rows } = await sql<WaitingRow>`
     select e.id, e.type, e.received_at, e.payload, e.job_id, e.handlers, w.attempt, w.of, w.next_retry_at, w.retry
@@ -653,11 +667,11 @@ async function readWaiting(db: Kysely<DatabaseSchema>, after: Position | undefin
         array_agg(a.handler_key order by a.handler_key) filter (where a.outcome = 'failed') as retry
       from (
         select distinct on (handler_key) handler_key, attempt, attempts_max, next_retry_at, outcome
-        from handler_attempts where event_id = e.id and replay = e.replays
+        from handler_attempts where account_id = e.account_id and event_id = e.id and replay = e.replays
         order by handler_key, started_at desc
       ) a
     ) w
-    where e.status = 'received' ${past}
+    where e.account_id = ${account} and e.status = 'received' ${past}
     order by e.received_at, e.id limit ${limit}`.execute(db);
   return rows.map((r) => ({
     id: r.id,
@@ -790,7 +804,7 @@ function distinctIds(rows: Row[]): Row[][] {
  * KEPT_ATTEMPTS_PER_HANDLER - 1 of them stay beside the new one; attempt numbers start again in
  * each run, so they cannot order rows across runs): the hot path's one round trip stays one.
  */
-async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): Promise<void> {
+async function upsertAttempts(db: Kysely<DatabaseSchema>, account: string, rows: Row[]): Promise<void> {
   const json = `[${rows.map((r) => r.json).join(",")}]`;
   // The ids of one statement are distinct (distinctIds), so `v` has one row per conflicting id.
   const rank = (status: string) => `array_position(array['received', 'failed', 'handled'], ${status})`;
@@ -801,10 +815,10 @@ async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): Promise<
         as v(id text, type text, payload jsonb, status text, handlers jsonb, runs jsonb, new_round boolean, job text)
     ),
     logged as (
-      insert into events as e (id, type, payload, status, attempts, handlers, received_at, updated_at, job_id)
-      select v.id, v.type, v.payload, v.status, 1, v.handlers, date_trunc('milliseconds', clock_timestamp()), clock_timestamp(), v.job
+      insert into events as e (account_id, id, type, payload, status, attempts, handlers, received_at, updated_at, job_id)
+      select ${account}, v.id, v.type, v.payload, v.status, 1, v.handlers, date_trunc('milliseconds', clock_timestamp()), clock_timestamp(), v.job
       from v
-      on conflict (id) do update set
+      on conflict (account_id, id) do update set
         attempts = e.attempts + 1,
         replays = e.replays + case when (select v.new_round from v where v.id = excluded.id) then 1 else 0 end,
         status = case when ${stale} then e.status else excluded.status end,
@@ -826,16 +840,16 @@ async function upsertAttempts(db: Kysely<DatabaseSchema>, rows: Row[]): Promise<
         handler text, attempt int, attempts_max int, started_at timestamptz, duration_ms int, outcome text, error text, next_retry_at timestamptz)
     ),
     kept as (
-      insert into handler_attempts as a (event_id, handler_key, replay, attempt, attempts_max, started_at, duration_ms, outcome, error, next_retry_at)
-      select event_id, handler, replay, attempt, attempts_max, started_at, duration_ms, outcome, error, next_retry_at from r
-      on conflict (event_id, handler_key, attempt, started_at) do update set
+      insert into handler_attempts as a (account_id, event_id, handler_key, replay, attempt, attempts_max, started_at, duration_ms, outcome, error, next_retry_at)
+      select ${account}, event_id, handler, replay, attempt, attempts_max, started_at, duration_ms, outcome, error, next_retry_at from r
+      on conflict (account_id, event_id, handler_key, attempt, started_at) do update set
         replay = excluded.replay, attempts_max = excluded.attempts_max, duration_ms = excluded.duration_ms,
         outcome = excluded.outcome, error = excluded.error, next_retry_at = excluded.next_retry_at
     )
     delete from handler_attempts as a using r
-    where a.event_id = r.event_id and a.handler_key = r.handler and a.started_at < (
+    where a.account_id = ${account} and a.event_id = r.event_id and a.handler_key = r.handler and a.started_at < (
       select b.started_at from handler_attempts as b
-      where b.event_id = r.event_id and b.handler_key = r.handler
+      where b.account_id = ${account} and b.event_id = r.event_id and b.handler_key = r.handler
       order by b.started_at desc offset ${KEPT_ATTEMPTS_PER_HANDLER - 2} limit 1
     )`.execute(db);
 }
@@ -911,7 +925,8 @@ export interface AppliedHandlerKeyRename extends HandlerKeyRename {
 }
 
 /**
- * Moves the step records stored under each `from` key to its `to` key, each rename once ever
+ * Moves the step records stored under each `from` key to its `to` key, in every account (handler
+ * keys come from the handlers module, which every account shares), each rename once ever
  * (recorded in `handler_key_renames`, migration 0011), in one transaction and one pass over
  * `steps`: a worker starting beside this one waits for it, then finds the renames done. A step
  * the handler already has under its new key (it ran since) is kept; the old row is left to
@@ -934,7 +949,8 @@ export async function renameHandlerKeys(
         update steps s set handler_key = r.to_key
         from handler_key_renames r
         where r.from_key = any(${claimed.map((c) => c.from_key)}::text[]) and s.handler_key = r.from_key
-          and not exists (select 1 from steps n where n.event_id = s.event_id and n.handler_key = r.to_key and n.name = s.name)
+          and not exists (select 1 from steps n
+            where n.account_id = s.account_id and n.event_id = s.event_id and n.handler_key = r.to_key and n.name = s.name)
         returning r.from_key
       )
       select from_key, count(*)::int as steps from moved group by from_key`.execute(tx);

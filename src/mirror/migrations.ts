@@ -431,6 +431,153 @@ async function down0016(db: AnyDb): Promise<void> {
   await db.schema.alterTable("events").dropColumn("job_id").execute();
 }
 
+// 0017_accounts: Several restaurant companies (accounts) share one database, and ids are unique
+// only within one company (the sandbox repeats restaurant ids across companies). Every per-company
+// table gains `account_id`, and it leads every key and index, so each company's reads are range
+// scans of its own and two companies' equal ids are two rows. Rows already stored become account
+// `default` through the column's default (no rewrite: PostgreSQL stores a constant default once).
+// The default stays in the schema so a row inserted without naming an account (a plain insert of the
+// previous release, such as the change outbox's, or an operator's hand-written SQL) still lands in
+// `default`; the stores always write it explicitly. The previous release's upserts name
+// `on conflict (id)`, which no key matches any more: its processes stop before this migration runs
+// rather than write beside the new ones. Global tables stay as they are: sync_liveness marks the workers, not a company, and
+// handler_key_renames records renames of handler keys, which every company's handlers share.
+// The GIN index on events.handlers cannot lead with a text column without the btree_gin extension
+// (not in every PostgreSQL install): it stays as it is, and a filter on it is combined with the
+// account's leading index (a bitmap AND).
+
+/** One per-company table's key and indexes, before (`account` false) or after this migration. */
+interface AccountTable {
+  table: string;
+  key: { name: string; columns: string[]; unique?: "constraint" };
+  /** Its other unique constraints (change_outbox's change id). */
+  uniques?: { name: string; columns: string[] }[];
+  /** Btree indexes: columns, or an expression with an optional partial-index predicate. */
+  indexes: { name: string; columns?: string[]; expression?: string; where?: string }[];
+}
+
+const ACCOUNT_TABLES: readonly AccountTable[] = [
+  {
+    table: "orders",
+    key: { name: "orders_pkey", columns: ["id"] },
+    indexes: [
+      { name: "orders_restaurant_idx", columns: ["restaurant_id", "id"] },
+      { name: "orders_status_idx", columns: ["status", "id"] },
+      { name: "orders_created_at_idx", columns: ["created_at"] },
+      { name: "orders_synced_at_idx", columns: ["synced_at"] },
+    ],
+  },
+  {
+    table: "order_items",
+    key: { name: "order_items_pkey", columns: ["order_id", "id"] },
+    indexes: [{ name: "order_items_menu_item_idx", columns: ["menu_item_id"] }],
+  },
+  {
+    table: "bookings",
+    key: { name: "bookings_pkey", columns: ["id"] },
+    indexes: [
+      { name: "bookings_restaurant_idx", columns: ["restaurant_id", "id"] },
+      { name: "bookings_status_idx", columns: ["status", "id"] },
+      { name: "bookings_date_idx", columns: ["date"] },
+      { name: "bookings_synced_at_idx", columns: ["synced_at"] },
+    ],
+  },
+  {
+    table: "menu_items",
+    key: { name: "menu_items_pkey", columns: ["id"] },
+    indexes: [
+      { name: "menu_items_restaurant_idx", columns: ["restaurant_id", "id"] },
+      { name: "menu_items_synced_at_idx", columns: ["synced_at"] },
+    ],
+  },
+  {
+    table: "reviews",
+    key: { name: "reviews_pkey", columns: ["id"] },
+    indexes: [
+      { name: "reviews_restaurant_idx", columns: ["restaurant_id", "id"] },
+      { name: "reviews_synced_at_idx", columns: ["synced_at"] },
+    ],
+  },
+  {
+    table: "events",
+    key: { name: "events_pkey", columns: ["id"] },
+    indexes: [
+      { name: "events_received_at_idx", columns: ["received_at", "id"] },
+      { name: "events_status_idx", columns: ["status", "received_at"] },
+      { name: "events_type_idx", expression: "type text_pattern_ops, received_at" },
+      { name: "events_record_idx", expression: "record_id, record_kind, received_at desc, id desc", where: "record_id is not null" },
+    ],
+  },
+  { table: "handler_attempts", key: { name: "handler_attempts_pkey", columns: ["event_id", "handler_key", "attempt", "started_at"] }, indexes: [] },
+  {
+    table: "change_outbox",
+    key: { name: "change_outbox_pkey", columns: ["seq"] },
+    uniques: [{ name: "change_outbox_id_key", columns: ["id"] }],
+    indexes: [],
+  },
+  {
+    table: "rejected_records",
+    key: { name: "rejected_records_pkey", columns: ["kind", "id"] },
+    indexes: [{ name: "rejected_records_last_seen_idx", columns: ["last_seen"] }],
+  },
+  {
+    table: "unlisted_records",
+    key: { name: "unlisted_records_pkey", columns: ["kind", "id"] },
+    indexes: [{ name: "unlisted_records_given_up_at_idx", columns: ["given_up_at"] }],
+  },
+  { table: "sync_checkpoints", key: { name: "sync_checkpoints_pkey", columns: ["tier", "kind"] }, indexes: [] },
+  {
+    table: "steps",
+    key: { name: "steps_pkey", columns: ["event_id", "handler_key", "name"] },
+    indexes: [{ name: "steps_started_at_idx", columns: ["started_at"] }],
+  },
+];
+
+/** The foreign key from a line item to its order (named by PostgreSQL in 0001_mirror). */
+const ORDER_ITEMS_FK = "order_items_order_id_fkey";
+
+/** Drops a table's key, unique constraints and indexes, and makes them again over `lead` and their columns. */
+async function rekey(db: AnyDb, t: AccountTable, lead: string[]): Promise<void> {
+  const cols = (columns: string[]) => sql.join([...lead, ...columns].map((c) => sql.ref(c)));
+  const table = sql.table(t.table);
+  for (const index of t.indexes) await db.schema.dropIndex(index.name).execute();
+  for (const unique of t.uniques ?? []) await sql`alter table ${table} drop constraint ${sql.ref(unique.name)}`.execute(db);
+  await sql`alter table ${table} drop constraint ${sql.ref(t.key.name)}`.execute(db);
+  await sql`alter table ${table} add constraint ${sql.ref(t.key.name)} primary key (${cols(t.key.columns)})`.execute(db);
+  for (const unique of t.uniques ?? [])
+    await sql`alter table ${table} add constraint ${sql.ref(unique.name)} unique (${cols(unique.columns)})`.execute(db);
+  for (const index of t.indexes) {
+    const on = index.expression === undefined ? cols(index.columns ?? []) : sql.raw([...lead, index.expression].join(", "));
+    const where = index.where === undefined ? sql`` : sql` where ${sql.raw(index.where)}`;
+    await sql`create index ${sql.ref(index.name)} on ${table} (${on})${where}`.execute(db);
+  }
+}
+
+async function up0017(db: AnyDb): Promise<void> {
+  // The line items' reference names the orders' key, which is about to change: it follows below.
+  await sql`alter table order_items drop constraint ${sql.ref(ORDER_ITEMS_FK)}`.execute(db);
+  for (const t of ACCOUNT_TABLES) {
+    await db.schema
+      .alterTable(t.table)
+      .addColumn("account_id", ID, (c) => c.notNull().defaultTo("default"))
+      .execute();
+    await rekey(db, t, ["account_id"]);
+  }
+  await sql`alter table order_items add constraint ${sql.ref(ORDER_ITEMS_FK)} foreign key (account_id, order_id)
+    references orders (account_id, id) on delete cascade`.execute(db);
+}
+
+/** Back to one company: fails on ids that two accounts share (a key can hold one). */
+async function down0017(db: AnyDb): Promise<void> {
+  await sql`alter table order_items drop constraint ${sql.ref(ORDER_ITEMS_FK)}`.execute(db);
+  for (const t of ACCOUNT_TABLES) {
+    await rekey(db, t, []);
+    await db.schema.alterTable(t.table).dropColumn("account_id").execute();
+  }
+  await sql`alter table order_items add constraint ${sql.ref(ORDER_ITEMS_FK)} foreign key (order_id)
+    references orders (id) on delete cascade`.execute(db);
+}
+
 /**
  * Every migration, by name, in one static list so the same list runs from `src/` under tsx and
  * from `dist/` (a folder scan would depend on file extensions and the working directory).
@@ -452,6 +599,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0014_handler_attempts": { up: up0014, down: dropTable("handler_attempts") },
   "0015_replay_runs": { up: up0015, down: down0015 },
   "0016_event_jobs": { up: up0016, down: down0016 },
+  "0017_accounts": { up: up0017, down: down0017 },
 };
 
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */

@@ -1,6 +1,6 @@
 import { type Transaction, sql, type Kysely, type Insertable } from "kysely";
 import type { DatabaseSchema, MirrorKind, BookingsTable, MenuItemsTable, OrderItemsTable, OrdersTable, ReviewsTable } from "./database.js";
-import { fromExcluded } from "./database.js";
+import { DEFAULT_ACCOUNT, fromExcluded } from "./database.js";
 import {
   type RefusedUpstreamRecord,
   type RejectedRecord,
@@ -111,6 +111,8 @@ export interface MirrorPage {
  * So duplicated, late or reordered refreshes can never regress the mirror.
  */
 export interface MirrorStore {
+  /** The account (company) whose records this store reads and writes: every query is scoped to it. */
+  readonly account: string;
   /** The clock shared by every worker (the database's). Read it as the upstream read is sent (ApiClient's `clock` option). */
   clock(): Promise<Date>;
   upsert(kind: MirrorKind, records: readonly MirrorRecord[], readAt: Date, options?: UpsertOptions): Promise<UpsertResult>;
@@ -254,6 +256,7 @@ const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bou
  */
 async function listMirrorPage(
   db: Kysely<Pick<DatabaseSchema, "orders" | "order_items">>,
+  account: string,
   kind: MirrorKind,
   filter: MirrorListFilter | undefined,
   budget = MIRROR_PAGE_BYTES,
@@ -264,6 +267,7 @@ async function listMirrorPage(
   let query = db
     .selectFrom(table)
     .select(["id", sql<number | string>`octet_length(raw::text)`.as("bytes")])
+    .where("account_id", "=", account)
     .orderBy("id")
     .limit(f.limit + 1);
   if (f.restaurantId !== undefined) query = query.where("restaurant_id", "=", f.restaurantId);
@@ -276,7 +280,7 @@ async function listMirrorPage(
   const sizes = await query.execute();
 
   const ids = fittingRows(sizes.slice(0, f.limit), (row) => Number(row.bytes), budget).map((row) => row.id);
-  const rows = ids.length === 0 ? [] : await db.selectFrom(table).select(["id", "raw"]).where("id", "in", ids).orderBy("id").execute();
+  const rows = ids.length === 0 ? [] : await db.selectFrom(table).select(["id", "raw"]).where("account_id", "=", account).where("id", "in", ids).orderBy("id").execute();
   const more = sizes.length > ids.length;
   return {
     data: rows.map((r) => r.raw as MirrorRecord),
@@ -296,14 +300,16 @@ const TABLE_OF = { orders: "orders", bookings: "bookings", "menu-items": "menu_i
 export const tableOf = (kind: MirrorKind) => TABLE_OF[kind] as "orders";
 
 type Bookkeeping = "raw" | "rank" | "read_at" | "synced_at";
-type MirrorRow = Insertable<OrdersTable> | Insertable<BookingsTable> | Insertable<MenuItemsTable> | Insertable<ReviewsTable>;
+/** A row before its write: the store adds its account (upsertRows), so checking a record needs none. */
+type Unscoped<T> = Omit<Insertable<T>, "account_id">;
+type MirrorRow = Unscoped<OrdersTable> | Unscoped<BookingsTable> | Unscoped<MenuItemsTable> | Unscoped<ReviewsTable>;
 
 export interface PreparedRecord {
   id: string;
   rank: number;
   row: MirrorRow;
   /** Orders only: the line items that replace the stored ones. */
-  items?: Insertable<OrderItemsTable>[];
+  items?: Unscoped<OrderItemsTable>[];
 }
 
 const DECIMAL = /^-?\d+(\.\d+)?$/;
@@ -363,7 +369,7 @@ function fieldReader(kind: MirrorKind, record: Record<string, unknown>, id: stri
   return { fail, text, optText, key, decimal, optDecimal, integer, optInteger, timestamp, optTimestamp, date, time, optTextArray };
 }
 
-function orderItems(record: MirrorRecord, orderId: string): Insertable<OrderItemsTable>[] {
+function orderItems(record: MirrorRecord, orderId: string): Unscoped<OrderItemsTable>[] {
   const items = record.items;
   if (!Array.isArray(items)) throw new MirrorRecordError("orders", orderId, "items", "an array of line items");
   const seen = new Set<string>();
@@ -437,7 +443,7 @@ function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Date): Pr
   >;
   switch (kind) {
     case "orders": {
-      const row: Insertable<OrdersTable> = {
+      const row: Unscoped<OrdersTable> = {
         ...common,
         booking_id: f.optText("bookingId"),
         type: f.text("type"),
@@ -457,7 +463,7 @@ function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Date): Pr
       const diner = record.diner;
       if (typeof diner !== "object" || diner === null) return f.fail("diner", "an object with name and email");
       const d = fieldReader(kind, diner as Record<string, unknown>, id, "diner.");
-      const row: Insertable<BookingsTable> = {
+      const row: Unscoped<BookingsTable> = {
         ...common,
         date: f.date("date"),
         time: f.time("time"),
@@ -470,7 +476,7 @@ function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Date): Pr
       return { id, rank, row };
     }
     case "menu-items": {
-      const row: Insertable<MenuItemsTable> = {
+      const row: Unscoped<MenuItemsTable> = {
         ...common,
         name: f.optText("name"),
         price: f.optDecimal("price"),
@@ -591,8 +597,9 @@ const validDate = (d: unknown): d is Date => d instanceof Date && !Number.isNaN(
  * after: a transaction waits only for a lock that sorts after every lock it holds, so two writes
  * over overlapping ids, however large and in whatever order, queue instead of deadlocking.
  */
-async function lockIds(tx: Transaction<DatabaseSchema>, kind: MirrorKind, ids: readonly string[]): Promise<void> {
-  await sql`select pg_advisory_xact_lock(k) from (select distinct hashtextextended(${`mirror:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k) as locks`.execute(
+async function lockIds(tx: Transaction<DatabaseSchema>, account: string, kind: MirrorKind, ids: readonly string[]): Promise<void> {
+  // The account is part of the key: two companies' equal ids are two records, and never wait on each other.
+  await sql`select pg_advisory_xact_lock(k) from (select distinct hashtextextended(${`mirror:${account}:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k) as locks`.execute(
     tx,
   );
 }
@@ -608,6 +615,7 @@ async function lockIds(tx: Transaction<DatabaseSchema>, kind: MirrorKind, ids: r
  */
 async function upsertRows(
   tx: Transaction<DatabaseSchema>,
+  account: string,
   kind: MirrorKind,
   chunk: PreparedRecord[],
 ): Promise<{ written: number; changes: MirrorChange[] }> {
@@ -623,14 +631,14 @@ async function upsertRows(
   const rows = await db
     // The pre-image: a plain read, as all parts of the statement share one snapshot (FOR UPDATE
     // here would skip the very rows the insert below updates; the advisory lock already holds them).
-    .with("old", (q) => q.selectFrom(table).select(["id", "raw"]).where("id", "in", ids))
+    .with("old", (q) => q.selectFrom(table).select(["id", "raw"]).where("account_id", "=", account).where("id", "in", ids))
     .with("up", (q) =>
       q
         .insertInto(table)
-        .values(chunk.map((p) => p.row) as never)
+        .values(chunk.map((p) => ({ ...p.row, account_id: account })) as never)
         .onConflict((oc) =>
           oc
-            .column("id")
+            .columns(["account_id", "id"])
             .doUpdateSet(set as never)
             .where(sql<boolean>`(excluded.rank, excluded.read_at) > (${sql.table(table)}.rank, ${sql.table(table)}.read_at)`),
         )
@@ -666,9 +674,10 @@ async function upsertRows(
     const changed = new Set(changes.map((c) => c.id));
     await db
       .deleteFrom("order_items")
+      .where("account_id", "=", account)
       .where("order_id", "in", [...changed])
       .execute();
-    const items = chunk.filter((p) => changed.has(p.id)).flatMap((p) => p.items ?? []);
+    const items = chunk.filter((p) => changed.has(p.id)).flatMap((p) => (p.items ?? []).map((item) => ({ ...item, account_id: account })));
     if (items.length > 0) await db.insertInto("order_items").values(items).execute();
   }
   return { written: rows.length, changes };
@@ -680,24 +689,30 @@ async function upsertRows(
  */
 async function writeChunk(
   tx: Transaction<DatabaseSchema>,
+  account: string,
   kind: MirrorKind,
   chunk: WriteChunk,
   onChanges: OnMirrorChanges | undefined,
 ): Promise<{ written: number; changes: MirrorChange[] }> {
   const ids = chunk.prepared.map((p) => p.id);
-  await lockIds(tx, kind, [...ids, ...chunk.rejections.map((r) => r.key)]);
-  const outcome = chunk.prepared.length > 0 ? await upsertRows(tx, kind, chunk.prepared) : { written: 0, changes: [] };
-  await recordRejections(tx, kind, chunk.rejections);
+  await lockIds(tx, account, kind, [...ids, ...chunk.rejections.map((r) => r.key)]);
+  const outcome = chunk.prepared.length > 0 ? await upsertRows(tx, account, kind, chunk.prepared) : { written: 0, changes: [] };
+  await recordRejections(tx, account, kind, chunk.rejections);
   // A record that reads clean again is no longer rejected (whether or not this copy won the guard).
-  await clearRejections(tx, kind, ids);
+  await clearRejections(tx, account, kind, ids);
   // An id once reported as never listed is listed after all.
-  await clearUnlisted(tx, kind, ids);
+  await clearUnlisted(tx, account, kind, ids);
   if (outcome.changes.length > 0 && onChanges) await onChanges(tx, outcome.changes);
   return outcome;
 }
 
 /** The mirror in PostgreSQL (server or embedded): see MirrorStore for the guarantees. */
 export interface PostgresMirrorOptions {
+  /**
+   * The account (company) this store is scoped to: every read filters by it, every write is filed under it.
+   * @defaultValue DEFAULT_ACCOUNT
+   */
+  account?: string;
   /**
    * Told of the records each upsert set aside, after it committed (a log line and a metric:
    * set-aside-records.ts). Must not throw.
@@ -707,15 +722,18 @@ export interface PostgresMirrorOptions {
 
 export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOptions: PostgresMirrorOptions = {}): MirrorStore {
   const db = database as unknown as AnyMirrorDb;
+  const account = mirrorOptions.account ?? DEFAULT_ACCOUNT;
   /** Bookings per day (YYYY-MM-DD) from `from` to `to`, inclusive; the caller groups by date (and restaurant). */
   const bookingsPerDay = (from: string, to: string) =>
     database
       .selectFrom("bookings")
       .select([sql<string>`to_char(date, 'YYYY-MM-DD')`.as("day"), (eb) => eb.fn.countAll<string | number>().as("n")])
+      .where("account_id", "=", account)
       .where("date", ">=", from)
       .where("date", "<=", to);
 
   return {
+    account,
     async clock() {
       const { now } = await sql<{ now: Date }>`select clock_timestamp() as now`
         .execute(database)
@@ -732,7 +750,7 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
       // One transaction per chunk: each takes its locks in one statement and holds them only to
       // its own commit, so no write ever waits for a lock while holding others (no deadlock).
       for (const chunk of chunkWrite(dedupe(all.prepared), all.rejections)) {
-        const outcome = await database.transaction().execute((tx) => writeChunk(tx, kind, chunk, options.onChanges));
+        const outcome = await database.transaction().execute((tx) => writeChunk(tx, account, kind, chunk, options.onChanges));
         result.written += outcome.written;
         result.changes.push(...outcome.changes);
       }
@@ -742,18 +760,18 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     },
 
     async get(kind, id) {
-      const row = await db.selectFrom(tableOf(kind)).select("raw").where("id", "=", id).executeTakeFirst();
+      const row = await db.selectFrom(tableOf(kind)).select("raw").where("account_id", "=", account).where("id", "=", id).executeTakeFirst();
       return row?.raw as MirrorRecord | undefined;
     },
 
-    list: (kind, filter) => listMirrorPage(db, kind, filter),
+    list: (kind, filter) => listMirrorPage(db, account, kind, filter),
 
     async all(kind) {
-      const rows = await db.selectFrom(tableOf(kind)).select("raw").orderBy("id").execute();
+      const rows = await db.selectFrom(tableOf(kind)).select("raw").where("account_id", "=", account).orderBy("id").execute();
       return rows.map((r) => r.raw as MirrorRecord);
     },
 
-    rejections: (kind) => listRejections(database, kind),
+    rejections: (kind) => listRejections(database, account, kind),
     async countOrdersNewer(queries) {
       if (queries.length === 0) return [];
       // One statement for a whole job's ids. Bounded: each count's index walk stops at its `max` rows
@@ -762,7 +780,7 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
         SELECT q.i, (
           SELECT count(*) FROM (
             SELECT 1 FROM orders o
-            WHERE o.created_at > q.since::timestamptz
+            WHERE o.account_id = ${account} AND o.created_at > q.since::timestamptz
               AND (q.restaurant_id IS NULL OR o.restaurant_id = q.restaurant_id)
               AND (q.status IS NULL OR o.status = q.status)
             LIMIT q.max
@@ -794,13 +812,14 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
       for (const r of rows) out.set(r.restaurant_id, (out.get(r.restaurant_id) ?? new Map<string, number>()).set(r.day, Number(r.n)));
       return out;
     },
-    recordUnlisted: (row) => recordUnlisted(database, row),
-    unlisted: (kind) => listUnlisted(database, kind),
+    recordUnlisted: (row) => recordUnlisted(database, account, row),
+    unlisted: (kind) => listUnlisted(database, account, kind),
 
     async lastWriteAt(kind) {
       const row = await db
         .selectFrom(tableOf(kind))
         .select((eb) => eb.fn.max("synced_at").as("at"))
+        .where("account_id", "=", account)
         .executeTakeFirst();
       return row?.at ? new Date(row.at).getTime() : undefined;
     },
@@ -822,12 +841,14 @@ export async function readBookkeeping(
   kind: MirrorKind,
   ids: readonly string[],
   timeoutMs: number,
+  account = DEFAULT_ACCOUNT,
 ): Promise<Map<string, RecordBookkeeping>> {
   if (ids.length === 0) return new Map();
   const rows = await withOperatorTimeout(timeoutMs, () =>
     db
       .selectFrom(tableOf(kind))
       .select(["id", "read_at", "synced_at"])
+      .where("account_id", "=", account)
       .where("id", "in", [...ids])
       .execute(),
   );

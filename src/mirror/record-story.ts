@@ -2,7 +2,7 @@ import { sql, type Kysely } from "kysely";
 import { isDeepStrictEqual } from "node:util";
 import { summarizeHandlers, decodeEventCursor, encodeEventCursor } from "./event-log.js";
 import { validateRecordId, tableOf, type MirrorRecord, fittingRows } from "./mirror-store.js";
-import { type DatabaseSchema, type EventStatus, type HandlerOutcome, MIRROR_KINDS, type MirrorKind } from "./database.js";
+import { DEFAULT_ACCOUNT, type DatabaseSchema, type EventStatus, type HandlerOutcome, MIRROR_KINDS, type MirrorKind } from "./database.js";
 import { withOperatorTimeout } from "./errors.js";
 import { fromStoredPayload } from "./values.js";
 
@@ -87,52 +87,62 @@ function toEntry(row: TimelineRow, change: unknown): TimelineEntry {
   return { entry: "change", ...base, source: textOf(data.source), diff, created: before === null };
 }
 
+/** One record of one account, as every read of its story names it. */
+interface RecordRef {
+  account: string;
+  kind: MirrorKind;
+  id: string;
+}
+
 /** The events naming the record, newest first, from `after` on (exclusive), `limit` + 1 rows to tell whether more follow. */
-function timelineRows(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string, after: { receivedAt: Date; id: string } | undefined) {
+function timelineRows(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef, after: { receivedAt: Date; id: string } | undefined) {
   const older = after ? sql`and (received_at, id) < (${after.receivedAt}::timestamptz, ${after.id})` : sql``;
   // Only the size of change events' payloads here (their diffs): a change of a 5 MB order holds
   // it twice. The page then reads the payloads of the ones that fit (changePayloads).
   return sql<TimelineRow>`select id, type, received_at, status, attempts, handlers,
       payload -> 'data' ->> 'restaurantId' as restaurant_id,
       case when type like 'change.%' then octet_length(payload::text) else 0 end as change_bytes
-    from events where record_id = ${id} and record_kind = ${kind} ${older}
+    from events where account_id = ${account} and record_id = ${id} and record_kind = ${kind} ${older}
     order by received_at desc, id desc limit ${TIMELINE_LIMIT + 1}`.execute(db);
 }
 
-async function changePayloads(db: Kysely<DatabaseSchema>, rows: readonly TimelineRow[]): Promise<Map<string, unknown>> {
+async function changePayloads(db: Kysely<DatabaseSchema>, account: string, rows: readonly TimelineRow[]): Promise<Map<string, unknown>> {
   const ids = rows.filter((r) => Number(r.change_bytes) > 0).map((r) => r.id);
   if (ids.length === 0) return new Map();
-  const found = await db.selectFrom("events").select(["id", "payload"]).where("id", "in", ids).execute();
+  const found = await db.selectFrom("events").select(["id", "payload"]).where("account_id", "=", account).where("id", "in", ids).execute();
   return new Map(found.map((r) => [r.id, r.payload]));
 }
 
-async function mirrorCopy(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string) {
+async function mirrorCopy(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef) {
   return (db as unknown as Kysely<Pick<DatabaseSchema, "orders">>)
     .selectFrom(tableOf(kind))
     .select(["raw", "read_at", "synced_at", "restaurant_id"])
+    .where("account_id", "=", account)
     .where("id", "=", id)
     .executeTakeFirst();
 }
 
-async function lastChange(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string) {
+async function lastChange(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef) {
   const { rows } = await sql<{ id: string; received_at: Date; source: string | null }>`select id, received_at,
       payload -> 'data' ->> 'source' as source
-    from events where record_id = ${id} and record_kind = ${kind} and type like 'change.%'
+    from events where account_id = ${account} and record_id = ${id} and record_kind = ${kind} and type like 'change.%'
     order by received_at desc, id desc limit 1`.execute(db);
   const row = rows[0];
   return row ? { eventId: row.id, at: new Date(row.received_at), source: row.source ?? "" } : null;
 }
 
-async function sideTables(db: Kysely<DatabaseSchema>, kind: MirrorKind, id: string) {
+async function sideTables(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef) {
   const rejected = await db
     .selectFrom("rejected_records")
     .select(["reason", "detail", "last_seen as lastSeen", "count"])
+    .where("account_id", "=", account)
     .where("kind", "=", kind)
     .where("id", "=", id)
     .executeTakeFirst();
   const unlisted = await db
     .selectFrom("unlisted_records")
     .select(["event_ids as eventIds", "given_up_at as givenUpAt", "attempts"])
+    .where("account_id", "=", account)
     .where("kind", "=", kind)
     .where("id", "=", id)
     .executeTakeFirst();
@@ -149,18 +159,20 @@ export async function readRecordStory(
   db: Kysely<DatabaseSchema>,
   kind: MirrorKind,
   id: string,
-  options: { cursor?: string | undefined; timeoutMs: number },
+  /** `account`: whose record (default DEFAULT_ACCOUNT). */
+  options: { cursor?: string | undefined; timeoutMs: number; account?: string | undefined },
 ): Promise<RecordStory | undefined> {
   validateRecordId(id);
   const after = options.cursor === undefined ? undefined : decodeEventCursor(options.cursor);
+  const ref: RecordRef = { account: options.account ?? DEFAULT_ACCOUNT, kind, id };
   return withOperatorTimeout(options.timeoutMs, async () => {
-    const copy = await mirrorCopy(db, kind, id);
-    const { rows } = await timelineRows(db, kind, id, after);
-    const { rejected, unlisted } = await sideTables(db, kind, id);
+    const copy = await mirrorCopy(db, ref);
+    const { rows } = await timelineRows(db, ref, after);
+    const { rejected, unlisted } = await sideTables(db, ref);
     if (!copy && rows.length === 0 && !rejected && !unlisted && after === undefined) return undefined;
     // The rows of one page: at most TIMELINE_LIMIT, and change payloads of at most MIRROR_PAGE_BYTES (at least one row).
     const page = fittingRows(rows.slice(0, TIMELINE_LIMIT), (row) => Number(row.change_bytes));
-    const changes = await changePayloads(db, page);
+    const changes = await changePayloads(db, ref.account, page);
     const last = page.at(-1);
     return {
       kind,
@@ -170,7 +182,7 @@ export async function readRecordStory(
             data: copy.raw as MirrorRecord,
             readAt: new Date(copy.read_at),
             syncedAt: new Date(copy.synced_at),
-            lastChange: await lastChange(db, kind, id),
+            lastChange: await lastChange(db, ref),
           }
         : null,
       restaurantId: copy?.restaurant_id ?? rows.find((r) => r.restaurant_id !== null)?.restaurant_id ?? null,
@@ -186,13 +198,19 @@ export async function readRecordStory(
  * Where an id lives, for the console's search: the mirror kinds holding it, else the kinds of the
  * events that named it (a record the mirror never stored). Empty when neither knows it.
  */
-export async function findRecordKinds(db: Kysely<DatabaseSchema>, id: string, timeoutMs: number): Promise<MirrorKind[]> {
+export async function findRecordKinds(
+  db: Kysely<DatabaseSchema>,
+  id: string,
+  timeoutMs: number,
+  account = DEFAULT_ACCOUNT,
+): Promise<MirrorKind[]> {
   validateRecordId(id);
   return withOperatorTimeout(timeoutMs, async () => {
     const held: MirrorKind[] = [];
-    for (const kind of MIRROR_KINDS) if (await mirrorCopy(db, kind, id)) held.push(kind);
+    for (const kind of MIRROR_KINDS) if (await mirrorCopy(db, { account, kind, id })) held.push(kind);
     if (held.length > 0) return held;
-    const { rows } = await sql<{ kind: string }>`select distinct record_kind as kind from events where record_id = ${id}`.execute(db);
+    const { rows } = await sql<{ kind: string }>`select distinct record_kind as kind from events
+      where account_id = ${account} and record_id = ${id}`.execute(db);
     return MIRROR_KINDS.filter((k) => rows.some((r) => r.kind === k));
   });
 }
@@ -232,6 +250,7 @@ export async function listCausedChanges(
   db: Kysely<DatabaseSchema>,
   event: { type: string; payload: unknown; receivedAt: Date },
   timeoutMs: number,
+  account = DEFAULT_ACCOUNT,
 ): Promise<CausedChange[]> {
   const changeType = CHANGE_TYPE_OF_FAMILY[event.type.split(".")[0] ?? ""];
   const recordId = namedRecordId(event.payload);
@@ -240,6 +259,7 @@ export async function listCausedChanges(
     db
       .selectFrom("events")
       .select(["id", "type", "received_at", "payload"])
+      .where("account_id", "=", account)
       .where("type", "=", changeType)
       .where("received_at", ">=", event.receivedAt)
       .where(sql<boolean>`payload -> 'data' ->> 'id' = ${recordId}`)

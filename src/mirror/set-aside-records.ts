@@ -5,7 +5,7 @@ import { cutAt, fitsKey, storableText, type UnstorableReason } from "./values.js
 import type { Logger } from "pino";
 
 // The rejected records table (migrations.ts, 0004_rejected_records): what the mirror could not
-// hold, one row per (kind, id), written in the upsert's own transaction and cleared there when the
+// hold, one row per (account, kind, id), written in the upsert's own transaction and cleared there when the
 // record reads clean again.
 
 /** A refused record with what the table keeps of it. */
@@ -43,13 +43,19 @@ export function toRejection(rejected: RejectedRecord & { id: string }, record: u
 }
 
 /** Records (or re-counts) refused records; call under the write's advisory locks, in key order. */
-export async function recordRejections(tx: Transaction<DatabaseSchema>, kind: MirrorKind, rejections: readonly Rejection[]): Promise<void> {
+export async function recordRejections(
+  tx: Transaction<DatabaseSchema>,
+  account: string,
+  kind: MirrorKind,
+  rejections: readonly Rejection[],
+): Promise<void> {
   const sorted = [...rejections].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   for (let i = 0; i < sorted.length; i += CHUNK) {
     await tx
       .insertInto("rejected_records")
       .values(
         sorted.slice(i, i + CHUNK).map((r) => ({
+          account_id: account,
           kind,
           id: r.key,
           restaurant_id: r.restaurantId,
@@ -59,7 +65,7 @@ export async function recordRejections(tx: Transaction<DatabaseSchema>, kind: Mi
         })),
       )
       .onConflict((oc) =>
-        oc.columns(["kind", "id"]).doUpdateSet({
+        oc.columns(["account_id", "kind", "id"]).doUpdateSet({
           ...fromExcluded(["restaurant_id", "reason", "detail", "raw"]),
           last_seen: sql`clock_timestamp()`,
           count: sql`rejected_records.count + 1`,
@@ -70,16 +76,23 @@ export async function recordRejections(tx: Transaction<DatabaseSchema>, kind: Mi
 }
 
 /** Forgets the rejections of records that read clean this time. */
-export async function clearRejections(tx: Transaction<DatabaseSchema>, kind: MirrorKind, ids: readonly string[]): Promise<void> {
+export async function clearRejections(
+  tx: Transaction<DatabaseSchema>,
+  account: string,
+  kind: MirrorKind,
+  ids: readonly string[],
+): Promise<void> {
   if (ids.length === 0) return;
   await tx
     .deleteFrom("rejected_records")
+    .where("account_id", "=", account)
     .where("kind", "=", kind)
     .where(sql<boolean>`id = any(${ids}::text[])`)
     .execute();
 }
 
-export function listRejections(db: Kysely<DatabaseSchema>, kind?: MirrorKind): Promise<RejectionRow[]> {
+/** An account's rejected records (of a kind, or all), by kind and id. */
+export function listRejections(db: Kysely<DatabaseSchema>, account: string, kind?: MirrorKind): Promise<RejectionRow[]> {
   return db
     .selectFrom("rejected_records")
     .select([
@@ -93,6 +106,7 @@ export function listRejections(db: Kysely<DatabaseSchema>, kind?: MirrorKind): P
       "last_seen as lastSeen",
       "count",
     ])
+    .where("account_id", "=", account)
     .$call((q) => (kind === undefined ? q : q.where("kind", "=", kind)))
     .orderBy("kind")
     .orderBy("id")
@@ -153,8 +167,9 @@ export interface RefusedUpstreamRecord {
 // never listed within the give-up time, reported by the refresh, forgotten once the record is written.
 
 /** Records (or records again) an id a refresh gave up on. Ids and event ids are kept as storable text. */
-export async function recordUnlisted(db: Kysely<DatabaseSchema>, row: UnlistedRecord): Promise<void> {
+export async function recordUnlisted(db: Kysely<DatabaseSchema>, account: string, row: UnlistedRecord): Promise<void> {
   const values = {
+    account_id: account,
     kind: row.kind,
     id: storableText(row.id, 1000),
     restaurant_id: storableText(row.restaurantId, 1000),
@@ -166,7 +181,7 @@ export async function recordUnlisted(db: Kysely<DatabaseSchema>, row: UnlistedRe
     .insertInto("unlisted_records")
     .values(values)
     .onConflict((oc) =>
-      oc.columns(["kind", "id"]).doUpdateSet({
+      oc.columns(["account_id", "kind", "id"]).doUpdateSet({
         ...fromExcluded(["restaurant_id", "event_ids", "first_noted_at", "attempts"]),
         given_up_at: sql`clock_timestamp()`,
       }),
@@ -175,13 +190,18 @@ export async function recordUnlisted(db: Kysely<DatabaseSchema>, row: UnlistedRe
 }
 
 /** Forgets the ids a write just stored: they are listed after all. Call inside the upsert's transaction. */
-export async function clearUnlisted(tx: Transaction<DatabaseSchema>, kind: MirrorKind, ids: readonly string[]): Promise<void> {
+export async function clearUnlisted(
+  tx: Transaction<DatabaseSchema>,
+  account: string,
+  kind: MirrorKind,
+  ids: readonly string[],
+): Promise<void> {
   if (ids.length === 0) return;
-  await tx.deleteFrom("unlisted_records").where("kind", "=", kind).where("id", "in", ids).execute();
+  await tx.deleteFrom("unlisted_records").where("account_id", "=", account).where("kind", "=", kind).where("id", "in", ids).execute();
 }
 
-/** The ids given up on (of a kind, or all), by kind and id. */
-export function listUnlisted(db: Kysely<DatabaseSchema>, kind?: MirrorKind): Promise<UnlistedRecord[]> {
+/** An account's ids given up on (of a kind, or all), by kind and id. */
+export function listUnlisted(db: Kysely<DatabaseSchema>, account: string, kind?: MirrorKind): Promise<UnlistedRecord[]> {
   return db
     .selectFrom("unlisted_records")
     .select([
@@ -193,6 +213,7 @@ export function listUnlisted(db: Kysely<DatabaseSchema>, kind?: MirrorKind): Pro
       "given_up_at as givenUpAt",
       "attempts",
     ])
+    .where("account_id", "=", account)
     .$call((q) => (kind === undefined ? q : q.where("kind", "=", kind)))
     .orderBy("kind")
     .orderBy("id")

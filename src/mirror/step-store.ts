@@ -1,6 +1,6 @@
 import { sql, type Kysely } from "kysely";
 import { renameHandlerKeys, type AppliedHandlerKeyRename, type HandlerKeyRename, pruneInBatches } from "./event-log.js";
-import type { DatabaseSchema } from "./database.js";
+import { DEFAULT_ACCOUNT, type DatabaseSchema } from "./database.js";
 
 /** Which step of which handler of which event. */
 export interface StepKey {
@@ -32,6 +32,8 @@ export interface StepRecord {
 type StepClaim = { state: "done"; json: string | undefined } | { state: "run"; recovery: boolean; startedAt: Date };
 
 export interface StepStore {
+  /** The account (company) whose events' steps this store holds: every query is scoped to it. */
+  readonly account: string;
   /**
    * Returns the stored result of a done step; otherwise marks the step started (committed before
    * the step's function runs) and says whether an earlier run started it without finishing.
@@ -50,7 +52,7 @@ export interface StepStore {
   forget(eventIds: readonly string[], handlerKey?: string): Promise<number>;
   /** Deletes steps started before `olderThan`, `batchSize` rows per statement; returns how many. */
   prune(olderThan: Date, batchSize?: number): Promise<number>;
-  /** Moves steps to their handler's new key, each rename once ever (event-log.ts). */
+  /** Moves steps to their handler's new key, each rename once ever, in every account (event-log.ts). */
   renameHandlerKeys(renames: readonly HandlerKeyRename[]): Promise<AppliedHandlerKeyRename[]>;
 }
 
@@ -61,23 +63,29 @@ const MAX_ERROR_LENGTH = 2000;
  * event log's writes are: the `started` mark is committed before the step's function runs, the
  * result when it returns.
  */
-export function createStepStore(db: Kysely<DatabaseSchema>): StepStore {
+export function createStepStore(
+  db: Kysely<DatabaseSchema>,
+  /** `account`: the company whose events' steps these are (event ids are unique only within one); default DEFAULT_ACCOUNT. */
+  options: { account?: string } = {},
+): StepStore {
+  const account = options.account ?? DEFAULT_ACCOUNT;
   // result::text tells a stored jsonb null (the step returned null) from SQL NULL (undefined).
   const storedResult = async ({ eventId, handlerKey, name }: StepKey) => {
     const { rows } = await sql<{ status: string; result: string | null }>`
       select status, result::text as result from steps
-      where event_id = ${eventId} and handler_key = ${handlerKey} and name = ${name}`.execute(db);
+      where account_id = ${account} and event_id = ${eventId} and handler_key = ${handlerKey} and name = ${name}`.execute(db);
     return rows[0];
   };
 
   return {
+    account,
     async claim(key, attempt) {
       const { eventId, handlerKey, name } = key;
       // A done step is left as it is (no row returned): its result is read below.
       const { rows } = await sql<{ runs: number; started_at: Date }>`
-        insert into steps as s (event_id, handler_key, name, status, attempt)
-        values (${eventId}, ${handlerKey}, ${name}, 'started', ${attempt})
-        on conflict (event_id, handler_key, name) do update
+        insert into steps as s (account_id, event_id, handler_key, name, status, attempt)
+        values (${account}, ${eventId}, ${handlerKey}, ${name}, 'started', ${attempt})
+        on conflict (account_id, event_id, handler_key, name) do update
           set status = 'started', runs = s.runs + 1, attempt = excluded.attempt, error = null
           where s.status <> 'done'
         returning runs, started_at`.execute(db);
@@ -93,9 +101,9 @@ export function createStepStore(db: Kysely<DatabaseSchema>): StepStore {
       const { eventId, handlerKey, name } = key;
       const bytes = json === undefined ? null : Buffer.byteLength(json);
       const { rows } = await sql<{ done: boolean }>`
-        insert into steps as s (event_id, handler_key, name, status, attempt, result, result_bytes, finished_at, duration_ms)
-        values (${eventId}, ${handlerKey}, ${name}, 'done', 0, ${json ?? null}::jsonb, ${bytes}, clock_timestamp(), ${Math.round(durationMs)})
-        on conflict (event_id, handler_key, name) do update
+        insert into steps as s (account_id, event_id, handler_key, name, status, attempt, result, result_bytes, finished_at, duration_ms)
+        values (${account}, ${eventId}, ${handlerKey}, ${name}, 'done', 0, ${json ?? null}::jsonb, ${bytes}, clock_timestamp(), ${Math.round(durationMs)})
+        on conflict (account_id, event_id, handler_key, name) do update
           set status = 'done', result = excluded.result, result_bytes = excluded.result_bytes,
               finished_at = excluded.finished_at, duration_ms = excluded.duration_ms, error = null
           where s.status <> 'done'
@@ -110,21 +118,21 @@ export function createStepStore(db: Kysely<DatabaseSchema>): StepStore {
       await sql`
         update steps set status = 'failed', error = ${error.slice(0, MAX_ERROR_LENGTH)},
           finished_at = clock_timestamp(), duration_ms = ${Math.round(durationMs)}
-        where event_id = ${eventId} and handler_key = ${handlerKey} and name = ${name} and status <> 'done'`.execute(db);
+        where account_id = ${account} and event_id = ${eventId} and handler_key = ${handlerKey} and name = ${name} and status <> 'done'`.execute(db);
     },
 
     async forEvent(eventId) {
       const { rows } = await sql<StepRecord>`
         select handler_key as handler, name, status, runs, attempt, started_at as "startedAt", finished_at as "finishedAt",
           duration_ms as "durationMs", result_bytes as "resultBytes", error
-        from steps where event_id = ${eventId} order by started_at, handler_key, name`.execute(db);
+        from steps where account_id = ${account} and event_id = ${eventId} order by started_at, handler_key, name`.execute(db);
       return rows;
     },
 
     async forget(eventIds, handlerKey) {
       if (eventIds.length === 0) return 0;
       const ofHandler = handlerKey === undefined ? sql`` : sql`and handler_key = ${handlerKey}`;
-      const result = await sql`delete from steps where event_id = any(${[...eventIds]}::text[]) ${ofHandler}`.execute(db);
+      const result = await sql`delete from steps where account_id = ${account} and event_id = any(${[...eventIds]}::text[]) ${ofHandler}`.execute(db);
       return Number(result.numAffectedRows ?? 0);
     },
 
@@ -134,7 +142,8 @@ export function createStepStore(db: Kysely<DatabaseSchema>): StepStore {
       return pruneInBatches(olderThan, batchSize, async (limit) => {
         const result = await sql`
           delete from steps where ctid in (
-            select ctid from steps where started_at < ${olderThan} order by started_at limit ${limit} for update skip locked
+            select ctid from steps where account_id = ${account} and started_at < ${olderThan}
+            order by started_at limit ${limit} for update skip locked
           )`.execute(db);
         return Number(result.numAffectedRows ?? 0);
       });

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { createEventLog, type EventLog, type HandlerAttempt, type LoggedEvent } from "./event-log.js";
 import { createPostgresMirror, type MirrorStore } from "./mirror-store.js";
-import { createDatabase, type Database, migrateToLatest } from "./database.js";
+import { createDatabase, type Database, DEFAULT_ACCOUNT, migrateToLatest } from "./database.js";
 import { withOperatorTimeout } from "./errors.js";
 import type { RejectedRecord } from "./set-aside-records.js";
 import type { StepRecord } from "./step-store.js";
@@ -16,6 +16,8 @@ import { createSyncCheckpoints, type SyncCheckpoints } from "./sync-checkpoints.
 /** The service's system of record: the mirror and the event log, in one PostgreSQL database. */
 export interface Storage {
   database: Database;
+  /** The account (company) every store here reads and writes. */
+  account: string;
   mirror: MirrorStore;
   /** The mirror for operator reads (GET /mirror): a server's operator pool, cancelled past OPERATOR_QUERY_TIMEOUT_MS. */
   operatorMirror: Pick<MirrorStore, "get" | "list">;
@@ -30,8 +32,16 @@ export interface Storage {
   migrate(): Promise<string[]>;
   /** Answers when the database does (a readiness check). */
   ping(): Promise<void>;
+  /**
+   * The same database's stores scoped to another account: no connection of its own, so its
+   * `close()` leaves the database open (the storage it came from closes it).
+   */
+  forAccount(account: string): Storage;
   close(): Promise<void>;
 }
+
+/** Told of the records a mirror write set aside (set-aside-records.ts). */
+type OnRejected = (rejected: readonly RejectedRecord[]) => void;
 
 /**
  * Opens the database the config names (`DATABASE_URL`, else the embedded server on
@@ -44,24 +54,40 @@ export async function openStorage(
     logger?: Logger;
     database?: Database;
     /** Told of the records a mirror write set aside (set-aside-records.ts). */
-    onRejected?: (rejected: readonly RejectedRecord[]) => void;
+    onRejected?: OnRejected;
+    /**
+     * The account (company) the stores are scoped to.
+     * @defaultValue DEFAULT_ACCOUNT
+     */
+    account?: string;
   } = {},
 ): Promise<Storage> {
   const owned = options.database === undefined;
   const database = options.database ?? (await createDatabase({ ...config, logger: options.logger }));
+  return scopedStorage(database, options.account ?? DEFAULT_ACCOUNT, options.onRejected, owned);
+}
+
+/** The stores of one account over `database`; `owned`: `close()` closes the database. */
+function scopedStorage(database: Database, account: string, onRejected: OnRejected | undefined, owned: boolean): Storage {
   return {
     database,
-    mirror: createPostgresMirror(database.db, { onRejected: options.onRejected }),
-    operatorMirror: operatorReads(createPostgresMirror(database.operatorDb), database.operatorQueryTimeoutMs),
+    account,
+    mirror: createPostgresMirror(database.db, { account, onRejected }),
+    operatorMirror: operatorReads(createPostgresMirror(database.operatorDb, { account }), database.operatorQueryTimeoutMs),
     // Operator reads go through the operator pool, whose statements time out.
-    eventLog: createEventLog(database.db, { reader: database.operatorDb, bounds: { timeoutMs: database.operatorQueryTimeoutMs } }),
-    changeOutbox: createChangeOutbox(database.db),
-    steps: createStepStore(database.db),
-    checkpoints: createSyncCheckpoints(database.db),
+    eventLog: createEventLog(database.db, {
+      account,
+      reader: database.operatorDb,
+      bounds: { timeoutMs: database.operatorQueryTimeoutMs },
+    }),
+    changeOutbox: createChangeOutbox(database.db, { account }),
+    steps: createStepStore(database.db, { account }),
+    checkpoints: createSyncCheckpoints(database.db, { account }),
     migrate: () => migrateToLatest(database),
     async ping() {
       await database.db.selectNoFrom((eb) => eb.val(1).as("one")).execute();
     },
+    forAccount: (other) => scopedStorage(database, other, onRejected, false),
     async close() {
       if (owned) await database.close();
     },
@@ -92,11 +118,11 @@ export async function readEventDetail(storage: Pick<Storage, "eventLog" | "steps
 
 /** A record's story as GET /records/{kind}/{id} and the console's record page tell it: an operator read, bounded in time. */
 export function readStory(
-  storage: Pick<Storage, "database">,
+  storage: Pick<Storage, "database" | "account">,
   kind: MirrorKind,
   id: string,
   cursor?: string,
 ): Promise<RecordStory | undefined> {
   const { operatorDb, operatorQueryTimeoutMs: timeoutMs } = storage.database;
-  return readRecordStory(operatorDb, kind, id, { cursor, timeoutMs });
+  return readRecordStory(operatorDb, kind, id, { cursor, timeoutMs, account: storage.account });
 }

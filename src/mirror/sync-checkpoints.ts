@@ -1,5 +1,5 @@
 import { sql, type Kysely } from "kysely";
-import type { DatabaseSchema } from "./database.js";
+import { DEFAULT_ACCOUNT, type DatabaseSchema } from "./database.js";
 
 /** The resumable walks: the full reconciliation tier and the backfill command. */
 type CheckpointTier = "full" | "backfill";
@@ -34,6 +34,8 @@ export interface CheckpointProgress {
 }
 
 export interface SyncCheckpoints {
+  /** The account (company) whose walks these are: every query is scoped to it. */
+  readonly account: string;
   get(tier: CheckpointTier, kind: string): Promise<SyncCheckpoint | undefined>;
   /** Every checkpoint of a tier (of both, without one), by kind. */
   list(tier?: CheckpointTier): Promise<SyncCheckpoint[]>;
@@ -57,7 +59,8 @@ export interface SyncCheckpoints {
   /**
    * Marks the workers alive now (sync_liveness, the database's clock) and answers the mark it
    * replaced: undefined the first time ever. The row locked first: of several workers
-   * marking at once, only the first sees the old mark.
+   * marking at once, only the first sees the old mark. Not scoped to the account: the mark is the
+   * workers', which serve every account.
    */
   markAlive(): Promise<{ previous: Date | undefined; now: Date }>;
 }
@@ -84,19 +87,26 @@ function fromRow(row: Row): SyncCheckpoint {
  * The checkpoints in PostgreSQL (migrations.ts, 0007_sync_checkpoints): both drivers, one
  * statement each, the database's clock for every timestamp so workers on other hosts agree.
  */
-export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoints {
-  const table = db.selectFrom("sync_checkpoints").selectAll();
+export function createSyncCheckpoints(
+  db: Kysely<DatabaseSchema>,
+  /** `account`: the company whose walks these are; default DEFAULT_ACCOUNT. */
+  options: { account?: string } = {},
+): SyncCheckpoints {
+  const account = options.account ?? DEFAULT_ACCOUNT;
+  const table = db.selectFrom("sync_checkpoints").selectAll().where("account_id", "=", account);
   // The database's clock, as every time here is taken.
   const now = sql<Date>`clock_timestamp()`;
   const samePass = (from: SyncCheckpoint) =>
     db
       .updateTable("sync_checkpoints")
+      .where("account_id", "=", account)
       .where("tier", "=", from.tier)
       .where("kind", "=", from.kind)
       .where("pass_started_at", "=", from.passStartedAt)
       .where("pass_completed_at", "is", null)
       .where(sql<boolean>`cursor is not distinct from ${from.cursor}`);
   return {
+    account,
     async get(tier, kind) {
       const row = await table.where("tier", "=", tier).where("kind", "=", kind).executeTakeFirst();
       return row && fromRow(row);
@@ -118,8 +128,8 @@ export function createSyncCheckpoints(db: Kysely<DatabaseSchema>): SyncCheckpoin
       };
       const row = await db
         .insertInto("sync_checkpoints")
-        .values({ tier, kind, ...values })
-        .onConflict((oc) => oc.columns(["tier", "kind"]).doUpdateSet(values))
+        .values({ account_id: account, tier, kind, ...values })
+        .onConflict((oc) => oc.columns(["account_id", "tier", "kind"]).doUpdateSet(values))
         .returningAll()
         .executeTakeFirstOrThrow();
       return fromRow(row);

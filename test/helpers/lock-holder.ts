@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createDatabase, migrateToLatest } from "../../src/mirror/database.js";
+import { createDatabase, DEFAULT_ACCOUNT, migrateToLatest } from "../../src/mirror/database.js";
 import { embeddedDirectory, lockDataDir } from "../../src/mirror/embedded-server.js";
 const [dir, flag, template] = process.argv.slice(2);
 if (!dir) throw new Error("usage: lock-holder <dataDir> [--database <template>]");
@@ -14,7 +14,7 @@ try {
   if (flag === "--database") {
     const database = await createDatabase({ dataDir: dir, embeddedTemplate: template });
     await migrateToLatest(database);
-    await database.db.insertInto("reviews").values({ id: "rev_held", restaurant_id: "r1", raw: "{}", read_at: new Date() }).execute();
+    await database.db.insertInto("reviews").values({ account_id: DEFAULT_ACCOUNT, id: "rev_held", restaurant_id: "r1", raw: "{}", read_at: new Date() }).execute();
     const serverPid = readFileSync(join(embeddedDirectory(dir), "postmaster.pid"), "utf8").split("\n")[0];
     process.stdout.write(`opened ${process.pid} ${serverPid}\n`);
   } else {

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createDatabase, DatabaseConfigError, migrateToLatest, scopedToSchema } from "../../src/mirror/database.js";
+import { createDatabase, DatabaseConfigError, DEFAULT_ACCOUNT, migrateToLatest, scopedToSchema } from "../../src/mirror/database.js";
 import { DataDirLockedError, EmbeddedServerError } from "../../src/mirror/embedded-server.js";
 import { MIGRATIONS } from "../../src/mirror/migrations.js";
 import { createLogger } from "../../src/logging/logger.js";
@@ -63,6 +63,7 @@ describe.each(testDrivers())("migrations (%s)", (driver) => {
     try {
       await database.db
         .insertInto("orders")
+        // The table as 0001_mirror made it: no account_id yet (0017_accounts adds it).
         .values({
           id: "ord_1",
           restaurant_id: "r1",
@@ -76,11 +77,11 @@ describe.each(testDrivers())("migrations (%s)", (driver) => {
           created_at: "2026-11-20T10:00:00Z",
           raw: JSON.stringify({ id: "ord_1", total: 10.91 }),
           read_at: new Date(),
-        })
+        } as never)
         .execute();
       expect(await migrateToLatest(database)).toEqual(ALL.slice(1));
-      const order = await database.db.selectFrom("orders").select(["id", "total", "raw"]).executeTakeFirstOrThrow();
-      expect(order).toEqual({ id: "ord_1", total: "10.91", raw: { id: "ord_1", total: 10.91 } });
+      const order = await database.db.selectFrom("orders").select(["account_id", "id", "total", "raw"]).executeTakeFirstOrThrow();
+      expect(order).toEqual({ account_id: DEFAULT_ACCOUNT, id: "ord_1", total: "10.91", raw: { id: "ord_1", total: 10.91 } });
       expect(await database.db.selectFrom("events").selectAll().execute()).toEqual([]);
     } finally {
       await database.close();
@@ -172,7 +173,7 @@ describe("embedded data directory", () => {
     await migrateToLatest(first);
     await first.db
       .insertInto("reviews")
-      .values({ id: "rev_1", restaurant_id: "r1", raw: JSON.stringify({ id: "rev_1" }), read_at: new Date() })
+      .values({ account_id: DEFAULT_ACCOUNT, id: "rev_1", restaurant_id: "r1", raw: JSON.stringify({ id: "rev_1" }), read_at: new Date() })
       .execute();
     const second = await createDatabase({ dataDir, schema: "svc" }).catch((e: unknown) => e);
     expect(second).toBeInstanceOf(DataDirLockedError);

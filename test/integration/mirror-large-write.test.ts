@@ -58,7 +58,7 @@ describe.each(testDrivers())("a 2,000-record write (%s)", (driver) => {
       Number(
         (
           await sql<{ n: string }>`select count(*) as n from pg_locks l
-            join (select hashtextextended('mirror:orders:' || id, 0) as k from unnest(${ids}::text[]) as id) ours
+            join (select hashtextextended(${`mirror:${mirror.account}:orders:`} || id, 0) as k from unnest(${ids}::text[]) as id) ours
             on l.locktype = 'advisory' and ((l.classid::bigint << 32) | l.objid::bigint) = ours.k`.execute(database.db)
         ).rows[0]!.n,
       );

@@ -169,6 +169,7 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
         await tx
           .insertInto("events")
           .values({
+            account_id: mirror.account,
             id: `outbox_${changes[0]!.id}`,
             type: "review.changed",
             payload: JSON.stringify(changes),
