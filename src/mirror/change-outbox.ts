@@ -50,7 +50,13 @@ async function insertChanges(
   const rows = await tx
     .insertInto("change_outbox")
     .values(
-      recorded.map((c) => ({ account_id: account, id: c.id, type: c.type, payload: JSON.stringify(c.data), traceparent: traceparent ?? null })),
+      recorded.map((c) => ({
+        account_id: account,
+        id: c.id,
+        type: c.type,
+        payload: JSON.stringify(c.data),
+        traceparent: traceparent ?? null,
+      })),
     )
     .returning(["id", "created_at"])
     .execute();

@@ -657,7 +657,12 @@ interface WaitingRow {
  * is the run's latest, the failed ones are what the next attempt runs, and their next retry time
  * is when it is due. Without kept attempts (recorded without runs) the failed outcomes say it.
  */
-async function readWaiting(db: Kysely<DatabaseSchema>, account: string, after: Position | undefined, limit: number): Promise<WaitingEvent[]> {
+async function readWaiting(
+  db: Kysely<DatabaseSchema>,
+  account: string,
+  after: Position | undefined,
+  limit: number,
+): Promise<WaitingEvent[]> {
   const past = after ? sql`and (e.received_at, e.id) > (${after.receivedAt}::timestamptz, ${after.id}::text)` : sql``;
   const { rows } = await sql<WaitingRow>`
     select e.id, e.type, e.received_at, e.payload, e.job_id, e.handlers, w.attempt, w.of, w.next_retry_at, w.retry

@@ -508,7 +508,11 @@ const ACCOUNT_TABLES: readonly AccountTable[] = [
       { name: "events_record_idx", expression: "record_id, record_kind, received_at desc, id desc", where: "record_id is not null" },
     ],
   },
-  { table: "handler_attempts", key: { name: "handler_attempts_pkey", columns: ["event_id", "handler_key", "attempt", "started_at"] }, indexes: [] },
+  {
+    table: "handler_attempts",
+    key: { name: "handler_attempts_pkey", columns: ["event_id", "handler_key", "attempt", "started_at"] },
+    indexes: [],
+  },
   {
     table: "change_outbox",
     key: { name: "change_outbox_pkey", columns: ["seq"] },

@@ -280,7 +280,10 @@ async function listMirrorPage(
   const sizes = await query.execute();
 
   const ids = fittingRows(sizes.slice(0, f.limit), (row) => Number(row.bytes), budget).map((row) => row.id);
-  const rows = ids.length === 0 ? [] : await db.selectFrom(table).select(["id", "raw"]).where("account_id", "=", account).where("id", "in", ids).orderBy("id").execute();
+  const rows =
+    ids.length === 0
+      ? []
+      : await db.selectFrom(table).select(["id", "raw"]).where("account_id", "=", account).where("id", "in", ids).orderBy("id").execute();
   const more = sizes.length > ids.length;
   return {
     data: rows.map((r) => r.raw as MirrorRecord),
@@ -760,7 +763,12 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     },
 
     async get(kind, id) {
-      const row = await db.selectFrom(tableOf(kind)).select("raw").where("account_id", "=", account).where("id", "=", id).executeTakeFirst();
+      const row = await db
+        .selectFrom(tableOf(kind))
+        .select("raw")
+        .where("account_id", "=", account)
+        .where("id", "=", id)
+        .executeTakeFirst();
       return row?.raw as MirrorRecord | undefined;
     },
 

@@ -118,7 +118,9 @@ export function createStepStore(
       await sql`
         update steps set status = 'failed', error = ${error.slice(0, MAX_ERROR_LENGTH)},
           finished_at = clock_timestamp(), duration_ms = ${Math.round(durationMs)}
-        where account_id = ${account} and event_id = ${eventId} and handler_key = ${handlerKey} and name = ${name} and status <> 'done'`.execute(db);
+        where account_id = ${account} and event_id = ${eventId} and handler_key = ${handlerKey} and name = ${name} and status <> 'done'`.execute(
+        db,
+      );
     },
 
     async forEvent(eventId) {
@@ -132,7 +134,8 @@ export function createStepStore(
     async forget(eventIds, handlerKey) {
       if (eventIds.length === 0) return 0;
       const ofHandler = handlerKey === undefined ? sql`` : sql`and handler_key = ${handlerKey}`;
-      const result = await sql`delete from steps where account_id = ${account} and event_id = any(${[...eventIds]}::text[]) ${ofHandler}`.execute(db);
+      const result =
+        await sql`delete from steps where account_id = ${account} and event_id = any(${[...eventIds]}::text[]) ${ofHandler}`.execute(db);
       return Number(result.numAffectedRows ?? 0);
     },
 

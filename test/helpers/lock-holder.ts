@@ -14,7 +14,10 @@ try {
   if (flag === "--database") {
     const database = await createDatabase({ dataDir: dir, embeddedTemplate: template });
     await migrateToLatest(database);
-    await database.db.insertInto("reviews").values({ account_id: DEFAULT_ACCOUNT, id: "rev_held", restaurant_id: "r1", raw: "{}", read_at: new Date() }).execute();
+    await database.db
+      .insertInto("reviews")
+      .values({ account_id: DEFAULT_ACCOUNT, id: "rev_held", restaurant_id: "r1", raw: "{}", read_at: new Date() })
+      .execute();
     const serverPid = readFileSync(join(embeddedDirectory(dir), "postmaster.pid"), "utf8").split("\n")[0];
     process.stdout.write(`opened ${process.pid} ${serverPid}\n`);
   } else {

@@ -125,7 +125,14 @@ describe("storage keyed by account: two companies in one database", () => {
     expect(await acme.changeOutbox.relayBatch(10, () => Promise.resolve())).toBe(1);
 
     await acme.mirror.upsert("reviews", [reviewRecord("rev_bad", { restaurantId: 7 })], t0);
-    await acme.mirror.recordUnlisted({ kind: "orders", id: "ord_gone", restaurantId: "rest_1", eventIds: ["evt_1"], firstNotedAt: t0, attempts: 3 });
+    await acme.mirror.recordUnlisted({
+      kind: "orders",
+      id: "ord_gone",
+      restaurantId: "rest_1",
+      eventIds: ["evt_1"],
+      firstNotedAt: t0,
+      attempts: 3,
+    });
     expect((await acme.mirror.rejections()).map((r) => r.id)).toEqual(["rev_bad"]);
     expect((await acme.mirror.unlisted()).map((r) => r.id)).toEqual(["ord_gone"]);
     expect(await other.mirror.rejections()).toEqual([]);
@@ -150,7 +157,9 @@ describe("upgrading a database with rows from 0016_event_jobs to 0017_accounts",
       );
       await sql`insert into order_items (order_id, id, menu_item_id, name, quantity, price, position)
         values ('ord_1', 'ord_1_i1', 'mi_1', 'Soup', 1, 8.5, 0)`.execute(database.db);
-      await sql`insert into events (id, type, payload) values ('evt_1', 'order.created', '{"data":{"id":"ord_1"}}'::jsonb)`.execute(database.db);
+      await sql`insert into events (id, type, payload) values ('evt_1', 'order.created', '{"data":{"id":"ord_1"}}'::jsonb)`.execute(
+        database.db,
+      );
       await sql`insert into steps (event_id, handler_key, name, status, attempt) values ('evt_1', 'user:order.created', 'pick', 'started', 1)`.execute(
         database.db,
       );
