@@ -1,17 +1,18 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSandbox } from "../src/sandbox/index.js";
+import { freePort } from "../src/redis/local-server.js";
 import { BENCH_SECRET } from "./lib/pool.js";
-import { startServerProcess } from "./lib/server-process.js";
 
 // Issue 42's target: the embedded default (ROLE=all, no DATABASE_URL) under 300 MB through its
 // start, 2,000 deliveries and a 5,000-order first import. Memory is the whole process tree's PSS
 // (the service and every PostgreSQL process it started): PSS splits shared pages (the server's
 // shared buffers) between the processes mapping them, so the sum counts each page once, as a
-// container's memory limit does. The service's own RSS is given beside it.
+// container's memory limit does. The service's own RSS is given beside it. The service runs as
+// the image runs it: `node dist/bin/cli.js serve`, built first (tsx would add its compiler).
 
 export interface EmbeddedMemoryRow {
   /** Peak of the tree's PSS sum, MiB, per phase. */
@@ -93,7 +94,7 @@ async function until(what: string, check: () => Promise<boolean>, seconds: numbe
 
 function backfill(env: Record<string, string>): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/bin/cli.ts", "backfill", "--json"], {
+    const child = spawn(process.execPath, ["dist/bin/cli.js", "backfill", "--json"], {
       env: { ...process.env, ...env },
       stdio: ["ignore", "ignore", "pipe"],
     });
@@ -101,6 +102,15 @@ function backfill(env: Record<string, string>): Promise<void> {
     child.stderr.on("data", (d: Buffer) => (err += d.toString()));
     child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`backfill exited ${code}: ${err.slice(-400)}`))));
   });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  await exited;
+  clearTimeout(timer);
 }
 
 export async function benchEmbeddedMemory(opts: { redisUrl: string; log: (s: string) => void }): Promise<EmbeddedMemoryRow> {
@@ -135,11 +145,30 @@ export async function benchEmbeddedMemory(opts: { redisUrl: string; log: (s: str
     }
   };
   const sampler = setInterval(take, 200);
-  const starting = startServerProcess("bench/servers/edge.ts", env, { startMs: 120_000 });
-  // Sampled while it starts (initdb, migrations), not only once it is ready.
-  const pidWatch = setInterval(() => (pid ||= findServicePid(dataDir)), 50);
-  const proc = await starting.finally(() => clearInterval(pidWatch));
-  pid = proc.child.pid!;
+  const build = spawnSync("npm", ["run", "build"], { encoding: "utf8" });
+  if (build.status !== 0) throw new Error(`embedded memory: npm run build failed: ${build.stderr.slice(-400)}`);
+  env.PORT = String(await freePort());
+  env.HOST = "127.0.0.1";
+  env.SIGNING_SECRET = BENCH_SECRET;
+  // BENCH_SERVICE_NODE_OPTIONS: Node flags for the service alone (a heap cap to try, say).
+  const nodeOptions = process.env.BENCH_SERVICE_NODE_OPTIONS;
+  const child = spawn(process.execPath, ["dist/bin/cli.js", "serve"], {
+    env: { ...process.env, ...env, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  pid = child.pid ?? 0;
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+  const url = `http://127.0.0.1:${env.PORT}`;
+  await until(
+    "the service's start",
+    async () => {
+      if (child.exitCode !== null) throw new Error(`embedded memory: the service exited ${child.exitCode}: ${stderr}`);
+      return (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
+    },
+    120,
+  );
+  const proc = { url, stop: () => stopChild(child) };
   take();
   try {
     current = "deliveries";
@@ -181,16 +210,5 @@ export async function benchEmbeddedMemory(opts: { redisUrl: string; log: (s: str
     await proc.stop();
     await sandbox.close();
     rmSync(dataDir, { recursive: true, force: true });
-  }
-}
-
-/** The service's pid before it prints READY: the process holding the data directory's lock file open. */
-function findServicePid(dataDir: string): number {
-  const lock = join(dataDir, "postgres.lock");
-  try {
-    const pid = Number.parseInt(readFileSync(lock, "utf8"), 10);
-    return Number.isInteger(pid) && pid > 0 ? pid : 0;
-  } catch {
-    return 0;
   }
 }
