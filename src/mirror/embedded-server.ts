@@ -256,7 +256,8 @@ async function stopOrphan(cluster: string): Promise<void> {
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const alive = (pid: number) => {
+/** Whether a process with this pid lives (signal 0 checks without signalling). */
+export const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
     return true;

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { createDatabase, DatabaseConfigError, DEFAULT_ACCOUNT, migrateToLatest, scopedToSchema } from "../../src/mirror/database.js";
-import { DataDirLockedError, EmbeddedServerError } from "../../src/mirror/embedded-server.js";
+import { alive, DataDirLockedError, EmbeddedServerError } from "../../src/mirror/embedded-server.js";
 import { MIGRATIONS } from "../../src/mirror/migrations.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { captureLogs } from "../helpers/log-capture.js";
@@ -235,12 +235,3 @@ describe("embedded data directory", () => {
     },
   );
 });
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
