@@ -1,5 +1,6 @@
 import { createLogger } from "../logging/logger.js";
-import { createSandbox } from "../sandbox/index.js";
+import { createSandboxCompanies } from "../sandbox/companies.js";
+import type { Sandbox, SandboxOptions } from "../sandbox/index.js";
 import type { WebhookEndpoint } from "../sandbox/webhook-sender.js";
 import { isApiKey } from "../upstream/client.js";
 import { flagOptions, parseFlags, stopped, UsageError, wholeNumber } from "./command.js";
@@ -11,6 +12,9 @@ delivers webhooks with retries and can simulate live traffic.
   --port <n>             default 4010
   --host <h>             default 127.0.0.1
   --api-key <svc_live_…> the accepted key (default: a generated one, printed)
+  --companies <n>        serve n companies on one port, each its own generated key (printed),
+                         data (seeds from --seed up), webhooks and rate window; their controls
+                         under /_sandbox/companies/{index}/… (default 1)
   --webhook-url <url>    a subscriber endpoint; repeat for several
   --webhook-secret <s>   its signing secret; repeat to pair with each url, or give one for all
   --thin                 send only { id, restaurantId } as event data
@@ -33,13 +37,17 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     args: argv,
     strict: true,
     options: {
-      ...flagOptions(["port", "host", "api-key", "interval-ms", "rate-max", "rate-window-ms", "seed", "orders", "days"]),
+      ...flagOptions(["port", "host", "api-key", "companies", "interval-ms", "rate-max", "rate-window-ms", "seed", "orders", "days"]),
       ...flagOptions(["bookings", "restaurants", "traffic", "orders-order", "bookings-order"], ["thin", "simulate"]),
       "webhook-url": { type: "string", multiple: true },
       "webhook-secret": { type: "string", multiple: true },
     },
   });
   const urls = values["webhook-url"] ?? [];
+  const companies = wholeNumber(values.companies, "--companies", 1, 1);
+  // Each company has its own key and endpoints: one given key or endpoint list could not say whose.
+  if (companies > 1 && (values["api-key"] !== undefined || urls.length > 0))
+    throw new UsageError("--api-key and --webhook-url are for one company; with --companies, POST /_sandbox/companies/{index}/webhooks");
   const secrets = values["webhook-secret"] ?? [];
   if (urls.length > 0 && secrets.length === 0) throw new UsageError("--webhook-url needs --webhook-secret");
   if (secrets.length > 1 && secrets.length !== urls.length)
@@ -63,14 +71,15 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     throw new UsageError(`--traffic must be a number of events per second above 0 (at most 1000), not "${values.traffic}"`);
 
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [...secrets, ...(apiKey ? [apiKey] : [])] });
-  const sandbox = createSandbox({
+  const seed = wholeNumber(values.seed, "--seed", 1);
+  const company = (index: number): SandboxOptions => ({
     ...(apiKey ? { apiKeys: [apiKey] } : {}),
     webhooks,
     rateLimit: {
       max: wholeNumber(values["rate-max"], "--rate-max", 120, 1),
       windowMs: wholeNumber(values["rate-window-ms"], "--rate-window-ms", 60_000, 1),
     },
-    seed: wholeNumber(values.seed, "--seed", 1),
+    seed: seed + index,
     restaurants: wholeNumber(values.restaurants, "--restaurants", 3, 1),
     ...(orders === undefined
       ? {}
@@ -85,16 +94,21 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     simulate: values.simulate ? { intervalMs: wholeNumber(values["interval-ms"], "--interval-ms", 1000, 10) } : false,
     logger,
   });
-  if (traffic !== undefined) sandbox.startTraffic({ eventsPerSecond: traffic });
-  const url = await sandbox.listen({ port: wholeNumber(values.port, "--port", 4010), host: values.host ?? "127.0.0.1" });
+  const whole = createSandboxCompanies(Array.from({ length: companies }, (_, index) => company(index)));
+  const [sandbox] = whole.companies as [Sandbox, ...Sandbox[]];
+  if (traffic !== undefined) for (const c of whole.companies) c.startTraffic({ eventsPerSecond: traffic });
+  const url = await whole.listen({ port: wholeNumber(values.port, "--port", 4010), host: values.host ?? "127.0.0.1" });
+  const controls = companies === 1 ? "/_sandbox" : "/_sandbox/companies/{index}";
   process.stdout.write(
     [
       `sandbox API      ${url}/api/v1`,
       `API_BASE_URL     ${url}   (what the service expects: without /api/v1)`,
-      `API key          ${apiKey ? "(as given)" : sandbox.apiKey}`,
-      `webhooks         ${urls.length > 0 ? urls.join(", ") : "none (POST /_sandbox/webhooks to add one)"}`,
+      ...(companies === 1
+        ? [`API key          ${apiKey ? "(as given)" : sandbox.apiKey}`]
+        : whole.companies.map((c, index) => `API key ${String(index).padEnd(9)}${c.apiKey}   (seed ${seed + index})`)),
+      `webhooks         ${urls.length > 0 ? urls.join(", ") : `none (POST ${controls}/webhooks to add one)`}`,
       `simulation       ${values.simulate ? "on" : "off"}`,
-      `history          ${orders === undefined ? "small sample" : `${orders} orders, ${sandbox.state.bookings().length} bookings`}`,
+      `history          ${orders === undefined ? "small sample" : `${orders} orders, ${sandbox.state.bookings().length} bookings${companies > 1 ? " (company 0; each its own)" : ""}`}`,
       `traffic          ${traffic === undefined ? "off" : `${traffic} events/s`}`,
       "",
       "Point the service (and the CLI) at it with:",
@@ -103,7 +117,7 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     ].join("\n"),
   );
   await stopped(stop);
-  await sandbox.close();
+  await whole.close();
   logger.flush();
 }
 

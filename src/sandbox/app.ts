@@ -197,6 +197,12 @@ export interface ApiGateDeps {
   requestLog: ApiRequestRecord[];
 }
 
+/** The API's answer to a missing or unknown key (spec part 5), from one company's app or from the companies' front. */
+export const unauthorized = () => new SandboxError(401, "unauthorized", "a valid Authorization: Bearer svc_live_… key is required");
+
+/** The request's API key: the token of its `Authorization: Bearer …` header, if any. */
+export const bearerKey = (authorization: string | undefined) => /^Bearer (\S+)$/.exec(authorization ?? "")?.[1];
+
 const keyHash = (key: string) => createHash("sha256").update(key).digest("hex").slice(0, 12);
 
 /**
@@ -218,10 +224,10 @@ export function apiGate(deps: ApiGateDeps): MiddlewareHandler<ApiEnv> {
     deps.requestLog.push(record);
     let fault: FaultRule | undefined;
     try {
-      const key = /^Bearer (\S+)$/.exec(c.req.header("authorization") ?? "")?.[1];
+      const key = bearerKey(c.req.header("authorization"));
       if (key !== undefined) record.keyHash = keyHash(key);
       if (key === undefined || !key.startsWith("svc_live_") || !deps.apiKeys.has(key)) {
-        throw new SandboxError(401, "unauthorized", "a valid Authorization: Bearer svc_live_… key is required");
+        throw unauthorized();
       }
       const retryAfter = deps.admit(key);
       if (retryAfter > 0) {

@@ -119,6 +119,8 @@ export function createSandbox(options: SandboxOptions = {}) {
   const sandbox = {
     app,
     apiKey: expectDefined(apiKeys[0], "the sandbox needs at least one API key"),
+    /** Every key the sandbox accepts, metered or not: the keys that pick this company on a shared server (companies.ts). */
+    acceptedKeys: [...apiKeys, ...unmetered] as readonly string[],
     url: undefined as string | undefined,
     async listen({ port = 0, host = "127.0.0.1" }: { port?: number; host?: string } = {}): Promise<string> {
       server = await serveApp(app, port, host);
