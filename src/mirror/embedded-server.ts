@@ -251,7 +251,10 @@ async function stopOrphan(cluster: string): Promise<void> {
   }
   const until = Date.now() + STOP_GRACE_MS;
   while (alive(pid) && Date.now() < until) await pause(50);
-  if (alive(pid)) process.kill(pid, "SIGQUIT");
+  if (!alive(pid)) return;
+  // An immediate shutdown; ours starts once it is gone (its pid file and shared memory with it).
+  process.kill(pid, "SIGQUIT");
+  while (alive(pid) && Date.now() < until + STOP_GRACE_MS) await pause(50);
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
