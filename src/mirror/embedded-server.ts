@@ -188,12 +188,43 @@ export async function startEmbeddedServer(dataDir: string, options: EmbeddedServ
     if (!existsSync(join(cluster, "PG_VERSION"))) await initCluster(bin, cluster, user, options.template);
     await stopOrphan(cluster);
     const socketDir = socketDirectory(cluster, user);
-    const { child, stderrTail } = spawnServer(bin, cluster, socketDir, user, options.logger);
-    await ready(child, cluster, stderrTail);
+    const start = async () => {
+      const { child, stderrTail } = spawnServer(bin, cluster, socketDir, user, options.logger);
+      await ready(child, cluster, stderrTail);
+      return child;
+    };
+    let child = await start();
+    let stopping: Promise<void> | undefined;
+    // Read through a call: stop() may begin during any await below.
+    const stopped = () => stopping !== undefined;
+    // A server that exits while the service runs (an OOM kill of PostgreSQL alone) is started
+    // again, as a supervisor would: the pools reconnect by themselves, and meanwhile the service
+    // behaves as with a server that went away (events wait in the queue, /readyz says why).
+    const supervise = (running: ChildProcess) =>
+      running.once("exit", (code, signal) => {
+        if (stopped()) return;
+        options.logger?.error({ code, signal }, "embedded database exited: starting it again");
+        void restart(1);
+      });
+    const restart = async (attempt: number): Promise<void> => {
+      await pause(Math.min(30_000, 500 * 2 ** (attempt - 1)));
+      if (stopped()) return;
+      try {
+        await stopOrphan(cluster); // its children may still hold the cluster for a moment
+        child = await start();
+        if (stopped())
+          await stopServer(child); // stop() ended the server before this one
+        else supervise(child);
+        options.logger?.info({ attempt }, "embedded database started again");
+      } catch (error) {
+        options.logger?.error({ err: { message: (error as Error).message }, attempt }, "embedded database did not start again");
+        await restart(attempt + 1);
+      }
+    };
+    supervise(child);
     // An exit that skips stop() (process.exit after an error) still ends the server, cleanly.
     const onExit = () => child.kill("SIGINT");
     process.once("exit", onExit);
-    let stopping: Promise<void> | undefined;
     return {
       socketDir,
       port: SOCKET_PORT,
@@ -316,7 +347,9 @@ async function ready(child: ChildProcess, cluster: string, stderrTail: () => str
     new EmbeddedServerError(`the embedded database in ${cluster} did not start (${why}): ${lastLines(stderrTail())}`);
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw failure(`exited with ${child.exitCode ?? child.signalCode}`);
-    if (readText(join(cluster, "postmaster.pid")).split("\n")[7]?.trim() === "ready") return;
+    // The file is ours once it names our pid: one left by a killed server says "ready" too.
+    const lines = readText(join(cluster, "postmaster.pid")).split("\n");
+    if (Number(lines[0]) === child.pid && lines[7]?.trim() === "ready") return;
     if (Date.now() > until) {
       child.kill("SIGQUIT");
       throw failure(`not ready after ${READY_TIMEOUT_MS / 1000} s`);

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
@@ -10,6 +10,7 @@ import { alive, DataDirLockedError, EmbeddedServerError } from "../../src/mirror
 import { MIGRATIONS } from "../../src/mirror/migrations.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { captureLogs } from "../helpers/log-capture.js";
+import { waitFor } from "../helpers/wait-for.js";
 import { openTestDatabase, randomSchema, testDrivers } from "../helpers/postgres.js";
 
 const tempDirs: string[] = [];
@@ -210,6 +211,30 @@ describe("embedded data directory", () => {
     try {
       expect(alive(Number(serverPid))).toBe(false);
       expect(await database.db.selectFrom("reviews").select("id").execute()).toEqual([{ id: "rev_held" }]);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it("starts its server again when it dies under the service, and the pools reconnect to it", async () => {
+    const dataDir = tempDir();
+    const database = await createDatabase({ dataDir, schema: "svc", embeddedTemplate: template() });
+    try {
+      await migrateToLatest(database);
+      const serverPid = Number(readFileSync(join(dataDir, "pgdata", "postmaster.pid"), "utf8").split("\n")[0]);
+      process.kill(serverPid, "SIGKILL");
+      const serverOf = () => Number(readFileSync(join(dataDir, "pgdata", "postmaster.pid"), "utf8").split("\n")[0]);
+      // A new server (its own pid in the pid file) answering a new connection: backends of the
+      // killed one may serve a pooled connection for a moment, which proves nothing.
+      await waitFor(
+        async () => {
+          if (serverOf() === serverPid || !alive(serverOf())) return false;
+          const { rows } = await sql<{ n: number }>`select 1 as n`.execute(database.db).catch(() => ({ rows: [] as { n: number }[] }));
+          return rows[0]?.n === 1;
+        },
+        { what: "a query on the restarted server", timeoutMs: 20_000 },
+      );
+      expect(await migrateToLatest(database)).toEqual([]);
     } finally {
       await database.close();
     }
