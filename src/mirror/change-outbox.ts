@@ -81,7 +81,7 @@ export interface ChangeOutbox {
   /**
    * Reads up to `limit` of the oldest rows, hands them to `send`, then deletes them: rows whose
    * `send` failed stay for the next try. No transaction or lock is held while `send` runs (it
-   * waits on Redis, and the embedded store has one connection that every database user shares).
+   * waits on Redis, and a connection held across it would be one fewer for every other writer).
    * Two takers at once send the oldest rows left, in `seq` order, so a row reaches the queue
    * before any later one; one they both send is added once (its job and deduplication id are the
    * change id). Returns how many rows were sent.

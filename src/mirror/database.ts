@@ -18,7 +18,7 @@ import { embeddedDirectory, startEmbeddedServer } from "./embedded-server.js";
 import { staticMigrationProvider } from "./migrations.js";
 
 // The tables as Kysely sees them (docs: migrations.ts, 0001_mirror and 0002_event_log are the
-// truth; these types follow them). Both drivers read `numeric` as a string ('12.30'),
+// truth; these types follow them). node-postgres reads `numeric` as a string ('12.30'),
 // `timestamptz` as a Date, `text[]` as an array and `jsonb` as a parsed value; writes take
 // money as a decimal string and jsonb as JSON text, so no amount ever passes through a float.
 
@@ -184,7 +184,7 @@ export interface DatabaseSchema {
 
 /** Changes written with the mirror, waiting for the relay (migrations.ts, 0003_change_outbox). */
 interface ChangeOutboxTable extends OfAccount {
-  /** bigserial: read back as a string by both drivers. */
+  /** bigserial: read back as a string (node-postgres's int8). */
   seq: Generated<string>;
   id: string;
   type: string;
@@ -229,7 +229,7 @@ interface SyncCheckpointsTable extends OfAccount {
   cursor: string | null;
   pass_started_at: Timestamp;
   pass_completed_at: Timestamp | null;
-  /** bigint: read back as a string by both drivers. */
+  /** bigint: read back as a string (node-postgres's int8). */
   records: ColumnType<string, number | string, number | string>;
   pages: number;
   first_import: boolean;
@@ -322,11 +322,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
   const server = await startEmbeddedServer(options.dataDir, { logger: options.logger, template: options.embeddedTemplate });
   const connection = { host: server.socketDir, port: server.port, user: "postgres", database: "postgres" };
   const database = openPools(connection, options.dataDir, schema, { ...options, poolSize: options.poolSize ?? EMBEDDED_POOL_SIZE });
-  return {
-    ...database,
-    driver: "embedded",
-    close: () => database.close().finally(() => server.stop()),
-  };
+  return { ...database, close: () => database.close().finally(() => server.stop()) };
 }
 
 /** The worker's pool on the embedded server: each connection is a server process (~5–10 MB), and one VM's worker needs few. */
@@ -367,6 +363,7 @@ function openPools(connection: pg.PoolConfig, where: string, schema: string, opt
     );
     return { pool, db: new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) }) };
   };
+  // Which setup this is: the embedded server's pools are opened without a URL.
   const driver = options.url ? "server" : "embedded";
   const { pool, db } = openPool(options.poolSize ?? 10, "");
   // A pool connects on its first query: the database is opened when a connection is, not before.

@@ -84,7 +84,7 @@ function fromRow(row: Row): SyncCheckpoint {
 }
 
 /**
- * The checkpoints in PostgreSQL (migrations.ts, 0007_sync_checkpoints): both drivers, one
+ * The checkpoints in PostgreSQL (migrations.ts, 0007_sync_checkpoints): one
  * statement each, the database's clock for every timestamp so workers on other hosts agree.
  */
 export function createSyncCheckpoints(

@@ -311,8 +311,7 @@ function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics:
 /**
  * Whether the event log takes the worker's attempts: what readiness reports beside a database
  * probe. Watches the event log's writes. A probe alone misses a database that answers `select 1` but
- * cannot write (the embedded store on a full disk), and on the embedded store a probe would wait
- * behind whatever query holds its one connection; the outcome of the last real write needs neither.
+ * cannot write (a full disk); the outcome of the last real write tells.
  */
 function watchRecording(eventLog: AttemptLog) {
   let failing = false;

@@ -37,8 +37,8 @@ class WatchedQueue extends Queue<EventJobData> {
   }
 }
 
-// The embedded store has one connection: whoever holds it across a Redis call stalls every other
-// database user for as long as Redis is away. A hang here fails at the test's timeout.
+// The embedded store's worker pool is small: whoever holds a connection across a Redis call takes it
+// from every other database user for as long as Redis is away. A hang here fails at the test's timeout.
 // Stopping and starting a redis-server and an embedded store take a while on a loaded machine.
 describe("the embedded store while Redis does not answer", { timeout: 60_000 }, () => {
   let redisServer: RedisServer;

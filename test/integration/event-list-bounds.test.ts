@@ -7,7 +7,7 @@ import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/pos
 import { startService, type TestService } from "../helpers/service.js";
 
 // Issue 21 item 6: operator reads of the event log are bounded by bytes, by an index, by a
-// statement timeout (server) and by a windowed scan that yields (embedded).
+// statement timeout on the operator pool.
 
 /** `count` events in one statement: `handlers` and `payload` as SQL expressions of the row number g. */
 const seed = (db: TestDatabase["db"], count: number, handlers = sql`'{}'::jsonb`, payload = sql`'{}'::jsonb`, status = sql`'handled'`) =>

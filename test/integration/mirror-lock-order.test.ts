@@ -1,17 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPostgresMirror, type MirrorStore } from "../../src/mirror/mirror-store.js";
 import { later, menuItemRecord } from "../helpers/mirror-records.js";
-import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
+import { openTestDatabase, type TestDatabase } from "../helpers/postgres.js";
 
 // Issue 21 item 9: an upsert locks every id it writes (transaction-scoped advisory locks). Taken
 // in sorted order per 200-record chunk only, two large writes over overlapping ids whose chunks
 // fall differently (one starts 100 ids later) each held part of the other's next chunk: deadlock.
-// One global order across the whole write makes them queue instead. A server only: the embedded
-// store has one connection, so its writes never overlap.
+// One global order across the whole write makes them queue instead.
 
 const ids = (from: number, count: number) => Array.from({ length: count }, (_, i) => `mi_${String(from + i).padStart(5, "0")}`);
 
-describe.runIf(testDrivers().includes("server"))("advisory lock order of large upserts (server)", () => {
+describe("advisory lock order of large upserts (server)", () => {
   let database: TestDatabase;
   let mirror: MirrorStore;
   beforeAll(async () => {
