@@ -14,14 +14,12 @@ import {
   collectQueueDepths,
   collectStreamConsumer,
 } from "./metrics/metrics.js";
-import type { Database } from "./mirror/database.js";
 import type { EventLog } from "./mirror/event-log.js";
 import { createRejectionReporter } from "./mirror/set-aside-records.js";
 import { openStorage, readEventDetail, readStory, type Storage } from "./mirror/storage.js";
-import { type MirrorStore } from "./mirror/mirror-store.js";
-import { MIRROR_KINDS, type MirrorKind } from "./mirror/database.js";
-import type { EventSink as StreamSink } from "./queue/ingest-stream.js";
-import { createStreamSink } from "./queue/ingest-stream.js";
+import type { MirrorStore } from "./mirror/mirror-store.js";
+import { MIRROR_KINDS, type Database, type MirrorKind } from "./mirror/database.js";
+import { createStreamSink, readStreamBacklog, type EventSink as StreamSink } from "./queue/ingest-stream.js";
 import { type Deadline, withTimeout, deadlineIn } from "./queue/deadline.js";
 import { operatorMount, serviceOperatorActions, type OperatorQueues } from "./service/operator-mount.js";
 import { type Tracing, activeTraceparent } from "./tracing/tracing.js";
@@ -35,7 +33,6 @@ import { createEventsQueue, createSyncQueue } from "./queue/events-queue.js";
 import { NotReadyError } from "./http/errors.js";
 import { mountOperatorOff } from "./http/guards.js";
 import { createMinuteSampler } from "./metrics/minute-samples.js";
-import { readStreamBacklog } from "./queue/ingest-stream.js";
 
 export interface ServiceOptions {
   config: Config;

@@ -227,8 +227,6 @@ export const configSchema = z.object({
   BULK_REPLAY_CONFIRM_ABOVE: int(0).default(DEFAULTS.bulkReplayConfirmAbove),
 });
 
-export type EnvInput = z.input<typeof configSchema>;
-
 export class ConfigError extends Error {
   readonly code = "invalid_config";
   constructor(readonly problems: string[]) {

@@ -4,7 +4,6 @@ import type { Server } from "node:http";
 import { Hono, type Context } from "hono";
 import type { Logger } from "pino";
 import type { HttpLimits } from "../config/config.js";
-import { DEFAULTS } from "../config/defaults.js";
 import { serverSpan } from "../tracing/tracing.js";
 import { errorBody, NotReadyError, SERVED_BY, toHttpFailure } from "./errors.js";
 import { boundedPath, requestLog, type AppEnv } from "./request-log.js";
@@ -84,14 +83,6 @@ export function healthRoutes(ping: () => Promise<void>, timeoutMs: number = READ
   return route;
 }
 
-export const DEFAULT_HTTP_LIMITS: Omit<HttpLimits, "maxBufferedBodyBytes"> = {
-  requestTimeoutMs: DEFAULTS.httpRequestTimeoutMs,
-  headersTimeoutMs: DEFAULTS.httpHeadersTimeoutMs,
-  keepAliveTimeoutMs: DEFAULTS.httpKeepAliveTimeoutMs,
-  maxConnections: DEFAULTS.httpMaxConnections,
-  maxHeaderBytes: DEFAULTS.httpMaxHeaderBytes,
-};
-
 export interface RunningServer {
   url: string;
   server: ServerType;
@@ -103,7 +94,7 @@ export interface RunningServer {
  * Starts the edge on host:port (port 0 picks a free one), bounding what a client may hold: header
  * and request time (408 and close past them), header size (431), open connections.
  */
-export function listen(app: Hono<AppEnv>, host: string, port: number, limits = DEFAULT_HTTP_LIMITS): Promise<RunningServer> {
+export function listen(app: Hono<AppEnv>, host: string, port: number, limits: HttpLimits): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
     const serverOptions = {
       requestTimeout: limits.requestTimeoutMs,

@@ -88,6 +88,14 @@ export function eventRoutes(log: EventLogReader): Hono<AppEnv> {
   return route;
 }
 
+/** Refuses a `:kind` not among `kinds` with a 404 naming them ("mirror kinds are orders, …"). */
+function knownKind(kinds: readonly string[], noun: string): MiddlewareHandler<AppEnv> {
+  return async function knownKind(c, next) {
+    if (!kinds.includes(c.req.param("kind") ?? "")) return c.json(errorBody("not_found", `${noun} kinds are ${kinds.join(", ")}`), 404);
+    await next();
+  };
+}
+
 /** What the mirror routes read; the service wires the mirror store in (http never imports it). */
 export interface MirrorReader {
   /** The kinds it keeps (the mirror's MIRROR_KINDS). */
@@ -103,12 +111,8 @@ export interface MirrorReader {
  */
 export function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
-  const kinds = new Set(mirror.kinds);
-  route.use("/:kind/*", async function knownKind(c, next) {
-    if (!kinds.has(c.req.param("kind"))) return c.json(errorBody("not_found", `mirror kinds are ${[...kinds].join(", ")}`), 404);
-    await next();
-  });
-  // The check above runs for "/:kind" too ("/:kind/*" matches it).
+  // Runs for "/:kind" too ("/:kind/*" matches it).
+  route.use("/:kind/*", knownKind(mirror.kinds, "mirror"));
   route.get("/:kind", async (c) => c.json(await mirror.list(c.req.param("kind"), c.req.query())));
   route.get("/:kind/:id", async (c) => {
     const { kind, id } = c.req.param();
@@ -136,11 +140,7 @@ export interface RecordReader {
  */
 export function recordRoutes(records: RecordReader): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
-  const kinds = new Set(records.kinds);
-  route.use("/:kind/*", async function knownKind(c, next) {
-    if (!kinds.has(c.req.param("kind"))) return c.json(errorBody("not_found", `record kinds are ${[...kinds].join(", ")}`), 404);
-    await next();
-  });
+  route.use("/:kind/*", knownKind(records.kinds, "record"));
   route.get("/:kind/:id", async (c) => {
     const { cursor, ...unknown } = c.req.query();
     const extra = Object.keys(unknown)[0];

@@ -2,6 +2,7 @@ import type { Queue } from "bullmq";
 import { Registry, Counter, Histogram, Gauge } from "prom-client";
 import { isKnownEventType } from "../events/catalog.js";
 import type { WebhookObserver } from "../http/webhook-route.js";
+import { withTimeout } from "../queue/deadline.js";
 
 /**
  * The service's Prometheus metrics, on a registry of its own (never prom-client's global one), so
@@ -300,16 +301,10 @@ export function collectStreamConsumer(
 export function collectDatabaseHealth(metrics: Metrics, ping: () => Promise<void>, timeoutMs = 2000): void {
   metrics.addCollector(async () => {
     const started = performance.now();
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<0>((resolve) => (timer = setTimeout(() => resolve(0), timeoutMs)));
-    const up = await Promise.race([
-      ping().then(
-        () => 1 as const,
-        () => 0 as const,
-      ),
-      late,
-    ]);
-    clearTimeout(timer);
+    const up = await withTimeout(ping(), timeoutMs, "database ping").then(
+      () => 1,
+      () => 0,
+    );
     metrics.databaseUp.set(up);
     if (up) metrics.databasePingSeconds.set((performance.now() - started) / 1000);
   });

@@ -6,10 +6,9 @@ import type { AppEnv } from "../http/request-log.js";
 import { mountOperatorRoutes, type MirrorReader, type RecordReader } from "../http/operator-routes.js";
 import { type Metrics, collectOpsSummary } from "../metrics/metrics.js";
 import { readMinuteSamples } from "../metrics/minute-samples.js";
-import { readEventDetail, readStory } from "../mirror/storage.js";
-import { eventQueryFromParams } from "../mirror/event-log.js";
-import { filterFromQuery, validateRecordId } from "../mirror/mirror-store.js";
-import type { Storage } from "../mirror/storage.js";
+import { eventQueryFromParams, listFailureGroups } from "../mirror/event-log.js";
+import { filterFromQuery, readBookkeeping, validateRecordId } from "../mirror/mirror-store.js";
+import { readEventDetail, readStory, type Storage } from "../mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/database.js";
 import { withTimeout } from "../queue/deadline.js";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
@@ -17,13 +16,9 @@ import { type OperatorActions, createOperatorActions } from "../worker/operator-
 import type { Queue } from "bullmq";
 import type { EventJobData } from "../queue/events-queue.js";
 import { trackBulkReplays } from "../worker/replays.js";
-import { createRefreshQueue } from "../sync/refresh-queue.js";
-import type { RefreshJobData } from "../sync/refresh-queue.js";
+import { createRefreshQueue, type RefreshJobData } from "../sync/refresh-queue.js";
 import type { WorkerRole } from "../worker/worker-role.js";
-import { listCausedChanges } from "../mirror/record-story.js";
-import { listFailureGroups } from "../mirror/event-log.js";
-import { readBookkeeping } from "../mirror/mirror-store.js";
-import { findRecordKinds } from "../mirror/record-story.js";
+import { findRecordKinds, listCausedChanges } from "../mirror/record-story.js";
 import { OperatorActionError } from "../worker/errors.js";
 
 /** The queue handles the operator reads and acts on (the service holds them in every role). */

@@ -18,6 +18,7 @@ import { BullMQOtel, BullMQOTelSpan } from "bullmq-otel";
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
 import type { WrapHandler } from "../events/dispatch.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
+import { withTimeout } from "../queue/deadline.js";
 
 export const TRACER_NAME = "svc-webhooks";
 
@@ -32,11 +33,6 @@ export interface Tracing {
   bullmq: Telemetry<Context>;
   /** Exports what is buffered and stops the SDK. */
   shutdown(): Promise<void>;
-}
-
-/** A Tracing over the globally registered tracer provider (the SDK startTracing starts). */
-export function createTracing(shutdown: () => Promise<void>): Tracing {
-  return { tracer: trace.getTracer(TRACER_NAME), bullmq: quietBullmqTelemetry(TRACER_NAME), shutdown };
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -71,17 +67,16 @@ export async function startTracing(env: Env): Promise<Tracing | undefined> {
     logRecordProcessors: [],
   });
   sdk.start();
-  return createTracing(() => shutdownWithin(sdk.shutdown(), SHUTDOWN_MS));
+  // Over the globally registered tracer provider, the one the SDK just started.
+  return {
+    tracer: trace.getTracer(TRACER_NAME),
+    bullmq: quietBullmqTelemetry(TRACER_NAME),
+    shutdown: () => withTimeout(sdk.shutdown(), SHUTDOWN_MS, "exporting the last spans").catch(() => undefined),
+  };
 }
 
 /** How long a stopping process waits to export its last spans: a collector that is away must not hold the exit. */
 const SHUTDOWN_MS = 5000;
-
-async function shutdownWithin(shutdown: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([shutdown.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
 
 /**
  * BullMQ's official OpenTelemetry add-on, minus its bookkeeping noise: BullMQ traces its own
@@ -253,9 +248,6 @@ export function relaySpans(tracer: Tracer, rows: readonly { id: string; type: st
     },
   };
 }
-
-/** The spans of one relayed batch: one per change recorded with a trace context. */
-export type RelaySpans = ReturnType<typeof relaySpans>;
 
 /**
  * Runs each handler, as the registry adds it, in a span of its own ("handler <source> <type>"), a
