@@ -32,7 +32,7 @@ import { createRedisConnection, type ConnectionKind, type RedisClient, logRedisO
 import { createEventsQueue, createSyncQueue } from "./queue/events-queue.js";
 import { NotReadyError } from "./http/errors.js";
 import { mountOperatorOff } from "./http/guards.js";
-import { createMinuteSampler } from "./metrics/minute-samples.js";
+import { createMinuteSampler, type MinuteSampler } from "./metrics/minute-samples.js";
 
 export interface ServiceOptions {
   config: Config;
@@ -83,12 +83,9 @@ export async function createService({ config, logger, handlers = [], database, t
   });
   const connections = openRedisConnections(config, logger);
   const connection = connections.any;
+  const parts: ServiceParts = { config, logger, metrics, storage, connections };
   const { worker, sink } = createServiceRoles({
-    config,
-    logger,
-    connections,
-    storage,
-    metrics,
+    ...parts,
     handlers: ([] as EventHandlers[]).concat(handlers),
     tracing,
     // A CLI hands the actions that need the embedded event log to this process (only it may open it).
@@ -100,14 +97,12 @@ export async function createService({ config, logger, handlers = [], database, t
         }),
     },
   });
-  const queues = queueHandles({ config, logger, connection, worker });
+  const queues = queueHandles(parts, worker);
   const operatorActions: OperatorActions = serviceOperatorActions({ config, logger, connection, storage, queues, worker });
-  const sampler = collectServiceMetrics({ config, logger, metrics, connections, storage, queues, worker });
+  const sampler = collectServiceMetrics({ ...parts, queues, worker });
   const { adminToken } = config;
   const app = createServiceApp({
-    config,
-    logger,
-    metrics,
+    ...parts,
     tracing,
     sink,
     ready: serviceReadiness({ sink, worker, connection, storage }),
@@ -153,36 +148,30 @@ export async function createService({ config, logger, handlers = [], database, t
       return server.url;
     },
     stop(deadline) {
-      stopping ??= stopService(
-        {
-          config,
-          logger,
-          server,
-          worker,
-          sampler,
-          ownQueues: queues.own,
-          connections: connections.all,
-          storage,
-        },
-        deadline,
-      );
+      stopping ??= stopService({ ...parts, server, worker, sampler, ownQueues: queues.own }, deadline);
       return stopping;
     },
   };
 }
 
-/** The worker and the edge's sink, each where the role runs it. */
-function createServiceRoles(deps: {
+/** What every step of the build and of the stop reads: the config, the logger, the metrics, the stores and the Redis connections. */
+interface ServiceParts {
   config: Config;
   logger: Logger;
-  connections: RedisConnections;
-  storage: Storage;
   metrics: Metrics;
-  handlers: readonly EventHandlers[];
-  tracing: Tracing | undefined;
-  /** Sync-queue jobs the service runs beside the worker's own (the operator actions a CLI hands over). */
-  moreSyncProcessors: SyncJobProcessors;
-}): Pick<Service, "worker" | "sink"> {
+  storage: Storage;
+  connections: RedisConnections;
+}
+
+/** The worker and the edge's sink, each where the role runs it. */
+function createServiceRoles(
+  deps: ServiceParts & {
+    handlers: readonly EventHandlers[];
+    tracing: Tracing | undefined;
+    /** Sync-queue jobs the service runs beside the worker's own (the operator actions a CLI hands over). */
+    moreSyncProcessors: SyncJobProcessors;
+  },
+): Pick<Service, "worker" | "sink"> {
   const { config, connections, storage, tracing } = deps;
   const worker =
     connections.worker &&
@@ -253,10 +242,9 @@ interface QueueHandles extends OperatorQueues {
  * Both queues in every role (the dashboard, the depth gauges and the operator actions use them):
  * the worker's own where this process runs one, else handles of their own.
  */
-function queueHandles(deps: { config: Config; logger: Logger; connection: RedisClient; worker: WorkerRole | undefined }): QueueHandles {
-  const { worker } = deps;
+function queueHandles({ config, logger, connections }: ServiceParts, worker: WorkerRole | undefined): QueueHandles {
   if (worker) return { eventsQueue: worker.eventsQueue, syncQueue: worker.syncQueue, own: [] };
-  const options = { connection: deps.connection, config: deps.config, logger: deps.logger };
+  const options = { connection: connections.any, config, logger };
   const eventsQueue = createEventsQueue(options);
   const syncQueue = createSyncQueue(options);
   return { eventsQueue, syncQueue, own: [eventsQueue, syncQueue] };
@@ -298,16 +286,15 @@ function serviceReadiness(deps: {
  * The service's HTTP app: health and readiness always, the webhook edge where the role has a
  * sink, and the operator's routes (`operator`) only with an ADMIN_TOKEN: nothing is exposed by default.
  */
-function createServiceApp(deps: {
-  config: Config;
-  logger: Logger;
-  metrics: Metrics;
-  tracing: Tracing | undefined;
-  sink: StreamSink | undefined;
-  ready: () => Promise<void>;
-  /** Mounts the operator's routes; undefined without an ADMIN_TOKEN. */
-  operator: ((root: Hono<AppEnv>) => void) | undefined;
-}): Hono<AppEnv> {
+function createServiceApp(
+  deps: ServiceParts & {
+    tracing: Tracing | undefined;
+    sink: StreamSink | undefined;
+    ready: () => Promise<void>;
+    /** Mounts the operator's routes; undefined without an ADMIN_TOKEN. */
+    operator: ((root: Hono<AppEnv>) => void) | undefined;
+  },
+): Hono<AppEnv> {
   const { config, metrics, tracing, sink } = deps;
   return createApp({
     logger: deps.logger,
@@ -329,22 +316,12 @@ function createServiceApp(deps: {
   });
 }
 
-type MinuteSampler = ReturnType<typeof createMinuteSampler>;
-
 /**
  * What the service reports at scrape time (queue depths, the ingest backlog, mirror lag, the
  * database, the stream consumer, the role); returns the minute sampler a worker process runs for
  * the console's charts (each worker adds its minute to the shared samples).
  */
-function collectServiceMetrics(deps: {
-  config: Config;
-  logger: Logger;
-  metrics: Metrics;
-  connections: RedisConnections;
-  storage: Storage;
-  queues: QueueHandles;
-  worker: WorkerRole | undefined;
-}): MinuteSampler | undefined {
+function collectServiceMetrics(deps: ServiceParts & { queues: QueueHandles; worker: WorkerRole | undefined }): MinuteSampler | undefined {
   const { config, metrics, storage, worker } = deps;
   const { any, worker: workerConnection } = deps.connections;
   const prefix = config.queuePrefix;
@@ -371,16 +348,12 @@ export const CLOSE_GRACE_MS = 4000;
 export const EXIT_GRACE_MS = 5000;
 
 /** What a stopping service closes, in this order. */
-interface StoppingService {
-  config: Config;
-  logger: Logger;
+interface StoppingService extends ServiceParts {
   server: RunningServer | undefined;
   worker: WorkerRole | undefined;
   sampler: MinuteSampler | undefined;
   /** Queue handles the service opened itself (the worker closes its own). */
   ownQueues: readonly Queue[];
-  connections: readonly RedisClient[];
-  storage: Storage;
 }
 
 /**
@@ -403,7 +376,7 @@ async function stopService(s: StoppingService, drain: Deadline = deadlineIn(s.co
   await bounded("closing the queue handles", Promise.all(s.ownQueues.map((q) => q.close())));
   // QUIT waits for a connection that is down: only a ready one is asked to quit.
   await Promise.all(
-    s.connections.map(async (c) => {
+    s.connections.all.map(async (c) => {
       if (c.status === "ready") await bounded("closing Redis", c.quit());
       c.disconnect();
     }),

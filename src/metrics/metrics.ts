@@ -355,7 +355,8 @@ export interface OpsSummary {
 const PROGRESS = /^svc_(reconcile|sync)_/;
 const LAST_SUCCESS = "svc_reconcile_last_success_timestamp_seconds";
 
-type MetricJson = Awaited<ReturnType<Metrics["registry"]["getMetricsAsJSON"]>>[number];
+/** One metric as the registry reads it out (name, help, type, labelled values). */
+export type MetricJson = Awaited<ReturnType<Metrics["registry"]["getMetricsAsJSON"]>>[number];
 
 const valuesOf = (m: MetricJson | undefined): SummaryValue[] =>
   (m?.values ?? []).map((v) => ({ labels: Object.fromEntries(Object.entries(v.labels).map(([k, l]) => [k, String(l)])), value: v.value }));

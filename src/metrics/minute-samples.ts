@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { defineScripts, type RedisClient } from "../redis/redis.js";
-import type { Metrics } from "./metrics.js";
+import type { MetricJson, Metrics } from "./metrics.js";
 
 /**
  * The last hours, one point a minute per series, shared by every process in Redis: each worker
@@ -15,7 +15,6 @@ const MINUTE_MS = 60_000;
 
 /** How a series merges the processes' contributions to one minute. */
 type Merge = "sum" | "max";
-type MetricJson = Awaited<ReturnType<Metrics["registry"]["getMetricsAsJSON"]>>[number];
 type Values = MetricJson["values"];
 
 const total = (values: Values, where: (labels: Values[number]["labels"]) => boolean = () => true) =>
