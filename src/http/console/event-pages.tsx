@@ -33,19 +33,12 @@ export const EVENTS_PAGE_SIZE = 50;
 const KNOWN = ["id", "type", "status", "handler", "fingerprint", "range", "since", "until", "cursor"] as const;
 const STATUSES = ["retrying", "failed", "handled"] as const;
 
-/** The events page's filters as the operator typed them (empty fields dropped). */
-export interface EventFilters {
-  id?: string;
-  type?: string;
-  status?: string;
-  handler?: string;
-  /** A failure group's (failures page): the events on which `handler` failed with an error of this fingerprint. */
-  fingerprint?: string;
-  range: RangePreset;
-  since?: string;
-  until?: string;
-  cursor?: string;
-}
+/**
+ * The events page's filters as the operator typed them (empty fields dropped), one field a known
+ * parameter. `fingerprint` (a failure group's, from the failures page): the events on which
+ * `handler` failed with an error of this fingerprint.
+ */
+export type EventFilters = Partial<Record<Exclude<(typeof KNOWN)[number], "range">, string>> & { range: RangePreset };
 
 /** The page's query, strictly: unknown parameters and a bad status or range are 400s; the rest is checked by the log's own parser. */
 export function parseEventFilters(params: Record<string, string>): EventFilters {

@@ -19,11 +19,8 @@ import {
 export const MIRROR_PAGE_SIZE = 50;
 const KNOWN = ["restaurantId", "status", "cursor"] as const;
 
-export interface MirrorFilters {
-  restaurantId?: string;
-  status?: string;
-  cursor?: string;
-}
+/** The mirror page's filters, one field a known parameter. */
+export type MirrorFilters = Partial<Record<(typeof KNOWN)[number], string>>;
 
 /** The mirror page's query, strictly (values are checked by the mirror's own filter parser). */
 export function parseMirrorFilters(params: Record<string, string>): MirrorFilters {
@@ -263,26 +260,20 @@ function Timeline(props: { entries: RecordStory["timeline"]; now: Date }) {
 
 /** A change's fields, before → after; a creation's fields as created; a long list folded. */
 function Diff(props: { diff: NonNullable<RecordStory["timeline"][number]["diff"]>; created: boolean }) {
-  const lines = props.diff.map((d) =>
-    props.created ? (
-      <div>
-        <span class="mono">{d.field}</span>: {shown(d.after)}
-      </div>
-    ) : (
-      <div>
-        <span class="mono">{d.field}</span>: <span class="muted">{shown(d.before)}</span> → {shown(d.after)}
-      </div>
-    ),
-  );
+  const lines = props.diff.map((d) => (
+    <div>
+      <span class="mono">{d.field}</span>: {props.created ? null : <span class="muted">{shown(d.before)}</span>}
+      {props.created ? null : " → "}
+      {shown(d.after)}
+    </div>
+  ));
   const label = props.created ? `created with ${lines.length} field${lines.length === 1 ? "" : "s"}` : `${lines.length} fields changed`;
   if (lines.length <= 4)
-    return props.created ? (
+    return (
       <>
-        <div class="muted">{label}</div>
+        {props.created ? <div class="muted">{label}</div> : null}
         {lines}
       </>
-    ) : (
-      <>{lines}</>
     );
   return (
     <details>
