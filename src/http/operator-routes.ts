@@ -215,8 +215,11 @@ const ReplayMany = z
       ctx.addIssue({ code: "custom", path: ["all"], message: '"all": true replays every event; drop the filter or "all"' });
     if (b.all !== true && fields === 0) ctx.addIssue({ code: "custom", path: ["filter"], message: FILTER_OR_ALL });
   });
-const Backfill = z.strictObject({ kinds: z.array(z.string()).optional(), since: z.string().optional(), restart: z.boolean().optional() });
-const Empty = z.strictObject({});
+// A reconciliation takes no options (an empty body); a backfill its kinds, since and restart.
+const SYNC_BODIES: Record<"reconcile" | "backfill", z.ZodType<Parameters<OperatorActionsPort["requestSync"]>[1]>> = {
+  reconcile: z.strictObject({}),
+  backfill: z.strictObject({ kinds: z.array(z.string()).optional(), since: z.string().optional(), restart: z.boolean().optional() }),
+};
 
 /** The JSON body, checked against `schema`; an empty body reads as `{}`. */
 async function body<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T> {
@@ -286,18 +289,13 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
     audit("POST /events/:id/replay", { event: result.event, replay: result.replay.id, handler: handler ?? "*" }, 1);
     return c.json(result, 202);
   });
-  route.post("/sync/reconcile", async (c) => {
-    await body(c, Empty);
-    const result = await actions.requestSync("reconcile", {});
-    audit("POST /sync/reconcile", { job: result.job });
-    return c.json(result, 202);
-  });
-  route.post("/sync/backfill", async (c) => {
-    const options = await body(c, Backfill);
-    const result = await actions.requestSync("backfill", options);
-    audit("POST /sync/backfill", { job: result.job, ...options });
-    return c.json(result, 202);
-  });
+  for (const request of ["reconcile", "backfill"] as const)
+    route.post(`/sync/${request}`, async (c) => {
+      const options = await body(c, SYNC_BODIES[request]);
+      const result = await actions.requestSync(request, options);
+      audit(`POST /sync/${request}`, { job: result.job, ...options });
+      return c.json(result, 202);
+    });
   route.all("/sync/*", (c) => c.json(errorBody("not_found", "sync routes: POST /sync/reconcile, POST /sync/backfill"), 404));
   return route;
 }

@@ -192,13 +192,9 @@ export const REDIS_OUTAGE_REPORT_MS = 10_000;
  * `error` on each, every 2 s at most, so an unreachable Redis used to flood the log): one line
  * naming REDIS_URL when it starts, one per interval while it lasts, one when Redis is back.
  */
-export function logRedisOutages(
-  connection: RedisClient,
-  options: { logger: Logger; url: string; kind: string; intervalMs?: number },
-): void {
+export function logRedisOutages(connection: RedisClient, options: { logger: Logger; url: string; kind: string }): void {
   const { logger, kind } = options;
   const redis = printableRedisUrl(options.url);
-  const intervalMs = options.intervalMs ?? REDIS_OUTAGE_REPORT_MS;
   let since: number | undefined;
   let lastLine = 0;
   let attempts = 0;
@@ -212,7 +208,7 @@ export function logRedisOutages(
         { redis, kind, err: reason },
         `Redis at ${redis} does not answer (${reason}): is it running, and is REDIS_URL set to it? Retrying every 2 s`,
       );
-    } else if (now - lastLine >= intervalMs) {
+    } else if (now - lastLine >= REDIS_OUTAGE_REPORT_MS) {
       lastLine = now;
       logger.warn(
         { redis, kind, err: reason, attempts, downSeconds: Math.round((now - since) / 1000) },
