@@ -1,5 +1,5 @@
 import type { EventPage as LogPage, EventSummary, FailureGroup, HandlerAttempt } from "../../mirror/event-log.js";
-import { printable, shownStatus } from "../../mirror/values.js";
+import { printable, shortened, shownStatus } from "../../mirror/values.js";
 import type { CausedChange } from "../../mirror/record-story.js";
 import type { HandlerOutcome } from "../../mirror/database.js";
 import type { EventDetail } from "../../mirror/storage.js";
@@ -355,11 +355,10 @@ function HandlerSection(props: { handler: string; latest: HandlerOutcome | undef
 /** A handler's error as it threw it (bounded by the log): whole when short, else its start and the rest behind a click. */
 function ErrorText(props: { text: string }) {
   if (props.text.length <= ERROR_PREVIEW_CHARS) return <>{props.text}</>;
-  // Never half of a surrogate pair.
-  const end = /[\ud800-\udbff]/.test(props.text.charAt(ERROR_PREVIEW_CHARS - 1)) ? ERROR_PREVIEW_CHARS - 1 : ERROR_PREVIEW_CHARS;
+  // Cut as `shortened` cuts (never half of a surrogate pair), marked with "…".
   return (
     <details>
-      <summary>{props.text.slice(0, end)}…</summary>
+      <summary>{shortened(props.text, ERROR_PREVIEW_CHARS)}</summary>
       <pre>{props.text}</pre>
     </details>
   );
