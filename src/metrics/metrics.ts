@@ -12,15 +12,15 @@ import { withTimeout } from "../queue/deadline.js";
 export function createMetrics() {
   const registry = new Registry();
   const collectors: (() => Promise<void>)[] = [];
-  const opts = { registers: [registry] };
+  const make = makers(registry);
 
   return {
     registry,
-    ...edgeMetrics(opts),
-    ...eventMetrics(opts),
-    ...upstreamMetrics(opts),
-    ...syncMetrics(opts),
-    ...processMetrics(opts),
+    ...edgeMetrics(make),
+    ...eventMetrics(make),
+    ...upstreamMetrics(make),
+    ...syncMetrics(make),
+    ...processMetrics(make),
     /** Runs `collect` before each scrape; a failing collector leaves its gauges as they were. */
     addCollector(collect: () => Promise<void>) {
       collectors.push(collect);
@@ -35,8 +35,9 @@ export function createMetrics() {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/** The metric constructors on `opts.registers`: a metric is its name, help text, label names (and a histogram's buckets). */
-function makers(opts: { registers: Registry[] }) {
+/** The metric constructors on `registry`: a metric is its name, help text, label names (and a histogram's buckets). */
+function makers(registry: Registry) {
+  const opts = { registers: [registry] };
   return {
     counter: <L extends string = string>(name: string, help: string, labelNames: readonly L[] = []) =>
       new Counter<L>({ name, help, labelNames, ...opts }),
@@ -47,194 +48,176 @@ function makers(opts: { registers: Registry[] }) {
   };
 }
 
+type Makers = ReturnType<typeof makers>;
+
 /**
  * The edge's metrics: deliveries accepted, deduplicated and refused, how fast Redis took them, and 5xx answers.
  * Names, help texts and labels are what docs/ and the alert rules in deploy/prometheus read.
  */
-export function edgeMetrics(opts: { registers: Registry[] }) {
-  const { counter, histogram } = makers(opts);
-  return {
-    eventsReceived: counter(
-      "svc_webhook_events_received_total",
-      "Events accepted (200), by type and by the index of the signing secret that matched",
-      ["type", "secret"],
-    ),
-    eventsDeduplicated: counter(
-      "svc_webhook_events_deduplicated_total",
-      "Accepted redeliveries of an event id already seen within the window",
-      ["type"],
-    ),
-    eventsRejected: counter("svc_webhook_events_rejected_total", "Deliveries refused, by reason", ["reason"]),
-    enqueueSeconds: histogram(
-      "svc_webhook_enqueue_seconds",
-      "Time for Redis to acknowledge an event",
-      [],
-      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    ),
-    httpServerErrors: counter(
-      "svc_http_server_errors_total",
-      "Answers with a 5xx status (503: Redis away, backlog full or body budget spent), by status",
-      ["status"],
-    ),
-  };
-}
+const edgeMetrics = ({ counter, histogram }: Makers) => ({
+  eventsReceived: counter(
+    "svc_webhook_events_received_total",
+    "Events accepted (200), by type and by the index of the signing secret that matched",
+    ["type", "secret"],
+  ),
+  eventsDeduplicated: counter(
+    "svc_webhook_events_deduplicated_total",
+    "Accepted redeliveries of an event id already seen within the window",
+    ["type"],
+  ),
+  eventsRejected: counter("svc_webhook_events_rejected_total", "Deliveries refused, by reason", ["reason"]),
+  enqueueSeconds: histogram(
+    "svc_webhook_enqueue_seconds",
+    "Time for Redis to acknowledge an event",
+    [],
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  ),
+  httpServerErrors: counter(
+    "svc_http_server_errors_total",
+    "Answers with a 5xx status (503: Redis away, backlog full or body budget spent), by status",
+    ["status"],
+  ),
+});
 
 /**
  * The delivery path's metrics: jobs and their queues, the ingest stream's backlog and what each worker holds of it.
  * Names, help texts and labels are what docs/ and the alert rules in deploy/prometheus read.
  */
-export function eventMetrics(opts: { registers: Registry[] }) {
-  const { counter, gauge, histogram } = makers(opts);
-  return {
-    jobs: counter("svc_jobs_total", "Jobs finished, by queue, job name (event type) and outcome", ["queue", "name", "outcome"]),
-    jobSeconds: histogram(
-      "svc_job_duration_seconds",
-      "Time to run a job's handlers, by queue and job name",
-      ["queue", "name"],
-      [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60],
-    ),
-    queueDepth: gauge("svc_queue_jobs", "Jobs in each queue by state", ["queue", "state"]),
-    streamBacklog: gauge(
-      "svc_ingest_backlog_events",
-      "Events accepted by the edge that no worker has finished with yet (unread, or read and unacknowledged)",
-    ),
-    consumerLag: gauge("svc_ingest_lag_seconds", "Age of the oldest event in the ingest stream (0 when none)"),
-    eventsConsumed: counter("svc_ingest_consumed_total", "Events workers took from the ingest stream and settled"),
-    eventsClaimed: counter(
-      "svc_ingest_claimed_total",
-      "Events a stopped worker left unacknowledged, moved into the events queue by another",
-    ),
-    eventsRestored: counter(
-      "svc_events_restored_total",
-      "Events the event log held as waiting for a retry whose job Redis no longer held (it lost its data), enqueued again from the log",
-    ),
-    inflightEntries: gauge(
-      "svc_ingest_inflight_entries",
-      "Ingest stream entries this worker read and has not acknowledged yet (at most INGEST_BATCH_SIZE)",
-    ),
-    inflightBytes: gauge(
-      "svc_ingest_inflight_bytes",
-      "Bytes of the ingest stream entries this worker holds (at most WORKER_MAX_INFLIGHT_BYTES, or one entry)",
-    ),
-    attemptsWaitingOnLog: gauge(
-      "svc_event_log_waiting_attempts",
-      "Attempts handled from the ingest stream that wait for the event log to record them (the database is away or refuses writes)",
-    ),
-  };
-}
+const eventMetrics = ({ counter, gauge, histogram }: Makers) => ({
+  jobs: counter("svc_jobs_total", "Jobs finished, by queue, job name (event type) and outcome", ["queue", "name", "outcome"]),
+  jobSeconds: histogram(
+    "svc_job_duration_seconds",
+    "Time to run a job's handlers, by queue and job name",
+    ["queue", "name"],
+    [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60],
+  ),
+  queueDepth: gauge("svc_queue_jobs", "Jobs in each queue by state", ["queue", "state"]),
+  streamBacklog: gauge(
+    "svc_ingest_backlog_events",
+    "Events accepted by the edge that no worker has finished with yet (unread, or read and unacknowledged)",
+  ),
+  consumerLag: gauge("svc_ingest_lag_seconds", "Age of the oldest event in the ingest stream (0 when none)"),
+  eventsConsumed: counter("svc_ingest_consumed_total", "Events workers took from the ingest stream and settled"),
+  eventsClaimed: counter("svc_ingest_claimed_total", "Events a stopped worker left unacknowledged, moved into the events queue by another"),
+  eventsRestored: counter(
+    "svc_events_restored_total",
+    "Events the event log held as waiting for a retry whose job Redis no longer held (it lost its data), enqueued again from the log",
+  ),
+  inflightEntries: gauge(
+    "svc_ingest_inflight_entries",
+    "Ingest stream entries this worker read and has not acknowledged yet (at most INGEST_BATCH_SIZE)",
+  ),
+  inflightBytes: gauge(
+    "svc_ingest_inflight_bytes",
+    "Bytes of the ingest stream entries this worker holds (at most WORKER_MAX_INFLIGHT_BYTES, or one entry)",
+  ),
+  attemptsWaitingOnLog: gauge(
+    "svc_event_log_waiting_attempts",
+    "Attempts handled from the ingest stream that wait for the event log to record them (the database is away or refuses writes)",
+  ),
+});
 
 /**
  * This process's own metrics: the role it runs and whether its database answers.
  * Names, help texts and labels are what docs/ and the alert rules in deploy/prometheus read.
  */
-export function processMetrics(opts: { registers: Registry[] }) {
-  const { gauge } = makers(opts);
-  return {
-    role: gauge("svc_role_info", "1 for the role this process runs (all, web or worker): a worker that stops being scraped is absent", [
-      "role",
-    ]),
-    databaseUp: gauge("svc_database_up", "1 when the database (mirror and event log) answered a ping at scrape time, else 0"),
-    databasePingSeconds: gauge("svc_database_ping_seconds", "How long the database took to answer the scrape's ping"),
-  };
-}
+const processMetrics = ({ gauge }: Makers) => ({
+  role: gauge("svc_role_info", "1 for the role this process runs (all, web or worker): a worker that stops being scraped is absent", [
+    "role",
+  ]),
+  databaseUp: gauge("svc_database_up", "1 when the database (mirror and event log) answered a ping at scrape time, else 0"),
+  databasePingSeconds: gauge("svc_database_ping_seconds", "How long the database took to answer the scrape's ping"),
+});
 
 /**
  * The mirror's and the sync's metrics: changes, records refused, freshness, and the reconciliation tiers' progress.
  * Kept in this order: the health page lists the svc_reconcile_* and svc_sync_* gauges as registered.
  * Names, help texts and labels are what docs/ and the alert rules in deploy/prometheus read.
  */
-export function syncMetrics(opts: { registers: Registry[] }) {
-  const { counter, gauge } = makers(opts);
-  return {
-    mirrorChanges: counter(
-      "svc_mirror_changes_total",
-      "Change events recorded with mirror writes, by kind and source (webhook, reconcile, backfill)",
-      ["kind", "source"],
-    ),
-    missedWebhooks: counter("svc_missed_webhooks_total", "Changes found by the reconciliation sweep that no webhook announced, by kind", [
-      "kind",
-    ]),
-    syncUnlisted: counter(
-      "svc_sync_unlisted_total",
-      "Ids events named that the API did not list within SYNC_UNLISTED_GIVE_UP_SECONDS (reported in unlisted_records), by kind",
-      ["kind"],
-    ),
-    syncRefreshReads: counter(
-      "svc_sync_refresh_reads_total",
-      "List reads planned by webhook refreshes, by kind and scope (company or restaurant)",
-      ["kind", "scope"],
-    ),
-    mirrorRejected: counter(
-      "svc_mirror_rejected_records_total",
-      "Records read from the API that the mirror could not hold (set aside in rejected_records), by kind and reason",
-      ["kind", "reason"],
-    ),
-    mirrorLag: gauge("svc_mirror_last_write_age_seconds", "Seconds since the mirror last took a write, by kind", ["kind"]),
-    reconcileLastSuccess: gauge(
-      "svc_reconcile_last_success_timestamp_seconds",
-      "When the last complete full reconciliation pass (every kind) finished (the worker's start until one has; 0 where none is scheduled)",
-    ),
-    fullPassRecords: gauge("svc_reconcile_full_pass_records", "Records the running (or last) full reconciliation pass has read, by kind", [
-      "kind",
-    ]),
-    fullPassPages: gauge("svc_reconcile_full_pass_pages", "Pages the running (or last) full reconciliation pass has read, by kind", [
-      "kind",
-    ]),
-    reconcileLastCompletePass: gauge(
-      "svc_reconcile_last_complete_pass_timestamp_seconds",
-      "When the last complete pass of a reconciliation tier finished (full: the oldest kind's), by tier (active, full)",
-      ["tier"],
-    ),
-    reconcileActiveInterval: gauge(
-      "svc_reconcile_active_interval_seconds",
-      "RECONCILE_ACTIVE_INTERVAL_SECONDS as this worker runs it (0: the active tier is off)",
-    ),
-    syncRecordsChecked: counter(
-      "svc_sync_records_checked_total",
-      "Records an active or catch-up reconciliation pass read, by kind and tier (active, catch-up)",
-      ["kind", "tier"],
-    ),
-    syncRecordsCorrected: counter(
-      "svc_sync_records_corrected_total",
-      "Records those passes found wrong in the mirror (written with a change), by kind, tier and cause (the change's source)",
-      ["kind", "tier", "cause"],
-    ),
-  };
-}
+const syncMetrics = ({ counter, gauge }: Makers) => ({
+  mirrorChanges: counter(
+    "svc_mirror_changes_total",
+    "Change events recorded with mirror writes, by kind and source (webhook, reconcile, backfill)",
+    ["kind", "source"],
+  ),
+  missedWebhooks: counter("svc_missed_webhooks_total", "Changes found by the reconciliation sweep that no webhook announced, by kind", [
+    "kind",
+  ]),
+  syncUnlisted: counter(
+    "svc_sync_unlisted_total",
+    "Ids events named that the API did not list within SYNC_UNLISTED_GIVE_UP_SECONDS (reported in unlisted_records), by kind",
+    ["kind"],
+  ),
+  syncRefreshReads: counter(
+    "svc_sync_refresh_reads_total",
+    "List reads planned by webhook refreshes, by kind and scope (company or restaurant)",
+    ["kind", "scope"],
+  ),
+  mirrorRejected: counter(
+    "svc_mirror_rejected_records_total",
+    "Records read from the API that the mirror could not hold (set aside in rejected_records), by kind and reason",
+    ["kind", "reason"],
+  ),
+  mirrorLag: gauge("svc_mirror_last_write_age_seconds", "Seconds since the mirror last took a write, by kind", ["kind"]),
+  reconcileLastSuccess: gauge(
+    "svc_reconcile_last_success_timestamp_seconds",
+    "When the last complete full reconciliation pass (every kind) finished (the worker's start until one has; 0 where none is scheduled)",
+  ),
+  fullPassRecords: gauge("svc_reconcile_full_pass_records", "Records the running (or last) full reconciliation pass has read, by kind", [
+    "kind",
+  ]),
+  fullPassPages: gauge("svc_reconcile_full_pass_pages", "Pages the running (or last) full reconciliation pass has read, by kind", ["kind"]),
+  reconcileLastCompletePass: gauge(
+    "svc_reconcile_last_complete_pass_timestamp_seconds",
+    "When the last complete pass of a reconciliation tier finished (full: the oldest kind's), by tier (active, full)",
+    ["tier"],
+  ),
+  reconcileActiveInterval: gauge(
+    "svc_reconcile_active_interval_seconds",
+    "RECONCILE_ACTIVE_INTERVAL_SECONDS as this worker runs it (0: the active tier is off)",
+  ),
+  syncRecordsChecked: counter(
+    "svc_sync_records_checked_total",
+    "Records an active or catch-up reconciliation pass read, by kind and tier (active, catch-up)",
+    ["kind", "tier"],
+  ),
+  syncRecordsCorrected: counter(
+    "svc_sync_records_corrected_total",
+    "Records those passes found wrong in the mirror (written with a change), by kind, tier and cause (the change's source)",
+    ["kind", "tier", "cause"],
+  ),
+});
 
 /**
  * The upstream API's metrics: requests by route and status, 429s, and the shared rate budget by class.
  * Names, help texts and labels are what docs/ and the alert rules in deploy/prometheus read.
  */
-export function upstreamMetrics(opts: { registers: Registry[] }) {
-  const { counter, gauge, histogram } = makers(opts);
-  return {
-    upstreamRequests: counter("svc_upstream_requests_total", "Requests to the upstream API by route and status", [
-      "method",
-      "route",
-      "status",
-    ]),
-    upstreamRateLimited: counter("svc_upstream_rate_limited_total", "429 answers from the upstream API"),
-    rateBudgetRemaining: gauge("svc_upstream_rate_budget_remaining", "Requests left in the shared window of the API key"),
-    upstreamPausedSeconds: gauge("svc_upstream_pause_seconds", "Seconds left in a shared Retry-After pause"),
-    budgetSlots: counter(
-      "svc_upstream_budget_slots_total",
-      "Slots of the shared rate budget taken, by budget class (webhook, active, full)",
-      ["class"],
-    ),
-    budgetWaitSeconds: histogram(
-      "svc_upstream_budget_wait_seconds",
-      "Time a call waited for its slot of the shared rate budget (pauses included), by budget class",
-      ["class"],
-      [0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
-    ),
-    budgetRateLimited: counter(
-      "svc_upstream_budget_rate_limited_total",
-      "429 answers from the upstream API, by the budget class of the call (every class pauses)",
-      ["class"],
-    ),
-  };
-}
+const upstreamMetrics = ({ counter, gauge, histogram }: Makers) => ({
+  upstreamRequests: counter("svc_upstream_requests_total", "Requests to the upstream API by route and status", [
+    "method",
+    "route",
+    "status",
+  ]),
+  upstreamRateLimited: counter("svc_upstream_rate_limited_total", "429 answers from the upstream API"),
+  rateBudgetRemaining: gauge("svc_upstream_rate_budget_remaining", "Requests left in the shared window of the API key"),
+  upstreamPausedSeconds: gauge("svc_upstream_pause_seconds", "Seconds left in a shared Retry-After pause"),
+  budgetSlots: counter(
+    "svc_upstream_budget_slots_total",
+    "Slots of the shared rate budget taken, by budget class (webhook, active, full)",
+    ["class"],
+  ),
+  budgetWaitSeconds: histogram(
+    "svc_upstream_budget_wait_seconds",
+    "Time a call waited for its slot of the shared rate budget (pauses included), by budget class",
+    ["class"],
+    [0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+  ),
+  budgetRateLimited: counter(
+    "svc_upstream_budget_rate_limited_total",
+    "429 answers from the upstream API, by the budget class of the call (every class pauses)",
+    ["class"],
+  ),
+});
 
 /** Queue depth by state, read at scrape time. */
 export function collectQueueDepths(metrics: Metrics, queues: readonly Queue[]): void {
