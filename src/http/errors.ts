@@ -115,9 +115,10 @@ export function toHttpFailure(err: unknown): HttpFailure {
       err.code === "backlog_full" ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later";
     return retryLater(err.code, message);
   }
-  const coded = codedError(err);
-  const codedStatus = coded && STATUS_BY_CODE.get(coded.code);
-  if (coded && codedStatus !== undefined) return { status: codedStatus, body: errorBody(coded.code, coded.message) };
+  if (err instanceof Error && "code" in err && typeof err.code === "string") {
+    const status = STATUS_BY_CODE.get(err.code);
+    if (status !== undefined) return { status, body: errorBody(err.code, err.message) };
+  }
   if (err instanceof HTTPException) {
     return { status: err.status, body: errorBody(`http_${err.status}`, err.message || "request failed") };
   }
@@ -144,9 +145,3 @@ const STATUS_BY_CODE: ReadonlyMap<string, ContentfulStatusCode> = new Map([
   // An operator read cancelled at OPERATOR_QUERY_TIMEOUT_MS: the server is fine, this query was too broad.
   ["query_timeout", 503],
 ]);
-
-function codedError(err: unknown): { code: string; message: string } | undefined {
-  if (!(err instanceof Error)) return undefined;
-  const code: unknown = (err as Error & { code?: unknown }).code;
-  return typeof code === "string" ? { code, message: err.message } : undefined;
-}
