@@ -186,24 +186,16 @@ export interface BulkReplayView {
 }
 
 const ReplayOne = z.strictObject({ handler: z.string().min(1).max(100).optional() });
+/** What a bulk replay's filter may name (each a string, read as GET /events reads it). */
+const FILTER_FIELDS = ["type", "status", "handler", "fingerprint", "since", "until"] as const;
 // A filter with at least one field, or `"all": true` for every event: an empty body or `{}` is
 // never "all". A client that sent `/events/./replay` (an event ".") reaches this route after URL
 // normalisation, with the single replay's body (`{}` or `{ handler }`), and is refused instead
 // of replaying the whole log.
-const FILTER_OR_ALL =
-  'send a filter (type, status, handler, fingerprint, since, until) or "all": true for every event; one event: POST /events/{id}/replay';
+const FILTER_OR_ALL = `send a filter (${FILTER_FIELDS.join(", ")}) or "all": true for every event; one event: POST /events/{id}/replay`;
 const ReplayMany = z
   .strictObject({
-    filter: z
-      .strictObject({
-        type: z.string().optional(),
-        status: z.string().optional(),
-        handler: z.string().optional(),
-        fingerprint: z.string().optional(),
-        since: z.string().optional(),
-        until: z.string().optional(),
-      })
-      .optional(),
+    filter: z.strictObject(Object.fromEntries(FILTER_FIELDS.map((field) => [field, z.string().optional()]))).optional(),
     all: z.literal(true, { error: '"all" takes only true' }).optional(),
     dryRun: z.boolean().optional(),
     fresh: z.boolean().optional(),
