@@ -8,10 +8,9 @@ import {
   type UnlistedRecord,
   toRejection,
   type Rejection,
-  clearRejections,
+  clearSetAside,
   listRejections,
   recordRejections,
-  clearUnlisted,
   listUnlisted,
   recordUnlisted,
 } from "./set-aside-records.js";
@@ -239,9 +238,10 @@ export function fittingRows<T>(rows: readonly T[], size: (row: T) => number, bud
   const page: T[] = [];
   let bytes = 0;
   for (const row of rows) {
-    if (page.length > 0 && bytes + size(row) > budget) break;
+    const bytesOfRow = size(row);
+    if (page.length > 0 && bytes + bytesOfRow > budget) break;
     page.push(row);
-    bytes += size(row);
+    bytes += bytesOfRow;
   }
   return page;
 }
@@ -702,9 +702,9 @@ async function writeChunk(
   const outcome = chunk.prepared.length > 0 ? await upsertRows(tx, account, kind, chunk.prepared) : { written: 0, changes: [] };
   await recordRejections(tx, account, kind, chunk.rejections);
   // A record that reads clean again is no longer rejected (whether or not this copy won the guard).
-  await clearRejections(tx, account, kind, ids);
+  await clearSetAside(tx, "rejected_records", account, kind, ids);
   // An id once reported as never listed is listed after all.
-  await clearUnlisted(tx, account, kind, ids);
+  await clearSetAside(tx, "unlisted_records", account, kind, ids);
   if (outcome.changes.length > 0 && onChanges) await onChanges(tx, outcome.changes);
   return outcome;
 }

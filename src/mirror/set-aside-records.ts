@@ -75,16 +75,20 @@ export async function recordRejections(
   }
 }
 
-/** Forgets the rejections of records that read clean this time. */
-export async function clearRejections(
+/**
+ * Forgets ids a write just stored, inside the upsert's transaction: the rejections of records that
+ * read clean this time, or ids once reported as never listed that are listed after all.
+ */
+export async function clearSetAside(
   tx: Transaction<DatabaseSchema>,
+  table: "rejected_records" | "unlisted_records",
   account: string,
   kind: MirrorKind,
   ids: readonly string[],
 ): Promise<void> {
   if (ids.length === 0) return;
   await tx
-    .deleteFrom("rejected_records")
+    .deleteFrom(table)
     .where("account_id", "=", account)
     .where("kind", "=", kind)
     .where(sql<boolean>`id = any(${ids}::text[])`)
@@ -187,17 +191,6 @@ export async function recordUnlisted(db: Kysely<DatabaseSchema>, account: string
       }),
     )
     .execute();
-}
-
-/** Forgets the ids a write just stored: they are listed after all. Call inside the upsert's transaction. */
-export async function clearUnlisted(
-  tx: Transaction<DatabaseSchema>,
-  account: string,
-  kind: MirrorKind,
-  ids: readonly string[],
-): Promise<void> {
-  if (ids.length === 0) return;
-  await tx.deleteFrom("unlisted_records").where("account_id", "=", account).where("kind", "=", kind).where("id", "in", ids).execute();
 }
 
 /** An account's ids given up on (of a kind, or all), by kind and id. */
