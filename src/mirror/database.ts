@@ -52,8 +52,10 @@ interface OfAccount {
   account_id: AccountId;
 }
 
-/** What every mirror table has besides its typed columns. */
+/** What every mirror table has: the record's keys, and besides its typed columns the record whole and the guard's bookkeeping. */
 interface MirrorBookkeeping extends OfAccount {
+  id: string;
+  restaurant_id: string;
   raw: Jsonb<RawRecord>;
   /** How far along its state machine the record is (mirror/mirror-store.ts). */
   rank: Generated<number>;
@@ -64,8 +66,6 @@ interface MirrorBookkeeping extends OfAccount {
 }
 
 export interface OrdersTable extends MirrorBookkeeping {
-  id: string;
-  restaurant_id: string;
   booking_id: string | null;
   type: string;
   status: string;
@@ -92,8 +92,6 @@ export interface OrderItemsTable extends OfAccount {
 }
 
 export interface BookingsTable extends MirrorBookkeeping {
-  id: string;
-  restaurant_id: string;
   date: DateText;
   time: DateText;
   party_size: number;
@@ -105,8 +103,6 @@ export interface BookingsTable extends MirrorBookkeeping {
 
 /** The spec shows only price, allergens, tags and stock by name: every typed column but the keys is nullable. */
 export interface MenuItemsTable extends MirrorBookkeeping {
-  id: string;
-  restaurant_id: string;
   name: string | null;
   price: Numeric | null;
   allergens: string[] | null;
@@ -114,10 +110,7 @@ export interface MenuItemsTable extends MirrorBookkeeping {
   stock: number | null;
 }
 
-export interface ReviewsTable extends MirrorBookkeeping {
-  id: string;
-  restaurant_id: string;
-}
+export type ReviewsTable = MirrorBookkeeping;
 
 export type EventStatus = "received" | "handled" | "failed";
 export interface HandlerOutcome {
