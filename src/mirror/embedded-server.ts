@@ -133,8 +133,11 @@ function traversable(path: string): boolean {
   }
 }
 
+/** A user to run the server as; undefined: ours. */
+type ServerUser = { uid: number; gid: number } | undefined;
+
 /** The user the server runs as: ours, or `nobody` when we are root (initdb and postgres refuse root). */
-export function serverUser(): { uid: number; gid: number } | undefined {
+export function serverUser(): ServerUser {
   return process.getuid?.() === 0 ? { uid: NOBODY, gid: NOBODY } : undefined;
 }
 
@@ -151,7 +154,7 @@ export function seedEmbeddedCluster(dataDir: string, template: string): void {
 }
 
 /** Hands a complete cluster to the server's user and renames it into place: a crash before leaves no half-made cluster. */
-function finishCluster(temp: string, cluster: string, user: { uid: number; gid: number } | undefined): void {
+function finishCluster(temp: string, cluster: string, user: ServerUser): void {
   if (user) spawnSync("chown", ["-R", `${user.uid}:${user.gid}`, temp]);
   chmodSync(temp, 0o700);
   rmSync(cluster, { recursive: true, force: true }); // a cluster without PG_VERSION is an initdb that did not finish
@@ -242,12 +245,7 @@ export async function startEmbeddedServer(dataDir: string, options: EmbeddedServ
   }
 }
 
-async function initCluster(
-  bin: string,
-  cluster: string,
-  user: { uid: number; gid: number } | undefined,
-  template: string | undefined,
-): Promise<void> {
+async function initCluster(bin: string, cluster: string, user: ServerUser, template: string | undefined): Promise<void> {
   if (template) {
     seedEmbeddedCluster(dirname(cluster), template);
     return;
@@ -273,8 +271,9 @@ async function initCluster(
  * (PostgreSQL then finds the pid file stale itself).
  */
 async function stopOrphan(cluster: string): Promise<void> {
-  const pid = Number.parseInt(readText(join(cluster, "postmaster.pid")).split("\n")[0] ?? "", 10);
-  if (!Number.isInteger(pid) || pid <= 0 || !readText(`/proc/${pid}/cmdline`).replaceAll("\0", " ").includes(cluster)) return;
+  // The pid is the file's first line.
+  const pid = recordedPid(join(cluster, "postmaster.pid"));
+  if (pid === undefined || !readText(`/proc/${pid}/cmdline`).replaceAll("\0", " ").includes(cluster)) return;
   try {
     process.kill(pid, "SIGINT");
   } catch {
@@ -308,7 +307,7 @@ function readText(file: string): string {
   }
 }
 
-function socketDirectory(cluster: string, user: { uid: number; gid: number } | undefined): string {
+function socketDirectory(cluster: string, user: ServerUser): string {
   if (join(cluster, `.s.PGSQL.${SOCKET_PORT}`).length <= MAX_SOCKET_PATH) return cluster;
   const dir = mkdtempSync(join(tmpdir(), "svc-pg-"));
   if (user) chownSync(dir, user.uid, user.gid);
@@ -319,7 +318,7 @@ function spawnServer(
   bin: string,
   cluster: string,
   socketDir: string,
-  user: { uid: number; gid: number } | undefined,
+  user: ServerUser,
   logger: Logger | undefined,
 ): { child: ChildProcess; stderrTail: () => string } {
   const settings = Object.entries({ ...SERVER_SETTINGS, unix_socket_directories: socketDir }).flatMap(([k, v]) => ["-c", `${k}=${v}`]);
