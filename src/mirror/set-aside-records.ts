@@ -95,27 +95,15 @@ export async function clearSetAside(
     .execute();
 }
 
+/** `and kind = …` when a list asks for one kind. */
+const ofKind = (kind: MirrorKind | undefined) => (kind === undefined ? sql`` : sql`and kind = ${kind}`);
+
 /** An account's rejected records (of a kind, or all), by kind and id. */
-export function listRejections(db: Kysely<DatabaseSchema>, account: string, kind?: MirrorKind): Promise<RejectionRow[]> {
-  return db
-    .selectFrom("rejected_records")
-    .select([
-      "kind",
-      "id",
-      "restaurant_id as restaurantId",
-      "reason",
-      "detail",
-      "raw",
-      "first_seen as firstSeen",
-      "last_seen as lastSeen",
-      "count",
-    ])
-    .where("account_id", "=", account)
-    .$call((q) => (kind === undefined ? q : q.where("kind", "=", kind)))
-    .orderBy("kind")
-    .orderBy("id")
-    .$castTo<RejectionRow>()
-    .execute();
+export async function listRejections(db: Kysely<DatabaseSchema>, account: string, kind?: MirrorKind): Promise<RejectionRow[]> {
+  const { rows } = await sql<RejectionRow>`
+    select kind, id, restaurant_id as "restaurantId", reason, detail, raw, first_seen as "firstSeen", last_seen as "lastSeen", count
+    from rejected_records where account_id = ${account} ${ofKind(kind)} order by kind, id`.execute(db);
+  return rows;
 }
 
 /** One record an upsert set aside. Nothing here holds the record's values, so it is safe to log. */
@@ -194,24 +182,12 @@ export async function recordUnlisted(db: Kysely<DatabaseSchema>, account: string
 }
 
 /** An account's ids given up on (of a kind, or all), by kind and id. */
-export function listUnlisted(db: Kysely<DatabaseSchema>, account: string, kind?: MirrorKind): Promise<UnlistedRecord[]> {
-  return db
-    .selectFrom("unlisted_records")
-    .select([
-      "kind",
-      "id",
-      "restaurant_id as restaurantId",
-      "event_ids as eventIds",
-      "first_noted_at as firstNotedAt",
-      "given_up_at as givenUpAt",
-      "attempts",
-    ])
-    .where("account_id", "=", account)
-    .$call((q) => (kind === undefined ? q : q.where("kind", "=", kind)))
-    .orderBy("kind")
-    .orderBy("id")
-    .$castTo<UnlistedRecord>()
-    .execute();
+export async function listUnlisted(db: Kysely<DatabaseSchema>, account: string, kind?: MirrorKind): Promise<UnlistedRecord[]> {
+  const { rows } = await sql<UnlistedRecord>`
+    select kind, id, restaurant_id as "restaurantId", event_ids as "eventIds", first_noted_at as "firstNotedAt",
+      given_up_at as "givenUpAt", attempts
+    from unlisted_records where account_id = ${account} ${ofKind(kind)} order by kind, id`.execute(db);
+  return rows;
 }
 
 /** The counter the reporter bumps (metrics.mirrorRejected); labels are bounded: kind and reason code. */
