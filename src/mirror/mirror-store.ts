@@ -602,9 +602,9 @@ const validDate = (d: unknown): d is Date => d instanceof Date && !Number.isNaN(
  */
 async function lockIds(tx: Transaction<DatabaseSchema>, account: string, kind: MirrorKind, ids: readonly string[]): Promise<void> {
   // The account is part of the key: two companies' equal ids are two records, and never wait on each other.
-  await sql`select pg_advisory_xact_lock(k) from (select distinct hashtextextended(${`mirror:${account}:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k) as locks`.execute(
-    tx,
-  );
+  await sql`select pg_advisory_xact_lock(k) from (
+    select distinct hashtextextended(${`mirror:${account}:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k
+  ) as locks`.execute(tx);
 }
 
 /**
@@ -654,11 +654,8 @@ async function upsertRows(
       "up.raw as after",
       sql<boolean>`old.raw is distinct from up.raw`.as("content_changed"),
       "old.raw as before",
-      sql<
-        string[]
-      >`array(select key from jsonb_each(up.raw) as n(key, value) full join jsonb_each(old.raw) as o(key, value) using (key) where n.value is distinct from o.value order by key collate "C")`.as(
-        "changed",
-      ),
+      sql<string[]>`array(select key from jsonb_each(up.raw) as n(key, value) full join jsonb_each(old.raw) as o(key, value) using (key)
+        where n.value is distinct from o.value order by key collate "C")`.as("changed"),
     ])
     .orderBy("up.id")
     .execute();

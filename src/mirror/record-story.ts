@@ -127,21 +127,12 @@ async function lastChange(db: Kysely<DatabaseSchema>, { account, kind, id }: Rec
 }
 
 async function sideTables(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef) {
-  const rejected = await db
-    .selectFrom("rejected_records")
-    .select(["reason", "detail", "last_seen as lastSeen", "count"])
-    .where("account_id", "=", account)
-    .where("kind", "=", kind)
-    .where("id", "=", id)
-    .executeTakeFirst();
-  const unlisted = await db
-    .selectFrom("unlisted_records")
-    .select(["event_ids as eventIds", "given_up_at as givenUpAt", "attempts"])
-    .where("account_id", "=", account)
-    .where("kind", "=", kind)
-    .where("id", "=", id)
-    .executeTakeFirst();
-  return { rejected: rejected ?? null, unlisted: unlisted ?? null };
+  const where = sql`where account_id = ${account} and kind = ${kind} and id = ${id}`;
+  const { rows: rejected } = await sql<NonNullable<RecordStory["rejected"]>>`
+    select reason, detail, last_seen as "lastSeen", count from rejected_records ${where}`.execute(db);
+  const { rows: unlisted } = await sql<NonNullable<RecordStory["unlisted"]>>`
+    select event_ids as "eventIds", given_up_at as "givenUpAt", attempts from unlisted_records ${where}`.execute(db);
+  return { rejected: rejected[0] ?? null, unlisted: unlisted[0] ?? null };
 }
 
 /**
