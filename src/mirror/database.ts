@@ -16,6 +16,7 @@ import pg from "pg";
 import { existsSync } from "node:fs";
 import { embeddedDirectory, startEmbeddedServer } from "./embedded-server.js";
 import { staticMigrationProvider } from "./migrations.js";
+import { NamedError } from "./errors.js";
 
 // The tables as Kysely sees them (docs: migrations.ts, 0001_mirror and 0002_event_log are the
 // truth; these types follow them). node-postgres reads `numeric` as a string ('12.30'),
@@ -280,12 +281,8 @@ export interface Database {
 }
 
 /** A bad DATABASE_URL / DATABASE_SCHEMA: raised before any connection, never echoing the URL. */
-export class DatabaseConfigError extends Error {
+export class DatabaseConfigError extends NamedError {
   readonly code = "database_config";
-  constructor(message: string) {
-    super(message);
-    this.name = "DatabaseConfigError";
-  }
 }
 
 const DEFAULT_SCHEMA = "svc";
@@ -424,7 +421,7 @@ const CONNECTION_ERROR = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNR
  * that does not answer is said so, naming DATABASE_URL as Redis's outage names REDIS_URL
  * (redis.ts logRedisOutages), rather than as a failed "(setup)" migration.
  */
-export class MigrationError extends Error {
+export class MigrationError extends NamedError {
   readonly code = "migration_failed";
   constructor(
     readonly migration: string | undefined,
@@ -438,7 +435,6 @@ export class MigrationError extends Error {
         : `database migration ${migration ?? "(setup)"} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
       { cause },
     );
-    this.name = "MigrationError";
   }
 }
 

@@ -35,6 +35,7 @@ import { dirname, join, resolve } from "node:path";
 import { createRequire } from "node:module";
 import { lock } from "os-lock";
 import type { Logger } from "../logging/logger.js";
+import { NamedError } from "./errors.js";
 
 const run = promisify(execFile);
 
@@ -70,12 +71,8 @@ const READY_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 20_000;
 
 /** The embedded store cannot start: one line saying why and what to do. */
-export class EmbeddedServerError extends Error {
+export class EmbeddedServerError extends NamedError {
   readonly code = "embedded_database";
-  constructor(message: string, options?: { cause: unknown }) {
-    super(message, options);
-    this.name = "EmbeddedServerError";
-  }
 }
 
 export interface EmbeddedServer {
@@ -375,7 +372,7 @@ const lastLines = (text: string) =>
     .join(" / ") || "no output";
 
 /** The embedded database's directory is in use by another live process. */
-export class DataDirLockedError extends Error {
+export class DataDirLockedError extends NamedError {
   readonly code = "data_dir_locked";
   constructor(
     readonly dataDir: string,
@@ -386,7 +383,6 @@ export class DataDirLockedError extends Error {
       `the embedded database in ${dataDir} is already open in another process${pid === undefined ? "" : ` (pid ${pid} as it recorded)`}; it serves one process only. ` +
         `Run web and worker in one process (ROLE=all), or give every process DATABASE_URL=postgres://… (a PostgreSQL server).`,
     );
-    this.name = "DataDirLockedError";
   }
 }
 
