@@ -28,7 +28,9 @@ export class MirrorFilterError extends NamedError {
 }
 
 /** An id to read by (a path's or a filter's): one the database could hold (idProblem), else a MirrorFilterError naming why. */
-export function checkedId(field: string, id: string, maxLength?: number): string {
+export function checkedId(field: string, id: unknown, maxLength?: number): string {
+  // Callers may be untyped JavaScript: a filter's id is checked to be text first.
+  if (typeof id !== "string") throw new MirrorFilterError(field, `${field} must be a string`);
   const problem = idProblem(id, maxLength);
   if (problem) throw new MirrorFilterError(field, `${field} ${problem}`);
   return id;

@@ -201,11 +201,7 @@ function checkStatus(kind: MirrorKind, status: string): string {
 /** Checks a list filter against its kind; throws MirrorFilterError naming the first bad field. */
 export function validateFilter(kind: MirrorKind, filter: MirrorListFilter = {}): ValidFilter {
   const valid: ValidFilter = { limit: DEFAULT_LIMIT };
-  if (filter.restaurantId !== undefined) {
-    const problem = typeof filter.restaurantId === "string" ? idProblem(filter.restaurantId) : "must be a string";
-    if (problem) throw new MirrorFilterError("restaurantId", `restaurantId ${problem}`);
-    valid.restaurantId = filter.restaurantId;
-  }
+  if (filter.restaurantId !== undefined) valid.restaurantId = checkedId("restaurantId", filter.restaurantId);
   if (filter.status !== undefined) valid.status = checkStatus(kind, filter.status);
   for (const bound of ["from", "to"] as const) {
     if (filter[bound] !== undefined) valid[bound] = checkBound(kind, bound, filter[bound]);
