@@ -118,15 +118,8 @@ export function createChangeOutbox(
           ...(r.traceparent === null ? {} : { traceparent: r.traceparent }),
         })),
       );
-      await db
-        .deleteFrom("change_outbox")
-        .where("account_id", "=", account)
-        .where(
-          "seq",
-          "in",
-          rows.map((r) => r.seq),
-        )
-        .execute();
+      const sent = rows.map((r) => r.seq);
+      await db.deleteFrom("change_outbox").where("account_id", "=", account).where("seq", "in", sent).execute();
       return rows.length;
     },
     async pending() {

@@ -16,6 +16,7 @@ import pg from "pg";
 import { existsSync } from "node:fs";
 import { embeddedDirectory, startEmbeddedServer } from "./embedded-server.js";
 import { staticMigrationProvider } from "./migrations.js";
+import { NamedError } from "./errors.js";
 
 // The tables as Kysely sees them (docs: migrations.ts, 0001_mirror and 0002_event_log are the
 // truth; these types follow them). node-postgres reads `numeric` as a string ('12.30'),
@@ -52,8 +53,10 @@ interface OfAccount {
   account_id: AccountId;
 }
 
-/** What every mirror table has besides its typed columns. */
+/** What every mirror table has: the record's keys, and besides its typed columns the record whole and the guard's bookkeeping. */
 interface MirrorBookkeeping extends OfAccount {
+  id: string;
+  restaurant_id: string;
   raw: Jsonb<RawRecord>;
   /** How far along its state machine the record is (mirror/mirror-store.ts). */
   rank: Generated<number>;
@@ -64,8 +67,6 @@ interface MirrorBookkeeping extends OfAccount {
 }
 
 export interface OrdersTable extends MirrorBookkeeping {
-  id: string;
-  restaurant_id: string;
   booking_id: string | null;
   type: string;
   status: string;
@@ -92,8 +93,6 @@ export interface OrderItemsTable extends OfAccount {
 }
 
 export interface BookingsTable extends MirrorBookkeeping {
-  id: string;
-  restaurant_id: string;
   date: DateText;
   time: DateText;
   party_size: number;
@@ -105,8 +104,6 @@ export interface BookingsTable extends MirrorBookkeeping {
 
 /** The spec shows only price, allergens, tags and stock by name: every typed column but the keys is nullable. */
 export interface MenuItemsTable extends MirrorBookkeeping {
-  id: string;
-  restaurant_id: string;
   name: string | null;
   price: Numeric | null;
   allergens: string[] | null;
@@ -114,10 +111,7 @@ export interface MenuItemsTable extends MirrorBookkeeping {
   stock: number | null;
 }
 
-export interface ReviewsTable extends MirrorBookkeeping {
-  id: string;
-  restaurant_id: string;
-}
+export type ReviewsTable = MirrorBookkeeping;
 
 export type EventStatus = "received" | "handled" | "failed";
 export interface HandlerOutcome {
@@ -287,12 +281,8 @@ export interface Database {
 }
 
 /** A bad DATABASE_URL / DATABASE_SCHEMA: raised before any connection, never echoing the URL. */
-export class DatabaseConfigError extends Error {
+export class DatabaseConfigError extends NamedError {
   readonly code = "database_config";
-  constructor(message: string) {
-    super(message);
-    this.name = "DatabaseConfigError";
-  }
 }
 
 const DEFAULT_SCHEMA = "svc";
@@ -431,7 +421,7 @@ const CONNECTION_ERROR = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNR
  * that does not answer is said so, naming DATABASE_URL as Redis's outage names REDIS_URL
  * (redis.ts logRedisOutages), rather than as a failed "(setup)" migration.
  */
-export class MigrationError extends Error {
+export class MigrationError extends NamedError {
   readonly code = "migration_failed";
   constructor(
     readonly migration: string | undefined,
@@ -445,7 +435,6 @@ export class MigrationError extends Error {
         : `database migration ${migration ?? "(setup)"} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
       { cause },
     );
-    this.name = "MigrationError";
   }
 }
 

@@ -35,6 +35,7 @@ import { dirname, join, resolve } from "node:path";
 import { createRequire } from "node:module";
 import { lock } from "os-lock";
 import type { Logger } from "../logging/logger.js";
+import { NamedError } from "./errors.js";
 
 const run = promisify(execFile);
 
@@ -70,12 +71,8 @@ const READY_TIMEOUT_MS = 60_000;
 const STOP_GRACE_MS = 20_000;
 
 /** The embedded store cannot start: one line saying why and what to do. */
-export class EmbeddedServerError extends Error {
+export class EmbeddedServerError extends NamedError {
   readonly code = "embedded_database";
-  constructor(message: string, options?: { cause: unknown }) {
-    super(message, options);
-    this.name = "EmbeddedServerError";
-  }
 }
 
 export interface EmbeddedServer {
@@ -133,8 +130,11 @@ function traversable(path: string): boolean {
   }
 }
 
+/** A user to run the server as; undefined: ours. */
+type ServerUser = { uid: number; gid: number } | undefined;
+
 /** The user the server runs as: ours, or `nobody` when we are root (initdb and postgres refuse root). */
-export function serverUser(): { uid: number; gid: number } | undefined {
+export function serverUser(): ServerUser {
   return process.getuid?.() === 0 ? { uid: NOBODY, gid: NOBODY } : undefined;
 }
 
@@ -151,7 +151,7 @@ export function seedEmbeddedCluster(dataDir: string, template: string): void {
 }
 
 /** Hands a complete cluster to the server's user and renames it into place: a crash before leaves no half-made cluster. */
-function finishCluster(temp: string, cluster: string, user: { uid: number; gid: number } | undefined): void {
+function finishCluster(temp: string, cluster: string, user: ServerUser): void {
   if (user) spawnSync("chown", ["-R", `${user.uid}:${user.gid}`, temp]);
   chmodSync(temp, 0o700);
   rmSync(cluster, { recursive: true, force: true }); // a cluster without PG_VERSION is an initdb that did not finish
@@ -242,12 +242,7 @@ export async function startEmbeddedServer(dataDir: string, options: EmbeddedServ
   }
 }
 
-async function initCluster(
-  bin: string,
-  cluster: string,
-  user: { uid: number; gid: number } | undefined,
-  template: string | undefined,
-): Promise<void> {
+async function initCluster(bin: string, cluster: string, user: ServerUser, template: string | undefined): Promise<void> {
   if (template) {
     seedEmbeddedCluster(dirname(cluster), template);
     return;
@@ -273,8 +268,9 @@ async function initCluster(
  * (PostgreSQL then finds the pid file stale itself).
  */
 async function stopOrphan(cluster: string): Promise<void> {
-  const pid = Number.parseInt(readText(join(cluster, "postmaster.pid")).split("\n")[0] ?? "", 10);
-  if (!Number.isInteger(pid) || pid <= 0 || !readText(`/proc/${pid}/cmdline`).replaceAll("\0", " ").includes(cluster)) return;
+  // The pid is the file's first line.
+  const pid = recordedPid(join(cluster, "postmaster.pid"));
+  if (pid === undefined || !readText(`/proc/${pid}/cmdline`).replaceAll("\0", " ").includes(cluster)) return;
   try {
     process.kill(pid, "SIGINT");
   } catch {
@@ -308,7 +304,7 @@ function readText(file: string): string {
   }
 }
 
-function socketDirectory(cluster: string, user: { uid: number; gid: number } | undefined): string {
+function socketDirectory(cluster: string, user: ServerUser): string {
   if (join(cluster, `.s.PGSQL.${SOCKET_PORT}`).length <= MAX_SOCKET_PATH) return cluster;
   const dir = mkdtempSync(join(tmpdir(), "svc-pg-"));
   if (user) chownSync(dir, user.uid, user.gid);
@@ -319,7 +315,7 @@ function spawnServer(
   bin: string,
   cluster: string,
   socketDir: string,
-  user: { uid: number; gid: number } | undefined,
+  user: ServerUser,
   logger: Logger | undefined,
 ): { child: ChildProcess; stderrTail: () => string } {
   const settings = Object.entries({ ...SERVER_SETTINGS, unix_socket_directories: socketDir }).flatMap(([k, v]) => ["-c", `${k}=${v}`]);
@@ -376,7 +372,7 @@ const lastLines = (text: string) =>
     .join(" / ") || "no output";
 
 /** The embedded database's directory is in use by another live process. */
-export class DataDirLockedError extends Error {
+export class DataDirLockedError extends NamedError {
   readonly code = "data_dir_locked";
   constructor(
     readonly dataDir: string,
@@ -387,7 +383,6 @@ export class DataDirLockedError extends Error {
       `the embedded database in ${dataDir} is already open in another process${pid === undefined ? "" : ` (pid ${pid} as it recorded)`}; it serves one process only. ` +
         `Run web and worker in one process (ROLE=all), or give every process DATABASE_URL=postgres://… (a PostgreSQL server).`,
     );
-    this.name = "DataDirLockedError";
   }
 }
 

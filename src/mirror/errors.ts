@@ -4,24 +4,33 @@ import type { MirrorKind } from "./database.js";
 // Every error of the mirror layer (the mirror store, the event log, the steps, the record story),
 // in one place: what each refuses and the HTTP answer its code maps to (http/errors.ts).
 
+/** An error named after its class (`error.name`), as every error of the layer is. */
+export class NamedError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
 /**
  * A list filter or parameter the mirror, the event log or a record's story cannot apply (unknown
  * name or status, malformed date, limit out of range, bad cursor or id): an HTTP 400, the one
  * `invalid_filter` of the layer.
  */
-export class MirrorFilterError extends Error {
+export class MirrorFilterError extends NamedError {
   readonly code = "invalid_filter";
   constructor(
     readonly field: string,
     message: string,
   ) {
     super(message);
-    this.name = "MirrorFilterError";
   }
 }
 
 /** An id to read by (a path's or a filter's): one the database could hold (idProblem), else a MirrorFilterError naming why. */
-export function checkedId(field: string, id: string, maxLength?: number): string {
+export function checkedId(field: string, id: unknown, maxLength?: number): string {
+  // Callers may be untyped JavaScript: a filter's id is checked to be text first.
+  if (typeof id !== "string") throw new MirrorFilterError(field, `${field} must be a string`);
   const problem = idProblem(id, maxLength);
   if (problem) throw new MirrorFilterError(field, `${field} ${problem}`);
   return id;
@@ -57,14 +66,13 @@ export function checkListParams(
  * changed. `invalid_filter` is for callers outside the layer that check a selection of events
  * themselves (worker/replays.ts); the log's own filters throw MirrorFilterError.
  */
-export class EventLogError extends Error {
+export class EventLogError extends NamedError {
   constructor(
     readonly code: "invalid_filter" | "invalid_event" | "not_found",
     readonly field: string,
     message: string,
   ) {
     super(message);
-    this.name = "EventLogError";
   }
 }
 
@@ -73,7 +81,7 @@ export class EventLogError extends Error {
  * a value PostgreSQL would refuse. That record was not written (it is set aside as a rejected
  * record); `reason` is a stable code, the message names the field, never its value.
  */
-export class MirrorRecordError extends Error {
+export class MirrorRecordError extends NamedError {
   readonly code = "invalid_mirror_record";
   constructor(
     readonly kind: MirrorKind,
@@ -85,18 +93,16 @@ export class MirrorRecordError extends Error {
     super(
       `${kind} record ${id === undefined ? "(no id)" : JSON.stringify(storableText(id, 100))}: field ${storableText(field, 200)} must be ${expected}`,
     );
-    this.name = "MirrorRecordError";
   }
 }
 
 /** An operator read ran past OPERATOR_QUERY_TIMEOUT_MS and was cancelled: an HTTP 503, nothing changed. */
-class OperatorQueryTimeoutError extends Error {
+class OperatorQueryTimeoutError extends NamedError {
   readonly code = "query_timeout";
   constructor(readonly timeoutMs: number) {
     super(
       `the query ran longer than ${timeoutMs} ms (OPERATOR_QUERY_TIMEOUT_MS) and was cancelled; narrow it (since/until, type, status) or retry`,
     );
-    this.name = "OperatorQueryTimeoutError";
   }
 }
 

@@ -11,6 +11,7 @@ import {
   shortened,
   toEscapedForm,
 } from "./values.js";
+import { fittingRows } from "./mirror-store.js";
 import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS } from "../events/errors.js";
 
 import { DEFAULTS } from "../config/defaults.js";
@@ -98,12 +99,14 @@ export interface EventLogOptions {
    * @defaultValue DEFAULT_ACCOUNT
    */
   account?: string;
-  maxBatch?: number;
   /** Where `get` and `query` read (operator reads: a server's operator pool); default `db`. */
   reader?: Kysely<DatabaseSchema>;
   /** How `query` is bounded; default: MAX_PAGE_BYTES, 5 s, one statement. */
   bounds?: Partial<EventListBounds>;
 }
+
+/** Attempts (or ids asked about) written (or read) in one statement at most. */
+const MAX_BATCH = 1000;
 
 /** The event log in the `events` table: what every worker took and what each handler did with it. */
 export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOptions = {}): EventLog {
@@ -125,7 +128,7 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
       for (const row of part) outcome.set(row, error === undefined || part.length === 1 ? error : await write([row]));
     }
     return rows.map((row) => outcome.get(row));
-  }, options.maxBatch ?? 1000);
+  }, MAX_BATCH);
 
   // The worker asks this for every event it reads fresh from the stream: one indexed read per batch.
   const held = groupCommit(async (ids: string[]) => {
@@ -137,7 +140,7 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
       .execute();
     const found = new Set(rows.map((r) => r.id));
     return ids.map((id) => found.has(id));
-  }, options.maxBatch ?? 1000);
+  }, MAX_BATCH);
 
   return {
     account,
@@ -432,39 +435,14 @@ export function summaryStatement(q: ValidEventQuery, count: number, after = q.af
     ${whereClause([sql`account_id = ${account}`, ...range(q, after), ...filters(q)])} ${logOrder(q)} limit ${count}`;
 }
 
-/** Collects summaries up to `limit` and the byte budget; says whether the page is full. */
-class PageBuilder {
-  readonly data: EventSummary[] = [];
-  private bytes = 2;
-  constructor(
-    private readonly limit: number,
-    private readonly maxBytes: number,
-  ) {}
-
-  /** Adds one; false (and not added) when the page is full by count or bytes. The first always fits. */
-  add(summary: EventSummary): boolean {
-    if (this.data.length >= this.limit) return false;
-    const size = Buffer.byteLength(JSON.stringify(summary)) + 1;
-    if (this.data.length > 0 && this.bytes + size > this.maxBytes) return false;
-    this.data.push(summary);
-    this.bytes += size;
-    return true;
-  }
-
-  /** A page ending at the last summary added. */
-  cursorAt(): string {
-    const last = this.data.at(-1);
-    if (!last) throw new Error("cursorAt needs a summary");
-    return encodeEventCursor(last.receivedAt, last.id);
-  }
-}
-
 /** One page of the log, oldest first (newest first when the query says so), as summaries bounded by count and bytes: one statement, which statement_timeout and the operator pool bound. */
 async function listEvents(db: Kysely<DatabaseSchema>, account: string, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
   const { rows } = await withOperatorTimeout(bounds.timeoutMs, () => summaryStatement(q, q.limit + 1, q.after, account).execute(db));
-  const page = new PageBuilder(q.limit, bounds.maxPageBytes);
-  for (const row of rows) if (!page.add(toSummary(row))) return { data: page.data, nextCursor: page.cursorAt() };
-  return { data: page.data, nextCursor: null };
+  // The page as JSON: its two brackets, then each summary and its comma. The first always fits.
+  const size = (summary: EventSummary) => Buffer.byteLength(JSON.stringify(summary)) + 1;
+  const data = fittingRows(rows.slice(0, q.limit).map(toSummary), size, bounds.maxPageBytes - 2);
+  const last = data.at(-1);
+  return { data, nextCursor: rows.length > data.length && last ? encodeEventCursor(last.receivedAt, last.id) : null };
 }
 
 /** Failed handler outcomes of one handler with one error fingerprint, over a time range. */
@@ -615,41 +593,21 @@ function runRow(handler: string, outcome: RunRow["outcome"], error: string | und
 
 /** Every kept attempt of every handler of an event, by handler key, then run, attempt and start (see the migration's key). */
 async function readHandlerAttempts(db: Kysely<DatabaseSchema>, account: string, eventId: string): Promise<HandlerAttempt[]> {
-  return db
-    .selectFrom("handler_attempts")
-    .select([
-      "handler_key as handler",
-      "replay",
-      "attempt",
-      "attempts_max as of",
-      "started_at as startedAt",
-      "duration_ms as durationMs",
-      "outcome",
-      "error",
-      "next_retry_at as nextRetryAt",
-    ])
-    .where("account_id", "=", account)
-    .where("event_id", "=", eventId)
-    .orderBy("handler_key")
-    .orderBy("replay")
-    .orderBy("attempt")
-    .orderBy("started_at")
-    .execute();
+  const { rows } = await sql<HandlerAttempt>`
+    select handler_key as handler, replay, attempt, attempts_max as of, started_at as "startedAt", duration_ms as "durationMs",
+      outcome, error, next_retry_at as "nextRetryAt"
+    from handler_attempts where account_id = ${account} and event_id = ${eventId}
+    order by handler_key, replay, attempt, started_at`.execute(db);
+  return rows;
 }
 
 /** A row of readWaiting's statement. */
-interface WaitingRow {
-  id: string;
-  type: string;
-  received_at: Date;
-  payload: unknown;
-  job_id: string | null;
-  handlers: Record<string, HandlerOutcome>;
+type WaitingRow = Pick<Selectable<EventsTable>, "id" | "type" | "received_at" | "payload" | "job_id" | "handlers"> & {
   attempt: number | null;
   of: number | null;
   next_retry_at: Date | null;
   retry: string[] | null;
-}
+};
 
 /**
  * A page of waiting events (through events_status_idx). Each handler's latest kept attempt in the
@@ -719,8 +677,6 @@ export interface EventAttempt {
   job?: string;
 }
 
-const STATUSES: readonly string[] = ["received", "handled", "failed"];
-
 /** One attempt as a JSON object of the statement's recordset: validated and serialized per attempt, so one bad payload fails only its own call. */
 interface Row {
   id: string;
@@ -733,7 +689,7 @@ type StoredOutcome = Omit<HandlerOutcome, "attempts"> & { attempts: 1 };
 function attemptRow(attempt: EventAttempt): Row {
   const id = checkId(attempt.id);
   checkId(attempt.type, "type");
-  if (!STATUSES.includes(attempt.status))
+  if (!(EVENT_STATUSES as readonly string[]).includes(attempt.status))
     throw new EventLogError("invalid_event", "status", "an attempt ends received (to be retried), handled or failed");
   if (attempt.job !== undefined) checkId(attempt.job, "job");
   const handlers: Record<string, StoredOutcome> = {};

@@ -14,24 +14,49 @@ type AnyDb = Kysely<any>;
 // server and in the embedded database whatever their locale.
 const ID = sql`text collate "C"`;
 
-/** The down of a migration that created one table: drops it. */
-const dropTable = (table: string) => async (db: AnyDb) => {
-  await db.schema.dropTable(table).execute();
-};
+/** The down of a migration that created these tables: drops them, in this order. */
+const dropTables =
+  (...tables: string[]) =>
+  async (db: AnyDb) => {
+    for (const table of tables) await db.schema.dropTable(table).execute();
+  };
 
-const bookkeeping = (table: ReturnType<AnyDb["schema"]["createTable"]>) =>
-  table
+type TableBuilder = ReturnType<AnyDb["schema"]["createTable"]>;
+
+/** A mirror table: its id and restaurant, the kind's own columns, then the guard's bookkeeping. */
+const createMirrorTable = (db: AnyDb, table: string, columns: (t: TableBuilder) => TableBuilder = (t) => t) =>
+  columns(
+    db.schema
+      .createTable(table)
+      .addColumn("id", ID, (c) => c.primaryKey())
+      .addColumn("restaurant_id", "text", (c) => c.notNull()),
+  )
     .addColumn("raw", "jsonb", (c) => c.notNull())
     .addColumn("rank", "integer", (c) => c.notNull().defaultTo(0))
     .addColumn("read_at", "timestamptz", (c) => c.notNull())
-    .addColumn("synced_at", "timestamptz", (c) => c.notNull().defaultTo(sql`clock_timestamp()`));
+    .addColumn("synced_at", "timestamptz", (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+    .execute();
+
+// Lists page by id within a filter, so each filter column leads an index ending in id.
+const MIRROR_INDEXES: readonly [table: string, name: string, columns: string[]][] = [
+  ["orders", "orders_restaurant_idx", ["restaurant_id", "id"]],
+  ["orders", "orders_status_idx", ["status", "id"]],
+  ["orders", "orders_created_at_idx", ["created_at"]],
+  ["orders", "orders_synced_at_idx", ["synced_at"]],
+  ["order_items", "order_items_menu_item_idx", ["menu_item_id"]],
+  ["bookings", "bookings_restaurant_idx", ["restaurant_id", "id"]],
+  ["bookings", "bookings_status_idx", ["status", "id"]],
+  ["bookings", "bookings_date_idx", ["date"]],
+  ["bookings", "bookings_synced_at_idx", ["synced_at"]],
+  ["menu_items", "menu_items_restaurant_idx", ["restaurant_id", "id"]],
+  ["menu_items", "menu_items_synced_at_idx", ["synced_at"]],
+  ["reviews", "reviews_restaurant_idx", ["restaurant_id", "id"]],
+  ["reviews", "reviews_synced_at_idx", ["synced_at"]],
+];
 
 async function up0001(db: AnyDb): Promise<void> {
-  await bookkeeping(
-    db.schema
-      .createTable("orders")
-      .addColumn("id", ID, (c) => c.primaryKey())
-      .addColumn("restaurant_id", "text", (c) => c.notNull())
+  await createMirrorTable(db, "orders", (t) =>
+    t
       .addColumn("booking_id", "text")
       .addColumn("type", "text", (c) => c.notNull())
       .addColumn("status", "text", (c) => c.notNull())
@@ -43,7 +68,7 @@ async function up0001(db: AnyDb): Promise<void> {
       .addColumn("paid_at", "timestamptz")
       .addColumn("refunded_at", "timestamptz")
       .addColumn("created_at", "timestamptz", (c) => c.notNull()),
-  ).execute();
+  );
 
   await db.schema
     .createTable("order_items")
@@ -58,11 +83,8 @@ async function up0001(db: AnyDb): Promise<void> {
     .addPrimaryKeyConstraint("order_items_pkey", ["order_id", "id"])
     .execute();
 
-  await bookkeeping(
-    db.schema
-      .createTable("bookings")
-      .addColumn("id", ID, (c) => c.primaryKey())
-      .addColumn("restaurant_id", "text", (c) => c.notNull())
+  await createMirrorTable(db, "bookings", (t) =>
+    t
       .addColumn("date", "date", (c) => c.notNull())
       .addColumn("time", "time", (c) => c.notNull())
       .addColumn("party_size", "integer", (c) => c.notNull())
@@ -70,48 +92,20 @@ async function up0001(db: AnyDb): Promise<void> {
       .addColumn("confirm_code", "text", (c) => c.notNull())
       .addColumn("diner_name", "text", (c) => c.notNull())
       .addColumn("diner_email", "text", (c) => c.notNull()),
-  ).execute();
+  );
 
-  await bookkeeping(
-    db.schema
-      .createTable("menu_items")
-      .addColumn("id", ID, (c) => c.primaryKey())
-      .addColumn("restaurant_id", "text", (c) => c.notNull())
+  await createMirrorTable(db, "menu_items", (t) =>
+    t
       .addColumn("name", "text")
       .addColumn("price", "numeric")
       .addColumn("allergens", sql`text[]`)
       .addColumn("tags", sql`text[]`)
       .addColumn("stock", "integer"),
-  ).execute();
+  );
 
-  await bookkeeping(
-    db.schema
-      .createTable("reviews")
-      .addColumn("id", ID, (c) => c.primaryKey())
-      .addColumn("restaurant_id", "text", (c) => c.notNull()),
-  ).execute();
+  await createMirrorTable(db, "reviews");
 
-  // Lists page by id within a filter, so each filter column leads an index ending in id.
-  const indexes: [table: string, name: string, columns: string[]][] = [
-    ["orders", "orders_restaurant_idx", ["restaurant_id", "id"]],
-    ["orders", "orders_status_idx", ["status", "id"]],
-    ["orders", "orders_created_at_idx", ["created_at"]],
-    ["orders", "orders_synced_at_idx", ["synced_at"]],
-    ["order_items", "order_items_menu_item_idx", ["menu_item_id"]],
-    ["bookings", "bookings_restaurant_idx", ["restaurant_id", "id"]],
-    ["bookings", "bookings_status_idx", ["status", "id"]],
-    ["bookings", "bookings_date_idx", ["date"]],
-    ["bookings", "bookings_synced_at_idx", ["synced_at"]],
-    ["menu_items", "menu_items_restaurant_idx", ["restaurant_id", "id"]],
-    ["menu_items", "menu_items_synced_at_idx", ["synced_at"]],
-    ["reviews", "reviews_restaurant_idx", ["restaurant_id", "id"]],
-    ["reviews", "reviews_synced_at_idx", ["synced_at"]],
-  ];
-  for (const [table, name, columns] of indexes) await db.schema.createIndex(name).on(table).columns(columns).execute();
-}
-
-async function down0001(db: AnyDb): Promise<void> {
-  for (const table of ["order_items", "orders", "bookings", "menu_items", "reviews"]) await db.schema.dropTable(table).execute();
+  for (const [table, name, columns] of MIRROR_INDEXES) await db.schema.createIndex(name).on(table).columns(columns).execute();
 }
 
 // 0002_event_log: The event log: every event a worker takes, as delivered, with each handler's outcome.
@@ -449,58 +443,26 @@ async function down0016(db: AnyDb): Promise<void> {
 /** One per-company table's key and indexes, before (`account` false) or after this migration. */
 interface AccountTable {
   table: string;
-  key: { name: string; columns: string[]; unique?: "constraint" };
+  /** Its primary key's columns (the key is named `<table>_pkey`). */
+  key: string[];
   /** Its other unique constraints (change_outbox's change id). */
   uniques?: { name: string; columns: string[] }[];
   /** Btree indexes: columns, or an expression with an optional partial-index predicate. */
-  indexes: { name: string; columns?: string[]; expression?: string; where?: string }[];
+  indexes?: { name: string; columns?: string[]; expression?: string; where?: string }[];
 }
 
+/** The indexes 0001_mirror made on a mirror table. */
+const mirrorIndexes = (table: string) => MIRROR_INDEXES.filter(([t]) => t === table).map(([, name, columns]) => ({ name, columns }));
+
 const ACCOUNT_TABLES: readonly AccountTable[] = [
-  {
-    table: "orders",
-    key: { name: "orders_pkey", columns: ["id"] },
-    indexes: [
-      { name: "orders_restaurant_idx", columns: ["restaurant_id", "id"] },
-      { name: "orders_status_idx", columns: ["status", "id"] },
-      { name: "orders_created_at_idx", columns: ["created_at"] },
-      { name: "orders_synced_at_idx", columns: ["synced_at"] },
-    ],
-  },
-  {
-    table: "order_items",
-    key: { name: "order_items_pkey", columns: ["order_id", "id"] },
-    indexes: [{ name: "order_items_menu_item_idx", columns: ["menu_item_id"] }],
-  },
-  {
-    table: "bookings",
-    key: { name: "bookings_pkey", columns: ["id"] },
-    indexes: [
-      { name: "bookings_restaurant_idx", columns: ["restaurant_id", "id"] },
-      { name: "bookings_status_idx", columns: ["status", "id"] },
-      { name: "bookings_date_idx", columns: ["date"] },
-      { name: "bookings_synced_at_idx", columns: ["synced_at"] },
-    ],
-  },
-  {
-    table: "menu_items",
-    key: { name: "menu_items_pkey", columns: ["id"] },
-    indexes: [
-      { name: "menu_items_restaurant_idx", columns: ["restaurant_id", "id"] },
-      { name: "menu_items_synced_at_idx", columns: ["synced_at"] },
-    ],
-  },
-  {
-    table: "reviews",
-    key: { name: "reviews_pkey", columns: ["id"] },
-    indexes: [
-      { name: "reviews_restaurant_idx", columns: ["restaurant_id", "id"] },
-      { name: "reviews_synced_at_idx", columns: ["synced_at"] },
-    ],
-  },
+  { table: "orders", key: ["id"], indexes: mirrorIndexes("orders") },
+  { table: "order_items", key: ["order_id", "id"], indexes: mirrorIndexes("order_items") },
+  { table: "bookings", key: ["id"], indexes: mirrorIndexes("bookings") },
+  { table: "menu_items", key: ["id"], indexes: mirrorIndexes("menu_items") },
+  { table: "reviews", key: ["id"], indexes: mirrorIndexes("reviews") },
   {
     table: "events",
-    key: { name: "events_pkey", columns: ["id"] },
+    key: ["id"],
     indexes: [
       { name: "events_received_at_idx", columns: ["received_at", "id"] },
       { name: "events_status_idx", columns: ["status", "received_at"] },
@@ -508,33 +470,12 @@ const ACCOUNT_TABLES: readonly AccountTable[] = [
       { name: "events_record_idx", expression: "record_id, record_kind, received_at desc, id desc", where: "record_id is not null" },
     ],
   },
-  {
-    table: "handler_attempts",
-    key: { name: "handler_attempts_pkey", columns: ["event_id", "handler_key", "attempt", "started_at"] },
-    indexes: [],
-  },
-  {
-    table: "change_outbox",
-    key: { name: "change_outbox_pkey", columns: ["seq"] },
-    uniques: [{ name: "change_outbox_id_key", columns: ["id"] }],
-    indexes: [],
-  },
-  {
-    table: "rejected_records",
-    key: { name: "rejected_records_pkey", columns: ["kind", "id"] },
-    indexes: [{ name: "rejected_records_last_seen_idx", columns: ["last_seen"] }],
-  },
-  {
-    table: "unlisted_records",
-    key: { name: "unlisted_records_pkey", columns: ["kind", "id"] },
-    indexes: [{ name: "unlisted_records_given_up_at_idx", columns: ["given_up_at"] }],
-  },
-  { table: "sync_checkpoints", key: { name: "sync_checkpoints_pkey", columns: ["tier", "kind"] }, indexes: [] },
-  {
-    table: "steps",
-    key: { name: "steps_pkey", columns: ["event_id", "handler_key", "name"] },
-    indexes: [{ name: "steps_started_at_idx", columns: ["started_at"] }],
-  },
+  { table: "handler_attempts", key: ["event_id", "handler_key", "attempt", "started_at"] },
+  { table: "change_outbox", key: ["seq"], uniques: [{ name: "change_outbox_id_key", columns: ["id"] }] },
+  { table: "rejected_records", key: ["kind", "id"], indexes: [{ name: "rejected_records_last_seen_idx", columns: ["last_seen"] }] },
+  { table: "unlisted_records", key: ["kind", "id"], indexes: [{ name: "unlisted_records_given_up_at_idx", columns: ["given_up_at"] }] },
+  { table: "sync_checkpoints", key: ["tier", "kind"] },
+  { table: "steps", key: ["event_id", "handler_key", "name"], indexes: [{ name: "steps_started_at_idx", columns: ["started_at"] }] },
 ];
 
 /** The foreign key from a line item to its order (named by PostgreSQL in 0001_mirror). */
@@ -544,13 +485,14 @@ const ORDER_ITEMS_FK = "order_items_order_id_fkey";
 async function rekey(db: AnyDb, t: AccountTable, lead: string[]): Promise<void> {
   const cols = (columns: string[]) => sql.join([...lead, ...columns].map((c) => sql.ref(c)));
   const table = sql.table(t.table);
-  for (const index of t.indexes) await db.schema.dropIndex(index.name).execute();
+  const key = sql.ref(`${t.table}_pkey`);
+  for (const index of t.indexes ?? []) await db.schema.dropIndex(index.name).execute();
   for (const unique of t.uniques ?? []) await sql`alter table ${table} drop constraint ${sql.ref(unique.name)}`.execute(db);
-  await sql`alter table ${table} drop constraint ${sql.ref(t.key.name)}`.execute(db);
-  await sql`alter table ${table} add constraint ${sql.ref(t.key.name)} primary key (${cols(t.key.columns)})`.execute(db);
+  await sql`alter table ${table} drop constraint ${key}`.execute(db);
+  await sql`alter table ${table} add constraint ${key} primary key (${cols(t.key)})`.execute(db);
   for (const unique of t.uniques ?? [])
     await sql`alter table ${table} add constraint ${sql.ref(unique.name)} unique (${cols(unique.columns)})`.execute(db);
-  for (const index of t.indexes) {
+  for (const index of t.indexes ?? []) {
     const on = index.expression === undefined ? cols(index.columns ?? []) : sql.raw([...lead, index.expression].join(", "));
     const where = index.where === undefined ? sql`` : sql` where ${sql.raw(index.where)}`;
     await sql`create index ${sql.ref(index.name)} on ${table} (${on})${where}`.execute(db);
@@ -588,19 +530,19 @@ async function down0017(db: AnyDb): Promise<void> {
  * Append new migrations; never edit or rename a released one.
  */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
-  "0001_mirror": { up: up0001, down: down0001 },
-  "0002_event_log": { up: up0002, down: dropTable("events") },
-  "0003_change_outbox": { up: up0003, down: dropTable("change_outbox") },
-  "0004_rejected_records": { up: up0004, down: dropTable("rejected_records") },
+  "0001_mirror": { up: up0001, down: dropTables("order_items", "orders", "bookings", "menu_items", "reviews") },
+  "0002_event_log": { up: up0002, down: dropTables("events") },
+  "0003_change_outbox": { up: up0003, down: dropTables("change_outbox") },
+  "0004_rejected_records": { up: up0004, down: dropTables("rejected_records") },
   "0005_event_log_indexes": { up: up0005, down: down0005 },
-  "0006_steps": { up: up0006, down: dropTable("steps") },
-  "0007_sync_checkpoints": { up: up0007, down: dropTable("sync_checkpoints") },
+  "0006_steps": { up: up0006, down: dropTables("steps") },
+  "0007_sync_checkpoints": { up: up0007, down: dropTables("sync_checkpoints") },
   "0008_outbox_trace": { up: up0008, down: down0008 },
-  "0009_unlisted_records": { up: up0009, down: dropTable("unlisted_records") },
-  "0010_sync_liveness": { up: up0010, down: dropTable("sync_liveness") },
-  "0011_handler_key_renames": { up: up0011, down: dropTable("handler_key_renames") },
+  "0009_unlisted_records": { up: up0009, down: dropTables("unlisted_records") },
+  "0010_sync_liveness": { up: up0010, down: dropTables("sync_liveness") },
+  "0011_handler_key_renames": { up: up0011, down: dropTables("handler_key_renames") },
   "0013_event_records": { up: up0013, down: down0013 },
-  "0014_handler_attempts": { up: up0014, down: dropTable("handler_attempts") },
+  "0014_handler_attempts": { up: up0014, down: dropTables("handler_attempts") },
   "0015_replay_runs": { up: up0015, down: down0015 },
   "0016_event_jobs": { up: up0016, down: down0016 },
   "0017_accounts": { up: up0017, down: down0017 },

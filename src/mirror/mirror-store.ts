@@ -8,10 +8,9 @@ import {
   type UnlistedRecord,
   toRejection,
   type Rejection,
-  clearRejections,
+  clearSetAside,
   listRejections,
   recordRejections,
-  clearUnlisted,
   listUnlisted,
   recordUnlisted,
 } from "./set-aside-records.js";
@@ -202,11 +201,7 @@ function checkStatus(kind: MirrorKind, status: string): string {
 /** Checks a list filter against its kind; throws MirrorFilterError naming the first bad field. */
 export function validateFilter(kind: MirrorKind, filter: MirrorListFilter = {}): ValidFilter {
   const valid: ValidFilter = { limit: DEFAULT_LIMIT };
-  if (filter.restaurantId !== undefined) {
-    const problem = typeof filter.restaurantId === "string" ? idProblem(filter.restaurantId) : "must be a string";
-    if (problem) throw new MirrorFilterError("restaurantId", `restaurantId ${problem}`);
-    valid.restaurantId = filter.restaurantId;
-  }
+  if (filter.restaurantId !== undefined) valid.restaurantId = checkedId("restaurantId", filter.restaurantId);
   if (filter.status !== undefined) valid.status = checkStatus(kind, filter.status);
   for (const bound of ["from", "to"] as const) {
     if (filter[bound] !== undefined) valid[bound] = checkBound(kind, bound, filter[bound]);
@@ -239,9 +234,10 @@ export function fittingRows<T>(rows: readonly T[], size: (row: T) => number, bud
   const page: T[] = [];
   let bytes = 0;
   for (const row of rows) {
-    if (page.length > 0 && bytes + size(row) > budget) break;
+    const bytesOfRow = size(row);
+    if (page.length > 0 && bytes + bytesOfRow > budget) break;
     page.push(row);
-    bytes += size(row);
+    bytes += bytesOfRow;
   }
   return page;
 }
@@ -602,9 +598,9 @@ const validDate = (d: unknown): d is Date => d instanceof Date && !Number.isNaN(
  */
 async function lockIds(tx: Transaction<DatabaseSchema>, account: string, kind: MirrorKind, ids: readonly string[]): Promise<void> {
   // The account is part of the key: two companies' equal ids are two records, and never wait on each other.
-  await sql`select pg_advisory_xact_lock(k) from (select distinct hashtextextended(${`mirror:${account}:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k) as locks`.execute(
-    tx,
-  );
+  await sql`select pg_advisory_xact_lock(k) from (
+    select distinct hashtextextended(${`mirror:${account}:${kind}:`} || id, 0) as k from unnest(${ids}::text[]) as id order by k
+  ) as locks`.execute(tx);
 }
 
 /**
@@ -654,11 +650,8 @@ async function upsertRows(
       "up.raw as after",
       sql<boolean>`old.raw is distinct from up.raw`.as("content_changed"),
       "old.raw as before",
-      sql<
-        string[]
-      >`array(select key from jsonb_each(up.raw) as n(key, value) full join jsonb_each(old.raw) as o(key, value) using (key) where n.value is distinct from o.value order by key collate "C")`.as(
-        "changed",
-      ),
+      sql<string[]>`array(select key from jsonb_each(up.raw) as n(key, value) full join jsonb_each(old.raw) as o(key, value) using (key)
+        where n.value is distinct from o.value order by key collate "C")`.as("changed"),
     ])
     .orderBy("up.id")
     .execute();
@@ -702,9 +695,9 @@ async function writeChunk(
   const outcome = chunk.prepared.length > 0 ? await upsertRows(tx, account, kind, chunk.prepared) : { written: 0, changes: [] };
   await recordRejections(tx, account, kind, chunk.rejections);
   // A record that reads clean again is no longer rejected (whether or not this copy won the guard).
-  await clearRejections(tx, account, kind, ids);
+  await clearSetAside(tx, "rejected_records", account, kind, ids);
   // An id once reported as never listed is listed after all.
-  await clearUnlisted(tx, account, kind, ids);
+  await clearSetAside(tx, "unlisted_records", account, kind, ids);
   if (outcome.changes.length > 0 && onChanges) await onChanges(tx, outcome.changes);
   return outcome;
 }

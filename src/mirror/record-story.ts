@@ -1,10 +1,11 @@
-import { sql, type Kysely } from "kysely";
+import { sql, type Kysely, type Selectable } from "kysely";
 import { isDeepStrictEqual } from "node:util";
 import { summarizeHandlers, decodeEventCursor, encodeEventCursor } from "./event-log.js";
 import { validateRecordId, tableOf, type MirrorRecord, fittingRows } from "./mirror-store.js";
 import { DEFAULT_ACCOUNT, type DatabaseSchema, type EventStatus, type HandlerOutcome, MIRROR_KINDS, type MirrorKind } from "./database.js";
 import { withOperatorTimeout } from "./errors.js";
 import { fromStoredPayload } from "./values.js";
+import { CHANGE_KINDS } from "../events/catalog.js";
 
 /** Timeline entries per page at most (newest first; `nextCursor` goes on). */
 export const TIMELINE_LIMIT = 200;
@@ -57,17 +58,11 @@ export interface RecordStory {
   nextCursor: string | null;
 }
 
-interface TimelineRow {
-  id: string;
-  type: string;
-  received_at: Date;
-  status: EventStatus;
-  attempts: number;
-  handlers: Record<string, HandlerOutcome>;
+type TimelineRow = Pick<Selectable<DatabaseSchema["events"]>, "id" | "type" | "received_at" | "status" | "attempts" | "handlers"> & {
   restaurant_id: string | null;
   /** A change event's payload bytes (its diff's source); 0 for a delivery. */
   change_bytes: number | string;
-}
+};
 
 function toEntry(row: TimelineRow, change: unknown): TimelineEntry {
   const base = {
@@ -132,21 +127,12 @@ async function lastChange(db: Kysely<DatabaseSchema>, { account, kind, id }: Rec
 }
 
 async function sideTables(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef) {
-  const rejected = await db
-    .selectFrom("rejected_records")
-    .select(["reason", "detail", "last_seen as lastSeen", "count"])
-    .where("account_id", "=", account)
-    .where("kind", "=", kind)
-    .where("id", "=", id)
-    .executeTakeFirst();
-  const unlisted = await db
-    .selectFrom("unlisted_records")
-    .select(["event_ids as eventIds", "given_up_at as givenUpAt", "attempts"])
-    .where("account_id", "=", account)
-    .where("kind", "=", kind)
-    .where("id", "=", id)
-    .executeTakeFirst();
-  return { rejected: rejected ?? null, unlisted: unlisted ?? null };
+  const where = sql`where account_id = ${account} and kind = ${kind} and id = ${id}`;
+  const { rows: rejected } = await sql<NonNullable<RecordStory["rejected"]>>`
+    select reason, detail, last_seen as "lastSeen", count from rejected_records ${where}`.execute(db);
+  const { rows: unlisted } = await sql<NonNullable<RecordStory["unlisted"]>>`
+    select event_ids as "eventIds", given_up_at as "givenUpAt", attempts from unlisted_records ${where}`.execute(db);
+  return { rejected: rejected[0] ?? null, unlisted: unlisted[0] ?? null };
 }
 
 /**
@@ -229,13 +215,6 @@ export interface CausedChange {
   source: string;
 }
 
-/** The change kind (and change event type) of the records each event family names in `data.id`. */
-const CHANGE_TYPE_OF_FAMILY: Readonly<Record<string, string>> = {
-  order: "change.order",
-  booking: "change.booking",
-  menu_item: "change.menu_item",
-};
-
 /** How many changes an event page shows at most. */
 const MAX_CAUSED_CHANGES = 20;
 
@@ -252,15 +231,16 @@ export async function listCausedChanges(
   timeoutMs: number,
   account = DEFAULT_ACCOUNT,
 ): Promise<CausedChange[]> {
-  const changeType = CHANGE_TYPE_OF_FAMILY[event.type.split(".")[0] ?? ""];
+  // The change kinds are the event families that name their record in `data.id` (change.<kind> its event type).
+  const family = event.type.split(".")[0] ?? "";
   const recordId = namedRecordId(event.payload);
-  if (!changeType || recordId === undefined) return [];
+  if (!(CHANGE_KINDS as readonly string[]).includes(family) || recordId === undefined) return [];
   const rows = await withOperatorTimeout(timeoutMs, () =>
     db
       .selectFrom("events")
       .select(["id", "type", "received_at", "payload"])
       .where("account_id", "=", account)
-      .where("type", "=", changeType)
+      .where("type", "=", `change.${family}`)
       .where("received_at", ">=", event.receivedAt)
       .where(sql<boolean>`payload -> 'data' ->> 'id' = ${recordId}`)
       .orderBy("received_at")

@@ -75,43 +75,35 @@ export async function recordRejections(
   }
 }
 
-/** Forgets the rejections of records that read clean this time. */
-export async function clearRejections(
+/**
+ * Forgets ids a write just stored, inside the upsert's transaction: the rejections of records that
+ * read clean this time, or ids once reported as never listed that are listed after all.
+ */
+export async function clearSetAside(
   tx: Transaction<DatabaseSchema>,
+  table: "rejected_records" | "unlisted_records",
   account: string,
   kind: MirrorKind,
   ids: readonly string[],
 ): Promise<void> {
   if (ids.length === 0) return;
   await tx
-    .deleteFrom("rejected_records")
+    .deleteFrom(table)
     .where("account_id", "=", account)
     .where("kind", "=", kind)
     .where(sql<boolean>`id = any(${ids}::text[])`)
     .execute();
 }
 
+/** `and kind = …` when a list asks for one kind. */
+const ofKind = (kind: MirrorKind | undefined) => (kind === undefined ? sql`` : sql`and kind = ${kind}`);
+
 /** An account's rejected records (of a kind, or all), by kind and id. */
-export function listRejections(db: Kysely<DatabaseSchema>, account: string, kind?: MirrorKind): Promise<RejectionRow[]> {
-  return db
-    .selectFrom("rejected_records")
-    .select([
-      "kind",
-      "id",
-      "restaurant_id as restaurantId",
-      "reason",
-      "detail",
-      "raw",
-      "first_seen as firstSeen",
-      "last_seen as lastSeen",
-      "count",
-    ])
-    .where("account_id", "=", account)
-    .$call((q) => (kind === undefined ? q : q.where("kind", "=", kind)))
-    .orderBy("kind")
-    .orderBy("id")
-    .$castTo<RejectionRow>()
-    .execute();
+export async function listRejections(db: Kysely<DatabaseSchema>, account: string, kind?: MirrorKind): Promise<RejectionRow[]> {
+  const { rows } = await sql<RejectionRow>`
+    select kind, id, restaurant_id as "restaurantId", reason, detail, raw, first_seen as "firstSeen", last_seen as "lastSeen", count
+    from rejected_records where account_id = ${account} ${ofKind(kind)} order by kind, id`.execute(db);
+  return rows;
 }
 
 /** One record an upsert set aside. Nothing here holds the record's values, so it is safe to log. */
@@ -189,36 +181,13 @@ export async function recordUnlisted(db: Kysely<DatabaseSchema>, account: string
     .execute();
 }
 
-/** Forgets the ids a write just stored: they are listed after all. Call inside the upsert's transaction. */
-export async function clearUnlisted(
-  tx: Transaction<DatabaseSchema>,
-  account: string,
-  kind: MirrorKind,
-  ids: readonly string[],
-): Promise<void> {
-  if (ids.length === 0) return;
-  await tx.deleteFrom("unlisted_records").where("account_id", "=", account).where("kind", "=", kind).where("id", "in", ids).execute();
-}
-
 /** An account's ids given up on (of a kind, or all), by kind and id. */
-export function listUnlisted(db: Kysely<DatabaseSchema>, account: string, kind?: MirrorKind): Promise<UnlistedRecord[]> {
-  return db
-    .selectFrom("unlisted_records")
-    .select([
-      "kind",
-      "id",
-      "restaurant_id as restaurantId",
-      "event_ids as eventIds",
-      "first_noted_at as firstNotedAt",
-      "given_up_at as givenUpAt",
-      "attempts",
-    ])
-    .where("account_id", "=", account)
-    .$call((q) => (kind === undefined ? q : q.where("kind", "=", kind)))
-    .orderBy("kind")
-    .orderBy("id")
-    .$castTo<UnlistedRecord>()
-    .execute();
+export async function listUnlisted(db: Kysely<DatabaseSchema>, account: string, kind?: MirrorKind): Promise<UnlistedRecord[]> {
+  const { rows } = await sql<UnlistedRecord>`
+    select kind, id, restaurant_id as "restaurantId", event_ids as "eventIds", first_noted_at as "firstNotedAt",
+      given_up_at as "givenUpAt", attempts
+    from unlisted_records where account_id = ${account} ${ofKind(kind)} order by kind, id`.execute(db);
+  return rows;
 }
 
 /** The counter the reporter bumps (metrics.mirrorRejected); labels are bounded: kind and reason code. */

@@ -118,9 +118,8 @@ export function createStepStore(
       await sql`
         update steps set status = 'failed', error = ${error.slice(0, MAX_ERROR_LENGTH)},
           finished_at = clock_timestamp(), duration_ms = ${Math.round(durationMs)}
-        where account_id = ${account} and event_id = ${eventId} and handler_key = ${handlerKey} and name = ${name} and status <> 'done'`.execute(
-        db,
-      );
+        where account_id = ${account} and event_id = ${eventId} and handler_key = ${handlerKey} and name = ${name}
+          and status <> 'done'`.execute(db);
     },
 
     async forEvent(eventId) {

@@ -105,6 +105,14 @@ export function createSyncCheckpoints(
       .where("pass_started_at", "=", from.passStartedAt)
       .where("pass_completed_at", "is", null)
       .where(sql<boolean>`cursor is not distinct from ${from.cursor}`);
+  /** Ends the pass `from` started (same guard as `advance`): the row as saved, or undefined if it lost. */
+  const endPass = async (from: SyncCheckpoint, values: Record<string, unknown>) => {
+    const row = await samePass(from)
+      .set({ cursor: null, pass_completed_at: now, updated_at: now, ...values } as never)
+      .returningAll()
+      .executeTakeFirst();
+    return row && fromRow(row);
+  };
   return {
     account,
     async get(tier, kind) {
@@ -140,27 +148,8 @@ export function createSyncCheckpoints(
         .executeTakeFirst();
       return Number(result.numUpdatedRows) === 1;
     },
-    async complete(from, to) {
-      const row = await samePass(from)
-        .set({
-          cursor: null,
-          records: to.records,
-          pages: to.pages,
-          pass_completed_at: now,
-          last_complete_at: now,
-          updated_at: now,
-        } as never)
-        .returningAll()
-        .executeTakeFirst();
-      return row && fromRow(row);
-    },
-    async giveUp(from) {
-      const row = await samePass(from)
-        .set({ cursor: null, pass_completed_at: now, updated_at: now } as never)
-        .returningAll()
-        .executeTakeFirst();
-      return row && fromRow(row);
-    },
+    complete: (from, to) => endPass(from, { records: to.records, pages: to.pages, last_complete_at: now }),
+    giveUp: (from) => endPass(from, {}),
     async markAlive() {
       return db.transaction().execute(async (tx) => {
         // Locked first: a second worker waits here, then reads the mark this one leaves.
