@@ -27,21 +27,10 @@ export function createStore(
   { willChange = () => undefined, newId }: { willChange?: (record: { id: string }) => void; newId?: (prefix: string) => string } = {},
 ) {
   const state = createStoreState(random, now, newId);
-  const { restaurants, orders, bookings, menuItems, reviews, indexes } = state;
-
-  /**
-   * Re-lists a record changed from outside the actions (the control route that overwrites fields,
-   * a seeded history): its position follows its new sort key and status.
-   */
-  const relist = (kind: "orders" | "bookings" | "menu-items", record: object) => {
-    if (kind === "orders") state.putOrder(record as Order);
-    else if (kind === "bookings") state.putBooking(record as Booking);
-    else state.putMenuItem(record as MenuItem);
-  };
 
   /** Records an earlier run saved, instead of a seed; new stamps come after theirs. Emits nothing. */
   const load = (records: SandboxRecords) => {
-    restaurants.push(...records.restaurants);
+    state.restaurants.push(...records.restaurants);
     for (const m of records.menuItems) {
       state.putMenuItem(m);
       state.stampAfter(m.updatedAt);
@@ -56,12 +45,7 @@ export function createStore(
   };
 
   return {
-    restaurants,
-    orders,
-    bookings,
-    menuItems,
-    reviews,
-    indexes,
+    ...state,
     actions: createActions(state, emit, willChange),
     /** A few restaurants with menus, orders in every state and bookings; emits nothing. */
     seed: (count: number) => seedSample(state, count),
@@ -69,12 +53,12 @@ export function createStore(
     seedRestaurants: (count: number, menuItemsEach: number) => seedRestaurants(state, count, menuItemsEach),
     load,
     /** Whether an order, booking, menu item or review has this id. */
-    holds: (id: string) => orders.has(id) || bookings.has(id) || menuItems.has(id) || reviews.has(id),
-    relist,
-    /** How many times a record was put (changed, created or loaded): unchanged means nothing new to save. */
-    changes: state.changes,
-    random,
-    now,
+    holds: (id: string) => state.orders.has(id) || state.bookings.has(id) || state.menuItems.has(id) || state.reviews.has(id),
+    /**
+     * Re-lists a record changed from outside the actions (the control route that overwrites fields):
+     * its position follows its new sort key and status.
+     */
+    relist: { orders: state.putOrder, bookings: state.putBooking, "menu-items": state.putMenuItem },
   };
 }
 
@@ -90,7 +74,12 @@ export function createStoreState(random: Random, now: () => Date, newId: (prefix
   const menuItems = new Map<string, MenuItem>();
   const reviews = new Map<string, Review>();
   const restaurants: Restaurant[] = [];
-  const indexes = createListIndexes();
+  // The sorted lists the API pages through (ascending keys; the routes choose the direction).
+  const indexes = {
+    orders: createListIndex<Order>({ keyOf: LIST_KEYS.orders.keyOf, partitionsOf }),
+    bookings: createListIndex<Booking>({ keyOf: LIST_KEYS.bookings.keyOf, partitionsOf }),
+    menuItems: createListIndex<MenuItem>({ keyOf: LIST_KEYS.menuItems.keyOf, partitionsOf }),
+  };
   let sequence = 0;
   let changes = 0;
   /** Puts a new or changed record in its map and its sorted lists (reviews have none), counting the change. */
@@ -223,15 +212,6 @@ export function partitionFor(restaurantId: string | undefined, status: string | 
   if (restaurantId && status) return `r:${restaurantId}|s:${status}`;
   if (restaurantId) return `r:${restaurantId}`;
   return status ? `s:${status}` : "all";
-}
-
-/** The sorted lists the API pages through (ascending keys; the routes choose the direction). */
-export function createListIndexes() {
-  return {
-    orders: createListIndex<Order>({ keyOf: LIST_KEYS.orders.keyOf, partitionsOf }),
-    bookings: createListIndex<Booking>({ keyOf: LIST_KEYS.bookings.keyOf, partitionsOf }),
-    menuItems: createListIndex<MenuItem>({ keyOf: LIST_KEYS.menuItems.keyOf, partitionsOf }),
-  };
 }
 
 /** A record's sort key: compared element by element. */
@@ -649,7 +629,7 @@ export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
     // Strictly increasing times (createdAt orders the list), in key order so the lists only append.
     const at = Math.max(previous + 1, Math.floor(start + ((i + random01(store.random)) * span) / opts.orders));
     previous = at;
-    store.relist("orders", historyOrder(store, menus, at, nowMs, inFlightMs));
+    store.putOrder(historyOrder(store, menus, at, nowMs, inFlightMs));
   }
   const bookingCount = opts.bookings ?? Math.round(opts.orders / 4);
   const days = opts.days + 14;
@@ -661,7 +641,7 @@ export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
   // Sorted by the list's key first, so each insert is an append.
   const key = (b: Booking) => `${b.date}\u0000${b.time}\u0000${b.id}`;
   bookings.sort((a, b) => (key(a) < key(b) ? -1 : 1));
-  for (const b of bookings) store.relist("bookings", b);
+  for (const b of bookings) store.putBooking(b);
 }
 
 /** A jitter within the order's slot, kept below 1 so slots never overlap. */

@@ -105,10 +105,7 @@ export function startTraffic(
       if (booking) act("booking.status_changed", () => store.actions.cancelBooking(booking.id));
     },
     menuEdits() {
-      const item = random.pick([...store.menuItems.values()]);
-      act("menu_item.updated", () =>
-        store.actions.updateMenuItem(item.id, { stock: random.int(0, 40), price: Math.max(1, item.price + random.pick([-0.5, 0.5])) }),
-      );
+      act("menu_item.updated", () => editMenuItem(store));
     },
   };
 
@@ -171,6 +168,13 @@ function bookingInput(store: SandboxStore, date: string, guest: string) {
   };
 }
 
+/** A menu item at random gets a new stock and a price 50 cents up or down (at least 1). */
+function editMenuItem(store: SandboxStore) {
+  const { random } = store;
+  const item = random.pick([...store.menuItems.values()]);
+  return store.actions.updateMenuItem(item.id, { stock: random.int(0, 40), price: Math.max(1, item.price + random.pick([-0.5, 0.5])) });
+}
+
 /** Live traffic for a local run: each tick, one plausible change, through the same actions. */
 export function startSimulation(store: SandboxStore, random: Random, intervalMs: number, logger?: Logger): () => void {
   const tick = () => {
@@ -191,10 +195,7 @@ export function startSimulation(store: SandboxStore, random: Random, intervalMs:
         const confirmed = [...store.bookings.values()].filter((b) => b.status === "CONFIRMED");
         if (confirmed.length > 0) store.actions.cancelBooking(random.pick(confirmed).id);
       } else if (roll < 0.95) store.actions.createReview();
-      else {
-        const item = random.pick([...store.menuItems.values()]);
-        store.actions.updateMenuItem(item.id, { stock: random.int(0, 40), price: Math.max(1, item.price + random.pick([-0.5, 0.5])) });
-      }
+      else editMenuItem(store);
     } catch (err) {
       logger?.warn({ err: (err as Error).message }, "simulation step failed");
     }
