@@ -10,9 +10,9 @@ import {
   type Restaurant,
   type Review,
   type OrderItem,
-  type OrderType,
   type OrderStatus,
 } from "./records.js";
+import { OPEN_ORDER_STATUSES, ORDER_FORWARD_STEPS, ORDER_TYPES } from "../upstream/models.js";
 
 /**
  * The sandbox's state and every change the API (or the simulation) can make to it. Each change
@@ -378,12 +378,7 @@ const confirmCode = (random: Random) => Array.from({ length: 6 }, () => random.p
 /** A new PENDING order of dishes from its restaurant's menu (not stored yet). */
 export function buildOrder(
   state: StoreState,
-  input: {
-    restaurantId?: string;
-    type?: OrderType;
-    paid?: boolean;
-    bookingId?: string | null;
-  },
+  input: Partial<Pick<Order, "restaurantId" | "type" | "bookingId">> & { paid?: boolean },
 ): Order {
   const { random } = state;
   const rid = state.restaurantId(input.restaurantId);
@@ -395,7 +390,7 @@ export function buildOrder(
     id: state.newId("ord"),
     restaurantId: rid,
     bookingId: input.bookingId ?? null,
-    type: input.type ?? random.pick(["DINE_IN", "TAKEAWAY", "DELIVERY"] as const),
+    type: input.type ?? random.pick(ORDER_TYPES),
     status: "PENDING",
     ...amounts,
     currency: "EUR",
@@ -409,13 +404,8 @@ export function buildOrder(
 /** A new CONFIRMED booking with its confirmation code (not stored yet). */
 export function buildBooking(
   state: StoreState,
-  input: {
-    restaurantId: string;
-    date: string;
-    time: string;
-    partySize: number;
-    diner: { name: string; email: string };
-  },
+  /** `date`: the day, YYYY-MM-DD. */
+  input: Pick<Booking, "restaurantId" | "date" | "time" | "partySize" | "diner">,
 ): Booking {
   const { random } = state;
   return {
@@ -432,15 +422,7 @@ export function buildBooking(
 }
 
 /** A new review, of a restaurant at random unless given (not stored yet). */
-export function buildReview(
-  state: StoreState,
-  input: {
-    restaurantId?: string;
-    rating?: number;
-    comment?: string | null;
-    author?: string;
-  },
-): Review {
+export function buildReview(state: StoreState, input: Partial<Pick<Review, "restaurantId" | "rating" | "comment" | "author">>): Review {
   const { random } = state;
   return {
     id: state.newId("rev"),
@@ -503,7 +485,7 @@ function seedBookings(state: StoreState, r: number): Booking[] {
 
 /** A few restaurants with menus, orders in every state and bookings; emits nothing. */
 export function seedSample(state: StoreState, count: number) {
-  const path = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
+  const path = ORDER_FORWARD_STEPS;
   for (let r = 1; r <= count; r++) {
     seedRestaurant(state, r, 6);
     const rbookings = seedBookings(state, r);
@@ -537,8 +519,7 @@ export interface HistoryOptions {
 
 const DAY = 86_400_000;
 const MINUTE = 60_000;
-const IN_FLIGHT: readonly OrderStatus[] = ["PENDING", "CONFIRMED", "PREPARING", "READY"];
-const TYPES: readonly OrderType[] = ["DINE_IN", "TAKEAWAY", "DELIVERY"];
+const IN_FLIGHT = OPEN_ORDER_STATUSES;
 
 /** An id of `prefix` that `taken` does not hold yet (8 random base-36 digits collide at a million). */
 function freshId(random: Random, prefix: string, taken: Map<string, unknown>): string {
@@ -575,7 +556,7 @@ function historyOrder(store: SandboxStore, menus: Map<string, MenuItem[]>, at: n
     id: freshId(random, "ord", store.orders),
     restaurantId: restaurant,
     bookingId: null,
-    type: random.pick(TYPES),
+    type: random.pick(ORDER_TYPES),
     status,
     ...amounts,
     currency: "EUR",

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Random, SandboxStore } from "./store.js";
 import { nextStatus, TERMINAL } from "./records.js";
+import { ORDER_FORWARD_STEPS } from "../upstream/models.js";
 
 export interface TrafficOptions {
   /** Webhook events per second, all kinds together (on average). */
@@ -43,7 +44,8 @@ export interface Traffic {
 }
 
 const DEFAULT_MIX: Record<TrafficKind, number> = { newOrders: 0.55, refunds: 0.15, bookings: 0.15, cancellations: 0.05, menuEdits: 0.1 };
-const STEPS = ["CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
+/** A new order's steps after PENDING. */
+const STEPS = ORDER_FORWARD_STEPS.slice(1);
 const TICK_MS = 50;
 
 /**
