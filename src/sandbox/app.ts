@@ -223,7 +223,12 @@ function apiGate(deps: SandboxParts): MiddlewareHandler<ApiEnv> {
     c.set("fault", fault);
     await next();
     record.status = c.res.status;
-    if (fault?.padBodyBytes) c.res = await padBody(c.res, fault.padBodyBytes);
+    // A success answer: its JSON followed by whitespace up to padBodyBytes.
+    if (fault?.padBodyBytes)
+      c.res = paddedBody(
+        { head: await c.res.text(), fill: " ", tail: "", bytes: fault.padBodyBytes },
+        { status: c.res.status, headers: c.res.headers },
+      );
     if (fault?.stallBodyMs) c.res = await stallBody(c.res, fault.stallBodyMs);
   };
 }
@@ -486,11 +491,6 @@ export function paddedBody(parts: { head: string; fill: string; tail: string; by
   headers.set("content-type", "application/json");
   headers.delete("content-length");
   return new Response(body, { ...init, headers });
-}
-
-/** A success answer whose JSON is followed by whitespace up to `bytes` (padBodyBytes). */
-export async function padBody(res: Response, bytes: number): Promise<Response> {
-  return paddedBody({ head: await res.text(), fill: " ", tail: "", bytes }, { status: res.status, headers: res.headers });
 }
 
 /**

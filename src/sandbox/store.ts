@@ -50,7 +50,9 @@ export function createStore(
     /** A few restaurants with menus, orders in every state and bookings; emits nothing. */
     seed: (count: number) => seedSample(state, count),
     /** Restaurants and their menus only (a seeded history fills in the rest); emits nothing. */
-    seedRestaurants: (count: number, menuItemsEach: number) => seedRestaurants(state, count, menuItemsEach),
+    seedRestaurants: (count: number, menuItemsEach: number) => {
+      for (let r = 1; r <= count; r++) seedRestaurant(state, r, menuItemsEach);
+    },
     load,
     /** Whether an order, booking, menu item or review has this id. */
     holds: (id: string) => state.orders.has(id) || state.bookings.has(id) || state.menuItems.has(id) || state.reviews.has(id),
@@ -458,11 +460,6 @@ function seedRestaurant(state: StoreState, r: number, count: number) {
   }
 }
 
-/** Restaurants and their menus only (a seeded history fills in the rest); emits nothing. */
-export function seedRestaurants(state: StoreState, count: number, menuItemsEach: number) {
-  for (let r = 1; r <= count; r++) seedRestaurant(state, r, menuItemsEach);
-}
-
 /** Five bookings of restaurant `r` around today, the last one cancelled. */
 function seedBookings(state: StoreState, r: number): Booking[] {
   const { random } = state;
@@ -608,7 +605,9 @@ export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
   let previous = -Infinity;
   for (let i = 0; i < opts.orders; i++) {
     // Strictly increasing times (createdAt orders the list), in key order so the lists only append.
-    const at = Math.max(previous + 1, Math.floor(start + ((i + random01(store.random)) * span) / opts.orders));
+    // A jitter within the order's slot, kept below 1 so slots never overlap.
+    const jitter = store.random.next() * 0.9;
+    const at = Math.max(previous + 1, Math.floor(start + ((i + jitter) * span) / opts.orders));
     previous = at;
     store.putOrder(historyOrder(store, menus, at, nowMs, inFlightMs));
   }
@@ -624,9 +623,6 @@ export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
   bookings.sort((a, b) => (key(a) < key(b) ? -1 : 1));
   for (const b of bookings) store.putBooking(b);
 }
-
-/** A jitter within the order's slot, kept below 1 so slots never overlap. */
-const random01 = (random: Random) => random.next() * 0.9;
 
 /** mulberry32: a tiny seeded PRNG, so the same seed gives the same sandbox. */
 export function seededRandom(seed: number) {

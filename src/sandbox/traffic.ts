@@ -121,13 +121,7 @@ export function startTraffic(
     }
   };
 
-  const guarded = (change: () => void) => {
-    try {
-      change();
-    } catch (err) {
-      deps.logger?.warn({ err: (err as Error).message }, "traffic step failed");
-    }
-  };
+  const guarded = (change: () => void) => warnOnFailure(change, deps.logger, "traffic step failed");
 
   const runDueSteps = (now: number) => {
     const due = steps.filter((s) => s.at <= now);
@@ -180,28 +174,33 @@ function editMenuItem(store: SandboxStore) {
 /** Live traffic for a local run: each tick, one plausible change, through the same actions. */
 export function startSimulation(store: SandboxStore, random: Random, intervalMs: number, logger?: Logger): () => void {
   const tick = () => {
-    try {
-      const open = [...store.orders.values()].filter((o) => !TERMINAL.includes(o.status));
-      const roll = random.next();
-      if (roll < 0.3 || open.length === 0) store.actions.createOrder({ paid: random.chance(0.7) });
-      else if (roll < 0.65) {
-        const order = random.pick(open);
-        const next = nextStatus(order.status);
-        if (next) store.actions.updateOrderStatus(order.id, next);
-      } else if (roll < 0.7) store.actions.updateOrderStatus(random.pick(open).id, "CANCELLED");
-      else if (roll < 0.75) {
-        const paid = [...store.orders.values()].filter((o) => o.paidAt && o.status !== "REFUNDED");
-        if (paid.length > 0) store.actions.refundOrder(random.pick(paid).id, "simulated refund");
-      } else if (roll < 0.85) store.actions.createBooking(bookingInput(store, dayAhead(random), "Sim Guest"));
-      else if (roll < 0.9) {
-        const confirmed = [...store.bookings.values()].filter((b) => b.status === "CONFIRMED");
-        if (confirmed.length > 0) store.actions.cancelBooking(random.pick(confirmed).id);
-      } else if (roll < 0.95) store.actions.createReview();
-      else editMenuItem(store);
-    } catch (err) {
-      logger?.warn({ err: (err as Error).message }, "simulation step failed");
-    }
+    const open = [...store.orders.values()].filter((o) => !TERMINAL.includes(o.status));
+    const roll = random.next();
+    if (roll < 0.3 || open.length === 0) store.actions.createOrder({ paid: random.chance(0.7) });
+    else if (roll < 0.65) {
+      const order = random.pick(open);
+      const next = nextStatus(order.status);
+      if (next) store.actions.updateOrderStatus(order.id, next);
+    } else if (roll < 0.7) store.actions.updateOrderStatus(random.pick(open).id, "CANCELLED");
+    else if (roll < 0.75) {
+      const paid = [...store.orders.values()].filter((o) => o.paidAt && o.status !== "REFUNDED");
+      if (paid.length > 0) store.actions.refundOrder(random.pick(paid).id, "simulated refund");
+    } else if (roll < 0.85) store.actions.createBooking(bookingInput(store, dayAhead(random), "Sim Guest"));
+    else if (roll < 0.9) {
+      const confirmed = [...store.bookings.values()].filter((b) => b.status === "CONFIRMED");
+      if (confirmed.length > 0) store.actions.cancelBooking(random.pick(confirmed).id);
+    } else if (roll < 0.95) store.actions.createReview();
+    else editMenuItem(store);
   };
-  const timer = setInterval(tick, intervalMs);
+  const timer = setInterval(() => warnOnFailure(tick, logger, "simulation step failed"), intervalMs);
   return () => clearInterval(timer);
+}
+
+/** Runs one step of live traffic; a step that fails (a record gone meanwhile) is a warning, and the traffic goes on. */
+function warnOnFailure(step: () => void, logger: Logger | undefined, message: string): void {
+  try {
+    step();
+  } catch (err) {
+    logger?.warn({ err: (err as Error).message }, message);
+  }
 }
