@@ -13,8 +13,7 @@ import { createSandbox, SANDBOX_STATE_FILE, type Sandbox, type SandboxOptions } 
 import { SandboxStateFileError } from "../sandbox/state-file.js";
 import { DataDirLockedError, lockDataDir } from "../mirror/embedded-server.js";
 import { isApiKey } from "../upstream/client.js";
-import type { EventHandlers } from "../worker/handlers.js";
-import { loadHandlersModule } from "../worker/handlers.js";
+import { type EventHandlers, loadHandlersModule } from "../worker/handlers.js";
 import { CommandError, flagOptions, parseFlags, stopped, UsageError, wholeNumber } from "./command.js";
 import { serviceFromConfig } from "./serve.js";
 

@@ -15,15 +15,12 @@ import type { EventQuery } from "../mirror/event-log.js";
 import { printable } from "../mirror/values.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
 import type { RejectedRecord } from "../mirror/set-aside-records.js";
-import type { EventJobData } from "../queue/events-queue.js";
-import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
-import { createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
+import { createEventsQueue, createSyncQueue, type EventJobData, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
 import { SERVED_BY } from "../http/errors.js";
 import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-actions.js";
 import { createOperatorActions, outcomeOf, type OperatorActions } from "../worker/operator-actions.js";
-import { type BulkReplayProgress, replayEvents, replayQueryFromFilter } from "../worker/replays.js";
-import { removeReplayedFailedJobs } from "../worker/replays.js";
+import { type BulkReplayProgress, removeReplayedFailedJobs, replayEvents, replayQueryFromFilter } from "../worker/replays.js";
 import {
   type Answer,
   answer,
