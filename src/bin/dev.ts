@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { configSchema, loadConfig, newestSigningSecret } from "../config/config.js";
@@ -352,12 +353,7 @@ export function devBanner(b: {
 }
 
 /** What `showBannerOnEnter` reads: process.stdin, or any stream in a test. */
-interface KeyInput {
-  on(event: "data", listener: (chunk: Buffer | string) => void): unknown;
-  off(event: "data", listener: (chunk: Buffer | string) => void): unknown;
-  resume(): unknown;
-  pause(): unknown;
-}
+type KeyInput = Pick<Readable, "on" | "off" | "resume" | "pause">;
 
 /**
  * Prints the banner again each time the developer presses Enter (a line typed on stdin: the

@@ -39,9 +39,7 @@ async function read<T>(
 const at = (time: Date | string | null | undefined) => (time ? new Date(time).toISOString() : "never");
 
 /** A value of a field diff or a record, short: JSON, at most 80 characters. */
-const short = (value: unknown) => {
-  return shortened(printable(JSON.stringify(value ?? null)), 79);
-};
+const short = (value: unknown) => shortened(printable(JSON.stringify(value ?? null)), 79);
 
 /** An error's first line, bounded. */
 const firstLine = (error: string | null | undefined) => printable(cutAt((error ?? "").split("\n")[0] ?? "", 200));
