@@ -25,7 +25,7 @@ async function read<T>(
   if (where.url !== undefined) return operatorClient(operatorUrl(where.url), where.env.ADMIN_TOKEN).call<T>("GET", path);
   const config = loadConfig({ ...where.env, ROLE: "worker" });
   const stores = await openEventStores(config);
-  if (stores === HELD_BY_SERVICE) return askService<T>(config, request, { signal: where.stop });
+  if (stores === HELD_BY_SERVICE) return askService<T>(config, request, where.stop);
   try {
     const found = await local(stores);
     if (found === undefined) throw new CommandError(notFound, "not_found");

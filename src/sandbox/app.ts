@@ -497,10 +497,10 @@ export function paddedBody(parts: { head: string; fill: string; tail: string; by
  * The API's per-key limit (docs/upstream.md): a sliding window over the requests it accepted.
  * Returns 0 when the request is accepted (and counts it), else the Retry-After in seconds.
  */
-export function createKeyRateLimit(max: number, windowMs: number, now: () => number = Date.now) {
+export function createKeyRateLimit(max: number, windowMs: number) {
   const accepted = new Map<string, number[]>();
   return function admit(key: string): number {
-    const t = now();
+    const t = Date.now();
     const log = (accepted.get(key) ?? []).filter((at) => at > t - windowMs);
     accepted.set(key, log);
     if (log.length < max) {

@@ -81,7 +81,6 @@ export function createSandbox(options: SandboxOptions = {}) {
       history.remember(resource);
       if (!silent) sender.send(type, resource);
     },
-    () => new Date(),
     { willChange: history.rememberBefore, ...(kept ? { newId: reservedIds(kept.ids, (id) => store.holds(id)) } : {}) },
   );
   const saver = fillStore(store, history, options, kept);
@@ -112,7 +111,7 @@ export function createSandbox(options: SandboxOptions = {}) {
     logger: options.logger,
   });
 
-  let stopSimulation = options.simulate ? startSimulation(store, random, options.simulate.intervalMs, options.logger) : undefined;
+  let stopSimulation = options.simulate ? startSimulation(store, options.simulate.intervalMs, options.logger) : undefined;
   const traffics: Traffic[] = [];
   let server: Awaited<ReturnType<typeof serveApp>> | undefined;
   let closed = false;

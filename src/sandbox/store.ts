@@ -23,10 +23,9 @@ import { OPEN_ORDER_STATUSES, ORDER_FORWARD_STEPS, ORDER_TYPES } from "../upstre
 export function createStore(
   random: Random,
   emit: EmitEvent,
-  now: () => Date,
   { willChange = () => undefined, newId }: { willChange?: (record: { id: string }) => void; newId?: (prefix: string) => string } = {},
 ) {
-  const state = createStoreState(random, now, newId);
+  const state = createStoreState(random, newId);
 
   /** Records an earlier run saved, instead of a seed; new stamps come after theirs. Emits nothing. */
   const load = (records: SandboxRecords) => {
@@ -70,7 +69,7 @@ export type SandboxStore = ReturnType<typeof createStore>;
  * The sandbox's records (maps by id, and the sorted lists the API pages through), with the
  * helpers every change shares: one object the builders, actions and seeds take first.
  */
-export function createStoreState(random: Random, now: () => Date, newId: (prefix: string) => string = random.id) {
+export function createStoreState(random: Random, newId: (prefix: string) => string = random.id) {
   const orders = new Map<string, Order>();
   const bookings = new Map<string, Booking>();
   const menuItems = new Map<string, MenuItem>();
@@ -94,7 +93,6 @@ export function createStoreState(random: Random, now: () => Date, newId: (prefix
     };
   return {
     random,
-    now,
     /** A new record's id: the seeded random's, or ids kept unique across runs (reservedIds, state-file.ts). */
     newId,
     restaurants,
@@ -104,10 +102,10 @@ export function createStoreState(random: Random, now: () => Date, newId: (prefix
     reviews,
     indexes,
     // Strictly increasing createdAt, so "newest first" is a total order.
-    stamp: () => new Date(now().getTime() + sequence++).toISOString(),
+    stamp: () => new Date(Date.now() + sequence++).toISOString(),
     /** Later stamps come after `instant` (records of an earlier run, whose stamps may run ahead of the clock). */
     stampAfter(instant: string) {
-      sequence = Math.max(sequence, Date.parse(instant) - now().getTime() + 1);
+      sequence = Math.max(sequence, Date.parse(instant) - Date.now() + 1);
     },
     /** How many times a record was put: unchanged means nothing to save. */
     changes: () => changes,
@@ -465,7 +463,7 @@ function seedBookings(state: StoreState, r: number): Booking[] {
   const { random } = state;
   const rbookings: Booking[] = [];
   for (let b = 0; b < 5; b++) {
-    const day = new Date(state.now().getTime() + (b - 2) * 86_400_000).toISOString().slice(0, 10);
+    const day = new Date(Date.now() + (b - 2) * 86_400_000).toISOString().slice(0, 10);
     const booking = buildBooking(state, {
       restaurantId: `rest_${r}`,
       date: day,
@@ -596,7 +594,7 @@ export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
       "invalid_request",
       "history needs orders and bookings ≥ 0 (whole numbers), days > 0 and inFlightMinutes > 0",
     );
-  const nowMs = store.now().getTime();
+  const nowMs = Date.now();
   const span = opts.days * DAY - MINUTE; // the newest order is a minute old
   const start = nowMs - MINUTE - span;
   const inFlightMs = (opts.inFlightMinutes ?? 60) * MINUTE;

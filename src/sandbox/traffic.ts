@@ -172,7 +172,8 @@ function editMenuItem(store: SandboxStore) {
 }
 
 /** Live traffic for a local run: each tick, one plausible change, through the same actions. */
-export function startSimulation(store: SandboxStore, random: Random, intervalMs: number, logger?: Logger): () => void {
+export function startSimulation(store: SandboxStore, intervalMs: number, logger?: Logger): () => void {
+  const { random } = store;
   const tick = () => {
     const open = [...store.orders.values()].filter((o) => !TERMINAL.includes(o.status));
     const roll = random.next();
