@@ -107,7 +107,7 @@ export function createStoreState(random: Random, newId: (prefix: string) => stri
     stampAfter(instant: string) {
       sequence = Math.max(sequence, Date.parse(instant) - Date.now() + 1);
     },
-    /** How many times a record was put: unchanged means nothing to save. */
+    /** How many times a record was put (changed, created or loaded): unchanged means nothing new to save. */
     changes: () => changes,
     putOrder: put(orders, indexes.orders),
     putBooking: put(bookings, indexes.bookings),
