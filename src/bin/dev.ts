@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { configSchema, loadConfig, newestSigningSecret } from "../config/config.js";
@@ -13,8 +14,7 @@ import { createSandbox, SANDBOX_STATE_FILE, type Sandbox, type SandboxOptions } 
 import { SandboxStateFileError } from "../sandbox/state-file.js";
 import { DataDirLockedError, lockDataDir } from "../mirror/embedded-server.js";
 import { isApiKey } from "../upstream/client.js";
-import type { EventHandlers } from "../worker/handlers.js";
-import { loadHandlersModule } from "../worker/handlers.js";
+import { type EventHandlers, loadHandlersModule } from "../worker/handlers.js";
 import { CommandError, flagOptions, parseFlags, stopped, UsageError, wholeNumber } from "./command.js";
 import { serviceFromConfig } from "./serve.js";
 
@@ -55,7 +55,7 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
   const redis = await devRedis(redisPort, process.env.REDIS_URL, kept.settings.ports.redis);
   // Everything started from here on is stopped again if the stack cannot come up: no redis-server
   // (nor sandbox, nor database) is left behind by a failed start.
-  const started: { stop(): Promise<void> }[] = [];
+  const started: Started = [];
   const ownRedis = redis.started;
   if (ownRedis) {
     started.push({ stop: () => ownRedis.destroy() });
@@ -65,7 +65,7 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
   try {
     stack = await startStack(values, intervalMs, { redis, database, kept }, started);
   } catch (err) {
-    for (const part of started.reverse()) await part.stop().catch(() => undefined);
+    for (const part of started.reverse()) await Promise.resolve(part.stop()).catch(() => undefined);
     throw err;
   }
   await stayUp(stack, started, stop);
@@ -110,13 +110,16 @@ export async function devRedis(redisPort: number | undefined, envUrl: string | u
   return ensureRedis(url, redisPort);
 }
 
+/** What a failed start or the stop stops again, in reverse order. */
+type Started = { stop(): Promise<void> | void }[];
+
 interface DevStart {
   redis: Awaited<ReturnType<typeof ensureRedis>>;
   database: Awaited<ReturnType<typeof devDatabase>>;
   kept: Awaited<ReturnType<typeof devSettings>>;
 }
 
-async function startStack(values: DevFlags, intervalMs: number, { redis, database, kept }: DevStart, started: { stop(): Promise<void> }[]) {
+async function startStack(values: DevFlags, intervalMs: number, { redis, database, kept }: DevStart, started: Started) {
   const { settings } = kept;
   // SIGNING_SECRET may be a rotation list: the service accepts each secret, the sandbox signs with the newest (the first).
   const signingSecrets = process.env.SIGNING_SECRET ?? settings.signingSecret;
@@ -170,12 +173,7 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
   const worker = service.worker;
   if (handlersModule && worker) {
     const watching = watchHandlersModule({ path: handlersModule, apply: (map) => worker.reloadHandlers([map]), logger });
-    started.push({
-      stop: () => {
-        watching.stop();
-        return Promise.resolve();
-      },
-    });
+    started.push({ stop: () => watching.stop() });
   }
 
   const fromEnv = (["SIGNING_SECRET", "ADMIN_TOKEN"] as const).filter((name) => process.env[name] !== undefined);
@@ -208,12 +206,7 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
   printBanner();
   if (process.stdin.isTTY) {
     const stopListening = showBannerOnEnter(process.stdin, printBanner);
-    started.push({
-      stop: () => {
-        stopListening();
-        return Promise.resolve();
-      },
-    });
+    started.push({ stop: stopListening });
   }
   return { logger };
 }
@@ -298,7 +291,7 @@ async function listenOn<T>(what: string, port: string | number, start: (port: nu
 }
 
 /** Until the first signal (command.ts: SIGHUP too, so a closed terminal leaves no redis-server behind); then stops it all. */
-async function stayUp({ logger }: { logger: { flush(): void } }, started: { stop(): Promise<void> }[], stop: AbortSignal): Promise<void> {
+async function stayUp({ logger }: { logger: { flush(): void } }, started: Started, stop: AbortSignal): Promise<void> {
   await stopped(stop);
   try {
     // The service first (last started), so no refresh job is cut off by its upstream vanishing mid-request.
@@ -360,12 +353,7 @@ export function devBanner(b: {
 }
 
 /** What `showBannerOnEnter` reads: process.stdin, or any stream in a test. */
-interface KeyInput {
-  on(event: "data", listener: (chunk: Buffer | string) => void): unknown;
-  off(event: "data", listener: (chunk: Buffer | string) => void): unknown;
-  resume(): unknown;
-  pause(): unknown;
-}
+type KeyInput = Pick<Readable, "on" | "off" | "resume" | "pause">;
 
 /**
  * Prints the banner again each time the developer presses Enter (a line typed on stdin: the

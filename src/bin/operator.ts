@@ -15,15 +15,12 @@ import type { EventQuery } from "../mirror/event-log.js";
 import { printable } from "../mirror/values.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
 import type { RejectedRecord } from "../mirror/set-aside-records.js";
-import type { EventJobData } from "../queue/events-queue.js";
-import { EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
-import { createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
+import { createEventsQueue, createSyncQueue, type EventJobData, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
 import { SERVED_BY } from "../http/errors.js";
 import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-actions.js";
 import { createOperatorActions, outcomeOf, type OperatorActions } from "../worker/operator-actions.js";
-import { type BulkReplayProgress, replayEvents, replayQueryFromFilter } from "../worker/replays.js";
-import { removeReplayedFailedJobs } from "../worker/replays.js";
+import { type BulkReplayProgress, removeReplayedFailedJobs, replayEvents, replayQueryFromFilter } from "../worker/replays.js";
 import {
   type Answer,
   answer,
@@ -164,7 +161,7 @@ async function replayOne(
   const result = remote
     ? await remote.call("POST", `/events/${encodeURIComponent(id)}/replay`, options)
     : stores === HELD_BY_SERVICE
-      ? await askService(config, { action: "replayEvent", id, ...options }, { signal: stop })
+      ? await askService(config, { action: "replayEvent", id, ...options }, stop)
       : await withDirectActions(config, stores, ({ actions }) => actions.replayEvent(id, options));
   return answer(result, sayReplay(result as Parameters<typeof sayReplay>[0]));
 }
@@ -197,7 +194,7 @@ async function replayMatching(
     const ask = (extra: { dryRun?: true; confirm?: number }) =>
       remote
         ? remote.call<BulkAnswer>("POST", "/events/replay", { ...scope, ...options, ...extra })
-        : askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options, ...extra }, { signal: stop });
+        : askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options, ...extra }, stop);
     const bulk = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm === true);
     const value = flags["dry-run"] ? { wouldQueue: bulk.count } : { queued: bulk.count, bulk: bulk.id };
     if (bulk.count === 0) warnUnsentNames(flags);
@@ -537,23 +534,19 @@ const POLL_MS = 200;
  * sync queue its worker serves (worker/operator-actions.ts), whose answer this waits for. A refusal
  * (no such event, a bad filter) becomes a CommandError in the service's words.
  */
-export async function askService<T>(
-  config: Config,
-  request: OperatorActionRequest,
-  { timeoutMs = HANDOVER_TIMEOUT_MS, signal }: { timeoutMs?: number; signal?: AbortSignal } = {},
-): Promise<T> {
+export async function askService<T>(config: Config, request: OperatorActionRequest, signal: AbortSignal): Promise<T> {
   const connection = await openCliRedis(config);
   const queue = createSyncQueue({ connection, config });
   try {
     // One try: a request that failed is the operator's to look at, not the queue's to repeat.
-    signal?.throwIfAborted();
+    signal.throwIfAborted();
     const added = await queue.add(OPERATOR_ACTION_JOB, request, {
       attempts: 1,
       removeOnComplete: { age: 3600 },
       removeOnFail: { age: 3600 },
     });
     const id = added.id ?? "";
-    const deadline = Date.now() + timeoutMs;
+    const deadline = Date.now() + HANDOVER_TIMEOUT_MS;
     for (;;) {
       // The state first, then the job: a job read before it completed has no return value yet.
       const state = await queue.getJobState(id);
@@ -562,15 +555,15 @@ export async function askService<T>(
       if (job && state === "failed") throw new CommandError(`the service could not do it: ${job.failedReason}`);
       if (Date.now() >= deadline) {
         if (state === "active")
-          throw new CommandError(`the service took the request (job ${id}) but gave no answer within ${timeoutMs / 1000} s`);
+          throw new CommandError(`the service took the request (job ${id}) but gave no answer within ${HANDOVER_TIMEOUT_MS / 1000} s`);
         await queue.remove(id).catch(() => undefined);
         throw new CommandError(
-          `the embedded database in ${config.database.dataDir} is held by another process, and no worker on QUEUE_PREFIX "${config.queuePrefix}" took the request within ${timeoutMs / 1000} s: ` +
+          `the embedded database in ${config.database.dataDir} is held by another process, and no worker on QUEUE_PREFIX "${config.queuePrefix}" took the request within ${HANDOVER_TIMEOUT_MS / 1000} s: ` +
             `run the service with a worker (ROLE=all) on this REDIS_URL and QUEUE_PREFIX, or stop the process that holds the directory`,
         );
       }
       // Ctrl-C (command.ts) ends the wait: a request nobody took yet is taken back.
-      if (signal?.aborted) {
+      if (signal.aborted) {
         if (state !== "active") await queue.remove(id).catch(() => undefined);
         throw new CommandError(
           state === "active"

@@ -25,7 +25,7 @@ async function read<T>(
   if (where.url !== undefined) return operatorClient(operatorUrl(where.url), where.env.ADMIN_TOKEN).call<T>("GET", path);
   const config = loadConfig({ ...where.env, ROLE: "worker" });
   const stores = await openEventStores(config);
-  if (stores === HELD_BY_SERVICE) return askService<T>(config, request, { signal: where.stop });
+  if (stores === HELD_BY_SERVICE) return askService<T>(config, request, where.stop);
   try {
     const found = await local(stores);
     if (found === undefined) throw new CommandError(notFound, "not_found");
@@ -39,9 +39,7 @@ async function read<T>(
 const at = (time: Date | string | null | undefined) => (time ? new Date(time).toISOString() : "never");
 
 /** A value of a field diff or a record, short: JSON, at most 80 characters. */
-const short = (value: unknown) => {
-  return shortened(printable(JSON.stringify(value ?? null)), 79);
-};
+const short = (value: unknown) => shortened(printable(JSON.stringify(value ?? null)), 79);
 
 /** An error's first line, bounded. */
 const firstLine = (error: string | null | undefined) => printable(cutAt((error ?? "").split("\n")[0] ?? "", 200));

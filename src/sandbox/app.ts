@@ -3,15 +3,16 @@ import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { type Key, type ListIndex, type PageQuery, LIST_KEYS, partitionFor, type SandboxStore } from "./store.js";
 import type { StateView } from "./state-file.js";
-import { SandboxError } from "./records.js";
+import { ORDER_STATUSES, ORDER_TYPES, SandboxError } from "./records.js";
 import type { WebhookEndpoint } from "./webhook-sender.js";
 
-/** The sandbox's HTTP app: the API under /api/v1, its controls under /_sandbox, errors as the API's. */
-export function createSandboxApp(deps: {
+/** What the sandbox's HTTP app works on: its store and the parts createSandbox (index.ts) builds around it. */
+export interface SandboxParts {
   store: SandboxStore;
-  apiKeys: readonly string[];
-  unmetered: ReadonlySet<string>;
-  rateLimit: { max: number; windowMs: number };
+  /** Every key the API accepts, metered or not. */
+  apiKeys: ReadonlySet<string>;
+  /** 0 when the key's request is accepted (and counted), else the Retry-After in seconds (createKeyRateLimit). */
+  admit: (key: string) => number;
   faults: ReturnType<typeof createFaults>;
   requestLog: ApiRequestRecord[];
   lists: ListBehaviour | undefined;
@@ -19,53 +20,28 @@ export function createSandboxApp(deps: {
   addWebhook: (endpoint: WebhookEndpoint) => void;
   silently: <T>(change: () => T) => T;
   logger: Logger | undefined;
-}): Hono {
-  const { store, unmetered, faults, requestLog, state } = deps;
-  const meter = createKeyRateLimit(deps.rateLimit.max, deps.rateLimit.windowMs);
+}
+
+/** The sandbox's HTTP app: the API under /api/v1, its controls under /_sandbox, errors as the API's. */
+export function createSandboxApp(parts: SandboxParts): Hono {
   const app = new Hono();
-  app.route(
-    "/api/v1",
-    apiRoutes({
-      store,
-      apiKeys: new Set([...deps.apiKeys, ...unmetered]),
-      admit: (key) => (unmetered.has(key) ? 0 : meter(key)),
-      faults,
-      requestLog,
-      ...(deps.lists ? { lists: deps.lists } : {}),
-    }),
-  );
-  app.route(
-    "/_sandbox",
-    controlRoutes({
-      store,
-      snapshot: () => ({
-        restaurants: state.restaurants(),
-        orders: state.orders(),
-        bookings: state.bookings(),
-        menuItems: state.menuItems(),
-        reviews: state.reviews(),
-      }),
-      requestLog,
-      faults,
-      addWebhook: deps.addWebhook,
-      history: state.history,
-      silently: deps.silently,
-    }),
-  );
+  app.route("/api/v1", apiRoutes(parts));
+  app.route("/_sandbox", controlRoutes(parts));
   app.notFound((c) => c.json({ error: { code: "not_found", message: "no such endpoint" } }, 404));
   app.onError((err, c) => {
-    if (err instanceof SandboxError) return c.json({ error: { code: err.code, message: err.message } }, err.status);
-    deps.logger?.error({ err }, "sandbox error");
+    if (err instanceof SandboxError) return errorAnswer(c, err);
+    parts.logger?.error({ err }, "sandbox error");
     return c.json({ error: { code: "internal", message: "internal error" } }, 500);
   });
   return app;
 }
 
-const ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED", "REFUNDED"];
-const ORDER_TYPES = ["DINE_IN", "TAKEAWAY", "DELIVERY"];
+/** A SandboxError as the API answers it: its status and `{ error: { code, message } }`. */
+export const errorAnswer = (c: Context, err: SandboxError) => c.json({ error: { code: err.code, message: err.message } }, err.status);
+
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
-function oneOf(value: string | undefined, allowed: string[], name: string): string | undefined {
+function oneOf(value: string | undefined, allowed: readonly string[], name: string): string | undefined {
   if (value !== undefined && !allowed.includes(value))
     throw new SandboxError(400, "invalid_request", `${name} must be one of ${allowed.join(", ")}`);
   return value;
@@ -98,7 +74,7 @@ export interface ListBehaviour {
 }
 
 /** /api/v1: auth, rate limit, fault rules (apiGate), then spec part 4's endpoints. */
-export function apiRoutes(deps: ApiGateDeps & { store: SandboxStore; lists?: ListBehaviour }): Hono<ApiEnv> {
+function apiRoutes(deps: SandboxParts): Hono<ApiEnv> {
   const { store } = deps;
   const lists = deps.lists ?? {};
   const upperName = lists.bookingsUpperBound?.name ?? "to";
@@ -190,13 +166,6 @@ export interface ApiEnv {
   Variables: { fault: FaultRule | undefined };
 }
 
-export interface ApiGateDeps {
-  apiKeys: ReadonlySet<string>;
-  admit: (key: string) => number;
-  faults: ReturnType<typeof createFaults>;
-  requestLog: ApiRequestRecord[];
-}
-
 /** The API's answer to a missing or unknown key (spec part 5), from one company's app or from the companies' front. */
 export const unauthorized = () => new SandboxError(401, "unauthorized", "a valid Authorization: Bearer svc_live_… key is required");
 
@@ -209,7 +178,7 @@ const keyHash = (key: string) => createHash("sha256").update(key).digest("hex").
  * What every /api/v1 request passes before its route: it is logged, its key checked and metered,
  * and a matching fault rule applied (a delay, an error answer, a padded or stalled body).
  */
-export function apiGate(deps: ApiGateDeps): MiddlewareHandler<ApiEnv> {
+function apiGate(deps: SandboxParts): MiddlewareHandler<ApiEnv> {
   const { faults } = deps;
   return async (c, next) => {
     const record: ApiRequestRecord = {
@@ -249,12 +218,17 @@ export function apiGate(deps: ApiGateDeps): MiddlewareHandler<ApiEnv> {
           { head: `{"error":{"code":"${e.code}","message":"${e.message} `, fill: "x", tail: '"}}', bytes: fault.padBodyBytes },
           { status: e.status, headers: c.res.headers },
         );
-      return c.json({ error: { code: e.code, message: e.message } }, e.status);
+      return errorAnswer(c, e);
     }
     c.set("fault", fault);
     await next();
     record.status = c.res.status;
-    if (fault?.padBodyBytes) c.res = await padBody(c.res, fault.padBodyBytes);
+    // A success answer: its JSON followed by whitespace up to padBodyBytes.
+    if (fault?.padBodyBytes)
+      c.res = paddedBody(
+        { head: await c.res.text(), fill: " ", tail: "", bytes: fault.padBodyBytes },
+        { status: c.res.status, headers: c.res.headers },
+      );
     if (fault?.stallBodyMs) c.res = await stallBody(c.res, fault.stallBodyMs);
   };
 }
@@ -323,21 +297,22 @@ export function paginate<T extends { id: string }>(
  * /_sandbox: controls for tests, demos and the CLI. Not part of the API: no auth, not rate
  * limited, not in the request log.
  */
-export function controlRoutes(deps: {
-  store: SandboxStore;
-  snapshot: () => unknown;
-  requestLog: ApiRequestRecord[];
-  faults: ReturnType<typeof createFaults>;
-  addWebhook: (endpoint: WebhookEndpoint) => void;
-  history: (id: string) => unknown[];
-  silently: <T>(change: () => T) => T;
-}): Hono {
+function controlRoutes(deps: SandboxParts): Hono {
+  const { state } = deps;
   const control = new Hono();
-  control.get("/state", (c) => c.json(deps.snapshot()));
+  control.get("/state", (c) =>
+    c.json({
+      restaurants: state.restaurants(),
+      orders: state.orders(),
+      bookings: state.bookings(),
+      menuItems: state.menuItems(),
+      reviews: state.reviews(),
+    }),
+  );
   control.get("/requests", (c) => c.json(deps.requestLog));
   // Every state the record has had, oldest first: what really happened, to compare with what a
   // mirror observed.
-  control.get("/history/:id", (c) => c.json(deps.history(c.req.param("id"))));
+  control.get("/history/:id", (c) => c.json(state.history(c.req.param("id"))));
   control.post("/webhooks", async (c) => {
     const body = (await c.req.json().catch(() => ({}))) as Partial<WebhookEndpoint>;
     if (typeof body.url !== "string" || typeof body.secret !== "string" || !URL.canParse(body.url)) {
@@ -360,21 +335,19 @@ export function controlRoutes(deps: {
   // replaced whole), with no checks and no webhook: an upstream that serves a record our mirror may
   // refuse (a NUL in a diner's name, a paidAt that is no timestamp, a date like 2026-02-30).
   control.post("/records/:kind/:id", async (c) => {
-    const maps: Record<string, Map<string, object>> = {
-      orders: deps.store.orders,
-      bookings: deps.store.bookings,
-      "menu-items": deps.store.menuItems,
-    };
-    const map = maps[c.req.param("kind")];
-    if (!map) throw new SandboxError(404, "not_found", `kinds are ${Object.keys(maps).join(", ")}`);
+    const { store } = deps;
+    const kinds = { orders: store.orders, bookings: store.bookings, "menu-items": store.menuItems } as Record<string, Map<string, object>>;
+    const kind = c.req.param("kind") as keyof typeof store.relist;
+    const map = kinds[kind];
+    if (!map) throw new SandboxError(404, "not_found", `kinds are ${Object.keys(kinds).join(", ")}`);
     const record = map.get(c.req.param("id"));
-    if (!record) throw new SandboxError(404, "not_found", `no ${c.req.param("kind")} record ${c.req.param("id")}`);
+    if (!record) throw new SandboxError(404, "not_found", `no ${kind} record ${c.req.param("id")}`);
     const patch: unknown = await c.req.json().catch(() => undefined);
     if (typeof patch !== "object" || patch === null || Array.isArray(patch))
       throw new SandboxError(400, "invalid_request", "the body is a JSON object of the fields to set");
     if ("id" in patch || "restaurantId" in patch) throw new SandboxError(400, "invalid_request", "id and restaurantId cannot be changed");
     Object.assign(record, patch);
-    deps.store.relist(c.req.param("kind") as "orders", record);
+    store.relist[kind](record as never);
     return c.json(record);
   });
   control.post("/actions/:name", async (c) => {
@@ -520,19 +493,14 @@ export function paddedBody(parts: { head: string; fill: string; tail: string; by
   return new Response(body, { ...init, headers });
 }
 
-/** A success answer whose JSON is followed by whitespace up to `bytes` (padBodyBytes). */
-export async function padBody(res: Response, bytes: number): Promise<Response> {
-  return paddedBody({ head: await res.text(), fill: " ", tail: "", bytes }, { status: res.status, headers: res.headers });
-}
-
 /**
  * The API's per-key limit (docs/upstream.md): a sliding window over the requests it accepted.
  * Returns 0 when the request is accepted (and counts it), else the Retry-After in seconds.
  */
-export function createKeyRateLimit(max: number, windowMs: number, now: () => number = Date.now) {
+export function createKeyRateLimit(max: number, windowMs: number) {
   const accepted = new Map<string, number[]>();
   return function admit(key: string): number {
-    const t = now();
+    const t = Date.now();
     const log = (accepted.get(key) ?? []).filter((at) => at > t - windowMs);
     accepted.set(key, log);
     if (log.length < max) {

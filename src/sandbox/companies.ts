@@ -1,6 +1,6 @@
-import { Hono, type Context } from "hono";
+import { Hono } from "hono";
 import { expectDefined } from "../expect-defined.js";
-import { bearerKey, unauthorized } from "./app.js";
+import { bearerKey, errorAnswer, unauthorized } from "./app.js";
 import { createSandbox, serveApp, type Sandbox, type SandboxOptions } from "./index.js";
 import { SandboxError } from "./records.js";
 
@@ -84,6 +84,3 @@ function checkApart(options: readonly SandboxOptions[]): void {
   const dirs = options.flatMap((o) => (o.keep ? [o.keep.dir] : []));
   if (new Set(dirs).size !== dirs.length) throw new SandboxError(400, "invalid_request", "each company keeps its own keep.dir");
 }
-
-/** A SandboxError as the API answers it: its status and `{ error: { code, message } }`. */
-const errorAnswer = (c: Context, err: SandboxError) => c.json({ error: { code: err.code, message: err.message } }, err.status);

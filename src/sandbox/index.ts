@@ -6,7 +6,7 @@ import type { Server } from "node:http";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { expectDefined } from "../expect-defined.js";
-import { type ApiRequestRecord, type ListBehaviour, createFaults, createSandboxApp } from "./app.js";
+import { type ApiRequestRecord, type ListBehaviour, createFaults, createKeyRateLimit, createSandboxApp } from "./app.js";
 import { seededRandom, seedHistory, type HistoryOptions, createStore, type SandboxStore } from "./store.js";
 import {
   createRecordHistory,
@@ -81,7 +81,6 @@ export function createSandbox(options: SandboxOptions = {}) {
       history.remember(resource);
       if (!silent) sender.send(type, resource);
     },
-    () => new Date(),
     { willChange: history.rememberBefore, ...(kept ? { newId: reservedIds(kept.ids, (id) => store.holds(id)) } : {}) },
   );
   const saver = fillStore(store, history, options, kept);
@@ -97,11 +96,12 @@ export function createSandbox(options: SandboxOptions = {}) {
   const requestLog: ApiRequestRecord[] = [];
   const faults = createFaults();
   const state = stateView(store, history);
+  const rateLimit = options.rateLimit ?? { max: 120, windowMs: 60_000 };
+  const meter = createKeyRateLimit(rateLimit.max, rateLimit.windowMs);
   const app = createSandboxApp({
     store,
-    apiKeys,
-    unmetered,
-    rateLimit: options.rateLimit ?? { max: 120, windowMs: 60_000 },
+    apiKeys: new Set([...apiKeys, ...unmetered]),
+    admit: (key) => (unmetered.has(key) ? 0 : meter(key)),
     faults,
     requestLog,
     lists: options.lists,
@@ -111,7 +111,7 @@ export function createSandbox(options: SandboxOptions = {}) {
     logger: options.logger,
   });
 
-  let stopSimulation = options.simulate ? startSimulation(store, random, options.simulate.intervalMs, options.logger) : undefined;
+  let stopSimulation = options.simulate ? startSimulation(store, options.simulate.intervalMs, options.logger) : undefined;
   const traffics: Traffic[] = [];
   let server: Awaited<ReturnType<typeof serveApp>> | undefined;
   let closed = false;

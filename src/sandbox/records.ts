@@ -1,9 +1,15 @@
 /** The sandbox's own copies of the API's resources (spec part 2; docs/upstream.md for the rest). */
-/** Every status an order of the sandbox's state machine (below) can have. */
-export const ORDER_STATUSES = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED", "REFUNDED"] as const;
-export type OrderStatus = (typeof ORDER_STATUSES)[number];
-export const ORDER_TYPES = ["DINE_IN", "TAKEAWAY", "DELIVERY"] as const;
-export type OrderType = (typeof ORDER_TYPES)[number];
+// The order state machine's statuses, types and steps have one home, the API's models; the
+// sandbox's moves (below) follow them.
+import {
+  FINAL_ORDER_STATUSES,
+  ORDER_FORWARD_STEPS,
+  type OrderStatus,
+  type OrderType,
+  SETTABLE_ORDER_STATUSES,
+} from "../upstream/models.js";
+
+export { ORDER_STATUSES, ORDER_TYPES, type OrderStatus, type OrderType } from "../upstream/models.js";
 
 export interface OrderItem {
   id: string;
@@ -91,24 +97,17 @@ export class SandboxError extends Error {
   }
 }
 
-/** The values the status operation accepts (spec part 3 rule 1). */
-export const SETTABLE: readonly OrderStatus[] = ["CONFIRMED", "PREPARING", "READY", "DELIVERED", "CANCELLED"];
-const NEXT: Partial<Record<OrderStatus, OrderStatus>> = {
-  PENDING: "CONFIRMED",
-  CONFIRMED: "PREPARING",
-  PREPARING: "READY",
-  READY: "DELIVERED",
-};
-export const TERMINAL: readonly OrderStatus[] = ["DELIVERED", "CANCELLED", "REFUNDED"];
+/** Statuses the status operation no longer moves an order out of (a refund may still follow). */
+export const TERMINAL: readonly OrderStatus[] = FINAL_ORDER_STATUSES;
 
 /** Throws the API's error for a status move docs/upstream.md does not allow. */
 export function checkStatusMove(from: OrderStatus, to: string): OrderStatus {
-  if (!SETTABLE.includes(to as OrderStatus)) {
-    throw new SandboxError(400, "invalid_request", `status must be one of ${SETTABLE.join(", ")}`);
+  if (!(SETTABLE_ORDER_STATUSES as readonly string[]).includes(to)) {
+    throw new SandboxError(400, "invalid_request", `status must be one of ${SETTABLE_ORDER_STATUSES.join(", ")}`);
   }
   const target = to as OrderStatus;
   if (TERMINAL.includes(from)) throw new SandboxError(409, "invalid_transition", `order is ${from}, a terminal state`);
-  if (target === "CANCELLED" || NEXT[from] === target) return target;
+  if (target === "CANCELLED" || nextStatus(from) === target) return target;
   throw new SandboxError(409, "invalid_transition", `cannot move an order from ${from} to ${target}`);
 }
 
@@ -118,5 +117,8 @@ export function checkRefund(order: Pick<Order, "paidAt" | "status">): void {
   if (order.status === "REFUNDED") throw new SandboxError(409, "not_refundable", "order is already refunded");
 }
 
-/** The next forward step, for the simulation. */
-export const nextStatus = (from: OrderStatus): OrderStatus | undefined => NEXT[from];
+/** The next forward step (PENDING → CONFIRMED → PREPARING → READY → DELIVERED); none from the others. */
+export function nextStatus(from: OrderStatus): OrderStatus | undefined {
+  const at = (ORDER_FORWARD_STEPS as readonly string[]).indexOf(from);
+  return at < 0 ? undefined : ORDER_FORWARD_STEPS[at + 1];
+}

@@ -218,7 +218,7 @@ const counterSchema = z.object({ next: z.number().int().min(0) });
  * `taken` accepts (one a record the sandbox holds has) is never given either.
  */
 export function reservedIds(file: string, taken: (id: string) => boolean): (prefix: string) => string {
-  let next = readNext(file);
+  let next = readJsonFile(file, counterSchema, () => new SandboxStateFileError(`${file} is not the sandbox's id counter`))?.next ?? 0;
   let reservedUntil = next;
   const draw = (prefix: string) => {
     if (next >= reservedUntil) {
@@ -235,10 +235,6 @@ export function reservedIds(file: string, taken: (id: string) => boolean): (pref
     while (taken(id)) id = draw(prefix);
     return id;
   };
-}
-
-function readNext(file: string): number {
-  return readJsonFile(file, counterSchema, () => new SandboxStateFileError(`${file} is not the sandbox's id counter`))?.next ?? 0;
 }
 
 /**

@@ -10,9 +10,9 @@ import {
   type Restaurant,
   type Review,
   type OrderItem,
-  type OrderType,
   type OrderStatus,
 } from "./records.js";
+import { OPEN_ORDER_STATUSES, ORDER_FORWARD_STEPS, ORDER_TYPES } from "../upstream/models.js";
 
 /**
  * The sandbox's state and every change the API (or the simulation) can make to it. Each change
@@ -23,25 +23,13 @@ import {
 export function createStore(
   random: Random,
   emit: EmitEvent,
-  now: () => Date,
   { willChange = () => undefined, newId }: { willChange?: (record: { id: string }) => void; newId?: (prefix: string) => string } = {},
 ) {
-  const state = createStoreState(random, now, newId);
-  const { restaurants, orders, bookings, menuItems, reviews, indexes } = state;
-
-  /**
-   * Re-lists a record changed from outside the actions (the control route that overwrites fields,
-   * a seeded history): its position follows its new sort key and status.
-   */
-  const relist = (kind: "orders" | "bookings" | "menu-items", record: object) => {
-    if (kind === "orders") state.putOrder(record as Order);
-    else if (kind === "bookings") state.putBooking(record as Booking);
-    else state.putMenuItem(record as MenuItem);
-  };
+  const state = createStoreState(random, newId);
 
   /** Records an earlier run saved, instead of a seed; new stamps come after theirs. Emits nothing. */
   const load = (records: SandboxRecords) => {
-    restaurants.push(...records.restaurants);
+    state.restaurants.push(...records.restaurants);
     for (const m of records.menuItems) {
       state.putMenuItem(m);
       state.stampAfter(m.updatedAt);
@@ -56,25 +44,22 @@ export function createStore(
   };
 
   return {
-    restaurants,
-    orders,
-    bookings,
-    menuItems,
-    reviews,
-    indexes,
+    ...state,
     actions: createActions(state, emit, willChange),
     /** A few restaurants with menus, orders in every state and bookings; emits nothing. */
     seed: (count: number) => seedSample(state, count),
     /** Restaurants and their menus only (a seeded history fills in the rest); emits nothing. */
-    seedRestaurants: (count: number, menuItemsEach: number) => seedRestaurants(state, count, menuItemsEach),
+    seedRestaurants: (count: number, menuItemsEach: number) => {
+      for (let r = 1; r <= count; r++) seedRestaurant(state, r, menuItemsEach);
+    },
     load,
     /** Whether an order, booking, menu item or review has this id. */
-    holds: (id: string) => orders.has(id) || bookings.has(id) || menuItems.has(id) || reviews.has(id),
-    relist,
-    /** How many times a record was put (changed, created or loaded): unchanged means nothing new to save. */
-    changes: state.changes,
-    random,
-    now,
+    holds: (id: string) => state.orders.has(id) || state.bookings.has(id) || state.menuItems.has(id) || state.reviews.has(id),
+    /**
+     * Re-lists a record changed from outside the actions (the control route that overwrites fields):
+     * its position follows its new sort key and status.
+     */
+    relist: { orders: state.putOrder, bookings: state.putBooking, "menu-items": state.putMenuItem },
   };
 }
 
@@ -84,13 +69,18 @@ export type SandboxStore = ReturnType<typeof createStore>;
  * The sandbox's records (maps by id, and the sorted lists the API pages through), with the
  * helpers every change shares: one object the builders, actions and seeds take first.
  */
-export function createStoreState(random: Random, now: () => Date, newId: (prefix: string) => string = random.id) {
+export function createStoreState(random: Random, newId: (prefix: string) => string = random.id) {
   const orders = new Map<string, Order>();
   const bookings = new Map<string, Booking>();
   const menuItems = new Map<string, MenuItem>();
   const reviews = new Map<string, Review>();
   const restaurants: Restaurant[] = [];
-  const indexes = createListIndexes();
+  // The sorted lists the API pages through (ascending keys; the routes choose the direction).
+  const indexes = {
+    orders: createListIndex<Order>({ keyOf: LIST_KEYS.orders.keyOf, partitionsOf }),
+    bookings: createListIndex<Booking>({ keyOf: LIST_KEYS.bookings.keyOf, partitionsOf }),
+    menuItems: createListIndex<MenuItem>({ keyOf: LIST_KEYS.menuItems.keyOf, partitionsOf }),
+  };
   let sequence = 0;
   let changes = 0;
   /** Puts a new or changed record in its map and its sorted lists (reviews have none), counting the change. */
@@ -103,7 +93,6 @@ export function createStoreState(random: Random, now: () => Date, newId: (prefix
     };
   return {
     random,
-    now,
     /** A new record's id: the seeded random's, or ids kept unique across runs (reservedIds, state-file.ts). */
     newId,
     restaurants,
@@ -113,12 +102,12 @@ export function createStoreState(random: Random, now: () => Date, newId: (prefix
     reviews,
     indexes,
     // Strictly increasing createdAt, so "newest first" is a total order.
-    stamp: () => new Date(now().getTime() + sequence++).toISOString(),
+    stamp: () => new Date(Date.now() + sequence++).toISOString(),
     /** Later stamps come after `instant` (records of an earlier run, whose stamps may run ahead of the clock). */
     stampAfter(instant: string) {
-      sequence = Math.max(sequence, Date.parse(instant) - now().getTime() + 1);
+      sequence = Math.max(sequence, Date.parse(instant) - Date.now() + 1);
     },
-    /** How many times a record was put: unchanged means nothing to save. */
+    /** How many times a record was put (changed, created or loaded): unchanged means nothing new to save. */
     changes: () => changes,
     putOrder: put(orders, indexes.orders),
     putBooking: put(bookings, indexes.bookings),
@@ -223,15 +212,6 @@ export function partitionFor(restaurantId: string | undefined, status: string | 
   if (restaurantId && status) return `r:${restaurantId}|s:${status}`;
   if (restaurantId) return `r:${restaurantId}`;
   return status ? `s:${status}` : "all";
-}
-
-/** The sorted lists the API pages through (ascending keys; the routes choose the direction). */
-export function createListIndexes() {
-  return {
-    orders: createListIndex<Order>({ keyOf: LIST_KEYS.orders.keyOf, partitionsOf }),
-    bookings: createListIndex<Booking>({ keyOf: LIST_KEYS.bookings.keyOf, partitionsOf }),
-    menuItems: createListIndex<MenuItem>({ keyOf: LIST_KEYS.menuItems.keyOf, partitionsOf }),
-  };
 }
 
 /** A record's sort key: compared element by element. */
@@ -398,12 +378,7 @@ const confirmCode = (random: Random) => Array.from({ length: 6 }, () => random.p
 /** A new PENDING order of dishes from its restaurant's menu (not stored yet). */
 export function buildOrder(
   state: StoreState,
-  input: {
-    restaurantId?: string;
-    type?: OrderType;
-    paid?: boolean;
-    bookingId?: string | null;
-  },
+  input: Partial<Pick<Order, "restaurantId" | "type" | "bookingId">> & { paid?: boolean },
 ): Order {
   const { random } = state;
   const rid = state.restaurantId(input.restaurantId);
@@ -415,7 +390,7 @@ export function buildOrder(
     id: state.newId("ord"),
     restaurantId: rid,
     bookingId: input.bookingId ?? null,
-    type: input.type ?? random.pick(["DINE_IN", "TAKEAWAY", "DELIVERY"] as const),
+    type: input.type ?? random.pick(ORDER_TYPES),
     status: "PENDING",
     ...amounts,
     currency: "EUR",
@@ -429,13 +404,8 @@ export function buildOrder(
 /** A new CONFIRMED booking with its confirmation code (not stored yet). */
 export function buildBooking(
   state: StoreState,
-  input: {
-    restaurantId: string;
-    date: string;
-    time: string;
-    partySize: number;
-    diner: { name: string; email: string };
-  },
+  /** `date`: the day, YYYY-MM-DD. */
+  input: Pick<Booking, "restaurantId" | "date" | "time" | "partySize" | "diner">,
 ): Booking {
   const { random } = state;
   return {
@@ -452,15 +422,7 @@ export function buildBooking(
 }
 
 /** A new review, of a restaurant at random unless given (not stored yet). */
-export function buildReview(
-  state: StoreState,
-  input: {
-    restaurantId?: string;
-    rating?: number;
-    comment?: string | null;
-    author?: string;
-  },
-): Review {
+export function buildReview(state: StoreState, input: Partial<Pick<Review, "restaurantId" | "rating" | "comment" | "author">>): Review {
   const { random } = state;
   return {
     id: state.newId("rev"),
@@ -496,17 +458,12 @@ function seedRestaurant(state: StoreState, r: number, count: number) {
   }
 }
 
-/** Restaurants and their menus only (a seeded history fills in the rest); emits nothing. */
-export function seedRestaurants(state: StoreState, count: number, menuItemsEach: number) {
-  for (let r = 1; r <= count; r++) seedRestaurant(state, r, menuItemsEach);
-}
-
 /** Five bookings of restaurant `r` around today, the last one cancelled. */
 function seedBookings(state: StoreState, r: number): Booking[] {
   const { random } = state;
   const rbookings: Booking[] = [];
   for (let b = 0; b < 5; b++) {
-    const day = new Date(state.now().getTime() + (b - 2) * 86_400_000).toISOString().slice(0, 10);
+    const day = new Date(Date.now() + (b - 2) * 86_400_000).toISOString().slice(0, 10);
     const booking = buildBooking(state, {
       restaurantId: `rest_${r}`,
       date: day,
@@ -523,7 +480,7 @@ function seedBookings(state: StoreState, r: number): Booking[] {
 
 /** A few restaurants with menus, orders in every state and bookings; emits nothing. */
 export function seedSample(state: StoreState, count: number) {
-  const path = ["PENDING", "CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
+  const path = ORDER_FORWARD_STEPS;
   for (let r = 1; r <= count; r++) {
     seedRestaurant(state, r, 6);
     const rbookings = seedBookings(state, r);
@@ -557,8 +514,7 @@ export interface HistoryOptions {
 
 const DAY = 86_400_000;
 const MINUTE = 60_000;
-const IN_FLIGHT: readonly OrderStatus[] = ["PENDING", "CONFIRMED", "PREPARING", "READY"];
-const TYPES: readonly OrderType[] = ["DINE_IN", "TAKEAWAY", "DELIVERY"];
+const IN_FLIGHT = OPEN_ORDER_STATUSES;
 
 /** An id of `prefix` that `taken` does not hold yet (8 random base-36 digits collide at a million). */
 function freshId(random: Random, prefix: string, taken: Map<string, unknown>): string {
@@ -595,7 +551,7 @@ function historyOrder(store: SandboxStore, menus: Map<string, MenuItem[]>, at: n
     id: freshId(random, "ord", store.orders),
     restaurantId: restaurant,
     bookingId: null,
-    type: random.pick(TYPES),
+    type: random.pick(ORDER_TYPES),
     status,
     ...amounts,
     currency: "EUR",
@@ -638,7 +594,7 @@ export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
       "invalid_request",
       "history needs orders and bookings ≥ 0 (whole numbers), days > 0 and inFlightMinutes > 0",
     );
-  const nowMs = store.now().getTime();
+  const nowMs = Date.now();
   const span = opts.days * DAY - MINUTE; // the newest order is a minute old
   const start = nowMs - MINUTE - span;
   const inFlightMs = (opts.inFlightMinutes ?? 60) * MINUTE;
@@ -647,9 +603,11 @@ export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
   let previous = -Infinity;
   for (let i = 0; i < opts.orders; i++) {
     // Strictly increasing times (createdAt orders the list), in key order so the lists only append.
-    const at = Math.max(previous + 1, Math.floor(start + ((i + random01(store.random)) * span) / opts.orders));
+    // A jitter within the order's slot, kept below 1 so slots never overlap.
+    const jitter = store.random.next() * 0.9;
+    const at = Math.max(previous + 1, Math.floor(start + ((i + jitter) * span) / opts.orders));
     previous = at;
-    store.relist("orders", historyOrder(store, menus, at, nowMs, inFlightMs));
+    store.putOrder(historyOrder(store, menus, at, nowMs, inFlightMs));
   }
   const bookingCount = opts.bookings ?? Math.round(opts.orders / 4);
   const days = opts.days + 14;
@@ -661,11 +619,8 @@ export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
   // Sorted by the list's key first, so each insert is an append.
   const key = (b: Booking) => `${b.date}\u0000${b.time}\u0000${b.id}`;
   bookings.sort((a, b) => (key(a) < key(b) ? -1 : 1));
-  for (const b of bookings) store.relist("bookings", b);
+  for (const b of bookings) store.putBooking(b);
 }
-
-/** A jitter within the order's slot, kept below 1 so slots never overlap. */
-const random01 = (random: Random) => random.next() * 0.9;
 
 /** mulberry32: a tiny seeded PRNG, so the same seed gives the same sandbox. */
 export function seededRandom(seed: number) {

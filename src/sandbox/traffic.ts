@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Random, SandboxStore } from "./store.js";
 import { nextStatus, TERMINAL } from "./records.js";
+import { ORDER_FORWARD_STEPS } from "../upstream/models.js";
 
 export interface TrafficOptions {
   /** Webhook events per second, all kinds together (on average). */
@@ -43,7 +44,8 @@ export interface Traffic {
 }
 
 const DEFAULT_MIX: Record<TrafficKind, number> = { newOrders: 0.55, refunds: 0.15, bookings: 0.15, cancellations: 0.05, menuEdits: 0.1 };
-const STEPS = ["CONFIRMED", "PREPARING", "READY", "DELIVERED"] as const;
+/** A new order's steps after PENDING. */
+const STEPS = ORDER_FORWARD_STEPS.slice(1);
 const TICK_MS = 50;
 
 /**
@@ -105,10 +107,7 @@ export function startTraffic(
       if (booking) act("booking.status_changed", () => store.actions.cancelBooking(booking.id));
     },
     menuEdits() {
-      const item = random.pick([...store.menuItems.values()]);
-      act("menu_item.updated", () =>
-        store.actions.updateMenuItem(item.id, { stock: random.int(0, 40), price: Math.max(1, item.price + random.pick([-0.5, 0.5])) }),
-      );
+      act("menu_item.updated", () => editMenuItem(store));
     },
   };
 
@@ -122,13 +121,7 @@ export function startTraffic(
     }
   };
 
-  const guarded = (change: () => void) => {
-    try {
-      change();
-    } catch (err) {
-      deps.logger?.warn({ err: (err as Error).message }, "traffic step failed");
-    }
-  };
+  const guarded = (change: () => void) => warnOnFailure(change, deps.logger, "traffic step failed");
 
   const runDueSteps = (now: number) => {
     const due = steps.filter((s) => s.at <= now);
@@ -171,34 +164,44 @@ function bookingInput(store: SandboxStore, date: string, guest: string) {
   };
 }
 
+/** A menu item at random gets a new stock and a price 50 cents up or down (at least 1). */
+function editMenuItem(store: SandboxStore) {
+  const { random } = store;
+  const item = random.pick([...store.menuItems.values()]);
+  return store.actions.updateMenuItem(item.id, { stock: random.int(0, 40), price: Math.max(1, item.price + random.pick([-0.5, 0.5])) });
+}
+
 /** Live traffic for a local run: each tick, one plausible change, through the same actions. */
-export function startSimulation(store: SandboxStore, random: Random, intervalMs: number, logger?: Logger): () => void {
+export function startSimulation(store: SandboxStore, intervalMs: number, logger?: Logger): () => void {
+  const { random } = store;
   const tick = () => {
-    try {
-      const open = [...store.orders.values()].filter((o) => !TERMINAL.includes(o.status));
-      const roll = random.next();
-      if (roll < 0.3 || open.length === 0) store.actions.createOrder({ paid: random.chance(0.7) });
-      else if (roll < 0.65) {
-        const order = random.pick(open);
-        const next = nextStatus(order.status);
-        if (next) store.actions.updateOrderStatus(order.id, next);
-      } else if (roll < 0.7) store.actions.updateOrderStatus(random.pick(open).id, "CANCELLED");
-      else if (roll < 0.75) {
-        const paid = [...store.orders.values()].filter((o) => o.paidAt && o.status !== "REFUNDED");
-        if (paid.length > 0) store.actions.refundOrder(random.pick(paid).id, "simulated refund");
-      } else if (roll < 0.85) store.actions.createBooking(bookingInput(store, dayAhead(random), "Sim Guest"));
-      else if (roll < 0.9) {
-        const confirmed = [...store.bookings.values()].filter((b) => b.status === "CONFIRMED");
-        if (confirmed.length > 0) store.actions.cancelBooking(random.pick(confirmed).id);
-      } else if (roll < 0.95) store.actions.createReview();
-      else {
-        const item = random.pick([...store.menuItems.values()]);
-        store.actions.updateMenuItem(item.id, { stock: random.int(0, 40), price: Math.max(1, item.price + random.pick([-0.5, 0.5])) });
-      }
-    } catch (err) {
-      logger?.warn({ err: (err as Error).message }, "simulation step failed");
-    }
+    const open = [...store.orders.values()].filter((o) => !TERMINAL.includes(o.status));
+    const roll = random.next();
+    if (roll < 0.3 || open.length === 0) store.actions.createOrder({ paid: random.chance(0.7) });
+    else if (roll < 0.65) {
+      const order = random.pick(open);
+      const next = nextStatus(order.status);
+      if (next) store.actions.updateOrderStatus(order.id, next);
+    } else if (roll < 0.7) store.actions.updateOrderStatus(random.pick(open).id, "CANCELLED");
+    else if (roll < 0.75) {
+      const paid = [...store.orders.values()].filter((o) => o.paidAt && o.status !== "REFUNDED");
+      if (paid.length > 0) store.actions.refundOrder(random.pick(paid).id, "simulated refund");
+    } else if (roll < 0.85) store.actions.createBooking(bookingInput(store, dayAhead(random), "Sim Guest"));
+    else if (roll < 0.9) {
+      const confirmed = [...store.bookings.values()].filter((b) => b.status === "CONFIRMED");
+      if (confirmed.length > 0) store.actions.cancelBooking(random.pick(confirmed).id);
+    } else if (roll < 0.95) store.actions.createReview();
+    else editMenuItem(store);
   };
-  const timer = setInterval(tick, intervalMs);
+  const timer = setInterval(() => warnOnFailure(tick, logger, "simulation step failed"), intervalMs);
   return () => clearInterval(timer);
+}
+
+/** Runs one step of live traffic; a step that fails (a record gone meanwhile) is a warning, and the traffic goes on. */
+function warnOnFailure(step: () => void, logger: Logger | undefined, message: string): void {
+  try {
+    step();
+  } catch (err) {
+    logger?.warn({ err: (err as Error).message }, message);
+  }
 }

@@ -32,13 +32,11 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
   const timers = new Set<NodeJS.Timeout>();
   const controllers = new Set<AbortController>();
   let pending = 0;
-  let idleWaiters: (() => void)[] = [];
+  const idleWaiters: (() => void)[] = [];
   let closed = false;
 
   const wakeIdleWaiters = () => {
-    const waiters = idleWaiters;
-    idleWaiters = [];
-    for (const w of waiters) w();
+    for (const wake of idleWaiters.splice(0)) wake();
   };
   const settle = () => {
     if (pending > 0 && --pending === 0) wakeIdleWaiters();
