@@ -18,14 +18,18 @@ import type { EventLog } from "./mirror/event-log.js";
 import { createRejectionReporter } from "./mirror/set-aside-records.js";
 import { openStorage, readEventDetail, readStory, type Storage } from "./mirror/storage.js";
 import type { MirrorStore } from "./mirror/mirror-store.js";
-import { MIRROR_KINDS, type Database, type MirrorKind } from "./mirror/database.js";
+import { type Database } from "./mirror/database.js";
+import { MIRROR_KINDS, type MirrorKind } from "./mirror/values.js";
 import { createStreamSink, readStreamBacklog, type EventSink as StreamSink } from "./queue/ingest-stream.js";
 import { type Deadline, withTimeout, deadlineIn } from "./queue/deadline.js";
 import { operatorMount, serviceOperatorActions, type OperatorQueues } from "./service/operator-mount.js";
 import { type Tracing, activeTraceparent } from "./tracing/tracing.js";
 import type { EventHandlers } from "./worker/handlers.js";
 import { OPERATOR_ACTION_JOB, runOperatorActionJob, type OperatorActions } from "./worker/operator-actions.js";
-import { type WorkerRole, createWorkerRole } from "./worker/worker-role.js";
+import { type WorkerRole, type WorkerRoleDeps, createWorkerRole } from "./worker/worker-role.js";
+import { createAccountDirectory, createAccountRegistry, createSecretsBox } from "./mirror/accounts.js";
+import type { AccountSecrets } from "./http/webhook-route.js";
+import type { AccountsPort } from "./http/operator-routes.js";
 import type { SyncJobProcessors } from "./worker/sync-worker.js";
 import { expectDefined } from "./expect-defined.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient, logRedisOutages, redisKeys } from "./redis/redis.js";
@@ -84,10 +88,21 @@ export async function createService({ config, logger, handlers = [], database, t
   const connections = openRedisConnections(config, logger);
   const connection = connections.any;
   const parts: ServiceParts = { config, logger, metrics, storage, connections };
+  // The registered companies (mirror/accounts.ts): the edge serves each at /webhooks/{id} from memory.
+  const accounts = createAccountRegistry(storage.database.db, config.secretsKey ? createSecretsBox(config.secretsKey) : undefined);
+  const directory = connections.web ? createAccountDirectory(accounts, { logger }) : undefined;
+  const accountsPort: AccountsPort = {
+    ...accounts,
+    // Changed here: served (or refused) here at once; other processes follow within a poll.
+    add: (input) => accounts.add(input).finally(() => directory?.reload().catch(() => undefined)),
+    rotate: (id, input) => accounts.rotate(id, input).finally(() => directory?.reload().catch(() => undefined)),
+    remove: (id, options) => accounts.remove(id, options).finally(() => directory?.reload().catch(() => undefined)),
+  };
   const { worker, sink } = createServiceRoles({
     ...parts,
     handlers: ([] as EventHandlers[]).concat(handlers),
     tracing,
+    eventLogFor: (account) => storage.forAccount(account).eventLog,
     // A CLI hands the actions that need the embedded event log to this process (only it may open it).
     moreSyncProcessors: {
       [OPERATOR_ACTION_JOB]: (job) =>
@@ -105,9 +120,20 @@ export async function createService({ config, logger, handlers = [], database, t
     ...parts,
     tracing,
     sink,
+    accounts: directory,
     ready: serviceReadiness({ sink, worker, connection, storage }),
     operator: adminToken
-      ? operatorMount({ adminToken, config, logger, metrics, storage, queues, actions: operatorActions, connection })
+      ? operatorMount({
+          adminToken,
+          config,
+          logger,
+          metrics,
+          storage,
+          queues,
+          actions: operatorActions,
+          connection,
+          accounts: accountsPort,
+        })
       : undefined,
   });
 
@@ -137,6 +163,7 @@ export async function createService({ config, logger, handlers = [], database, t
       // Readiness follows Redis; give the first connection a moment so /readyz is true at once
       // when Redis is there, but never wait on a Redis that is down (the edge answers 503 then).
       await Promise.race([Promise.all(connections.all.map(untilReady)), new Promise((r) => setTimeout(r, 2000).unref())]);
+      await directory?.start();
       await worker?.start();
       sampler?.start();
       server = await listen(app, config.host, config.port, config.http);
@@ -148,6 +175,7 @@ export async function createService({ config, logger, handlers = [], database, t
       return server.url;
     },
     stop(deadline) {
+      directory?.close();
       stopping ??= stopService({ ...parts, server, worker, sampler, ownQueues: queues.own }, deadline);
       return stopping;
     },
@@ -170,6 +198,7 @@ function createServiceRoles(
     tracing: Tracing | undefined;
     /** Sync-queue jobs the service runs beside the worker's own (the operator actions a CLI hands over). */
     moreSyncProcessors: SyncJobProcessors;
+    eventLogFor: WorkerRoleDeps["eventLogFor"];
   },
 ): Pick<Service, "worker" | "sink"> {
   const { config, connections, storage, tracing } = deps;
@@ -188,6 +217,7 @@ function createServiceRoles(
       metrics: deps.metrics,
       tracing,
       moreSyncProcessors: deps.moreSyncProcessors,
+      eventLogFor: deps.eventLogFor,
     });
   const sink =
     connections.web &&
@@ -290,6 +320,7 @@ function createServiceApp(
   deps: ServiceParts & {
     tracing: Tracing | undefined;
     sink: StreamSink | undefined;
+    accounts: AccountSecrets | undefined;
     ready: () => Promise<void>;
     /** Mounts the operator's routes; undefined without an ADMIN_TOKEN. */
     operator: ((root: Hono<AppEnv>) => void) | undefined;
@@ -306,6 +337,7 @@ function createServiceApp(
           webhooks: {
             sink,
             signingSecrets: config.signingSecrets,
+            ...(deps.accounts ? { accounts: deps.accounts } : {}),
             maxBodyBytes: config.maxBodyBytes,
             maxBufferedBodyBytes: config.http.maxBufferedBodyBytes,
             observer: webhookMetrics(metrics),

@@ -3,7 +3,7 @@
 // GET /records/{kind}/{id} answer). They read where replay acts: the service at --url, else the
 // stores the environment names, else the running service that holds them (a hand-over).
 import { loadConfig } from "../config/config.js";
-import { MIRROR_KINDS, type MirrorKind } from "../mirror/database.js";
+import { MIRROR_KINDS, type MirrorKind } from "../mirror/values.js";
 import type { RecordStory } from "../mirror/record-story.js";
 import { type EventDetail, readEventDetail, readStory } from "../mirror/storage.js";
 import { cutAt, printable, shortened, shownStatus } from "../mirror/values.js";

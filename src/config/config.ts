@@ -122,6 +122,8 @@ export interface Config {
   /** A bulk replay matching more events than this needs `"confirm": <count>` (the dry run's count). */
   bulkReplayConfirmAbove: number;
   adminToken?: string;
+  /** SECRETS_KEY, 32 bytes: seals the accounts' API keys and signing secrets (mirror/accounts.ts); without it no account can be added. */
+  secretsKey?: Buffer;
   handlersModule?: string;
 }
 
@@ -147,6 +149,12 @@ const optionalSecret = (message: string, test: (s: string) => boolean) =>
     .optional()
     .transform((s) => (s === "" ? undefined : s))
     .refine((s) => s === undefined || test(s), message);
+
+/** SECRETS_KEY's 32 bytes, written as 64 hex digits or in base64 (`openssl rand -base64 32`); undefined when it is neither. */
+function secretsKeyBytes(text: string): Buffer | undefined {
+  const bytes = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, "hex") : Buffer.from(text, "base64");
+  return bytes.length === 32 && (text.length === 64 || bytes.toString("base64") === text) ? bytes : undefined;
+}
 
 export const ROLES = ["all", "web", "worker"] as const;
 export type Role = (typeof ROLES)[number];
@@ -187,6 +195,10 @@ export const configSchema = z.object({
   API_BASE_URL: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
   API_KEY: optionalSecret("must start with svc_live_ followed by the key body", isApiKey),
   ADMIN_TOKEN: optionalSecret("must be at least 16 characters", (s) => s.length >= 16),
+  SECRETS_KEY: optionalSecret(
+    "must be 32 bytes: 64 hex digits or 44 base64 characters (openssl rand -base64 32)",
+    (s) => !!secretsKeyBytes(s),
+  ),
   HANDLERS_MODULE: z.string().min(1).optional(),
   API_RATE: int(1).default(DEFAULTS.apiRate),
   API_RATE_WINDOW_SECONDS: int(1).default(DEFAULTS.apiRateWindowMs / 1000),
@@ -312,6 +324,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     eventRetentionDays: e.EVENT_RETENTION_DAYS,
     bulkReplayConfirmAbove: e.BULK_REPLAY_CONFIRM_ABOVE,
     adminToken: e.ADMIN_TOKEN,
+    ...(e.SECRETS_KEY ? { secretsKey: secretsKeyBytes(e.SECRETS_KEY) } : {}),
     handlersModule: e.HANDLERS_MODULE,
   };
 }
@@ -390,6 +403,8 @@ export function secretsOf(config: Config): string[] {
     ...config.signingSecrets,
     config.api?.apiKey,
     config.adminToken,
+    config.secretsKey?.toString("hex"),
+    config.secretsKey?.toString("base64"),
     db,
     ...(db ? urlSecrets(db, postgresUrlPassword) : []),
     ...urlSecrets(config.redisUrl, (u) => decodedUrlCredentials(u).password),

@@ -58,6 +58,8 @@ export type EventOf<T extends KnownEventType> = z.infer<(typeof eventSchemas)[T]
 export interface AnyEvent {
   id: string;
   type: string;
+  /** The company the event was delivered for: `default` (POST /webhooks) or a registered account's id (POST /webhooks/{account}). */
+  account?: string;
   createdAt?: string | undefined;
   data?: unknown;
   [key: string]: unknown;

@@ -29,6 +29,8 @@ export interface OperatorRoutesOptions {
   actions?: { port: OperatorActionsPort; logger: Logger };
   /** A record's story and "refresh it now" (GET /records/{kind}/{id}, POST …/refresh). */
   records?: RecordReader;
+  /** The accounts registry (GET/POST /accounts, POST /accounts/{id}/rotate, DELETE /accounts/{id}). */
+  accounts?: AccountsPort;
 }
 
 /**
@@ -39,12 +41,14 @@ export interface OperatorRoutesOptions {
 export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOptions): void {
   const guard = operatorGuards(options.adminToken);
   // "/x/*" matches "/x" itself too.
-  for (const path of ["/mirror/*", "/events/*", "/metrics", "/sync/*", "/records/*", `${DASHBOARD_PATH}/*`]) app.use(path, ...guard);
+  for (const path of ["/mirror/*", "/events/*", "/metrics", "/sync/*", "/records/*", "/accounts/*", `${DASHBOARD_PATH}/*`])
+    app.use(path, ...guard);
   app.route("/mirror", mirrorRoutes(options.mirror));
   // Before the event log's routes: /events/replay and /events/replays/{id} are not event ids.
   if (options.actions) app.route("/", operatorActionRoutes(options.actions.port, options.actions.logger));
   app.route("/events", eventRoutes(options.events));
   if (options.records) app.route("/records", recordRoutes(options.records));
+  if (options.accounts && options.actions) app.route("/accounts", accountRoutes(options.accounts, options.actions.logger));
   app.get("/metrics", async (c) => {
     const { contentType, body } = await options.metrics();
     return c.body(body, 200, { "Content-Type": contentType });
@@ -289,6 +293,48 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
       return c.json(result, 202);
     });
   route.all("/sync/*", (c) => c.json(errorBody("not_found", "sync routes: POST /sync/reconcile, POST /sync/backfill"), 404));
+  return route;
+}
+
+/** The accounts registry as the routes use it (mirror/accounts.ts; the service wires it in). */
+export interface AccountsPort {
+  add(input: unknown): Promise<{ id: string }>;
+  list(): Promise<{ id: string }[]>;
+  rotate(id: string, input: unknown): Promise<{ id: string }>;
+  remove(id: string, options: { purge: boolean }): Promise<void>;
+}
+
+/**
+ * The registered companies: add (201; a duplicate id 409; a malformed field 400 naming it), list
+ * (never a key or a secret), rotate a signing secret or replace the key, remove (its endpoint and
+ * sync stop at once; `?purge=true` deletes its rows, events and steps too). One audit line each,
+ * naming the account, never a value.
+ */
+export function accountRoutes(accounts: AccountsPort, logger: Logger): Hono<AppEnv> {
+  const route = new Hono<AppEnv>();
+  const audit = (action: string, account: string, extra: Record<string, unknown> = {}) =>
+    logger.info({ who: "admin", route: action, target: { account, ...extra } }, "operator action");
+  route.get("/", async (c) => c.json({ data: await accounts.list() }));
+  route.post("/", async (c) => {
+    const added = await accounts.add(await body(c, z.unknown()));
+    audit("POST /accounts", added.id);
+    return c.json(added, 201);
+  });
+  route.post("/:id/rotate", async (c) => {
+    const input = await body(c, z.record(z.string(), z.unknown()));
+    const rotated = await accounts.rotate(c.req.param("id"), input);
+    audit("POST /accounts/:id/rotate", rotated.id, { fields: Object.keys(input) });
+    return c.json(rotated);
+  });
+  route.delete("/:id", async (c) => {
+    const purgeParam = c.req.query("purge");
+    if (purgeParam !== undefined && purgeParam !== "true" && purgeParam !== "false")
+      throw new InvalidRequestError(`purge takes true or false, not "${printable(purgeParam)}"`);
+    const id = c.req.param("id");
+    await accounts.remove(id, { purge: purgeParam === "true" });
+    audit("DELETE /accounts/:id", id, { purge: purgeParam === "true" });
+    return c.json({ id, removed: true, purged: purgeParam === "true" });
+  });
   return route;
 }
 

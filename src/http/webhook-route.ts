@@ -6,7 +6,7 @@ import { ReservedEventTypeError } from "../events/errors.js";
 import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
 import type { EventSink } from "../queue/ingest-stream.js";
 import type { AppEnv } from "./request-log.js";
-import { PayloadTooLargeError, RequestAbortedError, ServerBusyError } from "./errors.js";
+import { PayloadTooLargeError, RequestAbortedError, ServerBusyError, UnknownAccountError } from "./errors.js";
 
 /** Why the edge refused a delivery, for metrics. */
 export type RejectReason =
@@ -18,9 +18,17 @@ export interface WebhookObserver {
   rejected?(reason: RejectReason): void;
 }
 
+/** The registered accounts as the edge reads them (mirror/accounts.ts's directory): unknown → undefined. */
+export interface AccountSecrets {
+  get(id: string): { signingSecrets: readonly string[] } | undefined;
+}
+
 export interface WebhookRouteOptions {
   sink: EventSink;
+  /** The env-configured company's secrets (`default`, at POST /webhooks). */
   signingSecrets: readonly string[];
+  /** The registered accounts, each at POST /webhooks/{id}; without it those routes answer 404. */
+  accounts?: AccountSecrets;
   maxBodyBytes: number;
   /** Body bytes buffered across all in-flight requests (default: 32 × maxBodyBytes). */
   maxBufferedBodyBytes?: number;
@@ -54,15 +62,24 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
     return stamp;
   };
 
-  route.post("/", async function receiveWebhook(c) {
+  route.post("/", (c) => receiveCounted(c, signingSecrets, undefined));
+  // A registered account's endpoint: an unknown account is refused before a byte of the body is read.
+  route.post("/:account", (c) => {
+    const account = c.req.param("account");
+    const found = options.accounts?.get(account);
+    if (!found) throw new UnknownAccountError(account);
+    return receiveCounted(c, found.signingSecrets, account);
+  });
+
+  async function receiveCounted(c: Context<AppEnv>, secrets: readonly string[], account: string | undefined) {
     // The bytes stay counted until the answer: the body is held in memory until then.
     const reservation = budget.open();
     try {
-      return await receive(c, reservation);
+      return await receive(c, reservation, secrets, account);
     } finally {
       reservation.close();
     }
-  });
+  }
 
   // Runs one step of the delivery (sync, or a promise): a step that throws or rejects is counted
   // under `reason` (or the reason it gives the error, if any) and rethrown.
@@ -80,12 +97,12 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
     }
   }
 
-  async function receive(c: Context<AppEnv>, reservation: BodyReservation) {
+  async function receive(c: Context<AppEnv>, reservation: BodyReservation, secrets: readonly string[], account: string | undefined) {
     // The header first: an unsigned or malformed delivery is refused before a byte of its body
     // is read or hashed (300 unsigned 1 MB posts cost 0.79 s of CPU when they were read first).
     const digest = refusing("invalid_signature", () => signatureDigest(c.req.header(SIGNATURE_HEADER)));
     const raw = await refusing(bodyRefusal, () => readRawBody(c, maxBytes, reservation));
-    const secretIndex = refusing("invalid_signature", () => matchSignature(raw, digest, signingSecrets));
+    const secretIndex = refusing("invalid_signature", () => matchSignature(raw, digest, secrets));
     const envelope = refusing("invalid_event", () => parseEnvelope(raw));
     // Change events come from the mirror only: a sender must not be able to forge one.
     if (isChangeEventType(envelope.type)) {
@@ -102,6 +119,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
         receivedAt: receivedAt(),
         payload: envelope.payload,
         payloadJson: envelope.text,
+        ...(account === undefined ? {} : { account }),
       }),
     );
     c.set("duplicate", result.duplicate);

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import type { MirrorChange, MirrorRecord, MirrorStore, UpsertResult } from "./mirror-store.js";
 import type { ChangeData, ChangeEvent, ChangeKind, ChangeSource } from "../events/catalog.js";
-import { DEFAULT_ACCOUNT, type DatabaseSchema, type MirrorKind } from "./database.js";
+import { DEFAULT_ACCOUNT, type DatabaseSchema } from "./database.js";
+import { type MirrorKind } from "./values.js";
 import type { RefusedUpstreamRecord } from "./set-aside-records.js";
 import { expectDefined } from "../expect-defined.js";
 

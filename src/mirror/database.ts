@@ -174,6 +174,18 @@ export interface DatabaseSchema {
   unlisted_records: UnlistedRecordsTable;
   sync_checkpoints: SyncCheckpointsTable;
   sync_liveness: SyncLivenessTable;
+  accounts: AccountsTable;
+}
+
+/** The companies served besides `default`, their key and secrets sealed (accounts.ts; migrations.ts, 0018_account_registry). */
+interface AccountsTable {
+  id: string;
+  /** Sealed with SECRETS_KEY (accounts.ts createSecretsBox). */
+  api_key: string;
+  /** Sealed each, the newest first. */
+  signing_secrets: string[];
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
 }
 
 /** Changes written with the mirror, waiting for the relay (migrations.ts, 0003_change_outbox). */
@@ -243,8 +255,6 @@ export const fromExcluded = (columns: readonly string[]): Record<string, RawBuil
   Object.fromEntries(columns.map((c) => [c, sql.ref(`excluded.${c}`)]));
 
 /** What the mirror keeps: the API's resources as last read, and reviews as delivered. */
-export const MIRROR_KINDS = ["orders", "bookings", "menu-items", "reviews"] as const;
-export type MirrorKind = (typeof MIRROR_KINDS)[number];
 
 import { DEFAULTS } from "../config/defaults.js";
 import type { Logger } from "../logging/logger.js";

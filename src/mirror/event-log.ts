@@ -51,7 +51,7 @@ export interface EventLog {
    * Whether the log holds an event of this id (a delivery of it was taken before, within
    * EVENT_RETENTION_DAYS). Concurrent calls share one statement (group commit).
    */
-  holds(id: string): Promise<boolean>;
+  holds(id: string, account?: string): Promise<boolean>;
   /** One event whole, payload included. */
   get(id: string): Promise<LoggedEvent | undefined>;
   /** Every kept attempt of every handler of an event (by handler key, then attempt); none for an unknown id. */
@@ -669,6 +669,8 @@ export interface EventAttempt {
    * whose record lands late never undoes a later one's outcome.
    */
   newRound?: boolean;
+  /** The registered account the event was delivered for (POST /webhooks/{account}); absent for the log's own. */
+  account?: string;
   /**
    * The BullMQ job the event's next attempt runs in, should this one be retried: the job of this
    * attempt, or the job a first attempt from the ingest stream continues as (named after its

@@ -524,6 +524,18 @@ async function down0017(db: AnyDb): Promise<void> {
     references orders (id) on delete cascade`.execute(db);
 }
 
+/** The accounts registry: a company's key and signing secrets, each value sealed with SECRETS_KEY (accounts.ts). */
+async function up0018(db: AnyDb): Promise<void> {
+  await db.schema
+    .createTable("accounts")
+    .addColumn("id", ID, (c) => c.primaryKey())
+    .addColumn("api_key", "text", (c) => c.notNull())
+    .addColumn("signing_secrets", sql`text[]`, (c) => c.notNull())
+    .addColumn("created_at", "timestamptz", (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+    .addColumn("updated_at", "timestamptz", (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+    .execute();
+}
+
 /**
  * Every migration, by name, in one static list so the same list runs from `src/` under tsx and
  * from `dist/` (a folder scan would depend on file extensions and the working directory).
@@ -546,6 +558,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0015_replay_runs": { up: up0015, down: down0015 },
   "0016_event_jobs": { up: up0016, down: down0016 },
   "0017_accounts": { up: up0017, down: down0017 },
+  "0018_account_registry": { up: up0018, down: dropTables("accounts") },
 };
 
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */

@@ -1,5 +1,6 @@
 import { type Transaction, sql, type Kysely, type Insertable } from "kysely";
-import type { DatabaseSchema, MirrorKind, BookingsTable, MenuItemsTable, OrderItemsTable, OrdersTable, ReviewsTable } from "./database.js";
+import type { DatabaseSchema, BookingsTable, MenuItemsTable, OrderItemsTable, OrdersTable, ReviewsTable } from "./database.js";
+import type { MirrorKind } from "./values.js";
 import { DEFAULT_ACCOUNT, fromExcluded } from "./database.js";
 import {
   type RefusedUpstreamRecord,

@@ -5,7 +5,7 @@ import { createDatabase, type Database, DEFAULT_ACCOUNT, migrateToLatest } from 
 import { withOperatorTimeout } from "./errors.js";
 import type { RejectedRecord } from "./set-aside-records.js";
 import type { StepRecord } from "./step-store.js";
-import type { MirrorKind } from "./database.js";
+import type { MirrorKind } from "./values.js";
 import { readRecordStory, type RecordStory } from "./record-story.js";
 
 import type { Config } from "../config/config.js";

@@ -1,3 +1,7 @@
+/** The kinds of record the mirror keeps, as routes and the console name them. */
+export const MIRROR_KINDS = ["orders", "bookings", "menu-items", "reviews"] as const;
+export type MirrorKind = (typeof MIRROR_KINDS)[number];
+
 // The one id rule, from the edge to the mirror to the routes: the edge refuses an event whose
 // `id` breaks it (events/envelope.ts), the event log and every operator route refuse such a path
 // or filter (a 400), and the mirror refuses to write a record whose id breaks it, setting it aside

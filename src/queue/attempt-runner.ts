@@ -13,6 +13,7 @@ import {
   startHandlerDeadline,
   type HandlerRegistry,
 } from "../events/dispatch.js";
+import { DEFAULT_ACCOUNT } from "../mirror/database.js";
 import { EventLogError } from "../mirror/errors.js";
 import type { EventAttempt, EventLog } from "../mirror/event-log.js";
 import type { HandlerRun } from "../mirror/event-log.js";
@@ -152,6 +153,7 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
       handlers,
       newRound: a.newRound === true,
       ...(a.job !== undefined ? { job: a.job } : {}),
+      ...(a.data.account !== undefined ? { account: a.data.account } : {}),
     };
     try {
       return (await whileLogAway(a, () => eventLog.recordAttempt(entry))) !== undefined;
@@ -164,7 +166,7 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
 
   /** Runs the handlers; `startedAt` is set as they start (a source's slot may hold them first). */
   async function dispatch(a: Attempt, outcomes: Record<string, Outcome>, started: { at: number }) {
-    const event: AnyEvent = { ...a.data.payload, id: a.data.id, type: a.data.type };
+    const event: AnyEvent = { ...a.data.payload, id: a.data.id, type: a.data.type, account: a.data.account ?? DEFAULT_ACCOUNT };
     const deadline = startHandlerDeadline(options.handlerTimeoutMs ?? 0);
     started.at = Date.now();
     try {
@@ -183,7 +185,7 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
 
   async function run(a: Attempt): Promise<AttemptResult> {
     if (a.delivery && eventLog) {
-      const holds = await whileLogAway(a, () => eventLog.holds(a.data.id));
+      const holds = await whileLogAway(a, () => eventLog.holds(a.data.id, a.data.account));
       if (holds === undefined) return { outcome: "unrecorded", ok: {} };
       if (holds.answer) {
         a.logger.info("a delivery of an event the log holds: the same event, not handled again");

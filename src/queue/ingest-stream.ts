@@ -16,6 +16,8 @@ export interface IngestedEvent {
   receivedAt: string;
   /** The whole verified body as parsed, unknown fields included. */
   payload: Record<string, unknown>;
+  /** The registered account (company) it was delivered for (POST /webhooks/{account}); absent for `default`. */
+  account?: string;
   /**
    * The W3C trace context of the delivery (its edge span), present only when tracing is on: the
    * handlers of every attempt, retry and replay of the event join the delivery's trace.
@@ -54,7 +56,8 @@ export function encodeEntry(event: IngestedEvent, payloadJson?: string): string 
   if (payloadJson === undefined) return JSON.stringify(event);
   // The trace context only when tracing is on (see IngestedEvent.traceparent): no bytes otherwise.
   const trace = event.traceparent === undefined ? "" : `,"traceparent":${JSON.stringify(event.traceparent)}`;
-  return `{"id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"receivedAt":${JSON.stringify(event.receivedAt)}${trace},"payload":${payloadJson}}`;
+  const account = event.account === undefined ? "" : `,"account":${JSON.stringify(event.account)}`;
+  return `{"id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"receivedAt":${JSON.stringify(event.receivedAt)}${trace}${account},"payload":${payloadJson}}`;
 }
 
 /** Reads back what encodeEntry wrote; throws EntryDecodeError on anything else. */
@@ -239,11 +242,14 @@ export function createStreamSink(options: StreamSinkOptions): EventSink {
   const append = groupCommit(
     async (events: EnqueueInput[]) => {
       const args: string[] = [keys.stream];
-      for (const e of events) args.push(keys.seen(e.id));
+      for (const e of events) args.push(keys.seen(e.id, e.account));
       args.push(windowMs, maxBacklog);
       for (const e of events)
         args.push(
-          encodeEntry({ id: e.id, type: e.type, receivedAt: e.receivedAt, payload: e.payload, traceparent: e.traceparent }, e.payloadJson),
+          encodeEntry(
+            { id: e.id, type: e.type, receivedAt: e.receivedAt, payload: e.payload, traceparent: e.traceparent, account: e.account },
+            e.payloadJson,
+          ),
         );
       return redis.svcStreamAppend(events.length + 1, ...args);
     },

@@ -109,9 +109,15 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix) {
      * The ingest path (queue/ingest-stream.ts, queue/stream-consumer.ts): the stream the edge appends
      * verified events to and the workers read, and each event id's "seen" key. The edge's script
      * touches both, so they share the tag `{ingest}` (the prefix's own tag when it has one). The
-     * consumer group is a name inside the stream, not a key.
+     * consumer group is a name inside the stream, not a key. A registered account's ids are seen
+     * apart from the default company's (`seen@<account>:`): event ids are unique within a company only.
      */
-    ingest: { stream: `${ingest}:events`, group: "pump", seen: (eventId: string) => `${ingest}:seen:${eventId}` },
+    ingest: {
+      stream: `${ingest}:events`,
+      group: "pump",
+      seen: (eventId: string, account?: string) =>
+        account === undefined ? `${ingest}:seen:${eventId}` : `${ingest}:seen@${account}:${eventId}`,
+    },
     /** The operator API (worker/operator-actions.ts): a bulk replay's progress (a hash), an Idempotency-Key's answer. */
     operator: {
       bulkReplay: (id: string) => `${prefix}:operator:replay:${id}`,

@@ -3,13 +3,13 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { mountConsole, type ConsoleSources } from "../http/console/console-routes.js";
 import type { AppEnv } from "../http/request-log.js";
-import { mountOperatorRoutes, type MirrorReader, type RecordReader } from "../http/operator-routes.js";
+import { mountOperatorRoutes, type MirrorReader, type RecordReader, type AccountsPort } from "../http/operator-routes.js";
 import { type Metrics, collectOpsSummary } from "../metrics/metrics.js";
 import { readMinuteSamples } from "../metrics/minute-samples.js";
 import { eventQueryFromParams, listFailureGroups } from "../mirror/event-log.js";
 import { filterFromQuery, readBookkeeping, validateRecordId } from "../mirror/mirror-store.js";
 import { readEventDetail, readStory, type Storage } from "../mirror/storage.js";
-import { MIRROR_KINDS, type MirrorKind } from "../mirror/database.js";
+import { MIRROR_KINDS, type MirrorKind } from "../mirror/values.js";
 import { withTimeout } from "../queue/deadline.js";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
 import { type OperatorActions, createOperatorActions } from "../worker/operator-actions.js";
@@ -38,6 +38,8 @@ export function operatorMount(deps: {
   actions: OperatorActions;
   /** For the console's minute samples. */
   connection: RedisClient;
+  /** The accounts registry (the service reloads its edge's directory after each change). */
+  accounts: AccountsPort;
 }): (root: Hono<AppEnv>) => void {
   const { adminToken, config, logger, metrics, storage } = deps;
   const samplesKey = redisKeys(config.queuePrefix).minuteSamples;
@@ -61,6 +63,7 @@ export function operatorMount(deps: {
       queues: [deps.queues.eventsQueue, deps.queues.syncQueue],
       actions: { port: deps.actions, logger },
       records,
+      accounts: deps.accounts,
     });
     // What the console reads, wired to the storage and the metrics (http imports neither).
     const reader = storage.database.operatorDb;

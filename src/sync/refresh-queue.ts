@@ -1,3 +1,4 @@
+import { DEFAULT_ACCOUNT } from "../mirror/database.js";
 import type { Link, Tracer } from "@opentelemetry/api";
 import { trace } from "@opentelemetry/api";
 import type { Job, Queue } from "bullmq";
@@ -493,7 +494,7 @@ export function createSyncHandlers(scheduler: RefreshQueue, { withApi }: { withA
   const storeReview: SyncHandlers["review.created"] = async (e, ctx) => {
     await ctx.mirror.upsert("reviews", [e.data], await ctx.mirror.clock());
   };
-  if (!withApi) return { "review.created": storeReview };
+  if (!withApi) return defaultAccountOnly({ "review.created": storeReview });
   // What the event says of the record (status, dates) is a hint for the narrowest read, never data.
   const text = (value: unknown) => (typeof value === "string" ? value : undefined);
   const order = async (e: { id: string; data: { id: string; restaurantId: string; status?: string | undefined; createdAt?: unknown } }) =>
@@ -504,7 +505,7 @@ export function createSyncHandlers(scheduler: RefreshQueue, { withApi }: { withA
     });
   const booking = async (e: { id: string; data: { id: string; restaurantId: string; date?: string | undefined } }) =>
     scheduler.request("bookings", e.data.restaurantId, e.data.id, { eventId: e.id, date: e.data.date });
-  return {
+  return defaultAccountOnly({
     "order.created": order,
     "order.status_changed": order,
     // Fired by the refund operation only (spec part 6): the order is REFUNDED even when the event is thin.
@@ -513,5 +514,20 @@ export function createSyncHandlers(scheduler: RefreshQueue, { withApi }: { withA
     "booking.status_changed": booking,
     "menu_item.updated": (e) => scheduler.request("menu-items", e.data.restaurantId),
     "review.created": storeReview,
-  };
+  });
+}
+
+/**
+ * The sync keeps the `default` company's mirror only: a registered account's events run the
+ * user's handlers and are logged under their account, and its mirror is not kept yet (docs/accounts.md).
+ */
+function defaultAccountOnly(handlers: SyncHandlers): SyncHandlers {
+  const wrapped = Object.fromEntries(
+    Object.entries(handlers).map(([type, handle]) => [
+      type,
+      (e: { account?: string }, ctx: unknown) =>
+        e.account === undefined || e.account === DEFAULT_ACCOUNT ? (handle as (e: unknown, ctx: unknown) => unknown)(e, ctx) : undefined,
+    ]),
+  );
+  return wrapped;
 }

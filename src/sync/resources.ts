@@ -1,4 +1,4 @@
-import type { MirrorKind } from "../mirror/database.js";
+import type { MirrorKind } from "../mirror/values.js";
 import type { MirrorRecord, MirrorStore, UpsertResult } from "../mirror/mirror-store.js";
 import type { MirrorWriter, SourceOf } from "../mirror/change-outbox.js";
 import type { RefusedUpstreamRecord } from "../mirror/set-aside-records.js";

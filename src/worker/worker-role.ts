@@ -37,6 +37,8 @@ export interface WorkerRoleDeps {
   connection: RedisClient;
   mirror: MirrorStore;
   eventLog: EventLog;
+  /** A registered account's event log (storage.forAccount); without it every event is recorded in `eventLog`. */
+  eventLogFor?: (account: string) => Pick<EventLog, "recordAttempt" | "holds">;
   changeOutbox: ChangeOutbox;
   /** Durable steps' results (ctx.step). */
   steps: StepStore;
@@ -78,6 +80,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     metrics,
     mirror,
     eventLog: deps.eventLog,
+    ...(deps.eventLogFor ? { eventLogFor: deps.eventLogFor } : {}),
     eventsQueue,
     registry: table.dispatch,
   });
@@ -174,7 +177,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
  * the rest; both report each finished attempt to one feed and to the same metrics.
  */
 function createEventDelivery(
-  deps: Pick<WorkerRoleDeps, "config" | "logger" | "connection" | "metrics" | "mirror" | "eventLog"> & {
+  deps: Pick<WorkerRoleDeps, "config" | "logger" | "connection" | "metrics" | "mirror" | "eventLog" | "eventLogFor"> & {
     eventsQueue: Queue<EventJobData>;
     registry: HandlerRegistry<SharedHandlerContext>;
   },
@@ -183,7 +186,7 @@ function createEventDelivery(
   const { concurrency, lockMs, maxStalls } = config.worker;
   const prefix = config.queuePrefix;
   /** Whether the event log takes this process's attempts. */
-  const recording = watchRecording(deps.eventLog);
+  const recording = watchRecording(deps.eventLog, deps.eventLogFor);
   const runner = createAttemptRunner<SharedHandlerContext>({
     registry: deps.registry,
     handlerTimeoutMs: config.worker.handlerTimeoutMs,
@@ -313,8 +316,16 @@ function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics:
  * probe. Watches the event log's writes. A probe alone misses a database that answers `select 1` but
  * cannot write (a full disk); the outcome of the last real write tells.
  */
-function watchRecording(eventLog: AttemptLog) {
+function watchRecording(eventLog: AttemptLog, forAccount: ((account: string) => AttemptLog) | undefined) {
   let failing = false;
+  // A registered account's events go to its own part of the log; the log handed in is `default`'s.
+  const logs = new Map<string, AttemptLog>();
+  const logOf = (account: string | undefined): AttemptLog => {
+    if (account === undefined || !forAccount) return eventLog;
+    let log = logs.get(account);
+    if (!log) logs.set(account, (log = forAccount(account)));
+    return log;
+  };
   const watched = async <T>(call: Promise<T>): Promise<T> => {
     try {
       const answer = await call;
@@ -329,8 +340,8 @@ function watchRecording(eventLog: AttemptLog) {
   return {
     /** The log to hand the attempt runner: the event log, watched. */
     eventLog: {
-      recordAttempt: (attempt) => watched(eventLog.recordAttempt(attempt)),
-      holds: (id) => watched(eventLog.holds(id)),
+      recordAttempt: (attempt) => watched(logOf(attempt.account).recordAttempt(attempt)),
+      holds: (id, account) => watched(logOf(account).holds(id)),
     } satisfies AttemptLog,
     /** The last call (a write, or the look-up of a delivery) failed for a reason not the event's own, and none succeeded since. */
     failing: () => failing,

@@ -1,0 +1,322 @@
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { type Kysely, sql } from "kysely";
+import type { Logger } from "pino";
+import * as z from "zod";
+import { isApiKey } from "../upstream/client.js";
+import { type DatabaseSchema, DEFAULT_ACCOUNT } from "./database.js";
+
+// The accounts registry: one row per restaurant company that a deployment serves besides the
+// env-configured `default` (API_KEY, SIGNING_SECRET), with its API key and signing secrets sealed
+// by SECRETS_KEY. The id rule, the sealing, the store and the edge's in-memory directory live
+// here together, so the rule an id or a secret must meet has this one home.
+
+/** An account id: a slug that names the company in URLs (`POST /webhooks/{id}`), keys and logs. */
+export const ACCOUNT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+/** Signing secrets one account may hold at once: the current one and those a rotation keeps. */
+export const MAX_SIGNING_SECRETS = 5;
+
+/** Why the registry refused: its code (the HTTP status is http/errors.ts's), the field at fault when there is one. */
+export class AccountError extends Error {
+  constructor(
+    readonly code: "invalid_account" | "account_exists" | "account_not_found" | "secrets_key_missing",
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = "AccountError";
+  }
+}
+
+// --- Sealing: AES-256-GCM from node:crypto, a fresh 96-bit nonce per value, and the account and
+// field as associated data, so a sealed value copied into another row or column does not open.
+
+export interface SecretsBox {
+  seal(plain: string, context: string): string;
+  open(sealed: string, context: string): string;
+}
+
+const SEALED_VERSION = "v1";
+
+/** Seals and opens values with a 32-byte key (config's SECRETS_KEY). */
+export function createSecretsBox(key: Buffer): SecretsBox {
+  if (key.length !== 32) throw new Error("SECRETS_KEY must be 32 bytes");
+  return {
+    seal(plain, context) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv("aes-256-gcm", key, iv).setAAD(Buffer.from(context));
+      const body = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
+      return [SEALED_VERSION, iv, cipher.getAuthTag(), body].map((p) => (typeof p === "string" ? p : p.toString("base64url"))).join(".");
+    },
+    open(sealed, context) {
+      const [version, iv = "", tag = "", body = ""] = sealed.split(".");
+      if (version !== SEALED_VERSION) throw new Error(`a sealed value of unknown version "${version}"`);
+      const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64url"))
+        .setAAD(Buffer.from(context))
+        .setAuthTag(Buffer.from(tag, "base64url"));
+      // A wrong SECRETS_KEY or a tampered value fails here ("Unsupported state or unable to authenticate data").
+      return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8");
+    },
+  };
+}
+
+// --- What an operator sends, checked once for the API, the CLI and the console.
+
+const accountId = z
+  .string({ error: "is required" })
+  .regex(ACCOUNT_ID, "must be a slug: lower-case letters, digits and -, at most 63, starting with a letter or digit")
+  .refine((id) => id !== DEFAULT_ACCOUNT, `"${DEFAULT_ACCOUNT}" is the env-configured company (API_KEY, SIGNING_SECRET)`);
+const apiKey = z.string({ error: "is required" }).refine(isApiKey, "must start with svc_live_ followed by the key body");
+const signingSecret = z
+  .string({ error: "is required" })
+  .min(16, "must be at least 16 characters")
+  .max(512, "must be at most 512 characters");
+
+const newAccountSchema = z.strictObject({ id: accountId, apiKey, signingSecret });
+const rotationSchema = z
+  .strictObject({ signingSecret: signingSecret.optional(), retireOldSecrets: z.boolean().optional(), apiKey: apiKey.optional() })
+  .refine((r) => r.signingSecret !== undefined || r.retireOldSecrets === true || r.apiKey !== undefined, {
+    message: "names nothing to change: give signingSecret, retireOldSecrets or apiKey",
+  });
+export type NewAccount = z.infer<typeof newAccountSchema>;
+export type Rotation = z.infer<typeof rotationSchema>;
+
+/** `input` as `schema` takes it, or an AccountError naming the first field at fault (never echoing its value). */
+function checked<T>(schema: z.ZodType<T>, input: unknown): T {
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  if (issue?.code === "unrecognized_keys")
+    throw new AccountError("invalid_account", `unknown field ${issue.keys.join(", ")}`, issue.keys[0]);
+  const path = issue?.path.join(".") ?? "";
+  const field = path === "" ? undefined : path;
+  const message = issue?.message ?? "is invalid";
+  throw new AccountError("invalid_account", field ? `${field} ${message}` : message, field);
+}
+
+/** An account as lists show it: never a key or a secret. */
+export interface AccountSummary {
+  id: string;
+  signingSecrets: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** An account's credentials, opened: for the edge's verification and the sync's calls only. */
+export interface AccountKeys {
+  id: string;
+  apiKey: string;
+  signingSecrets: string[];
+}
+
+export interface AccountRegistry {
+  add(input: unknown): Promise<AccountSummary>;
+  list(): Promise<AccountSummary[]>;
+  /**
+   * Every account's credentials, opened (the edge's directory, the sync). An account whose values
+   * do not open (another SECRETS_KEY, or none) is left out and named to `onUnopened`.
+   */
+  keys(options?: { onUnopened?: (id: string) => void }): Promise<AccountKeys[]>;
+  rotate(id: string, input: unknown): Promise<AccountSummary>;
+  /** Removes the account (its endpoint and sync stop); `purge` also deletes its rows, events and steps. */
+  remove(id: string, options?: { purge?: boolean }): Promise<void>;
+  /** Changes whenever an account is added, rotated or removed: the directory's cheap poll. */
+  version(): Promise<string>;
+}
+
+/** The tables that hold a company's data, keyed by account (migration 0017), purged with it. */
+const ACCOUNT_DATA = [
+  "order_items",
+  "orders",
+  "bookings",
+  "menu_items",
+  "reviews",
+  "handler_attempts",
+  "events",
+  "steps",
+  "change_outbox",
+  "rejected_records",
+  "unlisted_records",
+  "sync_checkpoints",
+] as const;
+
+const summary = (row: { id: string; signing_secrets: string[]; created_at: Date; updated_at: Date }): AccountSummary => ({
+  id: row.id,
+  signingSecrets: row.signing_secrets.length,
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString(),
+});
+
+/**
+ * The registry over the `accounts` table. Without a box (no SECRETS_KEY) it lists and removes,
+ * but refuses to add or rotate, naming SECRETS_KEY; no value is ever stored in clear.
+ */
+export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBox | undefined): AccountRegistry {
+  const sealer = (): SecretsBox => {
+    if (box) return box;
+    throw new AccountError("secrets_key_missing", "SECRETS_KEY is not set: account keys and secrets are stored encrypted with it");
+  };
+  const sealKey = (id: string, key: string) => sealer().seal(key, `${id}/apiKey`);
+  const sealSecret = (id: string, secret: string) => sealer().seal(secret, `${id}/signingSecret`);
+  const notFound = (id: string) => new AccountError("account_not_found", `no account ${id}`);
+
+  return {
+    async add(input) {
+      const account = checked(newAccountSchema, input);
+      const row = await db
+        .insertInto("accounts")
+        .values({
+          id: account.id,
+          api_key: sealKey(account.id, account.apiKey),
+          signing_secrets: [sealSecret(account.id, account.signingSecret)],
+        })
+        .onConflict((oc) => oc.column("id").doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) throw new AccountError("account_exists", `account ${account.id} exists already`, "id");
+      return summary(row);
+    },
+
+    async list() {
+      return (await db.selectFrom("accounts").selectAll().orderBy("id").execute()).map(summary);
+    },
+
+    async keys({ onUnopened } = {}) {
+      const rows = await db.selectFrom("accounts").selectAll().orderBy("id").execute();
+      return rows.flatMap((r) => {
+        try {
+          const open = (sealed: string, field: string) => sealer().open(sealed, `${r.id}/${field}`);
+          return [{ id: r.id, apiKey: open(r.api_key, "apiKey"), signingSecrets: r.signing_secrets.map((s) => open(s, "signingSecret")) }];
+        } catch {
+          onUnopened?.(r.id);
+          return [];
+        }
+      });
+    },
+
+    async rotate(id, input) {
+      const change = checked(rotationSchema, input);
+      return db.transaction().execute(async (tx) => {
+        const row = await tx.selectFrom("accounts").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
+        if (!row) throw notFound(id);
+        // The newest secret first: a rotation adds one, and retiring keeps only the newest.
+        let secrets =
+          change.signingSecret === undefined ? row.signing_secrets : [sealSecret(id, change.signingSecret), ...row.signing_secrets];
+        if (change.retireOldSecrets) secrets = secrets.slice(0, 1);
+        if (secrets.length > MAX_SIGNING_SECRETS)
+          throw new AccountError(
+            "invalid_account",
+            `signingSecret: an account holds at most ${MAX_SIGNING_SECRETS} secrets; retire old ones first`,
+            "signingSecret",
+          );
+        const updated = await tx
+          .updateTable("accounts")
+          .set({
+            signing_secrets: secrets,
+            ...(change.apiKey === undefined ? {} : { api_key: sealKey(id, change.apiKey) }),
+            updated_at: sql`clock_timestamp()`,
+          })
+          .where("id", "=", id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        return summary(updated);
+      });
+    },
+
+    async remove(id, { purge = false } = {}) {
+      await db.transaction().execute(async (tx) => {
+        const gone = await tx.deleteFrom("accounts").where("id", "=", id).returning("id").executeTakeFirst();
+        if (!gone) throw notFound(id);
+        if (purge) for (const table of ACCOUNT_DATA) await sql`delete from ${sql.table(table)} where account_id = ${id}`.execute(tx);
+      });
+    },
+
+    async version() {
+      const row = await db
+        .selectFrom("accounts")
+        .select((eb) => [eb.fn.countAll<string>().as("n"), sql<string | null>`max(updated_at)::text`.as("last")])
+        .executeTakeFirstOrThrow();
+      return `${row.n}:${row.last ?? ""}`;
+    },
+  };
+}
+
+/** The registry could not be read yet (the database away at start) or an account's secrets do not open: the edge answers 503. */
+export class AccountsUnavailableError extends Error {
+  readonly code = "accounts_unavailable";
+  constructor(message: string) {
+    super(message);
+    this.name = "AccountsUnavailableError";
+  }
+}
+
+/** The edge's and the workers' view of the registry, in memory: what a delivery or a call needs, without a query. */
+export interface AccountDirectory {
+  /** The account's credentials; undefined when no such account is registered; throws AccountsUnavailableError when unknown yet. */
+  get(id: string): AccountKeys | undefined;
+  /** Reads the registry now and then on every poll (after the migrations ran). */
+  start(): Promise<void>;
+  /** Reads the registry again now (this process just changed it). */
+  reload(): Promise<void>;
+  close(): void;
+}
+
+/**
+ * Keeps every account's credentials in memory and reads the registry again whenever its version
+ * changes (one small query per `pollMs`), so an account removed in another process stops being
+ * served within a poll. An account whose values do not open (SECRETS_KEY changed) is unavailable
+ * alone; the others are served. Until the first read succeeds every lookup is unavailable. A
+ * failing read is logged once, and once more when reads succeed again.
+ */
+export function createAccountDirectory(
+  registry: Pick<AccountRegistry, "keys" | "version">,
+  options: { pollMs?: number; logger?: Pick<Logger, "warn" | "info"> } = {},
+): AccountDirectory {
+  let accounts: Map<string, AccountKeys | AccountsUnavailableError> | undefined;
+  let seen: string | undefined;
+  let reading: Promise<void> | undefined;
+  let failing = false;
+  let timer: NodeJS.Timeout | undefined;
+  const read = async () => {
+    const version = await registry.version();
+    if (version === seen && accounts) return;
+    const next = new Map<string, AccountKeys | AccountsUnavailableError>();
+    const opened = await registry.keys({
+      onUnopened: (id) => {
+        next.set(id, unopened(id));
+        options.logger?.warn({ account: id }, "an account's key and secrets do not open with SECRETS_KEY: its deliveries answer 503");
+      },
+    });
+    for (const account of opened) next.set(account.id, account);
+    accounts = next;
+    seen = version;
+  };
+  const reload = () =>
+    (reading ??= read()
+      .then(() => {
+        if (failing) options.logger?.info("the accounts registry is read again");
+        failing = false;
+      })
+      .catch((err: unknown) => {
+        if (!failing)
+          options.logger?.warn({ err: (err as Error).message }, "the accounts registry cannot be read; the last one read is served");
+        failing = true;
+        throw err;
+      })
+      .finally(() => (reading = undefined)));
+  return {
+    get(id) {
+      if (!accounts) throw new AccountsUnavailableError("the accounts registry has not been read yet; retry later");
+      const found = accounts.get(id);
+      if (found instanceof AccountsUnavailableError) throw found;
+      return found;
+    },
+    async start() {
+      timer ??= setInterval(() => void reload().catch(() => undefined), options.pollMs ?? 1000).unref();
+      await reload().catch(() => undefined);
+    },
+    reload,
+    close: () => clearInterval(timer),
+  };
+}
+
+const unopened = (id: string) => new AccountsUnavailableError(`account ${id}'s secrets do not open with this SECRETS_KEY; retry later`);

@@ -1,0 +1,208 @@
+import { randomBytes } from "node:crypto";
+import { sql } from "kysely";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { loadConfig, ConfigError } from "../../src/config/config.js";
+import { signPayload } from "../../src/events/envelope.js";
+import { type AccountRegistry, createAccountDirectory, createAccountRegistry, createSecretsBox } from "../../src/mirror/accounts.js";
+import type { AnyEvent } from "../../src/events/catalog.js";
+import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
+import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
+import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+const KEY = randomBytes(32);
+const ACME = { id: "acme", apiKey: "svc_live_acme_key_0123456789", signingSecret: "whsec_acme_secret_0123456789" };
+
+describe("the secrets box (AES-256-GCM)", () => {
+  const box = createSecretsBox(KEY);
+
+  it("opens what it sealed, only with the same key and context, and never the same text twice", () => {
+    const sealed = box.seal("svc_live_x", "acme/apiKey");
+    expect(sealed).not.toContain("svc_live_x");
+    expect(box.seal("svc_live_x", "acme/apiKey")).not.toBe(sealed);
+    expect(box.open(sealed, "acme/apiKey")).toBe("svc_live_x");
+    // Copied into another account's row, or under another key, it does not open.
+    expect(() => box.open(sealed, "globex/apiKey")).toThrow();
+    expect(() => createSecretsBox(randomBytes(32)).open(sealed, "acme/apiKey")).toThrow();
+    const [v, iv, tag, body = ""] = sealed.split(".");
+    const flipped = `${v}.${iv}.${tag}.${body.slice(0, -2)}${body.endsWith("A") ? "B" : "A"}${body.slice(-1)}`;
+    expect(() => box.open(flipped, "acme/apiKey")).toThrow();
+  });
+});
+
+describe("SECRETS_KEY", () => {
+  const base = { SIGNING_SECRET: TEST_SECRET };
+  it("takes 32 bytes as 64 hex digits or base64, and refuses anything else naming the variable, never the value", () => {
+    expect(loadConfig({ ...base, SECRETS_KEY: KEY.toString("hex") }).secretsKey).toEqual(KEY);
+    expect(loadConfig({ ...base, SECRETS_KEY: KEY.toString("base64") }).secretsKey).toEqual(KEY);
+    expect(loadConfig(base).secretsKey).toBeUndefined();
+    for (const wrong of ["short-and-not-a-key", randomBytes(16).toString("hex"), randomBytes(31).toString("base64")]) {
+      const err = (() => {
+        try {
+          loadConfig({ ...base, SECRETS_KEY: wrong });
+        } catch (e) {
+          return e as Error;
+        }
+      })();
+      expect(err).toBeInstanceOf(ConfigError);
+      expect(err?.message).toContain("SECRETS_KEY must be 32 bytes");
+      expect(err?.message).not.toContain(wrong);
+    }
+  });
+});
+
+describe("the accounts registry", () => {
+  let database: TestDatabase;
+  let registry: AccountRegistry;
+  beforeAll(async () => {
+    database = await openTestDatabase(preferredDriver());
+    registry = createAccountRegistry(database.db, createSecretsBox(KEY));
+  });
+  afterAll(() => database.close());
+  beforeEach(async () => {
+    await sql`truncate accounts, events`.execute(database.db);
+  });
+
+  it("adds an account, lists it without its key or secrets, and stores no value in clear", async () => {
+    const added = await registry.add(ACME);
+    expect(added).toMatchObject({ id: "acme", signingSecrets: 1 });
+    expect(JSON.stringify(await registry.list())).not.toMatch(/svc_live|whsec/);
+    const rows = await sql<{ row: string }>`select accounts::text as row from accounts`.execute(database.db);
+    expect(rows.rows).toHaveLength(1);
+    expect(rows.rows[0]?.row).not.toContain(ACME.apiKey);
+    expect(rows.rows[0]?.row).not.toContain(ACME.signingSecret);
+    expect(await registry.keys()).toEqual([{ id: "acme", apiKey: ACME.apiKey, signingSecrets: [ACME.signingSecret] }]);
+  });
+
+  it("refuses a duplicate id, a malformed id, key or secret, and unknown fields, naming the field and changing nothing", async () => {
+    await registry.add(ACME);
+    await expect(registry.add({ ...ACME, apiKey: "svc_live_other_0123456789" })).rejects.toMatchObject({
+      code: "account_exists",
+      field: "id",
+    });
+    const cases: [Record<string, unknown>, string][] = [
+      [{ ...ACME, id: "Acme Corp" }, "id"],
+      [{ ...ACME, id: "default" }, "id"],
+      [{ ...ACME, id: "x".repeat(64) }, "id"],
+      [{ ...ACME, id: "globex", apiKey: "sk_test_nope_value" }, "apiKey"],
+      [{ ...ACME, id: "globex", signingSecret: "tiny-value" }, "signingSecret"],
+      [{ id: "globex", apiKey: ACME.apiKey }, "signingSecret"],
+      [{ ...ACME, id: "globex", extra: 1 }, "extra"],
+    ];
+    for (const [input, field] of cases) {
+      const err = (await registry.add(input).then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as { code: string; field: string; message: string } | undefined;
+      expect(err, JSON.stringify(input)).toMatchObject({ code: "invalid_account", field });
+      // The field's name and rule, never the value sent.
+      expect(err?.message).not.toMatch(/sk_test_nope_value|tiny-value|svc_live_acme|whsec_acme/);
+    }
+    expect((await registry.list()).map((a) => a.id)).toEqual(["acme"]);
+  });
+
+  it("rotates: a new signing secret first, the old ones retired, the API key replaced", async () => {
+    await registry.add(ACME);
+    const next = "whsec_acme_next_secret_0123";
+    expect(await registry.rotate("acme", { signingSecret: next })).toMatchObject({ signingSecrets: 2 });
+    expect((await registry.keys())[0]?.signingSecrets).toEqual([next, ACME.signingSecret]);
+    await registry.rotate("acme", { retireOldSecrets: true, apiKey: "svc_live_acme_second_key_01" });
+    expect(await registry.keys()).toEqual([{ id: "acme", apiKey: "svc_live_acme_second_key_01", signingSecrets: [next] }]);
+    await expect(registry.rotate("acme", {})).rejects.toMatchObject({ code: "invalid_account" });
+    await expect(registry.rotate("nope", { retireOldSecrets: true })).rejects.toMatchObject({ code: "account_not_found" });
+  });
+
+  it("without SECRETS_KEY refuses to add, naming it; with another key the account is left out of the opened list, alone", async () => {
+    const keyless = createAccountRegistry(database.db, undefined);
+    await expect(keyless.add(ACME)).rejects.toMatchObject({
+      code: "secrets_key_missing",
+      message: expect.stringContaining("SECRETS_KEY") as string,
+    });
+    await registry.add(ACME);
+    await createAccountRegistry(database.db, createSecretsBox(randomBytes(32))).add({ ...ACME, id: "globex" });
+    const unopened: string[] = [];
+    expect((await registry.keys({ onUnopened: (id) => unopened.push(id) })).map((a) => a.id)).toEqual(["acme"]);
+    expect(unopened).toEqual(["globex"]);
+    const directory = createAccountDirectory(registry);
+    await directory.start();
+    expect(directory.get("acme")?.signingSecrets).toEqual([ACME.signingSecret]);
+    expect(() => directory.get("globex")).toThrow(/do not open with this SECRETS_KEY/);
+    expect(directory.get("initech")).toBeUndefined();
+    directory.close();
+  });
+
+  it("removes an account; with purge its rows, events and steps go, another account's stay", async () => {
+    await registry.add(ACME);
+    await registry.add({ ...ACME, id: "globex" });
+    for (const account of ["acme", "globex"])
+      await sql`insert into events (account_id, id, type, payload, status) values (${account}, 'evt_1', 'order.created', '{}', 'handled')`.execute(
+        database.db,
+      );
+    await registry.remove("globex");
+    await registry.remove("acme", { purge: true });
+    expect(await registry.list()).toEqual([]);
+    const left = await sql<{ account_id: string }>`select account_id from events order by 1`.execute(database.db);
+    expect(left.rows).toEqual([{ account_id: "globex" }]);
+    await expect(registry.remove("acme")).rejects.toMatchObject({ code: "account_not_found" });
+  });
+});
+
+describe("accounts at the edge and through the operator API", () => {
+  let svc: TestService;
+  const seen: AnyEvent[] = [];
+  const call = (method: string, path: string, body?: unknown) =>
+    fetch(`${svc.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  const deliverTo = (path: string, event: object, secret: string, extraBytes = 0) => {
+    const text = JSON.stringify({ ...event, pad: "x".repeat(extraBytes) });
+    return fetch(`${svc.url}/webhooks${path}`, {
+      method: "POST",
+      body: text,
+      headers: { "content-type": "application/json", "x-svc-signature": signPayload(text, secret) },
+    });
+  };
+  beforeAll(async () => {
+    svc = await startService({ SECRETS_KEY: KEY.toString("base64") }, [{ "*": (e) => void seen.push(e) }]);
+  });
+  afterAll(() => svc.stop());
+
+  it("serves a registered account at /webhooks/{id} with its own secrets, logs its events under it, and stops at once when removed", async () => {
+    expect((await call("POST", "/accounts", ACME)).status).toBe(201);
+    const dup = await call("POST", "/accounts", ACME);
+    expect(dup.status).toBe(409);
+    const bad = await call("POST", "/accounts", { ...ACME, id: "Not A Slug" });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/^id /);
+    const listed = await call("GET", "/accounts");
+    expect(await listed.text()).not.toMatch(/svc_live|whsec/);
+
+    const event = sampleEvent({ type: "guest.visited", data: {} });
+    expect((await deliverTo("/acme", event, ACME.signingSecret)).status).toBe(200);
+    // Signed with the default company's secret, or for an account nobody registered (its body never read, so no 413).
+    expect((await deliverTo("/acme", sampleEvent(), TEST_SECRET)).status).toBe(401);
+    const unknown = await deliverTo("/initech", sampleEvent(), ACME.signingSecret, 2 * 1024 * 1024);
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe("account_not_found");
+
+    const storage = svc.database;
+    await waitFor(() => seen.some((e) => e.id === event.id), { what: "the account's event handled" });
+    expect(seen.find((e) => e.id === event.id)?.account).toBe("acme");
+    await waitFor(async () => (await sql`select 1 from events where id = ${event.id}`.execute(storage.db)).rows.length === 1, {
+      what: "the event logged",
+    });
+    const rows = await sql<{ account_id: string }>`select account_id from events where id = ${event.id}`.execute(storage.db);
+    expect(rows.rows).toEqual([{ account_id: "acme" }]);
+    // The same event id at the default endpoint is the default company's own event, not a duplicate of acme's.
+    const again = await svc.deliver(event);
+    expect(((await again.json()) as { duplicate: boolean }).duplicate).toBe(false);
+
+    expect((await call("DELETE", "/accounts/acme")).status).toBe(200);
+    expect((await deliverTo("/acme", sampleEvent(), ACME.signingSecret)).status).toBe(404);
+    expect((await call("DELETE", "/accounts/acme")).status).toBe(404);
+    // No key or secret reached a log line.
+    expect(svc.logs.text()).not.toMatch(/svc_live_acme|whsec_acme/);
+  });
+});
