@@ -1,5 +1,4 @@
-import { identityProblem } from "../mirror/mirror-store.js";
-import type { MirrorStore } from "../mirror/mirror-store.js";
+import { identityProblem, type MirrorStore } from "../mirror/mirror-store.js";
 import { UpstreamAuthError, UpstreamError, UpstreamPageRefusedError } from "../upstream/errors.js";
 import {
   candidatesFor,

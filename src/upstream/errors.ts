@@ -2,6 +2,8 @@
 // `code` (from the error body when it has one) and whether the same call may succeed later.
 // Messages name the method and route, never the API key. The layer's one registry of errors.
 
+import { codedError } from "../events/errors.js";
+
 export interface UpstreamErrorInit {
   status?: number | undefined;
   code: string;
@@ -116,13 +118,7 @@ export class UpstreamRequestError extends UpstreamError {
 }
 
 /** A key of the wrong form. Its message never contains the key (it would end up in logs). */
-export class ApiKeyError extends Error {
-  readonly code = "invalid_api_key";
-  constructor(message: string) {
-    super(message);
-    this.name = "ApiKeyError";
-  }
-}
+export class ApiKeyError extends codedError("invalid_api_key") {}
 
 /**
  * The typed error for an error answer. `body` is the response text as read: `{ error: { code,
