@@ -152,6 +152,16 @@ function checkJson(stepName: string, value: unknown, path: string, seen: Set<obj
 /** Records read at most while looking for a step's earlier effect (20 pages of 100). */
 const MAX_LOOKUP_RECORDS = 2000;
 
+/** The first record of `records` that `matches`, looking at MAX_LOOKUP_RECORDS at most. */
+async function firstOf<T>(records: AsyncIterable<T>, matches: (record: T) => boolean): Promise<T | undefined> {
+  let read = 0;
+  for await (const record of records) {
+    if (matches(record)) return record;
+    if (++read >= MAX_LOOKUP_RECORDS) return undefined;
+  }
+  return undefined;
+}
+
 /**
  * The API client handlers get. Outside a step, or in a step's first run, it is the client as is.
  * In a step that runs again after an earlier run recorded no result (its process died between
@@ -170,22 +180,10 @@ export function stepAwareApi(api: ApiClient, deps: { current: () => StepScope | 
   async function findOrder(id: string): Promise<Order | undefined> {
     // The mirror names the order's restaurant, which narrows the walk; without it, every order.
     const known = await deps.mirror.get("orders", id).catch(() => undefined);
-    let read = 0;
-    for await (const order of api.iterateOrders(known ? { restaurantId: known.restaurantId, limit: 100 } : { limit: 100 })) {
-      if (order.id === id) return order;
-      if (++read >= MAX_LOOKUP_RECORDS) return undefined;
-    }
-    return undefined;
+    return firstOf(api.iterateOrders(known ? { restaurantId: known.restaurantId, limit: 100 } : { limit: 100 }), (o) => o.id === id);
   }
-
-  async function findBooking(input: CreateBookingInput): Promise<Booking | undefined> {
-    let read = 0;
-    for await (const b of api.iterateBookings({ restaurantId: input.restaurantId, from: input.date, limit: 100 })) {
-      if (sameBooking(b, input)) return b;
-      if (++read >= MAX_LOOKUP_RECORDS) return undefined;
-    }
-    return undefined;
-  }
+  const findBooking = (input: CreateBookingInput) =>
+    firstOf(api.iterateBookings({ restaurantId: input.restaurantId, from: input.date, limit: 100 }), (b) => sameBooking(b, input));
 
   return {
     ...api,
