@@ -121,36 +121,22 @@ export interface QueueHandleOptions {
  */
 function openQueue<Data>(
   name: string,
-  options: {
-    connection: RedisClient;
-    prefix: string;
-    defaultJobOptions: QueueOptions["defaultJobOptions"];
-    onError: (err: Error) => void;
-    telemetry?: QueueOptions["telemetry"] | undefined;
-  },
+  options: Pick<QueueOptions, "prefix" | "defaultJobOptions" | "telemetry"> & { connection: RedisClient },
+  onError: (err: Error) => void,
 ): Queue<Data> {
-  const { connection, prefix, defaultJobOptions, telemetry } = options;
-  const queue = new Queue<Data>(name, {
-    connection,
-    prefix,
-    defaultJobOptions,
-    // BullMQ's own event stream of the queue (what QueueEvents reads): kept short.
-    streams: { events: { maxLen: 1000 } },
-    ...(telemetry ? { telemetry } : {}),
-  });
-  queue.on("error", options.onError);
+  // BullMQ's own event stream of the queue (what QueueEvents reads): kept short.
+  const queue = new Queue<Data>(name, { ...options, streams: { events: { maxLen: 1000 } } });
+  queue.on("error", onError);
   return queue;
 }
 
 function queueHandle<Data>(name: string, options: QueueHandleOptions, defaultJobOptions: QueueOptions["defaultJobOptions"]): Queue<Data> {
   const { connection, config, logger, telemetry } = options;
-  return openQueue<Data>(name, {
-    connection,
-    prefix: config.queuePrefix,
-    defaultJobOptions,
-    onError: logger ? warnUnlessOutage(logger, `${name} queue error`) : () => undefined,
-    telemetry,
-  });
+  return openQueue<Data>(
+    name,
+    { connection, prefix: config.queuePrefix, defaultJobOptions, ...(telemetry ? { telemetry } : {}) },
+    logger ? warnUnlessOutage(logger, `${name} queue error`) : () => undefined,
+  );
 }
 
 /** The events queue: retries, dead letters, replays, change events and stream entries moved on. */
@@ -197,13 +183,16 @@ export interface EventProducer extends EventSink {
  * one pipeline whose add scripts Redis runs in order, and the second sees the first's key.
  */
 export function createEventProducer(options: EventProducerOptions): EventProducer {
-  const queue = openQueue<EventJobData>(options.queueName ?? EVENTS_QUEUE, {
-    connection: options.connection,
-    prefix: options.prefix,
-    defaultJobOptions: { ...eventRetryOptions(DEFAULTS.jobAttempts, DEFAULTS.jobBackoffMs), ...options.jobOptions },
+  const queue = openQueue<EventJobData>(
+    options.queueName ?? EVENTS_QUEUE,
+    {
+      connection: options.connection,
+      prefix: options.prefix,
+      defaultJobOptions: { ...eventRetryOptions(DEFAULTS.jobAttempts, DEFAULTS.jobBackoffMs), ...options.jobOptions },
+    },
     // A failed add still fails its own caller.
-    onError: options.onError ?? (() => undefined),
-  });
+    options.onError ?? (() => undefined),
+  );
   const ttl = options.dedupWindowSeconds * 1000;
   // Each event is serialised alone before it joins a batch: one that cannot be (too deep, a
   // cycle, a BigInt) fails its own caller with a 4xx, never the whole batch with a 503.

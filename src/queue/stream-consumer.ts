@@ -192,12 +192,9 @@ export function createInflightEntries(limits: InflightLimits) {
   let bytes = 0;
   let peakBytes = 0;
   let roomWaiters: (() => void)[] = [];
-  let emptyWaiters: (() => void)[] = [];
-  const wakeRoom = () => {
-    const waiters = roomWaiters;
-    roomWaiters = [];
-    for (const w of waiters) w();
-  };
+  const emptyWaiters: (() => void)[] = [];
+  // Each list is taken whole before its waiters run: a waiter may add (or remove) one.
+  const wakeRoom = () => roomWaiters.splice(0).forEach((w) => w());
   return {
     /** How many entries the next read may ask for: 0 when full; at least 1 when nothing is held. */
     room(): number {
@@ -217,11 +214,7 @@ export function createInflightEntries(limits: InflightLimits) {
       held.delete(entryId);
       bytes -= size;
       wakeRoom();
-      if (held.size === 0) {
-        const waiters = emptyWaiters;
-        emptyWaiters = [];
-        for (const w of waiters) w();
-      }
+      if (held.size === 0) emptyWaiters.splice(0).forEach((w) => w());
     },
     has: (entryId: string) => held.has(entryId),
     ids: () => [...held.keys()],

@@ -196,25 +196,19 @@ export type ReadPage<T> = Page<T> & {
   /** Records without the shape the spec promises: left out of `data`, never failing the page. */
   refused: RefusedRecord[];
 };
-export interface OrderQuery {
-  restaurantId?: string;
-  status?: string;
-  type?: string;
-  limit?: number;
-  cursor?: string;
-}
-export interface BookingQuery {
-  restaurantId?: string;
-  status?: string;
-  from?: string;
-  to?: string;
-  limit?: number;
-  cursor?: string;
-}
 export interface MenuItemQuery {
   restaurantId?: string;
   limit?: number;
   cursor?: string;
+}
+export interface OrderQuery extends MenuItemQuery {
+  status?: string;
+  type?: string;
+}
+export interface BookingQuery extends MenuItemQuery {
+  status?: string;
+  from?: string;
+  to?: string;
 }
 
 /** The spec's page size bound (part 8): also what a page without `limit` may hold at most. */
@@ -287,7 +281,11 @@ export interface ApiResponseInfo {
 }
 
 /** The client's options that decide how a call is sent and retried, resolved to their values. */
-interface SendSettings extends AttemptSettings {
+interface SendSettings {
+  headers: Record<string, string>;
+  timeoutMs: number;
+  maxPageBytes: number;
+  onResponse: ((info: ApiResponseInfo) => void) | undefined;
   baseUrl: string;
   limiter: RateLimiter | undefined;
   readRetries: number;
@@ -362,24 +360,16 @@ async function sendUntilDone<T>(
 
 // ---- One attempt and its answer
 
-/** What one attempt needs of the client's options, resolved to their values. */
-interface AttemptSettings {
-  headers: Record<string, string>;
-  timeoutMs: number;
-  maxPageBytes: number;
-  onResponse: ((info: ApiResponseInfo) => void) | undefined;
-}
-
 /** One request and its answer, read (bounded), reported and parsed; retries are the caller's. */
 async function sendAttempt<T>(
-  settings: AttemptSettings,
+  settings: SendSettings,
   call: ApiCall<T>,
   url: URL,
   { span, signal }: { span?: Span | undefined; signal?: AbortSignal | undefined } = {},
 ): Promise<T> {
   const { timeoutMs } = settings;
   const started = performance.now();
-  const report = (status: number | "timeout" | "network") =>
+  const report = (status: ApiResponseInfo["status"]) => {
     settings.onResponse?.({
       method: call.method,
       route: call.route,
@@ -387,6 +377,8 @@ async function sendAttempt<T>(
       durationMs: performance.now() - started,
       budget: call.priority ?? "webhook",
     });
+    if (typeof status === "number") span?.setAttribute("http.response.status_code", status);
+  };
   // The timeout covers the whole answer, body included: a body that stalls after the headers
   // is a timeout like any other (retried for a GET), never a raw DOMException.
   let res: Response | undefined;
@@ -407,7 +399,6 @@ async function sendAttempt<T>(
   } catch (err) {
     if (res && err instanceof UpstreamError) {
       report(res.status);
-      span?.setAttribute("http.response.status_code", res.status);
       throw err;
     }
     // Not reported: the API did nothing wrong, the caller stopped.
@@ -418,7 +409,6 @@ async function sendAttempt<T>(
     throw new UpstreamNetworkError(`${context} failed: ${(err as Error).message}`, err);
   }
   report(res.status);
-  span?.setAttribute("http.response.status_code", res.status);
   const parsed = call.schema.safeParse(json);
   if (!parsed.success) {
     const detail = parsed.error.issues
