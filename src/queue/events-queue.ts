@@ -32,6 +32,7 @@ import { UnstorableEventError } from "./errors.js";
 import {
   entryJobIdentity,
   groupCommit,
+  type EdgeSinkOptions,
   type EnqueueInput,
   type EnqueueResult,
   type EventSink,
@@ -153,17 +154,9 @@ export function createSyncQueue<Data = Record<string, unknown>>(options: QueueHa
   });
 }
 
-export interface EventProducerOptions {
-  /** A "web" connection (createRedisConnection): fails fast while Redis is away. */
-  connection: RedisClient;
-  prefix: string;
+export interface EventProducerOptions extends EdgeSinkOptions {
   queueName?: string;
-  dedupWindowSeconds: number;
-  /** Deadline for Redis to acknowledge one event. */
-  timeoutMs: number;
   jobOptions?: DefaultJobOptions;
-  /** Most events written in one round trip (default 256). */
-  maxBatch?: number;
   /** Connection errors of the queue (BullMQ emits them; an unheard "error" would crash the process). */
   onError?: (err: Error) => void;
 }
@@ -463,15 +456,12 @@ interface LogPosition {
   id: string;
 }
 
-export interface RestoreOptions {
+/** JOB_ATTEMPTS (a run whose `of` the log does not hold), JOB_BACKOFF_MS, and the deduplication window. */
+export interface RestoreOptions extends Omit<ContinuationOptions, "handlerKeys"> {
   log: Pick<EventLog, "waiting">;
   queue: Queue<EventJobData>;
   /** The queue's Redis: whether a job exists is one EXISTS on its key. */
   connection: RedisClient;
-  /** JOB_ATTEMPTS (a run whose `of` the log does not hold), JOB_BACKOFF_MS, and the deduplication window. */
-  attempts: number;
-  backoffMs: number;
-  dedupTtlMs: number;
   /** Told how many jobs a pass added (the metric). */
   onRestored(count: number): void;
   logger: Logger;
@@ -486,11 +476,7 @@ export interface RestoreOptions {
  * recorded retry time, or now when that has passed. An event recorded before jobs were gets an id
  * of its own, the same in every worker.
  */
-export function restoredJob(
-  event: WaitingEvent,
-  options: Pick<RestoreOptions, "attempts" | "backoffMs" | "dedupTtlMs">,
-  now: number,
-): ContinuationJob {
+export function restoredJob(event: WaitingEvent, options: Omit<ContinuationOptions, "handlerKeys">, now: number): ContinuationJob {
   const jobId = event.job ?? `logged-${Buffer.from(event.id, "utf8").toString("base64url")}`;
   const run = continuingRun(event.attempt?.number ?? 1, event.attempt?.of ?? options.attempts);
   return {

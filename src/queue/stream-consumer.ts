@@ -293,9 +293,7 @@ function createStreamHandoff(options: StreamConsumerOptions) {
       return jobs.length;
     },
     /** Acknowledges and deletes an entry a consumer finished with (those finished together in one call). */
-    async ackDelete(id: string): Promise<void> {
-      await ackDelete(id);
-    },
+    ackDelete,
     /** Adds the job an event continues as after its first attempt, if any (continuationOf; those added together in one addBulk). */
     async continueAfter(entryId: string, data: EventJobData, result: AttemptResult): Promise<void> {
       const job = continuationOf(entryId, data, result, continuation);

@@ -309,7 +309,8 @@ function sendCall<T>(settings: SendSettings, call: ApiCall<T>): Promise<{ value:
 }
 
 async function sendWithRetries<T>(settings: SendSettings, call: ApiCall<T>, span?: Span): Promise<{ value: T; sentAt: Date }> {
-  const signal = eitherSignal(settings.signal, call.signal);
+  // Either signal (both may be absent) aborts the call.
+  const signal = settings.signal && call.signal ? AbortSignal.any([settings.signal, call.signal]) : (settings.signal ?? call.signal);
   try {
     return await sendUntilDone(settings, call, signal, span);
   } catch (err) {
@@ -531,9 +532,4 @@ export function parseRetryAfter(value: string | null | undefined, options: Retry
  */
 export function backoffMs(attempt: number, baseMs: number, capMs = 30_000, random: () => number = Math.random): number {
   return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
-}
-
-/** One signal for two (either may be absent): aborted when either is. */
-function eitherSignal(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
-  return a && b ? AbortSignal.any([a, b]) : (a ?? b);
 }
