@@ -230,14 +230,12 @@ function listReader<T, Q extends { limit?: number; cursor?: string }>(
   const list = async (query: Q = {} as Q, opts: ListOptions = {}): Promise<ReadPage<T>> => {
     checkLimit(query.limit);
     const { value, sentAt } = await send({
+      ...opts,
       method: "GET",
       path,
       route: path,
       query: toParams(query),
       schema: looseRecordsPageSchema,
-      priority: opts.priority,
-      clock: opts.clock,
-      signal: opts.signal,
     });
     // More than asked for is not a page of this list (and memory sized for `limit` records).
     const asked = query.limit ?? MAX_LIMIT;

@@ -67,16 +67,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
   const feed = createChangeFeed({ config, logger, metrics, mirror, outbox: deps.changeOutbox, eventsQueue, tracing });
   const refresh = createRefreshRequests({ config, connection, syncQueue, tracing });
   const table = createHandlerTable({ logger, mirror, steps: deps.steps, api, refresh: refresh.queue, handlers: deps.handlers, tracing });
-  const delivery = createEventDelivery({
-    config,
-    logger,
-    connection,
-    metrics,
-    mirror,
-    eventLog: deps.eventLog,
-    eventsQueue,
-    registry: table.dispatch,
-  });
+  const delivery = createEventDelivery({ ...deps, mirror, eventsQueue, registry: table.dispatch });
   const processors = syncProcessors({ ...deps, mirror, syncQueue, upstream, refresh, writer: feed.writer });
   const syncWorker = createSyncWorker({
     connection,
@@ -108,10 +99,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     healed = true;
   };
   const schedules = createSyncSchedules({
-    config,
-    logger,
-    connection,
-    checkpoints: deps.checkpoints,
+    ...deps,
     syncQueue,
     syncing: api !== undefined,
     restore: async () => {
