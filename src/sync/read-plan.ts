@@ -228,14 +228,8 @@ export function scopeRead(group: { filter: ReadFilter; targets: Target[] }): Pla
   const thresholds = [...new Set(targets.map(pageOf))].sort((a, b) => b - a);
   let best = { pages: Infinity, reach: 0 };
   for (const reach of [...thresholds, 0]) {
-    const pages =
-      reach +
-      sumPages(
-        deepestByRestaurant(
-          targets.filter((t) => pageOf(t) > reach),
-          key,
-        ),
-      );
+    const beyond = targets.filter((t) => pageOf(t) > reach);
+    const pages = reach + sumPages(deepestByRestaurant(beyond, key));
     if (pages < best.pages) best = { pages, reach };
   }
   if (best.reach > 0) return { filter, targets: targets.filter((t) => pageOf(t) <= best.reach) };
