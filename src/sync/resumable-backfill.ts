@@ -1,17 +1,12 @@
 import type { Logger } from "pino";
-import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
-import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { ApiClient } from "../upstream/client.js";
+import type { SyncCheckpoint } from "../mirror/sync-checkpoints.js";
 import { codedError } from "../events/errors.js";
 import { readImportState } from "./first-import.js";
-import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
+import { SYNCED_KINDS, type SweepDeps, type SyncedKind } from "./resources.js";
 import { walkList } from "./walk-list.js";
 
-export interface BackfillOptions {
-  api: ApiClient;
-  mirror: MirrorStore;
-  checkpoints: SyncCheckpoints;
+export interface BackfillOptions extends SweepDeps {
   kinds: readonly SyncedKind[];
   /** YYYY-MM-DD: orders created on or after it, bookings dated on or after it; menus whole. */
   since?: string | null;

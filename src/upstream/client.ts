@@ -254,7 +254,7 @@ function listReader<T, Q extends { limit?: number; cursor?: string }>(
 // ---- Sending a call: its budget slot, retries and span
 
 /** One request of the client (`sendCall` sends it, with its retries and budget slots). */
-interface ApiCall<T> {
+interface ApiCall<T> extends ListOptions {
   method: "GET" | "POST" | "PATCH";
   path: string;
   /** A low-cardinality name for metrics ("/api/v1/orders/{id}/status"). */
@@ -262,10 +262,6 @@ interface ApiCall<T> {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
   schema: z.ZodType<T>;
-  priority?: BudgetClass;
-  clock?: () => Promise<Date>;
-  /** Ends the call (its budget wait, retries and request) with UpstreamAbortedError once aborted. */
-  signal?: AbortSignal;
 }
 
 /** What the client reports of each answer (or its absence), for metrics (ApiClientOptions.onResponse). */
