@@ -164,8 +164,6 @@ function createEventDelivery(
   },
 ) {
   const { config, logger, connection, metrics, mirror } = deps;
-  const { concurrency, lockMs, maxStalls } = config.worker;
-  const prefix = config.queuePrefix;
   /** Whether the event log takes this process's attempts. */
   const recording = watchRecording(deps.eventLog);
   const runner = createAttemptRunner<SharedHandlerContext>({
@@ -176,35 +174,25 @@ function createEventDelivery(
     makeContext: (_event, attempt, log, signal) => ({ mirror, logger: log, attempt, signal }),
     isPermanent: isPermanentUpstreamError,
   });
+  const { concurrency, lockMs, maxStalls, backoffMs } = config.worker;
+  // What both sources of attempts share: the runner, the worker connection, the handler slots.
+  const shared = { connection, prefix: config.queuePrefix, runner, concurrency, logger };
   /** Handles the events queue's jobs: retries, replays, change events, entries a dead consumer left. */
-  const eventWorker = createEventWorker({
-    connection,
-    prefix,
-    runner,
-    concurrency,
-    lockMs,
-    maxStalls,
-    logger,
-    heldRetryMs: config.worker.backoffMs,
-  });
+  const eventWorker = createEventWorker({ ...shared, lockMs, maxStalls, heldRetryMs: backoffMs });
   /** Every attempt either of them finished. */
   const finished = createFinishedEvents(eventWorker);
   /** Handles events straight from the edge's ingest stream (their first attempt). */
   const streamConsumer = createStreamConsumer({
-    connection,
-    prefix,
+    ...shared,
     queue: deps.eventsQueue,
-    runner,
-    concurrency,
     maxInflightBytes: config.worker.maxInflightBytes,
     // The edge's body limit plus the envelope: a read never asks for more than the budget holds.
     largestEntryBytes: config.maxBodyBytes + 4096,
     attempts: config.worker.attempts,
-    backoffMs: config.worker.backoffMs,
+    backoffMs,
     dedupWindowSeconds: config.dedupWindowSeconds,
     batchSize: config.ingest.batchSize,
     claimIdleMs: config.ingest.claimIdleMs,
-    logger,
     // Counted as the events queue's jobs are, so one set of metrics covers both paths.
     onFinished: ({ id, type, outcome, seconds }) => {
       const name = jobLabel(type);
