@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { isDeepStrictEqual } from "node:util";
+import { codedError } from "./errors.js";
 import { bookingSchema, menuItemSchema, orderSchema, reviewSchema, type Booking, type MenuItem, type Order } from "../upstream/models.js";
 
 /**
@@ -67,11 +68,9 @@ export interface AnyEvent {
 
 export const isKnownEventType = (type: string): type is KnownEventType => Object.hasOwn(eventSchemas, type);
 
-export class EventDataError extends Error {
-  readonly code = "invalid_event_data";
+export class EventDataError extends codedError("invalid_event_data") {
   constructor(type: string, detail: string) {
     super(`${type} event does not match its schema: ${detail}`);
-    this.name = "EventDataError";
   }
 }
 

@@ -9,6 +9,7 @@ import {
   type ChangeEventType,
 } from "./catalog.js";
 import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS, HandlerTimeoutError } from "./errors.js";
+import { untilAborted } from "../queue/deadline.js";
 
 export type Handler<E, Ctx> = (event: E, ctx: Ctx) => Promise<void> | void;
 
@@ -287,27 +288,6 @@ export function startHandlerDeadline(timeoutMs: number): HandlerDeadline {
   // A deadline alone never keeps the process alive (a graceful stop has its own).
   timer.unref();
   return { signal: controller.signal, clear: () => clearTimeout(timer) };
-}
-
-/**
- * `work`, or a rejection with the signal's reason once it is aborted, whichever comes first. The
- * work is not (cannot be) cancelled: a handler that ignores the signal runs on unobserved, and its
- * eventual outcome is dropped.
- */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  if (signal.aborted) {
-    work.catch(() => undefined);
-    return Promise.reject(signal.reason as Error);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => {
-      work.catch(() => undefined);
-      reject(signal.reason as Error);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }
 
 /**

@@ -1,5 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { idProblem, MAX_ID_LENGTH, textProblem } from "../mirror/values.js";
+import { codedError } from "./errors.js";
 
 /**
  * The envelope we assume (spec part 6 does not show one): `{ id, type, createdAt, data }`, of
@@ -15,24 +16,16 @@ export interface EventEnvelope {
   text: string;
 }
 
-export class EnvelopeError extends Error {
-  readonly code = "invalid_event";
-  constructor(message: string) {
-    super(message);
-    this.name = "EnvelopeError";
-  }
-}
+export class EnvelopeError extends codedError("invalid_event") {}
 
 /** A valid JSON body nested deeper than this cannot be stored (BullMQ's JSON.stringify overflows
  * its stack a few thousand levels down) and no real event comes near it. */
 export const MAX_JSON_DEPTH = 256;
 
 /** Nested deeper than MAX_JSON_DEPTH: refused at once (400), never retried into the queue. */
-export class PayloadTooDeepError extends Error {
-  readonly code = "payload_too_deep";
+export class PayloadTooDeepError extends codedError("payload_too_deep") {
   constructor(readonly maxDepth: number) {
     super(`body nests objects and arrays deeper than ${maxDepth} levels`);
-    this.name = "PayloadTooDeepError";
   }
 }
 
@@ -140,8 +133,7 @@ const BASE64_DIGEST = /^[A-Za-z0-9+/_-]{43}=?$/;
 
 export type SignatureFailure = "missing" | "malformed" | "mismatch";
 
-export class WebhookSignatureError extends Error {
-  readonly code = "invalid_signature";
+export class WebhookSignatureError extends codedError("invalid_signature") {
   constructor(readonly reason: SignatureFailure) {
     super(
       reason === "missing"
@@ -150,7 +142,6 @@ export class WebhookSignatureError extends Error {
           ? "X-SVC-Signature must be sha256=<hex or base64 digest of 32 bytes>"
           : "X-SVC-Signature does not match the body for any configured secret",
     );
-    this.name = "WebhookSignatureError";
   }
 }
 

@@ -1,23 +1,33 @@
 import { cutAt } from "../mirror/values.js";
 
 /**
+ * The base of an error class with a stable `code` (what the HTTP answers, the CLI and the logs go
+ * by), named after the class that extends it: `class EnvelopeError extends codedError("invalid_event") {}`.
+ */
+export function codedError<Code extends string>(code: Code) {
+  return class extends Error {
+    readonly code: Code = code;
+    constructor(message: string, options?: { cause?: unknown }) {
+      super(message, options);
+      this.name = new.target.name;
+    }
+  };
+}
+
+/**
  * A handler still running at its deadline (HANDLER_TIMEOUT_MS). A retryable failure: the attempt
  * ends without it (its slot is freed even if its promise never settles) and a retry runs it again.
  */
-export class HandlerTimeoutError extends Error {
-  readonly code = "handler_timeout";
+export class HandlerTimeoutError extends codedError("handler_timeout") {
   constructor(readonly timeoutMs: number) {
     super(`handler timed out after ${timeoutMs} ms`);
-    this.name = "HandlerTimeoutError";
   }
 }
 
 /** A delivery of a type only this service produces (`change.*`): refused at the edge with a 400. */
-export class ReservedEventTypeError extends Error {
-  readonly code = "reserved_event_type";
+export class ReservedEventTypeError extends codedError("reserved_event_type") {
   constructor(readonly type: string) {
     super(`event types starting with "change." are produced by the mirror, never delivered: ${JSON.stringify(type.slice(0, 100))}`);
-    this.name = "ReservedEventTypeError";
   }
 }
 

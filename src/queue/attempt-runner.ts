@@ -15,8 +15,7 @@ import {
 } from "../events/dispatch.js";
 import { DEFAULT_ACCOUNT } from "../mirror/database.js";
 import { EventLogError } from "../mirror/errors.js";
-import type { EventAttempt, EventLog } from "../mirror/event-log.js";
-import type { HandlerRun } from "../mirror/event-log.js";
+import type { EventAttempt, EventLog, HandlerRun } from "../mirror/event-log.js";
 import { withCarriedTrace } from "../tracing/tracing.js";
 import type { IngestedEvent } from "./ingest-stream.js";
 

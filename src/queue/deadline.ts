@@ -19,6 +19,30 @@ export async function withTimeout<T>(work: Promise<T>, ms: number, what: string)
   }
 }
 
+/** The reason a signal aborted with, as an Error (wrapped when it is none). */
+export const abortError = (signal: AbortSignal | undefined) =>
+  signal?.reason instanceof Error ? signal.reason : new Error("aborted", { cause: signal?.reason });
+
+/**
+ * `work`, or a rejection with the signal's reason (abortError) as soon as it aborts, whichever
+ * comes first: for a wait that cannot be cut itself (a handler that ignores its signal; a Redis
+ * command queued while Redis is away, which ioredis holds until it is back). The work is not (cannot
+ * be) cancelled: it runs on unobserved, and its eventual outcome is dropped.
+ */
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      work.catch(() => undefined);
+      reject(abortError(signal));
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    // An abort before the call fires no event: it rejects here, before the work can settle.
+    if (signal.aborted) onAbort();
+  });
+}
+
 /**
  * One point in time that every part of a stop shares: each part gets what is left of it, never a
  * span of its own, so parts stopping one after another cannot add up past it.

@@ -1,20 +1,10 @@
+import { codedError } from "../events/errors.js";
+
 /** The queue could not acknowledge an event in time: the edge answers 503 and the sender retries. */
-export class QueueUnavailableError extends Error {
-  readonly code: string = "queue_unavailable";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "QueueUnavailableError";
-  }
-}
+export class QueueUnavailableError extends codedError<string>("queue_unavailable") {}
 
 /** An event the queue cannot store (it does not serialise to JSON): the sender's fault, a 4xx. */
-export class UnstorableEventError extends Error {
-  readonly code = "unstorable_event";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "UnstorableEventError";
-  }
-}
+export class UnstorableEventError extends codedError("unstorable_event") {}
 
 /**
  * The ingest stream holds more than MAX_BACKLOG events (they arrive faster than they reach the
@@ -25,15 +15,8 @@ export class BacklogFullError extends QueueUnavailableError {
   override readonly code = "backlog_full";
   constructor(readonly backlog: number) {
     super(`the ingest backlog is full (${backlog} events)`);
-    this.name = "BacklogFullError";
   }
 }
 
 /** A stream entry that is not what encodeEntry writes (only this service writes the stream): it can never be handled. */
-export class EntryDecodeError extends Error {
-  readonly code = "invalid_entry";
-  constructor(message: string) {
-    super(message);
-    this.name = "EntryDecodeError";
-  }
-}
+export class EntryDecodeError extends codedError("invalid_entry") {}

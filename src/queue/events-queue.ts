@@ -32,6 +32,7 @@ import { UnstorableEventError } from "./errors.js";
 import {
   entryJobIdentity,
   groupCommit,
+  type EdgeSinkOptions,
   type EnqueueInput,
   type EnqueueResult,
   type EventSink,
@@ -121,36 +122,22 @@ export interface QueueHandleOptions {
  */
 function openQueue<Data>(
   name: string,
-  options: {
-    connection: RedisClient;
-    prefix: string;
-    defaultJobOptions: QueueOptions["defaultJobOptions"];
-    onError: (err: Error) => void;
-    telemetry?: QueueOptions["telemetry"] | undefined;
-  },
+  options: Pick<QueueOptions, "prefix" | "defaultJobOptions" | "telemetry"> & { connection: RedisClient },
+  onError: (err: Error) => void,
 ): Queue<Data> {
-  const { connection, prefix, defaultJobOptions, telemetry } = options;
-  const queue = new Queue<Data>(name, {
-    connection,
-    prefix,
-    defaultJobOptions,
-    // BullMQ's own event stream of the queue (what QueueEvents reads): kept short.
-    streams: { events: { maxLen: 1000 } },
-    ...(telemetry ? { telemetry } : {}),
-  });
-  queue.on("error", options.onError);
+  // BullMQ's own event stream of the queue (what QueueEvents reads): kept short.
+  const queue = new Queue<Data>(name, { ...options, streams: { events: { maxLen: 1000 } } });
+  queue.on("error", onError);
   return queue;
 }
 
 function queueHandle<Data>(name: string, options: QueueHandleOptions, defaultJobOptions: QueueOptions["defaultJobOptions"]): Queue<Data> {
   const { connection, config, logger, telemetry } = options;
-  return openQueue<Data>(name, {
-    connection,
-    prefix: config.queuePrefix,
-    defaultJobOptions,
-    onError: logger ? warnUnlessOutage(logger, `${name} queue error`) : () => undefined,
-    telemetry,
-  });
+  return openQueue<Data>(
+    name,
+    { connection, prefix: config.queuePrefix, defaultJobOptions, ...(telemetry ? { telemetry } : {}) },
+    logger ? warnUnlessOutage(logger, `${name} queue error`) : () => undefined,
+  );
 }
 
 /** The events queue: retries, dead letters, replays, change events and stream entries moved on. */
@@ -167,17 +154,9 @@ export function createSyncQueue<Data = Record<string, unknown>>(options: QueueHa
   });
 }
 
-export interface EventProducerOptions {
-  /** A "web" connection (createRedisConnection): fails fast while Redis is away. */
-  connection: RedisClient;
-  prefix: string;
+export interface EventProducerOptions extends EdgeSinkOptions {
   queueName?: string;
-  dedupWindowSeconds: number;
-  /** Deadline for Redis to acknowledge one event. */
-  timeoutMs: number;
   jobOptions?: DefaultJobOptions;
-  /** Most events written in one round trip (default 256). */
-  maxBatch?: number;
   /** Connection errors of the queue (BullMQ emits them; an unheard "error" would crash the process). */
   onError?: (err: Error) => void;
 }
@@ -197,13 +176,16 @@ export interface EventProducer extends EventSink {
  * one pipeline whose add scripts Redis runs in order, and the second sees the first's key.
  */
 export function createEventProducer(options: EventProducerOptions): EventProducer {
-  const queue = openQueue<EventJobData>(options.queueName ?? EVENTS_QUEUE, {
-    connection: options.connection,
-    prefix: options.prefix,
-    defaultJobOptions: { ...eventRetryOptions(DEFAULTS.jobAttempts, DEFAULTS.jobBackoffMs), ...options.jobOptions },
+  const queue = openQueue<EventJobData>(
+    options.queueName ?? EVENTS_QUEUE,
+    {
+      connection: options.connection,
+      prefix: options.prefix,
+      defaultJobOptions: { ...eventRetryOptions(DEFAULTS.jobAttempts, DEFAULTS.jobBackoffMs), ...options.jobOptions },
+    },
     // A failed add still fails its own caller.
-    onError: options.onError ?? (() => undefined),
-  });
+    options.onError ?? (() => undefined),
+  );
   const ttl = options.dedupWindowSeconds * 1000;
   // Each event is serialised alone before it joins a batch: one that cannot be (too deep, a
   // cycle, a BigInt) fails its own caller with a 4xx, never the whole batch with a 503.
@@ -474,15 +456,12 @@ interface LogPosition {
   id: string;
 }
 
-export interface RestoreOptions {
+/** JOB_ATTEMPTS (a run whose `of` the log does not hold), JOB_BACKOFF_MS, and the deduplication window. */
+export interface RestoreOptions extends Omit<ContinuationOptions, "handlerKeys"> {
   log: Pick<EventLog, "waiting">;
   queue: Queue<EventJobData>;
   /** The queue's Redis: whether a job exists is one EXISTS on its key. */
   connection: RedisClient;
-  /** JOB_ATTEMPTS (a run whose `of` the log does not hold), JOB_BACKOFF_MS, and the deduplication window. */
-  attempts: number;
-  backoffMs: number;
-  dedupTtlMs: number;
   /** Told how many jobs a pass added (the metric). */
   onRestored(count: number): void;
   logger: Logger;
@@ -497,11 +476,7 @@ export interface RestoreOptions {
  * recorded retry time, or now when that has passed. An event recorded before jobs were gets an id
  * of its own, the same in every worker.
  */
-export function restoredJob(
-  event: WaitingEvent,
-  options: Pick<RestoreOptions, "attempts" | "backoffMs" | "dedupTtlMs">,
-  now: number,
-): ContinuationJob {
+export function restoredJob(event: WaitingEvent, options: Omit<ContinuationOptions, "handlerKeys">, now: number): ContinuationJob {
   const jobId = event.job ?? `logged-${Buffer.from(event.id, "utf8").toString("base64url")}`;
   const run = continuingRun(event.attempt?.number ?? 1, event.attempt?.of ?? options.attempts);
   return {

@@ -184,17 +184,21 @@ export function groupCommit<T, R>(
     });
 }
 
-export interface StreamSinkOptions {
+/** What the edge's sinks (the ingest stream, the producer straight into the events queue) are built from. */
+export interface EdgeSinkOptions {
   /** A "web" connection (createRedisConnection): fails fast while Redis is away. */
   connection: RedisClient;
   prefix: string;
   dedupWindowSeconds: number;
   /** Deadline for Redis to acknowledge one event. */
   timeoutMs: number;
+  /** Most events written in one round trip (default 256). */
+  maxBatch?: number;
+}
+
+export interface StreamSinkOptions extends EdgeSinkOptions {
   /** Above this many events in the stream, new events are refused (503). */
   maxBacklog: number;
-  /** Most events appended by one script call (default 256). */
-  maxBatch?: number;
   /**
    * The trace context to store with each event (the edge's span), given only when tracing is on:
    * called in the request's context as the event is handed over.

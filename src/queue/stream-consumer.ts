@@ -192,12 +192,9 @@ export function createInflightEntries(limits: InflightLimits) {
   let bytes = 0;
   let peakBytes = 0;
   let roomWaiters: (() => void)[] = [];
-  let emptyWaiters: (() => void)[] = [];
-  const wakeRoom = () => {
-    const waiters = roomWaiters;
-    roomWaiters = [];
-    for (const w of waiters) w();
-  };
+  const emptyWaiters: (() => void)[] = [];
+  // Each list is taken whole before its waiters run: a waiter may add (or remove) one.
+  const wakeRoom = () => roomWaiters.splice(0).forEach((w) => w());
   return {
     /** How many entries the next read may ask for: 0 when full; at least 1 when nothing is held. */
     room(): number {
@@ -217,11 +214,7 @@ export function createInflightEntries(limits: InflightLimits) {
       held.delete(entryId);
       bytes -= size;
       wakeRoom();
-      if (held.size === 0) {
-        const waiters = emptyWaiters;
-        emptyWaiters = [];
-        for (const w of waiters) w();
-      }
+      if (held.size === 0) emptyWaiters.splice(0).forEach((w) => w());
     },
     has: (entryId: string) => held.has(entryId),
     ids: () => [...held.keys()],
@@ -300,9 +293,7 @@ function createStreamHandoff(options: StreamConsumerOptions) {
       return jobs.length;
     },
     /** Acknowledges and deletes an entry a consumer finished with (those finished together in one call). */
-    async ackDelete(id: string): Promise<void> {
-      await ackDelete(id);
-    },
+    ackDelete,
     /** Adds the job an event continues as after its first attempt, if any (continuationOf; those added together in one addBulk). */
     async continueAfter(entryId: string, data: EventJobData, result: AttemptResult): Promise<void> {
       const job = continuationOf(entryId, data, result, continuation);

@@ -21,20 +21,17 @@ export interface HeldLease {
   letGo(): Promise<void>;
 }
 
-/** Renews the TTL only while the holder is still `token`. KEYS: lease. ARGV: token, ttlMs. */
-const RENEW = `
-if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end
-return 0
-`;
-/** Deletes the lease only if `token` still holds it (never another holder's, after an expiry). */
-const LET_GO = `
-if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end
+/**
+ * Runs a command on the lease only while `token` holds it: PEXPIRE renews its TTL, DEL lets it go
+ * (never another holder's, after an expiry). KEYS: lease. ARGV: token, command, its arguments.
+ */
+const IF_HELD = `
+if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call(ARGV[2], KEYS[1], unpack(ARGV, 3)) end
 return 0
 `;
 
 interface Scripts {
-  svcRenewActivePassLease(key: string, token: string, ttlMs: string): Promise<number>;
-  svcLetGoActivePassLease(key: string, token: string): Promise<number>;
+  svcIfActivePassLeaseHeld(key: string, token: string, command: "PEXPIRE" | "DEL", ...args: string[]): Promise<number>;
 }
 
 /**
@@ -45,16 +42,13 @@ interface Scripts {
 export function createActivePassLease(opts: { redis: Redis | Cluster; prefix: string; ttlMs: number }): ActivePassLease {
   const { redis, ttlMs } = opts;
   const key = redisKeys(opts.prefix).activePassLease;
-  const scripts = defineScripts<Scripts>(redis, {
-    svcRenewActivePassLease: { numberOfKeys: 1, lua: RENEW },
-    svcLetGoActivePassLease: { numberOfKeys: 1, lua: LET_GO },
-  });
+  const scripts = defineScripts<Scripts>(redis, { svcIfActivePassLeaseHeld: { numberOfKeys: 1, lua: IF_HELD } });
   return {
     async hold(token) {
       if ((await redis.set(key, token, "PX", ttlMs, "NX")) !== "OK") return undefined;
       const renewal = setInterval(
         () => {
-          scripts.svcRenewActivePassLease(key, token, String(ttlMs)).catch(() => undefined);
+          scripts.svcIfActivePassLeaseHeld(key, token, "PEXPIRE", String(ttlMs)).catch(() => undefined);
         },
         Math.max(1, Math.floor(ttlMs / 3)),
       );
@@ -62,7 +56,7 @@ export function createActivePassLease(opts: { redis: Redis | Cluster; prefix: st
       return {
         async letGo() {
           clearInterval(renewal);
-          await scripts.svcLetGoActivePassLease(key, token);
+          await scripts.svcIfActivePassLeaseHeld(key, token, "DEL");
         },
       };
     },

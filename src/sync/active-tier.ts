@@ -1,19 +1,15 @@
 import type { Logger } from "pino";
 import type { MirrorRecord, MirrorStore } from "../mirror/mirror-store.js";
-import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import { type ApiClient } from "../upstream/client.js";
 import { readList } from "../upstream/paginate.js";
 import type { ChangeSource } from "../events/catalog.js";
 import { readImportState, sweepSource, type SweepChanges } from "./first-import.js";
-import { RESOURCES, SYNCED_KINDS, walkOf, writePage, type ListQuery, type Page, type StateOrder, type SyncedKind } from "./resources.js";
+import { RESOURCES, SYNCED_KINDS, walkOf, writePage } from "./resources.js";
+import type { ListQuery, Page, StateOrder, SweepDeps, SyncedKind } from "./resources.js";
 
 /** Pages of one final-status list an active pass reads at most looking for orders that left the open lists. */
 export const MAX_FINAL_PAGES = 10;
 
-export interface ActivePassOptions {
-  api: ApiClient;
-  mirror: MirrorStore;
-  checkpoints: SyncCheckpoints;
+export interface ActivePassOptions extends SweepDeps {
   /** `reconcile` changes (or `webhook` when an event already asked; `backfill` on a first import). */
   changes: SweepChanges;
   logger?: Logger;

@@ -1,15 +1,10 @@
 import type { Logger } from "pino";
-import type { MirrorStore } from "../mirror/mirror-store.js";
-import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { ApiClient } from "../upstream/client.js";
+import type { SyncCheckpoint } from "../mirror/sync-checkpoints.js";
 import { readImportState, type SweepChanges } from "./first-import.js";
-import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
+import { SYNCED_KINDS, type SweepDeps, type SyncedKind } from "./resources.js";
 import { walkList, type WalkOutcome } from "./walk-list.js";
 
-export interface FullSliceOptions {
-  api: ApiClient;
-  mirror: MirrorStore;
-  checkpoints: SyncCheckpoints;
+export interface FullSliceOptions extends SweepDeps {
   /** Writes with change events: `reconcile` unless an event already asked (pending), `backfill` on a first import. */
   changes: SweepChanges;
   /** A kind's new pass starts this long after its previous pass started, once that one completed. */

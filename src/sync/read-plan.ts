@@ -147,9 +147,7 @@ export function planNextRead(targets: readonly Target[], prices: ReadPrices = {}
     group.targets.push(target);
     groups.set(key, group);
   }
-  const merged = mergeWindows([...groups.values()], prices.bookingsByDay);
-  let best: Group | undefined;
-  for (const group of merged) if (!best || group.targets.length > best.targets.length) best = group;
+  const best = mostTargets(mergeWindows([...groups.values()], prices.bookingsByDay));
   const recent = recentRead(targets);
   // The bet costs one call and finds its ids whatever their status now (a status read misses an
   // order that moved on): taken on a tie.
@@ -179,8 +177,13 @@ function resumedRead(targets: readonly Target[]): PlannedRead | undefined {
     group.targets.push(target);
     groups.set(key, group);
   }
-  let best: PlannedRead | undefined;
-  for (const group of groups.values()) if (!best || group.targets.length > best.targets.length) best = group;
+  return mostTargets(groups.values());
+}
+
+/** The group with the most targets (ties: the one met first). */
+function mostTargets<G extends Group>(groups: Iterable<G>): G | undefined {
+  let best: G | undefined;
+  for (const group of groups) if (!best || group.targets.length > best.targets.length) best = group;
   return best;
 }
 
@@ -225,14 +228,8 @@ export function scopeRead(group: { filter: ReadFilter; targets: Target[] }): Pla
   const thresholds = [...new Set(targets.map(pageOf))].sort((a, b) => b - a);
   let best = { pages: Infinity, reach: 0 };
   for (const reach of [...thresholds, 0]) {
-    const pages =
-      reach +
-      sumPages(
-        deepestByRestaurant(
-          targets.filter((t) => pageOf(t) > reach),
-          key,
-        ),
-      );
+    const beyond = targets.filter((t) => pageOf(t) > reach);
+    const pages = reach + sumPages(deepestByRestaurant(beyond, key));
     if (pages < best.pages) best = { pages, reach };
   }
   if (best.reach > 0) return { filter, targets: targets.filter((t) => pageOf(t) <= best.reach) };
@@ -299,18 +296,16 @@ interface Group {
 const windowOf = (filter: ReadFilter): { from: string; to: string } | undefined =>
   filter.from !== undefined && filter.to !== undefined && filter.status === undefined ? { from: filter.from, to: filter.to } : undefined;
 
-/** Pages a company-wide read of a date window costs, by the bookings the mirror holds per day in it. */
-export function windowPages(window: { from: string; to: string }, byDay: ReadonlyMap<string, number>): number {
+/** The bookings the mirror holds on the days of a date window. */
+function bookingsIn(window: { from: string; to: string }, byDay: ReadonlyMap<string, number>): number {
   let n = 0;
   for (let day = Date.parse(window.from); day <= Date.parse(window.to); day += DAY_MS) n += byDay.get(dayOf(day)) ?? 0;
-  return pagesTo(Math.max(0, n - 1));
+  return n;
 }
 
-/** Whether the mirror counted any booking on a day of the window. */
-function counted(window: { from: string; to: string }, byDay: ReadonlyMap<string, number>): boolean {
-  for (let day = Date.parse(window.from); day <= Date.parse(window.to); day += DAY_MS) if ((byDay.get(dayOf(day)) ?? 0) > 0) return true;
-  return false;
-}
+/** Pages a company-wide read of a date window costs, by the bookings the mirror holds per day in it. */
+export const windowPages = (window: { from: string; to: string }, byDay: ReadonlyMap<string, number>): number =>
+  pagesTo(Math.max(0, bookingsIn(window, byDay) - 1));
 
 /**
  * Merges groups whose filters are closed date windows while one read of the merged window costs no
@@ -333,7 +328,7 @@ function mergeWindows(groups: Group[], byDay: ReadonlyMap<string, number> = new 
     const days = open ? (Date.parse(window.to) - Date.parse(open.window.from)) / DAY_MS + 1 : Infinity;
     const cheaper =
       mergedWindow &&
-      days <= (counted(mergedWindow, byDay) ? MAX_PRICED_WINDOW_DAYS : MAX_UNPRICED_WINDOW_DAYS) &&
+      days <= (bookingsIn(mergedWindow, byDay) > 0 ? MAX_PRICED_WINDOW_DAYS : MAX_UNPRICED_WINDOW_DAYS) &&
       windowPages(mergedWindow, byDay) <= windowPages(open.window, byDay) + windowPages(window, byDay);
     if (open && cheaper) {
       if (window.to > open.window.to) open.window.to = window.to;

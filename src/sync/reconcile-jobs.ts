@@ -1,17 +1,15 @@
 import type { Job, Queue } from "bullmq";
 import type { Logger } from "pino";
-import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { ApiClient } from "../upstream/client.js";
+import type { SyncCheckpoint } from "../mirror/sync-checkpoints.js";
 import { waitForRunningPass, type ActivePassLease } from "./active-pass-lease.js";
 import { runActivePass, type CatchUp } from "./active-tier.js";
 import { readImportState, type SweepChanges } from "./first-import.js";
 import { runFullSlice } from "./full-tier.js";
 import { runBackfill } from "./resumable-backfill.js";
-import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
+import { SYNCED_KINDS, type SweepDeps, type SyncedKind } from "./resources.js";
 
 /**
  * The job names of the reconciliation tiers and backfill on the sync queue, for whoever enqueues
@@ -46,10 +44,7 @@ export interface BackfillJobData {
   restart?: boolean;
 }
 
-export interface ReconcileDeps {
-  api: ApiClient;
-  mirror: MirrorStore;
-  checkpoints: SyncCheckpoints;
+export interface ReconcileDeps extends SweepDeps {
   writer: MirrorWriter;
   pending: NonNullable<SweepChanges["pending"]>;
   /** One active pass at a time: a tick that finds one running is skipped. */

@@ -1,5 +1,4 @@
-import { identityProblem } from "../mirror/mirror-store.js";
-import type { MirrorStore } from "../mirror/mirror-store.js";
+import { identityProblem, type MirrorStore } from "../mirror/mirror-store.js";
 import { UpstreamAuthError, UpstreamError, UpstreamPageRefusedError } from "../upstream/errors.js";
 import {
   candidatesFor,
@@ -153,12 +152,8 @@ async function refreshIds(deps: JobDeps, pending: readonly PendingId[], outcome:
   // Left over by the read cap: still pending, due now. Every candidate missed: a backoff.
   const exhausted = work.filter((w) => !seen.has(w.id) && w.next >= w.candidates.length);
   await handleMisses(deps, exhausted, now, outcome);
-  await carryOn(
-    deps,
-    work.filter((w) => !seen.has(w.id) && carried.has(w.id)),
-    now,
-    outcome,
-  );
+  const stopped = work.filter((w) => !seen.has(w.id) && carried.has(w.id));
+  await carryOn(deps, stopped, now, outcome);
 }
 
 /**
@@ -166,12 +161,8 @@ async function refreshIds(deps: JobDeps, pending: readonly PendingId[], outcome:
  * next job reads on from there. The give-up rule still holds: one pending `giveUpMs` is reported.
  */
 async function carryOn(deps: RefreshKindDeps, carried: readonly Work[], now: number, outcome: RefreshOutcome): Promise<void> {
-  await handleMisses(
-    deps,
-    carried.filter((w) => now - w.note.firstNotedAt >= deps.giveUpMs),
-    now,
-    outcome,
-  );
+  const overdue = carried.filter((w) => now - w.note.firstNotedAt >= deps.giveUpMs);
+  await handleMisses(deps, overdue, now, outcome);
   for (const w of carried)
     if (w.resume && now - w.note.firstNotedAt < deps.giveUpMs) await deps.scheduler.defer(deps.kind, w, { ...w.note, resume: w.resume });
 }

@@ -1,6 +1,5 @@
 import { DEFAULT_ACCOUNT } from "../mirror/database.js";
-import type { Link, Tracer } from "@opentelemetry/api";
-import { trace } from "@opentelemetry/api";
+import { trace, type Link, type Tracer } from "@opentelemetry/api";
 import type { Job, Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import type { Logger } from "pino";

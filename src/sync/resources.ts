@@ -1,4 +1,5 @@
 import type { MirrorKind } from "../mirror/values.js";
+import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { MirrorRecord, MirrorStore, UpsertResult } from "../mirror/mirror-store.js";
 import type { MirrorWriter, SourceOf } from "../mirror/change-outbox.js";
 import type { RefusedUpstreamRecord } from "../mirror/set-aside-records.js";
@@ -16,6 +17,13 @@ export interface Page {
   readAt: Date;
   /** Records the client found out of shape: set aside in the mirror's rejected records with the page. */
   refused: RefusedUpstreamRecord[];
+}
+
+/** What every sweep (the tiers, backfill) reads and writes through: the API, the mirror, the walks' checkpoints. */
+export interface SweepDeps {
+  api: ApiClient;
+  mirror: MirrorStore;
+  checkpoints: SyncCheckpoints;
 }
 
 /** The filters a list may take (spec part 4): order status; a booking date window (YYYY-MM-DD, inclusive). */

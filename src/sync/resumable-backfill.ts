@@ -1,16 +1,12 @@
 import type { Logger } from "pino";
-import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
-import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { ApiClient } from "../upstream/client.js";
+import type { SyncCheckpoint } from "../mirror/sync-checkpoints.js";
+import { codedError } from "../events/errors.js";
 import { readImportState } from "./first-import.js";
-import { SYNCED_KINDS, type SyncedKind } from "./resources.js";
+import { SYNCED_KINDS, type SweepDeps, type SyncedKind } from "./resources.js";
 import { walkList } from "./walk-list.js";
 
-export interface BackfillOptions {
-  api: ApiClient;
-  mirror: MirrorStore;
-  checkpoints: SyncCheckpoints;
+export interface BackfillOptions extends SweepDeps {
   kinds: readonly SyncedKind[];
   /** YYYY-MM-DD: orders created on or after it, bookings dated on or after it; menus whole. */
   since?: string | null;
@@ -98,10 +94,8 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillOut
 }
 
 /** Another backfill saved the same kind's pass first: two runs at once would interleave. */
-export class BackfillConflictError extends Error {
-  readonly code = "backfill_conflict";
+export class BackfillConflictError extends codedError("backfill_conflict") {
   constructor(readonly kind: SyncedKind) {
     super(`another backfill is walking ${kind} at the same time: stopped this one (its pages are saved)`);
-    this.name = "BackfillConflictError";
   }
 }

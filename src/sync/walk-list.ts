@@ -1,16 +1,11 @@
 import type { Logger } from "pino";
-import type { MirrorStore } from "../mirror/mirror-store.js";
-import type { CheckpointProgress, SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import { type ApiClient } from "../upstream/client.js";
+import type { CheckpointProgress, SyncCheckpoint } from "../mirror/sync-checkpoints.js";
 import { UpstreamBadRequestError, UpstreamPageRefusedError } from "../upstream/errors.js";
 import { readList } from "../upstream/paginate.js";
 import { sweepSource, type SweepChanges } from "./first-import.js";
-import { RESOURCES, walkOf, writePage, type SyncedKind } from "./resources.js";
+import { RESOURCES, walkOf, writePage, type SweepDeps, type SyncedKind } from "./resources.js";
 
-export interface WalkOptions {
-  api: ApiClient;
-  mirror: MirrorStore;
-  checkpoints: SyncCheckpoints;
+export interface WalkOptions extends SweepDeps {
   kind: SyncedKind;
   /** A running pass (checkpoints.start, or one found unfinished). */
   checkpoint: SyncCheckpoint;

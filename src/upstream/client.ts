@@ -196,25 +196,19 @@ export type ReadPage<T> = Page<T> & {
   /** Records without the shape the spec promises: left out of `data`, never failing the page. */
   refused: RefusedRecord[];
 };
-export interface OrderQuery {
-  restaurantId?: string;
-  status?: string;
-  type?: string;
-  limit?: number;
-  cursor?: string;
-}
-export interface BookingQuery {
-  restaurantId?: string;
-  status?: string;
-  from?: string;
-  to?: string;
-  limit?: number;
-  cursor?: string;
-}
 export interface MenuItemQuery {
   restaurantId?: string;
   limit?: number;
   cursor?: string;
+}
+export interface OrderQuery extends MenuItemQuery {
+  status?: string;
+  type?: string;
+}
+export interface BookingQuery extends MenuItemQuery {
+  status?: string;
+  from?: string;
+  to?: string;
 }
 
 /** The spec's page size bound (part 8): also what a page without `limit` may hold at most. */
@@ -236,14 +230,12 @@ function listReader<T, Q extends { limit?: number; cursor?: string }>(
   const list = async (query: Q = {} as Q, opts: ListOptions = {}): Promise<ReadPage<T>> => {
     checkLimit(query.limit);
     const { value, sentAt } = await send({
+      ...opts,
       method: "GET",
       path,
       route: path,
       query: toParams(query),
       schema: looseRecordsPageSchema,
-      priority: opts.priority,
-      clock: opts.clock,
-      signal: opts.signal,
     });
     // More than asked for is not a page of this list (and memory sized for `limit` records).
     const asked = query.limit ?? MAX_LIMIT;
@@ -262,7 +254,7 @@ function listReader<T, Q extends { limit?: number; cursor?: string }>(
 // ---- Sending a call: its budget slot, retries and span
 
 /** One request of the client (`sendCall` sends it, with its retries and budget slots). */
-interface ApiCall<T> {
+interface ApiCall<T> extends ListOptions {
   method: "GET" | "POST" | "PATCH";
   path: string;
   /** A low-cardinality name for metrics ("/api/v1/orders/{id}/status"). */
@@ -270,10 +262,6 @@ interface ApiCall<T> {
   query?: Record<string, string | number | undefined>;
   body?: unknown;
   schema: z.ZodType<T>;
-  priority?: BudgetClass;
-  clock?: () => Promise<Date>;
-  /** Ends the call (its budget wait, retries and request) with UpstreamAbortedError once aborted. */
-  signal?: AbortSignal;
 }
 
 /** What the client reports of each answer (or its absence), for metrics (ApiClientOptions.onResponse). */
@@ -287,7 +275,11 @@ export interface ApiResponseInfo {
 }
 
 /** The client's options that decide how a call is sent and retried, resolved to their values. */
-interface SendSettings extends AttemptSettings {
+interface SendSettings {
+  headers: Record<string, string>;
+  timeoutMs: number;
+  maxPageBytes: number;
+  onResponse: ((info: ApiResponseInfo) => void) | undefined;
   baseUrl: string;
   limiter: RateLimiter | undefined;
   readRetries: number;
@@ -311,7 +303,8 @@ function sendCall<T>(settings: SendSettings, call: ApiCall<T>): Promise<{ value:
 }
 
 async function sendWithRetries<T>(settings: SendSettings, call: ApiCall<T>, span?: Span): Promise<{ value: T; sentAt: Date }> {
-  const signal = eitherSignal(settings.signal, call.signal);
+  // Either signal (both may be absent) aborts the call.
+  const signal = settings.signal && call.signal ? AbortSignal.any([settings.signal, call.signal]) : (settings.signal ?? call.signal);
   try {
     return await sendUntilDone(settings, call, signal, span);
   } catch (err) {
@@ -362,24 +355,16 @@ async function sendUntilDone<T>(
 
 // ---- One attempt and its answer
 
-/** What one attempt needs of the client's options, resolved to their values. */
-interface AttemptSettings {
-  headers: Record<string, string>;
-  timeoutMs: number;
-  maxPageBytes: number;
-  onResponse: ((info: ApiResponseInfo) => void) | undefined;
-}
-
 /** One request and its answer, read (bounded), reported and parsed; retries are the caller's. */
 async function sendAttempt<T>(
-  settings: AttemptSettings,
+  settings: SendSettings,
   call: ApiCall<T>,
   url: URL,
   { span, signal }: { span?: Span | undefined; signal?: AbortSignal | undefined } = {},
 ): Promise<T> {
   const { timeoutMs } = settings;
   const started = performance.now();
-  const report = (status: number | "timeout" | "network") =>
+  const report = (status: ApiResponseInfo["status"]) => {
     settings.onResponse?.({
       method: call.method,
       route: call.route,
@@ -387,6 +372,8 @@ async function sendAttempt<T>(
       durationMs: performance.now() - started,
       budget: call.priority ?? "webhook",
     });
+    if (typeof status === "number") span?.setAttribute("http.response.status_code", status);
+  };
   // The timeout covers the whole answer, body included: a body that stalls after the headers
   // is a timeout like any other (retried for a GET), never a raw DOMException.
   let res: Response | undefined;
@@ -407,7 +394,6 @@ async function sendAttempt<T>(
   } catch (err) {
     if (res && err instanceof UpstreamError) {
       report(res.status);
-      span?.setAttribute("http.response.status_code", res.status);
       throw err;
     }
     // Not reported: the API did nothing wrong, the caller stopped.
@@ -418,7 +404,6 @@ async function sendAttempt<T>(
     throw new UpstreamNetworkError(`${context} failed: ${(err as Error).message}`, err);
   }
   report(res.status);
-  span?.setAttribute("http.response.status_code", res.status);
   const parsed = call.schema.safeParse(json);
   if (!parsed.success) {
     const detail = parsed.error.issues
@@ -541,9 +526,4 @@ export function parseRetryAfter(value: string | null | undefined, options: Retry
  */
 export function backoffMs(attempt: number, baseMs: number, capMs = 30_000, random: () => number = Math.random): number {
   return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
-}
-
-/** One signal for two (either may be absent): aborted when either is. */
-function eitherSignal(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
-  return a && b ? AbortSignal.any([a, b]) : (a ?? b);
 }

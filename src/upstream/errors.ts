@@ -2,6 +2,8 @@
 // `code` (from the error body when it has one) and whether the same call may succeed later.
 // Messages name the method and route, never the API key. The layer's one registry of errors.
 
+import { codedError } from "../events/errors.js";
+
 export interface UpstreamErrorInit {
   status?: number | undefined;
   code: string;
@@ -66,29 +68,25 @@ export class UpstreamRateLimitError extends UpstreamError {
 
 export class UpstreamServerError extends answerError({ status: 500, code: "internal" }, true) {}
 
+/** The class of a call that got no answer (no status): its kind's code, and whether the same call may succeed later. */
+const noAnswerError = (code: string, retryable: boolean) =>
+  class extends UpstreamError {
+    constructor(message: string, cause?: unknown) {
+      super(message, { code, retryable, cause });
+    }
+  };
+
 /** No answer within the client's timeout: for a write, whether it happened is unknown. */
-export class UpstreamTimeoutError extends UpstreamError {
-  constructor(message: string) {
-    super(message, { code: "timeout", retryable: true });
-  }
-}
+export class UpstreamTimeoutError extends noAnswerError("timeout", true) {}
 
 /**
  * The caller gave up on the call (its signal aborted: a stopping worker, a Ctrl-C) while it waited
  * for the budget, a retry or the answer. Nothing is wrong with the API: never retried.
  */
-export class UpstreamAbortedError extends UpstreamError {
-  constructor(message: string, cause?: unknown) {
-    super(message, { code: "aborted", retryable: false, cause });
-  }
-}
+export class UpstreamAbortedError extends noAnswerError("aborted", false) {}
 
 /** The connection failed (refused, reset, DNS): for a write, whether it happened is unknown. */
-export class UpstreamNetworkError extends UpstreamError {
-  constructor(message: string, cause?: unknown) {
-    super(message, { code: "network", retryable: true, cause });
-  }
-}
+export class UpstreamNetworkError extends noAnswerError("network", true) {}
 
 /** A success answer whose body is not JSON or not the shape the spec promises. */
 export class UpstreamResponseError extends answerError({ code: "invalid_response" }, false) {}
@@ -116,13 +114,7 @@ export class UpstreamRequestError extends UpstreamError {
 }
 
 /** A key of the wrong form. Its message never contains the key (it would end up in logs). */
-export class ApiKeyError extends Error {
-  readonly code = "invalid_api_key";
-  constructor(message: string) {
-    super(message);
-    this.name = "ApiKeyError";
-  }
-}
+export class ApiKeyError extends codedError("invalid_api_key") {}
 
 /**
  * The typed error for an error answer. `body` is the response text as read: `{ error: { code,

@@ -54,9 +54,7 @@ export function createListOrder(): ListOrder {
     passed(key) {
       if (last === undefined || Number.isNaN(key)) return false;
       const direction = this.direction;
-      if (direction === "descending") return last < key;
-      if (direction === "ascending") return last > key;
-      return false;
+      return (direction === "descending" && last < key) || (direction === "ascending" && last > key);
     },
   };
 }

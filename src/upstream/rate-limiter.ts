@@ -2,6 +2,7 @@ import { DEFAULTS } from "../config/defaults.js";
 import { randomUUID } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import { defineScripts, redisKeys } from "../redis/redis.js";
+import { abortError, untilAborted } from "../queue/deadline.js";
 
 /**
  * Who is asking, in the order they are served: `webhook` (refreshes an event asked for), `active`
@@ -149,7 +150,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         for (;;) {
           signal?.throwIfAborted();
           // Raced against the signal: while Redis is away the command waits for it to come back.
-          const [granted, value] = await unlessAborted(askForSlot(priority, member), signal);
+          const [granted, value] = await untilAborted(askForSlot(priority, member), signal);
           if (granted === 1) {
             options.onSlot?.({ budget: priority, waitedMs: performance.now() - started });
             return value;
@@ -292,9 +293,6 @@ return out
 // ---- Waits that a signal ends: the client's backoffs and budget waits end at once when its caller
 // stops (a worker's shutdown deadline, a Ctrl-C), wherever they are.
 
-const abortError = (signal: AbortSignal | undefined) =>
-  signal?.reason instanceof Error ? signal.reason : new Error("aborted", { cause: signal?.reason });
-
 /** Waits `ms`, or rejects with the signal's reason as soon as it aborts (no timer left behind). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -311,22 +309,5 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       resolve();
     }, ms);
     signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-/**
- * `work`, or the signal's reason as soon as it aborts: for a wait that cannot be cut itself (a
- * Redis command queued while Redis is away, which ioredis holds until it is back).
- */
-function unlessAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  if (signal.aborted) {
-    work.catch(() => undefined);
-    return Promise.reject(abortError(signal));
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal));
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
 }

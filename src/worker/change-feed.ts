@@ -2,11 +2,10 @@ import type { Queue } from "bullmq";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { ChangeOutbox, OutboxRow } from "../mirror/change-outbox.js";
+import { createMirrorWriter, type ChangeOutbox, type OutboxRow } from "../mirror/change-outbox.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { EventJobData } from "../queue/events-queue.js";
 import { activeTraceparent, type Tracing, relaySpans } from "../tracing/tracing.js";
-import { createMirrorWriter } from "../mirror/change-outbox.js";
 import type { Tracer } from "@opentelemetry/api";
 import { deadlineIn, type Deadline } from "../queue/deadline.js";
 

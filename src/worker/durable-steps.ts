@@ -111,46 +111,50 @@ export function stepResultJson(stepName: string, value: unknown): string | undef
   return json;
 }
 
+/** What a step's result is said to be when it holds a value of a type JSON has no place for. */
+const NOT_JSON: Partial<Record<string, string>> = {
+  bigint: "a BigInt (return it as a string)",
+  function: "a function",
+  symbol: "a symbol",
+  undefined: "undefined (return null)",
+};
+
 function checkJson(stepName: string, value: unknown, path: string, seen: Set<object>): void {
   const refuse = (what: string) => new StepError("step_result_not_json", `step "${stepName}" must return JSON, but ${path} is ${what}`);
-  switch (typeof value) {
-    case "string":
-    case "boolean":
-      return;
-    case "number":
-      if (!Number.isFinite(value)) throw refuse(String(value));
-      return;
-    case "bigint":
-      throw refuse("a BigInt (return it as a string)");
-    case "function":
-      throw refuse("a function");
-    case "symbol":
-      throw refuse("a symbol");
-    case "undefined":
-      throw refuse("undefined (return null)");
-  }
-  if (value === null) return;
-  const object = value as object;
-  if (seen.has(object)) throw refuse("a reference back to itself (a cycle)");
-  seen.add(object);
-  if (Array.isArray(object)) {
-    object.forEach((item, i) => checkJson(stepName, item, `${path}[${i}]`, seen));
+  const notJson = NOT_JSON[typeof value];
+  if (notJson !== undefined) throw refuse(notJson);
+  if (typeof value === "number" && !Number.isFinite(value)) throw refuse(String(value));
+  if (typeof value !== "object" || value === null) return;
+  if (seen.has(value)) throw refuse("a reference back to itself (a cycle)");
+  seen.add(value);
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => checkJson(stepName, item, `${path}[${i}]`, seen));
   } else {
-    const proto = Object.getPrototypeOf(object) as unknown;
+    const proto = Object.getPrototypeOf(value) as unknown;
     if (proto !== Object.prototype && proto !== null) {
       const kind =
-        object instanceof Date
+        value instanceof Date
           ? "a Date (return date.toISOString())"
-          : `a ${(object.constructor as { name?: string } | undefined)?.name ?? "non-plain"} object`;
+          : `a ${(value.constructor as { name?: string } | undefined)?.name ?? "non-plain"} object`;
       throw refuse(kind);
     }
-    for (const [k, v] of Object.entries(object)) if (v !== undefined) checkJson(stepName, v, `${path}.${k}`, seen);
+    for (const [k, v] of Object.entries(value)) if (v !== undefined) checkJson(stepName, v, `${path}.${k}`, seen);
   }
-  seen.delete(object);
+  seen.delete(value);
 }
 
 /** Records read at most while looking for a step's earlier effect (20 pages of 100). */
 const MAX_LOOKUP_RECORDS = 2000;
+
+/** The first record of `records` that `matches`, looking at MAX_LOOKUP_RECORDS at most. */
+async function firstOf<T>(records: AsyncIterable<T>, matches: (record: T) => boolean): Promise<T | undefined> {
+  let read = 0;
+  for await (const record of records) {
+    if (matches(record)) return record;
+    if (++read >= MAX_LOOKUP_RECORDS) return undefined;
+  }
+  return undefined;
+}
 
 /**
  * The API client handlers get. Outside a step, or in a step's first run, it is the client as is.
@@ -170,22 +174,10 @@ export function stepAwareApi(api: ApiClient, deps: { current: () => StepScope | 
   async function findOrder(id: string): Promise<Order | undefined> {
     // The mirror names the order's restaurant, which narrows the walk; without it, every order.
     const known = await deps.mirror.get("orders", id).catch(() => undefined);
-    let read = 0;
-    for await (const order of api.iterateOrders(known ? { restaurantId: known.restaurantId, limit: 100 } : { limit: 100 })) {
-      if (order.id === id) return order;
-      if (++read >= MAX_LOOKUP_RECORDS) return undefined;
-    }
-    return undefined;
+    return firstOf(api.iterateOrders(known ? { restaurantId: known.restaurantId, limit: 100 } : { limit: 100 }), (o) => o.id === id);
   }
-
-  async function findBooking(input: CreateBookingInput): Promise<Booking | undefined> {
-    let read = 0;
-    for await (const b of api.iterateBookings({ restaurantId: input.restaurantId, from: input.date, limit: 100 })) {
-      if (sameBooking(b, input)) return b;
-      if (++read >= MAX_LOOKUP_RECORDS) return undefined;
-    }
-    return undefined;
-  }
+  const findBooking = (input: CreateBookingInput) =>
+    firstOf(api.iterateBookings({ restaurantId: input.restaurantId, from: input.date, limit: 100 }), (b) => sameBooking(b, input));
 
   return {
     ...api,

@@ -1,6 +1,7 @@
 // The worker layer's errors, each with a stable `code`: an operator's request refused, a misuse of
 // `ctx.step`, a HANDLERS_MODULE that does not load, a call to an API the service does not have.
 import { UnrecoverableError } from "bullmq";
+import { codedError } from "../events/errors.js";
 
 /** An operator request refused for the caller's fault (HTTP 4xx by its code); nothing was changed. */
 export class OperatorActionError extends Error {
@@ -40,13 +41,7 @@ export class StepError extends UnrecoverableError {
 }
 
 /** A HANDLERS_MODULE that cannot be loaded or does not register: refused at load, naming its path. */
-export class HandlersModuleError extends Error {
-  readonly code = "invalid_handlers_module";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "HandlersModuleError";
-  }
-}
+export class HandlersModuleError extends codedError("invalid_handlers_module") {}
 
 /**
  * A handler called `ctx.api` on a service with no upstream configured. No retry can fix that, so

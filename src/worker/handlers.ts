@@ -7,6 +7,7 @@ import {
   type ChangeFilter,
   type ChangeKind,
   SENT_EVENT_TYPES,
+  type AnyEvent,
 } from "../events/catalog.js";
 import {
   type EventFor,
@@ -21,7 +22,6 @@ import {
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { ApiClient } from "../upstream/client.js";
 import { type StepFunction, createDurableSteps, stepAwareApi } from "./durable-steps.js";
-import type { AnyEvent } from "../events/catalog.js";
 import type { StepStore } from "../mirror/step-store.js";
 import { traceHandlers, type Tracing } from "../tracing/tracing.js";
 import { apiNotConfigured } from "./upstream.js";

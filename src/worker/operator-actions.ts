@@ -177,12 +177,7 @@ export async function runOperatorActionJob(
   return outcomeOf(() =>
     request.action === "replayEvent"
       ? actions.replayEvent(request.id, request.handler ? { handler: request.handler } : {})
-      : actions.replayMatching({
-          filter: request.filter,
-          dryRun: request.dryRun === true,
-          fresh: request.fresh === true,
-          ...(request.confirm !== undefined ? { confirm: request.confirm } : {}),
-        }),
+      : actions.replayMatching(request),
   );
 }
 

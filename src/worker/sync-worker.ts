@@ -143,16 +143,12 @@ export function syncProcessors(deps: {
   return Object.assign(
     processors,
     reconcileProcessors({
+      ...deps,
       api,
-      mirror,
-      checkpoints: deps.checkpoints,
-      writer,
       pending: (kind) => scheduler.pending(kind),
       lease: activePassLease,
       queue: deps.syncQueue,
       config: config.worker,
-      metrics,
-      logger,
     }),
   );
 }
@@ -224,16 +220,15 @@ export function createSyncSchedules(deps: {
   };
   /** Marks the workers alive; after a gap, restores what Redis lost and queues a catch-up. */
   const gapWatch = createGapWatch({
+    ...deps,
     redis: deps.connection,
     prefix: config.queuePrefix,
-    checkpoints: deps.checkpoints,
     intervalMs: config.worker.syncWatchIntervalMs,
     restore: async () => {
       await schedule();
       await deps.restore();
     },
     ...(syncing && config.worker.reconcileIntervalMs > 0 ? { catchUp: (gapStart: Date) => enqueueCatchUp(syncQueue, gapStart) } : {}),
-    logger: deps.logger,
   });
   return { schedule, gapWatch };
 }

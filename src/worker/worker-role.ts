@@ -7,8 +7,8 @@ import type { EventLog } from "../mirror/event-log.js";
 import type { StepStore } from "../mirror/step-store.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
-import type { EventJobData } from "../queue/events-queue.js";
-import { createEventsQueue, createSyncQueue } from "../queue/events-queue.js";
+import { createEventsQueue, createEventWorker, createJobRestorer, createSyncQueue, isDeadLetterPlacement } from "../queue/events-queue.js";
+import { EVENTS_QUEUE, type EventJobData } from "../queue/events-queue.js";
 import { createStreamConsumer } from "../queue/stream-consumer.js";
 import type { RedisClient } from "../redis/redis.js";
 import { tracedMirror, type Tracing } from "../tracing/tracing.js";
@@ -17,14 +17,10 @@ import { createChangeFeed } from "./change-feed.js";
 import { type EventHandlers, createHandlerTable, adoptNamedHandlerKeys, type SharedHandlerContext } from "./handlers.js";
 import { meteredUpstream } from "./upstream.js";
 import { createRefreshRequests } from "../sync/refresh-queue.js";
-import { syncProcessors } from "./sync-worker.js";
-import { createSyncSchedules } from "./sync-worker.js";
-import { createSyncWorker, type SyncJobData, type SyncJobProcessors } from "./sync-worker.js";
+import { createSyncSchedules, createSyncWorker, syncProcessors, type SyncJobData, type SyncJobProcessors } from "./sync-worker.js";
 import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
 import type { HandlerRegistry } from "../events/dispatch.js";
 import { createAttemptRunner, attemptOfJob, type AttemptLog } from "../queue/attempt-runner.js";
-import { createEventWorker, createJobRestorer, isDeadLetterPlacement } from "../queue/events-queue.js";
-import { EVENTS_QUEUE } from "../queue/events-queue.js";
 import { isKnownEventType } from "../events/catalog.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import { EventLogError } from "../mirror/errors.js";
@@ -73,17 +69,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
   const feed = createChangeFeed({ config, logger, metrics, mirror, outbox: deps.changeOutbox, eventsQueue, tracing });
   const refresh = createRefreshRequests({ config, connection, syncQueue, tracing });
   const table = createHandlerTable({ logger, mirror, steps: deps.steps, api, refresh: refresh.queue, handlers: deps.handlers, tracing });
-  const delivery = createEventDelivery({
-    config,
-    logger,
-    connection,
-    metrics,
-    mirror,
-    eventLog: deps.eventLog,
-    ...(deps.eventLogFor ? { eventLogFor: deps.eventLogFor } : {}),
-    eventsQueue,
-    registry: table.dispatch,
-  });
+  const delivery = createEventDelivery({ ...deps, mirror, eventsQueue, registry: table.dispatch });
   const processors = syncProcessors({ ...deps, mirror, syncQueue, upstream, refresh, writer: feed.writer });
   const syncWorker = createSyncWorker({
     connection,
@@ -115,10 +101,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     healed = true;
   };
   const schedules = createSyncSchedules({
-    config,
-    logger,
-    connection,
-    checkpoints: deps.checkpoints,
+    ...deps,
     syncQueue,
     syncing: api !== undefined,
     restore: async () => {
@@ -183,8 +166,6 @@ function createEventDelivery(
   },
 ) {
   const { config, logger, connection, metrics, mirror } = deps;
-  const { concurrency, lockMs, maxStalls } = config.worker;
-  const prefix = config.queuePrefix;
   /** Whether the event log takes this process's attempts. */
   const recording = watchRecording(deps.eventLog, deps.eventLogFor);
   const runner = createAttemptRunner<SharedHandlerContext>({
@@ -195,35 +176,25 @@ function createEventDelivery(
     makeContext: (_event, attempt, log, signal) => ({ mirror, logger: log, attempt, signal }),
     isPermanent: isPermanentUpstreamError,
   });
+  const { concurrency, lockMs, maxStalls, backoffMs } = config.worker;
+  // What both sources of attempts share: the runner, the worker connection, the handler slots.
+  const shared = { connection, prefix: config.queuePrefix, runner, concurrency, logger };
   /** Handles the events queue's jobs: retries, replays, change events, entries a dead consumer left. */
-  const eventWorker = createEventWorker({
-    connection,
-    prefix,
-    runner,
-    concurrency,
-    lockMs,
-    maxStalls,
-    logger,
-    heldRetryMs: config.worker.backoffMs,
-  });
+  const eventWorker = createEventWorker({ ...shared, lockMs, maxStalls, heldRetryMs: backoffMs });
   /** Every attempt either of them finished. */
   const finished = createFinishedEvents(eventWorker);
   /** Handles events straight from the edge's ingest stream (their first attempt). */
   const streamConsumer = createStreamConsumer({
-    connection,
-    prefix,
+    ...shared,
     queue: deps.eventsQueue,
-    runner,
-    concurrency,
     maxInflightBytes: config.worker.maxInflightBytes,
     // The edge's body limit plus the envelope: a read never asks for more than the budget holds.
     largestEntryBytes: config.maxBodyBytes + 4096,
     attempts: config.worker.attempts,
-    backoffMs: config.worker.backoffMs,
+    backoffMs,
     dedupWindowSeconds: config.dedupWindowSeconds,
     batchSize: config.ingest.batchSize,
     claimIdleMs: config.ingest.claimIdleMs,
-    logger,
     // Counted as the events queue's jobs are, so one set of metrics covers both paths.
     onFinished: ({ id, type, outcome, seconds }) => {
       const name = jobLabel(type);
