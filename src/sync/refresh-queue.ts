@@ -522,11 +522,13 @@ export function createSyncHandlers(scheduler: RefreshQueue, { withApi }: { withA
  */
 function defaultAccountOnly(handlers: SyncHandlers): SyncHandlers {
   const wrapped = Object.fromEntries(
-    Object.entries(handlers).map(([type, handle]) => [
-      type,
-      (e: { account?: string }, ctx: unknown) =>
-        e.account === undefined || e.account === DEFAULT_ACCOUNT ? (handle as (e: unknown, ctx: unknown) => unknown)(e, ctx) : undefined,
-    ]),
+    Object.entries(handlers).map(([type, handle]) => {
+      const run = handle as (e: unknown, ctx: unknown) => unknown;
+      const only = (e: { account?: string }, ctx: unknown) =>
+        e.account === undefined || e.account === DEFAULT_ACCOUNT ? run(e, ctx) : undefined;
+      // A handler's key is named after its function (events.handlers, steps): the wrapper keeps the name.
+      return [type, Object.defineProperty(only, "name", { value: run.name })];
+    }),
   );
   return wrapped;
 }

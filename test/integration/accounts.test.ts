@@ -9,6 +9,7 @@ import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { sampleEvent, TEST_SECRET } from "../helpers/edge.js";
 import { waitFor } from "../helpers/wait-for.js";
+import { reviewRecord } from "../helpers/mirror-records.js";
 
 const KEY = randomBytes(32);
 const ACME = { id: "acme", apiKey: "svc_live_acme_key_0123456789", signingSecret: "whsec_acme_secret_0123456789" };
@@ -181,6 +182,9 @@ describe("accounts at the edge and through the operator API", () => {
 
     const event = sampleEvent({ type: "guest.visited", data: {} });
     expect((await deliverTo("/acme", event, ACME.signingSecret)).status).toBe(200);
+    // The built-in sync keeps the default company's mirror only: acme's review is not stored under default.
+    const review = sampleEvent({ type: "review.created", data: reviewRecord("rev_acme") });
+    expect((await deliverTo("/acme", review, ACME.signingSecret)).status).toBe(200);
     // Signed with the default company's secret, or for an account nobody registered (its body never read, so no 413).
     expect((await deliverTo("/acme", sampleEvent(), TEST_SECRET)).status).toBe(401);
     const unknown = await deliverTo("/initech", sampleEvent(), ACME.signingSecret, 2 * 1024 * 1024);
@@ -190,6 +194,13 @@ describe("accounts at the edge and through the operator API", () => {
     const storage = svc.database;
     await waitFor(() => seen.some((e) => e.id === event.id), { what: "the account's event handled" });
     expect(seen.find((e) => e.id === event.id)?.account).toBe("acme");
+    // Every handler of it done (the log says handled), then the default mirror is read.
+    await waitFor(
+      async () =>
+        (await sql`select 1 from events where id = ${review.id} and status = 'handled'`.execute(svc.database.db)).rows.length === 1,
+      { what: "the account's review handled" },
+    );
+    expect(await svc.service.mirror.get("reviews", "rev_acme")).toBeUndefined();
     await waitFor(async () => (await sql`select 1 from events where id = ${event.id}`.execute(storage.db)).rows.length === 1, {
       what: "the event logged",
     });
