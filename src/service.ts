@@ -16,7 +16,7 @@ import {
 } from "./metrics/metrics.js";
 import type { EventLog } from "./mirror/event-log.js";
 import { createRejectionReporter } from "./mirror/set-aside-records.js";
-import { openStorage, readEventDetail, readStory, type Storage } from "./mirror/storage.js";
+import { openStorage, type Storage } from "./mirror/storage.js";
 import type { MirrorStore } from "./mirror/mirror-store.js";
 import { type Database } from "./mirror/database.js";
 import { MIRROR_KINDS, type MirrorKind } from "./mirror/values.js";
@@ -25,12 +25,11 @@ import { type Deadline, withTimeout, deadlineIn } from "./queue/deadline.js";
 import { operatorMount, serviceOperatorActions, type OperatorQueues } from "./service/operator-mount.js";
 import { type Tracing, activeTraceparent } from "./tracing/tracing.js";
 import type { EventHandlers } from "./worker/handlers.js";
-import { OPERATOR_ACTION_JOB, runOperatorActionJob, type OperatorActions } from "./worker/operator-actions.js";
+import type { OperatorActions } from "./worker/operator-actions.js";
 import { type WorkerRole, type WorkerRoleDeps, createWorkerRole } from "./worker/worker-role.js";
 import { createAccountDirectory, createAccountRegistry, createSecretsBox } from "./mirror/accounts.js";
 import type { AccountSecrets } from "./http/webhook-route.js";
 import type { AccountsPort } from "./http/operator-routes.js";
-import type { SyncJobProcessors } from "./worker/sync-worker.js";
 import { expectDefined } from "./expect-defined.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient, logRedisOutages, redisKeys } from "./redis/redis.js";
 import { createEventsQueue, createSyncQueue } from "./queue/events-queue.js";
@@ -102,15 +101,8 @@ export async function createService({ config, logger, handlers = [], database, t
     ...parts,
     handlers: ([] as EventHandlers[]).concat(handlers),
     tracing,
-    eventLogFor: (account) => storage.forAccount(account).eventLog,
-    // A CLI hands the actions that need the embedded event log to this process (only it may open it).
-    moreSyncProcessors: {
-      [OPERATOR_ACTION_JOB]: (job) =>
-        runOperatorActionJob(operatorActions, job, {
-          event: (id) => readEventDetail(storage, id),
-          story: (kind, id) => readStory(storage, kind as MirrorKind, id),
-        }),
-    },
+    forAccount: (account) => storage.forAccount(account),
+    accounts: async () => (await accounts.list()).map((a) => a.id),
   });
   const queues = queueHandles(parts, worker);
   const operatorActions: OperatorActions = serviceOperatorActions({ config, logger, connection, storage, queues, worker });
@@ -196,9 +188,8 @@ function createServiceRoles(
   deps: ServiceParts & {
     handlers: readonly EventHandlers[];
     tracing: Tracing | undefined;
-    /** Sync-queue jobs the service runs beside the worker's own (the operator actions a CLI hands over). */
-    moreSyncProcessors: SyncJobProcessors;
-    eventLogFor: WorkerRoleDeps["eventLogFor"];
+    forAccount: WorkerRoleDeps["forAccount"];
+    accounts: WorkerRoleDeps["accounts"];
   },
 ): Pick<Service, "worker" | "sink"> {
   const { config, connections, storage, tracing } = deps;
@@ -216,8 +207,8 @@ function createServiceRoles(
       handlers: deps.handlers,
       metrics: deps.metrics,
       tracing,
-      moreSyncProcessors: deps.moreSyncProcessors,
-      eventLogFor: deps.eventLogFor,
+      forAccount: deps.forAccount,
+      accounts: deps.accounts,
     });
   const sink =
     connections.web &&

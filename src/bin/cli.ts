@@ -15,6 +15,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   migrate: async () => (await import("./operator.js")).migrate,
   events: async () => (await import("./show.js")).events,
   records: async () => (await import("./show.js")).records,
+  accounts: async () => (await import("./accounts.js")).accounts,
 };
 
 const USAGE = `Usage: svc-webhooks <command> [options]
@@ -30,6 +31,7 @@ Commands:
   migrate    apply pending database migrations
   events     events show <id>: an event, its handlers and their attempts, as the console tells it
   records    records show <kind> <id>: a record's story (the mirror's copy, the events that named it)
+  accounts   accounts list|add|rotate|remove: the restaurant companies served besides default
 
 The commands act on the deployment the environment names (REDIS_URL, QUEUE_PREFIX, DATABASE_URL or
 DATA_DIR), or on the service at --url. Each answers in a sentence; --json prints the answer as one

@@ -1,8 +1,7 @@
 // The operator commands (replay, reconcile, migrate) and how a one-off command reaches
 // the deployment the environment names: its Redis (a bounded wait), its database (migrated
-// first), the operator actions on those stores, the running service that holds the embedded
-// database (a handover through Redis), or a remote service's operator API (--url).
-import { setTimeout as sleep } from "node:timers/promises";
+// first; the running service's embedded server when it holds DATA_DIR), the operator actions on
+// those stores, or a remote service's operator API (--url).
 import type { Queue } from "bullmq";
 import { SingleBar } from "cli-progress";
 import { type Config, loadConfig } from "../config/config.js";
@@ -10,7 +9,6 @@ import { SENT_EVENT_TYPES } from "../events/catalog.js";
 import { handlerKeyType } from "../events/dispatch.js";
 import { createLogger } from "../logging/logger.js";
 import { embeddedDatabaseExists } from "../mirror/database.js";
-import { DataDirLockedError } from "../mirror/embedded-server.js";
 import type { EventQuery } from "../mirror/event-log.js";
 import { printable } from "../mirror/values.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
@@ -18,7 +16,7 @@ import type { RejectedRecord } from "../mirror/set-aside-records.js";
 import { createEventsQueue, createSyncQueue, type EventJobData, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
 import { SERVED_BY } from "../http/errors.js";
-import { OPERATOR_ACTION_JOB, type OperatorActionOutcome, type OperatorActionRequest } from "../worker/operator-actions.js";
+import type { OperatorActionOutcome } from "../worker/operator-actions.js";
 import { createOperatorActions, outcomeOf, type OperatorActions } from "../worker/operator-actions.js";
 import { type BulkReplayProgress, removeReplayedFailedJobs, replayEvents, replayQueryFromFilter } from "../worker/replays.js";
 import {
@@ -43,10 +41,9 @@ svc-webhooks replay list | <job-id> | all [--queue events|sync]
 svc-webhooks replay status <bulk-id> | cancel <bulk-id> [--url <url>]
 
 Replays act on the deployment the environment names: its event log (DATABASE_URL, or the
-embedded database under DATA_DIR, which must exist) and its Redis (REDIS_URL, QUEUE_PREFIX).
-When a running service holds the embedded database (\`npm run dev\`, \`npm start\`), the replay
-is handed to that service's worker through Redis and its answer printed. A replay removes the
-replayed events' failed jobs, so an old dead letter cannot run a handler once more.
+embedded database under DATA_DIR, which must exist; when a running service holds it, \`npm run
+dev\` or \`npm start\`, through that service's server) and its Redis (REDIS_URL, QUEUE_PREFIX).
+A replay removes the replayed events' failed jobs, so an old dead letter cannot run a handler once more.
   --id              replay this one event (all its handlers, or --handler's); asked again while
                     the first replay still waits, it queues nothing more
   --url             a remote service's operator API instead (with ADMIN_TOKEN)
@@ -100,7 +97,7 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
       (f) => values[f] !== undefined && values[f] !== false,
     );
     if (others.length > 0) throw new UsageError(`--id takes only --handler and --url; not --${others.join(", --")}`);
-    return replayOne(config, values.id, values.handler, remote, stop);
+    return replayOne(config, values.id, values.handler, remote);
   }
   if (positionals.length === 0) return replayMatching(config, values, remote, stop, out);
   const [what, ...extra] = positionals;
@@ -148,25 +145,16 @@ function sayReplay(value: {
   return `event ${printable(value.event ?? "")} queued for replay as job ${printable(value.replay?.id ?? "")}, running ${handlers.length > 0 ? handlers.map(printable).join(", ") : "no handler"}`;
 }
 
-/** One event by id: at --url, else on the stores, else through the service that holds them. */
-async function replayOne(
-  config: Config,
-  id: string,
-  handler: string | undefined,
-  remote: OperatorClient | undefined,
-  stop: AbortSignal,
-): Promise<Answer> {
+/** One event by id: at --url, else on the stores the environment names. */
+async function replayOne(config: Config, id: string, handler: string | undefined, remote: OperatorClient | undefined): Promise<Answer> {
   const options = handler ? { handler } : {};
-  const stores = remote ? undefined : await openEventStores(config);
   const result = remote
     ? await remote.call("POST", `/events/${encodeURIComponent(id)}/replay`, options)
-    : stores === HELD_BY_SERVICE
-      ? await askService(config, { action: "replayEvent", id, ...options }, stop)
-      : await withDirectActions(config, stores, ({ actions }) => actions.replayEvent(id, options));
+    : await withDirectActions(config, await openEventStores(config), ({ actions }) => actions.replayEvent(id, options));
   return answer(result, sayReplay(result as Parameters<typeof sayReplay>[0]));
 }
 
-/** Every event matching the flags: at --url or in the service that holds the stores (a bulk replay there), else from the log here. */
+/** Every event matching the flags: at --url (a bulk replay there), else from the log here. */
 async function replayMatching(
   config: Config,
   flags: Flags,
@@ -189,18 +177,15 @@ async function replayMatching(
   // Every event is asked for by name, never by an empty filter.
   const scope = Object.keys(filter).length > 0 ? { filter } : { all: true };
   const options = { ...(flags["dry-run"] ? { dryRun: true } : {}), ...(flags.fresh ? { fresh: true } : {}) };
-  const stores = remote ? undefined : await openEventStores(config);
-  if (stores === undefined || stores === HELD_BY_SERVICE) {
+  if (remote) {
     const ask = (extra: { dryRun?: true; confirm?: number }) =>
-      remote
-        ? remote.call<BulkAnswer>("POST", "/events/replay", { ...scope, ...options, ...extra })
-        : askService<BulkAnswer>(config, { action: "replayMatching", filter, ...options, ...extra }, stop);
+      remote.call<BulkAnswer>("POST", "/events/replay", { ...scope, ...options, ...extra });
     const bulk = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm === true);
     const value = flags["dry-run"] ? { wouldQueue: bulk.count } : { queued: bulk.count, bulk: bulk.id };
     if (bulk.count === 0) warnUnsentNames(flags);
     return answer(value, sayReplay(value));
   }
-  const storage = stores;
+  const storage = await openEventStores(config);
   if (!flags["dry-run"] && !flags.confirm)
     await refuseAboveCap(storage, query, config.bulkReplayConfirmAbove).catch(async (err: unknown) => {
       await storage.close();
@@ -437,7 +422,7 @@ export async function closeCliRedis(connection: RedisClient): Promise<void> {
 /** The database a one-off command works on, migrated first (commands may run before any server did). */
 export async function openMigratedStorage(
   config: Config,
-  options: { onRejected?: (rejected: readonly RejectedRecord[]) => void } = {},
+  options: { onRejected?: (rejected: readonly RejectedRecord[]) => void; attach?: boolean } = {},
 ): Promise<Storage> {
   const storage = await openStorage(config.database, options);
   try {
@@ -449,26 +434,18 @@ export async function openMigratedStorage(
   }
 }
 
-/** The embedded database is open in a running service: only it may use it (askService hands the work over). */
-export const HELD_BY_SERVICE = "held-by-service";
-
 /**
  * The event log of the deployment the config names, opened here: DATABASE_URL, else the embedded
- * database under DATA_DIR. An embedded one must exist already (a replay of a log that was never
- * written would create a database only to find nothing in it); one that a running service holds
- * answers HELD_BY_SERVICE.
+ * database under DATA_DIR, through the running service's server when one holds it. An embedded
+ * one must exist already (a replay of a log that was never written would create a database only
+ * to find nothing in it).
  */
-export async function openEventStores(config: Config): Promise<Storage | typeof HELD_BY_SERVICE> {
+export async function openEventStores(config: Config): Promise<Storage> {
   if (!embeddedDatabaseExists(config.database))
     throw new CommandError(
       `no embedded database in DATA_DIR ${config.database.dataDir} (nothing was created): set DATA_DIR to the service's, or DATABASE_URL to its PostgreSQL`,
     );
-  try {
-    return await openMigratedStorage(config);
-  } catch (err) {
-    if (err instanceof DataDirLockedError) return HELD_BY_SERVICE;
-    throw err;
-  }
+  return openMigratedStorage(config, { attach: true });
 }
 
 /**
@@ -522,60 +499,6 @@ export async function withDirectActions<T>(
     return answerOf(await outcomeOf(() => work(direct))) as T;
   } finally {
     await direct.close();
-  }
-}
-
-/** How long the service may take to pick the request up and answer (a bulk dry run counts the whole log). */
-const HANDOVER_TIMEOUT_MS = 60_000;
-const POLL_MS = 200;
-
-/**
- * Hands an operator action to the running service that holds the embedded database: a job on the
- * sync queue its worker serves (worker/operator-actions.ts), whose answer this waits for. A refusal
- * (no such event, a bad filter) becomes a CommandError in the service's words.
- */
-export async function askService<T>(config: Config, request: OperatorActionRequest, signal: AbortSignal): Promise<T> {
-  const connection = await openCliRedis(config);
-  const queue = createSyncQueue({ connection, config });
-  try {
-    // One try: a request that failed is the operator's to look at, not the queue's to repeat.
-    signal.throwIfAborted();
-    const added = await queue.add(OPERATOR_ACTION_JOB, request, {
-      attempts: 1,
-      removeOnComplete: { age: 3600 },
-      removeOnFail: { age: 3600 },
-    });
-    const id = added.id ?? "";
-    const deadline = Date.now() + HANDOVER_TIMEOUT_MS;
-    for (;;) {
-      // The state first, then the job: a job read before it completed has no return value yet.
-      const state = await queue.getJobState(id);
-      const job = state === "completed" || state === "failed" ? await queue.getJob(id) : undefined;
-      if (job && state === "completed") return answerOf(job.returnvalue as OperatorActionOutcome) as T;
-      if (job && state === "failed") throw new CommandError(`the service could not do it: ${job.failedReason}`);
-      if (Date.now() >= deadline) {
-        if (state === "active")
-          throw new CommandError(`the service took the request (job ${id}) but gave no answer within ${HANDOVER_TIMEOUT_MS / 1000} s`);
-        await queue.remove(id).catch(() => undefined);
-        throw new CommandError(
-          `the embedded database in ${config.database.dataDir} is held by another process, and no worker on QUEUE_PREFIX "${config.queuePrefix}" took the request within ${HANDOVER_TIMEOUT_MS / 1000} s: ` +
-            `run the service with a worker (ROLE=all) on this REDIS_URL and QUEUE_PREFIX, or stop the process that holds the directory`,
-        );
-      }
-      // Ctrl-C (command.ts) ends the wait: a request nobody took yet is taken back.
-      if (signal.aborted) {
-        if (state !== "active") await queue.remove(id).catch(() => undefined);
-        throw new CommandError(
-          state === "active"
-            ? `stopped waiting: the service is doing it (job ${id})`
-            : "stopped: the request was taken back before the service took it",
-        );
-      }
-      await sleep(POLL_MS, undefined, { signal }).catch(() => undefined);
-    }
-  } finally {
-    await queue.close();
-    await closeCliRedis(connection);
   }
 }
 

@@ -1,31 +1,27 @@
 // The operator reads for people: `events show ID` and `records show KIND ID`, the event page and
 // the record page of the console told as sentences (--json: the document GET /events/{id} and
 // GET /records/{kind}/{id} answer). They read where replay acts: the service at --url, else the
-// stores the environment names, else the running service that holds them (a hand-over).
+// stores the environment names (the running service's embedded server, when it holds DATA_DIR).
 import { loadConfig } from "../config/config.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/values.js";
 import type { RecordStory } from "../mirror/record-story.js";
 import { type EventDetail, readEventDetail, readStory } from "../mirror/storage.js";
 import { cutAt, printable, shortened, shownStatus } from "../mirror/values.js";
-import type { OperatorActionRequest } from "../worker/operator-actions.js";
 import { type Answer, answer, type Command, CommandError, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
-import { askService, HELD_BY_SERVICE, openEventStores, operatorClient, operatorUrl } from "./operator.js";
+import { openEventStores, operatorClient, operatorUrl } from "./operator.js";
 
 /**
- * One operator read: GET `path` at --url, else `local` on the stores opened here, else handed to
- * the service that holds them as `request`. Undefined from a store means nothing is known of it.
+ * One operator read: GET `path` at --url, else `local` on the stores opened here. Undefined from a
+ * store means nothing is known of it.
  */
 async function read<T>(
-  where: { url: string | undefined; env: NodeJS.ProcessEnv; stop: AbortSignal },
+  where: { url: string | undefined; env: NodeJS.ProcessEnv },
   path: string,
-  request: OperatorActionRequest,
-  local: (stores: Exclude<Awaited<ReturnType<typeof openEventStores>>, typeof HELD_BY_SERVICE>) => Promise<T | undefined>,
+  local: (stores: Awaited<ReturnType<typeof openEventStores>>) => Promise<T | undefined>,
   notFound: string,
 ): Promise<T> {
   if (where.url !== undefined) return operatorClient(operatorUrl(where.url), where.env.ADMIN_TOKEN).call<T>("GET", path);
-  const config = loadConfig({ ...where.env, ROLE: "worker" });
-  const stores = await openEventStores(config);
-  if (stores === HELD_BY_SERVICE) return askService<T>(config, request, where.stop);
+  const stores = await openEventStores(loadConfig({ ...where.env, ROLE: "worker" }));
   try {
     const found = await local(stores);
     if (found === undefined) throw new CommandError(notFound, "not_found");
@@ -111,18 +107,17 @@ const eventsHelp = `svc-webhooks events show <event-id> [--url <url>] [--json]
 Tells one event as the console's event page does: its type, status and attempts, each handler's
 latest outcome and every kept attempt (when, how long, the error, the next retry). --json prints
 the document GET /events/{id} answers (payload and durable steps included). It reads where
-replay acts: the service at --url (with ADMIN_TOKEN), else the event log the environment names,
-else the running service that holds the embedded database.`;
+replay acts: the service at --url (with ADMIN_TOKEN), else the event log the environment names
+(through the running service's embedded server when it holds DATA_DIR).`;
 
-async function runEvents(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<Answer> {
+async function runEvents(argv: string[], env: NodeJS.ProcessEnv): Promise<Answer> {
   const { values, positionals } = parseFlags({ args: argv, options: flagOptions(["url"]), allowPositionals: true, strict: true });
   const [verb, id, ...extra] = positionals;
   if (verb !== "show") throw new UsageError(`events takes show <event-id>${verb ? didYouMean(verb, ["show"]) : ""}`);
   if (!id || extra.length > 0) throw new UsageError("events show takes one event id");
   const event = await read<EventDetail>(
-    { url: values.url, env, stop },
+    { url: values.url, env },
     `/events/${encodeURIComponent(id)}`,
-    { action: "showEvent", id },
     (stores) => readEventDetail(stores, id),
     `event_not_found: no event ${printable(id)} in the event log`,
   );
@@ -138,9 +133,9 @@ which change last wrote it), whether the mirror refused it or the API's lists lo
 event of the log that named it, newest first, each change with its fields before → after.
 Kinds: ${MIRROR_KINDS.join(", ")}. --json prints the document GET /records/{kind}/{id} answers. It
 reads where replay acts: the service at --url (with ADMIN_TOKEN), else the database the
-environment names, else the running service that holds the embedded database.`;
+environment names (through the running service's embedded server when it holds DATA_DIR).`;
 
-async function runRecords(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<Answer> {
+async function runRecords(argv: string[], env: NodeJS.ProcessEnv): Promise<Answer> {
   const { values, positionals } = parseFlags({ args: argv, options: flagOptions(["url"]), allowPositionals: true, strict: true });
   const [verb, kind, id, ...extra] = positionals;
   if (verb !== "show") throw new UsageError(`records takes show <kind> <id>${verb ? didYouMean(verb, ["show"]) : ""}`);
@@ -148,9 +143,8 @@ async function runRecords(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
   if (!(MIRROR_KINDS as readonly string[]).includes(kind))
     throw new UsageError(`no record kind "${printable(kind)}"${didYouMean(kind, MIRROR_KINDS)} (kinds: ${MIRROR_KINDS.join(", ")})`);
   const story = await read<RecordStory>(
-    { url: values.url, env, stop },
+    { url: values.url, env },
     `/records/${kind}/${encodeURIComponent(id)}`,
-    { action: "recordStory", kind, id },
     (stores) => readStory(stores, kind as MirrorKind, id),
     `record_not_found: nothing is known of ${kind} ${printable(id)}`,
   );

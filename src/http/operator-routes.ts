@@ -71,7 +71,8 @@ export function eventIdParam(c: Context): string {
 
 /** What the event-log routes read; the service wires the event log in (http never imports it). */
 export interface EventLogReader {
-  get(id: string): Promise<unknown>;
+  /** `account`: the `?account=` of the request (the reader checks it; none: default). */
+  get(id: string, account?: string): Promise<unknown>;
   /** One page of the log filtered by the query's parameters; a bad one throws a coded error (400). */
   query(query: Record<string, string>): Promise<{ data: unknown[]; nextCursor: string | null }>;
 }
@@ -85,7 +86,7 @@ export function eventRoutes(log: EventLogReader): Hono<AppEnv> {
   route.get("/", async (c) => c.json(await log.query(c.req.query())));
   route.get("/:id", async (c) => {
     const id = eventIdParam(c);
-    const event = await log.get(id);
+    const event = await log.get(id, c.req.query("account"));
     if (event === undefined) return c.json(errorBody("not_found", `no event ${id} in the event log`), 404);
     return c.json(event);
   });
@@ -104,8 +105,9 @@ function knownKind(kinds: readonly string[], noun: string): MiddlewareHandler<Ap
 export interface MirrorReader {
   /** The kinds it keeps (the mirror's MIRROR_KINDS). */
   kinds: readonly string[];
-  get(kind: string, id: string): Promise<unknown>;
-  /** One page of a kind, filtered by the query's parameters; a bad one throws a coded error (400). */
+  /** `account`: the `?account=` of the request (the reader checks it; none: default). */
+  get(kind: string, id: string, account?: string): Promise<unknown>;
+  /** One page of a kind, filtered by the query's parameters (`account` among them); a bad one throws a coded error (400). */
   list(kind: string, query: Record<string, string>): Promise<{ data: unknown[]; nextCursor: string | null }>;
 }
 
@@ -120,7 +122,7 @@ export function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
   route.get("/:kind", async (c) => c.json(await mirror.list(c.req.param("kind"), c.req.query())));
   route.get("/:kind/:id", async (c) => {
     const { kind, id } = c.req.param();
-    const record = await mirror.get(kind, id);
+    const record = await mirror.get(kind, id, c.req.query("account"));
     if (record === undefined) return c.json(errorBody("not_found", `no ${kind} record ${printable(id)} in the mirror`), 404);
     return c.json(record);
   });
@@ -132,7 +134,7 @@ export interface RecordReader {
   /** The mirror's kinds (orders, bookings, menu-items, reviews). */
   kinds: readonly string[];
   /** The record's story; undefined when the service holds nothing of it. A bad id or cursor throws invalid_filter. */
-  story(kind: string, id: string, cursor?: string): Promise<RecordStory | undefined>;
+  story(kind: string, id: string, cursor?: string, account?: string): Promise<RecordStory | undefined>;
   /** Asks for a narrow read of the record (the refresh its events would schedule); throws a coded error when it cannot. */
   refresh(kind: string, id: string): Promise<{ kind: string; id: string; restaurantId: string }>;
 }
@@ -146,11 +148,12 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
   route.use("/:kind/*", knownKind(records.kinds, "record"));
   route.get("/:kind/:id", async (c) => {
-    const { cursor, ...unknown } = c.req.query();
+    const { cursor, account, ...unknown } = c.req.query();
     const extra = Object.keys(unknown)[0];
-    if (extra !== undefined) return c.json(errorBody("invalid_filter", `unknown parameter ${extra}; this route takes cursor`), 400);
+    if (extra !== undefined)
+      return c.json(errorBody("invalid_filter", `unknown parameter ${extra}; this route takes cursor and account`), 400);
     const { kind, id } = c.req.param();
-    const story = await records.story(kind, id, cursor);
+    const story = await records.story(kind, id, cursor, account);
     const unknownRecord = `no ${kind} record ${printable(id)}: neither the mirror nor the event log knows it`;
     return story === undefined ? c.json(errorBody("not_found", unknownRecord), 404) : c.json(story);
   });

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import * as z from "zod";
 import { isApiKey } from "../upstream/client.js";
 import { type DatabaseSchema, DEFAULT_ACCOUNT } from "./database.js";
+import { MirrorFilterError } from "./errors.js";
 
 // The accounts registry: one row per restaurant company that a deployment serves besides the
 // env-configured `default` (API_KEY, SIGNING_SECRET), with its API key and signing secrets sealed
@@ -57,6 +58,17 @@ export function createSecretsBox(key: Buffer): SecretsBox {
       return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8");
     },
   };
+}
+
+/**
+ * The account an operator read names (`?account=`): `default` when none, else an id as ACCOUNT_ID
+ * has it, or a 400 `invalid_filter` naming the parameter. Whether it is registered is not asked: an
+ * account removed without purge still has rows to read.
+ */
+export function accountParam(value: string | undefined): string {
+  if (value === undefined || value === DEFAULT_ACCOUNT) return DEFAULT_ACCOUNT;
+  if (!ACCOUNT_ID.test(value)) throw new MirrorFilterError("account", "account must be default or an account id (a slug: a-z, 0-9 and -)");
+  return value;
 }
 
 // --- What an operator sends, checked once for the API, the CLI and the console.

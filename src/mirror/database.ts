@@ -14,7 +14,7 @@ import {
 } from "kysely";
 import pg from "pg";
 import { existsSync } from "node:fs";
-import { embeddedDirectory, startEmbeddedServer } from "./embedded-server.js";
+import { DataDirLockedError, embeddedDirectory, runningEmbeddedServer, startEmbeddedServer } from "./embedded-server.js";
 import { staticMigrationProvider } from "./migrations.js";
 import { NamedError } from "./errors.js";
 
@@ -273,6 +273,12 @@ export interface DatabaseOptions {
   operatorQueryTimeoutMs?: number;
   /** Embedded only: an initdb'd cluster to copy on first use instead of running initdb (tests). */
   embeddedTemplate?: string;
+  /**
+   * Embedded only: when another process (the running service) holds `dataDir`, connect to its
+   * server as a client instead of refusing. For one-off commands (the CLI), never for a service:
+   * two services on one directory stay refused.
+   */
+  attach?: boolean;
 }
 
 export interface Database {
@@ -319,9 +325,19 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     );
   if (options.url !== undefined && options.url !== "")
     return openPools({ connectionString: options.url }, serverLocation(options.url), schema, options);
-  const server = await startEmbeddedServer(options.dataDir, { logger: options.logger, template: options.embeddedTemplate });
-  const connection = { host: server.socketDir, port: server.port, user: "postgres", database: "postgres" };
-  const database = openPools(connection, options.dataDir, schema, { ...options, poolSize: options.poolSize ?? EMBEDDED_POOL_SIZE });
+  const embedded = (server: { socketDir: string; port: number }) =>
+    openPools({ host: server.socketDir, port: server.port, user: "postgres", database: "postgres" }, options.dataDir, schema, {
+      ...options,
+      poolSize: options.poolSize ?? EMBEDDED_POOL_SIZE,
+    });
+  let server;
+  try {
+    server = await startEmbeddedServer(options.dataDir, { logger: options.logger, template: options.embeddedTemplate });
+  } catch (err) {
+    if (options.attach && err instanceof DataDirLockedError) return embedded(runningEmbeddedServer(options.dataDir, err));
+    throw err;
+  }
+  const database = embedded(server);
   return { ...database, close: () => database.close().finally(() => server.stop()) };
 }
 

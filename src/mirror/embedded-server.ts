@@ -336,6 +336,22 @@ function spawnServer(
   return { child, stderrTail: () => tail };
 }
 
+/**
+ * The server another process keeps on `dataDir` (the running service holds the directory's lock),
+ * for a one-off command to use as a client over its socket, as read from `postmaster.pid`: the
+ * socket's directory and port once the file says "ready". `held` is the lock's refusal, which
+ * names the holder when no server is ready there (the holder starts one, or runs none).
+ */
+export function runningEmbeddedServer(dataDir: string, held: DataDirLockedError): { socketDir: string; port: number } {
+  const lines = readText(join(embeddedDirectory(resolve(dataDir)), "postmaster.pid")).split("\n");
+  const [port, socketDir] = [Number(lines[3]), lines[4]?.trim()];
+  if (lines[7]?.trim() !== "ready" || !Number.isInteger(port) || !socketDir)
+    throw new EmbeddedServerError(
+      `the embedded database in ${dataDir} is held by another process${held.pid === undefined ? "" : ` (pid ${held.pid} as it recorded)`} whose server is not ready: let that service start, or stop it, and run this again`,
+    );
+  return { socketDir, port };
+}
+
 /** Resolves when postmaster.pid says "ready" (PostgreSQL's own readiness record, as pg_ctl -w reads it). */
 async function ready(child: ChildProcess, cluster: string, stderrTail: () => string): Promise<void> {
   const until = Date.now() + READY_TIMEOUT_MS;

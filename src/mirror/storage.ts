@@ -55,6 +55,8 @@ export async function openStorage(
     database?: Database;
     /** Told of the records a mirror write set aside (set-aside-records.ts). */
     onRejected?: OnRejected;
+    /** Embedded: connect to the server of the service that holds DATA_DIR (one-off commands; DatabaseOptions.attach). */
+    attach?: boolean;
     /**
      * The account (company) the stores are scoped to.
      * @defaultValue DEFAULT_ACCOUNT
@@ -63,7 +65,7 @@ export async function openStorage(
   } = {},
 ): Promise<Storage> {
   const owned = options.database === undefined;
-  const database = options.database ?? (await createDatabase({ ...config, logger: options.logger }));
+  const database = options.database ?? (await createDatabase({ ...config, logger: options.logger, attach: options.attach }));
   return scopedStorage(database, options.account ?? DEFAULT_ACCOUNT, options.onRejected, owned);
 }
 

@@ -458,7 +458,10 @@ interface LogPosition {
 
 /** JOB_ATTEMPTS (a run whose `of` the log does not hold), JOB_BACKOFF_MS, and the deduplication window. */
 export interface RestoreOptions extends Omit<ContinuationOptions, "handlerKeys"> {
+  /** The default company's part of the log. */
   log: Pick<EventLog, "waiting">;
+  /** Each registered account's part of the log (accounts.ts); a pass looks at every one after the default's. */
+  accountLogs?: () => Promise<{ account: string; log: Pick<EventLog, "waiting"> }[]>;
   queue: Queue<EventJobData>;
   /** The queue's Redis: whether a job exists is one EXISTS on its key. */
   connection: RedisClient;
@@ -476,8 +479,15 @@ export interface RestoreOptions extends Omit<ContinuationOptions, "handlerKeys">
  * recorded retry time, or now when that has passed. An event recorded before jobs were gets an id
  * of its own, the same in every worker.
  */
-export function restoredJob(event: WaitingEvent, options: Omit<ContinuationOptions, "handlerKeys">, now: number): ContinuationJob {
-  const jobId = event.job ?? `logged-${Buffer.from(event.id, "utf8").toString("base64url")}`;
+export function restoredJob(
+  event: WaitingEvent,
+  options: Omit<ContinuationOptions, "handlerKeys">,
+  now: number,
+  account?: string,
+): ContinuationJob {
+  const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64url");
+  // Event ids are unique within a company: a registered account's own id names it too.
+  const jobId = event.job ?? `logged-${account === undefined ? "" : `${b64(account)}.`}${b64(event.id)}`;
   const run = continuingRun(event.attempt?.number ?? 1, event.attempt?.of ?? options.attempts);
   return {
     name: event.type,
@@ -486,6 +496,7 @@ export function restoredJob(event: WaitingEvent, options: Omit<ContinuationOptio
       type: event.type,
       receivedAt: event.receivedAt.toISOString(),
       payload: event.payload as Record<string, unknown>,
+      ...(account === undefined ? {} : { account }),
       ...(event.retry.length > 0 ? { only: event.retry } : {}),
       ...run.data,
     },
@@ -510,49 +521,66 @@ export function restoredJob(event: WaitingEvent, options: Omit<ContinuationOptio
  * the next pass goes on from it (then from the log's start), so every waiting event is looked at.
  */
 export function createJobRestorer(options: RestoreOptions) {
-  const { log, queue, connection, logger } = options;
+  const { queue, connection, logger } = options;
   const pageSize = options.pageSize ?? RESTORE_PAGE;
   const max = options.maxPerPass ?? RESTORE_MAX_PER_PASS;
-  let resume: LogPosition | undefined;
+  /** Where the last pass stopped at its cap, per part of the log ("" the default's). */
+  const resume = new Map<string, LogPosition>();
 
   /** Adds the jobs of one page's events that Redis does not hold; returns how many. */
-  async function restorePage(page: WaitingEvent[]): Promise<number> {
+  async function restorePage(page: WaitingEvent[], account: string | undefined): Promise<number> {
     const now = Date.now();
-    const jobs = page.map((event) => restoredJob(event, options, now));
+    const jobs = page.map((event) => restoredJob(event, options, now, account));
     const held = await Promise.all(jobs.map((job) => connection.exists(queue.toKey(job.opts.jobId ?? ""))));
     const missing = jobs.filter((_, i) => held[i] === 0);
     if (missing.length > 0) await queue.addBulk(missing);
     return missing.length;
   }
 
+  /** One part of the log, looking at `budget` events at most; how many it looked at and restored. */
+  async function passOver(log: Pick<EventLog, "waiting">, account: string | undefined, budget: number) {
+    const key = account ?? "";
+    let after = resume.get(key);
+    // Started from the log's start: reaching its end is the whole log looked at.
+    let fromStart = after === undefined;
+    let seen = 0;
+    let restored = 0;
+    for (;;) {
+      if (seen >= budget) {
+        if (after) resume.set(key, after);
+        else resume.delete(key);
+        logger.warn({ looked: seen }, "more events wait for a retry than one restore pass looks at; the next pass goes on from here");
+        break;
+      }
+      const asked = Math.min(pageSize, budget - seen);
+      const page = await log.waiting(after, asked);
+      seen += page.length;
+      restored += await restorePage(page, account);
+      const last = page.at(-1);
+      after = last && { receivedAt: last.receivedAt, id: last.id };
+      if (page.length === asked) continue;
+      if (fromStart) {
+        resume.delete(key);
+        break;
+      }
+      // Past the end of the log: on from its start, within the same cap.
+      fromStart = true;
+      after = undefined;
+    }
+    return { seen, restored };
+  }
+
   return {
-    /** One pass; returns how many jobs were missing and added. */
+    /** One pass over the default's part of the log, then each registered account's; returns how many jobs were missing and added. */
     async pass(): Promise<number> {
-      let after = resume;
-      // Started from the log's start: reaching its end is the whole log looked at.
-      let fromStart = resume === undefined;
+      const parts = [{ account: undefined as string | undefined, log: options.log }, ...((await options.accountLogs?.()) ?? [])];
       let seen = 0;
       let restored = 0;
-      for (;;) {
-        if (seen >= max) {
-          resume = after;
-          logger.warn({ looked: seen }, "more events wait for a retry than one restore pass looks at; the next pass goes on from here");
-          break;
-        }
-        const asked = Math.min(pageSize, max - seen);
-        const page = await log.waiting(after, asked);
-        seen += page.length;
-        restored += await restorePage(page);
-        const last = page.at(-1);
-        after = last && { receivedAt: last.receivedAt, id: last.id };
-        if (page.length === asked) continue;
-        if (fromStart) {
-          resume = undefined;
-          break;
-        }
-        // Past the end of the log: on from its start, within the same cap.
-        fromStart = true;
-        after = undefined;
+      for (const part of parts) {
+        if (seen >= max) break;
+        const done = await passOver(part.log, part.account, max - seen);
+        seen += done.seen;
+        restored += done.restored;
       }
       if (restored > 0) {
         options.onRestored(restored);

@@ -20,6 +20,7 @@ import { createRefreshQueue, type RefreshJobData } from "../sync/refresh-queue.j
 import type { WorkerRole } from "../worker/worker-role.js";
 import { findRecordKinds, listCausedChanges } from "../mirror/record-story.js";
 import { OperatorActionError } from "../worker/errors.js";
+import { accountParam } from "../mirror/accounts.js";
 
 /** The queue handles the operator reads and acts on (the service holds them in every role). */
 export interface OperatorQueues {
@@ -43,17 +44,19 @@ export function operatorMount(deps: {
 }): (root: Hono<AppEnv>) => void {
   const { adminToken, config, logger, metrics, storage } = deps;
   const samplesKey = redisKeys(config.queuePrefix).minuteSamples;
+  // Every operator read is of one account: `?account=`, else default.
+  const of = (account: string | undefined) => storage.forAccount(accountParam(account));
   return (root) => {
     const mirrorReader: MirrorReader = {
       kinds: MIRROR_KINDS,
-      get: (k, id) => storage.operatorMirror.get(k as MirrorKind, validateRecordId(id)),
-      list: (k, q) => storage.operatorMirror.list(k as MirrorKind, filterFromQuery(q)),
+      get: (k, id, account) => of(account).operatorMirror.get(k as MirrorKind, validateRecordId(id)),
+      list: (k, { account, ...q }) => of(account).operatorMirror.list(k as MirrorKind, filterFromQuery(q)),
     };
-    const records = createRecordReader(storage, deps.actions);
+    const records = createRecordReader(of, deps.actions);
     // The API's GET /events and the console's event pages read through one reader.
     const events: ConsoleSources["events"] = {
-      get: (id) => readEventDetail(storage, id),
-      query: (params) => storage.eventLog.query(eventQueryFromParams(params)),
+      get: (id, account) => readEventDetail(of(account), id),
+      query: ({ account, ...params }) => of(account).eventLog.query(eventQueryFromParams(params)),
     };
     mountOperatorRoutes(root, {
       adminToken,
@@ -136,8 +139,8 @@ const text = (value: unknown) => (typeof value === "string" ? value : undefined)
  * the story (the mirror's copy, else the newest event naming it), the request goes through the
  * operator actions to the refresh scheduler.
  */
-function createRecordReader(storage: Storage, actions: Pick<OperatorActions, "requestRefresh">): RecordReader {
-  const story = (kind: string, id: string, cursor?: string) => readStory(storage, kind as MirrorKind, id, cursor);
+function createRecordReader(of: (account: string | undefined) => Storage, actions: Pick<OperatorActions, "requestRefresh">): RecordReader {
+  const story = (kind: string, id: string, cursor?: string, account?: string) => readStory(of(account), kind as MirrorKind, id, cursor);
   return {
     kinds: MIRROR_KINDS,
     story,

@@ -49,8 +49,8 @@ export class HandlersModuleError extends codedError("invalid_handlers_module") {
  */
 export class ApiNotConfiguredError extends UnrecoverableError {
   readonly code = "api_not_configured";
-  constructor(method: string) {
-    super(`ctx.api.${method}: this service has no upstream API (set API_BASE_URL and API_KEY)`);
+  constructor(method: string, why = "this service has no upstream API (set API_BASE_URL and API_KEY)") {
+    super(`ctx.api.${method}: ${why}`);
     this.name = "ApiNotConfiguredError";
   }
 }

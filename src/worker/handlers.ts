@@ -20,6 +20,7 @@ import {
   perHandlerContext,
 } from "../events/dispatch.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
+import { DEFAULT_ACCOUNT } from "../mirror/database.js";
 import type { ApiClient } from "../upstream/client.js";
 import { type StepFunction, createDurableSteps, stepAwareApi } from "./durable-steps.js";
 import type { StepStore } from "../mirror/step-store.js";
@@ -38,6 +39,9 @@ export interface HandlerContext {
    * fails the event for good with ApiNotConfiguredError, naming the call.
    */
   api: ApiClient;
+  /** The company the event came for: `default` (POST /webhooks) or a registered account's id (docs/accounts.md). */
+  account: string;
+  /** The account's mirror (ctx.account's rows only). */
   mirror: MirrorStore;
   /**
    * A durable step: runs `fn` once per (event, handler, name) and stores its JSON result; a retry
@@ -68,7 +72,7 @@ export type EventHandler<T extends HandledType> = Handler<EventFor<T>, HandlerCo
 export type EventHandlers = HandlerMap<HandlerContext>;
 
 /** The context an attempt makes for all its handlers, before each gets its own `step` and `api`. */
-export type SharedHandlerContext = Omit<HandlerContext, "step" | "api">;
+export type SharedHandlerContext = Omit<HandlerContext, "step" | "api" | "account">;
 
 /**
  * A handler map entry that runs `handler` only for the changes of `kind` matching `filter`: the
@@ -99,6 +103,8 @@ export function createHandlerTable(deps: {
   /** Durable steps' results (ctx.step). */
   steps: StepStore;
   api: ApiClient | undefined;
+  /** A registered account's mirror and steps (storage.forAccount); without it every event uses the default's. */
+  forAccount?: (account: string) => { mirror: MirrorStore; steps: StepStore };
   /** Where the built-in handlers note the records an event names, to be read again. */
   refresh: RefreshQueue;
   handlers: readonly EventHandlers[];
@@ -108,12 +114,30 @@ export function createHandlerTable(deps: {
   // Each handler gets its own `step` (steps are keyed by handler) and, inside a step that runs
   // again after an unrecorded run, an API whose writes look for their own effect first.
   const steps = createDurableSteps(deps.steps);
-  const handlerApi = api ? stepAwareApi(api, { current: steps.current, mirror }) : apiNotConfigured();
-  const withSteps = (ctx: SharedHandlerContext, handlerKey: string, event: AnyEvent): HandlerContext => ({
-    ...ctx,
-    api: handlerApi,
-    step: steps.forHandler({ eventId: event.id, handlerKey, attempt: ctx.attempt, logger: ctx.logger }),
-  });
+  const own = { mirror, steps, api: api ? stepAwareApi(api, { current: steps.current, mirror }) : apiNotConfigured() };
+  // A registered account's events get its own mirror and steps; its API (its key and budget) is not built yet.
+  const accounts = new Map<string, typeof own>();
+  const partsOf = (account: string): typeof own => {
+    if (account === DEFAULT_ACCOUNT || !deps.forAccount) return own;
+    let parts = accounts.get(account);
+    if (!parts) {
+      const stores = deps.forAccount(account);
+      const why = `the API of registered accounts (${account}) is not built yet; ctx.api serves the default company only`;
+      accounts.set(account, (parts = { mirror: stores.mirror, steps: createDurableSteps(stores.steps), api: apiNotConfigured(why) }));
+    }
+    return parts;
+  };
+  const withSteps = (ctx: SharedHandlerContext, handlerKey: string, event: AnyEvent): HandlerContext => {
+    const account = event.account ?? DEFAULT_ACCOUNT;
+    const parts = partsOf(account);
+    return {
+      ...ctx,
+      account,
+      mirror: parts.mirror,
+      api: parts.api,
+      step: parts.steps.forHandler({ eventId: event.id, handlerKey, attempt: ctx.attempt, logger: ctx.logger }),
+    };
+  };
   const table = createReloadableRegistry((handlers) => {
     const built = createHandlerRegistry<HandlerContext>();
     const use = (map: EventHandlers, source: string) => built.use(map, source, tracing ? traceHandlers(tracing.tracer) : undefined);

@@ -1,4 +1,4 @@
-import type { Queue, Job } from "bullmq";
+import type { Queue } from "bullmq";
 import { isCalendarDate as isCalendarDay, printable } from "../mirror/values.js";
 import { redisKeys } from "../redis/redis.js";
 import { DEFAULTS } from "../config/defaults.js";
@@ -136,50 +136,8 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
 
 export type OperatorActions = ReturnType<typeof createOperatorActions>;
 
-/**
- * The sync-queue job through which a CLI hands an operator action to the service that holds the
- * embedded database (only that process may open it): the worker runs the action and the job's
- * return value is its answer.
- */
-export const OPERATOR_ACTION_JOB = "operator-action";
-
-/** The actions and reads that need the event log, as a job's data. */
-export type OperatorActionRequest =
-  | { action: "replayEvent"; id: string; handler?: string }
-  | { action: "replayMatching"; filter: Record<string, string>; dryRun?: boolean; fresh?: boolean; confirm?: number }
-  | { action: "showEvent"; id: string }
-  | { action: "recordStory"; kind: string; id: string };
-
-/** The operator reads a CLI may hand over, as GET /events/{id} and GET /records/{kind}/{id} answer them; undefined when nothing is known. */
-export interface OperatorReads {
-  event(id: string): Promise<unknown>;
-  story(kind: string, id: string): Promise<unknown>;
-}
-
-/** A refusal travels as a value, not a failed job: it is the caller's answer, and nothing is retried. */
+/** A refusal travels as a value: it is the caller's answer, in its own code and words. */
 export type OperatorActionOutcome = { ok: true; result: unknown } | { ok: false; code: string; message: string };
-
-/** Runs one handed-over request; an error other than a refusal fails the job (its reason is the caller's answer). */
-export async function runOperatorActionJob(
-  actions: OperatorActions,
-  job: Pick<Job, "data">,
-  reads: OperatorReads,
-): Promise<OperatorActionOutcome> {
-  const request = job.data as OperatorActionRequest;
-  if (request.action === "showEvent" || request.action === "recordStory")
-    return outcomeOf(async () => {
-      const found = request.action === "showEvent" ? await reads.event(request.id) : await reads.story(request.kind, request.id);
-      if (found !== undefined) return found;
-      throw request.action === "showEvent"
-        ? new OperatorActionError("event_not_found", `no event ${printable(request.id)} in the event log`)
-        : new OperatorActionError("record_not_found", `nothing is known of ${request.kind} ${printable(request.id)}`);
-    });
-  return outcomeOf(() =>
-    request.action === "replayEvent"
-      ? actions.replayEvent(request.id, request.handler ? { handler: request.handler } : {})
-      : actions.replayMatching(request),
-  );
-}
 
 /**
  * What an operator action answered, as a value: its result, or its refusal (an OperatorActionError,

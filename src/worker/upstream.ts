@@ -81,10 +81,10 @@ export function upstreamFromConfig(
 }
 
 /** The `ctx.api` of a service without an upstream: every call fails with ApiNotConfiguredError. */
-export function apiNotConfigured(): ApiClient {
-  const refuse = (method: string) => () => Promise.reject(new ApiNotConfiguredError(method));
+export function apiNotConfigured(why?: string): ApiClient {
+  const refuse = (method: string) => () => Promise.reject(new ApiNotConfiguredError(method, why));
   const refuseToIterate = (method: string) => () => ({
-    [Symbol.asyncIterator]: () => ({ next: () => Promise.reject<IteratorResult<never>>(new ApiNotConfiguredError(method)) }),
+    [Symbol.asyncIterator]: () => ({ next: () => Promise.reject<IteratorResult<never>>(new ApiNotConfiguredError(method, why)) }),
   });
   return {
     listOrders: refuse("listOrders"),

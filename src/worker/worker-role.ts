@@ -17,7 +17,7 @@ import { createChangeFeed } from "./change-feed.js";
 import { type EventHandlers, createHandlerTable, adoptNamedHandlerKeys, type SharedHandlerContext } from "./handlers.js";
 import { meteredUpstream } from "./upstream.js";
 import { createRefreshRequests } from "../sync/refresh-queue.js";
-import { createSyncSchedules, createSyncWorker, syncProcessors, type SyncJobData, type SyncJobProcessors } from "./sync-worker.js";
+import { createSyncSchedules, createSyncWorker, syncProcessors, type SyncJobData } from "./sync-worker.js";
 import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
 import type { HandlerRegistry } from "../events/dispatch.js";
 import { createAttemptRunner, attemptOfJob, type AttemptLog } from "../queue/attempt-runner.js";
@@ -33,8 +33,14 @@ export interface WorkerRoleDeps {
   connection: RedisClient;
   mirror: MirrorStore;
   eventLog: EventLog;
-  /** A registered account's event log (storage.forAccount); without it every event is recorded in `eventLog`. */
-  eventLogFor?: (account: string) => Pick<EventLog, "recordAttempt" | "holds">;
+  /** A registered account's stores (storage.forAccount); without it every event is recorded and handled in the default's. */
+  forAccount?: (account: string) => {
+    eventLog: Pick<EventLog, "recordAttempt" | "holds" | "waiting">;
+    mirror: MirrorStore;
+    steps: StepStore;
+  };
+  /** The registered accounts' ids (accounts.ts): whose waiting events a restore pass also looks at. */
+  accounts?: () => Promise<string[]>;
   changeOutbox: ChangeOutbox;
   /** Durable steps' results (ctx.step). */
   steps: StepStore;
@@ -44,8 +50,6 @@ export interface WorkerRoleDeps {
   metrics: Metrics;
   /** Given when tracing is on: a span per handler, the refresh job in its event's trace, upstream spans. */
   tracing?: Tracing;
-  /** Sync-queue jobs the caller runs (the operator actions a CLI hands over: operator-actions.ts runOperatorActionJob). */
-  moreSyncProcessors?: SyncJobProcessors;
 }
 
 /**
@@ -68,14 +72,23 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
   const api = upstream?.api;
   const feed = createChangeFeed({ config, logger, metrics, mirror, outbox: deps.changeOutbox, eventsQueue, tracing });
   const refresh = createRefreshRequests({ config, connection, syncQueue, tracing });
-  const table = createHandlerTable({ logger, mirror, steps: deps.steps, api, refresh: refresh.queue, handlers: deps.handlers, tracing });
+  const table = createHandlerTable({
+    logger,
+    mirror,
+    steps: deps.steps,
+    api,
+    refresh: refresh.queue,
+    handlers: deps.handlers,
+    tracing,
+    ...(deps.forAccount ? { forAccount: deps.forAccount } : {}),
+  });
   const delivery = createEventDelivery({ ...deps, mirror, eventsQueue, registry: table.dispatch });
   const processors = syncProcessors({ ...deps, mirror, syncQueue, upstream, refresh, writer: feed.writer });
   const syncWorker = createSyncWorker({
     connection,
     prefix: config.queuePrefix,
     queue: syncQueue,
-    processors: { ...processors, ...deps.moreSyncProcessors },
+    processors,
     concurrency: config.worker.concurrency,
     lockMs: config.worker.lockMs,
     maxStalls: config.worker.maxStalls,
@@ -84,8 +97,12 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
   });
   const { streamConsumer, eventWorker } = delivery;
   // Events the log holds as waiting for a retry whose jobs Redis lost are enqueued again.
+  const { forAccount, accounts } = deps;
   const restorer = createJobRestorer({
     log: deps.eventLog,
+    ...(forAccount && accounts
+      ? { accountLogs: async () => (await accounts()).map((account) => ({ account, log: forAccount(account).eventLog })) }
+      : {}),
     queue: eventsQueue,
     connection,
     attempts: config.worker.attempts,
@@ -160,14 +177,14 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
  * the rest; both report each finished attempt to one feed and to the same metrics.
  */
 function createEventDelivery(
-  deps: Pick<WorkerRoleDeps, "config" | "logger" | "connection" | "metrics" | "mirror" | "eventLog" | "eventLogFor"> & {
+  deps: Pick<WorkerRoleDeps, "config" | "logger" | "connection" | "metrics" | "mirror" | "eventLog" | "forAccount"> & {
     eventsQueue: Queue<EventJobData>;
     registry: HandlerRegistry<SharedHandlerContext>;
   },
 ) {
-  const { config, logger, connection, metrics, mirror } = deps;
+  const { config, logger, connection, metrics, mirror, forAccount } = deps;
   /** Whether the event log takes this process's attempts. */
-  const recording = watchRecording(deps.eventLog, deps.eventLogFor);
+  const recording = watchRecording(deps.eventLog, forAccount && ((account) => forAccount(account).eventLog));
   const runner = createAttemptRunner<SharedHandlerContext>({
     registry: deps.registry,
     handlerTimeoutMs: config.worker.handlerTimeoutMs,

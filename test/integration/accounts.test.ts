@@ -151,6 +151,7 @@ describe("the accounts registry", () => {
 describe("accounts at the edge and through the operator API", () => {
   let svc: TestService;
   const seen: AnyEvent[] = [];
+  const contexts = new Map<string, { account: string; mirror: string; api: string }>();
   const call = (method: string, path: string, body?: unknown) =>
     fetch(`${svc.url}${path}`, {
       method,
@@ -166,7 +167,18 @@ describe("accounts at the edge and through the operator API", () => {
     });
   };
   beforeAll(async () => {
-    svc = await startService({ SECRETS_KEY: KEY.toString("base64") }, [{ "*": (e) => void seen.push(e) }]);
+    svc = await startService({ SECRETS_KEY: KEY.toString("base64") }, [
+      {
+        "*": async (e, ctx) => {
+          seen.push(e);
+          const api = await ctx.api.listOrders({ restaurantId: "rest_1" }).then(
+            () => "answered",
+            (err: unknown) => (err as Error).message,
+          );
+          contexts.set(e.id, { account: ctx.account, mirror: ctx.mirror.account, api });
+        },
+      },
+    ]);
   });
   afterAll(() => svc.stop());
 
@@ -194,6 +206,12 @@ describe("accounts at the edge and through the operator API", () => {
     const storage = svc.database;
     await waitFor(() => seen.some((e) => e.id === event.id), { what: "the account's event handled" });
     expect(seen.find((e) => e.id === event.id)?.account).toBe("acme");
+    // Its handlers' context is the account's: its mirror; its API is not built yet and says so.
+    expect(contexts.get(event.id)).toEqual({
+      account: "acme",
+      mirror: "acme",
+      api: expect.stringContaining("the API of registered accounts (acme) is not built yet") as string,
+    });
     // Every handler of it done (the log says handled), then the default mirror is read.
     await waitFor(
       async () =>
@@ -206,6 +224,15 @@ describe("accounts at the edge and through the operator API", () => {
     });
     const rows = await sql<{ account_id: string }>`select account_id from events where id = ${event.id}`.execute(storage.db);
     expect(rows.rows).toEqual([{ account_id: "acme" }]);
+    // Operator reads name the account (`?account=`, else default).
+    expect((await call("GET", `/events/${event.id}?account=acme`)).status).toBe(200);
+    expect((await call("GET", `/events/${event.id}`)).status).toBe(404);
+    const listedEvents = (await (await call("GET", "/events?account=acme")).json()) as { data: { id: string }[] };
+    expect(listedEvents.data.map((e) => e.id).sort()).toEqual([event.id, review.id].sort());
+    expect(((await (await call("GET", "/events")).json()) as { data: unknown[] }).data).toEqual([]);
+    expect((await call("GET", "/events?account=Not%20A%20Slug")).status).toBe(400);
+    expect((await call("GET", `/records/reviews/rev_acme?account=acme`)).status).toBe(200);
+    expect((await call("GET", `/records/reviews/rev_acme`)).status).toBe(404);
     // The same event id at the default endpoint is the default company's own event, not a duplicate of acme's.
     const again = await svc.deliver(event);
     expect(((await again.json()) as { duplicate: boolean }).duplicate).toBe(false);

@@ -88,7 +88,7 @@ describe("the CLI acts on the deployment its environment names", () => {
     expect(other.requests()).toBe(0);
   }, 60_000);
 
-  it("hands a replay to the running service that holds the embedded database, through Redis", async () => {
+  it("replays and reads through the server of the running service that holds the embedded database", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "svc-clidep-held-"));
     const svc: TestService = await startService({}, [], { dataDir });
     cleanups.push(() => svc.stop());
@@ -118,7 +118,7 @@ describe("the CLI acts on the deployment its environment names", () => {
     expect(missing.code).toBe(1);
     expectOneLine(missing.stderr, "event_not_found: no event evt_nowhere");
 
-    // Reads are handed over the same way: the service that holds the database answers them.
+    // Reads go through the same server.
     const shown = await cli(["events", "show", event.id], env);
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout.startsWith(`event ${event.id} (guest.visited), received `)).toBe(true);

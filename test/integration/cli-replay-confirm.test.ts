@@ -83,11 +83,18 @@ describe("replay --confirm", () => {
     await waitFor(async () => (await svc.service.eventLog.query({ type: "guest.*", status: "handled" })).data.length === 3, {
       what: "the three events handled",
     });
-    const env = { DATA_DIR: dataDir, DATABASE_SCHEMA: svc.database.schema, REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: svc.prefix };
+    // The deployment's environment, as the service has it: the CLI goes through the service's server.
+    const env = {
+      DATA_DIR: dataDir,
+      DATABASE_SCHEMA: svc.database.schema,
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: svc.prefix,
+      BULK_REPLAY_CONFIRM_ABOVE: "2",
+    };
     const remote = { ADMIN_TOKEN, BULK_REPLAY_CONFIRM_ABOVE: "1000" };
 
     expectRefused(await cli(["replay", "--type", "guest.*"], env), 3);
-    // The service's cap counts, not the CLI's environment's.
+    // At --url the service's cap counts, not the CLI's environment's.
     expectRefused(await cli(["replay", "--type", "guest.*", "--url", svc.url], remote), 3);
     for (const [args, where] of [
       [["replay", "--type", "guest.*", "--confirm"], env],
@@ -95,24 +102,32 @@ describe("replay --confirm", () => {
     ] as const) {
       const confirmed = await cli([...args, "--json"], where);
       expect(confirmed.code, confirmed.stderr).toBe(0);
-      expect(JSON.parse(confirmed.stdout)).toMatchObject({ queued: 3, bulk: expect.stringMatching(/^bulk-/) as string });
-      // One bulk replay per filter at a time: the next waits for this one's events to run.
       await waitFor(
         async () => (await svc.service.eventLog.query({ type: "guest.*" })).data.every((e) => e.attempts === (where === env ? 2 : 3)),
         { what: "the replayed events' attempts" },
       );
-      // Followed by its id: straight from Redis, or at --url.
+      // On the stores here the CLI queues them itself, as on a DATABASE_URL deployment.
+      if (where === env) {
+        expect(JSON.parse(confirmed.stdout)).toEqual({ queued: 3 });
+        continue;
+      }
+      // At --url, a bulk replay of the service's, followed by its id: at --url, or straight from Redis.
+      expect(JSON.parse(confirmed.stdout)).toMatchObject({ queued: 3, bulk: expect.stringMatching(/^bulk-/) as string });
       const { bulk } = JSON.parse(confirmed.stdout) as { bulk: string };
-      const at = where === env ? [] : ["--url", svc.url];
-      const state = async () =>
-        (JSON.parse((await cli(["replay", "status", bulk, ...at, "--json"], where)).stdout) as { state: string }).state;
-      await waitFor(async () => (await state()) === "done", { what: "the bulk replay done" });
-      const said = await cli(["replay", "status", bulk, ...at], where);
-      expect(said.stdout).toBe(`bulk replay ${bulk} is done: of 3 events, 3 handled, 0 failed`);
-      // A replay that ended stays as it ended.
-      const cancelled = await cli(["replay", "cancel", bulk, ...at], where);
-      expect(cancelled.code, cancelled.stderr).toBe(0);
-      expect(cancelled.stdout).toBe(`bulk replay ${bulk} is done: of 3 events, 3 handled, 0 failed`);
+      for (const [at, asking] of [
+        [["--url", svc.url], where],
+        [[], env],
+      ] as const) {
+        const state = async () =>
+          (JSON.parse((await cli(["replay", "status", bulk, ...at, "--json"], asking)).stdout) as { state: string }).state;
+        await waitFor(async () => (await state()) === "done", { what: "the bulk replay done" });
+        const said = await cli(["replay", "status", bulk, ...at], asking);
+        expect(said.stdout).toBe(`bulk replay ${bulk} is done: of 3 events, 3 handled, 0 failed`);
+        // A replay that ended stays as it ended.
+        const cancelled = await cli(["replay", "cancel", bulk, ...at], asking);
+        expect(cancelled.code, cancelled.stderr).toBe(0);
+        expect(cancelled.stdout).toBe(`bulk replay ${bulk} is done: of 3 events, 3 handled, 0 failed`);
+      }
     }
     const unknown = await cli(["replay", "status", "bulk-00000000-0000-0000-0000-000000000000"], env);
     expect(unknown.code).toBe(1);

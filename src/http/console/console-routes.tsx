@@ -22,7 +22,8 @@ import { MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters, RecordPage, recordHre
  */
 export interface ConsoleSources {
   events: {
-    get(id: string): Promise<EventDetail | undefined>;
+    /** `account`: `?account=` (none: default). */
+    get(id: string, account?: string): Promise<EventDetail | undefined>;
     /** GET /events's query: its parameters, strictly (a bad one throws invalid_filter). */
     query(query: Record<string, string>): Promise<LogPage>;
   };

@@ -1,0 +1,113 @@
+// `accounts`: the registered companies (mirror/accounts.ts) from the shell, on the database the
+// environment names (through the running service's embedded server when it holds DATA_DIR), or at
+// --url through the operator API. Keys and secrets come from the environment, never from the
+// command line, where `ps` and the shell's history would keep them.
+import { loadConfig } from "../config/config.js";
+import { type AccountSummary, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
+import { printable } from "../mirror/values.js";
+import { type Answer, answer, type Command, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
+import { openMigratedStorage, operatorClient, operatorUrl } from "./operator.js";
+
+const help = `svc-webhooks accounts list [--url <url>]
+svc-webhooks accounts add <id> [--url <url>]
+svc-webhooks accounts rotate <id> [--retire-old] [--url <url>]
+svc-webhooks accounts remove <id> [--purge] [--url <url>]
+
+The restaurant companies this deployment serves besides the env-configured one (default), each
+with its API key and signing secrets, stored sealed with SECRETS_KEY (docs/accounts.md). An
+account's webhooks go to POST /webhooks/<id>.
+  add       registers <id> (a slug) with the key in ACCOUNT_API_KEY and the signing secret in
+            ACCOUNT_SIGNING_SECRET (read from the environment, never from flags)
+  rotate    adds the signing secret in ACCOUNT_SIGNING_SECRET (the newest is listed first; the old
+            ones still verify), replaces the key with ACCOUNT_API_KEY; either or both
+  --retire-old  with rotate: keep only the newest signing secret
+  remove    stops <id>'s endpoint and sync at once
+  --purge   with remove: also delete its mirror rows, events and steps
+  --url     a running service's operator API instead (with ADMIN_TOKEN)
+Directly on the database (DATABASE_URL, or the embedded one under DATA_DIR), add and rotate need
+SECRETS_KEY, the service's own.`;
+
+const VERBS = ["list", "add", "rotate", "remove"] as const;
+
+/** The registry's calls, on the database here or at --url. */
+interface Accounts {
+  list(): Promise<AccountSummary[]>;
+  add(input: Record<string, unknown>): Promise<AccountSummary>;
+  rotate(id: string, input: Record<string, unknown>): Promise<AccountSummary>;
+  remove(id: string, purge: boolean): Promise<void>;
+}
+
+async function runAccounts(argv: string[], env: NodeJS.ProcessEnv): Promise<Answer> {
+  const { values, positionals } = parseFlags({
+    args: argv,
+    options: flagOptions(["url"], ["retire-old", "purge"]),
+    allowPositionals: true,
+    strict: true,
+  });
+  const [verb, id, ...extra] = positionals;
+  if (!verb || !(VERBS as readonly string[]).includes(verb))
+    throw new UsageError(`accounts takes ${VERBS.join(", ")}${verb ? didYouMean(verb, VERBS) : ""}`);
+  if (verb === "list" ? id !== undefined : !id || extra.length > 0)
+    throw new UsageError(`accounts ${verb} takes ${verb === "list" ? "no id" : "one account id"}`);
+  if (values["retire-old"] && verb !== "rotate") throw new UsageError("--retire-old goes with rotate");
+  if (values.purge && verb !== "remove") throw new UsageError("--purge goes with remove");
+  const secrets = {
+    ...(env.ACCOUNT_API_KEY ? { apiKey: env.ACCOUNT_API_KEY } : {}),
+    ...(env.ACCOUNT_SIGNING_SECRET ? { signingSecret: env.ACCOUNT_SIGNING_SECRET } : {}),
+  };
+  if (verb === "add" && (!secrets.apiKey || !secrets.signingSecret))
+    throw new UsageError("accounts add reads the account's key and secret from ACCOUNT_API_KEY and ACCOUNT_SIGNING_SECRET: set both");
+  return withAccounts(values.url, env, async (accounts) => {
+    const account = id ?? "";
+    if (verb === "list") {
+      const all = await accounts.list();
+      const lines = all.map((a) => `${printable(a.id)}: ${plural(a.signingSecrets, "signing secret")}, since ${a.createdAt}`);
+      return answer({ data: all }, [`${plural(all.length, "account")} besides default`, ...lines].join("\n"));
+    }
+    if (verb === "add") {
+      const added = await accounts.add({ id: account, ...secrets });
+      return answer(added, `account ${printable(added.id)} added: its webhooks go to POST /webhooks/${added.id}`);
+    }
+    if (verb === "rotate") {
+      const rotated = await accounts.rotate(account, { ...secrets, ...(values["retire-old"] ? { retireOldSecrets: true } : {}) });
+      return answer(
+        rotated,
+        `account ${printable(rotated.id)} rotated: ${plural(rotated.signingSecrets, "signing secret")} verify its webhooks`,
+      );
+    }
+    await accounts.remove(account, values.purge === true);
+    return answer(
+      { id: account, removed: true, purged: values.purge === true },
+      `account ${printable(account)} removed${values.purge ? ", with its rows, events and steps" : ""}`,
+    );
+  });
+}
+
+/** Runs `work` on the accounts at --url, else on the registry of the database the environment names. */
+async function withAccounts(
+  url: string | undefined,
+  env: NodeJS.ProcessEnv,
+  work: (accounts: Accounts) => Promise<Answer>,
+): Promise<Answer> {
+  if (url !== undefined) {
+    const api = operatorClient(operatorUrl(url), env.ADMIN_TOKEN);
+    return work({
+      list: async () => (await api.call<{ data: AccountSummary[] }>("GET", "/accounts")).data,
+      add: (input) => api.call("POST", "/accounts", input),
+      rotate: (id, input) => api.call("POST", `/accounts/${encodeURIComponent(id)}/rotate`, input),
+      remove: async (id, purge) => {
+        await api.call("DELETE", `/accounts/${encodeURIComponent(id)}?purge=${purge}`);
+      },
+    });
+  }
+  const config = loadConfig({ ...env, ROLE: "worker" });
+  const storage = await openMigratedStorage(config, { attach: true });
+  try {
+    const registry = createAccountRegistry(storage.database.db, config.secretsKey ? createSecretsBox(config.secretsKey) : undefined);
+    return await work({ ...registry, remove: (id, purge) => registry.remove(id, { purge }) });
+  } finally {
+    await storage.close();
+  }
+}
+
+export const accounts: Command = { help, answers: true, run: runAccounts };

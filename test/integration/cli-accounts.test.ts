@@ -1,0 +1,66 @@
+import { randomBytes } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { signPayload } from "../../src/events/envelope.js";
+import { sampleEvent } from "../helpers/edge.js";
+import { startService, type TestService } from "../helpers/service.js";
+import { cli } from "../helpers/cli-main.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+const SECRETS_KEY = randomBytes(32).toString("base64");
+const KEY = "svc_live_cli_account_key_0123";
+const SECRET = "whsec_cli_account_secret_0123";
+
+describe("svc-webhooks accounts, on the embedded database a running service holds", () => {
+  let svc: TestService;
+  let env: Record<string, string>;
+  const deliver = (account: string) => {
+    const text = JSON.stringify(sampleEvent({ type: "guest.visited", data: {} }));
+    return fetch(`${svc.url}/webhooks/${account}`, {
+      method: "POST",
+      body: text,
+      headers: { "content-type": "application/json", "x-svc-signature": signPayload(text, SECRET) },
+    });
+  };
+  beforeAll(async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "svc-cli-accounts-"));
+    svc = await startService({ SECRETS_KEY }, [], { dataDir });
+    env = { DATA_DIR: dataDir, DATABASE_SCHEMA: svc.database.schema, REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: svc.prefix, SECRETS_KEY };
+  });
+  afterAll(() => svc.stop());
+
+  it("adds, lists, rotates and removes an account; the service serves and stops serving it; no value is printed", async () => {
+    const missing = await cli(["accounts", "add", "acme"], env);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("ACCOUNT_API_KEY and ACCOUNT_SIGNING_SECRET");
+    const keyless = await cli(["accounts", "add", "acme"], {
+      ...env,
+      SECRETS_KEY: "",
+      ACCOUNT_API_KEY: KEY,
+      ACCOUNT_SIGNING_SECRET: SECRET,
+    });
+    expect(keyless.code).toBe(1);
+    expect(keyless.stderr.trim().split("\n")).toHaveLength(1);
+    expect(keyless.stderr).toContain("SECRETS_KEY is not set");
+
+    const added = await cli(["accounts", "add", "acme"], { ...env, ACCOUNT_API_KEY: KEY, ACCOUNT_SIGNING_SECRET: SECRET });
+    expect(added, added.stderr).toMatchObject({ code: 0, stdout: "account acme added: its webhooks go to POST /webhooks/acme" });
+    // The running service reads the registry again within a poll.
+    await waitFor(async () => (await deliver("acme")).status === 200, { what: "acme served" });
+
+    const listed = await cli(["accounts", "list", "--json"], env);
+    expect(JSON.parse(listed.stdout)).toMatchObject({ data: [{ id: "acme", signingSecrets: 1 }] });
+    const rotated = await cli(["accounts", "rotate", "acme"], { ...env, ACCOUNT_SIGNING_SECRET: "whsec_cli_account_next_01234" });
+    expect(rotated.stdout).toBe("account acme rotated: 2 signing secrets verify its webhooks");
+    const bad = await cli(["accounts", "add", "Acme Corp"], { ...env, ACCOUNT_API_KEY: KEY, ACCOUNT_SIGNING_SECRET: SECRET });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr.trim()).toMatch(/^svc-webhooks: id must be a slug[^\n]*$/);
+
+    const removed = await cli(["accounts", "remove", "acme", "--purge"], env);
+    expect(removed.stdout).toBe("account acme removed, with its rows, events and steps");
+    await waitFor(async () => (await deliver("acme")).status === 404, { what: "acme no longer served" });
+    for (const r of [added, listed, rotated, removed]) expect(r.stdout + r.stderr).not.toMatch(/svc_live_cli|whsec_cli/);
+  });
+});
