@@ -119,7 +119,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
         receivedAt: receivedAt(),
         payload: envelope.payload,
         payloadJson: envelope.text,
-        ...(account === undefined ? {} : { account }),
+        account,
       }),
     );
     c.set("duplicate", result.duplicate);

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import * as z from "zod";
 import { isApiKey } from "../upstream/client.js";
 import { type DatabaseSchema, DEFAULT_ACCOUNT } from "./database.js";
-import { MirrorFilterError } from "./errors.js";
+import { AccountError, AccountsUnavailableError, MirrorFilterError } from "./errors.js";
 
 // The accounts registry: one row per restaurant company that a deployment serves besides the
 // env-configured `default` (API_KEY, SIGNING_SECRET), with its API key and signing secrets sealed
@@ -15,18 +15,6 @@ import { MirrorFilterError } from "./errors.js";
 export const ACCOUNT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 /** Signing secrets one account may hold at once: the current one and those a rotation keeps. */
 export const MAX_SIGNING_SECRETS = 5;
-
-/** Why the registry refused: its code (the HTTP status is http/errors.ts's), the field at fault when there is one. */
-export class AccountError extends Error {
-  constructor(
-    readonly code: "invalid_account" | "account_exists" | "account_not_found" | "secrets_key_missing",
-    message: string,
-    readonly field?: string,
-  ) {
-    super(message);
-    this.name = "AccountError";
-  }
-}
 
 // --- Sealing: AES-256-GCM from node:crypto, a fresh 96-bit nonce per value, and the account and
 // field as associated data, so a sealed value copied into another row or column does not open.
@@ -250,15 +238,6 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
       return `${row.n}:${row.last ?? ""}`;
     },
   };
-}
-
-/** The registry could not be read yet (the database away at start) or an account's secrets do not open: the edge answers 503. */
-export class AccountsUnavailableError extends Error {
-  readonly code = "accounts_unavailable";
-  constructor(message: string) {
-    super(message);
-    this.name = "AccountsUnavailableError";
-  }
 }
 
 /** The edge's and the workers' view of the registry, in memory: what a delivery or a call needs, without a query. */

@@ -118,3 +118,19 @@ export async function withOperatorTimeout<T>(timeoutMs: number, read: () => Prom
     throw error;
   }
 }
+
+/** Why the accounts registry (accounts.ts) refused: its code (the HTTP status is http/errors.ts's), the field at fault when there is one. */
+export class AccountError extends NamedError {
+  constructor(
+    readonly code: "invalid_account" | "account_exists" | "account_not_found" | "secrets_key_missing",
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The registry could not be read yet (the database away at start) or an account's secrets do not open: the edge answers 503. */
+export class AccountsUnavailableError extends NamedError {
+  readonly code = "accounts_unavailable";
+}
