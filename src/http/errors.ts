@@ -3,7 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { EnvelopeError, EventIdentifierError, PayloadTooDeepError, WebhookSignatureError } from "../events/envelope.js";
 import { ReservedEventTypeError } from "../events/errors.js";
 import { QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
-import { printable } from "../mirror/values.js";
+import { printable, shortened } from "../mirror/values.js";
 
 /**
  * The header every answer names the service by (`x-served-by: svc-webhooks`, set in app.ts): the
@@ -61,7 +61,7 @@ export class NotReadyError extends Error {
 export class UnknownAccountError extends Error {
   readonly code = "account_not_found";
   constructor(account: string) {
-    super(`no account ${printable(account)}`);
+    super(`no account ${shortened(printable(account), 80)}`);
     this.name = "UnknownAccountError";
   }
 }

@@ -202,6 +202,10 @@ describe("accounts at the edge and through the operator API", () => {
     const unknown = await deliverTo("/initech", sampleEvent(), ACME.signingSecret, 2 * 1024 * 1024);
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe("account_not_found");
+    // An id from outside is echoed bounded.
+    const long = await deliverTo(`/${"x".repeat(5000)}`, sampleEvent(), ACME.signingSecret);
+    expect(long.status).toBe(404);
+    expect(((await long.json()) as { error: { message: string } }).error.message.length).toBeLessThan(120);
 
     const storage = svc.database;
     await waitFor(() => seen.some((e) => e.id === event.id), { what: "the account's event handled" });
