@@ -33,7 +33,7 @@ import {
   UsageError,
 } from "./command.js";
 
-const replayHelp = `svc-webhooks replay --id <event-id> [--handler <key>]
+const replayHelp = `svc-webhooks replay --id <event-id> [--handler <key>] [--account <id>]
 svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
                     [--status received|retrying|handled|failed] [--handler <key>] [--fresh]
                     [--dry-run | --confirm]
@@ -46,6 +46,7 @@ dev\` or \`npm start\`, through that service's server) and its Redis (REDIS_URL,
 A replay removes the replayed events' failed jobs, so an old dead letter cannot run a handler once more.
   --id              replay this one event (all its handlers, or --handler's); asked again while
                     the first replay still waits, it queues nothing more
+  --account         with --id: the event of this registered account (docs/accounts.md)
   --url             a remote service's operator API instead (with ADMIN_TOKEN)
 
 By filter (no positional argument): queues every logged event that matches again, as a
@@ -84,7 +85,7 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
     args: argv,
     options: {
       queue: { type: "string", default: "events" },
-      ...flagOptions(["id", "url", "since", "until", "type", "status", "handler"], ["dry-run", "fresh", "confirm"]),
+      ...flagOptions(["id", "url", "since", "until", "type", "status", "handler", "account"], ["dry-run", "fresh", "confirm"]),
     },
     allowPositionals: true,
     strict: true,
@@ -96,9 +97,10 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
     const others = (["since", "until", "type", "status", "dry-run", "fresh", "confirm"] as const).filter(
       (f) => values[f] !== undefined && values[f] !== false,
     );
-    if (others.length > 0) throw new UsageError(`--id takes only --handler and --url; not --${others.join(", --")}`);
-    return replayOne(config, values.id, values.handler, remote);
+    if (others.length > 0) throw new UsageError(`--id takes only --handler, --account and --url; not --${others.join(", --")}`);
+    return replayOne(config, values.id, { handler: values.handler, account: values.account }, remote);
   }
+  if (values.account !== undefined) throw new UsageError("--account goes with --id: a registered account's events replay one by one");
   if (positionals.length === 0) return replayMatching(config, values, remote, stop, out);
   const [what, ...extra] = positionals;
   if ((what === "status" || what === "cancel") && extra.length === 1 && extra[0]) return bulkReplay(config, what, extra[0], remote);
@@ -146,10 +148,19 @@ function sayReplay(value: {
 }
 
 /** One event by id: at --url, else on the stores the environment names. */
-async function replayOne(config: Config, id: string, handler: string | undefined, remote: OperatorClient | undefined): Promise<Answer> {
-  const options = handler ? { handler } : {};
+async function replayOne(
+  config: Config,
+  id: string,
+  { handler, account }: { handler: string | undefined; account: string | undefined },
+  remote: OperatorClient | undefined,
+): Promise<Answer> {
+  const options = { ...(handler ? { handler } : {}), ...(account ? { account } : {}) };
   const result = remote
-    ? await remote.call("POST", `/events/${encodeURIComponent(id)}/replay`, options)
+    ? await remote.call(
+        "POST",
+        `/events/${encodeURIComponent(id)}/replay${account ? `?account=${encodeURIComponent(account)}` : ""}`,
+        handler ? { handler } : {},
+      )
     : await withDirectActions(config, await openEventStores(config), ({ actions }) => actions.replayEvent(id, options));
   return answer(result, sayReplay(result as Parameters<typeof sayReplay>[0]));
 }
@@ -469,7 +480,7 @@ async function directOperatorActions(
     syncQueue,
     redis: connection,
     prefix: config.queuePrefix,
-    ...(storage ? { steps: storage.steps } : {}),
+    ...(storage ? { steps: storage.steps, eventLogOf: (account: string) => storage.forAccount(account).eventLog } : {}),
     syncAvailable: config.api !== undefined,
     // Nothing here logs in a one-off command (bulk replays run in the foreground through replayEvents).
     logger: createLogger({ level: "silent" }),

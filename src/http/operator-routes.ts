@@ -163,9 +163,10 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
 
 /** What the operator's write routes call; the service wires worker/operator-actions.ts in (http never imports it). */
 export interface OperatorActionsPort {
+  /** `account`: the `?account=` of the request (checked by the actions; none: default). */
   replayEvent(
     id: string,
-    options: { handler?: string; idempotencyKey?: string },
+    options: { handler?: string; idempotencyKey?: string; account?: string },
   ): Promise<{ event: string; replay: { id: string; handlers: string[] } }>;
   replayMatching(request: {
     filter: Record<string, string | undefined>;
@@ -284,8 +285,17 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
   route.post("/events/:id/replay", async (c) => {
     const id = eventIdParam(c);
     const { handler } = await body(c, ReplayOne);
-    const result = await actions.replayEvent(id, { ...(handler ? { handler } : {}), ...idempotencyKey(c) });
-    audit("POST /events/:id/replay", { event: result.event, replay: result.replay.id, handler: handler ?? "*" }, 1);
+    const account = c.req.query("account");
+    const result = await actions.replayEvent(id, {
+      ...(handler ? { handler } : {}),
+      ...idempotencyKey(c),
+      ...(account ? { account } : {}),
+    });
+    audit(
+      "POST /events/:id/replay",
+      { event: result.event, replay: result.replay.id, handler: handler ?? "*", ...(account ? { account } : {}) },
+      1,
+    );
     return c.json(result, 202);
   });
   for (const request of ["reconcile", "backfill"] as const)

@@ -119,6 +119,7 @@ export function serviceOperatorActions(deps: {
     prefix,
     ...(worker ? { handlerKeys: (type: string) => worker.handlerKeys(type) } : {}),
     steps: deps.storage.steps,
+    eventLogOf: (account) => deps.storage.forAccount(account).eventLog,
     confirmAbove: config.bulkReplayConfirmAbove,
     syncAvailable: config.api !== undefined,
     // "Refresh now" on a record page notes its id where the built-in handlers note events' ids.

@@ -4,6 +4,9 @@ import { redisKeys } from "../redis/redis.js";
 import { DEFAULTS } from "../config/defaults.js";
 import { type BulkReplayDeps, bulkReplays, digest, refuseReusedKey, replayJob, removeReplayedFailedJobs } from "./replays.js";
 import { OperatorActionError } from "./errors.js";
+import type { EventLog } from "../mirror/event-log.js";
+import { accountParam } from "../mirror/accounts.js";
+import { DEFAULT_ACCOUNT } from "../mirror/database.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import type { RefreshNote, RefreshQueue } from "../sync/refresh-queue.js";
 import { RESOURCES, SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
@@ -31,6 +34,8 @@ export interface OperatorActionsDeps extends Omit<BulkReplayDeps, "confirmAbove"
   refresh?: Pick<RefreshQueue, "request">;
   /** BULK_REPLAY_CONFIRM_ABOVE (its default when absent). */
   confirmAbove?: number;
+  /** A registered account's part of the event log (storage.forAccount): where replayEvent's `account` reads. */
+  eventLogOf?: (account: string) => Pick<EventLog, "get">;
 }
 
 /**
@@ -57,8 +62,12 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
      * still queued, or with the same Idempotency-Key within a day, it answers the same replay id
      * and queues nothing more.
      */
-    async replayEvent(id: string, options: { handler?: string; idempotencyKey?: string } = {}) {
-      const event = await eventLog.get(id);
+    async replayEvent(id: string, options: { handler?: string; idempotencyKey?: string; account?: string } = {}) {
+      // `account` as `?account=` names it (accountParam); default's events are the log's own.
+      const named = accountParam(options.account);
+      const account = named === DEFAULT_ACCOUNT ? undefined : named;
+      const log = account === undefined || !deps.eventLogOf ? eventLog : deps.eventLogOf(account);
+      const event = await log.get(id);
       if (!event) throw new OperatorActionError("event_not_found", `no event ${printable(id)} in the event log`);
       const known = deps.handlerKeys?.(event.type) ?? Object.keys(event.handlers);
       const { handler, idempotencyKey } = options;
@@ -67,12 +76,14 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
           "unknown_handler",
           `no handler ${handler} for ${event.type}; handlers: ${known.join(", ") || "none"}`,
         );
-      if (idempotencyKey) await claimIdempotencyKey(idempotencyKey, digest(id, handler ?? "*"));
-      await removeFailedJobs([id]);
-      const job = replayJob(event, { handler });
+      // The account joins every key only when there is one, so default's keys stay as they were.
+      const target = account === undefined ? [id, handler ?? "*"] : [id, handler ?? "*", account];
+      if (idempotencyKey) await claimIdempotencyKey(idempotencyKey, digest(...target));
+      await removeReplayedFailedJobs(eventsQueue, [id], account);
+      const job = replayJob(event, { handler, ...(account === undefined ? {} : { account }) });
       const deduplication = idempotencyKey
-        ? { id: `idem-${digest(idempotencyKey, id, handler ?? "*")}`, ttl: IDEMPOTENCY_TTL_MS }
-        : { id: `replay-${digest(id, handler ?? "*")}` };
+        ? { id: `idem-${digest(idempotencyKey, ...target)}`, ttl: IDEMPOTENCY_TTL_MS }
+        : { id: `replay-${digest(...target)}` };
       const added = await eventsQueue.add(job.name, job.data, { ...job.opts, deduplication });
       return { event: id, replay: { id: added.id ?? job.opts.jobId, handlers: handler ? [handler] : known } };
     },

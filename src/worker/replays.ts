@@ -130,9 +130,9 @@ export function replayQueryFromFilter(filter: Record<string, string | undefined>
  */
 export function replayJob(
   event: Pick<LoggedEvent, "id" | "type" | "payload">,
-  options: Pick<ReplayOptions, "handler" | "bulk"> & { sequence?: number } = {},
+  options: Pick<ReplayOptions, "handler" | "bulk"> & { sequence?: number; account?: string } = {},
 ) {
-  const { handler, bulk, sequence } = options;
+  const { handler, bulk, sequence, account } = options;
   const data: EventJobData = {
     id: event.id,
     type: event.type,
@@ -142,6 +142,7 @@ export function replayJob(
     replay: true,
     ...(handler ? { only: [handler] } : {}),
     ...(bulk ? { bulk } : {}),
+    ...(account === undefined ? {} : { account }),
   };
   const jobId = bulk !== undefined && sequence !== undefined ? bulkReplayJobId(bulk, sequence) : `replay-${randomUUID()}`;
   return { name: event.type, data, opts: { jobId } };
@@ -440,15 +441,20 @@ const FAILED_PAGE = 200;
  *
  * The failed set is bounded by KEEP_FAILED_JOBS, so one pass over it is bounded too.
  */
-export async function removeReplayedFailedJobs(queue: Pick<Queue, "getFailed" | "remove">, eventIds: Iterable<string>): Promise<string[]> {
+export async function removeReplayedFailedJobs(
+  queue: Pick<Queue, "getFailed" | "remove">,
+  eventIds: Iterable<string>,
+  account?: string,
+): Promise<string[]> {
   const wanted = new Set(eventIds);
   if (wanted.size === 0) return [];
   const matching: string[] = [];
   for (let start = 0; ; start += FAILED_PAGE) {
     const jobs = await queue.getFailed(start, start + FAILED_PAGE - 1);
     for (const job of jobs) {
-      const data = job.data as { id?: unknown } | undefined;
-      if (job.id && typeof data?.id === "string" && wanted.has(data.id)) matching.push(job.id);
+      // Event ids are unique within a company: a job is the event's when its account is the replay's too.
+      const data = job.data as { id?: unknown; account?: unknown } | undefined;
+      if (job.id && typeof data?.id === "string" && wanted.has(data.id) && data.account === account) matching.push(job.id);
     }
     if (jobs.length < FAILED_PAGE) break;
   }

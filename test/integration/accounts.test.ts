@@ -237,6 +237,16 @@ describe("accounts at the edge and through the operator API", () => {
     expect((await call("GET", "/events?account=Not%20A%20Slug")).status).toBe(400);
     expect((await call("GET", `/records/reviews/rev_acme?account=acme`)).status).toBe(200);
     expect((await call("GET", `/records/reviews/rev_acme`)).status).toBe(404);
+    // Replayed as acme's: read from its part of the log, run as its event again, recorded there.
+    expect((await call("POST", `/events/${event.id}/replay`, {})).status).toBe(404);
+    expect((await call("POST", `/events/${event.id}/replay?account=acme`, {})).status).toBe(202);
+    await waitFor(
+      async () =>
+        (await sql<{ attempts: number }>`select attempts from events where account_id = 'acme' and id = ${event.id}`.execute(storage.db))
+          .rows[0]?.attempts === 2,
+      { what: "acme's event replayed" },
+    );
+    expect(seen.filter((e) => e.id === event.id).map((e) => e.account)).toEqual(["acme", "acme"]);
     // The same event id at the default endpoint is the default company's own event, not a duplicate of acme's.
     const again = await svc.deliver(event);
     expect(((await again.json()) as { duplicate: boolean }).duplicate).toBe(false);

@@ -49,6 +49,14 @@ describe("svc-webhooks accounts, on the embedded database a running service hold
     expect(added, added.stderr).toMatchObject({ code: 0, stdout: "account acme added: its webhooks go to POST /webhooks/acme" });
     // The running service reads the registry again within a poll.
     await waitFor(async () => (await deliver("acme")).status === 200, { what: "acme served" });
+    // One of its events replayed from the CLI, named by its account.
+    const acmeEvents = async () => ((await (await svc.admin("/events?account=acme")).json()) as { data: { id: string }[] }).data;
+    await waitFor(async () => (await acmeEvents()).length > 0, { what: "acme's event logged" });
+    const id = (await acmeEvents())[0]?.id ?? "";
+    expect((await cli(["replay", "--id", id], env)).stderr).toContain("event_not_found");
+    const replayed = await cli(["replay", "--id", id, "--account", "acme", "--json"], env);
+    expect(replayed.code, replayed.stderr).toBe(0);
+    expect(JSON.parse(replayed.stdout)).toMatchObject({ event: id });
 
     const listed = await cli(["accounts", "list", "--json"], env);
     expect(JSON.parse(listed.stdout)).toMatchObject({ data: [{ id: "acme", signingSecrets: 1 }] });

@@ -183,6 +183,6 @@ describe("one-line errors, in bounded time", () => {
 
     const mixed = cli(["replay", "--id", "evt_1", "--status", "failed"], {});
     expect((await mixed.exited).code).toBe(2);
-    expectOneLine(mixed.stderr(), "--id takes only --handler and --url");
+    expectOneLine(mixed.stderr(), "--id takes only --handler, --account and --url");
   }, 180_000);
 });
