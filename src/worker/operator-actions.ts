@@ -66,6 +66,8 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
       // `account` as `?account=` names it (accountParam); default's events are the log's own.
       const named = accountParam(options.account);
       const account = named === DEFAULT_ACCOUNT ? undefined : named;
+      if (account !== undefined && !deps.eventLogOf)
+        throw new OperatorActionError("invalid_request", "this process reads the default company's events only");
       const log = account === undefined || !deps.eventLogOf ? eventLog : deps.eventLogOf(account);
       const event = await log.get(id);
       if (!event) throw new OperatorActionError("event_not_found", `no event ${printable(id)} in the event log`);
