@@ -4,7 +4,7 @@ import type { Job, Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
-import type { HandlerMap } from "../events/dispatch.js";
+import type { HandlerMap, WrapHandler } from "../events/dispatch.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import { REFUNDED_STATUS } from "../upstream/models.js";
 import { defineScripts, redisKeys, type RedisClient, type RedisKeys } from "../redis/redis.js";
@@ -493,7 +493,7 @@ export function createSyncHandlers(scheduler: RefreshQueue, { withApi }: { withA
   const storeReview: SyncHandlers["review.created"] = async (e, ctx) => {
     await ctx.mirror.upsert("reviews", [e.data], await ctx.mirror.clock());
   };
-  if (!withApi) return defaultAccountOnly({ "review.created": storeReview });
+  if (!withApi) return { "review.created": storeReview };
   // What the event says of the record (status, dates) is a hint for the narrowest read, never data.
   const text = (value: unknown) => (typeof value === "string" ? value : undefined);
   const order = async (e: { id: string; data: { id: string; restaurantId: string; status?: string | undefined; createdAt?: unknown } }) =>
@@ -504,7 +504,7 @@ export function createSyncHandlers(scheduler: RefreshQueue, { withApi }: { withA
     });
   const booking = async (e: { id: string; data: { id: string; restaurantId: string; date?: string | undefined } }) =>
     scheduler.request("bookings", e.data.restaurantId, e.data.id, { eventId: e.id, date: e.data.date });
-  return defaultAccountOnly({
+  return {
     "order.created": order,
     "order.status_changed": order,
     // Fired by the refund operation only (spec part 6): the order is REFUNDED even when the event is thin.
@@ -513,22 +513,20 @@ export function createSyncHandlers(scheduler: RefreshQueue, { withApi }: { withA
     "booking.status_changed": booking,
     "menu_item.updated": (e) => scheduler.request("menu-items", e.data.restaurantId),
     "review.created": storeReview,
-  });
+  };
 }
 
 /**
  * The sync keeps the `default` company's mirror only: a registered account's events run the
- * user's handlers and are logged under their account, and its mirror is not kept yet (docs/accounts.md).
+ * user's handlers and are logged under their account, and its mirror is not kept yet
+ * (docs/accounts.md). Applied where the built-in handlers are registered, so their keys stay theirs.
  */
-function defaultAccountOnly(handlers: SyncHandlers): SyncHandlers {
-  const wrapped = Object.fromEntries(
-    Object.entries(handlers).map(([type, handle]) => {
-      const run = handle as (e: unknown, ctx: unknown) => unknown;
-      const only = (e: { account?: string }, ctx: unknown) =>
-        e.account === undefined || e.account === DEFAULT_ACCOUNT ? run(e, ctx) : undefined;
-      // A handler's key is named after its function (events.handlers, steps): the wrapper keeps the name.
-      return [type, Object.defineProperty(only, "name", { value: run.name })];
-    }),
-  );
-  return wrapped;
-}
+export const defaultAccountOnly =
+  <Ctx>(wrapped?: WrapHandler<Ctx>): WrapHandler<Ctx> =>
+  (handler, about) => {
+    const run = wrapped ? wrapped(handler, about) : handler;
+    return (event: never, ctx: Ctx) => {
+      const { account } = event as { account?: string };
+      return account === undefined || account === DEFAULT_ACCOUNT ? run(event, ctx) : undefined;
+    };
+  };

@@ -26,7 +26,7 @@ import { type StepFunction, createDurableSteps, stepAwareApi } from "./durable-s
 import type { StepStore } from "../mirror/step-store.js";
 import { traceHandlers, type Tracing } from "../tracing/tracing.js";
 import { apiNotConfigured } from "./upstream.js";
-import { createSyncHandlers, type RefreshQueue } from "../sync/refresh-queue.js";
+import { createSyncHandlers, defaultAccountOnly, type RefreshQueue } from "../sync/refresh-queue.js";
 import type { HandlerKeyRename } from "../mirror/event-log.js";
 import { isAbsolute, resolve } from "node:path";
 import { execFileSync } from "node:child_process";
@@ -140,8 +140,9 @@ export function createHandlerTable(deps: {
   };
   const table = createReloadableRegistry((handlers) => {
     const built = createHandlerRegistry<HandlerContext>();
-    const use = (map: EventHandlers, source: string) => built.use(map, source, tracing ? traceHandlers(tracing.tracer) : undefined);
-    use(createSyncHandlers(deps.refresh, { withApi: api !== undefined }), "sync");
+    const traced = tracing ? traceHandlers<HandlerContext>(tracing.tracer) : undefined;
+    const use = (map: EventHandlers, source: string) => built.use(map, source, traced);
+    built.use(createSyncHandlers(deps.refresh, { withApi: api !== undefined }), "sync", defaultAccountOnly(traced));
     handlers.forEach((map, i) => {
       const source = handlers.length > 1 ? `user${i}` : "user";
       logRegisteredHandlers(logger, source, use(map, source));
