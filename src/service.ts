@@ -90,12 +90,13 @@ export async function createService({ config, logger, handlers = [], database, t
   // The registered companies (mirror/accounts.ts): the edge serves each at /webhooks/{id} from memory.
   const accounts = createAccountRegistry(storage.database.db, config.secretsKey ? createSecretsBox(config.secretsKey) : undefined);
   const directory = connections.web ? createAccountDirectory(accounts, { logger }) : undefined;
+  // Changed here: served (or refused) here at once; other processes follow within a poll.
+  const thenReload = <R>(change: Promise<R>) => change.finally(() => directory?.reload().catch(() => undefined));
   const accountsPort: AccountsPort = {
     ...accounts,
-    // Changed here: served (or refused) here at once; other processes follow within a poll.
-    add: (input) => accounts.add(input).finally(() => directory?.reload().catch(() => undefined)),
-    rotate: (id, input) => accounts.rotate(id, input).finally(() => directory?.reload().catch(() => undefined)),
-    remove: (id, options) => accounts.remove(id, options).finally(() => directory?.reload().catch(() => undefined)),
+    add: (input) => thenReload(accounts.add(input)),
+    rotate: (id, input) => thenReload(accounts.rotate(id, input)),
+    remove: (id, options) => thenReload(accounts.remove(id, options)),
   };
   const { worker, sink } = createServiceRoles({
     ...parts,
