@@ -51,7 +51,7 @@ export interface EventLog {
    * Whether the log holds an event of this id (a delivery of it was taken before, within
    * EVENT_RETENTION_DAYS). Concurrent calls share one statement (group commit).
    */
-  holds(id: string, account?: string): Promise<boolean>;
+  holds(id: string): Promise<boolean>;
   /** One event whole, payload included. */
   get(id: string): Promise<LoggedEvent | undefined>;
   /** Every kept attempt of every handler of an event (by handler key, then attempt); none for an unknown id. */
@@ -145,6 +145,9 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
   return {
     account,
     async recordAttempt(attempt) {
+      // An attempt is recorded in its own company's part of the log only (the worker picks the part).
+      if (attempt.account !== undefined && attempt.account !== account)
+        throw new EventLogError("invalid_event", "account", `an attempt of account ${attempt.account} goes to that account's log`);
       const error = await record(attemptRow(attempt));
       if (error !== undefined) throw error instanceof Error ? error : new Error("event log write failed", { cause: error });
     },

@@ -33,8 +33,8 @@ export interface Storage {
   /** Answers when the database does (a readiness check). */
   ping(): Promise<void>;
   /**
-   * The same database's stores scoped to another account: no connection of its own, so its
-   * `close()` leaves the database open (the storage it came from closes it).
+   * The same database's stores scoped to another account, built once per account and shared: no
+   * connection of their own, so their `close()` leaves the database open (the storage it came from closes it).
    */
   forAccount(account: string): Storage;
   close(): Promise<void>;
@@ -66,12 +66,21 @@ export async function openStorage(
 ): Promise<Storage> {
   const owned = options.database === undefined;
   const database = options.database ?? (await createDatabase({ ...config, logger: options.logger, attach: options.attach }));
-  return scopedStorage(database, options.account ?? DEFAULT_ACCOUNT, options.onRejected, owned);
+  return scopedStorage(database, options.account ?? DEFAULT_ACCOUNT, options.onRejected, owned, new Map());
 }
 
-/** The stores of one account over `database`; `owned`: `close()` closes the database. */
-function scopedStorage(database: Database, account: string, onRejected: OnRejected | undefined, owned: boolean): Storage {
-  return {
+/**
+ * The stores of one account over `database`; `owned`: `close()` closes the database. `scoped`
+ * holds the stores of every account asked for over the same database, built once each.
+ */
+function scopedStorage(
+  database: Database,
+  account: string,
+  onRejected: OnRejected | undefined,
+  owned: boolean,
+  scoped: Map<string, Storage>,
+): Storage {
+  const self: Storage = {
     database,
     account,
     mirror: createPostgresMirror(database.db, { account, onRejected }),
@@ -89,11 +98,17 @@ function scopedStorage(database: Database, account: string, onRejected: OnReject
     async ping() {
       await database.db.selectNoFrom((eb) => eb.val(1).as("one")).execute();
     },
-    forAccount: (other) => scopedStorage(database, other, onRejected, false),
+    forAccount(other) {
+      if (other === account) return self;
+      let stores = scoped.get(other);
+      if (!stores) scoped.set(other, (stores = scopedStorage(database, other, onRejected, false, scoped)));
+      return stores;
+    },
     async close() {
       if (owned) await database.close();
     },
   };
+  return self;
 }
 
 /** A mirror's reads with a statement timeout turned into OperatorQueryTimeoutError (HTTP 503). */

@@ -35,7 +35,10 @@ export const okOutcomes = (outcomes: Record<string, Outcome>): Record<string, Ou
   Object.fromEntries(Object.entries(outcomes).filter(([, o]) => o.status === "ok"));
 
 /** What the runner needs of the event log: record an attempt, and whether it holds an event. */
-export type AttemptLog = Pick<EventLog, "recordAttempt" | "holds">;
+export interface AttemptLog extends Pick<EventLog, "recordAttempt"> {
+  /** Whether the log holds the event: of `account` when given (a registered company's), else the log's own. */
+  holds(id: string, account?: string): Promise<boolean>;
+}
 
 export interface AttemptRunnerOptions<Ctx> {
   registry: HandlerRegistry<Ctx>;

@@ -307,13 +307,7 @@ function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics:
 function watchRecording(eventLog: AttemptLog, forAccount: ((account: string) => AttemptLog) | undefined) {
   let failing = false;
   // A registered account's events go to its own part of the log; the log handed in is `default`'s.
-  const logs = new Map<string, AttemptLog>();
-  const logOf = (account: string | undefined): AttemptLog => {
-    if (account === undefined || !forAccount) return eventLog;
-    let log = logs.get(account);
-    if (!log) logs.set(account, (log = forAccount(account)));
-    return log;
-  };
+  const logOf = (account: string | undefined): AttemptLog => (account === undefined || !forAccount ? eventLog : forAccount(account));
   const watched = async <T>(call: Promise<T>): Promise<T> => {
     try {
       const answer = await call;
