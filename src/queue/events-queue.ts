@@ -537,7 +537,7 @@ export function createJobRestorer(options: RestoreOptions) {
     return missing.length;
   }
 
-  /** One part of the log, looking at `budget` events at most; how many it looked at and restored. */
+  /** One part of the log, looking at `budget` events at most; how many it restored. */
   async function passOver(log: Pick<EventLog, "waiting">, account: string | undefined, budget: number) {
     const key = account ?? "";
     let after = resume.get(key);
@@ -567,21 +567,17 @@ export function createJobRestorer(options: RestoreOptions) {
       fromStart = true;
       after = undefined;
     }
-    return { seen, restored };
+    return restored;
   }
 
   return {
     /** One pass over the default's part of the log, then each registered account's; returns how many jobs were missing and added. */
     async pass(): Promise<number> {
       const parts = [{ account: undefined as string | undefined, log: options.log }, ...((await options.accountLogs?.()) ?? [])];
-      let seen = 0;
+      // Each part looks at its share of the cap, so one company's long backlog never starves another's.
+      const share = Math.ceil(max / parts.length);
       let restored = 0;
-      for (const part of parts) {
-        if (seen >= max) break;
-        const done = await passOver(part.log, part.account, max - seen);
-        seen += done.seen;
-        restored += done.restored;
-      }
+      for (const part of parts) restored += await passOver(part.log, part.account, share);
       if (restored > 0) {
         options.onRestored(restored);
         logger.info({ restored }, "events waiting for a retry that no job held were enqueued again from the event log");
