@@ -12,9 +12,9 @@ import { AccountError, AccountsUnavailableError, MirrorFilterError } from "./err
 // here together, so the rule an id or a secret must meet has this one home.
 
 /** An account id: a slug that names the company in URLs (`POST /webhooks/{id}`), keys and logs. */
-export const ACCOUNT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const ACCOUNT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 /** Signing secrets one account may hold at once: the current one and those a rotation keeps. */
-export const MAX_SIGNING_SECRETS = 5;
+const MAX_SIGNING_SECRETS = 5;
 
 // --- Sealing: AES-256-GCM from node:crypto, a fresh 96-bit nonce per value, and the account and
 // field as associated data, so a sealed value copied into another row or column does not open.
@@ -77,8 +77,6 @@ const rotationSchema = z
   .refine((r) => r.signingSecret !== undefined || r.retireOldSecrets === true || r.apiKey !== undefined, {
     message: "names nothing to change: give signingSecret, retireOldSecrets or apiKey",
   });
-export type NewAccount = z.infer<typeof newAccountSchema>;
-export type Rotation = z.infer<typeof rotationSchema>;
 
 /** `input` as `schema` takes it, or an AccountError naming the first field at fault (never echoing its value). */
 function checked<T>(schema: z.ZodType<T>, input: unknown): T {
@@ -281,8 +279,8 @@ export function createAccountDirectory(
     accounts = next;
     seen = version;
   };
-  const reload = () =>
-    (reading ??= read()
+  const readLogged = () =>
+    read()
       .then(() => {
         if (failing) options.logger?.info("the accounts registry is read again");
         failing = false;
@@ -292,8 +290,17 @@ export function createAccountDirectory(
           options.logger?.warn({ err: (err as Error).message }, "the accounts registry cannot be read; the last one read is served");
         failing = true;
         throw err;
-      })
-      .finally(() => (reading = undefined)));
+      });
+  // A poll joins a read in flight; a reload after a change here reads after it, since that read may predate the change.
+  const readNext = (after: boolean) => {
+    const run = reading && after ? reading.catch(() => undefined).then(readLogged) : (reading ?? readLogged());
+    const current: Promise<void> = run.finally(() => {
+      if (reading === current) reading = undefined;
+    });
+    reading = current;
+    return current;
+  };
+  const reload = () => readNext(true);
   return {
     get(id) {
       if (!accounts) throw new AccountsUnavailableError("the accounts registry has not been read yet; retry later");
@@ -302,7 +309,7 @@ export function createAccountDirectory(
       return found;
     },
     async start() {
-      timer ??= setInterval(() => void reload().catch(() => undefined), options.pollMs ?? 1000).unref();
+      timer ??= setInterval(() => void readNext(false).catch(() => undefined), options.pollMs ?? 1000).unref();
       await reload().catch(() => undefined);
     },
     reload,
