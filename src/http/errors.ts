@@ -3,7 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { EnvelopeError, EventIdentifierError, PayloadTooDeepError, WebhookSignatureError } from "../events/envelope.js";
 import { ReservedEventTypeError } from "../events/errors.js";
 import { QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
-import { printable, shortened } from "../mirror/values.js";
+import { AccountsUnavailableError } from "../mirror/errors.js";
 
 /**
  * The header every answer names the service by (`x-served-by: svc-webhooks`, set in app.ts): the
@@ -54,15 +54,6 @@ export class NotReadyError extends Error {
   constructor(readonly reason: string) {
     super(reason);
     this.name = "NotReadyError";
-  }
-}
-
-/** POST /webhooks/{account} for an account that is not registered: 404, the body unread. */
-export class UnknownAccountError extends Error {
-  readonly code = "account_not_found";
-  constructor(account: string) {
-    super(`no account ${shortened(printable(account), 80)}`);
-    this.name = "UnknownAccountError";
   }
 }
 
@@ -120,7 +111,7 @@ export function toHttpFailure(err: unknown): HttpFailure {
   // Nobody reads this answer (the client is gone); the status is for the request log.
   if (err instanceof RequestAbortedError) return { status: 400, body: errorBody(err.code, err.message) };
   if (err instanceof ServerBusyError) return retryLater(err.code, "too many request bodies in flight; retry later");
-  if (err instanceof Error && "code" in err && err.code === "accounts_unavailable") return retryLater("accounts_unavailable", err.message);
+  if (err instanceof AccountsUnavailableError) return retryLater(err.code, err.message);
   if (err instanceof QueueUnavailableError) {
     const message =
       err.code === "backlog_full" ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later";

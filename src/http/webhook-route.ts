@@ -6,11 +6,21 @@ import { ReservedEventTypeError } from "../events/errors.js";
 import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
 import type { EventSink } from "../queue/ingest-stream.js";
 import type { AppEnv } from "./request-log.js";
-import { PayloadTooLargeError, RequestAbortedError, ServerBusyError, UnknownAccountError } from "./errors.js";
+import { PayloadTooLargeError, RequestAbortedError, ServerBusyError } from "./errors.js";
+import { AccountError } from "../mirror/errors.js";
+import { printable, shortened } from "../mirror/values.js";
 
 /** Why the edge refused a delivery, for metrics. */
 export type RejectReason =
-  "too_large" | "busy" | "invalid_signature" | "invalid_event" | "reserved_event_type" | "queue_unavailable" | "backlog_full";
+  | "too_large"
+  | "busy"
+  | "invalid_signature"
+  | "invalid_event"
+  | "reserved_event_type"
+  | "queue_unavailable"
+  | "backlog_full"
+  | "unknown_account"
+  | "accounts_unavailable";
 
 /** Hooks for metrics; the edge works the same without them. */
 export interface WebhookObserver {
@@ -66,8 +76,11 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
   // A registered account's endpoint: an unknown account is refused before a byte of the body is read.
   route.post("/:account", (c) => {
     const account = c.req.param("account");
-    const found = options.accounts?.get(account);
-    if (!found) throw new UnknownAccountError(account);
+    const found = refusing("accounts_unavailable", () => options.accounts?.get(account));
+    if (!found) {
+      observer?.rejected?.("unknown_account");
+      throw new AccountError("account_not_found", `no account ${shortened(printable(account), 80)}`);
+    }
     return receiveCounted(c, found.signingSecrets, account);
   });
 

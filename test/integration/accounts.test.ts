@@ -202,6 +202,9 @@ describe("accounts at the edge and through the operator API", () => {
     const unknown = await deliverTo("/initech", sampleEvent(), ACME.signingSecret, 2 * 1024 * 1024);
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe("account_not_found");
+    // Counted as a refusal, by its reason.
+    const rejected = (await svc.service.metrics.eventsRejected.get()).values.find((v) => v.labels.reason === "unknown_account");
+    expect(rejected?.value).toBe(1);
     // An id from outside is echoed bounded.
     const long = await deliverTo(`/${"x".repeat(5000)}`, sampleEvent(), ACME.signingSecret);
     expect(long.status).toBe(404);
