@@ -46,7 +46,7 @@ export interface OperatorActionsDeps extends Omit<BulkReplayDeps, "confirmAbove"
  */
 export function createOperatorActions(deps: OperatorActionsDeps) {
   const { eventLog, eventsQueue } = deps;
-  const removeFailedJobs = (ids: readonly string[]) => removeReplayedFailedJobs(eventsQueue, ids);
+  const removeFailedJobs = (ids: readonly string[], account?: string) => removeReplayedFailedJobs(eventsQueue, ids, account);
   const bulk = bulkReplays({ ...deps, confirmAbove: deps.confirmAbove ?? DEFAULTS.bulkReplayConfirmAbove, removeFailedJobs });
 
   /** Ties an Idempotency-Key to its request's parameters: the same key with others is refused (422). */
@@ -66,9 +66,10 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
       // `account` as `?account=` names it (accountParam); default's events are the log's own.
       const named = accountParam(options.account);
       const account = named === DEFAULT_ACCOUNT ? undefined : named;
-      if (account !== undefined && !deps.eventLogOf)
+      const { eventLogOf } = deps;
+      if (account !== undefined && !eventLogOf)
         throw new OperatorActionError("invalid_request", "this process reads the default company's events only");
-      const log = account === undefined || !deps.eventLogOf ? eventLog : deps.eventLogOf(account);
+      const log = account === undefined || !eventLogOf ? eventLog : eventLogOf(account);
       const event = await log.get(id);
       if (!event) throw new OperatorActionError("event_not_found", `no event ${printable(id)} in the event log`);
       const known = deps.handlerKeys?.(event.type) ?? Object.keys(event.handlers);
@@ -81,7 +82,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
       // The account joins every key only when there is one, so default's keys stay as they were.
       const target = account === undefined ? [id, handler ?? "*"] : [id, handler ?? "*", account];
       if (idempotencyKey) await claimIdempotencyKey(idempotencyKey, digest(...target));
-      await removeReplayedFailedJobs(eventsQueue, [id], account);
+      await removeFailedJobs([id], account);
       const job = replayJob(event, { handler, ...(account === undefined ? {} : { account }) });
       const deduplication = idempotencyKey
         ? { id: `idem-${digest(idempotencyKey, ...target)}`, ttl: IDEMPOTENCY_TTL_MS }
