@@ -16,8 +16,8 @@ import type { RejectedRecord } from "../mirror/set-aside-records.js";
 import { createEventsQueue, createSyncQueue, type EventJobData, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
 import { SERVED_BY } from "../http/errors.js";
-import type { OperatorActionOutcome } from "../worker/operator-actions.js";
-import { createOperatorActions, outcomeOf, type OperatorActions } from "../worker/operator-actions.js";
+import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
+import { OperatorActionError } from "../worker/errors.js";
 import { type BulkReplayProgress, removeReplayedFailedJobs, replayEvents, replayQueryFromFilter } from "../worker/replays.js";
 import {
   type Answer,
@@ -507,16 +507,16 @@ export async function withDirectActions<T>(
 ): Promise<T> {
   const direct = await directOperatorActions(config, storage);
   try {
-    return answerOf(await outcomeOf(() => work(direct))) as T;
+    return await work(direct);
+  } catch (err) {
+    // A refusal (an OperatorActionError, or a filter the event log refused) in its own code and words.
+    const code = (err as { code?: unknown }).code;
+    if (err instanceof OperatorActionError || code === "invalid_filter")
+      throw new CommandError(`${String(code)}: ${(err as Error).message}`, String(code));
+    throw err;
   } finally {
     await direct.close();
   }
-}
-
-/** An operator action's answer, or its refusal as one line (the service's code and words). */
-function answerOf(outcome: OperatorActionOutcome): unknown {
-  if (!outcome.ok) throw new CommandError(`${outcome.code}: ${outcome.message}`, outcome.code);
-  return outcome.result;
 }
 
 /** How long one request may take in all (a bulk dry run counts the whole log). */

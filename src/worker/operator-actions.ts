@@ -149,21 +149,3 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
 }
 
 export type OperatorActions = ReturnType<typeof createOperatorActions>;
-
-/** A refusal travels as a value: it is the caller's answer, in its own code and words. */
-export type OperatorActionOutcome = { ok: true; result: unknown } | { ok: false; code: string; message: string };
-
-/**
- * What an operator action answered, as a value: its result, or its refusal (an OperatorActionError,
- * or a filter the event log refused) in its own code and words; any other error is thrown.
- */
-export async function outcomeOf(work: () => Promise<unknown>): Promise<OperatorActionOutcome> {
-  try {
-    return { ok: true, result: await work() };
-  } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    if (err instanceof OperatorActionError || code === "invalid_filter")
-      return { ok: false, code: String(code), message: (err as Error).message };
-    throw err;
-  }
-}
