@@ -269,7 +269,7 @@ async function initCluster(bin: string, cluster: string, user: ServerUser, templ
  */
 async function stopOrphan(cluster: string): Promise<void> {
   // The pid is the file's first line.
-  const pid = recordedPid(join(cluster, "postmaster.pid"));
+  const { pid } = postmasterRecord(cluster);
   if (pid === undefined || !readText(`/proc/${pid}/cmdline`).replaceAll("\0", " ").includes(cluster)) return;
   try {
     process.kill(pid, "SIGINT");
@@ -343,13 +343,30 @@ function spawnServer(
  * names the holder when no server is ready there (the holder starts one, or runs none).
  */
 export function runningEmbeddedServer(dataDir: string, held: DataDirLockedError): { socketDir: string; port: number } {
-  const lines = readText(join(embeddedDirectory(resolve(dataDir)), "postmaster.pid")).split("\n");
-  const [port, socketDir] = [Number(lines[3]), lines[4]?.trim()];
-  if (lines[7]?.trim() !== "ready" || !Number.isInteger(port) || !socketDir)
+  const { port, socketDir, status } = postmasterRecord(embeddedDirectory(resolve(dataDir)));
+  if (status !== "ready" || port === undefined || !socketDir)
     throw new EmbeddedServerError(
       `the embedded database in ${dataDir} is held by another process${held.pid === undefined ? "" : ` (pid ${held.pid} as it recorded)`} whose server is not ready: let that service start, or stop it, and run this again`,
     );
   return { socketDir, port };
+}
+
+/**
+ * The server's own record of itself, `postmaster.pid` in the cluster (its lines: pid, data
+ * directory, start time, port, socket directory, listen address, shared memory key, status);
+ * fields the file does not hold (yet) are undefined.
+ */
+function postmasterRecord(cluster: string): { pid?: number; port?: number; socketDir?: string; status?: string } {
+  const lines = readText(join(cluster, "postmaster.pid")).split("\n");
+  const text = (line: string | undefined) => {
+    const trimmed = line?.trim();
+    return trimmed === "" ? undefined : trimmed;
+  };
+  const number = (line: string | undefined) => {
+    const digits = text(line);
+    return digits !== undefined && /^[1-9]\d*$/.test(digits) ? Number(digits) : undefined;
+  };
+  return { pid: number(lines[0]), port: number(lines[3]), socketDir: text(lines[4]), status: text(lines[7]) };
 }
 
 /** Resolves when postmaster.pid says "ready" (PostgreSQL's own readiness record, as pg_ctl -w reads it). */
@@ -360,8 +377,8 @@ async function ready(child: ChildProcess, cluster: string, stderrTail: () => str
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw failure(`exited with ${child.exitCode ?? child.signalCode}`);
     // The file is ours once it names our pid: one left by a killed server says "ready" too.
-    const lines = readText(join(cluster, "postmaster.pid")).split("\n");
-    if (Number(lines[0]) === child.pid && lines[7]?.trim() === "ready") return;
+    const record = postmasterRecord(cluster);
+    if (record.pid === child.pid && record.status === "ready") return;
     if (Date.now() > until) {
       child.kill("SIGQUIT");
       throw failure(`not ready after ${READY_TIMEOUT_MS / 1000} s`);
