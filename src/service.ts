@@ -89,9 +89,11 @@ export async function createService({ config, logger, handlers = [], database, t
   const parts: ServiceParts = { config, logger, metrics, storage, connections };
   // The registered companies (mirror/accounts.ts): the edge serves each at /webhooks/{id} from memory.
   const accounts = createAccountRegistry(storage.database.db, config.secretsKey ? createSecretsBox(config.secretsKey) : undefined);
-  const directory = connections.web ? createAccountDirectory(accounts, { logger }) : undefined;
+  // The edge verifies each account's deliveries with it, the worker calls each account's API with it.
+  // A new account's first import starts as soon as a worker sees it (not at the next tick).
+  const directory = createAccountDirectory(accounts, { logger, onAdded: (ids) => worker?.accountsAdded(ids) });
   // Changed here: served (or refused) here at once; other processes follow within a poll.
-  const thenReload = <R>(change: Promise<R>) => change.finally(() => directory?.reload().catch(() => undefined));
+  const thenReload = <R>(change: Promise<R>) => change.finally(() => directory.reload().catch(() => undefined));
   const accountsPort: AccountsPort = {
     ...accounts,
     add: (input) => thenReload(accounts.add(input)),
@@ -104,6 +106,7 @@ export async function createService({ config, logger, handlers = [], database, t
     tracing,
     forAccount: (account) => storage.forAccount(account),
     accounts: async () => (await accounts.list()).map((a) => a.id),
+    keysOf: (account) => directory.get(account),
   });
   const queues = queueHandles(parts, worker);
   const operatorActions: OperatorActions = serviceOperatorActions({ config, logger, connection, storage, queues, worker });
@@ -156,7 +159,7 @@ export async function createService({ config, logger, handlers = [], database, t
       // Readiness follows Redis; give the first connection a moment so /readyz is true at once
       // when Redis is there, but never wait on a Redis that is down (the edge answers 503 then).
       await Promise.race([Promise.all(connections.all.map(untilReady)), new Promise((r) => setTimeout(r, 2000).unref())]);
-      await directory?.start();
+      await directory.start();
       await worker?.start();
       sampler?.start();
       server = await listen(app, config.host, config.port, config.http);
@@ -168,7 +171,7 @@ export async function createService({ config, logger, handlers = [], database, t
       return server.url;
     },
     stop(deadline) {
-      directory?.close();
+      directory.close();
       stopping ??= stopService({ ...parts, server, worker, sampler, ownQueues: queues.own }, deadline);
       return stopping;
     },
@@ -191,6 +194,7 @@ function createServiceRoles(
     tracing: Tracing | undefined;
     forAccount: WorkerRoleDeps["forAccount"];
     accounts: WorkerRoleDeps["accounts"];
+    keysOf: WorkerRoleDeps["keysOf"];
   },
 ): Pick<Service, "worker" | "sink"> {
   const { config, connections, storage, tracing } = deps;
@@ -210,6 +214,7 @@ function createServiceRoles(
       tracing,
       forAccount: deps.forAccount,
       accounts: deps.accounts,
+      keysOf: deps.keysOf,
     });
   const sink =
     connections.web &&

@@ -62,3 +62,10 @@ export const DEFAULTS = {
    */
   apiMaxPageBytes: 4 * 1024 * 1024,
 } as const;
+
+/**
+ * The account (a restaurant company) whose rows, events and keys are meant when a caller names
+ * none: every deployment's env-configured company, and where rows written before accounts
+ * existed were moved (mirror/migrations.ts, 0017_accounts). The one home of that name.
+ */
+export const DEFAULT_ACCOUNT = "default";

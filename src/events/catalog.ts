@@ -29,6 +29,8 @@ const envelope = <T extends string, D extends z.ZodType>(type: T, data: D) =>
   z.looseObject({
     id: z.string(),
     type: z.literal(type),
+    /** The company it was delivered for (AnyEvent.account): the worker sets it on every event it runs. */
+    account: z.string().optional(),
     createdAt: z.string().optional(),
     data,
   });
@@ -136,6 +138,8 @@ export interface ChangeEvent<K extends ChangeKind = ChangeKind> {
   /** The change id (`chg_…`): the same on every delivery of this change; use it for idempotency. */
   id: string;
   type: `change.${K}`;
+  /** The company whose mirror changed (`default` or a registered account's id): set on every change event a handler runs. */
+  account?: string;
   /** When the change was recorded (the database's clock), ISO 8601. */
   createdAt: string;
   data: ChangeData<K>;

@@ -3,7 +3,8 @@ import { type Kysely, sql } from "kysely";
 import type { Logger } from "pino";
 import * as z from "zod";
 import { isApiKey } from "../upstream/client.js";
-import { type DatabaseSchema, DEFAULT_ACCOUNT } from "./database.js";
+import { type DatabaseSchema } from "./database.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { AccountError, AccountsUnavailableError, MirrorFilterError } from "./errors.js";
 
 // The accounts registry: one row per restaurant company that a deployment serves besides the
@@ -258,7 +259,12 @@ export interface AccountDirectory {
  */
 export function createAccountDirectory(
   registry: Pick<AccountRegistry, "keys" | "version">,
-  options: { pollMs?: number; logger?: Pick<Logger, "warn" | "info"> } = {},
+  options: {
+    pollMs?: number;
+    logger?: Pick<Logger, "warn" | "info">;
+    /** Told of the accounts a read found that the one before did not hold (every account on the first read). */
+    onAdded?: (ids: string[]) => void;
+  } = {},
 ): AccountDirectory {
   let accounts: Map<string, AccountKeys | AccountsUnavailableError> | undefined;
   let seen: string | undefined;
@@ -276,8 +282,11 @@ export function createAccountDirectory(
       },
     });
     for (const account of opened) next.set(account.id, account);
+    const before = accounts;
     accounts = next;
     seen = version;
+    const added = [...next.keys()].filter((id) => !before?.has(id));
+    if (added.length > 0) options.onAdded?.(added);
   };
   const readLogged = () =>
     read()

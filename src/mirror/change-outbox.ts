@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import type { MirrorChange, MirrorRecord, MirrorStore, UpsertResult } from "./mirror-store.js";
 import type { ChangeData, ChangeEvent, ChangeKind, ChangeSource } from "../events/catalog.js";
-import { DEFAULT_ACCOUNT, type DatabaseSchema } from "./database.js";
+import { type DatabaseSchema } from "./database.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { type MirrorKind } from "./values.js";
 import type { RefusedUpstreamRecord } from "./set-aside-records.js";
 import { expectDefined } from "../expect-defined.js";
@@ -68,6 +69,8 @@ async function insertChanges(
 
 export interface OutboxRow {
   seq: string;
+  /** The company whose mirror changed. */
+  account: string;
   id: string;
   type: string;
   payload: Record<string, unknown>;
@@ -77,10 +80,11 @@ export interface OutboxRow {
 }
 
 export interface ChangeOutbox {
-  /** The account (company) whose changes this outbox relays: every query is scoped to it. */
+  /** The account (company) whose changes `pending` counts. */
   readonly account: string;
   /**
-   * Reads up to `limit` of the oldest rows, hands them to `send`, then deletes them: rows whose
+   * Reads up to `limit` of the oldest rows of every account (one relay serves the deployment),
+   * hands them to `send`, then deletes them: rows whose
    * `send` failed stay for the next try. No transaction or lock is held while `send` runs (it
    * waits on Redis, and a connection held across it would be one fewer for every other writer).
    * Two takers at once send the oldest rows left, in `seq` order, so a row reaches the queue
@@ -103,8 +107,7 @@ export function createChangeOutbox(
     async relayBatch(limit, send) {
       const rows = await db
         .selectFrom("change_outbox")
-        .select(["seq", "id", "type", "payload", "created_at", "traceparent"])
-        .where("account_id", "=", account)
+        .select(["account_id", "seq", "id", "type", "payload", "created_at", "traceparent"])
         .orderBy("seq")
         .limit(limit)
         .execute();
@@ -112,6 +115,7 @@ export function createChangeOutbox(
       await send(
         rows.map((r) => ({
           seq: r.seq,
+          account: r.account_id,
           id: r.id,
           type: r.type,
           payload: r.payload,
@@ -120,7 +124,7 @@ export function createChangeOutbox(
         })),
       );
       const sent = rows.map((r) => r.seq);
-      await db.deleteFrom("change_outbox").where("account_id", "=", account).where("seq", "in", sent).execute();
+      await db.deleteFrom("change_outbox").where("seq", "in", sent).execute();
       return rows.length;
     },
     async pending() {

@@ -35,13 +35,6 @@ type DateText = ColumnType<string, string, string>;
 type RawRecord = Record<string, unknown>;
 
 /**
- * The account (a restaurant company) whose rows a store reads and writes when its caller names
- * none: every deployment's env-configured company, and where rows written before accounts
- * existed were moved (migrations.ts, 0017_accounts). The one home of that name.
- */
-export const DEFAULT_ACCOUNT = "default";
-
-/**
  * The company a row belongs to (migrations.ts, 0017_accounts): ids are unique only within one.
  * Required on insert, so a store that forgets to scope a write fails to compile rather than
  * filing the row under the schema's default; never updated (a row does not change company).

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable, type RawBuilder } from "kysely";
-import { DEFAULT_ACCOUNT, type DatabaseSchema, type EventsTable, type EventStatus, type HandlerOutcome } from "./database.js";
+import { type DatabaseSchema, type EventsTable, type EventStatus, type HandlerOutcome } from "./database.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { checkedId, checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
 import {
   idProblem,

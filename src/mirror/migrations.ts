@@ -537,6 +537,14 @@ async function up0018(db: AnyDb): Promise<void> {
 }
 
 /**
+ * One relay drains every account's changes, oldest first (change-outbox.ts): its read in `seq`
+ * order and its delete by `seq` need an index on `seq` alone (the key leads with the account).
+ */
+async function up0019(db: AnyDb): Promise<void> {
+  await db.schema.createIndex("change_outbox_seq_idx").on("change_outbox").column("seq").execute();
+}
+
+/**
  * Every migration, by name, in one static list so the same list runs from `src/` under tsx and
  * from `dist/` (a folder scan would depend on file extensions and the working directory).
  * Append new migrations; never edit or rename a released one.
@@ -559,6 +567,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0016_event_jobs": { up: up0016, down: down0016 },
   "0017_accounts": { up: up0017, down: down0017 },
   "0018_account_registry": { up: up0018, down: dropTables("accounts") },
+  "0019_outbox_relay_order": { up: up0019, down: (db) => db.schema.dropIndex("change_outbox_seq_idx").execute() },
 };
 
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */

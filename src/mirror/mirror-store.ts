@@ -1,7 +1,8 @@
 import { type Transaction, sql, type Kysely, type Insertable } from "kysely";
 import type { DatabaseSchema, BookingsTable, MenuItemsTable, OrderItemsTable, OrdersTable, ReviewsTable } from "./database.js";
 import type { MirrorKind } from "./values.js";
-import { DEFAULT_ACCOUNT, fromExcluded } from "./database.js";
+import { fromExcluded } from "./database.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import {
   type RefusedUpstreamRecord,
   type RejectedRecord,

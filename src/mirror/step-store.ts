@@ -1,6 +1,7 @@
 import { sql, type Kysely } from "kysely";
 import { renameHandlerKeys, type AppliedHandlerKeyRename, type HandlerKeyRename, pruneInBatches } from "./event-log.js";
-import { DEFAULT_ACCOUNT, type DatabaseSchema } from "./database.js";
+import { type DatabaseSchema } from "./database.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 
 /** Which step of which handler of which event. */
 export interface StepKey {

@@ -1,7 +1,8 @@
 import type { Logger } from "pino";
 import { createEventLog, type EventLog, type HandlerAttempt, type LoggedEvent } from "./event-log.js";
 import { createPostgresMirror, type MirrorStore } from "./mirror-store.js";
-import { createDatabase, type Database, DEFAULT_ACCOUNT, migrateToLatest } from "./database.js";
+import { createDatabase, type Database, migrateToLatest } from "./database.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { withOperatorTimeout } from "./errors.js";
 import type { RejectedRecord } from "./set-aside-records.js";
 import type { StepRecord } from "./step-store.js";

@@ -1,5 +1,6 @@
 import { sql, type Kysely } from "kysely";
-import { DEFAULT_ACCOUNT, type DatabaseSchema } from "./database.js";
+import { type DatabaseSchema } from "./database.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 
 /** The resumable walks: the full reconciliation tier and the backfill command. */
 type CheckpointTier = "full" | "backfill";

@@ -13,7 +13,7 @@ import {
   startHandlerDeadline,
   type HandlerRegistry,
 } from "../events/dispatch.js";
-import { DEFAULT_ACCOUNT } from "../mirror/database.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { EventLogError } from "../mirror/errors.js";
 import type { EventAttempt, EventLog, HandlerRun } from "../mirror/event-log.js";
 import { withCarriedTrace } from "../tracing/tracing.js";

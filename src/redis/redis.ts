@@ -1,6 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import type { Logger } from "pino";
-import { DEFAULTS } from "../config/defaults.js";
+import { DEFAULT_ACCOUNT, DEFAULTS } from "../config/defaults.js";
 
 /** One Redis or a Redis Cluster: both run our commands and scripts, and BullMQ takes either. */
 export type RedisClient = Redis | Cluster;
@@ -90,14 +90,25 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix) {
         activeWaiters: `${base}:waiting:active`,
       };
     },
-    /** The ids of a kind waiting for a refresh, each with its version and what the events said (a hash); its own slot. */
-    pendingRefresh: (kind: string) => `${prefix}:sync:pending-ids:${kind}`,
-    /** Epoch ms before which no run of a kind's refresh starts (the budget's pace after a run), with a TTL; its own slot. */
-    refreshPace: (kind: string) => `${prefix}:sync:refresh-pace:${kind}`,
-    /** The trace contexts of the events that asked for a kind's next refresh (a list, trimmed, with a TTL); its own slot. */
-    refreshLinks: (kind: string) => `${prefix}:sync:refresh-links:${kind}`,
-    /** Who runs the active reconciliation pass now (a string: the holder's token, with a TTL); its own slot. */
-    activePassLease: `${prefix}:sync:active-pass-lease`,
+    /**
+     * One account's sync keys: `default`'s where they always were, a registered account's under
+     * `{acct:<id>}`. Each script touches one key, so none needs another's slot. On a cluster the
+     * prefix's own tag comes first and wins (Redis hashes the first `{…}`): every key stays in
+     * the deployment's slot, as the budgets' do (docs/scaling.md).
+     */
+    syncOf(account: string = DEFAULT_ACCOUNT) {
+      const base = account === DEFAULT_ACCOUNT ? `${prefix}:sync` : `${prefix}:sync:{acct:${account}}`;
+      return {
+        /** The ids of a kind waiting for a refresh, each with its version and what the events said (a hash). */
+        pendingRefresh: (kind: string) => `${base}:pending-ids:${kind}`,
+        /** Epoch ms before which no run of a kind's refresh starts (the budget's pace after a run), with a TTL. */
+        refreshPace: (kind: string) => `${base}:refresh-pace:${kind}`,
+        /** The trace contexts of the events that asked for a kind's next refresh (a list, trimmed, with a TTL). */
+        refreshLinks: (kind: string) => `${base}:refresh-links:${kind}`,
+        /** Who runs the account's active reconciliation pass now (a string: the holder's token, with a TTL). */
+        activePassLease: `${base}:active-pass-lease`,
+      };
+    },
     /**
      * Set by the workers and never expired: a worker that finds it missing while PostgreSQL says the
      * service ran knows Redis lost its data (worker/worker-lifecycle.ts); its own slot.

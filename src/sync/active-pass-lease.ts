@@ -39,9 +39,9 @@ interface Scripts {
  *   the sync queue's lock duration, so a crash delays the next pass no longer than it delays the
  *   crashed job itself. Renewed every third of it while the pass runs.
  */
-export function createActivePassLease(opts: { redis: Redis | Cluster; prefix: string; ttlMs: number }): ActivePassLease {
+export function createActivePassLease(opts: { redis: Redis | Cluster; prefix: string; ttlMs: number; account?: string }): ActivePassLease {
   const { redis, ttlMs } = opts;
-  const key = redisKeys(opts.prefix).activePassLease;
+  const key = redisKeys(opts.prefix).syncOf(opts.account).activePassLease;
   const scripts = defineScripts<Scripts>(redis, { svcIfActivePassLeaseHeld: { numberOfKeys: 1, lua: IF_HELD } });
   return {
     async hold(token) {

@@ -1,4 +1,5 @@
 import type { Job, Queue } from "bullmq";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import type { Logger } from "pino";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { Config } from "../config/config.js";
@@ -28,23 +29,30 @@ export const RECONCILE_JOBS = {
   backfill: "backfill",
 } as const;
 
-export interface CatchUpJobData {
+/** Whose sync a job runs: absent for `default` (the schedulers' ticks, and jobs queued before accounts). */
+export interface AccountJobData {
+  account?: string;
+}
+
+export interface CatchUpJobData extends AccountJobData {
   /** ISO instant: when the gap began (worker/worker-lifecycle.ts). */
   gapStart: string;
 }
 /** How often a pass that waits behind the running one looks again (it runs within this of its end). */
 export const QUEUED_PASS_POLL_MS = 1000;
 
-export interface FullJobData {
+export interface FullJobData extends AccountJobData {
   force?: boolean;
 }
-export interface BackfillJobData {
+export interface BackfillJobData extends AccountJobData {
   kinds?: SyncedKind[];
   since?: string;
   restart?: boolean;
 }
 
 export interface ReconcileDeps extends SweepDeps {
+  /** Whose sync this is: the jobs these processors queue (slices, passes) are the account's. */
+  account: string;
   writer: MirrorWriter;
   pending: NonNullable<SweepChanges["pending"]>;
   /** One active pass at a time: a tick that finds one running is skipped. */
@@ -68,7 +76,7 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
     });
     const paused = Object.values(outcome.kinds).find((k) => k.state === "paused");
     // More to read: the next slice right away (a position-named job, so two slices never queue for one position).
-    if (paused) await addSlice(deps.queue, paused.checkpoint);
+    if (paused) await addSlice(deps, paused.checkpoint);
     return { pages: outcome.pages, kinds: Object.fromEntries(Object.entries(outcome.kinds).map(([k, v]) => [k, v.state])) };
   };
   /** One active pass under the lease; `catchUp` reads back over a gap. Undefined: another pass runs. */
@@ -86,7 +94,8 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
           for (const cause of causes) deps.metrics.syncRecordsCorrected.inc({ kind, tier, cause });
         },
       });
-      deps.metrics.reconcileLastCompletePass.setToCurrentTime({ tier: "active" });
+      // The stall alert watches the env company's pass; an account's health is its own (docs/accounts.md).
+      if (deps.account === DEFAULT_ACCOUNT) deps.metrics.reconcileLastCompletePass.setToCurrentTime({ tier: "active" });
       deps.logger.info({ ...outcome, ...(catchUp ? { catchUp } : {}) }, `${tier} reconciliation pass done`);
       return outcome;
     } finally {
@@ -97,7 +106,7 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
     [RECONCILE_JOBS.active]: async (job, token) => {
       const byOperator = (job.data as { requestedBy?: string }).requestedBy === "operator";
       // A catch-up waiting or running reads all a tick would and more: the tick would only read it twice.
-      if (!byOperator && (await catchUpPending(deps.queue))) return { skipped: "a catch-up pass is queued or running" };
+      if (!byOperator && (await catchUpPending(deps))) return { skipped: "a catch-up pass is queued or running" };
       const outcome = await activePass(job, token);
       if (outcome) return outcome;
       // An operator's "reconcile now" runs right after the running pass (it may have begun before
@@ -139,23 +148,32 @@ async function tick(deps: ReconcileDeps): Promise<{ slice: boolean }> {
   // A kind a whole-list backfill walks now is that backfill's: a slice would find nothing to read.
   const running = saved.find((c) => c.passCompletedAt === null && !state.backfillWalking(c.kind));
   const due = SYNCED_KINDS.some((kind) => !state.backfillWalking(kind) && state.passDue(kind, deps.config.reconcileIntervalMs));
-  if (running) await addSlice(deps.queue, running);
-  else if (due) await addOnce(deps.queue, `full-start-${saved.map((c) => c.passStartedAt.getTime()).join("-")}`);
+  if (running) await addSlice(deps, running);
+  else if (due) await addOnce(deps, `full-start-${saved.map((c) => c.passStartedAt.getTime()).join("-")}`);
   return { slice: running !== undefined || due };
 }
 
-const addSlice = (queue: Pick<Queue, "add" | "getJob">, at: SyncCheckpoint) =>
-  addOnce(queue, `full-${at.kind}-${at.passStartedAt.getTime()}-${at.pages}`);
+const addSlice = (deps: Pick<ReconcileDeps, "queue" | "account">, at: SyncCheckpoint) =>
+  addOnce(deps, `full-${at.kind}-${at.passStartedAt.getTime()}-${at.pages}`);
+
+/** A job id or deduplication id of the account's: `default`'s as before accounts, another's with `@<account>`. */
+export const ownId = (id: string, account: string | undefined) =>
+  account === undefined || account === DEFAULT_ACCOUNT ? id : `${id}@${account}`;
+
+/** The data of an account's job: nothing for `default`'s. */
+export const ownData = (account: string | undefined): AccountJobData =>
+  account === undefined || account === DEFAULT_ACCOUNT ? {} : { account };
 
 /**
  * A slice named by its position: added once while it waits or runs. One that failed for good (the
  * API away through all its attempts) would keep its id in the failed set and block that position
  * for as long as failed jobs are kept, so it is removed and the slice added again (the next tick).
  */
-async function addOnce(queue: Pick<Queue, "add" | "getJob">, jobId: string): Promise<void> {
+async function addOnce({ queue, account }: Pick<ReconcileDeps, "queue" | "account">, position: string): Promise<void> {
+  const jobId = ownId(position, account);
   const existing = await queue.getJob(jobId);
   if (existing && (await existing.isFailed())) await existing.remove();
-  await queue.add(RECONCILE_JOBS.fullSlice, {}, { jobId });
+  await queue.add(RECONCILE_JOBS.fullSlice, ownData(account), { jobId });
 }
 
 /**
@@ -163,14 +181,14 @@ async function addOnce(queue: Pick<Queue, "add" | "getJob">, jobId: string): Pro
  * Running counts too: after a restart a worker takes the catch-up and the first tick at once, and
  * the tick that reached the lease first read the bookings before the catch-up read them again.
  */
-async function catchUpPending(queue: ReconcileDeps["queue"]): Promise<boolean> {
-  const id = await queue.getDeduplicationJobId(RECONCILE_JOBS.catchUp);
+async function catchUpPending({ queue, account }: Pick<ReconcileDeps, "queue" | "account">): Promise<boolean> {
+  const id = await queue.getDeduplicationJobId(ownId(RECONCILE_JOBS.catchUp, account));
   const job = id ? await queue.getJob(id) : undefined;
   return job ? ["waiting", "delayed", "prioritized", "active"].includes(await job.getState()) : false;
 }
 
 /** Enqueues one catch-up pass from `gapStart`: deduplicated while one waits or runs (several workers may see the gap). */
-export async function enqueueCatchUp(queue: Pick<Queue, "add">, gapStart: Date): Promise<void> {
-  const data: CatchUpJobData = { gapStart: gapStart.toISOString() };
-  await queue.add(RECONCILE_JOBS.catchUp, data, { deduplication: { id: RECONCILE_JOBS.catchUp } });
+export async function enqueueCatchUp(queue: Pick<Queue, "add">, gapStart: Date, account?: string): Promise<void> {
+  const data: CatchUpJobData = { gapStart: gapStart.toISOString(), ...ownData(account) };
+  await queue.add(RECONCILE_JOBS.catchUp, data, { deduplication: { id: ownId(RECONCILE_JOBS.catchUp, account) } });
 }

@@ -1,10 +1,10 @@
-import { DEFAULT_ACCOUNT } from "../mirror/database.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { trace, type Link, type Tracer } from "@opentelemetry/api";
 import type { Job, Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
-import type { HandlerMap, WrapHandler } from "../events/dispatch.js";
+import type { HandlerMap } from "../events/dispatch.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import { REFUNDED_STATUS } from "../upstream/models.js";
 import { defineScripts, redisKeys, type RedisClient, type RedisKeys } from "../redis/redis.js";
@@ -172,10 +172,17 @@ export function createRefreshQueue(opts: {
   tracer?: Tracer;
   /** @defaultValue Date.now */
   now?: () => number;
+  /**
+   * The account whose records these are: its own pending ids, pace and job (docs/accounts.md).
+   * @defaultValue DEFAULT_ACCOUNT
+   */
+  account?: string;
 }): RefreshQueue {
   const { redis, queue, prefix, debounceMs } = opts;
+  const account = opts.account ?? DEFAULT_ACCOUNT;
   const now = opts.now ?? Date.now;
-  const keys = redisKeys(prefix);
+  const keys = redisKeys(prefix).syncOf(account);
+  const runWithin = (kind: SyncedKind, delayMs: number) => runRefreshWithin(queue, { kind, account }, delayMs, () => notBefore(kind));
   const scripts = defineScripts<Scripts>(redis, {
     svcNotePendingId: { numberOfKeys: 1, lua: NOTE },
     svcForgetReadIds: { numberOfKeys: 1, lua: FORGET_READ },
@@ -205,7 +212,7 @@ export function createRefreshQueue(opts: {
         note.createdAt ?? "",
         note.date ?? "",
       );
-      await runRefreshWithin(queue, kind, debounceMs, () => notBefore(kind));
+      await runWithin(kind, debounceMs);
     },
     async pending(kind) {
       const stored = Object.entries(await redis.hgetall(keys.pendingRefresh(kind)));
@@ -219,12 +226,12 @@ export function createRefreshQueue(opts: {
       const stored = JSON.stringify({ ...note, version: pending.version });
       await scripts.svcDeferPendingId(keys.pendingRefresh(kind), fieldOf(pending), String(pending.version), stored);
     },
-    runWithin: (kind, delayMs) => runRefreshWithin(queue, kind, delayMs, () => notBefore(kind)),
+    runWithin,
     async setPace(kind, paceMs) {
       if (paceMs > 0) await redis.set(keys.refreshPace(kind), String(Date.now() + paceMs), "PX", Math.ceil(paceMs));
     },
     async holds(kind, jobId) {
-      return (await queue.getDeduplicationJobId(dedupId(kind))) === jobId;
+      return (await queue.getDeduplicationJobId(dedupId({ kind, account }))) === jobId;
     },
     traced: (kind, refresh) => (links ? links.traced(kind, refresh) : refresh()),
   };
@@ -246,6 +253,8 @@ function parsePending(field: string, raw: string): PendingId[] {
 /** The data of a kind's one refresh job (RefreshQueue.runWithin). */
 export interface RefreshJobData {
   kind: SyncedKind;
+  /** Whose records: absent for `default` (and in jobs queued before accounts). */
+  account?: string;
   /**
    * Epoch ms the job was asked to run at: what a later ask compares with (a job BullMQ adds as the
    * running one ends counts its delay from that end, a few ms late, and would be replaced by every
@@ -254,20 +263,27 @@ export interface RefreshJobData {
   runAt?: number;
 }
 
-const dedupId = (kind: SyncedKind) => `refresh-${kind}`;
+/** The kind's one job of the account: `refresh-orders` for `default`, as before accounts; `refresh-orders@acme` for another. */
+const dedupId = ({ kind, account }: { kind: SyncedKind; account: string }) =>
+  account === DEFAULT_ACCOUNT ? `refresh-${kind}` : `refresh-${kind}@${account}`;
 
 /** RefreshQueue.runWithin. */
 async function runRefreshWithin(
   queue: Queue<RefreshJobData>,
-  kind: SyncedKind,
+  of: { kind: SyncedKind; account: string },
   delayMs: number,
   notBefore: () => Promise<number>,
 ): Promise<void> {
-  const deduplication = { id: dedupId(kind), keepLastIfActive: true };
+  const { kind, account } = of;
+  const deduplication = { id: dedupId(of), keepLastIfActive: true };
   const askedAt = Date.now() + Math.max(0, Math.ceil(delayMs));
   const runAt = Math.max(askedAt, await notBefore());
   const add = (at: number, replace = false) =>
-    queue.add("refresh", { kind, runAt: at }, { delay: Math.max(0, at - Date.now()), deduplication: { ...deduplication, replace } });
+    queue.add(
+      "refresh",
+      { kind, runAt: at, ...(account === DEFAULT_ACCOUNT ? {} : { account }) },
+      { delay: Math.max(0, at - Date.now()), deduplication: { ...deduplication, replace } },
+    );
   const added = await add(runAt);
   const job = added.id === undefined ? undefined : await queue.getJob(added.id);
   if (!job) return;
@@ -408,7 +424,7 @@ interface RefreshLinks {
 
 function createRefreshLinks(options: {
   redis: Redis | Cluster;
-  keys: Pick<RedisKeys, "refreshLinks">;
+  keys: Pick<ReturnType<RedisKeys["syncOf"]>, "refreshLinks">;
   tracer: Tracer;
   ttlMs: number;
 }): RefreshLinks {
@@ -450,32 +466,45 @@ function createRefreshLinks(options: {
   };
 }
 
-/** The refresh queue as a worker process wires it, and the active tier's lease beside it. */
+/** One account's refresh queue as a worker process wires it, and its active tier's lease beside it. */
 export interface RefreshRequests {
   /** Where handlers, the refresh job and the tiers note, read and schedule refreshes. */
   queue: RefreshQueue;
-  /** One active pass at a time across every worker (one refresh per kind is the queue's). */
+  /** One active pass of the account at a time across every worker (one refresh per kind is the queue's). */
   activePassLease: ActivePassLease;
 }
 
-/** Where events and operators ask for records to be read again, and who may read them when. */
+/**
+ * Where events and operators ask for an account's records to be read again, and who may read them
+ * when: each account's own, built once per account (its keys, `redisKeys().syncOf`, and its jobs).
+ */
 export function createRefreshRequests(deps: {
   config: Config;
   connection: RedisClient;
   syncQueue: Queue;
   tracing?: Tracing | undefined;
-}): RefreshRequests {
+}): (account?: string) => RefreshRequests {
   const { config, connection, tracing } = deps;
   const prefix = config.queuePrefix;
-  return {
-    queue: createRefreshQueue({
-      redis: connection,
-      queue: deps.syncQueue as Queue<RefreshJobData>,
-      prefix,
-      debounceMs: config.worker.syncDebounceMs,
-      ...(tracing ? { tracer: tracing.tracer } : {}),
-    }),
-    activePassLease: createActivePassLease({ redis: connection, prefix, ttlMs: config.worker.lockMs }),
+  const built = new Map<string, RefreshRequests>();
+  return (account = DEFAULT_ACCOUNT) => {
+    let requests = built.get(account);
+    if (!requests)
+      built.set(
+        account,
+        (requests = {
+          queue: createRefreshQueue({
+            redis: connection,
+            queue: deps.syncQueue as Queue<RefreshJobData>,
+            prefix,
+            account,
+            debounceMs: config.worker.syncDebounceMs,
+            ...(tracing ? { tracer: tracing.tracer } : {}),
+          }),
+          activePassLease: createActivePassLease({ redis: connection, prefix, account, ttlMs: config.worker.lockMs }),
+        }),
+      );
+    return requests;
   };
 }
 
@@ -489,21 +518,33 @@ type SyncHandlers = HandlerMap<{ mirror: MirrorStore }>;
  * coalesced refresh (the API is the truth; payloads may be stale, thin, duplicated or out of
  * order). Reviews have no endpoint, so they are stored as delivered.
  */
-export function createSyncHandlers(scheduler: RefreshQueue, { withApi }: { withApi: boolean }): SyncHandlers {
+export function createSyncHandlers(
+  schedulerOf: (account: string) => Pick<RefreshQueue, "request">,
+  { withApi }: { withApi: boolean },
+): SyncHandlers {
   const storeReview: SyncHandlers["review.created"] = async (e, ctx) => {
     await ctx.mirror.upsert("reviews", [e.data], await ctx.mirror.clock());
   };
   if (!withApi) return { "review.created": storeReview };
   // What the event says of the record (status, dates) is a hint for the narrowest read, never data.
   const text = (value: unknown) => (typeof value === "string" ? value : undefined);
-  const order = async (e: { id: string; data: { id: string; restaurantId: string; status?: string | undefined; createdAt?: unknown } }) =>
-    scheduler.request("orders", e.data.restaurantId, e.data.id, {
+  // The account's own queue: its records are read with its key into its mirror.
+  const of = (e: { account?: string | undefined }) => schedulerOf(e.account ?? DEFAULT_ACCOUNT);
+  const order = async (e: {
+    id: string;
+    account?: string | undefined;
+    data: { id: string; restaurantId: string; status?: string | undefined; createdAt?: unknown };
+  }) =>
+    of(e).request("orders", e.data.restaurantId, e.data.id, {
       eventId: e.id,
       status: e.data.status,
       createdAt: text(e.data.createdAt),
     });
-  const booking = async (e: { id: string; data: { id: string; restaurantId: string; date?: string | undefined } }) =>
-    scheduler.request("bookings", e.data.restaurantId, e.data.id, { eventId: e.id, date: e.data.date });
+  const booking = async (e: {
+    id: string;
+    account?: string | undefined;
+    data: { id: string; restaurantId: string; date?: string | undefined };
+  }) => of(e).request("bookings", e.data.restaurantId, e.data.id, { eventId: e.id, date: e.data.date });
   return {
     "order.created": order,
     "order.status_changed": order,
@@ -511,22 +552,7 @@ export function createSyncHandlers(scheduler: RefreshQueue, { withApi }: { withA
     "order.refunded": (e) => order({ ...e, data: { ...e.data, status: e.data.status ?? REFUNDED_STATUS } }),
     "booking.created": booking,
     "booking.status_changed": booking,
-    "menu_item.updated": (e) => scheduler.request("menu-items", e.data.restaurantId),
+    "menu_item.updated": (e) => of(e).request("menu-items", e.data.restaurantId),
     "review.created": storeReview,
   };
 }
-
-/**
- * The sync keeps the `default` company's mirror only: a registered account's events run the
- * user's handlers and are logged under their account, and its mirror is not kept yet
- * (docs/accounts.md). Applied where the built-in handlers are registered, so their keys stay theirs.
- */
-export const defaultAccountOnly =
-  <Ctx>(wrapped?: WrapHandler<Ctx>): WrapHandler<Ctx> =>
-  (handler, about) => {
-    const run = wrapped ? wrapped(handler, about) : handler;
-    return (event: never, ctx: Ctx) => {
-      const { account } = event as { account?: string };
-      return account === undefined || account === DEFAULT_ACCOUNT ? run(event, ctx) : undefined;
-    };
-  };

@@ -1,4 +1,5 @@
 import type { Queue } from "bullmq";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -29,21 +30,22 @@ export function createChangeFeed(deps: {
     logger,
     ...(tracing ? { tracer: tracing.tracer } : {}),
   });
-  /** How sync code writes the mirror: each change it makes is recorded in the outbox with the write. */
-  const writer = createMirrorWriter(deps.mirror, {
-    // With tracing on, a change event's handlers continue the trace of the write that made it.
-    ...(tracing ? { traceparent: activeTraceparent } : {}),
-    onRecorded(changes) {
-      for (const { data } of changes) {
-        metrics.mirrorChanges.inc({ kind: data.kind, source: data.source });
-        if (data.source === "reconcile") metrics.missedWebhooks.inc({ kind: data.kind });
-      }
-      // Debug: a busy sync records changes on every write; the metrics above count them.
-      logger.debug({ changes: changes.length }, "mirror changes recorded");
-      relay.poke();
-    },
-  });
-  return { writer, relay };
+  /** How sync code writes an account's mirror: each change it makes is recorded in the outbox with the write. */
+  const writerOf = (mirror: MirrorStore) =>
+    createMirrorWriter(mirror, {
+      // With tracing on, a change event's handlers continue the trace of the write that made it.
+      ...(tracing ? { traceparent: activeTraceparent } : {}),
+      onRecorded(changes) {
+        for (const { data } of changes) {
+          metrics.mirrorChanges.inc({ kind: data.kind, source: data.source });
+          if (data.source === "reconcile") metrics.missedWebhooks.inc({ kind: data.kind });
+        }
+        // Debug: a busy sync records changes on every write; the metrics above count them.
+        logger.debug({ changes: changes.length }, "mirror changes recorded");
+        relay.poke();
+      },
+    });
+  return { writer: writerOf(deps.mirror), writerOf, relay };
 }
 
 export interface ChangeRelayOptions {
@@ -95,6 +97,8 @@ export function createChangeRelay(options: ChangeRelayOptions) {
             type: row.type,
             receivedAt,
             payload: { id: row.id, type: row.type, createdAt: row.createdAt, data: row.payload },
+            // The company whose mirror changed; `default`'s carry none, as every event of POST /webhooks.
+            ...(row.account === DEFAULT_ACCOUNT ? {} : { account: row.account }),
             // The relay's span when tracing is on, else the write's context as recorded (if any).
             ...withTrace(spans?.traceparentOf(row) ?? row.traceparent),
           },

@@ -20,13 +20,13 @@ import {
   perHandlerContext,
 } from "../events/dispatch.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
-import { DEFAULT_ACCOUNT } from "../mirror/database.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import type { ApiClient } from "../upstream/client.js";
 import { type StepFunction, createDurableSteps, stepAwareApi } from "./durable-steps.js";
 import type { StepStore } from "../mirror/step-store.js";
 import { traceHandlers, type Tracing } from "../tracing/tracing.js";
-import { apiNotConfigured } from "./upstream.js";
-import { createSyncHandlers, defaultAccountOnly, type RefreshQueue } from "../sync/refresh-queue.js";
+import { apiAtCall, apiNotConfigured } from "./upstream.js";
+import { createSyncHandlers, type RefreshQueue } from "../sync/refresh-queue.js";
 import type { HandlerKeyRename } from "../mirror/event-log.js";
 import { isAbsolute, resolve } from "node:path";
 import { execFileSync } from "node:child_process";
@@ -105,8 +105,10 @@ export function createHandlerTable(deps: {
   api: ApiClient | undefined;
   /** A registered account's mirror and steps (storage.forAccount); without it every event uses the default's. */
   forAccount?: (account: string) => { mirror: MirrorStore; steps: StepStore };
-  /** Where the built-in handlers note the records an event names, to be read again. */
-  refresh: RefreshQueue;
+  /** A registered account's API client (its key and budget), asked at each call: a key may be rotated meanwhile. */
+  apiOf?: (account: string) => ApiClient;
+  /** Where the built-in handlers note the records an event names, to be read again: the account's own queue. */
+  refresh: (account: string) => Pick<RefreshQueue, "request">;
   handlers: readonly EventHandlers[];
   tracing?: Tracing;
 }) {
@@ -115,15 +117,24 @@ export function createHandlerTable(deps: {
   // again after an unrecorded run, an API whose writes look for their own effect first.
   const steps = createDurableSteps(deps.steps);
   const own = { mirror, steps, api: api ? stepAwareApi(api, { current: steps.current, mirror }) : apiNotConfigured() };
-  // A registered account's events get its own mirror and steps; its API (its key and budget) is not built yet.
+  // A registered account's events get its own mirror, steps and API (its key and budget).
   const accounts = new Map<string, typeof own>();
   const partsOf = (account: string): typeof own => {
     if (account === DEFAULT_ACCOUNT || !deps.forAccount) return own;
     let parts = accounts.get(account);
     if (!parts) {
       const stores = deps.forAccount(account);
-      const why = `the API of registered accounts (${account}) is not built yet; ctx.api serves the default company only`;
-      accounts.set(account, (parts = { mirror: stores.mirror, steps: createDurableSteps(stores.steps), api: apiNotConfigured(why) }));
+      const accountSteps = createDurableSteps(stores.steps);
+      const { apiOf } = deps;
+      const accountApi = api && apiOf ? apiAtCall(() => apiOf(account)) : undefined;
+      accounts.set(
+        account,
+        (parts = {
+          mirror: stores.mirror,
+          steps: accountSteps,
+          api: accountApi ? stepAwareApi(accountApi, { current: accountSteps.current, mirror: stores.mirror }) : apiNotConfigured(),
+        }),
+      );
     }
     return parts;
   };
@@ -142,7 +153,7 @@ export function createHandlerTable(deps: {
     const built = createHandlerRegistry<HandlerContext>();
     const traced = tracing ? traceHandlers<HandlerContext>(tracing.tracer) : undefined;
     const use = (map: EventHandlers, source: string) => built.use(map, source, traced);
-    built.use(createSyncHandlers(deps.refresh, { withApi: api !== undefined }), "sync", defaultAccountOnly(traced));
+    built.use(createSyncHandlers(deps.refresh, { withApi: api !== undefined }), "sync", traced);
     handlers.forEach((map, i) => {
       const source = handlers.length > 1 ? `user${i}` : "user";
       logRegisteredHandlers(logger, source, use(map, source));

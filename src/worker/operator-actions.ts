@@ -6,7 +6,7 @@ import { type BulkReplayDeps, bulkReplays, digest, refuseReusedKey, replayJob, r
 import { OperatorActionError } from "./errors.js";
 import type { EventLog } from "../mirror/event-log.js";
 import { accountParam } from "../mirror/accounts.js";
-import { DEFAULT_ACCOUNT } from "../mirror/database.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import type { RefreshNote, RefreshQueue } from "../sync/refresh-queue.js";
 import { RESOURCES, SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
@@ -142,7 +142,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
       if (options.restart === true) data.restart = true;
       const job = await deps.syncQueue.add(OPERATOR_SYNC_JOBS[request], data, { deduplication: { id: `operator-${request}` } });
       if (request !== "reconcile") return { job: job.id ?? "" };
-      const running = (await deps.redis.exists(redisKeys(deps.prefix).activePassLease)) === 1;
+      const running = (await deps.redis.exists(redisKeys(deps.prefix).syncOf().activePassLease)) === 1;
       return { job: job.id ?? "", runs: running ? "after the running pass" : "now" };
     },
   };

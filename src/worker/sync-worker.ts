@@ -1,4 +1,4 @@
-import { UnrecoverableError, Worker, type Job, type Queue, type Telemetry } from "bullmq";
+import { DelayedError, UnrecoverableError, Worker, type Job, type Queue, type Telemetry } from "bullmq";
 import { warnUnlessOutage, type RedisClient } from "../redis/redis.js";
 import type { Logger } from "pino";
 import { SYNC_QUEUE } from "../queue/events-queue.js";
@@ -14,7 +14,18 @@ import type { Upstream } from "./upstream.js";
 import { createGapWatch, pruneEventLog } from "./worker-lifecycle.js";
 import { createRefreshJob, createRefreshPace, type RefreshJobData, type RefreshRequests } from "../sync/refresh-queue.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
-import { enqueueCatchUp, RECONCILE_JOBS, reconcileProcessors, type BackfillJobData, type FullJobData } from "../sync/reconcile-jobs.js";
+import {
+  enqueueCatchUp,
+  ownData,
+  ownId,
+  RECONCILE_JOBS,
+  reconcileProcessors,
+  type AccountJobData,
+  type BackfillJobData,
+  type FullJobData,
+} from "../sync/reconcile-jobs.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { expectDefined } from "../expect-defined.js";
 import { createRefusedFilters, refreshKind } from "../sync/refresh-kind.js";
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 
@@ -41,7 +52,8 @@ export interface SyncWorkerOptions {
 
 /**
  * The worker of the sync queue (refresh, reconcile and maintenance jobs). A 429 that outlived the
- * client's own waiting parks the whole queue for Retry-After without spending an attempt; an error
+ * client's own waiting parks the whole queue for Retry-After (a registered account's job alone:
+ * its key's budget is its own) without spending an attempt; an error
  * no retry can fix (a 4xx) fails the job at once.
  */
 export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData> {
@@ -56,6 +68,12 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
       } catch (err) {
         withBoundedText(err); // BullMQ keeps the message and the stack in Redis
         if (err instanceof UpstreamRateLimitError) {
+          // A registered account's 429 is its key's alone: its job waits, the other accounts' go on.
+          const { account } = job.data as AccountJobData;
+          if (account !== undefined && account !== DEFAULT_ACCOUNT) {
+            await job.moveToDelayed(Date.now() + err.retryAfterMs, token);
+            throw new DelayedError();
+          }
           await options.queue.rateLimit(err.retryAfterMs);
           throw Worker.RateLimitError();
         }
@@ -83,25 +101,48 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
 
 // What runs each job of the sync queue.
 
+/** One account's sync: the env company's, or a registered account's (its key, its stores). */
+export interface AccountSync {
+  account: string;
+  /** The account's API client, on its key's own budget. */
+  upstream: Upstream;
+  mirror: MirrorStore;
+  checkpoints: SyncCheckpoints;
+  /** Writes the account's mirror with its change events. */
+  writer: MirrorWriter;
+  refresh: RefreshRequests;
+  /** Bound to the account. */
+  logger: Logger;
+}
+
+/** The registered accounts, as the sync queue's jobs reach them. */
+export interface SyncAccounts {
+  /** Their ids: whose ticks a scheduler's tick queues. */
+  list(): Promise<string[]>;
+  /**
+   * The account's sync, the same object while its key is; undefined once it is no longer
+   * registered (its jobs end, reading nothing). Throws AccountsUnavailableError while unknown.
+   */
+  syncOf(account: string): AccountSync | undefined;
+}
+
 /**
  * What runs each job of the sync queue: the hourly prune of the event log (and its steps) always;
- * with an upstream API, the refreshes and the reconciliation tiers that read it into the mirror.
+ * with an upstream API, each account's refreshes and reconciliation tiers that read it into its
+ * mirror, by the job's `account` (none: `default`'s).
  */
 export function syncProcessors(deps: {
   config: Config;
   logger: Logger;
   metrics: Metrics;
-  mirror: MirrorStore;
   eventLog: EventLog;
   steps: StepStore;
-  checkpoints: SyncCheckpoints;
   syncQueue: Queue;
-  upstream: Upstream | undefined;
-  refresh: RefreshRequests;
-  writer: MirrorWriter;
+  /** The env company's sync; undefined without an upstream API. */
+  main: AccountSync | undefined;
+  accounts?: SyncAccounts | undefined;
 }): SyncJobProcessors {
-  const { config, logger, metrics, mirror, upstream, writer } = deps;
-  const { queue: scheduler, activePassLease } = deps.refresh;
+  const { config, metrics, main } = deps;
   const processors: SyncJobProcessors = {
     // Steps go with their events: by when they started, under the same retention.
     "prune-events": async () => ({
@@ -109,10 +150,29 @@ export function syncProcessors(deps: {
       prunedSteps: await pruneEventLog(deps.steps, config.eventRetentionDays),
     }),
   };
-  if (!upstream) return processors;
-  const { api } = upstream;
+  if (!main) return processors;
   // One per process: a filter the upstream refused is named once and never asked again.
   const refused = createRefusedFilters();
+  const build = (sync: AccountSync) => accountProcessors({ ...deps, sync, refused });
+  // Fresh from the start, so "stalled" means no full pass completed for a while, not "none yet".
+  if (config.worker.reconcileIntervalMs > 0) collectFullTier(metrics, main.checkpoints, Date.now());
+  showActiveTier(metrics, config.worker);
+  const own = build(main);
+  return Object.assign(processors, deps.accounts ? byAccount(own, deps.accounts, build, deps.syncQueue) : own);
+}
+
+/** The refresh and reconciliation jobs of one account. */
+function accountProcessors(deps: {
+  config: Config;
+  metrics: Metrics;
+  syncQueue: Queue;
+  sync: AccountSync;
+  refused: ReturnType<typeof createRefusedFilters>;
+}): SyncJobProcessors {
+  const { config, metrics, sync, refused } = deps;
+  const { upstream, mirror, writer, logger } = sync;
+  const { api } = upstream;
+  const { queue: scheduler, activePassLease } = sync.refresh;
   const refresh = (kind: SyncedKind) => () =>
     refreshKind({
       api,
@@ -127,29 +187,86 @@ export function syncProcessors(deps: {
       onRead: ({ scope }) => metrics.syncRefreshReads.inc({ kind, scope }),
       onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
     });
-  processors.refresh = createRefreshJob({
-    pace: createRefreshPace({
-      state: () => upstream.limiter.state(),
-      share: config.worker.syncRefreshPaceShare,
-      maxWaitMs: config.worker.syncRefreshPaceMaxWaitMs,
+  return {
+    refresh: createRefreshJob({
+      pace: createRefreshPace({
+        state: () => upstream.limiter.state(),
+        share: config.worker.syncRefreshPaceShare,
+        maxWaitMs: config.worker.syncRefreshPaceMaxWaitMs,
+      }),
+      scheduler,
+      logger,
+      refresh: (kind) => scheduler.traced(kind, refresh(kind)),
     }),
-    scheduler,
-    logger,
-    refresh: (kind) => scheduler.traced(kind, refresh(kind)),
-  });
-  // Fresh from the start, so "stalled" means no full pass completed for a while, not "none yet".
-  if (config.worker.reconcileIntervalMs > 0) collectFullTier(metrics, deps.checkpoints, Date.now());
-  showActiveTier(metrics, config.worker);
-  return Object.assign(
-    processors,
-    reconcileProcessors({
-      ...deps,
+    ...reconcileProcessors({
+      ...sync,
       api,
+      metrics,
       pending: (kind) => scheduler.pending(kind),
       lease: activePassLease,
       queue: deps.syncQueue,
       config: config.worker,
     }),
+  };
+}
+
+/**
+ * The scheduler's ticks that every account gets: a tick without an account runs `default`'s and
+ * queues the same tick for each registered account (deduplicated while one waits or runs, so a
+ * slow account's ticks never pile up), as does a catch-up after a gap.
+ */
+const TICKS_FOR_EVERY_ACCOUNT: readonly string[] = [RECONCILE_JOBS.full, RECONCILE_JOBS.active, RECONCILE_JOBS.catchUp];
+
+/**
+ * Queues the job `name` for each account, deduplicated per account while one waits or runs: a
+ * tick (the schedulers', a gap's catch-up), or a new account's first full tick, which starts its
+ * first import.
+ */
+export async function queueForAccounts(
+  queue: Pick<Queue, "addBulk">,
+  name: string,
+  data: SyncJobData,
+  accounts: readonly string[],
+): Promise<void> {
+  await queue.addBulk(
+    accounts.map((account) => ({ name, data: { ...data, ...ownData(account) }, opts: { deduplication: { id: ownId(name, account) } } })),
+  );
+}
+
+/**
+ * Routes each job to its account's processors (none named: `default`'s), built once per account
+ * and key. A job of an account no longer registered ends at once: its sync stopped with it.
+ */
+function byAccount(
+  own: SyncJobProcessors,
+  accounts: SyncAccounts,
+  build: (sync: AccountSync) => SyncJobProcessors,
+  queue: Pick<Queue, "addBulk">,
+): SyncJobProcessors {
+  const built = new WeakMap<AccountSync, SyncJobProcessors>();
+  const processorsOf = (account: string) => {
+    const sync = accounts.syncOf(account);
+    if (!sync) return undefined;
+    let processors = built.get(sync);
+    if (!processors) built.set(sync, (processors = build(sync)));
+    return processors;
+  };
+  const everyAccount = async (job: Job<SyncJobData>) => queueForAccounts(queue, job.name, job.data, await accounts.list());
+  return Object.fromEntries(
+    Object.keys(own).map((name) => [
+      name,
+      async (job: Job<SyncJobData>, token?: string) => {
+        const { account } = job.data as AccountJobData;
+        if (account !== undefined && account !== DEFAULT_ACCOUNT) {
+          const processor = processorsOf(account)?.[name];
+          return processor ? processor(job, token) : { skipped: `account ${account} is not registered` };
+        }
+        // A scheduler's tick (BullMQ names its job scheduler) or a gap's catch-up: every account's too.
+        const tick = name === RECONCILE_JOBS.catchUp || (job.repeatJobKey !== undefined && TICKS_FOR_EVERY_ACCOUNT.includes(name));
+        if (tick) await everyAccount(job);
+        return expectDefined(own[name], name)(job, token);
+      },
+    ]),
   );
 }
 

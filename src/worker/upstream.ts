@@ -4,17 +4,29 @@ import type { Config } from "../config/config.js";
 import { collectRateBudget, type Metrics } from "../metrics/metrics.js";
 import type { RedisClient } from "../redis/redis.js";
 import type { Tracing } from "../tracing/tracing.js";
-import { apiKeyId, createApiClient, type ApiClient, type ApiClientOptions } from "../upstream/client.js";
+import { apiKeyId, createApiClient, type ApiClient, type ApiClientOptions, type ApiResponseInfo } from "../upstream/client.js";
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from "../upstream/rate-limiter.js";
 
 export type Upstream = ReturnType<typeof upstreamFromConfig>;
 
+/** The upstreams of one worker process: the env company's, and a registered account's by its key. */
+export interface Upstreams {
+  /** The env company's (`default`), its budget in the metrics. */
+  main: Upstream;
+  /**
+   * The client of another key (a registered account's), on that key's own shared budget: every
+   * process with the key shares its 120 a minute (spec part 8). Built once per key.
+   */
+  forKey(apiKey: string): Upstream;
+}
+
 /**
- * The upstream API client and its shared rate limiter as the config describes them, every
- * response and budget slot counted in the metrics; undefined when no API is configured (nothing
- * is synced into the mirror then, which the log says once).
+ * The upstream API clients and their shared rate limiters as the config describes them, every
+ * response and budget slot counted in the metrics (summed over keys: a label per account would grow
+ * with them); undefined when no API is configured (nothing is synced into the mirror then, which
+ * the log says once).
  */
-export function meteredUpstream(deps: {
+export function meteredUpstreams(deps: {
   config: Config;
   connection: RedisClient;
   logger: Logger;
@@ -22,31 +34,41 @@ export function meteredUpstream(deps: {
   tracing?: Tracing;
   /** Aborts every call in flight and after (the worker's shutdown deadline). */
   signal?: AbortSignal;
-}): Upstream | undefined {
+}): Upstreams | undefined {
   const { config, logger, metrics, tracing } = deps;
-  if (!config.api) {
+  const api = config.api;
+  if (!api) {
     logger.warn("API_BASE_URL/API_KEY not set: orders, bookings and menus are not synced into the mirror");
     return undefined;
   }
-  const upstream = upstreamFromConfig(config.api, deps.connection, config.queuePrefix, {
+  const extra = {
     logger,
     ...(tracing ? { tracer: tracing.tracer } : {}),
     bookingsUpperBoundParam: config.worker.syncBookingsUpperBoundParam,
     ...(deps.signal ? { signal: deps.signal } : {}),
-    onResponse: ({ method, route, status, budget }) => {
+    onResponse: ({ method, route, status, budget }: ApiResponseInfo) => {
       metrics.upstreamRequests.inc({ method, route, status: String(status) });
       if (status === 429) {
         metrics.upstreamRateLimited.inc();
         metrics.budgetRateLimited.inc({ class: budget });
       }
     },
-    onSlot: ({ budget, waitedMs }) => {
+    onSlot: ({ budget, waitedMs }: Parameters<NonNullable<RateLimiterOptions["onSlot"]>>[0]) => {
       metrics.budgetSlots.inc({ class: budget });
       metrics.budgetWaitSeconds.observe({ class: budget }, waitedMs / 1000);
     },
-  });
-  collectRateBudget(metrics, config.api.rate, () => upstream.limiter.state());
-  return upstream;
+  };
+  const main = upstreamFromConfig(api, deps.connection, config.queuePrefix, extra);
+  collectRateBudget(metrics, api.rate, () => main.limiter.state());
+  const byKey = new Map<string, Upstream>([[api.apiKey, main]]);
+  return {
+    main,
+    forKey(apiKey) {
+      let upstream = byKey.get(apiKey);
+      if (!upstream) byKey.set(apiKey, (upstream = upstreamFromConfig({ ...api, apiKey }, deps.connection, config.queuePrefix, extra)));
+      return upstream;
+    },
+  };
 }
 
 /** The API client and its shared limiter, as the config describes them (worker and backfill alike). */
@@ -96,5 +118,27 @@ export function apiNotConfigured(why?: string): ApiClient {
     updateOrderStatus: refuse("updateOrderStatus"),
     refundOrder: refuse("refundOrder"),
     createBooking: refuse("createBooking"),
+  };
+}
+
+/**
+ * A client that picks the client to call at each call: an account's key may be rotated, and the
+ * registry read again, after a handler's context was made.
+ */
+export function apiAtCall(current: () => ApiClient): ApiClient {
+  const call =
+    <M extends keyof ApiClient>(method: M) =>
+    (...args: Parameters<ApiClient[M]>) =>
+      (current()[method] as (...a: Parameters<ApiClient[M]>) => ReturnType<ApiClient[M]>)(...args);
+  return {
+    listOrders: call("listOrders"),
+    listBookings: call("listBookings"),
+    listMenuItems: call("listMenuItems"),
+    iterateOrders: call("iterateOrders"),
+    iterateBookings: call("iterateBookings"),
+    iterateMenuItems: call("iterateMenuItems"),
+    updateOrderStatus: call("updateOrderStatus"),
+    refundOrder: call("refundOrder"),
+    createBooking: call("createBooking"),
   };
 }

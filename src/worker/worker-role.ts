@@ -15,9 +15,22 @@ import { tracedMirror, type Tracing } from "../tracing/tracing.js";
 import { isPermanentUpstreamError } from "../upstream/errors.js";
 import { createChangeFeed } from "./change-feed.js";
 import { type EventHandlers, createHandlerTable, adoptNamedHandlerKeys, type SharedHandlerContext } from "./handlers.js";
-import { meteredUpstream } from "./upstream.js";
+import { apiNotConfigured, meteredUpstreams, type Upstreams } from "./upstream.js";
 import { createRefreshRequests } from "../sync/refresh-queue.js";
-import { createSyncSchedules, createSyncWorker, syncProcessors, type SyncJobData } from "./sync-worker.js";
+import {
+  createSyncSchedules,
+  createSyncWorker,
+  queueForAccounts,
+  syncProcessors,
+  type AccountSync,
+  type SyncAccounts,
+  type SyncJobData,
+} from "./sync-worker.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import type { AccountKeys } from "../mirror/accounts.js";
+import type { MirrorWriter } from "../mirror/change-outbox.js";
+import type { ApiClient } from "../upstream/client.js";
+import type { RefreshRequests } from "../sync/refresh-queue.js";
 import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
 import type { HandlerRegistry } from "../events/dispatch.js";
 import { createAttemptRunner, attemptOfJob, type AttemptLog } from "../queue/attempt-runner.js";
@@ -38,9 +51,15 @@ export interface WorkerRoleDeps {
     eventLog: Pick<EventLog, "recordAttempt" | "holds" | "waiting">;
     mirror: MirrorStore;
     steps: StepStore;
+    checkpoints: SyncCheckpoints;
   };
-  /** The registered accounts' ids (accounts.ts): whose waiting events a restore pass also looks at. */
+  /** The registered accounts' ids (accounts.ts): whose waiting events a restore pass and the tiers' ticks also reach. */
   accounts?: () => Promise<string[]>;
+  /**
+   * A registered account's key (the directory, accounts.ts): what its sync and `ctx.api` call
+   * with; undefined once it is removed; throws AccountsUnavailableError while unknown.
+   */
+  keysOf?: (account: string) => Pick<AccountKeys, "apiKey"> | undefined;
   changeOutbox: ChangeOutbox;
   /** Durable steps' results (ctx.step). */
   steps: StepStore;
@@ -68,22 +87,21 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
   const syncQueue = createSyncQueue<SyncJobData>({ connection, config, logger, ...(tracing ? { telemetry: tracing.bullmq } : {}) });
   // Aborted at the shutdown's drain deadline: a read the API holds never outlasts the stop.
   const upstreamStop = new AbortController();
-  const upstream = meteredUpstream({ config, connection, logger, metrics, tracing, signal: upstreamStop.signal });
-  const api = upstream?.api;
-  const feed = createChangeFeed({ config, logger, metrics, mirror, outbox: deps.changeOutbox, eventsQueue, tracing });
-  const refresh = createRefreshRequests({ config, connection, syncQueue, tracing });
+  const { feed, refreshOf, main, accountSync } = createSyncParts(deps, { mirror, eventsQueue, syncQueue, signal: upstreamStop.signal });
+  const api = main?.upstream.api;
   const table = createHandlerTable({
     logger,
     mirror,
     steps: deps.steps,
     api,
-    refresh: refresh.queue,
+    refresh: (account) => refreshOf(account).queue,
     handlers: deps.handlers,
     tracing,
     ...(deps.forAccount ? { forAccount: deps.forAccount } : {}),
+    ...(accountSync ? { apiOf: accountSync.apiOf } : {}),
   });
   const delivery = createEventDelivery({ ...deps, mirror, eventsQueue, registry: table.dispatch });
-  const processors = syncProcessors({ ...deps, mirror, syncQueue, upstream, refresh, writer: feed.writer });
+  const processors = syncProcessors({ ...deps, syncQueue, main, accounts: accountSync });
   const syncWorker = createSyncWorker({
     connection,
     prefix: config.queuePrefix,
@@ -158,6 +176,16 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     recordingFails: () => delivery.recording.failing(),
     /** The keys of the handlers an event of `type` runs (what a replay may aim at). */
     handlerKeys: (type: string) => table.registry.handlersFor(type).map((h) => h.key),
+    /**
+     * Starts the sync of accounts this process has not seen before: their full tier's tick, which
+     * starts a first import on an empty mirror. Deduplicated per account across processes.
+     */
+    accountsAdded(ids: readonly string[]): void {
+      if (!accountSync || config.worker.reconcileIntervalMs <= 0) return;
+      queueForAccounts(syncQueue, RECONCILE_JOBS.full, {}, ids).catch((err: unknown) =>
+        logger.warn({ err: (err as Error).message }, "new accounts' first sync not queued; the next tick queues it"),
+      );
+    },
     /** Swaps in new user handlers (dev's HANDLERS_MODULE reload); a map that does not register throws and changes nothing. */
     reloadHandlers: (handlers: readonly EventHandlers[]) => void table.replace(handlers),
     /** Calls `listener` for every attempt this process finishes (either path); returns the unsubscribe function. */
@@ -168,6 +196,79 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
      * flight and closes anyway (their jobs rerun); the relay and the queues close by `close`.
      */
     stop: (deadlines: StopDeadlines) => lifecycle.stop(deadlines),
+  };
+}
+
+/**
+ * What the sync reads and writes through: the upstreams (one per key), the change feed, each
+ * account's refresh requests, and the sync of `default` (undefined without an upstream API) and of
+ * the registered accounts.
+ */
+function createSyncParts(
+  deps: WorkerRoleDeps,
+  own: { mirror: MirrorStore; eventsQueue: Queue<EventJobData>; syncQueue: Queue<SyncJobData>; signal: AbortSignal },
+) {
+  const { config, logger, connection, metrics, tracing } = deps;
+  const { mirror, syncQueue } = own;
+  const upstreams = meteredUpstreams({ config, connection, logger, metrics, tracing, signal: own.signal });
+  const feed = createChangeFeed({ config, logger, metrics, mirror, outbox: deps.changeOutbox, eventsQueue: own.eventsQueue, tracing });
+  const refreshOf = createRefreshRequests({ config, connection, syncQueue, tracing });
+  const main: AccountSync | undefined = upstreams && {
+    account: DEFAULT_ACCOUNT,
+    upstream: upstreams.main,
+    mirror,
+    checkpoints: deps.checkpoints,
+    writer: feed.writer,
+    refresh: refreshOf(),
+    logger,
+  };
+  return { feed, refreshOf, main, accountSync: syncOfAccounts({ ...deps, upstreams, refreshOf, writerOf: feed.writerOf }) };
+}
+
+/**
+ * The registered accounts' sync and API, each on its own key (its own budget) and its own stores:
+ * built when a job or a handler first needs it, and again when its key was replaced. Undefined
+ * without accounts (a library user's worker) or without an upstream API.
+ */
+function syncOfAccounts(
+  deps: Pick<WorkerRoleDeps, "logger" | "forAccount" | "accounts" | "keysOf" | "tracing"> & {
+    upstreams: Upstreams | undefined;
+    refreshOf: (account: string) => RefreshRequests;
+    writerOf: (mirror: MirrorStore) => MirrorWriter;
+  },
+): (SyncAccounts & { apiOf: (account: string) => ApiClient }) | undefined {
+  const { forAccount, accounts, keysOf, upstreams, tracing } = deps;
+  if (!forAccount || !accounts || !keysOf || !upstreams) return undefined;
+  const built = new Map<string, AccountSync>();
+  const upstreamOf = (account: string) => {
+    const keys = keysOf(account);
+    return keys && upstreams.forKey(keys.apiKey);
+  };
+  return {
+    list: accounts,
+    syncOf(account) {
+      const upstream = upstreamOf(account);
+      if (!upstream) {
+        built.delete(account);
+        return undefined;
+      }
+      const known = built.get(account);
+      if (known?.upstream === upstream) return known;
+      const stores = forAccount(account);
+      const mirror = tracing ? tracedMirror(stores.mirror, tracing.tracer) : stores.mirror;
+      const sync: AccountSync = {
+        account,
+        upstream,
+        mirror,
+        checkpoints: stores.checkpoints,
+        writer: deps.writerOf(mirror),
+        refresh: deps.refreshOf(account),
+        logger: deps.logger.child({ account }),
+      };
+      built.set(account, sync);
+      return sync;
+    },
+    apiOf: (account) => upstreamOf(account)?.api ?? apiNotConfigured(`account ${account} is not registered`),
   };
 }
 

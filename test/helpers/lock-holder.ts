@@ -6,7 +6,8 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createDatabase, DEFAULT_ACCOUNT, migrateToLatest } from "../../src/mirror/database.js";
+import { createDatabase, migrateToLatest } from "../../src/mirror/database.js";
+import { DEFAULT_ACCOUNT } from "../../src/config/defaults.js";
 import { embeddedDirectory, lockDataDir } from "../../src/mirror/embedded-server.js";
 const [dir, flag, template] = process.argv.slice(2);
 if (!dir) throw new Error("usage: lock-holder <dataDir> [--database <template>]");

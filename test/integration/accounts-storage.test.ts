@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { DEFAULT_ACCOUNT } from "../../src/mirror/database.js";
+import { DEFAULT_ACCOUNT } from "../../src/config/defaults.js";
 import { openStorage, readEventDetail, readStory, type Storage } from "../../src/mirror/storage.js";
 import { createMirrorWriter } from "../../src/mirror/change-outbox.js";
 import { MIGRATIONS } from "../../src/mirror/migrations.js";
@@ -121,8 +121,11 @@ describe("storage keyed by account: two companies in one database", () => {
     await writer.write("orders", [orderRecord("ord_1")], t0, "webhook");
     expect(await acme.changeOutbox.pending()).toBe(1);
     expect(await other.changeOutbox.pending()).toBe(0);
-    expect(await other.changeOutbox.relayBatch(10, () => Promise.resolve())).toBe(0);
-    expect(await acme.changeOutbox.relayBatch(10, () => Promise.resolve())).toBe(1);
+    // One relay serves the deployment: it sends every account's rows, each naming its account.
+    const sent: { account: string }[] = [];
+    expect(await other.changeOutbox.relayBatch(10, (rows) => Promise.resolve(void sent.push(...rows)))).toBe(1);
+    expect(sent.map((r) => r.account)).toEqual(["acme"]);
+    expect(await acme.changeOutbox.pending()).toBe(0);
 
     await acme.mirror.upsert("reviews", [reviewRecord("rev_bad", { restaurantId: 7 })], t0);
     await acme.mirror.recordUnlisted({
@@ -171,7 +174,7 @@ describe("upgrading a database with rows from 0016_event_jobs to 0017_accounts",
 
       const storage = await storageOf(database);
       // 0018 (the accounts registry, a table of its own) comes after it.
-      expect(await storage.migrate()).toEqual(["0017_accounts", "0018_account_registry"]);
+      expect(await storage.migrate()).toEqual(["0017_accounts", "0018_account_registry", "0019_outbox_relay_order"]);
       expect(await storage.mirror.get("orders", "ord_1")).toMatchObject({ id: "ord_1" });
       expect(await storage.eventLog.get("evt_1")).toMatchObject({ type: "order.created" });
       expect(await storage.steps.forEvent("evt_1")).toHaveLength(1);
@@ -203,9 +206,10 @@ describe("upgrading a database with rows from 0016_event_jobs to 0017_accounts",
         left join pg_attribute a on a.attrelid = t.oid and a.attnum = x.indkey[0]
         where n.nspname = ${database.schema} and t.relname not in ('sync_liveness', 'handler_key_renames', 'accounts', 'kysely_migration', 'kysely_migration_lock')
         order by 1, 2`.execute(database.db);
-      // The GIN index on events.handlers is the one exception (see 0017_accounts).
+      // The exceptions: the GIN index on events.handlers (see 0017_accounts), and the relay's
+      // order over every account's changes (0019_outbox_relay_order).
       const notLed = rows.filter((r) => r.first !== "account_id").map((r) => r.index);
-      expect(notLed).toEqual(["events_handlers_idx"]);
+      expect(notLed).toEqual(["change_outbox_seq_idx", "events_handlers_idx"]);
       expect(rows.length).toBeGreaterThan(25);
     } finally {
       await database.close();

@@ -194,7 +194,7 @@ describe("accounts at the edge and through the operator API", () => {
 
     const event = sampleEvent({ type: "guest.visited", data: {} });
     expect((await deliverTo("/acme", event, ACME.signingSecret)).status).toBe(200);
-    // The built-in sync keeps the default company's mirror only: acme's review is not stored under default.
+    // The built-in sync stores acme's review in acme's mirror, not in the default company's.
     const review = sampleEvent({ type: "review.created", data: reviewRecord("rev_acme") });
     expect((await deliverTo("/acme", review, ACME.signingSecret)).status).toBe(200);
     // Signed with the default company's secret, or for an account nobody registered (its body never read, so no 413).
@@ -213,11 +213,11 @@ describe("accounts at the edge and through the operator API", () => {
     const storage = svc.database;
     await waitFor(() => seen.some((e) => e.id === event.id), { what: "the account's event handled" });
     expect(seen.find((e) => e.id === event.id)?.account).toBe("acme");
-    // Its handlers' context is the account's: its mirror; its API is not built yet and says so.
+    // Its handlers' context is the account's: its mirror, and its API (none on this service, which says so).
     expect(contexts.get(event.id)).toEqual({
       account: "acme",
       mirror: "acme",
-      api: expect.stringContaining("the API of registered accounts (acme) is not built yet") as string,
+      api: expect.stringContaining("this service has no upstream API") as string,
     });
     // Every handler of it done (the log says handled), then the default mirror is read.
     await waitFor(
@@ -226,6 +226,8 @@ describe("accounts at the edge and through the operator API", () => {
       { what: "the account's review handled" },
     );
     expect(await svc.service.mirror.get("reviews", "rev_acme")).toBeUndefined();
+    const reviews = await sql<{ account_id: string }>`select account_id from reviews where id = 'rev_acme'`.execute(storage.db);
+    expect(reviews.rows).toEqual([{ account_id: "acme" }]);
     await waitFor(async () => (await sql`select 1 from events where id = ${event.id}`.execute(storage.db)).rows.length === 1, {
       what: "the event logged",
     });

@@ -33,11 +33,11 @@ describe("active pass lease", () => {
 
     // The first holder's lease lapsed (as after a crash) and another job took it: the first one's
     // letting go must not free the new holder's lease.
-    await redis.del(redisKeys(prefix).activePassLease);
+    await redis.del(redisKeys(prefix).syncOf().activePassLease);
     const second = await lease.hold("job-b");
     expect(second).toBeDefined();
     await first?.letGo();
-    expect(await redis.get(redisKeys(prefix).activePassLease)).toBe("job-b");
+    expect(await redis.get(redisKeys(prefix).syncOf().activePassLease)).toBe("job-b");
     await second?.letGo();
     expect(await lease.hold("job-d")).toBeDefined();
   });
@@ -45,7 +45,7 @@ describe("active pass lease", () => {
   it("keeps a running holder's lease past its TTL by renewing it", async () => {
     const redis = redisClient();
     const prefix = `test-lease-${randomUUID().slice(0, 8)}`;
-    const key = redisKeys(prefix).activePassLease;
+    const key = redisKeys(prefix).syncOf().activePassLease;
     const held = await createActivePassLease({ redis, prefix, ttlMs: 300 }).hold("job-a");
     const started = Date.now();
     // Three TTLs go by; the lease is there at every look.

@@ -114,6 +114,7 @@ describe("the first tick after a restart", () => {
       const mirror = createPostgresMirror(database.db);
       const config = loadConfig({ REDIS_URL: inject("redisUrl"), SIGNING_SECRET: TEST_SECRET });
       const processors = reconcileProcessors({
+        account: "default",
         api,
         mirror,
         checkpoints: createSyncCheckpoints(database.db),

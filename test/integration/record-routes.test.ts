@@ -163,7 +163,7 @@ describe("POST /records/{kind}/{id}/refresh", () => {
     const res = await post("/records/orders/ord_refunded1/refresh");
     expect(res.status).toBe(202);
     expect(await res.json()).toEqual({ kind: "orders", id: "ord_refunded1", restaurantId: "rest_1" });
-    const pending = await redis.hgetall(redisKeys(prefix).pendingRefresh("orders"));
+    const pending = await redis.hgetall(redisKeys(prefix).syncOf().pendingRefresh("orders"));
     expect(Object.keys(pending)).toEqual([JSON.stringify(["rest_1", "ord_refunded1"])]);
     const queue = new Queue(SYNC_QUEUE, { connection: redis, prefix });
     try {
@@ -187,11 +187,11 @@ describe("POST /records/{kind}/{id}/refresh", () => {
     const review = await post("/records/reviews/rev_1/refresh");
     expect(review.status).toBe(400);
     expect(((await review.json()) as { error: { message: string } }).error.message).toContain("reviews are stored as delivered");
-    expect(await redis.exists(redisKeys(prefix).pendingRefresh("reviews"))).toBe(0);
+    expect(await redis.exists(redisKeys(prefix).syncOf().pendingRefresh("reviews"))).toBe(0);
     const unknown = await post("/records/orders/ord_nowhere/refresh");
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe("record_not_found");
-    expect((await redis.hkeys(redisKeys(prefix).pendingRefresh("orders"))).filter((f) => f.includes("ord_nowhere"))).toEqual([]);
+    expect((await redis.hkeys(redisKeys(prefix).syncOf().pendingRefresh("orders"))).filter((f) => f.includes("ord_nowhere"))).toEqual([]);
   });
 });
 

@@ -29,7 +29,7 @@ afterEach(async () => {
 
 describe("refresh scheduler", () => {
   it("gives the pending ids a week's expiry, set again by every request (a hash no refresh reads does not stay forever)", async () => {
-    const key = redisKeys(prefix).pendingRefresh("orders");
+    const key = redisKeys(prefix).syncOf().pendingRefresh("orders");
     await scheduler.request("orders", "rest_1", "ord_1");
     const first = await redis.pttl(key);
     expect(first).toBeGreaterThan(PENDING_REFRESH_TTL_MS - 3_600_000);
@@ -106,7 +106,7 @@ describe("refresh scheduler", () => {
   });
 
   it("skips a damaged entry, and a new event for the id replaces its damaged note", async () => {
-    const key = redisKeys(queue.opts.prefix).pendingRefresh("orders");
+    const key = redisKeys(queue.opts.prefix).syncOf().pendingRefresh("orders");
     await redis.hset(key, "not json", "{}", JSON.stringify(["rest_1", "ord_1"]), "{damaged");
     expect(await scheduler.pending("orders")).toEqual([]);
     await scheduler.request("orders", "rest_1", "ord_1", { eventId: "evt_1" });

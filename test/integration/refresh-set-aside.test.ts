@@ -123,7 +123,7 @@ describe("one signed order.created whose data.id holds a NUL, through the whole 
     await stack.drained();
     const { mirror } = stack.svc.service;
     expect(await mirror.get("orders", order.id)).toMatchObject({ id: order.id, status: "REFUNDED" });
-    expect(await stack.svc.redis.hlen(redisKeys(stack.svc.prefix).pendingRefresh("orders"))).toBe(0);
+    expect(await stack.svc.redis.hlen(redisKeys(stack.svc.prefix).syncOf().pendingRefresh("orders"))).toBe(0);
     expect((await mirror.rejections("orders")).map((r) => [r.id, r.reason])).toEqual([["ord_\\u0000nul", "nul_character"]]);
   }, 120_000);
 });

@@ -19,8 +19,8 @@ function scriptKeyGroups(prefix: string): Record<string, string[]> {
       budget.activeWaiters,
     ],
     "rate limiter state": [budget.log, budget.pause, budget.activeLog, budget.fullLog],
-    "refresh scheduler note, forget read, defer": [keys.pendingRefresh("orders")],
-    "active pass lease (hold, renew, let go)": [keys.activePassLease],
+    "refresh scheduler note, forget read, defer": [keys.syncOf().pendingRefresh("orders")],
+    "active pass lease (hold, renew, let go)": [keys.syncOf().activePassLease],
     "ingest (stream + seen keys)": [
       keys.ingest.stream,
       keys.ingest.seen("evt_1"),
@@ -48,6 +48,18 @@ describe("Redis key names", () => {
   it("spreads groups over slots when the prefix has no tag", () => {
     const keys = redisKeys("svc");
     expect(calculateSlot(keys.upstreamBudget("k1").log)).not.toBe(calculateSlot(keys.upstreamBudget("k2").log));
+    expect(calculateSlot(keys.syncOf("acme").pendingRefresh("orders"))).not.toBe(
+      calculateSlot(keys.syncOf("globex").pendingRefresh("orders")),
+    );
+  });
+
+  it("keeps default's sync keys where they were before accounts, and puts each account's apart under its own tag", () => {
+    const keys = redisKeys("svc");
+    expect(keys.syncOf("default").pendingRefresh("orders")).toBe(keys.syncOf().pendingRefresh("orders"));
+    expect(keys.syncOf().activePassLease).toBe("svc:sync:active-pass-lease");
+    expect(keys.syncOf("acme")).toMatchObject({ activePassLease: "svc:sync:{acct:acme}:active-pass-lease" });
+    expect(keys.syncOf("acme").pendingRefresh("orders")).toBe("svc:sync:{acct:acme}:pending-ids:orders");
+    expect(keys.syncOf("acme").refreshPace("orders")).not.toBe(keys.syncOf().refreshPace("orders"));
   });
 
   it("keeps today's names for the budget and the pending ids", () => {
@@ -61,7 +73,7 @@ describe("Redis key names", () => {
       webhookWaiters: "svc:upstream:{k1}:waiting:webhook",
       activeWaiters: "svc:upstream:{k1}:waiting:active",
     });
-    expect(keys.pendingRefresh("orders")).toBe("svc:sync:pending-ids:orders");
+    expect(keys.syncOf().pendingRefresh("orders")).toBe("svc:sync:pending-ids:orders");
   });
 });
 
