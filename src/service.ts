@@ -91,7 +91,7 @@ export async function createService({ config, logger, handlers = [], database, t
   const accounts = createAccountRegistry(storage.database.db, config.secretsKey ? createSecretsBox(config.secretsKey) : undefined);
   // The edge verifies each account's deliveries with it, the worker calls each account's API with it.
   // A new account's first import starts as soon as a worker sees it (not at the next tick).
-  const directory = createAccountDirectory(accounts, { logger, onAdded: (ids) => worker?.accountsAdded(ids) });
+  const directory = createAccountDirectory(accounts, { logger, onChange: (change) => worker?.accountsChanged(change) });
   // Changed here: served (or refused) here at once; other processes follow within a poll.
   const thenReload = <R>(change: Promise<R>) => change.finally(() => directory.reload().catch(() => undefined));
   const accountsPort: AccountsPort = {

@@ -262,8 +262,11 @@ export function createAccountDirectory(
   options: {
     pollMs?: number;
     logger?: Pick<Logger, "warn" | "info">;
-    /** Told of the accounts a read found that the one before did not hold (every account on the first read). */
-    onAdded?: (ids: string[]) => void;
+    /**
+     * Told after each read that changed the accounts held: those the read before did not hold
+     * (every account on the first read), and how many there are now.
+     */
+    onChange?: (change: { added: string[]; count: number }) => void;
   } = {},
 ): AccountDirectory {
   let accounts: Map<string, AccountKeys | AccountsUnavailableError> | undefined;
@@ -286,7 +289,7 @@ export function createAccountDirectory(
     accounts = next;
     seen = version;
     const added = [...next.keys()].filter((id) => !before?.has(id));
-    if (added.length > 0) options.onAdded?.(added);
+    if (added.length > 0 || next.size !== before?.size) options.onChange?.({ added, count: next.size });
   };
   const readLogged = () =>
     read()

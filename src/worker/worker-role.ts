@@ -177,12 +177,17 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     /** The keys of the handlers an event of `type` runs (what a replay may aim at). */
     handlerKeys: (type: string) => table.registry.handlersFor(type).map((h) => h.key),
     /**
-     * Starts the sync of accounts this process has not seen before: their full tier's tick, which
-     * starts a first import on an empty mirror. Deduplicated per account across processes.
+     * Follows the registered accounts: starts the sync of those this process had not seen (their
+     * full tier's tick, which starts a first import on an empty mirror; deduplicated per account
+     * across processes), and gives the sync worker a slot per account beside WORKER_CONCURRENCY.
+     * A job waiting for its key's budget holds its slot, so with fewer slots than importing
+     * accounts the imports would take turns instead of each reading at its own key's rate.
      */
-    accountsAdded(ids: readonly string[]): void {
-      if (!accountSync || config.worker.reconcileIntervalMs <= 0) return;
-      queueForAccounts(syncQueue, RECONCILE_JOBS.full, {}, ids).catch((err: unknown) =>
+    accountsChanged({ added, count }: { added: readonly string[]; count: number }): void {
+      if (!accountSync) return;
+      syncWorker.concurrency = Math.max(2, config.worker.concurrency) + count;
+      if (config.worker.reconcileIntervalMs <= 0 || added.length === 0) return;
+      queueForAccounts(syncQueue, RECONCILE_JOBS.full, {}, added).catch((err: unknown) =>
         logger.warn({ err: (err as Error).message }, "new accounts' first sync not queued; the next tick queues it"),
       );
     },
