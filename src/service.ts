@@ -28,6 +28,7 @@ import type { EventHandlers } from "./worker/handlers.js";
 import type { OperatorActions } from "./worker/operator-actions.js";
 import { type WorkerRole, type WorkerRoleDeps, createWorkerRole } from "./worker/worker-role.js";
 import { createAccountDirectory, createAccountRegistry, createSecretsBox } from "./mirror/accounts.js";
+import { withSyncState } from "./sync/first-import.js";
 import type { AccountSecrets } from "./http/webhook-route.js";
 import type { AccountsPort } from "./http/operator-routes.js";
 import { expectDefined } from "./expect-defined.js";
@@ -96,6 +97,7 @@ export async function createService({ config, logger, handlers = [], database, t
   const thenReload = <R>(change: Promise<R>) => change.finally(() => directory.reload().catch(() => undefined));
   const accountsPort: AccountsPort = {
     ...accounts,
+    list: async () => withSyncState(storage.database.db, await accounts.list()),
     add: (input) => thenReload(accounts.add(input)),
     rotate: (id, input) => thenReload(accounts.rotate(id, input)),
     remove: (id, options) => thenReload(accounts.remove(id, options)),

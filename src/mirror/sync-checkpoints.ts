@@ -171,3 +171,15 @@ export function createSyncCheckpoints(
     },
   };
 }
+
+/** Every checkpoint of each of `accounts`, in one read (GET /accounts: each account's sync state). */
+export async function checkpointsByAccount(
+  db: Kysely<DatabaseSchema>,
+  accounts: readonly string[],
+): Promise<Map<string, SyncCheckpoint[]>> {
+  const by = new Map<string, SyncCheckpoint[]>(accounts.map((a) => [a, []]));
+  if (accounts.length === 0) return by;
+  const rows = await db.selectFrom("sync_checkpoints").selectAll().where("account_id", "in", accounts).orderBy("kind").execute();
+  for (const row of rows) by.get(row.account_id)?.push(fromRow(row));
+  return by;
+}

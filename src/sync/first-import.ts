@@ -1,9 +1,11 @@
 import type { MirrorChange, MirrorStore } from "../mirror/mirror-store.js";
 import type { MirrorWriter, SourceOf } from "../mirror/change-outbox.js";
 import type { ChangeSource } from "../events/catalog.js";
-import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
+import type { Kysely } from "kysely";
+import type { DatabaseSchema } from "../mirror/database.js";
+import { checkpointsByAccount, type SyncCheckpoint, type SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { PendingId } from "./refresh-queue.js";
-import { RESOURCES, type Page, type SyncedKind } from "./resources.js";
+import { RESOURCES, SYNCED_KINDS, type Page, type SyncedKind } from "./resources.js";
 
 // Is a first import running, and what does that leave to whom? One read of every checkpoint
 // (readImportState) answers each question the tiers, backfill and the change source ask, so the
@@ -114,6 +116,43 @@ export async function readImportState(deps: {
       return starts.length === 0 || now >= Math.max(...starts) + intervalMs;
     },
   };
+}
+
+/** Where an account's sync stands, as `GET /accounts` and `accounts list` show it. */
+export interface AccountSyncState {
+  /**
+   * `importing` until every kind's whole list was walked once (a complete full pass, or a
+   * complete backfill without `--since`): only then does the mirror hold the company; `live` after.
+   */
+  state: "importing" | "live";
+  /** Per kind: the records its running (else its last) walk read, and whether a whole walk ever completed. */
+  kinds: Record<SyncedKind, { records: number; walked: boolean }>;
+}
+
+/** An account's sync state from its checkpoints (`checkpointsByAccount`). */
+export function syncStateOf(checkpoints: readonly SyncCheckpoint[]): AccountSyncState {
+  const whole = checkpoints.filter((c) => c.tier === "full" || c.since === null);
+  const kinds = Object.fromEntries(
+    SYNCED_KINDS.map((kind) => {
+      const own = whole.filter((c) => c.kind === kind);
+      const running = own.find((c) => c.passCompletedAt === null);
+      const records = running?.records ?? Math.max(0, ...own.map((c) => c.records));
+      return [kind, { records, walked: own.some((c) => c.lastCompleteAt !== null) }];
+    }),
+  ) as AccountSyncState["kinds"];
+  return { state: Object.values(kinds).every((k) => k.walked) ? "live" : "importing", kinds };
+}
+
+/** Each account with its sync state (`syncStateOf`), from one read of every checkpoint. */
+export async function withSyncState<A extends { id: string }>(
+  db: Kysely<DatabaseSchema>,
+  accounts: readonly A[],
+): Promise<(A & { sync: AccountSyncState })[]> {
+  const checkpoints = await checkpointsByAccount(
+    db,
+    accounts.map((a) => a.id),
+  );
+  return accounts.map((a) => ({ ...a, sync: syncStateOf(checkpoints.get(a.id) ?? []) }));
 }
 
 /** How a sweep's writes produce change events. */

@@ -106,6 +106,10 @@ describe("each account's sync", () => {
     // Each company was read with its own key only (the sandbox routes by key: company 1 saw acme's calls).
     expect(company(1).requestLog.length).toBeGreaterThanOrEqual(ORDERS / 100);
     expect(new Set(company(1).requestLog.map((r) => r.keyHash)).size).toBe(1);
+    // Once every kind was walked, GET /accounts says acme is live.
+    const listed = async () =>
+      ((await (await call("GET", "/accounts")).json()) as { data: { id: string; sync: { state: string } }[] }).data;
+    await waitFor(async () => (await listed()).find((a) => a.id === "acme")?.sync.state === "live", { what: "acme live" });
     // A first import's change events are `backfill`, and name their account.
     await waitFor(() => changes.some((c) => c.account === "acme"), { what: "acme's change events" });
     const acmeChanges = changes.filter((c) => c.account === "acme");

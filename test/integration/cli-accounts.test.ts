@@ -59,7 +59,11 @@ describe("svc-webhooks accounts, on the embedded database a running service hold
     expect(JSON.parse(replayed.stdout)).toMatchObject({ event: id });
 
     const listed = await cli(["accounts", "list", "--json"], env);
-    expect(JSON.parse(listed.stdout)).toMatchObject({ data: [{ id: "acme", signingSecrets: 1 }] });
+    expect(JSON.parse(listed.stdout)).toMatchObject({ data: [{ id: "acme", signingSecrets: 1, sync: { state: "importing" } }] });
+    // No upstream here: its first import never began, and the line says what is still to read.
+    expect((await cli(["accounts", "list"], env)).stdout).toMatch(
+      /^1 account besides default\nacme: importing \(orders 0 read, bookings 0 read, menu-items 0 read\); 1 signing secret, since /,
+    );
     const rotated = await cli(["accounts", "rotate", "acme"], { ...env, ACCOUNT_SIGNING_SECRET: "whsec_cli_account_next_01234" });
     expect(rotated.stdout).toBe("account acme rotated: 2 signing secrets verify its webhooks");
     const bad = await cli(["accounts", "add", "Acme Corp"], { ...env, ACCOUNT_API_KEY: KEY, ACCOUNT_SIGNING_SECRET: SECRET });
