@@ -111,7 +111,7 @@ export async function createService({ config, logger, handlers = [], database, t
     keysOf: (account) => directory.get(account),
   });
   const queues = queueHandles(parts, worker);
-  const operatorActions: OperatorActions = serviceOperatorActions({ config, logger, connection, storage, queues, worker });
+  const operatorActions: OperatorActions = serviceOperatorActions({ config, logger, connection, storage, queues, worker, accounts });
   const sampler = collectServiceMetrics({ ...parts, queues, worker });
   const { adminToken } = config;
   const app = createServiceApp({

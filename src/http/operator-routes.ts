@@ -136,7 +136,7 @@ export interface RecordReader {
   /** The record's story; undefined when the service holds nothing of it. A bad id or cursor throws invalid_filter. */
   story(kind: string, id: string, cursor?: string, account?: string): Promise<RecordStory | undefined>;
   /** Asks for a narrow read of the record (the refresh its events would schedule); throws a coded error when it cannot. */
-  refresh(kind: string, id: string): Promise<{ kind: string; id: string; restaurantId: string }>;
+  refresh(kind: string, id: string, account?: string): Promise<{ kind: string; id: string; restaurantId: string }>;
 }
 
 /**
@@ -157,7 +157,9 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
     const unknownRecord = `no ${kind} record ${printable(id)}: neither the mirror nor the event log knows it`;
     return story === undefined ? c.json(errorBody("not_found", unknownRecord), 404) : c.json(story);
   });
-  route.post("/:kind/:id/refresh", async (c) => c.json(await records.refresh(c.req.param("kind"), c.req.param("id")), 202));
+  route.post("/:kind/:id/refresh", async (c) =>
+    c.json(await records.refresh(c.req.param("kind"), c.req.param("id"), c.req.query("account")), 202),
+  );
   return route;
 }
 
@@ -179,7 +181,7 @@ export interface OperatorActionsPort {
   cancelBulkReplay(id: string): Promise<BulkReplayView>;
   requestSync(
     request: "reconcile" | "backfill",
-    options: { kinds?: string[]; since?: string; restart?: boolean },
+    options: { kinds?: string[]; since?: string; restart?: boolean; account?: string },
   ): Promise<{ job: string }>;
 }
 
@@ -300,7 +302,8 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
   });
   for (const request of ["reconcile", "backfill"] as const)
     route.post(`/sync/${request}`, async (c) => {
-      const options = await body(c, SYNC_BODIES[request]);
+      const account = c.req.query("account");
+      const options = { ...(await body(c, SYNC_BODIES[request])), ...(account === undefined ? {} : { account }) };
       const result = await actions.requestSync(request, options);
       audit(`POST /sync/${request}`, { job: result.job, ...options });
       return c.json(result, 202);

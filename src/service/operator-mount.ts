@@ -16,11 +16,11 @@ import { type OperatorActions, createOperatorActions } from "../worker/operator-
 import type { Queue } from "bullmq";
 import type { EventJobData } from "../queue/events-queue.js";
 import { trackBulkReplays } from "../worker/replays.js";
-import { createRefreshQueue, type RefreshJobData } from "../sync/refresh-queue.js";
+import { createRefreshRequests } from "../sync/refresh-queue.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 import { findRecordKinds, listCausedChanges } from "../mirror/record-story.js";
 import { OperatorActionError } from "../worker/errors.js";
-import { accountParam } from "../mirror/accounts.js";
+import { accountParam, type AccountRegistry } from "../mirror/accounts.js";
 
 /** The queue handles the operator reads and acts on (the service holds them in every role). */
 export interface OperatorQueues {
@@ -107,10 +107,14 @@ export function serviceOperatorActions(deps: {
   storage: Storage;
   queues: OperatorQueues;
   worker: WorkerRole | undefined;
+  /** The registered accounts (accounts.ts): whose sync an operator may ask for. */
+  accounts: Pick<AccountRegistry, "list">;
 }): OperatorActions {
   const { config, connection, worker } = deps;
   const prefix = config.queuePrefix;
   if (worker) trackBulkReplays(worker.eventWorker, connection, prefix);
+  // "Refresh now" on a record page notes its id where the built-in handlers note the account's events' ids.
+  const refreshOf = createRefreshRequests({ config, connection, syncQueue: deps.queues.syncQueue });
   return createOperatorActions({
     eventLog: deps.storage.eventLog,
     eventsQueue: deps.queues.eventsQueue,
@@ -122,13 +126,8 @@ export function serviceOperatorActions(deps: {
     eventLogOf: (account) => deps.storage.forAccount(account).eventLog,
     confirmAbove: config.bulkReplayConfirmAbove,
     syncAvailable: config.api !== undefined,
-    // "Refresh now" on a record page notes its id where the built-in handlers note events' ids.
-    refresh: createRefreshQueue({
-      redis: connection,
-      queue: deps.queues.syncQueue as Queue<RefreshJobData>,
-      prefix,
-      debounceMs: config.worker.syncDebounceMs,
-    }),
+    refresh: (account) => refreshOf(account).queue,
+    accountExists: async (account) => (await deps.accounts.list()).some((a) => a.id === account),
     logger: deps.logger,
   });
 }
@@ -145,8 +144,8 @@ function createRecordReader(of: (account: string | undefined) => Storage, action
   return {
     kinds: MIRROR_KINDS,
     story,
-    async refresh(kind, id) {
-      const found = await story(kind, id);
+    async refresh(kind, id, account) {
+      const found = await story(kind, id, undefined, account);
       if (!found?.restaurantId)
         throw new OperatorActionError(
           "record_not_found",
@@ -154,7 +153,7 @@ function createRecordReader(of: (account: string | undefined) => Storage, action
         );
       const copy = found.record?.data;
       const note = { status: text(copy?.status), createdAt: text(copy?.createdAt), date: text(copy?.date) };
-      await actions.requestRefresh(kind, found.restaurantId, id, note);
+      await actions.requestRefresh(kind, found.restaurantId, id, note, account);
       return { kind, id, restaurantId: found.restaurantId };
     },
   };

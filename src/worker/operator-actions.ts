@@ -1,13 +1,13 @@
 import type { Queue } from "bullmq";
 import { isCalendarDate as isCalendarDay, printable } from "../mirror/values.js";
 import { redisKeys } from "../redis/redis.js";
-import { DEFAULTS } from "../config/defaults.js";
 import { type BulkReplayDeps, bulkReplays, digest, refuseReusedKey, replayJob, removeReplayedFailedJobs } from "./replays.js";
 import { OperatorActionError } from "./errors.js";
 import type { EventLog } from "../mirror/event-log.js";
 import { accountParam } from "../mirror/accounts.js";
-import { DEFAULT_ACCOUNT } from "../config/defaults.js";
-import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
+import { DEFAULT_ACCOUNT, DEFAULTS } from "../config/defaults.js";
+import { ownData, ownId, RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
+import { AccountError } from "../mirror/errors.js";
 import type { RefreshNote, RefreshQueue } from "../sync/refresh-queue.js";
 import { RESOURCES, SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 
@@ -30,8 +30,10 @@ export interface OperatorActionsDeps extends Omit<BulkReplayDeps, "confirmAbove"
   handlerKeys?: (type: string) => string[];
   /** False when no upstream API is configured: reconcile and backfill have nothing to read. */
   syncAvailable: boolean;
-  /** Where a record's refresh is asked for: the scheduler the built-in handlers note events' ids in. */
-  refresh?: Pick<RefreshQueue, "request">;
+  /** Where an account's record's refresh is asked for: the queue the built-in handlers note its events' ids in. */
+  refresh?: (account: string) => Pick<RefreshQueue, "request">;
+  /** Whether a registered account exists (the registry): a sync asked for another is refused, 404. */
+  accountExists?: (account: string) => Promise<boolean>;
   /** BULK_REPLAY_CONFIRM_ABOVE (its default when absent). */
   confirmAbove?: number;
   /** A registered account's part of the event log (storage.forAccount): where replayEvent's `account` reads. */
@@ -54,6 +56,14 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
     const stored = redisKeys(deps.prefix).operator.idempotency(digest("one", key));
     if ((await deps.redis.set(stored, params, "PX", IDEMPOTENCY_TTL_MS, "NX")) === "OK") return;
     refuseReusedKey(await deps.redis.get(stored), params, "another event or handler");
+  }
+
+  /** The account a sync request names (`default` when none): a slug, and registered, else refused. */
+  async function syncedAccount(account: string | undefined): Promise<string> {
+    const id = accountParam(account);
+    if (id !== DEFAULT_ACCOUNT && !(await deps.accountExists?.(id)))
+      throw new AccountError("account_not_found", `no account ${id}: its sync stopped with it, or it was never added`);
+    return id;
   }
 
   return {
@@ -103,15 +113,17 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
      * refresh job, exactly as an event naming it would (the hints, from the mirror's copy, steer
      * the read). Menus are read whole per restaurant; reviews have no endpoint to read.
      */
-    async requestRefresh(kind: string, restaurantId: string, id: string, note: RefreshNote = {}): Promise<void> {
+    async requestRefresh(kind: string, restaurantId: string, id: string, note: RefreshNote = {}, account?: string): Promise<void> {
       if (!deps.syncAvailable || !deps.refresh)
         throw new OperatorActionError("sync_unavailable", "no upstream API is configured (API_BASE_URL, API_KEY)");
+      const whose = await syncedAccount(account);
       if (!SYNCED_KINDS.includes(kind as SyncedKind))
         throw new OperatorActionError(
           "invalid_request",
           `${kind} are stored as delivered: only ${SYNCED_KINDS.join(", ")} are read from the API`,
         );
-      await deps.refresh.request(kind as SyncedKind, restaurantId, RESOURCES[kind as SyncedKind].tracksIds ? id : undefined, note);
+      const refreshed = RESOURCES[kind as SyncedKind].tracksIds ? id : undefined;
+      await deps.refresh(whose).request(kind as SyncedKind, restaurantId, refreshed, note);
     },
 
     /**
@@ -121,10 +133,11 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
      */
     async requestSync(
       request: OperatorSyncRequest,
-      options: { kinds?: string[]; since?: string; restart?: boolean } = {},
+      options: { kinds?: string[]; since?: string; restart?: boolean; account?: string } = {},
     ): Promise<{ job: string; runs?: "now" | "after the running pass" }> {
       if (!deps.syncAvailable) throw new OperatorActionError("sync_unavailable", "no upstream API is configured (API_BASE_URL, API_KEY)");
-      const data: Record<string, unknown> = { requestedBy: "operator", request };
+      const account = await syncedAccount(options.account);
+      const data: Record<string, unknown> = { requestedBy: "operator", request, ...ownData(account) };
       if (options.kinds !== undefined) {
         const wrong = options.kinds.filter((k) => !SYNCED_KINDS.includes(k as SyncedKind));
         if (wrong.length > 0 || options.kinds.length === 0)
@@ -140,9 +153,10 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
         data.since = options.since;
       }
       if (options.restart === true) data.restart = true;
-      const job = await deps.syncQueue.add(OPERATOR_SYNC_JOBS[request], data, { deduplication: { id: `operator-${request}` } });
+      const deduplication = { id: ownId(`operator-${request}`, account) };
+      const job = await deps.syncQueue.add(OPERATOR_SYNC_JOBS[request], data, { deduplication });
       if (request !== "reconcile") return { job: job.id ?? "" };
-      const running = (await deps.redis.exists(redisKeys(deps.prefix).syncOf().activePassLease)) === 1;
+      const running = (await deps.redis.exists(redisKeys(deps.prefix).syncOf(account).activePassLease)) === 1;
       return { job: job.id ?? "", runs: running ? "after the running pass" : "now" };
     },
   };

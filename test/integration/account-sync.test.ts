@@ -128,6 +128,27 @@ describe("each account's sync", () => {
     const change = await waitFor(() => changes.find((c) => c.data.id === order.id), { what: "its change event" });
     expect(change).toMatchObject({ account: "acme", data: { source: "webhook" } });
 
+    // An operator's "refresh now" of acme's order reads it from acme's company (its webhook lost).
+    const moved = company(1).silently(() => company(1).actions.updateOrderStatus(order.id, "CONFIRMED"));
+    const refreshed = await call("POST", `/records/orders/${order.id}/refresh?account=acme`);
+    expect(refreshed.status).toBe(202);
+    await waitFor(
+      async () => {
+        const row = await sql<{ status: string }>`select status from orders
+          where account_id = 'acme' and id = ${order.id}`.execute(svc.database.db);
+        return row.rows[0]?.status === moved.status;
+      },
+      { what: "acme's order refreshed by the operator" },
+    );
+    // "Reconcile now" for acme; for an account nobody added, or a malformed one, a clear refusal.
+    const reconcile = await call("POST", "/sync/reconcile?account=acme");
+    expect(reconcile.status).toBe(202);
+    expect(((await reconcile.json()) as { job: string }).job).not.toBe("");
+    const unknown = await call("POST", "/sync/reconcile?account=initech");
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe("account_not_found");
+    expect((await call("POST", "/sync/backfill?account=Not%20A%20Slug")).status).toBe(400);
+
     // A user's handler calls the API of the account the event came for.
     const probe = sampleEvent({ type: "probe.list", data: {} });
     expect((await deliverTo("acme", probe, ACME.signingSecret)).status).toBe(200);
