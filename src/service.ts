@@ -22,15 +22,13 @@ import { type Database } from "./mirror/database.js";
 import { MIRROR_KINDS, type MirrorKind } from "./mirror/values.js";
 import { createStreamSink, readStreamBacklog, type EventSink as StreamSink } from "./queue/ingest-stream.js";
 import { type Deadline, withTimeout, deadlineIn } from "./queue/deadline.js";
-import { operatorMount, serviceOperatorActions, type OperatorQueues } from "./service/operator-mount.js";
+import { operatorMount, serviceAccounts, serviceOperatorActions, type OperatorQueues } from "./service/operator-mount.js";
 import { type Tracing, activeTraceparent } from "./tracing/tracing.js";
 import type { EventHandlers } from "./worker/handlers.js";
 import type { OperatorActions } from "./worker/operator-actions.js";
 import { type WorkerRole, type WorkerRoleDeps, createWorkerRole } from "./worker/worker-role.js";
 import { createAccountDirectory, createAccountRegistry, createSecretsBox } from "./mirror/accounts.js";
-import { withSyncState } from "./sync/first-import.js";
 import type { AccountSecrets } from "./http/webhook-route.js";
-import type { AccountsPort } from "./http/operator-routes.js";
 import { expectDefined } from "./expect-defined.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient, logRedisOutages, redisKeys } from "./redis/redis.js";
 import { createEventsQueue, createSyncQueue } from "./queue/events-queue.js";
@@ -93,15 +91,7 @@ export async function createService({ config, logger, handlers = [], database, t
   // The edge verifies each account's deliveries with it, the worker calls each account's API with it.
   // A new account's first import starts as soon as a worker sees it (not at the next tick).
   const directory = createAccountDirectory(accounts, { logger, onChange: (change) => worker?.accountsChanged(change) });
-  // Changed here: served (or refused) here at once; other processes follow within a poll.
-  const thenReload = <R>(change: Promise<R>) => change.finally(() => directory.reload().catch(() => undefined));
-  const accountsPort: AccountsPort = {
-    ...accounts,
-    list: async () => withSyncState(storage.database.db, await accounts.list()),
-    add: (input) => thenReload(accounts.add(input)),
-    rotate: (id, input) => thenReload(accounts.rotate(id, input)),
-    remove: (id, options) => thenReload(accounts.remove(id, options)),
-  };
+  const accountsPort = serviceAccounts({ config, storage, connection, registry: accounts, directory });
   const { worker, sink } = createServiceRoles({
     ...parts,
     handlers: ([] as EventHandlers[]).concat(handlers),

@@ -316,6 +316,8 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
 export interface AccountsPort {
   add(input: unknown): Promise<{ id: string }>;
   list(): Promise<{ id: string }[]>;
+  /** One account with its health (sync state, budget, pending refreshes); throws account_not_found. */
+  health(id: string): Promise<{ id: string }>;
   rotate(id: string, input: unknown): Promise<{ id: string }>;
   remove(id: string, options: { purge: boolean }): Promise<void>;
 }
@@ -331,6 +333,7 @@ export function accountRoutes(accounts: AccountsPort, logger: Logger): Hono<AppE
   const audit = (action: string, account: string, extra: Record<string, unknown> = {}) =>
     logger.info({ who: "admin", route: action, target: { account, ...extra } }, "operator action");
   route.get("/", async (c) => c.json({ data: await accounts.list() }));
+  route.get("/:id", async (c) => c.json(await accounts.health(c.req.param("id"))));
   route.post("/", async (c) => {
     const added = await accounts.add(await body(c, z.unknown()));
     audit("POST /accounts", added.id);

@@ -20,7 +20,11 @@ import { createRefreshRequests } from "../sync/refresh-queue.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 import { findRecordKinds, listCausedChanges } from "../mirror/record-story.js";
 import { OperatorActionError } from "../worker/errors.js";
-import { accountParam, type AccountRegistry } from "../mirror/accounts.js";
+import { accountParam, type AccountDirectory, type AccountRegistry } from "../mirror/accounts.js";
+import { AccountError } from "../mirror/errors.js";
+import { withSyncState } from "../sync/first-import.js";
+import { SYNCED_KINDS } from "../sync/resources.js";
+import { upstreamFromConfig } from "../worker/upstream.js";
 
 /** The queue handles the operator reads and acts on (the service holds them in every role). */
 export interface OperatorQueues {
@@ -155,6 +159,54 @@ function createRecordReader(of: (account: string | undefined) => Storage, action
       const note = { status: text(copy?.status), createdAt: text(copy?.createdAt), date: text(copy?.date) };
       await actions.requestRefresh(kind, found.restaurantId, id, note, account);
       return { kind, id, restaurantId: found.restaurantId };
+    },
+  };
+}
+
+/**
+ * The accounts as the operator API serves them: the registry's calls, each change followed by a
+ * reload of this process's directory (served or refused here at once; other processes follow
+ * within a poll), lists with each account's sync state, and one account's health.
+ */
+export function serviceAccounts(deps: {
+  config: Config;
+  storage: Storage;
+  connection: RedisClient;
+  registry: AccountRegistry;
+  directory: AccountDirectory;
+}): AccountsPort {
+  const { config, storage, connection, registry, directory } = deps;
+  const thenReload = <R>(change: Promise<R>) => change.finally(() => directory.reload().catch(() => undefined));
+  return {
+    ...registry,
+    list: async () => withSyncState(storage.database.db, await registry.list()),
+    add: (input) => thenReload(registry.add(input)),
+    rotate: (id, input) => thenReload(registry.rotate(id, input)),
+    remove: (id, options) => thenReload(registry.remove(id, options)),
+    async health(id) {
+      const [account] = await withSyncState(
+        storage.database.db,
+        (await registry.list()).filter((a) => a.id === id),
+      );
+      if (!account) throw new AccountError("account_not_found", `no account ${id}`);
+      const keys = directory.get(id);
+      const budget =
+        keys && config.api
+          ? await upstreamFromConfig({ ...config.api, apiKey: keys.apiKey }, connection, config.queuePrefix).limiter.state()
+          : undefined;
+      const sync = redisKeys(config.queuePrefix).syncOf(id);
+      const pending = await Promise.all(
+        SYNCED_KINDS.map(async (kind) => [kind, await connection.hlen(sync.pendingRefresh(kind))] as const),
+      );
+      return {
+        ...account,
+        // Its key's budget now, shared by every process: calls in the window, by class, and a 429's pause.
+        ...(budget
+          ? { budget: { inWindow: budget.inWindow, max: budget.max, byClass: budget.byClass, pausedForMs: budget.pausedForMs } }
+          : {}),
+        // Ids its events asked to be read again, not read yet.
+        pendingRefreshes: Object.fromEntries(pending),
+      };
     },
   };
 }

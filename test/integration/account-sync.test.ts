@@ -110,6 +110,16 @@ describe("each account's sync", () => {
     const listed = async () =>
       ((await (await call("GET", "/accounts")).json()) as { data: { id: string; sync: { state: string } }[] }).data;
     await waitFor(async () => (await listed()).find((a) => a.id === "acme")?.sync.state === "live", { what: "acme live" });
+    // Its health: the sync's state, its key's budget (API_RATE here), the ids waiting for a refresh.
+    const health = (await (await call("GET", "/accounts/acme")).json()) as Record<string, unknown>;
+    expect(health).toMatchObject({
+      id: "acme",
+      sync: { state: "live", kinds: { orders: { records: ORDERS, walked: true } } },
+      budget: { max: 1200, pausedForMs: 0 },
+      pendingRefreshes: { orders: 0, bookings: 0, "menu-items": 0 },
+    });
+    expect(JSON.stringify(health)).not.toContain(ACME.apiKey);
+    expect((await call("GET", "/accounts/initech")).status).toBe(404);
     // A first import's change events are `backfill`, and name their account.
     await waitFor(() => changes.some((c) => c.account === "acme"), { what: "acme's change events" });
     const acmeChanges = changes.filter((c) => c.account === "acme");
