@@ -69,6 +69,8 @@ export interface Config {
   };
   worker: {
     concurrency: number;
+    /** The most of the stream's handler slots one account (company) holds at once; `concurrency`: no cap. */
+    concurrencyPerAccount: number;
     attempts: number;
     /** First retry delay; doubles each attempt, with jitter. */
     backoffMs: number;
@@ -205,6 +207,7 @@ export const configSchema = z.object({
   API_RATE_SAFETY_MS: int(0).default(DEFAULTS.apiRateSafetyMs),
   API_TIMEOUT_MS: int(100).default(DEFAULTS.apiTimeoutMs),
   WORKER_CONCURRENCY: int(1, 1000).default(10),
+  WORKER_CONCURRENCY_PER_ACCOUNT: int(1, 1000).optional(),
   JOB_ATTEMPTS: int(1, 100).default(DEFAULTS.jobAttempts),
   JOB_BACKOFF_MS: int(1).default(DEFAULTS.jobBackoffMs),
   JOB_LOCK_MS: int(1000).default(DEFAULTS.jobLockMs),
@@ -301,6 +304,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       : {}),
     worker: {
       concurrency: e.WORKER_CONCURRENCY,
+      concurrencyPerAccount: Math.min(e.WORKER_CONCURRENCY, e.WORKER_CONCURRENCY_PER_ACCOUNT ?? e.WORKER_CONCURRENCY),
       attempts: e.JOB_ATTEMPTS,
       backoffMs: e.JOB_BACKOFF_MS,
       lockMs: e.JOB_LOCK_MS,

@@ -3,9 +3,9 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Queue } from "bullmq";
 import { Cluster } from "ioredis";
-import pLimit from "p-limit";
 import type { Logger } from "pino";
-import { DEFAULTS } from "../config/defaults.js";
+import { DEFAULT_ACCOUNT, DEFAULTS } from "../config/defaults.js";
+import { createFairSlots } from "./fair-slots.js";
 import { errorMessage } from "../events/dispatch.js";
 import { type RedisClient, defineScripts, redisKeys, warnUnlessOutage } from "../redis/redis.js";
 import { eventBackoff, type AttemptResult, type AttemptRunner } from "./attempt-runner.js";
@@ -29,6 +29,8 @@ export interface StreamConsumerOptions {
   queue: Queue<EventJobData>;
   /** Events whose handlers run at once (as a BullMQ worker's concurrency); a hung one holds one slot. */
   concurrency: number;
+  /** The most of them one account's events hold at once (default `concurrency`: no cap). */
+  concurrencyPerAccount?: number;
   /** Entry bytes in flight at once (default DEFAULTS.workerMaxInflightBytes); one entry always runs. */
   maxInflightBytes?: number;
   /** The largest an entry can be (default 1 MiB + 4 KiB: the default body limit and the envelope). */
@@ -162,9 +164,10 @@ function createStreamConsumerState(options: StreamConsumerOptions) {
     inflight: createInflightEntries({ maxEntries: batchSize, maxBytes, largestEntryBytes }),
     /**
      * Handlers of `concurrency` events run at once; the entries read ahead wait for a slot, so the
-     * log's group commit and the acknowledgements still batch (a hung handler holds one slot).
+     * log's group commit and the acknowledgements still batch (a hung handler holds one slot). The
+     * slots go round-robin across accounts: one company's flood waits in its own line.
      */
-    handlerSlots: pLimit(options.concurrency),
+    handlerSlots: createFairSlots(options.concurrency, options.concurrencyPerAccount),
     /** Entries read and waiting for a handler slot: what a stop hands on instead of starting. */
     unstarted: new Map<string, Entry>(),
     /** Aborted once by stop(): nothing new is read or started from then on, and the read loop's pauses end. */
@@ -331,7 +334,10 @@ function createFirstAttempts(state: StreamConsumerState) {
       // The events queue's backoff: a retry's wait is drawn from it, recorded, and the job carrying the event on waits it.
       backoff: eventBackoff(options.backoffMs),
       delivery: true,
-      slot: (run) => state.handlerSlots(() => (state.stopped.signal.aborted ? undefined : ((started = unstarted.delete(entryId)), run()))),
+      slot: (run) =>
+        state.handlerSlots(data.account ?? DEFAULT_ACCOUNT, () =>
+          state.stopped.signal.aborted ? undefined : ((started = unstarted.delete(entryId)), run()),
+        ),
       stopping: () => state.stopped.signal.aborted,
       // Should it be retried, the event waits in the job named after its entry (continuationOf).
       job: entryJobId(entryId),
@@ -371,7 +377,7 @@ function createFirstAttempts(state: StreamConsumerState) {
     /**
      * At a stop, the entries read ahead whose handlers have not started go into the events queue at
      * once (as claimed entries do), where any worker takes them now rather than after claimIdleMs.
-     * Their slot callbacks still run later (p-limit cannot drop them) and start nothing.
+     * Their slot callbacks still run later (the slots cannot drop them) and start nothing.
      */
     async releaseUnstarted(): Promise<void> {
       const entries = [...unstarted.values()];

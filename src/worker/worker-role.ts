@@ -311,6 +311,7 @@ function createEventDelivery(
     ...shared,
     queue: deps.eventsQueue,
     maxInflightBytes: config.worker.maxInflightBytes,
+    concurrencyPerAccount: config.worker.concurrencyPerAccount,
     // The edge's body limit plus the envelope: a read never asks for more than the budget holds.
     largestEntryBytes: config.maxBodyBytes + 4096,
     attempts: config.worker.attempts,
