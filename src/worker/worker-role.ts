@@ -114,21 +114,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     ...(tracing ? { telemetry: tracing.bullmq } : {}),
   });
   const { streamConsumer, eventWorker } = delivery;
-  // Events the log holds as waiting for a retry whose jobs Redis lost are enqueued again.
-  const { forAccount, accounts } = deps;
-  const restorer = createJobRestorer({
-    log: deps.eventLog,
-    ...(forAccount && accounts
-      ? { accountLogs: async () => (await accounts()).map((account) => ({ account, log: forAccount(account).eventLog })) }
-      : {}),
-    queue: eventsQueue,
-    connection,
-    attempts: config.worker.attempts,
-    backoffMs: config.worker.backoffMs,
-    dedupTtlMs: config.dedupWindowSeconds * 1000,
-    onRestored: (count) => metrics.eventsRestored.inc(count),
-    logger,
-  });
+  const restorer = eventsRestorer(deps, eventsQueue);
   // The start heals once: not again when the gap watch's first tick already did (Redis found emptied).
   let healed = false;
   const heal = async () => {
@@ -202,6 +188,24 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
      */
     stop: (deadlines: StopDeadlines) => lifecycle.stop(deadlines),
   };
+}
+
+/** Enqueues again the events the log holds as waiting for a retry whose jobs Redis lost: every account's. */
+function eventsRestorer(deps: WorkerRoleDeps, queue: Queue<EventJobData>) {
+  const { config, forAccount, accounts } = deps;
+  return createJobRestorer({
+    log: deps.eventLog,
+    ...(forAccount && accounts
+      ? { accountLogs: async () => (await accounts()).map((account) => ({ account, log: forAccount(account).eventLog })) }
+      : {}),
+    queue,
+    connection: deps.connection,
+    attempts: config.worker.attempts,
+    backoffMs: config.worker.backoffMs,
+    dedupTtlMs: config.dedupWindowSeconds * 1000,
+    onRestored: (count) => deps.metrics.eventsRestored.inc(count),
+    logger: deps.logger,
+  });
 }
 
 /**
