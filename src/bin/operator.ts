@@ -11,6 +11,8 @@ import { createLogger } from "../logging/logger.js";
 import { embeddedDatabaseExists } from "../mirror/database.js";
 import type { EventQuery } from "../mirror/event-log.js";
 import { printable } from "../mirror/values.js";
+import { accountParam } from "../mirror/accounts.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
 import type { RejectedRecord } from "../mirror/set-aside-records.js";
 import { createEventsQueue, createSyncQueue, type EventJobData, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
@@ -36,7 +38,7 @@ import {
 const replayHelp = `svc-webhooks replay --id <event-id> [--handler <key>] [--account <id>]
 svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
                     [--status received|retrying|handled|failed] [--handler <key>] [--fresh]
-                    [--dry-run | --confirm]
+                    [--account <id>] [--dry-run | --confirm]
 svc-webhooks replay list | <job-id> | all [--queue events|sync]
 svc-webhooks replay status <bulk-id> | cancel <bulk-id> [--url <url>]
 
@@ -46,7 +48,8 @@ dev\` or \`npm start\`, through that service's server) and its Redis (REDIS_URL,
 A replay removes the replayed events' failed jobs, so an old dead letter cannot run a handler once more.
   --id              replay this one event (all its handlers, or --handler's); asked again while
                     the first replay still waits, it queues nothing more
-  --account         with --id: the event of this registered account (docs/accounts.md)
+  --account         the event (with --id) or the events (by filter) of this registered account
+                    (docs/accounts.md); without it, the default company's
   --url             a remote service's operator API instead (with ADMIN_TOKEN)
 
 By filter (no positional argument): queues every logged event that matches again, as a
@@ -78,7 +81,9 @@ Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (R
 type BulkAnswer = Awaited<ReturnType<OperatorActions["replayMatching"]>>;
 
 /** The flags of a replay by filter. */
-type Flags = Partial<Record<"since" | "until" | "type" | "status" | "handler", string> & Record<"dry-run" | "fresh" | "confirm", boolean>>;
+type Flags = Partial<
+  Record<"since" | "until" | "type" | "status" | "handler" | "account", string> & Record<"dry-run" | "fresh" | "confirm", boolean>
+>;
 
 async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal, out: Output): Promise<Answer> {
   const { values, positionals } = parseFlags({
@@ -100,8 +105,9 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
     if (others.length > 0) throw new UsageError(`--id takes only --handler, --account and --url; not --${others.join(", --")}`);
     return replayOne(config, values.id, { handler: values.handler, account: values.account }, remote);
   }
-  if (values.account !== undefined) throw new UsageError("--account goes with --id: a registered account's events replay one by one");
   if (positionals.length === 0) return replayMatching(config, values, remote, stop, out);
+  if (values.account !== undefined)
+    throw new UsageError("--account goes with --id or a filter: list, <job-id>, all and a bulk replay's id name no account");
   const [what, ...extra] = positionals;
   if ((what === "status" || what === "cancel") && extra.length === 1 && extra[0]) return bulkReplay(config, what, extra[0], remote);
   if (remote) throw new UsageError("--url goes with --id, a filter, or status/cancel <bulk-id>; list, <job-id> and all read Redis");
@@ -188,17 +194,21 @@ async function replayMatching(
   // Every event is asked for by name, never by an empty filter.
   const scope = Object.keys(filter).length > 0 ? { filter } : { all: true };
   const options = { ...(flags["dry-run"] ? { dryRun: true } : {}), ...(flags.fresh ? { fresh: true } : {}) };
+  const account = accountParam(flags.account);
+  const own = account === DEFAULT_ACCOUNT ? undefined : account;
   if (remote) {
-    const ask = (extra: { dryRun?: true; confirm?: number }) =>
-      remote.call<BulkAnswer>("POST", "/events/replay", { ...scope, ...options, ...extra });
+    const path = `/events/replay${own === undefined ? "" : `?account=${encodeURIComponent(own)}`}`;
+    const ask = (extra: { dryRun?: true; confirm?: number }) => remote.call<BulkAnswer>("POST", path, { ...scope, ...options, ...extra });
     const bulk = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm === true);
     const value = flags["dry-run"] ? { wouldQueue: bulk.count } : { queued: bulk.count, bulk: bulk.id };
     if (bulk.count === 0) warnUnsentNames(flags);
     return answer(value, sayReplay(value));
   }
   const storage = await openEventStores(config);
+  // The account's part of the log and its steps (the default company's without --account).
+  const stores = storage.forAccount(account);
   if (!flags["dry-run"] && !flags.confirm)
-    await refuseAboveCap(storage, query, config.bulkReplayConfirmAbove).catch(async (err: unknown) => {
+    await refuseAboveCap(stores, query, config.bulkReplayConfirmAbove).catch(async (err: unknown) => {
       await storage.close();
       throw err;
     });
@@ -209,13 +219,14 @@ async function replayMatching(
   let queued: number;
   try {
     queued = await replayEvents(
-      { eventLog: storage.eventLog, queue },
+      { eventLog: stores.eventLog, queue },
       {
         query,
         handler: flags.handler,
         dryRun: flags["dry-run"],
-        fresh: flags.fresh ? storage.steps : undefined,
-        ...(queue ? { removeFailedJobs: (ids: readonly string[]) => removeReplayedFailedJobs(queue, ids) } : {}),
+        fresh: flags.fresh ? stores.steps : undefined,
+        ...(own === undefined ? {} : { account: own }),
+        ...(queue ? { removeFailedJobs: (ids: readonly string[]) => removeReplayedFailedJobs(queue, ids, own) } : {}),
         onProgress: (n, page) => {
           if (flags["dry-run"])
             for (const event of page)
@@ -265,7 +276,7 @@ const tooManyToReplay = (count: number, cap?: number) =>
   );
 
 /** Counted before anything is queued, as the operator API counts a bulk replay: above the cap it needs --confirm. */
-async function refuseAboveCap(storage: Storage, query: EventQuery, cap: number): Promise<void> {
+async function refuseAboveCap(storage: Pick<Storage, "eventLog">, query: EventQuery, cap: number): Promise<void> {
   const count = await replayEvents({ eventLog: storage.eventLog, queue: undefined }, { query, dryRun: true });
   if (count > cap) throw tooManyToReplay(count, cap);
 }
@@ -480,7 +491,7 @@ async function directOperatorActions(
     syncQueue,
     redis: connection,
     prefix: config.queuePrefix,
-    ...(storage ? { steps: storage.steps, eventLogOf: (account: string) => storage.forAccount(account).eventLog } : {}),
+    ...(storage ? { steps: storage.steps, accountStores: (account: string) => storage.forAccount(account) } : {}),
     syncAvailable: config.api !== undefined,
     // Nothing here logs in a one-off command (bulk replays run in the foreground through replayEvents).
     logger: createLogger({ level: "silent" }),

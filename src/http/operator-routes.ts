@@ -176,6 +176,7 @@ export interface OperatorActionsPort {
     fresh?: boolean;
     confirm?: number;
     idempotencyKey?: string;
+    account?: string;
   }): Promise<{ count: number; id?: string }>;
   bulkProgress(id: string): Promise<BulkReplayView>;
   cancelBulkReplay(id: string): Promise<BulkReplayView>;
@@ -263,16 +264,18 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
 
   route.post("/events/replay", async (c) => {
     const { filter = {}, dryRun, fresh, confirm } = await body(c, ReplayMany);
+    const account = c.req.query("account");
     const result = await actions.replayMatching({
       filter,
       dryRun: dryRun ?? false,
       fresh: fresh ?? false,
       ...(confirm !== undefined ? { confirm } : {}),
+      ...(account !== undefined ? { account } : {}),
       ...idempotencyKey(c),
     });
     audit(
       dryRun ? "POST /events/replay (dry run)" : "POST /events/replay",
-      { filter, ...(result.id ? { bulk: result.id } : {}) },
+      { filter, ...(account !== undefined ? { account } : {}), ...(result.id ? { bulk: result.id } : {}) },
       result.count,
     );
     // The count first: what the operator just started, then where to follow (or stop) it.

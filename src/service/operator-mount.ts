@@ -127,7 +127,7 @@ export function serviceOperatorActions(deps: {
     prefix,
     ...(worker ? { handlerKeys: (type: string) => worker.handlerKeys(type) } : {}),
     steps: deps.storage.steps,
-    eventLogOf: (account) => deps.storage.forAccount(account).eventLog,
+    accountStores: (account) => deps.storage.forAccount(account),
     confirmAbove: config.bulkReplayConfirmAbove,
     syncAvailable: config.api !== undefined,
     refresh: (account) => refreshOf(account).queue,

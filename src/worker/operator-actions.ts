@@ -3,7 +3,6 @@ import { isCalendarDate as isCalendarDay, printable } from "../mirror/values.js"
 import { redisKeys } from "../redis/redis.js";
 import { type BulkReplayDeps, bulkReplays, digest, refuseReusedKey, replayJob, removeReplayedFailedJobs } from "./replays.js";
 import { OperatorActionError } from "./errors.js";
-import type { EventLog } from "../mirror/event-log.js";
 import { accountParam } from "../mirror/accounts.js";
 import { DEFAULT_ACCOUNT, DEFAULTS } from "../config/defaults.js";
 import { ownData, ownId, RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
@@ -36,8 +35,6 @@ export interface OperatorActionsDeps extends Omit<BulkReplayDeps, "confirmAbove"
   accountExists?: (account: string) => Promise<boolean>;
   /** BULK_REPLAY_CONFIRM_ABOVE (its default when absent). */
   confirmAbove?: number;
-  /** A registered account's part of the event log (storage.forAccount): where replayEvent's `account` reads. */
-  eventLogOf?: (account: string) => Pick<EventLog, "get">;
 }
 
 /**
@@ -76,10 +73,10 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
       // `account` as `?account=` names it (accountParam); default's events are the log's own.
       const named = accountParam(options.account);
       const account = named === DEFAULT_ACCOUNT ? undefined : named;
-      const { eventLogOf } = deps;
-      if (account !== undefined && !eventLogOf)
+      const { accountStores } = deps;
+      if (account !== undefined && !accountStores)
         throw new OperatorActionError("invalid_request", "this process reads the default company's events only");
-      const log = account === undefined || !eventLogOf ? eventLog : eventLogOf(account);
+      const log = account === undefined || !accountStores ? eventLog : accountStores(account).eventLog;
       const event = await log.get(id);
       if (!event) throw new OperatorActionError("event_not_found", `no event ${printable(id)} in the event log`);
       const known = deps.handlerKeys?.(event.type) ?? Object.keys(event.handlers);

@@ -8,6 +8,8 @@ import { eventQueryFromParams, validateEventQuery } from "../mirror/event-log.js
 import type { Logger } from "pino";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
 import { OperatorActionError } from "./errors.js";
+import { accountParam } from "../mirror/accounts.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 
 export interface ReplayOptions {
   /** Which logged events to replay (time range, type or family, status, handler outcome). */
@@ -32,6 +34,8 @@ export interface ReplayOptions {
   stop?: () => Promise<boolean>;
   /** Called after each page with the running count (a progress bar, a log line). */
   onProgress?: (count: number, page: readonly EventSummary[]) => void;
+  /** The registered account whose events these are (its part of the log): each job runs as its event. */
+  account?: string;
 }
 
 const PAGE = 500;
@@ -74,7 +78,7 @@ async function queuePage(
   eventLog: Pick<EventLog, "get">,
   queue: Queue<EventJobData>,
   page: readonly EventSummary[],
-  options: Pick<ReplayOptions, "handler" | "bulk" | "stop">,
+  options: Pick<ReplayOptions, "handler" | "bulk" | "stop" | "account">,
   first: number,
 ): Promise<{ count: number; stopped: boolean }> {
   let batch: ReturnType<typeof replayJob>[] = [];
@@ -154,6 +158,8 @@ function bulkReplayJobId(bulk: string, sequence: number): string {
 
 export interface BulkReplayDeps {
   eventLog: Pick<EventLog, "get" | "query">;
+  /** A registered account's part of the event log and its steps (storage.forAccount): where its replays read and forget. */
+  accountStores?: (account: string) => { eventLog: Pick<EventLog, "get" | "query">; steps: Pick<StepStore, "forget"> };
   /** Built by createEventsQueue: the replays get the events queue's retries and retention. */
   eventsQueue: Queue<EventJobData>;
   redis: RedisClient;
@@ -162,8 +168,8 @@ export interface BulkReplayDeps {
   steps?: Pick<StepStore, "forget">;
   /** BULK_REPLAY_CONFIRM_ABOVE: more events than this need `confirm` (the dry run's count). */
   confirmAbove: number;
-  /** Takes the replayed events' failed jobs off the events queue (removeReplayedFailedJobs). */
-  removeFailedJobs: (eventIds: readonly string[]) => Promise<unknown>;
+  /** Takes the replayed events' failed jobs of the account off the events queue (removeReplayedFailedJobs). */
+  removeFailedJobs: (eventIds: readonly string[], account?: string) => Promise<unknown>;
   logger: Logger;
 }
 
@@ -175,6 +181,8 @@ export interface BulkReplayRequest {
   /** The count the caller expects (its dry run's): needed above `confirmAbove`, checked whenever given. */
   confirm?: number;
   idempotencyKey?: string;
+  /** Whose events (`?account=`; none: default). */
+  account?: string;
 }
 
 /** The 40-hex-digit digest of `parts` that every replay key and deduplication id is named by (separated by NUL, so no two lists join alike). */
@@ -222,9 +230,14 @@ export function bulkReplays(deps: BulkReplayDeps) {
      */
     start: async (request: BulkReplayRequest): Promise<{ count: number; id?: string }> => {
       const query = replayQueryFromFilter(request.filter);
-      const count = await replayEvents({ eventLog: deps.eventLog, queue: undefined }, { query, dryRun: true });
+      const account = accountParam(request.account);
+      const own = account === DEFAULT_ACCOUNT ? undefined : account;
+      const stores = own === undefined ? { eventLog: deps.eventLog, steps: deps.steps } : deps.accountStores?.(own);
+      if (!stores) throw new OperatorActionError("invalid_request", `this process reads no registered account's events (${own})`);
+      const count = await replayEvents({ eventLog: stores.eventLog, queue: undefined }, { query, dryRun: true });
       if (request.dryRun) return { count };
-      const filter = canonicalFilter(request.filter);
+      // One replay at a time per filter of each account: another account's identical filter is another replay.
+      const filter = canonicalFilter({ ...request.filter, ...(own === undefined ? {} : { account: own }) });
       const params = digest(`${filter} fresh=${request.fresh === true}`);
       const idemKey = request.idempotencyKey ? keys.idempotency(digest("bulk", request.idempotencyKey)) : undefined;
       if (idemKey) {
@@ -249,14 +262,15 @@ export function bulkReplays(deps: BulkReplayDeps) {
       }
       void (async () => {
         const queued = await replayEvents(
-          { eventLog: deps.eventLog, queue: deps.eventsQueue },
+          { eventLog: stores.eventLog, queue: deps.eventsQueue },
           {
             query,
             handler: request.filter.handler,
             bulk: id,
-            removeFailedJobs: deps.removeFailedJobs,
+            removeFailedJobs: (ids) => deps.removeFailedJobs(ids, own),
             stop: () => progress.cancelled(id),
-            ...(request.fresh && deps.steps ? { fresh: deps.steps } : {}),
+            ...(request.fresh && stores.steps ? { fresh: stores.steps } : {}),
+            ...(own === undefined ? {} : { account: own }),
           },
         );
         if (await progress.queued(id, queued)) await withdraw(id, queued);

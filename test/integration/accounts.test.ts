@@ -252,6 +252,19 @@ describe("accounts at the edge and through the operator API", () => {
       { what: "acme's event replayed" },
     );
     expect(seen.filter((e) => e.id === event.id).map((e) => e.account)).toEqual(["acme", "acme"]);
+    // Replayed by filter too, as a bulk replay of acme's events only (the default company's log holds no such type).
+    const replayByType = (query: string, body: object) =>
+      call("POST", `/events/replay${query}`, { filter: { type: "guest.visited" }, ...body });
+    expect(await (await replayByType("", { dryRun: true })).json()).toEqual({ count: 0 });
+    expect(await (await replayByType("?account=acme", { dryRun: true })).json()).toEqual({ count: 1 });
+    expect((await replayByType("?account=Not%20A%20Slug", { dryRun: true })).status).toBe(400);
+    const bulk = await replayByType("?account=acme", {});
+    expect(bulk.status).toBe(202);
+    const { id: bulkId } = (await bulk.json()) as { id: string };
+    await waitFor(async () => ((await (await call("GET", `/events/replays/${bulkId}`)).json()) as { done: number }).done === 1, {
+      what: "acme's bulk replay done",
+    });
+    expect(seen.filter((e) => e.id === event.id).map((e) => e.account)).toEqual(["acme", "acme", "acme"]);
     // The same event id at the default endpoint is the default company's own event, not a duplicate of acme's.
     const again = await svc.deliver(event);
     expect(((await again.json()) as { duplicate: boolean }).duplicate).toBe(false);

@@ -57,6 +57,11 @@ describe("svc-webhooks accounts, on the embedded database a running service hold
     const replayed = await cli(["replay", "--id", id, "--account", "acme", "--json"], env);
     expect(replayed.code, replayed.stderr).toBe(0);
     expect(JSON.parse(replayed.stdout)).toMatchObject({ event: id });
+    // By filter: acme's part of the log, not the default company's.
+    const counted = await cli(["replay", "--since", "2000-01-01", "--account", "acme", "--dry-run", "--json"], env);
+    expect(counted.code, counted.stderr).toBe(0);
+    expect(JSON.parse(counted.stdout)).toMatchObject({ wouldQueue: (await acmeEvents()).length });
+    expect((await cli(["replay", "list", "--account", "acme"], env)).stderr).toContain("--account goes with --id or a filter");
 
     const listed = await cli(["accounts", "list", "--json"], env);
     expect(JSON.parse(listed.stdout)).toMatchObject({ data: [{ id: "acme", signingSecrets: 1, sync: { state: "importing" } }] });
