@@ -1,5 +1,7 @@
 import { loadConfig } from "../config/config.js";
 import { embeddedDatabaseExists } from "../mirror/database.js";
+import { accountParam, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { DataDirLockedError } from "../mirror/embedded-server.js";
 import { isCalendarDate as isCalendarDay } from "../mirror/values.js";
 import type { Storage } from "../mirror/storage.js";
@@ -12,7 +14,8 @@ import { upstreamFromConfig } from "../worker/upstream.js";
 import { type Answer, answer, CommandError, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, operatorUrl, withDirectActions } from "./operator.js";
 
-export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes] [--url <url>]
+export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes]
+                      [--account <id>] [--url <url>]
 
 It acts on the deployment the environment names. When a running service holds its embedded
 database (DATA_DIR), or with --url (a service's operator API, with ADMIN_TOKEN), it asks the
@@ -38,9 +41,19 @@ after a Redis restart that lost its data it goes on.
   --since DAY    only orders created on or after DAY, bookings dated on or after it (menus whole);
                  a different window than the saved one starts fresh
   --restart      start every kind from the top, whatever was saved
-  --no-changes   write the mirror without producing change events`;
+  --no-changes   write the mirror without producing change events
+  --account ID   a registered account's mirror, read with its key (needs SECRETS_KEY here, the
+                 service's own, unless a running service or --url takes the sweep)`;
 
 export const answers = true;
+
+/** A registered account's API key, opened from the registry with SECRETS_KEY. */
+async function keyOf(storage: Storage, secretsKey: Buffer | undefined, account: string): Promise<string> {
+  if (!secretsKey) throw new UsageError(`backfill --account reads ${account}'s key from the registry: set SECRETS_KEY, the service's own`);
+  const found = (await createAccountRegistry(storage.database.db, createSecretsBox(secretsKey)).keys()).find((a) => a.id === account);
+  if (!found) throw new CommandError(`no account ${account} whose key opens with this SECRETS_KEY (accounts list names the accounts)`);
+  return found.apiKey;
+}
 
 /** The service's workers took the sweep: the job, as the operator API answers it. */
 const queued = (job: { job: string }) => answer(job, `backfill queued as job ${job.job} for the service's workers`);
@@ -59,7 +72,7 @@ function swept(value: { backfilled: Record<string, number>; rejected: Record<str
 export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<Answer> {
   const { values } = parseFlags({
     args: argv,
-    options: flagOptions(["kinds", "since", "url"], ["restart", "no-changes"]),
+    options: flagOptions(["kinds", "since", "url", "account"], ["restart", "no-changes"]),
     strict: true,
   });
   const kinds = values.kinds ? values.kinds.split(",").map((k) => k.trim()) : SYNCED_KINDS;
@@ -68,11 +81,13 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
   const since = values.since;
   if (since !== undefined && !isCalendarDay(since)) throw new UsageError(`--since takes a date YYYY-MM-DD, not "${since}"`);
 
+  const account = accountParam(values.account);
   const request = { ...(values.kinds ? { kinds } : {}), ...(since ? { since } : {}), ...(values.restart ? { restart: true } : {}) };
   // --no-changes is a first import by hand: the service's sweep always produces change events.
   if (values.url !== undefined) {
     if (values["no-changes"]) throw new UsageError("--no-changes runs the sweep here; it does not go with --url");
-    return queued(await operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN).call<{ job: string }>("POST", "/sync/backfill", request));
+    const path = `/sync/backfill${account === DEFAULT_ACCOUNT ? "" : `?account=${encodeURIComponent(account)}`}`;
+    return queued(await operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN).call<{ job: string }>("POST", path, request));
   }
   const config = loadConfig({ ...env, ROLE: "worker" });
   // What the sweep needs here (the API, Redis) is checked before the database is opened, so a
@@ -98,7 +113,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     await closeCliRedis(connection);
     if (!(err instanceof DataDirLockedError) || values["no-changes"]) throw err;
     // The embedded database is a running service's: its workers run the sweep (one job on the sync queue).
-    return queued(await withDirectActions(config, undefined, ({ actions }) => actions.requestSync("backfill", request)));
+    return queued(await withDirectActions(config, undefined, ({ actions }) => actions.requestSync("backfill", { ...request, account })));
   }
   if (!config.api) {
     await closeCliRedis(connection);
@@ -110,8 +125,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
   stop.addEventListener("abort", onStop, { once: true });
   const outage = reportRedisOutages(connection, config.redisUrl);
   try {
-    const { api } = upstreamFromConfig(config.api, connection, config.queuePrefix);
-    const expected = await expectedRecords(storage.checkpoints, since ?? null);
+    const apiKey = account === DEFAULT_ACCOUNT ? config.api.apiKey : await keyOf(storage, config.secretsKey, account);
+    const { api } = upstreamFromConfig({ ...config.api, apiKey }, connection, config.queuePrefix);
+    const stores = storage.forAccount(account);
+    const expected = await expectedRecords(stores.checkpoints, since ?? null);
     const windowSeconds = (config.api.rateWindowMs + config.api.rateSafetyMs) / 1000;
     const line = createBackfillProgress({
       budgetRecordsPerSecond: (config.api.rate * 100) / windowSeconds,
@@ -120,12 +137,12 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     const tty = process.stderr.isTTY;
     const outcome = await runBackfill({
       api,
-      mirror: storage.mirror,
-      checkpoints: storage.checkpoints,
+      mirror: stores.mirror,
+      checkpoints: stores.checkpoints,
       kinds: kinds as SyncedKind[],
       since: since ?? null,
       restart: values.restart === true,
-      ...(values["no-changes"] ? {} : { writer: createMirrorWriter(storage.mirror) }),
+      ...(values["no-changes"] ? {} : { writer: createMirrorWriter(stores.mirror) }),
       signal: stop,
       // On a terminal one line rewritten in place; in a log, a line per page.
       onProgress: (p) => process.stderr.write(tty && !p.done ? `\r${line(p)}` : `${tty ? "\r" : ""}${line(p)}\n`),

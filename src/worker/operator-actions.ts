@@ -58,7 +58,8 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
   /** The account a sync request names (`default` when none): a slug, and registered, else refused. */
   async function syncedAccount(account: string | undefined): Promise<string> {
     const id = accountParam(account);
-    if (id !== DEFAULT_ACCOUNT && !(await deps.accountExists?.(id)))
+    // A process without the registry (a one-off command) leaves it to the worker, whose job for an unknown account ends skipped.
+    if (id !== DEFAULT_ACCOUNT && deps.accountExists && !(await deps.accountExists(id)))
       throw new AccountError("account_not_found", `no account ${id}: its sync stopped with it, or it was never added`);
     return id;
   }

@@ -8,6 +8,7 @@ import { sampleEvent } from "../helpers/edge.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { cli } from "../helpers/cli-main.js";
 import { waitFor } from "../helpers/wait-for.js";
+import { createSandboxCompanies } from "../../src/sandbox/companies.js";
 
 const SECRETS_KEY = randomBytes(32).toString("base64");
 const KEY = "svc_live_cli_account_key_0123";
@@ -80,4 +81,40 @@ describe("svc-webhooks accounts, on the embedded database a running service hold
     await waitFor(async () => (await deliver("acme")).status === 404, { what: "acme no longer served" });
     for (const r of [added, listed, rotated, removed]) expect(r.stdout + r.stderr).not.toMatch(/svc_live_cli|whsec_cli/);
   });
+});
+
+describe("svc-webhooks backfill --account, run by the command itself", () => {
+  it("reads a registered account's company with its key into its mirror, and says what it needs without SECRETS_KEY", async () => {
+    const keys = [`svc_live_${randomBytes(16).toString("hex")}`, `svc_live_${randomBytes(16).toString("hex")}`];
+    const companies = createSandboxCompanies(keys.map((key) => ({ apiKeys: [key], history: { orders: 250, days: 30 } })));
+    const url = await companies.listen();
+    try {
+      const dataDir = mkdtempSync(join(tmpdir(), "svc-cli-backfill-"));
+      const env = {
+        DATA_DIR: dataDir,
+        REDIS_URL: inject("redisUrl"),
+        QUEUE_PREFIX: `test-cli-bf-${randomBytes(4).toString("hex")}`,
+        SECRETS_KEY,
+        API_BASE_URL: url,
+        API_KEY: keys[0] ?? "",
+      };
+      const added = await cli(["accounts", "add", "acme"], { ...env, ACCOUNT_API_KEY: keys[1] ?? "", ACCOUNT_SIGNING_SECRET: SECRET });
+      expect(added.code, added.stderr).toBe(0);
+      const keyless = await cli(["backfill", "--account", "acme", "--kinds", "orders"], { ...env, SECRETS_KEY: "" });
+      expect(keyless.code).toBe(2);
+      expect(keyless.stderr.trim()).toMatch(/^svc-webhooks: backfill --account reads acme's key from the registry: set SECRETS_KEY[^\n]*$/);
+      const swept = await cli(["backfill", "--account", "acme", "--kinds", "orders", "--json"], env);
+      expect(swept.code, swept.stderr).toBe(0);
+      expect(JSON.parse(swept.stdout)).toMatchObject({ backfilled: { orders: 250 }, state: "complete" });
+      // Only acme's company was read (the sandbox routes each key to its own company).
+      expect(companies.companies[1]?.requestLog.length).toBeGreaterThan(0);
+      expect(companies.companies[0]?.requestLog).toEqual([]);
+      const listed = await cli(["accounts", "list", "--json"], env);
+      expect(JSON.parse(listed.stdout)).toMatchObject({
+        data: [{ id: "acme", sync: { kinds: { orders: { records: 250, walked: true } } } }],
+      });
+    } finally {
+      await companies.close();
+    }
+  }, 120_000);
 });
