@@ -133,6 +133,9 @@ describe("the console with registered accounts", () => {
     expect(switcher).toContain('<input type="hidden" name="restaurantId" value="rest_1"/>');
     expect(switcher).toContain('<option value="default">default</option>');
     expect(switcher).toContain('<option value="acme" selected="">acme (importing)</option>');
+    // The health page lists the accounts' syncs.
+    const health = await page("/console/health");
+    expect(health).toMatch(/data-testid="accounts".*<a href="\/console\/events\?account=acme">acme<\/a>.*importing/s);
   });
 
   it("answers a malformed account with the console's 400 page naming the parameter", async () => {

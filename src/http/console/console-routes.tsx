@@ -58,7 +58,7 @@ export interface ConsoleSources {
   };
   /**
    * The registered accounts with their sync state, as GET /accounts lists them: the header's
-   * switcher. Bounded in time, as the health page shows while the
+   * switcher and the health page's table. Bounded in time, as the health page shows while the
    * database is away. Absent (a console mounted without the registry): no switcher.
    */
   accounts?: () => Promise<ListedAccount[]>;
@@ -180,7 +180,9 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   // Deployment-wide: `account` only keeps the page's links in the account the operator came from.
   route.get("/health", async (c) => {
     const at = now();
-    return render(c, pageQuery(c).account, <HealthPage view={{ ...(await sources.health(at)), now: at }} />);
+    const scope = await scopeOf(c, pageQuery(c).account);
+    const page = <HealthPage view={{ ...(await sources.health(at)), now: at }} accounts={scope.accounts} />;
+    return c.html(<Scope.Provider value={scope}>{page}</Scope.Provider>);
   });
   route.get("/health.json", async (c) => c.json(await sources.summary()));
 
