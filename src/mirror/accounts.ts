@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import * as z from "zod";
 import { isApiKey } from "../upstream/client.js";
 import { type DatabaseSchema } from "./database.js";
+import { ACCOUNT_TABLE_NAMES } from "./migrations.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { AccountError, AccountsUnavailableError, MirrorFilterError } from "./errors.js";
 
@@ -122,21 +123,6 @@ export interface AccountRegistry {
   version(): Promise<string>;
 }
 
-/** The tables that hold a company's data, keyed by account (migration 0017), purged with it. */
-const ACCOUNT_DATA = [
-  "order_items",
-  "orders",
-  "bookings",
-  "menu_items",
-  "reviews",
-  "handler_attempts",
-  "events",
-  "steps",
-  "change_outbox",
-  "rejected_records",
-  "unlisted_records",
-  "sync_checkpoints",
-] as const;
 
 const summary = (row: { id: string; signing_secrets: string[]; created_at: Date; updated_at: Date }): AccountSummary => ({
   id: row.id,
@@ -225,7 +211,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
       await db.transaction().execute(async (tx) => {
         const gone = await tx.deleteFrom("accounts").where("id", "=", id).returning("id").executeTakeFirst();
         if (!gone) throw notFound(id);
-        if (purge) for (const table of ACCOUNT_DATA) await sql`delete from ${sql.table(table)} where account_id = ${id}`.execute(tx);
+        if (purge) for (const table of ACCOUNT_TABLE_NAMES) await sql`delete from ${sql.table(table)} where account_id = ${id}`.execute(tx);
       });
     },
 

@@ -478,6 +478,9 @@ const ACCOUNT_TABLES: readonly AccountTable[] = [
   { table: "steps", key: ["event_id", "handler_key", "name"], indexes: [{ name: "steps_started_at_idx", columns: ["started_at"] }] },
 ];
 
+/** The tables that hold a company's data, keyed by account: what purging an account deletes (accounts.ts). */
+export const ACCOUNT_TABLE_NAMES: readonly string[] = ACCOUNT_TABLES.map((t) => t.table);
+
 /** The foreign key from a line item to its order (named by PostgreSQL in 0001_mirror). */
 const ORDER_ITEMS_FK = "order_items_order_id_fkey";
 

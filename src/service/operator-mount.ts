@@ -84,17 +84,22 @@ export function operatorMount(deps: {
     const limits = { maxBacklog: config.ingest.maxBacklog, reconcileIntervalSeconds: config.worker.reconcileIntervalMs / 1000 };
     const sources: ConsoleSources = {
       events,
-      changesAfter: (event) => listCausedChanges(reader, event, timeoutMs),
-      failureGroups: (range) => listFailureGroups(reader, range, timeoutMs),
+      changesAfter: (event, account) => listCausedChanges(reader, event, timeoutMs, account),
+      failureGroups: (range, account) => listFailureGroups(reader, range, timeoutMs, account),
       // The mirror's reads as GET /mirror answers them, and each listed record's bookkeeping.
-      mirror: { ...mirrorReader, bookkeeping: (kind, ids) => readBookkeeping(reader, kind as MirrorKind, ids, timeoutMs) },
+      mirror: {
+        ...mirrorReader,
+        bookkeeping: (kind, ids, account) => readBookkeeping(reader, kind as MirrorKind, ids, timeoutMs, account),
+      },
       summary,
       // The record pages and the JSON route share one reader.
-      records: { ...records, find: (id) => findRecordKinds(reader, id, timeoutMs) },
+      records: { ...records, find: (id, account) => findRecordKinds(reader, id, timeoutMs, account) },
       health: async (now) => {
         const [current, recent] = await Promise.all([summary(), samples(now)]);
         return { summary: current, samples: recent, limits };
       },
+      // GET /accounts's list, with each sync's state; within a second, as the samples, so no page waits on it.
+      accounts: () => withTimeout(deps.accounts.list(), 1000, "accounts list"),
     };
     mountConsole(root, { adminToken, sources, logger });
   };

@@ -1,6 +1,9 @@
 import { Hono, type Context } from "hono";
+import type { Child } from "hono/jsx";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
+import { DEFAULT_ACCOUNT } from "../../config/defaults.js";
+import { accountParam } from "../../mirror/accounts.js";
 import type { EventPage as LogPage, FailureGroup } from "../../mirror/event-log.js";
 import { printable } from "../../mirror/values.js";
 import type { CausedChange } from "../../mirror/record-story.js";
@@ -12,33 +15,53 @@ import type { AppEnv } from "../request-log.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters } from "./event-pages.js";
 import { HealthPage, type HealthView } from "./health-page.js";
-import { CONSOLE_PATH, CONSOLE_SCRIPT, CONSOLE_STYLE, Layout, parseRangePreset, presetSince, refuseUnknown } from "./layout.js";
+import {
+  CONSOLE_PATH,
+  CONSOLE_SCRIPT,
+  CONSOLE_STYLE,
+  eventHref,
+  hrefWith,
+  Layout,
+  parseRangePreset,
+  presetSince,
+  refuseUnknown,
+  Scope,
+  type ListedAccount,
+  type PageScope,
+} from "./layout.js";
 import { MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters, RecordPage, recordHref } from "./mirror-pages.js";
 
 /**
  * What the console reads; the service wires the event log, the mirror and the metrics in (http
  * runs none of them: it imports only the types of what they return, which vanish at runtime).
- * Every read is an operator read: bounded in time, a coded error on bad input.
+ * Every read is an operator read: bounded in time, a coded error on bad input. Each page reads one
+ * account: `account` is the page's `?account=` as accountParam checked it (`default` when none).
  */
 export interface ConsoleSources {
   events: {
     /** `account`: `?account=` (none: default). */
     get(id: string, account?: string): Promise<EventDetail | undefined>;
-    /** GET /events's query: its parameters, strictly (a bad one throws invalid_filter). */
+    /** GET /events's query: its parameters (`account` among them), strictly (a bad one throws invalid_filter). */
     query(query: Record<string, string>): Promise<LogPage>;
   };
   /** Change events recorded for the record an event named, after it (see mirror/record-story.ts). */
-  changesAfter(event: EventDetail): Promise<CausedChange[]>;
-  failureGroups(range: { since: Date; until?: Date | undefined }): Promise<FailureGroup[]>;
+  changesAfter(event: EventDetail, account: string): Promise<CausedChange[]>;
+  failureGroups(range: { since: Date; until?: Date | undefined }, account: string): Promise<FailureGroup[]>;
   mirror: MirrorReader & {
     /** When each listed record was last read from the API and written here. */
-    bookkeeping(kind: string, ids: readonly string[]): Promise<Map<string, { readAt: Date; syncedAt: Date }>>;
+    bookkeeping(kind: string, ids: readonly string[], account: string): Promise<Map<string, { readAt: Date; syncedAt: Date }>>;
   };
   summary(): Promise<OpsSummary>;
   records: RecordReader & {
     /** The kinds holding a record of this id (the mirror's, else the kinds of the events naming it); empty when none. */
-    find(id: string): Promise<string[]>;
+    find(id: string, account: string): Promise<string[]>;
   };
+  /**
+   * The registered accounts with their sync state, as GET /accounts lists them: the header's
+   * switcher and the health page's table. Bounded in time, as the health page shows while the
+   * database is away. Absent (a console mounted without the registry): no switcher.
+   */
+  accounts?: () => Promise<ListedAccount[]>;
   /** The health page's data: the summary, the shared minute samples of the hour up to `now`, the config's limits. */
   health(now: Date): Promise<Omit<HealthView, "now">>;
 }
@@ -68,76 +91,111 @@ export function mountConsole(app: Hono<AppEnv>, options: ConsoleOptions): void {
   app.route(CONSOLE_PATH, consoleRoutes(options.sources, now, options.logger));
 }
 
+/** A page's query: the account it reads (accountParam: a bad one is a 400 naming `account`) and its own parameters. */
+function pageQuery(c: Context<AppEnv>): { account: string; params: Record<string, string> } {
+  const { account, ...params } = c.req.query();
+  return { account: accountParam(account), params };
+}
+
 function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
-  route.get("/", (c) => c.redirect(`${CONSOLE_PATH}/events`));
+  const scopeOf = pageScopes(sources, logger);
+  // A page of its account: the header's switcher and every link on it keep that account.
+  const render = async (c: Context<AppEnv>, account: string, page: Child, status: ContentfulStatusCode = 200) =>
+    c.html(<Scope.Provider value={await scopeOf(c, account)}>{page}</Scope.Provider>, status);
+  const notFound = (c: Context<AppEnv>, account: string, message: string) =>
+    render(c, account, <ErrorPage status={404} message={message} />, 404);
+
+  route.get("/", (c) => c.redirect(hrefWith(`${CONSOLE_PATH}/events`, {}, pageQuery(c).account)));
   route.get("/assets/console.css", asset(CONSOLE_STYLE, "text/css; charset=utf-8"));
   route.get("/assets/console.js", asset(CONSOLE_SCRIPT, "text/javascript; charset=utf-8"));
 
   route.get("/events", async (c) => {
-    const filters = parseEventFilters(c.req.query());
+    const { account, params } = pageQuery(c);
+    const filters = parseEventFilters(params);
     if (filters.id !== undefined) {
       // Any id: an event's opens its page, else the record page of the kind that holds it.
-      const found = await sources.events.get(filters.id);
-      if (found) return c.redirect(`${CONSOLE_PATH}/events/${encodeURIComponent(found.id)}`);
-      const kind = (await sources.records.find(filters.id))[0];
-      if (kind !== undefined) return c.redirect(recordHref(kind, filters.id));
-      const page = await sources.events.query(logQueryOf({ range: "all" }, now()));
+      const found = await sources.events.get(filters.id, account);
+      if (found) return c.redirect(eventHref(found.id, account));
+      const kind = (await sources.records.find(filters.id, account))[0];
+      if (kind !== undefined) return c.redirect(recordHref(kind, filters.id, undefined, account));
+      const page = await sources.events.query({ ...logQueryOf({ range: "all" }, now()), account });
       const notice = `No event, order, booking, menu item or review with id ${printable(filters.id)}: neither the event log nor the mirror knows it.`;
-      return c.html(<EventsPage filters={filters} page={page} now={now()} notice={notice} />, 404);
+      return render(c, account, <EventsPage filters={filters} page={page} now={now()} notice={notice} />, 404);
     }
-    const page = await sources.events.query(logQueryOf(filters, now()));
-    return c.html(<EventsPage filters={filters} page={page} now={now()} />);
+    const page = await sources.events.query({ ...logQueryOf(filters, now()), account });
+    return render(c, account, <EventsPage filters={filters} page={page} now={now()} />);
   });
 
   route.get("/events/:id", async (c) => {
-    refuseUnknown(c.req.query(), []);
+    const { account, params } = pageQuery(c);
+    refuseUnknown(params, []);
     const id = eventIdParam(c);
-    const event = await sources.events.get(id);
-    if (!event) return errorPage(c, 404, `No event ${printable(id)} in the log.`);
-    return c.html(<EventPage event={event} changes={await sources.changesAfter(event)} now={now()} />);
+    const event = await sources.events.get(id, account);
+    if (!event) return notFound(c, account, `No event ${printable(id)} in the log.`);
+    return render(c, account, <EventPage event={event} changes={await sources.changesAfter(event, account)} now={now()} />);
   });
 
   route.get("/failures", async (c) => {
-    refuseUnknown(c.req.query(), ["range"]);
-    const range = parseRangePreset(c.req.query("range"), "24h");
+    const { account, params } = pageQuery(c);
+    refuseUnknown(params, ["range"]);
+    const range = parseRangePreset(params.range, "24h");
     const at = now();
     const since = presetSince(range === "all" ? "7d" : range, at) ?? at;
-    const groups = await sources.failureGroups({ since });
-    return c.html(<FailuresPage groups={groups} range={range === "all" ? "7d" : range} since={since} now={at} />);
+    const groups = await sources.failureGroups({ since }, account);
+    return render(c, account, <FailuresPage groups={groups} range={range === "all" ? "7d" : range} since={since} now={at} />);
   });
 
-  route.get("/mirror", (c) => c.redirect(`${CONSOLE_PATH}/mirror/${sources.mirror.kinds[0] ?? "orders"}`));
+  route.get("/mirror", (c) =>
+    c.redirect(hrefWith(`${CONSOLE_PATH}/mirror/${sources.mirror.kinds[0] ?? "orders"}`, {}, pageQuery(c).account)),
+  );
   route.get("/mirror/:kind", async (c) => {
+    const { account, params } = pageQuery(c);
     const kind = c.req.param("kind");
-    if (!sources.mirror.kinds.includes(kind)) return errorPage(c, 404, `Mirror kinds are ${sources.mirror.kinds.join(", ")}.`);
-    const filters = parseMirrorFilters(c.req.query());
-    const page = await sources.mirror.list(kind, { ...filters, limit: String(MIRROR_PAGE_SIZE) });
+    if (!sources.mirror.kinds.includes(kind)) return notFound(c, account, `Mirror kinds are ${sources.mirror.kinds.join(", ")}.`);
+    const filters = parseMirrorFilters(params);
+    const page = await sources.mirror.list(kind, { ...filters, limit: String(MIRROR_PAGE_SIZE), account });
     const records = page.data as Record<string, unknown>[];
     const ids = records.map((r) => String(r.id));
-    const times = await sources.mirror.bookkeeping(kind, ids);
+    const times = await sources.mirror.bookkeeping(kind, ids, account);
     const rows = records.map((record) => ({ record, ...times.get(String(record.id)) }));
-    return c.html(
+    return render(
+      c,
+      account,
       <MirrorPage kinds={sources.mirror.kinds} kind={kind} filters={filters} rows={rows} nextCursor={page.nextCursor} now={now()} />,
     );
   });
 
   route.get("/records/:kind/:id", async (c) => {
-    refuseUnknown(c.req.query(), ["cursor"]);
+    const { account, params } = pageQuery(c);
+    refuseUnknown(params, ["cursor"]);
     const { kind, id } = c.req.param();
-    if (!sources.records.kinds.includes(kind)) return errorPage(c, 404, `Record kinds are ${sources.records.kinds.join(", ")}.`);
-    const cursor = c.req.query("cursor");
-    const story = await sources.records.story(kind, id, cursor);
-    if (!story) return errorPage(c, 404, `No ${kind} record ${printable(id)}: neither the mirror nor the event log knows it.`);
-    return c.html(<RecordPage story={story} cursor={cursor} now={now()} />);
+    if (!sources.records.kinds.includes(kind)) return notFound(c, account, `Record kinds are ${sources.records.kinds.join(", ")}.`);
+    const cursor = params.cursor;
+    const story = await sources.records.story(kind, id, cursor, account);
+    if (!story) return notFound(c, account, `No ${kind} record ${printable(id)}: neither the mirror nor the event log knows it.`);
+    return render(c, account, <RecordPage story={story} cursor={cursor} now={now()} />);
   });
 
+  // Deployment-wide: `account` only keeps the page's links in the account the operator came from.
   route.get("/health", async (c) => {
     const at = now();
-    return c.html(<HealthPage view={{ ...(await sources.health(at)), now: at }} />);
+    const scope = await scopeOf(c, pageQuery(c).account);
+    const page = <HealthPage view={{ ...(await sources.health(at)), now: at }} accounts={scope.accounts} />;
+    return c.html(<Scope.Provider value={scope}>{page}</Scope.Provider>);
   });
   route.get("/health.json", async (c) => c.json(await sources.summary()));
 
+  // Neither lists the accounts: a page that failed may have failed on the database the list reads.
+  const errorPage = (c: Context<AppEnv>, status: ContentfulStatusCode, message: string) => {
+    const scope = { account: accountOrDefault(c), accounts: [], here: { path: `${CONSOLE_PATH}/events`, params: {} } };
+    return c.html(
+      <Scope.Provider value={scope}>
+        <ErrorPage status={status} message={message} />
+      </Scope.Provider>,
+      status,
+    );
+  };
   route.notFound((c) => errorPage(c, 404, `No console page at ${c.req.path.slice(0, 200)}.`));
   // Bad filters (400), a query past its time budget (503) and the rest, as a page rather than JSON.
   route.onError((err, c) => {
@@ -148,14 +206,42 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   return route;
 }
 
-function errorPage(c: Context<AppEnv>, status: ContentfulStatusCode, message: string) {
-  return c.html(
-    <Layout title={status >= 500 ? "Could not load this page" : "Not here"} section="events">
-      <p class="notice">{message}</p>
+/** The page's account when it is a good one, else default (an error page's links: the page may have failed on it). */
+function accountOrDefault(c: Context<AppEnv>): string {
+  try {
+    return pageQuery(c).account;
+  } catch {
+    return DEFAULT_ACCOUNT;
+  }
+}
+
+/**
+ * A page's scope: its account, the registered accounts (read per page, so one added a moment ago is
+ * offered) and where the switcher submits. When the list cannot be read the page still shows, with
+ * a switcher holding default and the page's account only.
+ */
+function pageScopes(sources: ConsoleSources, logger: Logger) {
+  const list = sources.accounts;
+  return async (c: Context<AppEnv>, account: string): Promise<PageScope> => {
+    const accounts = list
+      ? await list().catch((err: unknown) => {
+          logger.warn({ err }, "the console could not list the accounts; its switcher offers default and the page's account");
+          return [];
+        })
+      : [];
+    const { account: _, cursor: __, ...params } = c.req.query();
+    return { account, accounts, here: { path: c.req.path, params } };
+  };
+}
+
+/** A page that could not be shown: why, and the way back to the events (of the page's account). */
+function ErrorPage(props: { status: ContentfulStatusCode; message: string }) {
+  return (
+    <Layout title={props.status >= 500 ? "Could not load this page" : "Not here"} section="events">
+      <p class="notice">{props.message}</p>
       <p>
-        <a href={`${CONSOLE_PATH}/events`}>Back to the events</a>
+        <a href={hrefWith(`${CONSOLE_PATH}/events`)}>Back to the events</a>
       </p>
-    </Layout>,
-    status,
+    </Layout>
   );
 }

@@ -5,7 +5,9 @@ import type { HandlerOutcome } from "../../mirror/database.js";
 import type { EventDetail } from "../../mirror/storage.js";
 import { InvalidFilterError } from "../errors.js";
 import {
+  AccountField,
   CONSOLE_PATH,
+  eventHref,
   Field,
   givenParams,
   HandlerOutcomes,
@@ -99,10 +101,11 @@ export function EventsPage(props: { filters: EventFilters; page: LogPage; notice
           </select>
         </label>
         <Field label="Until (ISO 8601)" name="until" placeholder="2026-11-24T06:00:00Z" value={filters.until} />
+        <AccountField />
         <button type="submit" class="primary">
           Filter
         </button>
-        <a href={`${CONSOLE_PATH}/events`}>clear</a>
+        <a href={hrefWith(`${CONSOLE_PATH}/events`)}>clear</a>
       </form>
       <div class="presets">
         <span class="muted">Received in the</span>
@@ -136,7 +139,7 @@ function EventTable(props: { events: EventSummary[]; now: Date }) {
         {props.events.map((e) => (
           <tr>
             <td class="mono">
-              <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(e.id)}`}>{printable(e.id)}</a>
+              <a href={eventHref(e.id)}>{printable(e.id)}</a>
             </td>
             <td class="mono type">{printable(e.type)}</td>
             <td>{e.record ? <RecordLink kind={e.record.kind} id={e.record.id} /> : <span class="muted">none</span>}</td>
@@ -174,7 +177,7 @@ export function EventPage(props: { event: EventDetail; changes: CausedChange[]; 
             <dd class="mono">{printable(event.id)}</dd>
             <dt>type</dt>
             <dd class="mono">
-              <a href={`${CONSOLE_PATH}/events?type=${encodeURIComponent(event.type)}`}>{printable(event.type)}</a>
+              <a href={eventsHref({ type: event.type })}>{printable(event.type)}</a>
             </dd>
             <dt>status</dt>
             <dd>
@@ -246,7 +249,7 @@ function ChangeTable(props: { changes: CausedChange[]; now: Date }) {
           {props.changes.map((c) => (
             <tr>
               <td class="mono">
-                <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(c.id)}`}>{printable(c.id)}</a>
+                <a href={eventHref(c.id)}>{printable(c.id)}</a>
               </td>
               <td class="mono">
                 {c.kind} <a href={recordHref(RECORD_KIND_OF_CHANGE[c.kind] ?? c.kind, c.recordId)}>{printable(c.recordId)}</a>
@@ -401,7 +404,11 @@ export function FailuresPage(props: { groups: FailureGroup[]; range: RangePreset
       <div class="presets">
         <span class="muted">Received in the</span>
         {(Object.keys(RANGE_PRESETS) as RangePreset[]).map((r) =>
-          r === props.range ? <strong>{RANGE_LABELS[r]}</strong> : <a href={`${CONSOLE_PATH}/failures?range=${r}`}>{RANGE_LABELS[r]}</a>,
+          r === props.range ? (
+            <strong>{RANGE_LABELS[r]}</strong>
+          ) : (
+            <a href={hrefWith(`${CONSOLE_PATH}/failures`, { range: r })}>{RANGE_LABELS[r]}</a>
+          ),
         )}
         <span class="muted">
           · since <When at={since} now={now} />
@@ -428,7 +435,7 @@ export function FailuresPage(props: { groups: FailureGroup[]; range: RangePreset
                     </span>
                     <div class="muted">e.g. {g.error || "(no message)"}</div>
                     <div>
-                      <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(g.sampleId)}`}>newest event, with its stack</a>
+                      <a href={eventHref(g.sampleId)}>newest event, with its stack</a>
                     </div>
                   </td>
                   <td class={`status-${shownStatus(g.status)}`}>{shownStatus(g.status)}</td>

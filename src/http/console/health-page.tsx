@@ -1,7 +1,7 @@
 import type { MinuteSample } from "../../metrics/minute-samples.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { DASHBOARD_PATH } from "../operator-routes.js";
-import { age, ago, CONSOLE_PATH, duration, Head, Layout, When } from "./layout.js";
+import { age, ago, CONSOLE_PATH, duration, Head, hrefWith, Layout, When, type ListedAccount } from "./layout.js";
 
 // The health page: every figure it shows with the rule that rates it (FIGURES), the charts of the
 // last hour (HEALTH_CHARTS, drawn by MinuteChart), and the page that lays them out.
@@ -502,8 +502,34 @@ function Progress(props: { summary: OpsSummary; now: Date }) {
   );
 }
 
-/** Figures in plain words with their state, charts of the last hour, reconciliation progress and queues: the service's health as one screen. */
-export function HealthPage(props: { view: HealthView }) {
+/** The registered accounts' syncs: each id (linking to its events), its state and, while it imports, the records each kind's walk has read. */
+function AccountsTable(props: { accounts: readonly ListedAccount[] }) {
+  return (
+    <table>
+      <Head columns={["Account", "Sync", "Records read (first import)"]} />
+      <tbody>
+        {props.accounts.map((a) => (
+          <tr>
+            <td class="mono">
+              <a href={hrefWith(`${CONSOLE_PATH}/events`, {}, a.id)}>{a.id}</a>
+            </td>
+            <td>{a.sync?.state ?? <span class="muted">unknown</span>}</td>
+            <td>
+              {a.sync?.state === "importing"
+                ? Object.entries(a.sync.kinds)
+                    .map(([kind, k]) => `${kind} ${count(k.records)}${k.walked ? " (whole list walked)" : ""}`)
+                    .join(" · ")
+                : null}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** Figures in plain words with their state, charts of the last hour, reconciliation progress, queues and accounts' syncs: the service's health as one screen. */
+export function HealthPage(props: { view: HealthView; accounts: readonly ListedAccount[] }) {
   const { view } = props;
   const { summary, now } = view;
   const groups = shownGroups(view);
@@ -559,6 +585,12 @@ export function HealthPage(props: { view: HealthView }) {
           </table>
         </section>
       </div>
+      {props.accounts.length > 0 ? (
+        <section class="card" data-testid="accounts">
+          <h2>Accounts</h2>
+          <AccountsTable accounts={props.accounts} />
+        </section>
+      ) : null}
     </Layout>
   );
 }

@@ -1,11 +1,14 @@
-import type { Child } from "hono/jsx";
+import { createContext, useContext, type Child } from "hono/jsx";
 import { raw } from "hono/html";
+import { DEFAULT_ACCOUNT } from "../../config/defaults.js";
 import { printable, shownStatus } from "../../mirror/values.js";
+import type { AccountSyncState } from "../../sync/first-import.js";
 import { InvalidFilterError } from "../errors.js";
 import { DASHBOARD_PATH, FAVICON_PATH } from "../operator-routes.js";
 
-// What every console page shares: the frame (nav, search, the stylesheet and script it links),
-// how times and statuses read, the time-range presets and the strict reading of a page's query.
+// What every console page shares: the frame (nav, account switcher, search, the stylesheet and
+// script it links), the account a page is of and the links that keep it, how times and statuses
+// read, the time-range presets and the strict reading of a page's query.
 
 export const CONSOLE_PATH = "/console";
 export type ConsoleSection = "events" | "failures" | "mirror" | "health";
@@ -17,8 +20,34 @@ const SECTIONS: readonly { key: ConsoleSection; label: string; href: string }[] 
   { key: "health", label: "Health", href: `${CONSOLE_PATH}/health` },
 ];
 
-/** The page frame: nav of the console's sections, links to the queue dashboard and the metrics. */
+/** A registered account as `GET /accounts` lists it: its id and, when the list says it, where its sync stands. */
+export interface ListedAccount {
+  id: string;
+  sync?: AccountSyncState | undefined;
+}
+
+/**
+ * Which account a page is of, and what its header offers. The routes set it once per page
+ * (console-routes.tsx); the switcher and every link (`hrefWith`) read it, so no page hands the
+ * account down to each of its links.
+ */
+export interface PageScope {
+  /** The account the page reads: `?account=` as accountParam checked it, `default` when none. */
+  account: string;
+  /** The registered accounts; none: the header has no switcher. */
+  accounts: readonly ListedAccount[];
+  /** Where the switcher submits: this page's path and its query but `account` and `cursor` (a cursor is of one account's list). */
+  here: { path: string; params: Record<string, string> };
+}
+
+export const Scope = createContext<PageScope>({ account: DEFAULT_ACCOUNT, accounts: [], here: { path: CONSOLE_PATH, params: {} } });
+
+/** The account of the page being rendered (only while one is). */
+export const pageAccount = (): string => useContext(Scope).account;
+
+/** The page frame: nav of the console's sections, the account switcher, links to the queue dashboard and the metrics. */
 export function Layout(props: { title: string; section: ConsoleSection; children?: Child }) {
+  const account = pageAccount();
   return (
     <>
       {raw("<!doctype html>")}
@@ -31,17 +60,20 @@ export function Layout(props: { title: string; section: ConsoleSection; children
           <link rel="stylesheet" href={`${CONSOLE_PATH}/assets/console.css`} />
           <script src={`${CONSOLE_PATH}/assets/console.js`} defer></script>
         </head>
-        <body>
+        {/* The script's calls of the operator API name the page's account (data-account). */}
+        <body data-account={account === DEFAULT_ACCOUNT ? undefined : account}>
           <header>
-            <a class="brand" href={`${CONSOLE_PATH}/events`}>
+            <a class="brand" href={hrefWith(`${CONSOLE_PATH}/events`)}>
               svc-webhooks
             </a>
+            <AccountSwitcher />
             {SECTIONS.map((s) => (
-              <a href={s.href} aria-current={s.key === props.section ? "page" : undefined}>
+              <a href={hrefWith(s.href)} aria-current={s.key === props.section ? "page" : undefined}>
                 {s.label}
               </a>
             ))}
             <form class="search" method="get" action={`${CONSOLE_PATH}/events`} role="search">
+              <AccountField />
               <input name="id" aria-label="Find by id" placeholder="any id: evt_…, ord_…, bkg_…" size={26} />
               <button type="submit">Find</button>
             </form>
@@ -58,6 +90,40 @@ export function Layout(props: { title: string; section: ConsoleSection; children
       </html>
     </>
   );
+}
+
+/**
+ * The header's account switcher: a GET form to this page with `account`, there once an account is
+ * registered, or when the page is of another account than default (one removed without purge keeps
+ * its rows): the way back stays. The console script submits it on change; its button is for a
+ * browser without the script.
+ */
+function AccountSwitcher() {
+  const { account, accounts, here } = useContext(Scope);
+  if (accounts.length === 0 && account === DEFAULT_ACCOUNT) return null;
+  const listed = account === DEFAULT_ACCOUNT || accounts.some((a) => a.id === account);
+  const choices: ListedAccount[] = [{ id: DEFAULT_ACCOUNT }, ...accounts, ...(listed ? [] : [{ id: account }])];
+  return (
+    <form class="accounts" method="get" action={here.path} data-account-switch="">
+      {Object.entries(here.params).map(([name, value]) => (
+        <input type="hidden" name={name} value={value} />
+      ))}
+      <select name="account" aria-label="Account">
+        {choices.map((a) => (
+          <option value={a.id} selected={a.id === account}>
+            {a.sync ? `${a.id} (${a.sync.state})` : a.id}
+          </option>
+        ))}
+      </select>
+      <button type="submit">Switch</button>
+    </form>
+  );
+}
+
+/** A GET form's account, hidden: filtering or finding stays in the page's account. */
+export function AccountField() {
+  const account = pageAccount();
+  return account === DEFAULT_ACCOUNT ? null : <input type="hidden" name="account" value={account} />;
 }
 
 /**
@@ -176,10 +242,14 @@ export function presetSince(preset: RangePreset, now: Date): Date | undefined {
   return preset === "all" ? undefined : new Date(now.getTime() - RANGE_PRESETS[preset]);
 }
 
-/** Refuses parameters a page does not know, so a typo is a 400 rather than an unfiltered page. */
+/**
+ * Refuses parameters a page does not know, so a typo is a 400 rather than an unfiltered page.
+ * `params` come without `account`, which every page takes (console-routes.tsx reads it first).
+ */
 export function refuseUnknown(params: Record<string, string>, known: readonly string[]): void {
   for (const name of Object.keys(params))
-    if (!known.includes(name)) throw new InvalidFilterError(name, `unknown parameter ${name}; this page takes ${known.join(", ")}`);
+    if (!known.includes(name))
+      throw new InvalidFilterError(name, `unknown parameter ${name}; this page takes ${[...known, "account"].join(", ")}`);
 }
 
 /** A page's query parameters as the operator typed them: trimmed, empty fields dropped. */
@@ -191,13 +261,22 @@ export function givenParams(params: Record<string, string>): Record<string, stri
   );
 }
 
-/** A console path with these query parameters (undefined and empty ones left out). */
-export function hrefWith(path: string, params: Record<string, string | undefined>): string {
-  const text = new URLSearchParams(
-    Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ""),
-  ).toString();
+/**
+ * A console path with these query parameters (undefined and empty ones left out) and `account`
+ * when it is not default: every link between the pages is built here, so each keeps the account.
+ * The account is the rendered page's; a route's redirect, outside a render, passes its own.
+ */
+export function hrefWith(path: string, params: Record<string, string | undefined> = {}, account: string = pageAccount()): string {
+  const all = { ...params, account: account === DEFAULT_ACCOUNT ? undefined : account };
+  const text = new URLSearchParams(Object.entries(all).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== "")).toString();
   return `${path}${text ? `?${text}` : ""}`;
 }
+
+/**
+ * One event's page; `account` as `hrefWith` takes it. Here rather than in event-pages.tsx: the
+ * mirror's pages link events too, and event-pages imports them.
+ */
+export const eventHref = (id: string, account?: string) => hrefWith(`${CONSOLE_PATH}/events/${encodeURIComponent(id)}`, {}, account);
 
 /** A value as the pages show stored JSON: indented. */
 export const json = (value: unknown) => JSON.stringify(value, null, 2);
@@ -236,7 +315,7 @@ dl.kv dd { margin: 0; overflow-wrap: anywhere; } time { white-space: nowrap; } t
 .bulk { display: flex; gap: 8px; align-items: center; flex-wrap: wrap; } progress { width: 160px; }
 details summary { cursor: pointer; color: var(--link); }
 .pager { margin-top: 10px; display: flex; gap: 12px; }
-header form.search { display: flex; gap: 4px; } header form.search input { width: 16em; }
+header form.search { display: flex; gap: 4px; } header form.search input { width: 16em; } header form.accounts { display: flex; gap: 4px; }
 .level { display: inline-block; padding: 0 6px; border-radius: 8px; font-size: 12px; font-weight: 600; border: 1px solid currentColor; cursor: help; }
 .level-ok { color: var(--ok); background: #e8f4ec; } .level-warn { color: var(--warn); background: #fff4d6; } .level-bad { color: var(--bad); background: #fdecea; }
 table.figures th { background: none; font-weight: normal; font-size: 14px; overflow-wrap: break-word; } .cards.figure-cards { grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); } .verdict { font-size: 15px; }
@@ -251,7 +330,8 @@ ul.legend { list-style: none; padding: 0; margin: 6px 0 0; display: flex; flex-w
 
 /**
  * The console's only script, served from this origin (/console/assets/console.js; the CSP allows
- * no inline script). It calls the operator API with the browser's own Basic credentials:
+ * no inline script). It calls the operator API with the browser's own Basic credentials, each
+ * call of the page's account (`?account=` from the body's data-account, none for default):
  * - `[data-replay-event]` buttons: POST /events/{id}/replay ({} or {"handler"}), then poll
  *   GET /events/{id} until the log counts a new attempt, and reload;
  * - `[data-bulk]` boxes: a dry run (POST /events/replay with dryRun) shows the count first; the
@@ -260,11 +340,17 @@ ul.legend { list-style: none; padding: 0; margin: 6px 0 0; display: flex; flex-w
  * - `[data-refresh-record]` buttons: POST /records/{kind}/{id}/refresh, then poll
  *   GET /records/{kind}/{id} until the mirror's copy was read after the time the page showed, and reload;
  * - `time[datetime] [data-local]` spans (`When`): the time in the viewer's zone, when it is not UTC;
+ * - `form[data-account-switch]` (the header's switcher): submitted as soon as an account is picked;
  * Text from the server is set with textContent only, never as HTML.
  */
 export const CONSOLE_SCRIPT = String.raw`"use strict";
 (function () {
   var POLL_MS = 1000;
+  var ACCOUNT = document.body.getAttribute("data-account");
+  // An operator API path of the page's account, as the page's own reads were.
+  function ofAccount(path) {
+    return ACCOUNT ? path + "?account=" + encodeURIComponent(ACCOUNT) : path;
+  }
   function say(el, text, failed) {
     if (!el) return;
     el.textContent = text;
@@ -311,10 +397,10 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     var before = Number(button.getAttribute("data-attempts") || "0");
     var status = document.getElementById("replay-status");
     say(status, "Replaying " + (handler ? "handler " + handler : "every handler") + "…");
-    send(button, status, "POST", "/events/" + encodeURIComponent(id) + "/replay", handler ? { handler: handler } : {}, "Replay", function (answer) {
+    send(button, status, "POST", ofAccount("/events/" + encodeURIComponent(id) + "/replay"), handler ? { handler: handler } : {}, "Replay", function (answer) {
       var replay = answer && answer.replay ? answer.replay.id : "";
       say(status, "Replay " + replay + " queued; waiting for its attempt…");
-      pollUntil("/events/" + encodeURIComponent(id), function (event) {
+      pollUntil(ofAccount("/events/" + encodeURIComponent(id)), function (event) {
         return event && event.attempts > before;
       }, status, "event", "New attempt recorded; reloading.");
     });
@@ -324,9 +410,9 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     var shownReadAt = button.getAttribute("data-read-at") || "";
     var status = document.getElementById("refresh-status");
     say(status, "Asking for a read…");
-    send(button, status, "POST", path + "/refresh", {}, "Refresh", function () {
+    send(button, status, "POST", ofAccount(path + "/refresh"), {}, "Refresh", function () {
       say(status, "Refresh requested; waiting for the read…");
-      pollUntil(path, function (story) {
+      pollUntil(ofAccount(path), function (story) {
         var readAt = story && story.record ? story.record.readAt : "";
         return readAt && readAt !== shownReadAt;
       }, status, "record", "Read from the API; reloading.");
@@ -356,7 +442,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     var count = box.querySelector("[data-bulk-count]");
     if (dryRun) {
       say(status, "Counting…");
-      call("POST", "/events/replay", { filter: filter, dryRun: true }).then(function (answer) {
+      call("POST", ofAccount("/events/replay"), { filter: filter, dryRun: true }).then(function (answer) {
         say(status, "Will replay " + answer.count + " event" + (answer.count === 1 ? "" : "s") + ".");
         if (run) { run.hidden = answer.count === 0; run.textContent = "Replay " + answer.count + " now"; }
         box.setAttribute("data-bulk-counted", String(answer.count));
@@ -367,7 +453,7 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     if (count) count.disabled = true;
     say(status, "Starting…");
     // The count the operator saw: the API refuses the replay if the filter matches another by now.
-    call("POST", "/events/replay", { filter: filter, confirm: Number(box.getAttribute("data-bulk-counted")) }).then(function (answer) {
+    call("POST", ofAccount("/events/replay"), { filter: filter, confirm: Number(box.getAttribute("data-bulk-counted")) }).then(function (answer) {
       say(status, "Replay " + answer.id + " started for " + answer.count + " events.");
       pollReplay(box, answer.id);
     }, function (err) {
@@ -385,6 +471,12 @@ export const CONSOLE_SCRIPT = String.raw`"use strict";
     var zone = "UTC" + (offset < 0 ? "-" : "+") + pad(Math.floor(Math.abs(offset) / 60)) + ":" + pad(Math.abs(offset) % 60);
     span.textContent = " · " + at.getFullYear() + "-" + pad(at.getMonth() + 1) + "-" + pad(at.getDate()) + " " +
       pad(at.getHours()) + ":" + pad(at.getMinutes()) + ":" + pad(at.getSeconds()) + " local (" + zone + ")";
+  });
+  // Picking an account is the choice; the switcher's button stays for a browser without this script.
+  Array.prototype.forEach.call(document.querySelectorAll("form[data-account-switch]"), function (form) {
+    var button = form.querySelector("button");
+    if (button) button.hidden = true;
+    form.addEventListener("change", function () { form.submit(); });
   });
   document.addEventListener("click", function (e) {
     var target = e.target instanceof Element ? e.target.closest("button") : null;

@@ -1,7 +1,9 @@
 import { printable, shortened } from "../../mirror/values.js";
 import type { RecordStory } from "../../mirror/record-story.js";
 import {
+  AccountField,
   CONSOLE_PATH,
+  eventHref,
   Field,
   givenParams,
   HandlerOutcomes,
@@ -66,10 +68,11 @@ export function MirrorPage(props: {
         {kind === "orders" || kind === "bookings" ? (
           <Field label="Status" name="status" placeholder="CONFIRMED" value={filters.status} />
         ) : null}
+        <AccountField />
         <button type="submit" class="primary">
           Filter
         </button>
-        <a href={`${CONSOLE_PATH}/mirror/${kind}`}>clear</a>
+        <a href={mirrorHref(kind, {})}>clear</a>
       </form>
       {props.rows.length === 0 ? (
         <p class="muted">No record matches.</p>
@@ -130,8 +133,9 @@ export function RecordLink(props: { kind: string; id: string }) {
   );
 }
 
-export const recordHref = (kind: string, id: string, cursor?: string) =>
-  `${CONSOLE_PATH}/records/${encodeURIComponent(kind)}/${encodeURIComponent(id)}${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`;
+/** A record's page; `account`: a route's redirect names it, a page's link keeps the page's. */
+export const recordHref = (kind: string, id: string, cursor?: string, account?: string) =>
+  hrefWith(`${CONSOLE_PATH}/records/${encodeURIComponent(kind)}/${encodeURIComponent(id)}`, { cursor }, account);
 
 /** A record's story: the mirror's copy and when it was read, a "refresh now" button, then every event that named it, newest first. */
 export function RecordPage(props: { story: RecordStory; cursor?: string | undefined; now: Date }) {
@@ -173,7 +177,7 @@ export function RecordPage(props: { story: RecordStory; cursor?: string | undefi
                 {copy.lastChange ? (
                   <>
                     a <strong>{copy.lastChange.source}</strong> read,{" "}
-                    <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(copy.lastChange.eventId)}`}>
+                    <a href={eventHref(copy.lastChange.eventId)}>
                       <When at={copy.lastChange.at} now={now} />
                     </a>
                   </>
@@ -240,7 +244,7 @@ function Timeline(props: { entries: RecordStory["timeline"]; now: Date }) {
             </td>
             <td class="mono">{e.entry === "change" ? `${printable(e.type)} (${e.source ?? ""} read)` : printable(e.type)}</td>
             <td class="mono">
-              <a href={`${CONSOLE_PATH}/events/${encodeURIComponent(e.eventId)}`}>{printable(e.eventId)}</a>
+              <a href={eventHref(e.eventId)}>{printable(e.eventId)}</a>
             </td>
             <td>
               <StatusPill status={e.status} />
