@@ -123,7 +123,6 @@ export interface AccountRegistry {
   version(): Promise<string>;
 }
 
-
 const summary = (row: { id: string; signing_secrets: string[]; created_at: Date; updated_at: Date }): AccountSummary => ({
   id: row.id,
   signingSecrets: row.signing_secrets.length,
