@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Queue, Worker, Job } from "bullmq";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
@@ -87,6 +88,8 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
   const syncQueue = createSyncQueue<SyncJobData>({ connection, config, logger, ...(tracing ? { telemetry: tracing.bullmq } : {}) });
   // Aborted at the shutdown's drain deadline: a read the API holds never outlasts the stop.
   const upstreamStop = new AbortController();
+  // Every call in flight listens to it, one per account's read at once: many listeners are the design, not a leak.
+  setMaxListeners(0, upstreamStop.signal);
   const { feed, refreshOf, main, accountSync } = createSyncParts(deps, { mirror, eventsQueue, syncQueue, signal: upstreamStop.signal });
   const api = main?.upstream.api;
   const table = createHandlerTable({
