@@ -96,6 +96,8 @@ export interface Config {
     syncBookingsUpperBoundParam: string;
     /** How often a full pass starts (after the previous one started); 0 turns all reconciliation off. */
     reconcileIntervalMs: number;
+    /** Whether a first import's writes produce change events (source `backfill`); false: none, as `backfill --no-changes`. */
+    syncImportChangeEvents: boolean;
     /** How often the active tier re-reads what can still change; 0 turns the active tier off. */
     reconcileActiveIntervalMs: number;
     /** Pages one full-tier slice (one job) reads at most before it saves and ends. */
@@ -224,6 +226,10 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z][A-Za-z0-9_]{0,63}$/, "must be a query parameter name (letters, digits, _)")
     .default(DEFAULTS.syncBookingsUpperBoundParam),
   RECONCILE_INTERVAL_SECONDS: int(0).default(3600),
+  SYNC_IMPORT_CHANGE_EVENTS: z
+    .enum(["true", "false"], { error: "must be true or false" })
+    .default("true")
+    .transform((v) => v === "true"),
   RECONCILE_ACTIVE_INTERVAL_SECONDS: int(0).default(120),
   RECONCILE_FULL_SLICE_PAGES: int(1, 10_000).default(30),
   SYNC_CATCHUP_HORIZON_HOURS: int(0, 24 * 31).default(24),
@@ -318,6 +324,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       syncRefreshPaceMaxWaitMs: e.SYNC_REFRESH_PACE_MAX_WAIT_MS,
       syncBookingsUpperBoundParam: e.SYNC_BOOKINGS_UPPER_BOUND_PARAM,
       reconcileIntervalMs: e.RECONCILE_INTERVAL_SECONDS * 1000,
+      syncImportChangeEvents: e.SYNC_IMPORT_CHANGE_EVENTS,
       reconcileActiveIntervalMs: e.RECONCILE_ACTIVE_INTERVAL_SECONDS * 1000,
       reconcileFullSlicePages: e.RECONCILE_FULL_SLICE_PAGES,
       syncCatchUpHorizonMs: e.SYNC_CATCHUP_HORIZON_HOURS * 3600_000,

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { MirrorRecord, MirrorStore } from "../mirror/mirror-store.js";
 import { readList } from "../upstream/paginate.js";
 import type { ChangeSource } from "../events/catalog.js";
-import { readImportState, sweepSource, type SweepChanges } from "./first-import.js";
+import { readImportState, sweepWriting, type SweepChanges } from "./first-import.js";
 import { RESOURCES, SYNCED_KINDS, walkOf, writePage } from "./resources.js";
 import type { ListQuery, Page, StateOrder, SweepDeps, SyncedKind } from "./resources.js";
 
@@ -118,8 +118,8 @@ async function writeTallied(options: ActivePassOptions, outcome: ActivePassOutco
   const read = page.data.length + page.refused.length;
   outcome.calls++;
   outcome.records += read;
-  const source = await sweepSource(options.changes, kind, page, firstImport);
-  const { changes } = await writePage(options.mirror, options.changes.writer, kind, page, source);
+  const { writer, source } = await sweepWriting(options.changes, kind, page, firstImport);
+  const { changes } = await writePage(options.mirror, writer, kind, page, source);
   const tally = (outcome.byKind[kind] ??= { checked: 0, corrected: 0 });
   tally.checked += read;
   tally.corrected += changes.length;

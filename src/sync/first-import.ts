@@ -164,20 +164,34 @@ export interface SweepChanges {
    * (or to a menu with a refresh pending) is no missed webhook: it counts as `webhook`.
    */
   pending?: (kind: SyncedKind) => Promise<readonly PendingId[]>;
+  /**
+   * False: a first import's pages are written without change events (SYNC_IMPORT_CHANGE_EVENTS):
+   * onboarding a company then costs its mirror writes only, not an event per record.
+   * @defaultValue true
+   */
+  importChanges?: boolean;
 }
 
 /**
- * Each change's source on a sweep page: a first import's writes are `backfill`, whatever the walker
- * (no missed-webhook storm). The pending ids live in Redis: they are read once per page before
- * the write, never from inside its transaction, where a slow or absent Redis would hold a
- * database connection (the embedded store's only one) and stall every other database user.
+ * How a sweep page is written: its writer (none: the mirror alone, no change events) and each
+ * change's source. A first import's writes are `backfill`, whatever the walker (no missed-webhook
+ * storm), or produce no change events at all when `importChanges` is false. The pending ids live
+ * in Redis: they are read once per page before the write, never from inside its transaction,
+ * where a slow or absent Redis would hold a database connection (the embedded store's only one)
+ * and stall every other database user.
  */
-export async function sweepSource(changes: SweepChanges, kind: SyncedKind, page: Page, firstImport: boolean): Promise<SourceOf> {
-  const { source, pending } = changes;
-  if (firstImport) return "backfill";
-  if (!pending) return source;
+export async function sweepWriting(
+  changes: SweepChanges | undefined,
+  kind: SyncedKind,
+  page: Page,
+  firstImport: boolean,
+): Promise<{ writer: MirrorWriter | undefined; source: SourceOf }> {
+  if (!changes) return { writer: undefined, source: "backfill" };
+  const { source, pending, writer } = changes;
+  if (firstImport) return { writer: changes.importChanges === false ? undefined : writer, source: "backfill" };
+  if (!pending) return { writer, source };
   // A menu is refreshed whole: its restaurant is what is pending.
   const { tracksIds } = RESOURCES[kind];
   const named = new Set((await pending(kind)).map((p) => (tracksIds ? p.id : p.restaurantId)));
-  return (change: MirrorChange) => (named.has(tracksIds ? change.id : change.after.restaurantId) ? "webhook" : source);
+  return { writer, source: (change: MirrorChange) => (named.has(tracksIds ? change.id : change.after.restaurantId) ? "webhook" : source) };
 }

@@ -65,7 +65,12 @@ export interface ReconcileDeps extends SweepDeps {
 
 /** The processors of the reconciliation and backfill jobs (worker/sync-worker.ts runs them by name). */
 export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: Job, token?: string) => Promise<unknown>> {
-  const changes: SweepChanges = { writer: deps.writer, source: "reconcile", pending: deps.pending };
+  const changes: SweepChanges = {
+    writer: deps.writer,
+    source: "reconcile",
+    pending: deps.pending,
+    importChanges: deps.config.syncImportChangeEvents,
+  };
   const fullSlice = async (job: Job) => {
     const outcome = await runFullSlice({
       ...deps,

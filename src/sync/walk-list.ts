@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { CheckpointProgress, SyncCheckpoint } from "../mirror/sync-checkpoints.js";
 import { UpstreamBadRequestError, UpstreamPageRefusedError } from "../upstream/errors.js";
 import { readList } from "../upstream/paginate.js";
-import { sweepSource, type SweepChanges } from "./first-import.js";
+import { sweepWriting, type SweepChanges } from "./first-import.js";
 import { RESOURCES, walkOf, writePage, type SweepDeps, type SyncedKind } from "./resources.js";
 
 export interface WalkOptions extends SweepDeps {
@@ -100,8 +100,8 @@ async function walkFrom(options: WalkOptions, at: { checkpoint: SyncCheckpoint; 
     async (page, { last, error }) => {
       at.pages++;
       const kept = floor === undefined ? page : { ...page, data: page.data.filter((r) => !(sortKey(r) < floor)) };
-      const source = options.changes ? await sweepSource(options.changes, kind, kept, at.checkpoint.firstImport) : "backfill";
-      await writePage(options.mirror, options.changes?.writer, kind, kept, source);
+      const { writer, source } = await sweepWriting(options.changes, kind, kept, at.checkpoint.firstImport);
+      await writePage(options.mirror, writer, kind, kept, source);
       // The page was written; past a cycle or the cap the checkpoint stays at the last good cursor.
       if (error) return {};
       // Records read, those the client set aside as out of shape included (the checkpoint counts them too).

@@ -87,6 +87,20 @@ describe("first_import", () => {
     expect((await readImportState({ checkpoints, mirror })).importing("orders")).toBe(false);
   });
 
+  it("writes a first import without change events when importChanges is false; the changes after it still produce theirs", async () => {
+    const quiet = { ...changes, importChanges: false };
+    const full = await runFullSlice({ api, mirror, checkpoints, changes: quiet, intervalMs: 3600_000, maxPages: 1000, logger });
+    expect(full.kinds.orders?.state).toBe("complete");
+    const first = await mirror.list("orders", { limit: 100 });
+    expect(first.data).toHaveLength(100);
+    expect(first.nextCursor).not.toBeNull();
+    expect(recorded).toEqual([]);
+    const pending = sandbox.state.orders().find((o) => o.status === "PENDING")!;
+    sandbox.silently(() => sandbox.actions.updateOrderStatus(pending.id, "CONFIRMED"));
+    await runActivePass({ api, mirror, checkpoints, changes: quiet, logger });
+    expect(recorded.map((e) => [e.data.after.id, e.data.source])).toContainEqual([pending.id, "reconcile"]);
+  });
+
   it("holds while the first import is the newest pass of its kind", async () => {
     await interruptedFirstBackfill();
     const pending = sandbox.state.orders().find((o) => o.status === "PENDING")!;
