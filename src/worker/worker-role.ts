@@ -16,7 +16,7 @@ import { tracedMirror, type Tracing } from "../tracing/tracing.js";
 import { isPermanentUpstreamError } from "../upstream/errors.js";
 import { createChangeFeed } from "./change-feed.js";
 import { type EventHandlers, createHandlerTable, adoptNamedHandlerKeys, type SharedHandlerContext } from "./handlers.js";
-import { apiNotConfigured, meteredUpstreams, type Upstreams } from "./upstream.js";
+import { apiAtCall, apiNotConfigured, meteredUpstreams, type Upstream, type Upstreams } from "./upstream.js";
 import { createRefreshRequests } from "../sync/refresh-queue.js";
 import {
   createSyncSchedules,
@@ -37,7 +37,7 @@ import type { HandlerRegistry } from "../events/dispatch.js";
 import { createAttemptRunner, attemptOfJob, type AttemptLog } from "../queue/attempt-runner.js";
 import { isKnownEventType } from "../events/catalog.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
-import { EventLogError } from "../mirror/errors.js";
+import { AccountError, EventLogError } from "../mirror/errors.js";
 
 export type WorkerRole = ReturnType<typeof createWorkerRole>;
 
@@ -251,7 +251,7 @@ function syncOfAccounts(
 ): (SyncAccounts & { apiOf: (account: string) => ApiClient }) | undefined {
   const { forAccount, accounts, keysOf, upstreams, tracing } = deps;
   if (!forAccount || !accounts || !keysOf || !upstreams) return undefined;
-  const built = new Map<string, AccountSync>();
+  const built = new Map<string, { from: Upstream; sync: AccountSync }>();
   const upstreamOf = (account: string) => {
     const keys = keysOf(account);
     return keys && upstreams.forKey(keys.apiKey);
@@ -265,19 +265,28 @@ function syncOfAccounts(
         return undefined;
       }
       const known = built.get(account);
-      if (known?.upstream === upstream) return known;
+      if (known?.from === upstream) return known.sync;
       const stores = forAccount(account);
       const mirror = tracing ? tracedMirror(stores.mirror, tracing.tracer) : stores.mirror;
       const sync: AccountSync = {
         account,
-        upstream,
+        // Asked before every call: once the account is removed, or its key replaced, a job in
+        // flight makes no further call with the old key (its next attempt finds the new one, or nothing).
+        upstream: {
+          ...upstream,
+          api: apiAtCall(() => {
+            if (upstreamOf(account) !== upstream)
+              throw new AccountError("account_not_found", `account ${account} was removed or given another key since its job began`);
+            return upstream.api;
+          }),
+        },
         mirror,
         checkpoints: stores.checkpoints,
         writer: deps.writerOf(mirror),
         refresh: deps.refreshOf(account),
         logger: deps.logger.child({ account }),
       };
-      built.set(account, sync);
+      built.set(account, { from: upstream, sync });
       return sync;
     },
     apiOf: (account) => upstreamOf(account)?.api ?? apiNotConfigured(`account ${account} is not registered`),

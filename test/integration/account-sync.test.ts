@@ -170,6 +170,11 @@ describe("each account's sync", () => {
   it("stops an account's sync with it: a job of a removed account reads nothing", async () => {
     expect((await call("DELETE", "/accounts/acme")).status).toBe(200);
     expect(svc.service.worker!.syncWorker.concurrency).toBe(10);
+    // A job of acme's running at the removal makes no further call: each call asks for the account first.
+    const queue = svc.service.worker!.syncQueue;
+    await waitFor(async () => (await queue.getActive()).every((j) => (j.data as { account?: string }).account !== "acme"), {
+      what: "acme's jobs in flight ended",
+    });
     const before = company(1).requestLog.length;
     const events = new QueueEvents(SYNC_QUEUE, { connection: svc.redis, prefix: svc.prefix });
     try {
