@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
-import { signPayload } from "../../src/events/envelope.js";
 import { launchChromium } from "../helpers/browser.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { reviewRecord } from "../helpers/mirror-records.js";
@@ -23,13 +22,7 @@ const defaultReview = sampleEvent({ type: "review.created", data: reviewRecord("
 const teardown: (() => Promise<unknown>)[] = [];
 
 async function deliverToAcme(event: object) {
-  const text = JSON.stringify(event);
-  const res = await fetch(`${svc.url}/webhooks/acme`, {
-    method: "POST",
-    body: text,
-    headers: { "content-type": "application/json", "x-svc-signature": signPayload(text, ACME.signingSecret) },
-  });
-  expect(res.status).toBe(200);
+  expect((await svc.deliverTo("acme", event, ACME.signingSecret)).status).toBe(200);
 }
 
 const statusOf = async (account: string, id: string) =>

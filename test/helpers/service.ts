@@ -24,6 +24,8 @@ export interface TestService {
   redis: RedisClient;
   /** POSTs a body signed with TEST_SECRET to /webhooks. */
   deliver(body: string | object): Promise<Response>;
+  /** POSTs a body signed with `secret` to a registered account's /webhooks/{account}. */
+  deliverTo(account: string, body: string | object, secret: string): Promise<Response>;
   admin(path: string): Promise<Response>;
   stop(): Promise<void>;
 }
@@ -73,12 +75,10 @@ export async function startService(
     logs,
     redis,
     deliver(body) {
-      const text = typeof body === "string" ? body : JSON.stringify(body);
-      return fetch(`${url}/webhooks`, {
-        method: "POST",
-        body: text,
-        headers: { "content-type": "application/json", "x-svc-signature": signPayload(text, TEST_SECRET) },
-      });
+      return deliverSigned(`${url}/webhooks`, body, TEST_SECRET);
+    },
+    deliverTo(account, body, secret) {
+      return deliverSigned(`${url}/webhooks/${account}`, body, secret);
     },
     admin: (path) => fetch(`${url}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
     async stop() {
@@ -87,4 +87,14 @@ export async function startService(
       if (!options.database) await database.close();
     },
   };
+}
+
+/** POSTs `body` (JSON unless a string) to `url`, signed with `secret` as the upstream signs. */
+function deliverSigned(url: string, body: string | object, secret: string): Promise<Response> {
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  return fetch(url, {
+    method: "POST",
+    body: text,
+    headers: { "content-type": "application/json", "x-svc-signature": signPayload(text, secret) },
+  });
 }

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signPayload } from "../../src/events/envelope.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { reviewRecord } from "../helpers/mirror-records.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
@@ -62,15 +61,7 @@ describe("the console with registered accounts", () => {
       body: JSON.stringify(ACME),
     });
     expect(added.status).toBe(201);
-    for (const event of [acmeReview, acmeVisit]) {
-      const text = JSON.stringify(event);
-      const delivered = await fetch(`${svc.url}/webhooks/acme`, {
-        method: "POST",
-        body: text,
-        headers: { "content-type": "application/json", "x-svc-signature": signPayload(text, ACME.signingSecret) },
-      });
-      expect(delivered.status).toBe(200);
-    }
+    for (const event of [acmeReview, acmeVisit]) expect((await svc.deliverTo("acme", event, ACME.signingSecret)).status).toBe(200);
     await waitFor(handled("acme", acmeReview.id), { what: "acme's review handled" });
     await waitFor(logged("acme", acmeVisit.id, "failed"), { what: "acme's visit failed" });
 
