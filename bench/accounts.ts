@@ -3,19 +3,21 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Queue } from "bullmq";
+import { Hono } from "hono";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { loadConfig } from "../src/config/config.js";
 import { createLogger } from "../src/logging/logger.js";
 import { EVENTS_QUEUE } from "../src/queue/events-queue.js";
 import { createSandboxCompanies, type SandboxCompanies } from "../src/sandbox/companies.js";
-import type { Sandbox } from "../src/sandbox/index.js";
+import { serveApp, type Sandbox } from "../src/sandbox/index.js";
 import type { TrafficChange } from "../src/sandbox/traffic.js";
 import { createService } from "../src/service.js";
 import { RESOURCES, SYNCED_KINDS } from "../src/sync/resources.js";
 import type { EventHandlers } from "../src/worker/handlers.js";
 import { waitFor } from "../test/helpers/wait-for.js";
 import { processCpuSeconds, processTreeCpuSeconds } from "./lib/cpu.js";
+import { profileOf, summarizeCpuProfile, type CpuProfileSummary } from "./lib/cpu-profile.js";
 import { BENCH_SECRET } from "./lib/pool.js";
 import { startServerProcess, type ServerProcess } from "./lib/server-process.js";
 import { PHYSICAL_RECORDS_PER_MINUTE } from "./sync-gaps.js";
@@ -345,6 +347,52 @@ async function inTurns<T>(items: readonly T[], concurrency: number, work: (item:
   );
 }
 
+/**
+ * The companies' server with each answer's time taken (request in → response built), so a row
+ * can tell the upstream's share of a call's round from the service's.
+ */
+async function listenTimed(sandboxes: SandboxCompanies): Promise<{ url: string; answerMs: number[]; close(): Promise<void> }> {
+  const answerMs: number[] = [];
+  const timed = new Hono();
+  timed.all("*", async (c) => {
+    const began = performance.now();
+    const res = await sandboxes.app.fetch(c.req.raw, c.env);
+    if (c.req.path.startsWith("/api/v1")) answerMs.push(performance.now() - began);
+    return res;
+  });
+  const server = await serveApp(timed, 0, "127.0.0.1");
+  return { url: server.url, answerMs, close: () => server.close() };
+}
+
+/** The time between a key's consecutive calls (ms), over the calls in [from, to]. */
+function gapsOf(times: readonly number[], from: number, to: number): number[] {
+  const within = times.filter((at) => at >= from && at <= to);
+  return within.slice(1).map((at, i) => at - within[i]!);
+}
+
+/** p50 / p90 / p99 of `xs`. */
+const quantiles = (xs: number[]): [number, number, number] => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return [percentile(sorted, 50), percentile(sorted, 90), percentile(sorted, 99)];
+};
+
+/**
+ * Stops the service; with BENCH_CPU_PROF, by SIGINT (edge.ts exits at once, and Node writes the
+ * profile on the way out: a graceful stop that outlasts server-process.ts's 5 s would be
+ * SIGKILLed, profile unwritten) and resolves with its profile, summarized.
+ */
+async function stopService(service: ServiceChild): Promise<CpuProfileSummary | undefined> {
+  const dir = process.env.BENCH_CPU_PROF;
+  if (dir && service.child.exitCode === null) {
+    const exited = new Promise((resolve) => service.child.once("exit", resolve));
+    service.child.kill("SIGINT");
+    await Promise.race([exited, sleep(30_000)]);
+  }
+  await service.stop();
+  const file = dir ? profileOf(dir, service.pid) : undefined;
+  return file ? summarizeCpuProfile(file) : undefined;
+}
+
 // --- Row 1: 20 companies' first days at once.
 
 export interface FirstDayCompany {
@@ -382,6 +430,12 @@ export interface FirstDaysResult {
   backlogAtEnd: { outbox: number; queued: number };
   /** Seconds from the service's start until the last registration answered. */
   registrationSeconds: number;
+  /** A key's consecutive calls during its import, ms apart: p50 / p90 / p99 over every key (the budget's pace is 509 ms). */
+  callGapMs: [number, number, number];
+  /** The sandbox's answer to a call (request in → response built), ms: p50 / p90 / p99. */
+  answerMs: [number, number, number];
+  /** Where the service's CPU went (BENCH_CPU_PROF set). */
+  profile?: CpuProfileSummary;
   allWhole: boolean;
   logPath: string;
 }
@@ -405,7 +459,8 @@ async function benchFirstDaysAtOnce(
       delivery: { retryDelaysMs: [200, 400, 800, 1600, 3200] },
     })),
   );
-  const apiUrl = await sandboxes.listen();
+  const timedServer = await listenTimed(sandboxes);
+  const apiUrl = timedServer.url;
   const companies = sandboxes.companies;
   const ids = companies.map((_, i) => (i === 0 ? "default" : accountIdOf(i)));
   const expected = new Map(companies.map((s, i) => [ids[i]!, expectedOf(s)]));
@@ -472,6 +527,8 @@ async function benchFirstDaysAtOnce(
     const average = perCompany.reduce((n, c) => n + c.recordsPerMinute, 0) / perCompany.length;
     for (const c of perCompany) c.deviation = c.recordsPerMinute / average - 1;
     const records = perCompany.reduce((n, c) => n + c.records, 0);
+    const callGapMs = quantiles(companies.flatMap((s, i) => gapsOf(keyCalls(s).times, spans[i]!.begin, spans[i]!.end)));
+    const profile = await stopService(service);
     // From the first import's start (the env company's, with the service) to the last mirror whole.
     const seconds = (Math.max(...spans.map((x) => x.end)) - Math.min(...spans.map((x) => x.begin))) / 1000;
     const recordsPerMinute = records / (seconds / 60);
@@ -492,6 +549,9 @@ async function benchFirstDaysAtOnce(
       serviceRssEndMiB: rssEnd,
       backlogAtEnd,
       registrationSeconds,
+      callGapMs,
+      answerMs: quantiles(timedServer.answerMs),
+      ...(profile ? { profile } : {}),
       allWhole: whole.size === expected.size,
       logPath: service.logPath,
     };
@@ -500,6 +560,7 @@ async function benchFirstDaysAtOnce(
     await events.close();
     eventsConnection.disconnect();
     await client.end();
+    await timedServer.close();
     await sandboxes.close();
     await dropPrefix(redis, prefix);
   }
@@ -540,6 +601,8 @@ export interface ManyAccountsResult {
   };
   rss: { beforeMiB: number; peakMiB: number; endMiB: number };
   redis: { beforeBytes: number; afterBytes: number; perAccountBytes: number; settledAfterSeconds: number };
+  /** Where the service's CPU went over the whole row (BENCH_CPU_PROF set). */
+  profile?: CpuProfileSummary;
   logPath: string;
 }
 
@@ -657,6 +720,7 @@ async function benchManyAccounts(
     const predictedPasses = idleSeconds / activeIntervalSeconds;
     const rssEnd = rss.now();
     rss.stop();
+    const profile = await stopService(service);
     return {
       accounts: opts.accounts,
       ordersEach: opts.orders,
@@ -688,6 +752,7 @@ async function benchManyAccounts(
         perAccountBytes: (redisAfter - redisBefore) / opts.accounts,
         settledAfterSeconds,
       },
+      ...(profile ? { profile } : {}),
       logPath: service.logPath,
     };
   } finally {
@@ -984,6 +1049,18 @@ function cpuLine(c: CpuSplit): string {
   return `over ${fmt(c.seconds)} s: the service ${fmt(c.service, 1)} CPU s (${pct(c.service / c.seconds)} of one core), PostgreSQL ${c.postgres === null ? "not measured" : `${fmt(c.postgres, 1)} s`}, Redis ${fmt(c.redis, 1)} s, the bench (sandboxes) ${fmt(c.bench, 1)} s: ${fmt(used, 1)} of ${fmt(c.seconds * cpus().length)} core-seconds (${cpus().length} cores); the machine was ${pct(c.machineBusy)} busy`;
 }
 
+/** The budget's pace at 120 calls/min: one slot per (60 s + 1 s safety) ÷ 120 (upstream/rate-limiter.ts). */
+const PACE_MS = Math.ceil(61_000 / 120);
+
+function profileLine(p: CpuProfileSummary): string {
+  const top = (rows: [string, number][]) =>
+    rows
+      .slice(0, 6)
+      .map(([name, ms]) => `${name} ${pct(ms / p.busyMs)}`)
+      .join(", ");
+  return `The service's CPU profile (BENCH_CPU_PROF; ${fmt(p.busyMs / 1000, 1)} s sampled busy, self time): by area ${top(p.byArea)}; by function ${top(p.byFunction)}; by the nearest function of src/ on the stack (synchronous stacks only) ${top(p.byOwnCode)}.`;
+}
+
 export function firstDaysReport(r: FirstDaysResult): string[] {
   const worst = [...r.perCompany].sort((x, y) => Math.abs(y.deviation) - Math.abs(x.deviation));
   const slowest = [...r.perCompany].sort((x, y) => x.recordsPerMinute - y.recordsPerMinute)[0];
@@ -993,6 +1070,9 @@ export function firstDaysReport(r: FirstDaysResult): string[] {
     `Per company (its first pass's start → its mirror whole): ${fmt(Math.min(...r.perCompany.map((c) => c.recordsPerMinute)))}–${fmt(Math.max(...r.perCompany.map((c) => c.recordsPerMinute)))} records/min, ${fmt(Math.min(...r.perCompany.map((c) => c.callsPerMinute)))}–${fmt(Math.max(...r.perCompany.map((c) => c.callsPerMinute)))} calls/min; **largest deviation from the average ${pct(r.maxDeviation, 1)}** (${worst[0]?.account ?? "—"}; target all within 20 %: ${met(r.maxDeviation <= 0.2)}); slowest ${slowest?.account ?? "—"} ${fmt(slowest?.seconds, 1)} s. **429s: ${r.rateLimited}** (target 0: ${met(r.rateLimited === 0)}); **most calls by one key in any 60 s: ${r.maxPerWindow}** (≤ 120: ${met(r.maxPerWindow <= 120)}).`,
     "",
     `The service process: CPU ${cpuLine(r.cpu)}; RSS peak ${fmt(r.serviceRssPeakMiB, 1)} MiB (${fmt(r.serviceRssEndMiB, 1)} MiB at the end). Change events of the imports still unhandled when the last mirror was whole: ${fmt(r.backlogAtEnd.outbox)} in the outbox, ${fmt(r.backlogAtEnd.queued)} in the events queue. Registering the ${r.companies - 1} accounts took ${fmt(r.registrationSeconds, 1)} s from the start.`,
+    "",
+    `A key's calls during its import came **${fmt(r.callGapMs[0])} ms apart at the median** (p90 ${fmt(r.callGapMs[1])}, p99 ${fmt(r.callGapMs[2])} ms; the budget's pace is ${fmt(PACE_MS)} ms), of which the sandbox's answer took ${fmt(r.answerMs[0], 1)} ms (p90 ${fmt(r.answerMs[1], 1)}, p99 ${fmt(r.answerMs[2], 1)} ms): the rest of a page's round is the service's (write the page and its change events, save the checkpoint, take the next slot).`,
+    ...(r.profile ? ["", profileLine(r.profile)] : []),
     "",
     `Calls by read (all keys): ${r.callsByRead
       .slice(0, 8)
@@ -1020,6 +1100,7 @@ export function manyAccountsReport(r: ManyAccountsResult): string[] {
       .join("; ")}. CPU ${cpuLine(i.cpu)}.`,
     "",
     `The service's RSS: ${fmt(r.rss.beforeMiB, 1)} MiB before registering, **peak ${fmt(r.rss.peakMiB, 1)} MiB**, ${fmt(r.rss.endMiB, 1)} MiB after the idle time (target < 400 MB = 381 MiB: ${met(r.rss.peakMiB < 381)}). Redis \`used_memory\`: ${fmt(r.redis.beforeBytes / MiB, 1)} MiB before registering, ${fmt(r.redis.afterBytes / MiB, 1)} MiB once the imports settled (their change events handled, ${fmt(r.redis.settledAfterSeconds)} s after the last mirror was whole): **${fmt(r.redis.perAccountBytes / 1024, 1)} KiB per account**, which includes the finished jobs BullMQ keeps (KEEP_COMPLETED_JOBS, 1,000 by default).`,
+    ...(r.profile ? ["", profileLine(r.profile)] : []),
   ];
 }
 

@@ -350,12 +350,20 @@ if (accountsRun) {
       ].join("\n"),
     );
   const sections = accountsSections(accountsRun);
+  // Settings tried (BENCH_ACCOUNTS_ENV) are named beside the commit, so such a run is never read as the defaults'.
+  const tried =
+    (process.env.BENCH_ACCOUNTS_ENV ? ` with \`${process.env.BENCH_ACCOUNTS_ENV}\`` : "") +
+    (process.env.BENCH_CPU_PROF ? " (CPU profile on)" : "");
   for (const row of accountsRun.rows) {
-    const head = `Row ${row}, run ${String(results.at).slice(0, 16).replace("T", " ")} UTC at \`${measuredTree}\` (Node ${process.version}, ${cpus().length} CPUs; the whole run of rows ${accountsRun.rows.join(",")} took ${fmt(accountsRun.seconds / 60, 1)} min):`;
+    const head = `Row ${row}, run ${String(results.at).slice(0, 16).replace("T", " ")} UTC at \`${measuredTree}\`${tried} (Node ${process.version}, ${cpus().length} CPUs; the whole run of rows ${accountsRun.rows.join(",")} took ${fmt(accountsRun.seconds / 60, 1)} min):`;
     writeReadmeSection(path, [head, "", ...(sections[row] ?? [])], `accounts-${row}`);
   }
   console.log(`written: ${path} (rows ${accountsRun.rows.join(",")})`);
-  appendRunLine("bench/results/accounts-runs.md", ACCOUNTS_RUNS_HEADER, accountsRunLine(accountsRun, String(results.at), measuredTree));
+  appendRunLine(
+    "bench/results/accounts-runs.md",
+    ACCOUNTS_RUNS_HEADER,
+    accountsRunLine(accountsRun, String(results.at), `${measuredTree}${tried}`),
+  );
 }
 if (embeddedMemoryRun) {
   const m = embeddedMemoryRun;
