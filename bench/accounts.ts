@@ -347,6 +347,32 @@ async function inTurns<T>(items: readonly T[], concurrency: number, work: (item:
   );
 }
 
+/** The service's budget figures from its /metrics (every key summed): slots taken and mean wait for one, by class. */
+export interface BudgetByClass {
+  slots: Record<string, number>;
+  meanWaitMs: Record<string, number>;
+}
+async function budgetByClass(url: string): Promise<BudgetByClass | undefined> {
+  const res = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).catch(() => undefined);
+  if (res?.status !== 200) return undefined;
+  const slots: Record<string, number> = {};
+  const waitSum: Record<string, number> = {};
+  const waitCount: Record<string, number> = {};
+  for (const line of (await res.text()).split("\n")) {
+    const m =
+      /^(svc_upstream_budget_slots_total|svc_upstream_budget_wait_seconds_sum|svc_upstream_budget_wait_seconds_count)\{class="(\w+)"\} (\S+)$/.exec(
+        line,
+      );
+    if (!m) continue;
+    const into = m[1] === "svc_upstream_budget_slots_total" ? slots : m[1]!.endsWith("_sum") ? waitSum : waitCount;
+    into[m[2]!] = Number(m[3]);
+  }
+  const meanWaitMs = Object.fromEntries(
+    Object.keys(waitCount).map((c) => [c, ((waitSum[c] ?? 0) / Math.max(1, waitCount[c] ?? 0)) * 1000]),
+  );
+  return { slots, meanWaitMs };
+}
+
 /**
  * The companies' server with each answer's time taken (request in → response built), so a row
  * can tell the upstream's share of a call's round from the service's.
@@ -436,6 +462,8 @@ export interface FirstDaysResult {
   answerMs: [number, number, number];
   /** Where the service's CPU went (BENCH_CPU_PROF set). */
   profile?: CpuProfileSummary;
+  /** Slots by budget class and the mean wait for one (the service's metrics, every key summed). */
+  budget?: BudgetByClass;
   allWhole: boolean;
   logPath: string;
 }
@@ -494,6 +522,7 @@ async function benchFirstDaysAtOnce(
       what: "accounts 1",
     });
     const backlogAtEnd = await changeBacklog(client, schema, events);
+    const budget = await budgetByClass(url);
     const split = await cpu.end();
     const rssEnd = rss.now();
     rss.stop();
@@ -552,6 +581,7 @@ async function benchFirstDaysAtOnce(
       callGapMs,
       answerMs: quantiles(timedServer.answerMs),
       ...(profile ? { profile } : {}),
+      ...(budget ? { budget } : {}),
       allWhole: whole.size === expected.size,
       logPath: service.logPath,
     };
@@ -1071,7 +1101,13 @@ export function firstDaysReport(r: FirstDaysResult): string[] {
     "",
     `The service process: CPU ${cpuLine(r.cpu)}; RSS peak ${fmt(r.serviceRssPeakMiB, 1)} MiB (${fmt(r.serviceRssEndMiB, 1)} MiB at the end). Change events of the imports still unhandled when the last mirror was whole: ${fmt(r.backlogAtEnd.outbox)} in the outbox, ${fmt(r.backlogAtEnd.queued)} in the events queue. Registering the ${r.companies - 1} accounts took ${fmt(r.registrationSeconds, 1)} s from the start.`,
     "",
-    `A key's calls during its import came **${fmt(r.callGapMs[0])} ms apart at the median** (p90 ${fmt(r.callGapMs[1])}, p99 ${fmt(r.callGapMs[2])} ms; the budget's pace is ${fmt(PACE_MS)} ms), of which the sandbox's answer took ${fmt(r.answerMs[0], 1)} ms (p90 ${fmt(r.answerMs[1], 1)}, p99 ${fmt(r.answerMs[2], 1)} ms): the rest of a page's round is the service's (write the page and its change events, save the checkpoint, take the next slot).`,
+    `A key's calls during its import came **${fmt(r.callGapMs[0])} ms apart at the median** (p90 ${fmt(r.callGapMs[1])}, p99 ${fmt(r.callGapMs[2])} ms; the budget's pace is ${fmt(PACE_MS)} ms), of which the sandbox's answer took ${fmt(r.answerMs[0], 1)} ms (p90 ${fmt(r.answerMs[1], 1)}, p99 ${fmt(r.answerMs[2], 1)} ms): the rest of a page's round is the service's (write the page and its change events, save the checkpoint, take the next slot).${
+      r.budget
+        ? ` Slots by budget class (every key): ${Object.entries(r.budget.slots)
+            .map(([c, n]) => `${c} ${fmt(n)} (mean wait for one ${fmt(r.budget?.meanWaitMs[c], 0)} ms)`)
+            .join(", ")}.`
+        : ""
+    }`,
     ...(r.profile ? ["", profileLine(r.profile)] : []),
     "",
     `Calls by read (all keys): ${r.callsByRead
