@@ -83,6 +83,8 @@ function serviceEnv(opts: { redisUrl: string; databaseUrl: string; schema: strin
 interface ServiceChild extends ServerProcess {
   pid: number;
   logPath: string;
+  /** Throws once the process has exited (a wait on its work would otherwise wait out its timeout). */
+  assertAlive(): void;
 }
 
 /**
@@ -95,8 +97,24 @@ async function startServiceChild(env: Record<string, string>, name: string, role
   const logPath = join(tmpdir(), `svc-bench-${name}-${proc.child.pid}.log`);
   const file = createWriteStream(logPath);
   proc.child.stderr?.on("data", (d: Buffer) => file.write(d));
-  proc.child.once("exit", () => file.end());
-  return { ...proc, pid: proc.child.pid ?? 0, logPath };
+  let exit: string | undefined;
+  let stopping = false;
+  proc.child.once("exit", (code, signal) => {
+    exit = signal ? `signal ${signal}` : `code ${code}`;
+    file.end(`\n[bench] the service exited (${exit})\n`);
+  });
+  return {
+    ...proc,
+    pid: proc.child.pid ?? 0,
+    logPath,
+    assertAlive() {
+      if (exit !== undefined && !stopping) throw new Error(`the service (pid ${proc.child.pid}) exited (${exit}); its log: ${logPath}`);
+    },
+    stop() {
+      stopping = true;
+      return proc.stop();
+    },
+  };
 }
 
 /** `POST /accounts` as an operator sends it; throws on anything but 201. */
@@ -165,7 +183,7 @@ async function waitForMirrors(
   client: pg.Client,
   schema: string,
   expected: ReadonlyMap<string, Expected>,
-  opts: { timeoutMs: number; intervalMs: number; log: (s: string) => void; what: string },
+  opts: { timeoutMs: number; intervalMs: number; log: (s: string) => void; what: string; service?: { assertAlive(): void } },
 ): Promise<{ whole: Map<string, number>; ordersWhole: Map<string, number>; last: Map<string, Expected> }> {
   const whole = new Map<string, number>();
   const ordersWhole = new Map<string, number>();
@@ -173,6 +191,7 @@ async function waitForMirrors(
   let lastLog = Date.now();
   let last = new Map<string, Expected>();
   while (whole.size < expected.size && Date.now() < deadline) {
+    opts.service?.assertAlive();
     last = await mirrorCounts(client, schema);
     const now = Date.now();
     for (const [account, want] of expected) {
@@ -520,6 +539,7 @@ async function benchFirstDaysAtOnce(
       intervalMs: 2000,
       log,
       what: "accounts 1",
+      service,
     });
     const backlogAtEnd = await changeBacklog(client, schema, events);
     const budget = await budgetByClass(url);
@@ -694,6 +714,7 @@ async function benchManyAccounts(
       intervalMs: 500,
       log,
       what: "accounts 2 (default)",
+      service,
     });
     await waitFor(async () => (await changeBacklog(client, schema, events)).queued === 0, { timeoutMs: 60_000, intervalMs: 500 }).catch(
       () => undefined,
@@ -716,6 +737,7 @@ async function benchManyAccounts(
       intervalMs: 1000,
       log,
       what: "accounts 2",
+      service,
     });
     const importCpu = await cpu.end();
     const lastOrders = ordersWhole.size === expected.size ? Math.max(...ordersWhole.values()) : null;
@@ -900,6 +922,7 @@ async function benchFlood(
       intervalMs: 1000,
       log,
       what: "accounts 3 (B's import)",
+      service: web,
     });
     const importedAt = imported.whole.get(quietId);
     // Its import's change events are handled first (at most 3 min): the window measures the flood, not them.
