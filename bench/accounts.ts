@@ -88,19 +88,19 @@ interface ServiceChild extends ServerProcess {
 }
 
 /**
- * The service as deployed, its own process (`bench/servers/edge.ts` with ROLE=all unless `role`
- * says otherwise, as `serve` builds it), so its CPU and RSS are its own and not the sandbox's. Its
- * log lines (warn and above) go to a file in the temp directory.
+ * The service as deployed, its own process (`bench/servers/accounts-service.ts`, ROLE=all unless
+ * `role` says otherwise, as `serve` builds it), so its CPU and RSS are its own and not the
+ * sandbox's. Its log lines (warn and above) go to a file in the temp directory.
  */
 async function startServiceChild(env: Record<string, string>, name: string, role = "all"): Promise<ServiceChild> {
-  const proc = await startServerProcess("bench/servers/edge.ts", { ...env, ROLE: role }, { startMs: 120_000 });
+  const proc = await startServerProcess("bench/servers/accounts-service.ts", { ...env, ROLE: role }, { startMs: 120_000 });
   const logPath = join(tmpdir(), `svc-bench-${name}-${proc.child.pid}.log`);
   const file = createWriteStream(logPath);
   proc.child.stderr?.on("data", (d: Buffer) => file.write(d));
   let exit: string | undefined;
   let stopping = false;
   proc.child.once("exit", (code, signal) => {
-    exit = signal ? `signal ${signal}` : `code ${code}`;
+    exit = `${signal ? `signal ${signal}` : `code ${code}`} at ${new Date().toISOString()}`;
     file.end(`\n[bench] the service exited (${exit})\n`);
   });
   return {
@@ -422,7 +422,7 @@ const quantiles = (xs: number[]): [number, number, number] => {
 };
 
 /**
- * Stops the service; with BENCH_CPU_PROF, by SIGINT (edge.ts exits at once, and Node writes the
+ * Stops the service; with BENCH_CPU_PROF, by SIGINT (accounts-service.ts exits at once, and Node writes the
  * profile on the way out: a graceful stop that outlasts server-process.ts's 5 s would be
  * SIGKILLed, profile unwritten) and resolves with its profile, summarized.
  */
