@@ -18,6 +18,7 @@ import type { EventHandlers } from "../src/worker/handlers.js";
 import { waitFor } from "../test/helpers/wait-for.js";
 import { processCpuSeconds, processTreeCpuSeconds } from "./lib/cpu.js";
 import { profileOf, summarizeCpuProfile, type CpuProfileSummary } from "./lib/cpu-profile.js";
+import { heapGrowth, heapSnapshotOptions, summarizeHeapSnapshot, takeHeapSnapshot } from "./lib/heap-snapshot.js";
 import { BENCH_SECRET } from "./lib/pool.js";
 import { startServerProcess, type ServerProcess } from "./lib/server-process.js";
 import { PHYSICAL_RECORDS_PER_MINUTE } from "./sync-gaps.js";
@@ -202,7 +203,10 @@ async function waitForMirrors(
         whole.set(account, now);
     }
     if (now - lastLog > 30_000) {
-      const held = [...last.values()].reduce((n, e) => n + recordsOf(e), 0);
+      const held = [...expected.keys()].reduce(
+        (n, account) => n + recordsOf(last.get(account) ?? { orders: 0, bookings: 0, menuItems: 0 }),
+        0,
+      );
       const wanted = [...expected.values()].reduce((n, e) => n + recordsOf(e), 0);
       opts.log(
         `${opts.what}: ${whole.size} of ${expected.size} mirrors whole, ${held.toLocaleString("en-US")} of ${wanted.toLocaleString("en-US")} records`,
@@ -347,6 +351,10 @@ async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
     cursor = next;
     if (keys.length > 0) await redis.unlink(...keys);
   } while (cursor !== "0");
+}
+
+async function connectedClients(redis: Redis): Promise<number> {
+  return Number(/connected_clients:(\d+)/.exec(await redis.info("clients"))?.[1] ?? 0);
 }
 
 async function usedMemory(redis: Redis): Promise<number> {
@@ -623,6 +631,8 @@ export interface ManyAccountsResult {
   ordersEach: number;
   /** The first registration → the last answered. */
   registrationSeconds: number;
+  /** One `POST /accounts`'s time (ms, 8 in flight): the median of the first 100 and of the last 100. */
+  registerMs: { first100: number; last100: number };
   /** The first registration → every account's orders all in its mirror (null: not within the wait). */
   importSeconds: number | null;
   /** The same for every kind (orders, bookings, menu items). */
@@ -645,14 +655,26 @@ export interface ManyAccountsResult {
     predictedPasses: number;
     predictedCallsPerPass: number;
     predictedCalls: number;
+    /** The active tier's ticks that fell in the window (the env company's passes), and what they predict: ticks × calls per pass × accounts. */
+    ticks: number;
+    predictedByTicks: number;
     activeIntervalSeconds: number;
     byRead: [string, number][];
     cpu: CpuSplit;
   };
   rss: { beforeMiB: number; peakMiB: number; endMiB: number };
-  redis: { beforeBytes: number; afterBytes: number; perAccountBytes: number; settledAfterSeconds: number };
+  redis: {
+    beforeBytes: number;
+    afterBytes: number;
+    perAccountBytes: number;
+    settledAfterSeconds: number;
+    clientsBefore: number;
+    clientsAfter: number;
+  };
   /** Where the service's CPU went over the whole row (BENCH_CPU_PROF set). */
   profile?: CpuProfileSummary;
+  /** Its JS heap before the registrations and after the idle time, and what grew (BENCH_HEAP_SNAPSHOT set). */
+  heap?: { beforeBytes: number; afterBytes: number; growth: [string, number][] };
   logPath: string;
 }
 
@@ -704,7 +726,12 @@ async function benchManyAccounts(
     const env = serviceEnv({ redisUrl: t.redisUrl, databaseUrl: db.url, schema, prefix, apiUrl, apiKey: companies[0]!.apiKey });
     // The active tier's interval as configured (the default unless BENCH_ACCOUNTS_ENV says otherwise).
     const activeIntervalSeconds = loadConfig({ ...env, ...benchEnv() }).worker.reconcileActiveIntervalMs / 1000;
-    service = await startServiceChild({ ...env, ...benchEnv() }, "accounts-2");
+    // BENCH_HEAP_SNAPSHOT=<dir>: the service writes a heap snapshot there before the registrations and after the idle time.
+    const heapDir = process.env.BENCH_HEAP_SNAPSHOT;
+    const nodeOptions: Record<string, string> = heapDir
+      ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} ${heapSnapshotOptions(heapDir)}`.trim() }
+      : {};
+    service = await startServiceChild({ ...env, ...benchEnv(), ...nodeOptions }, "accounts-2");
     const rss = rssSampler(service);
     const url = service.url;
     companies[0]!.addWebhook({ url: `${url}/webhooks`, secret: BENCH_SECRET });
@@ -720,14 +747,19 @@ async function benchManyAccounts(
       () => undefined,
     );
     await sleep(3000);
+    const heapBefore = heapDir ? await takeHeapSnapshot(service.child, heapDir) : undefined;
     const rssBefore = rss.now();
     const redisBefore = await usedMemory(redis);
+    const clientsBefore = await connectedClients(redis);
     const cpu = await cpuWindow(redis, service.pid, db.pid);
     log(`accounts 2: registering ${opts.accounts} accounts of ${opts.orders} orders (8 at a time)`);
     const firstAt = Date.now();
+    const registerMs: number[] = [];
     await inTurns(registered, 8, async (s, i) => {
       const secret = newSecret();
+      const began = performance.now();
       await register(url, ids[i]!, s.apiKey, secret);
+      registerMs[i] = performance.now() - began;
       s.addWebhook({ url: `${url}/webhooks/${ids[i]}`, secret });
     });
     const registrationSeconds = (Date.now() - firstAt) / 1000;
@@ -755,16 +787,21 @@ async function benchManyAccounts(
     await sleep(5000);
     const settledAfterSeconds = (Date.now() - settleFrom) / 1000;
     const redisAfter = await usedMemory(redis);
+    const clientsAfter = await connectedClients(redis);
     // Idle: no traffic; what do the tiers' schedules cost?
     log(`accounts 2: idle for ${opts.idleSeconds} s`);
     const from = registered.map((s) => s.requestLog.length);
+    const fromDefault = companies[0]!.requestLog.length;
     const idleCpu = await cpuWindow(redis, service.pid, db.pid);
     const idleStart = Date.now();
     await sleep(opts.idleSeconds * 1000);
     const idleSeconds = (Date.now() - idleStart) / 1000;
     const idleSplit = await idleCpu.end();
     const to = registered.map((s) => s.requestLog.length);
+    const toDefault = companies[0]!.requestLog.length;
     const idleKeys = registered.map((s, i) => keyCalls(s, from[i], to[i]));
+    // The scheduler's active ticks in the window: the env company's passes (each tick runs its pass and queues every account's).
+    const ticks = passesOf(keyCalls(companies[0]!, fromDefault, toDefault).times, 20_000).length;
     const passes = idleKeys.map((k) => passesOf(k.times, 20_000));
     const today = new Date().toISOString().slice(0, 10);
     // One page per list at this size: a pass reads each kind's active lists once.
@@ -772,11 +809,14 @@ async function benchManyAccounts(
     const predictedPasses = idleSeconds / activeIntervalSeconds;
     const rssEnd = rss.now();
     rss.stop();
+    const heapAfter = heapDir ? await takeHeapSnapshot(service.child, heapDir) : undefined;
     const profile = await stopService(service);
+    const heap = heapBefore && heapAfter ? heapOf(heapBefore, heapAfter) : undefined;
     return {
       accounts: opts.accounts,
       ordersEach: opts.orders,
       registrationSeconds,
+      registerMs: { first100: median(registerMs.slice(0, 100)), last100: median(registerMs.slice(-100)) },
       importSeconds: lastOrders === null ? null : (lastOrders - firstAt) / 1000,
       importAllKindsSeconds: lastWhole === null ? null : (lastWhole - firstAt) / 1000,
       importedAccounts: ordersWhole.size,
@@ -793,6 +833,8 @@ async function benchManyAccounts(
         predictedPasses,
         predictedCallsPerPass,
         predictedCalls: predictedPasses * predictedCallsPerPass * opts.accounts,
+        ticks,
+        predictedByTicks: ticks * predictedCallsPerPass * opts.accounts,
         activeIntervalSeconds,
         byRead: callsByRead(registered, from, to),
         cpu: idleSplit,
@@ -803,8 +845,11 @@ async function benchManyAccounts(
         afterBytes: redisAfter,
         perAccountBytes: (redisAfter - redisBefore) / opts.accounts,
         settledAfterSeconds,
+        clientsBefore,
+        clientsAfter,
       },
       ...(profile ? { profile } : {}),
+      ...(heap ? { heap } : {}),
       logPath: service.logPath,
     };
   } finally {
@@ -815,6 +860,13 @@ async function benchManyAccounts(
     await sandboxes.close();
     await dropPrefix(redis, prefix);
   }
+}
+
+/** Two heap snapshots summarized: the heap's size at each, and what grew between them. */
+function heapOf(beforeFile: string, afterFile: string) {
+  const before = summarizeHeapSnapshot(beforeFile);
+  const after = summarizeHeapSnapshot(afterFile);
+  return { beforeBytes: before.totalBytes, afterBytes: after.totalBytes, growth: heapGrowth(before, after).slice(0, 15) };
 }
 
 /** BENCH_ACCOUNTS_ENV='{"WORKER_CONCURRENCY":"20"}': service settings to try, over the defaults. */
@@ -833,9 +885,30 @@ export interface KeyFigures {
 export interface FloodResult {
   historyOrders: number;
   /** The flood: order events sent at once to the env company (A). */
-  flood: { events: number; madeInMs: number; reachedSeconds: number | null; p50: number; p99: number; lost: number };
+  flood: {
+    events: number;
+    madeInMs: number;
+    reachedSeconds: number | null;
+    p50: number;
+    p99: number;
+    lost: number;
+    /** Change → its webhook event handled by the worker (delivery, the edge, the ingest stream, the handlers): p50, p99 (s). */
+    handledP50: number;
+    handledP99: number;
+  };
   /** The quiet company (B), a registered account: its live traffic meanwhile. */
-  quiet: { account: string; eventsPerSecond: number; changes: number; p50: number; p90: number; p99: number; max: number; lost: number };
+  quiet: {
+    account: string;
+    eventsPerSecond: number;
+    changes: number;
+    p50: number;
+    p90: number;
+    p99: number;
+    max: number;
+    lost: number;
+    handledP50: number;
+    handledP99: number;
+  };
   /** B's first import at its key's 120/min, before the window (seconds). */
   quietImportSeconds: number | null;
   /** Change events of B's import still unhandled when the traffic began (the wait for them is capped). */
@@ -906,7 +979,21 @@ async function benchFlood(
       seen.set(ctx.account, [...(seen.get(ctx.account) ?? []), change]);
       return Promise.resolve();
     };
-    const handlers = { "change.order": record, "change.booking": record, "change.menu_item": record } as unknown as EventHandlers;
+    // Each webhook event's handling too (its first attempt's handlers ran), to split a change's way into delivery and handling, then the refresh.
+    const handled = new Map<string, { type: string; id: string; status: string | undefined; at: number }[]>();
+    const onEvent = (event: { type: string; data?: { id?: string; status?: string } }, ctx: { account: string }) => {
+      if (event.type.startsWith("change.") || event.data?.id === undefined) return Promise.resolve();
+      const list = handled.get(ctx.account) ?? [];
+      list.push({ type: event.type, id: event.data.id, status: event.data.status, at: Date.now() });
+      handled.set(ctx.account, list);
+      return Promise.resolve();
+    };
+    const handlers = {
+      "change.order": record,
+      "change.booking": record,
+      "change.menu_item": record,
+      "*": onEvent,
+    } as unknown as EventHandlers;
     const config = loadConfig({ ...env, ...benchEnv(), ROLE: "worker", HOST: "127.0.0.1", PORT: "0" });
     service = await createService({ config, logger: createLogger({ level: "warn" }), handlers });
     await service.start();
@@ -978,6 +1065,20 @@ async function benchFlood(
         })
         .filter((d): d is number => d !== undefined)
         .sort((x, y) => x - y);
+    /** Change → its webhook event handled (s), for the changes whose event was seen. */
+    const handledDelays = (changes: TrafficChange[], account: string) => {
+      const byId = new Map<string, { type: string; status: string | undefined; at: number }[]>();
+      for (const h of handled.get(account) ?? []) byId.set(h.id, [...(byId.get(h.id) ?? []), h]);
+      return changes
+        .map((ch) =>
+          byId.get(ch.id)?.find((h) => h.type === ch.type && (ch.status === undefined || h.status === ch.status) && h.at >= ch.at - 1000),
+        )
+        .map((h, i) => (h ? Math.max(0, h.at - changes[i]!.at) / 1000 : undefined))
+        .filter((d): d is number => d !== undefined)
+        .sort((x, y) => x - y);
+    };
+    const quietHandled = handledDelays(quietChanges, quietId);
+    const floodHandled = handledDelays(flood, "default");
     const quietDelays = delays(quietChanges, quietId);
     const floodDelays = delays(flood, "default");
     const floodReached = flood.map((ch) => reachedAt(ch, seenOf("default")));
@@ -1000,6 +1101,8 @@ async function benchFlood(
         p50: percentile(floodDelays, 50),
         p99: percentile(floodDelays, 99),
         lost: flood.length - floodDelays.length,
+        handledP50: percentile(floodHandled, 50),
+        handledP99: percentile(floodHandled, 99),
       },
       quiet: {
         account: quietId,
@@ -1010,6 +1113,8 @@ async function benchFlood(
         p99: percentile(quietDelays, 99),
         max: quietDelays.at(-1) ?? NaN,
         lost: quietChanges.length - quietDelays.length,
+        handledP50: percentile(quietHandled, 50),
+        handledP99: percentile(quietHandled, 99),
       },
       quietImportSeconds: importedAt === undefined ? null : (importedAt - registeredAt) / 1000,
       backlogAtStart,
@@ -1151,15 +1256,24 @@ export function manyAccountsReport(r: ManyAccountsResult): string[] {
   const i = r.idle;
   const MiB = 1024 * 1024;
   return [
-    `**2. ${fmt(r.accounts)} accounts** (${r.ordersEach} orders each, 2 restaurants, 3 menu items each; registered with \`POST /accounts\`, 8 at a time, in ${fmt(r.registrationSeconds, 1)} s; the service one process, ROLE=all): first registration → every account's orders in its mirror **${r.importSeconds === null ? `not within the wait (${fmt(r.importedAccounts)} of ${fmt(r.accounts)})` : `${fmt(r.importSeconds, 1)} s`}** (every kind: ${r.importSeconds === null ? "—" : `${fmt(r.importAllKindsSeconds, 1)} s`}; target ≤ 5 min: ${met(r.importSeconds !== null && r.importSeconds <= 300)}); ${fmt(r.importCalls)} calls, ${r.rateLimited} 429s, most by one key in 60 s ${r.maxPerWindow}. CPU meanwhile ${cpuLine(r.importCpu)}.`,
+    `**2. ${fmt(r.accounts)} accounts** (${r.ordersEach} orders each, 2 restaurants, 3 menu items each; registered with \`POST /accounts\`, 8 at a time, in ${fmt(r.registrationSeconds, 1)} s, one taking ${fmt(r.registerMs.first100)} ms at the median of the first 100 and ${fmt(r.registerMs.last100)} ms of the last 100; the service one process, ROLE=all): first registration → every account's orders in its mirror **${r.importSeconds === null ? `not within the wait (${fmt(r.importedAccounts)} of ${fmt(r.accounts)})` : `${fmt(r.importSeconds, 1)} s`}** (every kind: ${r.importSeconds === null ? "—" : `${fmt(r.importAllKindsSeconds, 1)} s`}; target ≤ 5 min: ${met(r.importSeconds !== null && r.importSeconds <= 300)}); ${fmt(r.importCalls)} calls, ${r.rateLimited} 429s, most by one key in 60 s ${r.maxPerWindow}. CPU meanwhile ${cpuLine(r.importCpu)}.`,
     "",
-    `Idle for ${fmt(i.seconds)} s (no traffic): **${fmt(i.calls)} calls** (${fmt(i.calls / (i.seconds / 60))}/min in all); per account ${i.perAccount.map((n) => fmt(n)).join(" / ")} (min / median / max) in ${i.passes.map((n) => fmt(n)).join(" / ")} passes of ${i.callsPerPass.map((n) => fmt(n)).join(" / ")} calls. The schedules predict ${fmt(i.predictedPasses, 2)} active passes (every ${fmt(i.activeIntervalSeconds)} s) × ${i.predictedCallsPerPass} calls (one page per active list) = **${fmt(i.predictedCalls)} calls** (${fmt(i.calls / i.predictedCalls, 2)}× predicted); the full tier's next pass is an hour away. By read: ${i.byRead
+    `Idle for ${fmt(i.seconds)} s (no traffic): **${fmt(i.calls)} calls** (${fmt(i.calls / (i.seconds / 60))}/min in all); per account ${i.perAccount.map((n) => fmt(n)).join(" / ")} (min / median / max) in ${i.passes.map((n) => fmt(n)).join(" / ")} passes of ${i.callsPerPass.map((n) => fmt(n)).join(" / ")} calls. The schedules predict ${fmt(i.predictedPasses, 2)} active passes on average in such a window (every ${fmt(i.activeIntervalSeconds)} s) × ${i.predictedCallsPerPass} calls (one page per active list) × ${fmt(r.accounts)} = ${fmt(i.predictedCalls)} calls; ${i.ticks} ticks fell in this one (the env company's passes), which predict **${fmt(i.predictedByTicks)} calls** (measured ${fmt(i.calls / i.predictedByTicks, 2)}× that); the full tier's next pass is an hour away. By read: ${i.byRead
       .slice(0, 6)
       .map(([read, n]) => `${read} ${fmt(n)}`)
       .join("; ")}. CPU ${cpuLine(i.cpu)}.`,
     "",
-    `The service's RSS: ${fmt(r.rss.beforeMiB, 1)} MiB before registering, **peak ${fmt(r.rss.peakMiB, 1)} MiB**, ${fmt(r.rss.endMiB, 1)} MiB after the idle time (target < 400 MB = 381 MiB: ${met(r.rss.peakMiB < 381)}). Redis \`used_memory\`: ${fmt(r.redis.beforeBytes / MiB, 1)} MiB before registering, ${fmt(r.redis.afterBytes / MiB, 1)} MiB once the imports settled (their change events handled, ${fmt(r.redis.settledAfterSeconds)} s after the last mirror was whole): **${fmt(r.redis.perAccountBytes / 1024, 1)} KiB per account**, which includes the finished jobs BullMQ keeps (KEEP_COMPLETED_JOBS, 1,000 by default).`,
+    `The service's RSS: ${fmt(r.rss.beforeMiB, 1)} MiB before registering, **peak ${fmt(r.rss.peakMiB, 1)} MiB**, ${fmt(r.rss.endMiB, 1)} MiB after the idle time (target < 400 MB = 381 MiB: ${met(r.rss.peakMiB < 381)}). Redis \`used_memory\`: ${fmt(r.redis.beforeBytes / MiB, 1)} MiB before registering, ${fmt(r.redis.afterBytes / MiB, 1)} MiB once the imports settled (their change events handled, ${fmt(r.redis.settledAfterSeconds)} s after the last mirror was whole; Redis clients ${r.redis.clientsBefore} → ${r.redis.clientsAfter}): **${fmt(r.redis.perAccountBytes / 1024, 1)} KiB per account**, which includes the finished jobs BullMQ keeps (KEEP_COMPLETED_JOBS, 1,000 by default).`,
     ...(r.profile ? ["", profileLine(r.profile)] : []),
+    ...(r.heap
+      ? [
+          "",
+          `The service's JS heap (BENCH_HEAP_SNAPSHOT): ${fmt(r.heap.beforeBytes / MiB, 1)} MiB before registering, ${fmt(r.heap.afterBytes / MiB, 1)} MiB after the idle time (${fmt((r.heap.afterBytes - r.heap.beforeBytes) / 1024 / r.accounts, 1)} KiB per account); what grew most (self size): ${r.heap.growth
+            .slice(0, 10)
+            .map(([name, bytes]) => `${name} ${fmt(bytes / MiB, 1)} MiB`)
+            .join(", ")}.`,
+        ]
+      : []),
   ];
 }
 
@@ -1169,7 +1283,7 @@ export function floodReport(r: FloodResult): string[] {
   const limited = r.keys.reduce((n, k) => n + k.rateLimited, 0);
   const most = Math.max(...r.keys.map((k) => k.maxPerWindow));
   return [
-    `**3. A flood beside a quiet company** (two companies of ${fmt(r.historyOrders)} orders, 30 days; A is \`default\`, imported first through an unmetered key; B a registered account, its first import at 120 calls/min took ${fmt(r.quietImportSeconds, 1)} s; ${fmt(r.windowSeconds)} s window): B's live traffic at ${fmt(q.eventsPerSecond, 2)} event/s, change → B's change event **p50 ${fmt(q.p50, 1)} s, p90 ${fmt(q.p90, 1)} s, p99 ${fmt(q.p99, 1)} s** (max ${fmt(q.max, 1)} s), ${q.changes} changes, **${q.lost} lost** (target p99 ≤ 10 s: ${met(q.p99 <= 10)}). The flood: ${f.events} order events to A made in ${fmt(f.madeInMs)} ms; all in A's mirror ${f.reachedSeconds === null ? `**not** (${f.lost} never seen)` : `after ${fmt(f.reachedSeconds, 1)} s`} (p50 ${fmt(f.p50, 1)} s, p99 ${fmt(f.p99, 1)} s). **429s: ${limited}** (target 0: ${met(limited === 0)}); **most calls by one key in any 60 s: ${most}** (≤ 120: ${met(most <= 120)}). Change events of B's import still unhandled when the window began: ${fmt(r.backlogAtStart.queued)}.`,
+    `**3. A flood beside a quiet company** (two companies of ${fmt(r.historyOrders)} orders, 30 days; A is \`default\`, imported first through an unmetered key; B a registered account, its first import at 120 calls/min took ${fmt(r.quietImportSeconds, 1)} s; ${fmt(r.windowSeconds)} s window): B's live traffic at ${fmt(q.eventsPerSecond, 2)} event/s, change → B's change event **p50 ${fmt(q.p50, 1)} s, p90 ${fmt(q.p90, 1)} s, p99 ${fmt(q.p99, 1)} s** (max ${fmt(q.max, 1)} s), ${q.changes} changes, **${q.lost} lost** (target p99 ≤ 10 s: ${met(q.p99 <= 10)}); its webhook events handled p50 ${fmt(q.handledP50, 1)} s, p99 ${fmt(q.handledP99, 1)} s after the change. The flood: ${f.events} order events to A made in ${fmt(f.madeInMs)} ms; all in A's mirror ${f.reachedSeconds === null ? `**not** (${f.lost} never seen)` : `after ${fmt(f.reachedSeconds, 1)} s`} (p50 ${fmt(f.p50, 1)} s, p99 ${fmt(f.p99, 1)} s; their webhook events handled p50 ${fmt(f.handledP50, 1)} s, p99 ${fmt(f.handledP99, 1)} s after the change, the rest is the refresh's). **429s: ${limited}** (target 0: ${met(limited === 0)}); **most calls by one key in any 60 s: ${most}** (≤ 120: ${met(most <= 120)}). Change events of B's import still unhandled when the window began: ${fmt(r.backlogAtStart.queued)}.`,
     "",
     `Per key in the window: ${r.keys.map((k) => `${k.account} ${fmt(k.calls)} calls (${fmt(k.callsPerMinute)}/min), ${k.rateLimited} 429s, most in 60 s ${k.maxPerWindow}`).join("; ")}. By read: ${r.callsByRead
       .slice(0, 6)
