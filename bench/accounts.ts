@@ -81,9 +81,20 @@ function serviceEnv(opts: { redisUrl: string; databaseUrl: string; schema: strin
   };
 }
 
+/** process.memoryUsage() of the service as it last reported it (accounts-service.ts), MiB. */
+export interface ServiceMemory {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+}
+
 interface ServiceChild extends ServerProcess {
   pid: number;
   logPath: string;
+  /** Its last memory report, and the report at its highest RSS. */
+  memory(): { last?: ServiceMemory; atPeak?: ServiceMemory };
   /** Throws once the process has exited (a wait on its work would otherwise wait out its timeout). */
   assertAlive(): void;
 }
@@ -97,7 +108,23 @@ async function startServiceChild(env: Record<string, string>, name: string, role
   const proc = await startServerProcess("bench/servers/accounts-service.ts", { ...env, ROLE: role }, { startMs: 120_000 });
   const logPath = join(tmpdir(), `svc-bench-${name}-${proc.child.pid}.log`);
   const file = createWriteStream(logPath);
-  proc.child.stderr?.on("data", (d: Buffer) => file.write(d));
+  let last: ServiceMemory | undefined;
+  let atPeak: ServiceMemory | undefined;
+  let partial = "";
+  proc.child.stderr?.on("data", (d: Buffer) => {
+    const text = partial + d.toString();
+    const lines = text.split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      if (!line.startsWith("MEM ")) {
+        file.write(`${line}\n`);
+        continue;
+      }
+      const m = JSON.parse(line.slice(4)) as Record<keyof ServiceMemory, number>;
+      last = Object.fromEntries(Object.entries(m).map(([k, v]) => [k, v / 1024 / 1024])) as unknown as ServiceMemory;
+      if (!atPeak || last.rss >= atPeak.rss) atPeak = last;
+    }
+  });
   let exit: string | undefined;
   let stopping = false;
   proc.child.once("exit", (code, signal) => {
@@ -108,6 +135,7 @@ async function startServiceChild(env: Record<string, string>, name: string, role
     ...proc,
     pid: proc.child.pid ?? 0,
     logPath,
+    memory: () => ({ ...(last ? { last } : {}), ...(atPeak ? { atPeak } : {}) }),
     assertAlive() {
       if (exit !== undefined && !stopping) throw new Error(`the service (pid ${proc.child.pid}) exited (${exit}); its log: ${logPath}`);
     },
@@ -663,6 +691,8 @@ export interface ManyAccountsResult {
     cpu: CpuSplit;
   };
   rss: { beforeMiB: number; peakMiB: number; endMiB: number };
+  /** The service's own memory report at its highest RSS and at the end (JS heap against native). */
+  memory: { atPeak?: ServiceMemory; last?: ServiceMemory };
   redis: {
     beforeBytes: number;
     afterBytes: number;
@@ -809,6 +839,7 @@ async function benchManyAccounts(
     const predictedPasses = idleSeconds / activeIntervalSeconds;
     const rssEnd = rss.now();
     rss.stop();
+    const memory = service.memory();
     const heapAfter = heapDir ? await takeHeapSnapshot(service.child, heapDir) : undefined;
     const profile = await stopService(service);
     const heap = heapBefore && heapAfter ? heapOf(heapBefore, heapAfter) : undefined;
@@ -840,6 +871,7 @@ async function benchManyAccounts(
         cpu: idleSplit,
       },
       rss: { beforeMiB: rssBefore, peakMiB: rss.peak(), endMiB: rssEnd },
+      memory,
       redis: {
         beforeBytes: redisBefore,
         afterBytes: redisAfter,
@@ -1263,7 +1295,7 @@ export function manyAccountsReport(r: ManyAccountsResult): string[] {
       .map(([read, n]) => `${read} ${fmt(n)}`)
       .join("; ")}. CPU ${cpuLine(i.cpu)}.`,
     "",
-    `The service's RSS: ${fmt(r.rss.beforeMiB, 1)} MiB before registering, **peak ${fmt(r.rss.peakMiB, 1)} MiB**, ${fmt(r.rss.endMiB, 1)} MiB after the idle time (target < 400 MB = 381 MiB: ${met(r.rss.peakMiB < 381)}). Redis \`used_memory\`: ${fmt(r.redis.beforeBytes / MiB, 1)} MiB before registering, ${fmt(r.redis.afterBytes / MiB, 1)} MiB once the imports settled (their change events handled, ${fmt(r.redis.settledAfterSeconds)} s after the last mirror was whole; Redis clients ${r.redis.clientsBefore} → ${r.redis.clientsAfter}): **${fmt(r.redis.perAccountBytes / 1024, 1)} KiB per account**, which includes the finished jobs BullMQ keeps (KEEP_COMPLETED_JOBS, 1,000 by default).`,
+    `The service's RSS: ${fmt(r.rss.beforeMiB, 1)} MiB before registering, **peak ${fmt(r.rss.peakMiB, 1)} MiB**, ${fmt(r.rss.endMiB, 1)} MiB after the idle time (target < 400 MB = 381 MiB: ${met(r.rss.peakMiB < 381)}); by its own report ${memoryLine(r.memory.atPeak)} at its highest and ${memoryLine(r.memory.last)} at the end. Redis \`used_memory\`: ${fmt(r.redis.beforeBytes / MiB, 1)} MiB before registering, ${fmt(r.redis.afterBytes / MiB, 1)} MiB once the imports settled (their change events handled, ${fmt(r.redis.settledAfterSeconds)} s after the last mirror was whole; Redis clients ${r.redis.clientsBefore} → ${r.redis.clientsAfter}): **${fmt(r.redis.perAccountBytes / 1024, 1)} KiB per account**, which includes the finished jobs BullMQ keeps (KEEP_COMPLETED_JOBS, 1,000 by default).`,
     ...(r.profile ? ["", profileLine(r.profile)] : []),
     ...(r.heap
       ? [
@@ -1276,6 +1308,11 @@ export function manyAccountsReport(r: ManyAccountsResult): string[] {
       : []),
   ];
 }
+
+const memoryLine = (m: ServiceMemory | undefined) =>
+  m
+    ? `RSS ${fmt(m.rss, 1)} MiB = JS heap ${fmt(m.heapTotal, 1)} MiB reserved (${fmt(m.heapUsed, 1)} used) + external ${fmt(m.external, 1)} MiB (array buffers ${fmt(m.arrayBuffers, 1)}) + ${fmt(m.rss - m.heapTotal - m.external, 1)} MiB else (code, stacks, the allocator's)`
+    : "—";
 
 export function floodReport(r: FloodResult): string[] {
   const q = r.quiet;

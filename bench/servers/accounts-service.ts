@@ -9,6 +9,8 @@ const config = loadConfig({ ...process.env, ROLE: process.env.ROLE ?? "all", HOS
 const logger = createLogger({ level: config.logLevel, secrets: secretsOf(config) });
 const service = await createService({ config, logger });
 void service.start().then((url) => console.error(`READY ${url}`));
+// Its memory by part every 5 s (the bench reads the lines: RSS alone cannot tell the JS heap from native memory).
+setInterval(() => console.error(`MEM ${JSON.stringify(process.memoryUsage())}`), 5000).unref();
 process.once("SIGTERM", () => void service.stop().then(() => process.exit(0)));
 // At once (a CPU profile is written on the way out): the bench's profiled runs stop it so.
 process.once("SIGINT", () => process.exit(0));
