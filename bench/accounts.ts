@@ -671,6 +671,8 @@ export interface ManyAccountsResult {
   rateLimited: number;
   maxPerWindow: number;
   importCpu: CpuSplit;
+  /** The idle time asked for; `idle.seconds` runs on until the tick in flight ended. */
+  idleAsked: number;
   idle: {
     seconds: number;
     calls: number;
@@ -685,6 +687,8 @@ export interface ManyAccountsResult {
     predictedCalls: number;
     /** The active tier's ticks that fell in the window (the env company's passes), and what they predict: ticks × calls per pass × accounts. */
     ticks: number;
+    /** Each tick's calls over every account: how many, and the seconds from its first to its last. */
+    bursts: { calls: number; seconds: number }[];
     predictedByTicks: number;
     activeIntervalSeconds: number;
     byRead: [string, number][];
@@ -711,6 +715,17 @@ export interface ManyAccountsResult {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 const spread = (xs: number[]): [number, number, number] =>
   xs.length === 0 ? [NaN, NaN, NaN] : [Math.min(...xs), median(xs), Math.max(...xs)];
+
+/** Calls (sorted times) grouped where they lie ≥ `gapMs` apart: each group's size and span. */
+function burstsOf(times: readonly number[], gapMs: number): { calls: number; seconds: number }[] {
+  const out: { first: number; last: number; calls: number }[] = [];
+  for (const at of times) {
+    const cur = out.at(-1);
+    if (!cur || at - cur.last >= gapMs) out.push({ first: at, last: at, calls: 1 });
+    else [cur.last, cur.calls] = [at, cur.calls + 1];
+  }
+  return out.map((b) => ({ calls: b.calls, seconds: (b.last - b.first) / 1000 }));
+}
 
 /** A key's calls grouped into passes: calls ≥ `gapMs` apart start a new one. */
 function passesOf(times: readonly number[], gapMs: number): number[] {
@@ -825,13 +840,27 @@ async function benchManyAccounts(
     const idleCpu = await cpuWindow(redis, service.pid, db.pid);
     const idleStart = Date.now();
     await sleep(opts.idleSeconds * 1000);
+    // The ticks that began in the window count whole: a tick's passes still running at its end finish first (quiet for 15 s).
+    const toDefault = companies[0]!.requestLog.length;
+    const callsNow = () => registered.reduce((n, s) => n + s.requestLog.length, 0);
+    for (
+      let seen = callsNow(), quietSince = Date.now();
+      Date.now() - quietSince < 15_000 && Date.now() - idleStart < (opts.idleSeconds + 120) * 1000;
+    ) {
+      await sleep(1000);
+      if (callsNow() !== seen) [seen, quietSince] = [callsNow(), Date.now()];
+    }
     const idleSeconds = (Date.now() - idleStart) / 1000;
     const idleSplit = await idleCpu.end();
     const to = registered.map((s) => s.requestLog.length);
-    const toDefault = companies[0]!.requestLog.length;
     const idleKeys = registered.map((s, i) => keyCalls(s, from[i], to[i]));
     // The scheduler's active ticks in the window: the env company's passes (each tick runs its pass and queues every account's).
     const ticks = passesOf(keyCalls(companies[0]!, fromDefault, toDefault).times, 20_000).length;
+    // How long one tick's passes of every account take: the bursts of all their calls.
+    const bursts = burstsOf(
+      idleKeys.flatMap((k) => k.times).sort((a, b) => a - b),
+      20_000,
+    );
     const passes = idleKeys.map((k) => passesOf(k.times, 20_000));
     const today = new Date().toISOString().slice(0, 10);
     // One page per list at this size: a pass reads each kind's active lists once.
@@ -855,6 +884,7 @@ async function benchManyAccounts(
       rateLimited: importKeys.reduce((n, k) => n + k.rateLimited, 0) + idleKeys.reduce((n, k) => n + k.rateLimited, 0),
       maxPerWindow: Math.max(...registered.map((s) => keyCalls(s).maxPerWindow)),
       importCpu,
+      idleAsked: opts.idleSeconds,
       idle: {
         seconds: idleSeconds,
         calls: idleKeys.reduce((n, k) => n + k.calls, 0),
@@ -865,6 +895,7 @@ async function benchManyAccounts(
         predictedCallsPerPass,
         predictedCalls: predictedPasses * predictedCallsPerPass * opts.accounts,
         ticks,
+        bursts,
         predictedByTicks: ticks * predictedCallsPerPass * opts.accounts,
         activeIntervalSeconds,
         byRead: callsByRead(registered, from, to),
@@ -927,6 +958,8 @@ export interface FloodResult {
     /** Change → its webhook event handled by the worker (delivery, the edge, the ingest stream, the handlers): p50, p99 (s). */
     handledP50: number;
     handledP99: number;
+    /** A's calls from the flood on: seconds after it began, and what each read. */
+    calls: { afterSeconds: number; read: string }[];
   };
   /** The quiet company (B), a registered account: its live traffic meanwhile. */
   quiet: {
@@ -1114,6 +1147,12 @@ async function benchFlood(
     const quietDelays = delays(quietChanges, quietId);
     const floodDelays = delays(flood, "default");
     const floodReached = flood.map((ch) => reachedAt(ch, seenOf("default")));
+    // A's calls after the flood began, in order: when its refresh read what.
+    const aKey = keyHash(a.apiKey);
+    const floodCalls = a.requestLog
+      .slice(from[0], to[0])
+      .filter((r) => r.keyHash === aKey && r.at >= floodStart)
+      .map((r) => ({ afterSeconds: (r.at - floodStart) / 1000, read: describeRead(r.path, r.query) }));
     const keys = [a, b].map((s, i): KeyFigures => {
       const k = keyCalls(s, from[i], to[i]);
       return {
@@ -1135,6 +1174,7 @@ async function benchFlood(
         lost: flood.length - floodDelays.length,
         handledP50: percentile(floodHandled, 50),
         handledP99: percentile(floodHandled, 99),
+        calls: floodCalls,
       },
       quiet: {
         account: quietId,
@@ -1290,7 +1330,7 @@ export function manyAccountsReport(r: ManyAccountsResult): string[] {
   return [
     `**2. ${fmt(r.accounts)} accounts** (${r.ordersEach} orders each, 2 restaurants, 3 menu items each; registered with \`POST /accounts\`, 8 at a time, in ${fmt(r.registrationSeconds, 1)} s, one taking ${fmt(r.registerMs.first100)} ms at the median of the first 100 and ${fmt(r.registerMs.last100)} ms of the last 100; the service one process, ROLE=all): first registration → every account's orders in its mirror **${r.importSeconds === null ? `not within the wait (${fmt(r.importedAccounts)} of ${fmt(r.accounts)})` : `${fmt(r.importSeconds, 1)} s`}** (every kind: ${r.importSeconds === null ? "—" : `${fmt(r.importAllKindsSeconds, 1)} s`}; target ≤ 5 min: ${met(r.importSeconds !== null && r.importSeconds <= 300)}); ${fmt(r.importCalls)} calls, ${r.rateLimited} 429s, most by one key in 60 s ${r.maxPerWindow}. CPU meanwhile ${cpuLine(r.importCpu)}.`,
     "",
-    `Idle for ${fmt(i.seconds)} s (no traffic): **${fmt(i.calls)} calls** (${fmt(i.calls / (i.seconds / 60))}/min in all); per account ${i.perAccount.map((n) => fmt(n)).join(" / ")} (min / median / max) in ${i.passes.map((n) => fmt(n)).join(" / ")} passes of ${i.callsPerPass.map((n) => fmt(n)).join(" / ")} calls. The schedules predict ${fmt(i.predictedPasses, 2)} active passes on average in such a window (every ${fmt(i.activeIntervalSeconds)} s) × ${i.predictedCallsPerPass} calls (one page per active list) × ${fmt(r.accounts)} = ${fmt(i.predictedCalls)} calls; ${i.ticks} ticks fell in this one (the env company's passes), which predict **${fmt(i.predictedByTicks)} calls** (measured ${fmt(i.calls / i.predictedByTicks, 2)}× that); the full tier's next pass is an hour away. By read: ${i.byRead
+    `Idle for ${fmt(i.seconds)} s (no traffic; ${fmt(r.idleAsked)} s, then until the tick in flight ended): **${fmt(i.calls)} calls** (${fmt(i.calls / (i.seconds / 60))}/min in all); per account ${i.perAccount.map((n) => fmt(n)).join(" / ")} (min / median / max) in ${i.passes.map((n) => fmt(n)).join(" / ")} passes of ${i.callsPerPass.map((n) => fmt(n)).join(" / ")} calls. The schedules predict ${fmt(i.predictedPasses, 2)} active passes on average in such a window (every ${fmt(i.activeIntervalSeconds)} s) × ${i.predictedCallsPerPass} calls (one page per active list) × ${fmt(r.accounts)} = ${fmt(i.predictedCalls)} calls; ${i.ticks} ticks fell in this one (the env company's passes), which predict **${fmt(i.predictedByTicks)} calls** (measured ${fmt(i.calls / i.predictedByTicks, 2)}× that; each tick's calls of every account: ${i.bursts.map((b) => `${fmt(b.calls)} over ${fmt(b.seconds, 1)} s`).join(", ")}); the full tier's next pass is an hour away. By read: ${i.byRead
       .slice(0, 6)
       .map(([read, n]) => `${read} ${fmt(n)}`)
       .join("; ")}. CPU ${cpuLine(i.cpu)}.`,
@@ -1321,6 +1361,11 @@ export function floodReport(r: FloodResult): string[] {
   const most = Math.max(...r.keys.map((k) => k.maxPerWindow));
   return [
     `**3. A flood beside a quiet company** (two companies of ${fmt(r.historyOrders)} orders, 30 days; A is \`default\`, imported first through an unmetered key; B a registered account, its first import at 120 calls/min took ${fmt(r.quietImportSeconds, 1)} s; ${fmt(r.windowSeconds)} s window): B's live traffic at ${fmt(q.eventsPerSecond, 2)} event/s, change → B's change event **p50 ${fmt(q.p50, 1)} s, p90 ${fmt(q.p90, 1)} s, p99 ${fmt(q.p99, 1)} s** (max ${fmt(q.max, 1)} s), ${q.changes} changes, **${q.lost} lost** (target p99 ≤ 10 s: ${met(q.p99 <= 10)}); its webhook events handled p50 ${fmt(q.handledP50, 1)} s, p99 ${fmt(q.handledP99, 1)} s after the change. The flood: ${f.events} order events to A made in ${fmt(f.madeInMs)} ms; all in A's mirror ${f.reachedSeconds === null ? `**not** (${f.lost} never seen)` : `after ${fmt(f.reachedSeconds, 1)} s`} (p50 ${fmt(f.p50, 1)} s, p99 ${fmt(f.p99, 1)} s; their webhook events handled p50 ${fmt(f.handledP50, 1)} s, p99 ${fmt(f.handledP99, 1)} s after the change, the rest is the refresh's). **429s: ${limited}** (target 0: ${met(limited === 0)}); **most calls by one key in any 60 s: ${most}** (≤ 120: ${met(most <= 120)}). Change events of B's import still unhandled when the window began: ${fmt(r.backlogAtStart.queued)}.`,
+    "",
+    `A's calls from the flood on (seconds after it began: what they read): ${f.calls
+      .slice(0, 12)
+      .map((c) => `+${fmt(c.afterSeconds, 1)} ${c.read}`)
+      .join("; ")}${f.calls.length > 12 ? `; … ${f.calls.length} in all` : ""}.`,
     "",
     `Per key in the window: ${r.keys.map((k) => `${k.account} ${fmt(k.calls)} calls (${fmt(k.callsPerMinute)}/min), ${k.rateLimited} 429s, most in 60 s ${k.maxPerWindow}`).join("; ")}. By read: ${r.callsByRead
       .slice(0, 6)
