@@ -17,6 +17,15 @@ import { benchEmbeddedMemory, type EmbeddedMemoryRow } from "./embedded-memory.j
 import { benchLive, benchSync, type SyncBenchResult } from "./sync.js";
 import { SYNC_FULL_RUNS_HEADER, SYNC_RUNS_HEADER, syncFullReport, syncFullRunLine, syncReport, syncRunLine } from "./sync-report.js";
 import { benchWorker } from "./event-worker-throughput.js";
+import {
+  accountsRows,
+  accountsRunLine,
+  accountsSections,
+  benchAccounts,
+  ACCOUNTS_RUNS_HEADER,
+  ACCOUNTS_ROWS,
+  type AccountsBenchResult,
+} from "./accounts.js";
 import { benchFirstDays, benchGaps, firstDayReport, GAPS_RUNS_HEADER, gapsReport, gapsRunLine, type GapsBenchResult } from "./sync-gaps.js";
 
 const { values } = parseArgs({
@@ -77,6 +86,7 @@ const readme: string[] = [];
 let syncRun: SyncBenchResult | undefined;
 let gapsRun: GapsBenchResult | undefined;
 let syncFullRun: Awaited<ReturnType<typeof benchLive>> | undefined;
+let accountsRun: AccountsBenchResult | undefined;
 // The peer the end-to-end run compares against: the best of the ingest table, else the Hono tutorial.
 let bestPeerKey: IngestKey = "f";
 const E2E_PEERS: Partial<Record<IngestKey, EndToEndPair>> = {
@@ -224,6 +234,25 @@ try {
     results.syncFull = syncFullRun = r;
     out("## Sync: a full pass under live traffic", "", ...syncFullReport(r));
   }
+  // Many accounts (issue 41; about 25 minutes): run only when asked for by name. BENCH_ACCOUNTS_ROWS=1,3 runs some rows.
+  if (values.only?.split(",").includes("accounts")) {
+    const rows = accountsRows(process.env.BENCH_ACCOUNTS_ROWS);
+    log(
+      `accounts: rows ${rows.join(",")} (20 first days at once; 1,000 accounts; a flood beside a quiet company), each over a fresh PostgreSQL server`,
+    );
+    const r = await benchAccounts({
+      redisUrl: redis.url,
+      rows,
+      log,
+      database: async () => {
+        const d = await benchDatabase();
+        return { url: d.url, ...(d.pid === undefined ? {} : { pid: d.pid }), destroy: async () => await d.server?.destroy() };
+      },
+    });
+    results.accounts = accountsRun = r;
+    const sections = accountsSections(r);
+    out("## Accounts", "", ...r.rows.flatMap((row) => [...(sections[row] ?? []), ""]));
+  }
   if (want("memory")) {
     log(`memory: ${memorySeconds} s of sustained load`);
     const m = await benchMemory({ redisUrl: redis.url, seconds: memorySeconds, connections: 20, log });
@@ -241,13 +270,18 @@ try {
   await redis.started?.destroy();
 }
 // A run of the sync part alone keeps its own files, so it does not wipe the ingest and e2e tables.
-const resultsName = ["sync", "sync-full", "sync-gaps", "sync-first-day", "embedded-memory"].includes(values.only ?? "")
+const resultsName = ["sync", "sync-full", "sync-gaps", "sync-first-day", "embedded-memory", "accounts"].includes(values.only ?? "")
   ? (values.only ?? "")
   : "latest";
 mkdirSync("bench/results", { recursive: true });
-writeFileSync(`bench/results/${resultsName}.md`, md.join("\n"));
+// The accounts part keeps each row's latest section (a run of some rows leaves the others as they were).
+if (resultsName !== "accounts") writeFileSync(`bench/results/${resultsName}.md`, md.join("\n"));
 writeFileSync(`bench/results/${resultsName}.json`, JSON.stringify(results, null, 2));
-console.log(`\nwritten: bench/results/${resultsName}.md (table), bench/results/${resultsName}.json (every run)`);
+console.log(
+  resultsName === "accounts"
+    ? "\nwritten: bench/results/accounts.json (every run)"
+    : `\nwritten: bench/results/${resultsName}.md (table), bench/results/${resultsName}.json (every run)`,
+);
 function embeddedMemoryReport(m: EmbeddedMemoryRow): string[] {
   return [
     "Peak memory of the whole service (ROLE=all, no DATABASE_URL): the sum of the PSS of the service process and of every PostgreSQL process it started, per phase. Target: under 300 MB (286 MiB).",
@@ -296,6 +330,40 @@ if (syncFullRun) {
   ];
   if (writeReadmeSection("bench/README.md", section, "sync-full")) console.log("written: bench/README.md (sync-full section)");
   appendRunLine("bench/results/sync-full-runs.md", SYNC_FULL_RUNS_HEADER, syncFullRunLine(syncFullRun, String(results.at), measuredTree));
+}
+if (accountsRun) {
+  const path = "bench/results/accounts.md";
+  if (!existsSync(path))
+    writeFileSync(
+      path,
+      [
+        "# Accounts (`npm run bench -- --only accounts`)",
+        "",
+        "Written by the bench (bench/accounts.ts), never by hand: each row's latest run, with when and at which commit it ran. The runs' history is [accounts-runs.md](accounts-runs.md).",
+        "",
+        ...ACCOUNTS_ROWS.flatMap((row) => [
+          `<!-- bench:accounts-${row}:start -->`,
+          "Not run yet.",
+          `<!-- bench:accounts-${row}:end -->`,
+          "",
+        ]),
+      ].join("\n"),
+    );
+  const sections = accountsSections(accountsRun);
+  // Settings tried (BENCH_ACCOUNTS_ENV) are named beside the commit, so such a run is never read as the defaults'.
+  const tried =
+    (process.env.BENCH_ACCOUNTS_ENV ? ` with \`${process.env.BENCH_ACCOUNTS_ENV}\`` : "") +
+    (process.env.BENCH_CPU_PROF ? " (CPU profile on)" : "");
+  for (const row of accountsRun.rows) {
+    const head = `Row ${row}, run ${String(results.at).slice(0, 16).replace("T", " ")} UTC at \`${measuredTree}\`${tried} (Node ${process.version}, ${cpus().length} CPUs; the whole run of rows ${accountsRun.rows.join(",")} took ${fmt(accountsRun.seconds / 60, 1)} min):`;
+    writeReadmeSection(path, [head, "", ...(sections[row] ?? [])], `accounts-${row}`);
+  }
+  console.log(`written: ${path} (rows ${accountsRun.rows.join(",")})`);
+  appendRunLine(
+    "bench/results/accounts-runs.md",
+    ACCOUNTS_RUNS_HEADER,
+    accountsRunLine(accountsRun, String(results.at), `${measuredTree}${tried}`),
+  );
 }
 if (embeddedMemoryRun) {
   const m = embeddedMemoryRun;

@@ -126,7 +126,7 @@ export async function startCompany(orders: number, seed: number, days = 365): Pr
 }
 
 /** A list call as what it read: `orders status=READY company`, `bookings from..to restaurant`. */
-function describeRead(path: string, query: string): string {
+export function describeRead(path: string, query: string): string {
   const params = new URLSearchParams(query);
   const kind = /\/(orders|bookings|menu)\b/.exec(path)?.[1] ?? path;
   const scope = /\/restaurants\/[^/]+\//.test(path) || params.has("restaurantId") ? "restaurant" : "company";

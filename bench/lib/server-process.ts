@@ -48,7 +48,8 @@ export function startServerProcess(
         rssMiB: () => rssMiB(child.pid!),
         stop: () =>
           new Promise<void>((done) => {
-            if (child.exitCode !== null) {
+            // Exited already: by a code, or by a signal (exitCode stays null then, and "exit" will not come again).
+            if (child.exitCode !== null || child.signalCode !== null) {
               done();
               return;
             }
