@@ -168,13 +168,14 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     /**
      * Follows the registered accounts: starts the sync of those this process had not seen (their
      * full tier's tick, which starts a first import on an empty mirror; deduplicated per account
-     * across processes), and gives the sync worker a slot per account beside WORKER_CONCURRENCY.
+     * across processes), and gives the sync worker a slot per account beside WORKER_CONCURRENCY,
+     * up to MAX_ACCOUNT_SLOTS.
      * A job waiting for its key's budget holds its slot, so with fewer slots than importing
      * accounts the imports would take turns instead of each reading at its own key's rate.
      */
     accountsChanged({ added, count }: { added: readonly string[]; count: number }): void {
       if (!accountSync) return;
-      syncWorker.concurrency = Math.max(2, config.worker.concurrency) + count;
+      syncWorker.concurrency = Math.max(2, config.worker.concurrency) + Math.min(count, MAX_ACCOUNT_SLOTS);
       if (config.worker.reconcileIntervalMs <= 0 || added.length === 0) return;
       queueForAccounts(syncQueue, RECONCILE_JOBS.full, {}, added).catch((err: unknown) =>
         logger.warn({ err: (err as Error).message }, "new accounts' first sync not queued; the next tick queues it"),
@@ -192,6 +193,14 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     stop: (deadlines: StopDeadlines) => lifecycle.stop(deadlines),
   };
 }
+
+/**
+ * The most sync slots the accounts add beside WORKER_CONCURRENCY: enough for a hundred companies'
+ * first imports to read at their own keys' rates at once. Past it, imports take turns (a thousand
+ * companies of twenty orders each still import in under a minute) and the heap holds the pages of
+ * a hundred at a time, not a thousand (bench/results/accounts.md, row 2).
+ */
+const MAX_ACCOUNT_SLOTS = 100;
 
 /** Enqueues again the events the log holds as waiting for a retry whose jobs Redis lost: every account's. */
 function eventsRestorer(deps: WorkerRoleDeps, queue: Queue<EventJobData>) {
