@@ -234,7 +234,7 @@ try {
     results.syncFull = syncFullRun = r;
     out("## Sync: a full pass under live traffic", "", ...syncFullReport(r));
   }
-  // Many accounts (issue 41; about 25 minutes): run only when asked for by name. BENCH_ACCOUNTS_ROWS=1,3 runs some rows.
+  // Many accounts (issue 41; about 15 minutes): run only when asked for by name. BENCH_ACCOUNTS_ROWS=1,3 runs some rows.
   if (values.only?.split(",").includes("accounts")) {
     const rows = accountsRows(process.env.BENCH_ACCOUNTS_ROWS);
     log(
