@@ -65,6 +65,26 @@ function rowNames(row: AccountsRow) {
   return { schema: `bench_acct${row}_${id}`, prefix: `bench-acct${row}-${id}` };
 }
 
+/**
+ * What a row reads the service's state through: a PostgreSQL client, and the events queue on a
+ * Redis connection of its own (BullMQ leaves a given connection open); `close` ends both.
+ */
+async function openRowProbes(databaseUrl: string, redis: Redis, prefix: string) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const connection = redis.duplicate();
+  const events = new Queue(EVENTS_QUEUE, { connection, prefix });
+  return {
+    client,
+    events,
+    close: async () => {
+      await events.close();
+      connection.disconnect();
+      await client.end();
+    },
+  };
+}
+
 /** The service's settings a row starts it with (the env company is `API_KEY`'s). */
 function serviceEnv(opts: { redisUrl: string; databaseUrl: string; schema: string; prefix: string; apiUrl: string; apiKey: string }) {
   return {
@@ -547,11 +567,7 @@ async function benchFirstDaysAtOnce(
   const companies = sandboxes.companies;
   const ids = companies.map((_, i) => (i === 0 ? "default" : accountIdOf(i)));
   const expected = new Map(companies.map((s, i) => [ids[i]!, expectedOf(s)]));
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-  // A connection of its own, closed with the row (BullMQ leaves a given connection open).
-  const eventsConnection = redis.duplicate();
-  const events = new Queue(EVENTS_QUEUE, { connection: eventsConnection, prefix });
+  const { client, events, close: closeProbes } = await openRowProbes(db.url, redis, prefix);
   let service: ServiceChild | undefined;
   try {
     const env = serviceEnv({ redisUrl: t.redisUrl, databaseUrl: db.url, schema, prefix, apiUrl, apiKey: companies[0]!.apiKey });
@@ -643,9 +659,7 @@ async function benchFirstDaysAtOnce(
     };
   } finally {
     await service?.stop();
-    await events.close();
-    eventsConnection.disconnect();
-    await client.end();
+    await closeProbes();
     await timedServer.close();
     await sandboxes.close();
     await dropPrefix(redis, prefix);
@@ -761,11 +775,7 @@ async function benchManyAccounts(
   const registered = companies.slice(1);
   const ids = registered.map((_, i) => accountIdOf(i + 1));
   const expected = new Map(registered.map((s, i) => [ids[i]!, expectedOf(s)]));
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-  // A connection of its own, closed with the row (BullMQ leaves a given connection open).
-  const eventsConnection = redis.duplicate();
-  const events = new Queue(EVENTS_QUEUE, { connection: eventsConnection, prefix });
+  const { client, events, close: closeProbes } = await openRowProbes(db.url, redis, prefix);
   let service: ServiceChild | undefined;
   try {
     const env = serviceEnv({ redisUrl: t.redisUrl, databaseUrl: db.url, schema, prefix, apiUrl, apiKey: companies[0]!.apiKey });
@@ -917,9 +927,7 @@ async function benchManyAccounts(
     };
   } finally {
     await service?.stop();
-    await events.close();
-    eventsConnection.disconnect();
-    await client.end();
+    await closeProbes();
     await sandboxes.close();
     await dropPrefix(redis, prefix);
   }
@@ -1016,11 +1024,7 @@ async function benchFlood(
   ]);
   const apiUrl = await sandboxes.listen();
   const [a, b] = sandboxes.companies as [Sandbox, Sandbox];
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-  // A connection of its own, closed with the row (BullMQ leaves a given connection open).
-  const eventsConnection = redis.duplicate();
-  const events = new Queue(EVENTS_QUEUE, { connection: eventsConnection, prefix });
+  const { client, events, close: closeProbes } = await openRowProbes(db.url, redis, prefix);
   const env = serviceEnv({ redisUrl: t.redisUrl, databaseUrl: db.url, schema, prefix, apiUrl, apiKey: a.apiKey });
   let web: ServiceChild | undefined;
   let service: Awaited<ReturnType<typeof createService>> | undefined;
@@ -1197,9 +1201,7 @@ async function benchFlood(
   } finally {
     await web?.stop();
     await service?.stop();
-    await events.close();
-    eventsConnection.disconnect();
-    await client.end();
+    await closeProbes();
     await sandboxes.close();
     await dropPrefix(redis, prefix);
   }
