@@ -1,7 +1,7 @@
 import { loadConfig } from "../config/config.js";
 import { embeddedDatabaseExists } from "../mirror/database.js";
 import { accountParam, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
-import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { accountQuery, DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { DataDirLockedError } from "../mirror/embedded-server.js";
 import { isCalendarDate as isCalendarDay } from "../mirror/values.js";
 import type { Storage } from "../mirror/storage.js";
@@ -86,7 +86,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
   // --no-changes is a first import by hand: the service's sweep always produces change events.
   if (values.url !== undefined) {
     if (values["no-changes"]) throw new UsageError("--no-changes runs the sweep here; it does not go with --url");
-    const path = `/sync/backfill${account === DEFAULT_ACCOUNT ? "" : `?account=${encodeURIComponent(account)}`}`;
+    const path = `/sync/backfill${accountQuery(account)}`;
     return queued(await operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN).call<{ job: string }>("POST", path, request));
   }
   const config = loadConfig({ ...env, ROLE: "worker" });

@@ -12,7 +12,7 @@ import { embeddedDatabaseExists } from "../mirror/database.js";
 import type { EventQuery } from "../mirror/event-log.js";
 import { printable } from "../mirror/values.js";
 import { accountParam } from "../mirror/accounts.js";
-import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { accountQuery, carriedAccount } from "../config/defaults.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
 import type { RejectedRecord } from "../mirror/set-aside-records.js";
 import { createEventsQueue, createSyncQueue, type EventJobData, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
@@ -162,11 +162,7 @@ async function replayOne(
 ): Promise<Answer> {
   const options = { ...(handler ? { handler } : {}), ...(account ? { account } : {}) };
   const result = remote
-    ? await remote.call(
-        "POST",
-        `/events/${encodeURIComponent(id)}/replay${account ? `?account=${encodeURIComponent(account)}` : ""}`,
-        handler ? { handler } : {},
-      )
+    ? await remote.call("POST", `/events/${encodeURIComponent(id)}/replay${accountQuery(account)}`, handler ? { handler } : {})
     : await withDirectActions(config, await openEventStores(config), ({ actions }) => actions.replayEvent(id, options));
   return answer(result, sayReplay(result as Parameters<typeof sayReplay>[0]));
 }
@@ -195,9 +191,9 @@ async function replayMatching(
   const scope = Object.keys(filter).length > 0 ? { filter } : { all: true };
   const options = { ...(flags["dry-run"] ? { dryRun: true } : {}), ...(flags.fresh ? { fresh: true } : {}) };
   const account = accountParam(flags.account);
-  const own = account === DEFAULT_ACCOUNT ? undefined : account;
+  const own = carriedAccount(account);
   if (remote) {
-    const path = `/events/replay${own === undefined ? "" : `?account=${encodeURIComponent(own)}`}`;
+    const path = `/events/replay${accountQuery(own)}`;
     const ask = (extra: { dryRun?: true; confirm?: number }) => remote.call<BulkAnswer>("POST", path, { ...scope, ...options, ...extra });
     const bulk = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm === true);
     const value = flags["dry-run"] ? { wouldQueue: bulk.count } : { queued: bulk.count, bulk: bulk.id };

@@ -69,3 +69,28 @@ export const DEFAULTS = {
  * existed were moved (mirror/migrations.ts, 0017_accounts). The one home of that name.
  */
 export const DEFAULT_ACCOUNT = "default";
+
+/**
+ * An account as jobs, job ids, change events and URLs carry it: nothing for `default` (so its
+ * jobs, keys and requests are what they were before accounts), the id for a registered account.
+ */
+export const carriedAccount = (account: string | undefined): string | undefined =>
+  account === undefined || account === DEFAULT_ACCOUNT ? undefined : account;
+
+/** A job id or deduplication id of the account's: `default`'s as before accounts, another's with `@<account>`. */
+export const ownId = (id: string, account: string | undefined): string => {
+  const carried = carriedAccount(account);
+  return carried === undefined ? id : `${id}@${carried}`;
+};
+
+/** The `account` field of a job's data (or a change event's): none for `default`'s. */
+export const ownData = (account: string | undefined): { account?: string } => {
+  const carried = carriedAccount(account);
+  return carried === undefined ? {} : { account: carried };
+};
+
+/** The `?account=` of an operator API request: none for `default`. */
+export const accountQuery = (account: string | undefined): string => {
+  const carried = carriedAccount(account);
+  return carried === undefined ? "" : `?account=${encodeURIComponent(carried)}`;
+};

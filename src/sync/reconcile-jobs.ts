@@ -1,5 +1,5 @@
 import type { Job, Queue } from "bullmq";
-import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { DEFAULT_ACCOUNT, ownData, ownId } from "../config/defaults.js";
 import type { Logger } from "pino";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { Config } from "../config/config.js";
@@ -160,14 +160,6 @@ async function tick(deps: ReconcileDeps): Promise<{ slice: boolean }> {
 
 const addSlice = (deps: Pick<ReconcileDeps, "queue" | "account">, at: SyncCheckpoint) =>
   addOnce(deps, `full-${at.kind}-${at.passStartedAt.getTime()}-${at.pages}`);
-
-/** A job id or deduplication id of the account's: `default`'s as before accounts, another's with `@<account>`. */
-export const ownId = (id: string, account: string | undefined) =>
-  account === undefined || account === DEFAULT_ACCOUNT ? id : `${id}@${account}`;
-
-/** The data of an account's job: nothing for `default`'s. */
-export const ownData = (account: string | undefined): AccountJobData =>
-  account === undefined || account === DEFAULT_ACCOUNT ? {} : { account };
 
 /**
  * A slice named by its position: added once while it waits or runs. One that failed for good (the

@@ -1,4 +1,4 @@
-import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { DEFAULT_ACCOUNT, ownData, ownId } from "../config/defaults.js";
 import { trace, type Link, type Tracer } from "@opentelemetry/api";
 import type { Job, Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
@@ -264,8 +264,7 @@ export interface RefreshJobData {
 }
 
 /** The kind's one job of the account: `refresh-orders` for `default`, as before accounts; `refresh-orders@acme` for another. */
-const dedupId = ({ kind, account }: { kind: SyncedKind; account: string }) =>
-  account === DEFAULT_ACCOUNT ? `refresh-${kind}` : `refresh-${kind}@${account}`;
+const dedupId = ({ kind, account }: { kind: SyncedKind; account: string }) => ownId(`refresh-${kind}`, account);
 
 /** RefreshQueue.runWithin. */
 async function runRefreshWithin(
@@ -281,7 +280,7 @@ async function runRefreshWithin(
   const add = (at: number, replace = false) =>
     queue.add(
       "refresh",
-      { kind, runAt: at, ...(account === DEFAULT_ACCOUNT ? {} : { account }) },
+      { kind, runAt: at, ...ownData(account) },
       { delay: Math.max(0, at - Date.now()), deduplication: { ...deduplication, replace } },
     );
   const added = await add(runAt);

@@ -1,5 +1,5 @@
 import type { Queue } from "bullmq";
-import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { ownData } from "../config/defaults.js";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
@@ -98,7 +98,7 @@ export function createChangeRelay(options: ChangeRelayOptions) {
             receivedAt,
             payload: { id: row.id, type: row.type, createdAt: row.createdAt, data: row.payload },
             // The company whose mirror changed; `default`'s carry none, as every event of POST /webhooks.
-            ...(row.account === DEFAULT_ACCOUNT ? {} : { account: row.account }),
+            ...ownData(row.account),
             // The relay's span when tracing is on, else the write's context as recorded (if any).
             ...withTrace(spans?.traceparentOf(row) ?? row.traceparent),
           },

@@ -4,8 +4,8 @@ import { redisKeys } from "../redis/redis.js";
 import { type BulkReplayDeps, bulkReplays, digest, refuseReusedKey, replayJob, removeReplayedFailedJobs } from "./replays.js";
 import { OperatorActionError } from "./errors.js";
 import { accountParam } from "../mirror/accounts.js";
-import { DEFAULT_ACCOUNT, DEFAULTS } from "../config/defaults.js";
-import { ownData, ownId, RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
+import { carriedAccount, DEFAULT_ACCOUNT, DEFAULTS, ownData, ownId } from "../config/defaults.js";
+import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import { AccountError } from "../mirror/errors.js";
 import type { RefreshNote, RefreshQueue } from "../sync/refresh-queue.js";
 import { RESOURCES, SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
@@ -72,8 +72,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
      */
     async replayEvent(id: string, options: { handler?: string; idempotencyKey?: string; account?: string } = {}) {
       // `account` as `?account=` names it (accountParam); default's events are the log's own.
-      const named = accountParam(options.account);
-      const account = named === DEFAULT_ACCOUNT ? undefined : named;
+      const account = carriedAccount(accountParam(options.account));
       const { accountStores } = deps;
       if (account !== undefined && !accountStores)
         throw new OperatorActionError("invalid_request", "this process reads the default company's events only");

@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
 import { OperatorActionError } from "./errors.js";
 import { accountParam } from "../mirror/accounts.js";
-import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { carriedAccount } from "../config/defaults.js";
 
 export interface ReplayOptions {
   /** Which logged events to replay (time range, type or family, status, handler outcome). */
@@ -231,7 +231,7 @@ export function bulkReplays(deps: BulkReplayDeps) {
     start: async (request: BulkReplayRequest): Promise<{ count: number; id?: string }> => {
       const query = replayQueryFromFilter(request.filter);
       const account = accountParam(request.account);
-      const own = account === DEFAULT_ACCOUNT ? undefined : account;
+      const own = carriedAccount(account);
       const stores = own === undefined ? { eventLog: deps.eventLog, steps: deps.steps } : deps.accountStores?.(own);
       if (!stores) throw new OperatorActionError("invalid_request", `this process reads no registered account's events (${own})`);
       const count = await replayEvents({ eventLog: stores.eventLog, queue: undefined }, { query, dryRun: true });

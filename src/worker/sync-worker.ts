@@ -16,15 +16,13 @@ import { createRefreshJob, createRefreshPace, type RefreshJobData, type RefreshR
 import type { MirrorWriter } from "../mirror/change-outbox.js";
 import {
   enqueueCatchUp,
-  ownData,
-  ownId,
   RECONCILE_JOBS,
   reconcileProcessors,
   type AccountJobData,
   type BackfillJobData,
   type FullJobData,
 } from "../sync/reconcile-jobs.js";
-import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { carriedAccount, ownData, ownId } from "../config/defaults.js";
 import { expectDefined } from "../expect-defined.js";
 import { createRefusedFilters, refreshKind } from "../sync/refresh-kind.js";
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
@@ -69,8 +67,8 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
         withBoundedText(err); // BullMQ keeps the message and the stack in Redis
         if (err instanceof UpstreamRateLimitError) {
           // A registered account's 429 is its key's alone: its job waits, the other accounts' go on.
-          const { account } = job.data as AccountJobData;
-          if (account !== undefined && account !== DEFAULT_ACCOUNT) {
+          const account = carriedAccount((job.data as AccountJobData).account);
+          if (account !== undefined) {
             await job.moveToDelayed(Date.now() + err.retryAfterMs, token);
             throw new DelayedError();
           }
@@ -256,8 +254,8 @@ function byAccount(
     Object.keys(own).map((name) => [
       name,
       async (job: Job<SyncJobData>, token?: string) => {
-        const { account } = job.data as AccountJobData;
-        if (account !== undefined && account !== DEFAULT_ACCOUNT) {
+        const account = carriedAccount((job.data as AccountJobData).account);
+        if (account !== undefined) {
           const processor = processorsOf(account)?.[name];
           return processor ? processor(job, token) : { skipped: `account ${account} is not registered` };
         }

@@ -1,6 +1,6 @@
 import { createContext, useContext, type Child } from "hono/jsx";
 import { raw } from "hono/html";
-import { DEFAULT_ACCOUNT } from "../../config/defaults.js";
+import { carriedAccount, DEFAULT_ACCOUNT } from "../../config/defaults.js";
 import { printable, shownStatus } from "../../mirror/values.js";
 import type { AccountSyncState } from "../../sync/first-import.js";
 import { InvalidFilterError } from "../errors.js";
@@ -61,7 +61,7 @@ export function Layout(props: { title: string; section: ConsoleSection; children
           <script src={`${CONSOLE_PATH}/assets/console.js`} defer></script>
         </head>
         {/* The script's calls of the operator API name the page's account (data-account). */}
-        <body data-account={account === DEFAULT_ACCOUNT ? undefined : account}>
+        <body data-account={carriedAccount(account)}>
           <header>
             <a class="brand" href={hrefWith(`${CONSOLE_PATH}/events`)}>
               svc-webhooks
@@ -267,7 +267,7 @@ export function givenParams(params: Record<string, string>): Record<string, stri
  * The account is the rendered page's; a route's redirect, outside a render, passes its own.
  */
 export function hrefWith(path: string, params: Record<string, string | undefined> = {}, account: string = pageAccount()): string {
-  const all = { ...params, account: account === DEFAULT_ACCOUNT ? undefined : account };
+  const all = { ...params, account: carriedAccount(account) };
   const text = new URLSearchParams(Object.entries(all).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== "")).toString();
   return `${path}${text ? `?${text}` : ""}`;
 }
