@@ -153,7 +153,7 @@ export function createHandlerTable(deps: {
     const built = createHandlerRegistry<HandlerContext>();
     const traced = tracing ? traceHandlers<HandlerContext>(tracing.tracer) : undefined;
     const use = (map: EventHandlers, source: string) => built.use(map, source, traced);
-    built.use(createSyncHandlers(deps.refresh, { withApi: api !== undefined }), "sync", traced);
+    use(createSyncHandlers(deps.refresh, { withApi: api !== undefined }), "sync");
     handlers.forEach((map, i) => {
       const source = handlers.length > 1 ? `user${i}` : "user";
       logRegisteredHandlers(logger, source, use(map, source));

@@ -4,7 +4,7 @@ import type { Config } from "../config/config.js";
 import { collectRateBudget, type Metrics } from "../metrics/metrics.js";
 import type { RedisClient } from "../redis/redis.js";
 import type { Tracing } from "../tracing/tracing.js";
-import { apiKeyId, createApiClient, type ApiClient, type ApiClientOptions, type ApiResponseInfo } from "../upstream/client.js";
+import { apiKeyId, createApiClient, type ApiClient, type ApiClientOptions } from "../upstream/client.js";
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from "../upstream/rate-limiter.js";
 
 export type Upstream = ReturnType<typeof upstreamFromConfig>;
@@ -41,19 +41,19 @@ export function meteredUpstreams(deps: {
     logger.warn("API_BASE_URL/API_KEY not set: orders, bookings and menus are not synced into the mirror");
     return undefined;
   }
-  const extra = {
+  const extra: Parameters<typeof upstreamFromConfig>[3] = {
     logger,
     ...(tracing ? { tracer: tracing.tracer } : {}),
     bookingsUpperBoundParam: config.worker.syncBookingsUpperBoundParam,
     ...(deps.signal ? { signal: deps.signal } : {}),
-    onResponse: ({ method, route, status, budget }: ApiResponseInfo) => {
+    onResponse: ({ method, route, status, budget }) => {
       metrics.upstreamRequests.inc({ method, route, status: String(status) });
       if (status === 429) {
         metrics.upstreamRateLimited.inc();
         metrics.budgetRateLimited.inc({ class: budget });
       }
     },
-    onSlot: ({ budget, waitedMs }: Parameters<NonNullable<RateLimiterOptions["onSlot"]>>[0]) => {
+    onSlot: ({ budget, waitedMs }) => {
       metrics.budgetSlots.inc({ class: budget });
       metrics.budgetWaitSeconds.observe({ class: budget }, waitedMs / 1000);
     },
