@@ -45,7 +45,7 @@ export interface ActivePassOutcome {
   /** Of those, the ones found in a final list and written. */
   recovered: number;
   byKind: Partial<Record<SyncedKind, KindTally>>;
-  /** Kinds left out: a first-import backfill run holds them (first-import.ts leftToImport). */
+  /** Kinds left out: a first import (a full pass or a backfill run) holds them (first-import.ts leftToImport). */
   leftToImport: SyncedKind[];
 }
 

@@ -46,10 +46,12 @@ export interface ImportState {
    */
   backfillWalking(kind: string): boolean;
   /**
-   * Whether the active tier leaves `kind` to a first import: a whole-list backfill run holding it
-   * goes on (a kind unfinished, the run alive), and no whole-list walk of the kind had completed
-   * before that run began, so the mirror never held the whole list, whatever an active pass or
-   * refresh wrote into it. Its completed kinds too, until the run ends or stops saving: one import.
+   * Whether the active tier leaves `kind` to a first import: the kind's full pass is its first
+   * import (`importing`, by the full tier: a new account's or a fresh deploy's first day), or a
+   * whole-list backfill run holding it goes on (a kind unfinished, the run alive) and no whole-list
+   * walk of the kind had completed before that run began, so the mirror never held the whole list,
+   * whatever an active pass or refresh wrote into it. A run's completed kinds too, until the run
+   * ends or stops saving: one import. Either import reads every record anyway.
    */
   leftToImport(kind: string): boolean;
   /**
@@ -75,19 +77,17 @@ export async function readImportState(deps: {
   const runOf = (own: SyncCheckpoint) =>
     backfills.filter((b) => b.since === null && Math.abs(b.passStartedAt.getTime() - own.passStartedAt.getTime()) <= BACKFILL_ALIVE_MS);
   const alive = (run: readonly SyncCheckpoint[]) => run.some((b) => now - b.updatedAt.getTime() < BACKFILL_ALIVE_MS);
-  const importing = (kind: string) =>
-    rows.some(
-      (c) =>
-        c.kind === kind &&
-        c.firstImport &&
-        c.passCompletedAt === null &&
-        !rows.some(
-          (o) =>
-            o.kind === kind &&
-            o.tier !== c.tier &&
-            (o.passStartedAt > c.passStartedAt || (o.lastCompleteAt !== null && o.lastCompleteAt > c.passStartedAt)),
-        ),
+  const importsNow = (c: SyncCheckpoint | undefined): c is SyncCheckpoint =>
+    c !== undefined &&
+    c.firstImport &&
+    c.passCompletedAt === null &&
+    !rows.some(
+      (o) =>
+        o.kind === c.kind &&
+        o.tier !== c.tier &&
+        (o.passStartedAt > c.passStartedAt || (o.lastCompleteAt !== null && o.lastCompleteAt > c.passStartedAt)),
     );
+  const importing = (kind: string) => rows.some((c) => c.kind === kind && importsNow(c));
   return {
     now,
     full: (kind) => of("full", kind),
@@ -102,6 +102,9 @@ export async function readImportState(deps: {
       return alive(runOf(own));
     },
     leftToImport(kind) {
+      // A full pass that is the kind's first import resumes at every tick until it ends, so it
+      // needs no liveness rule of its own.
+      if (importsNow(of("full", kind))) return true;
       const own = of("backfill", kind);
       if (own?.since !== null) return false;
       const run = runOf(own);

@@ -111,6 +111,30 @@ describe("first_import", () => {
   });
 });
 
+describe("the active tier while the full tier's first import runs", () => {
+  const full = (maxPages: number) => runFullSlice({ api, mirror, checkpoints, changes, intervalMs: 3600_000, maxPages, logger });
+
+  it("leaves the kind the import walks to it, reads the others, and reads it again once the import completed", async () => {
+    // A new account's first tick on its empty mirror: one page of orders read, the rest to come.
+    expect((await full(1)).kinds.orders?.checkpoint).toMatchObject({ firstImport: true, passCompletedAt: null });
+    const during = await runActivePass({ api, mirror, checkpoints, changes, logger });
+    expect(during.leftToImport).toEqual(["orders"]);
+    expect(Object.keys(during.byKind).sort()).toEqual(["bookings", "menu-items"]);
+
+    expect((await full(1000)).kinds.orders?.state).toBe("complete");
+    const after = await runActivePass({ api, mirror, checkpoints, changes, logger });
+    expect(after.leftToImport).toEqual([]);
+    expect(Object.keys(after.byKind)).toContain("orders");
+  });
+
+  it("reads a kind whose running full pass is not a first import", async () => {
+    expect((await full(1000)).kinds.orders?.state).toBe("complete");
+    const next = await runFullSlice({ api, mirror, checkpoints, changes, intervalMs: 3600_000, maxPages: 1, force: true, logger });
+    expect(next.kinds.orders?.checkpoint).toMatchObject({ firstImport: false, passCompletedAt: null });
+    expect((await runActivePass({ api, mirror, checkpoints, changes, logger })).leftToImport).toEqual([]);
+  });
+});
+
 describe("the active tier while a first-import backfill runs", () => {
   /** A backfill of `kinds` in that order, stopped after its first page of orders: as if still running (it saved just now). */
   async function backfillRunning(kinds: SyncedKind[] = ["orders", "bookings", "menu-items"], restart = false) {
