@@ -355,7 +355,8 @@ else if (accountsRun) {
   // Settings tried (BENCH_ACCOUNTS_ENV) are named beside the commit, so such a run is never read as the defaults'.
   const tried =
     (process.env.BENCH_ACCOUNTS_ENV ? ` with \`${process.env.BENCH_ACCOUNTS_ENV}\`` : "") +
-    (process.env.BENCH_CPU_PROF ? " (CPU profile on)" : "");
+    (process.env.BENCH_CPU_PROF ? " (CPU profile on)" : "") +
+    (process.env.BENCH_HEAP_SNAPSHOT ? " (heap snapshots on)" : "");
   for (const row of accountsRun.rows) {
     const head = `Row ${row}, run ${String(results.at).slice(0, 16).replace("T", " ")} UTC at \`${measuredTree}\`${tried} (Node ${process.version}, ${cpus().length} CPUs; the whole run of rows ${accountsRun.rows.join(",")} took ${fmt(accountsRun.seconds / 60, 1)} min):`;
     writeReadmeSection(path, [head, "", ...(sections[row] ?? [])], `accounts-${row}`);

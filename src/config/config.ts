@@ -55,6 +55,8 @@ export interface Config {
     claimIdleMs: number;
   };
   shutdownTimeoutMs: number;
+  /** V8's heap growth past the live set before a full collection, in % (0: V8's own choice). */
+  heapGrowingPercent: number;
   logLevel: string;
   /** The upstream API; without it the worker runs handlers but syncs nothing. */
   api?: {
@@ -195,6 +197,7 @@ export const configSchema = z.object({
   INGEST_CLAIM_IDLE_MS: int(100).default(30_000),
   // Drain, then 5 s at most for the closes and the exit: 25 s in all, inside fly's kill_timeout (30 s).
   SHUTDOWN_TIMEOUT_MS: int(0).default(DEFAULTS.shutdownTimeoutMs),
+  HEAP_GROWING_PERCENT: int(0, 1000).default(DEFAULTS.heapGrowingPercent),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   API_BASE_URL: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
   API_KEY: optionalSecret("must start with svc_live_ followed by the key body", isApiKey),
@@ -294,6 +297,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     enqueueTimeoutMs: e.ENQUEUE_TIMEOUT_MS,
     ingest: { maxBacklog: e.MAX_BACKLOG, batchSize: e.INGEST_BATCH_SIZE, claimIdleMs: e.INGEST_CLAIM_IDLE_MS },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    heapGrowingPercent: e.HEAP_GROWING_PERCENT,
     logLevel: e.LOG_LEVEL,
     ...(e.API_BASE_URL && e.API_KEY
       ? {

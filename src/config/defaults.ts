@@ -15,6 +15,13 @@ export const DEFAULTS = {
    * (fly.toml) with 5 s to spare for the signal's way and a slow machine.
    */
   shutdownTimeoutMs: 20_000,
+  /**
+   * How far V8 lets the JS heap grow past what survived its last full collection before the next
+   * (`--heap-growing-percent`). V8's own factor reaches 4×: at 1,000 accounts (75 MiB alive) the
+   * heap held ~310 MiB, mostly garbage, and RSS passed 400 MB. At 2× it stays near 150 MiB for a
+   * few more collections (bench/results/accounts.md).
+   */
+  heapGrowingPercent: 100,
   jobAttempts: 10,
   jobBackoffMs: 1000,
   jobLockMs: 30_000,

@@ -45,6 +45,13 @@ describe("loadConfig", () => {
     );
   });
 
+  it("lets the heap grow 2× past its live set by default; 0 leaves it to V8; refuses what is not a percentage", () => {
+    expect(loadConfig({ SIGNING_SECRET: "a" }).heapGrowingPercent).toBe(100);
+    expect(loadConfig({ SIGNING_SECRET: "a", HEAP_GROWING_PERCENT: "0" }).heapGrowingPercent).toBe(0);
+    expect(problems({ SIGNING_SECRET: "a", HEAP_GROWING_PERCENT: "-5" })).toContain("HEAP_GROWING_PERCENT");
+    expect(problems({ SIGNING_SECRET: "a", HEAP_GROWING_PERCENT: "lots" })).toContain("HEAP_GROWING_PERCENT");
+  });
+
   it("names every wrong variable in one message", () => {
     const message = problems({ PORT: "http", MAX_BODY_BYTES: "-1", ROLE: "both", REDIS_URL: "localhost" });
     for (const name of ["PORT", "MAX_BODY_BYTES", "ROLE", "REDIS_URL"]) expect(message).toContain(name);
