@@ -142,6 +142,12 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
   const sealKey = (id: string, key: string) => sealer().seal(key, `${id}/apiKey`);
   const sealSecret = (id: string, secret: string) => sealer().seal(secret, `${id}/signingSecret`);
   const notFound = (id: string) => new AccountError("account_not_found", `no account ${id}`);
+  /**
+   * The accounts `keys` opened last, by their sealed values: every registration makes each process
+   * read the registry again, and opening every account's values each time made 1,000 registrations
+   * cost ~20 CPU s (2,000 AES-GCM opens per read).
+   */
+  let opened = new Map<string, AccountKeys>();
 
   return {
     async add(input) {
@@ -166,15 +172,31 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
 
     async keys({ onUnopened } = {}) {
       const rows = await db.selectFrom("accounts").selectAll().orderBy("id").execute();
-      return rows.flatMap((r) => {
+      const next = new Map<string, AccountKeys>();
+      const keys = rows.flatMap((r) => {
+        // Each seal has a fresh nonce: the same sealed values are the same plain ones, opened last time.
+        const sealed = [r.api_key, ...r.signing_secrets].join(" ");
+        const known = opened.get(sealed);
+        if (known?.id === r.id) {
+          next.set(sealed, known);
+          return [known];
+        }
         try {
-          const open = (sealed: string, field: string) => sealer().open(sealed, `${r.id}/${field}`);
-          return [{ id: r.id, apiKey: open(r.api_key, "apiKey"), signingSecrets: r.signing_secrets.map((s) => open(s, "signingSecret")) }];
+          const open = (value: string, field: string) => sealer().open(value, `${r.id}/${field}`);
+          const account = {
+            id: r.id,
+            apiKey: open(r.api_key, "apiKey"),
+            signingSecrets: r.signing_secrets.map((s) => open(s, "signingSecret")),
+          };
+          next.set(sealed, account);
+          return [account];
         } catch {
           onUnopened?.(r.id);
           return [];
         }
       });
+      opened = next;
+      return keys;
     },
 
     async rotate(id, input) {

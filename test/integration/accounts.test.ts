@@ -113,6 +113,27 @@ describe("the accounts registry", () => {
     await expect(registry.rotate("nope", { retireOldSecrets: true })).rejects.toMatchObject({ code: "account_not_found" });
   });
 
+  it("opens each account's values once: a read after a registration opens the new account's alone, one after a rotation that account's again", async () => {
+    const box = createSecretsBox(KEY);
+    let opens = 0;
+    const counting = createAccountRegistry(database.db, {
+      seal: (plain, context) => box.seal(plain, context),
+      open: (sealed, context) => (opens++, box.open(sealed, context)),
+    });
+    await counting.add(ACME);
+    await counting.keys();
+    expect(opens).toBe(2);
+    await counting.add({ ...ACME, id: "globex", apiKey: "svc_live_globex_key_0123456" });
+    opens = 0;
+    expect((await counting.keys()).map((a) => a.id)).toEqual(["acme", "globex"]);
+    expect(opens).toBe(2);
+    const next = "whsec_acme_next_secret_0123";
+    await counting.rotate("acme", { signingSecret: next });
+    opens = 0;
+    expect((await counting.keys())[0]).toEqual({ id: "acme", apiKey: ACME.apiKey, signingSecrets: [next, ACME.signingSecret] });
+    expect(opens).toBe(3);
+  });
+
   it("without SECRETS_KEY refuses to add, naming it; with another key the account is left out of the opened list, alone", async () => {
     const keyless = createAccountRegistry(database.db, undefined);
     await expect(keyless.add(ACME)).rejects.toMatchObject({
