@@ -6,6 +6,7 @@ import { Queue } from "bullmq";
 import { Hono } from "hono";
 import { Redis } from "ioredis";
 import pg from "pg";
+import pino from "pino";
 import { loadConfig } from "../src/config/config.js";
 import { createLogger } from "../src/logging/logger.js";
 import { EVENTS_QUEUE } from "../src/queue/events-queue.js";
@@ -1064,7 +1065,10 @@ async function benchFlood(
       "*": onEvent,
     } as unknown as EventHandlers;
     const config = loadConfig({ ...env, ...benchEnv(), ROLE: "worker", HOST: "127.0.0.1", PORT: "0" });
-    service = await createService({ config, logger: createLogger({ level: "warn" }), handlers });
+    // The worker runs here (its handlers record what the row measures); its log goes to a file of its own at the level configured.
+    const workerLog = join(tmpdir(), `svc-bench-accounts-3-worker-${process.pid}.log`);
+    const logger = createLogger({ level: config.logLevel, destination: pino.destination({ dest: workerLog, sync: false }) });
+    service = await createService({ config, logger, handlers });
     await service.start();
     web = await startServiceChild({ ...env, ...benchEnv() }, "accounts-3-web", "web");
     a.addWebhook({ url: `${web.url}/webhooks`, secret: BENCH_SECRET });
@@ -1072,7 +1076,7 @@ async function benchFlood(
     const registeredAt = Date.now();
     await register(web.url, quietId, b.apiKey, secret);
     b.addWebhook({ url: `${web.url}/webhooks/${quietId}`, secret });
-    log(`accounts 3: B registered; its first import at 120 calls/min (log: ${web.logPath})`);
+    log(`accounts 3: B registered; its first import at 120 calls/min (logs: the edge ${web.logPath}, the worker ${workerLog})`);
     const imported = await waitForMirrors(client, schema, new Map([[quietId, expectedOf(b)]]), {
       timeoutMs: 600_000,
       intervalMs: 1000,

@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createPostgresMirror, type MirrorStore } from "../../src/mirror/mirror-store.js";
+import { createPostgresMirror, ordersNewerStatement, type MirrorStore } from "../../src/mirror/mirror-store.js";
 import { MirrorRecordError } from "../../src/mirror/errors.js";
 import { bookingRecord, later, menuItemRecord, orderRecord, reviewRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
@@ -42,6 +42,25 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
       ]),
     ).toEqual([3, 2, 1, 2, 0]);
     expect(await mirror.countOrdersNewer([])).toEqual([]);
+  });
+
+  it("counts by walking the created_at index, never by scanning the company's orders, at a company's size", async () => {
+    await mirror.upsert("orders", [orderRecord("ord_seed", { createdAt: new Date(Date.UTC(2026, 9, 1)).toISOString() })], t0);
+    // 20,000 more, a minute apart, copied in one statement from the one written.
+    await sql`insert into orders
+      select (jsonb_populate_record(null::orders, to_jsonb(o) || jsonb_build_object('id', 'ord_' || g, 'created_at', o.created_at + make_interval(mins => g)))).*
+      from orders o, generate_series(1, 20000) g`.execute(database.db);
+    await sql`analyze orders`.execute(database.db);
+    const since = new Date(Date.UTC(2026, 9, 10));
+    const statement = ordersNewerStatement("default", [
+      { since, max: 80 },
+      { since, status: "CONFIRMED", max: 2000 },
+      { since, restaurantId: "rest_1", max: 2000 },
+    ]);
+    const plan = JSON.stringify((await sql`EXPLAIN (FORMAT JSON) ${statement}`.execute(database.db)).rows);
+    expect(plan).toContain("orders_created_at_idx");
+    expect(plan).not.toContain("Seq Scan");
+    expect((await statement.execute(database.db)).rows.map((r) => Number(r.n))).toEqual([80, 0, 2000]);
   });
 
   it("stores every kind and reads back the record as given, unknown fields kept in raw", async () => {
