@@ -129,6 +129,8 @@ describe("each account's sync", () => {
 
   it("refreshes an account's order from its own company when its webhook arrives, and ctx.api calls with its key", async () => {
     await waitFor(async () => (await mirrored("acme")).length === ORDERS, { timeoutMs: 90_000, what: "acme's first import" });
+    // Both imports' change events handled first: the one awaited below is not queued behind 5,000 of them.
+    await waitFor(() => changes.length >= 2 * ORDERS, { timeoutMs: 90_000, what: "the imports' change events" });
     // A new order at acme's company, its webhook lost: acme's delivery names it.
     const order = company(1).silently(() => company(1).actions.createOrder({ restaurantId: "rest_1" }));
     const event = sampleEvent({ data: { id: order.id, restaurantId: "rest_1" } });
