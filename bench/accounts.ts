@@ -7,7 +7,7 @@ import { Hono } from "hono";
 import { Redis } from "ioredis";
 import pg from "pg";
 import pino from "pino";
-import { loadConfig } from "../src/config/config.js";
+import { loadConfig, secretsOf } from "../src/config/config.js";
 import { createLogger } from "../src/logging/logger.js";
 import { EVENTS_QUEUE } from "../src/queue/events-queue.js";
 import { createSandboxCompanies, type SandboxCompanies } from "../src/sandbox/companies.js";
@@ -1067,7 +1067,11 @@ async function benchFlood(
     const config = loadConfig({ ...env, ...benchEnv(), ROLE: "worker", HOST: "127.0.0.1", PORT: "0" });
     // The worker runs here (its handlers record what the row measures); its log goes to a file of its own at the level configured.
     const workerLog = join(tmpdir(), `svc-bench-accounts-3-worker-${process.pid}.log`);
-    const logger = createLogger({ level: config.logLevel, destination: pino.destination({ dest: workerLog, sync: false }) });
+    const logger = createLogger({
+      level: config.logLevel,
+      secrets: secretsOf(config),
+      destination: pino.destination({ dest: workerLog, sync: false }),
+    });
     service = await createService({ config, logger, handlers });
     await service.start();
     web = await startServiceChild({ ...env, ...benchEnv() }, "accounts-3-web", "web");

@@ -708,8 +708,9 @@ async function writeChunk(
  * MirrorStore.countOrdersNewer's one statement for a whole job's ids. Bounded: each count's index
  * walk stops at its `max` rows however deep the record sits. The ORDER BY makes that walk the
  * created_at index's: the planner cannot tell how many rows a per-row `since` leaves, guesses a
- * third, and with a LIMIT chose to seq-scan the company's orders for every count (at 20,000 orders
- * one job's 1,000 counts took 9 s, and a flood's refresh waited that long before its first call).
+ * third, and under a LIMIT alone prefers to seq-scan the company's orders for every count (9 s for
+ * one job's 1,000 counts at 20,000 orders, all before the refresh's first call). Exported for the
+ * test that reads its plan.
  */
 export const ordersNewerStatement = (account: string, queries: Parameters<MirrorStore["countOrdersNewer"]>[0]) => sql<{
   i: number;
