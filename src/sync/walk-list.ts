@@ -20,7 +20,7 @@ export interface WalkOptions extends SweepDeps {
    * a read still waiting (the budget, the answer) ends at once.
    */
   signal?: AbortSignal;
-  /** Asked before each page: false pauses the walk there (the full tier's pass, once a backfill walks its kind). */
+  /** Asked before each page is handled: false pauses the walk there (the full tier's pass, once a backfill walks its kind). */
   goOn?: () => Promise<boolean>;
   logger?: Logger;
   onPage?: (checkpoint: SyncCheckpoint, page: { records: number }) => void;
@@ -96,6 +96,7 @@ async function walkFrom(options: WalkOptions, at: { checkpoint: SyncCheckpoint; 
       goOn: options.goOn,
       signal: options.signal,
       cap: options.pageCap,
+      readAhead: true,
     },
     async (page, { last, error }) => {
       at.pages++;

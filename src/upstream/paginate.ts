@@ -148,11 +148,21 @@ export interface ListWalk<P extends { data: readonly { id: string }[]; nextCurso
   targets?: ReadonlyMap<string, number | undefined>;
   /** Every record at or above this sort key is wanted: passed once a list known to run newest first went below it. */
   floor?: number;
-  /** Asked before each page: false pauses the walk there (`paused`). */
+  /**
+   * Asked before each page is handled: false pauses the walk there (`paused`), dropping a whole
+   * list's next page if it was already asked for.
+   */
   goOn?: () => Promise<boolean>;
   signal?: AbortSignal;
   /** The page cap (tests make it small). @defaultValue MAX_WALK_PAGES */
   cap?: number;
+  /**
+   * Asks for the next page while the page in hand is handled, so a page's write overlaps the
+   * budget's wait for the next call instead of adding to it: for long walks of a whole list
+   * (backfill, the full tier). A walk that then ends anyway (`goOn`, `stop`, a throw) drops that
+   * page unread: one call spent, nothing written past where the walk stopped.
+   */
+  readAhead?: boolean;
 }
 
 /** Why a walk ended: the list's end, its stop rules, its budget, a pause, or a list that never ends (`error`). */
@@ -204,15 +214,23 @@ export async function readList<P extends { data: readonly { id: string }[]; next
     return true;
   };
   const belowFloor = () => walk.floor !== undefined && order.direction === "descending" && order.passed(walk.floor);
+  // The next page, asked for while this one is handled (`readAhead`).
+  let next: Promise<P> | undefined;
   while (!walk.signal?.aborted) {
     if (walk.goOn && !(await walk.goOn())) return result;
-    const page = await walk.fetchPage(result.cursor ?? undefined);
+    const page = await (next ?? walk.fetchPage(result.cursor ?? undefined));
+    next = undefined;
     result.pages++;
     order.observe(page.data.map(walk.sortKey));
     const error = bounds.next(page.nextCursor);
     // A floor alone ends the walk before `onPage` hears of the page (a pass completes with it).
     const floor = !walk.targets && belowFloor();
     const last = page.nextCursor === null || floor || error !== undefined;
+    const budget = typeof walk.maxPages === "function" ? walk.maxPages(order) : (walk.maxPages ?? Number.POSITIVE_INFINITY);
+    if (walk.readAhead && !last && result.pages < budget) {
+      next = walk.fetchPage(page.nextCursor ?? undefined);
+      next.catch(() => undefined);
+    }
     const handled = await onPage(page, { last, ...(error ? { error } : {}) });
     // Only a targeted walk notes ids: it is bounded by its budget, a whole list's walk is not.
     if (walk.targets) for (const id of [...page.data.map((r) => r.id), ...(handled.settled ?? [])]) result.seen.add(id);
@@ -222,7 +240,6 @@ export async function readList<P extends { data: readonly { id: string }[]; next
     if (page.nextCursor === null) return { ...result, end: "end" };
     if (floor) return { ...result, end: "floor" };
     if (walk.targets && settled() && (walk.floor === undefined || belowFloor())) return { ...result, end: "settled" };
-    const budget = typeof walk.maxPages === "function" ? walk.maxPages(order) : (walk.maxPages ?? Number.POSITIVE_INFINITY);
     if (result.pages >= budget) return { ...result, end: "budget" };
   }
   return result;
