@@ -114,7 +114,10 @@ export interface MirrorPage {
 export interface MirrorStore {
   /** The account (company) whose records this store reads and writes: every query is scoped to it. */
   readonly account: string;
-  /** The clock shared by every worker (the database's). Read it as the upstream read is sent (ApiClient's `clock` option). */
+  /**
+   * The clock shared by every worker: a lower bound of the database's (`createSharedClock`). Read
+   * it as the upstream read is sent (ApiClient's `clock` option).
+   */
   clock(): Promise<Date>;
   upsert(kind: MirrorKind, records: readonly MirrorRecord[], readAt: Date, options?: UpsertOptions): Promise<UpsertResult>;
   get(kind: MirrorKind, id: string): Promise<MirrorRecord | undefined>;
@@ -734,6 +737,56 @@ export const ordersNewerStatement = (account: string, queries: Parameters<Mirror
     ${queries.map((q) => q.max)}::int[]
   ) AS q(i, since, restaurant_id, status, max)`;
 
+/** How the shared clock is sampled and carried forward (`createSharedClock`). */
+export interface SharedClockOptions {
+  /** Reads the database's clock (one query). */
+  read: () => Promise<Date>;
+  /** This process's monotonic clock, ms. @defaultValue performance.now */
+  monotonic?: () => number;
+  /** A sample older than this is read again in the background. @defaultValue 1000 */
+  freshMs?: number;
+  /** A sample older than this is read again before answering. @defaultValue 60_000 */
+  maxAgeMs?: number;
+}
+
+/**
+ * How far another host's clock (the database's) may run ahead of this process's monotonic clock
+ * while NTP slews it: the kernel slews at most 500 ppm. Taken off a carried-forward sample so it
+ * stays a lower bound.
+ */
+const MAX_CLOCK_SLEW = 0.0005;
+
+/**
+ * The database's clock without a query per read. A sample of `clock_timestamp()` was taken before
+ * its answer arrived, so the sample plus the monotonic time elapsed since that answer (less the
+ * most NTP may slew the database's clock meanwhile) is a lower bound of the database's time now:
+ * a read never looks newer than it is, which is what the mirror's compare needs (a page read
+ * under load used to wait behind the page writes for a pool connection just to read the time,
+ * twice a page). Never decreasing within a process; a sample older than `freshMs` is read again in
+ * the background, one older than `maxAgeMs` (or none yet) before answering.
+ */
+export function createSharedClock(options: SharedClockOptions): () => Promise<Date> {
+  const monotonic = options.monotonic ?? (() => performance.now());
+  const freshMs = options.freshMs ?? 1000;
+  const maxAgeMs = options.maxAgeMs ?? 60_000;
+  let sample: { db: number; at: number } | undefined;
+  let reading: Promise<void> | undefined;
+  let last = Number.NEGATIVE_INFINITY;
+  const readAgain = () =>
+    (reading ??= options
+      .read()
+      .then((db) => void (sample = { db: db.getTime(), at: monotonic() }))
+      .finally(() => (reading = undefined)));
+  return async () => {
+    if (sample === undefined || monotonic() - sample.at > maxAgeMs) await readAgain();
+    else if (monotonic() - sample.at > freshMs) readAgain().catch(() => undefined);
+    const { db, at } = expectDefined(sample, "the database's clock was read");
+    const elapsed = monotonic() - at;
+    last = Math.max(last, Math.floor(db + elapsed - elapsed * MAX_CLOCK_SLEW));
+    return new Date(last);
+  };
+}
+
 /** The mirror in PostgreSQL (server or embedded): see MirrorStore for the guarantees. */
 export interface PostgresMirrorOptions {
   /**
@@ -746,11 +799,20 @@ export interface PostgresMirrorOptions {
    * set-aside-records.ts). Must not throw.
    */
   onRejected?: (rejected: readonly RejectedRecord[]) => void;
+  /** The process's shared clock (one for every account's store). @defaultValue one of this store's own */
+  clock?: () => Promise<Date>;
 }
+
+/** The database's own clock: one query. */
+export const databaseClock = (database: Kysely<DatabaseSchema>): Promise<Date> =>
+  sql<{ now: Date }>`select clock_timestamp() as now`
+    .execute(database)
+    .then((r) => expectDefined(r.rows[0], "select clock_timestamp() returned no row").now);
 
 export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOptions: PostgresMirrorOptions = {}): MirrorStore {
   const db = database as unknown as AnyMirrorDb;
   const account = mirrorOptions.account ?? DEFAULT_ACCOUNT;
+  const clock = mirrorOptions.clock ?? createSharedClock({ read: () => databaseClock(database) });
   /** Bookings per day (YYYY-MM-DD) from `from` to `to`, inclusive; the caller groups by date (and restaurant). */
   const bookingsPerDay = (from: string, to: string) =>
     database
@@ -762,12 +824,7 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
 
   return {
     account,
-    async clock() {
-      const { now } = await sql<{ now: Date }>`select clock_timestamp() as now`
-        .execute(database)
-        .then((r) => expectDefined(r.rows[0], "select clock_timestamp() returned no row"));
-      return now;
-    },
+    clock,
 
     async upsert(kind, records, readAt, options = {}): Promise<UpsertResult> {
       if (!validDate(readAt))

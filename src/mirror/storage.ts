@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { createEventLog, type EventLog, type HandlerAttempt, type LoggedEvent } from "./event-log.js";
-import { createPostgresMirror, type MirrorStore } from "./mirror-store.js";
+import { createPostgresMirror, createSharedClock, databaseClock, type MirrorStore } from "./mirror-store.js";
 import { createDatabase, type Database, migrateToLatest } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { withOperatorTimeout } from "./errors.js";
@@ -67,7 +67,9 @@ export async function openStorage(
 ): Promise<Storage> {
   const owned = options.database === undefined;
   const database = options.database ?? (await createDatabase({ ...config, logger: options.logger, attach: options.attach }));
-  return scopedStorage(database, options.account ?? DEFAULT_ACCOUNT, options.onRejected, owned, new Map());
+  // One clock for every account's store: one sample of the database's time per process.
+  const clock = createSharedClock({ read: () => databaseClock(database.db) });
+  return scopedStorage(database, options.account ?? DEFAULT_ACCOUNT, { onRejected: options.onRejected, clock }, owned, new Map());
 }
 
 /**
@@ -77,14 +79,14 @@ export async function openStorage(
 function scopedStorage(
   database: Database,
   account: string,
-  onRejected: OnRejected | undefined,
+  shared: { onRejected: OnRejected | undefined; clock: () => Promise<Date> },
   owned: boolean,
   scoped: Map<string, Storage>,
 ): Storage {
   const self: Storage = {
     database,
     account,
-    mirror: createPostgresMirror(database.db, { account, onRejected }),
+    mirror: createPostgresMirror(database.db, { account, ...shared }),
     operatorMirror: operatorReads(createPostgresMirror(database.operatorDb, { account }), database.operatorQueryTimeoutMs),
     // Operator reads go through the operator pool, whose statements time out.
     eventLog: createEventLog(database.db, {
@@ -102,7 +104,7 @@ function scopedStorage(
     forAccount(other) {
       if (other === account) return self;
       let stores = scoped.get(other);
-      if (!stores) scoped.set(other, (stores = scopedStorage(database, other, onRejected, false, scoped)));
+      if (!stores) scoped.set(other, (stores = scopedStorage(database, other, shared, false, scoped)));
       return stores;
     },
     async close() {

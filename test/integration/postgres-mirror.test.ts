@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createPostgresMirror, ordersNewerStatement, type MirrorStore } from "../../src/mirror/mirror-store.js";
+import { createPostgresMirror, databaseClock, ordersNewerStatement, type MirrorStore } from "../../src/mirror/mirror-store.js";
 import { MirrorRecordError } from "../../src/mirror/errors.js";
 import { bookingRecord, later, menuItemRecord, orderRecord, reviewRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
@@ -17,6 +17,16 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
   beforeEach(async () => {
     await database.truncate();
     t0 = await mirror.clock();
+  });
+
+  it("reads the shared clock as a lower bound of the database's, and never backwards", async () => {
+    let last = 0;
+    for (let i = 0; i < 50; i++) {
+      const ours = (await mirror.clock()).getTime();
+      expect(ours).toBeLessThanOrEqual((await databaseClock(database.db)).getTime());
+      expect(ours).toBeGreaterThanOrEqual(last);
+      last = ours;
+    }
   });
 
   it("counts the orders newer than each of many points in one statement, by restaurant and status, each up to its max", async () => {
