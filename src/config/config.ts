@@ -234,7 +234,7 @@ export const configSchema = z.object({
     .default("true")
     .transform((v) => v === "true"),
   RECONCILE_ACTIVE_INTERVAL_SECONDS: int(0).default(120),
-  RECONCILE_FULL_SLICE_PAGES: int(1, 10_000).default(30),
+  RECONCILE_FULL_SLICE_PAGES: int(1, 10_000).default(300),
   SYNC_CATCHUP_HORIZON_HOURS: int(0, 24 * 31).default(24),
   SYNC_WATCH_INTERVAL_SECONDS: int(1, 3600).default(15),
   CHANGE_RELAY_INTERVAL_MS: int(0, 600_000).default(1000),

@@ -250,9 +250,12 @@ end
 -- Pacing: one slot per interval, a class with a burst up to burst - 1 slots ahead of it.
 local due = nextAt - (burst - 1) * interval
 if now < due then return refuse(due - now) end
--- A caller late by up to a quarter interval (timers, network) keeps its place in the pace, so a
--- busy budget is not lost to lateness; an idle one starts the pace afresh.
-redis.call("SET", KEYS[3], math.max(nextAt, now - math.floor(interval / 4)) + interval, "PX", window)
+-- A caller late by up to an interval (a loaded host's timers, the page it wrote before asking)
+-- keeps its place in the pace: the next slot stays due one interval after this one was, so a busy
+-- budget is not lost to lateness. Later than that, the budget was idle: the pace starts afresh.
+local dueNext = now + interval
+if now - nextAt <= interval then dueNext = nextAt + interval end
+redis.call("SET", KEYS[3], dueNext, "PX", window)
 redis.call("ZADD", KEYS[1], now, member)
 redis.call("PEXPIRE", KEYS[1], window)
 local own = nil

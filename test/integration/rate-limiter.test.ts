@@ -122,6 +122,26 @@ describe("shared rate limiter: strict priority, paced, work-conserving", () => {
     expect(await fullProcess.acquire({ priority: "full" })).toBeGreaterThan(0);
   });
 
+  it("keeps a caller late by up to a whole interval in its place in the pace, and starts an idle budget's pace afresh", async () => {
+    // 60 a minute: one slot a second. The next paced slot's due time is set back as if the
+    // caller came that late (a loaded host's timers, a page's write before its next read).
+    const l = limiter({ max: 60, windowMs: 60_000 });
+    const next = redisKeys(prefix).upstreamBudget("k1").next;
+    const dueAfter = async (lateMs: number) => {
+      await conns[0]!.set(next, String((await redisNow()) - lateMs));
+      const dueBefore = Number(await conns[0]!.get(next));
+      const takenAt = await l.acquire({ priority: "full" });
+      return { dueBefore, takenAt, dueNext: Number(await conns[0]!.get(next)) };
+    };
+    // Late by 900 ms: the next slot stays due one interval after this one was, not after it was taken.
+    const late = await dueAfter(900);
+    expect(late.dueNext).toBe(late.dueBefore + 1000);
+    expect(late.dueNext - late.takenAt).toBeLessThan(1000);
+    // Late by more than an interval: the budget was idle, the pace starts afresh from this slot.
+    const idle = await dueAfter(5000);
+    expect(idle.dueNext).toBe(idle.takenAt + 1000);
+  });
+
   it("never puts more than max into the API's window, every class at once (no 429 from the sandbox)", async () => {
     const sandbox = createSandbox({ rateLimit: { max: 20, windowMs: 1000 } });
     sandboxes.push(sandbox);
