@@ -15,15 +15,21 @@ function manualDatabase() {
   };
 }
 
+/** A clock on a manual database and monotonic time, its first sample `at` already read. */
+async function startedAt(at: number, options: { freshMs?: number; maxAgeMs?: number } = {}) {
+  const time = { now: 0 };
+  const db = manualDatabase();
+  const clock = createSharedClock({ read: db.read, monotonic: () => time.now, ...options });
+  const first = clock();
+  db.answer(at);
+  expect((await first).getTime()).toBe(at);
+  return { time, db, clock };
+}
+
 describe("the shared clock", () => {
   it("answers from one sample carried forward, as a lower bound of the database's time", async () => {
-    let now = 0;
-    const db = manualDatabase();
-    const clock = createSharedClock({ read: db.read, monotonic: () => now, freshMs: 1000 });
-    const first = clock();
-    db.answer(1_000_000);
-    expect((await first).getTime()).toBe(1_000_000);
-    now = 400;
+    const { time, db, clock } = await startedAt(1_000_000, { freshMs: 1000 });
+    time.now = 400;
     // 400 ms later on this process's clock, less the most NTP may slew the database's meanwhile.
     const carried = (await clock()).getTime();
     expect(carried).toBeLessThanOrEqual(1_000_400);
@@ -32,13 +38,8 @@ describe("the shared clock", () => {
   });
 
   it("reads again in the background once the sample is stale, and waits only once it is old", async () => {
-    let now = 0;
-    const db = manualDatabase();
-    const clock = createSharedClock({ read: db.read, monotonic: () => now, freshMs: 1000, maxAgeMs: 60_000 });
-    const first = clock();
-    db.answer(5_000_000);
-    await first;
-    now = 1500;
+    const { time, db, clock } = await startedAt(5_000_000, { freshMs: 1000, maxAgeMs: 60_000 });
+    time.now = 1500;
     // Stale: answered at once from the sample, with one read started for the next calls.
     expect((await clock()).getTime()).toBeGreaterThan(5_001_400);
     expect((await clock()).getTime()).toBeGreaterThan(5_001_400);
@@ -49,7 +50,7 @@ describe("the shared clock", () => {
     expect((await clock()).getTime()).toBe(5_001_600);
     expect(db.reads).toHaveLength(0);
     // Old: the next call waits for its read.
-    now = 70_000;
+    time.now = 70_000;
     let answered = false;
     const waiting = clock().then((d) => ((answered = true), d));
     await Promise.resolve();
@@ -59,13 +60,8 @@ describe("the shared clock", () => {
   });
 
   it("never goes back when a new sample is lower than the time carried forward", async () => {
-    let now = 0;
-    const db = manualDatabase();
-    const clock = createSharedClock({ read: db.read, monotonic: () => now, freshMs: 10 });
-    const first = clock();
-    db.answer(9_000_000);
-    await first;
-    now = 500;
+    const { time, db, clock } = await startedAt(9_000_000, { freshMs: 10 });
+    time.now = 500;
     const before = (await clock()).getTime();
     // The background read's answer came back slowly: its sample is behind the time carried forward.
     db.answer(9_000_100);
