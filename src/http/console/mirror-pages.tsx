@@ -7,7 +7,7 @@ import {
   Field,
   givenParams,
   HandlerOutcomes,
-  Head,
+  Table,
   hrefWith,
   json,
   Layout,
@@ -77,31 +77,28 @@ export function MirrorPage(props: {
       {props.rows.length === 0 ? (
         <p class="muted">No record matches.</p>
       ) : (
-        <table>
-          <Head columns={["Id", "Restaurant", "Status", "Summary", "Last read from the API", "Last written here"]} />
-          <tbody>
-            {props.rows.map(({ record, readAt, syncedAt }) => (
-              <tr>
-                <td class="mono">
-                  <a href={recordHref(kind, text(record.id))}>{printable(text(record.id))}</a>
-                  <details>
-                    <summary>as stored</summary>
-                    <pre>{json(record)}</pre>
-                  </details>
-                </td>
-                <td class="mono">{text(record.restaurantId)}</td>
-                <td>{text(record.status)}</td>
-                <td>{gist(kind, record)}</td>
-                <td>
-                  <When at={readAt} now={now} />
-                </td>
-                <td>
-                  <When at={syncedAt} now={now} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <Table columns={["Id", "Restaurant", "Status", "Summary", "Last read from the API", "Last written here"]}>
+          {props.rows.map(({ record, readAt, syncedAt }) => (
+            <tr>
+              <td class="mono">
+                <a href={recordHref(kind, text(record.id))}>{printable(text(record.id))}</a>
+                <details>
+                  <summary>as stored</summary>
+                  <pre>{json(record)}</pre>
+                </details>
+              </td>
+              <td class="mono">{text(record.restaurantId)}</td>
+              <td>{text(record.status)}</td>
+              <td>{gist(kind, record)}</td>
+              <td>
+                <When at={readAt} now={now} />
+              </td>
+              <td>
+                <When at={syncedAt} now={now} />
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       <div class="pager">
         {filters.cursor ? <a href={mirrorHref(kind, base)}>« first page</a> : null}
@@ -234,31 +231,28 @@ export function RecordPage(props: { story: RecordStory; cursor?: string | undefi
 function Timeline(props: { entries: RecordStory["timeline"]; now: Date }) {
   if (props.entries.length === 0) return <p class="muted">No event in the log names this record.</p>;
   return (
-    <table data-testid="timeline">
-      <Head columns={["When", "What", "Event", "Status", "Handlers", "Changed"]} />
-      <tbody>
-        {props.entries.map((e) => (
-          <tr>
-            <td>
-              <When at={e.at} now={props.now} />
-            </td>
-            <td class="mono">{e.entry === "change" ? `${printable(e.type)} (${e.source ?? ""} read)` : printable(e.type)}</td>
-            <td class="mono">
-              <a href={eventHref(e.eventId)}>{printable(e.eventId)}</a>
-            </td>
-            <td>
-              <StatusPill status={e.status} />
-            </td>
-            <td>
-              <HandlerOutcomes handlers={e.handlers} />
-            </td>
-            <td>
-              <Diff diff={e.diff ?? []} created={e.created === true} />
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <Table testid="timeline" columns={["When", "What", "Event", "Status", "Handlers", "Changed"]}>
+      {props.entries.map((e) => (
+        <tr>
+          <td>
+            <When at={e.at} now={props.now} />
+          </td>
+          <td class="mono">{e.entry === "change" ? `${printable(e.type)} (${e.source ?? ""} read)` : printable(e.type)}</td>
+          <td class="mono">
+            <a href={eventHref(e.eventId)}>{printable(e.eventId)}</a>
+          </td>
+          <td>
+            <StatusPill status={e.status} />
+          </td>
+          <td>
+            <HandlerOutcomes handlers={e.handlers} />
+          </td>
+          <td>
+            <Diff diff={e.diff ?? []} created={e.created === true} />
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
