@@ -97,12 +97,16 @@ function pageQuery(c: Context<AppEnv>): { account: string; params: Record<string
   return { account: accountParam(account), params };
 }
 
+/** A page in its scope (PageScope): the account its links keep, and what its header offers. */
+const html = (c: Context<AppEnv>, scope: PageScope, page: Child, status: ContentfulStatusCode = 200) =>
+  c.html(<Scope.Provider value={scope}>{page}</Scope.Provider>, status);
+
 function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
   const scopeOf = pageScopes(sources, logger);
   // A page of its account: the header's switcher and every link on it keep that account.
   const render = async (c: Context<AppEnv>, account: string, page: Child, status: ContentfulStatusCode = 200) =>
-    c.html(<Scope.Provider value={await scopeOf(c, account)}>{page}</Scope.Provider>, status);
+    html(c, await scopeOf(c, account), page, status);
   const notFound = (c: Context<AppEnv>, account: string, message: string) =>
     render(c, account, <ErrorPage status={404} message={message} />, 404);
 
@@ -171,30 +175,23 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     refuseUnknown(params, ["cursor"]);
     const { kind, id } = c.req.param();
     if (!sources.records.kinds.includes(kind)) return notFound(c, account, `Record kinds are ${sources.records.kinds.join(", ")}.`);
-    const cursor = params.cursor;
-    const story = await sources.records.story(kind, id, cursor, account);
+    const story = await sources.records.story(kind, id, params.cursor, account);
     if (!story) return notFound(c, account, `No ${kind} record ${printable(id)}: neither the mirror nor the event log knows it.`);
-    return render(c, account, <RecordPage story={story} cursor={cursor} now={now()} />);
+    return render(c, account, <RecordPage story={story} cursor={params.cursor} now={now()} />);
   });
 
   // Deployment-wide: `account` only keeps the page's links in the account the operator came from.
   route.get("/health", async (c) => {
     const at = now();
     const scope = await scopeOf(c, pageQuery(c).account);
-    const page = <HealthPage view={{ ...(await sources.health(at)), now: at }} accounts={scope.accounts} />;
-    return c.html(<Scope.Provider value={scope}>{page}</Scope.Provider>);
+    return html(c, scope, <HealthPage view={{ ...(await sources.health(at)), now: at }} accounts={scope.accounts} />);
   });
   route.get("/health.json", async (c) => c.json(await sources.summary()));
 
   // Neither lists the accounts: a page that failed may have failed on the database the list reads.
   const errorPage = (c: Context<AppEnv>, status: ContentfulStatusCode, message: string) => {
     const scope = { account: accountOrDefault(c), accounts: [], here: { path: `${CONSOLE_PATH}/events`, params: {} } };
-    return c.html(
-      <Scope.Provider value={scope}>
-        <ErrorPage status={status} message={message} />
-      </Scope.Provider>,
-      status,
-    );
+    return html(c, scope, <ErrorPage status={status} message={message} />, status);
   };
   route.notFound((c) => errorPage(c, 404, `No console page at ${c.req.path.slice(0, 200)}.`));
   // Bad filters (400), a query past its time budget (503) and the rest, as a page rather than JSON.
