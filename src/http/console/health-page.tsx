@@ -148,15 +148,8 @@ export const FIGURES: readonly Figure[] = [
     rule: {
       reason: (l) =>
         `Warning after ${LATE_INTERVALS} reconciliation intervals (${duration(LATE_INTERVALS * l.reconcileIntervalSeconds)}); bad after ${STALLED_INTERVALS} (${duration(STALLED_INTERVALS * l.reconcileIntervalSeconds)}, the stalled alert)`,
-      level: (at, l, view) => {
-        const age = (view.now.getTime() - at) / 1000;
-        if (l.reconcileIntervalSeconds === 0) return "ok";
-        return age > STALLED_INTERVALS * l.reconcileIntervalSeconds
-          ? "bad"
-          : age > LATE_INTERVALS * l.reconcileIntervalSeconds
-            ? "warn"
-            : "ok";
-      },
+      level: (at, { reconcileIntervalSeconds: every }, view) =>
+        every === 0 ? "ok" : above(LATE_INTERVALS * every, STALLED_INTERVALS * every)((view.now.getTime() - at) / 1000),
     },
   },
   sampled("Reconciliation", "Missed webhooks found, last hour", "missed", "changes", {
