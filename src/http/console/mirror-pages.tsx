@@ -1,4 +1,5 @@
 import { printable, shortened } from "../../mirror/values.js";
+import type { RecordBookkeeping } from "../../mirror/mirror-store.js";
 import type { RecordStory } from "../../mirror/record-story.js";
 import {
   AccountField,
@@ -30,11 +31,8 @@ export function parseMirrorFilters(params: Record<string, string>): MirrorFilter
   return givenParams(params);
 }
 
-export interface MirrorRow {
-  record: Record<string, unknown>;
-  readAt?: Date | undefined;
-  syncedAt?: Date | undefined;
-}
+/** A listed record and, when the mirror keeps it, when it was read and written. */
+type MirrorRow = { record: Record<string, unknown> } & Partial<RecordBookkeeping>;
 
 const text = (v: unknown) => (typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : "");
 
@@ -109,9 +107,7 @@ export function MirrorPage(props: {
 }
 
 /** A field's value on one line: strings as they are, anything else as JSON (cut, the record's JSON has it whole). */
-const shown = (value: unknown) => {
-  return shortened(typeof value === "string" ? value : JSON.stringify(value), 160);
-};
+const shown = (value: unknown) => shortened(typeof value === "string" ? value : JSON.stringify(value), 160);
 
 /** One record of a mirror kind as a page names it: "order", "menu item". */
 const RECORD_NOUN: Readonly<Record<string, string>> = {
