@@ -11,7 +11,6 @@ import {
   Field,
   givenParams,
   HandlerOutcomes,
-  Table,
   hrefWith,
   json,
   Layout,
@@ -22,6 +21,7 @@ import {
   refuseUnknown,
   runDuration,
   StatusPill,
+  Table,
   When,
   type RangePreset,
 } from "./layout.js";
