@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import * as z from "zod";
 import { EventIdentifierError } from "../events/envelope.js";
 import type { RecordStory } from "../mirror/record-story.js";
+import type { OperatorActions } from "../worker/operator-actions.js";
 import { idProblem, printable } from "../mirror/values.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
@@ -163,38 +164,15 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
   return route;
 }
 
-/** What the operator's write routes call; the service wires worker/operator-actions.ts in (http never imports it). */
-export interface OperatorActionsPort {
-  /** `account`: the `?account=` of the request (checked by the actions; none: default). */
-  replayEvent(
-    id: string,
-    options: { handler?: string; idempotencyKey?: string; account?: string },
-  ): Promise<{ event: string; replay: { id: string; handlers: string[] } }>;
-  replayMatching(request: {
-    filter: Record<string, string | undefined>;
-    dryRun?: boolean;
-    fresh?: boolean;
-    confirm?: number;
-    idempotencyKey?: string;
-    account?: string;
-  }): Promise<{ count: number; id?: string }>;
-  bulkProgress(id: string): Promise<BulkReplayView>;
-  cancelBulkReplay(id: string): Promise<BulkReplayView>;
-  requestSync(
-    request: "reconcile" | "backfill",
-    options: { kinds?: string[]; since?: string; restart?: boolean; account?: string },
-  ): Promise<{ job: string }>;
-}
-
-/** A bulk replay's progress (worker/replays.ts BulkReplayProgress). */
-export interface BulkReplayView {
-  id: string;
-  total: number;
-  done: number;
-  failed: number;
-  withdrawn: number;
-  state: "running" | "done" | "cancelled";
-}
+/**
+ * What the operator's write routes call: the service wires worker/operator-actions.ts in (http
+ * imports only its type). `account` in each: the `?account=` of the request (checked by the
+ * actions; none: default).
+ */
+export type OperatorActionsPort = Pick<
+  OperatorActions,
+  "replayEvent" | "replayMatching" | "bulkProgress" | "cancelBulkReplay" | "requestSync"
+>;
 
 const ReplayOne = z.strictObject({ handler: z.string().min(1).max(100).optional() });
 /** What a bulk replay's filter may name (each a string, read as GET /events reads it). */
@@ -269,15 +247,12 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
       filter,
       dryRun: dryRun ?? false,
       fresh: fresh ?? false,
-      ...(confirm !== undefined ? { confirm } : {}),
-      ...(account !== undefined ? { account } : {}),
+      confirm,
+      account,
       ...idempotencyKey(c),
     });
-    audit(
-      dryRun ? "POST /events/replay (dry run)" : "POST /events/replay",
-      { filter, ...(account !== undefined ? { account } : {}), ...(result.id ? { bulk: result.id } : {}) },
-      result.count,
-    );
+    // An absent account or bulk id is left out of the line (as JSON leaves out an undefined field).
+    audit(dryRun ? "POST /events/replay (dry run)" : "POST /events/replay", { filter, account, bulk: result.id }, result.count);
     // The count first: what the operator just started, then where to follow (or stop) it.
     return dryRun ? c.json({ count: result.count }, 200) : c.json({ count: result.count, id: result.id }, 202);
   });
@@ -291,11 +266,8 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
     const id = eventIdParam(c);
     const { handler } = await body(c, ReplayOne);
     const account = c.req.query("account");
-    const result = await actions.replayEvent(id, {
-      ...(handler ? { handler } : {}),
-      ...idempotencyKey(c),
-      ...(account ? { account } : {}),
-    });
+    // An empty `?account=` is default's, as none.
+    const result = await actions.replayEvent(id, { handler, ...idempotencyKey(c), ...(account ? { account } : {}) });
     audit(
       "POST /events/:id/replay",
       { event: result.event, replay: result.replay.id, handler: handler ?? "*", ...(account ? { account } : {}) },
@@ -305,8 +277,7 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
   });
   for (const request of ["reconcile", "backfill"] as const)
     route.post(`/sync/${request}`, async (c) => {
-      const account = c.req.query("account");
-      const options = { ...(await body(c, SYNC_BODIES[request])), ...(account === undefined ? {} : { account }) };
+      const options = { ...(await body(c, SYNC_BODIES[request])), account: c.req.query("account") };
       const result = await actions.requestSync(request, options);
       audit(`POST /sync/${request}`, { job: result.job, ...options });
       return c.json(result, 202);

@@ -44,9 +44,7 @@ function gist(kind: string, r: Record<string, unknown>): string {
   return "";
 }
 
-function mirrorHref(kind: string, filters: MirrorFilters): string {
-  return hrefWith(`${CONSOLE_PATH}/mirror/${kind}`, { ...filters });
-}
+const mirrorHref = (kind: string, filters: MirrorFilters) => hrefWith(`${CONSOLE_PATH}/mirror/${kind}`, filters);
 
 export function MirrorPage(props: {
   kinds: readonly string[];
