@@ -169,10 +169,10 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
  * imports only its type). `account` in each: the `?account=` of the request (checked by the
  * actions; none: default).
  */
-export type OperatorActionsPort = Pick<
-  OperatorActions,
-  "replayEvent" | "replayMatching" | "bulkProgress" | "cancelBulkReplay" | "requestSync"
->;
+export interface OperatorActionsPort extends Pick<OperatorActions, "replayMatching" | "bulkProgress" | "cancelBulkReplay" | "requestSync"> {
+  /** As the actions' own, its options always given. */
+  replayEvent(id: string, options: NonNullable<Parameters<OperatorActions["replayEvent"]>[1]>): ReturnType<OperatorActions["replayEvent"]>;
+}
 
 const ReplayOne = z.strictObject({ handler: z.string().min(1).max(100).optional() });
 /** What a bulk replay's filter may name (each a string, read as GET /events reads it). */
