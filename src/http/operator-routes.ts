@@ -70,12 +70,15 @@ export function eventIdParam(c: Context): string {
   return id;
 }
 
-/** What the event-log routes read; the service wires the event log in (http never imports it). */
-export interface EventLogReader {
-  /** `account`: the `?account=` of the request (the reader checks it; none: default). */
-  get(id: string, account?: string): Promise<unknown>;
-  /** One page of the log filtered by the query's parameters; a bad one throws a coded error (400). */
-  query(query: Record<string, string>): Promise<{ data: unknown[]; nextCursor: string | null }>;
+/**
+ * What the event-log routes read; the service wires the event log in (http never imports it). The
+ * console reads the same, typed as the log's own event and page (`Event`, `Page`).
+ */
+export interface EventLogReader<Event = unknown, Page = { data: unknown[]; nextCursor: string | null }> {
+  /** `account`: the `?account=` of the request (the reader checks it; none: default); undefined when the log holds no such event. */
+  get(id: string, account?: string): Promise<Event | undefined>;
+  /** One page of the log filtered by the query's parameters (`account` among them); a bad one throws a coded error (400). */
+  query(query: Record<string, string>): Promise<Page>;
 }
 
 /**
@@ -87,12 +90,14 @@ export function eventRoutes(log: EventLogReader): Hono<AppEnv> {
   route.get("/", async (c) => c.json(await log.query(c.req.query())));
   route.get("/:id", async (c) => {
     const id = eventIdParam(c);
-    const event = await log.get(id, c.req.query("account"));
-    if (event === undefined) return c.json(errorBody("not_found", `no event ${id} in the event log`), 404);
-    return c.json(event);
+    return jsonOrNotFound(c, await log.get(id, c.req.query("account")), `no event ${id} in the event log`);
   });
   return route;
 }
+
+/** `found` as JSON, or a 404 `not_found` saying what is missing when it is undefined. */
+const jsonOrNotFound = (c: Context, found: unknown, missing: string) =>
+  found === undefined ? c.json(errorBody("not_found", missing), 404) : c.json(found);
 
 /** Refuses a `:kind` not among `kinds` with a 404 naming them ("mirror kinds are orders, …"). */
 function knownKind(kinds: readonly string[], noun: string): MiddlewareHandler<AppEnv> {
@@ -123,9 +128,7 @@ export function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
   route.get("/:kind", async (c) => c.json(await mirror.list(c.req.param("kind"), c.req.query())));
   route.get("/:kind/:id", async (c) => {
     const { kind, id } = c.req.param();
-    const record = await mirror.get(kind, id, c.req.query("account"));
-    if (record === undefined) return c.json(errorBody("not_found", `no ${kind} record ${printable(id)} in the mirror`), 404);
-    return c.json(record);
+    return jsonOrNotFound(c, await mirror.get(kind, id, c.req.query("account")), `no ${kind} record ${printable(id)} in the mirror`);
   });
   return route;
 }
@@ -154,9 +157,8 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
     if (extra !== undefined)
       return c.json(errorBody("invalid_filter", `unknown parameter ${extra}; this route takes cursor and account`), 400);
     const { kind, id } = c.req.param();
-    const story = await records.story(kind, id, cursor, account);
     const unknownRecord = `no ${kind} record ${printable(id)}: neither the mirror nor the event log knows it`;
-    return story === undefined ? c.json(errorBody("not_found", unknownRecord), 404) : c.json(story);
+    return jsonOrNotFound(c, await records.story(kind, id, cursor, account), unknownRecord);
   });
   route.post("/:kind/:id/refresh", async (c) =>
     c.json(await records.refresh(c.req.param("kind"), c.req.param("id"), c.req.query("account")), 202),

@@ -10,7 +10,7 @@ import type { CausedChange } from "../../mirror/record-story.js";
 import type { EventDetail } from "../../mirror/storage.js";
 import { toHttpFailure } from "../errors.js";
 import { consoleHeaders, operatorGuards } from "../guards.js";
-import { eventIdParam, type MirrorReader, type RecordReader } from "../operator-routes.js";
+import { eventIdParam, type EventLogReader, type MirrorReader, type RecordReader } from "../operator-routes.js";
 import type { AppEnv } from "../request-log.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters } from "./event-pages.js";
@@ -38,12 +38,8 @@ import { MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters, RecordPage, recordHre
  * account: `account` is the page's `?account=` as accountParam checked it (`default` when none).
  */
 export interface ConsoleSources {
-  events: {
-    /** `account`: `?account=` (none: default). */
-    get(id: string, account?: string): Promise<EventDetail | undefined>;
-    /** GET /events's query: its parameters (`account` among them), strictly (a bad one throws invalid_filter). */
-    query(query: Record<string, string>): Promise<LogPage>;
-  };
+  /** As GET /events and GET /events/{id} read it (a bad parameter throws invalid_filter). */
+  events: EventLogReader<EventDetail, LogPage>;
   /** Change events recorded for the record an event named, after it (see mirror/record-story.ts). */
   changesAfter(event: EventDetail, account: string): Promise<CausedChange[]>;
   failureGroups(range: { since: Date; until?: Date | undefined }, account: string): Promise<FailureGroup[]>;
