@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { DEFAULT_ACCOUNT } from "../../config/defaults.js";
 import { accountParam } from "../../mirror/accounts.js";
 import type { EventPage as LogPage, FailureGroup } from "../../mirror/event-log.js";
+import type { RecordBookkeeping } from "../../mirror/mirror-store.js";
 import { printable } from "../../mirror/values.js";
 import type { CausedChange } from "../../mirror/record-story.js";
 import type { EventDetail } from "../../mirror/storage.js";
@@ -45,7 +46,7 @@ export interface ConsoleSources {
   failureGroups(range: { since: Date; until?: Date | undefined }, account: string): Promise<FailureGroup[]>;
   mirror: MirrorReader & {
     /** When each listed record was last read from the API and written here. */
-    bookkeeping(kind: string, ids: readonly string[], account: string): Promise<Map<string, { readAt: Date; syncedAt: Date }>>;
+    bookkeeping(kind: string, ids: readonly string[], account: string): Promise<Map<string, RecordBookkeeping>>;
   };
   summary(): Promise<OpsSummary>;
   records: RecordReader & {
