@@ -88,10 +88,15 @@ export function mountConsole(app: Hono<AppEnv>, options: ConsoleOptions): void {
   app.route(CONSOLE_PATH, consoleRoutes(options.sources, now, options.logger));
 }
 
-/** A page's query: the account it reads (accountParam: a bad one is a 400 naming `account`) and its own parameters. */
-function pageQuery(c: Context<AppEnv>): { account: string; params: Record<string, string> } {
+/**
+ * A page's query: the account it reads (accountParam: a bad one is a 400 naming `account`) and its
+ * own parameters; given the parameters it knows, any other is refused (refuseUnknown).
+ */
+function pageQuery(c: Context<AppEnv>, known?: readonly string[]): { account: string; params: Record<string, string> } {
   const { account, ...params } = c.req.query();
-  return { account: accountParam(account), params };
+  const query = { account: accountParam(account), params };
+  if (known) refuseUnknown(params, known);
+  return query;
 }
 
 /** A page in its scope (PageScope): the account its links keep, and what its header offers. */
@@ -129,8 +134,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   });
 
   route.get("/events/:id", async (c) => {
-    const { account, params } = pageQuery(c);
-    refuseUnknown(params, []);
+    const { account } = pageQuery(c, []);
     const id = eventIdParam(c);
     const event = await sources.events.get(id, account);
     if (!event) return notFound(c, account, `No event ${printable(id)} in the log.`);
@@ -138,8 +142,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   });
 
   route.get("/failures", async (c) => {
-    const { account, params } = pageQuery(c);
-    refuseUnknown(params, ["range"]);
+    const { account, params } = pageQuery(c, ["range"]);
     const range = parseRangePreset(params.range, "24h");
     const at = now();
     const since = presetSince(range === "all" ? "7d" : range, at) ?? at;
@@ -168,8 +171,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   });
 
   route.get("/records/:kind/:id", async (c) => {
-    const { account, params } = pageQuery(c);
-    refuseUnknown(params, ["cursor"]);
+    const { account, params } = pageQuery(c, ["cursor"]);
     const { kind, id } = c.req.param();
     if (!sources.records.kinds.includes(kind)) return notFound(c, account, `Record kinds are ${sources.records.kinds.join(", ")}.`);
     const story = await sources.records.story(kind, id, params.cursor, account);
