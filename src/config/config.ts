@@ -3,135 +3,10 @@ import { DEFAULTS } from "./defaults.js";
 import { hashTagOf } from "../redis/redis.js";
 import { isApiKey } from "../upstream/client.js";
 
-export interface HttpLimits {
-  /** Whole request (headers and body); past it Node answers 408 and closes. */
-  requestTimeoutMs: number;
-  /** Request headers, from the request's first byte; at most requestTimeoutMs. */
-  headersTimeoutMs: number;
-  /** How long an idle keep-alive socket stays open (above a load balancer's idle timeout). */
-  keepAliveTimeoutMs: number;
-  /** Connections beyond this are dropped on accept. */
-  maxConnections: number;
-  /** Request line and headers together (Node's maxHeaderSize); over it Node answers 431. */
-  maxHeaderBytes: number;
-  /** Body bytes buffered across all in-flight requests; beyond it the edge answers 503. */
-  maxBufferedBodyBytes: number;
-}
-
 /** The service's configuration, parsed once at start (see loadConfig). */
-export interface Config {
-  role: Role;
-  host: string;
-  port: number;
-  /** One Redis, or with `redisCluster` one seed node of a Redis Cluster. */
-  redisUrl: string;
-  /** REDIS_CLUSTER: connect as a Redis Cluster client, starting from the node `redisUrl` names. */
-  redisCluster: boolean;
-  /**
-   * The prefix of every Redis key (BullMQ's and ours). On a cluster it always holds a hash tag
-   * (`svc` is used as `{svc}`), so each queue's keys share one slot, as BullMQ's scripts need.
-   */
-  queuePrefix: string;
-  /** Every secret accepted for X-SVC-Signature; more than one during a rotation. */
-  signingSecrets: string[];
-  maxBodyBytes: number;
-  /** What the HTTP server tolerates from clients (slow, many, large); see docs/security.md. */
-  http: HttpLimits;
-  dedupWindowSeconds: number;
-  /** How many finished jobs to keep, and for how long (Redis memory stays flat). */
-  retention: {
-    completed: { count: number; ageSeconds: number };
-    failed: { count: number; ageSeconds: number };
-  };
-  /** How long the edge waits for Redis to acknowledge an event before answering 503. */
-  enqueueTimeoutMs: number;
-  /** The ingest stream between the edge and the workers (see queue/ingest-stream, queue/stream-consumer). */
-  ingest: {
-    /** Events waiting in the stream above which the edge answers 503 (backpressure). */
-    maxBacklog: number;
-    /** Most events a worker reads and handles per batch. */
-    batchSize: number;
-    /** A dead consumer's unacknowledged entries are taken over (into the events queue) after this long. */
-    claimIdleMs: number;
-  };
-  shutdownTimeoutMs: number;
-  /** V8's heap growth past the live set before a full collection, in % (0: V8's own choice). */
-  heapGrowingPercent: number;
-  logLevel: string;
-  /** The upstream API; without it the worker runs handlers but syncs nothing. */
-  api?: {
-    baseUrl: string;
-    apiKey: string;
-    rate: number;
-    rateWindowMs: number;
-    rateSafetyMs: number;
-    timeoutMs: number;
-    /** The most bytes one answer (a list page) may have; larger ones are refused unread. */
-    maxPageBytes: number;
-  };
-  worker: {
-    concurrency: number;
-    /** The most of the stream's handler slots one account (company) holds at once; `concurrency`: no cap. */
-    concurrencyPerAccount: number;
-    attempts: number;
-    /** First retry delay; doubles each attempt, with jitter. */
-    backoffMs: number;
-    /** A job whose worker died is run again once its lock (this long) expires. */
-    lockMs: number;
-    /** How many times a job may be found stalled (its worker died) before it fails. */
-    maxStalls: number;
-    /** How long one attempt's handlers may run before it counts as a retryable failure; 0: no deadline. */
-    handlerTimeoutMs: number;
-    /** Stream entry bytes a worker holds in flight at most (at least one entry always runs). */
-    maxInflightBytes: number;
-    /** How long a refresh waits so that a burst of events shares one list sweep. */
-    syncDebounceMs: number;
-    /** How long an id the upstream does not list yet stays pending (with backoff) before it is reported. */
-    syncUnlistedGiveUpMs: number;
-    /** Pages one refresh read may walk when the list order cannot stop it earlier. */
-    syncRefreshMaxPages: number;
-    /** Share of the rate refreshes fill before they wait for room (1: no pacing). */
-    syncRefreshPaceShare: number;
-    /** The longest a refresh waits for room in the budget. */
-    syncRefreshPaceMaxWaitMs: number;
-    /** The bookings list's upper date bound parameter (the spec does not show its name). */
-    syncBookingsUpperBoundParam: string;
-    /** How often a full pass starts (after the previous one started); 0 turns all reconciliation off. */
-    reconcileIntervalMs: number;
-    /** Whether a first import's writes produce change events (source `backfill`); false: none, as `backfill --no-changes`. */
-    syncImportChangeEvents: boolean;
-    /** How often the active tier re-reads what can still change; 0 turns the active tier off. */
-    reconcileActiveIntervalMs: number;
-    /** Pages one full-tier slice (one job) reads at most before it saves and ends. */
-    reconcileFullSlicePages: number;
-    /** After a gap, a catch-up reads the final order lists back at least this far by createdAt. */
-    syncCatchUpHorizonMs: number;
-    /** How often a worker marks itself alive, looks for a gap, and restores lost schedulers and the stream's group. */
-    syncWatchIntervalMs: number;
-    /**
-     * How often the change relay looks for change events left in the outbox (by other processes
-     * or a crash); it is also poked right after every write that recorded changes. 0: this
-     * process never relays (another worker must).
-     */
-    changeRelayIntervalMs: number;
-  };
-  /** PostgreSQL for the mirror and the event log: a server at `url`, else embedded under `dataDir`. */
-  database: {
-    url?: string | undefined;
-    dataDir: string;
-    schema: string;
-    /** Operator reads (GET /events, /mirror) end after this long: a server cancels the statement, the embedded store stops its scan. */
-    operatorQueryTimeoutMs: number;
-  };
-  /** Events older than this are pruned from the event log. */
-  eventRetentionDays: number;
-  /** A bulk replay matching more events than this needs `"confirm": <count>` (the dry run's count). */
-  bulkReplayConfirmAbove: number;
-  adminToken?: string;
-  /** SECRETS_KEY, 32 bytes: seals the accounts' API keys and signing secrets (mirror/accounts.ts); without it no account can be added. */
-  secretsKey?: Buffer;
-  handlersModule?: string;
-}
+export type Config = ReturnType<typeof configFrom>;
+/** What the HTTP server tolerates from clients (slow, many, large); see docs/security.md. */
+export type HttpLimits = Config["http"];
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce
@@ -271,36 +146,66 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   problems.push(...crossFieldProblems(input));
   if (parsed.success) problems.push(...limitProblems(parsed.data));
   if (!parsed.success || problems.length > 0) throw new ConfigError([...new Set(problems)]);
-  const e = parsed.data;
+  return configFrom(parsed.data);
+}
+
+/** The service's configuration from the parsed environment: the shape every module reads (Config). */
+function configFrom(e: z.output<typeof configSchema>) {
   return {
     role: e.ROLE,
     host: e.HOST,
     port: e.PORT,
+    /** One Redis, or with `redisCluster` one seed node of a Redis Cluster. */
     redisUrl: e.REDIS_URL,
+    /** REDIS_CLUSTER: connect as a Redis Cluster client, starting from the node `redisUrl` names. */
     redisCluster: e.REDIS_CLUSTER,
+    /**
+     * The prefix of every Redis key (BullMQ's and ours). On a cluster it always holds a hash tag
+     * (`svc` is used as `{svc}`), so each queue's keys share one slot, as BullMQ's scripts need.
+     */
     queuePrefix: e.REDIS_CLUSTER ? clusterPrefix(e.QUEUE_PREFIX) : e.QUEUE_PREFIX,
+    /** Every secret accepted for X-SVC-Signature; more than one during a rotation. */
     signingSecrets: e.SIGNING_SECRET ?? [],
     maxBodyBytes: e.MAX_BODY_BYTES,
+    /** What the HTTP server tolerates from clients (slow, many, large); see docs/security.md. */
     http: {
+      /** Whole request (headers and body); past it Node answers 408 and closes. */
       requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      /** Request headers, from the request's first byte; at most requestTimeoutMs. */
       headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+      /** How long an idle keep-alive socket stays open (above a load balancer's idle timeout). */
       keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      /** Connections beyond this are dropped on accept. */
       maxConnections: e.HTTP_MAX_CONNECTIONS,
+      /** Request line and headers together (Node's maxHeaderSize); over it Node answers 431. */
       maxHeaderBytes: e.HTTP_MAX_HEADER_BYTES,
+      /** Body bytes buffered across all in-flight requests; beyond it the edge answers 503. */
       maxBufferedBodyBytes: e.MAX_BUFFERED_BODY_BYTES,
     },
     dedupWindowSeconds: e.DEDUP_WINDOW_SECONDS,
+    /** How many finished jobs to keep, and for how long (Redis memory stays flat). */
     retention: {
       completed: { count: e.KEEP_COMPLETED_JOBS, ageSeconds: e.KEEP_COMPLETED_SECONDS },
       failed: { count: e.KEEP_FAILED_JOBS, ageSeconds: e.KEEP_FAILED_SECONDS },
     },
+    /** How long the edge waits for Redis to acknowledge an event before answering 503. */
     enqueueTimeoutMs: e.ENQUEUE_TIMEOUT_MS,
-    ingest: { maxBacklog: e.MAX_BACKLOG, batchSize: e.INGEST_BATCH_SIZE, claimIdleMs: e.INGEST_CLAIM_IDLE_MS },
+    /** The ingest stream between the edge and the workers (see queue/ingest-stream, queue/stream-consumer). */
+    ingest: {
+      /** Events waiting in the stream above which the edge answers 503 (backpressure). */
+      maxBacklog: e.MAX_BACKLOG,
+      /** Most events a worker reads and handles per batch. */
+      batchSize: e.INGEST_BATCH_SIZE,
+      /** A dead consumer's unacknowledged entries are taken over (into the events queue) after this long. */
+      claimIdleMs: e.INGEST_CLAIM_IDLE_MS,
+    },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    /** V8's heap growth past the live set before a full collection, in % (0: V8's own choice). */
     heapGrowingPercent: e.HEAP_GROWING_PERCENT,
     logLevel: e.LOG_LEVEL,
     ...(e.API_BASE_URL && e.API_KEY
       ? {
+          /** The upstream API; without it the worker runs handlers but syncs nothing. */
           api: {
             baseUrl: e.API_BASE_URL,
             apiKey: e.API_KEY,
@@ -308,37 +213,72 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
             rateWindowMs: e.API_RATE_WINDOW_SECONDS * 1000,
             rateSafetyMs: e.API_RATE_SAFETY_MS,
             timeoutMs: e.API_TIMEOUT_MS,
+            /** The most bytes one answer (a list page) may have; larger ones are refused unread. */
             maxPageBytes: e.API_MAX_PAGE_BYTES,
           },
         }
       : {}),
     worker: {
       concurrency: e.WORKER_CONCURRENCY,
+      /** The most of the stream's handler slots one account (company) holds at once; `concurrency`: no cap. */
       concurrencyPerAccount: Math.min(e.WORKER_CONCURRENCY, e.WORKER_CONCURRENCY_PER_ACCOUNT ?? e.WORKER_CONCURRENCY),
       attempts: e.JOB_ATTEMPTS,
+      /** First retry delay; doubles each attempt, with jitter. */
       backoffMs: e.JOB_BACKOFF_MS,
+      /** A job whose worker died is run again once its lock (this long) expires. */
       lockMs: e.JOB_LOCK_MS,
+      /** How many times a job may be found stalled (its worker died) before it fails. */
       maxStalls: e.JOB_MAX_STALLS,
+      /** How long one attempt's handlers may run before it counts as a retryable failure; 0: no deadline. */
       handlerTimeoutMs: e.HANDLER_TIMEOUT_MS,
+      /** Stream entry bytes a worker holds in flight at most (at least one entry always runs). */
       maxInflightBytes: e.WORKER_MAX_INFLIGHT_BYTES,
+      /** How long a refresh waits so that a burst of events shares one list sweep. */
       syncDebounceMs: e.SYNC_DEBOUNCE_MS,
+      /** How long an id the upstream does not list yet stays pending (with backoff) before it is reported. */
       syncUnlistedGiveUpMs: e.SYNC_UNLISTED_GIVE_UP_SECONDS * 1000,
+      /** Pages one refresh read may walk when the list order cannot stop it earlier. */
       syncRefreshMaxPages: e.SYNC_REFRESH_MAX_PAGES,
+      /** Share of the rate refreshes fill before they wait for room (1: no pacing). */
       syncRefreshPaceShare: e.SYNC_REFRESH_PACE_SHARE,
+      /** The longest a refresh waits for room in the budget. */
       syncRefreshPaceMaxWaitMs: e.SYNC_REFRESH_PACE_MAX_WAIT_MS,
+      /** The bookings list's upper date bound parameter (the spec does not show its name). */
       syncBookingsUpperBoundParam: e.SYNC_BOOKINGS_UPPER_BOUND_PARAM,
+      /** How often a full pass starts (after the previous one started); 0 turns all reconciliation off. */
       reconcileIntervalMs: e.RECONCILE_INTERVAL_SECONDS * 1000,
+      /** Whether a first import's writes produce change events (source `backfill`); false: none, as `backfill --no-changes`. */
       syncImportChangeEvents: e.SYNC_IMPORT_CHANGE_EVENTS,
+      /** How often the active tier re-reads what can still change; 0 turns the active tier off. */
       reconcileActiveIntervalMs: e.RECONCILE_ACTIVE_INTERVAL_SECONDS * 1000,
+      /** Pages one full-tier slice (one job) reads at most before it saves and ends. */
       reconcileFullSlicePages: e.RECONCILE_FULL_SLICE_PAGES,
+      /** After a gap, a catch-up reads the final order lists back at least this far by createdAt. */
       syncCatchUpHorizonMs: e.SYNC_CATCHUP_HORIZON_HOURS * 3600_000,
+      /** How often a worker marks itself alive, looks for a gap, and restores lost schedulers and the stream's group. */
       syncWatchIntervalMs: e.SYNC_WATCH_INTERVAL_SECONDS * 1000,
+      /**
+       * How often the change relay looks for change events left in the outbox (by other processes
+       * or a crash); it is also poked right after every write that recorded changes. 0: this
+       * process never relays (another worker must).
+       */
       changeRelayIntervalMs: e.CHANGE_RELAY_INTERVAL_MS,
     },
-    database: { url: e.DATABASE_URL, dataDir: e.DATA_DIR, schema: e.DATABASE_SCHEMA, operatorQueryTimeoutMs: e.OPERATOR_QUERY_TIMEOUT_MS },
+    /** PostgreSQL for the mirror and the event log: a server at `url`, else embedded under `dataDir`. */
+    database: {
+      // Optional, as callers that name their own database (tests, embedding apps) leave it out.
+      ...(e.DATABASE_URL === undefined ? {} : { url: e.DATABASE_URL }),
+      dataDir: e.DATA_DIR,
+      schema: e.DATABASE_SCHEMA,
+      /** Operator reads (GET /events, /mirror) end after this long: a server cancels the statement, the embedded store stops its scan. */
+      operatorQueryTimeoutMs: e.OPERATOR_QUERY_TIMEOUT_MS,
+    },
+    /** Events older than this are pruned from the event log. */
     eventRetentionDays: e.EVENT_RETENTION_DAYS,
+    /** A bulk replay matching more events than this needs `"confirm": <count>` (the dry run's count). */
     bulkReplayConfirmAbove: e.BULK_REPLAY_CONFIRM_ABOVE,
     adminToken: e.ADMIN_TOKEN,
+    /** SECRETS_KEY, 32 bytes: seals the accounts' API keys and signing secrets (mirror/accounts.ts); without it no account can be added. */
     ...(e.SECRETS_KEY ? { secretsKey: secretsKeyBytes(e.SECRETS_KEY) } : {}),
     handlersModule: e.HANDLERS_MODULE,
   };

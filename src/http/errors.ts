@@ -1,7 +1,7 @@
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { EnvelopeError, EventIdentifierError, PayloadTooDeepError, WebhookSignatureError } from "../events/envelope.js";
-import { ReservedEventTypeError } from "../events/errors.js";
+import { codedError, ReservedEventTypeError } from "../events/errors.js";
 import { QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
 import { AccountsUnavailableError } from "../mirror/errors.js";
 
@@ -20,28 +20,22 @@ export const SERVED_BY = { header: "x-served-by", value: "svc-webhooks" } as con
  */
 
 /** Too many body bytes are buffered across requests right now: 503, the sender retries later. */
-export class ServerBusyError extends Error {
-  readonly code = "server_busy";
+export class ServerBusyError extends codedError("server_busy") {
   constructor(readonly budgetBytes: number) {
     super(`request bodies in flight already hold ${budgetBytes} bytes`);
-    this.name = "ServerBusyError";
   }
 }
 
-export class PayloadTooLargeError extends Error {
-  readonly code = "payload_too_large";
+export class PayloadTooLargeError extends codedError("payload_too_large") {
   constructor(readonly maxBytes: number) {
     super(`body exceeds ${maxBytes} bytes`);
-    this.name = "PayloadTooLargeError";
   }
 }
 
 /** The client went away before its body was complete: its error, not ours (logged at debug). */
-export class RequestAbortedError extends Error {
-  readonly code = "request_aborted";
+export class RequestAbortedError extends codedError("request_aborted") {
   constructor(options?: { cause?: unknown }) {
     super("the client closed the connection before the body was complete", options);
-    this.name = "RequestAbortedError";
   }
 }
 
@@ -49,28 +43,22 @@ export class RequestAbortedError extends Error {
  * What is not ready, in words safe for an unauthenticated route (never a host or a driver's error
  * text): the readiness check rejects with it.
  */
-export class NotReadyError extends Error {
-  readonly code = "not_ready";
+export class NotReadyError extends codedError("not_ready") {
   constructor(readonly reason: string) {
     super(reason);
-    this.name = "NotReadyError";
   }
 }
 
 /** An operator API body or header that is not what the route takes: a 400 saying what is wrong. */
-export class InvalidRequestError extends Error {
-  readonly code = "invalid_request";
-}
+export class InvalidRequestError extends codedError("invalid_request") {}
 
 /** A console page's query parameter that is unknown or malformed: an HTTP 400 naming it, nothing read. */
-export class InvalidFilterError extends Error {
-  readonly code = "invalid_filter";
+export class InvalidFilterError extends codedError("invalid_filter") {
   constructor(
     readonly field: string,
     message: string,
   ) {
     super(message);
-    this.name = "InvalidFilterError";
   }
 }
 

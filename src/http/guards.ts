@@ -132,6 +132,6 @@ export function requireSameOrigin(): MiddlewareHandler<AppEnv> {
 export function mountOperatorOff(root: Hono<AppEnv>): void {
   const off = (c: Context<AppEnv>) =>
     c.text("The console and the operator API are off: ADMIN_TOKEN is not set on this service. Set it (16+ characters) and restart.\n", 404);
-  root.all("/console", off);
+  // "/console/*" matches "/console" itself too.
   root.all("/console/*", off);
 }

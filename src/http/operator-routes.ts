@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import * as z from "zod";
 import { EventIdentifierError } from "../events/envelope.js";
 import type { RecordStory } from "../mirror/record-story.js";
+import type { OperatorActions } from "../worker/operator-actions.js";
 import { idProblem, printable } from "../mirror/values.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
@@ -69,12 +70,15 @@ export function eventIdParam(c: Context): string {
   return id;
 }
 
-/** What the event-log routes read; the service wires the event log in (http never imports it). */
-export interface EventLogReader {
-  /** `account`: the `?account=` of the request (the reader checks it; none: default). */
-  get(id: string, account?: string): Promise<unknown>;
-  /** One page of the log filtered by the query's parameters; a bad one throws a coded error (400). */
-  query(query: Record<string, string>): Promise<{ data: unknown[]; nextCursor: string | null }>;
+/**
+ * What the event-log routes read; the service wires the event log in (http never imports it). The
+ * console reads the same, typed as the log's own event and page (`Event`, `Page`).
+ */
+export interface EventLogReader<Event = unknown, Page = { data: unknown[]; nextCursor: string | null }> {
+  /** `account`: the `?account=` of the request (the reader checks it; none: default); undefined when the log holds no such event. */
+  get(id: string, account?: string): Promise<Event | undefined>;
+  /** One page of the log filtered by the query's parameters (`account` among them); a bad one throws a coded error (400). */
+  query(query: Record<string, string>): Promise<Page>;
 }
 
 /**
@@ -86,12 +90,14 @@ export function eventRoutes(log: EventLogReader): Hono<AppEnv> {
   route.get("/", async (c) => c.json(await log.query(c.req.query())));
   route.get("/:id", async (c) => {
     const id = eventIdParam(c);
-    const event = await log.get(id, c.req.query("account"));
-    if (event === undefined) return c.json(errorBody("not_found", `no event ${id} in the event log`), 404);
-    return c.json(event);
+    return jsonOrNotFound(c, await log.get(id, c.req.query("account")), `no event ${id} in the event log`);
   });
   return route;
 }
+
+/** `found` as JSON, or a 404 `not_found` saying what is missing when it is undefined. */
+const jsonOrNotFound = (c: Context, found: unknown, missing: string) =>
+  found === undefined ? c.json(errorBody("not_found", missing), 404) : c.json(found);
 
 /** Refuses a `:kind` not among `kinds` with a 404 naming them ("mirror kinds are orders, …"). */
 function knownKind(kinds: readonly string[], noun: string): MiddlewareHandler<AppEnv> {
@@ -122,9 +128,7 @@ export function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
   route.get("/:kind", async (c) => c.json(await mirror.list(c.req.param("kind"), c.req.query())));
   route.get("/:kind/:id", async (c) => {
     const { kind, id } = c.req.param();
-    const record = await mirror.get(kind, id, c.req.query("account"));
-    if (record === undefined) return c.json(errorBody("not_found", `no ${kind} record ${printable(id)} in the mirror`), 404);
-    return c.json(record);
+    return jsonOrNotFound(c, await mirror.get(kind, id, c.req.query("account")), `no ${kind} record ${printable(id)} in the mirror`);
   });
   return route;
 }
@@ -153,9 +157,8 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
     if (extra !== undefined)
       return c.json(errorBody("invalid_filter", `unknown parameter ${extra}; this route takes cursor and account`), 400);
     const { kind, id } = c.req.param();
-    const story = await records.story(kind, id, cursor, account);
     const unknownRecord = `no ${kind} record ${printable(id)}: neither the mirror nor the event log knows it`;
-    return story === undefined ? c.json(errorBody("not_found", unknownRecord), 404) : c.json(story);
+    return jsonOrNotFound(c, await records.story(kind, id, cursor, account), unknownRecord);
   });
   route.post("/:kind/:id/refresh", async (c) =>
     c.json(await records.refresh(c.req.param("kind"), c.req.param("id"), c.req.query("account")), 202),
@@ -163,37 +166,14 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
   return route;
 }
 
-/** What the operator's write routes call; the service wires worker/operator-actions.ts in (http never imports it). */
-export interface OperatorActionsPort {
-  /** `account`: the `?account=` of the request (checked by the actions; none: default). */
-  replayEvent(
-    id: string,
-    options: { handler?: string; idempotencyKey?: string; account?: string },
-  ): Promise<{ event: string; replay: { id: string; handlers: string[] } }>;
-  replayMatching(request: {
-    filter: Record<string, string | undefined>;
-    dryRun?: boolean;
-    fresh?: boolean;
-    confirm?: number;
-    idempotencyKey?: string;
-    account?: string;
-  }): Promise<{ count: number; id?: string }>;
-  bulkProgress(id: string): Promise<BulkReplayView>;
-  cancelBulkReplay(id: string): Promise<BulkReplayView>;
-  requestSync(
-    request: "reconcile" | "backfill",
-    options: { kinds?: string[]; since?: string; restart?: boolean; account?: string },
-  ): Promise<{ job: string }>;
-}
-
-/** A bulk replay's progress (worker/replays.ts BulkReplayProgress). */
-export interface BulkReplayView {
-  id: string;
-  total: number;
-  done: number;
-  failed: number;
-  withdrawn: number;
-  state: "running" | "done" | "cancelled";
+/**
+ * What the operator's write routes call: the service wires worker/operator-actions.ts in (http
+ * imports only its type). `account` in each: the `?account=` of the request (checked by the
+ * actions; none: default).
+ */
+export interface OperatorActionsPort extends Pick<OperatorActions, "replayMatching" | "bulkProgress" | "cancelBulkReplay" | "requestSync"> {
+  /** As the actions' own, its options always given. */
+  replayEvent(id: string, options: NonNullable<Parameters<OperatorActions["replayEvent"]>[1]>): ReturnType<OperatorActions["replayEvent"]>;
 }
 
 const ReplayOne = z.strictObject({ handler: z.string().min(1).max(100).optional() });
@@ -269,15 +249,12 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
       filter,
       dryRun: dryRun ?? false,
       fresh: fresh ?? false,
-      ...(confirm !== undefined ? { confirm } : {}),
-      ...(account !== undefined ? { account } : {}),
+      confirm,
+      account,
       ...idempotencyKey(c),
     });
-    audit(
-      dryRun ? "POST /events/replay (dry run)" : "POST /events/replay",
-      { filter, ...(account !== undefined ? { account } : {}), ...(result.id ? { bulk: result.id } : {}) },
-      result.count,
-    );
+    // An absent account or bulk id is left out of the line (as JSON leaves out an undefined field).
+    audit(dryRun ? "POST /events/replay (dry run)" : "POST /events/replay", { filter, account, bulk: result.id }, result.count);
     // The count first: what the operator just started, then where to follow (or stop) it.
     return dryRun ? c.json({ count: result.count }, 200) : c.json({ count: result.count, id: result.id }, 202);
   });
@@ -291,11 +268,8 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
     const id = eventIdParam(c);
     const { handler } = await body(c, ReplayOne);
     const account = c.req.query("account");
-    const result = await actions.replayEvent(id, {
-      ...(handler ? { handler } : {}),
-      ...idempotencyKey(c),
-      ...(account ? { account } : {}),
-    });
+    // An empty `?account=` is default's, as none.
+    const result = await actions.replayEvent(id, { handler, ...idempotencyKey(c), ...(account ? { account } : {}) });
     audit(
       "POST /events/:id/replay",
       { event: result.event, replay: result.replay.id, handler: handler ?? "*", ...(account ? { account } : {}) },
@@ -305,8 +279,7 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
   });
   for (const request of ["reconcile", "backfill"] as const)
     route.post(`/sync/${request}`, async (c) => {
-      const account = c.req.query("account");
-      const options = { ...(await body(c, SYNC_BODIES[request])), ...(account === undefined ? {} : { account }) };
+      const options = { ...(await body(c, SYNC_BODIES[request])), account: c.req.query("account") };
       const result = await actions.requestSync(request, options);
       audit(`POST /sync/${request}`, { job: result.job, ...options });
       return c.json(result, 202);

@@ -158,25 +158,20 @@ export interface BodyReservation {
   close(): void;
 }
 
-export interface BodyBudget {
-  open(): BodyReservation;
-  /** Bytes held by open reservations. */
-  readonly inUse: number;
-}
-
 /**
  * A cap on request-body bytes held in memory across all in-flight requests, so many slow or
  * large uploads at once cannot exhaust memory (each is already capped by MAX_BODY_BYTES).
  *
  * @example const r = budget.open(); try { await readRawBody(c, max, r) } finally { r.close() }
  */
-export function createBodyBudget(maxBytes: number): BodyBudget {
+export function createBodyBudget(maxBytes: number) {
   let inUse = 0;
   return {
+    /** Bytes held by open reservations. */
     get inUse() {
       return inUse;
     },
-    open() {
+    open(): BodyReservation {
       let held = 0;
       return {
         take(bytes) {

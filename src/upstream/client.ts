@@ -119,23 +119,7 @@ export interface ApiClient {
 
 /** The typed client of the upstream API (spec part 4, decisions in docs/upstream.md). */
 export function createApiClient(options: ApiClientOptions): ApiClient {
-  const settings: SendSettings = {
-    baseUrl: options.baseUrl.replace(/\/+$/, ""),
-    headers: {
-      authorization: `Bearer ${parseApiKey(options.apiKey)}`,
-      accept: "application/json",
-      "user-agent": options.userAgent ?? "svc-webhooks",
-    },
-    timeoutMs: options.timeoutMs ?? DEFAULTS.apiTimeoutMs,
-    maxPageBytes: options.maxPageBytes ?? DEFAULTS.apiMaxPageBytes,
-    readRetries: options.readRetries ?? 3,
-    retryBaseMs: options.retryBaseMs ?? 200,
-    maxRateLimitRetries: options.maxRateLimitRetries ?? 5,
-    limiter: options.limiter,
-    onResponse: options.onResponse,
-    tracer: options.tracer,
-    signal: options.signal,
-  };
+  const settings = sendSettings(options);
   const send = <T>(call: ApiCall<T>) => sendCall(settings, call);
   const sendValue = async <T>(call: ApiCall<T>): Promise<T> => (await send(call)).value;
   /** A write to one order (`/api/v1/orders/{id}/<action>`), answered with the order. */
@@ -275,20 +259,28 @@ export interface ApiResponseInfo {
 }
 
 /** The client's options that decide how a call is sent and retried, resolved to their values. */
-interface SendSettings {
-  headers: Record<string, string>;
-  timeoutMs: number;
-  maxPageBytes: number;
-  onResponse: ((info: ApiResponseInfo) => void) | undefined;
-  baseUrl: string;
-  limiter: RateLimiter | undefined;
-  readRetries: number;
-  retryBaseMs: number;
-  maxRateLimitRetries: number;
-  tracer: Tracer | undefined;
-  /** The client's own: aborts every call (the worker's shutdown deadline). */
-  signal: AbortSignal | undefined;
+function sendSettings(options: ApiClientOptions) {
+  return {
+    baseUrl: options.baseUrl.replace(/\/+$/, ""),
+    headers: {
+      authorization: `Bearer ${parseApiKey(options.apiKey)}`,
+      accept: "application/json",
+      "user-agent": options.userAgent ?? "svc-webhooks",
+    },
+    timeoutMs: options.timeoutMs ?? DEFAULTS.apiTimeoutMs,
+    maxPageBytes: options.maxPageBytes ?? DEFAULTS.apiMaxPageBytes,
+    readRetries: options.readRetries ?? 3,
+    retryBaseMs: options.retryBaseMs ?? 200,
+    maxRateLimitRetries: options.maxRateLimitRetries ?? 5,
+    limiter: options.limiter,
+    onResponse: options.onResponse,
+    tracer: options.tracer,
+    /** The client's own: aborts every call (the worker's shutdown deadline). */
+    signal: options.signal,
+  };
 }
+
+type SendSettings = ReturnType<typeof sendSettings>;
 
 /** The answer, and when the attempt that got it was sent (see ReadPage); a CLIENT span when tracing is on. */
 function sendCall<T>(settings: SendSettings, call: ApiCall<T>): Promise<{ value: T; sentAt: Date }> {

@@ -5,12 +5,13 @@ import type { Logger } from "pino";
 import { DEFAULT_ACCOUNT } from "../../config/defaults.js";
 import { accountParam } from "../../mirror/accounts.js";
 import type { EventPage as LogPage, FailureGroup } from "../../mirror/event-log.js";
+import type { RecordBookkeeping } from "../../mirror/mirror-store.js";
 import { printable } from "../../mirror/values.js";
 import type { CausedChange } from "../../mirror/record-story.js";
 import type { EventDetail } from "../../mirror/storage.js";
 import { toHttpFailure } from "../errors.js";
 import { consoleHeaders, operatorGuards } from "../guards.js";
-import { eventIdParam, type MirrorReader, type RecordReader } from "../operator-routes.js";
+import { eventIdParam, type EventLogReader, type MirrorReader, type RecordReader } from "../operator-routes.js";
 import type { AppEnv } from "../request-log.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters } from "./event-pages.js";
@@ -38,18 +39,14 @@ import { MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters, RecordPage, recordHre
  * account: `account` is the page's `?account=` as accountParam checked it (`default` when none).
  */
 export interface ConsoleSources {
-  events: {
-    /** `account`: `?account=` (none: default). */
-    get(id: string, account?: string): Promise<EventDetail | undefined>;
-    /** GET /events's query: its parameters (`account` among them), strictly (a bad one throws invalid_filter). */
-    query(query: Record<string, string>): Promise<LogPage>;
-  };
+  /** As GET /events and GET /events/{id} read it (a bad parameter throws invalid_filter). */
+  events: EventLogReader<EventDetail, LogPage>;
   /** Change events recorded for the record an event named, after it (see mirror/record-story.ts). */
   changesAfter(event: EventDetail, account: string): Promise<CausedChange[]>;
   failureGroups(range: { since: Date; until?: Date | undefined }, account: string): Promise<FailureGroup[]>;
   mirror: MirrorReader & {
     /** When each listed record was last read from the API and written here. */
-    bookkeeping(kind: string, ids: readonly string[], account: string): Promise<Map<string, { readAt: Date; syncedAt: Date }>>;
+    bookkeeping(kind: string, ids: readonly string[], account: string): Promise<Map<string, RecordBookkeeping>>;
   };
   summary(): Promise<OpsSummary>;
   records: RecordReader & {
@@ -91,18 +88,27 @@ export function mountConsole(app: Hono<AppEnv>, options: ConsoleOptions): void {
   app.route(CONSOLE_PATH, consoleRoutes(options.sources, now, options.logger));
 }
 
-/** A page's query: the account it reads (accountParam: a bad one is a 400 naming `account`) and its own parameters. */
-function pageQuery(c: Context<AppEnv>): { account: string; params: Record<string, string> } {
+/**
+ * A page's query: the account it reads (accountParam: a bad one is a 400 naming `account`) and its
+ * own parameters; given the parameters it knows, any other is refused (refuseUnknown).
+ */
+function pageQuery(c: Context<AppEnv>, known?: readonly string[]): { account: string; params: Record<string, string> } {
   const { account, ...params } = c.req.query();
-  return { account: accountParam(account), params };
+  const query = { account: accountParam(account), params };
+  if (known) refuseUnknown(params, known);
+  return query;
 }
+
+/** A page in its scope (PageScope): the account its links keep, and what its header offers. */
+const html = (c: Context<AppEnv>, scope: PageScope, page: Child, status: ContentfulStatusCode = 200) =>
+  c.html(<Scope.Provider value={scope}>{page}</Scope.Provider>, status);
 
 function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
   const scopeOf = pageScopes(sources, logger);
   // A page of its account: the header's switcher and every link on it keep that account.
   const render = async (c: Context<AppEnv>, account: string, page: Child, status: ContentfulStatusCode = 200) =>
-    c.html(<Scope.Provider value={await scopeOf(c, account)}>{page}</Scope.Provider>, status);
+    html(c, await scopeOf(c, account), page, status);
   const notFound = (c: Context<AppEnv>, account: string, message: string) =>
     render(c, account, <ErrorPage status={404} message={message} />, 404);
 
@@ -128,8 +134,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   });
 
   route.get("/events/:id", async (c) => {
-    const { account, params } = pageQuery(c);
-    refuseUnknown(params, []);
+    const { account } = pageQuery(c, []);
     const id = eventIdParam(c);
     const event = await sources.events.get(id, account);
     if (!event) return notFound(c, account, `No event ${printable(id)} in the log.`);
@@ -137,8 +142,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   });
 
   route.get("/failures", async (c) => {
-    const { account, params } = pageQuery(c);
-    refuseUnknown(params, ["range"]);
+    const { account, params } = pageQuery(c, ["range"]);
     const range = parseRangePreset(params.range, "24h");
     const at = now();
     const since = presetSince(range === "all" ? "7d" : range, at) ?? at;
@@ -167,34 +171,26 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   });
 
   route.get("/records/:kind/:id", async (c) => {
-    const { account, params } = pageQuery(c);
-    refuseUnknown(params, ["cursor"]);
+    const { account, params } = pageQuery(c, ["cursor"]);
     const { kind, id } = c.req.param();
     if (!sources.records.kinds.includes(kind)) return notFound(c, account, `Record kinds are ${sources.records.kinds.join(", ")}.`);
-    const cursor = params.cursor;
-    const story = await sources.records.story(kind, id, cursor, account);
+    const story = await sources.records.story(kind, id, params.cursor, account);
     if (!story) return notFound(c, account, `No ${kind} record ${printable(id)}: neither the mirror nor the event log knows it.`);
-    return render(c, account, <RecordPage story={story} cursor={cursor} now={now()} />);
+    return render(c, account, <RecordPage story={story} cursor={params.cursor} now={now()} />);
   });
 
   // Deployment-wide: `account` only keeps the page's links in the account the operator came from.
   route.get("/health", async (c) => {
     const at = now();
     const scope = await scopeOf(c, pageQuery(c).account);
-    const page = <HealthPage view={{ ...(await sources.health(at)), now: at }} accounts={scope.accounts} />;
-    return c.html(<Scope.Provider value={scope}>{page}</Scope.Provider>);
+    return html(c, scope, <HealthPage view={{ ...(await sources.health(at)), now: at }} accounts={scope.accounts} />);
   });
   route.get("/health.json", async (c) => c.json(await sources.summary()));
 
   // Neither lists the accounts: a page that failed may have failed on the database the list reads.
   const errorPage = (c: Context<AppEnv>, status: ContentfulStatusCode, message: string) => {
     const scope = { account: accountOrDefault(c), accounts: [], here: { path: `${CONSOLE_PATH}/events`, params: {} } };
-    return c.html(
-      <Scope.Provider value={scope}>
-        <ErrorPage status={status} message={message} />
-      </Scope.Provider>,
-      status,
-    );
+    return html(c, scope, <ErrorPage status={status} message={message} />, status);
   };
   route.notFound((c) => errorPage(c, 404, `No console page at ${c.req.path.slice(0, 200)}.`));
   // Bad filters (400), a query past its time budget (503) and the rest, as a page rather than JSON.

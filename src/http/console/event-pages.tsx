@@ -11,7 +11,6 @@ import {
   Field,
   givenParams,
   HandlerOutcomes,
-  Head,
   hrefWith,
   json,
   Layout,
@@ -22,6 +21,7 @@ import {
   refuseUnknown,
   runDuration,
   StatusPill,
+  Table,
   When,
   type RangePreset,
 } from "./layout.js";
@@ -133,30 +133,27 @@ export function EventsPage(props: { filters: EventFilters; page: LogPage; notice
 function EventTable(props: { events: EventSummary[]; now: Date }) {
   if (props.events.length === 0) return <p class="muted">No event matches.</p>;
   return (
-    <table>
-      <Head columns={["Event", "Type", "Record", "Status", "Attempts", "Handlers", "Received"]} num={["Attempts"]} />
-      <tbody>
-        {props.events.map((e) => (
-          <tr>
-            <td class="mono">
-              <a href={eventHref(e.id)}>{printable(e.id)}</a>
-            </td>
-            <td class="mono type">{printable(e.type)}</td>
-            <td>{e.record ? <RecordLink kind={e.record.kind} id={e.record.id} /> : <span class="muted">none</span>}</td>
-            <td>
-              <StatusPill status={e.status} />
-            </td>
-            <td class="num">{e.attempts}</td>
-            <td>
-              <HandlerOutcomes handlers={e.handlers} />
-            </td>
-            <td>
-              <When at={e.receivedAt} now={props.now} />
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <Table columns={["Event", "Type", "Record", "Status", "Attempts", "Handlers", "Received"]} num={["Attempts"]}>
+      {props.events.map((e) => (
+        <tr>
+          <td class="mono">
+            <a href={eventHref(e.id)}>{printable(e.id)}</a>
+          </td>
+          <td class="mono type">{printable(e.type)}</td>
+          <td>{e.record ? <RecordLink kind={e.record.kind} id={e.record.id} /> : <span class="muted">none</span>}</td>
+          <td>
+            <StatusPill status={e.status} />
+          </td>
+          <td class="num">{e.attempts}</td>
+          <td>
+            <HandlerOutcomes handlers={e.handlers} />
+          </td>
+          <td>
+            <When at={e.receivedAt} now={props.now} />
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
@@ -243,32 +240,29 @@ function ChangeTable(props: { changes: CausedChange[]; now: Date }) {
         Change events for the record named in the payload's <code>data.id</code>, recorded at or after this event was received (by record
         and time: a later event or sweep touching the same record shows here too; <em>source</em> says which kind of read wrote it).
       </p>
-      <table>
-        <Head columns={["Change", "Record", "Source", "Changed fields", "Recorded"]} />
-        <tbody>
-          {props.changes.map((c) => (
-            <tr>
-              <td class="mono">
-                <a href={eventHref(c.id)}>{printable(c.id)}</a>
-              </td>
-              <td class="mono">
-                {c.kind} <a href={recordHref(RECORD_KIND_OF_CHANGE[c.kind] ?? c.kind, c.recordId)}>{printable(c.recordId)}</a>
-              </td>
-              <td>{c.source}</td>
-              <td>
-                <span class="mono">{c.changed.join(", ")}</span>
-                <details>
-                  <summary>before / after</summary>
-                  <pre>{json({ before: c.before, after: c.after })}</pre>
-                </details>
-              </td>
-              <td>
-                <When at={c.receivedAt} now={props.now} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <Table columns={["Change", "Record", "Source", "Changed fields", "Recorded"]}>
+        {props.changes.map((c) => (
+          <tr>
+            <td class="mono">
+              <a href={eventHref(c.id)}>{printable(c.id)}</a>
+            </td>
+            <td class="mono">
+              {c.kind} <a href={recordHref(RECORD_KIND_OF_CHANGE[c.kind] ?? c.kind, c.recordId)}>{printable(c.recordId)}</a>
+            </td>
+            <td>{c.source}</td>
+            <td>
+              <span class="mono">{c.changed.join(", ")}</span>
+              <details>
+                <summary>before / after</summary>
+                <pre>{json({ before: c.before, after: c.after })}</pre>
+              </details>
+            </td>
+            <td>
+              <When at={c.receivedAt} now={props.now} />
+            </td>
+          </tr>
+        ))}
+      </Table>
     </>
   );
 }
@@ -310,29 +304,22 @@ function HandlerSection(props: { handler: string; latest: HandlerOutcome | undef
         {latest ? <span class={`pill status-${latest.status}`}>latest: {latest.status}</span> : null}
       </h3>
       {rows.length > 0 ? (
-        <table class="attempts">
-          <Head columns={["#", "Started", "Duration", "Outcome", "Error", "Next retry"]} num={["Duration"]} />
-          <tbody>
-            {rows.map((r) => (
-              <tr data-attempt={String(r.attempt)}>
-                <td class="attempt-number">{r.replay > 0 ? `${r.attempt} of ${r.of} (replay ${r.replay})` : `${r.attempt} of ${r.of}`}</td>
-                <td>
-                  <When at={r.startedAt} now={now} />
-                </td>
-                <td class="num">{runDuration(r.durationMs)}</td>
-                <td class={`status-${r.outcome}`}>{r.outcome}</td>
-                <td class="error-text">{r.error === null ? <span class="muted">—</span> : <ErrorText text={r.error} />}</td>
-                <td>
-                  {r.nextRetryAt ? (
-                    <When at={r.nextRetryAt} now={now} />
-                  ) : (
-                    <span class="muted">{r.outcome === "failed" ? "none" : "—"}</span>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <Table class="attempts" columns={["#", "Started", "Duration", "Outcome", "Error", "Next retry"]} num={["Duration"]}>
+          {rows.map((r) => (
+            <tr data-attempt={String(r.attempt)}>
+              <td class="attempt-number">{r.replay > 0 ? `${r.attempt} of ${r.of} (replay ${r.replay})` : `${r.attempt} of ${r.of}`}</td>
+              <td>
+                <When at={r.startedAt} now={now} />
+              </td>
+              <td class="num">{runDuration(r.durationMs)}</td>
+              <td class={`status-${r.outcome}`}>{r.outcome}</td>
+              <td class="error-text">{r.error === null ? <span class="muted">—</span> : <ErrorText text={r.error} />}</td>
+              <td>
+                {r.nextRetryAt ? <When at={r.nextRetryAt} now={now} /> : <span class="muted">{r.outcome === "failed" ? "none" : "—"}</span>}
+              </td>
+            </tr>
+          ))}
+        </Table>
       ) : null}
       {rows.length === 0 && latest?.error !== undefined ? (
         <p class="error-text">
@@ -423,35 +410,32 @@ export function FailuresPage(props: { groups: FailureGroup[]; range: RangePreset
         <>
           <BulkReplay filter={{ status: "failed", since: since.toISOString() }} label="Count every failed event in range…" />
           <h2>By handler and error fingerprint</h2>
-          <table>
-            <Head columns={["Handler", "Error", "Status", "Events", "Latest", "Replay"]} num={["Events"]} />
-            <tbody>
-              {groups.map((g) => (
-                <tr>
-                  <td class="mono">{printable(g.handler)}</td>
-                  <td>
-                    <span class="bad mono" data-testid="fingerprint">
-                      {g.fingerprint || "(no message)"}
-                    </span>
-                    <div class="muted">e.g. {g.error || "(no message)"}</div>
-                    <div>
-                      <a href={eventHref(g.sampleId)}>newest event, with its stack</a>
-                    </div>
-                  </td>
-                  <td class={`status-${shownStatus(g.status)}`}>{shownStatus(g.status)}</td>
-                  <td class="num">
-                    <a href={eventsHref(groupFilter(g, since))}>{g.events}</a>
-                  </td>
-                  <td>
-                    <When at={g.lastAt} now={now} />
-                  </td>
-                  <td>
-                    <BulkReplay filter={groupFilter(g, since)} label="Count…" />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Table columns={["Handler", "Error", "Status", "Events", "Latest", "Replay"]} num={["Events"]}>
+            {groups.map((g) => (
+              <tr>
+                <td class="mono">{printable(g.handler)}</td>
+                <td>
+                  <span class="bad mono" data-testid="fingerprint">
+                    {g.fingerprint || "(no message)"}
+                  </span>
+                  <div class="muted">e.g. {g.error || "(no message)"}</div>
+                  <div>
+                    <a href={eventHref(g.sampleId)}>newest event, with its stack</a>
+                  </div>
+                </td>
+                <td class={`status-${shownStatus(g.status)}`}>{shownStatus(g.status)}</td>
+                <td class="num">
+                  <a href={eventsHref(groupFilter(g, since))}>{g.events}</a>
+                </td>
+                <td>
+                  <When at={g.lastAt} now={now} />
+                </td>
+                <td>
+                  <BulkReplay filter={groupFilter(g, since)} label="Count…" />
+                </td>
+              </tr>
+            ))}
+          </Table>
         </>
       ) : null}
     </Layout>

@@ -1,7 +1,7 @@
 import type { MinuteSample } from "../../metrics/minute-samples.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { DASHBOARD_PATH } from "../operator-routes.js";
-import { age, ago, CONSOLE_PATH, duration, Head, hrefWith, Layout, When, type ListedAccount } from "./layout.js";
+import { age, ago, CONSOLE_PATH, duration, hrefWith, Layout, Table, When, type ListedAccount } from "./layout.js";
 
 // The health page: every figure it shows with the rule that rates it (FIGURES), the charts of the
 // last hour (HEALTH_CHARTS, drawn by MinuteChart), and the page that lays them out.
@@ -148,15 +148,8 @@ export const FIGURES: readonly Figure[] = [
     rule: {
       reason: (l) =>
         `Warning after ${LATE_INTERVALS} reconciliation intervals (${duration(LATE_INTERVALS * l.reconcileIntervalSeconds)}); bad after ${STALLED_INTERVALS} (${duration(STALLED_INTERVALS * l.reconcileIntervalSeconds)}, the stalled alert)`,
-      level: (at, l, view) => {
-        const age = (view.now.getTime() - at) / 1000;
-        if (l.reconcileIntervalSeconds === 0) return "ok";
-        return age > STALLED_INTERVALS * l.reconcileIntervalSeconds
-          ? "bad"
-          : age > LATE_INTERVALS * l.reconcileIntervalSeconds
-            ? "warn"
-            : "ok";
-      },
+      level: (at, { reconcileIntervalSeconds: every }, view) =>
+        every === 0 ? "ok" : above(LATE_INTERVALS * every, STALLED_INTERVALS * every)((view.now.getTime() - at) / 1000),
     },
   },
   sampled("Reconciliation", "Missed webhooks found, last hour", "missed", "changes", {
@@ -481,50 +474,45 @@ function Progress(props: { summary: OpsSummary; now: Date }) {
   });
   if (rows.length === 0) return <p class="muted">No reconciliation in this process.</p>;
   return (
-    <table class="figures">
-      <tbody>
-        {rows.map((r) => (
-          <tr>
-            <th scope="row">
-              {r.label} <span class="muted">{r.of}</span>
-            </th>
-            <td class="num">
-              {r.name.endsWith("_timestamp_seconds") ? (
-                <When at={r.value > 0 ? new Date(r.value * 1000) : null} now={props.now} />
-              ) : (
-                `${count(r.value)} ${r.noun}`
-              )}
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <Table class="figures">
+      {rows.map((r) => (
+        <tr>
+          <th scope="row">
+            {r.label} <span class="muted">{r.of}</span>
+          </th>
+          <td class="num">
+            {r.name.endsWith("_timestamp_seconds") ? (
+              <When at={r.value > 0 ? new Date(r.value * 1000) : null} now={props.now} />
+            ) : (
+              `${count(r.value)} ${r.noun}`
+            )}
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
 /** The registered accounts' syncs: each id (linking to its events), its state and, while it imports, the records each kind's walk has read. */
 function AccountsTable(props: { accounts: readonly ListedAccount[] }) {
   return (
-    <table>
-      <Head columns={["Account", "Sync", "Records read (first import)"]} />
-      <tbody>
-        {props.accounts.map((a) => (
-          <tr>
-            <td class="mono">
-              <a href={hrefWith(`${CONSOLE_PATH}/events`, {}, a.id)}>{a.id}</a>
-            </td>
-            <td>{a.sync?.state ?? <span class="muted">unknown</span>}</td>
-            <td>
-              {a.sync?.state === "importing"
-                ? Object.entries(a.sync.kinds)
-                    .map(([kind, k]) => `${kind} ${count(k.records)}${k.walked ? " (whole list walked)" : ""}`)
-                    .join(" · ")
-                : null}
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <Table columns={["Account", "Sync", "Records read (first import)"]}>
+      {props.accounts.map((a) => (
+        <tr>
+          <td class="mono">
+            <a href={hrefWith(`${CONSOLE_PATH}/events`, {}, a.id)}>{a.id}</a>
+          </td>
+          <td>{a.sync?.state ?? <span class="muted">unknown</span>}</td>
+          <td>
+            {a.sync?.state === "importing"
+              ? Object.entries(a.sync.kinds)
+                  .map(([kind, k]) => `${kind} ${count(k.records)}${k.walked ? " (whole list walked)" : ""}`)
+                  .join(" · ")
+              : null}
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
@@ -544,13 +532,11 @@ export function HealthPage(props: { view: HealthView; accounts: readonly ListedA
         {groups.map(([group, shown]) => (
           <section class="card" data-testid={`figures-${group.split(/[ ,]/)[0]?.toLowerCase()}`}>
             <h2>{group}</h2>
-            <table class="figures">
-              <tbody>
-                {shown.map((s) => (
-                  <FigureRow shown={s} />
-                ))}
-              </tbody>
-            </table>
+            <Table class="figures">
+              {shown.map((s) => (
+                <FigureRow shown={s} />
+              ))}
+            </Table>
           </section>
         ))}
       </div>
@@ -567,22 +553,19 @@ export function HealthPage(props: { view: HealthView; accounts: readonly ListedA
         </section>
         <section class="card" data-testid="queues">
           <h2>Queues</h2>
-          <table>
-            <Head columns={["Queue", "Failed", "Delayed", "Waiting", "Active"]} num={["Failed", "Delayed", "Waiting", "Active"]} />
-            <tbody>
-              {summary.queues.map((q) => (
-                <tr>
-                  <td>
-                    <a href={`${DASHBOARD_PATH}/queue/${encodeURIComponent(q.queue)}`}>{q.queue}</a>
-                  </td>
-                  <td class={`num${(q.counts.failed ?? 0) > 0 ? " bad" : ""}`}>{count(q.counts.failed ?? 0)}</td>
-                  <td class="num">{count(q.counts.delayed ?? 0)}</td>
-                  <td class="num">{count(q.counts.waiting ?? 0)}</td>
-                  <td class="num">{count(q.counts.active ?? 0)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Table columns={["Queue", "Failed", "Delayed", "Waiting", "Active"]} num={["Failed", "Delayed", "Waiting", "Active"]}>
+            {summary.queues.map((q) => (
+              <tr>
+                <td>
+                  <a href={`${DASHBOARD_PATH}/queue/${encodeURIComponent(q.queue)}`}>{q.queue}</a>
+                </td>
+                <td class={`num${(q.counts.failed ?? 0) > 0 ? " bad" : ""}`}>{count(q.counts.failed ?? 0)}</td>
+                <td class="num">{count(q.counts.delayed ?? 0)}</td>
+                <td class="num">{count(q.counts.waiting ?? 0)}</td>
+                <td class="num">{count(q.counts.active ?? 0)}</td>
+              </tr>
+            ))}
+          </Table>
         </section>
       </div>
       {props.accounts.length > 0 ? (

@@ -188,16 +188,24 @@ export function StatusPill(props: { status: string }) {
   return <span class={`pill status-${shown}`}>{shown}</span>;
 }
 
-/** A table's header row; the columns named in `num` are right-aligned, as their numbers are. */
-export function Head(props: { columns: readonly string[]; num?: readonly string[] }) {
+/**
+ * A table of rows (the children): its header row when it names `columns`; the columns named in
+ * `num` are right-aligned, as their numbers are.
+ */
+export function Table(props: { columns?: readonly string[]; num?: readonly string[]; class?: string; testid?: string; children?: Child }) {
   return (
-    <thead>
-      <tr>
-        {props.columns.map((title) => (
-          <th class={props.num?.includes(title) ? "num" : undefined}>{title}</th>
-        ))}
-      </tr>
-    </thead>
+    <table class={props.class} data-testid={props.testid}>
+      {props.columns ? (
+        <thead>
+          <tr>
+            {props.columns.map((title) => (
+              <th class={props.num?.includes(title) ? "num" : undefined}>{title}</th>
+            ))}
+          </tr>
+        </thead>
+      ) : null}
+      <tbody>{props.children}</tbody>
+    </table>
   );
 }
 

@@ -1,4 +1,5 @@
 import { printable, shortened } from "../../mirror/values.js";
+import type { RecordBookkeeping } from "../../mirror/mirror-store.js";
 import type { RecordStory } from "../../mirror/record-story.js";
 import {
   AccountField,
@@ -7,7 +8,7 @@ import {
   Field,
   givenParams,
   HandlerOutcomes,
-  Head,
+  Table,
   hrefWith,
   json,
   Layout,
@@ -30,11 +31,8 @@ export function parseMirrorFilters(params: Record<string, string>): MirrorFilter
   return givenParams(params);
 }
 
-export interface MirrorRow {
-  record: Record<string, unknown>;
-  readAt?: Date | undefined;
-  syncedAt?: Date | undefined;
-}
+/** A listed record and, when the mirror keeps it, when it was read and written. */
+type MirrorRow = { record: Record<string, unknown> } & Partial<RecordBookkeeping>;
 
 const text = (v: unknown) => (typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : "");
 
@@ -46,9 +44,7 @@ function gist(kind: string, r: Record<string, unknown>): string {
   return "";
 }
 
-function mirrorHref(kind: string, filters: MirrorFilters): string {
-  return hrefWith(`${CONSOLE_PATH}/mirror/${kind}`, { ...filters });
-}
+const mirrorHref = (kind: string, filters: MirrorFilters) => hrefWith(`${CONSOLE_PATH}/mirror/${kind}`, filters);
 
 export function MirrorPage(props: {
   kinds: readonly string[];
@@ -77,31 +73,28 @@ export function MirrorPage(props: {
       {props.rows.length === 0 ? (
         <p class="muted">No record matches.</p>
       ) : (
-        <table>
-          <Head columns={["Id", "Restaurant", "Status", "Summary", "Last read from the API", "Last written here"]} />
-          <tbody>
-            {props.rows.map(({ record, readAt, syncedAt }) => (
-              <tr>
-                <td class="mono">
-                  <a href={recordHref(kind, text(record.id))}>{printable(text(record.id))}</a>
-                  <details>
-                    <summary>as stored</summary>
-                    <pre>{json(record)}</pre>
-                  </details>
-                </td>
-                <td class="mono">{text(record.restaurantId)}</td>
-                <td>{text(record.status)}</td>
-                <td>{gist(kind, record)}</td>
-                <td>
-                  <When at={readAt} now={now} />
-                </td>
-                <td>
-                  <When at={syncedAt} now={now} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <Table columns={["Id", "Restaurant", "Status", "Summary", "Last read from the API", "Last written here"]}>
+          {props.rows.map(({ record, readAt, syncedAt }) => (
+            <tr>
+              <td class="mono">
+                <a href={recordHref(kind, text(record.id))}>{printable(text(record.id))}</a>
+                <details>
+                  <summary>as stored</summary>
+                  <pre>{json(record)}</pre>
+                </details>
+              </td>
+              <td class="mono">{text(record.restaurantId)}</td>
+              <td>{text(record.status)}</td>
+              <td>{gist(kind, record)}</td>
+              <td>
+                <When at={readAt} now={now} />
+              </td>
+              <td>
+                <When at={syncedAt} now={now} />
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       <div class="pager">
         {filters.cursor ? <a href={mirrorHref(kind, base)}>« first page</a> : null}
@@ -112,9 +105,7 @@ export function MirrorPage(props: {
 }
 
 /** A field's value on one line: strings as they are, anything else as JSON (cut, the record's JSON has it whole). */
-const shown = (value: unknown) => {
-  return shortened(typeof value === "string" ? value : JSON.stringify(value), 160);
-};
+const shown = (value: unknown) => shortened(typeof value === "string" ? value : JSON.stringify(value), 160);
 
 /** One record of a mirror kind as a page names it: "order", "menu item". */
 const RECORD_NOUN: Readonly<Record<string, string>> = {
@@ -234,31 +225,28 @@ export function RecordPage(props: { story: RecordStory; cursor?: string | undefi
 function Timeline(props: { entries: RecordStory["timeline"]; now: Date }) {
   if (props.entries.length === 0) return <p class="muted">No event in the log names this record.</p>;
   return (
-    <table data-testid="timeline">
-      <Head columns={["When", "What", "Event", "Status", "Handlers", "Changed"]} />
-      <tbody>
-        {props.entries.map((e) => (
-          <tr>
-            <td>
-              <When at={e.at} now={props.now} />
-            </td>
-            <td class="mono">{e.entry === "change" ? `${printable(e.type)} (${e.source ?? ""} read)` : printable(e.type)}</td>
-            <td class="mono">
-              <a href={eventHref(e.eventId)}>{printable(e.eventId)}</a>
-            </td>
-            <td>
-              <StatusPill status={e.status} />
-            </td>
-            <td>
-              <HandlerOutcomes handlers={e.handlers} />
-            </td>
-            <td>
-              <Diff diff={e.diff ?? []} created={e.created === true} />
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <Table testid="timeline" columns={["When", "What", "Event", "Status", "Handlers", "Changed"]}>
+      {props.entries.map((e) => (
+        <tr>
+          <td>
+            <When at={e.at} now={props.now} />
+          </td>
+          <td class="mono">{e.entry === "change" ? `${printable(e.type)} (${e.source ?? ""} read)` : printable(e.type)}</td>
+          <td class="mono">
+            <a href={eventHref(e.eventId)}>{printable(e.eventId)}</a>
+          </td>
+          <td>
+            <StatusPill status={e.status} />
+          </td>
+          <td>
+            <HandlerOutcomes handlers={e.handlers} />
+          </td>
+          <td>
+            <Diff diff={e.diff ?? []} created={e.created === true} />
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
