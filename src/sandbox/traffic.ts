@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { Random, SandboxStore } from "./store.js";
-import { nextStatus, TERMINAL } from "./records.js";
-import { ORDER_FORWARD_STEPS } from "../upstream/models.js";
+import { nextStatus } from "./records.js";
+import { OPEN_ORDER_STATUSES, ORDER_FORWARD_STEPS } from "../upstream/models.js";
 
 export interface TrafficOptions {
   /** Webhook events per second, all kinds together (on average). */
@@ -130,7 +130,7 @@ export function startTraffic(
     for (const step of due) {
       const order = store.orders.get(step.id);
       // Changed by someone else meanwhile (cancelled, refunded): its remaining steps lapse.
-      if (!order || TERMINAL.includes(order.status)) continue;
+      if (!order || !OPEN_ORDER_STATUSES.includes(order.status)) continue;
       guarded(() => act("order.status_changed", () => store.actions.updateOrderStatus(step.id, step.status)));
     }
   };
@@ -175,7 +175,7 @@ function editMenuItem(store: SandboxStore) {
 export function startSimulation(store: SandboxStore, intervalMs: number, logger?: Logger): () => void {
   const { random } = store;
   const tick = () => {
-    const open = [...store.orders.values()].filter((o) => !TERMINAL.includes(o.status));
+    const open = [...store.orders.values()].filter((o) => OPEN_ORDER_STATUSES.includes(o.status));
     const roll = random.next();
     if (roll < 0.3 || open.length === 0) store.actions.createOrder({ paid: random.chance(0.7) });
     else if (roll < 0.65) {
