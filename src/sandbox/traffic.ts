@@ -37,11 +37,7 @@ export interface TrafficChange {
   missed: boolean;
 }
 
-export interface Traffic {
-  /** Every change made so far, oldest first. */
-  changes: TrafficChange[];
-  stop(): void;
-}
+export type Traffic = ReturnType<typeof startTraffic>;
 
 const DEFAULT_MIX: Record<TrafficKind, number> = { newOrders: 0.55, refunds: 0.15, bookings: 0.15, cancellations: 0.05, menuEdits: 0.1 };
 /** A new order's steps after PENDING. */
@@ -54,24 +50,21 @@ const TICK_MS = 50;
  * minutes (some cancelled on the way), refunds of old paid orders, bookings made and cancelled,
  * menu edits.
  */
-export function startTraffic(
-  deps: { store: SandboxStore; silently: <T>(change: () => T) => T; logger?: Logger },
-  opts: TrafficOptions,
-): Traffic {
+export function startTraffic(deps: { store: SandboxStore; silently: <T>(change: () => T) => T; logger?: Logger }, opts: TrafficOptions) {
   const { store } = deps;
   const { random } = store;
   const lifetime = opts.orderLifetimeMs ?? 180_000;
   const mix = opts.mix ?? DEFAULT_MIX; // given: it replaces the defaults (a kind left out never starts)
   const weights = Object.entries(mix) as [TrafficKind, number][];
   const totalWeight = weights.reduce((s, [, w]) => s + w, 0);
+  /** Every change made so far, oldest first (returned, with `stop`). */
   const changes: TrafficChange[] = [];
   const steps: { at: number; id: string; status: string }[] = [];
 
-  const record = (type: string, r: { id: string; restaurantId: string; status?: string }, missed: boolean) =>
-    changes.push({ at: Date.now(), type, id: r.id, restaurantId: r.restaurantId, ...(r.status ? { status: r.status } : {}), missed });
   const act = (type: string, change: () => { id: string; restaurantId: string; status?: string }) => {
     const missed = random.chance(opts.missedShare ?? 0);
-    record(type, missed ? deps.silently(change) : change(), missed);
+    const r = missed ? deps.silently(change) : change();
+    changes.push({ at: Date.now(), type, id: r.id, restaurantId: r.restaurantId, ...(r.status ? { status: r.status } : {}), missed });
   };
 
   const start: Record<TrafficKind, () => void> = {
