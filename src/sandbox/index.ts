@@ -19,7 +19,7 @@ import {
 } from "./state-file.js";
 import { startSimulation, startTraffic, type Traffic, type TrafficOptions } from "./traffic.js";
 import { SandboxError } from "./records.js";
-import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type WebhookEndpoint } from "./webhook-sender.js";
+import { createWebhookSender, type WebhookEndpoint } from "./webhook-sender.js";
 
 export interface SandboxOptions {
   /** Accepted keys (each svc_live_…); default one generated key. */
@@ -65,11 +65,7 @@ export function createSandbox(options: SandboxOptions = {}) {
   for (const key of [...apiKeys, ...unmetered])
     if (!key.startsWith("svc_live_")) throw new SandboxError(400, "invalid_request", "sandbox API keys must start with svc_live_");
   const random = seededRandom(options.seed ?? 1);
-  const sender = createWebhookSender({
-    timeoutMs: options.delivery?.timeoutMs ?? 10_000,
-    retryDelaysMs: options.delivery?.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
-    logger: options.logger,
-  });
+  const sender = createWebhookSender(options.delivery, options.logger);
   for (const endpoint of options.webhooks ?? []) sender.add(endpoint);
   const history = createRecordHistory();
   // A switch that keeps a change's webhook from being sent (its history still records it).
