@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { expectDefined } from "../expect-defined.js";
 import { type ApiRequestRecord, type ListBehaviour, createFaults, createKeyRateLimit, createSandboxApp } from "./app.js";
-import { seededRandom, seedHistory, type HistoryOptions, createStore, type SandboxStore } from "./store.js";
+import { seededRandom, seedHistory, seedSample, type HistoryOptions, createStore, type SandboxStore } from "./store.js";
 import {
   createRecordHistory,
   type RecordHistory,
@@ -77,7 +77,7 @@ export function createSandbox(options: SandboxOptions = {}) {
       history.remember(resource);
       if (!silent) sender.send(type, resource);
     },
-    { willChange: history.rememberBefore, ...(kept ? { newId: reservedIds(kept.ids, (id) => store.holds(id)) } : {}) },
+    { willChange: history.rememberBefore, ...(kept ? { newId: reservedIds(kept.ids, (id) => store.record(id) !== undefined) } : {}) },
   );
   const saver = fillStore(store, history, options, kept);
   const silently = <T>(change: () => T): T => {
@@ -180,12 +180,12 @@ function keptFiles(dir: string): { records: string; ids: string } {
 function fillStore(store: SandboxStore, history: RecordHistory, options: SandboxOptions, kept: { records: string } | undefined) {
   const saved = kept && !options.keep?.fresh ? readStateFile(kept.records) : undefined;
   if (saved) {
-    store.load(saved.records);
+    store.load(saved);
     history.load(saved.history);
   } else if (options.history) {
     store.seedRestaurants(options.restaurants ?? 3, options.history.menuItems ?? 6);
     seedHistory(store, options.history);
-  } else store.seed(options.restaurants ?? 3);
+  } else seedSample(store, options.restaurants ?? 3);
   if (!kept) return undefined;
   return startStateSaver({
     file: kept.records,

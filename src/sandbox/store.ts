@@ -30,31 +30,25 @@ export function createStore(
   /** Records an earlier run saved, instead of a seed; new stamps come after theirs. Emits nothing. */
   const load = (records: SandboxRecords) => {
     state.restaurants.push(...records.restaurants);
-    for (const m of records.menuItems) {
-      state.putMenuItem(m);
-      state.stampAfter(m.updatedAt);
-    }
-    for (const r of [...records.orders, ...records.bookings, ...records.reviews]) state.stampAfter(r.createdAt);
-    for (const o of records.orders) {
-      state.putOrder(o);
-      if (o.refundedAt) state.stampAfter(o.refundedAt);
-    }
-    for (const b of records.bookings) state.putBooking(b);
-    for (const r of records.reviews) state.putReview(r);
+    records.menuItems.forEach(state.putMenuItem);
+    records.orders.forEach(state.putOrder);
+    records.bookings.forEach(state.putBooking);
+    records.reviews.forEach(state.putReview);
+    const created = [...records.orders, ...records.bookings, ...records.reviews].map((r) => r.createdAt);
+    for (const instant of [...created, ...records.menuItems.map((m) => m.updatedAt), ...records.orders.map((o) => o.refundedAt)])
+      if (instant) state.stampAfter(instant);
   };
 
   return {
     ...state,
     actions: createActions(state, emit, willChange),
-    /** A few restaurants with menus, orders in every state and bookings; emits nothing. */
-    seed: (count: number) => seedSample(state, count),
     /** Restaurants and their menus only (a seeded history fills in the rest); emits nothing. */
     seedRestaurants: (count: number, menuItemsEach: number) => {
       for (let r = 1; r <= count; r++) seedRestaurant(state, r, menuItemsEach);
     },
     load,
-    /** Whether an order, booking, menu item or review has this id. */
-    holds: (id: string) => state.orders.has(id) || state.bookings.has(id) || state.menuItems.has(id) || state.reviews.has(id),
+    /** The order, booking, menu item or review of this id, if any. */
+    record: (id: string) => state.orders.get(id) ?? state.bookings.get(id) ?? state.menuItems.get(id) ?? state.reviews.get(id),
     /**
      * Re-lists a record changed from outside the actions (the control route that overwrites fields):
      * its position follows its new sort key and status.
