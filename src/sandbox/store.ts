@@ -455,8 +455,7 @@ function seedRestaurant(state: StoreState, r: number, count: number) {
 /** Five bookings of restaurant `r` around today, the last one cancelled. */
 function seedBookings(state: StoreState, r: number): Booking[] {
   const { random } = state;
-  const rbookings: Booking[] = [];
-  for (let b = 0; b < 5; b++) {
+  return Array.from({ length: 5 }, (_, b) => {
     const day = new Date(Date.now() + (b - 2) * 86_400_000).toISOString().slice(0, 10);
     const booking = buildBooking(state, {
       restaurantId: `rest_${r}`,
@@ -467,14 +466,12 @@ function seedBookings(state: StoreState, r: number): Booking[] {
     });
     if (b === 4) booking.status = "CANCELLED";
     state.putBooking(booking);
-    rbookings.push(booking);
-  }
-  return rbookings;
+    return booking;
+  });
 }
 
 /** A few restaurants with menus, orders in every state and bookings; emits nothing. */
 export function seedSample(state: StoreState, count: number) {
-  const path = ORDER_FORWARD_STEPS;
   for (let r = 1; r <= count; r++) {
     seedRestaurant(state, r, 6);
     const rbookings = seedBookings(state, r);
@@ -484,7 +481,7 @@ export function seedSample(state: StoreState, count: number) {
         paid: o % 3 !== 0,
         bookingId: o < 2 ? expectDefined(rbookings[o], "a seeded booking").id : null,
       });
-      if (o < 10) order.status = expectDefined(path[o % path.length], "an index within path");
+      if (o < 10) order.status = expectDefined(ORDER_FORWARD_STEPS[o % ORDER_FORWARD_STEPS.length], "a forward step");
       else if (o === 10) order.status = "CANCELLED";
       else {
         order.paidAt ??= order.createdAt;
@@ -605,11 +602,10 @@ export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
   }
   const bookingCount = opts.bookings ?? Math.round(opts.orders / 4);
   const days = opts.days + 14;
-  const bookings: Booking[] = [];
-  for (let i = 0; i < bookingCount; i++) {
+  const bookings = Array.from({ length: bookingCount }, (_, i) => {
     const day = Math.floor((start + Math.floor(((i + store.random.next()) * days) / bookingCount) * DAY) / DAY) * DAY;
-    bookings.push(historyBooking(store, day, nowMs));
-  }
+    return historyBooking(store, day, nowMs);
+  });
   // Sorted by the list's key first, so each insert is an append.
   const key = (b: Booking) => `${b.date}\u0000${b.time}\u0000${b.id}`;
   bookings.sort((a, b) => (key(a) < key(b) ? -1 : 1));
