@@ -150,16 +150,19 @@ function apiRoutes(deps: SandboxParts): Hono<ApiEnv> {
   return api;
 }
 
-export interface ApiRequestRecord {
-  at: number;
-  method: string;
-  path: string;
-  query: string;
-  status: number;
-  keyHash: string | null;
+/** What the request log keeps of an /api/v1 request: its status and key's hash are filled in as it is answered. */
+const requestRecord = (c: Context) => ({
+  at: Date.now(),
+  method: c.req.method,
+  path: c.req.path,
+  query: new URL(c.req.url).search,
+  status: 0,
+  keyHash: null as string | null,
   /** The W3C trace context the client sent, if any (a test checks the service's traces reach the API). */
-  traceparent: string | null;
-}
+  traceparent: c.req.header("traceparent") ?? null,
+});
+
+export type ApiRequestRecord = ReturnType<typeof requestRecord>;
 
 /** The fault matched for a request, for the routes whose answer it changes (repeatCursor). */
 export interface ApiEnv {
@@ -181,23 +184,14 @@ const keyHash = (key: string) => createHash("sha256").update(key).digest("hex").
 function apiGate(deps: SandboxParts): MiddlewareHandler<ApiEnv> {
   const { faults } = deps;
   return async (c, next) => {
-    const record: ApiRequestRecord = {
-      at: Date.now(),
-      method: c.req.method,
-      path: c.req.path,
-      query: new URL(c.req.url).search,
-      status: 0,
-      keyHash: null,
-      traceparent: c.req.header("traceparent") ?? null,
-    };
+    const record = requestRecord(c);
     deps.requestLog.push(record);
     let fault: FaultRule | undefined;
     try {
       const key = bearerKey(c.req.header("authorization"));
       if (key !== undefined) record.keyHash = keyHash(key);
-      if (key === undefined || !key.startsWith("svc_live_") || !deps.apiKeys.has(key)) {
-        throw unauthorized();
-      }
+      // Every accepted key starts svc_live_ (createSandbox checks them).
+      if (key === undefined || !deps.apiKeys.has(key)) throw unauthorized();
       const retryAfter = deps.admit(key);
       if (retryAfter > 0) {
         c.header("Retry-After", String(retryAfter));
@@ -497,7 +491,7 @@ export function paddedBody(parts: { head: string; fill: string; tail: string; by
  * The API's per-key limit (docs/upstream.md): a sliding window over the requests it accepted.
  * Returns 0 when the request is accepted (and counts it), else the Retry-After in seconds.
  */
-export function createKeyRateLimit(max: number, windowMs: number) {
+export function createKeyRateLimit({ max, windowMs }: { max: number; windowMs: number }) {
   const accepted = new Map<string, number[]>();
   return function admit(key: string): number {
     const t = Date.now();

@@ -92,8 +92,7 @@ export function createSandbox(options: SandboxOptions = {}) {
   const requestLog: ApiRequestRecord[] = [];
   const faults = createFaults();
   const state = stateView(store, history);
-  const rateLimit = options.rateLimit ?? { max: 120, windowMs: 60_000 };
-  const meter = createKeyRateLimit(rateLimit.max, rateLimit.windowMs);
+  const meter = createKeyRateLimit(options.rateLimit ?? { max: 120, windowMs: 60_000 });
   const app = createSandboxApp({
     store,
     apiKeys: new Set([...apiKeys, ...unmetered]),
