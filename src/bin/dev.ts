@@ -61,13 +61,10 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     started.push({ stop: () => ownRedis.destroy() });
     process.stderr.write(`redis-server started at ${redis.url} for this run\n`);
   }
-  let stack;
-  try {
-    stack = await startStack(values, intervalMs, { redis, database, kept }, started);
-  } catch (err) {
+  const stack = await startStack(values, intervalMs, { redis, database, kept }, started).catch(async (err: unknown) => {
     for (const part of started.reverse()) await Promise.resolve(part.stop()).catch(() => undefined);
     throw err;
-  }
+  });
   await stayUp(stack, started, stop);
 }
 
@@ -363,8 +360,7 @@ type KeyInput = Pick<Readable, "on" | "off" | "resume" | "pause">;
  */
 export function showBannerOnEnter(input: KeyInput, print: () => void): () => void {
   const onData = (chunk: Buffer | string) => {
-    const lines = chunk.toString().split("\n").length - 1;
-    if (lines > 0) print();
+    if (chunk.toString().includes("\n")) print();
   };
   input.on("data", onData);
   input.resume();
@@ -388,14 +384,6 @@ const settingsSchema = z.object({
 
 /** What `npm run dev` keeps from one run to the next, so the exported CLI settings stay valid. */
 type DevSettings = z.infer<typeof settingsSchema>;
-type DevPort = keyof DevSettings["ports"];
-
-/** A saved port another process holds now: this run uses `to`, and saves it for the next. */
-interface PortMove {
-  what: DevPort;
-  from: number;
-  to: number;
-}
 
 const FIRST_PORTS = { service: 3000, sandbox: 4010 };
 
@@ -403,10 +391,7 @@ const FIRST_PORTS = { service: 3000, sandbox: 4010 };
  * Reads the dev stack's settings from `dir` (generating them on the first run, or all anew with
  * `fresh`), moves each saved port that is taken now to a free one, and writes them back.
  */
-export async function devSettings(
-  dir: string,
-  { fresh = false } = {},
-): Promise<{ settings: DevSettings; file: string; created: boolean; moved: PortMove[] }> {
+export async function devSettings(dir: string, { fresh = false } = {}) {
   const file = join(dir, DEV_SETTINGS_FILE);
   const saved = fresh || !existsSync(file) ? undefined : readSettings(file);
   // The URL the last run listened on is dropped: this run writes its own once it listens.
@@ -417,7 +402,8 @@ export async function devSettings(
     signingSecret: `whsec_dev_${randomBytes(12).toString("hex")}`,
     ports: { ...FIRST_PORTS, redis: await freePort() },
   };
-  const moved: PortMove[] = [];
+  /** Each saved port another process holds now: this run uses `to`, and saves it for the next. */
+  const moved: { what: keyof DevSettings["ports"]; from: number; to: number }[] = [];
   for (const what of ["service", "sandbox", "redis"] as const) {
     const from = settings.ports[what];
     if (await portIsFree(from)) continue;
@@ -466,9 +452,7 @@ function portIsFree(candidate: number): Promise<boolean> {
 /** Longest load error a reload logs: a syntax error's message can quote the whole file. */
 const MAX_ERROR_CHARS = 500;
 
-export interface HandlersModuleWatch {
-  stop(): void;
-}
+export type HandlersModuleWatch = ReturnType<typeof watchHandlersModule>;
 
 /**
  * Watches HANDLERS_MODULE while `npm run dev` runs and hands each edited version to `apply` (the
@@ -483,7 +467,7 @@ export function watchHandlersModule(options: {
   logger: Logger;
   /** Editors save in several writes: one reload after the last of them (default 100 ms). */
   debounceMs?: number;
-}): HandlersModuleWatch {
+}) {
   const { path, logger, apply } = options;
   const cwd = options.cwd ?? process.cwd();
   const file = isAbsolute(path) ? path : resolve(cwd, path);
