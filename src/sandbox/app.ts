@@ -53,14 +53,11 @@ function day(value: string | undefined, name: string): string | undefined {
   return value;
 }
 
-async function jsonBody(c: Context): Promise<Record<string, unknown>> {
-  try {
-    const body = (await c.req.json()) as unknown;
-    if (typeof body === "object" && body !== null && !Array.isArray(body)) return body as Record<string, unknown>;
-  } catch {
-    // fall through
-  }
-  throw new SandboxError(400, "invalid_request", "body must be a JSON object");
+/** The request's body, a JSON object; else a 400 with `message`. */
+async function jsonBody(c: Context, message = "body must be a JSON object"): Promise<Record<string, unknown>> {
+  const body: unknown = await c.req.json().catch(() => undefined);
+  if (typeof body === "object" && body !== null && !Array.isArray(body)) return body as Record<string, unknown>;
+  throw new SandboxError(400, "invalid_request", message);
 }
 
 /** How the lists answer, where the spec leaves it open (docs/upstream.md). */
@@ -134,8 +131,7 @@ function apiRoutes(deps: SandboxParts): Hono<ApiEnv> {
       (typeof diner?.name !== "string" || typeof diner.email !== "string") && "diner { name, email }",
     ].filter(Boolean);
     if (problems.length > 0) throw new SandboxError(400, "invalid_request", `invalid or missing: ${problems.join(", ")}`);
-    const booking = store.actions.createBooking(body as Parameters<SandboxStore["actions"]["createBooking"]>[0]);
-    return c.json(booking, 201);
+    return c.json(store.actions.createBooking(body as Parameters<SandboxStore["actions"]["createBooking"]>[0]), 201);
   });
 
   listRoute("/menu-items", store.indexes.menuItems, LIST_KEYS.menuItems, (q) => ({
@@ -336,9 +332,7 @@ function controlRoutes(deps: SandboxParts): Hono {
     if (!map) throw new SandboxError(404, "not_found", `kinds are ${Object.keys(kinds).join(", ")}`);
     const record = map.get(c.req.param("id"));
     if (!record) throw new SandboxError(404, "not_found", `no ${kind} record ${c.req.param("id")}`);
-    const patch: unknown = await c.req.json().catch(() => undefined);
-    if (typeof patch !== "object" || patch === null || Array.isArray(patch))
-      throw new SandboxError(400, "invalid_request", "the body is a JSON object of the fields to set");
+    const patch = await jsonBody(c, "the body is a JSON object of the fields to set");
     if ("id" in patch || "restaurantId" in patch) throw new SandboxError(400, "invalid_request", "id and restaurantId cannot be changed");
     Object.assign(record, patch);
     store.relist[kind](record as never);
