@@ -168,12 +168,9 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
   sandbox.addWebhook({ url: `${url}/webhooks`, secret: signingSecret });
   const { handlersModule } = config;
   const worker = service.worker;
-  if (handlersModule && worker) {
-    const watching = watchHandlersModule({ path: handlersModule, apply: (map) => worker.reloadHandlers([map]), logger });
-    started.push({ stop: () => watching.stop() });
-  }
+  if (handlersModule && worker)
+    started.push(watchHandlersModule({ path: handlersModule, apply: (map) => worker.reloadHandlers([map]), logger }));
 
-  const fromEnv = (["SIGNING_SECRET", "ADMIN_TOKEN"] as const).filter((name) => process.env[name] !== undefined);
   const used = {
     service: !values.port && !process.env.PORT,
     sandbox: !values["sandbox-port"],
@@ -189,7 +186,7 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
         adminToken,
         signingSecret,
         apiKey,
-        secrets: secretsNote(kept, fromEnv),
+        secrets: secretsNote(kept),
         database: database.note,
         queuePrefix: config.queuePrefix,
         ...(config.database.url ? {} : { dataDir: resolve(config.database.dataDir) }),
@@ -201,15 +198,13 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
       }),
     );
   printBanner();
-  if (process.stdin.isTTY) {
-    const stopListening = showBannerOnEnter(process.stdin, printBanner);
-    started.push({ stop: stopListening });
-  }
+  if (process.stdin.isTTY) started.push({ stop: showBannerOnEnter(process.stdin, printBanner) });
   return { logger };
 }
 
-function secretsNote({ file, created }: { file: string; created: boolean }, fromEnv: readonly string[]): string {
-  const generated = ["SIGNING_SECRET", "ADMIN_TOKEN"].filter((name) => !fromEnv.includes(name));
+/** Where the secrets come from: the environment, else the settings file (generated now or kept). */
+function secretsNote({ file, created }: { file: string; created: boolean }): string {
+  const generated = ["SIGNING_SECRET", "ADMIN_TOKEN"].filter((name) => process.env[name] === undefined);
   if (generated.length === 0) return "SIGNING_SECRET and ADMIN_TOKEN as set";
   return `${generated.join(" and ")} ${created ? "generated now" : "kept from the last run"} in ${file} (set them to choose; --fresh for new ones)`;
 }
