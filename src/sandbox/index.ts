@@ -40,7 +40,7 @@ export interface SandboxOptions {
    * finished, the last hour's in flight), bookings over those days and two weeks ahead. Seeded
    * straight into the store: no webhooks. Menus: `menuItems` per restaurant (default 6).
    */
-  history?: HistoryOptions & { menuItems?: number };
+  history?: HistoryOptions;
   /** List order and the bookings' upper date bound, where the spec is silent (defaults as docs/upstream.md). */
   lists?: ListBehaviour;
   simulate?: { intervalMs: number } | false;
@@ -182,8 +182,7 @@ function fillStore(store: SandboxStore, history: RecordHistory, options: Sandbox
     store.load(saved);
     history.load(saved.history);
   } else if (options.history) {
-    store.seedRestaurants(options.restaurants ?? 3, options.history.menuItems ?? 6);
-    seedHistory(store, options.history);
+    seedHistory(store, options.history, options.restaurants ?? 3);
   } else seedSample(store, options.restaurants ?? 3);
   if (!kept) return undefined;
   return startStateSaver({

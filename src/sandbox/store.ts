@@ -42,10 +42,6 @@ export function createStore(
   return {
     ...state,
     actions: createActions(state, emit, willChange),
-    /** Restaurants and their menus only (a seeded history fills in the rest); emits nothing. */
-    seedRestaurants: (count: number, menuItemsEach: number) => {
-      for (let r = 1; r <= count; r++) seedRestaurant(state, r, menuItemsEach);
-    },
     load,
     /** The order, booking, menu item or review of this id, if any. */
     record: (id: string) => state.orders.get(id) ?? state.bookings.get(id) ?? state.menuItems.get(id) ?? state.reviews.get(id),
@@ -501,6 +497,8 @@ export interface HistoryOptions {
   bookings?: number;
   /** Orders younger than this are still in flight (PENDING…READY); default 60. */
   inFlightMinutes?: number;
+  /** Each restaurant's menu items; default 6. */
+  menuItems?: number;
 }
 
 const DAY = 86_400_000;
@@ -572,12 +570,13 @@ function historyBooking(store: SandboxStore, day: number, nowMs: number): Bookin
 }
 
 /**
- * A company's history ending now, deterministic from the store's seed: orders spread over `days`
+ * A company's history ending now, deterministic from the store's seed: `restaurants` restaurants
+ * with their menus, then orders spread over `days`
  * (old ones DELIVERED, some CANCELLED, some paid ones REFUNDED later; the last `inFlightMinutes`
  * ones still PENDING…READY), bookings over the same days and two weeks ahead (some cancelled).
  * Records go straight into the store's maps and lists: no webhook, no history entry.
  */
-export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
+export function seedHistory(store: SandboxStore, opts: HistoryOptions, restaurants: number): void {
   const whole = (n: number | undefined, min: number) => n === undefined || (Number.isInteger(n) && n >= min);
   if (!whole(opts.orders, 0) || !whole(opts.bookings, 0) || !(opts.days > 0) || !((opts.inFlightMinutes ?? 1) > 0))
     throw new SandboxError(
@@ -585,6 +584,7 @@ export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
       "invalid_request",
       "history needs orders and bookings ≥ 0 (whole numbers), days > 0 and inFlightMinutes > 0",
     );
+  for (let r = 1; r <= restaurants; r++) seedRestaurant(store, r, opts.menuItems ?? 6);
   const nowMs = Date.now();
   const span = opts.days * DAY - MINUTE; // the newest order is a minute old
   const start = nowMs - MINUTE - span;
