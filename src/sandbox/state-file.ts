@@ -2,7 +2,7 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { rename, writeFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import * as z from "zod";
-import type { SandboxStore } from "./store.js";
+import { idOf, type SandboxStore } from "./store.js";
 import { ORDER_STATUSES, ORDER_TYPES, type SandboxRecords } from "./records.js";
 
 const FORMAT = 1;
@@ -215,7 +215,7 @@ export function reservedIds(file: string, taken: (id: string) => boolean): (pref
       renameSync(`${file}.tmp`, file);
     }
     const n = BigInt(next++);
-    return `${prefix}_${((n * M + C) % SPACE).toString(36).padStart(8, "0")}`;
+    return idOf(prefix, (n * M + C) % SPACE);
   };
   return (prefix) => {
     // An id a kept record has is passed over: the counter's file may have been lost or replaced apart from the records.

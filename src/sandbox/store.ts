@@ -627,13 +627,13 @@ export function seededRandom(seed: number) {
     int: (min: number, max: number) => min + Math.floor(next() * (max - min + 1)),
     pick: <T>(items: readonly T[]): T => expectDefined(items[Math.floor(next() * items.length)], "pick() needs a non-empty list"),
     chance: (p: number) => next() < p,
-    id: (prefix: string) =>
-      `${prefix}_${Math.floor(next() * 36 ** 8)
-        .toString(36)
-        .padStart(8, "0")}`,
+    id: (prefix: string) => idOf(prefix, Math.floor(next() * 36 ** 8)),
   };
 }
 export type Random = ReturnType<typeof seededRandom>;
+
+/** A record's id as the sandbox writes them: `prefix`, then `n` as 8 base-36 digits. */
+export const idOf = (prefix: string, n: number | bigint) => `${prefix}_${n.toString(36).padStart(8, "0")}`;
 
 /** An amount rounded to cents, as the API's prices and totals are. */
 export const money = (n: number) => Math.round(n * 100) / 100;
