@@ -242,12 +242,10 @@ async function devDatabase(fresh: boolean): Promise<{ env: Record<string, string
 function anotherDevRuns(dir: string, pid: number | undefined): CommandError {
   const holder = pid === undefined ? "" : `pid ${pid}`;
   const url = runningUrl(join(dir, DEV_SETTINGS_FILE));
-  if (url === undefined)
-    return new CommandError(
-      `another process${holder ? ` (${holder})` : ""} holds ${dir}: stop it, or start this dev with another DATA_DIR`,
-    );
   return new CommandError(
-    `another npm run dev runs on ${dir} (${holder ? `${holder}, ` : ""}${url}): use that one, or stop it (Ctrl-C in its terminal) first`,
+    url === undefined
+      ? `another process${holder ? ` (${holder})` : ""} holds ${dir}: stop it, or start this dev with another DATA_DIR`
+      : `another npm run dev runs on ${dir} (${holder ? `${holder}, ` : ""}${url}): use that one, or stop it (Ctrl-C in its terminal) first`,
   );
 }
 
@@ -463,8 +461,7 @@ export function watchHandlersModule(options: {
   /** Editors save in several writes: one reload after the last of them (default 100 ms). */
   debounceMs?: number;
 }) {
-  const { path, logger, apply } = options;
-  const cwd = options.cwd ?? process.cwd();
+  const { path, logger, apply, cwd = process.cwd() } = options;
   const file = isAbsolute(path) ? path : resolve(cwd, path);
   let version = 0;
   let timer: NodeJS.Timeout | undefined;
