@@ -147,7 +147,7 @@ export function createSandbox(options: SandboxOptions = {}) {
      */
     startTraffic(trafficOptions: TrafficOptions): Traffic {
       if (!(trafficOptions.eventsPerSecond > 0)) throw new SandboxError(400, "invalid_request", "eventsPerSecond must be above 0");
-      const traffic = startTraffic({ store, silently, ...(options.logger ? { logger: options.logger } : {}) }, trafficOptions);
+      const traffic = startTraffic({ store, silently, logger: options.logger }, trafficOptions);
       traffics.push(traffic);
       return traffic;
     },
@@ -181,9 +181,8 @@ function fillStore(store: SandboxStore, history: RecordHistory, options: Sandbox
   if (saved) {
     store.load(saved);
     history.load(saved.history);
-  } else if (options.history) {
-    seedHistory(store, options.history, options.restaurants ?? 3);
-  } else seedSample(store, options.restaurants ?? 3);
+  } else if (options.history) seedHistory(store, options.history, options.restaurants ?? 3);
+  else seedSample(store, options.restaurants ?? 3);
   if (!kept) return undefined;
   return startStateSaver({
     file: kept.records,
