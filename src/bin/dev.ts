@@ -61,13 +61,10 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     started.push({ stop: () => ownRedis.destroy() });
     process.stderr.write(`redis-server started at ${redis.url} for this run\n`);
   }
-  let stack;
-  try {
-    stack = await startStack(values, intervalMs, { redis, database, kept }, started);
-  } catch (err) {
+  const stack = await startStack(values, intervalMs, { redis, database, kept }, started).catch(async (err: unknown) => {
     for (const part of started.reverse()) await Promise.resolve(part.stop()).catch(() => undefined);
     throw err;
-  }
+  });
   await stayUp(stack, started, stop);
 }
 
@@ -171,12 +168,9 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
   sandbox.addWebhook({ url: `${url}/webhooks`, secret: signingSecret });
   const { handlersModule } = config;
   const worker = service.worker;
-  if (handlersModule && worker) {
-    const watching = watchHandlersModule({ path: handlersModule, apply: (map) => worker.reloadHandlers([map]), logger });
-    started.push({ stop: () => watching.stop() });
-  }
+  if (handlersModule && worker)
+    started.push(watchHandlersModule({ path: handlersModule, apply: (map) => worker.reloadHandlers([map]), logger }));
 
-  const fromEnv = (["SIGNING_SECRET", "ADMIN_TOKEN"] as const).filter((name) => process.env[name] !== undefined);
   const used = {
     service: !values.port && !process.env.PORT,
     sandbox: !values["sandbox-port"],
@@ -192,7 +186,7 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
         adminToken,
         signingSecret,
         apiKey,
-        secrets: secretsNote(kept, fromEnv),
+        secrets: secretsNote(kept),
         database: database.note,
         queuePrefix: config.queuePrefix,
         ...(config.database.url ? {} : { dataDir: resolve(config.database.dataDir) }),
@@ -204,15 +198,13 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
       }),
     );
   printBanner();
-  if (process.stdin.isTTY) {
-    const stopListening = showBannerOnEnter(process.stdin, printBanner);
-    started.push({ stop: stopListening });
-  }
+  if (process.stdin.isTTY) started.push({ stop: showBannerOnEnter(process.stdin, printBanner) });
   return { logger };
 }
 
-function secretsNote({ file, created }: { file: string; created: boolean }, fromEnv: readonly string[]): string {
-  const generated = ["SIGNING_SECRET", "ADMIN_TOKEN"].filter((name) => !fromEnv.includes(name));
+/** Where the secrets come from: the environment, else the settings file (generated now or kept). */
+function secretsNote({ file, created }: { file: string; created: boolean }): string {
+  const generated = ["SIGNING_SECRET", "ADMIN_TOKEN"].filter((name) => process.env[name] === undefined);
   if (generated.length === 0) return "SIGNING_SECRET and ADMIN_TOKEN as set";
   return `${generated.join(" and ")} ${created ? "generated now" : "kept from the last run"} in ${file} (set them to choose; --fresh for new ones)`;
 }
@@ -250,12 +242,10 @@ async function devDatabase(fresh: boolean): Promise<{ env: Record<string, string
 function anotherDevRuns(dir: string, pid: number | undefined): CommandError {
   const holder = pid === undefined ? "" : `pid ${pid}`;
   const url = runningUrl(join(dir, DEV_SETTINGS_FILE));
-  if (url === undefined)
-    return new CommandError(
-      `another process${holder ? ` (${holder})` : ""} holds ${dir}: stop it, or start this dev with another DATA_DIR`,
-    );
   return new CommandError(
-    `another npm run dev runs on ${dir} (${holder ? `${holder}, ` : ""}${url}): use that one, or stop it (Ctrl-C in its terminal) first`,
+    url === undefined
+      ? `another process${holder ? ` (${holder})` : ""} holds ${dir}: stop it, or start this dev with another DATA_DIR`
+      : `another npm run dev runs on ${dir} (${holder ? `${holder}, ` : ""}${url}): use that one, or stop it (Ctrl-C in its terminal) first`,
   );
 }
 
@@ -363,8 +353,7 @@ type KeyInput = Pick<Readable, "on" | "off" | "resume" | "pause">;
  */
 export function showBannerOnEnter(input: KeyInput, print: () => void): () => void {
   const onData = (chunk: Buffer | string) => {
-    const lines = chunk.toString().split("\n").length - 1;
-    if (lines > 0) print();
+    if (chunk.toString().includes("\n")) print();
   };
   input.on("data", onData);
   input.resume();
@@ -388,14 +377,6 @@ const settingsSchema = z.object({
 
 /** What `npm run dev` keeps from one run to the next, so the exported CLI settings stay valid. */
 type DevSettings = z.infer<typeof settingsSchema>;
-type DevPort = keyof DevSettings["ports"];
-
-/** A saved port another process holds now: this run uses `to`, and saves it for the next. */
-interface PortMove {
-  what: DevPort;
-  from: number;
-  to: number;
-}
 
 const FIRST_PORTS = { service: 3000, sandbox: 4010 };
 
@@ -403,10 +384,7 @@ const FIRST_PORTS = { service: 3000, sandbox: 4010 };
  * Reads the dev stack's settings from `dir` (generating them on the first run, or all anew with
  * `fresh`), moves each saved port that is taken now to a free one, and writes them back.
  */
-export async function devSettings(
-  dir: string,
-  { fresh = false } = {},
-): Promise<{ settings: DevSettings; file: string; created: boolean; moved: PortMove[] }> {
+export async function devSettings(dir: string, { fresh = false } = {}) {
   const file = join(dir, DEV_SETTINGS_FILE);
   const saved = fresh || !existsSync(file) ? undefined : readSettings(file);
   // The URL the last run listened on is dropped: this run writes its own once it listens.
@@ -417,7 +395,8 @@ export async function devSettings(
     signingSecret: `whsec_dev_${randomBytes(12).toString("hex")}`,
     ports: { ...FIRST_PORTS, redis: await freePort() },
   };
-  const moved: PortMove[] = [];
+  /** Each saved port another process holds now: this run uses `to`, and saves it for the next. */
+  const moved: { what: keyof DevSettings["ports"]; from: number; to: number }[] = [];
   for (const what of ["service", "sandbox", "redis"] as const) {
     const from = settings.ports[what];
     if (await portIsFree(from)) continue;
@@ -466,9 +445,7 @@ function portIsFree(candidate: number): Promise<boolean> {
 /** Longest load error a reload logs: a syntax error's message can quote the whole file. */
 const MAX_ERROR_CHARS = 500;
 
-export interface HandlersModuleWatch {
-  stop(): void;
-}
+export type HandlersModuleWatch = ReturnType<typeof watchHandlersModule>;
 
 /**
  * Watches HANDLERS_MODULE while `npm run dev` runs and hands each edited version to `apply` (the
@@ -483,9 +460,8 @@ export function watchHandlersModule(options: {
   logger: Logger;
   /** Editors save in several writes: one reload after the last of them (default 100 ms). */
   debounceMs?: number;
-}): HandlersModuleWatch {
-  const { path, logger, apply } = options;
-  const cwd = options.cwd ?? process.cwd();
+}) {
+  const { path, logger, apply, cwd = process.cwd() } = options;
   const file = isAbsolute(path) ? path : resolve(cwd, path);
   let version = 0;
   let timer: NodeJS.Timeout | undefined;

@@ -1,7 +1,6 @@
 import { createLogger } from "../logging/logger.js";
 import { createSandboxCompanies } from "../sandbox/companies.js";
 import type { Sandbox, SandboxOptions } from "../sandbox/index.js";
-import type { WebhookEndpoint } from "../sandbox/webhook-sender.js";
 import { isApiKey } from "../upstream/client.js";
 import { flagOptions, parseFlags, stopped, UsageError, wholeNumber } from "./command.js";
 
@@ -55,7 +54,7 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
   for (const url of urls) if (!URL.canParse(url)) throw new UsageError(`--webhook-url "${url}" is not a URL`);
   const apiKey = values["api-key"];
   if (apiKey !== undefined && !isApiKey(apiKey)) throw new UsageError("--api-key must be svc_live_ followed by the key body");
-  const webhooks: WebhookEndpoint[] = urls.map((url, i) => ({
+  const webhooks = urls.map((url, i) => ({
     url,
     secret: secrets[secrets.length === 1 ? 0 : i] ?? "",
     thin: values.thin ?? false,

@@ -60,8 +60,7 @@ export async function startRedisServer(options: RedisServerOptions = {}) {
     const proc = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
     child = proc;
     let output = "";
-    proc.stdout.on("data", (d: Buffer) => (output += d.toString()));
-    proc.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    for (const stream of [proc.stdout, proc.stderr]) stream.on("data", (d: Buffer) => (output += d.toString()));
     await waitForPong(port, proc, () => output);
   };
 

@@ -53,14 +53,11 @@ function day(value: string | undefined, name: string): string | undefined {
   return value;
 }
 
-async function jsonBody(c: Context): Promise<Record<string, unknown>> {
-  try {
-    const body = (await c.req.json()) as unknown;
-    if (typeof body === "object" && body !== null && !Array.isArray(body)) return body as Record<string, unknown>;
-  } catch {
-    // fall through
-  }
-  throw new SandboxError(400, "invalid_request", "body must be a JSON object");
+/** The request's body, a JSON object; else a 400 with `message`. */
+async function jsonBody(c: Context, message = "body must be a JSON object"): Promise<Record<string, unknown>> {
+  const body: unknown = await c.req.json().catch(() => undefined);
+  if (typeof body === "object" && body !== null && !Array.isArray(body)) return body as Record<string, unknown>;
+  throw new SandboxError(400, "invalid_request", message);
 }
 
 /** How the lists answer, where the spec leaves it open (docs/upstream.md). */
@@ -134,8 +131,7 @@ function apiRoutes(deps: SandboxParts): Hono<ApiEnv> {
       (typeof diner?.name !== "string" || typeof diner.email !== "string") && "diner { name, email }",
     ].filter(Boolean);
     if (problems.length > 0) throw new SandboxError(400, "invalid_request", `invalid or missing: ${problems.join(", ")}`);
-    const booking = store.actions.createBooking(body as Parameters<SandboxStore["actions"]["createBooking"]>[0]);
-    return c.json(booking, 201);
+    return c.json(store.actions.createBooking(body as Parameters<SandboxStore["actions"]["createBooking"]>[0]), 201);
   });
 
   listRoute("/menu-items", store.indexes.menuItems, LIST_KEYS.menuItems, (q) => ({
@@ -150,16 +146,19 @@ function apiRoutes(deps: SandboxParts): Hono<ApiEnv> {
   return api;
 }
 
-export interface ApiRequestRecord {
-  at: number;
-  method: string;
-  path: string;
-  query: string;
-  status: number;
-  keyHash: string | null;
+/** What the request log keeps of an /api/v1 request: its status and key's hash are filled in as it is answered. */
+const requestRecord = (c: Context) => ({
+  at: Date.now(),
+  method: c.req.method,
+  path: c.req.path,
+  query: new URL(c.req.url).search,
+  status: 0,
+  keyHash: null as string | null,
   /** The W3C trace context the client sent, if any (a test checks the service's traces reach the API). */
-  traceparent: string | null;
-}
+  traceparent: c.req.header("traceparent") ?? null,
+});
+
+export type ApiRequestRecord = ReturnType<typeof requestRecord>;
 
 /** The fault matched for a request, for the routes whose answer it changes (repeatCursor). */
 export interface ApiEnv {
@@ -181,23 +180,14 @@ const keyHash = (key: string) => createHash("sha256").update(key).digest("hex").
 function apiGate(deps: SandboxParts): MiddlewareHandler<ApiEnv> {
   const { faults } = deps;
   return async (c, next) => {
-    const record: ApiRequestRecord = {
-      at: Date.now(),
-      method: c.req.method,
-      path: c.req.path,
-      query: new URL(c.req.url).search,
-      status: 0,
-      keyHash: null,
-      traceparent: c.req.header("traceparent") ?? null,
-    };
+    const record = requestRecord(c);
     deps.requestLog.push(record);
     let fault: FaultRule | undefined;
     try {
       const key = bearerKey(c.req.header("authorization"));
       if (key !== undefined) record.keyHash = keyHash(key);
-      if (key === undefined || !key.startsWith("svc_live_") || !deps.apiKeys.has(key)) {
-        throw unauthorized();
-      }
+      // Every accepted key starts svc_live_ (createSandbox checks them).
+      if (key === undefined || !deps.apiKeys.has(key)) throw unauthorized();
       const retryAfter = deps.admit(key);
       if (retryAfter > 0) {
         c.header("Retry-After", String(retryAfter));
@@ -342,9 +332,7 @@ function controlRoutes(deps: SandboxParts): Hono {
     if (!map) throw new SandboxError(404, "not_found", `kinds are ${Object.keys(kinds).join(", ")}`);
     const record = map.get(c.req.param("id"));
     if (!record) throw new SandboxError(404, "not_found", `no ${kind} record ${c.req.param("id")}`);
-    const patch: unknown = await c.req.json().catch(() => undefined);
-    if (typeof patch !== "object" || patch === null || Array.isArray(patch))
-      throw new SandboxError(400, "invalid_request", "the body is a JSON object of the fields to set");
+    const patch = await jsonBody(c, "the body is a JSON object of the fields to set");
     if ("id" in patch || "restaurantId" in patch) throw new SandboxError(400, "invalid_request", "id and restaurantId cannot be changed");
     Object.assign(record, patch);
     store.relist[kind](record as never);
@@ -497,7 +485,7 @@ export function paddedBody(parts: { head: string; fill: string; tail: string; by
  * The API's per-key limit (docs/upstream.md): a sliding window over the requests it accepted.
  * Returns 0 when the request is accepted (and counts it), else the Retry-After in seconds.
  */
-export function createKeyRateLimit(max: number, windowMs: number) {
+export function createKeyRateLimit({ max, windowMs }: { max: number; windowMs: number }) {
   const accepted = new Map<string, number[]>();
   return function admit(key: string): number {
     const t = Date.now();

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { expectDefined } from "../expect-defined.js";
 import { type ApiRequestRecord, type ListBehaviour, createFaults, createKeyRateLimit, createSandboxApp } from "./app.js";
-import { seededRandom, seedHistory, type HistoryOptions, createStore, type SandboxStore } from "./store.js";
+import { seededRandom, seedHistory, seedSample, type HistoryOptions, createStore, type SandboxStore } from "./store.js";
 import {
   createRecordHistory,
   type RecordHistory,
@@ -19,7 +19,7 @@ import {
 } from "./state-file.js";
 import { startSimulation, startTraffic, type Traffic, type TrafficOptions } from "./traffic.js";
 import { SandboxError } from "./records.js";
-import { createWebhookSender, DEFAULT_RETRY_DELAYS_MS, type WebhookEndpoint } from "./webhook-sender.js";
+import { createWebhookSender, type WebhookEndpoint } from "./webhook-sender.js";
 
 export interface SandboxOptions {
   /** Accepted keys (each svc_live_…); default one generated key. */
@@ -40,7 +40,7 @@ export interface SandboxOptions {
    * finished, the last hour's in flight), bookings over those days and two weeks ahead. Seeded
    * straight into the store: no webhooks. Menus: `menuItems` per restaurant (default 6).
    */
-  history?: HistoryOptions & { menuItems?: number };
+  history?: HistoryOptions;
   /** List order and the bookings' upper date bound, where the spec is silent (defaults as docs/upstream.md). */
   lists?: ListBehaviour;
   simulate?: { intervalMs: number } | false;
@@ -65,11 +65,7 @@ export function createSandbox(options: SandboxOptions = {}) {
   for (const key of [...apiKeys, ...unmetered])
     if (!key.startsWith("svc_live_")) throw new SandboxError(400, "invalid_request", "sandbox API keys must start with svc_live_");
   const random = seededRandom(options.seed ?? 1);
-  const sender = createWebhookSender({
-    timeoutMs: options.delivery?.timeoutMs ?? 10_000,
-    retryDelaysMs: options.delivery?.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
-    logger: options.logger,
-  });
+  const sender = createWebhookSender(options.delivery, options.logger);
   for (const endpoint of options.webhooks ?? []) sender.add(endpoint);
   const history = createRecordHistory();
   // A switch that keeps a change's webhook from being sent (its history still records it).
@@ -81,7 +77,7 @@ export function createSandbox(options: SandboxOptions = {}) {
       history.remember(resource);
       if (!silent) sender.send(type, resource);
     },
-    { willChange: history.rememberBefore, ...(kept ? { newId: reservedIds(kept.ids, (id) => store.holds(id)) } : {}) },
+    { willChange: history.rememberBefore, ...(kept ? { newId: reservedIds(kept.ids, (id) => store.record(id) !== undefined) } : {}) },
   );
   const saver = fillStore(store, history, options, kept);
   const silently = <T>(change: () => T): T => {
@@ -96,8 +92,7 @@ export function createSandbox(options: SandboxOptions = {}) {
   const requestLog: ApiRequestRecord[] = [];
   const faults = createFaults();
   const state = stateView(store, history);
-  const rateLimit = options.rateLimit ?? { max: 120, windowMs: 60_000 };
-  const meter = createKeyRateLimit(rateLimit.max, rateLimit.windowMs);
+  const meter = createKeyRateLimit(options.rateLimit ?? { max: 120, windowMs: 60_000 });
   const app = createSandboxApp({
     store,
     apiKeys: new Set([...apiKeys, ...unmetered]),
@@ -152,7 +147,7 @@ export function createSandbox(options: SandboxOptions = {}) {
      */
     startTraffic(trafficOptions: TrafficOptions): Traffic {
       if (!(trafficOptions.eventsPerSecond > 0)) throw new SandboxError(400, "invalid_request", "eventsPerSecond must be above 0");
-      const traffic = startTraffic({ store, silently, ...(options.logger ? { logger: options.logger } : {}) }, trafficOptions);
+      const traffic = startTraffic({ store, silently, logger: options.logger }, trafficOptions);
       traffics.push(traffic);
       return traffic;
     },
@@ -184,12 +179,10 @@ function keptFiles(dir: string): { records: string; ids: string } {
 function fillStore(store: SandboxStore, history: RecordHistory, options: SandboxOptions, kept: { records: string } | undefined) {
   const saved = kept && !options.keep?.fresh ? readStateFile(kept.records) : undefined;
   if (saved) {
-    store.load(saved.records);
+    store.load(saved);
     history.load(saved.history);
-  } else if (options.history) {
-    store.seedRestaurants(options.restaurants ?? 3, options.history.menuItems ?? 6);
-    seedHistory(store, options.history);
-  } else store.seed(options.restaurants ?? 3);
+  } else if (options.history) seedHistory(store, options.history, options.restaurants ?? 3);
+  else seedSample(store, options.restaurants ?? 3);
   if (!kept) return undefined;
   return startStateSaver({
     file: kept.records,

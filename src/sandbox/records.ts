@@ -2,74 +2,25 @@
 // The order state machine's statuses, types and steps have one home, the API's models; the
 // sandbox's moves (below) follow them.
 import {
-  FINAL_ORDER_STATUSES,
+  type Booking as UpstreamBooking,
+  type MenuItem as UpstreamMenuItem,
+  OPEN_ORDER_STATUSES,
+  type Order,
   ORDER_FORWARD_STEPS,
   type OrderStatus,
-  type OrderType,
+  type Review as UpstreamReview,
   SETTABLE_ORDER_STATUSES,
 } from "../upstream/models.js";
 
-export { ORDER_STATUSES, ORDER_TYPES, type OrderStatus, type OrderType } from "../upstream/models.js";
+// An order (and its lines) is the record the API's client reads; the other records are the client's
+// with the fields the sandbox always writes and the client does not check.
+export { ORDER_STATUSES, ORDER_TYPES, type Order, type OrderItem, type OrderStatus, type OrderType } from "../upstream/models.js";
 
-export interface OrderItem {
-  id: string;
-  menuItemId: string;
-  name: string;
-  quantity: number;
-  price: number;
-  notes: string | null;
-}
+export type Booking = UpstreamBooking & { status: "CONFIRMED" | "CANCELLED"; createdAt: string };
 
-export interface Order {
-  id: string;
-  restaurantId: string;
-  bookingId: string | null;
-  type: OrderType;
-  status: OrderStatus;
-  subtotal: number;
-  tax: number;
-  tip: number;
-  total: number;
-  currency: string;
-  paidAt: string | null;
-  refundedAt: string | null;
-  createdAt: string;
-  items: OrderItem[];
-}
+export type MenuItem = UpstreamMenuItem & { name: string; description: string; currency: string; updatedAt: string };
 
-export interface Booking {
-  id: string;
-  restaurantId: string;
-  date: string;
-  time: string;
-  partySize: number;
-  status: "CONFIRMED" | "CANCELLED";
-  confirmCode: string;
-  diner: { name: string; email: string };
-  createdAt: string;
-}
-
-export interface MenuItem {
-  id: string;
-  restaurantId: string;
-  name: string;
-  description: string;
-  price: number;
-  currency: string;
-  allergens: string[];
-  tags: string[];
-  stock: number | null;
-  updatedAt: string;
-}
-
-export interface Review {
-  id: string;
-  restaurantId: string;
-  rating: number;
-  comment: string | null;
-  author: string;
-  createdAt: string;
-}
+export type Review = UpstreamReview & { rating: number; comment: string | null; author: string; createdAt: string };
 
 export interface Restaurant {
   id: string;
@@ -97,16 +48,14 @@ export class SandboxError extends Error {
   }
 }
 
-/** Statuses the status operation no longer moves an order out of (a refund may still follow). */
-export const TERMINAL: readonly OrderStatus[] = FINAL_ORDER_STATUSES;
-
 /** Throws the API's error for a status move docs/upstream.md does not allow. */
 export function checkStatusMove(from: OrderStatus, to: string): OrderStatus {
   if (!(SETTABLE_ORDER_STATUSES as readonly string[]).includes(to)) {
     throw new SandboxError(400, "invalid_request", `status must be one of ${SETTABLE_ORDER_STATUSES.join(", ")}`);
   }
   const target = to as OrderStatus;
-  if (TERMINAL.includes(from)) throw new SandboxError(409, "invalid_transition", `order is ${from}, a terminal state`);
+  // A final status (a refund may still follow) is left by no status move.
+  if (!OPEN_ORDER_STATUSES.includes(from)) throw new SandboxError(409, "invalid_transition", `order is ${from}, a terminal state`);
   if (target === "CANCELLED" || nextStatus(from) === target) return target;
   throw new SandboxError(409, "invalid_transition", `cannot move an order from ${from} to ${target}`);
 }

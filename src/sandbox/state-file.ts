@@ -2,7 +2,7 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { rename, writeFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import * as z from "zod";
-import type { SandboxStore } from "./store.js";
+import { idOf, type SandboxStore } from "./store.js";
 import { ORDER_STATUSES, ORDER_TYPES, type SandboxRecords } from "./records.js";
 
 const FORMAT = 1;
@@ -69,28 +69,19 @@ function describeIssue(json: unknown, issue: z.core.$ZodIssue): string {
   return `${kind as string} ${which}: ${field.join(".")} ${shown}`;
 }
 
-interface SavedState {
-  records: SandboxRecords;
-  history: [string, unknown[]][];
-}
-
 /**
  * The JSON of `file` as `schema` reads it; undefined when there is no such file (a first run).
  * `refuse` makes the error of a file that is not that: `problem` is undefined for one that is not JSON.
  */
 function readJsonFile<T>(file: string, schema: z.ZodType<T>, refuse: (problem: string | undefined) => Error): T | undefined {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
   let json: unknown;
   try {
-    json = JSON.parse(text);
-  } catch {
-    throw refuse(undefined);
+    json = JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    // JSON.parse's only error; a file that cannot be read is thrown as it is.
+    if (err instanceof SyntaxError) throw refuse(undefined);
+    throw err;
   }
   const parsed = schema.safeParse(json);
   if (parsed.success) return parsed.data;
@@ -99,15 +90,13 @@ function readJsonFile<T>(file: string, schema: z.ZodType<T>, refuse: (problem: s
 }
 
 /** The records and histories an earlier run saved in `file`; undefined when there is no file. */
-export function readStateFile(file: string): SavedState | undefined {
+export function readStateFile(file: string) {
   const saved = readJsonFile(file, fileSchema, (problem) =>
     problem === undefined
       ? new SandboxStateFileError(`sandbox state ${file} is not valid JSON`)
       : new SandboxStateFileError(`sandbox state ${file}: ${problem}`),
   );
-  if (saved === undefined) return undefined;
-  const { history, ...records } = saved;
-  return { records: records as unknown as SandboxRecords, history };
+  return saved as unknown as (SandboxRecords & { history: [string, unknown[]][] }) | undefined;
 }
 
 /** The store's records as a state file holds them: the newest of each growing kind, oldest first. */
@@ -192,8 +181,7 @@ export function stateView(store: SandboxStore, history: RecordHistory) {
      * Every state a record (order, booking, menu item or review) has had, oldest first: its seeded
      * or created state, then one copy after each change. Empty for an unknown id.
      */
-    history: (id: string): unknown[] =>
-      history.of(id, store.orders.get(id) ?? store.bookings.get(id) ?? store.menuItems.get(id) ?? store.reviews.get(id)),
+    history: (id: string): unknown[] => history.of(id, store.record(id)),
   };
 }
 
@@ -227,7 +215,7 @@ export function reservedIds(file: string, taken: (id: string) => boolean): (pref
       renameSync(`${file}.tmp`, file);
     }
     const n = BigInt(next++);
-    return `${prefix}_${((n * M + C) % SPACE).toString(36).padStart(8, "0")}`;
+    return idOf(prefix, (n * M + C) % SPACE);
   };
   return (prefix) => {
     // An id a kept record has is passed over: the counter's file may have been lost or replaced apart from the records.

@@ -30,31 +30,21 @@ export function createStore(
   /** Records an earlier run saved, instead of a seed; new stamps come after theirs. Emits nothing. */
   const load = (records: SandboxRecords) => {
     state.restaurants.push(...records.restaurants);
-    for (const m of records.menuItems) {
-      state.putMenuItem(m);
-      state.stampAfter(m.updatedAt);
-    }
-    for (const r of [...records.orders, ...records.bookings, ...records.reviews]) state.stampAfter(r.createdAt);
-    for (const o of records.orders) {
-      state.putOrder(o);
-      if (o.refundedAt) state.stampAfter(o.refundedAt);
-    }
-    for (const b of records.bookings) state.putBooking(b);
-    for (const r of records.reviews) state.putReview(r);
+    records.menuItems.forEach(state.putMenuItem);
+    records.orders.forEach(state.putOrder);
+    records.bookings.forEach(state.putBooking);
+    records.reviews.forEach(state.putReview);
+    const created = [...records.orders, ...records.bookings, ...records.reviews].map((r) => r.createdAt);
+    for (const instant of [...created, ...records.menuItems.map((m) => m.updatedAt), ...records.orders.map((o) => o.refundedAt)])
+      if (instant) state.stampAfter(instant);
   };
 
   return {
     ...state,
     actions: createActions(state, emit, willChange),
-    /** A few restaurants with menus, orders in every state and bookings; emits nothing. */
-    seed: (count: number) => seedSample(state, count),
-    /** Restaurants and their menus only (a seeded history fills in the rest); emits nothing. */
-    seedRestaurants: (count: number, menuItemsEach: number) => {
-      for (let r = 1; r <= count; r++) seedRestaurant(state, r, menuItemsEach);
-    },
     load,
-    /** Whether an order, booking, menu item or review has this id. */
-    holds: (id: string) => state.orders.has(id) || state.bookings.has(id) || state.menuItems.has(id) || state.reviews.has(id),
+    /** The order, booking, menu item or review of this id, if any. */
+    record: (id: string) => state.orders.get(id) ?? state.bookings.get(id) ?? state.menuItems.get(id) ?? state.reviews.get(id),
     /**
      * Re-lists a record changed from outside the actions (the control route that overwrites fields):
      * its position follows its new sort key and status.
@@ -461,8 +451,7 @@ function seedRestaurant(state: StoreState, r: number, count: number) {
 /** Five bookings of restaurant `r` around today, the last one cancelled. */
 function seedBookings(state: StoreState, r: number): Booking[] {
   const { random } = state;
-  const rbookings: Booking[] = [];
-  for (let b = 0; b < 5; b++) {
+  return Array.from({ length: 5 }, (_, b) => {
     const day = new Date(Date.now() + (b - 2) * 86_400_000).toISOString().slice(0, 10);
     const booking = buildBooking(state, {
       restaurantId: `rest_${r}`,
@@ -473,14 +462,12 @@ function seedBookings(state: StoreState, r: number): Booking[] {
     });
     if (b === 4) booking.status = "CANCELLED";
     state.putBooking(booking);
-    rbookings.push(booking);
-  }
-  return rbookings;
+    return booking;
+  });
 }
 
 /** A few restaurants with menus, orders in every state and bookings; emits nothing. */
 export function seedSample(state: StoreState, count: number) {
-  const path = ORDER_FORWARD_STEPS;
   for (let r = 1; r <= count; r++) {
     seedRestaurant(state, r, 6);
     const rbookings = seedBookings(state, r);
@@ -490,7 +477,7 @@ export function seedSample(state: StoreState, count: number) {
         paid: o % 3 !== 0,
         bookingId: o < 2 ? expectDefined(rbookings[o], "a seeded booking").id : null,
       });
-      if (o < 10) order.status = expectDefined(path[o % path.length], "an index within path");
+      if (o < 10) order.status = expectDefined(ORDER_FORWARD_STEPS[o % ORDER_FORWARD_STEPS.length], "a forward step");
       else if (o === 10) order.status = "CANCELLED";
       else {
         order.paidAt ??= order.createdAt;
@@ -510,6 +497,8 @@ export interface HistoryOptions {
   bookings?: number;
   /** Orders younger than this are still in flight (PENDING…READY); default 60. */
   inFlightMinutes?: number;
+  /** Each restaurant's menu items; default 6. */
+  menuItems?: number;
 }
 
 const DAY = 86_400_000;
@@ -581,12 +570,13 @@ function historyBooking(store: SandboxStore, day: number, nowMs: number): Bookin
 }
 
 /**
- * A company's history ending now, deterministic from the store's seed: orders spread over `days`
+ * A company's history ending now, deterministic from the store's seed: `restaurants` restaurants
+ * with their menus, then orders spread over `days`
  * (old ones DELIVERED, some CANCELLED, some paid ones REFUNDED later; the last `inFlightMinutes`
  * ones still PENDING…READY), bookings over the same days and two weeks ahead (some cancelled).
  * Records go straight into the store's maps and lists: no webhook, no history entry.
  */
-export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
+export function seedHistory(store: SandboxStore, opts: HistoryOptions, restaurants: number): void {
   const whole = (n: number | undefined, min: number) => n === undefined || (Number.isInteger(n) && n >= min);
   if (!whole(opts.orders, 0) || !whole(opts.bookings, 0) || !(opts.days > 0) || !((opts.inFlightMinutes ?? 1) > 0))
     throw new SandboxError(
@@ -594,6 +584,7 @@ export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
       "invalid_request",
       "history needs orders and bookings ≥ 0 (whole numbers), days > 0 and inFlightMinutes > 0",
     );
+  for (let r = 1; r <= restaurants; r++) seedRestaurant(store, r, opts.menuItems ?? 6);
   const nowMs = Date.now();
   const span = opts.days * DAY - MINUTE; // the newest order is a minute old
   const start = nowMs - MINUTE - span;
@@ -611,11 +602,10 @@ export function seedHistory(store: SandboxStore, opts: HistoryOptions): void {
   }
   const bookingCount = opts.bookings ?? Math.round(opts.orders / 4);
   const days = opts.days + 14;
-  const bookings: Booking[] = [];
-  for (let i = 0; i < bookingCount; i++) {
+  const bookings = Array.from({ length: bookingCount }, (_, i) => {
     const day = Math.floor((start + Math.floor(((i + store.random.next()) * days) / bookingCount) * DAY) / DAY) * DAY;
-    bookings.push(historyBooking(store, day, nowMs));
-  }
+    return historyBooking(store, day, nowMs);
+  });
   // Sorted by the list's key first, so each insert is an append.
   const key = (b: Booking) => `${b.date}\u0000${b.time}\u0000${b.id}`;
   bookings.sort((a, b) => (key(a) < key(b) ? -1 : 1));
@@ -637,13 +627,13 @@ export function seededRandom(seed: number) {
     int: (min: number, max: number) => min + Math.floor(next() * (max - min + 1)),
     pick: <T>(items: readonly T[]): T => expectDefined(items[Math.floor(next() * items.length)], "pick() needs a non-empty list"),
     chance: (p: number) => next() < p,
-    id: (prefix: string) =>
-      `${prefix}_${Math.floor(next() * 36 ** 8)
-        .toString(36)
-        .padStart(8, "0")}`,
+    id: (prefix: string) => idOf(prefix, Math.floor(next() * 36 ** 8)),
   };
 }
 export type Random = ReturnType<typeof seededRandom>;
+
+/** A record's id as the sandbox writes them: `prefix`, then `n` as 8 base-36 digits. */
+export const idOf = (prefix: string, n: number | bigint) => `${prefix}_${n.toString(36).padStart(8, "0")}`;
 
 /** An amount rounded to cents, as the API's prices and totals are. */
 export const money = (n: number) => Math.round(n * 100) / 100;

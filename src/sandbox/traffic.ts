@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { Random, SandboxStore } from "./store.js";
-import { nextStatus, TERMINAL } from "./records.js";
-import { ORDER_FORWARD_STEPS } from "../upstream/models.js";
+import { nextStatus } from "./records.js";
+import { OPEN_ORDER_STATUSES, ORDER_FORWARD_STEPS } from "../upstream/models.js";
 
 export interface TrafficOptions {
   /** Webhook events per second, all kinds together (on average). */
@@ -37,11 +37,7 @@ export interface TrafficChange {
   missed: boolean;
 }
 
-export interface Traffic {
-  /** Every change made so far, oldest first. */
-  changes: TrafficChange[];
-  stop(): void;
-}
+export type Traffic = ReturnType<typeof startTraffic>;
 
 const DEFAULT_MIX: Record<TrafficKind, number> = { newOrders: 0.55, refunds: 0.15, bookings: 0.15, cancellations: 0.05, menuEdits: 0.1 };
 /** A new order's steps after PENDING. */
@@ -54,24 +50,21 @@ const TICK_MS = 50;
  * minutes (some cancelled on the way), refunds of old paid orders, bookings made and cancelled,
  * menu edits.
  */
-export function startTraffic(
-  deps: { store: SandboxStore; silently: <T>(change: () => T) => T; logger?: Logger },
-  opts: TrafficOptions,
-): Traffic {
+export function startTraffic(deps: { store: SandboxStore; silently: <T>(change: () => T) => T; logger?: Logger }, opts: TrafficOptions) {
   const { store } = deps;
   const { random } = store;
   const lifetime = opts.orderLifetimeMs ?? 180_000;
   const mix = opts.mix ?? DEFAULT_MIX; // given: it replaces the defaults (a kind left out never starts)
   const weights = Object.entries(mix) as [TrafficKind, number][];
   const totalWeight = weights.reduce((s, [, w]) => s + w, 0);
+  /** Every change made so far, oldest first (returned, with `stop`). */
   const changes: TrafficChange[] = [];
   const steps: { at: number; id: string; status: string }[] = [];
 
-  const record = (type: string, r: { id: string; restaurantId: string; status?: string }, missed: boolean) =>
-    changes.push({ at: Date.now(), type, id: r.id, restaurantId: r.restaurantId, ...(r.status ? { status: r.status } : {}), missed });
   const act = (type: string, change: () => { id: string; restaurantId: string; status?: string }) => {
     const missed = random.chance(opts.missedShare ?? 0);
-    record(type, missed ? deps.silently(change) : change(), missed);
+    const r = missed ? deps.silently(change) : change();
+    changes.push({ at: Date.now(), type, id: r.id, restaurantId: r.restaurantId, ...(r.status ? { status: r.status } : {}), missed });
   };
 
   const start: Record<TrafficKind, () => void> = {
@@ -130,7 +123,7 @@ export function startTraffic(
     for (const step of due) {
       const order = store.orders.get(step.id);
       // Changed by someone else meanwhile (cancelled, refunded): its remaining steps lapse.
-      if (!order || TERMINAL.includes(order.status)) continue;
+      if (!order || !OPEN_ORDER_STATUSES.includes(order.status)) continue;
       guarded(() => act("order.status_changed", () => store.actions.updateOrderStatus(step.id, step.status)));
     }
   };
@@ -175,7 +168,7 @@ function editMenuItem(store: SandboxStore) {
 export function startSimulation(store: SandboxStore, intervalMs: number, logger?: Logger): () => void {
   const { random } = store;
   const tick = () => {
-    const open = [...store.orders.values()].filter((o) => !TERMINAL.includes(o.status));
+    const open = [...store.orders.values()].filter((o) => OPEN_ORDER_STATUSES.includes(o.status));
     const roll = random.next();
     if (roll < 0.3 || open.length === 0) store.actions.createOrder({ paid: random.chance(0.7) });
     else if (roll < 0.65) {

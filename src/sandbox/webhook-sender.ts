@@ -19,14 +19,17 @@ export interface DeliveryRecord {
   at: number;
 }
 
-export const DEFAULT_RETRY_DELAYS_MS = [1000, 2000, 4000, 8000, 16_000, 32_000, 64_000];
+const DEFAULT_RETRY_DELAYS_MS = [1000, 2000, 4000, 8000, 16_000, 32_000, 64_000];
 
 /**
  * Signs and POSTs each event to every endpoint, retrying a non-2xx answer or a timeout after
  * each of `retryDelaysMs` (docs/upstream.md). Deliveries run concurrently; the same event keeps
  * its id on every attempt.
  */
-export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: readonly number[]; logger?: Logger }) {
+export function createWebhookSender(
+  { timeoutMs = 10_000, retryDelaysMs = DEFAULT_RETRY_DELAYS_MS }: { timeoutMs?: number; retryDelaysMs?: readonly number[] } = {},
+  logger?: Logger,
+) {
   const endpoints: WebhookEndpoint[] = [];
   const deliveries: DeliveryRecord[] = [];
   const timers = new Set<NodeJS.Timeout>();
@@ -43,13 +46,11 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
   };
 
   async function attempt(endpoint: WebhookEndpoint, eventId: string, type: string, body: string, n: number): Promise<void> {
-    if (closed) {
-      settle();
-      return;
-    }
+    // Once closed, a delivery ends where it is: close() settled them all (pending is 0 from then on).
+    if (closed) return;
     const controller = new AbortController();
     controllers.add(controller);
-    const timeout = setTimeout(() => controller.abort(), opts.timeoutMs);
+    const timeout = setTimeout(() => controller.abort(), timeoutMs);
     let status: number | null = null;
     let error: string | undefined;
     try {
@@ -74,14 +75,11 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
     }
     deliveries.push({ eventId, type, url: endpoint.url, attempt: n, status, error, at: Date.now() });
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- close() may have run during the await above; TS keeps the narrowing of the check at the top
-    if (closed) {
-      settle();
-      return;
-    }
+    if (closed) return;
     const ok = status !== null && status >= 200 && status < 300;
-    const delay = opts.retryDelaysMs[n - 1];
+    const delay = retryDelaysMs[n - 1];
     if (ok || delay === undefined) {
-      if (!ok) opts.logger?.warn({ eventId, url: endpoint.url, attempts: n }, "webhook dropped after the last retry");
+      if (!ok) logger?.warn({ eventId, url: endpoint.url, attempts: n }, "webhook dropped after the last retry");
       settle();
       return;
     }
@@ -93,7 +91,6 @@ export function createWebhookSender(opts: { timeoutMs: number; retryDelaysMs: re
   }
 
   return {
-    endpoints,
     deliveries,
     // Arrow properties, not methods: the sandbox hands them out unbound.
     add: (endpoint: WebhookEndpoint) => {
