@@ -52,16 +52,6 @@ export class NotReadyError extends codedError("not_ready") {
 /** An operator API body or header that is not what the route takes: a 400 saying what is wrong. */
 export class InvalidRequestError extends codedError("invalid_request") {}
 
-/** A console page's query parameter that is unknown or malformed: an HTTP 400 naming it, nothing read. */
-export class InvalidFilterError extends codedError("invalid_filter") {
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 export interface ErrorBody {
   error: { code: string; message: string };
 }

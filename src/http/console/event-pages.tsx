@@ -3,7 +3,8 @@ import { printable, shortened, shownStatus } from "../../mirror/values.js";
 import type { CausedChange } from "../../mirror/record-story.js";
 import type { HandlerOutcome } from "../../mirror/database.js";
 import type { EventDetail } from "../../mirror/storage.js";
-import { InvalidFilterError } from "../errors.js";
+// A console page's query parameter that is unknown or malformed is the mirror's one invalid_filter: a 400 naming it, nothing read.
+import { MirrorFilterError } from "../../mirror/errors.js";
 import {
   AccountField,
   CONSOLE_PATH,
@@ -47,9 +48,9 @@ export function parseEventFilters(params: Record<string, string>): EventFilters 
   refuseUnknown(params, KNOWN);
   const given = givenParams(params);
   if (given.status !== undefined && !(STATUSES as readonly string[]).includes(given.status))
-    throw new InvalidFilterError("status", `status must be one of ${STATUSES.join(", ")}`);
+    throw new MirrorFilterError("status", `status must be one of ${STATUSES.join(", ")}`);
   if (given.range !== undefined && given.since !== undefined)
-    throw new InvalidFilterError("range", "give either a range preset or since, not both");
+    throw new MirrorFilterError("range", "give either a range preset or since, not both");
   return { ...given, range: parseRangePreset(given.range, "all") };
 }
 

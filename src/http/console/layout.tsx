@@ -3,7 +3,8 @@ import { raw } from "hono/html";
 import { carriedAccount, DEFAULT_ACCOUNT } from "../../config/defaults.js";
 import { printable, shownStatus } from "../../mirror/values.js";
 import type { AccountSyncState } from "../../sync/first-import.js";
-import { InvalidFilterError } from "../errors.js";
+// A console page's query parameter that is unknown or malformed is the mirror's one invalid_filter: a 400 naming it, nothing read.
+import { MirrorFilterError } from "../../mirror/errors.js";
 import { DASHBOARD_PATH, FAVICON_PATH } from "../operator-routes.js";
 
 // What every console page shares: the frame (nav, account switcher, search, the stylesheet and
@@ -242,7 +243,7 @@ export const RANGE_LABELS: Record<RangePreset, string> = { "1h": "last hour", "2
 export function parseRangePreset(text: string | undefined, fallback: RangePreset): RangePreset {
   if (text === undefined || text === "") return fallback;
   if (text === "all" || text in RANGE_PRESETS) return text as RangePreset;
-  throw new InvalidFilterError("range", `range must be one of ${[...Object.keys(RANGE_PRESETS), "all"].join(", ")}`);
+  throw new MirrorFilterError("range", `range must be one of ${[...Object.keys(RANGE_PRESETS), "all"].join(", ")}`);
 }
 
 /** Where a preset starts (undefined: all time). */
@@ -257,7 +258,7 @@ export function presetSince(preset: RangePreset, now: Date): Date | undefined {
 export function refuseUnknown(params: Record<string, string>, known: readonly string[]): void {
   for (const name of Object.keys(params))
     if (!known.includes(name))
-      throw new InvalidFilterError(name, `unknown parameter ${name}; this page takes ${[...known, "account"].join(", ")}`);
+      throw new MirrorFilterError(name, `unknown parameter ${name}; this page takes ${[...known, "account"].join(", ")}`);
 }
 
 /** A page's query parameters as the operator typed them: trimmed, empty fields dropped. */
