@@ -14,7 +14,6 @@ import { printable } from "../mirror/values.js";
 import { accountParam } from "../mirror/accounts.js";
 import { accountQuery, carriedAccount } from "../config/defaults.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
-import type { RejectedRecord } from "../mirror/set-aside-records.js";
 import { createEventsQueue, createSyncQueue, type EventJobData, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
 import { SERVED_BY } from "../http/errors.js";
@@ -103,7 +102,7 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
       (f) => values[f] !== undefined && values[f] !== false,
     );
     if (others.length > 0) throw new UsageError(`--id takes only --handler, --account and --url; not --${others.join(", --")}`);
-    return replayOne(config, values.id, { handler: values.handler, account: values.account }, remote);
+    return replayOne(config, values.id, values, remote);
   }
   if (positionals.length === 0) return replayMatching(config, values, remote, stop, out);
   if (values.account !== undefined)
@@ -139,13 +138,9 @@ async function bulkReplay(config: Config, what: "status" | "cancel", id: string,
 }
 
 /** A replay's answer (one event's, or a bulk one's) as a sentence. */
-function sayReplay(value: {
-  event?: string;
-  replay?: { id?: string; handlers?: string[] };
-  queued?: number;
-  wouldQueue?: number;
-  bulk?: string;
-}) {
+function sayReplay(
+  value: Partial<Awaited<ReturnType<OperatorActions["replayEvent"]>> & Record<"queued" | "wouldQueue", number> & { bulk: string }>,
+) {
   if (value.wouldQueue !== undefined) return `${plural(value.wouldQueue, "event")} would be replayed`;
   if (value.queued !== undefined)
     return `${plural(value.queued, "event")} queued for replay${value.bulk ? ` (bulk replay ${value.bulk}: replay status ${value.bulk} follows it)` : ""}`;
@@ -154,17 +149,12 @@ function sayReplay(value: {
 }
 
 /** One event by id: at --url, else on the stores the environment names. */
-async function replayOne(
-  config: Config,
-  id: string,
-  { handler, account }: { handler: string | undefined; account: string | undefined },
-  remote: OperatorClient | undefined,
-): Promise<Answer> {
+async function replayOne(config: Config, id: string, { handler, account }: Flags, remote: OperatorClient | undefined): Promise<Answer> {
   const options = { ...(handler ? { handler } : {}), ...(account ? { account } : {}) };
-  const result = remote
+  const result: Awaited<ReturnType<OperatorActions["replayEvent"]>> = remote
     ? await remote.call("POST", `/events/${encodeURIComponent(id)}/replay${accountQuery(account)}`, handler ? { handler } : {})
     : await withDirectActions(config, await openEventStores(config), ({ actions }) => actions.replayEvent(id, options));
-  return answer(result, sayReplay(result as Parameters<typeof sayReplay>[0]));
+  return answer(result, sayReplay(result));
 }
 
 /** Every event matching the flags: at --url (a bulk replay there), else from the log here. */
@@ -196,9 +186,7 @@ async function replayMatching(
     const path = `/events/replay${accountQuery(own)}`;
     const ask = (extra: { dryRun?: true; confirm?: number }) => remote.call<BulkAnswer>("POST", path, { ...scope, ...options, ...extra });
     const bulk = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm === true);
-    const value = flags["dry-run"] ? { wouldQueue: bulk.count } : { queued: bulk.count, bulk: bulk.id };
-    if (bulk.count === 0) warnUnsentNames(flags);
-    return answer(value, sayReplay(value));
+    return matched(flags, bulk.count, bulk.id);
   }
   const storage = await openEventStores(config);
   // The account's part of the log and its steps (the default company's without --account).
@@ -237,8 +225,13 @@ async function replayMatching(
     if (direct) await direct.close();
     else await storage.close();
   }
-  const value = flags["dry-run"] ? { wouldQueue: queued } : { queued };
-  if (queued === 0) warnUnsentNames(flags);
+  return matched(flags, queued);
+}
+
+/** A replay by filter's answer: how many events it queued (or would), and the bulk replay's id at a service. */
+function matched(flags: Flags, count: number, bulk?: string): Answer {
+  const value = flags["dry-run"] ? { wouldQueue: count } : { queued: count, bulk };
+  if (count === 0) warnUnsentNames(flags);
   return answer(value, sayReplay(value));
 }
 
@@ -438,10 +431,7 @@ export async function closeCliRedis(connection: RedisClient): Promise<void> {
 }
 
 /** The database a one-off command works on, migrated first (commands may run before any server did). */
-export async function openMigratedStorage(
-  config: Config,
-  options: { onRejected?: (rejected: readonly RejectedRecord[]) => void; attach?: boolean } = {},
-): Promise<Storage> {
+export async function openMigratedStorage(config: Config, options: Parameters<typeof openStorage>[1] = {}): Promise<Storage> {
   const storage = await openStorage(config.database, options);
   try {
     await storage.migrate();
@@ -477,12 +467,9 @@ async function directOperatorActions(
   const connection = await openCliRedis(config, storage);
   const eventsQueue = createEventsQueue({ connection, config });
   const syncQueue = createSyncQueue({ connection, config });
-  const noEventLog = {
-    get: () => Promise.reject(new Error("no event log opened")),
-    query: () => Promise.reject(new Error("no event log opened")),
-  };
+  const noEventLog = () => Promise.reject(new Error("no event log opened"));
   const actions = createOperatorActions({
-    eventLog: storage?.eventLog ?? noEventLog,
+    eventLog: storage?.eventLog ?? { get: noEventLog, query: noEventLog },
     eventsQueue,
     syncQueue,
     redis: connection,
