@@ -3,7 +3,7 @@
 // --url through the operator API. Keys and secrets come from the environment, never from the
 // command line, where `ps` and the shell's history would keep them.
 import { loadConfig } from "../config/config.js";
-import { type AccountSummary, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
+import { type AccountRegistry, type AccountSummary, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
 import { printable } from "../mirror/values.js";
 import { type AccountSyncState, withSyncState } from "../sync/first-import.js";
 import { type Answer, answer, type Command, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
@@ -30,13 +30,8 @@ SECRETS_KEY, the service's own.`;
 
 const VERBS = ["list", "add", "rotate", "remove"] as const;
 
-/** The registry's calls, on the database here or at --url. */
-interface Accounts {
-  list(): Promise<(AccountSummary & { sync: AccountSyncState })[]>;
-  add(input: Record<string, unknown>): Promise<AccountSummary>;
-  rotate(id: string, input: Record<string, unknown>): Promise<AccountSummary>;
-  remove(id: string, purge: boolean): Promise<void>;
-}
+/** The registry's calls, on the database here or at --url; the list with each account's sync. */
+type Accounts = Pick<AccountRegistry, "add" | "rotate" | "remove"> & { list(): Promise<(AccountSummary & { sync: AccountSyncState })[]> };
 
 async function runAccounts(argv: string[], env: NodeJS.ProcessEnv): Promise<Answer> {
   const { values, positionals } = parseFlags({
@@ -78,7 +73,7 @@ async function runAccounts(argv: string[], env: NodeJS.ProcessEnv): Promise<Answ
         `account ${printable(rotated.id)} rotated: ${plural(rotated.signingSecrets, "signing secret")} verify its webhooks`,
       );
     }
-    await accounts.remove(account, values.purge === true);
+    await accounts.remove(account, { purge: values.purge === true });
     return answer(
       { id: account, removed: true, purged: values.purge === true },
       `account ${printable(account)} removed${values.purge ? ", with its rows, events and steps" : ""}`,
@@ -105,8 +100,8 @@ async function withAccounts(
       list: async () => (await api.call<{ data: (AccountSummary & { sync: AccountSyncState })[] }>("GET", "/accounts")).data,
       add: (input) => api.call("POST", "/accounts", input),
       rotate: (id, input) => api.call("POST", `/accounts/${encodeURIComponent(id)}/rotate`, input),
-      remove: async (id, purge) => {
-        await api.call("DELETE", `/accounts/${encodeURIComponent(id)}?purge=${purge}`);
+      remove: async (id, options) => {
+        await api.call("DELETE", `/accounts/${encodeURIComponent(id)}?purge=${options?.purge === true}`);
       },
     });
   }
@@ -117,7 +112,6 @@ async function withAccounts(
     return await work({
       ...registry,
       list: async () => withSyncState(storage.database.db, await registry.list()),
-      remove: (id, purge) => registry.remove(id, { purge }),
     });
   } finally {
     await storage.close();
