@@ -173,16 +173,15 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
 function reportRedisOutages(connection: RedisClient, url: string): { dispose(): void } {
   let away = false;
   const onClose = () => {
-    if (away) return;
+    if (!away)
+      process.stderr.write(
+        `\nRedis at ${printableRedisUrl(url)} does not answer: waiting for it (the rate budget lives there; Ctrl-C stops)\n`,
+      );
     away = true;
-    process.stderr.write(
-      `\nRedis at ${printableRedisUrl(url)} does not answer: waiting for it (the rate budget lives there; Ctrl-C stops)\n`,
-    );
   };
   const onReady = () => {
-    if (!away) return;
+    if (away) process.stderr.write("Redis answers again: going on\n");
     away = false;
-    process.stderr.write("Redis answers again: going on\n");
   };
   connection.on("close", onClose);
   connection.on("ready", onReady);
