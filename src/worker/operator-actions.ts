@@ -73,10 +73,8 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
     async replayEvent(id: string, options: { handler?: string; idempotencyKey?: string; account?: string } = {}) {
       // `account` as `?account=` names it (accountParam); default's events are the log's own.
       const account = carriedAccount(accountParam(options.account));
-      const { accountStores } = deps;
-      if (account !== undefined && !accountStores)
-        throw new OperatorActionError("invalid_request", "this process reads the default company's events only");
-      const log = account === undefined || !accountStores ? eventLog : accountStores(account).eventLog;
+      const log = account === undefined ? eventLog : deps.accountStores?.(account).eventLog;
+      if (!log) throw new OperatorActionError("invalid_request", "this process reads the default company's events only");
       const event = await log.get(id);
       if (!event) throw new OperatorActionError("event_not_found", `no event ${printable(id)} in the event log`);
       const known = deps.handlerKeys?.(event.type) ?? Object.keys(event.handlers);
