@@ -7,7 +7,7 @@ import { type AccountRegistry, type AccountSummary, createAccountRegistry, creat
 import { printable } from "../mirror/values.js";
 import { type AccountSyncState, withSyncState } from "../sync/first-import.js";
 import { type Answer, answer, type Command, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
-import { openMigratedStorage, operatorClient, operatorUrl } from "./operator.js";
+import { openMigratedStorage, operatorClient } from "./operator.js";
 
 const help = `svc-webhooks accounts list [--url <url>]
 svc-webhooks accounts add <id> [--url <url>]
@@ -95,7 +95,7 @@ async function withAccounts(
   work: (accounts: Accounts) => Promise<Answer>,
 ): Promise<Answer> {
   if (url !== undefined) {
-    const api = operatorClient(operatorUrl(url), env.ADMIN_TOKEN);
+    const api = operatorClient(url, env.ADMIN_TOKEN);
     return work({
       list: async () => (await api.call<{ data: (AccountSummary & { sync: AccountSyncState })[] }>("GET", "/accounts")).data,
       add: (input) => api.call("POST", "/accounts", input),

@@ -12,7 +12,7 @@ import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 import { UpstreamPageRefusedError } from "../upstream/errors.js";
 import { upstreamFromConfig } from "../worker/upstream.js";
 import { type Answer, answer, CommandError, flagOptions, parseFlags, plural, UsageError } from "./command.js";
-import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, operatorUrl, withDirectActions } from "./operator.js";
+import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, withDirectActions } from "./operator.js";
 
 export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes]
                       [--account <id>] [--url <url>]
@@ -87,7 +87,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
   if (values.url !== undefined) {
     if (values["no-changes"]) throw new UsageError("--no-changes runs the sweep here; it does not go with --url");
     const path = `/sync/backfill${accountQuery(account)}`;
-    return queued(await operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN).call<{ job: string }>("POST", path, request));
+    return queued(await operatorClient(values.url, env.ADMIN_TOKEN).call<{ job: string }>("POST", path, request));
   }
   const config = loadConfig({ ...env, ROLE: "worker" });
   // What the sweep needs here (the API, Redis) is checked before the database is opened, so a
@@ -113,7 +113,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     await closeCliRedis(connection);
     if (!(err instanceof DataDirLockedError) || values["no-changes"]) throw err;
     // The embedded database is a running service's: its workers run the sweep (one job on the sync queue).
-    return queued(await withDirectActions(config, undefined, ({ actions }) => actions.requestSync("backfill", { ...request, account })));
+    return queued(await withDirectActions(config, undefined, (actions) => actions.requestSync("backfill", { ...request, account })));
   }
   if (!config.api) {
     await closeCliRedis(connection);

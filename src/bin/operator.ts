@@ -2,7 +2,6 @@
 // the deployment the environment names: its Redis (a bounded wait), its database (migrated
 // first; the running service's embedded server when it holds DATA_DIR), the operator actions on
 // those stores, or a remote service's operator API (--url).
-import type { Queue } from "bullmq";
 import { SingleBar } from "cli-progress";
 import { type Config, loadConfig } from "../config/config.js";
 import { SENT_EVENT_TYPES } from "../events/catalog.js";
@@ -14,7 +13,7 @@ import { printable } from "../mirror/values.js";
 import { accountParam } from "../mirror/accounts.js";
 import { accountQuery, carriedAccount } from "../config/defaults.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
-import { createEventsQueue, createSyncQueue, type EventJobData, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
+import { createEventsQueue, createSyncQueue, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
 import { SERVED_BY } from "../http/errors.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
@@ -95,7 +94,7 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
     strict: true,
   });
   const config = loadConfig({ ...env, ROLE: "worker" });
-  const remote = values.url === undefined ? undefined : operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN);
+  const remote = values.url === undefined ? undefined : operatorClient(values.url, env.ADMIN_TOKEN);
   if (values.id !== undefined) {
     if (positionals.length > 0) throw new UsageError("--id replays one event; no list, <job-id> or all with it");
     const others = (["since", "until", "type", "status", "dry-run", "fresh", "confirm"] as const).filter(
@@ -124,7 +123,7 @@ async function bulkReplay(config: Config, what: "status" | "cancel", id: string,
   const path = `/events/replays/${encodeURIComponent(id)}`;
   const progress: BulkReplayProgress = remote
     ? await remote.call(what === "status" ? "GET" : "DELETE", path)
-    : await withDirectActions(config, undefined, ({ actions }) =>
+    : await withDirectActions(config, undefined, (actions) =>
         what === "status" ? actions.bulkProgress(id) : actions.cancelBulkReplay(id),
       );
   const { total, done, failed, withdrawn, state } = progress;
@@ -153,7 +152,7 @@ async function replayOne(config: Config, id: string, { handler, account }: Flags
   const options = { ...(handler ? { handler } : {}), ...(account ? { account } : {}) };
   const result: Awaited<ReturnType<OperatorActions["replayEvent"]>> = remote
     ? await remote.call("POST", `/events/${encodeURIComponent(id)}/replay${accountQuery(account)}`, handler ? { handler } : {})
-    : await withDirectActions(config, await openEventStores(config), ({ actions }) => actions.replayEvent(id, options));
+    : await withDirectActions(config, await openEventStores(config), (actions) => actions.replayEvent(id, options));
   return answer(result, sayReplay(result));
 }
 
@@ -360,8 +359,8 @@ async function runReconcile(argv: string[], env: NodeJS.ProcessEnv): Promise<Ans
   const { values } = parseFlags({ args: argv, options: { url: { type: "string" } }, strict: true });
   const asked: { job: string; runs?: string } =
     values.url !== undefined
-      ? await operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN).call("POST", "/sync/reconcile", {})
-      : await withDirectActions(loadConfig({ ...env, ROLE: "worker" }), undefined, ({ actions }) => actions.requestSync("reconcile"));
+      ? await operatorClient(values.url, env.ADMIN_TOKEN).call("POST", "/sync/reconcile", {})
+      : await withDirectActions(loadConfig({ ...env, ROLE: "worker" }), undefined, (actions) => actions.requestSync("reconcile"));
   return answer(asked, `reconciliation queued as job ${printable(asked.job)}; it runs ${asked.runs ?? "when a worker takes it"}`);
 }
 
@@ -460,10 +459,7 @@ export async function openEventStores(config: Config): Promise<Storage> {
  * The operator actions on the stores themselves: Redis (bounded wait) and, when given, the
  * database the command opened (openEventStores). `close` releases all of it, `storage` too.
  */
-async function directOperatorActions(
-  config: Config,
-  storage: Storage | undefined,
-): Promise<{ actions: OperatorActions; eventsQueue: Queue<EventJobData>; close(): Promise<void> }> {
+async function directOperatorActions(config: Config, storage: Storage | undefined) {
   const connection = await openCliRedis(config, storage);
   const eventsQueue = createEventsQueue({ connection, config });
   const syncQueue = createSyncQueue({ connection, config });
@@ -497,11 +493,11 @@ async function directOperatorActions(
 export async function withDirectActions<T>(
   config: Config,
   storage: Storage | undefined,
-  work: (direct: Awaited<ReturnType<typeof directOperatorActions>>) => Promise<T>,
+  work: (actions: OperatorActions) => Promise<T>,
 ): Promise<T> {
   const direct = await directOperatorActions(config, storage);
   try {
-    return await work(direct);
+    return await work(direct.actions);
   } catch (err) {
     // A refusal (an OperatorActionError, or a filter the event log refused) in its own code and words.
     const code = (err as { code?: unknown }).code;
@@ -516,7 +512,7 @@ export async function withDirectActions<T>(
 /** How long one request may take in all (a bulk dry run counts the whole log). */
 const REQUEST_TIMEOUT_MS = 60_000;
 
-export type OperatorClient = ReturnType<typeof operatorClient>;
+type OperatorClient = ReturnType<typeof operatorClient>;
 
 /** The operator API's base URL as --url gives it, checked. */
 export function operatorUrl(flag: string): string {
@@ -524,18 +520,19 @@ export function operatorUrl(flag: string): string {
   return flag.replace(/\/+$/, "");
 }
 
-/** The operator API of the service at `url` (--url: a remote deployment), called with ADMIN_TOKEN. */
-export function operatorClient(url: string, token: string | undefined) {
+/** The operator API of the service at --url (a remote deployment, checked by operatorUrl), called with ADMIN_TOKEN. */
+export function operatorClient(flag: string, token: string | undefined) {
+  const url = operatorUrl(flag);
   if (!token) throw new CommandError(`--url calls the service's operator API: set ADMIN_TOKEN to its admin token`);
   return {
     url,
     /** One call of the operator API; its JSON answer, or a CommandError with the service's own words. */
-    async call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    async call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> {
       let res: Response;
       try {
         res = await fetch(`${url}${path}`, {
           method,
-          headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+          headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
           ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
           signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
         });
