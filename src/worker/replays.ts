@@ -111,8 +111,7 @@ async function queuePage(
  * invalid_filter naming the field.
  */
 export function replayQueryFromFilter(filter: Record<string, string | undefined>): EventQuery {
-  const params: Record<string, string> = {};
-  for (const [name, value] of Object.entries(filter)) if (value !== undefined) params[name] = value;
+  const params = Object.fromEntries(Object.entries(filter).filter(([, value]) => value !== undefined)) as Record<string, string>;
   if (params.handler !== undefined) params.handlerStatus = "failed";
   for (const name of ["limit", "cursor", "handlerStatus"] as const)
     if (name in filter)
