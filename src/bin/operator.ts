@@ -78,21 +78,16 @@ Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (R
 /** A bulk replay's answer: how many events it queued (or would), and its id. */
 type BulkAnswer = Awaited<ReturnType<OperatorActions["replayMatching"]>>;
 
-/** The flags of a replay by filter. */
-type Flags = Partial<
-  Record<"since" | "until" | "type" | "status" | "handler" | "account", string> & Record<"dry-run" | "fresh" | "confirm", boolean>
->;
+const replayFlags = {
+  queue: { type: "string", default: "events" },
+  ...flagOptions(["id", "url", "since", "until", "type", "status", "handler", "account"], ["dry-run", "fresh", "confirm"]),
+} as const;
+
+/** The flags of a replay, as parseFlags reads them. */
+type Flags = ReturnType<typeof parseFlags<{ options: typeof replayFlags }>>["values"];
 
 async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal, out: Output): Promise<Answer> {
-  const { values, positionals } = parseFlags({
-    args: argv,
-    options: {
-      queue: { type: "string", default: "events" },
-      ...flagOptions(["id", "url", "since", "until", "type", "status", "handler", "account"], ["dry-run", "fresh", "confirm"]),
-    },
-    allowPositionals: true,
-    strict: true,
-  });
+  const { values, positionals } = parseFlags({ args: argv, options: replayFlags, allowPositionals: true, strict: true });
   const config = loadConfig({ ...env, ROLE: "worker" });
   const remote = values.url === undefined ? undefined : operatorClient(values.url, env.ADMIN_TOKEN);
   if (values.id !== undefined) {
