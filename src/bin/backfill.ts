@@ -115,16 +115,12 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     // The embedded database is a running service's: its workers run the sweep (one job on the sync queue).
     return queued(await withDirectActions(config, undefined, (actions) => actions.requestSync("backfill", { ...request, account })));
   }
-  if (!config.api) {
-    await closeCliRedis(connection);
-    await storage.close();
-    throw new UsageError("backfill needs API_BASE_URL and API_KEY");
-  }
   // Ctrl-C (command.ts): the page in hand is saved; a read still waiting (the budget, the answer) ends at once.
   const onStop = () => process.stderr.write("\nstopping after the page in hand (Ctrl-C again to stop at once)\n");
   stop.addEventListener("abort", onStop, { once: true });
   const outage = reportRedisOutages(connection, config.redisUrl);
   try {
+    if (!config.api) throw new UsageError("backfill needs API_BASE_URL and API_KEY");
     const apiKey = account === DEFAULT_ACCOUNT ? config.api.apiKey : await keyOf(storage, config.secretsKey, account);
     const { api } = upstreamFromConfig({ ...config.api, apiKey }, connection, config.queuePrefix);
     const stores = storage.forAccount(account);
