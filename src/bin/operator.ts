@@ -131,24 +131,17 @@ async function bulkReplay(config: Config, what: "status" | "cancel", id: string,
   );
 }
 
-/** A replay's answer (one event's, or a bulk one's) as a sentence. */
-function sayReplay(
-  value: Partial<Awaited<ReturnType<OperatorActions["replayEvent"]>> & Record<"queued" | "wouldQueue", number> & { bulk: string }>,
-) {
-  if (value.wouldQueue !== undefined) return `${plural(value.wouldQueue, "event")} would be replayed`;
-  if (value.queued !== undefined)
-    return `${plural(value.queued, "event")} queued for replay${value.bulk ? ` (bulk replay ${value.bulk}: replay status ${value.bulk} follows it)` : ""}`;
-  const handlers = value.replay?.handlers ?? [];
-  return `event ${printable(value.event ?? "")} queued for replay as job ${printable(value.replay?.id ?? "")}, running ${handlers.length > 0 ? handlers.map(printable).join(", ") : "no handler"}`;
-}
-
 /** One event by id: at --url, else on the stores the environment names. */
 async function replayOne(config: Config, id: string, { handler, account }: Flags, remote: OperatorClient | undefined): Promise<Answer> {
   const options = { ...(handler ? { handler } : {}), ...(account ? { account } : {}) };
-  const result: Awaited<ReturnType<OperatorActions["replayEvent"]>> = remote
+  const result: Partial<Awaited<ReturnType<OperatorActions["replayEvent"]>>> = remote
     ? await remote.call("POST", `/events/${encodeURIComponent(id)}/replay${accountQuery(account)}`, handler ? { handler } : {})
     : await withDirectActions(config, await openEventStores(config), (actions) => actions.replayEvent(id, options));
-  return answer(result, sayReplay(result));
+  const handlers = result.replay?.handlers ?? [];
+  return answer(
+    result,
+    `event ${printable(result.event ?? "")} queued for replay as job ${printable(result.replay?.id ?? "")}, running ${handlers.length > 0 ? handlers.map(printable).join(", ") : "no handler"}`,
+  );
 }
 
 /** Every event matching the flags: at --url (a bulk replay there), else from the log here. */
@@ -224,9 +217,10 @@ async function replayMatching(
 
 /** A replay by filter's answer: how many events it queued (or would), and the bulk replay's id at a service. */
 function matched(flags: Flags, count: number, bulk?: string): Answer {
-  const value = flags["dry-run"] ? { wouldQueue: count } : { queued: count, bulk };
   if (count === 0) warnUnsentNames(flags);
-  return answer(value, sayReplay(value));
+  if (flags["dry-run"]) return answer({ wouldQueue: count }, `${plural(count, "event")} would be replayed`);
+  const following = bulk ? ` (bulk replay ${bulk}: replay status ${bulk} follows it)` : "";
+  return answer({ queued: count, bulk }, `${plural(count, "event")} queued for replay${following}`);
 }
 
 /**
