@@ -100,9 +100,7 @@ async function withAccounts(
       list: async () => (await api.call<{ data: (AccountSummary & { sync: AccountSyncState })[] }>("GET", "/accounts")).data,
       add: (input) => api.call("POST", "/accounts", input),
       rotate: (id, input) => api.call("POST", `/accounts/${encodeURIComponent(id)}/rotate`, input),
-      remove: async (id, options) => {
-        await api.call("DELETE", `/accounts/${encodeURIComponent(id)}?purge=${options?.purge === true}`);
-      },
+      remove: (id, options) => api.call("DELETE", `/accounts/${encodeURIComponent(id)}?purge=${options?.purge === true}`),
     });
   }
   const config = loadConfig({ ...env, ROLE: "worker" });

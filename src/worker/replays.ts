@@ -147,12 +147,8 @@ export function replayJob(
     ...(bulk ? { bulk } : {}),
     ...(account === undefined ? {} : { account }),
   };
-  const jobId = bulk !== undefined && sequence !== undefined ? bulkReplayJobId(bulk, sequence) : `replay-${randomUUID()}`;
+  const jobId = bulk !== undefined && sequence !== undefined ? `${bulk}-${sequence}` : `replay-${randomUUID()}`;
   return { name: event.type, data, opts: { jobId } };
-}
-
-function bulkReplayJobId(bulk: string, sequence: number): string {
-  return `${bulk}-${sequence}`;
 }
 
 export interface BulkReplayDeps {
@@ -211,7 +207,7 @@ export function bulkReplays(deps: BulkReplayDeps) {
   async function withdraw(id: string, queued: number): Promise<void> {
     let withdrawn = 0;
     for (let n = 0; n < queued; n++) {
-      const jobId = bulkReplayJobId(id, n);
+      const jobId = `${id}-${n}`;
       const state = await deps.eventsQueue.getJobState(jobId);
       // remove() refuses a job a worker holds (its lock): that one runs to its end.
       if (["waiting", "delayed", "prioritized", "paused"].includes(state)) withdrawn += await deps.eventsQueue.remove(jobId);
@@ -403,12 +399,8 @@ function bulkReplayProgress(redis: RedisClient, prefix: string) {
       return { queuingEnded: queued === "1" };
     },
     /** Forgets a replay that never queued anything (its request was refused after all). */
-    async discard(id: string): Promise<void> {
-      await redis.del(key(id));
-    },
-    async cancelled(id: string): Promise<boolean> {
-      return (await redis.hget(key(id), "cancelled")) === "1";
-    },
+    discard: (id: string) => redis.del(key(id)),
+    cancelled: async (id: string) => (await redis.hget(key(id), "cancelled")) === "1",
     async withdrew(id: string, count: number): Promise<void> {
       if (count > 0) await redis.hincrby(key(id), "withdrawn", count);
     },
