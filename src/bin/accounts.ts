@@ -89,11 +89,7 @@ function syncLine(sync: AccountSyncState): string {
 }
 
 /** Runs `work` on the accounts at --url, else on the registry of the database the environment names. */
-async function withAccounts(
-  url: string | undefined,
-  env: NodeJS.ProcessEnv,
-  work: (accounts: Accounts) => Promise<Answer>,
-): Promise<Answer> {
+async function withAccounts(url: string | undefined, env: NodeJS.ProcessEnv, work: (accounts: Accounts) => Promise<Answer>) {
   if (url !== undefined) {
     const api = operatorClient(url, env.ADMIN_TOKEN);
     return work({

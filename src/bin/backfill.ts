@@ -3,7 +3,6 @@ import { embeddedDatabaseExists } from "../mirror/database.js";
 import { accountParam, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
 import { accountQuery, DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { DataDirLockedError } from "../mirror/embedded-server.js";
-import { isCalendarDate as isCalendarDay } from "../mirror/values.js";
 import type { Storage } from "../mirror/storage.js";
 import { createMirrorWriter } from "../mirror/change-outbox.js";
 import { printableRedisUrl, type RedisClient } from "../redis/redis.js";
@@ -11,6 +10,7 @@ import { type BackfillProgress, runBackfill } from "../sync/resumable-backfill.j
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 import { UpstreamPageRefusedError } from "../upstream/errors.js";
 import { upstreamFromConfig } from "../worker/upstream.js";
+import { syncOptionsProblem } from "../worker/operator-actions.js";
 import { type Answer, answer, CommandError, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, withDirectActions } from "./operator.js";
 
@@ -76,10 +76,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     strict: true,
   });
   const kinds = values.kinds ? values.kinds.split(",").map((k) => k.trim()) : SYNCED_KINDS;
-  const wrong = kinds.filter((k) => !SYNCED_KINDS.includes(k as SyncedKind));
-  if (wrong.length > 0) throw new UsageError(`--kinds takes ${SYNCED_KINDS.join(", ")}; not ${wrong.join(", ")}`);
   const since = values.since;
-  if (since !== undefined && !isCalendarDay(since)) throw new UsageError(`--since takes a date YYYY-MM-DD, not "${since}"`);
+  // The operator API's checks, in its words: a split list is never empty, so "an empty list" is never said here.
+  const problem = syncOptionsProblem(kinds, since);
+  if (problem) throw new UsageError(`--${problem}`);
 
   const account = accountParam(values.account);
   const request = { ...(values.kinds ? { kinds } : {}), ...(since ? { since } : {}), ...(values.restart ? { restart: true } : {}) };

@@ -145,13 +145,7 @@ async function replayOne(config: Config, id: string, { handler, account }: Flags
 }
 
 /** Every event matching the flags: at --url (a bulk replay there), else from the log here. */
-async function replayMatching(
-  config: Config,
-  flags: Flags,
-  remote: OperatorClient | undefined,
-  stop: AbortSignal,
-  out: Output,
-): Promise<Answer> {
+async function replayMatching(config: Config, flags: Flags, remote: OperatorClient | undefined, stop: AbortSignal, out: Output) {
   const filter: Record<string, string> = {};
   for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) filter[name] = flags[name];
   if (Object.keys(filter).length === 0 && !flags["dry-run"])
@@ -265,10 +259,7 @@ const refusedUnconfirmed = (err: unknown) => err instanceof CommandError && err.
  * without --confirm a refusal is told as the count and the flag to add; with it, the count of a dry
  * run is sent as the confirmation (counted again when events arrived in between).
  */
-async function startBulkReplay(
-  ask: (extra: { dryRun?: true; confirm?: number }) => Promise<BulkAnswer>,
-  confirm: boolean,
-): Promise<BulkAnswer> {
+async function startBulkReplay(ask: (extra: { dryRun?: true; confirm?: number }) => Promise<BulkAnswer>, confirm: boolean) {
   if (!confirm) {
     try {
       return await ask({});
@@ -479,11 +470,7 @@ async function directOperatorActions(config: Config, storage: Storage | undefine
  * Runs `work` on the operator actions of the stores (directOperatorActions) and closes them after:
  * a refusal (no such event, a bad filter, a sweep already asked for) is one line in its own words.
  */
-export async function withDirectActions<T>(
-  config: Config,
-  storage: Storage | undefined,
-  work: (actions: OperatorActions) => Promise<T>,
-): Promise<T> {
+export async function withDirectActions<T>(config: Config, storage: Storage | undefined, work: (actions: OperatorActions) => Promise<T>) {
   const direct = await directOperatorActions(config, storage);
   try {
     return await work(direct.actions);

@@ -132,21 +132,11 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
     ): Promise<{ job: string; runs?: "now" | "after the running pass" }> {
       if (!deps.syncAvailable) throw new OperatorActionError("sync_unavailable", "no upstream API is configured (API_BASE_URL, API_KEY)");
       const account = await syncedAccount(options.account);
+      const problem = syncOptionsProblem(options.kinds, options.since);
+      if (problem) throw new OperatorActionError("invalid_request", problem);
       const data: Record<string, unknown> = { requestedBy: "operator", request, ...ownData(account) };
-      if (options.kinds !== undefined) {
-        const wrong = options.kinds.filter((k) => !SYNCED_KINDS.includes(k as SyncedKind));
-        if (wrong.length > 0 || options.kinds.length === 0)
-          throw new OperatorActionError(
-            "invalid_request",
-            `kinds takes ${SYNCED_KINDS.join(", ")}; not ${wrong.join(", ") || "an empty list"}`,
-          );
-        data.kinds = options.kinds;
-      }
-      if (options.since !== undefined) {
-        if (!isCalendarDay(options.since))
-          throw new OperatorActionError("invalid_request", `since takes a date YYYY-MM-DD, not "${options.since}"`);
-        data.since = options.since;
-      }
+      if (options.kinds !== undefined) data.kinds = options.kinds;
+      if (options.since !== undefined) data.since = options.since;
       if (options.restart === true) data.restart = true;
       const deduplication = { id: ownId(`operator-${request}`, account) };
       const job = await deps.syncQueue.add(OPERATOR_SYNC_JOBS[request], data, { deduplication });
@@ -158,3 +148,15 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
 }
 
 export type OperatorActions = ReturnType<typeof createOperatorActions>;
+
+/**
+ * What is wrong with a sync request's kinds or since, if anything: the words of the operator API's
+ * refusal, and of the backfill command's (which names them as flags, --kinds and --since).
+ */
+export function syncOptionsProblem(kinds: readonly string[] | undefined, since: string | undefined): string | undefined {
+  const wrong = kinds?.filter((k) => !SYNCED_KINDS.includes(k as SyncedKind)) ?? [];
+  if (kinds !== undefined && (wrong.length > 0 || kinds.length === 0))
+    return `kinds takes ${SYNCED_KINDS.join(", ")}; not ${wrong.join(", ") || "an empty list"}`;
+  if (since !== undefined && !isCalendarDay(since)) return `since takes a date YYYY-MM-DD, not "${since}"`;
+  return undefined;
+}

@@ -333,12 +333,7 @@ async function takeFilterSlot(redis: RedisClient, progress: Progress, slot: stri
 }
 
 /** An Idempotency-Key seen before: its replay, or a refusal when it came with other parameters (422). */
-async function earlierAnswer(
-  redis: RedisClient,
-  progress: Progress,
-  key: string,
-  params: string,
-): Promise<{ count: number; id: string } | undefined> {
+async function earlierAnswer(redis: RedisClient, progress: Progress, key: string, params: string) {
   const stored = await redis.get(key);
   if (stored === null) return undefined;
   const [storedParams, id = ""] = stored.split(" ");
