@@ -158,5 +158,4 @@ export function syncOptionsProblem(kinds: readonly string[] | undefined, since: 
   if (kinds !== undefined && (wrong.length > 0 || kinds.length === 0))
     return `kinds takes ${SYNCED_KINDS.join(", ")}; not ${wrong.join(", ") || "an empty list"}`;
   if (since !== undefined && !isCalendarDay(since)) return `since takes a date YYYY-MM-DD, not "${since}"`;
-  return undefined;
 }
