@@ -373,9 +373,7 @@ export interface BulkReplayProgress {
 function bulkReplayProgress(redis: RedisClient, prefix: string) {
   const key = (id: string) => redisKeys(prefix).operator.bulkReplay(id);
   return {
-    async start(id: string, total: number): Promise<void> {
-      await redis.multi().hset(key(id), { total, queued: 0 }).expire(key(id), BULK_REPLAY_TTL_SECONDS).exec();
-    },
+    start: (id: string, total: number) => redis.multi().hset(key(id), { total, queued: 0 }).expire(key(id), BULK_REPLAY_TTL_SECONDS).exec(),
     /**
      * Queuing has ended: `total` becomes the number actually queued. True when a cancel came
      * first (its caller then withdraws what it queued: the cancel could not, queuing still ran).
