@@ -303,7 +303,6 @@ const TABLE_OF = { orders: "orders", bookings: "bookings", "menu-items": "menu_i
 /** The kind's table, typed as `orders` (the columns every mirror table shares: see AnyMirrorDb). */
 export const tableOf = (kind: MirrorKind) => TABLE_OF[kind] as "orders";
 
-type Bookkeeping = "raw" | "rank" | "read_at" | "synced_at";
 /** A row before its write: the store adds its account (upsertRows), so checking a record needs none. */
 type Unscoped<T> = Omit<Insertable<T>, "account_id">;
 type MirrorRow = Unscoped<OrdersTable> | Unscoped<BookingsTable> | Unscoped<MenuItemsTable> | Unscoped<ReviewsTable>;
@@ -344,10 +343,7 @@ function fieldReader(kind: MirrorKind, record: Record<string, unknown>, id: stri
       : !isString(v) || !DECIMAL.test(v)
         ? "invalid_field"
         : check(v.length <= MAX_DECIMAL_CHARS, "out_of_range");
-  const decimal = (field: string) => {
-    const v = get(field, false, "a decimal amount (number or decimal string)", isDecimal) as number | string;
-    return String(v);
-  };
+  const decimal = (field: string) => String(get(field, false, "a decimal amount (number or decimal string)", isDecimal) as number | string);
   const optDecimal = (field: string) => {
     const v = get(field, true, "a decimal amount (number or decimal string)", isDecimal) as number | string | null;
     return v === null ? null : String(v);
@@ -442,9 +438,7 @@ function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Date): Pr
   const unstorable = findUnstorableString(record);
   if (unstorable) f.fail(unstorable.path, "free of NUL characters and lone surrogates", unstorable.reason);
   const rank = rankOf(kind, record);
-  const common = { id, restaurant_id: f.key("restaurantId"), raw: JSON.stringify(record), rank, read_at: readAt } satisfies Partial<
-    Record<Bookkeeping | "id" | "restaurant_id", unknown>
-  >;
+  const common = { id, restaurant_id: f.key("restaurantId"), raw: JSON.stringify(record), rank, read_at: readAt };
   switch (kind) {
     case "orders": {
       const row: Unscoped<OrdersTable> = {
@@ -577,14 +571,10 @@ export function chunkWrite(
   size = IDS_PER_TRANSACTION,
 ): WriteChunk[] {
   const chunks: WriteChunk[] = [];
-  const units = [...prepared.map((p) => ({ prepared: p })), ...rejections.map((r) => ({ rejection: r }))];
-  for (let i = 0; i < units.length; i += size) {
-    const slice = units.slice(i, i + size);
-    chunks.push({
-      prepared: slice.flatMap((u) => ("prepared" in u ? [u.prepared] : [])),
-      rejections: slice.flatMap((u) => ("rejection" in u ? [u.rejection] : [])),
-    });
-  }
+  // Ids are counted records first, then rejections: the i-th id is a rejection's at i less the records.
+  const ofRejections = (i: number) => Math.max(0, i - prepared.length);
+  for (let i = 0; i < prepared.length + rejections.length; i += size)
+    chunks.push({ prepared: prepared.slice(i, i + size), rejections: rejections.slice(ofRejections(i), ofRejections(i + size)) });
   return chunks;
 }
 
@@ -813,6 +803,8 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
   const db = database as unknown as AnyMirrorDb;
   const account = mirrorOptions.account ?? DEFAULT_ACCOUNT;
   const clock = mirrorOptions.clock ?? createSharedClock({ read: () => databaseClock(database) });
+  /** The kind's table, this account's rows only. */
+  const rowsOf = (kind: MirrorKind) => db.selectFrom(tableOf(kind)).where("account_id", "=", account);
   /** Bookings per day (YYYY-MM-DD) from `from` to `to`, inclusive; the caller groups by date (and restaurant). */
   const bookingsPerDay = (from: string, to: string) =>
     database
@@ -845,19 +837,14 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     },
 
     async get(kind, id) {
-      const row = await db
-        .selectFrom(tableOf(kind))
-        .select("raw")
-        .where("account_id", "=", account)
-        .where("id", "=", id)
-        .executeTakeFirst();
+      const row = await rowsOf(kind).select("raw").where("id", "=", id).executeTakeFirst();
       return row?.raw as MirrorRecord | undefined;
     },
 
     list: (kind, filter) => listMirrorPage(db, account, kind, filter),
 
     async all(kind) {
-      const rows = await db.selectFrom(tableOf(kind)).select("raw").where("account_id", "=", account).orderBy("id").execute();
+      const rows = await rowsOf(kind).select("raw").orderBy("id").execute();
       return rows.map((r) => r.raw as MirrorRecord);
     },
 
@@ -888,10 +875,8 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     unlisted: (kind) => listUnlisted(database, account, kind),
 
     async lastWriteAt(kind) {
-      const row = await db
-        .selectFrom(tableOf(kind))
+      const row = await rowsOf(kind)
         .select((eb) => eb.fn.max("synced_at").as("at"))
-        .where("account_id", "=", account)
         .executeTakeFirst();
       return row?.at ? new Date(row.at).getTime() : undefined;
     },
