@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable, type RawBuilder } from "kysely";
 import { type DatabaseSchema, type EventsTable, type EventStatus, type HandlerOutcome } from "./database.js";
-import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { DEFAULT_ACCOUNT, DEFAULTS } from "../config/defaults.js";
 import { checkedId, checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
 import {
   idProblem,
@@ -15,7 +15,6 @@ import {
 import { fittingRows } from "./mirror-store.js";
 import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS } from "../events/errors.js";
 
-import { DEFAULTS } from "../config/defaults.js";
 import { groupCommit } from "../queue/ingest-stream.js";
 
 /** One event as the log holds it. */

@@ -1,6 +1,5 @@
 import { type Transaction, sql, type Kysely, type Insertable } from "kysely";
 import type { DatabaseSchema, BookingsTable, MenuItemsTable, OrderItemsTable, OrdersTable, ReviewsTable } from "./database.js";
-import type { MirrorKind } from "./values.js";
 import { fromExcluded } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import {
@@ -31,6 +30,7 @@ import {
   MAX_KEY_BYTES,
   unstorableString,
   type UnstorableReason,
+  type MirrorKind,
 } from "./values.js";
 import { checkedId, checkLimit, checkListParams, MirrorFilterError, MirrorRecordError, withOperatorTimeout } from "./errors.js";
 import { expectDefined } from "../expect-defined.js";

@@ -4,9 +4,8 @@ import { summarizeHandlers, decodeEventCursor, encodeEventCursor } from "./event
 import { validateRecordId, tableOf, type MirrorRecord, fittingRows } from "./mirror-store.js";
 import { type DatabaseSchema, type EventStatus, type HandlerOutcome } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
-import { MIRROR_KINDS, type MirrorKind } from "./values.js";
+import { MIRROR_KINDS, type MirrorKind, fromStoredPayload } from "./values.js";
 import { withOperatorTimeout } from "./errors.js";
-import { fromStoredPayload } from "./values.js";
 import { CHANGE_KINDS } from "../events/catalog.js";
 
 /** Timeline entries per page at most (newest first; `nextCursor` goes on). */
