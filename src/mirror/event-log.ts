@@ -377,15 +377,8 @@ export function summarizeHandlers(outcomes: Record<string, HandlerOutcome>): Rec
 
 /** A row's envelope as the log shows it (no payload). */
 function toEnvelope(row: SummaryRow, handlers: Record<string, HandlerOutcome>): Omit<LoggedEvent, "payload"> {
-  return {
-    id: row.id,
-    type: row.type,
-    receivedAt: row.received_at,
-    status: row.status,
-    attempts: row.attempts,
-    handlers,
-    updatedAt: row.updated_at,
-  };
+  const { id, type, status, attempts } = row;
+  return { id, type, receivedAt: row.received_at, status, attempts, handlers, updatedAt: row.updated_at };
 }
 
 /** A row as a list shows it: each handler's error cut (summarizeHandlers), and the record it names. */

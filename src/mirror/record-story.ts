@@ -66,14 +66,8 @@ type TimelineRow = Pick<Selectable<DatabaseSchema["events"]>, "id" | "type" | "r
 };
 
 function toEntry(row: TimelineRow, change: unknown): TimelineEntry {
-  const base = {
-    eventId: row.id,
-    type: row.type,
-    at: new Date(row.received_at),
-    status: row.status,
-    attempts: row.attempts,
-    handlers: summarizeHandlers(row.handlers),
-  };
+  const { type, status, attempts } = row;
+  const base = { eventId: row.id, type, at: new Date(row.received_at), status, attempts, handlers: summarizeHandlers(row.handlers) };
   if (Number(row.change_bytes) === 0) return { entry: "delivery", ...base };
   const data = changeData(change);
   const asFields = (v: unknown) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>) : null);
