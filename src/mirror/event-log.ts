@@ -545,23 +545,14 @@ export interface HandlerAttempt {
   nextRetryAt: Date | null;
 }
 
-/** A run as the recording statement reads it (jsonb_to_recordset in upsertAttempts). */
-interface RunRow {
-  handler: string;
-  attempt: number;
-  attempts_max: number;
-  started_at: string;
-  duration_ms: number;
-  outcome: "ok" | "failed";
-  error: string | null;
-  next_retry_at: string | null;
-}
-
 const count = (value: unknown, min: number) => typeof value === "number" && Number.isInteger(value) && value >= min && value <= 2 ** 31 - 1;
 const instant = (value: unknown) => typeof value === "number" && Number.isFinite(value) && !Number.isNaN(new Date(value).getTime());
 
-/** A handler's run checked (callers may be untyped JavaScript) and shaped for the statement. */
-function runRow(handler: string, outcome: RunRow["outcome"], error: string | undefined, run: HandlerRun): RunRow {
+/**
+ * A handler's run checked (callers may be untyped JavaScript) and shaped for the statement: a run
+ * as the recording statement reads it (jsonb_to_recordset in upsertAttempts).
+ */
+function runRow(handler: string, outcome: "ok" | "failed", error: string | undefined, run: HandlerRun) {
   const { attempt, of, startedAt, durationMs, nextRetryAt } = run;
   if (
     !count(attempt, 1) ||
@@ -691,7 +682,7 @@ function attemptRow(attempt: EventAttempt): Row {
     throw new EventLogError("invalid_event", "status", "an attempt ends received (to be retried), handled or failed");
   if (attempt.job !== undefined) checkId(attempt.job, "job");
   const handlers: Record<string, StoredOutcome> = {};
-  const runs: RunRow[] = [];
+  const runs: ReturnType<typeof runRow>[] = [];
   for (const [key, outcome] of Object.entries(attempt.handlers)) {
     checkId(key, "key");
     // Callers may be untyped JavaScript: check what the type promises.
