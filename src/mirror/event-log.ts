@@ -387,18 +387,13 @@ function toSummary(row: SummaryRow): EventSummary {
   return { ...toEnvelope(row, summarizeHandlers(row.handlers)), record };
 }
 
-interface Position {
-  receivedAt: Date;
-  id: string;
-}
-
-/** Where in the (received_at, id) order to look: the query's time range, past `after` (in the query's direction). */
-function range(q: Pick<ValidEventQuery, "since" | "until" | "newestFirst">, after: Position | undefined): RawBuilder<unknown>[] {
+/** Where in the (received_at, id) order to look: the query's time range, past its `after` (in the query's direction). */
+function range(q: Pick<ValidEventQuery, "since" | "until" | "newestFirst" | "after">): RawBuilder<unknown>[] {
   const where: RawBuilder<unknown>[] = [];
   const past = sql.raw(q.newestFirst ? "<" : ">");
   if (q.since) where.push(sql`received_at >= ${q.since}::timestamptz`);
   if (q.until) where.push(sql`received_at < ${q.until}::timestamptz`);
-  if (after) where.push(sql`(received_at, id) ${past} (${after.receivedAt}::timestamptz, ${after.id}::text)`);
+  if (q.after) where.push(sql`(received_at, id) ${past} (${q.after.receivedAt}::timestamptz, ${q.after.id}::text)`);
   return where;
 }
 
@@ -425,15 +420,15 @@ function filters(q: ValidEventQuery): RawBuilder<unknown>[] {
 const whereClause = (where: RawBuilder<unknown>[]) => (where.length > 0 ? sql`where ${sql.join(where, sql` and `)}` : sql``);
 
 /** The statement a page of one account's log runs (exported so a test can EXPLAIN exactly it). */
-export function summaryStatement(q: ValidEventQuery, count: number, after = q.after, account = DEFAULT_ACCOUNT): RawBuilder<SummaryRow> {
+export function summaryStatement(q: ValidEventQuery, count: number, account = DEFAULT_ACCOUNT): RawBuilder<SummaryRow> {
   // The account first: it leads every index of the log (0017_accounts).
   return sql<SummaryRow>`select id, type, received_at, status, attempts, handlers, updated_at, record_kind, record_id from events
-    ${whereClause([sql`account_id = ${account}`, ...range(q, after), ...filters(q)])} ${logOrder(q)} limit ${count}`;
+    ${whereClause([sql`account_id = ${account}`, ...range(q), ...filters(q)])} ${logOrder(q)} limit ${count}`;
 }
 
 /** One page of the log, oldest first (newest first when the query says so), as summaries bounded by count and bytes: one statement, which statement_timeout and the operator pool bound. */
 async function listEvents(db: Kysely<DatabaseSchema>, account: string, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
-  const { rows } = await withOperatorTimeout(bounds.timeoutMs, () => summaryStatement(q, q.limit + 1, q.after, account).execute(db));
+  const { rows } = await withOperatorTimeout(bounds.timeoutMs, () => summaryStatement(q, q.limit + 1, account).execute(db));
   // The page as JSON: its two brackets, then each summary and its comma. The first always fits.
   const size = (summary: EventSummary) => Buffer.byteLength(JSON.stringify(summary)) + 1;
   const data = fittingRows(rows.slice(0, q.limit).map(toSummary), size, bounds.maxPageBytes - 2);
@@ -605,7 +600,7 @@ type WaitingRow = Pick<Selectable<EventsTable>, "id" | "type" | "received_at" | 
 async function readWaiting(
   db: Kysely<DatabaseSchema>,
   account: string,
-  after: Position | undefined,
+  after: ValidEventQuery["after"],
   limit: number,
 ): Promise<WaitingEvent[]> {
   const past = after ? sql`and (e.received_at, e.id) > (${after.receivedAt}::timestamptz, ${after.id}::text)` : sql``;

@@ -251,7 +251,7 @@ export function fittingRows<T>(rows: readonly T[], size: (row: T) => number, bud
 const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bound);
 
 /**
- * One page of a kind in id order, bounded by `limit` and by `budget` bytes (at least one record):
+ * One page of a kind in id order, bounded by `limit` and by MIRROR_PAGE_BYTES (at least one record):
  * the ids and sizes are read first, then the records that fit, so an oversized page is never
  * read whole. `nextCursor` continues after the last record answered.
  */
@@ -260,7 +260,6 @@ async function listMirrorPage(
   account: string,
   kind: MirrorKind,
   filter: MirrorListFilter | undefined,
-  budget = MIRROR_PAGE_BYTES,
 ): Promise<MirrorPage> {
   const f = validateFilter(kind, filter);
   // The four mirror tables share the columns used here: typed as `orders`, run on the kind's table.
@@ -280,7 +279,7 @@ async function listMirrorPage(
   if (f.after !== undefined) query = query.where("id", ">", f.after);
   const sizes = await query.execute();
 
-  const ids = fittingRows(sizes.slice(0, f.limit), (row) => Number(row.bytes), budget).map((row) => row.id);
+  const ids = fittingRows(sizes.slice(0, f.limit), (row) => Number(row.bytes)).map((row) => row.id);
   const rows =
     ids.length === 0
       ? []
