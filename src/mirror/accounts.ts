@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { type Kysely, sql } from "kysely";
+import { type Kysely, type Selectable, sql } from "kysely";
 import type { Logger } from "pino";
 import * as z from "zod";
 import { isApiKey } from "../upstream/client.js";
@@ -123,7 +123,7 @@ export interface AccountRegistry {
   version(): Promise<string>;
 }
 
-const summary = (row: { id: string; signing_secrets: string[]; created_at: Date; updated_at: Date }): AccountSummary => ({
+const summary = (row: Selectable<DatabaseSchema["accounts"]>): AccountSummary => ({
   id: row.id,
   signingSecrets: row.signing_secrets.length,
   createdAt: row.created_at.toISOString(),
