@@ -342,7 +342,10 @@ function fieldReader(kind: MirrorKind, record: Record<string, unknown>, id: stri
       : !isString(v) || !DECIMAL.test(v)
         ? "invalid_field"
         : check(v.length <= MAX_DECIMAL_CHARS, "out_of_range");
-  const decimal = (field: string) => String(get(field, false, "a decimal amount (number or decimal string)", isDecimal) as number | string);
+  const decimal = (field: string) => {
+    const v = get(field, false, "a decimal amount (number or decimal string)", isDecimal) as number | string;
+    return String(v);
+  };
   const optDecimal = (field: string) => {
     const v = get(field, true, "a decimal amount (number or decimal string)", isDecimal) as number | string | null;
     return v === null ? null : String(v);
