@@ -163,9 +163,7 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
 
     handlerAttempts: (id) => withOperatorTimeout(bounds.timeoutMs, () => readHandlerAttempts(reader, account, checkedId("id", id))),
 
-    async query(query) {
-      return listEvents(reader, account, validateEventQuery(query), bounds);
-    },
+    query: async (query) => listEvents(reader, account, validateEventQuery(query), bounds),
 
     waiting: (after, limit) => readWaiting(db, account, after, limit),
 
