@@ -885,15 +885,10 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
   };
 }
 
-/** When a mirrored record was last read from the API and last written here (both by the database's clock). */
-export interface RecordBookkeeping {
-  readAt: Date;
-  syncedAt: Date;
-}
-
 /**
  * The read and sync times of some records of a kind (a page the console shows), by id: what
  * `MirrorStore.list` leaves out, since API clients want the records as the upstream shapes them.
+ * When a mirrored record was last read from the API and last written here (both by the database's clock).
  */
 export async function readBookkeeping(
   db: Kysely<DatabaseSchema>,
@@ -901,7 +896,7 @@ export async function readBookkeeping(
   ids: readonly string[],
   timeoutMs: number,
   account = DEFAULT_ACCOUNT,
-): Promise<Map<string, RecordBookkeeping>> {
+): Promise<Map<string, { readAt: Date; syncedAt: Date }>> {
   if (ids.length === 0) return new Map();
   const rows = await withOperatorTimeout(timeoutMs, () =>
     db
