@@ -117,11 +117,7 @@ export function createStreamConsumer(options: StreamConsumerOptions) {
         await attempts.releaseUnstarted();
         await inflight.whenEmpty();
       })();
-      const late = await deadline.within(finished, "stop").then(
-        () => false,
-        () => true,
-      );
-      if (late) {
+      if (await deadline.missed(finished, "stop")) {
         logger.warn("stream consumer did not stop in time; its unacknowledged entries will be claimed by another consumer");
         reader?.disconnect();
       }
@@ -203,8 +199,7 @@ export function createInflightEntries(limits: InflightLimits) {
     room(): number {
       const free = limits.maxEntries - held.size;
       const fits = Math.floor((limits.maxBytes - bytes) / Math.max(1, limits.largestEntryBytes));
-      if (held.size === 0) return Math.max(1, Math.min(free, fits));
-      return Math.max(0, Math.min(free, fits));
+      return Math.max(held.size === 0 ? 1 : 0, Math.min(free, fits));
     },
     add(entryId: string, size: number): void {
       held.set(entryId, size);

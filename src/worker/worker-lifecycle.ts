@@ -68,11 +68,7 @@ export function workerLifecycle(parts: WorkerParts) {
         const gap = drain.within(gapWatch.stop(), "the gap watch's tick").catch((err: unknown) => warn(logger, err));
         const stream = streamConsumer.stop(drain);
         const graceful = Promise.all(workers.map((w) => w.close()));
-        const late = await drain.within(graceful, "the workers' active jobs").then(
-          () => false,
-          () => true,
-        );
-        if (late) {
+        if (await drain.missed(graceful, "the workers' active jobs")) {
           onDrained();
           logger.warn("active jobs did not finish before the shutdown deadline; they will run again");
           await close
