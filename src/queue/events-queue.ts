@@ -451,10 +451,7 @@ export const RESTORE_PAGE = 500;
 export const RESTORE_MAX_PER_PASS = 10_000;
 
 /** A place in the event log's (receivedAt, id) order. */
-interface LogPosition {
-  receivedAt: Date;
-  id: string;
-}
+type LogPosition = Pick<WaitingEvent, "receivedAt" | "id">;
 
 /** JOB_ATTEMPTS (a run whose `of` the log does not hold), JOB_BACKOFF_MS, and the deduplication window. */
 export interface RestoreOptions extends Omit<ContinuationOptions, "handlerKeys"> {
