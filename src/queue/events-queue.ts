@@ -235,7 +235,6 @@ export interface EventWorkerOptions {
   /** A "worker" connection (maxRetriesPerRequest: null). */
   connection: RedisClient;
   prefix: string;
-  queueName?: string;
   /** Runs each attempt (deadline, dispatch, record, verdict): the stream consumer's too. */
   runner: AttemptRunner;
   concurrency: number;
@@ -274,7 +273,7 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
   // the strategy below for the wait as it fails the job (its backoff is eventBackoff's custom type).
   const drawn = new WeakMap<Error, number>();
 
-  const worker: Worker<EventJobData> = new Worker<EventJobData>(options.queueName ?? EVENTS_QUEUE, (job, token) => runJob(job, token), {
+  const worker: Worker<EventJobData> = new Worker<EventJobData>(EVENTS_QUEUE, (job, token) => runJob(job, token), {
     connection: options.connection,
     prefix: options.prefix,
     concurrency: options.concurrency,
@@ -465,8 +464,6 @@ export interface RestoreOptions extends Omit<ContinuationOptions, "handlerKeys">
   /** Told how many jobs a pass added (the metric). */
   onRestored(count: number): void;
   logger: Logger;
-  pageSize?: number;
-  maxPerPass?: number;
 }
 
 /**
@@ -519,8 +516,6 @@ export function restoredJob(
  */
 export function createJobRestorer(options: RestoreOptions) {
   const { queue, connection, logger } = options;
-  const pageSize = options.pageSize ?? RESTORE_PAGE;
-  const max = options.maxPerPass ?? RESTORE_MAX_PER_PASS;
   /** Where the last pass stopped at its cap, per part of the log ("" the default's). */
   const resume = new Map<string, LogPosition>();
 
@@ -549,7 +544,7 @@ export function createJobRestorer(options: RestoreOptions) {
         logger.warn({ looked: seen }, "more events wait for a retry than one restore pass looks at; the next pass goes on from here");
         break;
       }
-      const asked = Math.min(pageSize, budget - seen);
+      const asked = Math.min(RESTORE_PAGE, budget - seen);
       const page = await log.waiting(after, asked);
       seen += page.length;
       restored += await restorePage(page, account);
@@ -572,7 +567,7 @@ export function createJobRestorer(options: RestoreOptions) {
     async pass(): Promise<number> {
       const parts = [{ account: undefined as string | undefined, log: options.log }, ...((await options.accountLogs?.()) ?? [])];
       // Each part looks at its share of the cap, so one company's long backlog never starves another's.
-      const share = Math.ceil(max / parts.length);
+      const share = Math.ceil(RESTORE_MAX_PER_PASS / parts.length);
       let restored = 0;
       for (const part of parts) restored += await passOver(part.log, part.account, share);
       if (restored > 0) {

@@ -40,8 +40,6 @@ export interface StreamConsumerOptions {
   dedupWindowSeconds: number;
   /** Most entries held (read ahead, each acknowledged on its own) and claimed from a dead consumer per call (default 500). */
   batchSize?: number;
-  /** How long one read waits for new entries (default 1000). */
-  blockMs?: number;
   /** Entries another consumer read but did not acknowledge for this long are taken over (it died). */
   claimIdleMs: number;
   /** Called once per event whose first attempt finished here: handled, failed for good, or handed to the queue to retry. */
@@ -153,7 +151,8 @@ function createStreamConsumerState(options: StreamConsumerOptions) {
     /** This consumer's name in the group: unique per process and instance. */
     consumer: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
     batchSize,
-    blockMs: options.blockMs ?? 1000,
+    /** How long one read waits for new entries. */
+    blockMs: 1000,
     /** Claimed entries are held until they are in the queue: at most what one byte budget holds. */
     claimCount: Math.max(1, Math.min(batchSize, Math.floor(maxBytes / largestEntryBytes))),
     handoff: createStreamHandoff(options),
