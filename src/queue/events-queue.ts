@@ -267,8 +267,7 @@ interface Progress {
  * succeeded so a retry re-runs only those that failed.
  */
 export function createEventWorker(options: EventWorkerOptions): Worker<EventJobData> {
-  const { runner, logger } = options;
-  const maxStalls = options.maxStalls ?? DEFAULTS.jobMaxStalls;
+  const { runner, logger, maxStalls = DEFAULTS.jobMaxStalls } = options;
   // The wait each retried attempt drew and recorded, by the error the job fails with: BullMQ asks
   // the strategy below for the wait as it fails the job (its backoff is eventBackoff's custom type).
   const drawn = new WeakMap<Error, number>();
