@@ -126,9 +126,7 @@ function openQueue<Data>(
   onError: (err: Error) => void,
 ): Queue<Data> {
   // BullMQ's own event stream of the queue (what QueueEvents reads): kept short.
-  const queue = new Queue<Data>(name, { ...options, streams: { events: { maxLen: 1000 } } });
-  queue.on("error", onError);
-  return queue;
+  return new Queue<Data>(name, { ...options, streams: { events: { maxLen: 1000 } } }).on("error", onError);
 }
 
 function queueHandle<Data>(name: string, options: QueueHandleOptions, defaultJobOptions: QueueOptions["defaultJobOptions"]): Queue<Data> {
