@@ -35,7 +35,6 @@ import {
   type EdgeSinkOptions,
   type EnqueueInput,
   type EnqueueResult,
-  type EventSink,
   type IngestedEvent,
 } from "./ingest-stream.js";
 
@@ -159,10 +158,7 @@ export interface EventProducerOptions extends EdgeSinkOptions {
   onError?: (err: Error) => void;
 }
 
-export interface EventProducer extends EventSink {
-  queue: Queue<EventJobData>;
-  close(): Promise<void>;
-}
+export type EventProducer = ReturnType<typeof createEventProducer>;
 
 /**
  * Enqueues verified events into BullMQ, once per event id within the deduplication window.
@@ -173,7 +169,7 @@ export interface EventProducer extends EventSink {
  * event was a duplicate. Two duplicates in one batch are still one job: addBulk sends the batch as
  * one pipeline whose add scripts Redis runs in order, and the second sees the first's key.
  */
-export function createEventProducer(options: EventProducerOptions): EventProducer {
+export function createEventProducer(options: EventProducerOptions) {
   const queue = openQueue<EventJobData>(
     options.queueName ?? EVENTS_QUEUE,
     {
@@ -205,11 +201,11 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
 
   return {
     queue,
-    async enqueue(event) {
+    async enqueue(event: EnqueueInput): Promise<EnqueueResult> {
       assertStorable(event);
       const job = await add(event);
       const jobId = expectDefined(job.opts.jobId, "addBulk returned a job without the jobId it was given");
-      return { jobId: job.id ?? jobId, duplicate: job.id !== undefined && job.id !== jobId } satisfies EnqueueResult;
+      return { jobId: job.id ?? jobId, duplicate: job.id !== undefined && job.id !== jobId };
     },
     async ping() {
       await withTimeout(options.connection.ping(), options.timeoutMs, "ping");
