@@ -11,7 +11,7 @@ import { type RedisClient, defineScripts, redisKeys, warnUnlessOutage } from "..
 import { eventBackoff, type AttemptResult, type AttemptRunner } from "./attempt-runner.js";
 import { deadlineIn, type Deadline } from "./deadline.js";
 import { continuationOf, type ContinuationJob, type ContinuationOptions, type EventJobData } from "./events-queue.js";
-import { decodeEntry, ENTRY_FIELD, groupCommit, jobOfEvent, type EntryJob, type IngestedEvent } from "./ingest-stream.js";
+import { decodeEntry, ENTRY_FIELD, groupCommit, jobOfEvent, type IngestedEvent } from "./ingest-stream.js";
 
 // The stream consumer: its options, what its parts share, the entries it holds, how it lets go of
 // them, each entry's first attempt, and its read loop.
@@ -280,11 +280,10 @@ function createStreamHandoff(options: StreamConsumerOptions) {
      */
     async moveToQueue(entries: Entry[], why: string): Promise<number> {
       options.logger.info({ count: entries.length }, why);
-      const jobs: EntryJob[] = [];
-      for (const entry of entries) {
+      const jobs = entries.flatMap((entry) => {
         const data = readEntry(options.logger, entry[0], entryText(entry));
-        if (data) jobs.push(jobOfEvent(entry[0], data, continuation.dedupTtlMs));
-      }
+        return data ? [jobOfEvent(entry[0], data, continuation.dedupTtlMs)] : [];
+      });
       if (jobs.length > 0) await options.queue.addBulk(jobs);
       await ackDeleteAll(entries.map(([id]) => id));
       return jobs.length;
