@@ -273,12 +273,15 @@ export function withHandlerStacks<E extends Error>(err: E, stacks: string | unde
   return err;
 }
 
-/**
- * The deadline of one attempt's handlers, `timeoutMs` from now; 0 means none (the signal is never
- * aborted). `signal` is aborted (with a HandlerTimeoutError) when it passes; call `clear` once the
- * attempt ended, so no timer outlives it.
- */
-export function startHandlerDeadline(timeoutMs: number) {
+/** The deadline of one attempt's handlers: `signal` is aborted (with a HandlerTimeoutError) when it passes. */
+export interface HandlerDeadline {
+  signal: AbortSignal;
+  /** Call once the attempt ended, so no timer outlives it. */
+  clear(): void;
+}
+
+/** Starts a deadline `timeoutMs` from now; 0 means none (the signal is never aborted). */
+export function startHandlerDeadline(timeoutMs: number): HandlerDeadline {
   const controller = new AbortController();
   if (timeoutMs <= 0) return { signal: controller.signal, clear: () => undefined };
   const timer = setTimeout(() => controller.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
