@@ -3,11 +3,11 @@
 // --url through the operator API. Keys and secrets come from the environment, never from the
 // command line, where `ps` and the shell's history would keep them.
 import { loadConfig } from "../config/config.js";
-import { type AccountSummary, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
+import { type AccountRegistry, type AccountSummary, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
 import { printable } from "../mirror/values.js";
 import { type AccountSyncState, withSyncState } from "../sync/first-import.js";
 import { type Answer, answer, type Command, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
-import { openMigratedStorage, operatorClient, operatorUrl } from "./operator.js";
+import { openMigratedStorage, operatorClient } from "./operator.js";
 
 const help = `svc-webhooks accounts list [--url <url>]
 svc-webhooks accounts add <id> [--url <url>]
@@ -30,13 +30,8 @@ SECRETS_KEY, the service's own.`;
 
 const VERBS = ["list", "add", "rotate", "remove"] as const;
 
-/** The registry's calls, on the database here or at --url. */
-interface Accounts {
-  list(): Promise<(AccountSummary & { sync: AccountSyncState })[]>;
-  add(input: Record<string, unknown>): Promise<AccountSummary>;
-  rotate(id: string, input: Record<string, unknown>): Promise<AccountSummary>;
-  remove(id: string, purge: boolean): Promise<void>;
-}
+/** The registry's calls, on the database here or at --url; the list with each account's sync. */
+type Accounts = Pick<AccountRegistry, "add" | "rotate" | "remove"> & { list(): Promise<(AccountSummary & { sync: AccountSyncState })[]> };
 
 async function runAccounts(argv: string[], env: NodeJS.ProcessEnv): Promise<Answer> {
   const { values, positionals } = parseFlags({
@@ -78,7 +73,7 @@ async function runAccounts(argv: string[], env: NodeJS.ProcessEnv): Promise<Answ
         `account ${printable(rotated.id)} rotated: ${plural(rotated.signingSecrets, "signing secret")} verify its webhooks`,
       );
     }
-    await accounts.remove(account, values.purge === true);
+    await accounts.remove(account, { purge: values.purge === true });
     return answer(
       { id: account, removed: true, purged: values.purge === true },
       `account ${printable(account)} removed${values.purge ? ", with its rows, events and steps" : ""}`,
@@ -94,20 +89,14 @@ function syncLine(sync: AccountSyncState): string {
 }
 
 /** Runs `work` on the accounts at --url, else on the registry of the database the environment names. */
-async function withAccounts(
-  url: string | undefined,
-  env: NodeJS.ProcessEnv,
-  work: (accounts: Accounts) => Promise<Answer>,
-): Promise<Answer> {
+async function withAccounts(url: string | undefined, env: NodeJS.ProcessEnv, work: (accounts: Accounts) => Promise<Answer>) {
   if (url !== undefined) {
-    const api = operatorClient(operatorUrl(url), env.ADMIN_TOKEN);
+    const api = operatorClient(url, env.ADMIN_TOKEN);
     return work({
       list: async () => (await api.call<{ data: (AccountSummary & { sync: AccountSyncState })[] }>("GET", "/accounts")).data,
       add: (input) => api.call("POST", "/accounts", input),
       rotate: (id, input) => api.call("POST", `/accounts/${encodeURIComponent(id)}/rotate`, input),
-      remove: async (id, purge) => {
-        await api.call("DELETE", `/accounts/${encodeURIComponent(id)}?purge=${purge}`);
-      },
+      remove: (id, options) => api.call("DELETE", `/accounts/${encodeURIComponent(id)}?purge=${options?.purge === true}`),
     });
   }
   const config = loadConfig({ ...env, ROLE: "worker" });
@@ -117,7 +106,6 @@ async function withAccounts(
     return await work({
       ...registry,
       list: async () => withSyncState(storage.database.db, await registry.list()),
-      remove: (id, purge) => registry.remove(id, { purge }),
     });
   } finally {
     await storage.close();

@@ -3,7 +3,6 @@ import { embeddedDatabaseExists } from "../mirror/database.js";
 import { accountParam, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
 import { accountQuery, DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { DataDirLockedError } from "../mirror/embedded-server.js";
-import { isCalendarDate as isCalendarDay } from "../mirror/values.js";
 import type { Storage } from "../mirror/storage.js";
 import { createMirrorWriter } from "../mirror/change-outbox.js";
 import { printableRedisUrl, type RedisClient } from "../redis/redis.js";
@@ -11,8 +10,9 @@ import { type BackfillProgress, runBackfill } from "../sync/resumable-backfill.j
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 import { UpstreamPageRefusedError } from "../upstream/errors.js";
 import { upstreamFromConfig } from "../worker/upstream.js";
+import { syncOptionsProblem } from "../worker/operator-actions.js";
 import { type Answer, answer, CommandError, flagOptions, parseFlags, plural, UsageError } from "./command.js";
-import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, operatorUrl, withDirectActions } from "./operator.js";
+import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, withDirectActions } from "./operator.js";
 
 export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes]
                       [--account <id>] [--url <url>]
@@ -76,10 +76,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     strict: true,
   });
   const kinds = values.kinds ? values.kinds.split(",").map((k) => k.trim()) : SYNCED_KINDS;
-  const wrong = kinds.filter((k) => !SYNCED_KINDS.includes(k as SyncedKind));
-  if (wrong.length > 0) throw new UsageError(`--kinds takes ${SYNCED_KINDS.join(", ")}; not ${wrong.join(", ")}`);
   const since = values.since;
-  if (since !== undefined && !isCalendarDay(since)) throw new UsageError(`--since takes a date YYYY-MM-DD, not "${since}"`);
+  // The operator API's checks, in its words: a split list is never empty, so "an empty list" is never said here.
+  const problem = syncOptionsProblem(kinds, since);
+  if (problem) throw new UsageError(`--${problem}`);
 
   const account = accountParam(values.account);
   const request = { ...(values.kinds ? { kinds } : {}), ...(since ? { since } : {}), ...(values.restart ? { restart: true } : {}) };
@@ -87,7 +87,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
   if (values.url !== undefined) {
     if (values["no-changes"]) throw new UsageError("--no-changes runs the sweep here; it does not go with --url");
     const path = `/sync/backfill${accountQuery(account)}`;
-    return queued(await operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN).call<{ job: string }>("POST", path, request));
+    return queued(await operatorClient(values.url, env.ADMIN_TOKEN).call<{ job: string }>("POST", path, request));
   }
   const config = loadConfig({ ...env, ROLE: "worker" });
   // What the sweep needs here (the API, Redis) is checked before the database is opened, so a
@@ -113,18 +113,14 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     await closeCliRedis(connection);
     if (!(err instanceof DataDirLockedError) || values["no-changes"]) throw err;
     // The embedded database is a running service's: its workers run the sweep (one job on the sync queue).
-    return queued(await withDirectActions(config, undefined, ({ actions }) => actions.requestSync("backfill", { ...request, account })));
-  }
-  if (!config.api) {
-    await closeCliRedis(connection);
-    await storage.close();
-    throw new UsageError("backfill needs API_BASE_URL and API_KEY");
+    return queued(await withDirectActions(config, undefined, (actions) => actions.requestSync("backfill", { ...request, account })));
   }
   // Ctrl-C (command.ts): the page in hand is saved; a read still waiting (the budget, the answer) ends at once.
   const onStop = () => process.stderr.write("\nstopping after the page in hand (Ctrl-C again to stop at once)\n");
   stop.addEventListener("abort", onStop, { once: true });
   const outage = reportRedisOutages(connection, config.redisUrl);
   try {
+    if (!config.api) throw new UsageError("backfill needs API_BASE_URL and API_KEY");
     const apiKey = account === DEFAULT_ACCOUNT ? config.api.apiKey : await keyOf(storage, config.secretsKey, account);
     const { api } = upstreamFromConfig({ ...config.api, apiKey }, connection, config.queuePrefix);
     const stores = storage.forAccount(account);
@@ -173,16 +169,15 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
 function reportRedisOutages(connection: RedisClient, url: string): { dispose(): void } {
   let away = false;
   const onClose = () => {
-    if (away) return;
+    if (!away)
+      process.stderr.write(
+        `\nRedis at ${printableRedisUrl(url)} does not answer: waiting for it (the rate budget lives there; Ctrl-C stops)\n`,
+      );
     away = true;
-    process.stderr.write(
-      `\nRedis at ${printableRedisUrl(url)} does not answer: waiting for it (the rate budget lives there; Ctrl-C stops)\n`,
-    );
   };
   const onReady = () => {
-    if (!away) return;
+    if (away) process.stderr.write("Redis answers again: going on\n");
     away = false;
-    process.stderr.write("Redis answers again: going on\n");
   };
   connection.on("close", onClose);
   connection.on("ready", onReady);

@@ -63,15 +63,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     }
     // --json belongs to the answer (printAnswer), not to the command's own flags.
     const out = output(rest.includes("--json"));
-    printAnswer(
-      await command.run(
-        rest.filter((a) => a !== "--json"),
-        env,
-        signals.stop,
-        out,
-      ),
-      out,
-    );
+    const args = rest.filter((a) => a !== "--json");
+    printAnswer(await command.run(args, env, signals.stop, out), out);
     return 0;
   } catch (err) {
     return reportError(err);

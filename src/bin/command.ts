@@ -20,24 +20,16 @@ export type Command =
  * answer where there is one), `sentence` the same told to a person. A command returns it and
  * prints neither: printAnswer chooses, in one place.
  */
-export interface Answer {
-  value: unknown;
-  sentence: string;
-}
+export const answer = (value: unknown, sentence: string) => ({ value, sentence });
+export type Answer = ReturnType<typeof answer>;
 
-export const answer = (value: unknown, sentence: string): Answer => ({ value, sentence });
-
-/** How a command's answer is printed, and where lines for people go meanwhile (a dry run's list of events). */
-export interface Output {
-  /** `--json`: stdout holds one JSON document, the answer's value; lines for people go to stderr. */
-  json: boolean;
-  /** A line for people: stdout, or stderr with --json so stdout stays one document. */
-  line(text: string): void;
-}
-
-export function output(json: boolean): Output {
-  return { json, line: (text) => (json ? console.error(text) : console.log(text)) };
-}
+/**
+ * How a command's answer is printed, and where lines for people go meanwhile (a dry run's list of
+ * events). `json` (--json): stdout holds one JSON document, the answer's value; lines for people
+ * go to stderr. `line`: a line for people, on stdout, or stderr with --json so stdout stays one document.
+ */
+export const output = (json: boolean) => ({ json, line: (text: string) => (json ? console.error(text) : console.log(text)) });
+export type Output = ReturnType<typeof output>;
 
 /** Prints a command's answer on stdout: its value as JSON with --json, else its sentence. */
 export function printAnswer(answer: Answer, out: Output): void {

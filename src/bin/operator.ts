@@ -2,7 +2,6 @@
 // the deployment the environment names: its Redis (a bounded wait), its database (migrated
 // first; the running service's embedded server when it holds DATA_DIR), the operator actions on
 // those stores, or a remote service's operator API (--url).
-import type { Queue } from "bullmq";
 import { SingleBar } from "cli-progress";
 import { type Config, loadConfig } from "../config/config.js";
 import { SENT_EVENT_TYPES } from "../events/catalog.js";
@@ -14,8 +13,7 @@ import { printable } from "../mirror/values.js";
 import { accountParam } from "../mirror/accounts.js";
 import { accountQuery, carriedAccount } from "../config/defaults.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
-import type { RejectedRecord } from "../mirror/set-aside-records.js";
-import { createEventsQueue, createSyncQueue, type EventJobData, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
+import { createEventsQueue, createSyncQueue, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
 import { SERVED_BY } from "../http/errors.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
@@ -80,30 +78,25 @@ Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (R
 /** A bulk replay's answer: how many events it queued (or would), and its id. */
 type BulkAnswer = Awaited<ReturnType<OperatorActions["replayMatching"]>>;
 
-/** The flags of a replay by filter. */
-type Flags = Partial<
-  Record<"since" | "until" | "type" | "status" | "handler" | "account", string> & Record<"dry-run" | "fresh" | "confirm", boolean>
->;
+const replayFlags = {
+  queue: { type: "string", default: "events" },
+  ...flagOptions(["id", "url", "since", "until", "type", "status", "handler", "account"], ["dry-run", "fresh", "confirm"]),
+} as const;
+
+/** The flags of a replay, as parseFlags reads them. */
+type Flags = ReturnType<typeof parseFlags<{ options: typeof replayFlags }>>["values"];
 
 async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal, out: Output): Promise<Answer> {
-  const { values, positionals } = parseFlags({
-    args: argv,
-    options: {
-      queue: { type: "string", default: "events" },
-      ...flagOptions(["id", "url", "since", "until", "type", "status", "handler", "account"], ["dry-run", "fresh", "confirm"]),
-    },
-    allowPositionals: true,
-    strict: true,
-  });
+  const { values, positionals } = parseFlags({ args: argv, options: replayFlags, allowPositionals: true, strict: true });
   const config = loadConfig({ ...env, ROLE: "worker" });
-  const remote = values.url === undefined ? undefined : operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN);
+  const remote = values.url === undefined ? undefined : operatorClient(values.url, env.ADMIN_TOKEN);
   if (values.id !== undefined) {
     if (positionals.length > 0) throw new UsageError("--id replays one event; no list, <job-id> or all with it");
     const others = (["since", "until", "type", "status", "dry-run", "fresh", "confirm"] as const).filter(
       (f) => values[f] !== undefined && values[f] !== false,
     );
     if (others.length > 0) throw new UsageError(`--id takes only --handler, --account and --url; not --${others.join(", --")}`);
-    return replayOne(config, values.id, { handler: values.handler, account: values.account }, remote);
+    return replayOne(config, values.id, values, remote);
   }
   if (positionals.length === 0) return replayMatching(config, values, remote, stop, out);
   if (values.account !== undefined)
@@ -125,7 +118,7 @@ async function bulkReplay(config: Config, what: "status" | "cancel", id: string,
   const path = `/events/replays/${encodeURIComponent(id)}`;
   const progress: BulkReplayProgress = remote
     ? await remote.call(what === "status" ? "GET" : "DELETE", path)
-    : await withDirectActions(config, undefined, ({ actions }) =>
+    : await withDirectActions(config, undefined, (actions) =>
         what === "status" ? actions.bulkProgress(id) : actions.cancelBulkReplay(id),
       );
   const { total, done, failed, withdrawn, state } = progress;
@@ -138,43 +131,21 @@ async function bulkReplay(config: Config, what: "status" | "cancel", id: string,
   );
 }
 
-/** A replay's answer (one event's, or a bulk one's) as a sentence. */
-function sayReplay(value: {
-  event?: string;
-  replay?: { id?: string; handlers?: string[] };
-  queued?: number;
-  wouldQueue?: number;
-  bulk?: string;
-}) {
-  if (value.wouldQueue !== undefined) return `${plural(value.wouldQueue, "event")} would be replayed`;
-  if (value.queued !== undefined)
-    return `${plural(value.queued, "event")} queued for replay${value.bulk ? ` (bulk replay ${value.bulk}: replay status ${value.bulk} follows it)` : ""}`;
-  const handlers = value.replay?.handlers ?? [];
-  return `event ${printable(value.event ?? "")} queued for replay as job ${printable(value.replay?.id ?? "")}, running ${handlers.length > 0 ? handlers.map(printable).join(", ") : "no handler"}`;
-}
-
 /** One event by id: at --url, else on the stores the environment names. */
-async function replayOne(
-  config: Config,
-  id: string,
-  { handler, account }: { handler: string | undefined; account: string | undefined },
-  remote: OperatorClient | undefined,
-): Promise<Answer> {
+async function replayOne(config: Config, id: string, { handler, account }: Flags, remote: OperatorClient | undefined): Promise<Answer> {
   const options = { ...(handler ? { handler } : {}), ...(account ? { account } : {}) };
-  const result = remote
+  const result: Partial<Awaited<ReturnType<OperatorActions["replayEvent"]>>> = remote
     ? await remote.call("POST", `/events/${encodeURIComponent(id)}/replay${accountQuery(account)}`, handler ? { handler } : {})
-    : await withDirectActions(config, await openEventStores(config), ({ actions }) => actions.replayEvent(id, options));
-  return answer(result, sayReplay(result as Parameters<typeof sayReplay>[0]));
+    : await withDirectActions(config, await openEventStores(config), (actions) => actions.replayEvent(id, options));
+  const handlers = result.replay?.handlers ?? [];
+  return answer(
+    result,
+    `event ${printable(result.event ?? "")} queued for replay as job ${printable(result.replay?.id ?? "")}, running ${handlers.length > 0 ? handlers.map(printable).join(", ") : "no handler"}`,
+  );
 }
 
 /** Every event matching the flags: at --url (a bulk replay there), else from the log here. */
-async function replayMatching(
-  config: Config,
-  flags: Flags,
-  remote: OperatorClient | undefined,
-  stop: AbortSignal,
-  out: Output,
-): Promise<Answer> {
+async function replayMatching(config: Config, flags: Flags, remote: OperatorClient | undefined, stop: AbortSignal, out: Output) {
   const filter: Record<string, string> = {};
   for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) filter[name] = flags[name];
   if (Object.keys(filter).length === 0 && !flags["dry-run"])
@@ -196,9 +167,7 @@ async function replayMatching(
     const path = `/events/replay${accountQuery(own)}`;
     const ask = (extra: { dryRun?: true; confirm?: number }) => remote.call<BulkAnswer>("POST", path, { ...scope, ...options, ...extra });
     const bulk = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm === true);
-    const value = flags["dry-run"] ? { wouldQueue: bulk.count } : { queued: bulk.count, bulk: bulk.id };
-    if (bulk.count === 0) warnUnsentNames(flags);
-    return answer(value, sayReplay(value));
+    return matched(flags, bulk.count, bulk.id);
   }
   const storage = await openEventStores(config);
   // The account's part of the log and its steps (the default company's without --account).
@@ -237,9 +206,15 @@ async function replayMatching(
     if (direct) await direct.close();
     else await storage.close();
   }
-  const value = flags["dry-run"] ? { wouldQueue: queued } : { queued };
-  if (queued === 0) warnUnsentNames(flags);
-  return answer(value, sayReplay(value));
+  return matched(flags, queued);
+}
+
+/** A replay by filter's answer: how many events it queued (or would), and the bulk replay's id at a service. */
+function matched(flags: Flags, count: number, bulk?: string): Answer {
+  if (count === 0) warnUnsentNames(flags);
+  if (flags["dry-run"]) return answer({ wouldQueue: count }, `${plural(count, "event")} would be replayed`);
+  const following = bulk ? ` (bulk replay ${bulk}: replay status ${bulk} follows it)` : "";
+  return answer({ queued: count, bulk }, `${plural(count, "event")} queued for replay${following}`);
 }
 
 /**
@@ -284,10 +259,7 @@ const refusedUnconfirmed = (err: unknown) => err instanceof CommandError && err.
  * without --confirm a refusal is told as the count and the flag to add; with it, the count of a dry
  * run is sent as the confirmation (counted again when events arrived in between).
  */
-async function startBulkReplay(
-  ask: (extra: { dryRun?: true; confirm?: number }) => Promise<BulkAnswer>,
-  confirm: boolean,
-): Promise<BulkAnswer> {
+async function startBulkReplay(ask: (extra: { dryRun?: true; confirm?: number }) => Promise<BulkAnswer>, confirm: boolean) {
   if (!confirm) {
     try {
       return await ask({});
@@ -367,8 +339,8 @@ async function runReconcile(argv: string[], env: NodeJS.ProcessEnv): Promise<Ans
   const { values } = parseFlags({ args: argv, options: { url: { type: "string" } }, strict: true });
   const asked: { job: string; runs?: string } =
     values.url !== undefined
-      ? await operatorClient(operatorUrl(values.url), env.ADMIN_TOKEN).call("POST", "/sync/reconcile", {})
-      : await withDirectActions(loadConfig({ ...env, ROLE: "worker" }), undefined, ({ actions }) => actions.requestSync("reconcile"));
+      ? await operatorClient(values.url, env.ADMIN_TOKEN).call("POST", "/sync/reconcile", {})
+      : await withDirectActions(loadConfig({ ...env, ROLE: "worker" }), undefined, (actions) => actions.requestSync("reconcile"));
   return answer(asked, `reconciliation queued as job ${printable(asked.job)}; it runs ${asked.runs ?? "when a worker takes it"}`);
 }
 
@@ -438,10 +410,7 @@ export async function closeCliRedis(connection: RedisClient): Promise<void> {
 }
 
 /** The database a one-off command works on, migrated first (commands may run before any server did). */
-export async function openMigratedStorage(
-  config: Config,
-  options: { onRejected?: (rejected: readonly RejectedRecord[]) => void; attach?: boolean } = {},
-): Promise<Storage> {
+export async function openMigratedStorage(config: Config, options: Parameters<typeof openStorage>[1] = {}): Promise<Storage> {
   const storage = await openStorage(config.database, options);
   try {
     await storage.migrate();
@@ -470,19 +439,13 @@ export async function openEventStores(config: Config): Promise<Storage> {
  * The operator actions on the stores themselves: Redis (bounded wait) and, when given, the
  * database the command opened (openEventStores). `close` releases all of it, `storage` too.
  */
-async function directOperatorActions(
-  config: Config,
-  storage: Storage | undefined,
-): Promise<{ actions: OperatorActions; eventsQueue: Queue<EventJobData>; close(): Promise<void> }> {
+async function directOperatorActions(config: Config, storage: Storage | undefined) {
   const connection = await openCliRedis(config, storage);
   const eventsQueue = createEventsQueue({ connection, config });
   const syncQueue = createSyncQueue({ connection, config });
-  const noEventLog = {
-    get: () => Promise.reject(new Error("no event log opened")),
-    query: () => Promise.reject(new Error("no event log opened")),
-  };
+  const noEventLog = () => Promise.reject(new Error("no event log opened"));
   const actions = createOperatorActions({
-    eventLog: storage?.eventLog ?? noEventLog,
+    eventLog: storage?.eventLog ?? { get: noEventLog, query: noEventLog },
     eventsQueue,
     syncQueue,
     redis: connection,
@@ -507,14 +470,10 @@ async function directOperatorActions(
  * Runs `work` on the operator actions of the stores (directOperatorActions) and closes them after:
  * a refusal (no such event, a bad filter, a sweep already asked for) is one line in its own words.
  */
-export async function withDirectActions<T>(
-  config: Config,
-  storage: Storage | undefined,
-  work: (direct: Awaited<ReturnType<typeof directOperatorActions>>) => Promise<T>,
-): Promise<T> {
+export async function withDirectActions<T>(config: Config, storage: Storage | undefined, work: (actions: OperatorActions) => Promise<T>) {
   const direct = await directOperatorActions(config, storage);
   try {
-    return await work(direct);
+    return await work(direct.actions);
   } catch (err) {
     // A refusal (an OperatorActionError, or a filter the event log refused) in its own code and words.
     const code = (err as { code?: unknown }).code;
@@ -529,7 +488,7 @@ export async function withDirectActions<T>(
 /** How long one request may take in all (a bulk dry run counts the whole log). */
 const REQUEST_TIMEOUT_MS = 60_000;
 
-export type OperatorClient = ReturnType<typeof operatorClient>;
+type OperatorClient = ReturnType<typeof operatorClient>;
 
 /** The operator API's base URL as --url gives it, checked. */
 export function operatorUrl(flag: string): string {
@@ -537,18 +496,19 @@ export function operatorUrl(flag: string): string {
   return flag.replace(/\/+$/, "");
 }
 
-/** The operator API of the service at `url` (--url: a remote deployment), called with ADMIN_TOKEN. */
-export function operatorClient(url: string, token: string | undefined) {
+/** The operator API of the service at --url (a remote deployment, checked by operatorUrl), called with ADMIN_TOKEN. */
+export function operatorClient(flag: string, token: string | undefined) {
+  const url = operatorUrl(flag);
   if (!token) throw new CommandError(`--url calls the service's operator API: set ADMIN_TOKEN to its admin token`);
   return {
     url,
     /** One call of the operator API; its JSON answer, or a CommandError with the service's own words. */
-    async call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    async call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> {
       let res: Response;
       try {
         res = await fetch(`${url}${path}`, {
           method,
-          headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+          headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
           ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
           signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
         });

@@ -29,13 +29,12 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
   // meet Node's default (die at once). A start cannot be cut (it waits for Redis or the
   // database): a signal during it is acted on once it is done, or ends the process at
   // SHUTDOWN_TIMEOUT_MS if it is not done by then.
-  const startStop = () =>
-    setTimeout(
+  let startTimer: NodeJS.Timeout | undefined;
+  const onEarlyStop = () =>
+    (startTimer = setTimeout(
       () => exit(1, "stopped before the start finished (it waits for Redis or the database): exiting"),
       config.shutdownTimeoutMs,
-    ).unref();
-  let startTimer: NodeJS.Timeout | undefined;
-  const onEarlyStop = () => (startTimer = startStop());
+    ).unref());
   stop.addEventListener("abort", onEarlyStop, { once: true });
   await service.start();
   stop.removeEventListener("abort", onEarlyStop);
@@ -69,21 +68,15 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
 }
 
 /**
- * How far V8 grows the heap past its live set (HEAP_GROWING_PERCENT). A process-wide setting, so
- * it is the command's to make, not the service factory's (tests build many services in one process).
- * V8 reads it at each full collection, so setting it as the process starts takes effect.
- */
-function limitHeapGrowth(percent: number): void {
-  if (percent > 0) setFlagsFromString(`--heap-growing-percent=${percent}`);
-}
-
-/**
  * The service a config describes, as serve and dev build it: tracing first (before anything that
  * traces is built; undefined, nothing loaded, without an OTLP endpoint), a logger that scrubs the
  * config's secrets, and HANDLERS_MODULE's handlers.
  */
 export async function serviceFromConfig(config: Config, destination?: DestinationStream) {
-  limitHeapGrowth(config.heapGrowingPercent);
+  // How far V8 grows the heap past its live set (HEAP_GROWING_PERCENT). A process-wide setting, so
+  // it is the command's to make, not the service factory's (tests build many services in one process).
+  // V8 reads it at each full collection, so setting it as the process starts takes effect.
+  if (config.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
   const tracing = await startTracing(process.env);
   try {
     const logger = createLogger({

@@ -8,7 +8,7 @@ import type { RecordStory } from "../mirror/record-story.js";
 import { type EventDetail, readEventDetail, readStory } from "../mirror/storage.js";
 import { cutAt, printable, shortened, shownStatus } from "../mirror/values.js";
 import { type Answer, answer, type Command, CommandError, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
-import { openEventStores, operatorClient, operatorUrl } from "./operator.js";
+import { openEventStores, operatorClient } from "./operator.js";
 
 /**
  * One operator read: GET `path` at --url, else `local` on the stores opened here. Undefined from a
@@ -20,7 +20,7 @@ async function read<T>(
   local: (stores: Awaited<ReturnType<typeof openEventStores>>) => Promise<T | undefined>,
   notFound: string,
 ): Promise<T> {
-  if (where.url !== undefined) return operatorClient(operatorUrl(where.url), where.env.ADMIN_TOKEN).call<T>("GET", path);
+  if (where.url !== undefined) return operatorClient(where.url, where.env.ADMIN_TOKEN).call<T>("GET", path);
   const stores = await openEventStores(loadConfig({ ...where.env, ROLE: "worker" }));
   try {
     const found = await local(stores);

@@ -3,7 +3,7 @@ import { newestSigningSecret } from "../config/config.js";
 import { KNOWN_EVENT_TYPES } from "../events/catalog.js";
 import { signPayload } from "../events/envelope.js";
 import { printable } from "../mirror/values.js";
-import { type Answer, answer, causeCode, CommandError, parseFlags, UsageError } from "./command.js";
+import { type Answer, answer, causeCode, CommandError, flagOptions, parseFlags, UsageError } from "./command.js";
 
 export const help = `svc-webhooks trigger <event-type> [--url <url>] [--secret <s>] [--data '<json>'] [--id <event-id>]
 
@@ -57,7 +57,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<Answe
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: { url: { type: "string" }, secret: { type: "string" }, data: { type: "string" }, id: { type: "string" } },
+    options: flagOptions(["url", "secret", "data", "id"]),
   });
   const [type, ...extra] = positionals;
   if (!type || extra.length > 0) throw new UsageError(`trigger takes one event type\n\n${help}`);

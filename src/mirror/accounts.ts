@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { type Kysely, sql } from "kysely";
+import { type Kysely, type Selectable, sql } from "kysely";
 import type { Logger } from "pino";
 import * as z from "zod";
 import { isApiKey } from "../upstream/client.js";
@@ -21,24 +21,21 @@ const MAX_SIGNING_SECRETS = 5;
 // --- Sealing: AES-256-GCM from node:crypto, a fresh 96-bit nonce per value, and the account and
 // field as associated data, so a sealed value copied into another row or column does not open.
 
-export interface SecretsBox {
-  seal(plain: string, context: string): string;
-  open(sealed: string, context: string): string;
-}
+export type SecretsBox = ReturnType<typeof createSecretsBox>;
 
 const SEALED_VERSION = "v1";
 
 /** Seals and opens values with a 32-byte key (config's SECRETS_KEY). */
-export function createSecretsBox(key: Buffer): SecretsBox {
+export function createSecretsBox(key: Buffer) {
   if (key.length !== 32) throw new Error("SECRETS_KEY must be 32 bytes");
   return {
-    seal(plain, context) {
+    seal(plain: string, context: string): string {
       const iv = randomBytes(12);
       const cipher = createCipheriv("aes-256-gcm", key, iv).setAAD(Buffer.from(context));
       const body = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
       return [SEALED_VERSION, iv, cipher.getAuthTag(), body].map((p) => (typeof p === "string" ? p : p.toString("base64url"))).join(".");
     },
-    open(sealed, context) {
+    open(sealed: string, context: string): string {
       const [version, iv = "", tag = "", body = ""] = sealed.split(".");
       if (version !== SEALED_VERSION) throw new Error(`a sealed value of unknown version "${version}"`);
       const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64url"))
@@ -94,12 +91,7 @@ function checked<T>(schema: z.ZodType<T>, input: unknown): T {
 }
 
 /** An account as lists show it: never a key or a secret. */
-export interface AccountSummary {
-  id: string;
-  signingSecrets: number;
-  createdAt: string;
-  updatedAt: string;
-}
+export type AccountSummary = ReturnType<typeof summary>;
 
 /** An account's credentials, opened: for the edge's verification and the sync's calls only. */
 export interface AccountKeys {
@@ -123,7 +115,7 @@ export interface AccountRegistry {
   version(): Promise<string>;
 }
 
-const summary = (row: { id: string; signing_secrets: string[]; created_at: Date; updated_at: Date }): AccountSummary => ({
+const summary = (row: Selectable<DatabaseSchema["accounts"]>) => ({
   id: row.id,
   signingSecrets: row.signing_secrets.length,
   createdAt: row.created_at.toISOString(),

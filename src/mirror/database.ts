@@ -427,11 +427,6 @@ function schemaIntrospector<DB>(db: Kysely<DB>, schema: string): DatabaseIntrosp
   };
 }
 
-export interface MigrateOptions {
-  /** Apply only the first `count` migrations (tests: start from an older version). Default: all. */
-  count?: number;
-}
-
 /** Errors of reaching the server at all (refused, reset, timed out, no such host): the database is away, no migration is wrong. */
 const CONNECTION_ERROR = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EAI_AGAIN)$/;
 
@@ -466,7 +461,8 @@ export class MigrationError extends NamedError {
  */
 export async function migrateToLatest(
   database: Pick<Database, "db" | "schema" | "driver" | "location">,
-  options: MigrateOptions = {},
+  /** count: apply only the first `count` migrations (tests: start from an older version). Default: all. */
+  options: { count?: number } = {},
 ): Promise<string[]> {
   const migrator = new Migrator({
     // Its check for its own tables looks in this schema only (scopedToSchema).

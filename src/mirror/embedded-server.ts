@@ -419,10 +419,6 @@ export class DataDirLockedError extends NamedError {
   }
 }
 
-export interface DataDirLock {
-  release(): void;
-}
-
 const LOCK_FILE = "postgres.lock";
 
 // Lock files this process holds. POSIX record locks belong to the process, so the kernel would
@@ -444,7 +440,7 @@ function recordedPid(file: string): number | undefined {
  * containers sharing the volume. The file is never deleted (a deleted file lets a newcomer lock a
  * fresh inode beside a live holder); our pid is written into it for the error message only.
  */
-export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
+export async function lockDataDir(dataDir: string): Promise<{ release(): void }> {
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, LOCK_FILE);
   if (heldHere.has(file)) throw new DataDirLockedError(dataDir, process.pid);

@@ -1,5 +1,4 @@
-import { idProblem, type UnstorableReason, storableText } from "./values.js";
-import type { MirrorKind } from "./values.js";
+import { idProblem, type MirrorKind, type UnstorableReason, storableText } from "./values.js";
 
 // Every error of the mirror layer (the mirror store, the event log, the steps, the record story),
 // in one place: what each refuses and the HTTP answer its code maps to (http/errors.ts).

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable, type RawBuilder } from "kysely";
 import { type DatabaseSchema, type EventsTable, type EventStatus, type HandlerOutcome } from "./database.js";
-import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { DEFAULT_ACCOUNT, DEFAULTS } from "../config/defaults.js";
 import { checkedId, checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
 import {
   idProblem,
@@ -15,7 +15,6 @@ import {
 import { fittingRows } from "./mirror-store.js";
 import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS } from "../events/errors.js";
 
-import { DEFAULTS } from "../config/defaults.js";
 import { groupCommit } from "../queue/ingest-stream.js";
 
 /** One event as the log holds it. */
@@ -164,9 +163,7 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
 
     handlerAttempts: (id) => withOperatorTimeout(bounds.timeoutMs, () => readHandlerAttempts(reader, account, checkedId("id", id))),
 
-    async query(query) {
-      return listEvents(reader, account, validateEventQuery(query), bounds);
-    },
+    query: async (query) => listEvents(reader, account, validateEventQuery(query), bounds),
 
     waiting: (after, limit) => readWaiting(db, account, after, limit),
 
@@ -378,15 +375,8 @@ export function summarizeHandlers(outcomes: Record<string, HandlerOutcome>): Rec
 
 /** A row's envelope as the log shows it (no payload). */
 function toEnvelope(row: SummaryRow, handlers: Record<string, HandlerOutcome>): Omit<LoggedEvent, "payload"> {
-  return {
-    id: row.id,
-    type: row.type,
-    receivedAt: row.received_at,
-    status: row.status,
-    attempts: row.attempts,
-    handlers,
-    updatedAt: row.updated_at,
-  };
+  const { id, type, status, attempts } = row;
+  return { id, type, receivedAt: row.received_at, status, attempts, handlers, updatedAt: row.updated_at };
 }
 
 /** A row as a list shows it: each handler's error cut (summarizeHandlers), and the record it names. */
@@ -395,18 +385,13 @@ function toSummary(row: SummaryRow): EventSummary {
   return { ...toEnvelope(row, summarizeHandlers(row.handlers)), record };
 }
 
-interface Position {
-  receivedAt: Date;
-  id: string;
-}
-
-/** Where in the (received_at, id) order to look: the query's time range, past `after` (in the query's direction). */
-function range(q: Pick<ValidEventQuery, "since" | "until" | "newestFirst">, after: Position | undefined): RawBuilder<unknown>[] {
+/** Where in the (received_at, id) order to look: the query's time range, past its `after` (in the query's direction). */
+function range(q: Pick<ValidEventQuery, "since" | "until" | "newestFirst" | "after">): RawBuilder<unknown>[] {
   const where: RawBuilder<unknown>[] = [];
   const past = sql.raw(q.newestFirst ? "<" : ">");
   if (q.since) where.push(sql`received_at >= ${q.since}::timestamptz`);
   if (q.until) where.push(sql`received_at < ${q.until}::timestamptz`);
-  if (after) where.push(sql`(received_at, id) ${past} (${after.receivedAt}::timestamptz, ${after.id}::text)`);
+  if (q.after) where.push(sql`(received_at, id) ${past} (${q.after.receivedAt}::timestamptz, ${q.after.id}::text)`);
   return where;
 }
 
@@ -433,15 +418,15 @@ function filters(q: ValidEventQuery): RawBuilder<unknown>[] {
 const whereClause = (where: RawBuilder<unknown>[]) => (where.length > 0 ? sql`where ${sql.join(where, sql` and `)}` : sql``);
 
 /** The statement a page of one account's log runs (exported so a test can EXPLAIN exactly it). */
-export function summaryStatement(q: ValidEventQuery, count: number, after = q.after, account = DEFAULT_ACCOUNT): RawBuilder<SummaryRow> {
+export function summaryStatement(q: ValidEventQuery, count: number, account = DEFAULT_ACCOUNT): RawBuilder<SummaryRow> {
   // The account first: it leads every index of the log (0017_accounts).
   return sql<SummaryRow>`select id, type, received_at, status, attempts, handlers, updated_at, record_kind, record_id from events
-    ${whereClause([sql`account_id = ${account}`, ...range(q, after), ...filters(q)])} ${logOrder(q)} limit ${count}`;
+    ${whereClause([sql`account_id = ${account}`, ...range(q), ...filters(q)])} ${logOrder(q)} limit ${count}`;
 }
 
 /** One page of the log, oldest first (newest first when the query says so), as summaries bounded by count and bytes: one statement, which statement_timeout and the operator pool bound. */
 async function listEvents(db: Kysely<DatabaseSchema>, account: string, q: ValidEventQuery, bounds: EventListBounds): Promise<EventPage> {
-  const { rows } = await withOperatorTimeout(bounds.timeoutMs, () => summaryStatement(q, q.limit + 1, q.after, account).execute(db));
+  const { rows } = await withOperatorTimeout(bounds.timeoutMs, () => summaryStatement(q, q.limit + 1, account).execute(db));
   // The page as JSON: its two brackets, then each summary and its comma. The first always fits.
   const size = (summary: EventSummary) => Buffer.byteLength(JSON.stringify(summary)) + 1;
   const data = fittingRows(rows.slice(0, q.limit).map(toSummary), size, bounds.maxPageBytes - 2);
@@ -553,23 +538,14 @@ export interface HandlerAttempt {
   nextRetryAt: Date | null;
 }
 
-/** A run as the recording statement reads it (jsonb_to_recordset in upsertAttempts). */
-interface RunRow {
-  handler: string;
-  attempt: number;
-  attempts_max: number;
-  started_at: string;
-  duration_ms: number;
-  outcome: "ok" | "failed";
-  error: string | null;
-  next_retry_at: string | null;
-}
-
 const count = (value: unknown, min: number) => typeof value === "number" && Number.isInteger(value) && value >= min && value <= 2 ** 31 - 1;
 const instant = (value: unknown) => typeof value === "number" && Number.isFinite(value) && !Number.isNaN(new Date(value).getTime());
 
-/** A handler's run checked (callers may be untyped JavaScript) and shaped for the statement. */
-function runRow(handler: string, outcome: RunRow["outcome"], error: string | undefined, run: HandlerRun): RunRow {
+/**
+ * A handler's run checked (callers may be untyped JavaScript) and shaped for the statement: a run
+ * as the recording statement reads it (jsonb_to_recordset in upsertAttempts).
+ */
+function runRow(handler: string, outcome: "ok" | "failed", error: string | undefined, run: HandlerRun) {
   const { attempt, of, startedAt, durationMs, nextRetryAt } = run;
   if (
     !count(attempt, 1) ||
@@ -622,7 +598,7 @@ type WaitingRow = Pick<Selectable<EventsTable>, "id" | "type" | "received_at" | 
 async function readWaiting(
   db: Kysely<DatabaseSchema>,
   account: string,
-  after: Position | undefined,
+  after: ValidEventQuery["after"],
   limit: number,
 ): Promise<WaitingEvent[]> {
   const past = after ? sql`and (e.received_at, e.id) > (${after.receivedAt}::timestamptz, ${after.id}::text)` : sql``;
@@ -699,7 +675,7 @@ function attemptRow(attempt: EventAttempt): Row {
     throw new EventLogError("invalid_event", "status", "an attempt ends received (to be retried), handled or failed");
   if (attempt.job !== undefined) checkId(attempt.job, "job");
   const handlers: Record<string, StoredOutcome> = {};
-  const runs: RunRow[] = [];
+  const runs: ReturnType<typeof runRow>[] = [];
   for (const [key, outcome] of Object.entries(attempt.handlers)) {
     checkId(key, "key");
     // Callers may be untyped JavaScript: check what the type promises.

@@ -192,10 +192,6 @@ async function up0005(db: AnyDb): Promise<void> {
     .execute();
 }
 
-async function down0005(db: AnyDb): Promise<void> {
-  await db.schema.dropIndex("events_handlers_idx").execute();
-}
-
 // 0006_steps: Durable steps (ctx.step): one row per (event, handler, step name) holding the step's JSON
 // result once it is done, so a retry or a replay of the event gets the result back instead of
 // running the step again. `replay --fresh` deletes an event's rows; retention prunes by
@@ -259,10 +255,6 @@ async function up0007(db: AnyDb): Promise<void> {
 
 async function up0008(db: AnyDb): Promise<void> {
   await db.schema.alterTable("change_outbox").addColumn("traceparent", "text").execute();
-}
-
-async function down0008(db: AnyDb): Promise<void> {
-  await db.schema.alterTable("change_outbox").dropColumn("traceparent").execute();
 }
 
 // 0009_unlisted_records: Ids an event named that the API did not list within SYNC_UNLISTED_GIVE_UP_SECONDS: the refresh
@@ -421,10 +413,6 @@ async function up0016(db: AnyDb): Promise<void> {
   await db.schema.alterTable("events").addColumn("job_id", "text").execute();
 }
 
-async function down0016(db: AnyDb): Promise<void> {
-  await db.schema.alterTable("events").dropColumn("job_id").execute();
-}
-
 // 0017_accounts: Several restaurant companies (accounts) share one database, and ids are unique
 // only within one company (the sandbox repeats restaurant ids across companies). Every per-company
 // table gains `account_id`, and it leads every key and index, so each company's reads are range
@@ -557,17 +545,17 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0002_event_log": { up: up0002, down: dropTables("events") },
   "0003_change_outbox": { up: up0003, down: dropTables("change_outbox") },
   "0004_rejected_records": { up: up0004, down: dropTables("rejected_records") },
-  "0005_event_log_indexes": { up: up0005, down: down0005 },
+  "0005_event_log_indexes": { up: up0005, down: (db) => db.schema.dropIndex("events_handlers_idx").execute() },
   "0006_steps": { up: up0006, down: dropTables("steps") },
   "0007_sync_checkpoints": { up: up0007, down: dropTables("sync_checkpoints") },
-  "0008_outbox_trace": { up: up0008, down: down0008 },
+  "0008_outbox_trace": { up: up0008, down: (db) => db.schema.alterTable("change_outbox").dropColumn("traceparent").execute() },
   "0009_unlisted_records": { up: up0009, down: dropTables("unlisted_records") },
   "0010_sync_liveness": { up: up0010, down: dropTables("sync_liveness") },
   "0011_handler_key_renames": { up: up0011, down: dropTables("handler_key_renames") },
   "0013_event_records": { up: up0013, down: down0013 },
   "0014_handler_attempts": { up: up0014, down: dropTables("handler_attempts") },
   "0015_replay_runs": { up: up0015, down: down0015 },
-  "0016_event_jobs": { up: up0016, down: down0016 },
+  "0016_event_jobs": { up: up0016, down: (db) => db.schema.alterTable("events").dropColumn("job_id").execute() },
   "0017_accounts": { up: up0017, down: down0017 },
   "0018_account_registry": { up: up0018, down: dropTables("accounts") },
   "0019_outbox_relay_order": { up: up0019, down: (db) => db.schema.dropIndex("change_outbox_seq_idx").execute() },

@@ -1,6 +1,5 @@
 import { type Transaction, sql, type Kysely, type Insertable } from "kysely";
 import type { DatabaseSchema, BookingsTable, MenuItemsTable, OrderItemsTable, OrdersTable, ReviewsTable } from "./database.js";
-import type { MirrorKind } from "./values.js";
 import { fromExcluded } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import {
@@ -31,6 +30,7 @@ import {
   MAX_KEY_BYTES,
   unstorableString,
   type UnstorableReason,
+  type MirrorKind,
 } from "./values.js";
 import { checkedId, checkLimit, checkListParams, MirrorFilterError, MirrorRecordError, withOperatorTimeout } from "./errors.js";
 import { expectDefined } from "../expect-defined.js";
@@ -251,7 +251,7 @@ export function fittingRows<T>(rows: readonly T[], size: (row: T) => number, bud
 const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bound);
 
 /**
- * One page of a kind in id order, bounded by `limit` and by `budget` bytes (at least one record):
+ * One page of a kind in id order, bounded by `limit` and by MIRROR_PAGE_BYTES (at least one record):
  * the ids and sizes are read first, then the records that fit, so an oversized page is never
  * read whole. `nextCursor` continues after the last record answered.
  */
@@ -260,7 +260,6 @@ async function listMirrorPage(
   account: string,
   kind: MirrorKind,
   filter: MirrorListFilter | undefined,
-  budget = MIRROR_PAGE_BYTES,
 ): Promise<MirrorPage> {
   const f = validateFilter(kind, filter);
   // The four mirror tables share the columns used here: typed as `orders`, run on the kind's table.
@@ -280,7 +279,7 @@ async function listMirrorPage(
   if (f.after !== undefined) query = query.where("id", ">", f.after);
   const sizes = await query.execute();
 
-  const ids = fittingRows(sizes.slice(0, f.limit), (row) => Number(row.bytes), budget).map((row) => row.id);
+  const ids = fittingRows(sizes.slice(0, f.limit), (row) => Number(row.bytes)).map((row) => row.id);
   const rows =
     ids.length === 0
       ? []
@@ -303,7 +302,6 @@ const TABLE_OF = { orders: "orders", bookings: "bookings", "menu-items": "menu_i
 /** The kind's table, typed as `orders` (the columns every mirror table shares: see AnyMirrorDb). */
 export const tableOf = (kind: MirrorKind) => TABLE_OF[kind] as "orders";
 
-type Bookkeeping = "raw" | "rank" | "read_at" | "synced_at";
 /** A row before its write: the store adds its account (upsertRows), so checking a record needs none. */
 type Unscoped<T> = Omit<Insertable<T>, "account_id">;
 type MirrorRow = Unscoped<OrdersTable> | Unscoped<BookingsTable> | Unscoped<MenuItemsTable> | Unscoped<ReviewsTable>;
@@ -442,9 +440,7 @@ function prepareRecord(kind: MirrorKind, record: MirrorRecord, readAt: Date): Pr
   const unstorable = findUnstorableString(record);
   if (unstorable) f.fail(unstorable.path, "free of NUL characters and lone surrogates", unstorable.reason);
   const rank = rankOf(kind, record);
-  const common = { id, restaurant_id: f.key("restaurantId"), raw: JSON.stringify(record), rank, read_at: readAt } satisfies Partial<
-    Record<Bookkeeping | "id" | "restaurant_id", unknown>
-  >;
+  const common = { id, restaurant_id: f.key("restaurantId"), raw: JSON.stringify(record), rank, read_at: readAt };
   switch (kind) {
     case "orders": {
       const row: Unscoped<OrdersTable> = {
@@ -577,14 +573,10 @@ export function chunkWrite(
   size = IDS_PER_TRANSACTION,
 ): WriteChunk[] {
   const chunks: WriteChunk[] = [];
-  const units = [...prepared.map((p) => ({ prepared: p })), ...rejections.map((r) => ({ rejection: r }))];
-  for (let i = 0; i < units.length; i += size) {
-    const slice = units.slice(i, i + size);
-    chunks.push({
-      prepared: slice.flatMap((u) => ("prepared" in u ? [u.prepared] : [])),
-      rejections: slice.flatMap((u) => ("rejection" in u ? [u.rejection] : [])),
-    });
-  }
+  // Ids are counted records first, then rejections: the i-th id is a rejection's at i less the records.
+  const ofRejections = (i: number) => Math.max(0, i - prepared.length);
+  for (let i = 0; i < prepared.length + rejections.length; i += size)
+    chunks.push({ prepared: prepared.slice(i, i + size), rejections: rejections.slice(ofRejections(i), ofRejections(i + size)) });
   return chunks;
 }
 
@@ -813,6 +805,8 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
   const db = database as unknown as AnyMirrorDb;
   const account = mirrorOptions.account ?? DEFAULT_ACCOUNT;
   const clock = mirrorOptions.clock ?? createSharedClock({ read: () => databaseClock(database) });
+  /** The kind's table, this account's rows only. */
+  const rowsOf = (kind: MirrorKind) => db.selectFrom(tableOf(kind)).where("account_id", "=", account);
   /** Bookings per day (YYYY-MM-DD) from `from` to `to`, inclusive; the caller groups by date (and restaurant). */
   const bookingsPerDay = (from: string, to: string) =>
     database
@@ -845,19 +839,14 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     },
 
     async get(kind, id) {
-      const row = await db
-        .selectFrom(tableOf(kind))
-        .select("raw")
-        .where("account_id", "=", account)
-        .where("id", "=", id)
-        .executeTakeFirst();
+      const row = await rowsOf(kind).select("raw").where("id", "=", id).executeTakeFirst();
       return row?.raw as MirrorRecord | undefined;
     },
 
     list: (kind, filter) => listMirrorPage(db, account, kind, filter),
 
     async all(kind) {
-      const rows = await db.selectFrom(tableOf(kind)).select("raw").where("account_id", "=", account).orderBy("id").execute();
+      const rows = await rowsOf(kind).select("raw").orderBy("id").execute();
       return rows.map((r) => r.raw as MirrorRecord);
     },
 
@@ -888,25 +877,18 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     unlisted: (kind) => listUnlisted(database, account, kind),
 
     async lastWriteAt(kind) {
-      const row = await db
-        .selectFrom(tableOf(kind))
+      const row = await rowsOf(kind)
         .select((eb) => eb.fn.max("synced_at").as("at"))
-        .where("account_id", "=", account)
         .executeTakeFirst();
       return row?.at ? new Date(row.at).getTime() : undefined;
     },
   };
 }
 
-/** When a mirrored record was last read from the API and last written here (both by the database's clock). */
-export interface RecordBookkeeping {
-  readAt: Date;
-  syncedAt: Date;
-}
-
 /**
  * The read and sync times of some records of a kind (a page the console shows), by id: what
  * `MirrorStore.list` leaves out, since API clients want the records as the upstream shapes them.
+ * When a mirrored record was last read from the API and last written here (both by the database's clock).
  */
 export async function readBookkeeping(
   db: Kysely<DatabaseSchema>,
@@ -914,7 +896,7 @@ export async function readBookkeeping(
   ids: readonly string[],
   timeoutMs: number,
   account = DEFAULT_ACCOUNT,
-): Promise<Map<string, RecordBookkeeping>> {
+): Promise<Map<string, { readAt: Date; syncedAt: Date }>> {
   if (ids.length === 0) return new Map();
   const rows = await withOperatorTimeout(timeoutMs, () =>
     db

@@ -4,9 +4,8 @@ import { summarizeHandlers, decodeEventCursor, encodeEventCursor } from "./event
 import { validateRecordId, tableOf, type MirrorRecord, fittingRows } from "./mirror-store.js";
 import { type DatabaseSchema, type EventStatus, type HandlerOutcome } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
-import { MIRROR_KINDS, type MirrorKind } from "./values.js";
+import { MIRROR_KINDS, type MirrorKind, fromStoredPayload } from "./values.js";
 import { withOperatorTimeout } from "./errors.js";
-import { fromStoredPayload } from "./values.js";
 import { CHANGE_KINDS } from "../events/catalog.js";
 
 /** Timeline entries per page at most (newest first; `nextCursor` goes on). */
@@ -67,14 +66,8 @@ type TimelineRow = Pick<Selectable<DatabaseSchema["events"]>, "id" | "type" | "r
 };
 
 function toEntry(row: TimelineRow, change: unknown): TimelineEntry {
-  const base = {
-    eventId: row.id,
-    type: row.type,
-    at: new Date(row.received_at),
-    status: row.status,
-    attempts: row.attempts,
-    handlers: summarizeHandlers(row.handlers),
-  };
+  const { type, status, attempts } = row;
+  const base = { eventId: row.id, type, at: new Date(row.received_at), status, attempts, handlers: summarizeHandlers(row.handlers) };
   if (Number(row.change_bytes) === 0) return { entry: "delivery", ...base };
   const data = changeData(change);
   const asFields = (v: unknown) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>) : null);

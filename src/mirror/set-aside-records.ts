@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
 import { sql, type Kysely, type Transaction } from "kysely";
 import { fromExcluded, type DatabaseSchema } from "./database.js";
-import { type MirrorKind } from "./values.js";
-import { cutAt, fitsKey, storableText, type UnstorableReason } from "./values.js";
+import { cutAt, fitsKey, storableText, type MirrorKind, type UnstorableReason } from "./values.js";
 import type { Logger } from "pino";
 
 // The rejected records table (migrations.ts, 0004_rejected_records): what the mirror could not

@@ -5,13 +5,12 @@ import { createDatabase, type Database, migrateToLatest } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { withOperatorTimeout } from "./errors.js";
 import type { RejectedRecord } from "./set-aside-records.js";
-import type { StepRecord } from "./step-store.js";
 import type { MirrorKind } from "./values.js";
 import { readRecordStory, type RecordStory } from "./record-story.js";
 
 import type { Config } from "../config/config.js";
 import { createChangeOutbox, type ChangeOutbox } from "./change-outbox.js";
-import { createStepStore, type StepStore } from "./step-store.js";
+import { createStepStore, type StepRecord, type StepStore } from "./step-store.js";
 import { createSyncCheckpoints, type SyncCheckpoints } from "./sync-checkpoints.js";
 
 /** The service's system of record: the mirror and the event log, in one PostgreSQL database. */

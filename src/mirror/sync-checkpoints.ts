@@ -1,4 +1,4 @@
-import { sql, type Kysely } from "kysely";
+import { sql, type Kysely, type Selectable } from "kysely";
 import { type DatabaseSchema } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 
@@ -66,21 +66,19 @@ export interface SyncCheckpoints {
   markAlive(): Promise<{ previous: Date | undefined; now: Date }>;
 }
 
-type Row = DatabaseSchema["sync_checkpoints"] extends infer T ? { [K in keyof T]: unknown } : never;
-
-function fromRow(row: Row): SyncCheckpoint {
+function fromRow(row: Selectable<DatabaseSchema["sync_checkpoints"]>): SyncCheckpoint {
   return {
     tier: row.tier as CheckpointTier,
-    kind: row.kind as string,
-    cursor: (row.cursor as string | null) ?? null,
-    passStartedAt: row.pass_started_at as Date,
-    passCompletedAt: (row.pass_completed_at as Date | null) ?? null,
+    kind: row.kind,
+    cursor: row.cursor,
+    passStartedAt: row.pass_started_at,
+    passCompletedAt: row.pass_completed_at,
     records: Number(row.records),
-    pages: Number(row.pages),
-    firstImport: row.first_import as boolean,
-    since: (row.since as string | null) ?? null,
-    lastCompleteAt: (row.last_complete_at as Date | null) ?? null,
-    updatedAt: row.updated_at as Date,
+    pages: row.pages,
+    firstImport: row.first_import,
+    since: row.since,
+    lastCompleteAt: row.last_complete_at,
+    updatedAt: row.updated_at,
   };
 }
 

@@ -51,9 +51,8 @@ export interface AttemptRunnerOptions<Ctx> {
   /** The event log; without it nothing is recorded (tests of the delivery path alone). */
   eventLog?: AttemptLog;
   logger: Logger;
-  /** The first wait while the log is away (default 100 ms); doubles up to `maxLogWaitMs` (default 5 s). */
+  /** The first wait while the log is away (default 100 ms); doubles up to 5 s. */
   logWaitMs?: number;
-  maxLogWaitMs?: number;
 }
 
 /** One attempt at an event, as its source (the ingest stream or the events queue) hands it over. */
@@ -140,7 +139,7 @@ export interface AttemptRunner {
  */
 export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): AttemptRunner {
   const { registry, eventLog } = options;
-  const { whileLogAway, waiting } = createLogWait({ firstWaitMs: options.logWaitMs ?? 100, maxWaitMs: options.maxLogWaitMs ?? 5000 });
+  const { whileLogAway, waiting } = createLogWait({ firstWaitMs: options.logWaitMs ?? 100, maxWaitMs: 5000 });
   const permanent = (err: unknown) =>
     err instanceof UnrecoverableError || err instanceof EventDataError || (options.isPermanent?.(err) ?? false);
 

@@ -56,6 +56,8 @@ export interface Deadline {
   readonly signal: AbortSignal;
   /** `work` within what is left; rejects (QueueUnavailableError) once the deadline passes first. */
   within<T>(work: Promise<T>, what: string): Promise<T>;
+  /** Waits for `work` within what is left: true when it did not end (or failed) before the deadline passed. */
+  missed(work: Promise<unknown>, what: string): Promise<boolean>;
   /** A later deadline, `ms` past this one (not past now): the closes after a drain. */
   plus(ms: number): Deadline;
 }
@@ -77,6 +79,11 @@ function deadlineAt(at: number): Deadline {
       return signal;
     },
     within: (work, what) => withTimeout(work, left(), what),
+    missed: (work, what) =>
+      withTimeout(work, left(), what).then(
+        () => false,
+        () => true,
+      ),
     plus: (ms) => deadlineAt(at + ms),
   };
 }

@@ -35,7 +35,6 @@ import {
   type EdgeSinkOptions,
   type EnqueueInput,
   type EnqueueResult,
-  type EventSink,
   type IngestedEvent,
 } from "./ingest-stream.js";
 
@@ -126,9 +125,7 @@ function openQueue<Data>(
   onError: (err: Error) => void,
 ): Queue<Data> {
   // BullMQ's own event stream of the queue (what QueueEvents reads): kept short.
-  const queue = new Queue<Data>(name, { ...options, streams: { events: { maxLen: 1000 } } });
-  queue.on("error", onError);
-  return queue;
+  return new Queue<Data>(name, { ...options, streams: { events: { maxLen: 1000 } } }).on("error", onError);
 }
 
 function queueHandle<Data>(name: string, options: QueueHandleOptions, defaultJobOptions: QueueOptions["defaultJobOptions"]): Queue<Data> {
@@ -161,10 +158,7 @@ export interface EventProducerOptions extends EdgeSinkOptions {
   onError?: (err: Error) => void;
 }
 
-export interface EventProducer extends EventSink {
-  queue: Queue<EventJobData>;
-  close(): Promise<void>;
-}
+export type EventProducer = ReturnType<typeof createEventProducer>;
 
 /**
  * Enqueues verified events into BullMQ, once per event id within the deduplication window.
@@ -175,7 +169,7 @@ export interface EventProducer extends EventSink {
  * event was a duplicate. Two duplicates in one batch are still one job: addBulk sends the batch as
  * one pipeline whose add scripts Redis runs in order, and the second sees the first's key.
  */
-export function createEventProducer(options: EventProducerOptions): EventProducer {
+export function createEventProducer(options: EventProducerOptions) {
   const queue = openQueue<EventJobData>(
     options.queueName ?? EVENTS_QUEUE,
     {
@@ -207,11 +201,11 @@ export function createEventProducer(options: EventProducerOptions): EventProduce
 
   return {
     queue,
-    async enqueue(event) {
+    async enqueue(event: EnqueueInput): Promise<EnqueueResult> {
       assertStorable(event);
       const job = await add(event);
       const jobId = expectDefined(job.opts.jobId, "addBulk returned a job without the jobId it was given");
-      return { jobId: job.id ?? jobId, duplicate: job.id !== undefined && job.id !== jobId } satisfies EnqueueResult;
+      return { jobId: job.id ?? jobId, duplicate: job.id !== undefined && job.id !== jobId };
     },
     async ping() {
       await withTimeout(options.connection.ping(), options.timeoutMs, "ping");
@@ -235,7 +229,6 @@ export interface EventWorkerOptions {
   /** A "worker" connection (maxRetriesPerRequest: null). */
   connection: RedisClient;
   prefix: string;
-  queueName?: string;
   /** Runs each attempt (deadline, dispatch, record, verdict): the stream consumer's too. */
   runner: AttemptRunner;
   concurrency: number;
@@ -268,13 +261,12 @@ interface Progress {
  * succeeded so a retry re-runs only those that failed.
  */
 export function createEventWorker(options: EventWorkerOptions): Worker<EventJobData> {
-  const { runner, logger } = options;
-  const maxStalls = options.maxStalls ?? DEFAULTS.jobMaxStalls;
+  const { runner, logger, maxStalls = DEFAULTS.jobMaxStalls } = options;
   // The wait each retried attempt drew and recorded, by the error the job fails with: BullMQ asks
   // the strategy below for the wait as it fails the job (its backoff is eventBackoff's custom type).
   const drawn = new WeakMap<Error, number>();
 
-  const worker: Worker<EventJobData> = new Worker<EventJobData>(options.queueName ?? EVENTS_QUEUE, (job, token) => runJob(job, token), {
+  const worker: Worker<EventJobData> = new Worker<EventJobData>(EVENTS_QUEUE, (job, token) => runJob(job, token), {
     connection: options.connection,
     prefix: options.prefix,
     concurrency: options.concurrency,
@@ -451,10 +443,7 @@ export const RESTORE_PAGE = 500;
 export const RESTORE_MAX_PER_PASS = 10_000;
 
 /** A place in the event log's (receivedAt, id) order. */
-interface LogPosition {
-  receivedAt: Date;
-  id: string;
-}
+type LogPosition = Pick<WaitingEvent, "receivedAt" | "id">;
 
 /** JOB_ATTEMPTS (a run whose `of` the log does not hold), JOB_BACKOFF_MS, and the deduplication window. */
 export interface RestoreOptions extends Omit<ContinuationOptions, "handlerKeys"> {
@@ -468,8 +457,6 @@ export interface RestoreOptions extends Omit<ContinuationOptions, "handlerKeys">
   /** Told how many jobs a pass added (the metric). */
   onRestored(count: number): void;
   logger: Logger;
-  pageSize?: number;
-  maxPerPass?: number;
 }
 
 /**
@@ -522,8 +509,6 @@ export function restoredJob(
  */
 export function createJobRestorer(options: RestoreOptions) {
   const { queue, connection, logger } = options;
-  const pageSize = options.pageSize ?? RESTORE_PAGE;
-  const max = options.maxPerPass ?? RESTORE_MAX_PER_PASS;
   /** Where the last pass stopped at its cap, per part of the log ("" the default's). */
   const resume = new Map<string, LogPosition>();
 
@@ -552,7 +537,7 @@ export function createJobRestorer(options: RestoreOptions) {
         logger.warn({ looked: seen }, "more events wait for a retry than one restore pass looks at; the next pass goes on from here");
         break;
       }
-      const asked = Math.min(pageSize, budget - seen);
+      const asked = Math.min(RESTORE_PAGE, budget - seen);
       const page = await log.waiting(after, asked);
       seen += page.length;
       restored += await restorePage(page, account);
@@ -575,7 +560,7 @@ export function createJobRestorer(options: RestoreOptions) {
     async pass(): Promise<number> {
       const parts = [{ account: undefined as string | undefined, log: options.log }, ...((await options.accountLogs?.()) ?? [])];
       // Each part looks at its share of the cap, so one company's long backlog never starves another's.
-      const share = Math.ceil(max / parts.length);
+      const share = Math.ceil(RESTORE_MAX_PER_PASS / parts.length);
       let restored = 0;
       for (const part of parts) restored += await passOver(part.log, part.account, share);
       if (restored > 0) {

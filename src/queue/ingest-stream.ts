@@ -107,14 +107,10 @@ export function jobOfEvent(entryId: string, data: IngestedEvent, dedupTtlMs: num
  * silently dropped such a retry's continuation while the consumer reported it retried.)
  */
 export function entryJobIdentity(entryId: string, dedupTtlMs: number): EntryJob["opts"] {
-  return { jobId: entryJobId(entryId), deduplication: { id: `entry-${entryId}`, ttl: dedupTtlMs } };
+  // The job id is the entry id (`<ms>-<seq>`), which never holds ":" and is never all digits, as
+  // BullMQ requires, so moving an entry twice names one job.
+  return { jobId: entryId, deduplication: { id: `entry-${entryId}`, ttl: dedupTtlMs } };
 }
-
-/**
- * The id of every job carrying a stream entry's event: the entry id (`<ms>-<seq>`), which never
- * holds ":" and is never all digits, as BullMQ requires, so moving an entry twice names one job.
- */
-export const entryJobId = (entryId: string): string => entryId;
 
 interface Waiter<T, R> {
   item: T;
@@ -245,17 +241,11 @@ export function createStreamSink(options: StreamSinkOptions): EventSink {
   const maxBacklog = String(options.maxBacklog);
   const append = groupCommit(
     async (events: EnqueueInput[]) => {
-      const args: string[] = [keys.stream];
-      for (const e of events) args.push(keys.seen(e.id, e.account));
-      args.push(windowMs, maxBacklog);
-      for (const e of events)
-        args.push(
-          encodeEntry(
-            { id: e.id, type: e.type, receivedAt: e.receivedAt, payload: e.payload, traceparent: e.traceparent, account: e.account },
-            e.payloadJson,
-          ),
-        );
-      return redis.svcStreamAppend(events.length + 1, ...args);
+      const seen = events.map((e) => keys.seen(e.id, e.account));
+      const entries = events.map(({ id, type, receivedAt, payload, traceparent, account, payloadJson }) =>
+        encodeEntry({ id, type, receivedAt, payload, traceparent, account }, payloadJson),
+      );
+      return redis.svcStreamAppend(events.length + 1, keys.stream, ...seen, windowMs, maxBacklog, ...entries);
     },
     options.maxBatch ?? 256,
     { ms: options.timeoutMs, what: "enqueue" },

@@ -11,7 +11,7 @@ import { type RedisClient, defineScripts, redisKeys, warnUnlessOutage } from "..
 import { eventBackoff, type AttemptResult, type AttemptRunner } from "./attempt-runner.js";
 import { deadlineIn, type Deadline } from "./deadline.js";
 import { continuationOf, type ContinuationJob, type ContinuationOptions, type EventJobData } from "./events-queue.js";
-import { decodeEntry, ENTRY_FIELD, entryJobId, groupCommit, jobOfEvent, type EntryJob, type IngestedEvent } from "./ingest-stream.js";
+import { decodeEntry, ENTRY_FIELD, groupCommit, jobOfEvent, type IngestedEvent } from "./ingest-stream.js";
 
 // The stream consumer: its options, what its parts share, the entries it holds, how it lets go of
 // them, each entry's first attempt, and its read loop.
@@ -40,8 +40,6 @@ export interface StreamConsumerOptions {
   dedupWindowSeconds: number;
   /** Most entries held (read ahead, each acknowledged on its own) and claimed from a dead consumer per call (default 500). */
   batchSize?: number;
-  /** How long one read waits for new entries (default 1000). */
-  blockMs?: number;
   /** Entries another consumer read but did not acknowledge for this long are taken over (it died). */
   claimIdleMs: number;
   /** Called once per event whose first attempt finished here: handled, failed for good, or handed to the queue to retry. */
@@ -117,11 +115,7 @@ export function createStreamConsumer(options: StreamConsumerOptions) {
         await attempts.releaseUnstarted();
         await inflight.whenEmpty();
       })();
-      const late = await deadline.within(finished, "stop").then(
-        () => false,
-        () => true,
-      );
-      if (late) {
+      if (await deadline.missed(finished, "stop")) {
         logger.warn("stream consumer did not stop in time; its unacknowledged entries will be claimed by another consumer");
         reader?.disconnect();
       }
@@ -157,7 +151,8 @@ function createStreamConsumerState(options: StreamConsumerOptions) {
     /** This consumer's name in the group: unique per process and instance. */
     consumer: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
     batchSize,
-    blockMs: options.blockMs ?? 1000,
+    /** How long one read waits for new entries. */
+    blockMs: 1000,
     /** Claimed entries are held until they are in the queue: at most what one byte budget holds. */
     claimCount: Math.max(1, Math.min(batchSize, Math.floor(maxBytes / largestEntryBytes))),
     handoff: createStreamHandoff(options),
@@ -203,8 +198,7 @@ export function createInflightEntries(limits: InflightLimits) {
     room(): number {
       const free = limits.maxEntries - held.size;
       const fits = Math.floor((limits.maxBytes - bytes) / Math.max(1, limits.largestEntryBytes));
-      if (held.size === 0) return Math.max(1, Math.min(free, fits));
-      return Math.max(0, Math.min(free, fits));
+      return Math.max(held.size === 0 ? 1 : 0, Math.min(free, fits));
     },
     add(entryId: string, size: number): void {
       held.set(entryId, size);
@@ -286,11 +280,10 @@ function createStreamHandoff(options: StreamConsumerOptions) {
      */
     async moveToQueue(entries: Entry[], why: string): Promise<number> {
       options.logger.info({ count: entries.length }, why);
-      const jobs: EntryJob[] = [];
-      for (const entry of entries) {
+      const jobs = entries.flatMap((entry) => {
         const data = readEntry(options.logger, entry[0], entryText(entry));
-        if (data) jobs.push(jobOfEvent(entry[0], data, continuation.dedupTtlMs));
-      }
+        return data ? [jobOfEvent(entry[0], data, continuation.dedupTtlMs)] : [];
+      });
       if (jobs.length > 0) await options.queue.addBulk(jobs);
       await ackDeleteAll(entries.map(([id]) => id));
       return jobs.length;
@@ -339,8 +332,8 @@ function createFirstAttempts(state: StreamConsumerState) {
           state.stopped.signal.aborted ? undefined : ((started = unstarted.delete(entryId)), run()),
         ),
       stopping: () => state.stopped.signal.aborted,
-      // Should it be retried, the event waits in the job named after its entry (continuationOf).
-      job: entryJobId(entryId),
+      // Should it be retried, the event waits in the job named after its entry (continuationOf, entryJobIdentity).
+      job: entryId,
       logger: logger.child({ eventId: data.id, eventType: data.type, entryId, attempt: 1 }),
     });
     return { data, result, started };

@@ -79,11 +79,8 @@ export type ChangeRelay = ReturnType<typeof createChangeRelay>;
  * always send the oldest rows left, so the queue receives changes in the order they were written.
  */
 export function createChangeRelay(options: ChangeRelayOptions) {
-  const { outbox, logger, intervalMs } = options;
+  const { outbox, logger, intervalMs, queue, dedupWindowMs: ttl, batchSize = 100 } = options;
   const enabled = intervalMs > 0;
-  const batchSize = options.batchSize ?? 100;
-  const { queue } = options;
-  const ttl = options.dedupWindowMs;
 
   const send = async (rows: OutboxRow[]) => {
     const receivedAt = new Date().toISOString();

@@ -115,8 +115,11 @@ export function createHandlerTable(deps: {
   const { logger, mirror, api, tracing } = deps;
   // Each handler gets its own `step` (steps are keyed by handler) and, inside a step that runs
   // again after an unrecorded run, an API whose writes look for their own effect first.
-  const steps = createDurableSteps(deps.steps);
-  const own = { mirror, steps, api: api ? stepAwareApi(api, { current: steps.current, mirror }) : apiNotConfigured() };
+  const partsFor = (mirror: MirrorStore, stepStore: StepStore, client: ApiClient | undefined) => {
+    const steps = createDurableSteps(stepStore);
+    return { mirror, steps, api: client ? stepAwareApi(client, { current: steps.current, mirror }) : apiNotConfigured() };
+  };
+  const own = partsFor(mirror, deps.steps, api);
   // A registered account's events get its own mirror, steps and API (its key and budget).
   const accounts = new Map<string, typeof own>();
   const partsOf = (account: string): typeof own => {
@@ -124,17 +127,8 @@ export function createHandlerTable(deps: {
     let parts = accounts.get(account);
     if (!parts) {
       const stores = deps.forAccount(account);
-      const accountSteps = createDurableSteps(stores.steps);
       const { apiOf } = deps;
-      const accountApi = api && apiOf ? apiAtCall(() => apiOf(account)) : undefined;
-      accounts.set(
-        account,
-        (parts = {
-          mirror: stores.mirror,
-          steps: accountSteps,
-          api: accountApi ? stepAwareApi(accountApi, { current: accountSteps.current, mirror: stores.mirror }) : apiNotConfigured(),
-        }),
-      );
+      accounts.set(account, (parts = partsFor(stores.mirror, stores.steps, api && apiOf ? apiAtCall(() => apiOf(account)) : undefined)));
     }
     return parts;
   };

@@ -73,10 +73,8 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
     async replayEvent(id: string, options: { handler?: string; idempotencyKey?: string; account?: string } = {}) {
       // `account` as `?account=` names it (accountParam); default's events are the log's own.
       const account = carriedAccount(accountParam(options.account));
-      const { accountStores } = deps;
-      if (account !== undefined && !accountStores)
-        throw new OperatorActionError("invalid_request", "this process reads the default company's events only");
-      const log = account === undefined || !accountStores ? eventLog : accountStores(account).eventLog;
+      const log = account === undefined ? eventLog : deps.accountStores?.(account).eventLog;
+      if (!log) throw new OperatorActionError("invalid_request", "this process reads the default company's events only");
       const event = await log.get(id);
       if (!event) throw new OperatorActionError("event_not_found", `no event ${printable(id)} in the event log`);
       const known = deps.handlerKeys?.(event.type) ?? Object.keys(event.handlers);
@@ -134,21 +132,11 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
     ): Promise<{ job: string; runs?: "now" | "after the running pass" }> {
       if (!deps.syncAvailable) throw new OperatorActionError("sync_unavailable", "no upstream API is configured (API_BASE_URL, API_KEY)");
       const account = await syncedAccount(options.account);
+      const problem = syncOptionsProblem(options.kinds, options.since);
+      if (problem) throw new OperatorActionError("invalid_request", problem);
       const data: Record<string, unknown> = { requestedBy: "operator", request, ...ownData(account) };
-      if (options.kinds !== undefined) {
-        const wrong = options.kinds.filter((k) => !SYNCED_KINDS.includes(k as SyncedKind));
-        if (wrong.length > 0 || options.kinds.length === 0)
-          throw new OperatorActionError(
-            "invalid_request",
-            `kinds takes ${SYNCED_KINDS.join(", ")}; not ${wrong.join(", ") || "an empty list"}`,
-          );
-        data.kinds = options.kinds;
-      }
-      if (options.since !== undefined) {
-        if (!isCalendarDay(options.since))
-          throw new OperatorActionError("invalid_request", `since takes a date YYYY-MM-DD, not "${options.since}"`);
-        data.since = options.since;
-      }
+      if (options.kinds !== undefined) data.kinds = options.kinds;
+      if (options.since !== undefined) data.since = options.since;
       if (options.restart === true) data.restart = true;
       const deduplication = { id: ownId(`operator-${request}`, account) };
       const job = await deps.syncQueue.add(OPERATOR_SYNC_JOBS[request], data, { deduplication });
@@ -160,3 +148,14 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
 }
 
 export type OperatorActions = ReturnType<typeof createOperatorActions>;
+
+/**
+ * What is wrong with a sync request's kinds or since, if anything: the words of the operator API's
+ * refusal, and of the backfill command's (which names them as flags, --kinds and --since).
+ */
+export function syncOptionsProblem(kinds: readonly string[] | undefined, since: string | undefined): string | undefined {
+  const wrong = kinds?.filter((k) => !SYNCED_KINDS.includes(k as SyncedKind)) ?? [];
+  if (kinds !== undefined && (wrong.length > 0 || kinds.length === 0))
+    return `kinds takes ${SYNCED_KINDS.join(", ")}; not ${wrong.join(", ") || "an empty list"}`;
+  if (since !== undefined && !isCalendarDay(since)) return `since takes a date YYYY-MM-DD, not "${since}"`;
+}

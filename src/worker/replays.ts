@@ -111,8 +111,7 @@ async function queuePage(
  * invalid_filter naming the field.
  */
 export function replayQueryFromFilter(filter: Record<string, string | undefined>): EventQuery {
-  const params: Record<string, string> = {};
-  for (const [name, value] of Object.entries(filter)) if (value !== undefined) params[name] = value;
+  const params = Object.fromEntries(Object.entries(filter).filter(([, value]) => value !== undefined)) as Record<string, string>;
   if (params.handler !== undefined) params.handlerStatus = "failed";
   for (const name of ["limit", "cursor", "handlerStatus"] as const)
     if (name in filter)
@@ -148,12 +147,8 @@ export function replayJob(
     ...(bulk ? { bulk } : {}),
     ...(account === undefined ? {} : { account }),
   };
-  const jobId = bulk !== undefined && sequence !== undefined ? bulkReplayJobId(bulk, sequence) : `replay-${randomUUID()}`;
+  const jobId = bulk !== undefined && sequence !== undefined ? `${bulk}-${sequence}` : `replay-${randomUUID()}`;
   return { name: event.type, data, opts: { jobId } };
-}
-
-function bulkReplayJobId(bulk: string, sequence: number): string {
-  return `${bulk}-${sequence}`;
 }
 
 export interface BulkReplayDeps {
@@ -212,7 +207,7 @@ export function bulkReplays(deps: BulkReplayDeps) {
   async function withdraw(id: string, queued: number): Promise<void> {
     let withdrawn = 0;
     for (let n = 0; n < queued; n++) {
-      const jobId = bulkReplayJobId(id, n);
+      const jobId = `${id}-${n}`;
       const state = await deps.eventsQueue.getJobState(jobId);
       // remove() refuses a job a worker holds (its lock): that one runs to its end.
       if (["waiting", "delayed", "prioritized", "paused"].includes(state)) withdrawn += await deps.eventsQueue.remove(jobId);
@@ -338,12 +333,7 @@ async function takeFilterSlot(redis: RedisClient, progress: Progress, slot: stri
 }
 
 /** An Idempotency-Key seen before: its replay, or a refusal when it came with other parameters (422). */
-async function earlierAnswer(
-  redis: RedisClient,
-  progress: Progress,
-  key: string,
-  params: string,
-): Promise<{ count: number; id: string } | undefined> {
+async function earlierAnswer(redis: RedisClient, progress: Progress, key: string, params: string) {
   const stored = await redis.get(key);
   if (stored === null) return undefined;
   const [storedParams, id = ""] = stored.split(" ");
@@ -383,9 +373,7 @@ export interface BulkReplayProgress {
 function bulkReplayProgress(redis: RedisClient, prefix: string) {
   const key = (id: string) => redisKeys(prefix).operator.bulkReplay(id);
   return {
-    async start(id: string, total: number): Promise<void> {
-      await redis.multi().hset(key(id), { total, queued: 0 }).expire(key(id), BULK_REPLAY_TTL_SECONDS).exec();
-    },
+    start: (id: string, total: number) => redis.multi().hset(key(id), { total, queued: 0 }).expire(key(id), BULK_REPLAY_TTL_SECONDS).exec(),
     /**
      * Queuing has ended: `total` becomes the number actually queued. True when a cancel came
      * first (its caller then withdraws what it queued: the cancel could not, queuing still ran).
@@ -404,12 +392,8 @@ function bulkReplayProgress(redis: RedisClient, prefix: string) {
       return { queuingEnded: queued === "1" };
     },
     /** Forgets a replay that never queued anything (its request was refused after all). */
-    async discard(id: string): Promise<void> {
-      await redis.del(key(id));
-    },
-    async cancelled(id: string): Promise<boolean> {
-      return (await redis.hget(key(id), "cancelled")) === "1";
-    },
+    discard: (id: string) => redis.del(key(id)),
+    cancelled: async (id: string) => (await redis.hget(key(id), "cancelled")) === "1",
     async withdrew(id: string, count: number): Promise<void> {
       if (count > 0) await redis.hincrby(key(id), "withdrawn", count);
     },

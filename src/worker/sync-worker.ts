@@ -56,7 +56,7 @@ export interface SyncWorkerOptions {
  */
 export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData> {
   const { processors, logger } = options;
-  const worker: Worker<SyncJobData> = new Worker<SyncJobData>(
+  return new Worker<SyncJobData>(
     SYNC_QUEUE,
     async function processSync(job: Job<SyncJobData>, token?: string) {
       const processor = processors[job.name];
@@ -92,9 +92,7 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
       limiter: { max: 10_000, duration: 1000 },
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),
     },
-  );
-  worker.on("error", warnUnlessOutage(logger, "sync worker error"));
-  return worker;
+  ).on("error", warnUnlessOutage(logger, "sync worker error"));
 }
 
 // What runs each job of the sync queue.

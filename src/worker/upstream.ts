@@ -10,15 +10,7 @@ import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from "..
 export type Upstream = ReturnType<typeof upstreamFromConfig>;
 
 /** The upstreams of one worker process: the env company's, and a registered account's by its key. */
-export interface Upstreams {
-  /** The env company's (`default`), its budget in the metrics. */
-  main: Upstream;
-  /**
-   * The client of another key (a registered account's), on that key's own shared budget: every
-   * process with the key shares its 120 a minute (spec part 8). Built once per key.
-   */
-  forKey(apiKey: string): Upstream;
-}
+export type Upstreams = NonNullable<ReturnType<typeof meteredUpstreams>>;
 
 /**
  * The upstream API clients and their shared rate limiters as the config describes them, every
@@ -34,7 +26,7 @@ export function meteredUpstreams(deps: {
   tracing?: Tracing;
   /** Aborts every call in flight and after (the worker's shutdown deadline). */
   signal?: AbortSignal;
-}): Upstreams | undefined {
+}) {
   const { config, logger, metrics, tracing } = deps;
   const api = config.api;
   if (!api) {
@@ -62,8 +54,13 @@ export function meteredUpstreams(deps: {
   collectRateBudget(metrics, api.rate, () => main.limiter.state());
   const byKey = new Map<string, Upstream>([[api.apiKey, main]]);
   return {
+    /** The env company's (`default`), its budget in the metrics. */
     main,
-    forKey(apiKey) {
+    /**
+     * The client of another key (a registered account's), on that key's own shared budget: every
+     * process with the key shares its 120 a minute (spec part 8). Built once per key.
+     */
+    forKey(apiKey: string): Upstream {
       let upstream = byKey.get(apiKey);
       if (!upstream) byKey.set(apiKey, (upstream = upstreamFromConfig({ ...api, apiKey }, deps.connection, config.queuePrefix, extra)));
       return upstream;

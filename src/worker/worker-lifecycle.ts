@@ -38,6 +38,9 @@ export interface StopDeadlines {
 /** Starts a worker's parts in order, and stops them within one shared deadline. */
 export function workerLifecycle(parts: WorkerParts) {
   const { logger, gapWatch, workers, streamConsumer, changeRelay } = parts;
+  /** `work` by `deadline`; past it, or failed, the shutdown goes on (logged). */
+  const bounded = (deadline: Deadline, work: Promise<unknown>, what: string) =>
+    deadline.within(work, what).catch((err: unknown) => logger.warn({ err: (err as Error).message }, "going on with the shutdown"));
   return {
     async start() {
       await parts.prepare();
@@ -65,19 +68,13 @@ export function workerLifecycle(parts: WorkerParts) {
       try {
         // Every part drains at once, each until the same deadline: none waits for what another left.
         // The gap watch's tick in hand enqueues its catch-up before the queues close (or never).
-        const gap = drain.within(gapWatch.stop(), "the gap watch's tick").catch((err: unknown) => warn(logger, err));
+        const gap = bounded(drain, gapWatch.stop(), "the gap watch's tick");
         const stream = streamConsumer.stop(drain);
         const graceful = Promise.all(workers.map((w) => w.close()));
-        const late = await drain.within(graceful, "the workers' active jobs").then(
-          () => false,
-          () => true,
-        );
-        if (late) {
+        if (await drain.missed(graceful, "the workers' active jobs")) {
           onDrained();
           logger.warn("active jobs did not finish before the shutdown deadline; they will run again");
-          await close
-            .within(Promise.all(workers.map((w) => w.close(true))), "closing the workers")
-            .catch((err: unknown) => warn(logger, err));
+          await bounded(close, Promise.all(workers.map((w) => w.close(true))), "closing the workers");
         }
         await Promise.all([gap, stream]);
       } finally {
@@ -85,14 +82,10 @@ export function workerLifecycle(parts: WorkerParts) {
       }
       // After the workers: a sync job finishing above may still record (and poke) changes.
       await changeRelay.stop(close);
-      await close
-        .within(Promise.all(parts.queues.map((q) => q.close())), "closing the worker's queues")
-        .catch((err: unknown) => warn(logger, err));
+      await bounded(close, Promise.all(parts.queues.map((q) => q.close())), "closing the worker's queues");
     },
   };
 }
-
-const warn = (logger: Logger, err: unknown) => logger.warn({ err: (err as Error).message }, "going on with the shutdown");
 
 /**
  * How old the workers' liveness mark may be before a worker calls it a gap: twice the watch's

@@ -3,7 +3,7 @@ import type { Queue, Worker, Job } from "bullmq";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { ChangeOutbox } from "../mirror/change-outbox.js";
+import type { ChangeOutbox, MirrorWriter } from "../mirror/change-outbox.js";
 import type { EventLog } from "../mirror/event-log.js";
 import type { StepStore } from "../mirror/step-store.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
@@ -17,7 +17,7 @@ import { isPermanentUpstreamError } from "../upstream/errors.js";
 import { createChangeFeed } from "./change-feed.js";
 import { type EventHandlers, createHandlerTable, adoptNamedHandlerKeys, type SharedHandlerContext } from "./handlers.js";
 import { apiAtCall, apiNotConfigured, meteredUpstreams, type Upstream, type Upstreams } from "./upstream.js";
-import { createRefreshRequests } from "../sync/refresh-queue.js";
+import { createRefreshRequests, type RefreshRequests } from "../sync/refresh-queue.js";
 import {
   createSyncSchedules,
   createSyncWorker,
@@ -29,9 +29,7 @@ import {
 } from "./sync-worker.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import type { AccountKeys } from "../mirror/accounts.js";
-import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { ApiClient } from "../upstream/client.js";
-import type { RefreshRequests } from "../sync/refresh-queue.js";
 import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
 import type { HandlerRegistry } from "../events/dispatch.js";
 import { createAttemptRunner, attemptOfJob, type AttemptLog } from "../queue/attempt-runner.js";
