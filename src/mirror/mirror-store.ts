@@ -885,10 +885,15 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
   };
 }
 
+/** When a mirrored record was last read from the API and last written here (both by the database's clock). */
+export interface RecordBookkeeping {
+  readAt: Date;
+  syncedAt: Date;
+}
+
 /**
  * The read and sync times of some records of a kind (a page the console shows), by id: what
  * `MirrorStore.list` leaves out, since API clients want the records as the upstream shapes them.
- * When a mirrored record was last read from the API and last written here (both by the database's clock).
  */
 export async function readBookkeeping(
   db: Kysely<DatabaseSchema>,
@@ -896,7 +901,7 @@ export async function readBookkeeping(
   ids: readonly string[],
   timeoutMs: number,
   account = DEFAULT_ACCOUNT,
-): Promise<Map<string, { readAt: Date; syncedAt: Date }>> {
+): Promise<Map<string, RecordBookkeeping>> {
   if (ids.length === 0) return new Map();
   const rows = await withOperatorTimeout(timeoutMs, () =>
     db
