@@ -218,52 +218,7 @@ function configFrom(e: z.output<typeof configSchema>) {
           },
         }
       : {}),
-    worker: {
-      concurrency: e.WORKER_CONCURRENCY,
-      /** The most of the stream's handler slots one account (company) holds at once; `concurrency`: no cap. */
-      concurrencyPerAccount: Math.min(e.WORKER_CONCURRENCY, e.WORKER_CONCURRENCY_PER_ACCOUNT ?? e.WORKER_CONCURRENCY),
-      attempts: e.JOB_ATTEMPTS,
-      /** First retry delay; doubles each attempt, with jitter. */
-      backoffMs: e.JOB_BACKOFF_MS,
-      /** A job whose worker died is run again once its lock (this long) expires. */
-      lockMs: e.JOB_LOCK_MS,
-      /** How many times a job may be found stalled (its worker died) before it fails. */
-      maxStalls: e.JOB_MAX_STALLS,
-      /** How long one attempt's handlers may run before it counts as a retryable failure; 0: no deadline. */
-      handlerTimeoutMs: e.HANDLER_TIMEOUT_MS,
-      /** Stream entry bytes a worker holds in flight at most (at least one entry always runs). */
-      maxInflightBytes: e.WORKER_MAX_INFLIGHT_BYTES,
-      /** How long a refresh waits so that a burst of events shares one list sweep. */
-      syncDebounceMs: e.SYNC_DEBOUNCE_MS,
-      /** How long an id the upstream does not list yet stays pending (with backoff) before it is reported. */
-      syncUnlistedGiveUpMs: e.SYNC_UNLISTED_GIVE_UP_SECONDS * 1000,
-      /** Pages one refresh read may walk when the list order cannot stop it earlier. */
-      syncRefreshMaxPages: e.SYNC_REFRESH_MAX_PAGES,
-      /** Share of the rate refreshes fill before they wait for room (1: no pacing). */
-      syncRefreshPaceShare: e.SYNC_REFRESH_PACE_SHARE,
-      /** The longest a refresh waits for room in the budget. */
-      syncRefreshPaceMaxWaitMs: e.SYNC_REFRESH_PACE_MAX_WAIT_MS,
-      /** The bookings list's upper date bound parameter (the spec does not show its name). */
-      syncBookingsUpperBoundParam: e.SYNC_BOOKINGS_UPPER_BOUND_PARAM,
-      /** How often a full pass starts (after the previous one started); 0 turns all reconciliation off. */
-      reconcileIntervalMs: e.RECONCILE_INTERVAL_SECONDS * 1000,
-      /** Whether a first import's writes produce change events (source `backfill`); false: none, as `backfill --no-changes`. */
-      syncImportChangeEvents: e.SYNC_IMPORT_CHANGE_EVENTS,
-      /** How often the active tier re-reads what can still change; 0 turns the active tier off. */
-      reconcileActiveIntervalMs: e.RECONCILE_ACTIVE_INTERVAL_SECONDS * 1000,
-      /** Pages one full-tier slice (one job) reads at most before it saves and ends. */
-      reconcileFullSlicePages: e.RECONCILE_FULL_SLICE_PAGES,
-      /** After a gap, a catch-up reads the final order lists back at least this far by createdAt. */
-      syncCatchUpHorizonMs: e.SYNC_CATCHUP_HORIZON_HOURS * 3600_000,
-      /** How often a worker marks itself alive, looks for a gap, and restores lost schedulers and the stream's group. */
-      syncWatchIntervalMs: e.SYNC_WATCH_INTERVAL_SECONDS * 1000,
-      /**
-       * How often the change relay looks for change events left in the outbox (by other processes
-       * or a crash); it is also poked right after every write that recorded changes. 0: this
-       * process never relays (another worker must).
-       */
-      changeRelayIntervalMs: e.CHANGE_RELAY_INTERVAL_MS,
-    },
+    worker: workerConfig(e),
     /** PostgreSQL for the mirror and the event log: a server at `url`, else embedded under `dataDir`. */
     database: {
       // Optional, as callers that name their own database (tests, embedding apps) leave it out.
@@ -281,6 +236,56 @@ function configFrom(e: z.output<typeof configSchema>) {
     /** SECRETS_KEY, 32 bytes: seals the accounts' API keys and signing secrets (mirror/accounts.ts); without it no account can be added. */
     ...(e.SECRETS_KEY ? { secretsKey: secretsKeyBytes(e.SECRETS_KEY) } : {}),
     handlersModule: e.HANDLERS_MODULE,
+  };
+}
+
+/** The worker's settings: handler slots, retries, and the sync's pacing and reconciliation tiers. */
+function workerConfig(e: z.output<typeof configSchema>) {
+  return {
+    concurrency: e.WORKER_CONCURRENCY,
+    /** The most of the stream's handler slots one account (company) holds at once; `concurrency`: no cap. */
+    concurrencyPerAccount: Math.min(e.WORKER_CONCURRENCY, e.WORKER_CONCURRENCY_PER_ACCOUNT ?? e.WORKER_CONCURRENCY),
+    attempts: e.JOB_ATTEMPTS,
+    /** First retry delay; doubles each attempt, with jitter. */
+    backoffMs: e.JOB_BACKOFF_MS,
+    /** A job whose worker died is run again once its lock (this long) expires. */
+    lockMs: e.JOB_LOCK_MS,
+    /** How many times a job may be found stalled (its worker died) before it fails. */
+    maxStalls: e.JOB_MAX_STALLS,
+    /** How long one attempt's handlers may run before it counts as a retryable failure; 0: no deadline. */
+    handlerTimeoutMs: e.HANDLER_TIMEOUT_MS,
+    /** Stream entry bytes a worker holds in flight at most (at least one entry always runs). */
+    maxInflightBytes: e.WORKER_MAX_INFLIGHT_BYTES,
+    /** How long a refresh waits so that a burst of events shares one list sweep. */
+    syncDebounceMs: e.SYNC_DEBOUNCE_MS,
+    /** How long an id the upstream does not list yet stays pending (with backoff) before it is reported. */
+    syncUnlistedGiveUpMs: e.SYNC_UNLISTED_GIVE_UP_SECONDS * 1000,
+    /** Pages one refresh read may walk when the list order cannot stop it earlier. */
+    syncRefreshMaxPages: e.SYNC_REFRESH_MAX_PAGES,
+    /** Share of the rate refreshes fill before they wait for room (1: no pacing). */
+    syncRefreshPaceShare: e.SYNC_REFRESH_PACE_SHARE,
+    /** The longest a refresh waits for room in the budget. */
+    syncRefreshPaceMaxWaitMs: e.SYNC_REFRESH_PACE_MAX_WAIT_MS,
+    /** The bookings list's upper date bound parameter (the spec does not show its name). */
+    syncBookingsUpperBoundParam: e.SYNC_BOOKINGS_UPPER_BOUND_PARAM,
+    /** How often a full pass starts (after the previous one started); 0 turns all reconciliation off. */
+    reconcileIntervalMs: e.RECONCILE_INTERVAL_SECONDS * 1000,
+    /** Whether a first import's writes produce change events (source `backfill`); false: none, as `backfill --no-changes`. */
+    syncImportChangeEvents: e.SYNC_IMPORT_CHANGE_EVENTS,
+    /** How often the active tier re-reads what can still change; 0 turns the active tier off. */
+    reconcileActiveIntervalMs: e.RECONCILE_ACTIVE_INTERVAL_SECONDS * 1000,
+    /** Pages one full-tier slice (one job) reads at most before it saves and ends. */
+    reconcileFullSlicePages: e.RECONCILE_FULL_SLICE_PAGES,
+    /** After a gap, a catch-up reads the final order lists back at least this far by createdAt. */
+    syncCatchUpHorizonMs: e.SYNC_CATCHUP_HORIZON_HOURS * 3600_000,
+    /** How often a worker marks itself alive, looks for a gap, and restores lost schedulers and the stream's group. */
+    syncWatchIntervalMs: e.SYNC_WATCH_INTERVAL_SECONDS * 1000,
+    /**
+     * How often the change relay looks for change events left in the outbox (by other processes
+     * or a crash); it is also poked right after every write that recorded changes. 0: this
+     * process never relays (another worker must).
+     */
+    changeRelayIntervalMs: e.CHANGE_RELAY_INTERVAL_MS,
   };
 }
 
