@@ -147,9 +147,12 @@ export function replayJob(
     ...(bulk ? { bulk } : {}),
     ...(account === undefined ? {} : { account }),
   };
-  const jobId = bulk !== undefined && sequence !== undefined ? `${bulk}-${sequence}` : `replay-${randomUUID()}`;
+  const jobId = bulk !== undefined && sequence !== undefined ? bulkReplayJobId(bulk, sequence) : `replay-${randomUUID()}`;
   return { name: event.type, data, opts: { jobId } };
 }
+
+/** The job of a bulk replay's `sequence`-th event: how it is queued, and how a cancel finds it to withdraw it. */
+const bulkReplayJobId = (bulk: string, sequence: number) => `${bulk}-${sequence}`;
 
 export interface BulkReplayDeps {
   eventLog: Pick<EventLog, "get" | "query">;
@@ -207,7 +210,7 @@ export function bulkReplays(deps: BulkReplayDeps) {
   async function withdraw(id: string, queued: number): Promise<void> {
     let withdrawn = 0;
     for (let n = 0; n < queued; n++) {
-      const jobId = `${id}-${n}`;
+      const jobId = bulkReplayJobId(id, n);
       const state = await deps.eventsQueue.getJobState(jobId);
       // remove() refuses a job a worker holds (its lock): that one runs to its end.
       if (["waiting", "delayed", "prioritized", "paused"].includes(state)) withdrawn += await deps.eventsQueue.remove(jobId);
