@@ -98,6 +98,12 @@ export function jobOfEvent(entryId: string, data: IngestedEvent, dedupTtlMs: num
 }
 
 /**
+ * The id of every job carrying a stream entry's event: the entry id (`<ms>-<seq>`), which never
+ * holds ":" and is never all digits, as BullMQ requires, so moving an entry twice names one job.
+ */
+export const entryJobId = (entryId: string): string => entryId;
+
+/**
  * The options that make every job carrying a stream entry's event the same job: named after the
  * entry and deduplicated on the entry (a move after a claim, a retry or a dead letter added by a
  * consumer that died before its acknowledgement). Never on the event id: the edge already dropped
@@ -107,9 +113,7 @@ export function jobOfEvent(entryId: string, data: IngestedEvent, dedupTtlMs: num
  * silently dropped such a retry's continuation while the consumer reported it retried.)
  */
 export function entryJobIdentity(entryId: string, dedupTtlMs: number): EntryJob["opts"] {
-  // The job id is the entry id (`<ms>-<seq>`), which never holds ":" and is never all digits, as
-  // BullMQ requires, so moving an entry twice names one job.
-  return { jobId: entryId, deduplication: { id: `entry-${entryId}`, ttl: dedupTtlMs } };
+  return { jobId: entryJobId(entryId), deduplication: { id: `entry-${entryId}`, ttl: dedupTtlMs } };
 }
 
 interface Waiter<T, R> {

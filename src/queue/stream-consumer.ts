@@ -11,7 +11,7 @@ import { type RedisClient, defineScripts, redisKeys, warnUnlessOutage } from "..
 import { eventBackoff, type AttemptResult, type AttemptRunner } from "./attempt-runner.js";
 import { deadlineIn, type Deadline } from "./deadline.js";
 import { continuationOf, type ContinuationJob, type ContinuationOptions, type EventJobData } from "./events-queue.js";
-import { decodeEntry, ENTRY_FIELD, groupCommit, jobOfEvent, type IngestedEvent } from "./ingest-stream.js";
+import { decodeEntry, ENTRY_FIELD, entryJobId, groupCommit, jobOfEvent, type IngestedEvent } from "./ingest-stream.js";
 
 // The stream consumer: its options, what its parts share, the entries it holds, how it lets go of
 // them, each entry's first attempt, and its read loop.
@@ -332,8 +332,8 @@ function createFirstAttempts(state: StreamConsumerState) {
           state.stopped.signal.aborted ? undefined : ((started = unstarted.delete(entryId)), run()),
         ),
       stopping: () => state.stopped.signal.aborted,
-      // Should it be retried, the event waits in the job named after its entry (continuationOf, entryJobIdentity).
-      job: entryId,
+      // Should it be retried, the event waits in the job named after its entry (continuationOf).
+      job: entryJobId(entryId),
       logger: logger.child({ eventId: data.id, eventType: data.type, entryId, attempt: 1 }),
     });
     return { data, result, started };
