@@ -77,7 +77,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
   });
   const kinds = values.kinds ? values.kinds.split(",").map((k) => k.trim()) : SYNCED_KINDS;
   const since = values.since;
-  // The operator API's checks, in its words: a split list is never empty, so "an empty list" is never said here.
+  // The operator API's checks, in its words, named as flags (each problem starts with the option's name):
+  // `--kinds " "` splits into one blank entry, which is told as "an empty list".
   const problem = syncOptionsProblem(kinds, since);
   if (problem) throw new UsageError(`--${problem}`);
 
