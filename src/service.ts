@@ -29,7 +29,7 @@ import type { OperatorActions } from "./worker/operator-actions.js";
 import { type WorkerRole, type WorkerRoleDeps, createWorkerRole } from "./worker/worker-role.js";
 import { createAccountDirectory, createAccountRegistry, createSecretsBox } from "./mirror/accounts.js";
 import type { AccountSecrets } from "./http/webhook-route.js";
-import { expectDefined } from "./expect-defined.js";
+import { expectDefined } from "./errors.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient, logRedisOutages, redisKeys } from "./redis/redis.js";
 import { createEventsQueue, createSyncQueue } from "./queue/events-queue.js";
 import { NotReadyError } from "./http/errors.js";

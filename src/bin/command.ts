@@ -2,6 +2,7 @@
 // handles signals), and the CLI's errors with how each becomes one line and an exit code. Apart
 // from cli.ts, which loads the commands: they import this, and cli.ts imports them.
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { NamedError } from "../errors.js";
 import { ConfigError } from "../config/config.js";
 import { HandlersModuleError } from "../worker/errors.js";
 import { shortened } from "../mirror/values.js";
@@ -102,22 +103,16 @@ export function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typ
 }
 
 /** Bad command-line input: the CLI prints the message and exits with code 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "UsageError";
-  }
-}
+export class UsageError extends NamedError {}
 
 /** A command that cannot do its work for a reason outside the code (nothing answers, a refused token): one line, exit 1. */
-export class CommandError extends Error {
+export class CommandError extends NamedError {
   constructor(
     message: string,
     /** The service's code when it refused the request (confirm_required, event_not_found, …). */
     readonly refusal?: string,
   ) {
     super(message);
-    this.name = "CommandError";
   }
 }
 
@@ -197,12 +192,11 @@ export function stopSignals(): { stop: AbortSignal; dispose(): void } {
 }
 
 /** The reason `stop` aborted: the signal's name and time. */
-class StopSignal extends Error {
+class StopSignal extends NamedError {
   /** When it came, epoch ms: a shutdown's deadline counts from here, not from when the command saw it. */
   readonly at = Date.now();
   constructor(readonly signal: string) {
     super(`stopped by ${signal}`);
-    this.name = "StopSignal";
   }
 }
 

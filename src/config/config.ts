@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { codedError } from "../errors.js";
 import { DEFAULTS } from "./defaults.js";
 import { hashTagOf } from "../redis/redis.js";
 import { isApiKey } from "../upstream/client.js";
@@ -126,11 +127,9 @@ export const configSchema = z.object({
   BULK_REPLAY_CONFIRM_ABOVE: int(0).default(DEFAULTS.bulkReplayConfirmAbove),
 });
 
-export class ConfigError extends Error {
-  readonly code = "invalid_config";
+export class ConfigError extends codedError("invalid_config") {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
-    this.name = "ConfigError";
   }
 }
 

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { isDeepStrictEqual } from "node:util";
-import { codedError } from "./errors.js";
+import { codedError } from "../errors.js";
 import { bookingSchema, menuItemSchema, orderSchema, reviewSchema, type Booking, type MenuItem, type Order } from "../upstream/models.js";
 
 /**

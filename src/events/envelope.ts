@@ -1,6 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { idProblem, MAX_ID_LENGTH, textProblem } from "../mirror/values.js";
-import { codedError } from "./errors.js";
+import { codedError, NamedError } from "../errors.js";
 
 /**
  * The envelope we assume (spec part 6 does not show one): `{ id, type, createdAt, data }`, of
@@ -39,14 +39,13 @@ export const MAX_IDENTIFIER_LENGTH = MAX_ID_LENGTH;
  * routed nor recorded (PostgreSQL refuses \u0000 and lone surrogates), so it is refused at once
  * (400) rather than answered 200 and then lost. The message names the rule, never the value.
  */
-export class EventIdentifierError extends Error {
+export class EventIdentifierError extends NamedError {
   readonly code: "invalid_event_id" | "invalid_event_type";
   constructor(readonly field: "id" | "type") {
     super(
       `"${field}" must be at most ${MAX_IDENTIFIER_LENGTH} characters, with no control characters or unpaired surrogates` +
         (field === "id" ? ', and not "." or ".."' : ""),
     );
-    this.name = "EventIdentifierError";
     this.code = field === "id" ? "invalid_event_id" : "invalid_event_type";
   }
 }

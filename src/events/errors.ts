@@ -1,18 +1,5 @@
+import { codedError } from "../errors.js";
 import { cutAt } from "../mirror/values.js";
-
-/**
- * The base of an error class with a stable `code` (what the HTTP answers, the CLI and the logs go
- * by), named after the class that extends it: `class EnvelopeError extends codedError("invalid_event") {}`.
- */
-export function codedError<Code extends string>(code: Code) {
-  return class extends Error {
-    readonly code: Code = code;
-    constructor(message: string, options?: { cause?: unknown }) {
-      super(message, options);
-      this.name = new.target.name;
-    }
-  };
-}
 
 /**
  * A handler still running at its deadline (HANDLER_TIMEOUT_MS). A retryable failure: the attempt

@@ -1,7 +1,8 @@
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { EnvelopeError, EventIdentifierError, PayloadTooDeepError, WebhookSignatureError } from "../events/envelope.js";
-import { codedError, ReservedEventTypeError } from "../events/errors.js";
+import { codedError } from "../errors.js";
+import { ReservedEventTypeError } from "../events/errors.js";
 import { QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
 import { AccountsUnavailableError } from "../mirror/errors.js";
 

@@ -16,7 +16,7 @@ import pg from "pg";
 import { existsSync } from "node:fs";
 import { DataDirLockedError, embeddedDirectory, runningEmbeddedServer, startEmbeddedServer } from "./embedded-server.js";
 import { staticMigrationProvider } from "./migrations.js";
-import { NamedError } from "./errors.js";
+import { NamedError } from "../errors.js";
 
 // The tables as Kysely sees them (docs: migrations.ts, 0001_mirror and 0002_event_log are the
 // truth; these types follow them). node-postgres reads `numeric` as a string ('12.30'),

@@ -35,7 +35,7 @@ import { dirname, join, resolve } from "node:path";
 import { createRequire } from "node:module";
 import { lock } from "os-lock";
 import type { Logger } from "../logging/logger.js";
-import { NamedError } from "./errors.js";
+import { NamedError } from "../errors.js";
 
 const run = promisify(execFile);
 

@@ -1,15 +1,8 @@
+import { NamedError } from "../errors.js";
 import { idProblem, type MirrorKind, type UnstorableReason, storableText } from "./values.js";
 
 // Every error of the mirror layer (the mirror store, the event log, the steps, the record story),
 // in one place: what each refuses and the HTTP answer its code maps to (http/errors.ts).
-
-/** An error named after its class (`error.name`), as every error of the layer is. */
-export class NamedError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
 
 /**
  * A list filter or parameter the mirror, the event log or a record's story cannot apply (unknown

@@ -33,7 +33,7 @@ import {
   type MirrorKind,
 } from "./values.js";
 import { checkedId, checkLimit, checkListParams, MirrorFilterError, MirrorRecordError, withOperatorTimeout } from "./errors.js";
-import { expectDefined } from "../expect-defined.js";
+import { expectDefined } from "../errors.js";
 
 /** A record in the API's own shape (camelCase, amounts as the API gave them, unknown fields kept). */
 export interface MirrorRecord {

@@ -1,4 +1,4 @@
-import { codedError } from "../events/errors.js";
+import { codedError } from "../errors.js";
 
 /** The queue could not acknowledge an event in time: the edge answers 503 and the sender retries. */
 export class QueueUnavailableError extends codedError<string>("queue_unavailable") {}

@@ -13,7 +13,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { DEFAULTS } from "../config/defaults.js";
 import { errorMessage, withHandlerStacks } from "../events/dispatch.js";
-import { expectDefined } from "../expect-defined.js";
+import { expectDefined } from "../errors.js";
 import { type RedisClient, warnUnlessOutage } from "../redis/redis.js";
 import type { WaitingEvent, EventLog } from "../mirror/event-log.js";
 import {

@@ -1,4 +1,4 @@
-import { expectDefined } from "../expect-defined.js";
+import { expectDefined } from "../errors.js";
 import { type RedisClient, defineScripts, redisKeys } from "../redis/redis.js";
 import { withTimeout } from "./deadline.js";
 import { BacklogFullError, EntryDecodeError, QueueUnavailableError } from "./errors.js";

@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { expectDefined } from "../expect-defined.js";
+import { expectDefined } from "../errors.js";
 import { bearerKey, errorAnswer, unauthorized } from "./app.js";
 import { createSandbox, serveApp, type Sandbox, type SandboxOptions } from "./index.js";
 import { SandboxError } from "./records.js";

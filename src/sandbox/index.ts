@@ -5,7 +5,7 @@ import { mkdirSync } from "node:fs";
 import type { Server } from "node:http";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { expectDefined } from "../expect-defined.js";
+import { expectDefined } from "../errors.js";
 import { type ApiRequestRecord, type ListBehaviour, createFaults, createKeyRateLimit, createSandboxApp } from "./app.js";
 import { seededRandom, seedHistory, seedSample, type HistoryOptions, createStore, type SandboxStore } from "./store.js";
 import {

@@ -1,6 +1,7 @@
 /** The sandbox's own copies of the API's resources (spec part 2; docs/upstream.md for the rest). */
 // The order state machine's statuses, types and steps have one home, the API's models; the
 // sandbox's moves (below) follow them.
+import { NamedError } from "../errors.js";
 import {
   type Booking as UpstreamBooking,
   type MenuItem as UpstreamMenuItem,
@@ -37,14 +38,13 @@ export interface SandboxRecords {
 }
 
 /** Failures of the sandbox's API and actions, with the status and code of docs/upstream.md. */
-export class SandboxError extends Error {
+export class SandboxError extends NamedError {
   constructor(
     readonly status: 400 | 401 | 404 | 409 | 429 | 500 | 502 | 503,
     readonly code: string,
     message: string,
   ) {
     super(message);
-    this.name = "SandboxError";
   }
 }
 

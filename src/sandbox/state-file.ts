@@ -2,6 +2,7 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { rename, writeFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import * as z from "zod";
+import { NamedError } from "../errors.js";
 import { idOf, type SandboxStore } from "./store.js";
 import { ORDER_STATUSES, ORDER_TYPES, type SandboxRecords } from "./records.js";
 
@@ -118,12 +119,7 @@ export function stateFileJson(store: SandboxStore, history: RecordHistory): stri
 }
 
 /** A file the sandbox keeps across runs (its records, its id counter) that it cannot read back. */
-export class SandboxStateFileError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "SandboxStateFileError";
-  }
-}
+export class SandboxStateFileError extends NamedError {}
 
 /**
  * Writes `json()` to `file` every `intervalMs` while `changes()` moved since the last write, and

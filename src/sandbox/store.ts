@@ -1,4 +1,4 @@
-import { expectDefined } from "../expect-defined.js";
+import { expectDefined } from "../errors.js";
 import {
   checkRefund,
   checkStatusMove,

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { SyncCheckpoint } from "../mirror/sync-checkpoints.js";
-import { codedError } from "../events/errors.js";
+import { codedError } from "../errors.js";
 import { readImportState } from "./first-import.js";
 import { SYNCED_KINDS, type SweepDeps, type SyncedKind } from "./resources.js";
 import { walkList } from "./walk-list.js";

@@ -2,7 +2,7 @@
 // `code` (from the error body when it has one) and whether the same call may succeed later.
 // Messages name the method and route, never the API key. The layer's one registry of errors.
 
-import { codedError } from "../events/errors.js";
+import { codedError, NamedError } from "../errors.js";
 
 export interface UpstreamErrorInit {
   status?: number | undefined;
@@ -11,7 +11,7 @@ export interface UpstreamErrorInit {
   cause?: unknown;
 }
 
-export class UpstreamError extends Error {
+export class UpstreamError extends NamedError {
   readonly status: number | undefined;
   readonly code: string;
   /** Whether the same call may succeed later (429, 5xx, timeout, network). */
@@ -19,7 +19,6 @@ export class UpstreamError extends Error {
 
   constructor(message: string, init: UpstreamErrorInit) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
-    this.name = new.target.name;
     this.status = init.status;
     this.code = init.code;
     this.retryable = init.retryable;

@@ -1,10 +1,10 @@
 // The worker layer's errors, each with a stable `code`: an operator's request refused, a misuse of
 // `ctx.step`, a HANDLERS_MODULE that does not load, a call to an API the service does not have.
 import { UnrecoverableError } from "bullmq";
-import { codedError } from "../events/errors.js";
+import { codedError, NamedError } from "../errors.js";
 
 /** An operator request refused for the caller's fault (HTTP 4xx by its code); nothing was changed. */
-export class OperatorActionError extends Error {
+export class OperatorActionError extends NamedError {
   constructor(
     readonly code:
       | "event_not_found"
@@ -19,7 +19,6 @@ export class OperatorActionError extends Error {
     message: string,
   ) {
     super(message);
-    this.name = "OperatorActionError";
   }
 }
 
@@ -36,7 +35,6 @@ export class StepError extends UnrecoverableError {
     message: string,
   ) {
     super(message);
-    this.name = "StepError";
   }
 }
 
@@ -51,6 +49,5 @@ export class ApiNotConfiguredError extends UnrecoverableError {
   readonly code = "api_not_configured";
   constructor(method: string, why = "this service has no upstream API (set API_BASE_URL and API_KEY)") {
     super(`ctx.api.${method}: ${why}`);
-    this.name = "ApiNotConfiguredError";
   }
 }

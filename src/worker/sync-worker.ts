@@ -23,7 +23,7 @@ import {
   type FullJobData,
 } from "../sync/reconcile-jobs.js";
 import { carriedAccount, ownData, ownId } from "../config/defaults.js";
-import { expectDefined } from "../expect-defined.js";
+import { expectDefined } from "../errors.js";
 import { createRefusedFilters, refreshKind } from "../sync/refresh-kind.js";
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
 
