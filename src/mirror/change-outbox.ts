@@ -6,12 +6,16 @@ import { type DatabaseSchema } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { type MirrorKind } from "./values.js";
 import type { RefusedUpstreamRecord } from "./set-aside-records.js";
-import { expectDefined } from "../expect-defined.js";
+import { expectDefined } from "../errors.js";
 
 /** The change kind of each mirror kind that produces change events (reviews are stored as delivered: none). */
 const CHANGE_KIND_OF = { orders: "order", bookings: "booking", "menu-items": "menu_item" } as const satisfies Partial<
   Record<MirrorKind, ChangeKind>
 >;
+
+/** The mirror kind whose records a change kind's changes are of (CHANGE_KIND_OF read backwards): where a change's record page is. */
+export const mirrorKindOfChange = (kind: string) =>
+  (Object.keys(CHANGE_KIND_OF) as (keyof typeof CHANGE_KIND_OF)[]).find((mirrorKind) => CHANGE_KIND_OF[mirrorKind] === kind);
 
 /** A change as recorded in the outbox, with its id and the source it was attributed to. */
 export type RecordedChange = ChangeEvent;

@@ -5,6 +5,7 @@ import type { HandlerOutcome } from "../../mirror/database.js";
 import type { EventDetail } from "../../mirror/storage.js";
 // A console page's query parameter that is unknown or malformed is the mirror's one invalid_filter: a 400 naming it, nothing read.
 import { MirrorFilterError } from "../../mirror/errors.js";
+import { mirrorKindOfChange } from "../../mirror/change-outbox.js";
 import {
   AccountField,
   CONSOLE_PATH,
@@ -158,9 +159,6 @@ function EventTable(props: { events: EventSummary[]; now: Date }) {
   );
 }
 
-/** A change event's kind → the record page's kind (the mirror's names). */
-const RECORD_KIND_OF_CHANGE: Readonly<Record<string, string>> = { order: "orders", booking: "bookings", menu_item: "menu-items" };
-
 /** One event: its envelope and payload, each handler's attempts with errors and stack, its steps, the changes after it, replay buttons. */
 export function EventPage(props: { event: EventDetail; changes: CausedChange[]; now: Date }) {
   const { event, now } = props;
@@ -248,7 +246,7 @@ function ChangeTable(props: { changes: CausedChange[]; now: Date }) {
               <a href={eventHref(c.id)}>{printable(c.id)}</a>
             </td>
             <td class="mono">
-              {c.kind} <a href={recordHref(RECORD_KIND_OF_CHANGE[c.kind] ?? c.kind, c.recordId)}>{printable(c.recordId)}</a>
+              {c.kind} <a href={recordHref(mirrorKindOfChange(c.kind) ?? c.kind, c.recordId)}>{printable(c.recordId)}</a>
             </td>
             <td>{c.source}</td>
             <td>
