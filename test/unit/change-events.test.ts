@@ -3,6 +3,7 @@ import { isChangeEventType, matchesChange, type ChangeData, type ChangeEvent } f
 import { onChange } from "../../src/events/catalog.js";
 import { type HandlerContext } from "../../src/worker/handlers.js";
 import type { Order } from "../../src/upstream/models.js";
+import { mirrorKindOfChange } from "../../src/mirror/change-outbox.js";
 
 const order = (fields: Partial<Order> = {}): Order => ({
   id: "ord_1",
@@ -102,5 +103,15 @@ describe("the reserved change namespace", () => {
   it("is every type starting with change.", () => {
     expect(["change.order", "change.booking", "change.menu_item", "change.x"].every(isChangeEventType)).toBe(true);
     expect(["order.changed", "changelog.updated", "review.created"].some(isChangeEventType)).toBe(false);
+  });
+});
+
+describe("mirrorKindOfChange", () => {
+  it("finds the record page's kind of every change kind, and none for a kind that has no changes", () => {
+    expect(mirrorKindOfChange("order")).toBe("orders");
+    expect(mirrorKindOfChange("booking")).toBe("bookings");
+    expect(mirrorKindOfChange("menu_item")).toBe("menu-items");
+    expect(mirrorKindOfChange("review")).toBeUndefined();
+    expect(mirrorKindOfChange("orders")).toBeUndefined();
   });
 });
