@@ -43,7 +43,7 @@ export type Role = (typeof ROLES)[number];
 export const configSchema = z.object({
   ROLE: z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` }).default("all"),
   HOST: z.string().min(1).default("127.0.0.1"),
-  PORT: int(0, 65535).default(3000),
+  PORT: int(0, 65535).default(DEFAULTS.port),
   REDIS_URL: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).default("redis://127.0.0.1:6379"),
   REDIS_CLUSTER: z
     .enum(["true", "false"], { error: "must be true or false" })
