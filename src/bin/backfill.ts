@@ -14,7 +14,7 @@ import { syncOptionsProblem } from "../worker/operator-actions.js";
 import { type Answer, answer, CommandError, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, withDirectActions } from "./operator.js";
 
-export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes]
+export const help = `svc-webhooks backfill [--kinds ${SYNCED_KINDS.join(",")}] [--since YYYY-MM-DD] [--restart] [--no-changes]
                       [--account <id>] [--url <url>]
 
 It acts on the deployment the environment names. When a running service holds its embedded
