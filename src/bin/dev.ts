@@ -7,7 +7,7 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { configSchema, loadConfig, newestSigningSecret } from "../config/config.js";
+import { configSchema, loadConfig, newestSigningSecret, SECRET_LIST_RULE } from "../config/config.js";
 import { DEFAULTS } from "../config/defaults.js";
 import { ensureRedis, freePort, redisAnswers } from "../redis/local-server.js";
 import { createLogger, prettyDestinationForTerminal } from "../logging/logger.js";
@@ -123,7 +123,7 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
   // SIGNING_SECRET may be a rotation list: the service accepts each secret, the sandbox signs with the newest (the first).
   const signingSecrets = process.env.SIGNING_SECRET ?? settings.signingSecret;
   const signingSecret = newestSigningSecret(signingSecrets);
-  if (!signingSecret) throw new UsageError("SIGNING_SECRET must be a comma-separated list of non-empty secrets, the newest first");
+  if (!signingSecret) throw new UsageError(`SIGNING_SECRET ${SECRET_LIST_RULE}, the newest first`);
   const adminToken = process.env.ADMIN_TOKEN ?? settings.adminToken;
   const apiKey = process.env.API_KEY && isApiKey(process.env.API_KEY) ? process.env.API_KEY : DEV_API_KEY;
   // A person reads these: pretty lines on a terminal (secrets are scrubbed before they are formatted).
