@@ -8,13 +8,14 @@ import { createMirrorWriter } from "../mirror/change-outbox.js";
 import { printableRedisUrl, type RedisClient } from "../redis/redis.js";
 import { type BackfillProgress, runBackfill } from "../sync/resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
+import { MAX_LIMIT } from "../upstream/client.js";
 import { UpstreamPageRefusedError } from "../upstream/errors.js";
 import { upstreamFromConfig } from "../worker/upstream.js";
 import { syncOptionsProblem } from "../worker/operator-actions.js";
 import { type Answer, answer, CommandError, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, withDirectActions } from "./operator.js";
 
-export const help = `svc-webhooks backfill [--kinds orders,bookings,menu-items] [--since YYYY-MM-DD] [--restart] [--no-changes]
+export const help = `svc-webhooks backfill [--kinds ${SYNCED_KINDS.join(",")}] [--since YYYY-MM-DD] [--restart] [--no-changes]
                       [--account <id>] [--url <url>]
 
 It acts on the deployment the environment names. When a running service holds its embedded
@@ -128,7 +129,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
     const expected = await expectedRecords(stores.checkpoints, since ?? null);
     const windowSeconds = (config.api.rateWindowMs + config.api.rateSafetyMs) / 1000;
     const line = createBackfillProgress({
-      budgetRecordsPerSecond: (config.api.rate * 100) / windowSeconds,
+      budgetRecordsPerSecond: (config.api.rate * MAX_LIMIT) / windowSeconds,
       expected: (k) => expected.get(k),
     });
     const tty = process.stderr.isTTY;

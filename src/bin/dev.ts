@@ -7,15 +7,17 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { configSchema, loadConfig, newestSigningSecret } from "../config/config.js";
+import { configSchema, loadConfig, newestSigningSecret, SECRET_LIST_RULE } from "../config/config.js";
+import { DEFAULTS } from "../config/defaults.js";
 import { ensureRedis, freePort, redisAnswers } from "../redis/local-server.js";
 import { createLogger, prettyDestinationForTerminal } from "../logging/logger.js";
-import { createSandbox, SANDBOX_STATE_FILE, type Sandbox, type SandboxOptions } from "../sandbox/index.js";
+import { createSandbox, SANDBOX_SAVE_INTERVAL_MS, SANDBOX_STATE_FILE, type Sandbox, type SandboxOptions } from "../sandbox/index.js";
 import { SandboxStateFileError } from "../sandbox/state-file.js";
 import { DataDirLockedError, lockDataDir } from "../mirror/embedded-server.js";
 import { isApiKey } from "../upstream/client.js";
 import { type EventHandlers, loadHandlersModule } from "../worker/handlers.js";
 import { CommandError, flagOptions, parseFlags, stopped, UsageError, wholeNumber } from "./command.js";
+import { SANDBOX_PORT, SIMULATION_INTERVAL_MS, simulationInterval } from "./sandbox.js";
 import { serviceFromConfig } from "./serve.js";
 
 export const help = `svc-webhooks dev [--port <n>] [--sandbox-port <n>] [--redis-port <n>] [--interval-ms <n>] [--no-simulate] [--fresh] [--verbose]
@@ -29,14 +31,14 @@ this stack; Enter prints it again (on a terminal), Ctrl-C stops all of it. Kept 
 the next (in ./.data/dev, or DATA_DIR when set): the embedded database (unless DATABASE_URL), and
 in dev-settings.json the generated SIGNING_SECRET and ADMIN_TOKEN (unless set) and the ports of
 the service, the sandbox and its own Redis (a port taken since is replaced, and the banner says
-so), and the sandbox's records (sandbox-state.json, saved every 10 s and at stop; new records
+so), and the sandbox's records (${SANDBOX_STATE_FILE}, saved every ${SANDBOX_SAVE_INTERVAL_MS / 1000} s and at stop; new records
 never reuse an earlier run's id). The sandbox's API key is fixed (DEV_API_KEY).
 HANDLERS_MODULE (an ES module) is reloaded when its file changes.
-  --port           the service's port (default PORT, else the last run's, else 3000)
-  --sandbox-port   the sandbox's port (default the last run's, else 4010)
+  --port           the service's port (default PORT, else the last run's, else ${DEFAULTS.port})
+  --sandbox-port   the sandbox's port (default the last run's, else ${SANDBOX_PORT})
   --redis-port     the Redis on this port of 127.0.0.1, started there when none answers (default
                    REDIS_URL when it answers, else one of its own on the last run's port)
-  --interval-ms    one simulated change every n ms (default 1000)
+  --interval-ms    one simulated change every n ms (default ${SIMULATION_INTERVAL_MS})
   --no-simulate    no simulated traffic (use \`svc-webhooks trigger\` or the sandbox's /_sandbox routes)
   --fresh          start over: empty ./.data/dev, make new secrets and ports, seed the sandbox anew
   --verbose        log at debug (a line per accepted delivery); LOG_LEVEL also sets the level`;
@@ -47,7 +49,7 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     strict: true,
     options: flagOptions(["port", "sandbox-port", "redis-port", "interval-ms"], ["no-simulate", "fresh", "verbose"]),
   });
-  const intervalMs = wholeNumber(values["interval-ms"], "--interval-ms", 1000, 10);
+  const intervalMs = simulationInterval(values["interval-ms"]);
   const redisPort = values["redis-port"] === undefined ? undefined : portFlag(values["redis-port"], "--redis-port");
 
   const database = await devDatabase(values.fresh ?? false);
@@ -121,7 +123,7 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
   // SIGNING_SECRET may be a rotation list: the service accepts each secret, the sandbox signs with the newest (the first).
   const signingSecrets = process.env.SIGNING_SECRET ?? settings.signingSecret;
   const signingSecret = newestSigningSecret(signingSecrets);
-  if (!signingSecret) throw new UsageError("SIGNING_SECRET must be a comma-separated list of non-empty secrets, the newest first");
+  if (!signingSecret) throw new UsageError(`SIGNING_SECRET ${SECRET_LIST_RULE}, the newest first`);
   const adminToken = process.env.ADMIN_TOKEN ?? settings.adminToken;
   const apiKey = process.env.API_KEY && isApiKey(process.env.API_KEY) ? process.env.API_KEY : DEV_API_KEY;
   // A person reads these: pretty lines on a terminal (secrets are scrubbed before they are formatted).
@@ -322,7 +324,7 @@ export function devBanner(b: {
     `  mirror             ${b.url}/mirror/orders?restaurantId=rest_1`,
     `  metrics            ${b.url}/metrics`,
     `  sandbox API        ${b.sandboxUrl}/api/v1   state: ${b.sandboxUrl}/_sandbox/state`,
-    `                     (its records are kept across runs in ${b.sandboxState}, saved every 10 s and at stop; --fresh seeds it anew)`,
+    `                     (its records are kept across runs in ${b.sandboxState}, saved every ${SANDBOX_SAVE_INTERVAL_MS / 1000} s and at stop; --fresh seeds it anew)`,
     `  redis              ${b.redis.url}${b.redis.started ? " (started for this run, emptied at each start)" : ""}`,
     `  database           ${b.database}`,
     `  secrets            ${b.secrets}; the sandbox's API key is fixed for dev`,
@@ -378,7 +380,7 @@ const settingsSchema = z.object({
 /** What `npm run dev` keeps from one run to the next, so the exported CLI settings stay valid. */
 type DevSettings = z.infer<typeof settingsSchema>;
 
-const FIRST_PORTS = { service: 3000, sandbox: 4010 };
+const FIRST_PORTS = { service: DEFAULTS.port, sandbox: SANDBOX_PORT };
 
 /**
  * Reads the dev stack's settings from `dir` (generating them on the first run, or all anew with

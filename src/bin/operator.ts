@@ -11,14 +11,20 @@ import { embeddedDatabaseExists } from "../mirror/database.js";
 import type { EventQuery } from "../mirror/event-log.js";
 import { printable } from "../mirror/values.js";
 import { accountParam } from "../mirror/accounts.js";
-import { accountQuery, carriedAccount } from "../config/defaults.js";
+import { accountQuery, carriedAccount, DEFAULTS } from "../config/defaults.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
 import { createEventsQueue, createSyncQueue, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
 import { SERVED_BY } from "../http/errors.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
 import { OperatorActionError } from "../worker/errors.js";
-import { type BulkReplayProgress, removeReplayedFailedJobs, replayEvents, replayQueryFromFilter } from "../worker/replays.js";
+import {
+  BULK_REPLAY_TTL_SECONDS,
+  type BulkReplayProgress,
+  removeReplayedFailedJobs,
+  replayEvents,
+  replayQueryFromFilter,
+} from "../worker/replays.js";
 import {
   type Answer,
   answer,
@@ -37,7 +43,7 @@ const replayHelp = `svc-webhooks replay --id <event-id> [--handler <key>] [--acc
 svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
                     [--status received|retrying|handled|failed] [--handler <key>] [--fresh]
                     [--account <id>] [--dry-run | --confirm]
-svc-webhooks replay list | <job-id> | all [--queue events|sync]
+svc-webhooks replay list | <job-id> | all [--queue ${EVENTS_QUEUE}|${SYNC_QUEUE}]
 svc-webhooks replay status <bulk-id> | cancel <bulk-id> [--url <url>]
 
 Replays act on the deployment the environment names: its event log (DATABASE_URL, or the
@@ -61,10 +67,10 @@ deliberate redelivery (it bypasses the deduplication window), and says how many 
   --fresh           run the events' durable steps (ctx.step) again instead of returning their
                     stored results (with --handler: only that handler's steps)
   --dry-run         count (and, on stores opened here, list) what would be queued; queue nothing
-  --confirm         go ahead although more events match than BULK_REPLAY_CONFIRM_ABOVE (1000 by
+  --confirm         go ahead although more events match than BULK_REPLAY_CONFIRM_ABOVE (${DEFAULTS.bulkReplayConfirmAbove} by
                     default); without it such a replay is refused, naming how many match
 
-A bulk replay (the id a replay by filter answers, bulk-…; kept 7 days), in Redis (REDIS_URL) or at --url:
+A bulk replay (the id a replay by filter answers, bulk-…; kept ${BULK_REPLAY_TTL_SECONDS / 86_400} days), in Redis (REDIS_URL) or at --url:
   status     how many of its events ended handled, failed, or were taken off the queue
   cancel     stops it: nothing more is queued, and its queued jobs no worker started are taken
              off the queue (the ones running end as they would); a replay that ended stays so
@@ -73,14 +79,17 @@ Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (R
   list       prints the failed jobs: id, event type, event id, attempts, reason
   <job-id>   moves that failed job back to the queue
   all        moves every failed job back
-  --queue    events (default) or sync`;
+  --queue    ${EVENTS_QUEUE} (default) or ${SYNC_QUEUE}`;
 
 /** A bulk replay's answer: how many events it queued (or would), and its id. */
 type BulkAnswer = Awaited<ReturnType<OperatorActions["replayMatching"]>>;
 
+/** The flags that select events of the log to replay (a filter), each a field of replayQueryFromFilter's. */
+const FILTER_FLAGS = ["since", "until", "type", "status", "handler"] as const;
+
 const replayFlags = {
-  queue: { type: "string", default: "events" },
-  ...flagOptions(["id", "url", "since", "until", "type", "status", "handler", "account"], ["dry-run", "fresh", "confirm"]),
+  queue: { type: "string", default: EVENTS_QUEUE },
+  ...flagOptions(["id", "url", ...FILTER_FLAGS, "account"], ["dry-run", "fresh", "confirm"]),
 } as const;
 
 /** The flags of a replay, as parseFlags reads them. */
@@ -92,10 +101,9 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
   const remote = values.url === undefined ? undefined : operatorClient(values.url, env.ADMIN_TOKEN);
   if (values.id !== undefined) {
     if (positionals.length > 0) throw new UsageError("--id replays one event; no list, <job-id> or all with it");
-    const others = (["since", "until", "type", "status", "dry-run", "fresh", "confirm"] as const).filter(
-      (f) => values[f] !== undefined && values[f] !== false,
-    );
-    if (others.length > 0) throw new UsageError(`--id takes only --handler, --account and --url; not --${others.join(", --")}`);
+    const others = [...FILTER_FLAGS.filter((f) => f !== "handler"), "dry-run", "fresh", "confirm"] as const;
+    const given = others.filter((f) => values[f] !== undefined && values[f] !== false);
+    if (given.length > 0) throw new UsageError(`--id takes only --handler, --account and --url; not --${given.join(", --")}`);
     return replayOne(config, values.id, values, remote);
   }
   if (positionals.length === 0) return replayMatching(config, values, remote, stop, out);
@@ -108,8 +116,8 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
     throw new UsageError(`replay takes one of: list, <job-id>, all — or filters for the event log\n\n${replayHelp}`);
   if (values.fresh || values.confirm)
     throw new UsageError(`--${values.fresh ? "fresh" : "confirm"} applies to replays from the event log (no list, <job-id> or all)`);
-  const queueName = values.queue === "sync" ? SYNC_QUEUE : values.queue === "events" ? EVENTS_QUEUE : undefined;
-  if (!queueName) throw new UsageError(`--queue must be events or sync, not "${values.queue}"`);
+  const queueName = [EVENTS_QUEUE, SYNC_QUEUE].find((name) => name === values.queue);
+  if (!queueName) throw new UsageError(`--queue must be ${EVENTS_QUEUE} or ${SYNC_QUEUE}, not "${values.queue}"`);
   return replayFailedJobs(config, queueName, what);
 }
 
@@ -147,10 +155,10 @@ async function replayOne(config: Config, id: string, { handler, account }: Flags
 /** Every event matching the flags: at --url (a bulk replay there), else from the log here. */
 async function replayMatching(config: Config, flags: Flags, remote: OperatorClient | undefined, stop: AbortSignal, out: Output) {
   const filter: Record<string, string> = {};
-  for (const name of ["since", "until", "type", "status", "handler"] as const) if (flags[name] !== undefined) filter[name] = flags[name];
+  for (const name of FILTER_FLAGS) if (flags[name] !== undefined) filter[name] = flags[name];
   if (Object.keys(filter).length === 0 && !flags["dry-run"])
     throw new UsageError(
-      "replay with no filter would send every event of the log again: name one (--since, --until, --type, --status, --handler), or count them with --dry-run",
+      `replay with no filter would send every event of the log again: name one (${FILTER_FLAGS.map((f) => `--${f}`).join(", ")}), or count them with --dry-run`,
     );
   let query;
   try {

@@ -1,14 +1,21 @@
 import { createLogger } from "../logging/logger.js";
 import { createSandboxCompanies } from "../sandbox/companies.js";
-import type { Sandbox, SandboxOptions } from "../sandbox/index.js";
-import { isApiKey } from "../upstream/client.js";
+import { SANDBOX_RATE_LIMIT, SANDBOX_RESTAURANTS, type Sandbox, type SandboxOptions } from "../sandbox/index.js";
+import { API_KEY_PREFIX, isApiKey } from "../upstream/client.js";
 import { flagOptions, parseFlags, stopped, UsageError, wholeNumber } from "./command.js";
+
+/** The sandbox's port when --port is not given (dev's first run takes it too). */
+export const SANDBOX_PORT = 4010;
+
+/** One simulated change every n ms (--interval-ms, of sandbox and dev): at least 10, SIMULATION_INTERVAL_MS when not given. */
+export const SIMULATION_INTERVAL_MS = 1000;
+export const simulationInterval = (value: string | undefined) => wholeNumber(value, "--interval-ms", SIMULATION_INTERVAL_MS, 10);
 
 export const help = `svc-webhooks sandbox [options]
 
 A local stand-in for the upstream API (every endpoint of the spec, in memory), which signs and
 delivers webhooks with retries and can simulate live traffic.
-  --port <n>             default 4010
+  --port <n>             default ${SANDBOX_PORT}
   --host <h>             default 127.0.0.1
   --api-key <svc_live_…> the accepted key (default: a generated one, printed)
   --companies <n>        serve n companies on one port, each its own generated key (printed),
@@ -18,14 +25,14 @@ delivers webhooks with retries and can simulate live traffic.
   --webhook-secret <s>   its signing secret; repeat to pair with each url, or give one for all
   --thin                 send only { id, restaurantId } as event data
   --simulate             move orders through the kitchen, create bookings, reviews, menu edits
-  --interval-ms <n>      simulation step (default 1000)
-  --rate-max <n>         requests per window per key (default 120)
-  --rate-window-ms <n>   rate window (default 60000)
+  --interval-ms <n>      simulation step (default ${SIMULATION_INTERVAL_MS})
+  --rate-max <n>         requests per window per key (default ${SANDBOX_RATE_LIMIT.max})
+  --rate-window-ms <n>   rate window (default ${SANDBOX_RATE_LIMIT.windowMs})
   --seed <n>             seed data seed (default 1)
   --orders <n>           seed a company history of n orders (instead of the small sample)
   --days <n>             ... spread over n days ending now (default 365)
   --bookings <n>         ... and n bookings (default orders / 4)
-  --restaurants <n>      restaurants (default 3)
+  --restaurants <n>      restaurants (default ${SANDBOX_RESTAURANTS})
   --traffic <events/s>   live traffic of the same shape (new orders through the kitchen, refunds,
                          bookings, menu edits)
   --orders-order <o>     newest-first (default) or oldest-first
@@ -53,7 +60,7 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     throw new UsageError("give one --webhook-secret for all urls, or one per --webhook-url");
   for (const url of urls) if (!URL.canParse(url)) throw new UsageError(`--webhook-url "${url}" is not a URL`);
   const apiKey = values["api-key"];
-  if (apiKey !== undefined && !isApiKey(apiKey)) throw new UsageError("--api-key must be svc_live_ followed by the key body");
+  if (apiKey !== undefined && !isApiKey(apiKey)) throw new UsageError(`--api-key must be ${API_KEY_PREFIX} followed by the key body`);
   const webhooks = urls.map((url, i) => ({
     url,
     secret: secrets[secrets.length === 1 ? 0 : i] ?? "",
@@ -75,11 +82,11 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     ...(apiKey ? { apiKeys: [apiKey] } : {}),
     webhooks,
     rateLimit: {
-      max: wholeNumber(values["rate-max"], "--rate-max", 120, 1),
-      windowMs: wholeNumber(values["rate-window-ms"], "--rate-window-ms", 60_000, 1),
+      max: wholeNumber(values["rate-max"], "--rate-max", SANDBOX_RATE_LIMIT.max, 1),
+      windowMs: wholeNumber(values["rate-window-ms"], "--rate-window-ms", SANDBOX_RATE_LIMIT.windowMs, 1),
     },
     seed: seed + index,
-    restaurants: wholeNumber(values.restaurants, "--restaurants", 3, 1),
+    restaurants: wholeNumber(values.restaurants, "--restaurants", SANDBOX_RESTAURANTS, 1),
     ...(orders === undefined
       ? {}
       : {
@@ -90,13 +97,13 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
           },
         }),
     lists: { orders: ordersOrder, bookings: bookingsOrder },
-    simulate: values.simulate ? { intervalMs: wholeNumber(values["interval-ms"], "--interval-ms", 1000, 10) } : false,
+    simulate: values.simulate ? { intervalMs: simulationInterval(values["interval-ms"]) } : false,
     logger,
   });
   const whole = createSandboxCompanies(Array.from({ length: companies }, (_, index) => company(index)));
   const [sandbox] = whole.companies as [Sandbox, ...Sandbox[]];
   if (traffic !== undefined) for (const c of whole.companies) c.startTraffic({ eventsPerSecond: traffic });
-  const url = await whole.listen({ port: wholeNumber(values.port, "--port", 4010), host: values.host ?? "127.0.0.1" });
+  const url = await whole.listen({ port: wholeNumber(values.port, "--port", SANDBOX_PORT), host: values.host ?? "127.0.0.1" });
   const controls = companies === 1 ? "/_sandbox" : "/_sandbox/companies/{index}";
   process.stdout.write(
     [

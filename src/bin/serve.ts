@@ -1,6 +1,6 @@
 import { setFlagsFromString } from "node:v8";
 import type { DestinationStream } from "pino";
-import { type Config, loadConfig, secretsOf } from "../config/config.js";
+import { type Config, loadConfig, ROLES, secretsOf } from "../config/config.js";
 import { createLogger } from "../logging/logger.js";
 import { deadlineIn } from "../queue/deadline.js";
 import { createService, EXIT_GRACE_MS } from "../service.js";
@@ -8,7 +8,7 @@ import { traceLogFields, startTracing } from "../tracing/tracing.js";
 import { loadHandlersModule } from "../worker/handlers.js";
 import { parseFlags, stopped } from "./command.js";
 
-export const help = `svc-webhooks serve [--role all|web|worker]
+export const help = `svc-webhooks serve [--role ${ROLES.join("|")}]
 
 Starts the service from the environment (see the README's configuration table).
   --role   overrides ROLE: all (edge and worker, default), web (edge only), worker (worker only)

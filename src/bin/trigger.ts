@@ -1,14 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { newestSigningSecret } from "../config/config.js";
+import { DEFAULTS } from "../config/defaults.js";
 import { KNOWN_EVENT_TYPES } from "../events/catalog.js";
-import { signPayload } from "../events/envelope.js";
+import { SIGNATURE_HEADER, signPayload } from "../events/envelope.js";
 import { printable } from "../mirror/values.js";
+import { newEventId } from "../sandbox/webhook-sender.js";
 import { type Answer, answer, causeCode, CommandError, flagOptions, parseFlags, UsageError } from "./command.js";
 
 export const help = `svc-webhooks trigger <event-type> [--url <url>] [--secret <s>] [--data '<json>'] [--id <event-id>]
 
 Sends a signed sample event of that type, like \`stripe trigger\`:
-  --url      where to POST (default http://127.0.0.1:$PORT/webhooks, PORT default 3000)
+  --url      where to POST (default http://127.0.0.1:$PORT/webhooks, PORT default ${DEFAULTS.port})
   --secret   signing secret (default: the first of SIGNING_SECRET)
   --data     JSON object merged into the sample's data, e.g. '{"id":"ord_1","restaurantId":"rest_2"}'
   --id       the event id (default: a new evt_… id)
@@ -69,11 +71,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<Answe
   // Text that is no JSON comes back as a string (safeJson): not an object either.
   const overrides = values.data === undefined ? {} : safeJson(values.data);
   if (typeof overrides !== "object" || overrides === null || Array.isArray(overrides)) throw new UsageError("--data must be a JSON object");
-  const url = values.url ?? `http://127.0.0.1:${env.PORT ?? 3000}/webhooks`;
+  const url = values.url ?? `http://127.0.0.1:${env.PORT ?? DEFAULTS.port}/webhooks`;
   if (!URL.canParse(url)) throw new UsageError(`--url "${url}" is not a URL`);
 
   const event = {
-    id: values.id ?? `evt_${randomUUID().replace(/-/g, "")}`,
+    id: values.id ?? newEventId(),
     type,
     createdAt: now(),
     data: { ...(SAMPLES[type]?.() ?? {}), ...overrides },
@@ -84,7 +86,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<Answe
     res = await fetch(url, {
       method: "POST",
       body,
-      headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, secret) },
+      headers: { "content-type": "application/json", [SIGNATURE_HEADER]: signPayload(body, secret) },
       signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
     });
   } catch (err) {

@@ -2,7 +2,7 @@ import * as z from "zod";
 import { codedError } from "../errors.js";
 import { DEFAULTS } from "./defaults.js";
 import { hashTagOf } from "../redis/redis.js";
-import { isApiKey } from "../upstream/client.js";
+import { API_KEY_PREFIX, isApiKey } from "../upstream/client.js";
 
 /** The service's configuration, parsed once at start (see loadConfig). */
 export type Config = ReturnType<typeof configFrom>;
@@ -19,11 +19,14 @@ const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
 /** A share of the rate budget: more than 0, at most 1. */
 const share = () => z.coerce.number({ error: "must be a number" }).gt(0, "must be more than 0").max(1, "must be at most 1");
 
+/** What a list of secrets must be (SIGNING_SECRET's rule, told by the schema and by dev). */
+export const SECRET_LIST_RULE = "must be a comma-separated list of non-empty secrets";
+
 /** Secrets: the schema's messages never include the value (zod's defaults do not either). */
 const secretList = z
   .string({ error: "is required" })
   .transform((s) => s.split(",").map((part) => part.trim()))
-  .refine((parts) => parts.every((p) => p.length > 0), "must be a comma-separated list of non-empty secrets");
+  .refine((parts) => parts.every((p) => p.length > 0), SECRET_LIST_RULE);
 
 const optionalSecret = (message: string, test: (s: string) => boolean) =>
   z
@@ -44,7 +47,7 @@ export type Role = (typeof ROLES)[number];
 export const configSchema = z.object({
   ROLE: z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` }).default("all"),
   HOST: z.string().min(1).default("127.0.0.1"),
-  PORT: int(0, 65535).default(3000),
+  PORT: int(0, 65535).default(DEFAULTS.port),
   REDIS_URL: z.url({ protocol: /^rediss?$/, error: "must be a redis:// or rediss:// URL" }).default("redis://127.0.0.1:6379"),
   REDIS_CLUSTER: z
     .enum(["true", "false"], { error: "must be true or false" })
@@ -76,7 +79,7 @@ export const configSchema = z.object({
   HEAP_GROWING_PERCENT: int(0, 1000).default(DEFAULTS.heapGrowingPercent),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   API_BASE_URL: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
-  API_KEY: optionalSecret("must start with svc_live_ followed by the key body", isApiKey),
+  API_KEY: optionalSecret(`must start with ${API_KEY_PREFIX} followed by the key body`, isApiKey),
   ADMIN_TOKEN: optionalSecret("must be at least 16 characters", (s) => s.length >= 16),
   SECRETS_KEY: optionalSecret(
     "must be 32 bytes: 64 hex digits or 44 base64 characters (openssl rand -base64 32)",

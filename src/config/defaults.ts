@@ -3,6 +3,8 @@
  * config): one home for each, so a factory's fallback never drifts from the service's default.
  */
 export const DEFAULTS = {
+  /** The service's port (PORT): also where `trigger` posts and dev's first run listens. */
+  port: 3000,
   queuePrefix: "svc",
   apiRate: 120,
   apiRateWindowMs: 60_000,

@@ -336,14 +336,13 @@ export interface OpsSummary {
 }
 
 const PROGRESS = /^svc_(reconcile|sync)_/;
-const LAST_SUCCESS = "svc_reconcile_last_success_timestamp_seconds";
 
 /** One metric as the registry reads it out (name, help, type, labelled values). */
 export type MetricJson = Awaited<ReturnType<Metrics["registry"]["getMetricsAsJSON"]>>[number];
 
-const valuesOf = (m: MetricJson | undefined): SummaryValue[] =>
-  (m?.values ?? []).map((v) => ({ labels: Object.fromEntries(Object.entries(v.labels).map(([k, l]) => [k, String(l)])), value: v.value }));
-const single = (m: MetricJson | undefined): number | null => valuesOf(m)[0]?.value ?? null;
+const valuesOf = (m: Pick<MetricJson, "values">): SummaryValue[] =>
+  m.values.map((v) => ({ labels: Object.fromEntries(Object.entries(v.labels).map(([k, l]) => [k, String(l)])), value: v.value }));
+const single = (m: Pick<MetricJson, "values">): number | null => valuesOf(m)[0]?.value ?? null;
 
 /**
  * Runs the scrape-time collectors, then reads the summary off the metrics registry: the console
@@ -355,17 +354,17 @@ export async function collectOpsSummary(
 ): Promise<OpsSummary> {
   await metrics.render();
   const all = await metrics.registry.getMetricsAsJSON();
-  const byName = new Map(all.map((m) => [m.name, m]));
-  const get = (name: string) => byName.get(name);
-  const lag = new Map(valuesOf(get("svc_mirror_last_write_age_seconds")).map((v) => [v.labels.kind, v.value]));
-  const remaining = single(get("svc_upstream_rate_budget_remaining"));
-  const lastSuccess = single(get(LAST_SUCCESS));
+  // Each metric read through its own object: its name is written once, where it is defined.
+  const lag = new Map(valuesOf(await metrics.mirrorLag.get()).map((v) => [v.labels.kind, v.value]));
+  const remaining = single(await metrics.rateBudgetRemaining.get());
+  const lastSuccessMetric = await metrics.reconcileLastSuccess.get();
+  const lastSuccess = single(lastSuccessMetric);
   const queues = new Map<string, Record<string, number>>();
-  for (const v of valuesOf(get("svc_queue_jobs"))) {
+  for (const v of valuesOf(await metrics.queueDepth.get())) {
     const queue = v.labels.queue ?? "";
     queues.set(queue, { ...queues.get(queue), [v.labels.state ?? ""]: v.value });
   }
-  const database = single(get("svc_database_up"));
+  const database = single(await metrics.databaseUp.get());
   return {
     at: new Date().toISOString(),
     freshness: options.kinds.map((kind) => ({ kind, lastWriteAgeSeconds: lag.get(kind) ?? null })),
@@ -376,14 +375,14 @@ export async function collectOpsSummary(
             max: options.rateMax,
             left: remaining,
             used: Math.max(0, options.rateMax - remaining),
-            pausedSeconds: single(get("svc_upstream_pause_seconds")) ?? 0,
+            pausedSeconds: single(await metrics.upstreamPausedSeconds.get()) ?? 0,
           },
-    ingest: { backlog: single(get("svc_ingest_backlog_events")), lagSeconds: single(get("svc_ingest_lag_seconds")) },
-    missedWebhooks: valuesOf(get("svc_missed_webhooks_total")),
+    ingest: { backlog: single(await metrics.streamBacklog.get()), lagSeconds: single(await metrics.consumerLag.get()) },
+    missedWebhooks: valuesOf(await metrics.missedWebhooks.get()),
     reconciliation: {
       lastSuccessAt: lastSuccess ? new Date(lastSuccess * 1000).toISOString() : null,
       progress: all
-        .filter((m) => PROGRESS.test(m.name) && m.name !== LAST_SUCCESS)
+        .filter((m) => PROGRESS.test(m.name) && m.name !== lastSuccessMetric.name)
         .map((m) => ({ name: m.name, help: m.help, values: valuesOf(m) })),
     },
     queues: [...queues].map(([queue, counts]) => ({ queue, counts })),

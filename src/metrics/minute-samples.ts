@@ -1,4 +1,6 @@
 import type { Logger } from "pino";
+import { EVENTS_QUEUE } from "../queue/events-queue.js";
+import { BUDGET_CLASSES } from "../upstream/rate-limiter.js";
 import { defineScripts, type RedisClient } from "../redis/redis.js";
 import type { MetricJson, Metrics } from "./metrics.js";
 
@@ -22,25 +24,33 @@ const total = (values: Values, where: (labels: Values[number]["labels"]) => bool
 const largest = (values: Values, where: (labels: Values[number]["labels"]) => boolean = () => true) =>
   values.filter((v) => where(v.labels)).reduce((n, v) => Math.max(n, v.value), 0);
 /** Jobs of the events queue that ended with `outcome`. */
-const events = (outcome: string) => (v: Values) => total(v, (l) => l.queue === "events" && l.outcome === outcome);
+const events = (outcome: string) => (v: Values) => total(v, (l) => l.queue === EVENTS_QUEUE && l.outcome === outcome);
 
 /** One row per series: its name in Redis, how it merges, and what it reads off the registry (a counter's running total, or a gauge). */
-const SERIES: readonly { key: string; merge: Merge; metric: string; read: (values: Values) => number }[] = [
-  { key: "delivered", merge: "sum", metric: "svc_jobs_total", read: events("completed") },
-  { key: "retried", merge: "sum", metric: "svc_jobs_total", read: events("retried") },
-  { key: "failed", merge: "sum", metric: "svc_jobs_total", read: events("failed") },
-  { key: "budget.webhook", merge: "sum", metric: "svc_upstream_budget_slots_total", read: (v) => total(v, (l) => l.class === "webhook") },
-  { key: "budget.active", merge: "sum", metric: "svc_upstream_budget_slots_total", read: (v) => total(v, (l) => l.class === "active") },
-  { key: "budget.full", merge: "sum", metric: "svc_upstream_budget_slots_total", read: (v) => total(v, (l) => l.class === "full") },
-  { key: "rateLimited", merge: "sum", metric: "svc_upstream_rate_limited_total", read: (v) => total(v) },
-  { key: "missed", merge: "sum", metric: "svc_missed_webhooks_total", read: (v) => total(v) },
-  { key: "backlog", merge: "max", metric: "svc_ingest_backlog_events", read: (v) => largest(v) },
-  { key: "lagSeconds", merge: "max", metric: "svc_ingest_lag_seconds", read: (v) => largest(v) },
+const SERIES: readonly {
+  key: string;
+  merge: Merge;
+  metric: (m: Metrics) => { get(): Promise<{ values: Values }> };
+  read: (values: Values) => number;
+}[] = [
+  { key: "delivered", merge: "sum", metric: (m) => m.jobs, read: events("completed") },
+  { key: "retried", merge: "sum", metric: (m) => m.jobs, read: events("retried") },
+  { key: "failed", merge: "sum", metric: (m) => m.jobs, read: events("failed") },
+  ...BUDGET_CLASSES.map((budget) => ({
+    key: `budget.${budget}`,
+    merge: "sum" as const,
+    metric: (m: Metrics) => m.budgetSlots,
+    read: (v: Values) => total(v, (l) => l.class === budget),
+  })),
+  { key: "rateLimited", merge: "sum", metric: (m) => m.upstreamRateLimited, read: (v) => total(v) },
+  { key: "missed", merge: "sum", metric: (m) => m.missedWebhooks, read: (v) => total(v) },
+  { key: "backlog", merge: "max", metric: (m) => m.streamBacklog, read: (v) => largest(v) },
+  { key: "lagSeconds", merge: "max", metric: (m) => m.consumerLag, read: (v) => largest(v) },
   // Reviews arrive only by webhook and may be quiet all day (as the SvcMirrorStale alert leaves them out).
   {
     key: "mirrorAgeSeconds",
     merge: "max",
-    metric: "svc_mirror_last_write_age_seconds",
+    metric: (m) => m.mirrorLag,
     read: (v) => largest(v, (l) => l.kind !== "reviews"),
   },
 ];
@@ -101,10 +111,9 @@ export function createMinuteSampler({ redis, key, metrics, logger, now = Date.no
 
   async function sampleOnce(): Promise<void> {
     await metrics.render();
-    const byName = new Map((await metrics.registry.getMetricsAsJSON()).map((m) => [m.name, m.values]));
     const contribution: Record<Merge, Record<string, number>> = { sum: {}, max: {} };
     for (const s of SERIES) {
-      const value = s.read(byName.get(s.metric) ?? []);
+      const value = s.read((await s.metric(metrics).get()).values);
       if (s.merge === "max") contribution.max[s.key] = value;
       else {
         contribution.sum[s.key] = Math.max(0, value - (previous.get(s.key) ?? 0));

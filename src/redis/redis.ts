@@ -12,8 +12,10 @@ export interface RedisConnectionOptions {
   cluster?: boolean;
 }
 
+/** The longest wait between two reconnect attempts (what an outage's log line says). */
+const RECONNECT_MAX_MS = 2000;
 // Reconnect forever with capped backoff; never give up (a null here would end the client).
-const reconnectDelay = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2000);
+const reconnectDelay = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), RECONNECT_MAX_MS);
 const CONNECT_TIMEOUT_MS = 2000;
 
 /**
@@ -223,7 +225,7 @@ export function logRedisOutages(connection: RedisClient, options: { logger: Logg
       since = lastLine = now;
       logger.warn(
         { redis, kind, err: reason },
-        `Redis at ${redis} does not answer (${reason}): is it running, and is REDIS_URL set to it? Retrying every 2 s`,
+        `Redis at ${redis} does not answer (${reason}): is it running, and is REDIS_URL set to it? Retrying every ${RECONNECT_MAX_MS / 1000} s`,
       );
     } else if (now - lastLine >= REDIS_OUTAGE_REPORT_MS) {
       lastLine = now;

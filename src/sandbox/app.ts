@@ -1,6 +1,8 @@
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
+import { DEFAULTS } from "../config/defaults.js";
+import { API_KEY_PREFIX, MAX_LIMIT } from "../upstream/client.js";
 import { type Key, type ListIndex, type PageQuery, LIST_KEYS, partitionFor, type SandboxStore } from "./store.js";
 import type { StateView } from "./state-file.js";
 import { ORDER_STATUSES, ORDER_TYPES, SandboxError } from "./records.js";
@@ -27,17 +29,20 @@ export function createSandboxApp(parts: SandboxParts): Hono {
   const app = new Hono();
   app.route("/api/v1", apiRoutes(parts));
   app.route("/_sandbox", controlRoutes(parts));
-  app.notFound((c) => c.json({ error: { code: "not_found", message: "no such endpoint" } }, 404));
+  app.notFound((c) => errorAnswer(c, noSuchEndpoint()));
   app.onError((err, c) => {
     if (err instanceof SandboxError) return errorAnswer(c, err);
     parts.logger?.error({ err }, "sandbox error");
-    return c.json({ error: { code: "internal", message: "internal error" } }, 500);
+    return errorAnswer(c, new SandboxError(500, "internal", "internal error"));
   });
   return app;
 }
 
 /** A SandboxError as the API answers it: its status and `{ error: { code, message } }`. */
 export const errorAnswer = (c: Context, err: SandboxError) => c.json({ error: { code: err.code, message: err.message } }, err.status);
+
+/** The API's answer to a path it does not serve. */
+const noSuchEndpoint = () => new SandboxError(404, "not_found", "no such endpoint");
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
@@ -74,7 +79,8 @@ export interface ListBehaviour {
 function apiRoutes(deps: SandboxParts): Hono<ApiEnv> {
   const { store } = deps;
   const lists = deps.lists ?? {};
-  const upperName = lists.bookingsUpperBound?.name ?? "to";
+  // The name the service asks with by default (SYNC_BOOKINGS_UPPER_BOUND_PARAM).
+  const upperName = lists.bookingsUpperBound?.name ?? DEFAULTS.syncBookingsUpperBoundParam;
   const upperHonoured = lists.bookingsUpperBound?.honoured ?? true;
   const api = new Hono<ApiEnv>();
 
@@ -141,7 +147,7 @@ function apiRoutes(deps: SandboxParts): Hono<ApiEnv> {
   }));
 
   api.all("*", () => {
-    throw new SandboxError(404, "not_found", "no such endpoint");
+    throw noSuchEndpoint();
   });
   return api;
 }
@@ -166,7 +172,7 @@ export interface ApiEnv {
 }
 
 /** The API's answer to a missing or unknown key (spec part 5), from one company's app or from the companies' front. */
-export const unauthorized = () => new SandboxError(401, "unauthorized", "a valid Authorization: Bearer svc_live_… key is required");
+export const unauthorized = () => new SandboxError(401, "unauthorized", `a valid Authorization: Bearer ${API_KEY_PREFIX}… key is required`);
 
 /** The request's API key: the token of its `Authorization: Bearer …` header, if any. */
 export const bearerKey = (authorization: string | undefined) => /^Bearer (\S+)$/.exec(authorization ?? "")?.[1];
@@ -191,7 +197,7 @@ function apiGate(deps: SandboxParts): MiddlewareHandler<ApiEnv> {
       const retryAfter = deps.admit(key);
       if (retryAfter > 0) {
         c.header("Retry-After", String(retryAfter));
-        throw new SandboxError(429, "rate_limited", "rate limit exceeded: 120 requests per minute per key");
+        throw new SandboxError(429, "rate_limited", `rate limit exceeded: ${DEFAULTS.apiRate} requests per minute per key`);
       }
       fault = faults.match(c.req.method, c.req.path);
       const delayMs = fault?.delayMs;
@@ -223,12 +229,12 @@ function apiGate(deps: SandboxParts): MiddlewareHandler<ApiEnv> {
   };
 }
 
-/** `limit` from the query: 1..100, default 50 (docs/upstream.md). */
+/** `limit` from the query: 1..MAX_LIMIT (the spec's 100), default 50 (docs/upstream.md). */
 export function parseLimit(value: string | undefined): number {
   if (value === undefined) return 50;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 100)
-    throw new SandboxError(400, "invalid_request", "limit must be a whole number from 1 to 100");
+  if (!/^\d+$/.test(value) || n < 1 || n > MAX_LIMIT)
+    throw new SandboxError(400, "invalid_request", `limit must be a whole number from 1 to ${MAX_LIMIT}`);
   return n;
 }
 

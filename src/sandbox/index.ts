@@ -5,7 +5,9 @@ import { mkdirSync } from "node:fs";
 import type { Server } from "node:http";
 import { join } from "node:path";
 import type { Logger } from "pino";
+import { DEFAULTS } from "../config/defaults.js";
 import { expectDefined } from "../errors.js";
+import { API_KEY_PREFIX } from "../upstream/client.js";
 import { type ApiRequestRecord, type ListBehaviour, createFaults, createKeyRateLimit, createSandboxApp } from "./app.js";
 import { seededRandom, seedHistory, seedSample, type HistoryOptions, createStore, type SandboxStore } from "./store.js";
 import {
@@ -21,6 +23,12 @@ import { startSimulation, startTraffic, type Traffic, type TrafficOptions } from
 import { SandboxError } from "./records.js";
 import { createWebhookSender, type WebhookEndpoint } from "./webhook-sender.js";
 
+/** The API's per-key limit (120 requests a minute): the budget the service assumes by default (API_RATE, API_RATE_WINDOW_SECONDS). */
+export const SANDBOX_RATE_LIMIT = { max: DEFAULTS.apiRate, windowMs: DEFAULTS.apiRateWindowMs };
+
+/** Restaurants a company has when `restaurants` is not given. */
+export const SANDBOX_RESTAURANTS = 3;
+
 export interface SandboxOptions {
   /** Accepted keys (each svc_live_…); default one generated key. */
   apiKeys?: string[];
@@ -34,6 +42,7 @@ export interface SandboxOptions {
   delivery?: { timeoutMs?: number; retryDelaysMs?: number[] };
   /** Same seed, same seed data (default 1). */
   seed?: number;
+  /** @defaultValue SANDBOX_RESTAURANTS */
   restaurants?: number;
   /**
    * A company's history ending now instead of the small sample: `orders` over `days` (old ones
@@ -63,7 +72,8 @@ export function createSandbox(options: SandboxOptions = {}) {
   const apiKeys = options.apiKeys ?? [`svc_live_${randomBytes(16).toString("hex")}`];
   const unmetered = new Set(options.unmeteredKeys ?? []);
   for (const key of [...apiKeys, ...unmetered])
-    if (!key.startsWith("svc_live_")) throw new SandboxError(400, "invalid_request", "sandbox API keys must start with svc_live_");
+    if (!key.startsWith(API_KEY_PREFIX))
+      throw new SandboxError(400, "invalid_request", `sandbox API keys must start with ${API_KEY_PREFIX}`);
   const random = seededRandom(options.seed ?? 1);
   const sender = createWebhookSender(options.delivery, options.logger);
   for (const endpoint of options.webhooks ?? []) sender.add(endpoint);
@@ -92,7 +102,7 @@ export function createSandbox(options: SandboxOptions = {}) {
   const requestLog: ApiRequestRecord[] = [];
   const faults = createFaults();
   const state = stateView(store, history);
-  const meter = createKeyRateLimit(options.rateLimit ?? { max: 120, windowMs: 60_000 });
+  const meter = createKeyRateLimit(options.rateLimit ?? SANDBOX_RATE_LIMIT);
   const app = createSandboxApp({
     store,
     apiKeys: new Set([...apiKeys, ...unmetered]),
@@ -166,6 +176,9 @@ export function createSandbox(options: SandboxOptions = {}) {
 
 export type Sandbox = ReturnType<typeof createSandbox>;
 
+/** How often `keep` saves the sandbox's records when `keep.saveIntervalMs` is not given. */
+export const SANDBOX_SAVE_INTERVAL_MS = 10_000;
+
 /** The file in `keep.dir` that holds the sandbox's records (state-file.ts). */
 export const SANDBOX_STATE_FILE = "sandbox-state.json";
 
@@ -181,15 +194,15 @@ function fillStore(store: SandboxStore, history: RecordHistory, options: Sandbox
   if (saved) {
     store.load(saved);
     history.load(saved.history);
-  } else if (options.history) seedHistory(store, options.history, options.restaurants ?? 3);
-  else seedSample(store, options.restaurants ?? 3);
+  } else if (options.history) seedHistory(store, options.history, options.restaurants ?? SANDBOX_RESTAURANTS);
+  else seedSample(store, options.restaurants ?? SANDBOX_RESTAURANTS);
   if (!kept) return undefined;
   return startStateSaver({
     file: kept.records,
     json: () => stateFileJson(store, history),
     changes: store.changes,
     current: saved !== undefined,
-    intervalMs: options.keep?.saveIntervalMs ?? 10_000,
+    intervalMs: options.keep?.saveIntervalMs ?? SANDBOX_SAVE_INTERVAL_MS,
     logger: options.logger,
   });
 }

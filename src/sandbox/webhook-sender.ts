@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { signPayload } from "../events/envelope.js";
+import { SIGNATURE_HEADER, signPayload } from "../events/envelope.js";
 
 export interface WebhookEndpoint {
   url: string;
@@ -18,6 +18,9 @@ export interface DeliveryRecord {
   error?: string;
   at: number;
 }
+
+/** A new event id as the upstream gives one: `evt_` and 32 hex digits (the sandbox's deliveries, `trigger`'s samples). */
+export const newEventId = () => `evt_${randomUUID().replace(/-/g, "")}`;
 
 const DEFAULT_RETRY_DELAYS_MS = [1000, 2000, 4000, 8000, 16_000, 32_000, 64_000];
 
@@ -59,7 +62,7 @@ export function createWebhookSender(
         body,
         headers: {
           "content-type": "application/json",
-          "x-svc-signature": signPayload(body, endpoint.secret),
+          [SIGNATURE_HEADER]: signPayload(body, endpoint.secret),
           "user-agent": "svc-sandbox-webhooks",
         },
         signal: controller.signal,
@@ -101,7 +104,7 @@ export function createWebhookSender(
     },
     send(type: string, resource: { id: string; restaurantId: string }) {
       if (closed || endpoints.length === 0) return;
-      const envelope = { id: `evt_${randomUUID().replace(/-/g, "")}`, type, createdAt: new Date().toISOString() };
+      const envelope = { id: newEventId(), type, createdAt: new Date().toISOString() };
       const full = JSON.stringify({ ...envelope, data: structuredClone(resource) });
       const thin = JSON.stringify({ ...envelope, data: { id: resource.id, restaurantId: resource.restaurantId } });
       for (const endpoint of endpoints) {

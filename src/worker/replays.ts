@@ -357,7 +357,7 @@ export function refuseReusedKey(stored: string | null | undefined, params: strin
 }
 
 /** How long a bulk replay's progress stays readable after it was started. */
-const BULK_REPLAY_TTL_SECONDS = 7 * 24 * 3600;
+export const BULK_REPLAY_TTL_SECONDS = 7 * 24 * 3600;
 
 export interface BulkReplayProgress {
   id: string;
