@@ -54,12 +54,14 @@ export function parseEventFilters(params: Record<string, string>): EventFilters 
   return { ...given, range: parseRangePreset(given.range, "all") };
 }
 
-/** The event log query (GET /events's parameters) the filters stand for: newest first, `retrying` is the log's `received`. */
+/**
+ * The event log query (GET /events's parameters) the filters stand for: newest first; `retrying`
+ * passes as it is, which GET /events reads as the log's `received` (eventQueryFromParams).
+ */
 export function logQueryOf(filters: EventFilters, now: Date): Record<string, string> {
   const query: Record<string, string> = { order: "newest", limit: String(EVENTS_PAGE_SIZE) };
   const since = filters.since ?? presetSince(filters.range, now)?.toISOString();
-  const status = filters.status === "retrying" ? "received" : filters.status;
-  const { until, type, handler, fingerprint, cursor } = filters;
+  const { until, type, status, handler, fingerprint, cursor } = filters;
   for (const [name, value] of Object.entries({ since, until, type, status, handler, fingerprint, cursor }))
     if (value !== undefined) query[name] = value;
   return query;
