@@ -16,7 +16,12 @@ import type { AppEnv } from "./request-log.js";
 
 // The operator surface behind the admin token: the event log's reads, the write API (replays,
 // reconcile, backfill), the mirror's and the records' reads, the metrics, the queue dashboard
-// and the favicon.
+// and the favicon; and the answer when no token is configured at all.
+
+/** Where the console's pages are (console/console-routes.tsx mounts them; every link to them starts here). */
+export const CONSOLE_PATH = "/console";
+/** Prometheus text of the service's registry: the route and every link to it. */
+export const METRICS_PATH = "/metrics";
 
 export interface OperatorRoutesOptions {
   adminToken: string;
@@ -42,7 +47,7 @@ export interface OperatorRoutesOptions {
 export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOptions): void {
   const guard = operatorGuards(options.adminToken);
   // "/x/*" matches "/x" itself too.
-  for (const path of ["/mirror/*", "/events/*", "/metrics", "/sync/*", "/records/*", "/accounts/*", `${DASHBOARD_PATH}/*`])
+  for (const path of ["/mirror/*", "/events/*", METRICS_PATH, "/sync/*", "/records/*", "/accounts/*", `${DASHBOARD_PATH}/*`])
     app.use(path, ...guard);
   app.route("/mirror", mirrorRoutes(options.mirror));
   // Before the event log's routes: /events/replay and /events/replays/{id} are not event ids.
@@ -50,12 +55,20 @@ export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOp
   app.route("/events", eventRoutes(options.events));
   if (options.records) app.route("/records", recordRoutes(options.records));
   if (options.accounts && options.actions) app.route("/accounts", accountRoutes(options.accounts, options.actions.logger));
-  app.get("/metrics", async (c) => {
+  app.get(METRICS_PATH, async (c) => {
     const { contentType, body } = await options.metrics();
     return c.body(body, 200, { "Content-Type": contentType });
   });
   app.route(DASHBOARD_PATH, dashboardRoutes(options.queues));
   app.get(FAVICON_PATH, favicon);
+}
+
+/** Without ADMIN_TOKEN the console and the operator API are off: /console says so, instead of "no route". */
+export function mountOperatorOff(root: Hono<AppEnv>): void {
+  const off = (c: Context<AppEnv>) =>
+    c.text("The console and the operator API are off: ADMIN_TOKEN is not set on this service. Set it (16+ characters) and restart.\n", 404);
+  // "/console/*" matches "/console" itself too.
+  root.all(`${CONSOLE_PATH}/*`, off);
 }
 
 /**
@@ -365,11 +378,11 @@ export function dashboardRoutes(queues: readonly Queue[]): Hono {
         boardTitle: "svc-webhooks",
         // The event log and the mirror sit beside the queues (same admin token).
         miscLinks: [
-          { text: "Console", url: "/console" },
+          { text: "Console", url: CONSOLE_PATH },
           { text: "Event log", url: "/events" },
           { text: "Failed events", url: "/events?status=failed" },
           { text: "Mirror: orders", url: "/mirror/orders" },
-          { text: "Metrics", url: "/metrics" },
+          { text: "Metrics", url: METRICS_PATH },
         ],
       },
     },

@@ -11,13 +11,12 @@ import type { CausedChange } from "../../mirror/record-story.js";
 import type { EventDetail } from "../../mirror/storage.js";
 import { toHttpFailure } from "../errors.js";
 import { consoleHeaders, operatorGuards } from "../guards.js";
-import { eventIdParam, type EventLogReader, type MirrorReader, type RecordReader } from "../operator-routes.js";
+import { CONSOLE_PATH, eventIdParam, type EventLogReader, type MirrorReader, type RecordReader } from "../operator-routes.js";
 import type { AppEnv } from "../request-log.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters } from "./event-pages.js";
 import { HealthPage, type HealthView } from "./health-page.js";
 import {
-  CONSOLE_PATH,
   CONSOLE_SCRIPT,
   CONSOLE_STYLE,
   eventHref,

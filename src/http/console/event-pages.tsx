@@ -5,9 +5,9 @@ import type { HandlerOutcome } from "../../mirror/database.js";
 import type { EventDetail } from "../../mirror/storage.js";
 // A console page's query parameter that is unknown or malformed is the mirror's one invalid_filter: a 400 naming it, nothing read.
 import { MirrorFilterError } from "../../mirror/errors.js";
+import { CONSOLE_PATH } from "../operator-routes.js";
 import {
   AccountField,
-  CONSOLE_PATH,
   eventHref,
   Field,
   givenParams,

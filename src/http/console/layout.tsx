@@ -5,13 +5,12 @@ import { printable, shownStatus } from "../../mirror/values.js";
 import type { AccountSyncState } from "../../sync/first-import.js";
 // A console page's query parameter that is unknown or malformed is the mirror's one invalid_filter: a 400 naming it, nothing read.
 import { MirrorFilterError } from "../../mirror/errors.js";
-import { DASHBOARD_PATH, FAVICON_PATH } from "../operator-routes.js";
+import { CONSOLE_PATH, DASHBOARD_PATH, FAVICON_PATH, METRICS_PATH } from "../operator-routes.js";
 
 // What every console page shares: the frame (nav, account switcher, search, the stylesheet and
 // script it links), the account a page is of and the links that keep it, how times and statuses
 // read, the time-range presets and the strict reading of a page's query.
 
-export const CONSOLE_PATH = "/console";
 export type ConsoleSection = "events" | "failures" | "mirror" | "health";
 
 const SECTIONS: readonly { key: ConsoleSection; label: string; href: string }[] = [
@@ -80,7 +79,7 @@ export function Layout(props: { title: string; section: ConsoleSection; children
             </form>
             <span class="right">
               <a href={DASHBOARD_PATH}>Queues (bull-board)</a>
-              <a href="/metrics">Metrics</a>
+              <a href={METRICS_PATH}>Metrics</a>
             </span>
           </header>
           <main>

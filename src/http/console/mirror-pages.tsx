@@ -1,9 +1,9 @@
 import { printable, shortened } from "../../mirror/values.js";
 import type { RecordBookkeeping } from "../../mirror/mirror-store.js";
 import type { RecordStory } from "../../mirror/record-story.js";
+import { CONSOLE_PATH } from "../operator-routes.js";
 import {
   AccountField,
-  CONSOLE_PATH,
   eventHref,
   Field,
   givenParams,
