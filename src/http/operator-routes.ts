@@ -112,10 +112,13 @@ export function eventRoutes(log: EventLogReader): Hono<AppEnv> {
 const jsonOrNotFound = (c: Context, found: unknown, missing: string) =>
   found === undefined ? c.json(errorBody("not_found", missing), 404) : c.json(found);
 
+/** What a `:kind` not among `kinds` is told: "mirror kinds are orders, …" (the console's pages say it as a sentence). */
+export const kindsAre = (noun: string, kinds: readonly string[]) => `${noun} kinds are ${kinds.join(", ")}`;
+
 /** Refuses a `:kind` not among `kinds` with a 404 naming them ("mirror kinds are orders, …"). */
 function knownKind(kinds: readonly string[], noun: string): MiddlewareHandler<AppEnv> {
   return async function knownKind(c, next) {
-    if (!kinds.includes(c.req.param("kind") ?? "")) return c.json(errorBody("not_found", `${noun} kinds are ${kinds.join(", ")}`), 404);
+    if (!kinds.includes(c.req.param("kind") ?? "")) return c.json(errorBody("not_found", kindsAre(noun, kinds)), 404);
     await next();
   };
 }
@@ -156,6 +159,10 @@ export interface RecordReader {
   refresh(kind: string, id: string, account?: string): Promise<{ kind: string; id: string; restaurantId: string }>;
 }
 
+/** A record the service holds nothing of (GET /records/{kind}/{id}; the console's record page says it as a sentence). */
+export const unknownRecord = (kind: string, id: string) =>
+  `no ${kind} record ${printable(id)}: neither the mirror nor the event log knows it`;
+
 /**
  * GET /records/{kind}/{id}?cursor= (the record and everything the log says of it, newest first)
  * and POST /records/{kind}/{id}/refresh (read it from the API now), for operators: mounted
@@ -170,8 +177,7 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
     if (extra !== undefined)
       return c.json(errorBody("invalid_filter", `unknown parameter ${extra}; this route takes cursor and account`), 400);
     const { kind, id } = c.req.param();
-    const unknownRecord = `no ${kind} record ${printable(id)}: neither the mirror nor the event log knows it`;
-    return jsonOrNotFound(c, await records.story(kind, id, cursor, account), unknownRecord);
+    return jsonOrNotFound(c, await records.story(kind, id, cursor, account), unknownRecord(kind, id));
   });
   route.post("/:kind/:id/refresh", async (c) =>
     c.json(await records.refresh(c.req.param("kind"), c.req.param("id"), c.req.query("account")), 202),

@@ -11,7 +11,15 @@ import type { CausedChange } from "../../mirror/record-story.js";
 import type { EventDetail } from "../../mirror/storage.js";
 import { toHttpFailure } from "../errors.js";
 import { consoleHeaders, operatorGuards } from "../guards.js";
-import { CONSOLE_PATH, eventIdParam, type EventLogReader, type MirrorReader, type RecordReader } from "../operator-routes.js";
+import {
+  CONSOLE_PATH,
+  eventIdParam,
+  kindsAre,
+  unknownRecord,
+  type EventLogReader,
+  type MirrorReader,
+  type RecordReader,
+} from "../operator-routes.js";
 import type { AppEnv } from "../request-log.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters } from "./event-pages.js";
@@ -98,6 +106,9 @@ function pageQuery(c: Context<AppEnv>, known?: readonly string[]): { account: st
   return query;
 }
 
+/** An operator API's answer as a page says it: "mirror kinds are …" → "Mirror kinds are ….". */
+const asSentence = (text: string) => `${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
+
 /** A page in its scope (PageScope): the account its links keep, and what its header offers. */
 const html = (c: Context<AppEnv>, scope: PageScope, page: Child, status: ContentfulStatusCode = 200) =>
   c.html(<Scope.Provider value={scope}>{page}</Scope.Provider>, status);
@@ -155,7 +166,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   route.get("/mirror/:kind", async (c) => {
     const { account, params } = pageQuery(c);
     const kind = c.req.param("kind");
-    if (!sources.mirror.kinds.includes(kind)) return notFound(c, account, `Mirror kinds are ${sources.mirror.kinds.join(", ")}.`);
+    if (!sources.mirror.kinds.includes(kind)) return notFound(c, account, asSentence(kindsAre("mirror", sources.mirror.kinds)));
     const filters = parseMirrorFilters(params);
     const page = await sources.mirror.list(kind, { ...filters, limit: String(MIRROR_PAGE_SIZE), account });
     const records = page.data as Record<string, unknown>[];
@@ -172,9 +183,9 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   route.get("/records/:kind/:id", async (c) => {
     const { account, params } = pageQuery(c, ["cursor"]);
     const { kind, id } = c.req.param();
-    if (!sources.records.kinds.includes(kind)) return notFound(c, account, `Record kinds are ${sources.records.kinds.join(", ")}.`);
+    if (!sources.records.kinds.includes(kind)) return notFound(c, account, asSentence(kindsAre("record", sources.records.kinds)));
     const story = await sources.records.story(kind, id, params.cursor, account);
-    if (!story) return notFound(c, account, `No ${kind} record ${printable(id)}: neither the mirror nor the event log knows it.`);
+    if (!story) return notFound(c, account, asSentence(unknownRecord(kind, id)));
     return render(c, account, <RecordPage story={story} cursor={params.cursor} now={now()} />);
   });
 
