@@ -37,7 +37,7 @@ import {
   type ListedAccount,
   type PageScope,
 } from "./layout.js";
-import { MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters, RecordPage, recordHref } from "./mirror-pages.js";
+import { ANY_RECORD_NOUN, MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters, RecordPage, recordHref } from "./mirror-pages.js";
 
 /**
  * What the console reads; the service wires the event log, the mirror and the metrics in (http
@@ -136,7 +136,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
       const kind = (await sources.records.find(filters.id, account))[0];
       if (kind !== undefined) return c.redirect(recordHref(kind, filters.id, undefined, account));
       const page = await sources.events.query({ ...logQueryOf({ range: "all" }, now()), account });
-      const notice = `No event, order, booking, menu item or review with id ${printable(filters.id)}: neither the event log nor the mirror knows it.`;
+      const notice = `No event, ${ANY_RECORD_NOUN} with id ${printable(filters.id)}: neither the event log nor the mirror knows it.`;
       return render(c, account, <EventsPage filters={filters} page={page} now={now()} notice={notice} />, 404);
     }
     const page = await sources.events.query({ ...logQueryOf(filters, now()), account });

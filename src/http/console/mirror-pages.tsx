@@ -1,4 +1,4 @@
-import { printable, shortened } from "../../mirror/values.js";
+import { printable, shortened, type MirrorKind } from "../../mirror/values.js";
 import type { RecordBookkeeping } from "../../mirror/mirror-store.js";
 import type { RecordStory } from "../../mirror/record-story.js";
 import { CONSOLE_PATH } from "../operator-routes.js";
@@ -107,13 +107,17 @@ export function MirrorPage(props: {
 /** A field's value on one line: strings as they are, anything else as JSON (cut, the record's JSON has it whole). */
 const shown = (value: unknown) => shortened(typeof value === "string" ? value : JSON.stringify(value), 160);
 
-/** One record of a mirror kind as a page names it: "order", "menu item". */
+/** One record of a mirror kind as a page names it: "order", "menu item" (a noun for each of the mirror's kinds). */
 const RECORD_NOUN: Readonly<Record<string, string>> = {
   orders: "order",
   bookings: "booking",
   "menu-items": "menu item",
   reviews: "review",
-};
+} satisfies Record<MirrorKind, string>;
+
+const NOUNS = Object.values(RECORD_NOUN);
+/** A record of any kind, in words: "order, booking, menu item or review". */
+export const ANY_RECORD_NOUN = `${NOUNS.slice(0, -1).join(", ")} or ${NOUNS.at(-1) ?? ""}`;
 
 /** A record named with its kind ("order ord_123"), linking to its story. */
 export function RecordLink(props: { kind: string; id: string }) {
