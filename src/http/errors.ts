@@ -2,7 +2,7 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { EnvelopeError, EventIdentifierError, PayloadTooDeepError, WebhookSignatureError } from "../events/envelope.js";
 import { codedError, ReservedEventTypeError } from "../events/errors.js";
-import { QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
+import { BacklogFullError, QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
 import { AccountsUnavailableError } from "../mirror/errors.js";
 
 /**
@@ -92,7 +92,7 @@ export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof AccountsUnavailableError) return retryLater(err.code, err.message);
   if (err instanceof QueueUnavailableError) {
     const message =
-      err.code === "backlog_full" ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later";
+      err instanceof BacklogFullError ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later";
     return retryLater(err.code, message);
   }
   if (err instanceof Error && "code" in err && typeof err.code === "string") {
