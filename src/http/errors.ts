@@ -63,7 +63,7 @@ export interface HttpFailure {
 }
 
 /** Seconds a sender should wait before retrying after a 503. */
-export const RETRY_AFTER_SECONDS = 5;
+const RETRY_AFTER_SECONDS = 5;
 
 export const errorBody = (code: string, message: string): ErrorBody => ({ error: { code, message } });
 

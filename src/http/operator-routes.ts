@@ -137,7 +137,7 @@ export interface MirrorReader {
  * GET /mirror/{kind}?restaurantId=&status=&from=&to=&limit=&cursor= and GET /mirror/{kind}/{id},
  * read from SQL, for operators (mounted behind the admin token by the caller).
  */
-export function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
+function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
   // Runs for "/:kind" too ("/:kind/*" matches it).
   route.use("/:kind/*", knownKind(mirror.kinds, "mirror"));
@@ -168,7 +168,7 @@ export const unknownRecord = (kind: string, id: string) =>
  * and POST /records/{kind}/{id}/refresh (read it from the API now), for operators: mounted
  * behind the admin token and the same-origin check by the caller.
  */
-export function recordRoutes(records: RecordReader): Hono<AppEnv> {
+function recordRoutes(records: RecordReader): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
   route.use("/:kind/*", knownKind(records.kinds, "record"));
   route.get("/:kind/:id", async (c) => {
@@ -323,7 +323,7 @@ export interface AccountsPort {
  * sync stop at once; `?purge=true` deletes its rows, events and steps too). One audit line each,
  * naming the account, never a value.
  */
-export function accountRoutes(accounts: AccountsPort, logger: Logger): Hono<AppEnv> {
+function accountRoutes(accounts: AccountsPort, logger: Logger): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
   const audit = (action: string, account: string, extra: Record<string, unknown> = {}) =>
     logger.info({ who: "admin", route: action, target: { account, ...extra } }, "operator action");
@@ -373,7 +373,7 @@ function onlyOwnHost(): MiddlewareHandler {
 }
 
 /** bull-board's queue dashboard as Hono routes (the caller puts the admin token in front). */
-export function dashboardRoutes(queues: readonly Queue[]): Hono {
+function dashboardRoutes(queues: readonly Queue[]): Hono {
   const adapter = new HonoAdapter(serveStatic);
   adapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({

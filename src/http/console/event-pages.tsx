@@ -32,7 +32,7 @@ import { RecordLink, recordHref } from "./mirror-pages.js";
 // changes after it) and the failures grouped by handler and error fingerprint. They show the
 // mirror's own types (import type: nothing of the mirror runs here).
 
-export const EVENTS_PAGE_SIZE = 50;
+const EVENTS_PAGE_SIZE = 50;
 const KNOWN = ["id", "type", "status", "handler", "fingerprint", "range", "since", "until", "cursor"] as const;
 const STATUSES = ["retrying", "failed", "handled"] as const;
 
@@ -68,7 +68,7 @@ export function logQueryOf(filters: EventFilters, now: Date): Record<string, str
 }
 
 /** A link to the events page with these filters (and any overrides). */
-export function eventsHref(filters: Partial<EventFilters>, overrides: Partial<EventFilters> = {}): string {
+function eventsHref(filters: Partial<EventFilters>, overrides: Partial<EventFilters> = {}): string {
   const merged: Record<string, string | undefined> = { ...filters, ...overrides };
   if (merged.range === "all") delete merged.range;
   return hrefWith(`${CONSOLE_PATH}/events`, merged);
@@ -278,7 +278,7 @@ const ERROR_PREVIEW_CHARS = 240;
  * and which replay for a replay's, started, duration, outcome, error, next retry), oldest first,
  * and the latest failure's stack.
  */
-export function HandlerAttempts(props: { event: EventDetail; now: Date }) {
+function HandlerAttempts(props: { event: EventDetail; now: Date }) {
   const rows = props.event.handlerAttempts;
   const keys = [...new Set([...Object.keys(props.event.handlers), ...rows.map((r) => r.handler)])];
   if (keys.length === 0) return <p class="muted">No handler outcome recorded (no handler is registered for this type).</p>;

@@ -207,7 +207,7 @@ const STALE_RULE: Rule = {
 };
 
 /** The reconciliation and sync progress gauges, in words, with the label each is split by. */
-export const PROGRESS_LABELS: Readonly<Record<string, { label: string; noun: string; by: string }>> = {
+const PROGRESS_LABELS: Readonly<Record<string, { label: string; noun: string; by: string }>> = {
   svc_reconcile_full_pass_records: { label: "Full reconciliation pass: records read", noun: "records", by: "kind" },
   svc_reconcile_full_pass_pages: { label: "Full reconciliation pass: pages read", noun: "pages", by: "kind" },
   svc_reconcile_last_complete_pass_timestamp_seconds: { label: "Last complete pass", noun: "", by: "tier" },

@@ -43,7 +43,7 @@ export interface PageScope {
 export const Scope = createContext<PageScope>({ account: DEFAULT_ACCOUNT, accounts: [], here: { path: CONSOLE_PATH, params: {} } });
 
 /** The account of the page being rendered (only while one is). */
-export const pageAccount = (): string => useContext(Scope).account;
+const pageAccount = (): string => useContext(Scope).account;
 
 /** The page frame: nav of the console's sections, the account switcher, links to the queue dashboard and the metrics. */
 export function Layout(props: { title: string; section: ConsoleSection; children?: Child }) {
