@@ -251,6 +251,12 @@ function idempotencyKey(c: Context<AppEnv>): { idempotencyKey?: string } {
   return { idempotencyKey: key };
 }
 
+/** An operator action's one audit line: who, the route, its target and, when it counts events, how many. */
+function auditLine(logger: Logger) {
+  return (action: string, target: unknown, count?: number) =>
+    logger.info({ who: "admin", route: action, target, ...(count !== undefined ? { count } : {}) }, "operator action");
+}
+
 /**
  * The operator's write API (the console's buttons and the CLI use it): replay one event or a
  * filtered set, follow a bulk replay, ask for a reconciliation or a backfill. Mounted behind the
@@ -258,8 +264,7 @@ function idempotencyKey(c: Context<AppEnv>): { idempotencyKey?: string } {
  */
 export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logger): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
-  const audit = (action: string, target: unknown, count?: number) =>
-    logger.info({ who: "admin", route: action, target, ...(count !== undefined ? { count } : {}) }, "operator action");
+  const audit = auditLine(logger);
 
   route.post("/events/replay", async (c) => {
     const { filter = {}, dryRun, fresh, confirm } = await body(c, ReplayMany);
@@ -288,12 +293,9 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
     const { handler } = await body(c, ReplayOne);
     const account = c.req.query("account");
     // An empty `?account=` is default's, as none.
-    const result = await actions.replayEvent(id, { handler, ...idempotencyKey(c), ...(account ? { account } : {}) });
-    audit(
-      "POST /events/:id/replay",
-      { event: result.event, replay: result.replay.id, handler: handler ?? "*", ...(account ? { account } : {}) },
-      1,
-    );
+    const named = account ? { account } : {};
+    const result = await actions.replayEvent(id, { handler, ...idempotencyKey(c), ...named });
+    audit("POST /events/:id/replay", { event: result.event, replay: result.replay.id, handler: handler ?? "*", ...named }, 1);
     return c.json(result, 202);
   });
   for (const request of ["reconcile", "backfill"] as const)
@@ -325,19 +327,18 @@ export interface AccountsPort {
  */
 function accountRoutes(accounts: AccountsPort, logger: Logger): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
-  const audit = (action: string, account: string, extra: Record<string, unknown> = {}) =>
-    logger.info({ who: "admin", route: action, target: { account, ...extra } }, "operator action");
+  const audit = auditLine(logger);
   route.get("/", async (c) => c.json({ data: await accounts.list() }));
   route.get("/:id", async (c) => c.json(await accounts.health(c.req.param("id"))));
   route.post("/", async (c) => {
     const added = await accounts.add(await body(c, z.unknown()));
-    audit("POST /accounts", added.id);
+    audit("POST /accounts", { account: added.id });
     return c.json(added, 201);
   });
   route.post("/:id/rotate", async (c) => {
     const input = await body(c, z.record(z.string(), z.unknown()));
     const rotated = await accounts.rotate(c.req.param("id"), input);
-    audit("POST /accounts/:id/rotate", rotated.id, { fields: Object.keys(input) });
+    audit("POST /accounts/:id/rotate", { account: rotated.id, fields: Object.keys(input) });
     return c.json(rotated);
   });
   route.delete("/:id", async (c) => {
@@ -346,7 +347,7 @@ function accountRoutes(accounts: AccountsPort, logger: Logger): Hono<AppEnv> {
       throw new InvalidRequestError(`purge takes true or false, not "${printable(purgeParam)}"`);
     const id = c.req.param("id");
     await accounts.remove(id, { purge: purgeParam === "true" });
-    audit("DELETE /accounts/:id", id, { purge: purgeParam === "true" });
+    audit("DELETE /accounts/:id", { account: id, purge: purgeParam === "true" });
     return c.json({ id, removed: true, purged: purgeParam === "true" });
   });
   return route;
