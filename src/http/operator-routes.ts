@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import * as z from "zod";
 import { EventIdentifierError } from "../events/envelope.js";
 import type { RecordStory } from "../mirror/record-story.js";
+import type { AccountRegistry } from "../mirror/accounts.js";
 import type { OperatorActions } from "../worker/operator-actions.js";
 import { idProblem, printable } from "../mirror/values.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
@@ -83,11 +84,17 @@ export function eventIdParam(c: Context): string {
   return id;
 }
 
+/** One page of a list the operator API answers: its items, and the cursor of the next page (null: none). */
+interface ListPage {
+  data: unknown[];
+  nextCursor: string | null;
+}
+
 /**
  * What the event-log routes read; the service wires the event log in (http never imports it). The
  * console reads the same, typed as the log's own event and page (`Event`, `Page`).
  */
-export interface EventLogReader<Event = unknown, Page = { data: unknown[]; nextCursor: string | null }> {
+export interface EventLogReader<Event = unknown, Page = ListPage> {
   /** `account`: the `?account=` of the request (the reader checks it; none: default); undefined when the log holds no such event. */
   get(id: string, account?: string): Promise<Event | undefined>;
   /** One page of the log filtered by the query's parameters (`account` among them); a bad one throws a coded error (400). */
@@ -130,7 +137,7 @@ export interface MirrorReader {
   /** `account`: the `?account=` of the request (the reader checks it; none: default). */
   get(kind: string, id: string, account?: string): Promise<unknown>;
   /** One page of a kind, filtered by the query's parameters (`account` among them); a bad one throws a coded error (400). */
-  list(kind: string, query: Record<string, string>): Promise<{ data: unknown[]; nextCursor: string | null }>;
+  list(kind: string, query: Record<string, string>): Promise<ListPage>;
 }
 
 /**
@@ -310,13 +317,9 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
 }
 
 /** The accounts registry as the routes use it (mirror/accounts.ts; the service wires it in). */
-export interface AccountsPort {
-  add(input: unknown): Promise<{ id: string }>;
-  list(): Promise<{ id: string }[]>;
+export interface AccountsPort extends Pick<AccountRegistry, "add" | "list" | "rotate" | "remove"> {
   /** One account with its health (sync state, budget, pending refreshes); throws account_not_found. */
   health(id: string): Promise<{ id: string }>;
-  rotate(id: string, input: unknown): Promise<{ id: string }>;
-  remove(id: string, options: { purge: boolean }): Promise<void>;
 }
 
 /**
