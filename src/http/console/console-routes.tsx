@@ -153,11 +153,13 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
 
   route.get("/failures", async (c) => {
     const { account, params } = pageQuery(c, ["range"]);
-    const range = parseRangePreset(params.range, "24h");
+    // "all" reads as the longest preset: the failures page offers no unbounded range.
+    const given = parseRangePreset(params.range, "24h");
+    const range = given === "all" ? "7d" : given;
     const at = now();
-    const since = presetSince(range === "all" ? "7d" : range, at) ?? at;
+    const since = presetSince(range, at) ?? at;
     const groups = await sources.failureGroups({ since }, account);
-    return render(c, account, <FailuresPage groups={groups} range={range === "all" ? "7d" : range} since={since} now={at} />);
+    return render(c, account, <FailuresPage groups={groups} range={range} since={since} now={at} />);
   });
 
   route.get("/mirror", (c) =>
