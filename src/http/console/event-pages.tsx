@@ -15,6 +15,7 @@ import {
   hrefWith,
   json,
   Layout,
+  NewestFirstPager,
   parseRangePreset,
   presetSince,
   RANGE_LABELS,
@@ -125,10 +126,12 @@ export function EventsPage(props: { filters: EventFilters; page: LogPage; notice
       ) : null}
       {props.notice ? <p class="notice">{props.notice}</p> : null}
       <EventTable events={page.data} now={now} />
-      <div class="pager">
-        {filters.cursor ? <a href={eventsHref(base)}>« newest</a> : null}
-        {page.nextCursor ? <a href={eventsHref(base, { cursor: page.nextCursor })}>older »</a> : <span class="muted">end of the log</span>}
-      </div>
+      <NewestFirstPager
+        cursor={filters.cursor}
+        nextCursor={page.nextCursor}
+        href={(cursor) => eventsHref(base, { cursor })}
+        end="end of the log"
+      />
     </Layout>
   );
 }

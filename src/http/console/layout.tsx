@@ -223,6 +223,25 @@ export function HandlerOutcomes(props: { handlers: Record<string, { status: stri
   );
 }
 
+/**
+ * The pager of a newest-first list (the events, a record's timeline): back to the newest page from
+ * an older one, then the next older page, or `end` when nothing is older. `href` links a page by
+ * its cursor (none: the newest).
+ */
+export function NewestFirstPager(props: {
+  cursor: string | undefined;
+  nextCursor: string | null | undefined;
+  href: (cursor?: string) => string;
+  end: string;
+}) {
+  return (
+    <div class="pager">
+      {props.cursor ? <a href={props.href()}>« newest</a> : null}
+      {props.nextCursor ? <a href={props.href(props.nextCursor)}>older »</a> : <span class="muted">{props.end}</span>}
+    </div>
+  );
+}
+
 /** A filter form's text field under its label. */
 export function Field(props: { label: string; name: string; placeholder: string; value: string | undefined }) {
   return (

@@ -12,6 +12,7 @@ import {
   hrefWith,
   json,
   Layout,
+  NewestFirstPager,
   refuseUnknown,
   StatusPill,
   When,
@@ -214,14 +215,12 @@ export function RecordPage(props: { story: RecordStory; cursor?: string | undefi
         the fields they changed).
       </p>
       <Timeline entries={story.timeline} now={now} />
-      <div class="pager">
-        {props.cursor ? <a href={recordHref(story.kind, story.id)}>« newest</a> : null}
-        {story.nextCursor ? (
-          <a href={recordHref(story.kind, story.id, story.nextCursor)}>older »</a>
-        ) : (
-          <span class="muted">nothing older</span>
-        )}
-      </div>
+      <NewestFirstPager
+        cursor={props.cursor}
+        nextCursor={story.nextCursor}
+        href={(cursor) => recordHref(story.kind, story.id, cursor)}
+        end="nothing older"
+      />
     </Layout>
   );
 }
