@@ -9,6 +9,7 @@ import { CONSOLE_PATH } from "../operator-routes.js";
 import {
   AccountField,
   eventHref,
+  EventLink,
   Field,
   givenParams,
   HandlerOutcomes,
@@ -143,7 +144,7 @@ function EventTable(props: { events: EventSummary[]; now: Date }) {
       {props.events.map((e) => (
         <tr>
           <td class="mono">
-            <a href={eventHref(e.id)}>{printable(e.id)}</a>
+            <EventLink id={e.id} />
           </td>
           <td class="mono type">{printable(e.type)}</td>
           <td>{e.record ? <RecordLink kind={e.record.kind} id={e.record.id} /> : <span class="muted">none</span>}</td>
@@ -250,7 +251,7 @@ function ChangeTable(props: { changes: CausedChange[]; now: Date }) {
         {props.changes.map((c) => (
           <tr>
             <td class="mono">
-              <a href={eventHref(c.id)}>{printable(c.id)}</a>
+              <EventLink id={c.id} />
             </td>
             <td class="mono">
               {c.kind} <a href={recordHref(RECORD_KIND_OF_CHANGE[c.kind] ?? c.kind, c.recordId)}>{printable(c.recordId)}</a>

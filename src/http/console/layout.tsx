@@ -305,6 +305,11 @@ export function hrefWith(path: string, params: Record<string, string | undefined
  */
 export const eventHref = (id: string, account?: string) => hrefWith(`${CONSOLE_PATH}/events/${encodeURIComponent(id)}`, {}, account);
 
+/** An event's id as the pages show it in a list (printable), linking to its page. */
+export function EventLink(props: { id: string }) {
+  return <a href={eventHref(props.id)}>{printable(props.id)}</a>;
+}
+
 /** A value as the pages show stored JSON: indented. */
 export const json = (value: unknown) => JSON.stringify(value, null, 2);
 

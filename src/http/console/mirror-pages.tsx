@@ -5,6 +5,7 @@ import { CONSOLE_PATH } from "../operator-routes.js";
 import {
   AccountField,
   eventHref,
+  EventLink,
   Field,
   givenParams,
   HandlerOutcomes,
@@ -236,7 +237,7 @@ function Timeline(props: { entries: RecordStory["timeline"]; now: Date }) {
           </td>
           <td class="mono">{e.entry === "change" ? `${printable(e.type)} (${e.source ?? ""} read)` : printable(e.type)}</td>
           <td class="mono">
-            <a href={eventHref(e.eventId)}>{printable(e.eventId)}</a>
+            <EventLink id={e.eventId} />
           </td>
           <td>
             <StatusPill status={e.status} />
