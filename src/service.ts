@@ -33,7 +33,7 @@ import { expectDefined } from "./errors.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient, logRedisOutages, redisKeys } from "./redis/redis.js";
 import { createEventsQueue, createSyncQueue } from "./queue/events-queue.js";
 import { NotReadyError } from "./http/errors.js";
-import { mountOperatorOff } from "./http/guards.js";
+import { mountOperatorOff } from "./http/operator-routes.js";
 import { createMinuteSampler, type MinuteSampler } from "./metrics/minute-samples.js";
 
 export interface ServiceOptions {

@@ -63,15 +63,15 @@ export const READY_TIMEOUT_MS = 2000;
  * bounded: a connection that queues commands while Redis is away would otherwise hold the probe
  * open forever (the worker role's connection never gives up).
  */
-export function healthRoutes(ping: () => Promise<void>, timeoutMs: number = READY_TIMEOUT_MS): Hono<AppEnv> {
+function healthRoutes(ping: () => Promise<void>): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
   route.get("/healthz", (c) => c.json({ status: "ok" }));
   route.get("/readyz", async function readyz(c) {
     let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
+    const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), READY_TIMEOUT_MS)));
     try {
       const outcome = await Promise.race([ping(), deadline]);
-      if (outcome === "timeout") return c.json(errorBody("not_ready", `readiness check did not answer within ${timeoutMs} ms`), 503);
+      if (outcome === "timeout") return c.json(errorBody("not_ready", `readiness check did not answer within ${READY_TIMEOUT_MS} ms`), 503);
       return c.json({ status: "ready" });
     } catch (err) {
       // Another error's text may name a host: not for an unauthenticated route.

@@ -3,7 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { EnvelopeError, EventIdentifierError, PayloadTooDeepError, WebhookSignatureError } from "../events/envelope.js";
 import { codedError } from "../errors.js";
 import { ReservedEventTypeError } from "../events/errors.js";
-import { QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
+import { BacklogFullError, QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
 import { AccountsUnavailableError } from "../mirror/errors.js";
 
 /**
@@ -64,7 +64,7 @@ export interface HttpFailure {
 }
 
 /** Seconds a sender should wait before retrying after a 503. */
-export const RETRY_AFTER_SECONDS = 5;
+const RETRY_AFTER_SECONDS = 5;
 
 export const errorBody = (code: string, message: string): ErrorBody => ({ error: { code, message } });
 
@@ -93,7 +93,7 @@ export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof AccountsUnavailableError) return retryLater(err.code, err.message);
   if (err instanceof QueueUnavailableError) {
     const message =
-      err.code === "backlog_full" ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later";
+      err instanceof BacklogFullError ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later";
     return retryLater(err.code, message);
   }
   if (err instanceof Error && "code" in err && typeof err.code === "string") {

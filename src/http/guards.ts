@@ -1,11 +1,11 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { Context, Hono, MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./request-log.js";
 import { errorBody } from "./errors.js";
 
 // The operator surface's guards, in the order they run: the answer's security headers (set after
-// the handler, so refusals carry them too), the admin token, then the same-origin check; and the
-// answer when no token is configured at all.
+// the handler, so refusals carry them too), the admin token, then the same-origin check (the
+// answer when no token is configured at all: mountOperatorOff, operator-routes.ts).
 
 /**
  * The one rule against framing (clickjacking on the dashboard and the console): CSP
@@ -126,12 +126,4 @@ export function requireSameOrigin(): MiddlewareHandler<AppEnv> {
     }
     await next();
   };
-}
-
-/** Without ADMIN_TOKEN the console and the operator API are off: /console says so, instead of "no route". */
-export function mountOperatorOff(root: Hono<AppEnv>): void {
-  const off = (c: Context<AppEnv>) =>
-    c.text("The console and the operator API are off: ADMIN_TOKEN is not set on this service. Set it (16+ characters) and restart.\n", 404);
-  // "/console/*" matches "/console" itself too.
-  root.all("/console/*", off);
 }

@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import * as z from "zod";
 import { EventIdentifierError } from "../events/envelope.js";
 import type { RecordStory } from "../mirror/record-story.js";
+import type { AccountRegistry } from "../mirror/accounts.js";
 import type { OperatorActions } from "../worker/operator-actions.js";
 import { idProblem, printable } from "../mirror/values.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
@@ -16,7 +17,12 @@ import type { AppEnv } from "./request-log.js";
 
 // The operator surface behind the admin token: the event log's reads, the write API (replays,
 // reconcile, backfill), the mirror's and the records' reads, the metrics, the queue dashboard
-// and the favicon.
+// and the favicon; and the answer when no token is configured at all.
+
+/** Where the console's pages are (console/console-routes.tsx mounts them; every link to them starts here). */
+export const CONSOLE_PATH = "/console";
+/** Prometheus text of the service's registry: the route and every link to it. */
+export const METRICS_PATH = "/metrics";
 
 export interface OperatorRoutesOptions {
   adminToken: string;
@@ -42,7 +48,7 @@ export interface OperatorRoutesOptions {
 export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOptions): void {
   const guard = operatorGuards(options.adminToken);
   // "/x/*" matches "/x" itself too.
-  for (const path of ["/mirror/*", "/events/*", "/metrics", "/sync/*", "/records/*", "/accounts/*", `${DASHBOARD_PATH}/*`])
+  for (const path of ["/mirror/*", "/events/*", METRICS_PATH, "/sync/*", "/records/*", "/accounts/*", `${DASHBOARD_PATH}/*`])
     app.use(path, ...guard);
   app.route("/mirror", mirrorRoutes(options.mirror));
   // Before the event log's routes: /events/replay and /events/replays/{id} are not event ids.
@@ -50,12 +56,20 @@ export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOp
   app.route("/events", eventRoutes(options.events));
   if (options.records) app.route("/records", recordRoutes(options.records));
   if (options.accounts && options.actions) app.route("/accounts", accountRoutes(options.accounts, options.actions.logger));
-  app.get("/metrics", async (c) => {
+  app.get(METRICS_PATH, async (c) => {
     const { contentType, body } = await options.metrics();
     return c.body(body, 200, { "Content-Type": contentType });
   });
   app.route(DASHBOARD_PATH, dashboardRoutes(options.queues));
   app.get(FAVICON_PATH, favicon);
+}
+
+/** Without ADMIN_TOKEN the console and the operator API are off: /console says so, instead of "no route". */
+export function mountOperatorOff(root: Hono<AppEnv>): void {
+  const off = (c: Context<AppEnv>) =>
+    c.text("The console and the operator API are off: ADMIN_TOKEN is not set on this service. Set it (16+ characters) and restart.\n", 404);
+  // "/console/*" matches "/console" itself too.
+  root.all(`${CONSOLE_PATH}/*`, off);
 }
 
 /**
@@ -70,11 +84,17 @@ export function eventIdParam(c: Context): string {
   return id;
 }
 
+/** One page of a list the operator API answers: its items, and the cursor of the next page (null: none). */
+interface ListPage {
+  data: unknown[];
+  nextCursor: string | null;
+}
+
 /**
  * What the event-log routes read; the service wires the event log in (http never imports it). The
  * console reads the same, typed as the log's own event and page (`Event`, `Page`).
  */
-export interface EventLogReader<Event = unknown, Page = { data: unknown[]; nextCursor: string | null }> {
+export interface EventLogReader<Event = unknown, Page = ListPage> {
   /** `account`: the `?account=` of the request (the reader checks it; none: default); undefined when the log holds no such event. */
   get(id: string, account?: string): Promise<Event | undefined>;
   /** One page of the log filtered by the query's parameters (`account` among them); a bad one throws a coded error (400). */
@@ -99,10 +119,13 @@ export function eventRoutes(log: EventLogReader): Hono<AppEnv> {
 const jsonOrNotFound = (c: Context, found: unknown, missing: string) =>
   found === undefined ? c.json(errorBody("not_found", missing), 404) : c.json(found);
 
+/** What a `:kind` not among `kinds` is told: "mirror kinds are orders, …" (the console's pages say it as a sentence). */
+export const kindsAre = (noun: string, kinds: readonly string[]) => `${noun} kinds are ${kinds.join(", ")}`;
+
 /** Refuses a `:kind` not among `kinds` with a 404 naming them ("mirror kinds are orders, …"). */
 function knownKind(kinds: readonly string[], noun: string): MiddlewareHandler<AppEnv> {
   return async function knownKind(c, next) {
-    if (!kinds.includes(c.req.param("kind") ?? "")) return c.json(errorBody("not_found", `${noun} kinds are ${kinds.join(", ")}`), 404);
+    if (!kinds.includes(c.req.param("kind") ?? "")) return c.json(errorBody("not_found", kindsAre(noun, kinds)), 404);
     await next();
   };
 }
@@ -114,14 +137,14 @@ export interface MirrorReader {
   /** `account`: the `?account=` of the request (the reader checks it; none: default). */
   get(kind: string, id: string, account?: string): Promise<unknown>;
   /** One page of a kind, filtered by the query's parameters (`account` among them); a bad one throws a coded error (400). */
-  list(kind: string, query: Record<string, string>): Promise<{ data: unknown[]; nextCursor: string | null }>;
+  list(kind: string, query: Record<string, string>): Promise<ListPage>;
 }
 
 /**
  * GET /mirror/{kind}?restaurantId=&status=&from=&to=&limit=&cursor= and GET /mirror/{kind}/{id},
  * read from SQL, for operators (mounted behind the admin token by the caller).
  */
-export function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
+function mirrorRoutes(mirror: MirrorReader): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
   // Runs for "/:kind" too ("/:kind/*" matches it).
   route.use("/:kind/*", knownKind(mirror.kinds, "mirror"));
@@ -143,12 +166,16 @@ export interface RecordReader {
   refresh(kind: string, id: string, account?: string): Promise<{ kind: string; id: string; restaurantId: string }>;
 }
 
+/** A record the service holds nothing of (GET /records/{kind}/{id}; the console's record page says it as a sentence). */
+export const unknownRecord = (kind: string, id: string) =>
+  `no ${kind} record ${printable(id)}: neither the mirror nor the event log knows it`;
+
 /**
  * GET /records/{kind}/{id}?cursor= (the record and everything the log says of it, newest first)
  * and POST /records/{kind}/{id}/refresh (read it from the API now), for operators: mounted
  * behind the admin token and the same-origin check by the caller.
  */
-export function recordRoutes(records: RecordReader): Hono<AppEnv> {
+function recordRoutes(records: RecordReader): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
   route.use("/:kind/*", knownKind(records.kinds, "record"));
   route.get("/:kind/:id", async (c) => {
@@ -157,8 +184,7 @@ export function recordRoutes(records: RecordReader): Hono<AppEnv> {
     if (extra !== undefined)
       return c.json(errorBody("invalid_filter", `unknown parameter ${extra}; this route takes cursor and account`), 400);
     const { kind, id } = c.req.param();
-    const unknownRecord = `no ${kind} record ${printable(id)}: neither the mirror nor the event log knows it`;
-    return jsonOrNotFound(c, await records.story(kind, id, cursor, account), unknownRecord);
+    return jsonOrNotFound(c, await records.story(kind, id, cursor, account), unknownRecord(kind, id));
   });
   route.post("/:kind/:id/refresh", async (c) =>
     c.json(await records.refresh(c.req.param("kind"), c.req.param("id"), c.req.query("account")), 202),
@@ -232,6 +258,12 @@ function idempotencyKey(c: Context<AppEnv>): { idempotencyKey?: string } {
   return { idempotencyKey: key };
 }
 
+/** An operator action's one audit line: who, the route, its target and, when it counts events, how many. */
+function auditLine(logger: Logger) {
+  return (action: string, target: unknown, count?: number) =>
+    logger.info({ who: "admin", route: action, target, ...(count !== undefined ? { count } : {}) }, "operator action");
+}
+
 /**
  * The operator's write API (the console's buttons and the CLI use it): replay one event or a
  * filtered set, follow a bulk replay, ask for a reconciliation or a backfill. Mounted behind the
@@ -239,8 +271,7 @@ function idempotencyKey(c: Context<AppEnv>): { idempotencyKey?: string } {
  */
 export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logger): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
-  const audit = (action: string, target: unknown, count?: number) =>
-    logger.info({ who: "admin", route: action, target, ...(count !== undefined ? { count } : {}) }, "operator action");
+  const audit = auditLine(logger);
 
   route.post("/events/replay", async (c) => {
     const { filter = {}, dryRun, fresh, confirm } = await body(c, ReplayMany);
@@ -269,12 +300,9 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
     const { handler } = await body(c, ReplayOne);
     const account = c.req.query("account");
     // An empty `?account=` is default's, as none.
-    const result = await actions.replayEvent(id, { handler, ...idempotencyKey(c), ...(account ? { account } : {}) });
-    audit(
-      "POST /events/:id/replay",
-      { event: result.event, replay: result.replay.id, handler: handler ?? "*", ...(account ? { account } : {}) },
-      1,
-    );
+    const named = account ? { account } : {};
+    const result = await actions.replayEvent(id, { handler, ...idempotencyKey(c), ...named });
+    audit("POST /events/:id/replay", { event: result.event, replay: result.replay.id, handler: handler ?? "*", ...named }, 1);
     return c.json(result, 202);
   });
   for (const request of ["reconcile", "backfill"] as const)
@@ -289,13 +317,9 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
 }
 
 /** The accounts registry as the routes use it (mirror/accounts.ts; the service wires it in). */
-export interface AccountsPort {
-  add(input: unknown): Promise<{ id: string }>;
-  list(): Promise<{ id: string }[]>;
+export interface AccountsPort extends Pick<AccountRegistry, "add" | "list" | "rotate" | "remove"> {
   /** One account with its health (sync state, budget, pending refreshes); throws account_not_found. */
   health(id: string): Promise<{ id: string }>;
-  rotate(id: string, input: unknown): Promise<{ id: string }>;
-  remove(id: string, options: { purge: boolean }): Promise<void>;
 }
 
 /**
@@ -304,21 +328,20 @@ export interface AccountsPort {
  * sync stop at once; `?purge=true` deletes its rows, events and steps too). One audit line each,
  * naming the account, never a value.
  */
-export function accountRoutes(accounts: AccountsPort, logger: Logger): Hono<AppEnv> {
+function accountRoutes(accounts: AccountsPort, logger: Logger): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
-  const audit = (action: string, account: string, extra: Record<string, unknown> = {}) =>
-    logger.info({ who: "admin", route: action, target: { account, ...extra } }, "operator action");
+  const audit = auditLine(logger);
   route.get("/", async (c) => c.json({ data: await accounts.list() }));
   route.get("/:id", async (c) => c.json(await accounts.health(c.req.param("id"))));
   route.post("/", async (c) => {
     const added = await accounts.add(await body(c, z.unknown()));
-    audit("POST /accounts", added.id);
+    audit("POST /accounts", { account: added.id });
     return c.json(added, 201);
   });
   route.post("/:id/rotate", async (c) => {
     const input = await body(c, z.record(z.string(), z.unknown()));
     const rotated = await accounts.rotate(c.req.param("id"), input);
-    audit("POST /accounts/:id/rotate", rotated.id, { fields: Object.keys(input) });
+    audit("POST /accounts/:id/rotate", { account: rotated.id, fields: Object.keys(input) });
     return c.json(rotated);
   });
   route.delete("/:id", async (c) => {
@@ -327,7 +350,7 @@ export function accountRoutes(accounts: AccountsPort, logger: Logger): Hono<AppE
       throw new InvalidRequestError(`purge takes true or false, not "${printable(purgeParam)}"`);
     const id = c.req.param("id");
     await accounts.remove(id, { purge: purgeParam === "true" });
-    audit("DELETE /accounts/:id", id, { purge: purgeParam === "true" });
+    audit("DELETE /accounts/:id", { account: id, purge: purgeParam === "true" });
     return c.json({ id, removed: true, purged: purgeParam === "true" });
   });
   return route;
@@ -354,7 +377,7 @@ function onlyOwnHost(): MiddlewareHandler {
 }
 
 /** bull-board's queue dashboard as Hono routes (the caller puts the admin token in front). */
-export function dashboardRoutes(queues: readonly Queue[]): Hono {
+function dashboardRoutes(queues: readonly Queue[]): Hono {
   const adapter = new HonoAdapter(serveStatic);
   adapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({
@@ -365,11 +388,11 @@ export function dashboardRoutes(queues: readonly Queue[]): Hono {
         boardTitle: "svc-webhooks",
         // The event log and the mirror sit beside the queues (same admin token).
         miscLinks: [
-          { text: "Console", url: "/console" },
+          { text: "Console", url: CONSOLE_PATH },
           { text: "Event log", url: "/events" },
           { text: "Failed events", url: "/events?status=failed" },
           { text: "Mirror: orders", url: "/mirror/orders" },
-          { text: "Metrics", url: "/metrics" },
+          { text: "Metrics", url: METRICS_PATH },
         ],
       },
     },

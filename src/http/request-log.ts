@@ -12,10 +12,11 @@ export interface AppEnv {
 }
 
 /** Longest path written to a log line: a flood of 8 KB URLs must not become 8 KB lines. */
-export const LOGGED_PATH_CHARS = 256;
+const LOGGED_PATH_CHARS = 256;
 
 /** The path cut to LOGGED_PATH_CHARS, with a marker saying how much was left out. */
-export function boundedPath(path: string, max = LOGGED_PATH_CHARS): string {
+export function boundedPath(path: string): string {
+  const max = LOGGED_PATH_CHARS;
   return path.length <= max ? path : `${path.slice(0, max)}…[+${path.length - max} chars]`;
 }
 

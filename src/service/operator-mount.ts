@@ -32,6 +32,9 @@ export interface OperatorQueues {
   syncQueue: Queue;
 }
 
+/** How long a console page waits for a read beside its own (the minute samples, the accounts list) before it shows without it. */
+const SIDE_READ_MS = 1000;
+
 /** The operator's routes behind ADMIN_TOKEN: the API (/events, /mirror, /records, /sync, /metrics), the dashboard and the console. */
 export function operatorMount(deps: {
   adminToken: string;
@@ -79,7 +82,7 @@ export function operatorMount(deps: {
     const summary = () => collectOpsSummary(metrics, { kinds: MIRROR_KINDS, rateMax: config.api?.rate });
     // Every worker's minute samples of the hour up to `now`; Redis away: the charts say "no samples yet" rather than hold the page.
     const samples = (now: Date) =>
-      withTimeout(readMinuteSamples(deps.connection, samplesKey, { now: now.getTime() }), 1000, "minute samples").catch(() => []);
+      withTimeout(readMinuteSamples(deps.connection, samplesKey, { now: now.getTime() }), SIDE_READ_MS, "minute samples").catch(() => []);
     // The limits the health rules scale with.
     const limits = { maxBacklog: config.ingest.maxBacklog, reconcileIntervalSeconds: config.worker.reconcileIntervalMs / 1000 };
     const sources: ConsoleSources = {
@@ -99,7 +102,7 @@ export function operatorMount(deps: {
         return { summary: current, samples: recent, limits };
       },
       // GET /accounts's list, with each sync's state; within a second, as the samples, so no page waits on it.
-      accounts: () => withTimeout(deps.accounts.list(), 1000, "accounts list"),
+      accounts: () => withTimeout(deps.accounts.list(), SIDE_READ_MS, "accounts list"),
     };
     mountConsole(root, { adminToken, sources, logger });
   };

@@ -11,13 +11,20 @@ import type { CausedChange } from "../../mirror/record-story.js";
 import type { EventDetail } from "../../mirror/storage.js";
 import { toHttpFailure } from "../errors.js";
 import { consoleHeaders, operatorGuards } from "../guards.js";
-import { eventIdParam, type EventLogReader, type MirrorReader, type RecordReader } from "../operator-routes.js";
+import {
+  CONSOLE_PATH,
+  eventIdParam,
+  kindsAre,
+  unknownRecord,
+  type EventLogReader,
+  type MirrorReader,
+  type RecordReader,
+} from "../operator-routes.js";
 import type { AppEnv } from "../request-log.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters } from "./event-pages.js";
 import { HealthPage, type HealthView } from "./health-page.js";
 import {
-  CONSOLE_PATH,
   CONSOLE_SCRIPT,
   CONSOLE_STYLE,
   eventHref,
@@ -30,7 +37,7 @@ import {
   type ListedAccount,
   type PageScope,
 } from "./layout.js";
-import { MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters, RecordPage, recordHref } from "./mirror-pages.js";
+import { ANY_RECORD_NOUN, MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters, RecordPage, recordHref } from "./mirror-pages.js";
 
 /**
  * What the console reads; the service wires the event log, the mirror and the metrics in (http
@@ -99,6 +106,9 @@ function pageQuery(c: Context<AppEnv>, known?: readonly string[]): { account: st
   return query;
 }
 
+/** An operator API's answer as a page says it: "mirror kinds are …" → "Mirror kinds are ….". */
+const asSentence = (text: string) => `${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
+
 /** A page in its scope (PageScope): the account its links keep, and what its header offers. */
 const html = (c: Context<AppEnv>, scope: PageScope, page: Child, status: ContentfulStatusCode = 200) =>
   c.html(<Scope.Provider value={scope}>{page}</Scope.Provider>, status);
@@ -126,7 +136,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
       const kind = (await sources.records.find(filters.id, account))[0];
       if (kind !== undefined) return c.redirect(recordHref(kind, filters.id, undefined, account));
       const page = await sources.events.query({ ...logQueryOf({ range: "all" }, now()), account });
-      const notice = `No event, order, booking, menu item or review with id ${printable(filters.id)}: neither the event log nor the mirror knows it.`;
+      const notice = `No event, ${ANY_RECORD_NOUN} with id ${printable(filters.id)}: neither the event log nor the mirror knows it.`;
       return render(c, account, <EventsPage filters={filters} page={page} now={now()} notice={notice} />, 404);
     }
     const page = await sources.events.query({ ...logQueryOf(filters, now()), account });
@@ -143,11 +153,13 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
 
   route.get("/failures", async (c) => {
     const { account, params } = pageQuery(c, ["range"]);
-    const range = parseRangePreset(params.range, "24h");
+    // "all" reads as the longest preset: the failures page offers no unbounded range.
+    const given = parseRangePreset(params.range, "24h");
+    const range = given === "all" ? "7d" : given;
     const at = now();
-    const since = presetSince(range === "all" ? "7d" : range, at) ?? at;
+    const since = presetSince(range, at) ?? at;
     const groups = await sources.failureGroups({ since }, account);
-    return render(c, account, <FailuresPage groups={groups} range={range === "all" ? "7d" : range} since={since} now={at} />);
+    return render(c, account, <FailuresPage groups={groups} range={range} since={since} now={at} />);
   });
 
   route.get("/mirror", (c) =>
@@ -156,7 +168,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   route.get("/mirror/:kind", async (c) => {
     const { account, params } = pageQuery(c);
     const kind = c.req.param("kind");
-    if (!sources.mirror.kinds.includes(kind)) return notFound(c, account, `Mirror kinds are ${sources.mirror.kinds.join(", ")}.`);
+    if (!sources.mirror.kinds.includes(kind)) return notFound(c, account, asSentence(kindsAre("mirror", sources.mirror.kinds)));
     const filters = parseMirrorFilters(params);
     const page = await sources.mirror.list(kind, { ...filters, limit: String(MIRROR_PAGE_SIZE), account });
     const records = page.data as Record<string, unknown>[];
@@ -173,9 +185,9 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   route.get("/records/:kind/:id", async (c) => {
     const { account, params } = pageQuery(c, ["cursor"]);
     const { kind, id } = c.req.param();
-    if (!sources.records.kinds.includes(kind)) return notFound(c, account, `Record kinds are ${sources.records.kinds.join(", ")}.`);
+    if (!sources.records.kinds.includes(kind)) return notFound(c, account, asSentence(kindsAre("record", sources.records.kinds)));
     const story = await sources.records.story(kind, id, params.cursor, account);
-    if (!story) return notFound(c, account, `No ${kind} record ${printable(id)}: neither the mirror nor the event log knows it.`);
+    if (!story) return notFound(c, account, asSentence(unknownRecord(kind, id)));
     return render(c, account, <RecordPage story={story} cursor={params.cursor} now={now()} />);
   });
 

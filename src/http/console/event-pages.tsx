@@ -6,16 +6,18 @@ import type { EventDetail } from "../../mirror/storage.js";
 // A console page's query parameter that is unknown or malformed is the mirror's one invalid_filter: a 400 naming it, nothing read.
 import { MirrorFilterError } from "../../mirror/errors.js";
 import { mirrorKindOfChange } from "../../mirror/change-outbox.js";
+import { CONSOLE_PATH } from "../operator-routes.js";
 import {
   AccountField,
-  CONSOLE_PATH,
   eventHref,
+  EventLink,
   Field,
   givenParams,
   HandlerOutcomes,
   hrefWith,
   json,
   Layout,
+  NewestFirstPager,
   parseRangePreset,
   presetSince,
   RANGE_LABELS,
@@ -33,7 +35,7 @@ import { RecordLink, recordHref } from "./mirror-pages.js";
 // changes after it) and the failures grouped by handler and error fingerprint. They show the
 // mirror's own types (import type: nothing of the mirror runs here).
 
-export const EVENTS_PAGE_SIZE = 50;
+const EVENTS_PAGE_SIZE = 50;
 const KNOWN = ["id", "type", "status", "handler", "fingerprint", "range", "since", "until", "cursor"] as const;
 const STATUSES = ["retrying", "failed", "handled"] as const;
 
@@ -55,19 +57,21 @@ export function parseEventFilters(params: Record<string, string>): EventFilters 
   return { ...given, range: parseRangePreset(given.range, "all") };
 }
 
-/** The event log query (GET /events's parameters) the filters stand for: newest first, `retrying` is the log's `received`. */
+/**
+ * The event log query (GET /events's parameters) the filters stand for: newest first; `retrying`
+ * passes as it is, which GET /events reads as the log's `received` (eventQueryFromParams).
+ */
 export function logQueryOf(filters: EventFilters, now: Date): Record<string, string> {
   const query: Record<string, string> = { order: "newest", limit: String(EVENTS_PAGE_SIZE) };
   const since = filters.since ?? presetSince(filters.range, now)?.toISOString();
-  const status = filters.status === "retrying" ? "received" : filters.status;
-  const { until, type, handler, fingerprint, cursor } = filters;
+  const { until, type, status, handler, fingerprint, cursor } = filters;
   for (const [name, value] of Object.entries({ since, until, type, status, handler, fingerprint, cursor }))
     if (value !== undefined) query[name] = value;
   return query;
 }
 
 /** A link to the events page with these filters (and any overrides). */
-export function eventsHref(filters: Partial<EventFilters>, overrides: Partial<EventFilters> = {}): string {
+function eventsHref(filters: Partial<EventFilters>, overrides: Partial<EventFilters> = {}): string {
   const merged: Record<string, string | undefined> = { ...filters, ...overrides };
   if (merged.range === "all") delete merged.range;
   return hrefWith(`${CONSOLE_PATH}/events`, merged);
@@ -124,10 +128,12 @@ export function EventsPage(props: { filters: EventFilters; page: LogPage; notice
       ) : null}
       {props.notice ? <p class="notice">{props.notice}</p> : null}
       <EventTable events={page.data} now={now} />
-      <div class="pager">
-        {filters.cursor ? <a href={eventsHref(base)}>« newest</a> : null}
-        {page.nextCursor ? <a href={eventsHref(base, { cursor: page.nextCursor })}>older »</a> : <span class="muted">end of the log</span>}
-      </div>
+      <NewestFirstPager
+        cursor={filters.cursor}
+        nextCursor={page.nextCursor}
+        href={(cursor) => eventsHref(base, { cursor })}
+        end="end of the log"
+      />
     </Layout>
   );
 }
@@ -139,7 +145,7 @@ function EventTable(props: { events: EventSummary[]; now: Date }) {
       {props.events.map((e) => (
         <tr>
           <td class="mono">
-            <a href={eventHref(e.id)}>{printable(e.id)}</a>
+            <EventLink id={e.id} />
           </td>
           <td class="mono type">{printable(e.type)}</td>
           <td>{e.record ? <RecordLink kind={e.record.kind} id={e.record.id} /> : <span class="muted">none</span>}</td>
@@ -243,7 +249,7 @@ function ChangeTable(props: { changes: CausedChange[]; now: Date }) {
         {props.changes.map((c) => (
           <tr>
             <td class="mono">
-              <a href={eventHref(c.id)}>{printable(c.id)}</a>
+              <EventLink id={c.id} />
             </td>
             <td class="mono">
               {c.kind} <a href={recordHref(mirrorKindOfChange(c.kind) ?? c.kind, c.recordId)}>{printable(c.recordId)}</a>
@@ -274,7 +280,7 @@ const ERROR_PREVIEW_CHARS = 240;
  * and which replay for a replay's, started, duration, outcome, error, next retry), oldest first,
  * and the latest failure's stack.
  */
-export function HandlerAttempts(props: { event: EventDetail; now: Date }) {
+function HandlerAttempts(props: { event: EventDetail; now: Date }) {
   const rows = props.event.handlerAttempts;
   const keys = [...new Set([...Object.keys(props.event.handlers), ...rows.map((r) => r.handler)])];
   if (keys.length === 0) return <p class="muted">No handler outcome recorded (no handler is registered for this type).</p>;

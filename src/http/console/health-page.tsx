@@ -1,7 +1,7 @@
 import type { MinuteSample } from "../../metrics/minute-samples.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
-import { DASHBOARD_PATH } from "../operator-routes.js";
-import { age, ago, CONSOLE_PATH, duration, hrefWith, Layout, Table, When, type ListedAccount } from "./layout.js";
+import { CONSOLE_PATH, DASHBOARD_PATH, METRICS_PATH } from "../operator-routes.js";
+import { age, ago, duration, hrefWith, Layout, Table, When, type ListedAccount } from "./layout.js";
 
 // The health page: every figure it shows with the rule that rates it (FIGURES), the charts of the
 // last hour (HEALTH_CHARTS, drawn by MinuteChart), and the page that lays them out.
@@ -207,7 +207,7 @@ const STALE_RULE: Rule = {
 };
 
 /** The reconciliation and sync progress gauges, in words, with the label each is split by. */
-export const PROGRESS_LABELS: Readonly<Record<string, { label: string; noun: string; by: string }>> = {
+const PROGRESS_LABELS: Readonly<Record<string, { label: string; noun: string; by: string }>> = {
   svc_reconcile_full_pass_records: { label: "Full reconciliation pass: records read", noun: "records", by: "kind" },
   svc_reconcile_full_pass_pages: { label: "Full reconciliation pass: pages read", noun: "pages", by: "kind" },
   svc_reconcile_last_complete_pass_timestamp_seconds: { label: "Last complete pass", noun: "", by: "tier" },
@@ -524,8 +524,8 @@ export function HealthPage(props: { view: HealthView; accounts: readonly ListedA
   return (
     <Layout title="Health" section="health">
       <p class="muted">
-        As of <When at={summary.at} now={now} /> · hover a state for its rule · the same numbers as <a href="/metrics">/metrics</a>, as JSON
-        at <a href={`${CONSOLE_PATH}/health.json`}>{`${CONSOLE_PATH}/health.json`}</a>
+        As of <When at={summary.at} now={now} /> · hover a state for its rule · the same numbers as{" "}
+        <a href={METRICS_PATH}>{METRICS_PATH}</a>, as JSON at <a href={`${CONSOLE_PATH}/health.json`}>{`${CONSOLE_PATH}/health.json`}</a>
       </p>
       <Verdict shown={groups.flatMap(([, shown]) => shown)} />
       <div class="cards figure-cards">

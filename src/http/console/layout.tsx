@@ -5,13 +5,12 @@ import { printable, shownStatus } from "../../mirror/values.js";
 import type { AccountSyncState } from "../../sync/first-import.js";
 // A console page's query parameter that is unknown or malformed is the mirror's one invalid_filter: a 400 naming it, nothing read.
 import { MirrorFilterError } from "../../mirror/errors.js";
-import { DASHBOARD_PATH, FAVICON_PATH } from "../operator-routes.js";
+import { CONSOLE_PATH, DASHBOARD_PATH, FAVICON_PATH, METRICS_PATH } from "../operator-routes.js";
 
 // What every console page shares: the frame (nav, account switcher, search, the stylesheet and
 // script it links), the account a page is of and the links that keep it, how times and statuses
 // read, the time-range presets and the strict reading of a page's query.
 
-export const CONSOLE_PATH = "/console";
 export type ConsoleSection = "events" | "failures" | "mirror" | "health";
 
 const SECTIONS: readonly { key: ConsoleSection; label: string; href: string }[] = [
@@ -44,7 +43,7 @@ export interface PageScope {
 export const Scope = createContext<PageScope>({ account: DEFAULT_ACCOUNT, accounts: [], here: { path: CONSOLE_PATH, params: {} } });
 
 /** The account of the page being rendered (only while one is). */
-export const pageAccount = (): string => useContext(Scope).account;
+const pageAccount = (): string => useContext(Scope).account;
 
 /** The page frame: nav of the console's sections, the account switcher, links to the queue dashboard and the metrics. */
 export function Layout(props: { title: string; section: ConsoleSection; children?: Child }) {
@@ -80,7 +79,7 @@ export function Layout(props: { title: string; section: ConsoleSection; children
             </form>
             <span class="right">
               <a href={DASHBOARD_PATH}>Queues (bull-board)</a>
-              <a href="/metrics">Metrics</a>
+              <a href={METRICS_PATH}>Metrics</a>
             </span>
           </header>
           <main>
@@ -224,6 +223,25 @@ export function HandlerOutcomes(props: { handlers: Record<string, { status: stri
   );
 }
 
+/**
+ * The pager of a newest-first list (the events, a record's timeline): back to the newest page from
+ * an older one, then the next older page, or `end` when nothing is older. `href` links a page by
+ * its cursor (none: the newest).
+ */
+export function NewestFirstPager(props: {
+  cursor: string | undefined;
+  nextCursor: string | null | undefined;
+  href: (cursor?: string) => string;
+  end: string;
+}) {
+  return (
+    <div class="pager">
+      {props.cursor ? <a href={props.href()}>« newest</a> : null}
+      {props.nextCursor ? <a href={props.href(props.nextCursor)}>older »</a> : <span class="muted">{props.end}</span>}
+    </div>
+  );
+}
+
 /** A filter form's text field under its label. */
 export function Field(props: { label: string; name: string; placeholder: string; value: string | undefined }) {
   return (
@@ -286,6 +304,11 @@ export function hrefWith(path: string, params: Record<string, string | undefined
  * mirror's pages link events too, and event-pages imports them.
  */
 export const eventHref = (id: string, account?: string) => hrefWith(`${CONSOLE_PATH}/events/${encodeURIComponent(id)}`, {}, account);
+
+/** An event's id as the pages show it in a list (printable), linking to its page. */
+export function EventLink(props: { id: string }) {
+  return <a href={eventHref(props.id)}>{printable(props.id)}</a>;
+}
 
 /** A value as the pages show stored JSON: indented. */
 export const json = (value: unknown) => JSON.stringify(value, null, 2);

@@ -1,10 +1,11 @@
-import { printable, shortened } from "../../mirror/values.js";
+import { printable, shortened, type MirrorKind } from "../../mirror/values.js";
 import type { RecordBookkeeping } from "../../mirror/mirror-store.js";
 import type { RecordStory } from "../../mirror/record-story.js";
+import { CONSOLE_PATH } from "../operator-routes.js";
 import {
   AccountField,
-  CONSOLE_PATH,
   eventHref,
+  EventLink,
   Field,
   givenParams,
   HandlerOutcomes,
@@ -12,6 +13,7 @@ import {
   hrefWith,
   json,
   Layout,
+  NewestFirstPager,
   refuseUnknown,
   StatusPill,
   When,
@@ -107,13 +109,17 @@ export function MirrorPage(props: {
 /** A field's value on one line: strings as they are, anything else as JSON (cut, the record's JSON has it whole). */
 const shown = (value: unknown) => shortened(typeof value === "string" ? value : JSON.stringify(value), 160);
 
-/** One record of a mirror kind as a page names it: "order", "menu item". */
+/** One record of a mirror kind as a page names it: "order", "menu item" (a noun for each of the mirror's kinds). */
 const RECORD_NOUN: Readonly<Record<string, string>> = {
   orders: "order",
   bookings: "booking",
   "menu-items": "menu item",
   reviews: "review",
-};
+} satisfies Record<MirrorKind, string>;
+
+const NOUNS = Object.values(RECORD_NOUN);
+/** A record of any kind, in words: "order, booking, menu item or review". */
+export const ANY_RECORD_NOUN = `${NOUNS.slice(0, -1).join(", ")} or ${NOUNS.at(-1) ?? ""}`;
 
 /** A record named with its kind ("order ord_123"), linking to its story. */
 export function RecordLink(props: { kind: string; id: string }) {
@@ -210,14 +216,12 @@ export function RecordPage(props: { story: RecordStory; cursor?: string | undefi
         the fields they changed).
       </p>
       <Timeline entries={story.timeline} now={now} />
-      <div class="pager">
-        {props.cursor ? <a href={recordHref(story.kind, story.id)}>« newest</a> : null}
-        {story.nextCursor ? (
-          <a href={recordHref(story.kind, story.id, story.nextCursor)}>older »</a>
-        ) : (
-          <span class="muted">nothing older</span>
-        )}
-      </div>
+      <NewestFirstPager
+        cursor={props.cursor}
+        nextCursor={story.nextCursor}
+        href={(cursor) => recordHref(story.kind, story.id, cursor)}
+        end="nothing older"
+      />
     </Layout>
   );
 }
@@ -233,7 +237,7 @@ function Timeline(props: { entries: RecordStory["timeline"]; now: Date }) {
           </td>
           <td class="mono">{e.entry === "change" ? `${printable(e.type)} (${e.source ?? ""} read)` : printable(e.type)}</td>
           <td class="mono">
-            <a href={eventHref(e.eventId)}>{printable(e.eventId)}</a>
+            <EventLink id={e.eventId} />
           </td>
           <td>
             <StatusPill status={e.status} />
