@@ -4,6 +4,8 @@ import { DEFAULT_ACCOUNT, DEFAULTS } from "../config/defaults.js";
 import { checkedId, checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
 import {
   idProblem,
+  isInt32,
+  MAX_ID_LENGTH,
   fromStoredPayload,
   isStorableDate,
   parseIsoInstant,
@@ -538,7 +540,7 @@ export interface HandlerAttempt {
   nextRetryAt: Date | null;
 }
 
-const count = (value: unknown, min: number) => typeof value === "number" && Number.isInteger(value) && value >= min && value <= 2 ** 31 - 1;
+const count = (value: unknown, min: number) => isInt32(value) && value >= min;
 const instant = (value: unknown) => typeof value === "number" && Number.isFinite(value) && !Number.isNaN(new Date(value).getTime());
 
 /**
@@ -798,8 +800,8 @@ async function upsertAttempts(db: Kysely<DatabaseSchema>, account: string, rows:
 }
 
 function checkId(id: unknown, field = "id"): string {
-  if (typeof id !== "string" || id === "" || id.length > 200)
-    throw new EventLogError("invalid_event", field, `${field} must be a non-empty string of at most 200 characters`);
+  if (typeof id !== "string" || id === "" || id.length > MAX_ID_LENGTH)
+    throw new EventLogError("invalid_event", field, `${field} must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
   return id;
 }
 
