@@ -1,5 +1,13 @@
 import { sql, type Kysely, type Selectable, type RawBuilder } from "kysely";
-import { type DatabaseSchema, type EventsTable, type EventStatus, type HandlerOutcome } from "./database.js";
+import {
+  EVENT_STATUSES,
+  HANDLER_STATUSES,
+  type DatabaseSchema,
+  type EventsTable,
+  type EventStatus,
+  type HandlerOutcome,
+  type HandlerStatus,
+} from "./database.js";
 import { DEFAULT_ACCOUNT, DEFAULTS } from "../config/defaults.js";
 import { checkedId, checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
 import {
@@ -188,8 +196,6 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
   };
 }
 
-const EVENT_STATUSES = ["received", "handled", "failed"] as const satisfies readonly EventStatus[];
-const HANDLER_STATUSES = ["ok", "failed"] as const;
 const DEFAULT_EVENT_LIMIT = 100;
 const MAX_EVENT_LIMIT = 1000;
 
@@ -204,7 +210,7 @@ export interface EventQuery {
   /** Only events for which this handler recorded an outcome… */
   handler?: string;
   /** …and that outcome was this one (needs `handler`). */
-  handlerStatus?: (typeof HANDLER_STATUSES)[number];
+  handlerStatus?: HandlerStatus;
   /** …and it failed with an error of this fingerprint (errorFingerprint; needs `handler`). */
   fingerprint?: string;
   /** 1..1000, default 100. */
@@ -449,7 +455,7 @@ export interface FailureGroup {
   /** An example: the newest event's error, its first line cut to FAILURE_MESSAGE_LENGTH characters. */
   error: string;
   /** `failed`: given up on (dead letters); `received`: the last attempt failed and the job will retry. */
-  status: "failed" | "received";
+  status: Exclude<EventStatus, "handled">;
   events: number;
   firstAt: Date;
   lastAt: Date;
@@ -533,7 +539,7 @@ export interface HandlerAttempt {
   of: number;
   startedAt: Date;
   durationMs: number;
-  outcome: "ok" | "failed";
+  outcome: HandlerStatus;
   /** The error's text as the handler threw it, bounded (events/errors.ts). */
   error: string | null;
   /** When the next attempt is (or was) due; null when none followed this one. */
@@ -547,7 +553,7 @@ const instant = (value: unknown) => typeof value === "number" && Number.isFinite
  * A handler's run checked (callers may be untyped JavaScript) and shaped for the statement: a run
  * as the recording statement reads it (jsonb_to_recordset in upsertAttempts).
  */
-function runRow(handler: string, outcome: "ok" | "failed", error: string | undefined, run: HandlerRun) {
+function runRow(handler: string, outcome: HandlerStatus, error: string | undefined, run: HandlerRun) {
   const { attempt, of, startedAt, durationMs, nextRetryAt } = run;
   if (
     !count(attempt, 1) ||
@@ -630,6 +636,16 @@ async function readWaiting(
   }));
 }
 
+/** One handler's outcome in one attempt. */
+export interface HandlerOutcomeData {
+  status: HandlerStatus;
+  error?: string;
+  /** The failed handler's error's stack (bounded): where in its code it failed. */
+  stack?: string;
+  /** When and how long it ran, in which attempt: a row of the event's handler attempts once recorded. */
+  run?: HandlerRun;
+}
+
 /** What one attempt at an event did, recorded once when the attempt ends. */
 export interface EventAttempt {
   id: string;
@@ -643,7 +659,7 @@ export interface EventAttempt {
    * again), and of those an earlier attempt ran whose record is pending. Each with a `run` is also
    * a row of the event's handler attempts (handler_attempts).
    */
-  handlers: Record<string, { status: "ok" | "failed"; error?: string; stack?: string; run?: HandlerRun }>;
+  handlers: Record<string, HandlerOutcomeData>;
   /**
    * The attempt starts a new round, a run of its own (a replay's first attempt): `events.replays`
    * counts one more, its handler attempts name that run, and its status replaces whatever the log
@@ -682,7 +698,8 @@ function attemptRow(attempt: EventAttempt): Row {
     checkId(key, "key");
     // Callers may be untyped JavaScript: check what the type promises.
     const status: unknown = outcome.status;
-    if (status !== "ok" && status !== "failed") throw new EventLogError("invalid_event", "status", "a handler outcome is ok or failed");
+    if (!(HANDLER_STATUSES as readonly unknown[]).includes(status))
+      throw new EventLogError("invalid_event", "status", "a handler outcome is ok or failed");
     const stored: StoredOutcome = { status: outcome.status, attempts: 1 };
     // Error text is free text (a message may quote the payload): bounded, and made storable in jsonb.
     if (outcome.error !== undefined) {
