@@ -13,6 +13,7 @@ import { checkedId, checkLimit, checkListParams, EventLogError, MirrorFilterErro
 import {
   idProblem,
   isInt32,
+  loggedStatus,
   MAX_ID_LENGTH,
   fromStoredPayload,
   isStorableDate,
@@ -322,7 +323,7 @@ export function eventQueryFromParams(params: Record<string, string | undefined>)
   for (const field of ["type", "handler", "handlerStatus", "fingerprint", "cursor"] as const)
     if (params[field] !== undefined) (query as Record<string, string>)[field] = params[field];
   // "retrying": the last attempt failed and the job will try again, which the log records as "received".
-  if (params.status !== undefined) query.status = (params.status === "retrying" ? "received" : params.status) as EventStatus;
+  if (params.status !== undefined) query.status = loggedStatus(params.status) as EventStatus;
   if (params.order !== undefined) {
     if (params.order !== "newest" && params.order !== "oldest") throw new MirrorFilterError("order", "order must be newest or oldest");
     query.newestFirst = params.order === "newest";

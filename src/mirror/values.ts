@@ -74,6 +74,9 @@ export function printable(text: string): string {
  */
 export const shownStatus = (status: string) => (status === "received" ? "retrying" : status);
 
+/** The inverse of shownStatus: a status as people give it (a filter's `retrying`) in the event log's terms (`received`). */
+export const loggedStatus = <S extends string | undefined>(status: S) => (status === "retrying" ? "received" : status);
+
 // What PostgreSQL refuses, checked in JavaScript before a value reaches SQL, so one record's bad
 // value is that record's problem and never fails the statement (and the page) it would share.
 // Pure functions: unit-tested without a database.

@@ -1,5 +1,5 @@
 import type { EventPage as LogPage, EventSummary, FailureGroup, HandlerAttempt } from "../../mirror/event-log.js";
-import { printable, shortened, shownStatus } from "../../mirror/values.js";
+import { loggedStatus, printable, shortened, shownStatus } from "../../mirror/values.js";
 import type { CausedChange } from "../../mirror/record-story.js";
 import type { HandlerOutcome } from "../../mirror/database.js";
 import type { EventDetail } from "../../mirror/storage.js";
@@ -58,7 +58,7 @@ export function parseEventFilters(params: Record<string, string>): EventFilters 
 export function logQueryOf(filters: EventFilters, now: Date): Record<string, string> {
   const query: Record<string, string> = { order: "newest", limit: String(EVENTS_PAGE_SIZE) };
   const since = filters.since ?? presetSince(filters.range, now)?.toISOString();
-  const status = filters.status === "retrying" ? "received" : filters.status;
+  const status = loggedStatus(filters.status);
   const { until, type, handler, fingerprint, cursor } = filters;
   for (const [name, value] of Object.entries({ since, until, type, status, handler, fingerprint, cursor }))
     if (value !== undefined) query[name] = value;
