@@ -79,7 +79,7 @@ export interface EventLog {
    * oldest first by (receivedAt, id) past `after`, at most `limit`: each with the job its next
    * attempt runs in and where its run stands, as its latest attempt recorded them.
    */
-  waiting(after: { receivedAt: Date; id: string } | undefined, limit: number): Promise<WaitingEvent[]>;
+  waiting(after: LogPosition | undefined, limit: number): Promise<WaitingEvent[]>;
 }
 
 /** An event the log holds as waiting for a retry, as createJobRestorer enqueues it again. */
@@ -227,11 +227,17 @@ export interface ValidEventQuery extends Omit<EventQuery, "type" | "cursor" | "l
   type?: string;
   typeIsPattern: boolean;
   limit: number;
-  after?: { receivedAt: Date; id: string };
+  after?: LogPosition;
 }
 
 const TYPE = /^(\*|[a-z][a-z0-9_]*(\.[a-z0-9_]+)*(\.\*)?)$/;
 const HANDLER_KEY = /^[\w.:*-]{1,100}$/;
+
+/** A row's place in the log's order, (received_at, id): what a page's cursor points past. */
+export interface LogPosition {
+  receivedAt: Date;
+  id: string;
+}
 
 export const encodeEventCursor = (receivedAt: Date, id: string) =>
   Buffer.from(`${receivedAt.toISOString()}|${id}`, "utf8").toString("base64url");
@@ -240,7 +246,7 @@ export const encodeEventCursor = (receivedAt: Date, id: string) =>
 const CURSOR_TEXT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([^]+)$/;
 
 /** A cursor must decode to what this log could have written: a valid time and a storable id. */
-export function decodeEventCursor(cursor: string): { receivedAt: Date; id: string } {
+export function decodeEventCursor(cursor: string): LogPosition {
   const refuse = (why: string) =>
     new MirrorFilterError("cursor", `cursor is not one this log returned (${why}); pass nextCursor unchanged`);
   if (!/^[A-Za-z0-9_-]{1,2000}$/.test(cursor)) throw refuse("not base64url text");
@@ -394,18 +400,21 @@ function toSummary(row: SummaryRow): EventSummary {
   return { ...toEnvelope(row, summarizeHandlers(row.handlers)), record };
 }
 
+/** The rows past `after` in the (received_at, id) order: later ones, or earlier ones when reading newest first. */
+export const pastPosition = (after: LogPosition, newestFirst = false) =>
+  sql`(received_at, id) ${sql.raw(newestFirst ? "<" : ">")} (${after.receivedAt}::timestamptz, ${after.id}::text)`;
+
 /** Where in the (received_at, id) order to look: the query's time range, past its `after` (in the query's direction). */
 function range(q: Pick<ValidEventQuery, "since" | "until" | "newestFirst" | "after">): RawBuilder<unknown>[] {
   const where: RawBuilder<unknown>[] = [];
-  const past = sql.raw(q.newestFirst ? "<" : ">");
   if (q.since) where.push(sql`received_at >= ${q.since}::timestamptz`);
   if (q.until) where.push(sql`received_at < ${q.until}::timestamptz`);
-  if (q.after) where.push(sql`(received_at, id) ${past} (${q.after.receivedAt}::timestamptz, ${q.after.id}::text)`);
+  if (q.after) where.push(pastPosition(q.after, q.newestFirst));
   return where;
 }
 
 /** The page's order: oldest first unless the query asks for newest first (the console). */
-const logOrder = (q: Pick<ValidEventQuery, "newestFirst">) =>
+export const logOrder = (q: Pick<ValidEventQuery, "newestFirst">) =>
   q.newestFirst ? sql.raw("order by received_at desc, id desc") : sql.raw("order by received_at, id");
 
 /** The query's other filters as SQL conditions. */
@@ -610,7 +619,7 @@ async function readWaiting(
   after: ValidEventQuery["after"],
   limit: number,
 ): Promise<WaitingEvent[]> {
-  const past = after ? sql`and (e.received_at, e.id) > (${after.receivedAt}::timestamptz, ${after.id}::text)` : sql``;
+  const past = after ? sql`and ${pastPosition(after)}` : sql``;
   const { rows } = await sql<WaitingRow>`
     select e.id, e.type, e.received_at, e.payload, e.job_id, e.handlers, w.attempt, w.of, w.next_retry_at, w.retry
     from events e
@@ -624,7 +633,7 @@ async function readWaiting(
       ) a
     ) w
     where e.account_id = ${account} and e.status = 'received' ${past}
-    order by e.received_at, e.id limit ${limit}`.execute(db);
+    ${logOrder({})} limit ${limit}`.execute(db);
   return rows.map((r) => ({
     id: r.id,
     type: r.type,

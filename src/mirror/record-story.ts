@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable } from "kysely";
 import { isDeepStrictEqual } from "node:util";
-import { summarizeHandlers, decodeEventCursor, encodeEventCursor } from "./event-log.js";
+import { summarizeHandlers, decodeEventCursor, encodeEventCursor, logOrder, pastPosition, type LogPosition } from "./event-log.js";
 import { validateRecordId, tableOf, type MirrorRecord, fittingRows } from "./mirror-store.js";
 import { type DatabaseSchema, type EventStatus, type HandlerOutcome } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
@@ -85,15 +85,15 @@ interface RecordRef {
 }
 
 /** The events naming the record, newest first, from `after` on (exclusive), `limit` + 1 rows to tell whether more follow. */
-function timelineRows(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef, after: { receivedAt: Date; id: string } | undefined) {
-  const older = after ? sql`and (received_at, id) < (${after.receivedAt}::timestamptz, ${after.id})` : sql``;
+function timelineRows(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef, after: LogPosition | undefined) {
+  const older = after ? sql`and ${pastPosition(after, true)}` : sql``;
   // Only the size of change events' payloads here (their diffs): a change of a 5 MB order holds
   // it twice. The page then reads the payloads of the ones that fit (changePayloads).
   return sql<TimelineRow>`select id, type, received_at, status, attempts, handlers,
       payload -> 'data' ->> 'restaurantId' as restaurant_id,
       case when type like 'change.%' then octet_length(payload::text) else 0 end as change_bytes
     from events where account_id = ${account} and record_id = ${id} and record_kind = ${kind} ${older}
-    order by received_at desc, id desc limit ${TIMELINE_LIMIT + 1}`.execute(db);
+    ${logOrder({ newestFirst: true })} limit ${TIMELINE_LIMIT + 1}`.execute(db);
 }
 
 async function changePayloads(db: Kysely<DatabaseSchema>, account: string, rows: readonly TimelineRow[]): Promise<Map<string, unknown>> {
@@ -116,7 +116,7 @@ async function lastChange(db: Kysely<DatabaseSchema>, { account, kind, id }: Rec
   const { rows } = await sql<{ id: string; received_at: Date; source: string | null }>`select id, received_at,
       payload -> 'data' ->> 'source' as source
     from events where account_id = ${account} and record_id = ${id} and record_kind = ${kind} and type like 'change.%'
-    order by received_at desc, id desc limit 1`.execute(db);
+    ${logOrder({ newestFirst: true })} limit 1`.execute(db);
   const row = rows[0];
   return row ? { eventId: row.id, at: new Date(row.received_at), source: row.source ?? "" } : null;
 }
