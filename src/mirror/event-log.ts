@@ -866,6 +866,9 @@ export function errorFingerprint(error: string): string {
   return text.slice(0, FINGERPRINT_LENGTH);
 }
 
+/** Rows one prune statement deletes at most. */
+const MAX_PRUNE_BATCH = 10_000;
+
 /**
  * Deletes what is older than `olderThan` in batches of `batchSize` rows, each batch its own
  * statement (and transaction): short locks and no long scan under one lock. `deleteBatch` deletes
@@ -875,8 +878,8 @@ export function errorFingerprint(error: string): string {
 export async function pruneInBatches(olderThan: Date, batchSize: number, deleteBatch: (limit: number) => Promise<number>): Promise<number> {
   if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime()))
     throw new MirrorFilterError("olderThan", "olderThan must be a valid date");
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
-    throw new MirrorFilterError("batchSize", "batchSize must be an integer from 1 to 10000");
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_PRUNE_BATCH)
+    throw new MirrorFilterError("batchSize", `batchSize must be an integer from 1 to ${MAX_PRUNE_BATCH}`);
   let total = 0;
   for (;;) {
     const deleted = await deleteBatch(batchSize);
