@@ -15,7 +15,8 @@ export const MAX_ID_LENGTH = 200;
 export const MAX_RECORD_ID_LENGTH = 1000;
 
 const LONE_SURROGATE = /\p{Cs}/u;
-const CONTROL = /\p{Cc}/u;
+/** A control character (C0, DEL, C1): what no id, type or handler name may hold. */
+export const CONTROL = /\p{Cc}/u;
 
 /**
  * Why `value` cannot be text the database holds and a person reads, or undefined when it can:
