@@ -373,10 +373,8 @@ const SUMMARY_ERROR_LENGTH = 300;
 export const MAX_PAGE_BYTES = 1024 * 1024;
 
 /** The columns a summary reads: every one but the payload. */
-type SummaryRow = Pick<
-  Selectable<EventsTable>,
-  "id" | "type" | "received_at" | "status" | "attempts" | "handlers" | "updated_at" | "record_kind" | "record_id"
->;
+const SUMMARY_COLUMNS = ["id", "type", "received_at", "status", "attempts", "handlers", "updated_at", "record_kind", "record_id"] as const;
+type SummaryRow = Pick<Selectable<EventsTable>, (typeof SUMMARY_COLUMNS)[number]>;
 
 /** Each handler's status, attempts and the start of its error: anything longer (a stack) is in GET /events/{id}. */
 export function summarizeHandlers(outcomes: Record<string, HandlerOutcome>): Record<string, HandlerOutcome> {
@@ -438,7 +436,7 @@ const whereClause = (where: RawBuilder<unknown>[]) => (where.length > 0 ? sql`wh
 /** The statement a page of one account's log runs (exported so a test can EXPLAIN exactly it). */
 export function summaryStatement(q: ValidEventQuery, count: number, account = DEFAULT_ACCOUNT): RawBuilder<SummaryRow> {
   // The account first: it leads every index of the log (0017_accounts).
-  return sql<SummaryRow>`select id, type, received_at, status, attempts, handlers, updated_at, record_kind, record_id from events
+  return sql<SummaryRow>`select ${sql.raw(SUMMARY_COLUMNS.join(", "))} from events
     ${whereClause([sql`account_id = ${account}`, ...range(q), ...filters(q)])} ${logOrder(q)} limit ${count}`;
 }
 
