@@ -256,7 +256,7 @@ const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bou
  * read whole. `nextCursor` continues after the last record answered.
  */
 async function listMirrorPage(
-  db: Kysely<Pick<DatabaseSchema, "orders" | "order_items">>,
+  db: AnyMirrorDb,
   account: string,
   kind: MirrorKind,
   filter: MirrorListFilter | undefined,

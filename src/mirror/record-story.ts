@@ -107,7 +107,7 @@ async function changePayloads(db: Kysely<DatabaseSchema>, account: string, rows:
 }
 
 async function mirrorCopy(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef) {
-  return (db as unknown as Kysely<Pick<DatabaseSchema, "orders">>)
+  return db
     .selectFrom(tableOf(kind))
     .select(["raw", "read_at", "synced_at", "restaurant_id"])
     .where("account_id", "=", account)
