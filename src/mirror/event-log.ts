@@ -11,6 +11,8 @@ import {
 import { DEFAULT_ACCOUNT, DEFAULTS } from "../config/defaults.js";
 import { checkedId, checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
 import {
+  cursorText,
+  toCursor,
   idProblem,
   isInt32,
   loggedStatus,
@@ -239,8 +241,7 @@ export interface LogPosition {
   id: string;
 }
 
-export const encodeEventCursor = (receivedAt: Date, id: string) =>
-  Buffer.from(`${receivedAt.toISOString()}|${id}`, "utf8").toString("base64url");
+export const encodeEventCursor = (receivedAt: Date, id: string) => toCursor(`${receivedAt.toISOString()}|${id}`);
 
 // What encodeEventCursor writes: a millisecond UTC timestamp (years 0001–9999), a bar, an event id.
 const CURSOR_TEXT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([^]+)$/;
@@ -249,8 +250,9 @@ const CURSOR_TEXT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([^]+)$/;
 export function decodeEventCursor(cursor: string): LogPosition {
   const refuse = (why: string) =>
     new MirrorFilterError("cursor", `cursor is not one this log returned (${why}); pass nextCursor unchanged`);
-  if (!/^[A-Za-z0-9_-]{1,2000}$/.test(cursor)) throw refuse("not base64url text");
-  const parts = CURSOR_TEXT.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  const text = cursorText(cursor, 2000);
+  if (text === undefined) throw refuse("not base64url text");
+  const parts = CURSOR_TEXT.exec(text);
   if (!parts?.[1] || parts[2] === undefined) throw refuse("not a time and an id");
   const time = parseIsoInstant(parts[1]);
   if (!time.ok) throw refuse(`its time ${time.problem}`);

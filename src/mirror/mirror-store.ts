@@ -17,6 +17,8 @@ import {
 } from "./set-aside-records.js";
 import { bookingStatusRank, ORDER_STATUSES, orderStatusRank } from "../upstream/models.js";
 import {
+  cursorText,
+  toCursor,
   idProblem,
   MAX_RECORD_ID_LENGTH,
   parseIsoInstant,
@@ -160,10 +162,10 @@ export interface ValidFilter extends Omit<MirrorListFilter, "limit" | "cursor"> 
 const BOOKING_STATUS = /^[A-Z][A-Z_]{0,39}$/;
 const CURSOR_PREFIX = "id:";
 
-export const encodeCursor = (lastId: string) => Buffer.from(CURSOR_PREFIX + lastId, "utf8").toString("base64url");
+export const encodeCursor = (lastId: string) => toCursor(CURSOR_PREFIX + lastId);
 
 function decodeCursor(cursor: string): string {
-  const text = /^[A-Za-z0-9_-]{1,8000}$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8") : "";
+  const text = cursorText(cursor, 8000) ?? "";
   const id = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length) : "";
   const problem = idProblem(id, MAX_RECORD_ID_LENGTH);
   if (problem) throw new MirrorFilterError("cursor", `cursor is not one this API returned (its id ${problem}); pass nextCursor unchanged`);

@@ -188,6 +188,15 @@ export function cutAt(text: string, max: number): string {
   return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
 }
 
+// A page cursor (the event log's, the mirror's): its text as UTF-8 in base64url, opaque to callers.
+
+/** The cursor carrying `text`. */
+export const toCursor = (text: string): string => Buffer.from(text, "utf8").toString("base64url");
+
+/** The text a cursor carries, when `cursor` is base64url text of at most `maxChars` characters; else undefined. */
+export const cursorText = (cursor: string, maxChars: number): string | undefined =>
+  cursor.length <= maxChars && /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8") : undefined;
+
 /**
  * Strict ISO 8601 for operator filters: a date `2026-11-23` (midnight UTC) or a timestamp with a
  * zone `2026-11-23T10:00:00Z` / `…+01:00`. JavaScript's `Date` parser is lenient (`2026-02-30`
