@@ -15,6 +15,7 @@ import {
   toCursor,
   idProblem,
   isInt32,
+  isValidDate,
   loggedStatus,
   MAX_ID_LENGTH,
   fromStoredPayload,
@@ -876,8 +877,7 @@ const MAX_PRUNE_BATCH = 10_000;
  * Returns how many rows were deleted in all.
  */
 export async function pruneInBatches(olderThan: Date, batchSize: number, deleteBatch: (limit: number) => Promise<number>): Promise<number> {
-  if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime()))
-    throw new MirrorFilterError("olderThan", "olderThan must be a valid date");
+  if (!isValidDate(olderThan)) throw new MirrorFilterError("olderThan", "olderThan must be a valid date");
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_PRUNE_BATCH)
     throw new MirrorFilterError("batchSize", `batchSize must be an integer from 1 to ${MAX_PRUNE_BATCH}`);
   let total = 0;

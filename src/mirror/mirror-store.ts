@@ -28,6 +28,7 @@ import {
   isInt32,
   isTimeOfDay,
   isTimestamp,
+  isValidDate,
   MAX_DECIMAL_CHARS,
   MAX_KEY_BYTES,
   unstorableString,
@@ -587,8 +588,6 @@ export function chunkWrite(
 // written against `orders` and run against the kind's table.
 type AnyMirrorDb = Kysely<Pick<DatabaseSchema, "orders" | "order_items">>;
 
-const validDate = (d: unknown): d is Date => d instanceof Date && !Number.isNaN(d.getTime());
-
 /**
  * Transaction-scoped advisory locks on every id a transaction of a write touches (at most
  * IDS_PER_TRANSACTION), taken in one statement in one global order (by lock key), and none taken
@@ -823,7 +822,7 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     clock,
 
     async upsert(kind, records, readAt, options = {}): Promise<UpsertResult> {
-      if (!validDate(readAt))
+      if (!isValidDate(readAt))
         throw new MirrorRecordError(kind, undefined, "readAt", "a valid Date from the shared clock (MirrorStore.clock)");
       if (records.length === 0 && !options.refused?.length) return { written: 0, skipped: 0, changes: [], rejected: [] };
       const all = prepareAll(kind, records, readAt, options.refused);

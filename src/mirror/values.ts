@@ -266,9 +266,12 @@ export function parseIsoInstant(text: string): InstantResult {
   return { ok: true, instant, dateOnly: false };
 }
 
+/** A Date that names an instant (not an Invalid Date), whatever a JavaScript caller passed. */
+export const isValidDate = (value: unknown): value is Date => value instanceof Date && !Number.isNaN(value.getTime());
+
 /** A Date a library caller passed: valid and within the years PostgreSQL and the cursors hold. */
 export function isStorableDate(value: unknown): value is Date {
-  if (!(value instanceof Date) || Number.isNaN(value.getTime())) return false;
+  if (!isValidDate(value)) return false;
   const year = value.getUTCFullYear();
   return year >= MIN_YEAR && year <= MAX_YEAR;
 }
