@@ -107,9 +107,12 @@ export const CHANGE_KINDS = ["order", "booking", "menu_item"] as const satisfies
 export type ChangeSource = "webhook" | "reconcile" | "backfill";
 export const CHANGE_SOURCES = ["webhook", "reconcile", "backfill"] as const satisfies readonly ChangeSource[];
 
-const CHANGE_TYPE_PREFIX = "change.";
+/** The reserved namespace of change event types: `change.<kind>`. */
+export const CHANGE_TYPE_PREFIX = "change.";
 export type ChangeEventType = `change.${ChangeKind}`;
-export const CHANGE_EVENT_TYPES = CHANGE_KINDS.map((k) => `change.${k}` as const);
+/** The event type of a kind's changes (`change.order`): what the outbox records and `onChange` handles. */
+export const changeEventType = <K extends ChangeKind>(kind: K) => `${CHANGE_TYPE_PREFIX}${kind}` as const;
+export const CHANGE_EVENT_TYPES = CHANGE_KINDS.map(changeEventType);
 
 /** True for every type in the reserved `change.` namespace, known kind or not. */
 export const isChangeEventType = (type: string): boolean => type.startsWith(CHANGE_TYPE_PREFIX);
@@ -235,5 +238,5 @@ export function onChange<K extends ChangeKind, F extends ChangeField<K>, Ctx>(
   const filtered: ChangeHandler<K, Ctx> = async function onMatchingChange(event, ctx) {
     if (matchesChange(event.data, filter)) await handler(event, ctx);
   };
-  return { [`change.${kind}`]: filtered } as Record<`change.${K}`, ChangeHandler<K, Ctx>>;
+  return { [changeEventType(kind)]: filtered } as Record<`change.${K}`, ChangeHandler<K, Ctx>>;
 }

@@ -10,6 +10,7 @@ import {
 } from "./catalog.js";
 import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS, HandlerTimeoutError } from "./errors.js";
 import { untilAborted } from "../queue/deadline.js";
+import { CONTROL } from "../mirror/values.js";
 
 export type Handler<E, Ctx> = (event: E, ctx: Ctx) => Promise<void> | void;
 
@@ -71,8 +72,6 @@ export interface HandlerRegistry<Ctx> {
 
 /** Longest handler name: keys stay short enough to type (`replay --handler`) and to show. */
 const MAX_HANDLER_NAME_LENGTH = 64;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 // Positional keys (`user:order.created:0`) are still renamed from at start-up
 // (worker/handlers.ts): a name of digits would read as one.
 const NUMBER = /^\d+$/;

@@ -25,6 +25,11 @@ export type SecretsBox = ReturnType<typeof createSecretsBox>;
 
 const SEALED_VERSION = "v1";
 
+/** The sealed columns of an account, by the field names the registry takes them under. */
+type SealedField = "apiKey" | "signingSecret";
+/** The associated data a value is sealed with: its account and field, so it opens in that row and column only. */
+const sealContext = (id: string, field: SealedField) => `${id}/${field}`;
+
 /** Seals and opens values with a 32-byte key (config's SECRETS_KEY). */
 export function createSecretsBox(key: Buffer) {
   if (key.length !== 32) throw new Error("SECRETS_KEY must be 32 bytes");
@@ -131,8 +136,8 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
     if (box) return box;
     throw new AccountError("secrets_key_missing", "SECRETS_KEY is not set: account keys and secrets are stored encrypted with it");
   };
-  const sealKey = (id: string, key: string) => sealer().seal(key, `${id}/apiKey`);
-  const sealSecret = (id: string, secret: string) => sealer().seal(secret, `${id}/signingSecret`);
+  const sealKey = (id: string, key: string) => sealer().seal(key, sealContext(id, "apiKey"));
+  const sealSecret = (id: string, secret: string) => sealer().seal(secret, sealContext(id, "signingSecret"));
   const notFound = (id: string) => new AccountError("account_not_found", `no account ${id}`);
   /**
    * What `keys` opened last, by account, with the sealed values it opened: every registration makes
@@ -174,7 +179,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
           continue;
         }
         try {
-          const open = (value: string, field: string) => sealer().open(value, `${r.id}/${field}`);
+          const open = (value: string, field: SealedField) => sealer().open(value, sealContext(r.id, field));
           const keys = {
             id: r.id,
             apiKey: open(r.api_key, "apiKey"),

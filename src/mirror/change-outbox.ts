@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import type { MirrorChange, MirrorRecord, MirrorStore, UpsertResult } from "./mirror-store.js";
-import type { ChangeData, ChangeEvent, ChangeKind, ChangeSource } from "../events/catalog.js";
+import { changeEventType, type ChangeData, type ChangeEvent, type ChangeKind, type ChangeSource } from "../events/catalog.js";
 import { type DatabaseSchema } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { type MirrorKind } from "./values.js";
@@ -49,7 +49,7 @@ async function insertChanges(
       changed: change.changed,
       source: await sourceOf(change),
     };
-    recorded.push({ id: newChangeId(), type: `change.${kind}`, createdAt: "", data });
+    recorded.push({ id: newChangeId(), type: changeEventType(kind), createdAt: "", data });
   }
   if (recorded.length === 0) return recorded;
   // In write order (the changes come in id order within one write): seq follows the array.

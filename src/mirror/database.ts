@@ -106,9 +106,14 @@ export interface MenuItemsTable extends MirrorBookkeeping {
 
 export type ReviewsTable = MirrorBookkeeping;
 
-export type EventStatus = "received" | "handled" | "failed";
+/** An event's status in the log (the `events.status` check of migrations.ts, 0002_event_log). */
+export const EVENT_STATUSES = ["received", "handled", "failed"] as const;
+export type EventStatus = (typeof EVENT_STATUSES)[number];
+/** A handler's outcome in one attempt (the `handler_attempts.outcome` check of migrations.ts, 0014_handler_attempts). */
+export const HANDLER_STATUSES = ["ok", "failed"] as const;
+export type HandlerStatus = (typeof HANDLER_STATUSES)[number];
 export interface HandlerOutcome {
-  status: "ok" | "failed";
+  status: HandlerStatus;
   error?: string;
   /** The failed handler's error's stack (bounded), when it threw an Error. */
   stack?: string;
@@ -149,7 +154,7 @@ interface HandlerAttemptsTable extends OfAccount {
   replay: Generated<number>;
   started_at: Timestamp;
   duration_ms: number;
-  outcome: "ok" | "failed";
+  outcome: HandlerStatus;
   error: string | null;
   next_retry_at: Timestamp | null;
 }

@@ -134,7 +134,7 @@ function traversable(path: string): boolean {
 type ServerUser = { uid: number; gid: number } | undefined;
 
 /** The user the server runs as: ours, or `nobody` when we are root (initdb and postgres refuse root). */
-export function serverUser(): ServerUser {
+function serverUser(): ServerUser {
   return process.getuid?.() === 0 ? { uid: NOBODY, gid: NOBODY } : undefined;
 }
 

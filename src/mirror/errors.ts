@@ -28,10 +28,12 @@ export function checkedId(field: string, id: unknown, maxLength?: number): strin
   return id;
 }
 
+/** Why a list's limit is refused: the one message of checkLimit and checkListParams. */
+const limitError = (max: number) => new MirrorFilterError("limit", `limit must be an integer from 1 to ${max}`);
+
 /** The limit of a list, when given: an integer from 1 to `max`, else a MirrorFilterError. */
 export function checkLimit(limit: number | undefined, max: number): number | undefined {
-  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > max))
-    throw new MirrorFilterError("limit", `limit must be an integer from 1 to ${max}`);
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > max)) throw limitError(max);
   return limit;
 }
 
@@ -48,8 +50,7 @@ export function checkListParams(
     if (!known.includes(name)) throw new MirrorFilterError(name, `unknown filter ${name}; filters are ${known.join(", ")}`);
   const limit = params.limit;
   if (limit === undefined) return undefined;
-  if (!new RegExp(`^\\d{1,${String(maxLimit).length}}$`).test(limit))
-    throw new MirrorFilterError("limit", `limit must be an integer from 1 to ${maxLimit}`);
+  if (!new RegExp(`^\\d{1,${String(maxLimit).length}}$`).test(limit)) throw limitError(maxLimit);
   return Number(limit);
 }
 

@@ -1,9 +1,23 @@
 import { sql, type Kysely, type Selectable, type RawBuilder } from "kysely";
-import { type DatabaseSchema, type EventsTable, type EventStatus, type HandlerOutcome } from "./database.js";
+import {
+  EVENT_STATUSES,
+  HANDLER_STATUSES,
+  type DatabaseSchema,
+  type EventsTable,
+  type EventStatus,
+  type HandlerOutcome,
+  type HandlerStatus,
+} from "./database.js";
 import { DEFAULT_ACCOUNT, DEFAULTS } from "../config/defaults.js";
 import { checkedId, checkLimit, checkListParams, EventLogError, MirrorFilterError, withOperatorTimeout } from "./errors.js";
 import {
+  cursorText,
+  toCursor,
   idProblem,
+  isInt32,
+  isValidDate,
+  loggedStatus,
+  MAX_ID_LENGTH,
   fromStoredPayload,
   isStorableDate,
   parseIsoInstant,
@@ -68,7 +82,7 @@ export interface EventLog {
    * oldest first by (receivedAt, id) past `after`, at most `limit`: each with the job its next
    * attempt runs in and where its run stands, as its latest attempt recorded them.
    */
-  waiting(after: { receivedAt: Date; id: string } | undefined, limit: number): Promise<WaitingEvent[]>;
+  waiting(after: LogPosition | undefined, limit: number): Promise<WaitingEvent[]>;
 }
 
 /** An event the log holds as waiting for a retry, as createJobRestorer enqueues it again. */
@@ -186,8 +200,6 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
   };
 }
 
-const EVENT_STATUSES = ["received", "handled", "failed"] as const satisfies readonly EventStatus[];
-const HANDLER_STATUSES = ["ok", "failed"] as const;
 const DEFAULT_EVENT_LIMIT = 100;
 const MAX_EVENT_LIMIT = 1000;
 
@@ -202,7 +214,7 @@ export interface EventQuery {
   /** Only events for which this handler recorded an outcome… */
   handler?: string;
   /** …and that outcome was this one (needs `handler`). */
-  handlerStatus?: (typeof HANDLER_STATUSES)[number];
+  handlerStatus?: HandlerStatus;
   /** …and it failed with an error of this fingerprint (errorFingerprint; needs `handler`). */
   fingerprint?: string;
   /** 1..1000, default 100. */
@@ -218,24 +230,30 @@ export interface ValidEventQuery extends Omit<EventQuery, "type" | "cursor" | "l
   type?: string;
   typeIsPattern: boolean;
   limit: number;
-  after?: { receivedAt: Date; id: string };
+  after?: LogPosition;
 }
 
 const TYPE = /^(\*|[a-z][a-z0-9_]*(\.[a-z0-9_]+)*(\.\*)?)$/;
 const HANDLER_KEY = /^[\w.:*-]{1,100}$/;
 
-export const encodeEventCursor = (receivedAt: Date, id: string) =>
-  Buffer.from(`${receivedAt.toISOString()}|${id}`, "utf8").toString("base64url");
+/** A row's place in the log's order, (received_at, id): what a page's cursor points past. */
+export interface LogPosition {
+  receivedAt: Date;
+  id: string;
+}
+
+export const encodeEventCursor = (receivedAt: Date, id: string) => toCursor(`${receivedAt.toISOString()}|${id}`);
 
 // What encodeEventCursor writes: a millisecond UTC timestamp (years 0001–9999), a bar, an event id.
 const CURSOR_TEXT = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([^]+)$/;
 
 /** A cursor must decode to what this log could have written: a valid time and a storable id. */
-export function decodeEventCursor(cursor: string): { receivedAt: Date; id: string } {
+export function decodeEventCursor(cursor: string): LogPosition {
   const refuse = (why: string) =>
     new MirrorFilterError("cursor", `cursor is not one this log returned (${why}); pass nextCursor unchanged`);
-  if (!/^[A-Za-z0-9_-]{1,2000}$/.test(cursor)) throw refuse("not base64url text");
-  const parts = CURSOR_TEXT.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  const text = cursorText(cursor, 2000);
+  if (text === undefined) throw refuse("not base64url text");
+  const parts = CURSOR_TEXT.exec(text);
   if (!parts?.[1] || parts[2] === undefined) throw refuse("not a time and an id");
   const time = parseIsoInstant(parts[1]);
   if (!time.ok) throw refuse(`its time ${time.problem}`);
@@ -314,7 +332,7 @@ export function eventQueryFromParams(params: Record<string, string | undefined>)
   for (const field of ["type", "handler", "handlerStatus", "fingerprint", "cursor"] as const)
     if (params[field] !== undefined) (query as Record<string, string>)[field] = params[field];
   // "retrying": the last attempt failed and the job will try again, which the log records as "received".
-  if (params.status !== undefined) query.status = (params.status === "retrying" ? "received" : params.status) as EventStatus;
+  if (params.status !== undefined) query.status = loggedStatus(params.status) as EventStatus;
   if (params.order !== undefined) {
     if (params.order !== "newest" && params.order !== "oldest") throw new MirrorFilterError("order", "order must be newest or oldest");
     query.newestFirst = params.order === "newest";
@@ -358,10 +376,8 @@ const SUMMARY_ERROR_LENGTH = 300;
 export const MAX_PAGE_BYTES = 1024 * 1024;
 
 /** The columns a summary reads: every one but the payload. */
-type SummaryRow = Pick<
-  Selectable<EventsTable>,
-  "id" | "type" | "received_at" | "status" | "attempts" | "handlers" | "updated_at" | "record_kind" | "record_id"
->;
+const SUMMARY_COLUMNS = ["id", "type", "received_at", "status", "attempts", "handlers", "updated_at", "record_kind", "record_id"] as const;
+type SummaryRow = Pick<Selectable<EventsTable>, (typeof SUMMARY_COLUMNS)[number]>;
 
 /** Each handler's status, attempts and the start of its error: anything longer (a stack) is in GET /events/{id}. */
 export function summarizeHandlers(outcomes: Record<string, HandlerOutcome>): Record<string, HandlerOutcome> {
@@ -385,18 +401,21 @@ function toSummary(row: SummaryRow): EventSummary {
   return { ...toEnvelope(row, summarizeHandlers(row.handlers)), record };
 }
 
+/** The rows past `after` in the (received_at, id) order: later ones, or earlier ones when reading newest first. */
+export const pastPosition = (after: LogPosition, newestFirst = false) =>
+  sql`(received_at, id) ${sql.raw(newestFirst ? "<" : ">")} (${after.receivedAt}::timestamptz, ${after.id}::text)`;
+
 /** Where in the (received_at, id) order to look: the query's time range, past its `after` (in the query's direction). */
 function range(q: Pick<ValidEventQuery, "since" | "until" | "newestFirst" | "after">): RawBuilder<unknown>[] {
   const where: RawBuilder<unknown>[] = [];
-  const past = sql.raw(q.newestFirst ? "<" : ">");
   if (q.since) where.push(sql`received_at >= ${q.since}::timestamptz`);
   if (q.until) where.push(sql`received_at < ${q.until}::timestamptz`);
-  if (q.after) where.push(sql`(received_at, id) ${past} (${q.after.receivedAt}::timestamptz, ${q.after.id}::text)`);
+  if (q.after) where.push(pastPosition(q.after, q.newestFirst));
   return where;
 }
 
 /** The page's order: oldest first unless the query asks for newest first (the console). */
-const logOrder = (q: Pick<ValidEventQuery, "newestFirst">) =>
+export const logOrder = (q: Pick<ValidEventQuery, "newestFirst">) =>
   q.newestFirst ? sql.raw("order by received_at desc, id desc") : sql.raw("order by received_at, id");
 
 /** The query's other filters as SQL conditions. */
@@ -420,7 +439,7 @@ const whereClause = (where: RawBuilder<unknown>[]) => (where.length > 0 ? sql`wh
 /** The statement a page of one account's log runs (exported so a test can EXPLAIN exactly it). */
 export function summaryStatement(q: ValidEventQuery, count: number, account = DEFAULT_ACCOUNT): RawBuilder<SummaryRow> {
   // The account first: it leads every index of the log (0017_accounts).
-  return sql<SummaryRow>`select id, type, received_at, status, attempts, handlers, updated_at, record_kind, record_id from events
+  return sql<SummaryRow>`select ${sql.raw(SUMMARY_COLUMNS.join(", "))} from events
     ${whereClause([sql`account_id = ${account}`, ...range(q), ...filters(q)])} ${logOrder(q)} limit ${count}`;
 }
 
@@ -447,7 +466,7 @@ export interface FailureGroup {
   /** An example: the newest event's error, its first line cut to FAILURE_MESSAGE_LENGTH characters. */
   error: string;
   /** `failed`: given up on (dead letters); `received`: the last attempt failed and the job will retry. */
-  status: "failed" | "received";
+  status: Exclude<EventStatus, "handled">;
   events: number;
   firstAt: Date;
   lastAt: Date;
@@ -531,21 +550,21 @@ export interface HandlerAttempt {
   of: number;
   startedAt: Date;
   durationMs: number;
-  outcome: "ok" | "failed";
+  outcome: HandlerStatus;
   /** The error's text as the handler threw it, bounded (events/errors.ts). */
   error: string | null;
   /** When the next attempt is (or was) due; null when none followed this one. */
   nextRetryAt: Date | null;
 }
 
-const count = (value: unknown, min: number) => typeof value === "number" && Number.isInteger(value) && value >= min && value <= 2 ** 31 - 1;
+const count = (value: unknown, min: number) => isInt32(value) && value >= min;
 const instant = (value: unknown) => typeof value === "number" && Number.isFinite(value) && !Number.isNaN(new Date(value).getTime());
 
 /**
  * A handler's run checked (callers may be untyped JavaScript) and shaped for the statement: a run
  * as the recording statement reads it (jsonb_to_recordset in upsertAttempts).
  */
-function runRow(handler: string, outcome: "ok" | "failed", error: string | undefined, run: HandlerRun) {
+function runRow(handler: string, outcome: HandlerStatus, error: string | undefined, run: HandlerRun) {
   const { attempt, of, startedAt, durationMs, nextRetryAt } = run;
   if (
     !count(attempt, 1) ||
@@ -601,7 +620,7 @@ async function readWaiting(
   after: ValidEventQuery["after"],
   limit: number,
 ): Promise<WaitingEvent[]> {
-  const past = after ? sql`and (e.received_at, e.id) > (${after.receivedAt}::timestamptz, ${after.id}::text)` : sql``;
+  const past = after ? sql`and ${pastPosition(after)}` : sql``;
   const { rows } = await sql<WaitingRow>`
     select e.id, e.type, e.received_at, e.payload, e.job_id, e.handlers, w.attempt, w.of, w.next_retry_at, w.retry
     from events e
@@ -615,7 +634,7 @@ async function readWaiting(
       ) a
     ) w
     where e.account_id = ${account} and e.status = 'received' ${past}
-    order by e.received_at, e.id limit ${limit}`.execute(db);
+    ${logOrder({})} limit ${limit}`.execute(db);
   return rows.map((r) => ({
     id: r.id,
     type: r.type,
@@ -626,6 +645,16 @@ async function readWaiting(
     ...(r.attempt !== null && r.of !== null ? { attempt: { number: r.attempt, of: r.of } } : {}),
     ...(r.next_retry_at ? { nextRetryAt: new Date(r.next_retry_at) } : {}),
   }));
+}
+
+/** One handler's outcome in one attempt. */
+export interface HandlerOutcomeData {
+  status: HandlerStatus;
+  error?: string;
+  /** The failed handler's error's stack (bounded): where in its code it failed. */
+  stack?: string;
+  /** When and how long it ran, in which attempt: a row of the event's handler attempts once recorded. */
+  run?: HandlerRun;
 }
 
 /** What one attempt at an event did, recorded once when the attempt ends. */
@@ -641,7 +670,7 @@ export interface EventAttempt {
    * again), and of those an earlier attempt ran whose record is pending. Each with a `run` is also
    * a row of the event's handler attempts (handler_attempts).
    */
-  handlers: Record<string, { status: "ok" | "failed"; error?: string; stack?: string; run?: HandlerRun }>;
+  handlers: Record<string, HandlerOutcomeData>;
   /**
    * The attempt starts a new round, a run of its own (a replay's first attempt): `events.replays`
    * counts one more, its handler attempts name that run, and its status replaces whatever the log
@@ -680,7 +709,8 @@ function attemptRow(attempt: EventAttempt): Row {
     checkId(key, "key");
     // Callers may be untyped JavaScript: check what the type promises.
     const status: unknown = outcome.status;
-    if (status !== "ok" && status !== "failed") throw new EventLogError("invalid_event", "status", "a handler outcome is ok or failed");
+    if (!(HANDLER_STATUSES as readonly unknown[]).includes(status))
+      throw new EventLogError("invalid_event", "status", "a handler outcome is ok or failed");
     const stored: StoredOutcome = { status: outcome.status, attempts: 1 };
     // Error text is free text (a message may quote the payload): bounded, and made storable in jsonb.
     if (outcome.error !== undefined) {
@@ -798,8 +828,8 @@ async function upsertAttempts(db: Kysely<DatabaseSchema>, account: string, rows:
 }
 
 function checkId(id: unknown, field = "id"): string {
-  if (typeof id !== "string" || id === "" || id.length > 200)
-    throw new EventLogError("invalid_event", field, `${field} must be a non-empty string of at most 200 characters`);
+  if (typeof id !== "string" || id === "" || id.length > MAX_ID_LENGTH)
+    throw new EventLogError("invalid_event", field, `${field} must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
   return id;
 }
 
@@ -837,6 +867,9 @@ export function errorFingerprint(error: string): string {
   return text.slice(0, FINGERPRINT_LENGTH);
 }
 
+/** Rows one prune statement deletes at most. */
+const MAX_PRUNE_BATCH = 10_000;
+
 /**
  * Deletes what is older than `olderThan` in batches of `batchSize` rows, each batch its own
  * statement (and transaction): short locks and no long scan under one lock. `deleteBatch` deletes
@@ -844,10 +877,9 @@ export function errorFingerprint(error: string): string {
  * Returns how many rows were deleted in all.
  */
 export async function pruneInBatches(olderThan: Date, batchSize: number, deleteBatch: (limit: number) => Promise<number>): Promise<number> {
-  if (!(olderThan instanceof Date) || Number.isNaN(olderThan.getTime()))
-    throw new MirrorFilterError("olderThan", "olderThan must be a valid date");
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
-    throw new MirrorFilterError("batchSize", "batchSize must be an integer from 1 to 10000");
+  if (!isValidDate(olderThan)) throw new MirrorFilterError("olderThan", "olderThan must be a valid date");
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > MAX_PRUNE_BATCH)
+    throw new MirrorFilterError("batchSize", `batchSize must be an integer from 1 to ${MAX_PRUNE_BATCH}`);
   let total = 0;
   for (;;) {
     const deleted = await deleteBatch(batchSize);

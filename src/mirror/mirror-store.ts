@@ -17,6 +17,8 @@ import {
 } from "./set-aside-records.js";
 import { bookingStatusRank, ORDER_STATUSES, orderStatusRank } from "../upstream/models.js";
 import {
+  cursorText,
+  toCursor,
   idProblem,
   MAX_RECORD_ID_LENGTH,
   parseIsoInstant,
@@ -26,6 +28,7 @@ import {
   isInt32,
   isTimeOfDay,
   isTimestamp,
+  isValidDate,
   MAX_DECIMAL_CHARS,
   MAX_KEY_BYTES,
   unstorableString,
@@ -160,10 +163,10 @@ export interface ValidFilter extends Omit<MirrorListFilter, "limit" | "cursor"> 
 const BOOKING_STATUS = /^[A-Z][A-Z_]{0,39}$/;
 const CURSOR_PREFIX = "id:";
 
-export const encodeCursor = (lastId: string) => Buffer.from(CURSOR_PREFIX + lastId, "utf8").toString("base64url");
+export const encodeCursor = (lastId: string) => toCursor(CURSOR_PREFIX + lastId);
 
 function decodeCursor(cursor: string): string {
-  const text = /^[A-Za-z0-9_-]{1,8000}$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8") : "";
+  const text = cursorText(cursor, 8000) ?? "";
   const id = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length) : "";
   const problem = idProblem(id, MAX_RECORD_ID_LENGTH);
   if (problem) throw new MirrorFilterError("cursor", `cursor is not one this API returned (its id ${problem}); pass nextCursor unchanged`);
@@ -256,7 +259,7 @@ const utc = (bound: string) => (bound.length === 10 ? `${bound}T00:00:00Z` : bou
  * read whole. `nextCursor` continues after the last record answered.
  */
 async function listMirrorPage(
-  db: Kysely<Pick<DatabaseSchema, "orders" | "order_items">>,
+  db: AnyMirrorDb,
   account: string,
   kind: MirrorKind,
   filter: MirrorListFilter | undefined,
@@ -585,8 +588,6 @@ export function chunkWrite(
 // written against `orders` and run against the kind's table.
 type AnyMirrorDb = Kysely<Pick<DatabaseSchema, "orders" | "order_items">>;
 
-const validDate = (d: unknown): d is Date => d instanceof Date && !Number.isNaN(d.getTime());
-
 /**
  * Transaction-scoped advisory locks on every id a transaction of a write touches (at most
  * IDS_PER_TRANSACTION), taken in one statement in one global order (by lock key), and none taken
@@ -821,7 +822,7 @@ export function createPostgresMirror(database: Kysely<DatabaseSchema>, mirrorOpt
     clock,
 
     async upsert(kind, records, readAt, options = {}): Promise<UpsertResult> {
-      if (!validDate(readAt))
+      if (!isValidDate(readAt))
         throw new MirrorRecordError(kind, undefined, "readAt", "a valid Date from the shared clock (MirrorStore.clock)");
       if (records.length === 0 && !options.refused?.length) return { written: 0, skipped: 0, changes: [], rejected: [] };
       const all = prepareAll(kind, records, readAt, options.refused);

@@ -1,12 +1,12 @@
 import { sql, type Kysely, type Selectable } from "kysely";
 import { isDeepStrictEqual } from "node:util";
-import { summarizeHandlers, decodeEventCursor, encodeEventCursor } from "./event-log.js";
+import { summarizeHandlers, decodeEventCursor, encodeEventCursor, logOrder, pastPosition, type LogPosition } from "./event-log.js";
 import { validateRecordId, tableOf, type MirrorRecord, fittingRows } from "./mirror-store.js";
 import { type DatabaseSchema, type EventStatus, type HandlerOutcome } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { MIRROR_KINDS, type MirrorKind, fromStoredPayload } from "./values.js";
 import { withOperatorTimeout } from "./errors.js";
-import { CHANGE_KINDS } from "../events/catalog.js";
+import { CHANGE_KINDS, CHANGE_TYPE_PREFIX, changeEventType } from "../events/catalog.js";
 
 /** Timeline entries per page at most (newest first; `nextCursor` goes on). */
 export const TIMELINE_LIMIT = 200;
@@ -59,6 +59,9 @@ export interface RecordStory {
   nextCursor: string | null;
 }
 
+/** `type like` this: the change events (`change.*`), a literal in the statement as the pattern always was. */
+const CHANGE_TYPES = sql.lit(`${CHANGE_TYPE_PREFIX}%`);
+
 type TimelineRow = Pick<Selectable<DatabaseSchema["events"]>, "id" | "type" | "received_at" | "status" | "attempts" | "handlers"> & {
   restaurant_id: string | null;
   /** A change event's payload bytes (its diff's source); 0 for a delivery. */
@@ -85,15 +88,15 @@ interface RecordRef {
 }
 
 /** The events naming the record, newest first, from `after` on (exclusive), `limit` + 1 rows to tell whether more follow. */
-function timelineRows(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef, after: { receivedAt: Date; id: string } | undefined) {
-  const older = after ? sql`and (received_at, id) < (${after.receivedAt}::timestamptz, ${after.id})` : sql``;
+function timelineRows(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef, after: LogPosition | undefined) {
+  const older = after ? sql`and ${pastPosition(after, true)}` : sql``;
   // Only the size of change events' payloads here (their diffs): a change of a 5 MB order holds
   // it twice. The page then reads the payloads of the ones that fit (changePayloads).
   return sql<TimelineRow>`select id, type, received_at, status, attempts, handlers,
       payload -> 'data' ->> 'restaurantId' as restaurant_id,
-      case when type like 'change.%' then octet_length(payload::text) else 0 end as change_bytes
+      case when type like ${CHANGE_TYPES} then octet_length(payload::text) else 0 end as change_bytes
     from events where account_id = ${account} and record_id = ${id} and record_kind = ${kind} ${older}
-    order by received_at desc, id desc limit ${TIMELINE_LIMIT + 1}`.execute(db);
+    ${logOrder({ newestFirst: true })} limit ${TIMELINE_LIMIT + 1}`.execute(db);
 }
 
 async function changePayloads(db: Kysely<DatabaseSchema>, account: string, rows: readonly TimelineRow[]): Promise<Map<string, unknown>> {
@@ -104,7 +107,7 @@ async function changePayloads(db: Kysely<DatabaseSchema>, account: string, rows:
 }
 
 async function mirrorCopy(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef) {
-  return (db as unknown as Kysely<Pick<DatabaseSchema, "orders">>)
+  return db
     .selectFrom(tableOf(kind))
     .select(["raw", "read_at", "synced_at", "restaurant_id"])
     .where("account_id", "=", account)
@@ -115,8 +118,8 @@ async function mirrorCopy(db: Kysely<DatabaseSchema>, { account, kind, id }: Rec
 async function lastChange(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef) {
   const { rows } = await sql<{ id: string; received_at: Date; source: string | null }>`select id, received_at,
       payload -> 'data' ->> 'source' as source
-    from events where account_id = ${account} and record_id = ${id} and record_kind = ${kind} and type like 'change.%'
-    order by received_at desc, id desc limit 1`.execute(db);
+    from events where account_id = ${account} and record_id = ${id} and record_kind = ${kind} and type like ${CHANGE_TYPES}
+    ${logOrder({ newestFirst: true })} limit 1`.execute(db);
   const row = rows[0];
   return row ? { eventId: row.id, at: new Date(row.received_at), source: row.source ?? "" } : null;
 }
@@ -228,14 +231,15 @@ export async function listCausedChanges(
 ): Promise<CausedChange[]> {
   // The change kinds are the event families that name their record in `data.id` (change.<kind> its event type).
   const family = event.type.split(".")[0] ?? "";
+  const kind = CHANGE_KINDS.find((k) => k === family);
   const recordId = namedRecordId(event.payload);
-  if (!(CHANGE_KINDS as readonly string[]).includes(family) || recordId === undefined) return [];
+  if (kind === undefined || recordId === undefined) return [];
   const rows = await withOperatorTimeout(timeoutMs, () =>
     db
       .selectFrom("events")
       .select(["id", "type", "received_at", "payload"])
       .where("account_id", "=", account)
-      .where("type", "=", `change.${family}`)
+      .where("type", "=", changeEventType(kind))
       .where("received_at", ">=", event.receivedAt)
       .where(sql<boolean>`payload -> 'data' ->> 'id' = ${recordId}`)
       .orderBy("received_at")

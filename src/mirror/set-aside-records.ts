@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { sql, type Kysely, type Transaction } from "kysely";
 import { fromExcluded, type DatabaseSchema } from "./database.js";
-import { cutAt, fitsKey, storableText, type MirrorKind, type UnstorableReason } from "./values.js";
+import { cutAt, fitsKey, MAX_ID_LENGTH, MAX_RECORD_ID_LENGTH, storableText, type MirrorKind, type UnstorableReason } from "./values.js";
 import type { Logger } from "pino";
 
 // The rejected records table (migrations.ts, 0004_rejected_records): what the mirror could not
@@ -35,7 +35,7 @@ export function toRejection(rejected: RejectedRecord & { id: string }, record: u
   return {
     ...rejected,
     key: rejectionKey(rejected.id),
-    restaurantId: typeof restaurantId === "string" ? storableText(restaurantId, 1000) : null,
+    restaurantId: typeof restaurantId === "string" ? storableText(restaurantId, MAX_RECORD_ID_LENGTH) : null,
     // JSON.stringify escapes NUL and lone surrogates (well-formed stringify), so this is storable text.
     // `?? null`: JSON.stringify(undefined) is no string (typed callers cannot pass one; JavaScript can).
     raw: JSON.stringify(record ?? null),
@@ -163,9 +163,9 @@ export async function recordUnlisted(db: Kysely<DatabaseSchema>, account: string
   const values = {
     account_id: account,
     kind: row.kind,
-    id: storableText(row.id, 1000),
-    restaurant_id: storableText(row.restaurantId, 1000),
-    event_ids: row.eventIds.map((e) => storableText(e, 200)),
+    id: storableText(row.id, MAX_RECORD_ID_LENGTH),
+    restaurant_id: storableText(row.restaurantId, MAX_RECORD_ID_LENGTH),
+    event_ids: row.eventIds.map((e) => storableText(e, MAX_ID_LENGTH)),
     first_noted_at: row.firstNotedAt,
     attempts: row.attempts,
   };

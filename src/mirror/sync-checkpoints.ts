@@ -66,6 +66,9 @@ export interface SyncCheckpoints {
   markAlive(): Promise<{ previous: Date | undefined; now: Date }>;
 }
 
+/** The one mark of sync_liveness: the workers', not a company's. */
+const WORKERS_MARK = "workers";
+
 function fromRow(row: Selectable<DatabaseSchema["sync_checkpoints"]>): SyncCheckpoint {
   return {
     tier: row.tier as CheckpointTier,
@@ -155,12 +158,12 @@ export function createSyncCheckpoints(
         const previous = await tx
           .selectFrom("sync_liveness")
           .select("seen_at")
-          .where("name", "=", "workers")
+          .where("name", "=", WORKERS_MARK)
           .forUpdate()
           .executeTakeFirst();
         const row = await tx
           .insertInto("sync_liveness")
-          .values({ name: "workers", seen_at: now })
+          .values({ name: WORKERS_MARK, seen_at: now })
           .onConflict((oc) => oc.column("name").doUpdateSet({ seen_at: sql<Date>`excluded.seen_at` }))
           .returning("seen_at")
           .executeTakeFirstOrThrow();

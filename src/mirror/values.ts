@@ -15,7 +15,8 @@ export const MAX_ID_LENGTH = 200;
 export const MAX_RECORD_ID_LENGTH = 1000;
 
 const LONE_SURROGATE = /\p{Cs}/u;
-const CONTROL = /\p{Cc}/u;
+/** A control character (C0, DEL, C1): what no id, type or handler name may hold. */
+export const CONTROL = /\p{Cc}/u;
 
 /**
  * Why `value` cannot be text the database holds and a person reads, or undefined when it can:
@@ -73,6 +74,9 @@ export function printable(text: string): string {
  * for an event whose last attempt failed and will be retried, shown as retrying.
  */
 export const shownStatus = (status: string) => (status === "received" ? "retrying" : status);
+
+/** The inverse of shownStatus: a status as people give it (a filter's `retrying`) in the event log's terms (`received`). */
+export const loggedStatus = <S extends string | undefined>(status: S) => (status === "retrying" ? "received" : status);
 
 // What PostgreSQL refuses, checked in JavaScript before a value reaches SQL, so one record's bad
 // value is that record's problem and never fails the statement (and the page) it would share.
@@ -184,6 +188,15 @@ export function cutAt(text: string, max: number): string {
   return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
 }
 
+// A page cursor (the event log's, the mirror's): its text as UTF-8 in base64url, opaque to callers.
+
+/** The cursor carrying `text`. */
+export const toCursor = (text: string): string => Buffer.from(text, "utf8").toString("base64url");
+
+/** The text a cursor carries, when `cursor` is base64url text of at most `maxChars` characters; else undefined. */
+export const cursorText = (cursor: string, maxChars: number): string | undefined =>
+  cursor.length <= maxChars && /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8") : undefined;
+
 /**
  * Strict ISO 8601 for operator filters: a date `2026-11-23` (midnight UTC) or a timestamp with a
  * zone `2026-11-23T10:00:00Z` / `…+01:00`. JavaScript's `Date` parser is lenient (`2026-02-30`
@@ -253,9 +266,12 @@ export function parseIsoInstant(text: string): InstantResult {
   return { ok: true, instant, dateOnly: false };
 }
 
+/** A Date that names an instant (not an Invalid Date), whatever a JavaScript caller passed. */
+export const isValidDate = (value: unknown): value is Date => value instanceof Date && !Number.isNaN(value.getTime());
+
 /** A Date a library caller passed: valid and within the years PostgreSQL and the cursors hold. */
 export function isStorableDate(value: unknown): value is Date {
-  if (!(value instanceof Date) || Number.isNaN(value.getTime())) return false;
+  if (!isValidDate(value)) return false;
   const year = value.getUTCFullYear();
   return year >= MIN_YEAR && year <= MAX_YEAR;
 }

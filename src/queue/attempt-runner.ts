@@ -15,19 +15,10 @@ import {
 } from "../events/dispatch.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { EventLogError } from "../mirror/errors.js";
-import type { EventAttempt, EventLog, HandlerRun } from "../mirror/event-log.js";
+import type { EventAttempt, EventLog, HandlerOutcomeData } from "../mirror/event-log.js";
 import { withCarriedTrace } from "../tracing/tracing.js";
 import type { IngestedEvent } from "./ingest-stream.js";
 
-/** One handler's outcome in one attempt. */
-export interface HandlerOutcomeData {
-  status: "ok" | "failed";
-  error?: string;
-  /** The failed handler's error's stack (bounded): where in its code it failed. */
-  stack?: string;
-  /** When and how long it ran, in which attempt: a row of the event's handler attempts once recorded. */
-  run?: HandlerRun;
-}
 type Outcome = HandlerOutcomeData;
 
 /** The outcomes of the handlers that succeeded: what a later attempt carries instead of running them again. */

@@ -15,7 +15,7 @@ import { DEFAULTS } from "../config/defaults.js";
 import { errorMessage, withHandlerStacks } from "../events/dispatch.js";
 import { expectDefined } from "../errors.js";
 import { type RedisClient, warnUnlessOutage } from "../redis/redis.js";
-import type { WaitingEvent, EventLog } from "../mirror/event-log.js";
+import type { WaitingEvent, EventLog, HandlerOutcomeData as Outcome } from "../mirror/event-log.js";
 import {
   attemptOfJob,
   continuingRun,
@@ -25,7 +25,6 @@ import {
   okOutcomes,
   type AttemptResult,
   type AttemptRunner,
-  type HandlerOutcomeData as Outcome,
 } from "./attempt-runner.js";
 import { withTimeout } from "./deadline.js";
 import { UnstorableEventError } from "./errors.js";

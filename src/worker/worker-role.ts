@@ -33,7 +33,7 @@ import type { ApiClient } from "../upstream/client.js";
 import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
 import type { HandlerRegistry } from "../events/dispatch.js";
 import { createAttemptRunner, attemptOfJob, type AttemptLog } from "../queue/attempt-runner.js";
-import { isKnownEventType } from "../events/catalog.js";
+import { isChangeEventType, isKnownEventType } from "../events/catalog.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import { AccountError, EventLogError } from "../mirror/errors.js";
 
@@ -391,7 +391,7 @@ function createFinishedEvents(eventWorker: Worker<EventJobData>) {
 /** Job names are event types, which senders choose: keep the label set bounded. */
 function jobLabel(name: string): string {
   return isKnownEventType(name) ||
-    name.startsWith("change.") ||
+    isChangeEventType(name) ||
     ["refresh", "reconcile", "prune-events", ...Object.values(RECONCILE_JOBS)].includes(name)
     ? name
     : "other";
