@@ -1,4 +1,4 @@
-import { RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
+import { PAGE_SIZE, RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
 
 // The read planner: pure functions from the ids waiting for a refresh to the next list read, as
 // values (`PlannedRead`), tested without HTTP. The executor that spends the budget is
@@ -57,9 +57,6 @@ export interface ResumePoint {
   /** Pages the read walked so far, over every job (counted against the page cap). */
   pages: number;
 }
-
-/** Orders a list page holds (refresh reads ask for the spec's maximum). */
-export const PAGE_SIZE = 100;
 
 /** How deep the mirror counts for a price: past it, every read is dear and the cheaper scope is still told apart. */
 export const DEPTH_REACH = 2000;

@@ -3,7 +3,7 @@ import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { MirrorRecord, MirrorStore, UpsertResult } from "../mirror/mirror-store.js";
 import type { MirrorWriter, SourceOf } from "../mirror/change-outbox.js";
 import type { RefusedUpstreamRecord } from "../mirror/set-aside-records.js";
-import type { ApiClient } from "../upstream/client.js";
+import { MAX_LIMIT, type ApiClient } from "../upstream/client.js";
 import type { ListWalk } from "../upstream/paginate.js";
 import type { BudgetClass } from "../upstream/rate-limiter.js";
 import { FINAL_ORDER_STATUSES, OPEN_ORDER_STATUSES, orderStatusesFrom, orderStatusRank } from "../upstream/models.js";
@@ -101,10 +101,13 @@ export const ORDER_STATES: StateOrder = {
   from: orderStatusesFrom,
 };
 
+/** Records one page of a kind's list holds: every read asks for the API's most (what the read planner prices pages by). */
+export const PAGE_SIZE = MAX_LIMIT;
+
 /** The synced kinds as rows, in sweep order (the order backfill and reconcile walk them). */
 export const RESOURCES: Record<SyncedKind, Resource> = {
   orders: {
-    list: (api, { restaurantId, cursor, status }, opts) => api.listOrders({ restaurantId, status, limit: 100, cursor }, opts),
+    list: (api, { restaurantId, cursor, status }, opts) => api.listOrders({ restaurantId, status, limit: PAGE_SIZE, cursor }, opts),
     filters: ["status"],
     sortKey: dateField("createdAt"),
     states: ORDER_STATES,
@@ -113,7 +116,7 @@ export const RESOURCES: Record<SyncedKind, Resource> = {
     pricedBy: "depth",
   },
   bookings: {
-    list: (api, { restaurantId, cursor, from, to }, opts) => api.listBookings({ restaurantId, from, to, limit: 100, cursor }, opts),
+    list: (api, { restaurantId, cursor, from, to }, opts) => api.listBookings({ restaurantId, from, to, limit: PAGE_SIZE, cursor }, opts),
     filters: ["from", "to"],
     sortKey: dateField("date"),
     tracksIds: true,
@@ -121,7 +124,7 @@ export const RESOURCES: Record<SyncedKind, Resource> = {
     pricedBy: "days",
   },
   "menu-items": {
-    list: (api, { restaurantId, cursor }, opts) => api.listMenuItems({ restaurantId, limit: 100, cursor }, opts),
+    list: (api, { restaurantId, cursor }, opts) => api.listMenuItems({ restaurantId, limit: PAGE_SIZE, cursor }, opts),
     filters: [],
     sortKey: () => NaN,
     tracksIds: false,

@@ -196,7 +196,7 @@ export interface BookingQuery extends MenuItemQuery {
 }
 
 /** The spec's page size bound (part 8): also what a page without `limit` may hold at most. */
-const MAX_LIMIT = 100;
+export const MAX_LIMIT = 100;
 
 const checkLimit = (limit: number | undefined) => {
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)) {
