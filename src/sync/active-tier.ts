@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { MirrorRecord, MirrorStore } from "../mirror/mirror-store.js";
+import { MAX_LIMIT, type MirrorRecord, type MirrorStore } from "../mirror/mirror-store.js";
 import { readList } from "../upstream/paginate.js";
 import type { ChangeSource } from "../events/catalog.js";
 import { readImportState, sweepWriting, type SweepChanges } from "./first-import.js";
@@ -200,7 +200,7 @@ async function openOfMirror(mirror: MirrorStore, kind: SyncedKind, states: State
   for (const status of states.open) {
     let cursor: string | undefined;
     do {
-      const page = await mirror.list(kind, { status, limit: 100, ...(cursor ? { cursor } : {}) });
+      const page = await mirror.list(kind, { status, limit: MAX_LIMIT, ...(cursor ? { cursor } : {}) });
       open.push(...page.data);
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
