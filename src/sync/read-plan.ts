@@ -1,4 +1,4 @@
-import { PAGE_SIZE, RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
+import { DAY_MS, dayOf, PAGE_SIZE, RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
 
 // The read planner: pure functions from the ids waiting for a refresh to the next list read, as
 // values (`PlannedRead`), tested without HTTP. The executor that spends the budget is
@@ -66,9 +66,6 @@ export const pagesTo = (newer: number): number => Math.floor(newer / PAGE_SIZE) 
 
 /** Positions in a newest-first list (by the mirror's count) that its first page of 100 likely holds, with a margin for lag. */
 export const RECENT_REACH = 80;
-
-const DAY_MS = 86_400_000;
-const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /**
  * Widest window (days, both ends included) a merge by price may make: the mirror's counts are

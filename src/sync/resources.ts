@@ -33,6 +33,11 @@ export interface ReadFilter {
   to?: string | undefined;
 }
 
+/** A day in ms: the step between the days a date filter names. */
+export const DAY_MS = 86_400_000;
+/** The day of an instant (epoch ms) as a date filter names it: YYYY-MM-DD by UTC, the API's own zone. */
+export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
 /** What a read asks of a list; each kind's list passes on only the filters it takes. */
 export interface ListQuery extends ReadFilter {
   restaurantId?: string | undefined;
