@@ -12,7 +12,7 @@ import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { Upstream } from "./upstream.js";
 import { createGapWatch, pruneEventLog } from "./worker-lifecycle.js";
-import { createRefreshJob, createRefreshPace, type RefreshJobData, type RefreshRequests } from "../sync/refresh-queue.js";
+import { createRefreshJob, createRefreshPace, REFRESH_JOB, type RefreshJobData, type RefreshRequests } from "../sync/refresh-queue.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
 import {
   enqueueCatchUp,
@@ -97,6 +97,12 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
 
 // What runs each job of the sync queue.
 
+/** The hourly job that prunes the event log and its steps. */
+const PRUNE_JOB = "prune-events";
+
+/** Every job name of the sync queue (a bounded label for the job metrics). */
+export const SYNC_JOBS: readonly string[] = [REFRESH_JOB, PRUNE_JOB, ...Object.values(RECONCILE_JOBS)];
+
 /** One account's sync: the env company's, or a registered account's (its key, its stores). */
 export interface AccountSync {
   account: string;
@@ -141,7 +147,7 @@ export function syncProcessors(deps: {
   const { config, metrics, main } = deps;
   const processors: SyncJobProcessors = {
     // Steps go with their events: by when they started, under the same retention.
-    "prune-events": async () => ({
+    [PRUNE_JOB]: async () => ({
       pruned: await pruneEventLog(deps.eventLog, config.eventRetentionDays),
       prunedSteps: await pruneEventLog(deps.steps, config.eventRetentionDays),
     }),
@@ -184,7 +190,7 @@ function accountProcessors(deps: {
       onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
     });
   return {
-    refresh: createRefreshJob({
+    [REFRESH_JOB]: createRefreshJob({
       pace: createRefreshPace({
         state: () => upstream.limiter.state(),
         share: config.worker.syncRefreshPaceShare,
@@ -329,7 +335,7 @@ export function createSyncSchedules(deps: {
   /** Makes (or updates) the job schedulers: the reconciliation tiers' and the hourly prune. */
   const schedule = async () => {
     await scheduleReconcile(syncQueue, config.worker, syncing);
-    await scheduleEvery(syncQueue, "prune-events", PRUNE_EVERY_MS);
+    await scheduleEvery(syncQueue, PRUNE_JOB, PRUNE_EVERY_MS);
   };
   /** Marks the workers alive; after a gap, restores what Redis lost and queues a catch-up. */
   const gapWatch = createGapWatch({
@@ -349,7 +355,7 @@ export function createSyncSchedules(deps: {
 /** Keeps the schedulers of the tiers as the config says: RECONCILE_INTERVAL_SECONDS=0 turns every tier off. */
 export async function scheduleReconcile(queue: Queue, config: Config["worker"], enabled: boolean): Promise<void> {
   // The single hourly sweep the tiers replace.
-  await queue.removeJobScheduler("reconcile");
+  await queue.removeJobScheduler(RECONCILE_JOBS.sweep);
   const on = enabled && config.reconcileIntervalMs > 0;
   await scheduleEvery(queue, RECONCILE_JOBS.full, on ? Math.min(FULL_TICK_MS, config.reconcileIntervalMs) : 0);
   await scheduleEvery(queue, RECONCILE_JOBS.active, on ? config.reconcileActiveIntervalMs : 0);

@@ -23,6 +23,7 @@ import {
   createSyncWorker,
   queueForAccounts,
   syncProcessors,
+  SYNC_JOBS,
   type AccountSync,
   type SyncAccounts,
   type SyncJobData,
@@ -390,11 +391,7 @@ function createFinishedEvents(eventWorker: Worker<EventJobData>) {
 
 /** Job names are event types, which senders choose: keep the label set bounded. */
 function jobLabel(name: string): string {
-  return isKnownEventType(name) ||
-    name.startsWith("change.") ||
-    ["refresh", "reconcile", "prune-events", ...Object.values(RECONCILE_JOBS)].includes(name)
-    ? name
-    : "other";
+  return isKnownEventType(name) || name.startsWith("change.") || SYNC_JOBS.includes(name) ? name : "other";
 }
 
 /** Whether a failed attempt was the job's last (no retry follows). */
