@@ -39,7 +39,7 @@ export interface SyncWorkerOptions {
   /** The sync queue this worker serves: a 429 parks it with `rateLimit`. */
   queue: Pick<Queue, "rateLimit">;
   processors: SyncJobProcessors;
-  /** At least 2, so a webhook refresh never waits behind a long reconciliation sweep. */
+  /** WORKER_CONCURRENCY: the worker takes `syncSlots` of it. */
   concurrency: number;
   lockMs: number;
   maxStalls: number;
@@ -47,6 +47,9 @@ export interface SyncWorkerOptions {
   /** BullMQ telemetry when tracing is on: each job runs in the trace of whoever added it. */
   telemetry?: Telemetry;
 }
+
+/** The sync worker's slots for WORKER_CONCURRENCY: at least 2, so a webhook refresh never waits behind a long reconciliation sweep. */
+export const syncSlots = (concurrency: number): number => Math.max(2, concurrency);
 
 /**
  * The worker of the sync queue (refresh, reconcile and maintenance jobs). A 429 that outlived the
@@ -82,7 +85,7 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
     {
       connection: options.connection,
       prefix: options.prefix,
-      concurrency: Math.max(2, options.concurrency),
+      concurrency: syncSlots(options.concurrency),
       autorun: false,
       lockDuration: options.lockMs,
       stalledInterval: options.lockMs,

@@ -24,6 +24,7 @@ import {
   queueForAccounts,
   syncProcessors,
   SYNC_JOBS,
+  syncSlots,
   type AccountSync,
   type SyncAccounts,
   type SyncJobData,
@@ -174,7 +175,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
      */
     accountsChanged({ added, count }: { added: readonly string[]; count: number }): void {
       if (!accountSync) return;
-      syncWorker.concurrency = Math.max(2, config.worker.concurrency) + Math.min(count, MAX_ACCOUNT_SLOTS);
+      syncWorker.concurrency = syncSlots(config.worker.concurrency) + Math.min(count, MAX_ACCOUNT_SLOTS);
       if (config.worker.reconcileIntervalMs <= 0 || added.length === 0) return;
       queueForAccounts(syncQueue, RECONCILE_JOBS.full, {}, added).catch((err: unknown) =>
         logger.warn({ err: (err as Error).message }, "new accounts' first sync not queued; the next tick queues it"),
