@@ -1,4 +1,4 @@
-import { DAY_MS, dayOf, PAGE_SIZE, RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
+import { DAY_MS, dayOf, FILTER_NAMES, PAGE_SIZE, RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
 
 // The read planner: pure functions from the ids waiting for a refresh to the next list read, as
 // values (`PlannedRead`), tested without HTTP. The executor that spends the budget is
@@ -121,7 +121,7 @@ export function candidatesFor(kind: SyncedKind, hint: CandidateHint, nowMs: numb
 }
 
 /** A filter as a key: what `Target.depth` is indexed by. */
-export const filterKey = (filter: ReadFilter): string => `${filter.status ?? ""}|${filter.from ?? ""}|${filter.to ?? ""}`;
+export const filterKey = (filter: ReadFilter): string => FILTER_NAMES.map((name) => filter[name] ?? "").join("|");
 
 /**
  * The next read: the candidate filter that covers most of the ids still looked for (ties: the

@@ -26,12 +26,14 @@ export interface SweepDeps {
   checkpoints: SyncCheckpoints;
 }
 
+/** The filters' names, in the order a filter's key lists them (read-plan.ts `filterKey`, a refusal's key). */
+export const FILTER_NAMES = ["status", "from", "to"] as const;
+
 /** The filters a list may take (spec part 4): order status; a booking date window (YYYY-MM-DD, inclusive). */
-export interface ReadFilter {
-  status?: string | undefined;
-  from?: string | undefined;
-  to?: string | undefined;
-}
+export type ReadFilter = Partial<Record<(typeof FILTER_NAMES)[number], string | undefined>>;
+
+/** The names of the filters `filter` sets, in FILTER_NAMES order. */
+export const filterNames = (filter: ReadFilter): string[] => FILTER_NAMES.filter((name) => filter[name] !== undefined);
 
 /** A day in ms: the step between the days a date filter names. */
 export const DAY_MS = 86_400_000;
