@@ -10,7 +10,7 @@ import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { createEventsQueue, createEventWorker, createJobRestorer, createSyncQueue, isDeadLetterPlacement } from "../queue/events-queue.js";
 import { EVENTS_QUEUE, type EventJobData } from "../queue/events-queue.js";
-import { createStreamConsumer } from "../queue/stream-consumer.js";
+import { createStreamConsumer, ENVELOPE_ROOM_BYTES } from "../queue/stream-consumer.js";
 import type { RedisClient } from "../redis/redis.js";
 import { tracedMirror, type Tracing } from "../tracing/tracing.js";
 import { isPermanentUpstreamError } from "../upstream/errors.js";
@@ -338,7 +338,7 @@ function createEventDelivery(
     maxInflightBytes: config.worker.maxInflightBytes,
     concurrencyPerAccount: config.worker.concurrencyPerAccount,
     // The edge's body limit plus the envelope: a read never asks for more than the budget holds.
-    largestEntryBytes: config.maxBodyBytes + 4096,
+    largestEntryBytes: config.maxBodyBytes + ENVELOPE_ROOM_BYTES,
     attempts: config.worker.attempts,
     backoffMs,
     dedupWindowSeconds: config.dedupWindowSeconds,
