@@ -2,22 +2,19 @@ import type { MirrorKind } from "../mirror/values.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { MirrorRecord, MirrorStore, UpsertResult } from "../mirror/mirror-store.js";
 import type { MirrorWriter, SourceOf } from "../mirror/change-outbox.js";
-import type { RefusedUpstreamRecord } from "../mirror/set-aside-records.js";
-import { MAX_LIMIT, type ApiClient } from "../upstream/client.js";
+import { MAX_LIMIT, type ApiClient, type ReadPage } from "../upstream/client.js";
 import type { ListWalk } from "../upstream/paginate.js";
 import type { BudgetClass } from "../upstream/rate-limiter.js";
 import { FINAL_ORDER_STATUSES, OPEN_ORDER_STATUSES, orderStatusesFrom, orderStatusRank } from "../upstream/models.js";
 
 export type SyncedKind = Exclude<MirrorKind, "reviews">;
 
-export interface Page {
-  data: MirrorRecord[];
-  nextCursor: string | null;
-  /** When the request that answered this page was sent, by `clock` (ApiClient ListOptions.clock). */
-  readAt: Date;
-  /** Records the client found out of shape: set aside in the mirror's rejected records with the page. */
-  refused: RefusedUpstreamRecord[];
-}
+/**
+ * A page of a kind's list as the client answered it: `readAt`, when the request that answered this
+ * page was sent, by `clock` (ApiClient ListOptions.clock); `refused`, records the client found out
+ * of shape: set aside in the mirror's rejected records with the page.
+ */
+export type Page = ReadPage<MirrorRecord>;
 
 /** What every sweep (the tiers, backfill) reads and writes through: the API, the mirror, the walks' checkpoints. */
 export interface SweepDeps {
