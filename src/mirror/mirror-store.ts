@@ -152,7 +152,8 @@ export interface MirrorStore {
 }
 
 const DEFAULT_LIMIT = 50;
-const MAX_LIMIT = 100;
+/** The most records one page of a mirror list holds (the sync's own reads of the mirror ask for it). */
+export const MAX_LIMIT = 100;
 
 /** A filter that passed every check; `after` is the id the cursor points past. */
 export interface ValidFilter extends Omit<MirrorListFilter, "limit" | "cursor"> {

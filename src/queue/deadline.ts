@@ -67,6 +67,9 @@ export function deadlineIn(ms: number, now: number = Date.now()): Deadline {
   return deadlineAt(now + Math.max(0, ms));
 }
 
+/** The stop of a part asked to stop without a deadline (a test, a library caller): 3 s from now. */
+export const defaultStopDeadline = (): Deadline => deadlineIn(3000);
+
 function deadlineAt(at: number): Deadline {
   const left = () => Math.max(0, at - Date.now());
   let signal: AbortSignal | undefined;

@@ -9,7 +9,7 @@ import { createFairSlots } from "./fair-slots.js";
 import { errorMessage } from "../events/dispatch.js";
 import { type RedisClient, defineScripts, redisKeys, warnUnlessOutage } from "../redis/redis.js";
 import { eventBackoff, type AttemptResult, type AttemptRunner } from "./attempt-runner.js";
-import { deadlineIn, type Deadline } from "./deadline.js";
+import { defaultStopDeadline, type Deadline } from "./deadline.js";
 import { continuationOf, type ContinuationJob, type ContinuationOptions, type EventJobData } from "./events-queue.js";
 import { decodeEntry, ENTRY_FIELD, entryJobId, groupCommit, jobOfEvent, type IngestedEvent } from "./ingest-stream.js";
 
@@ -104,7 +104,7 @@ export function createStreamConsumer(options: StreamConsumerOptions) {
      * into the events queue at once; those running finish (handled, recorded, acknowledged) by the
      * shutdown's deadline (default 3 s from now), or stay pending for another consumer to claim.
      */
-    async stop(deadline: Deadline = deadlineIn(3000)): Promise<void> {
+    async stop(deadline: Deadline = defaultStopDeadline()): Promise<void> {
       state.stopped.abort();
       inflight.wake();
       // The blocking read returns within its BLOCK time, an entry once its handlers end (or their
@@ -133,8 +133,11 @@ export function createStreamConsumer(options: StreamConsumerOptions) {
   };
 }
 
+/** The room an entry takes beside its body: the envelope (id, type, receivedAt). */
+export const ENVELOPE_ROOM_BYTES = 4096;
+
 /** The default body limit (MAX_BODY_BYTES) and room for the envelope (id, type, receivedAt). */
-const LARGEST_ENTRY_BYTES = 1024 * 1024 + 4096;
+const LARGEST_ENTRY_BYTES = 1024 * 1024 + ENVELOPE_ROOM_BYTES;
 
 /** What one stream consumer's parts (its reads, its attempts, its stop) share. */
 type StreamConsumerState = ReturnType<typeof createStreamConsumerState>;

@@ -63,6 +63,11 @@ export function createActivePassLease(opts: { redis: Redis | Cluster; prefix: st
   };
 }
 
+/** Whether an active pass of the account runs now: another holds its lease, and `hold` would find it taken. */
+export async function activePassRunning(redis: Redis | Cluster, prefix: string, account?: string): Promise<boolean> {
+  return (await redis.exists(redisKeys(prefix).syncOf(account).activePassLease)) === 1;
+}
+
 /**
  * Parks a pass that waits behind the running one: back to delayed for `pollMs`, spending no
  * attempt (BullMQ's moveToDelayed + DelayedError), so it runs within `pollMs` of that pass's end.

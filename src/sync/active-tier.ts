@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
-import type { MirrorRecord, MirrorStore } from "../mirror/mirror-store.js";
+import { MAX_LIMIT, type MirrorRecord, type MirrorStore } from "../mirror/mirror-store.js";
 import { readList } from "../upstream/paginate.js";
 import type { ChangeSource } from "../events/catalog.js";
 import { readImportState, sweepWriting, type SweepChanges } from "./first-import.js";
-import { RESOURCES, SYNCED_KINDS, walkOf, writePage } from "./resources.js";
+import { DAY_MS, dayOf, RESOURCES, SYNCED_KINDS, walkOf, writePage } from "./resources.js";
 import type { ListQuery, Page, StateOrder, SweepDeps, SyncedKind } from "./resources.js";
 
 /** Pages of one final-status list an active pass reads at most looking for orders that left the open lists. */
@@ -76,8 +76,7 @@ export async function runActivePass(options: ActivePassOptions): Promise<ActiveP
   };
   // Today by UTC, the API's own zone for timestamps (spec part 2); after a gap, the day before it
   // began (a booking changed in the gap may be for any day since).
-  const from = catchUp ? new Date(catchUp.gapStart.getTime() - DAY_MS) : startedAt;
-  const today = from.toISOString().slice(0, 10);
+  const today = dayOf(catchUp ? catchUp.gapStart.getTime() - DAY_MS : startedAt.getTime());
   // The ids the open lists returned, kept only for kinds with states (what is read back below).
   const seen = new Map(SYNCED_KINDS.filter((kind) => RESOURCES[kind].states).map((kind) => [kind, new Set<string>()]));
   for (const kind of SYNCED_KINDS)
@@ -91,8 +90,6 @@ export async function runActivePass(options: ActivePassOptions): Promise<ActiveP
   }
   return outcome;
 }
-
-const DAY_MS = 86_400_000;
 
 /** Reads every page of one list into the mirror, while `goOn` says so before each; notes the ids it saw. */
 async function readAll(
@@ -200,7 +197,7 @@ async function openOfMirror(mirror: MirrorStore, kind: SyncedKind, states: State
   for (const status of states.open) {
     let cursor: string | undefined;
     do {
-      const page = await mirror.list(kind, { status, limit: 100, ...(cursor ? { cursor } : {}) });
+      const page = await mirror.list(kind, { status, limit: MAX_LIMIT, ...(cursor ? { cursor } : {}) });
       open.push(...page.data);
       cursor = page.nextCursor ?? undefined;
     } while (cursor);

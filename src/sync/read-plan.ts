@@ -1,4 +1,4 @@
-import { RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
+import { DAY_MS, dayOf, FILTER_NAMES, PAGE_SIZE, RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
 
 // The read planner: pure functions from the ids waiting for a refresh to the next list read, as
 // values (`PlannedRead`), tested without HTTP. The executor that spends the budget is
@@ -58,9 +58,6 @@ export interface ResumePoint {
   pages: number;
 }
 
-/** Orders a list page holds (refresh reads ask for the spec's maximum). */
-export const PAGE_SIZE = 100;
-
 /** How deep the mirror counts for a price: past it, every read is dear and the cheaper scope is still told apart. */
 export const DEPTH_REACH = 2000;
 
@@ -69,9 +66,6 @@ export const pagesTo = (newer: number): number => Math.floor(newer / PAGE_SIZE) 
 
 /** Positions in a newest-first list (by the mirror's count) that its first page of 100 likely holds, with a margin for lag. */
 export const RECENT_REACH = 80;
-
-const DAY_MS = 86_400_000;
-const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /**
  * Widest window (days, both ends included) a merge by price may make: the mirror's counts are
@@ -127,7 +121,7 @@ export function candidatesFor(kind: SyncedKind, hint: CandidateHint, nowMs: numb
 }
 
 /** A filter as a key: what `Target.depth` is indexed by. */
-export const filterKey = (filter: ReadFilter): string => `${filter.status ?? ""}|${filter.from ?? ""}|${filter.to ?? ""}`;
+export const filterKey = (filter: ReadFilter): string => FILTER_NAMES.map((name) => filter[name] ?? "").join("|");
 
 /**
  * The next read: the candidate filter that covers most of the ids still looked for (ties: the

@@ -19,7 +19,9 @@ import { SYNCED_KINDS, type SweepDeps, type SyncedKind } from "./resources.js";
  *   instead of being skipped);
  * - `reconcile-catch-up`: an active pass that reads back over a gap (data: CatchUpJobData);
  * - `reconcile-full`: starts the full tier's next slice (data `{ force: true }` starts a pass now);
- * - `backfill`: a resumable backfill in the worker (data: BackfillJobData).
+ * - `backfill`: a resumable backfill in the worker (data: BackfillJobData);
+ * - `reconcile`: the single sweep before the tiers: a job of that name left in a queue runs as a
+ *   tick, and its scheduler is removed at start.
  */
 export const RECONCILE_JOBS = {
   active: "reconcile-active",
@@ -27,6 +29,7 @@ export const RECONCILE_JOBS = {
   full: "reconcile-full",
   fullSlice: "reconcile-full-slice",
   backfill: "backfill",
+  sweep: "reconcile",
 } as const;
 
 /** Whose sync a job runs: absent for `default` (the schedulers' ticks, and jobs queued before accounts). */
@@ -131,7 +134,7 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
     [RECONCILE_JOBS.full]: async (job) => ((job.data as FullJobData).force ? fullSlice(job) : tick(deps)),
     [RECONCILE_JOBS.fullSlice]: fullSlice,
     // Jobs named `reconcile` (the single sweep before the tiers) left in a queue run as a tick.
-    reconcile: () => tick(deps),
+    [RECONCILE_JOBS.sweep]: () => tick(deps),
     [RECONCILE_JOBS.backfill]: async (job) => {
       const data = job.data as BackfillJobData;
       const outcome = await runBackfill({

@@ -13,7 +13,7 @@ import {
 } from "./read-plan.js";
 import type { Logger } from "pino";
 import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshQueue } from "./refresh-queue.js";
-import { RESOURCES, walkOf, writePage, type Page, type ReadFilter, type SyncedKind } from "./resources.js";
+import { filterNames, RESOURCES, walkOf, writePage, type Page, type ReadFilter, type SyncedKind } from "./resources.js";
 import { type ApiClient } from "../upstream/client.js";
 import { readList } from "../upstream/paginate.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
@@ -185,8 +185,7 @@ export interface RefusedFilters {
 }
 
 /** The parameter names a filter sends: what a refusal is kept by (its values change per id). */
-const refusalKey = (kind: SyncedKind, filter: ReadFilter) =>
-  `${kind}?${(["status", "from", "to"] as const).filter((name) => filter[name] !== undefined).join(",")}`;
+const refusalKey = (kind: SyncedKind, filter: ReadFilter) => `${kind}?${filterNames(filter).join(",")}`;
 
 export function createRefusedFilters(): RefusedFilters {
   const refused = new Set<string>();
@@ -238,7 +237,7 @@ async function readOrRefused(deps: JobDeps, outcome: RefreshOutcome, plan: Plann
     if (!isRefusal(err)) throw err;
     outcome.reads++;
     outcome.calls++;
-    const filter = Object.keys(plan.filter).filter((k) => plan.filter[k as keyof ReadFilter] !== undefined);
+    const filter = filterNames(plan.filter);
     if (deps.refused.add(deps.kind, plan.filter))
       deps.logger.warn(
         { kind: deps.kind, filter, status: err.status, code: err.code, error: err.message },

@@ -263,6 +263,9 @@ export interface RefreshJobData {
   runAt?: number;
 }
 
+/** The name of a kind's refresh job on the sync queue (the sync worker runs createRefreshJob by it). */
+export const REFRESH_JOB = "refresh";
+
 /** The kind's one job of the account: `refresh-orders` for `default`, as before accounts; `refresh-orders@acme` for another. */
 const dedupId = ({ kind, account }: { kind: SyncedKind; account: string }) => ownId(`refresh-${kind}`, account);
 
@@ -279,7 +282,7 @@ async function runRefreshWithin(
   const runAt = Math.max(askedAt, await notBefore());
   const add = (at: number, replace = false) =>
     queue.add(
-      "refresh",
+      REFRESH_JOB,
       { kind, runAt: at, ...ownData(account) },
       { delay: Math.max(0, at - Date.now()), deduplication: { ...deduplication, replace } },
     );

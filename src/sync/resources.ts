@@ -2,22 +2,19 @@ import type { MirrorKind } from "../mirror/values.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { MirrorRecord, MirrorStore, UpsertResult } from "../mirror/mirror-store.js";
 import type { MirrorWriter, SourceOf } from "../mirror/change-outbox.js";
-import type { RefusedUpstreamRecord } from "../mirror/set-aside-records.js";
-import type { ApiClient } from "../upstream/client.js";
+import { MAX_LIMIT, type ApiClient, type ReadPage } from "../upstream/client.js";
 import type { ListWalk } from "../upstream/paginate.js";
 import type { BudgetClass } from "../upstream/rate-limiter.js";
 import { FINAL_ORDER_STATUSES, OPEN_ORDER_STATUSES, orderStatusesFrom, orderStatusRank } from "../upstream/models.js";
 
 export type SyncedKind = Exclude<MirrorKind, "reviews">;
 
-export interface Page {
-  data: MirrorRecord[];
-  nextCursor: string | null;
-  /** When the request that answered this page was sent, by `clock` (ApiClient ListOptions.clock). */
-  readAt: Date;
-  /** Records the client found out of shape: set aside in the mirror's rejected records with the page. */
-  refused: RefusedUpstreamRecord[];
-}
+/**
+ * A page of a kind's list as the client answered it: `readAt`, when the request that answered this
+ * page was sent, by `clock` (ApiClient ListOptions.clock); `refused`, records the client found out
+ * of shape: set aside in the mirror's rejected records with the page.
+ */
+export type Page = ReadPage<MirrorRecord>;
 
 /** What every sweep (the tiers, backfill) reads and writes through: the API, the mirror, the walks' checkpoints. */
 export interface SweepDeps {
@@ -26,12 +23,19 @@ export interface SweepDeps {
   checkpoints: SyncCheckpoints;
 }
 
+/** The filters' names, in the order a filter's key lists them (read-plan.ts `filterKey`, a refusal's key). */
+export const FILTER_NAMES = ["status", "from", "to"] as const;
+
 /** The filters a list may take (spec part 4): order status; a booking date window (YYYY-MM-DD, inclusive). */
-export interface ReadFilter {
-  status?: string | undefined;
-  from?: string | undefined;
-  to?: string | undefined;
-}
+export type ReadFilter = Partial<Record<(typeof FILTER_NAMES)[number], string | undefined>>;
+
+/** The names of the filters `filter` sets, in FILTER_NAMES order. */
+export const filterNames = (filter: ReadFilter): string[] => FILTER_NAMES.filter((name) => filter[name] !== undefined);
+
+/** A day in ms: the step between the days a date filter names. */
+export const DAY_MS = 86_400_000;
+/** The day of an instant (epoch ms) as a date filter names it: YYYY-MM-DD by UTC, the API's own zone. */
+export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 
 /** What a read asks of a list; each kind's list passes on only the filters it takes. */
 export interface ListQuery extends ReadFilter {
@@ -101,10 +105,13 @@ export const ORDER_STATES: StateOrder = {
   from: orderStatusesFrom,
 };
 
+/** Records one page of a kind's list holds: every read asks for the API's most (what the read planner prices pages by). */
+export const PAGE_SIZE = MAX_LIMIT;
+
 /** The synced kinds as rows, in sweep order (the order backfill and reconcile walk them). */
 export const RESOURCES: Record<SyncedKind, Resource> = {
   orders: {
-    list: (api, { restaurantId, cursor, status }, opts) => api.listOrders({ restaurantId, status, limit: 100, cursor }, opts),
+    list: (api, { restaurantId, cursor, status }, opts) => api.listOrders({ restaurantId, status, limit: PAGE_SIZE, cursor }, opts),
     filters: ["status"],
     sortKey: dateField("createdAt"),
     states: ORDER_STATES,
@@ -113,7 +120,7 @@ export const RESOURCES: Record<SyncedKind, Resource> = {
     pricedBy: "depth",
   },
   bookings: {
-    list: (api, { restaurantId, cursor, from, to }, opts) => api.listBookings({ restaurantId, from, to, limit: 100, cursor }, opts),
+    list: (api, { restaurantId, cursor, from, to }, opts) => api.listBookings({ restaurantId, from, to, limit: PAGE_SIZE, cursor }, opts),
     filters: ["from", "to"],
     sortKey: dateField("date"),
     tracksIds: true,
@@ -121,7 +128,7 @@ export const RESOURCES: Record<SyncedKind, Resource> = {
     pricedBy: "days",
   },
   "menu-items": {
-    list: (api, { restaurantId, cursor }, opts) => api.listMenuItems({ restaurantId, limit: 100, cursor }, opts),
+    list: (api, { restaurantId, cursor }, opts) => api.listMenuItems({ restaurantId, limit: PAGE_SIZE, cursor }, opts),
     filters: [],
     sortKey: () => NaN,
     tracksIds: false,

@@ -31,7 +31,7 @@ import {
   type SettableOrderStatus,
 } from "./models.js";
 import { paginate } from "./paginate.js";
-import { sleep, type BudgetClass, type RateLimiter } from "./rate-limiter.js";
+import { DEFAULT_BUDGET_CLASS, sleep, type BudgetClass, type RateLimiter } from "./rate-limiter.js";
 
 // The typed client of the upstream API: its key, its calls (the six endpoints as lists and
 // writes), how each call is sent (budget slot, timeout, bounded read of the answer, retries) and
@@ -321,7 +321,7 @@ async function sendUntilDone<T>(
   let rateLimited = 0;
   for (;;) {
     const waitStarted = span ? performance.now() : 0;
-    await settings.limiter?.acquire({ priority: call.priority ?? "webhook", ...(signal ? { signal } : {}) });
+    await settings.limiter?.acquire({ priority: call.priority ?? DEFAULT_BUDGET_CLASS, ...(signal ? { signal } : {}) });
     span?.addEvent("rate budget acquired", { "svc.budget.wait_ms": Math.round(performance.now() - waitStarted) });
     try {
       // Per attempt, after the slot: the time of the request actually sent, not of the first try.
@@ -362,7 +362,7 @@ async function sendAttempt<T>(
       route: call.route,
       status,
       durationMs: performance.now() - started,
-      budget: call.priority ?? "webhook",
+      budget: call.priority ?? DEFAULT_BUDGET_CLASS,
     });
     if (typeof status === "number") span?.setAttribute("http.response.status_code", status);
   };

@@ -4,13 +4,19 @@ import type { Cluster, Redis } from "ioredis";
 import { defineScripts, redisKeys } from "../redis/redis.js";
 import { abortError, untilAborted } from "../queue/deadline.js";
 
+/** The budget classes, highest first: where BudgetClass and BUDGET_CLASSES come from. */
+const CLASSES = ["webhook", "active", "full"] as const;
+
 /**
  * Who is asking, in the order they are served: `webhook` (refreshes an event asked for), `active`
  * (the active reconciliation tier), `full` (the full tier and backfill). Strict priority: each
  * class may use the whole budget, and takes what the classes above leave unused.
  */
-export type BudgetClass = "webhook" | "active" | "full";
-export const BUDGET_CLASSES: readonly BudgetClass[] = ["webhook", "active", "full"];
+export type BudgetClass = (typeof CLASSES)[number];
+export const BUDGET_CLASSES: readonly BudgetClass[] = CLASSES;
+
+/** The class of a call that names none (a handler's `ctx.api`): the highest. */
+export const DEFAULT_BUDGET_CLASS: BudgetClass = "webhook";
 
 /** Told of every slot taken: its class and how long the caller waited for it (pauses included). */
 export type OnSlot = (taken: { budget: BudgetClass; waitedMs: number }) => void;
@@ -143,7 +149,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     scripts.svcUpstreamAcquire(...acquireKeys, max, effectiveWindowMs, intervalMs, burstOf(priority), priority, member, WAITER_GRACE_MS);
 
   return {
-    async acquire({ priority = "webhook", signal } = {}) {
+    async acquire({ priority = DEFAULT_BUDGET_CLASS, signal } = {}) {
       const member = randomUUID();
       const started = performance.now();
       try {

@@ -8,7 +8,7 @@ import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { EventJobData } from "../queue/events-queue.js";
 import { activeTraceparent, type Tracing, relaySpans } from "../tracing/tracing.js";
 import type { Tracer } from "@opentelemetry/api";
-import { deadlineIn, type Deadline } from "../queue/deadline.js";
+import { defaultStopDeadline, type Deadline } from "../queue/deadline.js";
 
 /** Change events: recorded with each mirror write, counted, and relayed into the events queue. */
 export function createChangeFeed(deps: {
@@ -154,7 +154,7 @@ export function createChangeRelay(options: ChangeRelayOptions) {
      * Stops polling and waits for the batch in hand, until the shutdown's deadline (default 3 s from
      * now): a batch still out then stays in the outbox and is sent again (its change ids dedup it).
      */
-    async stop(deadline: Deadline = deadlineIn(3000)): Promise<void> {
+    async stop(deadline: Deadline = defaultStopDeadline()): Promise<void> {
       stopped = true;
       clearInterval(timer);
       // Its failure reaches drain()'s own callers (relaySafely logs it); stopping goes on.

@@ -4,7 +4,7 @@ import { errorMessage } from "../events/dispatch.js";
 import type { StepKey, StepStore } from "../mirror/step-store.js";
 import { StepError } from "./errors.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
-import type { ApiClient } from "../upstream/client.js";
+import { MAX_LIMIT, type ApiClient } from "../upstream/client.js";
 import {
   ORDER_FORWARD_STEPS,
   REFUNDED_STATUS,
@@ -171,13 +171,15 @@ export function stepAwareApi(api: ApiClient, deps: { current: () => StepScope | 
     return scope?.recovery ? scope : undefined;
   };
 
+  // Lookups read whole pages: the fewest calls for MAX_LOOKUP_RECORDS.
+  const limit = MAX_LIMIT;
   async function findOrder(id: string): Promise<Order | undefined> {
     // The mirror names the order's restaurant, which narrows the walk; without it, every order.
     const known = await deps.mirror.get("orders", id).catch(() => undefined);
-    return firstOf(api.iterateOrders(known ? { restaurantId: known.restaurantId, limit: 100 } : { limit: 100 }), (o) => o.id === id);
+    return firstOf(api.iterateOrders(known ? { restaurantId: known.restaurantId, limit } : { limit }), (o) => o.id === id);
   }
   const findBooking = (input: CreateBookingInput) =>
-    firstOf(api.iterateBookings({ restaurantId: input.restaurantId, from: input.date, limit: 100 }), (b) => sameBooking(b, input));
+    firstOf(api.iterateBookings({ restaurantId: input.restaurantId, from: input.date, limit }), (b) => sameBooking(b, input));
 
   return {
     ...api,

@@ -6,6 +6,7 @@ import { OperatorActionError } from "./errors.js";
 import { accountParam } from "../mirror/accounts.js";
 import { carriedAccount, DEFAULT_ACCOUNT, DEFAULTS, ownData, ownId } from "../config/defaults.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
+import { activePassRunning } from "../sync/active-pass-lease.js";
 import { AccountError } from "../mirror/errors.js";
 import type { RefreshNote, RefreshQueue } from "../sync/refresh-queue.js";
 import { RESOURCES, SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
@@ -141,7 +142,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
       const deduplication = { id: ownId(`operator-${request}`, account) };
       const job = await deps.syncQueue.add(OPERATOR_SYNC_JOBS[request], data, { deduplication });
       if (request !== "reconcile") return { job: job.id ?? "" };
-      const running = (await deps.redis.exists(redisKeys(deps.prefix).syncOf(account).activePassLease)) === 1;
+      const running = await activePassRunning(deps.redis, deps.prefix, account);
       return { job: job.id ?? "", runs: running ? "after the running pass" : "now" };
     },
   };

@@ -12,7 +12,7 @@ import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { SyncCheckpoint, SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { Upstream } from "./upstream.js";
 import { createGapWatch, pruneEventLog } from "./worker-lifecycle.js";
-import { createRefreshJob, createRefreshPace, type RefreshJobData, type RefreshRequests } from "../sync/refresh-queue.js";
+import { createRefreshJob, createRefreshPace, REFRESH_JOB, type RefreshJobData, type RefreshRequests } from "../sync/refresh-queue.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
 import {
   enqueueCatchUp,
@@ -39,7 +39,7 @@ export interface SyncWorkerOptions {
   /** The sync queue this worker serves: a 429 parks it with `rateLimit`. */
   queue: Pick<Queue, "rateLimit">;
   processors: SyncJobProcessors;
-  /** At least 2, so a webhook refresh never waits behind a long reconciliation sweep. */
+  /** WORKER_CONCURRENCY: the worker takes `syncSlots` of it. */
   concurrency: number;
   lockMs: number;
   maxStalls: number;
@@ -47,6 +47,9 @@ export interface SyncWorkerOptions {
   /** BullMQ telemetry when tracing is on: each job runs in the trace of whoever added it. */
   telemetry?: Telemetry;
 }
+
+/** The sync worker's slots for WORKER_CONCURRENCY: at least 2, so a webhook refresh never waits behind a long reconciliation sweep. */
+export const syncSlots = (concurrency: number): number => Math.max(2, concurrency);
 
 /**
  * The worker of the sync queue (refresh, reconcile and maintenance jobs). A 429 that outlived the
@@ -82,7 +85,7 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
     {
       connection: options.connection,
       prefix: options.prefix,
-      concurrency: Math.max(2, options.concurrency),
+      concurrency: syncSlots(options.concurrency),
       autorun: false,
       lockDuration: options.lockMs,
       stalledInterval: options.lockMs,
@@ -96,6 +99,12 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
 }
 
 // What runs each job of the sync queue.
+
+/** The hourly job that prunes the event log and its steps. */
+const PRUNE_JOB = "prune-events";
+
+/** Every job name of the sync queue (a bounded label for the job metrics). */
+export const SYNC_JOBS: readonly string[] = [REFRESH_JOB, PRUNE_JOB, ...Object.values(RECONCILE_JOBS)];
 
 /** One account's sync: the env company's, or a registered account's (its key, its stores). */
 export interface AccountSync {
@@ -141,7 +150,7 @@ export function syncProcessors(deps: {
   const { config, metrics, main } = deps;
   const processors: SyncJobProcessors = {
     // Steps go with their events: by when they started, under the same retention.
-    "prune-events": async () => ({
+    [PRUNE_JOB]: async () => ({
       pruned: await pruneEventLog(deps.eventLog, config.eventRetentionDays),
       prunedSteps: await pruneEventLog(deps.steps, config.eventRetentionDays),
     }),
@@ -184,7 +193,7 @@ function accountProcessors(deps: {
       onUnlisted: () => metrics.syncUnlisted.inc({ kind }),
     });
   return {
-    refresh: createRefreshJob({
+    [REFRESH_JOB]: createRefreshJob({
       pace: createRefreshPace({
         state: () => upstream.limiter.state(),
         share: config.worker.syncRefreshPaceShare,
@@ -329,7 +338,7 @@ export function createSyncSchedules(deps: {
   /** Makes (or updates) the job schedulers: the reconciliation tiers' and the hourly prune. */
   const schedule = async () => {
     await scheduleReconcile(syncQueue, config.worker, syncing);
-    await scheduleEvery(syncQueue, "prune-events", PRUNE_EVERY_MS);
+    await scheduleEvery(syncQueue, PRUNE_JOB, PRUNE_EVERY_MS);
   };
   /** Marks the workers alive; after a gap, restores what Redis lost and queues a catch-up. */
   const gapWatch = createGapWatch({
@@ -349,7 +358,7 @@ export function createSyncSchedules(deps: {
 /** Keeps the schedulers of the tiers as the config says: RECONCILE_INTERVAL_SECONDS=0 turns every tier off. */
 export async function scheduleReconcile(queue: Queue, config: Config["worker"], enabled: boolean): Promise<void> {
   // The single hourly sweep the tiers replace.
-  await queue.removeJobScheduler("reconcile");
+  await queue.removeJobScheduler(RECONCILE_JOBS.sweep);
   const on = enabled && config.reconcileIntervalMs > 0;
   await scheduleEvery(queue, RECONCILE_JOBS.full, on ? Math.min(FULL_TICK_MS, config.reconcileIntervalMs) : 0);
   await scheduleEvery(queue, RECONCILE_JOBS.active, on ? config.reconcileActiveIntervalMs : 0);

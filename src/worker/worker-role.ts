@@ -10,7 +10,7 @@ import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { createEventsQueue, createEventWorker, createJobRestorer, createSyncQueue, isDeadLetterPlacement } from "../queue/events-queue.js";
 import { EVENTS_QUEUE, type EventJobData } from "../queue/events-queue.js";
-import { createStreamConsumer } from "../queue/stream-consumer.js";
+import { createStreamConsumer, ENVELOPE_ROOM_BYTES } from "../queue/stream-consumer.js";
 import type { RedisClient } from "../redis/redis.js";
 import { tracedMirror, type Tracing } from "../tracing/tracing.js";
 import { isPermanentUpstreamError } from "../upstream/errors.js";
@@ -23,6 +23,8 @@ import {
   createSyncWorker,
   queueForAccounts,
   syncProcessors,
+  SYNC_JOBS,
+  syncSlots,
   type AccountSync,
   type SyncAccounts,
   type SyncJobData,
@@ -173,7 +175,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
      */
     accountsChanged({ added, count }: { added: readonly string[]; count: number }): void {
       if (!accountSync) return;
-      syncWorker.concurrency = Math.max(2, config.worker.concurrency) + Math.min(count, MAX_ACCOUNT_SLOTS);
+      syncWorker.concurrency = syncSlots(config.worker.concurrency) + Math.min(count, MAX_ACCOUNT_SLOTS);
       if (config.worker.reconcileIntervalMs <= 0 || added.length === 0) return;
       queueForAccounts(syncQueue, RECONCILE_JOBS.full, {}, added).catch((err: unknown) =>
         logger.warn({ err: (err as Error).message }, "new accounts' first sync not queued; the next tick queues it"),
@@ -336,7 +338,7 @@ function createEventDelivery(
     maxInflightBytes: config.worker.maxInflightBytes,
     concurrencyPerAccount: config.worker.concurrencyPerAccount,
     // The edge's body limit plus the envelope: a read never asks for more than the budget holds.
-    largestEntryBytes: config.maxBodyBytes + 4096,
+    largestEntryBytes: config.maxBodyBytes + ENVELOPE_ROOM_BYTES,
     attempts: config.worker.attempts,
     backoffMs,
     dedupWindowSeconds: config.dedupWindowSeconds,
@@ -390,11 +392,7 @@ function createFinishedEvents(eventWorker: Worker<EventJobData>) {
 
 /** Job names are event types, which senders choose: keep the label set bounded. */
 function jobLabel(name: string): string {
-  return isKnownEventType(name) ||
-    isChangeEventType(name) ||
-    ["refresh", "reconcile", "prune-events", ...Object.values(RECONCILE_JOBS)].includes(name)
-    ? name
-    : "other";
+  return isKnownEventType(name) || isChangeEventType(name) || SYNC_JOBS.includes(name) ? name : "other";
 }
 
 /** Whether a failed attempt was the job's last (no retry follows). */
