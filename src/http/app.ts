@@ -35,8 +35,10 @@ export function createApp(options: CreateAppOptions): Hono<AppEnv> {
     c.res.headers.set(SERVED_BY.header, SERVED_BY.value);
   });
   // Outside the request log, so the delivery's log line carries the span's trace id.
+  // Each webhook route its own span name: the default account's and a registered account's (by route, never the raw path).
   if (options.tracer && options.webhooks)
-    app.use("/webhooks", serverSpan(options.tracer, { route: "/webhooks", attributes: deliveryAttributes }));
+    for (const route of ["/webhooks", "/webhooks/:account"])
+      app.use(route, serverSpan(options.tracer, { route, attributes: deliveryAttributes }));
   app.use(requestLog(options.logger));
   app.route("/", healthRoutes(options.ready));
   if (options.webhooks) app.route("/webhooks", webhookRoute(options.webhooks));
