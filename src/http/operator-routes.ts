@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import * as z from "zod";
 import { EventIdentifierError } from "../events/envelope.js";
 import type { RecordStory } from "../mirror/record-story.js";
+import { REPLAY_FILTER_FIELDS } from "../mirror/event-log.js";
 import type { AccountRegistry } from "../mirror/accounts.js";
 import type { OperatorActions } from "../worker/operator-actions.js";
 import { idProblem, printable } from "../mirror/values.js";
@@ -204,15 +205,14 @@ export interface OperatorActionsPort extends Pick<OperatorActions, "replayMatchi
 
 const ReplayOne = z.strictObject({ handler: z.string().min(1).max(100).optional() });
 /** What a bulk replay's filter may name (each a string, read as GET /events reads it). */
-const FILTER_FIELDS = ["type", "status", "handler", "fingerprint", "since", "until"] as const;
 // A filter with at least one field, or `"all": true` for every event: an empty body or `{}` is
 // never "all". A client that sent `/events/./replay` (an event ".") reaches this route after URL
 // normalisation, with the single replay's body (`{}` or `{ handler }`), and is refused instead
 // of replaying the whole log.
-const FILTER_OR_ALL = `send a filter (${FILTER_FIELDS.join(", ")}) or "all": true for every event; one event: POST /events/{id}/replay`;
+const FILTER_OR_ALL = `send a filter (${REPLAY_FILTER_FIELDS.join(", ")}) or "all": true for every event; one event: POST /events/{id}/replay`;
 const ReplayMany = z
   .strictObject({
-    filter: z.strictObject(Object.fromEntries(FILTER_FIELDS.map((field) => [field, z.string().optional()]))).optional(),
+    filter: z.strictObject(Object.fromEntries(REPLAY_FILTER_FIELDS.map((field) => [field, z.string().optional()]))).optional(),
     all: z.literal(true, { error: '"all" takes only true' }).optional(),
     dryRun: z.boolean().optional(),
     fresh: z.boolean().optional(),

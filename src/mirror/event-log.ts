@@ -317,6 +317,12 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
 }
 
 /**
+ * The log's filters a replay by filter takes (no paging, no order): what worker/replays.ts names
+ * when it refuses another, and what POST /events/replay's body accepts.
+ */
+export const REPLAY_FILTER_FIELDS = ["type", "status", "handler", "fingerprint", "since", "until"] as const;
+
+/**
  * An event query from text parameters (URL query, CLI flags): dates as ISO 8601, `limit` as a
  * number. Unknown parameters are refused, so a typo is a 400 rather than an unfiltered log.
  */

@@ -4,7 +4,7 @@ import type { EventLog, EventQuery, EventSummary, LoggedEvent } from "../mirror/
 import type { EventJobData } from "../queue/events-queue.js";
 import type { StepStore } from "../mirror/step-store.js";
 import { EventLogError } from "../mirror/errors.js";
-import { eventQueryFromParams, validateEventQuery } from "../mirror/event-log.js";
+import { eventQueryFromParams, REPLAY_FILTER_FIELDS, validateEventQuery } from "../mirror/event-log.js";
 import type { Logger } from "pino";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
 import { OperatorActionError } from "./errors.js";
@@ -115,11 +115,7 @@ export function replayQueryFromFilter(filter: Record<string, string | undefined>
   if (params.handler !== undefined) params.handlerStatus = "failed";
   for (const name of ["limit", "cursor", "handlerStatus"] as const)
     if (name in filter)
-      throw new EventLogError(
-        "invalid_filter",
-        name,
-        `a replay filter takes type, status, handler, fingerprint, since, until; not ${name}`,
-      );
+      throw new EventLogError("invalid_filter", name, `a replay filter takes ${REPLAY_FILTER_FIELDS.join(", ")}; not ${name}`);
   const query = eventQueryFromParams(params);
   // Checked now (statuses, type patterns), not when the first page is read: a bad value is the caller's error.
   validateEventQuery(query);
