@@ -7,8 +7,7 @@ import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
 import type { EventSink } from "../queue/ingest-stream.js";
 import type { AppEnv } from "./request-log.js";
 import { PayloadTooLargeError, RequestAbortedError, ServerBusyError } from "./errors.js";
-import { AccountError } from "../mirror/errors.js";
-import { printable, shortened } from "../mirror/values.js";
+import { accountNotFound } from "../mirror/errors.js";
 
 /** Why the edge refused a delivery, for metrics. */
 export type RejectReason =
@@ -79,7 +78,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
     const found = refusing("accounts_unavailable", () => options.accounts?.get(account));
     if (!found) {
       observer?.rejected?.("unknown_account");
-      throw new AccountError("account_not_found", `no account ${shortened(printable(account), 80)}`);
+      throw accountNotFound(account);
     }
     return receiveCounted(c, found.signingSecrets, account);
   });

@@ -6,7 +6,7 @@ import { isApiKey } from "../upstream/client.js";
 import { type DatabaseSchema } from "./database.js";
 import { ACCOUNT_TABLE_NAMES } from "./migrations.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
-import { AccountError, AccountsUnavailableError, MirrorFilterError } from "./errors.js";
+import { AccountError, accountNotFound, AccountsUnavailableError, MirrorFilterError } from "./errors.js";
 
 // The accounts registry: one row per restaurant company that a deployment serves besides the
 // env-configured `default` (API_KEY, SIGNING_SECRET), with its API key and signing secrets sealed
@@ -138,7 +138,6 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
   };
   const sealKey = (id: string, key: string) => sealer().seal(key, sealContext(id, "apiKey"));
   const sealSecret = (id: string, secret: string) => sealer().seal(secret, sealContext(id, "signingSecret"));
-  const notFound = (id: string) => new AccountError("account_not_found", `no account ${id}`);
   /**
    * What `keys` opened last, by account, with the sealed values it opened: every registration makes
    * each process read the registry again, and a read opens only what changed since (each seal has
@@ -198,7 +197,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
       const change = checked(rotationSchema, input);
       return db.transaction().execute(async (tx) => {
         const row = await tx.selectFrom("accounts").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
-        if (!row) throw notFound(id);
+        if (!row) throw accountNotFound(id);
         // The newest secret first: a rotation adds one, and retiring keeps only the newest.
         let secrets =
           change.signingSecret === undefined ? row.signing_secrets : [sealSecret(id, change.signingSecret), ...row.signing_secrets];
@@ -226,7 +225,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
     async remove(id, { purge = false } = {}) {
       await db.transaction().execute(async (tx) => {
         const gone = await tx.deleteFrom("accounts").where("id", "=", id).returning("id").executeTakeFirst();
-        if (!gone) throw notFound(id);
+        if (!gone) throw accountNotFound(id);
         if (purge) for (const table of ACCOUNT_TABLE_NAMES) await sql`delete from ${sql.table(table)} where account_id = ${id}`.execute(tx);
       });
     },

@@ -1,5 +1,5 @@
 import { NamedError } from "../errors.js";
-import { idProblem, type MirrorKind, type UnstorableReason, storableText } from "./values.js";
+import { idProblem, type MirrorKind, printable, shortened, type UnstorableReason, storableText } from "./values.js";
 
 // Every error of the mirror layer (the mirror store, the event log, the steps, the record story),
 // in one place: what each refuses and the HTTP answer its code maps to (http/errors.ts).
@@ -122,6 +122,9 @@ export class AccountError extends NamedError {
     super(message);
   }
 }
+
+/** The refusal of an id no account has, the id as a line shows it (control characters spelled out, cut at 80). */
+export const accountNotFound = (id: string) => new AccountError("account_not_found", `no account ${shortened(printable(id), 80)}`);
 
 /** The registry could not be read yet (the database away at start) or an account's secrets do not open: the edge answers 503. */
 export class AccountsUnavailableError extends NamedError {

@@ -21,7 +21,7 @@ import type { WorkerRole } from "../worker/worker-role.js";
 import { findRecordKinds, listCausedChanges } from "../mirror/record-story.js";
 import { OperatorActionError } from "../worker/errors.js";
 import { accountParam, type AccountDirectory, type AccountRegistry } from "../mirror/accounts.js";
-import { AccountError } from "../mirror/errors.js";
+import { accountNotFound } from "../mirror/errors.js";
 import { withSyncState } from "../sync/first-import.js";
 import { SYNCED_KINDS } from "../sync/resources.js";
 import { upstreamFromConfig } from "../worker/upstream.js";
@@ -196,7 +196,7 @@ export function serviceAccounts(deps: {
         storage.database.db,
         (await registry.list()).filter((a) => a.id === id),
       );
-      if (!account) throw new AccountError("account_not_found", `no account ${id}`);
+      if (!account) throw accountNotFound(id);
       const keys = directory.get(id);
       const budget =
         keys && config.api

@@ -111,6 +111,10 @@ describe("the accounts registry", () => {
     expect(await registry.keys()).toEqual([{ id: "acme", apiKey: "svc_live_acme_second_key_01", signingSecrets: [next] }]);
     await expect(registry.rotate("acme", {})).rejects.toMatchObject({ code: "invalid_account" });
     await expect(registry.rotate("nope", { retireOldSecrets: true })).rejects.toMatchObject({ code: "account_not_found" });
+    // The id a refusal names is bounded, wherever it came from (the edge's path, the operator API's, the CLI).
+    const refused = await registry.rotate(`${"y".repeat(500)}\n`, { retireOldSecrets: true }).catch((err: unknown) => err as Error);
+    expect(refused).toMatchObject({ code: "account_not_found" });
+    expect((refused as Error).message).toBe(`no account ${"y".repeat(80)}…`);
   });
 
   it("opens each account's values once: a read after a registration opens the new account's alone, one after a rotation that account's again", async () => {
