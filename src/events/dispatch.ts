@@ -10,7 +10,7 @@ import {
 } from "./catalog.js";
 import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS, HandlerTimeoutError } from "./errors.js";
 import { untilAborted } from "../queue/deadline.js";
-import { CONTROL } from "../mirror/values.js";
+import { CONTROL, idProblem, shortened } from "../mirror/values.js";
 
 export type Handler<E, Ctx> = (event: E, ctx: Ctx) => Promise<void> | void;
 
@@ -122,6 +122,12 @@ export function createHandlerRegistry<Ctx>(): HandlerRegistry<Ctx> {
     const list = byType.get(type) ?? [];
     const added = named(type, handlers, source).map(({ name, handler }) => {
       const key = handlerKey(source, type, name);
+      // The event log keeps each handler's outcome under its key, and the filters and replays find it by it: an id like any other.
+      const problem = idProblem(key);
+      if (problem)
+        throw new TypeError(
+          `the handler key ${JSON.stringify(shortened(key, 80))} (for "${shortened(type, 80)}" from ${source}) ${problem}`,
+        );
       if (list.some((h) => h.key === key))
         throw new TypeError(`two handlers for "${type}" from ${source} are named "${name}": give each its own name with { name, handle }`);
       const about = { key, type, name, source };

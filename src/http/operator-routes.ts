@@ -11,7 +11,7 @@ import type { RecordStory } from "../mirror/record-story.js";
 import { REPLAY_FILTER_FIELDS } from "../mirror/event-log.js";
 import type { AccountRegistry } from "../mirror/accounts.js";
 import type { OperatorActions } from "../worker/operator-actions.js";
-import { idProblem, printable } from "../mirror/values.js";
+import { idProblem, MAX_ID_LENGTH, printable } from "../mirror/values.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
 import type { AppEnv } from "./request-log.js";
@@ -203,7 +203,7 @@ export interface OperatorActionsPort extends Pick<OperatorActions, "replayMatchi
   replayEvent(id: string, options: NonNullable<Parameters<OperatorActions["replayEvent"]>[1]>): ReturnType<OperatorActions["replayEvent"]>;
 }
 
-const ReplayOne = z.strictObject({ handler: z.string().min(1).max(100).optional() });
+const ReplayOne = z.strictObject({ handler: z.string().min(1).max(MAX_ID_LENGTH).optional() });
 /** What a bulk replay's filter may name (each a string, read as GET /events reads it). */
 // A filter with at least one field, or `"all": true` for every event: an empty body or `{}` is
 // never "all". A client that sent `/events/./replay` (an event ".") reaches this route after URL

@@ -27,6 +27,18 @@ describe("handler names and keys", () => {
     expect(registry.handlersFor("order.updated").map((h) => h.key)).toEqual(["user:order.updated", "user:*:metrics"]);
   });
 
+  it("refuses at registration a key the event log could not keep or find (an id: at most 200 characters)", () => {
+    const registry = createHandlerRegistry<object>();
+    const longType = `order.${"x".repeat(150)}`;
+    expect(() => registry.on(longType, { name: "n".repeat(60), handle: noop })).toThrow(
+      /^the handler key "app:order\.x+…" .* must be at most 200 characters/,
+    );
+    expect(registry.registered()).toEqual([]);
+    // Spaces and any letters are a name's to hold: such a key is an id like any other.
+    registry.on("order.created", { name: "notify kitchen ünd bar", handle: noop });
+    expect(registry.registered().map((h) => h.key)).toEqual(["app:order.created:notify kitchen ünd bar"]);
+  });
+
   it("gives each handler the same key whatever the order of the module", () => {
     const first = () => undefined;
     const second = () => undefined;

@@ -87,6 +87,16 @@ describe("event query parameters", () => {
     expect(() => validateEventQuery({ until: instantOf(0) })).toThrow(/years 0001–9999/);
   });
 
+  it("finds by any handler key the registry gives (the id rule), and refuses what could be no key", () => {
+    const named = "user:order.created:notify kitchen ünd bar";
+    expect(validateEventQuery({ handler: named }).handler).toBe(named);
+    const long = `user:order.${"x".repeat(150)}:notify`;
+    expect(validateEventQuery({ handler: long }).handler).toBe(long);
+    expect(() => validateEventQuery({ handler: "x".repeat(201) })).toThrow(/handler must be at most 200 characters/);
+    expect(() => validateEventQuery({ handler: "user:a\nb" })).toThrow(/^handler /);
+    expect(() => validateEventQuery({ handler: "" })).toThrow(/^handler /);
+  });
+
   it("decodes only cursors it could have written", () => {
     const at = new Date("2026-11-23T10:00:00.123Z");
     expect(decodeEventCursor(encodeEventCursor(at, "evt_1"))).toEqual({ receivedAt: at, id: "evt_1" });
