@@ -15,7 +15,7 @@ import { DEFAULTS } from "../config/defaults.js";
 import { errorMessage, withHandlerStacks } from "../events/dispatch.js";
 import { expectDefined } from "../errors.js";
 import { type RedisClient, warnUnlessOutage } from "../redis/redis.js";
-import type { WaitingEvent, EventLog, HandlerOutcomeData as Outcome } from "../mirror/event-log.js";
+import type { WaitingEvent, EventLog, HandlerOutcomeData as Outcome, LogPosition } from "../mirror/event-log.js";
 import {
   attemptOfJob,
   continuingRun,
@@ -440,9 +440,6 @@ export const RESTORE_PAGE = 500;
  * emptied again), and the pass says so.
  */
 export const RESTORE_MAX_PER_PASS = 10_000;
-
-/** A place in the event log's (receivedAt, id) order. */
-type LogPosition = Pick<WaitingEvent, "receivedAt" | "id">;
 
 /** JOB_ATTEMPTS (a run whose `of` the log does not hold), JOB_BACKOFF_MS, and the deduplication window. */
 export interface RestoreOptions extends Omit<ContinuationOptions, "handlerKeys"> {
