@@ -58,7 +58,7 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z0-9_{}-]+$/, "may hold letters, digits, _ - { } only")
     .default(DEFAULTS.queuePrefix),
   SIGNING_SECRET: secretList.optional(),
-  MAX_BODY_BYTES: int(1, 64 * 1024 * 1024).default(1024 * 1024),
+  MAX_BODY_BYTES: int(1, 64 * 1024 * 1024).default(DEFAULTS.maxBodyBytes),
   DEDUP_WINDOW_SECONDS: int(1).default(7 * 24 * 3600),
   KEEP_COMPLETED_JOBS: int(0).default(1000),
   KEEP_COMPLETED_SECONDS: int(0).default(3600),

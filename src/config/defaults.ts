@@ -37,6 +37,8 @@ export const DEFAULTS = {
   httpMaxConnections: 1024,
   /** Node's default is 16 KB; no legitimate request here comes near 8 KB of headers. */
   httpMaxHeaderBytes: 8 * 1024,
+  /** One request body at most (MAX_BODY_BYTES): also what a stream entry's size is figured from when not given. */
+  maxBodyBytes: 1024 * 1024,
   /** Request bodies held in memory across all requests at once. */
   maxBufferedBodyBytes: 32 * 1024 * 1024,
   /** Operator reads (GET /events, /mirror): a server cancels them past this; the embedded store stops its scan. */

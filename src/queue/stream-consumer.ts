@@ -137,7 +137,7 @@ export function createStreamConsumer(options: StreamConsumerOptions) {
 export const ENVELOPE_ROOM_BYTES = 4096;
 
 /** The default body limit (MAX_BODY_BYTES) and room for the envelope (id, type, receivedAt). */
-const LARGEST_ENTRY_BYTES = 1024 * 1024 + ENVELOPE_ROOM_BYTES;
+const LARGEST_ENTRY_BYTES = DEFAULTS.maxBodyBytes + ENVELOPE_ROOM_BYTES;
 
 /** What one stream consumer's parts (its reads, its attempts, its stop) share. */
 type StreamConsumerState = ReturnType<typeof createStreamConsumerState>;
