@@ -153,7 +153,7 @@ export interface MirrorStore {
 
 const DEFAULT_LIMIT = 50;
 /** The most records one page of a mirror list holds (the sync's own reads of the mirror ask for it). */
-export const MAX_LIMIT = 100;
+export const MIRROR_MAX_LIMIT = 100;
 
 /** A filter that passed every check; `after` is the id the cursor points past. */
 export interface ValidFilter extends Omit<MirrorListFilter, "limit" | "cursor"> {
@@ -215,7 +215,7 @@ export function validateFilter(kind: MirrorKind, filter: MirrorListFilter = {}):
   for (const bound of ["from", "to"] as const) {
     if (filter[bound] !== undefined) valid[bound] = checkBound(kind, bound, filter[bound]);
   }
-  valid.limit = checkLimit(filter.limit, MAX_LIMIT) ?? valid.limit;
+  valid.limit = checkLimit(filter.limit, MIRROR_MAX_LIMIT) ?? valid.limit;
   if (filter.cursor !== undefined) valid.after = decodeCursor(filter.cursor);
   return valid;
 }
@@ -225,7 +225,7 @@ export function validateFilter(kind: MirrorKind, filter: MirrorListFilter = {}):
  * as given. Unknown parameters are refused too, so a typo is a 400 rather than an unfiltered list.
  */
 export function filterFromQuery(query: Record<string, string | undefined>): MirrorListFilter {
-  const limit = checkListParams(query, ["restaurantId", "status", "from", "to", "limit", "cursor"], MAX_LIMIT);
+  const limit = checkListParams(query, ["restaurantId", "status", "from", "to", "limit", "cursor"], MIRROR_MAX_LIMIT);
   const filter: MirrorListFilter = Object.fromEntries(Object.entries(query).filter(([k, v]) => v !== undefined && k !== "limit"));
   if (limit !== undefined) filter.limit = limit;
   return filter;

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { MAX_LIMIT, type MirrorRecord, type MirrorStore } from "../mirror/mirror-store.js";
+import { MIRROR_MAX_LIMIT, type MirrorRecord, type MirrorStore } from "../mirror/mirror-store.js";
 import { readList } from "../upstream/paginate.js";
 import type { ChangeSource } from "../events/catalog.js";
 import { readImportState, sweepWriting, type SweepChanges } from "./first-import.js";
@@ -197,7 +197,7 @@ async function openOfMirror(mirror: MirrorStore, kind: SyncedKind, states: State
   for (const status of states.open) {
     let cursor: string | undefined;
     do {
-      const page = await mirror.list(kind, { status, limit: MAX_LIMIT, ...(cursor ? { cursor } : {}) });
+      const page = await mirror.list(kind, { status, limit: MIRROR_MAX_LIMIT, ...(cursor ? { cursor } : {}) });
       open.push(...page.data);
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
