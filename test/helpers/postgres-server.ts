@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { freePort } from "../../src/redis/local-server.js";
-import { embeddedBinaries } from "../../src/mirror/embedded-server.js";
+import { embeddedBinaries } from "../../src/mirror/embedded-binaries.js";
+import type { ServerUser } from "../../src/mirror/embedded-user.js";
 
 const run = promisify(execFile);
 
@@ -26,7 +27,9 @@ export interface PostgresServer {
  * else the embedded store's (TEST_EMBEDDED_ONLY=1 takes those first: the quickstart's machine).
  */
 export async function findPostgresBin(): Promise<string> {
-  if (process.env.TEST_EMBEDDED_ONLY === "1") return embeddedBinaries();
+  // As root, the ones the server's user reaches: the package's own, else a root-only copy.
+  const embedded = async () => (await embeddedBinaries(await testServerUser())).bin;
+  if (process.env.TEST_EMBEDDED_ONLY === "1") return embedded();
   for (const dir of (process.env.PATH ?? "").split(":")) {
     if (dir && existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl"))) return dir;
   }
@@ -39,21 +42,29 @@ export async function findPostgresBin(): Promise<string> {
   const installed = majors
     .map((v) => join(root, v, "bin"))
     .find((dir) => existsSync(join(dir, "initdb")) && existsSync(join(dir, "pg_ctl")));
-  return installed ?? embeddedBinaries();
+  return installed ?? embedded();
 }
 
-/** initdb refuses to run as root: as root, run the binaries as the `postgres` user (else `nobody`) in a directory it owns. */
-async function asServerUser(): Promise<{ wrap: (cmd: string, args: string[]) => [string, string[]]; own: (path: string) => void }> {
-  if (process.getuid?.() !== 0) return { wrap: (cmd, args) => [cmd, args], own: () => undefined }; // not root: the files are ours already
-  const name = await run("id", ["-u", "postgres"]).then(
-    () => "postgres",
-    () => "nobody",
-  );
-  const uid = Number((await run("id", ["-u", name])).stdout.trim());
-  const gid = Number((await run("id", ["-g", name])).stdout.trim());
+/**
+ * initdb refuses to run as root: as root, the binaries run as `nobody`. Not as the embedded
+ * server's own user (embedded-user.ts): this server trusts every loopback connection (and a
+ * superuser session can run programs as its user), so its user must own nothing else, least of all
+ * real clusters; nor as the machine's own `postgres`, which owns the system's PostgreSQL.
+ */
+async function testServerUser(): Promise<ServerUser | undefined> {
+  if (process.getuid?.() !== 0) return undefined; // not root: the files are ours already
+  const id = async (flag: string) => Number((await run("id", [flag, "nobody"])).stdout.trim());
+  const [uid, gid] = await Promise.all([id("-u"), id("-g")]);
+  return { uid, gid, name: "nobody" };
+}
+
+/** How the binaries run: as testServerUser, in a directory it owns, with an environment of C messages only. */
+async function asServerUser(): Promise<{ options: { uid?: number; gid?: number; env?: NodeJS.ProcessEnv }; own: (path: string) => void }> {
+  const user = await testServerUser();
+  if (!user) return { options: {}, own: () => undefined };
   return {
-    wrap: (cmd, args) => ["runuser", ["-u", name, "--", cmd, ...args]],
-    own: (path) => chownSync(path, uid, gid),
+    options: { uid: user.uid, gid: user.gid, env: { LC_ALL: "C" } },
+    own: (path) => chownSync(path, user.uid, user.gid),
   };
 }
 
@@ -68,10 +79,7 @@ export async function startPostgresServer(bin: string, options: { durable?: bool
   const dir = mkdtempSync(join(tmpdir(), "svc-webhooks-pg-"));
   user.own(dir);
   const data = join(dir, "data");
-  const exec = (tool: string, args: string[]) => {
-    const [cmd, argv] = user.wrap(join(bin, tool), args);
-    return run(cmd, argv, { cwd: dir });
-  };
+  const exec = (tool: string, args: string[]) => run(join(bin, tool), args, { cwd: dir, ...user.options });
   try {
     await exec("initdb", ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"]);
     // The free port can be taken between the probe and the start: try a few.

@@ -1,12 +1,13 @@
 /** Gives a test file its own database: each driver, each file its own schema, migrated. */
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inject } from "vitest";
 import { sql } from "kysely";
 import { createDatabase, type Database, migrateToLatest } from "../../src/mirror/database.js";
-import { embeddedBinaries, embeddedDirectory, seedEmbeddedCluster, startEmbeddedServer } from "../../src/mirror/embedded-server.js";
+import { EMBEDDED_PASSWORD_FILE, seedEmbeddedCluster, startEmbeddedServer } from "../../src/mirror/embedded-server.js";
+import { embeddedPackage } from "../../src/mirror/embedded-binaries.js";
 export type TestDriver = Database["driver"];
 
 /**
@@ -30,9 +31,9 @@ export function databaseEnv(): Record<string, string> {
 }
 
 /**
- * Gives an empty DATA_DIR the embedded store's freshly initdb'd cluster (a copy of the run's
- * template, global setup's `embeddedTemplate`), as the process would create it at its first
- * start: each CLI process of the suite then skips initdb, not the migrations.
+ * Gives an empty DATA_DIR the embedded store's freshly initdb'd cluster and its password (copies
+ * of the run's template, global setup's `embeddedTemplate`), as the process would create them at
+ * its first start: each CLI process of the suite then skips initdb, not the migrations.
  */
 export function seeded(dir: string): string {
   if (readdirSync(dir).length === 0) seedEmbeddedCluster(dir, inject("embeddedTemplate"));
@@ -40,20 +41,22 @@ export function seeded(dir: string): string {
 }
 
 /**
- * The template `seeded` copies: a cluster initdb'd (and once started, so it is complete) by the
- * embedded server itself, made once per machine and binaries version under a temp name renamed
- * when complete, so runs starting together never copy half a cluster.
+ * The template `seeded` copies: a data directory whose cluster was initdb'd and secured (and once
+ * started, so it is complete) by the embedded server itself, made once per checkout and binaries
+ * version under a temp name renamed when complete, so runs starting together never copy half of
+ * one. Made beside where it is kept (one filesystem for the rename), and reachable by the server
+ * however private the checkout's folders are.
  */
 export async function embeddedClusterTemplate(): Promise<string> {
-  const dir = join(CACHE_DIR, `cluster-${await binariesVersion()}`);
-  if (existsSync(dir)) return dir;
-  const dataDir = mkdtempSync(join(tmpdir(), "svc-template-"));
+  const dir = join(CACHE_DIR, `embedded-${embeddedPackage().version}`);
+  if (existsSync(join(dir, EMBEDDED_PASSWORD_FILE))) return dir;
+  mkdirSync(CACHE_DIR, { recursive: true });
+  const dataDir = mkdtempSync(join(CACHE_DIR, "template-"));
   try {
     await (await startEmbeddedServer(dataDir)).stop();
-    mkdirSync(CACHE_DIR, { recursive: true });
-    renameSync(embeddedDirectory(dataDir), dir);
+    renameSync(dataDir, dir);
   } catch (error) {
-    if (!existsSync(dir)) throw error; // else another run made it first
+    if (!existsSync(join(dir, EMBEDDED_PASSWORD_FILE))) throw error; // else another run made it first
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
@@ -74,11 +77,6 @@ export function openDatabaseOfEnv(env: Record<string, string>): Promise<Database
 export const randomSchema = () => `${inject("schemaPrefix")}${randomBytes(6).toString("hex")}`;
 
 const CACHE_DIR = join(process.cwd(), "node_modules", ".cache", "svc-webhooks");
-
-const binariesVersion = async () => {
-  const manifest = join(await embeddedBinaries(), "..", "..", "package.json");
-  return (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version;
-};
 
 export interface TestDatabase extends Database {
   /** Empties every table (between tests of one file). */
