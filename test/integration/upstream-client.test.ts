@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
@@ -14,6 +15,7 @@ import {
   UpstreamTimeoutError,
 } from "../../src/upstream/errors.js";
 import { createRateLimiter } from "../../src/upstream/rate-limiter.js";
+import { waitFor } from "../helpers/wait-for.js";
 
 let sandbox: Sandbox;
 // Every sandbox opened, closed after each test (one that failed before opening any leaves none).
@@ -246,8 +248,9 @@ describe("a stopping caller aborts the call wherever it waits", () => {
     const stop = new AbortController();
     const api = client(baseUrl, { timeoutMs: 120_000, readRetries: 0, signal: stop.signal });
     const read = api.listOrders();
-    // Whenever it comes (budget wait or request in flight), the abort ends the call.
-    setTimeout(() => stop.abort(new Error("shutdown deadline")), 200).unref();
+    // Once the API holds the request (in its log, not answered), the abort ends the call.
+    await waitFor(() => sandbox.requestLog.some((r) => r.status === 0), { what: "the API holding the read" });
+    stop.abort(new Error("shutdown deadline"));
     await expect(read).rejects.toMatchObject({ constructor: UpstreamAbortedError, code: "aborted", retryable: false });
     // A call after the stop is refused at once.
     await expect(api.listBookings()).rejects.toBeInstanceOf(UpstreamAbortedError);
@@ -255,8 +258,19 @@ describe("a stopping caller aborts the call wherever it waits", () => {
 
   it("ends a budget wait on a Redis that does not answer once the read's own signal aborts", async () => {
     const baseUrl = await setup();
-    // Nothing listens there: the limiter's script waits in ioredis's offline queue for a Redis that never comes.
-    const away = new Redis("redis://127.0.0.1:1", { maxRetriesPerRequest: null, lazyConnect: false, retryStrategy: () => 200 });
+    // A "Redis" that takes the connection and every command, and answers none.
+    let received = "";
+    const sockets: Socket[] = [];
+    const mute = createServer((socket) => {
+      sockets.push(socket);
+      socket.on("data", (d) => (received += d.toString("latin1")));
+    });
+    await new Promise<void>((r) => mute.listen(0, "127.0.0.1", r));
+    const away = new Redis((mute.address() as AddressInfo).port, "127.0.0.1", {
+      maxRetriesPerRequest: null,
+      enableReadyCheck: false,
+      protocol: 2,
+    });
     away.on("error", () => undefined);
     const api = createApiClient({
       baseUrl,
@@ -265,12 +279,17 @@ describe("a stopping caller aborts the call wherever it waits", () => {
     });
     const ctrlC = new AbortController();
     const read = api.listOrders({}, { priority: "full", signal: ctrlC.signal });
-    setTimeout(() => ctrlC.abort(new Error("interrupted")), 200).unref();
     try {
+      // Once the client has spoken (its handshake, unanswered), the budget's script waits behind
+      // it for a Redis that never answers; the abort ends the call.
+      await waitFor(() => received.length > 0, { what: "the client's handshake" });
+      ctrlC.abort(new Error("interrupted"));
       await expect(read).rejects.toBeInstanceOf(UpstreamAbortedError);
       expect(sandbox.requestLog).toEqual([]);
     } finally {
       away.disconnect();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((r) => mute.close(r));
     }
   });
 });
