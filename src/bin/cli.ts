@@ -3,8 +3,9 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { type Command, didYouMean, output, quoted, printAnswer, reportError, stopSignals, UsageError } from "./command.js";
 
-// Loaded lazily so `serve` never loads the sandbox, and each command starts only what it needs.
-const COMMANDS: Record<string, () => Promise<Command>> = {
+// The command table (compose.yaml's commands are checked against it). Loaded lazily so `serve`
+// never loads the sandbox, and each command starts only what it needs.
+export const COMMANDS: Record<string, () => Promise<Command>> = {
   serve: () => import("./serve.js"),
   dev: () => import("./dev.js"),
   sandbox: () => import("./sandbox.js"),

@@ -3,7 +3,7 @@ import { rename, writeFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import * as z from "zod";
 import { NamedError } from "../errors.js";
-import { idOf, type SandboxStore } from "./store.js";
+import { idOf, SANDBOX_ID, type SandboxStore } from "./store.js";
 import { ORDER_STATUSES, ORDER_TYPES, type SandboxRecords } from "./records.js";
 
 const FORMAT = 1;
@@ -13,42 +13,95 @@ const KEEP_RECORDS = 10_000;
 const KEEP_STATES = 10;
 
 // Each record's values as the sandbox itself writes them, so a file edited by hand (or by an older
-// sandbox) with a status its state machine does not have, a total that is no amount or a date that
-// is no timestamp is refused at start, naming the record, rather than served to the service, which
-// would then refuse its own sandbox's records. Fields not named here are the sandbox's own writing.
-const id = z.string().min(1, "is empty");
+// sandbox) with a status its state machine does not have, a total that is no amount, a date that
+// is no timestamp, an id it never gives (a NUL, "..") or two records of one id is refused at
+// start, naming the record, rather than served to the service, which would then refuse its own
+// sandbox's records. Fields not named here are the sandbox's own writing.
+const id = z
+  .string({ error: "is not an id" })
+  .min(1, "is empty")
+  .regex(SANDBOX_ID, 'is not an id the sandbox gives (a prefix, "_", letters or digits)');
 const timestamp = z.iso.datetime({ error: "is not an ISO timestamp" });
 const amount = z.number({ error: "is not an amount" }).nonnegative("is not an amount");
 const count = z.number({ error: "is not a whole number" }).int("is not a whole number").nonnegative("is negative");
+const currency = z.string({ error: "is not a currency code" }).regex(/^[A-Z]{3}$/, "is not a currency code");
 const record = z.looseObject({ id, restaurantId: id, createdAt: timestamp });
-const fileSchema = z.object({
-  format: z.literal(FORMAT),
-  restaurants: z.array(z.looseObject({ id, name: z.string() })).min(1),
-  orders: z.array(
-    record.extend({
-      status: z.enum(ORDER_STATUSES, { error: "is not an order status" }),
-      type: z.enum(ORDER_TYPES, { error: "is not an order type" }),
-      subtotal: amount,
-      tax: amount,
-      tip: amount,
-      total: amount,
-      paidAt: timestamp.nullable(),
-      refundedAt: timestamp.nullable(),
-      items: z.array(z.looseObject({ id, menuItemId: id, quantity: count.min(1, "is not a quantity"), price: amount })),
-    }),
-  ),
-  bookings: z.array(
-    record.extend({
-      status: z.enum(["CONFIRMED", "CANCELLED"], { error: "is not a booking status" }),
-      date: timestamp,
-      time: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, "is not a time HH:MM"),
-      partySize: count.min(1, "is not a party size"),
-    }),
-  ),
-  menuItems: z.array(z.looseObject({ id, restaurantId: id, updatedAt: timestamp, price: amount, stock: count.nullable() })),
-  reviews: z.array(record.extend({ rating: z.number({ error: "is not a rating" }).min(1, "is not a rating").max(5, "is not a rating") })),
-  history: z.array(z.tuple([z.string(), z.array(z.unknown())])),
-});
+const order = record
+  .extend({
+    status: z.enum(ORDER_STATUSES, { error: "is not an order status" }),
+    type: z.enum(ORDER_TYPES, { error: "is not an order type" }),
+    subtotal: amount,
+    tax: amount,
+    tip: amount,
+    total: amount,
+    currency,
+    paidAt: timestamp.nullable(),
+    refundedAt: timestamp.nullable(),
+    items: z.array(z.looseObject({ id, menuItemId: id, quantity: count.min(1, "is not a quantity"), price: amount })),
+  })
+  .superRefine(orderStates);
+const fileSchema = z
+  .object({
+    format: z.literal(FORMAT),
+    restaurants: z.array(z.looseObject({ id, name: z.string() })).min(1),
+    orders: z.array(order),
+    bookings: z.array(
+      record.extend({
+        status: z.enum(["CONFIRMED", "CANCELLED"], { error: "is not a booking status" }),
+        date: timestamp,
+        time: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, "is not a time HH:MM"),
+        partySize: count.min(1, "is not a party size"),
+      }),
+    ),
+    menuItems: z.array(z.looseObject({ id, restaurantId: id, updatedAt: timestamp, price: amount, currency, stock: count.nullable() })),
+    reviews: z.array(record.extend({ rating: z.number({ error: "is not a rating" }).min(1, "is not a rating").max(5, "is not a rating") })),
+    history: z.array(z.tuple([z.string(), z.array(z.unknown())])),
+  })
+  .superRefine(recordsAgree);
+
+/**
+ * What an order's dates say of its status, as the sandbox's actions write them (sandbox/store.ts):
+ * `refundedAt` only and always on a REFUNDED order, which was paid (only a paid order is refunded),
+ * no payment before the order and no refund before its payment. A PENDING order may be paid: the
+ * sandbox takes orders paid at checkout (`paidAt` is their `createdAt`), so that is no error.
+ */
+function orderStates(o: { status: string; createdAt: string; paidAt: string | null; refundedAt: string | null }, ctx: z.RefinementCtx) {
+  const issue = (field: "paidAt" | "refundedAt", message: string) => ctx.addIssue({ code: "custom", path: [field], message });
+  const refunded = o.status === "REFUNDED";
+  if (o.refundedAt !== null && !refunded) issue("refundedAt", `is set on an order that is ${o.status}, not REFUNDED`);
+  if (o.refundedAt === null && refunded) issue("refundedAt", "is not set on a REFUNDED order");
+  if (o.paidAt === null && refunded) issue("paidAt", "is not set on a REFUNDED order (only a paid order is refunded)");
+  if (o.paidAt !== null && Date.parse(o.paidAt) < Date.parse(o.createdAt))
+    issue("paidAt", `is before the order's createdAt (${o.createdAt})`);
+  if (o.paidAt !== null && o.refundedAt !== null && Date.parse(o.refundedAt) < Date.parse(o.paidAt))
+    issue("refundedAt", `is before the order's paidAt (${o.paidAt})`);
+}
+
+/** The kinds whose records the store keeps by id, one map each, and finds across kinds (`record(id)`). */
+const RECORD_KINDS = ["orders", "bookings", "menuItems", "reviews"] as const;
+
+/** Across the file: one record per id (the store keeps one per id), and every restaurantId a restaurant of the file. */
+function recordsAgree(
+  file: Record<(typeof RECORD_KINDS)[number], { id: string; restaurantId: string }[]> & { restaurants: { id: string }[] },
+  ctx: z.RefinementCtx,
+) {
+  const firstOf = (list: { id: string }[], kind: string, seen: Map<string, string>) =>
+    list.forEach((r, i) => {
+      const earlier = seen.get(r.id);
+      if (earlier === undefined) seen.set(r.id, `${kind} #${i}`);
+      else ctx.addIssue({ code: "custom", path: [kind, i, "id"], message: `is also the id of ${earlier}` });
+    });
+  firstOf(file.restaurants, "restaurants", new Map());
+  const restaurants = new Set(file.restaurants.map((r) => r.id));
+  const ids = new Map<string, string>();
+  for (const kind of RECORD_KINDS) {
+    firstOf(file[kind], kind, ids);
+    file[kind].forEach((r, i) => {
+      if (!restaurants.has(r.restaurantId))
+        ctx.addIssue({ code: "custom", path: [kind, i, "restaurantId"], message: "is no restaurant of the file" });
+    });
+  }
+}
 
 /** The kinds of record a state file holds, each a list of records with an id. */
 const KINDS = new Set(["restaurants", "orders", "bookings", "menuItems", "reviews"]);
@@ -63,7 +116,8 @@ function describeIssue(json: unknown, issue: z.core.$ZodIssue): string {
   const item = Array.isArray(list) && typeof index === "number" ? (list[index] as unknown) : undefined;
   if (typeof item !== "object" || item === null || field.length === 0) return `${issue.path.join(".")}: ${issue.message}`;
   const itemId = (item as { id?: unknown }).id;
-  const which = typeof itemId === "string" && itemId !== "" ? itemId : `#${index as number}`;
+  // An id that breaks the id rule (a NUL, a line break) is named by its place, and shown escaped as the field's value.
+  const which = typeof itemId === "string" && SANDBOX_ID.test(itemId) ? itemId : `#${index as number}`;
   let value: unknown = item;
   for (const key of field) value = (value as Record<PropertyKey, unknown> | undefined)?.[key];
   const shown = value === undefined ? "is missing" : `${JSON.stringify(value).slice(0, 60)} ${issue.message}`;

@@ -635,5 +635,8 @@ export type Random = ReturnType<typeof seededRandom>;
 /** A record's id as the sandbox writes them: `prefix`, then `n` as 8 base-36 digits. */
 export const idOf = (prefix: string, n: number | bigint) => `${prefix}_${n.toString(36).padStart(8, "0")}`;
 
+/** The shape of every id the sandbox gives (idOf's, and its restaurants' `rest_<n>`): a prefix, "_", letters or digits. */
+export const SANDBOX_ID = /^[a-z]{1,16}_[0-9a-z]{1,32}$/;
+
 /** An amount rounded to cents, as the API's prices and totals are. */
 export const money = (n: number) => Math.round(n * 100) / 100;

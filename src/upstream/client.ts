@@ -321,12 +321,14 @@ async function sendUntilDone<T>(
   let rateLimited = 0;
   for (;;) {
     const waitStarted = span ? performance.now() : 0;
-    await settings.limiter?.acquire({ priority: call.priority ?? DEFAULT_BUDGET_CLASS, ...(signal ? { signal } : {}) });
+    const slot = await settings.limiter?.acquireSlot({ priority: call.priority ?? DEFAULT_BUDGET_CLASS, ...(signal ? { signal } : {}) });
     span?.addEvent("rate budget acquired", { "svc.budget.wait_ms": Math.round(performance.now() - waitStarted) });
     try {
       // Per attempt, after the slot: the time of the request actually sent, not of the first try.
       const sentAt = call.clock ? await call.clock() : new Date();
-      return { value: await sendAttempt(settings, call, url, { span, signal }), sentAt };
+      // The budget counts the slot from the answer on (rate-limiter.ts), whatever the answer was.
+      const value = await sendAttempt(settings, call, url, { span, signal }).finally(() => slot?.answered());
+      return { value, sentAt };
     } catch (err) {
       if (err instanceof UpstreamRateLimitError) {
         span?.addEvent("rate limited", { "svc.retry_after_ms": err.retryAfterMs });

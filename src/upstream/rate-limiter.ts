@@ -31,8 +31,8 @@ export interface RateLimiterOptions {
   /** @defaultValue 60_000 */
   windowMs?: number;
   /**
-   * Added to the window so network jitter between our clock and the API's arrival times cannot
-   * put max + 1 requests into the API's window. @defaultValue 1000
+   * Added to the window so the difference between Redis's clock and the API's cannot put max + 1
+   * requests into the API's window. @defaultValue 1000
    */
   safetyMs?: number;
   /** @defaultValue "svc" */
@@ -71,6 +71,16 @@ export const WEBHOOK_BURST = 6;
  */
 const WAITER_GRACE_MS = 1000;
 
+/** A slot taken: when (epoch ms on Redis's clock), and how to say its request was answered. */
+export interface Slot {
+  at: number;
+  /**
+   * The request is answered (or failed, or aborted): the slot counts from now on, not from when it
+   * was taken. Not awaited by callers and never rejects: with Redis away the slot keeps its time.
+   */
+  answered(): void;
+}
+
 export interface RateLimiter {
   /**
    * Waits (never fails for lack of budget) until a request may be sent, and takes the slot.
@@ -78,6 +88,13 @@ export interface RateLimiter {
    * signal's reason if it aborts first.
    */
   acquire(opts?: { priority?: BudgetClass; signal?: AbortSignal }): Promise<number>;
+  /**
+   * `acquire`, for a caller that sends a request on the slot and calls `answered()` once its
+   * answer is in: the API counts a request when it arrives, which a stalled process (a long
+   * collection, a busy host) can put well past the slot's time; counted from its answer, the
+   * slot never leaves the window before the API's count of it does.
+   */
+  acquireSlot(opts?: { priority?: BudgetClass; signal?: AbortSignal }): Promise<Slot>;
   /** Nobody sharing the key gets a slot for `ms` (a 429's Retry-After). Only ever extends. */
   pause(ms: number): Promise<void>;
   /** For a metric of the budget left, and refresh pacing. */
@@ -101,6 +118,7 @@ interface Scripts {
     member: string,
     graceMs: number,
   ): Promise<[number, number]>;
+  svcUpstreamAnswered(log: string, activeLog: string, fullLog: string, member: string, windowMs: number): Promise<number>;
   svcUpstreamPause(pause: string, ms: number): Promise<number>;
   svcUpstreamState(
     log: string,
@@ -121,7 +139,11 @@ interface Scripts {
  * while one does, in any process: a webhook refresh that arrives while a backfill saturates the
  * budget waits about one slot. The webhook class may run WEBHOOK_BURST slots ahead of the pace.
  * Under all of it, a sliding log in Redis holds at most `max` per window (the hard ceiling, so the
- * API never answers 429), and a shared pause (from a 429) stops everyone.
+ * API never answers 429), and a shared pause (from a 429) stops everyone. A slot is logged when it
+ * is taken and again when its request is answered (`acquireSlot`'s `answered`): the API counts a
+ * request when it arrives, somewhere between the two, so the ceiling holds however late a stalled
+ * process sends it, as long as it is answered within the window; `safetyMs` is left for the
+ * clocks' difference.
  *
  * @example
  * const limiter = createRateLimiter({ redis, keyId: apiKeyId(key) });
@@ -142,35 +164,43 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const acquireKeys = [keys.log, keys.pause, keys.next, keys.activeLog, keys.fullLog, keys.webhookWaiters, keys.activeWaiters] as const;
   const scripts = defineScripts<Scripts>(options.redis, {
     svcUpstreamAcquire: { numberOfKeys: 7, lua: ACQUIRE },
+    svcUpstreamAnswered: { numberOfKeys: 3, lua: ANSWERED },
     svcUpstreamPause: { numberOfKeys: 1, lua: PAUSE },
     svcUpstreamState: { numberOfKeys: 4, lua: STATE },
   });
   const askForSlot = (priority: BudgetClass, member: string) =>
     scripts.svcUpstreamAcquire(...acquireKeys, max, effectiveWindowMs, intervalMs, burstOf(priority), priority, member, WAITER_GRACE_MS);
 
-  return {
-    async acquire({ priority = DEFAULT_BUDGET_CLASS, signal } = {}) {
-      const member = randomUUID();
-      const started = performance.now();
-      try {
-        for (;;) {
-          signal?.throwIfAborted();
-          // Raced against the signal: while Redis is away the command waits for it to come back.
-          const [granted, value] = await untilAborted(askForSlot(priority, member), signal);
-          if (granted === 1) {
-            options.onSlot?.({ budget: priority, waitedMs: performance.now() - started });
-            return value;
-          }
-          // The script says when the blocking condition can end: sleep that long, ask again.
-          await sleep(value, signal);
+  const acquireSlot = async ({ priority = DEFAULT_BUDGET_CLASS, signal }: { priority?: BudgetClass; signal?: AbortSignal } = {}) => {
+    const member = randomUUID();
+    const started = performance.now();
+    try {
+      for (;;) {
+        signal?.throwIfAborted();
+        // Raced against the signal: while Redis is away the command waits for it to come back.
+        const [granted, value] = await untilAborted(askForSlot(priority, member), signal);
+        if (granted === 1) {
+          options.onSlot?.({ budget: priority, waitedMs: performance.now() - started });
+          const answered = () =>
+            void scripts.svcUpstreamAnswered(keys.log, keys.activeLog, keys.fullLog, member, effectiveWindowMs).catch(() => undefined);
+          return { at: value, answered };
         }
-      } catch (err) {
-        // A caller that gave up no longer holds back the classes below it.
-        const waiters = waitersOf[priority];
-        // Not awaited: with Redis away it would hold the caller as long as the wait it gave up.
-        if (signal?.aborted && waiters) options.redis.zrem(waiters, member).catch(() => undefined);
-        throw err;
+        // The script says when the blocking condition can end: sleep that long, ask again.
+        await sleep(value, signal);
       }
+    } catch (err) {
+      // A caller that gave up no longer holds back the classes below it.
+      const waiters = waitersOf[priority];
+      // Not awaited: with Redis away it would hold the caller as long as the wait it gave up.
+      if (signal?.aborted && waiters) options.redis.zrem(waiters, member).catch(() => undefined);
+      throw err;
+    }
+  };
+
+  return {
+    acquireSlot,
+    async acquire(opts) {
+      return (await acquireSlot(opts)).at;
     },
     async pause(ms) {
       if (ms > 0) await scripts.svcUpstreamPause(keys.pause, Math.ceil(ms));
@@ -272,6 +302,25 @@ if own then
 end
 if waiters[class] then redis.call("ZREM", waiters[class], member) end
 return { 1, now }
+`;
+
+/**
+ * A slot's request was answered: its time in the logs becomes now (Redis's clock), so the ceiling
+ * counts it until a window after its answer, which is after the API counted it, however long the
+ * request took to leave. XX: a slot already out of the window is not put back.
+ * KEYS: log, active log, full log. ARGV: member, window.
+ */
+const ANSWERED = `
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local moved = 0
+for _, log in ipairs(KEYS) do
+  if redis.call("ZADD", log, "XX", "CH", now, ARGV[1]) == 1 then
+    moved = 1
+    redis.call("PEXPIRE", log, tonumber(ARGV[2]))
+  end
+end
+return moved
 `;
 
 /** Sets the shared pause unless a longer one is already running: a pause only ever extends. */

@@ -15,7 +15,7 @@ afterAll(() => {
 });
 
 describe("graceful shutdown under load", () => {
-  it(`loses no accepted event and exits 0 within fly's kill_timeout (${killTimeoutS} s)`, async () => {
+  it(`loses no accepted event and exits 0 by its own deadline, inside fly's kill_timeout (${killTimeoutS} s)`, async () => {
     const prefix = `chaos-stop-${randomUUID().slice(0, 6)}`;
     proc = runCli(["serve", "--role", "web"], { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix, SIGNING_SECRET: SECRET, PORT: "0" });
     const url = await proc.listening();
@@ -45,8 +45,12 @@ describe("graceful shutdown under load", () => {
     await Promise.all(Array.from({ length: 30 }, sender));
     const { code } = await proc.exited;
     const seconds = (Date.now() - signalledAt) / 1000;
+    // Exit 0 after "stopped" is the drain finishing before the process's own hard stop, which
+    // exits 1 at SHUTDOWN_TIMEOUT_MS + 5 s from the signal (serve.ts); shutdown-deadline.test.ts
+    // checks that sum against fly's kill_timeout. The seconds are a figure, not a bound here.
     expect(code).toBe(0);
-    expect(seconds).toBeLessThan(killTimeoutS);
+    await proc.waitForLog("stopped");
+    expect(proc.stdout()).not.toContain("shutdown did not finish in time");
 
     const inspected = inspectQueues(inject("redisUrl"), prefix, [EVENTS_QUEUE]);
     try {

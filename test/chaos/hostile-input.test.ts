@@ -53,8 +53,8 @@ function shoot(port: number, shot: Shot): Promise<number | "reset"> {
     req.on("close", () => setImmediate(() => resolve("reset")));
     req.setTimeout(5000, () => req.destroy());
     if (shot.truncated) {
-      req.write(shot.body);
-      setTimeout(() => req.destroy(), 20);
+      // Hung up once what it does send is on its way.
+      req.write(shot.body, () => req.destroy());
     } else if (shot.slow) {
       const half = Math.floor(shot.body.length / 2);
       req.write(shot.body.subarray(0, half));

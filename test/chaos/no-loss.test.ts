@@ -113,7 +113,8 @@ export default { "*": async (event) => { appendFileSync(process.env.CHAOS_RECORD
         if (n === 5000) {
           await redis!.stop();
           faults.push("redis stopped");
-          await new Promise((r) => setTimeout(r, 1500));
+          // Away until the edge has seen it go (its /readyz answers 503), not for a set time.
+          await waitFor(async () => (await fetch(`${web.url}/readyz`)).status === 503, { what: "the edge's /readyz to answer 503" });
           await redis!.start();
           faults.push("redis restarted");
         }

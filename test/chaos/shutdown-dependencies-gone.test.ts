@@ -17,7 +17,10 @@ import { startRedisServer, type RedisServer } from "../helpers/redis-server.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SHUTDOWN_TIMEOUT_MS = 3000;
-// Every stop ends within SHUTDOWN_TIMEOUT_MS + 5 s (service.ts EXIT_GRACE_MS), counted from the signal.
+// Every stop ends within SHUTDOWN_TIMEOUT_MS + 5 s (service.ts EXIT_GRACE_MS) from the signal: a
+// process still stopping then is ended by its own hard stop, with exit code 1 and "shutdown did
+// not finish in time" (serve.ts). So exit 0 after "stopped" is a stop inside the bound, told by the
+// process itself rather than by this test's clock.
 const BOUND_S = SHUTDOWN_TIMEOUT_MS / 1000 + 5;
 
 let proc: CliProcess | undefined;
@@ -33,12 +36,21 @@ afterEach(async () => {
   proc = redis = postgres = undefined;
 });
 
-/** SIGTERM, then how the process ended and how long it took. */
+/** SIGTERM, then how the process ended. */
 async function terminate(p: CliProcess) {
-  const signalledAt = Date.now();
   p.child.kill("SIGTERM");
-  const ended = await p.exited;
-  return { ...ended, seconds: (Date.now() - signalledAt) / 1000 };
+  return p.exited;
+}
+
+/** Ended on its own, inside the bound: exit 0 after its "stopped" line, never its hard stop. */
+async function expectStoppedInTime(p: CliProcess, ended: { code: number | null; signal: NodeJS.Signals | null }) {
+  expect({ code: ended.code, signal: ended.signal, tail: ended.code === 0 ? "" : p.stdout().slice(-2000) }).toEqual({
+    code: 0,
+    signal: null,
+    tail: "",
+  });
+  await p.waitForLog("stopped");
+  expect(p.stdout()).not.toContain("shutdown did not finish in time");
 }
 
 const serveEnv = (redisUrl: string) => ({
@@ -59,10 +71,7 @@ describe("SIGTERM ends the service when what it depends on is gone", () => {
     await redis.destroy();
     redis = undefined;
     await proc.waitForLog(`Redis at ${url} does not answer (ECONNREFUSED): is it running, and is REDIS_URL set to it? Retrying every 2 s`);
-    const { code, signal, seconds } = await terminate(proc);
-    expect({ code, signal }).toEqual({ code: 0, signal: null });
-    await proc.waitForLog("stopped");
-    expect(seconds).toBeLessThan(BOUND_S);
+    await expectStoppedInTime(proc, await terminate(proc));
   });
 
   it(`with an upstream read the API holds: aborts it at the deadline and exits 0 within ${BOUND_S} s`, async () => {
@@ -86,9 +95,7 @@ describe("SIGTERM ends the service when what it depends on is gone", () => {
     const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
     expect(res.status).toBe(200);
     await waitFor(() => sandbox!.requestLog.slice(asked).some((r) => r.status === 0), { what: "a held upstream read" });
-    const { code, signal, seconds } = await terminate(proc);
-    expect({ code, signal, stdout: code === 0 ? "" : proc.stdout().slice(-2000) }).toEqual({ code: 0, signal: null, stdout: "" });
-    expect(seconds).toBeLessThan(BOUND_S);
+    await expectStoppedInTime(proc, await terminate(proc));
     // The held job is left to run again either way the race between the read's abort and the
     // workers' close ends: still active at the deadline, or failed by the abort with a retry due.
     const logs = proc
@@ -113,10 +120,10 @@ describe("SIGTERM ends the service when what it depends on is gone", () => {
     await new Promise((r) => server.close(r));
     proc = runCli(["serve"], { ...serveEnv(url), DATA_DIR: mkdtempSync(join(tmpdir(), "svc-stop-noredis-")) });
     await proc.waitForLog(`Redis at ${url} does not answer (ECONNREFUSED): is it running, and is REDIS_URL set to it? Retrying every 2 s`);
-    const { code, signal, seconds } = await terminate(proc);
+    const { code, signal } = await terminate(proc);
     expect({ code, signal }).toEqual({ code: 1, signal: null });
+    // Only the start's own timer (SHUTDOWN_TIMEOUT_MS from the signal, serve.ts) writes this line.
     await proc.waitForLog("stopped before the start finished (it waits for Redis or the database): exiting");
-    expect(seconds).toBeLessThan(BOUND_S);
   });
 
   it(`with the database server gone: exit 0 within ${BOUND_S} s`, async () => {
@@ -125,9 +132,7 @@ describe("SIGTERM ends the service when what it depends on is gone", () => {
     proc = runCli(["serve"], { ...serveEnv(redis.url), DATABASE_URL: postgres.url });
     await proc.listening();
     await postgres.stop();
-    const { code, signal, seconds } = await terminate(proc);
-    expect({ code, signal }).toEqual({ code: 0, signal: null });
-    expect(seconds).toBeLessThan(BOUND_S);
+    await expectStoppedInTime(proc, await terminate(proc));
   });
 });
 

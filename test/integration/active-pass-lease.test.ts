@@ -46,15 +46,22 @@ describe("active pass lease", () => {
     const redis = redisClient();
     const prefix = `test-lease-${randomUUID().slice(0, 8)}`;
     const key = redisKeys(prefix).syncOf().activePassLease;
-    const held = await createActivePassLease({ redis, prefix, ttlMs: 300 }).hold("job-a");
-    const started = Date.now();
-    // Three TTLs go by; the lease is there at every look.
+    // Renewed every third of its TTL; a TTL long enough that only a missing renewal lets it lapse.
+    const ttlMs = 1500;
+    const held = await createActivePassLease({ redis, prefix, ttlMs }).hold("job-a");
+    // Four renewals seen (its time to live went up again) span more than a whole TTL; the lease is
+    // there at every look.
+    let renewals = 0;
+    let lastTtl = ttlMs;
     await waitFor(
       async () => {
-        expect(await redis.get(key)).toBe("job-a");
-        return Date.now() - started > 900;
+        const [value, ttl] = await Promise.all([redis.get(key), redis.pttl(key)]);
+        expect(value).toBe("job-a");
+        if (ttl > lastTtl) renewals++;
+        lastTtl = ttl;
+        return renewals >= 4;
       },
-      { timeoutMs: 10_000, intervalMs: 50, what: "three TTLs to pass" },
+      { timeoutMs: 20_000, intervalMs: 50, what: "four renewals" },
     );
     await held?.letGo();
     expect(await redis.exists(key)).toBe(0);

@@ -4,7 +4,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";
-import { ROLES } from "../../src/config/config.js";
+import { parse as parseYaml } from "yaml";
+import { COMMANDS } from "../../src/bin/cli.js";
+import { configSchema, loadConfig, ROLES } from "../../src/config/config.js";
+import { EXIT_GRACE_MS } from "../../src/service.js";
 import { freePort } from "../helpers/redis-server.js";
 import { startService } from "../helpers/service.js";
 
@@ -144,5 +147,177 @@ describe("Dockerfile and fly.toml", () => {
     } finally {
       await svc.stop();
     }
+  });
+});
+
+// ---- compose.yaml: checked without a Docker engine, as a YAML document (compose's own merge keys
+// resolved) against the code it runs: the config schema, the CLI's command table, the Dockerfile.
+
+const composeText = readFileSync(join(ROOT, "compose.yaml"), "utf8");
+interface ComposeService {
+  build?: { context: string; dockerfile: string };
+  image?: string;
+  command?: string[];
+  environment?: Record<string, string>;
+  ports?: string[];
+  volumes?: string[];
+  healthcheck?: { test: string[] };
+  depends_on?: Record<string, { condition: string }>;
+  container_name?: string;
+  stop_grace_period?: string;
+}
+const compose = parseYaml(composeText, { merge: true }) as { services: Record<string, ComposeService>; volumes: Record<string, unknown> };
+const services = compose.services;
+/** `${NAME}`, `${NAME:-default}`, `${NAME:?message}`: compose's interpolation, as it reads .env. */
+const INTERPOLATION = /\$\{([A-Z_][A-Z0-9_]*)(?:(:?[-?])([^}]*))?\}/g;
+const interpolated = (text: string) =>
+  [...text.matchAll(INTERPOLATION)].map((m) => ({ name: m[1]!, required: m[2]?.endsWith("?") ?? false }));
+const envExample = readFileSync(join(ROOT, ".env.example"), "utf8");
+const exampleNames = envExample
+  .split("\n")
+  .filter((l) => /^[A-Z_][A-Z0-9_]*=/.test(l))
+  .map((l) => l.slice(0, l.indexOf("=")));
+/** A valid value for each variable .env asks for, to resolve compose.yaml as a filled-in .env would. */
+const SAMPLE: Record<string, string> = {
+  SIGNING_SECRET: "whsec_compose_sample_secret",
+  ADMIN_TOKEN: "a".repeat(32),
+  POSTGRES_PASSWORD: "0123456789abcdef",
+  SECRETS_KEY: Buffer.alloc(32, 7).toString("base64"),
+  API_BASE_URL: "https://api.example.com",
+  API_KEY: "svc_live_compose_sample_key_0123",
+  WEB_PORT: "8080",
+  LOG_LEVEL: "debug",
+};
+/** compose's resolution: `:-` gives its default for an unset or empty variable, the rest resolve to "". */
+const resolve = (text: string, values: Record<string, string>) =>
+  text.replace(INTERPOLATION, (_, name: string, op: string | undefined, rest: string) => {
+    const given = values[name] ?? "";
+    return given !== "" ? given : op?.endsWith("-") ? rest : "";
+  });
+const dockerHealthcheck = dockerfile
+  .slice(dockerfile.indexOf("\nHEALTHCHECK ") + 1)
+  .split("\n")
+  .slice(0, 2)
+  .join(" ");
+const seconds = (duration: string) => Number(/^(\d+)s$/.exec(duration)?.[1] ?? NaN);
+const APP = ["web", "worker"] as const;
+
+describe("compose.yaml", () => {
+  it("runs web and worker from this Dockerfile, with Redis and PostgreSQL, each store on a volume", () => {
+    expect(Object.keys(services).sort()).toEqual(["postgres", "redis", "web", "worker"]);
+    for (const name of APP) {
+      expect(services[name]!.build, name).toEqual({ context: ".", dockerfile: "Dockerfile" });
+      expect(services[name]!.image, name).toBe(services.web!.image);
+    }
+    expect(services.redis!.volumes).toEqual(["redis-data:/data"]);
+    expect(Object.keys(compose.volumes).sort()).toEqual(["postgres-data", "redis-data"]);
+  });
+
+  it("runs commands the CLI has: the image's CMD with --role, as fly.toml does", async () => {
+    const bin = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { bin: Record<string, string> }).bin;
+    expect(Object.values(bin).map((p) => p.replace(/^\.\//, ""))).toEqual([cmd[1]]);
+    for (const name of APP) {
+      const command = services[name]!.command!;
+      expect(command.slice(0, 3), name).toEqual(cmd);
+      expect(Object.keys(COMMANDS)).toContain(command[2]);
+      expect(command.slice(3)).toEqual(["--role", name]);
+      expect(ROLES).toContain(name);
+      expect((await COMMANDS[command[2]!]!()).help).toContain("--role");
+    }
+  });
+
+  it("passes web and worker only variables the config schema knows, and the config they make is valid", () => {
+    const known = Object.keys(configSchema.shape);
+    for (const name of APP) {
+      const env = services[name]!.environment!;
+      expect(
+        Object.keys(env).filter((k) => !known.includes(k)),
+        name,
+      ).toEqual([]);
+      // The role comes from --role; a ROLE here would say something else in a second place.
+      expect(Object.keys(env)).not.toContain("ROLE");
+      const resolved = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, resolve(v, SAMPLE)]));
+      const config = loadConfig({ ...resolved, ROLE: name });
+      expect(new URL(config.redisUrl).hostname).toBe("redis");
+      const database = new URL(resolved.DATABASE_URL!);
+      const pg = services.postgres!.environment!;
+      expect([database.hostname, database.username, database.pathname.slice(1), database.password]).toEqual([
+        "postgres",
+        pg.POSTGRES_USER,
+        pg.POSTGRES_DB,
+        SAMPLE.POSTGRES_PASSWORD,
+      ]);
+    }
+    // Only the edge verifies deliveries; the worker is not given the signing secret.
+    expect(Object.keys(services.web!.environment!)).toContain("SIGNING_SECRET");
+    expect(Object.keys(services.worker!.environment!)).not.toContain("SIGNING_SECRET");
+  });
+
+  it("takes every secret from .env: .env.example names each variable compose.yaml reads, with no value, and git ignores .env", () => {
+    const used = interpolated(composeText);
+    expect([...new Set(used.map((u) => u.name))].sort()).toEqual([...exampleNames].sort());
+    for (const line of envExample.split("\n").filter((l) => /^[A-Z_]+=/.test(l))) expect(line).toMatch(/^[A-Z_]+=$/);
+    // Required ones stop compose with a message instead of starting with an empty secret.
+    const required = new Set(used.filter((u) => u.required).map((u) => u.name));
+    expect([...required].sort()).toEqual(["ADMIN_TOKEN", "POSTGRES_PASSWORD", "SIGNING_SECRET"]);
+    // No secret is written in the file itself: each one is a ${…} from .env.
+    const secretValues = [...APP, "postgres"].flatMap((name) =>
+      Object.entries(services[name]!.environment!).filter(([k]) => /SECRET|TOKEN|KEY|PASSWORD|DATABASE_URL/.test(k)),
+    );
+    for (const [key, value] of secretValues) expect(resolve(value, {}), key).not.toMatch(/svc_live_|whsec_|:[^/@]+@/);
+    for (const [key, value] of secretValues) expect(interpolated(value).length, key).toBeGreaterThan(0);
+    expect(readFileSync(join(ROOT, ".gitignore"), "utf8").split("\n")).toContain(".env");
+  });
+
+  it("publishes the Dockerfile's port for web only, and health-checks web and worker with the image's own /readyz check", () => {
+    expect(services.web!.ports!.map((p) => resolve(p, {}))).toEqual([`3000:${instruction("EXPOSE")[0]}`]);
+    for (const name of ["worker", "redis", "postgres"]) expect(services[name]!.ports, name).toBeUndefined();
+    // Scaling (--scale worker=3) needs no fixed name and no host port.
+    for (const name of APP) expect(services[name]!.container_name, name).toBeUndefined();
+    // One home for the check: the Dockerfile's HEALTHCHECK (GET /readyz on PORT), not a copy here.
+    expect(dockerHealthcheck).toContain("/readyz");
+    expect(dockerHealthcheck).toContain("process.env.PORT");
+    for (const name of APP) {
+      expect(services[name]!.healthcheck, name).toBeUndefined();
+      expect(services[name]!.environment!.PORT, name).toBeUndefined();
+      expect(services[name]!.depends_on, name).toEqual({
+        redis: { condition: "service_healthy" },
+        postgres: { condition: "service_healthy" },
+      });
+    }
+  });
+
+  it("runs Redis as BullMQ needs it: AOF every second, noeviction, Redis 6.2 or later, healthy before the service starts", () => {
+    const { command, image, healthcheck } = services.redis!;
+    const flag = (name: string) => command![command!.indexOf(name) + 1];
+    expect(command![0]).toBe("redis-server");
+    expect([flag("--appendonly"), flag("--appendfsync"), flag("--maxmemory-policy")]).toEqual(["yes", "everysec", "noeviction"]);
+    const [major, minor] = (/^redis:(\d+)\.(\d+)/.exec(image!) ?? []).slice(1).map(Number);
+    expect(major! * 100 + minor!).toBeGreaterThanOrEqual(602);
+    expect(healthcheck!.test).toEqual(["CMD", "redis-cli", "ping"]);
+  });
+
+  it("keeps PostgreSQL's data on its volume where its image puts it, and checks the same role and database the service uses", () => {
+    const { image, volumes, healthcheck, environment } = services.postgres!;
+    const major = Number(/^postgres:(\d+)/.exec(image!)?.[1]);
+    // From 18 on, the image keeps its data under /var/lib/postgresql/<major>/docker (its VOLUME moved).
+    expect(volumes).toEqual([`postgres-data:${major >= 18 ? "/var/lib/postgresql" : "/var/lib/postgresql/data"}`]);
+    expect(healthcheck!.test).toEqual(["CMD", "pg_isready", "-U", environment!.POSTGRES_USER, "-d", environment!.POSTGRES_DB]);
+    expect(interpolated(environment!.POSTGRES_PASSWORD!)).toEqual([{ name: "POSTGRES_PASSWORD", required: true }]);
+  });
+
+  it("gives web and worker the stop time the shutdown needs (SHUTDOWN_TIMEOUT_MS + 5 s; compose's default is 10 s)", () => {
+    const needed = loadConfig({ ROLE: "worker" }).shutdownTimeoutMs + EXIT_GRACE_MS;
+    for (const name of APP) expect(seconds(services[name]!.stop_grace_period!) * 1000, name).toBeGreaterThanOrEqual(needed);
+  });
+
+  it("is shown in docs/deploy.md: docker compose up, and scaling the workers", () => {
+    const deploy = readFileSync(join(ROOT, "docs/deploy.md"), "utf8");
+    expect(deploy).toContain("docker compose up");
+    expect(deploy).toMatch(/--scale worker=\d/);
+    // The one-off commands it shows run through the same image and name real CLI commands.
+    const oneOffs = [...deploy.matchAll(/docker compose (?:run|exec) [^`\n]*?node dist\/bin\/cli\.js (\w+)/g)].map((m) => m[1]!);
+    expect(oneOffs.length).toBeGreaterThan(0);
+    for (const command of oneOffs) expect(Object.keys(COMMANDS)).toContain(command);
   });
 });

@@ -8,6 +8,7 @@ import { sampleEvent, startEdge, type TestEdge } from "../helpers/edge.js";
 import { startConsumer, streamDrained } from "../helpers/stream-consumer.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { waitForQueuesIdle } from "../helpers/queues-idle.js";
+import { waitFor } from "../helpers/wait-for.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -145,6 +146,9 @@ describe("ingest stream: a consumer that dies", () => {
 describe("ingest stream: a consumer whose handlers run long", () => {
   it("keeps an entry in flight (as a lock is extended): another consumer does not take it over while it runs", async () => {
     const edge = await edgeFor();
+    // Long enough that only a missing heartbeat (every third of it) lets the entry go idle this
+    // long, not a busy host's late timer.
+    const claimIdleMs = 3000;
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let running!: () => void;
@@ -152,7 +156,7 @@ describe("ingest stream: a consumer whose handlers run long", () => {
     let runs = 0;
     const outcomes: string[] = [];
     const slow = startConsumer(edge.redis, edge.prefix, {
-      claimIdleMs: 200,
+      claimIdleMs,
       handlers: {
         "*": async () => {
           runs++;
@@ -165,16 +169,28 @@ describe("ingest stream: a consumer whose handlers run long", () => {
     cleanups.push(() => slow.stop());
     expect((await edge.postSigned(sampleEvent())).status).toBe(200);
     await inHandler;
+    // Another consumer, claiming entries idle past claimIdleMs every half of it, all along.
     let claimed = 0;
-    const other = startConsumer(edge.redis, edge.prefix, { claimIdleMs: 200, onClaimed: (n) => (claimed += n) });
+    const other = startConsumer(edge.redis, edge.prefix, { claimIdleMs, onClaimed: (n) => (claimed += n) });
     cleanups.push(() => other.stop());
-    // Five claim periods pass while the handler still runs: nothing happens, which is the point.
-    await new Promise((r) => setTimeout(r, 1000));
     const { stream, group } = redisKeys(edge.prefix).ingest;
-    const [[, , idleMs, deliveries]] = (await edge.redis.xpending(stream, group, "-", "+", 10)) as [[string, string, number, number]];
-    expect(idleMs).toBeLessThan(200);
-    expect(deliveries).toBe(1);
-    expect(claimed).toBe(0);
+    const pendingEntry = async () => {
+      const [[, owner, , deliveries]] = (await edge.redis.xpending(stream, group, "-", "+", 10)) as [[string, string, number, number]];
+      return { owner, deliveries };
+    };
+    const held = await pendingEntry();
+    // The entry was read before its handler began, so before readBy: without the heartbeat, its
+    // idle time would be at least what passes on Redis's clock from here.
+    const redisNow = async () => {
+      const [s, us] = await edge.redis.time();
+      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    };
+    const readBy = await redisNow();
+    await waitFor(async () => (await redisNow()) > readBy + claimIdleMs, { what: "the claim idle time to pass", timeoutMs: 20_000 });
+    // A claim pass now, as any consumer's (XAUTOCLAIM past claimIdleMs), takes nothing: the
+    // heartbeat kept the entry's idle time short.
+    const [, taken] = (await edge.redis.xautoclaim(stream, group, "a-claimer", claimIdleMs, "0-0", "JUSTID")) as [string, string[]];
+    expect({ taken, ...(await pendingEntry()), claimed }).toEqual({ taken: [], owner: held.owner, deliveries: 1, claimed: 0 });
     release();
     await streamDrained(edge.redis, edge.prefix);
     expect({ runs, claimed, outcomes }).toEqual({ runs: 1, claimed: 0, outcomes: ["completed"] });

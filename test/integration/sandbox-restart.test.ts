@@ -215,6 +215,54 @@ describe("sandbox kept across runs (keep: { dir })", () => {
     );
     expect(edit((j) => (j.orders[3]!.id = ""))).toBe(`sandbox state ${file}: orders #3: id "" is empty`);
     expect(edit((j) => delete j.orders[3]!.status)).toBe(`sandbox state ${file}: orders ${order}: status is missing`);
+    // Ids the sandbox never gives: named by place, shown escaped, on one line.
+    const notAnId = 'is not an id the sandbox gives (a prefix, "_", letters or digits)';
+    expect(edit((j) => (j.orders[3]!.id = "ord_\u0000x"))).toBe(`sandbox state ${file}: orders #3: id "ord_\\u0000x" ${notAnId}`);
+    expect(edit((j) => (j.bookings[0]!.id = ".."))).toBe(`sandbox state ${file}: bookings #0: id ".." ${notAnId}`);
+    expect(edit((j) => (j.orders[3]!.restaurantId = "rest_1\n"))).toBe(
+      `sandbox state ${file}: orders ${order}: restaurantId "rest_1\\n" ${notAnId}`,
+    );
+    // Two records of one id (the store keeps one per id, across kinds), a restaurant the file does not have.
+    expect(edit((j) => (j.orders[4]!.id = order))).toBe(
+      `sandbox state ${file}: orders ${order}: id "${order}" is also the id of orders #3`,
+    );
+    expect(edit((j) => (j.bookings[1]!.id = order))).toBe(
+      `sandbox state ${file}: bookings ${order}: id "${order}" is also the id of orders #3`,
+    );
+    expect(edit((j) => (j.orders[3]!.restaurantId = "rest_99"))).toBe(
+      `sandbox state ${file}: orders ${order}: restaurantId "rest_99" is no restaurant of the file`,
+    );
+    expect(edit((j) => (j.orders[3]!.currency = 5))).toBe(`sandbox state ${file}: orders ${order}: currency 5 is not a currency code`);
+    // What an order's dates say of its status, as the sandbox's actions write them.
+    const json = JSON.parse(saved) as { orders: { id: string; status: string; paidAt: string | null; createdAt: string }[] };
+    const at = (status: string, paid: boolean) => json.orders.findIndex((o) => o.status === status && (o.paidAt !== null) === paid);
+    const delivered = at("DELIVERED", true);
+    const refunded = at("REFUNDED", true);
+    const pendingPaid = at("PENDING", true);
+    expect([delivered, refunded, pendingPaid].every((i) => i >= 0)).toBe(true);
+    const idOf = (i: number) => json.orders[i]!.id;
+    const stamp = "2026-01-02T03:04:05.000Z";
+    expect(edit((j) => (j.orders[delivered]!.refundedAt = stamp))).toBe(
+      `sandbox state ${file}: orders ${idOf(delivered)}: refundedAt "${stamp}" is set on an order that is DELIVERED, not REFUNDED`,
+    );
+    expect(edit((j) => (j.orders[refunded]!.refundedAt = null))).toBe(
+      `sandbox state ${file}: orders ${idOf(refunded)}: refundedAt null is not set on a REFUNDED order`,
+    );
+    expect(edit((j) => (j.orders[refunded]!.paidAt = null))).toBe(
+      `sandbox state ${file}: orders ${idOf(refunded)}: paidAt null is not set on a REFUNDED order (only a paid order is refunded)`,
+    );
+    expect(edit((j) => (j.orders[delivered]!.paidAt = "2000-01-01T00:00:00.000Z"))).toBe(
+      `sandbox state ${file}: orders ${idOf(delivered)}: paidAt "2000-01-01T00:00:00.000Z" is before the order's createdAt (${json.orders[delivered]!.createdAt})`,
+    );
+    // A PENDING order paid at checkout is the sandbox's own writing (buildOrder): it loads.
+    writeFileSync(file, saved);
+    const loaded = createSandbox({ keep: { dir } });
+    expect(loaded.state.orders().find((o) => o.id === idOf(pendingPaid))).toMatchObject({
+      status: "PENDING",
+      paidAt: expect.any(String) as unknown,
+    });
+    await loaded.close();
+    expect(edit((j) => delete j.orders[3]!.status)).toBe(`sandbox state ${file}: orders ${order}: status is missing`);
     // The file is refused as it is, not changed; a fresh start seeds anew over it.
     const refused = readFileSync(file, "utf8");
     expect(() => createSandbox({ keep: { dir } })).toThrow(SandboxStateFileError);

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { createServer, type AddressInfo, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
@@ -14,6 +15,7 @@ import {
   UpstreamTimeoutError,
 } from "../../src/upstream/errors.js";
 import { createRateLimiter } from "../../src/upstream/rate-limiter.js";
+import { waitFor } from "../helpers/wait-for.js";
 
 let sandbox: Sandbox;
 // Every sandbox opened, closed after each test (one that failed before opening any leaves none).
@@ -35,11 +37,15 @@ async function setup(sandboxOptions: Parameters<typeof createSandbox>[0] = {}) {
 /** A client with its own Redis connection and limiter, as a separate process would have. */
 function client(
   baseUrl: string,
-  extra: Partial<ApiClientOptions> & { rate?: { max: number; windowMs: number; safetyMs: number }; prefix?: string } = {},
+  extra: Partial<ApiClientOptions> & {
+    rate?: { max: number; windowMs: number; safetyMs: number };
+    prefix?: string;
+    onSlot?: () => void;
+  } = {},
 ): ApiClient {
   const redis = new Redis(inject("redisUrl"));
   conns.push(redis);
-  const { rate, prefix, ...rest } = extra;
+  const { rate, prefix, onSlot, ...rest } = extra;
   return createApiClient({
     baseUrl,
     apiKey: sandbox.apiKey,
@@ -48,6 +54,7 @@ function client(
       keyId: apiKeyId(sandbox.apiKey),
       prefix: prefix ?? `test-${randomUUID().slice(0, 8)}`,
       ...(rate ?? { max: 1000, windowMs: 1000, safetyMs: 0 }),
+      ...(onSlot ? { onSlot } : {}),
     }),
     retryBaseMs: 10,
     ...rest,
@@ -198,20 +205,39 @@ describe("upstream client against the sandbox", () => {
     expect(page.readAt).toBe(stamps[1]);
   });
 
-  it("keeps two clients sharing one key under the sandbox's limit: no 429, no window over it", async () => {
+  /** 30 reads by two clients sharing one key against a sandbox allowing 10 a second; the sandbox's log of them. */
+  async function sharedKeyReads(onSlot?: () => void) {
     const baseUrl = await setup({ rateLimit: { max: 10, windowMs: 1000 } });
     const prefix = `test-${randomUUID().slice(0, 8)}`;
-    // The margin covers the time from a client's slot to the sandbox's count of the request: on a
-    // loaded CI machine that gap has reached a few hundred ms (a 429, then a retry: 34 requests).
+    // safetyMs is for the clocks' difference (none here: one host); lateness is the limiter's own
+    // to absorb, below.
     const rate = { max: 10, windowMs: 1000, safetyMs: 400 };
-    const a = client(baseUrl, { rate, prefix });
+    const a = client(baseUrl, { rate, prefix, ...(onSlot ? { onSlot } : {}) });
     const b = client(baseUrl, { rate, prefix });
     await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).listMenuItems({ limit: 1 })));
-    const log = sandbox.requestLog;
+    return sandbox.requestLog;
+  }
+  const expectNoWindowOver = (log: { at: number; status: number }[]) => {
     expect(log).toHaveLength(30);
     expect(log.filter((r) => r.status === 429)).toHaveLength(0);
     const times = log.map((r) => r.at).sort((x, y) => x - y);
     for (let i = 10; i < times.length; i++) expect(times[i]! - times[i - 10]!).toBeGreaterThanOrEqual(1000);
+  };
+
+  it("keeps two clients sharing one key under the sandbox's limit: no 429, no window over it", async () => {
+    expectNoWindowOver(await sharedKeyReads());
+  });
+
+  it("keeps them under it when the process stalls between a slot and its request (a long GC, a busy host)", async () => {
+    // The fault: the whole process (clients and sandbox) stops for 600 ms right after the sixth
+    // slot, longer than safetyMs, so the first slots' requests reach the API 600 ms after their
+    // slots' times. Counted from when they were taken, those slots left the budget's window while
+    // the API still counted them: the next ones were sent into a full window (six 429s).
+    let slots = 0;
+    const stall = () => {
+      if (++slots === 6) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600);
+    };
+    expectNoWindowOver(await sharedKeyReads(stall));
   });
 });
 
@@ -222,8 +248,9 @@ describe("a stopping caller aborts the call wherever it waits", () => {
     const stop = new AbortController();
     const api = client(baseUrl, { timeoutMs: 120_000, readRetries: 0, signal: stop.signal });
     const read = api.listOrders();
-    // Whenever it comes (budget wait or request in flight), the abort ends the call.
-    setTimeout(() => stop.abort(new Error("shutdown deadline")), 200).unref();
+    // Once the API holds the request (in its log, not answered), the abort ends the call.
+    await waitFor(() => sandbox.requestLog.some((r) => r.status === 0), { what: "the API holding the read" });
+    stop.abort(new Error("shutdown deadline"));
     await expect(read).rejects.toMatchObject({ constructor: UpstreamAbortedError, code: "aborted", retryable: false });
     // A call after the stop is refused at once.
     await expect(api.listBookings()).rejects.toBeInstanceOf(UpstreamAbortedError);
@@ -231,8 +258,19 @@ describe("a stopping caller aborts the call wherever it waits", () => {
 
   it("ends a budget wait on a Redis that does not answer once the read's own signal aborts", async () => {
     const baseUrl = await setup();
-    // Nothing listens there: the limiter's script waits in ioredis's offline queue for a Redis that never comes.
-    const away = new Redis("redis://127.0.0.1:1", { maxRetriesPerRequest: null, lazyConnect: false, retryStrategy: () => 200 });
+    // A "Redis" that takes the connection and every command, and answers none.
+    let received = "";
+    const sockets: Socket[] = [];
+    const mute = createServer((socket) => {
+      sockets.push(socket);
+      socket.on("data", (d) => (received += d.toString("latin1")));
+    });
+    await new Promise<void>((r) => mute.listen(0, "127.0.0.1", r));
+    const away = new Redis((mute.address() as AddressInfo).port, "127.0.0.1", {
+      maxRetriesPerRequest: null,
+      enableReadyCheck: false,
+      protocol: 2,
+    });
     away.on("error", () => undefined);
     const api = createApiClient({
       baseUrl,
@@ -241,12 +279,17 @@ describe("a stopping caller aborts the call wherever it waits", () => {
     });
     const ctrlC = new AbortController();
     const read = api.listOrders({}, { priority: "full", signal: ctrlC.signal });
-    setTimeout(() => ctrlC.abort(new Error("interrupted")), 200).unref();
     try {
+      // Once the client has spoken (its handshake, unanswered), the budget's script waits behind
+      // it for a Redis that never answers; the abort ends the call.
+      await waitFor(() => received.length > 0, { what: "the client's handshake" });
+      ctrlC.abort(new Error("interrupted"));
       await expect(read).rejects.toBeInstanceOf(UpstreamAbortedError);
       expect(sandbox.requestLog).toEqual([]);
     } finally {
       away.disconnect();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((r) => mute.close(r));
     }
   });
 });
