@@ -59,7 +59,8 @@ export {
   type OrderQuery,
 } from "./upstream/client.js";
 export { createRateLimiter, BUDGET_CLASSES, type BudgetClass, type RateLimiter, type RateLimiterOptions } from "./upstream/rate-limiter.js";
-export { apiKeyId, isApiKey, parseApiKey, API_KEY_PREFIX } from "./upstream/client.js";
+export { parseApiKey } from "./upstream/client.js";
+export { apiKeyId, isApiKey, API_KEY_PREFIX } from "./base/api-key.js";
 export { ApiKeyError } from "./upstream/errors.js";
 export {
   UpstreamError,

@@ -21,7 +21,7 @@ import type { MirrorStore } from "./mirror/mirror-store.js";
 import { type Database } from "./mirror/database.js";
 import { MIRROR_KINDS, type MirrorKind } from "./mirror/values.js";
 import { createStreamSink, readStreamBacklog, type EventSink as StreamSink } from "./queue/ingest-stream.js";
-import { type Deadline, withTimeout, deadlineIn } from "./queue/deadline.js";
+import { type Deadline, withTimeout, deadlineIn } from "./base/deadline.js";
 import { operatorMount, serviceAccounts, serviceOperatorActions, type OperatorQueues } from "./service/operator-mount.js";
 import { type Tracing, activeTraceparent } from "./tracing/tracing.js";
 import type { EventHandlers } from "./worker/handlers.js";

@@ -4,7 +4,7 @@
 // command line, where `ps` and the shell's history would keep them.
 import { loadConfig } from "../config/config.js";
 import { type AccountRegistry, type AccountSummary, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
-import { printable } from "../mirror/values.js";
+import { printable } from "../base/text.js";
 import { type AccountSyncState, withSyncState } from "../sync/first-import.js";
 import { type Answer, answer, type Command, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { openMigratedStorage, operatorClient } from "./operator.js";

@@ -5,7 +5,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { NamedError } from "../errors.js";
 import { ConfigError } from "../config/config.js";
 import { HandlersModuleError } from "../worker/errors.js";
-import { shortened } from "../mirror/values.js";
+import { shortened } from "../base/text.js";
 
 /**
  * A command. One that `answers` ends with an Answer: it takes `--json` (cli.ts removes it from

@@ -14,7 +14,7 @@ import { createLogger, prettyDestinationForTerminal } from "../logging/logger.js
 import { createSandbox, SANDBOX_SAVE_INTERVAL_MS, SANDBOX_STATE_FILE, type Sandbox, type SandboxOptions } from "../sandbox/index.js";
 import { SandboxStateFileError } from "../sandbox/state-file.js";
 import { DataDirLockedError, lockDataDir } from "../mirror/embedded-server.js";
-import { isApiKey } from "../upstream/client.js";
+import { isApiKey } from "../base/api-key.js";
 import { type EventHandlers, loadHandlersModule } from "../worker/handlers.js";
 import { CommandError, flagOptions, parseFlags, stopped, UsageError, wholeNumber } from "./command.js";
 import { SANDBOX_PORT, SIMULATION_INTERVAL_MS, simulationInterval } from "./sandbox.js";

@@ -9,7 +9,7 @@ import { handlerKeyType } from "../events/dispatch.js";
 import { createLogger } from "../logging/logger.js";
 import { embeddedDatabaseExists } from "../mirror/database.js";
 import type { EventQuery } from "../mirror/event-log.js";
-import { printable } from "../mirror/values.js";
+import { printable } from "../base/text.js";
 import { accountParam } from "../mirror/accounts.js";
 import { accountQuery, carriedAccount, DEFAULTS } from "../config/defaults.js";
 import { openStorage, type Storage } from "../mirror/storage.js";

@@ -1,7 +1,7 @@
 import { createLogger } from "../logging/logger.js";
 import { createSandboxCompanies } from "../sandbox/companies.js";
 import { SANDBOX_RATE_LIMIT, SANDBOX_RESTAURANTS, type Sandbox, type SandboxOptions } from "../sandbox/index.js";
-import { API_KEY_PREFIX, isApiKey } from "../upstream/client.js";
+import { API_KEY_PREFIX, isApiKey } from "../base/api-key.js";
 import { flagOptions, parseFlags, stopped, UsageError, wholeNumber } from "./command.js";
 
 /** The sandbox's port when --port is not given (dev's first run takes it too). */

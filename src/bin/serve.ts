@@ -2,7 +2,7 @@ import { setFlagsFromString } from "node:v8";
 import type { DestinationStream } from "pino";
 import { type Config, loadConfig, ROLES, secretsOf } from "../config/config.js";
 import { createLogger } from "../logging/logger.js";
-import { deadlineIn } from "../queue/deadline.js";
+import { deadlineIn } from "../base/deadline.js";
 import { createService, EXIT_GRACE_MS } from "../service.js";
 import { traceLogFields, startTracing } from "../tracing/tracing.js";
 import { loadHandlersModule } from "../worker/handlers.js";

@@ -6,7 +6,8 @@ import { loadConfig } from "../config/config.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/values.js";
 import type { RecordStory } from "../mirror/record-story.js";
 import { type EventDetail, readEventDetail, readStory } from "../mirror/storage.js";
-import { cutAt, printable, shortened, shownStatus } from "../mirror/values.js";
+import { shownStatus } from "../mirror/values.js";
+import { cutAt, printable, shortened } from "../base/text.js";
 import { type Answer, answer, type Command, CommandError, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { openEventStores, operatorClient } from "./operator.js";
 

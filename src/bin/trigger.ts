@@ -3,7 +3,7 @@ import { newestSigningSecret } from "../config/config.js";
 import { DEFAULTS } from "../config/defaults.js";
 import { KNOWN_EVENT_TYPES } from "../events/catalog.js";
 import { SIGNATURE_HEADER, signPayload } from "../events/envelope.js";
-import { printable } from "../mirror/values.js";
+import { printable } from "../base/text.js";
 import { newEventId } from "../sandbox/webhook-sender.js";
 import { type Answer, answer, causeCode, CommandError, flagOptions, parseFlags, UsageError } from "./command.js";
 

@@ -1,8 +1,8 @@
 import * as z from "zod";
 import { codedError } from "../errors.js";
 import { DEFAULTS } from "./defaults.js";
-import { hashTagOf } from "../redis/redis.js";
-import { API_KEY_PREFIX, isApiKey } from "../upstream/client.js";
+import { hashTagOf } from "../base/hash-tag.js";
+import { API_KEY_FORM, isApiKey } from "../base/api-key.js";
 
 /** The service's configuration, parsed once at start (see loadConfig). */
 export type Config = ReturnType<typeof configFrom>;
@@ -79,7 +79,7 @@ export const configSchema = z.object({
   HEAP_GROWING_PERCENT: int(0, 1000).default(DEFAULTS.heapGrowingPercent),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   API_BASE_URL: z.url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" }).optional(),
-  API_KEY: optionalSecret(`must start with ${API_KEY_PREFIX} followed by the key body`, isApiKey),
+  API_KEY: optionalSecret(API_KEY_FORM, isApiKey),
   ADMIN_TOKEN: optionalSecret("must be at least 16 characters", (s) => s.length >= 16),
   SECRETS_KEY: optionalSecret(
     "must be 32 bytes: 64 hex digits or 44 base64 characters (openssl rand -base64 32)",

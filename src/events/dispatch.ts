@@ -9,8 +9,8 @@ import {
   type ChangeEventType,
 } from "./catalog.js";
 import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS, HandlerTimeoutError } from "./errors.js";
-import { untilAborted } from "../queue/deadline.js";
-import { CONTROL, idProblem, shortened } from "../mirror/values.js";
+import { untilAborted } from "../base/deadline.js";
+import { CONTROL, idProblem, shortened } from "../base/text.js";
 
 export type Handler<E, Ctx> = (event: E, ctx: Ctx) => Promise<void> | void;
 

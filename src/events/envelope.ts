@@ -1,5 +1,5 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
-import { idProblem, MAX_ID_LENGTH, textProblem } from "../mirror/values.js";
+import { idProblem, MAX_ID_LENGTH, textProblem } from "../base/text.js";
 import { codedError, NamedError } from "../errors.js";
 
 /**

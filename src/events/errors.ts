@@ -1,5 +1,5 @@
 import { codedError } from "../errors.js";
-import { cutAt } from "../mirror/values.js";
+import { cutAt } from "../base/text.js";
 
 /**
  * A handler still running at its deadline (HANDLER_TIMEOUT_MS). A retryable failure: the attempt

@@ -3,6 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { EnvelopeError, EventIdentifierError, PayloadTooDeepError, WebhookSignatureError } from "../events/envelope.js";
 import { codedError } from "../errors.js";
 import { ReservedEventTypeError } from "../events/errors.js";
+import { UnavailableError } from "../base/deadline.js";
 import { BacklogFullError, QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
 import { AccountsUnavailableError } from "../mirror/errors.js";
 
@@ -96,6 +97,7 @@ export function toHttpFailure(err: unknown): HttpFailure {
       err instanceof BacklogFullError ? "too many events are waiting; retry later" : "the event queue is unavailable; retry later";
     return retryLater(err.code, message);
   }
+  if (err instanceof UnavailableError) return retryLater(err.code, "a dependency did not answer in time; retry later");
   if (err instanceof Error && "code" in err && typeof err.code === "string") {
     const status = STATUS_BY_CODE.get(err.code);
     if (status !== undefined) return { status, body: errorBody(err.code, err.message) };

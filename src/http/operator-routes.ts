@@ -11,7 +11,7 @@ import type { RecordStory } from "../mirror/record-story.js";
 import { REPLAY_FILTER_FIELDS } from "../mirror/event-log.js";
 import type { AccountRegistry } from "../mirror/accounts.js";
 import type { OperatorActions } from "../worker/operator-actions.js";
-import { idProblem, MAX_ID_LENGTH, printable } from "../mirror/values.js";
+import { idProblem, MAX_ID_LENGTH, printable } from "../base/text.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
 import type { AppEnv } from "./request-log.js";

@@ -2,7 +2,7 @@ import type { Queue } from "bullmq";
 import { Registry, Counter, Histogram, Gauge } from "prom-client";
 import { isKnownEventType } from "../events/catalog.js";
 import type { WebhookObserver } from "../http/webhook-route.js";
-import { withTimeout } from "../queue/deadline.js";
+import { withTimeout } from "../base/deadline.js";
 
 /**
  * The service's Prometheus metrics, on a registry of its own (never prom-client's global one), so

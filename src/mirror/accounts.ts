@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { type Kysely, type Selectable, sql } from "kysely";
 import type { Logger } from "pino";
 import * as z from "zod";
-import { isApiKey } from "../upstream/client.js";
+import { API_KEY_FORM, isApiKey } from "../base/api-key.js";
 import { type DatabaseSchema } from "./database.js";
 import { ACCOUNT_TABLE_NAMES } from "./migrations.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
@@ -69,7 +69,7 @@ const accountId = z
   .string({ error: "is required" })
   .regex(ACCOUNT_ID, "must be a slug: lower-case letters, digits and -, at most 63, starting with a letter or digit")
   .refine((id) => id !== DEFAULT_ACCOUNT, `"${DEFAULT_ACCOUNT}" is the env-configured company (API_KEY, SIGNING_SECRET)`);
-const apiKey = z.string({ error: "is required" }).refine(isApiKey, "must start with svc_live_ followed by the key body");
+const apiKey = z.string({ error: "is required" }).refine(isApiKey, API_KEY_FORM);
 const signingSecret = z
   .string({ error: "is required" })
   .min(16, "must be at least 16 characters")

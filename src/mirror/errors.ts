@@ -1,5 +1,6 @@
 import { NamedError } from "../errors.js";
-import { idProblem, type MirrorKind, printable, shortened, type UnstorableReason, storableText } from "./values.js";
+import { type MirrorKind, type UnstorableReason, storableText } from "./values.js";
+import { idProblem, printable, shortened } from "../base/text.js";
 
 // Every error of the mirror layer (the mirror store, the event log, the steps, the record story),
 // in one place: what each refuses and the HTTP answer its code maps to (http/errors.ts).

@@ -13,23 +13,21 @@ import { checkedId, checkLimit, checkListParams, EventLogError, MirrorFilterErro
 import {
   cursorText,
   toCursor,
-  idProblem,
   isInt32,
   isValidDate,
   loggedStatus,
-  MAX_ID_LENGTH,
   fromStoredPayload,
   isStorableDate,
   parseIsoInstant,
   needsEscapedForm,
   storableFreeText,
-  shortened,
   toEscapedForm,
 } from "./values.js";
+import { idProblem, MAX_ID_LENGTH, shortened } from "../base/text.js";
 import { fittingRows } from "./mirror-store.js";
 import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS } from "../events/errors.js";
 
-import { groupCommit } from "../queue/ingest-stream.js";
+import { groupCommit } from "../base/group-commit.js";
 
 /** One event as the log holds it. */
 export interface LoggedEvent {

@@ -19,8 +19,6 @@ import { bookingStatusRank, ORDER_STATUSES, orderStatusRank } from "../upstream/
 import {
   cursorText,
   toCursor,
-  idProblem,
-  MAX_RECORD_ID_LENGTH,
   parseIsoInstant,
   findUnstorableString,
   fitsKey,
@@ -35,6 +33,7 @@ import {
   type UnstorableReason,
   type MirrorKind,
 } from "./values.js";
+import { idProblem, MAX_RECORD_ID_LENGTH } from "../base/text.js";
 import { checkedId, checkLimit, checkListParams, MirrorFilterError, MirrorRecordError, withOperatorTimeout } from "./errors.js";
 import { expectDefined } from "../errors.js";
 

@@ -1,7 +1,10 @@
+import { UnavailableError } from "../base/deadline.js";
 import { codedError } from "../errors.js";
 
 /** The queue could not acknowledge an event in time: the edge answers 503 and the sender retries. */
-export class QueueUnavailableError extends codedError<string>("queue_unavailable") {}
+export class QueueUnavailableError extends UnavailableError {
+  override readonly code: string = "queue_unavailable";
+}
 
 /** An event the queue cannot store (it does not serialise to JSON): the sender's fault, a 4xx. */
 export class UnstorableEventError extends codedError("unstorable_event") {}

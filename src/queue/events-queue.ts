@@ -26,16 +26,10 @@ import {
   type AttemptResult,
   type AttemptRunner,
 } from "./attempt-runner.js";
-import { withTimeout } from "./deadline.js";
-import { UnstorableEventError } from "./errors.js";
-import {
-  entryJobIdentity,
-  groupCommit,
-  type EdgeSinkOptions,
-  type EnqueueInput,
-  type EnqueueResult,
-  type IngestedEvent,
-} from "./ingest-stream.js";
+import { withTimeout } from "../base/deadline.js";
+import { QueueUnavailableError, UnstorableEventError } from "./errors.js";
+import { groupCommit } from "../base/group-commit.js";
+import { entryJobIdentity, type EdgeSinkOptions, type EnqueueInput, type EnqueueResult, type IngestedEvent } from "./ingest-stream.js";
 
 // The service's BullMQ queues: their names, a job's data and options, every handle on a queue, the
 // producer that adds events straight to the events queue, its worker, and the job an event
@@ -195,7 +189,7 @@ export function createEventProducer(options: EventProducerOptions) {
         })),
       ),
     options.maxBatch ?? 256,
-    { ms: options.timeoutMs, what: "enqueue" },
+    { ms: options.timeoutMs, what: "enqueue", Unavailable: QueueUnavailableError },
   );
 
   return {
@@ -207,7 +201,7 @@ export function createEventProducer(options: EventProducerOptions) {
       return { jobId: job.id ?? jobId, duplicate: job.id !== undefined && job.id !== jobId };
     },
     async ping() {
-      await withTimeout(options.connection.ping(), options.timeoutMs, "ping");
+      await withTimeout(options.connection.ping(), options.timeoutMs, "ping", QueueUnavailableError);
     },
     async close() {
       await queue.close();

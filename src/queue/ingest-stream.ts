@@ -1,10 +1,10 @@
-import { expectDefined } from "../errors.js";
+import { groupCommit } from "../base/group-commit.js";
 import { type RedisClient, defineScripts, redisKeys } from "../redis/redis.js";
-import { withTimeout } from "./deadline.js";
+import { withTimeout } from "../base/deadline.js";
 import { BacklogFullError, EntryDecodeError, QueueUnavailableError } from "./errors.js";
 
 // The ingest stream: what the edge hands over for one event, the stream entry it is stored as, the
-// group commit that writes many at once, the sink that appends them, and how far the workers are
+// sink that appends them (in batches: base/group-commit.ts), and how far the workers are
 // behind.
 
 /** An event as the edge accepted it: the stream entry, and the data every job carrying it starts from. */
@@ -116,74 +116,6 @@ export function entryJobIdentity(entryId: string, dedupTtlMs: number): EntryJob[
   return { jobId: entryJobId(entryId), deduplication: { id: `entry-${entryId}`, ttl: dedupTtlMs } };
 }
 
-interface Waiter<T, R> {
-  item: T;
-  /** performance.now() by which this item's batch must be written (Infinity: no deadline). */
-  deadline: number;
-  resolve: (r: R) => void;
-  reject: (e: unknown) => void;
-}
-
-/** Each caller's time for its item to be written; past it the caller gets QueueUnavailableError. */
-export interface GroupCommitDeadline {
-  ms: number;
-  /** What is written, for the error message ("enqueue"). */
-  what: string;
-}
-
-/**
- * Group commit: callers hand in one item each and get their own result, while the items that
- * arrive during one I/O turn, or while the previous batch is in flight, are written together in
- * one round trip. A lone item costs one deferral (setImmediate), never a timer.
- *
- * With a `deadline`, a batch races one timer against its oldest item's deadline, which no item
- * in it outlives (a timer and a race per item were ~2 % of the edge's CPU); items queued behind
- * a slow batch keep their own deadlines, and a batch whose time ran out while it waited is
- * refused without a round trip.
- */
-export function groupCommit<T, R>(
-  flush: (items: T[]) => Promise<R[]>,
-  maxBatch: number,
-  deadline?: GroupCommitDeadline,
-): (item: T) => Promise<R> {
-  let waiting: Waiter<T, R>[] = [];
-  let scheduled = false;
-
-  const write = (batch: Waiter<T, R>[]): Promise<R[]> => {
-    const items = batch.map((w) => w.item);
-    if (!deadline) return flush(items);
-    const left = expectDefined(batch[0], "a batch is never empty").deadline - performance.now();
-    if (left <= 0) return Promise.reject(new QueueUnavailableError(`${deadline.what} timed out after ${deadline.ms} ms`));
-    return withTimeout(flush(items), left, deadline.what);
-  };
-
-  const drain = async () => {
-    while (waiting.length > 0) {
-      const batch = waiting.slice(0, maxBatch);
-      waiting = waiting.slice(batch.length);
-      try {
-        const results = await write(batch);
-        if (results.length !== batch.length) throw new Error(`flush returned ${results.length} results for ${batch.length} items`);
-        results.forEach((result, i) => batch[i]?.resolve(result));
-      } catch (err) {
-        // A failed batch is not acknowledged, even if Redis ran some of its adds: every caller sees
-        // the error, the sender retries after our 503, and the retry is deduplicated by event id.
-        for (const w of batch) w.reject(err);
-      }
-    }
-    scheduled = false;
-  };
-
-  return (item) =>
-    new Promise<R>((resolve, reject) => {
-      waiting.push({ item, deadline: deadline ? performance.now() + deadline.ms : Infinity, resolve, reject });
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(() => void drain());
-      }
-    });
-}
-
 /** What the edge's sinks (the ingest stream, the producer straight into the events queue) are built from. */
 export interface EdgeSinkOptions {
   /** A "web" connection (createRedisConnection): fails fast while Redis is away. */
@@ -252,7 +184,7 @@ export function createStreamSink(options: StreamSinkOptions): EventSink {
       return redis.svcStreamAppend(events.length + 1, keys.stream, ...seen, windowMs, maxBacklog, ...entries);
     },
     options.maxBatch ?? 256,
-    { ms: options.timeoutMs, what: "enqueue" },
+    { ms: options.timeoutMs, what: "enqueue", Unavailable: QueueUnavailableError },
   );
 
   const { traceparent } = options;
@@ -263,7 +195,7 @@ export function createStreamSink(options: StreamSinkOptions): EventSink {
       return { jobId: answer.slice(1), duplicate: answer.startsWith("d") } satisfies EnqueueResult;
     },
     async ping() {
-      await withTimeout(options.connection.ping(), options.timeoutMs, "ping");
+      await withTimeout(options.connection.ping(), options.timeoutMs, "ping", QueueUnavailableError);
     },
   };
 }

@@ -9,9 +9,10 @@ import { createFairSlots } from "./fair-slots.js";
 import { errorMessage } from "../events/dispatch.js";
 import { type RedisClient, defineScripts, redisKeys, warnUnlessOutage } from "../redis/redis.js";
 import { eventBackoff, type AttemptResult, type AttemptRunner } from "./attempt-runner.js";
-import { defaultStopDeadline, type Deadline } from "./deadline.js";
+import { defaultStopDeadline, type Deadline } from "../base/deadline.js";
 import { continuationOf, type ContinuationJob, type ContinuationOptions, type EventJobData } from "./events-queue.js";
-import { decodeEntry, ENTRY_FIELD, entryJobId, groupCommit, jobOfEvent, type IngestedEvent } from "./ingest-stream.js";
+import { groupCommit } from "../base/group-commit.js";
+import { decodeEntry, ENTRY_FIELD, entryJobId, jobOfEvent, type IngestedEvent } from "./ingest-stream.js";
 
 // The stream consumer: its options, what its parts share, the entries it holds, how it lets go of
 // them, each entry's first attempt, and its read loop.

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { DEFAULTS } from "../config/defaults.js";
 import { expectDefined } from "../errors.js";
-import { API_KEY_PREFIX } from "../upstream/client.js";
+import { API_KEY_PREFIX } from "../base/api-key.js";
 import { type ApiRequestRecord, type ListBehaviour, createFaults, createKeyRateLimit, createSandboxApp } from "./app.js";
 import { seededRandom, seedHistory, seedSample, type HistoryOptions, createStore, type SandboxStore } from "./store.js";
 import {

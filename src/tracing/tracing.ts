@@ -18,7 +18,7 @@ import { BullMQOtel, BullMQOTelSpan } from "bullmq-otel";
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
 import type { WrapHandler } from "../events/dispatch.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
-import { withTimeout } from "../queue/deadline.js";
+import { withTimeout } from "../base/deadline.js";
 
 export const TRACER_NAME = "svc-webhooks";
 

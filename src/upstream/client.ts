@@ -1,5 +1,5 @@
 import { SpanKind, type Span, type Tracer } from "@opentelemetry/api";
-import { createHash } from "node:crypto";
+import { apiKeyProblem } from "../base/api-key.js";
 import type { Logger } from "pino";
 import type * as z from "zod";
 import { DEFAULTS } from "../config/defaults.js";
@@ -37,34 +37,13 @@ import { DEFAULT_BUDGET_CLASS, sleep, type BudgetClass, type RateLimiter } from 
 // writes), how each call is sent (budget slot, timeout, bounded read of the answer, retries) and
 // the timing rules of its retries.
 
-// ---- The API key
-
-export const API_KEY_PREFIX = "svc_live_";
-
-/** Why `key` is not of the key's form (spec part 5: `svc_live_` then a body), or undefined when it is. */
-function apiKeyProblem(key: unknown): string | undefined {
-  if (typeof key !== "string" || !key.startsWith(API_KEY_PREFIX)) return `the API key must start with ${API_KEY_PREFIX}`;
-  // Whitespace would break the Authorization header, and usually means a copy-paste accident.
-  if (!/^\S+$/.test(key.slice(API_KEY_PREFIX.length))) return `the API key must have a body after ${API_KEY_PREFIX}, without spaces`;
-  return undefined;
-}
-
-/** The key's form (spec part 5): `svc_live_` then a body without whitespace. */
-export const isApiKey = (key: string): boolean => apiKeyProblem(key) === undefined;
+// ---- The API key (its form: base/api-key.ts)
 
 /** Checks the key's form and returns it unchanged; ApiKeyError (never naming the key) otherwise. */
 export function parseApiKey(key: string): string {
   const problem = apiKeyProblem(key);
   if (problem !== undefined) throw new ApiKeyError(problem);
   return key;
-}
-
-/**
- * The only form of the key used in Redis keys, logs and metrics: the first 16 hex characters
- * of its SHA-256. Stable across processes, so they share one rate budget per key.
- */
-export function apiKeyId(key: string): string {
-  return createHash("sha256").update(key).digest("hex").slice(0, 16);
 }
 
 // ---- The client and its calls

@@ -2,7 +2,7 @@ import { DEFAULTS } from "../config/defaults.js";
 import { randomUUID } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import { defineScripts, redisKeys } from "../redis/redis.js";
-import { abortError, untilAborted } from "../queue/deadline.js";
+import { abortError, untilAborted } from "../base/deadline.js";
 
 /** The budget classes, highest first: where BudgetClass and BUDGET_CLASSES come from. */
 const CLASSES = ["webhook", "active", "full"] as const;

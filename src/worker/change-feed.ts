@@ -8,7 +8,7 @@ import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { EventJobData } from "../queue/events-queue.js";
 import { activeTraceparent, type Tracing, relaySpans } from "../tracing/tracing.js";
 import type { Tracer } from "@opentelemetry/api";
-import { defaultStopDeadline, type Deadline } from "../queue/deadline.js";
+import { defaultStopDeadline, type Deadline } from "../base/deadline.js";
 
 /** Change events: recorded with each mirror write, counted, and relayed into the events queue. */
 export function createChangeFeed(deps: {

@@ -4,7 +4,8 @@ import type { Config } from "../config/config.js";
 import { collectRateBudget, type Metrics } from "../metrics/metrics.js";
 import type { RedisClient } from "../redis/redis.js";
 import type { Tracing } from "../tracing/tracing.js";
-import { apiKeyId, createApiClient, type ApiClient, type ApiClientOptions } from "../upstream/client.js";
+import { createApiClient, type ApiClient, type ApiClientOptions } from "../upstream/client.js";
+import { apiKeyId } from "../base/api-key.js";
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from "../upstream/rate-limiter.js";
 
 export type Upstream = ReturnType<typeof upstreamFromConfig>;

@@ -1,7 +1,7 @@
 import type { Queue, Worker } from "bullmq";
 import type { Logger } from "pino";
 import type { StreamConsumer } from "../queue/stream-consumer.js";
-import type { Deadline } from "../queue/deadline.js";
+import type { Deadline } from "../base/deadline.js";
 import type { ChangeRelay } from "./change-feed.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { type RedisClient, redisKeys } from "../redis/redis.js";

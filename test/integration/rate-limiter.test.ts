@@ -3,7 +3,8 @@ import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
 import { redisKeys } from "../../src/redis/redis.js";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { apiKeyId, createApiClient } from "../../src/upstream/client.js";
+import { createApiClient } from "../../src/upstream/client.js";
+import { apiKeyId } from "../../src/base/api-key.js";
 import {
   createRateLimiter,
   WEBHOOK_BURST,

@@ -3,7 +3,8 @@ import { createServer, type AddressInfo, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
-import { apiKeyId, createApiClient, type ApiClient, type ApiClientOptions } from "../../src/upstream/client.js";
+import { createApiClient, type ApiClient, type ApiClientOptions } from "../../src/upstream/client.js";
+import { apiKeyId } from "../../src/base/api-key.js";
 import {
   UpstreamAbortedError,
   UpstreamAuthError,

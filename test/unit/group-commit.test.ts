@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { QueueUnavailableError } from "../../src/queue/errors.js";
-import { groupCommit } from "../../src/queue/ingest-stream.js";
+import { UnavailableError } from "../../src/base/deadline.js";
+import { groupCommit } from "../../src/base/group-commit.js";
 
 describe("groupCommit", () => {
   it("writes items that arrive together in one batch, each caller getting its own result", async () => {
@@ -52,10 +52,7 @@ describe("groupCommit", () => {
     const first = add("a");
     await new Promise((r) => setImmediate(r));
     const queued = add("b");
-    await Promise.all([
-      expect(first).rejects.toBeInstanceOf(QueueUnavailableError),
-      expect(queued).rejects.toBeInstanceOf(QueueUnavailableError),
-    ]);
+    await Promise.all([expect(first).rejects.toBeInstanceOf(UnavailableError), expect(queued).rejects.toBeInstanceOf(UnavailableError)]);
     // The queued item went out on its own deadline (or was refused without a write if none was left).
     expect(batches[0]).toEqual(["a"]);
     expect(batches.length).toBeLessThanOrEqual(2);

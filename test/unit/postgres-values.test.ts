@@ -1,15 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  cutAt,
-  shortened,
-  findUnstorableString,
-  fitsKey,
-  isCalendarDate,
-  isInt32,
-  isTimeOfDay,
-  isTimestamp,
-  storableText,
-} from "../../src/mirror/values.js";
+import { findUnstorableString, fitsKey, isCalendarDate, isInt32, isTimeOfDay, isTimestamp, storableText } from "../../src/mirror/values.js";
+import { cutAt, shortened } from "../../src/base/text.js";
 
 describe("values PostgreSQL would refuse", () => {
   it("knows a calendar date from one Date.parse only pretends to read", () => {

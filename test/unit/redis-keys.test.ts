@@ -1,6 +1,7 @@
 import calculateSlot from "cluster-key-slot";
 import { describe, expect, it } from "vitest";
-import { hashTagOf, redisKeys } from "../../src/redis/redis.js";
+import { redisKeys } from "../../src/redis/redis.js";
+import { hashTagOf } from "../../src/base/hash-tag.js";
 
 const slotsOf = (keys: string[]) => new Set(keys.map((k) => calculateSlot(k)));
 

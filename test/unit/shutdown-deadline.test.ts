@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
-import { deadlineIn } from "../../src/queue/deadline.js";
+import { deadlineIn } from "../../src/base/deadline.js";
 import { CLOSE_GRACE_MS, EXIT_GRACE_MS } from "../../src/service.js";
 
 const fly = parse(readFileSync(new URL("../../fly.toml", import.meta.url), "utf8")) as {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { apiKeyId, parseApiKey } from "../../src/upstream/client.js";
+import { parseApiKey } from "../../src/upstream/client.js";
+import { apiKeyId } from "../../src/base/api-key.js";
 import {
   errorFromResponse,
   isPermanentUpstreamError,

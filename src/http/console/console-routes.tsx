@@ -6,7 +6,7 @@ import { DEFAULT_ACCOUNT } from "../../config/defaults.js";
 import { accountParam } from "../../mirror/accounts.js";
 import type { EventPage as LogPage, FailureGroup } from "../../mirror/event-log.js";
 import type { RecordBookkeeping } from "../../mirror/mirror-store.js";
-import { printable } from "../../mirror/values.js";
+import { printable } from "../../base/text.js";
 import type { CausedChange } from "../../mirror/record-story.js";
 import type { EventDetail } from "../../mirror/storage.js";
 import { toHttpFailure } from "../errors.js";

@@ -1,5 +1,6 @@
 import type { EventPage as LogPage, EventSummary, FailureGroup, HandlerAttempt } from "../../mirror/event-log.js";
-import { printable, shortened, shownStatus } from "../../mirror/values.js";
+import { shownStatus } from "../../mirror/values.js";
+import { printable, shortened } from "../../base/text.js";
 import type { CausedChange } from "../../mirror/record-story.js";
 import type { HandlerOutcome } from "../../mirror/database.js";
 import type { EventDetail } from "../../mirror/storage.js";

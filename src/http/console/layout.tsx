@@ -1,7 +1,8 @@
 import { createContext, useContext, type Child } from "hono/jsx";
 import { raw } from "hono/html";
 import { carriedAccount, DEFAULT_ACCOUNT } from "../../config/defaults.js";
-import { printable, shownStatus } from "../../mirror/values.js";
+import { shownStatus } from "../../mirror/values.js";
+import { printable } from "../../base/text.js";
 import type { AccountSyncState } from "../../sync/first-import.js";
 // A console page's query parameter that is unknown or malformed is the mirror's one invalid_filter: a 400 naming it, nothing read.
 import { MirrorFilterError } from "../../mirror/errors.js";

@@ -1,4 +1,5 @@
-import { printable, shortened, type MirrorKind } from "../../mirror/values.js";
+import { type MirrorKind } from "../../mirror/values.js";
+import { printable, shortened } from "../../base/text.js";
 import type { RecordBookkeeping } from "../../mirror/mirror-store.js";
 import type { RecordStory } from "../../mirror/record-story.js";
 import { CONSOLE_PATH } from "../operator-routes.js";

@@ -1,19 +1,34 @@
-import { QueueUnavailableError } from "./errors.js";
+// Deadlines and aborts: racing a wait against a point in time or a signal. Generic, so every layer
+// that waits (the edge's Redis appends, upstream reads, the stop) shares one rule.
+import { codedError } from "../errors.js";
+
+/**
+ * A wait that did not end in time, or whose work failed: what a caller answers 503 for and retries
+ * later. Layers name their own kind (the queue's QueueUnavailableError extends it).
+ */
+export class UnavailableError extends codedError<string>("unavailable") {}
+
+export type UnavailableClass = new (message: string, options?: ErrorOptions) => UnavailableError;
 
 /**
  * Races `work` against a deadline. A timed-out enqueue may still land later; that is safe because
  * the sender retries after our 503 and the retry is deduplicated by event id.
  */
-export async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+export async function withTimeout<T>(
+  work: Promise<T>,
+  ms: number,
+  what: string,
+  Unavailable: UnavailableClass = UnavailableError,
+): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new QueueUnavailableError(`${what} timed out after ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new Unavailable(`${what} timed out after ${ms} ms`)), ms);
   });
   try {
     return await Promise.race([work, deadline]);
   } catch (err) {
-    if (err instanceof QueueUnavailableError) throw err;
-    throw new QueueUnavailableError(`${what} failed: ${(err as Error).message}`, { cause: err });
+    if (err instanceof UnavailableError) throw err;
+    throw new Unavailable(`${what} failed: ${(err as Error).message}`, { cause: err });
   } finally {
     clearTimeout(timer);
   }
@@ -54,7 +69,7 @@ export interface Deadline {
   left(): number;
   /** Aborts when the deadline passes (at once if it has): what a wait that must end by then listens to. */
   readonly signal: AbortSignal;
-  /** `work` within what is left; rejects (QueueUnavailableError) once the deadline passes first. */
+  /** `work` within what is left; rejects (UnavailableError) once the deadline passes first. */
   within<T>(work: Promise<T>, what: string): Promise<T>;
   /** Waits for `work` within what is left: true when it did not end (or failed) before the deadline passed. */
   missed(work: Promise<unknown>, what: string): Promise<boolean>;
