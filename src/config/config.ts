@@ -47,6 +47,11 @@ export const ALERT_FORMATS = ["standard", "slack"] as const;
 /** The longest ALERT_WEBHOOK_URL (and an account's alertUrl) taken: room for any real endpoint, bounded like everything stored. */
 export const MAX_ALERT_URL_LENGTH = 2048;
 
+/** Where a problem notification may go: ALERT_WEBHOOK_URL's rule, and an account's alertUrl's (mirror/accounts.ts). */
+export const alertUrlSchema = z
+  .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })
+  .max(MAX_ALERT_URL_LENGTH, `must be at most ${MAX_ALERT_URL_LENGTH} characters`);
+
 export const ROLES = ["all", "web", "worker"] as const;
 export type Role = (typeof ROLES)[number];
 
@@ -135,10 +140,7 @@ export const configSchema = z.object({
   API_MAX_PAGE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(DEFAULTS.apiMaxPageBytes),
   BULK_REPLAY_CONFIRM_ABOVE: int(0).default(DEFAULTS.bulkReplayConfirmAbove),
   // The URL may carry a token (Slack's does, in its path): messages never echo it.
-  ALERT_WEBHOOK_URL: z
-    .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })
-    .max(MAX_ALERT_URL_LENGTH, `must be at most ${MAX_ALERT_URL_LENGTH} characters`)
-    .optional(),
+  ALERT_WEBHOOK_URL: alertUrlSchema.optional(),
   ALERT_SIGNING_SECRET: z
     .string()
     .optional()

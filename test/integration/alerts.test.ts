@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { Webhook } from "standardwebhooks";
@@ -11,53 +11,9 @@ import { createRedisConnection, type RedisClient } from "../../src/redis/redis.j
 import { captureLogs } from "../helpers/log-capture.js";
 import { cli } from "../helpers/cli-main.js";
 import { waitFor } from "../helpers/wait-for.js";
+import { receiver } from "../helpers/alert-receiver.js";
 
 const SECRET = `whsec_${randomBytes(32).toString("base64")}`;
-
-/** A local destination: every POST it got, and how it answers the next ones ("hang" holds the answer until released). */
-interface Receiver {
-  url: string;
-  got: { headers: IncomingHttpHeaders; body: string; path: string }[];
-  answers: (number | "hang")[];
-  /** Answers every request held so far with 200. */
-  release(): void;
-  held: number;
-  close(): Promise<void>;
-}
-
-async function receiver(path = "/hooks/T000/s3cr3t-token?key=q-secret"): Promise<Receiver> {
-  const held: ServerResponse[] = [];
-  const state: Receiver = {
-    url: "",
-    got: [],
-    answers: [],
-    held: 0,
-    release() {
-      for (const res of held.splice(0)) res.writeHead(200).end("ok");
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        state.release();
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      state.got.push({ headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), path: req.url ?? "" });
-      const answer = state.answers.shift() ?? 200;
-      if (answer === "hang") {
-        held.push(res);
-        state.held++;
-      } else res.writeHead(answer).end(answer >= 300 ? "oops" : "ok");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`;
-  return state;
-}
 
 let n = 0;
 /** A transition of a problem, a new one each call unless `id` repeats one. */
