@@ -43,7 +43,7 @@ export const ALERT_CONCURRENCY = 4;
  * flap.
  */
 const KEPT_DELIVERED = { age: 7 * 24 * 3600, count: 10_000 };
-/** Given-up notifications, kept for inspection (bull-board, `replay --queue alerts`) and for the same reason. */
+/** Given-up notifications, kept for the same reason and for inspection in the queue's failed set. */
 const KEPT_GIVEN_UP = { age: 14 * 24 * 3600, count: 1000 };
 
 /** One notification to one destination: the deployment's URL, or `account`'s own (its alertUrl). */
