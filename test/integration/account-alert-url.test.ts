@@ -5,7 +5,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type AccountRegistry, createAccountDirectory, createAccountRegistry, createSecretsBox } from "../../src/mirror/accounts.js";
 import type { ProblemTransition } from "../../src/problems/problem.js";
 import { receiver, type Receiver } from "../helpers/alert-receiver.js";
-import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
+import { databaseEnv, openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
+import { cli } from "../helpers/cli-main.js";
 import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 
@@ -69,6 +70,30 @@ describe("an account's alertUrl in the registry", () => {
     } finally {
       directory.close();
     }
+  });
+});
+
+describe("svc-webhooks accounts add|rotate with ACCOUNT_ALERT_URL", () => {
+  it("stores the account's alertUrl from the environment and never prints it", async () => {
+    const env = {
+      ...databaseEnv(),
+      SECRETS_KEY: KEY.toString("base64"),
+      ACCOUNT_API_KEY: ACME.apiKey,
+      ACCOUNT_SIGNING_SECRET: ACME.signingSecret,
+      ACCOUNT_ALERT_URL: HOOK,
+    };
+    const added = await cli(["accounts", "add", "acme", "--json"], env);
+    expect(added.code, added.stderr).toBe(0);
+    expect(JSON.parse(added.stdout)).toMatchObject({ id: "acme", alertUrl: true });
+    const wrong = await cli(["accounts", "rotate", "acme"], {
+      ...env,
+      ACCOUNT_API_KEY: "",
+      ACCOUNT_SIGNING_SECRET: "",
+      ACCOUNT_ALERT_URL: "ftp://x/acme-t0ken",
+    });
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain("alertUrl must be an http:// or https:// URL");
+    for (const text of [added.stdout, added.stderr, wrong.stderr]) expect(text).not.toContain("acme-t0ken");
   });
 });
 
