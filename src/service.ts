@@ -35,6 +35,8 @@ import { createEventsQueue, createSyncQueue } from "./queue/events-queue.js";
 import { NotReadyError } from "./http/errors.js";
 import { mountOperatorOff } from "./http/operator-routes.js";
 import { createMinuteSampler, type MinuteSampler } from "./metrics/minute-samples.js";
+import { createAlerts } from "./alerts/alerts.js";
+import type { AnnounceTransition } from "./problems/problem.js";
 
 export interface ServiceOptions {
   config: Config;
@@ -60,6 +62,11 @@ export interface Service {
   mirror: MirrorStore;
   eventLog: EventLog;
   metrics: Metrics;
+  /**
+   * Announces a problem's opening or resolving (alerts/alerts.ts): queued durably for the
+   * deployment's ALERT_WEBHOOK_URL and the account's own alertUrl. The problem store is given it.
+   */
+  announce: AnnounceTransition;
   /** Migrates the database, starts the workers (roles all, worker) and HTTP; resolves with the base URL. */
   start(): Promise<string>;
   /**
@@ -92,8 +99,19 @@ export async function createService({ config, logger, handlers = [], database, t
   // A new account's first import starts as soon as a worker sees it (not at the next tick).
   const directory = createAccountDirectory(accounts, { logger, onChange: (change) => worker?.accountsChanged(change) });
   const accountsPort = serviceAccounts({ config, storage, connection, registry: accounts, directory });
+  // Problem notifications: queued from every role, sent by the worker role. An account's own URL
+  // is read from the directory as each is sent (a rotation takes effect for retries too).
+  const alerts = createAlerts({
+    connection,
+    prefix: config.queuePrefix,
+    settings: config.alerts,
+    alertUrlOf: (account) => directory.get(account)?.alertUrl,
+    logger,
+    enqueueTimeoutMs: config.enqueueTimeoutMs,
+  });
   const { worker, sink } = createServiceRoles({
     ...parts,
+    alerts,
     handlers: ([] as EventHandlers[]).concat(handlers),
     tracing,
     forAccount: (account) => storage.forAccount(account),
@@ -136,6 +154,7 @@ export async function createService({ config, logger, handlers = [], database, t
     mirror: storage.mirror,
     eventLog: storage.eventLog,
     metrics,
+    announce: alerts.announce,
     async start() {
       try {
         const applied = await storage.migrate();
@@ -164,7 +183,7 @@ export async function createService({ config, logger, handlers = [], database, t
     },
     stop(deadline) {
       directory.close();
-      stopping ??= stopService({ ...parts, server, worker, sampler, ownQueues: queues.own }, deadline);
+      stopping ??= stopService({ ...parts, server, worker, sampler, ownQueues: [...queues.own, alerts.queue] }, deadline);
       return stopping;
     },
   };
@@ -187,6 +206,7 @@ function createServiceRoles(
     forAccount: WorkerRoleDeps["forAccount"];
     accounts: WorkerRoleDeps["accounts"];
     keysOf: WorkerRoleDeps["keysOf"];
+    alerts: WorkerRoleDeps["alerts"];
   },
 ): Pick<Service, "worker" | "sink"> {
   const { config, connections, storage, tracing } = deps;
@@ -207,6 +227,7 @@ function createServiceRoles(
       forAccount: deps.forAccount,
       accounts: deps.accounts,
       keysOf: deps.keysOf,
+      alerts: deps.alerts,
     });
   const sink =
     connections.web &&

@@ -21,6 +21,8 @@ account's webhooks go to POST /webhooks/<id>.
             ACCOUNT_SIGNING_SECRET (read from the environment, never from flags)
   rotate    adds the signing secret in ACCOUNT_SIGNING_SECRET (the newest is listed first; the old
             ones still verify), replaces the key with ACCOUNT_API_KEY; either or both
+  ACCOUNT_ALERT_URL  with add or rotate: the account's own URL for problem notifications
+            (docs/operations.md, Alerts)
   --retire-old  with rotate: keep only the newest signing secret
   remove    stops <id>'s endpoint and sync at once
   --purge   with remove: also delete its mirror rows, events and steps
@@ -50,6 +52,8 @@ async function runAccounts(argv: string[], env: NodeJS.ProcessEnv): Promise<Answ
   const secrets = {
     ...(env.ACCOUNT_API_KEY ? { apiKey: env.ACCOUNT_API_KEY } : {}),
     ...(env.ACCOUNT_SIGNING_SECRET ? { signingSecret: env.ACCOUNT_SIGNING_SECRET } : {}),
+    // A Slack URL is its own credential: from the environment too.
+    ...(env.ACCOUNT_ALERT_URL ? { alertUrl: env.ACCOUNT_ALERT_URL } : {}),
   };
   if (verb === "add" && (!secrets.apiKey || !secrets.signingSecret))
     throw new UsageError("accounts add reads the account's key and secret from ACCOUNT_API_KEY and ACCOUNT_SIGNING_SECRET: set both");

@@ -3,6 +3,7 @@ import { codedError } from "../errors.js";
 import { DEFAULTS } from "./defaults.js";
 import { hashTagOf } from "../base/hash-tag.js";
 import { API_KEY_FORM, isApiKey } from "../base/api-key.js";
+import { standardSecretProblem } from "../base/standard-webhooks.js";
 
 /** The service's configuration, parsed once at start (see loadConfig). */
 export type Config = ReturnType<typeof configFrom>;
@@ -40,6 +41,16 @@ function secretsKeyBytes(text: string): Buffer | undefined {
   const bytes = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, "hex") : Buffer.from(text, "base64");
   return bytes.length === 32 && (text.length === 64 || bytes.toString("base64") === text) ? bytes : undefined;
 }
+
+/** How a problem notification's body is written (alerts/alert-message.ts): Standard Webhooks JSON, or Slack's incoming-webhook text. */
+export const ALERT_FORMATS = ["standard", "slack"] as const;
+/** The longest ALERT_WEBHOOK_URL (and an account's alertUrl) taken: room for any real endpoint, bounded like everything stored. */
+export const MAX_ALERT_URL_LENGTH = 2048;
+
+/** Where a problem notification may go: ALERT_WEBHOOK_URL's rule, and an account's alertUrl's (mirror/accounts.ts). */
+export const alertUrlSchema = z
+  .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })
+  .max(MAX_ALERT_URL_LENGTH, `must be at most ${MAX_ALERT_URL_LENGTH} characters`);
 
 export const ROLES = ["all", "web", "worker"] as const;
 export type Role = (typeof ROLES)[number];
@@ -128,6 +139,16 @@ export const configSchema = z.object({
   OPERATOR_QUERY_TIMEOUT_MS: int(100, 600_000).default(DEFAULTS.operatorQueryTimeoutMs),
   API_MAX_PAGE_BYTES: int(64 * 1024, 1024 * 1024 * 1024).default(DEFAULTS.apiMaxPageBytes),
   BULK_REPLAY_CONFIRM_ABOVE: int(0).default(DEFAULTS.bulkReplayConfirmAbove),
+  // The URL may carry a token (Slack's does, in its path): messages never echo it.
+  ALERT_WEBHOOK_URL: alertUrlSchema.optional(),
+  ALERT_SIGNING_SECRET: z
+    .string()
+    .optional()
+    .superRefine((secret, ctx) => {
+      const problem = secret === undefined ? undefined : standardSecretProblem(secret);
+      if (problem) ctx.addIssue({ code: "custom", message: `is not usable: ${problem}` });
+    }),
+  ALERT_FORMAT: z.enum(ALERT_FORMATS, { error: `must be one of ${ALERT_FORMATS.join(", ")}` }).default("standard"),
 });
 
 export class ConfigError extends codedError("invalid_config") {
@@ -238,6 +259,12 @@ function configFrom(e: z.output<typeof configSchema>) {
     /** SECRETS_KEY, 32 bytes: seals the accounts' API keys and signing secrets (mirror/accounts.ts); without it no account can be added. */
     ...(e.SECRETS_KEY ? { secretsKey: secretsKeyBytes(e.SECRETS_KEY) } : {}),
     handlersModule: e.HANDLERS_MODULE,
+    /** Where problem notifications go (src/alerts): the deployment's URL, the secret they are signed with, their body's format. */
+    alerts: {
+      ...(e.ALERT_WEBHOOK_URL === undefined ? {} : { webhookUrl: e.ALERT_WEBHOOK_URL }),
+      ...(e.ALERT_SIGNING_SECRET === undefined ? {} : { signingSecret: e.ALERT_SIGNING_SECRET }),
+      format: e.ALERT_FORMAT,
+    },
   };
 }
 
@@ -299,6 +326,9 @@ function crossFieldProblems(input: Record<string, string | undefined>): string[]
   if (input.API_BASE_URL && !input.API_KEY) problems.push("API_KEY is required when API_BASE_URL is set");
   if (input.API_KEY && !input.API_BASE_URL) problems.push("API_BASE_URL is required when API_KEY is set");
   if (input.REDIS_CLUSTER === "true") problems.push(...clusterProblems(input));
+  // Slack ignores the signature; a Standard Webhooks receiver cannot check one that is not there.
+  if (input.ALERT_WEBHOOK_URL && (input.ALERT_FORMAT ?? "standard") === "standard" && !input.ALERT_SIGNING_SECRET)
+    problems.push("ALERT_SIGNING_SECRET is required when ALERT_WEBHOOK_URL is set and ALERT_FORMAT is standard");
   problems.push(...urlCredentialProblems(input));
   return problems;
 }
@@ -365,6 +395,9 @@ export function secretsOf(config: Config): string[] {
     ...config.signingSecrets,
     config.api?.apiKey,
     config.adminToken,
+    config.alerts.signingSecret,
+    // A webhook URL may be its own credential (Slack's): only its host is ever logged.
+    config.alerts.webhookUrl,
     config.secretsKey?.toString("hex"),
     config.secretsKey?.toString("base64"),
     db,

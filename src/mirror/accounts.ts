@@ -6,6 +6,7 @@ import { API_KEY_FORM, isApiKey } from "../base/api-key.js";
 import { type DatabaseSchema } from "./database.js";
 import { ACCOUNT_TABLE_NAMES } from "./migrations.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { alertUrlSchema } from "../config/config.js";
 import { AccountError, accountNotFound, AccountsUnavailableError, MirrorFilterError } from "./errors.js";
 
 // The accounts registry: one row per restaurant company that a deployment serves besides the
@@ -26,7 +27,7 @@ export type SecretsBox = ReturnType<typeof createSecretsBox>;
 const SEALED_VERSION = "v1";
 
 /** The sealed columns of an account, by the field names the registry takes them under. */
-type SealedField = "apiKey" | "signingSecret";
+type SealedField = "apiKey" | "signingSecret" | "alertUrl";
 /** The associated data a value is sealed with: its account and field, so it opens in that row and column only. */
 const sealContext = (id: string, field: SealedField) => `${id}/${field}`;
 
@@ -75,11 +76,19 @@ const signingSecret = z
   .min(16, "must be at least 16 characters")
   .max(512, "must be at most 512 characters");
 
-const newAccountSchema = z.strictObject({ id: accountId, apiKey, signingSecret });
+/** Where the account's problem notifications also go (ALERT_WEBHOOK_URL's rule); on rotate, null removes it. */
+const alertUrl = alertUrlSchema;
+
+const newAccountSchema = z.strictObject({ id: accountId, apiKey, signingSecret, alertUrl: alertUrl.optional() });
 const rotationSchema = z
-  .strictObject({ signingSecret: signingSecret.optional(), retireOldSecrets: z.boolean().optional(), apiKey: apiKey.optional() })
-  .refine((r) => r.signingSecret !== undefined || r.retireOldSecrets === true || r.apiKey !== undefined, {
-    message: "names nothing to change: give signingSecret, retireOldSecrets or apiKey",
+  .strictObject({
+    signingSecret: signingSecret.optional(),
+    retireOldSecrets: z.boolean().optional(),
+    apiKey: apiKey.optional(),
+    alertUrl: alertUrl.nullable().optional(),
+  })
+  .refine((r) => r.signingSecret !== undefined || r.retireOldSecrets === true || r.apiKey !== undefined || r.alertUrl !== undefined, {
+    message: "names nothing to change: give signingSecret, retireOldSecrets, apiKey or alertUrl",
   });
 
 /** `input` as `schema` takes it, or an AccountError naming the first field at fault (never echoing its value). */
@@ -103,6 +112,8 @@ export interface AccountKeys {
   id: string;
   apiKey: string;
   signingSecrets: string[];
+  /** Where its problem notifications also go (src/alerts); absent when it has none. */
+  alertUrl?: string;
 }
 
 export interface AccountRegistry {
@@ -123,6 +134,8 @@ export interface AccountRegistry {
 const summary = (row: Selectable<DatabaseSchema["accounts"]>) => ({
   id: row.id,
   signingSecrets: row.signing_secrets.length,
+  /** Whether it names its own URL for problem notifications (never the URL: it may be a credential). */
+  alertUrl: row.alert_url !== null,
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString(),
 });
@@ -138,6 +151,8 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
   };
   const sealKey = (id: string, key: string) => sealer().seal(key, sealContext(id, "apiKey"));
   const sealSecret = (id: string, secret: string) => sealer().seal(secret, sealContext(id, "signingSecret"));
+  const sealAlertUrl = (id: string, url: string | null | undefined) =>
+    url == null ? null : sealer().seal(url, sealContext(id, "alertUrl"));
   /**
    * What `keys` opened last, by account, with the sealed values it opened: every registration makes
    * each process read the registry again, and a read opens only what changed since (each seal has
@@ -155,6 +170,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
           id: account.id,
           api_key: sealKey(account.id, account.apiKey),
           signing_secrets: [sealSecret(account.id, account.signingSecret)],
+          alert_url: sealAlertUrl(account.id, account.alertUrl),
         })
         .onConflict((oc) => oc.column("id").doNothing())
         .returningAll()
@@ -171,7 +187,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
       const rows = await db.selectFrom("accounts").selectAll().orderBy("id").execute();
       const next = new Map<string, { sealed: string; keys: AccountKeys }>();
       for (const r of rows) {
-        const sealed = [r.api_key, ...r.signing_secrets].join(" ");
+        const sealed = [r.api_key, ...r.signing_secrets, r.alert_url ?? ""].join(" ");
         const known = opened.get(r.id);
         if (known?.sealed === sealed) {
           next.set(r.id, known);
@@ -183,6 +199,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
             id: r.id,
             apiKey: open(r.api_key, "apiKey"),
             signingSecrets: r.signing_secrets.map((s) => open(s, "signingSecret")),
+            ...(r.alert_url === null ? {} : { alertUrl: open(r.alert_url, "alertUrl") }),
           };
           next.set(r.id, { sealed, keys });
         } catch {
@@ -213,6 +230,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
           .set({
             signing_secrets: secrets,
             ...(change.apiKey === undefined ? {} : { api_key: sealKey(id, change.apiKey) }),
+            ...(change.alertUrl === undefined ? {} : { alert_url: sealAlertUrl(id, change.alertUrl) }),
             updated_at: sql`clock_timestamp()`,
           })
           .where("id", "=", id)

@@ -182,6 +182,8 @@ interface AccountsTable {
   api_key: string;
   /** Sealed each, the newest first. */
   signing_secrets: string[];
+  /** Where the account's problem notifications also go, sealed (a Slack URL is its own credential); null: only the deployment's (0021_account_alert_url). */
+  alert_url: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }

@@ -536,6 +536,15 @@ async function up0019(db: AnyDb): Promise<void> {
 }
 
 /**
+ * An account may name its own URL for problem notifications (src/alerts), beside the deployment's
+ * ALERT_WEBHOOK_URL: sealed like its key (a Slack incoming-webhook URL is the credential itself),
+ * null for an account that has none.
+ */
+async function up0021(db: AnyDb): Promise<void> {
+  await db.schema.alterTable("accounts").addColumn("alert_url", "text").execute();
+}
+
+/**
  * Every migration, by name, in one static list so the same list runs from `src/` under tsx and
  * from `dist/` (a folder scan would depend on file extensions and the working directory).
  * Append new migrations; never edit or rename a released one.
@@ -559,6 +568,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0017_accounts": { up: up0017, down: down0017 },
   "0018_account_registry": { up: up0018, down: dropTables("accounts") },
   "0019_outbox_relay_order": { up: up0019, down: (db) => db.schema.dropIndex("change_outbox_seq_idx").execute() },
+  "0021_account_alert_url": { up: up0021, down: (db) => db.schema.alterTable("accounts").dropColumn("alert_url").execute() },
 };
 
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */

@@ -41,6 +41,12 @@ export const EVENTS_QUEUE = "events";
 /** The queue of refresh and reconcile jobs, apart from the events queue so a 429 pauses only it. */
 export const SYNC_QUEUE = "sync";
 
+/**
+ * The queue of problem notifications (src/alerts), apart from the others so a destination that
+ * fails or hangs holds up no event and no sync job.
+ */
+export const ALERTS_QUEUE = "alerts";
+
 /** The data of an events queue job: the event as the edge accepted it, and where its run stands. */
 export interface EventJobData extends IngestedEvent {
   /** A replay aimed at some handlers (or a retry of those that failed): only these handler keys run. */
@@ -142,6 +148,18 @@ export function createSyncQueue<Data = Record<string, unknown>>(options: QueueHa
     // A finished sync job leaves nothing worth keeping; its outcome is logged.
     removeOnComplete: true,
   });
+}
+
+/** The alerts queue, with the job options its notifications are kept and retried by (alerts/alerts.ts). */
+export function createAlertsQueue<Data>(
+  options: Pick<QueueHandleOptions, "connection" | "logger"> & { prefix: string; defaultJobOptions: DefaultJobOptions },
+): Queue<Data> {
+  const { connection, prefix, defaultJobOptions, logger } = options;
+  return openQueue<Data>(
+    ALERTS_QUEUE,
+    { connection, prefix, defaultJobOptions },
+    logger ? warnUnlessOutage(logger, `${ALERTS_QUEUE} queue error`) : () => undefined,
+  );
 }
 
 export interface EventProducerOptions extends EdgeSinkOptions {

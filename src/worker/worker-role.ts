@@ -70,6 +70,11 @@ export interface WorkerRoleDeps {
   metrics: Metrics;
   /** Given when tracing is on: a span per handler, the refresh job in its event's trace, upstream spans. */
   tracing?: Tracing;
+  /**
+   * The problem notifications' delivery (alerts/alerts.ts createAlerts): its worker runs and stops
+   * with the role's others, on the role's connection. It logs its own failed attempts.
+   */
+  alerts?: { deliveryWorker(connection: RedisClient): Worker };
 }
 
 /**
@@ -135,6 +140,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
   });
   const workers = [eventWorker, syncWorker];
   observeJobs(workers, { metrics, logger });
+  const alertWorker = deps.alerts?.deliveryWorker(connection);
   const lifecycle = workerLifecycle({
     logger,
     prepare: () => adoptNamedHandlerKeys(table.registry.registered(), deps.steps, logger),
@@ -143,7 +149,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
       if (!healed) await heal();
     },
     gapWatch: schedules.gapWatch,
-    workers,
+    workers: alertWorker ? [...workers, alertWorker] : workers,
     streamConsumer,
     changeRelay: feed.relay,
     queues: [eventsQueue, syncQueue],
