@@ -91,7 +91,7 @@ export async function createService({ config, logger, handlers = [], database, t
   // The edge verifies each account's deliveries with it, the worker calls each account's API with it.
   // A new account's first import starts as soon as a worker sees it (not at the next tick).
   const directory = createAccountDirectory(accounts, { logger, onChange: (change) => worker?.accountsChanged(change) });
-  const accountsPort = serviceAccounts({ config, storage, connection, registry: accounts, directory });
+  const accountsPort = serviceAccounts({ config, storage, connection, registry: accounts, directory, logger });
   const { worker, sink } = createServiceRoles({
     ...parts,
     handlers: ([] as EventHandlers[]).concat(handlers),

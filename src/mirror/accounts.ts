@@ -103,6 +103,37 @@ export interface AccountKeys {
   id: string;
   apiKey: string;
   signingSecrets: string[];
+  /**
+   * This registration of the id (a removal and a new add give another): what the edge stamps on
+   * each event it accepts for the account, and what its seen ids are keyed under.
+   */
+  incarnation: string;
+}
+
+/**
+ * Whether something that arrived for `account` under `incarnation` still belongs to it: the
+ * account is registered, and (when the thing carries one) under that same incarnation. The one
+ * rule every writer of a registered account asks (the stream consumer and the events queue before
+ * running, the attempt runner before recording, a handler's `ctx.api`, `ctx.mirror` and
+ * `ctx.step` at each call): once an account is removed, or removed and added again for another
+ * company, what was in flight for it is dropped, never run or stored under the new one. `default`
+ * always belongs; so does an account the directory cannot tell yet (not read, or its values do
+ * not open), which the database's own guard still covers (0023_account_incarnation).
+ */
+export function belongsToAccount(
+  keysOf: (account: string) => Pick<AccountKeys, "incarnation"> | undefined,
+  account: string | undefined,
+  incarnation: string | undefined,
+): boolean {
+  if (account === undefined || account === DEFAULT_ACCOUNT) return true;
+  let keys: Pick<AccountKeys, "incarnation"> | undefined;
+  try {
+    keys = keysOf(account);
+  } catch (err) {
+    if (err instanceof AccountsUnavailableError) return true;
+    throw err;
+  }
+  return keys !== undefined && (incarnation === undefined || keys.incarnation === incarnation);
 }
 
 export interface AccountRegistry {
@@ -171,7 +202,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
       const rows = await db.selectFrom("accounts").selectAll().orderBy("id").execute();
       const next = new Map<string, { sealed: string; keys: AccountKeys }>();
       for (const r of rows) {
-        const sealed = [r.api_key, ...r.signing_secrets].join(" ");
+        const sealed = [r.incarnation, r.api_key, ...r.signing_secrets].join(" ");
         const known = opened.get(r.id);
         if (known?.sealed === sealed) {
           next.set(r.id, known);
@@ -181,6 +212,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
           const open = (value: string, field: SealedField) => sealer().open(value, sealContext(r.id, field));
           const keys = {
             id: r.id,
+            incarnation: r.incarnation,
             apiKey: open(r.api_key, "apiKey"),
             signingSecrets: r.signing_secrets.map((s) => open(s, "signingSecret")),
           };

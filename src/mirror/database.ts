@@ -182,6 +182,8 @@ interface AccountsTable {
   api_key: string;
   /** Sealed each, the newest first. */
   signing_secrets: string[];
+  /** This registration of the id (0023_account_incarnation): a removal and a new add give another. */
+  incarnation: Generated<string>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }

@@ -11,7 +11,7 @@ import { filterFromQuery, readBookkeeping, validateRecordId } from "../mirror/mi
 import { readEventDetail, readStory, type Storage } from "../mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/values.js";
 import { withTimeout } from "../queue/deadline.js";
-import { type RedisClient, redisKeys } from "../redis/redis.js";
+import { deleteMatching, type RedisClient, redisKeys } from "../redis/redis.js";
 import { type OperatorActions, createOperatorActions } from "../worker/operator-actions.js";
 import type { Queue } from "bullmq";
 import type { EventJobData } from "../queue/events-queue.js";
@@ -182,15 +182,35 @@ export function serviceAccounts(deps: {
   connection: RedisClient;
   registry: AccountRegistry;
   directory: AccountDirectory;
+  logger?: Pick<Logger, "warn">;
 }): AccountsPort {
   const { config, storage, connection, registry, directory } = deps;
   const thenReload = <R>(change: Promise<R>) => change.finally(() => directory.reload().catch(() => undefined));
+  const keys = redisKeys(config.queuePrefix);
+  /**
+   * A purge's part in Redis: the account's sync keys (ids waiting for a refresh, the pace, the
+   * lease) and its seen event ids. Nothing reads the seen ids of a registration gone (they are
+   * keyed by incarnation); this frees them before their window ends.
+   */
+  const forgetInRedis = async (id: string) => {
+    try {
+      for (const pattern of [keys.syncOf(id).every, keys.ingest.seenOfAccount(id)]) await deleteMatching(connection, pattern);
+    } catch (err) {
+      deps.logger?.warn(
+        { account: id, err: (err as Error).message },
+        "a purged account's keys were not all deleted from Redis; its seen ids expire with the dedup window",
+      );
+    }
+  };
   return {
     ...registry,
     list: async () => withSyncState(storage.database.db, await registry.list()),
     add: (input) => thenReload(registry.add(input)),
     rotate: (id, input) => thenReload(registry.rotate(id, input)),
-    remove: (id, options) => thenReload(registry.remove(id, options)),
+    async remove(id, options) {
+      await thenReload(registry.remove(id, options));
+      if (options?.purge) await forgetInRedis(id);
+    },
     async health(id) {
       const [account] = await withSyncState(
         storage.database.db,
