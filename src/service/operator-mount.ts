@@ -20,11 +20,11 @@ import { createRefreshRequests } from "../sync/refresh-queue.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 import { findRecordKinds, listCausedChanges } from "../mirror/record-story.js";
 import { OperatorActionError } from "../worker/errors.js";
-import { accountParam, type AccountDirectory, type AccountRegistry } from "../mirror/accounts.js";
+import { accountParam, type AccountDirectory, type AccountRegistry, type TryKey } from "../mirror/accounts.js";
 import { accountNotFound } from "../mirror/errors.js";
 import { withSyncState } from "../sync/first-import.js";
 import { SYNCED_KINDS } from "../sync/resources.js";
-import { upstreamFromConfig } from "../worker/upstream.js";
+import { tryApiKey, upstreamFromConfig } from "../worker/upstream.js";
 
 /** The queue handles the operator reads and acts on (the service holds them in every role). */
 export interface OperatorQueues {
@@ -183,8 +183,18 @@ export function serviceAccounts(deps: {
   registry: AccountRegistry;
   directory: AccountDirectory;
   logger?: Pick<Logger, "warn">;
+  /**
+   * How a new key is tried before it is stored (add, and a rotation that changes it): by default
+   * one page of one order through the upstream client, on the key's own budget. The seam where
+   * the problems' outcome reporting joins (an unreachable API opens `upstream_unreachable`).
+   */
+  tryKey?: TryKey;
 }): AccountsPort {
   const { config, storage, connection, registry, directory } = deps;
+  const api = config.api;
+  const tryKey: TryKey | undefined =
+    deps.tryKey ?? (api && ((apiKey) => tryApiKey(upstreamFromConfig({ ...api, apiKey }, connection, config.queuePrefix).api)));
+  const trying = tryKey ? { tryKey } : {};
   const thenReload = <R>(change: Promise<R>) => change.finally(() => directory.reload().catch(() => undefined));
   const keys = redisKeys(config.queuePrefix);
   /**
@@ -205,8 +215,8 @@ export function serviceAccounts(deps: {
   return {
     ...registry,
     list: async () => withSyncState(storage.database.db, await registry.list()),
-    add: (input) => thenReload(registry.add(input)),
-    rotate: (id, input) => thenReload(registry.rotate(id, input)),
+    add: (input) => thenReload(registry.add(input, trying)),
+    rotate: (id, input) => thenReload(registry.rotate(id, input, trying)),
     async remove(id, options) {
       await thenReload(registry.remove(id, options));
       if (options?.purge) await forgetInRedis(id);
