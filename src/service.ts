@@ -98,7 +98,7 @@ export async function createService({ config, logger, handlers = [], database, t
   // The edge verifies each account's deliveries with it, the worker calls each account's API with it.
   // A new account's first import starts as soon as a worker sees it (not at the next tick).
   const directory = createAccountDirectory(accounts, { logger, onChange: (change) => worker?.accountsChanged(change) });
-  const accountsPort = serviceAccounts({ config, storage, connection, registry: accounts, directory });
+  const accountsPort = serviceAccounts({ config, storage, connection, registry: accounts, directory, logger });
   // Problem notifications: queued from every role, sent by the worker role. An account's own URL
   // is read from the directory as each is sent (a rotation takes effect for retries too).
   const alerts = createAlerts({

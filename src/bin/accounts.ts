@@ -3,7 +3,9 @@
 // --url through the operator API. Keys and secrets come from the environment, never from the
 // command line, where `ps` and the shell's history would keep them.
 import { loadConfig } from "../config/config.js";
-import { type AccountRegistry, type AccountSummary, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
+import { type AccountRegistry, type AccountSummary, createAccountRegistry, createSecretsBox, type TryKey } from "../mirror/accounts.js";
+import { createRedisConnection } from "../redis/redis.js";
+import { tryApiKey, upstreamFromConfig } from "../worker/upstream.js";
 import { printable } from "../base/text.js";
 import { type AccountSyncState, withSyncState } from "../sync/first-import.js";
 import { type Answer, answer, type Command, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
@@ -68,13 +70,15 @@ async function runAccounts(argv: string[], env: NodeJS.ProcessEnv): Promise<Answ
     }
     if (verb === "add") {
       const added = await accounts.add({ id: account, ...secrets });
-      return answer(added, `account ${printable(added.id)} added: its webhooks go to POST /webhooks/${added.id}`);
+      const warning = added.warning === undefined ? "" : `\nwarning: ${added.warning}`;
+      return answer(added, `account ${printable(added.id)} added: its webhooks go to POST /webhooks/${added.id}${warning}`);
     }
     if (verb === "rotate") {
       const rotated = await accounts.rotate(account, { ...secrets, ...(values["retire-old"] ? { retireOldSecrets: true } : {}) });
+      const warning = rotated.warning === undefined ? "" : `\nwarning: ${rotated.warning}`;
       return answer(
         rotated,
-        `account ${printable(rotated.id)} rotated: ${plural(rotated.signingSecrets, "signing secret")} verify its webhooks`,
+        `account ${printable(rotated.id)} rotated: ${plural(rotated.signingSecrets, "signing secret")} verify its webhooks${warning}`,
       );
     }
     await accounts.remove(account, { purge: values.purge === true });
@@ -105,13 +109,21 @@ async function withAccounts(url: string | undefined, env: NodeJS.ProcessEnv, wor
   }
   const config = loadConfig({ ...env, ROLE: "worker" });
   const storage = await openMigratedStorage(config, { attach: true });
+  // A new key is tried as the operator API tries it: one page, on the key's budget in Redis.
+  const redis = config.api ? createRedisConnection(config.redisUrl, "web", { cluster: config.redisCluster }) : undefined;
   try {
     const registry = createAccountRegistry(storage.database.db, config.secretsKey ? createSecretsBox(config.secretsKey) : undefined);
+    const api = config.api;
+    const trying: { tryKey?: TryKey } =
+      api && redis ? { tryKey: (apiKey) => tryApiKey(upstreamFromConfig({ ...api, apiKey }, redis, config.queuePrefix).api) } : {};
     return await work({
       ...registry,
+      add: (input) => registry.add(input, trying),
+      rotate: (id, input) => registry.rotate(id, input, trying),
       list: async () => withSyncState(storage.database.db, await registry.list()),
     });
   } finally {
+    redis?.disconnect();
     await storage.close();
   }
 }

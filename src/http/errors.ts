@@ -125,6 +125,7 @@ const STATUS_BY_CODE: ReadonlyMap<string, ContentfulStatusCode> = new Map([
   ["account_not_found", 404],
   ["invalid_account", 400],
   ["account_exists", 409],
+  ["key_refused", 422],
   ["secrets_key_missing", 400],
   ["sync_unavailable", 409],
   ["confirm_required", 409],

@@ -29,7 +29,7 @@ export interface WebhookObserver {
 
 /** The registered accounts as the edge reads them (mirror/accounts.ts's directory): unknown → undefined. */
 export interface AccountSecrets {
-  get(id: string): { signingSecrets: readonly string[] } | undefined;
+  get(id: string): { signingSecrets: readonly string[]; incarnation?: string } | undefined;
 }
 
 export interface WebhookRouteOptions {
@@ -80,14 +80,15 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
       observer?.rejected?.("unknown_account");
       throw accountNotFound(account);
     }
-    return receiveCounted(c, found.signingSecrets, account);
+    return receiveCounted(c, found.signingSecrets, account, found.incarnation);
   });
 
-  async function receiveCounted(c: Context<AppEnv>, secrets: readonly string[], account: string | undefined) {
+  // `incarnation`: the account's registration the event arrives under (docs/accounts.md, "Remove and purge").
+  async function receiveCounted(c: Context<AppEnv>, secrets: readonly string[], account: string | undefined, incarnation?: string) {
     // The bytes stay counted until the answer: the body is held in memory until then.
     const reservation = budget.open();
     try {
-      return await receive(c, reservation, secrets, account);
+      return await receive(c, reservation, secrets, account, incarnation);
     } finally {
       reservation.close();
     }
@@ -109,7 +110,13 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
     }
   }
 
-  async function receive(c: Context<AppEnv>, reservation: BodyReservation, secrets: readonly string[], account: string | undefined) {
+  async function receive(
+    c: Context<AppEnv>,
+    reservation: BodyReservation,
+    secrets: readonly string[],
+    account: string | undefined,
+    incarnation: string | undefined,
+  ) {
     // The header first: an unsigned or malformed delivery is refused before a byte of its body
     // is read or hashed (300 unsigned 1 MB posts cost 0.79 s of CPU when they were read first).
     const digest = refusing("invalid_signature", () => signatureDigest(c.req.header(SIGNATURE_HEADER)));
@@ -132,6 +139,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
         payload: envelope.payload,
         payloadJson: envelope.text,
         account,
+        ...(incarnation === undefined ? {} : { incarnation }),
       }),
     );
     c.set("duplicate", result.duplicate);

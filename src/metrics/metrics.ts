@@ -99,6 +99,10 @@ const eventMetrics = ({ counter, gauge, histogram }: Makers) => ({
   consumerLag: gauge("svc_ingest_lag_seconds", "Age of the oldest event in the ingest stream (0 when none)"),
   eventsConsumed: counter("svc_ingest_consumed_total", "Events workers took from the ingest stream and settled"),
   eventsClaimed: counter("svc_ingest_claimed_total", "Events a stopped worker left unacknowledged, moved into the events queue by another"),
+  eventsDropped: counter(
+    "svc_events_dropped_total",
+    "Events dropped unrun or unrecorded because their account was removed, or removed and added again, since they arrived",
+  ),
   eventsRestored: counter(
     "svc_events_restored_total",
     "Events the event log held as waiting for a retry whose job Redis no longer held (it lost its data), enqueued again from the log",

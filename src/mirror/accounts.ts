@@ -107,6 +107,37 @@ function checked<T>(schema: z.ZodType<T>, input: unknown): T {
 /** An account as lists show it: never a key or a secret. */
 export type AccountSummary = ReturnType<typeof summary>;
 
+/**
+ * What the API said to an account's key, tried before it is stored (one page of the smallest
+ * list): `accepted` (any answer but a refusal), `refused` (401 or 403: the key is not the API's),
+ * or `unreachable` (a network error, a timeout or a 5xx: the key could not be tried).
+ */
+export type KeyTrial = { outcome: "accepted" } | { outcome: "refused"; status: number } | { outcome: "unreachable"; cause: string };
+
+/** How an add or a rotation tries a new key (the operator API's: through the upstream client, on the key's budget). */
+export type TryKey = (apiKey: string) => Promise<KeyTrial>;
+
+/** An account added or rotated: `warning` when its new key could not be tried (the API unreachable). */
+export type AccountChange = AccountSummary & { warning?: string };
+
+/**
+ * The trial's verdict for the registry: a refusal throws `key_refused` (nothing is stored), an
+ * API out of reach gives the warning stored accounts are answered with.
+ */
+async function judgeKey(tryKey: TryKey | undefined, apiKey: string): Promise<{ warning?: string }> {
+  if (!tryKey) return {};
+  const trial = await tryKey(apiKey);
+  if (trial.outcome === "refused")
+    throw new AccountError(
+      "key_refused",
+      `apiKey was refused by the API (${trial.status}): it is not a key of this API; nothing stored`,
+      "apiKey",
+    );
+  if (trial.outcome === "unreachable")
+    return { warning: `the API could not be reached to try apiKey (${trial.cause}); the account is stored and its sync retries` };
+  return {};
+}
+
 /** An account's credentials, opened: for the edge's verification and the sync's calls only. */
 export interface AccountKeys {
   id: string;
@@ -114,17 +145,50 @@ export interface AccountKeys {
   signingSecrets: string[];
   /** Where its problem notifications also go (src/alerts); absent when it has none. */
   alertUrl?: string;
+  /**
+   * This registration of the id (a removal and a new add give another): what the edge stamps on
+   * each event it accepts for the account, and what its seen ids are keyed under.
+   */
+  incarnation: string;
+}
+
+/**
+ * Whether something that arrived for `account` under `incarnation` still belongs to it: the
+ * account is registered, and (when the thing carries one) under that same incarnation. The one
+ * rule every writer of a registered account asks (the stream consumer and the events queue before
+ * running, the attempt runner before recording, a handler's `ctx.api`, `ctx.mirror` and
+ * `ctx.step` at each call): once an account is removed, or removed and added again for another
+ * company, what was in flight for it is dropped, never run or stored under the new one. `default`
+ * always belongs; so does an account the directory cannot tell yet (not read, or its values do
+ * not open), which the database's own guard still covers (0023_account_incarnation).
+ */
+export function belongsToAccount(
+  keysOf: (account: string) => Pick<AccountKeys, "incarnation"> | undefined,
+  account: string | undefined,
+  incarnation: string | undefined,
+): boolean {
+  if (account === undefined || account === DEFAULT_ACCOUNT) return true;
+  let keys: Pick<AccountKeys, "incarnation"> | undefined;
+  try {
+    keys = keysOf(account);
+  } catch (err) {
+    if (err instanceof AccountsUnavailableError) return true;
+    throw err;
+  }
+  return keys !== undefined && (incarnation === undefined || keys.incarnation === incarnation);
 }
 
 export interface AccountRegistry {
-  add(input: unknown): Promise<AccountSummary>;
+  /** Adds an account; with `tryKey`, its key is tried first (bad input is refused before any call). */
+  add(input: unknown, options?: { tryKey?: TryKey }): Promise<AccountChange>;
   list(): Promise<AccountSummary[]>;
   /**
    * Every account's credentials, opened (the edge's directory, the sync). An account whose values
    * do not open (another SECRETS_KEY, or none) is left out and named to `onUnopened`.
    */
   keys(options?: { onUnopened?: (id: string) => void }): Promise<AccountKeys[]>;
-  rotate(id: string, input: unknown): Promise<AccountSummary>;
+  /** With `tryKey`, a new `apiKey` is tried first. */
+  rotate(id: string, input: unknown, options?: { tryKey?: TryKey }): Promise<AccountChange>;
   /** Removes the account (its endpoint and sync stop); `purge` also deletes its rows, events and steps. */
   remove(id: string, options?: { purge?: boolean }): Promise<void>;
   /** Changes whenever an account is added, rotated or removed: the directory's cheap poll. */
@@ -162,8 +226,12 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
   let opened = new Map<string, { sealed: string; keys: AccountKeys }>();
 
   return {
-    async add(input) {
+    async add(input, { tryKey } = {}) {
       const account = checked(newAccountSchema, input);
+      // Refused before a call when the id is taken; a race past this check still ends in the insert's 409.
+      if (await db.selectFrom("accounts").select("id").where("id", "=", account.id).executeTakeFirst())
+        throw new AccountError("account_exists", `account ${account.id} exists already`, "id");
+      const judged = await judgeKey(tryKey, account.apiKey);
       const row = await db
         .insertInto("accounts")
         .values({
@@ -176,7 +244,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
         .returningAll()
         .executeTakeFirst();
       if (!row) throw new AccountError("account_exists", `account ${account.id} exists already`, "id");
-      return summary(row);
+      return { ...summary(row), ...judged };
     },
 
     async list() {
@@ -187,7 +255,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
       const rows = await db.selectFrom("accounts").selectAll().orderBy("id").execute();
       const next = new Map<string, { sealed: string; keys: AccountKeys }>();
       for (const r of rows) {
-        const sealed = [r.api_key, ...r.signing_secrets, r.alert_url ?? ""].join(" ");
+        const sealed = [r.incarnation, r.api_key, ...r.signing_secrets, r.alert_url ?? ""].join(" ");
         const known = opened.get(r.id);
         if (known?.sealed === sealed) {
           next.set(r.id, known);
@@ -197,6 +265,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
           const open = (value: string, field: SealedField) => sealer().open(value, sealContext(r.id, field));
           const keys = {
             id: r.id,
+            incarnation: r.incarnation,
             apiKey: open(r.api_key, "apiKey"),
             signingSecrets: r.signing_secrets.map((s) => open(s, "signingSecret")),
             ...(r.alert_url === null ? {} : { alertUrl: open(r.alert_url, "alertUrl") }),
@@ -210,9 +279,10 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
       return [...next.values()].map((o) => o.keys);
     },
 
-    async rotate(id, input) {
+    async rotate(id, input, { tryKey } = {}) {
       const change = checked(rotationSchema, input);
-      return db.transaction().execute(async (tx) => {
+      const judged = change.apiKey === undefined ? {} : await judgeKey(tryKey, change.apiKey);
+      const rotated = await db.transaction().execute(async (tx) => {
         const row = await tx.selectFrom("accounts").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
         if (!row) throw accountNotFound(id);
         // The newest secret first: a rotation adds one, and retiring keeps only the newest.
@@ -238,6 +308,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
           .executeTakeFirstOrThrow();
         return summary(updated);
       });
+      return { ...rotated, ...judged };
     },
 
     async remove(id, { purge = false } = {}) {

@@ -184,6 +184,8 @@ interface AccountsTable {
   signing_secrets: string[];
   /** Where the account's problem notifications also go, sealed (a Slack URL is its own credential); null: only the deployment's (0021_account_alert_url). */
   alert_url: ColumnType<string | null, string | null | undefined, string | null>;
+  /** This registration of the id (0023_account_incarnation): a removal and a new add give another. */
+  incarnation: Generated<string>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }

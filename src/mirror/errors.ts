@@ -116,7 +116,7 @@ export async function withOperatorTimeout<T>(timeoutMs: number, read: () => Prom
 /** Why the accounts registry (accounts.ts) refused: its code (the HTTP status is http/errors.ts's), the field at fault when there is one. */
 export class AccountError extends NamedError {
   constructor(
-    readonly code: "invalid_account" | "account_exists" | "account_not_found" | "secrets_key_missing",
+    readonly code: "invalid_account" | "account_exists" | "account_not_found" | "secrets_key_missing" | "key_refused",
     message: string,
     readonly field?: string,
   ) {

@@ -535,6 +535,56 @@ async function up0019(db: AnyDb): Promise<void> {
   await db.schema.createIndex("change_outbox_seq_idx").on("change_outbox").column("seq").execute();
 }
 
+// 0023_account_incarnation: An account id can be removed and added again, for the same company or
+// another. Each registration gets its own `incarnation` (random, so a restored backup never hands
+// out one used before): what arrives for an account carries the incarnation it arrived under, and
+// whatever no longer matches the registered one is dropped (accounts.ts `belongsToAccount`). The
+// trigger is the database's own guard, as a foreign key's check is: a row of a registered account
+// is written only while the account's row exists, under a FOR KEY SHARE lock that a removal's
+// delete waits for (and that waits for a removal in progress), so a write racing a purge either
+// commits before the purge deletes the account's rows or is not stored at all. `default` (the env
+// company) has no row and is never checked.
+
+/** Where the guard is attached: every per-company table as 0017 keyed them (written out: a released migration never changes). */
+const GUARDED_TABLES = [
+  "orders",
+  "order_items",
+  "bookings",
+  "menu_items",
+  "reviews",
+  "events",
+  "handler_attempts",
+  "change_outbox",
+  "rejected_records",
+  "unlisted_records",
+  "sync_checkpoints",
+  "steps",
+];
+
+async function up0023(db: AnyDb): Promise<void> {
+  await sql`alter table accounts add column incarnation text not null
+    default left(replace(gen_random_uuid()::text, '-', ''), 12)`.execute(db);
+  // search_path fixed to the schema the migration runs in: the trigger finds `accounts` in it whoever writes.
+  await sql`create function only_registered_accounts() returns trigger language plpgsql
+    set search_path from current as $$
+    begin
+      if new.account_id = 'default' then return new; end if;
+      perform 1 from accounts where id = new.account_id for key share;
+      if found then return new; end if;
+      return null;
+    end $$`.execute(db);
+  for (const table of GUARDED_TABLES)
+    await sql`create trigger ${sql.ref(`${table}_only_registered_accounts`)} before insert or update on ${sql.table(table)}
+      for each row execute function only_registered_accounts()`.execute(db);
+}
+
+async function down0023(db: AnyDb): Promise<void> {
+  for (const table of GUARDED_TABLES)
+    await sql`drop trigger ${sql.ref(`${table}_only_registered_accounts`)} on ${sql.table(table)}`.execute(db);
+  await sql`drop function only_registered_accounts()`.execute(db);
+  await db.schema.alterTable("accounts").dropColumn("incarnation").execute();
+}
+
 /**
  * An account may name its own URL for problem notifications (src/alerts), beside the deployment's
  * ALERT_WEBHOOK_URL: sealed like its key (a Slack incoming-webhook URL is the credential itself),
@@ -569,6 +619,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0018_account_registry": { up: up0018, down: dropTables("accounts") },
   "0019_outbox_relay_order": { up: up0019, down: (db) => db.schema.dropIndex("change_outbox_seq_idx").execute() },
   "0021_account_alert_url": { up: up0021, down: (db) => db.schema.alterTable("accounts").dropColumn("alert_url").execute() },
+  "0023_account_incarnation": { up: up0023, down: down0023 },
 };
 
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */

@@ -33,8 +33,11 @@ export interface AttemptLog extends Pick<EventLog, "recordAttempt"> {
 
 export interface AttemptRunnerOptions<Ctx> {
   registry: HandlerRegistry<Ctx>;
-  /** `attempt` is 1 on an event's first run, 2 on its first retry, …; `signal` aborts at the deadline. */
-  makeContext(event: AnyEvent, attempt: number, logger: Logger, signal: AbortSignal): Ctx;
+  /**
+   * `attempt` is 1 on an event's first run, 2 on its first retry, …; `signal` aborts at the
+   * deadline; `data` is the event as it arrived (its account's registration among it).
+   */
+  makeContext(event: AnyEvent, attempt: number, logger: Logger, signal: AbortSignal, data: IngestedEvent): Ctx;
   /** How long an attempt's handlers may run (HANDLER_TIMEOUT_MS); past it they fail, retryably. 0 or unset: no deadline. */
   handlerTimeoutMs?: number;
   /** Errors that no retry can fix (a 4xx from the API other than 429), beside UnrecoverableError and EventDataError. */
@@ -44,6 +47,14 @@ export interface AttemptRunnerOptions<Ctx> {
   logger: Logger;
   /** The first wait while the log is away (default 100 ms); doubles up to 5 s. */
   logWaitMs?: number;
+  /**
+   * Whether the event still belongs to its account as it was when the event arrived (its account
+   * not removed, nor added again since: mirror/accounts.ts `belongsToAccount`). Asked before the
+   * handlers start and again before the attempt is recorded; false drops the event. Default: always.
+   */
+  belongs?(data: IngestedEvent): boolean;
+  /** Told of each event dropped so (a metric); the runner logs the first per account and registration. */
+  onDropped?(data: IngestedEvent): void;
 }
 
 /** One attempt at an event, as its source (the ingest stream or the events queue) hands it over. */
@@ -97,6 +108,8 @@ interface Attempt {
  * - failed: for good (every failure permanent, the data fails its schema, or no attempt left): a dead letter;
  * - duplicate: a fresh delivery of an event id the log holds: the same event, already taken, nothing ran;
  * - released: the source stopped before the handlers started; nothing ran or was recorded;
+ * - dropped: the event's account was removed (or removed and added again) since the event arrived:
+ *   its handlers did not start, or what they did is not recorded; the source lets it go for good;
  * - unrecorded: the log was away until the source stopped; `ok` holds the outcomes of the handlers
  *   that succeeded, which the next attempt records instead of running them again.
  * `error` is what a BullMQ job fails with: the summary, and the handlers' stacks (`stacks`) as its stack.
@@ -107,7 +120,8 @@ export type AttemptResult =
   | { outcome: "failed"; failed: string[]; error: UnrecoverableError; stacks?: string }
   | { outcome: "duplicate" }
   | { outcome: "released" }
-  | { outcome: "unrecorded"; ok: Record<string, Outcome> };
+  | { outcome: "unrecorded"; ok: Record<string, Outcome> }
+  | { outcome: "dropped" };
 
 export interface AttemptRunner {
   run(attempt: Attempt): Promise<AttemptResult>;
@@ -133,6 +147,7 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
   const { whileLogAway, waiting } = createLogWait({ firstWaitMs: options.logWaitMs ?? 100, maxWaitMs: 5000 });
   const permanent = (err: unknown) =>
     err instanceof UnrecoverableError || err instanceof EventDataError || (options.isPermanent?.(err) ?? false);
+  const dropping = createDrops(options);
 
   /** Records the attempt; false when the source stopped while the log was away. */
   async function record(a: Attempt, status: EventAttempt["status"], handlers: Record<string, Outcome>): Promise<boolean> {
@@ -162,7 +177,7 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
     const deadline = startHandlerDeadline(options.handlerTimeoutMs ?? 0);
     started.at = Date.now();
     try {
-      const ctx = options.makeContext(event, a.number, a.logger, deadline.signal);
+      const ctx = options.makeContext(event, a.number, a.logger, deadline.signal, a.data);
       const onSuccess = async (key: string, durationMs: number) => {
         // With its run, so a success carried to a later attempt (the job's progress) keeps its own row.
         outcomes[key] = { status: "ok", run: { attempt: a.number, of: a.of, startedAt: started.at, durationMs } };
@@ -176,6 +191,7 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
   }
 
   async function run(a: Attempt): Promise<AttemptResult> {
+    if (dropping.gone(a)) return { outcome: "dropped" };
     if (a.delivery && eventLog) {
       const holds = await whileLogAway(a, () => eventLog.holds(a.data.id, a.data.account));
       if (holds === undefined) return { outcome: "unrecorded", ok: {} };
@@ -186,12 +202,17 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
     }
     const outcomes: Record<string, Outcome> = { ...a.carried };
     if (a.giveUp !== undefined) {
+      if (dropping.gone(a)) return { outcome: "dropped" };
       if (!(await record(a, "failed", outcomes))) return { outcome: "unrecorded", ok: okOutcomes(outcomes) };
       return { outcome: "failed", failed: [], error: new UnrecoverableError(a.giveUp) };
     }
     const started = { at: Date.now() };
-    const result = a.slot ? await a.slot(() => dispatch(a, outcomes, started)) : await dispatch(a, outcomes, started);
+    // Asked again as the handlers would start: a slot may have held the event past its account's removal.
+    const start = () => (dropping.gone(a) ? Promise.resolve(NOTHING_RAN) : dispatch(a, outcomes, started));
+    const result = a.slot ? await a.slot(start) : await start();
     if (result === undefined) return { outcome: "released" };
+    // Removed while they ran: what they did is not recorded (the database refuses its rows too).
+    if (result === NOTHING_RAN || dropping.gone(a)) return { outcome: "dropped" };
     for (const u of result.unsaved)
       a.logger.warn(
         { handler: u.key, err: errorMessage(u.error) },
@@ -223,6 +244,33 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
   }
 
   return { run, handlerKeys: (type) => registry.handlersFor(type).map((h) => h.key), waitingOnLog: waiting };
+}
+
+/** What a dispatch that never started answers (its event was dropped at the start). */
+const NOTHING_RAN: DispatchResult = { succeeded: [], failures: [], unsaved: [], durationsMs: {} };
+
+/** Registrations whose first dropped event was logged, at most (then the set starts again). */
+const LOGGED_DROPS = 1000;
+
+/** The runner's drops: whether an attempt's event no longer belongs to its account, told once per account registration. */
+function createDrops(options: Pick<AttemptRunnerOptions<unknown>, "belongs" | "onDropped" | "logger">) {
+  const logged = new Set<string>();
+  return {
+    gone(a: Pick<Attempt, "data" | "logger">): boolean {
+      if (!options.belongs || options.belongs(a.data)) return false;
+      options.onDropped?.(a.data);
+      const registration = `${a.data.account ?? ""}#${a.data.incarnation ?? ""}`;
+      if (!logged.has(registration)) {
+        if (logged.size >= LOGGED_DROPS) logged.clear();
+        logged.add(registration);
+        options.logger.info(
+          { account: a.data.account, eventId: a.data.id },
+          "dropping the events of an account removed (or added again) since they arrived: none of them runs or is recorded",
+        );
+      }
+      return true;
+    },
+  };
 }
 
 /** An events queue job as attemptOfJob reads it. */

@@ -339,6 +339,8 @@ export function createEventWorker(options: EventWorkerOptions): Worker<EventJobD
       case "completed":
       case "duplicate":
         return { handled: done.size };
+      case "dropped":
+        return { dropped: "its account was removed (or added again) since the event arrived" };
       case "unrecorded":
         // Stopping while the log is away: the job waits, its successes carried, no attempt spent.
         for (const key of Object.keys(result.ok)) done.add(key);

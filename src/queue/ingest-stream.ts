@@ -19,6 +19,11 @@ export interface IngestedEvent {
   /** The registered account (company) it was delivered for (POST /webhooks/{account}); absent for `default`. */
   account?: string;
   /**
+   * The registration of `account` it was delivered under (AccountKeys.incarnation): once the account
+   * is removed, or added again, the event no longer belongs to it and is dropped (belongsToAccount).
+   */
+  incarnation?: string;
+  /**
    * The W3C trace context of the delivery (its edge span), present only when tracing is on: the
    * handlers of every attempt, retry and replay of the event join the delivery's trace.
    */
@@ -57,7 +62,8 @@ export function encodeEntry(event: IngestedEvent, payloadJson?: string): string 
   // The trace context only when tracing is on (see IngestedEvent.traceparent): no bytes otherwise.
   const trace = event.traceparent === undefined ? "" : `,"traceparent":${JSON.stringify(event.traceparent)}`;
   const account = event.account === undefined ? "" : `,"account":${JSON.stringify(event.account)}`;
-  return `{"id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"receivedAt":${JSON.stringify(event.receivedAt)}${trace}${account},"payload":${payloadJson}}`;
+  const incarnation = event.incarnation === undefined ? "" : `,"incarnation":${JSON.stringify(event.incarnation)}`;
+  return `{"id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"receivedAt":${JSON.stringify(event.receivedAt)}${trace}${account}${incarnation},"payload":${payloadJson}}`;
 }
 
 /** Reads back what encodeEntry wrote; throws EntryDecodeError on anything else. */
@@ -177,9 +183,9 @@ export function createStreamSink(options: StreamSinkOptions): EventSink {
   const maxBacklog = String(options.maxBacklog);
   const append = groupCommit(
     async (events: EnqueueInput[]) => {
-      const seen = events.map((e) => keys.seen(e.id, e.account));
-      const entries = events.map(({ id, type, receivedAt, payload, traceparent, account, payloadJson }) =>
-        encodeEntry({ id, type, receivedAt, payload, traceparent, account }, payloadJson),
+      const seen = events.map((e) => keys.seen(e.id, e.account, e.incarnation));
+      const entries = events.map(({ id, type, receivedAt, payload, traceparent, account, incarnation, payloadJson }) =>
+        encodeEntry({ id, type, receivedAt, payload, traceparent, account, incarnation }, payloadJson),
       );
       return redis.svcStreamAppend(events.length + 1, keys.stream, ...seen, windowMs, maxBacklog, ...entries);
     },

@@ -109,6 +109,8 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix) {
         refreshLinks: (kind: string) => `${base}:refresh-links:${kind}`,
         /** Who runs the account's active reconciliation pass now (a string: the holder's token, with a TTL). */
         activePassLease: `${base}:active-pass-lease`,
+        /** A SCAN pattern for every key above (a purge deletes them; `*` and `?` do not occur in an account id). */
+        every: `${base}:*`,
       };
     },
     /**
@@ -123,13 +125,20 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix) {
      * verified events to and the workers read, and each event id's "seen" key. The edge's script
      * touches both, so they share the tag `{ingest}` (the prefix's own tag when it has one). The
      * consumer group is a name inside the stream, not a key. A registered account's ids are seen
-     * apart from the default company's (`seen@<account>:`): event ids are unique within a company only.
+     * apart from the default company's, and apart from the account's earlier registrations
+     * (`seen@<account>#<incarnation>:`): event ids are unique within a company only, and an id
+     * removed and added again may be another company. A removal's keys are never read again and
+     * expire with the window (a purge deletes them sooner, `seenOfAccount`).
      */
     ingest: {
       stream: `${ingest}:events`,
       group: "pump",
-      seen: (eventId: string, account?: string) =>
-        account === undefined ? `${ingest}:seen:${eventId}` : `${ingest}:seen@${account}:${eventId}`,
+      seen: (eventId: string, account?: string, incarnation?: string) =>
+        account === undefined
+          ? `${ingest}:seen:${eventId}`
+          : `${ingest}:seen@${account}${incarnation === undefined ? "" : `#${incarnation}`}:${eventId}`,
+      /** A SCAN pattern for every seen key of a registered account, any incarnation (`*`, `?`, `[` and `\\` do not occur in an account id). */
+      seenOfAccount: (account: string) => `${ingest}:seen@${account}[#:]*`,
     },
     /** The operator API (worker/operator-actions.ts): a bulk replay's progress (a hash), an Idempotency-Key's answer. */
     operator: {
@@ -171,6 +180,37 @@ export function defineScripts<T>(redis: Redis | Cluster, scripts: Record<keyof T
     if (!(name in redis)) redis.defineCommand(name, definition);
   }
   return redis as unknown as T;
+}
+
+/** Keys a deleteMatching call asks for and unlinks per round trip. */
+const DELETE_BATCH = 500;
+
+/**
+ * Unlinks every key matching the SCAN `pattern`, in bounded batches (SCAN COUNT, then UNLINK of
+ * what it found), on every master of a cluster; returns how many. Keys written meanwhile may be
+ * missed: callers key what must never be read again apart (a new incarnation) and use this to
+ * free memory sooner.
+ */
+export async function deleteMatching(redis: RedisClient, pattern: string): Promise<number> {
+  const nodes: Redis[] = redis instanceof Cluster ? redis.nodes("master") : [redis];
+  let deleted = 0;
+  for (const node of nodes) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", DELETE_BATCH);
+      // One key a call on a cluster: keys of one SCAN page may lie in different slots.
+      if (keys.length > 0) deleted += redis instanceof Cluster ? await unlinkEach(node, keys) : await node.unlink(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+  }
+  return deleted;
+}
+
+async function unlinkEach(node: Redis, keys: string[]): Promise<number> {
+  const pipeline = node.pipeline();
+  for (const key of keys) pipeline.unlink(key);
+  const replies = (await pipeline.exec()) ?? [];
+  return replies.reduce((n, [, r]) => n + (typeof r === "number" ? r : 0), 0);
 }
 
 /** A Redis URL fit to print: scheme, host and port, the user kept and the password masked. */

@@ -11,7 +11,7 @@ import { filterFromQuery, readBookkeeping, validateRecordId } from "../mirror/mi
 import { readEventDetail, readStory, type Storage } from "../mirror/storage.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/values.js";
 import { withTimeout } from "../base/deadline.js";
-import { type RedisClient, redisKeys } from "../redis/redis.js";
+import { deleteMatching, type RedisClient, redisKeys } from "../redis/redis.js";
 import { type OperatorActions, createOperatorActions } from "../worker/operator-actions.js";
 import type { Queue } from "bullmq";
 import type { EventJobData } from "../queue/events-queue.js";
@@ -20,11 +20,11 @@ import { createRefreshRequests } from "../sync/refresh-queue.js";
 import type { WorkerRole } from "../worker/worker-role.js";
 import { findRecordKinds, listCausedChanges } from "../mirror/record-story.js";
 import { OperatorActionError } from "../worker/errors.js";
-import { accountParam, type AccountDirectory, type AccountRegistry } from "../mirror/accounts.js";
+import { accountParam, type AccountDirectory, type AccountRegistry, type TryKey } from "../mirror/accounts.js";
 import { accountNotFound } from "../mirror/errors.js";
 import { withSyncState } from "../sync/first-import.js";
 import { SYNCED_KINDS } from "../sync/resources.js";
-import { upstreamFromConfig } from "../worker/upstream.js";
+import { tryApiKey, upstreamFromConfig } from "../worker/upstream.js";
 
 /** The queue handles the operator reads and acts on (the service holds them in every role). */
 export interface OperatorQueues {
@@ -182,15 +182,45 @@ export function serviceAccounts(deps: {
   connection: RedisClient;
   registry: AccountRegistry;
   directory: AccountDirectory;
+  logger?: Pick<Logger, "warn">;
+  /**
+   * How a new key is tried before it is stored (add, and a rotation that changes it): by default
+   * one page of one order through the upstream client, on the key's own budget. The seam where
+   * the problems' outcome reporting joins (an unreachable API opens `upstream_unreachable`).
+   */
+  tryKey?: TryKey;
 }): AccountsPort {
   const { config, storage, connection, registry, directory } = deps;
+  const api = config.api;
+  const tryKey: TryKey | undefined =
+    deps.tryKey ?? (api && ((apiKey) => tryApiKey(upstreamFromConfig({ ...api, apiKey }, connection, config.queuePrefix).api)));
+  const trying = tryKey ? { tryKey } : {};
   const thenReload = <R>(change: Promise<R>) => change.finally(() => directory.reload().catch(() => undefined));
+  const keys = redisKeys(config.queuePrefix);
+  /**
+   * A purge's part in Redis: the account's sync keys (ids waiting for a refresh, the pace, the
+   * lease) and its seen event ids. Nothing reads the seen ids of a registration gone (they are
+   * keyed by incarnation); this frees them before their window ends.
+   */
+  const forgetInRedis = async (id: string) => {
+    try {
+      for (const pattern of [keys.syncOf(id).every, keys.ingest.seenOfAccount(id)]) await deleteMatching(connection, pattern);
+    } catch (err) {
+      deps.logger?.warn(
+        { account: id, err: (err as Error).message },
+        "a purged account's keys were not all deleted from Redis; its seen ids expire with the dedup window",
+      );
+    }
+  };
   return {
     ...registry,
     list: async () => withSyncState(storage.database.db, await registry.list()),
-    add: (input) => thenReload(registry.add(input)),
-    rotate: (id, input) => thenReload(registry.rotate(id, input)),
-    remove: (id, options) => thenReload(registry.remove(id, options)),
+    add: (input) => thenReload(registry.add(input, trying)),
+    rotate: (id, input) => thenReload(registry.rotate(id, input, trying)),
+    async remove(id, options) {
+      await thenReload(registry.remove(id, options));
+      if (options?.purge) await forgetInRedis(id);
+    },
     async health(id) {
       const [account] = await withSyncState(
         storage.database.db,

@@ -1,4 +1,5 @@
 import { HandlersModuleError } from "./errors.js";
+import { AccountError } from "../mirror/errors.js";
 import type { Logger } from "pino";
 import {
   onChange as onChangeWith,
@@ -71,8 +72,12 @@ export type EventHandler<T extends HandledType> = Handler<EventFor<T>, HandlerCo
 /** The shape of a HANDLERS_MODULE's default export and of `createService({ handlers })`. */
 export type EventHandlers = HandlerMap<HandlerContext>;
 
-/** The context an attempt makes for all its handlers, before each gets its own `step` and `api`. */
-export type SharedHandlerContext = Omit<HandlerContext, "step" | "api" | "account">;
+/**
+ * The context an attempt makes for all its handlers, before each gets its own `step` and `api`;
+ * with the registration of the account its event arrived under (`incarnation`), which each
+ * handler's `api`, `mirror` and `step` are bound to.
+ */
+export type SharedHandlerContext = Omit<HandlerContext, "step" | "api" | "account"> & { incarnation?: string };
 
 /**
  * A handler map entry that runs `handler` only for the changes of `kind` matching `filter`: the
@@ -92,6 +97,23 @@ export const onChange: <K extends ChangeKind, F extends ChangeField<K>>(
   handler: Handler<ChangeEvent<K>, HandlerContext>,
 ) => Record<`change.${K}`, Handler<ChangeEvent<K>, HandlerContext>> = onChangeWith;
 
+/** Account registrations whose handler parts are kept built, at most (then they are built again as asked). */
+const MAX_BOUND_REGISTRATIONS = 10_000;
+
+/** `store` with `check` asked before each of its calls (a check that throws refuses the call). */
+function checkedAtCall<T extends object>(store: T, check: () => void): T {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        check();
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
 /**
  * The handlers the worker runs: the built-in sync handlers and the user's, each with a durable
  * `step` of its own and the API. Built whole again when `npm run dev` reloads a changed
@@ -107,6 +129,13 @@ export function createHandlerTable(deps: {
   forAccount?: (account: string) => { mirror: MirrorStore; steps: StepStore };
   /** A registered account's API client (its key and budget), asked at each call: a key may be rotated meanwhile. */
   apiOf?: (account: string) => ApiClient;
+  /**
+   * Whether an event that arrived under the account's `incarnation` still belongs to it
+   * (accounts.ts `belongsToAccount`): asked at each call of its handlers' `api`, `mirror` and
+   * `step`, so a handler running as its account is removed, or added again for another company,
+   * reads and writes nothing more under it. Without it: always.
+   */
+  belongs?: (account: string, incarnation?: string) => boolean;
   /** Where the built-in handlers note the records an event names, to be read again: the account's own queue. */
   refresh: (account: string) => Pick<RefreshQueue, "request">;
   handlers: readonly EventHandlers[];
@@ -120,21 +149,31 @@ export function createHandlerTable(deps: {
     return { mirror, steps, api: client ? stepAwareApi(client, { current: steps.current, mirror }) : apiNotConfigured() };
   };
   const own = partsFor(mirror, deps.steps, api);
-  // A registered account's events get its own mirror, steps and API (its key and budget).
+  // A registered account's events get its own mirror, steps and API (its key and budget), per
+  // registration of the account: each call first asks whether the event still belongs to it.
   const accounts = new Map<string, typeof own>();
-  const partsOf = (account: string): typeof own => {
+  const partsOf = (account: string, incarnation: string | undefined): typeof own => {
     if (account === DEFAULT_ACCOUNT || !deps.forAccount) return own;
-    let parts = accounts.get(account);
+    const registration = `${account}#${incarnation ?? ""}`;
+    let parts = accounts.get(registration);
     if (!parts) {
       const stores = deps.forAccount(account);
-      const { apiOf } = deps;
-      accounts.set(account, (parts = partsFor(stores.mirror, stores.steps, api && apiOf ? apiAtCall(() => apiOf(account)) : undefined)));
+      const { apiOf, belongs } = deps;
+      const check = () => {
+        if (belongs && !belongs(account, incarnation))
+          throw new AccountError("account_not_found", `account ${account} was removed, or added again, since this event arrived`);
+      };
+      const client = api && apiOf ? apiAtCall(() => (check(), apiOf(account))) : undefined;
+      parts = partsFor(checkedAtCall(stores.mirror, check), checkedAtCall(stores.steps, check), client);
+      // One entry per account and registration: a registration removed leaves its entry to the next clear.
+      if (accounts.size >= MAX_BOUND_REGISTRATIONS) accounts.clear();
+      accounts.set(registration, parts);
     }
     return parts;
   };
-  const withSteps = (ctx: SharedHandlerContext, handlerKey: string, event: AnyEvent): HandlerContext => {
+  const withSteps = ({ incarnation, ...ctx }: SharedHandlerContext, handlerKey: string, event: AnyEvent): HandlerContext => {
     const account = event.account ?? DEFAULT_ACCOUNT;
-    const parts = partsOf(account);
+    const parts = partsOf(account, incarnation);
     return {
       ...ctx,
       account,

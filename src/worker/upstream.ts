@@ -7,6 +7,8 @@ import type { Tracing } from "../tracing/tracing.js";
 import { createApiClient, type ApiClient, type ApiClientOptions } from "../upstream/client.js";
 import { apiKeyId } from "../base/api-key.js";
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from "../upstream/rate-limiter.js";
+import { UpstreamError } from "../upstream/errors.js";
+import type { KeyTrial } from "../mirror/accounts.js";
 
 export type Upstream = ReturnType<typeof upstreamFromConfig>;
 
@@ -139,4 +141,22 @@ export function apiAtCall(current: () => ApiClient): ApiClient {
     refundOrder: call("refundOrder"),
     createBooking: call("createBooking"),
   };
+}
+
+/**
+ * Tries an API key with the smallest read there is (one order, `limit=1`), through `api` (the
+ * client of that key, on its budget): what an account's add and rotation do before storing it.
+ * 401 and 403 are a refusal; a network error, a timeout or a 5xx say the API could not be asked;
+ * any other answer (a 429 included) means the API knows the key.
+ */
+export async function tryApiKey(api: Pick<ApiClient, "listOrders">): Promise<KeyTrial> {
+  try {
+    await api.listOrders({ limit: 1 });
+    return { outcome: "accepted" };
+  } catch (err) {
+    if (!(err instanceof UpstreamError)) return { outcome: "unreachable", cause: (err as Error).message };
+    if (err.status === 401 || err.status === 403) return { outcome: "refused", status: err.status };
+    if (err.status === undefined || err.status >= 500) return { outcome: "unreachable", cause: err.message };
+    return { outcome: "accepted" };
+  }
 }

@@ -11,6 +11,7 @@ import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import { createEventsQueue, createEventWorker, createJobRestorer, createSyncQueue, isDeadLetterPlacement } from "../queue/events-queue.js";
 import { EVENTS_QUEUE, type EventJobData } from "../queue/events-queue.js";
 import { createStreamConsumer, ENVELOPE_ROOM_BYTES } from "../queue/stream-consumer.js";
+import type { IngestedEvent } from "../queue/ingest-stream.js";
 import type { RedisClient } from "../redis/redis.js";
 import { tracedMirror, type Tracing } from "../tracing/tracing.js";
 import { isPermanentUpstreamError } from "../upstream/errors.js";
@@ -30,7 +31,7 @@ import {
   type SyncJobData,
 } from "./sync-worker.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
-import type { AccountKeys } from "../mirror/accounts.js";
+import { belongsToAccount, type AccountKeys } from "../mirror/accounts.js";
 import type { ApiClient } from "../upstream/client.js";
 import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
 import type { HandlerRegistry } from "../events/dispatch.js";
@@ -60,7 +61,7 @@ export interface WorkerRoleDeps {
    * A registered account's key (the directory, accounts.ts): what its sync and `ctx.api` call
    * with; undefined once it is removed; throws AccountsUnavailableError while unknown.
    */
-  keysOf?: (account: string) => Pick<AccountKeys, "apiKey"> | undefined;
+  keysOf?: (account: string) => Pick<AccountKeys, "apiKey" | "incarnation"> | undefined;
   changeOutbox: ChangeOutbox;
   /** Durable steps' results (ctx.step). */
   steps: StepStore;
@@ -97,6 +98,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
   setMaxListeners(0, upstreamStop.signal);
   const { feed, refreshOf, main, accountSync } = createSyncParts(deps, { mirror, eventsQueue, syncQueue, signal: upstreamStop.signal });
   const api = main?.upstream.api;
+  const { keysOf } = deps;
   const table = createHandlerTable({
     logger,
     mirror,
@@ -107,6 +109,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     tracing,
     ...(deps.forAccount ? { forAccount: deps.forAccount } : {}),
     ...(accountSync ? { apiOf: accountSync.apiOf } : {}),
+    ...(keysOf ? { belongs: (account: string, incarnation?: string) => belongsToAccount(keysOf, account, incarnation) } : {}),
   });
   const delivery = createEventDelivery({ ...deps, mirror, eventsQueue, registry: table.dispatch });
   const processors = syncProcessors({ ...deps, syncQueue, main, accounts: accountSync });
@@ -314,12 +317,12 @@ function syncOfAccounts(
  * the rest; both report each finished attempt to one feed and to the same metrics.
  */
 function createEventDelivery(
-  deps: Pick<WorkerRoleDeps, "config" | "logger" | "connection" | "metrics" | "mirror" | "eventLog" | "forAccount"> & {
+  deps: Pick<WorkerRoleDeps, "config" | "logger" | "connection" | "metrics" | "mirror" | "eventLog" | "forAccount" | "keysOf"> & {
     eventsQueue: Queue<EventJobData>;
     registry: HandlerRegistry<SharedHandlerContext>;
   },
 ) {
-  const { config, logger, connection, metrics, mirror, forAccount } = deps;
+  const { config, logger, connection, metrics, mirror, forAccount, keysOf } = deps;
   /** Whether the event log takes this process's attempts. */
   const recording = watchRecording(deps.eventLog, forAccount && ((account) => forAccount(account).eventLog));
   const runner = createAttemptRunner<SharedHandlerContext>({
@@ -327,8 +330,21 @@ function createEventDelivery(
     handlerTimeoutMs: config.worker.handlerTimeoutMs,
     logger,
     eventLog: recording.eventLog,
-    makeContext: (_event, attempt, log, signal) => ({ mirror, logger: log, attempt, signal }),
+    makeContext: (_event, attempt, log, signal, data) => ({
+      mirror,
+      logger: log,
+      attempt,
+      signal,
+      ...(data.incarnation === undefined ? {} : { incarnation: data.incarnation }),
+    }),
     isPermanent: isPermanentUpstreamError,
+    // An event of an account removed (or added again) since it arrived is neither run nor recorded.
+    ...(keysOf
+      ? {
+          belongs: (data: IngestedEvent) => belongsToAccount(keysOf, data.account, data.incarnation),
+          onDropped: () => metrics.eventsDropped.inc(),
+        }
+      : {}),
   });
   const { concurrency, lockMs, maxStalls, backoffMs } = config.worker;
   // What both sources of attempts share: the runner, the worker connection, the handler slots.

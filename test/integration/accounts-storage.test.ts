@@ -20,6 +20,10 @@ describe("storage keyed by account: two companies in one database", () => {
     database = await openTestDatabase(preferredDriver());
     acme = await storageOf(database, "acme");
     other = acme.forAccount("globex");
+    // Rows are stored for registered accounts only (0023_account_incarnation): both are registered.
+    await sql`insert into accounts (id, api_key, signing_secrets) values ('acme', 'sealed', '{}'), ('globex', 'sealed', '{}')`.execute(
+      database.db,
+    );
   });
   afterAll(() => database.close());
   beforeEach(async () => {
@@ -34,6 +38,32 @@ describe("storage keyed by account: two companies in one database", () => {
     for (const s of [plain.mirror, plain.eventLog, plain.changeOutbox, plain.steps, plain.checkpoints]) expect(s.account).toBe("default");
     for (const s of [other.mirror, other.eventLog, other.changeOutbox, other.steps, other.checkpoints]) expect(s.account).toBe("globex");
     expect(acme.mirror.account).toBe("acme");
+  });
+
+  it("stores no row of an account that is not registered, and stores them again once it is", async () => {
+    const initech = acme.forAccount("initech");
+    await initech.mirror.upsert("orders", [orderRecord("ord_1")], t0);
+    await initech.eventLog.recordAttempt({
+      id: "evt_1",
+      type: "order.created",
+      payload: {},
+      status: "handled",
+      handlers: {},
+      newRound: false,
+    });
+    await initech.checkpoints.start("full", "orders", { firstImport: true }).catch(() => undefined);
+    for (const table of ["orders", "order_items", "events", "handler_attempts", "sync_checkpoints", "change_outbox"]) {
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(table)} where account_id = 'initech'`.execute(
+        database.db,
+      );
+      expect(rows[0]?.n, table).toBe(0);
+    }
+    // Writing an update of rows it already holds is refused the same way: its rows stay as they were.
+    await sql`insert into accounts (id, api_key, signing_secrets) values ('initech', 'sealed', '{}')`.execute(database.db);
+    await initech.mirror.upsert("orders", [orderRecord("ord_1", { total: 10 })], t0);
+    await sql`delete from accounts where id = 'initech'`.execute(database.db);
+    await initech.mirror.upsert("orders", [orderRecord("ord_1", { total: 20 })], later(t0, 1000));
+    expect(await initech.mirror.get("orders", "ord_1")).toMatchObject({ total: 10 });
   });
 
   it("the same order id and restaurant id under two accounts hold each one's own rows, line items included", async () => {
@@ -174,7 +204,12 @@ describe("upgrading a database with rows from 0016_event_jobs to 0017_accounts",
 
       const storage = await storageOf(database);
       // 0018 (the accounts registry, a table of its own) comes after it.
-      expect(await storage.migrate()).toEqual(["0017_accounts", "0018_account_registry", "0019_outbox_relay_order"]);
+      expect(await storage.migrate()).toEqual([
+        "0017_accounts",
+        "0018_account_registry",
+        "0019_outbox_relay_order",
+        "0023_account_incarnation",
+      ]);
       expect(await storage.mirror.get("orders", "ord_1")).toMatchObject({ id: "ord_1" });
       expect(await storage.eventLog.get("evt_1")).toMatchObject({ type: "order.created" });
       expect(await storage.steps.forEvent("evt_1")).toHaveLength(1);
