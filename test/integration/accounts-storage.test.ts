@@ -208,6 +208,7 @@ describe("upgrading a database with rows from 0016_event_jobs to 0017_accounts",
         "0017_accounts",
         "0018_account_registry",
         "0019_outbox_relay_order",
+        "0021_account_alert_url",
         "0023_account_incarnation",
       ]);
       expect(await storage.mirror.get("orders", "ord_1")).toMatchObject({ id: "ord_1" });
