@@ -35,6 +35,9 @@ import { createEventsQueue, createSyncQueue } from "./queue/events-queue.js";
 import { NotReadyError } from "./http/errors.js";
 import { mountOperatorOff } from "./http/operator-routes.js";
 import { createMinuteSampler, type MinuteSampler } from "./metrics/minute-samples.js";
+import type { AnnounceTransition } from "./problems/problem.js";
+import { createProblemStore } from "./problems/problem-store.js";
+import { createProblemTracker, type ProblemTracker } from "./problems/problem-tracker.js";
 
 export interface ServiceOptions {
   config: Config;
@@ -45,6 +48,11 @@ export interface ServiceOptions {
   database?: Database;
   /** Given when tracing is on (startTracing): spans at the edge, in handlers and upstream calls. */
   tracing?: Tracing;
+  /**
+   * Announces each problem's opening and resolution (the alerts' durable sender); without it,
+   * transitions are only marked announced. Idempotent per transition id.
+   */
+  announce?: AnnounceTransition;
 }
 
 export interface Service {
@@ -60,6 +68,8 @@ export interface Service {
   mirror: MirrorStore;
   eventLog: EventLog;
   metrics: Metrics;
+  /** Opens and resolves the problems from the facts this process meets (problems/problem-tracker.ts). */
+  problems: ProblemTracker;
   /** Migrates the database, starts the workers (roles all, worker) and HTTP; resolves with the base URL. */
   start(): Promise<string>;
   /**
@@ -76,7 +86,7 @@ export interface Service {
  * or embedded) the mirror and the event log. Built in steps: the stores, the roles (worker, edge),
  * the queue handles, the operator actions, the metrics, the HTTP app; stopped in steps too.
  */
-export async function createService({ config, logger, handlers = [], database, tracing }: ServiceOptions): Promise<Service> {
+export async function createService({ config, logger, handlers = [], database, tracing, announce }: ServiceOptions): Promise<Service> {
   const metrics = createMetrics();
   const storage = await openStorage(config.database, {
     logger,
@@ -85,13 +95,21 @@ export async function createService({ config, logger, handlers = [], database, t
   });
   const connections = openRedisConnections(config, logger);
   const connection = connections.any;
-  const parts: ServiceParts = { config, logger, metrics, storage, connections };
+  // One view of the problems per process, over the one table every process shares; the workers
+  // announce again what was left unannounced (a failed hand-over, a process stopped first).
+  const problems = createProblemTracker({
+    store: createProblemStore(storage.database.db),
+    logger,
+    announce,
+    reannounceMs: config.role === "web" ? 0 : REANNOUNCE_MS,
+  });
+  const parts: ServiceParts = { config, logger, metrics, storage, connections, problems };
   // The registered companies (mirror/accounts.ts): the edge serves each at /webhooks/{id} from memory.
   const accounts = createAccountRegistry(storage.database.db, config.secretsKey ? createSecretsBox(config.secretsKey) : undefined);
   // The edge verifies each account's deliveries with it, the worker calls each account's API with it.
   // A new account's first import starts as soon as a worker sees it (not at the next tick).
   const directory = createAccountDirectory(accounts, { logger, onChange: (change) => worker?.accountsChanged(change) });
-  const accountsPort = serviceAccounts({ config, storage, connection, registry: accounts, directory });
+  const accountsPort = serviceAccounts({ config, storage, connection, registry: accounts, directory, problems });
   const { worker, sink } = createServiceRoles({
     ...parts,
     handlers: ([] as EventHandlers[]).concat(handlers),
@@ -121,6 +139,7 @@ export async function createService({ config, logger, handlers = [], database, t
           actions: operatorActions,
           connection,
           accounts: accountsPort,
+          problems,
         })
       : undefined,
   });
@@ -136,6 +155,7 @@ export async function createService({ config, logger, handlers = [], database, t
     mirror: storage.mirror,
     eventLog: storage.eventLog,
     metrics,
+    problems,
     async start() {
       try {
         const applied = await storage.migrate();
@@ -152,6 +172,12 @@ export async function createService({ config, logger, handlers = [], database, t
       // when Redis is there, but never wait on a Redis that is down (the edge answers 503 then).
       await Promise.race([Promise.all(connections.all.map(untilReady)), new Promise((r) => setTimeout(r, 2000).unref())]);
       await directory.start();
+      // Before the worker: what is open already stays open (nothing opens twice after a restart).
+      await problems.start().catch((err: unknown) => {
+        // The database away (a web process goes on): the view starts empty and follows at the next read.
+        if (config.role !== "web") throw err;
+        logger.error({ err: (err as Error).message }, "the open problems could not be read: they are read again in a few seconds");
+      });
       await worker?.start();
       sampler?.start();
       server = await listen(app, config.host, config.port, config.http);
@@ -177,7 +203,11 @@ interface ServiceParts {
   metrics: Metrics;
   storage: Storage;
   connections: RedisConnections;
+  problems: ProblemTracker;
 }
+
+/** How often a worker announces again the transitions left unannounced. */
+const REANNOUNCE_MS = 30_000;
 
 /** The worker and the edge's sink, each where the role runs it. */
 function createServiceRoles(
@@ -207,6 +237,7 @@ function createServiceRoles(
       forAccount: deps.forAccount,
       accounts: deps.accounts,
       keysOf: deps.keysOf,
+      problems: deps.problems,
     });
   const sink =
     connections.web &&
@@ -394,6 +425,7 @@ async function stopService(s: StoppingService, drain: Deadline = deadlineIn(s.co
   // The edge and the worker drain side by side, each until the same deadline.
   await Promise.all([s.server?.close(drain.left()), s.worker && bounded("stopping the worker", s.worker.stop({ drain, close }))]);
   if (s.sampler) await bounded("stopping the minute sampler", s.sampler.stop());
+  await bounded("writing the problems' counts", s.problems.stop());
   await bounded("closing the queue handles", Promise.all(s.ownQueues.map((q) => q.close())));
   // QUIT waits for a connection that is down: only a ready one is asked to quit.
   await Promise.all(

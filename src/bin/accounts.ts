@@ -6,6 +6,7 @@ import { loadConfig } from "../config/config.js";
 import { type AccountRegistry, type AccountSummary, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
 import { printable } from "../mirror/values.js";
 import { type AccountSyncState, withSyncState } from "../sync/first-import.js";
+import { withKeyRefused } from "../problems/problem-store.js";
 import { type Answer, answer, type Command, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { openMigratedStorage, operatorClient } from "./operator.js";
 
@@ -81,9 +82,10 @@ async function runAccounts(argv: string[], env: NodeJS.ProcessEnv): Promise<Answ
   });
 }
 
-/** `importing (orders 1,200 read, bookings 0 read, menu-items 0 read)`, or `live`. */
+/** `importing (orders 1,200 read, bookings 0 read, menu-items 0 read)`, `live`, or `key_refused (…)`. */
 function syncLine(sync: AccountSyncState): string {
   if (sync.state === "live") return "live";
+  if (sync.state === "key_refused") return "key_refused (the API refuses its key: accounts rotate it with ACCOUNT_API_KEY)";
   const kinds = Object.entries(sync.kinds).filter(([, k]) => !k.walked);
   return `importing (${kinds.map(([kind, k]) => `${kind} ${k.records.toLocaleString("en-US")} read`).join(", ")})`;
 }
@@ -105,7 +107,7 @@ async function withAccounts(url: string | undefined, env: NodeJS.ProcessEnv, wor
     const registry = createAccountRegistry(storage.database.db, config.secretsKey ? createSecretsBox(config.secretsKey) : undefined);
     return await work({
       ...registry,
-      list: async () => withSyncState(storage.database.db, await registry.list()),
+      list: async () => withKeyRefused(storage.database.db, await withSyncState(storage.database.db, await registry.list())),
     });
   } finally {
     await storage.close();

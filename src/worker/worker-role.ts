@@ -29,7 +29,7 @@ import {
   type SyncAccounts,
   type SyncJobData,
 } from "./sync-worker.js";
-import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { carriedAccount, DEFAULT_ACCOUNT } from "../config/defaults.js";
 import type { AccountKeys } from "../mirror/accounts.js";
 import type { ApiClient } from "../upstream/client.js";
 import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
@@ -38,6 +38,9 @@ import { createAttemptRunner, attemptOfJob, type AttemptLog } from "../queue/att
 import { isChangeEventType, isKnownEventType } from "../events/catalog.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import { AccountError, EventLogError } from "../mirror/errors.js";
+import type { ProblemTracker } from "../problems/problem-tracker.js";
+import { upstreamOutcomeReporter } from "../problems/upstream-facts.js";
+import { handlerOutcomes, syncJobCompleted, syncJobGivenUp } from "../problems/job-facts.js";
 
 export type WorkerRole = ReturnType<typeof createWorkerRole>;
 
@@ -70,6 +73,8 @@ export interface WorkerRoleDeps {
   metrics: Metrics;
   /** Given when tracing is on: a span per handler, the refresh job in its event's trace, upstream spans. */
   tracing?: Tracing;
+  /** Told the facts the worker meets (upstream calls, given-up sync jobs, failure groups): problems/. */
+  problems?: ProblemTracker;
 }
 
 /**
@@ -135,6 +140,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
   });
   const workers = [eventWorker, syncWorker];
   observeJobs(workers, { metrics, logger });
+  if (deps.problems) reportSyncJobs(syncWorker, deps.problems);
   const lifecycle = workerLifecycle({
     logger,
     prepare: () => adoptNamedHandlerKeys(table.registry.registered(), deps.steps, logger),
@@ -231,7 +237,16 @@ function createSyncParts(
 ) {
   const { config, logger, connection, metrics, tracing } = deps;
   const { mirror, syncQueue } = own;
-  const upstreams = meteredUpstreams({ config, connection, logger, metrics, tracing, signal: own.signal });
+  const { problems } = deps;
+  const upstreams = meteredUpstreams({
+    config,
+    connection,
+    logger,
+    metrics,
+    tracing,
+    signal: own.signal,
+    ...(problems ? { outcomesOf: (account: string) => upstreamOutcomeReporter(problems, account) } : {}),
+  });
   const feed = createChangeFeed({ config, logger, metrics, mirror, outbox: deps.changeOutbox, eventsQueue: own.eventsQueue, tracing });
   const refreshOf = createRefreshRequests({ config, connection, syncQueue, tracing });
   const main: AccountSync | undefined = upstreams && {
@@ -263,7 +278,7 @@ function syncOfAccounts(
   const built = new Map<string, { from: Upstream; sync: AccountSync }>();
   const upstreamOf = (account: string) => {
     const keys = keysOf(account);
-    return keys && upstreams.forKey(keys.apiKey);
+    return keys && upstreams.forKey(keys.apiKey, account);
   };
   return {
     list: accounts,
@@ -308,14 +323,14 @@ function syncOfAccounts(
  * the rest; both report each finished attempt to one feed and to the same metrics.
  */
 function createEventDelivery(
-  deps: Pick<WorkerRoleDeps, "config" | "logger" | "connection" | "metrics" | "mirror" | "eventLog" | "forAccount"> & {
+  deps: Pick<WorkerRoleDeps, "config" | "logger" | "connection" | "metrics" | "mirror" | "eventLog" | "forAccount" | "problems"> & {
     eventsQueue: Queue<EventJobData>;
     registry: HandlerRegistry<SharedHandlerContext>;
   },
 ) {
   const { config, logger, connection, metrics, mirror, forAccount } = deps;
   /** Whether the event log takes this process's attempts. */
-  const recording = watchRecording(deps.eventLog, forAccount && ((account) => forAccount(account).eventLog));
+  const recording = watchRecording(deps.eventLog, forAccount && ((account) => forAccount(account).eventLog), deps.problems);
   const runner = createAttemptRunner<SharedHandlerContext>({
     registry: deps.registry,
     handlerTimeoutMs: config.worker.handlerTimeoutMs,
@@ -427,12 +442,29 @@ function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics:
   }
 }
 
+/** Tells the problems of each sync job that completed and each given up on (sync_failing). */
+function reportSyncJobs(worker: Worker, problems: ProblemTracker): void {
+  const of = (job: Job) => ({
+    name: job.name,
+    account: carriedAccount((job.data as { account?: string } | undefined)?.account) ?? DEFAULT_ACCOUNT,
+    id: job.id,
+  });
+  worker.on("completed", (job) => syncJobCompleted(problems, of(job)));
+  worker.on("failed", (job, err) => {
+    if (job && isFinalFailure(job)) syncJobGivenUp(problems, of(job), err);
+  });
+}
+
 /**
  * Whether the event log takes the worker's attempts: what readiness reports beside a database
  * probe. Watches the event log's writes. A probe alone misses a database that answers `select 1` but
  * cannot write (a full disk); the outcome of the last real write tells.
  */
-function watchRecording(eventLog: AttemptLog, forAccount: ((account: string) => AttemptLog) | undefined) {
+function watchRecording(
+  eventLog: AttemptLog,
+  forAccount: ((account: string) => AttemptLog) | undefined,
+  problems: ProblemTracker | undefined,
+) {
   let failing = false;
   // A registered account's events go to its own part of the log; the log handed in is `default`'s.
   const logOf = (account: string | undefined): AttemptLog => (account === undefined || !forAccount ? eventLog : forAccount(account));
@@ -450,7 +482,11 @@ function watchRecording(eventLog: AttemptLog, forAccount: ((account: string) => 
   return {
     /** The log to hand the attempt runner: the event log, watched. */
     eventLog: {
-      recordAttempt: (attempt) => watched(logOf(attempt.account).recordAttempt(attempt)),
+      recordAttempt: async (attempt) => {
+        await watched(logOf(attempt.account).recordAttempt(attempt));
+        // Each handler's outcome as recorded: the failure groups' problems (handler_failing).
+        if (problems) handlerOutcomes(problems, { ...attempt, account: attempt.account ?? DEFAULT_ACCOUNT });
+      },
       holds: (id, account) => watched(logOf(account).holds(id)),
     } satisfies AttemptLog,
     /** The last call (a write, or the look-up of a delivery) failed for a reason not the event's own, and none succeeded since. */
