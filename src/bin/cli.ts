@@ -17,6 +17,7 @@ export const COMMANDS: Record<string, () => Promise<Command>> = {
   events: async () => (await import("./show.js")).events,
   records: async () => (await import("./show.js")).records,
   accounts: async () => (await import("./accounts.js")).accounts,
+  problems: async () => (await import("./problems.js")).problems,
 };
 
 const USAGE = `Usage: svc-webhooks <command> [options]
@@ -33,6 +34,7 @@ Commands:
   events     events show <id>: an event, its handlers and their attempts, as the console tells it
   records    records show <kind> <id>: a record's story (the mirror's copy, the events that named it)
   accounts   accounts list|add|rotate|remove: the restaurant companies served besides default
+  problems   the open problems (or --state resolved|all): what keeps the mirror or a handler from being right
 
 The commands act on the deployment the environment names (REDIS_URL, QUEUE_PREFIX, DATABASE_URL or
 DATA_DIR), or on the service at --url. Each answers in a sentence; --json prints the answer as one

@@ -13,6 +13,8 @@ import { createApiClient } from "../../src/upstream/client.js";
 import { createProblemTracker } from "../../src/problems/problem-tracker.js";
 import { createProblemStore } from "../../src/problems/problem-store.js";
 import { createLogger } from "../../src/logging/logger.js";
+import { cli } from "../helpers/cli-main.js";
+import { sayProblems } from "../../src/bin/problems.js";
 
 // Issue 53: every reason the mirror or a handler cannot be right is a problem, opened and resolved
 // by the service itself from what it meets: real PostgreSQL and Redis, the sandbox over HTTP with
@@ -25,6 +27,7 @@ let sandbox: Sandbox;
 let database: TestDatabase;
 let svc: TestService;
 let host: string;
+let apiUrl: string;
 const announced: ProblemTransition[] = [];
 const announce = (t: ProblemTransition) => {
   announced.push(t);
@@ -32,7 +35,7 @@ const announce = (t: ProblemTransition) => {
 };
 
 const env = () => ({
-  API_BASE_URL: sandbox.url,
+  API_BASE_URL: apiUrl,
   API_KEY: KEYS[0],
   SECRETS_KEY: SECRETS_KEY,
   RECONCILE_INTERVAL_SECONDS: "3600",
@@ -66,8 +69,8 @@ const call = (method: string, path: string, body?: unknown) =>
 
 beforeAll(async () => {
   sandbox = createSandbox({ apiKeys: [...KEYS], rateLimit: { max: 100_000, windowMs: 60_000 } });
-  await sandbox.listen();
-  host = new URL(sandbox.url).host;
+  apiUrl = await sandbox.listen();
+  host = new URL(apiUrl).host;
   database = await openTestDatabase(preferredDriver(), { migrations: 0 });
   svc = await start();
 }, 60_000);
@@ -141,7 +144,9 @@ describe("problems", () => {
     expect(await stateOf()).toBe("key_refused");
     // Default's key still works; and the refusal is key_refused's, never a sync_failing besides.
     expect(await problems("?account=default")).toEqual([]);
-    await waitFor(async () => (await svc.service.worker!.syncQueue.getJobCounts("failed")).failed > 0, { what: "the import given up" });
+    await waitFor(async () => ((await svc.service.worker!.syncQueue.getJobCounts("failed")).failed ?? 0) > 0, {
+      what: "the import given up",
+    });
     await svc.service.problems.settled();
     expect(await openOf("sync_failing")).toEqual([]);
     sandbox.faults.clear();
@@ -180,14 +185,15 @@ describe("problems", () => {
 
   it("a restart while a problem is open re-opens nothing and announces nothing again; the next good call resolves it once", async () => {
     announced.length = 0;
-    sandbox.faults.add({ path: "/api/v1/orders", status: 500 });
+    // The whole API: a good answer on any path resolves it.
+    sandbox.faults.add({ path: "/api/v1", status: 500 });
     await expect(api().listOrders({ limit: 1 })).rejects.toThrow(/answered 500/);
     const [open] = await waitFor(async () => {
       const found = await openOf("upstream_unreachable");
       return found.length > 0 && found;
     });
     await svc.service.problems.settled();
-    expect(announced.map((t) => t.type)).toEqual(["problem.opened"]);
+    expect(announced.map((t) => `${t.type} ${t.problem.kind}`)).toEqual(["problem.opened upstream_unreachable"]);
     await svc.stop();
     svc = await start();
     // Still failing after the restart: counted on the same opening.
@@ -197,12 +203,15 @@ describe("problems", () => {
     expect(still).toMatchObject({ id: open!.id, openedAt: open!.openedAt });
     expect(still!.count).toBeGreaterThan(open!.count);
     expect(await svc.service.problems.reannounce()).toBe(0);
-    expect(announced.map((t) => t.type)).toEqual(["problem.opened"]);
+    expect(announced.map((t) => `${t.type} ${t.problem.kind}`)).toEqual(["problem.opened upstream_unreachable"]);
     sandbox.faults.clear();
     await api().listOrders({ limit: 1 });
     await waitFor(async () => (await openOf("upstream_unreachable")).length === 0, { what: "resolved after the restart" });
     await svc.service.problems.settled();
-    expect(announced.map((t) => t.type)).toEqual(["problem.opened", "problem.resolved"]);
+    expect(announced.map((t) => `${t.type} ${t.problem.kind}`)).toEqual([
+      "problem.opened upstream_unreachable",
+      "problem.resolved upstream_unreachable",
+    ]);
   });
 
   it("announces again a transition whose hand-over failed, and marks it once it went through", async () => {
@@ -247,5 +256,47 @@ describe("GET /problems", () => {
       expect(res.status, query).toBe(400);
       expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(new RegExp(`^${field}:`));
     }
+  });
+});
+
+describe("svc-webhooks problems", () => {
+  it("tells the problems in sentences at --url, and --json prints GET /problems's document", async () => {
+    const env = { ADMIN_TOKEN };
+    const open = await cli(["problems", "--url", svc.url], env);
+    expect(open).toMatchObject({ code: 0, stderr: "" });
+    // Every problem of the tests above was resolved.
+    expect(open.stdout).toBe("no open problem");
+    const resolved = await cli(["problems", "--url", svc.url, "--state", "resolved", "--kind", "key_refused"], env);
+    expect(resolved.stdout).toMatch(
+      new RegExp(
+        `^1 resolved problem of kind key_refused:\\n  resolved \\S+ after \\d+ (s|min): key_refused of account acme \\(${host.replace(/\./g, "\\.")}\\): the API refuses the account's key; seen \\d+ times?, last \\S+; cause: GET /api/v1/\\S+ answered 401`,
+      ),
+    );
+    const json = await cli(["problems", "--url", svc.url, "--state", "all", "--account", "acme", "--json"], env);
+    const document = JSON.parse(json.stdout) as { data: Problem[] };
+    expect(document.data.map((p) => p.kind).sort()).toEqual(["key_refused", "sync_failing"]);
+  });
+
+  it("says a bad flag in one line, naming what it takes", async () => {
+    const bad = await cli(["problems", "--state", "closd"], {});
+    expect(bad).toMatchObject({ code: 2, stdout: "", stderr: 'svc-webhooks: --state takes open, resolved, all, not "closd"' });
+  });
+
+  it("reads an open problem as since when, whose, how often and why", () => {
+    const problem: Problem = {
+      id: "prb_1",
+      account: null,
+      kind: "upstream_unreachable",
+      subject: "api.example.com",
+      state: "open",
+      openedAt: "2026-12-02T04:00:00.000Z",
+      resolvedAt: null,
+      lastSeenAt: "2026-12-02T04:05:00.000Z",
+      count: 7,
+      cause: "GET /api/v1/orders to api.example.com failed: ECONNREFUSED (fetch failed)",
+    };
+    expect(sayProblems([problem], {}, Date.parse("2026-12-02T04:12:00.000Z"))).toBe(
+      "1 open problem:\n  open since 2026-12-02T04:00:00.000Z (12 min): upstream_unreachable of the deployment (api.example.com): the API does not answer; seen 7 times, last 2026-12-02T04:05:00.000Z; cause: GET /api/v1/orders to api.example.com failed: ECONNREFUSED (fetch failed)",
+    );
   });
 });
