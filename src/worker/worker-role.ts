@@ -24,6 +24,7 @@ import {
   queueForAccounts,
   syncProcessors,
   SYNC_JOBS,
+  FULL_TICK_MS,
   syncSlots,
   type AccountSync,
   type SyncAccounts,
@@ -41,6 +42,7 @@ import { AccountError, EventLogError } from "../mirror/errors.js";
 import type { ProblemTracker } from "../problems/problem-tracker.js";
 import { upstreamOutcomeReporter } from "../problems/upstream-facts.js";
 import { handlerOutcomes, syncJobCompleted, syncJobGivenUp } from "../problems/job-facts.js";
+import { checkFreshness, STALE_INTERVALS } from "../problems/freshness.js";
 
 export type WorkerRole = ReturnType<typeof createWorkerRole>;
 
@@ -138,6 +140,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
       await heal();
     },
   });
+  const freshness = freshnessWatch(deps, api !== undefined);
   const workers = [eventWorker, syncWorker];
   observeJobs(workers, { metrics, logger });
   if (deps.problems) reportSyncJobs(syncWorker, deps.problems);
@@ -191,12 +194,20 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     reloadHandlers: (handlers: readonly EventHandlers[]) => void table.replace(handlers),
     /** Calls `listener` for every attempt this process finishes (either path); returns the unsubscribe function. */
     onFinished: (listener: (event: FinishedEvent) => void) => delivery.finished.on(listener),
-    start: () => lifecycle.start(),
+    /** Looks at each account's mirror kinds as of `now` (mirror_stale); what the worker does every minute. */
+    checkFreshness: (now: number) => freshness.check(now),
+    start: async () => {
+      await lifecycle.start();
+      freshness.start();
+    },
     /**
      * Drains (stream entries, active jobs) until the `drain` deadline, then aborts upstream reads in
      * flight and closes anyway (their jobs rerun); the relay and the queues close by `close`.
      */
-    stop: (deadlines: StopDeadlines) => lifecycle.stop(deadlines),
+    stop: (deadlines: StopDeadlines) => {
+      freshness.stop();
+      return lifecycle.stop(deadlines);
+    },
   };
 }
 
@@ -440,6 +451,42 @@ function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics:
       );
     });
   }
+}
+
+/**
+ * Every FULL_TICK_MS, whether each account's mirror kinds were refreshed within three
+ * reconciliation intervals (problems/freshness.ts); nothing without problems, an API or
+ * reconciliation.
+ */
+function freshnessWatch(deps: WorkerRoleDeps, syncing: boolean) {
+  const { problems, config } = deps;
+  const intervalMs = config.worker.reconcileIntervalMs;
+  let timer: NodeJS.Timeout | undefined;
+  const check = async (now: number) => {
+    if (!problems || !syncing || intervalMs <= 0) return;
+    const accounts = [DEFAULT_ACCOUNT, ...((await deps.accounts?.()) ?? [])];
+    await checkFreshness({
+      tracker: problems,
+      accounts,
+      checkpointsOf: (account) =>
+        (account === DEFAULT_ACCOUNT || !deps.forAccount ? deps.checkpoints : deps.forAccount(account).checkpoints).list("full"),
+      staleAfterMs: STALE_INTERVALS * intervalMs,
+      now,
+    });
+  };
+  return {
+    check,
+    start() {
+      if (!problems || !syncing || intervalMs <= 0) return;
+      timer = setInterval(() => {
+        check(Date.now()).catch((err: unknown) =>
+          deps.logger.warn({ err: (err as Error).message }, "mirror freshness not checked: checked again in a minute"),
+        );
+      }, FULL_TICK_MS);
+      timer.unref();
+    },
+    stop: () => clearInterval(timer),
+  };
 }
 
 /** Tells the problems of each sync job that completed and each given up on (sync_failing). */
