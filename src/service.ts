@@ -37,6 +37,8 @@ import { mountOperatorOff } from "./http/operator-routes.js";
 import { createMinuteSampler, type MinuteSampler } from "./metrics/minute-samples.js";
 import { createAlerts } from "./alerts/alerts.js";
 import type { AnnounceTransition } from "./problems/problem.js";
+import { createProblemStore } from "./problems/problem-store.js";
+import { createProblemTracker, type ProblemTracker } from "./problems/problem-tracker.js";
 
 export interface ServiceOptions {
   config: Config;
@@ -47,6 +49,11 @@ export interface ServiceOptions {
   database?: Database;
   /** Given when tracing is on (startTracing): spans at the edge, in handlers and upstream calls. */
   tracing?: Tracing;
+  /**
+   * Announces each problem's opening and resolution instead of the alerts' durable sender
+   * (alerts/alerts.ts, the default). Idempotent per transition id.
+   */
+  announce?: AnnounceTransition;
 }
 
 export interface Service {
@@ -67,6 +74,8 @@ export interface Service {
    * deployment's ALERT_WEBHOOK_URL and the account's own alertUrl. The problem store is given it.
    */
   announce: AnnounceTransition;
+  /** Opens and resolves the problems from the facts this process meets (problems/problem-tracker.ts). */
+  problems: ProblemTracker;
   /** Migrates the database, starts the workers (roles all, worker) and HTTP; resolves with the base URL. */
   start(): Promise<string>;
   /**
@@ -83,7 +92,7 @@ export interface Service {
  * or embedded) the mirror and the event log. Built in steps: the stores, the roles (worker, edge),
  * the queue handles, the operator actions, the metrics, the HTTP app; stopped in steps too.
  */
-export async function createService({ config, logger, handlers = [], database, tracing }: ServiceOptions): Promise<Service> {
+export async function createService({ config, logger, handlers = [], database, tracing, announce }: ServiceOptions): Promise<Service> {
   const metrics = createMetrics();
   const storage = await openStorage(config.database, {
     logger,
@@ -92,13 +101,8 @@ export async function createService({ config, logger, handlers = [], database, t
   });
   const connections = openRedisConnections(config, logger);
   const connection = connections.any;
-  const parts: ServiceParts = { config, logger, metrics, storage, connections };
-  // The registered companies (mirror/accounts.ts): the edge serves each at /webhooks/{id} from memory.
-  const accounts = createAccountRegistry(storage.database.db, config.secretsKey ? createSecretsBox(config.secretsKey) : undefined);
-  // The edge verifies each account's deliveries with it, the worker calls each account's API with it.
-  // A new account's first import starts as soon as a worker sees it (not at the next tick).
-  const directory = createAccountDirectory(accounts, { logger, onChange: (change) => worker?.accountsChanged(change) });
-  const accountsPort = serviceAccounts({ config, storage, connection, registry: accounts, directory, logger });
+  // One view of the problems per process, over the one table every process shares; the workers
+  // announce again what was left unannounced (a failed hand-over, a process stopped first).
   // Problem notifications: queued from every role, sent by the worker role. An account's own URL
   // is read from the directory as each is sent (a rotation takes effect for retries too).
   const alerts = createAlerts({
@@ -109,6 +113,19 @@ export async function createService({ config, logger, handlers = [], database, t
     logger,
     enqueueTimeoutMs: config.enqueueTimeoutMs,
   });
+  const problems = createProblemTracker({
+    store: createProblemStore(storage.database.db),
+    logger,
+    announce: announce ?? alerts.announce,
+    reannounceMs: config.role === "web" ? 0 : REANNOUNCE_MS,
+  });
+  const parts: ServiceParts = { config, logger, metrics, storage, connections, problems };
+  // The registered companies (mirror/accounts.ts): the edge serves each at /webhooks/{id} from memory.
+  const accounts = createAccountRegistry(storage.database.db, config.secretsKey ? createSecretsBox(config.secretsKey) : undefined);
+  // The edge verifies each account's deliveries with it, the worker calls each account's API with it.
+  // A new account's first import starts as soon as a worker sees it (not at the next tick).
+  const directory = createAccountDirectory(accounts, { logger, onChange: (change) => worker?.accountsChanged(change) });
+  const accountsPort = serviceAccounts({ config, storage, connection, registry: accounts, directory, logger, problems });
   const { worker, sink } = createServiceRoles({
     ...parts,
     alerts,
@@ -139,6 +156,7 @@ export async function createService({ config, logger, handlers = [], database, t
           actions: operatorActions,
           connection,
           accounts: accountsPort,
+          problems,
         })
       : undefined,
   });
@@ -155,6 +173,7 @@ export async function createService({ config, logger, handlers = [], database, t
     eventLog: storage.eventLog,
     metrics,
     announce: alerts.announce,
+    problems,
     async start() {
       try {
         const applied = await storage.migrate();
@@ -171,6 +190,12 @@ export async function createService({ config, logger, handlers = [], database, t
       // when Redis is there, but never wait on a Redis that is down (the edge answers 503 then).
       await Promise.race([Promise.all(connections.all.map(untilReady)), new Promise((r) => setTimeout(r, 2000).unref())]);
       await directory.start();
+      // Before the worker: what is open already stays open (nothing opens twice after a restart).
+      await problems.start().catch((err: unknown) => {
+        // The database away (a web process goes on): the view starts empty and follows at the next read.
+        if (config.role !== "web") throw err;
+        logger.error({ err: (err as Error).message }, "the open problems could not be read: they are read again in a few seconds");
+      });
       await worker?.start();
       sampler?.start();
       server = await listen(app, config.host, config.port, config.http);
@@ -196,7 +221,11 @@ interface ServiceParts {
   metrics: Metrics;
   storage: Storage;
   connections: RedisConnections;
+  problems: ProblemTracker;
 }
+
+/** How often a worker announces again the transitions left unannounced. */
+const REANNOUNCE_MS = 30_000;
 
 /** The worker and the edge's sink, each where the role runs it. */
 function createServiceRoles(
@@ -228,6 +257,7 @@ function createServiceRoles(
       accounts: deps.accounts,
       keysOf: deps.keysOf,
       alerts: deps.alerts,
+      problems: deps.problems,
     });
   const sink =
     connections.web &&
@@ -415,6 +445,7 @@ async function stopService(s: StoppingService, drain: Deadline = deadlineIn(s.co
   // The edge and the worker drain side by side, each until the same deadline.
   await Promise.all([s.server?.close(drain.left()), s.worker && bounded("stopping the worker", s.worker.stop({ drain, close }))]);
   if (s.sampler) await bounded("stopping the minute sampler", s.sampler.stop());
+  await bounded("writing the problems' counts", s.problems.stop());
   await bounded("closing the queue handles", Promise.all(s.ownQueues.map((q) => q.close())));
   // QUIT waits for a connection that is down: only a ready one is asked to quit.
   await Promise.all(

@@ -8,6 +8,7 @@ import { createRedisConnection } from "../redis/redis.js";
 import { tryApiKey, upstreamFromConfig } from "../worker/upstream.js";
 import { printable } from "../base/text.js";
 import { type AccountSyncState, withSyncState } from "../sync/first-import.js";
+import { withKeyRefused } from "../problems/problem-store.js";
 import { type Answer, answer, type Command, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { openMigratedStorage, operatorClient } from "./operator.js";
 
@@ -89,9 +90,10 @@ async function runAccounts(argv: string[], env: NodeJS.ProcessEnv): Promise<Answ
   });
 }
 
-/** `importing (orders 1,200 read, bookings 0 read, menu-items 0 read)`, or `live`. */
+/** `importing (orders 1,200 read, bookings 0 read, menu-items 0 read)`, `live`, or `key_refused (…)`. */
 function syncLine(sync: AccountSyncState): string {
   if (sync.state === "live") return "live";
+  if (sync.state === "key_refused") return "key_refused (the API refuses its key: accounts rotate it with ACCOUNT_API_KEY)";
   const kinds = Object.entries(sync.kinds).filter(([, k]) => !k.walked);
   return `importing (${kinds.map(([kind, k]) => `${kind} ${k.records.toLocaleString("en-US")} read`).join(", ")})`;
 }
@@ -120,7 +122,7 @@ async function withAccounts(url: string | undefined, env: NodeJS.ProcessEnv, wor
       ...registry,
       add: (input) => registry.add(input, trying),
       rotate: (id, input) => registry.rotate(id, input, trying),
-      list: async () => withSyncState(storage.database.db, await registry.list()),
+      list: async () => withKeyRefused(storage.database.db, await withSyncState(storage.database.db, await registry.list())),
     });
   } finally {
     redis?.disconnect();

@@ -18,6 +18,7 @@ export const COMMANDS: Record<string, () => Promise<Command>> = {
   records: async () => (await import("./show.js")).records,
   accounts: async () => (await import("./accounts.js")).accounts,
   alerts: async () => (await import("./alerts.js")).alerts,
+  problems: async () => (await import("./problems.js")).problems,
 };
 
 const USAGE = `Usage: svc-webhooks <command> [options]
@@ -35,6 +36,7 @@ Commands:
   records    records show <kind> <id>: a record's story (the mirror's copy, the events that named it)
   accounts   accounts list|add|rotate|remove: the restaurant companies served besides default
   alerts     alerts test: send one test notification to ALERT_WEBHOOK_URL and say what it answered
+  problems   the open problems (or --state resolved|all): what keeps the mirror or a handler from being right
 
 The commands act on the deployment the environment names (REDIS_URL, QUEUE_PREFIX, DATABASE_URL or
 DATA_DIR), or on the service at --url. Each answers in a sentence; --json prints the answer as one

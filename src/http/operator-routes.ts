@@ -15,6 +15,7 @@ import { idProblem, MAX_ID_LENGTH, printable } from "../base/text.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
 import type { AppEnv } from "./request-log.js";
+import { PROBLEM_KINDS, PROBLEM_STATES, type Problem } from "../problems/problem.js";
 
 // The operator surface behind the admin token: the event log's reads, the write API (replays,
 // reconcile, backfill), the mirror's and the records' reads, the metrics, the queue dashboard
@@ -39,6 +40,8 @@ export interface OperatorRoutesOptions {
   records?: RecordReader;
   /** The accounts registry (GET/POST /accounts, POST /accounts/{id}/rotate, DELETE /accounts/{id}). */
   accounts?: AccountsPort;
+  /** The problems (GET /problems). */
+  problems?: ProblemsReader;
 }
 
 /**
@@ -49,7 +52,7 @@ export interface OperatorRoutesOptions {
 export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOptions): void {
   const guard = operatorGuards(options.adminToken);
   // "/x/*" matches "/x" itself too.
-  for (const path of ["/mirror/*", "/events/*", METRICS_PATH, "/sync/*", "/records/*", "/accounts/*", `${DASHBOARD_PATH}/*`])
+  for (const path of ["/mirror/*", "/events/*", METRICS_PATH, "/sync/*", "/records/*", "/accounts/*", "/problems/*", `${DASHBOARD_PATH}/*`])
     app.use(path, ...guard);
   app.route("/mirror", mirrorRoutes(options.mirror));
   // Before the event log's routes: /events/replay and /events/replays/{id} are not event ids.
@@ -57,6 +60,7 @@ export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOp
   app.route("/events", eventRoutes(options.events));
   if (options.records) app.route("/records", recordRoutes(options.records));
   if (options.accounts && options.actions) app.route("/accounts", accountRoutes(options.accounts, options.actions.logger));
+  if (options.problems) app.route("/problems", problemRoutes(options.problems));
   app.get(METRICS_PATH, async (c) => {
     const { contentType, body } = await options.metrics();
     return c.body(body, 200, { "Content-Type": contentType });
@@ -414,4 +418,53 @@ const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"
  */
 export function favicon(c: Context): Response {
   return c.body(FAVICON_SVG, 200, { "Content-Type": "image/svg+xml", "Cache-Control": "public, max-age=86400" });
+}
+
+/** GET /problems's query: `state` (default open), `account` (an account's id; none: every account's and the deployment's), `kind`. */
+export const ProblemsQuerySchema = z.strictObject({
+  state: z.enum([...PROBLEM_STATES, "all"]).optional(),
+  account: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "an account id (a slug: a-z, 0-9 and -)")
+    .optional(),
+  kind: z.enum(PROBLEM_KINDS).optional(),
+});
+export type ProblemsQuery = z.infer<typeof ProblemsQuerySchema>;
+
+/** One problem as GET /problems answers it (problems/problem.ts). */
+export const ProblemSchema = z.object({
+  id: z.string(),
+  account: z.string().nullable(),
+  kind: z.enum(PROBLEM_KINDS),
+  subject: z.string(),
+  state: z.enum(PROBLEM_STATES),
+  openedAt: z.iso.datetime(),
+  resolvedAt: z.iso.datetime().nullable(),
+  lastSeenAt: z.iso.datetime(),
+  count: z.number().int(),
+  cause: z.string(),
+}) satisfies z.ZodType<Problem>;
+
+/** GET /problems's answer: the open ones first (newest opening first), then the resolved. */
+export const ProblemsAnswerSchema = z.object({ data: z.array(ProblemSchema) });
+
+/** What the problems route reads; the service wires the problem store in. */
+export interface ProblemsReader {
+  list(query: ProblemsQuery): Promise<Problem[]>;
+}
+
+/** GET /problems?state=open|resolved|all&account=&kind=: every reason the mirror or a handler cannot be right. */
+function problemRoutes(problems: ProblemsReader): Hono<AppEnv> {
+  const route = new Hono<AppEnv>();
+  route.get("/", async (c) => {
+    const parsed = ProblemsQuerySchema.safeParse(c.req.query());
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const path = issue?.path.join(".") ?? "";
+      const field = path !== "" ? path : issue?.code === "unrecognized_keys" ? issue.keys.join(", ") : "query";
+      throw new InvalidRequestError(`${field}: ${issue?.message ?? "invalid"}`);
+    }
+    return c.json({ data: await problems.list(parsed.data) } satisfies z.infer<typeof ProblemsAnswerSchema>);
+  });
+  return route;
 }

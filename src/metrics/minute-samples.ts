@@ -43,6 +43,13 @@ const SERIES: readonly {
     read: (v: Values) => total(v, (l) => l.class === budget),
   })),
   { key: "rateLimited", merge: "sum", metric: (m) => m.upstreamRateLimited, read: (v) => total(v) },
+  // Calls without an answer or answered 5xx (the SvcUpstreamErrors alert's series).
+  {
+    key: "upstreamErrors",
+    merge: "sum",
+    metric: (m) => m.upstreamRequests,
+    read: (v) => total(v, (l) => /^(5\d\d|timeout|network)$/.test(String(l.status))),
+  },
   { key: "missed", merge: "sum", metric: (m) => m.missedWebhooks, read: (v) => total(v) },
   { key: "backlog", merge: "max", metric: (m) => m.streamBacklog, read: (v) => largest(v) },
   { key: "lagSeconds", merge: "max", metric: (m) => m.consumerLag, read: (v) => largest(v) },

@@ -173,6 +173,25 @@ export interface DatabaseSchema {
   sync_checkpoints: SyncCheckpointsTable;
   sync_liveness: SyncLivenessTable;
   accounts: AccountsTable;
+  problems: ProblemsTable;
+}
+
+/** Problems, one row per (account, kind, subject) (src/problems/problem-store.ts; migrations.ts, 0020_problems). */
+export interface ProblemsTable {
+  /** '' for the deployment's own (the API's address, the database). */
+  account_id: string;
+  kind: string;
+  subject: string;
+  id: string;
+  state: string;
+  opened_at: Timestamp;
+  resolved_at: Timestamp | null;
+  last_seen_at: Timestamp;
+  /** bigint: read back as a string (node-postgres's int8). */
+  count: ColumnType<string, number | string, number | string>;
+  cause: string;
+  opened_announced_at: Timestamp | null;
+  resolved_announced_at: Timestamp | null;
 }
 
 /** The companies served besides `default`, their key and secrets sealed (accounts.ts; migrations.ts, 0018_account_registry). */

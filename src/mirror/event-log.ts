@@ -455,6 +455,12 @@ async function listEvents(db: Kysely<DatabaseSchema>, account: string, q: ValidE
   return { data, nextCursor: rows.length > data.length && last ? encodeEventCursor(last.receivedAt, last.id) : null };
 }
 
+/** A handler's error as the log stores it: bounded, and storable in jsonb. */
+export const storedErrorText = (error: string): string => storableFreeText(boundedErrorText(error, MAX_ERROR_MESSAGE_CHARS));
+
+/** The failure group's fingerprint of a handler's error, as the log stores it (the failures page's groups). */
+export const outcomeFingerprint = (error: string): string => errorFingerprint(storedErrorText(error));
+
 /** Failed handler outcomes of one handler with one error fingerprint, over a time range. */
 export interface FailureGroup {
   handler: string;
@@ -716,7 +722,7 @@ function attemptRow(attempt: EventAttempt): Row {
     const stored: StoredOutcome = { status: outcome.status, attempts: 1 };
     // Error text is free text (a message may quote the payload): bounded, and made storable in jsonb.
     if (outcome.error !== undefined) {
-      stored.error = storableFreeText(boundedErrorText(outcome.error, MAX_ERROR_MESSAGE_CHARS));
+      stored.error = storedErrorText(outcome.error);
       stored.fingerprint = errorFingerprint(stored.error);
     }
     if (typeof outcome.stack === "string") stored.stack = storableFreeText(boundedStack(outcome.stack));

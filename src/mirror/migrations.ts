@@ -595,6 +595,33 @@ async function up0021(db: AnyDb): Promise<void> {
 }
 
 /**
+ * Problems (src/problems/problem-store.ts): one row per (account, kind, subject), the account ''
+ * for what belongs to the deployment. A row is opened again in place when its fault returns; the
+ * announced marks say which of its transitions reached the alerts, so a restart announces only
+ * the others.
+ */
+async function up0020(db: AnyDb): Promise<void> {
+  await db.schema
+    .createTable("problems")
+    .addColumn("account_id", ID, (c) => c.notNull())
+    .addColumn("kind", "text", (c) => c.notNull())
+    .addColumn("subject", ID, (c) => c.notNull())
+    .addColumn("id", "text", (c) => c.notNull().unique())
+    .addColumn("state", "text", (c) => c.notNull().check(sql`state in ('open', 'resolved')`))
+    .addColumn("opened_at", "timestamptz", (c) => c.notNull())
+    .addColumn("resolved_at", "timestamptz")
+    .addColumn("last_seen_at", "timestamptz", (c) => c.notNull())
+    .addColumn("count", "bigint", (c) => c.notNull().defaultTo(1))
+    .addColumn("cause", "text", (c) => c.notNull())
+    .addColumn("opened_announced_at", "timestamptz")
+    .addColumn("resolved_announced_at", "timestamptz")
+    .addPrimaryKeyConstraint("problems_pkey", ["account_id", "kind", "subject"])
+    .execute();
+  // What GET /problems and the worker's announcer ask for first: the open ones, and the unannounced.
+  await db.schema.createIndex("problems_state_idx").on("problems").columns(["state", "opened_at"]).execute();
+}
+
+/**
  * Every migration, by name, in one static list so the same list runs from `src/` under tsx and
  * from `dist/` (a folder scan would depend on file extensions and the working directory).
  * Append new migrations; never edit or rename a released one.
@@ -618,6 +645,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0017_accounts": { up: up0017, down: down0017 },
   "0018_account_registry": { up: up0018, down: dropTables("accounts") },
   "0019_outbox_relay_order": { up: up0019, down: (db) => db.schema.dropIndex("change_outbox_seq_idx").execute() },
+  "0020_problems": { up: up0020, down: dropTables("problems") },
   "0021_account_alert_url": { up: up0021, down: (db) => db.schema.alterTable("accounts").dropColumn("alert_url").execute() },
   "0023_account_incarnation": { up: up0023, down: down0023 },
 };

@@ -14,6 +14,16 @@ export const PROBLEM_KINDS = [
 ] as const;
 export type ProblemKind = (typeof PROBLEM_KINDS)[number];
 
+/** Each kind in words, as the CLI and the console say it. */
+export const PROBLEM_KIND_WORDS: Record<ProblemKind, string> = {
+  upstream_unreachable: "the API does not answer",
+  key_refused: "the API refuses the account's key",
+  rate_limited: "the API keeps answering 429 beyond the shared budget",
+  sync_failing: "a sync job is given up on",
+  handler_failing: "a handler fails for good",
+  mirror_stale: "a kind of the mirror is not refreshed",
+};
+
 export const PROBLEM_STATES = ["open", "resolved"] as const;
 export type ProblemState = (typeof PROBLEM_STATES)[number];
 

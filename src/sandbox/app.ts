@@ -200,12 +200,13 @@ function apiGate(deps: SandboxParts): MiddlewareHandler<ApiEnv> {
         c.header("Retry-After", String(retryAfter));
         throw new SandboxError(429, "rate_limited", `rate limit exceeded: ${DEFAULTS.apiRate} requests per minute per key`);
       }
-      fault = faults.match(c.req.method, c.req.path);
+      fault = faults.match(c.req.method, c.req.path, key);
       const delayMs = fault?.delayMs;
       if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
       if (fault?.status) {
         if (fault.status === 429) c.header("Retry-After", String(fault.retryAfterSeconds ?? 1));
-        throw new SandboxError(fault.status as 500, fault.status === 429 ? "rate_limited" : "internal", `injected fault ${fault.status}`);
+        const code = fault.status === 429 ? "rate_limited" : fault.status === 401 || fault.status === 403 ? "unauthorized" : "internal";
+        throw new SandboxError(fault.status as 500, code, `injected fault ${fault.status}`);
       }
     } catch (err) {
       const e = err as SandboxError;
@@ -324,6 +325,9 @@ function controlRoutes(deps: SandboxParts): Hono {
     deps.faults.add(rule);
     return c.json({ added: rule }, 201);
   });
+  control.get("/faults", (c) =>
+    c.json({ data: deps.faults.list().map(({ apiKey, ...rule }) => (apiKey ? { ...rule, apiKey: "(set)" } : rule)) }),
+  );
   control.delete("/faults", (c) => {
     deps.faults.clear();
     return c.body(null, 204);
@@ -400,28 +404,40 @@ export interface FaultRule {
    * page too large to hold, or an error message of megabytes.
    */
   padBodyBytes?: number;
+  /**
+   * Only requests with this API key (Bearer): with `status: 401`, the API refusing one company's
+   * key while the others' still work.
+   */
+  apiKey?: string;
+  /** Applies for this many seconds from when it was added, then expires (an outage of a while). */
+  forSeconds?: number;
   /** Skip the first `after` matching requests. */
   after?: number;
   /** Apply to this many matching requests, then expire; unlimited when absent. */
   times?: number;
 }
 
-export function createFaults() {
-  let rules: { rule: FaultRule; seen: number; applied: number }[] = [];
+export function createFaults(now: () => number = Date.now) {
+  let rules: { rule: FaultRule; seen: number; applied: number; until: number }[] = [];
   return {
     // Arrow properties, not methods: the sandbox hands them out unbound.
     add: (rule: FaultRule) => {
-      rules.push({ rule, seen: 0, applied: 0 });
+      rules.push({ rule, seen: 0, applied: 0, until: rule.forSeconds === undefined ? Infinity : now() + rule.forSeconds * 1000 });
     },
     clear: () => {
       rules = [];
     },
-    /** The rule to apply to this request, if any (counting it). */
-    match(method: string, path: string): FaultRule | undefined {
+    /** The rules in force (expired ones left out), as `GET /_sandbox/faults` lists them. */
+    list: (): FaultRule[] =>
+      rules.filter((e) => e.until > now() && (e.rule.times === undefined || e.applied < e.rule.times)).map((e) => e.rule),
+    /** The rule to apply to this request (with the request's key, when it has one), if any (counting it). */
+    match(method: string, path: string, key?: string): FaultRule | undefined {
       for (const entry of rules) {
         const { rule } = entry;
         if (rule.method && rule.method.toUpperCase() !== method) continue;
         if (!path.startsWith(rule.path)) continue;
+        if (rule.apiKey !== undefined && rule.apiKey !== key) continue;
+        if (entry.until <= now()) continue;
         entry.seen++;
         if (entry.seen <= (rule.after ?? 0)) continue;
         if (rule.times !== undefined && entry.applied >= rule.times) continue;

@@ -23,6 +23,9 @@ import { OperatorActionError } from "../worker/errors.js";
 import { accountParam, type AccountDirectory, type AccountRegistry, type TryKey } from "../mirror/accounts.js";
 import { accountNotFound } from "../mirror/errors.js";
 import { withSyncState } from "../sync/first-import.js";
+import { createProblemStore, withKeyRefused } from "../problems/problem-store.js";
+import type { ProblemTracker } from "../problems/problem-tracker.js";
+import { upstreamOutcomeReporter } from "../problems/upstream-facts.js";
 import { SYNCED_KINDS } from "../sync/resources.js";
 import { tryApiKey, upstreamFromConfig } from "../worker/upstream.js";
 
@@ -48,11 +51,14 @@ export function operatorMount(deps: {
   connection: RedisClient;
   /** The accounts registry (the service reloads its edge's directory after each change). */
   accounts: AccountsPort;
+  /** GET /problems reads the problems table every process shares. */
+  problems?: ProblemTracker;
 }): (root: Hono<AppEnv>) => void {
   const { adminToken, config, logger, metrics, storage } = deps;
   const samplesKey = redisKeys(config.queuePrefix).minuteSamples;
   // Every operator read is of one account: `?account=`, else default.
   const of = (account: string | undefined) => storage.forAccount(accountParam(account));
+  const problemStore = createProblemStore(storage.database.operatorDb);
   return (root) => {
     const mirrorReader: MirrorReader = {
       kinds: MIRROR_KINDS,
@@ -74,6 +80,7 @@ export function operatorMount(deps: {
       actions: { port: deps.actions, logger },
       records,
       accounts: deps.accounts,
+      problems: { list: (query) => problemStore.list(query) },
     });
     // What the console reads, wired to the storage and the metrics (http imports neither).
     const reader = storage.database.operatorDb;
@@ -189,12 +196,26 @@ export function serviceAccounts(deps: {
    * the problems' outcome reporting joins (an unreachable API opens `upstream_unreachable`).
    */
   tryKey?: TryKey;
+  /**
+   * Told the facts this process meets: a key tried before an account is stored reports its call's
+   * outcome with `upstreamOutcomeReporter(problems, null)` (problems/upstream-facts.ts).
+   */
+  problems?: ProblemTracker;
 }): AccountsPort {
   const { config, storage, connection, registry, directory } = deps;
   const api = config.api;
   const tryKey: TryKey | undefined =
-    deps.tryKey ?? (api && ((apiKey) => tryApiKey(upstreamFromConfig({ ...api, apiKey }, connection, config.queuePrefix).api)));
+    deps.tryKey ??
+    (api &&
+      ((apiKey) =>
+        tryApiKey(
+          upstreamFromConfig({ ...api, apiKey }, connection, config.queuePrefix, {
+            ...(deps.problems ? { onOutcome: upstreamOutcomeReporter(deps.problems, null) } : {}),
+          }).api,
+        )));
   const trying = tryKey ? { tryKey } : {};
+  const withState = async (accounts: Awaited<ReturnType<AccountRegistry["list"]>>) =>
+    withKeyRefused(storage.database.db, await withSyncState(storage.database.db, accounts));
   const thenReload = <R>(change: Promise<R>) => change.finally(() => directory.reload().catch(() => undefined));
   const keys = redisKeys(config.queuePrefix);
   /**
@@ -214,7 +235,7 @@ export function serviceAccounts(deps: {
   };
   return {
     ...registry,
-    list: async () => withSyncState(storage.database.db, await registry.list()),
+    list: async () => withState(await registry.list()),
     add: (input) => thenReload(registry.add(input, trying)),
     rotate: (id, input) => thenReload(registry.rotate(id, input, trying)),
     async remove(id, options) {
@@ -222,10 +243,7 @@ export function serviceAccounts(deps: {
       if (options?.purge) await forgetInRedis(id);
     },
     async health(id) {
-      const [account] = await withSyncState(
-        storage.database.db,
-        (await registry.list()).filter((a) => a.id === id),
-      );
+      const [account] = await withState((await registry.list()).filter((a) => a.id === id));
       if (!account) throw accountNotFound(id);
       const keys = directory.get(id);
       const budget =

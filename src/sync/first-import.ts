@@ -126,8 +126,10 @@ export interface AccountSyncState {
   /**
    * `importing` until every kind's whole list was walked once (a complete full pass, or a
    * complete backfill without `--since`): only then does the mirror hold the company; `live` after.
+   * `key_refused` while the API refuses the account's key (its key_refused problem is open,
+   * problems/problem-store.ts `withKeyRefused`): nothing is read until the key is replaced.
    */
-  state: "importing" | "live";
+  state: "importing" | "live" | "key_refused";
   /** Per kind: the records its running (else its last) walk read, and whether a whole walk ever completed. */
   kinds: Record<SyncedKind, { records: number; walked: boolean }>;
 }

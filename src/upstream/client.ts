@@ -66,6 +66,11 @@ export interface ApiClientOptions {
   maxRateLimitRetries?: number;
   userAgent?: string;
   onResponse?: (info: ApiResponseInfo) => void;
+  /**
+   * Told how each attempt of a call ended, and whether the client tries again (problems/ reads
+   * these as facts: an API that does not answer, a key it refuses). Not told of an aborted call.
+   */
+  onOutcome?: (outcome: ApiCallOutcome) => void;
   logger?: Logger;
   /**
    * Given only when tracing is on: each call is a CLIENT span (its budget waits and retries as
@@ -237,6 +242,28 @@ export interface ApiResponseInfo {
   budget: BudgetClass;
 }
 
+/**
+ * How one attempt of a call ended (ApiClientOptions.onOutcome): answered (`status`, 2xx for a
+ * success) or not (`errno`: the network error's code, or "timeout"); `final` when the client
+ * gives up on the call after it (no retry follows).
+ */
+export interface ApiCallOutcome {
+  method: string;
+  route: string;
+  /** The API's host (and port). */
+  host: string;
+  /** The answer's status; undefined when none came. */
+  status?: number;
+  /** Without an answer: the network error's code (ECONNREFUSED, ENOTFOUND, …) or "timeout". */
+  errno?: string;
+  /** The error's message (names the method, route and host, never the key); undefined on success. */
+  message?: string;
+  /** This attempt's number in its call, from 1. */
+  attempt: number;
+  /** No further attempt of this call follows (a success, or the client gives up). */
+  final: boolean;
+}
+
 /** The client's options that decide how a call is sent and retried, resolved to their values. */
 function sendSettings(options: ApiClientOptions) {
   return {
@@ -253,6 +280,7 @@ function sendSettings(options: ApiClientOptions) {
     maxRateLimitRetries: options.maxRateLimitRetries ?? 5,
     limiter: options.limiter,
     onResponse: options.onResponse,
+    onOutcome: options.onOutcome,
     tracer: options.tracer,
     /** The client's own: aborts every call (the worker's shutdown deadline). */
     signal: options.signal,
@@ -298,6 +326,8 @@ async function sendUntilDone<T>(
   for (const [k, v] of Object.entries(call.query ?? {})) if (v !== undefined && v !== "") url.searchParams.set(k, String(v));
   let failures = 0;
   let rateLimited = 0;
+  const outcome = (attempt: Omit<ApiCallOutcome, "method" | "route" | "host" | "attempt">) =>
+    settings.onOutcome?.({ method: call.method, route: call.route, host: url.host, attempt: failures + rateLimited + 1, ...attempt });
   for (;;) {
     const waitStarted = span ? performance.now() : 0;
     const slot = await settings.limiter?.acquireSlot({ priority: call.priority ?? DEFAULT_BUDGET_CLASS, ...(signal ? { signal } : {}) });
@@ -307,10 +337,15 @@ async function sendUntilDone<T>(
       const sentAt = call.clock ? await call.clock() : new Date();
       // The budget counts the slot from the answer on (rate-limiter.ts), whatever the answer was.
       const value = await sendAttempt(settings, call, url, { span, signal }).finally(() => slot?.answered());
+      outcome({ status: 200, final: true });
       return { value, sentAt };
     } catch (err) {
+      if (signal?.aborted || err instanceof UpstreamAbortedError) throw err;
+      const failed = failedOutcome(err);
       if (err instanceof UpstreamRateLimitError) {
         span?.addEvent("rate limited", { "svc.retry_after_ms": err.retryAfterMs });
+        const final = rateLimited + 1 > settings.maxRateLimitRetries;
+        outcome({ ...failed, final });
         // Nobody sharing the key sends until Retry-After has passed; a 429 was not processed,
         // so even a write is safe to send again.
         await settings.limiter?.pause(err.retryAfterMs);
@@ -319,11 +354,22 @@ async function sendUntilDone<T>(
         continue;
       }
       const retryable = call.method === "GET" && err instanceof UpstreamError && err.retryable;
+      outcome({ ...failed, final: !retryable || failures + 1 > settings.readRetries });
       if (!retryable || ++failures > settings.readRetries) throw err;
       span?.addEvent("retry", { "svc.retry.reason": (err as Error).message });
       await sleep(backoffMs(failures - 1, settings.retryBaseMs), signal);
     }
   }
+}
+
+/** What a failed attempt tells of itself: the answer's status, else the network error's code. */
+function failedOutcome(err: unknown): Pick<ApiCallOutcome, "status" | "errno" | "message"> {
+  const message = (err as Error).message;
+  if (err instanceof UpstreamError && err.status !== undefined) return { status: err.status, message };
+  if (err instanceof UpstreamNetworkError) return { errno: err.errno, message };
+  if (err instanceof UpstreamTimeoutError) return { errno: "timeout", message };
+  // Not the API's failure (a call refused before it was sent, a bug): as if it answered.
+  return { status: 0, message };
 }
 
 // ---- One attempt and its answer
@@ -373,8 +419,11 @@ async function sendAttempt<T>(
     if (signal?.aborted) throw new UpstreamAbortedError(`${context} aborted`, err);
     const timedOut = (err as Error).name === "TimeoutError";
     report(timedOut ? "timeout" : "network");
-    if (timedOut) throw new UpstreamTimeoutError(`${context} timed out after ${timeoutMs} ms`);
-    throw new UpstreamNetworkError(`${context} failed: ${(err as Error).message}`, err);
+    // The host and the network error's code, never the key: what an operator needs to tell a
+    // refused connection from a name that does not resolve.
+    if (timedOut) throw new UpstreamTimeoutError(`${context} to ${url.host} timed out after ${timeoutMs} ms`);
+    const errno = networkErrno(err);
+    throw new UpstreamNetworkError(`${context} to ${url.host} failed: ${errno} (${(err as Error).message})`, err, errno);
   }
   report(res.status);
   const parsed = call.schema.safeParse(json);
@@ -386,6 +435,21 @@ async function sendAttempt<T>(
     throw new UpstreamResponseError(`${context} answered an unexpected shape: ${detail}`, { status: res.status });
   }
   return parsed.data;
+}
+
+/**
+ * The code of a failed fetch: undici throws `TypeError: fetch failed` with the reason in `cause`
+ * (`code`: ECONNREFUSED, ENOTFOUND, ECONNRESET, UND_ERR_CONNECT_TIMEOUT, …), sometimes nested in an
+ * AggregateError (each address tried); "network" when none says.
+ */
+export function networkErrno(err: unknown): string {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && /^[A-Z0-9_]{2,40}$/.test(code)) return code;
+    const inner = e instanceof AggregateError && e.errors.length > 0 ? (e.errors[0] as unknown) : e.cause;
+    e = inner;
+  }
+  return "network";
 }
 
 /**

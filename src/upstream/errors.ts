@@ -85,7 +85,14 @@ export class UpstreamTimeoutError extends noAnswerError("timeout", true) {}
 export class UpstreamAbortedError extends noAnswerError("aborted", false) {}
 
 /** The connection failed (refused, reset, DNS): for a write, whether it happened is unknown. */
-export class UpstreamNetworkError extends noAnswerError("network", true) {}
+export class UpstreamNetworkError extends noAnswerError("network", true) {
+  /** The network error's code (ECONNREFUSED, ENOTFOUND, …), or "network" when none said. */
+  readonly errno: string;
+  constructor(message: string, cause?: unknown, errno = "network") {
+    super(message, cause);
+    this.errno = errno;
+  }
+}
 
 /** A success answer whose body is not JSON or not the shape the spec promises. */
 export class UpstreamResponseError extends answerError({ code: "invalid_response" }, false) {}

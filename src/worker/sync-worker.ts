@@ -78,7 +78,8 @@ export function createSyncWorker(options: SyncWorkerOptions): Worker<SyncJobData
           await options.queue.rateLimit(err.retryAfterMs);
           throw Worker.RateLimitError();
         }
-        if (isPermanentUpstreamError(err)) throw new UnrecoverableError((err as Error).message);
+        // The upstream error stays its cause: the problems' rules tell its kind by it (problems/job-facts.ts).
+        if (isPermanentUpstreamError(err)) throw Object.assign(new UnrecoverableError((err as Error).message), { cause: err });
         throw err;
       }
     },

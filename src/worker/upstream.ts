@@ -4,8 +4,9 @@ import type { Config } from "../config/config.js";
 import { collectRateBudget, type Metrics } from "../metrics/metrics.js";
 import type { RedisClient } from "../redis/redis.js";
 import type { Tracing } from "../tracing/tracing.js";
-import { createApiClient, type ApiClient, type ApiClientOptions } from "../upstream/client.js";
+import { createApiClient, type ApiCallOutcome, type ApiClient, type ApiClientOptions } from "../upstream/client.js";
 import { apiKeyId } from "../base/api-key.js";
+import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from "../upstream/rate-limiter.js";
 import { UpstreamError } from "../upstream/errors.js";
 import type { KeyTrial } from "../mirror/accounts.js";
@@ -29,6 +30,8 @@ export function meteredUpstreams(deps: {
   tracing?: Tracing;
   /** Aborts every call in flight and after (the worker's shutdown deadline). */
   signal?: AbortSignal;
+  /** Told each attempt's outcome of the calls made for an account (problems/upstream-facts.ts). */
+  outcomesOf?: (account: string) => (outcome: ApiCallOutcome) => void;
 }) {
   const { config, logger, metrics, tracing } = deps;
   const api = config.api;
@@ -53,7 +56,27 @@ export function meteredUpstreams(deps: {
       metrics.budgetWaitSeconds.observe({ class: budget }, waitedMs / 1000);
     },
   };
-  const main = upstreamFromConfig(api, deps.connection, config.queuePrefix, extra);
+  // A key's client is shared by every account that holds the key: each is told of its calls.
+  const accountsOfKey = new Map<string, Set<string>>();
+  const withOutcomes = (apiKey: string, account: string): typeof extra => {
+    const holders = new Set([account]);
+    accountsOfKey.set(apiKey, holders);
+    const outcomesOf = deps.outcomesOf;
+    if (!outcomesOf) return extra;
+    const reporters = new Map<string, (outcome: ApiCallOutcome) => void>();
+    const of = (holder: string) => {
+      let reporter = reporters.get(holder);
+      if (!reporter) reporters.set(holder, (reporter = outcomesOf(holder)));
+      return reporter;
+    };
+    return {
+      ...extra,
+      onOutcome: (outcome) => {
+        for (const holder of holders) of(holder)(outcome);
+      },
+    };
+  };
+  const main = upstreamFromConfig(api, deps.connection, config.queuePrefix, withOutcomes(api.apiKey, DEFAULT_ACCOUNT));
   collectRateBudget(metrics, api.rate, () => main.limiter.state());
   const byKey = new Map<string, Upstream>([[api.apiKey, main]]);
   return {
@@ -63,9 +86,14 @@ export function meteredUpstreams(deps: {
      * The client of another key (a registered account's), on that key's own shared budget: every
      * process with the key shares its 120 a minute (spec part 8). Built once per key.
      */
-    forKey(apiKey: string): Upstream {
+    forKey(apiKey: string, account: string): Upstream {
       let upstream = byKey.get(apiKey);
-      if (!upstream) byKey.set(apiKey, (upstream = upstreamFromConfig({ ...api, apiKey }, deps.connection, config.queuePrefix, extra)));
+      if (!upstream)
+        byKey.set(
+          apiKey,
+          (upstream = upstreamFromConfig({ ...api, apiKey }, deps.connection, config.queuePrefix, withOutcomes(apiKey, account))),
+        );
+      else accountsOfKey.get(apiKey)?.add(account);
       return upstream;
     },
   };
@@ -76,7 +104,7 @@ export function upstreamFromConfig(
   api: NonNullable<Config["api"]>,
   redis: RedisClient,
   prefix: string,
-  extra: Pick<ApiClientOptions, "onResponse" | "logger" | "tracer" | "bookingsUpperBoundParam" | "signal"> &
+  extra: Pick<ApiClientOptions, "onResponse" | "onOutcome" | "logger" | "tracer" | "bookingsUpperBoundParam" | "signal"> &
     Pick<RateLimiterOptions, "onSlot"> = {},
 ): { api: ApiClient; limiter: RateLimiter } {
   const limiter = createRateLimiter({

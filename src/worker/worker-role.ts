@@ -25,12 +25,13 @@ import {
   queueForAccounts,
   syncProcessors,
   SYNC_JOBS,
+  FULL_TICK_MS,
   syncSlots,
   type AccountSync,
   type SyncAccounts,
   type SyncJobData,
 } from "./sync-worker.js";
-import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import { carriedAccount, DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { belongsToAccount, type AccountKeys } from "../mirror/accounts.js";
 import type { ApiClient } from "../upstream/client.js";
 import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
@@ -39,6 +40,10 @@ import { createAttemptRunner, attemptOfJob, type AttemptLog } from "../queue/att
 import { isChangeEventType, isKnownEventType } from "../events/catalog.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import { AccountError, EventLogError } from "../mirror/errors.js";
+import type { ProblemTracker } from "../problems/problem-tracker.js";
+import { upstreamOutcomeReporter } from "../problems/upstream-facts.js";
+import { handlerOutcomes, syncJobCompleted, syncJobGivenUp } from "../problems/job-facts.js";
+import { checkFreshness, STALE_INTERVALS } from "../problems/freshness.js";
 
 export type WorkerRole = ReturnType<typeof createWorkerRole>;
 
@@ -76,6 +81,8 @@ export interface WorkerRoleDeps {
    * with the role's others, on the role's connection. It logs its own failed attempts.
    */
   alerts?: { deliveryWorker(connection: RedisClient): Worker };
+  /** Told the facts the worker meets (upstream calls, given-up sync jobs, failure groups): problems/. */
+  problems?: ProblemTracker;
 }
 
 /**
@@ -141,9 +148,11 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
       await heal();
     },
   });
+  const freshness = freshnessWatch(deps, api !== undefined);
   const workers = [eventWorker, syncWorker];
   observeJobs(workers, { metrics, logger });
   const alertWorker = deps.alerts?.deliveryWorker(connection);
+  if (deps.problems) reportSyncJobs(syncWorker, deps.problems);
   const lifecycle = workerLifecycle({
     logger,
     prepare: () => adoptNamedHandlerKeys(table.registry.registered(), deps.steps, logger),
@@ -194,12 +203,20 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     reloadHandlers: (handlers: readonly EventHandlers[]) => void table.replace(handlers),
     /** Calls `listener` for every attempt this process finishes (either path); returns the unsubscribe function. */
     onFinished: (listener: (event: FinishedEvent) => void) => delivery.finished.on(listener),
-    start: () => lifecycle.start(),
+    /** Looks at each account's mirror kinds as of `now` (mirror_stale); what the worker does every minute. */
+    checkFreshness: (now: number) => freshness.check(now),
+    start: async () => {
+      await lifecycle.start();
+      freshness.start();
+    },
     /**
      * Drains (stream entries, active jobs) until the `drain` deadline, then aborts upstream reads in
      * flight and closes anyway (their jobs rerun); the relay and the queues close by `close`.
      */
-    stop: (deadlines: StopDeadlines) => lifecycle.stop(deadlines),
+    stop: (deadlines: StopDeadlines) => {
+      freshness.stop();
+      return lifecycle.stop(deadlines);
+    },
   };
 }
 
@@ -240,7 +257,16 @@ function createSyncParts(
 ) {
   const { config, logger, connection, metrics, tracing } = deps;
   const { mirror, syncQueue } = own;
-  const upstreams = meteredUpstreams({ config, connection, logger, metrics, tracing, signal: own.signal });
+  const { problems } = deps;
+  const upstreams = meteredUpstreams({
+    config,
+    connection,
+    logger,
+    metrics,
+    tracing,
+    signal: own.signal,
+    ...(problems ? { outcomesOf: (account: string) => upstreamOutcomeReporter(problems, account) } : {}),
+  });
   const feed = createChangeFeed({ config, logger, metrics, mirror, outbox: deps.changeOutbox, eventsQueue: own.eventsQueue, tracing });
   const refreshOf = createRefreshRequests({ config, connection, syncQueue, tracing });
   const main: AccountSync | undefined = upstreams && {
@@ -272,7 +298,7 @@ function syncOfAccounts(
   const built = new Map<string, { from: Upstream; sync: AccountSync }>();
   const upstreamOf = (account: string) => {
     const keys = keysOf(account);
-    return keys && upstreams.forKey(keys.apiKey);
+    return keys && upstreams.forKey(keys.apiKey, account);
   };
   return {
     list: accounts,
@@ -317,14 +343,17 @@ function syncOfAccounts(
  * the rest; both report each finished attempt to one feed and to the same metrics.
  */
 function createEventDelivery(
-  deps: Pick<WorkerRoleDeps, "config" | "logger" | "connection" | "metrics" | "mirror" | "eventLog" | "forAccount" | "keysOf"> & {
+  deps: Pick<
+    WorkerRoleDeps,
+    "config" | "logger" | "connection" | "metrics" | "mirror" | "eventLog" | "forAccount" | "keysOf" | "problems"
+  > & {
     eventsQueue: Queue<EventJobData>;
     registry: HandlerRegistry<SharedHandlerContext>;
   },
 ) {
   const { config, logger, connection, metrics, mirror, forAccount, keysOf } = deps;
   /** Whether the event log takes this process's attempts. */
-  const recording = watchRecording(deps.eventLog, forAccount && ((account) => forAccount(account).eventLog));
+  const recording = watchRecording(deps.eventLog, forAccount && ((account) => forAccount(account).eventLog), deps.problems);
   const runner = createAttemptRunner<SharedHandlerContext>({
     registry: deps.registry,
     handlerTimeoutMs: config.worker.handlerTimeoutMs,
@@ -450,11 +479,64 @@ function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics:
 }
 
 /**
+ * Every FULL_TICK_MS, whether each account's mirror kinds were refreshed within three
+ * reconciliation intervals (problems/freshness.ts); nothing without problems, an API or
+ * reconciliation.
+ */
+function freshnessWatch(deps: WorkerRoleDeps, syncing: boolean) {
+  const { problems, config } = deps;
+  const intervalMs = config.worker.reconcileIntervalMs;
+  let timer: NodeJS.Timeout | undefined;
+  const check = async (now: number) => {
+    if (!problems || !syncing || intervalMs <= 0) return;
+    const accounts = [DEFAULT_ACCOUNT, ...((await deps.accounts?.()) ?? [])];
+    await checkFreshness({
+      tracker: problems,
+      accounts,
+      checkpointsOf: (account) =>
+        (account === DEFAULT_ACCOUNT || !deps.forAccount ? deps.checkpoints : deps.forAccount(account).checkpoints).list("full"),
+      staleAfterMs: STALE_INTERVALS * intervalMs,
+      now,
+    });
+  };
+  return {
+    check,
+    start() {
+      if (!problems || !syncing || intervalMs <= 0) return;
+      timer = setInterval(() => {
+        check(Date.now()).catch((err: unknown) =>
+          deps.logger.warn({ err: (err as Error).message }, "mirror freshness not checked: checked again in a minute"),
+        );
+      }, FULL_TICK_MS);
+      timer.unref();
+    },
+    stop: () => clearInterval(timer),
+  };
+}
+
+/** Tells the problems of each sync job that completed and each given up on (sync_failing). */
+function reportSyncJobs(worker: Worker, problems: ProblemTracker): void {
+  const of = (job: Job) => ({
+    name: job.name,
+    account: carriedAccount((job.data as { account?: string } | undefined)?.account) ?? DEFAULT_ACCOUNT,
+    id: job.id,
+  });
+  worker.on("completed", (job) => syncJobCompleted(problems, of(job)));
+  worker.on("failed", (job, err) => {
+    if (job && isFinalFailure(job)) syncJobGivenUp(problems, of(job), err);
+  });
+}
+
+/**
  * Whether the event log takes the worker's attempts: what readiness reports beside a database
  * probe. Watches the event log's writes. A probe alone misses a database that answers `select 1` but
  * cannot write (a full disk); the outcome of the last real write tells.
  */
-function watchRecording(eventLog: AttemptLog, forAccount: ((account: string) => AttemptLog) | undefined) {
+function watchRecording(
+  eventLog: AttemptLog,
+  forAccount: ((account: string) => AttemptLog) | undefined,
+  problems: ProblemTracker | undefined,
+) {
   let failing = false;
   // A registered account's events go to its own part of the log; the log handed in is `default`'s.
   const logOf = (account: string | undefined): AttemptLog => (account === undefined || !forAccount ? eventLog : forAccount(account));
@@ -472,7 +554,11 @@ function watchRecording(eventLog: AttemptLog, forAccount: ((account: string) => 
   return {
     /** The log to hand the attempt runner: the event log, watched. */
     eventLog: {
-      recordAttempt: (attempt) => watched(logOf(attempt.account).recordAttempt(attempt)),
+      recordAttempt: async (attempt) => {
+        await watched(logOf(attempt.account).recordAttempt(attempt));
+        // Each handler's outcome as recorded: the failure groups' problems (handler_failing).
+        if (problems) handlerOutcomes(problems, { ...attempt, account: attempt.account ?? DEFAULT_ACCOUNT });
+      },
       holds: (id, account) => watched(logOf(account).holds(id)),
     } satisfies AttemptLog,
     /** The last call (a write, or the look-up of a delivery) failed for a reason not the event's own, and none succeeded since. */

@@ -4,6 +4,7 @@ import { signPayload } from "../../src/events/envelope.js";
 import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createService, type Service } from "../../src/service.js";
+import type { AnnounceTransition } from "../../src/problems/problem.js";
 import { createRedisConnection, type RedisClient } from "../../src/redis/redis.js";
 import type { EventHandlers } from "../../src/worker/handlers.js";
 import { captureLogs } from "./log-capture.js";
@@ -38,6 +39,7 @@ export async function startService(
     driver?: TestDriver;
     /** Shared with other services (and left open by stop()); by default a fresh one. */ database?: TestDatabase;
     /** Embedded on disk here (the test process holds its lock), not in memory. */ dataDir?: string;
+    /** Receives each problem's opening and resolution (ServiceOptions.announce). */ announce?: AnnounceTransition;
   } = {},
 ): Promise<TestService> {
   const prefix = `test-${randomUUID().slice(0, 8)}`;
@@ -64,7 +66,7 @@ export async function startService(
     (options.dataDir
       ? await openTestDatabase("embedded", { migrations: 0, dataDir: options.dataDir })
       : await openTestDatabase(options.driver ?? preferredDriver(), { migrations: 0 }));
-  const service = await createService({ config, logger, handlers, database });
+  const service = await createService({ config, logger, handlers, database, ...(options.announce ? { announce: options.announce } : {}) });
   const url = await service.start();
   const redis = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
   return {

@@ -203,14 +203,8 @@ describe("upgrading a database with rows from 0016_event_jobs to 0017_accounts",
       );
 
       const storage = await storageOf(database);
-      // 0018 (the accounts registry, a table of its own) comes after it.
-      expect(await storage.migrate()).toEqual([
-        "0017_accounts",
-        "0018_account_registry",
-        "0019_outbox_relay_order",
-        "0021_account_alert_url",
-        "0023_account_incarnation",
-      ]);
+      // 0018 (the accounts registry, a table of its own) and every later one come after it.
+      expect(await storage.migrate()).toEqual(Object.keys(MIGRATIONS).slice(upTo0016));
       expect(await storage.mirror.get("orders", "ord_1")).toMatchObject({ id: "ord_1" });
       expect(await storage.eventLog.get("evt_1")).toMatchObject({ type: "order.created" });
       expect(await storage.steps.forEvent("evt_1")).toHaveLength(1);

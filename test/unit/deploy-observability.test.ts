@@ -63,6 +63,7 @@ describe("deploy/: alert rules and the Grafana dashboard", () => {
         "SvcMirrorStale",
         "SvcUpstreamBudgetExhausted",
         "SvcUpstreamRateLimited",
+        "SvcUpstreamErrors",
         "SvcMissedWebhooksRising",
         "SvcReconciliationStalled",
         "SvcWorkersAbsent",

@@ -113,6 +113,15 @@ describe("the health figures table", () => {
     expect(showFigure(freshnessFigure("orders"), view()).level).toBe("ok");
   });
 
+  it("rates failed API calls of the last 5 minutes by the upstream errors alert's threshold", () => {
+    const figure = FIGURES.find((f) => f.label.startsWith("Failed API calls"))!;
+    const minutes = (counts: number[]) => counts.map((n, i) => ({ minute: i, values: { upstreamErrors: n } }));
+    // Only the last five minutes count: an hour-old outage is no failure now.
+    expect(showFigure(figure, view({}, minutes([50, 0, 0, 0, 0, 0]))).level).toBe("ok");
+    expect(showFigure(figure, view({}, minutes([0, 1, 0, 0, 0, 0]))).level).toBe("warn");
+    expect(showFigure(figure, view({}, minutes([0, 2, 2, 1, 1, 0]))).level).toBe("bad");
+  });
+
   it("shares its thresholds with deploy/prometheus/alerts.yml (each number is the one its alert fires on)", () => {
     const alerts = readFileSync(fileURLToPath(new URL("../../deploy/prometheus/alerts.yml", import.meta.url)), "utf8");
     const threshold = (name: string) => {

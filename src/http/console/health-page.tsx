@@ -29,6 +29,8 @@ export const ALERT_THRESHOLDS = {
   SvcMissedWebhooksRising: 10,
   /** Seconds without a complete full pass: three of the default RECONCILE_INTERVAL_SECONDS. */
   SvcReconciliationStalled: 3 * 3600,
+  /** Upstream calls without an answer (network error, timeout) or answered 5xx, in 5 minutes. */
+  SvcUpstreamErrors: 5,
 } as const;
 
 /** The service's own limits the rules scale with (from the config). */
@@ -182,6 +184,18 @@ export const FIGURES: readonly Figure[] = [
     value: (v) => v.summary.rateBudget?.pausedSeconds ?? null,
     missing: "no upstream client in this process",
     rule: { reason: () => "Warning while the API asked every caller to pause", level: above(0, Infinity) },
+  },
+  {
+    group: "API budget",
+    label: "Failed API calls (no answer, a timeout or a 5xx), last 5 minutes",
+    unit: { noun: "calls" },
+    value: (v) => (v.samples.length === 0 ? null : v.samples.slice(-5).reduce((n, s) => n + (s.values.upstreamErrors ?? 0), 0)),
+    missing: "no samples yet",
+    rule: {
+      reason: () =>
+        `Bad past ${A.SvcUpstreamErrors} in 5 minutes (the upstream errors alert); the upstream_unreachable problem names the host and the cause`,
+      level: above(0, A.SvcUpstreamErrors),
+    },
   },
   sampled("API budget", "429 answers from the API, last hour", "rateLimited", "answers", {
     reason: () => "Warning on any 429: the budget is set above the API's limit, or another client shares the key (the rate-limited alert)",

@@ -1,0 +1,270 @@
+import { createHash } from "node:crypto";
+import { sql, type Kysely, type Selectable } from "kysely";
+import type { DatabaseSchema, ProblemsTable } from "../mirror/database.js";
+import { printable } from "../base/text.js";
+import type { AccountSyncState } from "../sync/first-import.js";
+import { PROBLEM_KINDS, type Problem, type ProblemKind, type ProblemState, type ProblemTransition } from "./problem.js";
+
+// The problems table (migrations.ts, 0020_problems): one row per (account, kind, subject), opened,
+// counted, resolved and opened again in place, with a mark per transition once it was announced.
+// Its statements decide nothing: the tracker beside it (problem-tracker.ts) says when to call them.
+// Every statement is guarded by the row's state, so two processes reporting the same fact open
+// (or resolve) it once.
+
+/** What names one problem: the deployment's own has account null. */
+export interface ProblemKey {
+  account: string | null;
+  kind: ProblemKind;
+  subject: string;
+}
+
+/** The most characters of a cause, and of a subject, that are stored (they come from outside). */
+export const MAX_CAUSE_CHARS = 500;
+export const MAX_SUBJECT_CHARS = 300;
+
+/** The stored account of a key: '' for the deployment's. */
+const accountColumn = (account: string | null) => account ?? "";
+
+/** The problem's stable id: the same for every opening of (account, kind, subject), in every process. */
+export function problemId(key: ProblemKey): string {
+  const digest = createHash("sha256")
+    .update(`${accountColumn(key.account)}\0${key.kind}\0${key.subject}`)
+    .digest("hex");
+  return `prb_${digest.slice(0, 20)}`;
+}
+
+/** One text for a map of keys. */
+export const keyText = (key: ProblemKey): string => `${accountColumn(key.account)}\0${key.kind}\0${key.subject}`;
+
+/** Text from outside, as a cause or a subject may hold it: printable, on one line, bounded. */
+export function boundedText(text: string, max: number): string {
+  const line = printable(text.replace(/\s+/g, " ").trim());
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
+}
+
+type Row = Selectable<ProblemsTable>;
+
+function fromRow(row: Row): Problem {
+  return {
+    id: row.id,
+    account: row.account_id === "" ? null : row.account_id,
+    kind: row.kind as ProblemKind,
+    subject: row.subject,
+    state: row.state as ProblemState,
+    openedAt: row.opened_at.toISOString(),
+    resolvedAt: row.resolved_at?.toISOString() ?? null,
+    lastSeenAt: row.last_seen_at.toISOString(),
+    count: Number(row.count),
+    cause: row.cause,
+  };
+}
+
+/** The opening of a problem as announced: the problem as it stood when it opened. */
+export function openedTransition(problem: Problem): ProblemTransition {
+  return {
+    id: `${problem.id}.opened.${Date.parse(problem.openedAt)}`,
+    type: "problem.opened",
+    problem: { ...problem, state: "open", resolvedAt: null },
+  };
+}
+
+/** The resolution of a problem as announced. */
+export function resolvedTransition(problem: Problem): ProblemTransition {
+  return { id: `${problem.id}.resolved.${Date.parse(problem.resolvedAt ?? problem.lastSeenAt)}`, type: "problem.resolved", problem };
+}
+
+/** What GET /problems and `svc-webhooks problems` select: every account's without `account`. */
+export interface ProblemQuery {
+  state?: ProblemState | "all";
+  /** An account's id, or "" for the deployment's own. */
+  account?: string;
+  kind?: ProblemKind;
+  /** @defaultValue 200 */
+  limit?: number;
+}
+
+export interface ProblemStore {
+  /**
+   * Opens the problem (a new row, or a resolved one opened again); when it is open already, counts
+   * the fault on it. `opened` says whether this call opened it (only one caller of many does).
+   */
+  open(key: ProblemKey, fault: { cause: string; count: number }): Promise<{ problem: Problem; opened: boolean }>;
+  /** Counts faults seen on an open problem since the last call; undefined when it is no longer open. */
+  touch(key: ProblemKey, fault: { cause: string; count: number }): Promise<Problem | undefined>;
+  /** Resolves the problem if it is open; undefined when it was not (another process resolved it). */
+  resolve(key: ProblemKey): Promise<Problem | undefined>;
+  /** The open problems (every account's). */
+  listOpen(): Promise<Problem[]>;
+  list(query?: ProblemQuery): Promise<Problem[]>;
+  /** Transitions not yet marked announced, oldest first: each opening, then each resolution. */
+  unannounced(limit?: number): Promise<ProblemTransition[]>;
+  /** Marks the transition announced (idempotent; a later opening of the same problem is left alone). */
+  markAnnounced(transition: ProblemTransition): Promise<void>;
+}
+
+export function createProblemStore(db: Kysely<DatabaseSchema>): ProblemStore {
+  const where = (key: ProblemKey) => ({ account_id: accountColumn(key.account), kind: key.kind, subject: key.subject });
+  const cause = (text: string) => boundedText(text, MAX_CAUSE_CHARS);
+  // Whole milliseconds: a transition's id and its mark name the time as JavaScript holds it.
+  const now = sql<Date>`date_trunc('milliseconds', clock_timestamp())`;
+
+  /** Counts faults on the open row; undefined when it is not open. */
+  const countOn = async (key: ProblemKey, fault: { cause: string; count: number }) => {
+    const k = where(key);
+    const row = await db
+      .updateTable("problems")
+      .set({ count: sql`count + ${fault.count}`, last_seen_at: now, cause: cause(fault.cause) })
+      .where("account_id", "=", k.account_id)
+      .where("kind", "=", k.kind)
+      .where("subject", "=", k.subject)
+      .where("state", "=", "open")
+      .returningAll()
+      .executeTakeFirst();
+    return row && fromRow(row);
+  };
+
+  return {
+    async open(key, fault) {
+      const k = where(key);
+      // A resolved row opens again in place (its marks cleared: this opening is announced anew).
+      const reopened = await db
+        .updateTable("problems")
+        .set({
+          state: "open",
+          opened_at: now,
+          resolved_at: null,
+          last_seen_at: now,
+          count: fault.count,
+          cause: cause(fault.cause),
+          opened_announced_at: null,
+          resolved_announced_at: null,
+        })
+        .where("account_id", "=", k.account_id)
+        .where("kind", "=", k.kind)
+        .where("subject", "=", k.subject)
+        .where("state", "=", "resolved")
+        .returningAll()
+        .executeTakeFirst();
+      if (reopened) return { problem: fromRow(reopened), opened: true };
+      const inserted = await db
+        .insertInto("problems")
+        .values({
+          ...k,
+          id: problemId(key),
+          state: "open",
+          opened_at: now,
+          last_seen_at: now,
+          count: fault.count,
+          cause: cause(fault.cause),
+        })
+        .onConflict((oc) => oc.columns(["account_id", "kind", "subject"]).doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (inserted) return { problem: fromRow(inserted), opened: true };
+      // Open already (another process, or before a restart): the fault counts on it.
+      const counted = await countOn(key, fault);
+      if (counted) return { problem: counted, opened: false };
+      // Resolved between the two statements: open it again.
+      return this.open(key, fault);
+    },
+    touch: countOn,
+    async resolve(key) {
+      const k = where(key);
+      const row = await db
+        .updateTable("problems")
+        .set({ state: "resolved", resolved_at: now, resolved_announced_at: null })
+        .where("account_id", "=", k.account_id)
+        .where("kind", "=", k.kind)
+        .where("subject", "=", k.subject)
+        .where("state", "=", "open")
+        .returningAll()
+        .executeTakeFirst();
+      return row && fromRow(row);
+    },
+    async listOpen() {
+      return (await db.selectFrom("problems").selectAll().where("state", "=", "open").execute()).map(fromRow);
+    },
+    async list(query = {}) {
+      let q = db.selectFrom("problems").selectAll();
+      const state = query.state ?? "open";
+      if (state !== "all") q = q.where("state", "=", state);
+      if (query.account !== undefined) q = q.where("account_id", "=", query.account);
+      if (query.kind !== undefined) q = q.where("kind", "=", query.kind);
+      // Open ones first (newest opening first), then the resolved, newest resolution first.
+      const rows = await q
+        .orderBy(sql`state = 'open'`, "desc")
+        .orderBy(sql`coalesce(resolved_at, opened_at)`, "desc")
+        .orderBy("id")
+        .limit(query.limit ?? 200)
+        .execute();
+      return rows.map(fromRow);
+    },
+    async unannounced(limit = 100) {
+      const rows = await db
+        .selectFrom("problems")
+        .selectAll()
+        .where((eb) =>
+          eb.or([eb("opened_announced_at", "is", null), eb.and([eb("state", "=", "resolved"), eb("resolved_announced_at", "is", null)])]),
+        )
+        .orderBy("opened_at")
+        .limit(limit)
+        .execute();
+      return rows.flatMap((row) => {
+        const problem = fromRow(row);
+        const transitions: ProblemTransition[] = [];
+        if (row.opened_announced_at === null) transitions.push(openedTransition(problem));
+        if (problem.state === "resolved" && row.resolved_announced_at === null) transitions.push(resolvedTransition(problem));
+        return transitions;
+      });
+    },
+    async markAnnounced(transition) {
+      const { problem } = transition;
+      const k = where(problem);
+      const row = db
+        .updateTable("problems")
+        .where("account_id", "=", k.account_id)
+        .where("kind", "=", k.kind)
+        .where("subject", "=", k.subject);
+      // Only the transition announced: a later opening (another opened_at) is announced on its own.
+      if (transition.type === "problem.opened")
+        await row
+          .set({ opened_announced_at: now })
+          .where("opened_at", "=", new Date(problem.openedAt))
+          .where("opened_announced_at", "is", null)
+          .execute();
+      else if (problem.resolvedAt !== null)
+        await row
+          .set({ resolved_announced_at: now })
+          .where("resolved_at", "=", new Date(problem.resolvedAt))
+          .where("resolved_announced_at", "is", null)
+          .execute();
+    },
+  };
+}
+
+/**
+ * Each account with its sync state, `key_refused` while that problem of the account is open (one
+ * read for every account): what `GET /accounts` and `accounts list` show.
+ */
+export async function withKeyRefused<A extends { id: string; sync: AccountSyncState }>(
+  db: Kysely<DatabaseSchema>,
+  accounts: readonly A[],
+): Promise<A[]> {
+  if (accounts.length === 0) return [];
+  const refused = await db
+    .selectFrom("problems")
+    .select("account_id")
+    .where("kind", "=", "key_refused")
+    .where("state", "=", "open")
+    .where(
+      "account_id",
+      "in",
+      accounts.map((a) => a.id),
+    )
+    .execute();
+  const ids = new Set(refused.map((r) => r.account_id));
+  return accounts.map((a) => (ids.has(a.id) ? { ...a, sync: { ...a.sync, state: "key_refused" } } : a));
+}
+
+/** Whether `text` names a kind of problem. */
+export const isProblemKind = (text: string): text is ProblemKind => (PROBLEM_KINDS as readonly string[]).includes(text);
