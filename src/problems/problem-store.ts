@@ -102,80 +102,112 @@ export interface ProblemStore {
   markAnnounced(transition: ProblemTransition): Promise<void>;
 }
 
-export function createProblemStore(db: Kysely<DatabaseSchema>): ProblemStore {
-  const where = (key: ProblemKey) => ({ account_id: accountColumn(key.account), kind: key.kind, subject: key.subject });
-  const cause = (text: string) => boundedText(text, MAX_CAUSE_CHARS);
-  // Whole milliseconds: a transition's id and its mark name the time as JavaScript holds it.
-  const now = sql<Date>`date_trunc('milliseconds', clock_timestamp())`;
+type Db = Kysely<DatabaseSchema>;
 
-  /** Counts faults on the open row; undefined when it is not open. */
-  const countOn = async (key: ProblemKey, fault: { cause: string; count: number }) => {
-    const k = where(key);
-    const row = await db
-      .updateTable("problems")
-      .set({ count: sql`count + ${fault.count}`, last_seen_at: now, cause: cause(fault.cause) })
-      .where("account_id", "=", k.account_id)
-      .where("kind", "=", k.kind)
-      .where("subject", "=", k.subject)
-      .where("state", "=", "open")
-      .returningAll()
-      .executeTakeFirst();
-    return row && fromRow(row);
-  };
+/** The row's key columns. */
+const columnsOf = (key: ProblemKey) => ({ account_id: accountColumn(key.account), kind: key.kind, subject: key.subject });
+const boundedCause = (text: string) => boundedText(text, MAX_CAUSE_CHARS);
+// Whole milliseconds: a transition's id and its mark name the time as JavaScript holds it.
+const NOW = sql<Date>`date_trunc('milliseconds', clock_timestamp())`;
 
+/** An update of the problem's row (by its key). */
+const updateRow = (db: Db, key: ProblemKey) => {
+  const k = columnsOf(key);
+  return db.updateTable("problems").where("account_id", "=", k.account_id).where("kind", "=", k.kind).where("subject", "=", k.subject);
+};
+
+/** Counts faults on the open row; undefined when it is not open. */
+async function countOn(db: Db, key: ProblemKey, fault: { cause: string; count: number }): Promise<Problem | undefined> {
+  const row = await updateRow(db, key)
+    .set({ count: sql`count + ${fault.count}`, last_seen_at: NOW, cause: boundedCause(fault.cause) })
+    .where("state", "=", "open")
+    .returningAll()
+    .executeTakeFirst();
+  return row && fromRow(row);
+}
+
+/** ProblemStore.open: a resolved row opened again, else a new row, else the fault counted on the open one. */
+async function openProblem(
+  db: Db,
+  key: ProblemKey,
+  fault: { cause: string; count: number },
+): Promise<{ problem: Problem; opened: boolean }> {
+  const cause = boundedCause(fault.cause);
+  // A resolved row opens again in place (its marks cleared: this opening is announced anew).
+  const reopened = await updateRow(db, key)
+    .set({
+      state: "open",
+      opened_at: NOW,
+      resolved_at: null,
+      last_seen_at: NOW,
+      count: fault.count,
+      cause,
+      opened_announced_at: null,
+      resolved_announced_at: null,
+    })
+    .where("state", "=", "resolved")
+    .returningAll()
+    .executeTakeFirst();
+  if (reopened) return { problem: fromRow(reopened), opened: true };
+  const inserted = await db
+    .insertInto("problems")
+    .values({ ...columnsOf(key), id: problemId(key), state: "open", opened_at: NOW, last_seen_at: NOW, count: fault.count, cause })
+    .onConflict((oc) => oc.columns(["account_id", "kind", "subject"]).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (inserted) return { problem: fromRow(inserted), opened: true };
+  // Open already (another process, or before a restart): the fault counts on it.
+  const counted = await countOn(db, key, fault);
+  if (counted) return { problem: counted, opened: false };
+  // Resolved between the two statements: open it again.
+  return openProblem(db, key, fault);
+}
+
+/** ProblemStore.unannounced. */
+async function unannounced(db: Db, limit: number): Promise<ProblemTransition[]> {
+  const rows = await db
+    .selectFrom("problems")
+    .selectAll()
+    .where((eb) =>
+      eb.or([eb("opened_announced_at", "is", null), eb.and([eb("state", "=", "resolved"), eb("resolved_announced_at", "is", null)])]),
+    )
+    .orderBy("opened_at")
+    .limit(limit)
+    .execute();
+  return rows.flatMap((row) => {
+    const problem = fromRow(row);
+    const transitions: ProblemTransition[] = [];
+    if (row.opened_announced_at === null) transitions.push(openedTransition(problem));
+    if (problem.state === "resolved" && row.resolved_announced_at === null) transitions.push(resolvedTransition(problem));
+    return transitions;
+  });
+}
+
+/** ProblemStore.markAnnounced: only the transition announced; a later opening (another opened_at) is announced on its own. */
+async function markAnnounced(db: Db, transition: ProblemTransition): Promise<void> {
+  const { problem } = transition;
+  const row = updateRow(db, problem);
+  if (transition.type === "problem.opened")
+    await row
+      .set({ opened_announced_at: NOW })
+      .where("opened_at", "=", new Date(problem.openedAt))
+      .where("opened_announced_at", "is", null)
+      .execute();
+  else if (problem.resolvedAt !== null)
+    await row
+      .set({ resolved_announced_at: NOW })
+      .where("resolved_at", "=", new Date(problem.resolvedAt))
+      .where("resolved_announced_at", "is", null)
+      .execute();
+}
+
+export function createProblemStore(db: Db): ProblemStore {
   return {
-    async open(key, fault) {
-      const k = where(key);
-      // A resolved row opens again in place (its marks cleared: this opening is announced anew).
-      const reopened = await db
-        .updateTable("problems")
-        .set({
-          state: "open",
-          opened_at: now,
-          resolved_at: null,
-          last_seen_at: now,
-          count: fault.count,
-          cause: cause(fault.cause),
-          opened_announced_at: null,
-          resolved_announced_at: null,
-        })
-        .where("account_id", "=", k.account_id)
-        .where("kind", "=", k.kind)
-        .where("subject", "=", k.subject)
-        .where("state", "=", "resolved")
-        .returningAll()
-        .executeTakeFirst();
-      if (reopened) return { problem: fromRow(reopened), opened: true };
-      const inserted = await db
-        .insertInto("problems")
-        .values({
-          ...k,
-          id: problemId(key),
-          state: "open",
-          opened_at: now,
-          last_seen_at: now,
-          count: fault.count,
-          cause: cause(fault.cause),
-        })
-        .onConflict((oc) => oc.columns(["account_id", "kind", "subject"]).doNothing())
-        .returningAll()
-        .executeTakeFirst();
-      if (inserted) return { problem: fromRow(inserted), opened: true };
-      // Open already (another process, or before a restart): the fault counts on it.
-      const counted = await countOn(key, fault);
-      if (counted) return { problem: counted, opened: false };
-      // Resolved between the two statements: open it again.
-      return this.open(key, fault);
-    },
-    touch: countOn,
+    open: (key, fault) => openProblem(db, key, fault),
+    touch: (key, fault) => countOn(db, key, fault),
     async resolve(key) {
-      const k = where(key);
-      const row = await db
-        .updateTable("problems")
-        .set({ state: "resolved", resolved_at: now, resolved_announced_at: null })
-        .where("account_id", "=", k.account_id)
-        .where("kind", "=", k.kind)
-        .where("subject", "=", k.subject)
+      const row = await updateRow(db, key)
+        .set({ state: "resolved", resolved_at: NOW, resolved_announced_at: null })
         .where("state", "=", "open")
         .returningAll()
         .executeTakeFirst();
@@ -199,46 +231,8 @@ export function createProblemStore(db: Kysely<DatabaseSchema>): ProblemStore {
         .execute();
       return rows.map(fromRow);
     },
-    async unannounced(limit = 100) {
-      const rows = await db
-        .selectFrom("problems")
-        .selectAll()
-        .where((eb) =>
-          eb.or([eb("opened_announced_at", "is", null), eb.and([eb("state", "=", "resolved"), eb("resolved_announced_at", "is", null)])]),
-        )
-        .orderBy("opened_at")
-        .limit(limit)
-        .execute();
-      return rows.flatMap((row) => {
-        const problem = fromRow(row);
-        const transitions: ProblemTransition[] = [];
-        if (row.opened_announced_at === null) transitions.push(openedTransition(problem));
-        if (problem.state === "resolved" && row.resolved_announced_at === null) transitions.push(resolvedTransition(problem));
-        return transitions;
-      });
-    },
-    async markAnnounced(transition) {
-      const { problem } = transition;
-      const k = where(problem);
-      const row = db
-        .updateTable("problems")
-        .where("account_id", "=", k.account_id)
-        .where("kind", "=", k.kind)
-        .where("subject", "=", k.subject);
-      // Only the transition announced: a later opening (another opened_at) is announced on its own.
-      if (transition.type === "problem.opened")
-        await row
-          .set({ opened_announced_at: now })
-          .where("opened_at", "=", new Date(problem.openedAt))
-          .where("opened_announced_at", "is", null)
-          .execute();
-      else if (problem.resolvedAt !== null)
-        await row
-          .set({ resolved_announced_at: now })
-          .where("resolved_at", "=", new Date(problem.resolvedAt))
-          .where("resolved_announced_at", "is", null)
-          .execute();
-    },
+    unannounced: (limit = 100) => unannounced(db, limit),
+    markAnnounced: (transition) => markAnnounced(db, transition),
   };
 }
 

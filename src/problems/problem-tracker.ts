@@ -75,19 +75,10 @@ interface Entry {
   busy: number;
 }
 
-export function createProblemTracker(options: ProblemTrackerOptions): ProblemTracker {
+/** The writes of the tracker: each key's one after the other, every one awaited by `settled`, each transition announced. */
+function createWrites(options: ProblemTrackerOptions) {
   const { store, logger } = options;
-  const syncMs = options.syncMs ?? 5000;
-  const view = new Map<string, Entry>();
   const inFlight = new Set<Promise<void>>();
-  const timers: NodeJS.Timeout[] = [];
-
-  const entryOf = (key: ProblemKey): Entry => {
-    const text = keyText(key);
-    let entry = view.get(text);
-    if (!entry) view.set(text, (entry = { key, open: false, pending: 0, cause: "", chain: Promise.resolve(), busy: 0 }));
-    return entry;
-  };
 
   /** Runs `write` after the key's earlier writes; its failure is logged and undone by `undo`. */
   const queue = (entry: Entry, what: string, write: () => Promise<void>, undo: () => void) => {
@@ -117,43 +108,94 @@ export function createProblemTracker(options: ProblemTrackerOptions): ProblemTra
     }
   };
 
-  const say = (problem: Problem, verb: string) =>
+  const say = (problem: Problem, verb: "opened" | "resolved") =>
     logger[verb === "opened" ? "warn" : "info"](
       { problem: problem.id, kind: problem.kind, account: problem.account, subject: problem.subject, cause: problem.cause },
       `problem ${verb}: ${problem.kind}${problem.account === null ? "" : ` of account ${problem.account}`} (${problem.subject})${verb === "opened" ? `: ${problem.cause}` : ""}`,
     );
 
-  const open = (entry: Entry, cause: string) => {
-    entry.open = true;
-    queue(
-      entry,
-      "opened",
-      async () => {
-        const count = 1 + entry.pending;
-        entry.pending = 0;
-        const { problem, opened } = await store.open(entry.key, { cause, count });
-        if (!opened) return;
-        say(problem, "opened");
-        await announce(openedTransition(problem));
-      },
-      () => (entry.open = false),
-    );
+  return {
+    queue,
+    announce,
+    async settled() {
+      while (inFlight.size > 0) await Promise.all([...inFlight]);
+    },
+    open(entry: Entry, cause: string) {
+      entry.open = true;
+      queue(
+        entry,
+        "opened",
+        async () => {
+          const count = 1 + entry.pending;
+          entry.pending = 0;
+          const { problem, opened } = await store.open(entry.key, { cause, count });
+          if (!opened) return;
+          say(problem, "opened");
+          await announce(openedTransition(problem));
+        },
+        () => (entry.open = false),
+      );
+    },
+    resolve(entry: Entry) {
+      entry.open = false;
+      entry.pending = 0;
+      queue(
+        entry,
+        "resolved",
+        async () => {
+          const problem = await store.resolve(entry.key);
+          if (!problem) return;
+          say(problem, "resolved");
+          await announce(resolvedTransition(problem));
+        },
+        () => (entry.open = true),
+      );
+    },
   };
+}
 
-  const resolve = (entry: Entry) => {
-    entry.open = false;
+type Writes = ReturnType<typeof createWrites>;
+
+/** ProblemTracker.sync: the counts written, then the view made what the table holds open. */
+async function syncView(view: Map<string, Entry>, writes: Writes, store: ProblemStore, entryOf: (key: ProblemKey) => Entry) {
+  // The counts first: a fault seen here on a problem another process resolved is lost, and the next one opens it again.
+  for (const entry of view.values()) {
+    if (!entry.open || entry.pending === 0) continue;
+    const fault = { cause: entry.cause, count: entry.pending };
     entry.pending = 0;
-    queue(
+    writes.queue(
       entry,
-      "resolved",
+      "counted",
       async () => {
-        const problem = await store.resolve(entry.key);
-        if (!problem) return;
-        say(problem, "resolved");
-        await announce(resolvedTransition(problem));
+        if (!(await store.touch(entry.key, fault))) entry.open = false;
       },
-      () => (entry.open = true),
+      () => (entry.pending += fault.count),
     );
+  }
+  await writes.settled();
+  const open = new Set<string>();
+  for (const problem of await store.listOpen()) {
+    const key = { account: problem.account, kind: problem.kind, subject: problem.subject };
+    open.add(keyText(key));
+    const entry = entryOf(key);
+    if (entry.busy === 0) entry.open = true;
+  }
+  // Resolved by another process (or by hand): nothing left to resolve here.
+  for (const [text, entry] of view) if (entry.busy === 0 && !open.has(text)) view.delete(text);
+}
+
+export function createProblemTracker(options: ProblemTrackerOptions): ProblemTracker {
+  const { store, logger } = options;
+  const syncMs = options.syncMs ?? 5000;
+  const view = new Map<string, Entry>();
+  const timers: NodeJS.Timeout[] = [];
+  const writes = createWrites(options);
+
+  const entryOf = (key: ProblemKey): Entry => {
+    const text = keyText(key);
+    let entry = view.get(text);
+    if (!entry) view.set(text, (entry = { key, open: false, pending: 0, cause: "", chain: Promise.resolve(), busy: 0 }));
+    return entry;
   };
 
   const tracker: ProblemTracker = {
@@ -165,51 +207,24 @@ export function createProblemTracker(options: ProblemTrackerOptions): ProblemTra
         entry.cause = fact.cause;
         return;
       }
-      open(entry, fact.cause);
+      writes.open(entry, fact.cause);
     },
     cleared(key) {
       const entry = view.get(keyText({ ...key, subject: boundedText(key.subject, MAX_SUBJECT_CHARS) }));
-      if (entry?.open) resolve(entry);
+      if (entry?.open) writes.resolve(entry);
     },
     clearedWhere({ account, kind, subjectPrefix }) {
       for (const entry of view.values())
         if (entry.open && entry.key.account === account && entry.key.kind === kind && entry.key.subject.startsWith(subjectPrefix))
-          resolve(entry);
+          writes.resolve(entry);
     },
     isOpen: (key) => view.get(keyText(key))?.open === true,
     openKeys: () => [...view.values()].filter((e) => e.open).map((e) => e.key),
-    async settled() {
-      while (inFlight.size > 0) await Promise.all([...inFlight]);
-    },
-    async sync() {
-      // The counts first: a fault seen here on a problem another process resolved is lost, and the next one opens it again.
-      for (const entry of view.values()) {
-        if (!entry.open || entry.pending === 0) continue;
-        const fault = { cause: entry.cause, count: entry.pending };
-        entry.pending = 0;
-        queue(
-          entry,
-          "counted",
-          async () => {
-            if (!(await store.touch(entry.key, fault))) entry.open = false;
-          },
-          () => (entry.pending += fault.count),
-        );
-      }
-      await tracker.settled();
-      const open = new Set<string>();
-      for (const problem of await store.listOpen()) {
-        const key = { account: problem.account, kind: problem.kind, subject: problem.subject };
-        open.add(keyText(key));
-        const entry = entryOf(key);
-        if (entry.busy === 0) entry.open = true;
-      }
-      // Resolved by another process (or by hand): nothing left to resolve here.
-      for (const [text, entry] of view) if (entry.busy === 0 && !open.has(text)) view.delete(text);
-    },
+    settled: () => writes.settled(),
+    sync: () => syncView(view, writes, store, entryOf),
     async reannounce() {
       const transitions = await store.unannounced();
-      for (const t of transitions) await announce(t);
+      for (const t of transitions) await writes.announce(t);
       return transitions.length;
     },
     async start() {

@@ -148,11 +148,10 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
       await heal();
     },
   });
-  const freshness = freshnessWatch(deps, api !== undefined);
+  const freshness = watchProblems(deps, syncWorker, api !== undefined);
   const workers = [eventWorker, syncWorker];
   observeJobs(workers, { metrics, logger });
   const alertWorker = deps.alerts?.deliveryWorker(connection);
-  if (deps.problems) reportSyncJobs(syncWorker, deps.problems);
   const lifecycle = workerLifecycle({
     logger,
     prepare: () => adoptNamedHandlerKeys(table.registry.registered(), deps.steps, logger),
@@ -205,18 +204,12 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     onFinished: (listener: (event: FinishedEvent) => void) => delivery.finished.on(listener),
     /** Looks at each account's mirror kinds as of `now` (mirror_stale); what the worker does every minute. */
     checkFreshness: (now: number) => freshness.check(now),
-    start: async () => {
-      await lifecycle.start();
-      freshness.start();
-    },
+    start: () => lifecycle.start().then(() => freshness.start()),
     /**
      * Drains (stream entries, active jobs) until the `drain` deadline, then aborts upstream reads in
      * flight and closes anyway (their jobs rerun); the relay and the queues close by `close`.
      */
-    stop: (deadlines: StopDeadlines) => {
-      freshness.stop();
-      return lifecycle.stop(deadlines);
-    },
+    stop: (deadlines: StopDeadlines) => lifecycle.stop(deadlines).finally(() => freshness.stop()),
   };
 }
 
@@ -479,12 +472,14 @@ function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics:
 }
 
 /**
- * Every FULL_TICK_MS, whether each account's mirror kinds were refreshed within three
- * reconciliation intervals (problems/freshness.ts); nothing without problems, an API or
- * reconciliation.
+ * What the worker tells the problems beside the upstream's outcomes and the handlers': each sync
+ * job given up on or completed, and every FULL_TICK_MS whether each account's mirror kinds were
+ * refreshed within three reconciliation intervals (problems/freshness.ts; nothing without an API
+ * or reconciliation).
  */
-function freshnessWatch(deps: WorkerRoleDeps, syncing: boolean) {
+function watchProblems(deps: WorkerRoleDeps, syncWorker: Worker, syncing: boolean) {
   const { problems, config } = deps;
+  if (problems) reportSyncJobs(syncWorker, problems);
   const intervalMs = config.worker.reconcileIntervalMs;
   let timer: NodeJS.Timeout | undefined;
   const check = async (now: number) => {

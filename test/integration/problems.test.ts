@@ -117,6 +117,15 @@ describe("problems", () => {
     expect(announced[0]!.id).toBe(`${open!.id}.opened.${Date.parse(open!.openedAt)}`);
   });
 
+  it("opens nothing for a single 5xx a retry fixes (no false alarm)", async () => {
+    sandbox.faults.add({ path: "/api/v1/orders", status: 503, times: 1 });
+    await api().listOrders({ limit: 1 });
+    await svc.service.problems.settled();
+    await svc.service.problems.sync();
+    expect(await openOf("upstream_unreachable")).toEqual([]);
+    sandbox.faults.clear();
+  });
+
   it("names the host and errno of a network error", async () => {
     const closed = createSandbox({ apiKeys: [KEYS[0]] });
     const url = await closed.listen();
