@@ -4,7 +4,7 @@
 // command line, where `ps` and the shell's history would keep them.
 import { loadConfig } from "../config/config.js";
 import { type AccountRegistry, type AccountSummary, createAccountRegistry, createSecretsBox, type TryKey } from "../mirror/accounts.js";
-import { createRedisConnection } from "../redis/redis.js";
+import { createRedisConnection, type RedisClient } from "../redis/redis.js";
 import { tryApiKey, upstreamFromConfig } from "../worker/upstream.js";
 import { printable } from "../base/text.js";
 import { type AccountSyncState, withSyncState } from "../sync/first-import.js";
@@ -113,11 +113,20 @@ async function withAccounts(url: string | undefined, env: NodeJS.ProcessEnv, wor
   const storage = await openMigratedStorage(config, { attach: true });
   // A new key is tried as the operator API tries it: one page, on the key's budget in Redis.
   const redis = config.api ? createRedisConnection(config.redisUrl, "web", { cluster: config.redisCluster }) : undefined;
+  // Its outages are the trial's answer ("unreachable"), not a crash of the command.
+  redis?.on("error", () => undefined);
   try {
     const registry = createAccountRegistry(storage.database.db, config.secretsKey ? createSecretsBox(config.secretsKey) : undefined);
     const api = config.api;
     const trying: { tryKey?: TryKey } =
-      api && redis ? { tryKey: (apiKey) => tryApiKey(upstreamFromConfig({ ...api, apiKey }, redis, config.queuePrefix).api) } : {};
+      api && redis
+        ? {
+            tryKey: async (apiKey) =>
+              (await ready(redis))
+                ? tryApiKey(upstreamFromConfig({ ...api, apiKey }, redis, config.queuePrefix).api)
+                : { outcome: "unreachable", cause: "Redis, which holds the key's shared budget, does not answer (REDIS_URL)" },
+          }
+        : {};
     return await work({
       ...registry,
       add: (input) => registry.add(input, trying),
@@ -128,6 +137,18 @@ async function withAccounts(url: string | undefined, env: NodeJS.ProcessEnv, wor
     redis?.disconnect();
     await storage.close();
   }
+}
+
+/** Whether `redis` is (or becomes within 2 s) ready: a command never waits long for a Redis that is away. */
+async function ready(redis: RedisClient): Promise<boolean> {
+  if (redis.status === "ready") return true;
+  return new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), 2000);
+    redis.once("ready", () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
 }
 
 export const accounts: Command = { help, answers: true, run: runAccounts };
