@@ -8,12 +8,12 @@ import type { Logger } from "pino";
 import * as z from "zod";
 import { EventIdentifierError } from "../events/envelope.js";
 import type { RecordStory } from "../mirror/record-story.js";
-import { REPLAY_FILTER_FIELDS } from "../mirror/event-log.js";
 import type { AccountRegistry } from "../mirror/accounts.js";
 import type { OperatorActions } from "../worker/operator-actions.js";
-import { idProblem, MAX_ID_LENGTH, printable } from "../mirror/values.js";
+import { idProblem, printable } from "../mirror/values.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
+import { ReplayManyBody, ReplayOneBody, SyncBodies } from "./operator-schemas.js";
 import type { AppEnv } from "./request-log.js";
 
 // The operator surface behind the admin token: the event log's reads, the write API (replays,
@@ -203,33 +203,6 @@ export interface OperatorActionsPort extends Pick<OperatorActions, "replayMatchi
   replayEvent(id: string, options: NonNullable<Parameters<OperatorActions["replayEvent"]>[1]>): ReturnType<OperatorActions["replayEvent"]>;
 }
 
-const ReplayOne = z.strictObject({ handler: z.string().min(1).max(MAX_ID_LENGTH).optional() });
-/** What a bulk replay's filter may name (each a string, read as GET /events reads it). */
-// A filter with at least one field, or `"all": true` for every event: an empty body or `{}` is
-// never "all". A client that sent `/events/./replay` (an event ".") reaches this route after URL
-// normalisation, with the single replay's body (`{}` or `{ handler }`), and is refused instead
-// of replaying the whole log.
-const FILTER_OR_ALL = `send a filter (${REPLAY_FILTER_FIELDS.join(", ")}) or "all": true for every event; one event: POST /events/{id}/replay`;
-const ReplayMany = z
-  .strictObject({
-    filter: z.strictObject(Object.fromEntries(REPLAY_FILTER_FIELDS.map((field) => [field, z.string().optional()]))).optional(),
-    all: z.literal(true, { error: '"all" takes only true' }).optional(),
-    dryRun: z.boolean().optional(),
-    fresh: z.boolean().optional(),
-    confirm: z.number().int().min(0).optional(),
-  })
-  .superRefine((b, ctx) => {
-    const fields = Object.values(b.filter ?? {}).filter((v: string | undefined) => v !== undefined).length;
-    if (b.all === true && fields > 0)
-      ctx.addIssue({ code: "custom", path: ["all"], message: '"all": true replays every event; drop the filter or "all"' });
-    if (b.all !== true && fields === 0) ctx.addIssue({ code: "custom", path: ["filter"], message: FILTER_OR_ALL });
-  });
-// A reconciliation takes no options (an empty body); a backfill its kinds, since and restart.
-const SYNC_BODIES: Record<"reconcile" | "backfill", z.ZodType<Parameters<OperatorActionsPort["requestSync"]>[1]>> = {
-  reconcile: z.strictObject({}),
-  backfill: z.strictObject({ kinds: z.array(z.string()).optional(), since: z.string().optional(), restart: z.boolean().optional() }),
-};
-
 /** The JSON body, checked against `schema`; an empty body reads as `{}`. */
 async function body<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T> {
   const text = await c.req.text();
@@ -274,7 +247,7 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
   const audit = auditLine(logger);
 
   route.post("/events/replay", async (c) => {
-    const { filter = {}, dryRun, fresh, confirm } = await body(c, ReplayMany);
+    const { filter = {}, dryRun, fresh, confirm } = await body(c, ReplayManyBody);
     const account = c.req.query("account");
     const result = await actions.replayMatching({
       filter,
@@ -297,7 +270,7 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
   });
   route.post("/events/:id/replay", async (c) => {
     const id = eventIdParam(c);
-    const { handler } = await body(c, ReplayOne);
+    const { handler } = await body(c, ReplayOneBody);
     const account = c.req.query("account");
     // An empty `?account=` is default's, as none.
     const named = account ? { account } : {};
@@ -307,7 +280,9 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
   });
   for (const request of ["reconcile", "backfill"] as const)
     route.post(`/sync/${request}`, async (c) => {
-      const options = { ...(await body(c, SYNC_BODIES[request])), account: c.req.query("account") };
+      // The schema's answer is what the action takes (checked here, where both are known).
+      const schema: z.ZodType<Parameters<OperatorActionsPort["requestSync"]>[1]> = SyncBodies[request];
+      const options = { ...(await body(c, schema)), account: c.req.query("account") };
       const result = await actions.requestSync(request, options);
       audit(`POST /sync/${request}`, { job: result.job, ...options });
       return c.json(result, 202);

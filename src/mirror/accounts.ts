@@ -63,7 +63,8 @@ export function accountParam(value: string | undefined): string {
   return value;
 }
 
-// --- What an operator sends, checked once for the API, the CLI and the console.
+// --- What an operator sends, checked once for the API, the CLI and the console (and described by
+// the operator API's document, http/openapi.ts).
 
 const accountId = z
   .string({ error: "is required" })
@@ -75,8 +76,8 @@ const signingSecret = z
   .min(16, "must be at least 16 characters")
   .max(512, "must be at most 512 characters");
 
-const newAccountSchema = z.strictObject({ id: accountId, apiKey, signingSecret });
-const rotationSchema = z
+export const newAccountSchema = z.strictObject({ id: accountId, apiKey, signingSecret });
+export const rotationSchema = z
   .strictObject({ signingSecret: signingSecret.optional(), retireOldSecrets: z.boolean().optional(), apiKey: apiKey.optional() })
   .refine((r) => r.signingSecret !== undefined || r.retireOldSecrets === true || r.apiKey !== undefined, {
     message: "names nothing to change: give signingSecret, retireOldSecrets or apiKey",
