@@ -4,8 +4,12 @@
 import { writeFileSync } from "node:fs";
 import { format } from "prettier";
 import { operatorApiDocument } from "../src/http/openapi.js";
+import { SYNCED_KINDS } from "../src/sync/resources.js";
 
 const OPENAPI_FILE = new URL("../docs/openapi.json", import.meta.url);
 
-writeFileSync(OPENAPI_FILE, await format(JSON.stringify(operatorApiDocument()), { parser: "json", printWidth: 140 }));
+writeFileSync(
+  OPENAPI_FILE,
+  await format(JSON.stringify(operatorApiDocument({ syncedKinds: SYNCED_KINDS })), { parser: "json", printWidth: 140 }),
+);
 console.log(`wrote ${OPENAPI_FILE.pathname}`);

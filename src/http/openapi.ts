@@ -49,8 +49,8 @@ const Id = z.strictObject({ id: z.string() });
 const READ_TIMEOUT = "query_timeout: the read ran past OPERATOR_QUERY_TIMEOUT_MS";
 const NOT_REGISTERED = "account_not_found: no such registered account";
 
-/** The routes of one mirror kind: its list, one record, its story and (a synced kind) its refresh. */
-function kindRoutes(kind: MirrorKind): OperatorRoute[] {
+/** The routes of one mirror kind: its list, one record, its story and its refresh (`synced`: read from the API, else refused). */
+function kindRoutes(kind: MirrorKind, synced: boolean): OperatorRoute[] {
   return [
     {
       method: "get",
@@ -89,18 +89,27 @@ function kindRoutes(kind: MirrorKind): OperatorRoute[] {
       params: Id,
       query: S.AccountQuery,
       body: z.strictObject({}),
-      answers: { 202: json("the read is scheduled", S.RefreshQueued) },
-      refusals: {
-        400: "invalid_request: reviews have no endpoint to read",
-        404: `record_not_found: nothing names it (no restaurant to read); ${NOT_REGISTERED}`,
-        409: "sync_unavailable: no API configured",
-      },
+      ...(synced
+        ? {
+            answers: { 202: json("the read is scheduled", S.RefreshQueued) },
+            refusals: {
+              404: `record_not_found: nothing names it (no restaurant to read); ${NOT_REGISTERED}`,
+              409: "sync_unavailable: no API configured",
+            },
+          }
+        : { answers: {}, refusals: { 400: `invalid_request: ${kind} are stored as delivered; the API has no endpoint to read them` } }),
     },
   ];
 }
 
+/** What the document depends on besides the routes' shapes. */
+export interface OperatorApiFacts {
+  /** The kinds the sync reads from the API (sync/resources.ts' SYNCED_KINDS): the others' refresh is refused. */
+  syncedKinds: readonly string[];
+}
+
 /** Every route of the operator API (and the health probes), as the document describes them. */
-export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
+export const operatorRoutes = ({ syncedKinds }: OperatorApiFacts): OperatorRoute[] => [
   {
     method: "get",
     path: "/healthz",
@@ -203,7 +212,7 @@ export const OPERATOR_ROUTES: readonly OperatorRoute[] = [
     answers: { 202: json("queued (asked again: the same job)", S.SyncQueued) },
     refusals: { 400: "invalid_request: bad kinds or since", 404: NOT_REGISTERED, 409: "sync_unavailable: no API configured" },
   },
-  ...MIRROR_KINDS.flatMap(kindRoutes),
+  ...MIRROR_KINDS.flatMap((kind) => kindRoutes(kind, syncedKinds.includes(kind))),
   {
     method: "get",
     path: "/accounts",
@@ -296,7 +305,7 @@ function routeConfig(route: OperatorRoute): RouteConfig {
 }
 
 /** The document, built from the route table. */
-export function operatorApiDocument(): ReturnType<OpenApiGeneratorV31["generateDocument"]> {
+export function operatorApiDocument(facts: OperatorApiFacts): ReturnType<OpenApiGeneratorV31["generateDocument"]> {
   const registry = new OpenAPIRegistry();
   registry.registerComponent("securitySchemes", "adminToken", {
     type: "http",
@@ -308,7 +317,7 @@ export function operatorApiDocument(): ReturnType<OpenApiGeneratorV31["generateD
     scheme: "basic",
     description: "Basic auth with ADMIN_TOKEN as the password (any user name), for a browser",
   });
-  for (const route of OPERATOR_ROUTES) registry.registerPath(routeConfig(route));
+  for (const route of operatorRoutes(facts)) registry.registerPath(routeConfig(route));
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: {
@@ -325,10 +334,10 @@ export function operatorApiDocument(): ReturnType<OpenApiGeneratorV31["generateD
 }
 
 /** GET /openapi.json: the document, built once, readable without a token (the routes it describes keep theirs). */
-export function mountOpenApi(app: Hono<AppEnv>): void {
+export function mountOpenApi(app: Hono<AppEnv>, facts: OperatorApiFacts): void {
   let document: string | undefined;
   app.get(OPENAPI_PATH, (c) => {
-    document ??= JSON.stringify(operatorApiDocument());
+    document ??= JSON.stringify(operatorApiDocument(facts));
     return c.body(document, 200, { "Content-Type": "application/json" });
   });
 }

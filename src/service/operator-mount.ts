@@ -77,7 +77,7 @@ export function operatorMount(deps: {
       accounts: deps.accounts,
     });
     // The document of the routes above, readable without the token.
-    mountOpenApi(root);
+    mountOpenApi(root, { syncedKinds: SYNCED_KINDS });
     // What the console reads, wired to the storage and the metrics (http imports neither).
     const reader = storage.database.operatorDb;
     const timeoutMs = storage.database.operatorQueryTimeoutMs;
