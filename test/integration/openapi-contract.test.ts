@@ -173,8 +173,8 @@ beforeAll(async () => {
   ajv.addSchema(doc, "openapi.json");
 });
 afterAll(async () => {
-  await service?.stop();
-  await database?.close();
+  await service.stop();
+  await database.close();
 });
 
 /** The app's routes under the operator mount, as the document writes them (`:id` as `{id}`, each kind's paths apart). */
