@@ -13,6 +13,10 @@ import { bookingSchema, menuItemSchema, orderSchema, reviewSchema } from "../ups
 // (mirror/accounts.ts, named here), the document is generated from all of them (openapi.ts), the
 // contract test holds every real answer to the answer schemas, and the CLI's operator client
 // takes its types from them (`z.infer`) and parses what a service answers with them.
+//
+// Requests are closed (`z.strictObject`: an unknown field is refused, as the routes do); answers
+// are open (`z.object`), so a client reads a newer service's answer with a field it does not
+// know; the contract test closes them, so the service sends no field the document lacks.
 
 // ---- Shared pieces
 
@@ -23,8 +27,8 @@ const NextCursor = z.string().nullable().meta({ description: "pass as `cursor` f
 
 /** Every refusal and failure of the service: a stable code and a sentence. */
 export const ErrorBody = z
-  .strictObject({
-    error: z.strictObject({
+  .object({
+    error: z.object({
       code: z.string().meta({ description: "stable, snake_case (invalid_filter, event_not_found, unauthorized, …)" }),
       message: z.string().meta({ description: "what is wrong, for people; never a secret" }),
     }),
@@ -56,7 +60,7 @@ export const EventListQuery = z.strictObject({
 });
 
 const HandlerOutcome = z
-  .strictObject({
+  .object({
     status: z.enum(HANDLER_STATUSES),
     error: z.string().optional(),
     stack: z.string().optional(),
@@ -76,19 +80,19 @@ const eventFields = {
 };
 
 export const EventSummary = z
-  .strictObject({
+  .object({
     ...eventFields,
     record: z
-      .strictObject({ kind: z.string(), id: z.string() })
+      .object({ kind: z.string(), id: z.string() })
       .nullable()
       .meta({ description: "the record the event names; null when it names none" }),
   })
   .meta({ id: "EventSummary", description: "an event without its payload; each handler's error cut to 300 characters" });
 
-export const EventPage = z.strictObject({ data: z.array(EventSummary), nextCursor: NextCursor }).meta({ id: "EventPage" });
+export const EventPage = z.object({ data: z.array(EventSummary), nextCursor: NextCursor }).meta({ id: "EventPage" });
 
 const HandlerAttempt = z
-  .strictObject({
+  .object({
     handler: z.string(),
     replay: z.number().int().meta({ description: "0: the first delivery; k: the k-th replay" }),
     attempt: z.number().int(),
@@ -102,7 +106,7 @@ const HandlerAttempt = z
   .meta({ id: "HandlerAttempt" });
 
 const Step = z
-  .strictObject({
+  .object({
     handler: z.string(),
     name: z.string(),
     status: z.enum(["started", "done", "failed"]),
@@ -117,7 +121,7 @@ const Step = z
   .meta({ id: "Step", description: "a durable step (ctx.step) of one of the event's handlers" });
 
 export const EventDetail = z
-  .strictObject({
+  .object({
     ...eventFields,
     payload: z.unknown().meta({ description: "the payload as first delivered" }),
     handlerAttempts: z.array(HandlerAttempt),
@@ -175,14 +179,12 @@ export const SyncBodies = {
 };
 
 export const ReplayStarted = z
-  .strictObject({ event: z.string(), replay: z.strictObject({ id: z.string(), handlers: z.array(z.string()) }) })
+  .object({ event: z.string(), replay: z.object({ id: z.string(), handlers: z.array(z.string()) }) })
   .meta({ id: "ReplayStarted" });
-export const BulkCount = z
-  .strictObject({ count: z.number().int() })
-  .meta({ id: "BulkCount", description: "a dry run: how many events match" });
-export const BulkStarted = z.strictObject({ count: z.number().int(), id: z.string() }).meta({ id: "BulkStarted" });
+export const BulkCount = z.object({ count: z.number().int() }).meta({ id: "BulkCount", description: "a dry run: how many events match" });
+export const BulkStarted = z.object({ count: z.number().int(), id: z.string() }).meta({ id: "BulkStarted" });
 export const BulkProgress = z
-  .strictObject({
+  .object({
     id: z.string(),
     total: z.number().int(),
     done: z.number().int(),
@@ -192,7 +194,7 @@ export const BulkProgress = z
   })
   .meta({ id: "BulkProgress" });
 export const SyncQueued = z
-  .strictObject({
+  .object({
     job: z.string(),
     runs: z.enum(["now", "after the running pass"]).optional().meta({ description: "reconcile only" }),
   })
@@ -223,14 +225,14 @@ export const MirrorListQuery = z.strictObject({
 });
 
 export const mirrorPage = (kind: MirrorKind) =>
-  z.strictObject({ data: z.array(MIRROR_RECORDS[kind]), nextCursor: NextCursor }).meta({ description: `${kind} in id order` });
+  z.object({ data: z.array(MIRROR_RECORDS[kind]), nextCursor: NextCursor }).meta({ description: `${kind} in id order` });
 
 export const RecordQuery = z.strictObject({ cursor: z.string().optional().meta({ description: "older timeline entries" }), account });
 
-const FieldDiff = z.strictObject({ field: z.string(), before: z.unknown(), after: z.unknown() }).meta({ id: "FieldDiff" });
+const FieldDiff = z.object({ field: z.string(), before: z.unknown(), after: z.unknown() }).meta({ id: "FieldDiff" });
 
 const TimelineEntry = z
-  .strictObject({
+  .object({
     entry: z.enum(["delivery", "change"]),
     eventId: z.string(),
     type: z.string(),
@@ -245,32 +247,32 @@ const TimelineEntry = z
   .meta({ id: "TimelineEntry" });
 
 export const recordStory = (kind: MirrorKind) =>
-  z.strictObject({
+  z.object({
     kind: z.literal(kind),
     id: z.string(),
     record: z
-      .strictObject({
+      .object({
         data: MIRROR_RECORDS[kind],
         readAt: Timestamp,
         syncedAt: Timestamp,
-        lastChange: z.strictObject({ eventId: z.string(), at: Timestamp, source: z.string() }).nullable(),
+        lastChange: z.object({ eventId: z.string(), at: Timestamp, source: z.string() }).nullable(),
       })
       .nullable()
       .meta({ description: "the mirror's copy; null when it holds none" }),
     restaurantId: z.string().nullable(),
     rejected: z
-      .strictObject({ reason: z.string(), detail: z.string(), lastSeen: Timestamp, count: z.number().int() })
+      .object({ reason: z.string(), detail: z.string(), lastSeen: Timestamp, count: z.number().int() })
       .nullable()
       .meta({ description: "set when the mirror refused the record as read" }),
     unlisted: z
-      .strictObject({ eventIds: z.array(z.string()), givenUpAt: Timestamp, attempts: z.number().int() })
+      .object({ eventIds: z.array(z.string()), givenUpAt: Timestamp, attempts: z.number().int() })
       .nullable()
       .meta({ description: "set when a refresh gave up looking for it in the API's lists" }),
     timeline: z.array(TimelineEntry).meta({ description: "every event naming the record, newest first, 200 a page" }),
     nextCursor: NextCursor,
   });
 
-export const RefreshQueued = z.strictObject({ kind: z.string(), id: z.string(), restaurantId: z.string() }).meta({ id: "RefreshQueued" });
+export const RefreshQueued = z.object({ kind: z.string(), id: z.string(), restaurantId: z.string() }).meta({ id: "RefreshQueued" });
 
 // ---- Accounts
 
@@ -279,7 +281,7 @@ export const NewAccountBody = newAccountSchema;
 export const RotationBody = rotationSchema;
 
 export const AccountSummary = z
-  .strictObject({
+  .object({
     id: z.string(),
     signingSecrets: z.number().int().meta({ description: "how many signing secrets it holds (never a value)" }),
     createdAt: Timestamp,
@@ -288,18 +290,18 @@ export const AccountSummary = z
   .meta({ id: "AccountSummary" });
 
 const AccountSync = z
-  .strictObject({
+  .object({
     state: z.enum(["importing", "live"]).meta({ description: "importing until every kind's whole list was walked once" }),
-    kinds: z.record(z.string(), z.strictObject({ records: z.number().int(), walked: z.boolean() })),
+    kinds: z.record(z.string(), z.object({ records: z.number().int(), walked: z.boolean() })),
   })
   .meta({ id: "AccountSync" });
 
 export const ListedAccount = AccountSummary.extend({ sync: AccountSync }).meta({ id: "ListedAccount" });
-export const AccountList = z.strictObject({ data: z.array(ListedAccount) }).meta({ id: "AccountList" });
+export const AccountList = z.object({ data: z.array(ListedAccount) }).meta({ id: "AccountList" });
 
 export const AccountHealth = ListedAccount.extend({
   budget: z
-    .strictObject({
+    .object({
       inWindow: z.number().int(),
       max: z.number().int(),
       byClass: z.record(z.string(), z.number()),
@@ -313,9 +315,7 @@ export const AccountHealth = ListedAccount.extend({
 export const RemoveQuery = z.strictObject({
   purge: z.enum(["true", "false"]).optional().meta({ description: "true: also delete its rows, events, steps and checkpoints" }),
 });
-export const AccountRemoved = z
-  .strictObject({ id: z.string(), removed: z.literal(true), purged: z.boolean() })
-  .meta({ id: "AccountRemoved" });
+export const AccountRemoved = z.object({ id: z.string(), removed: z.literal(true), purged: z.boolean() }).meta({ id: "AccountRemoved" });
 
 // ---- Problems (issue 53: the problem store's reads)
 
@@ -329,7 +329,7 @@ export const ProblemsQuery = z.strictObject({
 });
 
 export const Problem = z
-  .strictObject({
+  .object({
     id: z.string(),
     account: z.string().nullable().meta({ description: "null: the deployment's (the API's address, the database)" }),
     kind: z.enum(PROBLEM_KINDS),
@@ -342,12 +342,12 @@ export const Problem = z
     cause: z.string().meta({ description: "bounded text naming what failed; never a secret" }),
   })
   .meta({ id: "Problem" });
-export const ProblemList = z.strictObject({ data: z.array(Problem) }).meta({ id: "ProblemList" });
+export const ProblemList = z.object({ data: z.array(Problem) }).meta({ id: "ProblemList" });
 
 // ---- Health (no token)
 
-export const Alive = z.strictObject({ status: z.literal("ok") });
-export const Ready = z.strictObject({ status: z.literal("ready") });
+export const Alive = z.object({ status: z.literal("ok") });
+export const Ready = z.object({ status: z.literal("ready") });
 
 /** The answers' types as a client reads them (JSON: times are strings). */
 export type EventPageAnswer = z.infer<typeof EventPage>;
