@@ -108,8 +108,8 @@ export interface OperatorApiFacts {
   syncedKinds: readonly string[];
 }
 
-/** Every route of the operator API (and the health probes), as the document describes them. */
-export const operatorRoutes = ({ syncedKinds }: OperatorApiFacts): OperatorRoute[] => [
+/** The probes, the document itself, the event log, replays and sync requests. */
+const LOG_ROUTES: readonly OperatorRoute[] = [
   {
     method: "get",
     path: "/healthz",
@@ -212,7 +212,10 @@ export const operatorRoutes = ({ syncedKinds }: OperatorApiFacts): OperatorRoute
     answers: { 202: json("queued (asked again: the same job)", S.SyncQueued) },
     refusals: { 400: "invalid_request: bad kinds or since", 404: NOT_REGISTERED, 409: "sync_unavailable: no API configured" },
   },
-  ...MIRROR_KINDS.flatMap((kind) => kindRoutes(kind, syncedKinds.includes(kind))),
+];
+
+/** The accounts, the problems and the metrics. */
+const SERVICE_ROUTES: readonly OperatorRoute[] = [
   {
     method: "get",
     path: "/accounts",
@@ -271,6 +274,13 @@ export const operatorRoutes = ({ syncedKinds }: OperatorApiFacts): OperatorRoute
     summary: "Prometheus text of the service's metrics",
     answers: { 200: { description: "Prometheus exposition format", text: "text/plain" } },
   },
+];
+
+/** Every route of the operator API (and the health probes), as the document describes them. */
+export const operatorRoutes = ({ syncedKinds }: OperatorApiFacts): OperatorRoute[] => [
+  ...LOG_ROUTES,
+  ...MIRROR_KINDS.flatMap((kind) => kindRoutes(kind, syncedKinds.includes(kind))),
+  ...SERVICE_ROUTES,
 ];
 
 const errorAnswer = (description: string) => ({ description, content: { "application/json": { schema: S.ErrorBody } } });
