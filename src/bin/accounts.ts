@@ -3,11 +3,12 @@
 // --url through the operator API. Keys and secrets come from the environment, never from the
 // command line, where `ps` and the shell's history would keep them.
 import { loadConfig } from "../config/config.js";
-import { type AccountRegistry, type AccountSummary, createAccountRegistry, createSecretsBox, type TryKey } from "../mirror/accounts.js";
+import { AccountChange, AccountList, AccountRemoved, type ListedAccountAnswer } from "../http/operator-schemas.js";
+import { type AccountRegistry, createAccountRegistry, createSecretsBox, type TryKey } from "../mirror/accounts.js";
 import { createRedisConnection, type RedisClient } from "../redis/redis.js";
 import { tryApiKey, upstreamFromConfig } from "../worker/upstream.js";
 import { printable } from "../base/text.js";
-import { type AccountSyncState, withSyncState } from "../sync/first-import.js";
+import { withSyncState } from "../sync/first-import.js";
 import { withKeyRefused } from "../problems/problem-store.js";
 import { type Answer, answer, type Command, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { openMigratedStorage, operatorClient } from "./operator.js";
@@ -35,8 +36,8 @@ SECRETS_KEY, the service's own.`;
 
 const VERBS = ["list", "add", "rotate", "remove"] as const;
 
-/** The registry's calls, on the database here or at --url; the list with each account's sync. */
-type Accounts = Pick<AccountRegistry, "add" | "rotate" | "remove"> & { list(): Promise<(AccountSummary & { sync: AccountSyncState })[]> };
+/** The registry's calls, on the database here or at --url (typed as the operator API answers them); the list with each account's sync. */
+type Accounts = Pick<AccountRegistry, "add" | "rotate" | "remove"> & { list(): Promise<ListedAccountAnswer[]> };
 
 async function runAccounts(argv: string[], env: NodeJS.ProcessEnv): Promise<Answer> {
   const { values, positionals } = parseFlags({
@@ -91,7 +92,7 @@ async function runAccounts(argv: string[], env: NodeJS.ProcessEnv): Promise<Answ
 }
 
 /** `importing (orders 1,200 read, bookings 0 read, menu-items 0 read)`, `live`, or `key_refused (…)`. */
-function syncLine(sync: AccountSyncState): string {
+function syncLine(sync: ListedAccountAnswer["sync"]): string {
   if (sync.state === "live") return "live";
   if (sync.state === "key_refused") return "key_refused (the API refuses its key: accounts rotate it with ACCOUNT_API_KEY)";
   const kinds = Object.entries(sync.kinds).filter(([, k]) => !k.walked);
@@ -103,10 +104,12 @@ async function withAccounts(url: string | undefined, env: NodeJS.ProcessEnv, wor
   if (url !== undefined) {
     const api = operatorClient(url, env.ADMIN_TOKEN);
     return work({
-      list: async () => (await api.call<{ data: (AccountSummary & { sync: AccountSyncState })[] }>("GET", "/accounts")).data,
-      add: (input) => api.call("POST", "/accounts", input),
-      rotate: (id, input) => api.call("POST", `/accounts/${encodeURIComponent(id)}/rotate`, input),
-      remove: (id, options) => api.call("DELETE", `/accounts/${encodeURIComponent(id)}?purge=${options?.purge === true}`),
+      list: async () => (await api.call("GET", "/accounts", AccountList)).data,
+      add: (input) => api.call("POST", "/accounts", AccountChange, input),
+      rotate: (id, input) => api.call("POST", `/accounts/${encodeURIComponent(id)}/rotate`, AccountChange, input),
+      remove: async (id, options) => {
+        await api.call("DELETE", `/accounts/${encodeURIComponent(id)}?purge=${options?.purge === true}`, AccountRemoved);
+      },
     });
   }
   const config = loadConfig({ ...env, ROLE: "worker" });

@@ -13,6 +13,7 @@ import { UpstreamPageRefusedError } from "../upstream/errors.js";
 import { upstreamFromConfig } from "../worker/upstream.js";
 import { syncOptionsProblem } from "../worker/operator-actions.js";
 import { type Answer, answer, CommandError, flagOptions, parseFlags, plural, UsageError } from "./command.js";
+import { SyncQueued } from "../http/operator-schemas.js";
 import { closeCliRedis, openCliRedis, openMigratedStorage, operatorClient, withDirectActions } from "./operator.js";
 
 export const help = `svc-webhooks backfill [--kinds ${SYNCED_KINDS.join(",")}] [--since YYYY-MM-DD] [--restart] [--no-changes]
@@ -89,7 +90,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
   if (values.url !== undefined) {
     if (values["no-changes"]) throw new UsageError("--no-changes runs the sweep here; it does not go with --url");
     const path = `/sync/backfill${accountQuery(account)}`;
-    return queued(await operatorClient(values.url, env.ADMIN_TOKEN).call<{ job: string }>("POST", path, request));
+    return queued(await operatorClient(values.url, env.ADMIN_TOKEN).call("POST", path, SyncQueued, request));
   }
   const config = loadConfig({ ...env, ROLE: "worker" });
   // What the sweep needs here (the API, Redis) is checked before the database is opened, so a

@@ -15,7 +15,9 @@ import { accountQuery, carriedAccount, DEFAULTS } from "../config/defaults.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
 import { createEventsQueue, createSyncQueue, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
+import * as z from "zod";
 import { SERVED_BY } from "../http/errors.js";
+import { BulkCount, BulkProgress, BulkStarted, ErrorBody, ReplayStarted, SyncQueued } from "../http/operator-schemas.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
 import { OperatorActionError } from "../worker/errors.js";
 import {
@@ -81,8 +83,9 @@ Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (R
   all        moves every failed job back
   --queue    ${EVENTS_QUEUE} (default) or ${SYNC_QUEUE}`;
 
-/** A bulk replay's answer: how many events it queued (or would), and its id. */
-type BulkAnswer = Awaited<ReturnType<OperatorActions["replayMatching"]>>;
+/** A bulk replay's answer: how many events it queued and its id, or (a dry run) how many it would. */
+const BulkAnswer = z.union([BulkStarted, BulkCount]);
+type BulkAnswer = z.infer<typeof BulkAnswer>;
 
 /** The flags that select events of the log to replay (a filter), each a field of replayQueryFromFilter's. */
 const FILTER_FLAGS = ["since", "until", "type", "status", "handler"] as const;
@@ -125,7 +128,7 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
 async function bulkReplay(config: Config, what: "status" | "cancel", id: string, remote: OperatorClient | undefined): Promise<Answer> {
   const path = `/events/replays/${encodeURIComponent(id)}`;
   const progress: BulkReplayProgress = remote
-    ? await remote.call(what === "status" ? "GET" : "DELETE", path)
+    ? await remote.call(what === "status" ? "GET" : "DELETE", path, BulkProgress)
     : await withDirectActions(config, undefined, (actions) =>
         what === "status" ? actions.bulkProgress(id) : actions.cancelBulkReplay(id),
       );
@@ -142,13 +145,18 @@ async function bulkReplay(config: Config, what: "status" | "cancel", id: string,
 /** One event by id: at --url, else on the stores the environment names. */
 async function replayOne(config: Config, id: string, { handler, account }: Flags, remote: OperatorClient | undefined): Promise<Answer> {
   const options = { ...(handler ? { handler } : {}), ...(account ? { account } : {}) };
-  const result: Partial<Awaited<ReturnType<OperatorActions["replayEvent"]>>> = remote
-    ? await remote.call("POST", `/events/${encodeURIComponent(id)}/replay${accountQuery(account)}`, handler ? { handler } : {})
+  const result: z.infer<typeof ReplayStarted> = remote
+    ? await remote.call(
+        "POST",
+        `/events/${encodeURIComponent(id)}/replay${accountQuery(account)}`,
+        ReplayStarted,
+        handler ? { handler } : {},
+      )
     : await withDirectActions(config, await openEventStores(config), (actions) => actions.replayEvent(id, options));
-  const handlers = result.replay?.handlers ?? [];
+  const { handlers } = result.replay;
   return answer(
     result,
-    `event ${printable(result.event ?? "")} queued for replay as job ${printable(result.replay?.id ?? "")}, running ${handlers.length > 0 ? handlers.map(printable).join(", ") : "no handler"}`,
+    `event ${printable(result.event)} queued for replay as job ${printable(result.replay.id)}, running ${handlers.length > 0 ? handlers.map(printable).join(", ") : "no handler"}`,
   );
 }
 
@@ -173,9 +181,9 @@ async function replayMatching(config: Config, flags: Flags, remote: OperatorClie
   const own = carriedAccount(account);
   if (remote) {
     const path = `/events/replay${accountQuery(own)}`;
-    const ask = (extra: { dryRun?: true; confirm?: number }) => remote.call<BulkAnswer>("POST", path, { ...scope, ...options, ...extra });
+    const ask = (extra: { dryRun?: true; confirm?: number }) => remote.call("POST", path, BulkAnswer, { ...scope, ...options, ...extra });
     const bulk = flags["dry-run"] ? await ask({}) : await startBulkReplay(ask, flags.confirm === true);
-    return matched(flags, bulk.count, bulk.id);
+    return matched(flags, bulk.count, "id" in bulk && typeof bulk.id === "string" ? bulk.id : undefined);
   }
   const storage = await openEventStores(config);
   // The account's part of the log and its steps (the default company's without --account).
@@ -345,9 +353,9 @@ for its workers; with --url, through that service's operator API instead (with A
 
 async function runReconcile(argv: string[], env: NodeJS.ProcessEnv): Promise<Answer> {
   const { values } = parseFlags({ args: argv, options: { url: { type: "string" } }, strict: true });
-  const asked: { job: string; runs?: string } =
+  const asked: z.infer<typeof SyncQueued> =
     values.url !== undefined
-      ? await operatorClient(values.url, env.ADMIN_TOKEN).call("POST", "/sync/reconcile", {})
+      ? await operatorClient(values.url, env.ADMIN_TOKEN).call("POST", "/sync/reconcile", SyncQueued, {})
       : await withDirectActions(loadConfig({ ...env, ROLE: "worker" }), undefined, (actions) => actions.requestSync("reconcile"));
   return answer(asked, `reconciliation queued as job ${printable(asked.job)}; it runs ${asked.runs ?? "when a worker takes it"}`);
 }
@@ -496,7 +504,7 @@ export async function withDirectActions<T>(config: Config, storage: Storage | un
 /** How long one request may take in all (a bulk dry run counts the whole log). */
 const REQUEST_TIMEOUT_MS = 60_000;
 
-type OperatorClient = ReturnType<typeof operatorClient>;
+export type OperatorClient = ReturnType<typeof operatorClient>;
 
 /** The operator API's base URL as --url gives it, checked. */
 export function operatorUrl(flag: string): string {
@@ -504,14 +512,18 @@ export function operatorUrl(flag: string): string {
   return flag.replace(/\/+$/, "");
 }
 
-/** The operator API of the service at --url (a remote deployment, checked by operatorUrl), called with ADMIN_TOKEN. */
+/**
+ * The operator API of the service at --url (a remote deployment, checked by operatorUrl), called
+ * with ADMIN_TOKEN. Each call names the answer's schema (http/operator-schemas.ts, the shapes the
+ * API's document is made of): the answer is parsed with it and typed by it.
+ */
 export function operatorClient(flag: string, token: string | undefined) {
   const url = operatorUrl(flag);
   if (!token) throw new CommandError(`--url calls the service's operator API: set ADMIN_TOKEN to its admin token`);
   return {
     url,
-    /** One call of the operator API; its JSON answer, or a CommandError with the service's own words. */
-    async call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> {
+    /** One call of the operator API; its JSON answer as `answer` reads it, or a CommandError with the service's own words. */
+    async call<A extends z.ZodType>(method: "GET" | "POST" | "DELETE", path: string, answer: A, body?: unknown): Promise<z.infer<A>> {
       let res: Response;
       try {
         res = await fetch(`${url}${path}`, {
@@ -527,18 +539,33 @@ export function operatorClient(flag: string, token: string | undefined) {
       // Another service's "404 not_found" must not read as this one's refusal.
       if (res.headers.get(SERVED_BY.header) !== SERVED_BY.value)
         throw new CommandError(`${url} is not an svc-webhooks service (${method} ${path} answered ${res.status}); check --url`);
-      let answer: unknown;
+      let json: unknown;
       try {
-        answer = JSON.parse(text);
+        json = JSON.parse(text);
       } catch {
         throw new CommandError(`${url} answered ${res.status} without JSON; check --url`);
       }
-      if (res.ok) return answer as T;
-      const error = (answer as { error?: { code?: string; message?: string } }).error;
+      if (res.ok) return answered(answer, json, `${method} ${path}`);
+      const error = ErrorBody.safeParse(json).data?.error;
       if (res.status === 401) throw new CommandError(`${url} refused ADMIN_TOKEN (401): use the service's admin token`);
-      if (res.status === 404 && error?.code === "not_found" && error.message?.startsWith("no route"))
+      if (res.status === 404 && error?.code === "not_found" && error.message.startsWith("no route"))
         throw new CommandError(`${url} has no operator API (${path}): set ADMIN_TOKEN on the service`);
       throw new CommandError(`${error?.code ?? `HTTP ${res.status}`}: ${error?.message ?? text.slice(0, 200)}`, error?.code);
     },
   };
+}
+
+/**
+ * A service's answer checked with its schema and typed by it, kept whole (a newer service's extra
+ * fields reach --json); one that does not fit (another version of the service) is one line naming
+ * the call and the first field at fault, never a half-read answer.
+ */
+function answered<A extends z.ZodType>(schema: A, json: unknown, call: string): z.infer<A> {
+  const parsed = schema.safeParse(json);
+  if (parsed.success) return json as z.infer<A>;
+  const issue = parsed.error.issues[0];
+  const where = issue && issue.path.length > 0 ? issue.path.join(".") : "the answer";
+  throw new CommandError(
+    `${call} answered unlike this CLI's operator API (${where}: ${issue?.message ?? "invalid"}); is the service another version?`,
+  );
 }

@@ -2,6 +2,7 @@
 // sentences (--json: the document GET /problems answers). It reads where the other reading
 // commands do: the service at --url, else the database the environment names (the running
 // service's embedded server, when it holds DATA_DIR).
+import { ProblemList } from "../http/operator-schemas.js";
 import { loadConfig } from "../config/config.js";
 import { printable } from "../base/text.js";
 import { PROBLEM_KIND_WORDS, PROBLEM_KINDS, PROBLEM_STATES, type Problem } from "../problems/problem.js";
@@ -85,9 +86,7 @@ async function runProblems(argv: string[], env: NodeJS.ProcessEnv): Promise<Answ
   let problems: Problem[];
   if (values.url !== undefined) {
     const params = new URLSearchParams(query as Record<string, string>).toString();
-    problems = (
-      await operatorClient(values.url, env.ADMIN_TOKEN).call<{ data: Problem[] }>("GET", `/problems${params ? `?${params}` : ""}`)
-    ).data;
+    problems = (await operatorClient(values.url, env.ADMIN_TOKEN).call("GET", `/problems${params ? `?${params}` : ""}`, ProblemList)).data;
   } else {
     const storage = await openMigratedStorage(loadConfig({ ...env, ROLE: "worker" }), { attach: true });
     try {

@@ -2,7 +2,9 @@
 // the record page of the console told as sentences (--json: the document GET /events/{id} and
 // GET /records/{kind}/{id} answer). They read where replay acts: the service at --url, else the
 // stores the environment names (the running service's embedded server, when it holds DATA_DIR).
+import type * as z from "zod";
 import { loadConfig } from "../config/config.js";
+import { EventDetail as EventAnswer, recordStory } from "../http/operator-schemas.js";
 import { MIRROR_KINDS, type MirrorKind } from "../mirror/values.js";
 import type { RecordStory } from "../mirror/record-story.js";
 import { type EventDetail, readEventDetail, readStory } from "../mirror/storage.js";
@@ -15,13 +17,15 @@ import { openEventStores, operatorClient } from "./operator.js";
  * One operator read: GET `path` at --url, else `local` on the stores opened here. Undefined from a
  * store means nothing is known of it.
  */
-async function read<T>(
+async function read<T, A>(
   where: { url: string | undefined; env: NodeJS.ProcessEnv },
   path: string,
+  /** The answer's schema at --url (the operator API's: times as strings). */
+  remote: z.ZodType<A>,
   local: (stores: Awaited<ReturnType<typeof openEventStores>>) => Promise<T | undefined>,
   notFound: string,
-): Promise<T> {
-  if (where.url !== undefined) return operatorClient(where.url, where.env.ADMIN_TOKEN).call<T>("GET", path);
+): Promise<T | A> {
+  if (where.url !== undefined) return operatorClient(where.url, where.env.ADMIN_TOKEN).call("GET", path, remote);
   const stores = await openEventStores(loadConfig({ ...where.env, ROLE: "worker" }));
   try {
     const found = await local(stores);
@@ -42,7 +46,7 @@ const short = (value: unknown) => shortened(printable(JSON.stringify(value ?? nu
 const firstLine = (error: string | null | undefined) => printable(cutAt((error ?? "").split("\n")[0] ?? "", 200));
 
 /** The event page as lines: envelope, then each handler's latest outcome and attempts, then steps. */
-export function sayEvent(event: EventDetail): string {
+export function sayEvent(event: EventDetail | z.infer<typeof EventAnswer>): string {
   const lines = [
     `event ${printable(event.id)} (${printable(event.type)}), received ${at(event.receivedAt)}: ${shownStatus(event.status)} after ${plural(event.attempts, "attempt")}, the last ended ${at(event.updatedAt)}`,
   ];
@@ -65,7 +69,7 @@ export function sayEvent(event: EventDetail): string {
 }
 
 /** The record page as lines: the mirror's copy and what the log says of it, newest first. */
-export function sayStory(story: RecordStory): string {
+export function sayStory(story: RecordStory | z.infer<ReturnType<typeof recordStory>>): string {
   const record = story.record;
   const lines = [
     `${story.kind} ${printable(story.id)}${story.restaurantId ? ` of restaurant ${printable(story.restaurantId)}` : ""}: ` +
@@ -116,9 +120,10 @@ async function runEvents(argv: string[], env: NodeJS.ProcessEnv): Promise<Answer
   const [verb, id, ...extra] = positionals;
   if (verb !== "show") throw new UsageError(`events takes show <event-id>${verb ? didYouMean(verb, ["show"]) : ""}`);
   if (!id || extra.length > 0) throw new UsageError("events show takes one event id");
-  const event = await read<EventDetail>(
+  const event = await read(
     { url: values.url, env },
     `/events/${encodeURIComponent(id)}`,
+    EventAnswer,
     (stores) => readEventDetail(stores, id),
     `event_not_found: no event ${printable(id)} in the event log`,
   );
@@ -143,9 +148,10 @@ async function runRecords(argv: string[], env: NodeJS.ProcessEnv): Promise<Answe
   if (!kind || !id || extra.length > 0) throw new UsageError(`records show takes a kind (${MIRROR_KINDS.join(", ")}) and an id`);
   if (!(MIRROR_KINDS as readonly string[]).includes(kind))
     throw new UsageError(`no record kind "${printable(kind)}"${didYouMean(kind, MIRROR_KINDS)} (kinds: ${MIRROR_KINDS.join(", ")})`);
-  const story = await read<RecordStory>(
+  const story = await read(
     { url: values.url, env },
     `/records/${kind}/${encodeURIComponent(id)}`,
+    recordStory(kind as MirrorKind),
     (stores) => readStory(stores, kind as MirrorKind, id),
     `record_not_found: nothing is known of ${kind} ${printable(id)}`,
   );

@@ -8,14 +8,14 @@ import type { Logger } from "pino";
 import * as z from "zod";
 import { EventIdentifierError } from "../events/envelope.js";
 import type { RecordStory } from "../mirror/record-story.js";
-import { REPLAY_FILTER_FIELDS } from "../mirror/event-log.js";
 import type { AccountRegistry } from "../mirror/accounts.js";
 import type { OperatorActions } from "../worker/operator-actions.js";
-import { idProblem, MAX_ID_LENGTH, printable } from "../base/text.js";
+import { idProblem, printable } from "../base/text.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
+import { ProblemList, ProblemsQuery, ReplayManyBody, ReplayOneBody, SyncBodies } from "./operator-schemas.js";
 import type { AppEnv } from "./request-log.js";
-import { PROBLEM_KINDS, PROBLEM_STATES, type Problem } from "../problems/problem.js";
+import type { Problem } from "../problems/problem.js";
 
 // The operator surface behind the admin token: the event log's reads, the write API (replays,
 // reconcile, backfill), the mirror's and the records' reads, the metrics, the queue dashboard
@@ -207,33 +207,6 @@ export interface OperatorActionsPort extends Pick<OperatorActions, "replayMatchi
   replayEvent(id: string, options: NonNullable<Parameters<OperatorActions["replayEvent"]>[1]>): ReturnType<OperatorActions["replayEvent"]>;
 }
 
-const ReplayOne = z.strictObject({ handler: z.string().min(1).max(MAX_ID_LENGTH).optional() });
-/** What a bulk replay's filter may name (each a string, read as GET /events reads it). */
-// A filter with at least one field, or `"all": true` for every event: an empty body or `{}` is
-// never "all". A client that sent `/events/./replay` (an event ".") reaches this route after URL
-// normalisation, with the single replay's body (`{}` or `{ handler }`), and is refused instead
-// of replaying the whole log.
-const FILTER_OR_ALL = `send a filter (${REPLAY_FILTER_FIELDS.join(", ")}) or "all": true for every event; one event: POST /events/{id}/replay`;
-const ReplayMany = z
-  .strictObject({
-    filter: z.strictObject(Object.fromEntries(REPLAY_FILTER_FIELDS.map((field) => [field, z.string().optional()]))).optional(),
-    all: z.literal(true, { error: '"all" takes only true' }).optional(),
-    dryRun: z.boolean().optional(),
-    fresh: z.boolean().optional(),
-    confirm: z.number().int().min(0).optional(),
-  })
-  .superRefine((b, ctx) => {
-    const fields = Object.values(b.filter ?? {}).filter((v: string | undefined) => v !== undefined).length;
-    if (b.all === true && fields > 0)
-      ctx.addIssue({ code: "custom", path: ["all"], message: '"all": true replays every event; drop the filter or "all"' });
-    if (b.all !== true && fields === 0) ctx.addIssue({ code: "custom", path: ["filter"], message: FILTER_OR_ALL });
-  });
-// A reconciliation takes no options (an empty body); a backfill its kinds, since and restart.
-const SYNC_BODIES: Record<"reconcile" | "backfill", z.ZodType<Parameters<OperatorActionsPort["requestSync"]>[1]>> = {
-  reconcile: z.strictObject({}),
-  backfill: z.strictObject({ kinds: z.array(z.string()).optional(), since: z.string().optional(), restart: z.boolean().optional() }),
-};
-
 /** The JSON body, checked against `schema`; an empty body reads as `{}`. */
 async function body<T>(c: Context<AppEnv>, schema: z.ZodType<T>): Promise<T> {
   const text = await c.req.text();
@@ -278,7 +251,7 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
   const audit = auditLine(logger);
 
   route.post("/events/replay", async (c) => {
-    const { filter = {}, dryRun, fresh, confirm } = await body(c, ReplayMany);
+    const { filter = {}, dryRun, fresh, confirm } = await body(c, ReplayManyBody);
     const account = c.req.query("account");
     const result = await actions.replayMatching({
       filter,
@@ -301,7 +274,7 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
   });
   route.post("/events/:id/replay", async (c) => {
     const id = eventIdParam(c);
-    const { handler } = await body(c, ReplayOne);
+    const { handler } = await body(c, ReplayOneBody);
     const account = c.req.query("account");
     // An empty `?account=` is default's, as none.
     const named = account ? { account } : {};
@@ -311,7 +284,9 @@ export function operatorActionRoutes(actions: OperatorActionsPort, logger: Logge
   });
   for (const request of ["reconcile", "backfill"] as const)
     route.post(`/sync/${request}`, async (c) => {
-      const options = { ...(await body(c, SYNC_BODIES[request])), account: c.req.query("account") };
+      // The schema's answer is what the action takes (checked here, where both are known).
+      const schema: z.ZodType<Parameters<OperatorActionsPort["requestSync"]>[1]> = SyncBodies[request];
+      const options = { ...(await body(c, schema)), account: c.req.query("account") };
       const result = await actions.requestSync(request, options);
       audit(`POST /sync/${request}`, { job: result.job, ...options });
       return c.json(result, 202);
@@ -420,51 +395,23 @@ export function favicon(c: Context): Response {
   return c.body(FAVICON_SVG, 200, { "Content-Type": "image/svg+xml", "Cache-Control": "public, max-age=86400" });
 }
 
-/** GET /problems's query: `state` (default open), `account` (an account's id; none: every account's and the deployment's), `kind`. */
-export const ProblemsQuerySchema = z.strictObject({
-  state: z.enum([...PROBLEM_STATES, "all"]).optional(),
-  account: z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "an account id (a slug: a-z, 0-9 and -)")
-    .optional(),
-  kind: z.enum(PROBLEM_KINDS).optional(),
-});
-export type ProblemsQuery = z.infer<typeof ProblemsQuerySchema>;
-
-/** One problem as GET /problems answers it (problems/problem.ts). */
-export const ProblemSchema = z.object({
-  id: z.string(),
-  account: z.string().nullable(),
-  kind: z.enum(PROBLEM_KINDS),
-  subject: z.string(),
-  state: z.enum(PROBLEM_STATES),
-  openedAt: z.iso.datetime(),
-  resolvedAt: z.iso.datetime().nullable(),
-  lastSeenAt: z.iso.datetime(),
-  count: z.number().int(),
-  cause: z.string(),
-}) satisfies z.ZodType<Problem>;
-
-/** GET /problems's answer: the open ones first (newest opening first), then the resolved. */
-export const ProblemsAnswerSchema = z.object({ data: z.array(ProblemSchema) });
-
 /** What the problems route reads; the service wires the problem store in. */
 export interface ProblemsReader {
-  list(query: ProblemsQuery): Promise<Problem[]>;
+  list(query: z.infer<typeof ProblemsQuery>): Promise<Problem[]>;
 }
 
 /** GET /problems?state=open|resolved|all&account=&kind=: every reason the mirror or a handler cannot be right. */
 function problemRoutes(problems: ProblemsReader): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
   route.get("/", async (c) => {
-    const parsed = ProblemsQuerySchema.safeParse(c.req.query());
+    const parsed = ProblemsQuery.safeParse(c.req.query());
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const path = issue?.path.join(".") ?? "";
       const field = path !== "" ? path : issue?.code === "unrecognized_keys" ? issue.keys.join(", ") : "query";
       throw new InvalidRequestError(`${field}: ${issue?.message ?? "invalid"}`);
     }
-    return c.json({ data: await problems.list(parsed.data) } satisfies z.infer<typeof ProblemsAnswerSchema>);
+    return c.json({ data: await problems.list(parsed.data) } satisfies z.infer<typeof ProblemList>);
   });
   return route;
 }

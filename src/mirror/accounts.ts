@@ -64,7 +64,8 @@ export function accountParam(value: string | undefined): string {
   return value;
 }
 
-// --- What an operator sends, checked once for the API, the CLI and the console.
+// --- What an operator sends, checked once for the API, the CLI and the console (and described by
+// the operator API's document, http/openapi.ts).
 
 const accountId = z
   .string({ error: "is required" })
@@ -79,8 +80,8 @@ const signingSecret = z
 /** Where the account's problem notifications also go (ALERT_WEBHOOK_URL's rule); on rotate, null removes it. */
 const alertUrl = alertUrlSchema;
 
-const newAccountSchema = z.strictObject({ id: accountId, apiKey, signingSecret, alertUrl: alertUrl.optional() });
-const rotationSchema = z
+export const newAccountSchema = z.strictObject({ id: accountId, apiKey, signingSecret, alertUrl: alertUrl.optional() });
+export const rotationSchema = z
   .strictObject({
     signingSecret: signingSecret.optional(),
     retireOldSecrets: z.boolean().optional(),

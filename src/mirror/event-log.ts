@@ -318,13 +318,27 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
  */
 export const REPLAY_FILTER_FIELDS = ["type", "status", "handler", "fingerprint", "since", "until"] as const;
 
+/** The parameters GET /events takes besides `account` (the operator API's document lists these). */
+export const EVENT_QUERY_PARAMS = [
+  "since",
+  "until",
+  "type",
+  "status",
+  "handler",
+  "handlerStatus",
+  "fingerprint",
+  "limit",
+  "cursor",
+  "order",
+] as const;
+
 /**
  * An event query from text parameters (URL query, CLI flags): dates as ISO 8601, `limit` as a
  * number. Unknown parameters are refused, so a typo is a 400 rather than an unfiltered log.
  */
+
 export function eventQueryFromParams(params: Record<string, string | undefined>): EventQuery {
-  const known = ["since", "until", "type", "status", "handler", "handlerStatus", "fingerprint", "limit", "cursor", "order"];
-  const limit = checkListParams(params, known, MAX_EVENT_LIMIT);
+  const limit = checkListParams(params, EVENT_QUERY_PARAMS, MAX_EVENT_LIMIT);
   const query: EventQuery = limit === undefined ? {} : { limit };
   for (const bound of ["since", "until"] as const) {
     const text = params[bound];

@@ -223,8 +223,11 @@ export function validateFilter(kind: MirrorKind, filter: MirrorListFilter = {}):
  * A list filter from URL query parameters (the HTTP layer's input): `limit` from text, the rest
  * as given. Unknown parameters are refused too, so a typo is a 400 rather than an unfiltered list.
  */
+/** The parameters GET /mirror/{kind} takes besides `account` (the operator API's document lists these). */
+export const MIRROR_QUERY_PARAMS = ["restaurantId", "status", "from", "to", "limit", "cursor"] as const;
+
 export function filterFromQuery(query: Record<string, string | undefined>): MirrorListFilter {
-  const limit = checkListParams(query, ["restaurantId", "status", "from", "to", "limit", "cursor"], MIRROR_MAX_LIMIT);
+  const limit = checkListParams(query, MIRROR_QUERY_PARAMS, MIRROR_MAX_LIMIT);
   const filter: MirrorListFilter = Object.fromEntries(Object.entries(query).filter(([k, v]) => v !== undefined && k !== "limit"));
   if (limit !== undefined) filter.limit = limit;
   return filter;

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config/config.js";
 import { mountConsole, type ConsoleSources } from "../http/console/console-routes.js";
 import type { AppEnv } from "../http/request-log.js";
+import { mountOpenApi } from "../http/openapi.js";
 import { mountOperatorRoutes, type MirrorReader, type RecordReader, type AccountsPort } from "../http/operator-routes.js";
 import { type Metrics, collectOpsSummary } from "../metrics/metrics.js";
 import { readMinuteSamples } from "../metrics/minute-samples.js";
@@ -82,6 +83,8 @@ export function operatorMount(deps: {
       accounts: deps.accounts,
       problems: { list: (query) => problemStore.list(query) },
     });
+    // The document of the routes above, readable without the token.
+    mountOpenApi(root, { syncedKinds: SYNCED_KINDS });
     // What the console reads, wired to the storage and the metrics (http imports neither).
     const reader = storage.database.operatorDb;
     const timeoutMs = storage.database.operatorQueryTimeoutMs;
