@@ -522,7 +522,7 @@ export function HealthPage(props: { view: HealthView; accounts: readonly ListedA
   const { summary, now } = view;
   const groups = shownGroups(view);
   return (
-    <Layout title="Health" section="health">
+    <Layout title="Health" section="health" deployment>
       <p class="muted">
         As of <When at={summary.at} now={now} /> · hover a state for its rule · the same numbers as{" "}
         <a href={METRICS_PATH}>{METRICS_PATH}</a>, as JSON at <a href={`${CONSOLE_PATH}/health.json`}>{`${CONSOLE_PATH}/health.json`}</a>
