@@ -14,7 +14,7 @@ import type { OperatorActions } from "../worker/operator-actions.js";
 import { idProblem, MAX_ID_LENGTH, printable } from "../mirror/values.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
-import type { AppEnv } from "./request-log.js";
+import { quietRequest, type AppEnv } from "./request-log.js";
 
 // The operator surface behind the admin token: the event log's reads, the write API (replays,
 // reconcile, backfill), the mirror's and the records' reads, the metrics, the queue dashboard
@@ -48,6 +48,8 @@ export interface OperatorRoutesOptions {
  */
 export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOptions): void {
   const guard = operatorGuards(options.adminToken);
+  // A scraper's pulls and the dashboard's static files: debug lines while they succeed.
+  for (const path of [METRICS_PATH, `${DASHBOARD_PATH}/static/*`, FAVICON_PATH]) app.use(path, quietRequest);
   // "/x/*" matches "/x" itself too.
   for (const path of ["/mirror/*", "/events/*", METRICS_PATH, "/sync/*", "/records/*", "/accounts/*", `${DASHBOARD_PATH}/*`])
     app.use(path, ...guard);

@@ -20,7 +20,7 @@ import {
   type MirrorReader,
   type RecordReader,
 } from "../operator-routes.js";
-import type { AppEnv } from "../request-log.js";
+import { quietRequest, type AppEnv } from "../request-log.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters, type SyncFailures } from "./event-pages.js";
 import { HealthPage, type HealthView } from "./health-page.js";
@@ -128,6 +128,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     render(c, account, <ErrorPage status={404} message={message} />, 404);
 
   route.get("/", (c) => c.redirect(hrefWith(`${CONSOLE_PATH}/events`, {}, pageQuery(c).account)));
+  route.use("/assets/*", quietRequest);
   route.get("/assets/console.css", asset(CONSOLE_STYLE, "text/css; charset=utf-8"));
   route.get("/assets/console.js", asset(CONSOLE_SCRIPT, "text/javascript; charset=utf-8"));
 
