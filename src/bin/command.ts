@@ -44,6 +44,17 @@ export function printAnswer(answer: Answer, out: Output): void {
  */
 export const quoted = (word: string) => JSON.stringify(shortened(word, 80));
 
+/** Rows under a header, each column as wide as its widest cell (the last column unpadded). */
+export function textTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  return [header, ...rows].map((cells) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd(),
+  );
+}
+
 /** `n` and the noun, plural when n is not 1: "1 event", "4 events". */
 export const plural = (n: number, noun: string, plural = `${noun}s`) => `${n} ${n === 1 ? noun : plural}`;
 

@@ -188,6 +188,7 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
         adminToken,
         signingSecret,
         apiKey,
+        secretsKey: config.secretsKey?.toString("base64"),
         secrets: secretsNote(kept),
         database: database.note,
         queuePrefix: config.queuePrefix,
@@ -304,6 +305,8 @@ export function devBanner(b: {
   adminToken: string;
   signingSecret: string;
   apiKey: string;
+  /** SECRETS_KEY when it is set (base64): the CLI's accounts and backfill --account open the registry with it. */
+  secretsKey?: string | undefined;
   /** Where the secrets come from, one line. */
   secrets: string;
   database: string;
@@ -333,7 +336,7 @@ export function devBanner(b: {
     "The CLI reaches this stack with (paste into another shell):",
     `  export REDIS_URL=${b.redis.url} QUEUE_PREFIX=${b.queuePrefix} PORT=${new URL(b.url).port}${b.dataDir ? ` DATA_DIR=${b.dataDir}` : ""}`,
     `  export API_BASE_URL=${b.sandboxUrl} API_KEY=${b.apiKey}`,
-    `  export ADMIN_TOKEN=${b.adminToken} SIGNING_SECRET=${b.signingSecret}`,
+    `  export ADMIN_TOKEN=${b.adminToken} SIGNING_SECRET=${b.signingSecret}${b.secretsKey ? ` SECRETS_KEY=${b.secretsKey}` : ""}`,
     "then, e.g.:",
     "  npm run cli -- trigger review.created",
     "  npm run cli -- replay --status failed --dry-run",
@@ -474,9 +477,10 @@ export function watchHandlersModule(options: {
     version += 1;
     try {
       apply(await loadHandlersModule(file, cwd, version));
+      logger.info({ module: path, version }, `HANDLERS_MODULE ${path} reloaded: its handlers run from the next event on`);
     } catch (err) {
       const message = ((err as Error).message.split("\n")[0] ?? "").slice(0, MAX_ERROR_CHARS);
-      logger.error({ module: path, version }, `HANDLERS_MODULE not reloaded (the previous handlers keep running): ${message}`);
+      logger.error({ module: path, version }, `HANDLERS_MODULE ${path} not reloaded (the previous handlers keep running): ${message}`);
     }
   };
   const watcher = watch(dirname(file), (_event, name) => {

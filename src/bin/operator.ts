@@ -14,6 +14,7 @@ import { accountParam } from "../mirror/accounts.js";
 import { accountQuery, carriedAccount, DEFAULTS } from "../config/defaults.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
 import { createEventsQueue, createSyncQueue, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
+import { FAILED_JOBS_READ, listFailedJobs } from "../queue/failed-jobs.js";
 import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
 import * as z from "zod";
 import { SERVED_BY } from "../http/errors.js";
@@ -45,7 +46,7 @@ const replayHelp = `svc-webhooks replay --id <event-id> [--handler <key>] [--acc
 svc-webhooks replay [--since <date>] [--until <date>] [--type <type|family.*>]
                     [--status received|retrying|handled|failed] [--handler <key>] [--fresh]
                     [--account <id>] [--dry-run | --confirm]
-svc-webhooks replay list | <job-id> | all [--queue ${EVENTS_QUEUE}|${SYNC_QUEUE}]
+svc-webhooks replay list [--account <id>] | <job-id> | all [--queue ${EVENTS_QUEUE}|${SYNC_QUEUE}]
 svc-webhooks replay status <bulk-id> | cancel <bulk-id> [--url <url>]
 
 Replays act on the deployment the environment names: its event log (DATABASE_URL, or the
@@ -78,7 +79,8 @@ A bulk replay (the id a replay by filter answers, bulk-…; kept ${BULK_REPLAY_T
              off the queue (the ones running end as they would); a replay that ended stays so
 
 Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (REDIS_URL):
-  list       prints the failed jobs: id, event type, event id, attempts, reason
+  list       prints the failed jobs, newest first: id, event type or sync job, event id or kind,
+             account, attempts, when it failed, reason (--account: only that account's)
   <job-id>   moves that failed job back to the queue
   all        moves every failed job back
   --queue    ${EVENTS_QUEUE} (default) or ${SYNC_QUEUE}`;
@@ -110,9 +112,9 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
     return replayOne(config, values.id, values, remote);
   }
   if (positionals.length === 0) return replayMatching(config, values, remote, stop, out);
-  if (values.account !== undefined)
-    throw new UsageError("--account goes with --id or a filter: list, <job-id>, all and a bulk replay's id name no account");
   const [what, ...extra] = positionals;
+  if (values.account !== undefined && what !== "list")
+    throw new UsageError("--account goes with --id, a filter or list: <job-id>, all and a bulk replay's id name no account");
   if ((what === "status" || what === "cancel") && extra.length === 1 && extra[0]) return bulkReplay(config, what, extra[0], remote);
   if (remote) throw new UsageError("--url goes with --id, a filter, or status/cancel <bulk-id>; list, <job-id> and all read Redis");
   if (!what || extra.length > 0)
@@ -121,7 +123,7 @@ async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSign
     throw new UsageError(`--${values.fresh ? "fresh" : "confirm"} applies to replays from the event log (no list, <job-id> or all)`);
   const queueName = [EVENTS_QUEUE, SYNC_QUEUE].find((name) => name === values.queue);
   if (!queueName) throw new UsageError(`--queue must be ${EVENTS_QUEUE} or ${SYNC_QUEUE}, not "${values.queue}"`);
-  return replayFailedJobs(config, queueName, what);
+  return replayFailedJobs(config, queueName, what, values.account === undefined ? undefined : accountParam(values.account));
 }
 
 /** A bulk replay's progress (GET /events/replays/{id}), or its cancel (DELETE): at --url, else in Redis. */
@@ -294,24 +296,24 @@ async function startBulkReplay(ask: (extra: { dryRun?: true; confirm?: number })
   }
 }
 
-async function replayFailedJobs(config: Config, queueName: string, what: string): Promise<Answer> {
+async function replayFailedJobs(config: Config, queueName: string, what: string, account: string | undefined): Promise<Answer> {
   const connection = await openCliRedis(config);
   const queue = queueName === SYNC_QUEUE ? createSyncQueue({ connection, config }) : createEventsQueue({ connection, config });
   try {
     if (what === "list") {
-      const jobs = (await queue.getFailed(0, 999)).map((job) => {
-        const { id } = job.data as { id?: unknown };
-        return {
-          job: job.id ?? "-",
-          type: job.name,
-          event: typeof id === "string" ? id : "-",
-          attempts: job.attemptsMade,
-          reason: job.failedReason,
-        };
-      });
-      console.error(`${plural(jobs.length, "failed job")} in ${queueName}${jobs.length === 1000 ? " (first 1000 shown)" : ""}`);
-      // For people a line per job (the count above is on stderr): no line when there is none.
-      const lines = jobs.map((j) => [j.job, j.type, j.event, `attempts=${j.attempts}`, j.reason].map(printable).join("\t"));
+      const { jobs, more } = await listFailedJobs(queue, { account });
+      const whose = account === undefined ? "" : ` of account ${printable(account)}`;
+      console.error(`${plural(jobs.length, "failed job")}${whose} in ${queueName}${more ? ` (among the newest ${FAILED_JOBS_READ})` : ""}`);
+      // For people a line per job (the count above is on stderr): no line when there is none. The
+      // reason is printable already (failedJobOf).
+      const lines = jobs.map((j) =>
+        [
+          ...[j.job, j.name, j.event ?? j.kind ?? "-", `account=${j.account}`].map(printable),
+          `attempts=${j.attempts}`,
+          j.failedAt ? j.failedAt.toISOString() : "-",
+          j.reason,
+        ].join("\t"),
+      );
       return answer(jobs, lines.join("\n"));
     } else if (what === "all") {
       const total = await queue.getFailedCount();

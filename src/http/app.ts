@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { HttpLimits } from "../config/config.js";
 import { serverSpan } from "../tracing/tracing.js";
 import { errorBody, NotReadyError, SERVED_BY, toHttpFailure } from "./errors.js";
-import { boundedPath, requestLog, type AppEnv } from "./request-log.js";
+import { boundedPath, quietRequest, requestLog, type AppEnv } from "./request-log.js";
 import { webhookRoute, type WebhookRouteOptions } from "./webhook-route.js";
 
 // The HTTP edge as one app: its factory, the health routes, and the server that listens and
@@ -67,6 +67,8 @@ export const READY_TIMEOUT_MS = 2000;
  */
 function healthRoutes(ping: () => Promise<void>): Hono<AppEnv> {
   const route = new Hono<AppEnv>();
+  route.use("/healthz", quietRequest);
+  route.use("/readyz", quietRequest);
   route.get("/healthz", (c) => c.json({ status: "ok" }));
   route.get("/readyz", async function readyz(c) {
     let timer: NodeJS.Timeout | undefined;

@@ -14,7 +14,7 @@ import { idProblem, printable } from "../base/text.js";
 import { errorBody, InvalidRequestError } from "./errors.js";
 import { operatorGuards } from "./guards.js";
 import { ProblemList, ProblemsQuery, ReplayManyBody, ReplayOneBody, SyncBodies } from "./operator-schemas.js";
-import type { AppEnv } from "./request-log.js";
+import { quietRequest, type AppEnv } from "./request-log.js";
 import type { Problem } from "../problems/problem.js";
 
 // The operator surface behind the admin token: the event log's reads, the write API (replays,
@@ -51,6 +51,8 @@ export interface OperatorRoutesOptions {
  */
 export function mountOperatorRoutes(app: Hono<AppEnv>, options: OperatorRoutesOptions): void {
   const guard = operatorGuards(options.adminToken);
+  // A scraper's pulls and the dashboard's static files: debug lines while they succeed.
+  for (const path of [METRICS_PATH, `${DASHBOARD_PATH}/static/*`, FAVICON_PATH]) app.use(path, quietRequest);
   // "/x/*" matches "/x" itself too.
   for (const path of ["/mirror/*", "/events/*", METRICS_PATH, "/sync/*", "/records/*", "/accounts/*", "/problems/*", `${DASHBOARD_PATH}/*`])
     app.use(path, ...guard);

@@ -329,8 +329,10 @@ export interface OpsSummary {
   /** Changes the reconciliation sweep found that no webhook announced, by kind, since this process started. */
   missedWebhooks: SummaryValue[];
   reconciliation: {
-    /** When the last sweep finished (ISO 8601); null where none is scheduled. */
+    /** When the last sweep finished (ISO 8601), the worker's start until one has (what the stall alert counts from); null where none is scheduled. */
     lastSuccessAt: string | null;
+    /** When the last full pass that completed (every kind) finished; null until one has: never a start. */
+    lastCompleteFullPassAt: string | null;
     /** Every other reconciliation/sync progress gauge the service exports (svc_reconcile_*, svc_sync_*), as exported. */
     progress: { name: string; help: string; values: SummaryValue[] }[];
   };
@@ -363,6 +365,9 @@ export async function collectOpsSummary(
   const remaining = single(await metrics.rateBudgetRemaining.get());
   const lastSuccessMetric = await metrics.reconcileLastSuccess.get();
   const lastSuccess = single(lastSuccessMetric);
+  // The active tier's value is the worker's start until a pass completes: only the full tier's is a completed pass's.
+  const lastCompleteMetric = await metrics.reconcileLastCompletePass.get();
+  const lastCompleteFull = valuesOf(lastCompleteMetric).find((v) => v.labels.tier === "full")?.value;
   const queues = new Map<string, Record<string, number>>();
   for (const v of valuesOf(await metrics.queueDepth.get())) {
     const queue = v.labels.queue ?? "";
@@ -385,8 +390,9 @@ export async function collectOpsSummary(
     missedWebhooks: valuesOf(await metrics.missedWebhooks.get()),
     reconciliation: {
       lastSuccessAt: lastSuccess ? new Date(lastSuccess * 1000).toISOString() : null,
+      lastCompleteFullPassAt: lastCompleteFull ? new Date(lastCompleteFull * 1000).toISOString() : null,
       progress: all
-        .filter((m) => PROGRESS.test(m.name) && m.name !== lastSuccessMetric.name)
+        .filter((m) => PROGRESS.test(m.name) && m.name !== lastSuccessMetric.name && m.name !== lastCompleteMetric.name)
         .map((m) => ({ name: m.name, help: m.help, values: valuesOf(m) })),
     },
     queues: [...queues].map(([queue, counts]) => ({ queue, counts })),

@@ -224,7 +224,6 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
     const retryDelayMs = givingUp ? undefined : drawRetryDelay(a.backoff, a.number);
     const nextRetryAt = retryDelayMs === undefined ? undefined : Date.now() + retryDelayMs;
     for (const f of result.failures) {
-      a.logger.warn({ handler: f.key, err: errorMessage(f.error) }, "handler failed");
       const run = { attempt: a.number, of: a.of, startedAt: started.at, durationMs: result.durationsMs[f.key] ?? 0 };
       outcomes[f.key] = { ...failedOutcome(f.error), run: nextRetryAt === undefined ? run : { ...run, nextRetryAt } };
     }
@@ -232,7 +231,10 @@ export function createAttemptRunner<Ctx>(options: AttemptRunnerOptions<Ctx>): At
     if (failed.length === 0) return { outcome: "completed" };
     const summary = failureSummary(result.failures);
     const stacks = handlerStacks(result.failures);
-    a.logger.warn({ err: summary }, givingUp ? "event failed for good" : "event failed, will retry");
+    // One line per failed attempt, naming each handler that failed; giving up (a dead letter) is an error.
+    const handlers = Object.fromEntries(result.failures.map((f) => [f.key, errorMessage(f.error)]));
+    if (givingUp) a.logger.error({ handlers, err: summary }, "event failed for good: a dead letter, it waits for a replay");
+    else a.logger.warn({ handlers, err: summary, retryInMs: retryDelayMs }, "event failed, will retry");
     // The job's stacktrace (the dashboard's) shows where each handler failed, not the runner's throw.
     if (givingUp) return { outcome: "failed", failed, error: withHandlerStacks(new UnrecoverableError(summary), stacks), stacks };
     return {

@@ -16,6 +16,7 @@ import { deleteMatching, type RedisClient, redisKeys } from "../redis/redis.js";
 import { type OperatorActions, createOperatorActions } from "../worker/operator-actions.js";
 import type { Queue } from "bullmq";
 import type { EventJobData } from "../queue/events-queue.js";
+import { listFailedJobs } from "../queue/failed-jobs.js";
 import { trackBulkReplays } from "../worker/replays.js";
 import { createRefreshRequests } from "../sync/refresh-queue.js";
 import type { WorkerRole } from "../worker/worker-role.js";
@@ -99,6 +100,8 @@ export function operatorMount(deps: {
       events,
       changesAfter: (event, account) => listCausedChanges(reader, event, timeoutMs, account),
       failureGroups: (range, account) => listFailureGroups(reader, range, timeoutMs, account),
+      // Sync jobs given up on, beside the handlers' failures; within a second, as the samples.
+      syncFailures: (account) => withTimeout(listFailedJobs(deps.queues.syncQueue, { account }), SIDE_READ_MS, "failed sync jobs"),
       // The mirror's reads as GET /mirror answers them, and each listed record's bookkeeping.
       mirror: {
         ...mirrorReader,

@@ -36,7 +36,7 @@ import { belongsToAccount, type AccountKeys } from "../mirror/accounts.js";
 import type { ApiClient } from "../upstream/client.js";
 import { workerLifecycle, type StopDeadlines } from "./worker-lifecycle.js";
 import type { HandlerRegistry } from "../events/dispatch.js";
-import { createAttemptRunner, attemptOfJob, type AttemptLog } from "../queue/attempt-runner.js";
+import { createAttemptRunner, type AttemptLog } from "../queue/attempt-runner.js";
 import { isChangeEventType, isKnownEventType } from "../events/catalog.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import { AccountError, EventLogError } from "../mirror/errors.js";
@@ -457,16 +457,12 @@ function observeJobs(workers: readonly Worker[], { metrics, logger }: { metrics:
       if (!job || isDeadLetterPlacement(job as Job<EventJobData>, true)) return;
       const final = isFinalFailure(job);
       metrics.jobs.inc({ queue: w.name, name: jobLabel(job.name), outcome: final ? "failed" : "retried" });
-      // An event's attempt is numbered in its run, as the attempt runner's lines say it (BullMQ
-      // counted the failed one already); a sync job's is BullMQ's count.
-      const attempt =
-        w.name === EVENTS_QUEUE
-          ? attemptOfJob({ data: job.data as EventJobData, attemptsMade: job.attemptsMade - 1, opts: job.opts }).number
-          : job.attemptsMade;
-      logger.warn(
-        { queue: w.name, jobId: job.id, job: job.name, attempt, err: err.message },
-        final ? "job failed for good" : "job failed, will retry",
-      );
+      // An event's failed attempt is the attempt runner's one line (its handlers, the retry).
+      if (w.name === EVENTS_QUEUE) return;
+      // A sync job given up on is a dead letter: an error line.
+      const line = { queue: w.name, jobId: job.id, job: job.name, attempt: job.attemptsMade, err: err.message };
+      if (final) logger.error(line, "job failed for good: a dead letter, it waits for a replay");
+      else logger.warn(line, "job failed, will retry");
     });
   }
 }

@@ -62,7 +62,7 @@ describe("svc-webhooks accounts, on the embedded database a running service hold
     const counted = await cli(["replay", "--since", "2000-01-01", "--account", "acme", "--dry-run", "--json"], env);
     expect(counted.code, counted.stderr).toBe(0);
     expect(JSON.parse(counted.stdout)).toMatchObject({ wouldQueue: (await acmeEvents()).length });
-    expect((await cli(["replay", "list", "--account", "acme"], env)).stderr).toContain("--account goes with --id or a filter");
+    expect((await cli(["replay", "all", "--account", "acme"], env)).stderr).toContain("--account goes with --id, a filter or list");
 
     const listed = await cli(["accounts", "list", "--json"], env);
     expect(JSON.parse(listed.stdout)).toMatchObject({ data: [{ id: "acme", signingSecrets: 1, sync: { state: "importing" } }] });

@@ -5,7 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, inject, it } from "vitest";
 import { createEventLog } from "../../src/mirror/event-log.js";
+import { createStepStore } from "../../src/mirror/step-store.js";
 import { cli } from "../helpers/cli-main.js";
+import { failSyncJobs } from "../helpers/failed-jobs.js";
 import { openTestDatabase } from "../helpers/postgres.js";
 
 /** One line, no stack frame: what every CLI error prints. */
@@ -90,6 +92,21 @@ async function logWithOneEvent(): Promise<Record<string, string>> {
     status: "handled",
     handlers: {},
   });
+  // Another company's event, with a durable step done and one that failed.
+  await createEventLog(database.db, { account: "acme" }).recordAttempt({
+    id: "evt_acme",
+    type: "order.created",
+    payload: { id: "evt_acme", type: "order.created", data: { id: "ord_acme", restaurantId: "rest_1" } },
+    status: "handled",
+    handlers: { "user:order.created": { status: "ok" } },
+  });
+  const steps = createStepStore(database.db, { account: "acme" });
+  const charge = { eventId: "evt_acme", handlerKey: "user:order.created", name: "charge-card" };
+  await steps.claim(charge, 1);
+  await steps.complete(charge, JSON.stringify({ charged: true }), 12);
+  const mail = { eventId: "evt_acme", handlerKey: "user:order.created", name: "send-mail" };
+  await steps.claim(mail, 1);
+  await steps.fail(mail, "smtp refused\n    at send (mail.ts:1)", 3);
   await database.close();
   return { DATA_DIR: dataDir, DATABASE_SCHEMA: database.schema, REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: "test-clipeople" };
 }
@@ -167,6 +184,32 @@ describe("events show and records show", () => {
     expectOneLine(unknown.stderr, "record_not_found: nothing is known of orders ord_nowhere");
   });
 
+  it("read another account's event and record with --account, and show durable steps as a table", async () => {
+    const env = await logWithOneEvent();
+    const elsewhere = await cli(["events", "show", "evt_acme"], env);
+    expect(elsewhere.code).toBe(1);
+    expectOneLine(elsewhere.stderr, "event_not_found: no event evt_acme in the event log");
+    const said = await cli(["events", "show", "evt_acme", "--account", "acme"], env);
+    expect(said.code, said.stderr).toBe(0);
+    const lines = said.stdout.split("\n");
+    expect(lines.slice(2)).toEqual([
+      "2 durable steps:",
+      expect.stringMatching(/^ {2}handler +step +status +runs +attempt +started +took +result +error$/),
+      expect.stringMatching(/^ {2}user:order\.created +charge-card +done +1 +1 +\d\d:\d\d:\d\d\.\d{3} +12 ms +16 B$/),
+      expect.stringMatching(/^ {2}user:order\.created +send-mail +failed +1 +1 +\S+ +3 ms +- +smtp refused$/),
+    ]);
+    const missing = await cli(["events", "show", "evt_people", "--account", "acme"], env);
+    expectOneLine(missing.stderr, "event_not_found: no event evt_people in the event log of account acme");
+
+    const story = await cli(["records", "show", "orders", "ord_acme", "--account", "acme"], env);
+    expect(story.code, story.stderr).toBe(0);
+    expect(story.stdout.split("\n")[0]).toBe("orders ord_acme of restaurant rest_1: not in the mirror");
+    const none = await cli(["records", "show", "orders", "ord_acme"], env);
+    expectOneLine(none.stderr, "record_not_found: nothing is known of orders ord_acme");
+    const bad = await cli(["events", "show", "evt_acme", "--account", "no such"], env);
+    expect(bad.code).not.toBe(0);
+  });
+
   it("refuses a kind that is none, naming the nearest, exit 2", async () => {
     const run = await cli(["records", "show", "order", "ord_1"], {});
     expect(run.code).toBe(2);
@@ -208,5 +251,28 @@ describe("--json for every command that prints", () => {
     expect(list.code, list.stderr).toBe(0);
     expect(JSON.parse(list.stdout)).toEqual([]);
     expect(list.stderr).toBe("0 failed jobs in events");
+  });
+});
+
+describe("replay list", () => {
+  it("names each failed sync job's account, job, kind and cause, and --account keeps one account's", async () => {
+    const env = { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: `test-clipeople-sync-${Date.now()}` };
+    await failSyncJobs(env.REDIS_URL, env.QUEUE_PREFIX, [
+      { name: "refresh", data: { kind: "orders", account: "acme" }, reason: "GET /api/v1/orders answered 401" },
+      { name: "reconcile-full", data: {}, reason: "GET /api/v1/bookings failed: ECONNREFUSED" },
+    ]);
+    const all = await cli(["replay", "list", "--queue", "sync"], env);
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stderr).toBe("2 failed jobs in sync");
+    expect(all.stdout.split("\n")).toEqual([
+      expect.stringMatching(/^\S+\treconcile-full\t-\taccount=default\tattempts=1\t\S+Z\tGET \/api\/v1\/bookings failed: ECONNREFUSED$/),
+      expect.stringMatching(/^\S+\trefresh\torders\taccount=acme\tattempts=1\t\S+Z\tGET \/api\/v1\/orders answered 401$/),
+    ]);
+    const acme = await cli(["replay", "list", "--queue", "sync", "--account", "acme", "--json"], env);
+    expect(acme.code, acme.stderr).toBe(0);
+    expect(acme.stderr).toBe("1 failed job of account acme in sync");
+    expect(JSON.parse(acme.stdout)).toEqual([
+      expect.objectContaining({ name: "refresh", account: "acme", kind: "orders", attempts: 1, reason: "GET /api/v1/orders answered 401" }),
+    ]);
   });
 });

@@ -81,7 +81,12 @@ describe("the console with registered accounts", () => {
     // Find looks in the page's account, and takes the account along.
     const found = await get(`/console/events?id=rev_acme&account=acme`);
     expect(found.headers.get("location")).toBe("/console/records/reviews/rev_acme?account=acme");
-    expect((await get("/console/events?id=rev_acme")).status).toBe(404);
+    // From default's page, Find looks in every account and says which holds the id.
+    const elsewhere = await get("/console/events?id=rev_acme");
+    expect(elsewhere.status).toBe(200);
+    const said = await elsewhere.text();
+    expect(said).toContain("Account default holds nothing with id rev_acme; account acme holds it: ");
+    expect(said).toContain('<a href="/console/records/reviews/rev_acme?account=acme">reviews record</a>');
   });
 
   it("keeps account=acme on every link and form of acme's pages", async () => {

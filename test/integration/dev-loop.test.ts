@@ -124,6 +124,28 @@ describe("dev banner", () => {
     });
     expect(banner).toContain("its records are kept across runs in /tmp/dev/sandbox-state.json, saved every 10 s and at stop");
     expect(banner).not.toContain("not kept");
+    expect(banner).not.toContain("SECRETS_KEY");
+  });
+
+  it("carries SECRETS_KEY in its export block when it is set, so the CLI's accounts commands open the registry", () => {
+    const banner = devBanner({
+      url: "http://127.0.0.1:3000",
+      sandboxUrl: "http://127.0.0.1:4010",
+      sandboxState: "/tmp/dev/sandbox-state.json",
+      redis: { url: "redis://127.0.0.1:6390" },
+      adminToken: "dev-admin-0123456789abcdef",
+      signingSecret: "whsec_dev_0123456789abcdef",
+      apiKey: "svc_live_dev_sandbox_key_not_secret",
+      secretsKey: "c2VjcmV0cy1rZXktb2YtdGhpcnR5LXR3by1ieXRlcyE=",
+      secrets: "as set",
+      database: "embedded",
+      queuePrefix: "svc",
+      notes: [],
+      onEnter: false,
+    });
+    expect(banner).toContain(
+      "  export ADMIN_TOKEN=dev-admin-0123456789abcdef SIGNING_SECRET=whsec_dev_0123456789abcdef SECRETS_KEY=c2VjcmV0cy1rZXktb2YtdGhpcnR5LXR3by1ieXRlcyE=\n",
+    );
   });
 });
 
@@ -220,6 +242,8 @@ describe("dev: HANDLERS_MODULE reloaded on change", () => {
 
     writeFileSync(file, handlerModule("second", seen));
     await waitFor(() => worker.handlerKeys("review.created").includes("user:review.created:second"), { what: "the edited handler" });
+    const reloaded = await waitFor(() => logs.records().find((r) => r.level === 30), { what: "the reload line" });
+    expect(reloaded).toMatchObject({ module: file, msg: `HANDLERS_MODULE ${file} reloaded: its handlers run from the next event on` });
     expect(worker.handlerKeys("review.created")).not.toContain("user:review.created:first");
     expect(
       svc.logs
@@ -239,7 +263,7 @@ describe("dev: HANDLERS_MODULE reloaded on change", () => {
 
     writeFileSync(file, "export default { oops: \n");
     const failed = await waitFor(() => logs.records().find((r) => r.level === 50), { what: "the reload error line" });
-    expect(String(failed.msg)).toMatch(/^HANDLERS_MODULE not reloaded \(the previous handlers keep running\): /);
+    expect(String(failed.msg).startsWith(`HANDLERS_MODULE ${file} not reloaded (the previous handlers keep running): `)).toBe(true);
     expect(String(failed.msg)).not.toContain("\n");
     expect(worker.handlerKeys("review.created")).toContain("user:review.created:second");
   }, 60_000);

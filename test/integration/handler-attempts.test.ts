@@ -206,8 +206,13 @@ describe("a handler that fails twice, then succeeds, on the delivery path (Redis
       [3, 5, "ok", null],
     ]);
     expect(seen).toEqual([1, 2, 3]);
-    const failedLines = svc.logs.records().filter((r) => r.msg === "handler failed" && r.eventId === event.id);
-    expect(failedLines.map((r) => r.attempt)).toEqual([1, 2]);
+    // One line per failed attempt, naming the handler and its error, and nothing else of the failure.
+    const key = rows[0]?.handler ?? "";
+    const lines = svc.logs.records().filter((r) => r.eventId === event.id && Number(r.level) >= 40);
+    expect(lines.map((r) => [r.msg, r.attempt, r.handlers])).toEqual([
+      ["event failed, will retry", 1, { [key]: "Error: table 1 not ready" }],
+      ["event failed, will retry", 2, { [key]: "Error: table 2 not ready" }],
+    ]);
 
     const [first, second, third] = rows as [HandlerAttempt, HandlerAttempt, HandlerAttempt];
     expect(third.nextRetryAt).toBeNull();

@@ -44,10 +44,15 @@ describe("a replay of an event that failed all its attempts", () => {
     const longest = 2 ** (2 - 1) * BACKOFF_MS;
     expect(job.delay).toBeGreaterThanOrEqual(Math.floor(longest * 0.5));
     expect(job.delay).toBeLessThanOrEqual(longest);
-    // The job's log line numbers the attempt as the runner does (BullMQ counted only the job's).
-    const retryLines = svc.logs.records().filter((r) => r.msg === "job failed, will retry" && r.jobId === job.id);
-    expect(retryLines.map((r) => r.attempt)).toEqual([2]);
     await waitFor(async () => (await svc.service.eventLog.get(event.id))?.status === "failed", { what: "the event failed for good" });
+    // One line per failed attempt, numbered in the run (BullMQ counts only the job's); the last, given up, an error.
+    const lines = svc.logs.records().filter((r) => r.eventId === event.id && /^event failed/.test(String(r.msg)));
+    expect(lines.map((r) => [r.attempt, r.level, r.msg])).toEqual([
+      [1, 40, "event failed, will retry"],
+      [2, 40, "event failed, will retry"],
+      [3, 50, "event failed for good: a dead letter, it waits for a replay"],
+    ]);
+    expect(svc.logs.records().filter((r) => r.msg === "job failed, will retry" && r.jobId === job.id)).toEqual([]);
     const rows = await svc.service.eventLog.handlerAttempts(event.id);
     expect(rows.map((r) => [r.attempt, r.of])).toEqual([
       [1, ATTEMPTS],

@@ -22,7 +22,11 @@ const summary = (over: Partial<OpsSummary> = {}): OpsSummary => ({
   rateBudget: { max: 100, used: 40, left: 60, pausedSeconds: 0 },
   ingest: { backlog: 0, lagSeconds: 0 },
   missedWebhooks: [],
-  reconciliation: { lastSuccessAt: new Date(NOW.getTime() - 600_000).toISOString(), progress: [] },
+  reconciliation: {
+    lastSuccessAt: new Date(NOW.getTime() - 600_000).toISOString(),
+    lastCompleteFullPassAt: new Date(NOW.getTime() - 600_000).toISOString(),
+    progress: [],
+  },
   queues: [{ queue: "events", counts: { failed: 0 } }],
   database: { up: true },
   ...over,
@@ -94,11 +98,28 @@ describe("the health figures table", () => {
   it("puts the last complete reconciliation in words and ISO time: late after 2 intervals, bad after 3", () => {
     const at = (hoursAgo: number) => new Date(NOW.getTime() - hoursAgo * 3600_000).toISOString();
     const label = "Last complete full reconciliation pass";
-    const recent = shown(label, view({ reconciliation: { lastSuccessAt: at(0.05), progress: [] } }));
+    const passed = (hoursAgo: number) => ({ lastSuccessAt: at(hoursAgo), lastCompleteFullPassAt: at(hoursAgo), progress: [] });
+    const recent = shown(label, view({ reconciliation: passed(0.05) }));
     expect(recent).toMatchObject({ text: "3 min ago", at: at(0.05), level: "ok" });
-    expect(shown(label, view({ reconciliation: { lastSuccessAt: at(2.5), progress: [] } })).level).toBe("warn");
-    expect(shown(label, view({ reconciliation: { lastSuccessAt: at(3.5), progress: [] } })).level).toBe("bad");
-    expect(shown(label, view({ reconciliation: { lastSuccessAt: null, progress: [] } })).text).toBe("not scheduled here");
+    expect(shown(label, view({ reconciliation: passed(2.5) })).level).toBe("warn");
+    expect(shown(label, view({ reconciliation: passed(3.5) })).level).toBe("bad");
+    expect(shown(label, view({ reconciliation: { lastSuccessAt: null, lastCompleteFullPassAt: null, progress: [] } })).text).toBe(
+      "not scheduled here",
+    );
+  });
+
+  it("never shows the worker's start as the last complete pass", () => {
+    const label = "Last complete full reconciliation pass";
+    // The worker started 69 s ago and no full pass has completed: the stall baseline is the start, the page says none.
+    const started = new Date(NOW.getTime() - 69_000).toISOString();
+    const none = shown(label, view({ reconciliation: { lastSuccessAt: started, lastCompleteFullPassAt: null, progress: [] } }));
+    expect(none.text).toBe("none completed since the worker started");
+    expect(none.text).not.toContain("1 min 9 s");
+    // A pass that completed 7 min 13 s ago is shown as such, whenever the worker started.
+    const done = new Date(NOW.getTime() - 433_000).toISOString();
+    expect(shown(label, view({ reconciliation: { lastSuccessAt: started, lastCompleteFullPassAt: done, progress: [] } })).text).toBe(
+      "7 min 13 s ago",
+    );
   });
 
   it("flags a stale mirror kind after the alert's 3 hours, but never reviews (webhook-only, as in the alert)", () => {

@@ -20,9 +20,9 @@ import {
   type MirrorReader,
   type RecordReader,
 } from "../operator-routes.js";
-import type { AppEnv } from "../request-log.js";
+import { quietRequest, type AppEnv } from "../request-log.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
-import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters } from "./event-pages.js";
+import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters, type SyncFailures } from "./event-pages.js";
 import { HealthPage, type HealthView } from "./health-page.js";
 import {
   CONSOLE_SCRIPT,
@@ -51,6 +51,11 @@ export interface ConsoleSources {
   /** Change events recorded for the record an event named, after it (see mirror/record-story.ts). */
   changesAfter(event: EventDetail, account: string): Promise<CausedChange[]>;
   failureGroups(range: { since: Date; until?: Date | undefined }, account: string): Promise<FailureGroup[]>;
+  /**
+   * The sync queue's failed jobs of the account (queue/failed-jobs.ts), bounded in time; absent (no
+   * sync queue here): the Failures page says so. A rejection shows the page without them.
+   */
+  syncFailures?: (account: string) => Promise<SyncFailures>;
   mirror: MirrorReader & {
     /** When each listed record was last read from the API and written here. */
     bookkeeping(kind: string, ids: readonly string[], account: string): Promise<Map<string, RecordBookkeeping>>;
@@ -123,6 +128,7 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     render(c, account, <ErrorPage status={404} message={message} />, 404);
 
   route.get("/", (c) => c.redirect(hrefWith(`${CONSOLE_PATH}/events`, {}, pageQuery(c).account)));
+  route.use("/assets/*", quietRequest);
   route.get("/assets/console.css", asset(CONSOLE_STYLE, "text/css; charset=utf-8"));
   route.get("/assets/console.js", asset(CONSOLE_SCRIPT, "text/javascript; charset=utf-8"));
 
@@ -130,14 +136,14 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     const { account, params } = pageQuery(c);
     const filters = parseEventFilters(params);
     if (filters.id !== undefined) {
-      // Any id: an event's opens its page, else the record page of the kind that holds it.
-      const found = await sources.events.get(filters.id, account);
-      if (found) return c.redirect(eventHref(found.id, account));
-      const kind = (await sources.records.find(filters.id, account))[0];
-      if (kind !== undefined) return c.redirect(recordHref(kind, filters.id, undefined, account));
+      // Any id: an event's opens its page, else the record page of the kind that holds it; an id
+      // of another account's is looked for in every account, and the page says which holds it.
+      const here = await findId(sources, filters.id, account);
+      if (here) return c.redirect(here.href);
+      const elsewhere = await findInOtherAccounts(sources, filters.id, account, logger);
       const page = await sources.events.query({ ...logQueryOf({ range: "all" }, now()), account });
-      const notice = `No event, ${ANY_RECORD_NOUN} with id ${printable(filters.id)}: neither the event log nor the mirror knows it.`;
-      return render(c, account, <EventsPage filters={filters} page={page} now={now()} notice={notice} />, 404);
+      const notice = <FoundElsewhere id={filters.id} account={account} found={elsewhere} />;
+      return render(c, account, <EventsPage filters={filters} page={page} now={now()} notice={notice} />, elsewhere.length > 0 ? 200 : 404);
     }
     const page = await sources.events.query({ ...logQueryOf(filters, now()), account });
     return render(c, account, <EventsPage filters={filters} page={page} now={now()} />);
@@ -158,8 +164,14 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     const range = given === "all" ? "7d" : given;
     const at = now();
     const since = presetSince(range, at) ?? at;
-    const groups = await sources.failureGroups({ since }, account);
-    return render(c, account, <FailuresPage groups={groups} range={range} since={since} now={at} />);
+    const [groups, sync] = await Promise.all([
+      sources.failureGroups({ since }, account),
+      sources.syncFailures?.(account).catch((err: unknown) => {
+        logger.warn({ err }, "the console could not read the sync queue's failed jobs; the Failures page shows without them");
+        return undefined;
+      }),
+    ]);
+    return render(c, account, <FailuresPage groups={groups} sync={sync} range={range} since={since} now={at} />);
   });
 
   route.get("/mirror", (c) =>
@@ -212,6 +224,58 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     return errorPage(c, failure.status, failure.body.error.message);
   });
   return route;
+}
+
+/** Where an id is in one account: its event's page, else the record page of the first kind holding it. */
+async function findId(
+  sources: ConsoleSources,
+  id: string,
+  account: string,
+): Promise<{ account: string; href: string; what: string } | undefined> {
+  const found = await sources.events.get(id, account);
+  if (found) return { account, href: eventHref(found.id, account), what: `event (${printable(found.type)})` };
+  const kind = (await sources.records.find(id, account))[0];
+  if (kind !== undefined) return { account, href: recordHref(kind, id, undefined, account), what: `${kind} record` };
+  return undefined;
+}
+
+/**
+ * The id in every other account (default and the registered ones): event ids and record ids are
+ * unique only within an account, so several may hold it. An account whose read fails is skipped
+ * (logged): the page says what the others hold.
+ */
+async function findInOtherAccounts(sources: ConsoleSources, id: string, account: string, logger: Logger) {
+  const listed = sources.accounts ? await sources.accounts().catch(() => []) : [];
+  const others = [...new Set([DEFAULT_ACCOUNT, ...listed.map((a) => a.id)])].filter((a) => a !== account);
+  const found = await Promise.all(
+    others.map((other) =>
+      findId(sources, id, other).catch((err: unknown) => {
+        logger.warn({ err, account: other }, "the console's Find could not read an account; it names the accounts it could read");
+        return undefined;
+      }),
+    ),
+  );
+  return found.filter((f) => f !== undefined);
+}
+
+/** What Find says when the page's account does not hold the id: which accounts do, with a link to each, or that none does. */
+function FoundElsewhere(props: { id: string; account: string; found: { account: string; href: string; what: string }[] }) {
+  const id = printable(props.id);
+  if (props.found.length === 0)
+    return <>{`No event, ${ANY_RECORD_NOUN} with id ${id} in any account: neither the event logs nor the mirrors know it.`}</>;
+  return (
+    <span data-testid="found-elsewhere">
+      {`Account ${printable(props.account)} holds nothing with id ${id}; `}
+      {props.found.map((f, i) => (
+        <>
+          {i > 0 ? "; " : ""}
+          {`account ${printable(f.account)} holds it: `}
+          <a href={f.href}>{f.what}</a>
+        </>
+      ))}
+      .
+    </span>
+  );
 }
 
 /** The page's account when it is a good one, else default (an error page's links: the page may have failed on it). */

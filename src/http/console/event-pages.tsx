@@ -1,3 +1,4 @@
+import type { Child } from "hono/jsx";
 import type { EventPage as LogPage, EventSummary, FailureGroup, HandlerAttempt } from "../../mirror/event-log.js";
 import { shownStatus } from "../../mirror/values.js";
 import { printable, shortened } from "../../base/text.js";
@@ -7,7 +8,8 @@ import type { EventDetail } from "../../mirror/storage.js";
 // A console page's query parameter that is unknown or malformed is the mirror's one invalid_filter: a 400 naming it, nothing read.
 import { MirrorFilterError } from "../../mirror/errors.js";
 import { mirrorKindOfChange } from "../../mirror/change-outbox.js";
-import { CONSOLE_PATH } from "../operator-routes.js";
+import type { FailedJob } from "../../queue/failed-jobs.js";
+import { CONSOLE_PATH, DASHBOARD_PATH } from "../operator-routes.js";
 import {
   AccountField,
   eventHref,
@@ -78,7 +80,7 @@ function eventsHref(filters: Partial<EventFilters>, overrides: Partial<EventFilt
   return hrefWith(`${CONSOLE_PATH}/events`, merged);
 }
 
-export function EventsPage(props: { filters: EventFilters; page: LogPage; notice?: string; now: Date }) {
+export function EventsPage(props: { filters: EventFilters; page: LogPage; notice?: Child; now: Date }) {
   const { filters, page, now } = props;
   const base = { ...filters, cursor: undefined };
   return (
@@ -221,7 +223,7 @@ export function EventPage(props: { event: EventDetail; changes: CausedChange[]; 
       {event.steps.length > 0 ? (
         <>
           <h2>Durable steps</h2>
-          <pre>{json(event.steps)}</pre>
+          <StepTable steps={event.steps} now={now} />
         </>
       ) : null}
       <h2>Changes that followed</h2>
@@ -270,6 +272,33 @@ function ChangeTable(props: { changes: CausedChange[]; now: Date }) {
         ))}
       </Table>
     </>
+  );
+}
+
+/** An event's durable steps (ctx.step), one row a step in the order they started, as `events show` lists them. */
+function StepTable(props: { steps: EventDetail["steps"]; now: Date }) {
+  return (
+    <Table
+      testid="steps"
+      columns={["Handler", "Step", "Status", "Runs", "Attempt", "Started", "Took", "Result", "Error"]}
+      num={["Runs", "Attempt", "Took", "Result"]}
+    >
+      {props.steps.map((s) => (
+        <tr data-step={s.name}>
+          <td class="mono">{printable(s.handler)}</td>
+          <td class="mono">{printable(s.name)}</td>
+          <td class={`status-${s.status}`}>{s.status}</td>
+          <td class="num">{s.runs}</td>
+          <td class="num">{s.attempt}</td>
+          <td>
+            <When at={s.startedAt} now={props.now} />
+          </td>
+          <td class="num">{s.durationMs === null ? <span class="muted">—</span> : runDuration(s.durationMs)}</td>
+          <td class="num">{s.resultBytes === null ? <span class="muted">—</span> : `${s.resultBytes} B`}</td>
+          <td class="error-text">{s.error === null ? <span class="muted">—</span> : <ErrorText text={s.error} />}</td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
@@ -389,7 +418,21 @@ function BulkReplay(props: { filter: Record<string, string>; label: string }) {
   );
 }
 
-export function FailuresPage(props: { groups: FailureGroup[]; range: RangePreset; since: Date; now: Date }) {
+/** The sync queue's failed jobs of the page's account, as the Failures page shows them (listFailedJobs). */
+export interface SyncFailures {
+  jobs: FailedJob[];
+  /** The failed set holds more jobs than were read: some of the account's may not be listed. */
+  more: boolean;
+}
+
+export function FailuresPage(props: {
+  groups: FailureGroup[];
+  /** Undefined: the console has no sync queue to read (no upstream API), or Redis did not answer. */
+  sync: SyncFailures | undefined;
+  range: RangePreset;
+  since: Date;
+  now: Date;
+}) {
   const { groups, since, now } = props;
   const total = groups.reduce((n, g) => n + g.events, 0);
   return (
@@ -444,6 +487,53 @@ export function FailuresPage(props: { groups: FailureGroup[]; range: RangePreset
           </Table>
         </>
       ) : null}
+      <SyncFailureTable sync={props.sync} now={now} />
     </Layout>
+  );
+}
+
+/**
+ * The sync jobs given up on (refreshes, reconciliation passes, backfills whose reads of the API
+ * failed for good): whose, which job and kind, why, and how to run each again. They are kept for
+ * KEEP_FAILED_SECONDS whatever the page's range (the failed set is the queue's, not the log's).
+ */
+function SyncFailureTable(props: { sync: SyncFailures | undefined; now: Date }) {
+  const { sync, now } = props;
+  return (
+    <section data-testid="sync-failures">
+      <h2>Sync jobs given up</h2>
+      {sync === undefined ? (
+        <p class="muted">The sync queue could not be read (no upstream API is configured, or Redis did not answer).</p>
+      ) : sync.jobs.length === 0 ? (
+        <p>No sync job of this account was given up{sync.more ? " among the newest failed jobs kept" : ""}.</p>
+      ) : (
+        <>
+          <p>
+            {sync.jobs.length} sync job{sync.jobs.length === 1 ? "" : "s"} of this account given up
+            {sync.more ? " among the newest failed jobs kept" : ""}, newest first. Replay one from its page in the queue dashboard (Retry)
+            or with the command beside it.
+          </p>
+          <Table columns={["Job", "Kind", "Cause", "Attempts", "Failed", "Replay"]} num={["Attempts"]}>
+            {sync.jobs.map((j) => (
+              <tr data-sync-job={j.job}>
+                <td class="mono">{printable(j.name)}</td>
+                <td class="mono">{j.kind === undefined ? <span class="muted">—</span> : printable(j.kind)}</td>
+                <td class="bad error-text">{j.reason === "" ? "(no message)" : <ErrorText text={j.reason} />}</td>
+                <td class="num">{j.attempts}</td>
+                <td>
+                  <When at={j.failedAt} now={now} />
+                </td>
+                <td>
+                  <a href={`${DASHBOARD_PATH}/queue/${encodeURIComponent(j.queue)}/${encodeURIComponent(j.job)}`}>job {printable(j.job)}</a>
+                  <div class="mono muted">
+                    svc-webhooks replay {printable(j.job)} --queue {printable(j.queue)}
+                  </div>
+                </td>
+              </tr>
+            ))}
+          </Table>
+        </>
+      )}
+    </section>
   );
 }

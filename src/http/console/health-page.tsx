@@ -1,3 +1,4 @@
+import type { Child } from "hono/jsx";
 import type { MinuteSample } from "../../metrics/minute-samples.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { CONSOLE_PATH, DASHBOARD_PATH, METRICS_PATH } from "../operator-routes.js";
@@ -64,7 +65,7 @@ export interface Figure {
   unit: Unit;
   /** null: not measured here (shown as "unknown", or what `missing` says). */
   value(view: HealthView): number | null;
-  missing?: string;
+  missing?: string | ((view: HealthView) => string);
   rule?: Rule;
 }
 
@@ -145,8 +146,9 @@ export const FIGURES: readonly Figure[] = [
     group: "Reconciliation",
     label: "Last complete full reconciliation pass",
     unit: "since",
-    value: (v) => (v.summary.reconciliation.lastSuccessAt ? Date.parse(v.summary.reconciliation.lastSuccessAt) : null),
-    missing: "not scheduled here",
+    // A pass that completed, never the worker's start (the stall alert's baseline until one completes).
+    value: (v) => (v.summary.reconciliation.lastCompleteFullPassAt ? Date.parse(v.summary.reconciliation.lastCompleteFullPassAt) : null),
+    missing: (v) => (v.summary.reconciliation.lastSuccessAt === null ? "not scheduled here" : "none completed since the worker started"),
     rule: {
       reason: (l) =>
         `Warning after ${LATE_INTERVALS} reconciliation intervals (${duration(LATE_INTERVALS * l.reconcileIntervalSeconds)}); bad after ${STALLED_INTERVALS} (${duration(STALLED_INTERVALS * l.reconcileIntervalSeconds)}, the stalled alert)`,
@@ -224,7 +226,6 @@ const STALE_RULE: Rule = {
 const PROGRESS_LABELS: Readonly<Record<string, { label: string; noun: string; by: string }>> = {
   svc_reconcile_full_pass_records: { label: "Full reconciliation pass: records read", noun: "records", by: "kind" },
   svc_reconcile_full_pass_pages: { label: "Full reconciliation pass: pages read", noun: "pages", by: "kind" },
-  svc_reconcile_last_complete_pass_timestamp_seconds: { label: "Last complete pass", noun: "", by: "tier" },
   svc_sync_unlisted_total: { label: "Ids the API never listed (since start)", noun: "ids", by: "kind" },
   svc_sync_refresh_reads_total: { label: "Refresh list reads (since start)", noun: "reads", by: "kind" },
 };
@@ -250,7 +251,7 @@ export interface ShownFigure {
 
 export function showFigure(figure: Figure, view: HealthView): ShownFigure {
   const value = figure.value(view);
-  if (value === null) return { figure, text: figure.missing ?? "unknown" };
+  if (value === null) return { figure, text: (typeof figure.missing === "function" ? figure.missing(view) : figure.missing) ?? "unknown" };
   const shown: ShownFigure = { figure, text: formatValue(figure.unit, value, view.now) };
   if (figure.unit === "since") shown.at = new Date(value).toISOString();
   if (figure.rule) {
@@ -531,16 +532,22 @@ function AccountsTable(props: { accounts: readonly ListedAccount[] }) {
 }
 
 /** Figures in plain words with their state, charts of the last hour, reconciliation progress, queues and accounts' syncs: the service's health as one screen. */
-export function HealthPage(props: { view: HealthView; accounts: readonly ListedAccount[] }) {
+export function HealthPage(props: {
+  view: HealthView;
+  accounts: readonly ListedAccount[];
+  /** A section shown first, above the verdict (the open problems). */
+  lead?: Child;
+}) {
   const { view } = props;
   const { summary, now } = view;
   const groups = shownGroups(view);
   return (
-    <Layout title="Health" section="health">
+    <Layout title="Health" section="health" deployment>
       <p class="muted">
         As of <When at={summary.at} now={now} /> · hover a state for its rule · the same numbers as{" "}
         <a href={METRICS_PATH}>{METRICS_PATH}</a>, as JSON at <a href={`${CONSOLE_PATH}/health.json`}>{`${CONSOLE_PATH}/health.json`}</a>
       </p>
+      {props.lead}
       <Verdict shown={groups.flatMap(([, shown]) => shown)} />
       <div class="cards figure-cards">
         {groups.map(([group, shown]) => (

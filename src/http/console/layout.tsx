@@ -46,9 +46,15 @@ export const Scope = createContext<PageScope>({ account: DEFAULT_ACCOUNT, accoun
 /** The account of the page being rendered (only while one is). */
 const pageAccount = (): string => useContext(Scope).account;
 
-/** The page frame: nav of the console's sections, the account switcher, links to the queue dashboard and the metrics. */
-export function Layout(props: { title: string; section: ConsoleSection; children?: Child }) {
+/**
+ * The page frame: nav of the console's sections, the account switcher, links to the queue dashboard
+ * and the metrics. The title and the heading name whose data the page shows (companies share
+ * restaurant ids, so a page must say which company's it is): the page's account, or every account
+ * for a page of the deployment (`deployment`: the health page).
+ */
+export function Layout(props: { title: string; section: ConsoleSection; deployment?: boolean; children?: Child }) {
   const account = pageAccount();
+  const whose = props.deployment ? "every account" : `account ${printable(account)}`;
   return (
     <>
       {raw("<!doctype html>")}
@@ -56,7 +62,7 @@ export function Layout(props: { title: string; section: ConsoleSection; children
         <head>
           <meta charset="utf-8" />
           <meta name="viewport" content="width=device-width, initial-scale=1" />
-          <title>{`${props.title} · svc-webhooks console`}</title>
+          <title>{`${props.title} · ${whose} · svc-webhooks console`}</title>
           <link rel="icon" type="image/svg+xml" href={FAVICON_PATH} />
           <link rel="stylesheet" href={`${CONSOLE_PATH}/assets/console.css`} />
           <script src={`${CONSOLE_PATH}/assets/console.js`} defer></script>
@@ -84,7 +90,12 @@ export function Layout(props: { title: string; section: ConsoleSection; children
             </span>
           </header>
           <main>
-            <h1>{props.title}</h1>
+            <h1>
+              {props.title}{" "}
+              <span class="whose" data-testid="whose">
+                · {whose}
+              </span>
+            </h1>
             {props.children}
           </main>
         </body>
@@ -324,7 +335,7 @@ header { display: flex; gap: 18px; align-items: center; padding: 10px 20px; back
 header a { color: #dfe6ee; } header a[aria-current="page"] { color: #fff; font-weight: 600; border-bottom: 2px solid #fff; }
 header .brand { font-weight: 700; color: #fff; margin-right: 8px; } header .right { margin-left: auto; display: flex; gap: 14px; }
 main { padding: 16px 20px 40px; max-width: 1280px; }
-h1 { font-size: 20px; margin: 4px 0 12px; } h2 { font-size: 16px; margin: 22px 0 8px; }
+h1 { font-size: 20px; margin: 4px 0 12px; } h1 .whose { font-weight: normal; color: var(--muted); font-size: 16px; } h2 { font-size: 16px; margin: 22px 0 8px; }
 table { border-collapse: collapse; width: 100%; background: #fff; border: 1px solid var(--line); }
 th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { background: #eef1f4; font-weight: 600; font-size: 13px; }
