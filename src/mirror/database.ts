@@ -17,6 +17,7 @@ import { existsSync } from "node:fs";
 import { DataDirLockedError, embeddedDirectory, runningEmbeddedServer, startEmbeddedServer } from "./embedded-server.js";
 import { staticMigrationProvider } from "./migrations.js";
 import { NamedError } from "../errors.js";
+import type { CursorCycleGuard } from "../upstream/paginate.js";
 
 // The tables as Kysely sees them (docs: migrations.ts, 0001_mirror and 0002_event_log are the
 // truth; these types follow them). node-postgres reads `numeric` as a string ('12.30'),
@@ -240,6 +241,8 @@ interface SyncCheckpointsTable extends OfAccount {
   since: string | null;
   last_complete_at: Timestamp | null;
   updated_at: Timestamp;
+  /** The pass's cursor cycle guard as of `cursor` (migrations.ts, 0024_cursor_guard). */
+  cursor_guard: ColumnType<CursorCycleGuard | null, string | null | undefined, string | null>;
 }
 
 /** When the workers last ran, by mark name (migrations.ts, 0010_sync_liveness). */

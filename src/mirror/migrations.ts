@@ -536,6 +536,15 @@ async function up0019(db: AnyDb): Promise<void> {
 }
 
 /**
+ * 0024_cursor_guard: A full pass's cursor cycle guard (Brent's detector, upstream/paginate.ts), saved with its cursor after
+ * every page so the guard spans the pass's slices: a cycle longer than one slice is caught, not
+ * walked until the page cap. Null at the top of a pass and once it ended.
+ */
+async function up0024(db: AnyDb): Promise<void> {
+  await db.schema.alterTable("sync_checkpoints").addColumn("cursor_guard", "jsonb").execute();
+}
+
+/**
  * Every migration, by name, in one static list so the same list runs from `src/` under tsx and
  * from `dist/` (a folder scan would depend on file extensions and the working directory).
  * Append new migrations; never edit or rename a released one.
@@ -559,6 +568,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0017_accounts": { up: up0017, down: down0017 },
   "0018_account_registry": { up: up0018, down: dropTables("accounts") },
   "0019_outbox_relay_order": { up: up0019, down: (db) => db.schema.dropIndex("change_outbox_seq_idx").execute() },
+  "0024_cursor_guard": { up: up0024, down: (db) => db.schema.alterTable("sync_checkpoints").dropColumn("cursor_guard").execute() },
 };
 
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */
