@@ -169,6 +169,7 @@ export interface DatabaseSchema {
   events: EventsTable;
   handler_attempts: HandlerAttemptsTable;
   change_outbox: ChangeOutboxTable;
+  record_changes: RecordChangesTable;
   rejected_records: RejectedRecordsTable;
   unlisted_records: UnlistedRecordsTable;
   sync_checkpoints: SyncCheckpointsTable;
@@ -185,6 +186,19 @@ interface AccountsTable {
   signing_secrets: string[];
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+}
+
+/** Changes no handler receives, kept as their records' history (migrations.ts, 0024_record_changes). */
+interface RecordChangesTable extends OfAccount {
+  /** The change id (`chg_…`), as an event's would be. */
+  id: string;
+  type: string;
+  /** The mirror kind (`orders`), as `events.record_kind`. */
+  record_kind: string;
+  record_id: string;
+  /** The change's data (`ChangeData`); a first import's record: no before, after or fields ("imported"). */
+  payload: Jsonb<Record<string, unknown>>;
+  created_at: Generated<Date>;
 }
 
 /** Changes written with the mirror, waiting for the relay (migrations.ts, 0003_change_outbox). */
