@@ -5,6 +5,8 @@ import { accountQuery, DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { DataDirLockedError } from "../mirror/embedded-server.js";
 import type { Storage } from "../mirror/storage.js";
 import { createMirrorWriter } from "../mirror/change-outbox.js";
+import { changeListenersOf } from "../events/change-listeners.js";
+import { loadHandlersModule } from "../worker/handlers.js";
 import { printableRedisUrl, type RedisClient } from "../redis/redis.js";
 import { type BackfillProgress, runBackfill } from "../sync/resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
@@ -141,7 +143,14 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
       kinds: kinds as SyncedKind[],
       since: since ?? null,
       restart: values.restart === true,
-      ...(values["no-changes"] ? {} : { writer: createMirrorWriter(stores.mirror) }),
+      // A change becomes an event only if a handler the workers run (HANDLERS_MODULE) receives it.
+      ...(values["no-changes"]
+        ? {}
+        : {
+            writer: createMirrorWriter(stores.mirror, {
+              listens: changeListenersOf(config.handlersModule ? [await loadHandlersModule(config.handlersModule)] : []),
+            }),
+          }),
       signal: stop,
       // On a terminal one line rewritten in place; in a log, a line per page.
       onProgress: (p) => process.stderr.write(tty && !p.done ? `\r${line(p)}` : `${tty ? "\r" : ""}${line(p)}\n`),

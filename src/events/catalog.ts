@@ -213,6 +213,18 @@ function filterMistake(kind: ChangeKind, given: unknown): string | undefined {
   return undefined;
 }
 
+/** The sources each `onChange` handler with a `source` filter accepts, by the function it returns. */
+const SOURCES_OF = new WeakMap<object, readonly ChangeSource[]>();
+
+/**
+ * The sources a handler made by `onChange` with a `source` filter accepts; undefined for any other
+ * handler (it may receive a change of any source). What the mirror's writers ask, through
+ * events/change-listeners.ts, before a change becomes an event.
+ */
+export function changeSourcesOf(handler: unknown): readonly ChangeSource[] | undefined {
+  return typeof handler === "function" ? SOURCES_OF.get(handler) : undefined;
+}
+
 type ChangeHandler<K extends ChangeKind, Ctx> = (event: ChangeEvent<K>, ctx: Ctx) => Promise<void> | void;
 
 /**
@@ -238,5 +250,6 @@ export function onChange<K extends ChangeKind, F extends ChangeField<K>, Ctx>(
   const filtered: ChangeHandler<K, Ctx> = async function onMatchingChange(event, ctx) {
     if (matchesChange(event.data, filter)) await handler(event, ctx);
   };
+  if (filter.source !== undefined) SOURCES_OF.set(filtered, ([] as readonly ChangeSource[]).concat(filter.source));
   return { [changeEventType(kind)]: filtered } as Record<`change.${K}`, ChangeHandler<K, Ctx>>;
 }

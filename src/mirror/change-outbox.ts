@@ -7,6 +7,7 @@ import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { type MirrorKind } from "./values.js";
 import type { RefusedUpstreamRecord } from "./set-aside-records.js";
 import { expectDefined } from "../errors.js";
+import { EVERY_CHANGE, type ListensToChange } from "../events/change-listeners.js";
 
 /** The change kind of each mirror kind that produces change events (reviews are stored as delivered: none). */
 const CHANGE_KIND_OF = { orders: "order", bookings: "booking", "menu-items": "menu_item" } as const satisfies Partial<
@@ -24,19 +25,34 @@ export type RecordedChange = ChangeEvent;
 const newChangeId = () => `chg_${randomUUID().replace(/-/g, "")}`;
 
 /**
- * Inserts one outbox row per change, inside the mirror write's transaction (`tx`): the change
- * exists iff the write committed. Returns the change events as recorded (kinds without change
- * events are skipped). `sourceOf` attributes each change (webhook, reconcile or backfill).
- * `traceparent`: the trace context of the write (tracing on only), stored for the relay.
+ * A change nobody receives, as its record's history keeps it: whole, except a first import's
+ * record (source `backfill`, nothing before it), which is one compact "imported" entry (no fields:
+ * the mirror holds the record itself).
+ */
+function historyPayload(data: ChangeData): ChangeData | (Omit<ChangeData, "after"> & { after: null }) {
+  if (data.source === "backfill" && data.before === null) return { ...data, after: null, changed: [] };
+  return data;
+}
+
+/**
+ * Records each change inside the mirror write's transaction (`tx`), so it exists iff the write
+ * committed: an outbox row (an event: relayed, queued, run and logged) for a change some handler
+ * receives (`listens`), else a row of its record's history (`record_changes`), which the
+ * record's story reads and nothing runs. Returns the changes as recorded (kinds without change
+ * events are skipped), and how many became events. `sourceOf` attributes each change (webhook,
+ * reconcile or backfill). `traceparent`: the trace context of the write (tracing on only),
+ * stored for the relay.
  */
 async function insertChanges(
   tx: Transaction<DatabaseSchema>,
   account: string,
   changes: readonly MirrorChange[],
   sourceOf: (change: MirrorChange) => ChangeSource | Promise<ChangeSource>,
+  listens: ListensToChange,
   traceparent?: string,
-): Promise<RecordedChange[]> {
+): Promise<{ recorded: RecordedChange[]; events: number }> {
   const recorded: RecordedChange[] = [];
+  const kinds: MirrorKind[] = [];
   for (const change of changes) {
     const kind = (CHANGE_KIND_OF as Partial<Record<MirrorKind, ChangeKind>>)[change.kind];
     if (!kind) continue;
@@ -50,25 +66,49 @@ async function insertChanges(
       source: await sourceOf(change),
     };
     recorded.push({ id: newChangeId(), type: changeEventType(kind), createdAt: "", data });
+    kinds.push(change.kind);
   }
-  if (recorded.length === 0) return recorded;
+  if (recorded.length === 0) return { recorded, events: 0 };
+  const heard = recorded.map((c) => listens(c.type, c.data.source));
+  const events = recorded.filter((_, i) => heard[i]);
+  const history = recorded.flatMap((c, i) => (heard[i] ? [] : [{ c, kind: expectDefined(kinds[i], "a change without its kind") }]));
+  const at = new Map<string, string>();
   // In write order (the changes come in id order within one write): seq follows the array.
-  const rows = await tx
-    .insertInto("change_outbox")
-    .values(
-      recorded.map((c) => ({
-        account_id: account,
-        id: c.id,
-        type: c.type,
-        payload: JSON.stringify(c.data),
-        traceparent: traceparent ?? null,
-      })),
-    )
-    .returning(["id", "created_at"])
-    .execute();
-  const at = new Map(rows.map((r) => [r.id, new Date(r.created_at).toISOString()]));
-  for (const c of recorded) c.createdAt = expectDefined(at.get(c.id), `the outbox returned no row for change ${c.id}`);
-  return recorded;
+  if (events.length > 0) {
+    const rows = await tx
+      .insertInto("change_outbox")
+      .values(
+        events.map((c) => ({
+          account_id: account,
+          id: c.id,
+          type: c.type,
+          payload: JSON.stringify(c.data),
+          traceparent: traceparent ?? null,
+        })),
+      )
+      .returning(["id", "created_at"])
+      .execute();
+    for (const r of rows) at.set(r.id, new Date(r.created_at).toISOString());
+  }
+  if (history.length > 0) {
+    const rows = await tx
+      .insertInto("record_changes")
+      .values(
+        history.map(({ c, kind }) => ({
+          account_id: account,
+          id: c.id,
+          type: c.type,
+          record_kind: kind,
+          record_id: c.data.id,
+          payload: JSON.stringify(historyPayload(c.data)),
+        })),
+      )
+      .returning(["id", "created_at"])
+      .execute();
+    for (const r of rows) at.set(r.id, new Date(r.created_at).toISOString());
+  }
+  for (const c of recorded) c.createdAt = expectDefined(at.get(c.id), `the database returned no row for change ${c.id}`);
+  return { recorded, events: events.length };
 }
 
 export interface OutboxRow {
@@ -158,15 +198,23 @@ export interface MirrorWriter {
 }
 
 /**
- * A writer that records a change event (an outbox row) for every change a write makes, in the
- * write's own transaction, then reports them once committed (`onRecorded`: metrics and a poke to
- * the relay). Without `record` (`backfill --no-changes`), writes produce no change events.
+ * A writer that records every change a write makes, in the write's own transaction: a change
+ * event (an outbox row) for those a handler receives (`listens`), its record's history for the
+ * others (`insertChanges`); then reports them once committed (`onRecorded`: metrics, and a poke
+ * to the relay when some became events). Without `record` (`backfill --no-changes`), writes
+ * record no changes at all.
  */
 export function createMirrorWriter(
   mirror: MirrorStore,
   options: {
     record?: boolean;
-    onRecorded?: (changes: readonly RecordedChange[]) => void;
+    /**
+     * Who receives a change (events/change-listeners.ts: derived from the handlers the workers
+     * run). @defaultValue EVERY_CHANGE: every change is an event
+     */
+    listens?: ListensToChange;
+    /** Every change recorded, and how many of them became events (outbox rows for the relay). */
+    onRecorded?: (changes: readonly RecordedChange[], events: number) => void;
     /**
      * Given only when tracing is on: the trace context of the write (the refresh, sweep or handler
      * span it runs in), stored with its changes so their events continue that trace.
@@ -175,6 +223,7 @@ export function createMirrorWriter(
   } = {},
 ): MirrorWriter {
   const record = options.record ?? true;
+  const listens = options.listens ?? EVERY_CHANGE;
   return {
     async write(kind, records, readAt, source, refused = []) {
       if (!record) return mirror.upsert(kind, records, readAt, { refused });
@@ -182,15 +231,18 @@ export function createMirrorWriter(
       // Read here, in the caller's span, rather than inside the database's transaction callback.
       const traceparent = options.traceparent?.();
       const recorded: RecordedChange[] = [];
+      let events = 0;
       const result = await mirror.upsert(kind, records, readAt, {
         refused,
         // Once per transaction of the write (a large one is several): each records its own changes.
         onChanges: async (tx, changes) => {
           // The mirror's account: a change is filed under the company whose record changed.
-          recorded.push(...(await insertChanges(tx, mirror.account, changes, sourceOf, traceparent)));
+          const inserted = await insertChanges(tx, mirror.account, changes, sourceOf, listens, traceparent);
+          recorded.push(...inserted.recorded);
+          events += inserted.events;
         },
       });
-      if (recorded.length > 0) options.onRecorded?.(recorded);
+      if (recorded.length > 0) options.onRecorded?.(recorded, events);
       return result;
     },
   };

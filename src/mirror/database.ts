@@ -17,6 +17,7 @@ import { existsSync } from "node:fs";
 import { DataDirLockedError, embeddedDirectory, runningEmbeddedServer, startEmbeddedServer } from "./embedded-server.js";
 import { staticMigrationProvider } from "./migrations.js";
 import { NamedError } from "../errors.js";
+import type { CursorCycleGuard } from "../upstream/paginate.js";
 
 // The tables as Kysely sees them (docs: migrations.ts, 0001_mirror and 0002_event_log are the
 // truth; these types follow them). node-postgres reads `numeric` as a string ('12.30'),
@@ -168,6 +169,7 @@ export interface DatabaseSchema {
   events: EventsTable;
   handler_attempts: HandlerAttemptsTable;
   change_outbox: ChangeOutboxTable;
+  record_changes: RecordChangesTable;
   rejected_records: RejectedRecordsTable;
   unlisted_records: UnlistedRecordsTable;
   sync_checkpoints: SyncCheckpointsTable;
@@ -207,6 +209,19 @@ interface AccountsTable {
   incarnation: Generated<string>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
+}
+
+/** Changes no handler receives, kept as their records' history (migrations.ts, 0024_record_changes). */
+interface RecordChangesTable extends OfAccount {
+  /** The change id (`chg_…`), as an event's would be. */
+  id: string;
+  type: string;
+  /** The mirror kind (`orders`), as `events.record_kind`. */
+  record_kind: string;
+  record_id: string;
+  /** The change's data (`ChangeData`); a first import's record: no before, after or fields ("imported"). */
+  payload: Jsonb<Record<string, unknown>>;
+  created_at: Generated<Date>;
 }
 
 /** Changes written with the mirror, waiting for the relay (migrations.ts, 0003_change_outbox). */
@@ -263,6 +278,8 @@ interface SyncCheckpointsTable extends OfAccount {
   since: string | null;
   last_complete_at: Timestamp | null;
   updated_at: Timestamp;
+  /** The pass's cursor cycle guard as of `cursor` (migrations.ts, 0024_cursor_guard). */
+  cursor_guard: ColumnType<CursorCycleGuard | null, string | null | undefined, string | null>;
 }
 
 /** When the workers last ran, by mark name (migrations.ts, 0010_sync_liveness). */

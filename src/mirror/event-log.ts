@@ -73,7 +73,10 @@ export interface EventLog {
    * bounded by `limit` and by bytes, an operator read bounded in time (see EventLogOptions).
    */
   query(query?: EventQuery): Promise<EventPage>;
-  /** Deletes events received before `olderThan` with their handler attempts, `batchSize` events per statement; returns how many events. */
+  /**
+   * Deletes events received before `olderThan` with their handler attempts, `batchSize` events per
+   * statement, and the changes no handler received (record_changes) recorded before it; returns how many events.
+   */
   prune(olderThan: Date, batchSize?: number): Promise<number>;
   /**
    * Events waiting for a retry (status received: their latest attempt failed and another follows),
@@ -179,8 +182,8 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
 
     waiting: (after, limit) => readWaiting(db, account, after, limit),
 
-    prune(olderThan, batchSize = 500) {
-      return pruneInBatches(olderThan, batchSize, async (limit) => {
+    async prune(olderThan, batchSize = 500) {
+      const events = await pruneInBatches(olderThan, batchSize, async (limit) => {
         // An event and its handler attempts go in one statement: no attempt outlives its event.
         const { rows } = await sql<{ deleted: number }>`
           with gone as (
@@ -194,6 +197,20 @@ export function createEventLog(db: Kysely<DatabaseSchema>, options: EventLogOpti
           select count(*)::int as deleted from gone`.execute(db);
         return rows[0]?.deleted ?? 0;
       });
+      // The changes no handler received (their records' history) go with the log they stand beside.
+      await pruneInBatches(olderThan, batchSize, async (limit) => {
+        const { rows } = await sql<{ deleted: number }>`
+          with gone as (
+            delete from record_changes where account_id = ${account} and id in (
+              select id from record_changes where account_id = ${account} and created_at < ${olderThan}
+              order by created_at limit ${limit} for update skip locked
+            )
+            returning id
+          )
+          select count(*)::int as deleted from gone`.execute(db);
+        return rows[0]?.deleted ?? 0;
+      });
+      return events;
     },
   };
 }

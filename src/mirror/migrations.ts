@@ -467,7 +467,7 @@ const ACCOUNT_TABLES: readonly AccountTable[] = [
 ];
 
 /** The tables that hold a company's data, keyed by account: what purging an account deletes (accounts.ts). */
-export const ACCOUNT_TABLE_NAMES: readonly string[] = ACCOUNT_TABLES.map((t) => t.table);
+export const ACCOUNT_TABLE_NAMES: readonly string[] = [...ACCOUNT_TABLES.map((t) => t.table), "record_changes"];
 
 /** The foreign key from a line item to its order (named by PostgreSQL in 0001_mirror). */
 const ORDER_ITEMS_FK = "order_items_order_id_fkey";
@@ -622,6 +622,40 @@ async function up0020(db: AnyDb): Promise<void> {
 }
 
 /**
+ * 0024_cursor_guard: A full pass's cursor cycle guard (Brent's detector, upstream/paginate.ts), saved with its cursor after
+ * every page so the guard spans the pass's slices: a cycle longer than one slice is caught, not
+ * walked until the page cap. Null at the top of a pass and once it ended.
+ */
+async function up0024(db: AnyDb): Promise<void> {
+  await db.schema.alterTable("sync_checkpoints").addColumn("cursor_guard", "jsonb").execute();
+}
+
+/**
+ * 0024_record_changes: The changes no handler receives (change-outbox.ts): never an event, but still
+ * a record's history, so its story (record-story.ts) shows every change with its before and
+ * after. A first import's record is one compact "imported" entry. Pruned with the event log.
+ */
+async function up0024RecordChanges(db: AnyDb): Promise<void> {
+  await db.schema
+    .createTable("record_changes")
+    .addColumn("account_id", ID, (c) => c.notNull())
+    .addColumn("id", "text", (c) => c.notNull())
+    .addColumn("type", "text", (c) => c.notNull())
+    .addColumn("record_kind", "text", (c) => c.notNull())
+    .addColumn("record_id", sql`text collate "C"`, (c) => c.notNull())
+    .addColumn("payload", "jsonb", (c) => c.notNull())
+    .addColumn("created_at", "timestamptz", (c) => c.notNull().defaultTo(sql`clock_timestamp()`))
+    .addPrimaryKeyConstraint("record_changes_pkey", ["account_id", "id"])
+    .execute();
+  await db.schema
+    .createIndex("record_changes_record_idx")
+    .on("record_changes")
+    .expression(sql`account_id, record_id, record_kind, created_at desc, id desc`)
+    .execute();
+  await db.schema.createIndex("record_changes_created_at_idx").on("record_changes").columns(["account_id", "created_at"]).execute();
+}
+
+/**
  * Every migration, by name, in one static list so the same list runs from `src/` under tsx and
  * from `dist/` (a folder scan would depend on file extensions and the working directory).
  * Append new migrations; never edit or rename a released one.
@@ -648,6 +682,8 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0020_problems": { up: up0020, down: dropTables("problems") },
   "0021_account_alert_url": { up: up0021, down: (db) => db.schema.alterTable("accounts").dropColumn("alert_url").execute() },
   "0023_account_incarnation": { up: up0023, down: down0023 },
+  "0024_cursor_guard": { up: up0024, down: (db) => db.schema.alterTable("sync_checkpoints").dropColumn("cursor_guard").execute() },
+  "0024_record_changes": { up: up0024RecordChanges, down: dropTables("record_changes") },
 };
 
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */

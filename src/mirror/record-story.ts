@@ -28,6 +28,12 @@ interface TimelineEntry {
   diff?: FieldDiff[];
   /** Changes only: the change created the record (nothing before it); `diff` then holds its non-null fields. */
   created?: boolean;
+  /**
+   * Changes only, false when no handler received the change: it is its record's history, never an
+   * event (no attempts, no handlers). A first import's such record is one entry, `created` with an
+   * empty `diff` ("imported"): the mirror holds the record itself.
+   */
+  event?: boolean;
 }
 
 /** Everything the service holds about one record: the mirror's copy and what the log says of it. */
@@ -66,6 +72,8 @@ type TimelineRow = Pick<Selectable<DatabaseSchema["events"]>, "id" | "type" | "r
   restaurant_id: string | null;
   /** A change event's payload bytes (its diff's source); 0 for a delivery. */
   change_bytes: number | string;
+  /** False for a change no handler received (record_changes): history, not an event. */
+  logged: boolean;
 };
 
 function toEntry(row: TimelineRow, change: unknown): TimelineEntry {
@@ -77,7 +85,7 @@ function toEntry(row: TimelineRow, change: unknown): TimelineEntry {
   const changed = Array.isArray(data.changed) ? data.changed.map(String) : undefined;
   const before = asFields(data.before);
   const diff = fieldDiff(before, asFields(data.after), changed);
-  return { entry: "change", ...base, source: textOf(data.source), diff, created: before === null };
+  return { entry: "change", ...base, source: textOf(data.source), diff, created: before === null, ...(row.logged ? {} : { event: false }) };
 }
 
 /** One record of one account, as every read of its story names it. */
@@ -87,23 +95,53 @@ interface RecordRef {
   id: string;
 }
 
-/** The events naming the record, newest first, from `after` on (exclusive), `limit` + 1 rows to tell whether more follow. */
-function timelineRows(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef, after: LogPosition | undefined) {
-  const older = after ? sql`and ${pastPosition(after, true)}` : sql``;
+/**
+ * What the log and the history hold of a record, as one list in the log's order: the events naming
+ * it (deliveries and change events) and the changes no handler received (record_changes, shaped as
+ * handled events with no attempts).
+ */
+function storyRows({ account, kind, id }: RecordRef) {
   // Only the size of change events' payloads here (their diffs): a change of a 5 MB order holds
   // it twice. The page then reads the payloads of the ones that fit (changePayloads).
-  return sql<TimelineRow>`select id, type, received_at, status, attempts, handlers,
-      payload -> 'data' ->> 'restaurantId' as restaurant_id,
-      case when type like ${CHANGE_TYPES} then octet_length(payload::text) else 0 end as change_bytes
-    from events where account_id = ${account} and record_id = ${id} and record_kind = ${kind} ${older}
+  return sql`(select id, type, received_at, status, attempts, handlers,
+        payload -> 'data' ->> 'restaurantId' as restaurant_id,
+        case when type like ${CHANGE_TYPES} then octet_length(payload::text) else 0 end as change_bytes, true as logged
+      from events where account_id = ${account} and record_id = ${id} and record_kind = ${kind}
+    union all
+    select id, type, created_at as received_at, 'handled' as status, 0 as attempts, '{}'::jsonb as handlers,
+        payload ->> 'restaurantId' as restaurant_id, octet_length(payload::text) as change_bytes, false as logged
+      from record_changes where account_id = ${account} and record_id = ${id} and record_kind = ${kind}) as story`;
+}
+
+/** The story's entries newest first, from `after` on (exclusive), `limit` + 1 rows to tell whether more follow. */
+function timelineRows(db: Kysely<DatabaseSchema>, ref: RecordRef, after: LogPosition | undefined) {
+  const older = after ? sql`where ${pastPosition(after, true)}` : sql``;
+  return sql<TimelineRow>`select * from ${storyRows(ref)} ${older}
     ${logOrder({ newestFirst: true })} limit ${TIMELINE_LIMIT + 1}`.execute(db);
 }
 
 async function changePayloads(db: Kysely<DatabaseSchema>, account: string, rows: readonly TimelineRow[]): Promise<Map<string, unknown>> {
-  const ids = rows.filter((r) => Number(r.change_bytes) > 0).map((r) => r.id);
-  if (ids.length === 0) return new Map();
-  const found = await db.selectFrom("events").select(["id", "payload"]).where("account_id", "=", account).where("id", "in", ids).execute();
-  return new Map(found.map((r) => [r.id, r.payload]));
+  const ids = (logged: boolean) => rows.filter((r) => Number(r.change_bytes) > 0 && r.logged === logged).map((r) => r.id);
+  const [events, history] = [ids(true), ids(false)];
+  const found = new Map<string, unknown>();
+  if (events.length > 0)
+    for (const r of await db
+      .selectFrom("events")
+      .select(["id", "payload"])
+      .where("account_id", "=", account)
+      .where("id", "in", events)
+      .execute())
+      found.set(r.id, r.payload);
+  // A history row holds the change's data; an event's payload holds it under `data`.
+  if (history.length > 0)
+    for (const r of await db
+      .selectFrom("record_changes")
+      .select(["id", "payload"])
+      .where("account_id", "=", account)
+      .where("id", "in", history)
+      .execute())
+      found.set(r.id, { data: r.payload });
+  return found;
 }
 
 async function mirrorCopy(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef) {
@@ -116,9 +154,14 @@ async function mirrorCopy(db: Kysely<DatabaseSchema>, { account, kind, id }: Rec
 }
 
 async function lastChange(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef) {
-  const { rows } = await sql<{ id: string; received_at: Date; source: string | null }>`select id, received_at,
-      payload -> 'data' ->> 'source' as source
-    from events where account_id = ${account} and record_id = ${id} and record_kind = ${kind} and type like ${CHANGE_TYPES}
+  const { rows } = await sql<{ id: string; received_at: Date; source: string | null }>`select * from (
+      (select id, received_at, payload -> 'data' ->> 'source' as source
+        from events where account_id = ${account} and record_id = ${id} and record_kind = ${kind} and type like ${CHANGE_TYPES}
+        ${logOrder({ newestFirst: true })} limit 1)
+      union all
+      (select id, created_at as received_at, payload ->> 'source' as source
+        from record_changes where account_id = ${account} and record_id = ${id} and record_kind = ${kind}
+        order by created_at desc, id desc limit 1)) as last
     ${logOrder({ newestFirst: true })} limit 1`.execute(db);
   const row = rows[0];
   return row ? { eventId: row.id, at: new Date(row.received_at), source: row.source ?? "" } : null;
@@ -234,8 +277,8 @@ export async function listCausedChanges(
   const kind = CHANGE_KINDS.find((k) => k === family);
   const recordId = namedRecordId(event.payload);
   if (kind === undefined || recordId === undefined) return [];
-  const rows = await withOperatorTimeout(timeoutMs, () =>
-    db
+  const rows = await withOperatorTimeout(timeoutMs, async () => {
+    const logged = await db
       .selectFrom("events")
       .select(["id", "type", "received_at", "payload"])
       .where("account_id", "=", account)
@@ -245,8 +288,23 @@ export async function listCausedChanges(
       .orderBy("received_at")
       .orderBy("id")
       .limit(MAX_CAUSED_CHANGES)
-      .execute(),
-  );
+      .execute();
+    // The changes no handler received: its record's history (a row holds the change's data).
+    const history = await db
+      .selectFrom("record_changes")
+      .select(["id", "type", "created_at as received_at", "payload"])
+      .where("account_id", "=", account)
+      .where("record_id", "=", recordId)
+      .where("type", "=", changeEventType(kind))
+      .where("created_at", ">=", event.receivedAt)
+      .orderBy("created_at")
+      .orderBy("id")
+      .limit(MAX_CAUSED_CHANGES)
+      .execute();
+    const byTime = (a: { received_at: Date; id: string }, b: { received_at: Date; id: string }) =>
+      a.received_at.getTime() - b.received_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+    return [...logged, ...history.map((r) => ({ ...r, payload: { data: r.payload } }))].sort(byTime).slice(0, MAX_CAUSED_CHANGES);
+  });
   return rows.map((row) => {
     const data = changeData(row.payload);
     return {

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable } from "kysely";
 import { type DatabaseSchema } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
+import type { CursorCycleGuard } from "../upstream/paginate.js";
 
 /** The resumable walks: the full reconciliation tier and the backfill command. */
 type CheckpointTier = "full" | "backfill";
@@ -25,6 +26,8 @@ export interface SyncCheckpoint {
   lastCompleteAt: Date | null;
   /** When the row was last saved (started, advanced, ended): a walker that stopped saving is gone. */
   updatedAt: Date;
+  /** The pass's cycle guard as of `cursor` (null at the top of a pass): the next slice goes on with it. */
+  guard?: CursorCycleGuard | null;
 }
 
 /** Where a pass stands after a page: the next cursor and the counts so far. */
@@ -32,6 +35,8 @@ export interface CheckpointProgress {
   cursor: string | null;
   records: number;
   pages: number;
+  /** The cycle guard after the page (upstream/paginate.ts): kept with the cursor so the pass's guard spans its slices. */
+  guard?: CursorCycleGuard;
 }
 
 export interface SyncCheckpoints {
@@ -82,6 +87,7 @@ function fromRow(row: Selectable<DatabaseSchema["sync_checkpoints"]>): SyncCheck
     since: row.since,
     lastCompleteAt: row.last_complete_at,
     updatedAt: row.updated_at,
+    guard: row.cursor_guard ?? null,
   };
 }
 
@@ -110,7 +116,7 @@ export function createSyncCheckpoints(
   /** Ends the pass `from` started (same guard as `advance`): the row as saved, or undefined if it lost. */
   const endPass = async (from: SyncCheckpoint, values: Record<string, unknown>) => {
     const row = await samePass(from)
-      .set({ cursor: null, pass_completed_at: now, updated_at: now, ...values } as never)
+      .set({ cursor: null, cursor_guard: null, pass_completed_at: now, updated_at: now, ...values } as never)
       .returningAll()
       .executeTakeFirst();
     return row && fromRow(row);
@@ -127,6 +133,7 @@ export function createSyncCheckpoints(
     async start(tier, kind, { firstImport, since = null }) {
       const values = {
         cursor: null,
+        cursor_guard: null,
         // Whole milliseconds: the pass is named by it (advance's guard), and a JS Date holds no finer.
         pass_started_at: sql<Date>`date_trunc('milliseconds', clock_timestamp())`,
         pass_completed_at: null,
@@ -146,7 +153,13 @@ export function createSyncCheckpoints(
     },
     async advance(from, to) {
       const result = await samePass(from)
-        .set({ cursor: to.cursor, records: to.records, pages: to.pages, updated_at: now } as never)
+        .set({
+          cursor: to.cursor,
+          cursor_guard: to.guard === undefined ? null : JSON.stringify(to.guard),
+          records: to.records,
+          pages: to.pages,
+          updated_at: now,
+        } as never)
         .executeTakeFirst();
       return Number(result.numUpdatedRows) === 1;
     },

@@ -91,6 +91,8 @@ async function walkFrom(options: WalkOptions, at: { checkpoint: SyncCheckpoint; 
       ...walkOf(options, kind, { from }, "full"),
       cursor: start.cursor ?? undefined,
       pagesBefore: start.pages,
+      // The pass's cycle guard as its last slice left it: a cycle longer than a slice is caught too.
+      ...(start.guard ? { guard: start.guard } : {}),
       maxPages: (options.maxPages ?? Number.POSITIVE_INFINITY) - at.pages,
       floor,
       goOn: options.goOn,
@@ -98,7 +100,7 @@ async function walkFrom(options: WalkOptions, at: { checkpoint: SyncCheckpoint; 
       cap: options.pageCap,
       readAhead: true,
     },
-    async (page, { last, error }) => {
+    async (page, { last, error, guard }) => {
       at.pages++;
       const kept = floor === undefined ? page : { ...page, data: page.data.filter((r) => !(sortKey(r) < floor)) };
       const { writer, source } = await sweepWriting(options.changes, kind, kept, at.checkpoint.firstImport);
@@ -108,7 +110,12 @@ async function walkFrom(options: WalkOptions, at: { checkpoint: SyncCheckpoint; 
       // Records read, those the client set aside as out of shape included (the checkpoint counts them too).
       const read = { records: kept.data.length + kept.refused.length };
       const cp = at.checkpoint;
-      const progress: CheckpointProgress = { cursor: page.nextCursor, records: cp.records + read.records, pages: cp.pages + 1 };
+      const progress: CheckpointProgress = {
+        cursor: page.nextCursor,
+        records: cp.records + read.records,
+        pages: cp.pages + 1,
+        guard,
+      };
       const saved = last ? await checkpoints.complete(cp, progress) : (await checkpoints.advance(cp, progress)) && { ...cp, ...progress };
       // Another walker of the same pass saved first.
       if (!saved) return { stop: true };

@@ -60,17 +60,40 @@ export function createListOrder(): ListOrder {
 }
 
 /**
- * The bounds of one walk: the page cap and the cycle guard. The guard keeps a digest of every
- * cursor this walk was handed and fails on the first one handed again, so a cycle of any length
- * is caught exactly (Brent's or Floyd's algorithm would need no memory, but only catch a cursor
- * sequence that repeats as a whole, and one page or two later); its memory is bounded because the
- * walk is: at most `cap` digests of 16 bytes each, whatever the cursors' size.
+ * The cycle guard's memory across the calls of one walk (a full pass's slices, each reading from
+ * the checkpoint the last one saved): Brent's detector, O(1) whatever the walk's length. `mark`
+ * is the digest of a cursor the walk was handed (null: none yet), moved to the cursor in hand
+ * each time `steps` reaches `power`, which then doubles; a cursor equal to the mark is a cycle.
+ * It catches a cycle of length λ starting after μ pages within about μ + 2λ pages of it.
  */
-function createWalkBounds(options: { start?: string; pagesBefore?: number; cap?: number } = {}) {
+export interface CursorCycleGuard {
+  mark: string | null;
+  power: number;
+  steps: number;
+}
+
+/** A cursor's ~16-byte digest: what the guards keep, whatever the cursor's size. */
+const cursorDigest = (cursor: string) => createHash("sha256").update(cursor).digest("base64").slice(0, 22);
+
+/**
+ * The bounds of one walk: the page cap and the cycle guard. Within one call the guard keeps a
+ * digest of every cursor the call was handed and fails on the first one handed again, so a cycle
+ * of any length is caught exactly (its memory bounded because the call is: by its budget, or
+ * `cap` digests of 16 bytes each). Across the calls of a walk that goes on from a saved position
+ * (`guard`, carried in the checkpoint) Brent's detector keeps O(1): a cycle longer than one call
+ * is caught within about twice its length (`CursorCycleGuard`), never left to the page cap.
+ */
+function createWalkBounds(options: { start?: string; pagesBefore?: number; cap?: number; guard?: CursorCycleGuard } = {}) {
   const cap = options.cap ?? MAX_WALK_PAGES;
-  const digest = (cursor: string) => createHash("sha256").update(cursor).digest("base64").slice(0, 22);
-  const seen = new Set<string>(options.start === undefined ? [] : [digest(options.start)]);
+  const seen = new Set<string>(options.start === undefined ? [] : [cursorDigest(options.start)]);
+  const brent: CursorCycleGuard = options.guard
+    ? { ...options.guard }
+    : { mark: options.start === undefined ? null : cursorDigest(options.start), power: 1, steps: 0 };
   let pages = options.pagesBefore ?? 0;
+  const repeated = () =>
+    new UpstreamPageRefusedError(`the API handed back the same cursor again after ${pages} page(s): stopped a list that would never end`, {
+      code: "repeated_cursor",
+    });
   return {
     /**
      * Counts the page just read and takes the cursor it handed back (null: the list ended). The
@@ -80,16 +103,21 @@ function createWalkBounds(options: { start?: string; pagesBefore?: number; cap?:
     next(cursor: string | null): UpstreamPageRefusedError | undefined {
       pages++;
       if (cursor === null) return undefined;
-      const key = digest(cursor);
-      if (seen.has(key))
-        return new UpstreamPageRefusedError(
-          `the API handed back the same cursor again after ${pages} page(s): stopped a list that would never end`,
-          { code: "repeated_cursor" },
-        );
+      const key = cursorDigest(cursor);
+      if (seen.has(key) || brent.mark === key) return repeated();
       seen.add(key);
+      if (brent.mark === null || ++brent.steps >= brent.power) {
+        if (brent.mark !== null) brent.power *= 2;
+        brent.mark = key;
+        brent.steps = 0;
+      }
       const capped = `the list went on past ${cap} pages, the most one walk reads: stopped a list that would never end`;
       if (pages >= cap) return new UpstreamPageRefusedError(capped, { code: "page_cap" });
       return undefined;
+    },
+    /** The guard as of the last page taken: saved with that page's position, for the walk's next call. */
+    guard(): CursorCycleGuard {
+      return { ...brent };
     },
   };
 }
@@ -134,6 +162,8 @@ export interface ListWalk<P extends { data: readonly { id: string }[]; nextCurso
   cursor?: string;
   /** Pages an earlier run of this same walk read (counted against the cap). */
   pagesBefore?: number;
+  /** The cycle guard an earlier run of this same walk left (`PageAt.guard`, saved with `cursor`). */
+  guard?: CursorCycleGuard;
   /**
    * Pages this call reads at most before it stops with `budget` (the rest is a later call's, from
    * `cursor`); a function is asked after every page with the order seen so far. Never past the
@@ -186,6 +216,8 @@ export interface PageAt {
   /** The walk ends after this page whatever `onPage` does: the list ended, the floor was passed, or `error`. */
   last: boolean;
   error?: UpstreamPageRefusedError;
+  /** The cycle guard after this page: what a walk going on from its cursor later starts with. */
+  guard: CursorCycleGuard;
 }
 
 /** What `onPage` did with a page: ids it settled besides the page's records, or `stop` to end the walk. */
@@ -205,7 +237,7 @@ export async function readList<P extends { data: readonly { id: string }[]; next
   walk: ListWalk<P>,
   onPage: (page: P, at: PageAt) => Promise<PageHandled>,
 ): Promise<WalkResult> {
-  const bounds = createWalkBounds({ start: walk.cursor, pagesBefore: walk.pagesBefore, cap: walk.cap });
+  const bounds = createWalkBounds({ start: walk.cursor, pagesBefore: walk.pagesBefore, cap: walk.cap, guard: walk.guard });
   const order = createListOrder();
   const result: WalkResult = { end: "paused", pages: 0, cursor: walk.cursor ?? null, seen: new Set(), order };
   const settled = () => {
@@ -231,7 +263,7 @@ export async function readList<P extends { data: readonly { id: string }[]; next
       next = walk.fetchPage(page.nextCursor ?? undefined);
       next.catch(() => undefined);
     }
-    const handled = await onPage(page, { last, ...(error ? { error } : {}) });
+    const handled = await onPage(page, { last, guard: bounds.guard(), ...(error ? { error } : {}) });
     // Only a targeted walk notes ids: it is bounded by its budget, a whole list's walk is not.
     if (walk.targets) for (const id of [...page.data.map((r) => r.id), ...(handled.settled ?? [])]) result.seen.add(id);
     if (error) return { ...result, end: "unreadable", error };

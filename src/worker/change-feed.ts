@@ -9,6 +9,7 @@ import type { EventJobData } from "../queue/events-queue.js";
 import { activeTraceparent, type Tracing, relaySpans } from "../tracing/tracing.js";
 import type { Tracer } from "@opentelemetry/api";
 import { defaultStopDeadline, type Deadline } from "../base/deadline.js";
+import type { ListensToChange } from "../events/change-listeners.js";
 
 /** Change events: recorded with each mirror write, counted, and relayed into the events queue. */
 export function createChangeFeed(deps: {
@@ -18,6 +19,11 @@ export function createChangeFeed(deps: {
   mirror: MirrorStore;
   outbox: ChangeOutbox;
   eventsQueue: Queue<EventJobData>;
+  /**
+   * Who receives a change: the handler table's answer (worker/handlers.ts). A change nobody
+   * receives is never an event, only its record's history (mirror/change-outbox.ts).
+   */
+  listens: ListensToChange;
   tracing?: Tracing;
 }) {
   const { config, logger, metrics, tracing } = deps;
@@ -30,19 +36,23 @@ export function createChangeFeed(deps: {
     logger,
     ...(tracing ? { tracer: tracing.tracer } : {}),
   });
-  /** How sync code writes an account's mirror: each change it makes is recorded in the outbox with the write. */
+  /**
+   * How sync code writes an account's mirror: each change it makes is recorded with the write, in
+   * the outbox when a handler receives it, else as its record's history.
+   */
   const writerOf = (mirror: MirrorStore) =>
     createMirrorWriter(mirror, {
+      listens: deps.listens,
       // With tracing on, a change event's handlers continue the trace of the write that made it.
       ...(tracing ? { traceparent: activeTraceparent } : {}),
-      onRecorded(changes) {
+      onRecorded(changes, events) {
         for (const { data } of changes) {
           metrics.mirrorChanges.inc({ kind: data.kind, source: data.source });
           if (data.source === "reconcile") metrics.missedWebhooks.inc({ kind: data.kind });
         }
         // Debug: a busy sync records changes on every write; the metrics above count them.
-        logger.debug({ changes: changes.length }, "mirror changes recorded");
-        relay.poke();
+        logger.debug({ changes: changes.length, events }, "mirror changes recorded");
+        if (events > 0) relay.poke();
       },
     });
   return { writer: writerOf(deps.mirror), writerOf, relay };

@@ -32,6 +32,7 @@ import type { HandlerKeyRename } from "../mirror/event-log.js";
 import { isAbsolute, resolve } from "node:path";
 import { execFileSync } from "node:child_process";
 import { pathToFileURL } from "node:url";
+import { changeListenersOf, type ListensToChange } from "../events/change-listeners.js";
 
 /** What every handler receives beside the event. */
 export interface HandlerContext {
@@ -182,19 +183,31 @@ export function createHandlerTable(deps: {
       step: parts.steps.forHandler({ eventId: event.id, handlerKey, attempt: ctx.attempt, logger: ctx.logger }),
     };
   };
+  // Who receives a change, from the maps the registry is built from (rebuilt with it on a reload).
+  let listening: ListensToChange = () => false;
   const table = createReloadableRegistry((handlers) => {
     const built = createHandlerRegistry<HandlerContext>();
     const traced = tracing ? traceHandlers<HandlerContext>(tracing.tracer) : undefined;
     const use = (map: EventHandlers, source: string) => built.use(map, source, traced);
-    use(createSyncHandlers(deps.refresh, { withApi: api !== undefined }), "sync");
+    const sync = createSyncHandlers(deps.refresh, { withApi: api !== undefined });
+    use(sync, "sync");
     handlers.forEach((map, i) => {
       const source = handlers.length > 1 ? `user${i}` : "user";
       logRegisteredHandlers(logger, source, use(map, source));
     });
+    listening = changeListenersOf([sync, ...handlers]);
     return built;
   }, deps.handlers);
-  // The registry as the attempt runner dispatches through it: each handler gets its own `step` and `api`.
-  return { ...table, dispatch: perHandlerContext(table.registry, withSteps) };
+  return {
+    ...table,
+    // The registry as the attempt runner dispatches through it: each handler gets its own `step` and `api`.
+    dispatch: perHandlerContext(table.registry, withSteps),
+    /**
+     * Whether a handler of this table receives a change of `type` made by `source`: what the
+     * mirror's writers ask before a change becomes an event (events/change-listeners.ts).
+     */
+    listensToChange: ((type, source) => listening(type, source)) as ListensToChange,
+  };
 }
 
 /** The worker's handler table, rebuilt whole when `npm run dev` reloads a changed HANDLERS_MODULE. */

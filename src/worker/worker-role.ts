@@ -16,6 +16,7 @@ import type { RedisClient } from "../redis/redis.js";
 import { tracedMirror, type Tracing } from "../tracing/tracing.js";
 import { isPermanentUpstreamError } from "../upstream/errors.js";
 import { createChangeFeed } from "./change-feed.js";
+import { laterListeners } from "../events/change-listeners.js";
 import { type EventHandlers, createHandlerTable, adoptNamedHandlerKeys, type SharedHandlerContext } from "./handlers.js";
 import { apiAtCall, apiNotConfigured, meteredUpstreams, type Upstream, type Upstreams } from "./upstream.js";
 import { createRefreshRequests, type RefreshRequests } from "../sync/refresh-queue.js";
@@ -103,7 +104,12 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
   const upstreamStop = new AbortController();
   // Every call in flight listens to it, one per account's read at once: many listeners are the design, not a leak.
   setMaxListeners(0, upstreamStop.signal);
-  const { feed, refreshOf, main, accountSync } = createSyncParts(deps, { mirror, eventsQueue, syncQueue, signal: upstreamStop.signal });
+  const { feed, refreshOf, main, accountSync, listening } = createSyncParts(deps, {
+    mirror,
+    eventsQueue,
+    syncQueue,
+    signal: upstreamStop.signal,
+  });
   const api = main?.upstream.api;
   const { keysOf } = deps;
   const table = createHandlerTable({
@@ -118,6 +124,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     ...(accountSync ? { apiOf: accountSync.apiOf } : {}),
     ...(keysOf ? { belongs: (account: string, incarnation?: string) => belongsToAccount(keysOf, account, incarnation) } : {}),
   });
+  listening.bind(table.listensToChange); // who receives a change: the table's answer, asked by the feed built before it
   const delivery = createEventDelivery({ ...deps, mirror, eventsQueue, registry: table.dispatch });
   const processors = syncProcessors({ ...deps, syncQueue, main, accounts: accountSync });
   const syncWorker = createSyncWorker({
@@ -260,7 +267,18 @@ function createSyncParts(
     signal: own.signal,
     ...(problems ? { outcomesOf: (account: string) => upstreamOutcomeReporter(problems, account) } : {}),
   });
-  const feed = createChangeFeed({ config, logger, metrics, mirror, outbox: deps.changeOutbox, eventsQueue: own.eventsQueue, tracing });
+  // Bound to the handler table once it is built (its sync handlers need the refresh requests made here).
+  const listening = laterListeners();
+  const feed = createChangeFeed({
+    config,
+    logger,
+    metrics,
+    mirror,
+    outbox: deps.changeOutbox,
+    eventsQueue: own.eventsQueue,
+    listens: listening.listens,
+    tracing,
+  });
   const refreshOf = createRefreshRequests({ config, connection, syncQueue, tracing });
   const main: AccountSync | undefined = upstreams && {
     account: DEFAULT_ACCOUNT,
@@ -271,7 +289,7 @@ function createSyncParts(
     refresh: refreshOf(),
     logger,
   };
-  return { feed, refreshOf, main, accountSync: syncOfAccounts({ ...deps, upstreams, refreshOf, writerOf: feed.writerOf }) };
+  return { feed, refreshOf, main, listening, accountSync: syncOfAccounts({ ...deps, upstreams, refreshOf, writerOf: feed.writerOf }) };
 }
 
 /**

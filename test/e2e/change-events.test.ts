@@ -10,6 +10,8 @@ import { importAll } from "../helpers/import-all.js";
 import { startStack, type Stack } from "../helpers/stack.js";
 import { RECONCILE_JOBS } from "../../src/sync/reconcile-jobs.js";
 import { waitFor } from "../helpers/wait-for.js";
+import { onChange } from "../../src/worker/handlers.js";
+import { readRecordStory } from "../../src/mirror/record-story.js";
 
 let stack: Stack | undefined;
 let capture: Server | undefined;
@@ -240,5 +242,41 @@ describe("change events: handlers get what actually changed in the mirror", () =
     await waitFor(() => events.length === 1, { what: "the change event" });
     expect(events[0]!.data).toMatchObject({ id: order.id, source: "webhook", changed: ["status"] });
     expect(await metric(s, 'svc_missed_webhooks_total{kind="order"}')).toBe(0);
+  });
+
+  it("a change no handler accepts (its source filtered out) is never an event: not queued, run or logged; its record's story keeps it", async () => {
+    const events: ChangeEvent[] = [];
+    // The only change handler takes live webhook changes: a missed webhook's change reaches nobody.
+    const handlers = onChange("order", { field: "status", source: "webhook" }, (e) => void events.push(structuredClone(e)));
+    stack = await startStack({ handlers: [handlers], apiRate: 1200 });
+    const s = stack;
+    await importAll({ api: s.svc.service.worker!.api!, mirror: s.svc.service.mirror, db: s.svc.database.db });
+    const pending = s.sandbox.state.orders().filter((o) => o.status === "PENDING");
+    const quiet = pending.find((o) => o.restaurantId === "rest_1")!;
+    const loud = pending.find((o) => o.restaurantId === "rest_2")!;
+    const res = await fetch(`${s.sandbox.url}/_sandbox/actions/updateOrderStatus`, {
+      method: "POST",
+      body: JSON.stringify({ id: quiet.id, status: "CONFIRMED", silent: true }),
+    });
+    expect(res.status).toBe(200);
+    // A source the handler accepts: one event, queued, run and logged.
+    s.sandbox.actions.updateOrderStatus(loud.id, "CONFIRMED");
+    await settled(s);
+    expect(events.map((e) => [e.data.id, e.data.source])).toEqual([[loud.id, "webhook"]]);
+
+    await s.svc.service.worker!.syncQueue.add(RECONCILE_JOBS.full, { force: true });
+    await settled(s);
+    // The full pass found the silent change (source reconcile, a missed webhook, still counted)...
+    expect(await s.svc.service.mirror.get("orders", quiet.id)).toMatchObject({ status: "CONFIRMED" });
+    expect(await metric(s, 'svc_missed_webhooks_total{kind="order"}')).toBe(1);
+    // ...and nobody receives it: no handler ran, no job was queued, the event log holds no change of it.
+    expect(events).toHaveLength(1);
+    const logged = await s.svc.database.db.selectFrom("events").select(["id", "payload"]).where("type", "like", "change.%").execute();
+    expect(logged.map((r) => r.id)).toEqual([events[0]!.id]);
+    const story = (await readRecordStory(s.svc.database.db, "orders", quiet.id, { timeoutMs: 5000 }))!;
+    const change = story.timeline.find((e) => e.entry === "change")!;
+    expect(change).toMatchObject({ source: "reconcile", event: false, diff: [{ field: "status", before: "PENDING", after: "CONFIRMED" }] });
+    expect(await s.svc.service.worker!.eventsQueue.getJob(change.eventId)).toBeUndefined();
+    expect(story.record?.lastChange).toMatchObject({ eventId: change.eventId, source: "reconcile" });
   });
 });

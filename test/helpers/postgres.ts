@@ -107,7 +107,7 @@ export async function openTestDatabase(driver: TestDriver, options: OpenOptions 
   return {
     ...database,
     async truncate() {
-      await sql`truncate orders, order_items, bookings, menu_items, reviews, events, handler_attempts, change_outbox, rejected_records, sync_checkpoints`.execute(
+      await sql`truncate orders, order_items, bookings, menu_items, reviews, events, handler_attempts, change_outbox, record_changes, rejected_records, sync_checkpoints`.execute(
         database.db,
       );
     },

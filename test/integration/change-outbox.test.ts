@@ -10,6 +10,8 @@ import type { MirrorStore } from "../../src/mirror/mirror-store.js";
 import { type EventJobData, EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { createChangeRelay, type ChangeRelayOptions } from "../../src/worker/change-feed.js";
 import { createMirrorWriter } from "../../src/mirror/change-outbox.js";
+import { changeListenersOf } from "../../src/events/change-listeners.js";
+import { onChange } from "../../src/events/catalog.js";
 import { later, menuItemRecord, orderRecord, reviewRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 import { waitFor } from "../helpers/wait-for.js";
@@ -72,6 +74,41 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
       after: orderRecord("ord_2", { status: "READY" }),
     });
     expect(rows.every((r) => /^chg_[0-9a-f]{32}$/.test(r.id))).toBe(true);
+  });
+
+  it("writes an outbox row only for a change a handler receives; the others are their records' history, an import one entry", async () => {
+    // What a worker whose only change handler is onChange(order, { source: webhook }) answers.
+    const listens = changeListenersOf([onChange("order", { field: "status", source: "webhook" }, () => undefined)]);
+    const writer = createMirrorWriter(mirror, { listens });
+    await writer.write("orders", [orderRecord("ord_1")], t0, "backfill");
+    await writer.write("orders", [orderRecord("ord_1", { status: "READY" })], later(t0, 1), "reconcile");
+    await writer.write("orders", [orderRecord("ord_1", { status: "DELIVERED" })], later(t0, 2), "webhook");
+    await writer.write("menu-items", [menuItemRecord("mi_1")], t0, "webhook");
+    const rows = await outboxRows();
+    expect(rows.map((r) => [r.type, r.payload.id, r.payload.source, r.payload.changed])).toEqual([
+      ["change.order", "ord_1", "webhook", ["status"]],
+    ]);
+    const history = await database.db
+      .selectFrom("record_changes")
+      .select(["type", "record_kind", "record_id", "payload"])
+      .orderBy("created_at")
+      .orderBy("id")
+      .execute();
+    expect(history.map((r) => [r.type, r.record_kind, r.record_id, r.payload.source])).toEqual([
+      ["change.order", "orders", "ord_1", "backfill"],
+      ["change.order", "orders", "ord_1", "reconcile"],
+      ["change.menu_item", "menu-items", "mi_1", "webhook"],
+    ]);
+    // The import is one entry without the record (the mirror holds it); a later change keeps before and after.
+    expect(history[0]!.payload).toMatchObject({ before: null, after: null, changed: [] });
+    expect(history[1]!.payload).toMatchObject({
+      before: orderRecord("ord_1"),
+      after: orderRecord("ord_1", { status: "READY" }),
+      changed: ["status"],
+    });
+    // A writer that is told nothing of the handlers makes every change an event, as before.
+    await createMirrorWriter(mirror).write("orders", [orderRecord("ord_2")], t0, "backfill");
+    expect(await outbox.pending()).toBe(2);
   });
 
   it("a writer told not to record (backfill --no-changes) writes the mirror and no outbox row", async () => {

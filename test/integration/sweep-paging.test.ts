@@ -189,6 +189,42 @@ describe("every walk is bounded: a list whose cursors go round a cycle", () => {
     expect(await checkpoints.get("backfill", "orders")).toMatchObject({ pages: 39, passCompletedAt: null });
   }, 60_000);
 
+  it("the full tier catches a cycle longer than its slices within a bound proportional to the cycle (a 10-page one at once)", async () => {
+    await unlimited();
+    // A mirror already holding orders: the pass is no first import.
+    await mirror.upsert("orders", [{ ...sandbox.state.orders()[0]! }], await mirror.clock());
+    /** Runs 20-page slices until the orders pass is given up, or 600 order pages went by uncaught. */
+    const sliceUntilCaught = async (force: boolean) => {
+      for (let first = true; orderPages() < 600; first = false) {
+        const slice = await runFullSlice({
+          api,
+          mirror,
+          checkpoints,
+          changes: { writer: createMirrorWriter(mirror), source: "reconcile" },
+          intervalMs: 3_600_000,
+          maxPages: 20,
+          force: force && first,
+          logger: pino({ level: "silent" }),
+        });
+        if (slice.kinds.orders?.state === "unreadable") return true;
+      }
+      return false;
+    };
+    // 50 cursors, 20-page slices: each slice alone sees no cursor twice, the pass's guard does.
+    sandbox.faults.add({ path: "/api/v1/orders", cursorCycle: 50 });
+    expect(await sliceUntilCaught(false)).toBe(true);
+    // Brent's detector: within the cycle's start (0) plus about twice its length, at most three times it.
+    expect(orderPages()).toBeLessThanOrEqual(150);
+    expect(await checkpoints.get("full", "orders")).toMatchObject({ cursor: null, lastCompleteAt: null, guard: null });
+
+    // The control: a 10-page cycle inside one slice is caught when its first cursor comes back.
+    sandbox.requestLog.length = 0;
+    sandbox.faults.clear();
+    sandbox.faults.add({ path: "/api/v1/orders", cursorCycle: 10 });
+    expect(await sliceUntilCaught(true)).toBe(true);
+    expect(orderPages()).toBe(11);
+  }, 60_000);
+
   it("the active tier's walk of an endless open list fails at the page cap", async () => {
     await unlimited();
     sandbox.faults.add({ path: "/api/v1/orders", cursorCycle: 1000 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { isChangeEventType, matchesChange, type ChangeData, type ChangeEvent } from "../../src/events/catalog.js";
+import { CHANGE_SOURCES, isChangeEventType, matchesChange, type ChangeData, type ChangeEvent } from "../../src/events/catalog.js";
+import { changeListenersOf } from "../../src/events/change-listeners.js";
 import { onChange } from "../../src/events/catalog.js";
 import { type HandlerContext } from "../../src/worker/handlers.js";
 import type { Order } from "../../src/upstream/models.js";
@@ -113,5 +114,26 @@ describe("mirrorKindOfChange", () => {
     expect(mirrorKindOfChange("menu_item")).toBe("menu-items");
     expect(mirrorKindOfChange("review")).toBeUndefined();
     expect(mirrorKindOfChange("orders")).toBeUndefined();
+  });
+});
+
+describe("who receives a change (changeListenersOf): what decides whether a change becomes an event", () => {
+  const noop = () => undefined;
+  it("no change handler: no change of any kind or source is received", () => {
+    const listens = changeListenersOf([{ "order.created": noop }]);
+    for (const source of CHANGE_SOURCES) expect(listens("change.order", source)).toBe(false);
+  });
+  it("a change.<kind> handler receives its kind from every source, an onChange with a source only those", () => {
+    const listens = changeListenersOf([
+      { "change.booking": [{ name: "audit", handle: noop }] },
+      onChange("order", { field: "status", source: ["webhook", "reconcile"] }, noop),
+      onChange("menu_item", { field: "price" }, noop),
+    ]);
+    expect(CHANGE_SOURCES.map((s) => listens("change.booking", s))).toEqual([true, true, true]);
+    expect(CHANGE_SOURCES.map((s) => listens("change.order", s))).toEqual([true, true, false]);
+    expect(CHANGE_SOURCES.map((s) => listens("change.menu_item", s))).toEqual([true, true, true]);
+  });
+  it("a '*' handler receives every change", () => {
+    expect(changeListenersOf([{ "*": noop }])("change.order", "backfill")).toBe(true);
   });
 });

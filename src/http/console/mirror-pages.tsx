@@ -238,11 +238,10 @@ function Timeline(props: { entries: RecordStory["timeline"]; now: Date }) {
           </td>
           <td class="mono">{e.entry === "change" ? `${printable(e.type)} (${e.source ?? ""} read)` : printable(e.type)}</td>
           <td class="mono">
-            <EventLink id={e.eventId} />
+            {/* A change no handler received is its record's history: no event page to link to. */}
+            {e.event === false ? <span class="muted">no handler: not an event</span> : <EventLink id={e.eventId} />}
           </td>
-          <td>
-            <StatusPill status={e.status} />
-          </td>
+          <td>{e.event === false ? null : <StatusPill status={e.status} />}</td>
           <td>
             <HandlerOutcomes handlers={e.handlers} />
           </td>
@@ -264,6 +263,7 @@ function Diff(props: { diff: NonNullable<RecordStory["timeline"][number]["diff"]
       {shown(d.after)}
     </div>
   ));
+  if (props.created && lines.length === 0) return <div class="muted">imported</div>;
   const label = props.created ? `created with ${lines.length} field${lines.length === 1 ? "" : "s"}` : `${lines.length} fields changed`;
   if (lines.length <= 4)
     return (
