@@ -26,7 +26,17 @@ import {
   ACCOUNTS_ROWS,
   type AccountsBenchResult,
 } from "./accounts.js";
-import { benchFirstDays, benchGaps, firstDayReport, GAPS_RUNS_HEADER, gapsReport, gapsRunLine, type GapsBenchResult } from "./sync-gaps.js";
+import {
+  benchFirstDays,
+  benchGaps,
+  benchOutage,
+  firstDayReport,
+  GAPS_RUNS_HEADER,
+  gapsReport,
+  gapsRunLine,
+  outageReport,
+  type GapsBenchResult,
+} from "./sync-gaps.js";
 
 const { values } = parseArgs({
   options: {
@@ -217,6 +227,50 @@ try {
     results.syncFirstDay = runs;
     out("## Sync: first day", "", ...runs.flatMap((r) => [...firstDayReport(r, true), ""]));
   }
+  // The live row alone (about 5 minutes): the sync part's freshness under 7 events/s at 20,000
+  // orders, for trying a change to how refreshes are paced (BENCH_SYNC_ENV). Printed only.
+  if (values.only?.split(",").includes("sync-live")) {
+    log("sync-live: freshness under 7 events/s over 20,000 orders of history for 150 s (about 5 minutes)");
+    const database = await benchDatabase();
+    let r;
+    try {
+      r = await benchLive(
+        { redisUrl: redis.url, databaseUrl: database.url },
+        { historyOrders: 20_000, eventsPerSecond: 7, seconds: 150 },
+        log,
+      );
+    } finally {
+      await database.server?.destroy();
+    }
+    results.syncLive = r;
+    const f = r.freshness;
+    out(
+      "## Sync: freshness under live traffic",
+      "",
+      `${process.env.BENCH_SYNC_ENV ? `With \`${process.env.BENCH_SYNC_ENV}\`: ` : ""}change → change event p50 ${fmt(f.p50, 1)} s, p90 ${fmt(f.p90, 1)} s, **p99 ${fmt(f.p99, 1)} s** (max ${fmt(f.max, 1)} s); ${f.changes} changes, ${f.lost} lost, ${f.rateLimited} 429s, ${fmt(f.callsPerMinute)} calls/min (${Object.entries(
+        f.callsPerMinuteByClass,
+      )
+        .map(([c, n]) => `${c} ${fmt(n, 1)}`)
+        .join(", ")}).`,
+      "",
+      `By change (p50 / p99): ${f.freshnessByChange.map(([type, v]) => `${type} ${fmt(v.p50, 1)} / ${fmt(v.p99, 1)} s (${v.changes})`).join("; ")}.`,
+    );
+  }
+  // One outage row alone (about 10 minutes at 100,000 orders, most of it the import): for trying a
+  // change to the catch-up. BENCH_OUTAGE_ORDERS picks the history (default 100,000). Printed only.
+  if (values.only?.split(",").includes("sync-outage")) {
+    const historyOrders = Number(process.env.BENCH_OUTAGE_ORDERS ?? 100_000);
+    log(`sync-outage: a 2-minute outage at ${fmt(historyOrders)} orders (about 10 minutes)`);
+    const database = await benchDatabase();
+    let r;
+    try {
+      r = await benchOutage({ redisUrl: redis.url, databaseUrl: database.url }, { historyOrders, outageSeconds: 120, seed: 29 }, log);
+    } finally {
+      await database.server?.destroy();
+    }
+    results.syncOutage = r;
+    out("## Sync: an outage", "", ...outageReport([r]));
+  }
   // Long (the pass reads every record at the full class's share): run only when asked for by name.
   if (values.only?.split(",").includes("sync-full")) {
     log("sync-full: a full pass over 100,000 orders of history under live traffic at 3.5 events/s (about an hour)");
@@ -270,7 +324,16 @@ try {
   await redis.started?.destroy();
 }
 // A run of the sync part alone keeps its own files, so it does not wipe the ingest and e2e tables.
-const resultsName = ["sync", "sync-full", "sync-gaps", "sync-first-day", "embedded-memory", "accounts"].includes(values.only ?? "")
+const resultsName = [
+  "sync",
+  "sync-full",
+  "sync-gaps",
+  "sync-first-day",
+  "sync-outage",
+  "sync-live",
+  "embedded-memory",
+  "accounts",
+].includes(values.only ?? "")
   ? (values.only ?? "")
   : "latest";
 mkdirSync("bench/results", { recursive: true });

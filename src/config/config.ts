@@ -125,7 +125,6 @@ export const configSchema = z.object({
     .transform((v) => v === "true"),
   RECONCILE_ACTIVE_INTERVAL_SECONDS: int(0).default(120),
   RECONCILE_FULL_SLICE_PAGES: int(1, 10_000).default(300),
-  SYNC_CATCHUP_HORIZON_HOURS: int(0, 24 * 31).default(24),
   SYNC_WATCH_INTERVAL_SECONDS: int(1, 3600).default(15),
   CHANGE_RELAY_INTERVAL_MS: int(0, 600_000).default(1000),
   // The URL may carry a password: messages never echo it (zod's own do not either).
@@ -305,8 +304,6 @@ function workerConfig(e: z.output<typeof configSchema>) {
     reconcileActiveIntervalMs: e.RECONCILE_ACTIVE_INTERVAL_SECONDS * 1000,
     /** Pages one full-tier slice (one job) reads at most before it saves and ends. */
     reconcileFullSlicePages: e.RECONCILE_FULL_SLICE_PAGES,
-    /** After a gap, a catch-up reads the final order lists back at least this far by createdAt. */
-    syncCatchUpHorizonMs: e.SYNC_CATCHUP_HORIZON_HOURS * 3600_000,
     /** How often a worker marks itself alive, looks for a gap, and restores lost schedulers and the stream's group. */
     syncWatchIntervalMs: e.SYNC_WATCH_INTERVAL_SECONDS * 1000,
     /**

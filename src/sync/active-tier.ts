@@ -21,15 +21,14 @@ export interface ActivePassOptions extends SweepDeps {
   onPage?: (kind: SyncedKind, read: number, changes: readonly ChangeSource[]) => void;
 }
 
-/** A pass after a gap: the final lists read down to their floors (catchUpFloor), bookings from the day before the gap. */
+/**
+ * A pass after a gap (every process away, Redis emptied): no webhook told of anything that changed
+ * in it, so the pass reads every list that can hold such a change until it has covered the gap
+ * (finalReads), bookings from the day before the gap, menus; no page budget but the walk's cap.
+ */
 export interface CatchUp {
   gapStart: Date;
-  /** The oldest createdAt read back in the final lists: refunds of older orders are the full tier's. */
-  horizon: Date;
 }
-
-/** Pages of one final list a catch-up reads at most while it runs newest first towards its floor. */
-export const CATCH_UP_MAX_PAGES = 100;
 
 /** Records a kind's reads met, and those the mirror had wrong (written with a change). */
 export interface KindTally {
@@ -79,11 +78,12 @@ export async function runActivePass(options: ActivePassOptions): Promise<ActiveP
   const today = dayOf(catchUp ? catchUp.gapStart.getTime() - DAY_MS : startedAt.getTime());
   // The ids the open lists returned, kept only for kinds with states (what is read back below).
   const seen = new Map(SYNCED_KINDS.filter((kind) => RESOURCES[kind].states).map((kind) => [kind, new Set<string>()]));
-  for (const kind of SYNCED_KINDS)
+  // Kind by kind, each kind's read-back right after its own open lists: after a gap the orders'
+  // final lists come before a long bookings list, so a kind is right as soon as its lists are read.
+  for (const kind of SYNCED_KINDS) {
     for (const query of RESOURCES[kind].activeReads(today))
       await readAll(options, outcome, kind, query, { seen: seen.get(kind), goOn: reads });
-  // Only after every open list was read whole: a record they did not return has left them.
-  for (const kind of SYNCED_KINDS) {
+    // Only after every open list of the kind was read whole: a record they did not return has left them.
     const { states } = RESOURCES[kind];
     if (states && !outcome.leftToImport.includes(kind) && (await reads(kind)))
       await readBackLeftOpen(options, outcome, { kind, states, seen: seen.get(kind) ?? new Set(), startedAt });
@@ -126,15 +126,25 @@ async function writeTallied(options: ActivePassOptions, outcome: ActivePassOutco
   }
 }
 
+/** How a pass reads one final list: whole, or down to a floor (epoch ms of createdAt) past its targets. */
+type FinalRead = { status: string; whole: true } | { status: string; whole: false; floor?: number };
+
 /**
- * How far down a catch-up reads a final list (epoch ms of createdAt): a status orders in another
- * final state can still move into (REFUNDED: any paid order, ORDER_STATES.from) down to the
- * horizon; the others only from an open state (an order open in the mirror, read back as any
- * pass does) or by an order created in the gap, so down to the gap's start.
+ * The final lists a pass reads back, whole ones first (what they return is no longer looked for
+ * in the others). A plain pass reads each for the open orders of the mirror that left the open
+ * lists. A catch-up reads, besides, every order that may have reached the list in the gap: a
+ * status orders in another final state can still move into (REFUNDED: any paid order, however
+ * old, ORDER_STATES.from) has no floor the API lets a read stop at (no `updatedSince`, sorted by
+ * createdAt), so it is read whole; the others are entered only from an open state (an order open
+ * in the mirror, a target) or by an order created in the gap, so down to the gap's start.
  */
-function catchUpFloor(catchUp: CatchUp, states: StateOrder, status: string): number {
-  const fromFinal = states.final.some((f) => f !== status && states.from(f)?.includes(status));
-  return (fromFinal ? catchUp.horizon : catchUp.gapStart).getTime();
+function finalReads(states: StateOrder, catchUp: CatchUp | undefined): FinalRead[] {
+  const reads = states.final.map((status): FinalRead => {
+    const fromFinal = states.final.some((f) => f !== status && states.from(f)?.includes(status));
+    if (!catchUp) return { status, whole: false };
+    return fromFinal ? { status, whole: true } : { status, whole: false, floor: catchUp.gapStart.getTime() };
+  });
+  return [...reads.filter((r) => r.whole), ...reads.filter((r) => !r.whole)];
 }
 
 /** A kind with states (orders), after its open lists were read: the ids they returned. */
@@ -149,7 +159,9 @@ interface LeftOpen {
  * The open orders of the mirror that no open list returned (`seen`), created before the pass
  * began, read back from the final lists: each until all were found, or the list shows it runs
  * newest first and went below the oldest of them by createdAt, or MAX_FINAL_PAGES. A catch-up
- * reads each final list on down to its floor (catchUpFloor).
+ * reads as finalReads says with no page budget: until every target is found or passed and the
+ * floor is passed, a list in no order it can stop by read to its end, since anything behind is
+ * worth the budget's whole pace (the walk's cap still ends a list that never ends).
  */
 async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassOutcome, left: LeftOpen) {
   const { kind, states, seen, startedAt } = left;
@@ -162,26 +174,25 @@ async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassO
   const targets = new Map(leftOpen.map((o) => [o.id, sortKey(o)]));
   const found = new Set<string>();
   const firstImport = await (await readImportState(options)).firstImport(kind);
-  for (const status of states.final) {
-    const floor = catchUp && catchUpFloor(catchUp, states, status);
+  for (const read of finalReads(states, catchUp)) {
     for (const id of found) targets.delete(id);
-    if (targets.size === 0 && floor === undefined) break;
+    const floor = read.whole ? undefined : read.floor;
+    if (!read.whole && targets.size === 0 && floor === undefined) continue;
     const walked = await readList(
       {
-        ...walkOf(options, kind, { status }, "active"),
-        targets,
-        floor,
-        // Only a list known to run newest first reaches a floor: any other stops at the usual bound.
-        maxPages: (order) => (floor !== undefined && order.direction === "descending" ? CATCH_UP_MAX_PAGES : MAX_FINAL_PAGES),
+        ...walkOf(options, kind, { status: read.status }, "active"),
+        // A whole list is read to its end: neither targets nor a floor stop it.
+        ...(read.whole ? {} : { targets, floor }),
+        ...(catchUp ? {} : { maxPages: MAX_FINAL_PAGES }),
         cap: options.pageCap,
       },
       async (page) => {
         await writeTallied(options, outcome, kind, page, firstImport);
+        for (const r of page.data) if (targets.has(r.id)) found.add(r.id);
         return {};
       },
     );
     if (walked.error) throw walked.error;
-    for (const id of walked.seen) if (targets.has(id)) found.add(id);
   }
   outcome.recovered = found.size;
   if (found.size < leftOpen.length)

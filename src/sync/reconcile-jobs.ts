@@ -41,6 +41,8 @@ export interface CatchUpJobData extends AccountJobData {
   /** ISO instant: when the gap began (worker/worker-lifecycle.ts). */
   gapStart: string;
 }
+/** The gap a catch-up job without a readable `gapStart` covers. */
+const CATCH_UP_DEFAULT_MS = 86_400_000;
 /** How often a pass that waits behind the running one looks again (it runs within this of its end). */
 export const QUEUED_PASS_POLL_MS = 1000;
 
@@ -123,10 +125,9 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
       return { skipped: "an active pass is running" };
     },
     [RECONCILE_JOBS.catchUp]: async (job, token) => {
-      const now = (await deps.mirror.clock()).getTime();
-      const horizon = now - deps.config.syncCatchUpHorizonMs;
-      const gapStart = Date.parse((job.data as CatchUpJobData).gapStart) || horizon;
-      const catchUp = { gapStart: new Date(gapStart), horizon: new Date(Math.min(gapStart, horizon)) };
+      // A job without a readable start (queued by hand) catches up over the last day.
+      const gapStart = Date.parse((job.data as CatchUpJobData).gapStart) || (await deps.mirror.clock()).getTime() - CATCH_UP_DEFAULT_MS;
+      const catchUp = { gapStart: new Date(gapStart) };
       // Behind a running pass, never instead of it: that pass began before it knew of the gap.
       return (await activePass(job, token, catchUp)) ?? waitForRunningPass(job, token, QUEUED_PASS_POLL_MS);
     },

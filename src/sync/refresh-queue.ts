@@ -334,7 +334,7 @@ export function createRefreshJob(deps: RefreshJobDeps): (job: Job) => Promise<Re
     const started = Date.now();
     const outcome = await deps.refresh(kind);
     const ms = Date.now() - started;
-    const nextInMs = await askNextRun(deps, kind);
+    const nextInMs = await askNextRun(deps, kind, ms);
     const { calls, reads, found, written } = outcome;
     deps.logger.debug({ kind, ms, calls, reads, found, written, nextInMs }, "refresh done");
     return outcome;
@@ -342,13 +342,13 @@ export function createRefreshJob(deps: RefreshJobDeps): (job: Job) => Promise<Re
 }
 
 /**
- * Sets the kind's pace, then asks for the next run for when the first pending id is due. Then reads
- * again: BullMQ keeps the last ask made while a job runs, so a request noted after the first read
- * whose ask came before ours was replaced by ours; an id due sooner asks again. Returns the delay
- * asked for.
+ * Sets the kind's pace, counted from the start of the run that took `ranMs` (`paceAfterRunMs`),
+ * then asks for the next run for when the first pending id is due. Then reads again: BullMQ keeps
+ * the last ask made while a job runs, so a request noted after the first read whose ask came
+ * before ours was replaced by ours; an id due sooner asks again. Returns the delay asked for.
  */
-async function askNextRun(deps: Pick<RefreshJobDeps, "scheduler" | "pace">, kind: SyncedKind): Promise<number | undefined> {
-  const paceMs = await deps.pace();
+async function askNextRun(deps: Pick<RefreshJobDeps, "scheduler" | "pace">, kind: SyncedKind, ranMs: number): Promise<number | undefined> {
+  const paceMs = paceAfterRunMs(await deps.pace(), ranMs);
   await deps.scheduler.setPace(kind, paceMs);
   let asked: { due: number; delayMs: number } | undefined;
   for (;;) {
@@ -399,6 +399,15 @@ export function paceWaitMs(used: number, high: number, maxWaitMs: number): numbe
   if (high <= 0 || used <= low) return 0;
   return Math.round(maxWaitMs * Math.min(1, (used - low) / (high - low)));
 }
+
+/**
+ * What is left of a pace once a run took `ranMs`: the pace spaces the starts of a kind's runs, not
+ * the idle time after each. A run's own reads already wait for the budget's slots, so a long run
+ * (a deep status list walked for old orders' refunds) spent its wait while reading; idling the
+ * whole pace after it as well would hold the events noted during it for run + pace (the live
+ * row's slowest changes).
+ */
+export const paceAfterRunMs = (paceMs: number, ranMs: number): number => Math.max(0, paceMs - Math.max(0, ranMs));
 
 export function createRefreshPace(options: RefreshPaceOptions): RefreshPace {
   return async () => {

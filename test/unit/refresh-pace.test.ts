@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createRefreshPace, paceWaitMs } from "../../src/sync/refresh-queue.js";
+import { createRefreshPace, paceAfterRunMs, paceWaitMs } from "../../src/sync/refresh-queue.js";
 
 describe("refresh pace", () => {
   it("waits nothing below a third of the share, the most at the share and above, in proportion between", () => {
@@ -9,6 +9,13 @@ describe("refresh pace", () => {
     expect(paceWaitMs(60, 90, 4000)).toBe(2000);
     expect(paceWaitMs(90, 90, 4000)).toBe(4000);
     expect(paceWaitMs(120, 90, 4000)).toBe(4000);
+  });
+
+  it("spaces the starts of a kind's runs: a run's own time counts against the pace, never below nothing", () => {
+    expect(paceAfterRunMs(4000, 0)).toBe(4000);
+    expect(paceAfterRunMs(4000, 2500)).toBe(1500);
+    expect(paceAfterRunMs(4000, 6000)).toBe(0);
+    expect(paceAfterRunMs(0, 300)).toBe(0);
   });
 
   it("delays the next run by the rate the webhook class spends the budget at now", async () => {
