@@ -328,7 +328,11 @@ function createServiceApp(
             signingSecrets: config.signingSecrets,
             ...(deps.accounts ? { accounts: deps.accounts } : {}),
             maxBodyBytes: config.maxBodyBytes,
-            maxBufferedBodyBytes: config.http.maxBufferedBodyBytes,
+            bodyBudget: {
+              maxBytes: config.http.maxBufferedBodyBytes,
+              sourceShare: config.http.bodySourceShare,
+              readTimeoutMs: config.http.bodyTimeoutMs,
+            },
             observer: webhookMetrics(metrics),
           },
         }

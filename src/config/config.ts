@@ -65,7 +65,10 @@ export const configSchema = z.object({
   KEEP_FAILED_JOBS: int(0).default(10_000),
   KEEP_FAILED_SECONDS: int(0).default(14 * 24 * 3600),
   MAX_BUFFERED_BODY_BYTES: int(1, 4 * 1024 * 1024 * 1024).default(DEFAULTS.maxBufferedBodyBytes),
+  BODY_BUDGET_SOURCE_SHARE: share().default(DEFAULTS.bodyBudgetSourceShare),
   HTTP_REQUEST_TIMEOUT_MS: int(100, 300_000).default(DEFAULTS.httpRequestTimeoutMs),
+  // Unset: DEFAULTS.httpBodyTimeoutMs, or HTTP_REQUEST_TIMEOUT_MS when that is shorter.
+  HTTP_BODY_TIMEOUT_MS: int(100, 300_000).optional(),
   HTTP_HEADERS_TIMEOUT_MS: int(100, 300_000).default(DEFAULTS.httpHeadersTimeoutMs),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: int(0, 600_000).default(DEFAULTS.httpKeepAliveTimeoutMs),
   HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(DEFAULTS.httpMaxConnections),
@@ -181,8 +184,12 @@ function configFrom(e: z.output<typeof configSchema>) {
       maxConnections: e.HTTP_MAX_CONNECTIONS,
       /** Request line and headers together (Node's maxHeaderSize); over it Node answers 431. */
       maxHeaderBytes: e.HTTP_MAX_HEADER_BYTES,
-      /** Body bytes buffered across all in-flight requests; beyond it the edge answers 503. */
+      /** Body bytes buffered across all in-flight requests, counted as they arrive; beyond it the edge answers 503. */
       maxBufferedBodyBytes: e.MAX_BUFFERED_BODY_BYTES,
+      /** The most of maxBufferedBodyBytes one account's path or one remote address may hold (at least one body). */
+      bodySourceShare: e.BODY_BUDGET_SOURCE_SHARE,
+      /** How long a body may take to arrive once its read starts; past it the edge answers 408 and gives its bytes back. */
+      bodyTimeoutMs: e.HTTP_BODY_TIMEOUT_MS ?? Math.min(DEFAULTS.httpBodyTimeoutMs, e.HTTP_REQUEST_TIMEOUT_MS),
     },
     dedupWindowSeconds: e.DEDUP_WINDOW_SECONDS,
     /** How many finished jobs to keep, and for how long (Redis memory stays flat). */
@@ -349,6 +356,10 @@ function limitProblems(e: z.output<typeof configSchema>): string[] {
   // Node refuses a header timeout above the request timeout.
   if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS)
     problems.push("HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS");
+  if (e.HTTP_BODY_TIMEOUT_MS !== undefined && e.HTTP_BODY_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS)
+    problems.push(
+      "HTTP_BODY_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS, or Node's 408 comes first and the body's bytes stay held until then",
+    );
   if (e.MAX_BUFFERED_BODY_BYTES < e.MAX_BODY_BYTES)
     problems.push("MAX_BUFFERED_BODY_BYTES must be at least MAX_BODY_BYTES, or no body of the largest size is ever accepted");
   return problems;

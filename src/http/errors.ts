@@ -33,6 +33,16 @@ export class PayloadTooLargeError extends codedError("payload_too_large") {
   }
 }
 
+/**
+ * The body did not arrive within HTTP_BODY_TIMEOUT_MS of its read starting: 408, and what it had
+ * sent is given back to the budget (a slow body holds neither bytes nor a slot for long).
+ */
+export class BodyTimeoutError extends codedError("body_timeout") {
+  constructor(readonly deadlineMs: number) {
+    super(`the body did not arrive within ${deadlineMs} ms`);
+  }
+}
+
 /** The client went away before its body was complete: its error, not ours (logged at debug). */
 export class RequestAbortedError extends codedError("request_aborted") {
   constructor(options?: { cause?: unknown }) {
@@ -89,6 +99,7 @@ export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof UnstorableEventError) return { status: 422, body: errorBody(err.code, "the event cannot be stored") };
   // Nobody reads this answer (the client is gone); the status is for the request log.
   if (err instanceof RequestAbortedError) return { status: 400, body: errorBody(err.code, err.message) };
+  if (err instanceof BodyTimeoutError) return { status: 408, body: errorBody(err.code, err.message) };
   if (err instanceof ServerBusyError) return retryLater(err.code, "too many request bodies in flight; retry later");
   if (err instanceof AccountsUnavailableError) return retryLater(err.code, err.message);
   if (err instanceof QueueUnavailableError) {

@@ -1,18 +1,22 @@
 import type { IncomingMessage } from "node:http";
 import { Hono, type Context } from "hono";
+import { createBodyBudget, type BodyReservation } from "./body-budget.js";
+import { readRawBody } from "./raw-body.js";
+import { DEFAULTS } from "../config/defaults.js";
 import { isChangeEventType } from "../events/catalog.js";
 import { parseEnvelope, matchSignature, SIGNATURE_HEADER, signatureDigest } from "../events/envelope.js";
 import { ReservedEventTypeError } from "../events/errors.js";
 import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
 import type { EventSink } from "../queue/ingest-stream.js";
 import type { AppEnv } from "./request-log.js";
-import { PayloadTooLargeError, RequestAbortedError, ServerBusyError } from "./errors.js";
+import { BodyTimeoutError, PayloadTooLargeError, ServerBusyError } from "./errors.js";
 import { accountNotFound } from "../mirror/errors.js";
 
 /** Why the edge refused a delivery, for metrics. */
 export type RejectReason =
   | "too_large"
   | "busy"
+  | "body_timeout"
   | "invalid_signature"
   | "invalid_event"
   | "reserved_event_type"
@@ -39,13 +43,26 @@ export interface WebhookRouteOptions {
   /** The registered accounts, each at POST /webhooks/{id}; without it those routes answer 404. */
   accounts?: AccountSecrets;
   maxBodyBytes: number;
-  /** Body bytes buffered across all in-flight requests (default: 32 × maxBodyBytes). */
-  maxBufferedBodyBytes?: number;
+  /** What request bodies may hold in memory while they arrive (docs/edge.md, "What the body budget bounds"); DEFAULTS' where not given. */
+  bodyBudget?: {
+    /** Body bytes held across all in-flight requests (MAX_BUFFERED_BODY_BYTES). */
+    maxBytes?: number;
+    /** The most of them one account's path, or one remote address, may hold (BODY_BUDGET_SOURCE_SHARE). */
+    sourceShare?: number;
+    /** How long a body may take to arrive once its read starts (HTTP_BODY_TIMEOUT_MS). */
+    readTimeoutMs?: number;
+  };
   observer?: WebhookObserver;
 }
 
 const bodyRefusal = (err: unknown): RejectReason | undefined =>
-  err instanceof PayloadTooLargeError ? "too_large" : err instanceof ServerBusyError ? "busy" : undefined;
+  err instanceof PayloadTooLargeError
+    ? "too_large"
+    : err instanceof ServerBusyError
+      ? "busy"
+      : err instanceof BodyTimeoutError
+        ? "body_timeout"
+        : undefined;
 const enqueueRefusal = (err: unknown): RejectReason =>
   err instanceof UnstorableEventError ? "invalid_event" : err instanceof BacklogFullError ? "backlog_full" : "queue_unavailable";
 
@@ -56,7 +73,12 @@ const enqueueRefusal = (err: unknown): RejectReason =>
 export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
   const { sink, signingSecrets, observer } = options;
   const maxBytes = options.maxBodyBytes;
-  const budget = createBodyBudget(options.maxBufferedBodyBytes ?? 32 * maxBytes);
+  const readTimeoutMs = options.bodyBudget?.readTimeoutMs ?? DEFAULTS.httpBodyTimeoutMs;
+  const budget = createBodyBudget({
+    maxBytes: options.bodyBudget?.maxBytes ?? DEFAULTS.maxBufferedBodyBytes,
+    sourceShare: options.bodyBudget?.sourceShare ?? DEFAULTS.bodyBudgetSourceShare,
+    minSourceBytes: maxBytes,
+  });
   const route = new Hono<AppEnv>();
   // The time of receipt, formatted once per millisecond: toISOString costs ~1 µs, ~1.5 % of a
   // request, and every request within one millisecond gets the same string from it anyway.
@@ -84,8 +106,11 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
   });
 
   async function receiveCounted(c: Context<AppEnv>, secrets: readonly string[], account: string | undefined) {
-    // The bytes stay counted until the answer: the body is held in memory until then.
-    const reservation = budget.open();
+    // The bytes stay counted until the answer: the body is held in memory until then. Its sources:
+    // the account's path, and the sender's address (none in memory, through app.request()).
+    const address = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress;
+    const path = `path:${account ?? ""}`;
+    const reservation = budget.open(address ? [path, `addr:${address}`] : [path]);
     try {
       return await receive(c, reservation, secrets, account);
     } finally {
@@ -113,7 +138,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
     // The header first: an unsigned or malformed delivery is refused before a byte of its body
     // is read or hashed (300 unsigned 1 MB posts cost 0.79 s of CPU when they were read first).
     const digest = refusing("invalid_signature", () => signatureDigest(c.req.header(SIGNATURE_HEADER)));
-    const raw = await refusing(bodyRefusal, () => readRawBody(c, maxBytes, reservation));
+    const raw = await refusing(bodyRefusal, () => readRawBody(c, { maxBytes, reservation, deadlineMs: readTimeoutMs }));
     const secretIndex = refusing("invalid_signature", () => matchSignature(raw, digest, secrets));
     const envelope = refusing("invalid_event", () => parseEnvelope(raw));
     // Change events come from the mirror only: a sender must not be able to forge one.
@@ -144,117 +169,4 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
     return c.json({ received: true, id: envelope.id, duplicate: result.duplicate }, 200);
   }
   return route;
-}
-
-// A request's body: a budget of bytes buffered across all requests, and the read of one body
-// counted against it and capped by MAX_BODY_BYTES.
-
-/** One request's share of the budget: take as bytes arrive, close once the request is done. */
-export interface BodyReservation {
-  /** Counts `bytes` against the budget; throws ServerBusyError (counting nothing) when over it. */
-  take(bytes: number): void;
-  /** Gives back everything taken; idempotent. */
-  close(): void;
-}
-
-/**
- * A cap on request-body bytes held in memory across all in-flight requests, so many slow or
- * large uploads at once cannot exhaust memory (each is already capped by MAX_BODY_BYTES).
- *
- * @example const r = budget.open(); try { await readRawBody(c, max, r) } finally { r.close() }
- */
-export function createBodyBudget(maxBytes: number) {
-  let inUse = 0;
-  return {
-    /** Bytes held by open reservations. */
-    get inUse() {
-      return inUse;
-    },
-    open(): BodyReservation {
-      let held = 0;
-      return {
-        take(bytes) {
-          if (inUse + bytes > maxBytes) throw new ServerBusyError(maxBytes);
-          inUse += bytes;
-          held += bytes;
-        },
-        close() {
-          inUse -= held;
-          held = 0;
-        },
-      };
-    },
-  };
-}
-
-// Without a shared budget nothing is counted.
-const NO_RESERVATION: BodyReservation = { take: () => undefined, close: () => undefined };
-
-/**
- * The request body as raw bytes, at most `maxBytes`, counted against `reservation` (a share of
- * the budget across all requests) as they are accepted. With Content-Length the size is known
- * before reading and the bytes come straight from the Node request (hono's bodyLimit would build
- * a web Request and stream per request, about a third of the throughput). Without it (chunked),
- * bytes are counted as they arrive and reading stops at the cap.
- */
-export async function readRawBody(c: Context, maxBytes: number, reservation = NO_RESERVATION): Promise<Uint8Array> {
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  try {
-    return await readCapped(c, incoming, maxBytes, reservation);
-  } catch (err) {
-    // Our own refusals pass; anything else while the body is incomplete is the socket closing
-    // mid-body (Node rejects the read with "aborted", ECONNRESET).
-    if (err instanceof PayloadTooLargeError || err instanceof ServerBusyError) throw err;
-    if (incoming && !incoming.complete) throw new RequestAbortedError({ cause: err });
-    throw err;
-  }
-}
-
-async function readCapped(
-  c: Context,
-  incoming: IncomingMessage | undefined,
-  maxBytes: number,
-  reservation: BodyReservation,
-): Promise<Uint8Array> {
-  const declared = c.req.header("content-length");
-  if (declared !== undefined) {
-    const length = Number(declared);
-    if (!Number.isSafeInteger(length) || length < 0 || length > maxBytes) throw new PayloadTooLargeError(maxBytes);
-    reservation.take(length);
-    // Node's parser hands over exactly Content-Length bytes. Read from the Node request itself:
-    // the adapter's arrayBuffer() copies them into a new ArrayBuffer per request (~2 % of the edge's CPU).
-    return incoming ? readDeclared(incoming) : new Uint8Array(await c.req.arrayBuffer());
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const take = (chunk: Uint8Array) => {
-    size += chunk.byteLength;
-    if (size > maxBytes) throw new PayloadTooLargeError(maxBytes);
-    reservation.take(chunk.byteLength);
-    chunks.push(chunk);
-  };
-  // The Node request, else in memory (app.request() in tests, other runtimes) the web stream.
-  // Node's types leave a web stream's chunk type open (`any`); a Request body stream yields
-  // Uint8Array by the Fetch spec. A refusal leaves the loop, which cancels either stream.
-  const source = incoming ?? c.req.raw.body;
-  if (source) for await (const chunk of source as AsyncIterable<Uint8Array>) take(chunk);
-  return Buffer.concat(chunks, size);
-}
-
-/** A Node request's whole body (its length already checked), one chunk as is, several joined. */
-function readDeclared(incoming: IncomingMessage): Promise<Uint8Array> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const settle = (err?: Error) => {
-      incoming.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
-      const [first, ...rest] = chunks;
-      if (err) reject(err);
-      else resolve(first && rest.length === 0 ? first : Buffer.concat(chunks));
-    };
-    const onData = (chunk: Buffer) => void chunks.push(chunk);
-    const onEnd = () => settle();
-    // Closed before "end": the client went away mid-body (readRawBody turns it into RequestAbortedError).
-    const onClose = () => settle(new Error("the request closed before its body ended"));
-    incoming.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
-  });
 }
