@@ -326,6 +326,8 @@ function createServiceApp(
           webhooks: {
             sink,
             signingSecrets: config.signingSecrets,
+            signatureScheme: config.signatureScheme,
+            signatureToleranceSeconds: config.signatureToleranceSeconds,
             ...(deps.accounts ? { accounts: deps.accounts } : {}),
             maxBodyBytes: config.maxBodyBytes,
             bodyBudget: {

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { codedError } from "../errors.js";
+import { standardSecretProblem } from "../base/standard-webhooks.js";
 import { DEFAULTS } from "./defaults.js";
 import { hashTagOf } from "../redis/redis.js";
 import { API_KEY_PREFIX, isApiKey } from "../upstream/client.js";
@@ -41,6 +42,15 @@ function secretsKeyBytes(text: string): Buffer | undefined {
   return bytes.length === 32 && (text.length === 64 || bytes.toString("base64") === text) ? bytes : undefined;
 }
 
+/** How a sender signs its deliveries: `svc` (X-SVC-Signature, the upstream's) or Standard Webhooks (webhook-id, -timestamp, -signature). */
+export const SIGNATURE_SCHEMES = ["svc", "standard-webhooks"] as const;
+export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
+
+/** Why `secret` cannot sign deliveries under `scheme`, or undefined when it can (never naming the value). */
+export function schemeSecretProblem(scheme: SignatureScheme, secret: string): string | undefined {
+  return scheme === "standard-webhooks" ? standardSecretProblem(secret) : undefined;
+}
+
 export const ROLES = ["all", "web", "worker"] as const;
 export type Role = (typeof ROLES)[number];
 
@@ -58,6 +68,8 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z0-9_{}-]+$/, "may hold letters, digits, _ - { } only")
     .default(DEFAULTS.queuePrefix),
   SIGNING_SECRET: secretList.optional(),
+  SIGNATURE_SCHEME: z.enum(SIGNATURE_SCHEMES, { error: `must be one of ${SIGNATURE_SCHEMES.join(", ")}` }).default("svc"),
+  SIGNATURE_TOLERANCE_SECONDS: int(1, 24 * 3600).default(DEFAULTS.signatureToleranceSeconds),
   MAX_BODY_BYTES: int(1, 64 * 1024 * 1024).default(DEFAULTS.maxBodyBytes),
   DEDUP_WINDOW_SECONDS: int(1).default(7 * 24 * 3600),
   KEEP_COMPLETED_JOBS: int(0).default(1000),
@@ -171,6 +183,10 @@ function configFrom(e: z.output<typeof configSchema>) {
     queuePrefix: e.REDIS_CLUSTER ? clusterPrefix(e.QUEUE_PREFIX) : e.QUEUE_PREFIX,
     /** Every secret accepted for X-SVC-Signature; more than one during a rotation. */
     signingSecrets: e.SIGNING_SECRET ?? [],
+    /** How the env company (POST /webhooks) signs: SIGNING_SECRET's secrets are that scheme's. */
+    signatureScheme: e.SIGNATURE_SCHEME,
+    /** Standard Webhooks: how far webhook-timestamp may be from now, either way, in seconds. */
+    signatureToleranceSeconds: e.SIGNATURE_TOLERANCE_SECONDS,
     maxBodyBytes: e.MAX_BODY_BYTES,
     /** What the HTTP server tolerates from clients (slow, many, large); see docs/security.md. */
     http: {
@@ -360,6 +376,10 @@ function limitProblems(e: z.output<typeof configSchema>): string[] {
     problems.push(
       "HTTP_BODY_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS, or Node's 408 comes first and the body's bytes stay held until then",
     );
+  for (const [i, secret] of (e.SIGNING_SECRET ?? []).entries()) {
+    const problem = schemeSecretProblem(e.SIGNATURE_SCHEME, secret);
+    if (problem) problems.push(`SIGNING_SECRET's secret ${i + 1}: ${problem} (SIGNATURE_SCHEME is ${e.SIGNATURE_SCHEME})`);
+  }
   if (e.MAX_BUFFERED_BODY_BYTES < e.MAX_BODY_BYTES)
     problems.push("MAX_BUFFERED_BODY_BYTES must be at least MAX_BODY_BYTES, or no body of the largest size is ever accepted");
   return problems;

@@ -1,3 +1,5 @@
+import { DEFAULT_TOLERANCE_SECONDS } from "../base/standard-webhooks.js";
+
 /**
  * Defaults shared by the config schema and the library factories (which can be used without a
  * config): one home for each, so a factory's fallback never drifts from the service's default.
@@ -39,6 +41,8 @@ export const DEFAULTS = {
   httpMaxHeaderBytes: 8 * 1024,
   /** One request body at most (MAX_BODY_BYTES): also what a stream entry's size is figured from when not given. */
   maxBodyBytes: 1024 * 1024,
+  /** Standard Webhooks: a delivery's timestamp may be this far from now, either way (the scheme's own 5 minutes). */
+  signatureToleranceSeconds: DEFAULT_TOLERANCE_SECONDS,
   /** Request bodies held in memory across all requests at once (bytes that arrived, never bytes declared). */
   maxBufferedBodyBytes: 32 * 1024 * 1024,
   /**

@@ -2,6 +2,7 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { EnvelopeError, EventIdentifierError, PayloadTooDeepError, WebhookSignatureError } from "../events/envelope.js";
 import { codedError } from "../errors.js";
+import { StandardWebhookError } from "../base/standard-webhooks.js";
 import { ReservedEventTypeError } from "../events/errors.js";
 import { BacklogFullError, QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
 import { AccountsUnavailableError } from "../mirror/errors.js";
@@ -87,7 +88,8 @@ const retryLater = (code: string, message: string): HttpFailure => ({
 
 /** The one place where typed errors become HTTP answers. */
 export function toHttpFailure(err: unknown): HttpFailure {
-  if (err instanceof WebhookSignatureError) return { status: 401, body: errorBody(err.code, err.message) };
+  if (err instanceof WebhookSignatureError || err instanceof StandardWebhookError)
+    return { status: 401, body: errorBody(err.code, err.message) };
   if (err instanceof PayloadTooLargeError) return { status: 413, body: errorBody(err.code, err.message) };
   if (
     err instanceof EnvelopeError ||

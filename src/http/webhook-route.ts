@@ -4,7 +4,9 @@ import { createBodyBudget, type BodyReservation } from "./body-budget.js";
 import { readRawBody } from "./raw-body.js";
 import { DEFAULTS } from "../config/defaults.js";
 import { isChangeEventType } from "../events/catalog.js";
-import { parseEnvelope, matchSignature, SIGNATURE_HEADER, signatureDigest } from "../events/envelope.js";
+import { parseEnvelope } from "../events/envelope.js";
+import { signatureRefusal, signatureVerifier, type SignatureVerifier } from "../events/signature-schemes.js";
+import type { SignatureScheme } from "../config/config.js";
 import { ReservedEventTypeError } from "../events/errors.js";
 import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
 import type { EventSink } from "../queue/ingest-stream.js";
@@ -18,6 +20,7 @@ export type RejectReason =
   | "busy"
   | "body_timeout"
   | "invalid_signature"
+  | "timestamp_out_of_tolerance"
   | "invalid_event"
   | "reserved_event_type"
   | "queue_unavailable"
@@ -33,13 +36,25 @@ export interface WebhookObserver {
 
 /** The registered accounts as the edge reads them (mirror/accounts.ts's directory): unknown → undefined. */
 export interface AccountSecrets {
-  get(id: string): { signingSecrets: readonly string[] } | undefined;
+  get(id: string): AccountSigning | undefined;
+}
+
+/** How one company signs: its secrets, newest first, under its scheme (`svc` when not given). */
+export interface AccountSigning {
+  signingSecrets: readonly string[];
+  signatureScheme?: SignatureScheme;
 }
 
 export interface WebhookRouteOptions {
   sink: EventSink;
   /** The env-configured company's secrets (`default`, at POST /webhooks). */
   signingSecrets: readonly string[];
+  /** The env-configured company's scheme (SIGNATURE_SCHEME; `svc` by default). */
+  signatureScheme?: SignatureScheme;
+  /** Standard Webhooks: how far a delivery's timestamp may be from now (SIGNATURE_TOLERANCE_SECONDS; DEFAULTS' by default). */
+  signatureToleranceSeconds?: number;
+  /** The time a Standard Webhooks timestamp is checked against, in ms (Date.now by default; tests fix it). */
+  clock?: () => number;
   /** The registered accounts, each at POST /webhooks/{id}; without it those routes answer 404. */
   accounts?: AccountSecrets;
   maxBodyBytes: number;
@@ -71,7 +86,21 @@ const enqueueRefusal = (err: unknown): RejectReason =>
  * signature over exactly those bytes, only then parse, then enqueue and answer 200 once Redis has acknowledged the job.
  */
 export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
-  const { sink, signingSecrets, observer } = options;
+  const { sink, observer } = options;
+  const tolerance = options.signatureToleranceSeconds ?? DEFAULTS.signatureToleranceSeconds;
+  const clock = options.clock ?? Date.now;
+  const envVerifier = signatureVerifier(options.signatureScheme ?? "svc", options.signingSecrets, tolerance);
+  // Each account's verifier, built once per version of its keys (the directory hands out the same
+  // object until the account changes): a Standard Webhooks secret is decoded once, not per delivery.
+  const accountVerifiers = new WeakMap<AccountSigning, SignatureVerifier>();
+  const verifierOf = (found: AccountSigning) => {
+    let verifier = accountVerifiers.get(found);
+    if (!verifier) {
+      verifier = signatureVerifier(found.signatureScheme ?? "svc", found.signingSecrets, tolerance);
+      accountVerifiers.set(found, verifier);
+    }
+    return verifier;
+  };
   const maxBytes = options.maxBodyBytes;
   const readTimeoutMs = options.bodyBudget?.readTimeoutMs ?? DEFAULTS.httpBodyTimeoutMs;
   const budget = createBodyBudget({
@@ -93,7 +122,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
     return stamp;
   };
 
-  route.post("/", (c) => receiveCounted(c, signingSecrets, undefined));
+  route.post("/", (c) => receiveCounted(c, envVerifier, undefined));
   // A registered account's endpoint: an unknown account is refused before a byte of the body is read.
   route.post("/:account", (c) => {
     const account = c.req.param("account");
@@ -102,17 +131,17 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
       observer?.rejected?.("unknown_account");
       throw accountNotFound(account);
     }
-    return receiveCounted(c, found.signingSecrets, account);
+    return receiveCounted(c, verifierOf(found), account);
   });
 
-  async function receiveCounted(c: Context<AppEnv>, secrets: readonly string[], account: string | undefined) {
+  async function receiveCounted(c: Context<AppEnv>, verifier: SignatureVerifier, account: string | undefined) {
     // The bytes stay counted until the answer: the body is held in memory until then. Its sources:
     // the account's path, and the sender's address (none in memory, through app.request()).
     const address = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress;
     const path = `path:${account ?? ""}`;
     const reservation = budget.open(address ? [path, `addr:${address}`] : [path]);
     try {
-      return await receive(c, reservation, secrets, account);
+      return await receive(c, reservation, verifier, account);
     } finally {
       reservation.close();
     }
@@ -134,13 +163,13 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
     }
   }
 
-  async function receive(c: Context<AppEnv>, reservation: BodyReservation, secrets: readonly string[], account: string | undefined) {
-    // The header first: an unsigned or malformed delivery is refused before a byte of its body
-    // is read or hashed (300 unsigned 1 MB posts cost 0.79 s of CPU when they were read first).
-    const digest = refusing("invalid_signature", () => signatureDigest(c.req.header(SIGNATURE_HEADER)));
+  async function receive(c: Context<AppEnv>, reservation: BodyReservation, verifier: SignatureVerifier, account: string | undefined) {
+    // The headers first: an unsigned or malformed delivery (or a stale one) is refused before a byte
+    // of its body is read or hashed (300 unsigned 1 MB posts cost 0.79 s of CPU when they were read first).
+    const signature = refusing(signatureRefusal, () => verifier.check((name) => c.req.header(name), Math.floor(clock() / 1000)));
     const raw = await refusing(bodyRefusal, () => readRawBody(c, { maxBytes, reservation, deadlineMs: readTimeoutMs }));
-    const secretIndex = refusing("invalid_signature", () => matchSignature(raw, digest, secrets));
-    const envelope = refusing("invalid_event", () => parseEnvelope(raw));
+    const { secretIndex, eventId } = refusing("invalid_signature", () => signature(raw));
+    const envelope = refusing("invalid_event", () => parseEnvelope(raw, eventId));
     // Change events come from the mirror only: a sender must not be able to forge one.
     if (isChangeEventType(envelope.type)) {
       observer?.rejected?.("reserved_event_type");

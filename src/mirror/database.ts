@@ -182,6 +182,8 @@ interface AccountsTable {
   api_key: string;
   /** Sealed each, the newest first. */
   signing_secrets: string[];
+  /** How the company signs: a SignatureScheme, `svc` or `standard-webhooks` (0022_account_signature_scheme; accounts.ts checks it). */
+  signature_scheme: Generated<string>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }

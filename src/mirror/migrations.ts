@@ -535,6 +535,14 @@ async function up0019(db: AnyDb): Promise<void> {
   await db.schema.createIndex("change_outbox_seq_idx").on("change_outbox").column("seq").execute();
 }
 
+/** How each account signs its deliveries (accounts.ts): every account so far signs as the upstream does. */
+async function up0022(db: AnyDb): Promise<void> {
+  await db.schema
+    .alterTable("accounts")
+    .addColumn("signature_scheme", "text", (c) => c.notNull().defaultTo("svc"))
+    .execute();
+}
+
 /**
  * Every migration, by name, in one static list so the same list runs from `src/` under tsx and
  * from `dist/` (a folder scan would depend on file extensions and the working directory).
@@ -559,6 +567,10 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0017_accounts": { up: up0017, down: down0017 },
   "0018_account_registry": { up: up0018, down: dropTables("accounts") },
   "0019_outbox_relay_order": { up: up0019, down: (db) => db.schema.dropIndex("change_outbox_seq_idx").execute() },
+  "0022_account_signature_scheme": {
+    up: up0022,
+    down: (db) => db.schema.alterTable("accounts").dropColumn("signature_scheme").execute(),
+  },
 };
 
 /** A provider of the first `count` migrations (all by default); tests use it to stop at an older version. */

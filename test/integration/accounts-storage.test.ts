@@ -174,7 +174,12 @@ describe("upgrading a database with rows from 0016_event_jobs to 0017_accounts",
 
       const storage = await storageOf(database);
       // 0018 (the accounts registry, a table of its own) comes after it.
-      expect(await storage.migrate()).toEqual(["0017_accounts", "0018_account_registry", "0019_outbox_relay_order"]);
+      expect(await storage.migrate()).toEqual([
+        "0017_accounts",
+        "0018_account_registry",
+        "0019_outbox_relay_order",
+        "0022_account_signature_scheme",
+      ]);
       expect(await storage.mirror.get("orders", "ord_1")).toMatchObject({ id: "ord_1" });
       expect(await storage.eventLog.get("evt_1")).toMatchObject({ type: "order.created" });
       expect(await storage.steps.forEvent("evt_1")).toHaveLength(1);

@@ -74,7 +74,9 @@ describe("the accounts registry", () => {
     expect(rows.rows).toHaveLength(1);
     expect(rows.rows[0]?.row).not.toContain(ACME.apiKey);
     expect(rows.rows[0]?.row).not.toContain(ACME.signingSecret);
-    expect(await registry.keys()).toEqual([{ id: "acme", apiKey: ACME.apiKey, signingSecrets: [ACME.signingSecret] }]);
+    expect(await registry.keys()).toEqual([
+      { id: "acme", apiKey: ACME.apiKey, signingSecrets: [ACME.signingSecret], signatureScheme: "svc" },
+    ]);
   });
 
   it("refuses a duplicate id, a malformed id, key or secret, and unknown fields, naming the field and changing nothing", async () => {
@@ -110,7 +112,9 @@ describe("the accounts registry", () => {
     expect(await registry.rotate("acme", { signingSecret: next })).toMatchObject({ signingSecrets: 2 });
     expect((await registry.keys())[0]?.signingSecrets).toEqual([next, ACME.signingSecret]);
     await registry.rotate("acme", { retireOldSecrets: true, apiKey: "svc_live_acme_second_key_01" });
-    expect(await registry.keys()).toEqual([{ id: "acme", apiKey: "svc_live_acme_second_key_01", signingSecrets: [next] }]);
+    expect(await registry.keys()).toEqual([
+      { id: "acme", apiKey: "svc_live_acme_second_key_01", signingSecrets: [next], signatureScheme: "svc" },
+    ]);
     await expect(registry.rotate("acme", {})).rejects.toMatchObject({ code: "invalid_account" });
     await expect(registry.rotate("nope", { retireOldSecrets: true })).rejects.toMatchObject({ code: "account_not_found" });
     // The id a refusal names is bounded, wherever it came from (the edge's path, the operator API's, the CLI).
@@ -136,7 +140,12 @@ describe("the accounts registry", () => {
     const next = "whsec_acme_next_secret_0123";
     await counting.rotate("acme", { signingSecret: next });
     opens = 0;
-    expect((await counting.keys())[0]).toEqual({ id: "acme", apiKey: ACME.apiKey, signingSecrets: [next, ACME.signingSecret] });
+    expect((await counting.keys())[0]).toEqual({
+      id: "acme",
+      apiKey: ACME.apiKey,
+      signingSecrets: [next, ACME.signingSecret],
+      signatureScheme: "svc",
+    });
     expect(opens).toBe(3);
   });
 
