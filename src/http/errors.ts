@@ -44,6 +44,16 @@ export class BodyTimeoutError extends codedError("body_timeout") {
   }
 }
 
+/**
+ * A delivery whose Content-Type is not JSON in UTF-8 (http/json-media-type.ts): 415, refused
+ * before a byte of its body is read. The message names the rule, never the header's value.
+ */
+export class UnsupportedMediaTypeError extends codedError("unsupported_media_type") {
+  constructor() {
+    super("Content-Type must be application/json (or application/*+json), charset utf-8 if given");
+  }
+}
+
 /** The client went away before its body was complete: its error, not ours (logged at debug). */
 export class RequestAbortedError extends codedError("request_aborted") {
   constructor(options?: { cause?: unknown }) {
@@ -91,6 +101,7 @@ export function toHttpFailure(err: unknown): HttpFailure {
   if (err instanceof WebhookSignatureError || err instanceof StandardWebhookError)
     return { status: 401, body: errorBody(err.code, err.message) };
   if (err instanceof PayloadTooLargeError) return { status: 413, body: errorBody(err.code, err.message) };
+  if (err instanceof UnsupportedMediaTypeError) return { status: 415, body: errorBody(err.code, err.message) };
   if (
     err instanceof EnvelopeError ||
     err instanceof EventIdentifierError ||

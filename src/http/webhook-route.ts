@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { Hono, type Context } from "hono";
 import { createBodyBudget, type BodyReservation } from "./body-budget.js";
+import { isJsonMediaType } from "./json-media-type.js";
 import { readRawBody } from "./raw-body.js";
 import { DEFAULTS } from "../config/defaults.js";
 import { isChangeEventType } from "../events/catalog.js";
@@ -11,11 +12,12 @@ import { ReservedEventTypeError } from "../events/errors.js";
 import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
 import type { EventSink } from "../queue/ingest-stream.js";
 import type { AppEnv } from "./request-log.js";
-import { BodyTimeoutError, PayloadTooLargeError, ServerBusyError } from "./errors.js";
+import { BodyTimeoutError, PayloadTooLargeError, ServerBusyError, UnsupportedMediaTypeError } from "./errors.js";
 import { accountNotFound } from "../mirror/errors.js";
 
 /** Why the edge refused a delivery, for metrics. */
 export type RejectReason =
+  | "unsupported_media_type"
   | "too_large"
   | "busy"
   | "body_timeout"
@@ -82,7 +84,7 @@ const enqueueRefusal = (err: unknown): RejectReason =>
   err instanceof UnstorableEventError ? "invalid_event" : err instanceof BacklogFullError ? "backlog_full" : "queue_unavailable";
 
 /**
- * POST /webhooks: check the signature header's shape, read the raw bytes (capped), verify the
+ * POST /webhooks: check the Content-Type and the signature header's shape, read the raw bytes (capped), verify the
  * signature over exactly those bytes, only then parse, then enqueue and answer 200 once Redis has acknowledged the job.
  */
 export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
@@ -164,6 +166,11 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
   }
 
   async function receive(c: Context<AppEnv>, reservation: BodyReservation, verifier: SignatureVerifier, account: string | undefined) {
+    // A body that does not say it is JSON is refused before anything else is read (docs/edge.md).
+    if (!isJsonMediaType(c.req.header("content-type"))) {
+      observer?.rejected?.("unsupported_media_type");
+      throw new UnsupportedMediaTypeError();
+    }
     // The headers first: an unsigned or malformed delivery (or a stale one) is refused before a byte
     // of its body is read or hashed (300 unsigned 1 MB posts cost 0.79 s of CPU when they were read first).
     const signature = refusing(signatureRefusal, () => verifier.check((name) => c.req.header(name), Math.floor(clock() / 1000)));

@@ -35,7 +35,12 @@ beforeEach(() => {
 });
 
 const post = (body: string | Uint8Array | ReadableStream<Uint8Array>, headers: Record<string, string> = {}) =>
-  app.request("/webhooks", { method: "POST", body, headers, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) });
+  app.request("/webhooks", {
+    method: "POST",
+    body,
+    headers: { "content-type": "application/json", ...headers },
+    ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
+  });
 const postSigned = (body: string, secret = SECRETS[0]!) => post(body, { "x-svc-signature": signPayload(body, secret) });
 const event = (fields: Record<string, unknown> = {}) =>
   JSON.stringify({
@@ -45,6 +50,49 @@ const event = (fields: Record<string, unknown> = {}) =>
     data: { id: "ord_1", restaurantId: "rest_1" },
     ...fields,
   });
+
+describe("content type", () => {
+  it.each(["application/json", "Application/JSON; charset=UTF-8", "application/json;charset=utf8", "application/cloudevents+json"])(
+    "accepts %s",
+    async (type) => {
+      const body = event();
+      expect((await post(body, { "content-type": type, "x-svc-signature": signPayload(body, SECRETS[0]!) })).status).toBe(200);
+    },
+  );
+
+  it.each(["text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "application/json; charset=latin1", "application/jsonx", ""])(
+    "refuses %j with 415 before reading the body, and stores nothing",
+    async (type) => {
+      let pulled = false;
+      const body = new ReadableStream<Uint8Array>(
+        {
+          pull(controller) {
+            pulled = true;
+            controller.enqueue(new TextEncoder().encode(event()));
+            controller.close();
+          },
+        },
+        { highWaterMark: 0 },
+      );
+      const res = await post(body, { "content-type": type, "x-svc-signature": signPayload(event(), SECRETS[0]!) });
+      expect(res.status).toBe(415);
+      expect(await res.json()).toMatchObject({ error: { code: "unsupported_media_type" } });
+      expect(pulled).toBe(false);
+      expect(stored).toEqual([]);
+    },
+  );
+
+  it("refuses a body without a Content-Type", async () => {
+    const body = event();
+    const res = await app.request("/webhooks", {
+      method: "POST",
+      body: new TextEncoder().encode(body),
+      headers: { "x-svc-signature": signPayload(body, SECRETS[0]!) },
+    });
+    expect(res.status).toBe(415);
+    expect(stored).toEqual([]);
+  });
+});
 
 describe("signatures", () => {
   it("accepts a hex signature and stores the whole payload", async () => {
