@@ -1,6 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { idProblem, MAX_ID_LENGTH, textProblem } from "../mirror/values.js";
 import { codedError, NamedError } from "../errors.js";
+import { checkKeepable } from "./keepable-payload.js";
 
 /**
  * The envelope we assume (spec part 6 does not show one): `{ id, type, createdAt, data }`, of
@@ -94,6 +95,7 @@ function nestsDeeperThan(raw: Uint8Array, limit: number): boolean {
 /**
  * Parses verified body bytes into an envelope, its id `eventId` when the signature carried one
  * (else the body's `id`, else the body's SHA-256); throws PayloadTooDeepError past MAX_JSON_DEPTH,
+ * UnkeepablePayloadError for a value its parsed form would change (keepable-payload.ts),
  * EventIdentifierError for an id or type that cannot be one, EnvelopeError on anything else.
  * Strings elsewhere in the body may hold anything JSON can (\u0000, lone surrogates): the event
  * log stores such a payload in an escaped form (mirror/values.ts).
@@ -113,6 +115,7 @@ export function parseEnvelope(raw: Uint8Array, eventId?: string): EventEnvelope 
     throw new EnvelopeError(NOT_JSON);
   }
   if (typeof body !== "object" || body === null || Array.isArray(body)) throw new EnvelopeError("body must be a JSON object");
+  checkKeepable(text, body);
   const payload = body as Record<string, unknown>;
   if (typeof payload.type !== "string" || payload.type.length === 0) throw new EnvelopeError('body must have a non-empty string "type"');
   // An id from the signed headers (Standard Webhooks' webhook-id) is the event's: the body's own

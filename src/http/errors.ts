@@ -4,6 +4,7 @@ import { EnvelopeError, EventIdentifierError, PayloadTooDeepError, WebhookSignat
 import { codedError } from "../errors.js";
 import { StandardWebhookError } from "../base/standard-webhooks.js";
 import { ReservedEventTypeError } from "../events/errors.js";
+import { UnkeepablePayloadError } from "../events/keepable-payload.js";
 import { BacklogFullError, QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
 import { AccountsUnavailableError } from "../mirror/errors.js";
 
@@ -106,6 +107,7 @@ export function toHttpFailure(err: unknown): HttpFailure {
     err instanceof EnvelopeError ||
     err instanceof EventIdentifierError ||
     err instanceof PayloadTooDeepError ||
+    err instanceof UnkeepablePayloadError ||
     err instanceof ReservedEventTypeError
   )
     return { status: 400, body: errorBody(err.code, err.message) };

@@ -94,6 +94,43 @@ describe("content type", () => {
   });
 });
 
+describe("payloads that cannot be kept as signed", () => {
+  const signed = (body: string) => post(body, { "x-svc-signature": signPayload(body, SECRETS[0]!) });
+
+  it.each([
+    ['{"id":"evt_n","type":"order.created","data":{"n":1e400}}', "1e400"],
+    ['{"id":"evt_n","type":"order.created","data":{"n":-1E+999}}', "-1E+999"],
+    ['{"id":"evt_n","type":"order.created","data":{"n":1e-400}}', "1e-400"],
+    ['{"id":"evt_n","type":"order.created","data":{"n":12345678901234567891}}', "12345678901234567891"],
+  ])("refuses %s with 400 unkeepable_payload naming the number", async (body, token) => {
+    const res = await signed(body);
+    expect(res.status).toBe(400);
+    const answer = (await res.json()) as { error: { code: string; message: string } };
+    expect(answer.error.code).toBe("unkeepable_payload");
+    expect(answer.error.message).toContain(token);
+    expect(stored).toEqual([]);
+  });
+
+  it.each([
+    '{"id":"evt_p","type":"order.created","__proto__":{"x":1}}',
+    '{"id":"evt_p","type":"order.created","data":[{"__proto__":null}]}',
+  ])("refuses a __proto__ key, naming its path: %s", async (body) => {
+    const res = await signed(body);
+    expect(res.status).toBe(400);
+    const answer = (await res.json()) as { error: { code: string; message: string } };
+    expect(answer.error.code).toBe("unkeepable_payload");
+    expect(answer.error.message).toMatch(/\$(\.data\[0\])?\.__proto__/);
+    expect(stored).toEqual([]);
+  });
+
+  it("keeps numbers a 64-bit float holds and the text __proto__ inside strings", async () => {
+    const body =
+      '{"id":"evt_ok","type":"order.created","data":{"a":1e300,"b":0.1,"c":9007199254740991,"d":1e-300,"e":10000000000000000000,"s":"__proto__ 1e400"}}';
+    expect((await signed(body)).status).toBe(200);
+    expect(stored[0]!.payload).toEqual(JSON.parse(body));
+  });
+});
+
 describe("signatures", () => {
   it("accepts a hex signature and stores the whole payload", async () => {
     const res = await postSigned(event({ extra: { kept: true } }));
