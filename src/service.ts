@@ -377,9 +377,15 @@ function createServiceApp(
           webhooks: {
             sink,
             signingSecrets: config.signingSecrets,
+            signatureScheme: config.signatureScheme,
+            signatureToleranceSeconds: config.signatureToleranceSeconds,
             ...(deps.accounts ? { accounts: deps.accounts } : {}),
             maxBodyBytes: config.maxBodyBytes,
-            maxBufferedBodyBytes: config.http.maxBufferedBodyBytes,
+            bodyBudget: {
+              maxBytes: config.http.maxBufferedBodyBytes,
+              sourceShare: config.http.bodySourceShare,
+              readTimeoutMs: config.http.bodyTimeoutMs,
+            },
             observer: webhookMetrics(metrics),
           },
         }

@@ -1,17 +1,19 @@
 import { randomUUID } from "node:crypto";
-import { newestSigningSecret } from "../config/config.js";
+import { newestSigningSecret, schemeSecretProblem, SIGNATURE_SCHEMES, type SignatureScheme } from "../config/config.js";
 import { DEFAULTS } from "../config/defaults.js";
 import { KNOWN_EVENT_TYPES } from "../events/catalog.js";
-import { SIGNATURE_HEADER, signPayload } from "../events/envelope.js";
+import { signDelivery } from "../events/signature-schemes.js";
 import { printable } from "../base/text.js";
 import { newEventId } from "../sandbox/webhook-sender.js";
 import { type Answer, answer, causeCode, CommandError, flagOptions, parseFlags, UsageError } from "./command.js";
 
-export const help = `svc-webhooks trigger <event-type> [--url <url>] [--secret <s>] [--data '<json>'] [--id <event-id>]
+export const help = `svc-webhooks trigger <event-type> [--url <url>] [--secret <s>] [--scheme svc|standard-webhooks] [--data '<json>'] [--id <event-id>]
 
 Sends a signed sample event of that type, like \`stripe trigger\`:
   --url      where to POST (default http://127.0.0.1:$PORT/webhooks, PORT default ${DEFAULTS.port})
   --secret   signing secret (default: the first of SIGNING_SECRET)
+  --scheme   how to sign: svc (X-SVC-Signature) or standard-webhooks (webhook-id/-timestamp/-signature,
+             a whsec_ secret); default SIGNATURE_SCHEME, else svc
   --data     JSON object merged into the sample's data, e.g. '{"id":"ord_1","restaurantId":"rest_2"}'
   --id       the event id (default: a new evt_… id)
 Types: ${KNOWN_EVENT_TYPES.join(", ")}.`;
@@ -59,7 +61,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<Answe
     args: argv,
     allowPositionals: true,
     strict: true,
-    options: flagOptions(["url", "secret", "data", "id"]),
+    options: flagOptions(["url", "secret", "scheme", "data", "id"]),
   });
   const [type, ...extra] = positionals;
   if (!type || extra.length > 0) throw new UsageError(`trigger takes one event type\n\n${help}`);
@@ -68,6 +70,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<Answe
     throw new UsageError(`unknown event type "${type}"; known types: ${KNOWN_EVENT_TYPES.join(", ")}`);
   const secret = values.secret ?? newestSigningSecret(env.SIGNING_SECRET);
   if (!secret) throw new UsageError("no signing secret: pass --secret or set SIGNING_SECRET");
+  const scheme = (values.scheme ?? env.SIGNATURE_SCHEME ?? "svc") as SignatureScheme;
+  if (!SIGNATURE_SCHEMES.includes(scheme)) throw new UsageError(`--scheme must be one of ${SIGNATURE_SCHEMES.join(", ")}`);
+  const secretProblem = schemeSecretProblem(scheme, secret);
+  if (secretProblem) throw new UsageError(`the signing secret cannot sign as ${scheme}: ${secretProblem}`);
   // Text that is no JSON comes back as a string (safeJson): not an object either.
   const overrides = values.data === undefined ? {} : safeJson(values.data);
   if (typeof overrides !== "object" || overrides === null || Array.isArray(overrides)) throw new UsageError("--data must be a JSON object");
@@ -86,7 +92,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<Answe
     res = await fetch(url, {
       method: "POST",
       body,
-      headers: { "content-type": "application/json", [SIGNATURE_HEADER]: signPayload(body, secret) },
+      headers: { "content-type": "application/json", ...signDelivery(scheme, secret, event.id, body) },
       signal: AbortSignal.timeout(SEND_TIMEOUT_MS),
     });
   } catch (err) {

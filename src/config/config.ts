@@ -1,9 +1,9 @@
 import * as z from "zod";
 import { codedError } from "../errors.js";
+import { standardSecretProblem } from "../base/standard-webhooks.js";
 import { DEFAULTS } from "./defaults.js";
 import { hashTagOf } from "../base/hash-tag.js";
 import { API_KEY_FORM, isApiKey } from "../base/api-key.js";
-import { standardSecretProblem } from "../base/standard-webhooks.js";
 
 /** The service's configuration, parsed once at start (see loadConfig). */
 export type Config = ReturnType<typeof configFrom>;
@@ -52,6 +52,15 @@ export const alertUrlSchema = z
   .url({ protocol: /^https?$/, error: "must be an http:// or https:// URL" })
   .max(MAX_ALERT_URL_LENGTH, `must be at most ${MAX_ALERT_URL_LENGTH} characters`);
 
+/** How a sender signs its deliveries: `svc` (X-SVC-Signature, the upstream's) or Standard Webhooks (webhook-id, -timestamp, -signature). */
+export const SIGNATURE_SCHEMES = ["svc", "standard-webhooks"] as const;
+export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
+
+/** Why `secret` cannot sign deliveries under `scheme`, or undefined when it can (never naming the value). */
+export function schemeSecretProblem(scheme: SignatureScheme, secret: string): string | undefined {
+  return scheme === "standard-webhooks" ? standardSecretProblem(secret) : undefined;
+}
+
 export const ROLES = ["all", "web", "worker"] as const;
 export type Role = (typeof ROLES)[number];
 
@@ -69,6 +78,8 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z0-9_{}-]+$/, "may hold letters, digits, _ - { } only")
     .default(DEFAULTS.queuePrefix),
   SIGNING_SECRET: secretList.optional(),
+  SIGNATURE_SCHEME: z.enum(SIGNATURE_SCHEMES, { error: `must be one of ${SIGNATURE_SCHEMES.join(", ")}` }).default("svc"),
+  SIGNATURE_TOLERANCE_SECONDS: int(1, 24 * 3600).default(DEFAULTS.signatureToleranceSeconds),
   MAX_BODY_BYTES: int(1, 64 * 1024 * 1024).default(DEFAULTS.maxBodyBytes),
   DEDUP_WINDOW_SECONDS: int(1).default(7 * 24 * 3600),
   KEEP_COMPLETED_JOBS: int(0).default(1000),
@@ -76,7 +87,10 @@ export const configSchema = z.object({
   KEEP_FAILED_JOBS: int(0).default(10_000),
   KEEP_FAILED_SECONDS: int(0).default(14 * 24 * 3600),
   MAX_BUFFERED_BODY_BYTES: int(1, 4 * 1024 * 1024 * 1024).default(DEFAULTS.maxBufferedBodyBytes),
+  BODY_BUDGET_SOURCE_SHARE: share().default(DEFAULTS.bodyBudgetSourceShare),
   HTTP_REQUEST_TIMEOUT_MS: int(100, 300_000).default(DEFAULTS.httpRequestTimeoutMs),
+  // Unset: DEFAULTS.httpBodyTimeoutMs, or HTTP_REQUEST_TIMEOUT_MS when that is shorter.
+  HTTP_BODY_TIMEOUT_MS: int(100, 300_000).optional(),
   HTTP_HEADERS_TIMEOUT_MS: int(100, 300_000).default(DEFAULTS.httpHeadersTimeoutMs),
   HTTP_KEEP_ALIVE_TIMEOUT_MS: int(0, 600_000).default(DEFAULTS.httpKeepAliveTimeoutMs),
   HTTP_MAX_CONNECTIONS: int(1, 1_000_000).default(DEFAULTS.httpMaxConnections),
@@ -188,6 +202,10 @@ function configFrom(e: z.output<typeof configSchema>) {
     queuePrefix: e.REDIS_CLUSTER ? clusterPrefix(e.QUEUE_PREFIX) : e.QUEUE_PREFIX,
     /** Every secret accepted for X-SVC-Signature; more than one during a rotation. */
     signingSecrets: e.SIGNING_SECRET ?? [],
+    /** How the env company (POST /webhooks) signs: SIGNING_SECRET's secrets are that scheme's. */
+    signatureScheme: e.SIGNATURE_SCHEME,
+    /** Standard Webhooks: how far webhook-timestamp may be from now, either way, in seconds. */
+    signatureToleranceSeconds: e.SIGNATURE_TOLERANCE_SECONDS,
     maxBodyBytes: e.MAX_BODY_BYTES,
     /** What the HTTP server tolerates from clients (slow, many, large); see docs/security.md. */
     http: {
@@ -201,8 +219,12 @@ function configFrom(e: z.output<typeof configSchema>) {
       maxConnections: e.HTTP_MAX_CONNECTIONS,
       /** Request line and headers together (Node's maxHeaderSize); over it Node answers 431. */
       maxHeaderBytes: e.HTTP_MAX_HEADER_BYTES,
-      /** Body bytes buffered across all in-flight requests; beyond it the edge answers 503. */
+      /** Body bytes buffered across all in-flight requests, counted as they arrive; beyond it the edge answers 503. */
       maxBufferedBodyBytes: e.MAX_BUFFERED_BODY_BYTES,
+      /** The most of maxBufferedBodyBytes one account's path or one remote address may hold (at least one body). */
+      bodySourceShare: e.BODY_BUDGET_SOURCE_SHARE,
+      /** How long a body may take to arrive once its read starts; past it the edge answers 408 and gives its bytes back. */
+      bodyTimeoutMs: e.HTTP_BODY_TIMEOUT_MS ?? Math.min(DEFAULTS.httpBodyTimeoutMs, e.HTTP_REQUEST_TIMEOUT_MS),
     },
     dedupWindowSeconds: e.DEDUP_WINDOW_SECONDS,
     /** How many finished jobs to keep, and for how long (Redis memory stays flat). */
@@ -376,6 +398,14 @@ function limitProblems(e: z.output<typeof configSchema>): string[] {
   // Node refuses a header timeout above the request timeout.
   if (e.HTTP_HEADERS_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS)
     problems.push("HTTP_HEADERS_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS");
+  if (e.HTTP_BODY_TIMEOUT_MS !== undefined && e.HTTP_BODY_TIMEOUT_MS > e.HTTP_REQUEST_TIMEOUT_MS)
+    problems.push(
+      "HTTP_BODY_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS, or Node's 408 comes first and the body's bytes stay held until then",
+    );
+  for (const [i, secret] of (e.SIGNING_SECRET ?? []).entries()) {
+    const problem = schemeSecretProblem(e.SIGNATURE_SCHEME, secret);
+    if (problem) problems.push(`SIGNING_SECRET's secret ${i + 1}: ${problem} (SIGNATURE_SCHEME is ${e.SIGNATURE_SCHEME})`);
+  }
   if (e.MAX_BUFFERED_BODY_BYTES < e.MAX_BODY_BYTES)
     problems.push("MAX_BUFFERED_BODY_BYTES must be at least MAX_BODY_BYTES, or no body of the largest size is ever accepted");
   return problems;

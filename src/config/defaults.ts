@@ -1,3 +1,5 @@
+import { DEFAULT_TOLERANCE_SECONDS } from "../base/standard-webhooks.js";
+
 /**
  * Defaults shared by the config schema and the library factories (which can be used without a
  * config): one home for each, so a factory's fallback never drifts from the service's default.
@@ -39,8 +41,20 @@ export const DEFAULTS = {
   httpMaxHeaderBytes: 8 * 1024,
   /** One request body at most (MAX_BODY_BYTES): also what a stream entry's size is figured from when not given. */
   maxBodyBytes: 1024 * 1024,
-  /** Request bodies held in memory across all requests at once. */
+  /** Standard Webhooks: a delivery's timestamp may be this far from now, either way (the scheme's own 5 minutes). */
+  signatureToleranceSeconds: DEFAULT_TOLERANCE_SECONDS,
+  /** Request bodies held in memory across all requests at once (bytes that arrived, never bytes declared). */
   maxBufferedBodyBytes: 32 * 1024 * 1024,
+  /**
+   * The most of that budget one source (an account's path, a remote address) may hold: a quarter,
+   * so that three others always have room; one body of MAX_BODY_BYTES always fits.
+   */
+  bodyBudgetSourceShare: 0.25,
+  /**
+   * How long a body may take to arrive once its headers are in: half the request timeout, so a
+   * slow body gives its bytes back well before Node's 408. 1 MiB in 5 s is 200 KB/s.
+   */
+  httpBodyTimeoutMs: 5_000,
   /** Operator reads (GET /events, /mirror): a server cancels them past this; the embedded store stops its scan. */
   operatorQueryTimeoutMs: 5000,
   /** A bulk replay of more events than this must echo the dry run's count (`"confirm"`). */

@@ -1,6 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { idProblem, MAX_ID_LENGTH, textProblem } from "../base/text.js";
 import { codedError, NamedError } from "../errors.js";
+import { checkKeepable } from "./keepable-payload.js";
 
 /**
  * The envelope we assume (spec part 6 does not show one): `{ id, type, createdAt, data }`, of
@@ -92,12 +93,14 @@ function nestsDeeperThan(raw: Uint8Array, limit: number): boolean {
 }
 
 /**
- * Parses verified body bytes into an envelope; throws PayloadTooDeepError past MAX_JSON_DEPTH,
+ * Parses verified body bytes into an envelope, its id `eventId` when the signature carried one
+ * (else the body's `id`, else the body's SHA-256); throws PayloadTooDeepError past MAX_JSON_DEPTH,
+ * UnkeepablePayloadError for a value its parsed form would change (keepable-payload.ts),
  * EventIdentifierError for an id or type that cannot be one, EnvelopeError on anything else.
  * Strings elsewhere in the body may hold anything JSON can (\u0000, lone surrogates): the event
  * log stores such a payload in an escaped form (mirror/values.ts).
  */
-export function parseEnvelope(raw: Uint8Array): EventEnvelope {
+export function parseEnvelope(raw: Uint8Array, eventId?: string): EventEnvelope {
   let text: string;
   try {
     text = decoder.decode(raw);
@@ -112,13 +115,21 @@ export function parseEnvelope(raw: Uint8Array): EventEnvelope {
     throw new EnvelopeError(NOT_JSON);
   }
   if (typeof body !== "object" || body === null || Array.isArray(body)) throw new EnvelopeError("body must be a JSON object");
+  checkKeepable(text, body);
   const payload = body as Record<string, unknown>;
   if (typeof payload.type !== "string" || payload.type.length === 0) throw new EnvelopeError('body must have a non-empty string "type"');
-  if (payload.id !== undefined && (typeof payload.id !== "string" || payload.id.length === 0))
+  // An id from the signed headers (Standard Webhooks' webhook-id) is the event's: the body's own
+  // `id`, if any, is then payload like any other field.
+  if (eventId === undefined && payload.id !== undefined && (typeof payload.id !== "string" || payload.id.length === 0))
     throw new EnvelopeError('"id", when present, must be a non-empty string');
   if (textProblem(payload.type)) throw new EventIdentifierError("type");
-  if (payload.id !== undefined && idProblem(payload.id)) throw new EventIdentifierError("id");
-  const id = payload.id ?? createHash("sha256").update(raw).digest("hex");
+  if (eventId !== undefined) {
+    if (idProblem(eventId)) throw new EventIdentifierError("id");
+    return { id: eventId, type: payload.type, payload, text };
+  }
+  const bodyId = payload.id as string | undefined;
+  if (bodyId !== undefined && idProblem(bodyId)) throw new EventIdentifierError("id");
+  const id = bodyId ?? createHash("sha256").update(raw).digest("hex");
   return { id, type: payload.type, payload, text };
 }
 

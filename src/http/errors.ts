@@ -2,8 +2,10 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { EnvelopeError, EventIdentifierError, PayloadTooDeepError, WebhookSignatureError } from "../events/envelope.js";
 import { codedError } from "../errors.js";
+import { StandardWebhookError } from "../base/standard-webhooks.js";
 import { ReservedEventTypeError } from "../events/errors.js";
 import { UnavailableError } from "../base/deadline.js";
+import { UnkeepablePayloadError } from "../events/keepable-payload.js";
 import { BacklogFullError, QueueUnavailableError, UnstorableEventError } from "../queue/errors.js";
 import { AccountsUnavailableError } from "../mirror/errors.js";
 
@@ -31,6 +33,26 @@ export class ServerBusyError extends codedError("server_busy") {
 export class PayloadTooLargeError extends codedError("payload_too_large") {
   constructor(readonly maxBytes: number) {
     super(`body exceeds ${maxBytes} bytes`);
+  }
+}
+
+/**
+ * The body did not arrive within HTTP_BODY_TIMEOUT_MS of its read starting: 408, and what it had
+ * sent is given back to the budget (a slow body holds neither bytes nor a slot for long).
+ */
+export class BodyTimeoutError extends codedError("body_timeout") {
+  constructor(readonly deadlineMs: number) {
+    super(`the body did not arrive within ${deadlineMs} ms`);
+  }
+}
+
+/**
+ * A delivery whose Content-Type is not JSON in UTF-8 (http/json-media-type.ts): 415, refused
+ * before a byte of its body is read. The message names the rule, never the header's value.
+ */
+export class UnsupportedMediaTypeError extends codedError("unsupported_media_type") {
+  constructor() {
+    super("Content-Type must be application/json (or application/*+json), charset utf-8 if given");
   }
 }
 
@@ -78,18 +100,22 @@ const retryLater = (code: string, message: string): HttpFailure => ({
 
 /** The one place where typed errors become HTTP answers. */
 export function toHttpFailure(err: unknown): HttpFailure {
-  if (err instanceof WebhookSignatureError) return { status: 401, body: errorBody(err.code, err.message) };
+  if (err instanceof WebhookSignatureError || err instanceof StandardWebhookError)
+    return { status: 401, body: errorBody(err.code, err.message) };
   if (err instanceof PayloadTooLargeError) return { status: 413, body: errorBody(err.code, err.message) };
+  if (err instanceof UnsupportedMediaTypeError) return { status: 415, body: errorBody(err.code, err.message) };
   if (
     err instanceof EnvelopeError ||
     err instanceof EventIdentifierError ||
     err instanceof PayloadTooDeepError ||
+    err instanceof UnkeepablePayloadError ||
     err instanceof ReservedEventTypeError
   )
     return { status: 400, body: errorBody(err.code, err.message) };
   if (err instanceof UnstorableEventError) return { status: 422, body: errorBody(err.code, "the event cannot be stored") };
   // Nobody reads this answer (the client is gone); the status is for the request log.
   if (err instanceof RequestAbortedError) return { status: 400, body: errorBody(err.code, err.message) };
+  if (err instanceof BodyTimeoutError) return { status: 408, body: errorBody(err.code, err.message) };
   if (err instanceof ServerBusyError) return retryLater(err.code, "too many request bodies in flight; retry later");
   if (err instanceof AccountsUnavailableError) return retryLater(err.code, err.message);
   if (err instanceof QueueUnavailableError) {

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { SIGNATURE_SCHEMES } from "../config/config.js";
 import { EVENT_STATUSES, HANDLER_STATUSES } from "../mirror/database.js";
 import { EVENT_QUERY_PARAMS, REPLAY_FILTER_FIELDS } from "../mirror/event-log.js";
 import { MIRROR_QUERY_PARAMS } from "../mirror/mirror-store.js";
@@ -286,6 +287,7 @@ export const AccountSummary = z
     id: z.string(),
     signingSecrets: z.number().int().meta({ description: "how many signing secrets it holds (never a value)" }),
     alertUrl: z.boolean().meta({ description: "whether it names its own alert URL (never the URL)" }),
+    signatureScheme: z.enum(SIGNATURE_SCHEMES).meta({ description: "how its deliveries are signed" }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   })

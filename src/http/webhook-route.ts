@@ -1,19 +1,28 @@
 import type { IncomingMessage } from "node:http";
 import { Hono, type Context } from "hono";
+import { createBodyBudget, type BodyReservation } from "./body-budget.js";
+import { isJsonMediaType } from "./json-media-type.js";
+import { readRawBody } from "./raw-body.js";
+import { DEFAULTS } from "../config/defaults.js";
 import { isChangeEventType } from "../events/catalog.js";
-import { parseEnvelope, matchSignature, SIGNATURE_HEADER, signatureDigest } from "../events/envelope.js";
+import { parseEnvelope } from "../events/envelope.js";
+import { signatureRefusal, signatureVerifier, type SignatureVerifier } from "../events/signature-schemes.js";
+import type { SignatureScheme } from "../config/config.js";
 import { ReservedEventTypeError } from "../events/errors.js";
 import { BacklogFullError, UnstorableEventError } from "../queue/errors.js";
 import type { EventSink } from "../queue/ingest-stream.js";
 import type { AppEnv } from "./request-log.js";
-import { PayloadTooLargeError, RequestAbortedError, ServerBusyError } from "./errors.js";
+import { BodyTimeoutError, PayloadTooLargeError, ServerBusyError, UnsupportedMediaTypeError } from "./errors.js";
 import { accountNotFound } from "../mirror/errors.js";
 
 /** Why the edge refused a delivery, for metrics. */
 export type RejectReason =
+  | "unsupported_media_type"
   | "too_large"
   | "busy"
+  | "body_timeout"
   | "invalid_signature"
+  | "timestamp_out_of_tolerance"
   | "invalid_event"
   | "reserved_event_type"
   | "queue_unavailable"
@@ -29,34 +38,80 @@ export interface WebhookObserver {
 
 /** The registered accounts as the edge reads them (mirror/accounts.ts's directory): unknown → undefined. */
 export interface AccountSecrets {
-  get(id: string): { signingSecrets: readonly string[]; incarnation?: string } | undefined;
+  get(id: string): AccountSigning | undefined;
+}
+
+/** How one company signs: its secrets, newest first, under its scheme (`svc` when not given). */
+export interface AccountSigning {
+  signingSecrets: readonly string[];
+  signatureScheme?: SignatureScheme;
+  /** The account's registration an event arrives under (docs/accounts.md, "Remove and purge"). */
+  incarnation?: string;
 }
 
 export interface WebhookRouteOptions {
   sink: EventSink;
   /** The env-configured company's secrets (`default`, at POST /webhooks). */
   signingSecrets: readonly string[];
+  /** The env-configured company's scheme (SIGNATURE_SCHEME; `svc` by default). */
+  signatureScheme?: SignatureScheme;
+  /** Standard Webhooks: how far a delivery's timestamp may be from now (SIGNATURE_TOLERANCE_SECONDS; DEFAULTS' by default). */
+  signatureToleranceSeconds?: number;
+  /** The time a Standard Webhooks timestamp is checked against, in ms (Date.now by default; tests fix it). */
+  clock?: () => number;
   /** The registered accounts, each at POST /webhooks/{id}; without it those routes answer 404. */
   accounts?: AccountSecrets;
   maxBodyBytes: number;
-  /** Body bytes buffered across all in-flight requests (default: 32 × maxBodyBytes). */
-  maxBufferedBodyBytes?: number;
+  /** What request bodies may hold in memory while they arrive (docs/edge.md, "What the body budget bounds"); DEFAULTS' where not given. */
+  bodyBudget?: {
+    /** Body bytes held across all in-flight requests (MAX_BUFFERED_BODY_BYTES). */
+    maxBytes?: number;
+    /** The most of them one account's path, or one remote address, may hold (BODY_BUDGET_SOURCE_SHARE). */
+    sourceShare?: number;
+    /** How long a body may take to arrive once its read starts (HTTP_BODY_TIMEOUT_MS). */
+    readTimeoutMs?: number;
+  };
   observer?: WebhookObserver;
 }
 
 const bodyRefusal = (err: unknown): RejectReason | undefined =>
-  err instanceof PayloadTooLargeError ? "too_large" : err instanceof ServerBusyError ? "busy" : undefined;
+  err instanceof PayloadTooLargeError
+    ? "too_large"
+    : err instanceof ServerBusyError
+      ? "busy"
+      : err instanceof BodyTimeoutError
+        ? "body_timeout"
+        : undefined;
 const enqueueRefusal = (err: unknown): RejectReason =>
   err instanceof UnstorableEventError ? "invalid_event" : err instanceof BacklogFullError ? "backlog_full" : "queue_unavailable";
 
 /**
- * POST /webhooks: check the signature header's shape, read the raw bytes (capped), verify the
+ * POST /webhooks: check the Content-Type and the signature header's shape, read the raw bytes (capped), verify the
  * signature over exactly those bytes, only then parse, then enqueue and answer 200 once Redis has acknowledged the job.
  */
 export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
-  const { sink, signingSecrets, observer } = options;
+  const { sink, observer } = options;
+  const tolerance = options.signatureToleranceSeconds ?? DEFAULTS.signatureToleranceSeconds;
+  const clock = options.clock ?? Date.now;
+  const envVerifier = signatureVerifier(options.signatureScheme ?? "svc", options.signingSecrets, tolerance);
+  // Each account's verifier, built once per version of its keys (the directory hands out the same
+  // object until the account changes): a Standard Webhooks secret is decoded once, not per delivery.
+  const accountVerifiers = new WeakMap<AccountSigning, SignatureVerifier>();
+  const verifierOf = (found: AccountSigning) => {
+    let verifier = accountVerifiers.get(found);
+    if (!verifier) {
+      verifier = signatureVerifier(found.signatureScheme ?? "svc", found.signingSecrets, tolerance);
+      accountVerifiers.set(found, verifier);
+    }
+    return verifier;
+  };
   const maxBytes = options.maxBodyBytes;
-  const budget = createBodyBudget(options.maxBufferedBodyBytes ?? 32 * maxBytes);
+  const readTimeoutMs = options.bodyBudget?.readTimeoutMs ?? DEFAULTS.httpBodyTimeoutMs;
+  const budget = createBodyBudget({
+    maxBytes: options.bodyBudget?.maxBytes ?? DEFAULTS.maxBufferedBodyBytes,
+    sourceShare: options.bodyBudget?.sourceShare ?? DEFAULTS.bodyBudgetSourceShare,
+    minSourceBytes: maxBytes,
+  });
   const route = new Hono<AppEnv>();
   // The time of receipt, formatted once per millisecond: toISOString costs ~1 µs, ~1.5 % of a
   // request, and every request within one millisecond gets the same string from it anyway.
@@ -71,7 +126,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
     return stamp;
   };
 
-  route.post("/", (c) => receiveCounted(c, signingSecrets, undefined));
+  route.post("/", (c) => receiveCounted(c, envVerifier, undefined));
   // A registered account's endpoint: an unknown account is refused before a byte of the body is read.
   route.post("/:account", (c) => {
     const account = c.req.param("account");
@@ -80,15 +135,18 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
       observer?.rejected?.("unknown_account");
       throw accountNotFound(account);
     }
-    return receiveCounted(c, found.signingSecrets, account, found.incarnation);
+    return receiveCounted(c, verifierOf(found), account, found.incarnation);
   });
 
   // `incarnation`: the account's registration the event arrives under (docs/accounts.md, "Remove and purge").
-  async function receiveCounted(c: Context<AppEnv>, secrets: readonly string[], account: string | undefined, incarnation?: string) {
-    // The bytes stay counted until the answer: the body is held in memory until then.
-    const reservation = budget.open();
+  async function receiveCounted(c: Context<AppEnv>, verifier: SignatureVerifier, account: string | undefined, incarnation?: string) {
+    // The bytes stay counted until the answer: the body is held in memory until then. Its sources:
+    // the account's path, and the sender's address (none in memory, through app.request()).
+    const address = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress;
+    const path = `path:${account ?? ""}`;
+    const reservation = budget.open(address ? [path, `addr:${address}`] : [path]);
     try {
-      return await receive(c, reservation, secrets, account, incarnation);
+      return await receive(c, reservation, verifier, account, incarnation);
     } finally {
       reservation.close();
     }
@@ -113,16 +171,21 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
   async function receive(
     c: Context<AppEnv>,
     reservation: BodyReservation,
-    secrets: readonly string[],
+    verifier: SignatureVerifier,
     account: string | undefined,
     incarnation: string | undefined,
   ) {
-    // The header first: an unsigned or malformed delivery is refused before a byte of its body
-    // is read or hashed (300 unsigned 1 MB posts cost 0.79 s of CPU when they were read first).
-    const digest = refusing("invalid_signature", () => signatureDigest(c.req.header(SIGNATURE_HEADER)));
-    const raw = await refusing(bodyRefusal, () => readRawBody(c, maxBytes, reservation));
-    const secretIndex = refusing("invalid_signature", () => matchSignature(raw, digest, secrets));
-    const envelope = refusing("invalid_event", () => parseEnvelope(raw));
+    // A body that does not say it is JSON is refused before anything else is read (docs/edge.md).
+    if (!isJsonMediaType(c.req.header("content-type"))) {
+      observer?.rejected?.("unsupported_media_type");
+      throw new UnsupportedMediaTypeError();
+    }
+    // The headers first: an unsigned or malformed delivery (or a stale one) is refused before a byte
+    // of its body is read or hashed (300 unsigned 1 MB posts cost 0.79 s of CPU when they were read first).
+    const signature = refusing(signatureRefusal, () => verifier.check((name) => c.req.header(name), Math.floor(clock() / 1000)));
+    const raw = await refusing(bodyRefusal, () => readRawBody(c, { maxBytes, reservation, deadlineMs: readTimeoutMs }));
+    const { secretIndex, eventId } = refusing("invalid_signature", () => signature(raw));
+    const envelope = refusing("invalid_event", () => parseEnvelope(raw, eventId));
     // Change events come from the mirror only: a sender must not be able to forge one.
     if (isChangeEventType(envelope.type)) {
       observer?.rejected?.("reserved_event_type");
@@ -152,117 +215,4 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
     return c.json({ received: true, id: envelope.id, duplicate: result.duplicate }, 200);
   }
   return route;
-}
-
-// A request's body: a budget of bytes buffered across all requests, and the read of one body
-// counted against it and capped by MAX_BODY_BYTES.
-
-/** One request's share of the budget: take as bytes arrive, close once the request is done. */
-export interface BodyReservation {
-  /** Counts `bytes` against the budget; throws ServerBusyError (counting nothing) when over it. */
-  take(bytes: number): void;
-  /** Gives back everything taken; idempotent. */
-  close(): void;
-}
-
-/**
- * A cap on request-body bytes held in memory across all in-flight requests, so many slow or
- * large uploads at once cannot exhaust memory (each is already capped by MAX_BODY_BYTES).
- *
- * @example const r = budget.open(); try { await readRawBody(c, max, r) } finally { r.close() }
- */
-export function createBodyBudget(maxBytes: number) {
-  let inUse = 0;
-  return {
-    /** Bytes held by open reservations. */
-    get inUse() {
-      return inUse;
-    },
-    open(): BodyReservation {
-      let held = 0;
-      return {
-        take(bytes) {
-          if (inUse + bytes > maxBytes) throw new ServerBusyError(maxBytes);
-          inUse += bytes;
-          held += bytes;
-        },
-        close() {
-          inUse -= held;
-          held = 0;
-        },
-      };
-    },
-  };
-}
-
-// Without a shared budget nothing is counted.
-const NO_RESERVATION: BodyReservation = { take: () => undefined, close: () => undefined };
-
-/**
- * The request body as raw bytes, at most `maxBytes`, counted against `reservation` (a share of
- * the budget across all requests) as they are accepted. With Content-Length the size is known
- * before reading and the bytes come straight from the Node request (hono's bodyLimit would build
- * a web Request and stream per request, about a third of the throughput). Without it (chunked),
- * bytes are counted as they arrive and reading stops at the cap.
- */
-export async function readRawBody(c: Context, maxBytes: number, reservation = NO_RESERVATION): Promise<Uint8Array> {
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  try {
-    return await readCapped(c, incoming, maxBytes, reservation);
-  } catch (err) {
-    // Our own refusals pass; anything else while the body is incomplete is the socket closing
-    // mid-body (Node rejects the read with "aborted", ECONNRESET).
-    if (err instanceof PayloadTooLargeError || err instanceof ServerBusyError) throw err;
-    if (incoming && !incoming.complete) throw new RequestAbortedError({ cause: err });
-    throw err;
-  }
-}
-
-async function readCapped(
-  c: Context,
-  incoming: IncomingMessage | undefined,
-  maxBytes: number,
-  reservation: BodyReservation,
-): Promise<Uint8Array> {
-  const declared = c.req.header("content-length");
-  if (declared !== undefined) {
-    const length = Number(declared);
-    if (!Number.isSafeInteger(length) || length < 0 || length > maxBytes) throw new PayloadTooLargeError(maxBytes);
-    reservation.take(length);
-    // Node's parser hands over exactly Content-Length bytes. Read from the Node request itself:
-    // the adapter's arrayBuffer() copies them into a new ArrayBuffer per request (~2 % of the edge's CPU).
-    return incoming ? readDeclared(incoming) : new Uint8Array(await c.req.arrayBuffer());
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const take = (chunk: Uint8Array) => {
-    size += chunk.byteLength;
-    if (size > maxBytes) throw new PayloadTooLargeError(maxBytes);
-    reservation.take(chunk.byteLength);
-    chunks.push(chunk);
-  };
-  // The Node request, else in memory (app.request() in tests, other runtimes) the web stream.
-  // Node's types leave a web stream's chunk type open (`any`); a Request body stream yields
-  // Uint8Array by the Fetch spec. A refusal leaves the loop, which cancels either stream.
-  const source = incoming ?? c.req.raw.body;
-  if (source) for await (const chunk of source as AsyncIterable<Uint8Array>) take(chunk);
-  return Buffer.concat(chunks, size);
-}
-
-/** A Node request's whole body (its length already checked), one chunk as is, several joined. */
-function readDeclared(incoming: IncomingMessage): Promise<Uint8Array> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const settle = (err?: Error) => {
-      incoming.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
-      const [first, ...rest] = chunks;
-      if (err) reject(err);
-      else resolve(first && rest.length === 0 ? first : Buffer.concat(chunks));
-    };
-    const onData = (chunk: Buffer) => void chunks.push(chunk);
-    const onEnd = () => settle();
-    // Closed before "end": the client went away mid-body (readRawBody turns it into RequestAbortedError).
-    const onClose = () => settle(new Error("the request closed before its body ended"));
-    incoming.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
-  });
 }

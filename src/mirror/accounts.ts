@@ -6,7 +6,7 @@ import { API_KEY_FORM, isApiKey } from "../base/api-key.js";
 import { type DatabaseSchema } from "./database.js";
 import { ACCOUNT_TABLE_NAMES } from "./migrations.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
-import { alertUrlSchema } from "../config/config.js";
+import { alertUrlSchema, schemeSecretProblem, SIGNATURE_SCHEMES, type SignatureScheme } from "../config/config.js";
 import { AccountError, accountNotFound, AccountsUnavailableError, MirrorFilterError } from "./errors.js";
 
 // The accounts registry: one row per restaurant company that a deployment serves besides the
@@ -77,19 +77,39 @@ const signingSecret = z
   .min(16, "must be at least 16 characters")
   .max(512, "must be at most 512 characters");
 
+const signatureScheme = z.enum(SIGNATURE_SCHEMES, { error: `must be one of ${SIGNATURE_SCHEMES.join(", ")}` });
+/** A secret that its scheme cannot use (a Standard Webhooks one is whsec_ and base64) is refused, naming the rule. */
+const fitsScheme = (secret: string | undefined, scheme: SignatureScheme, ctx: z.RefinementCtx) => {
+  const problem = secret === undefined ? undefined : schemeSecretProblem(scheme, secret);
+  if (problem) ctx.addIssue({ code: "custom", path: ["signingSecret"], message: `${problem} (signatureScheme is ${scheme})` });
+};
+
 /** Where the account's problem notifications also go (ALERT_WEBHOOK_URL's rule); on rotate, null removes it. */
 const alertUrl = alertUrlSchema;
 
-export const newAccountSchema = z.strictObject({ id: accountId, apiKey, signingSecret, alertUrl: alertUrl.optional() });
+export const newAccountSchema = z
+  .strictObject({ id: accountId, apiKey, signingSecret, signatureScheme: signatureScheme.default("svc"), alertUrl: alertUrl.optional() })
+  .superRefine((a, ctx) => fitsScheme(a.signingSecret, a.signatureScheme, ctx));
 export const rotationSchema = z
   .strictObject({
     signingSecret: signingSecret.optional(),
     retireOldSecrets: z.boolean().optional(),
     apiKey: apiKey.optional(),
     alertUrl: alertUrl.nullable().optional(),
+    signatureScheme: signatureScheme.optional(),
   })
-  .refine((r) => r.signingSecret !== undefined || r.retireOldSecrets === true || r.apiKey !== undefined || r.alertUrl !== undefined, {
-    message: "names nothing to change: give signingSecret, retireOldSecrets, apiKey or alertUrl",
+  .refine(
+    (r) =>
+      r.signingSecret !== undefined ||
+      r.retireOldSecrets === true ||
+      r.apiKey !== undefined ||
+      r.alertUrl !== undefined ||
+      r.signatureScheme !== undefined,
+    { message: "names nothing to change: give signingSecret, retireOldSecrets, apiKey, alertUrl or signatureScheme" },
+  )
+  .refine((r) => r.signatureScheme === undefined || r.signingSecret !== undefined, {
+    message: "is required with signatureScheme: the old secrets are the old scheme's",
+    path: ["signingSecret"],
   });
 
 /** `input` as `schema` takes it, or an AccountError naming the first field at fault (never echoing its value). */
@@ -151,6 +171,8 @@ export interface AccountKeys {
    * each event it accepts for the account, and what its seen ids are keyed under.
    */
   incarnation: string;
+  /** How its deliveries are signed (the edge verifies with it). */
+  signatureScheme: SignatureScheme;
 }
 
 /**
@@ -196,11 +218,15 @@ export interface AccountRegistry {
   version(): Promise<string>;
 }
 
+/** The row's scheme: only the registry writes it, always one of SIGNATURE_SCHEMES. */
+const schemeOf = (row: Selectable<DatabaseSchema["accounts"]>) => row.signature_scheme as SignatureScheme;
+
 const summary = (row: Selectable<DatabaseSchema["accounts"]>) => ({
   id: row.id,
   signingSecrets: row.signing_secrets.length,
   /** Whether it names its own URL for problem notifications (never the URL: it may be a credential). */
   alertUrl: row.alert_url !== null,
+  signatureScheme: schemeOf(row),
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString(),
 });
@@ -240,6 +266,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
           api_key: sealKey(account.id, account.apiKey),
           signing_secrets: [sealSecret(account.id, account.signingSecret)],
           alert_url: sealAlertUrl(account.id, account.alertUrl),
+          signature_scheme: account.signatureScheme,
         })
         .onConflict((oc) => oc.column("id").doNothing())
         .returningAll()
@@ -256,7 +283,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
       const rows = await db.selectFrom("accounts").selectAll().orderBy("id").execute();
       const next = new Map<string, { sealed: string; keys: AccountKeys }>();
       for (const r of rows) {
-        const sealed = [r.incarnation, r.api_key, ...r.signing_secrets, r.alert_url ?? ""].join(" ");
+        const sealed = [r.incarnation, r.signature_scheme, r.api_key, ...r.signing_secrets, r.alert_url ?? ""].join(" ");
         const known = opened.get(r.id);
         if (known?.sealed === sealed) {
           next.set(r.id, known);
@@ -270,6 +297,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
             apiKey: open(r.api_key, "apiKey"),
             signingSecrets: r.signing_secrets.map((s) => open(s, "signingSecret")),
             ...(r.alert_url === null ? {} : { alertUrl: open(r.alert_url, "alertUrl") }),
+            signatureScheme: schemeOf(r),
           };
           next.set(r.id, { sealed, keys });
         } catch {
@@ -286,10 +314,14 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
       const rotated = await db.transaction().execute(async (tx) => {
         const row = await tx.selectFrom("accounts").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
         if (!row) throw accountNotFound(id);
+        // A new secret must fit the scheme it will be used under; a change of scheme keeps only it.
+        const scheme = change.signatureScheme ?? schemeOf(row);
+        const problem = change.signingSecret === undefined ? undefined : schemeSecretProblem(scheme, change.signingSecret);
+        if (problem) throw new AccountError("invalid_account", `signingSecret ${problem} (signatureScheme is ${scheme})`, "signingSecret");
         // The newest secret first: a rotation adds one, and retiring keeps only the newest.
         let secrets =
           change.signingSecret === undefined ? row.signing_secrets : [sealSecret(id, change.signingSecret), ...row.signing_secrets];
-        if (change.retireOldSecrets) secrets = secrets.slice(0, 1);
+        if (change.retireOldSecrets || scheme !== row.signature_scheme) secrets = secrets.slice(0, 1);
         if (secrets.length > MAX_SIGNING_SECRETS)
           throw new AccountError(
             "invalid_account",
@@ -300,6 +332,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
           .updateTable("accounts")
           .set({
             signing_secrets: secrets,
+            signature_scheme: scheme,
             ...(change.apiKey === undefined ? {} : { api_key: sealKey(id, change.apiKey) }),
             ...(change.alertUrl === undefined ? {} : { alert_url: sealAlertUrl(id, change.alertUrl) }),
             updated_at: sql`clock_timestamp()`,

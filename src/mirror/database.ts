@@ -207,6 +207,8 @@ interface AccountsTable {
   alert_url: ColumnType<string | null, string | null | undefined, string | null>;
   /** This registration of the id (0023_account_incarnation): a removal and a new add give another. */
   incarnation: Generated<string>;
+  /** How the company signs: a SignatureScheme, `svc` or `standard-webhooks` (0022_account_signature_scheme; accounts.ts checks it). */
+  signature_scheme: Generated<string>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }

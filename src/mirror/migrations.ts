@@ -655,6 +655,14 @@ async function up0024RecordChanges(db: AnyDb): Promise<void> {
   await db.schema.createIndex("record_changes_created_at_idx").on("record_changes").columns(["account_id", "created_at"]).execute();
 }
 
+/** How each account signs its deliveries (accounts.ts): every account so far signs as the upstream does. */
+async function up0022(db: AnyDb): Promise<void> {
+  await db.schema
+    .alterTable("accounts")
+    .addColumn("signature_scheme", "text", (c) => c.notNull().defaultTo("svc"))
+    .execute();
+}
+
 /**
  * Every migration, by name, in one static list so the same list runs from `src/` under tsx and
  * from `dist/` (a folder scan would depend on file extensions and the working directory).
@@ -681,6 +689,10 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   "0019_outbox_relay_order": { up: up0019, down: (db) => db.schema.dropIndex("change_outbox_seq_idx").execute() },
   "0020_problems": { up: up0020, down: dropTables("problems") },
   "0021_account_alert_url": { up: up0021, down: (db) => db.schema.alterTable("accounts").dropColumn("alert_url").execute() },
+  "0022_account_signature_scheme": {
+    up: up0022,
+    down: (db) => db.schema.alterTable("accounts").dropColumn("signature_scheme").execute(),
+  },
   "0023_account_incarnation": { up: up0023, down: down0023 },
   "0024_cursor_guard": { up: up0024, down: (db) => db.schema.alterTable("sync_checkpoints").dropColumn("cursor_guard").execute() },
   "0024_record_changes": { up: up0024RecordChanges, down: dropTables("record_changes") },

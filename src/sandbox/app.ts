@@ -8,6 +8,7 @@ import { type Key, type ListIndex, type PageQuery, LIST_KEYS, partitionFor, type
 import type { StateView } from "./state-file.js";
 import { ORDER_STATUSES, ORDER_TYPES, SandboxError } from "./records.js";
 import type { WebhookEndpoint } from "./webhook-sender.js";
+import { schemeSecretProblem, SIGNATURE_SCHEMES } from "../config/config.js";
 
 /** What the sandbox's HTTP app works on: its store and the parts createSandbox (index.ts) builds around it. */
 export interface SandboxParts {
@@ -316,7 +317,12 @@ function controlRoutes(deps: SandboxParts): Hono {
     if (typeof body.url !== "string" || typeof body.secret !== "string" || !URL.canParse(body.url)) {
       throw new SandboxError(400, "invalid_request", "url (http URL) and secret are required");
     }
-    deps.addWebhook({ url: body.url, secret: body.secret, thin: body.thin === true });
+    const scheme = body.scheme ?? "svc";
+    if (!(SIGNATURE_SCHEMES as readonly string[]).includes(scheme))
+      throw new SandboxError(400, "invalid_request", `scheme must be one of ${SIGNATURE_SCHEMES.join(", ")}`);
+    const problem = schemeSecretProblem(scheme, body.secret);
+    if (problem) throw new SandboxError(400, "invalid_request", `secret: ${problem}`);
+    deps.addWebhook({ url: body.url, secret: body.secret, scheme, thin: body.thin === true });
     return c.json({ registered: body.url }, 201);
   });
   control.post("/faults", async (c) => {

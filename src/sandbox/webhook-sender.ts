@@ -1,10 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { SIGNATURE_HEADER, signPayload } from "../events/envelope.js";
+import type { SignatureScheme } from "../config/config.js";
+import { signDelivery } from "../events/signature-schemes.js";
 
 export interface WebhookEndpoint {
   url: string;
   secret: string;
+  /** How deliveries are signed: `svc` (X-SVC-Signature, the upstream's; the default) or `standard-webhooks` (a whsec_ secret). */
+  scheme?: SignatureScheme;
   /** Send only `{ id, restaurantId }` as data. */
   thin?: boolean;
 }
@@ -62,7 +65,7 @@ export function createWebhookSender(
         body,
         headers: {
           "content-type": "application/json",
-          [SIGNATURE_HEADER]: signPayload(body, endpoint.secret),
+          ...signDelivery(endpoint.scheme ?? "svc", endpoint.secret, eventId, body),
           "user-agent": "svc-sandbox-webhooks",
         },
         signal: controller.signal,

@@ -29,7 +29,11 @@ describe("graceful shutdown under load", () => {
         const id = `evt_stop_${n++}`;
         const body = JSON.stringify({ id, type: "order.created", data: { id: "o", restaurantId: "r" } });
         try {
-          const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, SECRET) } });
+          const res = await fetch(`${url}/webhooks`, {
+            method: "POST",
+            body,
+            headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, SECRET) },
+          });
           await res.arrayBuffer();
           if (res.status === 200) accepted.add(id);
         } catch {

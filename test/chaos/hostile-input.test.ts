@@ -129,7 +129,8 @@ const shots = fc
       slow: slow && !isTruncated,
       truncated: isTruncated,
       signedValid,
-      mustAccept: signedValid && !isTruncated && body.length <= MAX && eventId(body) !== undefined,
+      // Only a body that says it is JSON is read (415 otherwise, docs/edge.md).
+      mustAccept: signedValid && contentType === "application/json" && !isTruncated && body.length <= MAX && eventId(body) !== undefined,
     };
   });
 

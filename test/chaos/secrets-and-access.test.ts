@@ -43,12 +43,17 @@ describe("secrets and access", () => {
     await fetch(`${url}/webhooks`, {
       method: "POST",
       body,
-      headers: { "x-svc-signature": signPayload(body, SECRET), authorization: `Bearer ${API_KEY}`, "x-admin": ADMIN },
+      headers: {
+        "content-type": "application/json",
+        "x-svc-signature": signPayload(body, SECRET),
+        authorization: `Bearer ${API_KEY}`,
+        "x-admin": ADMIN,
+      },
     });
     await fetch(`${url}/webhooks`, {
       method: "POST",
       body: `{"type":"x","leak":"${SECRET}"}`,
-      headers: { "x-svc-signature": `sha256=${SECRET}` },
+      headers: { "content-type": "application/json", "x-svc-signature": `sha256=${SECRET}` },
     });
     // One reconciliation attempt against the refusing API, whose error is logged.
     await proc.waitForLog("job failed, will retry");

@@ -92,7 +92,11 @@ describe("SIGTERM ends the service when what it depends on is gone", () => {
     const asked = sandbox.requestLog.length;
     // A refresh of the order the webhook names reads the API, which holds the read.
     const body = JSON.stringify({ id: "evt_stop_hung", type: "order.created", data: { id: "ord_1", restaurantId: "rest_1" } });
-    const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
+    const res = await fetch(`${url}/webhooks`, {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, TEST_SECRET) },
+    });
     expect(res.status).toBe(200);
     await waitFor(() => sandbox!.requestLog.slice(asked).some((r) => r.status === 0), { what: "a held upstream read" });
     await expectStoppedInTime(proc, await terminate(proc));

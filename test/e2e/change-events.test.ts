@@ -123,7 +123,11 @@ describe("change events: handlers get what actually changed in the mirror", () =
     await new Promise<void>((r) => capture!.listen(0, "127.0.0.1", () => r()));
     s.sandbox.addWebhook({ url: `http://127.0.0.1:${(capture.address() as { port: number }).port}/`, secret: TEST_SECRET });
     const post = (d: { body: string; signature: string }) =>
-      fetch(`${s.svc.url}/webhooks`, { method: "POST", body: d.body, headers: { "x-svc-signature": d.signature } }).then((r) => r.status);
+      fetch(`${s.svc.url}/webhooks`, {
+        method: "POST",
+        body: d.body,
+        headers: { "content-type": "application/json", "x-svc-signature": d.signature },
+      }).then((r) => r.status);
     /** Every delivery so far (earlier steps' included: stale now), twice each, shuffled. */
     const replayAll = async (seed: number) => {
       await s.sandbox.idle();

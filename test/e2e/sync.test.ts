@@ -106,9 +106,11 @@ describe("sync: the sandbox's webhooks keep the mirror equal to the API", () => 
       // Send the newest first and let it sync, then the rest, stale snapshots included.
       const [newest, ...rest] = replay;
       const post = (d: { body: string; signature: string }) =>
-        fetch(`${stack!.svc.url}/webhooks`, { method: "POST", body: d.body, headers: { "x-svc-signature": d.signature } }).then(
-          (r) => r.status,
-        );
+        fetch(`${stack!.svc.url}/webhooks`, {
+          method: "POST",
+          body: d.body,
+          headers: { "content-type": "application/json", "x-svc-signature": d.signature },
+        }).then((r) => r.status);
       expect(await post(newest!)).toBe(200);
       await stack.drained();
       const statuses = await Promise.all(rest.map(post));

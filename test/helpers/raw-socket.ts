@@ -10,10 +10,13 @@ export interface RawSocket {
   closed: Promise<string>;
 }
 
-/** A plain TCP connection to an http:// base URL, for requests no HTTP client would send. */
-export function openRawSocket(baseUrl: string): Promise<RawSocket> {
+/**
+ * A plain TCP connection to an http:// base URL, for requests no HTTP client would send.
+ * `localAddress` (another loopback address, e.g. 127.0.0.2) makes it a different sender to the server.
+ */
+export function openRawSocket(baseUrl: string, options: { localAddress?: string } = {}): Promise<RawSocket> {
   const { hostname, port } = new URL(baseUrl);
-  const socket = connect(Number(port), hostname);
+  const socket = connect({ port: Number(port), host: hostname, ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
   let data = "";
   const listeners = new Set<() => void>();
   socket.on("data", (chunk) => {

@@ -59,7 +59,11 @@ describe("the production tree, built as the Dockerfile builds it", () => {
       const url = `http://127.0.0.1:${port}`;
       await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, { what: "the built service to be ready" });
       const body = JSON.stringify(sampleEvent());
-      const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
+      const res = await fetch(`${url}/webhooks`, {
+        method: "POST",
+        body,
+        headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, TEST_SECRET) },
+      });
       expect(res.status).toBe(200);
     } finally {
       child.kill("SIGTERM");

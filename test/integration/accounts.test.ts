@@ -76,7 +76,13 @@ describe("the accounts registry", () => {
     expect(rows.rows[0]?.row).not.toContain(ACME.signingSecret);
     const [keys, ...others] = await registry.keys();
     expect(others).toEqual([]);
-    expect(keys).toEqual({ id: "acme", apiKey: ACME.apiKey, signingSecrets: [ACME.signingSecret], incarnation: keys?.incarnation });
+    expect(keys).toEqual({
+      id: "acme",
+      apiKey: ACME.apiKey,
+      signingSecrets: [ACME.signingSecret],
+      signatureScheme: "svc",
+      incarnation: keys?.incarnation,
+    });
     expect(keys?.incarnation).toMatch(/^[0-9a-f]{12}$/);
   });
 

@@ -43,7 +43,11 @@ describe("a database that is down", () => {
     expect(logs.text()).not.toContain("database opened");
     expect(logs.text()).not.toContain("hunter2-db-password");
     const body = JSON.stringify(sampleEvent());
-    const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
+    const res = await fetch(`${url}/webhooks`, {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, TEST_SECRET) },
+    });
     expect(res.status).toBe(200);
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
   });

@@ -89,11 +89,11 @@ describe("the edge against slow clients", () => {
     for (const s of held) s.socket.destroy();
   });
 
-  it("answers 503 with Retry-After while buffered bodies use the whole budget, and recovers", async () => {
+  it("answers 503 with Retry-After while bodies that arrived hold the whole budget, and recovers", async () => {
     edge = await startEdge({ MAX_BODY_BYTES: "2048", MAX_BUFFERED_BODY_BYTES: "2048" });
     const hog = await openRawSocket(edge.url);
     hog.socket.write(
-      `POST /webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${WELL_FORMED_SIGNATURE}Content-Length: 2000\r\n\r\n{"pad":"`,
+      `POST /webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${WELL_FORMED_SIGNATURE}Content-Length: 2000\r\n\r\n{"pad":"${"x".repeat(1900)}`,
     );
     const body = JSON.stringify(sampleEvent());
     const refused = await waitFor(

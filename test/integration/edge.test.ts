@@ -62,7 +62,7 @@ describe("POST /webhooks: size cap", () => {
     const res = await fetch(`${edge.url}/webhooks`, {
       method: "POST",
       body: stream,
-      headers: { "x-svc-signature": signPayload("irrelevant", TEST_SECRET) },
+      headers: { "content-type": "application/json", "x-svc-signature": signPayload("irrelevant", TEST_SECRET) },
       duplex: "half",
     });
     expect(res.status).toBe(413);
@@ -82,7 +82,7 @@ describe("POST /webhooks: size cap", () => {
     const res = await fetch(`${edge.url}/webhooks`, {
       method: "POST",
       body: stream,
-      headers: { "x-svc-signature": signPayload(body, TEST_SECRET) },
+      headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, TEST_SECRET) },
       duplex: "half",
     });
     expect(res.status).toBe(200);

@@ -106,7 +106,11 @@ describe("the PostgreSQL server stopped while events arrive", () => {
       const url = await service.start();
       const deliver = (event: object) => {
         const body = JSON.stringify(event);
-        return fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
+        return fetch(`${url}/webhooks`, {
+          method: "POST",
+          body,
+          headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, TEST_SECRET) },
+        });
       };
       await server.stop();
       const accepted: string[] = [];

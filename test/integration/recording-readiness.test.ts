@@ -41,7 +41,13 @@ describe("readiness of a role that records events", () => {
     const ev = sampleEvent();
     const body = JSON.stringify(ev);
     expect(
-      (await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } })).status,
+      (
+        await fetch(`${url}/webhooks`, {
+          method: "POST",
+          body,
+          headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, TEST_SECRET) },
+        })
+      ).status,
     ).toBe(200);
     // The stream consumer holds the event's attempt and retries the write (event-log-away.test.ts).
     const res = await waitFor(

@@ -180,7 +180,11 @@ export default {
     });
     const url = await proc.listening();
     const body = JSON.stringify(sampleEvent({ data: { id: "ord_mod", restaurantId: "rest_1" } }));
-    const res = await fetch(`${url}/webhooks`, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, TEST_SECRET) } });
+    const res = await fetch(`${url}/webhooks`, {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, TEST_SECRET) },
+    });
     expect(res.status).toBe(200);
     const text = await waitFor(
       () => (existsSync(out) && readFileSync(out, "utf8").split("\n").length > 2 ? readFileSync(out, "utf8") : undefined),

@@ -33,7 +33,19 @@ describe("loadConfig", () => {
       maxConnections: 1024,
       maxHeaderBytes: 8192,
       maxBufferedBodyBytes: 32 * 1024 * 1024,
+      bodySourceShare: 0.25,
+      bodyTimeoutMs: 5_000,
     });
+  });
+
+  it("reads a body within the request timeout: at most it when given, and no more than it by default", () => {
+    expect(problems({ SIGNING_SECRET: "a", HTTP_BODY_TIMEOUT_MS: "20000" })).toContain(
+      "HTTP_BODY_TIMEOUT_MS must be at most HTTP_REQUEST_TIMEOUT_MS",
+    );
+    expect(loadConfig({ SIGNING_SECRET: "a", HTTP_REQUEST_TIMEOUT_MS: "1000", HTTP_HEADERS_TIMEOUT_MS: "500" }).http.bodyTimeoutMs).toBe(
+      1000,
+    );
+    expect(loadConfig({ SIGNING_SECRET: "a", HTTP_BODY_TIMEOUT_MS: "700" }).http.bodyTimeoutMs).toBe(700);
   });
 
   it("refuses a header timeout above the request timeout, and a body budget below one body", () => {

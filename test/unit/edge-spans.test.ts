@@ -34,7 +34,11 @@ const deliver = (app: ReturnType<typeof tracedApp>["app"], path: string, id: str
     createdAt: "2026-11-23T10:00:00Z",
     data: { id: "ord_1", restaurantId: "rest_1" },
   });
-  return app.request(path, { method: "POST", body, headers: { "x-svc-signature": signPayload(body, SECRET) } });
+  return app.request(path, {
+    method: "POST",
+    body,
+    headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, SECRET) },
+  });
 };
 
 describe("the edge's server span", () => {

@@ -18,12 +18,16 @@ describe("the edge's 5xx hook (svc_http_server_errors_total)", () => {
       },
     });
     const body = JSON.stringify({ id: "evt_1", type: "order.created", data: { id: "ord_1", restaurantId: "rest_1" } });
-    const refused = await app.request("/webhooks", { method: "POST", body, headers: { "x-svc-signature": "v1=00" } });
+    const refused = await app.request("/webhooks", {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/json", "x-svc-signature": "v1=00" },
+    });
     expect(refused.status).toBe(401);
     const failed = await app.request("/webhooks", {
       method: "POST",
       body,
-      headers: { "x-svc-signature": signPayload(body, "whsec_unit_primary") },
+      headers: { "content-type": "application/json", "x-svc-signature": signPayload(body, "whsec_unit_primary") },
     });
     expect(failed.status).toBe(503);
     expect(statuses).toEqual([503]);

@@ -17,6 +17,14 @@ function reason(fn: () => unknown) {
 }
 
 describe("verifySignature", () => {
+  it("matches GitHub's published vector for the same sha256=<hex> form", () => {
+    // https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries#testing-the-webhook-payload-validation
+    const github = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+    expect(signPayload("Hello, World!", "It's a Secret to Everybody")).toBe(github);
+    expect(verifySignature(Buffer.from("Hello, World!"), github, ["It's a Secret to Everybody"])).toBe(0);
+    expect(reason(() => verifySignature(Buffer.from("Hello, World?"), github, ["It's a Secret to Everybody"]))).toBe("mismatch");
+  });
+
   it("accepts the hex digest the upstream sends, in either case", () => {
     expect(verifySignature(body, signPayload(body, secret), [secret])).toBe(0);
     expect(verifySignature(body, `sha256=${digest.toString("hex").toUpperCase()}`, [secret])).toBe(0);

@@ -35,7 +35,12 @@ beforeEach(() => {
 });
 
 const post = (body: string | Uint8Array | ReadableStream<Uint8Array>, headers: Record<string, string> = {}) =>
-  app.request("/webhooks", { method: "POST", body, headers, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) });
+  app.request("/webhooks", {
+    method: "POST",
+    body,
+    headers: { "content-type": "application/json", ...headers },
+    ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
+  });
 const postSigned = (body: string, secret = SECRETS[0]!) => post(body, { "x-svc-signature": signPayload(body, secret) });
 const event = (fields: Record<string, unknown> = {}) =>
   JSON.stringify({
@@ -45,6 +50,86 @@ const event = (fields: Record<string, unknown> = {}) =>
     data: { id: "ord_1", restaurantId: "rest_1" },
     ...fields,
   });
+
+describe("content type", () => {
+  it.each(["application/json", "Application/JSON; charset=UTF-8", "application/json;charset=utf8", "application/cloudevents+json"])(
+    "accepts %s",
+    async (type) => {
+      const body = event();
+      expect((await post(body, { "content-type": type, "x-svc-signature": signPayload(body, SECRETS[0]!) })).status).toBe(200);
+    },
+  );
+
+  it.each(["text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "application/json; charset=latin1", "application/jsonx", ""])(
+    "refuses %j with 415 before reading the body, and stores nothing",
+    async (type) => {
+      let pulled = false;
+      const body = new ReadableStream<Uint8Array>(
+        {
+          pull(controller) {
+            pulled = true;
+            controller.enqueue(new TextEncoder().encode(event()));
+            controller.close();
+          },
+        },
+        { highWaterMark: 0 },
+      );
+      const res = await post(body, { "content-type": type, "x-svc-signature": signPayload(event(), SECRETS[0]!) });
+      expect(res.status).toBe(415);
+      expect(await res.json()).toMatchObject({ error: { code: "unsupported_media_type" } });
+      expect(pulled).toBe(false);
+      expect(stored).toEqual([]);
+    },
+  );
+
+  it("refuses a body without a Content-Type", async () => {
+    const body = event();
+    const res = await app.request("/webhooks", {
+      method: "POST",
+      body: new TextEncoder().encode(body),
+      headers: { "x-svc-signature": signPayload(body, SECRETS[0]!) },
+    });
+    expect(res.status).toBe(415);
+    expect(stored).toEqual([]);
+  });
+});
+
+describe("payloads that cannot be kept as signed", () => {
+  const signed = (body: string) => post(body, { "x-svc-signature": signPayload(body, SECRETS[0]!) });
+
+  it.each([
+    ['{"id":"evt_n","type":"order.created","data":{"n":1e400}}', "1e400"],
+    ['{"id":"evt_n","type":"order.created","data":{"n":-1E+999}}', "-1E+999"],
+    ['{"id":"evt_n","type":"order.created","data":{"n":1e-400}}', "1e-400"],
+    ['{"id":"evt_n","type":"order.created","data":{"n":12345678901234567891}}', "12345678901234567891"],
+  ])("refuses %s with 400 unkeepable_payload naming the number", async (body, token) => {
+    const res = await signed(body);
+    expect(res.status).toBe(400);
+    const answer = (await res.json()) as { error: { code: string; message: string } };
+    expect(answer.error.code).toBe("unkeepable_payload");
+    expect(answer.error.message).toContain(token);
+    expect(stored).toEqual([]);
+  });
+
+  it.each([
+    '{"id":"evt_p","type":"order.created","__proto__":{"x":1}}',
+    '{"id":"evt_p","type":"order.created","data":[{"__proto__":null}]}',
+  ])("refuses a __proto__ key, naming its path: %s", async (body) => {
+    const res = await signed(body);
+    expect(res.status).toBe(400);
+    const answer = (await res.json()) as { error: { code: string; message: string } };
+    expect(answer.error.code).toBe("unkeepable_payload");
+    expect(answer.error.message).toMatch(/\$(\.data\[0\])?\.__proto__/);
+    expect(stored).toEqual([]);
+  });
+
+  it("keeps numbers a 64-bit float holds and the text __proto__ inside strings", async () => {
+    const body =
+      '{"id":"evt_ok","type":"order.created","data":{"a":1e300,"b":0.1,"c":9007199254740991,"d":1e-300,"e":10000000000000000000,"s":"__proto__ 1e400"}}';
+    expect((await signed(body)).status).toBe(200);
+    expect(stored[0]!.payload).toEqual(JSON.parse(body));
+  });
+});
 
 describe("signatures", () => {
   it("accepts a hex signature and stores the whole payload", async () => {
