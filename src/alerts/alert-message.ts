@@ -4,19 +4,9 @@
 import { randomUUID } from "node:crypto";
 import { standardSecretKey, standardWebhookHeaders, STANDARD_WEBHOOK_HEADERS } from "../base/standard-webhooks.js";
 import type { ALERT_FORMATS } from "../config/config.js";
-import type { ProblemKind, ProblemTransition } from "../problems/problem.js";
+import { PROBLEM_KIND_WORDS, type ProblemTransition } from "../problems/problem.js";
 
 export type AlertFormat = (typeof ALERT_FORMATS)[number];
-
-/** Each kind in words, as a sentence about the problem reads it ("Problem opened: the API cannot be reached …"). */
-export const PROBLEM_KIND_WORDS: Record<ProblemKind, string> = {
-  upstream_unreachable: "the API cannot be reached",
-  key_refused: "the API refuses the key",
-  rate_limited: "the API rate-limits beyond the shared budget",
-  sync_failing: "sync jobs are failing",
-  handler_failing: "a handler is failing",
-  mirror_stale: "the mirror is not being refreshed",
-};
 
 /** The body of a notification in the Standard Webhooks format: `test` marks one `alerts test` sent. */
 export interface StandardAlertBody {

@@ -116,6 +116,7 @@ export function operatorMount(deps: {
       },
       // GET /accounts's list, with each sync's state; within a second, as the samples, so no page waits on it.
       accounts: () => withTimeout(deps.accounts.list(), SIDE_READ_MS, "accounts list"),
+      openProblems: () => withTimeout(problemStore.list({ state: "open" }), SIDE_READ_MS, "open problems"),
     };
     mountConsole(root, { adminToken, sources, logger });
   };

@@ -220,8 +220,8 @@ describe("problem notifications (alerts queue, local receivers, real Redis)", ()
     const texts = r.got.map((g) => JSON.parse(g.body) as Record<string, unknown>);
     for (const body of texts) expect(Object.keys(body)).toEqual(["text"]);
     expect(texts.map((t) => t.text).sort()).toEqual([
-      "Problem opened: the API refuses the key for account acme (api.example.com), since 2026-12-02T04:00:00.000Z. Cause: GET /api/v1/orders answered 401 &lt;Unauthorized&gt;",
-      "Problem resolved: the API refuses the key for account acme (api.example.com), open from 2026-12-02T04:00:00.000Z to 2026-12-02T04:05:00.000Z, seen 3 times. Cause: GET /api/v1/orders answered 401 &lt;Unauthorized&gt;",
+      "Problem opened: the API refuses the account's key for account acme (api.example.com), since 2026-12-02T04:00:00.000Z. Cause: GET /api/v1/orders answered 401 &lt;Unauthorized&gt;",
+      "Problem resolved: the API refuses the account's key for account acme (api.example.com), open from 2026-12-02T04:00:00.000Z to 2026-12-02T04:05:00.000Z, seen 3 times. Cause: GET /api/v1/orders answered 401 &lt;Unauthorized&gt;",
     ]);
   });
 

@@ -30,7 +30,7 @@ describe("a problem notification's message", () => {
     const t = testTransition(new Date("2026-12-02T04:00:00Z"));
     t.problem.cause = "a <script> & more";
     expect(slackText(t)).toBe(
-      "Problem opened: the API cannot be reached for the deployment (alerts test), since 2026-12-02T04:00:00.000Z. Cause: a &lt;script&gt; &amp; more",
+      "Problem opened: the API does not answer for the deployment (alerts test), since 2026-12-02T04:00:00.000Z. Cause: a &lt;script&gt; &amp; more",
     );
     expect(slackText(t, true)).toMatch(/^Test notification from svc-webhooks alerts test, nothing failed\. Problem opened/);
   });

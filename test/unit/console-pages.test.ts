@@ -5,6 +5,7 @@ import { mountConsole, type ConsoleSources } from "../../src/http/console/consol
 import type { SyncFailures } from "../../src/http/console/event-pages.js";
 import { collectOpsSummary, createMetrics } from "../../src/metrics/metrics.js";
 import type { EventDetail } from "../../src/mirror/storage.js";
+import type { Problem } from "../../src/problems/problem.js";
 
 // The console's pages in memory through app.request(), over sources holding two accounts' events
 // (default's and acme's) and acme's failed sync job: which account a page shows, Find across the
@@ -46,7 +47,10 @@ const LOGS: Record<string, Record<string, EventDetail>> = {
   acme: { evt_acme: event("evt_acme", STEPS) },
 };
 
-async function consolePage(path: string, options: { sync?: (account: string) => Promise<SyncFailures> } = {}) {
+async function consolePage(
+  path: string,
+  options: { sync?: (account: string) => Promise<SyncFailures>; problems?: () => Promise<Problem[]> } = {},
+) {
   const metrics = createMetrics();
   const summary = await collectOpsSummary(metrics, { kinds: ["orders"], rateMax: 120 });
   const none = () => Promise.resolve([]);
@@ -66,6 +70,7 @@ async function consolePage(path: string, options: { sync?: (account: string) => 
     accounts: () => Promise.resolve([{ id: "acme" }]),
     health: () => Promise.resolve({ summary, samples: [], limits: { maxBacklog: 100_000, reconcileIntervalSeconds: 3600 } }),
     ...(options.sync ? { syncFailures: options.sync } : {}),
+    ...(options.problems ? { openProblems: options.problems } : {}),
   };
   const app = createApp({
     logger: pino({ level: "silent" }),
@@ -179,5 +184,39 @@ describe("the Failures page", () => {
     const away = await consolePage("/console/failures", { sync: () => Promise.reject(new Error("Redis away")) });
     expect(away.status).toBe(200);
     expect(away.html).toContain("The sync queue could not be read");
+  });
+});
+
+describe("the health page's open problems", () => {
+  const refused: Problem = {
+    id: "prb_1",
+    account: "acme",
+    kind: "key_refused",
+    subject: "api.example.com",
+    state: "open",
+    openedAt: "2026-11-25T11:58:00.000Z",
+    resolvedAt: null,
+    lastSeenAt: "2026-11-25T12:00:00.000Z",
+    count: 3,
+    cause: "GET /api/v1/orders to api.example.com answered 401",
+  };
+
+  it("leads with each open problem: in words, whose, since, its cause and a link to what it is about", async () => {
+    const { html } = await consolePage("/console/health", { problems: () => Promise.resolve([refused]) });
+    const section = /<section class="card" data-testid="open-problems">(.*?)<\/section>/s.exec(html)?.[1] ?? "";
+    expect(section).toContain("Open problems: 1");
+    expect(section).toContain("the API refuses the account&#39;s key");
+    expect(section).toContain("account acme");
+    expect(section).toContain("GET /api/v1/orders to api.example.com answered 401");
+    expect(section).toContain('href="/console/failures?account=acme"');
+    // First on the page: above the verdict and the figures.
+    expect(html.indexOf("open-problems")).toBeLessThan(html.indexOf("figures-"));
+  });
+
+  it("says there is none, and says so when they cannot be read", async () => {
+    expect((await consolePage("/console/health", { problems: () => Promise.resolve([]) })).html).toContain("No open problem.");
+    const away = await consolePage("/console/health", { problems: () => Promise.reject(new Error("database away")) });
+    expect(away.status).toBe(200);
+    expect(away.html).toContain("The open problems could not be read");
   });
 });

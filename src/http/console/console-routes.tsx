@@ -24,6 +24,8 @@ import { quietRequest, type AppEnv } from "../request-log.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters, type SyncFailures } from "./event-pages.js";
 import { HealthPage, type HealthView } from "./health-page.js";
+import { OpenProblems } from "./problems-section.js";
+import type { Problem } from "../../problems/problem.js";
 import {
   CONSOLE_SCRIPT,
   CONSOLE_STYLE,
@@ -71,6 +73,8 @@ export interface ConsoleSources {
    * database is away. Absent (a console mounted without the registry): no switcher.
    */
   accounts?: () => Promise<ListedAccount[]>;
+  /** The open problems (problems/), bounded in time; the health page leads with them. Absent: none shown. */
+  openProblems?: () => Promise<Problem[]>;
   /** The health page's data: the summary, the shared minute samples of the hour up to `now`, the config's limits. */
   health(now: Date): Promise<Omit<HealthView, "now">>;
 }
@@ -207,7 +211,9 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
   route.get("/health", async (c) => {
     const at = now();
     const scope = await scopeOf(c, pageQuery(c).account);
-    return html(c, scope, <HealthPage view={{ ...(await sources.health(at)), now: at }} accounts={scope.accounts} />);
+    const [view, problems] = await Promise.all([sources.health(at), sources.openProblems?.().catch(() => undefined) ?? []]);
+    const lead = <OpenProblems problems={problems} now={at} />;
+    return html(c, scope, <HealthPage view={{ ...view, now: at }} accounts={scope.accounts} lead={lead} />);
   });
   route.get("/health.json", async (c) => c.json(await sources.summary()));
 
