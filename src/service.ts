@@ -101,24 +101,10 @@ export async function createService({ config, logger, handlers = [], database, t
   });
   const connections = openRedisConnections(config, logger);
   const connection = connections.any;
-  // One view of the problems per process, over the one table every process shares; the workers
-  // announce again what was left unannounced (a failed hand-over, a process stopped first).
-  // Problem notifications: queued from every role, sent by the worker role. An account's own URL
-  // is read from the directory as each is sent (a rotation takes effect for retries too).
-  const alerts = createAlerts({
-    connection,
-    prefix: config.queuePrefix,
-    settings: config.alerts,
-    alertUrlOf: (account) => directory.get(account)?.alertUrl,
-    logger,
-    enqueueTimeoutMs: config.enqueueTimeoutMs,
-  });
-  const problems = createProblemTracker({
-    store: createProblemStore(storage.database.db),
-    logger,
-    announce: announce ?? alerts.announce,
-    reannounceMs: config.role === "web" ? 0 : REANNOUNCE_MS,
-  });
+  const { alerts, problems } = serviceProblems(
+    { config, logger, storage, connection, announce },
+    (account) => directory.get(account)?.alertUrl,
+  );
   const parts: ServiceParts = { config, logger, metrics, storage, connections, problems };
   // The registered companies (mirror/accounts.ts): the edge serves each at /webhooks/{id} from memory.
   const accounts = createAccountRegistry(storage.database.db, config.secretsKey ? createSecretsBox(config.secretsKey) : undefined);
@@ -215,6 +201,35 @@ export async function createService({ config, logger, handlers = [], database, t
 }
 
 /** What every step of the build and of the stop reads: the config, the logger, the metrics, the stores and the Redis connections. */
+/**
+ * The problems and their notifications. Notifications are queued from every role and sent by the
+ * worker role; an account's own URL is read from the directory as each is sent (a rotation takes
+ * effect for retries too). One view of the problems per process, over the one table every process
+ * shares; the workers announce again what was left unannounced (a failed hand-over, a process
+ * stopped first).
+ */
+function serviceProblems(
+  deps: Pick<ServiceParts, "config" | "logger" | "storage"> & { connection: RedisClient; announce: AnnounceTransition | undefined },
+  alertUrlOf: (account: string) => string | undefined,
+) {
+  const { config, logger, storage, connection } = deps;
+  const alerts = createAlerts({
+    connection,
+    prefix: config.queuePrefix,
+    settings: config.alerts,
+    alertUrlOf,
+    logger,
+    enqueueTimeoutMs: config.enqueueTimeoutMs,
+  });
+  const problems = createProblemTracker({
+    store: createProblemStore(storage.database.db),
+    logger,
+    announce: deps.announce ?? alerts.announce,
+    reannounceMs: config.role === "web" ? 0 : REANNOUNCE_MS,
+  });
+  return { alerts, problems };
+}
+
 interface ServiceParts {
   config: Config;
   logger: Logger;

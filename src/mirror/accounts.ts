@@ -221,6 +221,30 @@ export interface AccountRegistry {
 /** The row's scheme: only the registry writes it, always one of SIGNATURE_SCHEMES. */
 const schemeOf = (row: Selectable<DatabaseSchema["accounts"]>) => row.signature_scheme as SignatureScheme;
 
+/**
+ * The secrets a rotation leaves (sealed, newest first) and the scheme they are under: a rotation
+ * adds one, retiring keeps only the newest, and a change of scheme keeps only the new one, which
+ * must fit that scheme; an account holds at most MAX_SIGNING_SECRETS.
+ */
+function rotatedSecrets(
+  row: Selectable<DatabaseSchema["accounts"]>,
+  change: z.infer<typeof rotationSchema>,
+  seal: (secret: string) => string,
+): { scheme: SignatureScheme; secrets: string[] } {
+  const scheme = change.signatureScheme ?? schemeOf(row);
+  const problem = change.signingSecret === undefined ? undefined : schemeSecretProblem(scheme, change.signingSecret);
+  if (problem) throw new AccountError("invalid_account", `signingSecret ${problem} (signatureScheme is ${scheme})`, "signingSecret");
+  let secrets = change.signingSecret === undefined ? row.signing_secrets : [seal(change.signingSecret), ...row.signing_secrets];
+  if (change.retireOldSecrets || scheme !== row.signature_scheme) secrets = secrets.slice(0, 1);
+  if (secrets.length > MAX_SIGNING_SECRETS)
+    throw new AccountError(
+      "invalid_account",
+      `signingSecret: an account holds at most ${MAX_SIGNING_SECRETS} secrets; retire old ones first`,
+      "signingSecret",
+    );
+  return { scheme, secrets };
+}
+
 const summary = (row: Selectable<DatabaseSchema["accounts"]>) => ({
   id: row.id,
   signingSecrets: row.signing_secrets.length,
@@ -314,20 +338,7 @@ export function createAccountRegistry(db: Kysely<DatabaseSchema>, box: SecretsBo
       const rotated = await db.transaction().execute(async (tx) => {
         const row = await tx.selectFrom("accounts").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
         if (!row) throw accountNotFound(id);
-        // A new secret must fit the scheme it will be used under; a change of scheme keeps only it.
-        const scheme = change.signatureScheme ?? schemeOf(row);
-        const problem = change.signingSecret === undefined ? undefined : schemeSecretProblem(scheme, change.signingSecret);
-        if (problem) throw new AccountError("invalid_account", `signingSecret ${problem} (signatureScheme is ${scheme})`, "signingSecret");
-        // The newest secret first: a rotation adds one, and retiring keeps only the newest.
-        let secrets =
-          change.signingSecret === undefined ? row.signing_secrets : [sealSecret(id, change.signingSecret), ...row.signing_secrets];
-        if (change.retireOldSecrets || scheme !== row.signature_scheme) secrets = secrets.slice(0, 1);
-        if (secrets.length > MAX_SIGNING_SECRETS)
-          throw new AccountError(
-            "invalid_account",
-            `signingSecret: an account holds at most ${MAX_SIGNING_SECRETS} secrets; retire old ones first`,
-            "signingSecret",
-          );
+        const { scheme, secrets } = rotatedSecrets(row, change, (secret) => sealSecret(id, secret));
         const updated = await tx
           .updateTable("accounts")
           .set({

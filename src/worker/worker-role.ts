@@ -87,6 +87,37 @@ export interface WorkerRoleDeps {
 }
 
 /**
+ * Follows the registered accounts: starts the sync of those this process had not seen (their
+ * full tier's tick, which starts a first import on an empty mirror; deduplicated per account
+ * across processes), and gives the sync worker a slot per account beside WORKER_CONCURRENCY,
+ * up to MAX_ACCOUNT_SLOTS.
+ * A job waiting for its key's budget holds its slot, so with fewer slots than importing
+ * accounts the imports would take turns instead of each reading at its own key's rate.
+ */
+function followAccounts(
+  { added, count }: { added: readonly string[]; count: number },
+  deps: { syncing: boolean; syncWorker: { concurrency: number }; syncQueue: Queue<SyncJobData>; config: Config; logger: Logger },
+): void {
+  const { config, logger } = deps;
+  if (!deps.syncing) return;
+  deps.syncWorker.concurrency = syncSlots(config.worker.concurrency) + Math.min(count, MAX_ACCOUNT_SLOTS);
+  if (config.worker.reconcileIntervalMs <= 0 || added.length === 0) return;
+  queueForAccounts(deps.syncQueue, RECONCILE_JOBS.full, {}, added).catch((err: unknown) =>
+    logger.warn({ err: (err as Error).message }, "new accounts' first sync not queued; the next tick queues it"),
+  );
+}
+
+/**
+ * Aborted at the shutdown's drain deadline: a read the API holds never outlasts the stop. Every
+ * call in flight listens to it, one per account's read at once: many listeners are the design, not a leak.
+ */
+function upstreamStopper(): AbortController {
+  const stop = new AbortController();
+  setMaxListeners(0, stop.signal);
+  return stop;
+}
+
+/**
  * The worker side: typed handlers per event (built-in sync plus the user's), every event and
  * handler outcome recorded in the event log, and the sync queue whose refresh and reconcile jobs
  * read the API into the mirror (and whose hourly job prunes the event log). Built in steps: the
@@ -100,10 +131,7 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
   const eventsQueue = createEventsQueue({ connection, config, logger });
   // A refresh job carries the trace of the event that scheduled it (bullmq-otel).
   const syncQueue = createSyncQueue<SyncJobData>({ connection, config, logger, ...(tracing ? { telemetry: tracing.bullmq } : {}) });
-  // Aborted at the shutdown's drain deadline: a read the API holds never outlasts the stop.
-  const upstreamStop = new AbortController();
-  // Every call in flight listens to it, one per account's read at once: many listeners are the design, not a leak.
-  setMaxListeners(0, upstreamStop.signal);
+  const upstreamStop = upstreamStopper();
   const { feed, refreshOf, main, accountSync, listening } = createSyncParts(deps, {
     mirror,
     eventsQueue,
@@ -189,22 +217,9 @@ export function createWorkerRole(deps: WorkerRoleDeps) {
     recordingFails: () => delivery.recording.failing(),
     /** The keys of the handlers an event of `type` runs (what a replay may aim at). */
     handlerKeys: (type: string) => table.registry.handlersFor(type).map((h) => h.key),
-    /**
-     * Follows the registered accounts: starts the sync of those this process had not seen (their
-     * full tier's tick, which starts a first import on an empty mirror; deduplicated per account
-     * across processes), and gives the sync worker a slot per account beside WORKER_CONCURRENCY,
-     * up to MAX_ACCOUNT_SLOTS.
-     * A job waiting for its key's budget holds its slot, so with fewer slots than importing
-     * accounts the imports would take turns instead of each reading at its own key's rate.
-     */
-    accountsChanged({ added, count }: { added: readonly string[]; count: number }): void {
-      if (!accountSync) return;
-      syncWorker.concurrency = syncSlots(config.worker.concurrency) + Math.min(count, MAX_ACCOUNT_SLOTS);
-      if (config.worker.reconcileIntervalMs <= 0 || added.length === 0) return;
-      queueForAccounts(syncQueue, RECONCILE_JOBS.full, {}, added).catch((err: unknown) =>
-        logger.warn({ err: (err as Error).message }, "new accounts' first sync not queued; the next tick queues it"),
-      );
-    },
+    /** Follows the registered accounts (followAccounts). */
+    accountsChanged: (change: { added: readonly string[]; count: number }) =>
+      followAccounts(change, { syncing: accountSync !== undefined, syncWorker, syncQueue, config, logger }),
     /** Swaps in new user handlers (dev's HANDLERS_MODULE reload); a map that does not register throws and changes nothing. */
     reloadHandlers: (handlers: readonly EventHandlers[]) => void table.replace(handlers),
     /** Calls `listener` for every attempt this process finishes (either path); returns the unsubscribe function. */

@@ -32,7 +32,7 @@ describe("an account's alertUrl in the registry", () => {
     expect(rows.rows[0]?.row).not.toContain("acme-t0ken");
     expect(JSON.stringify(await registry.list())).not.toContain("acme-t0ken");
     expect((await registry.keys()).map(({ incarnation: _incarnation, ...keys }) => keys)).toEqual([
-      { id: "acme", apiKey: ACME.apiKey, signingSecrets: [ACME.signingSecret], alertUrl: HOOK },
+      { id: "acme", apiKey: ACME.apiKey, signingSecrets: [ACME.signingSecret], signatureScheme: "svc", alertUrl: HOOK },
     ]);
     await registry.add({ ...ACME, id: "globex" });
     expect((await registry.list()).map((a) => [a.id, a.alertUrl])).toEqual([

@@ -138,9 +138,10 @@ describe("problems", () => {
 
   it("an account whose key the API refuses reads key_refused (no sync_failing besides), until a good call with its key", async () => {
     announced.length = 0;
-    sandbox.faults.add({ path: "/api/v1", apiKey: ACME.apiKey, status: 401 });
+    // The key is tried (and taken) when the account is added; the API refuses it afterwards (revoked).
     expect((await call("POST", "/accounts", ACME)).status).toBe(201);
-    // Its first import starts as soon as the worker sees it, and its first call is refused.
+    sandbox.faults.add({ path: "/api/v1", apiKey: ACME.apiKey, status: 401 });
+    expect((await call("POST", "/sync/reconcile?account=acme", {})).status).toBe(202);
     const [refused] = await waitFor(async () => {
       const found = await openOf("key_refused");
       return found.length > 0 && found;
