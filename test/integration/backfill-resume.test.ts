@@ -52,8 +52,11 @@ async function readBack(env: Record<string, string>) {
   try {
     const orders = await createPostgresMirror(db.db).all("orders");
     const checkpoint = await createSyncCheckpoints(db.db).get("backfill", "orders");
-    const { rows } = await sql<{ source: string; n: string }>`select payload->>'source' as source, count(*) as n
-      from change_outbox group by 1`.execute(db.db);
+    // Each record's change, whether it became an event (the outbox) or history only (no handler receives it).
+    const { rows } = await sql<{ source: string; n: string }>`select source, count(*) as n from (
+        select payload->>'source' as source from change_outbox
+        union all select payload->>'source' as source from record_changes
+      ) changes group by 1`.execute(db.db);
     return { orders, checkpoint, sources: Object.fromEntries(rows.map((r) => [r.source, Number(r.n)])) };
   } finally {
     await db.close();

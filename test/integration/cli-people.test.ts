@@ -3,6 +3,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sql } from "kysely";
 import { describe, expect, inject, it } from "vitest";
 import { createEventLog } from "../../src/mirror/event-log.js";
 import { createStepStore } from "../../src/mirror/step-store.js";
@@ -92,7 +93,9 @@ async function logWithOneEvent(): Promise<Record<string, string>> {
     status: "handled",
     handlers: {},
   });
-  // Another company's event, with a durable step done and one that failed.
+  // Another company's event, with a durable step done and one that failed: a registered company's
+  // (its values sealed; this test never opens them), since rows of no registered account are not stored.
+  await sql`insert into accounts (id, api_key, signing_secrets) values ('acme', 'sealed', '{}')`.execute(database.db);
   await createEventLog(database.db, { account: "acme" }).recordAttempt({
     id: "evt_acme",
     type: "order.created",
