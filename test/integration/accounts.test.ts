@@ -119,7 +119,14 @@ describe("the accounts registry", () => {
     expect(await registry.rotate("acme", { signingSecret: next })).toMatchObject({ signingSecrets: 2 });
     expect((await registry.keys())[0]?.signingSecrets).toEqual([next, ACME.signingSecret]);
     await registry.rotate("acme", { retireOldSecrets: true, apiKey: "svc_live_acme_second_key_01" });
-    expect(await registry.keys()).toMatchObject([{ id: "acme", apiKey: "svc_live_acme_second_key_01", signingSecrets: [next] }]);
+    const [rotated] = await registry.keys();
+    expect(rotated).toEqual({
+      id: "acme",
+      apiKey: "svc_live_acme_second_key_01",
+      signingSecrets: [next],
+      signatureScheme: "svc",
+      incarnation: rotated?.incarnation,
+    });
     await expect(registry.rotate("acme", {})).rejects.toMatchObject({ code: "invalid_account" });
     await expect(registry.rotate("nope", { retireOldSecrets: true })).rejects.toMatchObject({ code: "account_not_found" });
     // The id a refusal names is bounded, wherever it came from (the edge's path, the operator API's, the CLI).
@@ -145,7 +152,14 @@ describe("the accounts registry", () => {
     const next = "whsec_acme_next_secret_0123";
     await counting.rotate("acme", { signingSecret: next });
     opens = 0;
-    expect((await counting.keys())[0]).toMatchObject({ id: "acme", apiKey: ACME.apiKey, signingSecrets: [next, ACME.signingSecret] });
+    const [counted] = await counting.keys();
+    expect(counted).toEqual({
+      id: "acme",
+      apiKey: ACME.apiKey,
+      signingSecrets: [next, ACME.signingSecret],
+      signatureScheme: "svc",
+      incarnation: counted?.incarnation,
+    });
     expect(opens).toBe(3);
   });
 
