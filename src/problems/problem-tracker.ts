@@ -1,14 +1,7 @@
 import type { Logger } from "pino";
 import type { AnnounceTransition, Problem, ProblemKind, ProblemTransition } from "./problem.js";
-import {
-  boundedText,
-  keyText,
-  MAX_SUBJECT_CHARS,
-  openedTransition,
-  resolvedTransition,
-  type ProblemKey,
-  type ProblemStore,
-} from "./problem-store.js";
+import { oneLine } from "../base/text.js";
+import { keyText, MAX_SUBJECT_CHARS, openedTransition, resolvedTransition, type ProblemKey, type ProblemStore } from "./problem-store.js";
 
 // The one module that opens and resolves problems. Every other part reports facts to it: a fault
 // (`report`) or a success (`cleared`); it decides, keeps an in-memory view of what is open so a
@@ -200,7 +193,7 @@ export function createProblemTracker(options: ProblemTrackerOptions): ProblemTra
 
   const tracker: ProblemTracker = {
     report(fact) {
-      const key = { account: fact.account, kind: fact.kind, subject: boundedText(fact.subject, MAX_SUBJECT_CHARS) };
+      const key = { account: fact.account, kind: fact.kind, subject: oneLine(fact.subject, MAX_SUBJECT_CHARS) };
       const entry = entryOf(key);
       if (entry.open) {
         entry.pending++;
@@ -210,7 +203,7 @@ export function createProblemTracker(options: ProblemTrackerOptions): ProblemTra
       writes.open(entry, fact.cause);
     },
     cleared(key) {
-      const entry = view.get(keyText({ ...key, subject: boundedText(key.subject, MAX_SUBJECT_CHARS) }));
+      const entry = view.get(keyText({ ...key, subject: oneLine(key.subject, MAX_SUBJECT_CHARS) }));
       if (entry?.open) writes.resolve(entry);
     },
     clearedWhere({ account, kind, subjectPrefix }) {
