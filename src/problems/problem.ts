@@ -24,6 +24,9 @@ export const PROBLEM_KIND_WORDS: Record<ProblemKind, string> = {
   mirror_stale: "a kind of the mirror is not refreshed",
 };
 
+/** Whose a problem is, in words: "the deployment" or "account <id>" (the account as given; the reader makes it printable). */
+export const whoseProblem = (account: string | null): string => (account === null ? "the deployment" : `account ${account}`);
+
 export const PROBLEM_STATES = ["open", "resolved"] as const;
 export type ProblemState = (typeof PROBLEM_STATES)[number];
 
