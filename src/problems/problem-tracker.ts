@@ -40,8 +40,6 @@ export interface ProblemTracker {
   cleared(key: ProblemKey): void;
   /** A success that clears every open problem of the account and kind whose subject starts with `subjectPrefix`. */
   clearedWhere(match: { account: string | null; kind: ProblemKind; subjectPrefix: string }): void;
-  /** Whether the view holds the problem open. */
-  isOpen(key: ProblemKey): boolean;
   /** The problems the view holds open (what this process believes now). */
   openKeys(): ProblemKey[];
   /** Resolves once every write asked for so far is done (its outcome logged). */
@@ -211,7 +209,6 @@ export function createProblemTracker(options: ProblemTrackerOptions): ProblemTra
         if (entry.open && entry.key.account === account && entry.key.kind === kind && entry.key.subject.startsWith(subjectPrefix))
           writes.resolve(entry);
     },
-    isOpen: (key) => view.get(keyText(key))?.open === true,
     openKeys: () => [...view.values()].filter((e) => e.open).map((e) => e.key),
     settled: () => writes.settled(),
     sync: () => syncView(view, writes, store, entryOf),
