@@ -28,7 +28,7 @@ export interface AlertAnswer {
 }
 
 /** The destination of a URL as lines name it: the host, with its port when it has one. */
-export const destinationOf = (url: string): string => (URL.canParse(url) ? new URL(url).host : "an unparsable URL");
+const destinationOf = (url: string): string => (URL.canParse(url) ? new URL(url).host : "an unparsable URL");
 
 /**
  * POSTs `message` to `url` within `timeoutMs` and reads at most 1 KiB of the answer. Never

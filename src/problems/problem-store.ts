@@ -19,7 +19,7 @@ export interface ProblemKey {
 }
 
 /** The most characters of a cause, and of a subject, that are stored (they come from outside). */
-export const MAX_CAUSE_CHARS = 500;
+const MAX_CAUSE_CHARS = 500;
 export const MAX_SUBJECT_CHARS = 300;
 
 /** The stored account of a key: '' for the deployment's. */

@@ -48,16 +48,13 @@ export interface Problem {
   cause: string;
 }
 
-export const PROBLEM_TRANSITION_TYPES = ["problem.opened", "problem.resolved"] as const;
-export type ProblemTransitionType = (typeof PROBLEM_TRANSITION_TYPES)[number];
-
 /**
  * A problem opening or resolving, as it is announced (alerts). `id` is stable for one transition
  * (the same on every retry and after a restart), so announcing it twice delivers it once.
  */
 export interface ProblemTransition {
   id: string;
-  type: ProblemTransitionType;
+  type: "problem.opened" | "problem.resolved";
   problem: Problem;
 }
 
