@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { standardSecretKey, standardWebhookHeaders, STANDARD_WEBHOOK_HEADERS } from "../base/standard-webhooks.js";
 import type { ALERT_FORMATS } from "../config/config.js";
-import { PROBLEM_KIND_WORDS, type ProblemTransition } from "../problems/problem.js";
+import { PROBLEM_KIND_WORDS, type ProblemTransition, whoseProblem } from "../problems/problem.js";
 
 export type AlertFormat = (typeof ALERT_FORMATS)[number];
 
@@ -52,14 +52,13 @@ const slackEscaped = (text: string) => text.replace(/&/g, "&amp;").replace(/</g,
  * cause, and since when (or for how long, once resolved).
  */
 export function slackText({ type, problem }: ProblemTransition, test = false): string {
-  const whose = problem.account === null ? "the deployment" : `account ${problem.account}`;
   const about = problem.subject === "" ? "" : ` (${problem.subject})`;
   const head = type === "problem.opened" ? "Problem opened" : "Problem resolved";
   const when =
     type === "problem.opened"
       ? `since ${problem.openedAt}`
       : `open from ${problem.openedAt} to ${problem.resolvedAt ?? problem.lastSeenAt}, seen ${problem.count} ${problem.count === 1 ? "time" : "times"}`;
-  const text = `${head}: ${PROBLEM_KIND_WORDS[problem.kind]} for ${whose}${about}, ${when}. Cause: ${problem.cause}`;
+  const text = `${head}: ${PROBLEM_KIND_WORDS[problem.kind]} for ${whoseProblem(problem.account)}${about}, ${when}. Cause: ${problem.cause}`;
   return slackEscaped(test ? `Test notification from svc-webhooks alerts test, nothing failed. ${text}` : text);
 }
 

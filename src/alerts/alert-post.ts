@@ -1,7 +1,8 @@
 // One POST of a notification to one destination, and what the destination answered, told so that
 // a log line or `alerts test` can say it: the host (never the path or query, which may be the
 // credential: Slack's is), the status or the network error's code.
-import { readBodyUpTo } from "../upstream/client.js";
+import { oneLine } from "../base/text.js";
+import { networkErrno, readBodyUpTo } from "../upstream/client.js";
 import type { AlertMessage } from "./alert-message.js";
 
 /** How long one POST may take, the answer's body included: a destination that hangs holds a slot no longer. */
@@ -27,7 +28,7 @@ export interface AlertAnswer {
 }
 
 /** The destination of a URL as lines name it: the host, with its port when it has one. */
-export const destinationOf = (url: string): string => (URL.canParse(url) ? new URL(url).host : "an unparsable URL");
+const destinationOf = (url: string): string => (URL.canParse(url) ? new URL(url).host : "an unparsable URL");
 
 /**
  * POSTs `message` to `url` within `timeoutMs` and reads at most 1 KiB of the answer. Never
@@ -44,7 +45,7 @@ export async function postAlert(url: string, message: AlertMessage, timeoutMs = 
       redirect: "manual",
       signal: AbortSignal.timeout(timeoutMs),
     });
-    const said = oneLine((await readBodyUpTo(response, ANSWER_BYTES)).text);
+    const said = oneLine((await readBodyUpTo(response, ANSWER_BYTES)).text, SAID_CHARS);
     return {
       destination,
       ok: response.ok,
@@ -57,21 +58,14 @@ export async function postAlert(url: string, message: AlertMessage, timeoutMs = 
   }
 }
 
-/** Control characters and runs of white space as one space, cut at SAID_CHARS. */
-function oneLine(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  const flat = text.replace(/[\u0000-\u001f\u007f\s]+/g, " ").trim();
-  return flat.length > SAID_CHARS ? `${flat.slice(0, SAID_CHARS)}…` : flat;
-}
-
-/** fetch's reason: the cause's code (undici puts it there), or the timeout. */
+/** fetch's reason: the network error's code (networkErrno, as the API client names it), or the timeout. */
 function networkReason(err: unknown, timeoutMs: number): string {
-  const e = err as { name?: unknown; message?: unknown; cause?: { code?: unknown; name?: unknown } };
+  const e = err as { name?: unknown; message?: unknown; cause?: { name?: unknown } };
   if (e.name === "TimeoutError" || e.cause?.name === "TimeoutError") return `no answer within ${timeoutMs} ms`;
-  const code = e.cause?.code;
-  if (typeof code === "string") return code;
+  const code = networkErrno(err);
+  if (code !== "network") return code;
   // A message that may name the URL (an unparsable one's does) is not repeated: its path may be the credential.
-  return typeof e.message === "string" && !e.message.includes("/") ? oneLine(e.message) : "the request failed";
+  return typeof e.message === "string" && !e.message.includes("/") ? oneLine(e.message, SAID_CHARS) : "the request failed";
 }
 
 /** What the destination answered, as a clause: "127.0.0.1:4000 answered 500 Internal Server Error: oops". */

@@ -71,12 +71,7 @@ export interface AlertsOptions {
   timeoutMs?: number;
 }
 
-export type Alerts = ReturnType<typeof createAlerts>;
-
-/**
- * The alerts: `announce` for the problem store, the delivery worker for the worker role, and
- * `sendTest` for `alerts test`.
- */
+/** The alerts: `announce` for the problem store, the delivery worker for the worker role. */
 export function createAlerts(options: AlertsOptions) {
   const { settings, logger, timeoutMs = ALERT_TIMEOUT_MS } = options;
   const defaultJobOptions: DefaultJobOptions = {
@@ -141,8 +136,6 @@ export function createAlerts(options: AlertsOptions) {
       worker.on("error", warnUnlessOutage(logger, "alerts worker error"));
       return worker;
     },
-    /** Sends `alerts test`'s notification to the deployment's URL now, not through the queue. */
-    sendTest: () => sendTestAlert(settings, timeoutMs),
   };
 }
 

@@ -78,3 +78,12 @@ export function cutAt(text: string, max: number): string {
   const code = text.charCodeAt(max - 1);
   return text.slice(0, code >= 0xd800 && code <= 0xdbff ? max - 1 : max);
 }
+
+/**
+ * Text from outside as one line holds it (a stored cause, an answer's start in a log line): runs of
+ * white space as one space, printable, and at most `max` code units, the last an "…" when cut.
+ */
+export function oneLine(text: string, max: number): string {
+  const line = printable(text.replace(/\s+/g, " ").trim());
+  return line.length <= max ? line : `${cutAt(line, max - 1)}…`;
+}

@@ -5,7 +5,7 @@
 import { ProblemList } from "../http/operator-schemas.js";
 import { loadConfig } from "../config/config.js";
 import { printable } from "../base/text.js";
-import { PROBLEM_KIND_WORDS, PROBLEM_KINDS, PROBLEM_STATES, type Problem } from "../problems/problem.js";
+import { PROBLEM_KIND_WORDS, PROBLEM_KINDS, PROBLEM_STATES, type Problem, whoseProblem } from "../problems/problem.js";
 import { createProblemStore, isProblemKind, type ProblemQuery } from "../problems/problem-store.js";
 import { type Answer, answer, type Command, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
 import { openMigratedStorage, operatorClient } from "./operator.js";
@@ -21,8 +21,7 @@ deployment's own), since when, how often its fault was met and its cause. Open o
 document GET /problems answers. It reads the service at --url (with ADMIN_TOKEN), else the
 database the environment names.`;
 
-/** A time as ISO 8601 (UTC), and how long ago from `now`. */
-const at = (iso: string): string => iso;
+/** How long from `fromIso` to `toMs`, in its largest unit. */
 function lasted(fromIso: string, toMs: number): string {
   const s = Math.max(0, Math.round((toMs - Date.parse(fromIso)) / 1000));
   if (s < 60) return `${s} s`;
@@ -31,17 +30,14 @@ function lasted(fromIso: string, toMs: number): string {
   return `${Math.round(s / 8640) / 10} d`;
 }
 
-/** Whose a problem is, in words. */
-const whose = (p: Problem) => (p.account === null ? "the deployment" : `account ${printable(p.account)}`);
-
 /** One problem as a sentence. */
-export function sayProblem(p: Problem, now: number): string {
-  const what = `${p.kind} of ${whose(p)} (${printable(p.subject)}): ${PROBLEM_KIND_WORDS[p.kind]}`;
-  const seen = `seen ${plural(p.count, "time")}, last ${at(p.lastSeenAt)}`;
+function sayProblem(p: Problem, now: number): string {
+  const what = `${p.kind} of ${printable(whoseProblem(p.account))} (${printable(p.subject)}): ${PROBLEM_KIND_WORDS[p.kind]}`;
+  const seen = `seen ${plural(p.count, "time")}, last ${p.lastSeenAt}`;
   const when =
     p.state === "open" || p.resolvedAt === null
-      ? `open since ${at(p.openedAt)} (${lasted(p.openedAt, now)})`
-      : `resolved ${at(p.resolvedAt)} after ${lasted(p.openedAt, Date.parse(p.resolvedAt))}`;
+      ? `open since ${p.openedAt} (${lasted(p.openedAt, now)})`
+      : `resolved ${p.resolvedAt} after ${lasted(p.openedAt, Date.parse(p.resolvedAt))}`;
   return `${when}: ${what}; ${seen}; cause: ${printable(p.cause)}`;
 }
 

@@ -22,16 +22,17 @@ export async function checkFreshness(deps: {
   now: number;
 }): Promise<void> {
   const { tracker } = deps;
-  const apiAway = tracker.openKeys().some((k) => k.kind === "upstream_unreachable");
+  const open = tracker.openKeys();
+  const apiAway = open.some((k) => k.kind === "upstream_unreachable");
+  const refused = new Set(open.filter((k) => k.kind === "key_refused").map((k) => k.account));
   for (const account of deps.accounts) {
-    const refused = tracker.openKeys().some((k) => k.kind === "key_refused" && k.account === account);
     const checkpoints = await deps.checkpointsOf(account);
     for (const kind of SYNCED_KINDS) {
       const at = checkpoints.find((c) => c.tier === "full" && c.kind === kind)?.lastCompleteAt;
       if (!at) continue;
       const key = { account, kind: "mirror_stale", subject: kind } as const;
       if (deps.now - at.getTime() <= deps.staleAfterMs) tracker.cleared(key);
-      else if (!apiAway && !refused)
+      else if (!apiAway && !refused.has(account))
         tracker.report({
           ...key,
           cause: `no complete full pass of ${kind} since ${at.toISOString()} (one is due every ${Math.round(deps.staleAfterMs / STALE_INTERVALS / 1000)} s)`,

@@ -39,7 +39,7 @@ export function syncJobCompleted(tracker: ProblemTracker, job: { name: string; a
 }
 
 /** The subject of a failure group's problem: its handler and its error's fingerprint. */
-export const failureGroupSubject = (handler: string, error: string): string => `${handler}: ${outcomeFingerprint(error)}`;
+const failureGroupSubject = (handler: string, error: string): string => `${handler}: ${outcomeFingerprint(error)}`;
 
 /** An attempt at an event the log recorded: each handler's outcome, and whether the event was given up on. */
 export function handlerOutcomes(

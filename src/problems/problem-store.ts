@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { sql, type Kysely, type Selectable } from "kysely";
 import type { DatabaseSchema, ProblemsTable } from "../mirror/database.js";
-import { printable } from "../base/text.js";
+import { oneLine } from "../base/text.js";
 import type { AccountSyncState } from "../sync/first-import.js";
 import { PROBLEM_KINDS, type Problem, type ProblemKind, type ProblemState, type ProblemTransition } from "./problem.js";
 
@@ -19,7 +19,7 @@ export interface ProblemKey {
 }
 
 /** The most characters of a cause, and of a subject, that are stored (they come from outside). */
-export const MAX_CAUSE_CHARS = 500;
+const MAX_CAUSE_CHARS = 500;
 export const MAX_SUBJECT_CHARS = 300;
 
 /** The stored account of a key: '' for the deployment's. */
@@ -35,12 +35,6 @@ export function problemId(key: ProblemKey): string {
 
 /** One text for a map of keys. */
 export const keyText = (key: ProblemKey): string => `${accountColumn(key.account)}\0${key.kind}\0${key.subject}`;
-
-/** Text from outside, as a cause or a subject may hold it: printable, on one line, bounded. */
-export function boundedText(text: string, max: number): string {
-  const line = printable(text.replace(/\s+/g, " ").trim());
-  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
-}
 
 type Row = Selectable<ProblemsTable>;
 
@@ -106,7 +100,7 @@ type Db = Kysely<DatabaseSchema>;
 
 /** The row's key columns. */
 const columnsOf = (key: ProblemKey) => ({ account_id: accountColumn(key.account), kind: key.kind, subject: key.subject });
-const boundedCause = (text: string) => boundedText(text, MAX_CAUSE_CHARS);
+const boundedCause = (text: string) => oneLine(text, MAX_CAUSE_CHARS);
 // Whole milliseconds: a transition's id and its mark name the time as JavaScript holds it.
 const NOW = sql<Date>`date_trunc('milliseconds', clock_timestamp())`;
 

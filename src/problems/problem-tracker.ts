@@ -1,14 +1,7 @@
 import type { Logger } from "pino";
 import type { AnnounceTransition, Problem, ProblemKind, ProblemTransition } from "./problem.js";
-import {
-  boundedText,
-  keyText,
-  MAX_SUBJECT_CHARS,
-  openedTransition,
-  resolvedTransition,
-  type ProblemKey,
-  type ProblemStore,
-} from "./problem-store.js";
+import { oneLine } from "../base/text.js";
+import { keyText, MAX_SUBJECT_CHARS, openedTransition, resolvedTransition, type ProblemKey, type ProblemStore } from "./problem-store.js";
 
 // The one module that opens and resolves problems. Every other part reports facts to it: a fault
 // (`report`) or a success (`cleared`); it decides, keeps an in-memory view of what is open so a
@@ -47,8 +40,6 @@ export interface ProblemTracker {
   cleared(key: ProblemKey): void;
   /** A success that clears every open problem of the account and kind whose subject starts with `subjectPrefix`. */
   clearedWhere(match: { account: string | null; kind: ProblemKind; subjectPrefix: string }): void;
-  /** Whether the view holds the problem open. */
-  isOpen(key: ProblemKey): boolean;
   /** The problems the view holds open (what this process believes now). */
   openKeys(): ProblemKey[];
   /** Resolves once every write asked for so far is done (its outcome logged). */
@@ -200,7 +191,7 @@ export function createProblemTracker(options: ProblemTrackerOptions): ProblemTra
 
   const tracker: ProblemTracker = {
     report(fact) {
-      const key = { account: fact.account, kind: fact.kind, subject: boundedText(fact.subject, MAX_SUBJECT_CHARS) };
+      const key = { account: fact.account, kind: fact.kind, subject: oneLine(fact.subject, MAX_SUBJECT_CHARS) };
       const entry = entryOf(key);
       if (entry.open) {
         entry.pending++;
@@ -210,7 +201,7 @@ export function createProblemTracker(options: ProblemTrackerOptions): ProblemTra
       writes.open(entry, fact.cause);
     },
     cleared(key) {
-      const entry = view.get(keyText({ ...key, subject: boundedText(key.subject, MAX_SUBJECT_CHARS) }));
+      const entry = view.get(keyText({ ...key, subject: oneLine(key.subject, MAX_SUBJECT_CHARS) }));
       if (entry?.open) writes.resolve(entry);
     },
     clearedWhere({ account, kind, subjectPrefix }) {
@@ -218,7 +209,6 @@ export function createProblemTracker(options: ProblemTrackerOptions): ProblemTra
         if (entry.open && entry.key.account === account && entry.key.kind === kind && entry.key.subject.startsWith(subjectPrefix))
           writes.resolve(entry);
     },
-    isOpen: (key) => view.get(keyText(key))?.open === true,
     openKeys: () => [...view.values()].filter((e) => e.open).map((e) => e.key),
     settled: () => writes.settled(),
     sync: () => syncView(view, writes, store, entryOf),

@@ -24,6 +24,9 @@ export const PROBLEM_KIND_WORDS: Record<ProblemKind, string> = {
   mirror_stale: "a kind of the mirror is not refreshed",
 };
 
+/** Whose a problem is, in words: "the deployment" or "account <id>" (the account as given; the reader makes it printable). */
+export const whoseProblem = (account: string | null): string => (account === null ? "the deployment" : `account ${account}`);
+
 export const PROBLEM_STATES = ["open", "resolved"] as const;
 export type ProblemState = (typeof PROBLEM_STATES)[number];
 
@@ -45,16 +48,13 @@ export interface Problem {
   cause: string;
 }
 
-export const PROBLEM_TRANSITION_TYPES = ["problem.opened", "problem.resolved"] as const;
-export type ProblemTransitionType = (typeof PROBLEM_TRANSITION_TYPES)[number];
-
 /**
  * A problem opening or resolving, as it is announced (alerts). `id` is stable for one transition
  * (the same on every retry and after a restart), so announcing it twice delivers it once.
  */
 export interface ProblemTransition {
   id: string;
-  type: ProblemTransitionType;
+  type: "problem.opened" | "problem.resolved";
   problem: Problem;
 }
 

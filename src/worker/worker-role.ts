@@ -510,12 +510,14 @@ function watchProblems(deps: WorkerRoleDeps, syncWorker: Worker, syncing: boolea
   const { problems, config } = deps;
   if (problems) reportSyncJobs(syncWorker, problems);
   const intervalMs = config.worker.reconcileIntervalMs;
+  // Whom freshness is told: nobody without an API or reconciliation.
+  const tracker = syncing && intervalMs > 0 ? problems : undefined;
   let timer: NodeJS.Timeout | undefined;
   const check = async (now: number) => {
-    if (!problems || !syncing || intervalMs <= 0) return;
+    if (!tracker) return;
     const accounts = [DEFAULT_ACCOUNT, ...((await deps.accounts?.()) ?? [])];
     await checkFreshness({
-      tracker: problems,
+      tracker,
       accounts,
       checkpointsOf: (account) =>
         (account === DEFAULT_ACCOUNT || !deps.forAccount ? deps.checkpoints : deps.forAccount(account).checkpoints).list("full"),
@@ -526,7 +528,7 @@ function watchProblems(deps: WorkerRoleDeps, syncWorker: Worker, syncing: boolea
   return {
     check,
     start() {
-      if (!problems || !syncing || intervalMs <= 0) return;
+      if (!tracker) return;
       timer = setInterval(() => {
         check(Date.now()).catch((err: unknown) =>
           deps.logger.warn({ err: (err as Error).message }, "mirror freshness not checked: checked again in a minute"),

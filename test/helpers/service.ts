@@ -27,7 +27,8 @@ export interface TestService {
   deliver(body: string | object): Promise<Response>;
   /** POSTs a body signed with `secret` to a registered account's /webhooks/{account}. */
   deliverTo(account: string, body: string | object, secret: string): Promise<Response>;
-  admin(path: string): Promise<Response>;
+  /** Calls the operator API with ADMIN_TOKEN (GET unless told otherwise; a body is sent as JSON). */
+  admin(path: string, method?: string, body?: unknown): Promise<Response>;
   stop(): Promise<void>;
 }
 
@@ -82,7 +83,12 @@ export async function startService(
     deliverTo(account, body, secret) {
       return deliverSigned(`${url}/webhooks/${account}`, body, secret);
     },
-    admin: (path) => fetch(`${url}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
+    admin: (path, method = "GET", body?: unknown) =>
+      fetch(`${url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }),
     async stop() {
       await service.stop();
       await redis.quit();

@@ -7,7 +7,7 @@ import type { ProblemTransition } from "../../src/problems/problem.js";
 import { receiver, type Receiver } from "../helpers/alert-receiver.js";
 import { databaseEnv, openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 import { cli } from "../helpers/cli-main.js";
-import { ADMIN_TOKEN, startService, type TestService } from "../helpers/service.js";
+import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 const KEY = randomBytes(32);
@@ -104,12 +104,6 @@ describe("the service's announce: the deployment's URL and the account's own, se
   let svc: TestService;
   let deployment: Receiver;
   let acme: Receiver;
-  const call = (method: string, path: string, body?: unknown) =>
-    fetch(`${svc.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
   beforeAll(async () => {
     deployment = await receiver("/deployment");
     acme = await receiver("/acme?token=acme-t0ken");
@@ -139,8 +133,8 @@ describe("the service's announce: the deployment's URL and the account's own, se
   });
 
   it("sends acme's transitions to acme's alertUrl and every one to ALERT_WEBHOOK_URL, signed", async () => {
-    expect((await call("POST", "/accounts", { ...ACME, alertUrl: acme.url })).status).toBe(201);
-    expect(await (await call("GET", "/accounts")).text()).not.toContain("acme-t0ken");
+    expect((await svc.admin("/accounts", "POST", { ...ACME, alertUrl: acme.url })).status).toBe(201);
+    expect(await (await svc.admin("/accounts")).text()).not.toContain("acme-t0ken");
     const ofAcme = transition("acme");
     const ofDeployment = transition(null);
     await svc.service.announce(ofAcme);

@@ -61,12 +61,20 @@ const problems = async (query = "") => {
 };
 const openOf = async (kind: string) => (await problems(`?kind=${kind}`)).filter((p) => p.state === "open");
 const api = () => svc.service.worker!.api!;
-const call = (method: string, path: string, body?: unknown) =>
-  fetch(`${svc.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
+/** The open problems of `kind`, once there is one. */
+const openedOf = (kind: string) =>
+  waitFor(
+    async () => {
+      const found = await openOf(kind);
+      return found.length > 0 && found;
+    },
+    { what: `a ${kind} problem open` },
+  );
+/** What was announced, as "type kind", once every write asked for so far is done. */
+const announcedKinds = async () => {
+  await svc.service.problems.settled();
+  return announced.map((t) => `${t.type} ${t.problem.kind}`);
+};
 
 beforeAll(async () => {
   sandbox = createSandbox({ apiKeys: [...KEYS], rateLimit: { max: 100_000, windowMs: 60_000 } });
@@ -100,10 +108,7 @@ describe("problems", () => {
   it("opens upstream_unreachable while the API answers 5xx, naming method, path, host and status, and resolves at the first good call", async () => {
     sandbox.faults.add({ path: "/api/v1/orders", status: 503 });
     await expect(api().listOrders({ limit: 1 })).rejects.toThrow(/answered 503/);
-    const [open] = await waitFor(async () => {
-      const found = await openOf("upstream_unreachable");
-      return found.length > 0 && found;
-    });
+    const [open] = await openedOf("upstream_unreachable");
     expect(open).toMatchObject({ account: null, kind: "upstream_unreachable", subject: host, state: "open", resolvedAt: null });
     expect(open!.cause).toMatch(/^GET \/api\/v1\/orders answered 503/);
     expect(open!.cause).not.toContain(KEYS[0]);
@@ -139,17 +144,14 @@ describe("problems", () => {
   it("an account whose key the API refuses reads key_refused (no sync_failing besides), until a good call with its key", async () => {
     announced.length = 0;
     // The key is tried (and taken) when the account is added; the API refuses it afterwards (revoked).
-    expect((await call("POST", "/accounts", ACME)).status).toBe(201);
+    expect((await svc.admin("/accounts", "POST", ACME)).status).toBe(201);
     sandbox.faults.add({ path: "/api/v1", apiKey: ACME.apiKey, status: 401 });
-    expect((await call("POST", "/sync/reconcile?account=acme", {})).status).toBe(202);
-    const [refused] = await waitFor(async () => {
-      const found = await openOf("key_refused");
-      return found.length > 0 && found;
-    });
+    expect((await svc.admin("/sync/reconcile?account=acme", "POST", {})).status).toBe(202);
+    const [refused] = await openedOf("key_refused");
     expect(refused).toMatchObject({ account: "acme", subject: host });
     expect(refused!.cause).toMatch(/answered 401/);
     const stateOf = async () =>
-      ((await (await call("GET", "/accounts")).json()) as { data: { id: string; sync: { state: string } }[] }).data.find(
+      ((await (await svc.admin("/accounts")).json()) as { data: { id: string; sync: { state: string } }[] }).data.find(
         (a) => a.id === "acme",
       )?.sync.state;
     expect(await stateOf()).toBe("key_refused");
@@ -161,11 +163,10 @@ describe("problems", () => {
     await svc.service.problems.settled();
     expect(await openOf("sync_failing")).toEqual([]);
     sandbox.faults.clear();
-    expect((await call("POST", "/sync/reconcile?account=acme", {})).status).toBe(202);
+    expect((await svc.admin("/sync/reconcile?account=acme", "POST", {})).status).toBe(202);
     await waitFor(async () => (await openOf("key_refused")).length === 0, { what: "key_refused resolved" });
     expect(await stateOf()).not.toBe("key_refused");
-    await svc.service.problems.settled();
-    expect(announced.map((t) => `${t.type} ${t.problem.kind}`)).toEqual(["problem.opened key_refused", "problem.resolved key_refused"]);
+    expect(await announcedKinds()).toEqual(["problem.opened key_refused", "problem.resolved key_refused"]);
   });
 
   it("opens handler_failing for a failure group (handler and error fingerprint) once, and resolves it at the handler's next success", async () => {
@@ -187,21 +188,14 @@ describe("problems", () => {
     expect(await openOf("handler_failing")).toHaveLength(1);
     expect((await svc.deliver(sampleEvent({ type: "probe.fail", data: { fail: false } }))).status).toBe(200);
     await waitFor(async () => (await openOf("handler_failing")).length === 0, { what: "handler_failing resolved" });
-    await svc.service.problems.settled();
-    expect(announced.map((t) => `${t.type} ${t.problem.kind}`)).toEqual([
-      "problem.opened handler_failing",
-      "problem.resolved handler_failing",
-    ]);
+    expect(await announcedKinds()).toEqual(["problem.opened handler_failing", "problem.resolved handler_failing"]);
   });
 
   it("opens rate_limited when a call is still answered 429 after every wait the budget allowed, and resolves at the next call answered otherwise", async () => {
     announced.length = 0;
     sandbox.faults.add({ path: "/api/v1/orders", status: 429, retryAfterSeconds: 0 });
     await expect(api().listOrders({ limit: 1 })).rejects.toThrow(/answered 429/);
-    const [limited] = await waitFor(async () => {
-      const found = await openOf("rate_limited");
-      return found.length > 0 && found;
-    });
+    const [limited] = await openedOf("rate_limited");
     expect(limited).toMatchObject({ account: "default", subject: host });
     // A 429 is an answer: the API is reachable.
     expect(await openOf("upstream_unreachable")).toEqual([]);
@@ -212,10 +206,7 @@ describe("problems", () => {
 
   it("opens sync_failing for a sync job given up on for a reason of its own", async () => {
     await svc.service.worker!.syncQueue.add("no-such-job", {});
-    const [failing] = await waitFor(async () => {
-      const found = await openOf("sync_failing");
-      return found.length > 0 && found;
-    });
+    const [failing] = await openedOf("sync_failing");
     expect(failing).toMatchObject({ account: "default", subject: "no-such-job" });
     expect(failing!.cause).toMatch(/^sync job no-such-job \S+ given up: no processor for sync job "no-such-job"/);
     // A run of that job that completes resolves it (the worker's completed jobs report the same fact).
@@ -241,12 +232,8 @@ describe("problems", () => {
     // The whole API: a good answer on any path resolves it.
     sandbox.faults.add({ path: "/api/v1", status: 500 });
     await expect(api().listOrders({ limit: 1 })).rejects.toThrow(/answered 500/);
-    const [open] = await waitFor(async () => {
-      const found = await openOf("upstream_unreachable");
-      return found.length > 0 && found;
-    });
-    await svc.service.problems.settled();
-    expect(announced.map((t) => `${t.type} ${t.problem.kind}`)).toEqual(["problem.opened upstream_unreachable"]);
+    const [open] = await openedOf("upstream_unreachable");
+    expect(await announcedKinds()).toEqual(["problem.opened upstream_unreachable"]);
     await svc.stop();
     svc = await start();
     // Still failing after the restart: counted on the same opening.
@@ -260,11 +247,7 @@ describe("problems", () => {
     sandbox.faults.clear();
     await api().listOrders({ limit: 1 });
     await waitFor(async () => (await openOf("upstream_unreachable")).length === 0, { what: "resolved after the restart" });
-    await svc.service.problems.settled();
-    expect(announced.map((t) => `${t.type} ${t.problem.kind}`)).toEqual([
-      "problem.opened upstream_unreachable",
-      "problem.resolved upstream_unreachable",
-    ]);
+    expect(await announcedKinds()).toEqual(["problem.opened upstream_unreachable", "problem.resolved upstream_unreachable"]);
   });
 
   it("announces again a transition whose hand-over failed, and marks it once it went through", async () => {

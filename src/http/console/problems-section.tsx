@@ -1,7 +1,7 @@
 import type { Child } from "hono/jsx";
 import { DEFAULT_ACCOUNT } from "../../config/defaults.js";
 import { printable } from "../../base/text.js";
-import { PROBLEM_KIND_WORDS, type Problem } from "../../problems/problem.js";
+import { PROBLEM_KIND_WORDS, type Problem, whoseProblem } from "../../problems/problem.js";
 import { CONSOLE_PATH } from "../operator-routes.js";
 import { hrefWith, Table, When } from "./layout.js";
 
@@ -53,7 +53,7 @@ export function OpenProblems(props: { problems: readonly Problem[] | undefined; 
               <td class="bad">
                 {PROBLEM_KIND_WORDS[p.kind]} <span class="muted">({printable(p.subject)})</span>
               </td>
-              <td>{p.account === null ? "the deployment" : `account ${printable(p.account)}`}</td>
+              <td>{printable(whoseProblem(p.account))}</td>
               <td>
                 <When at={p.openedAt} now={props.now} />
               </td>
