@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./request-log.js";
 import { errorBody } from "./errors.js";
+import { isJsonMediaType } from "./json-media-type.js";
 
 // The operator surface's guards, in the order they run: the answer's security headers (set after
 // the handler, so refusals carry them too), the admin token, then the same-origin check (the
@@ -90,7 +91,6 @@ export function requireAdminToken(token: string): MiddlewareHandler<AppEnv> {
 const SAFE_METHODS = new Set(["GET", "HEAD"]);
 /** Sec-Fetch-Site values a browser sends for the operator's own page or a typed-in request. */
 const TRUSTED_FETCH_SITES = new Set(["same-origin", "none"]);
-const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
 
 const hasBody = (header: (name: string) => string | undefined) => {
   const length = header("content-length");
@@ -121,7 +121,7 @@ export function requireSameOrigin(): MiddlewareHandler<AppEnv> {
       return c.json(errorBody("cross_origin_request", "operator requests that change something must come from this origin"), 403);
     }
     const type = header("content-type");
-    if ((type !== undefined || hasBody(header)) && !JSON_TYPE.test(type ?? "")) {
+    if ((type !== undefined || hasBody(header)) && !isJsonMediaType(type)) {
       return c.json(errorBody("unsupported_media_type", "operator request bodies must be application/json"), 415);
     }
     await next();

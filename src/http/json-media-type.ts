@@ -1,4 +1,5 @@
-// Which Content-Type a delivery may declare: JSON, in UTF-8.
+// Which Content-Type a request body may declare, at the webhook edge and on the operator routes
+// (guards.ts): JSON, in UTF-8.
 
 /**
  * `application/json` or a structured `+json` type (RFC 6839: `application/cloudevents+json`, …),

@@ -214,7 +214,7 @@ export function webhookRoute(options: WebhookRouteOptions): Hono<AppEnv> {
         payload: envelope.payload,
         payloadJson: envelope.text,
         account,
-        ...(incarnation === undefined ? {} : { incarnation }),
+        incarnation,
       }),
     );
     c.set("duplicate", result.duplicate);

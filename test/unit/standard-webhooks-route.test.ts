@@ -6,8 +6,7 @@ import { signPayload } from "../../src/events/envelope.js";
 import { signDelivery } from "../../src/events/signature-schemes.js";
 import { createApp } from "../../src/http/app.js";
 import type { RejectReason } from "../../src/http/webhook-route.js";
-import type { EventJobData } from "../../src/queue/events-queue.js";
-import type { EventSink } from "../../src/queue/ingest-stream.js";
+import { memorySink } from "../helpers/memory-sink.js";
 
 // Standard Webhooks at the edge (issue 54.5), in memory through app.request(): the env company
 // signs so (SIGNATURE_SCHEME=standard-webhooks), an account keeps today's scheme beside it.
@@ -16,17 +15,10 @@ const OLD = `whsec_${randomBytes(32).toString("base64")}`;
 const ACCOUNT_SECRET = "whsec_acme_secret_0123456789";
 const TOLERANCE = 300;
 
-let stored: EventJobData[];
 let refused: RejectReason[];
 let secretIndexes: number[];
-const sink: EventSink = {
-  enqueue(event) {
-    const duplicate = stored.some((e) => e.id === event.id);
-    if (!duplicate) stored.push(event);
-    return Promise.resolve({ jobId: `job-${stored.length}`, duplicate });
-  },
-  ping: () => Promise.resolve(),
-};
+const mem = memorySink();
+const { sink, stored } = mem;
 // The edge's clock, fixed: a timestamp's distance from "now" is exact, however long a test takes.
 const NOW = 1_800_000_000;
 const appWith = (nowSeconds: number, secrets = [NEW, OLD]) =>
@@ -50,7 +42,7 @@ const appWith = (nowSeconds: number, secrets = [NEW, OLD]) =>
 const app = appWith(NOW);
 
 beforeEach(() => {
-  stored = [];
+  mem.reset();
   refused = [];
   secretIndexes = [];
 });

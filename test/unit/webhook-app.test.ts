@@ -3,36 +3,22 @@ import { pino } from "pino";
 import { beforeEach, describe, expect, it } from "vitest";
 import { signPayload } from "../../src/events/envelope.js";
 import { createApp } from "../../src/http/app.js";
-import { QueueUnavailableError } from "../../src/queue/errors.js";
-import type { EventJobData } from "../../src/queue/events-queue.js";
-import type { EventSink } from "../../src/queue/ingest-stream.js";
+import { memorySink } from "../helpers/memory-sink.js";
 
 // The edge's rules, tested in memory with app.request() as hono's own suite does: no socket,
 // no Redis. The sink below keeps events in an array and deduplicates by id like the real one.
 const SECRETS = ["whsec_unit_primary", "whsec_unit_rotated"];
 const MAX_BODY_BYTES = 1024;
 
-let stored: EventJobData[];
-let failing: boolean;
-const sink: EventSink = {
-  enqueue(event) {
-    if (failing) return Promise.reject(new QueueUnavailableError("enqueue timed out"));
-    const duplicate = stored.some((e) => e.id === event.id);
-    if (!duplicate) stored.push(event);
-    return Promise.resolve({ jobId: `job-${stored.length}`, duplicate });
-  },
-  ping: () => Promise.resolve(),
-};
+const mem = memorySink();
+const { sink, stored } = mem;
 const app = createApp({
   logger: pino({ level: "silent" }),
   ready: () => Promise.resolve(),
   webhooks: { sink, signingSecrets: SECRETS, maxBodyBytes: MAX_BODY_BYTES },
 });
 
-beforeEach(() => {
-  stored = [];
-  failing = false;
-});
+beforeEach(() => mem.reset());
 
 const post = (body: string | Uint8Array | ReadableStream<Uint8Array>, headers: Record<string, string> = {}) =>
   app.request("/webhooks", {
@@ -292,7 +278,7 @@ describe("enqueue", () => {
   });
 
   it("answers 503 with Retry-After, never 200, when the queue cannot take the event", async () => {
-    failing = true;
+    mem.failing = true;
     const res = await postSigned(event());
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("5");
