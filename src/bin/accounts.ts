@@ -5,13 +5,13 @@
 import { loadConfig } from "../config/config.js";
 import { AccountChange, AccountList, AccountRemoved, type ListedAccountAnswer } from "../http/operator-schemas.js";
 import { type AccountRegistry, createAccountRegistry, createSecretsBox, type TryKey } from "../mirror/accounts.js";
-import { createRedisConnection, type RedisClient } from "../redis/redis.js";
+import { createRedisConnection } from "../redis/redis.js";
 import { tryApiKey, upstreamFromConfig } from "../worker/upstream.js";
 import { printable } from "../base/text.js";
 import { withSyncState } from "../sync/first-import.js";
 import { withKeyRefused } from "../problems/problem-store.js";
 import { type Answer, answer, type Command, didYouMean, flagOptions, parseFlags, plural, UsageError } from "./command.js";
-import { openMigratedStorage, operatorClient } from "./operator.js";
+import { openMigratedStorage, operatorClient, readyWithin } from "./operator.js";
 
 const help = `svc-webhooks accounts list [--url <url>]
 svc-webhooks accounts add <id> [--url <url>]
@@ -125,7 +125,7 @@ async function withAccounts(url: string | undefined, env: NodeJS.ProcessEnv, wor
       api && redis
         ? {
             tryKey: async (apiKey) =>
-              (await ready(redis))
+              (await readyWithin(redis))
                 ? tryApiKey(upstreamFromConfig({ ...api, apiKey }, redis, config.queuePrefix).api)
                 : { outcome: "unreachable", cause: "Redis, which holds the key's shared budget, does not answer (REDIS_URL)" },
           }
@@ -140,18 +140,6 @@ async function withAccounts(url: string | undefined, env: NodeJS.ProcessEnv, wor
     redis?.disconnect();
     await storage.close();
   }
-}
-
-/** Whether `redis` is (or becomes within 2 s) ready: a command never waits long for a Redis that is away. */
-async function ready(redis: RedisClient): Promise<boolean> {
-  if (redis.status === "ready") return true;
-  return new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), 2000);
-    redis.once("ready", () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
 }
 
 export const accounts: Command = { help, answers: true, run: runAccounts };

@@ -405,13 +405,7 @@ export async function openCliRedis(
   const connection = createRedisConnection(config.redisUrl, "worker", { cluster: config.redisCluster });
   let lastError = "";
   connection.on("error", (err: Error) => (lastError = (err as Error & { code?: string }).code ?? err.message));
-  let timer: NodeJS.Timeout | undefined;
-  const ready = await Promise.race([
-    new Promise<boolean>((resolve) => connection.once("ready", () => resolve(true))),
-    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS))),
-  ]);
-  clearTimeout(timer);
-  if (!ready) {
+  if (!(await readyWithin(connection))) {
     connection.disconnect();
     await opened?.close();
     throw new CommandError(
@@ -419,6 +413,22 @@ export async function openCliRedis(
     );
   }
   return connection;
+}
+
+/** Whether `connection` is ready, or becomes so within READY_TIMEOUT_MS: a command never waits long for a Redis that is away. */
+export function readyWithin(connection: RedisClient): Promise<boolean> {
+  if (connection.status === "ready") return Promise.resolve(true);
+  return new Promise<boolean>((resolve) => {
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      connection.off("ready", onReady);
+      resolve(false);
+    }, READY_TIMEOUT_MS);
+    connection.once("ready", onReady);
+  });
 }
 
 /** Closes a command's Redis connection. QUIT waits for a Redis that is away: only a ready connection is asked. */

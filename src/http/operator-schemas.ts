@@ -3,7 +3,7 @@ import { SIGNATURE_SCHEMES } from "../config/config.js";
 import { EVENT_STATUSES, HANDLER_STATUSES } from "../mirror/database.js";
 import { EVENT_QUERY_PARAMS, REPLAY_FILTER_FIELDS } from "../mirror/event-log.js";
 import { MIRROR_QUERY_PARAMS } from "../mirror/mirror-store.js";
-import { newAccountSchema, rotationSchema } from "../mirror/accounts.js";
+import { ACCOUNT_ID, newAccountSchema, rotationSchema } from "../mirror/accounts.js";
 import { type MirrorKind } from "../mirror/values.js";
 import { MAX_ID_LENGTH } from "../base/text.js";
 import { PROBLEM_KINDS, PROBLEM_STATES, type Problem as ProblemShape } from "../problems/problem.js";
@@ -41,6 +41,13 @@ export const ErrorBody = z
 const account = z.string().optional().meta({ description: "a registered account's id; none: the default company (`default`)" });
 export const AccountQuery = z.strictObject({ account });
 
+/** A list route's parameters: the store's own list of them (which refuses any other), each a described string, and `account`. */
+const listQuery = <P extends string>(params: readonly P[], docs: Record<P, string>) =>
+  z.strictObject({
+    ...Object.fromEntries(params.map((name) => [name, z.string().optional().meta({ description: docs[name] })])),
+    account,
+  });
+
 // ---- Events: the log's reads
 
 const EventQueryDocs: Record<(typeof EVENT_QUERY_PARAMS)[number], string> = {
@@ -56,10 +63,7 @@ const EventQueryDocs: Record<(typeof EVENT_QUERY_PARAMS)[number], string> = {
   order: "oldest (default) or newest first",
 };
 /** GET /events's parameters: the event log's own list (EVENT_QUERY_PARAMS, which refuses any other), and `account`. */
-export const EventListQuery = z.strictObject({
-  ...Object.fromEntries(EVENT_QUERY_PARAMS.map((name) => [name, z.string().optional().meta({ description: EventQueryDocs[name] })])),
-  account,
-});
+export const EventListQuery = listQuery(EVENT_QUERY_PARAMS, EventQueryDocs);
 
 const HandlerOutcome = z
   .object({
@@ -221,10 +225,7 @@ const MirrorQueryDocs: Record<(typeof MIRROR_QUERY_PARAMS)[number], string> = {
   cursor: "the previous page's nextCursor",
 };
 /** GET /mirror/{kind}'s parameters: the mirror's own list (MIRROR_QUERY_PARAMS, which refuses any other), and `account`. */
-export const MirrorListQuery = z.strictObject({
-  ...Object.fromEntries(MIRROR_QUERY_PARAMS.map((name) => [name, z.string().optional().meta({ description: MirrorQueryDocs[name] })])),
-  account,
-});
+export const MirrorListQuery = listQuery(MIRROR_QUERY_PARAMS, MirrorQueryDocs);
 
 export const mirrorPage = (kind: MirrorKind) =>
   z.object({ data: z.array(MIRROR_RECORDS[kind]), nextCursor: NextCursor }).meta({ description: `${kind} in id order` });
@@ -337,7 +338,7 @@ export const ProblemsQuery = z.strictObject({
     .meta({ description: "open (default), resolved or all" }),
   account: z
     .string()
-    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "an account id (a slug: a-z, 0-9 and -)")
+    .regex(ACCOUNT_ID, "an account id (a slug: a-z, 0-9 and -)")
     .optional()
     .meta({ description: "one account's; none: every account's and the deployment's" }),
   kind: z.enum(PROBLEM_KINDS).optional(),

@@ -15,7 +15,7 @@ import { AccountError, accountNotFound, AccountsUnavailableError, MirrorFilterEr
 // here together, so the rule an id or a secret must meet has this one home.
 
 /** An account id: a slug that names the company in URLs (`POST /webhooks/{id}`), keys and logs. */
-const ACCOUNT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const ACCOUNT_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 /** Signing secrets one account may hold at once: the current one and those a rotation keeps. */
 const MAX_SIGNING_SECRETS = 5;
 
