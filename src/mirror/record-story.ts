@@ -123,25 +123,15 @@ function timelineRows(db: Kysely<DatabaseSchema>, ref: RecordRef, after: LogPosi
 async function changePayloads(db: Kysely<DatabaseSchema>, account: string, rows: readonly TimelineRow[]): Promise<Map<string, unknown>> {
   const ids = (logged: boolean) => rows.filter((r) => Number(r.change_bytes) > 0 && r.logged === logged).map((r) => r.id);
   const [events, history] = [ids(true), ids(false)];
-  const found = new Map<string, unknown>();
-  if (events.length > 0)
-    for (const r of await db
-      .selectFrom("events")
-      .select(["id", "payload"])
-      .where("account_id", "=", account)
-      .where("id", "in", events)
-      .execute())
-      found.set(r.id, r.payload);
-  // A history row holds the change's data; an event's payload holds it under `data`.
-  if (history.length > 0)
-    for (const r of await db
-      .selectFrom("record_changes")
-      .select(["id", "payload"])
-      .where("account_id", "=", account)
-      .where("id", "in", history)
-      .execute())
-      found.set(r.id, { data: r.payload });
-  return found;
+  if (events.length === 0 && history.length === 0) return new Map();
+  // One read of both: an event's payload holds the change's data under `data`, a history row holds the data itself.
+  const found = await sql<{ id: string; payload: unknown }>`
+    select id, payload from events where account_id = ${account} and id = any(${events}::text[])
+    union all
+    select id, jsonb_build_object('data', payload) from record_changes where account_id = ${account} and id = any(${history}::text[])`.execute(
+    db,
+  );
+  return new Map(found.rows.map((r) => [r.id, r.payload]));
 }
 
 async function mirrorCopy(db: Kysely<DatabaseSchema>, { account, kind, id }: RecordRef) {

@@ -10,6 +10,7 @@ import type { MirrorStore } from "../../src/mirror/mirror-store.js";
 import { type EventJobData, EVENTS_QUEUE } from "../../src/queue/events-queue.js";
 import { createChangeRelay, type ChangeRelayOptions } from "../../src/worker/change-feed.js";
 import { createMirrorWriter } from "../../src/mirror/change-outbox.js";
+import { createEventLog } from "../../src/mirror/event-log.js";
 import { changeListenersOf } from "../../src/events/change-listeners.js";
 import { onChange } from "../../src/events/catalog.js";
 import { later, menuItemRecord, orderRecord, reviewRecord } from "../helpers/mirror-records.js";
@@ -109,6 +110,20 @@ describe.each(testDrivers())("change outbox and relay (%s)", (driver) => {
     // A writer that is told nothing of the handlers makes every change an event, as before.
     await createMirrorWriter(mirror).write("orders", [orderRecord("ord_2")], t0, "backfill");
     expect(await outbox.pending()).toBe(2);
+  });
+
+  it("the event log's prune deletes the history recorded before its cutoff, in batches, and keeps the rest", async () => {
+    const writer = createMirrorWriter(mirror, { listens: () => false });
+    for (const id of ["ord_1", "ord_2", "ord_3"]) await writer.write("orders", [orderRecord(id)], t0, "webhook");
+    await writer.write("orders", [orderRecord("ord_4")], t0, "webhook");
+    await database.db
+      .updateTable("record_changes")
+      .set({ created_at: new Date("2026-10-01T00:00:00Z") })
+      .where("record_id", "!=", "ord_4")
+      .execute();
+    await createEventLog(database.db).prune(new Date("2026-10-02T00:00:00Z"), 2);
+    const left = await database.db.selectFrom("record_changes").select("record_id").execute();
+    expect(left.map((r) => r.record_id)).toEqual(["ord_4"]);
   });
 
   it("a writer told not to record (backfill --no-changes) writes the mirror and no outbox row", async () => {
