@@ -81,9 +81,12 @@ function createWrites(options: ProblemTrackerOptions) {
         `problem not ${what}: the next fact tries again`,
       );
     });
-    entry.chain = run.finally(() => entry.busy--);
-    inFlight.add(entry.chain);
-    void entry.chain.finally(() => inFlight.delete(entry.chain));
+    // This write's own promise leaves the set: `entry.chain` may be a later write's by then, and a
+    // settled promise left behind would keep `settled` looping without ever yielding.
+    const chain = run.finally(() => entry.busy--);
+    entry.chain = chain;
+    inFlight.add(chain);
+    void chain.finally(() => inFlight.delete(chain));
   };
 
   /** Hands the transition over and marks it handed; a failure leaves it for `reannounce`. */

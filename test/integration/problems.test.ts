@@ -269,6 +269,17 @@ describe("problems", () => {
     await tracker.settled();
     expect(announced.map((t) => t.type)).toEqual(["problem.opened", "problem.resolved"]);
   });
+
+  it("settles after writes queued back to back on one problem (open, then resolve before the opening is written)", async () => {
+    const tracker = createProblemTracker({ store: createProblemStore(database.db), logger: createLogger({ level: "silent" }) });
+    const key = { account: "acme", kind: "sync_failing", subject: "back-to-back" } as const;
+    tracker.report({ ...key, cause: "sync job back-to-back given up: boom" });
+    tracker.cleared(key);
+    // Each write leaves the in-flight set by itself; when the first stayed, this looped on microtasks
+    // for ever (no timer, the test's timeout included, could fire: the file hung).
+    await tracker.settled();
+    expect(tracker.openKeys()).toEqual([]);
+  });
 });
 
 describe("GET /problems", () => {
