@@ -8,7 +8,10 @@ export class UnkeepablePayloadError extends codedError("unkeepable_payload") {}
 
 // Cheap pre-checks, so an ordinary event pays two native searches: a number can only change when
 // it has 16 or more digits or a 3-digit exponent; a `__proto__` key only where the text says so.
-const RISKY_NUMBER = /\d{16}|[eE][+-]?\d{3}/;
+// A JSON number stands after `:`, `,` or `[` (and whitespace): the check looks only there, as a
+// hex id's "e123" or a long digit run inside a string matched anywhere sent every such event
+// through the exact scan below (about 4 % of the edge's CPU on the bench's events).
+const RISKY_NUMBER = /[:,[]\s*-?[\d.]*(?:\d{16}|\d[eE][+-]?\d{3})/;
 const NUMBER_TOKEN = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 const MAX_QUOTED = 40;
 
