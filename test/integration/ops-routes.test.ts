@@ -66,3 +66,18 @@ describe("operator routes", () => {
     }
   });
 });
+
+describe("every answer", () => {
+  // Last: its delivery would change what the reads above find.
+  it("names the service on every answer over HTTP: a delivery, a refusal, an unknown route, a probe, the dashboard", async () => {
+    const answers = [
+      await svc.deliver(sampleEvent({ type: "review.created", data: { id: "rev_named", restaurantId: "rest_9", rating: 5 } })),
+      await fetch(`${svc.url}/webhooks`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }),
+      await fetch(`${svc.url}/no/such/route`),
+      await fetch(`${svc.url}/healthz`),
+      await svc.admin("/admin/queues"),
+    ];
+    expect(answers.map((r) => r.status)).toEqual([200, 401, 404, 200, 200]);
+    for (const res of answers) expect(res.headers.get("x-served-by")).toBe("svc-webhooks");
+  });
+});
