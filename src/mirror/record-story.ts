@@ -6,7 +6,7 @@ import { type DatabaseSchema, type EventStatus, type HandlerOutcome } from "./da
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { MIRROR_KINDS, type MirrorKind, fromStoredPayload } from "./values.js";
 import { withOperatorTimeout } from "./errors.js";
-import { CHANGE_KINDS, CHANGE_TYPE_PREFIX, changeEventType } from "../events/catalog.js";
+import { CHANGE_KINDS, CHANGE_TYPE_PREFIX, changeEventType, type ChangeSource } from "../events/catalog.js";
 
 /** Timeline entries per page at most (newest first; `nextCursor` goes on). */
 export const TIMELINE_LIMIT = 200;
@@ -232,7 +232,7 @@ export async function findRecordKinds(
   });
 }
 
-/** A change event (`change.*`) the log recorded for a record an event named. */
+/** A change the mirror recorded: a change event (`change.*`) of the log, or its record's history when no handler received it. */
 export interface CausedChange {
   /** The change id (`chg_…`), itself an event of the log. */
   id: string;
@@ -244,6 +244,8 @@ export interface CausedChange {
   after: unknown;
   changed: string[];
   source: string;
+  /** False for a change no handler received (record_changes): its record's history, no event of the log. */
+  event: boolean;
 }
 
 /** How many changes an event page shows at most. */
@@ -293,22 +295,66 @@ export async function listCausedChanges(
       .execute();
     const byTime = (a: { received_at: Date; id: string }, b: { received_at: Date; id: string }) =>
       a.received_at.getTime() - b.received_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-    return [...logged, ...history.map((r) => ({ ...r, payload: { data: r.payload } }))].sort(byTime).slice(0, MAX_CAUSED_CHANGES);
+    return [...logged.map((r) => ({ ...r, logged: true })), ...history.map((r) => ({ ...r, payload: { data: r.payload }, logged: false }))]
+      .sort(byTime)
+      .slice(0, MAX_CAUSED_CHANGES);
   });
-  return rows.map((row) => {
-    const data = changeData(row.payload);
-    return {
-      id: row.id,
-      type: row.type,
-      receivedAt: row.received_at,
-      kind: textOf(data.kind),
-      recordId: textOf(data.id),
-      before: data.before ?? null,
-      after: data.after ?? null,
-      changed: Array.isArray(data.changed) ? data.changed.map(String) : [],
-      source: textOf(data.source),
-    };
-  });
+  return rows.map(toCausedChange);
+}
+
+/** How many changes the list of changes by source shows at most (newest first). */
+export const CHANGE_LIST_LIMIT = 100;
+
+/**
+ * The account's changes of one source since a moment, newest first, at most CHANGE_LIST_LIMIT:
+ * the change events of the log and the changes no handler received (record_changes) alike. With
+ * `reconcile`, the changes a sweep found that no webhook announced: what the health page's
+ * "missed webhooks" counts (a first import's are `backfill`, never counted there).
+ */
+export async function listChangesBySource(
+  db: Kysely<DatabaseSchema>,
+  query: { source: ChangeSource; since: Date; account?: string | undefined },
+  timeoutMs: number,
+): Promise<CausedChange[]> {
+  const account = query.account ?? DEFAULT_ACCOUNT;
+  const { rows } = await withOperatorTimeout(timeoutMs, () =>
+    sql<ChangeRow>`select * from (
+      (select id, type, received_at, payload, true as logged from events
+        where account_id = ${account} and type like ${CHANGE_TYPES} and received_at >= ${query.since}
+          and payload -> 'data' ->> 'source' = ${query.source}
+        ${logOrder({ newestFirst: true })} limit ${CHANGE_LIST_LIMIT})
+      union all
+      (select id, type, created_at as received_at, jsonb_build_object('data', payload) as payload, false as logged from record_changes
+        where account_id = ${account} and created_at >= ${query.since} and payload ->> 'source' = ${query.source}
+        order by created_at desc, id desc limit ${CHANGE_LIST_LIMIT})) as changes
+    ${logOrder({ newestFirst: true })} limit ${CHANGE_LIST_LIMIT}`.execute(db),
+  );
+  return rows.map(toCausedChange);
+}
+
+/** A change as the log or the history holds it, its data under `payload.data`. */
+interface ChangeRow {
+  id: string;
+  type: string;
+  received_at: Date;
+  payload: unknown;
+  logged: boolean;
+}
+
+function toCausedChange(row: ChangeRow): CausedChange {
+  const data = changeData(row.payload);
+  return {
+    id: row.id,
+    type: row.type,
+    receivedAt: new Date(row.received_at),
+    kind: textOf(data.kind),
+    recordId: textOf(data.id),
+    before: data.before ?? null,
+    after: data.after ?? null,
+    changed: Array.isArray(data.changed) ? data.changed.map(String) : [],
+    source: textOf(data.source),
+    event: row.logged,
+  };
 }
 
 const textOf = (value: unknown): string => (typeof value === "string" ? value : "");

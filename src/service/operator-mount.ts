@@ -20,7 +20,7 @@ import { listFailedJobs } from "../queue/failed-jobs.js";
 import { trackBulkReplays } from "../worker/replays.js";
 import { createRefreshRequests } from "../sync/refresh-queue.js";
 import type { WorkerRole } from "../worker/worker-role.js";
-import { findRecordKinds, listCausedChanges } from "../mirror/record-story.js";
+import { findRecordKinds, listCausedChanges, listChangesBySource } from "../mirror/record-story.js";
 import { OperatorActionError } from "../worker/errors.js";
 import { accountParam, type AccountDirectory, type AccountRegistry, type TryKey } from "../mirror/accounts.js";
 import { accountNotFound } from "../mirror/errors.js";
@@ -99,6 +99,7 @@ export function operatorMount(deps: {
     const sources: ConsoleSources = {
       events,
       changesAfter: (event, account) => listCausedChanges(reader, event, timeoutMs, account),
+      changesBySource: (query, account) => listChangesBySource(reader, { ...query, account }, timeoutMs),
       failureGroups: (range, account) => listFailureGroups(reader, range, timeoutMs, account),
       // Sync jobs given up on, beside the handlers' failures; within a second, as the samples.
       syncFailures: (account) => withTimeout(listFailedJobs(deps.queues.syncQueue, { account }), SIDE_READ_MS, "failed sync jobs"),

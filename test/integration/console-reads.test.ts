@@ -1,7 +1,7 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEventLog, type EventLog, listFailureGroups } from "../../src/mirror/event-log.js";
-import { listCausedChanges } from "../../src/mirror/record-story.js";
+import { CHANGE_LIST_LIMIT, listCausedChanges, listChangesBySource } from "../../src/mirror/record-story.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 
 // The reads behind the console (issue 23 item 1): the log newest first, failures grouped, the
@@ -97,5 +97,68 @@ describe.each(testDrivers())("console reads (%s)", (driver) => {
     });
     expect(await listCausedChanges(database.db, { ...event, type: "review.created" }, 5000)).toEqual([]);
     expect(await listCausedChanges(database.db, { ...event, payload: { data: { id: 7 } } }, 5000)).toEqual([]);
+  });
+
+  it("lists one source's changes since a moment, of the log and of the history alike, newest first, one account's", async () => {
+    await database.truncate();
+    const data = (id: string, source: string) => ({
+      kind: "order",
+      id,
+      before: { status: "PENDING" },
+      after: { status: "CANCELLED" },
+      changed: ["status"],
+      source,
+    });
+    const logged = (id: string, source: string, at: string, account = "default") =>
+      sql`insert into events (account_id, id, type, status, payload, handlers, received_at) values (${account}, ${id}, 'change.order', 'handled',
+          ${JSON.stringify({ id, type: "change.order", data: data(`ord_${id}`, source) })}::jsonb, '{}'::jsonb, ${at}::timestamptz)`.execute(
+        database.db,
+      );
+    const history = (id: string, source: string, at: string) =>
+      sql`insert into record_changes (account_id, id, type, record_kind, record_id, payload, created_at)
+          values ('default', ${id}, 'change.order', 'order', ${`ord_${id}`}, ${JSON.stringify(data(`ord_${id}`, source))}::jsonb, ${at}::timestamptz)`.execute(
+        database.db,
+      );
+    await sql`delete from accounts where id = 'acme'`.execute(database.db);
+    await sql`insert into accounts (id, api_key, signing_secrets) values ('acme', 'sealed', '{}')`.execute(database.db);
+    await logged("chg_old", "reconcile", "2026-11-24T03:00:00Z");
+    await logged("chg_e1", "reconcile", "2026-11-24T05:00:01Z");
+    await history("chg_h1", "reconcile", "2026-11-24T05:00:02Z");
+    await logged("chg_hook", "webhook", "2026-11-24T05:00:03Z");
+    await history("chg_import", "backfill", "2026-11-24T05:00:04Z");
+    await logged("chg_acme", "reconcile", "2026-11-24T05:00:05Z", "acme");
+    await logged("chg_e2", "reconcile", "2026-11-24T05:00:06Z");
+    const since = new Date("2026-11-24T05:00:00Z");
+    const missed = await listChangesBySource(database.db, { source: "reconcile", since }, 5000);
+    expect(missed.map((c) => [c.id, c.recordId, c.event])).toEqual([
+      ["chg_e2", "ord_chg_e2", true],
+      ["chg_h1", "ord_chg_h1", false],
+      ["chg_e1", "ord_chg_e1", true],
+    ]);
+    expect(missed[1]).toMatchObject({ kind: "order", changed: ["status"], source: "reconcile", after: { status: "CANCELLED" } });
+    expect((await listChangesBySource(database.db, { source: "reconcile", since, account: "acme" }, 5000)).map((c) => c.id)).toEqual([
+      "chg_acme",
+    ]);
+    expect((await listChangesBySource(database.db, { source: "backfill", since }, 5000)).map((c) => c.id)).toEqual(["chg_import"]);
+  });
+
+  it("lists at most its limit, the newest, however many a sweep found", async () => {
+    await database.truncate();
+    // 5,000 missed changes in the hour: half logged, half history.
+    await sql`insert into events (id, type, status, payload, handlers, received_at)
+      select 'chg_e' || lpad(g::text, 5, '0'), 'change.order', 'handled',
+             jsonb_build_object('data', jsonb_build_object('kind', 'order', 'id', 'ord_' || g, 'source', 'reconcile', 'changed', '[]'::jsonb)),
+             '{}'::jsonb, timestamptz '2026-11-24T05:00:00Z' + (2 * g) * interval '1 ms'
+      from generate_series(1, 2500) g`.execute(database.db);
+    await sql`insert into record_changes (account_id, id, type, record_kind, record_id, payload, created_at)
+      select 'default', 'chg_h' || lpad(g::text, 5, '0'), 'change.order', 'order', 'ord_h' || g,
+             jsonb_build_object('kind', 'order', 'id', 'ord_h' || g, 'source', 'reconcile', 'changed', '[]'::jsonb),
+             timestamptz '2026-11-24T05:00:00Z' + (2 * g + 1) * interval '1 ms'
+      from generate_series(1, 2500) g`.execute(database.db);
+    const listed = await listChangesBySource(database.db, { source: "reconcile", since: new Date("2026-11-24T05:00:00Z") }, 5000);
+    expect(listed).toHaveLength(CHANGE_LIST_LIMIT);
+    expect(listed[0]?.id).toBe("chg_h02500");
+    expect(listed[1]?.id).toBe("chg_e02500");
+    expect(listed.at(-1)?.id).toBe(`chg_e${String(2500 - CHANGE_LIST_LIMIT / 2 + 1).padStart(5, "0")}`);
   });
 });

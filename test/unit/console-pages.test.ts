@@ -6,6 +6,8 @@ import type { SyncFailures } from "../../src/http/console/event-pages.js";
 import { collectOpsSummary, createMetrics } from "../../src/metrics/metrics.js";
 import type { EventDetail } from "../../src/mirror/storage.js";
 import type { Problem } from "../../src/problems/problem.js";
+import type { MinuteSample } from "../../src/metrics/minute-samples.js";
+import type { CausedChange } from "../../src/mirror/record-story.js";
 
 // The console's pages in memory through app.request(), over sources holding two accounts' events
 // (default's and acme's) and acme's failed sync job: which account a page shows, Find across the
@@ -49,7 +51,12 @@ const LOGS: Record<string, Record<string, EventDetail>> = {
 
 async function consolePage(
   path: string,
-  options: { sync?: (account: string) => Promise<SyncFailures>; problems?: () => Promise<Problem[]> } = {},
+  options: {
+    sync?: (account: string) => Promise<SyncFailures>;
+    problems?: () => Promise<Problem[]>;
+    changes?: ConsoleSources["changesBySource"];
+    samples?: MinuteSample[];
+  } = {},
 ) {
   const metrics = createMetrics();
   const summary = await collectOpsSummary(metrics, { kinds: ["orders"], rateMax: 120 });
@@ -58,6 +65,7 @@ async function consolePage(
   const sources: ConsoleSources = {
     events: { get: (id, account = "default") => Promise.resolve(LOGS[account]?.[id]), query: emptyPage },
     changesAfter: none,
+    changesBySource: options.changes ?? none,
     failureGroups: none,
     mirror: { kinds: ["orders"], get: () => Promise.resolve(undefined), list: emptyPage, bookkeeping: () => Promise.resolve(new Map()) },
     summary: () => Promise.resolve(summary),
@@ -68,7 +76,8 @@ async function consolePage(
       find: none,
     },
     accounts: () => Promise.resolve([{ id: "acme" }]),
-    health: () => Promise.resolve({ summary, samples: [], limits: { maxBacklog: 100_000, reconcileIntervalSeconds: 3600 } }),
+    health: () =>
+      Promise.resolve({ summary, samples: options.samples ?? [], limits: { maxBacklog: 100_000, reconcileIntervalSeconds: 3600 } }),
     ...(options.sync ? { syncFailures: options.sync } : {}),
     ...(options.problems ? { openProblems: options.problems } : {}),
   };
@@ -218,5 +227,64 @@ describe("the health page's open problems", () => {
     const away = await consolePage("/console/health", { problems: () => Promise.reject(new Error("database away")) });
     expect(away.status).toBe(200);
     expect(away.html).toContain("The open problems could not be read");
+  });
+});
+
+describe("missed webhooks", () => {
+  const found = (id: string, event: boolean): CausedChange => ({
+    id,
+    type: "change.order",
+    receivedAt: new Date("2026-11-25T11:50:00Z"),
+    kind: "order",
+    recordId: "ord_7",
+    before: { status: "PENDING" },
+    after: { status: "CANCELLED" },
+    changed: ["status"],
+    source: "reconcile",
+    event,
+  });
+
+  it("the health page's figure links to the changes it counts, in the page's account; none found, no link", async () => {
+    const samples = [{ minute: Math.floor(NOW.getTime() / 60_000), values: { missed: 2 } }];
+    const { html } = await consolePage("/console/health?account=acme", { samples });
+    const row = /<th scope="row">Missed webhooks found, last hour<\/th>(.*?)<\/tr>/s.exec(html)?.[1] ?? "";
+    expect(row).toContain('<a href="/console/changes?account=acme">2 changes</a>');
+    const none = await consolePage("/console/health", { samples: [{ minute: samples[0]!.minute, values: { missed: 0 } }] });
+    const quiet = /<th scope="row">Missed webhooks found, last hour<\/th>(.*?)<\/tr>/s.exec(none.html)?.[1] ?? "";
+    expect(quiet).toContain("0 changes");
+    expect(quiet).not.toContain("<a ");
+  });
+
+  it("lists the account's changes a sweep found, each linking to its record, from the range asked", async () => {
+    const asked: unknown[] = [];
+    const changes: ConsoleSources["changesBySource"] = (query, account) => {
+      asked.push({ ...query, account });
+      return Promise.resolve([found("chg_event", true), found("chg_history", false)]);
+    };
+    const page = await consolePage("/console/changes?account=acme", { changes });
+    expect(page.status).toBe(200);
+    expect(heading(page.html)).toBe("Missed webhooks · account acme");
+    expect(asked).toEqual([{ source: "reconcile", since: new Date(NOW.getTime() - 3600_000), account: "acme" }]);
+    expect(page.html).toContain("2 changes found by a reconciliation sweep, announced by no webhook");
+    expect(page.html).toContain('<a href="/console/records/orders/ord_7?account=acme">ord_7</a>');
+    // A change no handler received is history, not an event: no link to an event page it does not have.
+    expect(page.html).toContain('<a href="/console/events/chg_event?account=acme">chg_event</a>');
+    expect(page.html).not.toContain("/console/events/chg_history");
+    await consolePage("/console/changes?source=webhook&range=24h", { changes });
+    expect(asked[1]).toEqual({ source: "webhook", since: new Date(NOW.getTime() - 86_400_000), account: "default" });
+  });
+
+  it("refuses a source it does not know, reading nothing", async () => {
+    let reads = 0;
+    const changes: ConsoleSources["changesBySource"] = () => {
+      reads++;
+      return Promise.resolve([]);
+    };
+    const page = await consolePage("/console/changes?source=guess", { changes });
+    expect(page.status).toBe(400);
+    expect(page.html).toContain("source must be one of webhook, reconcile, backfill");
+    expect((await consolePage("/console/changes?range=forever", { changes })).status).toBe(400);
+    expect(reads).toBe(0);
+    expect((await consolePage("/console/changes", { changes })).html).toContain("No change found by a reconciliation sweep");
   });
 });

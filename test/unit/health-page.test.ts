@@ -31,6 +31,7 @@ async function healthPage(samples: MinuteSample[], summaryAt?: Date): Promise<st
   const sources: ConsoleSources = {
     events: { get: unused, query: unused },
     changesAfter: unused,
+    changesBySource: unused,
     failureGroups: unused,
     mirror: { kinds: [], get: unused, list: unused, bookkeeping: unused },
     summary: () => Promise.resolve(summary),

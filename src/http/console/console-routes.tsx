@@ -8,6 +8,8 @@ import type { EventPage as LogPage, FailureGroup } from "../../mirror/event-log.
 import type { RecordBookkeeping } from "../../mirror/mirror-store.js";
 import { printable } from "../../base/text.js";
 import type { CausedChange } from "../../mirror/record-story.js";
+import { CHANGE_SOURCES, type ChangeSource } from "../../events/catalog.js";
+import { MirrorFilterError } from "../../mirror/errors.js";
 import type { EventDetail } from "../../mirror/storage.js";
 import { toHttpFailure } from "../errors.js";
 import { consoleHeaders, operatorGuards } from "../guards.js";
@@ -22,7 +24,7 @@ import {
 } from "../operator-routes.js";
 import { quietRequest, type AppEnv } from "../request-log.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
-import { EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters, type SyncFailures } from "./event-pages.js";
+import { ChangesPage, EventPage, EventsPage, FailuresPage, logQueryOf, parseEventFilters, type SyncFailures } from "./event-pages.js";
 import { HealthPage, type HealthView } from "./health-page.js";
 import { OpenProblems } from "./problems-section.js";
 import type { Problem } from "../../problems/problem.js";
@@ -38,6 +40,7 @@ import {
   Scope,
   type ListedAccount,
   type PageScope,
+  type RangePreset,
 } from "./layout.js";
 import { ANY_RECORD_NOUN, MIRROR_PAGE_SIZE, MirrorPage, parseMirrorFilters, RecordPage, recordHref } from "./mirror-pages.js";
 
@@ -52,6 +55,8 @@ export interface ConsoleSources {
   events: EventLogReader<EventDetail, LogPage>;
   /** Change events recorded for the record an event named, after it (see mirror/record-story.ts). */
   changesAfter(event: EventDetail, account: string): Promise<CausedChange[]>;
+  /** The account's changes of one source since a moment, newest first (the missed webhooks with `reconcile`). */
+  changesBySource(query: { source: ChangeSource; since: Date }, account: string): Promise<CausedChange[]>;
   failureGroups(range: { since: Date; until?: Date | undefined }, account: string): Promise<FailureGroup[]>;
   /**
    * The sync queue's failed jobs of the account (queue/failed-jobs.ts), bounded in time; absent (no
@@ -163,11 +168,8 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
 
   route.get("/failures", async (c) => {
     const { account, params } = pageQuery(c, ["range"]);
-    // "all" reads as the longest preset: the failures page offers no unbounded range.
-    const given = parseRangePreset(params.range, "24h");
-    const range = given === "all" ? "7d" : given;
     const at = now();
-    const since = presetSince(range, at) ?? at;
+    const { range, since } = boundedRange(params.range, "24h", at);
     const [groups, sync] = await Promise.all([
       sources.failureGroups({ since }, account),
       sources.syncFailures?.(account).catch((err: unknown) => {
@@ -176,6 +178,18 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
       }),
     ]);
     return render(c, account, <FailuresPage groups={groups} sync={sync} range={range} since={since} now={at} />);
+  });
+
+  // The changes of one source: with `reconcile` (the default), those the health page counts as missed webhooks.
+  route.get("/changes", async (c) => {
+    const { account, params } = pageQuery(c, ["source", "range"]);
+    const source = params.source ?? "reconcile";
+    if (!(CHANGE_SOURCES as readonly string[]).includes(source))
+      throw new MirrorFilterError("source", `source must be one of ${CHANGE_SOURCES.join(", ")}`);
+    const at = now();
+    const { range, since } = boundedRange(params.range, "1h", at);
+    const changes = await sources.changesBySource({ source: source as ChangeSource, since }, account);
+    return render(c, account, <ChangesPage changes={changes} source={source as ChangeSource} range={range} since={since} now={at} />);
   });
 
   route.get("/mirror", (c) =>
@@ -230,6 +244,13 @@ function consoleRoutes(sources: ConsoleSources, now: () => Date, logger: Logger)
     return errorPage(c, failure.status, failure.body.error.message);
   });
   return route;
+}
+
+/** A page's `range` preset and the moment it starts; "all" reads as the longest preset: these pages offer no unbounded range. */
+function boundedRange(text: string | undefined, fallback: RangePreset, at: Date): { range: RangePreset; since: Date } {
+  const given = parseRangePreset(text, fallback);
+  const range = given === "all" ? "7d" : given;
+  return { range, since: presetSince(range, at) ?? at };
 }
 
 /** Where an id is in one account: its event's page, else the record page of the first kind holding it. */

@@ -2,7 +2,8 @@ import type { Child } from "hono/jsx";
 import type { EventPage as LogPage, EventSummary, FailureGroup, HandlerAttempt } from "../../mirror/event-log.js";
 import { shownStatus } from "../../mirror/values.js";
 import { printable, shortened } from "../../base/text.js";
-import type { CausedChange } from "../../mirror/record-story.js";
+import { CHANGE_LIST_LIMIT, type CausedChange } from "../../mirror/record-story.js";
+import type { ChangeSource } from "../../events/catalog.js";
 import type { HandlerOutcome } from "../../mirror/database.js";
 import type { EventDetail } from "../../mirror/storage.js";
 // A console page's query parameter that is unknown or malformed is the mirror's one invalid_filter: a 400 naming it, nothing read.
@@ -248,11 +249,61 @@ function ChangeTable(props: { changes: CausedChange[]; now: Date }) {
         Change events for the record named in the payload's <code>data.id</code>, recorded at or after this event was received (by record
         and time: a later event or sweep touching the same record shows here too; <em>source</em> says which kind of read wrote it).
       </p>
+      <ChangeRows changes={props.changes} now={props.now} />
+    </>
+  );
+}
+
+/** What each source of a change says: the kind of read that wrote it. */
+const SOURCE_WORDS: Record<ChangeSource, string> = {
+  reconcile: "found by a reconciliation sweep, announced by no webhook (missed webhooks)",
+  webhook: "written by a refresh a webhook asked for",
+  backfill: "written by a first import or a backfill",
+};
+
+/**
+ * The account's changes of one source, newest first: with `reconcile`, what the health page's
+ * "missed webhooks" counts, each linking to its record's story.
+ */
+export function ChangesPage(props: { changes: CausedChange[]; source: ChangeSource; range: RangePreset; since: Date; now: Date }) {
+  const { changes, source, since, now } = props;
+  return (
+    <Layout title={source === "reconcile" ? "Missed webhooks" : `Changes: ${source}`} section="health">
+      <div class="presets">
+        <span class="muted">Recorded in the</span>
+        {(Object.keys(RANGE_PRESETS) as RangePreset[]).map((r) =>
+          r === props.range ? (
+            <strong>{RANGE_LABELS[r]}</strong>
+          ) : (
+            <a href={hrefWith(`${CONSOLE_PATH}/changes`, { source, range: r })}>{RANGE_LABELS[r]}</a>
+          ),
+        )}
+        <span class="muted">
+          · since <When at={since} now={now} />
+        </span>
+      </div>
+      <p data-testid="changes-summary">
+        {changes.length === 0
+          ? `No change ${SOURCE_WORDS[source]} in this range.`
+          : `${changes.length === CHANGE_LIST_LIMIT ? `The newest ${CHANGE_LIST_LIMIT}` : changes.length} change${changes.length === 1 ? "" : "s"} ${SOURCE_WORDS[source]}, newest first. The health page counts every account's; this list is this account's.`}
+      </p>
+      {changes.length > 0 ? <ChangeRows changes={changes} now={now} /> : null}
+    </Layout>
+  );
+}
+
+function ChangeRows(props: { changes: CausedChange[]; now: Date }) {
+  return (
+    <>
       <Table columns={["Change", "Record", "Source", "Changed fields", "Recorded"]}>
         {props.changes.map((c) => (
           <tr>
             <td class="mono">
-              <EventLink id={c.id} />
+              {c.event ? (
+                <EventLink id={c.id} />
+              ) : (
+                <span title="no handler received it: its record's history, not an event">{printable(c.id)}</span>
+              )}
             </td>
             <td class="mono">
               {c.kind} <a href={recordHref(mirrorKindOfChange(c.kind) ?? c.kind, c.recordId)}>{printable(c.recordId)}</a>

@@ -67,6 +67,8 @@ export interface Figure {
   value(view: HealthView): number | null;
   missing?: string | ((view: HealthView) => string);
   rule?: Rule;
+  /** Where the figure's items are listed, linked from its value when there are any. */
+  href?: string;
 }
 
 /** The sum of a sampled series over the samples (the last hour), or null with no samples yet. */
@@ -85,13 +87,14 @@ const BACKLOG_FULL_SHARE = 0.9;
 const DELIVERIES = "Deliveries, last hour (every worker)";
 
 /** A figure summed over the minute samples of the last hour (`key` names the sampled series). */
-const sampled = (group: string, label: string, key: string, noun: string, rule?: Rule): Figure => ({
+const sampled = (group: string, label: string, key: string, noun: string, rule?: Rule, href?: string): Figure => ({
   group,
   label,
   unit: { noun },
   value: (v) => sampledTotal(v.samples, key),
   missing: "no samples yet",
   ...(rule ? { rule } : {}),
+  ...(href ? { href } : {}),
 });
 
 export const FIGURES: readonly Figure[] = [
@@ -156,11 +159,19 @@ export const FIGURES: readonly Figure[] = [
         every === 0 ? "ok" : above(LATE_INTERVALS * every, STALLED_INTERVALS * every)((view.now.getTime() - at) / 1000),
     },
   },
-  sampled("Reconciliation", "Missed webhooks found, last hour", "missed", "changes", {
-    reason: () =>
-      `Warning when reconciliation finds a change no webhook announced; bad above ${A.SvcMissedWebhooksRising} an hour (the missed-webhooks alert)`,
-    level: above(0, A.SvcMissedWebhooksRising),
-  }),
+  sampled(
+    "Reconciliation",
+    "Missed webhooks found, last hour",
+    "missed",
+    "changes",
+    {
+      reason: () =>
+        `Warning when reconciliation finds a change no webhook announced; bad above ${A.SvcMissedWebhooksRising} an hour (the missed-webhooks alert)`,
+      level: above(0, A.SvcMissedWebhooksRising),
+    },
+    // The changes themselves, each linking to its record's story.
+    `${CONSOLE_PATH}/changes`,
+  ),
   {
     group: "Reconciliation",
     label: "Full reconciliation pass: records read",
@@ -245,6 +256,8 @@ export interface ShownFigure {
   text: string;
   /** The ISO 8601 time behind a "… ago" text. */
   at?: string;
+  /** The list behind a non-zero figure (Figure.href). */
+  href?: string;
   level?: Level;
   reason?: string;
 }
@@ -254,6 +267,7 @@ export function showFigure(figure: Figure, view: HealthView): ShownFigure {
   if (value === null) return { figure, text: (typeof figure.missing === "function" ? figure.missing(view) : figure.missing) ?? "unknown" };
   const shown: ShownFigure = { figure, text: formatValue(figure.unit, value, view.now) };
   if (figure.unit === "since") shown.at = new Date(value).toISOString();
+  if (figure.href && value > 0) shown.href = figure.href;
   if (figure.rule) {
     shown.level = figure.rule.level(value, view.limits, view);
     shown.reason = figure.rule.reason(view.limits);
@@ -437,6 +451,8 @@ function FigureRow(props: { shown: ShownFigure }) {
           <time datetime={shown.at} title={shown.at}>
             {shown.text}
           </time>
+        ) : shown.href ? (
+          <a href={hrefWith(shown.href)}>{shown.text}</a>
         ) : (
           shown.text
         )}
