@@ -17,6 +17,7 @@ import { benchEmbeddedMemory, type EmbeddedMemoryRow } from "./embedded-memory.j
 import { benchLive, benchSync, type SyncBenchResult } from "./sync.js";
 import { SYNC_FULL_RUNS_HEADER, SYNC_RUNS_HEADER, syncFullReport, syncFullRunLine, syncReport, syncRunLine } from "./sync-report.js";
 import { benchWorker } from "./event-worker-throughput.js";
+import { alertsReport, benchAlerts } from "./alerts.js";
 import {
   accountsRows,
   accountsRunLine,
@@ -271,6 +272,20 @@ try {
     results.syncOutage = r;
     out("## Sync: an outage", "", ...outageReport([r]));
   }
+  // Issue 53's figure: an upstream down and a refused key, to the notification (about 6 minutes,
+  // most of it the active tier's schedule): run only when asked for by name.
+  if (values.only?.split(",").includes("alerts")) {
+    log("alerts: the time from an upstream outage and from a refused key to the notification, with the defaults (about 6 minutes)");
+    const database = await benchDatabase();
+    let rows;
+    try {
+      rows = await benchAlerts({ redisUrl: redis.url, databaseUrl: database.url }, log);
+    } finally {
+      await database.server?.destroy();
+    }
+    results.alerts = rows;
+    out("## Alerts: from a fault to the notification", "", ...alertsReport(rows, fmt));
+  }
   // Long (the pass reads every record at the full class's share): run only when asked for by name.
   if (values.only?.split(",").includes("sync-full")) {
     log("sync-full: a full pass over 100,000 orders of history under live traffic at 3.5 events/s (about an hour)");
@@ -331,6 +346,7 @@ const resultsName = [
   "sync-first-day",
   "sync-outage",
   "sync-live",
+  "alerts",
   "embedded-memory",
   "accounts",
 ].includes(values.only ?? "")

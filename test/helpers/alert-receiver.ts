@@ -4,7 +4,8 @@ import type { AddressInfo } from "node:net";
 /** A local destination: every POST it got, and how it answers the next ones ("hang" holds the answer until released). */
 export interface Receiver {
   url: string;
-  got: { headers: IncomingHttpHeaders; body: string; path: string }[];
+  /** Every POST, with when it arrived (ms since the epoch). */
+  got: { headers: IncomingHttpHeaders; body: string; path: string; at: number }[];
   answers: (number | "hang")[];
   /** Answers every request held so far with 200. */
   release(): void;
@@ -33,7 +34,7 @@ export async function receiver(path = "/hooks/T000/s3cr3t-token?key=q-secret"): 
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      state.got.push({ headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), path: req.url ?? "" });
+      state.got.push({ headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), path: req.url ?? "", at: Date.now() });
       const answer = state.answers.shift() ?? 200;
       if (answer === "hang") {
         held.push(res);
