@@ -7,7 +7,6 @@ import { listen, type RunningServer, createApp } from "./http/app.js";
 import {
   createMetrics,
   type Metrics,
-  webhookMetrics,
   collectDatabaseHealth,
   collectIngestBacklog,
   collectMirrorLag,
@@ -28,7 +27,8 @@ import type { EventHandlers } from "./worker/handlers.js";
 import type { OperatorActions } from "./worker/operator-actions.js";
 import { type WorkerRole, type WorkerRoleDeps, createWorkerRole } from "./worker/worker-role.js";
 import { createAccountDirectory, createAccountRegistry, createSecretsBox } from "./mirror/accounts.js";
-import type { AccountSecrets } from "./http/webhook-route.js";
+import type { AccountSecrets, WebhookObserver } from "./http/webhook-route.js";
+import { isKnownEventType } from "./events/catalog.js";
 import { expectDefined } from "./errors.js";
 import { createRedisConnection, type ConnectionKind, type RedisClient, logRedisOutages, redisKeys } from "./redis/redis.js";
 import { createEventsQueue, createSyncQueue } from "./queue/events-queue.js";
@@ -476,4 +476,18 @@ async function stopService(s: StoppingService, drain: Deadline = deadlineIn(s.co
     }),
   );
   await bounded("closing the database", s.storage.close());
+}
+
+/** The edge's observer that counts accepted, deduplicated and refused deliveries (here, where the edge and the metrics meet: neither imports the other). */
+function webhookMetrics(metrics: Metrics): WebhookObserver {
+  return {
+    accepted({ type, secretIndex, duplicate, enqueueMs }) {
+      // Event types are chosen by senders: keep the label set bounded.
+      const label = isKnownEventType(type) ? type : "other";
+      metrics.eventsReceived.inc({ type: label, secret: String(secretIndex) });
+      if (duplicate) metrics.eventsDeduplicated.inc({ type: label });
+      metrics.enqueueSeconds.observe(enqueueMs / 1000);
+    },
+    rejected: (reason) => metrics.eventsRejected.inc({ reason }),
+  };
 }

@@ -10,7 +10,7 @@ import { loadHandlersModule } from "../worker/handlers.js";
 import { printableRedisUrl, type RedisClient } from "../redis/redis.js";
 import { type BackfillProgress, runBackfill } from "../sync/resumable-backfill.js";
 import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
-import { MAX_LIMIT } from "../upstream/client.js";
+import { MAX_LIMIT } from "../upstream/models.js";
 import { UpstreamPageRefusedError } from "../upstream/errors.js";
 import { upstreamFromConfig } from "../worker/upstream.js";
 import { syncOptionsProblem } from "../worker/operator-actions.js";

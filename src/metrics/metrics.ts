@@ -1,7 +1,5 @@
 import type { Queue } from "bullmq";
 import { Registry, Counter, Histogram, Gauge } from "prom-client";
-import { isKnownEventType } from "../events/catalog.js";
-import type { WebhookObserver } from "../http/webhook-route.js";
 import { withTimeout } from "../base/deadline.js";
 
 /**
@@ -295,20 +293,6 @@ export function collectDatabaseHealth(metrics: Metrics, ping: () => Promise<void
     metrics.databaseUp.set(up);
     if (up) metrics.databasePingSeconds.set((performance.now() - started) / 1000);
   });
-}
-
-/** The edge's observer that counts accepted, deduplicated and refused deliveries. */
-export function webhookMetrics(metrics: Metrics): WebhookObserver {
-  return {
-    accepted({ type, secretIndex, duplicate, enqueueMs }) {
-      // Event types are chosen by senders: keep the label set bounded.
-      const label = isKnownEventType(type) ? type : "other";
-      metrics.eventsReceived.inc({ type: label, secret: String(secretIndex) });
-      if (duplicate) metrics.eventsDeduplicated.inc({ type: label });
-      metrics.enqueueSeconds.observe(enqueueMs / 1000);
-    },
-    rejected: (reason) => metrics.eventsRejected.inc({ reason }),
-  };
 }
 
 /** One labelled value of a metric. */

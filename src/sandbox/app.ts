@@ -2,7 +2,7 @@ import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { DEFAULTS } from "../config/defaults.js";
-import { MAX_LIMIT } from "../upstream/client.js";
+import { MAX_LIMIT } from "../upstream/models.js";
 import { API_KEY_PREFIX } from "../base/api-key.js";
 import { type Key, type ListIndex, type PageQuery, LIST_KEYS, partitionFor, type SandboxStore } from "./store.js";
 import type { StateView } from "./state-file.js";

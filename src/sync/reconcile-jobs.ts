@@ -3,7 +3,6 @@ import { DEFAULT_ACCOUNT, ownData, ownId } from "../config/defaults.js";
 import type { Logger } from "pino";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { Config } from "../config/config.js";
-import type { Metrics } from "../metrics/metrics.js";
 import type { SyncCheckpoint } from "../mirror/sync-checkpoints.js";
 import { waitForRunningPass, type ActivePassLease } from "./active-pass-lease.js";
 import { runActivePass, type CatchUp } from "./active-tier.js";
@@ -64,7 +63,11 @@ export interface ReconcileDeps extends SweepDeps {
   lease: ActivePassLease;
   queue: Pick<Queue, "add" | "getJob" | "getDeduplicationJobId">;
   config: Config["worker"];
-  metrics: Metrics;
+  /** Told of each active pass's pages and of a complete pass (the worker counts them: sync imports no metrics). */
+  report: {
+    page(labels: { kind: string; tier: string }, read: number, causes: readonly string[]): void;
+    passComplete(tier: "active"): void;
+  };
   logger: Logger;
 }
 
@@ -99,13 +102,10 @@ export function reconcileProcessors(deps: ReconcileDeps): Record<string, (job: J
         ...deps,
         changes,
         ...(catchUp ? { catchUp } : {}),
-        onPage: (kind, read, causes) => {
-          deps.metrics.syncRecordsChecked.inc({ kind, tier }, read);
-          for (const cause of causes) deps.metrics.syncRecordsCorrected.inc({ kind, tier, cause });
-        },
+        onPage: (kind, read, causes) => deps.report.page({ kind, tier }, read, causes),
       });
       // The stall alert watches the env company's pass; an account's health is its own (docs/accounts.md).
-      if (deps.account === DEFAULT_ACCOUNT) deps.metrics.reconcileLastCompletePass.setToCurrentTime({ tier: "active" });
+      if (deps.account === DEFAULT_ACCOUNT) deps.report.passComplete("active");
       deps.logger.info({ ...outcome, ...(catchUp ? { catchUp } : {}) }, `${tier} reconciliation pass done`);
       return outcome;
     } finally {

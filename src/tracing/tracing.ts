@@ -16,8 +16,6 @@ import {
 import type { Telemetry } from "bullmq";
 import { BullMQOtel, BullMQOTelSpan } from "bullmq-otel";
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
-import type { WrapHandler } from "../events/dispatch.js";
-import type { MirrorStore } from "../mirror/mirror-store.js";
 import { withTimeout } from "../base/deadline.js";
 
 export const TRACER_NAME = "svc-webhooks";
@@ -246,49 +244,5 @@ export function relaySpans(tracer: Tracer, rows: readonly { id: string; type: st
         for (const span of spans.values()) span.end();
       }
     },
-  };
-}
-
-/**
- * Runs each handler, as the registry adds it, in a span of its own ("handler <source> <type>"), a
- * child of the delivery's trace when the event carries one. Used only when tracing is on; the
- * registry names handlers before wrapping them, so keys are the same with tracing on or off.
- */
-export function traceHandlers<Ctx>(tracer: Tracer): WrapHandler<Ctx> {
-  return (handler, { source, type, key }) => {
-    const name = `handler ${source} ${type}`;
-    const attributes = { "svc.handler.source": source, "svc.event.type": type, "svc.handler.key": key };
-    return (event: never, ctx: Ctx) =>
-      inSpan(tracer, name, { attributes }, async (span) => {
-        const { id } = event as { id?: unknown };
-        if (typeof id === "string") span.setAttribute("svc.event.id", id);
-        await handler(event, ctx);
-      });
-  };
-}
-
-/**
- * The same mirror store with each write (upsert) in a span of its own ("mirror upsert <kind>":
- * records offered, written, skipped, changed), inside the refresh or handler that makes it. Reads
- * are left alone. Used only when tracing is on.
- */
-export function tracedMirror(mirror: MirrorStore, tracer: Tracer): MirrorStore {
-  return {
-    ...mirror,
-    upsert: (kind, records, readAt, options) =>
-      inSpan(
-        tracer,
-        `mirror upsert ${kind}`,
-        { attributes: { "svc.mirror.kind": kind, "svc.mirror.records": records.length } },
-        async (span) => {
-          const result = await mirror.upsert(kind, records, readAt, options);
-          span.setAttributes({
-            "svc.mirror.written": result.written,
-            "svc.mirror.skipped": result.skipped,
-            "svc.mirror.changed": result.changes.length,
-          });
-          return result;
-        },
-      ),
   };
 }

@@ -19,6 +19,7 @@ import {
 import {
   bookingSchema,
   looseRecordsPageSchema,
+  MAX_LIMIT,
   menuItemSchema,
   orderSchema,
   splitRecords,
@@ -178,9 +179,6 @@ export interface BookingQuery extends MenuItemQuery {
   from?: string;
   to?: string;
 }
-
-/** The spec's page size bound (part 8): also what a page without `limit` may hold at most. */
-export const MAX_LIMIT = 100;
 
 const checkLimit = (limit: number | undefined) => {
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)) {

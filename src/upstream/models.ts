@@ -4,6 +4,9 @@ import * as z from "zod";
 // spec shows, lenient on the rest: `z.looseObject` keeps fields we do not know (they reach the
 // mirror unchanged), and where the spec leaves a value open (booking status) any string goes.
 
+/** The spec's page size bound (part 8): also what a page without `limit` may hold at most. */
+export const MAX_LIMIT = 100;
+
 // ---- The order state machine (spec part 3; where the spec shows no rule, docs/upstream.md's
 // reading). Its one home: the mirror's rank, the sync's open and final lists and where a status
 // may lead, the step-aware client's "already done" and the refund event's status derive from here.

@@ -4,7 +4,8 @@ import { errorMessage } from "../events/dispatch.js";
 import type { StepKey, StepStore } from "../mirror/step-store.js";
 import { StepError } from "./errors.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
-import { MAX_LIMIT, type ApiClient } from "../upstream/client.js";
+import type { ApiClient } from "../upstream/client.js";
+import { MAX_LIMIT } from "../upstream/models.js";
 import {
   ORDER_FORWARD_STEPS,
   REFUNDED_STATUS,

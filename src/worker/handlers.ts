@@ -19,13 +19,14 @@ import {
   type HandlerRegistry,
   type RegisteredHandler,
   perHandlerContext,
+  traceHandlers,
 } from "../events/dispatch.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import type { ApiClient } from "../upstream/client.js";
 import { type StepFunction, createDurableSteps, stepAwareApi } from "./durable-steps.js";
 import type { StepStore } from "../mirror/step-store.js";
-import { traceHandlers, type Tracing } from "../tracing/tracing.js";
+import type { Tracing } from "../tracing/tracing.js";
 import { apiAtCall, apiNotConfigured } from "./upstream.js";
 import { createSyncHandlers, type RefreshQueue } from "../sync/refresh-queue.js";
 import type { HandlerKeyRename } from "../mirror/event-log.js";

@@ -207,7 +207,13 @@ function accountProcessors(deps: {
     ...reconcileProcessors({
       ...sync,
       api,
-      metrics,
+      report: {
+        page: (labels, read, causes) => {
+          metrics.syncRecordsChecked.inc(labels, read);
+          for (const cause of causes) metrics.syncRecordsCorrected.inc({ ...labels, cause });
+        },
+        passComplete: (tier) => metrics.reconcileLastCompletePass.setToCurrentTime({ tier }),
+      },
       pending: (kind) => scheduler.pending(kind),
       lease: activePassLease,
       queue: deps.syncQueue,

@@ -4,7 +4,6 @@ import { Redis } from "ioredis";
 import pino from "pino";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { loadConfig } from "../../src/config/config.js";
-import { createMetrics } from "../../src/metrics/metrics.js";
 import { createPostgresMirror } from "../../src/mirror/mirror-store.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import { createApiClient } from "../../src/upstream/client.js";
@@ -123,7 +122,7 @@ describe("the first tick after a restart", () => {
         lease: createActivePassLease({ redis, prefix, ttlMs: 60_000 }),
         queue,
         config: config.worker,
-        metrics: createMetrics(),
+        report: { page: () => undefined, passComplete: () => undefined },
         logger: pino({ level: "silent" }),
       });
       await enqueueCatchUp(queue, new Date(Date.now() - 300_000));
