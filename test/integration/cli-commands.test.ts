@@ -251,12 +251,19 @@ describe("svc-webhooks dev", () => {
     const exported = Object.fromEntries(
       [...banner.matchAll(/^ {2}export (.+)$/gm)].flatMap((m) => m[1]!.split(" ").map((pair) => pair.split("=", 2) as [string, string])),
     );
-    expect(Object.keys(exported)).toEqual(expect.arrayContaining(["REDIS_URL", "API_BASE_URL", "API_KEY", "ADMIN_TOKEN", "PORT"]));
+    expect(Object.keys(exported)).toEqual(
+      expect.arrayContaining(["REDIS_URL", "API_BASE_URL", "API_KEY", "ADMIN_TOKEN", "PORT", "SANDBOX_URL"]),
+    );
     expect(exported.API_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     // The CLI with only that environment asks this stack's service (the service holds the embedded database).
     const client = runCli(["replay", "--status", "failed", "--dry-run", "--json"], exported);
     expect((await client.exited).code, client.stderr()).toBe(0);
     expect(JSON.parse(client.stdout())).toEqual({ wouldQueue: 0 });
+    // trigger with that environment acts through the stack's sandbox.
+    expect(exported.SANDBOX_URL).toBe(exported.API_BASE_URL);
+    const trigger = runCli(["trigger", "order.refunded", "--json"], exported);
+    expect((await trigger.exited).code, trigger.stderr()).toBe(0);
+    expect(JSON.parse(trigger.stdout())).toMatchObject({ sandbox: exported.SANDBOX_URL, done: [{}, { record: { status: "REFUNDED" } }] });
     running.child.kill("SIGTERM");
     expect((await running.exited).code).toBe(0);
     // The next run's export block holds the same token: it is kept for it, readable by its owner only.
