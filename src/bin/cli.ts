@@ -27,7 +27,7 @@ Commands:
   serve      run the service (edge and/or worker, from the environment)
   dev        run a local stack: Redis if needed, then the service
   sandbox    run a local upstream API with signed webhooks and simulated traffic
-  trigger    send a signed sample event of a type to an endpoint
+  trigger    make an event of a type happen: through the sandbox SANDBOX_URL names, else a signed sample
   replay     replay an event by id, or events from the log (by time, type, status, handler), or failed jobs
   backfill   sweep every order, booking and menu item into the mirror
   reconcile  ask the workers for a reconciliation sweep now

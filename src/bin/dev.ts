@@ -335,7 +335,8 @@ export function devBanner(b: {
     "",
     "The CLI reaches this stack with (paste into another shell):",
     `  export REDIS_URL=${b.redis.url} QUEUE_PREFIX=${b.queuePrefix} PORT=${new URL(b.url).port}${b.dataDir ? ` DATA_DIR=${b.dataDir}` : ""}`,
-    `  export API_BASE_URL=${b.sandboxUrl} API_KEY=${b.apiKey}`,
+    // SANDBOX_URL: trigger acts through this sandbox, so the records its events name exist.
+    `  export API_BASE_URL=${b.sandboxUrl} API_KEY=${b.apiKey} SANDBOX_URL=${b.sandboxUrl}`,
     `  export ADMIN_TOKEN=${b.adminToken} SIGNING_SECRET=${b.signingSecret}${b.secretsKey ? ` SECRETS_KEY=${b.secretsKey}` : ""}`,
     "then, e.g.:",
     "  npm run cli -- trigger review.created",

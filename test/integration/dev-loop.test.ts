@@ -147,6 +147,26 @@ describe("dev banner", () => {
       "  export ADMIN_TOKEN=dev-admin-0123456789abcdef SIGNING_SECRET=whsec_dev_0123456789abcdef SECRETS_KEY=c2VjcmV0cy1rZXktb2YtdGhpcnR5LXR3by1ieXRlcyE=\n",
     );
   });
+
+  it("exports SANDBOX_URL, so trigger acts through the stack's sandbox", () => {
+    const banner = devBanner({
+      url: "http://127.0.0.1:3000",
+      sandboxUrl: "http://127.0.0.1:4010",
+      sandboxState: "/tmp/dev/sandbox-state.json",
+      redis: { url: "redis://127.0.0.1:6390" },
+      adminToken: "dev-admin-0123456789abcdef",
+      signingSecret: "whsec_dev_0123456789abcdef",
+      apiKey: "svc_live_dev_sandbox_key_not_secret",
+      secrets: "as set",
+      database: "embedded",
+      queuePrefix: "svc",
+      notes: [],
+      onEnter: false,
+    });
+    expect(banner).toContain(
+      "  export API_BASE_URL=http://127.0.0.1:4010 API_KEY=svc_live_dev_sandbox_key_not_secret SANDBOX_URL=http://127.0.0.1:4010\n",
+    );
+  });
 });
 
 describe("a second npm run dev", () => {
