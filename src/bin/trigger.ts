@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { newestSigningSecret, schemeSecretProblem, SIGNATURE_SCHEMES, type SignatureScheme } from "../config/config.js";
 import { DEFAULTS } from "../config/defaults.js";
-import { KNOWN_EVENT_TYPES, type KnownEventType } from "../events/catalog.js";
+import { isKnownEventType, KNOWN_EVENT_TYPES, type KnownEventType } from "../events/catalog.js";
 import { signDelivery } from "../events/signature-schemes.js";
 import { printable } from "../base/text.js";
 import { newEventId } from "../sandbox/webhook-sender.js";
@@ -89,8 +89,6 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<Answe
 
 /** The flags the two ways read (--data apart). */
 type Flags = Partial<Record<"url" | "secret" | "scheme" | "id" | "sandbox", string>> & { direct?: boolean };
-
-const isKnownEventType = (type: string): type is KnownEventType => (KNOWN_EVENT_TYPES as readonly string[]).includes(type);
 
 /** The flags only a direct send reads: the sandbox signs and addresses its own deliveries. */
 const DIRECT_ONLY = ["url", "secret", "scheme", "id"] as const;
