@@ -137,6 +137,16 @@ async function benchDatabase(): Promise<BenchDatabase & { server?: PostgresServe
   };
 }
 
+/** Runs a sync part over a fresh bench database (benchDatabase) and the bench's Redis; a throwaway server is destroyed after. */
+async function onBenchDatabase<T>(part: (targets: { redisUrl: string; databaseUrl: string }) => Promise<T>): Promise<T> {
+  const database = await benchDatabase();
+  try {
+    return await part({ redisUrl: redis.url, databaseUrl: database.url });
+  } finally {
+    await database.server?.destroy();
+  }
+}
+
 try {
   if (want("ingest")) {
     const rows = await benchIngest({
@@ -190,13 +200,7 @@ try {
   }
   if (want("sync")) {
     log("sync: issue 22's workload (about 8 minutes)");
-    const database = await benchDatabase();
-    let r;
-    try {
-      r = await benchSync({ redisUrl: redis.url, databaseUrl: database.url, log });
-    } finally {
-      await database.server?.destroy();
-    }
+    const r = await onBenchDatabase((targets) => benchSync({ ...targets, log }));
     results.sync = syncRun = r;
     out("## Sync", "", ...syncReport(r));
   }
@@ -204,13 +208,7 @@ try {
     log(
       "sync-gaps: a first day at 20,000 orders (nothing else running, then 1 event/s), a 2-minute outage at 20,000 and 100,000 (about 25 minutes)",
     );
-    const database = await benchDatabase();
-    let r;
-    try {
-      r = await benchGaps({ redisUrl: redis.url, databaseUrl: database.url, log });
-    } finally {
-      await database.server?.destroy();
-    }
+    const r = await onBenchDatabase((targets) => benchGaps({ ...targets, log }));
     results.syncGaps = gapsRun = r;
     out("## Sync: first day and outages", "", ...gapsReport(r));
   }
@@ -218,13 +216,7 @@ try {
   // the budget is spent. Printed only; the docs and the runs' history take whole sync-gaps runs.
   if (values.only?.split(",").includes("sync-first-day")) {
     log("sync-first-day: a first day at 20,000 orders, with nothing else running and with 1 event/s (about 10 minutes)");
-    const database = await benchDatabase();
-    let runs;
-    try {
-      runs = await benchFirstDays({ redisUrl: redis.url, databaseUrl: database.url }, log);
-    } finally {
-      await database.server?.destroy();
-    }
+    const runs = await onBenchDatabase((targets) => benchFirstDays(targets, log));
     results.syncFirstDay = runs;
     out("## Sync: first day", "", ...runs.flatMap((r) => [...firstDayReport(r, true), ""]));
   }
@@ -232,17 +224,7 @@ try {
   // orders, for trying a change to how refreshes are paced (BENCH_SYNC_ENV). Printed only.
   if (values.only?.split(",").includes("sync-live")) {
     log("sync-live: freshness under 7 events/s over 20,000 orders of history for 150 s (about 5 minutes)");
-    const database = await benchDatabase();
-    let r;
-    try {
-      r = await benchLive(
-        { redisUrl: redis.url, databaseUrl: database.url },
-        { historyOrders: 20_000, eventsPerSecond: 7, seconds: 150 },
-        log,
-      );
-    } finally {
-      await database.server?.destroy();
-    }
+    const r = await onBenchDatabase((targets) => benchLive(targets, { historyOrders: 20_000, eventsPerSecond: 7, seconds: 150 }, log));
     results.syncLive = r;
     const f = r.freshness;
     out(
@@ -262,13 +244,7 @@ try {
   if (values.only?.split(",").includes("sync-outage")) {
     const historyOrders = Number(process.env.BENCH_OUTAGE_ORDERS ?? 100_000);
     log(`sync-outage: a 2-minute outage at ${fmt(historyOrders)} orders (about 10 minutes)`);
-    const database = await benchDatabase();
-    let r;
-    try {
-      r = await benchOutage({ redisUrl: redis.url, databaseUrl: database.url }, { historyOrders, outageSeconds: 120, seed: 29 }, log);
-    } finally {
-      await database.server?.destroy();
-    }
+    const r = await onBenchDatabase((targets) => benchOutage(targets, { historyOrders, outageSeconds: 120, seed: 29 }, log));
     results.syncOutage = r;
     out("## Sync: an outage", "", ...outageReport([r]));
   }
@@ -276,30 +252,16 @@ try {
   // most of it the active tier's schedule): run only when asked for by name.
   if (values.only?.split(",").includes("alerts")) {
     log("alerts: the time from an upstream outage and from a refused key to the notification, with the defaults (about 6 minutes)");
-    const database = await benchDatabase();
-    let rows;
-    try {
-      rows = await benchAlerts({ redisUrl: redis.url, databaseUrl: database.url }, log);
-    } finally {
-      await database.server?.destroy();
-    }
+    const rows = await onBenchDatabase((targets) => benchAlerts(targets, log));
     results.alerts = rows;
     out("## Alerts: from a fault to the notification", "", ...alertsReport(rows, fmt));
   }
   // Long (the pass reads every record at the full class's share): run only when asked for by name.
   if (values.only?.split(",").includes("sync-full")) {
     log("sync-full: a full pass over 100,000 orders of history under live traffic at 3.5 events/s (about an hour)");
-    const database = await benchDatabase();
-    let r;
-    try {
-      r = await benchLive(
-        { redisUrl: redis.url, databaseUrl: database.url },
-        { historyOrders: 100_000, eventsPerSecond: 3.5, seconds: 90 * 60, untilFullPass: true, seed: 26 },
-        log,
-      );
-    } finally {
-      await database.server?.destroy();
-    }
+    const r = await onBenchDatabase((targets) =>
+      benchLive(targets, { historyOrders: 100_000, eventsPerSecond: 3.5, seconds: 90 * 60, untilFullPass: true, seed: 26 }, log),
+    );
     results.syncFull = syncFullRun = r;
     out("## Sync: a full pass under live traffic", "", ...syncFullReport(r));
   }

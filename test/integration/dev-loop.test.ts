@@ -106,63 +106,39 @@ describe("dev's Redis (--redis-port)", () => {
   });
 });
 
+/** A dev stack's banner fields, as dev fills them in. */
+const BANNER: Parameters<typeof devBanner>[0] = {
+  url: "http://127.0.0.1:3000",
+  sandboxUrl: "http://127.0.0.1:4010",
+  sandboxState: "/tmp/dev/sandbox-state.json",
+  redis: { url: "redis://127.0.0.1:6390" },
+  adminToken: "dev-admin-0123456789abcdef",
+  signingSecret: "whsec_dev_0123456789abcdef",
+  apiKey: "svc_live_dev_sandbox_key_not_secret",
+  secrets: "as set",
+  database: "embedded",
+  queuePrefix: "svc",
+  notes: [],
+  onEnter: false,
+};
+
 describe("dev banner", () => {
   it("says the sandbox's records are kept, and where", () => {
-    const banner = devBanner({
-      url: "http://127.0.0.1:3000",
-      sandboxUrl: "http://127.0.0.1:4010",
-      sandboxState: "/tmp/dev/sandbox-state.json",
-      redis: { url: "redis://127.0.0.1:6390" },
-      adminToken: "dev-admin-0123456789abcdef",
-      signingSecret: "whsec_dev_0123456789abcdef",
-      apiKey: "svc_live_dev_sandbox_key_not_secret",
-      secrets: "as set",
-      database: "embedded",
-      queuePrefix: "svc",
-      notes: [],
-      onEnter: false,
-    });
+    const banner = devBanner(BANNER);
     expect(banner).toContain("its records are kept across runs in /tmp/dev/sandbox-state.json, saved every 10 s and at stop");
     expect(banner).not.toContain("not kept");
     expect(banner).not.toContain("SECRETS_KEY");
   });
 
   it("carries SECRETS_KEY in its export block when it is set, so the CLI's accounts commands open the registry", () => {
-    const banner = devBanner({
-      url: "http://127.0.0.1:3000",
-      sandboxUrl: "http://127.0.0.1:4010",
-      sandboxState: "/tmp/dev/sandbox-state.json",
-      redis: { url: "redis://127.0.0.1:6390" },
-      adminToken: "dev-admin-0123456789abcdef",
-      signingSecret: "whsec_dev_0123456789abcdef",
-      apiKey: "svc_live_dev_sandbox_key_not_secret",
-      secretsKey: "c2VjcmV0cy1rZXktb2YtdGhpcnR5LXR3by1ieXRlcyE=",
-      secrets: "as set",
-      database: "embedded",
-      queuePrefix: "svc",
-      notes: [],
-      onEnter: false,
-    });
+    const banner = devBanner({ ...BANNER, secretsKey: "c2VjcmV0cy1rZXktb2YtdGhpcnR5LXR3by1ieXRlcyE=" });
     expect(banner).toContain(
       "  export ADMIN_TOKEN=dev-admin-0123456789abcdef SIGNING_SECRET=whsec_dev_0123456789abcdef SECRETS_KEY=c2VjcmV0cy1rZXktb2YtdGhpcnR5LXR3by1ieXRlcyE=\n",
     );
   });
 
   it("exports SANDBOX_URL, so trigger acts through the stack's sandbox", () => {
-    const banner = devBanner({
-      url: "http://127.0.0.1:3000",
-      sandboxUrl: "http://127.0.0.1:4010",
-      sandboxState: "/tmp/dev/sandbox-state.json",
-      redis: { url: "redis://127.0.0.1:6390" },
-      adminToken: "dev-admin-0123456789abcdef",
-      signingSecret: "whsec_dev_0123456789abcdef",
-      apiKey: "svc_live_dev_sandbox_key_not_secret",
-      secrets: "as set",
-      database: "embedded",
-      queuePrefix: "svc",
-      notes: [],
-      onEnter: false,
-    });
+    const banner = devBanner(BANNER);
     expect(banner).toContain(
       "  export API_BASE_URL=http://127.0.0.1:4010 API_KEY=svc_live_dev_sandbox_key_not_secret SANDBOX_URL=http://127.0.0.1:4010\n",
     );
