@@ -81,12 +81,16 @@ export async function runActivePass(options: ActivePassOptions): Promise<ActiveP
   // Kind by kind, each kind's read-back right after its own open lists: after a gap the orders'
   // final lists come before a long bookings list, so a kind is right as soon as its lists are read.
   for (const kind of SYNCED_KINDS) {
+    // Asked once a kind, before the pass writes any of it: a pass that begins on an empty mirror of
+    // the kind imports it, every list it reads (the first list's page must not make the next
+    // lists' records missed webhooks).
+    const firstImport = await (await readImportState(options)).firstImport(kind);
     for (const query of RESOURCES[kind].activeReads(today))
-      await readAll(options, outcome, kind, query, { seen: seen.get(kind), goOn: reads });
+      await readAll(options, outcome, kind, query, { seen: seen.get(kind), goOn: reads, firstImport });
     // Only after every open list of the kind was read whole: a record they did not return has left them.
     const { states } = RESOURCES[kind];
     if (states && !outcome.leftToImport.includes(kind) && (await reads(kind)))
-      await readBackLeftOpen(options, outcome, { kind, states, seen: seen.get(kind) ?? new Set(), startedAt });
+      await readBackLeftOpen(options, outcome, { kind, states, seen: seen.get(kind) ?? new Set(), startedAt, firstImport });
   }
   return outcome;
 }
@@ -97,9 +101,8 @@ async function readAll(
   outcome: ActivePassOutcome,
   kind: SyncedKind,
   query: ListQuery,
-  { seen, goOn }: { seen?: Set<string>; goOn: (kind: SyncedKind) => Promise<boolean> },
+  { seen, goOn, firstImport }: { seen?: Set<string>; goOn: (kind: SyncedKind) => Promise<boolean>; firstImport: boolean },
 ) {
-  const firstImport = await (await readImportState(options)).firstImport(kind);
   const walked = await readList(
     { ...walkOf(options, kind, query, "active"), goOn: () => goOn(kind), cap: options.pageCap },
     async (page) => {
@@ -153,6 +156,8 @@ interface LeftOpen {
   states: StateOrder;
   seen: ReadonlySet<string>;
   startedAt: Date;
+  /** The pass imports the kind (its writes are `backfill`), as asked before its first list. */
+  firstImport: boolean;
 }
 
 /**
@@ -164,7 +169,7 @@ interface LeftOpen {
  * worth the budget's whole pace (the walk's cap still ends a list that never ends).
  */
 async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassOutcome, left: LeftOpen) {
-  const { kind, states, seen, startedAt } = left;
+  const { kind, states, seen, startedAt, firstImport } = left;
   const { sortKey } = RESOURCES[kind];
   // Only a record created before the open lists were read could have been in them.
   const leftOpen = (await openOfMirror(options.mirror, kind, states)).filter((o) => !seen.has(o.id) && sortKey(o) < startedAt.getTime());
@@ -173,7 +178,6 @@ async function readBackLeftOpen(options: ActivePassOptions, outcome: ActivePassO
   if (leftOpen.length === 0 && !catchUp) return;
   const targets = new Map(leftOpen.map((o) => [o.id, sortKey(o)]));
   const found = new Set<string>();
-  const firstImport = await (await readImportState(options)).firstImport(kind);
   for (const read of finalReads(states, catchUp)) {
     for (const id of found) targets.delete(id);
     const floor = read.whole ? undefined : read.floor;

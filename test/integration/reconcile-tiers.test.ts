@@ -84,6 +84,14 @@ describe.each(testDrivers())("on the %s database", (driver) => {
       expect(sourcesOf(recorded)).toEqual({ backfill: 36 + 15 + 18 });
     });
 
+    it("an active pass into an empty mirror (a first start, before any full pass) writes backfill from every list it reads", async () => {
+      // Orders sit in several open lists and bookings in several windows: the first list's page
+      // must not turn the next lists' records into missed webhooks.
+      await active();
+      expect(new Set(recorded.map((e) => e.data.kind))).toEqual(new Set(["order", "booking", "menu_item"]));
+      expect(sourcesOf(recorded)).toEqual({ backfill: recorded.length });
+    });
+
     it("the active tier running while the first full pass is unfinished still writes backfill", async () => {
       finishedHistory(250);
       await full({ maxPages: 1 }); // one page of orders: the pass is running
