@@ -62,7 +62,6 @@ export function schemeSecretProblem(scheme: SignatureScheme, secret: string): st
 }
 
 export const ROLES = ["all", "web", "worker"] as const;
-export type Role = (typeof ROLES)[number];
 
 export const configSchema = z.object({
   ROLE: z.enum(ROLES, { error: `must be one of ${ROLES.join(", ")}` }).default("all"),

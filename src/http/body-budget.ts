@@ -21,8 +21,6 @@ export interface BodyBudgetOptions {
   minSourceBytes?: number;
 }
 
-export type BodyBudget = ReturnType<typeof createBodyBudget>;
-
 /**
  * A cap on request-body bytes held in memory, counted as they arrive (never as declared), in all
  * and per source: a request names its sources (e.g. `path:acme`, `addr:203.0.113.9`) and may not

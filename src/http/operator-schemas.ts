@@ -367,7 +367,4 @@ export const Alive = z.object({ status: z.literal("ok") });
 export const Ready = z.object({ status: z.literal("ready") });
 
 /** The answers' types as a client reads them (JSON: times are strings). */
-export type EventPageAnswer = z.infer<typeof EventPage>;
-export type EventDetailAnswer = z.infer<typeof EventDetail>;
-export type BulkProgressAnswer = z.infer<typeof BulkProgress>;
 export type ListedAccountAnswer = z.infer<typeof ListedAccount>;

@@ -61,5 +61,3 @@ export function createFairSlots(concurrency: number, perAccount: number = concur
       startNext();
     });
 }
-
-export type FairSlots = ReturnType<typeof createFairSlots>;
