@@ -1,6 +1,5 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { cycles, importGraph, sourceFiles } from "../../scripts/imports.js";
 
 // The layer order of docs/architecture.md, held: every import in src/ (type-only ones too: they
 // tie the code as much) goes to its own layer or one below, never above; no folders import each
@@ -26,80 +25,25 @@ const LAYERS: readonly (readonly string[])[] = [
  */
 const SANDBOX_MAY_IMPORT = new Set(["config", "base", "errors", "upstream/models.ts", "events/signature-schemes.ts", "events/envelope.ts"]);
 
-const SRC = resolve(import.meta.dirname, "../../src");
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const path = join(dir, e.name);
-    if (e.isDirectory()) return sourceFiles(path);
-    return /\.tsx?$/.test(e.name) ? [path] : [];
-  });
-}
-
 /** `http` for src/http/…, `service` for src/service.ts and src/service/…. */
 const folderOf = (file: string) => {
-  const [first = "", second] = relative(SRC, file).split("/");
+  const [, first = "", second] = file.split("/");
   return second === undefined ? first.replace(/\.tsx?$/, "") : first;
 };
 
-interface Import {
-  from: string;
-  to: string;
-}
-
-/** Every relative import of src/ (static, re-exports, dynamic), as paths from src/. */
-function imports(): Import[] {
-  return sourceFiles(SRC).flatMap((file) => {
-    const text = readFileSync(file, "utf8");
-    const specifiers = [...text.matchAll(/\bfrom\s+"(\.[^"]+)"|\bimport\(\s*"(\.[^"]+)"\s*\)/g)].map((m) => m[1] ?? m[2] ?? "");
-    return specifiers.map((s) => ({
-      from: relative(SRC, file),
-      to: relative(SRC, resolve(dirname(file), s.replace(/\.js$/, existsTsx(file, s) ? ".tsx" : ".ts"))),
-    }));
-  });
-}
-
-const existsTsx = (file: string, specifier: string) => {
-  try {
-    readFileSync(resolve(dirname(file), specifier.replace(/\.js$/, ".tsx")));
-    return true;
-  } catch {
-    return false;
-  }
-};
+/** A path from src/ (what the failures name). */
+const inSrc = (path: string) => path.replace(/^src\//, "");
 
 const layerOf = (folder: string) => LAYERS.findIndex((l) => l.includes(folder));
 
-/** A loop of folders (each importing the next, the last the first), or [] when there is none: a depth-first walk. */
-function folderLoop(next: ReadonlyMap<string, ReadonlySet<string>>): string[] {
-  const done = new Set<string>();
-  const path: string[] = [];
-  const walk = (folder: string): string[] => {
-    const at = path.indexOf(folder);
-    if (at >= 0) return [...path.slice(at), folder];
-    if (done.has(folder)) return [];
-    path.push(folder);
-    for (const to of next.get(folder) ?? []) {
-      const loop = walk(to);
-      if (loop.length > 0) return loop;
-    }
-    path.pop();
-    done.add(folder);
-    return [];
-  };
-  for (const folder of next.keys()) {
-    const loop = walk(folder);
-    if (loop.length > 0) return loop;
-  }
-  return [];
-}
-
 describe("the layers", () => {
-  const all = imports();
-  const between = all.map((i) => ({ ...i, a: folderOf(join(SRC, i.from)), b: folderOf(join(SRC, i.to)) })).filter((i) => i.a !== i.b);
+  const all = [...importGraph(sourceFiles("src"))].flatMap(([from, targets]) =>
+    targets.map((to) => ({ from: inSrc(from), to: inSrc(to), a: folderOf(from), b: folderOf(to) })),
+  );
+  const between = all.filter((i) => i.a !== i.b);
 
   it("places every folder of src/ in a layer", () => {
-    const folders = new Set(sourceFiles(SRC).map(folderOf));
+    const folders = new Set(sourceFiles("src").map(folderOf));
     expect([...folders].filter((f) => f !== "sandbox" && layerOf(f) === -1)).toEqual([]);
   });
 
@@ -109,9 +53,9 @@ describe("the layers", () => {
   });
 
   it("has no loop of folders importing each other", () => {
-    const next = new Map<string, Set<string>>();
-    for (const i of between) next.set(i.a, (next.get(i.a) ?? new Set()).add(i.b));
-    expect(folderLoop(next)).toEqual([]);
+    const folders = new Map<string, string[]>();
+    for (const i of between) folders.set(i.a, [...new Set([...(folders.get(i.a) ?? []), i.b])]);
+    expect(cycles(folders)).toEqual([]);
   });
 
   it("lets the sandbox read only the spec's definitions and the bottom layers, and only the CLI start it", () => {
