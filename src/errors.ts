@@ -11,13 +11,33 @@ export class NamedError extends Error {
 }
 
 /**
- * The base of an error class with a stable `code` (what the HTTP answers, the CLI and the logs go
- * by), named after the class that extends it: `class EnvelopeError extends codedError("invalid_event") {}`.
+ * The HTTP answer an error declares where it is defined (http/errors.ts `toHttpFailure` answers by
+ * it): its status, and the message a caller is shown when it is not the error's own (a 503's "retry
+ * later"). An error that declares none is a 500.
  */
-export function codedError<Code extends string>(code: Code) {
+export interface HttpAnswer {
+  readonly status: number;
+  readonly message?: string;
+}
+
+/**
+ * The base of an error class with a stable `code` (what the HTTP answers, the CLI and the logs go
+ * by) and, when a caller can cause it, its HTTP answer, named after the class that extends it:
+ * `class EnvelopeError extends codedError("invalid_event", { status: 400 }) {}`.
+ */
+export function codedError<Code extends string>(code: Code, http?: HttpAnswer) {
   return class extends NamedError {
     readonly code: Code = code;
+    readonly http: HttpAnswer | undefined = http;
   };
+}
+
+/** An error's declared HTTP answer with its code, or undefined when it declares none. */
+export function declaredAnswer(err: unknown): { code: string; status: number; message: string } | undefined {
+  if (!(err instanceof Error) || !("code" in err) || typeof err.code !== "string" || !("http" in err)) return undefined;
+  const http = err.http as HttpAnswer | undefined;
+  if (typeof http?.status !== "number") return undefined;
+  return { code: err.code, status: http.status, message: http.message ?? err.message };
 }
 
 /**

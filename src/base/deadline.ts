@@ -6,7 +6,10 @@ import { codedError } from "../errors.js";
  * A wait that did not end in time, or whose work failed: what a caller answers 503 for and retries
  * later. Layers name their own kind (the queue's QueueUnavailableError extends it).
  */
-export class UnavailableError extends codedError<string>("unavailable") {}
+export class UnavailableError extends codedError<string>("unavailable", {
+  status: 503,
+  message: "a dependency did not answer in time; retry later",
+}) {}
 
 export type UnavailableClass = new (message: string, options?: ErrorOptions) => UnavailableError;
 

@@ -76,7 +76,7 @@ const FAILURE_MESSAGES: Record<StandardWebhookFailure, string> = {
   mismatch: "webhook-signature does not match the message for any configured secret",
 };
 
-export class StandardWebhookError extends codedError("invalid_signature") {
+export class StandardWebhookError extends codedError("invalid_signature", { status: 401 }) {
   constructor(readonly reason: StandardWebhookFailure) {
     super(FAILURE_MESSAGES[reason]);
   }

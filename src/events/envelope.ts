@@ -1,6 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { idProblem, MAX_ID_LENGTH, textProblem } from "../base/text.js";
-import { codedError, NamedError } from "../errors.js";
+import { codedError, NamedError, type HttpAnswer } from "../errors.js";
 import { checkKeepable } from "./keepable-payload.js";
 
 /**
@@ -17,14 +17,14 @@ export interface EventEnvelope {
   text: string;
 }
 
-export class EnvelopeError extends codedError("invalid_event") {}
+export class EnvelopeError extends codedError("invalid_event", { status: 400 }) {}
 
 /** A valid JSON body nested deeper than this cannot be stored (BullMQ's JSON.stringify overflows
  * its stack a few thousand levels down) and no real event comes near it. */
 export const MAX_JSON_DEPTH = 256;
 
 /** Nested deeper than MAX_JSON_DEPTH: refused at once (400), never retried into the queue. */
-export class PayloadTooDeepError extends codedError("payload_too_deep") {
+export class PayloadTooDeepError extends codedError("payload_too_deep", { status: 400 }) {
   constructor(readonly maxDepth: number) {
     super(`body nests objects and arrays deeper than ${maxDepth} levels`);
   }
@@ -42,6 +42,7 @@ export const MAX_IDENTIFIER_LENGTH = MAX_ID_LENGTH;
  */
 export class EventIdentifierError extends NamedError {
   readonly code: "invalid_event_id" | "invalid_event_type";
+  readonly http: HttpAnswer = { status: 400 };
   constructor(readonly field: "id" | "type") {
     super(
       `"${field}" must be at most ${MAX_IDENTIFIER_LENGTH} characters, with no control characters or unpaired surrogates` +
@@ -143,7 +144,7 @@ const BASE64_DIGEST = /^[A-Za-z0-9+/_-]{43}=?$/;
 
 export type SignatureFailure = "missing" | "malformed" | "mismatch";
 
-export class WebhookSignatureError extends codedError("invalid_signature") {
+export class WebhookSignatureError extends codedError("invalid_signature", { status: 401 }) {
   constructor(readonly reason: SignatureFailure) {
     super(
       reason === "missing"

@@ -12,7 +12,7 @@ export class HandlerTimeoutError extends codedError("handler_timeout") {
 }
 
 /** A delivery of a type only this service produces (`change.*`): refused at the edge with a 400. */
-export class ReservedEventTypeError extends codedError("reserved_event_type") {
+export class ReservedEventTypeError extends codedError("reserved_event_type", { status: 400 }) {
   constructor(readonly type: string) {
     super(`event types starting with "change." are produced by the mirror, never delivered: ${JSON.stringify(type.slice(0, 100))}`);
   }

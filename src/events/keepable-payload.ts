@@ -4,7 +4,7 @@ import { codedError } from "../errors.js";
 // hold the parsed value, so what JSON.parse changes is not what the sender signed.
 
 /** A body with a value the parsed form cannot keep: 400, the sender's event is not silently changed. */
-export class UnkeepablePayloadError extends codedError("unkeepable_payload") {}
+export class UnkeepablePayloadError extends codedError("unkeepable_payload", { status: 400 }) {}
 
 // Cheap pre-checks, so an ordinary event pays two native searches: a number can only change when
 // it has 16 or more digits or a 3-digit exponent; a `__proto__` key only where the text says so.

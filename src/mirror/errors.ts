@@ -1,9 +1,9 @@
-import { NamedError } from "../errors.js";
+import { NamedError, type HttpAnswer } from "../errors.js";
 import { type MirrorKind, type UnstorableReason, storableText } from "./values.js";
 import { idProblem, printable, shortened } from "../base/text.js";
 
 // Every error of the mirror layer (the mirror store, the event log, the steps, the record story),
-// in one place: what each refuses and the HTTP answer its code maps to (http/errors.ts).
+// in one place: what each refuses and, where a caller can cause it, its HTTP answer.
 
 /**
  * A list filter or parameter the mirror, the event log or a record's story cannot apply (unknown
@@ -12,6 +12,7 @@ import { idProblem, printable, shortened } from "../base/text.js";
  */
 export class MirrorFilterError extends NamedError {
   readonly code = "invalid_filter";
+  readonly http: HttpAnswer = { status: 400 };
   constructor(
     readonly field: string,
     message: string,
@@ -62,13 +63,23 @@ export function checkListParams(
  */
 export class EventLogError extends NamedError {
   constructor(
-    readonly code: "invalid_filter" | "invalid_event" | "not_found",
+    readonly code: keyof typeof EVENT_LOG_ANSWERS,
     readonly field: string,
     message: string,
   ) {
     super(message);
   }
+  get http(): HttpAnswer {
+    return EVENT_LOG_ANSWERS[this.code];
+  }
 }
+
+/** Each refusal of the event log by its code, with its HTTP status. */
+const EVENT_LOG_ANSWERS = {
+  invalid_filter: { status: 400 },
+  invalid_event: { status: 400 },
+  not_found: { status: 404 },
+} as const satisfies Record<string, HttpAnswer>;
 
 /**
  * A record handed to the mirror lacks a field its table needs, has it in the wrong type, or holds
@@ -93,6 +104,7 @@ export class MirrorRecordError extends NamedError {
 /** An operator read ran past OPERATOR_QUERY_TIMEOUT_MS and was cancelled: an HTTP 503, nothing changed. */
 class OperatorQueryTimeoutError extends NamedError {
   readonly code = "query_timeout";
+  readonly http: HttpAnswer = { status: 503 };
   constructor(readonly timeoutMs: number) {
     super(
       `the query ran longer than ${timeoutMs} ms (OPERATOR_QUERY_TIMEOUT_MS) and was cancelled; narrow it (since/until, type, status) or retry`,
@@ -113,16 +125,29 @@ export async function withOperatorTimeout<T>(timeoutMs: number, read: () => Prom
   }
 }
 
-/** Why the accounts registry (accounts.ts) refused: its code (the HTTP status is http/errors.ts's), the field at fault when there is one. */
+/** Why the accounts registry (accounts.ts) refused: its code and HTTP status (ACCOUNT_ANSWERS), the field at fault when there is one. */
 export class AccountError extends NamedError {
   constructor(
-    readonly code: "invalid_account" | "account_exists" | "account_not_found" | "secrets_key_missing" | "key_refused",
+    readonly code: keyof typeof ACCOUNT_ANSWERS,
     message: string,
     readonly field?: string,
   ) {
     super(message);
   }
+  get http(): HttpAnswer {
+    return ACCOUNT_ANSWERS[this.code];
+  }
 }
+
+/** Each refusal of the accounts registry by its code, with its HTTP status. */
+const ACCOUNT_ANSWERS = {
+  invalid_account: { status: 400 },
+  secrets_key_missing: { status: 400 },
+  account_not_found: { status: 404 },
+  account_exists: { status: 409 },
+  // The API refused the key POST /accounts tried: the body is well formed, its key is not usable.
+  key_refused: { status: 422 },
+} as const satisfies Record<string, HttpAnswer>;
 
 /** The refusal of an id no account has, the id as a line shows it (control characters spelled out, cut at 80). */
 export const accountNotFound = (id: string) => new AccountError("account_not_found", `no account ${shortened(printable(id), 80)}`);
@@ -130,6 +155,7 @@ export const accountNotFound = (id: string) => new AccountError("account_not_fou
 /** The registry could not be read yet (the database away at start) or an account's secrets do not open: the edge answers 503. */
 export class AccountsUnavailableError extends NamedError {
   readonly code = "accounts_unavailable";
+  readonly http: HttpAnswer = { status: 503 };
 }
 
 /** The embedded database cannot start (embedded-server.ts): one line saying why and what to do. */

@@ -1,26 +1,34 @@
 // The worker layer's errors, each with a stable `code`: an operator's request refused, a misuse of
 // `ctx.step`, a HANDLERS_MODULE that does not load, a call to an API the service does not have.
 import { UnrecoverableError } from "bullmq";
-import { codedError, NamedError } from "../errors.js";
+import { codedError, NamedError, type HttpAnswer } from "../errors.js";
 
-/** An operator request refused for the caller's fault (HTTP 4xx by its code); nothing was changed. */
+/** An operator request refused for the caller's fault (an HTTP 4xx by its code, OPERATOR_ANSWERS); nothing was changed. */
 export class OperatorActionError extends NamedError {
   constructor(
-    readonly code:
-      | "event_not_found"
-      | "unknown_handler"
-      | "invalid_request"
-      | "replay_not_found"
-      | "sync_unavailable"
-      | "record_not_found"
-      | "idempotency_key_reused"
-      | "confirm_required"
-      | "replay_running",
+    readonly code: keyof typeof OPERATOR_ANSWERS,
     message: string,
   ) {
     super(message);
   }
+  get http(): HttpAnswer {
+    return OPERATOR_ANSWERS[this.code];
+  }
 }
+
+/** Each refusal of an operator request by its code, with its HTTP status. */
+const OPERATOR_ANSWERS = {
+  invalid_request: { status: 400 },
+  unknown_handler: { status: 400 },
+  event_not_found: { status: 404 },
+  replay_not_found: { status: 404 },
+  record_not_found: { status: 404 },
+  // A request the service cannot serve as configured or as things stand: asked again, it is refused again.
+  sync_unavailable: { status: 409 },
+  confirm_required: { status: 409 },
+  replay_running: { status: 409 },
+  idempotency_key_reused: { status: 422 },
+} as const satisfies Record<string, HttpAnswer>;
 
 export type StepErrorCode = "invalid_step_name" | "duplicate_step" | "step_result_not_json" | "step_result_too_large" | "step_unbound";
 
