@@ -102,7 +102,7 @@ function syncLine(sync: ListedAccountAnswer["sync"]): string {
 /** Runs `work` on the accounts at --url, else on the registry of the database the environment names. */
 async function withAccounts(url: string | undefined, env: NodeJS.ProcessEnv, work: (accounts: Accounts) => Promise<Answer>) {
   if (url !== undefined) {
-    const api = operatorClient(url, env.ADMIN_TOKEN);
+    const api = operatorClient(url, env);
     return work({
       list: async () => (await api.call("GET", "/accounts", AccountList)).data,
       add: (input) => api.call("POST", "/accounts", AccountChange, input),

@@ -92,7 +92,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSig
   if (values.url !== undefined) {
     if (values["no-changes"]) throw new UsageError("--no-changes runs the sweep here; it does not go with --url");
     const path = `/sync/backfill${accountQuery(account)}`;
-    return queued(await operatorClient(values.url, env.ADMIN_TOKEN).call("POST", path, SyncQueued, request));
+    return queued(await operatorClient(values.url, env).call("POST", path, SyncQueued, request));
   }
   const config = loadConfig({ ...env, ROLE: "worker" });
   // What the sweep needs here (the API, Redis) is checked before the database is opened, so a

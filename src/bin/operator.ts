@@ -103,7 +103,7 @@ type Flags = ReturnType<typeof parseFlags<{ options: typeof replayFlags }>>["val
 async function runReplay(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal, out: Output): Promise<Answer> {
   const { values, positionals } = parseFlags({ args: argv, options: replayFlags, allowPositionals: true, strict: true });
   const config = loadConfig({ ...env, ROLE: "worker" });
-  const remote = values.url === undefined ? undefined : operatorClient(values.url, env.ADMIN_TOKEN);
+  const remote = values.url === undefined ? undefined : operatorClient(values.url, env);
   if (values.id !== undefined) {
     if (positionals.length > 0) throw new UsageError("--id replays one event; no list, <job-id> or all with it");
     const others = [...FILTER_FLAGS.filter((f) => f !== "handler"), "dry-run", "fresh", "confirm"] as const;
@@ -357,7 +357,7 @@ async function runReconcile(argv: string[], env: NodeJS.ProcessEnv): Promise<Ans
   const { values } = parseFlags({ args: argv, options: { url: { type: "string" } }, strict: true });
   const asked: z.infer<typeof SyncQueued> =
     values.url !== undefined
-      ? await operatorClient(values.url, env.ADMIN_TOKEN).call("POST", "/sync/reconcile", SyncQueued, {})
+      ? await operatorClient(values.url, env).call("POST", "/sync/reconcile", SyncQueued, {})
       : await withDirectActions(loadConfig({ ...env, ROLE: "worker" }), undefined, (actions) => actions.requestSync("reconcile"));
   return answer(asked, `reconciliation queued as job ${printable(asked.job)}; it runs ${asked.runs ?? "when a worker takes it"}`);
 }
@@ -529,8 +529,10 @@ export function operatorUrl(flag: string): string {
  * with ADMIN_TOKEN. Each call names the answer's schema (http/operator-schemas.ts, the shapes the
  * API's document is made of): the answer is parsed with it and typed by it.
  */
-export function operatorClient(flag: string, token: string | undefined) {
+export function operatorClient(flag: string, env: NodeJS.ProcessEnv) {
   const url = operatorUrl(flag);
+  // The one place the CLI reads ADMIN_TOKEN: every command's --url client is made here.
+  const token = env.ADMIN_TOKEN;
   if (!token) throw new CommandError(`--url calls the service's operator API: set ADMIN_TOKEN to its admin token`);
   return {
     url,

@@ -82,7 +82,7 @@ async function runProblems(argv: string[], env: NodeJS.ProcessEnv): Promise<Answ
   let problems: Problem[];
   if (values.url !== undefined) {
     const params = new URLSearchParams(query as Record<string, string>).toString();
-    problems = (await operatorClient(values.url, env.ADMIN_TOKEN).call("GET", `/problems${params ? `?${params}` : ""}`, ProblemList)).data;
+    problems = (await operatorClient(values.url, env).call("GET", `/problems${params ? `?${params}` : ""}`, ProblemList)).data;
   } else {
     const storage = await openMigratedStorage(loadConfig({ ...env, ROLE: "worker" }), { attach: true });
     try {

@@ -39,8 +39,7 @@ async function read<T, A>(
   local: (stores: Awaited<ReturnType<typeof openEventStores>>) => Promise<T | undefined>,
   notFound: string,
 ): Promise<T | A> {
-  if (where.url !== undefined)
-    return operatorClient(where.url, where.env.ADMIN_TOKEN).call("GET", `${path}${accountQuery(where.account)}`, remote);
+  if (where.url !== undefined) return operatorClient(where.url, where.env).call("GET", `${path}${accountQuery(where.account)}`, remote);
   const stores = await openEventStores(loadConfig({ ...where.env, ROLE: "worker" }));
   try {
     const found = await local(stores.forAccount(where.account));
