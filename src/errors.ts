@@ -32,6 +32,21 @@ export function codedError<Code extends string>(code: Code, http?: HttpAnswer) {
   };
 }
 
+/**
+ * The base of an error class with several codes, each with its HTTP answer in `answers` (its
+ * layer's table): the subclass declares `code` (with its constructor), the answer is read from it.
+ */
+export function answeredByCode<Answers extends Record<string, HttpAnswer>>(answers: Answers) {
+  abstract class AnsweredByCode extends NamedError {
+    abstract readonly code: keyof Answers & string;
+    get http(): HttpAnswer {
+      const answer: HttpAnswer | undefined = answers[this.code];
+      return expectDefined(answer, `no HTTP answer for ${this.code}`);
+    }
+  }
+  return AnsweredByCode;
+}
+
 /** An error's declared HTTP answer with its code, or undefined when it declares none. */
 export function declaredAnswer(err: unknown): { code: string; status: number; message: string } | undefined {
   if (!(err instanceof Error) || !("code" in err) || typeof err.code !== "string" || !("http" in err)) return undefined;

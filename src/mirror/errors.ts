@@ -1,4 +1,4 @@
-import { NamedError, type HttpAnswer } from "../errors.js";
+import { answeredByCode, NamedError, type HttpAnswer } from "../errors.js";
 import { type MirrorKind, type UnstorableReason, storableText } from "./values.js";
 import { idProblem, printable, shortened } from "../base/text.js";
 
@@ -56,12 +56,19 @@ export function checkListParams(
   return Number(limit);
 }
 
+/** Each refusal of the event log by its code, with its HTTP status. */
+const EVENT_LOG_ANSWERS = {
+  invalid_filter: { status: 400 },
+  invalid_event: { status: 400 },
+  not_found: { status: 404 },
+} as const satisfies Record<string, HttpAnswer>;
+
 /**
  * A request the event log refuses: a bad event (HTTP 400) or an unknown event id (404); nothing was
  * changed. `invalid_filter` is for callers outside the layer that check a selection of events
  * themselves (worker/replays.ts); the log's own filters throw MirrorFilterError.
  */
-export class EventLogError extends NamedError {
+export class EventLogError extends answeredByCode(EVENT_LOG_ANSWERS) {
   constructor(
     readonly code: keyof typeof EVENT_LOG_ANSWERS,
     readonly field: string,
@@ -69,17 +76,7 @@ export class EventLogError extends NamedError {
   ) {
     super(message);
   }
-  get http(): HttpAnswer {
-    return EVENT_LOG_ANSWERS[this.code];
-  }
 }
-
-/** Each refusal of the event log by its code, with its HTTP status. */
-const EVENT_LOG_ANSWERS = {
-  invalid_filter: { status: 400 },
-  invalid_event: { status: 400 },
-  not_found: { status: 404 },
-} as const satisfies Record<string, HttpAnswer>;
 
 /**
  * A record handed to the mirror lacks a field its table needs, has it in the wrong type, or holds
@@ -125,20 +122,6 @@ export async function withOperatorTimeout<T>(timeoutMs: number, read: () => Prom
   }
 }
 
-/** Why the accounts registry (accounts.ts) refused: its code and HTTP status (ACCOUNT_ANSWERS), the field at fault when there is one. */
-export class AccountError extends NamedError {
-  constructor(
-    readonly code: keyof typeof ACCOUNT_ANSWERS,
-    message: string,
-    readonly field?: string,
-  ) {
-    super(message);
-  }
-  get http(): HttpAnswer {
-    return ACCOUNT_ANSWERS[this.code];
-  }
-}
-
 /** Each refusal of the accounts registry by its code, with its HTTP status. */
 const ACCOUNT_ANSWERS = {
   invalid_account: { status: 400 },
@@ -148,6 +131,17 @@ const ACCOUNT_ANSWERS = {
   // The API refused the key POST /accounts tried: the body is well formed, its key is not usable.
   key_refused: { status: 422 },
 } as const satisfies Record<string, HttpAnswer>;
+
+/** Why the accounts registry (accounts.ts) refused: its code and HTTP status (ACCOUNT_ANSWERS), the field at fault when there is one. */
+export class AccountError extends answeredByCode(ACCOUNT_ANSWERS) {
+  constructor(
+    readonly code: keyof typeof ACCOUNT_ANSWERS,
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
 
 /** The refusal of an id no account has, the id as a line shows it (control characters spelled out, cut at 80). */
 export const accountNotFound = (id: string) => new AccountError("account_not_found", `no account ${shortened(printable(id), 80)}`);

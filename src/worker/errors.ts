@@ -1,20 +1,7 @@
 // The worker layer's errors, each with a stable `code`: an operator's request refused, a misuse of
 // `ctx.step`, a HANDLERS_MODULE that does not load, a call to an API the service does not have.
 import { UnrecoverableError } from "bullmq";
-import { codedError, NamedError, type HttpAnswer } from "../errors.js";
-
-/** An operator request refused for the caller's fault (an HTTP 4xx by its code, OPERATOR_ANSWERS); nothing was changed. */
-export class OperatorActionError extends NamedError {
-  constructor(
-    readonly code: keyof typeof OPERATOR_ANSWERS,
-    message: string,
-  ) {
-    super(message);
-  }
-  get http(): HttpAnswer {
-    return OPERATOR_ANSWERS[this.code];
-  }
-}
+import { answeredByCode, codedError, type HttpAnswer } from "../errors.js";
 
 /** Each refusal of an operator request by its code, with its HTTP status. */
 const OPERATOR_ANSWERS = {
@@ -29,6 +16,16 @@ const OPERATOR_ANSWERS = {
   replay_running: { status: 409 },
   idempotency_key_reused: { status: 422 },
 } as const satisfies Record<string, HttpAnswer>;
+
+/** An operator request refused for the caller's fault (an HTTP 4xx by its code, OPERATOR_ANSWERS); nothing was changed. */
+export class OperatorActionError extends answeredByCode(OPERATOR_ANSWERS) {
+  constructor(
+    readonly code: keyof typeof OPERATOR_ANSWERS,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 export type StepErrorCode = "invalid_step_name" | "duplicate_step" | "step_result_not_json" | "step_result_too_large" | "step_unbound";
 
