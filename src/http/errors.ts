@@ -47,8 +47,10 @@ export class UnsupportedMediaTypeError extends codedError("unsupported_media_typ
   }
 }
 
-/** The client went away before its body was complete: its error, not ours (logged at debug). */
-// Nobody reads this answer (the client is gone); the status is for the request log.
+/**
+ * The client went away before its body was complete: its error, not ours (logged at debug).
+ * Nobody reads its answer (the client is gone); the status is for the request log.
+ */
 export class RequestAbortedError extends codedError("request_aborted", { status: 400 }) {
   constructor(options?: { cause?: unknown }) {
     super("the client closed the connection before the body was complete", options);
