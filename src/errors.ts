@@ -34,17 +34,21 @@ export function codedError<Code extends string>(code: Code, http?: HttpAnswer) {
 
 /**
  * The base of an error class with several codes, each with its HTTP answer in `answers` (its
- * layer's table): the subclass declares `code` (with its constructor), the answer is read from it.
+ * layer's table): made with one of the codes and a message, its answer read by its code.
  */
 export function answeredByCode<Answers extends Record<string, HttpAnswer>>(answers: Answers) {
-  abstract class AnsweredByCode extends NamedError {
-    abstract readonly code: keyof Answers & string;
+  return class AnsweredByCode extends NamedError {
+    constructor(
+      readonly code: keyof Answers & string,
+      message: string,
+    ) {
+      super(message);
+    }
     get http(): HttpAnswer {
       const answer: HttpAnswer | undefined = answers[this.code];
       return expectDefined(answer, `no HTTP answer for ${this.code}`);
     }
-  }
-  return AnsweredByCode;
+  };
 }
 
 /** An error's declared HTTP answer with its code, or undefined when it declares none. */

@@ -70,11 +70,11 @@ const EVENT_LOG_ANSWERS = {
  */
 export class EventLogError extends answeredByCode(EVENT_LOG_ANSWERS) {
   constructor(
-    readonly code: keyof typeof EVENT_LOG_ANSWERS,
+    code: keyof typeof EVENT_LOG_ANSWERS,
     readonly field: string,
     message: string,
   ) {
-    super(message);
+    super(code, message);
   }
 }
 
@@ -135,11 +135,11 @@ const ACCOUNT_ANSWERS = {
 /** Why the accounts registry (accounts.ts) refused: its code and HTTP status (ACCOUNT_ANSWERS), the field at fault when there is one. */
 export class AccountError extends answeredByCode(ACCOUNT_ANSWERS) {
   constructor(
-    readonly code: keyof typeof ACCOUNT_ANSWERS,
+    code: keyof typeof ACCOUNT_ANSWERS,
     message: string,
     readonly field?: string,
   ) {
-    super(message);
+    super(code, message);
   }
 }
 

@@ -18,14 +18,7 @@ const OPERATOR_ANSWERS = {
 } as const satisfies Record<string, HttpAnswer>;
 
 /** An operator request refused for the caller's fault (an HTTP 4xx by its code, OPERATOR_ANSWERS); nothing was changed. */
-export class OperatorActionError extends answeredByCode(OPERATOR_ANSWERS) {
-  constructor(
-    readonly code: keyof typeof OPERATOR_ANSWERS,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export class OperatorActionError extends answeredByCode(OPERATOR_ANSWERS) {}
 
 export type StepErrorCode = "invalid_step_name" | "duplicate_step" | "step_result_not_json" | "step_result_too_large" | "step_unbound";
 
