@@ -254,6 +254,21 @@ function ChangeTable(props: { changes: CausedChange[]; now: Date }) {
   );
 }
 
+/** A page's range presets (no unbounded one), the one in force in bold, and the moment it starts. */
+function BoundedRanges(props: { lead: string; href: (range: RangePreset) => string; range: RangePreset; since: Date; now: Date }) {
+  return (
+    <div class="presets">
+      <span class="muted">{props.lead}</span>
+      {(Object.keys(RANGE_PRESETS) as RangePreset[]).map((r) =>
+        r === props.range ? <strong>{RANGE_LABELS[r]}</strong> : <a href={props.href(r)}>{RANGE_LABELS[r]}</a>,
+      )}
+      <span class="muted">
+        · since <When at={props.since} now={props.now} />
+      </span>
+    </div>
+  );
+}
+
 /** What each source of a change says: the kind of read that wrote it. */
 const SOURCE_WORDS: Record<ChangeSource, string> = {
   reconcile: "found by a reconciliation sweep, announced by no webhook (missed webhooks)",
@@ -269,19 +284,13 @@ export function ChangesPage(props: { changes: CausedChange[]; source: ChangeSour
   const { changes, source, since, now } = props;
   return (
     <Layout title={source === "reconcile" ? "Missed webhooks" : `Changes: ${source}`} section="health">
-      <div class="presets">
-        <span class="muted">Recorded in the</span>
-        {(Object.keys(RANGE_PRESETS) as RangePreset[]).map((r) =>
-          r === props.range ? (
-            <strong>{RANGE_LABELS[r]}</strong>
-          ) : (
-            <a href={hrefWith(`${CONSOLE_PATH}/changes`, { source, range: r })}>{RANGE_LABELS[r]}</a>
-          ),
-        )}
-        <span class="muted">
-          · since <When at={since} now={now} />
-        </span>
-      </div>
+      <BoundedRanges
+        lead="Recorded in the"
+        href={(r) => hrefWith(`${CONSOLE_PATH}/changes`, { source, range: r })}
+        range={props.range}
+        since={since}
+        now={now}
+      />
       <p data-testid="changes-summary">
         {changes.length === 0
           ? `No change ${SOURCE_WORDS[source]} in this range.`
@@ -294,35 +303,33 @@ export function ChangesPage(props: { changes: CausedChange[]; source: ChangeSour
 
 function ChangeRows(props: { changes: CausedChange[]; now: Date }) {
   return (
-    <>
-      <Table columns={["Change", "Record", "Source", "Changed fields", "Recorded"]}>
-        {props.changes.map((c) => (
-          <tr>
-            <td class="mono">
-              {c.event ? (
-                <EventLink id={c.id} />
-              ) : (
-                <span title="no handler received it: its record's history, not an event">{printable(c.id)}</span>
-              )}
-            </td>
-            <td class="mono">
-              {c.kind} <a href={recordHref(mirrorKindOfChange(c.kind) ?? c.kind, c.recordId)}>{printable(c.recordId)}</a>
-            </td>
-            <td>{c.source}</td>
-            <td>
-              <span class="mono">{c.changed.join(", ")}</span>
-              <details>
-                <summary>before / after</summary>
-                <pre>{json({ before: c.before, after: c.after })}</pre>
-              </details>
-            </td>
-            <td>
-              <When at={c.receivedAt} now={props.now} />
-            </td>
-          </tr>
-        ))}
-      </Table>
-    </>
+    <Table columns={["Change", "Record", "Source", "Changed fields", "Recorded"]}>
+      {props.changes.map((c) => (
+        <tr>
+          <td class="mono">
+            {c.event ? (
+              <EventLink id={c.id} />
+            ) : (
+              <span title="no handler received it: its record's history, not an event">{printable(c.id)}</span>
+            )}
+          </td>
+          <td class="mono">
+            {c.kind} <a href={recordHref(mirrorKindOfChange(c.kind) ?? c.kind, c.recordId)}>{printable(c.recordId)}</a>
+          </td>
+          <td>{c.source}</td>
+          <td>
+            <span class="mono">{c.changed.join(", ")}</span>
+            <details>
+              <summary>before / after</summary>
+              <pre>{json({ before: c.before, after: c.after })}</pre>
+            </details>
+          </td>
+          <td>
+            <When at={c.receivedAt} now={props.now} />
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
@@ -488,19 +495,13 @@ export function FailuresPage(props: {
   const total = groups.reduce((n, g) => n + g.events, 0);
   return (
     <Layout title="Failures" section="failures">
-      <div class="presets">
-        <span class="muted">Received in the</span>
-        {(Object.keys(RANGE_PRESETS) as RangePreset[]).map((r) =>
-          r === props.range ? (
-            <strong>{RANGE_LABELS[r]}</strong>
-          ) : (
-            <a href={hrefWith(`${CONSOLE_PATH}/failures`, { range: r })}>{RANGE_LABELS[r]}</a>
-          ),
-        )}
-        <span class="muted">
-          · since <When at={since} now={now} />
-        </span>
-      </div>
+      <BoundedRanges
+        lead="Received in the"
+        href={(r) => hrefWith(`${CONSOLE_PATH}/failures`, { range: r })}
+        range={props.range}
+        since={since}
+        now={now}
+      />
       <p>
         {groups.length === 0
           ? "Nothing failed or is retrying in this range."
