@@ -23,7 +23,7 @@ const LAYERS: readonly (readonly string[])[] = [
  * spec (what a record is, the page bound, how a delivery is signed) and the bottom layers, none of
  * the machinery. Only the CLI (bin) starts it.
  */
-const SANDBOX_MAY_IMPORT = new Set(["config", "base", "errors", "upstream/models.ts", "events/signature-schemes.ts", "events/envelope.ts"]);
+const SANDBOX_MAY_IMPORT = new Set(["config", "base", "errors", "upstream/models.ts", "events/signature-schemes.ts"]);
 
 /** `http` for src/http/…, `service` for src/service.ts and src/service/…. */
 const folderOf = (file: string) => {
