@@ -5,7 +5,7 @@ import { z } from "zod";
 import { printable } from "../base/text.js";
 import type { KnownEventType } from "../events/catalog.js";
 import { nextStatus, type OrderStatus } from "../sandbox/records.js";
-import { type Answer, answer, causeCode, CommandError, UsageError } from "./command.js";
+import { type Answer, answer, causeCode, CommandError, parsedJson, UsageError } from "./command.js";
 
 /** How long the sandbox may take to answer one call (a wrong host must not hang the command). */
 const CALL_TIMEOUT_MS = 10_000;
@@ -54,7 +54,7 @@ function sandboxControls(url: string) {
       );
     }
     const text = await res.text();
-    const json = parsed(text);
+    const json = parsedJson(text, undefined);
     if (res.ok && json !== undefined) return json;
     const refusal = Refusal.safeParse(json).data?.error;
     if (refusal)
@@ -90,14 +90,6 @@ type SandboxControls = ReturnType<typeof sandboxControls>;
 
 /** Why fetch got no answer: the cause's code (ECONNREFUSED), else its message (fetch's "bad port"), else the error's name. */
 const whyUnanswered = (err: unknown) => causeCode(err) ?? ((err as Error).cause as Error | undefined)?.message ?? (err as Error).name;
-
-function parsed(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
 
 /** The status after the record's, when it has one: none for a terminal order or an unknown record. */
 const nextStatusOf = (record: SandboxRecord | undefined) =>

@@ -5,7 +5,7 @@ import { isKnownEventType, KNOWN_EVENT_TYPES, type KnownEventType } from "../eve
 import { signDelivery } from "../events/signature-schemes.js";
 import { printable } from "../base/text.js";
 import { newEventId } from "../sandbox/webhook-sender.js";
-import { type Answer, answer, causeCode, CommandError, flagOptions, parseFlags, UsageError } from "./command.js";
+import { type Answer, answer, causeCode, CommandError, flagOptions, parsedJson, parseFlags, UsageError } from "./command.js";
 import { triggerThroughSandbox } from "./trigger-sandbox.js";
 
 export const help = `svc-webhooks trigger <event-type> [--data '<json>'] [--sandbox <url> | --direct [--url <url>] [--secret <s>] [--scheme svc|standard-webhooks] [--id <event-id>]]
@@ -79,8 +79,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<Answe
   if (!type || extra.length > 0) throw new UsageError(`trigger takes one event type\n\n${help}`);
   // A misspelt type would be accepted and routed to no handler: a test event that tests nothing.
   if (!isKnownEventType(type)) throw new UsageError(`unknown event type "${type}"; known types: ${KNOWN_EVENT_TYPES.join(", ")}`);
-  // Text that is no JSON comes back as a string (safeJson): not an object either.
-  const data = values.data === undefined ? {} : safeJson(values.data);
+  // Text that is no JSON comes back as a string: not an object either.
+  const data = values.data === undefined ? {} : parsedJson(values.data, values.data);
   if (typeof data !== "object" || data === null || Array.isArray(data)) throw new UsageError("--data must be a JSON object");
   const sandbox = sandboxUrl(values, env);
   const fields = data as Record<string, unknown>;
@@ -154,15 +154,7 @@ async function sendDirect(
   const text = await res.text();
   if (!res.ok) process.exitCode = 1;
   return answer(
-    { sent: event, status: res.status, answer: safeJson(text) },
+    { sent: event, status: res.status, answer: parsedJson(text, text) },
     `sent ${type} ${event.id} to ${url}: ${res.status}${res.ok ? "" : ` ${printable(text.slice(0, 200))}`}`,
   );
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }
