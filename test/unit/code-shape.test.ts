@@ -1,9 +1,9 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { ROOT, sourceFiles } from "../../scripts/imports.js";
 
 // The size limit of the style guide, checked where it can be kept: a function past 120 lines has
 // steps that want names. Files have no length cap: a file holds one concept whole (its types,
@@ -11,17 +11,11 @@ import { describe, expect, it } from "vitest";
 // project already has, on the source text (comments and blank lines count: they are part of what
 // a reader reads).
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SRC = join(ROOT, "src");
 const MAX_FUNCTION_LINES = 120;
 
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return /\.tsx?$/.test(entry.name) && !entry.name.endsWith(".d.ts") ? [path] : [];
-  });
-}
+/** The .ts and .tsx files below a folder, as absolute paths (scripts/imports.ts lists them). */
+const filesBelow = (dir: string) => sourceFiles(relative(ROOT, dir)).map((file) => join(ROOT, file));
 
 const isFunction = (node: ts.Node) =>
   ts.isFunctionDeclaration(node) ||
@@ -61,7 +55,7 @@ function longFunctions(files: string[]): string[] {
 }
 
 describe("the code's shape", () => {
-  const files = sourceFiles(SRC);
+  const files = filesBelow(SRC);
 
   it(`has no function in src/ over ${MAX_FUNCTION_LINES} lines`, () => {
     expect(longFunctions(files)).toEqual([]);
@@ -180,7 +174,7 @@ const TIMING_ALLOWED: { file: string; text: string; why: string }[] = [
 ];
 
 describe("the tests' shape", () => {
-  const uses = timingUses(sourceFiles(TEST_DIR));
+  const uses = timingUses(filesBelow(TEST_DIR));
   const allowed = (u: TimingUse) => TIMING_ALLOWED.some((a) => a.file === u.file && u.text.includes(a.text));
 
   it("has no fixed sleep and no wall-clock threshold outside the allow-list (wait for the condition; speed goes to the bench)", () => {
