@@ -40,6 +40,14 @@ export interface ImportState {
    */
   firstImport(kind: SyncedKind): Promise<boolean>;
   /**
+   * Whether a new walk of the kind's whole list (a full pass, a backfill without `--since`) is its
+   * first import: `firstImport`, or no whole-list walk of the kind ever completed. The mirror then
+   * never held the whole list, whatever an active pass, a refresh or a webhook wrote into it first:
+   * on a fresh stack the active tier's first pass writes today's bookings before the full tier
+   * starts, and the older bookings the full pass reads next are the import's, not missed webhooks.
+   */
+  walkImports(kind: SyncedKind): Promise<boolean>;
+  /**
    * Whether a backfill of the whole list (no `--since`) is walking `kind` now or will in this run:
    * its checkpoint unfinished, and the run alive. The full tier leaves such a kind to it (that
    * backfill is the pass: two walkers of one list would read it twice at once).
@@ -88,13 +96,16 @@ export async function readImportState(deps: {
         (o.passStartedAt > c.passStartedAt || (o.lastCompleteAt !== null && o.lastCompleteAt > c.passStartedAt)),
     );
   const importing = (kind: string) => rows.some((c) => c.kind === kind && importsNow(c));
+  const firstImport = async (kind: SyncedKind) => importing(kind) || (await deps.mirror.list(kind, { limit: 1 })).data.length === 0;
   return {
     now,
     full: (kind) => of("full", kind),
     backfill: (kind) => of("backfill", kind),
     importing,
-    async firstImport(kind) {
-      return importing(kind) || (await deps.mirror.list(kind, { limit: 1 })).data.length === 0;
+    firstImport,
+    async walkImports(kind) {
+      const walked = rows.some((c) => c.kind === kind && (c.tier === "full" || c.since === null) && c.lastCompleteAt !== null);
+      return !walked || (await firstImport(kind));
     },
     backfillWalking(kind) {
       const own = of("backfill", kind);

@@ -81,7 +81,7 @@ async function runningOrDuePass(options: FullSliceOptions, kind: SyncedKind): Pr
     state = await readImportState(options);
   }
   if (!options.force && !state.passDue(kind, options.intervalMs)) return undefined;
-  return checkpoints.start("full", kind, { firstImport: await state.firstImport(kind) });
+  return checkpoints.start("full", kind, { firstImport: await state.walkImports(kind) });
 }
 
 /**

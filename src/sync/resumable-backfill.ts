@@ -63,7 +63,10 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillOut
     if (goesOn && cp?.since === since)
       plan.push({ kind, checkpoint: cp, resumed: cp.passCompletedAt === null, skipped: cp.passCompletedAt !== null });
     else {
-      const checkpoint = await options.checkpoints.start("backfill", kind, { firstImport: await state.firstImport(kind), since });
+      const checkpoint = await options.checkpoints.start("backfill", kind, {
+        firstImport: await (since === null ? state.walkImports(kind) : state.firstImport(kind)),
+        since,
+      });
       plan.push({ kind, checkpoint, resumed: false, skipped: false });
     }
   }

@@ -102,14 +102,16 @@ describe("the embedded store while Redis does not answer", { timeout: 60_000 }, 
     const scheduler = createRefreshQueue({ redis, queue, prefix, debounceMs: 60_000 });
     await queue.waitUntilReady();
     await redisServer.stop();
-    // An order already held: the pass is no first import, so its writes ask which ids were pending.
+    // Orders held and walked whole once: the pass is no first import, so its writes ask which ids were pending.
     await mirror.upsert("orders", [orderRecord("ord_held")], await mirror.clock());
+    const checkpoints = createSyncCheckpoints(database.db);
+    await checkpoints.complete(await checkpoints.start("full", "orders", { firstImport: true }), { cursor: null, records: 1, pages: 1 });
     const asking = signal();
     const sweep = runFullSlice({
       api,
       mirror,
-      checkpoints: createSyncCheckpoints(database.db),
-      intervalMs: 3_600_000,
+      checkpoints,
+      intervalMs: 0,
       maxPages: 100,
       changes: {
         writer: createMirrorWriter(mirror),

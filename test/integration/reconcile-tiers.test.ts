@@ -92,6 +92,16 @@ describe.each(testDrivers())("on the %s database", (driver) => {
       expect(sourcesOf(recorded)).toEqual({ backfill: recorded.length });
     });
 
+    it("the first full pass, begun after an active pass wrote part of every kind (a first start), is their import all the same", async () => {
+      // The fresh stack's order: the active tier's first pass lands before the full tier starts.
+      finishedHistory(250);
+      await active();
+      const fromActive = recorded.length;
+      await full();
+      expect(recorded.length).toBeGreaterThan(fromActive);
+      expect(sourcesOf(recorded)).toEqual({ backfill: recorded.length });
+    });
+
     it("the active tier running while the first full pass is unfinished still writes backfill", async () => {
       finishedHistory(250);
       await full({ maxPages: 1 }); // one page of orders: the pass is running
