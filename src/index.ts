@@ -45,7 +45,7 @@ export { createStepStore, type StepRecord, type StepStore } from "./mirror/step-
 export type { WorkerRole, FinishedEvent } from "./worker/worker-role.js";
 export { createDatabase, DatabaseConfigError, migrateToLatest, MigrationError } from "./mirror/database.js";
 export type { Database, DatabaseOptions } from "./mirror/database.js";
-export { MIRROR_KINDS, type MirrorKind } from "./mirror/values.js";
+export { MIRROR_KINDS, type MirrorKind } from "./mirror/kinds.js";
 export { createPostgresMirror } from "./mirror/mirror-store.js";
 export { createEventLog, type EventLog, type EventPage, type EventQuery, type LoggedEvent } from "./mirror/event-log.js";
 export type { MirrorChange, MirrorListFilter, MirrorPage, MirrorRecord, MirrorStore, UpsertResult } from "./mirror/mirror-store.js";

@@ -18,7 +18,7 @@ import { createRejectionReporter } from "./mirror/set-aside-records.js";
 import { openStorage, type Storage } from "./mirror/storage.js";
 import type { MirrorStore } from "./mirror/mirror-store.js";
 import { type Database } from "./mirror/database.js";
-import { MIRROR_KINDS, type MirrorKind } from "./mirror/values.js";
+import { MIRROR_KINDS, type MirrorKind } from "./mirror/kinds.js";
 import { createStreamSink, readStreamBacklog, type EventSink as StreamSink } from "./queue/ingest-stream.js";
 import { type Deadline, withTimeout, deadlineIn } from "./base/deadline.js";
 import { operatorMount, serviceAccounts, serviceOperatorActions, type OperatorQueues } from "./service/operator-mount.js";

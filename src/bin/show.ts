@@ -5,7 +5,7 @@
 import type * as z from "zod";
 import { loadConfig } from "../config/config.js";
 import { EventDetail as EventAnswer, recordStory } from "../http/operator-schemas.js";
-import { MIRROR_KINDS, type MirrorKind } from "../mirror/values.js";
+import { MIRROR_KINDS, type MirrorKind } from "../mirror/kinds.js";
 import type { RecordStory } from "../mirror/record-story.js";
 import { type EventDetail, readEventDetail, readStory } from "../mirror/storage.js";
 import { shownStatus } from "../mirror/values.js";

@@ -1,7 +1,7 @@
 import { OpenApiGeneratorV31, OpenAPIRegistry, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import type { Hono } from "hono";
 import * as z from "zod";
-import { MIRROR_KINDS, type MirrorKind } from "../mirror/values.js";
+import { MIRROR_KINDS, type MirrorKind } from "../mirror/kinds.js";
 import { METRICS_PATH } from "./operator-routes.js";
 import * as S from "./operator-schemas.js";
 import type { AppEnv } from "./request-log.js";

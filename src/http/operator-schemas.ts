@@ -4,7 +4,7 @@ import { EVENT_STATUSES, HANDLER_STATUSES } from "../mirror/database.js";
 import { EVENT_QUERY_PARAMS, REPLAY_FILTER_FIELDS } from "../mirror/event-log.js";
 import { MIRROR_QUERY_PARAMS } from "../mirror/mirror-store.js";
 import { ACCOUNT_ID, newAccountSchema, rotationSchema } from "../mirror/accounts.js";
-import { type MirrorKind } from "../mirror/values.js";
+import { type MirrorKind } from "../mirror/kinds.js";
 import { MAX_ID_LENGTH } from "../base/text.js";
 import { PROBLEM_KINDS, PROBLEM_STATES, type Problem as ProblemShape } from "../problems/problem.js";
 import { bookingSchema, menuItemSchema, orderSchema, reviewSchema } from "../upstream/models.js";

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { EVENTS_QUEUE } from "../queue/events-queue.js";
 import { BUDGET_CLASSES } from "../upstream/rate-limiter.js";
 import { defineScripts, type RedisClient } from "../redis/redis.js";
+import { keptFresh } from "../mirror/kinds.js";
 import type { MetricJson, Metrics } from "./metrics.js";
 
 /**
@@ -53,12 +54,12 @@ const SERIES: readonly {
   { key: "missed", merge: "sum", metric: (m) => m.missedWebhooks, read: (v) => total(v) },
   { key: "backlog", merge: "max", metric: (m) => m.streamBacklog, read: (v) => largest(v) },
   { key: "lagSeconds", merge: "max", metric: (m) => m.consumerLag, read: (v) => largest(v) },
-  // Reviews arrive only by webhook and may be quiet all day (as the SvcMirrorStale alert leaves them out).
+  // A kind that arrives only by webhook may be quiet all day (as the SvcMirrorStale alert leaves it out).
   {
     key: "mirrorAgeSeconds",
     merge: "max",
     metric: (m) => m.mirrorLag,
-    read: (v) => largest(v, (l) => l.kind !== "reviews"),
+    read: (v) => largest(v, (l) => keptFresh(String(l.kind))),
   },
 ];
 

@@ -1,22 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import type { MirrorChange, MirrorRecord, MirrorStore, UpsertResult } from "./mirror-store.js";
-import { changeEventType, type ChangeData, type ChangeEvent, type ChangeKind, type ChangeSource } from "../events/catalog.js";
+import { changeEventType, type ChangeData, type ChangeEvent, type ChangeSource } from "../events/catalog.js";
 import { type DatabaseSchema } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
-import { type MirrorKind } from "./values.js";
+import { changeKindOf, type MirrorKind } from "./kinds.js";
 import type { RefusedUpstreamRecord } from "./set-aside-records.js";
 import { expectDefined } from "../errors.js";
 import { EVERY_CHANGE, type ListensToChange } from "../events/change-listeners.js";
-
-/** The change kind of each mirror kind that produces change events (reviews are stored as delivered: none). */
-const CHANGE_KIND_OF = { orders: "order", bookings: "booking", "menu-items": "menu_item" } as const satisfies Partial<
-  Record<MirrorKind, ChangeKind>
->;
-
-/** The mirror kind whose records a change kind's changes are of (CHANGE_KIND_OF read backwards): where a change's record page is. */
-export const mirrorKindOfChange = (kind: string) =>
-  (Object.keys(CHANGE_KIND_OF) as (keyof typeof CHANGE_KIND_OF)[]).find((mirrorKind) => CHANGE_KIND_OF[mirrorKind] === kind);
 
 /** A change as recorded in the outbox, with its id and the source it was attributed to. */
 export type RecordedChange = ChangeEvent;
@@ -54,7 +45,7 @@ async function insertChanges(
   const recorded: RecordedChange[] = [];
   const kinds: MirrorKind[] = [];
   for (const change of changes) {
-    const kind = (CHANGE_KIND_OF as Partial<Record<MirrorKind, ChangeKind>>)[change.kind];
+    const kind = changeKindOf(change.kind);
     if (!kind) continue;
     const data: ChangeData = {
       kind,

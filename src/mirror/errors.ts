@@ -1,5 +1,6 @@
 import { answeredByCode, NamedError, type HttpAnswer } from "../errors.js";
-import { type MirrorKind, type UnstorableReason, storableText } from "./values.js";
+import { type UnstorableReason, storableText } from "./values.js";
+import { type MirrorKind } from "./kinds.js";
 import { idProblem, printable, shortened } from "../base/text.js";
 
 // Every error of the mirror layer (the mirror store, the event log, the steps, the record story),

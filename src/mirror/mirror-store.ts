@@ -31,8 +31,8 @@ import {
   MAX_KEY_BYTES,
   unstorableString,
   type UnstorableReason,
-  type MirrorKind,
 } from "./values.js";
+import { tableOf, type MirrorKind } from "./kinds.js";
 import { idProblem, MAX_RECORD_ID_LENGTH } from "../base/text.js";
 import { checkedId, checkLimit, checkListParams, MirrorFilterError, MirrorRecordError, withOperatorTimeout } from "./errors.js";
 import { expectDefined } from "../errors.js";
@@ -303,10 +303,6 @@ async function listMirrorPage(
 // caught here, per record, before any SQL runs; the record itself goes to `raw` unchanged,
 // unknown fields included. Money leaves here as a decimal string:
 // a JSON number's shortest form (what the API sent, as JavaScript parsed it) or the string given.
-
-const TABLE_OF = { orders: "orders", bookings: "bookings", "menu-items": "menu_items", reviews: "reviews" } as const;
-/** The kind's table, typed as `orders` (the columns every mirror table shares: see AnyMirrorDb). */
-export const tableOf = (kind: MirrorKind) => TABLE_OF[kind] as "orders";
 
 /** A row before its write: the store adds its account (upsertRows), so checking a record needs none. */
 type Unscoped<T> = Omit<Insertable<T>, "account_id">;

@@ -1,10 +1,11 @@
 import { sql, type Kysely, type Selectable } from "kysely";
 import { isDeepStrictEqual } from "node:util";
 import { summarizeHandlers, decodeEventCursor, encodeEventCursor, logOrder, pastPosition, type LogPosition } from "./event-log.js";
-import { validateRecordId, tableOf, type MirrorRecord, fittingRows } from "./mirror-store.js";
+import { validateRecordId, type MirrorRecord, fittingRows } from "./mirror-store.js";
 import { type DatabaseSchema, type EventStatus, type HandlerOutcome } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
-import { MIRROR_KINDS, type MirrorKind, fromStoredPayload } from "./values.js";
+import { fromStoredPayload } from "./values.js";
+import { MIRROR_KINDS, tableOf, type MirrorKind } from "./kinds.js";
 import { withOperatorTimeout } from "./errors.js";
 import { CHANGE_KINDS, CHANGE_TYPE_PREFIX, changeEventType, type ChangeSource } from "../events/catalog.js";
 

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { sql, type Kysely, type Transaction } from "kysely";
 import { fromExcluded, type DatabaseSchema } from "./database.js";
-import { fitsKey, storableText, type MirrorKind, type UnstorableReason } from "./values.js";
+import { fitsKey, storableText, type UnstorableReason } from "./values.js";
+import { type MirrorKind } from "./kinds.js";
 import { cutAt, MAX_ID_LENGTH, MAX_RECORD_ID_LENGTH } from "../base/text.js";
 import type { Logger } from "pino";
 

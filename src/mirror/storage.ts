@@ -5,7 +5,7 @@ import { createDatabase, type Database, migrateToLatest } from "./database.js";
 import { DEFAULT_ACCOUNT } from "../config/defaults.js";
 import { withOperatorTimeout } from "./errors.js";
 import type { RejectedRecord } from "./set-aside-records.js";
-import type { MirrorKind } from "./values.js";
+import type { MirrorKind } from "./kinds.js";
 import { readRecordStory, type RecordStory } from "./record-story.js";
 
 import type { Config } from "../config/config.js";

@@ -1,9 +1,5 @@
 import { cutAt, LONE_SURROGATE } from "../base/text.js";
 
-/** The kinds of record the mirror keeps, as routes and the console name them. */
-export const MIRROR_KINDS = ["orders", "bookings", "menu-items", "reviews"] as const;
-export type MirrorKind = (typeof MIRROR_KINDS)[number];
-
 /**
  * An event's status as people are shown it (the console, the CLI): the event log says `received`
  * for an event whose last attempt failed and will be retried, shown as retrying.

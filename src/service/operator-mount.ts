@@ -10,7 +10,7 @@ import { readMinuteSamples } from "../metrics/minute-samples.js";
 import { eventQueryFromParams, listFailureGroups } from "../mirror/event-log.js";
 import { filterFromQuery, readBookkeeping, validateRecordId } from "../mirror/mirror-store.js";
 import { readEventDetail, readStory, type Storage } from "../mirror/storage.js";
-import { MIRROR_KINDS, type MirrorKind } from "../mirror/values.js";
+import { MIRROR_KINDS, type MirrorKind } from "../mirror/kinds.js";
 import { withTimeout } from "../base/deadline.js";
 import { deleteMatching, type RedisClient, redisKeys } from "../redis/redis.js";
 import { type OperatorActions, createOperatorActions } from "../worker/operator-actions.js";

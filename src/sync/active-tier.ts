@@ -4,7 +4,8 @@ import { readList } from "../upstream/paginate.js";
 import type { ChangeSource } from "../events/catalog.js";
 import { readImportState, sweepWriting, type SweepChanges } from "./first-import.js";
 import { DAY_MS, dayOf, RESOURCES, SYNCED_KINDS, walkOf, writePage } from "./resources.js";
-import type { ListQuery, Page, StateOrder, SweepDeps, SyncedKind } from "./resources.js";
+import type { ListQuery, Page, StateOrder, SweepDeps } from "./resources.js";
+import type { SyncedKind } from "../mirror/kinds.js";
 
 /** Pages of one final-status list an active pass reads at most looking for orders that left the open lists. */
 export const MAX_FINAL_PAGES = 10;

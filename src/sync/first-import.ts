@@ -5,7 +5,8 @@ import type { Kysely } from "kysely";
 import type { DatabaseSchema } from "../mirror/database.js";
 import { checkpointsByAccount, type SyncCheckpoint, type SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { PendingId } from "./refresh-queue.js";
-import { RESOURCES, SYNCED_KINDS, type Page, type SyncedKind } from "./resources.js";
+import { RESOURCES, SYNCED_KINDS, type Page } from "./resources.js";
+import type { SyncedKind } from "../mirror/kinds.js";
 
 // Is a first import running, and what does that leave to whom? One read of every checkpoint
 // (readImportState) answers each question the tiers, backfill and the change source ask, so the

@@ -1,7 +1,8 @@
 import type { Logger } from "pino";
 import type { SyncCheckpoint } from "../mirror/sync-checkpoints.js";
 import { readImportState, type SweepChanges } from "./first-import.js";
-import { SYNCED_KINDS, type SweepDeps, type SyncedKind } from "./resources.js";
+import { SYNCED_KINDS, type SweepDeps } from "./resources.js";
+import type { SyncedKind } from "../mirror/kinds.js";
 import { walkList, type WalkOutcome } from "./walk-list.js";
 
 export interface FullSliceOptions extends SweepDeps {

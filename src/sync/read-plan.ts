@@ -1,4 +1,5 @@
-import { DAY_MS, dayOf, FILTER_NAMES, PAGE_SIZE, RESOURCES, type ReadFilter, type SyncedKind } from "./resources.js";
+import { DAY_MS, dayOf, FILTER_NAMES, PAGE_SIZE, RESOURCES, type ReadFilter } from "./resources.js";
+import type { SyncedKind } from "../mirror/kinds.js";
 
 // The read planner: pure functions from the ids waiting for a refresh to the next list read, as
 // values (`PlannedRead`), tested without HTTP. The executor that spends the budget is

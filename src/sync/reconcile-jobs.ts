@@ -9,7 +9,8 @@ import { runActivePass, type CatchUp } from "./active-tier.js";
 import { readImportState, type SweepChanges } from "./first-import.js";
 import { runFullSlice } from "./full-tier.js";
 import { runBackfill } from "./resumable-backfill.js";
-import { SYNCED_KINDS, type SweepDeps, type SyncedKind } from "./resources.js";
+import { SYNCED_KINDS, type SweepDeps } from "./resources.js";
+import type { SyncedKind } from "../mirror/kinds.js";
 
 /**
  * The job names of the reconciliation tiers and backfill on the sync queue, for whoever enqueues

@@ -13,7 +13,8 @@ import {
 } from "./read-plan.js";
 import type { Logger } from "pino";
 import { WHOLE_MENU, type PendingId, type PendingNote, type RefreshQueue } from "./refresh-queue.js";
-import { filterNames, RESOURCES, walkOf, writePage, type Page, type ReadFilter, type SyncedKind } from "./resources.js";
+import { filterNames, RESOURCES, walkOf, writePage, type Page, type ReadFilter } from "./resources.js";
+import type { SyncedKind } from "../mirror/kinds.js";
 import { type ApiClient } from "../upstream/client.js";
 import { readList } from "../upstream/paginate.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";

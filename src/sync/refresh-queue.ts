@@ -12,7 +12,8 @@ import { activeTraceparent, inSpan, parseTraceparent, type Tracing } from "../tr
 import type { RateLimitState } from "../upstream/rate-limiter.js";
 import { createActivePassLease, type ActivePassLease } from "./active-pass-lease.js";
 import type { ResumePoint } from "./read-plan.js";
-import { RESOURCES, type SyncedKind } from "./resources.js";
+import { RESOURCES } from "./resources.js";
+import type { SyncedKind } from "../mirror/kinds.js";
 
 // The refresh queue: the ids events and operators ask to be read again (pending, with their
 // notes), the kind's one BullMQ job that reads them, when it runs (debounce, pace) and the span

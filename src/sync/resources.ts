@@ -1,4 +1,4 @@
-import type { MirrorKind } from "../mirror/values.js";
+import type { SyncedKind } from "../mirror/kinds.js";
 import type { SyncCheckpoints } from "../mirror/sync-checkpoints.js";
 import type { MirrorRecord, MirrorStore, UpsertResult } from "../mirror/mirror-store.js";
 import type { MirrorWriter, SourceOf } from "../mirror/change-outbox.js";
@@ -7,8 +7,6 @@ import { MAX_LIMIT } from "../upstream/models.js";
 import type { ListWalk } from "../upstream/paginate.js";
 import type { BudgetClass } from "../upstream/rate-limiter.js";
 import { FINAL_ORDER_STATUSES, OPEN_ORDER_STATUSES, orderStatusesFrom, orderStatusRank } from "../upstream/models.js";
-
-export type SyncedKind = Exclude<MirrorKind, "reviews">;
 
 /**
  * A page of a kind's list as the client answered it: `readAt`, when the request that answered this

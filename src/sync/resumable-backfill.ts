@@ -3,7 +3,8 @@ import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { SyncCheckpoint } from "../mirror/sync-checkpoints.js";
 import { codedError } from "../errors.js";
 import { readImportState } from "./first-import.js";
-import { SYNCED_KINDS, type SweepDeps, type SyncedKind } from "./resources.js";
+import { SYNCED_KINDS, type SweepDeps } from "./resources.js";
+import type { SyncedKind } from "../mirror/kinds.js";
 import { walkList } from "./walk-list.js";
 
 export interface BackfillOptions extends SweepDeps {

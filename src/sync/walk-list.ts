@@ -3,7 +3,8 @@ import type { CheckpointProgress, SyncCheckpoint } from "../mirror/sync-checkpoi
 import { UpstreamBadRequestError, UpstreamPageRefusedError } from "../upstream/errors.js";
 import { readList } from "../upstream/paginate.js";
 import { sweepWriting, type SweepChanges } from "./first-import.js";
-import { RESOURCES, walkOf, writePage, type SweepDeps, type SyncedKind } from "./resources.js";
+import { RESOURCES, walkOf, writePage, type SweepDeps } from "./resources.js";
+import type { SyncedKind } from "../mirror/kinds.js";
 
 export interface WalkOptions extends SweepDeps {
   kind: SyncedKind;

@@ -10,7 +10,8 @@ import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import { activePassRunning } from "../sync/active-pass-lease.js";
 import { AccountError } from "../mirror/errors.js";
 import type { RefreshNote, RefreshQueue } from "../sync/refresh-queue.js";
-import { RESOURCES, SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
+import { RESOURCES, SYNCED_KINDS } from "../sync/resources.js";
+import type { SyncedKind } from "../mirror/kinds.js";
 
 /**
  * The sync-queue job each operator request adds. Both are the reconciliation sweep today (it

@@ -25,7 +25,8 @@ import {
 import { carriedAccount, ownData, ownId } from "../config/defaults.js";
 import { expectDefined } from "../errors.js";
 import { createRefusedFilters, refreshKind } from "../sync/refresh-kind.js";
-import { SYNCED_KINDS, type SyncedKind } from "../sync/resources.js";
+import { SYNCED_KINDS } from "../sync/resources.js";
+import type { SyncedKind } from "../mirror/kinds.js";
 
 /** What the operator API and the schedulers put in reconcile and backfill jobs (reconcile-jobs.ts). */
 export type SyncJobData = RefreshJobData | FullJobData | BackfillJobData | Record<string, never>;

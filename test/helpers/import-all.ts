@@ -4,7 +4,8 @@ import type { DatabaseSchema } from "../../src/mirror/database.js";
 import { createSyncCheckpoints } from "../../src/mirror/sync-checkpoints.js";
 import type { ApiClient } from "../../src/upstream/client.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";
-import { SYNCED_KINDS, type SyncedKind } from "../../src/sync/resources.js";
+import { SYNCED_KINDS } from "../../src/sync/resources.js";
+import type { SyncedKind } from "../../src/mirror/kinds.js";
 
 /**
  * Reads the whole lists of `kinds` into the mirror through the walker production runs (a backfill

@@ -9,7 +9,7 @@ import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { runActivePass } from "../../src/sync/active-tier.js";
 import type { SweepChanges } from "../../src/sync/first-import.js";
-import type { SyncedKind } from "../../src/sync/resources.js";
+import type { SyncedKind } from "../../src/mirror/kinds.js";
 import { runFullSlice } from "../../src/sync/full-tier.js";
 import { BACKFILL_ALIVE_MS, readImportState } from "../../src/sync/first-import.js";
 import { runBackfill } from "../../src/sync/resumable-backfill.js";

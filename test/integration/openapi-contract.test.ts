@@ -6,7 +6,7 @@ import { loadConfig } from "../../src/config/config.js";
 import { OPENAPI_PATH } from "../../src/http/openapi.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { createStepStore } from "../../src/mirror/step-store.js";
-import { MIRROR_KINDS, type MirrorKind } from "../../src/mirror/values.js";
+import { MIRROR_KINDS, type MirrorKind } from "../../src/mirror/kinds.js";
 import { createService, type Service } from "../../src/service.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { captureLogs } from "../helpers/log-capture.js";

@@ -7,7 +7,7 @@ import {
   type MirrorStore,
 } from "../../src/mirror/mirror-store.js";
 import { MirrorFilterError } from "../../src/mirror/errors.js";
-import type { MirrorKind } from "../../src/mirror/values.js";
+import type { MirrorKind } from "../../src/mirror/kinds.js";
 import { bookingRecord, menuItemRecord, orderRecord } from "../helpers/mirror-records.js";
 import { openTestDatabase, testDrivers, type TestDatabase } from "../helpers/postgres.js";
 

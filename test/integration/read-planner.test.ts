@@ -9,7 +9,7 @@ import type { Booking, Order } from "../../src/sandbox/records.js";
 import { createApiClient } from "../../src/upstream/client.js";
 import { refreshKind, type RefreshOutcome } from "../../src/sync/refresh-kind.js";
 import { nextDue, createRefreshQueue, type RefreshNote, type RefreshQueue, type RefreshJobData } from "../../src/sync/refresh-queue.js";
-import type { SyncedKind } from "../../src/sync/resources.js";
+import type { SyncedKind } from "../../src/mirror/kinds.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 
 // The planner against the sandbox over real HTTP, a real Redis and the test database. Costs are

@@ -15,7 +15,7 @@ import {
   type RefreshJobData,
 } from "../../src/sync/refresh-queue.js";
 import type { RefreshOutcome } from "../../src/sync/refresh-kind.js";
-import type { SyncedKind } from "../../src/sync/resources.js";
+import type { SyncedKind } from "../../src/mirror/kinds.js";
 import { createSyncWorker } from "../../src/worker/sync-worker.js";
 import { waitForQueuesIdle } from "../helpers/queues-idle.js";
 import { startService, type TestService } from "../helpers/service.js";

@@ -11,7 +11,7 @@ import { createSandbox, type Sandbox } from "../../src/sandbox/index.js";
 import { createApiClient, type ApiClient } from "../../src/upstream/client.js";
 import { createRefusedFilters, refreshKind, type RefreshKindDeps } from "../../src/sync/refresh-kind.js";
 import { createRefreshQueue, type RefreshQueue, type RefreshJobData } from "../../src/sync/refresh-queue.js";
-import type { SyncedKind } from "../../src/sync/resources.js";
+import type { SyncedKind } from "../../src/mirror/kinds.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { openTestDatabase, preferredDriver, type TestDatabase } from "../helpers/postgres.js";
 import { startStack, type Stack } from "../helpers/stack.js";

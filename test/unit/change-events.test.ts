@@ -4,7 +4,7 @@ import { changeListenersOf } from "../../src/events/change-listeners.js";
 import { onChange } from "../../src/events/catalog.js";
 import { type HandlerContext } from "../../src/worker/handlers.js";
 import type { Order } from "../../src/upstream/models.js";
-import { mirrorKindOfChange } from "../../src/mirror/change-outbox.js";
+import { mirrorKindOfChange } from "../../src/mirror/kinds.js";
 
 const order = (fields: Partial<Order> = {}): Order => ({
   id: "ord_1",

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { Histogram } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { createMetrics } from "../../src/metrics/metrics.js";
+import { KINDS, MIRROR_KINDS } from "../../src/mirror/kinds.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const read = (path: string) => readFileSync(`${ROOT}/${path}`, "utf8");
@@ -70,6 +71,13 @@ describe("deploy/: alert rules and the Grafana dashboard", () => {
         "SvcEventLogNotRecording",
       ]),
     );
+  });
+
+  it("leaves out of SvcMirrorStale exactly the kinds that arrive only by webhook (src/mirror/kinds.ts)", () => {
+    const expr = /alert: SvcMirrorStale\n\s+expr: (.*)/.exec(alerts)?.[1] ?? "";
+    const left = [...expr.matchAll(/kind!="([^"]+)"/g)].map((m) => m[1]);
+    const excluded = /kind!~"([^"]+)"/.exec(expr)?.[1]?.split("|") ?? [];
+    expect([...left, ...excluded].sort()).toEqual(MIRROR_KINDS.filter((kind) => KINDS[kind].webhookOnly).sort());
   });
 
   it("imports as is: the Prometheus data source is a template variable every query uses", () => {

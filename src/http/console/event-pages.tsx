@@ -8,7 +8,7 @@ import type { HandlerOutcome } from "../../mirror/database.js";
 import type { EventDetail } from "../../mirror/storage.js";
 // A console page's query parameter that is unknown or malformed is the mirror's one invalid_filter: a 400 naming it, nothing read.
 import { MirrorFilterError } from "../../mirror/errors.js";
-import { mirrorKindOfChange } from "../../mirror/change-outbox.js";
+import { mirrorKindOfChange } from "../../mirror/kinds.js";
 import type { FailedJob } from "../../queue/failed-jobs.js";
 import { CONSOLE_PATH, DASHBOARD_PATH } from "../operator-routes.js";
 import {

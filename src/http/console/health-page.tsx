@@ -1,6 +1,7 @@
 import type { Child } from "hono/jsx";
 import type { MinuteSample } from "../../metrics/minute-samples.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
+import { keptFresh } from "../../mirror/kinds.js";
 import { CONSOLE_PATH, DASHBOARD_PATH, METRICS_PATH } from "../operator-routes.js";
 import { age, ago, duration, hrefWith, Layout, Table, When, type ListedAccount } from "./layout.js";
 
@@ -216,7 +217,7 @@ export const FIGURES: readonly Figure[] = [
   }),
 ];
 
-/** The mirror's freshness, a figure per kind (reviews arrive only by webhook and may be quiet: no rule, as in the alert). */
+/** The mirror's freshness, a figure per kind (one that arrives only by webhook may be quiet: no rule, as in the alert). */
 export function freshnessFigure(kind: string): Figure {
   return {
     group: "Mirror freshness",
@@ -224,7 +225,7 @@ export function freshnessFigure(kind: string): Figure {
     unit: "age",
     value: (v) => v.summary.freshness.find((f) => f.kind === kind)?.lastWriteAgeSeconds ?? null,
     missing: "never written",
-    ...(kind === "reviews" ? {} : { rule: STALE_RULE }),
+    ...(keptFresh(kind) ? { rule: STALE_RULE } : {}),
   };
 }
 

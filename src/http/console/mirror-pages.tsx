@@ -1,4 +1,4 @@
-import { type MirrorKind } from "../../mirror/values.js";
+import { KINDS, MIRROR_KINDS, recordNoun, type MirrorKind } from "../../mirror/kinds.js";
 import { printable, shortened } from "../../base/text.js";
 import type { RecordBookkeeping } from "../../mirror/mirror-store.js";
 import type { RecordStory } from "../../mirror/record-story.js";
@@ -110,15 +110,7 @@ export function MirrorPage(props: {
 /** A field's value on one line: strings as they are, anything else as JSON (cut, the record's JSON has it whole). */
 const shown = (value: unknown) => shortened(typeof value === "string" ? value : JSON.stringify(value), 160);
 
-/** One record of a mirror kind as a page names it: "order", "menu item" (a noun for each of the mirror's kinds). */
-const RECORD_NOUN: Readonly<Record<string, string>> = {
-  orders: "order",
-  bookings: "booking",
-  "menu-items": "menu item",
-  reviews: "review",
-} satisfies Record<MirrorKind, string>;
-
-const NOUNS = Object.values(RECORD_NOUN);
+const NOUNS = MIRROR_KINDS.map(recordNoun);
 /** A record of any kind, in words: "order, booking, menu item or review". */
 export const ANY_RECORD_NOUN = `${NOUNS.slice(0, -1).join(", ")} or ${NOUNS.at(-1) ?? ""}`;
 
@@ -126,7 +118,8 @@ export const ANY_RECORD_NOUN = `${NOUNS.slice(0, -1).join(", ")} or ${NOUNS.at(-
 export function RecordLink(props: { kind: string; id: string }) {
   return (
     <a href={recordHref(props.kind, props.id)}>
-      {RECORD_NOUN[props.kind] ?? printable(props.kind)} <span class="mono">{printable(props.id)}</span>
+      {Object.hasOwn(KINDS, props.kind) ? recordNoun(props.kind as MirrorKind) : printable(props.kind)}{" "}
+      <span class="mono">{printable(props.id)}</span>
     </a>
   );
 }
