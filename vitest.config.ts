@@ -12,6 +12,8 @@ const mocking = readdirSync(testDir, { recursive: true, encoding: "utf8" })
   .filter((f) => f.endsWith(".test.ts") && /\bvi\.(do)?mock\(/.test(readFileSync(new URL(f, testDir), "utf8")))
   .map((f) => `test/${f}`);
 
+const WALKED = "test/e2e/delivery-path.test.ts";
+
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -22,12 +24,15 @@ export default defineConfig({
     maxWorkers: 4,
     projects: [
       { extends: true, test: { name: "mocking", include: mocking, exclude, isolate: true } },
+      // The walk of one delivery counts every function of src/ that runs in its process: a fork of
+      // its own, so no timer another file left behind runs code in it.
+      { extends: true, test: { name: "walked", include: [WALKED], exclude, isolate: true, globalSetup: ["test/global-setup.ts"] } },
       {
         extends: true,
         test: {
           name: "suite",
           include: ["test/**/*.test.ts"],
-          exclude: [...exclude, ...mocking],
+          exclude: [...exclude, ...mocking, WALKED],
           globalSetup: ["test/global-setup.ts"],
           // One module graph per worker, not per file: a fresh fork for each file imports BullMQ, Hono,
           // pg, OpenTelemetry and src/ again, a large share of the suite's CPU. Tests keep their state
