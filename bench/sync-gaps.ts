@@ -60,6 +60,9 @@ export interface OutageResult {
   calls: number;
   /** Those calls by what they read (kind, filter, scope), most first. */
   callsByRead: [string, number][];
+  /** Where the seconds to orders right went: the restart to the first API call, and the calls until orders were right, by read. */
+  firstCallSeconds: number | null;
+  callsByReadUntilOrdersRight: [string, number][];
   /** Records still wrong when the wait ended (0 when it succeeded). */
   stillWrong: number;
   rateLimited: number;
@@ -186,10 +189,14 @@ export async function benchOutage(
       try {
         const wrong = async () => Object.values(await stillWrong(c, service, changed)).reduce((a, b) => a + b, 0);
         let ordersRightAt: number | undefined;
+        let ordersRightCall: number | undefined;
         const right = await waitFor(
           async () => {
             const byKind = await stillWrong(c, service, changed);
-            if (byKind.orders === 0) ordersRightAt ??= Date.now();
+            if (byKind.orders === 0 && ordersRightAt === undefined) {
+              ordersRightAt = Date.now();
+              ordersRightCall = c.sandbox.requestLog.length;
+            }
             return Object.values(byKind).every((n) => n === 0);
           },
           { timeoutMs: 600_000, intervalMs: 500 },
@@ -200,7 +207,10 @@ export async function benchOutage(
         const secondsToRight = right ? (Date.now() - up) / 1000 : null;
         const calls = c.calls(from);
         const callsByRead = [...c.callsByRead(from)].sort((a, b) => b[1] - a[1]);
+        const firstCall = c.sandbox.requestLog[from];
         return {
+          firstCallSeconds: firstCall ? (firstCall.at - up) / 1000 : null,
+          callsByReadUntilOrdersRight: [...c.callsByRead(from, ordersRightCall)].sort((a, b) => b[1] - a[1]),
           historyOrders: opts.historyOrders,
           outageSeconds: opts.outageSeconds,
           changedRecords: changed.length,
@@ -388,6 +398,11 @@ export function outageReport(outages: OutageResult[]): string[] {
     ...outages.map(
       (o) =>
         `Calls from the restart at ${fmt(o.historyOrders)} orders by read: ${o.callsByRead.map(([read, n]) => `${read} ${n}`).join("; ")}.`,
+    ),
+    "",
+    ...outages.map(
+      (o) =>
+        `Where the seconds to orders right went at ${fmt(o.historyOrders)} orders: the first API call ${o.firstCallSeconds === null ? "never" : `${fmt(o.firstCallSeconds, 1)} s`} after the restart (the service starting, the gap found, the catch-up queued); then ${o.callsByReadUntilOrdersRight.reduce((n, [, k]) => n + k, 0)} calls until the orders were right: ${o.callsByReadUntilOrdersRight.map(([read, n]) => `${read} ${n}`).join("; ")}.`,
     ),
     "",
     ...outages.map(
