@@ -30,7 +30,7 @@ export const KINDS = {
 
 /** The kinds of record the mirror keeps, as routes and the console name them. */
 export type MirrorKind = keyof typeof KINDS;
-export const MIRROR_KINDS = Object.keys(KINDS) as MirrorKind[];
+export const MIRROR_KINDS = Object.keys(KINDS) as readonly MirrorKind[];
 
 /** The kinds read from the API (every kind but those that arrive only by webhook). */
 export type SyncedKind = { [K in MirrorKind]: (typeof KINDS)[K]["webhookOnly"] extends true ? never : K }[MirrorKind];

@@ -42,10 +42,12 @@ export interface ImportState {
   firstImport(kind: SyncedKind): Promise<boolean>;
   /**
    * Whether a new walk of the kind's whole list (a full pass, a backfill without `--since`) is its
-   * first import: `firstImport`, or no whole-list walk of the kind ever completed. The mirror then
-   * never held the whole list, whatever an active pass, a refresh or a webhook wrote into it first:
-   * on a fresh stack the active tier's first pass writes today's bookings before the full tier
-   * starts, and the older bookings the full pass reads next are the import's, not missed webhooks.
+   * first import: `firstImport`, or it is the kind's first such walk (none has a checkpoint yet).
+   * The mirror then never held the whole list, whatever an active pass, a refresh or a webhook
+   * wrote into it first: on a fresh stack the active tier's first pass writes today's bookings
+   * before the full tier starts, and the older bookings the full pass reads next are the import's,
+   * not missed webhooks. Only the first walk: a kind whose walks never complete (a page the API
+   * never answers readably) does not stay an import for good.
    */
   walkImports(kind: SyncedKind): Promise<boolean>;
   /**
@@ -105,8 +107,8 @@ export async function readImportState(deps: {
     importing,
     firstImport,
     async walkImports(kind) {
-      const walked = rows.some((c) => c.kind === kind && (c.tier === "full" || c.since === null) && c.lastCompleteAt !== null);
-      return !walked || (await firstImport(kind));
+      const walkedBefore = rows.some((c) => c.kind === kind && (c.tier === "full" || c.since === null));
+      return !walkedBefore || (await firstImport(kind));
     },
     backfillWalking(kind) {
       const own = of("backfill", kind);
