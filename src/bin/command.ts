@@ -42,6 +42,8 @@ export function printAnswer(answer: Answer, out: Output): void {
  * A word the user typed, as an error line shows it: in quotes, control characters escaped and cut
  * at 80 characters, so a stray newline or a pasted blob never breaks the one line.
  */
+export const quoted = (word: string) => JSON.stringify(shortened(word, 80));
+
 /** `text` parsed as JSON, else `fallback` (text from a flag or an answer may be anything). */
 export function parsedJson(text: string, fallback: unknown): unknown {
   try {
@@ -50,8 +52,6 @@ export function parsedJson(text: string, fallback: unknown): unknown {
     return fallback;
   }
 }
-
-export const quoted = (word: string) => JSON.stringify(shortened(word, 80));
 
 /** Rows under a header, each column as wide as its widest cell (the last column unpadded). */
 export function textTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
