@@ -35,8 +35,11 @@ export const MIRROR_KINDS = Object.keys(KINDS) as readonly MirrorKind[];
 /** The kinds read from the API (every kind but those that arrive only by webhook). */
 export type SyncedKind = { [K in MirrorKind]: (typeof KINDS)[K]["webhookOnly"] extends true ? never : K }[MirrorKind];
 
+/** Whether text from outside (a route's segment, a metric label) names one of the mirror's kinds. */
+export const isMirrorKind = (kind: string): kind is MirrorKind => Object.hasOwn(KINDS, kind);
+
 /** Whether a kind (as a metric label or a route names it) has a freshness rule: it is read from the API. */
-export const keptFresh = (kind: string): boolean => Object.hasOwn(KINDS, kind) && !KINDS[kind as MirrorKind].webhookOnly;
+export const keptFresh = (kind: string): boolean => isMirrorKind(kind) && !KINDS[kind].webhookOnly;
 
 /** The kind's table, typed as `orders` (the columns every mirror table shares: see AnyMirrorDb). */
 export const tableOf = (kind: MirrorKind) => KINDS[kind].table as "orders";

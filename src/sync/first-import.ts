@@ -20,6 +20,9 @@ import type { SyncedKind } from "../mirror/kinds.js";
  */
 export const BACKFILL_ALIVE_MS = 10 * 60_000;
 
+/** Whether a checkpoint's walk reads the kind's whole list: a full pass, or a backfill without `--since`. */
+const walksWholeList = (c: SyncCheckpoint) => c.tier === "full" || c.since === null;
+
 /** The walks' checkpoints at one moment, and what they say about first imports. */
 export interface ImportState {
   /** The database's clock when they were read (epoch ms). */
@@ -41,15 +44,16 @@ export interface ImportState {
    */
   firstImport(kind: SyncedKind): Promise<boolean>;
   /**
-   * Whether a new walk of the kind's whole list (a full pass, a backfill without `--since`) is its
-   * first import: `firstImport`, or it is the kind's first such walk (none has a checkpoint yet).
+   * Whether a walk starting now is the kind's first import: `firstImport`, or, for a walk of the
+   * kind's whole list (a full pass, a backfill without `--since`: `since` null), the kind's first
+   * such walk (none has a checkpoint yet).
    * The mirror then never held the whole list, whatever an active pass, a refresh or a webhook
    * wrote into it first: on a fresh stack the active tier's first pass writes today's bookings
    * before the full tier starts, and the older bookings the full pass reads next are the import's,
    * not missed webhooks. Only the first walk: a kind whose walks never complete (a page the API
    * never answers readably) does not stay an import for good.
    */
-  walkImports(kind: SyncedKind): Promise<boolean>;
+  walkImports(kind: SyncedKind, since?: string | null): Promise<boolean>;
   /**
    * Whether a backfill of the whole list (no `--since`) is walking `kind` now or will in this run:
    * its checkpoint unfinished, and the run alive. The full tier leaves such a kind to it (that
@@ -106,9 +110,9 @@ export async function readImportState(deps: {
     backfill: (kind) => of("backfill", kind),
     importing,
     firstImport,
-    async walkImports(kind) {
-      const walkedBefore = rows.some((c) => c.kind === kind && (c.tier === "full" || c.since === null));
-      return !walkedBefore || (await firstImport(kind));
+    async walkImports(kind, since = null) {
+      const firstWholeWalk = since === null && !rows.some((c) => c.kind === kind && walksWholeList(c));
+      return firstWholeWalk || (await firstImport(kind));
     },
     backfillWalking(kind) {
       const own = of("backfill", kind);
@@ -128,7 +132,7 @@ export async function readImportState(deps: {
     },
     passDue(kind, intervalMs) {
       const starts = [of("full", kind), of("backfill", kind)]
-        .filter((c): c is SyncCheckpoint => c !== undefined && c.passCompletedAt !== null && (c.tier === "full" || c.since === null))
+        .filter((c): c is SyncCheckpoint => c !== undefined && walksWholeList(c) && c.passCompletedAt !== null)
         .map((c) => c.passStartedAt.getTime());
       return starts.length === 0 || now >= Math.max(...starts) + intervalMs;
     },
@@ -150,7 +154,7 @@ export interface AccountSyncState {
 
 /** An account's sync state from its checkpoints (`checkpointsByAccount`). */
 export function syncStateOf(checkpoints: readonly SyncCheckpoint[]): AccountSyncState {
-  const whole = checkpoints.filter((c) => c.tier === "full" || c.since === null);
+  const whole = checkpoints.filter(walksWholeList);
   const kinds = Object.fromEntries(
     SYNCED_KINDS.map((kind) => {
       const own = whole.filter((c) => c.kind === kind);

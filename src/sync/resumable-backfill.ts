@@ -65,7 +65,7 @@ export async function runBackfill(options: BackfillOptions): Promise<BackfillOut
       plan.push({ kind, checkpoint: cp, resumed: cp.passCompletedAt === null, skipped: cp.passCompletedAt !== null });
     else {
       const checkpoint = await options.checkpoints.start("backfill", kind, {
-        firstImport: await (since === null ? state.walkImports(kind) : state.firstImport(kind)),
+        firstImport: await state.walkImports(kind, since),
         since,
       });
       plan.push({ kind, checkpoint, resumed: false, skipped: false });

@@ -1,4 +1,4 @@
-import { KINDS, MIRROR_KINDS, recordNoun, type MirrorKind } from "../../mirror/kinds.js";
+import { isMirrorKind, MIRROR_KINDS, recordNoun } from "../../mirror/kinds.js";
 import { printable, shortened } from "../../base/text.js";
 import type { RecordBookkeeping } from "../../mirror/mirror-store.js";
 import type { RecordStory } from "../../mirror/record-story.js";
@@ -118,8 +118,7 @@ export const ANY_RECORD_NOUN = `${NOUNS.slice(0, -1).join(", ")} or ${NOUNS.at(-
 export function RecordLink(props: { kind: string; id: string }) {
   return (
     <a href={recordHref(props.kind, props.id)}>
-      {Object.hasOwn(KINDS, props.kind) ? recordNoun(props.kind as MirrorKind) : printable(props.kind)}{" "}
-      <span class="mono">{printable(props.id)}</span>
+      {isMirrorKind(props.kind) ? recordNoun(props.kind) : printable(props.kind)} <span class="mono">{printable(props.id)}</span>
     </a>
   );
 }
