@@ -1,7 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page, Route } from "playwright-core";
-import { createChangeOutbox } from "../../src/mirror/change-outbox.js";
 import { launchChromium } from "../helpers/browser.js";
 import { sampleEvent } from "../helpers/edge.js";
 import { ADMIN_TOKEN } from "../helpers/service.js";
@@ -52,10 +51,7 @@ beforeAll(async () => {
   const item = sandbox.state.menuItems().find((m) => m.restaurantId === restaurantId)!;
   sandbox.actions.updateMenuItem(item.id, { price: 12.5 });
   await stack.svc.deliver(sampleEvent({ type: "review.created", data: { id: "rev_hostile", restaurantId, comment: HOSTILE } }));
-  const outbox = createChangeOutbox(stack.svc.database.db);
-  await stack.drained();
-  await waitFor(async () => (await outbox.pending()) === 0, { what: "the change outbox to empty" });
-  await stack.drained();
+  await stack.settled();
   const failed = await stack.svc.service.eventLog.query({ type: "order.created", status: "failed" });
   failedId = failed.data[0]!.id;
 });

@@ -2,7 +2,6 @@ import { createServer, type Server } from "node:http";
 import { isDeepStrictEqual } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChangeEvent } from "../../src/events/catalog.js";
-import { createChangeOutbox } from "../../src/mirror/change-outbox.js";
 import type { EventHandlers } from "../../src/worker/handlers.js";
 import { TEST_SECRET } from "../helpers/edge.js";
 import { nextJob, nextFinished } from "../helpers/job-events.js";
@@ -28,17 +27,6 @@ function collector() {
   const keep = (e: ChangeEvent) => void events.push(structuredClone(e));
   const handlers: EventHandlers = { "change.order": keep, "change.booking": keep, "change.menu_item": keep };
   return { events, handlers };
-}
-
-/**
- * Everything delivered and handled: the queues idle, then the outbox empty, then the queues idle
- * again (a change relayed between the first two looks is handled before the last one passes).
- */
-async function settled(s: Stack) {
-  const outbox = createChangeOutbox(s.svc.database.db);
-  await s.drained();
-  await waitFor(async () => (await outbox.pending()) === 0, { what: "the change outbox to empty" });
-  await s.drained();
 }
 
 const metric = async (s: Stack, line: string) => {
@@ -138,7 +126,7 @@ describe("change events: handlers get what actually changed in the mirror", () =
         ).map(post),
       );
       expect(new Set(statuses)).toEqual(new Set([200]));
-      await settled(s);
+      await s.settled();
     };
 
     const a = s.sandbox.actions;
@@ -209,7 +197,7 @@ describe("change events: handlers get what actually changed in the mirror", () =
     });
     expect(res.status).toBe(200);
     s.sandbox.actions.updateOrderStatus(loud!.id, "CONFIRMED");
-    await settled(s);
+    await s.settled();
     const history = (await (await fetch(`${s.sandbox.url}/_sandbox/history/${quiet!.id}`)).json()) as { status: string }[];
     expect(history.map((h) => h.status)).toEqual(["PENDING", "CONFIRMED"]);
     expect(events.map((e) => [e.data.id, e.data.source])).toEqual([[loud!.id, "webhook"]]);
@@ -217,7 +205,7 @@ describe("change events: handlers get what actually changed in the mirror", () =
 
     // What the operator API enqueues: a full pass now (the mirror held the kind, so not a first import).
     await s.svc.service.worker!.syncQueue.add(RECONCILE_JOBS.full, { force: true });
-    await settled(s);
+    await s.settled();
     const found = events.filter((e) => e.data.id === quiet!.id);
     expect(found).toHaveLength(1);
     expect(found[0]).toMatchObject({
@@ -265,11 +253,11 @@ describe("change events: handlers get what actually changed in the mirror", () =
     expect(res.status).toBe(200);
     // A source the handler accepts: one event, queued, run and logged.
     s.sandbox.actions.updateOrderStatus(loud.id, "CONFIRMED");
-    await settled(s);
+    await s.settled();
     expect(events.map((e) => [e.data.id, e.data.source])).toEqual([[loud.id, "webhook"]]);
 
     await s.svc.service.worker!.syncQueue.add(RECONCILE_JOBS.full, { force: true });
-    await settled(s);
+    await s.settled();
     // The full pass found the silent change (source reconcile, a missed webhook, still counted)...
     expect(await s.svc.service.mirror.get("orders", quiet.id)).toMatchObject({ status: "CONFIRMED" });
     expect(await metric(s, 'svc_missed_webhooks_total{kind="order"}')).toBe(1);

@@ -6,12 +6,18 @@ import type { EventHandlers } from "../../src/worker/handlers.js";
 import { TEST_SECRET } from "./edge.js";
 import { startService, type TestService } from "./service.js";
 import { waitForQueuesIdle } from "./queues-idle.js";
+import { createChangeOutbox } from "../../src/mirror/change-outbox.js";
 
 export interface Stack {
   sandbox: Sandbox;
   svc: TestService;
   /** Resolves once the sandbox delivered everything and both queues are empty. */
   drained(): Promise<void>;
+  /**
+   * Everything delivered and handled, change events too: drained, then the change outbox empty,
+   * then drained again (a change relayed between the first two looks is handled before the last one passes).
+   */
+  settled(): Promise<void>;
   /** Records of a kind in the mirror vs. in the sandbox (the truth), sorted by id. */
   compare(kind: "orders" | "bookings" | "menu-items"): Promise<{ mirror: unknown[]; truth: unknown[] }>;
   apiCalls(): number;
@@ -41,16 +47,23 @@ export async function startStack(
   if (opts.deliver !== false) sandbox.addWebhook({ url: `${svc.url}/webhooks`, secret: TEST_SECRET, thin: opts.thin ?? false });
   const queues = [svc.service.eventsQueue, svc.service.worker!.syncQueue];
   const byId = (a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id);
+  const drained = async () => {
+    await sandbox.idle();
+    await waitFor(async () => (await svc.redis.xlen(redisKeys(svc.prefix).ingest.stream)) === 0, {
+      timeoutMs: 60_000,
+      what: "the ingest stream to drain",
+    });
+    await waitForQueuesIdle(queues, { timeoutMs: 60_000, what: `${EVENTS_QUEUE} and ${SYNC_QUEUE} queues to drain` });
+  };
   return {
     sandbox,
     svc,
-    async drained() {
-      await sandbox.idle();
-      await waitFor(async () => (await svc.redis.xlen(redisKeys(svc.prefix).ingest.stream)) === 0, {
-        timeoutMs: 60_000,
-        what: "the ingest stream to drain",
-      });
-      await waitForQueuesIdle(queues, { timeoutMs: 60_000, what: `${EVENTS_QUEUE} and ${SYNC_QUEUE} queues to drain` });
+    drained,
+    async settled() {
+      const outbox = createChangeOutbox(svc.database.db);
+      await drained();
+      await waitFor(async () => (await outbox.pending()) === 0, { what: "the change outbox to empty" });
+      await drained();
     },
     async compare(kind) {
       const truth = (
