@@ -7,7 +7,7 @@ import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { configSchema, loadConfig, newestSigningSecret, SECRET_LIST_RULE } from "../config/config.js";
+import { configValue, loadConfig, newestSigningSecret, SECRET_LIST_RULE } from "../config/config.js";
 import { DEFAULTS } from "../config/defaults.js";
 import { ensureRedis, freePort, redisAnswers } from "../redis/local-server.js";
 import { createLogger, prettyDestinationForTerminal } from "../logging/logger.js";
@@ -43,7 +43,7 @@ HANDLERS_MODULE (an ES module) is reloaded when its file changes.
   --fresh          start over: empty ./.data/dev, make new secrets and ports, seed the sandbox anew
   --verbose        log at debug (a line per accepted delivery); LOG_LEVEL also sets the level`;
 
-export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
+export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values } = parseFlags({
     args: argv,
     strict: true,
@@ -52,9 +52,9 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
   const intervalMs = simulationInterval(values["interval-ms"]);
   const redisPort = values["redis-port"] === undefined ? undefined : portFlag(values["redis-port"], "--redis-port");
 
-  const database = await devDatabase(values.fresh ?? false);
+  const database = await devDatabase(env, values.fresh ?? false);
   const kept = await devSettings(database.settingsDir, { fresh: values.fresh ?? false });
-  const redis = await devRedis(redisPort, process.env.REDIS_URL, kept.settings.ports.redis);
+  const redis = await devRedis(redisPort, env.REDIS_URL, kept.settings.ports.redis);
   // Everything started from here on is stopped again if the stack cannot come up: no redis-server
   // (nor sandbox, nor database) is left behind by a failed start.
   const started: Started = [];
@@ -63,7 +63,7 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
     started.push({ stop: () => ownRedis.destroy() });
     process.stderr.write(`redis-server started at ${redis.url} for this run\n`);
   }
-  const stack = await startStack(values, intervalMs, { redis, database, kept }, started).catch(async (err: unknown) => {
+  const stack = await startStack(env, values, intervalMs, { redis, database, kept }, started).catch(async (err: unknown) => {
     for (const part of started.reverse()) await Promise.resolve(part.stop()).catch(() => undefined);
     throw err;
   });
@@ -82,8 +82,8 @@ type DevFlags = Partial<Record<"port" | "sandbox-port" | "redis-port", string> &
  * scrolled away; --verbose is debug, which adds a line per accepted delivery (http/request-log.ts).
  * docs/configuration.md states it (test/unit/configuration-docs.test.ts holds them equal).
  */
-export function devLogLevel(verbose: boolean, envLevel: string | undefined): string {
-  return verbose ? "debug" : (envLevel ?? configSchema.shape.LOG_LEVEL.parse(undefined));
+export function devLogLevel(verbose: boolean, env: NodeJS.ProcessEnv): string {
+  return verbose ? "debug" : configValue(env, "LOG_LEVEL");
 }
 
 /** A port given as a flag: 1 to 65535. */
@@ -118,17 +118,23 @@ interface DevStart {
   kept: Awaited<ReturnType<typeof devSettings>>;
 }
 
-async function startStack(values: DevFlags, intervalMs: number, { redis, database, kept }: DevStart, started: Started) {
+async function startStack(
+  env: NodeJS.ProcessEnv,
+  values: DevFlags,
+  intervalMs: number,
+  { redis, database, kept }: DevStart,
+  started: Started,
+) {
   const { settings } = kept;
   // SIGNING_SECRET may be a rotation list: the service accepts each secret, the sandbox signs with the newest (the first).
-  const signingSecrets = process.env.SIGNING_SECRET ?? settings.signingSecret;
+  const signingSecrets = env.SIGNING_SECRET ?? settings.signingSecret;
   const signingSecret = newestSigningSecret(signingSecrets);
   if (!signingSecret) throw new UsageError(`SIGNING_SECRET ${SECRET_LIST_RULE}, the newest first`);
-  const adminToken = process.env.ADMIN_TOKEN ?? settings.adminToken;
-  const apiKey = process.env.API_KEY && isApiKey(process.env.API_KEY) ? process.env.API_KEY : DEV_API_KEY;
+  const adminToken = env.ADMIN_TOKEN ?? settings.adminToken;
+  const apiKey = env.API_KEY && isApiKey(env.API_KEY) ? env.API_KEY : DEV_API_KEY;
   // A person reads these: pretty lines on a terminal (secrets are scrubbed before they are formatted).
   const destination = await prettyDestinationForTerminal();
-  const logLevel = devLogLevel(values.verbose === true, process.env.LOG_LEVEL);
+  const logLevel = devLogLevel(values.verbose === true, env);
   const devLogger = createLogger({
     level: logLevel,
     secrets: [...signingSecrets.split(",").map((s) => s.trim()), adminToken],
@@ -146,18 +152,18 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
   started.push({ stop: () => sandbox.close() });
 
   const config = loadConfig({
-    ...process.env,
+    ...env,
     ...database.env,
     ROLE: "all",
     REDIS_URL: redis.url,
     // The redis-server dev starts for itself is a single node, whatever REDIS_CLUSTER said.
-    REDIS_CLUSTER: redis.started ? "false" : process.env.REDIS_CLUSTER,
+    REDIS_CLUSTER: redis.started ? "false" : env.REDIS_CLUSTER,
     SIGNING_SECRET: signingSecrets,
     ADMIN_TOKEN: adminToken,
     API_BASE_URL: sandboxUrl,
     API_KEY: apiKey,
-    PORT: values.port ?? process.env.PORT ?? String(settings.ports.service),
-    RECONCILE_INTERVAL_SECONDS: process.env.RECONCILE_INTERVAL_SECONDS ?? "300",
+    PORT: values.port ?? env.PORT ?? String(settings.ports.service),
+    RECONCILE_INTERVAL_SECONDS: env.RECONCILE_INTERVAL_SECONDS ?? "300",
     LOG_LEVEL: logLevel,
   });
   // As `serve`: traces to a local collector (e.g. Jaeger's OTLP port) when OTEL_EXPORTER_OTLP_ENDPOINT is set.
@@ -174,7 +180,7 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
     started.push(watchHandlersModule({ path: handlersModule, apply: (map) => worker.reloadHandlers([map]), logger }));
 
   const used = {
-    service: !values.port && !process.env.PORT,
+    service: !values.port && !env.PORT,
     sandbox: !values["sandbox-port"],
     redis: redis.started !== undefined && !values["redis-port"],
   };
@@ -189,7 +195,7 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
         signingSecret,
         apiKey,
         secretsKey: config.secretsKey?.toString("base64"),
-        secrets: secretsNote(kept),
+        secrets: secretsNote(env, kept),
         database: database.note,
         queuePrefix: config.queuePrefix,
         ...(config.database.url ? {} : { dataDir: resolve(config.database.dataDir) }),
@@ -206,8 +212,8 @@ async function startStack(values: DevFlags, intervalMs: number, { redis, databas
 }
 
 /** Where the secrets come from: the environment, else the settings file (generated now or kept). */
-function secretsNote({ file, created }: { file: string; created: boolean }): string {
-  const generated = ["SIGNING_SECRET", "ADMIN_TOKEN"].filter((name) => process.env[name] === undefined);
+function secretsNote(env: NodeJS.ProcessEnv, { file, created }: { file: string; created: boolean }): string {
+  const generated = ["SIGNING_SECRET", "ADMIN_TOKEN"].filter((name) => env[name] === undefined);
   if (generated.length === 0) return "SIGNING_SECRET and ADMIN_TOKEN as set";
   return `${generated.join(" and ")} ${created ? "generated now" : "kept from the last run"} in ${file} (set them to choose; --fresh for new ones)`;
 }
@@ -217,8 +223,11 @@ function secretsNote({ file, created }: { file: string; created: boolean }): str
  * DEV_DATA_DIR, kept across runs so the event being debugged is still there after a restart
  * (emptied by --fresh). The sandbox keeps its records beside it, so the mirror's records agree.
  */
-async function devDatabase(fresh: boolean): Promise<{ env: Record<string, string>; note: string; settingsDir: string }> {
-  const dataDir = process.env.DATA_DIR;
+async function devDatabase(
+  env: NodeJS.ProcessEnv,
+  fresh: boolean,
+): Promise<{ env: Record<string, string>; note: string; settingsDir: string }> {
+  const dataDir = env.DATA_DIR;
   const settingsDir = dataDir === undefined || dataDir === "" ? DEV_DATA_DIR : dataDir;
   // Refused while another dev stack runs there: its database and its settings (ports it holds
   // would read as taken) are neither emptied nor rewritten under it.
@@ -229,7 +238,7 @@ async function devDatabase(fresh: boolean): Promise<{ env: Record<string, string
       throw err instanceof DataDirLockedError ? anotherDevRuns(settingsDir, err.pid) : err;
     }
   }
-  if (process.env.DATABASE_URL) return { env: {}, note: "DATABASE_URL (kept; --fresh does not empty it)", settingsDir };
+  if (env.DATABASE_URL) return { env: {}, note: "DATABASE_URL (kept; --fresh does not empty it)", settingsDir };
   if (dataDir) return { env: {}, note: `${dataDir} (kept; --fresh does not empty it)`, settingsDir };
   const note = `embedded in ${DEV_DATA_DIR}, kept across runs (--fresh empties it)`;
   if (!fresh) return { env: { DATA_DIR: DEV_DATA_DIR }, note, settingsDir };

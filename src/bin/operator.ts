@@ -3,7 +3,7 @@
 // first; the running service's embedded server when it holds DATA_DIR), the operator actions on
 // those stores, or a remote service's operator API (--url).
 import { SingleBar } from "cli-progress";
-import { type Config, loadConfig } from "../config/config.js";
+import { type Config, configValue, loadConfig } from "../config/config.js";
 import { SENT_EVENT_TYPES } from "../events/catalog.js";
 import { handlerKeyType } from "../events/dispatch.js";
 import { createLogger } from "../logging/logger.js";
@@ -532,7 +532,7 @@ export function operatorUrl(flag: string): string {
 export function operatorClient(flag: string, env: NodeJS.ProcessEnv) {
   const url = operatorUrl(flag);
   // The one place the CLI reads ADMIN_TOKEN: every command's --url client is made here.
-  const token = env.ADMIN_TOKEN;
+  const token = configValue(env, "ADMIN_TOKEN");
   if (!token) throw new CommandError(`--url calls the service's operator API: set ADMIN_TOKEN to its admin token`);
   return {
     url,

@@ -1,3 +1,4 @@
+import { configValue } from "../config/config.js";
 import { createLogger } from "../logging/logger.js";
 import { createSandboxCompanies } from "../sandbox/companies.js";
 import { SANDBOX_RATE_LIMIT, SANDBOX_RESTAURANTS, type Sandbox, type SandboxOptions } from "../sandbox/index.js";
@@ -38,7 +39,7 @@ delivers webhooks with retries and can simulate live traffic.
   --orders-order <o>     newest-first (default) or oldest-first
   --bookings-order <o>   date-ascending (default) or date-descending`;
 
-export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
+export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values } = parseFlags({
     args: argv,
     strict: true,
@@ -76,7 +77,7 @@ export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSi
   if (traffic !== undefined && !(traffic > 0 && traffic <= 1000))
     throw new UsageError(`--traffic must be a number of events per second above 0 (at most 1000), not "${values.traffic}"`);
 
-  const logger = createLogger({ level: process.env.LOG_LEVEL ?? "info", secrets: [...secrets, ...(apiKey ? [apiKey] : [])] });
+  const logger = createLogger({ level: configValue(env, "LOG_LEVEL"), secrets: [...secrets, ...(apiKey ? [apiKey] : [])] });
   const seed = wholeNumber(values.seed, "--seed", 1);
   const company = (index: number): SandboxOptions => ({
     ...(apiKey ? { apiKeys: [apiKey] } : {}),

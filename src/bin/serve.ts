@@ -15,9 +15,9 @@ Starts the service from the environment (see the README's configuration table).
 Stops gracefully on SIGTERM or SIGINT: stops accepting, finishes in-flight work by
 SHUTDOWN_TIMEOUT_MS, closes Redis and the database, and exits at most 5 s past it.`;
 
-export async function run(argv: string[], _env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
+export async function run(argv: string[], env: NodeJS.ProcessEnv, stop: AbortSignal): Promise<void> {
   const { values } = parseFlags({ args: argv, options: { role: { type: "string" } }, strict: true });
-  const config = loadConfig({ ...process.env, ...(values.role ? { ROLE: values.role } : {}) });
+  const config = loadConfig({ ...env, ...(values.role ? { ROLE: values.role } : {}) });
   const { service, logger, tracing } = await serviceFromConfig(config);
   const exit = (code: number, message: string, fields: object = {}) => {
     logger.warn(fields, message);
@@ -77,7 +77,7 @@ export async function serviceFromConfig(config: Config, destination?: Destinatio
   // it is the command's to make, not the service factory's (tests build many services in one process).
   // V8 reads it at each full collection, so setting it as the process starts takes effect.
   if (config.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
-  const tracing = await startTracing(process.env);
+  const tracing = await startTracing(config.tracing);
   try {
     const logger = createLogger({
       level: config.logLevel,

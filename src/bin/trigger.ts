@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { newestSigningSecret, schemeSecretProblem, SIGNATURE_SCHEMES, type SignatureScheme } from "../config/config.js";
+import { configValue, newestSigningSecret, schemeSecretProblem, SIGNATURE_SCHEMES, type SignatureScheme } from "../config/config.js";
 import { DEFAULTS } from "../config/defaults.js";
 import { isKnownEventType, KNOWN_EVENT_TYPES, type KnownEventType } from "../events/catalog.js";
 import { signDelivery } from "../events/signature-schemes.js";
@@ -124,11 +124,11 @@ async function sendDirect(
 ): Promise<Answer> {
   const secret = values.secret ?? newestSigningSecret(env.SIGNING_SECRET);
   if (!secret) throw new UsageError("no signing secret: pass --secret or set SIGNING_SECRET");
-  const scheme = (values.scheme ?? env.SIGNATURE_SCHEME ?? "svc") as SignatureScheme;
+  const scheme = (values.scheme ?? configValue(env, "SIGNATURE_SCHEME")) as SignatureScheme;
   if (!SIGNATURE_SCHEMES.includes(scheme)) throw new UsageError(`--scheme must be one of ${SIGNATURE_SCHEMES.join(", ")}`);
   const secretProblem = schemeSecretProblem(scheme, secret);
   if (secretProblem) throw new UsageError(`the signing secret cannot sign as ${scheme}: ${secretProblem}`);
-  const url = values.url ?? `http://127.0.0.1:${env.PORT ?? DEFAULTS.port}/webhooks`;
+  const url = values.url ?? `http://127.0.0.1:${configValue(env, "PORT")}/webhooks`;
   if (!URL.canParse(url)) throw new UsageError(`--url "${url}" is not a URL`);
 
   const event = {

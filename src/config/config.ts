@@ -181,11 +181,28 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   problems.push(...crossFieldProblems(input));
   if (parsed.success) problems.push(...limitProblems(parsed.data));
   if (!parsed.success || problems.length > 0) throw new ConfigError([...new Set(problems)]);
-  return configFrom(parsed.data);
+  return configFrom(parsed.data, input);
 }
 
-/** The service's configuration from the parsed environment: the shape every module reads (Config). */
-function configFrom(e: z.output<typeof configSchema>) {
+/**
+ * One variable as the schema parses it, for a command that builds no Config of its own (the
+ * sandbox's LOG_LEVEL, dev's before it builds the service's): a ConfigError naming it when wrong.
+ */
+export function configValue<Name extends keyof typeof configSchema.shape>(
+  env: Env,
+  name: Name,
+): z.output<(typeof configSchema.shape)[Name]> {
+  const raw = env[name];
+  const parsed = configSchema.shape[name].safeParse(raw === "" ? undefined : raw);
+  if (!parsed.success) throw new ConfigError(parsed.error.issues.map((issue) => `${name} ${issue.message}`));
+  return parsed.data as z.output<(typeof configSchema.shape)[Name]>;
+}
+
+/**
+ * The service's configuration from the parsed environment: the shape every module reads (Config).
+ * `env` is the raw input, for the OTEL_* variables the OpenTelemetry SDK parses itself.
+ */
+function configFrom(e: z.output<typeof configSchema>, env: Env) {
   return {
     role: e.ROLE,
     host: e.HOST,
@@ -285,7 +302,22 @@ function configFrom(e: z.output<typeof configSchema>) {
       ...(e.ALERT_SIGNING_SECRET === undefined ? {} : { signingSecret: e.ALERT_SIGNING_SECRET }),
       format: e.ALERT_FORMAT,
     },
+    /** OpenTelemetry (tracing/tracing.ts): whether the standard environment asks for traces, and whether it names the service. */
+    tracing: { requested: tracingRequested(env), serviceNamed: env.OTEL_SERVICE_NAME !== undefined },
   };
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Whether the standard environment asks for traces: an OTLP endpoint (for all signals or for
+ * traces), not disabled by OTEL_SDK_DISABLED, and OTEL_TRACES_EXPORTER not "none". An empty value
+ * counts as unset, as the SDK reads it.
+ */
+export function tracingRequested(env: Env): boolean {
+  if (!env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() && !env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()) return false;
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return false;
+  return !(env.OTEL_TRACES_EXPORTER ?? "").split(",").some((e) => e.trim() === "none");
 }
 
 /** The worker's settings: handler slots, retries, and the sync's pacing and reconciliation tiers. */

@@ -17,6 +17,7 @@ import type { Telemetry } from "bullmq";
 import { BullMQOtel, BullMQOTelSpan } from "bullmq-otel";
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
 import { withTimeout } from "../base/deadline.js";
+import type { Config } from "../config/config.js";
 
 export const TRACER_NAME = "svc-webhooks";
 
@@ -33,21 +34,8 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-type Env = Readonly<Record<string, string | undefined>>;
-
 /**
- * Whether the standard environment asks for traces: an OTLP endpoint (for all signals or for
- * traces), not disabled by OTEL_SDK_DISABLED, and OTEL_TRACES_EXPORTER not "none".
- */
-export function tracingRequested(env: Env): boolean {
-  // An empty value counts as unset, as the SDK reads it.
-  if (!env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() && !env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim()) return false;
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return false;
-  return !(env.OTEL_TRACES_EXPORTER ?? "").split(",").some((e) => e.trim() === "none");
-}
-
-/**
- * Starts the OpenTelemetry Node SDK for traces when the environment asks for them; otherwise
+ * Starts the OpenTelemetry Node SDK for traces when the environment asks for them (Config's `tracing`); otherwise
  * loads nothing (the SDK is imported only here, dynamically) and returns undefined.
  *
  * The SDK reads the rest of the standard environment itself: OTEL_SERVICE_NAME and
@@ -56,11 +44,11 @@ export function tracingRequested(env: Env): boolean {
  * registered (nothing is patched): the service makes its own spans where a delivery goes. Metrics
  * stay Prometheus's and logs stdout's, so the SDK's metric and log pipelines are not started.
  */
-export async function startTracing(env: Env): Promise<Tracing | undefined> {
-  if (!tracingRequested(env)) return undefined;
+export async function startTracing({ requested, serviceNamed }: Config["tracing"]): Promise<Tracing | undefined> {
+  if (!requested) return undefined;
   const { NodeSDK } = await import("@opentelemetry/sdk-node");
   const sdk = new NodeSDK({
-    ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: TRACER_NAME }),
+    ...(serviceNamed ? {} : { serviceName: TRACER_NAME }),
     metricReaders: [],
     logRecordProcessors: [],
   });

@@ -3,7 +3,7 @@ import { type AddressInfo, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
-import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { afterEach, describe, expect, inject, it } from "vitest";
 import {
   DEV_SETTINGS_FILE,
   devBanner,
@@ -146,8 +146,6 @@ describe("dev banner", () => {
 });
 
 describe("a second npm run dev", () => {
-  afterEach(() => vi.unstubAllEnvs());
-
   it("says another dev runs, with its pid and URL, and changes nothing", async () => {
     const dir = tempDir();
     await devSettings(dir);
@@ -156,9 +154,8 @@ describe("a second npm run dev", () => {
     const before = readFileSync(file, "utf8");
     const lock = await lockDataDir(dir);
     try {
-      vi.stubEnv("DATA_DIR", dir);
-      vi.stubEnv("DATABASE_URL", undefined);
-      const run = await cli(["dev"], {});
+      // The environment main is given, not the process's: dev reads no other.
+      const run = await cli(["dev"], { DATA_DIR: dir });
       expect(run.code).toBe(1);
       expect(run.stderr).toBe(
         `svc-webhooks: another npm run dev runs on ${dir} (pid ${process.pid}, http://127.0.0.1:4100): use that one, or stop it (Ctrl-C in its terminal) first`,
@@ -172,8 +169,6 @@ describe("a second npm run dev", () => {
 });
 
 describe("dev over a sandbox state it refuses", () => {
-  afterEach(() => vi.unstubAllEnvs());
-
   it("stops the start in one line naming the file, the record and --fresh, and leaves the file as it was", async () => {
     const dir = tempDir();
     await devSettings(dir);
@@ -181,10 +176,7 @@ describe("dev over a sandbox state it refuses", () => {
     const order = { id: "ord_12", restaurantId: "rest_1", createdAt: "2026-11-27T10:00:00.000Z", status: "BOGUS" };
     writeFileSync(file, JSON.stringify({ format: 1, restaurants: [{ id: "rest_1", name: "R" }], orders: [order] }));
     const before = readFileSync(file, "utf8");
-    vi.stubEnv("DATA_DIR", dir);
-    vi.stubEnv("DATABASE_URL", undefined);
-    vi.stubEnv("REDIS_URL", inject("redisUrl"));
-    const run = await cli(["dev", "--no-simulate"], {});
+    const run = await cli(["dev", "--no-simulate"], { DATA_DIR: dir, REDIS_URL: inject("redisUrl") });
     expect(run.code).toBe(1);
     expect(run.stderr).toBe(
       `svc-webhooks: sandbox state ${file}: orders ord_12: status "BOGUS" is not an order status; start with --fresh to start the sandbox over`,

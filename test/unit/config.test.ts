@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config/config.js";
+import { ConfigError, configValue, loadConfig } from "../../src/config/config.js";
 
 function problems(env: Record<string, string>): string {
   try {
@@ -99,6 +99,13 @@ describe("loadConfig", () => {
     expect(config.signingSecrets).toEqual(["a"]);
   });
 
+  it("tells tracing whether the standard OTEL_* environment asks for it (an empty endpoint is unset)", () => {
+    expect(loadConfig({ SIGNING_SECRET: "a" }).tracing).toEqual({ requested: false, serviceNamed: false });
+    expect(loadConfig({ SIGNING_SECRET: "a", OTEL_EXPORTER_OTLP_ENDPOINT: "" }).tracing.requested).toBe(false);
+    const on = loadConfig({ SIGNING_SECRET: "a", OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SERVICE_NAME: "edge-eu" });
+    expect(on.tracing).toEqual({ requested: true, serviceNamed: true });
+  });
+
   describe("REDIS_CLUSTER", () => {
     const base = { SIGNING_SECRET: "a", REDIS_CLUSTER: "true", REDIS_URL: "redis://10.0.0.5:7000" };
 
@@ -130,5 +137,16 @@ describe("loadConfig", () => {
     it("takes only true or false", () => {
       expect(problems({ ...base, REDIS_CLUSTER: "yes" })).toContain("REDIS_CLUSTER must be true or false");
     });
+  });
+});
+
+describe("configValue (one variable, for a command that builds no Config)", () => {
+  it("parses by the schema, empty as unset, and refuses a wrong value naming only the variable", () => {
+    expect(configValue({}, "LOG_LEVEL")).toBe("info");
+    expect(configValue({ LOG_LEVEL: "" }, "LOG_LEVEL")).toBe("info");
+    expect(configValue({ LOG_LEVEL: "debug" }, "LOG_LEVEL")).toBe("debug");
+    expect(() => configValue({ LOG_LEVEL: "loud" }, "LOG_LEVEL")).toThrow(ConfigError);
+    expect(() => configValue({ LOG_LEVEL: "loud" }, "LOG_LEVEL")).toThrow(/LOG_LEVEL/);
+    expect(() => configValue({ LOG_LEVEL: "loud" }, "LOG_LEVEL")).not.toThrow(/loud/);
   });
 });

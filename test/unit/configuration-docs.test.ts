@@ -20,8 +20,8 @@ describe("docs/configuration.md", () => {
 
   it("states npm run dev's log level as dev sets it: one level for dev, the service's own", () => {
     const row = page.split("\n").find((line) => line.startsWith("| `LOG_LEVEL` |"));
-    expect(row).toContain(`\`npm run dev\` logs at \`${devLogLevel(false, undefined)}\``);
-    expect(devLogLevel(false, undefined)).toBe(configSchema.shape.LOG_LEVEL.parse(undefined));
+    expect(row).toContain(`\`npm run dev\` logs at \`${devLogLevel(false, {})}\``);
+    expect(devLogLevel(false, {})).toBe(configSchema.shape.LOG_LEVEL.parse(undefined));
   });
 
   it.each(Object.keys(configSchema.shape) as (keyof typeof configSchema.shape)[])("gives %s the schema's default", (name) => {

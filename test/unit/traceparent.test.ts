@@ -1,7 +1,8 @@
 import { TraceFlags } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
 import { encodeEntry, decodeEntry } from "../../src/queue/ingest-stream.js";
-import { tracingRequested, formatTraceparent, parseTraceparent } from "../../src/tracing/tracing.js";
+import { tracingRequested } from "../../src/config/config.js";
+import { formatTraceparent, parseTraceparent } from "../../src/tracing/tracing.js";
 
 const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
 const spanId = "00f067aa0ba902b7";
