@@ -108,3 +108,26 @@ function deadlineAt(at: number): Deadline {
     plus: (ms) => deadlineAt(at + ms),
   };
 }
+
+/**
+ * Waits `ms`, or rejects with the signal's reason as soon as it aborts (no timer left behind): the
+ * client's backoffs and the budget's waits end at once when their caller stops (a worker's
+ * shutdown deadline, a Ctrl-C), wherever they are.
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(abortError(signal));
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortError(signal));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

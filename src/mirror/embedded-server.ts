@@ -44,6 +44,8 @@ import { join, resolve } from "node:path";
 import { lock } from "os-lock";
 import type { Logger } from "../logging/logger.js";
 import { NamedError } from "../errors.js";
+import { exponentialDelayMs } from "../base/backoff.js";
+import { sleep } from "../base/deadline.js";
 import { EmbeddedServerError } from "./errors.js";
 import { embeddedBinaries, type BinariesOptions } from "./embedded-binaries.js";
 import { embeddedServerUser, type ServerUser } from "./embedded-user.js";
@@ -202,7 +204,7 @@ export async function startEmbeddedServer(dataDir: string, options: EmbeddedServ
         void restart(1);
       });
     const restart = async (attempt: number): Promise<void> => {
-      await pause(Math.min(30_000, 500 * 2 ** (attempt - 1)));
+      await sleep(exponentialDelayMs(attempt - 1, 500, 30_000));
       if (stopped()) return;
       try {
         await stopOrphan(cluster); // its children may still hold the cluster for a moment
@@ -391,11 +393,11 @@ async function stopOrphan(cluster: string): Promise<void> {
     return;
   }
   const until = Date.now() + STOP_GRACE_MS;
-  while (alive(pid) && Date.now() < until) await pause(50);
+  while (alive(pid) && Date.now() < until) await sleep(50);
   if (!alive(pid)) return;
   // An immediate shutdown; ours starts once it is gone (its pid file and shared memory with it).
   process.kill(pid, "SIGQUIT");
-  while (alive(pid) && Date.now() < until + STOP_GRACE_MS) await pause(50);
+  while (alive(pid) && Date.now() < until + STOP_GRACE_MS) await sleep(50);
 }
 
 /** Whether process `pid` is a `postgres` whose working directory is `cluster`. */
@@ -406,8 +408,6 @@ function servesCluster(pid: number, cluster: string): boolean {
     return false;
   }
 }
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Whether a process with this pid lives (signal 0 checks without signalling). */
 export const alive = (pid: number) => {
@@ -514,7 +514,7 @@ async function ready(child: ChildProcess, cluster: string, stderrTail: () => str
       child.kill("SIGQUIT");
       throw failure(`not ready after ${READY_TIMEOUT_MS / 1000} s`);
     }
-    await pause(25);
+    await sleep(25);
   }
 }
 

@@ -18,6 +18,7 @@ import type { SyncedKind } from "../mirror/kinds.js";
 import { type ApiClient } from "../upstream/client.js";
 import { readList } from "../upstream/paginate.js";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
+import { exponentialDelayMs } from "../base/backoff.js";
 
 export interface RefreshKindDeps extends Omit<RefreshReadContext, "kind"> {
   scheduler: RefreshQueue;
@@ -53,7 +54,7 @@ export interface RefreshOutcome {
 /** Reads a job makes at most; ids left over stay due for the next job (not counted as misses). */
 export const MAX_READS_PER_JOB = 50;
 /** Backoff between rounds that miss an id: 1 s, 2 s, 4 s … at most a minute. */
-export const backoffAfterMiss = (misses: number) => Math.min(60_000, 1000 * 2 ** Math.max(0, misses - 1));
+export const backoffAfterMiss = (misses: number) => exponentialDelayMs(Math.max(0, misses - 1), 1000, 60_000);
 
 /** One pending id as this job works on it. */
 type Work = Target & PendingId;

@@ -32,7 +32,9 @@ import {
   type SettableOrderStatus,
 } from "./models.js";
 import { paginate } from "./paginate.js";
-import { DEFAULT_BUDGET_CLASS, sleep, type BudgetClass, type RateLimiter } from "./rate-limiter.js";
+import { DEFAULT_BUDGET_CLASS, type BudgetClass, type RateLimiter } from "./rate-limiter.js";
+import { backoffMs } from "../base/backoff.js";
+import { sleep } from "../base/deadline.js";
 
 // The typed client of the upstream API: its key, its calls (the six endpoints as lists and
 // writes), how each call is sent (budget slot, timeout, bounded read of the answer, retries) and
@@ -552,13 +554,4 @@ export function parseRetryAfter(value: string | null | undefined, options: Retry
   else if (ASCTIME.test(text)) ms = Math.max(0, Date.parse(`${text} GMT`) - now);
   else return fallbackMs;
   return Math.min(ms, maxMs);
-}
-
-/**
- * Full-jitter exponential backoff (AWS architecture blog): a uniform delay in
- * [0, min(cap, base·2^attempt)), so clients that failed together do not retry together.
- * `attempt` counts from 0.
- */
-export function backoffMs(attempt: number, baseMs: number, capMs = 30_000, random: () => number = Math.random): number {
-  return Math.floor(random() * Math.min(capMs, baseMs * 2 ** attempt));
 }

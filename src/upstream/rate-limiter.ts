@@ -2,7 +2,7 @@ import { DEFAULTS } from "../config/defaults.js";
 import { randomUUID } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import { defineScripts, redisKeys } from "../redis/redis.js";
-import { abortError, untilAborted } from "../base/deadline.js";
+import { sleep, untilAborted } from "../base/deadline.js";
 
 /** The budget classes, highest first: where BudgetClass and BUDGET_CLASSES come from. */
 const CLASSES = ["webhook", "active", "full"] as const;
@@ -347,25 +347,3 @@ end
 table.insert(out, math.max(0, redis.call("PTTL", KEYS[2])))
 return out
 `;
-
-// ---- Waits that a signal ends: the client's backoffs and budget waits end at once when its caller
-// stops (a worker's shutdown deadline, a Ctrl-C), wherever they are.
-
-/** Waits `ms`, or rejects with the signal's reason as soon as it aborts (no timer left behind). */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(abortError(signal));
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortError(signal));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}

@@ -12,7 +12,8 @@ import {
 } from "../../src/upstream/errors.js";
 import { orderSchema } from "../../src/upstream/models.js";
 import { paginate, paginatePages } from "../../src/upstream/paginate.js";
-import { backoffMs, parseRetryAfter } from "../../src/upstream/client.js";
+import { backoffMs } from "../../src/base/backoff.js";
+import { parseRetryAfter } from "../../src/upstream/client.js";
 
 describe("Retry-After and backoff", () => {
   it("reads delta-seconds and HTTP dates, and falls back on garbage", () => {
