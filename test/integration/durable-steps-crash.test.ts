@@ -105,10 +105,12 @@ describe.skipIf(!databaseUrl)("durable steps: a worker killed between the upstre
 
     const second = runCli(["serve", "--role", "worker"], env);
     procs.push(second);
-    const seen = await waitFor(() => existsSync(env.SEEN_FILE) && readFileSync(env.SEEN_FILE, "utf8"), {
-      timeoutMs: 30_000,
-      what: "the second worker to finish the event",
-    });
+    // Whole lines only: the file can be read between appendFileSync's open and the end of its write.
+    const wholeLines = () => {
+      const text = existsSync(env.SEEN_FILE) ? readFileSync(env.SEEN_FILE, "utf8") : "";
+      return text.endsWith("\n") && text;
+    };
+    const seen = await waitFor(wholeLines, { timeoutMs: 30_000, what: "the second worker to finish the event" });
     const [line, ...more] = seen.trim().split("\n");
     expect(more).toEqual([]);
     expect(JSON.parse(line!)).toMatchObject({ pid: second.child.pid, id: created });
