@@ -88,6 +88,7 @@ export function redisKeys(prefix: string = DEFAULTS.queuePrefix) {
         next: `${base}:next`,
         activeLog: `${base}:log:active`,
         fullLog: `${base}:log:full`,
+        lentLog: `${base}:log:lent`,
         webhookWaiters: `${base}:waiting:webhook`,
         activeWaiters: `${base}:waiting:active`,
       };

@@ -65,6 +65,18 @@ const RECENT_MS = 15_000;
 export const WEBHOOK_BURST = 6;
 
 /**
+ * After an idle spell (a restart, an outage, a quiet service) the window the API counts is empty,
+ * and the pace alone would spread its first minute's calls over that minute: what is behind is
+ * found a minute late. So the budget lends: up to LENT_SHARE of max slots go ahead of the pace,
+ * as fast as their callers ask, while the window holds less than half of max (at 120/min: 30
+ * slots at once, from a window of fewer than 60). The lower classes pay it back: while a lent
+ * slot is in the window they stop at max minus RESERVED_SHARE of it, so a webhook refresh never
+ * meets a window the lending filled.
+ */
+export const LENT_SHARE = 1 / 4;
+export const RESERVED_SHARE = 1 / 10;
+
+/**
  * How long after its wait a refused caller still holds back the classes below it: its way back to
  * Redis (timer, network). A caller that never comes back (its process gone, its signal aborted
  * without reaching Redis) stops holding them back after this.
@@ -110,6 +122,7 @@ interface Scripts {
     fullLog: string,
     webhookWaiters: string,
     activeWaiters: string,
+    lentLog: string,
     max: number,
     windowMs: number,
     intervalMs: number,
@@ -117,8 +130,10 @@ interface Scripts {
     budget: BudgetClass,
     member: string,
     graceMs: number,
+    lent: number,
+    reserved: number,
   ): Promise<[number, number]>;
-  svcUpstreamAnswered(log: string, activeLog: string, fullLog: string, member: string, windowMs: number): Promise<number>;
+  svcUpstreamAnswered(log: string, activeLog: string, fullLog: string, lentLog: string, member: string, windowMs: number): Promise<number>;
   svcUpstreamPause(pause: string, ms: number): Promise<number>;
   svcUpstreamState(
     log: string,
@@ -137,7 +152,8 @@ interface Scripts {
  * use the whole budget when the classes above leave it idle (a backfill alone reads at the full
  * rate); a refused caller of a higher class registers as waiting, and a lower class takes no slot
  * while one does, in any process: a webhook refresh that arrives while a backfill saturates the
- * budget waits about one slot. The webhook class may run WEBHOOK_BURST slots ahead of the pace.
+ * budget waits about one slot. The webhook class may run WEBHOOK_BURST slots ahead of the pace,
+ * and an idle budget lends its first slots ahead of it (LENT_SHARE, repaid by the lower classes).
  * Under all of it, a sliding log in Redis holds at most `max` per window (the hard ceiling, so the
  * API never answers 429), and a shared pause (from a 429) stops everyone. A slot is logged when it
  * is taken and again when its request is answered (`acquireSlot`'s `answered`): the API counts a
@@ -157,19 +173,41 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const effectiveWindowMs = windowMs + (options.safetyMs ?? DEFAULTS.apiRateSafetyMs);
   const intervalMs = Math.ceil(effectiveWindowMs / max);
   const burstOf = (budget: BudgetClass) => (budget === "webhook" ? Math.min(WEBHOOK_BURST, max) : 1);
+  const lent = Math.floor(max * LENT_SHARE);
+  const reserved = Math.max(1, Math.floor(max * RESERVED_SHARE));
   // One hash tag for the keys: one Redis Cluster slot, as the scripts need.
   const keys = redisKeys(options.prefix).upstreamBudget(options.keyId);
   const waitersOf: Partial<Record<BudgetClass, string>> = { webhook: keys.webhookWaiters, active: keys.activeWaiters };
   // One ask for a slot (ACQUIRE): its KEYS in its order, then its ARGV.
-  const acquireKeys = [keys.log, keys.pause, keys.next, keys.activeLog, keys.fullLog, keys.webhookWaiters, keys.activeWaiters] as const;
+  const acquireKeys = [
+    keys.log,
+    keys.pause,
+    keys.next,
+    keys.activeLog,
+    keys.fullLog,
+    keys.webhookWaiters,
+    keys.activeWaiters,
+    keys.lentLog,
+  ] as const;
   const scripts = defineScripts<Scripts>(options.redis, {
-    svcUpstreamAcquire: { numberOfKeys: 7, lua: ACQUIRE },
-    svcUpstreamAnswered: { numberOfKeys: 3, lua: ANSWERED },
+    svcUpstreamAcquire: { numberOfKeys: 8, lua: ACQUIRE },
+    svcUpstreamAnswered: { numberOfKeys: 4, lua: ANSWERED },
     svcUpstreamPause: { numberOfKeys: 1, lua: PAUSE },
     svcUpstreamState: { numberOfKeys: 4, lua: STATE },
   });
   const askForSlot = (priority: BudgetClass, member: string) =>
-    scripts.svcUpstreamAcquire(...acquireKeys, max, effectiveWindowMs, intervalMs, burstOf(priority), priority, member, WAITER_GRACE_MS);
+    scripts.svcUpstreamAcquire(
+      ...acquireKeys,
+      max,
+      effectiveWindowMs,
+      intervalMs,
+      burstOf(priority),
+      priority,
+      member,
+      WAITER_GRACE_MS,
+      lent,
+      reserved,
+    );
 
   const acquireSlot = async ({ priority = DEFAULT_BUDGET_CLASS, signal }: { priority?: BudgetClass; signal?: AbortSignal } = {}) => {
     const member = randomUUID();
@@ -182,7 +220,9 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         if (granted === 1) {
           options.onSlot?.({ budget: priority, waitedMs: performance.now() - started });
           const answered = () =>
-            void scripts.svcUpstreamAnswered(keys.log, keys.activeLog, keys.fullLog, member, effectiveWindowMs).catch(() => undefined);
+            void scripts
+              .svcUpstreamAnswered(keys.log, keys.activeLog, keys.fullLog, keys.lentLog, member, effectiveWindowMs)
+              .catch(() => undefined);
           return { at: value, answered };
         }
         // The script says when the blocking condition can end: sleep that long, ask again.
@@ -239,11 +279,13 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
  * Take one slot, or say how long to wait.
  * KEYS: log (sorted set of every class's slot times), pause, next (when the next paced slot is
  *       due), active log, full log (each lower class's own slots, for `state`), webhook waiters,
- *       active waiters (sorted sets of callers refused, scored by when they stop counting).
+ *       active waiters (sorted sets of callers refused, scored by when they stop counting), lent
+ *       log (the slots lent ahead of the pace after an idle spell).
  * ARGV: max, window (ms, safety margin included), interval (ms between paced slots), burst (slots
  *       a class may take ahead of the pace: the webhook class a few, the others 1), class, member
  *       (one per acquire call: its slot and its waiter entry), grace (ms a waiter still counts
- *       after its wait, for its way back to Redis).
+ *       after its wait, for its way back to Redis), lent (slots an idle budget lends ahead of the
+ *       pace), reserved (slots the lower classes leave free while a lent slot is in the window).
  * Returns { 1, now } when the slot was taken, { 0, waitMs } otherwise.
  */
 const ACQUIRE = `
@@ -251,6 +293,7 @@ local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local max, window, interval, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local class, member, grace = ARGV[5], ARGV[6], tonumber(ARGV[7])
+local lendable, reserved = tonumber(ARGV[8]), tonumber(ARGV[9])
 local waiters = { webhook = KEYS[6], active = KEYS[7] }
 local nextAt = tonumber(redis.call("GET", KEYS[3]) or "0")
 -- A refused caller of a class with classes below it says it waits, so that those leave it the slot.
@@ -277,21 +320,39 @@ for _, key in ipairs(above) do
   if redis.call("ZCARD", key) > 0 then return refuse(math.max(interval, nextAt - now)) end
 end
 -- The hard ceiling: never more than max in the window, so the API never answers 429.
-for _, log in ipairs({ KEYS[1], KEYS[4], KEYS[5] }) do redis.call("ZREMRANGEBYSCORE", log, "-inf", now - window) end
+for _, log in ipairs({ KEYS[1], KEYS[4], KEYS[5], KEYS[8] }) do redis.call("ZREMRANGEBYSCORE", log, "-inf", now - window) end
 local count = redis.call("ZCARD", KEYS[1])
 if count >= max then
   local oldest = redis.call("ZRANGE", KEYS[1], count - max, count - max, "WITHSCORES")
   return refuse(tonumber(oldest[2]) + window - now)
+end
+-- Lent slots are paid back by the lower classes: while one is in the window they leave the last
+-- reserved slots to the webhook class, until the oldest lent slot leaves.
+if class ~= "webhook" and count >= max - reserved and redis.call("ZCARD", KEYS[8]) > 0 then
+  local oldestLent = redis.call("ZRANGE", KEYS[8], 0, 0, "WITHSCORES")
+  return refuse(math.max(interval, tonumber(oldestLent[2]) + window - now))
 end
 -- Pacing: one slot per interval, a class with a burst up to burst - 1 slots ahead of it.
 local due = nextAt - (burst - 1) * interval
 if now < due then return refuse(due - now) end
 -- A caller late by up to an interval (a loaded host's timers, the page it wrote before asking)
 -- keeps its place in the pace: the next slot stays due one interval after this one was, so a busy
--- budget is not lost to lateness. Later than that, the budget was idle: the pace starts afresh.
+-- budget is not lost to lateness. Later than that, the budget was idle: with the window less than
+-- half full it lends up to lendable slots ahead of the pace (the pace resumes once they are
+-- taken), else the pace starts afresh.
 local dueNext = now + interval
-if now - nextAt <= interval then dueNext = nextAt + interval end
+local lent = false
+if now - nextAt <= interval then
+  dueNext = nextAt + interval
+elseif lendable > 0 and count < max / 2 then
+  dueNext = math.max(nextAt, now - lendable * interval) + interval
+  lent = true
+end
 redis.call("SET", KEYS[3], dueNext, "PX", window)
+if lent then
+  redis.call("ZADD", KEYS[8], now, member)
+  redis.call("PEXPIRE", KEYS[8], window)
+end
 redis.call("ZADD", KEYS[1], now, member)
 redis.call("PEXPIRE", KEYS[1], window)
 local own = nil

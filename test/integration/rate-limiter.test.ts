@@ -7,6 +7,8 @@ import { createApiClient } from "../../src/upstream/client.js";
 import { apiKeyId } from "../../src/base/api-key.js";
 import {
   createRateLimiter,
+  LENT_SHARE,
+  RESERVED_SHARE,
   WEBHOOK_BURST,
   type BudgetClass,
   type RateLimiter,
@@ -114,6 +116,10 @@ describe("shared rate limiter: strict priority, paced, work-conserving", () => {
 
   it("holds a lower class back while a higher class of another process waits for a slot", async () => {
     const [fullProcess, activeProcess, webhookProcess] = [limiter(SMALL), limiter(SMALL), limiter(SMALL)];
+    // Half the window spent, so the pace binds (an emptier one would lend all three a slot at once).
+    const now = await redisNow();
+    const spent = Array.from({ length: SMALL.max / 2 }, (_, i) => [now - 1 - i, `spent-${i}`] as const);
+    await conns[0]!.zadd(redisKeys(prefix).upstreamBudget("k1").log, ...spent.flat());
     // A pause makes all three wait for the same moment; the lowest class asks first.
     await fullProcess.pause(300);
     const full = fullProcess.acquire({ priority: "full" });
@@ -140,24 +146,73 @@ describe("shared rate limiter: strict priority, paced, work-conserving", () => {
     expect(await fullProcess.acquire({ priority: "full" })).toBeGreaterThan(0);
   });
 
-  it("keeps a caller late by up to a whole interval in its place in the pace, and starts an idle budget's pace afresh", async () => {
+  it("keeps a caller late by up to a whole interval in its place in the pace; after an idle spell, lends or starts afresh", async () => {
     // 60 a minute: one slot a second. The next paced slot's due time is set back as if the
     // caller came that late (a loaded host's timers, a page's write before its next read).
     const l = limiter({ max: 60, windowMs: 60_000 });
-    const next = redisKeys(prefix).upstreamBudget("k1").next;
+    const keys = redisKeys(prefix).upstreamBudget("k1");
     const dueAfter = async (lateMs: number) => {
-      await conns[0]!.set(next, String((await redisNow()) - lateMs));
-      const dueBefore = Number(await conns[0]!.get(next));
+      await conns[0]!.set(keys.next, String((await redisNow()) - lateMs));
+      const dueBefore = Number(await conns[0]!.get(keys.next));
       const takenAt = await l.acquire({ priority: "full" });
-      return { dueBefore, takenAt, dueNext: Number(await conns[0]!.get(next)) };
+      return { dueBefore, takenAt, dueNext: Number(await conns[0]!.get(keys.next)) };
     };
     // Late by 900 ms: the next slot stays due one interval after this one was, not after it was taken.
     const late = await dueAfter(900);
     expect(late.dueNext).toBe(late.dueBefore + 1000);
     expect(late.dueNext - late.takenAt).toBeLessThan(1000);
-    // Late by more than an interval: the budget was idle, the pace starts afresh from this slot.
+    expect(await conns[0]!.zcard(keys.lentLog)).toBe(0);
+    // Idle for 5 intervals with the window nearly empty: the budget lends, the pace stays where it was.
+    const lent = await dueAfter(5000);
+    expect(lent.dueNext).toBe(lent.dueBefore + 1000);
+    expect(await conns[0]!.zcard(keys.lentLog)).toBe(1);
+    // Idle with the window half full: nothing to lend, the pace starts afresh from this slot.
+    const now = await redisNow();
+    const spent = Array.from({ length: 30 }, (_, i) => [now - 10 - i, `spent-${i}`] as const);
+    await conns[0]!.zadd(keys.log, ...spent.flat());
     const idle = await dueAfter(5000);
     expect(idle.dueNext).toBe(idle.takenAt + 1000);
+    expect(await conns[0]!.zcard(keys.lentLog)).toBe(1);
+  });
+
+  it("lends an idle budget's first slots ahead of the pace, at most LENT_SHARE of max, then paces again", async () => {
+    // SMALL: one slot per 100 ms; an empty window lends 5.
+    const lendable = Math.floor(SMALL.max * LENT_SHARE);
+    const l = limiter(SMALL);
+    const keys = redisKeys(prefix).upstreamBudget("k1");
+    const taken: number[] = [];
+    for (let i = 0; i < lendable + 2; i++) taken.push(await l.acquire({ priority: "full" }));
+    // Each lent slot left the next one due at once; once lent out, the pace is one interval again.
+    const lentCount = await conns[0]!.zcard(keys.lentLog);
+    expect(lentCount).toBeGreaterThanOrEqual(lendable - 1);
+    expect(lentCount).toBeLessThanOrEqual(lendable);
+    const dueNext = Number(await conns[0]!.get(keys.next));
+    expect(dueNext).toBeGreaterThan(taken.at(-1)!);
+    expect(maxInAnyWindow(taken, SMALL.windowMs)).toBeLessThanOrEqual(SMALL.max);
+  });
+
+  it("has the lower classes pay lent slots back: near the ceiling they wait, a webhook refresh does not", async () => {
+    const reserved = Math.max(1, Math.floor(SMALL.max * RESERVED_SHARE));
+    const l = limiter(SMALL);
+    const keys = redisKeys(prefix).upstreamBudget("k1");
+    // The window holds max - reserved slots, one of them lent; the pace is due.
+    const now = await redisNow();
+    const spent = Array.from({ length: SMALL.max - reserved }, (_, i) => [now - 1 - i, `spent-${i}`] as const);
+    await conns[0]!.zadd(keys.log, ...spent.flat());
+    await conns[0]!.zadd(keys.lentLog, now - 1, "spent-0");
+    await conns[0]!.set(keys.next, String(now - 50));
+    const gaveUp = new AbortController();
+    let fullServed = false;
+    const full = l.acquire({ priority: "full", signal: gaveUp.signal }).then(() => (fullServed = true));
+    await l.acquire({ priority: "webhook" });
+    expect(fullServed).toBe(false);
+    expect(await conns[0]!.zcard(keys.log)).toBe(SMALL.max - reserved + 1);
+    gaveUp.abort(new Error("gave up"));
+    await expect(full).rejects.toThrow("gave up");
+    // With no lent slot in the window the lower classes may take the window's last slots (work-conserving).
+    await conns[0]!.del(keys.lentLog);
+    await l.acquire({ priority: "full" });
+    expect(await conns[0]!.zcard(keys.log)).toBe(SMALL.max - reserved + 2);
   });
 
   it("never puts more than max into the API's window, every class at once (no 429 from the sandbox)", async () => {

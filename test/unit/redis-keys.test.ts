@@ -18,6 +18,7 @@ function scriptKeyGroups(prefix: string): Record<string, string[]> {
       budget.fullLog,
       budget.webhookWaiters,
       budget.activeWaiters,
+      budget.lentLog,
     ],
     "rate limiter state": [budget.log, budget.pause, budget.activeLog, budget.fullLog],
     "refresh scheduler note, forget read, defer": [keys.syncOf().pendingRefresh("orders")],
@@ -71,6 +72,7 @@ describe("Redis key names", () => {
       next: "svc:upstream:{k1}:next",
       activeLog: "svc:upstream:{k1}:log:active",
       fullLog: "svc:upstream:{k1}:log:full",
+      lentLog: "svc:upstream:{k1}:log:lent",
       webhookWaiters: "svc:upstream:{k1}:waiting:webhook",
       activeWaiters: "svc:upstream:{k1}:waiting:active",
     });
