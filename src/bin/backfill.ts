@@ -1,3 +1,4 @@
+import { duration } from "../base/duration.js";
 import { loadConfig } from "../config/config.js";
 import { embeddedDatabaseExists } from "../mirror/database.js";
 import { accountParam, createAccountRegistry, createSecretsBox } from "../mirror/accounts.js";
@@ -239,16 +240,8 @@ export function createBackfillProgress(options: {
     const speed = Math.min(rate > 0 ? rate : options.budgetRecordsPerSecond, options.budgetRecordsPerSecond);
     const eta =
       expected !== undefined && expected > p.checkpoint.records && speed > 0
-        ? `ETA ${formatDuration((expected - p.checkpoint.records) / speed)}`
+        ? `ETA ${duration((expected - p.checkpoint.records) / speed)}`
         : `ETA unknown (budget ≤ ${Math.round(options.budgetRecordsPerSecond)} records/s)`;
     return `${head}${resumed}, ${rate.toFixed(1)} records/s, ${eta}`;
   };
-}
-
-/** 75 → "1m15s", 3700 → "1h01m". */
-export function formatDuration(seconds: number): string {
-  const s = Math.max(0, Math.round(seconds));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
-  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { age, ago, duration } from "../../src/http/console/layout.js";
+import { duration } from "../../src/base/duration.js";
+import { age, ago } from "../../src/http/console/layout.js";
 
 describe("the console's ages", () => {
   it("writes seconds under a minute, then the largest whole unit and the next one down", () => {

@@ -3,7 +3,8 @@ import type { MinuteSample } from "../../metrics/minute-samples.js";
 import type { OpsSummary } from "../../metrics/metrics.js";
 import { keptFresh } from "../../mirror/kinds.js";
 import { CONSOLE_PATH, DASHBOARD_PATH, METRICS_PATH } from "../operator-routes.js";
-import { age, ago, duration, hrefWith, Layout, Table, When, type ListedAccount } from "./layout.js";
+import { duration } from "../../base/duration.js";
+import { age, ago, hrefWith, Layout, Table, When, type ListedAccount } from "./layout.js";
 
 // The health page: every figure it shows with the rule that rates it (FIGURES), the charts of the
 // last hour (HEALTH_CHARTS, drawn by MinuteChart), and the page that lays them out.

@@ -2,6 +2,7 @@ import { createContext, useContext, type Child } from "hono/jsx";
 import { raw } from "hono/html";
 import { carriedAccount, DEFAULT_ACCOUNT } from "../../config/defaults.js";
 import { shownStatus } from "../../mirror/values.js";
+import { duration } from "../../base/duration.js";
 import { printable } from "../../base/text.js";
 import type { AccountSyncState } from "../../sync/first-import.js";
 // A console page's query parameter that is unknown or malformed is the mirror's one invalid_filter: a 400 naming it, nothing read.
@@ -167,26 +168,6 @@ export function age(seconds: number): string {
   if (s === 0) return "just now";
   return s < 0 ? `in ${duration(-s)}` : `${duration(s)} ago`;
 }
-
-/**
- * Seconds in the largest unit that fits and the next one down, whole: 59 s, 1 min 55 s, 1 h 30 min,
- * 2 d 12 h. Two units keep a threshold exact enough to read (5,400 s is "1 h 30 min", not "1 h").
- */
-export function duration(seconds: number): string {
-  const s = Math.max(0, Math.floor(seconds));
-  if (s < 60) return `${s} s`;
-  const i = DURATION_UNITS.findIndex(([size]) => s >= size);
-  const [size, name] = DURATION_UNITS[i] ?? [60, "min"];
-  const [nextSize, nextName] = DURATION_UNITS[i + 1] ?? [1, "s"];
-  const rest = Math.floor((s % size) / nextSize);
-  return `${Math.floor(s / size)} ${name}${rest > 0 ? ` ${rest} ${nextName}` : ""}`;
-}
-
-const DURATION_UNITS: readonly (readonly [number, string])[] = [
-  [86_400, "d"],
-  [3600, "h"],
-  [60, "min"],
-];
 
 /** How long a handler ran: 840 ms, 2.4 s, then as `duration` does (5 min). */
 export function runDuration(ms: number): string {
