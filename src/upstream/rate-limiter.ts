@@ -67,14 +67,14 @@ export const WEBHOOK_BURST = 6;
 /**
  * After an idle spell (a restart, an outage, a quiet service) the window the API counts is empty,
  * and the pace alone would spread its first minute's calls over that minute: what is behind is
- * found a minute late. So the budget lends: up to LENT_SHARE of max slots go ahead of the pace,
- * as fast as their callers ask, while the window holds less than half of max (at 120/min: 30
- * slots at once, from a window of fewer than 60). The lower classes pay it back: while a lent
- * slot is in the window they stop at max minus RESERVED_SHARE of it, so a webhook refresh never
- * meets a window the lending filled.
+ * found a minute late. So the budget lends to refreshes and the active tier (the catch-up): while
+ * the window holds fewer than LENT_SHARE of max, slots go ahead of the pace up to that many, as
+ * fast as their callers ask (at 120/min: 30 at once). The pace pays it back: while a lent slot is in the window, the slots the window has left
+ * are spread over the time until the oldest lent slot leaves it, so the window never reaches the
+ * ceiling in a burst (a webhook refresh never waits for a window the loan filled) and no slot of
+ * the budget is lost to the loan.
  */
 export const LENT_SHARE = 1 / 4;
-export const RESERVED_SHARE = 1 / 10;
 
 /**
  * How long after its wait a refused caller still holds back the classes below it: its way back to
@@ -131,7 +131,6 @@ interface Scripts {
     member: string,
     graceMs: number,
     lent: number,
-    reserved: number,
   ): Promise<[number, number]>;
   svcUpstreamAnswered(log: string, activeLog: string, fullLog: string, lentLog: string, member: string, windowMs: number): Promise<number>;
   svcUpstreamPause(pause: string, ms: number): Promise<number>;
@@ -174,7 +173,6 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const intervalMs = Math.ceil(effectiveWindowMs / max);
   const burstOf = (budget: BudgetClass) => (budget === "webhook" ? Math.min(WEBHOOK_BURST, max) : 1);
   const lent = Math.floor(max * LENT_SHARE);
-  const reserved = Math.max(1, Math.floor(max * RESERVED_SHARE));
   // One hash tag for the keys: one Redis Cluster slot, as the scripts need.
   const keys = redisKeys(options.prefix).upstreamBudget(options.keyId);
   const waitersOf: Partial<Record<BudgetClass, string>> = { webhook: keys.webhookWaiters, active: keys.activeWaiters };
@@ -206,7 +204,6 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       member,
       WAITER_GRACE_MS,
       lent,
-      reserved,
     );
 
   const acquireSlot = async ({ priority = DEFAULT_BUDGET_CLASS, signal }: { priority?: BudgetClass; signal?: AbortSignal } = {}) => {
@@ -285,7 +282,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
  *       a class may take ahead of the pace: the webhook class a few, the others 1), class, member
  *       (one per acquire call: its slot and its waiter entry), grace (ms a waiter still counts
  *       after its wait, for its way back to Redis), lent (slots an idle budget lends ahead of the
- *       pace), reserved (slots the lower classes leave free while a lent slot is in the window).
+ *       pace).
  * Returns { 1, now } when the slot was taken, { 0, waitMs } otherwise.
  */
 const ACQUIRE = `
@@ -293,7 +290,7 @@ local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local max, window, interval, burst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local class, member, grace = ARGV[5], ARGV[6], tonumber(ARGV[7])
-local lendable, reserved = tonumber(ARGV[8]), tonumber(ARGV[9])
+local lendable = tonumber(ARGV[8])
 local waiters = { webhook = KEYS[6], active = KEYS[7] }
 local nextAt = tonumber(redis.call("GET", KEYS[3]) or "0")
 -- A refused caller of a class with classes below it says it waits, so that those leave it the slot.
@@ -326,26 +323,31 @@ if count >= max then
   local oldest = redis.call("ZRANGE", KEYS[1], count - max, count - max, "WITHSCORES")
   return refuse(tonumber(oldest[2]) + window - now)
 end
--- Lent slots are paid back by the lower classes: while one is in the window they leave the last
--- reserved slots to the webhook class, until the oldest lent slot leaves.
-if class ~= "webhook" and count >= max - reserved and redis.call("ZCARD", KEYS[8]) > 0 then
-  local oldestLent = redis.call("ZRANGE", KEYS[8], 0, 0, "WITHSCORES")
-  return refuse(math.max(interval, tonumber(oldestLent[2]) + window - now))
+-- Lent slots are paid back by the pace: while one is in the window, the slots free until the oldest
+-- lent one leaves it (those free now and those older slots free as they leave) are spread over
+-- that time, so the window reaches the ceiling no sooner (nobody waits for a window the loan
+-- filled) and no slot is lost.
+local pace = interval
+if redis.call("ZCARD", KEYS[8]) > 0 then
+  local oldestLent = tonumber(redis.call("ZRANGE", KEYS[8], 0, 0, "WITHSCORES")[2])
+  local freed = redis.call("ZCOUNT", KEYS[1], "-inf", "(" .. oldestLent)
+  pace = math.max(interval, math.ceil((oldestLent + window - now) / (max - count + freed)))
 end
--- Pacing: one slot per interval, a class with a burst up to burst - 1 slots ahead of it.
-local due = nextAt - (burst - 1) * interval
+-- Pacing: one slot per pace, a class with a burst up to burst - 1 slots ahead of it.
+local due = nextAt - (burst - 1) * pace
 if now < due then return refuse(due - now) end
--- A caller late by up to an interval (a loaded host's timers, the page it wrote before asking)
--- keeps its place in the pace: the next slot stays due one interval after this one was, so a busy
--- budget is not lost to lateness. Later than that, the budget was idle: with the window less than
--- half full it lends up to lendable slots ahead of the pace (the pace resumes once they are
--- taken), else the pace starts afresh.
-local dueNext = now + interval
+-- A caller late by up to a pace (a loaded host's timers, the page it wrote before asking) keeps
+-- its place: the next slot stays due one pace after this one was, so a busy budget is not lost to
+-- lateness. Later than that, the budget was idle: with fewer than lendable slots in the window it
+-- lends a webhook refresh or the active tier (a catch-up) up to lendable ahead of the pace (the
+-- pace resumes once they are taken), else the pace starts afresh. The full class is not lent:
+-- a backfill or a full pass reads for minutes, where a loan only moves its calls around.
+local dueNext = now + pace
 local lent = false
-if now - nextAt <= interval then
-  dueNext = nextAt + interval
-elseif lendable > 0 and count < max / 2 then
-  dueNext = math.max(nextAt, now - lendable * interval) + interval
+if now - nextAt <= pace then
+  dueNext = nextAt + pace
+elseif class ~= "full" and count < lendable then
+  dueNext = math.max(nextAt, now - lendable * interval) + pace
   lent = true
 end
 redis.call("SET", KEYS[3], dueNext, "PX", window)

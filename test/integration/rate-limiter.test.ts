@@ -8,7 +8,6 @@ import { apiKeyId } from "../../src/base/api-key.js";
 import {
   createRateLimiter,
   LENT_SHARE,
-  RESERVED_SHARE,
   WEBHOOK_BURST,
   type BudgetClass,
   type RateLimiter,
@@ -69,6 +68,13 @@ function saturate(l: RateLimiter, priority: BudgetClass, callers: number, stop: 
 // max 20 per 2 s window: one slot every 100 ms.
 const SMALL = { max: 20, windowMs: 2000 };
 
+/** Half of SMALL's window spent just now, so the pace binds: an emptier window lends its callers slots at once. */
+async function spendHalfTheWindow(): Promise<void> {
+  const now = await redisNow();
+  const spent = Array.from({ length: SMALL.max / 2 }, (_, i) => [now - 1 - i, `spent-${i}`] as const);
+  await conns[0]!.zadd(redisKeys(prefix).upstreamBudget("k1").log, ...spent.flat());
+}
+
 describe("shared rate limiter: strict priority, paced, work-conserving", () => {
   it("gives a lone full-class caller the whole budget: paced, never over max, and the window's last slot too", async () => {
     const a = limiter(SMALL);
@@ -89,6 +95,7 @@ describe("shared rate limiter: strict priority, paced, work-conserving", () => {
 
   it("serves a webhook caller next while full-class callers saturate the budget", async () => {
     const a = limiter(SMALL);
+    await spendHalfTheWindow();
     const stop = new AbortController();
     const full: number[] = [];
     const fullCallers = saturate(a, "full", 3, stop.signal, full);
@@ -116,10 +123,7 @@ describe("shared rate limiter: strict priority, paced, work-conserving", () => {
 
   it("holds a lower class back while a higher class of another process waits for a slot", async () => {
     const [fullProcess, activeProcess, webhookProcess] = [limiter(SMALL), limiter(SMALL), limiter(SMALL)];
-    // Half the window spent, so the pace binds (an emptier one would lend all three a slot at once).
-    const now = await redisNow();
-    const spent = Array.from({ length: SMALL.max / 2 }, (_, i) => [now - 1 - i, `spent-${i}`] as const);
-    await conns[0]!.zadd(redisKeys(prefix).upstreamBudget("k1").log, ...spent.flat());
+    await spendHalfTheWindow();
     // A pause makes all three wait for the same moment; the lowest class asks first.
     await fullProcess.pause(300);
     const full = fullProcess.acquire({ priority: "full" });
@@ -151,10 +155,10 @@ describe("shared rate limiter: strict priority, paced, work-conserving", () => {
     // caller came that late (a loaded host's timers, a page's write before its next read).
     const l = limiter({ max: 60, windowMs: 60_000 });
     const keys = redisKeys(prefix).upstreamBudget("k1");
-    const dueAfter = async (lateMs: number) => {
+    const dueAfter = async (lateMs: number, priority: BudgetClass = "active") => {
       await conns[0]!.set(keys.next, String((await redisNow()) - lateMs));
       const dueBefore = Number(await conns[0]!.get(keys.next));
-      const takenAt = await l.acquire({ priority: "full" });
+      const takenAt = await l.acquire({ priority });
       return { dueBefore, takenAt, dueNext: Number(await conns[0]!.get(keys.next)) };
     };
     // Late by 900 ms: the next slot stays due one interval after this one was, not after it was taken.
@@ -162,57 +166,65 @@ describe("shared rate limiter: strict priority, paced, work-conserving", () => {
     expect(late.dueNext).toBe(late.dueBefore + 1000);
     expect(late.dueNext - late.takenAt).toBeLessThan(1000);
     expect(await conns[0]!.zcard(keys.lentLog)).toBe(0);
-    // Idle for 5 intervals with the window nearly empty: the budget lends, the pace stays where it was.
+    // Idle for 5 intervals with the window nearly empty: a full-class caller (a backfill, reading
+    // for minutes) is lent nothing, the pace starts afresh; the active tier (a catch-up) is lent, the
+    // pace stays where it was.
+    const full = await dueAfter(5000, "full");
+    expect(full.dueNext).toBe(full.takenAt + 1000);
+    expect(await conns[0]!.zcard(keys.lentLog)).toBe(0);
     const lent = await dueAfter(5000);
     expect(lent.dueNext).toBe(lent.dueBefore + 1000);
     expect(await conns[0]!.zcard(keys.lentLog)).toBe(1);
-    // Idle with the window half full: nothing to lend, the pace starts afresh from this slot.
+    // Idle with more than a quarter of the window spent: nothing to lend, the pace starts afresh.
+    await conns[0]!.del(keys.lentLog);
     const now = await redisNow();
     const spent = Array.from({ length: 30 }, (_, i) => [now - 10 - i, `spent-${i}`] as const);
     await conns[0]!.zadd(keys.log, ...spent.flat());
     const idle = await dueAfter(5000);
     expect(idle.dueNext).toBe(idle.takenAt + 1000);
-    expect(await conns[0]!.zcard(keys.lentLog)).toBe(1);
+    expect(await conns[0]!.zcard(keys.lentLog)).toBe(0);
   });
 
-  it("lends an idle budget's first slots ahead of the pace, at most LENT_SHARE of max, then paces again", async () => {
-    // SMALL: one slot per 100 ms; an empty window lends 5.
+  it("lends an idle budget's first slots ahead of the pace, up to LENT_SHARE of the window", async () => {
+    // SMALL: one slot per 100 ms; an empty window lends up to 5.
     const lendable = Math.floor(SMALL.max * LENT_SHARE);
     const l = limiter(SMALL);
     const keys = redisKeys(prefix).upstreamBudget("k1");
     const taken: number[] = [];
-    for (let i = 0; i < lendable + 2; i++) taken.push(await l.acquire({ priority: "full" }));
-    // Each lent slot left the next one due at once; once lent out, the pace is one interval again.
-    const lentCount = await conns[0]!.zcard(keys.lentLog);
-    expect(lentCount).toBeGreaterThanOrEqual(lendable - 1);
-    expect(lentCount).toBeLessThanOrEqual(lendable);
-    const dueNext = Number(await conns[0]!.get(keys.next));
-    expect(dueNext).toBeGreaterThan(taken.at(-1)!);
+    for (let i = 0; i < lendable - 1; i++) {
+      taken.push(await l.acquire({ priority: "active" }));
+      // Each left the next slot due at once (at the latest when it was taken): no wait for the pace.
+      expect(Number(await conns[0]!.get(keys.next))).toBeLessThanOrEqual(taken.at(-1)!);
+    }
+    expect(await conns[0]!.zcard(keys.lentLog)).toBe(lendable - 1);
+    // Lending stops once the window holds LENT_SHARE of it; the ceiling holds through it all.
+    for (let i = 0; i < SMALL.max; i++) taken.push(await l.acquire({ priority: "active" }));
+    expect(await conns[0]!.zcard(keys.lentLog)).toBeLessThanOrEqual(lendable);
     expect(maxInAnyWindow(taken, SMALL.windowMs)).toBeLessThanOrEqual(SMALL.max);
   });
 
-  it("has the lower classes pay lent slots back: near the ceiling they wait, a webhook refresh does not", async () => {
-    const reserved = Math.max(1, Math.floor(SMALL.max * RESERVED_SHARE));
+  it("has the pace pay lent slots back: the window's slots left are spread until the oldest lent one leaves", async () => {
     const l = limiter(SMALL);
     const keys = redisKeys(prefix).upstreamBudget("k1");
-    // The window holds max - reserved slots, one of them lent; the pace is due.
+    const nextAfterOne = async () => {
+      const before = await redisNow();
+      await conns[0]!.set(keys.next, String(before - 50));
+      await l.acquire({ priority: "full" });
+      return { before, after: await redisNow(), paced: Number(await conns[0]!.get(keys.next)) - (before - 50) };
+    };
     const now = await redisNow();
-    const spent = Array.from({ length: SMALL.max - reserved }, (_, i) => [now - 1 - i, `spent-${i}`] as const);
-    await conns[0]!.zadd(keys.log, ...spent.flat());
-    await conns[0]!.zadd(keys.lentLog, now - 1, "spent-0");
-    await conns[0]!.set(keys.next, String(now - 50));
-    const gaveUp = new AbortController();
-    let fullServed = false;
-    const full = l.acquire({ priority: "full", signal: gaveUp.signal }).then(() => (fullServed = true));
-    await l.acquire({ priority: "webhook" });
-    expect(fullServed).toBe(false);
-    expect(await conns[0]!.zcard(keys.log)).toBe(SMALL.max - reserved + 1);
-    gaveUp.abort(new Error("gave up"));
-    await expect(full).rejects.toThrow("gave up");
-    // With no lent slot in the window the lower classes may take the window's last slots (work-conserving).
+    const lent = Array.from({ length: 4 }, (_, i) => [now - 1 - i, `lent-${i}`] as const);
+    await conns[0]!.zadd(keys.log, ...lent.flat());
+    await conns[0]!.zadd(keys.lentLog, ...lent.flat());
+    // 16 slots left of 20, spread over the ~2 s until the oldest lent slot (now - 4) leaves.
+    const spread = await nextAfterOne();
+    const until = (t: number) => Math.ceil((now - 4 + SMALL.windowMs - t) / (SMALL.max - 4));
+    expect(spread.paced).toBeGreaterThanOrEqual(until(spread.after));
+    expect(spread.paced).toBeLessThanOrEqual(until(spread.before));
+    expect(spread.paced).toBeGreaterThan(SMALL.windowMs / SMALL.max);
+    // None lent: one per interval (2000 ÷ 20).
     await conns[0]!.del(keys.lentLog);
-    await l.acquire({ priority: "full" });
-    expect(await conns[0]!.zcard(keys.log)).toBe(SMALL.max - reserved + 2);
+    expect((await nextAfterOne()).paced).toBe(SMALL.windowMs / SMALL.max);
   });
 
   it("never puts more than max into the API's window, every class at once (no 429 from the sandbox)", async () => {
