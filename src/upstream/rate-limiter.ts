@@ -69,10 +69,11 @@ export const WEBHOOK_BURST = 6;
  * and the pace alone would spread its first minute's calls over that minute: what is behind is
  * found a minute late. So the budget lends to refreshes and the active tier (the catch-up): while
  * the window holds fewer than LENT_SHARE of max, slots go ahead of the pace up to that many, as
- * fast as their callers ask (at 120/min: 30 at once). The pace pays it back: while a lent slot is in the window, the slots the window has left
- * are spread over the time until the oldest lent slot leaves it, so the window never reaches the
- * ceiling in a burst (a webhook refresh never waits for a window the loan filled) and no slot of
- * the budget is lost to the loan.
+ * fast as their callers ask (at 120/min: 30 at once). The full class (a backfill, a full pass)
+ * reads for minutes, where a loan only moves its calls around: it is lent nothing. The pace pays
+ * the loan back: while a lent slot is in the window, the slots free until the oldest lent one
+ * leaves it are spread over that time, so the window never reaches the ceiling in a burst (a
+ * webhook refresh never waits for a window the loan filled) and no slot is lost to the loan.
  */
 export const LENT_SHARE = 1 / 4;
 
@@ -152,7 +153,7 @@ interface Scripts {
  * rate); a refused caller of a higher class registers as waiting, and a lower class takes no slot
  * while one does, in any process: a webhook refresh that arrives while a backfill saturates the
  * budget waits about one slot. The webhook class may run WEBHOOK_BURST slots ahead of the pace,
- * and an idle budget lends its first slots ahead of it (LENT_SHARE, repaid by the lower classes).
+ * and an idle budget lends refreshes and the catch-up slots ahead of it (LENT_SHARE, repaid by the pace).
  * Under all of it, a sliding log in Redis holds at most `max` per window (the hard ceiling, so the
  * API never answers 429), and a shared pause (from a 429) stops everyone. A slot is logged when it
  * is taken and again when its request is answered (`acquireSlot`'s `answered`): the API counts a
