@@ -174,8 +174,7 @@ export class ConfigError extends codedError("invalid_config") {
  * contain the values given (secrets stay out of logs and terminals).
  */
 export function loadConfig(env: Record<string, string | undefined>): Config {
-  // Empty strings count as unset, as in most .env tooling.
-  const input = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const input = Object.fromEntries(Object.entries(env).filter(([, v]) => given(v) !== undefined));
   const parsed = configSchema.safeParse(input);
   const problems = parsed.success ? [] : parsed.error.issues.map((issue) => `${issue.path.join(".") || "environment"} ${issue.message}`);
   problems.push(...crossFieldProblems(input));
@@ -183,6 +182,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (!parsed.success || problems.length > 0) throw new ConfigError([...new Set(problems)]);
   return configFrom(parsed.data, input);
 }
+
+/** A variable's value as the schema reads it: an empty string counts as unset, as in most .env tooling. */
+const given = (value: string | undefined): string | undefined => (value === "" ? undefined : value);
 
 /**
  * One variable as the schema parses it, for a command that builds no Config of its own (the
@@ -192,8 +194,7 @@ export function configValue<Name extends keyof typeof configSchema.shape>(
   env: Env,
   name: Name,
 ): z.output<(typeof configSchema.shape)[Name]> {
-  const raw = env[name];
-  const parsed = configSchema.shape[name].safeParse(raw === "" ? undefined : raw);
+  const parsed = configSchema.shape[name].safeParse(given(env[name]));
   if (!parsed.success) throw new ConfigError(parsed.error.issues.map((issue) => `${name} ${issue.message}`));
   return parsed.data as z.output<(typeof configSchema.shape)[Name]>;
 }

@@ -131,7 +131,7 @@ interface Scripts {
     budget: BudgetClass,
     member: string,
     graceMs: number,
-    lent: number,
+    lendable: number,
   ): Promise<[number, number]>;
   svcUpstreamAnswered(log: string, activeLog: string, fullLog: string, lentLog: string, member: string, windowMs: number): Promise<number>;
   svcUpstreamPause(pause: string, ms: number): Promise<number>;
@@ -173,7 +173,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   const effectiveWindowMs = windowMs + (options.safetyMs ?? DEFAULTS.apiRateSafetyMs);
   const intervalMs = Math.ceil(effectiveWindowMs / max);
   const burstOf = (budget: BudgetClass) => (budget === "webhook" ? Math.min(WEBHOOK_BURST, max) : 1);
-  const lent = Math.floor(max * LENT_SHARE);
+  const lendable = Math.floor(max * LENT_SHARE);
   // One hash tag for the keys: one Redis Cluster slot, as the scripts need.
   const keys = redisKeys(options.prefix).upstreamBudget(options.keyId);
   const waitersOf: Partial<Record<BudgetClass, string>> = { webhook: keys.webhookWaiters, active: keys.activeWaiters };
@@ -204,7 +204,7 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
       priority,
       member,
       WAITER_GRACE_MS,
-      lent,
+      lendable,
     );
 
   const acquireSlot = async ({ priority = DEFAULT_BUDGET_CLASS, signal }: { priority?: BudgetClass; signal?: AbortSignal } = {}) => {
@@ -282,8 +282,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
  * ARGV: max, window (ms, safety margin included), interval (ms between paced slots), burst (slots
  *       a class may take ahead of the pace: the webhook class a few, the others 1), class, member
  *       (one per acquire call: its slot and its waiter entry), grace (ms a waiter still counts
- *       after its wait, for its way back to Redis), lent (slots an idle budget lends ahead of the
- *       pace).
+ *       after its wait, for its way back to Redis), lendable (slots an idle budget lends ahead of
+ *       the pace).
  * Returns { 1, now } when the slot was taken, { 0, waitMs } otherwise.
  */
 const ACQUIRE = `
