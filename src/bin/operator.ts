@@ -20,7 +20,7 @@ import * as z from "zod";
 import { SERVED_BY } from "../http/errors.js";
 import { BulkCount, BulkProgress, BulkStarted, ErrorBody, ReplayStarted, SyncQueued } from "../http/operator-schemas.js";
 import { createOperatorActions, type OperatorActions } from "../worker/operator-actions.js";
-import { OperatorActionError } from "../worker/errors.js";
+import { OperatorActionError, type OperatorRefusal } from "../worker/errors.js";
 import {
   BULK_REPLAY_TTL_SECONDS,
   type BulkReplayProgress,
@@ -257,11 +257,14 @@ function warnUnsentNames(flags: Flags): void {
     );
 }
 
+/** The service's refusal of a bulk replay it was not asked to confirm, or confirmed with another count. */
+const UNCONFIRMED: OperatorRefusal = "confirm_required";
+
 /** The refusal of a replay of more events than BULK_REPLAY_CONFIRM_ABOVE (`cap`, when it is this process's own) without --confirm. */
 const tooManyToReplay = (count: number, cap?: number) =>
   new CommandError(
     `${count} events match, more than ${cap === undefined ? "the service's BULK_REPLAY_CONFIRM_ABOVE" : `BULK_REPLAY_CONFIRM_ABOVE (${cap})`} allows without confirmation: add --confirm to replay them`,
-    "confirm_required",
+    UNCONFIRMED,
   );
 
 /** Counted before anything is queued, as the operator API counts a bulk replay: above the cap it needs --confirm. */
@@ -270,7 +273,7 @@ async function refuseAboveCap(storage: Pick<Storage, "eventLog">, query: EventQu
   if (count > cap) throw tooManyToReplay(count, cap);
 }
 
-const refusedUnconfirmed = (err: unknown) => err instanceof CommandError && err.refusal === "confirm_required";
+const refusedUnconfirmed = (err: unknown) => err instanceof CommandError && err.refusal === UNCONFIRMED;
 
 /**
  * Starts a bulk replay in a service (at --url, or the one holding the store), whose cap is its own:

@@ -17,6 +17,9 @@ const OPERATOR_ANSWERS = {
   idempotency_key_reused: { status: 422 },
 } as const satisfies Record<string, HttpAnswer>;
 
+/** The code of an operator request's refusal: what a client of the operator actions (the CLI) may test. */
+export type OperatorRefusal = keyof typeof OPERATOR_ANSWERS;
+
 /** An operator request refused for the caller's fault (an HTTP 4xx by its code, OPERATOR_ANSWERS); nothing was changed. */
 export class OperatorActionError extends answeredByCode(OPERATOR_ANSWERS) {}
 

@@ -304,16 +304,13 @@ redis.call("set", KEYS[1], ARGV[1], "EX", ARGV[3]) return false`;
  * `confirmAbove` (BULK_REPLAY_CONFIRM_ABOVE) with no confirmation: 409 confirm_required.
  */
 function refuseUnconfirmed(count: number, confirm: number | undefined, confirmAbove: number): void {
-  if (confirm !== undefined && confirm !== count)
-    throw new OperatorActionError(
-      "confirm_required",
-      `the filter matches ${count} events now, not ${confirm}; count again (dryRun) and send "confirm": ${count}`,
-    );
-  if (confirm === undefined && count > confirmAbove)
-    throw new OperatorActionError(
-      "confirm_required",
-      `the filter matches ${count} events, more than BULK_REPLAY_CONFIRM_ABOVE (${confirmAbove}); send "confirm": ${count} to replay them`,
-    );
+  if (confirm === count || (confirm === undefined && count <= confirmAbove)) return;
+  throw new OperatorActionError(
+    "confirm_required",
+    confirm === undefined
+      ? `the filter matches ${count} events, more than BULK_REPLAY_CONFIRM_ABOVE (${confirmAbove}); send "confirm": ${count} to replay them`
+      : `the filter matches ${count} events now, not ${confirm}; count again (dryRun) and send "confirm": ${count}`,
+  );
 }
 
 /** Holds the filter's slot for `id`, or refuses naming the replay of that filter still running (409 replay_running). */
