@@ -30,7 +30,7 @@ import { createAccountDirectory, createAccountRegistry, createSecretsBox } from 
 import type { AccountSecrets, WebhookObserver } from "./http/webhook-route.js";
 import { isKnownEventType } from "./events/catalog.js";
 import { expectDefined } from "./errors.js";
-import { createRedisConnection, type ConnectionKind, type RedisClient, logRedisOutages, redisKeys } from "./redis/redis.js";
+import { createRedisConnection, type ConnectionKind, type RedisClient, logRedisOutages, REDIS_WAIT_MS, redisKeys } from "./redis/redis.js";
 import { createEventsQueue, createSyncQueue } from "./queue/events-queue.js";
 import { NotReadyError } from "./http/errors.js";
 import { mountOperatorOff } from "./http/operator-routes.js";
@@ -174,7 +174,7 @@ export async function createService({ config, logger, handlers = [], database, t
       }
       // Readiness follows Redis; give the first connection a moment so /readyz is true at once
       // when Redis is there, but never wait on a Redis that is down (the edge answers 503 then).
-      await Promise.race([Promise.all(connections.all.map(untilReady)), new Promise((r) => setTimeout(r, 2000).unref())]);
+      await Promise.race([Promise.all(connections.all.map(untilReady)), new Promise((r) => setTimeout(r, REDIS_WAIT_MS).unref())]);
       await directory.start();
       // Before the worker: what is open already stays open (nothing opens twice after a restart).
       await problems.start().catch((err: unknown) => {
@@ -335,7 +335,7 @@ function queueHandles({ config, logger, connections }: ServiceParts, worker: Wor
   return { eventsQueue, syncQueue, own: [eventsQueue, syncQueue] };
 }
 
-/** How long /readyz waits for the database server's `select 1` (under READY_TIMEOUT_MS). */
+/** How long /readyz waits for the database server's `select 1` (under REDIS_WAIT_MS, /readyz's whole wait). */
 const DATABASE_PROBE_MS = 1000;
 
 /**

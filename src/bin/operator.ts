@@ -15,7 +15,7 @@ import { accountQuery, carriedAccount, DEFAULTS } from "../config/defaults.js";
 import { openStorage, type Storage } from "../mirror/storage.js";
 import { createEventsQueue, createSyncQueue, EVENTS_QUEUE, SYNC_QUEUE } from "../queue/events-queue.js";
 import { FAILED_JOBS_READ, listFailedJobs } from "../queue/failed-jobs.js";
-import { createRedisConnection, type RedisClient, printableRedisUrl } from "../redis/redis.js";
+import { createRedisConnection, type RedisClient, printableRedisUrl, REDIS_WAIT_MS } from "../redis/redis.js";
 import * as z from "zod";
 import { SERVED_BY } from "../http/errors.js";
 import { BulkCount, BulkProgress, BulkStarted, ErrorBody, ReplayStarted, SyncQueued } from "../http/operator-schemas.js";
@@ -393,9 +393,6 @@ async function runMigrate(argv: string[], env: NodeJS.ProcessEnv): Promise<Answe
 
 export const migrate: Command = { help: migrateHelp, answers: true, run: runMigrate };
 
-/** How long a command waits for Redis before it says so and stops. */
-const READY_TIMEOUT_MS = 2000;
-
 /**
  * A worker connection for a one-off command, once Redis answered: its errors never reach the
  * terminal as traces, and a Redis that does not answer within 2 s ends the command with one line.
@@ -418,7 +415,7 @@ export async function openCliRedis(
   return connection;
 }
 
-/** Whether `connection` is ready, or becomes so within READY_TIMEOUT_MS: a command never waits long for a Redis that is away. */
+/** Whether `connection` is ready, or becomes so within REDIS_WAIT_MS: a command never waits long for a Redis that is away. */
 export function readyWithin(connection: RedisClient): Promise<boolean> {
   if (connection.status === "ready") return Promise.resolve(true);
   return new Promise<boolean>((resolve) => {
@@ -429,7 +426,7 @@ export function readyWithin(connection: RedisClient): Promise<boolean> {
     const timer = setTimeout(() => {
       connection.off("ready", onReady);
       resolve(false);
-    }, READY_TIMEOUT_MS);
+    }, REDIS_WAIT_MS);
     connection.once("ready", onReady);
   });
 }

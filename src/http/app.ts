@@ -4,6 +4,7 @@ import type { Server, ServerResponse } from "node:http";
 import { Hono, type Context } from "hono";
 import type { Logger } from "pino";
 import type { HttpLimits } from "../config/config.js";
+import { REDIS_WAIT_MS } from "../redis/redis.js";
 import { serverSpan } from "../tracing/tracing.js";
 import { errorBody, NotReadyError, SERVED_BY, toHttpFailure } from "./errors.js";
 import { boundedPath, quietRequest, requestLog, type AppEnv } from "./request-log.js";
@@ -64,9 +65,6 @@ function deliveryAttributes(c: Context<AppEnv>) {
   return { "svc.event.id": c.get("eventId"), "svc.event.type": c.get("eventType"), "svc.event.duplicate": c.get("duplicate") };
 }
 
-/** How long /readyz waits for Redis before it answers 503: well under a probe's own timeout. */
-export const READY_TIMEOUT_MS = 2000;
-
 /**
  * /healthz: the process is alive. /readyz: Redis answers, so events can be accepted. The ping is
  * bounded: a connection that queues commands while Redis is away would otherwise hold the probe
@@ -79,10 +77,10 @@ function healthRoutes(ping: () => Promise<void>): Hono<AppEnv> {
   route.get("/healthz", (c) => c.json({ status: "ok" }));
   route.get("/readyz", async function readyz(c) {
     let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), READY_TIMEOUT_MS)));
+    const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), REDIS_WAIT_MS)));
     try {
       const outcome = await Promise.race([ping(), deadline]);
-      if (outcome === "timeout") return c.json(errorBody("not_ready", `readiness check did not answer within ${READY_TIMEOUT_MS} ms`), 503);
+      if (outcome === "timeout") return c.json(errorBody("not_ready", `readiness check did not answer within ${REDIS_WAIT_MS} ms`), 503);
       return c.json({ status: "ready" });
     } catch (err) {
       // Another error's text may name a host: not for an unauthenticated route.

@@ -12,11 +12,18 @@ export interface RedisConnectionOptions {
   cluster?: boolean;
 }
 
-/** The longest wait between two reconnect attempts (what an outage's log line says). */
+/**
+ * How long the service gives Redis to answer before it treats Redis as away: a connection's
+ * connect, /readyz's check, the start's wait for its first connections, a one-off command's wait.
+ * Long enough for a Redis across a network; short enough that a probe (within its own timeout) or
+ * an operator hears "away" at once.
+ */
+export const REDIS_WAIT_MS = 2000;
+
+/** The longest wait between two reconnect attempts (what an outage's log line says): its cadence, not a wait for an answer. */
 const RECONNECT_MAX_MS = 2000;
 // Reconnect forever with capped backoff; never give up (a null here would end the client).
 const reconnectDelay = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), RECONNECT_MAX_MS);
-const CONNECT_TIMEOUT_MS = 2000;
 
 /**
  * Two kinds of connection, as BullMQ needs them (see shared/STACK-NOTES.md):
@@ -33,7 +40,7 @@ const CONNECT_TIMEOUT_MS = 2000;
 export function createRedisConnection(url: string, kind: ConnectionKind, options: RedisConnectionOptions = {}): RedisClient {
   const failFast = kind === "web";
   if (options.cluster) return new Cluster([seedOf(url)], clusterOptions(url, failFast));
-  const common: RedisOptions = { connectTimeout: CONNECT_TIMEOUT_MS, retryStrategy: reconnectDelay };
+  const common: RedisOptions = { connectTimeout: REDIS_WAIT_MS, retryStrategy: reconnectDelay };
   return new Redis(
     url,
     failFast
@@ -59,7 +66,7 @@ function clusterOptions(url: string, failFast: boolean): ClusterOptions {
     clusterRetryStrategy: reconnectDelay,
     // Passed to the connection to each node (credentials and TLS as the seed URL gives them).
     redisOptions: {
-      connectTimeout: CONNECT_TIMEOUT_MS,
+      connectTimeout: REDIS_WAIT_MS,
       maxRetriesPerRequest: failFast ? 1 : null,
       ...(username ? { username: decodeURIComponent(username) } : {}),
       ...(password ? { password: decodeURIComponent(password) } : {}),

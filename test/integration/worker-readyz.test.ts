@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { READY_TIMEOUT_MS } from "../../src/http/app.js";
+import { REDIS_WAIT_MS } from "../../src/redis/redis.js";
 import { startRedisServer, type RedisServer } from "../helpers/redis-server.js";
 import { startService, type TestService } from "../helpers/service.js";
 import { waitFor } from "../helpers/wait-for.js";
@@ -32,8 +32,8 @@ describe("/readyz in the worker role", () => {
   });
 
   it("answers 503 when Redis is connected but does not answer (paused), instead of waiting for it", async () => {
-    // Longer than /readyz's bound (READY_TIMEOUT_MS); UNPAUSE itself waits for the pause to end.
-    await svc.redis.client("PAUSE", READY_TIMEOUT_MS + 1000, "ALL");
+    // Longer than /readyz's bound (REDIS_WAIT_MS); UNPAUSE itself waits for the pause to end.
+    await svc.redis.client("PAUSE", REDIS_WAIT_MS + 1000, "ALL");
     try {
       const res = await fetch(`${svc.url}/readyz`);
       expect(res.status).toBe(503);
