@@ -7,6 +7,7 @@ import {
   type DefaultJobOptions,
   type Job,
   type JobsOptions,
+  type JobState,
   type QueueOptions,
 } from "bullmq";
 import type { Logger } from "pino";
@@ -46,6 +47,18 @@ export const SYNC_QUEUE = "sync";
  * fails or hangs holds up no event and no sync job.
  */
 export const ALERTS_QUEUE = "alerts";
+
+/** BullMQ's states of a job no worker has taken yet (a paused queue's jobs read as `waiting`). */
+const NOT_STARTED: ReadonlySet<string> = new Set(["waiting", "prioritized", "delayed", "waiting-children"] satisfies JobState[]);
+
+/**
+ * A job still to run, in its two readings. Yet to start: no worker holds it, so it can be taken off
+ * its queue (`remove` refuses a job whose lock a worker holds, which then runs to its end).
+ */
+export const jobYetToStart = (state: JobState | "unknown"): boolean => NOT_STARTED.has(state);
+
+/** Yet to end: yet to start or running (`active`), so it still does what it was added for and another is not needed. */
+export const jobYetToEnd = (state: JobState | "unknown"): boolean => state === "active" || jobYetToStart(state);
 
 /** The data of an events queue job: the event as the edge accepted it, and where its run stands. */
 export interface EventJobData extends IngestedEvent {

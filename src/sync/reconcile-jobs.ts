@@ -11,6 +11,7 @@ import { runFullSlice } from "./full-tier.js";
 import { runBackfill } from "./resumable-backfill.js";
 import { SYNCED_KINDS, type SweepDeps } from "./resources.js";
 import type { SyncedKind } from "../mirror/kinds.js";
+import { jobYetToEnd } from "../queue/events-queue.js";
 
 /**
  * The job names of the reconciliation tiers and backfill on the sync queue, for whoever enqueues
@@ -186,7 +187,7 @@ async function addOnce({ queue, account }: Pick<ReconcileDeps, "queue" | "accoun
 async function catchUpPending({ queue, account }: Pick<ReconcileDeps, "queue" | "account">): Promise<boolean> {
   const id = await queue.getDeduplicationJobId(ownId(RECONCILE_JOBS.catchUp, account));
   const job = id ? await queue.getJob(id) : undefined;
-  return job ? ["waiting", "delayed", "prioritized", "active"].includes(await job.getState()) : false;
+  return job ? jobYetToEnd(await job.getState()) : false;
 }
 
 /** Enqueues one catch-up pass from `gapStart`: deduplicated while one waits or runs (several workers may see the gap). */

@@ -1,7 +1,7 @@
 import { randomUUID, createHash } from "node:crypto";
 import type { Queue, Job, Worker } from "bullmq";
 import type { EventLog, EventQuery, EventSummary, LoggedEvent } from "../mirror/event-log.js";
-import type { EventJobData } from "../queue/events-queue.js";
+import { type EventJobData, jobYetToStart } from "../queue/events-queue.js";
 import type { StepStore } from "../mirror/step-store.js";
 import { EventLogError } from "../mirror/errors.js";
 import { eventQueryFromParams, REPLAY_FILTER_FIELDS, validateEventQuery } from "../mirror/event-log.js";
@@ -207,9 +207,7 @@ export function bulkReplays(deps: BulkReplayDeps) {
     let withdrawn = 0;
     for (let n = 0; n < queued; n++) {
       const jobId = bulkReplayJobId(id, n);
-      const state = await deps.eventsQueue.getJobState(jobId);
-      // remove() refuses a job a worker holds (its lock): that one runs to its end.
-      if (["waiting", "delayed", "prioritized", "paused"].includes(state)) withdrawn += await deps.eventsQueue.remove(jobId);
+      if (jobYetToStart(await deps.eventsQueue.getJobState(jobId))) withdrawn += await deps.eventsQueue.remove(jobId);
     }
     await progress.withdrew(id, withdrawn);
     deps.logger.info({ bulk: id, withdrawn }, "bulk replay cancelled");
