@@ -11,6 +11,7 @@ import type { AnnounceTransition, ProblemTransition } from "../problems/problem.
 import { exponentialBackoff } from "../queue/attempt-runner.js";
 import { withTimeout } from "../base/deadline.js";
 import { ALERTS_QUEUE, createAlertsQueue } from "../queue/events-queue.js";
+import { alertJobId } from "../queue/job-ids.js";
 import { type RedisClient, warnUnlessOutage } from "../redis/redis.js";
 import { alertMessage, testTransition, type AlertStyle } from "./alert-message.js";
 import { ALERT_TIMEOUT_MS, describeAnswer, postAlert, type AlertAnswer } from "./alert-post.js";
@@ -146,13 +147,6 @@ function destinationsOf(transition: ProblemTransition, settings: AlertSettings):
   const own = account !== null && account !== DEFAULT_ACCOUNT ? [account] : [];
   return [...(settings.webhookUrl ? [undefined] : []), ...own];
 }
-
-/**
- * One job id per transition and destination (BullMQ's job ids may not hold `:`): the transition's
- * id in base64url, so any id the problem store makes is one.
- */
-export const alertJobId = (transitionId: string, account: string | undefined): string =>
-  `alert.${Buffer.from(transitionId, "utf8").toString("base64url")}.${account === undefined ? "deployment" : `account.${account}`}`;
 
 /** How the settings write a notification: the format, and the secret when there is one. */
 const styleOf = (settings: AlertSettings): AlertStyle => ({

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import {
   DelayedError,
   Queue,
@@ -30,7 +29,8 @@ import {
 import { withTimeout } from "../base/deadline.js";
 import { QueueUnavailableError, UnstorableEventError } from "./errors.js";
 import { groupCommit } from "../base/group-commit.js";
-import { entryJobIdentity, type EdgeSinkOptions, type EnqueueInput, type EnqueueResult, type IngestedEvent } from "./ingest-stream.js";
+import { type EdgeSinkOptions, type EnqueueInput, type EnqueueResult, type IngestedEvent } from "./ingest-stream.js";
+import { edgeJobIdentity, entryJobIdentity, restoredJobIdentity } from "./job-ids.js";
 
 // The service's BullMQ queues: their names, a job's data and options, every handle on a queue, the
 // producer that adds events straight to the events queue, its worker, and the job an event
@@ -216,7 +216,7 @@ export function createEventProducer(options: EventProducerOptions) {
         events.map(({ payloadJson: _text, ...event }) => ({
           name: event.type,
           data: event,
-          opts: { jobId: randomUUID(), deduplication: { id: event.id, ttl } },
+          opts: edgeJobIdentity(event.id, ttl),
         })),
       ),
     options.maxBatch ?? 256,
@@ -486,8 +486,7 @@ export interface RestoreOptions extends Omit<ContinuationOptions, "handlerKeys">
  * The job an event the log holds as waiting waits in, made again from the log: the same job id as
  * the one its latest attempt recorded (so adding it while that job exists adds nothing), the
  * handlers that failed, the run numbered on from its latest attempt (continuingRun), and due at the
- * recorded retry time, or now when that has passed. An event recorded before jobs were gets an id
- * of its own, the same in every worker.
+ * recorded retry time, or now when that has passed (its id: job-ids.ts restoredJobIdentity).
  */
 export function restoredJob(
   event: WaitingEvent,
@@ -495,9 +494,7 @@ export function restoredJob(
   now: number,
   account?: string,
 ): ContinuationJob {
-  const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64url");
-  // Event ids are unique within a company: a registered account's own id names it too.
-  const jobId = event.job ?? `logged-${account === undefined ? "" : `${b64(account)}.`}${b64(event.id)}`;
+  const { jobId, deduplication } = restoredJobIdentity(event, account, options.dedupTtlMs);
   const run = continuingRun(event.attempt?.number ?? 1, event.attempt?.of ?? options.attempts);
   return {
     name: event.type,
@@ -515,9 +512,7 @@ export function restoredJob(
       attempts: run.attempts,
       delay: Math.max(0, (event.nextRetryAt?.getTime() ?? now) - now),
       backoff: eventBackoff(options.backoffMs),
-      // Kept for the window after the job ends: a worker that read the log as waiting before the
-      // job finished (and was removed) adds nothing when it gets to it.
-      deduplication: { id: `restored-${jobId}`, ttl: options.dedupTtlMs },
+      deduplication,
     },
   };
 }

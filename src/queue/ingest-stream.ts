@@ -2,6 +2,7 @@ import { groupCommit } from "../base/group-commit.js";
 import { type RedisClient, defineScripts, redisKeys } from "../redis/redis.js";
 import { withTimeout } from "../base/deadline.js";
 import { BacklogFullError, EntryDecodeError, QueueUnavailableError } from "./errors.js";
+import { entryJobIdentity, type JobIdentity } from "./job-ids.js";
 
 // The ingest stream: what the edge hands over for one event, the stream entry it is stored as, the
 // sink that appends them (in batches: base/group-commit.ts), and how far the workers are
@@ -86,7 +87,7 @@ export function decodeEntry(text: string): IngestedEvent {
 export interface EntryJob {
   name: string;
   data: IngestedEvent;
-  opts: { jobId: string; deduplication: { id: string; ttl: number } };
+  opts: JobIdentity;
 }
 
 /**
@@ -101,25 +102,6 @@ export function jobOfEntry(entryId: string, text: string, dedupTtlMs: number): E
 /** The job of an entry whose event was already decoded. */
 export function jobOfEvent(entryId: string, data: IngestedEvent, dedupTtlMs: number): EntryJob {
   return { name: data.type, data, opts: entryJobIdentity(entryId, dedupTtlMs) };
-}
-
-/**
- * The id of every job carrying a stream entry's event: the entry id (`<ms>-<seq>`), which never
- * holds ":" and is never all digits, as BullMQ requires, so moving an entry twice names one job.
- */
-export const entryJobId = (entryId: string): string => entryId;
-
-/**
- * The options that make every job carrying a stream entry's event the same job: named after the
- * entry and deduplicated on the entry (a move after a claim, a retry or a dead letter added by a
- * consumer that died before its acknowledgement). Never on the event id: the edge already dropped
- * every copy of the event within its window, which starts when it accepted the first; a copy it
- * appended is a sender's retry after that window, and its own entry, which must run. (Keyed on
- * the event id from the time a continuation was added, the queue's window outlasted the edge's and
- * silently dropped such a retry's continuation while the consumer reported it retried.)
- */
-export function entryJobIdentity(entryId: string, dedupTtlMs: number): EntryJob["opts"] {
-  return { jobId: entryJobId(entryId), deduplication: { id: `entry-${entryId}`, ttl: dedupTtlMs } };
 }
 
 /** What the edge's sinks (the ingest stream, the producer straight into the events queue) are built from. */

@@ -12,7 +12,8 @@ import { eventBackoff, type AttemptResult, type AttemptRunner } from "./attempt-
 import { defaultStopDeadline, type Deadline } from "../base/deadline.js";
 import { continuationOf, type ContinuationJob, type ContinuationOptions, type EventJobData } from "./events-queue.js";
 import { groupCommit } from "../base/group-commit.js";
-import { decodeEntry, ENTRY_FIELD, entryJobId, jobOfEvent, type IngestedEvent } from "./ingest-stream.js";
+import { decodeEntry, ENTRY_FIELD, jobOfEvent, type IngestedEvent } from "./ingest-stream.js";
+import { entryJobId } from "./job-ids.js";
 
 // The stream consumer: its options, what its parts share, the entries it holds, how it lets go of
 // them, each entry's first attempt, and its read loop.

@@ -1,5 +1,5 @@
 import type { Job, Queue } from "bullmq";
-import { DEFAULT_ACCOUNT, ownData, ownId } from "../config/defaults.js";
+import { DEFAULT_ACCOUNT, ownData } from "../config/defaults.js";
 import type { Logger } from "pino";
 import type { MirrorWriter } from "../mirror/change-outbox.js";
 import type { Config } from "../config/config.js";
@@ -12,6 +12,7 @@ import { runBackfill } from "./resumable-backfill.js";
 import { SYNCED_KINDS, type SweepDeps } from "./resources.js";
 import type { SyncedKind } from "../mirror/kinds.js";
 import { jobYetToEnd } from "../queue/events-queue.js";
+import { fullSliceJobId, syncJobDeduplicationId } from "../queue/job-ids.js";
 
 /**
  * The job names of the reconciliation tiers and backfill on the sync queue, for whoever enqueues
@@ -160,20 +161,18 @@ async function tick(deps: ReconcileDeps): Promise<{ slice: boolean }> {
   const running = saved.find((c) => c.passCompletedAt === null && !state.backfillWalking(c.kind));
   const due = SYNCED_KINDS.some((kind) => !state.backfillWalking(kind) && state.passDue(kind, deps.config.reconcileIntervalMs));
   if (running) await addSlice(deps, running);
-  else if (due) await addOnce(deps, `full-start-${saved.map((c) => c.passStartedAt.getTime()).join("-")}`);
+  else if (due) await addOnce(deps, fullSliceJobId({ after: saved.map((c) => c.passStartedAt) }, deps.account));
   return { slice: running !== undefined || due };
 }
 
-const addSlice = (deps: Pick<ReconcileDeps, "queue" | "account">, at: SyncCheckpoint) =>
-  addOnce(deps, `full-${at.kind}-${at.passStartedAt.getTime()}-${at.pages}`);
+const addSlice = (deps: Pick<ReconcileDeps, "queue" | "account">, at: SyncCheckpoint) => addOnce(deps, fullSliceJobId(at, deps.account));
 
 /**
  * A slice named by its position: added once while it waits or runs. One that failed for good (the
  * API away through all its attempts) would keep its id in the failed set and block that position
  * for as long as failed jobs are kept, so it is removed and the slice added again (the next tick).
  */
-async function addOnce({ queue, account }: Pick<ReconcileDeps, "queue" | "account">, position: string): Promise<void> {
-  const jobId = ownId(position, account);
+async function addOnce({ queue, account }: Pick<ReconcileDeps, "queue" | "account">, jobId: string): Promise<void> {
   const existing = await queue.getJob(jobId);
   if (existing && (await existing.isFailed())) await existing.remove();
   await queue.add(RECONCILE_JOBS.fullSlice, ownData(account), { jobId });
@@ -185,7 +184,7 @@ async function addOnce({ queue, account }: Pick<ReconcileDeps, "queue" | "accoun
  * the tick that reached the lease first read the bookings before the catch-up read them again.
  */
 async function catchUpPending({ queue, account }: Pick<ReconcileDeps, "queue" | "account">): Promise<boolean> {
-  const id = await queue.getDeduplicationJobId(ownId(RECONCILE_JOBS.catchUp, account));
+  const id = await queue.getDeduplicationJobId(syncJobDeduplicationId(RECONCILE_JOBS.catchUp, account));
   const job = id ? await queue.getJob(id) : undefined;
   return job ? jobYetToEnd(await job.getState()) : false;
 }
@@ -193,5 +192,5 @@ async function catchUpPending({ queue, account }: Pick<ReconcileDeps, "queue" | 
 /** Enqueues one catch-up pass from `gapStart`: deduplicated while one waits or runs (several workers may see the gap). */
 export async function enqueueCatchUp(queue: Pick<Queue, "add">, gapStart: Date, account?: string): Promise<void> {
   const data: CatchUpJobData = { gapStart: gapStart.toISOString(), ...ownData(account) };
-  await queue.add(RECONCILE_JOBS.catchUp, data, { deduplication: { id: ownId(RECONCILE_JOBS.catchUp, account) } });
+  await queue.add(RECONCILE_JOBS.catchUp, data, { deduplication: { id: syncJobDeduplicationId(RECONCILE_JOBS.catchUp, account) } });
 }

@@ -6,6 +6,7 @@ import type { Metrics } from "../metrics/metrics.js";
 import { createMirrorWriter, type ChangeOutbox, type OutboxRow } from "../mirror/change-outbox.js";
 import type { MirrorStore } from "../mirror/mirror-store.js";
 import type { EventJobData } from "../queue/events-queue.js";
+import { changeJobIdentity } from "../queue/job-ids.js";
 import { activeTraceparent, type Tracing, relaySpans } from "../tracing/tracing.js";
 import type { Tracer } from "@opentelemetry/api";
 import { defaultStopDeadline, type Deadline } from "../base/deadline.js";
@@ -109,7 +110,7 @@ export function createChangeRelay(options: ChangeRelayOptions) {
             // The relay's span when tracing is on, else the write's context as recorded (if any).
             ...withTrace(spans?.traceparentOf(row) ?? row.traceparent),
           },
-          opts: { jobId: row.id, deduplication: { id: row.id, ttl } },
+          opts: changeJobIdentity(row.id, ttl),
         })),
       ),
     );

@@ -5,7 +5,8 @@ import { redisKeys } from "../redis/redis.js";
 import { type BulkReplayDeps, bulkReplays, digest, refuseReusedKey, replayJob, removeReplayedFailedJobs } from "./replays.js";
 import { OperatorActionError } from "./errors.js";
 import { accountParam } from "../mirror/accounts.js";
-import { carriedAccount, DEFAULT_ACCOUNT, DEFAULTS, ownData, ownId } from "../config/defaults.js";
+import { carriedAccount, DEFAULT_ACCOUNT, DEFAULTS, ownData } from "../config/defaults.js";
+import { operatorSyncDeduplicationId, replayDeduplication } from "../queue/job-ids.js";
 import { RECONCILE_JOBS } from "../sync/reconcile-jobs.js";
 import { activePassRunning } from "../sync/active-pass-lease.js";
 import { AccountError } from "../mirror/errors.js";
@@ -92,9 +93,10 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
       if (idempotencyKey) await claimIdempotencyKey(idempotencyKey, digest(...target));
       await removeFailedJobs([id], account);
       const job = replayJob(event, { handler, ...(account === undefined ? {} : { account }) });
-      const deduplication = idempotencyKey
-        ? { id: `idem-${digest(idempotencyKey, ...target)}`, ttl: IDEMPOTENCY_TTL_MS }
-        : { id: `replay-${digest(...target)}` };
+      const deduplication = replayDeduplication(
+        digest(...target),
+        idempotencyKey ? { key: digest(idempotencyKey, ...target), ttlMs: IDEMPOTENCY_TTL_MS } : undefined,
+      );
       const added = await eventsQueue.add(job.name, job.data, { ...job.opts, deduplication });
       return { event: id, replay: { id: added.id ?? job.opts.jobId, handlers: handler ? [handler] : known } };
     },
@@ -141,7 +143,7 @@ export function createOperatorActions(deps: OperatorActionsDeps) {
       if (options.kinds !== undefined) data.kinds = options.kinds;
       if (options.since !== undefined) data.since = options.since;
       if (options.restart === true) data.restart = true;
-      const deduplication = { id: ownId(`operator-${request}`, account) };
+      const deduplication = { id: operatorSyncDeduplicationId(request, account) };
       const job = await deps.syncQueue.add(OPERATOR_SYNC_JOBS[request], data, { deduplication });
       if (request !== "reconcile") return { job: job.id ?? "" };
       const running = await activePassRunning(deps.redis, deps.prefix, account);

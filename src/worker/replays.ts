@@ -2,6 +2,7 @@ import { randomUUID, createHash } from "node:crypto";
 import type { Queue, Job, Worker } from "bullmq";
 import type { EventLog, EventQuery, EventSummary, LoggedEvent } from "../mirror/event-log.js";
 import { type EventJobData, jobYetToStart } from "../queue/events-queue.js";
+import { replayJobId } from "../queue/job-ids.js";
 import type { StepStore } from "../mirror/step-store.js";
 import { EventLogError } from "../mirror/errors.js";
 import { eventQueryFromParams, REPLAY_FILTER_FIELDS, validateEventQuery } from "../mirror/event-log.js";
@@ -122,11 +123,7 @@ export function replayQueryFromFilter(filter: Record<string, string | undefined>
   return query;
 }
 
-/**
- * A replay job of one logged event: a fresh job id, no deduplication (a deliberate redelivery).
- * A bulk replay's jobs are `<bulk id>-<n>` (n from 0 in the order queued), so a cancel can find
- * the ones still waiting without reading the queue.
- */
+/** A replay job of one logged event: no deduplication (a deliberate redelivery); its id: job-ids.ts replayJobId. */
 export function replayJob(
   event: Pick<LoggedEvent, "id" | "type" | "payload">,
   options: Pick<ReplayOptions, "handler" | "bulk"> & { sequence?: number; account?: string } = {},
@@ -143,12 +140,9 @@ export function replayJob(
     ...(bulk ? { bulk } : {}),
     ...(account === undefined ? {} : { account }),
   };
-  const jobId = bulk !== undefined && sequence !== undefined ? bulkReplayJobId(bulk, sequence) : `replay-${randomUUID()}`;
+  const jobId = replayJobId(bulk !== undefined && sequence !== undefined ? { id: bulk, sequence } : undefined);
   return { name: event.type, data, opts: { jobId } };
 }
-
-/** The job of a bulk replay's `sequence`-th event: how it is queued, and how a cancel finds it to withdraw it. */
-const bulkReplayJobId = (bulk: string, sequence: number) => `${bulk}-${sequence}`;
 
 export interface BulkReplayDeps {
   eventLog: Pick<EventLog, "get" | "query">;
@@ -206,7 +200,7 @@ export function bulkReplays(deps: BulkReplayDeps) {
   async function withdraw(id: string, queued: number): Promise<void> {
     let withdrawn = 0;
     for (let n = 0; n < queued; n++) {
-      const jobId = bulkReplayJobId(id, n);
+      const jobId = replayJobId({ id, sequence: n });
       if (jobYetToStart(await deps.eventsQueue.getJobState(jobId))) withdrawn += await deps.eventsQueue.remove(jobId);
     }
     await progress.withdrew(id, withdrawn);

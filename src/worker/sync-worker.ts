@@ -22,7 +22,8 @@ import {
   type BackfillJobData,
   type FullJobData,
 } from "../sync/reconcile-jobs.js";
-import { carriedAccount, ownData, ownId } from "../config/defaults.js";
+import { carriedAccount, ownData } from "../config/defaults.js";
+import { syncJobDeduplicationId } from "../queue/job-ids.js";
 import { expectDefined } from "../errors.js";
 import { createRefusedFilters, refreshKind } from "../sync/refresh-kind.js";
 import { SYNCED_KINDS } from "../sync/resources.js";
@@ -242,7 +243,11 @@ export async function queueForAccounts(
   accounts: readonly string[],
 ): Promise<void> {
   await queue.addBulk(
-    accounts.map((account) => ({ name, data: { ...data, ...ownData(account) }, opts: { deduplication: { id: ownId(name, account) } } })),
+    accounts.map((account) => ({
+      name,
+      data: { ...data, ...ownData(account) },
+      opts: { deduplication: { id: syncJobDeduplicationId(name, account) } },
+    })),
   );
 }
 

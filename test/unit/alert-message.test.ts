@@ -2,7 +2,7 @@ import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { alertMessage, slackText, testTransition } from "../../src/alerts/alert-message.js";
 import { describeAnswer } from "../../src/alerts/alert-post.js";
-import { alertJobId } from "../../src/alerts/alerts.js";
+import { alertJobId } from "../../src/queue/job-ids.js";
 
 // The spec's own key (test/unit/standard-webhooks.test.ts holds its vector).
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
