@@ -14,16 +14,14 @@ import {
   cursorText,
   toCursor,
   isInt32,
-  isValidDate,
   loggedStatus,
   fromStoredPayload,
-  isStorableDate,
-  parseIsoInstant,
   needsEscapedForm,
   storableFreeText,
   toEscapedForm,
 } from "./values.js";
 import { idProblem, MAX_ID_LENGTH, shortened } from "../base/text.js";
+import { isStorableDate, isValidDate, parseIsoInstant } from "../base/iso-time.js";
 import { fittingRows } from "./mirror-store.js";
 import { boundedErrorText, boundedStack, MAX_ERROR_MESSAGE_CHARS } from "../events/errors.js";
 

@@ -16,17 +16,13 @@ import {
   recordUnlisted,
 } from "./set-aside-records.js";
 import { bookingStatusRank, ORDER_STATUSES, orderStatusRank } from "../upstream/models.js";
+import { isCalendarDate, isTimeOfDay, isTimestamp, isValidDate, parseIsoInstant } from "../base/iso-time.js";
 import {
   cursorText,
   toCursor,
-  parseIsoInstant,
   findUnstorableString,
   fitsKey,
-  isCalendarDate,
   isInt32,
-  isTimeOfDay,
-  isTimestamp,
-  isValidDate,
   MAX_DECIMAL_CHARS,
   MAX_KEY_BYTES,
   unstorableString,

@@ -11,7 +11,7 @@ export const loggedStatus = <S extends string | undefined>(status: S) => (status
 
 // What PostgreSQL refuses, checked in JavaScript before a value reaches SQL, so one record's bad
 // value is that record's problem and never fails the statement (and the page) it would share.
-// Pure functions: unit-tested without a database.
+// Pure functions: unit-tested without a database. Dates and times: base/iso-time.ts.
 
 /** Why a value cannot be stored: the stable reason codes of a refused record (bounded: metric labels). */
 export type UnstorableReason =
@@ -34,34 +34,6 @@ export const MAX_DECIMAL_CHARS = 100;
 
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
-
-const PG_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-](\d{2}):?(\d{2}))?)?$/;
-const TIME = /^(\d{2}):(\d{2})(?::(\d{2}))?$/;
-
-const inRange = (text: string | undefined, max: number) => text === undefined || Number(text) <= max;
-
-/** `YYYY-MM-DD`, a real calendar day in the years 0001–9999 (2026-02-30 is none): record fields, backfill's `--since` and the operator API's. */
-export function isCalendarDate(value: string): boolean {
-  const m = DATE_ONLY.exec(value);
-  return m !== null && calendarProblem(Number(m[1]), Number(m[2]), Number(m[3])) === undefined;
-}
-
-/**
- * An ISO-8601 timestamp PostgreSQL stores as written: `YYYY-MM-DD[THH:MM[:SS[.fff]][Z|±HH[:]MM]]`
- * with a real calendar day, hours 0–23, minutes and seconds 0–59 and a zone offset under 16 h.
- * (`Date.parse` accepts 2026-02-30 and turns it into 2 March; PostgreSQL refuses it.)
- */
-export function isTimestamp(value: string): boolean {
-  const m = PG_TIMESTAMP.exec(value);
-  if (m === null || calendarProblem(Number(m[1]), Number(m[2]), Number(m[3])) !== undefined) return false;
-  return inRange(m[4], 23) && inRange(m[5], 59) && inRange(m[6], 59) && inRange(m[8], 15) && inRange(m[9], 59);
-}
-
-/** `HH:MM` or `HH:MM:SS` within one day. */
-export function isTimeOfDay(value: string): boolean {
-  const m = TIME.exec(value);
-  return m !== null && inRange(m[1], 23) && inRange(m[2], 59) && inRange(m[3], 59);
-}
 
 /** A whole number an `integer` column holds. */
 export const isInt32 = (value: unknown): value is number =>
@@ -118,85 +90,6 @@ export const toCursor = (text: string): string => Buffer.from(text, "utf8").toSt
 /** The text a cursor carries, when `cursor` is base64url text of at most `maxChars` characters; else undefined. */
 export const cursorText = (cursor: string, maxChars: number): string | undefined =>
   cursor.length <= maxChars && /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, "base64url").toString("utf8") : undefined;
-
-/**
- * Strict ISO 8601 for operator filters: a date `2026-11-23` (midnight UTC) or a timestamp with a
- * zone `2026-11-23T10:00:00Z` / `…+01:00`. JavaScript's `Date` parser is lenient (`2026-02-30`
- * becomes 2 March, trailing junk is accepted) and reaches years PostgreSQL cannot hold (0000,
- * +275760): every value is checked here, field by field, so a bad one is a 400 that says why
- * rather than a wrong answer or a database error.
- */
-
-/** A valid instant, or why the text is not one (a phrase to follow the field's name). */
-export type InstantResult = { ok: true; instant: Date; dateOnly: boolean } | { ok: false; problem: string };
-
-const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?(Z|([+-])(\d{2}):?(\d{2}))$/;
-const MIN_YEAR = 1;
-const MAX_YEAR = 9999;
-
-const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-const isLeap = (year: number) => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-const daysInMonth = (year: number, month: number) => (DAYS[month - 1] ?? 0) + (month === 2 && isLeap(year) ? 1 : 0);
-const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
-
-/** Year, month and day, checked against the calendar; a problem phrase when they are not a real date. */
-function calendarProblem(year: number, month: number, day: number): string | undefined {
-  if (year < MIN_YEAR || year > MAX_YEAR) return `has year ${String(year).padStart(4, "0")}; years run from 0001 to 9999`;
-  if (month < 1 || month > 12) return `has month ${String(month).padStart(2, "0")}; months run from 01 to 12`;
-  const days = daysInMonth(year, month);
-  if (day < 1 || day > days) return `is not a calendar date: ${MONTHS[month - 1] ?? ""} ${year} has ${days} days`;
-  return undefined;
-}
-
-/** Milliseconds since the epoch of a UTC wall time (Date.UTC maps years 0–99 to 1900–1999, so set the year apart). */
-function utcMillis(year: number, month: number, day: number, hour = 0, minute = 0, second = 0, ms = 0): number {
-  const date = new Date(Date.UTC(2000, month - 1, day, hour, minute, second, ms));
-  date.setUTCFullYear(year);
-  return date.getTime();
-}
-
-/**
- * Parses `text` as a date (midnight UTC) or a timestamp with a zone. A fraction finer than a
- * millisecond rounds up to the next one (`dateOnly` false), which keeps `>=` and `<` bounds exact
- * against times stored to the millisecond.
- */
-export function parseIsoInstant(text: string): InstantResult {
-  const dateOnly = DATE_ONLY.exec(text);
-  const stamp = dateOnly ? undefined : TIMESTAMP.exec(text);
-  const parts = dateOnly ?? stamp;
-  if (!parts) return { ok: false, problem: "must be a date (2026-11-23) or a timestamp with a zone (2026-11-23T10:00:00Z)" };
-  const [year, month, day] = [parts[1], parts[2], parts[3]].map(Number) as [number, number, number];
-  const calendar = calendarProblem(year, month, day);
-  if (calendar) return { ok: false, problem: calendar };
-  if (!stamp) return { ok: true, instant: new Date(utcMillis(year, month, day)), dateOnly: true };
-
-  const [hour, minute, second] = [stamp[4], stamp[5], stamp[6] ?? "0"].map(Number) as [number, number, number];
-  if (hour > 23 || minute > 59 || second > 59) return { ok: false, problem: "has a time outside 00:00:00–23:59:59" };
-  const fraction = (stamp[7] ?? "").padEnd(6, "0");
-  const ms = Number(fraction.slice(0, 3)) + (Number(fraction.slice(3)) > 0 ? 1 : 0);
-  let offsetMinutes = 0;
-  if (stamp[8] !== "Z") {
-    const [hours, minutes] = [Number(stamp[10]), Number(stamp[11])];
-    if (hours > 14 || minutes > 59 || (hours === 14 && minutes > 0))
-      return { ok: false, problem: "has a zone offset outside -14:00…+14:00" };
-    offsetMinutes = (stamp[9] === "-" ? -1 : 1) * (hours * 60 + minutes);
-  }
-  const instant = new Date(utcMillis(year, month, day, hour, minute, second, ms) - offsetMinutes * 60_000);
-  const utcYear = instant.getUTCFullYear();
-  if (utcYear < MIN_YEAR || utcYear > MAX_YEAR) return { ok: false, problem: "falls outside the years 0001–9999 in UTC" };
-  return { ok: true, instant, dateOnly: false };
-}
-
-/** A Date that names an instant (not an Invalid Date), whatever a JavaScript caller passed. */
-export const isValidDate = (value: unknown): value is Date => value instanceof Date && !Number.isNaN(value.getTime());
-
-/** A Date a library caller passed: valid and within the years PostgreSQL and the cursors hold. */
-export function isStorableDate(value: unknown): value is Date {
-  if (!isValidDate(value)) return false;
-  const year = value.getUTCFullYear();
-  return year >= MIN_YEAR && year <= MAX_YEAR;
-}
 
 /**
  * The key of the escaped form of an event payload in the event log: `{"$svc_escaped_json": "<the

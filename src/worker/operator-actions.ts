@@ -1,5 +1,5 @@
 import type { Queue } from "bullmq";
-import { isCalendarDate as isCalendarDay } from "../mirror/values.js";
+import { isCalendarDate as isCalendarDay } from "../base/iso-time.js";
 import { printable } from "../base/text.js";
 import { redisKeys } from "../redis/redis.js";
 import { type BulkReplayDeps, bulkReplays, digest, refuseReusedKey, replayJob, removeReplayedFailedJobs } from "./replays.js";

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeEventCursor, encodeEventCursor, eventQueryFromParams, validateEventQuery } from "../../src/mirror/event-log.js";
 import { encodeCursor, validateFilter, validateRecordId } from "../../src/mirror/mirror-store.js";
-import { parseIsoInstant } from "../../src/mirror/values.js";
+import { parseIsoInstant } from "../../src/base/iso-time.js";
 import { idProblem } from "../../src/base/text.js";
 
 const instantOf = (year: number, month = 1, day = 1) => {

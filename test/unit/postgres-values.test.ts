@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { findUnstorableString, fitsKey, isCalendarDate, isInt32, isTimeOfDay, isTimestamp, storableText } from "../../src/mirror/values.js";
+import { isCalendarDate, isTimeOfDay, isTimestamp } from "../../src/base/iso-time.js";
+import { findUnstorableString, fitsKey, isInt32, storableText } from "../../src/mirror/values.js";
 import { cutAt, shortened } from "../../src/base/text.js";
 
 describe("values PostgreSQL would refuse", () => {
