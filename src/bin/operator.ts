@@ -8,7 +8,7 @@ import { SENT_EVENT_TYPES } from "../events/catalog.js";
 import { handlerKeyType } from "../events/dispatch.js";
 import { createLogger } from "../logging/logger.js";
 import { embeddedDatabaseExists } from "../mirror/database.js";
-import type { EventQuery } from "../mirror/event-log.js";
+import { type EventQuery, REPLAY_FILTER_FIELDS } from "../mirror/event-log.js";
 import { printable } from "../base/text.js";
 import { accountParam } from "../mirror/accounts.js";
 import { accountQuery, carriedAccount, DEFAULTS } from "../config/defaults.js";
@@ -89,8 +89,8 @@ Failed BullMQ jobs (kept for KEEP_FAILED_SECONDS), always straight from Redis (R
 const BulkAnswer = z.union([BulkStarted, BulkCount]);
 type BulkAnswer = z.infer<typeof BulkAnswer>;
 
-/** The flags that select events of the log to replay (a filter), each a field of replayQueryFromFilter's. */
-const FILTER_FLAGS = ["since", "until", "type", "status", "handler"] as const;
+/** The flags that select events of the log to replay (a filter): the replay's filters but `fingerprint`, which only a failure group names. */
+const FILTER_FLAGS = REPLAY_FILTER_FIELDS.filter((f) => f !== "fingerprint");
 
 const replayFlags = {
   queue: { type: "string", default: EVENTS_QUEUE },

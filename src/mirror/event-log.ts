@@ -325,24 +325,21 @@ export function validateEventQuery(query: EventQuery = {}): ValidEventQuery {
 }
 
 /**
- * The log's filters a replay by filter takes (no paging, no order): what worker/replays.ts names
- * when it refuses another, and what POST /events/replay's body accepts.
+ * The names the log's events are selected by, as text parameters (eventQueryFromParams reads each):
+ * GET /events's, a bulk replay's, the console's and the CLI's filters are these or some of them.
  */
-export const REPLAY_FILTER_FIELDS = ["type", "status", "handler", "fingerprint", "since", "until"] as const;
+export const EVENT_FILTERS = ["since", "until", "type", "status", "handler", "handlerStatus", "fingerprint"] as const;
+type EventFilter = (typeof EVENT_FILTERS)[number];
 
-/** The parameters GET /events takes besides `account` (the operator API's document lists these). */
-export const EVENT_QUERY_PARAMS = [
-  "since",
-  "until",
-  "type",
-  "status",
-  "handler",
-  "handlerStatus",
-  "fingerprint",
-  "limit",
-  "cursor",
-  "order",
-] as const;
+/**
+ * The filters a replay by filter takes: all but `handlerStatus`, since its `handler` selects the
+ * events on which that handler failed (worker/replays.ts). What POST /events/replay's body
+ * accepts, and what the console's events page offers (its filters are handed to a bulk replay).
+ */
+export const REPLAY_FILTER_FIELDS: readonly Exclude<EventFilter, "handlerStatus">[] = EVENT_FILTERS.filter((f) => f !== "handlerStatus");
+
+/** The parameters GET /events takes besides `account`: the filters and a page's (the operator API's document lists these). */
+export const EVENT_QUERY_PARAMS = [...EVENT_FILTERS, "limit", "cursor", "order"] as const;
 
 /**
  * An event query from text parameters (URL query, CLI flags): dates as ISO 8601, `limit` as a

@@ -5,7 +5,7 @@ import { type EventJobData, jobYetToStart } from "../queue/events-queue.js";
 import { replayJobId } from "../queue/job-ids.js";
 import type { StepStore } from "../mirror/step-store.js";
 import { EventLogError } from "../mirror/errors.js";
-import { eventQueryFromParams, REPLAY_FILTER_FIELDS, validateEventQuery } from "../mirror/event-log.js";
+import { EVENT_QUERY_PARAMS, eventQueryFromParams, REPLAY_FILTER_FIELDS, validateEventQuery } from "../mirror/event-log.js";
 import type { Logger } from "pino";
 import { type RedisClient, redisKeys } from "../redis/redis.js";
 import { OperatorActionError } from "./errors.js";
@@ -114,8 +114,8 @@ async function queuePage(
 export function replayQueryFromFilter(filter: Record<string, string | undefined>): EventQuery {
   const params = Object.fromEntries(Object.entries(filter).filter(([, value]) => value !== undefined)) as Record<string, string>;
   if (params.handler !== undefined) params.handlerStatus = "failed";
-  for (const name of ["limit", "cursor", "handlerStatus"] as const)
-    if (name in filter)
+  for (const name of EVENT_QUERY_PARAMS)
+    if (name in filter && !(REPLAY_FILTER_FIELDS as readonly string[]).includes(name))
       throw new EventLogError("invalid_filter", name, `a replay filter takes ${REPLAY_FILTER_FIELDS.join(", ")}; not ${name}`);
   const query = eventQueryFromParams(params);
   // Checked now (statuses, type patterns), not when the first page is read: a bad value is the caller's error.

@@ -1,5 +1,11 @@
 import type { Child } from "hono/jsx";
-import type { EventPage as LogPage, EventSummary, FailureGroup, HandlerAttempt } from "../../mirror/event-log.js";
+import {
+  type EventPage as LogPage,
+  type EventSummary,
+  type FailureGroup,
+  type HandlerAttempt,
+  REPLAY_FILTER_FIELDS,
+} from "../../mirror/event-log.js";
 import { shownStatus } from "../../mirror/values.js";
 import { printable, shortened } from "../../base/text.js";
 import { CHANGE_LIST_LIMIT, type CausedChange } from "../../mirror/record-story.js";
@@ -37,10 +43,12 @@ import { RecordLink, recordHref } from "./mirror-pages.js";
 
 // The event log's pages: the filtered list, one event (its handlers' attempts, its steps, the
 // changes after it) and the failures grouped by handler and error fingerprint. They show the
-// mirror's own types (import type: nothing of the mirror runs here).
+// mirror's own types (import type: no query of the mirror runs here) and filter by the log's own
+// filter names.
 
 const EVENTS_PAGE_SIZE = 50;
-const KNOWN = ["id", "type", "status", "handler", "fingerprint", "range", "since", "until", "cursor"] as const;
+// The log's filters a bulk replay takes (the page hands them to one), the page's own `id`, `range` and `cursor`.
+const KNOWN = ["id", ...REPLAY_FILTER_FIELDS, "range", "cursor"] as const;
 const STATUSES = ["retrying", "failed", "handled"] as const;
 
 /**
@@ -68,9 +76,10 @@ export function parseEventFilters(params: Record<string, string>): EventFilters 
 export function logQueryOf(filters: EventFilters, now: Date): Record<string, string> {
   const query: Record<string, string> = { order: "newest", limit: String(EVENTS_PAGE_SIZE) };
   const since = filters.since ?? presetSince(filters.range, now)?.toISOString();
-  const { until, type, status, handler, fingerprint, cursor } = filters;
-  for (const [name, value] of Object.entries({ since, until, type, status, handler, fingerprint, cursor }))
+  for (const name of [...REPLAY_FILTER_FIELDS, "cursor"] as const) {
+    const value = name === "since" ? since : filters[name];
     if (value !== undefined) query[name] = value;
+  }
   return query;
 }
 
