@@ -661,11 +661,9 @@ async function upsertRows(
     }));
   if (kind === "orders" && changes.length > 0) {
     const changed = new Set(changes.map((c) => c.id));
-    await db
-      .deleteFrom("order_items")
-      .where("account_id", "=", account)
-      .where("order_id", "in", [...changed])
-      .execute();
+    // Only an order held before has items to replace: a first import deletes nothing.
+    const held = changes.filter((c) => c.before !== null).map((c) => c.id);
+    if (held.length > 0) await db.deleteFrom("order_items").where("account_id", "=", account).where("order_id", "in", held).execute();
     const items = chunk.filter((p) => changed.has(p.id)).flatMap((p) => (p.items ?? []).map((item) => ({ ...item, account_id: account })));
     if (items.length > 0) await db.insertInto("order_items").values(items).execute();
   }
