@@ -643,8 +643,11 @@ async function upsertRows(
       "up.raw as after",
       sql<boolean>`old.raw is distinct from up.raw`.as("content_changed"),
       "old.raw as before",
-      sql<string[]>`array(select key from jsonb_each(up.raw) as n(key, value) full join jsonb_each(old.raw) as o(key, value) using (key)
-        where n.value is distinct from o.value order by key collate "C")`.as("changed"),
+      // A record new to the mirror changed every field: listed here (fieldsOf), not diffed in the statement.
+      sql<string[] | null>`case when old.raw is null then null else array(select key from jsonb_each(up.raw) as n(key, value)
+        full join jsonb_each(old.raw) as o(key, value) using (key) where n.value is distinct from o.value order by key collate "C") end`.as(
+        "changed",
+      ),
     ])
     .orderBy("up.id")
     .execute();
@@ -657,7 +660,7 @@ async function upsertRows(
       id: r.id,
       before: (r.before as MirrorRecord | null) ?? null,
       after: r.after as MirrorRecord,
-      changed: r.changed,
+      changed: r.changed ?? fieldsOf(r.after as MirrorRecord),
     }));
   if (kind === "orders" && changes.length > 0) {
     const changed = new Set(changes.map((c) => c.id));
@@ -669,6 +672,14 @@ async function upsertRows(
   }
   return { written: rows.length, changes };
 }
+
+/**
+ * A record's top-level fields in the order the statement's diff lists them (`collate "C"`: by the
+ * bytes of their UTF-8, which is code point order; JavaScript's own sort compares UTF-16 units).
+ * For a first write the diff would name them all, and computing it took 40 % of an import's upsert.
+ */
+const fieldsOf = (record: MirrorRecord): string[] =>
+  Object.keys(record).sort((a, b) => Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8")));
 
 /**
  * One transaction of a write: the locks of its ids, their rows (and line items), the rejections,

@@ -192,6 +192,18 @@ describe.each(testDrivers())("PostgreSQL mirror: writes (%s)", (driver) => {
     expect(late).toEqual({ written: 0, skipped: 1, changes: [], rejected: [] });
   });
 
+  it("lists a new record's fields in the order the diff of a changed one does (code points, not UTF-16 units)", async () => {
+    // U+FF21 is one UTF-16 unit above the surrogates that start U+1F600, and a code point below it.
+    const extra = { "\u{1F600}": 1, "\uFF21": 1 };
+    const created = await mirror.upsert("orders", [{ ...orderRecord("ord_new"), ...extra }], later(t0, 1));
+    const fields = created.changes[0]?.changed ?? [];
+    expect(fields.filter((f) => f in extra)).toEqual(["\uFF21", "\u{1F600}"]);
+    await mirror.upsert("orders", [orderRecord("ord_old")], later(t0, 1));
+    const changed = await mirror.upsert("orders", [{ ...orderRecord("ord_old"), ...extra }], later(t0, 2));
+    expect(changed.changes[0]?.changed).toEqual(["\uFF21", "\u{1F600}"]);
+    expect(fields).toEqual([...Object.keys(orderRecord("ord_new")).sort(), "\uFF21", "\u{1F600}"]);
+  });
+
   it("runs onChanges inside the write's transaction: its rows commit with the write, its failure undoes it", async () => {
     await mirror.upsert("reviews", [reviewRecord("rev_1")], later(t0, 1), {
       onChanges: async (tx, changes) => {
