@@ -314,60 +314,94 @@ export interface PreparedRecord {
 
 const DECIMAL = /^-?\d+(\.\d+)?$/;
 
-function fieldReader(kind: MirrorKind, record: Record<string, unknown>, id: string | undefined, prefix = "") {
-  const fail = (field: string, expected: string, reason: UnstorableReason = "invalid_field"): never => {
-    throw new MirrorRecordError(kind, id, prefix + field, expected, reason);
-  };
-  /** `ok` answers true, or the reason the present value is refused ("invalid_field": wrong type or form). */
-  const get = (field: string, nullable: boolean, expected: string, ok: (v: unknown) => true | UnstorableReason) => {
-    const value = record[field];
-    if (value === null || value === undefined) return nullable ? null : fail(field, expected);
+/** A field's check: true, or the reason its present value is refused ("invalid_field": wrong type or form). */
+type FieldCheck = (v: unknown) => true | UnstorableReason;
+
+const check = (test: boolean, reason: UnstorableReason = "invalid_field") => (test ? true : reason);
+const isString = (v: unknown): v is string => typeof v === "string";
+const isNonEmptyText: FieldCheck = (v) => check(isString(v) && v !== "");
+const isText: FieldCheck = (v) => check(isString(v));
+/** A text column that is indexed: bounded in bytes (a btree entry has a size limit). */
+const isKey: FieldCheck = (v) => (!isString(v) || v === "" ? "invalid_field" : check(fitsKey(v), "too_long"));
+const isDecimal: FieldCheck = (v) =>
+  typeof v === "number"
+    ? check(Number.isFinite(v))
+    : !isString(v) || !DECIMAL.test(v)
+      ? "invalid_field"
+      : check(v.length <= MAX_DECIMAL_CHARS, "out_of_range");
+const isInteger: FieldCheck = (v) => (Number.isSafeInteger(v) ? check(isInt32(v), "out_of_range") : "invalid_field");
+const isTimestampValue: FieldCheck = (v) => (isString(v) ? check(isTimestamp(v), "invalid_timestamp") : "invalid_field");
+// Spec part 2: a booking's date is "an ISO 8601 timestamp of the booking day".
+const isDateValue: FieldCheck = (v) => (isString(v) ? check(isCalendarDate(v) || isTimestamp(v), "invalid_date") : "invalid_field");
+const isTimeValue: FieldCheck = (v) => (isString(v) ? check(isTimeOfDay(v), "invalid_time") : "invalid_field");
+const isTextArray: FieldCheck = (v) => check(Array.isArray(v) && v.every((s) => typeof s === "string"));
+
+/**
+ * Reads one record's fields for its columns, each by its check, and throws MirrorRecordError
+ * naming the field (under `prefix`) and the reason. A class, not closures: one is made per record
+ * and per line item, and its methods are made once.
+ */
+class FieldReader {
+  constructor(
+    private readonly kind: MirrorKind,
+    private readonly record: Record<string, unknown>,
+    private readonly id: string | undefined,
+    private readonly prefix = "",
+  ) {}
+
+  fail(field: string, expected: string, reason: UnstorableReason = "invalid_field"): never {
+    throw new MirrorRecordError(this.kind, this.id, this.prefix + field, expected, reason);
+  }
+
+  private get(field: string, nullable: boolean, expected: string, ok: FieldCheck): unknown {
+    const value = this.record[field];
+    if (value === null || value === undefined) return nullable ? null : this.fail(field, expected);
     const verdict = ok(value);
-    return verdict === true ? value : fail(field, expected + (nullable ? " or null" : ""), verdict);
-  };
-  const check = (test: boolean, reason: UnstorableReason = "invalid_field") => (test ? true : reason);
-  const isString = (v: unknown): v is string => typeof v === "string";
-  const text = (field: string) => get(field, false, "a non-empty string", (v) => check(isString(v) && v !== "")) as string;
-  const optText = (field: string) => get(field, true, "a string", (v) => check(isString(v))) as string | null;
-  /** A text column that is indexed: bounded in bytes (a btree entry has a size limit). */
-  const key = (field: string) =>
-    get(field, false, `a non-empty string of at most ${MAX_KEY_BYTES} bytes`, (v) =>
-      !isString(v) || v === "" ? "invalid_field" : check(fitsKey(v), "too_long"),
-    ) as string;
-  const isDecimal = (v: unknown) =>
-    typeof v === "number"
-      ? check(Number.isFinite(v))
-      : !isString(v) || !DECIMAL.test(v)
-        ? "invalid_field"
-        : check(v.length <= MAX_DECIMAL_CHARS, "out_of_range");
-  const decimal = (field: string) => {
-    const v = get(field, false, "a decimal amount (number or decimal string)", isDecimal) as number | string;
-    return String(v);
-  };
-  const optDecimal = (field: string) => {
-    const v = get(field, true, "a decimal amount (number or decimal string)", isDecimal) as number | string | null;
+    return verdict === true ? value : this.fail(field, expected + (nullable ? " or null" : ""), verdict);
+  }
+
+  text(field: string): string {
+    return this.get(field, false, "a non-empty string", isNonEmptyText) as string;
+  }
+  optText(field: string): string | null {
+    return this.get(field, true, "a string", isText) as string | null;
+  }
+  key(field: string): string {
+    return this.get(field, false, `a non-empty string of at most ${MAX_KEY_BYTES} bytes`, isKey) as string;
+  }
+  decimal(field: string): string {
+    return String(this.get(field, false, "a decimal amount (number or decimal string)", isDecimal));
+  }
+  optDecimal(field: string): string | null {
+    const v = this.get(field, true, "a decimal amount (number or decimal string)", isDecimal) as number | string | null;
     return v === null ? null : String(v);
-  };
-  const isInteger = (v: unknown) => (Number.isSafeInteger(v) ? check(isInt32(v), "out_of_range") : "invalid_field");
-  const integer = (field: string) => get(field, false, "an integer within ±2^31", isInteger) as number;
-  const optInteger = (field: string) => get(field, true, "an integer within ±2^31", isInteger) as number | null;
-  const isTimestampValue = (v: unknown) => (isString(v) ? check(isTimestamp(v), "invalid_timestamp") : "invalid_field");
-  const timestamp = (field: string) => get(field, false, "an ISO-8601 timestamp", isTimestampValue) as string;
-  const optTimestamp = (field: string) => get(field, true, "an ISO-8601 timestamp", isTimestampValue) as string | null;
-  // Spec part 2: a booking's date is "an ISO 8601 timestamp of the booking day": the day is the
-  // date as written (its first ten characters), never shifted by a time zone.
-  const date = (field: string) =>
-    (
-      get(field, false, "a date (YYYY-MM-DD, or an ISO 8601 timestamp of the day)", (v) =>
-        isString(v) ? check(isCalendarDate(v) || isTimestamp(v), "invalid_date") : "invalid_field",
-      ) as string
-    ).slice(0, 10);
-  const time = (field: string) =>
-    get(field, false, "a time HH:MM", (v) => (isString(v) ? check(isTimeOfDay(v), "invalid_time") : "invalid_field")) as string;
-  const optTextArray = (field: string) =>
-    get(field, true, "an array of strings", (v) => check(Array.isArray(v) && v.every((s) => typeof s === "string"))) as string[] | null;
-  return { fail, text, optText, key, decimal, optDecimal, integer, optInteger, timestamp, optTimestamp, date, time, optTextArray };
+  }
+  integer(field: string): number {
+    return this.get(field, false, "an integer within ±2^31", isInteger) as number;
+  }
+  optInteger(field: string): number | null {
+    return this.get(field, true, "an integer within ±2^31", isInteger) as number | null;
+  }
+  timestamp(field: string): string {
+    return this.get(field, false, "an ISO-8601 timestamp", isTimestampValue) as string;
+  }
+  optTimestamp(field: string): string | null {
+    return this.get(field, true, "an ISO-8601 timestamp", isTimestampValue) as string | null;
+  }
+  /** The day as written (its first ten characters), never shifted by a time zone. */
+  date(field: string): string {
+    return (this.get(field, false, "a date (YYYY-MM-DD, or an ISO 8601 timestamp of the day)", isDateValue) as string).slice(0, 10);
+  }
+  time(field: string): string {
+    return this.get(field, false, "a time HH:MM", isTimeValue) as string;
+  }
+  optTextArray(field: string): string[] | null {
+    return this.get(field, true, "an array of strings", isTextArray) as string[] | null;
+  }
 }
+
+const fieldReader = (kind: MirrorKind, record: Record<string, unknown>, id: string | undefined, prefix = "") =>
+  new FieldReader(kind, record, id, prefix);
 
 function orderItems(record: MirrorRecord, orderId: string): Unscoped<OrderItemsTable>[] {
   const items = record.items;
@@ -398,7 +432,7 @@ function orderItems(record: MirrorRecord, orderId: string): Unscoped<OrderItemsT
  * neither), and the id rule (values.ts) that the edge applies to event ids. Checked first, so what
  * a refused record is filed under is always its id's own problem.
  */
-function checkIdentity(f: ReturnType<typeof fieldReader>, record: Partial<MirrorRecord>): string {
+function checkIdentity(f: FieldReader, record: Partial<MirrorRecord>): string {
   if (typeof record.id !== "string" || record.id === "") f.fail("id", "a non-empty string");
   const id = f.key("id");
   for (const field of ["id", "restaurantId"] as const) {
